@@ -1,0 +1,201 @@
+//! The command line, as clap reads it (raw); `commands` validates it into
+//! plans.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use throng_plan::{StatusSet, parse_duration, parse_rate};
+
+/// A network load generator with numbers you can trust.
+#[derive(Debug, Parser)]
+#[command(name = "throng", version, about, long_about = None, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// HTTP/1.1 load: closed loop (-c connections) or open loop (-r requests/s).
+    #[command(after_help = HTTP_EXAMPLES)]
+    Http(Box<HttpCmd>),
+    /// Run the built-in lab server (endpoints for demos, calibration and faults).
+    #[command(after_help = SERVE_HELP)]
+    Serve(ServeCmd),
+    /// One-command tour: starts the lab server and runs a closed-loop and an open-loop test against it.
+    Demo(DemoCmd),
+    /// Re-render a result file in any view.
+    Report(ReportCmd),
+    /// Add result files together exactly (histograms add; the merged p99 is the p99 of all samples).
+    Merge(MergeCmd),
+}
+
+const HTTP_EXAMPLES: &str = "\
+Examples:
+  throng http http://127.0.0.1:8080/ -c 50 -d 30s            closed loop, 50 connections, 30 s
+  throng http http://127.0.0.1:8080/ -r 5000 -d 1m           open loop at 5000 req/s (CO-free latency)
+  throng http http://127.0.0.1:8080/ -n 10000 -c 1000 --no-keepalive --format ab
+  throng http http://127.0.0.1:8080/ -r 100 -n 8000 --no-keepalive --format httperf --json run.json";
+
+const SERVE_HELP: &str = "\
+Endpoints:
+  GET /              200, empty body
+  GET /bytes/N       200 with an N-byte body
+  GET /delay/MS      200 after MS milliseconds
+  GET /status/CODE   an empty response with that status
+  POST /echo         200 with the request body
+  GET /reset         reset the connection (TCP RST), no response
+  GET /close         close the connection, no response
+  GET /garbage       answer with bytes that are not HTTP";
+
+/// Report layouts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// throng's summary: outcomes and a phase table.
+    Text,
+    /// ApacheBench's layout.
+    Ab,
+    /// httperf's layout.
+    Httperf,
+    /// The result document (JSON).
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct HttpCmd {
+    /// Target URL, e.g. http://127.0.0.1:8080/
+    pub url: String,
+    /// Connections (closed loop), or the cap on connections (open loop) [default: 50; open loop 1000]
+    #[arg(short = 'c', long = "connections", value_name = "N")]
+    pub connections: Option<u32>,
+    /// Total requests to send
+    #[arg(short = 'n', long = "requests", value_name = "N", conflicts_with = "duration")]
+    pub requests: Option<u64>,
+    /// How long to run, e.g. 30s, 2m [default: 10s]
+    #[arg(short = 'd', long = "duration", value_name = "DURATION", value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+    /// Open loop: start this many requests per second, whatever the responses do
+    #[arg(short = 'r', long = "rate", value_name = "RATE", value_parser = parse_rate)]
+    pub rate: Option<f64>,
+    /// Worker threads [default: number of cores]
+    #[arg(short = 't', long = "threads", value_name = "N")]
+    pub threads: Option<u32>,
+    /// Request method [default: GET, or POST with --body]
+    #[arg(short = 'm', long = "method", value_name = "METHOD")]
+    pub method: Option<String>,
+    /// Request header, repeatable: -H 'Accept: application/json'
+    #[arg(short = 'H', long = "header", value_name = "'NAME: VALUE'")]
+    pub headers: Vec<String>,
+    /// Send this file as the request body
+    #[arg(long = "body", value_name = "FILE")]
+    pub body: Option<PathBuf>,
+    /// Limit on connect and on each response [default: 10s]
+    #[arg(long = "timeout", value_name = "DURATION", value_parser = parse_duration)]
+    pub timeout: Option<Duration>,
+    /// Open a new connection for every request (Connection: close)
+    #[arg(long = "no-keepalive")]
+    pub no_keepalive: bool,
+    /// Statuses that count as ok, e.g. 200,401 or 2xx [default: 200-399]
+    #[arg(long = "expect-status", value_name = "LIST", value_parser = StatusSet::parse)]
+    pub expect_status: Option<StatusSet>,
+    /// Report layout on stdout
+    #[arg(long = "format", value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// Also write the result document here
+    #[arg(long = "json", value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// No progress display
+    #[arg(short = 'q', long = "quiet")]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeCmd {
+    /// Address to listen on (port 0: any free port)
+    #[arg(long = "listen", default_value = "127.0.0.1:8080", value_name = "ADDR")]
+    pub listen: SocketAddr,
+    /// Server threads [default: number of cores]
+    #[arg(long = "threads", value_name = "N")]
+    pub threads: Option<usize>,
+    /// Stall period: answer nothing for --stall-for at the end of every period
+    #[arg(long = "stall-every", value_name = "DURATION", value_parser = parse_duration, requires = "stall_for")]
+    pub stall_every: Option<Duration>,
+    /// Length of each stall
+    #[arg(long = "stall-for", value_name = "DURATION", value_parser = parse_duration, requires = "stall_every")]
+    pub stall_for: Option<Duration>,
+}
+
+#[derive(Debug, Args)]
+pub struct DemoCmd {
+    /// Seconds per run
+    #[arg(long = "duration", default_value = "3s", value_parser = parse_duration, value_name = "DURATION")]
+    pub duration: Duration,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportCmd {
+    /// A result file written with --json
+    pub result: PathBuf,
+    /// Report layout
+    #[arg(long = "format", value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+}
+
+#[derive(Debug, Args)]
+pub struct MergeCmd {
+    /// Result files to add together
+    #[arg(required = true, num_args = 1..)]
+    pub results: Vec<PathBuf>,
+    /// Where to write the merged result
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: PathBuf,
+}
+
+/// Parses the command line. Usage errors become one line on stderr and exit
+/// code 2; `--help` and `--version` print and exit 0.
+pub fn parse() -> Result<Cli, ExitCode> {
+    match Cli::try_parse() {
+        Ok(cli) => Ok(cli),
+        Err(e) => {
+            use clap::error::ErrorKind;
+            match e.kind() {
+                ErrorKind::DisplayHelp
+                | ErrorKind::DisplayVersion
+                | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+                    let _ = e.print();
+                    Err(if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+                        ExitCode::from(2)
+                    } else {
+                        ExitCode::SUCCESS
+                    })
+                }
+                _ => {
+                    eprintln!("throng: {}", clap_one_line(&e));
+                    Err(ExitCode::from(2))
+                }
+            }
+        }
+    }
+}
+
+/// clap's message, its tip, and where to read more, on one line.
+fn clap_one_line(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let first = lines.next().unwrap_or("error: invalid usage");
+    let tip = lines
+        .find(|l| l.starts_with("tip:"))
+        .map(|t| format!("; {t}"))
+        .unwrap_or_default();
+    let sub = std::env::args().nth(1).filter(|a| !a.starts_with('-'));
+    let help = match sub {
+        Some(s) if ["http", "serve", "demo", "report", "merge"].contains(&s.as_str()) => {
+            format!("throng {s} --help")
+        }
+        _ => "throng --help".to_string(),
+    };
+    format!("{first}{tip} (see '{help}')")
+}

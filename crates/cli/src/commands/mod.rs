@@ -1,0 +1,132 @@
+//! One function per subcommand; each returns the process's exit code.
+
+mod demo;
+mod http;
+mod merge;
+mod report;
+mod serve;
+
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use throng_report::View;
+use throng_result::RunResult;
+
+use crate::args::{Cli, Command, Format};
+
+/// Exit code: the run happened but failed (every request failed, target unreachable).
+pub const EXIT_FAILED: u8 = 1;
+/// Exit code: bad usage or configuration.
+pub const EXIT_USAGE: u8 = 2;
+/// Exit code: interrupted by a signal.
+pub const EXIT_INTERRUPTED: u8 = 130;
+
+/// A mistake in what the user asked for (exit code 2).
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Runs the command.
+pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Http(c) => http::run(*c),
+        Command::Serve(c) => serve::run(c),
+        Command::Demo(c) => demo::run(c),
+        Command::Report(c) => report::run(c),
+        Command::Merge(c) => merge::run(c),
+    }
+}
+
+/// The error and its causes on one line.
+pub fn one_line(e: &anyhow::Error) -> String {
+    e.chain().map(ToString::to_string).collect::<Vec<_>>().join(": ")
+}
+
+/// 2 for usage and configuration errors, 1 for everything else.
+pub fn exit_code_for(e: &anyhow::Error) -> u8 {
+    let usage = e.chain().any(|c| {
+        c.is::<UsageError>()
+            || c.is::<throng_plan::PlanError>()
+            || matches!(
+                c.downcast_ref::<throng_engine::EngineError>(),
+                Some(throng_engine::EngineError::FdLimit { .. })
+            )
+    });
+    if usage { EXIT_USAGE } else { EXIT_FAILED }
+}
+
+fn view(f: Format) -> View {
+    match f {
+        Format::Text => View::Text,
+        Format::Ab => View::Ab,
+        Format::Httperf => View::Httperf,
+        Format::Json => View::Json,
+    }
+}
+
+/// Writes a report to stdout; a closed pipe (`| head`) is not an error.
+fn print_report(v: View, result: &RunResult) -> anyhow::Result<()> {
+    let mut buf = Vec::new();
+    throng_report::write(v, result, &mut buf).context("rendering the report")?;
+    print_bytes(&buf)
+}
+
+fn print_bytes(buf: &[u8]) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(buf).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => r.context("writing to stdout"),
+    }
+}
+
+/// Writes the result document to `path`.
+fn write_result(path: &Path, result: &RunResult) -> anyhow::Result<()> {
+    let file = std::fs::File::create(path).with_context(|| {
+        format!(
+            "cannot write the result to '{}' (check the directory exists and is writable)",
+            path.display()
+        )
+    })?;
+    result
+        .to_writer(std::io::BufWriter::new(file))
+        .with_context(|| format!("writing '{}'", path.display()))
+}
+
+/// Reads a result document.
+fn read_result(path: &Path) -> anyhow::Result<RunResult> {
+    let file = std::fs::File::open(path).map_err(|e| UsageError(format!("cannot read '{}': {e}", path.display())))?;
+    RunResult::from_reader(std::io::BufReader::new(file))
+        .map_err(|e| UsageError(format!("'{}': {e}", path.display())).into())
+}
+
+/// The exit code a finished run deserves, with a line on stderr when it
+/// failed.
+fn run_exit_code(r: &RunResult) -> ExitCode {
+    if r.interrupted {
+        return ExitCode::from(EXIT_INTERRUPTED);
+    }
+    let req = &r.measurements.requests;
+    if req.attempted > 0 && req.ok == 0 {
+        let mut classes: Vec<(&String, &u64)> = req.errors.iter().collect();
+        classes.sort_by(|a, b| b.1.cmp(a.1));
+        let top: Vec<String> = classes.iter().take(3).map(|(k, v)| format!("{v} {k}")).collect();
+        let throng_result::Plan::Http(p) = &r.plan;
+        eprintln!(
+            "throng: every request failed ({}); is {}:{} up and answering with an expected status?",
+            top.join(", "),
+            p.target.host,
+            p.target.port
+        );
+        return ExitCode::from(EXIT_FAILED);
+    }
+    ExitCode::SUCCESS
+}
+
+impl std::error::Error for UsageError {}

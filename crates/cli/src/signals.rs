@@ -1,0 +1,54 @@
+//! Ctrl-C and SIGTERM: the first stops the run gracefully, the second
+//! aborts it.
+
+use throng_engine::Control;
+
+/// Starts a thread that forwards SIGINT/SIGTERM to `control` for the rest of
+/// the process's life.
+pub fn forward_to(control: &Control) {
+    let control = control.clone();
+    let spawned = std::thread::Builder::new()
+        .name("throng-signals".into())
+        .spawn(move || {
+            let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
+                return;
+            };
+            rt.block_on(async move {
+                let Ok(mut term) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) else {
+                    return;
+                };
+                loop {
+                    tokio::select! {
+                        r = tokio::signal::ctrl_c() => if r.is_err() { return },
+                        _ = term.recv() => {}
+                    }
+                    if !control.was_interrupted() {
+                        eprintln!(
+                            "\nthrong: stopping: waiting for requests in flight (press Ctrl-C again to stop now)"
+                        );
+                    }
+                    control.interrupt();
+                }
+            });
+        });
+    // Without the thread, signals keep their default action (the process
+    // ends); the run itself is unaffected.
+    drop(spawned);
+}
+
+/// Blocks until SIGINT or SIGTERM.
+pub fn wait_for_stop() {
+    let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
+        return;
+    };
+    rt.block_on(async {
+        let Ok(mut term) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) else {
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+    });
+}

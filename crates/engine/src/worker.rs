@@ -1,0 +1,438 @@
+//! One worker: an OS thread with its own single-threaded runtime, its own
+//! connections and its own recorder. Nothing on the per-request path is
+//! shared with other workers.
+
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::pin::{Pin, pin};
+use std::rc::Rc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use throng_metrics::{Live, Measurements, Phase, Recorder, Reply};
+use throng_plan::{Arrivals, StatusSet};
+use tokio::net::TcpStream;
+use tokio::sync::{Notify, watch};
+use tokio::task::LocalSet;
+use tokio::time::Sleep;
+
+use crate::conn::{self, Timing};
+use crate::http1::ResponseReader;
+use crate::timer::PreciseTimer;
+
+/// Size of the read buffer each worker shares among its connections.
+const SCRATCH: usize = 64 * 1024;
+/// How often a worker publishes its live figures.
+const PUBLISH_EVERY: Duration = Duration::from_millis(100);
+
+/// Where the whole run is: workers watch this.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RunState {
+    /// Sending.
+    Running,
+    /// Start nothing new; let what is in flight finish.
+    Stopping,
+    /// Stop now; whatever is in flight is `interrupted`.
+    Aborting,
+}
+
+/// How a worker's load is shaped.
+#[derive(Clone, Debug)]
+pub(crate) enum WorkerLoad {
+    /// `connections` tasks, each looping request after request; `budget`
+    /// requests in all (None: until stopped).
+    Closed {
+        connections: u64,
+        budget: Option<u64>,
+        until: Option<Instant>,
+    },
+    /// Requests start on `arrivals`; up to `cap` connections.
+    Open { arrivals: Arrivals, cap: u64 },
+}
+
+/// What a worker needs to run.
+#[derive(Debug)]
+pub(crate) struct WorkerSpec {
+    pub addr: SocketAddr,
+    pub request: Box<[u8]>,
+    pub head_request: bool,
+    pub timeout: Duration,
+    pub keepalive: bool,
+    pub expect: StatusSet,
+    pub origin: Instant,
+    pub load: WorkerLoad,
+}
+
+/// A worker's result: what it measured, and when it finished.
+#[derive(Debug)]
+pub(crate) struct WorkerDone {
+    pub measurements: Measurements,
+    pub finished: Instant,
+    /// CPU this worker thread used: (user, system).
+    pub cpu: (Duration, Duration),
+}
+
+/// State shared by one worker's tasks (never across threads).
+struct Ctx {
+    rec: RefCell<Recorder>,
+    scratch: RefCell<Box<[u8]>>,
+    spec: WorkerSpec,
+    stopping: Cell<bool>,
+    stop_notify: Notify,
+    budget: Cell<Option<u64>>,
+    in_flight: Cell<u64>,
+    live_tasks: Cell<u64>,
+    done_notify: Notify,
+    // Open loop.
+    queue: RefCell<VecDeque<Instant>>,
+    idle: Cell<u64>,
+    job_notify: Notify,
+    open_tasks: Cell<u64>,
+    schedule_done: Cell<bool>,
+}
+
+impl Ctx {
+    fn stop(&self) {
+        if !self.stopping.replace(true) {
+            self.stop_notify.notify_waiters();
+            self.job_notify.notify_waiters();
+        }
+    }
+
+    fn take_budget(&self) -> bool {
+        match self.budget.get() {
+            None => true,
+            Some(0) => false,
+            Some(n) => {
+                self.budget.set(Some(n - 1));
+                true
+            }
+        }
+    }
+
+    /// Spawns a task counted in `live_tasks`; the worker ends when the
+    /// count returns to zero.
+    fn spawn(self: &Rc<Self>, fut: impl std::future::Future<Output = ()> + 'static) {
+        self.live_tasks.set(self.live_tasks.get() + 1);
+        let ctx = Rc::clone(self);
+        tokio::task::spawn_local(async move {
+            fut.await;
+            let left = ctx.live_tasks.get() - 1;
+            ctx.live_tasks.set(left);
+            if left == 0 {
+                ctx.done_notify.notify_one();
+            }
+        });
+    }
+}
+
+/// An open connection and when its connect() was issued.
+struct Conn {
+    stream: TcpStream,
+    opened: Instant,
+}
+
+/// Runs one worker to completion on the current thread.
+pub(crate) fn run(
+    spec: WorkerSpec,
+    mut state: watch::Receiver<RunState>,
+    live: Arc<Mutex<Live>>,
+) -> std::io::Result<WorkerDone> {
+    let cpu_before = crate::sys::thread_cpu();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let origin = spec.origin;
+    let ctx = Rc::new(Ctx {
+        rec: RefCell::new(Recorder::new(origin)),
+        scratch: RefCell::new(vec![0u8; SCRATCH].into_boxed_slice()),
+        budget: Cell::new(match spec.load {
+            WorkerLoad::Closed { budget, .. } => budget,
+            WorkerLoad::Open { .. } => None,
+        }),
+        spec,
+        stopping: Cell::new(false),
+        stop_notify: Notify::new(),
+        in_flight: Cell::new(0),
+        live_tasks: Cell::new(0),
+        done_notify: Notify::new(),
+        queue: RefCell::new(VecDeque::new()),
+        idle: Cell::new(0),
+        job_notify: Notify::new(),
+        open_tasks: Cell::new(0),
+        schedule_done: Cell::new(false),
+    });
+
+    let local = LocalSet::new();
+    local.block_on(&rt, async {
+        tokio::time::sleep_until(origin.into()).await;
+
+        // Follow the run's state: stop gracefully, or abort (return).
+        let watcher = {
+            let ctx = Rc::clone(&ctx);
+            async move {
+                loop {
+                    let s = *state.borrow_and_update();
+                    match s {
+                        RunState::Running => {}
+                        RunState::Stopping => ctx.stop(),
+                        RunState::Aborting => return,
+                    }
+                    if state.changed().await.is_err() {
+                        // The coordinator is gone: stop as if told to.
+                        ctx.stop();
+                        std::future::pending::<()>().await;
+                    }
+                }
+            }
+        };
+
+        // Publish live figures for the progress display.
+        {
+            let ctx = Rc::clone(&ctx);
+            tokio::task::spawn_local(async move {
+                let mut tick = tokio::time::interval(PUBLISH_EVERY);
+                loop {
+                    tick.tick().await;
+                    let figures = ctx.rec.borrow().live();
+                    if let Ok(mut slot) = live.lock() {
+                        *slot = figures;
+                    }
+                }
+            });
+        }
+
+        match ctx.spec.load.clone() {
+            WorkerLoad::Closed { connections, until, .. } => {
+                if let Some(until) = until {
+                    let ctx2 = Rc::clone(&ctx);
+                    tokio::task::spawn_local(async move {
+                        tokio::select! {
+                            () = tokio::time::sleep_until(until.into()) => ctx2.stop(),
+                            () = ctx2.stop_notify.notified() => {}
+                        }
+                    });
+                }
+                for _ in 0..connections {
+                    ctx.spawn(closed_task(Rc::clone(&ctx)));
+                }
+            }
+            WorkerLoad::Open { arrivals, cap } => {
+                ctx.spawn(dispatcher(Rc::clone(&ctx), arrivals, cap));
+            }
+        }
+
+        tokio::select! {
+            () = ctx.done_notify.notified() => {}
+            () = watcher => {}
+        }
+    });
+    // Dropping the LocalSet cancels whatever is still running (abort).
+    drop(local);
+
+    let finished = Instant::now();
+    let mut rec = ctx.rec.replace(Recorder::new(origin));
+    let in_flight = ctx.in_flight.get();
+    if in_flight > 0 {
+        rec.requests_interrupted(finished, in_flight);
+    }
+    for _ in ctx.queue.borrow_mut().drain(..) {
+        rec.dropped(finished);
+    }
+    drop(rt);
+    let cpu_after = crate::sys::thread_cpu();
+    Ok(WorkerDone {
+        measurements: rec.finish(finished),
+        finished,
+        cpu: (
+            cpu_after.0.saturating_sub(cpu_before.0),
+            cpu_after.1.saturating_sub(cpu_before.1),
+        ),
+    })
+}
+
+/// A closed-loop connection: request after request until the budget, the
+/// deadline or a stop.
+async fn closed_task(ctx: Rc<Ctx>) {
+    let mut conn: Option<Conn> = None;
+    let mut reader = ResponseReader::new(ctx.spec.head_request);
+    let mut sleep = pin!(tokio::time::sleep(Duration::from_secs(3600)));
+    while !ctx.stopping.get() && ctx.take_budget() {
+        let start = Instant::now();
+        one_request(&ctx, &mut conn, &mut reader, sleep.as_mut(), start).await;
+    }
+    close(&ctx, conn);
+}
+
+/// Hands scheduled start times to connections, opening more (up to the cap)
+/// when none is free.
+async fn dispatcher(ctx: Rc<Ctx>, arrivals: Arrivals, cap: u64) {
+    let origin = ctx.spec.origin;
+    let mut timer = PreciseTimer::new().ok();
+    for (_, offset) in arrivals {
+        if ctx.stopping.get() {
+            break;
+        }
+        let due = origin + offset;
+        if Instant::now() < due {
+            let wait = async {
+                match timer.as_mut() {
+                    Some(t) => {
+                        if t.sleep_until(due).await.is_err() {
+                            tokio::time::sleep_until(due.into()).await;
+                        }
+                    }
+                    None => tokio::time::sleep_until(due.into()).await,
+                }
+            };
+            tokio::select! {
+                () = wait => {}
+                () = ctx.stop_notify.notified() => break,
+            }
+        }
+        ctx.queue.borrow_mut().push_back(due);
+        if ctx.idle.get() > 0 {
+            ctx.idle.set(ctx.idle.get() - 1);
+            ctx.job_notify.notify_one();
+        } else if ctx.open_tasks.get() < cap {
+            ctx.open_tasks.set(ctx.open_tasks.get() + 1);
+            ctx.spawn(open_task(Rc::clone(&ctx)));
+        }
+        // Otherwise the start waits in the queue for the next free
+        // connection; its lateness is recorded as schedule_lag.
+    }
+    ctx.schedule_done.set(true);
+    ctx.job_notify.notify_waiters();
+}
+
+/// An open-loop connection: takes scheduled starts from the queue.
+async fn open_task(ctx: Rc<Ctx>) {
+    let mut conn: Option<Conn> = None;
+    let mut reader = ResponseReader::new(ctx.spec.head_request);
+    let mut sleep = pin!(tokio::time::sleep(Duration::from_secs(3600)));
+    loop {
+        if ctx.stopping.get() {
+            break;
+        }
+        let job = ctx.queue.borrow_mut().pop_front();
+        match job {
+            Some(intended) => {
+                let now = Instant::now();
+                let lag = now.saturating_duration_since(intended);
+                let too_late = {
+                    let mut rec = ctx.rec.borrow_mut();
+                    rec.phase(now, Phase::ScheduleLag, lag);
+                    // It could not start before it would have timed out.
+                    let too_late = lag > ctx.spec.timeout;
+                    if too_late {
+                        rec.dropped(now);
+                    }
+                    too_late
+                };
+                if too_late {
+                    continue;
+                }
+                one_request(&ctx, &mut conn, &mut reader, sleep.as_mut(), intended).await;
+            }
+            None if ctx.schedule_done.get() => break,
+            None => {
+                ctx.idle.set(ctx.idle.get() + 1);
+                ctx.job_notify.notified().await;
+            }
+        }
+    }
+    ctx.open_tasks.set(ctx.open_tasks.get() - 1);
+    close(&ctx, conn);
+}
+
+fn close(ctx: &Ctx, conn: Option<Conn>) {
+    if let Some(c) = conn {
+        drop(c.stream);
+        let now = Instant::now();
+        ctx.rec.borrow_mut().connection_closed(now, now - c.opened);
+    }
+}
+
+/// One request: connect if needed, exchange, record. `origin` is where
+/// latency is measured from (the intended start in open loop).
+async fn one_request(
+    ctx: &Ctx,
+    conn: &mut Option<Conn>,
+    reader: &mut ResponseReader,
+    mut sleep: Pin<&mut Sleep>,
+    origin: Instant,
+) {
+    ctx.rec.borrow_mut().request_started();
+    ctx.in_flight.set(ctx.in_flight.get() + 1);
+    let spec = &ctx.spec;
+
+    let c = match conn {
+        Some(c) => c,
+        None => {
+            let opened = Instant::now();
+            ctx.rec.borrow_mut().connection_started();
+            match conn::connect(spec.addr, spec.timeout, sleep.as_mut()).await {
+                Ok(stream) => {
+                    let now = Instant::now();
+                    ctx.rec.borrow_mut().connection_established(now, now - opened);
+                    conn.insert(Conn { stream, opened })
+                }
+                Err(class) => {
+                    let now = Instant::now();
+                    let mut rec = ctx.rec.borrow_mut();
+                    rec.connection_failed(now, class);
+                    rec.request_failed(now, class, 0);
+                    ctx.in_flight.set(ctx.in_flight.get() - 1);
+                    return;
+                }
+            }
+        }
+    };
+
+    let keep_server = ctx.rec.borrow().wants_first_reply();
+    reader.reset(keep_server, false);
+    let t_send = Instant::now();
+    sleep.as_mut().reset((t_send + spec.timeout).into());
+    let outcome = conn::exchange(&mut c.stream, &spec.request, reader, &ctx.scratch, sleep).await;
+    ctx.in_flight.set(ctx.in_flight.get() - 1);
+
+    let mut rec = ctx.rec.borrow_mut();
+    let reuse = match outcome {
+        Ok(Timing {
+            sent,
+            first,
+            done,
+            extra,
+        }) => {
+            rec.sent(sent, spec.request.len() as u64);
+            rec.phase(done, Phase::Send, sent - t_send);
+            rec.phase(done, Phase::Wait, first.saturating_duration_since(sent));
+            rec.phase(done, Phase::Receive, done - first);
+            rec.phase(done, Phase::Response, done - t_send);
+            rec.phase(done, Phase::Latency, done.saturating_duration_since(origin));
+            let reply = Reply {
+                status: reader.status,
+                header_bytes: reader.header_bytes,
+                body_bytes: reader.body_bytes,
+            };
+            if keep_server {
+                rec.first_reply(reply, reader.server.take());
+            }
+            if spec.expect.contains(reply.status) {
+                rec.request_ok(done, reply, reader.wire_bytes);
+            } else {
+                rec.request_rejected(done, reply, reader.wire_bytes);
+            }
+            spec.keepalive && !reader.close && !extra
+        }
+        Err(f) => {
+            let now = Instant::now();
+            rec.sent(now, f.written as u64);
+            rec.request_failed(now, f.class, reader.wire_bytes);
+            false
+        }
+    };
+    drop(rec);
+    if !reuse {
+        close(ctx, conn.take());
+    }
+}

@@ -1,0 +1,226 @@
+//! Request parsing and routing (pure: bytes in, bytes out).
+
+use std::time::Duration;
+
+/// Largest request (head and body) the lab accepts.
+pub(crate) const MAX_REQUEST: usize = 16 * 1024 * 1024;
+/// Longest `/delay`.
+const MAX_DELAY_MS: u64 = 600_000;
+/// Largest `/bytes`.
+const MAX_BYTES: u64 = 1 << 30;
+
+/// A complete request.
+#[derive(Debug)]
+pub(crate) struct Request<'a> {
+    pub method: &'a str,
+    pub path: &'a str,
+    pub body: &'a [u8],
+    pub keep_alive: bool,
+    /// Bytes of head and body.
+    pub len: usize,
+}
+
+/// What a buffer holds.
+#[derive(Debug)]
+pub(crate) enum Parsed<'a> {
+    Request(Request<'a>),
+    Partial,
+    Bad,
+}
+
+/// Parses one request from the front of `buf`.
+pub(crate) fn parse_request(buf: &[u8]) -> Parsed<'_> {
+    if buf.is_empty() {
+        return Parsed::Partial;
+    }
+    let mut headers = [httparse::EMPTY_HEADER; 64];
+    let mut req = httparse::Request::new(&mut headers);
+    let head = match req.parse(buf) {
+        Ok(httparse::Status::Complete(n)) => n,
+        Ok(httparse::Status::Partial) => return Parsed::Partial,
+        Err(_) => return Parsed::Bad,
+    };
+    let mut length = 0usize;
+    let mut keep_alive = req.version == Some(1);
+    for h in req.headers.iter() {
+        if h.name.eq_ignore_ascii_case("content-length") {
+            match std::str::from_utf8(h.value).ok().and_then(|v| v.trim().parse().ok()) {
+                Some(n) if n <= MAX_REQUEST => length = n,
+                _ => return Parsed::Bad,
+            }
+        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+            // Chunked request bodies are not needed by any lab endpoint.
+            return Parsed::Bad;
+        } else if h.name.eq_ignore_ascii_case("connection") {
+            let v = h.value.to_ascii_lowercase();
+            if v.windows(5).any(|w| w == b"close") {
+                keep_alive = false;
+            } else if v.windows(10).any(|w| w == b"keep-alive") {
+                keep_alive = true;
+            }
+        }
+    }
+    let total = head + length;
+    if buf.len() < total {
+        return Parsed::Partial;
+    }
+    Parsed::Request(Request {
+        method: req.method.unwrap_or("GET"),
+        path: req.path.unwrap_or("/"),
+        body: &buf[head..total],
+        keep_alive,
+        len: total,
+    })
+}
+
+/// What to do after writing `out`.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Action {
+    /// Write `out`.
+    Respond,
+    /// Wait, then write `out`.
+    Delay(Duration),
+    /// Write `out` (the head), then this many filler body bytes.
+    Bytes(u64),
+    /// Reset the connection (RST), no response.
+    Reset,
+    /// Close the connection, no response.
+    Close,
+    /// Write something that is not HTTP, then close.
+    Garbage,
+}
+
+/// Routes `req`, writing the response head (and small bodies) into `out`.
+pub(crate) fn route(req: &Request<'_>, out: &mut Vec<u8>) -> Action {
+    let path = req.path.split('?').next().unwrap_or("/");
+    let mut parts = path.trim_start_matches('/').splitn(2, '/');
+    let first = parts.next().unwrap_or("");
+    let arg = parts.next();
+    let number = |max: u64| arg.and_then(|a| a.parse::<u64>().ok()).filter(|n| *n <= max);
+    match (req.method, first) {
+        (_, "") => head(out, 200, 0, req.keep_alive),
+        (_, "bytes") => match number(MAX_BYTES) {
+            Some(n) => {
+                head(out, 200, n, req.keep_alive);
+                return Action::Bytes(n);
+            }
+            None => bad(out, "/bytes/N takes a byte count up to 1073741824", req.keep_alive),
+        },
+        (_, "delay") => match number(MAX_DELAY_MS) {
+            Some(ms) => {
+                head(out, 200, 0, req.keep_alive);
+                return Action::Delay(Duration::from_millis(ms));
+            }
+            None => bad(out, "/delay/MS takes milliseconds up to 600000", req.keep_alive),
+        },
+        (_, "status") => match number(599).filter(|c| *c >= 200) {
+            // Invariant: filtered to 200..=599.
+            Some(code) => head(out, code as u16, 0, req.keep_alive),
+            None => bad(out, "/status/CODE takes a status from 200 to 599", req.keep_alive),
+        },
+        ("POST" | "PUT", "echo") => {
+            head(out, 200, req.body.len() as u64, req.keep_alive);
+            out.extend_from_slice(req.body);
+        }
+        (_, "reset") => return Action::Reset,
+        (_, "close") => return Action::Close,
+        (_, "garbage") => return Action::Garbage,
+        _ => {
+            let body = b"not found: try /, /bytes/N, /delay/MS, /status/CODE, POST /echo\n";
+            head(out, 404, body.len() as u64, req.keep_alive);
+            out.extend_from_slice(body);
+        }
+    }
+    Action::Respond
+}
+
+fn head(out: &mut Vec<u8>, status: u16, length: u64, keep_alive: bool) {
+    let reason = match status {
+        200 => "OK",
+        201 => "Created",
+        204 => "No Content",
+        301 => "Moved Permanently",
+        302 => "Found",
+        304 => "Not Modified",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "Not Found",
+        409 => "Conflict",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        502 => "Bad Gateway",
+        503 => "Service Unavailable",
+        504 => "Gateway Timeout",
+        _ => "Status",
+    };
+    out.extend_from_slice(format!("HTTP/1.1 {status} {reason}\r\nServer: throng-lab\r\n").as_bytes());
+    // 1xx, 204 and 304 have no body and no length.
+    if !(status == 204 || status == 304) {
+        out.extend_from_slice(format!("Content-Length: {length}\r\n").as_bytes());
+    }
+    if !keep_alive {
+        out.extend_from_slice(b"Connection: close\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
+}
+
+fn bad(out: &mut Vec<u8>, why: &str, keep_alive: bool) {
+    let body = format!("{why}\n");
+    head(out, 400, body.len() as u64, keep_alive);
+    out.extend_from_slice(body.as_bytes());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn respond(raw: &[u8]) -> (Action, String) {
+        let Parsed::Request(req) = parse_request(raw) else {
+            panic!("not a request");
+        };
+        let mut out = Vec::new();
+        let a = route(&req, &mut out);
+        (a, String::from_utf8(out).unwrap())
+    }
+
+    #[test]
+    fn routes() {
+        let (a, out) = respond(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+        assert_eq!(a, Action::Respond);
+        assert_eq!(
+            out,
+            "HTTP/1.1 200 OK\r\nServer: throng-lab\r\nContent-Length: 0\r\n\r\n"
+        );
+        assert_eq!(respond(b"GET /bytes/10 HTTP/1.1\r\n\r\n").0, Action::Bytes(10));
+        assert_eq!(
+            respond(b"GET /delay/250 HTTP/1.1\r\n\r\n").0,
+            Action::Delay(Duration::from_millis(250))
+        );
+        assert!(
+            respond(b"GET /status/503 HTTP/1.1\r\n\r\n")
+                .1
+                .starts_with("HTTP/1.1 503 ")
+        );
+        assert!(
+            respond(b"GET /status/abc HTTP/1.1\r\n\r\n")
+                .1
+                .starts_with("HTTP/1.1 400 ")
+        );
+        let (_, echo) = respond(b"POST /echo HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc");
+        assert!(echo.ends_with("Content-Length: 3\r\n\r\nabc"));
+        assert_eq!(respond(b"GET /reset HTTP/1.1\r\n\r\n").0, Action::Reset);
+        let (_, nf) = respond(b"GET /nope HTTP/1.0\r\n\r\n");
+        assert!(nf.starts_with("HTTP/1.1 404 ") && nf.contains("Connection: close"));
+    }
+
+    #[test]
+    fn partial_and_bad_requests() {
+        assert!(matches!(parse_request(b"GET / HTTP/1.1\r\n"), Parsed::Partial));
+        assert!(matches!(
+            parse_request(b"POST /echo HTTP/1.1\r\nContent-Length: 5\r\n\r\nab"),
+            Parsed::Partial
+        ));
+        assert!(matches!(parse_request(b"\x00\x01garbage\r\n\r\n"), Parsed::Bad));
+    }
+}

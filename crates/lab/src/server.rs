@@ -1,0 +1,268 @@
+//! Threads, listeners, connections.
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use socket2::{Domain, Protocol, Socket, Type};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+
+use crate::http::{Action, Parsed, parse_request, route};
+
+/// Pending connections the kernel may queue per listener.
+const BACKLOG: i32 = 16_384;
+
+/// When the server answers nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stall {
+    /// Period.
+    pub every: Duration,
+    /// Length of the silent window at the end of each period.
+    pub duration: Duration,
+}
+
+impl Stall {
+    /// If `now` falls in a stall window, when that window ends.
+    pub fn window_end(&self, start: Instant, now: Instant) -> Option<Instant> {
+        let every = self.every.as_nanos();
+        if every == 0 || self.duration.is_zero() {
+            return None;
+        }
+        let t = now.saturating_duration_since(start).as_nanos();
+        let into = t % every;
+        let silent_from = every.saturating_sub(self.duration.as_nanos());
+        (into >= silent_from).then(|| {
+            let period_end = t - into + every;
+            start + Duration::from_nanos(u64::try_from(period_end).unwrap_or(u64::MAX))
+        })
+    }
+}
+
+/// How to run the lab server.
+#[derive(Clone, Debug)]
+pub struct LabConfig {
+    /// Where to listen (port 0: any free port).
+    pub listen: SocketAddr,
+    /// Threads, each with its own listener (SO_REUSEPORT).
+    pub threads: usize,
+    /// Optional stall windows.
+    pub stall: Option<Stall>,
+}
+
+/// A running lab server; stops when dropped or on [`LabServer::stop`].
+#[derive(Debug)]
+pub struct LabServer {
+    addr: SocketAddr,
+    shutdown: watch::Sender<bool>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl LabServer {
+    /// Binds every listener, starts the threads, and returns once the
+    /// server accepts connections.
+    pub fn start(config: &LabConfig) -> io::Result<LabServer> {
+        let threads = config.threads.max(1);
+        let first = bind(config.listen)?;
+        let addr = first
+            .local_addr()?
+            .as_socket()
+            .ok_or_else(|| io::Error::other("listener has no address"))?;
+        let mut listeners = vec![first];
+        for _ in 1..threads {
+            listeners.push(bind(addr)?);
+        }
+        let (shutdown, _) = watch::channel(false);
+        let start = Instant::now();
+        let shared = Arc::new(Shared {
+            stall: config.stall,
+            start,
+        });
+        let mut handles = Vec::new();
+        for (i, l) in listeners.into_iter().enumerate() {
+            let rx = shutdown.subscribe();
+            let shared = Arc::clone(&shared);
+            let std_listener: std::net::TcpListener = l.into();
+            handles.push(
+                std::thread::Builder::new()
+                    .name(format!("throng-lab-{i}"))
+                    .spawn(move || serve_thread(std_listener, shared, rx))?,
+            );
+        }
+        Ok(LabServer {
+            addr,
+            shutdown,
+            threads: handles,
+        })
+    }
+
+    /// The address it listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Stops accepting, closes connections, joins the threads.
+    pub fn stop(mut self) {
+        self.shutdown_now();
+    }
+
+    fn shutdown_now(&mut self) {
+        let _ = self.shutdown.send(true);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for LabServer {
+    fn drop(&mut self) {
+        self.shutdown_now();
+    }
+}
+
+#[derive(Debug)]
+struct Shared {
+    stall: Option<Stall>,
+    start: Instant,
+}
+
+fn bind(addr: SocketAddr) -> io::Result<Socket> {
+    let s = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    s.set_reuse_address(true)?;
+    s.set_reuse_port(true)?;
+    s.set_nonblocking(true)?;
+    s.bind(&addr.into())?;
+    s.listen(BACKLOG)?;
+    Ok(s)
+}
+
+fn serve_thread(listener: std::net::TcpListener, shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
+    let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
+        return;
+    };
+    let local = tokio::task::LocalSet::new();
+    local.block_on(&rt, async move {
+        let Ok(listener) = TcpListener::from_std(listener) else {
+            return;
+        };
+        loop {
+            tokio::select! {
+                r = listener.accept() => match r {
+                    Ok((stream, _)) => {
+                        let _ = stream.set_nodelay(true);
+                        let shared = Arc::clone(&shared);
+                        tokio::task::spawn_local(async move {
+                            let _ = connection(stream, &shared).await;
+                        });
+                    }
+                    // Out of descriptors or similar: back off briefly
+                    // rather than spin, then keep serving.
+                    Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+                },
+                _ = shutdown.changed() => return,
+            }
+        }
+    });
+}
+
+async fn connection(mut stream: TcpStream, shared: &Shared) -> io::Result<()> {
+    let mut buf: Vec<u8> = Vec::with_capacity(1024);
+    let mut out: Vec<u8> = Vec::with_capacity(256);
+    let mut filled = 0usize;
+    loop {
+        // Answer every complete request already buffered (pipelining).
+        loop {
+            match parse_request(&buf[..filled]) {
+                Parsed::Partial => break,
+                Parsed::Bad => {
+                    out.clear();
+                    out.extend_from_slice(
+                        b"HTTP/1.1 400 Bad Request\r\nServer: throng-lab\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                    );
+                    stream.write_all(&out).await?;
+                    return Ok(());
+                }
+                Parsed::Request(req) => {
+                    let used = req.len;
+                    let keep = req.keep_alive;
+                    if let Some(end) = shared.stall.and_then(|s| s.window_end(shared.start, Instant::now())) {
+                        tokio::time::sleep_until(end.into()).await;
+                    }
+                    out.clear();
+                    match route(&req, &mut out) {
+                        Action::Respond => stream.write_all(&out).await?,
+                        Action::Delay(d) => {
+                            tokio::time::sleep(d).await;
+                            stream.write_all(&out).await?;
+                        }
+                        Action::Bytes(n) => {
+                            stream.write_all(&out).await?;
+                            write_filler(&mut stream, n).await?;
+                        }
+                        Action::Reset => {
+                            let sock = socket2::SockRef::from(&stream);
+                            sock.set_linger(Some(Duration::ZERO))?;
+                            return Ok(());
+                        }
+                        Action::Close => return Ok(()),
+                        Action::Garbage => {
+                            stream.write_all(b"THIS IS NOT HTTP\r\n\r\n").await?;
+                            return Ok(());
+                        }
+                    }
+                    buf.copy_within(used..filled, 0);
+                    filled -= used;
+                    if !keep {
+                        stream.shutdown().await?;
+                        return Ok(());
+                    }
+                }
+            }
+        }
+        if filled == buf.len() {
+            if buf.len() >= crate::http::MAX_REQUEST {
+                return Ok(());
+            }
+            buf.resize((buf.len() * 2).max(1024), 0);
+        }
+        let n = stream.read(&mut buf[filled..]).await?;
+        if n == 0 {
+            return Ok(());
+        }
+        filled += n;
+    }
+}
+
+async fn write_filler(stream: &mut TcpStream, mut n: u64) -> io::Result<()> {
+    static FILL: [u8; 16 * 1024] = [b'x'; 16 * 1024];
+    while n > 0 {
+        let k = usize::try_from(n).unwrap_or(usize::MAX).min(FILL.len());
+        stream.write_all(&FILL[..k]).await?;
+        n -= k as u64;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stall_windows_are_the_end_of_each_period() {
+        let s = Stall {
+            every: Duration::from_secs(5),
+            duration: Duration::from_secs(1),
+        };
+        let t0 = Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        assert_eq!(s.window_end(t0, at(0)), None);
+        assert_eq!(s.window_end(t0, at(3_999)), None);
+        assert_eq!(s.window_end(t0, at(4_000)), Some(at(5_000)));
+        assert_eq!(s.window_end(t0, at(4_999)), Some(at(5_000)));
+        assert_eq!(s.window_end(t0, at(5_000)), None);
+        assert_eq!(s.window_end(t0, at(9_500)), Some(at(10_000)));
+    }
+}

@@ -1,0 +1,29 @@
+//! throng's measurement core: what a run records, and how records from many
+//! workers (threads, processes, hosts) add up exactly.
+//!
+//! ```text
+//!  worker 0: Recorder ─┐                      (per-worker, no locks, no atomics)
+//!  worker 1: Recorder ─┼─ finish() ─► Measurements ─ merge() ─► Measurements
+//!  worker N: Recorder ─┘                 (plain data, serde)       (exact: histograms add)
+//! ```
+//!
+//! Every timed phase (see [`Phase`]) lands in an HDR histogram with microsecond
+//! resolution and three significant digits. Every attempted unit of work
+//! (request, connection) ends in exactly one outcome: `ok` or one
+//! [`ErrorClass`]; [`Outcomes::is_balanced`] checks `attempted = ok + Σ errors`.
+//!
+//! Nothing here does I/O or depends on a runtime: the engine feeds a
+//! [`Recorder`] with instants and durations it measured, and reports read
+//! [`Measurements`].
+
+mod hist;
+mod measurements;
+mod outcome;
+mod phase;
+mod recorder;
+
+pub use hist::{EncodedHist, Hist, HistError, Summary};
+pub use measurements::{ByteCounts, FirstReply, Measurements, SeriesPoint};
+pub use outcome::{ErrorClass, Outcomes};
+pub use phase::Phase;
+pub use recorder::{Live, Recorder, Reply};

@@ -1,0 +1,275 @@
+//! What a run measured, as plain data that merges exactly.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::hist::{EncodedHist, Hist, HistError};
+use crate::outcome::Outcomes;
+
+/// Everything one recorder — or many, merged — measured.
+///
+/// Merging ([`Measurements::merge`]) adds counters and histograms, so a merged
+/// percentile is the percentile of all samples, never an average of
+/// percentiles.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Measurements {
+    /// How requests ended.
+    pub requests: Outcomes,
+    /// How connection attempts ended (`ok` = established).
+    pub connections: Outcomes,
+    /// Scheduled requests never sent: no connection was free before the
+    /// request would have timed out, or the run ended first (open loop only).
+    pub dropped: u64,
+    /// Responses by HTTP status code.
+    pub status: BTreeMap<u16, u64>,
+    /// Bytes on the wire (application layer).
+    pub bytes: ByteCounts,
+    /// Highest number of connections open at once. Exact for one worker;
+    /// across workers, the highest per-second sum of each worker's peak
+    /// (an upper bound on the true simultaneous peak).
+    pub peak_concurrent_connections: u64,
+    /// One histogram per phase name (µs).
+    pub phases: BTreeMap<String, Hist>,
+    /// Per-second buckets, by second since the run's start.
+    pub series: Vec<SeriesPoint>,
+    /// What the first complete response looked like (ab's "Server Software",
+    /// "Document Length").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_reply: Option<FirstReply>,
+}
+
+/// Bytes sent and received.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ByteCounts {
+    /// Request bytes written.
+    pub sent: u64,
+    /// Response bytes read (headers, bodies, chunk framing).
+    pub received: u64,
+    /// Of `received`: response head bytes (status line and headers).
+    pub received_headers: u64,
+    /// Of `received`: response body bytes after transfer decoding.
+    pub received_body: u64,
+}
+
+impl ByteCounts {
+    fn merge(&mut self, o: &ByteCounts) {
+        self.sent += o.sent;
+        self.received += o.received;
+        self.received_headers += o.received_headers;
+        self.received_body += o.received_body;
+    }
+}
+
+/// The first complete response a recorder saw.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FirstReply {
+    /// HTTP status.
+    pub status: u16,
+    /// The `Server` header, if any.
+    pub server: Option<String>,
+    /// Response head size in bytes.
+    pub header_bytes: u64,
+    /// Body size in bytes.
+    pub body_bytes: u64,
+}
+
+/// One second of a run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SeriesPoint {
+    /// Seconds since the run's start (this bucket covers [second, second+1)).
+    pub second: u64,
+    /// Requests that ended in this second (ok + errors).
+    pub requests: u64,
+    /// Of those, ok.
+    pub ok: u64,
+    /// Of those, failed.
+    pub errors: u64,
+    /// Responses received (any status, expected or not).
+    #[serde(default)]
+    pub replies: u64,
+    /// Requests dropped in this second.
+    pub dropped: u64,
+    /// Bytes written.
+    pub bytes_sent: u64,
+    /// Bytes read.
+    pub bytes_received: u64,
+    /// Connections established.
+    pub connections_opened: u64,
+    /// Connection attempts that failed.
+    pub connection_errors: u64,
+    /// Highest number of connections open at once during this second.
+    pub concurrent_max: u64,
+    /// This second's samples per phase, kept encoded (a long run has many
+    /// seconds; decoded histograms are tens of KB each).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub phases: BTreeMap<String, EncodedHist>,
+}
+
+impl SeriesPoint {
+    fn merge(&mut self, o: &SeriesPoint) -> Result<(), HistError> {
+        self.requests += o.requests;
+        self.ok += o.ok;
+        self.errors += o.errors;
+        self.replies += o.replies;
+        self.dropped += o.dropped;
+        self.bytes_sent += o.bytes_sent;
+        self.bytes_received += o.bytes_received;
+        self.connections_opened += o.connections_opened;
+        self.connection_errors += o.connection_errors;
+        self.concurrent_max += o.concurrent_max;
+        for (name, h) in &o.phases {
+            match self.phases.get_mut(name) {
+                Some(mine) => {
+                    let mut sum = mine.decode()?;
+                    sum.add(&h.decode()?)?;
+                    *mine = EncodedHist::new(&sum);
+                }
+                None => {
+                    self.phases.insert(name.clone(), h.clone());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// This second's histogram of one phase (empty when nothing was recorded).
+    pub fn phase(&self, name: &str) -> Result<Hist, HistError> {
+        self.phases
+            .get(name)
+            .map_or_else(|| Ok(Hist::new()), EncodedHist::decode)
+    }
+}
+
+fn merge_hists(into: &mut BTreeMap<String, Hist>, from: &BTreeMap<String, Hist>) -> Result<(), HistError> {
+    for (name, h) in from {
+        match into.get_mut(name) {
+            Some(mine) => mine.add(h)?,
+            None => {
+                into.insert(name.clone(), h.clone());
+            }
+        }
+    }
+    Ok(())
+}
+
+impl Measurements {
+    /// Adds `other` into `self`. `offset` is how many whole seconds after
+    /// `self`'s start `other` started (0 for workers of one run), so that
+    /// their series line up in time.
+    pub fn merge(&mut self, other: &Measurements, offset: u64) -> Result<(), HistError> {
+        self.requests.merge(&other.requests);
+        self.connections.merge(&other.connections);
+        self.dropped += other.dropped;
+        for (code, n) in &other.status {
+            *self.status.entry(*code).or_default() += n;
+        }
+        self.bytes.merge(&other.bytes);
+        merge_hists(&mut self.phases, &other.phases)?;
+        if self.first_reply.is_none() {
+            self.first_reply.clone_from(&other.first_reply);
+        }
+
+        let mut by_second: BTreeMap<u64, SeriesPoint> = std::mem::take(&mut self.series)
+            .into_iter()
+            .map(|p| (p.second, p))
+            .collect();
+        for p in &other.series {
+            let second = p.second + offset;
+            let slot = by_second.entry(second).or_insert_with(|| SeriesPoint {
+                second,
+                ..SeriesPoint::default()
+            });
+            slot.merge(p)?;
+        }
+        self.series = by_second.into_values().collect();
+        let series_peak = self.series.iter().map(|p| p.concurrent_max).max().unwrap_or(0);
+        self.peak_concurrent_connections = series_peak
+            .max(self.peak_concurrent_connections)
+            .max(other.peak_concurrent_connections);
+        Ok(())
+    }
+
+    /// The histogram of one phase, if anything was recorded in it.
+    pub fn phase(&self, name: &str) -> Option<&Hist> {
+        self.phases.get(name).filter(|h| !h.is_empty())
+    }
+
+    /// Responses per status class: index 0 is 1xx … 4 is 5xx, 5 is anything else.
+    pub fn status_classes(&self) -> [u64; 6] {
+        let mut out = [0u64; 6];
+        for (&code, &n) in &self.status {
+            let i = match code {
+                100..=599 => usize::from(code / 100 - 1),
+                _ => 5,
+            };
+            out[i] += n;
+        }
+        out
+    }
+
+    /// Responses received (any status).
+    pub fn replies(&self) -> u64 {
+        self.status.values().sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(second: u64, ok: u64, lat: &[u64]) -> SeriesPoint {
+        let mut h = Hist::new();
+        for &v in lat {
+            h.record_us(v);
+        }
+        SeriesPoint {
+            second,
+            requests: ok,
+            ok,
+            concurrent_max: 2,
+            phases: [("latency".to_string(), EncodedHist::new(&h))].into(),
+            ..SeriesPoint::default()
+        }
+    }
+
+    #[test]
+    fn series_merge_aligns_by_offset_and_adds() {
+        let mut a = Measurements {
+            series: vec![point(0, 1, &[10]), point(1, 2, &[20, 30])],
+            ..Measurements::default()
+        };
+        let b = Measurements {
+            series: vec![point(0, 5, &[40])],
+            ..Measurements::default()
+        };
+        a.merge(&b, 1).unwrap();
+        assert_eq!(a.series.len(), 2);
+        assert_eq!(a.series[1].ok, 7);
+        assert_eq!(a.series[1].phase("latency").unwrap().count(), 3);
+        assert_eq!(a.series[1].concurrent_max, 4);
+        assert_eq!(a.peak_concurrent_connections, 4);
+    }
+
+    #[test]
+    fn status_classes_bucket_codes() {
+        let m = Measurements {
+            status: [(200, 3), (204, 1), (404, 2), (999, 1)].into(),
+            ..Measurements::default()
+        };
+        assert_eq!(m.status_classes(), [0, 4, 0, 2, 0, 1]);
+        assert_eq!(m.replies(), 7);
+    }
+
+    #[test]
+    fn json_round_trip() {
+        let m = Measurements {
+            series: vec![point(0, 1, &[10])],
+            status: [(200, 1)].into(),
+            ..Measurements::default()
+        };
+        let text = serde_json::to_string(&m).unwrap();
+        let back: Measurements = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, m);
+    }
+}

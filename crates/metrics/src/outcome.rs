@@ -1,0 +1,156 @@
+//! The error taxonomy, and outcome counts that always balance.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// Why a unit of work (connection, request) did not end `ok`.
+///
+/// The classes follow httperf's and extend them; their names (see
+/// [`ErrorClass::name`]) appear in reports, result files and thresholds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum ErrorClass {
+    /// `connect()` did not complete within the timeout.
+    TimeoutConnect,
+    /// The TLS handshake did not complete within the timeout.
+    TimeoutTls,
+    /// The response did not complete within the timeout.
+    TimeoutResponse,
+    /// Nothing listens there (ECONNREFUSED).
+    Refused,
+    /// The peer reset the connection (ECONNRESET, EPIPE).
+    Reset,
+    /// The peer closed the connection before the response was complete.
+    Eof,
+    /// No file descriptor could be had (EMFILE, ENFILE).
+    FdUnavailable,
+    /// No local address or port could be had (EADDRNOTAVAIL).
+    AddrUnavailable,
+    /// The response was malformed.
+    Protocol,
+    /// A response arrived but its status or a check said no.
+    CheckFailed,
+    /// Still in flight when the run ended.
+    Interrupted,
+    /// A TLS failure, by alert or cause (e.g. `bad_certificate`).
+    Tls(&'static str),
+    /// Any other OS error, by errno name (e.g. `ENETUNREACH`).
+    Other(&'static str),
+}
+
+impl ErrorClass {
+    /// The user-visible name: `timeout.connect`, `refused`, `tls.unknown_ca`,
+    /// `other.ENETUNREACH`, …
+    pub fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed(match self {
+            ErrorClass::TimeoutConnect => "timeout.connect",
+            ErrorClass::TimeoutTls => "timeout.tls",
+            ErrorClass::TimeoutResponse => "timeout.response",
+            ErrorClass::Refused => "refused",
+            ErrorClass::Reset => "reset",
+            ErrorClass::Eof => "eof",
+            ErrorClass::FdUnavailable => "fd_unavailable",
+            ErrorClass::AddrUnavailable => "addr_unavailable",
+            ErrorClass::Protocol => "protocol",
+            ErrorClass::CheckFailed => "check_failed",
+            ErrorClass::Interrupted => "interrupted",
+            ErrorClass::Tls(cause) => return Cow::Owned(format!("tls.{cause}")),
+            ErrorClass::Other(errno) => return Cow::Owned(format!("other.{errno}")),
+        })
+    }
+
+    /// A sentence for reports: what this class means.
+    pub fn describe(name: &str) -> &'static str {
+        match name {
+            "timeout.connect" => "connect() did not complete within --timeout",
+            "timeout.tls" => "TLS handshake did not complete within --timeout",
+            "timeout.response" => "response did not complete within --timeout",
+            "refused" => "connection refused: nothing listening",
+            "reset" => "connection reset by the peer",
+            "eof" => "peer closed the connection before the response was complete",
+            "fd_unavailable" => "out of file descriptors (EMFILE/ENFILE)",
+            "addr_unavailable" => "out of local ports or addresses (EADDRNOTAVAIL)",
+            "protocol" => "malformed response",
+            "check_failed" => "response arrived but its status or a check failed",
+            "interrupted" => "still in flight when the run ended",
+            n if n.starts_with("tls.") => "TLS failure",
+            _ => "other OS error",
+        }
+    }
+}
+
+/// How the units of one kind ended: `attempted = ok + Σ errors` when balanced.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Outcomes {
+    /// Units started.
+    pub attempted: u64,
+    /// Units that ended well.
+    pub ok: u64,
+    /// Units that ended in each error class, by class name.
+    pub errors: BTreeMap<String, u64>,
+}
+
+impl Outcomes {
+    /// Σ errors.
+    pub fn failed(&self) -> u64 {
+        self.errors.values().sum()
+    }
+
+    /// Units that ended (ok or failed).
+    pub fn ended(&self) -> u64 {
+        self.ok + self.failed()
+    }
+
+    /// The accounting invariant: every attempted unit ended exactly once.
+    pub fn is_balanced(&self) -> bool {
+        self.attempted == self.ended()
+    }
+
+    /// Count of one error class by name (0 when absent).
+    pub fn error(&self, name: &str) -> u64 {
+        self.errors.get(name).copied().unwrap_or(0)
+    }
+
+    /// Adds `other`'s counts to these.
+    pub fn merge(&mut self, other: &Outcomes) {
+        self.attempted += other.attempted;
+        self.ok += other.ok;
+        for (k, v) in &other.errors {
+            *self.errors.entry(k.clone()).or_default() += v;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_the_documented_ones() {
+        assert_eq!(ErrorClass::TimeoutResponse.name(), "timeout.response");
+        assert_eq!(ErrorClass::Tls("unknown_ca").name(), "tls.unknown_ca");
+        assert_eq!(ErrorClass::Other("ENETUNREACH").name(), "other.ENETUNREACH");
+    }
+
+    #[test]
+    fn merge_adds_and_keeps_balance() {
+        let mut a = Outcomes {
+            attempted: 5,
+            ok: 3,
+            errors: [("refused".to_string(), 2)].into(),
+        };
+        let b = Outcomes {
+            attempted: 4,
+            ok: 1,
+            errors: [("refused".to_string(), 1), ("eof".to_string(), 2)].into(),
+        };
+        assert!(a.is_balanced() && b.is_balanced());
+        a.merge(&b);
+        assert_eq!(a.attempted, 9);
+        assert_eq!(a.error("refused"), 3);
+        assert_eq!(a.error("eof"), 2);
+        assert!(a.is_balanced());
+    }
+}

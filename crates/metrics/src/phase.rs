@@ -1,0 +1,89 @@
+//! The timed phases of a unit of work. The names are part of the product:
+//! users see them in reports, thresholds and result files.
+
+/// One timed phase. See DESIGN.md, "What is measured", for the exact
+/// start and end instant of each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Phase {
+    /// Intended start of a request or iteration → its actual start.
+    ScheduleLag,
+    /// `connect()` issued → TCP established.
+    Connect,
+    /// ClientHello written → handshake complete.
+    Tls,
+    /// First request byte written → last request byte written.
+    Send,
+    /// Last request byte written → first response byte read (TTFB).
+    Wait,
+    /// First response byte → last response byte.
+    Receive,
+    /// First request byte written → last response byte.
+    Response,
+    /// Intended (open loop) or actual (closed loop) start → last response byte.
+    Latency,
+    /// `connect()` issued → connection closed.
+    Connection,
+}
+
+impl Phase {
+    /// Every phase, in report order.
+    pub const ALL: [Phase; 9] = [
+        Phase::ScheduleLag,
+        Phase::Connect,
+        Phase::Tls,
+        Phase::Send,
+        Phase::Wait,
+        Phase::Receive,
+        Phase::Response,
+        Phase::Latency,
+        Phase::Connection,
+    ];
+
+    /// Number of phases; recorders index arrays with [`Phase::index`].
+    pub const COUNT: usize = Self::ALL.len();
+
+    /// The user-visible name, e.g. `schedule_lag`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Phase::ScheduleLag => "schedule_lag",
+            Phase::Connect => "connect",
+            Phase::Tls => "tls",
+            Phase::Send => "send",
+            Phase::Wait => "wait",
+            Phase::Receive => "receive",
+            Phase::Response => "response",
+            Phase::Latency => "latency",
+            Phase::Connection => "connection",
+        }
+    }
+
+    /// The phase with this user-visible name.
+    pub fn from_name(name: &str) -> Option<Phase> {
+        Self::ALL.into_iter().find(|p| p.name() == name)
+    }
+
+    /// Position in [`Phase::ALL`].
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+}
+
+impl std::fmt::Display for Phase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_indexes_match_order() {
+        for (i, p) in Phase::ALL.into_iter().enumerate() {
+            assert_eq!(p.index(), i);
+            assert_eq!(Phase::from_name(p.name()), Some(p));
+        }
+        assert_eq!(Phase::from_name("nope"), None);
+    }
+}

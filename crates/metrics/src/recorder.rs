@@ -1,0 +1,463 @@
+//! The per-worker recorder: everything on the per-request path, no locks.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use crate::hist::{EncodedHist, Hist};
+use crate::measurements::{ByteCounts, FirstReply, Measurements, SeriesPoint};
+use crate::outcome::{ErrorClass, Outcomes};
+use crate::phase::Phase;
+
+/// Status codes below this are counted in a flat array (no hashing per
+/// request); anything else goes to a map.
+const STATUS_TABLE: usize = 600;
+
+/// Records one worker's measurements. Owned by one thread; merged off the
+/// hot path with [`Recorder::finish`] and [`Measurements::merge`].
+///
+/// Every event carries the instant it happened, which places it in the
+/// per-second series. Samples go into the current second's histograms
+/// only; when a second ends they are added to the run totals and kept
+/// encoded in the series — one histogram write per sample.
+#[derive(Debug)]
+pub struct Recorder {
+    origin: Instant,
+    second: u64,
+    point: SeriesPoint,
+    current: [Hist; Phase::COUNT],
+    totals: [Hist; Phase::COUNT],
+    series: Vec<SeriesPoint>,
+    requests: Counts,
+    connections: Counts,
+    dropped: u64,
+    status: Box<[u64; STATUS_TABLE]>,
+    status_other: BTreeMap<u16, u64>,
+    bytes: ByteCounts,
+    open: u64,
+    peak: u64,
+    first_reply: Option<FirstReply>,
+}
+
+#[derive(Debug, Default)]
+struct Counts {
+    attempted: u64,
+    ok: u64,
+    errors: BTreeMap<ErrorClass, u64>,
+}
+
+impl Counts {
+    fn fail(&mut self, class: ErrorClass) {
+        *self.errors.entry(class).or_default() += 1;
+    }
+
+    fn to_outcomes(&self) -> Outcomes {
+        let mut errors = BTreeMap::new();
+        for (class, n) in &self.errors {
+            *errors.entry(class.name().into_owned()).or_default() += n;
+        }
+        Outcomes {
+            attempted: self.attempted,
+            ok: self.ok,
+            errors,
+        }
+    }
+}
+
+/// What a completed response looked like, for counting.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Reply {
+    /// HTTP status.
+    pub status: u16,
+    /// Bytes of the response head.
+    pub header_bytes: u64,
+    /// Bytes of the body after transfer decoding.
+    pub body_bytes: u64,
+}
+
+impl Recorder {
+    /// A recorder whose series starts at `origin` (the run's start; shared
+    /// by every worker of a run so that their seconds line up).
+    pub fn new(origin: Instant) -> Self {
+        Recorder {
+            origin,
+            second: 0,
+            point: SeriesPoint::default(),
+            current: std::array::from_fn(|_| Hist::new()),
+            totals: std::array::from_fn(|_| Hist::new()),
+            series: Vec::new(),
+            requests: Counts::default(),
+            connections: Counts::default(),
+            dropped: 0,
+            status: Box::new([0; STATUS_TABLE]),
+            status_other: BTreeMap::new(),
+            bytes: ByteCounts::default(),
+            open: 0,
+            peak: 0,
+            first_reply: None,
+        }
+    }
+
+    /// The run's start instant.
+    pub fn origin(&self) -> Instant {
+        self.origin
+    }
+
+    /// Moves the series forward to the second holding `now`. Events that
+    /// arrive a little late for an already closed second count in the
+    /// current one.
+    #[inline]
+    fn at(&mut self, now: Instant) {
+        let s = now.saturating_duration_since(self.origin).as_secs();
+        if s > self.second {
+            self.roll(s);
+        }
+    }
+
+    #[cold]
+    fn roll(&mut self, to: u64) {
+        self.close_point();
+        for second in self.second + 1..to {
+            self.series.push(SeriesPoint {
+                second,
+                concurrent_max: self.open,
+                ..SeriesPoint::default()
+            });
+        }
+        self.second = to;
+        self.point = SeriesPoint {
+            second: to,
+            concurrent_max: self.open,
+            ..SeriesPoint::default()
+        };
+    }
+
+    fn close_point(&mut self) {
+        let mut point = std::mem::take(&mut self.point);
+        point.second = self.second;
+        for phase in Phase::ALL {
+            let i = phase.index();
+            let h = &mut self.current[i];
+            if h.is_empty() {
+                continue;
+            }
+            // Same-shaped histograms always add; see Hist::add.
+            let _ = self.totals[i].add(h);
+            point.phases.insert(phase.name().to_string(), EncodedHist::new(h));
+            h.reset();
+        }
+        self.series.push(point);
+    }
+
+    /// Records one sample of `phase`.
+    #[inline]
+    pub fn phase(&mut self, now: Instant, phase: Phase, d: Duration) {
+        self.at(now);
+        self.current[phase.index()].record(d);
+    }
+
+    /// A request is about to be attempted.
+    #[inline]
+    pub fn request_started(&mut self) {
+        self.requests.attempted += 1;
+    }
+
+    /// A request ended with a complete response the plan accepts.
+    #[inline]
+    pub fn request_ok(&mut self, now: Instant, reply: Reply, wire_bytes: u64) {
+        self.at(now);
+        self.requests.ok += 1;
+        self.point.requests += 1;
+        self.point.ok += 1;
+        self.count_reply(reply, wire_bytes);
+    }
+
+    /// A request ended with a complete response the plan rejects
+    /// (`check_failed`): still counted as a reply with its status.
+    pub fn request_rejected(&mut self, now: Instant, reply: Reply, wire_bytes: u64) {
+        self.at(now);
+        self.requests.fail(ErrorClass::CheckFailed);
+        self.point.requests += 1;
+        self.point.errors += 1;
+        self.count_reply(reply, wire_bytes);
+    }
+
+    #[inline]
+    fn count_reply(&mut self, reply: Reply, wire_bytes: u64) {
+        self.point.replies += 1;
+        match self.status.get_mut(usize::from(reply.status)) {
+            Some(n) => *n += 1,
+            None => *self.status_other.entry(reply.status).or_default() += 1,
+        }
+        self.bytes.received += wire_bytes;
+        self.bytes.received_headers += reply.header_bytes;
+        self.bytes.received_body += reply.body_bytes;
+        self.point.bytes_received += wire_bytes;
+    }
+
+    /// Notes the first reply's details (server name, sizes) once.
+    pub fn wants_first_reply(&self) -> bool {
+        self.first_reply.is_none()
+    }
+
+    /// Stores the first reply's details; later calls are ignored.
+    pub fn first_reply(&mut self, reply: Reply, server: Option<String>) {
+        if self.first_reply.is_none() {
+            self.first_reply = Some(FirstReply {
+                status: reply.status,
+                server,
+                header_bytes: reply.header_bytes,
+                body_bytes: reply.body_bytes,
+            });
+        }
+    }
+
+    /// A request failed. `wire_bytes` read before the failure still count.
+    #[inline]
+    pub fn request_failed(&mut self, now: Instant, class: ErrorClass, wire_bytes: u64) {
+        self.at(now);
+        self.requests.fail(class);
+        self.point.requests += 1;
+        self.point.errors += 1;
+        self.bytes.received += wire_bytes;
+        self.point.bytes_received += wire_bytes;
+    }
+
+    /// `n` requests were still in flight when the run was cut off.
+    pub fn requests_interrupted(&mut self, now: Instant, n: u64) {
+        self.at(now);
+        for _ in 0..n {
+            self.requests.fail(ErrorClass::Interrupted);
+        }
+        self.point.requests += n;
+        self.point.errors += n;
+    }
+
+    /// A scheduled request was never sent (open loop).
+    pub fn dropped(&mut self, now: Instant) {
+        self.at(now);
+        self.dropped += 1;
+        self.point.dropped += 1;
+    }
+
+    /// Request bytes written.
+    #[inline]
+    pub fn sent(&mut self, now: Instant, n: u64) {
+        self.at(now);
+        self.bytes.sent += n;
+        self.point.bytes_sent += n;
+    }
+
+    /// A connection attempt is about to start.
+    #[inline]
+    pub fn connection_started(&mut self) {
+        self.connections.attempted += 1;
+    }
+
+    /// A connection was established after `connect` (a `connect` sample).
+    #[inline]
+    pub fn connection_established(&mut self, now: Instant, connect: Duration) {
+        self.phase(now, Phase::Connect, connect);
+        self.connections.ok += 1;
+        self.point.connections_opened += 1;
+        self.open += 1;
+        self.peak = self.peak.max(self.open);
+        self.point.concurrent_max = self.point.concurrent_max.max(self.open);
+    }
+
+    /// A connection attempt failed.
+    #[inline]
+    pub fn connection_failed(&mut self, now: Instant, class: ErrorClass) {
+        self.at(now);
+        self.connections.fail(class);
+        self.point.connection_errors += 1;
+    }
+
+    /// An established connection closed after `lifetime` (a `connection`
+    /// sample, connect() issued → closed).
+    #[inline]
+    pub fn connection_closed(&mut self, now: Instant, lifetime: Duration) {
+        self.phase(now, Phase::Connection, lifetime);
+        self.open = self.open.saturating_sub(1);
+    }
+
+    /// Connections currently open.
+    pub fn open_connections(&self) -> u64 {
+        self.open
+    }
+
+    /// Live figures for progress displays: (requests ended, ok, errors,
+    /// bytes received).
+    pub fn live(&self) -> Live {
+        let errors: u64 = self.requests.errors.values().sum();
+        Live {
+            requests: self.requests.ok + errors,
+            ok: self.requests.ok,
+            errors,
+            dropped: self.dropped,
+            open_connections: self.open,
+            connection_errors: self.connections.errors.values().sum(),
+            bytes_received: self.bytes.received,
+        }
+    }
+
+    /// Closes the series at `end` and returns everything recorded.
+    pub fn finish(mut self, end: Instant) -> Measurements {
+        self.at(end);
+        self.close_point();
+        let mut phases = BTreeMap::new();
+        for phase in Phase::ALL {
+            let h = &self.totals[phase.index()];
+            if !h.is_empty() {
+                phases.insert(phase.name().to_string(), h.clone());
+            }
+        }
+        let mut status: BTreeMap<u16, u64> = self.status_other;
+        for (code, &n) in self.status.iter().enumerate() {
+            if n > 0 {
+                // Invariant: code < STATUS_TABLE < u16::MAX.
+                *status.entry(code as u16).or_default() += n;
+            }
+        }
+        // Keep the series tidy: drop a trailing second with nothing in it
+        // (a run that ends exactly on a second boundary).
+        if self.series.len() > 1 && self.series.last().is_some_and(SeriesPoint::is_idle) {
+            self.series.pop();
+        }
+        Measurements {
+            requests: self.requests.to_outcomes(),
+            connections: self.connections.to_outcomes(),
+            dropped: self.dropped,
+            status,
+            bytes: self.bytes,
+            peak_concurrent_connections: self.peak,
+            phases,
+            series: self.series,
+            first_reply: self.first_reply,
+        }
+    }
+}
+
+impl SeriesPoint {
+    fn is_idle(&self) -> bool {
+        self.requests == 0
+            && self.dropped == 0
+            && self.bytes_sent == 0
+            && self.bytes_received == 0
+            && self.connections_opened == 0
+            && self.connection_errors == 0
+            && self.phases.is_empty()
+    }
+}
+
+/// A cheap copy of a recorder's running totals.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Live {
+    /// Requests that ended.
+    pub requests: u64,
+    /// Of those, ok.
+    pub ok: u64,
+    /// Of those, failed.
+    pub errors: u64,
+    /// Scheduled requests dropped.
+    pub dropped: u64,
+    /// Connections open now.
+    pub open_connections: u64,
+    /// Failed connection attempts.
+    pub connection_errors: u64,
+    /// Bytes read.
+    pub bytes_received: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    #[test]
+    fn events_land_in_their_second_and_totals_add_up() {
+        let t0 = Instant::now();
+        let mut r = Recorder::new(t0);
+        r.connection_started();
+        r.connection_established(t0 + ms(1), ms(1));
+        for i in 0..10 {
+            let now = t0 + ms(100 + i * 300); // 100..2800 ms: seconds 0,0,0,1,1,1,1,2,2,2
+            r.request_started();
+            r.sent(now, 50);
+            r.phase(now, Phase::Latency, ms(5));
+            let reply = Reply {
+                status: 200,
+                header_bytes: 100,
+                body_bytes: 10,
+            };
+            r.request_ok(now, reply, 110);
+        }
+        r.request_started();
+        r.request_failed(t0 + ms(3500), ErrorClass::Reset, 0);
+        r.connection_closed(t0 + ms(3500), ms(3499));
+        let m = r.finish(t0 + ms(3600));
+
+        assert!(m.requests.is_balanced());
+        assert_eq!(m.requests.attempted, 11);
+        assert_eq!(m.requests.ok, 10);
+        assert_eq!(m.requests.error("reset"), 1);
+        assert!(m.connections.is_balanced());
+        assert_eq!(m.status[&200], 10);
+        assert_eq!(m.bytes.sent, 500);
+        assert_eq!(m.bytes.received, 1100);
+        assert_eq!(m.bytes.received_body, 100);
+        assert_eq!(m.phases["latency"].count(), 10);
+        assert_eq!(m.phases["connection"].count(), 1);
+
+        let per_second: Vec<u64> = m.series.iter().map(|p| p.ok).collect();
+        assert_eq!(per_second, vec![3, 4, 3, 0]);
+        assert_eq!(m.series[3].errors, 1);
+        let series_samples: u64 = m.series.iter().map(|p| p.phase("latency").unwrap().count()).sum();
+        assert_eq!(series_samples, 10);
+        assert_eq!(m.peak_concurrent_connections, 1);
+        assert_eq!(
+            m.series[1].concurrent_max, 1,
+            "open connection carries into later seconds"
+        );
+    }
+
+    #[test]
+    fn idle_gaps_become_empty_seconds() {
+        let t0 = Instant::now();
+        let mut r = Recorder::new(t0);
+        r.request_started();
+        r.request_failed(t0 + ms(10), ErrorClass::Refused, 0);
+        r.request_started();
+        r.request_failed(t0 + ms(5010), ErrorClass::Refused, 0);
+        let m = r.finish(t0 + ms(5020));
+        assert_eq!(m.series.len(), 6);
+        assert_eq!(
+            m.series.iter().map(|p| p.second).collect::<Vec<_>>(),
+            vec![0, 1, 2, 3, 4, 5]
+        );
+        assert_eq!(m.series.iter().map(|p| p.errors).sum::<u64>(), 2);
+    }
+
+    #[test]
+    fn interrupted_requests_balance_the_books() {
+        let t0 = Instant::now();
+        let mut r = Recorder::new(t0);
+        for _ in 0..3 {
+            r.request_started();
+        }
+        r.request_ok(
+            t0,
+            Reply {
+                status: 204,
+                ..Reply::default()
+            },
+            0,
+        );
+        r.requests_interrupted(t0, 2);
+        let m = r.finish(t0);
+        assert!(m.requests.is_balanced());
+        assert_eq!(m.requests.error("interrupted"), 2);
+    }
+}

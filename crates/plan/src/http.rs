@@ -1,0 +1,542 @@
+//! `throng http`: the validated plan of an HTTP/1.1 load run.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::duration::{format_duration, parse_duration};
+use crate::error::PlanError;
+use crate::status::StatusSet;
+
+/// Run length when neither `-n` nor `-d` is given (as wrk).
+pub const DEFAULT_DURATION: Duration = Duration::from_secs(10);
+/// Closed-loop connections when `-c` is not given.
+pub const DEFAULT_CONNECTIONS: u32 = 50;
+/// Open-loop connection cap when `-c` is not given.
+pub const DEFAULT_OPEN_CAP: u32 = 1000;
+/// `--timeout` when not given.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Flags as parsed, before validation. Every field maps to one flag.
+#[derive(Clone, Debug, Default)]
+pub struct HttpArgs {
+    /// `URL`.
+    pub url: String,
+    /// `-c`.
+    pub connections: Option<u32>,
+    /// `-n`.
+    pub requests: Option<u64>,
+    /// `-d`.
+    pub duration: Option<Duration>,
+    /// `-r` (per second).
+    pub rate: Option<f64>,
+    /// `-t`.
+    pub threads: Option<u32>,
+    /// `-m`.
+    pub method: Option<String>,
+    /// `-H`, as typed.
+    pub headers: Vec<String>,
+    /// `--body`: the file's path and contents (read at the edge).
+    pub body: Option<(String, Vec<u8>)>,
+    /// `--timeout`.
+    pub timeout: Option<Duration>,
+    /// `--no-keepalive`.
+    pub no_keepalive: bool,
+    /// `--expect-status`.
+    pub expect_status: Option<StatusSet>,
+    /// Cores on this machine (the default for `-t`).
+    pub cores: u32,
+}
+
+/// `http` or `https`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scheme {
+    /// Plain TCP.
+    Http,
+    /// TLS.
+    Https,
+}
+
+/// Where requests go.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Target {
+    /// The URL as given.
+    pub url: String,
+    /// Scheme.
+    pub scheme: Scheme,
+    /// Host name or address literal (IPv6 without brackets).
+    pub host: String,
+    /// Port (the scheme's default when the URL has none).
+    pub port: u16,
+    /// Path and query, as sent on the request line.
+    pub path: String,
+}
+
+impl Target {
+    /// `host:port` for the `Host` header, with the port only when it is not
+    /// the scheme's default.
+    pub fn authority(&self) -> String {
+        let host = if self.host.contains(':') {
+            format!("[{}]", self.host)
+        } else {
+            self.host.clone()
+        };
+        let default = match self.scheme {
+            Scheme::Http => 80,
+            Scheme::Https => 443,
+        };
+        if self.port == default {
+            host
+        } else {
+            format!("{host}:{}", self.port)
+        }
+    }
+}
+
+/// Closed or open loop.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "model", rename_all = "lowercase")]
+pub enum Load {
+    /// Each connection sends its next request when the previous completed.
+    Closed,
+    /// Requests start on a fixed schedule, `rate` per second, whatever the
+    /// responses do; `connections` is then a cap.
+    Open {
+        /// Requests per second.
+        rate: f64,
+    },
+}
+
+/// When the run ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Stop {
+    /// After this many requests in total.
+    Requests(u64),
+    /// After this long.
+    Duration(#[serde(with = "dur")] Duration),
+}
+
+/// A validated `throng http` run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HttpPlan {
+    /// Where requests go.
+    pub target: Target,
+    /// Request method.
+    pub method: String,
+    /// Extra request headers, in order.
+    pub headers: Vec<(String, String)>,
+    /// Request body (not stored in result files; see `body_file`).
+    #[serde(skip)]
+    pub body: Vec<u8>,
+    /// Where the body came from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body_file: Option<String>,
+    /// Body size.
+    pub body_bytes: u64,
+    /// Connections (closed loop) or the connection cap (open loop).
+    pub connections: u32,
+    /// Worker threads.
+    pub threads: u32,
+    /// Closed or open loop.
+    pub load: Load,
+    /// When the run ends.
+    pub stop: Stop,
+    /// Limit on connect and on each request's response.
+    #[serde(with = "dur")]
+    pub timeout: Duration,
+    /// Reuse connections (false: one connection per request).
+    pub keepalive: bool,
+    /// Statuses counted `ok`; any other response is `check_failed`.
+    pub expect_status: StatusSet,
+}
+
+impl HttpPlan {
+    /// Validates flags into a plan. Every error names the flag and the fix.
+    pub fn from_args(args: HttpArgs) -> Result<HttpPlan, PlanError> {
+        let target = parse_target(&args.url)?;
+
+        let method = args
+            .method
+            .clone()
+            .unwrap_or_else(|| if args.body.is_some() { "POST" } else { "GET" }.to_string());
+        if method.is_empty() || !method.bytes().all(is_token) {
+            return Err(PlanError::invalid(
+                "-m/--method",
+                format!("'{method}' is not an HTTP method; use a token such as GET, POST or PUT"),
+            ));
+        }
+
+        let headers = args
+            .headers
+            .iter()
+            .map(|h| parse_header(h))
+            .collect::<Result<Vec<_>, _>>()?;
+
+        let load = match args.rate {
+            Some(rate) if !(rate.is_finite() && rate > 0.0) => {
+                return Err(PlanError::invalid(
+                    "-r/--rate",
+                    "must be greater than 0 requests per second, e.g. -r 1000",
+                ));
+            }
+            Some(rate) => Load::Open { rate },
+            None => Load::Closed,
+        };
+
+        let stop = match (args.requests, args.duration) {
+            (Some(_), Some(_)) => {
+                return Err(PlanError::invalid(
+                    "-n/-d",
+                    "give either -n REQUESTS or -d DURATION, not both",
+                ));
+            }
+            (Some(0), None) => {
+                return Err(PlanError::invalid("-n/--requests", "must be at least 1, e.g. -n 10000"));
+            }
+            (Some(n), None) => Stop::Requests(n),
+            (None, Some(d)) if d.is_zero() => {
+                return Err(PlanError::invalid(
+                    "-d/--duration",
+                    "must be longer than 0, e.g. -d 30s",
+                ));
+            }
+            (None, Some(d)) => Stop::Duration(d),
+            (None, None) => Stop::Duration(DEFAULT_DURATION),
+        };
+
+        let default_conns = match load {
+            Load::Closed => DEFAULT_CONNECTIONS,
+            Load::Open { .. } => DEFAULT_OPEN_CAP,
+        };
+        let mut connections = args.connections.unwrap_or(default_conns);
+        if connections == 0 {
+            return Err(PlanError::invalid("-c/--connections", "must be at least 1, e.g. -c 50"));
+        }
+        // A closed-loop run never needs more connections than requests: the
+        // rest would sit idle (ab refuses such plans; we trim them).
+        if let (Load::Closed, Stop::Requests(n)) = (load, stop) {
+            connections = connections.min(u32::try_from(n).unwrap_or(u32::MAX));
+        }
+
+        let threads = args.threads.unwrap_or(args.cores.max(1));
+        if threads == 0 {
+            return Err(PlanError::invalid("-t/--threads", "must be at least 1, e.g. -t 2"));
+        }
+        // Every worker owns at least one connection.
+        let threads = threads.min(connections);
+
+        let timeout = args.timeout.unwrap_or(DEFAULT_TIMEOUT);
+        if timeout.is_zero() {
+            return Err(PlanError::invalid(
+                "--timeout",
+                "must be longer than 0, e.g. --timeout 10s",
+            ));
+        }
+
+        let (body_file, body) = match args.body {
+            Some((path, bytes)) => (Some(path), bytes),
+            None => (None, Vec::new()),
+        };
+
+        Ok(HttpPlan {
+            target,
+            method,
+            headers,
+            body_bytes: body.len() as u64,
+            body,
+            body_file,
+            connections,
+            threads,
+            load,
+            stop,
+            timeout,
+            keepalive: !args.no_keepalive,
+            expect_status: args.expect_status.unwrap_or_default(),
+        })
+    }
+
+    /// True for open-loop plans (latency is coordinated-omission-free).
+    pub fn is_open_loop(&self) -> bool {
+        matches!(self.load, Load::Open { .. })
+    }
+
+    /// The exact bytes of one request: head and body.
+    pub fn request_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(128 + self.body.len());
+        let has = |name: &str| self.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
+        out.extend_from_slice(format!("{} {} HTTP/1.1\r\n", self.method, self.target.path).as_bytes());
+        if !has("host") {
+            out.extend_from_slice(format!("Host: {}\r\n", self.target.authority()).as_bytes());
+        }
+        if !has("user-agent") {
+            out.extend_from_slice(concat!("User-Agent: throng/", env!("CARGO_PKG_VERSION"), "\r\n").as_bytes());
+        }
+        for (name, value) in &self.headers {
+            out.extend_from_slice(format!("{name}: {value}\r\n").as_bytes());
+        }
+        let sends_body = !self.body.is_empty() || matches!(self.method.as_str(), "POST" | "PUT" | "PATCH");
+        if sends_body && !has("content-length") {
+            out.extend_from_slice(format!("Content-Length: {}\r\n", self.body.len()).as_bytes());
+        }
+        if !self.keepalive && !has("connection") {
+            out.extend_from_slice(b"Connection: close\r\n");
+        }
+        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(&self.body);
+        out
+    }
+
+    /// A one-line description: `closed loop, 50 connections, 2 threads, 10s`.
+    pub fn describe(&self) -> String {
+        let load = match self.load {
+            Load::Closed => format!("closed loop, {} connections", self.connections),
+            Load::Open { rate } => format!("open loop at {rate} req/s, up to {} connections", self.connections),
+        };
+        let stop = match self.stop {
+            Stop::Requests(n) => format!("{n} requests"),
+            Stop::Duration(d) => format_duration(d),
+        };
+        let ka = if self.keepalive {
+            ""
+        } else {
+            ", a new connection per request"
+        };
+        format!("{load}, {} threads, {stop}{ka}", self.threads)
+    }
+}
+
+fn is_token(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+fn parse_target(text: &str) -> Result<Target, PlanError> {
+    let example = "e.g. http://127.0.0.1:8080/";
+    let url = url::Url::parse(text).map_err(|e| {
+        PlanError::invalid(
+            "URL",
+            format!("'{text}' is not a valid URL ({e}); write it in full, {example}"),
+        )
+    })?;
+    let scheme = match url.scheme() {
+        "http" => Scheme::Http,
+        "https" => Scheme::Https,
+        other => {
+            return Err(PlanError::invalid(
+                "URL",
+                format!("scheme '{other}' is not supported by `throng http`; use http:// or https://, {example}"),
+            ));
+        }
+    };
+    let host = match url.host() {
+        Some(url::Host::Ipv6(a)) => a.to_string(),
+        Some(h) => h.to_string(),
+        None => return Err(PlanError::invalid("URL", format!("'{text}' has no host; {example}"))),
+    };
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(PlanError::invalid(
+            "URL",
+            "credentials in the URL are not sent; pass them as a header, e.g. -H 'Authorization: Basic …'",
+        ));
+    }
+    let port = url.port_or_known_default().unwrap_or(match scheme {
+        Scheme::Http => 80,
+        Scheme::Https => 443,
+    });
+    let mut path = url.path().to_string();
+    if let Some(q) = url.query() {
+        path.push('?');
+        path.push_str(q);
+    }
+    Ok(Target {
+        url: text.to_string(),
+        scheme,
+        host,
+        port,
+        path,
+    })
+}
+
+fn parse_header(text: &str) -> Result<(String, String), PlanError> {
+    let bad = |why: &str| {
+        PlanError::invalid(
+            "-H/--header",
+            format!("'{text}': {why}; expected 'Name: value', e.g. -H 'Accept: application/json'"),
+        )
+    };
+    let (name, value) = text
+        .split_once(':')
+        .ok_or_else(|| bad("no ':' between name and value"))?;
+    let name = name.trim();
+    if name.is_empty() || !name.bytes().all(is_token) {
+        return Err(bad("the name is empty or has characters a header name cannot have"));
+    }
+    let value = value.trim();
+    if value.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0) {
+        return Err(bad("the value has a line break"));
+    }
+    Ok((name.to_string(), value.to_string()))
+}
+
+/// Serde for durations as people type them (`"10s"`).
+mod dur {
+    use super::*;
+
+    pub fn serialize<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&format_duration(*d))
+    }
+
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let text = String::deserialize(d)?;
+        parse_duration(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(url: &str) -> HttpArgs {
+        HttpArgs {
+            url: url.to_string(),
+            cores: 2,
+            ..HttpArgs::default()
+        }
+    }
+
+    fn flag_of(e: PlanError) -> &'static str {
+        match e {
+            PlanError::Invalid { flag, .. } => flag,
+        }
+    }
+
+    #[test]
+    fn defaults_are_wrk_like() {
+        let p = HttpPlan::from_args(args("http://127.0.0.1:8080/x?y=1")).unwrap();
+        assert_eq!(p.target.host, "127.0.0.1");
+        assert_eq!(p.target.port, 8080);
+        assert_eq!(p.target.path, "/x?y=1");
+        assert_eq!(p.connections, 50);
+        assert_eq!(p.threads, 2);
+        assert_eq!(p.load, Load::Closed);
+        assert_eq!(p.stop, Stop::Duration(DEFAULT_DURATION));
+        assert!(p.keepalive);
+        assert_eq!(p.method, "GET");
+    }
+
+    #[test]
+    fn request_bytes_are_exact() {
+        let mut a = args("http://example.test/a");
+        a.headers = vec!["X-Test: 1".into()];
+        a.no_keepalive = true;
+        let p = HttpPlan::from_args(a).unwrap();
+        let text = String::from_utf8(p.request_bytes()).unwrap();
+        let ua = concat!("User-Agent: throng/", env!("CARGO_PKG_VERSION"));
+        assert_eq!(
+            text,
+            format!("GET /a HTTP/1.1\r\nHost: example.test\r\n{ua}\r\nX-Test: 1\r\nConnection: close\r\n\r\n")
+        );
+    }
+
+    #[test]
+    fn body_implies_post_with_length_and_ipv6_authority() {
+        let mut a = args("http://[::1]:9000/echo");
+        a.body = Some(("b.json".into(), b"{}".to_vec()));
+        let p = HttpPlan::from_args(a).unwrap();
+        let text = String::from_utf8(p.request_bytes()).unwrap();
+        assert!(
+            text.starts_with("POST /echo HTTP/1.1\r\nHost: [::1]:9000\r\n"),
+            "{text}"
+        );
+        assert!(text.ends_with("Content-Length: 2\r\n\r\n{}"), "{text}");
+    }
+
+    #[test]
+    fn closed_loop_trims_connections_and_threads() {
+        let mut a = args("http://h/");
+        a.requests = Some(3);
+        a.threads = Some(8);
+        let p = HttpPlan::from_args(a).unwrap();
+        assert_eq!((p.connections, p.threads), (3, 3));
+    }
+
+    #[test]
+    fn errors_name_the_flag() {
+        let cases: Vec<(HttpArgs, &str)> = vec![
+            (args("not a url"), "URL"),
+            (args("ftp://h/"), "URL"),
+            (
+                HttpArgs {
+                    rate: Some(0.0),
+                    ..args("http://h/")
+                },
+                "-r/--rate",
+            ),
+            (
+                HttpArgs {
+                    connections: Some(0),
+                    ..args("http://h/")
+                },
+                "-c/--connections",
+            ),
+            (
+                HttpArgs {
+                    requests: Some(0),
+                    ..args("http://h/")
+                },
+                "-n/--requests",
+            ),
+            (
+                HttpArgs {
+                    duration: Some(Duration::ZERO),
+                    ..args("http://h/")
+                },
+                "-d/--duration",
+            ),
+            (
+                HttpArgs {
+                    headers: vec!["nocolon".into()],
+                    ..args("http://h/")
+                },
+                "-H/--header",
+            ),
+            (
+                HttpArgs {
+                    method: Some("GE T".into()),
+                    ..args("http://h/")
+                },
+                "-m/--method",
+            ),
+            (
+                HttpArgs {
+                    timeout: Some(Duration::ZERO),
+                    ..args("http://h/")
+                },
+                "--timeout",
+            ),
+            (
+                HttpArgs {
+                    threads: Some(0),
+                    ..args("http://h/")
+                },
+                "-t/--threads",
+            ),
+        ];
+        for (a, flag) in cases {
+            assert_eq!(flag_of(HttpPlan::from_args(a).unwrap_err()), flag);
+        }
+    }
+
+    #[test]
+    fn plan_round_trips_through_json() {
+        let mut a = args("http://h:81/");
+        a.rate = Some(250.0);
+        a.duration = Some(Duration::from_secs(90));
+        let p = HttpPlan::from_args(a).unwrap();
+        let text = serde_json::to_string(&p).unwrap();
+        assert!(text.contains("\"1m30s\""), "{text}");
+        let back: HttpPlan = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, p);
+    }
+}

@@ -1,0 +1,22 @@
+//! Plans: what a run will do, validated once, then trusted.
+//!
+//! ```text
+//!  flags (cli, raw) ──► HttpArgs ──validate──► HttpPlan ──► Arrivals (open loop)
+//!                                   │                 └──► request bytes
+//!                                   └─ PlanError: names the flag, says the fix
+//! ```
+//!
+//! Everything here is pure: no sockets, no runtime, no clock. The engine
+//! reads a [`HttpPlan`] and never re-checks it.
+
+mod duration;
+mod error;
+mod http;
+mod schedule;
+mod status;
+
+pub use duration::{format_duration, parse_duration, parse_rate};
+pub use error::PlanError;
+pub use http::{HttpArgs, HttpPlan, Load, Scheme, Stop, Target};
+pub use schedule::{Arrivals, arrival_offset, split_evenly};
+pub use status::StatusSet;

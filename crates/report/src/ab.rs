@@ -1,0 +1,143 @@
+//! ApacheBench's report layout, with ab's field meanings:
+//! Connect = connect time (0 for a request on a reused connection),
+//! Processing = first request byte → last response byte, Waiting = TTFB,
+//! Total = the request's whole latency; percentiles are over Total.
+
+use std::io::{self, Write};
+
+use throng_metrics::{Hist, Outcomes};
+use throng_result::{Plan, RunResult};
+
+/// Writes the ab-style report.
+pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
+    let m = &r.measurements;
+    let Plan::Http(p) = &r.plan;
+    let first = m.first_reply.clone().unwrap_or_default();
+    let req = &m.requests;
+    let done = req.ended();
+    let secs = r.duration_s;
+    let concurrency = if p.is_open_loop() {
+        m.peak_concurrent_connections
+    } else {
+        u64::from(p.connections)
+    };
+
+    writeln!(w, "throng {} — report in ApacheBench's layout", r.throng_version)?;
+    writeln!(w)?;
+    writeln!(w, "Server Software:        {}", first.server.as_deref().unwrap_or(""))?;
+    writeln!(w, "Server Hostname:        {}", p.target.host)?;
+    writeln!(w, "Server Port:            {}", p.target.port)?;
+    writeln!(w)?;
+    writeln!(w, "Document Path:          {}", p.target.path)?;
+    writeln!(w, "Document Length:        {} bytes", first.body_bytes)?;
+    writeln!(w)?;
+    writeln!(w, "Concurrency Level:      {concurrency}")?;
+    writeln!(w, "Time taken for tests:   {secs:.3} seconds")?;
+    writeln!(w, "Complete requests:      {done}")?;
+    let (connect, receive, exceptions) = ab_failures(req);
+    let failed = connect + receive + exceptions;
+    writeln!(w, "Failed requests:        {failed}")?;
+    if failed > 0 {
+        writeln!(
+            w,
+            "   (Connect: {connect}, Receive: {receive}, Length: 0, Exceptions: {exceptions})"
+        )?;
+    }
+    let non_2xx: u64 = m
+        .status
+        .iter()
+        .filter(|(c, _)| !(200..300).contains(*c))
+        .map(|(_, n)| n)
+        .sum();
+    if non_2xx > 0 {
+        writeln!(w, "Non-2xx responses:      {non_2xx}")?;
+    }
+    if p.keepalive {
+        let reused = m.replies().saturating_sub(m.connections.ok);
+        writeln!(w, "Keep-Alive requests:    {reused}")?;
+    }
+    writeln!(w, "Total transferred:      {} bytes", m.bytes.received)?;
+    if p.body_bytes > 0 {
+        writeln!(w, "Total body sent:        {}", m.bytes.sent)?;
+    }
+    writeln!(w, "HTML transferred:       {} bytes", m.bytes.received_body)?;
+    let rps = if secs > 0.0 { done as f64 / secs } else { 0.0 };
+    writeln!(w, "Requests per second:    {rps:.2} [#/sec] (mean)")?;
+    let per = if done > 0 { secs * 1000.0 / done as f64 } else { 0.0 };
+    writeln!(w, "Time per request:       {:.3} [ms] (mean)", per * concurrency as f64)?;
+    writeln!(
+        w,
+        "Time per request:       {per:.3} [ms] (mean, across all concurrent requests)"
+    )?;
+    let kb = |b: u64| if secs > 0.0 { b as f64 / 1024.0 / secs } else { 0.0 };
+    writeln!(
+        w,
+        "Transfer rate:          {:.2} [Kbytes/sec] received",
+        kb(m.bytes.received)
+    )?;
+    if p.body_bytes > 0 {
+        writeln!(w, "                        {:.2} kb/s sent", kb(m.bytes.sent))?;
+        writeln!(
+            w,
+            "                        {:.2} kb/s total",
+            kb(m.bytes.sent + m.bytes.received)
+        )?;
+    }
+    writeln!(w)?;
+
+    let empty = Hist::new();
+    let hist = |name: &str| m.phases.get(name).unwrap_or(&empty);
+    // ab gives every request a connect time: 0 when the connection was reused.
+    let mut connect_per_request = hist("connect").clone();
+    let requests_timed = hist("latency").count();
+    connect_per_request.record_n_us(0, requests_timed.saturating_sub(connect_per_request.count()));
+    writeln!(w, "Connection Times (ms)")?;
+    writeln!(w, "              min  mean[+/-sd] median   max")?;
+    row(w, "Connect:", &connect_per_request)?;
+    row(w, "Processing:", hist("response"))?;
+    row(w, "Waiting:", hist("wait"))?;
+    row(w, "Total:", hist("latency"))?;
+    writeln!(w)?;
+
+    let total = hist("latency");
+    if !total.is_empty() {
+        writeln!(w, "Percentage of the requests served within a certain time (ms)")?;
+        for q in [50, 66, 75, 80, 90, 95, 98, 99] {
+            writeln!(w, "  {q}%  {:>6}", ms(total.quantile(f64::from(q) / 100.0) as f64))?;
+        }
+        writeln!(w, " 100%  {:>6} (longest request)", ms(total.max() as f64))?;
+    }
+    Ok(())
+}
+
+/// ab's failure columns: Connect, Receive, Exceptions (a status the plan
+/// did not expect is not a failure in ab; see "Non-2xx responses").
+fn ab_failures(o: &Outcomes) -> (u64, u64, u64) {
+    let mut out = (0, 0, 0);
+    for (name, n) in &o.errors {
+        match name.as_str() {
+            "refused" | "timeout.connect" | "fd_unavailable" | "addr_unavailable" => out.0 += n,
+            "reset" | "eof" | "timeout.response" | "protocol" => out.1 += n,
+            "check_failed" => {}
+            _ => out.2 += n,
+        }
+    }
+    out
+}
+
+fn ms(us: f64) -> String {
+    format!("{:.0}", us / 1000.0)
+}
+
+fn row(w: &mut dyn Write, label: &str, h: &Hist) -> io::Result<()> {
+    let s = h.summary();
+    writeln!(
+        w,
+        "{label:<11}{:>6} {:>4} {:>5.1} {:>6} {:>6}",
+        ms(s.min as f64),
+        ms(s.mean),
+        s.stddev / 1000.0,
+        ms(s.p50 as f64),
+        ms(s.max as f64)
+    )
+}

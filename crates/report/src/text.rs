@@ -1,0 +1,169 @@
+//! throng's own report: what ran, how every request ended, a phase table.
+
+use std::io::{self, Write};
+
+use throng_metrics::{ErrorClass, Measurements, Phase};
+use throng_result::{Plan, RunResult, per_second};
+
+use crate::format::{bytes, pct, us};
+
+/// Phases shown in the table, in order (those with samples).
+const TABLE: [Phase; 8] = [
+    Phase::ScheduleLag,
+    Phase::Connect,
+    Phase::Tls,
+    Phase::Wait,
+    Phase::Receive,
+    Phase::Response,
+    Phase::Latency,
+    Phase::Connection,
+];
+
+/// Writes the text report.
+pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
+    let m = &r.measurements;
+    match &r.plan {
+        Plan::Http(p) => {
+            writeln!(w, "throng http {} {}", p.method, p.target.url)?;
+            writeln!(w, "  {}", p.describe())?;
+        }
+    }
+    if r.interrupted {
+        writeln!(w, "  interrupted: the run was stopped before its end")?;
+    }
+    for note in &r.notes {
+        writeln!(w, "  note: {note}")?;
+    }
+    if r.coordinated_omission_free {
+        writeln!(
+            w,
+            "  latency is coordinated-omission-free: measured from each request's intended start on the schedule"
+        )?;
+    } else {
+        writeln!(
+            w,
+            "  latency is NOT coordinated-omission-free: in a closed loop a stalled server also stalls the\n  \
+             senders, hiding the wait; use -r RATE for an open-loop run"
+        )?;
+    }
+    writeln!(w)?;
+
+    let req = &m.requests;
+    let ended = req.ended();
+    writeln!(
+        w,
+        "  {:<14}{} in {:.2}s, {:.1}/s",
+        "requests",
+        ended,
+        r.duration_s,
+        r.requests_per_second()
+    )?;
+    writeln!(w, "  {:<14}{} ({:.2}%)", "ok", req.ok, pct(req.ok, ended))?;
+    let failed = req.failed();
+    writeln!(w, "  {:<14}{} ({:.2}%)", "errors", failed, pct(failed, ended))?;
+    write_errors(w, &req.errors)?;
+    if m.dropped > 0 {
+        writeln!(
+            w,
+            "  {:<14}{} (scheduled, never sent: no connection was free within --timeout of the intended start)",
+            "dropped", m.dropped
+        )?;
+    }
+    let c = m.status_classes();
+    writeln!(
+        w,
+        "  {:<14}1xx={} 2xx={} 3xx={} 4xx={} 5xx={}{}",
+        "status",
+        c[0],
+        c[1],
+        c[2],
+        c[3],
+        c[4],
+        if c[5] > 0 {
+            format!(" other={}", c[5])
+        } else {
+            String::new()
+        }
+    )?;
+    writeln!(
+        w,
+        "  {:<14}received {} ({}/s), sent {} ({}/s)",
+        "data",
+        bytes(m.bytes.received as f64),
+        bytes(per_second(m.bytes.received, r.duration_s)),
+        bytes(m.bytes.sent as f64),
+        bytes(per_second(m.bytes.sent, r.duration_s)),
+    )?;
+    let conns = &m.connections;
+    writeln!(
+        w,
+        "  {:<14}{} opened, {} failed, at most {} open at once",
+        "connections",
+        conns.ok,
+        conns.failed(),
+        m.peak_concurrent_connections
+    )?;
+    if conns.failed() > 0 {
+        write_errors(w, &conns.errors)?;
+    }
+    writeln!(w)?;
+    write_phase_table(m, w)?;
+    writeln!(w)?;
+
+    let g = &r.generator;
+    let cpu = g.cpu_user_s + g.cpu_system_s;
+    writeln!(
+        w,
+        "  {:<14}CPU {:.2}s user + {:.2}s system ({:.0}% of one core), peak memory {}{}",
+        "generator",
+        g.cpu_user_s,
+        g.cpu_system_s,
+        if r.duration_s > 0.0 {
+            cpu * 100.0 / r.duration_s
+        } else {
+            0.0
+        },
+        bytes(g.peak_rss_bytes as f64),
+        if cpu > 0.0 {
+            format!(", {:.0} requests per CPU-second", ended as f64 / cpu)
+        } else {
+            String::new()
+        },
+    )?;
+    Ok(())
+}
+
+fn write_errors(w: &mut dyn Write, errors: &std::collections::BTreeMap<String, u64>) -> io::Result<()> {
+    for (name, n) in errors {
+        writeln!(w, "    {name:<24}{n:>10}  {}", ErrorClass::describe(name))?;
+    }
+    Ok(())
+}
+
+/// The k6-like table: one row per phase with samples.
+pub fn write_phase_table(m: &Measurements, w: &mut dyn Write) -> io::Result<()> {
+    writeln!(
+        w,
+        "  {:<14}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}",
+        "phase", "avg", "min", "med", "max", "p90", "p95", "p99", "p99.9", "count"
+    )?;
+    for phase in TABLE {
+        let Some(h) = m.phase(phase.name()) else { continue };
+        let s = h.summary();
+        writeln!(
+            w,
+            "  {:<14}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}",
+            phase.name(),
+            us(s.mean),
+            us(s.min as f64),
+            us(s.p50 as f64),
+            us(s.max as f64),
+            us(s.p90 as f64),
+            us(s.p95 as f64),
+            us(s.p99 as f64),
+            us(s.p999 as f64),
+            s.count
+        )?;
+    }
+    Ok(())
+}

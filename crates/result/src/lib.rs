@@ -1,0 +1,265 @@
+//! The result document: one JSON file per run, versioned, with a JSON Schema
+//! checked in at `schema/result.schema.json`.
+//!
+//! ```text
+//!  engine ─► RunResult ─► to_writer ─► RESULT.json ─► from_reader ─► RunResult ─► reports
+//!                                                        │
+//!               RESULT-a.json, RESULT-b.json ─► merge ───┘  (histograms add: exact)
+//! ```
+//!
+//! Every report is rendered from a [`RunResult`], so a run can be re-reported
+//! or merged later without re-running it.
+
+use std::io::{Read, Write};
+
+use serde::{Deserialize, Serialize};
+use throng_metrics::{HistError, Measurements};
+use throng_plan::HttpPlan;
+
+/// The schema identifier written into, and required of, every document.
+pub const SCHEMA: &str = "throng.result/v1";
+
+/// What went wrong reading, writing or merging results.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ResultError {
+    /// Not JSON, or not a throng result.
+    #[error("not a throng result document: {0}")]
+    Parse(#[from] serde_json::Error),
+    /// Written by an incompatible throng.
+    #[error("schema '{found}' is not supported; this throng reads '{SCHEMA}' (re-run with a matching throng version)")]
+    Schema {
+        /// The document's schema.
+        found: String,
+    },
+    /// A histogram in the document is damaged.
+    #[error("damaged histogram: {0}")]
+    Hist(#[from] HistError),
+    /// Results of different kinds cannot be merged.
+    #[error("cannot merge: {0}")]
+    Incompatible(String),
+    /// Writing failed.
+    #[error("cannot write result: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// What produced the run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "command", rename_all = "lowercase")]
+pub enum Plan {
+    /// `throng http`.
+    Http(HttpPlan),
+}
+
+impl Plan {
+    /// True when latency is measured from each request's intended start.
+    pub fn is_open_loop(&self) -> bool {
+        match self {
+            Plan::Http(p) => p.is_open_loop(),
+        }
+    }
+}
+
+/// The machine and limits the run had.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Environment {
+    /// Host name.
+    pub hostname: String,
+    /// `uname -sr`.
+    pub os: String,
+    /// Logical cores.
+    pub cores: u32,
+    /// RLIMIT_NOFILE soft limit during the run (after raising it).
+    pub fd_limit_soft: u64,
+    /// RLIMIT_NOFILE hard limit.
+    pub fd_limit_hard: u64,
+}
+
+/// What the run cost the generator itself.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Generator {
+    /// User CPU seconds over the run.
+    pub cpu_user_s: f64,
+    /// System CPU seconds over the run.
+    pub cpu_system_s: f64,
+    /// Peak resident memory of the process, bytes.
+    pub peak_rss_bytes: u64,
+    /// Worker threads.
+    pub threads: u32,
+}
+
+/// One run (or one piece of a merged result).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Part {
+    /// Wall-clock start, ms since the Unix epoch.
+    pub started_at_unix_ms: u64,
+    /// Seconds from the first request's start to the last one's end.
+    pub duration_s: f64,
+    /// Host it ran on.
+    pub hostname: String,
+    /// The generator's own cost.
+    pub generator: Generator,
+}
+
+/// One run's result document.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunResult {
+    /// Always [`SCHEMA`].
+    pub schema: String,
+    /// The throng that wrote it.
+    pub throng_version: String,
+    /// What was run.
+    pub plan: Plan,
+    /// Wall-clock start, RFC 3339 UTC.
+    pub started_at: String,
+    /// Wall-clock start, ms since the Unix epoch.
+    pub started_at_unix_ms: u64,
+    /// Seconds from the start to the end of the last request (for merged
+    /// results: from the earliest start to the latest end).
+    pub duration_s: f64,
+    /// True when latency is measured from intended start times.
+    pub coordinated_omission_free: bool,
+    /// True when the run was stopped early (signal).
+    pub interrupted: bool,
+    /// Where it ran.
+    pub environment: Environment,
+    /// The generator's cost (summed over parts for merged results).
+    pub generator: Generator,
+    /// What was measured.
+    pub measurements: Measurements,
+    /// The runs this document adds up (one for a plain run).
+    pub parts: Vec<Part>,
+    /// Things the reader should know (plan adjustments, warnings).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+impl RunResult {
+    /// Requests that ended (ok or failed) per second of run time.
+    pub fn requests_per_second(&self) -> f64 {
+        per_second(self.measurements.requests.ended(), self.duration_s)
+    }
+
+    /// Writes pretty JSON.
+    pub fn to_writer(&self, mut w: impl Write) -> Result<(), ResultError> {
+        serde_json::to_writer_pretty(&mut w, self)?;
+        w.write_all(b"\n")?;
+        Ok(())
+    }
+
+    /// Reads a document, checking its schema.
+    pub fn from_reader(r: impl Read) -> Result<RunResult, ResultError> {
+        let value: serde_json::Value = serde_json::from_reader(r)?;
+        match value.get("schema").and_then(|s| s.as_str()) {
+            Some(SCHEMA) => Ok(serde_json::from_value(value)?),
+            Some(other) => Err(ResultError::Schema {
+                found: other.to_string(),
+            }),
+            None => Err(ResultError::Schema {
+                found: "(none)".to_string(),
+            }),
+        }
+    }
+
+    /// Adds several results into one: counters and histograms add exactly;
+    /// series line up by wall-clock second; the duration spans the earliest
+    /// start to the latest end. The plan and environment are the first's.
+    pub fn merge(results: &[RunResult]) -> Result<RunResult, ResultError> {
+        let (first, rest) = results
+            .split_first()
+            .ok_or_else(|| ResultError::Incompatible("no results to merge".to_string()))?;
+        for r in rest {
+            if std::mem::discriminant(&r.plan) != std::mem::discriminant(&first.plan) {
+                return Err(ResultError::Incompatible(
+                    "results come from different commands".to_string(),
+                ));
+            }
+        }
+        let start = results.iter().map(|r| r.started_at_unix_ms).min().unwrap_or(0);
+        let end_ms = results
+            .iter()
+            .map(|r| r.started_at_unix_ms as f64 + r.duration_s * 1000.0)
+            .fold(0f64, f64::max);
+        let mut merged = Measurements::default();
+        let mut generator = Generator::default();
+        let mut parts = Vec::new();
+        let mut notes = Vec::new();
+        for r in results {
+            let offset = (r.started_at_unix_ms - start) / 1000;
+            merged.merge(&r.measurements, offset)?;
+            generator.cpu_user_s += r.generator.cpu_user_s;
+            generator.cpu_system_s += r.generator.cpu_system_s;
+            generator.peak_rss_bytes += r.generator.peak_rss_bytes;
+            generator.threads += r.generator.threads;
+            parts.extend(r.parts.iter().cloned());
+            notes.extend(r.notes.iter().cloned());
+        }
+        notes.push(format!(
+            "merged from {} results ({} runs); generator figures are sums over them",
+            results.len(),
+            parts.len()
+        ));
+        let earliest = results.iter().min_by_key(|r| r.started_at_unix_ms).unwrap_or(first);
+        Ok(RunResult {
+            schema: SCHEMA.to_string(),
+            throng_version: first.throng_version.clone(),
+            plan: first.plan.clone(),
+            started_at: earliest.started_at.clone(),
+            started_at_unix_ms: start,
+            duration_s: (end_ms - start as f64).max(0.0) / 1000.0,
+            coordinated_omission_free: results.iter().all(|r| r.coordinated_omission_free),
+            interrupted: results.iter().any(|r| r.interrupted),
+            environment: first.environment.clone(),
+            generator,
+            measurements: merged,
+            parts,
+            notes,
+        })
+    }
+}
+
+/// `count / seconds`, 0 when no time passed.
+pub fn per_second(count: u64, seconds: f64) -> f64 {
+    if seconds > 0.0 { count as f64 / seconds } else { 0.0 }
+}
+
+/// Formats a Unix time in ms as RFC 3339 UTC with milliseconds.
+pub fn rfc3339(unix_ms: u64) -> String {
+    let secs = unix_ms / 1000;
+    let ms = unix_ms % 1000;
+    let days = secs / 86_400;
+    let rem = secs % 86_400;
+    let (y, m, d) = civil_from_days(days as i64);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{ms:03}Z",
+        rem / 3600,
+        (rem % 3600) / 60,
+        rem % 60
+    )
+}
+
+/// Days since 1970-01-01 → (year, month, day), Howard Hinnant's algorithm.
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339_formats_known_instants() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(rfc3339(951_782_400_123), "2000-02-29T00:00:00.123Z");
+        assert_eq!(rfc3339(1_795_000_000_000), "2026-11-18T11:06:40.000Z");
+    }
+}

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs what the tests need from Debian's packages when it is missing, then
+# runs every test. Starts nothing globally: tests start their own servers on
+# loopback and stop them.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need+=(nginx-light)
+
+if ((${#need[@]})); then
+  sudo=""
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null 2>&1 || { echo "scripts/test.sh: need root or sudo to install: ${need[*]}" >&2; exit 1; }
+    sudo="sudo"
+  fi
+  echo "scripts/test.sh: installing ${need[*]}" >&2
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  # Debian may start a packaged service on install; the tests never use it.
+  $sudo service nginx stop >/dev/null 2>&1 || true
+fi
+
+export PATH="$PATH:/usr/sbin:/sbin"
+cargo test --workspace --all-targets "$@"
