@@ -51,15 +51,25 @@ enum State {
     Done,
 }
 
+/// Rarely needed parts of a reader, allocated on first use so that an idle
+/// connection's reader stays small.
+#[derive(Debug, Default)]
+struct Extras {
+    /// A head split across reads is collected here.
+    partial: Vec<u8>,
+    server: Option<String>,
+    body: Vec<u8>,
+}
+
 /// Reads one response at a time; [`ResponseReader::reset`] before the next.
 #[derive(Debug)]
 pub struct ResponseReader {
     state: State,
-    /// A head split across reads is collected here (rare).
-    partial: Vec<u8>,
     head_request: bool,
     keep_server: bool,
     keep_body: bool,
+    /// The connection must close after this response.
+    pub close: bool,
     /// HTTP status of the response.
     pub status: u16,
     /// Bytes of the head.
@@ -68,12 +78,7 @@ pub struct ResponseReader {
     pub body_bytes: u64,
     /// Bytes read off the wire for this response.
     pub wire_bytes: u64,
-    /// The connection must close after this response.
-    pub close: bool,
-    /// The `Server` header, when asked for.
-    pub server: Option<String>,
-    /// The body, when asked for.
-    pub body: Vec<u8>,
+    extras: Option<Box<Extras>>,
 }
 
 impl ResponseReader {
@@ -81,17 +86,15 @@ impl ResponseReader {
     pub fn new(head_request: bool) -> Self {
         ResponseReader {
             state: State::Head,
-            partial: Vec::new(),
             head_request,
             keep_server: false,
             keep_body: false,
+            close: false,
             status: 0,
             header_bytes: 0,
             body_bytes: 0,
             wire_bytes: 0,
-            close: false,
-            server: None,
-            body: Vec::new(),
+            extras: None,
         }
     }
 
@@ -99,7 +102,6 @@ impl ResponseReader {
     /// header; `keep_body` keeps the body bytes.
     pub fn reset(&mut self, keep_server: bool, keep_body: bool) {
         self.state = State::Head;
-        self.partial.clear();
         self.keep_server = keep_server;
         self.keep_body = keep_body;
         self.status = 0;
@@ -107,8 +109,25 @@ impl ResponseReader {
         self.body_bytes = 0;
         self.wire_bytes = 0;
         self.close = false;
-        self.server = None;
-        self.body.clear();
+        if let Some(x) = &mut self.extras {
+            x.partial.clear();
+            x.server = None;
+            x.body.clear();
+        }
+    }
+
+    fn extras(&mut self) -> &mut Extras {
+        self.extras.get_or_insert_with(Box::default)
+    }
+
+    /// The `Server` header of the last response, when asked for.
+    pub fn take_server(&mut self) -> Option<String> {
+        self.extras.as_mut().and_then(|x| x.server.take())
+    }
+
+    /// The body of the last response, when asked for.
+    pub fn body(&self) -> &[u8] {
+        self.extras.as_ref().map_or(&[], |x| &x.body)
     }
 
     /// True once any byte of this response arrived.
@@ -168,7 +187,7 @@ impl ResponseReader {
     fn body_chunk(&mut self, bytes: &[u8]) {
         self.body_bytes += bytes.len() as u64;
         if self.keep_body {
-            self.body.extend_from_slice(bytes);
+            self.extras().body.extend_from_slice(bytes);
         }
     }
 
@@ -176,13 +195,14 @@ impl ResponseReader {
     /// Returns how many bytes of `rest` were used.
     fn head(&mut self, rest: &[u8]) -> Result<usize, ParseError> {
         let joined;
-        let (buf, carried) = if self.partial.is_empty() {
+        let carried_len = self.extras.as_ref().map_or(0, |x| x.partial.len());
+        let (buf, carried) = if carried_len == 0 {
             (rest, 0)
         } else {
-            let carried = self.partial.len();
-            self.partial.extend_from_slice(rest);
-            joined = std::mem::take(&mut self.partial);
-            (&joined[..], carried)
+            let x = self.extras();
+            x.partial.extend_from_slice(rest);
+            joined = std::mem::take(&mut x.partial);
+            (&joined[..], carried_len)
         };
         let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
         let mut resp = httparse::Response::new(&mut headers);
@@ -211,7 +231,7 @@ impl ResponseReader {
                             close = false;
                         }
                     } else if self.keep_server && name.eq_ignore_ascii_case("server") {
-                        self.server = Some(String::from_utf8_lossy(h.value).into_owned());
+                        self.extras().server = Some(String::from_utf8_lossy(h.value).into_owned());
                     }
                 }
                 self.header_bytes += len as u64;
@@ -241,11 +261,8 @@ impl ResponseReader {
                 if buf.len() > MAX_HEAD {
                     return Err(ParseError::Malformed);
                 }
-                if carried == 0 {
-                    self.partial.extend_from_slice(rest);
-                } else {
-                    self.partial = buf.to_vec();
-                }
+                let partial = buf.to_vec();
+                self.extras().partial = partial;
                 Ok(rest.len())
             }
             Err(_) => Err(ParseError::Malformed),
@@ -393,13 +410,13 @@ mod tests {
 
     #[test]
     fn content_length_body() {
-        let (f, r) = read_all(&[b"HTTP/1.1 200 OK\r\nServer: t\r\nContent-Length: 5\r\n\r\nhello"]);
+        let (f, mut r) = read_all(&[b"HTTP/1.1 200 OK\r\nServer: t\r\nContent-Length: 5\r\n\r\nhello"]);
         assert_eq!(f, Ok(Feed::Done { extra: 0 }));
         assert_eq!(r.status, 200);
-        assert_eq!(r.body, b"hello");
+        assert_eq!(r.body(), b"hello");
         assert_eq!(r.header_bytes, 49);
         assert_eq!(r.wire_bytes, 54);
-        assert_eq!(r.server.as_deref(), Some("t"));
+        assert_eq!(r.take_server().as_deref(), Some("t"));
         assert!(!r.close);
     }
 
@@ -409,7 +426,7 @@ mod tests {
             b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;x=y\r\nhello\r\n6\r\n world\r\n0\r\nT: v\r\n\r\n";
         let (f, r) = read_all(&[msg]);
         assert_eq!(f, Ok(Feed::Done { extra: 0 }));
-        assert_eq!(r.body, b"hello world");
+        assert_eq!(r.body(), b"hello world");
         assert_eq!(r.wire_bytes, msg.len() as u64);
     }
 
@@ -419,7 +436,7 @@ mod tests {
         assert_eq!(f, Ok(Feed::More));
         assert!(r.close);
         assert_eq!(r.eof(), Ok(()));
-        assert_eq!(r.body, b"abc");
+        assert_eq!(r.body(), b"abc");
     }
 
     #[test]
@@ -470,11 +487,12 @@ mod tests {
             points.sort_unstable();
             points.dedup();
             let parts: Vec<&[u8]> = points.windows(2).map(|w| &msg[w[0]..w[1]]).collect();
-            let (f, r) = read_all(&parts);
+            let (f, mut r) = read_all(&parts);
             prop_assert_eq!(f, Ok(Feed::Done { extra: 0 }));
-            prop_assert_eq!(&r.body[..], b"abc0123456789");
+            prop_assert_eq!(r.body(), b"abc0123456789");
             prop_assert_eq!(r.wire_bytes, msg.len() as u64);
-            prop_assert_eq!(r.server.as_deref(), Some("s"));
+            let server = r.take_server();
+            prop_assert_eq!(server.as_deref(), Some("s"));
         }
     }
 }

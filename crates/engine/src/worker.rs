@@ -111,19 +111,27 @@ impl Ctx {
         }
     }
 
-    /// Spawns a task counted in `live_tasks`; the worker ends when the
-    /// count returns to zero.
-    fn spawn(self: &Rc<Self>, fut: impl std::future::Future<Output = ()> + 'static) {
+    /// Counts a task that is about to be spawned; the worker ends when every
+    /// counted task has dropped its [`TaskGuard`].
+    fn task(self: &Rc<Self>) -> TaskGuard {
         self.live_tasks.set(self.live_tasks.get() + 1);
-        let ctx = Rc::clone(self);
-        tokio::task::spawn_local(async move {
-            fut.await;
-            let left = ctx.live_tasks.get() - 1;
-            ctx.live_tasks.set(left);
-            if left == 0 {
-                ctx.done_notify.notify_one();
-            }
-        });
+        TaskGuard(Rc::clone(self))
+    }
+}
+
+/// Held by each counted task. A guard rather than a wrapping future: an
+/// `async` block that awaits a captured future stores it twice, and every
+/// byte of a task is paid once per connection.
+struct TaskGuard(Rc<Ctx>);
+
+impl Drop for TaskGuard {
+    fn drop(&mut self) {
+        let ctx = &self.0;
+        let left = ctx.live_tasks.get() - 1;
+        ctx.live_tasks.set(left);
+        if left == 0 {
+            ctx.done_notify.notify_one();
+        }
     }
 }
 
@@ -213,11 +221,11 @@ pub(crate) fn run(
                     });
                 }
                 for _ in 0..connections {
-                    ctx.spawn(closed_task(Rc::clone(&ctx)));
+                    tokio::task::spawn_local(closed_task(ctx.task()));
                 }
             }
             WorkerLoad::Open { arrivals, cap } => {
-                ctx.spawn(dispatcher(Rc::clone(&ctx), arrivals, cap));
+                tokio::task::spawn_local(dispatcher(ctx.task(), arrivals, cap));
             }
         }
 
@@ -252,20 +260,22 @@ pub(crate) fn run(
 
 /// A closed-loop connection: request after request until the budget, the
 /// deadline or a stop.
-async fn closed_task(ctx: Rc<Ctx>) {
+async fn closed_task(guard: TaskGuard) {
+    let ctx = &guard.0;
     let mut conn: Option<Conn> = None;
     let mut reader = ResponseReader::new(ctx.spec.head_request);
     let mut sleep = pin!(tokio::time::sleep(Duration::from_secs(3600)));
     while !ctx.stopping.get() && ctx.take_budget() {
         let start = Instant::now();
-        one_request(&ctx, &mut conn, &mut reader, sleep.as_mut(), start).await;
+        one_request(ctx, &mut conn, &mut reader, sleep.as_mut(), start).await;
     }
-    close(&ctx, conn);
+    close(ctx, conn);
 }
 
 /// Hands scheduled start times to connections, opening more (up to the cap)
 /// when none is free.
-async fn dispatcher(ctx: Rc<Ctx>, arrivals: Arrivals, cap: u64) {
+async fn dispatcher(guard: TaskGuard, arrivals: Arrivals, cap: u64) {
+    let ctx = &guard.0;
     let origin = ctx.spec.origin;
     let mut timer = PreciseTimer::new().ok();
     for (_, offset) in arrivals {
@@ -295,7 +305,7 @@ async fn dispatcher(ctx: Rc<Ctx>, arrivals: Arrivals, cap: u64) {
             ctx.job_notify.notify_one();
         } else if ctx.open_tasks.get() < cap {
             ctx.open_tasks.set(ctx.open_tasks.get() + 1);
-            ctx.spawn(open_task(Rc::clone(&ctx)));
+            tokio::task::spawn_local(open_task(ctx.task()));
         }
         // Otherwise the start waits in the queue for the next free
         // connection; its lateness is recorded as schedule_lag.
@@ -305,7 +315,8 @@ async fn dispatcher(ctx: Rc<Ctx>, arrivals: Arrivals, cap: u64) {
 }
 
 /// An open-loop connection: takes scheduled starts from the queue.
-async fn open_task(ctx: Rc<Ctx>) {
+async fn open_task(guard: TaskGuard) {
+    let ctx = &guard.0;
     let mut conn: Option<Conn> = None;
     let mut reader = ResponseReader::new(ctx.spec.head_request);
     let mut sleep = pin!(tokio::time::sleep(Duration::from_secs(3600)));
@@ -331,7 +342,7 @@ async fn open_task(ctx: Rc<Ctx>) {
                 if too_late {
                     continue;
                 }
-                one_request(&ctx, &mut conn, &mut reader, sleep.as_mut(), intended).await;
+                one_request(ctx, &mut conn, &mut reader, sleep.as_mut(), intended).await;
             }
             None if ctx.schedule_done.get() => break,
             None => {
@@ -341,7 +352,7 @@ async fn open_task(ctx: Rc<Ctx>) {
         }
     }
     ctx.open_tasks.set(ctx.open_tasks.get() - 1);
-    close(&ctx, conn);
+    close(ctx, conn);
 }
 
 fn close(ctx: &Ctx, conn: Option<Conn>) {
@@ -370,7 +381,9 @@ async fn one_request(
         None => {
             let opened = Instant::now();
             ctx.rec.borrow_mut().connection_started();
-            match conn::connect(spec.addr, spec.timeout, sleep.as_mut()).await {
+            // Boxed: the connect future is large and short-lived; keeping it
+            // out of the task keeps every idle connection small.
+            match Box::pin(conn::connect(spec.addr, spec.timeout, sleep.as_mut())).await {
                 Ok(stream) => {
                     let now = Instant::now();
                     ctx.rec.borrow_mut().connection_established(now, now - opened);
@@ -415,7 +428,7 @@ async fn one_request(
                 body_bytes: reader.body_bytes,
             };
             if keep_server {
-                rec.first_reply(reply, reader.server.take());
+                rec.first_reply(reply, reader.take_server());
             }
             if spec.expect.contains(reply.status) {
                 rec.request_ok(done, reply, reader.wire_bytes);
