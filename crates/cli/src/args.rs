@@ -184,12 +184,20 @@ pub fn parse() -> Result<Cli, ExitCode> {
 /// clap's message, its tip, and where to read more, on one line.
 fn clap_one_line(e: &clap::Error) -> String {
     let text = e.render().to_string();
-    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
-    let first = lines.next().unwrap_or("error: invalid usage");
-    let tip = lines
-        .find(|l| l.starts_with("tip:"))
-        .map(|t| format!("; {t}"))
-        .unwrap_or_default();
+    // clap's message runs until its usage line; keep all of it on one line.
+    let message: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+        .filter(|l| !l.is_empty())
+        .collect();
+    let (first, tip) = match message.split_first() {
+        Some((first, rest)) => (
+            first.to_string(),
+            rest.iter().map(|l| format!(" {l}")).collect::<String>(),
+        ),
+        None => ("error: invalid usage".to_string(), String::new()),
+    };
     let sub = std::env::args().nth(1).filter(|a| !a.starts_with('-'));
     let help = match sub {
         Some(s) if ["http", "serve", "demo", "report", "merge"].contains(&s.as_str()) => {

@@ -1,0 +1,178 @@
+//! Helpers for the integration tests: the throng binary, real nginx on
+//! loopback, the lab server, and result files.
+#![allow(dead_code)]
+
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use throng_result::RunResult;
+
+/// The throng binary under test.
+pub fn throng() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_throng"))
+}
+
+/// A free loopback port (bound, then released).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// Waits until something accepts on `addr` (at most 10 s).
+pub fn wait_listening(addr: SocketAddr) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("nothing is listening on {addr} after 10 s");
+}
+
+/// An nginx master process on a loopback port, stopped on drop.
+pub struct Nginx {
+    child: Child,
+    pub port: u16,
+    pub dir: tempfile::TempDir,
+}
+
+impl Nginx {
+    /// Starts nginx with `locations` inside its one `server` block.
+    pub fn start(locations: &str) -> Nginx {
+        let nginx = ["/usr/sbin/nginx", "/usr/bin/nginx"]
+            .into_iter()
+            .find(|p| Path::new(p).exists())
+            .expect("nginx is not installed: run ./scripts/test.sh, which installs it (Debian package nginx-light)");
+        let dir = tempfile::tempdir().unwrap();
+        let port = free_port();
+        let d = dir.path().display();
+        let conf = format!(
+            "worker_processes 1;\nerror_log {d}/error.log warn;\npid {d}/nginx.pid;\ndaemon off;\n\
+             worker_rlimit_nofile 4096;\n\
+             events {{ worker_connections 4000; }}\n\
+             http {{\n  access_log off;\n  keepalive_requests 1000000;\n\
+               client_body_temp_path {d}/body; proxy_temp_path {d}/proxy; fastcgi_temp_path {d}/fcgi;\n\
+               uwsgi_temp_path {d}/uwsgi; scgi_temp_path {d}/scgi;\n\
+               server {{\n    listen 127.0.0.1:{port};\n{locations}\n  }}\n}}\n"
+        );
+        std::fs::write(dir.path().join("nginx.conf"), conf).unwrap();
+        let child = Command::new(nginx)
+            .arg("-p")
+            .arg(dir.path())
+            .arg("-c")
+            .arg(dir.path().join("nginx.conf"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("cannot start nginx");
+        wait_listening(SocketAddr::from(([127, 0, 0, 1], port)));
+        Nginx { child, port, dir }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        // SIGQUIT would be graceful; the test is over, so just end it.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The lab server, in this process.
+pub fn lab(stall: Option<throng_lab::Stall>) -> throng_lab::LabServer {
+    throng_lab::LabServer::start(&throng_lab::LabConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        threads: 1,
+        stall,
+    })
+    .unwrap()
+}
+
+/// What a throng run left behind.
+pub struct Run {
+    pub output: Output,
+    pub result: Option<RunResult>,
+    pub json: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Run {
+    pub fn code(&self) -> i32 {
+        self.output.status.code().unwrap_or(-1)
+    }
+    pub fn stdout(&self) -> String {
+        String::from_utf8_lossy(&self.output.stdout).into_owned()
+    }
+    pub fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.output.stderr).into_owned()
+    }
+    /// The result document (the run must have written one).
+    pub fn result(&self) -> &RunResult {
+        self.result
+            .as_ref()
+            .unwrap_or_else(|| panic!("no result written; exit {} stderr: {}", self.code(), self.stderr()))
+    }
+}
+
+/// Runs `throng http ARGS --json FILE --quiet` and reads the result.
+pub fn http(args: &[&str]) -> Run {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("result.json");
+    let output = throng()
+        .arg("http")
+        .args(args)
+        .arg("--json")
+        .arg(&json)
+        .arg("--quiet")
+        .output()
+        .unwrap();
+    let result = std::fs::File::open(&json)
+        .ok()
+        .map(|f| RunResult::from_reader(f).unwrap());
+    Run {
+        output,
+        result,
+        json,
+        _dir: dir,
+    }
+}
+
+/// Checks the accounting invariants every result must keep.
+pub fn assert_books_balance(r: &RunResult) {
+    let m = &r.measurements;
+    assert!(
+        m.requests.is_balanced(),
+        "requests: attempted != ok + errors: {:?}",
+        m.requests
+    );
+    assert!(
+        m.connections.is_balanced(),
+        "connections: attempted != ok + errors: {:?}",
+        m.connections
+    );
+    let series_ended: u64 = m.series.iter().map(|p| p.requests).sum();
+    assert_eq!(
+        series_ended,
+        m.requests.ended(),
+        "per-second series must add up to the totals"
+    );
+    let series_ok: u64 = m.series.iter().map(|p| p.ok).sum();
+    assert_eq!(series_ok, m.requests.ok);
+    let series_dropped: u64 = m.series.iter().map(|p| p.dropped).sum();
+    assert_eq!(series_dropped, m.dropped);
+    let series_bytes: u64 = m.series.iter().map(|p| p.bytes_received).sum();
+    assert_eq!(series_bytes, m.bytes.received);
+    let replies: u64 = m.status.values().sum();
+    let series_replies: u64 = m.series.iter().map(|p| p.replies).sum();
+    assert_eq!(series_replies, replies);
+    for (name, h) in &m.phases {
+        let per_second: u64 = m.series.iter().map(|p| p.phase(name).unwrap().count()).sum();
+        assert_eq!(per_second, h.count(), "phase {name}: per-second samples must add up");
+    }
+}
