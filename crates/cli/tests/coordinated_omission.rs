@@ -6,6 +6,8 @@
 //! These are properties of the stall model, not of machine speed: the
 //! tolerances absorb scheduling noise of tens of milliseconds.
 
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use std::process::{Child, Stdio};

@@ -1,6 +1,6 @@
 //! Helpers for the integration tests: the throng binary, real nginx on
 //! loopback, the lab server, and result files.
-#![allow(dead_code)]
+#![allow(dead_code, clippy::unwrap_used)]
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
