@@ -205,6 +205,8 @@ pub fn run_http(
                 // Invariant: w < threads, which fits u32.
                 arrivals: Arrivals::new(rate, total_arrivals, w as u32, threads),
                 cap: conns[w],
+                // This worker's share of the schedule: every threads-th arrival.
+                gap: Duration::from_secs_f64(f64::from(threads) / rate),
             },
         };
         let spec = WorkerSpec {

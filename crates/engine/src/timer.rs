@@ -39,7 +39,24 @@ impl PreciseTimer {
         if remaining.is_zero() {
             return Ok(());
         }
-        self.arm(remaining)?;
+        self.arm(remaining, Duration::ZERO)?;
+        self.expired().await
+    }
+
+    /// Fires every `period` from now on, until re-armed: one system call
+    /// for any number of ticks. Arming a timer is costly on virtual machines
+    /// (a fifth of a core at 50,000 arms per second here), so dense
+    /// schedules tick instead of arming once per arrival.
+    pub fn start_ticking(&mut self, period: Duration) -> io::Result<()> {
+        self.arm(period, period)
+    }
+
+    /// Waits for the next tick (or returns at once if ticks were missed).
+    pub async fn tick(&mut self) -> io::Result<()> {
+        self.expired().await
+    }
+
+    async fn expired(&mut self) -> io::Result<()> {
         loop {
             let mut guard = self.fd.readable().await?;
             let mut expirations = [0u8; 8];
@@ -57,9 +74,12 @@ impl PreciseTimer {
         }
     }
 
-    fn arm(&self, after: Duration) -> io::Result<()> {
+    fn arm(&self, after: Duration, every: Duration) -> io::Result<()> {
         let spec = libc::itimerspec {
-            it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 },
+            it_interval: libc::timespec {
+                tv_sec: every.as_secs() as libc::time_t,
+                tv_nsec: libc::c_long::from(every.subsec_nanos()),
+            },
             it_value: libc::timespec {
                 tv_sec: after.as_secs() as libc::time_t,
                 // A zero it_value disarms; keep at least 1 ns.
@@ -93,6 +113,12 @@ mod tests {
                 t.sleep_until(deadline).await.unwrap();
                 assert!(Instant::now() >= deadline);
             }
+            let start = Instant::now();
+            t.start_ticking(Duration::from_micros(200)).unwrap();
+            for _ in 0..5 {
+                t.tick().await.unwrap();
+            }
+            assert!(Instant::now() >= start + Duration::from_micros(200));
         });
     }
 }

@@ -48,7 +48,11 @@ pub(crate) enum WorkerLoad {
         until: Option<Instant>,
     },
     /// Requests start on `arrivals`; up to `cap` connections.
-    Open { arrivals: Arrivals, cap: u64 },
+    Open {
+        arrivals: Arrivals,
+        cap: u64,
+        gap: Duration,
+    },
 }
 
 /// What a worker needs to run.
@@ -224,8 +228,8 @@ pub(crate) fn run(
                     tokio::task::spawn_local(closed_task(ctx.task()));
                 }
             }
-            WorkerLoad::Open { arrivals, cap } => {
-                tokio::task::spawn_local(dispatcher(ctx.task(), arrivals, cap));
+            WorkerLoad::Open { arrivals, cap, gap } => {
+                tokio::task::spawn_local(dispatcher(ctx.task(), arrivals, cap, gap));
             }
         }
 
@@ -272,13 +276,26 @@ async fn closed_task(guard: TaskGuard) {
     close(ctx, conn);
 }
 
+/// Below this gap between arrivals, the dispatcher ticks instead of arming
+/// its timer once per arrival.
+const DENSE_GAP: Duration = Duration::from_millis(1);
+/// The tick of a dense schedule: how late an arrival can be dispatched.
+const DENSE_TICK: Duration = Duration::from_micros(200);
+
 /// Hands scheduled start times to connections, opening more (up to the cap)
 /// when none is free.
-async fn dispatcher(guard: TaskGuard, arrivals: Arrivals, cap: u64) {
+async fn dispatcher(guard: TaskGuard, arrivals: Arrivals, cap: u64, gap: Duration) {
     let ctx = &guard.0;
     let origin = ctx.spec.origin;
     let mut timer = PreciseTimer::new().ok();
-    for (_, offset) in arrivals {
+    let dense = gap < DENSE_GAP;
+    if dense && let Some(t) = timer.as_mut() {
+        if t.start_ticking(DENSE_TICK).is_err() {
+            timer = None;
+        }
+    }
+    let mut arrivals = arrivals.peekable();
+    while let Some(&(_, offset)) = arrivals.peek() {
         if ctx.stopping.get() {
             break;
         }
@@ -286,6 +303,11 @@ async fn dispatcher(guard: TaskGuard, arrivals: Arrivals, cap: u64) {
         if Instant::now() < due {
             let wait = async {
                 match timer.as_mut() {
+                    Some(t) if dense => {
+                        if t.tick().await.is_err() {
+                            tokio::time::sleep_until(due.into()).await;
+                        }
+                    }
                     Some(t) => {
                         if t.sleep_until(due).await.is_err() {
                             tokio::time::sleep_until(due.into()).await;
@@ -298,7 +320,10 @@ async fn dispatcher(guard: TaskGuard, arrivals: Arrivals, cap: u64) {
                 () = wait => {}
                 () = ctx.stop_notify.notified() => break,
             }
+            // A tick may come before the next arrival is due.
+            continue;
         }
+        arrivals.next();
         ctx.queue.borrow_mut().push_back(due);
         if ctx.idle.get() > 0 {
             ctx.idle.set(ctx.idle.get() - 1);
