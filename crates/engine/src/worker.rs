@@ -289,10 +289,11 @@ async fn dispatcher(guard: TaskGuard, arrivals: Arrivals, cap: u64, gap: Duratio
     let origin = ctx.spec.origin;
     let mut timer = PreciseTimer::new().ok();
     let dense = gap < DENSE_GAP;
-    if dense && let Some(t) = timer.as_mut() {
-        if t.start_ticking(DENSE_TICK).is_err() {
-            timer = None;
-        }
+    if dense
+        && let Some(t) = timer.as_mut()
+        && t.start_ticking(DENSE_TICK).is_err()
+    {
+        timer = None;
     }
     let mut arrivals = arrivals.peekable();
     while let Some(&(_, offset)) = arrivals.peek() {
