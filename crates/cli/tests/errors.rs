@@ -74,14 +74,10 @@ fn mixed_outcomes_keep_exact_books() {
 
 #[test]
 fn more_connections_than_descriptors_is_a_clear_error_before_starting() {
-    let out = std::process::Command::new("sh")
-        .arg("-c")
-        .arg(format!(
-            "ulimit -n 64 && exec {} http http://127.0.0.1:9/ -c 500 -d 1s",
-            env!("CARGO_BIN_EXE_throng")
-        ))
-        .output()
-        .unwrap();
+    let out = common::output(std::process::Command::new("sh").arg("-c").arg(format!(
+        "ulimit -n 64 && exec {} http http://127.0.0.1:9/ -c 500 -d 1s",
+        env!("CARGO_BIN_EXE_throng")
+    )));
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("file descriptors") && err.contains("lower -c"), "{err}");
@@ -112,7 +108,7 @@ fn user_mistakes_are_one_line_exit_2() {
         (&["nosuchcommand"], "nosuchcommand"),
     ];
     for (args, needle) in cases {
-        let out = throng().args(*args).output().unwrap();
+        let out = common::output(throng().args(*args));
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(needle), "{args:?} should mention {needle}: {err}");
@@ -123,10 +119,7 @@ fn user_mistakes_are_one_line_exit_2() {
 
 #[test]
 fn unknown_host_fails_with_a_reason() {
-    let out = throng()
-        .args(["http", "http://no-such-host.invalid/", "-n", "1", "-q"])
-        .output()
-        .unwrap();
+    let out = common::output(throng().args(["http", "http://no-such-host.invalid/", "-n", "1", "-q"]));
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("cannot resolve host 'no-such-host.invalid'"), "{err}");

@@ -42,10 +42,7 @@ fn report_re_renders_exactly_what_the_run_printed() {
     for format in ["text", "ab", "httperf"] {
         let run = http(&[&url, "-n", "400", "-c", "4", "--format", format]);
         assert_eq!(run.code(), 0);
-        let again = throng()
-            .args(["report", run.json.to_str().unwrap(), "--format", format])
-            .output()
-            .unwrap();
+        let again = common::output(throng().args(["report", run.json.to_str().unwrap(), "--format", format]));
         assert_eq!(again.status.code(), Some(0));
         assert_eq!(
             String::from_utf8_lossy(&again.stdout),
@@ -62,16 +59,13 @@ fn merge_is_exact() {
     let b = http(&[&format!("http://{}/delay/2", server.addr()), "-n", "300", "-c", "3"]);
     let dir = tempfile::tempdir().unwrap();
     let merged_path = dir.path().join("merged.json");
-    let out = throng()
-        .args([
-            "merge",
-            a.json.to_str().unwrap(),
-            b.json.to_str().unwrap(),
-            "-o",
-            merged_path.to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
+    let out = common::output(throng().args([
+        "merge",
+        a.json.to_str().unwrap(),
+        b.json.to_str().unwrap(),
+        "-o",
+        merged_path.to_str().unwrap(),
+    ]));
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let merged = RunResult::from_reader(std::fs::File::open(&merged_path).unwrap()).unwrap();
     assert_books_balance(&merged);
@@ -98,10 +92,7 @@ fn merge_is_exact() {
     // The window spans both runs, so throughput is not double-counted.
     assert!(merged.duration_s >= ra.duration_s.max(rb.duration_s));
 
-    let bad = throng()
-        .args(["merge", "/nonexistent.json", "-o", merged_path.to_str().unwrap()])
-        .output()
-        .unwrap();
+    let bad = common::output(throng().args(["merge", "/nonexistent.json", "-o", merged_path.to_str().unwrap()]));
     assert_eq!(bad.status.code(), Some(2));
 }
 
@@ -132,6 +123,8 @@ fn sigint_stops_gracefully_and_still_reports() {
         .status()
         .unwrap();
     assert!(status.success());
+    // wait_with_output has no limit: the run must end within its timeout
+    // (10 s) of the signal, and the test's own limit would catch a hang.
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
     let r = RunResult::from_reader(std::fs::File::open(&json).unwrap()).unwrap();
@@ -144,7 +137,7 @@ fn sigint_stops_gracefully_and_still_reports() {
 
 #[test]
 fn demo_runs_both_loops() {
-    let out = throng().args(["demo", "--duration", "1s"]).output().unwrap();
+    let out = common::output(throng().args(["demo", "--duration", "1s"]));
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(

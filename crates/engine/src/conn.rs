@@ -7,39 +7,95 @@
 
 use std::cell::RefCell;
 use std::future::poll_fn;
+use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
+use socket2::{Domain, Protocol, Socket, Type};
 use throng_metrics::ErrorClass;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::{TcpSocket, TcpStream};
+use tokio::net::TcpStream;
 use tokio::time::Sleep;
 
 use crate::errors::{Stage, classify};
 use crate::http1::{Feed, ParseError, ResponseReader};
 
-/// Opens a TCP connection to `addr`, or says why not, within `timeout`.
+/// A request above this size is written in several segments, where Nagle's
+/// algorithm could hold back the last one: only then is TCP_NODELAY worth
+/// its system call. A smaller request always goes out in one segment.
+const NODELAY_ABOVE: usize = 1400;
+
+/// A connection just opened, with how much of the first message it carried.
+pub(crate) struct Opened {
+    pub stream: TcpStream,
+    /// Bytes of `first` already written.
+    pub written: usize,
+    /// When the connection was known to be established.
+    pub established: Instant,
+}
+
+/// Opens a TCP connection to `addr` and writes as much of `first` as the
+/// socket takes at once, or says why not, within `timeout`.
+///
+/// On loopback the handshake completes inside `connect()`, so the request
+/// goes out in the next system call, with no wait for readiness and no
+/// `getsockopt(SO_ERROR)`; elsewhere the connection is awaited as usual.
 pub(crate) async fn connect(
     addr: SocketAddr,
+    first: &[u8],
     timeout: Duration,
     mut sleep: Pin<&mut Sleep>,
-) -> Result<TcpStream, ErrorClass> {
-    let socket = match addr {
-        SocketAddr::V4(_) => TcpSocket::new_v4(),
-        SocketAddr::V6(_) => TcpSocket::new_v6(),
+) -> Result<Opened, ErrorClass> {
+    let fail = |e: &io::Error| classify(e, Stage::Connect);
+    let socket = Socket::new(
+        Domain::for_address(addr),
+        Type::STREAM.nonblocking(),
+        Some(Protocol::TCP),
+    )
+    .map_err(|e| fail(&e))?;
+    if first.len() > NODELAY_ABOVE {
+        socket.set_tcp_nodelay(true).map_err(|e| fail(&e))?;
     }
-    .map_err(|e| classify(&e, Stage::Connect))?;
-    sleep.as_mut().reset((Instant::now() + timeout).into());
-    let stream = tokio::select! {
-        biased;
-        r = socket.connect(addr) => r.map_err(|e| classify(&e, Stage::Connect))?,
-        () = sleep => return Err(ErrorClass::TimeoutConnect),
+    match socket.connect(&addr.into()) {
+        Ok(()) => {}
+        Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
+        Err(e) => return Err(fail(&e)),
+    }
+    // Writing to a socket still connecting fails with EAGAIN; any other
+    // error means the connection failed (e.g. ECONNREFUSED on loopback).
+    let written = if first.is_empty() {
+        None
+    } else {
+        match socket.send(first) {
+            Ok(n) => Some(n),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => None,
+            Err(e) => return Err(fail(&e)),
+        }
     };
-    // Requests are written whole; never let Nagle hold one back.
-    stream.set_nodelay(true).map_err(|e| classify(&e, Stage::Connect))?;
-    Ok(stream)
+    let stream = TcpStream::from_std(socket.into()).map_err(|e| fail(&e))?;
+    if let Some(written) = written {
+        return Ok(Opened {
+            stream,
+            written,
+            established: Instant::now(),
+        });
+    }
+    sleep.as_mut().reset((Instant::now() + timeout).into());
+    tokio::select! {
+        biased;
+        r = stream.writable() => r.map_err(|e| fail(&e))?,
+        () = sleep => return Err(ErrorClass::TimeoutConnect),
+    }
+    if let Some(e) = stream.take_error().map_err(|e| fail(&e))? {
+        return Err(fail(&e));
+    }
+    Ok(Opened {
+        stream,
+        written: 0,
+        established: Instant::now(),
+    })
 }
 
 /// When the parts of one exchange happened.
@@ -62,16 +118,16 @@ pub(crate) struct Failed {
     pub written: usize,
 }
 
-/// Writes `request` and reads one response into `reader`, within the
-/// deadline `sleep` was armed with.
+/// Writes `request` (its first `written` bytes are already out) and reads
+/// one response into `reader`, within the deadline `sleep` was armed with.
 pub(crate) async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(
     stream: &mut S,
     request: &[u8],
+    mut written: usize,
     reader: &mut ResponseReader,
     scratch: &RefCell<Box<[u8]>>,
     mut sleep: Pin<&mut Sleep>,
 ) -> Result<Timing, Failed> {
-    let mut written = 0usize;
     let mut sent: Option<Instant> = None;
     let mut first: Option<Instant> = None;
     poll_fn(|cx| {

@@ -40,6 +40,8 @@ use worker::{RunState, WorkerDone, WorkerLoad, WorkerSpec};
 const STARTUP: Duration = Duration::from_millis(20);
 /// How often the coordinator wakes to report progress and check limits.
 const TICK: Duration = Duration::from_millis(100);
+/// How long workers get to stop after an abort before the run gives up on them.
+const ABORT_GRACE: Duration = Duration::from_secs(5);
 /// Descriptors a process needs besides its connections (runtimes, stdio).
 const FD_RESERVE_PER_WORKER: u64 = 8;
 const FD_RESERVE: u64 = 32;
@@ -254,6 +256,7 @@ pub fn run_http(
     let mut done: Vec<Option<WorkerDone>> = (0..threads).map(|_| None).collect();
     let mut remaining = threads as usize;
     let mut stop_seen: Option<Instant> = None;
+    let mut abort_seen: Option<Instant> = None;
     let mut failure: Option<String> = None;
     while remaining > 0 {
         match done_rx.recv_timeout(TICK) {
@@ -315,7 +318,17 @@ pub fn run_http(
                     control.state.send_replace(RunState::Aborting);
                 }
             }
-            RunState::Aborting => {}
+            RunState::Aborting => {
+                // Workers drop their tasks at once on abort; if one does not,
+                // report that rather than wait forever.
+                let since = *abort_seen.get_or_insert(now);
+                if now > since + ABORT_GRACE {
+                    return Err(EngineError::Worker(format!(
+                        "{remaining} worker(s) did not stop within {} s of being told to; this is a bug in throng",
+                        ABORT_GRACE.as_secs()
+                    )));
+                }
+            }
         }
     }
     for h in handles {

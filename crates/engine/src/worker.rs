@@ -272,6 +272,10 @@ async fn closed_task(guard: TaskGuard) {
     while !ctx.stopping.get() && ctx.take_budget() {
         let start = Instant::now();
         one_request(ctx, &mut conn, &mut reader, sleep.as_mut(), start).await;
+        // A request can end without waiting for anything (a refused
+        // connect on loopback fails inside the system call): spend tokio's
+        // cooperative budget so the worker's other tasks still get to run.
+        tokio::task::coop::consume_budget().await;
     }
     close(ctx, conn);
 }
@@ -347,6 +351,8 @@ async fn open_task(guard: TaskGuard) {
     let mut reader = ResponseReader::new(ctx.spec.head_request);
     let mut sleep = pin!(tokio::time::sleep(Duration::from_secs(3600)));
     loop {
+        // See closed_task: requests may end without waiting.
+        tokio::task::coop::consume_budget().await;
         if ctx.stopping.get() {
             break;
         }
@@ -402,18 +408,27 @@ async fn one_request(
     ctx.in_flight.set(ctx.in_flight.get() + 1);
     let spec = &ctx.spec;
 
-    let c = match conn {
-        Some(c) => c,
+    let keep_server = ctx.rec.borrow().wants_first_reply();
+    reader.reset(keep_server, false);
+    let (c, t_send, written) = match conn {
+        Some(c) => (c, Instant::now(), 0),
         None => {
             let opened = Instant::now();
             ctx.rec.borrow_mut().connection_started();
             // Boxed: the connect future is large and short-lived; keeping it
             // out of the task keeps every idle connection small.
-            match Box::pin(conn::connect(spec.addr, spec.timeout, sleep.as_mut())).await {
-                Ok(stream) => {
-                    let now = Instant::now();
-                    ctx.rec.borrow_mut().connection_established(now, now - opened);
-                    conn.insert(Conn { stream, opened })
+            match Box::pin(conn::connect(spec.addr, &spec.request, spec.timeout, sleep.as_mut())).await {
+                Ok(o) => {
+                    ctx.rec
+                        .borrow_mut()
+                        .connection_established(o.established, o.established - opened);
+                    let c = conn.insert(Conn {
+                        stream: o.stream,
+                        opened,
+                    });
+                    // A request written with the connect started when the
+                    // connection was established.
+                    (c, o.established, o.written)
                 }
                 Err(class) => {
                     let now = Instant::now();
@@ -427,11 +442,8 @@ async fn one_request(
         }
     };
 
-    let keep_server = ctx.rec.borrow().wants_first_reply();
-    reader.reset(keep_server, false);
-    let t_send = Instant::now();
     sleep.as_mut().reset((t_send + spec.timeout).into());
-    let outcome = conn::exchange(&mut c.stream, &spec.request, reader, &ctx.scratch, sleep).await;
+    let outcome = conn::exchange(&mut c.stream, &spec.request, written, reader, &ctx.scratch, sleep).await;
     ctx.in_flight.set(ctx.in_flight.get() - 1);
 
     let mut rec = ctx.rec.borrow_mut();

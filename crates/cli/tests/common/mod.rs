@@ -14,6 +14,45 @@ pub fn throng() -> Command {
     Command::new(env!("CARGO_BIN_EXE_throng"))
 }
 
+/// Longest any single throng invocation may take in a test: a hang fails the
+/// test instead of hanging the suite.
+pub const RUN_LIMIT: Duration = Duration::from_secs(120);
+
+/// Runs `cmd` to completion, killing it (and failing) after [`RUN_LIMIT`].
+pub fn output(cmd: &mut Command) -> Output {
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    // Drain the pipes on threads so a chatty child never blocks.
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let out_t = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        std::io::Read::read_to_end(&mut out, &mut v).ok();
+        v
+    });
+    let err_t = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        std::io::Read::read_to_end(&mut err, &mut v).ok();
+        v
+    });
+    let deadline = Instant::now() + RUN_LIMIT;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{cmd:?} did not finish within {} s", RUN_LIMIT.as_secs());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Output {
+        status,
+        stdout: out_t.join().unwrap(),
+        stderr: err_t.join().unwrap(),
+    }
+}
+
 /// A free loopback port (bound, then released).
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
@@ -124,14 +163,7 @@ impl Run {
 pub fn http(args: &[&str]) -> Run {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("result.json");
-    let output = throng()
-        .arg("http")
-        .args(args)
-        .arg("--json")
-        .arg(&json)
-        .arg("--quiet")
-        .output()
-        .unwrap();
+    let output = output(throng().arg("http").args(args).arg("--json").arg(&json).arg("--quiet"));
     let result = std::fs::File::open(&json)
         .ok()
         .map(|f| RunResult::from_reader(f).unwrap());

@@ -1,0 +1,241 @@
+#!/usr/bin/env python3
+"""Whole-tool HTTP/1.1 benchmark: throng against wrk, ab, h2load and oha.
+
+Every tool hits the same nginx `return 200`, pinned to CPU 0, from CPU 1, in
+the same run. Figures are work per generator CPU-second (user + system, read
+with wait4 for exactly that process) and resident memory per open
+connection, not wall-clock speed: the machine is shared and noisy, and the
+generator's own cost is what decides how much load one machine can make.
+
+    bench/http.py                 # all scenarios, 3 runs each, median
+    bench/http.py --runs 1 --duration 5 --only keepalive
+
+Missing peers are skipped and said so. Needs: nginx, taskset; peers from
+`apt-get install wrk apache2-utils nghttp2-client` and `cargo install oha`.
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+THRONG = os.path.join(ROOT, "target", "release", "throng")
+SERVER_CPU, CLIENT_CPU = "0", "1"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_nginx(tmp):
+    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+    if not os.path.exists(nginx):
+        sys.exit("bench: nginx is not installed (apt-get install nginx-light)")
+    port = free_port()
+    conf = f"""
+worker_processes 1;
+worker_rlimit_nofile 20000;
+error_log {tmp}/error.log crit;
+pid {tmp}/nginx.pid;
+daemon off;
+events {{ worker_connections 19500; use epoll; multi_accept on; }}
+http {{
+  access_log off;
+  keepalive_requests 100000000;
+  keepalive_timeout 300s;
+  client_body_temp_path {tmp}/b; proxy_temp_path {tmp}/p; fastcgi_temp_path {tmp}/f;
+  uwsgi_temp_path {tmp}/u; scgi_temp_path {tmp}/s;
+  server {{ listen 127.0.0.1:{port} backlog=16384; location / {{ return 200; }} }}
+}}
+"""
+    with open(f"{tmp}/nginx.conf", "w") as f:
+        f.write(conf)
+    proc = subprocess.Popen(["taskset", "-c", SERVER_CPU, nginx, "-p", tmp, "-c", f"{tmp}/nginx.conf"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(100):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return proc, port
+        except OSError:
+            time.sleep(0.05)
+    proc.kill()
+    sys.exit("bench: nginx did not start")
+
+
+def run(cmd, timeout):
+    """Runs cmd pinned to the client CPU; returns (stdout+stderr, cpu seconds, max RSS bytes)."""
+    p = subprocess.Popen(["taskset", "-c", CLIENT_CPU] + cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    deadline = time.time() + timeout
+    out = b""
+    # Read while waiting so a chatty tool never blocks on a full pipe.
+    os.set_blocking(p.stdout.fileno(), False)
+    while True:
+        pid, status, ru = os.wait4(p.pid, os.WNOHANG)
+        chunk = p.stdout.read() or b""
+        out += chunk
+        if pid:
+            break
+        if time.time() > deadline:
+            p.kill()
+        time.sleep(0.05)
+    out += p.stdout.read() or b""
+    return out.decode(errors="replace"), ru.ru_utime + ru.ru_stime, ru.ru_maxrss * 1024
+
+
+def count(pattern, text):
+    m = re.search(pattern, text)
+    return int(m.group(1)) if m else 0
+
+
+# Each tool: how to run a scenario, and how to read how many requests succeeded.
+def tools(url, dur, tmp):
+    json_path = f"{tmp}/throng.json"
+
+    def throng(args):
+        def parse(text):
+            with open(json_path) as f:
+                d = json.load(f)
+            return d["measurements"]["requests"]["ok"], d
+        return [THRONG, "http", url, "-t", "1", "-q", "--json", json_path] + args, parse
+
+    def oha_parse(text):
+        start = text.find("{")
+        d = json.loads(text[start:]) if start >= 0 else {}
+        return sum(d.get("statusCodeDistribution", {}).values()), d
+
+    return {
+        "throng": {
+            "keepalive": lambda c: throng(["-c", str(c), "-d", f"{dur}s"]),
+            "close": lambda c: throng(["-c", str(c), "-d", f"{dur}s", "--no-keepalive"]),
+        },
+        "wrk": {
+            "keepalive": lambda c: (["wrk", "-t1", f"-c{c}", f"-d{dur}s", url],
+                                    lambda t: (count(r"(\d+) requests in", t) - count(r"Non-2xx or 3xx responses: (\d+)", t), None)),
+            "close": lambda c: (["wrk", "-t1", f"-c{c}", f"-d{dur}s", "-H", "Connection: close", url],
+                                lambda t: (count(r"(\d+) requests in", t), None)),
+        },
+        "ab": {
+            "keepalive": lambda c: (["ab", "-q", "-k", "-c", str(c), "-t", str(dur), "-n", "100000000", url],
+                                    lambda t: (count(r"Complete requests:\s+(\d+)", t) - count(r"Failed requests:\s+(\d+)", t), None)),
+            "close": lambda c: (["ab", "-q", "-c", str(c), "-t", str(dur), "-n", "100000000", url],
+                                lambda t: (count(r"Complete requests:\s+(\d+)", t) - count(r"Failed requests:\s+(\d+)", t), None)),
+        },
+        "h2load": {
+            "keepalive": lambda c: (["h2load", "--h1", "-c", str(c), "-D", str(dur), url],
+                                    lambda t: (count(r"(\d+) succeeded", t), None)),
+        },
+        "oha": {
+            "keepalive": lambda c: (["oha", "-c", str(c), "-z", f"{dur}s", "--no-tui", "--output-format", "json", url], oha_parse),
+            "close": lambda c: (["oha", "-c", str(c), "-z", f"{dur}s", "--no-tui", "--disable-keepalive",
+                                 "--output-format", "json", url], oha_parse),
+        },
+    }
+
+
+def median_run(make, runs, timeout):
+    rates, rss, reqs = [], [], []
+    for _ in range(runs):
+        cmd, parse = make()
+        text, cpu, maxrss = run(cmd, timeout)
+        ok, _ = parse(text)
+        if ok <= 0 or cpu <= 0:
+            return None, text
+        rates.append(ok / cpu)
+        rss.append(maxrss)
+        reqs.append(ok)
+    return {"per_cpu_s": statistics.median(rates), "rss": statistics.median(rss), "ok": statistics.median(reqs),
+            "all": rates}, ""
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--duration", type=int, default=10, help="seconds per run (default 10)")
+    ap.add_argument("--runs", type=int, default=3, help="runs per figure; the median is reported (default 3)")
+    ap.add_argument("--only", choices=["keepalive", "close", "memory", "open"], action="append")
+    ap.add_argument("--skip-build", action="store_true")
+    args = ap.parse_args()
+    only = set(args.only or ["keepalive", "close", "memory", "open"])
+
+    if not args.skip_build:
+        subprocess.run(["cargo", "build", "--release", "-q", "-p", "throng"], cwd=ROOT, check=True)
+    if not shutil.which("taskset"):
+        sys.exit("bench: taskset is missing (util-linux)")
+
+    tmp = tempfile.mkdtemp(prefix="throng-bench-")
+    nginx, port = start_nginx(tmp)
+    url = f"http://127.0.0.1:{port}/"
+    dur = args.duration
+    table = tools(url, dur, tmp)
+    print(f"# throng bench/http.py  ({time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} cores, "
+          f"nginx on CPU {SERVER_CPU}, generator on CPU {CLIENT_CPU}, {dur}s x {args.runs} runs, median)\n")
+    try:
+        for scenario, title in [("keepalive", "keep-alive requests per generator CPU-second, -c 50"),
+                                ("close", "new connection per request: requests per generator CPU-second, -c 50")]:
+            if scenario not in only:
+                continue
+            print(f"## {title}\n\n| tool | requests/CPU-s | runs |\n|---|---:|---|")
+            for name, scen in table.items():
+                if name != "throng" and not shutil.which(name):
+                    print(f"| {name} | skipped: not installed | |")
+                    continue
+                if scenario not in scen:
+                    continue
+                res, text = median_run(lambda: scen[scenario](50), args.runs, dur + 30)
+                if res is None:
+                    print(f"| {name} | failed: {text.strip().splitlines()[-1:] } | |")
+                    continue
+                runs = ", ".join(f"{r / 1000:.1f}K" for r in res["all"])
+                print(f"| {name} | {res['per_cpu_s'] / 1000:.1f}K | {runs} |")
+            print()
+
+        if "memory" in only:
+            conns = 15000
+            print(f"## resident memory per open connection at {conns} connections (peak RSS / connections)\n")
+            print("| tool | peak RSS | per connection |\n|---|---:|---:|")
+            for name, scen in table.items():
+                if name == "ab":
+                    continue  # ab cannot hold 15,000 keep-alive connections usefully
+                if name != "throng" and not shutil.which(name):
+                    print(f"| {name} | skipped: not installed | |")
+                    continue
+                res, text = median_run(lambda: scen["keepalive"](conns), 1, 60)
+                if res is None:
+                    print(f"| {name} | failed | |")
+                    continue
+                print(f"| {name} | {res['rss'] / 1e6:.1f} MB | {res['rss'] / conns / 1000:.2f} KB |")
+            print()
+
+        if "open" in only:
+            rate = 50000
+            print(f"## open loop at {rate} req/s (throng only: -r {rate} -d {dur}s -t 1)\n")
+            print("| run | achieved rate | off by | schedule_lag p50 | p99 | dropped | CPU |\n|---|---:|---:|---:|---:|---:|---:|")
+            for i in range(args.runs):
+                json_path = f"{tmp}/open.json"
+                text, cpu, _ = run([THRONG, "http", url, "-t", "1", "-q", "-r", str(rate), "-d", f"{dur}s",
+                                    "--json", json_path], dur + 30)
+                with open(json_path) as f:
+                    d = json.load(f)
+                m = d["measurements"]
+                achieved = m["requests"]["attempted"] / d["duration_s"]
+                lag = m["phases"]["schedule_lag"]
+                print(f"| {i + 1} | {achieved:.0f}/s | {abs(achieved - rate) / rate * 100:.2f}% | {lag['p50']} µs "
+                      f"| {lag['p99']} µs | {m['dropped']} | {cpu / d['duration_s'] * 100:.0f}% |")
+            print()
+    finally:
+        nginx.kill()
+        nginx.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
