@@ -147,6 +147,12 @@ pub struct Progress {
     pub duration: Option<Duration>,
 }
 
+/// Connections an open-loop worker opens before its schedule starts: enough
+/// for 2 ms of arrivals, plus a few; never more than its cap.
+fn warm_connections(rate: f64, cap: u64) -> u64 {
+    ((rate * 0.002).ceil() as u64 + 4).min(cap)
+}
+
 /// Resolves the plan's host to its first address.
 pub fn resolve(plan: &HttpPlan) -> Result<SocketAddr, EngineError> {
     let host = plan.target.host.as_str();
@@ -209,6 +215,7 @@ pub fn run_http(
                 cap: conns[w],
                 // This worker's share of the schedule: every threads-th arrival.
                 gap: Duration::from_secs_f64(f64::from(threads) / rate),
+                warm: if plan.keepalive { warm_connections(rate / f64::from(threads), conns[w]) } else { 0 },
             },
         };
         let spec = WorkerSpec {

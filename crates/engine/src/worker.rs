@@ -52,6 +52,8 @@ pub(crate) enum WorkerLoad {
         arrivals: Arrivals,
         cap: u64,
         gap: Duration,
+        /// Connections to open before the schedule starts.
+        warm: u64,
     },
 }
 
@@ -90,9 +92,10 @@ struct Ctx {
     done_notify: Notify,
     // Open loop.
     queue: RefCell<VecDeque<Instant>>,
-    idle: Cell<u64>,
-    job_notify: Notify,
+    idle: IdlePool,
     open_tasks: Cell<u64>,
+    /// Identity of the next open-loop connection task (its idle slot).
+    next_id: Cell<usize>,
     schedule_done: Cell<bool>,
 }
 
@@ -100,7 +103,7 @@ impl Ctx {
     fn stop(&self) {
         if !self.stopping.replace(true) {
             self.stop_notify.notify_waiters();
-            self.job_notify.notify_waiters();
+            self.idle.wake_all();
         }
     }
 
@@ -139,6 +142,67 @@ impl Drop for TaskGuard {
     }
 }
 
+/// Idle open-loop connections, woken last-in first-out: the connection that
+/// finished most recently takes the next request, so a few hot connections
+/// carry a steady load and the rest stay idle (tokio's Notify wakes the
+/// oldest waiter, which spreads load over every connection ever opened).
+/// Every operation is O(1): wakers live in a slot per connection, and the
+/// stack of idle ids may hold stale entries, skipped when popped.
+#[derive(Default)]
+struct IdlePool {
+    slots: RefCell<Vec<Option<std::task::Waker>>>,
+    stack: RefCell<Vec<usize>>,
+}
+
+impl IdlePool {
+    /// Wakes the most recently idle connection; false if none is idle.
+    fn wake_one(&self) -> bool {
+        let mut stack = self.stack.borrow_mut();
+        let mut slots = self.slots.borrow_mut();
+        while let Some(id) = stack.pop() {
+            if let Some(w) = slots.get_mut(id).and_then(Option::take) {
+                w.wake();
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Wakes every idle connection (the schedule ended or the run stops).
+    fn wake_all(&self) {
+        self.stack.borrow_mut().clear();
+        let wakers: Vec<_> = self.slots.borrow_mut().iter_mut().filter_map(Option::take).collect();
+        for w in wakers {
+            w.wake();
+        }
+    }
+
+    /// Waits until `ready()` holds, registered as idle under `id` meanwhile.
+    async fn wait(&self, id: usize, ready: impl Fn() -> bool) {
+        std::future::poll_fn(|cx| {
+            let mut slots = self.slots.borrow_mut();
+            if slots.len() <= id {
+                slots.resize(id + 1, None);
+            }
+            if ready() {
+                slots[id] = None;
+                return std::task::Poll::Ready(());
+            }
+            if slots[id].replace(cx.waker().clone()).is_none() {
+                let mut stack = self.stack.borrow_mut();
+                stack.push(id);
+                // Stale ids pile up only when connections leave the pool
+                // without being popped; keep the stack bounded anyway.
+                if stack.len() > 2 * slots.len() + 16 {
+                    stack.retain(|&i| slots[i].is_some());
+                }
+            }
+            std::task::Poll::Pending
+        })
+        .await;
+    }
+}
+
 /// An open connection and when its connect() was issued.
 struct Conn {
     stream: TcpStream,
@@ -168,14 +232,19 @@ pub(crate) fn run(
         live_tasks: Cell::new(0),
         done_notify: Notify::new(),
         queue: RefCell::new(VecDeque::new()),
-        idle: Cell::new(0),
-        job_notify: Notify::new(),
+        idle: IdlePool::default(),
         open_tasks: Cell::new(0),
+        next_id: Cell::new(0),
         schedule_done: Cell::new(false),
     });
 
     let local = LocalSet::new();
     local.block_on(&rt, async {
+        if let WorkerLoad::Open { warm, .. } = ctx.spec.load {
+            for _ in 0..warm {
+                spawn_open_task(&ctx, true);
+            }
+        }
         tokio::time::sleep_until(origin.into()).await;
 
         // Follow the run's state: stop gracefully, or abort (return).
@@ -228,7 +297,7 @@ pub(crate) fn run(
                     tokio::task::spawn_local(closed_task(ctx.task()));
                 }
             }
-            WorkerLoad::Open { arrivals, cap, gap } => {
+            WorkerLoad::Open { arrivals, cap, gap, .. } => {
                 tokio::task::spawn_local(dispatcher(ctx.task(), arrivals, cap, gap));
             }
         }
@@ -330,26 +399,50 @@ async fn dispatcher(guard: TaskGuard, arrivals: Arrivals, cap: u64, gap: Duratio
         }
         arrivals.next();
         ctx.queue.borrow_mut().push_back(due);
-        if ctx.idle.get() > 0 {
-            ctx.idle.set(ctx.idle.get() - 1);
-            ctx.job_notify.notify_one();
+        if ctx.idle.wake_one() {
+            // An idle connection takes it.
         } else if ctx.open_tasks.get() < cap {
-            ctx.open_tasks.set(ctx.open_tasks.get() + 1);
-            tokio::task::spawn_local(open_task(ctx.task()));
+            spawn_open_task(ctx, false);
         }
         // Otherwise the start waits in the queue for the next free
         // connection; its lateness is recorded as schedule_lag.
     }
     ctx.schedule_done.set(true);
-    ctx.job_notify.notify_waiters();
+    ctx.idle.wake_all();
 }
 
-/// An open-loop connection: takes scheduled starts from the queue.
-async fn open_task(guard: TaskGuard) {
+fn spawn_open_task(ctx: &Rc<Ctx>, warm: bool) {
+    ctx.open_tasks.set(ctx.open_tasks.get() + 1);
+    let id = ctx.next_id.get();
+    ctx.next_id.set(id + 1);
+    tokio::task::spawn_local(open_task(ctx.task(), id, warm));
+}
+
+/// An open-loop connection: takes scheduled starts from the queue. A warm
+/// one connects before the schedule starts, so that the first arrivals find
+/// connections ready (as a client's pool would) instead of a burst of
+/// connects that feeds on itself.
+async fn open_task(guard: TaskGuard, id: usize, warm: bool) {
     let ctx = &guard.0;
     let mut conn: Option<Conn> = None;
     let mut reader = ResponseReader::new(ctx.spec.head_request);
     let mut sleep = pin!(tokio::time::sleep(Duration::from_secs(3600)));
+    if warm {
+        let opened = Instant::now();
+        ctx.rec.borrow_mut().connection_started();
+        let result = Box::pin(conn::connect(ctx.spec.addr, &[], ctx.spec.timeout, sleep.as_mut())).await;
+        let mut rec = ctx.rec.borrow_mut();
+        match result {
+            Ok(o) => {
+                rec.connection_established(o.established, o.established - opened);
+                conn = Some(Conn {
+                    stream: o.stream,
+                    opened,
+                });
+            }
+            Err(class) => rec.connection_failed(Instant::now(), class),
+        }
+    }
     loop {
         // See closed_task: requests may end without waiting.
         tokio::task::coop::consume_budget().await;
@@ -378,8 +471,10 @@ async fn open_task(guard: TaskGuard) {
             }
             None if ctx.schedule_done.get() => break,
             None => {
-                ctx.idle.set(ctx.idle.get() + 1);
-                ctx.job_notify.notified().await;
+                ctx.idle.wait(id, || {
+                    !ctx.queue.borrow().is_empty() || ctx.schedule_done.get() || ctx.stopping.get()
+                })
+                .await;
             }
         }
     }

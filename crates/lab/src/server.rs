@@ -13,6 +13,8 @@ use tokio::sync::watch;
 
 use crate::http::{Action, Parsed, parse_request, route};
 
+/// Bodies up to this size are written together with the head.
+const INLINE_BODY: u64 = 64 * 1024;
 /// Pending connections the kernel may queue per listener.
 const BACKLOG: i32 = 16_384;
 
@@ -196,6 +198,11 @@ async fn connection(mut stream: TcpStream, shared: &Shared) -> io::Result<()> {
                         Action::Respond => stream.write_all(&out).await?,
                         Action::Delay(d) => {
                             tokio::time::sleep(d).await;
+                            stream.write_all(&out).await?;
+                        }
+                        Action::Bytes(n) if n <= INLINE_BODY => {
+                            // Head and body in one write: one segment, one wakeup.
+                            out.resize(out.len() + n as usize, b'x');
                             stream.write_all(&out).await?;
                         }
                         Action::Bytes(n) => {
