@@ -124,3 +124,21 @@ fn unknown_host_fails_with_a_reason() {
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("cannot resolve host 'no-such-host.invalid'"), "{err}");
 }
+
+#[test]
+fn request_bodies_are_sent_and_counted() {
+    let server = lab(None);
+    let dir = tempfile::tempdir().unwrap();
+    let body = dir.path().join("body.json");
+    std::fs::write(&body, br#"{"user":"throng","n":12345}"#).unwrap();
+    let run = http(&[&lab_url(&server, "/echo"), "-n", "200", "-c", "4", "--body", body.to_str().unwrap()]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let r = run.result();
+    let m = &r.measurements;
+    assert_eq!(m.requests.ok, 200);
+    assert_eq!(m.bytes.received_body, 200 * 27, "the lab echoes each 27-byte body");
+    let throng_result::Plan::Http(p) = &r.plan;
+    assert_eq!(p.method, "POST", "a body implies POST");
+    assert_eq!(p.body_bytes, 27);
+    assert!(m.bytes.sent >= 200 * 27);
+}

@@ -9,6 +9,11 @@ const LOCATIONS: &str = r#"
     location = / { return 200; }
     location = /hello { default_type text/plain; return 200 "hello"; }
     location = /missing { return 404; }
+    location = /gzip {
+        default_type text/plain;
+        gzip on; gzip_min_length 1; gzip_types text/plain;
+        return 200 "a body long enough to be compressed, compressed, compressed, compressed";
+    }
 "#;
 
 #[test]
@@ -152,4 +157,32 @@ fn ab_and_httperf_views_show_the_same_numbers() {
         assert!(out.contains(line), "missing '{line}' in:\n{out}");
     }
     assert!(out.contains("Connection rate: 2"), "about 200 conn/s: {out}");
+}
+
+#[test]
+fn chunked_responses_are_read_to_the_end() {
+    // gzip makes nginx stream the body with chunked transfer encoding.
+    let nginx = Nginx::start(LOCATIONS);
+    let run = http(&[&nginx.url("/gzip"), "-n", "500", "-c", "5", "-H", "Accept-Encoding: gzip"]);
+    assert_eq!(run.code(), 0, "stderr: {}", run.stderr());
+    let m = &run.result().measurements;
+    assert_books_balance(run.result());
+    assert_eq!(m.requests.ok, 500);
+    assert_eq!(m.connections.ok, 5, "chunked responses keep connections reusable");
+    let body = m.bytes.received_body / 500;
+    assert_eq!(m.bytes.received_body, body * 500, "same body every time");
+    assert!(body > 10 && body < 72, "compressed body: {body} bytes");
+    let framing = m.bytes.received - m.bytes.received_headers - m.bytes.received_body;
+    assert!(framing >= 500 * 5, "chunk sizes and the last chunk are on the wire: {framing}");
+}
+
+#[test]
+fn head_requests_have_no_body() {
+    let nginx = Nginx::start(LOCATIONS);
+    let run = http(&[&nginx.url("/hello"), "-n", "300", "-c", "3", "-m", "HEAD"]);
+    assert_eq!(run.code(), 0, "stderr: {}", run.stderr());
+    let m = &run.result().measurements;
+    assert_eq!(m.requests.ok, 300);
+    assert_eq!(m.bytes.received_body, 0, "Content-Length: 5 on a HEAD reply announces no body");
+    assert_eq!(m.connections.ok, 3);
 }
