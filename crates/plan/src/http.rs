@@ -303,7 +303,8 @@ impl HttpPlan {
         } else {
             ", a new connection per request"
         };
-        format!("{load}, {} threads, {stop}{ka}", self.threads)
+        let threads = if self.threads == 1 { "1 thread".to_string() } else { format!("{} threads", self.threads) };
+        format!("{load}, {threads}, {stop}{ka}")
     }
 }
 
