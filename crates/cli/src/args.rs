@@ -31,6 +31,8 @@ pub enum Command {
     Report(ReportCmd),
     /// Add result files together exactly (histograms add; the merged p99 is the p99 of all samples).
     Merge(MergeCmd),
+    /// Write a lab CA, server and client certificate with keys (for TLS, mTLS and tests).
+    Certs(CertsCmd),
 }
 
 const HTTP_EXAMPLES: &str = "\
@@ -101,6 +103,8 @@ pub struct HttpCmd {
     /// Statuses that count as ok, e.g. 200,401 or 2xx [default: 200-399]
     #[arg(long = "expect-status", value_name = "LIST", value_parser = StatusSet::parse)]
     pub expect_status: Option<StatusSet>,
+    #[command(flatten)]
+    pub tls: TlsArgs,
     /// Report layout on stdout
     #[arg(long = "format", value_enum, default_value_t = Format::Text)]
     pub format: Format,
@@ -110,6 +114,55 @@ pub struct HttpCmd {
     /// No progress display
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
+}
+
+/// TLS flags, shared by every command that connects.
+#[derive(Clone, Debug, Default, Args)]
+#[command(next_help_heading = "TLS")]
+pub struct TlsArgs {
+    /// Trust the CAs in this PEM file instead of the system's
+    #[arg(long = "cacert", value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
+    /// Client certificate (PEM) for mTLS
+    #[arg(long = "cert", value_name = "FILE", requires = "key")]
+    pub cert: Option<PathBuf>,
+    /// Private key of --cert (PEM: PKCS#8, SEC1 or RSA)
+    #[arg(long = "key", value_name = "FILE", requires = "cert")]
+    pub key: Option<PathBuf>,
+    /// Do not verify the server's certificate (reports say so)
+    #[arg(short = 'k', long = "insecure")]
+    pub insecure: bool,
+    /// Resume TLS sessions instead of doing a full handshake per connection
+    #[arg(long = "tls-resume")]
+    pub resume: bool,
+    /// Key-exchange groups to offer, in order: x25519, p256, p384, x25519mlkem768 [default: rustls's]
+    #[arg(long = "tls-groups", value_name = "LIST", value_delimiter = ',')]
+    pub groups: Vec<String>,
+    /// Only this TLS version: 1.2 or 1.3 [default: both]
+    #[arg(long = "tls-version", value_name = "VERSION")]
+    pub tls_version: Option<String>,
+    /// Server name to send (SNI) and verify [default: the host]
+    #[arg(long = "sni", value_name = "NAME")]
+    pub sni: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct CertsCmd {
+    /// Directory to write ca.pem, ca.key, server.pem, server.key, client.pem, client.key
+    #[arg(long = "out", value_name = "DIR")]
+    pub out: PathBuf,
+    /// ECDSA P-256 keys (the default)
+    #[arg(long = "ecdsa", conflicts_with = "rsa")]
+    pub ecdsa: bool,
+    /// RSA 2048 keys
+    #[arg(long = "rsa")]
+    pub rsa: bool,
+    /// Names and addresses the server certificate is valid for
+    #[arg(long = "hosts", value_name = "LIST", value_delimiter = ',', default_value = "localhost,127.0.0.1,::1")]
+    pub hosts: Vec<String>,
+    /// Make the server and client certificates already expired (to test failures)
+    #[arg(long = "expired")]
+    pub expired: bool,
 }
 
 #[derive(Debug, Args)]
@@ -126,6 +179,12 @@ pub struct ServeCmd {
     /// Length of each stall
     #[arg(long = "stall-for", value_name = "DURATION", value_parser = parse_duration, requires = "stall_every")]
     pub stall_for: Option<Duration>,
+    /// Serve TLS with DIR/server.pem and DIR/server.key (as written by `throng certs`)
+    #[arg(long = "tls", value_name = "DIR")]
+    pub tls: Option<PathBuf>,
+    /// Require client certificates issued by DIR/ca.pem (with --tls)
+    #[arg(long = "mtls", requires = "tls")]
+    pub mtls: bool,
 }
 
 #[derive(Debug, Args)]
@@ -200,10 +259,20 @@ fn clap_one_line(e: &clap::Error) -> String {
     };
     let sub = std::env::args().nth(1).filter(|a| !a.starts_with('-'));
     let help = match sub {
-        Some(s) if ["http", "serve", "demo", "report", "merge"].contains(&s.as_str()) => {
+        Some(s) if ["http", "serve", "demo", "report", "merge", "certs"].contains(&s.as_str()) => {
             format!("throng {s} --help")
         }
         _ => "throng --help".to_string(),
     };
     format!("{first}{tip} (see '{help}')")
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    #[test]
+    fn command_line_definition_is_consistent() {
+        super::Cli::command().debug_assert();
+    }
 }

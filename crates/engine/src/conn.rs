@@ -66,7 +66,9 @@ pub(crate) async fn connect(
     // Writing to a socket still connecting fails with EAGAIN; any other
     // error means the connection failed (e.g. ECONNREFUSED on loopback).
     let written = if first.is_empty() {
-        None
+        // Nothing to send (TLS writes its ClientHello itself): one
+        // getpeername() tells whether the handshake already completed.
+        socket.peer_addr().ok().map(|_| 0)
     } else {
         match socket.send(first) {
             Ok(n) => Some(n),
@@ -136,6 +138,19 @@ pub(crate) async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(
             match Pin::new(&mut *stream).poll_write(cx, &request[written..]) {
                 Poll::Ready(Ok(0)) => return fail(ErrorClass::Reset, written),
                 Poll::Ready(Ok(n)) => written += n,
+                Poll::Ready(Err(e)) => return fail(classify(&e, Stage::Exchange), written),
+                Poll::Pending => {
+                    if sleep.as_mut().poll(cx).is_ready() {
+                        return fail(ErrorClass::TimeoutResponse, written);
+                    }
+                    return Poll::Pending;
+                }
+            }
+        }
+        if sent.is_none() {
+            // TLS buffers what it encrypts; make sure it reached the socket.
+            match Pin::new(&mut *stream).poll_flush(cx) {
+                Poll::Ready(Ok(())) => {}
                 Poll::Ready(Err(e)) => return fail(classify(&e, Stage::Exchange), written),
                 Poll::Pending => {
                     if sleep.as_mut().poll(cx).is_ready() {

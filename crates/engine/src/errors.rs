@@ -9,14 +9,20 @@ use throng_metrics::ErrorClass;
 pub enum Stage {
     /// Opening the connection.
     Connect,
+    /// The TLS handshake.
+    Tls,
     /// Sending the request or reading the response.
     Exchange,
 }
 
 /// The taxonomy class of an I/O error.
 pub fn classify(e: &io::Error, stage: Stage) -> ErrorClass {
+    if let Some(tls) = throng_tls::io_failure_class(e) {
+        return ErrorClass::Tls(tls);
+    }
     let timeout = match stage {
         Stage::Connect => ErrorClass::TimeoutConnect,
+        Stage::Tls => ErrorClass::TimeoutTls,
         Stage::Exchange => ErrorClass::TimeoutResponse,
     };
     match e.raw_os_error() {
@@ -27,6 +33,8 @@ pub fn classify(e: &io::Error, stage: Stage) -> ErrorClass {
         Some(libc::ETIMEDOUT) => timeout,
         Some(n) => ErrorClass::Other(errno_name(n)),
         None => match e.kind() {
+            // A TLS peer that closes mid-handshake.
+            io::ErrorKind::UnexpectedEof if stage == Stage::Tls => ErrorClass::Tls("handshake_eof"),
             io::ErrorKind::UnexpectedEof => ErrorClass::Eof,
             io::ErrorKind::TimedOut => timeout,
             io::ErrorKind::ConnectionRefused => ErrorClass::Refused,

@@ -21,6 +21,7 @@ mod errors;
 pub mod http1;
 pub mod sys;
 mod timer;
+mod transport;
 mod worker;
 
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -32,8 +33,11 @@ use throng_metrics::{Live, Measurements};
 use throng_plan::{Arrivals, HttpPlan, Load, Stop, split_evenly};
 use throng_result::{Generator, Part, Plan, RunResult, SCHEMA, rfc3339};
 use tokio::sync::watch;
+use tokio_rustls::rustls::ClientConfig;
+use tokio_rustls::rustls::pki_types::ServerName;
 
 pub use errors::errno_name;
+use transport::TlsClient;
 use worker::{RunState, WorkerDone, WorkerLoad, WorkerSpec};
 
 /// How long workers get to build their runtimes before the first request.
@@ -75,6 +79,9 @@ pub enum EngineError {
         /// Connections that would fit.
         fit: u64,
     },
+    /// TLS could not be set up.
+    #[error("{0}")]
+    Tls(String),
     /// A worker thread could not start or died.
     #[error("worker failed: {0}")]
     Worker(String),
@@ -171,6 +178,7 @@ pub fn resolve(plan: &HttpPlan) -> Result<SocketAddr, EngineError> {
 /// is called about ten times a second with live figures.
 pub fn run_http(
     plan: &HttpPlan,
+    tls: Option<Arc<ClientConfig>>,
     control: &Control,
     on_tick: &mut dyn FnMut(&Progress),
 ) -> Result<RunResult, EngineError> {
@@ -186,6 +194,20 @@ pub fn run_http(
         });
     }
     let addr = resolve(plan)?;
+    let tls = match (&plan.tls, tls) {
+        (Some(settings), Some(config)) => {
+            let name = settings.server_name.as_deref().unwrap_or(&plan.target.host);
+            let server_name = ServerName::try_from(name.to_string()).map_err(|e| EngineError::Tls(format!(
+                "'{name}' cannot be sent as a TLS server name ({e}); pass --sni NAME"
+            )))?;
+            Some(TlsClient {
+                connector: tokio_rustls::TlsConnector::from(config),
+                server_name,
+            })
+        }
+        (Some(_), None) => return Err(EngineError::Tls("an https plan needs a TLS client configuration".into())),
+        (None, _) => None,
+    };
 
     let request: Box<[u8]> = plan.request_bytes().into_boxed_slice();
     let coordinator_cpu = sys::thread_cpu();
@@ -225,6 +247,7 @@ pub fn run_http(
             timeout: plan.timeout,
             keepalive: plan.keepalive,
             expect: plan.expect_status,
+            tls: tls.clone(),
             origin,
             load,
         };

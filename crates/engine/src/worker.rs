@@ -10,14 +10,14 @@ use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use throng_metrics::{Live, Measurements, Phase, Recorder, Reply};
+use throng_metrics::{ErrorClass, Live, Measurements, Phase, Recorder, Reply};
 use throng_plan::{Arrivals, StatusSet};
-use tokio::net::TcpStream;
 use tokio::sync::{Notify, watch};
 use tokio::task::LocalSet;
 use tokio::time::Sleep;
 
 use crate::conn::{self, Timing};
+use crate::transport::{self, TlsClient, Transport};
 use crate::http1::ResponseReader;
 use crate::timer::PreciseTimer;
 
@@ -66,6 +66,7 @@ pub(crate) struct WorkerSpec {
     pub timeout: Duration,
     pub keepalive: bool,
     pub expect: StatusSet,
+    pub tls: Option<TlsClient>,
     pub origin: Instant,
     pub load: WorkerLoad,
 }
@@ -205,7 +206,7 @@ impl IdlePool {
 
 /// An open connection and when its connect() was issued.
 struct Conn {
-    stream: TcpStream,
+    stream: Transport,
     opened: Instant,
 }
 
@@ -466,19 +467,9 @@ async fn open_task(guard: TaskGuard, id: usize, warm: bool) {
     let mut reader = ResponseReader::new(ctx.spec.head_request);
     let mut sleep = pin!(tokio::time::sleep(Duration::from_secs(3600)));
     if warm {
-        let opened = Instant::now();
-        ctx.rec.borrow_mut().connection_started();
-        let result = Box::pin(conn::connect(ctx.spec.addr, &[], ctx.spec.timeout, sleep.as_mut())).await;
-        let mut rec = ctx.rec.borrow_mut();
-        match result {
-            Ok(o) => {
-                rec.connection_established(o.established, o.established - opened);
-                conn = Some(Conn {
-                    stream: o.stream,
-                    opened,
-                });
-            }
-            Err(class) => rec.connection_failed(Instant::now(), class),
+        // Boxed: see one_request.
+        if let Ok(opened) = Box::pin(open_connection(ctx, &[], sleep.as_mut())).await {
+            conn = Some(opened.conn);
         }
     }
     loop {
@@ -528,6 +519,45 @@ fn close(ctx: &Ctx, conn: Option<Conn>) {
     }
 }
 
+/// A connection ready for requests.
+struct Ready {
+    conn: Conn,
+    /// Bytes of `first` already written.
+    written: usize,
+    /// When it became ready (TCP connected, TLS handshake done).
+    ready: Instant,
+}
+
+/// Opens a connection to the target (TCP, then TLS if the plan says so),
+/// recording the attempt, its `connect` and `tls` samples and its outcome.
+async fn open_connection(ctx: &Ctx, first: &[u8], mut sleep: Pin<&mut Sleep>) -> Result<Ready, ErrorClass> {
+    let spec = &ctx.spec;
+    let opened = Instant::now();
+    ctx.rec.borrow_mut().connection_started();
+    let fail = |class| {
+        ctx.rec.borrow_mut().connection_failed(Instant::now(), class);
+        class
+    };
+    let o = conn::connect(spec.addr, first, spec.timeout, sleep.as_mut()).await.map_err(fail)?;
+    ctx.rec.borrow_mut().connected(o.established, o.established - opened);
+    let (stream, ready) = match &spec.tls {
+        None => (Transport::Plain(o.stream), o.established),
+        Some(tls) => {
+            sleep.as_mut().reset((o.established + spec.timeout).into());
+            let started = Instant::now();
+            let (stream, h, done) = transport::handshake(tls, o.stream, sleep).await.map_err(fail)?;
+            ctx.rec.borrow_mut().tls_handshake(done, done - started, h);
+            (stream, done)
+        }
+    };
+    ctx.rec.borrow_mut().connection_established(ready);
+    Ok(Ready {
+        conn: Conn { stream, opened },
+        written: o.written,
+        ready,
+    })
+}
+
 /// One request: connect if needed, exchange, record. `origin` is where
 /// latency is measured from (the intended start in open loop).
 async fn one_request(
@@ -546,28 +576,20 @@ async fn one_request(
     let (c, t_send, written) = match conn {
         Some(c) => (c, Instant::now(), 0),
         None => {
-            let opened = Instant::now();
-            ctx.rec.borrow_mut().connection_started();
             // Boxed: the connect future is large and short-lived; keeping it
-            // out of the task keeps every idle connection small.
-            match Box::pin(conn::connect(spec.addr, &spec.request, spec.timeout, sleep.as_mut())).await {
+            // out of the task keeps every idle connection small. Plain TCP
+            // sends the request with the connect (see conn::connect).
+            let first: &[u8] = if spec.tls.is_some() { &[] } else { &spec.request };
+            match Box::pin(open_connection(ctx, first, sleep.as_mut())).await {
                 Ok(o) => {
-                    ctx.rec
-                        .borrow_mut()
-                        .connection_established(o.established, o.established - opened);
-                    let c = conn.insert(Conn {
-                        stream: o.stream,
-                        opened,
-                    });
+                    let c = conn.insert(o.conn);
                     // A request written with the connect started when the
                     // connection was established.
-                    (c, o.established, o.written)
+                    (c, o.ready, o.written)
                 }
                 Err(class) => {
                     let now = Instant::now();
-                    let mut rec = ctx.rec.borrow_mut();
-                    rec.connection_failed(now, class);
-                    rec.request_failed(now, class, 0);
+                    ctx.rec.borrow_mut().request_failed(now, class, 0);
                     ctx.in_flight.set(ctx.in_flight.get() - 1);
                     return;
                 }

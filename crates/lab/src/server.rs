@@ -7,7 +7,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use socket2::{Domain, Protocol, Socket, Type};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
@@ -53,6 +53,9 @@ pub struct LabConfig {
     pub threads: usize,
     /// Optional stall windows.
     pub stall: Option<Stall>,
+    /// Serve TLS with this configuration (it decides whether client
+    /// certificates are required).
+    pub tls: Option<Arc<tokio_rustls::rustls::ServerConfig>>,
 }
 
 /// A running lab server; stops when dropped or on [`LabServer::stop`].
@@ -82,6 +85,7 @@ impl LabServer {
         let shared = Arc::new(Shared {
             stall: config.stall,
             start,
+            tls: config.tls.clone().map(tokio_rustls::TlsAcceptor::from),
         });
         let mut handles = Vec::new();
         for (i, l) in listeners.into_iter().enumerate() {
@@ -125,10 +129,39 @@ impl Drop for LabServer {
     }
 }
 
-#[derive(Debug)]
 struct Shared {
     stall: Option<Stall>,
     start: Instant,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+}
+
+/// Longest a client may take to complete a TLS handshake.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A connection the lab serves: plain TCP or TLS over TCP.
+trait LabStream: AsyncRead + AsyncWrite + Unpin {
+    /// The TCP socket underneath.
+    fn tcp(&self) -> &TcpStream;
+    /// True for TLS (plaintext may be buffered above the socket).
+    fn is_tls(&self) -> bool;
+}
+
+impl LabStream for TcpStream {
+    fn tcp(&self) -> &TcpStream {
+        self
+    }
+    fn is_tls(&self) -> bool {
+        false
+    }
+}
+
+impl LabStream for tokio_rustls::server::TlsStream<TcpStream> {
+    fn tcp(&self) -> &TcpStream {
+        self.get_ref().0
+    }
+    fn is_tls(&self) -> bool {
+        true
+    }
 }
 
 fn bind(addr: SocketAddr) -> io::Result<Socket> {
@@ -157,7 +190,17 @@ fn serve_thread(listener: std::net::TcpListener, shared: Arc<Shared>, mut shutdo
                         let _ = stream.set_nodelay(true);
                         let shared = Arc::clone(&shared);
                         tokio::task::spawn_local(async move {
-                            let _ = connection(stream, &shared).await;
+                            match &shared.tls {
+                                None => {
+                                    let _ = connection(stream, &shared).await;
+                                }
+                                Some(acceptor) => {
+                                    let accept = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream));
+                                    if let Ok(Ok(tls)) = accept.await {
+                                        let _ = connection(tls, &shared).await;
+                                    }
+                                }
+                            }
                         });
                     }
                     // Out of descriptors or similar: back off briefly
@@ -170,9 +213,11 @@ fn serve_thread(listener: std::net::TcpListener, shared: Arc<Shared>, mut shutdo
     });
 }
 
-async fn connection(mut stream: TcpStream, shared: &Shared) -> io::Result<()> {
-    let mut buf: Vec<u8> = Vec::with_capacity(1024);
-    let mut out: Vec<u8> = Vec::with_capacity(256);
+async fn connection<S: LabStream>(mut stream: S, shared: &Shared) -> io::Result<()> {
+    // No buffer until the client sends something: a storm's held
+    // connections cost the lab little more than the socket.
+    let mut buf: Vec<u8> = Vec::new();
+    let mut out: Vec<u8> = Vec::new();
     let mut filled = 0usize;
     loop {
         // Answer every complete request already buffered (pipelining).
@@ -210,7 +255,7 @@ async fn connection(mut stream: TcpStream, shared: &Shared) -> io::Result<()> {
                             write_filler(&mut stream, n).await?;
                         }
                         Action::Reset => {
-                            let sock = socket2::SockRef::from(&stream);
+                            let sock = socket2::SockRef::from(stream.tcp());
                             sock.set_linger(Some(Duration::ZERO))?;
                             return Ok(());
                         }
@@ -229,6 +274,9 @@ async fn connection(mut stream: TcpStream, shared: &Shared) -> io::Result<()> {
                 }
             }
         }
+        if buf.is_empty() && !stream.is_tls() {
+            stream.tcp().readable().await?;
+        }
         if filled == buf.len() {
             if buf.len() >= crate::http::MAX_REQUEST {
                 return Ok(());
@@ -243,7 +291,7 @@ async fn connection(mut stream: TcpStream, shared: &Shared) -> io::Result<()> {
     }
 }
 
-async fn write_filler(stream: &mut TcpStream, mut n: u64) -> io::Result<()> {
+async fn write_filler<S: LabStream>(stream: &mut S, mut n: u64) -> io::Result<()> {
     static FILL: [u8; 16 * 1024] = [b'x'; 16 * 1024];
     while n > 0 {
         let k = usize::try_from(n).unwrap_or(usize::MAX).min(FILL.len());

@@ -23,7 +23,7 @@ mod phase;
 mod recorder;
 
 pub use hist::{EncodedHist, Hist, HistError, Summary};
-pub use measurements::{ByteCounts, FirstReply, Measurements, SeriesPoint};
+pub use measurements::{ByteCounts, FirstReply, Measurements, SeriesPoint, TlsCounts};
 pub use outcome::{ErrorClass, Outcomes};
 pub use phase::Phase;
-pub use recorder::{Live, Recorder, Reply};
+pub use recorder::{Handshake, Live, Recorder, Reply};

@@ -37,6 +37,45 @@ pub struct Measurements {
     /// "Document Length").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_reply: Option<FirstReply>,
+    /// TLS handshakes completed, by what they negotiated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<TlsCounts>,
+}
+
+/// Completed TLS handshakes, counted by what they negotiated.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TlsCounts {
+    /// Handshakes completed.
+    pub handshakes: u64,
+    /// Of those, resumed sessions (no certificate exchange).
+    pub resumed: u64,
+    /// Of those, full handshakes that needed a HelloRetryRequest (the
+    /// server wanted a key share the client had not sent).
+    pub hello_retry: u64,
+    /// By protocol version (`TLSv1_3`, …).
+    pub versions: BTreeMap<String, u64>,
+    /// By key-exchange group (`X25519`, `X25519MLKEM768`, …).
+    pub groups: BTreeMap<String, u64>,
+    /// By cipher suite.
+    pub ciphers: BTreeMap<String, u64>,
+}
+
+impl TlsCounts {
+    /// Adds `o`'s counts.
+    pub fn merge(&mut self, o: &TlsCounts) {
+        self.handshakes += o.handshakes;
+        self.resumed += o.resumed;
+        self.hello_retry += o.hello_retry;
+        for (mine, theirs) in [
+            (&mut self.versions, &o.versions),
+            (&mut self.groups, &o.groups),
+            (&mut self.ciphers, &o.ciphers),
+        ] {
+            for (k, v) in theirs {
+                *mine.entry(k.clone()).or_default() += v;
+            }
+        }
+    }
 }
 
 /// Bytes sent and received.
@@ -168,6 +207,11 @@ impl Measurements {
         merge_hists(&mut self.phases, &other.phases)?;
         if self.first_reply.is_none() {
             self.first_reply.clone_from(&other.first_reply);
+        }
+        match (&mut self.tls, &other.tls) {
+            (Some(mine), Some(theirs)) => mine.merge(theirs),
+            (None, Some(theirs)) => self.tls = Some(theirs.clone()),
+            _ => {}
         }
 
         let mut by_second: BTreeMap<u64, SeriesPoint> = std::mem::take(&mut self.series)

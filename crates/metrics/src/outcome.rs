@@ -14,7 +14,8 @@ use serde::{Deserialize, Serialize};
 pub enum ErrorClass {
     /// `connect()` did not complete within the timeout.
     TimeoutConnect,
-    /// The TLS handshake did not complete within the timeout.
+    /// The TLS handshake did not complete within the timeout
+    /// (`tls.handshake_timeout`).
     TimeoutTls,
     /// The response did not complete within the timeout.
     TimeoutResponse,
@@ -46,7 +47,7 @@ impl ErrorClass {
     pub fn name(&self) -> Cow<'static, str> {
         Cow::Borrowed(match self {
             ErrorClass::TimeoutConnect => "timeout.connect",
-            ErrorClass::TimeoutTls => "timeout.tls",
+            ErrorClass::TimeoutTls => "tls.handshake_timeout",
             ErrorClass::TimeoutResponse => "timeout.response",
             ErrorClass::Refused => "refused",
             ErrorClass::Reset => "reset",
@@ -65,7 +66,12 @@ impl ErrorClass {
     pub fn describe(name: &str) -> &'static str {
         match name {
             "timeout.connect" => "connect() did not complete within --timeout",
-            "timeout.tls" => "TLS handshake did not complete within --timeout",
+            "tls.handshake_timeout" => "TLS handshake did not complete within --timeout",
+            "tls.unknown_ca" => "certificate not issued by a trusted CA",
+            "tls.bad_certificate" => "certificate rejected",
+            "tls.certificate_required" => "the server requires a client certificate",
+            "tls.certificate_expired" => "certificate expired",
+            "tls.certificate_name_mismatch" => "certificate not valid for the host name",
             "timeout.response" => "response did not complete within --timeout",
             "refused" => "connection refused: nothing listening",
             "reset" => "connection reset by the peer",

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use crate::hist::{EncodedHist, Hist};
-use crate::measurements::{ByteCounts, FirstReply, Measurements, SeriesPoint};
+use crate::measurements::{ByteCounts, FirstReply, Measurements, SeriesPoint, TlsCounts};
 use crate::outcome::{ErrorClass, Outcomes};
 use crate::phase::Phase;
 
@@ -36,6 +36,47 @@ pub struct Recorder {
     open: u64,
     peak: u64,
     first_reply: Option<FirstReply>,
+    tls: Option<TlsTally>,
+}
+
+/// TLS counts keyed by static names (no allocation per handshake).
+#[derive(Debug, Default)]
+struct TlsTally {
+    handshakes: u64,
+    resumed: u64,
+    hello_retry: u64,
+    versions: BTreeMap<&'static str, u64>,
+    groups: BTreeMap<&'static str, u64>,
+    ciphers: BTreeMap<&'static str, u64>,
+}
+
+impl TlsTally {
+    fn to_counts(&self) -> TlsCounts {
+        let own = |m: &BTreeMap<&'static str, u64>| m.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+        TlsCounts {
+            handshakes: self.handshakes,
+            resumed: self.resumed,
+            hello_retry: self.hello_retry,
+            versions: own(&self.versions),
+            groups: own(&self.groups),
+            ciphers: own(&self.ciphers),
+        }
+    }
+}
+
+/// What a completed TLS handshake negotiated.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Handshake {
+    /// Protocol version, e.g. `TLSv1_3`.
+    pub version: &'static str,
+    /// Key-exchange group, e.g. `X25519` (empty when resumed without one).
+    pub group: &'static str,
+    /// Cipher suite.
+    pub cipher: &'static str,
+    /// A resumed session.
+    pub resumed: bool,
+    /// A full handshake that needed a HelloRetryRequest.
+    pub hello_retry: bool,
 }
 
 #[derive(Debug, Default)]
@@ -94,6 +135,7 @@ impl Recorder {
             open: 0,
             peak: 0,
             first_reply: None,
+            tls: None,
         }
     }
 
@@ -253,15 +295,38 @@ impl Recorder {
         self.connections.attempted += 1;
     }
 
-    /// A connection was established after `connect` (a `connect` sample).
+    /// TCP connected after `connect` (a `connect` sample). The connection
+    /// counts as established once [`Recorder::connection_established`] says
+    /// so (after the TLS handshake, if any).
     #[inline]
-    pub fn connection_established(&mut self, now: Instant, connect: Duration) {
+    pub fn connected(&mut self, now: Instant, connect: Duration) {
         self.phase(now, Phase::Connect, connect);
+    }
+
+    /// A connection is ready for use: TCP connected and, with TLS, the
+    /// handshake complete.
+    #[inline]
+    pub fn connection_established(&mut self, now: Instant) {
+        self.at(now);
         self.connections.ok += 1;
         self.point.connections_opened += 1;
         self.open += 1;
         self.peak = self.peak.max(self.open);
         self.point.concurrent_max = self.point.concurrent_max.max(self.open);
+    }
+
+    /// A TLS handshake completed after `d` (a `tls` sample).
+    pub fn tls_handshake(&mut self, now: Instant, d: Duration, h: Handshake) {
+        self.phase(now, Phase::Tls, d);
+        let t = self.tls.get_or_insert_with(TlsTally::default);
+        t.handshakes += 1;
+        t.resumed += u64::from(h.resumed);
+        t.hello_retry += u64::from(h.hello_retry);
+        *t.versions.entry(h.version).or_default() += 1;
+        if !h.group.is_empty() {
+            *t.groups.entry(h.group).or_default() += 1;
+        }
+        *t.ciphers.entry(h.cipher).or_default() += 1;
     }
 
     /// A connection attempt failed.
@@ -333,6 +398,7 @@ impl Recorder {
             phases,
             series: self.series,
             first_reply: self.first_reply,
+            tls: self.tls.as_ref().map(TlsTally::to_counts),
         }
     }
 }
@@ -381,7 +447,8 @@ mod tests {
         let t0 = Instant::now();
         let mut r = Recorder::new(t0);
         r.connection_started();
-        r.connection_established(t0 + ms(1), ms(1));
+        r.connected(t0 + ms(1), ms(1));
+        r.connection_established(t0 + ms(1));
         for i in 0..10 {
             let now = t0 + ms(100 + i * 300); // 100..2800 ms: seconds 0,0,0,1,1,1,1,2,2,2
             r.request_started();

@@ -44,8 +44,70 @@ pub struct HttpArgs {
     pub no_keepalive: bool,
     /// `--expect-status`.
     pub expect_status: Option<StatusSet>,
+    /// TLS flags (`--cacert`, `--cert`, `--key`, `--insecure`, `--tls-*`).
+    pub tls: TlsSettings,
     /// Cores on this machine (the default for `-t`).
     pub cores: u32,
+}
+
+/// TLS settings as given on the command line. The files are read and
+/// checked at the edge (throng-tls); the plan keeps what a report needs.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TlsSettings {
+    /// `--insecure`: certificates are not verified.
+    #[serde(default)]
+    pub insecure: bool,
+    /// `--cacert`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cacert: Option<String>,
+    /// `--cert` (client certificate, mTLS).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cert: Option<String>,
+    /// `--key`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// `--tls-resume`: resume sessions instead of full handshakes.
+    #[serde(default)]
+    pub resume: bool,
+    /// `--tls-groups`, as given.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<String>,
+    /// `--tls-version`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// `--sni`: the server name to send and verify (default: the URL's host).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_name: Option<String>,
+}
+
+impl TlsSettings {
+    /// True when any TLS flag was given.
+    pub fn any(&self) -> bool {
+        *self != TlsSettings::default()
+    }
+
+    /// `verified`, `NOT verified (--insecure)`, plus mTLS and resumption notes.
+    pub fn describe(&self) -> String {
+        let mut parts = vec![if self.insecure {
+            "certificates NOT verified (--insecure)".to_string()
+        } else {
+            match &self.cacert {
+                Some(ca) => format!("certificates verified against {ca}"),
+                None => "certificates verified against the system's CAs".to_string(),
+            }
+        }];
+        if self.cert.is_some() {
+            parts.push("client certificate (mTLS)".to_string());
+        }
+        parts.push(if self.resume { "sessions resumed" } else { "full handshakes" }.to_string());
+        if !self.groups.is_empty() {
+            parts.push(format!("groups {}", self.groups.join(",")));
+        }
+        if let Some(v) = &self.version {
+            parts.push(format!("TLS {v} only"));
+        }
+        parts.join(", ")
+    }
 }
 
 /// `http` or `https`.
@@ -150,6 +212,9 @@ pub struct HttpPlan {
     pub keepalive: bool,
     /// Statuses counted `ok`; any other response is `check_failed`.
     pub expect_status: StatusSet,
+    /// TLS settings (https only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<TlsSettings>,
 }
 
 impl HttpPlan {
@@ -235,6 +300,17 @@ impl HttpPlan {
             ));
         }
 
+        let tls = match target.scheme {
+            Scheme::Https => Some(args.tls),
+            Scheme::Http if args.tls.any() => {
+                return Err(PlanError::invalid(
+                    "--cacert/--cert/--key/--insecure/--tls-*",
+                    format!("TLS flags apply to https:// URLs; '{}' is plain http", target.url),
+                ));
+            }
+            Scheme::Http => None,
+        };
+
         let (body_file, body) = match args.body {
             Some((path, bytes)) => (Some(path), bytes),
             None => (None, Vec::new()),
@@ -254,6 +330,7 @@ impl HttpPlan {
             timeout,
             keepalive: !args.no_keepalive,
             expect_status: args.expect_status.unwrap_or_default(),
+            tls,
         })
     }
 

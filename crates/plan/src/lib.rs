@@ -17,6 +17,6 @@ mod status;
 
 pub use duration::{format_duration, parse_duration, parse_rate};
 pub use error::PlanError;
-pub use http::{HttpArgs, HttpPlan, Load, Scheme, Stop, Target};
+pub use http::{HttpArgs, HttpPlan, Load, Scheme, Stop, Target, TlsSettings};
 pub use schedule::{Arrivals, arrival_offset, split_evenly};
 pub use status::StatusSet;

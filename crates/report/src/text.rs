@@ -106,6 +106,25 @@ pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
     if conns.failed() > 0 {
         write_errors(w, &conns.errors)?;
     }
+    let Plan::Http(p) = &r.plan;
+    if let Some(settings) = &p.tls {
+        let t = m.tls.clone().unwrap_or_default();
+        let top = |m: &std::collections::BTreeMap<String, u64>| {
+            m.iter().map(|(k, v)| if m.len() > 1 { format!("{k} ({v})") } else { k.clone() }).collect::<Vec<_>>().join(", ")
+        };
+        writeln!(
+            w,
+            "  {:<14}{} handshakes ({} resumed{}): {} {} {}",
+            "tls",
+            t.handshakes,
+            t.resumed,
+            if t.hello_retry > 0 { format!(", {} with HelloRetryRequest", t.hello_retry) } else { String::new() },
+            top(&t.versions),
+            top(&t.groups),
+            top(&t.ciphers),
+        )?;
+        writeln!(w, "  {:<14}{}", "", settings.describe())?;
+    }
     writeln!(w)?;
     write_phase_table(m, w)?;
     writeln!(w)?;

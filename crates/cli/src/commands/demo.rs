@@ -30,6 +30,7 @@ pub fn run(c: DemoCmd) -> anyhow::Result<ExitCode> {
         listen: "127.0.0.1:0".parse().context("loopback address")?,
         threads: 1,
         stall: Some(STALL),
+        tls: None,
     })
     .context("cannot start the lab server on loopback")?;
     let url = format!("http://{}/", server.addr());
@@ -69,7 +70,7 @@ pub fn run(c: DemoCmd) -> anyhow::Result<ExitCode> {
     for (title, plan) in [("1. closed loop", &closed), ("2. open loop", &open)] {
         print_bytes(format!("── {title} ──────────────────────────────────────────\n").as_bytes())?;
         let display = Display::new(false);
-        let r = throng_engine::run_http(plan, &control, &mut |p| display.tick(p));
+        let r = throng_engine::run_http(plan, None, &control, &mut |p| display.tick(p));
         display.finish();
         let r = r.context("the demo run could not start")?;
         print_report(View::Text, &r)?;

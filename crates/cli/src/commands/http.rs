@@ -37,13 +37,18 @@ pub fn run(c: HttpCmd) -> anyhow::Result<ExitCode> {
         timeout: c.timeout,
         no_keepalive: c.no_keepalive,
         expect_status: c.expect_status,
+        tls: super::tls::settings(&c.tls),
         cores: throng_engine::sys::cores(),
     })?;
+    let tls = match plan.tls {
+        Some(_) => Some(super::tls::client_config(&c.tls, &[b"http/1.1"])?),
+        None => None,
+    };
 
     let control = Control::new();
     signals::forward_to(&control);
     let display = Display::new(c.quiet);
-    let result = throng_engine::run_http(&plan, &control, &mut |p| display.tick(p));
+    let result = throng_engine::run_http(&plan, tls, &control, &mut |p| display.tick(p));
     display.finish();
     let result = result.context("the run could not start")?;
 

@@ -1,10 +1,12 @@
 //! One function per subcommand; each returns the process's exit code.
 
+mod certs;
 mod demo;
 mod http;
 mod merge;
 mod report;
 mod serve;
+mod tls;
 
 use std::io::Write;
 use std::path::Path;
@@ -41,6 +43,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Demo(c) => demo::run(c),
         Command::Report(c) => report::run(c),
         Command::Merge(c) => merge::run(c),
+        Command::Certs(c) => certs::run(c),
     }
 }
 
@@ -118,12 +121,17 @@ fn run_exit_code(r: &RunResult) -> ExitCode {
         classes.sort_by(|a, b| b.1.cmp(a.1));
         let top: Vec<String> = classes.iter().take(3).map(|(k, v)| format!("{v} {k}")).collect();
         let throng_result::Plan::Http(p) = &r.plan;
-        eprintln!(
-            "throng: every request failed ({}); is {}:{} up and answering with an expected status?",
-            top.join(", "),
-            p.target.host,
-            p.target.port
-        );
+        let target = format!("{}:{}", p.target.host, p.target.port);
+        let hint = match classes.first().map(|(k, _)| k.as_str()).unwrap_or("") {
+            "refused" => format!("is anything listening on {target}?"),
+            "check_failed" => "the server answered, with statuses the plan does not expect; see --expect-status".to_string(),
+            k if k.starts_with("timeout.") => format!("{target} did not answer within --timeout"),
+            k if k.starts_with("tls.") => {
+                "the TLS handshake failed; check --cacert, --cert/--key and --sni (or --insecure)".to_string()
+            }
+            _ => format!("is {target} up and speaking HTTP/1.1?"),
+        };
+        eprintln!("throng: every request failed ({}); {hint}", top.join(", "));
         return ExitCode::from(EXIT_FAILED);
     }
     ExitCode::SUCCESS

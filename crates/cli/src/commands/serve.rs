@@ -26,11 +26,22 @@ pub fn run(c: ServeCmd) -> anyhow::Result<ExitCode> {
     if threads == 0 {
         return Err(UsageError("--threads must be at least 1".into()).into());
     }
+    let tls = match &c.tls {
+        Some(dir) => {
+            let cert = super::tls::read_in("--tls", dir, "server.pem")?;
+            let key = super::tls::read_in("--tls", dir, "server.key")?;
+            let ca = if c.mtls { Some(super::tls::read_in("--mtls", dir, "ca.pem")?) } else { None };
+            Some(throng_tls::server_config(&cert, &key, ca.as_ref()).map_err(|e| UsageError(e.to_string()))?)
+        }
+        None => None,
+    };
     throng_engine::sys::raise_fd_limit();
+    let scheme = if tls.is_some() { "https" } else { "http" };
     let server = LabServer::start(&LabConfig {
         listen: c.listen,
         threads,
         stall,
+        tls,
     })
     .with_context(|| {
         format!(
@@ -45,8 +56,9 @@ pub fn run(c: ServeCmd) -> anyhow::Result<ExitCode> {
             throng_plan::format_duration(s.every)
         )
     });
+    let mtls = if c.mtls { ", client certificates required" } else { "" };
     eprintln!(
-        "throng lab server on http://{}/ ({threads} threads{stall_text}); Ctrl-C to stop",
+        "throng lab server on {scheme}://{}/ ({threads} threads{stall_text}{mtls}); Ctrl-C to stop",
         server.addr()
     );
     signals::wait_for_stop();

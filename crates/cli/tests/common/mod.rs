@@ -80,6 +80,16 @@ pub struct Nginx {
 impl Nginx {
     /// Starts nginx with `locations` inside its one `server` block.
     pub fn start(locations: &str) -> Nginx {
+        Self::start_with(false, "", locations)
+    }
+
+    /// Starts nginx listening with TLS (`ssl` on the listen line) and
+    /// `directives` (certificates, client verification) in the server block.
+    pub fn start_tls(directives: &str, locations: &str) -> Nginx {
+        Self::start_with(true, directives, locations)
+    }
+
+    fn start_with(tls: bool, directives: &str, locations: &str) -> Nginx {
         let nginx = ["/usr/sbin/nginx", "/usr/bin/nginx"]
             .into_iter()
             .find(|p| Path::new(p).exists())
@@ -94,7 +104,8 @@ impl Nginx {
              http {{\n  access_log off;\n  keepalive_requests 1000000;\n\
                client_body_temp_path {d}/body; proxy_temp_path {d}/proxy; fastcgi_temp_path {d}/fcgi;\n\
                uwsgi_temp_path {d}/uwsgi; scgi_temp_path {d}/scgi;\n\
-               server {{\n    listen 127.0.0.1:{port};\n{locations}\n  }}\n}}\n"
+               server {{\n    listen 127.0.0.1:{port}{ssl};\n{directives}\n{locations}\n  }}\n}}\n",
+            ssl = if tls { " ssl" } else { "" },
         );
         std::fs::write(dir.path().join("nginx.conf"), conf).unwrap();
         let child = Command::new(nginx)
@@ -113,6 +124,10 @@ impl Nginx {
     pub fn url(&self, path: &str) -> String {
         format!("http://127.0.0.1:{}{path}", self.port)
     }
+
+    pub fn https(&self, host: &str, path: &str) -> String {
+        format!("https://{host}:{}{path}", self.port)
+    }
 }
 
 impl Drop for Nginx {
@@ -129,6 +144,7 @@ pub fn lab(stall: Option<throng_lab::Stall>) -> throng_lab::LabServer {
         listen: "127.0.0.1:0".parse().unwrap(),
         threads: 1,
         stall,
+        tls: None,
     })
     .unwrap()
 }
@@ -207,4 +223,15 @@ pub fn assert_books_balance(r: &RunResult) {
         let per_second: u64 = m.series.iter().map(|p| p.phase(name).unwrap().count()).sum();
         assert_eq!(per_second, h.count(), "phase {name}: per-second samples must add up");
     }
+}
+
+/// Validates a result file against the checked-in JSON Schema; returns the
+/// violations.
+pub fn schema_violations(path: &Path) -> Vec<String> {
+    let schema_text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../schema/result.schema.json")).unwrap();
+    let schema: serde_json::Value = serde_json::from_str(&schema_text).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    validator.iter_errors(&doc).map(|e| format!("{} at {}", e, e.instance_path)).collect()
 }

@@ -1,0 +1,199 @@
+//! TLS and mTLS against real nginx, with certificates from `throng certs`:
+//! full and resumed handshakes, and the right outcome for every way a
+//! handshake goes wrong.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{Nginx, assert_books_balance, http, throng};
+
+/// Runs `throng certs` into a fresh directory.
+fn certs(extra: &[&str]) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("certs");
+    let o = common::output(throng().args(["certs", "--out", out.to_str().unwrap()]).args(extra));
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    (dir, out)
+}
+
+fn p(dir: &Path, name: &str) -> String {
+    dir.join(name).display().to_string()
+}
+
+fn nginx_tls(c: &Path, mtls: bool) -> Nginx {
+    let client = if mtls {
+        format!("ssl_client_certificate {}; ssl_verify_client on;", p(c, "ca.pem"))
+    } else {
+        String::new()
+    };
+    Nginx::start_tls(
+        &format!(
+            "ssl_certificate {}; ssl_certificate_key {}; ssl_protocols TLSv1.2 TLSv1.3;\n\
+             ssl_session_cache shared:SSL:1m; ssl_session_tickets on; {client}",
+            p(c, "server.pem"),
+            p(c, "server.key")
+        ),
+        "location / { return 200 \"tls\"; }",
+    )
+}
+
+#[test]
+fn full_handshakes_by_default_resumed_when_asked() {
+    let (_d, c) = certs(&[]);
+    let nginx = nginx_tls(&c, false);
+    let ca = p(&c, "ca.pem");
+    let run = http(&[&nginx.https("localhost", "/"), "--cacert", &ca, "-n", "300", "-c", "3", "--no-keepalive"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let m = &run.result().measurements;
+    assert_books_balance(run.result());
+    assert_eq!(m.requests.ok, 300);
+    let t = m.tls.as_ref().unwrap();
+    assert_eq!(t.handshakes, 300);
+    assert_eq!(t.resumed, 0, "storms and loads measure full handshakes unless told");
+    assert_eq!(m.phases["tls"].count(), 300, "one tls sample per handshake");
+    assert_eq!(t.versions.get("TLSv1_3"), Some(&300));
+    assert!(run.stdout().contains("certificates verified against"));
+    let problems = common::schema_violations(&run.json);
+    assert!(problems.is_empty(), "schema violations: {problems:#?}");
+
+    let run = http(&[
+        &nginx.https("localhost", "/"),
+        "--cacert",
+        &ca,
+        "-n",
+        "300",
+        "-c",
+        "1",
+        "--no-keepalive",
+        "--tls-resume",
+    ]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let t = run.result().measurements.tls.clone().unwrap();
+    assert_eq!(t.handshakes, 300);
+    assert!(t.resumed >= 250, "most handshakes resume a session: {t:?}");
+
+    // TLS 1.2 and a chosen group are negotiated and reported.
+    let run = http(&[
+        &nginx.https("localhost", "/"),
+        "--cacert",
+        &ca,
+        "-n",
+        "20",
+        "-c",
+        "1",
+        "--tls-version",
+        "1.2",
+        "--tls-groups",
+        "p256",
+    ]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let t = run.result().measurements.tls.clone().unwrap();
+    assert_eq!(t.versions.get("TLSv1_2"), Some(&1));
+    assert_eq!(t.groups.get("secp256r1"), Some(&1));
+}
+
+#[test]
+fn verification_failures_are_classified() {
+    let (_d, c) = certs(&[]);
+    let nginx = nginx_tls(&c, false);
+    // No --cacert: the lab CA is not among the system's.
+    let run = http(&[&nginx.https("localhost", "/"), "-n", "10", "-c", "2"]);
+    assert_eq!(run.code(), 1);
+    assert_eq!(run.result().measurements.connections.error("tls.unknown_ca"), 10);
+    assert_eq!(run.result().measurements.requests.error("tls.unknown_ca"), 10);
+    assert_books_balance(run.result());
+
+    // A name the certificate was not issued for.
+    let ca = p(&c, "ca.pem");
+    let run = http(&[&nginx.https("127.0.0.1", "/"), "--cacert", &ca, "--sni", "other.example", "-n", "5", "-c", "1"]);
+    assert_eq!(run.result().measurements.requests.error("tls.certificate_name_mismatch"), 5);
+
+    // --insecure accepts it, and the report says so.
+    let run = http(&[&nginx.https("127.0.0.1", "/"), "--insecure", "--sni", "other.example", "-n", "5", "-c", "1"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert!(run.stdout().contains("NOT verified (--insecure)"));
+}
+
+#[test]
+fn expired_certificates_fail_verification() {
+    let (_d, c) = certs(&["--expired"]);
+    let nginx = nginx_tls(&c, false);
+    let run = http(&[&nginx.https("localhost", "/"), "--cacert", &p(&c, "ca.pem"), "-n", "4", "-c", "1"]);
+    assert_eq!(run.code(), 1);
+    assert_eq!(run.result().measurements.requests.error("tls.certificate_expired"), 4);
+}
+
+#[test]
+fn mtls_with_and_without_a_client_certificate() {
+    let (_d, c) = certs(&["--rsa"]);
+    let nginx = nginx_tls(&c, true);
+    let ca = p(&c, "ca.pem");
+    let run = http(&[
+        &nginx.https("localhost", "/"),
+        "--cacert",
+        &ca,
+        "--cert",
+        &p(&c, "client.pem"),
+        "--key",
+        &p(&c, "client.key"),
+        "-n",
+        "100",
+        "-c",
+        "2",
+        "--no-keepalive",
+    ]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert_eq!(run.result().measurements.requests.ok, 100);
+    assert!(run.stdout().contains("client certificate (mTLS)"));
+
+    // nginx completes the handshake and answers 400 "No required SSL
+    // certificate was sent": a response the plan does not expect.
+    let run = http(&[&nginx.https("localhost", "/"), "--cacert", &ca, "-n", "10", "-c", "1"]);
+    assert_eq!(run.code(), 1);
+    let m = &run.result().measurements;
+    assert_eq!(m.requests.error("check_failed"), 10);
+    assert_eq!(m.status.get(&400), Some(&10));
+}
+
+#[test]
+fn lab_server_requires_client_certificates_with_mtls() {
+    let (_d, c) = certs(&[]);
+    let ca = p(&c, "ca.pem");
+    let read = |n: &str| (n.to_string(), std::fs::read(c.join(n)).unwrap());
+    let config = throng_tls::server_config(&read("server.pem"), &read("server.key"), Some(&read("ca.pem"))).unwrap();
+    let server = throng_lab::LabServer::start(&throng_lab::LabConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        threads: 1,
+        stall: None,
+        tls: Some(config),
+    })
+    .unwrap();
+    let url = format!("https://localhost:{}/", server.addr().port());
+    let ok = http(&[&url, "--cacert", &ca, "--cert", &p(&c, "client.pem"), "--key", &p(&c, "client.key"), "-n", "50"]);
+    assert_eq!(ok.code(), 0, "{}", ok.stderr());
+    let without = http(&[&url, "--cacert", &ca, "-n", "8", "-c", "2"]);
+    assert_eq!(without.code(), 1);
+    assert_eq!(without.result().measurements.requests.error("tls.certificate_required"), 8);
+}
+
+#[test]
+fn tls_flag_mistakes_exit_2() {
+    let (_d, c) = certs(&[]);
+    let cases: &[(&[&str], &str)] = &[
+        (&["--cacert", "/nonexistent.pem"], "--cacert /nonexistent.pem: cannot read it"),
+        (&["--cacert", "/etc/hostname"], "--cacert /etc/hostname"),
+        (&["--tls-groups", "x448"], "--tls-groups"),
+        (&["--tls-version", "1.1"], "--tls-version"),
+        (&["--insecure", "--cacert", "/etc/hostname"], "--insecure"),
+    ];
+    for (args, needle) in cases {
+        let out = common::output(throng().args(["http", "https://127.0.0.1:9/", "-n", "1"]).args(*args));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+    let out = common::output(throng().args(["http", "http://127.0.0.1:9/", "--cacert", &p(&c, "ca.pem")]));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("TLS flags apply to https:// URLs"));
+}

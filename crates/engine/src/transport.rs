@@ -1,0 +1,93 @@
+//! A connection's byte stream: plain TCP or TLS over TCP.
+
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+use throng_metrics::{ErrorClass, Handshake};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+use tokio::time::Sleep;
+use tokio_rustls::TlsConnector;
+use tokio_rustls::client::TlsStream;
+use tokio_rustls::rustls::pki_types::ServerName;
+
+use crate::errors::{Stage, classify};
+
+/// What a worker needs to speak TLS to the target.
+#[derive(Clone)]
+pub(crate) struct TlsClient {
+    pub connector: TlsConnector,
+    pub server_name: ServerName<'static>,
+}
+
+impl std::fmt::Debug for TlsClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TlsClient").field("server_name", &self.server_name).finish()
+    }
+}
+
+/// Plain or TLS. The TLS state is boxed: it is large, and plain connections
+/// should not pay for it.
+pub(crate) enum Transport {
+    Plain(TcpStream),
+    Tls(Box<TlsStream<TcpStream>>),
+}
+
+/// Runs the TLS handshake over `tcp` within the deadline `sleep` was armed
+/// with; returns the stream and what was negotiated.
+pub(crate) async fn handshake(
+    tls: &TlsClient,
+    tcp: TcpStream,
+    sleep: Pin<&mut Sleep>,
+) -> Result<(Transport, Handshake, Instant), ErrorClass> {
+    let connect = tls.connector.connect(tls.server_name.clone(), tcp);
+    let stream = tokio::select! {
+        biased;
+        r = connect => r.map_err(|e| classify(&e, Stage::Tls))?,
+        () = sleep => return Err(ErrorClass::TimeoutTls),
+    };
+    let done = Instant::now();
+    let c = stream.get_ref().1;
+    let h = Handshake {
+        version: c.protocol_version().and_then(|v| v.as_str()).unwrap_or("unknown"),
+        group: c.negotiated_key_exchange_group().and_then(|g| g.name().as_str()).unwrap_or(""),
+        cipher: c.negotiated_cipher_suite().and_then(|s| s.suite().as_str()).unwrap_or("unknown"),
+        resumed: matches!(c.handshake_kind(), Some(tokio_rustls::rustls::HandshakeKind::Resumed)),
+        hello_retry: matches!(c.handshake_kind(), Some(tokio_rustls::rustls::HandshakeKind::FullWithHelloRetryRequest)),
+    };
+    Ok((Transport::Tls(Box::new(stream)), h, done))
+}
+
+impl AsyncRead for Transport {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Transport::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            Transport::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Transport {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Transport::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            Transport::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Transport::Plain(s) => Pin::new(s).poll_flush(cx),
+            Transport::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Transport::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            Transport::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+        }
+    }
+}

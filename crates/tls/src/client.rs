@@ -1,0 +1,225 @@
+//! Client configurations.
+
+use std::sync::Arc;
+
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::Resumption;
+use rustls::crypto::{CryptoProvider, SupportedKxGroup, aws_lc_rs};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+
+use crate::TlsError;
+
+/// A key-exchange group a client may offer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Group {
+    /// X25519.
+    X25519,
+    /// NIST P-256.
+    Secp256r1,
+    /// NIST P-384.
+    Secp384r1,
+    /// The post-quantum hybrid X25519 + ML-KEM-768 (rustls' default first choice).
+    X25519MlKem768,
+}
+
+impl Group {
+    /// Parses `x25519`, `p256`/`secp256r1`, `p384`/`secp384r1`, `x25519mlkem768`.
+    pub fn parse(text: &str) -> Result<Group, String> {
+        match text.trim().to_ascii_lowercase().replace(['-', '_'], "").as_str() {
+            "x25519" => Ok(Group::X25519),
+            "p256" | "secp256r1" | "prime256v1" => Ok(Group::Secp256r1),
+            "p384" | "secp384r1" => Ok(Group::Secp384r1),
+            "x25519mlkem768" | "mlkem" => Ok(Group::X25519MlKem768),
+            _ => Err(format!("'{text}' is not a key-exchange group; use x25519, p256, p384 or x25519mlkem768")),
+        }
+    }
+
+    fn kx(self) -> &'static dyn SupportedKxGroup {
+        match self {
+            Group::X25519 => aws_lc_rs::kx_group::X25519,
+            Group::Secp256r1 => aws_lc_rs::kx_group::SECP256R1,
+            Group::Secp384r1 => aws_lc_rs::kx_group::SECP384R1,
+            Group::X25519MlKem768 => aws_lc_rs::kx_group::X25519MLKEM768,
+        }
+    }
+}
+
+/// A TLS protocol version to allow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TlsVersion {
+    /// TLS 1.2.
+    Tls12,
+    /// TLS 1.3.
+    Tls13,
+}
+
+impl TlsVersion {
+    /// Parses `1.2` or `1.3`.
+    pub fn parse(text: &str) -> Result<TlsVersion, String> {
+        match text.trim() {
+            "1.2" | "tls1.2" | "TLSv1.2" => Ok(TlsVersion::Tls12),
+            "1.3" | "tls1.3" | "TLSv1.3" => Ok(TlsVersion::Tls13),
+            _ => Err(format!("'{text}' is not a TLS version; use 1.2 or 1.3")),
+        }
+    }
+}
+
+/// What the user asked of the client side of TLS. PEM inputs come as
+/// (path, bytes) so that errors can name the file.
+#[derive(Clone, Debug, Default)]
+pub struct ClientOptions {
+    /// `--cacert`: trust these CAs instead of the system's.
+    pub cacert: Option<(String, Vec<u8>)>,
+    /// `--cert`: client certificate chain (mTLS).
+    pub cert: Option<(String, Vec<u8>)>,
+    /// `--key`: the client certificate's private key.
+    pub key: Option<(String, Vec<u8>)>,
+    /// `--insecure`: skip certificate verification (handshake signatures are
+    /// still checked, so the handshake costs what a verifying one does).
+    pub insecure: bool,
+    /// `--tls-resume`: resume sessions (tickets or IDs) instead of full handshakes.
+    pub resume: bool,
+    /// `--tls-groups`: key-exchange groups to offer, in order (empty: rustls' default).
+    pub groups: Vec<Group>,
+    /// `--tls-version`: only this version (None: 1.2 and 1.3).
+    pub version: Option<TlsVersion>,
+    /// ALPN protocols to offer, in order.
+    pub alpn: Vec<Vec<u8>>,
+}
+
+/// The crypto provider with the chosen groups.
+pub(crate) fn provider(groups: &[Group]) -> Arc<CryptoProvider> {
+    let mut p = aws_lc_rs::default_provider();
+    if !groups.is_empty() {
+        p.kx_groups = groups.iter().map(|g| g.kx()).collect();
+    }
+    Arc::new(p)
+}
+
+static ONLY_TLS12: [&rustls::SupportedProtocolVersion; 1] = [&rustls::version::TLS12];
+static ONLY_TLS13: [&rustls::SupportedProtocolVersion; 1] = [&rustls::version::TLS13];
+
+pub(crate) fn versions(v: Option<TlsVersion>) -> &'static [&'static rustls::SupportedProtocolVersion] {
+    match v {
+        None => rustls::DEFAULT_VERSIONS,
+        Some(TlsVersion::Tls12) => &ONLY_TLS12,
+        Some(TlsVersion::Tls13) => &ONLY_TLS13,
+    }
+}
+
+pub(crate) fn certs(flag: &'static str, (path, pem): &(String, Vec<u8>)) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+    let bad = |problem: String| TlsError::Pem {
+        flag,
+        path: path.clone(),
+        problem,
+    };
+    let certs = CertificateDer::pem_slice_iter(pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| bad(format!("not a PEM certificate file ({e})")))?;
+    if certs.is_empty() {
+        return Err(bad("holds no PEM certificate (-----BEGIN CERTIFICATE-----)".to_string()));
+    }
+    Ok(certs)
+}
+
+pub(crate) fn key(flag: &'static str, (path, pem): &(String, Vec<u8>)) -> Result<PrivateKeyDer<'static>, TlsError> {
+    PrivateKeyDer::from_pem_slice(pem).map_err(|e| TlsError::Pem {
+        flag,
+        path: path.clone(),
+        problem: format!("holds no usable private key: PKCS#8, SEC1 (EC) or PKCS#1 (RSA) in PEM form ({e})"),
+    })
+}
+
+/// Builds the client configuration.
+pub fn client_config(o: &ClientOptions) -> Result<Arc<ClientConfig>, TlsError> {
+    let provider = provider(&o.groups);
+    let builder = ClientConfig::builder_with_provider(Arc::clone(&provider))
+        .with_protocol_versions(versions(o.version))
+        .map_err(|e| TlsError::Config(format!("--tls-version/--tls-groups: {e}")))?;
+
+    let builder = if o.insecure {
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(NoVerification(provider)))
+    } else {
+        let mut roots = RootCertStore::empty();
+        match &o.cacert {
+            Some(c) => {
+                for cert in certs("--cacert", c)? {
+                    roots.add(cert).map_err(|e| TlsError::Pem {
+                        flag: "--cacert",
+                        path: c.0.clone(),
+                        problem: format!("a certificate is not a usable trust anchor ({e})"),
+                    })?;
+                }
+            }
+            None => {
+                let native = rustls_native_certs::load_native_certs();
+                let (added, _) = roots.add_parsable_certificates(native.certs);
+                if added == 0 {
+                    return Err(TlsError::Config(
+                        "no system CA certificates found (install ca-certificates); pass --cacert FILE, or --insecure to skip verification".to_string(),
+                    ));
+                }
+            }
+        }
+        builder.with_root_certificates(roots)
+    };
+
+    let mut config = match (&o.cert, &o.key) {
+        (Some(c), Some(k)) => builder
+            .with_client_auth_cert(certs("--cert", c)?, key("--key", k)?)
+            .map_err(|e| TlsError::Config(format!("--cert/--key: the key does not fit the certificate ({e})")))?,
+        (None, None) => builder.with_no_client_auth(),
+        (Some(_), None) => return Err(TlsError::Config("--cert needs --key (the certificate's private key)".into())),
+        (None, Some(_)) => return Err(TlsError::Config("--key needs --cert (the client certificate)".into())),
+    };
+    config.alpn_protocols.clone_from(&o.alpn);
+    if !o.resume {
+        // A storm measures full handshakes unless told otherwise.
+        config.resumption = Resumption::disabled();
+    }
+    Ok(Arc::new(config))
+}
+
+/// `--insecure`: accepts any certificate, but still checks the handshake's
+/// signatures with the provider's algorithms.
+#[derive(Debug)]
+struct NoVerification(Arc<CryptoProvider>);
+
+impl ServerCertVerifier for NoVerification {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
