@@ -22,6 +22,9 @@ pub enum Command {
     /// HTTP/1.1 load: closed loop (-c connections) or open loop (-r requests/s).
     #[command(after_help = HTTP_EXAMPLES)]
     Http(Box<HttpCmd>),
+    /// Connection storm: TCP/TLS connections at a rate or all at once, held, past one process's limits.
+    #[command(after_help = STORM_EXAMPLES)]
+    Storm(Box<StormCmd>),
     /// Run the built-in lab server (endpoints for demos, calibration and faults).
     #[command(after_help = SERVE_HELP)]
     Serve(ServeCmd),
@@ -41,6 +44,15 @@ Examples:
   throng http http://127.0.0.1:8080/ -r 5000 -d 1m           open loop at 5000 req/s (CO-free latency)
   throng http http://127.0.0.1:8080/ -n 10000 -c 1000 --no-keepalive --format ab
   throng http http://127.0.0.1:8080/ -r 100 -n 8000 --no-keepalive --format httperf --json run.json";
+
+const STORM_EXAMPLES: &str = "\
+Targets: tcp://host:port, tls://host:port, http://host:port/path, https://host:port/path
+
+Examples:
+  throng storm tls://127.0.0.1:8443 --connections 10000 --rate 2000 --cacert ca.pem
+  throng storm tcp://127.0.0.1:8080 --connections 50000 --hold 30s      (several processes if needed)
+  throng storm tls://127.0.0.1:4222 --connections 150 --jitter 2s --hold 10s --insecure
+  throng storm https://127.0.0.1:8443/ --connections 100000 --max-concurrent 1000 --cert c.pem --key c.key";
 
 const SERVE_HELP: &str = "\
 Endpoints:
@@ -166,6 +178,62 @@ pub struct CertsCmd {
 }
 
 #[derive(Debug, Args)]
+pub struct StormCmd {
+    /// tcp://host:port, tls://host:port, http://host:port/path or https://host:port/path
+    pub target: String,
+    /// Connections to open in all
+    #[arg(short = 'n', long = "connections", value_name = "N")]
+    pub connections: Option<u64>,
+    /// New connections per second (open loop: lateness is recorded as schedule_lag) [default: as fast as possible]
+    #[arg(short = 'r', long = "rate", value_name = "RATE", value_parser = parse_rate)]
+    pub rate: Option<f64>,
+    /// At most this many connections open or opening at once
+    #[arg(short = 'c', long = "max-concurrent", value_name = "M")]
+    pub max_concurrent: Option<u64>,
+    /// Worker threads per process [default: number of cores]
+    #[arg(short = 't', long = "workers", value_name = "W")]
+    pub workers: Option<u32>,
+    /// Start each connection after a uniformly random wait in [0, DURATION)
+    #[arg(long = "jitter", value_name = "DURATION", value_parser = parse_duration)]
+    pub jitter: Option<Duration>,
+    /// Keep each connection open this long once established [default: 0, close at once]
+    #[arg(long = "hold", value_name = "DURATION", value_parser = parse_duration)]
+    pub hold: Option<Duration>,
+    /// One HTTP request per connection, e.g. 'GET /', or 'none' [default: GET path for http(s) targets]
+    #[arg(long = "request", value_name = "'METHOD /PATH'")]
+    pub request: Option<String>,
+    /// Limit on connect, handshake and request [default: 10s]
+    #[arg(long = "timeout", value_name = "DURATION", value_parser = parse_duration)]
+    pub timeout: Option<Duration>,
+    /// Processes to spread connections over: auto (as the descriptor limit needs) or a number
+    #[arg(long = "procs", value_name = "auto|N")]
+    pub procs: Option<String>,
+    /// Local addresses to connect from, rotated: a range (127.0.0.2-127.0.0.200) or a CIDR
+    #[arg(long = "source", value_name = "RANGE|CIDR")]
+    pub source: Option<String>,
+    /// Seed for --jitter's random waits [default: from the clock; the result records it]
+    #[arg(long = "seed", value_name = "N")]
+    pub seed: Option<u64>,
+    #[command(flatten)]
+    pub tls: TlsArgs,
+    /// Report layout on stdout
+    #[arg(long = "format", value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// Also write the result document here
+    #[arg(long = "json", value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// No progress display
+    #[arg(short = 'q', long = "quiet")]
+    pub quiet: bool,
+    /// (internal) run part I of N of a multi-process storm and print its result as JSON
+    #[arg(long = "part", hide = true, value_name = "I/N")]
+    pub part: Option<String>,
+    /// (internal) start at this wall-clock time, ms since the Unix epoch
+    #[arg(long = "start-at", hide = true, value_name = "UNIX_MS")]
+    pub start_at: Option<u64>,
+}
+
+#[derive(Debug, Args)]
 pub struct ServeCmd {
     /// Address to listen on (port 0: any free port)
     #[arg(long = "listen", default_value = "127.0.0.1:8080", value_name = "ADDR")]
@@ -185,6 +253,10 @@ pub struct ServeCmd {
     /// Require client certificates issued by DIR/ca.pem (with --tls)
     #[arg(long = "mtls", requires = "tls")]
     pub mtls: bool,
+    /// Processes listening on the same port (SO_REUSEPORT), to hold more
+    /// connections than one process's descriptor limit
+    #[arg(long = "procs", value_name = "N", default_value_t = 1)]
+    pub procs: u32,
 }
 
 #[derive(Debug, Args)]
@@ -259,7 +331,7 @@ fn clap_one_line(e: &clap::Error) -> String {
     };
     let sub = std::env::args().nth(1).filter(|a| !a.starts_with('-'));
     let help = match sub {
-        Some(s) if ["http", "serve", "demo", "report", "merge", "certs"].contains(&s.as_str()) => {
+        Some(s) if ["http", "storm", "serve", "demo", "report", "merge", "certs"].contains(&s.as_str()) => {
             format!("throng {s} --help")
         }
         _ => "throng --help".to_string(),

@@ -46,6 +46,22 @@ impl Display {
         ));
     }
 
+    /// Updates the line for a storm (connections, not requests).
+    pub fn tick_storm(&self, p: &Progress) {
+        let Some(bar) = &self.bar else { return };
+        let done = p.live.connections_ok + p.live.connection_errors;
+        if let Some(total) = p.total_requests.filter(|t| *t > 0) {
+            bar.set_position((done as f64 / total as f64).clamp(0.0, 1.0).mul_add(1000.0, 0.0) as u64);
+        }
+        bar.set_message(format!(
+            "{} established, {} failed, {} open, {:.1}s",
+            p.live.connections_ok,
+            p.live.connection_errors,
+            p.live.open_connections,
+            p.elapsed.as_secs_f64()
+        ));
+    }
+
     /// Removes the line.
     pub fn finish(&self) {
         if let Some(bar) = &self.bar {

@@ -52,3 +52,37 @@ pub fn wait_for_stop() {
         }
     });
 }
+
+/// Starts a thread that forwards SIGINT/SIGTERM to `pids` (child processes
+/// in their own process group), once per signal, and marks `control`.
+pub fn forward_to_children(control: &Control, pids: Vec<u32>) {
+    let control = control.clone();
+    let spawned = std::thread::Builder::new().name("throng-signals".into()).spawn(move || {
+        let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
+            return;
+        };
+        rt.block_on(async move {
+            let Ok(mut term) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) else {
+                return;
+            };
+            loop {
+                tokio::select! {
+                    r = tokio::signal::ctrl_c() => if r.is_err() { return },
+                    _ = term.recv() => {}
+                }
+                if !control.was_interrupted() {
+                    eprintln!("\nthrong: stopping the worker processes (press Ctrl-C again to stop them now)");
+                }
+                control.interrupt();
+                for pid in &pids {
+                    if let Ok(pid) = i32::try_from(*pid) {
+                        // SAFETY: kill takes no pointers; a stale pid at worst
+                        // returns ESRCH.
+                        unsafe { libc::kill(pid, libc::SIGINT) };
+                    }
+                }
+            }
+        });
+    });
+    drop(spawned);
+}

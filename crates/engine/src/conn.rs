@@ -8,7 +8,7 @@
 use std::cell::RefCell;
 use std::future::poll_fn;
 use std::io;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::task::Poll;
 use std::time::{Duration, Instant};
@@ -44,6 +44,7 @@ pub(crate) struct Opened {
 /// `getsockopt(SO_ERROR)`; elsewhere the connection is awaited as usual.
 pub(crate) async fn connect(
     addr: SocketAddr,
+    source: Option<IpAddr>,
     first: &[u8],
     timeout: Duration,
     mut sleep: Pin<&mut Sleep>,
@@ -57,6 +58,9 @@ pub(crate) async fn connect(
     .map_err(|e| fail(&e))?;
     if first.len() > NODELAY_ABOVE {
         socket.set_tcp_nodelay(true).map_err(|e| fail(&e))?;
+    }
+    if let Some(ip) = source {
+        bind_source(&socket, ip).map_err(|e| fail(&e))?;
     }
     match socket.connect(&addr.into()) {
         Ok(()) => {}
@@ -98,6 +102,30 @@ pub(crate) async fn connect(
         written: 0,
         established: Instant::now(),
     })
+}
+
+/// Binds `socket` to a local address without choosing a port yet
+/// (IP_BIND_ADDRESS_NO_PORT): the port is picked at connect() time, per
+/// destination, so one source address serves ~28K connections to each
+/// target instead of ~28K in all.
+fn bind_source(socket: &Socket, ip: IpAddr) -> io::Result<()> {
+    if ip.is_ipv4() {
+        let on: libc::c_int = 1;
+        // SAFETY: setsockopt reads an int we own, of the size we pass.
+        let rc = unsafe {
+            libc::setsockopt(
+                std::os::fd::AsRawFd::as_raw_fd(socket),
+                libc::IPPROTO_IP,
+                libc::IP_BIND_ADDRESS_NO_PORT,
+                (&raw const on).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    socket.bind(&SocketAddr::new(ip, 0).into())
 }
 
 /// When the parts of one exchange happened.

@@ -20,6 +20,7 @@ mod conn;
 mod errors;
 pub mod http1;
 pub mod sys;
+mod storm;
 mod timer;
 mod transport;
 mod worker;
@@ -30,7 +31,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use throng_metrics::{Live, Measurements};
-use throng_plan::{Arrivals, HttpPlan, Load, Stop, split_evenly};
+use throng_plan::{Arrivals, HttpPlan, Load, StatusSet, Stop, StormPlan, StormStarts, split_evenly};
 use throng_result::{Generator, Part, Plan, RunResult, SCHEMA, rfc3339};
 use tokio::sync::watch;
 use tokio_rustls::rustls::ClientConfig;
@@ -38,7 +39,7 @@ use tokio_rustls::rustls::pki_types::ServerName;
 
 pub use errors::errno_name;
 use transport::TlsClient;
-use worker::{RunState, WorkerDone, WorkerLoad, WorkerSpec};
+use worker::{RunState, StormLoad, WorkerDone, WorkerLoad, WorkerSpec};
 
 /// How long workers get to build their runtimes before the first request.
 const STARTUP: Duration = Duration::from_millis(20);
@@ -160,18 +161,50 @@ fn warm_connections(rate: f64, cap: u64) -> u64 {
     ((rate * 0.002).ceil() as u64 + 4).min(cap)
 }
 
-/// Resolves the plan's host to its first address.
-pub fn resolve(plan: &HttpPlan) -> Result<SocketAddr, EngineError> {
-    let host = plan.target.host.as_str();
+/// Resolves a host to its first address.
+pub fn resolve(host: &str, port: u16) -> Result<SocketAddr, EngineError> {
     let fail = |reason: String| EngineError::Resolve {
         host: host.to_string(),
         reason,
     };
-    (host, plan.target.port)
+    (host, port)
         .to_socket_addrs()
         .map_err(|e| fail(e.to_string()))?
         .next()
         .ok_or_else(|| fail("no addresses".to_string()))
+}
+
+/// Builds the TLS client for a target, or says why the name cannot be used.
+fn tls_client(config: Arc<ClientConfig>, name: &str) -> Result<TlsClient, EngineError> {
+    let server_name = ServerName::try_from(name.to_string())
+        .map_err(|e| EngineError::Tls(format!("'{name}' cannot be sent as a TLS server name ({e}); pass --sni NAME")))?;
+    Ok(TlsClient {
+        connector: tokio_rustls::TlsConnector::from(config),
+        server_name,
+    })
+}
+
+/// Fails before starting when `connections` open at once would not fit the
+/// descriptor limit (raised to the hard limit first).
+fn check_fds(connections: u64, threads: u32) -> Result<(), EngineError> {
+    let (soft, hard) = sys::raise_fd_limit();
+    let reserve = FD_RESERVE_PER_WORKER * u64::from(threads) + FD_RESERVE;
+    let needed = connections + reserve;
+    if needed > soft {
+        return Err(EngineError::FdLimit {
+            needed,
+            soft,
+            hard,
+            fit: soft.saturating_sub(reserve),
+        });
+    }
+    Ok(())
+}
+
+/// Descriptors one process can spend on connections after its reserve.
+pub fn connections_per_process(threads: u32) -> u64 {
+    let (soft, _) = sys::raise_fd_limit();
+    soft.saturating_sub(FD_RESERVE_PER_WORKER * u64::from(threads) + FD_RESERVE)
 }
 
 /// Runs an HTTP/1.1 plan to completion and returns its result. `on_tick`
@@ -183,74 +216,196 @@ pub fn run_http(
     on_tick: &mut dyn FnMut(&Progress),
 ) -> Result<RunResult, EngineError> {
     let threads = plan.threads.max(1);
-    let (soft, hard) = sys::raise_fd_limit();
-    let needed = u64::from(plan.connections) + FD_RESERVE_PER_WORKER * u64::from(threads) + FD_RESERVE;
-    if needed > soft {
-        return Err(EngineError::FdLimit {
-            needed,
-            soft,
-            hard,
-            fit: soft.saturating_sub(needed - u64::from(plan.connections)),
-        });
-    }
-    let addr = resolve(plan)?;
+    check_fds(u64::from(plan.connections), threads)?;
+    let addr = resolve(&plan.target.host, plan.target.port)?;
     let tls = match (&plan.tls, tls) {
         (Some(settings), Some(config)) => {
-            let name = settings.server_name.as_deref().unwrap_or(&plan.target.host);
-            let server_name = ServerName::try_from(name.to_string()).map_err(|e| EngineError::Tls(format!(
-                "'{name}' cannot be sent as a TLS server name ({e}); pass --sni NAME"
-            )))?;
-            Some(TlsClient {
-                connector: tokio_rustls::TlsConnector::from(config),
-                server_name,
-            })
+            Some(tls_client(config, settings.server_name.as_deref().unwrap_or(&plan.target.host))?)
         }
         (Some(_), None) => return Err(EngineError::Tls("an https plan needs a TLS client configuration".into())),
         (None, _) => None,
     };
 
     let request: Box<[u8]> = plan.request_bytes().into_boxed_slice();
-    let coordinator_cpu = sys::thread_cpu();
-    let wall_start = SystemTime::now() + STARTUP;
-    let origin = Instant::now() + STARTUP;
-
+    let clock = Clock::start();
+    let origin = clock.origin;
     let conns = split_evenly(u64::from(plan.connections), threads);
     let (budgets, until, total_arrivals) = match (plan.load, plan.stop) {
         (_, Stop::Requests(n)) => (Some(split_evenly(n, threads)), None, n),
         (Load::Closed, Stop::Duration(d)) => (None, Some(origin + d), 0),
         (Load::Open { rate }, Stop::Duration(d)) => (None, None, Arrivals::count_within(rate, d)),
     };
+    let specs = (0..threads as usize)
+        .map(|w| {
+            let load = match plan.load {
+                Load::Closed => WorkerLoad::Closed {
+                    connections: conns[w],
+                    budget: budgets.as_ref().map(|b| b[w]),
+                    until,
+                },
+                Load::Open { rate } => WorkerLoad::Open {
+                    // Invariant: w < threads, which fits u32.
+                    arrivals: Arrivals::new(rate, total_arrivals, w as u32, threads),
+                    cap: conns[w],
+                    // This worker's share of the schedule: every threads-th arrival.
+                    gap: Duration::from_secs_f64(f64::from(threads) / rate),
+                    warm: if plan.keepalive { warm_connections(rate / f64::from(threads), conns[w]) } else { 0 },
+                },
+            };
+            WorkerSpec {
+                addr,
+                request: request.clone(),
+                head_request: plan.method.eq_ignore_ascii_case("HEAD"),
+                timeout: plan.timeout,
+                keepalive: plan.keepalive,
+                expect: plan.expect_status,
+                tls: tls.clone(),
+                source: Arc::from(Vec::new()),
+                origin,
+                load,
+            }
+        })
+        .collect();
 
+    let launch = Launch {
+        specs,
+        clock,
+        total_requests: match plan.stop {
+            Stop::Requests(n) => Some(n),
+            Stop::Duration(_) if plan.is_open_loop() => Some(total_arrivals),
+            Stop::Duration(_) => None,
+        },
+        duration: match plan.stop {
+            Stop::Duration(d) => Some(d),
+            Stop::Requests(_) => None,
+        },
+        // When the schedule ends; what is in flight then gets the timeout.
+        planned_end: match (plan.load, plan.stop) {
+            (Load::Closed, Stop::Duration(d)) => Some(origin + d),
+            (Load::Open { rate }, _) => Some(origin + throng_plan::arrival_offset(total_arrivals, rate)),
+            _ => None,
+        },
+        grace: plan.timeout,
+        judge_after: u64::from(plan.connections).min(10),
+    };
+    let finished = coordinate(launch, control, on_tick)?;
+    Ok(finished.into_result(Plan::Http(plan.clone()), plan.is_open_loop(), control))
+}
+
+/// The run's clocks, read together so that wall-clock and monotonic times
+/// agree: workers start `STARTUP` from now.
+struct Clock {
+    origin: Instant,
+    wall_start: SystemTime,
+}
+
+impl Clock {
+    fn start() -> Self {
+        Clock {
+            origin: Instant::now() + STARTUP,
+            wall_start: SystemTime::now() + STARTUP,
+        }
+    }
+
+    /// A clock whose origin is a wall-clock instant (`--start-at`), so that
+    /// processes started apart begin together.
+    fn at(wall_ms: u64) -> Self {
+        let wall = UNIX_EPOCH + Duration::from_millis(wall_ms);
+        let now_wall = SystemTime::now();
+        let now = Instant::now();
+        let origin = match wall.duration_since(now_wall) {
+            Ok(ahead) => now + ahead,
+            Err(e) => now.checked_sub(e.duration()).unwrap_or(now),
+        };
+        Clock {
+            origin: origin.max(now),
+            wall_start: wall.max(now_wall),
+        }
+    }
+}
+
+/// Everything the coordinator needs to run workers.
+struct Launch {
+    specs: Vec<WorkerSpec>,
+    clock: Clock,
+    total_requests: Option<u64>,
+    duration: Option<Duration>,
+    planned_end: Option<Instant>,
+    grace: Duration,
+    /// Stop early when this many connection attempts failed and nothing
+    /// succeeded (0: never).
+    judge_after: u64,
+}
+
+/// What the workers left behind, merged.
+struct Finished {
+    measurements: Measurements,
+    clock: Clock,
+    finished: Instant,
+    cpu: (Duration, Duration),
+    threads: u32,
+    notes: Vec<String>,
+}
+
+impl Finished {
+    fn into_result(self, plan: Plan, co_free: bool, control: &Control) -> RunResult {
+        let wall_ms = self
+            .clock
+            .wall_start
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        let duration_s = self.finished.saturating_duration_since(self.clock.origin).as_secs_f64();
+        let env = sys::environment();
+        let generator = Generator {
+            // The generator's own threads only: a lab server or anything else
+            // in this process is not counted.
+            cpu_user_s: self.cpu.0.as_secs_f64(),
+            cpu_system_s: self.cpu.1.as_secs_f64(),
+            peak_rss_bytes: sys::usage().max_rss,
+            threads: self.threads,
+        };
+        RunResult {
+            schema: SCHEMA.to_string(),
+            throng_version: env!("CARGO_PKG_VERSION").to_string(),
+            plan,
+            started_at: rfc3339(wall_ms),
+            started_at_unix_ms: wall_ms,
+            duration_s,
+            coordinated_omission_free: co_free,
+            interrupted: control.was_interrupted(),
+            parts: vec![Part {
+                started_at_unix_ms: wall_ms,
+                duration_s,
+                hostname: env.hostname.clone(),
+                generator: generator.clone(),
+            }],
+            environment: env,
+            generator,
+            measurements: self.measurements,
+            notes: self.notes,
+        }
+    }
+}
+
+/// Starts one thread per worker spec, reports progress, enforces stops and
+/// grace periods, and merges what the workers measured.
+fn coordinate(launch: Launch, control: &Control, on_tick: &mut dyn FnMut(&Progress)) -> Result<Finished, EngineError> {
+    let Launch {
+        specs,
+        clock,
+        total_requests,
+        duration,
+        planned_end,
+        grace,
+        judge_after,
+    } = launch;
+    let origin = clock.origin;
+    let threads = specs.len();
+    let coordinator_cpu = sys::thread_cpu();
     let (done_tx, done_rx) = mpsc::channel::<(usize, std::io::Result<WorkerDone>)>();
     let mut lives = Vec::new();
     let mut handles = Vec::new();
-    for w in 0..threads as usize {
-        let load = match plan.load {
-            Load::Closed => WorkerLoad::Closed {
-                connections: conns[w],
-                budget: budgets.as_ref().map(|b| b[w]),
-                until,
-            },
-            Load::Open { rate } => WorkerLoad::Open {
-                // Invariant: w < threads, which fits u32.
-                arrivals: Arrivals::new(rate, total_arrivals, w as u32, threads),
-                cap: conns[w],
-                // This worker's share of the schedule: every threads-th arrival.
-                gap: Duration::from_secs_f64(f64::from(threads) / rate),
-                warm: if plan.keepalive { warm_connections(rate / f64::from(threads), conns[w]) } else { 0 },
-            },
-        };
-        let spec = WorkerSpec {
-            addr,
-            request: request.clone(),
-            head_request: plan.method.eq_ignore_ascii_case("HEAD"),
-            timeout: plan.timeout,
-            keepalive: plan.keepalive,
-            expect: plan.expect_status,
-            tls: tls.clone(),
-            origin,
-            load,
-        };
+    for (w, spec) in specs.into_iter().enumerate() {
         let live = Arc::new(Mutex::new(Live::default()));
         lives.push(Arc::clone(&live));
         let state = control.state.subscribe();
@@ -266,25 +421,9 @@ pub fn run_http(
     }
     drop(done_tx);
 
-    let total_requests = match plan.stop {
-        Stop::Requests(n) => Some(n),
-        Stop::Duration(_) if plan.is_open_loop() => Some(total_arrivals),
-        Stop::Duration(_) => None,
-    };
-    let duration = match plan.stop {
-        Stop::Duration(d) => Some(d),
-        Stop::Requests(_) => None,
-    };
-    // When the schedule ends, plus the grace for what is in flight.
-    let planned_end = match (plan.load, plan.stop) {
-        (Load::Closed, Stop::Duration(d)) => Some(origin + d),
-        (Load::Open { rate }, _) => Some(origin + throng_plan::arrival_offset(total_arrivals, rate)),
-        _ => None,
-    };
-
     let mut notes = Vec::new();
     let mut done: Vec<Option<WorkerDone>> = (0..threads).map(|_| None).collect();
-    let mut remaining = threads as usize;
+    let mut remaining = threads;
     let mut stop_seen: Option<Instant> = None;
     let mut abort_seen: Option<Instant> = None;
     let mut failure: Option<String> = None;
@@ -313,6 +452,7 @@ pub fn run_http(
                 live.errors += l.errors;
                 live.dropped += l.dropped;
                 live.open_connections += l.open_connections;
+                live.connections_ok += l.connections_ok;
                 live.connection_errors += l.connection_errors;
                 live.bytes_received += l.bytes_received;
             }
@@ -325,11 +465,14 @@ pub fn run_http(
         });
 
         // Nothing listens there: stop rather than spin on refusals.
-        let attempts_to_judge = u64::from(plan.connections).min(10);
-        if live.ok == 0 && live.requests == live.errors && live.connection_errors >= attempts_to_judge {
+        if judge_after > 0
+            && live.ok == 0
+            && live.connections_ok == 0
+            && live.connection_errors >= judge_after
+        {
             if control.state() == RunState::Running {
                 notes.push(format!(
-                    "stopped early: the first {} connection attempts all failed and no request succeeded",
+                    "stopped early: the first {} connection attempts all failed and none succeeded",
                     live.connection_errors
                 ));
             }
@@ -338,13 +481,13 @@ pub fn run_http(
 
         match control.state() {
             RunState::Running => {
-                if planned_end.is_some_and(|end| now > end + plan.timeout + TICK) {
+                if planned_end.is_some_and(|end| now > end + grace + TICK) {
                     control.state.send_replace(RunState::Aborting);
                 }
             }
             RunState::Stopping => {
                 let since = *stop_seen.get_or_insert(now);
-                if now > since + plan.timeout + TICK {
+                if now > since + grace + TICK {
                     control.state.send_replace(RunState::Aborting);
                 }
             }
@@ -370,9 +513,8 @@ pub fn run_http(
         return Err(EngineError::Worker(f));
     }
 
-    let usage_after = sys::usage();
     let coordinator_after = sys::thread_cpu();
-    let (mut cpu_user, mut cpu_system) = (
+    let mut cpu = (
         coordinator_after.0.saturating_sub(coordinator_cpu.0),
         coordinator_after.1.saturating_sub(coordinator_cpu.1),
     );
@@ -380,43 +522,149 @@ pub fn run_http(
     let mut finished = origin;
     for d in done.into_iter().flatten() {
         finished = finished.max(d.finished);
-        cpu_user += d.cpu.0;
-        cpu_system += d.cpu.1;
+        cpu.0 += d.cpu.0;
+        cpu.1 += d.cpu.1;
         measurements
-            .merge(&d.measurements, 0)
+            .merge(&d.measurements, Duration::ZERO)
             .map_err(|e| EngineError::Worker(format!("merging worker results: {e}")))?;
     }
-    let wall_ms = wall_start
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
-    let duration_s = finished.saturating_duration_since(origin).as_secs_f64();
-    let env = sys::environment();
-    let generator = Generator {
-        // The generator's own threads only: a lab server or anything else
-        // in this process is not counted.
-        cpu_user_s: cpu_user.as_secs_f64(),
-        cpu_system_s: cpu_system.as_secs_f64(),
-        peak_rss_bytes: usage_after.max_rss,
-        threads,
-    };
-    Ok(RunResult {
-        schema: SCHEMA.to_string(),
-        throng_version: env!("CARGO_PKG_VERSION").to_string(),
-        plan: Plan::Http(plan.clone()),
-        started_at: rfc3339(wall_ms),
-        started_at_unix_ms: wall_ms,
-        duration_s,
-        coordinated_omission_free: plan.is_open_loop(),
-        interrupted: control.was_interrupted(),
-        parts: vec![Part {
-            started_at_unix_ms: wall_ms,
-            duration_s,
-            hostname: env.hostname.clone(),
-            generator: generator.clone(),
-        }],
-        environment: env,
-        generator,
+    Ok(Finished {
         measurements,
+        clock,
+        finished,
+        cpu,
+        // Invariant: one thread per worker, far below u32::MAX.
+        threads: threads as u32,
         notes,
     })
+}
+
+/// Which share of a storm this process runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StormPart {
+    /// This process's index, from 0.
+    pub index: u32,
+    /// Processes in the storm.
+    pub count: u32,
+    /// Start at this wall-clock instant (ms since the Unix epoch), so that
+    /// processes begin together.
+    pub start_at_unix_ms: Option<u64>,
+}
+
+impl StormPart {
+    /// The whole storm in this process.
+    pub const WHOLE: StormPart = StormPart {
+        index: 0,
+        count: 1,
+        start_at_unix_ms: None,
+    };
+}
+
+/// Most connections a storm may have open at once, from its plan: the cap,
+/// or what its rate and hold allow, or all of them.
+pub fn storm_peak_estimate(plan: &StormPlan) -> u64 {
+    let n = plan.connections;
+    let per_connection = (plan.hold + plan.timeout).as_secs_f64();
+    let by_pace = match (plan.rate, plan.jitter) {
+        (Some(r), _) => (r * per_connection).ceil() as u64,
+        (None, Some(j)) => (n as f64 * (per_connection / j.as_secs_f64()).min(1.0)).ceil() as u64,
+        (None, None) => n,
+    };
+    plan.max_concurrent.unwrap_or(n).min(by_pace.max(1)).min(n)
+}
+
+/// Runs this process's share of a storm and returns its result.
+pub fn run_storm(
+    plan: &StormPlan,
+    part: StormPart,
+    tls: Option<Arc<ClientConfig>>,
+    control: &Control,
+    on_tick: &mut dyn FnMut(&Progress),
+) -> Result<RunResult, EngineError> {
+    let workers = plan.workers.max(1);
+    let count = part.count.max(1);
+    let all_workers = u64::from(workers) * u64::from(count);
+    let peak = storm_peak_estimate(plan).div_ceil(u64::from(count));
+    check_fds(peak, workers)?;
+    let addr = resolve(&plan.target.host, plan.target.port)?;
+    let tls = match (&plan.tls, tls) {
+        (Some(settings), Some(config)) => {
+            Some(tls_client(config, settings.server_name.as_deref().unwrap_or(&plan.target.host))?)
+        }
+        (Some(_), None) => return Err(EngineError::Tls("a TLS storm needs a TLS client configuration".into())),
+        (None, _) => None,
+    };
+    let request: Box<[u8]> = plan.request_bytes().unwrap_or_default().into_boxed_slice();
+    let source: Arc<[std::net::IpAddr]> = Arc::from(plan.source.clone());
+    let clock = part.start_at_unix_ms.map_or_else(Clock::start, Clock::at);
+    let origin = clock.origin;
+    let caps = plan.max_concurrent.map(|m| split_evenly(m, u32::try_from(all_workers).unwrap_or(u32::MAX)));
+
+    let specs = (0..u64::from(workers))
+        .map(|w| {
+            let global = u64::from(part.index) * u64::from(workers) + w;
+            // Invariant: fewer workers than u32::MAX (processes × threads).
+            let starts = StormStarts::new(
+                plan.connections,
+                plan.rate,
+                plan.jitter,
+                global as u32,
+                all_workers as u32,
+                plan.seed,
+            );
+            let share = starts.remaining().max(1);
+            let gap = match (plan.rate, plan.jitter) {
+                (Some(r), _) => Duration::from_secs_f64(all_workers as f64 / r),
+                (None, Some(j)) => j / u32::try_from(share).unwrap_or(u32::MAX),
+                (None, None) => Duration::ZERO,
+            };
+            WorkerSpec {
+                addr,
+                request: request.clone(),
+                head_request: false,
+                timeout: plan.timeout,
+                keepalive: true,
+                expect: StatusSet::default(),
+                tls: tls.clone(),
+                source: Arc::clone(&source),
+                origin,
+                load: WorkerLoad::Storm(StormLoad {
+                    starts,
+                    // Each worker's share of the cap; at least one.
+                    cap: caps.as_ref().map(|c| c.get(global as usize).copied().unwrap_or(1).max(1)),
+                    hold: plan.hold,
+                    scheduled: plan.rate.is_some() || plan.jitter.is_some(),
+                    gap,
+                    worker: global,
+                    workers: all_workers,
+                }),
+            }
+        })
+        .collect();
+    let mine: u64 = (0..u64::from(workers))
+        .map(|w| {
+            let global = u64::from(part.index) * u64::from(workers) + w;
+            split_evenly(plan.connections, u32::try_from(all_workers).unwrap_or(u32::MAX))
+                .get(global as usize)
+                .copied()
+                .unwrap_or(0)
+        })
+        .sum();
+    let launch = Launch {
+        specs,
+        clock,
+        total_requests: Some(mine),
+        duration: None,
+        planned_end: None,
+        grace: plan.timeout,
+        judge_after: plan.connections.min(10),
+    };
+    let mut finished = coordinate(launch, control, on_tick)?;
+    if count > 1 {
+        finished
+            .notes
+            .push(format!("process {} of {count}: connections {} of {}", part.index + 1, mine, plan.connections));
+    }
+    let co_free = plan.rate.is_some() || plan.jitter.is_some();
+    Ok(finished.into_result(Plan::Storm(plan.clone()), co_free, control))
 }

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use throng_metrics::{ErrorClass, Live, Measurements, Phase, Recorder, Reply};
-use throng_plan::{Arrivals, StatusSet};
+use throng_plan::{Arrivals, StatusSet, StormStarts};
 use tokio::sync::{Notify, watch};
 use tokio::task::LocalSet;
 use tokio::time::Sleep;
@@ -22,7 +22,7 @@ use crate::http1::ResponseReader;
 use crate::timer::PreciseTimer;
 
 /// Size of the read buffer each worker shares among its connections.
-const SCRATCH: usize = 64 * 1024;
+pub(crate) const SCRATCH: usize = 64 * 1024;
 /// How often a worker publishes its live figures.
 const PUBLISH_EVERY: Duration = Duration::from_millis(100);
 
@@ -55,6 +55,27 @@ pub(crate) enum WorkerLoad {
         /// Connections to open before the schedule starts.
         warm: u64,
     },
+    /// A storm: each start opens a connection, makes at most one request,
+    /// holds it, closes it.
+    Storm(StormLoad),
+}
+
+/// One worker's share of a storm.
+#[derive(Clone, Debug)]
+pub(crate) struct StormLoad {
+    pub starts: StormStarts,
+    /// Connections open or opening at once, at most.
+    pub cap: Option<u64>,
+    pub hold: Duration,
+    /// True when starts follow a schedule (rate or jitter): lateness is
+    /// recorded as schedule_lag.
+    pub scheduled: bool,
+    /// Average gap between this worker's starts.
+    pub gap: Duration,
+    /// This worker's index and the number of workers in the whole storm
+    /// (all processes), for rotating source addresses.
+    pub worker: u64,
+    pub workers: u64,
 }
 
 /// What a worker needs to run.
@@ -67,6 +88,8 @@ pub(crate) struct WorkerSpec {
     pub keepalive: bool,
     pub expect: StatusSet,
     pub tls: Option<TlsClient>,
+    /// Local addresses to connect from, rotated (empty: the kernel picks).
+    pub source: Arc<[std::net::IpAddr]>,
     pub origin: Instant,
     pub load: WorkerLoad,
 }
@@ -81,14 +104,16 @@ pub(crate) struct WorkerDone {
 }
 
 /// State shared by one worker's tasks (never across threads).
-struct Ctx {
-    rec: RefCell<Recorder>,
-    scratch: RefCell<Box<[u8]>>,
-    spec: WorkerSpec,
-    stopping: Cell<bool>,
-    stop_notify: Notify,
+pub(crate) struct Ctx {
+    pub(crate) rec: RefCell<Recorder>,
+    pub(crate) scratch: RefCell<Box<[u8]>>,
+    pub(crate) spec: WorkerSpec,
+    pub(crate) stopping: Cell<bool>,
+    pub(crate) stop_notify: Notify,
     budget: Cell<Option<u64>>,
-    in_flight: Cell<u64>,
+    pub(crate) in_flight: Cell<u64>,
+    /// Connection attempts under way (counted `interrupted` on abort).
+    pub(crate) connecting: Cell<u64>,
     live_tasks: Cell<u64>,
     done_notify: Notify,
     // Open loop.
@@ -121,7 +146,7 @@ impl Ctx {
 
     /// Counts a task that is about to be spawned; the worker ends when every
     /// counted task has dropped its [`TaskGuard`].
-    fn task(self: &Rc<Self>) -> TaskGuard {
+    pub(crate) fn task(self: &Rc<Self>) -> TaskGuard {
         self.live_tasks.set(self.live_tasks.get() + 1);
         TaskGuard(Rc::clone(self))
     }
@@ -130,7 +155,7 @@ impl Ctx {
 /// Held by each counted task. A guard rather than a wrapping future: an
 /// `async` block that awaits a captured future stores it twice, and every
 /// byte of a task is paid once per connection.
-struct TaskGuard(Rc<Ctx>);
+pub(crate) struct TaskGuard(pub(crate) Rc<Ctx>);
 
 impl Drop for TaskGuard {
     fn drop(&mut self) {
@@ -205,9 +230,9 @@ impl IdlePool {
 }
 
 /// An open connection and when its connect() was issued.
-struct Conn {
-    stream: Transport,
-    opened: Instant,
+pub(crate) struct Conn {
+    pub(crate) stream: Transport,
+    pub(crate) opened: Instant,
 }
 
 /// Runs one worker to completion on the current thread.
@@ -224,12 +249,13 @@ pub(crate) fn run(
         scratch: RefCell::new(vec![0u8; SCRATCH].into_boxed_slice()),
         budget: Cell::new(match spec.load {
             WorkerLoad::Closed { budget, .. } => budget,
-            WorkerLoad::Open { .. } => None,
+            WorkerLoad::Open { .. } | WorkerLoad::Storm(_) => None,
         }),
         spec,
         stopping: Cell::new(false),
         stop_notify: Notify::new(),
         in_flight: Cell::new(0),
+        connecting: Cell::new(0),
         live_tasks: Cell::new(0),
         done_notify: Notify::new(),
         queue: RefCell::new(VecDeque::new()),
@@ -301,6 +327,9 @@ pub(crate) fn run(
             WorkerLoad::Open { arrivals, cap, gap, .. } => {
                 tokio::task::spawn_local(dispatcher(ctx.task(), arrivals, cap, gap));
             }
+            WorkerLoad::Storm(load) => {
+                tokio::task::spawn_local(crate::storm::dispatcher(ctx.task(), load));
+            }
         }
 
         tokio::select! {
@@ -316,6 +345,10 @@ pub(crate) fn run(
     let in_flight = ctx.in_flight.get();
     if in_flight > 0 {
         rec.requests_interrupted(finished, in_flight);
+    }
+    let connecting = ctx.connecting.get();
+    if connecting > 0 {
+        rec.connections_interrupted(finished, connecting);
     }
     for _ in ctx.queue.borrow_mut().drain(..) {
         rec.dropped(finished);
@@ -361,24 +394,59 @@ const DENSE_TICK: Duration = Duration::from_micros(200);
 async fn dispatcher(guard: TaskGuard, arrivals: Arrivals, cap: u64, gap: Duration) {
     let ctx = &guard.0;
     let origin = ctx.spec.origin;
-    let mut timer = PreciseTimer::new().ok();
-    let dense = gap < DENSE_GAP;
-    if dense
-        && let Some(t) = timer.as_mut()
-        && t.start_ticking(DENSE_TICK).is_err()
-    {
-        timer = None;
-    }
+    let mut pacer = Pacer::new(gap);
     let mut growth = Growth::new(origin);
-    let mut arrivals = arrivals.peekable();
-    while let Some(&(_, offset)) = arrivals.peek() {
-        if ctx.stopping.get() {
+    for (_, offset) in arrivals {
+        let due = origin + offset;
+        if !pacer.wait_until(ctx, due).await {
             break;
         }
-        let due = origin + offset;
-        if Instant::now() < due {
+        ctx.queue.borrow_mut().push_back(due);
+        if ctx.idle.wake_one() {
+            // An idle connection takes it.
+        } else if ctx.open_tasks.get() < cap && growth.allow(Instant::now()) {
+            spawn_open_task(ctx, false);
+        }
+        // Otherwise the start waits in the queue for the next free
+        // connection; its lateness is recorded as schedule_lag.
+    }
+    ctx.schedule_done.set(true);
+    ctx.idle.wake_all();
+}
+
+/// Waits for scheduled instants with microsecond precision: a timerfd armed
+/// per instant for sparse schedules, a periodic tick for dense ones.
+pub(crate) struct Pacer {
+    timer: Option<PreciseTimer>,
+    dense: bool,
+}
+
+impl Pacer {
+    /// A pacer for a schedule whose starts are `gap` apart on average.
+    pub(crate) fn new(gap: Duration) -> Self {
+        let mut timer = PreciseTimer::new().ok();
+        let dense = gap < DENSE_GAP;
+        if dense
+            && let Some(t) = timer.as_mut()
+            && t.start_ticking(DENSE_TICK).is_err()
+        {
+            timer = None;
+        }
+        Pacer { timer, dense }
+    }
+
+    /// Waits until `due`; false if the run is stopping.
+    pub(crate) async fn wait_until(&mut self, ctx: &Ctx, due: Instant) -> bool {
+        loop {
+            if ctx.stopping.get() {
+                return false;
+            }
+            if Instant::now() >= due {
+                return true;
+            }
+            let dense = self.dense;
             let wait = async {
-                match timer.as_mut() {
+                match self.timer.as_mut() {
                     Some(t) if dense => {
                         if t.tick().await.is_err() {
                             tokio::time::sleep_until(due.into()).await;
@@ -394,23 +462,11 @@ async fn dispatcher(guard: TaskGuard, arrivals: Arrivals, cap: u64, gap: Duratio
             };
             tokio::select! {
                 () = wait => {}
-                () = ctx.stop_notify.notified() => break,
+                () = ctx.stop_notify.notified() => return false,
             }
-            // A tick may come before the next arrival is due.
-            continue;
+            // A tick may come before `due`: look again.
         }
-        arrivals.next();
-        ctx.queue.borrow_mut().push_back(due);
-        if ctx.idle.wake_one() {
-            // An idle connection takes it.
-        } else if ctx.open_tasks.get() < cap && growth.allow(Instant::now()) {
-            spawn_open_task(ctx, false);
-        }
-        // Otherwise the start waits in the queue for the next free
-        // connection; its lateness is recorded as schedule_lag.
     }
-    ctx.schedule_done.set(true);
-    ctx.idle.wake_all();
 }
 
 /// Connections an open loop may open in one burst when none is free.
@@ -468,7 +524,7 @@ async fn open_task(guard: TaskGuard, id: usize, warm: bool) {
     let mut sleep = pin!(tokio::time::sleep(Duration::from_secs(3600)));
     if warm {
         // Boxed: see one_request.
-        if let Ok(opened) = Box::pin(open_connection(ctx, &[], sleep.as_mut())).await {
+        if let Ok(opened) = Box::pin(open_connection(ctx, &[], None, sleep.as_mut())).await {
             conn = Some(opened.conn);
         }
     }
@@ -511,7 +567,7 @@ async fn open_task(guard: TaskGuard, id: usize, warm: bool) {
     close(ctx, conn);
 }
 
-fn close(ctx: &Ctx, conn: Option<Conn>) {
+pub(crate) fn close(ctx: &Ctx, conn: Option<Conn>) {
     if let Some(c) = conn {
         drop(c.stream);
         let now = Instant::now();
@@ -520,25 +576,34 @@ fn close(ctx: &Ctx, conn: Option<Conn>) {
 }
 
 /// A connection ready for requests.
-struct Ready {
-    conn: Conn,
+pub(crate) struct Ready {
+    pub(crate) conn: Conn,
     /// Bytes of `first` already written.
-    written: usize,
+    pub(crate) written: usize,
     /// When it became ready (TCP connected, TLS handshake done).
-    ready: Instant,
+    pub(crate) ready: Instant,
 }
 
 /// Opens a connection to the target (TCP, then TLS if the plan says so),
 /// recording the attempt, its `connect` and `tls` samples and its outcome.
-async fn open_connection(ctx: &Ctx, first: &[u8], mut sleep: Pin<&mut Sleep>) -> Result<Ready, ErrorClass> {
+pub(crate) async fn open_connection(
+    ctx: &Ctx,
+    first: &[u8],
+    source: Option<std::net::IpAddr>,
+    mut sleep: Pin<&mut Sleep>,
+) -> Result<Ready, ErrorClass> {
     let spec = &ctx.spec;
     let opened = Instant::now();
-    ctx.rec.borrow_mut().connection_started();
+    ctx.rec.borrow_mut().connection_started(opened);
+    ctx.connecting.set(ctx.connecting.get() + 1);
+    // Resolved (established or failed) exactly once, below.
+    let resolved = || ctx.connecting.set(ctx.connecting.get() - 1);
     let fail = |class| {
+        resolved();
         ctx.rec.borrow_mut().connection_failed(Instant::now(), class);
         class
     };
-    let o = conn::connect(spec.addr, first, spec.timeout, sleep.as_mut()).await.map_err(fail)?;
+    let o = conn::connect(spec.addr, source, first, spec.timeout, sleep.as_mut()).await.map_err(fail)?;
     ctx.rec.borrow_mut().connected(o.established, o.established - opened);
     let (stream, ready) = match &spec.tls {
         None => (Transport::Plain(o.stream), o.established),
@@ -550,6 +615,7 @@ async fn open_connection(ctx: &Ctx, first: &[u8], mut sleep: Pin<&mut Sleep>) ->
             (stream, done)
         }
     };
+    resolved();
     ctx.rec.borrow_mut().connection_established(ready);
     Ok(Ready {
         conn: Conn { stream, opened },
@@ -571,8 +637,6 @@ async fn one_request(
     ctx.in_flight.set(ctx.in_flight.get() + 1);
     let spec = &ctx.spec;
 
-    let keep_server = ctx.rec.borrow().wants_first_reply();
-    reader.reset(keep_server, false);
     let (c, t_send, written) = match conn {
         Some(c) => (c, Instant::now(), 0),
         None => {
@@ -580,7 +644,7 @@ async fn one_request(
             // out of the task keeps every idle connection small. Plain TCP
             // sends the request with the connect (see conn::connect).
             let first: &[u8] = if spec.tls.is_some() { &[] } else { &spec.request };
-            match Box::pin(open_connection(ctx, first, sleep.as_mut())).await {
+            match Box::pin(open_connection(ctx, first, None, sleep.as_mut())).await {
                 Ok(o) => {
                     let c = conn.insert(o.conn);
                     // A request written with the connect started when the
@@ -596,13 +660,33 @@ async fn one_request(
             }
         }
     };
+    if !exchange_on(ctx, c, reader, sleep, t_send, written, origin).await {
+        close(ctx, conn.take());
+    }
+}
 
+/// Sends the plan's request on `c` (its first `written` bytes already out
+/// since `t_send`), reads the response and records it; the request was
+/// counted started and in flight by the caller. True when the connection
+/// can carry another request.
+pub(crate) async fn exchange_on(
+    ctx: &Ctx,
+    c: &mut Conn,
+    reader: &mut ResponseReader,
+    mut sleep: Pin<&mut Sleep>,
+    t_send: Instant,
+    written: usize,
+    origin: Instant,
+) -> bool {
+    let spec = &ctx.spec;
+    let keep_server = ctx.rec.borrow().wants_first_reply();
+    reader.reset(keep_server, false);
     sleep.as_mut().reset((t_send + spec.timeout).into());
     let outcome = conn::exchange(&mut c.stream, &spec.request, written, reader, &ctx.scratch, sleep).await;
     ctx.in_flight.set(ctx.in_flight.get() - 1);
 
     let mut rec = ctx.rec.borrow_mut();
-    let reuse = match outcome {
+    match outcome {
         Ok(Timing {
             sent,
             first,
@@ -636,9 +720,5 @@ async fn one_request(
             rec.request_failed(now, f.class, reader.wire_bytes);
             false
         }
-    };
-    drop(rec);
-    if !reuse {
-        close(ctx, conn.take());
     }
 }

@@ -1,6 +1,7 @@
 //! What a run measured, as plain data that merges exactly.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -40,6 +41,21 @@ pub struct Measurements {
     /// TLS handshakes completed, by what they negotiated.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls: Option<TlsCounts>,
+    /// When the first connection attempt started, µs after the run's start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_attempt_us: Option<u64>,
+    /// When the last connection was established, µs after the run's start.
+    /// With `first_attempt_us`: seed 000's "total connect time".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_established_us: Option<u64>,
+    /// Established connections the server closed before the client meant
+    /// to (during a storm's hold).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub closed_by_peer: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Completed TLS handshakes, counted by what they negotiated.
@@ -193,10 +209,22 @@ fn merge_hists(into: &mut BTreeMap<String, Hist>, from: &BTreeMap<String, Hist>)
 }
 
 impl Measurements {
-    /// Adds `other` into `self`. `offset` is how many whole seconds after
-    /// `self`'s start `other` started (0 for workers of one run), so that
-    /// their series line up in time.
-    pub fn merge(&mut self, other: &Measurements, offset: u64) -> Result<(), HistError> {
+    /// Adds `other` into `self`. `offset` is how long after `self`'s start
+    /// `other` started (zero for workers of one run), so that their series
+    /// and connection spans line up in time.
+    pub fn merge(&mut self, other: &Measurements, offset: Duration) -> Result<(), HistError> {
+        let shift_us = u64::try_from(offset.as_micros()).unwrap_or(u64::MAX);
+        let shifted = |v: Option<u64>| v.map(|v| v.saturating_add(shift_us));
+        self.first_attempt_us = match (self.first_attempt_us, shifted(other.first_attempt_us)) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.last_established_us = match (self.last_established_us, shifted(other.last_established_us)) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        self.closed_by_peer += other.closed_by_peer;
+        let offset = offset.as_secs();
         self.requests.merge(&other.requests);
         self.connections.merge(&other.connections);
         self.dropped += other.dropped;
@@ -252,6 +280,15 @@ impl Measurements {
         out
     }
 
+    /// Seed 000's "total connect time": from the first connection attempt
+    /// to the last connection established.
+    pub fn total_connect_time(&self) -> Option<Duration> {
+        match (self.first_attempt_us, self.last_established_us) {
+            (Some(a), Some(b)) => Some(Duration::from_micros(b.saturating_sub(a))),
+            _ => None,
+        }
+    }
+
     /// Responses received (any status).
     pub fn replies(&self) -> u64 {
         self.status.values().sum()
@@ -287,7 +324,7 @@ mod tests {
             series: vec![point(0, 5, &[40])],
             ..Measurements::default()
         };
-        a.merge(&b, 1).unwrap();
+        a.merge(&b, Duration::from_secs(1)).unwrap();
         assert_eq!(a.series.len(), 2);
         assert_eq!(a.series[1].ok, 7);
         assert_eq!(a.series[1].phase("latency").unwrap().count(), 3);

@@ -37,6 +37,9 @@ pub struct Recorder {
     peak: u64,
     first_reply: Option<FirstReply>,
     tls: Option<TlsTally>,
+    first_attempt: Option<Instant>,
+    last_established: Option<Instant>,
+    closed_by_peer: u64,
 }
 
 /// TLS counts keyed by static names (no allocation per handshake).
@@ -136,6 +139,9 @@ impl Recorder {
             peak: 0,
             first_reply: None,
             tls: None,
+            first_attempt: None,
+            last_established: None,
+            closed_by_peer: 0,
         }
     }
 
@@ -289,10 +295,26 @@ impl Recorder {
         self.point.bytes_sent += n;
     }
 
-    /// A connection attempt is about to start.
+    /// A connection attempt starts now.
     #[inline]
-    pub fn connection_started(&mut self) {
+    pub fn connection_started(&mut self, now: Instant) {
         self.connections.attempted += 1;
+        self.first_attempt.get_or_insert(now);
+    }
+
+    /// `n` connection attempts were still under way when the run was cut off.
+    pub fn connections_interrupted(&mut self, now: Instant, n: u64) {
+        self.at(now);
+        for _ in 0..n {
+            self.connections.fail(ErrorClass::Interrupted);
+        }
+        self.point.connection_errors += n;
+    }
+
+    /// An established connection was closed by the server before the client
+    /// meant to close it.
+    pub fn closed_by_peer(&mut self) {
+        self.closed_by_peer += 1;
     }
 
     /// TCP connected after `connect` (a `connect` sample). The connection
@@ -308,6 +330,7 @@ impl Recorder {
     #[inline]
     pub fn connection_established(&mut self, now: Instant) {
         self.at(now);
+        self.last_established = Some(self.last_established.map_or(now, |l| l.max(now)));
         self.connections.ok += 1;
         self.point.connections_opened += 1;
         self.open += 1;
@@ -360,6 +383,7 @@ impl Recorder {
             errors,
             dropped: self.dropped,
             open_connections: self.open,
+            connections_ok: self.connections.ok,
             connection_errors: self.connections.errors.values().sum(),
             bytes_received: self.bytes.received,
         }
@@ -399,8 +423,15 @@ impl Recorder {
             series: self.series,
             first_reply: self.first_reply,
             tls: self.tls.as_ref().map(TlsTally::to_counts),
+            first_attempt_us: self.first_attempt.map(|t| since(self.origin, t)),
+            last_established_us: self.last_established.map(|t| since(self.origin, t)),
+            closed_by_peer: self.closed_by_peer,
         }
     }
+}
+
+fn since(origin: Instant, t: Instant) -> u64 {
+    u64::try_from(t.saturating_duration_since(origin).as_micros()).unwrap_or(u64::MAX)
 }
 
 impl SeriesPoint {
@@ -428,6 +459,8 @@ pub struct Live {
     pub dropped: u64,
     /// Connections open now.
     pub open_connections: u64,
+    /// Connections established so far.
+    pub connections_ok: u64,
     /// Failed connection attempts.
     pub connection_errors: u64,
     /// Bytes read.
@@ -446,7 +479,7 @@ mod tests {
     fn events_land_in_their_second_and_totals_add_up() {
         let t0 = Instant::now();
         let mut r = Recorder::new(t0);
-        r.connection_started();
+        r.connection_started(t0);
         r.connected(t0 + ms(1), ms(1));
         r.connection_established(t0 + ms(1));
         for i in 0..10 {

@@ -385,7 +385,7 @@ impl HttpPlan {
     }
 }
 
-fn is_token(b: u8) -> bool {
+pub(crate) fn is_token(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 

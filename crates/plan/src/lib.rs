@@ -14,9 +14,11 @@ mod error;
 mod http;
 mod schedule;
 mod status;
+mod storm;
 
 pub use duration::{format_duration, parse_duration, parse_rate};
 pub use error::PlanError;
 pub use http::{HttpArgs, HttpPlan, Load, Scheme, Stop, Target, TlsSettings};
-pub use schedule::{Arrivals, arrival_offset, split_evenly};
+pub use schedule::{Arrivals, Rng, StormStarts, arrival_offset, split_evenly};
 pub use status::StatusSet;
+pub use storm::{Procs, StormArgs, StormPlan, StormRequest, StormScheme, StormTarget, parse_sources};

@@ -118,3 +118,160 @@ mod tests {
         }
     }
 }
+
+/// A small, fast, seedable generator (SplitMix64): jitter needs
+/// reproducibility (`--seed`), not cryptographic strength.
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator from a seed.
+    pub fn new(seed: u64) -> Self {
+        Rng(seed)
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in [0, 1).
+    pub fn next_f64(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// When one worker's storm connections start, in nondecreasing order.
+///
+/// Connection `i` of the storm belongs to worker `i % workers`. Its start is
+/// `i / rate` with a rate, plus a uniform random wait in `[0, jitter)` with
+/// a jitter (seed 000's "each client starts after a random 0–2 s wait"), or
+/// 0 with neither. Jitter alone is generated in order without storing the
+/// starts (order statistics of uniforms), so a million-connection storm
+/// costs no memory for its schedule.
+#[derive(Clone, Debug)]
+pub enum StormStarts {
+    /// `i / rate`, striped.
+    Rate(Arrivals),
+    /// Sorted uniforms on `[0, jitter)`, generated ascending.
+    Jitter {
+        /// Starts left to make.
+        left: u64,
+        /// The last start, as a fraction of the jitter.
+        last: f64,
+        /// The jitter window.
+        jitter: Duration,
+        /// Randomness.
+        rng: Rng,
+    },
+    /// Rate and jitter together: precomputed and sorted (descending, popped).
+    Sorted(Vec<Duration>),
+    /// All at once.
+    Now(u64),
+}
+
+impl StormStarts {
+    /// Worker `worker` of `workers`' share of `total` connections.
+    pub fn new(total: u64, rate: Option<f64>, jitter: Option<Duration>, worker: u32, workers: u32, seed: u64) -> Self {
+        let share = split_evenly(total, workers).get(worker as usize).copied().unwrap_or(0);
+        let mut rng = Rng::new(seed ^ (u64::from(worker) + 1).wrapping_mul(0xA24B_AED4_963E_E407));
+        match (rate, jitter) {
+            (Some(r), None) => StormStarts::Rate(Arrivals::new(r, total, worker, workers)),
+            (None, Some(j)) => StormStarts::Jitter {
+                left: share,
+                last: 0.0,
+                jitter: j,
+                rng,
+            },
+            (Some(r), Some(j)) => {
+                let mut v: Vec<Duration> = Arrivals::new(r, total, worker, workers)
+                    .map(|(_, at)| at + j.mul_f64(rng.next_f64()))
+                    .collect();
+                v.sort_unstable_by(|a, b| b.cmp(a));
+                StormStarts::Sorted(v)
+            }
+            (None, None) => StormStarts::Now(share),
+        }
+    }
+
+    /// Starts left.
+    pub fn remaining(&self) -> u64 {
+        match self {
+            StormStarts::Rate(a) => a.remaining(),
+            StormStarts::Jitter { left, .. } => *left,
+            StormStarts::Sorted(v) => v.len() as u64,
+            StormStarts::Now(n) => *n,
+        }
+    }
+}
+
+impl Iterator for StormStarts {
+    type Item = Duration;
+
+    fn next(&mut self) -> Option<Duration> {
+        match self {
+            StormStarts::Rate(a) => a.next().map(|(_, at)| at),
+            StormStarts::Jitter { left, last, jitter, rng } => {
+                if *left == 0 {
+                    return None;
+                }
+                // The smallest of `left` uniforms on [last, 1).
+                let v = rng.next_f64();
+                *last += (1.0 - *last) * (1.0 - (1.0 - v).powf(1.0 / *left as f64));
+                *left -= 1;
+                Some(jitter.mul_f64(last.clamp(0.0, 1.0)))
+            }
+            StormStarts::Sorted(v) => v.pop(),
+            StormStarts::Now(n) => {
+                if *n == 0 {
+                    return None;
+                }
+                *n -= 1;
+                Some(Duration::ZERO)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod storm_tests {
+    use super::*;
+
+    #[test]
+    fn jitter_starts_are_sorted_uniform_and_complete() {
+        let j = Duration::from_secs(2);
+        let starts: Vec<Duration> = StormStarts::new(20_000, None, Some(j), 0, 1, 7).collect();
+        assert_eq!(starts.len(), 20_000);
+        assert!(starts.windows(2).all(|w| w[0] <= w[1]));
+        assert!(starts.iter().all(|s| *s < j));
+        // Uniform: each quarter of the window holds about a quarter.
+        for q in 0..4 {
+            let lo = j.mul_f64(q as f64 / 4.0);
+            let hi = j.mul_f64((q + 1) as f64 / 4.0);
+            let n = starts.iter().filter(|s| **s >= lo && **s < hi).count();
+            assert!((4_500..=5_500).contains(&n), "quarter {q}: {n}");
+        }
+    }
+
+    #[test]
+    fn shares_add_up_in_every_mode() {
+        let modes = [
+            (Some(100.0), None),
+            (None, Some(Duration::from_secs(1))),
+            (Some(100.0), Some(Duration::from_millis(50))),
+            (None, None),
+        ];
+        for (rate, jitter) in modes {
+            let total: u64 = (0..3).map(|w| StormStarts::new(1001, rate, jitter, w, 3, 1).count() as u64).sum();
+            assert_eq!(total, 1001, "{rate:?} {jitter:?}");
+            for w in 0..3 {
+                let s: Vec<_> = StormStarts::new(1001, rate, jitter, w, 3, 1).collect();
+                assert!(s.windows(2).all(|p| p[0] <= p[1]));
+            }
+        }
+    }
+}

@@ -11,7 +11,9 @@ use throng_result::{Plan, RunResult};
 /// Writes the ab-style report.
 pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
     let m = &r.measurements;
-    let Plan::Http(p) = &r.plan;
+    let Plan::Http(p) = &r.plan else {
+        return crate::storm::write(r, w);
+    };
     let first = m.first_reply.clone().unwrap_or_default();
     let req = &m.requests;
     let done = req.ended();

@@ -12,7 +12,9 @@ const SAMPLE_SECONDS: usize = 5;
 /// Writes the httperf-style report.
 pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
     let m = &r.measurements;
-    let Plan::Http(p) = &r.plan;
+    let Plan::Http(p) = &r.plan else {
+        return crate::storm::write(r, w);
+    };
     let secs = r.duration_s;
     let conns = m.connections.attempted;
     let requests = m.requests.attempted;

@@ -12,11 +12,12 @@
 pub mod ab;
 pub mod format;
 pub mod httperf;
+pub mod storm;
 pub mod text;
 
 use std::io::{self, Write};
 
-use throng_result::RunResult;
+use throng_result::{Plan, RunResult};
 
 /// A report layout.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,12 +32,26 @@ pub enum View {
     Json,
 }
 
-/// Renders `result` in `view`.
+/// Whether `view` can show `result`: the ab and httperf layouts describe
+/// HTTP runs.
+pub fn supports(view: View, result: &RunResult) -> Result<(), String> {
+    match (view, &result.plan) {
+        (View::Ab | View::Httperf, Plan::Storm(_)) => Err(format!(
+            "the {} view shows HTTP runs and this result is a storm; use --format text or json",
+            if view == View::Ab { "ab" } else { "httperf" }
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Renders `result` in `view` (check [`supports`] first; an unsupported
+/// view falls back to text).
 pub fn write(view: View, result: &RunResult, w: &mut dyn Write) -> io::Result<()> {
-    match view {
-        View::Text => text::write(result, w),
-        View::Ab => ab::write(result, w),
-        View::Httperf => httperf::write(result, w),
-        View::Json => result.to_writer(&mut *w).map_err(io::Error::other),
+    match (view, &result.plan) {
+        (View::Json, _) => result.to_writer(&mut *w).map_err(io::Error::other),
+        (_, Plan::Storm(_)) => storm::write(result, w),
+        (View::Text, Plan::Http(_)) => text::write(result, w),
+        (View::Ab, Plan::Http(_)) => ab::write(result, w),
+        (View::Httperf, Plan::Http(_)) => httperf::write(result, w),
     }
 }

@@ -22,12 +22,11 @@ const TABLE: [Phase; 8] = [
 /// Writes the text report.
 pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
     let m = &r.measurements;
-    match &r.plan {
-        Plan::Http(p) => {
-            writeln!(w, "throng http {} {}", p.method, p.target.url)?;
-            writeln!(w, "  {}", p.describe())?;
-        }
-    }
+    let Plan::Http(p) = &r.plan else {
+        return crate::storm::write(r, w);
+    };
+    writeln!(w, "throng http {} {}", p.method, p.target.url)?;
+    writeln!(w, "  {}", p.describe())?;
     if r.interrupted {
         writeln!(w, "  interrupted: the run was stopped before its end")?;
     }
@@ -106,8 +105,18 @@ pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
     if conns.failed() > 0 {
         write_errors(w, &conns.errors)?;
     }
-    let Plan::Http(p) = &r.plan;
-    if let Some(settings) = &p.tls {
+    write_tls(r, w)?;
+    writeln!(w)?;
+    write_phase_table(m, w)?;
+    writeln!(w)?;
+    write_generator(r, ended, "requests", w)
+}
+
+/// The TLS line: handshakes, what they negotiated, how certificates were
+/// treated.
+pub fn write_tls(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
+    let m = &r.measurements;
+    if let Some(settings) = r.plan.tls() {
         let t = m.tls.clone().unwrap_or_default();
         let top = |m: &std::collections::BTreeMap<String, u64>| {
             m.iter().map(|(k, v)| if m.len() > 1 { format!("{k} ({v})") } else { k.clone() }).collect::<Vec<_>>().join(", ")
@@ -125,10 +134,13 @@ pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
         )?;
         writeln!(w, "  {:<14}{}", "", settings.describe())?;
     }
-    writeln!(w)?;
-    write_phase_table(m, w)?;
-    writeln!(w)?;
+    Ok(())
+}
 
+/// The generator's own cost, with `units` of `unit` (e.g. "requests")
+/// per CPU-second.
+pub fn write_generator(r: &RunResult, units: u64, unit: &str, w: &mut dyn Write) -> io::Result<()> {
+    let ended = units;
     let g = &r.generator;
     let cpu = g.cpu_user_s + g.cpu_system_s;
     writeln!(
@@ -144,7 +156,7 @@ pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
         },
         bytes(g.peak_rss_bytes as f64),
         if cpu > 0.0 {
-            format!(", {:.0} requests per CPU-second", ended as f64 / cpu)
+            format!(", {:.0} {unit} per CPU-second", ended as f64 / cpu)
         } else {
             String::new()
         },
@@ -152,7 +164,7 @@ pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
     Ok(())
 }
 
-fn write_errors(w: &mut dyn Write, errors: &std::collections::BTreeMap<String, u64>) -> io::Result<()> {
+pub(crate) fn write_errors(w: &mut dyn Write, errors: &std::collections::BTreeMap<String, u64>) -> io::Result<()> {
     for (name, n) in errors {
         writeln!(w, "    {name:<24}{n:>10}  {}", ErrorClass::describe(name))?;
     }

@@ -14,7 +14,7 @@ use std::io::{Read, Write};
 
 use serde::{Deserialize, Serialize};
 use throng_metrics::{HistError, Measurements};
-use throng_plan::HttpPlan;
+use throng_plan::{HttpPlan, StormPlan};
 
 /// The schema identifier written into, and required of, every document.
 pub const SCHEMA: &str = "throng.result/v1";
@@ -49,6 +49,8 @@ pub enum ResultError {
 pub enum Plan {
     /// `throng http`.
     Http(HttpPlan),
+    /// `throng storm`.
+    Storm(StormPlan),
 }
 
 impl Plan {
@@ -56,6 +58,31 @@ impl Plan {
     pub fn is_open_loop(&self) -> bool {
         match self {
             Plan::Http(p) => p.is_open_loop(),
+            Plan::Storm(p) => p.rate.is_some() || p.jitter.is_some(),
+        }
+    }
+
+    /// The target as given.
+    pub fn target_url(&self) -> &str {
+        match self {
+            Plan::Http(p) => &p.target.url,
+            Plan::Storm(p) => &p.target.url,
+        }
+    }
+
+    /// `host:port` of the target.
+    pub fn target_authority(&self) -> String {
+        match self {
+            Plan::Http(p) => format!("{}:{}", p.target.host, p.target.port),
+            Plan::Storm(p) => format!("{}:{}", p.target.host, p.target.port),
+        }
+    }
+
+    /// The TLS settings, if the target speaks TLS.
+    pub fn tls(&self) -> Option<&throng_plan::TlsSettings> {
+        match self {
+            Plan::Http(p) => p.tls.as_ref(),
+            Plan::Storm(p) => p.tls.as_ref(),
         }
     }
 }
@@ -185,7 +212,7 @@ impl RunResult {
         let mut parts = Vec::new();
         let mut notes = Vec::new();
         for r in results {
-            let offset = (r.started_at_unix_ms - start) / 1000;
+            let offset = std::time::Duration::from_millis(r.started_at_unix_ms - start);
             merged.merge(&r.measurements, offset)?;
             generator.cpu_user_s += r.generator.cpu_user_s;
             generator.cpu_system_s += r.generator.cpu_system_s;

@@ -6,6 +6,7 @@ mod http;
 mod merge;
 mod report;
 mod serve;
+mod storm;
 mod tls;
 
 use std::io::Write;
@@ -39,6 +40,7 @@ impl std::fmt::Display for UsageError {
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Http(c) => http::run(*c),
+        Command::Storm(c) => storm::run(*c),
         Command::Serve(c) => serve::run(c),
         Command::Demo(c) => demo::run(c),
         Command::Report(c) => report::run(c),
@@ -76,6 +78,7 @@ fn view(f: Format) -> View {
 
 /// Writes a report to stdout; a closed pipe (`| head`) is not an error.
 fn print_report(v: View, result: &RunResult) -> anyhow::Result<()> {
+    throng_report::supports(v, result).map_err(UsageError)?;
     let mut buf = Vec::new();
     throng_report::write(v, result, &mut buf).context("rendering the report")?;
     print_bytes(&buf)
@@ -115,13 +118,16 @@ fn run_exit_code(r: &RunResult) -> ExitCode {
     if r.interrupted {
         return ExitCode::from(EXIT_INTERRUPTED);
     }
-    let req = &r.measurements.requests;
+    // The unit of work: requests for http, connections for storms.
+    let (req, unit) = match &r.plan {
+        throng_result::Plan::Http(_) => (&r.measurements.requests, "request"),
+        throng_result::Plan::Storm(_) => (&r.measurements.connections, "connection"),
+    };
     if req.attempted > 0 && req.ok == 0 {
         let mut classes: Vec<(&String, &u64)> = req.errors.iter().collect();
         classes.sort_by(|a, b| b.1.cmp(a.1));
         let top: Vec<String> = classes.iter().take(3).map(|(k, v)| format!("{v} {k}")).collect();
-        let throng_result::Plan::Http(p) = &r.plan;
-        let target = format!("{}:{}", p.target.host, p.target.port);
+        let target = r.plan.target_authority();
         let hint = match classes.first().map(|(k, _)| k.as_str()).unwrap_or("") {
             "refused" => format!("is anything listening on {target}?"),
             "check_failed" => "the server answered, with statuses the plan does not expect; see --expect-status".to_string(),
@@ -131,7 +137,7 @@ fn run_exit_code(r: &RunResult) -> ExitCode {
             }
             _ => format!("is {target} up and speaking HTTP/1.1?"),
         };
-        eprintln!("throng: every request failed ({}); {hint}", top.join(", "));
+        eprintln!("throng: every {unit} failed ({}); {hint}", top.join(", "));
         return ExitCode::from(EXIT_FAILED);
     }
     ExitCode::SUCCESS

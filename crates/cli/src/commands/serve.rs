@@ -26,6 +26,9 @@ pub fn run(c: ServeCmd) -> anyhow::Result<ExitCode> {
     if threads == 0 {
         return Err(UsageError("--threads must be at least 1".into()).into());
     }
+    if c.procs == 0 {
+        return Err(UsageError("--procs must be at least 1".into()).into());
+    }
     let tls = match &c.tls {
         Some(dir) => {
             let cert = super::tls::read_in("--tls", dir, "server.pem")?;
@@ -57,11 +60,41 @@ pub fn run(c: ServeCmd) -> anyhow::Result<ExitCode> {
         )
     });
     let mtls = if c.mtls { ", client certificates required" } else { "" };
+    // More processes on the same port: each binds it with SO_REUSEPORT and
+    // the kernel spreads new connections over them.
+    let mut children = Vec::new();
+    for _ in 1..c.procs.max(1) {
+        let mut cmd = std::process::Command::new(std::env::current_exe().context("cannot find this program")?);
+        cmd.args(["serve", "--listen", &server.addr().to_string(), "--threads", &threads.to_string()]);
+        if let (Some(every), Some(f)) = (c.stall_every, c.stall_for) {
+            cmd.args(["--stall-every", &throng_plan::format_duration(every)]);
+            cmd.args(["--stall-for", &throng_plan::format_duration(f)]);
+        }
+        if let Some(dir) = &c.tls {
+            cmd.arg("--tls").arg(dir);
+        }
+        if c.mtls {
+            cmd.arg("--mtls");
+        }
+        cmd.stdin(std::process::Stdio::null()).stderr(std::process::Stdio::null());
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+        children.push(cmd.spawn().context("cannot start another lab server process")?);
+    }
+    let procs = if c.procs > 1 { format!(", {} processes", c.procs) } else { String::new() };
     eprintln!(
-        "throng lab server on {scheme}://{}/ ({threads} threads{stall_text}{mtls}); Ctrl-C to stop",
+        "throng lab server on {scheme}://{}/ ({threads} threads{procs}{stall_text}{mtls}); Ctrl-C to stop",
         server.addr()
     );
     signals::wait_for_stop();
+    for child in &mut children {
+        if let Ok(pid) = i32::try_from(child.id()) {
+            // SAFETY: kill takes no pointers.
+            unsafe { libc::kill(pid, libc::SIGTERM) };
+        }
+    }
+    for mut child in children {
+        let _ = child.wait();
+    }
     server.stop();
     Ok(ExitCode::SUCCESS)
 }

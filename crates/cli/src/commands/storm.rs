@@ -1,0 +1,297 @@
+//! `throng storm`, in one process or spread over several.
+//!
+//! A storm whose connections open at once would exceed one process's
+//! descriptor limit runs as N child processes of this binary, each with its
+//! own limit and a share of the connections, all starting at the same
+//! wall-clock instant; their result documents are merged exactly.
+
+use std::ffi::OsString;
+use std::io::Read;
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::Context as _;
+use throng_engine::{Control, StormPart};
+use throng_plan::{Procs, StormArgs, StormPlan};
+use throng_result::RunResult;
+
+use super::{UsageError, print_report, run_exit_code, view, write_result};
+use crate::args::{Format, StormCmd};
+use crate::progress::Display;
+use crate::signals;
+
+/// How long children get to exec and set up before they start together.
+const CHILD_STARTUP: Duration = Duration::from_millis(500);
+/// Memory a held connection costs beyond the generator (both sockets'
+/// kernel structures on loopback, conservatively).
+const KERNEL_BYTES_PER_CONNECTION: u64 = 8 * 1024;
+
+pub fn run(c: StormCmd) -> anyhow::Result<ExitCode> {
+    let seed = c.seed.unwrap_or_else(|| {
+        SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
+    });
+    let plan = StormPlan::from_args(StormArgs {
+        target: c.target.clone(),
+        connections: c.connections,
+        rate: c.rate,
+        max_concurrent: c.max_concurrent,
+        workers: c.workers,
+        jitter: c.jitter,
+        hold: c.hold,
+        request: c.request.clone(),
+        timeout: c.timeout,
+        procs: c.procs.clone(),
+        source: c.source.clone(),
+        tls: super::tls::settings(&c.tls),
+        seed,
+        cores: throng_engine::sys::cores(),
+    })?;
+    let tls = match plan.tls {
+        Some(_) => Some(super::tls::client_config(&c.tls, &[])?),
+        None => None,
+    };
+    if matches!(c.format, Format::Ab | Format::Httperf) {
+        return Err(UsageError("--format: a storm report is text or json".into()).into());
+    }
+
+    // A child: run its part, print the result document, nothing else.
+    if let Some(part) = &c.part {
+        let (index, count) = parse_part(part)?;
+        let control = Control::new();
+        signals::forward_to(&control);
+        let part = StormPart {
+            index,
+            count,
+            start_at_unix_ms: c.start_at,
+        };
+        let result = throng_engine::run_storm(&plan, part, tls, &control, &mut |_| {})
+            .context("the storm part could not start")?;
+        super::print_report(throng_report::View::Json, &result)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+
+    let peak = throng_engine::storm_peak_estimate(&plan);
+    let per_process = throng_engine::connections_per_process(plan.workers);
+    let procs = match plan.procs {
+        Procs::Count(n) => n,
+        Procs::Auto => u32::try_from(peak.div_ceil(per_process.max(1)).max(1)).unwrap_or(u32::MAX),
+    };
+    check_system(&plan, peak, procs, per_process)?;
+
+    let control = Control::new();
+    let result = if procs <= 1 {
+        signals::forward_to(&control);
+        let display = Display::new(c.quiet);
+        let r = throng_engine::run_storm(&plan, StormPart::WHOLE, tls, &control, &mut |p| {
+            display.tick_storm(p);
+        });
+        display.finish();
+        r.context("the storm could not start")?
+    } else {
+        run_children(&c, &plan, procs, seed, &control)?
+    };
+
+    let mut result = result;
+    if plan.source.is_empty() && result.measurements.peak_concurrent_connections > CROWDED_PORTS {
+        result.notes.push(format!(
+            "{} connections were open at once from one source address: connect() slows down as the local \
+             port range fills (and fails past ~28K); --source 127.0.0.2-127.0.0.200 spreads them",
+            result.measurements.peak_concurrent_connections
+        ));
+    }
+    if let Some(path) = &c.json {
+        write_result(path, &result)?;
+    }
+    print_report(view(c.format), &result)?;
+    Ok(run_exit_code(&result))
+}
+
+/// Open connections from one source address past which the kernel's search
+/// for a free local port gets noticeably slower.
+const CROWDED_PORTS: u64 = 10_000;
+
+fn parse_part(text: &str) -> Result<(u32, u32), UsageError> {
+    let bad = || UsageError(format!("--part '{text}': expected I/N with 0 <= I < N"));
+    let (i, n) = text.split_once('/').ok_or_else(bad)?;
+    let (i, n): (u32, u32) = (i.parse().map_err(|_| bad())?, n.parse().map_err(|_| bad())?);
+    if i >= n {
+        return Err(bad());
+    }
+    Ok((i, n))
+}
+
+/// Says before starting when the machine cannot hold the storm, with numbers.
+fn check_system(plan: &StormPlan, peak: u64, procs: u32, per_process: u64) -> Result<(), UsageError> {
+    let share = peak.div_ceil(u64::from(procs.max(1)));
+    if share > per_process {
+        return Err(UsageError(format!(
+            "--procs {procs}: about {peak} connections may be open at once, {share} per process, but a process may \
+             open {per_process} (descriptor limit); use --procs auto or --procs {}",
+            peak.div_ceil(per_process.max(1))
+        )));
+    }
+    if let Some((allocated, max)) = file_table() {
+        let free = max.saturating_sub(allocated);
+        if peak > free {
+            return Err(UsageError(format!(
+                "about {peak} connections may be open at once, but the system file table has room for {free} more \
+                 (fs.file-max {max}, {allocated} in use); lower --connections or --max-concurrent, or raise fs.file-max"
+            )));
+        }
+    }
+    if let Some(available) = mem_available() {
+        let per_connection = if plan.target.scheme.is_tls() { 8 * 1024 } else { 2 * 1024 } + KERNEL_BYTES_PER_CONNECTION;
+        let needed = peak * per_connection;
+        if needed > available {
+            return Err(UsageError(format!(
+                "about {peak} connections may be open at once, needing about {} MB of memory (generator and kernel), \
+                 but {} MB is available; lower --connections or --max-concurrent",
+                needed >> 20,
+                available >> 20
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn file_table() -> Option<(u64, u64)> {
+    let text = std::fs::read_to_string("/proc/sys/fs/file-nr").ok()?;
+    let mut f = text.split_whitespace().map(|v| v.parse::<u64>().ok());
+    let allocated = f.next()??;
+    let _unused = f.next()??;
+    let max = f.next()??;
+    Some((allocated, max))
+}
+
+fn mem_available() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// The command line of child `index`: this storm's flags, its part, the
+/// shared start time, JSON on stdout.
+fn child_args(c: &StormCmd, plan_seed: u64, index: u32, count: u32, start_at: u64) -> Vec<OsString> {
+    let mut a: Vec<OsString> = vec!["storm".into(), c.target.clone().into()];
+    let mut flag = |name: &str, value: Option<String>| {
+        if let Some(v) = value {
+            a.push(name.into());
+            a.push(v.into());
+        }
+    };
+    flag("--connections", c.connections.map(|v| v.to_string()));
+    flag("--rate", c.rate.map(|v| v.to_string()));
+    flag("--max-concurrent", c.max_concurrent.map(|v| v.to_string()));
+    flag("--workers", c.workers.map(|v| v.to_string()));
+    flag("--jitter", c.jitter.map(throng_plan::format_duration));
+    flag("--hold", c.hold.map(throng_plan::format_duration));
+    flag("--request", c.request.clone());
+    flag("--timeout", c.timeout.map(throng_plan::format_duration));
+    flag("--procs", Some(count.to_string()));
+    flag("--source", c.source.clone());
+    flag("--seed", Some(plan_seed.to_string()));
+    flag("--cacert", c.tls.cacert.as_ref().map(|p| p.display().to_string()));
+    flag("--cert", c.tls.cert.as_ref().map(|p| p.display().to_string()));
+    flag("--key", c.tls.key.as_ref().map(|p| p.display().to_string()));
+    if !c.tls.groups.is_empty() {
+        flag("--tls-groups", Some(c.tls.groups.join(",")));
+    }
+    flag("--tls-version", c.tls.tls_version.clone());
+    flag("--sni", c.tls.sni.clone());
+    flag("--part", Some(format!("{index}/{count}")));
+    flag("--start-at", Some(start_at.to_string()));
+    if c.tls.insecure {
+        a.push("--insecure".into());
+    }
+    if c.tls.resume {
+        a.push("--tls-resume".into());
+    }
+    a.push("--quiet".into());
+    a
+}
+
+/// Runs the storm as `procs` child processes and merges their results.
+fn run_children(c: &StormCmd, plan: &StormPlan, procs: u32, seed: u64, control: &Control) -> anyhow::Result<RunResult> {
+    let exe = std::env::current_exe().context("cannot find this program to start worker processes")?;
+    let start_at = (SystemTime::now() + CHILD_STARTUP)
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    let mut children: Vec<Child> = Vec::new();
+    for i in 0..procs {
+        let mut cmd = Command::new(&exe);
+        cmd.args(child_args(c, seed, i, procs, start_at))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        // Own process group: a terminal's Ctrl-C reaches only this process,
+        // which forwards it once (a second signal would abort the child).
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+        match cmd.spawn() {
+            Ok(child) => children.push(child),
+            Err(e) => {
+                for mut ch in children {
+                    let _ = ch.kill();
+                    let _ = ch.wait();
+                }
+                return Err(anyhow::anyhow!("cannot start worker process {} of {procs}: {e}", i + 1));
+            }
+        }
+    }
+    let pids: Vec<u32> = children.iter().map(Child::id).collect();
+    signals::forward_to_children(control, pids);
+    if !c.quiet {
+        eprintln!(
+            "throng: storm of {} connections over {procs} processes (about {} open at once each)",
+            plan.connections,
+            throng_engine::storm_peak_estimate(plan).div_ceil(u64::from(procs))
+        );
+    }
+
+    // Read every child's output on its own thread: a child blocked on a
+    // full pipe would never finish.
+    let readers: Vec<_> = children
+        .iter_mut()
+        .map(|ch| {
+            let mut out = ch.stdout.take();
+            let mut err = ch.stderr.take();
+            std::thread::spawn(move || {
+                let mut o = Vec::new();
+                let mut e = Vec::new();
+                if let Some(s) = out.as_mut() {
+                    let _ = s.read_to_end(&mut o);
+                }
+                if let Some(s) = err.as_mut() {
+                    let _ = s.read_to_end(&mut e);
+                }
+                (o, e)
+            })
+        })
+        .collect();
+    let mut results = Vec::new();
+    let mut failures = Vec::new();
+    for (i, (mut child, reader)) in children.into_iter().zip(readers).enumerate() {
+        let status = child.wait().context("waiting for a worker process")?;
+        let (out, err) = reader.join().unwrap_or_default();
+        match RunResult::from_reader(out.as_slice()) {
+            Ok(r) => results.push(r),
+            Err(e) => failures.push(format!(
+                "process {} of {procs} ({status}): {}",
+                i + 1,
+                String::from_utf8_lossy(&err).trim().lines().last().map_or_else(|| e.to_string(), str::to_string)
+            )),
+        }
+    }
+    if !failures.is_empty() {
+        return Err(anyhow::anyhow!("{} of {procs} worker processes failed: {}", failures.len(), failures.join("; ")));
+    }
+    let mut merged = RunResult::merge(&results).context("merging the worker processes' results")?;
+    merged.plan = throng_result::Plan::Storm(plan.clone());
+    merged.notes.retain(|n| !n.starts_with("process "));
+    merged.notes.insert(
+        0,
+        format!("ran as {procs} processes (each under its own descriptor limit); results merged exactly"),
+    );
+    merged.interrupted = merged.interrupted || control.was_interrupted();
+    Ok(merged)
+}

@@ -1,0 +1,459 @@
+//! `throng storm`: the validated plan of a connection storm.
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::duration::format_duration;
+use crate::error::PlanError;
+use crate::http::{DEFAULT_TIMEOUT, TlsSettings, is_token};
+
+/// What a storm connects to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StormScheme {
+    /// Plain TCP: connect, hold, close.
+    Tcp,
+    /// TLS over TCP: connect, handshake, hold, close.
+    Tls,
+    /// TCP, then one HTTP request.
+    Http,
+    /// TLS, then one HTTP request.
+    Https,
+}
+
+impl StormScheme {
+    /// True for `tls://` and `https://`.
+    pub fn is_tls(self) -> bool {
+        matches!(self, StormScheme::Tls | StormScheme::Https)
+    }
+}
+
+/// Where a storm's connections go.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StormTarget {
+    /// The target as given.
+    pub url: String,
+    /// Scheme.
+    pub scheme: StormScheme,
+    /// Host name or address literal.
+    pub host: String,
+    /// Port.
+    pub port: u16,
+}
+
+/// One HTTP request per connection.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StormRequest {
+    /// Method.
+    pub method: String,
+    /// Path and query.
+    pub path: String,
+}
+
+/// How many processes share the storm.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Procs {
+    /// As many as the descriptor limit requires.
+    Auto,
+    /// Exactly this many.
+    Count(u32),
+}
+
+/// Flags as parsed, before validation.
+#[derive(Clone, Debug, Default)]
+pub struct StormArgs {
+    /// `TARGET`.
+    pub target: String,
+    /// `--connections`.
+    pub connections: Option<u64>,
+    /// `--rate` (per second).
+    pub rate: Option<f64>,
+    /// `--max-concurrent`.
+    pub max_concurrent: Option<u64>,
+    /// `--workers`.
+    pub workers: Option<u32>,
+    /// `--jitter`.
+    pub jitter: Option<Duration>,
+    /// `--hold`.
+    pub hold: Option<Duration>,
+    /// `--request`, as typed (`GET /`, `none`).
+    pub request: Option<String>,
+    /// `--timeout`.
+    pub timeout: Option<Duration>,
+    /// `--procs`, as typed (`auto` or a number).
+    pub procs: Option<String>,
+    /// `--source`, as typed (a range or a CIDR).
+    pub source: Option<String>,
+    /// TLS flags.
+    pub tls: TlsSettings,
+    /// Seed of the jitter's random waits.
+    pub seed: u64,
+    /// Cores on this machine (the default for `--workers`).
+    pub cores: u32,
+}
+
+/// A validated storm.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StormPlan {
+    /// Where connections go.
+    pub target: StormTarget,
+    /// Connections in all.
+    pub connections: u64,
+    /// New connections per second (None: as fast as `max_concurrent` allows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<f64>,
+    /// Connections open or opening at once, at most.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_concurrent: Option<u64>,
+    /// Worker threads per process.
+    pub workers: u32,
+    /// Each connection starts after a uniformly random wait in [0, jitter).
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "opt_dur")]
+    pub jitter: Option<Duration>,
+    /// How long each connection stays open once established.
+    #[serde(with = "dur")]
+    pub hold: Duration,
+    /// One request per connection (http/https targets, or --request).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<StormRequest>,
+    /// Limit on connect, handshake and request.
+    #[serde(with = "dur")]
+    pub timeout: Duration,
+    /// Processes.
+    pub procs: Procs,
+    /// Local addresses to connect from, rotated over connections.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub source: Vec<IpAddr>,
+    /// TLS settings (tls/https only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<TlsSettings>,
+    /// Seed of the jitter's random waits (rerun with `--seed` to repeat them).
+    pub seed: u64,
+}
+
+/// The most source addresses a storm rotates over.
+const MAX_SOURCES: u128 = 65_536;
+
+impl StormPlan {
+    /// Validates flags into a plan.
+    pub fn from_args(a: StormArgs) -> Result<StormPlan, PlanError> {
+        let target = parse_target(&a.target)?;
+        let connections = match a.connections {
+            Some(0) => return Err(PlanError::invalid("--connections", "must be at least 1, e.g. --connections 10000")),
+            Some(n) => n,
+            None => return Err(PlanError::invalid("--connections", "is required: how many connections, e.g. --connections 10000")),
+        };
+        if let Some(r) = a.rate
+            && !(r.is_finite() && r > 0.0)
+        {
+            return Err(PlanError::invalid("--rate", "must be greater than 0 connections per second, e.g. --rate 1000"));
+        }
+        if a.max_concurrent == Some(0) {
+            return Err(PlanError::invalid("--max-concurrent", "must be at least 1, e.g. --max-concurrent 1000"));
+        }
+        let workers = a.workers.unwrap_or(a.cores.max(1));
+        if workers == 0 {
+            return Err(PlanError::invalid("--workers", "must be at least 1, e.g. --workers 2"));
+        }
+        let workers = u32::try_from(u64::from(workers).min(connections)).unwrap_or(workers);
+        let timeout = a.timeout.unwrap_or(DEFAULT_TIMEOUT);
+        if timeout.is_zero() {
+            return Err(PlanError::invalid("--timeout", "must be longer than 0, e.g. --timeout 10s"));
+        }
+        let request = match a.request.as_deref().map(str::trim) {
+            Some("none") => None,
+            Some(text) => Some(parse_request(text)?),
+            None => match target.scheme {
+                StormScheme::Http | StormScheme::Https => Some(StormRequest {
+                    method: "GET".into(),
+                    path: target_path(&a.target),
+                }),
+                _ => None,
+            },
+        };
+        let procs = match a.procs.as_deref().map(str::trim) {
+            None | Some("auto") => Procs::Auto,
+            Some(n) => match n.parse::<u32>() {
+                Ok(n) if n >= 1 => Procs::Count(n),
+                _ => return Err(PlanError::invalid("--procs", format!("'{n}' is not 'auto' or a count of at least 1"))),
+            },
+        };
+        let source = match a.source.as_deref() {
+            Some(s) => parse_sources(s)?,
+            None => Vec::new(),
+        };
+        let tls = if target.scheme.is_tls() {
+            Some(a.tls)
+        } else if a.tls.any() {
+            return Err(PlanError::invalid(
+                "--cacert/--cert/--key/--insecure/--tls-*",
+                format!("TLS flags apply to tls:// and https:// targets; '{}' is plain", target.url),
+            ));
+        } else {
+            None
+        };
+        Ok(StormPlan {
+            target,
+            connections,
+            rate: a.rate,
+            max_concurrent: a.max_concurrent,
+            workers,
+            jitter: a.jitter.filter(|j| !j.is_zero()),
+            hold: a.hold.unwrap_or(Duration::ZERO),
+            request,
+            timeout,
+            procs,
+            source,
+            tls,
+            seed: a.seed,
+        })
+    }
+
+    /// The bytes of the per-connection request, if any.
+    pub fn request_bytes(&self) -> Option<Vec<u8>> {
+        let r = self.request.as_ref()?;
+        let default_port = if self.target.scheme.is_tls() { 443 } else { 80 };
+        let host = if self.target.host.contains(':') {
+            format!("[{}]", self.target.host)
+        } else {
+            self.target.host.clone()
+        };
+        let authority = if self.target.port == default_port { host } else { format!("{host}:{}", self.target.port) };
+        Some(
+            format!(
+                "{} {} HTTP/1.1\r\nHost: {authority}\r\nUser-Agent: throng/{}\r\n\r\n",
+                r.method,
+                r.path,
+                env!("CARGO_PKG_VERSION")
+            )
+            .into_bytes(),
+        )
+    }
+
+    /// A one-line description.
+    pub fn describe(&self) -> String {
+        let mut parts = vec![format!("{} connections", self.connections)];
+        if let Some(r) = self.rate {
+            parts.push(format!("{r}/s"));
+        }
+        if let Some(m) = self.max_concurrent {
+            parts.push(format!("at most {m} at once"));
+        }
+        if let Some(j) = self.jitter {
+            parts.push(format!("each after a random wait under {}", format_duration(j)));
+        }
+        parts.push(if self.hold.is_zero() { "closed at once".to_string() } else { format!("held {}", format_duration(self.hold)) });
+        if let Some(r) = &self.request {
+            parts.push(format!("one {} {} each", r.method, r.path));
+        }
+        parts.push(format!("{} worker{}", self.workers, if self.workers == 1 { "" } else { "s" }));
+        if !self.source.is_empty() {
+            parts.push(format!("from {} source addresses", self.source.len()));
+        }
+        parts.join(", ")
+    }
+}
+
+fn parse_target(text: &str) -> Result<StormTarget, PlanError> {
+    let example = "e.g. tcp://127.0.0.1:8080, tls://127.0.0.1:8443 or https://127.0.0.1:8443/";
+    let url = url::Url::parse(text)
+        .map_err(|e| PlanError::invalid("TARGET", format!("'{text}' is not a valid target ({e}); {example}")))?;
+    let scheme = match url.scheme() {
+        "tcp" => StormScheme::Tcp,
+        "tls" => StormScheme::Tls,
+        "http" => StormScheme::Http,
+        "https" => StormScheme::Https,
+        other => {
+            return Err(PlanError::invalid("TARGET", format!("scheme '{other}' is not supported; {example}")));
+        }
+    };
+    let host = match url.host() {
+        Some(url::Host::Ipv6(a)) => a.to_string(),
+        Some(h) => h.to_string(),
+        None => return Err(PlanError::invalid("TARGET", format!("'{text}' has no host; {example}"))),
+    };
+    let port = match (url.port_or_known_default(), scheme) {
+        (Some(p), _) => p,
+        (None, StormScheme::Tls) => 443,
+        (None, _) => return Err(PlanError::invalid("TARGET", format!("'{text}' needs a port; {example}"))),
+    };
+    Ok(StormTarget {
+        url: text.to_string(),
+        scheme,
+        host,
+        port,
+    })
+}
+
+fn target_path(text: &str) -> String {
+    url::Url::parse(text)
+        .map(|u| match u.query() {
+            Some(q) => format!("{}?{q}", u.path()),
+            None => u.path().to_string(),
+        })
+        .unwrap_or_else(|_| "/".to_string())
+}
+
+fn parse_request(text: &str) -> Result<StormRequest, PlanError> {
+    let bad = || PlanError::invalid("--request", format!("'{text}' is not 'METHOD /path' or 'none', e.g. --request 'GET /'"));
+    let mut parts = text.split_whitespace();
+    let (Some(method), Some(path), None) = (parts.next(), parts.next(), parts.next()) else {
+        return Err(bad());
+    };
+    if !method.bytes().all(is_token) || !path.starts_with('/') {
+        return Err(bad());
+    }
+    Ok(StormRequest {
+        method: method.to_string(),
+        path: path.to_string(),
+    })
+}
+
+/// Parses `127.0.0.2-127.0.0.200`, `127.0.0.0/24` or one address.
+pub fn parse_sources(text: &str) -> Result<Vec<IpAddr>, PlanError> {
+    let bad = |why: &str| {
+        PlanError::invalid("--source", format!("'{text}': {why}; e.g. --source 127.0.0.2-127.0.0.200 or --source 127.0.1.0/24"))
+    };
+    let ip = |s: &str| s.trim().parse::<IpAddr>().map_err(|_| bad("not an IP address"));
+    let (first, last) = if let Some((a, b)) = text.split_once('-') {
+        (ip(a)?, ip(b)?)
+    } else if let Some((a, bits)) = text.split_once('/') {
+        let base = ip(a)?;
+        let bits: u32 = bits.trim().parse().map_err(|_| bad("the prefix length is not a number"))?;
+        let width = if base.is_ipv4() { 32 } else { 128 };
+        if bits > width {
+            return Err(bad("the prefix is longer than the address"));
+        }
+        let host_bits = width - bits;
+        let n = to_u128(base);
+        let mask = if host_bits >= 128 { u128::MAX } else { (1u128 << host_bits) - 1 };
+        let (lo, hi) = (n & !mask, n | mask);
+        // Skip the network and broadcast addresses of IPv4 subnets.
+        let (lo, hi) = if base.is_ipv4() && host_bits >= 2 { (lo + 1, hi - 1) } else { (lo, hi) };
+        (from_u128(lo, base.is_ipv4()), from_u128(hi, base.is_ipv4()))
+    } else {
+        let a = ip(text)?;
+        (a, a)
+    };
+    if first.is_ipv4() != last.is_ipv4() {
+        return Err(bad("both ends must be IPv4 or both IPv6"));
+    }
+    let (lo, hi) = (to_u128(first), to_u128(last));
+    if lo > hi {
+        return Err(bad("the range runs backwards"));
+    }
+    if hi - lo >= MAX_SOURCES {
+        return Err(bad("more than 65536 addresses"));
+    }
+    Ok((lo..=hi).map(|n| from_u128(n, first.is_ipv4())).collect())
+}
+
+fn to_u128(a: IpAddr) -> u128 {
+    match a {
+        IpAddr::V4(v) => u128::from(u32::from(v)),
+        IpAddr::V6(v) => u128::from(v),
+    }
+}
+
+fn from_u128(n: u128, v4: bool) -> IpAddr {
+    if v4 {
+        // Invariant: built from IPv4 values, so it fits 32 bits.
+        IpAddr::V4(std::net::Ipv4Addr::from(n as u32))
+    } else {
+        IpAddr::V6(std::net::Ipv6Addr::from(n))
+    }
+}
+
+mod dur {
+    use super::*;
+    use crate::duration::parse_duration;
+
+    pub fn serialize<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&format_duration(*d))
+    }
+
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let text = String::deserialize(d)?;
+        parse_duration(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+mod opt_dur {
+    use super::*;
+    use crate::duration::parse_duration;
+
+    pub fn serialize<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => s.serialize_str(&format_duration(*d)),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        let text = Option::<String>::deserialize(d)?;
+        text.map(|t| parse_duration(&t).map_err(serde::de::Error::custom)).transpose()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(target: &str) -> StormArgs {
+        StormArgs {
+            target: target.into(),
+            connections: Some(100),
+            cores: 2,
+            ..StormArgs::default()
+        }
+    }
+
+    #[test]
+    fn targets_and_defaults() {
+        let p = StormPlan::from_args(args("tcp://127.0.0.1:9000")).unwrap();
+        assert_eq!(p.target.scheme, StormScheme::Tcp);
+        assert_eq!(p.request, None);
+        assert_eq!(p.hold, Duration::ZERO);
+        assert_eq!(p.procs, Procs::Auto);
+        assert_eq!(p.workers, 2);
+        let p = StormPlan::from_args(args("https://localhost:8443/health?x=1")).unwrap();
+        assert_eq!(p.request.as_ref().unwrap().path, "/health?x=1");
+        assert!(p.tls.is_some());
+        let bytes = String::from_utf8(p.request_bytes().unwrap()).unwrap();
+        assert!(bytes.starts_with("GET /health?x=1 HTTP/1.1\r\nHost: localhost:8443\r\n"), "{bytes}");
+        let p = StormPlan::from_args(StormArgs { request: Some("none".into()), ..args("http://h:80/") }).unwrap();
+        assert_eq!(p.request, None);
+    }
+
+    #[test]
+    fn sources() {
+        assert_eq!(parse_sources("127.0.0.2-127.0.0.4").unwrap().len(), 3);
+        let v = parse_sources("127.0.1.0/30").unwrap();
+        assert_eq!(v, vec!["127.0.1.1".parse::<IpAddr>().unwrap(), "127.0.1.2".parse().unwrap()]);
+        assert_eq!(parse_sources("::1").unwrap().len(), 1);
+        assert!(parse_sources("127.0.0.9-127.0.0.1").is_err());
+        assert!(parse_sources("10.0.0.0/8").is_err(), "too many");
+        assert!(parse_sources("nope").unwrap_err().to_string().contains("--source"));
+    }
+
+    #[test]
+    fn errors_name_the_flag() {
+        let flag = |a: StormArgs| match StormPlan::from_args(a).unwrap_err() {
+            PlanError::Invalid { flag, .. } => flag,
+        };
+        assert_eq!(flag(StormArgs { connections: None, ..args("tcp://h:1") }), "--connections");
+        assert_eq!(flag(args("ftp://h:1")), "TARGET");
+        assert_eq!(flag(args("tcp://h")), "TARGET");
+        assert_eq!(flag(StormArgs { rate: Some(0.0), ..args("tcp://h:1") }), "--rate");
+        assert_eq!(flag(StormArgs { request: Some("GET".into()), ..args("tcp://h:1") }), "--request");
+        assert_eq!(flag(StormArgs { procs: Some("0".into()), ..args("tcp://h:1") }), "--procs");
+        let tls = TlsSettings {
+            insecure: true,
+            ..TlsSettings::default()
+        };
+        assert_eq!(flag(StormArgs { tls, ..args("tcp://h:1") }), "--cacert/--cert/--key/--insecure/--tls-*");
+    }
+}

@@ -1,0 +1,122 @@
+//! The storm report: how many connections were attempted, established and
+//! failed (and why), how fast, how long the whole crowd took, and what each
+//! connection cost the generator.
+
+use std::io::{self, Write};
+
+use throng_metrics::Phase;
+use throng_result::{Plan, RunResult, per_second};
+
+use crate::format::{bytes, pct, us};
+use crate::text::{write_errors, write_generator, write_phase_table, write_tls};
+
+/// Seconds of per-second figures shown one by one; longer storms get a
+/// summary (min, median, max).
+const SERIES_SHOWN: usize = 20;
+
+/// Writes the storm report.
+pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
+    let Plan::Storm(p) = &r.plan else {
+        return crate::text::write(r, w);
+    };
+    let m = &r.measurements;
+    writeln!(w, "throng storm {}", p.target.url)?;
+    writeln!(w, "  {}", p.describe())?;
+    if r.interrupted {
+        writeln!(w, "  interrupted: the storm was stopped before its end")?;
+    }
+    for note in &r.notes {
+        writeln!(w, "  note: {note}")?;
+    }
+    writeln!(w)?;
+
+    let c = &m.connections;
+    writeln!(
+        w,
+        "  {:<14}{} attempted, {} established, {} failed ({:.2}%)",
+        "connections",
+        c.attempted,
+        c.ok,
+        c.failed(),
+        pct(c.failed(), c.attempted)
+    )?;
+    write_errors(w, &c.errors)?;
+    if c.error("addr_unavailable") > 0 && p.source.is_empty() {
+        writeln!(
+            w,
+            "  {:<14}out of local ports to {}:{}: spread connections over more source addresses, e.g. --source 127.0.0.2-127.0.0.200",
+            "hint", p.target.host, p.target.port
+        )?;
+    }
+    if c.error("fd_unavailable") > 0 {
+        writeln!(w, "  {:<14}out of file descriptors: lower --max-concurrent or use --procs", "hint")?;
+    }
+    let per_sec: Vec<u64> = m.series.iter().map(|s| s.connections_opened).collect();
+    let shown = if per_sec.len() <= SERIES_SHOWN {
+        per_sec.iter().map(u64::to_string).collect::<Vec<_>>().join(" ")
+    } else {
+        let mut sorted = per_sec.clone();
+        sorted.sort_unstable();
+        format!(
+            "min {}, median {}, max {} over {} seconds",
+            sorted.first().unwrap_or(&0),
+            sorted[sorted.len() / 2],
+            sorted.last().unwrap_or(&0),
+            sorted.len()
+        )
+    };
+    writeln!(
+        w,
+        "  {:<14}{:.1} established/s over {:.2}s; per second: {shown}",
+        "throughput",
+        per_second(c.ok, r.duration_s),
+        r.duration_s
+    )?;
+    if let Some(t) = m.total_connect_time() {
+        writeln!(
+            w,
+            "  {:<14}{} (first attempt to last established)",
+            "total connect",
+            us(t.as_micros() as f64)
+        )?;
+    }
+    writeln!(w, "  {:<14}{} established at once", "peak", m.peak_concurrent_connections)?;
+    if m.closed_by_peer > 0 {
+        writeln!(w, "  {:<14}{} held connections closed by the server", "closed early", m.closed_by_peer)?;
+    }
+    if m.requests.attempted > 0 {
+        let rq = &m.requests;
+        let classes = m.status_classes();
+        writeln!(
+            w,
+            "  {:<14}{} attempted, {} ok, {} failed; status 2xx={} 3xx={} 4xx={} 5xx={}",
+            "requests",
+            rq.attempted,
+            rq.ok,
+            rq.failed(),
+            classes[1],
+            classes[2],
+            classes[3],
+            classes[4]
+        )?;
+        write_errors(w, &rq.errors)?;
+    }
+    write_tls(r, w)?;
+    writeln!(w)?;
+    write_phase_table(m, w)?;
+    if let Some(h) = m.phase(Phase::Tls.name()) {
+        writeln!(w, "  {:<14}{} on average", "handshakes", us(h.mean()))?;
+    }
+    writeln!(w)?;
+    write_generator(r, c.attempted, "connections", w)?;
+    // Per-connection memory means something only with many open at once.
+    if m.peak_concurrent_connections >= 100 {
+        writeln!(
+            w,
+            "  {:<14}{} of peak memory per connection open at the peak",
+            "",
+            bytes(r.generator.peak_rss_bytes as f64 / m.peak_concurrent_connections as f64)
+        )?;
+    }
+    Ok(())
+}
