@@ -25,7 +25,7 @@ export PATH="$PATH:/usr/sbin:/sbin"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 status=0
-cargo test --workspace --all-targets "$@" 2>&1 | tee "$log" || status=$?
+cargo test --workspace --all-targets --no-fail-fast "$@" 2>&1 | tee "$log" || status=$?
 # One closing line for the whole suite, summed over every test binary.
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
      END { printf "tests: %d passed, %d failed\n", p, f }' "$log"

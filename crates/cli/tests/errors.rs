@@ -137,7 +137,7 @@ fn request_bodies_are_sent_and_counted() {
     let m = &r.measurements;
     assert_eq!(m.requests.ok, 200);
     assert_eq!(m.bytes.received_body, 200 * 27, "the lab echoes each 27-byte body");
-    let throng_result::Plan::Http(p) = &r.plan;
+    let throng_result::Plan::Http(p) = &r.plan else { panic!("an http result") };
     assert_eq!(p.method, "POST", "a body implies POST");
     assert_eq!(p.body_bytes, 27);
     assert!(m.bytes.sent >= 200 * 27);

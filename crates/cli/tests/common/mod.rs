@@ -158,6 +158,15 @@ pub struct Run {
 }
 
 impl Run {
+    pub fn new(output: Output, result: Option<RunResult>, json: PathBuf, dir: tempfile::TempDir) -> Run {
+        Run {
+            output,
+            result,
+            json,
+            _dir: dir,
+        }
+    }
+
     pub fn code(&self) -> i32 {
         self.output.status.code().unwrap_or(-1)
     }

@@ -1,0 +1,190 @@
+//! `throng storm` against the lab server and nginx: every connection
+//! counted, the schedule's shape in the series, caps respected, and more
+//! connections held at once than one process's descriptor limit.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::process::{Child, Stdio};
+
+use common::{assert_books_balance, free_port, lab, throng, wait_listening};
+use throng_result::RunResult;
+
+/// Runs `throng storm ARGS --json FILE --quiet` and reads the result.
+fn storm(args: &[&str]) -> common::Run {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("result.json");
+    let output = common::output(throng().arg("storm").args(args).arg("--json").arg(&json).arg("--quiet"));
+    let result = std::fs::File::open(&json).ok().map(|f| RunResult::from_reader(f).unwrap());
+    common::Run::new(output, result, json, dir)
+}
+
+#[test]
+fn every_connection_is_counted_and_the_rate_shapes_the_series() {
+    let server = lab(None);
+    let run = storm(&[&format!("tcp://{}", server.addr()), "-n", "3000", "--rate", "1000"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let r = run.result();
+    assert_books_balance(r);
+    let m = &r.measurements;
+    assert_eq!(m.connections.attempted, 3000);
+    assert_eq!(m.connections.ok, 3000);
+    assert_eq!(m.phases["connect"].count(), 3000);
+    assert_eq!(m.phases["connection"].count(), 3000);
+    assert_eq!(m.phases["schedule_lag"].count(), 3000, "a rate is a schedule");
+    // 1000 per second: the three full seconds carry about a thousand each.
+    let per_second: Vec<u64> = m.series.iter().map(|p| p.connections_opened).collect();
+    assert!(per_second.iter().all(|&n| n <= 1100), "{per_second:?}");
+    assert_eq!(per_second.iter().filter(|&&n| n >= 900).count(), 3, "{per_second:?}");
+    assert!(m.total_connect_time().is_some());
+    assert!(r.coordinated_omission_free);
+    assert!(run.stdout().contains("3000 attempted, 3000 established, 0 failed"));
+    let problems = common::schema_violations(&run.json);
+    assert!(problems.is_empty(), "schema violations: {problems:#?}");
+}
+
+#[test]
+fn max_concurrent_caps_what_is_open_and_jitter_spreads_the_starts() {
+    let server = lab(None);
+    let target = format!("tcp://{}", server.addr());
+    let capped = storm(&[&target, "-n", "600", "--max-concurrent", "40", "--hold", "50ms"]);
+    assert_eq!(capped.code(), 0, "{}", capped.stderr());
+    let m = &capped.result().measurements;
+    assert_eq!(m.connections.ok, 600);
+    assert!(m.peak_concurrent_connections <= 40, "peak {}", m.peak_concurrent_connections);
+    assert!(m.peak_concurrent_connections >= 20, "the cap was used: {}", m.peak_concurrent_connections);
+
+    // Jitter under the hold: every connection is open at once at the end
+    // of the window, and all of them started within it.
+    let jittered = storm(&[&target, "-n", "500", "--jitter", "1s", "--hold", "3s", "--seed", "42"]);
+    assert_eq!(jittered.code(), 0, "{}", jittered.stderr());
+    let m = &jittered.result().measurements;
+    assert_eq!(m.connections.ok, 500);
+    assert_eq!(m.peak_concurrent_connections, 500);
+    let opened_late: u64 = m.series.iter().filter(|p| p.second >= 2).map(|p| p.connections_opened).sum();
+    assert_eq!(opened_late, 0, "no start after the 1 s window (allowing a second of slack)");
+    let throng_result::Plan::Storm(plan) = &jittered.result().plan else { panic!("a storm") };
+    assert_eq!(plan.seed, 42, "the seed is recorded to repeat the jitter");
+}
+
+#[test]
+fn requests_and_failures_per_connection() {
+    let server = lab(None);
+    let ok = storm(&[&format!("http://{}/bytes/10", server.addr()), "-n", "200", "-c", "20"]);
+    assert_eq!(ok.code(), 0, "{}", ok.stderr());
+    let m = &ok.result().measurements;
+    assert_books_balance(ok.result());
+    assert_eq!(m.requests.ok, 200);
+    assert_eq!(m.bytes.received_body, 2000);
+    assert_eq!(m.status.get(&200), Some(&200));
+
+    let refused = storm(&[&format!("tcp://127.0.0.1:{}", free_port()), "-n", "500"]);
+    assert_eq!(refused.code(), 1);
+    let m = &refused.result().measurements;
+    assert_books_balance(refused.result());
+    assert!(m.connections.error("refused") >= 10);
+    assert_eq!(m.connections.ok, 0);
+}
+
+#[test]
+fn held_connections_closed_by_the_server_are_counted() {
+    // nginx closes idle connections after keepalive_timeout... too slow for a
+    // test; the lab's stall-free server holds, so close it under the storm.
+    let port = free_port();
+    let mut serve = throng()
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--threads", "1"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_listening(([127, 0, 0, 1], port).into());
+    let killer = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        let _ = serve.kill();
+        let _ = serve.wait();
+    });
+    let run = storm(&[&format!("tcp://127.0.0.1:{port}"), "-n", "100", "--hold", "30s"]);
+    killer.join().unwrap();
+    let m = &run.result().measurements;
+    assert_eq!(m.connections.ok, 100);
+    assert_eq!(m.closed_by_peer, 100, "the server went away under every held connection");
+    assert!(run.result().duration_s < 20.0, "the storm ends when its connections do");
+}
+
+struct Serve(Child);
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        // SIGTERM lets the lab stop its own children.
+        let _ = std::process::Command::new("kill").arg(self.0.id().to_string()).status();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn more_connections_held_than_one_process_may_open() {
+    let (_soft, hard) = {
+        let out = common::output(std::process::Command::new("sh").args(["-c", "ulimit -Hn"]));
+        let v: u64 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap_or(20_000);
+        (v, v)
+    };
+    // Half again the hard limit, held at once: one process cannot.
+    let n = hard + hard / 2;
+    let port = free_port();
+    let procs = (n / (hard - 500) + 1).to_string();
+    let _server = Serve(
+        throng()
+            .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--threads", "1", "--procs", &procs])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_listening(([127, 0, 0, 1], port).into());
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let run = storm(&[
+        &format!("tcp://127.0.0.1:{port}"),
+        "-n",
+        &n.to_string(),
+        "--rate",
+        "10000",
+        "--hold",
+        "4s",
+        "--workers",
+        "1",
+        "--source",
+        "127.0.0.2-127.0.0.20",
+    ]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let r = run.result();
+    assert_books_balance(r);
+    let m = &r.measurements;
+    assert_eq!(m.connections.attempted, n);
+    assert_eq!(m.connections.ok, n, "{:?}", m.connections.errors);
+    assert!(r.parts.len() >= 2, "ran as several processes: {}", r.parts.len());
+    assert!(r.notes.iter().any(|n| n.contains("processes")), "{:?}", r.notes);
+    assert!(m.peak_concurrent_connections > hard, "held more at once than one process may: {}", m.peak_concurrent_connections);
+    assert_eq!(m.phases["connect"].count(), n, "merged histograms hold every sample");
+}
+
+#[test]
+fn storm_mistakes_exit_2() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["tcp://127.0.0.1:9"], "--connections"),
+        (&["tcp://127.0.0.1", "-n", "1"], "needs a port"),
+        (&["udp://127.0.0.1:9", "-n", "1"], "scheme 'udp'"),
+        (&["tcp://127.0.0.1:9", "-n", "1", "--source", "banana"], "--source"),
+        (&["tcp://127.0.0.1:9", "-n", "1", "--request", "GET"], "--request"),
+        (&["tcp://127.0.0.1:9", "-n", "1", "--insecure"], "TLS flags apply"),
+        (&["tcp://127.0.0.1:9", "-n", "100000", "--hold", "1s", "--procs", "1"], "--procs 1"),
+        (&["tcp://127.0.0.1:9", "-n", "1", "--format", "ab"], "text or json"),
+    ];
+    for (args, needle) in cases {
+        let out = common::output(throng().arg("storm").args(*args));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?} should mention {needle}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+    }
+}
