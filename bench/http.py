@@ -17,84 +17,19 @@ Missing peers are skipped and said so. Needs: nginx, taskset; peers from
 import argparse
 import json
 import os
-import re
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-THRONG = os.path.join(ROOT, "target", "release", "throng")
-SERVER_CPU, CLIENT_CPU = "0", "1"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from benchlib import CLIENT_CPU, SERVER_CPU, THRONG, build, count, run
 
 
 def start_nginx(tmp):
-    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
-    if not os.path.exists(nginx):
-        sys.exit("bench: nginx is not installed (apt-get install nginx-light)")
-    port = free_port()
-    conf = f"""
-worker_processes 1;
-worker_rlimit_nofile 20000;
-error_log {tmp}/error.log crit;
-pid {tmp}/nginx.pid;
-daemon off;
-events {{ worker_connections 19500; use epoll; multi_accept on; }}
-http {{
-  access_log off;
-  keepalive_requests 100000000;
-  keepalive_timeout 300s;
-  client_body_temp_path {tmp}/b; proxy_temp_path {tmp}/p; fastcgi_temp_path {tmp}/f;
-  uwsgi_temp_path {tmp}/u; scgi_temp_path {tmp}/s;
-  server {{ listen 127.0.0.1:{port} backlog=16384; location / {{ return 200; }} }}
-}}
-"""
-    with open(f"{tmp}/nginx.conf", "w") as f:
-        f.write(conf)
-    proc = subprocess.Popen(["taskset", "-c", SERVER_CPU, nginx, "-p", tmp, "-c", f"{tmp}/nginx.conf"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    for _ in range(100):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return proc, port
-        except OSError:
-            time.sleep(0.05)
-    proc.kill()
-    sys.exit("bench: nginx did not start")
-
-
-def run(cmd, timeout):
-    """Runs cmd pinned to the client CPU; returns (stdout+stderr, cpu seconds, max RSS bytes)."""
-    p = subprocess.Popen(["taskset", "-c", CLIENT_CPU] + cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    deadline = time.time() + timeout
-    out = b""
-    # Read while waiting so a chatty tool never blocks on a full pipe.
-    os.set_blocking(p.stdout.fileno(), False)
-    while True:
-        pid, status, ru = os.wait4(p.pid, os.WNOHANG)
-        chunk = p.stdout.read() or b""
-        out += chunk
-        if pid:
-            break
-        if time.time() > deadline:
-            p.kill()
-        time.sleep(0.05)
-    out += p.stdout.read() or b""
-    return out.decode(errors="replace"), ru.ru_utime + ru.ru_stime, ru.ru_maxrss * 1024
-
-
-def count(pattern, text):
-    m = re.search(pattern, text)
-    return int(m.group(1)) if m else 0
+    from benchlib import start_nginx as start
+    return start(tmp, "server { listen 127.0.0.1:{port} backlog=16384; location / { return 200; } }")
 
 
 # Each tool: how to run a scenario, and how to read how many requests succeeded.
@@ -167,7 +102,7 @@ def main():
     only = set(args.only or ["keepalive", "close", "memory", "open"])
 
     if not args.skip_build:
-        subprocess.run(["cargo", "build", "--release", "-q", "-p", "throng"], cwd=ROOT, check=True)
+        build()
     if not shutil.which("taskset"):
         sys.exit("bench: taskset is missing (util-linux)")
 

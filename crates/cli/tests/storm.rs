@@ -188,3 +188,86 @@ fn storm_mistakes_exit_2() {
         assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
     }
 }
+
+/// A network namespace of the test's own, removed on drop.
+struct Netns(String);
+
+impl Netns {
+    fn create() -> Option<Netns> {
+        let name = format!("throng-test-{}", std::process::id());
+        let ok = std::process::Command::new("ip").args(["netns", "add", &name]).status().ok()?.success();
+        if !ok {
+            return None;
+        }
+        let ns = Netns(name);
+        ns.exec(&["ip", "link", "set", "lo", "up"]);
+        Some(ns)
+    }
+
+    fn exec(&self, args: &[&str]) -> std::process::Output {
+        common::output(std::process::Command::new("ip").args(["netns", "exec", &self.0]).args(args))
+    }
+
+    fn spawn(&self, args: &[&str]) -> Child {
+        std::process::Command::new("ip")
+            .args(["netns", "exec", &self.0])
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("ip").args(["netns", "del", &self.0]).status();
+    }
+}
+
+#[test]
+fn port_exhaustion_is_addr_unavailable_with_a_hint_and_sources_fix_it() {
+    // A namespace of our own whose local port range holds 50 ports: the
+    // ~28K-port wall of one source address, at test scale.
+    let Some(ns) = Netns::create() else {
+        eprintln!("skipped: creating a network namespace needs root (CI runs as root)");
+        return;
+    };
+    let sysctl = ns.exec(&["sysctl", "-w", "net.ipv4.ip_local_port_range=40000 40049"]);
+    assert!(sysctl.status.success(), "{}", String::from_utf8_lossy(&sysctl.stderr));
+    let exe = env!("CARGO_BIN_EXE_throng");
+    let mut server = ns.spawn(&[exe, "serve", "--listen", "127.0.0.1:9090", "--threads", "1"]);
+    let mut up = false;
+    for _ in 0..100 {
+        if ns.exec(&["bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/9090"]).status.success() {
+            up = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(up, "the lab server did not start in the namespace");
+
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let run = |extra: &[&str]| {
+        let mut args = vec![exe, "storm", "tcp://127.0.0.1:9090", "-n", "80", "--hold", "2s", "--procs", "1"];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--json", json.to_str().unwrap()]);
+        let out = ns.exec(&args);
+        let r = RunResult::from_reader(std::fs::File::open(&json).unwrap()).unwrap();
+        (out, r)
+    };
+    let (out, r) = run(&[]);
+    let m = &r.measurements;
+    assert_books_balance(&r);
+    assert_eq!(m.connections.attempted, 80);
+    assert!(m.connections.error("addr_unavailable") >= 25, "{:?}", m.connections.errors);
+    assert!(m.connections.ok <= 55, "{}", m.connections.ok);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("--source 127.0.0.2-127.0.0.200"), "the report says what to do: {text}");
+
+    let (_, r) = run(&["--source", "127.0.0.2-127.0.0.3"]);
+    assert_eq!(r.measurements.connections.ok, 80, "{:?}", r.measurements.connections.errors);
+    let _ = server.kill();
+    let _ = server.wait();
+}

@@ -22,6 +22,7 @@ pub mod http1;
 pub mod sys;
 mod storm;
 mod timer;
+mod tls_stream;
 mod transport;
 mod worker;
 
@@ -34,8 +35,8 @@ use throng_metrics::{Live, Measurements};
 use throng_plan::{Arrivals, HttpPlan, Load, StatusSet, Stop, StormPlan, StormStarts, split_evenly};
 use throng_result::{Generator, Part, Plan, RunResult, SCHEMA, rfc3339};
 use tokio::sync::watch;
-use tokio_rustls::rustls::ClientConfig;
-use tokio_rustls::rustls::pki_types::ServerName;
+use throng_tls::rustls::ClientConfig;
+use throng_tls::rustls::pki_types::ServerName;
 
 pub use errors::errno_name;
 use transport::TlsClient;
@@ -178,10 +179,7 @@ pub fn resolve(host: &str, port: u16) -> Result<SocketAddr, EngineError> {
 fn tls_client(config: Arc<ClientConfig>, name: &str) -> Result<TlsClient, EngineError> {
     let server_name = ServerName::try_from(name.to_string())
         .map_err(|e| EngineError::Tls(format!("'{name}' cannot be sent as a TLS server name ({e}); pass --sni NAME")))?;
-    Ok(TlsClient {
-        connector: tokio_rustls::TlsConnector::from(config),
-        server_name,
-    })
+    Ok(TlsClient { config, server_name })
 }
 
 /// Fails before starting when `connections` open at once would not fit the

@@ -5,20 +5,22 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
+use std::sync::Arc;
+
 use throng_metrics::{ErrorClass, Handshake};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use throng_tls::rustls::pki_types::ServerName;
+use throng_tls::rustls::{ClientConfig, HandshakeKind};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::time::Sleep;
-use tokio_rustls::TlsConnector;
-use tokio_rustls::client::TlsStream;
-use tokio_rustls::rustls::pki_types::ServerName;
 
 use crate::errors::{Stage, classify};
+use crate::tls_stream::TlsStream;
 
 /// What a worker needs to speak TLS to the target.
 #[derive(Clone)]
 pub(crate) struct TlsClient {
-    pub connector: TlsConnector,
+    pub config: Arc<ClientConfig>,
     pub server_name: ServerName<'static>,
 }
 
@@ -32,30 +34,41 @@ impl std::fmt::Debug for TlsClient {
 /// should not pay for it.
 pub(crate) enum Transport {
     Plain(TcpStream),
-    Tls(Box<TlsStream<TcpStream>>),
+    Tls(Box<TlsStream>),
 }
 
-/// Runs the TLS handshake over `tcp` within the deadline `sleep` was armed
-/// with; returns the stream and what was negotiated.
+/// Finishes a TLS handshake whose ClientHello (`hello`) went out with the
+/// connect (its first `written` bytes did), within the deadline `sleep` was
+/// armed with. With `flush` false the client's Finished waits for the first
+/// request. Returns the stream, what was negotiated and when it completed.
 pub(crate) async fn handshake(
-    tls: &TlsClient,
     tcp: TcpStream,
+    tls: throng_tls::rustls::ClientConnection,
+    hello: &[u8],
+    written: usize,
+    flush: bool,
     sleep: Pin<&mut Sleep>,
 ) -> Result<(Transport, Handshake, Instant), ErrorClass> {
-    let connect = tls.connector.connect(tls.server_name.clone(), tcp);
-    let stream = tokio::select! {
-        biased;
-        r = connect => r.map_err(|e| classify(&e, Stage::Tls))?,
-        () = sleep => return Err(ErrorClass::TimeoutTls),
+    let mut stream = TlsStream::new(tcp, tls);
+    let work = async {
+        if written < hello.len() {
+            stream.io.write_all(&hello[written..]).await?;
+        }
+        stream.handshake(flush).await
     };
+    tokio::select! {
+        biased;
+        r = work => r.map_err(|e| classify(&e, Stage::Tls))?,
+        () = sleep => return Err(ErrorClass::TimeoutTls),
+    }
     let done = Instant::now();
-    let c = stream.get_ref().1;
+    let c = &stream.tls;
     let h = Handshake {
         version: c.protocol_version().and_then(|v| v.as_str()).unwrap_or("unknown"),
         group: c.negotiated_key_exchange_group().and_then(|g| g.name().as_str()).unwrap_or(""),
         cipher: c.negotiated_cipher_suite().and_then(|s| s.suite().as_str()).unwrap_or("unknown"),
-        resumed: matches!(c.handshake_kind(), Some(tokio_rustls::rustls::HandshakeKind::Resumed)),
-        hello_retry: matches!(c.handshake_kind(), Some(tokio_rustls::rustls::HandshakeKind::FullWithHelloRetryRequest)),
+        resumed: matches!(c.handshake_kind(), Some(HandshakeKind::Resumed)),
+        hello_retry: matches!(c.handshake_kind(), Some(HandshakeKind::FullWithHelloRetryRequest)),
     };
     Ok((Transport::Tls(Box::new(stream)), h, done))
 }

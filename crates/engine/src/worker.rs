@@ -603,23 +603,33 @@ pub(crate) async fn open_connection(
         ctx.rec.borrow_mut().connection_failed(Instant::now(), class);
         class
     };
-    let o = conn::connect(spec.addr, source, first, spec.timeout, sleep.as_mut()).await.map_err(fail)?;
-    ctx.rec.borrow_mut().connected(o.established, o.established - opened);
-    let (stream, ready) = match &spec.tls {
-        None => (Transport::Plain(o.stream), o.established),
+    let (stream, written, ready) = match &spec.tls {
+        None => {
+            let o = conn::connect(spec.addr, source, first, spec.timeout, sleep.as_mut()).await.map_err(fail)?;
+            ctx.rec.borrow_mut().connected(o.established, o.established - opened);
+            (Transport::Plain(o.stream), o.written, o.established)
+        }
         Some(tls) => {
+            // The ClientHello goes out with the connect (see conn::connect).
+            let (session, hello) = crate::tls_stream::start(Arc::clone(&tls.config), tls.server_name.clone())
+                .map_err(|_| fail(ErrorClass::Tls("client_setup")))?;
+            let o = conn::connect(spec.addr, source, &hello, spec.timeout, sleep.as_mut()).await.map_err(fail)?;
+            ctx.rec.borrow_mut().connected(o.established, o.established - opened);
             sleep.as_mut().reset((o.established + spec.timeout).into());
-            let started = Instant::now();
-            let (stream, h, done) = transport::handshake(tls, o.stream, sleep).await.map_err(fail)?;
-            ctx.rec.borrow_mut().tls_handshake(done, done - started, h);
-            (stream, done)
+            // Without a request to carry it, the client's Finished leaves now.
+            let flush = spec.request.is_empty();
+            let (stream, h, done) =
+                transport::handshake(o.stream, session, &hello, o.written, flush, sleep).await.map_err(fail)?;
+            ctx.rec.borrow_mut().tls_handshake(done, done - o.established, h);
+            // The request has not been written: nothing of it went with the connect.
+            (stream, 0, done)
         }
     };
     resolved();
     ctx.rec.borrow_mut().connection_established(ready);
     Ok(Ready {
         conn: Conn { stream, opened },
-        written: o.written,
+        written,
         ready,
     })
 }

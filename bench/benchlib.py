@@ -1,0 +1,96 @@
+"""Shared helpers for throng's whole-tool benchmarks (not a test suite)."""
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+THRONG = os.path.join(ROOT, "target", "release", "throng")
+SERVER_CPU, CLIENT_CPU = "0", "1"
+
+
+def build():
+    subprocess.run(["cargo", "build", "--release", "-q", "-p", "throng"], cwd=ROOT, check=True)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port, proc=None, seconds=10):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    if proc:
+        proc.kill()
+    sys.exit(f"bench: nothing listens on {port}")
+
+
+def start_nginx(tmp, server_block):
+    """nginx with one worker pinned to SERVER_CPU; `server_block` gets {port}."""
+    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+    if not os.path.exists(nginx):
+        sys.exit("bench: nginx is not installed (apt-get install nginx-light)")
+    port = free_port()
+    conf = f"""
+worker_processes 1;
+worker_rlimit_nofile 20000;
+error_log {tmp}/error.log crit;
+pid {tmp}/nginx.pid;
+daemon off;
+events {{ worker_connections 19500; use epoll; multi_accept on; }}
+http {{
+  access_log off;
+  keepalive_requests 100000000;
+  keepalive_timeout 300s;
+  client_body_temp_path {tmp}/b; proxy_temp_path {tmp}/p; fastcgi_temp_path {tmp}/f;
+  uwsgi_temp_path {tmp}/u; scgi_temp_path {tmp}/s;
+  {server_block.replace("{port}", str(port))}
+}}
+"""
+    with open(f"{tmp}/nginx.conf", "w") as f:
+        f.write(conf)
+    proc = subprocess.Popen(["taskset", "-c", SERVER_CPU, nginx, "-p", tmp, "-c", f"{tmp}/nginx.conf"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_port(port, proc)
+    return proc, port
+
+
+def run(cmd, timeout, cpu=CLIENT_CPU):
+    """Runs cmd (pinned to `cpu` unless None); returns (output, CPU seconds, max RSS bytes)
+    of exactly that process and the children it waited for."""
+    full = (["taskset", "-c", cpu] if cpu else []) + cmd
+    p = subprocess.Popen(full, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    deadline = time.time() + timeout
+    out = b""
+    # Read while waiting so a chatty tool never blocks on a full pipe.
+    os.set_blocking(p.stdout.fileno(), False)
+    while True:
+        pid, status, ru = os.wait4(p.pid, os.WNOHANG)
+        out += p.stdout.read() or b""
+        if pid:
+            break
+        if time.time() > deadline:
+            p.kill()
+        time.sleep(0.05)
+    out += p.stdout.read() or b""
+    return out.decode(errors="replace"), ru.ru_utime + ru.ru_stime, ru.ru_maxrss * 1024
+
+
+def count(pattern, text):
+    m = re.search(pattern, text)
+    return int(m.group(1)) if m else 0
+
+
+def have(tool):
+    return tool == "throng" or shutil.which(tool) is not None
