@@ -104,6 +104,9 @@ async fn connection(
                     || (reader.status > 0 && !reader.close);
             }
             if open && !hold.is_zero() {
+                // Nothing more is sent or expected on a held connection:
+                // keep the socket, not the TLS session (see shed_tls).
+                conn.stream = conn.stream.shed_tls();
                 hold_open(ctx, &mut conn, ready.ready + hold, sleep.as_mut()).await;
             }
             close(ctx, Some(conn));

@@ -73,6 +73,21 @@ pub(crate) async fn handshake(
     Ok((Transport::Tls(Box::new(stream)), h, done))
 }
 
+impl Transport {
+    /// Drops the TLS session state and keeps the socket. For a connection
+    /// that will carry no more application data (a storm's hold): the
+    /// server sees an idle TLS connection either way, and the client keeps
+    /// ~1.5 KB instead of ~10 KB (rustls' 4 KB record buffer, AEAD contexts,
+    /// the peer's certificates). Closing it later sends no close_notify —
+    /// as a client closing with the session state kept does here too.
+    pub(crate) fn shed_tls(self) -> Transport {
+        match self {
+            Transport::Tls(s) => Transport::Plain(s.io),
+            plain => plain,
+        }
+    }
+}
+
 impl AsyncRead for Transport {
     fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
         match self.get_mut() {
