@@ -271,3 +271,54 @@ fn port_exhaustion_is_addr_unavailable_with_a_hint_and_sources_fix_it() {
     let _ = server.kill();
     let _ = server.wait();
 }
+
+#[test]
+fn tls_storms_count_handshakes_and_name_failures() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = dir.path().join("certs");
+    let o = common::output(throng().args(["certs", "--out", c.to_str().unwrap()]));
+    assert!(o.status.success());
+    let read = |n: &str| (n.to_string(), std::fs::read(c.join(n)).unwrap());
+    let config = throng_tls::server_config(&read("server.pem"), &read("server.key"), Some(&read("ca.pem"))).unwrap();
+    let server = throng_lab::LabServer::start(&throng_lab::LabConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        threads: 1,
+        stall: None,
+        tls: Some(config),
+    })
+    .unwrap();
+    let target = format!("tls://localhost:{}", server.addr().port());
+    let p = |n: &str| c.join(n).display().to_string();
+    let run = storm(&[
+        &target,
+        "-n",
+        "300",
+        "--rate",
+        "1000",
+        "--hold",
+        "1s",
+        "--cacert",
+        &p("ca.pem"),
+        "--cert",
+        &p("client.pem"),
+        "--key",
+        &p("client.key"),
+        "--tls-groups",
+        "x25519",
+    ]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let m = &run.result().measurements;
+    assert_books_balance(run.result());
+    assert_eq!(m.connections.ok, 300);
+    let t = m.tls.as_ref().unwrap();
+    assert_eq!(t.handshakes, 300);
+    assert_eq!(t.groups.get("X25519"), Some(&300));
+    assert_eq!(m.phases["tls"].count(), 300);
+    assert_eq!(m.closed_by_peer, 0, "held TLS connections stay open for the whole hold");
+    assert!(m.phases["connection"].min() >= 1_000_000, "every connection was held a second");
+
+    // Without the lab CA, every handshake fails verification.
+    let run = storm(&[&target, "-n", "20"]);
+    assert_eq!(run.code(), 1);
+    assert_eq!(run.result().measurements.connections.error("tls.unknown_ca"), 20);
+}
