@@ -170,7 +170,12 @@ pub struct CertsCmd {
     #[arg(long = "rsa")]
     pub rsa: bool,
     /// Names and addresses the server certificate is valid for
-    #[arg(long = "hosts", value_name = "LIST", value_delimiter = ',', default_value = "localhost,127.0.0.1,::1")]
+    #[arg(
+        long = "hosts",
+        value_name = "LIST",
+        value_delimiter = ',',
+        default_value = "localhost,127.0.0.1,::1"
+    )]
     pub hosts: Vec<String>,
     /// Make the server and client certificates already expired (to test failures)
     #[arg(long = "expired")]

@@ -6,6 +6,34 @@ use throng_engine::Control;
 /// Starts a thread that forwards SIGINT/SIGTERM to `control` for the rest of
 /// the process's life.
 pub fn forward_to(control: &Control) {
+    on_signal(
+        control,
+        "throng: stopping: waiting for requests in flight (press Ctrl-C again to stop now)",
+        || {},
+    );
+}
+
+/// Starts a thread that forwards SIGINT/SIGTERM to `pids` (child processes
+/// in their own process group), once per signal, and marks `control`.
+pub fn forward_to_children(control: &Control, pids: Vec<u32>) {
+    on_signal(
+        control,
+        "throng: stopping the worker processes (press Ctrl-C again to stop them now)",
+        move || {
+            for pid in &pids {
+                if let Ok(pid) = i32::try_from(*pid) {
+                    // SAFETY: kill takes no pointers; a stale pid at worst
+                    // returns ESRCH.
+                    unsafe { libc::kill(pid, libc::SIGINT) };
+                }
+            }
+        },
+    );
+}
+
+/// On every SIGINT or SIGTERM: say `first` the first time, interrupt
+/// `control`, then run `also`.
+fn on_signal(control: &Control, first: &'static str, also: impl Fn() + Send + 'static) {
     let control = control.clone();
     let spawned = std::thread::Builder::new()
         .name("throng-signals".into())
@@ -23,11 +51,10 @@ pub fn forward_to(control: &Control) {
                         _ = term.recv() => {}
                     }
                     if !control.was_interrupted() {
-                        eprintln!(
-                            "\nthrong: stopping: waiting for requests in flight (press Ctrl-C again to stop now)"
-                        );
+                        eprintln!("\n{first}");
                     }
                     control.interrupt();
+                    also();
                 }
             });
         });
@@ -51,38 +78,4 @@ pub fn wait_for_stop() {
             _ = term.recv() => {}
         }
     });
-}
-
-/// Starts a thread that forwards SIGINT/SIGTERM to `pids` (child processes
-/// in their own process group), once per signal, and marks `control`.
-pub fn forward_to_children(control: &Control, pids: Vec<u32>) {
-    let control = control.clone();
-    let spawned = std::thread::Builder::new().name("throng-signals".into()).spawn(move || {
-        let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
-            return;
-        };
-        rt.block_on(async move {
-            let Ok(mut term) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) else {
-                return;
-            };
-            loop {
-                tokio::select! {
-                    r = tokio::signal::ctrl_c() => if r.is_err() { return },
-                    _ = term.recv() => {}
-                }
-                if !control.was_interrupted() {
-                    eprintln!("\nthrong: stopping the worker processes (press Ctrl-C again to stop them now)");
-                }
-                control.interrupt();
-                for pid in &pids {
-                    if let Ok(pid) = i32::try_from(*pid) {
-                        // SAFETY: kill takes no pointers; a stale pid at worst
-                        // returns ESRCH.
-                        unsafe { libc::kill(pid, libc::SIGINT) };
-                    }
-                }
-            }
-        });
-    });
-    drop(spawned);
 }

@@ -1,6 +1,8 @@
 //! The error taxonomy against faults the lab server makes on demand, and
 //! every user mistake: one line naming what is wrong, exit code 2, no panic.
 
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use common::{assert_books_balance, free_port, http, lab, throng};
@@ -131,13 +133,23 @@ fn request_bodies_are_sent_and_counted() {
     let dir = tempfile::tempdir().unwrap();
     let body = dir.path().join("body.json");
     std::fs::write(&body, br#"{"user":"throng","n":12345}"#).unwrap();
-    let run = http(&[&lab_url(&server, "/echo"), "-n", "200", "-c", "4", "--body", body.to_str().unwrap()]);
+    let run = http(&[
+        &lab_url(&server, "/echo"),
+        "-n",
+        "200",
+        "-c",
+        "4",
+        "--body",
+        body.to_str().unwrap(),
+    ]);
     assert_eq!(run.code(), 0, "{}", run.stderr());
     let r = run.result();
     let m = &r.measurements;
     assert_eq!(m.requests.ok, 200);
     assert_eq!(m.bytes.received_body, 200 * 27, "the lab echoes each 27-byte body");
-    let throng_result::Plan::Http(p) = &r.plan else { panic!("an http result") };
+    let throng_result::Plan::Http(p) = &r.plan else {
+        panic!("an http result")
+    };
     assert_eq!(p.method, "POST", "a body implies POST");
     assert_eq!(p.body_bytes, 27);
     assert!(m.bytes.sent >= 200 * 27);

@@ -1,6 +1,8 @@
 //! `throng http` against a real nginx on loopback: counts, statuses, bytes
 //! and phase samples add up, in every load model and view.
 
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use common::{Nginx, assert_books_balance, http};
@@ -163,7 +165,15 @@ fn ab_and_httperf_views_show_the_same_numbers() {
 fn chunked_responses_are_read_to_the_end() {
     // gzip makes nginx stream the body with chunked transfer encoding.
     let nginx = Nginx::start(LOCATIONS);
-    let run = http(&[&nginx.url("/gzip"), "-n", "500", "-c", "5", "-H", "Accept-Encoding: gzip"]);
+    let run = http(&[
+        &nginx.url("/gzip"),
+        "-n",
+        "500",
+        "-c",
+        "5",
+        "-H",
+        "Accept-Encoding: gzip",
+    ]);
     assert_eq!(run.code(), 0, "stderr: {}", run.stderr());
     let m = &run.result().measurements;
     assert_books_balance(run.result());
@@ -173,7 +183,10 @@ fn chunked_responses_are_read_to_the_end() {
     assert_eq!(m.bytes.received_body, body * 500, "same body every time");
     assert!(body > 10 && body < 72, "compressed body: {body} bytes");
     let framing = m.bytes.received - m.bytes.received_headers - m.bytes.received_body;
-    assert!(framing >= 500 * 5, "chunk sizes and the last chunk are on the wire: {framing}");
+    assert!(
+        framing >= 500 * 5,
+        "chunk sizes and the last chunk are on the wire: {framing}"
+    );
 }
 
 #[test]
@@ -183,6 +196,9 @@ fn head_requests_have_no_body() {
     assert_eq!(run.code(), 0, "stderr: {}", run.stderr());
     let m = &run.result().measurements;
     assert_eq!(m.requests.ok, 300);
-    assert_eq!(m.bytes.received_body, 0, "Content-Length: 5 on a HEAD reply announces no body");
+    assert_eq!(
+        m.bytes.received_body, 0,
+        "Content-Length: 5 on a HEAD reply announces no body"
+    );
     assert_eq!(m.connections.ok, 3);
 }

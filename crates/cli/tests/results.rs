@@ -1,6 +1,8 @@
 //! Result documents: valid against the checked-in schema, re-reported
 //! identically, merged exactly; interrupted runs still leave one.
 
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use std::process::Stdio;

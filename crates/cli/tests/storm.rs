@@ -16,7 +16,9 @@ fn storm(args: &[&str]) -> common::Run {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("result.json");
     let output = common::output(throng().arg("storm").args(args).arg("--json").arg(&json).arg("--quiet"));
-    let result = std::fs::File::open(&json).ok().map(|f| RunResult::from_reader(f).unwrap());
+    let result = std::fs::File::open(&json)
+        .ok()
+        .map(|f| RunResult::from_reader(f).unwrap());
     common::Run::new(output, result, json, dir)
 }
 
@@ -52,8 +54,16 @@ fn max_concurrent_caps_what_is_open_and_jitter_spreads_the_starts() {
     assert_eq!(capped.code(), 0, "{}", capped.stderr());
     let m = &capped.result().measurements;
     assert_eq!(m.connections.ok, 600);
-    assert!(m.peak_concurrent_connections <= 40, "peak {}", m.peak_concurrent_connections);
-    assert!(m.peak_concurrent_connections >= 20, "the cap was used: {}", m.peak_concurrent_connections);
+    assert!(
+        m.peak_concurrent_connections <= 40,
+        "peak {}",
+        m.peak_concurrent_connections
+    );
+    assert!(
+        m.peak_concurrent_connections >= 20,
+        "the cap was used: {}",
+        m.peak_concurrent_connections
+    );
 
     // Jitter under the hold: every connection is open at once at the end
     // of the window, and all of them started within it.
@@ -62,9 +72,19 @@ fn max_concurrent_caps_what_is_open_and_jitter_spreads_the_starts() {
     let m = &jittered.result().measurements;
     assert_eq!(m.connections.ok, 500);
     assert_eq!(m.peak_concurrent_connections, 500);
-    let opened_late: u64 = m.series.iter().filter(|p| p.second >= 2).map(|p| p.connections_opened).sum();
-    assert_eq!(opened_late, 0, "no start after the 1 s window (allowing a second of slack)");
-    let throng_result::Plan::Storm(plan) = &jittered.result().plan else { panic!("a storm") };
+    let opened_late: u64 = m
+        .series
+        .iter()
+        .filter(|p| p.second >= 2)
+        .map(|p| p.connections_opened)
+        .sum();
+    assert_eq!(
+        opened_late, 0,
+        "no start after the 1 s window (allowing a second of slack)"
+    );
+    let throng_result::Plan::Storm(plan) = &jittered.result().plan else {
+        panic!("a storm")
+    };
     assert_eq!(plan.seed, 42, "the seed is recorded to repeat the jitter");
 }
 
@@ -108,7 +128,10 @@ fn held_connections_closed_by_the_server_are_counted() {
     killer.join().unwrap();
     let m = &run.result().measurements;
     assert_eq!(m.connections.ok, 100);
-    assert_eq!(m.closed_by_peer, 100, "the server went away under every held connection");
+    assert_eq!(
+        m.closed_by_peer, 100,
+        "the server went away under every held connection"
+    );
     assert!(run.result().duration_s < 20.0, "the storm ends when its connections do");
 }
 
@@ -135,7 +158,15 @@ fn more_connections_held_than_one_process_may_open() {
     let procs = (n / (hard - 500) + 1).to_string();
     let _server = Serve(
         throng()
-            .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--threads", "1", "--procs", &procs])
+            .args([
+                "serve",
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+                "--threads",
+                "1",
+                "--procs",
+                &procs,
+            ])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -164,7 +195,11 @@ fn more_connections_held_than_one_process_may_open() {
     assert_eq!(m.connections.ok, n, "{:?}", m.connections.errors);
     assert!(r.parts.len() >= 2, "ran as several processes: {}", r.parts.len());
     assert!(r.notes.iter().any(|n| n.contains("processes")), "{:?}", r.notes);
-    assert!(m.peak_concurrent_connections > hard, "held more at once than one process may: {}", m.peak_concurrent_connections);
+    assert!(
+        m.peak_concurrent_connections > hard,
+        "held more at once than one process may: {}",
+        m.peak_concurrent_connections
+    );
     assert_eq!(m.phases["connect"].count(), n, "merged histograms hold every sample");
 }
 
@@ -177,7 +212,10 @@ fn storm_mistakes_exit_2() {
         (&["tcp://127.0.0.1:9", "-n", "1", "--source", "banana"], "--source"),
         (&["tcp://127.0.0.1:9", "-n", "1", "--request", "GET"], "--request"),
         (&["tcp://127.0.0.1:9", "-n", "1", "--insecure"], "TLS flags apply"),
-        (&["tcp://127.0.0.1:9", "-n", "100000", "--hold", "1s", "--procs", "1"], "--procs 1"),
+        (
+            &["tcp://127.0.0.1:9", "-n", "100000", "--hold", "1s", "--procs", "1"],
+            "--procs 1",
+        ),
         (&["tcp://127.0.0.1:9", "-n", "1", "--format", "ab"], "text or json"),
     ];
     for (args, needle) in cases {
@@ -195,7 +233,11 @@ struct Netns(String);
 impl Netns {
     fn create() -> Option<Netns> {
         let name = format!("throng-test-{}", std::process::id());
-        let ok = std::process::Command::new("ip").args(["netns", "add", &name]).status().ok()?.success();
+        let ok = std::process::Command::new("ip")
+            .args(["netns", "add", &name])
+            .status()
+            .ok()?
+            .success();
         if !ok {
             return None;
         }
@@ -205,7 +247,11 @@ impl Netns {
     }
 
     fn exec(&self, args: &[&str]) -> std::process::Output {
-        common::output(std::process::Command::new("ip").args(["netns", "exec", &self.0]).args(args))
+        common::output(
+            std::process::Command::new("ip")
+                .args(["netns", "exec", &self.0])
+                .args(args),
+        )
     }
 
     fn spawn(&self, args: &[&str]) -> Child {
@@ -221,7 +267,9 @@ impl Netns {
 
 impl Drop for Netns {
     fn drop(&mut self) {
-        let _ = std::process::Command::new("ip").args(["netns", "del", &self.0]).status();
+        let _ = std::process::Command::new("ip")
+            .args(["netns", "del", &self.0])
+            .status();
     }
 }
 
@@ -239,7 +287,11 @@ fn port_exhaustion_is_addr_unavailable_with_a_hint_and_sources_fix_it() {
     let mut server = ns.spawn(&[exe, "serve", "--listen", "127.0.0.1:9090", "--threads", "1"]);
     let mut up = false;
     for _ in 0..100 {
-        if ns.exec(&["bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/9090"]).status.success() {
+        if ns
+            .exec(&["bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/9090"])
+            .status
+            .success()
+        {
             up = true;
             break;
         }
@@ -250,7 +302,17 @@ fn port_exhaustion_is_addr_unavailable_with_a_hint_and_sources_fix_it() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
     let run = |extra: &[&str]| {
-        let mut args = vec![exe, "storm", "tcp://127.0.0.1:9090", "-n", "80", "--hold", "2s", "--procs", "1"];
+        let mut args = vec![
+            exe,
+            "storm",
+            "tcp://127.0.0.1:9090",
+            "-n",
+            "80",
+            "--hold",
+            "2s",
+            "--procs",
+            "1",
+        ];
         args.extend_from_slice(extra);
         args.extend_from_slice(&["--json", json.to_str().unwrap()]);
         let out = ns.exec(&args);
@@ -261,13 +323,24 @@ fn port_exhaustion_is_addr_unavailable_with_a_hint_and_sources_fix_it() {
     let m = &r.measurements;
     assert_books_balance(&r);
     assert_eq!(m.connections.attempted, 80);
-    assert!(m.connections.error("addr_unavailable") >= 25, "{:?}", m.connections.errors);
+    assert!(
+        m.connections.error("addr_unavailable") >= 25,
+        "{:?}",
+        m.connections.errors
+    );
     assert!(m.connections.ok <= 55, "{}", m.connections.ok);
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("--source 127.0.0.2-127.0.0.200"), "the report says what to do: {text}");
+    assert!(
+        text.contains("--source 127.0.0.2-127.0.0.200"),
+        "the report says what to do: {text}"
+    );
 
     let (_, r) = run(&["--source", "127.0.0.2-127.0.0.3"]);
-    assert_eq!(r.measurements.connections.ok, 80, "{:?}", r.measurements.connections.errors);
+    assert_eq!(
+        r.measurements.connections.ok, 80,
+        "{:?}",
+        r.measurements.connections.errors
+    );
     let _ = server.kill();
     let _ = server.wait();
 }
@@ -315,7 +388,10 @@ fn tls_storms_count_handshakes_and_name_failures() {
     assert_eq!(t.groups.get("X25519"), Some(&300));
     assert_eq!(m.phases["tls"].count(), 300);
     assert_eq!(m.closed_by_peer, 0, "held TLS connections stay open for the whole hold");
-    assert!(m.phases["connection"].min() >= 1_000_000, "every connection was held a second");
+    assert!(
+        m.phases["connection"].min() >= 1_000_000,
+        "every connection was held a second"
+    );
 
     // Without the lab CA, every handshake fails verification.
     let run = storm(&[&target, "-n", "20"]);

@@ -2,6 +2,8 @@
 //! full and resumed handshakes, and the right outcome for every way a
 //! handshake goes wrong.
 
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use std::path::{Path, PathBuf};
@@ -43,7 +45,16 @@ fn full_handshakes_by_default_resumed_when_asked() {
     let (_d, c) = certs(&[]);
     let nginx = nginx_tls(&c, false);
     let ca = p(&c, "ca.pem");
-    let run = http(&[&nginx.https("localhost", "/"), "--cacert", &ca, "-n", "300", "-c", "3", "--no-keepalive"]);
+    let run = http(&[
+        &nginx.https("localhost", "/"),
+        "--cacert",
+        &ca,
+        "-n",
+        "300",
+        "-c",
+        "3",
+        "--no-keepalive",
+    ]);
     assert_eq!(run.code(), 0, "{}", run.stderr());
     let m = &run.result().measurements;
     assert_books_balance(run.result());
@@ -106,11 +117,36 @@ fn verification_failures_are_classified() {
 
     // A name the certificate was not issued for.
     let ca = p(&c, "ca.pem");
-    let run = http(&[&nginx.https("127.0.0.1", "/"), "--cacert", &ca, "--sni", "other.example", "-n", "5", "-c", "1"]);
-    assert_eq!(run.result().measurements.requests.error("tls.certificate_name_mismatch"), 5);
+    let run = http(&[
+        &nginx.https("127.0.0.1", "/"),
+        "--cacert",
+        &ca,
+        "--sni",
+        "other.example",
+        "-n",
+        "5",
+        "-c",
+        "1",
+    ]);
+    assert_eq!(
+        run.result()
+            .measurements
+            .requests
+            .error("tls.certificate_name_mismatch"),
+        5
+    );
 
     // --insecure accepts it, and the report says so.
-    let run = http(&[&nginx.https("127.0.0.1", "/"), "--insecure", "--sni", "other.example", "-n", "5", "-c", "1"]);
+    let run = http(&[
+        &nginx.https("127.0.0.1", "/"),
+        "--insecure",
+        "--sni",
+        "other.example",
+        "-n",
+        "5",
+        "-c",
+        "1",
+    ]);
     assert_eq!(run.code(), 0, "{}", run.stderr());
     assert!(run.stdout().contains("NOT verified (--insecure)"));
 }
@@ -119,7 +155,15 @@ fn verification_failures_are_classified() {
 fn expired_certificates_fail_verification() {
     let (_d, c) = certs(&["--expired"]);
     let nginx = nginx_tls(&c, false);
-    let run = http(&[&nginx.https("localhost", "/"), "--cacert", &p(&c, "ca.pem"), "-n", "4", "-c", "1"]);
+    let run = http(&[
+        &nginx.https("localhost", "/"),
+        "--cacert",
+        &p(&c, "ca.pem"),
+        "-n",
+        "4",
+        "-c",
+        "1",
+    ]);
     assert_eq!(run.code(), 1);
     assert_eq!(run.result().measurements.requests.error("tls.certificate_expired"), 4);
 }
@@ -170,18 +214,34 @@ fn lab_server_requires_client_certificates_with_mtls() {
     })
     .unwrap();
     let url = format!("https://localhost:{}/", server.addr().port());
-    let ok = http(&[&url, "--cacert", &ca, "--cert", &p(&c, "client.pem"), "--key", &p(&c, "client.key"), "-n", "50"]);
+    let ok = http(&[
+        &url,
+        "--cacert",
+        &ca,
+        "--cert",
+        &p(&c, "client.pem"),
+        "--key",
+        &p(&c, "client.key"),
+        "-n",
+        "50",
+    ]);
     assert_eq!(ok.code(), 0, "{}", ok.stderr());
     let without = http(&[&url, "--cacert", &ca, "-n", "8", "-c", "2"]);
     assert_eq!(without.code(), 1);
-    assert_eq!(without.result().measurements.requests.error("tls.certificate_required"), 8);
+    assert_eq!(
+        without.result().measurements.requests.error("tls.certificate_required"),
+        8
+    );
 }
 
 #[test]
 fn tls_flag_mistakes_exit_2() {
     let (_d, c) = certs(&[]);
     let cases: &[(&[&str], &str)] = &[
-        (&["--cacert", "/nonexistent.pem"], "--cacert /nonexistent.pem: cannot read it"),
+        (
+            &["--cacert", "/nonexistent.pem"],
+            "--cacert /nonexistent.pem: cannot read it",
+        ),
         (&["--cacert", "/etc/hostname"], "--cacert /etc/hostname"),
         (&["--tls-groups", "x448"], "--tls-groups"),
         (&["--tls-version", "1.1"], "--tls-version"),

@@ -19,8 +19,8 @@
 mod conn;
 mod errors;
 pub mod http1;
-pub mod sys;
 mod storm;
+pub mod sys;
 mod timer;
 mod tls_stream;
 mod transport;
@@ -34,9 +34,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use throng_metrics::{Live, Measurements};
 use throng_plan::{Arrivals, HttpPlan, Load, StatusSet, Stop, StormPlan, StormStarts, split_evenly};
 use throng_result::{Generator, Part, Plan, RunResult, SCHEMA, rfc3339};
-use tokio::sync::watch;
 use throng_tls::rustls::ClientConfig;
 use throng_tls::rustls::pki_types::ServerName;
+use tokio::sync::watch;
 
 pub use errors::errno_name;
 use transport::TlsClient;
@@ -177,8 +177,11 @@ pub fn resolve(host: &str, port: u16) -> Result<SocketAddr, EngineError> {
 
 /// Builds the TLS client for a target, or says why the name cannot be used.
 fn tls_client(config: Arc<ClientConfig>, name: &str) -> Result<TlsClient, EngineError> {
-    let server_name = ServerName::try_from(name.to_string())
-        .map_err(|e| EngineError::Tls(format!("'{name}' cannot be sent as a TLS server name ({e}); pass --sni NAME")))?;
+    let server_name = ServerName::try_from(name.to_string()).map_err(|e| {
+        EngineError::Tls(format!(
+            "'{name}' cannot be sent as a TLS server name ({e}); pass --sni NAME"
+        ))
+    })?;
     Ok(TlsClient { config, server_name })
 }
 
@@ -217,10 +220,15 @@ pub fn run_http(
     check_fds(u64::from(plan.connections), threads)?;
     let addr = resolve(&plan.target.host, plan.target.port)?;
     let tls = match (&plan.tls, tls) {
-        (Some(settings), Some(config)) => {
-            Some(tls_client(config, settings.server_name.as_deref().unwrap_or(&plan.target.host))?)
+        (Some(settings), Some(config)) => Some(tls_client(
+            config,
+            settings.server_name.as_deref().unwrap_or(&plan.target.host),
+        )?),
+        (Some(_), None) => {
+            return Err(EngineError::Tls(
+                "an https plan needs a TLS client configuration".into(),
+            ));
         }
-        (Some(_), None) => return Err(EngineError::Tls("an https plan needs a TLS client configuration".into())),
         (None, _) => None,
     };
 
@@ -247,7 +255,11 @@ pub fn run_http(
                     cap: conns[w],
                     // This worker's share of the schedule: every threads-th arrival.
                     gap: Duration::from_secs_f64(f64::from(threads) / rate),
-                    warm: if plan.keepalive { warm_connections(rate / f64::from(threads), conns[w]) } else { 0 },
+                    warm: if plan.keepalive {
+                        warm_connections(rate / f64::from(threads), conns[w])
+                    } else {
+                        0
+                    },
                 },
             };
             WorkerSpec {
@@ -463,11 +475,7 @@ fn coordinate(launch: Launch, control: &Control, on_tick: &mut dyn FnMut(&Progre
         });
 
         // Nothing listens there: stop rather than spin on refusals.
-        if judge_after > 0
-            && live.ok == 0
-            && live.connections_ok == 0
-            && live.connection_errors >= judge_after
-        {
+        if judge_after > 0 && live.ok == 0 && live.connections_ok == 0 && live.connection_errors >= judge_after {
             if control.state() == RunState::Running {
                 notes.push(format!(
                     "stopped early: the first {} connection attempts all failed and none succeeded",
@@ -586,9 +594,10 @@ pub fn run_storm(
     check_fds(peak, workers)?;
     let addr = resolve(&plan.target.host, plan.target.port)?;
     let tls = match (&plan.tls, tls) {
-        (Some(settings), Some(config)) => {
-            Some(tls_client(config, settings.server_name.as_deref().unwrap_or(&plan.target.host))?)
-        }
+        (Some(settings), Some(config)) => Some(tls_client(
+            config,
+            settings.server_name.as_deref().unwrap_or(&plan.target.host),
+        )?),
         (Some(_), None) => return Err(EngineError::Tls("a TLS storm needs a TLS client configuration".into())),
         (None, _) => None,
     };
@@ -596,7 +605,9 @@ pub fn run_storm(
     let source: Arc<[std::net::IpAddr]> = Arc::from(plan.source.clone());
     let clock = part.start_at_unix_ms.map_or_else(Clock::start, Clock::at);
     let origin = clock.origin;
-    let caps = plan.max_concurrent.map(|m| split_evenly(m, u32::try_from(all_workers).unwrap_or(u32::MAX)));
+    let caps = plan
+        .max_concurrent
+        .map(|m| split_evenly(m, u32::try_from(all_workers).unwrap_or(u32::MAX)));
 
     let specs = (0..u64::from(workers))
         .map(|w| {
@@ -629,7 +640,9 @@ pub fn run_storm(
                 load: WorkerLoad::Storm(StormLoad {
                     starts,
                     // Each worker's share of the cap; at least one.
-                    cap: caps.as_ref().map(|c| c.get(global as usize).copied().unwrap_or(1).max(1)),
+                    cap: caps
+                        .as_ref()
+                        .map(|c| c.get(global as usize).copied().unwrap_or(1).max(1)),
                     hold: plan.hold,
                     scheduled: plan.rate.is_some() || plan.jitter.is_some(),
                     gap,
@@ -659,9 +672,12 @@ pub fn run_storm(
     };
     let mut finished = coordinate(launch, control, on_tick)?;
     if count > 1 {
-        finished
-            .notes
-            .push(format!("process {} of {count}: connections {} of {}", part.index + 1, mine, plan.connections));
+        finished.notes.push(format!(
+            "process {} of {count}: connections {} of {}",
+            part.index + 1,
+            mine,
+            plan.connections
+        ));
     }
     let co_free = plan.rate.is_some() || plan.jitter.is_some();
     Ok(finished.into_result(Plan::Storm(plan.clone()), co_free, control))

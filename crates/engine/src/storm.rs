@@ -75,13 +75,19 @@ async fn connection(
     let ctx = &guard.0;
     let start = Instant::now();
     if let Some(due) = intended {
-        ctx.rec.borrow_mut().phase(start, Phase::ScheduleLag, start.saturating_duration_since(due));
+        ctx.rec
+            .borrow_mut()
+            .phase(start, Phase::ScheduleLag, start.saturating_duration_since(due));
     }
     let mut sleep = pin!(tokio::time::sleep(Duration::from_secs(3600)));
     let spec = &ctx.spec;
     let with_request = !spec.request.is_empty();
     // Plain TCP sends the request with the connect (see conn::connect).
-    let first: &[u8] = if with_request && spec.tls.is_none() { &spec.request } else { &[] };
+    let first: &[u8] = if with_request && spec.tls.is_none() {
+        &spec.request
+    } else {
+        &[]
+    };
     if with_request {
         ctx.rec.borrow_mut().request_started();
         ctx.in_flight.set(ctx.in_flight.get() + 1);
@@ -99,8 +105,16 @@ async fn connection(
             if with_request {
                 let mut reader = ResponseReader::new(false);
                 let origin = intended.unwrap_or(start);
-                open = Box::pin(exchange_on(ctx, &mut conn, &mut reader, sleep.as_mut(), ready.ready, ready.written, origin))
-                    .await
+                open = Box::pin(exchange_on(
+                    ctx,
+                    &mut conn,
+                    &mut reader,
+                    sleep.as_mut(),
+                    ready.ready,
+                    ready.written,
+                    origin,
+                ))
+                .await
                     || (reader.status > 0 && !reader.close);
             }
             if open && !hold.is_zero() {

@@ -12,10 +12,10 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, ready};
 
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::TcpStream;
 use throng_tls::rustls::pki_types::ServerName;
 use throng_tls::rustls::{ClientConfig, ClientConnection};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
 
 /// A client TLS connection over TCP.
 pub(crate) struct TlsStream {

@@ -26,7 +26,9 @@ pub(crate) struct TlsClient {
 
 impl std::fmt::Debug for TlsClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TlsClient").field("server_name", &self.server_name).finish()
+        f.debug_struct("TlsClient")
+            .field("server_name", &self.server_name)
+            .finish()
     }
 }
 
@@ -65,8 +67,14 @@ pub(crate) async fn handshake(
     let c = &stream.tls;
     let h = Handshake {
         version: c.protocol_version().and_then(|v| v.as_str()).unwrap_or("unknown"),
-        group: c.negotiated_key_exchange_group().and_then(|g| g.name().as_str()).unwrap_or(""),
-        cipher: c.negotiated_cipher_suite().and_then(|s| s.suite().as_str()).unwrap_or("unknown"),
+        group: c
+            .negotiated_key_exchange_group()
+            .and_then(|g| g.name().as_str())
+            .unwrap_or(""),
+        cipher: c
+            .negotiated_cipher_suite()
+            .and_then(|s| s.suite().as_str())
+            .unwrap_or("unknown"),
         resumed: matches!(c.handshake_kind(), Some(HandshakeKind::Resumed)),
         hello_retry: matches!(c.handshake_kind(), Some(HandshakeKind::FullWithHelloRetryRequest)),
     };

@@ -17,9 +17,9 @@ use tokio::task::LocalSet;
 use tokio::time::Sleep;
 
 use crate::conn::{self, Timing};
-use crate::transport::{self, TlsClient, Transport};
 use crate::http1::ResponseReader;
 use crate::timer::PreciseTimer;
+use crate::transport::{self, TlsClient, Transport};
 
 /// Size of the read buffer each worker shares among its connections.
 pub(crate) const SCRATCH: usize = 64 * 1024;
@@ -556,10 +556,11 @@ async fn open_task(guard: TaskGuard, id: usize, warm: bool) {
             }
             None if ctx.schedule_done.get() => break,
             None => {
-                ctx.idle.wait(id, || {
-                    !ctx.queue.borrow().is_empty() || ctx.schedule_done.get() || ctx.stopping.get()
-                })
-                .await;
+                ctx.idle
+                    .wait(id, || {
+                        !ctx.queue.borrow().is_empty() || ctx.schedule_done.get() || ctx.stopping.get()
+                    })
+                    .await;
             }
         }
     }
@@ -605,7 +606,9 @@ pub(crate) async fn open_connection(
     };
     let (stream, written, ready) = match &spec.tls {
         None => {
-            let o = conn::connect(spec.addr, source, first, spec.timeout, sleep.as_mut()).await.map_err(fail)?;
+            let o = conn::connect(spec.addr, source, first, spec.timeout, sleep.as_mut())
+                .await
+                .map_err(fail)?;
             ctx.rec.borrow_mut().connected(o.established, o.established - opened);
             (Transport::Plain(o.stream), o.written, o.established)
         }
@@ -613,13 +616,16 @@ pub(crate) async fn open_connection(
             // The ClientHello goes out with the connect (see conn::connect).
             let (session, hello) = crate::tls_stream::start(Arc::clone(&tls.config), tls.server_name.clone())
                 .map_err(|_| fail(ErrorClass::Tls("client_setup")))?;
-            let o = conn::connect(spec.addr, source, &hello, spec.timeout, sleep.as_mut()).await.map_err(fail)?;
+            let o = conn::connect(spec.addr, source, &hello, spec.timeout, sleep.as_mut())
+                .await
+                .map_err(fail)?;
             ctx.rec.borrow_mut().connected(o.established, o.established - opened);
             sleep.as_mut().reset((o.established + spec.timeout).into());
             // Without a request to carry it, the client's Finished leaves now.
             let flush = spec.request.is_empty();
-            let (stream, h, done) =
-                transport::handshake(o.stream, session, &hello, o.written, flush, sleep).await.map_err(fail)?;
+            let (stream, h, done) = transport::handshake(o.stream, session, &hello, o.written, flush, sleep)
+                .await
+                .map_err(fail)?;
             ctx.rec.borrow_mut().tls_handshake(done, done - o.established, h);
             // The request has not been written: nothing of it went with the connect.
             (stream, 0, done)

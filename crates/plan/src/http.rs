@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::duration::{format_duration, parse_duration};
+use crate::duration::format_duration;
 use crate::error::PlanError;
 use crate::status::StatusSet;
 
@@ -99,7 +99,14 @@ impl TlsSettings {
         if self.cert.is_some() {
             parts.push("client certificate (mTLS)".to_string());
         }
-        parts.push(if self.resume { "sessions resumed" } else { "full handshakes" }.to_string());
+        parts.push(
+            if self.resume {
+                "sessions resumed"
+            } else {
+                "full handshakes"
+            }
+            .to_string(),
+        );
         if !self.groups.is_empty() {
             parts.push(format!("groups {}", self.groups.join(",")));
         }
@@ -177,7 +184,7 @@ pub enum Stop {
     /// After this many requests in total.
     Requests(u64),
     /// After this long.
-    Duration(#[serde(with = "dur")] Duration),
+    Duration(#[serde(with = "crate::duration::serde_duration")] Duration),
 }
 
 /// A validated `throng http` run.
@@ -206,7 +213,7 @@ pub struct HttpPlan {
     /// When the run ends.
     pub stop: Stop,
     /// Limit on connect and on each request's response.
-    #[serde(with = "dur")]
+    #[serde(with = "crate::duration::serde_duration")]
     pub timeout: Duration,
     /// Reuse connections (false: one connection per request).
     pub keepalive: bool,
@@ -380,7 +387,11 @@ impl HttpPlan {
         } else {
             ", a new connection per request"
         };
-        let threads = if self.threads == 1 { "1 thread".to_string() } else { format!("{} threads", self.threads) };
+        let threads = if self.threads == 1 {
+            "1 thread".to_string()
+        } else {
+            format!("{} threads", self.threads)
+        };
         format!("{load}, {threads}, {stop}{ka}")
     }
 }
@@ -455,20 +466,6 @@ fn parse_header(text: &str) -> Result<(String, String), PlanError> {
         return Err(bad("the value has a line break"));
     }
     Ok((name.to_string(), value.to_string()))
-}
-
-/// Serde for durations as people type them (`"10s"`).
-mod dur {
-    use super::*;
-
-    pub fn serialize<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&format_duration(*d))
-    }
-
-    pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-        let text = String::deserialize(d)?;
-        parse_duration(&text).map_err(serde::de::Error::custom)
-    }
 }
 
 #[cfg(test)]

@@ -215,7 +215,12 @@ impl Iterator for StormStarts {
     fn next(&mut self) -> Option<Duration> {
         match self {
             StormStarts::Rate(a) => a.next().map(|(_, at)| at),
-            StormStarts::Jitter { left, last, jitter, rng } => {
+            StormStarts::Jitter {
+                left,
+                last,
+                jitter,
+                rng,
+            } => {
                 if *left == 0 {
                     return None;
                 }
@@ -266,7 +271,9 @@ mod storm_tests {
             (None, None),
         ];
         for (rate, jitter) in modes {
-            let total: u64 = (0..3).map(|w| StormStarts::new(1001, rate, jitter, w, 3, 1).count() as u64).sum();
+            let total: u64 = (0..3)
+                .map(|w| StormStarts::new(1001, rate, jitter, w, 3, 1).count() as u64)
+                .sum();
             assert_eq!(total, 1001, "{rate:?} {jitter:?}");
             for w in 0..3 {
                 let s: Vec<_> = StormStarts::new(1001, rate, jitter, w, 3, 1).collect();

@@ -111,16 +111,20 @@ pub struct StormPlan {
     /// Worker threads per process.
     pub workers: u32,
     /// Each connection starts after a uniformly random wait in [0, jitter).
-    #[serde(default, skip_serializing_if = "Option::is_none", with = "opt_dur")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "crate::duration::serde_opt_duration"
+    )]
     pub jitter: Option<Duration>,
     /// How long each connection stays open once established.
-    #[serde(with = "dur")]
+    #[serde(with = "crate::duration::serde_duration")]
     pub hold: Duration,
     /// One request per connection (http/https targets, or --request).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request: Option<StormRequest>,
     /// Limit on connect, handshake and request.
-    #[serde(with = "dur")]
+    #[serde(with = "crate::duration::serde_duration")]
     pub timeout: Duration,
     /// Processes.
     pub procs: Procs,
@@ -142,17 +146,33 @@ impl StormPlan {
     pub fn from_args(a: StormArgs) -> Result<StormPlan, PlanError> {
         let target = parse_target(&a.target)?;
         let connections = match a.connections {
-            Some(0) => return Err(PlanError::invalid("--connections", "must be at least 1, e.g. --connections 10000")),
+            Some(0) => {
+                return Err(PlanError::invalid(
+                    "--connections",
+                    "must be at least 1, e.g. --connections 10000",
+                ));
+            }
             Some(n) => n,
-            None => return Err(PlanError::invalid("--connections", "is required: how many connections, e.g. --connections 10000")),
+            None => {
+                return Err(PlanError::invalid(
+                    "--connections",
+                    "is required: how many connections, e.g. --connections 10000",
+                ));
+            }
         };
         if let Some(r) = a.rate
             && !(r.is_finite() && r > 0.0)
         {
-            return Err(PlanError::invalid("--rate", "must be greater than 0 connections per second, e.g. --rate 1000"));
+            return Err(PlanError::invalid(
+                "--rate",
+                "must be greater than 0 connections per second, e.g. --rate 1000",
+            ));
         }
         if a.max_concurrent == Some(0) {
-            return Err(PlanError::invalid("--max-concurrent", "must be at least 1, e.g. --max-concurrent 1000"));
+            return Err(PlanError::invalid(
+                "--max-concurrent",
+                "must be at least 1, e.g. --max-concurrent 1000",
+            ));
         }
         let workers = a.workers.unwrap_or(a.cores.max(1));
         if workers == 0 {
@@ -161,7 +181,10 @@ impl StormPlan {
         let workers = u32::try_from(u64::from(workers).min(connections)).unwrap_or(workers);
         let timeout = a.timeout.unwrap_or(DEFAULT_TIMEOUT);
         if timeout.is_zero() {
-            return Err(PlanError::invalid("--timeout", "must be longer than 0, e.g. --timeout 10s"));
+            return Err(PlanError::invalid(
+                "--timeout",
+                "must be longer than 0, e.g. --timeout 10s",
+            ));
         }
         let request = match a.request.as_deref().map(str::trim) {
             Some("none") => None,
@@ -178,7 +201,12 @@ impl StormPlan {
             None | Some("auto") => Procs::Auto,
             Some(n) => match n.parse::<u32>() {
                 Ok(n) if n >= 1 => Procs::Count(n),
-                _ => return Err(PlanError::invalid("--procs", format!("'{n}' is not 'auto' or a count of at least 1"))),
+                _ => {
+                    return Err(PlanError::invalid(
+                        "--procs",
+                        format!("'{n}' is not 'auto' or a count of at least 1"),
+                    ));
+                }
             },
         };
         let source = match a.source.as_deref() {
@@ -190,7 +218,10 @@ impl StormPlan {
         } else if a.tls.any() {
             return Err(PlanError::invalid(
                 "--cacert/--cert/--key/--insecure/--tls-*",
-                format!("TLS flags apply to tls:// and https:// targets; '{}' is plain", target.url),
+                format!(
+                    "TLS flags apply to tls:// and https:// targets; '{}' is plain",
+                    target.url
+                ),
             ));
         } else {
             None
@@ -221,7 +252,11 @@ impl StormPlan {
         } else {
             self.target.host.clone()
         };
-        let authority = if self.target.port == default_port { host } else { format!("{host}:{}", self.target.port) };
+        let authority = if self.target.port == default_port {
+            host
+        } else {
+            format!("{host}:{}", self.target.port)
+        };
         Some(
             format!(
                 "{} {} HTTP/1.1\r\nHost: {authority}\r\nUser-Agent: throng/{}\r\n\r\n",
@@ -245,11 +280,19 @@ impl StormPlan {
         if let Some(j) = self.jitter {
             parts.push(format!("each after a random wait under {}", format_duration(j)));
         }
-        parts.push(if self.hold.is_zero() { "closed at once".to_string() } else { format!("held {}", format_duration(self.hold)) });
+        parts.push(if self.hold.is_zero() {
+            "closed at once".to_string()
+        } else {
+            format!("held {}", format_duration(self.hold))
+        });
         if let Some(r) = &self.request {
             parts.push(format!("one {} {} each", r.method, r.path));
         }
-        parts.push(format!("{} worker{}", self.workers, if self.workers == 1 { "" } else { "s" }));
+        parts.push(format!(
+            "{} worker{}",
+            self.workers,
+            if self.workers == 1 { "" } else { "s" }
+        ));
         if !self.source.is_empty() {
             parts.push(format!("from {} source addresses", self.source.len()));
         }
@@ -267,7 +310,10 @@ fn parse_target(text: &str) -> Result<StormTarget, PlanError> {
         "http" => StormScheme::Http,
         "https" => StormScheme::Https,
         other => {
-            return Err(PlanError::invalid("TARGET", format!("scheme '{other}' is not supported; {example}")));
+            return Err(PlanError::invalid(
+                "TARGET",
+                format!("scheme '{other}' is not supported; {example}"),
+            ));
         }
     };
     let host = match url.host() {
@@ -278,7 +324,12 @@ fn parse_target(text: &str) -> Result<StormTarget, PlanError> {
     let port = match (url.port_or_known_default(), scheme) {
         (Some(p), _) => p,
         (None, StormScheme::Tls) => 443,
-        (None, _) => return Err(PlanError::invalid("TARGET", format!("'{text}' needs a port; {example}"))),
+        (None, _) => {
+            return Err(PlanError::invalid(
+                "TARGET",
+                format!("'{text}' needs a port; {example}"),
+            ));
+        }
     };
     Ok(StormTarget {
         url: text.to_string(),
@@ -298,7 +349,12 @@ fn target_path(text: &str) -> String {
 }
 
 fn parse_request(text: &str) -> Result<StormRequest, PlanError> {
-    let bad = || PlanError::invalid("--request", format!("'{text}' is not 'METHOD /path' or 'none', e.g. --request 'GET /'"));
+    let bad = || {
+        PlanError::invalid(
+            "--request",
+            format!("'{text}' is not 'METHOD /path' or 'none', e.g. --request 'GET /'"),
+        )
+    };
     let mut parts = text.split_whitespace();
     let (Some(method), Some(path), None) = (parts.next(), parts.next(), parts.next()) else {
         return Err(bad());
@@ -315,24 +371,38 @@ fn parse_request(text: &str) -> Result<StormRequest, PlanError> {
 /// Parses `127.0.0.2-127.0.0.200`, `127.0.0.0/24` or one address.
 pub fn parse_sources(text: &str) -> Result<Vec<IpAddr>, PlanError> {
     let bad = |why: &str| {
-        PlanError::invalid("--source", format!("'{text}': {why}; e.g. --source 127.0.0.2-127.0.0.200 or --source 127.0.1.0/24"))
+        PlanError::invalid(
+            "--source",
+            format!("'{text}': {why}; e.g. --source 127.0.0.2-127.0.0.200 or --source 127.0.1.0/24"),
+        )
     };
     let ip = |s: &str| s.trim().parse::<IpAddr>().map_err(|_| bad("not an IP address"));
     let (first, last) = if let Some((a, b)) = text.split_once('-') {
         (ip(a)?, ip(b)?)
     } else if let Some((a, bits)) = text.split_once('/') {
         let base = ip(a)?;
-        let bits: u32 = bits.trim().parse().map_err(|_| bad("the prefix length is not a number"))?;
+        let bits: u32 = bits
+            .trim()
+            .parse()
+            .map_err(|_| bad("the prefix length is not a number"))?;
         let width = if base.is_ipv4() { 32 } else { 128 };
         if bits > width {
             return Err(bad("the prefix is longer than the address"));
         }
         let host_bits = width - bits;
         let n = to_u128(base);
-        let mask = if host_bits >= 128 { u128::MAX } else { (1u128 << host_bits) - 1 };
+        let mask = if host_bits >= 128 {
+            u128::MAX
+        } else {
+            (1u128 << host_bits) - 1
+        };
         let (lo, hi) = (n & !mask, n | mask);
         // Skip the network and broadcast addresses of IPv4 subnets.
-        let (lo, hi) = if base.is_ipv4() && host_bits >= 2 { (lo + 1, hi - 1) } else { (lo, hi) };
+        let (lo, hi) = if base.is_ipv4() && host_bits >= 2 {
+            (lo + 1, hi - 1)
+        } else {
+            (lo, hi)
+        };
         (from_u128(lo, base.is_ipv4()), from_u128(hi, base.is_ipv4()))
     } else {
         let a = ip(text)?;
@@ -367,37 +437,6 @@ fn from_u128(n: u128, v4: bool) -> IpAddr {
     }
 }
 
-mod dur {
-    use super::*;
-    use crate::duration::parse_duration;
-
-    pub fn serialize<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&format_duration(*d))
-    }
-
-    pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-        let text = String::deserialize(d)?;
-        parse_duration(&text).map_err(serde::de::Error::custom)
-    }
-}
-
-mod opt_dur {
-    use super::*;
-    use crate::duration::parse_duration;
-
-    pub fn serialize<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
-        match d {
-            Some(d) => s.serialize_str(&format_duration(*d)),
-            None => s.serialize_none(),
-        }
-    }
-
-    pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
-        let text = Option::<String>::deserialize(d)?;
-        text.map(|t| parse_duration(&t).map_err(serde::de::Error::custom)).transpose()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -423,8 +462,15 @@ mod tests {
         assert_eq!(p.request.as_ref().unwrap().path, "/health?x=1");
         assert!(p.tls.is_some());
         let bytes = String::from_utf8(p.request_bytes().unwrap()).unwrap();
-        assert!(bytes.starts_with("GET /health?x=1 HTTP/1.1\r\nHost: localhost:8443\r\n"), "{bytes}");
-        let p = StormPlan::from_args(StormArgs { request: Some("none".into()), ..args("http://h:80/") }).unwrap();
+        assert!(
+            bytes.starts_with("GET /health?x=1 HTTP/1.1\r\nHost: localhost:8443\r\n"),
+            "{bytes}"
+        );
+        let p = StormPlan::from_args(StormArgs {
+            request: Some("none".into()),
+            ..args("http://h:80/")
+        })
+        .unwrap();
         assert_eq!(p.request, None);
     }
 
@@ -432,7 +478,10 @@ mod tests {
     fn sources() {
         assert_eq!(parse_sources("127.0.0.2-127.0.0.4").unwrap().len(), 3);
         let v = parse_sources("127.0.1.0/30").unwrap();
-        assert_eq!(v, vec!["127.0.1.1".parse::<IpAddr>().unwrap(), "127.0.1.2".parse().unwrap()]);
+        assert_eq!(
+            v,
+            vec!["127.0.1.1".parse::<IpAddr>().unwrap(), "127.0.1.2".parse().unwrap()]
+        );
         assert_eq!(parse_sources("::1").unwrap().len(), 1);
         assert!(parse_sources("127.0.0.9-127.0.0.1").is_err());
         assert!(parse_sources("10.0.0.0/8").is_err(), "too many");
@@ -444,16 +493,46 @@ mod tests {
         let flag = |a: StormArgs| match StormPlan::from_args(a).unwrap_err() {
             PlanError::Invalid { flag, .. } => flag,
         };
-        assert_eq!(flag(StormArgs { connections: None, ..args("tcp://h:1") }), "--connections");
+        assert_eq!(
+            flag(StormArgs {
+                connections: None,
+                ..args("tcp://h:1")
+            }),
+            "--connections"
+        );
         assert_eq!(flag(args("ftp://h:1")), "TARGET");
         assert_eq!(flag(args("tcp://h")), "TARGET");
-        assert_eq!(flag(StormArgs { rate: Some(0.0), ..args("tcp://h:1") }), "--rate");
-        assert_eq!(flag(StormArgs { request: Some("GET".into()), ..args("tcp://h:1") }), "--request");
-        assert_eq!(flag(StormArgs { procs: Some("0".into()), ..args("tcp://h:1") }), "--procs");
+        assert_eq!(
+            flag(StormArgs {
+                rate: Some(0.0),
+                ..args("tcp://h:1")
+            }),
+            "--rate"
+        );
+        assert_eq!(
+            flag(StormArgs {
+                request: Some("GET".into()),
+                ..args("tcp://h:1")
+            }),
+            "--request"
+        );
+        assert_eq!(
+            flag(StormArgs {
+                procs: Some("0".into()),
+                ..args("tcp://h:1")
+            }),
+            "--procs"
+        );
         let tls = TlsSettings {
             insecure: true,
             ..TlsSettings::default()
         };
-        assert_eq!(flag(StormArgs { tls, ..args("tcp://h:1") }), "--cacert/--cert/--key/--insecure/--tls-*");
+        assert_eq!(
+            flag(StormArgs {
+                tls,
+                ..args("tcp://h:1")
+            }),
+            "--cacert/--cert/--key/--insecure/--tls-*"
+        );
     }
 }

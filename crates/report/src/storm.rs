@@ -49,7 +49,11 @@ pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
         )?;
     }
     if c.error("fd_unavailable") > 0 {
-        writeln!(w, "  {:<14}out of file descriptors: lower --max-concurrent or use --procs", "hint")?;
+        writeln!(
+            w,
+            "  {:<14}out of file descriptors: lower --max-concurrent or use --procs",
+            "hint"
+        )?;
     }
     let per_sec: Vec<u64> = m.series.iter().map(|s| s.connections_opened).collect();
     let shown = if per_sec.len() <= SERIES_SHOWN {
@@ -80,9 +84,17 @@ pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
             us(t.as_micros() as f64)
         )?;
     }
-    writeln!(w, "  {:<14}{} established at once", "peak", m.peak_concurrent_connections)?;
+    writeln!(
+        w,
+        "  {:<14}{} established at once",
+        "peak", m.peak_concurrent_connections
+    )?;
     if m.closed_by_peer > 0 {
-        writeln!(w, "  {:<14}{} held connections closed by the server", "closed early", m.closed_by_peer)?;
+        writeln!(
+            w,
+            "  {:<14}{} held connections closed by the server",
+            "closed early", m.closed_by_peer
+        )?;
     }
     if m.requests.attempted > 0 {
         let rq = &m.requests;

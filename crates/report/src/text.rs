@@ -119,7 +119,10 @@ pub fn write_tls(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
     if let Some(settings) = r.plan.tls() {
         let t = m.tls.clone().unwrap_or_default();
         let top = |m: &std::collections::BTreeMap<String, u64>| {
-            m.iter().map(|(k, v)| if m.len() > 1 { format!("{k} ({v})") } else { k.clone() }).collect::<Vec<_>>().join(", ")
+            m.iter()
+                .map(|(k, v)| if m.len() > 1 { format!("{k} ({v})") } else { k.clone() })
+                .collect::<Vec<_>>()
+                .join(", ")
         };
         writeln!(
             w,
@@ -127,7 +130,11 @@ pub fn write_tls(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
             "tls",
             t.handshakes,
             t.resumed,
-            if t.hello_retry > 0 { format!(", {} with HelloRetryRequest", t.hello_retry) } else { String::new() },
+            if t.hello_retry > 0 {
+                format!(", {} with HelloRetryRequest", t.hello_retry)
+            } else {
+                String::new()
+            },
             top(&t.versions),
             top(&t.groups),
             top(&t.ciphers),

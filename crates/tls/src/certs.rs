@@ -60,7 +60,11 @@ pub fn generate(kind: CertKind, hosts: &[String], validity: Validity) -> Result<
     let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(err)?;
     ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     ca_params.distinguished_name.push(DnType::CommonName, "throng lab CA");
-    ca_params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
+    ca_params.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
     ca_params.not_before = now - Duration::days(1);
     ca_params.not_after = now + Duration::days(3650);
     let ca_key = KeyPair::generate_for(alg).map_err(err)?;
@@ -112,7 +116,10 @@ pub fn write_files(dir: &Path, files: &GeneratedFiles) -> std::io::Result<Vec<Pa
         f.write_all(text.as_bytes())?;
         // An existing file keeps its old mode on open: set it explicitly.
         use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(if *secret { 0o600 } else { 0o644 }))?;
+        std::fs::set_permissions(
+            &path,
+            std::fs::Permissions::from_mode(if *secret { 0o600 } else { 0o644 }),
+        )?;
         written.push(path);
     }
     Ok(written)
@@ -123,7 +130,7 @@ mod tests {
     use super::*;
     use crate::{ClientOptions, client_config, server_config};
 
-    fn find<'a>(g: &'a GeneratedFiles, name: &str) -> (String, Vec<u8>) {
+    fn find(g: &GeneratedFiles, name: &str) -> (String, Vec<u8>) {
         let (_, text, _) = g.files.iter().find(|(n, _, _)| *n == name).unwrap();
         (name.to_string(), text.as_bytes().to_vec())
     }
@@ -133,7 +140,12 @@ mod tests {
         for kind in [CertKind::Ecdsa, CertKind::Rsa] {
             let g = generate(kind, &["localhost".into(), "127.0.0.1".into()], Validity::Current).unwrap();
             assert_eq!(g.files.len(), 6);
-            server_config(&find(&g, "server.pem"), &find(&g, "server.key"), Some(&find(&g, "ca.pem"))).unwrap();
+            server_config(
+                &find(&g, "server.pem"),
+                &find(&g, "server.key"),
+                Some(&find(&g, "ca.pem")),
+            )
+            .unwrap();
             client_config(&ClientOptions {
                 cacert: Some(find(&g, "ca.pem")),
                 cert: Some(find(&g, "client.pem")),
@@ -152,7 +164,11 @@ mod tests {
         let paths = write_files(&dir, &g).unwrap();
         for p in paths {
             let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
-            let want = if p.extension().is_some_and(|e| e == "key") { 0o600 } else { 0o644 };
+            let want = if p.extension().is_some_and(|e| e == "key") {
+                0o600
+            } else {
+                0o644
+            };
             assert_eq!(mode, want, "{}", p.display());
         }
         std::fs::remove_dir_all(dir).unwrap();

@@ -83,10 +83,22 @@ mod tests {
 
     #[test]
     fn names() {
-        assert_eq!(failure_class(&Error::AlertReceived(AlertDescription::UnknownCA)), "unknown_ca");
-        assert_eq!(failure_class(&Error::InvalidCertificate(CertificateError::UnknownIssuer)), "unknown_ca");
-        assert_eq!(failure_class(&Error::InvalidCertificate(CertificateError::Expired)), "certificate_expired");
-        let io = std::io::Error::new(std::io::ErrorKind::InvalidData, Error::AlertReceived(AlertDescription::CertificateRequired));
+        assert_eq!(
+            failure_class(&Error::AlertReceived(AlertDescription::UnknownCA)),
+            "unknown_ca"
+        );
+        assert_eq!(
+            failure_class(&Error::InvalidCertificate(CertificateError::UnknownIssuer)),
+            "unknown_ca"
+        );
+        assert_eq!(
+            failure_class(&Error::InvalidCertificate(CertificateError::Expired)),
+            "certificate_expired"
+        );
+        let io = std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            Error::AlertReceived(AlertDescription::CertificateRequired),
+        );
         assert_eq!(io_failure_class(&io), Some("certificate_required"));
         assert_eq!(io_failure_class(&std::io::Error::other("x")), None);
     }

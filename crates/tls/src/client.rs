@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::Resumption;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::{CryptoProvider, SupportedKxGroup, aws_lc_rs};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
@@ -32,7 +32,9 @@ impl Group {
             "p256" | "secp256r1" | "prime256v1" => Ok(Group::Secp256r1),
             "p384" | "secp384r1" => Ok(Group::Secp384r1),
             "x25519mlkem768" | "mlkem" => Ok(Group::X25519MlKem768),
-            _ => Err(format!("'{text}' is not a key-exchange group; use x25519, p256, p384 or x25519mlkem768")),
+            _ => Err(format!(
+                "'{text}' is not a key-exchange group; use x25519, p256, p384 or x25519mlkem768"
+            )),
         }
     }
 
@@ -119,7 +121,10 @@ pub(crate) fn versions(v: Option<TlsVersion>) -> &'static [&'static rustls::Supp
     }
 }
 
-pub(crate) fn certs(flag: &'static str, (path, pem): &(String, Vec<u8>)) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+pub(crate) fn certs(
+    flag: &'static str,
+    (path, pem): &(String, Vec<u8>),
+) -> Result<Vec<CertificateDer<'static>>, TlsError> {
     let bad = |problem: String| TlsError::Pem {
         flag,
         path: path.clone(),
@@ -183,7 +188,11 @@ pub fn client_config(o: &ClientOptions) -> Result<Arc<ClientConfig>, TlsError> {
             .with_client_auth_cert(certs("--cert", c)?, key("--key", k)?)
             .map_err(|e| TlsError::Config(format!("--cert/--key: the key does not fit the certificate ({e})")))?,
         (None, None) => builder.with_no_client_auth(),
-        (Some(_), None) => return Err(TlsError::Config("--cert needs --key (the certificate's private key)".into())),
+        (Some(_), None) => {
+            return Err(TlsError::Config(
+                "--cert needs --key (the certificate's private key)".into(),
+            ));
+        }
         (None, Some(_)) => return Err(TlsError::Config("--key needs --cert (the client certificate)".into())),
     };
     config.alpn_protocols.clone_from(&o.alpn);

@@ -12,8 +12,8 @@
 //! configurations back. Every error says which flag or file is at fault.
 
 mod certs;
-mod client;
 mod classify;
+mod client;
 mod server;
 
 pub use certs::{CertKind, GeneratedFiles, Validity, generate, write_files};

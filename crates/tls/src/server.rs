@@ -24,7 +24,9 @@ pub fn server_config(
         Some(ca) => {
             let mut roots = RootCertStore::empty();
             for c in certs("--tls", ca)? {
-                roots.add(c).map_err(|e| TlsError::Config(format!("{}: not a usable CA ({e})", ca.0)))?;
+                roots
+                    .add(c)
+                    .map_err(|e| TlsError::Config(format!("{}: not a usable CA ({e})", ca.0)))?;
             }
             let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
                 .build()

@@ -9,10 +9,21 @@ use crate::args::CertsCmd;
 
 pub fn run(c: CertsCmd) -> anyhow::Result<ExitCode> {
     let kind = if c.rsa { CertKind::Rsa } else { CertKind::Ecdsa };
-    let validity = if c.expired { Validity::Expired } else { Validity::Current };
-    let hosts: Vec<String> = c.hosts.iter().map(|h| h.trim().to_string()).filter(|h| !h.is_empty()).collect();
+    let validity = if c.expired {
+        Validity::Expired
+    } else {
+        Validity::Current
+    };
+    let hosts: Vec<String> = c
+        .hosts
+        .iter()
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .collect();
     if hosts.is_empty() {
-        return Err(UsageError("--hosts needs at least one name or address, e.g. --hosts localhost,127.0.0.1".into()).into());
+        return Err(
+            UsageError("--hosts needs at least one name or address, e.g. --hosts localhost,127.0.0.1".into()).into(),
+        );
     }
     let files = throng_tls::generate(kind, &hosts, validity).map_err(|e| UsageError(format!("--hosts: {e}")))?;
     let written = throng_tls::write_files(&c.out, &files)

@@ -130,7 +130,9 @@ fn run_exit_code(r: &RunResult) -> ExitCode {
         let target = r.plan.target_authority();
         let hint = match classes.first().map(|(k, _)| k.as_str()).unwrap_or("") {
             "refused" => format!("is anything listening on {target}?"),
-            "check_failed" => "the server answered, with statuses the plan does not expect; see --expect-status".to_string(),
+            "check_failed" => {
+                "the server answered, with statuses the plan does not expect; see --expect-status".to_string()
+            }
             k if k.starts_with("timeout.") => format!("{target} did not answer within --timeout"),
             k if k.starts_with("tls.") => {
                 "the TLS handshake failed; check --cacert, --cert/--key and --sni (or --insecure)".to_string()

@@ -33,7 +33,11 @@ pub fn run(c: ServeCmd) -> anyhow::Result<ExitCode> {
         Some(dir) => {
             let cert = super::tls::read_in("--tls", dir, "server.pem")?;
             let key = super::tls::read_in("--tls", dir, "server.key")?;
-            let ca = if c.mtls { Some(super::tls::read_in("--mtls", dir, "ca.pem")?) } else { None };
+            let ca = if c.mtls {
+                Some(super::tls::read_in("--mtls", dir, "ca.pem")?)
+            } else {
+                None
+            };
             Some(throng_tls::server_config(&cert, &key, ca.as_ref()).map_err(|e| UsageError(e.to_string()))?)
         }
         None => None,
@@ -65,7 +69,13 @@ pub fn run(c: ServeCmd) -> anyhow::Result<ExitCode> {
     let mut children = Vec::new();
     for _ in 1..c.procs.max(1) {
         let mut cmd = std::process::Command::new(std::env::current_exe().context("cannot find this program")?);
-        cmd.args(["serve", "--listen", &server.addr().to_string(), "--threads", &threads.to_string()]);
+        cmd.args([
+            "serve",
+            "--listen",
+            &server.addr().to_string(),
+            "--threads",
+            &threads.to_string(),
+        ]);
         if let (Some(every), Some(f)) = (c.stall_every, c.stall_for) {
             cmd.args(["--stall-every", &throng_plan::format_duration(every)]);
             cmd.args(["--stall-for", &throng_plan::format_duration(f)]);
@@ -76,11 +86,16 @@ pub fn run(c: ServeCmd) -> anyhow::Result<ExitCode> {
         if c.mtls {
             cmd.arg("--mtls");
         }
-        cmd.stdin(std::process::Stdio::null()).stderr(std::process::Stdio::null());
+        cmd.stdin(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
         std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
         children.push(cmd.spawn().context("cannot start another lab server process")?);
     }
-    let procs = if c.procs > 1 { format!(", {} processes", c.procs) } else { String::new() };
+    let procs = if c.procs > 1 {
+        format!(", {} processes", c.procs)
+    } else {
+        String::new()
+    };
     eprintln!(
         "throng lab server on {scheme}://{}/ ({threads} threads{procs}{stall_text}{mtls}); Ctrl-C to stop",
         server.addr()

@@ -28,7 +28,9 @@ const KERNEL_BYTES_PER_CONNECTION: u64 = 8 * 1024;
 
 pub fn run(c: StormCmd) -> anyhow::Result<ExitCode> {
     let seed = c.seed.unwrap_or_else(|| {
-        SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64)
     });
     let plan = StormPlan::from_args(StormArgs {
         target: c.target.clone(),
@@ -140,7 +142,11 @@ fn check_system(plan: &StormPlan, peak: u64, procs: u32, per_process: u64) -> Re
         }
     }
     if let Some(available) = mem_available() {
-        let per_connection = if plan.target.scheme.is_tls() { 8 * 1024 } else { 2 * 1024 } + KERNEL_BYTES_PER_CONNECTION;
+        let per_connection = if plan.target.scheme.is_tls() {
+            8 * 1024
+        } else {
+            2 * 1024
+        } + KERNEL_BYTES_PER_CONNECTION;
         let needed = peak * per_connection;
         if needed > available {
             return Err(UsageError(format!(
@@ -278,12 +284,20 @@ fn run_children(c: &StormCmd, plan: &StormPlan, procs: u32, seed: u64, control: 
             Err(e) => failures.push(format!(
                 "process {} of {procs} ({status}): {}",
                 i + 1,
-                String::from_utf8_lossy(&err).trim().lines().last().map_or_else(|| e.to_string(), str::to_string)
+                String::from_utf8_lossy(&err)
+                    .trim()
+                    .lines()
+                    .last()
+                    .map_or_else(|| e.to_string(), str::to_string)
             )),
         }
     }
     if !failures.is_empty() {
-        return Err(anyhow::anyhow!("{} of {procs} worker processes failed: {}", failures.len(), failures.join("; ")));
+        return Err(anyhow::anyhow!(
+            "{} of {procs} worker processes failed: {}",
+            failures.len(),
+            failures.join("; ")
+        ));
     }
     let mut merged = RunResult::merge(&results).context("merging the worker processes' results")?;
     merged.plan = throng_result::Plan::Storm(plan.clone());

@@ -242,5 +242,8 @@ pub fn schema_violations(path: &Path) -> Vec<String> {
     let schema: serde_json::Value = serde_json::from_str(&schema_text).unwrap();
     let validator = jsonschema::validator_for(&schema).unwrap();
     let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
-    validator.iter_errors(&doc).map(|e| format!("{} at {}", e, e.instance_path)).collect()
+    validator
+        .iter_errors(&doc)
+        .map(|e| format!("{} at {}", e, e.instance_path))
+        .collect()
 }
