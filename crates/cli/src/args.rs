@@ -219,6 +219,42 @@ pub struct StormCmd {
     /// Seed for --jitter's random waits [default: from the clock; the result records it]
     #[arg(long = "seed", value_name = "N")]
     pub seed: Option<u64>,
+    /// Protocol spoken once connected: nats, lines (with --send/--expect), none [default: from the target]
+    #[arg(long = "protocol", value_name = "NAME", help_heading = "Protocol")]
+    pub protocol: Option<String>,
+    /// NATS user and password from a file ('user:password', or two lines)
+    #[arg(long = "nats-creds", value_name = "FILE", help_heading = "Protocol")]
+    pub nats_creds: Option<PathBuf>,
+    /// Line protocol: send this text (escapes: \r \n \t \\ \xHH); repeatable, in order with --expect
+    #[arg(long = "send", value_name = "TEXT", help_heading = "Protocol")]
+    pub send: Vec<String>,
+    /// Line protocol: the next line must match this regular expression; repeatable
+    #[arg(long = "expect", value_name = "REGEX", help_heading = "Protocol")]
+    pub expect: Vec<String>,
+    /// Line protocol: limit on each --expect [default: --timeout]
+    #[arg(long = "step-timeout", value_name = "DURATION", value_parser = parse_duration, help_heading = "Protocol")]
+    pub step_timeout: Option<Duration>,
+    /// Reconnect held connections the server closes (and repeat the handshake)
+    #[arg(long = "reconnect", help_heading = "Reconnect")]
+    pub reconnect: bool,
+    /// Wait before each reconnect attempt [default: 2s, as the NATS clients]
+    #[arg(long = "reconnect-wait", value_name = "DURATION", value_parser = parse_duration, help_heading = "Reconnect")]
+    pub reconnect_wait: Option<Duration>,
+    /// Plus a random extra wait in [0, DURATION) [default: 100ms]
+    #[arg(long = "reconnect-jitter", value_name = "DURATION", value_parser = parse_duration, help_heading = "Reconnect")]
+    pub reconnect_jitter: Option<Duration>,
+    /// Attempts per dropped connection before giving up [default: 60]
+    #[arg(long = "max-reconnects", value_name = "N", help_heading = "Reconnect")]
+    pub max_reconnects: Option<u32>,
+    /// Once every connection is held, wait this long, then run --trigger [default: 0s]
+    #[arg(long = "trigger-after", value_name = "DURATION", value_parser = parse_duration, help_heading = "Reconnect")]
+    pub trigger_after: Option<Duration>,
+    /// Shell command to run then (e.g. restart the server); its status and output are in the report
+    #[arg(long = "trigger", value_name = "COMMAND", help_heading = "Reconnect")]
+    pub trigger: Option<String>,
+    /// --send and --expect in command-line order (filled after parsing)
+    #[arg(skip)]
+    pub steps: Vec<(bool, String)>,
     #[command(flatten)]
     pub tls: TlsArgs,
     /// Report layout on stdout
@@ -293,8 +329,17 @@ pub struct MergeCmd {
 /// Parses the command line. Usage errors become one line on stderr and exit
 /// code 2; `--help` and `--version` print and exit 0.
 pub fn parse() -> Result<Cli, ExitCode> {
-    match Cli::try_parse() {
-        Ok(cli) => Ok(cli),
+    use clap::{CommandFactory, FromArgMatches};
+    let parsed = Cli::command()
+        .try_get_matches()
+        .and_then(|m| Cli::from_arg_matches(&m).map(|c| (c, m)));
+    match parsed {
+        Ok((mut cli, matches)) => {
+            if let (Command::Storm(storm), Some(("storm", sub))) = (&mut cli.command, matches.subcommand()) {
+                storm.steps = ordered_steps(sub, &storm.send, &storm.expect);
+            }
+            Ok(cli)
+        }
         Err(e) => {
             use clap::error::ErrorKind;
             match e.kind() {
@@ -315,6 +360,19 @@ pub fn parse() -> Result<Cli, ExitCode> {
             }
         }
     }
+}
+
+/// --send and --expect values in the order they were typed.
+fn ordered_steps(m: &clap::ArgMatches, send: &[String], expect: &[String]) -> Vec<(bool, String)> {
+    let mut steps: Vec<(usize, bool, String)> = Vec::new();
+    if let Some(ix) = m.indices_of("send") {
+        steps.extend(ix.zip(send).map(|(i, v)| (i, true, v.clone())));
+    }
+    if let Some(ix) = m.indices_of("expect") {
+        steps.extend(ix.zip(expect).map(|(i, v)| (i, false, v.clone())));
+    }
+    steps.sort_by_key(|(i, _, _)| *i);
+    steps.into_iter().map(|(_, s, v)| (s, v)).collect()
 }
 
 /// clap's message, its tip, and where to read more, on one line.

@@ -19,11 +19,13 @@
 mod conn;
 mod errors;
 pub mod http1;
+mod protocol;
 mod storm;
 pub mod sys;
 mod timer;
 mod tls_stream;
 mod transport;
+mod trigger;
 mod worker;
 
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -33,7 +35,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use throng_metrics::{Live, Measurements};
 use throng_plan::{Arrivals, HttpPlan, Load, StatusSet, Stop, StormPlan, StormStarts, split_evenly};
-use throng_result::{Generator, Part, Plan, RunResult, SCHEMA, rfc3339};
+use throng_result::{Generator, Part, Plan, RunResult, SCHEMA, TriggerRecord, rfc3339};
 use throng_tls::rustls::ClientConfig;
 use throng_tls::rustls::pki_types::ServerName;
 use tokio::sync::watch;
@@ -84,6 +86,9 @@ pub enum EngineError {
     /// TLS could not be set up.
     #[error("{0}")]
     Tls(String),
+    /// The plan cannot run as given (a flag's value the plan could not check).
+    #[error("{0}")]
+    Config(String),
     /// A worker thread could not start or died.
     #[error("worker failed: {0}")]
     Worker(String),
@@ -270,6 +275,8 @@ pub fn run_http(
                 keepalive: plan.keepalive,
                 expect: plan.expect_status,
                 tls: tls.clone(),
+                protocol: None,
+                upgrade_tls: None,
                 source: Arc::from(Vec::new()),
                 origin,
                 load,
@@ -297,6 +304,7 @@ pub fn run_http(
         },
         grace: plan.timeout,
         judge_after: u64::from(plan.connections).min(10),
+        trigger: None,
     };
     let finished = coordinate(launch, control, on_tick)?;
     Ok(finished.into_result(Plan::Http(plan.clone()), plan.is_open_loop(), control))
@@ -345,6 +353,8 @@ struct Launch {
     /// Stop early when this many connection attempts failed and nothing
     /// succeeded (0: never).
     judge_after: u64,
+    /// A command to run once `first_wave` connections have resolved.
+    trigger: Option<(throng_plan::Trigger, u64)>,
 }
 
 /// What the workers left behind, merged.
@@ -355,6 +365,7 @@ struct Finished {
     cpu: (Duration, Duration),
     threads: u32,
     notes: Vec<String>,
+    trigger: Option<TriggerRecord>,
 }
 
 impl Finished {
@@ -393,6 +404,7 @@ impl Finished {
             generator,
             measurements: self.measurements,
             notes: self.notes,
+            trigger: self.trigger,
         }
     }
 }
@@ -408,7 +420,9 @@ fn coordinate(launch: Launch, control: &Control, on_tick: &mut dyn FnMut(&Progre
         planned_end,
         grace,
         judge_after,
+        trigger,
     } = launch;
+    let mut trigger_run = trigger.map(|(t, wave)| trigger::Pending::new(t, wave));
     let origin = clock.origin;
     let threads = specs.len();
     let coordinator_cpu = sys::thread_cpu();
@@ -464,6 +478,7 @@ fn coordinate(launch: Launch, control: &Control, on_tick: &mut dyn FnMut(&Progre
                 live.open_connections += l.open_connections;
                 live.connections_ok += l.connections_ok;
                 live.connection_errors += l.connection_errors;
+                live.first_wave += l.first_wave;
                 live.bytes_received += l.bytes_received;
             }
         }
@@ -473,6 +488,10 @@ fn coordinate(launch: Launch, control: &Control, on_tick: &mut dyn FnMut(&Progre
             total_requests,
             duration,
         });
+
+        if let Some(t) = trigger_run.as_mut() {
+            t.tick(now, origin, live.first_wave);
+        }
 
         // Nothing listens there: stop rather than spin on refusals.
         if judge_after > 0 && live.ok == 0 && live.connections_ok == 0 && live.connection_errors >= judge_after {
@@ -542,6 +561,29 @@ fn coordinate(launch: Launch, control: &Control, on_tick: &mut dyn FnMut(&Progre
         // Invariant: one thread per worker, far below u32::MAX.
         threads: threads as u32,
         notes,
+        trigger: trigger_run.map(trigger::Pending::finish),
+    })
+}
+
+/// Compiles a plan's protocol: the NATS CONNECT line, the line steps'
+/// regular expressions.
+fn protocol_spec(p: &throng_plan::Protocol, tls: bool) -> Result<protocol::ProtocolSpec, EngineError> {
+    Ok(match p {
+        throng_plan::Protocol::Nats(auth) => protocol::ProtocolSpec::Nats {
+            connect: protocol::nats_connect(auth.user.as_deref(), auth.secret.as_deref(), auth.token, tls),
+        },
+        throng_plan::Protocol::Lines { steps, step_timeout } => protocol::ProtocolSpec::Lines {
+            steps: steps
+                .iter()
+                .map(|s| match s {
+                    throng_plan::LineStep::Send(t) => Ok(protocol::Step::Send(t.as_bytes().to_vec())),
+                    throng_plan::LineStep::Expect(re) => regex::bytes::Regex::new(re)
+                        .map(protocol::Step::Expect)
+                        .map_err(|e| EngineError::Config(format!("--expect '{re}': not a regular expression: {e}"))),
+                })
+                .collect::<Result<_, _>>()?,
+            step_timeout: *step_timeout,
+        },
     })
 }
 
@@ -593,7 +635,7 @@ pub fn run_storm(
     let peak = storm_peak_estimate(plan).div_ceil(u64::from(count));
     check_fds(peak, workers)?;
     let addr = resolve(&plan.target.host, plan.target.port)?;
-    let tls = match (&plan.tls, tls) {
+    let client = match (&plan.tls, tls) {
         (Some(settings), Some(config)) => Some(tls_client(
             config,
             settings.server_name.as_deref().unwrap_or(&plan.target.host),
@@ -601,6 +643,19 @@ pub fn run_storm(
         (Some(_), None) => return Err(EngineError::Tls("a TLS storm needs a TLS client configuration".into())),
         (None, _) => None,
     };
+    // tls:// and https:// speak TLS from the first byte; nats:// starts
+    // plain and upgrades when the server's INFO asks for it.
+    let (tls, upgrade_tls) = if plan.target.scheme.is_tls() {
+        (client, None)
+    } else {
+        (None, client)
+    };
+    let protocol = plan
+        .protocol
+        .as_ref()
+        .map(|p| protocol_spec(p, tls.is_some()))
+        .transpose()?
+        .map(Arc::new);
     let request: Box<[u8]> = plan.request_bytes().unwrap_or_default().into_boxed_slice();
     let source: Arc<[std::net::IpAddr]> = Arc::from(plan.source.clone());
     let clock = part.start_at_unix_ms.map_or_else(Clock::start, Clock::at);
@@ -635,6 +690,8 @@ pub fn run_storm(
                 keepalive: true,
                 expect: StatusSet::default(),
                 tls: tls.clone(),
+                protocol: protocol.clone(),
+                upgrade_tls: upgrade_tls.clone(),
                 source: Arc::clone(&source),
                 origin,
                 load: WorkerLoad::Storm(StormLoad {
@@ -648,6 +705,8 @@ pub fn run_storm(
                     gap,
                     worker: global,
                     workers: all_workers,
+                    reconnect: plan.reconnect,
+                    seed: plan.seed,
                 }),
             }
         })
@@ -669,6 +728,7 @@ pub fn run_storm(
         planned_end: None,
         grace: plan.timeout,
         judge_after: plan.connections.min(10),
+        trigger: plan.trigger.clone().map(|t| (t, mine)),
     };
     let mut finished = coordinate(launch, control, on_tick)?;
     if count > 1 {

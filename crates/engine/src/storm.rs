@@ -1,6 +1,7 @@
-//! Storms: each start opens a connection (TCP, TLS), makes at most one
-//! request, holds the connection, and closes it — paced by a rate or a
-//! jitter, capped by how many may be open or opening at once.
+//! Storms: each start opens a connection (TCP, TLS, a protocol handshake),
+//! makes at most one request, holds the connection — reconnecting when the
+//! server drops it, if asked — and closes it; paced by a rate or a jitter,
+//! capped by how many may be open or opening at once.
 
 use std::cell::Cell;
 use std::future::poll_fn;
@@ -10,8 +11,10 @@ use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use throng_metrics::Phase;
+use throng_plan::{Reconnect, Rng};
 use tokio::io::{AsyncRead, ReadBuf};
 use tokio::sync::Notify;
+use tokio::time::Sleep;
 
 use crate::http1::ResponseReader;
 use crate::worker::{Conn, Ctx, Pacer, StormLoad, TaskGuard, close, exchange_on, open_connection};
@@ -23,12 +26,25 @@ struct Slots {
     freed: Notify,
 }
 
+/// What every connection of this worker's storm shares.
+struct Shared {
+    slots: Slots,
+    hold: Duration,
+    reconnect: Option<Reconnect>,
+    rng: std::cell::RefCell<Rng>,
+}
+
 /// Starts this worker's storm connections on schedule, at most `cap` open
 /// or opening at once.
 pub(crate) async fn dispatcher(guard: TaskGuard, load: StormLoad) {
     let ctx = &guard.0;
     let origin = ctx.spec.origin;
-    let slots = Rc::new(Slots::default());
+    let shared = Rc::new(Shared {
+        slots: Slots::default(),
+        hold: load.hold,
+        reconnect: load.reconnect,
+        rng: std::cell::RefCell::new(Rng::new(load.seed ^ load.worker.wrapping_mul(0x9E37_79B9))),
+    });
     let mut pacer = Pacer::new(load.gap);
     let sources = std::sync::Arc::clone(&ctx.spec.source);
     for (k, offset) in (0u64..).zip(load.starts.clone()) {
@@ -37,9 +53,9 @@ pub(crate) async fn dispatcher(guard: TaskGuard, load: StormLoad) {
             break;
         }
         // Wait for a free slot; the wait counts as lateness.
-        while load.cap.is_some_and(|cap| slots.active.get() >= cap) {
+        while load.cap.is_some_and(|cap| shared.slots.active.get() >= cap) {
             tokio::select! {
-                () = slots.freed.notified() => {}
+                () = shared.slots.freed.notified() => {}
                 () = ctx.stop_notify.notified() => break,
             }
             if ctx.stopping.get() {
@@ -49,7 +65,7 @@ pub(crate) async fn dispatcher(guard: TaskGuard, load: StormLoad) {
         if ctx.stopping.get() {
             break;
         }
-        slots.active.set(slots.active.get() + 1);
+        shared.slots.active.set(shared.slots.active.get() + 1);
         let source = if sources.is_empty() {
             None
         } else {
@@ -58,20 +74,14 @@ pub(crate) async fn dispatcher(guard: TaskGuard, load: StormLoad) {
             sources.get(i as usize).copied()
         };
         let intended = load.scheduled.then_some(due);
-        tokio::task::spawn_local(connection(ctx.task(), Rc::clone(&slots), intended, source, load.hold));
+        tokio::task::spawn_local(connection(ctx.task(), Rc::clone(&shared), intended, source));
         // Let connections progress while a burst of starts is spawned.
         tokio::task::coop::consume_budget().await;
     }
 }
 
-/// One storm connection, start to close.
-async fn connection(
-    guard: TaskGuard,
-    slots: Rc<Slots>,
-    intended: Option<Instant>,
-    source: Option<std::net::IpAddr>,
-    hold: Duration,
-) {
+/// One storm connection, start to close (through any reconnects).
+async fn connection(guard: TaskGuard, shared: Rc<Shared>, intended: Option<Instant>, source: Option<std::net::IpAddr>) {
     let ctx = &guard.0;
     let start = Instant::now();
     if let Some(due) = intended {
@@ -80,10 +90,40 @@ async fn connection(
             .phase(start, Phase::ScheduleLag, start.saturating_duration_since(due));
     }
     let mut sleep = pin!(tokio::time::sleep(Duration::from_secs(3600)));
+    let first = establish(ctx, source, intended.unwrap_or(start), sleep.as_mut()).await;
+    ctx.rec
+        .borrow_mut()
+        .first_wave_resolved(first.as_ref().map(|(_, at)| *at));
+    if let Some((mut conn, ready)) = first {
+        if !shared.hold.is_zero() {
+            let deadline = ready + shared.hold;
+            conn = match hold_and_reconnect(ctx, &shared, conn, deadline, source, sleep.as_mut()).await {
+                Some(c) => c,
+                None => return release(&shared),
+            };
+        }
+        close(ctx, Some(conn));
+    }
+    release(&shared);
+}
+
+fn release(shared: &Shared) {
+    shared.slots.active.set(shared.slots.active.get() - 1);
+    shared.slots.freed.notify_one();
+}
+
+/// Opens a connection, runs the protocol handshake and the request (when
+/// the plan has them). None when it failed (already recorded).
+async fn establish(
+    ctx: &Ctx,
+    source: Option<std::net::IpAddr>,
+    origin: Instant,
+    mut sleep: Pin<&mut Sleep>,
+) -> Option<(Conn, Instant)> {
     let spec = &ctx.spec;
     let with_request = !spec.request.is_empty();
     // Plain TCP sends the request with the connect (see conn::connect).
-    let first: &[u8] = if with_request && spec.tls.is_none() {
+    let first: &[u8] = if with_request && spec.tls.is_none() && spec.protocol.is_none() {
         &spec.request
     } else {
         &[]
@@ -98,48 +138,115 @@ async fn connection(
                 ctx.rec.borrow_mut().request_failed(Instant::now(), class, 0);
                 ctx.in_flight.set(ctx.in_flight.get() - 1);
             }
+            None
         }
         Ok(ready) => {
             let mut conn = ready.conn;
-            let mut open = true;
             if with_request {
                 let mut reader = ResponseReader::new(false);
-                let origin = intended.unwrap_or(start);
-                open = Box::pin(exchange_on(
+                let reusable = Box::pin(exchange_on(
                     ctx,
                     &mut conn,
                     &mut reader,
-                    sleep.as_mut(),
+                    sleep,
                     ready.ready,
                     ready.written,
                     origin,
                 ))
-                .await
-                    || (reader.status > 0 && !reader.close);
+                .await;
+                // Failed, or the server closes after its response: nothing
+                // left to hold.
+                if !reusable {
+                    close(ctx, Some(conn));
+                    return None;
+                }
             }
-            if open && !hold.is_zero() {
-                // Nothing more is sent or expected on a held connection:
-                // keep the socket, not the TLS session (see shed_tls).
-                conn.stream = conn.stream.shed_tls();
-                hold_open(ctx, &mut conn, ready.ready + hold, sleep.as_mut()).await;
-            }
-            close(ctx, Some(conn));
+            Some((conn, ready.ready))
         }
     }
-    slots.active.set(slots.active.get() - 1);
-    slots.freed.notify_one();
 }
 
-/// Keeps `conn` open until `until`, a stop, or the server closing it
-/// (counted). Whatever the server sends meanwhile is read and dropped.
-async fn hold_open(ctx: &Ctx, conn: &mut Conn, until: Instant, mut sleep: Pin<&mut tokio::time::Sleep>) {
+/// Holds `conn` until `deadline` or a stop. When the server closes it:
+/// with a reconnect policy, reconnects (as the NATS clients do) and keeps
+/// holding; without one, the connection is over. Returns the connection to
+/// close, or None when none is left.
+async fn hold_and_reconnect(
+    ctx: &Ctx,
+    shared: &Shared,
+    mut conn: Conn,
+    deadline: Instant,
+    source: Option<std::net::IpAddr>,
+    mut sleep: Pin<&mut Sleep>,
+) -> Option<Conn> {
+    loop {
+        let answers = ctx.spec.protocol.as_deref().is_some_and(|p| p.answers_while_holding());
+        if !answers {
+            // Nothing more is sent or expected on a held connection:
+            // keep the socket, not the TLS session (see shed_tls).
+            conn.stream = conn.stream.shed_tls();
+        }
+        if !hold_open(ctx, &mut conn, deadline, answers, sleep.as_mut()).await {
+            return Some(conn);
+        }
+        let dropped = Instant::now();
+        ctx.rec.borrow_mut().closed_by_peer(dropped);
+        close(ctx, Some(conn));
+        let policy = shared.reconnect?;
+        let mut attempts = 0;
+        conn = loop {
+            let wait = policy.wait + policy.jitter.mul_f64(shared.rng.borrow_mut().next_f64());
+            let at = Instant::now() + wait;
+            if ctx.stopping.get() || at >= deadline {
+                ctx.rec.borrow_mut().gave_up("hold_ended");
+                return None;
+            }
+            sleep.as_mut().reset(at.into());
+            tokio::select! {
+                () = sleep.as_mut() => {}
+                () = ctx.stop_notify.notified() => {
+                    ctx.rec.borrow_mut().gave_up("hold_ended");
+                    return None;
+                }
+            }
+            attempts += 1;
+            if let Some((c, ready)) = establish(ctx, source, Instant::now(), sleep.as_mut()).await {
+                ctx.rec.borrow_mut().reconnected(ready, ready - dropped);
+                break c;
+            }
+            if attempts >= policy.max {
+                let why = last_failure(ctx);
+                ctx.rec.borrow_mut().gave_up(&why);
+                return None;
+            }
+        };
+    }
+}
+
+/// The class of this worker's most recent connection failure (for "why
+/// it never came back").
+fn last_failure(ctx: &Ctx) -> String {
+    ctx.rec
+        .borrow()
+        .last_connection_error()
+        .unwrap_or_else(|| "max_reconnects".to_string())
+}
+
+/// Keeps `conn` open until `until` or a stop (false), or until the server
+/// closes it (true). With `answer_pings`, answers NATS PINGs meanwhile;
+/// otherwise whatever the server sends is read and dropped.
+async fn hold_open(ctx: &Ctx, conn: &mut Conn, until: Instant, answer_pings: bool, mut sleep: Pin<&mut Sleep>) -> bool {
     sleep.as_mut().reset(until.into());
+    let stream = &mut conn.stream;
     let peer_closed = async {
+        if answer_pings {
+            crate::protocol::answer_pings(stream, &ctx.scratch).await;
+            return;
+        }
         poll_fn(|cx| {
             loop {
                 let mut buf = ctx.scratch.borrow_mut();
                 let mut rb = ReadBuf::new(&mut buf[..]);
-                match Pin::new(&mut conn.stream).poll_read(cx, &mut rb) {
+                match Pin::new(&mut *stream).poll_read(cx, &mut rb) {
                     Poll::Pending => return Poll::Pending,
                     Poll::Ready(Ok(())) if rb.filled().is_empty() => return Poll::Ready(()),
                     Poll::Ready(Ok(())) => continue,
@@ -150,8 +257,8 @@ async fn hold_open(ctx: &Ctx, conn: &mut Conn, until: Instant, mut sleep: Pin<&m
         .await
     };
     tokio::select! {
-        () = sleep => {}
-        () = ctx.stop_notify.notified() => {}
-        () = peer_closed => ctx.rec.borrow_mut().closed_by_peer(),
+        () = sleep => false,
+        () = ctx.stop_notify.notified() => false,
+        () = peer_closed => true,
     }
 }

@@ -76,6 +76,10 @@ pub(crate) struct StormLoad {
     /// (all processes), for rotating source addresses.
     pub worker: u64,
     pub workers: u64,
+    /// Reconnect held connections the server drops.
+    pub reconnect: Option<throng_plan::Reconnect>,
+    /// Seed for reconnect jitter.
+    pub seed: u64,
 }
 
 /// What a worker needs to run.
@@ -88,6 +92,10 @@ pub(crate) struct WorkerSpec {
     pub keepalive: bool,
     pub expect: StatusSet,
     pub tls: Option<TlsClient>,
+    /// The protocol spoken once connected (storms), and the TLS client for
+    /// a protocol's own upgrade (NATS `tls_required`).
+    pub protocol: Option<Arc<crate::protocol::ProtocolSpec>>,
+    pub upgrade_tls: Option<TlsClient>,
     /// Local addresses to connect from, rotated (empty: the kernel picks).
     pub source: Arc<[std::net::IpAddr]>,
     pub origin: Instant,
@@ -621,14 +629,42 @@ pub(crate) async fn open_connection(
                 .map_err(fail)?;
             ctx.rec.borrow_mut().connected(o.established, o.established - opened);
             sleep.as_mut().reset((o.established + spec.timeout).into());
-            // Without a request to carry it, the client's Finished leaves now.
-            let flush = spec.request.is_empty();
-            let (stream, h, done) = transport::handshake(o.stream, session, &hello, o.written, flush, sleep)
+            // The client's Finished waits for the first thing the client
+            // sends (the request, a line protocol's first send); otherwise
+            // it leaves now.
+            let client_speaks_first = !spec.request.is_empty()
+                || matches!(spec.protocol.as_deref(), Some(crate::protocol::ProtocolSpec::Lines { steps, .. })
+                    if matches!(steps.first(), Some(crate::protocol::Step::Send(_))));
+            let flush = !client_speaks_first;
+            let (stream, h, done) = transport::handshake(o.stream, session, &hello, o.written, flush, sleep.as_mut())
                 .await
                 .map_err(fail)?;
             ctx.rec.borrow_mut().tls_handshake(done, done - o.established, h);
             // The request has not been written: nothing of it went with the connect.
             (stream, 0, done)
+        }
+    };
+    let (stream, ready) = match &spec.protocol {
+        None => (stream, ready),
+        Some(protocol) => {
+            sleep.as_mut().reset((ready + spec.timeout).into());
+            let done = crate::protocol::handshake(
+                protocol,
+                stream,
+                spec.upgrade_tls.as_ref(),
+                &ctx.scratch,
+                spec.timeout,
+                sleep,
+            )
+            .await
+            .map_err(fail)?;
+            let now = Instant::now();
+            let mut rec = ctx.rec.borrow_mut();
+            if let Some((d, h, at)) = done.tls {
+                rec.tls_handshake(at, d, h);
+            }
+            rec.phase(now, Phase::Handshake, done.handshake);
+            (done.stream, now)
         }
     };
     resolved();

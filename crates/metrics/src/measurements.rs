@@ -52,6 +52,17 @@ pub struct Measurements {
     /// to (during a storm's hold).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub closed_by_peer: u64,
+    /// When the server first closed a held connection, µs after the start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_drop_us: Option<u64>,
+    /// When the last dropped connection was re-established, µs after the
+    /// start. With `first_drop_us`: seed 000's "total reconnect time".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_reconnected_us: Option<u64>,
+    /// Dropped connections that never came back, by the last attempt's
+    /// failure class (or `hold_ended`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub reconnect_gave_up: BTreeMap<String, u64>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -224,6 +235,17 @@ impl Measurements {
             (a, b) => a.or(b),
         };
         self.closed_by_peer += other.closed_by_peer;
+        self.first_drop_us = match (self.first_drop_us, shifted(other.first_drop_us)) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.last_reconnected_us = match (self.last_reconnected_us, shifted(other.last_reconnected_us)) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        for (k, v) in &other.reconnect_gave_up {
+            *self.reconnect_gave_up.entry(k.clone()).or_default() += v;
+        }
         let offset = offset.as_secs();
         self.requests.merge(&other.requests);
         self.connections.merge(&other.connections);
@@ -284,6 +306,15 @@ impl Measurements {
     /// to the last connection established.
     pub fn total_connect_time(&self) -> Option<Duration> {
         match (self.first_attempt_us, self.last_established_us) {
+            (Some(a), Some(b)) => Some(Duration::from_micros(b.saturating_sub(a))),
+            _ => None,
+        }
+    }
+
+    /// Seed 000's "total reconnect time": from the first held connection the
+    /// server dropped to the last one re-established.
+    pub fn total_reconnect_time(&self) -> Option<Duration> {
+        match (self.first_drop_us, self.last_reconnected_us) {
             (Some(a), Some(b)) => Some(Duration::from_micros(b.saturating_sub(a))),
             _ => None,
         }

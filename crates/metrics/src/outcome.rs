@@ -35,6 +35,14 @@ pub enum ErrorClass {
     CheckFailed,
     /// Still in flight when the run ended.
     Interrupted,
+    /// A protocol handshake got no answer within the timeout.
+    TimeoutHandshake,
+    /// The server refused the credentials (NATS `-ERR 'Authorization Violation'`).
+    AuthFailed,
+    /// The server answered a protocol handshake with an error, by reason
+    /// (e.g. `maximum_connections_exceeded`), or a line protocol's
+    /// expectation was not met (`unexpected_reply`).
+    ProtocolError(&'static str),
     /// A TLS failure, by alert or cause (e.g. `bad_certificate`).
     Tls(&'static str),
     /// Any other OS error, by errno name (e.g. `ENETUNREACH`).
@@ -57,6 +65,9 @@ impl ErrorClass {
             ErrorClass::Protocol => "protocol",
             ErrorClass::CheckFailed => "check_failed",
             ErrorClass::Interrupted => "interrupted",
+            ErrorClass::TimeoutHandshake => "timeout.handshake",
+            ErrorClass::AuthFailed => "auth_failed",
+            ErrorClass::ProtocolError(reason) => return Cow::Owned(format!("protocol.{reason}")),
             ErrorClass::Tls(cause) => return Cow::Owned(format!("tls.{cause}")),
             ErrorClass::Other(errno) => return Cow::Owned(format!("other.{errno}")),
         })
@@ -67,6 +78,9 @@ impl ErrorClass {
         match name {
             "timeout.connect" => "connect() did not complete within --timeout",
             "tls.handshake_timeout" => "TLS handshake did not complete within --timeout",
+            "timeout.handshake" => "the protocol handshake got no answer within --timeout",
+            "auth_failed" => "the server refused the credentials",
+            "protocol.unexpected_reply" => "a reply did not match what the step expected",
             "tls.unknown_ca" => "certificate not issued by a trusted CA",
             "tls.bad_certificate" => "certificate rejected",
             "tls.certificate_required" => "the server requires a client certificate",
@@ -82,6 +96,7 @@ impl ErrorClass {
             "check_failed" => "response arrived but its status or a check failed",
             "interrupted" => "still in flight when the run ended",
             n if n.starts_with("tls.") => "TLS failure",
+            n if n.starts_with("protocol.") => "the server answered the handshake with an error",
             _ => "other OS error",
         }
     }

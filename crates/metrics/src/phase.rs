@@ -23,11 +23,16 @@ pub enum Phase {
     Latency,
     /// `connect()` issued → connection closed.
     Connection,
+    /// Protocol handshake on an established connection (NATS: CONNECT sent →
+    /// PONG; line protocols: first step → last expectation met).
+    Handshake,
+    /// A held connection's drop by the server → its re-established handshake.
+    Reconnect,
 }
 
 impl Phase {
     /// Every phase, in report order.
-    pub const ALL: [Phase; 9] = [
+    pub const ALL: [Phase; 11] = [
         Phase::ScheduleLag,
         Phase::Connect,
         Phase::Tls,
@@ -37,6 +42,8 @@ impl Phase {
         Phase::Response,
         Phase::Latency,
         Phase::Connection,
+        Phase::Handshake,
+        Phase::Reconnect,
     ];
 
     /// Number of phases; recorders index arrays with [`Phase::index`].
@@ -54,6 +61,8 @@ impl Phase {
             Phase::Response => "response",
             Phase::Latency => "latency",
             Phase::Connection => "connection",
+            Phase::Handshake => "handshake",
+            Phase::Reconnect => "reconnect",
         }
     }
 

@@ -40,6 +40,10 @@ pub struct Recorder {
     first_attempt: Option<Instant>,
     last_established: Option<Instant>,
     closed_by_peer: u64,
+    first_drop: Option<Instant>,
+    last_reconnected: Option<Instant>,
+    gave_up: BTreeMap<String, u64>,
+    first_wave: u64,
 }
 
 /// TLS counts keyed by static names (no allocation per handshake).
@@ -87,11 +91,13 @@ struct Counts {
     attempted: u64,
     ok: u64,
     errors: BTreeMap<ErrorClass, u64>,
+    last_error: Option<ErrorClass>,
 }
 
 impl Counts {
     fn fail(&mut self, class: ErrorClass) {
         *self.errors.entry(class).or_default() += 1;
+        self.last_error = Some(class);
     }
 
     fn to_outcomes(&self) -> Outcomes {
@@ -142,6 +148,10 @@ impl Recorder {
             first_attempt: None,
             last_established: None,
             closed_by_peer: 0,
+            first_drop: None,
+            last_reconnected: None,
+            gave_up: BTreeMap::new(),
+            first_wave: 0,
         }
     }
 
@@ -313,8 +323,29 @@ impl Recorder {
 
     /// An established connection was closed by the server before the client
     /// meant to close it.
-    pub fn closed_by_peer(&mut self) {
+    pub fn closed_by_peer(&mut self, now: Instant) {
         self.closed_by_peer += 1;
+        self.first_drop = Some(self.first_drop.map_or(now, |f| f.min(now)));
+    }
+
+    /// A storm connection's first attempt resolved (established or failed):
+    /// once all have, the storm is fully up (a trigger may fire).
+    pub fn first_wave_resolved(&mut self, established_at: Option<Instant>) {
+        self.first_wave += 1;
+        if let Some(t) = established_at {
+            self.last_established = Some(self.last_established.map_or(t, |l| l.max(t)));
+        }
+    }
+
+    /// A dropped connection is back, `d` after its drop (a `reconnect` sample).
+    pub fn reconnected(&mut self, now: Instant, d: Duration) {
+        self.phase(now, Phase::Reconnect, d);
+        self.last_reconnected = Some(self.last_reconnected.map_or(now, |l| l.max(now)));
+    }
+
+    /// A dropped connection will not come back, because of `why`.
+    pub fn gave_up(&mut self, why: &str) {
+        *self.gave_up.entry(why.to_string()).or_default() += 1;
     }
 
     /// TCP connected after `connect` (a `connect` sample). The connection
@@ -330,7 +361,6 @@ impl Recorder {
     #[inline]
     pub fn connection_established(&mut self, now: Instant) {
         self.at(now);
-        self.last_established = Some(self.last_established.map_or(now, |l| l.max(now)));
         self.connections.ok += 1;
         self.point.connections_opened += 1;
         self.open += 1;
@@ -368,6 +398,11 @@ impl Recorder {
         self.open = self.open.saturating_sub(1);
     }
 
+    /// The class of the most recent failed connection attempt.
+    pub fn last_connection_error(&self) -> Option<String> {
+        self.connections.last_error.map(|c| c.name().into_owned())
+    }
+
     /// Connections currently open.
     pub fn open_connections(&self) -> u64 {
         self.open
@@ -384,6 +419,7 @@ impl Recorder {
             dropped: self.dropped,
             open_connections: self.open,
             connections_ok: self.connections.ok,
+            first_wave: self.first_wave,
             connection_errors: self.connections.errors.values().sum(),
             bytes_received: self.bytes.received,
         }
@@ -426,6 +462,9 @@ impl Recorder {
             first_attempt_us: self.first_attempt.map(|t| since(self.origin, t)),
             last_established_us: self.last_established.map(|t| since(self.origin, t)),
             closed_by_peer: self.closed_by_peer,
+            first_drop_us: self.first_drop.map(|t| since(self.origin, t)),
+            last_reconnected_us: self.last_reconnected.map(|t| since(self.origin, t)),
+            reconnect_gave_up: self.gave_up,
         }
     }
 }
@@ -461,6 +500,8 @@ pub struct Live {
     pub open_connections: u64,
     /// Connections established so far.
     pub connections_ok: u64,
+    /// Storm connections whose first attempt resolved.
+    pub first_wave: u64,
     /// Failed connection attempts.
     pub connection_errors: u64,
     /// Bytes read.

@@ -21,4 +21,7 @@ pub use error::PlanError;
 pub use http::{HttpArgs, HttpPlan, Load, Scheme, Stop, Target, TlsSettings};
 pub use schedule::{Arrivals, Rng, StormStarts, arrival_offset, split_evenly};
 pub use status::StatusSet;
-pub use storm::{Procs, StormArgs, StormPlan, StormRequest, StormScheme, StormTarget, parse_sources};
+pub use storm::{
+    LineStep, NatsAuth, Procs, Protocol, Reconnect, StormArgs, StormPlan, StormRequest, StormScheme, StormTarget,
+    Trigger, parse_sources, unescape,
+};

@@ -21,13 +21,83 @@ pub enum StormScheme {
     Http,
     /// TLS, then one HTTP request.
     Https,
+    /// NATS over TCP (upgraded to TLS when the server's INFO requires it).
+    Nats,
 }
 
 impl StormScheme {
-    /// True for `tls://` and `https://`.
+    /// True for `tls://` and `https://`: TLS from the first byte.
     pub fn is_tls(self) -> bool {
         matches!(self, StormScheme::Tls | StormScheme::Https)
     }
+}
+
+/// The protocol spoken on each connection once it is established.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Protocol {
+    /// NATS: read INFO, send CONNECT and PING, established at PONG; answer
+    /// the server's PINGs while holding.
+    Nats(NatsAuth),
+    /// A line protocol: steps that send text or expect a line matching a
+    /// regular expression, in order.
+    Lines {
+        /// The steps.
+        steps: Vec<LineStep>,
+        /// Limit on each expectation.
+        #[serde(with = "crate::duration::serde_duration")]
+        step_timeout: Duration,
+    },
+}
+
+/// NATS credentials. The secret is never written to result files.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NatsAuth {
+    /// `user` of CONNECT.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+    /// A password was given.
+    #[serde(default)]
+    pub password: bool,
+    /// An auth token was given.
+    #[serde(default)]
+    pub token: bool,
+    /// The password or token itself (not serialized).
+    #[serde(skip)]
+    pub secret: Option<String>,
+}
+
+/// One step of a line protocol.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LineStep {
+    /// Send these bytes (escapes like `\r\n` already decoded).
+    Send(String),
+    /// The next line must match this regular expression.
+    Expect(String),
+}
+
+/// What a held connection does when the server closes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reconnect {
+    /// Wait before each attempt (the NATS clients' default is 2 s).
+    #[serde(with = "crate::duration::serde_duration")]
+    pub wait: Duration,
+    /// Plus a uniformly random extra wait in [0, jitter).
+    #[serde(with = "crate::duration::serde_duration")]
+    pub jitter: Duration,
+    /// Attempts before giving up on a connection.
+    pub max: u32,
+}
+
+/// A shell command run once every connection is established and held.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Trigger {
+    /// Wait this long after the last connection was established.
+    #[serde(with = "crate::duration::serde_duration")]
+    pub after: Duration,
+    /// Run with `sh -c`.
+    pub command: String,
 }
 
 /// Where a storm's connections go.
@@ -91,6 +161,26 @@ pub struct StormArgs {
     pub tls: TlsSettings,
     /// Seed of the jitter's random waits.
     pub seed: u64,
+    /// `--protocol` (`nats`, `lines`), as typed.
+    pub protocol: Option<String>,
+    /// `--nats-creds`: (path, contents).
+    pub nats_creds: Option<(String, String)>,
+    /// `--send` and `--expect`, in command-line order (true: send).
+    pub steps: Vec<(bool, String)>,
+    /// `--step-timeout`.
+    pub step_timeout: Option<Duration>,
+    /// `--reconnect`.
+    pub reconnect: bool,
+    /// `--reconnect-wait`.
+    pub reconnect_wait: Option<Duration>,
+    /// `--reconnect-jitter`.
+    pub reconnect_jitter: Option<Duration>,
+    /// `--max-reconnects`.
+    pub max_reconnects: Option<u32>,
+    /// `--trigger-after`.
+    pub trigger_after: Option<Duration>,
+    /// `--trigger`.
+    pub trigger: Option<String>,
     /// Cores on this machine (the default for `--workers`).
     pub cores: u32,
 }
@@ -136,6 +226,15 @@ pub struct StormPlan {
     pub tls: Option<TlsSettings>,
     /// Seed of the jitter's random waits (rerun with `--seed` to repeat them).
     pub seed: u64,
+    /// The protocol spoken once connected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<Protocol>,
+    /// Reconnect held connections the server closes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reconnect: Option<Reconnect>,
+    /// A command to run once every connection is held.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trigger: Option<Trigger>,
 }
 
 /// The most source addresses a storm rotates over.
@@ -213,8 +312,9 @@ impl StormPlan {
             Some(s) => parse_sources(s)?,
             None => Vec::new(),
         };
-        let tls = if target.scheme.is_tls() {
-            Some(a.tls)
+        let tls = if target.scheme.is_tls() || target.scheme == StormScheme::Nats {
+            // NATS upgrades to TLS when the server's INFO requires it.
+            Some(a.tls.clone())
         } else if a.tls.any() {
             return Err(PlanError::invalid(
                 "--cacert/--cert/--key/--insecure/--tls-*",
@@ -226,6 +326,49 @@ impl StormPlan {
         } else {
             None
         };
+        let protocol = parse_protocol(&a, &target, timeout)?;
+        let reconnect_flags = a.reconnect_wait.is_some() || a.reconnect_jitter.is_some() || a.max_reconnects.is_some();
+        if reconnect_flags && !a.reconnect {
+            return Err(PlanError::invalid(
+                "--reconnect-wait/--reconnect-jitter/--max-reconnects",
+                "apply with --reconnect",
+            ));
+        }
+        let hold = a.hold.unwrap_or(Duration::ZERO);
+        let reconnect = if a.reconnect {
+            if hold.is_zero() {
+                return Err(PlanError::invalid(
+                    "--reconnect",
+                    "reconnects held connections; give --hold, e.g. --hold 30s",
+                ));
+            }
+            Some(Reconnect {
+                wait: a.reconnect_wait.unwrap_or(Duration::from_secs(2)),
+                jitter: a.reconnect_jitter.unwrap_or(Duration::from_millis(100)),
+                max: a.max_reconnects.unwrap_or(60),
+            })
+        } else {
+            None
+        };
+        let trigger = match (a.trigger_after, a.trigger.as_deref().map(str::trim)) {
+            (_, Some("")) => return Err(PlanError::invalid("--trigger", "is empty; give a shell command")),
+            (after, Some(cmd)) => {
+                if hold.is_zero() {
+                    return Err(PlanError::invalid(
+                        "--trigger",
+                        "runs once every connection is held; give --hold longer than --trigger-after",
+                    ));
+                }
+                Some(Trigger {
+                    after: after.unwrap_or(Duration::ZERO),
+                    command: cmd.to_string(),
+                })
+            }
+            (Some(_), None) => {
+                return Err(PlanError::invalid("--trigger-after", "needs --trigger 'COMMAND'"));
+            }
+            (None, None) => None,
+        };
         Ok(StormPlan {
             target,
             connections,
@@ -233,13 +376,16 @@ impl StormPlan {
             max_concurrent: a.max_concurrent,
             workers,
             jitter: a.jitter.filter(|j| !j.is_zero()),
-            hold: a.hold.unwrap_or(Duration::ZERO),
+            hold,
             request,
             timeout,
             procs,
             source,
             tls,
             seed: a.seed,
+            protocol,
+            reconnect,
+            trigger,
         })
     }
 
@@ -301,7 +447,8 @@ impl StormPlan {
 }
 
 fn parse_target(text: &str) -> Result<StormTarget, PlanError> {
-    let example = "e.g. tcp://127.0.0.1:8080, tls://127.0.0.1:8443 or https://127.0.0.1:8443/";
+    let example =
+        "e.g. tcp://127.0.0.1:8080, tls://127.0.0.1:8443, https://127.0.0.1:8443/ or nats://user:pass@127.0.0.1:4222";
     let url = url::Url::parse(text)
         .map_err(|e| PlanError::invalid("TARGET", format!("'{text}' is not a valid target ({e}); {example}")))?;
     let scheme = match url.scheme() {
@@ -309,6 +456,7 @@ fn parse_target(text: &str) -> Result<StormTarget, PlanError> {
         "tls" => StormScheme::Tls,
         "http" => StormScheme::Http,
         "https" => StormScheme::Https,
+        "nats" => StormScheme::Nats,
         other => {
             return Err(PlanError::invalid(
                 "TARGET",
@@ -324,6 +472,7 @@ fn parse_target(text: &str) -> Result<StormTarget, PlanError> {
     let port = match (url.port_or_known_default(), scheme) {
         (Some(p), _) => p,
         (None, StormScheme::Tls) => 443,
+        (None, StormScheme::Nats) => 4222,
         (None, _) => {
             return Err(PlanError::invalid(
                 "TARGET",
@@ -337,6 +486,193 @@ fn parse_target(text: &str) -> Result<StormTarget, PlanError> {
         host,
         port,
     })
+}
+
+/// The protocol from the target's scheme, `--protocol`, and the line steps.
+fn parse_protocol(a: &StormArgs, target: &StormTarget, timeout: Duration) -> Result<Option<Protocol>, PlanError> {
+    let named = a.protocol.as_deref().map(str::trim);
+    let nats = target.scheme == StormScheme::Nats || named == Some("nats");
+    if let Some(other) = named.filter(|n| !["nats", "lines", "none"].contains(n)) {
+        return Err(PlanError::invalid(
+            "--protocol",
+            format!("'{other}' is not nats, lines or none"),
+        ));
+    }
+    if named == Some("nats") && !matches!(target.scheme, StormScheme::Tcp | StormScheme::Tls | StormScheme::Nats) {
+        return Err(PlanError::invalid(
+            "--protocol",
+            "nats runs over tcp://, tls:// or nats:// targets",
+        ));
+    }
+    if nats {
+        if !a.steps.is_empty() {
+            return Err(PlanError::invalid(
+                "--send/--expect",
+                "line steps do not apply to NATS (it has its own handshake)",
+            ));
+        }
+        let url = url::Url::parse(&target.url).ok();
+        let url_user = url.as_ref().map(|u| u.username().to_string()).filter(|u| !u.is_empty());
+        let url_pass = url.as_ref().and_then(|u| u.password().map(str::to_string));
+        let mut auth = NatsAuth::default();
+        match (url_user, url_pass, &a.nats_creds) {
+            (Some(_), _, Some(_)) => {
+                return Err(PlanError::invalid(
+                    "--nats-creds",
+                    "give credentials in the URL or in --nats-creds, not both",
+                ));
+            }
+            (Some(user), Some(pass), None) => {
+                auth.user = Some(percent_decode(&user));
+                auth.password = true;
+                auth.secret = Some(percent_decode(&pass));
+            }
+            (Some(token), None, None) => {
+                auth.token = true;
+                auth.secret = Some(percent_decode(&token));
+            }
+            (None, _, Some((path, text))) => {
+                let (user, pass) = parse_creds(text).ok_or_else(|| {
+                    PlanError::invalid(
+                        "--nats-creds",
+                        format!("{path}: expected 'user:password' or the user and the password on two lines"),
+                    )
+                })?;
+                auth.user = Some(user);
+                auth.password = true;
+                auth.secret = Some(pass);
+            }
+            (None, _, None) => {}
+        }
+        return Ok(Some(Protocol::Nats(auth)));
+    }
+    if a.nats_creds.is_some() {
+        return Err(PlanError::invalid(
+            "--nats-creds",
+            "applies to nats:// targets or --protocol nats",
+        ));
+    }
+    if a.steps.is_empty() {
+        if named == Some("lines") {
+            return Err(PlanError::invalid(
+                "--protocol",
+                "lines needs steps: --send 'PING\\r\\n' --expect '^\\+PONG'",
+            ));
+        }
+        return Ok(None);
+    }
+    let mut steps = Vec::new();
+    for (send, text) in &a.steps {
+        if *send {
+            steps.push(LineStep::Send(
+                unescape(text).map_err(|e| PlanError::invalid("--send", e))?,
+            ));
+        } else {
+            regex_check(text).map_err(|e| PlanError::invalid("--expect", e))?;
+            steps.push(LineStep::Expect(text.clone()));
+        }
+    }
+    let step_timeout = a.step_timeout.unwrap_or(timeout);
+    if step_timeout.is_zero() {
+        return Err(PlanError::invalid(
+            "--step-timeout",
+            "must be longer than 0, e.g. --step-timeout 2s",
+        ));
+    }
+    Ok(Some(Protocol::Lines { steps, step_timeout }))
+}
+
+/// A light syntax check of a regular expression (the engine compiles it):
+/// balanced brackets and parentheses, no dangling escape.
+fn regex_check(re: &str) -> Result<(), String> {
+    let (mut paren, mut bracket, mut escaped) = (0i32, false, false);
+    for c in re.chars() {
+        if escaped {
+            escaped = false;
+            continue;
+        }
+        match c {
+            '\\' => escaped = true,
+            '[' if !bracket => bracket = true,
+            ']' if bracket => bracket = false,
+            '(' if !bracket => paren += 1,
+            ')' if !bracket => paren -= 1,
+            _ => {}
+        }
+        if paren < 0 {
+            return Err(format!("'{re}': a ')' closes nothing"));
+        }
+    }
+    if escaped || paren != 0 || bracket {
+        return Err(format!(
+            "'{re}' is not a complete regular expression (unbalanced or dangling escape)"
+        ));
+    }
+    Ok(())
+}
+
+/// Decodes `\r`, `\n`, `\t`, `\\`, `\0` and `\xHH` in a `--send` text.
+pub fn unescape(text: &str) -> Result<String, String> {
+    let mut out = String::new();
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('r') => out.push('\r'),
+            Some('n') => out.push('\n'),
+            Some('t') => out.push('\t'),
+            Some('0') => out.push('\0'),
+            Some('\\') => out.push('\\'),
+            Some('x') => {
+                let hex: String = chars.by_ref().take(2).collect();
+                let b =
+                    u8::from_str_radix(&hex, 16).map_err(|_| format!("'\\x{hex}' is not a hex byte in '{text}'"))?;
+                out.push(char::from(b));
+            }
+            Some(o) => {
+                return Err(format!(
+                    "'\\{o}' is not an escape in '{text}'; use \\r, \\n, \\t, \\\\, \\0 or \\xHH"
+                ));
+            }
+            None => return Err(format!("'{text}' ends with a lone backslash")),
+        }
+    }
+    Ok(out)
+}
+
+fn parse_creds(text: &str) -> Option<(String, String)> {
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .collect();
+    match lines.as_slice() {
+        [one] => one.split_once(':').map(|(u, p)| (u.to_string(), p.to_string())),
+        [user, pass] => Some((user.to_string(), pass.to_string())),
+        _ => None,
+    }
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%'
+            && i + 2 < bytes.len()
+            && let Ok(b) = u8::from_str_radix(&s[i + 1..i + 3], 16)
+        {
+            out.push(b);
+            i += 3;
+            continue;
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 fn target_path(text: &str) -> String {

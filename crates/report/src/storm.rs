@@ -33,7 +33,7 @@ pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
     let c = &m.connections;
     writeln!(
         w,
-        "  {:<14}{} attempted, {} established, {} failed ({:.2}%)",
+        "  {:<16}{} attempted, {} established, {} failed ({:.2}%)",
         "connections",
         c.attempted,
         c.ok,
@@ -44,14 +44,14 @@ pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
     if c.error("addr_unavailable") > 0 && p.source.is_empty() {
         writeln!(
             w,
-            "  {:<14}out of local ports to {}:{}: spread connections over more source addresses, e.g. --source 127.0.0.2-127.0.0.200",
+            "  {:<16}out of local ports to {}:{}: spread connections over more source addresses, e.g. --source 127.0.0.2-127.0.0.200",
             "hint", p.target.host, p.target.port
         )?;
     }
     if c.error("fd_unavailable") > 0 {
         writeln!(
             w,
-            "  {:<14}out of file descriptors: lower --max-concurrent or use --procs",
+            "  {:<16}out of file descriptors: lower --max-concurrent or use --procs",
             "hint"
         )?;
     }
@@ -71,7 +71,7 @@ pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
     };
     writeln!(
         w,
-        "  {:<14}{:.1} established/s over {:.2}s; per second: {shown}",
+        "  {:<16}{:.1} established/s over {:.2}s; per second: {shown}",
         "throughput",
         per_second(c.ok, r.duration_s),
         r.duration_s
@@ -79,29 +79,65 @@ pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
     if let Some(t) = m.total_connect_time() {
         writeln!(
             w,
-            "  {:<14}{} (first attempt to last established)",
-            "total connect",
+            "  {:<16}{} (first attempt to last established)",
+            "connect time",
             us(t.as_micros() as f64)
         )?;
     }
     writeln!(
         w,
-        "  {:<14}{} established at once",
+        "  {:<16}{} established at once",
         "peak", m.peak_concurrent_connections
     )?;
     if m.closed_by_peer > 0 {
         writeln!(
             w,
-            "  {:<14}{} held connections closed by the server",
+            "  {:<16}{} held connections closed by the server",
             "closed early", m.closed_by_peer
         )?;
+    }
+    if p.reconnect.is_some() && m.closed_by_peer > 0 {
+        let back = m.phases.get(Phase::Reconnect.name()).map_or(0, |h| h.count());
+        let gave_up: u64 = m.reconnect_gave_up.values().sum();
+        writeln!(
+            w,
+            "  {:<16}{} dropped, {} came back, {} never did",
+            "reconnects", m.closed_by_peer, back, gave_up
+        )?;
+        write_errors(w, &m.reconnect_gave_up)?;
+        if let Some(t) = m.total_reconnect_time() {
+            writeln!(
+                w,
+                "  {:<16}{} (first drop to last re-established)",
+                "reconnect time",
+                us(t.as_micros() as f64)
+            )?;
+        }
+    }
+    if let Some(t) = &r.trigger {
+        let when = t
+            .fired_at_s
+            .map_or_else(|| "never".to_string(), |s| format!("at {s:.2}s"));
+        let status = match (t.exit_code, &t.problem) {
+            (_, Some(p)) => p.clone(),
+            (Some(c), None) => format!("exit {c}"),
+            (None, None) => "killed by a signal".to_string(),
+        };
+        writeln!(
+            w,
+            "  {:<16}`{}` ran {when} for {:.2}s: {status}",
+            "trigger", t.command, t.duration_s
+        )?;
+        for line in t.output.lines().rev().take(3).collect::<Vec<_>>().into_iter().rev() {
+            writeln!(w, "  {:<16}| {line}", "")?;
+        }
     }
     if m.requests.attempted > 0 {
         let rq = &m.requests;
         let classes = m.status_classes();
         writeln!(
             w,
-            "  {:<14}{} attempted, {} ok, {} failed; status 2xx={} 3xx={} 4xx={} 5xx={}",
+            "  {:<16}{} attempted, {} ok, {} failed; status 2xx={} 3xx={} 4xx={} 5xx={}",
             "requests",
             rq.attempted,
             rq.ok,
@@ -117,7 +153,7 @@ pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
     writeln!(w)?;
     write_phase_table(m, w)?;
     if let Some(h) = m.phase(Phase::Tls.name()) {
-        writeln!(w, "  {:<14}{} on average", "handshakes", us(h.mean()))?;
+        writeln!(w, "  {:<16}{} on average", "handshakes", us(h.mean()))?;
     }
     writeln!(w)?;
     write_generator(r, c.attempted, "connections", w)?;
@@ -125,7 +161,7 @@ pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
     if m.peak_concurrent_connections >= 100 {
         writeln!(
             w,
-            "  {:<14}{} of peak memory per connection open at the peak",
+            "  {:<16}{} of peak memory per connection open at the peak",
             "",
             bytes(r.generator.peak_rss_bytes as f64 / m.peak_concurrent_connections as f64)
         )?;

@@ -8,15 +8,17 @@ use throng_result::{Plan, RunResult, per_second};
 use crate::format::{bytes, pct, us};
 
 /// Phases shown in the table, in order (those with samples).
-const TABLE: [Phase; 8] = [
+const TABLE: [Phase; 10] = [
     Phase::ScheduleLag,
     Phase::Connect,
     Phase::Tls,
+    Phase::Handshake,
     Phase::Wait,
     Phase::Receive,
     Phase::Response,
     Phase::Latency,
     Phase::Connection,
+    Phase::Reconnect,
 ];
 
 /// Writes the text report.
@@ -117,6 +119,10 @@ pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
 pub fn write_tls(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
     let m = &r.measurements;
     if let Some(settings) = r.plan.tls() {
+        // nats:// carries TLS settings for an upgrade the server may not ask for.
+        if m.tls.is_none() && matches!(&r.plan, Plan::Storm(p) if p.target.scheme == throng_plan::StormScheme::Nats) {
+            return Ok(());
+        }
         let t = m.tls.clone().unwrap_or_default();
         let top = |m: &std::collections::BTreeMap<String, u64>| {
             m.iter()

@@ -159,6 +159,31 @@ pub struct RunResult {
     /// Things the reader should know (plan adjustments, warnings).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// The storm's `--trigger` command, when one was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trigger: Option<TriggerRecord>,
+}
+
+/// What happened to a storm's `--trigger` command.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TriggerRecord {
+    /// The shell command.
+    pub command: String,
+    /// When it ran, seconds after the run's start (None: it never ran).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fired_at_s: Option<f64>,
+    /// How long it took, seconds.
+    #[serde(default)]
+    pub duration_s: f64,
+    /// Its exit status (None: killed by a signal, timed out, or never ran).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// The end of what it printed (stdout and stderr).
+    #[serde(default)]
+    pub output: String,
+    /// Why it did not run or finish, if it did not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
 }
 
 impl RunResult {
@@ -241,6 +266,7 @@ impl RunResult {
             measurements: merged,
             parts,
             notes,
+            trigger: results.iter().find_map(|r| r.trigger.clone()),
         })
     }
 }

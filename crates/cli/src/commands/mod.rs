@@ -134,10 +134,20 @@ fn run_exit_code(r: &RunResult) -> ExitCode {
                 "the server answered, with statuses the plan does not expect; see --expect-status".to_string()
             }
             k if k.starts_with("timeout.") => format!("{target} did not answer within --timeout"),
+            "auth_failed" => {
+                "the server refused the credentials; check user:password in the URL or --nats-creds".to_string()
+            }
+            "timeout.handshake" => {
+                format!("{target} accepted connections but did not finish the protocol handshake in time")
+            }
+            k if k.starts_with("protocol.") => "the server answered the protocol handshake with an error".to_string(),
             k if k.starts_with("tls.") => {
                 "the TLS handshake failed; check --cacert, --cert/--key and --sni (or --insecure)".to_string()
             }
-            _ => format!("is {target} up and speaking HTTP/1.1?"),
+            _ => match &r.plan {
+                throng_result::Plan::Http(_) => format!("is {target} up and speaking HTTP/1.1?"),
+                throng_result::Plan::Storm(_) => format!("is {target} up and accepting connections?"),
+            },
         };
         eprintln!("throng: every {unit} failed ({}); {hint}", top.join(", "));
         return ExitCode::from(EXIT_FAILED);

@@ -46,12 +46,41 @@ pub fn run(c: StormCmd) -> anyhow::Result<ExitCode> {
         source: c.source.clone(),
         tls: super::tls::settings(&c.tls),
         seed,
+        protocol: c.protocol.clone(),
+        nats_creds: c
+            .nats_creds
+            .as_ref()
+            .map(|p| {
+                std::fs::read_to_string(p)
+                    .map(|t| (p.display().to_string(), t))
+                    .map_err(|e| UsageError(format!("--nats-creds {}: cannot read it: {e}", p.display())))
+            })
+            .transpose()?,
+        steps: c.steps.clone(),
+        step_timeout: c.step_timeout,
+        reconnect: c.reconnect,
+        reconnect_wait: c.reconnect_wait,
+        reconnect_jitter: c.reconnect_jitter,
+        max_reconnects: c.max_reconnects,
+        trigger_after: c.trigger_after,
+        trigger: c.trigger.clone(),
         cores: throng_engine::sys::cores(),
     })?;
     let tls = match plan.tls {
+        // nats:// needs TLS only if the server's INFO asks for it: without
+        // TLS flags, a missing system trust store is not an error (yet).
+        Some(ref settings) if plan.target.scheme == throng_plan::StormScheme::Nats && !settings.any() => {
+            super::tls::client_config(&c.tls, &[]).ok()
+        }
         Some(_) => Some(super::tls::client_config(&c.tls, &[])?),
         None => None,
     };
+    if plan.trigger.is_some() && matches!(plan.procs, Procs::Count(n) if n > 1) {
+        return Err(UsageError(
+            "--trigger watches every connection from one process; use --procs 1 (or auto, when they fit)".into(),
+        )
+        .into());
+    }
     if matches!(c.format, Format::Ab | Format::Httperf) {
         return Err(UsageError("--format: a storm report is text or json".into()).into());
     }
@@ -205,6 +234,18 @@ fn child_args(c: &StormCmd, plan_seed: u64, index: u32, count: u32, start_at: u6
     }
     flag("--tls-version", c.tls.tls_version.clone());
     flag("--sni", c.tls.sni.clone());
+    flag("--protocol", c.protocol.clone());
+    flag("--nats-creds", c.nats_creds.as_ref().map(|p| p.display().to_string()));
+    for (send, text) in &c.steps {
+        flag(if *send { "--send" } else { "--expect" }, Some(text.clone()));
+    }
+    flag("--step-timeout", c.step_timeout.map(throng_plan::format_duration));
+    flag("--reconnect-wait", c.reconnect_wait.map(throng_plan::format_duration));
+    flag(
+        "--reconnect-jitter",
+        c.reconnect_jitter.map(throng_plan::format_duration),
+    );
+    flag("--max-reconnects", c.max_reconnects.map(|v| v.to_string()));
     flag("--part", Some(format!("{index}/{count}")));
     flag("--start-at", Some(start_at.to_string()));
     if c.tls.insecure {
@@ -212,6 +253,9 @@ fn child_args(c: &StormCmd, plan_seed: u64, index: u32, count: u32, start_at: u6
     }
     if c.tls.resume {
         a.push("--tls-resume".into());
+    }
+    if c.reconnect {
+        a.push("--reconnect".into());
     }
     a.push("--quiet".into());
     a

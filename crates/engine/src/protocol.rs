@@ -1,0 +1,308 @@
+//! Protocol handshakes on a storm's connections: NATS, and line protocols
+//! (Redis, SMTP, memcached, custom) as send/expect steps.
+
+use std::cell::RefCell;
+use std::future::poll_fn;
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::Poll;
+use std::time::{Duration, Instant};
+
+use throng_metrics::{ErrorClass, Handshake};
+use tokio::io::{AsyncRead, AsyncWriteExt, ReadBuf};
+use tokio::time::Sleep;
+
+use crate::errors::{Stage, classify};
+use crate::transport::{self, TlsClient, Transport};
+
+/// Longest protocol line accepted.
+const MAX_LINE: usize = 64 * 1024;
+
+/// The protocol a storm speaks, ready to run (regexes compiled, CONNECT
+/// built once).
+#[derive(Debug)]
+pub(crate) enum ProtocolSpec {
+    /// NATS with this CONNECT line (and PING) to send.
+    Nats { connect: Vec<u8> },
+    /// Line steps.
+    Lines { steps: Vec<Step>, step_timeout: Duration },
+}
+
+/// One compiled line step.
+#[derive(Debug)]
+pub(crate) enum Step {
+    Send(Vec<u8>),
+    Expect(regex::bytes::Regex),
+}
+
+impl ProtocolSpec {
+    /// True when a held connection must keep answering (NATS PINGs), so its
+    /// TLS state must stay.
+    pub(crate) fn answers_while_holding(&self) -> bool {
+        matches!(self, ProtocolSpec::Nats { .. })
+    }
+}
+
+/// Builds the CONNECT line NATS clients send, with PING after it.
+pub(crate) fn nats_connect(user: Option<&str>, secret: Option<&str>, token: bool, tls: bool) -> Vec<u8> {
+    let mut o = serde_json::json!({
+        "verbose": false,
+        "pedantic": false,
+        "tls_required": tls,
+        "name": "throng",
+        "lang": "rust",
+        "version": env!("CARGO_PKG_VERSION"),
+        "protocol": 1,
+    });
+    match (user, secret, token) {
+        (_, Some(t), true) => o["auth_token"] = t.into(),
+        (Some(u), Some(p), false) => {
+            o["user"] = u.into();
+            o["pass"] = p.into();
+        }
+        _ => {}
+    }
+    format!("CONNECT {o}\r\nPING\r\n").into_bytes()
+}
+
+/// Reads lines off a transport; the partial line is kept between reads.
+#[derive(Default)]
+pub(crate) struct Lines {
+    buf: Vec<u8>,
+}
+
+impl Lines {
+    /// The next line without its `\r\n`; None at the end of the stream.
+    pub(crate) async fn next(
+        &mut self,
+        stream: &mut Transport,
+        scratch: &RefCell<Box<[u8]>>,
+    ) -> io::Result<Option<Vec<u8>>> {
+        poll_fn(|cx| {
+            loop {
+                if let Some(end) = self.buf.iter().position(|&b| b == b'\n') {
+                    let mut line: Vec<u8> = self.buf.drain(..=end).collect();
+                    line.pop();
+                    if line.last() == Some(&b'\r') {
+                        line.pop();
+                    }
+                    return Poll::Ready(Ok(Some(line)));
+                }
+                if self.buf.len() > MAX_LINE {
+                    return Poll::Ready(Err(io::Error::new(io::ErrorKind::InvalidData, "line too long")));
+                }
+                let mut s = scratch.borrow_mut();
+                let mut rb = ReadBuf::new(&mut s[..]);
+                match Pin::new(&mut *stream).poll_read(cx, &mut rb) {
+                    Poll::Pending => return Poll::Pending,
+                    Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                    Poll::Ready(Ok(())) if rb.filled().is_empty() => return Poll::Ready(Ok(None)),
+                    Poll::Ready(Ok(())) => self.buf.extend_from_slice(rb.filled()),
+                }
+            }
+        })
+        .await
+    }
+}
+
+/// What a protocol handshake produced.
+pub(crate) struct Done {
+    pub stream: Transport,
+    /// Handshake time (CONNECT sent → PONG; first step → last expectation).
+    pub handshake: Duration,
+    /// A TLS upgrade (NATS `tls_required`), when one happened.
+    pub tls: Option<(Duration, Handshake, Instant)>,
+}
+
+/// Runs the protocol's handshake within the deadline `sleep` was armed with.
+pub(crate) async fn handshake(
+    spec: &ProtocolSpec,
+    stream: Transport,
+    tls: Option<&TlsClient>,
+    scratch: &RefCell<Box<[u8]>>,
+    timeout: Duration,
+    sleep: Pin<&mut Sleep>,
+) -> Result<Done, ErrorClass> {
+    match spec {
+        ProtocolSpec::Nats { connect } => {
+            let work = nats(connect, stream, tls, scratch, timeout);
+            tokio::select! {
+                biased;
+                r = work => r,
+                () = sleep => Err(ErrorClass::TimeoutHandshake),
+            }
+        }
+        ProtocolSpec::Lines { steps, step_timeout } => lines(steps, *step_timeout, stream, scratch, sleep).await,
+    }
+}
+
+async fn nats(
+    connect: &[u8],
+    mut stream: Transport,
+    tls: Option<&TlsClient>,
+    scratch: &RefCell<Box<[u8]>>,
+    timeout: Duration,
+) -> Result<Done, ErrorClass> {
+    let io_fail = |e: io::Error| classify(&e, Stage::Exchange);
+    let mut lines = Lines::default();
+    let info = lines
+        .next(&mut stream, scratch)
+        .await
+        .map_err(io_fail)?
+        .ok_or(ErrorClass::Eof)?;
+    if let Some(err) = info.strip_prefix(b"-ERR") {
+        return Err(nats_error(err));
+    }
+    let Some(json) = info.strip_prefix(b"INFO ") else {
+        return Err(ErrorClass::ProtocolError("unexpected_reply"));
+    };
+    let info: serde_json::Value = serde_json::from_slice(json).map_err(|_| ErrorClass::ProtocolError("bad_info"))?;
+    let tls_required = info
+        .get("tls_required")
+        .and_then(serde_json::Value::as_bool)
+        .unwrap_or(false);
+    let mut upgraded = None;
+    if tls_required && matches!(stream, Transport::Plain(_)) {
+        let Some(tls) = tls else {
+            return Err(ErrorClass::ProtocolError("tls_required"));
+        };
+        let Transport::Plain(tcp) = stream else {
+            return Err(ErrorClass::ProtocolError("tls_required"));
+        };
+        let (session, hello) = crate::tls_stream::start(Arc::clone(&tls.config), tls.server_name.clone())
+            .map_err(|_| ErrorClass::Tls("client_setup"))?;
+        let started = Instant::now();
+        let tls_deadline = std::pin::pin!(tokio::time::sleep(timeout));
+        let (s, h, done) = transport::handshake(tcp, session, &hello, 0, true, tls_deadline).await?;
+        stream = s;
+        upgraded = Some((done - started, h, done));
+    }
+    let t0 = Instant::now();
+    stream.write_all(connect).await.map_err(io_fail)?;
+    stream.flush().await.map_err(io_fail)?;
+    loop {
+        let line = lines
+            .next(&mut stream, scratch)
+            .await
+            .map_err(io_fail)?
+            .ok_or(ErrorClass::Eof)?;
+        match line.as_slice() {
+            b"PONG" => break,
+            b"PING" => {
+                stream.write_all(b"PONG\r\n").await.map_err(io_fail)?;
+                stream.flush().await.map_err(io_fail)?;
+            }
+            l if l.starts_with(b"-ERR") => return Err(nats_error(&l[4..])),
+            // +OK (verbose servers), async INFO updates.
+            _ => {}
+        }
+    }
+    Ok(Done {
+        stream,
+        handshake: t0.elapsed(),
+        tls: upgraded,
+    })
+}
+
+async fn lines(
+    steps: &[Step],
+    step_timeout: Duration,
+    mut stream: Transport,
+    scratch: &RefCell<Box<[u8]>>,
+    mut sleep: Pin<&mut Sleep>,
+) -> Result<Done, ErrorClass> {
+    let io_fail = |e: io::Error| classify(&e, Stage::Exchange);
+    let mut reader = Lines::default();
+    let t0 = Instant::now();
+    for step in steps {
+        match step {
+            Step::Send(bytes) => {
+                stream.write_all(bytes).await.map_err(io_fail)?;
+                stream.flush().await.map_err(io_fail)?;
+            }
+            Step::Expect(re) => {
+                sleep.as_mut().reset((Instant::now() + step_timeout).into());
+                let line = tokio::select! {
+                    biased;
+                    r = reader.next(&mut stream, scratch) => r.map_err(io_fail)?.ok_or(ErrorClass::Eof)?,
+                    () = sleep.as_mut() => return Err(ErrorClass::TimeoutHandshake),
+                };
+                if !re.is_match(&line) {
+                    return Err(ErrorClass::ProtocolError("unexpected_reply"));
+                }
+            }
+        }
+    }
+    Ok(Done {
+        stream,
+        handshake: t0.elapsed(),
+        tls: None,
+    })
+}
+
+/// NATS's `-ERR 'Reason'` → a taxonomy class.
+fn nats_error(rest: &[u8]) -> ErrorClass {
+    let text = String::from_utf8_lossy(rest);
+    let reason = text.trim().trim_matches('\'').trim().to_ascii_lowercase();
+    if reason.starts_with("authorization violation") || reason.contains("authentication") {
+        return ErrorClass::AuthFailed;
+    }
+    ErrorClass::ProtocolError(match reason.as_str() {
+        "authorization timeout" => "authorization_timeout",
+        "maximum connections exceeded" => "maximum_connections_exceeded",
+        "secure connection - tls required" => "tls_required",
+        "unknown protocol operation" => "unknown_protocol_operation",
+        "invalid client protocol" => "invalid_client_protocol",
+        "parser error" => "parser_error",
+        "stale connection" => "stale_connection",
+        "slow consumer" => "slow_consumer",
+        "maximum control line exceeded" => "maximum_control_line_exceeded",
+        "maximum payload violation" => "maximum_payload_violation",
+        _ => "error",
+    })
+}
+
+/// While a NATS connection is held: answer PINGs, true when the server
+/// closed the connection (false never returns: the caller selects).
+pub(crate) async fn answer_pings(stream: &mut Transport, scratch: &RefCell<Box<[u8]>>) {
+    let mut lines = Lines::default();
+    loop {
+        match lines.next(stream, scratch).await {
+            Ok(Some(l)) if l == b"PING" => {
+                if stream.write_all(b"PONG\r\n").await.is_err() || stream.flush().await.is_err() {
+                    return;
+                }
+            }
+            Ok(Some(_)) => {}
+            Ok(None) | Err(_) => return,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connect_lines_carry_the_credentials() {
+        let c = String::from_utf8(nats_connect(Some("u"), Some("p\"q"), false, false)).unwrap();
+        assert!(c.starts_with("CONNECT {") && c.ends_with("}\r\nPING\r\n"), "{c}");
+        let json: serde_json::Value = serde_json::from_str(&c["CONNECT ".len()..c.len() - 8]).unwrap();
+        assert_eq!(json["user"], "u");
+        assert_eq!(json["pass"], "p\"q");
+        assert_eq!(json["verbose"], false);
+        let t = String::from_utf8(nats_connect(None, Some("tok"), true, true)).unwrap();
+        assert!(t.contains("\"auth_token\":\"tok\""));
+    }
+
+    #[test]
+    fn nats_errors_by_reason() {
+        assert_eq!(nats_error(b" 'Authorization Violation'"), ErrorClass::AuthFailed);
+        assert_eq!(
+            nats_error(b" 'Maximum Connections Exceeded'"),
+            ErrorClass::ProtocolError("maximum_connections_exceeded")
+        );
+        assert_eq!(nats_error(b" 'Something New'"), ErrorClass::ProtocolError("error"));
+    }
+}
