@@ -7,6 +7,8 @@ cd "$(dirname "$0")/.."
 
 need=()
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need+=(nginx-light)
+command -v nats-server >/dev/null 2>&1 || [ -x /usr/sbin/nats-server ] || need+=(nats-server)
+command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 
 if ((${#need[@]})); then
   sudo=""
@@ -17,8 +19,8 @@ if ((${#need[@]})); then
   echo "scripts/test.sh: installing ${need[*]}" >&2
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
-  # Debian may start a packaged service on install; the tests never use it.
-  $sudo service nginx stop >/dev/null 2>&1 || true
+  # Debian may start packaged services on install; the tests never use them.
+  for svc in nginx nats-server redis-server; do $sudo service "$svc" stop >/dev/null 2>&1 || true; done
 fi
 
 export PATH="$PATH:/usr/sbin:/sbin"

@@ -481,7 +481,7 @@ fn parse_target(text: &str) -> Result<StormTarget, PlanError> {
         }
     };
     Ok(StormTarget {
-        url: text.to_string(),
+        url: redacted(&url),
         scheme,
         host,
         port,
@@ -511,7 +511,7 @@ fn parse_protocol(a: &StormArgs, target: &StormTarget, timeout: Duration) -> Res
                 "line steps do not apply to NATS (it has its own handshake)",
             ));
         }
-        let url = url::Url::parse(&target.url).ok();
+        let url = url::Url::parse(&a.target).ok();
         let url_user = url.as_ref().map(|u| u.username().to_string()).filter(|u| !u.is_empty());
         let url_pass = url.as_ref().and_then(|u| u.password().map(str::to_string));
         let mut auth = NatsAuth::default();
@@ -673,6 +673,24 @@ fn percent_decode(s: &str) -> String {
         i += 1;
     }
     String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The URL as given, with any password (or a lone user part, a NATS
+/// token) replaced by `***`: result files must not carry secrets.
+fn redacted(url: &url::Url) -> String {
+    let mut u = url.clone();
+    if u.password().is_some() {
+        let _ = u.set_password(Some("***"));
+    } else if !u.username().is_empty() && u.scheme() == "nats" {
+        let _ = u.set_username("***");
+    }
+    let text = u.to_string();
+    // url adds a trailing slash to hosts without a path; keep what was typed.
+    if !url.as_str().ends_with('/') && text.ends_with('/') && u.path() == "/" {
+        text[..text.len() - 1].to_string()
+    } else {
+        text
+    }
 }
 
 fn target_path(text: &str) -> String {

@@ -247,3 +247,72 @@ pub fn schema_violations(path: &Path) -> Vec<String> {
         .map(|e| format!("{} at {}", e, e.instance_path))
         .collect()
 }
+
+/// A nats-server on a loopback port, with its pid file (so a restart by a
+/// storm's --trigger is still stopped on drop).
+pub struct NatsServer {
+    child: Child,
+    pub port: u16,
+    pub conf: PathBuf,
+    pub pid_file: PathBuf,
+    pub dir: tempfile::TempDir,
+}
+
+impl NatsServer {
+    /// Starts nats-server with `extra` config lines (authorization, …).
+    pub fn start(extra: &str) -> NatsServer {
+        let bin = ["/usr/sbin/nats-server", "/usr/bin/nats-server"]
+            .into_iter()
+            .find(|p| Path::new(p).exists())
+            .expect(
+                "nats-server is not installed: run ./scripts/test.sh, which installs it (Debian package nats-server)",
+            );
+        let dir = tempfile::tempdir().unwrap();
+        let port = free_port();
+        let pid_file = dir.path().join("nats.pid");
+        let conf = dir.path().join("nats.conf");
+        std::fs::write(
+            &conf,
+            format!(
+                "listen: 127.0.0.1:{port}\npid_file: \"{}\"\n{extra}\n",
+                pid_file.display()
+            ),
+        )
+        .unwrap();
+        let child = Command::new(bin)
+            .arg("-c")
+            .arg(&conf)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("cannot start nats-server");
+        wait_listening(SocketAddr::from(([127, 0, 0, 1], port)));
+        NatsServer {
+            child,
+            port,
+            conf,
+            pid_file,
+            dir,
+        }
+    }
+
+    /// A shell command that stops this server and starts it again after
+    /// `gap_s` seconds (for --trigger).
+    pub fn restart_command(&self, gap_s: f64) -> String {
+        format!(
+            "kill $(cat {pid}); sleep {gap_s}; nats-server -c {conf} >/dev/null 2>&1 &",
+            pid = self.pid_file.display(),
+            conf = self.conf.display()
+        )
+    }
+}
+
+impl Drop for NatsServer {
+    fn drop(&mut self) {
+        if let Ok(pid) = std::fs::read_to_string(&self.pid_file) {
+            let _ = Command::new("kill").arg(pid.trim()).status();
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,196 @@
+//! NATS handshakes, reconnect waves and line protocols against real
+//! servers: nats-server with bcrypt passwords, redis-server.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::{NatsServer, assert_books_balance, free_port, throng, wait_listening};
+use throng_result::RunResult;
+
+fn storm(args: &[&str]) -> common::Run {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("result.json");
+    let output = common::output(throng().arg("storm").args(args).arg("--json").arg(&json).arg("--quiet"));
+    let result = std::fs::File::open(&json)
+        .ok()
+        .map(|f| RunResult::from_reader(f).unwrap());
+    common::Run::new(output, result, json, dir)
+}
+
+fn bcrypt_user(cost: u32) -> String {
+    let hash = bcrypt::hash("s3cret", cost).unwrap();
+    format!("authorization {{ users = [ {{ user: throng, password: \"{hash}\" }} ] }}")
+}
+
+#[test]
+fn bcrypt_cost_shows_in_the_handshake_and_wrong_passwords_fail() {
+    let mut medians = Vec::new();
+    for cost in [4, 10] {
+        let nats = NatsServer::start(&bcrypt_user(cost));
+        let url = format!("nats://throng:s3cret@127.0.0.1:{}", nats.port);
+        let run = storm(&[&url, "-n", "50", "--jitter", "2s", "--hold", "1s"]);
+        assert_eq!(run.code(), 0, "cost {cost}: {}", run.stderr());
+        let r = run.result();
+        assert_books_balance(r);
+        let m = &r.measurements;
+        assert_eq!(m.connections.ok, 50, "cost {cost}: {:?}", m.connections.errors);
+        let hs = &m.phases["handshake"];
+        assert_eq!(hs.count(), 50);
+        medians.push(hs.quantile(0.5));
+        assert!(m.total_connect_time().is_some());
+        if cost == 4 {
+            let problems = common::schema_violations(&run.json);
+            assert!(problems.is_empty(), "schema violations: {problems:#?}");
+            // The password never reaches the result file.
+            let text = std::fs::read_to_string(&run.json).unwrap();
+            assert!(!text.contains("s3cret"), "the secret leaked into the result");
+        }
+
+        let wrong = storm(&[&format!("nats://throng:nope@127.0.0.1:{}", nats.port), "-n", "20"]);
+        assert_eq!(wrong.code(), 1);
+        let m = &wrong.result().measurements;
+        assert_eq!(m.connections.error("auth_failed"), 20, "{:?}", m.connections.errors);
+        assert!(wrong.stderr().contains("refused the credentials"), "{}", wrong.stderr());
+    }
+    assert!(
+        medians[1] > medians[0] * 3,
+        "bcrypt cost 10 must make the handshake slower than cost 4: medians {medians:?} µs"
+    );
+}
+
+#[test]
+fn a_restart_sends_every_connection_back_through_a_reconnect() {
+    let nats = NatsServer::start(&bcrypt_user(4));
+    let creds = nats.dir.path().join("creds");
+    std::fs::write(&creds, "throng:s3cret\n").unwrap();
+    let restart = nats.restart_command(1.0);
+    let run = storm(&[
+        &format!("nats://127.0.0.1:{}", nats.port),
+        "--nats-creds",
+        creds.to_str().unwrap(),
+        "-n",
+        "60",
+        "--jitter",
+        "1s",
+        "--hold",
+        "12s",
+        "--reconnect",
+        "--reconnect-wait",
+        "500ms",
+        "--trigger-after",
+        "1s",
+        "--trigger",
+        &restart,
+    ]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let r = run.result();
+    assert_books_balance(r);
+    let m = &r.measurements;
+    let trigger = r.trigger.as_ref().unwrap();
+    assert_eq!(trigger.exit_code, Some(0), "{trigger:?}");
+    assert!(trigger.fired_at_s.is_some());
+    assert_eq!(m.closed_by_peer, 60, "the restart dropped every held connection");
+    let reconnect = &m.phases["reconnect"];
+    assert_eq!(
+        reconnect.count(),
+        60,
+        "every connection came back: {:?}",
+        m.reconnect_gave_up
+    );
+    assert!(m.reconnect_gave_up.is_empty());
+    // The wave cannot be shorter than the restart's 1 s gap.
+    let wave = m.total_reconnect_time().unwrap();
+    assert!(wave.as_secs_f64() >= 0.9, "total reconnect time {wave:?}");
+    assert!(
+        reconnect.min() >= 500_000,
+        "no reconnect before --reconnect-wait: {}",
+        reconnect.min()
+    );
+    assert_eq!(
+        m.phases["handshake"].count(),
+        120,
+        "every connect and reconnect shook hands"
+    );
+    let text = run.stdout();
+    assert!(text.contains("60 dropped, 60 came back, 0 never did"), "{text}");
+}
+
+#[test]
+fn line_protocols_against_redis() {
+    let port = free_port();
+    let mut redis = std::process::Command::new("redis-server")
+        .args([
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("redis-server is not installed: run ./scripts/test.sh (Debian package redis-server)");
+    wait_listening(([127, 0, 0, 1], port).into());
+    let target = format!("tcp://127.0.0.1:{port}");
+    let ok = storm(&[
+        &target,
+        "-n",
+        "200",
+        "--send",
+        "PING\\r\\n",
+        "--expect",
+        "^\\+PONG$",
+        "--send",
+        "ECHO hi\\r\\n",
+        "--expect",
+        "^\\$2$",
+        "--expect",
+        "^hi$",
+    ]);
+    assert_eq!(ok.code(), 0, "{}", ok.stderr());
+    let m = &ok.result().measurements;
+    assert_eq!(m.connections.ok, 200, "{:?}", m.connections.errors);
+    assert_eq!(m.phases["handshake"].count(), 200);
+
+    let bad = storm(&[&target, "-n", "10", "--send", "PING\\r\\n", "--expect", "^\\+PANG"]);
+    assert_eq!(bad.code(), 1);
+    assert_eq!(
+        bad.result().measurements.connections.error("protocol.unexpected_reply"),
+        10
+    );
+
+    let silent = storm(&[&target, "-n", "3", "--expect", "^hello", "--step-timeout", "300ms"]);
+    assert_eq!(silent.result().measurements.connections.error("timeout.handshake"), 3);
+    let _ = redis.kill();
+    let _ = redis.wait();
+}
+
+#[test]
+fn protocol_mistakes_exit_2() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["tcp://127.0.0.1:9", "-n", "1", "--protocol", "smtp"], "--protocol"),
+        (&["tcp://127.0.0.1:9", "-n", "1", "--send", "x\\q"], "--send"),
+        (&["tcp://127.0.0.1:9", "-n", "1", "--expect", "(unclosed"], "--expect"),
+        (&["nats://127.0.0.1:9", "-n", "1", "--send", "PING"], "--send/--expect"),
+        (&["tcp://127.0.0.1:9", "-n", "1", "--reconnect"], "--hold"),
+        (
+            &["tcp://127.0.0.1:9", "-n", "1", "--reconnect-wait", "1s"],
+            "--reconnect",
+        ),
+        (&["tcp://127.0.0.1:9", "-n", "1", "--trigger", "true"], "--hold"),
+        (
+            &["tcp://127.0.0.1:9", "-n", "1", "--nats-creds", "/nonexistent"],
+            "--nats-creds",
+        ),
+    ];
+    for (args, needle) in cases {
+        let out = common::output(throng().arg("storm").args(*args));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?} should mention {needle}: {err}");
+    }
+}
