@@ -9,6 +9,7 @@ need=()
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need+=(nginx-light)
 command -v nats-server >/dev/null 2>&1 || [ -x /usr/sbin/nats-server ] || need+=(nats-server)
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+command -v htpasswd >/dev/null 2>&1 || need+=(apache2-utils)
 
 if ((${#need[@]})); then
   sudo=""

@@ -36,6 +36,51 @@ pub enum Command {
     Merge(MergeCmd),
     /// Write a lab CA, server and client certificate with keys (for TLS, mTLS and tests).
     Certs(CertsCmd),
+    /// Run a matrix of throng runs from a YAML file and tabulate (and chart) their figures.
+    #[command(after_help = SWEEP_HELP)]
+    Sweep(SweepCmd),
+}
+
+const SWEEP_HELP: &str = "\
+A sweep file:
+  parameters:                 # every combination is a cell, first parameter outermost
+    cost: [4, 8, 11]
+    clients: [50, 100, 150]
+  setup: ./start-nats.sh {{cost}}          # optional, before each cell (sh -c)
+  run: storm nats://u:p@127.0.0.1:4222 --connections {{clients}} --jitter 2s --hold 20s
+  teardown: ./stop-nats.sh                 # optional, after each cell, also after a failure
+  repeat: 1                                # runs per cell (the table shows medians)
+  figures: [total_connect_time, total_reconnect_time, failures, handshake.p50, handshake.p99]
+  chart: { figure: total_connect_time, x: cost, lines: clients }
+  cell_timeout: 30m
+
+Figures: established, failures, total_connect_time, total_reconnect_time, requests_per_second,
+connections_per_second, or PHASE.STAT (e.g. connect.p99, handshake.p50, latency.mean).";
+
+#[derive(Debug, Args)]
+pub struct SweepCmd {
+    /// The sweep file (YAML)
+    pub file: PathBuf,
+    /// Table layout on stdout
+    #[arg(long = "format", value_enum, default_value_t = SweepFormat::Text)]
+    pub format: SweepFormat,
+    /// Write every cell's full results here (JSON)
+    #[arg(long = "json", value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write the chart the file's `chart:` asks for here (SVG)
+    #[arg(long = "chart", value_name = "FILE")]
+    pub chart: Option<PathBuf>,
+}
+
+/// Sweep table layouts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum SweepFormat {
+    /// Aligned columns.
+    Text,
+    /// A markdown table.
+    Markdown,
+    /// Comma-separated values.
+    Csv,
 }
 
 const HTTP_EXAMPLES: &str = "\
@@ -394,7 +439,7 @@ fn clap_one_line(e: &clap::Error) -> String {
     };
     let sub = std::env::args().nth(1).filter(|a| !a.starts_with('-'));
     let help = match sub {
-        Some(s) if ["http", "storm", "serve", "demo", "report", "merge", "certs"].contains(&s.as_str()) => {
+        Some(s) if ["http", "storm", "serve", "demo", "report", "merge", "certs", "sweep"].contains(&s.as_str()) => {
             format!("throng {s} --help")
         }
         _ => "throng --help".to_string(),

@@ -90,7 +90,7 @@ async fn connection(guard: TaskGuard, shared: Rc<Shared>, intended: Option<Insta
             .phase(start, Phase::ScheduleLag, start.saturating_duration_since(due));
     }
     let mut sleep = pin!(tokio::time::sleep(Duration::from_secs(3600)));
-    let first = establish(ctx, source, intended.unwrap_or(start), sleep.as_mut()).await;
+    let first = establish(ctx, source, intended.unwrap_or(start), false, sleep.as_mut()).await;
     ctx.rec
         .borrow_mut()
         .first_wave_resolved(first.as_ref().map(|(_, at)| *at));
@@ -118,6 +118,7 @@ async fn establish(
     ctx: &Ctx,
     source: Option<std::net::IpAddr>,
     origin: Instant,
+    reconnect: bool,
     mut sleep: Pin<&mut Sleep>,
 ) -> Option<(Conn, Instant)> {
     let spec = &ctx.spec;
@@ -132,7 +133,7 @@ async fn establish(
         ctx.rec.borrow_mut().request_started();
         ctx.in_flight.set(ctx.in_flight.get() + 1);
     }
-    match Box::pin(open_connection(ctx, first, source, sleep.as_mut())).await {
+    match Box::pin(open_connection(ctx, first, source, reconnect, sleep.as_mut())).await {
         Err(class) => {
             if with_request {
                 ctx.rec.borrow_mut().request_failed(Instant::now(), class, 0);
@@ -209,7 +210,7 @@ async fn hold_and_reconnect(
                 }
             }
             attempts += 1;
-            if let Some((c, ready)) = establish(ctx, source, Instant::now(), sleep.as_mut()).await {
+            if let Some((c, ready)) = establish(ctx, source, Instant::now(), true, sleep.as_mut()).await {
                 ctx.rec.borrow_mut().reconnected(ready, ready - dropped);
                 break c;
             }

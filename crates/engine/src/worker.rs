@@ -122,6 +122,8 @@ pub(crate) struct Ctx {
     pub(crate) in_flight: Cell<u64>,
     /// Connection attempts under way (counted `interrupted` on abort).
     pub(crate) connecting: Cell<u64>,
+    /// Reconnect attempts under way (likewise).
+    pub(crate) reconnecting: Cell<u64>,
     live_tasks: Cell<u64>,
     done_notify: Notify,
     // Open loop.
@@ -264,6 +266,7 @@ pub(crate) fn run(
         stop_notify: Notify::new(),
         in_flight: Cell::new(0),
         connecting: Cell::new(0),
+        reconnecting: Cell::new(0),
         live_tasks: Cell::new(0),
         done_notify: Notify::new(),
         queue: RefCell::new(VecDeque::new()),
@@ -356,7 +359,11 @@ pub(crate) fn run(
     }
     let connecting = ctx.connecting.get();
     if connecting > 0 {
-        rec.connections_interrupted(finished, connecting);
+        rec.connections_interrupted(finished, connecting, false);
+    }
+    let reconnecting = ctx.reconnecting.get();
+    if reconnecting > 0 {
+        rec.connections_interrupted(finished, reconnecting, true);
     }
     for _ in ctx.queue.borrow_mut().drain(..) {
         rec.dropped(finished);
@@ -532,7 +539,7 @@ async fn open_task(guard: TaskGuard, id: usize, warm: bool) {
     let mut sleep = pin!(tokio::time::sleep(Duration::from_secs(3600)));
     if warm {
         // Boxed: see one_request.
-        if let Ok(opened) = Box::pin(open_connection(ctx, &[], None, sleep.as_mut())).await {
+        if let Ok(opened) = Box::pin(open_connection(ctx, &[], None, false, sleep.as_mut())).await {
             conn = Some(opened.conn);
         }
     }
@@ -599,17 +606,19 @@ pub(crate) async fn open_connection(
     ctx: &Ctx,
     first: &[u8],
     source: Option<std::net::IpAddr>,
+    reconnect: bool,
     mut sleep: Pin<&mut Sleep>,
 ) -> Result<Ready, ErrorClass> {
     let spec = &ctx.spec;
     let opened = Instant::now();
-    ctx.rec.borrow_mut().connection_started(opened);
-    ctx.connecting.set(ctx.connecting.get() + 1);
+    ctx.rec.borrow_mut().connection_started(opened, reconnect);
+    let counter = if reconnect { &ctx.reconnecting } else { &ctx.connecting };
+    counter.set(counter.get() + 1);
     // Resolved (established or failed) exactly once, below.
-    let resolved = || ctx.connecting.set(ctx.connecting.get() - 1);
+    let resolved = || counter.set(counter.get() - 1);
     let fail = |class| {
         resolved();
-        ctx.rec.borrow_mut().connection_failed(Instant::now(), class);
+        ctx.rec.borrow_mut().connection_failed(Instant::now(), class, reconnect);
         class
     };
     let (stream, written, ready) = match &spec.tls {
@@ -668,7 +677,7 @@ pub(crate) async fn open_connection(
         }
     };
     resolved();
-    ctx.rec.borrow_mut().connection_established(ready);
+    ctx.rec.borrow_mut().connection_established(ready, reconnect);
     Ok(Ready {
         conn: Conn { stream, opened },
         written,
@@ -696,7 +705,7 @@ async fn one_request(
             // out of the task keeps every idle connection small. Plain TCP
             // sends the request with the connect (see conn::connect).
             let first: &[u8] = if spec.tls.is_some() { &[] } else { &spec.request };
-            match Box::pin(open_connection(ctx, first, None, sleep.as_mut())).await {
+            match Box::pin(open_connection(ctx, first, None, false, sleep.as_mut())).await {
                 Ok(o) => {
                     let c = conn.insert(o.conn);
                     // A request written with the connect started when the

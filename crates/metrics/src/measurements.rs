@@ -17,8 +17,13 @@ use crate::outcome::Outcomes;
 pub struct Measurements {
     /// How requests ended.
     pub requests: Outcomes,
-    /// How connection attempts ended (`ok` = established).
+    /// How connection attempts ended (`ok` = established). For storms, the
+    /// planned connections' first attempts.
     pub connections: Outcomes,
+    /// How attempts to bring back dropped connections ended (storms with
+    /// `--reconnect`).
+    #[serde(default, skip_serializing_if = "Outcomes::is_empty")]
+    pub reconnects: Outcomes,
     /// Scheduled requests never sent: no connection was free before the
     /// request would have timed out, or the run ended first (open loop only).
     pub dropped: u64,
@@ -249,6 +254,7 @@ impl Measurements {
         let offset = offset.as_secs();
         self.requests.merge(&other.requests);
         self.connections.merge(&other.connections);
+        self.reconnects.merge(&other.reconnects);
         self.dropped += other.dropped;
         for (code, n) in &other.status {
             *self.status.entry(*code).or_default() += n;

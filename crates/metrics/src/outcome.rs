@@ -114,6 +114,11 @@ pub struct Outcomes {
 }
 
 impl Outcomes {
+    /// Nothing attempted.
+    pub fn is_empty(&self) -> bool {
+        self.attempted == 0
+    }
+
     /// Σ errors.
     pub fn failed(&self) -> u64 {
         self.errors.values().sum()

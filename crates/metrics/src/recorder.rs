@@ -29,6 +29,7 @@ pub struct Recorder {
     series: Vec<SeriesPoint>,
     requests: Counts,
     connections: Counts,
+    reconnects: Counts,
     dropped: u64,
     status: Box<[u64; STATUS_TABLE]>,
     status_other: BTreeMap<u16, u64>,
@@ -137,6 +138,7 @@ impl Recorder {
             series: Vec::new(),
             requests: Counts::default(),
             connections: Counts::default(),
+            reconnects: Counts::default(),
             dropped: 0,
             status: Box::new([0; STATUS_TABLE]),
             status_other: BTreeMap::new(),
@@ -307,16 +309,28 @@ impl Recorder {
 
     /// A connection attempt starts now.
     #[inline]
-    pub fn connection_started(&mut self, now: Instant) {
-        self.connections.attempted += 1;
-        self.first_attempt.get_or_insert(now);
+    pub fn connection_started(&mut self, now: Instant, reconnect: bool) {
+        if reconnect {
+            self.reconnects.attempted += 1;
+        } else {
+            self.connections.attempted += 1;
+            self.first_attempt.get_or_insert(now);
+        }
+    }
+
+    fn bucket(&mut self, reconnect: bool) -> &mut Counts {
+        if reconnect {
+            &mut self.reconnects
+        } else {
+            &mut self.connections
+        }
     }
 
     /// `n` connection attempts were still under way when the run was cut off.
-    pub fn connections_interrupted(&mut self, now: Instant, n: u64) {
+    pub fn connections_interrupted(&mut self, now: Instant, n: u64, reconnect: bool) {
         self.at(now);
         for _ in 0..n {
-            self.connections.fail(ErrorClass::Interrupted);
+            self.bucket(reconnect).fail(ErrorClass::Interrupted);
         }
         self.point.connection_errors += n;
     }
@@ -359,9 +373,9 @@ impl Recorder {
     /// A connection is ready for use: TCP connected and, with TLS, the
     /// handshake complete.
     #[inline]
-    pub fn connection_established(&mut self, now: Instant) {
+    pub fn connection_established(&mut self, now: Instant, reconnect: bool) {
         self.at(now);
-        self.connections.ok += 1;
+        self.bucket(reconnect).ok += 1;
         self.point.connections_opened += 1;
         self.open += 1;
         self.peak = self.peak.max(self.open);
@@ -384,9 +398,9 @@ impl Recorder {
 
     /// A connection attempt failed.
     #[inline]
-    pub fn connection_failed(&mut self, now: Instant, class: ErrorClass) {
+    pub fn connection_failed(&mut self, now: Instant, class: ErrorClass, reconnect: bool) {
         self.at(now);
-        self.connections.fail(class);
+        self.bucket(reconnect).fail(class);
         self.point.connection_errors += 1;
     }
 
@@ -400,7 +414,10 @@ impl Recorder {
 
     /// The class of the most recent failed connection attempt.
     pub fn last_connection_error(&self) -> Option<String> {
-        self.connections.last_error.map(|c| c.name().into_owned())
+        self.reconnects
+            .last_error
+            .or(self.connections.last_error)
+            .map(|c| c.name().into_owned())
     }
 
     /// Connections currently open.
@@ -451,6 +468,7 @@ impl Recorder {
         Measurements {
             requests: self.requests.to_outcomes(),
             connections: self.connections.to_outcomes(),
+            reconnects: self.reconnects.to_outcomes(),
             dropped: self.dropped,
             status,
             bytes: self.bytes,
@@ -520,9 +538,9 @@ mod tests {
     fn events_land_in_their_second_and_totals_add_up() {
         let t0 = Instant::now();
         let mut r = Recorder::new(t0);
-        r.connection_started(t0);
+        r.connection_started(t0, false);
         r.connected(t0 + ms(1), ms(1));
-        r.connection_established(t0 + ms(1));
+        r.connection_established(t0 + ms(1), false);
         for i in 0..10 {
             let now = t0 + ms(100 + i * 300); // 100..2800 ms: seconds 0,0,0,1,1,1,1,2,2,2
             r.request_started();

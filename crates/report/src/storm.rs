@@ -101,10 +101,19 @@ pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
         let gave_up: u64 = m.reconnect_gave_up.values().sum();
         writeln!(
             w,
-            "  {:<16}{} dropped, {} came back, {} never did",
-            "reconnects", m.closed_by_peer, back, gave_up
+            "  {:<16}{} dropped, {} came back, {} never did; {} attempts, {} failed",
+            "reconnects",
+            m.closed_by_peer,
+            back,
+            gave_up,
+            m.reconnects.attempted,
+            m.reconnects.failed()
         )?;
-        write_errors(w, &m.reconnect_gave_up)?;
+        write_errors(w, &m.reconnects.errors)?;
+        if gave_up > 0 {
+            writeln!(w, "  {:<16}why they never came back:", "")?;
+            write_errors(w, &m.reconnect_gave_up)?;
+        }
         if let Some(t) = m.total_reconnect_time() {
             writeln!(
                 w,

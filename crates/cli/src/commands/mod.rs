@@ -7,6 +7,7 @@ mod merge;
 mod report;
 mod serve;
 mod storm;
+mod sweep;
 mod tls;
 
 use std::io::Write;
@@ -46,6 +47,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Report(c) => report::run(c),
         Command::Merge(c) => merge::run(c),
         Command::Certs(c) => certs::run(c),
+        Command::Sweep(c) => sweep::run(c),
     }
 }
 

@@ -1,0 +1,142 @@
+//! `throng sweep`: the bcrypt × clients matrix of seed 000, small, end to
+//! end against a real nats-server driven by the example's own script.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::{free_port, throng};
+
+#[test]
+fn a_small_bcrypt_sweep_fills_its_table_and_chart() {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/nats-bcrypt/nats.sh");
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let state = dir.path().join("state");
+    let file = dir.path().join("sweep.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            r#"
+parameters:
+  cost: [4, 9]
+  clients: [10, 30]
+setup: "THRONG_NATS_DIR={state} {script} start {{{{cost}}}} {port}"
+run: >-
+  storm nats://throng:secret@127.0.0.1:{port} --connections {{{{clients}}}} --jitter 500ms --hold 5s
+  --reconnect --reconnect-wait 200ms --trigger-after 500ms --trigger 'THRONG_NATS_DIR={state} {script} restart 0.5'
+teardown: "THRONG_NATS_DIR={state} {script} stop"
+figures: [established, failures, total_connect_time, total_reconnect_time, handshake.p50]
+chart: {{ figure: handshake.p50, x: cost, lines: clients }}
+"#,
+            state = state.display()
+        ),
+    )
+    .unwrap();
+    let json = dir.path().join("sweep.json");
+    let chart = dir.path().join("chart.svg");
+    let out = common::output(
+        throng()
+            .args(["sweep", file.to_str().unwrap(), "--format", "csv", "--json"])
+            .arg(&json)
+            .arg("--chart")
+            .arg(&chart),
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}\n{stdout}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: Vec<Vec<String>> = stdout
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').map(str::to_string).collect())
+        .collect();
+    assert_eq!(rows.len(), 4, "{stdout}");
+    let header: Vec<&str> = stdout.lines().next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| h.starts_with(name)).unwrap();
+    for row in &rows {
+        let clients = &row[col("clients")];
+        assert_eq!(&row[col("established")], clients, "every client connected: {row:?}");
+        assert_eq!(row[col("failures")], "0", "{row:?}");
+        let connect: f64 = row[col("total connect")].parse().unwrap();
+        let reconnect: f64 = row[col("total reconnect")].parse().unwrap();
+        assert!(
+            connect > 0.0 && reconnect >= 500.0,
+            "figures present and plausible: {row:?}"
+        );
+    }
+    // The bcrypt cost shows in the handshake.
+    let hs = |cost: &str| -> f64 {
+        rows.iter().find(|r| r[col("cost")] == cost).unwrap()[col("handshake p50")]
+            .parse()
+            .unwrap()
+    };
+    assert!(hs("9") > hs("4"), "cost 9 slower than cost 4: {stdout}");
+
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(doc["schema"], "throng.sweep/v1");
+    assert_eq!(doc["cells"].as_array().unwrap().len(), 4);
+    assert_eq!(doc["cells"][0]["runs"][0]["schema"], "throng.result/v1");
+    let svg = std::fs::read_to_string(&chart).unwrap();
+    assert!(
+        svg.starts_with("<svg") && svg.contains("clients=10") && svg.contains("clients=30"),
+        "chart: {svg:.200}"
+    );
+    assert!(svg.matches("<circle").count() >= 4, "a point per cell");
+}
+
+#[test]
+fn failing_cells_are_reported_and_the_sweep_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("sweep.yaml");
+    let dead = free_port();
+    std::fs::write(
+        &file,
+        format!(
+            "parameters:\n  n: [5, 6]\nsetup: \"test {{{{n}}}} -eq 5\"\nrun: storm tcp://127.0.0.1:{dead} --connections {{{{n}}}}\n"
+        ),
+    )
+    .unwrap();
+    let out = common::output(throng().args(["sweep", file.to_str().unwrap()]));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert_eq!(stdout.lines().count(), 3, "both cells reported: {stdout}");
+    assert!(stdout.contains("run: exit 1"), "the refused cell ran: {stdout}");
+    assert!(
+        stdout.contains("setup failed: exit 1"),
+        "the second cell's setup failed: {stdout}"
+    );
+}
+
+#[test]
+fn bad_sweep_files_say_where() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            "parameters: {a: [1]}\nrun: storm tcp://x:1 -n {{a}}\ncolour: red\n",
+            ":3:1: unknown field `colour`",
+        ),
+        (
+            "parameters: {a: [1]}\nrun: storm tcp://x:1 -n {{b}}\n",
+            "{{b}} is not a parameter",
+        ),
+        ("parameters: {a: [1]}\nrun: storm x --json y\n", "remove --json"),
+        (
+            "parameters: {a: [1]}\nrun: storm x\nchart: {figure: connect.p50, x: zz}\n",
+            "chart.x",
+        ),
+        ("parameters: {a: [1]\n", "sweep.yaml:"),
+    ];
+    for (text, needle) in cases {
+        let file = dir.path().join("sweep.yaml");
+        std::fs::write(&file, text).unwrap();
+        let out = common::output(throng().args(["sweep", file.to_str().unwrap()]));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{text}: {err}");
+        assert!(err.contains(needle), "{text}: expected '{needle}' in {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+    }
+}
