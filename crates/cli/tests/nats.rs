@@ -194,3 +194,45 @@ fn protocol_mistakes_exit_2() {
         assert!(err.contains(needle), "{args:?} should mention {needle}: {err}");
     }
 }
+
+#[test]
+fn tls_upgrade_tokens_and_pings_while_holding() {
+    // TLS required by the server: the client upgrades after INFO.
+    let dir = tempfile::tempdir().unwrap();
+    let c = dir.path().join("certs");
+    let o = common::output(throng().args(["certs", "--out", c.to_str().unwrap()]));
+    assert!(o.status.success());
+    let p = |n: &str| c.join(n).display().to_string();
+    let nats = NatsServer::start(&format!(
+        "tls {{ cert_file: \"{}\", key_file: \"{}\" }}\nauthorization {{ token: \"t0ken\" }}\nping_interval: \"1s\"\nping_max: 2",
+        p("server.pem"),
+        p("server.key")
+    ));
+    let run = storm(&[
+        &format!("nats://t0ken@localhost:{}", nats.port),
+        "-n",
+        "20",
+        "--hold",
+        "5s",
+        "--cacert",
+        &p("ca.pem"),
+    ]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let m = &run.result().measurements;
+    assert_books_balance(run.result());
+    assert_eq!(m.connections.ok, 20, "{:?}", m.connections.errors);
+    assert_eq!(
+        m.tls.as_ref().map(|t| t.handshakes),
+        Some(20),
+        "every connection upgraded to TLS"
+    );
+    // The server pings every second and drops clients that miss two: held
+    // 5 s, none was dropped, so every PING was answered.
+    assert_eq!(m.closed_by_peer, 0, "PINGs answered while holding");
+    let text = std::fs::read_to_string(&run.json).unwrap();
+    assert!(!text.contains("t0ken"), "the token leaked into the result");
+
+    // The TLS upgrade fails verification without the lab CA.
+    let bad = storm(&[&format!("nats://t0ken@localhost:{}", nats.port), "-n", "3"]);
+    assert_eq!(bad.result().measurements.connections.error("tls.unknown_ca"), 3);
+}
