@@ -241,7 +241,7 @@ impl<'de> Deserialize<'de> for Hist {
 
 /// A histogram kept in its encoded form (base64 HdrHistogram V2 deflate):
 /// a few hundred bytes instead of tens of KB, for per-second series.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct EncodedHist(String);
 

@@ -21,9 +21,11 @@ mod measurements;
 mod outcome;
 mod phase;
 mod recorder;
+mod scenario;
 
 pub use hist::{EncodedHist, Hist, HistError, Summary};
 pub use measurements::{ByteCounts, FirstReply, Measurements, SeriesPoint, TlsCounts};
 pub use outcome::{ErrorClass, Outcomes};
 pub use phase::Phase;
 pub use recorder::{Handshake, Live, Recorder, Reply};
+pub use scenario::{CheckCount, ScenarioRecorder, ScenarioSecond, ScenarioStats, TagSecond, TagStats};

@@ -68,6 +68,9 @@ pub struct Measurements {
     /// failure class (or `hold_ended`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub reconnect_gave_up: BTreeMap<String, u64>,
+    /// A scenario run's tags, checks, iterations, groups and VUs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scenario: Option<crate::scenario::ScenarioStats>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -252,6 +255,15 @@ impl Measurements {
             *self.reconnect_gave_up.entry(k.clone()).or_default() += v;
         }
         let offset = offset.as_secs();
+        match (&mut self.scenario, &other.scenario) {
+            (Some(mine), Some(theirs)) => mine.merge(theirs, offset)?,
+            (None, Some(theirs)) => {
+                let mut s = crate::scenario::ScenarioStats::default();
+                s.merge(theirs, offset)?;
+                self.scenario = Some(s);
+            }
+            _ => {}
+        }
         self.requests.merge(&other.requests);
         self.connections.merge(&other.connections);
         self.reconnects.merge(&other.reconnects);

@@ -483,6 +483,7 @@ impl Recorder {
             first_drop_us: self.first_drop.map(|t| since(self.origin, t)),
             last_reconnected_us: self.last_reconnected.map(|t| since(self.origin, t)),
             reconnect_gave_up: self.gave_up,
+            scenario: None,
         }
     }
 }

@@ -118,7 +118,7 @@ pub fn parse_rate(text: &str) -> Result<f64, String> {
 }
 
 /// Serde for durations as people type them (`"10s"`).
-pub(crate) mod serde_duration {
+pub mod serde_duration {
     use std::time::Duration;
 
     use serde::Deserialize;
@@ -134,7 +134,7 @@ pub(crate) mod serde_duration {
 }
 
 /// Serde for optional durations as people type them.
-pub(crate) mod serde_opt_duration {
+pub mod serde_opt_duration {
     use std::time::Duration;
 
     use serde::Deserialize;

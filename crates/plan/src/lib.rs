@@ -16,7 +16,7 @@ mod schedule;
 mod status;
 mod storm;
 
-pub use duration::{format_duration, parse_duration, parse_rate};
+pub use duration::{format_duration, parse_duration, parse_rate, serde_duration, serde_opt_duration};
 pub use error::PlanError;
 pub use http::{HttpArgs, HttpPlan, Load, Scheme, Stop, Target, TlsSettings};
 pub use schedule::{Arrivals, Rng, StormStarts, arrival_offset, split_evenly};

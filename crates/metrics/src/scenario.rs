@@ -1,0 +1,402 @@
+//! What a scenario run measures beyond the phases: per-tag request
+//! statistics (step, group, scenario, stage), checks, iterations, groups,
+//! virtual users — recorded per worker, merged exactly.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::hist::{EncodedHist, Hist, HistError};
+
+/// Requests carrying one tag (or all requests, under the empty key).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TagStats {
+    /// Requests that ended.
+    pub requests: u64,
+    /// Of those, failed in any way (including an unexpected status).
+    pub failed: u64,
+    /// Of those, answered with a status the step does not expect.
+    pub unexpected_status: u64,
+    /// Response time of every response, whatever its status (k6's "all requests").
+    pub response: Hist,
+    /// Response time of responses with an expected status ("successful").
+    pub expected: Hist,
+    /// Per second.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub series: Vec<TagSecond>,
+}
+
+/// One second of one tag.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TagSecond {
+    /// Seconds since the run's start.
+    pub second: u64,
+    /// Requests that ended.
+    pub requests: u64,
+    /// Of those, failed.
+    pub failed: u64,
+    /// Of those, with an unexpected status.
+    pub unexpected_status: u64,
+    /// Response times.
+    pub response: EncodedHist,
+}
+
+/// Passes and failures of one named check.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckCount {
+    /// Times it held.
+    pub passes: u64,
+    /// Times it did not.
+    pub fails: u64,
+}
+
+/// One second of the run as a whole.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScenarioSecond {
+    /// Seconds since the run's start.
+    pub second: u64,
+    /// Iterations completed.
+    pub iterations: u64,
+    /// Iterations dropped (no VU free).
+    pub dropped_iterations: u64,
+    /// Most VUs active during the second.
+    pub vus: u64,
+}
+
+/// Everything a scenario run adds to [`crate::Measurements`].
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ScenarioStats {
+    /// By tag: `""` (all requests), `step:NAME`, `group:NAME`,
+    /// `scenario:NAME`, `stage:SCENARIO#N`.
+    pub tags: BTreeMap<String, TagStats>,
+    /// By check name.
+    pub checks: BTreeMap<String, CheckCount>,
+    /// Iterations completed.
+    pub iterations: u64,
+    /// Iteration durations.
+    pub iteration: Hist,
+    /// Iterations an arrival-rate executor could not start (no VU free).
+    pub dropped_iterations: u64,
+    /// Group durations, by group name.
+    pub groups: BTreeMap<String, Hist>,
+    /// Most VUs active at once (summed over workers per second).
+    pub vus_max: u64,
+    /// Per second.
+    pub series: Vec<ScenarioSecond>,
+}
+
+impl ScenarioStats {
+    /// Adds `o` (a worker's or another process's) into these; `offset`
+    /// shifts its seconds.
+    pub fn merge(&mut self, o: &ScenarioStats, offset: u64) -> Result<(), HistError> {
+        for (k, t) in &o.tags {
+            let mine = self.tags.entry(k.clone()).or_default();
+            mine.requests += t.requests;
+            mine.failed += t.failed;
+            mine.unexpected_status += t.unexpected_status;
+            mine.response.add(&t.response)?;
+            mine.expected.add(&t.expected)?;
+            let mut by: BTreeMap<u64, TagSecond> = std::mem::take(&mut mine.series)
+                .into_iter()
+                .map(|s| (s.second, s))
+                .collect();
+            for s in &t.series {
+                let second = s.second + offset;
+                match by.get_mut(&second) {
+                    Some(m) => {
+                        m.requests += s.requests;
+                        m.failed += s.failed;
+                        m.unexpected_status += s.unexpected_status;
+                        let mut h = m.response.decode()?;
+                        h.add(&s.response.decode()?)?;
+                        m.response = EncodedHist::new(&h);
+                    }
+                    None => {
+                        by.insert(second, TagSecond { second, ..s.clone() });
+                    }
+                }
+            }
+            mine.series = by.into_values().collect();
+        }
+        for (k, c) in &o.checks {
+            let mine = self.checks.entry(k.clone()).or_default();
+            mine.passes += c.passes;
+            mine.fails += c.fails;
+        }
+        self.iterations += o.iterations;
+        self.iteration.add(&o.iteration)?;
+        self.dropped_iterations += o.dropped_iterations;
+        for (k, h) in &o.groups {
+            self.groups.entry(k.clone()).or_default().add(h)?;
+        }
+        let mut by: BTreeMap<u64, ScenarioSecond> = std::mem::take(&mut self.series)
+            .into_iter()
+            .map(|s| (s.second, s))
+            .collect();
+        for s in &o.series {
+            let second = s.second + offset;
+            let m = by.entry(second).or_insert(ScenarioSecond {
+                second,
+                ..ScenarioSecond::default()
+            });
+            m.iterations += s.iterations;
+            m.dropped_iterations += s.dropped_iterations;
+            m.vus += s.vus;
+        }
+        self.series = by.into_values().collect();
+        self.vus_max = self
+            .series
+            .iter()
+            .map(|s| s.vus)
+            .max()
+            .unwrap_or(0)
+            .max(self.vus_max.max(o.vus_max));
+        Ok(())
+    }
+
+    /// All requests (the untagged figures).
+    pub fn all(&self) -> Option<&TagStats> {
+        self.tags.get("")
+    }
+}
+
+/// One tag's running figures in a recorder.
+#[derive(Debug)]
+struct TagSlot {
+    key: String,
+    stats: TagStats,
+    second: TagSecond,
+    current: Hist,
+}
+
+/// Records a worker's scenario figures (alongside its [`crate::Recorder`]).
+#[derive(Debug)]
+pub struct ScenarioRecorder {
+    origin: Instant,
+    second: u64,
+    tags: Vec<TagSlot>,
+    checks: Vec<(String, CheckCount)>,
+    iterations: u64,
+    iteration: Hist,
+    dropped: u64,
+    groups: Vec<(String, Hist)>,
+    vus: u64,
+    point: ScenarioSecond,
+    series: Vec<ScenarioSecond>,
+}
+
+impl ScenarioRecorder {
+    /// A recorder whose seconds count from `origin`.
+    pub fn new(origin: Instant) -> Self {
+        ScenarioRecorder {
+            origin,
+            second: 0,
+            tags: Vec::new(),
+            checks: Vec::new(),
+            iterations: 0,
+            iteration: Hist::new(),
+            dropped: 0,
+            groups: Vec::new(),
+            vus: 0,
+            point: ScenarioSecond::default(),
+            series: Vec::new(),
+        }
+    }
+
+    /// The index of a tag (registered once, at setup).
+    pub fn tag(&mut self, key: &str) -> usize {
+        if let Some(i) = self.tags.iter().position(|t| t.key == key) {
+            return i;
+        }
+        self.tags.push(TagSlot {
+            key: key.to_string(),
+            stats: TagStats::default(),
+            second: TagSecond::default(),
+            current: Hist::new(),
+        });
+        self.tags.len() - 1
+    }
+
+    /// The index of a check.
+    pub fn check_index(&mut self, name: &str) -> usize {
+        if let Some(i) = self.checks.iter().position(|(n, _)| n == name) {
+            return i;
+        }
+        self.checks.push((name.to_string(), CheckCount::default()));
+        self.checks.len() - 1
+    }
+
+    /// The index of a group.
+    pub fn group_index(&mut self, name: &str) -> usize {
+        if let Some(i) = self.groups.iter().position(|(n, _)| n == name) {
+            return i;
+        }
+        self.groups.push((name.to_string(), Hist::new()));
+        self.groups.len() - 1
+    }
+
+    fn at(&mut self, now: Instant) {
+        let s = now.saturating_duration_since(self.origin).as_secs();
+        if s > self.second {
+            self.roll(s);
+        }
+    }
+
+    #[cold]
+    fn roll(&mut self, to: u64) {
+        self.close_second();
+        for second in self.second + 1..to {
+            self.series.push(ScenarioSecond {
+                second,
+                vus: self.vus,
+                ..ScenarioSecond::default()
+            });
+        }
+        self.second = to;
+        self.point = ScenarioSecond {
+            second: to,
+            vus: self.vus,
+            ..ScenarioSecond::default()
+        };
+    }
+
+    fn close_second(&mut self) {
+        let second = self.second;
+        for t in &mut self.tags {
+            if t.second.requests > 0 {
+                let _ = t.stats.response.add(&t.current);
+                let mut s = std::mem::take(&mut t.second);
+                s.second = second;
+                s.response = EncodedHist::new(&t.current);
+                t.stats.series.push(s);
+                t.current.reset();
+            }
+        }
+        let mut p = self.point;
+        p.second = second;
+        self.series.push(p);
+    }
+
+    /// A request ended: `response` is its response time when a response
+    /// came (with whether its status was expected); `failed` when it ended
+    /// in any error class. Counted under every tag in `tags`.
+    pub fn request(&mut self, now: Instant, tags: &[usize], response: Option<(Duration, bool)>, failed: bool) {
+        self.at(now);
+        let unexpected = matches!(response, Some((_, false)));
+        for &i in tags {
+            let Some(t) = self.tags.get_mut(i) else { continue };
+            t.second.requests += 1;
+            t.second.failed += u64::from(failed);
+            t.second.unexpected_status += u64::from(unexpected);
+            t.stats.requests += 1;
+            t.stats.failed += u64::from(failed);
+            t.stats.unexpected_status += u64::from(unexpected);
+            if let Some((d, expected)) = response {
+                t.current.record(d);
+                if expected {
+                    t.stats.expected.record(d);
+                }
+            }
+        }
+    }
+
+    /// A named check held or not.
+    pub fn check(&mut self, index: usize, passed: bool) {
+        if let Some((_, c)) = self.checks.get_mut(index) {
+            if passed {
+                c.passes += 1;
+            } else {
+                c.fails += 1;
+            }
+        }
+    }
+
+    /// An iteration completed after `d`.
+    pub fn iteration(&mut self, now: Instant, d: Duration) {
+        self.at(now);
+        self.iterations += 1;
+        self.point.iterations += 1;
+        self.iteration.record(d);
+    }
+
+    /// An iteration could not start.
+    pub fn dropped_iteration(&mut self, now: Instant) {
+        self.at(now);
+        self.dropped += 1;
+        self.point.dropped_iterations += 1;
+    }
+
+    /// A group took `d`.
+    pub fn group(&mut self, index: usize, d: Duration) {
+        if let Some((_, h)) = self.groups.get_mut(index) {
+            h.record(d);
+        }
+    }
+
+    /// The number of active VUs changed.
+    pub fn vus(&mut self, now: Instant, active: u64) {
+        self.at(now);
+        self.vus = active;
+        self.point.vus = self.point.vus.max(active);
+    }
+
+    /// Closes the last second and returns the figures.
+    pub fn finish(mut self, end: Instant) -> ScenarioStats {
+        self.at(end);
+        self.close_second();
+        let vus_max = self.series.iter().map(|s| s.vus).max().unwrap_or(0);
+        ScenarioStats {
+            tags: self.tags.into_iter().map(|t| (t.key, t.stats)).collect(),
+            checks: self.checks.into_iter().collect(),
+            iterations: self.iterations,
+            iteration: self.iteration,
+            dropped_iterations: self.dropped,
+            groups: self.groups.into_iter().collect(),
+            vus_max,
+            series: self.series,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tags_checks_and_seconds_add_up() {
+        let t0 = Instant::now();
+        let mut r = ScenarioRecorder::new(t0);
+        let all = r.tag("");
+        let login = r.tag("step:login");
+        let ok = r.check_index("status is 200");
+        for i in 0..10u64 {
+            let now = t0 + Duration::from_millis(i * 300);
+            let expected = i % 2 == 0;
+            r.request(
+                now,
+                &[all, login],
+                Some((Duration::from_millis(10 + i), expected)),
+                !expected,
+            );
+            r.check(ok, expected);
+            r.iteration(now, Duration::from_millis(50));
+        }
+        r.vus(t0, 3);
+        let s = r.finish(t0 + Duration::from_secs(3));
+        let tag = &s.tags["step:login"];
+        assert_eq!(tag.requests, 10);
+        assert_eq!(tag.unexpected_status, 5);
+        assert_eq!(tag.failed, 5);
+        assert_eq!(tag.response.count(), 10);
+        assert_eq!(tag.expected.count(), 5);
+        assert_eq!(tag.series.iter().map(|x| x.requests).sum::<u64>(), 10);
+        assert_eq!(s.checks["status is 200"], CheckCount { passes: 5, fails: 5 });
+        assert_eq!(s.iterations, 10);
+        let mut merged = s.clone();
+        merged.merge(&s, 0).unwrap();
+        assert_eq!(merged.tags[""].requests, 20);
+        assert_eq!(merged.tags[""].response.count(), 20);
+        assert_eq!(merged.checks["status is 200"].passes, 10);
+    }
+}

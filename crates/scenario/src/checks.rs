@@ -1,0 +1,192 @@
+//! Captures (values taken from a response into variables) and checks
+//! (named assertions on a response, counted pass/fail).
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// The parts of a response captures and checks read.
+#[derive(Clone, Copy, Debug)]
+pub struct ResponseView<'a> {
+    /// HTTP status.
+    pub status: u16,
+    /// Headers, in order.
+    pub headers: &'a [(String, String)],
+    /// The body (after transfer decoding).
+    pub body: &'a [u8],
+    /// Response time.
+    pub duration: Duration,
+}
+
+impl ResponseView<'_> {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn json_at(&self, pointer: &str) -> Option<serde_json::Value> {
+        let v: serde_json::Value = serde_json::from_slice(self.body).ok()?;
+        v.pointer(pointer).cloned()
+    }
+}
+
+/// Where a captured value comes from.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CaptureFrom {
+    /// A JSON pointer into the body (`/data/token`).
+    Json(String),
+    /// A response header.
+    Header(String),
+    /// A regular expression on the body; its first group (or the match).
+    Regex(#[serde(with = "regex_serde")] regex::Regex),
+}
+
+impl PartialEq for CaptureFrom {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (CaptureFrom::Json(a), CaptureFrom::Json(b)) | (CaptureFrom::Header(a), CaptureFrom::Header(b)) => a == b,
+            (CaptureFrom::Regex(a), CaptureFrom::Regex(b)) => a.as_str() == b.as_str(),
+            _ => false,
+        }
+    }
+}
+
+/// A value taken from a response into a variable.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Capture {
+    /// The variable.
+    pub var: String,
+    /// Where from.
+    pub from: CaptureFrom,
+}
+
+impl Capture {
+    /// The captured text, if the response has it.
+    pub fn extract(&self, r: &ResponseView<'_>) -> Option<String> {
+        match &self.from {
+            CaptureFrom::Json(p) => r.json_at(p).map(|v| match v {
+                serde_json::Value::String(s) => s,
+                other => other.to_string(),
+            }),
+            CaptureFrom::Header(h) => r.header(h).map(str::to_string),
+            CaptureFrom::Regex(re) => {
+                let body = std::str::from_utf8(r.body).ok()?;
+                let c = re.captures(body)?;
+                c.get(1).or_else(|| c.get(0)).map(|m| m.as_str().to_string())
+            }
+        }
+    }
+}
+
+/// What a check asserts.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckKind {
+    /// The status is one of these.
+    Status(Vec<u16>),
+    /// The body contains this text.
+    BodyContains(String),
+    /// The JSON value at the pointer exists.
+    JsonExists(String),
+    /// The JSON value at the pointer equals this value.
+    JsonEquals(String, serde_json::Value),
+    /// The header exists (and contains this text, if given).
+    Header(String, Option<String>),
+    /// The response took less than this.
+    DurationUnder(#[serde(with = "throng_plan::serde_duration")] Duration),
+}
+
+/// A named assertion.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Check {
+    /// Its name in reports and thresholds (`checks{check:NAME}`).
+    pub name: String,
+    /// What it asserts.
+    pub kind: CheckKind,
+}
+
+impl Check {
+    /// True when the response satisfies it.
+    pub fn passes(&self, r: &ResponseView<'_>) -> bool {
+        match &self.kind {
+            CheckKind::Status(codes) => codes.contains(&r.status),
+            CheckKind::BodyContains(t) => r.body.windows(t.len().max(1)).any(|w| w == t.as_bytes()) || t.is_empty(),
+            CheckKind::JsonExists(p) => r.json_at(p).is_some(),
+            CheckKind::JsonEquals(p, v) => r.json_at(p).is_some_and(|x| &x == v || json_loose_eq(&x, v)),
+            CheckKind::Header(h, contains) => r
+                .header(h)
+                .is_some_and(|v| contains.as_ref().is_none_or(|c| v.contains(c.as_str()))),
+            CheckKind::DurationUnder(d) => r.duration < *d,
+        }
+    }
+}
+
+/// `"200"` equals `200`: YAML authors write either.
+fn json_loose_eq(a: &serde_json::Value, b: &serde_json::Value) -> bool {
+    let text = |v: &serde_json::Value| match v {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    text(a) == text(b)
+}
+
+mod regex_serde {
+    use serde::Deserialize;
+
+    pub fn serialize<S: serde::Serializer>(re: &regex::Regex, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(re.as_str())
+    }
+
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<regex::Regex, D::Error> {
+        let text = String::deserialize(d)?;
+        regex::Regex::new(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn captures_and_checks_read_the_response() {
+        let headers = vec![("Set-Cookie".to_string(), "sid=42; Path=/".to_string())];
+        let body = br#"{"data":{"token":"abc","n":3},"message":"OTP sent"}"#;
+        let r = ResponseView {
+            status: 200,
+            headers: &headers,
+            body,
+            duration: Duration::from_millis(20),
+        };
+        let cap = |from| Capture { var: "x".into(), from };
+        assert_eq!(
+            cap(CaptureFrom::Json("/data/token".into())).extract(&r).as_deref(),
+            Some("abc")
+        );
+        assert_eq!(
+            cap(CaptureFrom::Json("/data/n".into())).extract(&r).as_deref(),
+            Some("3")
+        );
+        assert_eq!(
+            cap(CaptureFrom::Header("set-cookie".into())).extract(&r).as_deref(),
+            Some("sid=42; Path=/")
+        );
+        let re = regex::Regex::new(r#""message":"([^"]+)""#).unwrap();
+        assert_eq!(cap(CaptureFrom::Regex(re)).extract(&r).as_deref(), Some("OTP sent"));
+        assert_eq!(cap(CaptureFrom::Json("/nope".into())).extract(&r), None);
+
+        let check = |kind| Check { name: "c".into(), kind }.passes(&r);
+        assert!(check(CheckKind::Status(vec![200, 201])));
+        assert!(!check(CheckKind::Status(vec![401])));
+        assert!(check(CheckKind::BodyContains("OTP".into())));
+        assert!(check(CheckKind::JsonExists("/data/token".into())));
+        assert!(check(CheckKind::JsonEquals("/data/n".into(), serde_json::json!(3))));
+        assert!(check(CheckKind::JsonEquals("/data/n".into(), serde_json::json!("3"))));
+        assert!(check(CheckKind::Header("Set-Cookie".into(), Some("sid=".into()))));
+        assert!(!check(CheckKind::Header("X-None".into(), None)));
+        assert!(check(CheckKind::DurationUnder(Duration::from_millis(50))));
+        assert!(!check(CheckKind::DurationUnder(Duration::from_millis(10))));
+    }
+}

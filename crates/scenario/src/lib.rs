@@ -1,0 +1,28 @@
+//! throng's scenarios: a YAML file of scenarios, each an executor (how
+//! iterations start: closed-model VUs or open-model arrival rates) and a
+//! flow (the requests, pauses and groups of one iteration), with templates,
+//! captures, checks and thresholds.
+//!
+//! ```text
+//!  SCENARIO.yaml ── spec::ScenarioPlan::parse ──► ScenarioPlan (validated;
+//!                   errors carry file:line:column)
+//!  ScenarioPlan  ── throng-engine ──► requests, rendered from template::Template,
+//!                   responses read by checks::{Capture, Check}
+//!  Measurements  ── threshold::Threshold::evaluate ──► Verdict
+//! ```
+//!
+//! Nothing here does I/O except reading the data file through the caller.
+
+pub mod checks;
+pub mod csv;
+pub mod spec;
+pub mod template;
+pub mod threshold;
+
+pub use checks::{Capture, CaptureFrom, Check, CheckKind, ResponseView};
+pub use spec::{
+    BaseUrl, Body, Cursor, DataSpec, Defaults, Executor, JsonTemplate, Request, Scenario, ScenarioError, ScenarioPlan,
+    Stage, Step, Think, environment, stage_names,
+};
+pub use template::{Context, Template};
+pub use threshold::{Threshold, Verdict};

@@ -1,0 +1,1384 @@
+//! The scenario file: YAML as written (raw), validated into a
+//! [`ScenarioPlan`]. Errors carry file, line and column.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use throng_plan::{StatusSet, TlsSettings, parse_duration};
+
+use crate::checks::{Capture, CaptureFrom, Check, CheckKind};
+use crate::template::Template;
+use crate::threshold::Threshold;
+
+/// Why a scenario file cannot run.
+#[derive(Debug, thiserror::Error)]
+#[error("{file}:{line}:{column}: {message}")]
+pub struct ScenarioError {
+    /// The file.
+    pub file: String,
+    /// Line, from 1 (0 when unknown).
+    pub line: usize,
+    /// Column, from 1.
+    pub column: usize,
+    /// What is wrong and what was expected.
+    pub message: String,
+}
+
+// ---------------------------------------------------------------- raw ----
+
+/// A duration as people type it, checked while the YAML is read (so an
+/// error points at the value).
+#[derive(Clone, Copy, Debug)]
+struct Dur(Duration);
+
+impl<'de> Deserialize<'de> for Dur {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = serde_yaml_ng::Value::deserialize(d)?;
+        let text = match v {
+            serde_yaml_ng::Value::String(s) => s,
+            serde_yaml_ng::Value::Number(n) => n.to_string(),
+            _ => return Err(serde::de::Error::custom("expected a duration such as 500ms, 30s or 2m")),
+        };
+        parse_duration(&text).map(Dur).map_err(serde::de::Error::custom)
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFile {
+    target: String,
+    #[serde(default)]
+    tls: Option<RawTls>,
+    #[serde(default)]
+    defaults: RawDefaults,
+    #[serde(default)]
+    data: Option<RawData>,
+    scenarios: BTreeMap<String, RawScenario>,
+    #[serde(default)]
+    thresholds: BTreeMap<String, Vec<RawThreshold>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTls {
+    cacert: Option<String>,
+    cert: Option<String>,
+    key: Option<String>,
+    #[serde(default)]
+    insecure: bool,
+    #[serde(default)]
+    resume: bool,
+    #[serde(default)]
+    groups: Vec<String>,
+    version: Option<String>,
+    sni: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDefaults {
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    timeout: Option<Dur>,
+    expect: Option<Vec<RawStatus>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum RawData {
+    File(String),
+    Full { file: String, cursor: Option<Cursor> },
+}
+
+/// How VUs walk the data file's rows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Cursor {
+    /// Each VU has its own cursor, starting at its own row (VU n at row n).
+    #[default]
+    PerVu,
+    /// One cursor shared by every VU of the worker: each iteration takes
+    /// the next row.
+    Shared,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+enum ExecutorName {
+    ConstantVus,
+    RampingVus,
+    PerVuIterations,
+    SharedIterations,
+    ConstantArrivalRate,
+    RampingArrivalRate,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawScenario {
+    executor: ExecutorName,
+    vus: Option<u64>,
+    duration: Option<Dur>,
+    start_vus: Option<u64>,
+    stages: Option<Vec<RawStage>>,
+    graceful_ramp_down: Option<Dur>,
+    iterations: Option<u64>,
+    max_duration: Option<Dur>,
+    rate: Option<f64>,
+    start_rate: Option<f64>,
+    time_unit: Option<Dur>,
+    pre_allocated_vus: Option<u64>,
+    max_vus: Option<u64>,
+    start_time: Option<Dur>,
+    graceful_stop: Option<Dur>,
+    flow: Vec<RawStep>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawStage {
+    duration: Dur,
+    target: f64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawStep {
+    request: Option<RawRequest>,
+    think: Option<RawThink>,
+    group: Option<RawGroup>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum RawThink {
+    Fixed(Dur),
+    Range { min: Dur, max: Dur },
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawGroup {
+    name: String,
+    flow: Vec<RawStep>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum RawStatus {
+    Code(u16),
+    Text(String),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRequest {
+    name: Option<String>,
+    method: Option<String>,
+    path: String,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    #[serde(default)]
+    query: BTreeMap<String, serde_yaml_ng::Value>,
+    json: Option<serde_yaml_ng::Value>,
+    form: Option<BTreeMap<String, serde_yaml_ng::Value>>,
+    body: Option<String>,
+    expect: Option<Vec<RawStatus>>,
+    #[serde(default)]
+    capture: BTreeMap<String, RawCapture>,
+    #[serde(default)]
+    check: BTreeMap<String, RawCheck>,
+    timeout: Option<Dur>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCapture {
+    json: Option<String>,
+    header: Option<String>,
+    regex: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCheck {
+    status: Option<Vec<u16>>,
+    body_contains: Option<String>,
+    json: Option<String>,
+    equals: Option<serde_yaml_ng::Value>,
+    exists: Option<bool>,
+    header: Option<String>,
+    contains: Option<String>,
+    duration_under: Option<Dur>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum RawThreshold {
+    Text(String),
+    Full {
+        threshold: String,
+        #[serde(default)]
+        abort_on_fail: bool,
+        delay: Option<Dur>,
+    },
+}
+
+// ----------------------------------------------------------- validated ----
+
+/// Where requests go: scheme, host, port and a base path.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BaseUrl {
+    /// As written.
+    pub url: String,
+    /// `http` or `https`.
+    pub https: bool,
+    /// Host.
+    pub host: String,
+    /// Port.
+    pub port: u16,
+    /// Prefix of every request's path (no trailing slash).
+    pub base_path: String,
+}
+
+/// Settings every request starts from.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Defaults {
+    /// Headers on every request (a request's own win).
+    pub headers: Vec<(String, Template)>,
+    /// Limit on connect and each response.
+    #[serde(with = "throng_plan::serde_duration")]
+    pub timeout: Duration,
+    /// Statuses counted ok.
+    pub expect: StatusSet,
+}
+
+/// A CSV data file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DataSpec {
+    /// As written.
+    pub file: String,
+    /// Column names (available as `{{name}}`).
+    pub columns: Vec<String>,
+    /// How VUs walk the rows.
+    pub cursor: Cursor,
+    /// Rows (not stored in results).
+    #[serde(skip)]
+    pub rows: Vec<Vec<String>>,
+    /// How many rows.
+    pub row_count: usize,
+}
+
+/// A ramp stage: reach `target` linearly over `duration`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Stage {
+    /// How long.
+    #[serde(with = "throng_plan::serde_duration")]
+    pub duration: Duration,
+    /// VUs (ramping-vus) or iterations per time unit (ramping-arrival-rate).
+    pub target: f64,
+}
+
+/// How a scenario starts iterations.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "executor", rename_all = "kebab-case")]
+pub enum Executor {
+    /// `vus` VUs loop the flow for `duration`.
+    ConstantVus {
+        /// VUs.
+        vus: u64,
+        /// How long.
+        #[serde(with = "throng_plan::serde_duration")]
+        duration: Duration,
+    },
+    /// VUs follow the stages linearly from `start_vus`.
+    RampingVus {
+        /// VUs at the start.
+        start_vus: u64,
+        /// The ramp.
+        stages: Vec<Stage>,
+        /// How long VUs above the target may finish their iteration.
+        #[serde(with = "throng_plan::serde_duration")]
+        graceful_ramp_down: Duration,
+    },
+    /// Each of `vus` VUs runs the flow `iterations` times.
+    PerVuIterations {
+        /// VUs.
+        vus: u64,
+        /// Iterations per VU.
+        iterations: u64,
+        /// Give up after this long.
+        #[serde(with = "throng_plan::serde_duration")]
+        max_duration: Duration,
+    },
+    /// `vus` VUs share `iterations` iterations.
+    SharedIterations {
+        /// VUs.
+        vus: u64,
+        /// Iterations in all.
+        iterations: u64,
+        /// Give up after this long.
+        #[serde(with = "throng_plan::serde_duration")]
+        max_duration: Duration,
+    },
+    /// `rate` iterations start per `time_unit`, whatever the responses do.
+    ConstantArrivalRate {
+        /// Iterations per time unit.
+        rate: f64,
+        /// The time unit.
+        #[serde(with = "throng_plan::serde_duration")]
+        time_unit: Duration,
+        /// How long.
+        #[serde(with = "throng_plan::serde_duration")]
+        duration: Duration,
+        /// VUs ready at the start.
+        pre_allocated_vus: u64,
+        /// VUs at most.
+        max_vus: u64,
+    },
+    /// The arrival rate follows the stages linearly from `start_rate`.
+    RampingArrivalRate {
+        /// Iterations per time unit at the start.
+        start_rate: f64,
+        /// The time unit.
+        #[serde(with = "throng_plan::serde_duration")]
+        time_unit: Duration,
+        /// The ramp (targets are rates).
+        stages: Vec<Stage>,
+        /// VUs ready at the start.
+        pre_allocated_vus: u64,
+        /// VUs at most.
+        max_vus: u64,
+    },
+}
+
+impl Executor {
+    /// How long the executor schedules iterations (without graceful stops).
+    pub fn length(&self) -> Duration {
+        match self {
+            Executor::ConstantVus { duration, .. } | Executor::ConstantArrivalRate { duration, .. } => *duration,
+            Executor::RampingVus { stages, .. } | Executor::RampingArrivalRate { stages, .. } => {
+                stages.iter().map(|s| s.duration).sum()
+            }
+            Executor::PerVuIterations { max_duration, .. } | Executor::SharedIterations { max_duration, .. } => {
+                *max_duration
+            }
+        }
+    }
+
+    /// True for the arrival-rate (open-model) executors.
+    pub fn is_open(&self) -> bool {
+        matches!(
+            self,
+            Executor::ConstantArrivalRate { .. } | Executor::RampingArrivalRate { .. }
+        )
+    }
+
+    /// The stages, for those that have them.
+    pub fn stages(&self) -> &[Stage] {
+        match self {
+            Executor::RampingVus { stages, .. } | Executor::RampingArrivalRate { stages, .. } => stages,
+            _ => &[],
+        }
+    }
+}
+
+/// A pause.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Think {
+    /// This long.
+    Fixed(#[serde(with = "throng_plan::serde_duration")] Duration),
+    /// Uniformly between the two.
+    Range(
+        #[serde(with = "throng_plan::serde_duration")] Duration,
+        #[serde(with = "throng_plan::serde_duration")] Duration,
+    ),
+}
+
+/// A JSON body with templates in its strings.
+#[derive(Clone, Debug, PartialEq)]
+pub enum JsonTemplate {
+    /// A value without templates.
+    Value(serde_json::Value),
+    /// A string with templates.
+    Text(Template),
+    /// An array.
+    Array(Vec<JsonTemplate>),
+    /// An object.
+    Object(Vec<(String, JsonTemplate)>),
+}
+
+/// A request body.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub enum Body {
+    /// None.
+    #[default]
+    None,
+    /// JSON (`Content-Type: application/json`).
+    Json(JsonTemplate),
+    /// A form (`application/x-www-form-urlencoded`).
+    Form(Vec<(String, Template)>),
+    /// Raw text.
+    Raw(Template),
+}
+
+/// One HTTP request of a flow.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Request {
+    /// Its `step` tag (default: `METHOD path`).
+    pub name: String,
+    /// Method.
+    pub method: String,
+    /// Path (appended to the base path).
+    pub path: Template,
+    /// Query parameters.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub query: Vec<(String, Template)>,
+    /// Headers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub headers: Vec<(String, Template)>,
+    /// Body.
+    #[serde(skip)]
+    pub body: Body,
+    /// Statuses counted ok.
+    pub expect: StatusSet,
+    /// Values taken into variables.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub captures: Vec<Capture>,
+    /// Named assertions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<Check>,
+    /// Limit on the response.
+    #[serde(with = "throng_plan::serde_duration")]
+    pub timeout: Duration,
+}
+
+/// One step of a flow.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Step {
+    /// An HTTP request.
+    Request(Box<Request>),
+    /// A pause.
+    Think(Think),
+    /// A named sub-flow, timed as a whole.
+    Group {
+        /// Its `group` tag.
+        name: String,
+        /// Its steps.
+        flow: Vec<Step>,
+    },
+}
+
+/// A scenario: an executor and the flow of one iteration.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Scenario {
+    /// Its `scenario` tag.
+    pub name: String,
+    /// How iterations start.
+    #[serde(flatten)]
+    pub executor: Executor,
+    /// Offset from the run's start.
+    #[serde(with = "throng_plan::serde_duration")]
+    pub start_time: Duration,
+    /// How long iterations in flight may finish after the executor's end.
+    #[serde(with = "throng_plan::serde_duration")]
+    pub graceful_stop: Duration,
+    /// One iteration.
+    pub flow: Vec<Step>,
+}
+
+impl Scenario {
+    /// When the scenario's schedule ends (start time + executor length).
+    pub fn end(&self) -> Duration {
+        self.start_time + self.executor.length()
+    }
+
+    /// The stage a moment belongs to (1-based), for stage tags.
+    pub fn stage_at(&self, since_start: Duration) -> Option<usize> {
+        let mut t = self.start_time;
+        for (i, s) in self.executor.stages().iter().enumerate() {
+            t += s.duration;
+            if since_start < t {
+                return Some(i + 1);
+            }
+        }
+        (!self.executor.stages().is_empty()).then_some(self.executor.stages().len())
+    }
+}
+
+/// A validated scenario file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ScenarioPlan {
+    /// The file.
+    pub file: String,
+    /// Where requests go.
+    pub target: BaseUrl,
+    /// TLS settings (https targets).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<TlsSettings>,
+    /// Request defaults.
+    pub defaults: Defaults,
+    /// The data file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<DataSpec>,
+    /// The scenarios, run at the same time.
+    pub scenarios: Vec<Scenario>,
+    /// Pass/fail criteria.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thresholds: Vec<Threshold>,
+    /// Durations were multiplied by this (`--scale`).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub scale: f64,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+fn is_one(v: &f64) -> bool {
+    (*v - 1.0).abs() < f64::EPSILON
+}
+
+impl ScenarioPlan {
+    /// Parses `text` (from `file`); `read` reads a file named in it (the
+    /// data file), relative to the scenario's directory.
+    pub fn parse(
+        text: &str,
+        file: &str,
+        read: &dyn Fn(&str) -> Result<String, String>,
+    ) -> Result<ScenarioPlan, ScenarioError> {
+        let raw: RawFile = serde_yaml_ng::from_str(text).map_err(|e| {
+            let (line, column) = e.location().map_or((0, 0), |l| (l.line(), l.column()));
+            ScenarioError {
+                file: file.to_string(),
+                line,
+                column,
+                message: e.to_string().split(" at line ").next().unwrap_or_default().to_string(),
+            }
+        })?;
+        Validator { text, file }.plan(raw, read)
+    }
+
+    /// Every duration of every executor (stages, durations, start times,
+    /// graceful periods) multiplied by `factor`: the same shape, faster.
+    pub fn scaled(mut self, factor: f64) -> ScenarioPlan {
+        let f = |d: &mut Duration| *d = d.mul_f64(factor);
+        for s in &mut self.scenarios {
+            f(&mut s.start_time);
+            f(&mut s.graceful_stop);
+            match &mut s.executor {
+                Executor::ConstantVus { duration, .. } | Executor::ConstantArrivalRate { duration, .. } => f(duration),
+                Executor::RampingVus {
+                    stages,
+                    graceful_ramp_down,
+                    ..
+                } => {
+                    stages.iter_mut().for_each(|st| f(&mut st.duration));
+                    f(graceful_ramp_down);
+                }
+                Executor::RampingArrivalRate { stages, .. } => stages.iter_mut().for_each(|st| f(&mut st.duration)),
+                Executor::PerVuIterations { max_duration, .. } | Executor::SharedIterations { max_duration, .. } => {
+                    f(max_duration)
+                }
+            }
+        }
+        self.scale *= factor;
+        self
+    }
+
+    /// When the last scenario's schedule ends.
+    pub fn end(&self) -> Duration {
+        self.scenarios.iter().map(Scenario::end).max().unwrap_or_default()
+    }
+}
+
+struct Validator<'a> {
+    text: &'a str,
+    file: &'a str,
+}
+
+impl Validator<'_> {
+    /// An error at the first line holding every needle in turn (a path of
+    /// keys such as ["scenarios:", "users:", "stages:"]).
+    fn err(&self, path: &[&str], message: impl Into<String>) -> ScenarioError {
+        let mut line = 0;
+        let mut column = 1;
+        let lines: Vec<&str> = self.text.lines().collect();
+        let mut from = 0;
+        for needle in path {
+            if let Some(i) = lines.iter().skip(from).position(|l| l.contains(needle)) {
+                line = from + i + 1;
+                column = lines[from + i].find(needle).map_or(1, |c| c + 1);
+                from += i + 1;
+            }
+        }
+        ScenarioError {
+            file: self.file.to_string(),
+            line,
+            column,
+            message: message.into(),
+        }
+    }
+
+    fn template(&self, path: &[&str], text: &str) -> Result<Template, ScenarioError> {
+        Template::compile(text).map_err(|e| self.err(path, e))
+    }
+
+    fn statuses(&self, path: &[&str], raw: &[RawStatus]) -> Result<StatusSet, ScenarioError> {
+        let text: Vec<String> = raw
+            .iter()
+            .map(|s| match s {
+                RawStatus::Code(c) => c.to_string(),
+                RawStatus::Text(t) => t.clone(),
+            })
+            .collect();
+        StatusSet::parse(&text.join(",")).map_err(|e| self.err(path, format!("expect: {e}")))
+    }
+
+    fn plan(&self, raw: RawFile, read: &dyn Fn(&str) -> Result<String, String>) -> Result<ScenarioPlan, ScenarioError> {
+        let target = self.base(&raw.target)?;
+        let tls = match (target.https, raw.tls) {
+            (true, t) => {
+                let t = t.unwrap_or_default();
+                Some(TlsSettings {
+                    insecure: t.insecure,
+                    cacert: t.cacert,
+                    cert: t.cert,
+                    key: t.key,
+                    resume: t.resume,
+                    groups: t.groups,
+                    version: t.version,
+                    server_name: t.sni,
+                })
+            }
+            (false, Some(_)) => return Err(self.err(&["tls:"], "tls: applies to https:// targets")),
+            (false, None) => None,
+        };
+        let defaults = Defaults {
+            headers: raw
+                .defaults
+                .headers
+                .iter()
+                .map(|(k, v)| Ok((k.clone(), self.template(&["defaults:", k.as_str()], v)?)))
+                .collect::<Result<_, ScenarioError>>()?,
+            timeout: raw.defaults.timeout.map_or(Duration::from_secs(10), |d| d.0),
+            expect: match &raw.defaults.expect {
+                Some(e) => self.statuses(&["defaults:", "expect:"], e)?,
+                None => StatusSet::default(),
+            },
+        };
+        let data = match raw.data {
+            None => None,
+            Some(d) => {
+                let (file, cursor) = match d {
+                    RawData::File(f) => (f, Cursor::default()),
+                    RawData::Full { file, cursor } => (file, cursor.unwrap_or_default()),
+                };
+                let text = read(&file).map_err(|e| self.err(&["data:"], format!("cannot read '{file}': {e}")))?;
+                let (columns, rows) =
+                    crate::csv::parse(&text).map_err(|e| self.err(&["data:"], format!("'{file}': {e}")))?;
+                Some(DataSpec {
+                    file,
+                    columns,
+                    cursor,
+                    row_count: rows.len(),
+                    rows,
+                })
+            }
+        };
+        if raw.scenarios.is_empty() {
+            return Err(self.err(&["scenarios:"], "name at least one scenario"));
+        }
+        let mut scenarios = Vec::new();
+        for (name, s) in raw.scenarios {
+            scenarios.push(self.scenario(&name, s, &defaults)?);
+        }
+        // Variables: data columns, and every capture of the scenario's flow.
+        for s in &scenarios {
+            let mut defined: BTreeSet<String> = data.iter().flat_map(|d| d.columns.iter().cloned()).collect();
+            collect_captures(&s.flow, &mut defined);
+            let mut used = Vec::new();
+            collect_variables(&s.flow, &defaults, &mut used);
+            for v in used {
+                if !defined.contains(&v) {
+                    let mut known: Vec<String> = defined.iter().cloned().collect();
+                    known.extend(["vu", "iter", "scenario", "uuid", "random_email", "now_ms"].map(String::from));
+                    return Err(self.err(
+                        &[&format!("{{{{{v}")],
+                        format!(
+                            "{{{{{v}}}}} is not defined in scenario '{}': capture it in an earlier step or add it as a data column; known: {}",
+                            s.name,
+                            known.join(", ")
+                        ),
+                    ));
+                }
+            }
+        }
+        let mut thresholds = Vec::new();
+        for (key, list) in raw.thresholds {
+            for t in list {
+                let (expr, abort, delay) = match t {
+                    RawThreshold::Text(e) => (e, false, Duration::ZERO),
+                    RawThreshold::Full {
+                        threshold,
+                        abort_on_fail,
+                        delay,
+                    } => (threshold, abort_on_fail, delay.map_or(Duration::ZERO, |d| d.0)),
+                };
+                let th =
+                    Threshold::parse(&key, &expr, abort, delay).map_err(|e| self.err(&["thresholds:", &key], e))?;
+                if let Some((tag, value)) = &th.tag
+                    && !tag_exists(&scenarios, tag, value)
+                {
+                    return Err(self.err(
+                        &["thresholds:", &key],
+                        format!("no request carries the tag {tag}:{value}; check the step, group or scenario name"),
+                    ));
+                }
+                thresholds.push(th);
+            }
+        }
+        Ok(ScenarioPlan {
+            file: self.file.to_string(),
+            target,
+            tls,
+            defaults,
+            data,
+            scenarios,
+            thresholds,
+            scale: 1.0,
+        })
+    }
+
+    fn base(&self, url: &str) -> Result<BaseUrl, ScenarioError> {
+        let bad = |m: String| self.err(&["target:"], m);
+        let u = url::Url::parse(url).map_err(|e| {
+            bad(format!(
+                "'{url}' is not a URL ({e}); e.g. target: http://127.0.0.1:8080"
+            ))
+        })?;
+        let https = match u.scheme() {
+            "http" => false,
+            "https" => true,
+            other => return Err(bad(format!("scheme '{other}': use http:// or https://"))),
+        };
+        let host = match u.host() {
+            Some(url::Host::Ipv6(a)) => a.to_string(),
+            Some(h) => h.to_string(),
+            None => return Err(bad(format!("'{url}' has no host"))),
+        };
+        Ok(BaseUrl {
+            url: url.to_string(),
+            https,
+            host,
+            port: u.port_or_known_default().unwrap_or(if https { 443 } else { 80 }),
+            base_path: u.path().trim_end_matches('/').to_string(),
+        })
+    }
+
+    fn scenario(&self, name: &str, s: RawScenario, defaults: &Defaults) -> Result<Scenario, ScenarioError> {
+        let key = format!("{name}:");
+        let at = |field: &str| -> Vec<String> { vec!["scenarios:".into(), key.clone(), format!("{field}")] };
+        let need = |v: Option<u64>, field: &str| -> Result<u64, ScenarioError> {
+            match v {
+                Some(n) if n >= 1 => Ok(n),
+                Some(_) => Err(self.err(
+                    &at(field).iter().map(String::as_str).collect::<Vec<_>>(),
+                    format!("{field} must be at least 1"),
+                )),
+                None => Err(self.err(
+                    &["scenarios:", &key],
+                    format!("the {:?} executor needs {field}", s.executor).replace('"', ""),
+                )),
+            }
+        };
+        let need_dur = |v: Option<Dur>, field: &str| -> Result<Duration, ScenarioError> {
+            match v {
+                Some(d) if !d.0.is_zero() => Ok(d.0),
+                Some(_) => Err(self.err(&["scenarios:", &key, field], format!("{field} must be longer than 0"))),
+                None => Err(self.err(
+                    &["scenarios:", &key],
+                    format!("this executor needs {field}, e.g. {field}: 30s"),
+                )),
+            }
+        };
+        let stages = |v: Option<Vec<RawStage>>| -> Result<Vec<Stage>, ScenarioError> {
+            let list = v.ok_or_else(|| {
+                self.err(
+                    &["scenarios:", &key],
+                    "this executor needs stages: [{duration: 30s, target: 10}, ...]",
+                )
+            })?;
+            if list.is_empty() {
+                return Err(self.err(&["scenarios:", &key, "stages:"], "stages is empty"));
+            }
+            list.into_iter()
+                .map(|st| {
+                    if st.target < 0.0 || !st.target.is_finite() {
+                        Err(self.err(&["scenarios:", &key, "stages:"], "a stage's target cannot be negative"))
+                    } else {
+                        Ok(Stage {
+                            duration: st.duration.0,
+                            target: st.target,
+                        })
+                    }
+                })
+                .collect()
+        };
+        let time_unit = s.time_unit.map_or(Duration::from_secs(1), |d| d.0);
+        let executor = match s.executor {
+            ExecutorName::ConstantVus => Executor::ConstantVus {
+                vus: need(s.vus, "vus")?,
+                duration: need_dur(s.duration, "duration")?,
+            },
+            ExecutorName::RampingVus => Executor::RampingVus {
+                start_vus: s.start_vus.unwrap_or(0),
+                stages: stages(s.stages)?,
+                graceful_ramp_down: s.graceful_ramp_down.map_or(Duration::from_secs(30), |d| d.0),
+            },
+            ExecutorName::PerVuIterations => Executor::PerVuIterations {
+                vus: need(s.vus, "vus")?,
+                iterations: need(s.iterations, "iterations")?,
+                max_duration: s.max_duration.map_or(Duration::from_secs(600), |d| d.0),
+            },
+            ExecutorName::SharedIterations => Executor::SharedIterations {
+                vus: need(s.vus, "vus")?,
+                iterations: need(s.iterations, "iterations")?,
+                max_duration: s.max_duration.map_or(Duration::from_secs(600), |d| d.0),
+            },
+            ExecutorName::ConstantArrivalRate => {
+                let rate = s.rate.ok_or_else(|| {
+                    self.err(
+                        &["scenarios:", &key],
+                        "constant-arrival-rate needs rate (iterations per time_unit)",
+                    )
+                })?;
+                if !(rate.is_finite() && rate > 0.0) {
+                    return Err(self.err(&["scenarios:", &key, "rate:"], "rate must be greater than 0"));
+                }
+                let pre = need(s.pre_allocated_vus, "pre_allocated_vus")?;
+                Executor::ConstantArrivalRate {
+                    rate,
+                    time_unit,
+                    duration: need_dur(s.duration, "duration")?,
+                    pre_allocated_vus: pre,
+                    max_vus: s.max_vus.unwrap_or(pre).max(pre),
+                }
+            }
+            ExecutorName::RampingArrivalRate => {
+                let pre = need(s.pre_allocated_vus, "pre_allocated_vus")?;
+                Executor::RampingArrivalRate {
+                    start_rate: s.start_rate.unwrap_or(0.0).max(0.0),
+                    time_unit,
+                    stages: stages(s.stages)?,
+                    pre_allocated_vus: pre,
+                    max_vus: s.max_vus.unwrap_or(pre).max(pre),
+                }
+            }
+        };
+        if s.flow.is_empty() {
+            return Err(self.err(
+                &["scenarios:", &key, "flow:"],
+                "flow is empty; give at least one request",
+            ));
+        }
+        let flow = self.flow(&key, s.flow, defaults)?;
+        if !contains_request(&flow) {
+            return Err(self.err(&["scenarios:", &key, "flow:"], "the flow makes no request"));
+        }
+        Ok(Scenario {
+            name: name.to_string(),
+            executor,
+            start_time: s.start_time.map_or(Duration::ZERO, |d| d.0),
+            graceful_stop: s.graceful_stop.map_or(Duration::from_secs(30), |d| d.0),
+            flow,
+        })
+    }
+
+    fn flow(&self, key: &str, steps: Vec<RawStep>, defaults: &Defaults) -> Result<Vec<Step>, ScenarioError> {
+        let mut out = Vec::new();
+        for st in steps {
+            let step = match (st.request, st.think, st.group) {
+                (Some(r), None, None) => Step::Request(Box::new(self.request(key, r, defaults)?)),
+                (None, Some(t), None) => Step::Think(match t {
+                    RawThink::Fixed(d) => Think::Fixed(d.0),
+                    RawThink::Range { min, max } => {
+                        if max.0 < min.0 {
+                            return Err(self.err(&["scenarios:", key, "think:"], "think: min is above max"));
+                        }
+                        Think::Range(min.0, max.0)
+                    }
+                }),
+                (None, None, Some(g)) => Step::Group {
+                    flow: self.flow(key, g.flow, defaults)?,
+                    name: g.name,
+                },
+                _ => {
+                    return Err(self.err(
+                        &["scenarios:", key, "flow:"],
+                        "each step is exactly one of request:, think: or group:",
+                    ));
+                }
+            };
+            out.push(step);
+        }
+        Ok(out)
+    }
+
+    fn request(&self, key: &str, r: RawRequest, defaults: &Defaults) -> Result<Request, ScenarioError> {
+        let at = |f: &str| ["scenarios:".to_string(), key.to_string(), f.to_string()];
+        let path_at = at(&format!("path: {}", r.path));
+        let here: Vec<&str> = path_at.iter().map(String::as_str).collect();
+        let method = r.method.clone().unwrap_or_else(|| {
+            if r.json.is_some() || r.form.is_some() || r.body.is_some() {
+                "POST"
+            } else {
+                "GET"
+            }
+            .to_string()
+        });
+        if method.is_empty()
+            || !method
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+        {
+            return Err(self.err(&here, format!("'{method}' is not an HTTP method")));
+        }
+        if !r.path.starts_with('/') && !r.path.starts_with("{{") {
+            return Err(self.err(&here, format!("path '{}' must start with /", r.path)));
+        }
+        let scalar = |v: &serde_yaml_ng::Value| -> Option<String> {
+            match v {
+                serde_yaml_ng::Value::String(s) => Some(s.clone()),
+                serde_yaml_ng::Value::Number(n) => Some(n.to_string()),
+                serde_yaml_ng::Value::Bool(b) => Some(b.to_string()),
+                _ => None,
+            }
+        };
+        let pairs = |m: &BTreeMap<String, serde_yaml_ng::Value>,
+                     what: &str|
+         -> Result<Vec<(String, Template)>, ScenarioError> {
+            m.iter()
+                .map(|(k, v)| {
+                    let text =
+                        scalar(v).ok_or_else(|| self.err(&here, format!("{what} '{k}' must be a string or number")))?;
+                    Ok((k.clone(), self.template(&here, &text)?))
+                })
+                .collect()
+        };
+        let body = match (r.json, r.form, r.body) {
+            (Some(j), None, None) => Body::Json(self.json(&here, j)?),
+            (None, Some(f), None) => Body::Form(pairs(&f, "form field")?),
+            (None, None, Some(b)) => Body::Raw(self.template(&here, &b)?),
+            (None, None, None) => Body::None,
+            _ => return Err(self.err(&here, "give one of json:, form: or body:")),
+        };
+        let mut captures = Vec::new();
+        for (var, c) in r.capture {
+            let from = match (c.json, c.header, c.regex) {
+                (Some(p), None, None) => {
+                    if !p.is_empty() && !p.starts_with('/') {
+                        return Err(self.err(
+                            &here,
+                            format!("capture {var}: json '{p}' is a JSON pointer and starts with /, e.g. /data/token"),
+                        ));
+                    }
+                    CaptureFrom::Json(p)
+                }
+                (None, Some(h), None) => CaptureFrom::Header(h),
+                (None, None, Some(re)) => CaptureFrom::Regex(
+                    regex::Regex::new(&re).map_err(|e| self.err(&here, format!("capture {var}: regex: {e}")))?,
+                ),
+                _ => {
+                    return Err(self.err(
+                        &here,
+                        format!("capture {var}: give exactly one of json:, header: or regex:"),
+                    ));
+                }
+            };
+            captures.push(Capture { var, from });
+        }
+        let mut checks = Vec::new();
+        for (name, c) in r.check {
+            let kind = match c {
+                RawCheck {
+                    status: Some(s),
+                    body_contains: None,
+                    json: None,
+                    header: None,
+                    duration_under: None,
+                    ..
+                } => CheckKind::Status(s),
+                RawCheck {
+                    body_contains: Some(t),
+                    status: None,
+                    json: None,
+                    header: None,
+                    duration_under: None,
+                    ..
+                } => CheckKind::BodyContains(t),
+                RawCheck {
+                    json: Some(p),
+                    equals,
+                    exists,
+                    status: None,
+                    body_contains: None,
+                    header: None,
+                    duration_under: None,
+                    ..
+                } => match (equals, exists) {
+                    (Some(v), None) => CheckKind::JsonEquals(
+                        p,
+                        serde_json::to_value(&v).map_err(|e| self.err(&here, format!("check '{name}': {e}")))?,
+                    ),
+                    (None, Some(true) | None) => CheckKind::JsonExists(p),
+                    _ => {
+                        return Err(self.err(
+                            &here,
+                            format!("check '{name}': json takes equals: VALUE or exists: true"),
+                        ));
+                    }
+                },
+                RawCheck {
+                    header: Some(h),
+                    contains,
+                    status: None,
+                    body_contains: None,
+                    json: None,
+                    duration_under: None,
+                    ..
+                } => CheckKind::Header(h, contains),
+                RawCheck {
+                    duration_under: Some(d),
+                    status: None,
+                    body_contains: None,
+                    json: None,
+                    header: None,
+                    ..
+                } => CheckKind::DurationUnder(d.0),
+                _ => {
+                    return Err(self.err(
+                        &here,
+                        format!("check '{name}': give one of status:, body_contains:, json: (with equals: or exists:), header: (with contains:), duration_under:"),
+                    ));
+                }
+            };
+            checks.push(Check { name, kind });
+        }
+        let name = r.name.unwrap_or_else(|| format!("{method} {}", r.path));
+        Ok(Request {
+            path: self.template(&here, &r.path)?,
+            query: pairs(&r.query, "query parameter")?,
+            headers: r
+                .headers
+                .iter()
+                .map(|(k, v)| Ok((k.clone(), self.template(&here, v)?)))
+                .collect::<Result<_, ScenarioError>>()?,
+            body,
+            expect: match &r.expect {
+                Some(e) => self.statuses(&here, e)?,
+                None => defaults.expect,
+            },
+            captures,
+            checks,
+            timeout: r.timeout.map_or(defaults.timeout, |d| d.0),
+            name,
+            method,
+        })
+    }
+
+    fn json(&self, here: &[&str], v: serde_yaml_ng::Value) -> Result<JsonTemplate, ScenarioError> {
+        use serde_yaml_ng::Value as Y;
+        Ok(match v {
+            Y::String(s) => {
+                let t = self.template(here, &s)?;
+                if t.is_literal() {
+                    JsonTemplate::Value(serde_json::Value::String(s))
+                } else {
+                    JsonTemplate::Text(t)
+                }
+            }
+            Y::Sequence(items) => JsonTemplate::Array(
+                items
+                    .into_iter()
+                    .map(|i| self.json(here, i))
+                    .collect::<Result<_, _>>()?,
+            ),
+            Y::Mapping(m) => JsonTemplate::Object(
+                m.into_iter()
+                    .map(|(k, v)| {
+                        let key = match k {
+                            Y::String(s) => s,
+                            other => serde_yaml_ng::to_string(&other).unwrap_or_default().trim().to_string(),
+                        };
+                        Ok((key, self.json(here, v)?))
+                    })
+                    .collect::<Result<_, ScenarioError>>()?,
+            ),
+            other => JsonTemplate::Value(
+                serde_json::to_value(&other).map_err(|e| self.err(here, format!("json body: {e}")))?,
+            ),
+        })
+    }
+}
+
+fn contains_request(flow: &[Step]) -> bool {
+    flow.iter().any(|s| match s {
+        Step::Request(_) => true,
+        Step::Group { flow, .. } => contains_request(flow),
+        Step::Think(_) => false,
+    })
+}
+
+fn collect_captures(flow: &[Step], out: &mut BTreeSet<String>) {
+    for s in flow {
+        match s {
+            Step::Request(r) => out.extend(r.captures.iter().map(|c| c.var.clone())),
+            Step::Group { flow, .. } => collect_captures(flow, out),
+            Step::Think(_) => {}
+        }
+    }
+}
+
+fn collect_variables(flow: &[Step], defaults: &Defaults, out: &mut Vec<String>) {
+    let mut add = |t: &Template| out.extend(t.variables().map(str::to_string));
+    for (_, t) in &defaults.headers {
+        add(t);
+    }
+    fn json_vars(j: &JsonTemplate, out: &mut Vec<String>) {
+        match j {
+            JsonTemplate::Text(t) => out.extend(t.variables().map(str::to_string)),
+            JsonTemplate::Array(a) => a.iter().for_each(|x| json_vars(x, out)),
+            JsonTemplate::Object(o) => o.iter().for_each(|(_, x)| json_vars(x, out)),
+            JsonTemplate::Value(_) => {}
+        }
+    }
+    for s in flow {
+        match s {
+            Step::Request(r) => {
+                out.extend(r.path.variables().map(str::to_string));
+                for (_, t) in r.query.iter().chain(&r.headers) {
+                    out.extend(t.variables().map(str::to_string));
+                }
+                match &r.body {
+                    Body::Json(j) => json_vars(j, out),
+                    Body::Form(f) => f
+                        .iter()
+                        .for_each(|(_, t)| out.extend(t.variables().map(str::to_string))),
+                    Body::Raw(t) => out.extend(t.variables().map(str::to_string)),
+                    Body::None => {}
+                }
+            }
+            Step::Group { flow, .. } => collect_variables(
+                flow,
+                &Defaults {
+                    headers: Vec::new(),
+                    ..defaults.clone()
+                },
+                out,
+            ),
+            Step::Think(_) => {}
+        }
+    }
+}
+
+fn tag_exists(scenarios: &[Scenario], tag: &str, value: &str) -> bool {
+    fn in_flow(flow: &[Step], tag: &str, value: &str) -> bool {
+        flow.iter().any(|s| match s {
+            Step::Request(r) => {
+                tag == "step" && r.name == value || tag == "check" && r.checks.iter().any(|c| c.name == value)
+            }
+            Step::Group { name, flow } => tag == "group" && name == value || in_flow(flow, tag, value),
+            Step::Think(_) => false,
+        })
+    }
+    scenarios.iter().any(|s| {
+        tag == "scenario" && s.name == value
+            || tag == "stage" && stage_names(s).iter().any(|n| n == value)
+            || in_flow(&s.flow, tag, value)
+    })
+}
+
+/// Stage tag values of a scenario: `NAME#1`, `NAME#2`, …
+pub fn stage_names(s: &Scenario) -> Vec<String> {
+    (1..=s.executor.stages().len())
+        .map(|i| format!("{}#{i}", s.name))
+        .collect()
+}
+
+impl Serialize for Template {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.source())
+    }
+}
+
+impl<'de> Deserialize<'de> for Template {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        Template::compile(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+/// The environment for `{{env.NAME}}`: the process's, overridden by `--env`.
+pub fn environment(overrides: &[(String, String)]) -> HashMap<String, String> {
+    let mut env: HashMap<String, String> = std::env::vars().collect();
+    env.extend(overrides.iter().cloned());
+    env
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+target: http://127.0.0.1:8080/api
+defaults:
+  headers:
+    User-Agent: throng-test
+  timeout: 5s
+scenarios:
+  signup:
+    executor: ramping-vus
+    start_vus: 0
+    stages:
+      - { duration: 30s, target: 10 }
+      - { duration: 1m, target: 50 }
+    flow:
+      - request:
+          name: register
+          path: /auth/register
+          json: { email: "{{random_email}}", password: "pw-{{vu}}" }
+          expect: [200]
+          capture:
+            token: { json: /token }
+      - think: { min: 1s, max: 2s }
+      - group:
+          name: session
+          flow:
+            - request:
+                path: /me
+                headers: { Authorization: "Bearer {{token}}" }
+                check:
+                  is ok: { status: [200] }
+thresholds:
+  response{step:register}:
+    - p(95) < 500ms
+    - threshold: "p(99) < 2s over 10s"
+      abort_on_fail: true
+      delay: 5s
+"#;
+
+    fn parse(text: &str) -> Result<ScenarioPlan, ScenarioError> {
+        ScenarioPlan::parse(text, "t.yaml", &|f| Err(format!("no file {f} in tests")))
+    }
+
+    #[test]
+    fn a_full_file_validates() {
+        let plan = parse(GOOD).unwrap();
+        assert_eq!(plan.target.port, 8080);
+        assert_eq!(plan.target.base_path, "/api");
+        assert_eq!(plan.defaults.timeout, Duration::from_secs(5));
+        let s = &plan.scenarios[0];
+        assert_eq!(s.name, "signup");
+        assert_eq!(s.executor.length(), Duration::from_secs(90));
+        assert_eq!(s.stage_at(Duration::from_secs(31)), Some(2));
+        assert_eq!(stage_names(s), ["signup#1", "signup#2"]);
+        let Step::Request(r) = &s.flow[0] else {
+            panic!("first step is a request")
+        };
+        assert_eq!(r.method, "POST");
+        assert!(matches!(r.body, Body::Json(_)));
+        assert!(matches!(s.flow[1], Step::Think(Think::Range(..))));
+        let Step::Group { flow, .. } = &s.flow[2] else {
+            panic!("third step is a group")
+        };
+        let Step::Request(me) = &flow[0] else {
+            panic!("a request")
+        };
+        assert_eq!(me.name, "GET /me");
+        assert_eq!(me.timeout, Duration::from_secs(5));
+        assert_eq!(plan.thresholds.len(), 2);
+        assert!(plan.thresholds[1].abort_on_fail);
+        assert_eq!(plan.thresholds[1].window_s, Some(10));
+        let fast = plan.clone().scaled(0.1);
+        assert_eq!(fast.scenarios[0].executor.length(), Duration::from_secs(9));
+        assert_eq!(fast.end(), Duration::from_secs(9));
+    }
+
+    #[test]
+    fn mistakes_point_at_their_line() {
+        let cases: [(&str, &str, usize, &str); 6] = [
+            ("  timeout: 5s", "  retries: 3", 0, "unknown field `retries`"),
+            ("start_vus: 0", "start_vus: many", 0, "invalid type"),
+            (
+                "duration: 30s, target: 10",
+                "duration: 30 parsecs, target: 10",
+                0,
+                "duration",
+            ),
+            ("Bearer {{token}}", "Bearer {{tokn}}", 0, "{{tokn}} is not defined"),
+            (
+                "executor: ramping-vus",
+                "executor: ramping-users",
+                0,
+                "unknown variant `ramping-users`",
+            ),
+            (
+                "response{step:register}",
+                "response{step:regster}",
+                0,
+                "no request carries the tag step:regster",
+            ),
+        ];
+        for (from, to, _, message) in cases {
+            let text = GOOD.replacen(from, to, 1);
+            let e = parse(&text).unwrap_err();
+            let line = text.lines().nth(e.line.saturating_sub(1)).unwrap_or_default();
+            assert!(e.message.contains(message), "{to}: {e}");
+            assert!(e.line > 0 && e.column > 0, "{to}: {e}");
+            // The line named holds the mistake (or, for an unknown key, the key).
+            let needle = to
+                .lines()
+                .last()
+                .unwrap_or(to)
+                .split(':')
+                .next()
+                .unwrap_or_default()
+                .trim();
+            let near = (e.line.saturating_sub(2)..=e.line)
+                .filter_map(|n| text.lines().nth(n))
+                .any(|l| l.contains(needle));
+            assert!(near || line.contains(needle), "{to}: {e} points at '{line}'");
+            assert!(e.to_string().starts_with("t.yaml:"), "{e}");
+        }
+    }
+
+    #[test]
+    fn executors_need_their_fields() {
+        let text = GOOD.replacen("executor: ramping-vus", "executor: constant-vus", 1);
+        let e = parse(&text).unwrap_err();
+        assert!(e.message.contains("needs vus"), "{e}");
+        let text = GOOD.replacen(
+            "executor: ramping-vus",
+            "executor: constant-arrival-rate\n    rate: 10",
+            1,
+        );
+        let e = parse(&text).unwrap_err();
+        assert!(e.message.contains("pre_allocated_vus"), "{e}");
+    }
+
+    #[test]
+    fn data_columns_are_variables() {
+        let text = GOOD
+            .replacen("scenarios:", "data: users.csv\nscenarios:", 1)
+            .replacen("{{token}}", "{{email}}", 1);
+        let plan = ScenarioPlan::parse(&text, "t.yaml", &|_| Ok("email,password\na@x,1\nb@x,2\n".into())).unwrap();
+        let data = plan.data.unwrap();
+        assert_eq!(data.columns, ["email", "password"]);
+        assert_eq!(data.row_count, 2);
+        assert_eq!(data.cursor, Cursor::PerVu);
+    }
+}

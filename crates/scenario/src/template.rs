@@ -1,0 +1,235 @@
+//! Templates: strings with `{{…}}` parts, compiled once, rendered per
+//! request without parsing again.
+//!
+//! `{{vu}}`, `{{iter}}`, `{{scenario}}`, `{{uuid}}`, `{{random_int A B}}`,
+//! `{{random_email}}`, `{{now_ms}}`, `{{env.NAME}}`, and any other name: a
+//! variable captured earlier in the iteration, or a column of the data file.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+
+use throng_plan::Rng;
+
+/// One piece of a template.
+#[derive(Clone, Debug, PartialEq)]
+enum Part {
+    Text(String),
+    Vu,
+    Iter,
+    Scenario,
+    Uuid,
+    RandomInt(i64, i64),
+    RandomEmail,
+    NowMs,
+    Env(String),
+    Var(String),
+}
+
+/// A compiled template.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Template {
+    parts: Vec<Part>,
+    source: String,
+}
+
+/// What a template reads when rendered.
+#[derive(Debug)]
+pub struct Context<'a> {
+    /// The VU's number, from 1.
+    pub vu: u64,
+    /// The VU's iteration, from 0.
+    pub iter: u64,
+    /// The scenario's name.
+    pub scenario: &'a str,
+    /// The VU's random generator.
+    pub rng: &'a mut Rng,
+    /// Captured variables and the data row's columns.
+    pub vars: &'a HashMap<String, String>,
+    /// The environment (for `{{env.NAME}}`).
+    pub env: &'a HashMap<String, String>,
+    /// Milliseconds since the Unix epoch, now.
+    pub now_ms: u64,
+}
+
+impl Template {
+    /// Compiles `text`; an error says which `{{…}}` is malformed.
+    pub fn compile(text: &str) -> Result<Template, String> {
+        let mut parts = Vec::new();
+        let mut rest = text;
+        while let Some(i) = rest.find("{{") {
+            if i > 0 {
+                parts.push(Part::Text(rest[..i].to_string()));
+            }
+            let after = &rest[i + 2..];
+            let end = after
+                .find("}}")
+                .ok_or_else(|| format!("'{text}': a {{{{ is not closed by }}}}"))?;
+            parts.push(parse_part(after[..end].trim()).map_err(|e| format!("'{text}': {e}"))?);
+            rest = &after[end + 2..];
+        }
+        if !rest.is_empty() {
+            parts.push(Part::Text(rest.to_string()));
+        }
+        Ok(Template {
+            parts,
+            source: text.to_string(),
+        })
+    }
+
+    /// The text as written.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// True when the template has no `{{…}}` (renders to itself).
+    pub fn is_literal(&self) -> bool {
+        self.parts.iter().all(|p| matches!(p, Part::Text(_)))
+    }
+
+    /// Names of variables the template reads (captures or data columns).
+    pub fn variables(&self) -> impl Iterator<Item = &str> {
+        self.parts.iter().filter_map(|p| match p {
+            Part::Var(n) => Some(n.as_str()),
+            _ => None,
+        })
+    }
+
+    /// Appends the rendered text to `out`. A variable not set yet renders
+    /// as nothing (the plan checked it is defined somewhere before).
+    pub fn render_into(&self, cx: &mut Context<'_>, out: &mut String) {
+        for p in &self.parts {
+            match p {
+                Part::Text(t) => out.push_str(t),
+                Part::Vu => {
+                    let _ = write!(out, "{}", cx.vu);
+                }
+                Part::Iter => {
+                    let _ = write!(out, "{}", cx.iter);
+                }
+                Part::Scenario => out.push_str(cx.scenario),
+                Part::Uuid => uuid(cx.rng, out),
+                Part::RandomInt(a, b) => {
+                    let span = (b - a) as u64 + 1;
+                    let _ = write!(out, "{}", a + (cx.rng.next_u64() % span) as i64);
+                }
+                Part::RandomEmail => {
+                    let _ = write!(out, "user{:016x}@example.test", cx.rng.next_u64());
+                }
+                Part::NowMs => {
+                    let _ = write!(out, "{}", cx.now_ms);
+                }
+                Part::Env(n) => out.push_str(cx.env.get(n).map_or("", String::as_str)),
+                Part::Var(n) => out.push_str(cx.vars.get(n).map_or("", String::as_str)),
+            }
+        }
+    }
+
+    /// The rendered text.
+    pub fn render(&self, cx: &mut Context<'_>) -> String {
+        let mut s = String::new();
+        self.render_into(cx, &mut s);
+        s
+    }
+}
+
+fn parse_part(inner: &str) -> Result<Part, String> {
+    let mut words = inner.split_whitespace();
+    let head = words.next().ok_or("{{}} is empty")?;
+    let args: Vec<&str> = words.collect();
+    let no_args = |p: Part| {
+        if args.is_empty() {
+            Ok(p)
+        } else {
+            Err(format!("{{{{{head}}}}} takes no arguments"))
+        }
+    };
+    match head {
+        "vu" => no_args(Part::Vu),
+        "iter" => no_args(Part::Iter),
+        "scenario" => no_args(Part::Scenario),
+        "uuid" => no_args(Part::Uuid),
+        "random_email" => no_args(Part::RandomEmail),
+        "now_ms" => no_args(Part::NowMs),
+        "random_int" => {
+            let bad = || "{{random_int A B}} takes two integers, A <= B, e.g. {{random_int 1 100}}".to_string();
+            let [a, b] = args.as_slice() else { return Err(bad()) };
+            let (a, b): (i64, i64) = (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
+            if a > b || b.checked_sub(a).is_none_or(|d| d == i64::MAX) {
+                return Err(bad());
+            }
+            Ok(Part::RandomInt(a, b))
+        }
+        env if env.starts_with("env.") && args.is_empty() => Ok(Part::Env(env[4..].to_string())),
+        name if args.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') => {
+            Ok(Part::Var(name.to_string()))
+        }
+        other => Err(format!("{{{{{other}…}}}} is not a function or a variable name")),
+    }
+}
+
+/// A version-4 UUID from `rng`.
+fn uuid(rng: &mut Rng, out: &mut String) {
+    let (a, b) = (rng.next_u64(), rng.next_u64());
+    let a = (a & 0xFFFF_FFFF_FFFF_0FFF) | 0x4000;
+    let b = (b & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000;
+    let _ = write!(
+        out,
+        "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
+        a >> 32,
+        (a >> 16) & 0xFFFF,
+        a & 0xFFFF,
+        b >> 48,
+        b & 0xFFFF_FFFF_FFFF
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn render(t: &str, vars: &[(&str, &str)]) -> String {
+        let vars: HashMap<String, String> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let env: HashMap<String, String> = [("HOST".to_string(), "h".to_string())].into();
+        let mut rng = Rng::new(1);
+        let mut cx = Context {
+            vu: 7,
+            iter: 3,
+            scenario: "s",
+            rng: &mut rng,
+            vars: &vars,
+            env: &env,
+            now_ms: 42,
+        };
+        Template::compile(t).unwrap().render(&mut cx)
+    }
+
+    #[test]
+    fn renders_every_function() {
+        assert_eq!(
+            render("/u/{{vu}}/{{iter}}/{{scenario}}/{{env.HOST}}/{{now_ms}}", &[]),
+            "/u/7/3/s/h/42"
+        );
+        assert_eq!(render("Bearer {{token}}", &[("token", "abc")]), "Bearer abc");
+        let n: i64 = render("{{random_int 5 9}}", &[]).parse().unwrap();
+        assert!((5..=9).contains(&n));
+        let id = render("{{uuid}}", &[]);
+        assert_eq!(id.len(), 36);
+        assert_eq!(&id[14..15], "4", "version 4: {id}");
+        assert!(render("{{random_email}}", &[]).ends_with("@example.test"));
+        assert!(Template::compile("plain").unwrap().is_literal());
+    }
+
+    #[test]
+    fn malformed_templates_say_why() {
+        for (t, why) in [
+            ("{{vu", "not closed"),
+            ("{{}}", "empty"),
+            ("{{random_int 9 1}}", "A <= B"),
+            ("{{vu 1}}", "no arguments"),
+            ("{{a b}}", "not a function"),
+        ] {
+            let e = Template::compile(t).unwrap_err();
+            assert!(e.contains(why), "{t}: {e}");
+        }
+    }
+}

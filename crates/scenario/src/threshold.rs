@@ -1,0 +1,585 @@
+//! Thresholds: pass/fail criteria on a run's metrics, optionally over
+//! sliding windows (`p(95) < 500ms over 30s` fails if any 30-second window
+//! breaks it).
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use throng_metrics::{Hist, Measurements, ScenarioStats};
+
+/// How a metric's samples are reduced to one number.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Agg {
+    /// A percentile (0–100).
+    P(f64),
+    /// Mean.
+    Avg,
+    /// Median.
+    Med,
+    /// Smallest.
+    Min,
+    /// Largest.
+    Max,
+    /// The fraction of events that were hits (0–1).
+    Rate,
+    /// How many.
+    Count,
+}
+
+/// A comparison.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Op {
+    /// <
+    Lt,
+    /// <=
+    Le,
+    /// >
+    Gt,
+    /// >=
+    Ge,
+    /// ==
+    Eq,
+    /// !=
+    Ne,
+}
+
+impl Op {
+    fn holds(self, a: f64, b: f64) -> bool {
+        match self {
+            Op::Lt => a < b,
+            Op::Le => a <= b,
+            Op::Gt => a > b,
+            Op::Ge => a >= b,
+            Op::Eq => (a - b).abs() < 1e-9,
+            Op::Ne => (a - b).abs() >= 1e-9,
+        }
+    }
+}
+
+/// Which numbers a metric name stands for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    /// Durations (histograms).
+    Trend,
+    /// A fraction of events.
+    Rate,
+    /// A count.
+    Counter,
+}
+
+const TRENDS: [&str; 10] = [
+    "response",
+    "latency",
+    "wait",
+    "connect",
+    "tls",
+    "send",
+    "receive",
+    "schedule_lag",
+    "iteration",
+    "group_duration",
+];
+const RATES: [&str; 3] = ["check_failed", "errors", "checks"];
+const COUNTERS: [&str; 3] = ["requests", "iterations", "dropped_iterations"];
+
+fn kind(metric: &str) -> Option<Kind> {
+    if TRENDS.contains(&metric) {
+        Some(Kind::Trend)
+    } else if RATES.contains(&metric) {
+        Some(Kind::Rate)
+    } else if COUNTERS.contains(&metric) {
+        Some(Kind::Counter)
+    } else {
+        None
+    }
+}
+
+/// One pass/fail criterion.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Threshold {
+    /// As written: `response{step:login}: p(95) < 500ms over 30s`.
+    pub text: String,
+    /// The metric.
+    pub metric: String,
+    /// An optional tag filter (`step`, `login`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tag: Option<(String, String)>,
+    /// The aggregation.
+    pub agg: Agg,
+    /// The comparison.
+    pub op: Op,
+    /// The bound: µs for trends, a fraction for rates, a count.
+    pub value: f64,
+    /// Sliding window, when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_s: Option<u64>,
+    /// Stop the run as soon as it fails (after `delay`).
+    #[serde(default)]
+    pub abort_on_fail: bool,
+    /// Seconds from the start before `abort_on_fail` may act.
+    #[serde(default)]
+    pub delay_s: u64,
+}
+
+/// Whether a threshold held, and what was observed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    /// The threshold as written.
+    pub threshold: String,
+    /// True when it held.
+    pub passed: bool,
+    /// The observed value (µs for trends), or the worst window's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed: Option<f64>,
+    /// Human-readable detail: the value with units, the worst window.
+    pub detail: String,
+}
+
+impl Threshold {
+    /// Parses `key` (`metric` or `metric{tag:value}`) and `expr`
+    /// (`p(95) < 500ms`, `rate < 0.01`, `rate(check_failed) < 0.01`,
+    /// `count == 0`, `max < 2s over 30s`).
+    pub fn parse(key: &str, expr: &str, abort_on_fail: bool, delay: Duration) -> Result<Threshold, String> {
+        let (mut metric, mut tag) = parse_metric(key)?;
+        let e = expr.trim();
+        let (body, window_s) = match e.rsplit_once(" over ") {
+            Some((b, w)) => {
+                let d = throng_plan::parse_duration(w.trim()).map_err(|x| format!("'{expr}': {x}"))?;
+                if d.as_secs() == 0 || d.subsec_nanos() != 0 {
+                    return Err(format!("'{expr}': windows are whole seconds, e.g. over 30s"));
+                }
+                (b.trim(), Some(d.as_secs()))
+            }
+            None => (e, None),
+        };
+        let op_at = body
+            .find(['<', '>', '=', '!'])
+            .ok_or_else(|| format!("'{expr}' has no comparison; write e.g. p(95) < 500ms"))?;
+        let (lhs, rest) = body.split_at(op_at);
+        let (op, rhs) = [
+            ("<=", Op::Le),
+            (">=", Op::Ge),
+            ("==", Op::Eq),
+            ("!=", Op::Ne),
+            ("<", Op::Lt),
+            (">", Op::Gt),
+        ]
+        .into_iter()
+        .find_map(|(s, op)| rest.strip_prefix(s).map(|r| (op, r.trim())))
+        .ok_or_else(|| format!("'{expr}': the comparison must be <, <=, >, >=, == or !="))?;
+        let lhs = lhs.trim();
+        let agg = if let Some(p) = lhs.strip_prefix("p(").and_then(|r| r.strip_suffix(')')) {
+            let p: f64 = p
+                .trim()
+                .parse()
+                .map_err(|_| format!("'{expr}': p(N) takes a number, e.g. p(95)"))?;
+            if !(0.0..=100.0).contains(&p) {
+                return Err(format!("'{expr}': percentiles run from 0 to 100"));
+            }
+            Agg::P(p)
+        } else {
+            let (name, inner) = match lhs.split_once('(') {
+                Some((n, r)) => (
+                    n.trim(),
+                    Some(r.strip_suffix(')').ok_or_else(|| format!("'{expr}': unbalanced ( )"))?),
+                ),
+                None => (lhs, None),
+            };
+            if let Some(inner) = inner {
+                // rate(check_failed), count(dropped_iterations): the metric inside wins.
+                (metric, tag) = parse_metric(inner)?;
+            }
+            match name {
+                "avg" => Agg::Avg,
+                "med" => Agg::Med,
+                "min" => Agg::Min,
+                "max" => Agg::Max,
+                "rate" => Agg::Rate,
+                "count" => Agg::Count,
+                other => {
+                    return Err(format!(
+                        "'{expr}': '{other}' is not p(N), avg, med, min, max, rate or count"
+                    ));
+                }
+            }
+        };
+        let k = kind(&metric).ok_or_else(|| {
+            format!(
+                "'{metric}' is not a metric; trends: {}; rates: {}; counters: {}",
+                TRENDS.join(", "),
+                RATES.join(", "),
+                COUNTERS.join(", ")
+            )
+        })?;
+        let value = match (k, agg) {
+            (Kind::Trend, Agg::Rate | Agg::Count) => {
+                return Err(format!(
+                    "'{expr}': {metric} is a duration; use p(N), avg, med, min or max"
+                ));
+            }
+            (Kind::Trend, _) => {
+                let d = parse_bound_duration(rhs).map_err(|x| format!("'{expr}': {x}"))?;
+                d.as_secs_f64() * 1e6
+            }
+            (Kind::Rate, Agg::Rate) => parse_fraction(rhs).map_err(|x| format!("'{expr}': {x}"))?,
+            (Kind::Rate | Kind::Counter, Agg::Count) => rhs
+                .parse::<f64>()
+                .map_err(|_| format!("'{expr}': count compares with a number"))?,
+            (Kind::Rate, _) => return Err(format!("'{expr}': {metric} is a rate; use rate or count")),
+            (Kind::Counter, _) => return Err(format!("'{expr}': {metric} is a counter; use count")),
+        };
+        if window_s.is_some() && metric == "iteration"
+            || window_s.is_some() && metric == "group_duration"
+            || window_s.is_some() && metric == "checks"
+        {
+            return Err(format!(
+                "'{expr}': {metric} has no per-second figures to slide a window over"
+            ));
+        }
+        if tag.is_some()
+            && ![
+                "response",
+                "check_failed",
+                "errors",
+                "requests",
+                "checks",
+                "group_duration",
+            ]
+            .contains(&metric.as_str())
+        {
+            return Err(format!(
+                "'{key}': {metric} is not kept per tag; tags apply to response, errors, check_failed, requests, checks, group_duration"
+            ));
+        }
+        Ok(Threshold {
+            text: format!("{key}: {e}"),
+            metric,
+            tag,
+            agg,
+            op,
+            value,
+            window_s,
+            abort_on_fail,
+            delay_s: delay.as_secs(),
+        })
+    }
+
+    /// Evaluates the threshold on a run's measurements.
+    pub fn evaluate(&self, m: &Measurements) -> Verdict {
+        let s = m.scenario.clone().unwrap_or_default();
+        let unit = |v: f64| -> String {
+            match kind(&self.metric) {
+                Some(Kind::Trend) => format_us(v),
+                Some(Kind::Rate) if self.agg == Agg::Rate => format!("{:.2}%", v * 100.0),
+                _ => format!("{v:.0}"),
+            }
+        };
+        let verdict = |passed: bool, observed: Option<f64>, detail: String| Verdict {
+            threshold: self.text.clone(),
+            passed,
+            observed,
+            detail,
+        };
+        match self.window_s {
+            None => match self.total(m, &s) {
+                Some(v) => verdict(self.op.holds(v, self.value), Some(v), unit(v)),
+                // Nothing recorded: a rate of nothing or a percentile of no
+                // samples cannot fail a bound on it.
+                None => verdict(true, None, "no samples".into()),
+            },
+            Some(w) => {
+                let windows = self.windows(m, &s, w);
+                let worst = windows
+                    .iter()
+                    .filter(|(_, v)| !self.op.holds(*v, self.value))
+                    .max_by(|a, b| {
+                        let (x, y) = (a.1, b.1);
+                        match self.op {
+                            Op::Lt | Op::Le => x.total_cmp(&y),
+                            _ => y.total_cmp(&x),
+                        }
+                    });
+                match worst {
+                    Some((start, v)) => verdict(
+                        false,
+                        Some(*v),
+                        format!(
+                            "{} in the {w}s window from {start}s ({} windows)",
+                            unit(*v),
+                            windows.len()
+                        ),
+                    ),
+                    None => {
+                        let extreme = windows.iter().map(|(_, v)| *v).fold(None, |acc: Option<f64>, v| {
+                            Some(acc.map_or(v, |a| match self.op {
+                                Op::Lt | Op::Le => a.max(v),
+                                _ => a.min(v),
+                            }))
+                        });
+                        verdict(
+                            true,
+                            extreme,
+                            match extreme {
+                                Some(v) => format!("worst window {} ({} windows)", unit(v), windows.len()),
+                                None => "no samples".into(),
+                            },
+                        )
+                    }
+                }
+            }
+        }
+    }
+
+    fn tag_key(&self) -> String {
+        self.tag.as_ref().map_or_else(String::new, |(k, v)| format!("{k}:{v}"))
+    }
+
+    fn reduce(&self, h: &Hist) -> Option<f64> {
+        if h.is_empty() {
+            return None;
+        }
+        Some(match self.agg {
+            Agg::P(p) => h.quantile(p / 100.0) as f64,
+            Agg::Avg => h.mean(),
+            Agg::Med => h.quantile(0.5) as f64,
+            Agg::Min => h.min() as f64,
+            Agg::Max => h.max() as f64,
+            Agg::Rate | Agg::Count => h.count() as f64,
+        })
+    }
+
+    fn ratio(&self, hits: u64, total: u64) -> Option<f64> {
+        match self.agg {
+            Agg::Count => Some(hits as f64),
+            _ if total == 0 => None,
+            _ => Some(hits as f64 / total as f64),
+        }
+    }
+
+    fn total(&self, m: &Measurements, s: &ScenarioStats) -> Option<f64> {
+        let tag = s.tags.get(&self.tag_key());
+        match self.metric.as_str() {
+            "response" => self.reduce(&tag?.response),
+            "iteration" => self.reduce(&s.iteration),
+            "group_duration" => match &self.tag {
+                Some((_, g)) => self.reduce(s.groups.get(g)?),
+                None => {
+                    let mut all = Hist::new();
+                    for h in s.groups.values() {
+                        all.add(h).ok()?;
+                    }
+                    self.reduce(&all)
+                }
+            },
+            "check_failed" => tag.and_then(|t| self.ratio(t.unexpected_status, t.requests)),
+            "errors" => tag.and_then(|t| self.ratio(t.failed, t.requests)),
+            "checks" => {
+                let (pass, fail) = s
+                    .checks
+                    .iter()
+                    .filter(|(n, _)| self.tag.as_ref().is_none_or(|(_, v)| *n == v))
+                    .fold((0, 0), |(p, f), (_, c)| (p + c.passes, f + c.fails));
+                // The rate of checks is the fraction that passed.
+                self.ratio(pass, pass + fail)
+            }
+            "requests" => tag.map(|t| t.requests as f64),
+            "iterations" => Some(s.iterations as f64),
+            "dropped_iterations" => Some(s.dropped_iterations as f64),
+            phase => self.reduce(m.phase(phase)?),
+        }
+    }
+
+    /// (window start second, value) for every `w`-second window with data.
+    fn windows(&self, m: &Measurements, s: &ScenarioStats, w: u64) -> Vec<(u64, f64)> {
+        let tag = s.tags.get(&self.tag_key());
+        let last = m.series.iter().map(|p| p.second).max().unwrap_or(0);
+        let mut out = Vec::new();
+        let starts: Vec<u64> = if last + 1 >= w {
+            (0..=last + 1 - w).collect()
+        } else {
+            vec![0]
+        };
+        for start in starts {
+            let range = start..start + w;
+            let value = match self.metric.as_str() {
+                "response" => tag.and_then(|t| {
+                    let mut h = Hist::new();
+                    for sec in t.series.iter().filter(|x| range.contains(&x.second)) {
+                        h.add(&sec.response.decode().ok()?).ok()?;
+                    }
+                    self.reduce(&h)
+                }),
+                "check_failed" | "errors" | "requests" => tag.and_then(|t| {
+                    let (mut hits, mut total) = (0, 0);
+                    for sec in t.series.iter().filter(|x| range.contains(&x.second)) {
+                        total += sec.requests;
+                        hits += if self.metric == "check_failed" {
+                            sec.unexpected_status
+                        } else {
+                            sec.failed
+                        };
+                    }
+                    if self.metric == "requests" {
+                        Some(total as f64)
+                    } else {
+                        self.ratio(hits, total)
+                    }
+                }),
+                "iterations" | "dropped_iterations" => {
+                    let n: u64 = s
+                        .series
+                        .iter()
+                        .filter(|x| range.contains(&x.second))
+                        .map(|x| {
+                            if self.metric == "iterations" {
+                                x.iterations
+                            } else {
+                                x.dropped_iterations
+                            }
+                        })
+                        .sum();
+                    Some(n as f64)
+                }
+                phase => {
+                    let mut h = Hist::new();
+                    for p in m.series.iter().filter(|x| range.contains(&x.second)) {
+                        if let Ok(x) = p.phase(phase) {
+                            let _ = h.add(&x);
+                        }
+                    }
+                    self.reduce(&h)
+                }
+            };
+            if let Some(v) = value {
+                out.push((start, v));
+            }
+        }
+        out
+    }
+}
+
+fn parse_metric(text: &str) -> Result<(String, Option<(String, String)>), String> {
+    let t = text.trim();
+    match t.split_once('{') {
+        None => Ok((t.to_string(), None)),
+        Some((m, rest)) => {
+            let inner = rest
+                .strip_suffix('}')
+                .ok_or_else(|| format!("'{text}': a tag filter is written metric{{tag:value}}"))?;
+            let (k, v) = inner
+                .split_once(':')
+                .ok_or_else(|| format!("'{text}': a tag filter is written metric{{tag:value}}"))?;
+            let k = k.trim();
+            if !["step", "group", "scenario", "stage", "check"].contains(&k) {
+                return Err(format!(
+                    "'{text}': '{k}' is not a tag; use step, group, scenario, stage or check"
+                ));
+            }
+            Ok((m.trim().to_string(), Some((k.to_string(), v.trim().to_string()))))
+        }
+    }
+}
+
+fn parse_bound_duration(text: &str) -> Result<Duration, String> {
+    // A bare number is milliseconds, as in k6.
+    match text.parse::<f64>() {
+        Ok(ms) if ms.is_finite() && ms >= 0.0 => Ok(Duration::from_secs_f64(ms / 1000.0)),
+        _ => throng_plan::parse_duration(text),
+    }
+}
+
+fn parse_fraction(text: &str) -> Result<f64, String> {
+    let v = match text.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|x| x / 100.0),
+        None => text.parse::<f64>(),
+    }
+    .map_err(|_| format!("'{text}' is not a fraction such as 0.01 or 1%"))?;
+    if (0.0..=1.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("'{text}': a rate runs from 0 to 1"))
+    }
+}
+
+fn format_us(v: f64) -> String {
+    if v < 1000.0 {
+        format!("{v:.0}µs")
+    } else if v < 1e6 {
+        format!("{:.2}ms", v / 1000.0)
+    } else {
+        format!("{:.2}s", v / 1e6)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use throng_metrics::{ScenarioRecorder, TagStats};
+
+    fn th(key: &str, expr: &str) -> Threshold {
+        Threshold::parse(key, expr, false, Duration::ZERO).unwrap()
+    }
+
+    #[test]
+    fn parses_what_k6_users_write() {
+        let t = th("response{step:login}", "p(95) < 500ms over 30s");
+        assert_eq!(t.tag, Some(("step".into(), "login".into())));
+        assert_eq!(t.agg, Agg::P(95.0));
+        assert_eq!(t.value, 500_000.0);
+        assert_eq!(t.window_s, Some(30));
+        let r = th("x", "rate(check_failed) < 0.01");
+        assert_eq!((r.metric.as_str(), r.agg, r.value), ("check_failed", Agg::Rate, 0.01));
+        assert_eq!(th("dropped_iterations", "count == 0").op, Op::Eq);
+        assert_eq!(th("response", "avg < 200").value, 200_000.0, "a bare number is ms");
+        for (k, e, why) in [
+            ("response", "p(95) 500ms", "no comparison"),
+            ("nope", "avg < 1s", "not a metric"),
+            ("response", "rate < 0.1", "is a duration"),
+            ("check_failed", "p(95) < 1", "is a rate"),
+            ("response{host:x}", "avg < 1s", "not a tag"),
+            ("response", "p(95) < 1s over 1.5s", "whole seconds"),
+            ("iteration", "avg < 1s over 10s", "no per-second"),
+        ] {
+            let e = Threshold::parse(k, e, false, Duration::ZERO).unwrap_err();
+            assert!(e.contains(why), "{k} {e}");
+        }
+    }
+
+    #[test]
+    fn a_sliding_window_catches_one_bad_window() {
+        let t0 = std::time::Instant::now();
+        let mut r = ScenarioRecorder::new(t0);
+        let all = r.tag("");
+        // 60 s of 10 ms responses, except seconds 30–34 at 900 ms.
+        for s in 0..60u64 {
+            for k in 0..10u64 {
+                let d = if (30..35).contains(&s) { 900 } else { 10 };
+                r.request(
+                    t0 + Duration::from_millis(s * 1000 + k * 50),
+                    &[all],
+                    Some((Duration::from_millis(d), true)),
+                    false,
+                );
+            }
+        }
+        let stats = r.finish(t0 + Duration::from_secs(60));
+        let m = Measurements {
+            scenario: Some(stats),
+            series: (0..60)
+                .map(|s| throng_metrics::SeriesPoint {
+                    second: s,
+                    ..Default::default()
+                })
+                .collect(),
+            ..Measurements::default()
+        };
+        // Over the whole run p(90) is 10 ms: passes.
+        assert!(th("response", "p(90) < 500ms").evaluate(&m).passed);
+        // A 5 s window is all slow: fails, and says where.
+        let v = th("response", "p(90) < 500ms over 5s").evaluate(&m);
+        assert!(!v.passed, "{v:?}");
+        assert!(v.detail.contains("window from 3"), "{}", v.detail);
+        let _ = TagStats::default();
+    }
+}
