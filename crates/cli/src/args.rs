@@ -39,6 +39,51 @@ pub enum Command {
     /// Run a matrix of throng runs from a YAML file and tabulate (and chart) their figures.
     #[command(after_help = SWEEP_HELP)]
     Sweep(SweepCmd),
+    /// Run a scenario file: staged virtual users running multi-step flows, with checks and thresholds.
+    #[command(after_help = RUN_HELP)]
+    Run(RunCmd),
+}
+
+const RUN_HELP: &str = "\
+The scenario file is documented field by field in docs/scenarios.md.
+
+Exit codes: 0 every threshold held, 99 a threshold failed, 1 the run failed (nothing
+succeeded), 2 the file or a flag is wrong (with file:line:column), 130 interrupted.
+
+Examples:
+  throng run examples/auth-stages.yaml
+  throng run examples/auth-stages.yaml --scale 0.1 --env BASE=http://127.0.0.1:8080
+  throng run checkout.yaml --json run.json --junit thresholds.xml --quiet";
+
+#[derive(Debug, Args)]
+pub struct RunCmd {
+    /// The scenario file (YAML)
+    pub file: PathBuf,
+    /// Multiply every duration of the schedule by F (stages, durations, start times): 0.1 runs a
+    /// 5-minute ramp in 30 s with the same shape
+    #[arg(long = "scale", value_name = "F")]
+    pub scale: Option<f64>,
+    /// Set NAME for {{env.NAME}} (repeatable; overrides the environment)
+    #[arg(long = "env", value_name = "NAME=VALUE")]
+    pub env: Vec<String>,
+    /// Write the result document (JSON) here
+    #[arg(long = "json", value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write the threshold verdicts as JUnit XML here (for CI systems)
+    #[arg(long = "junit", value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Report layout on stdout: text or json
+    #[arg(long = "format", value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// Worker threads [default: one per core]
+    #[arg(short = 't', long = "threads", value_name = "N")]
+    pub threads: Option<u32>,
+    /// Seed of the VUs' random values ({{uuid}}, {{random_int}}, think ranges) [default: from the clock]
+    #[arg(long = "seed", value_name = "N")]
+    pub seed: Option<u64>,
+    /// No progress line
+    #[arg(short = 'q', long = "quiet")]
+    pub quiet: bool,
 }
 
 const SWEEP_HELP: &str = "\

@@ -7,6 +7,20 @@
 const MAX_HEAD: usize = 64 * 1024;
 /// Most headers accepted in one response.
 const MAX_HEADERS: usize = 64;
+/// Most body bytes kept when asked to keep the body; the rest is counted,
+/// not kept (checks and captures see the first MiB).
+pub const MAX_KEPT_BODY: usize = 1 << 20;
+
+/// What a reader keeps of the next response besides its status and sizes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Keep {
+    /// The `Server` header.
+    pub server: bool,
+    /// Every header, as (name, value).
+    pub headers: bool,
+    /// The body (its first [`MAX_KEPT_BODY`] bytes).
+    pub body: bool,
+}
 
 /// Why a response could not be read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,6 +72,7 @@ struct Extras {
     /// A head split across reads is collected here.
     partial: Vec<u8>,
     server: Option<String>,
+    headers: Vec<(String, String)>,
     body: Vec<u8>,
 }
 
@@ -66,8 +81,7 @@ struct Extras {
 pub struct ResponseReader {
     state: State,
     head_request: bool,
-    keep_server: bool,
-    keep_body: bool,
+    keep: Keep,
     /// The connection must close after this response.
     pub close: bool,
     /// HTTP status of the response.
@@ -87,8 +101,7 @@ impl ResponseReader {
         ResponseReader {
             state: State::Head,
             head_request,
-            keep_server: false,
-            keep_body: false,
+            keep: Keep::default(),
             close: false,
             status: 0,
             header_bytes: 0,
@@ -98,12 +111,10 @@ impl ResponseReader {
         }
     }
 
-    /// Prepares for the next response. `keep_server` keeps the `Server`
-    /// header; `keep_body` keeps the body bytes.
-    pub fn reset(&mut self, keep_server: bool, keep_body: bool) {
+    /// Prepares for the next response, keeping what `keep` asks for.
+    pub fn reset(&mut self, keep: Keep) {
         self.state = State::Head;
-        self.keep_server = keep_server;
-        self.keep_body = keep_body;
+        self.keep = keep;
         self.status = 0;
         self.header_bytes = 0;
         self.body_bytes = 0;
@@ -112,12 +123,18 @@ impl ResponseReader {
         if let Some(x) = &mut self.extras {
             x.partial.clear();
             x.server = None;
+            x.headers.clear();
             x.body.clear();
         }
     }
 
     fn extras(&mut self) -> &mut Extras {
         self.extras.get_or_insert_with(Box::default)
+    }
+
+    /// True when this reader reads responses to `HEAD` (no body).
+    pub fn head_request(&self) -> bool {
+        self.head_request
     }
 
     /// The `Server` header of the last response, when asked for.
@@ -128,6 +145,11 @@ impl ResponseReader {
     /// The body of the last response, when asked for.
     pub fn body(&self) -> &[u8] {
         self.extras.as_ref().map_or(&[], |x| &x.body)
+    }
+
+    /// The headers of the last response, when asked for.
+    pub fn headers(&self) -> &[(String, String)] {
+        self.extras.as_ref().map_or(&[], |x| &x.headers)
     }
 
     /// True once any byte of this response arrived.
@@ -186,8 +208,10 @@ impl ResponseReader {
 
     fn body_chunk(&mut self, bytes: &[u8]) {
         self.body_bytes += bytes.len() as u64;
-        if self.keep_body {
-            self.extras().body.extend_from_slice(bytes);
+        if self.keep.body {
+            let body = &mut self.extras().body;
+            let room = MAX_KEPT_BODY.saturating_sub(body.len());
+            body.extend_from_slice(&bytes[..bytes.len().min(room)]);
         }
     }
 
@@ -230,8 +254,12 @@ impl ResponseReader {
                         } else if contains_token(h.value, b"keep-alive") {
                             close = false;
                         }
-                    } else if self.keep_server && name.eq_ignore_ascii_case("server") {
+                    } else if self.keep.server && name.eq_ignore_ascii_case("server") {
                         self.extras().server = Some(String::from_utf8_lossy(h.value).into_owned());
+                    }
+                    if self.keep.headers {
+                        let value = String::from_utf8_lossy(h.value).into_owned();
+                        self.extras().headers.push((name.to_string(), value));
                     }
                 }
                 self.header_bytes += len as u64;
@@ -397,7 +425,11 @@ mod tests {
 
     fn read_all(parts: &[&[u8]]) -> (Result<Feed, ParseError>, ResponseReader) {
         let mut r = ResponseReader::new(false);
-        r.reset(true, true);
+        r.reset(Keep {
+            server: true,
+            headers: true,
+            body: true,
+        });
         let mut last = Ok(Feed::More);
         for p in parts {
             last = r.feed(p);
@@ -411,6 +443,8 @@ mod tests {
     #[test]
     fn content_length_body() {
         let (f, mut r) = read_all(&[b"HTTP/1.1 200 OK\r\nServer: t\r\nContent-Length: 5\r\n\r\nhello"]);
+        assert_eq!(r.headers().len(), 2);
+        assert_eq!(r.headers()[0], ("Server".to_string(), "t".to_string()));
         assert_eq!(f, Ok(Feed::Done { extra: 0 }));
         assert_eq!(r.status, 200);
         assert_eq!(r.body(), b"hello");
@@ -445,7 +479,7 @@ mod tests {
         assert_eq!(f, Ok(Feed::Done { extra: 0 }));
         assert_eq!(r.status, 204);
         let mut head = ResponseReader::new(true);
-        head.reset(false, false);
+        head.reset(Keep::default());
         assert_eq!(
             head.feed(b"HTTP/1.1 200 OK\r\nContent-Length: 99\r\n\r\n"),
             Ok(Feed::Done { extra: 0 })

@@ -20,6 +20,7 @@ mod conn;
 mod errors;
 pub mod http1;
 mod protocol;
+mod scenario;
 mod storm;
 pub mod sys;
 mod timer;
@@ -405,7 +406,9 @@ impl Finished {
             measurements: self.measurements,
             notes: self.notes,
             trigger: self.trigger,
+            thresholds: Vec::new(),
         }
+        .judged()
     }
 }
 
@@ -741,4 +744,104 @@ pub fn run_storm(
     }
     let co_free = plan.rate.is_some() || plan.jitter.is_some();
     Ok(finished.into_result(Plan::Storm(plan.clone()), co_free, control))
+}
+
+/// How to run a scenario file besides the file itself.
+#[derive(Clone, Debug, Default)]
+pub struct ScenarioOptions {
+    /// Worker threads (0: one per core).
+    pub threads: u32,
+    /// The environment `{{env.NAME}}` reads.
+    pub env: std::collections::HashMap<String, String>,
+    /// Seed of every VU's random generator (`{{uuid}}`, think ranges).
+    pub seed: u64,
+}
+
+/// Runs a scenario file's scenarios to completion and returns the result,
+/// its thresholds judged.
+pub fn run_scenario(
+    plan: &throng_scenario::ScenarioPlan,
+    tls: Option<Arc<ClientConfig>>,
+    options: &ScenarioOptions,
+    control: &Control,
+    on_tick: &mut dyn FnMut(&Progress),
+) -> Result<RunResult, EngineError> {
+    let threads = if options.threads == 0 {
+        sys::cores()
+    } else {
+        options.threads
+    }
+    .max(1);
+    // Every VU may hold a connection at once.
+    let vus: u64 = plan.scenarios.iter().map(|s| s.executor.max_vus()).sum();
+    let fit = connections_per_process(threads);
+    if vus > fit {
+        return Err(EngineError::Config(format!(
+            "{}: the scenarios may run {vus} VUs at once, each with its own connection, but this process may \
+             open about {fit}; lower vus, max_vus or the stages' targets, or raise the descriptor limit",
+            plan.file
+        )));
+    }
+    let addr = resolve(&plan.target.host, plan.target.port)?;
+    let tls = match (&plan.tls, tls) {
+        (Some(settings), Some(config)) => Some(tls_client(
+            config,
+            settings.server_name.as_deref().unwrap_or(&plan.target.host),
+        )?),
+        (Some(_), None) => {
+            return Err(EngineError::Tls(
+                "an https target needs a TLS client configuration".into(),
+            ));
+        }
+        (None, _) => None,
+    };
+    let clock = Clock::start();
+    let origin = clock.origin;
+    let shared_plan = Arc::new(plan.clone());
+    let env = Arc::new(options.env.clone());
+    let shared = Arc::new(scenario::SharedCounters::new(plan.scenarios.len()));
+    let specs = (0..threads)
+        .map(|w| WorkerSpec {
+            addr,
+            request: Box::default(),
+            head_request: false,
+            timeout: plan.defaults.timeout,
+            keepalive: true,
+            expect: plan.defaults.expect,
+            tls: tls.clone(),
+            protocol: None,
+            upgrade_tls: None,
+            source: Arc::from(Vec::new()),
+            origin,
+            load: WorkerLoad::Scenario(scenario::ScenarioLoad {
+                plan: Arc::clone(&shared_plan),
+                env: Arc::clone(&env),
+                worker: w,
+                workers: threads,
+                shared: Arc::clone(&shared),
+                seed: options.seed,
+            }),
+        })
+        .collect();
+    // Workers cut off what outlives each scenario's graceful stop; the
+    // coordinator's own limit only guards against a worker that does not.
+    let last = plan
+        .scenarios
+        .iter()
+        .map(|s| s.end() + s.graceful_stop)
+        .max()
+        .unwrap_or_default();
+    let launch = Launch {
+        specs,
+        clock,
+        total_requests: None,
+        duration: Some(plan.end()),
+        planned_end: Some(origin + last),
+        grace: plan.defaults.timeout + TICK,
+        judge_after: vus.min(10),
+        trigger: None,
+    };
+    let finished = coordinate(launch, control, on_tick)?;
+    let co_free = plan.scenarios.iter().all(|s| s.executor.is_open());
+    Ok(finished.into_result(Plan::Run(Box::new(plan.clone())), co_free, control))
 }

@@ -58,6 +58,8 @@ pub(crate) enum WorkerLoad {
     /// A storm: each start opens a connection, makes at most one request,
     /// holds it, closes it.
     Storm(StormLoad),
+    /// Scenarios: virtual users running flows.
+    Scenario(crate::scenario::ScenarioLoad),
 }
 
 /// One worker's share of a storm.
@@ -114,6 +116,8 @@ pub(crate) struct WorkerDone {
 /// State shared by one worker's tasks (never across threads).
 pub(crate) struct Ctx {
     pub(crate) rec: RefCell<Recorder>,
+    /// A scenario run's per-tag figures.
+    pub(crate) scenario: RefCell<Option<throng_metrics::ScenarioRecorder>>,
     pub(crate) scratch: RefCell<Box<[u8]>>,
     pub(crate) spec: WorkerSpec,
     pub(crate) stopping: Cell<bool>,
@@ -256,10 +260,11 @@ pub(crate) fn run(
     let origin = spec.origin;
     let ctx = Rc::new(Ctx {
         rec: RefCell::new(Recorder::new(origin)),
+        scenario: RefCell::new(None),
         scratch: RefCell::new(vec![0u8; SCRATCH].into_boxed_slice()),
         budget: Cell::new(match spec.load {
             WorkerLoad::Closed { budget, .. } => budget,
-            WorkerLoad::Open { .. } | WorkerLoad::Storm(_) => None,
+            WorkerLoad::Open { .. } | WorkerLoad::Storm(_) | WorkerLoad::Scenario(_) => None,
         }),
         spec,
         stopping: Cell::new(false),
@@ -341,6 +346,7 @@ pub(crate) fn run(
             WorkerLoad::Storm(load) => {
                 tokio::task::spawn_local(crate::storm::dispatcher(ctx.task(), load));
             }
+            WorkerLoad::Scenario(load) => crate::scenario::start(&ctx, load),
         }
 
         tokio::select! {
@@ -368,10 +374,13 @@ pub(crate) fn run(
     for _ in ctx.queue.borrow_mut().drain(..) {
         rec.dropped(finished);
     }
+    let scenario = ctx.scenario.borrow_mut().take().map(|s| s.finish(finished));
     drop(rt);
+    let mut measurements = rec.finish(finished);
+    measurements.scenario = scenario;
     let cpu_after = crate::sys::thread_cpu();
     Ok(WorkerDone {
-        measurements: rec.finish(finished),
+        measurements,
         finished,
         cpu: (
             cpu_after.0.saturating_sub(cpu_before.0),
@@ -642,6 +651,7 @@ pub(crate) async fn open_connection(
             // sends (the request, a line protocol's first send); otherwise
             // it leaves now.
             let client_speaks_first = !spec.request.is_empty()
+                || matches!(spec.load, WorkerLoad::Scenario(_))
                 || matches!(spec.protocol.as_deref(), Some(crate::protocol::ProtocolSpec::Lines { steps, .. })
                     if matches!(steps.first(), Some(crate::protocol::Step::Send(_))));
             let flush = !client_speaks_first;
@@ -741,7 +751,10 @@ pub(crate) async fn exchange_on(
 ) -> bool {
     let spec = &ctx.spec;
     let keep_server = ctx.rec.borrow().wants_first_reply();
-    reader.reset(keep_server, false);
+    reader.reset(crate::http1::Keep {
+        server: keep_server,
+        ..crate::http1::Keep::default()
+    });
     sleep.as_mut().reset((t_send + spec.timeout).into());
     let outcome = conn::exchange(&mut c.stream, &spec.request, written, reader, &ctx.scratch, sleep).await;
     ctx.in_flight.set(ctx.in_flight.get() - 1);

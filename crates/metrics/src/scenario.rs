@@ -52,7 +52,7 @@ pub struct CheckCount {
 }
 
 /// One second of the run as a whole.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ScenarioSecond {
     /// Seconds since the run's start.
     pub second: u64,
@@ -62,6 +62,9 @@ pub struct ScenarioSecond {
     pub dropped_iterations: u64,
     /// Most VUs active during the second.
     pub vus: u64,
+    /// Most VUs active during the second, per scenario (in the plan's order).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub vus_by_scenario: Vec<u64>,
 }
 
 /// Everything a scenario run adds to [`crate::Measurements`].
@@ -143,6 +146,12 @@ impl ScenarioStats {
             m.iterations += s.iterations;
             m.dropped_iterations += s.dropped_iterations;
             m.vus += s.vus;
+            if m.vus_by_scenario.len() < s.vus_by_scenario.len() {
+                m.vus_by_scenario.resize(s.vus_by_scenario.len(), 0);
+            }
+            for (mine, theirs) in m.vus_by_scenario.iter_mut().zip(&s.vus_by_scenario) {
+                *mine += theirs;
+            }
         }
         self.series = by.into_values().collect();
         self.vus_max = self
@@ -181,7 +190,8 @@ pub struct ScenarioRecorder {
     iteration: Hist,
     dropped: u64,
     groups: Vec<(String, Hist)>,
-    vus: u64,
+    /// VUs active now, per scenario.
+    vus: Vec<u64>,
     point: ScenarioSecond,
     series: Vec<ScenarioSecond>,
 }
@@ -198,7 +208,7 @@ impl ScenarioRecorder {
             iteration: Hist::new(),
             dropped: 0,
             groups: Vec::new(),
-            vus: 0,
+            vus: Vec::new(),
             point: ScenarioSecond::default(),
             series: Vec::new(),
         }
@@ -247,18 +257,20 @@ impl ScenarioRecorder {
     fn roll(&mut self, to: u64) {
         self.close_second();
         for second in self.second + 1..to {
-            self.series.push(ScenarioSecond {
-                second,
-                vus: self.vus,
-                ..ScenarioSecond::default()
-            });
+            self.series.push(self.idle_second(second));
         }
         self.second = to;
-        self.point = ScenarioSecond {
-            second: to,
-            vus: self.vus,
+        self.point = self.idle_second(to);
+    }
+
+    /// A second in which only the VUs active now were seen.
+    fn idle_second(&self, second: u64) -> ScenarioSecond {
+        ScenarioSecond {
+            second,
+            vus: self.vus.iter().sum(),
+            vus_by_scenario: self.vus.clone(),
             ..ScenarioSecond::default()
-        };
+        }
     }
 
     fn close_second(&mut self) {
@@ -273,7 +285,7 @@ impl ScenarioRecorder {
                 t.current.reset();
             }
         }
-        let mut p = self.point;
+        let mut p = self.point.clone();
         p.second = second;
         self.series.push(p);
     }
@@ -334,11 +346,20 @@ impl ScenarioRecorder {
         }
     }
 
-    /// The number of active VUs changed.
-    pub fn vus(&mut self, now: Instant, active: u64) {
+    /// Scenario `scenario` (its index in the plan) has `active` VUs now.
+    pub fn vus(&mut self, now: Instant, scenario: usize, active: u64) {
         self.at(now);
-        self.vus = active;
-        self.point.vus = self.point.vus.max(active);
+        if self.vus.len() <= scenario {
+            self.vus.resize(scenario + 1, 0);
+        }
+        self.vus[scenario] = active;
+        let total = self.vus.iter().sum();
+        let p = &mut self.point;
+        p.vus = p.vus.max(total);
+        if p.vus_by_scenario.len() < self.vus.len() {
+            p.vus_by_scenario.resize(self.vus.len(), 0);
+        }
+        p.vus_by_scenario[scenario] = p.vus_by_scenario[scenario].max(active);
     }
 
     /// Closes the last second and returns the figures.
@@ -382,7 +403,8 @@ mod tests {
             r.check(ok, expected);
             r.iteration(now, Duration::from_millis(50));
         }
-        r.vus(t0, 3);
+        r.vus(t0, 0, 3);
+        r.vus(t0, 1, 2);
         let s = r.finish(t0 + Duration::from_secs(3));
         let tag = &s.tags["step:login"];
         assert_eq!(tag.requests, 10);
@@ -393,6 +415,8 @@ mod tests {
         assert_eq!(tag.series.iter().map(|x| x.requests).sum::<u64>(), 10);
         assert_eq!(s.checks["status is 200"], CheckCount { passes: 5, fails: 5 });
         assert_eq!(s.iterations, 10);
+        assert_eq!(s.vus_max, 5);
+        assert_eq!(s.series[2].vus_by_scenario, [3, 2]);
         let mut merged = s.clone();
         merged.merge(&s, 0).unwrap();
         assert_eq!(merged.tags[""].requests, 20);

@@ -4,7 +4,10 @@
 //! ```text
 //!  RunResult ─┬─ text::write     (k6-like phase table, outcomes, generator cost)
 //!             ├─ ab::write       (ApacheBench's layout and field meanings)
-//!             └─ httperf::write  (httperf's layout and error classes)
+//!             ├─ httperf::write  (httperf's layout and error classes)
+//!             ├─ storm::write    (connection storms)
+//!             ├─ scenario::write (throng run: steps, stages, checks, thresholds)
+//!             └─ junit::write    (threshold verdicts for CI)
 //! ```
 //!
 //! Writers take `impl Write` and never touch the terminal or files.
@@ -12,6 +15,8 @@
 pub mod ab;
 pub mod format;
 pub mod httperf;
+pub mod junit;
+pub mod scenario;
 pub mod storm;
 pub mod text;
 
@@ -36,9 +41,14 @@ pub enum View {
 /// HTTP runs.
 pub fn supports(view: View, result: &RunResult) -> Result<(), String> {
     match (view, &result.plan) {
-        (View::Ab | View::Httperf, Plan::Storm(_)) => Err(format!(
-            "the {} view shows HTTP runs and this result is a storm; use --format text or json",
-            if view == View::Ab { "ab" } else { "httperf" }
+        (View::Ab | View::Httperf, Plan::Storm(_) | Plan::Run(_)) => Err(format!(
+            "the {} view shows `throng http` runs and this result is a {}; use --format text or json",
+            if view == View::Ab { "ab" } else { "httperf" },
+            if matches!(result.plan, Plan::Storm(_)) {
+                "storm"
+            } else {
+                "scenario run"
+            }
         )),
         _ => Ok(()),
     }
@@ -50,6 +60,7 @@ pub fn write(view: View, result: &RunResult, w: &mut dyn Write) -> io::Result<()
     match (view, &result.plan) {
         (View::Json, _) => result.to_writer(&mut *w).map_err(io::Error::other),
         (_, Plan::Storm(_)) => storm::write(result, w),
+        (_, Plan::Run(_)) => scenario::write(result, w),
         (View::Text, Plan::Http(_)) => text::write(result, w),
         (View::Ab, Plan::Http(_)) => ab::write(result, w),
         (View::Httperf, Plan::Http(_)) => httperf::write(result, w),

@@ -15,6 +15,7 @@ use std::io::{Read, Write};
 use serde::{Deserialize, Serialize};
 use throng_metrics::{HistError, Measurements};
 use throng_plan::{HttpPlan, StormPlan};
+use throng_scenario::{ScenarioPlan, Verdict};
 
 /// The schema identifier written into, and required of, every document.
 pub const SCHEMA: &str = "throng.result/v1";
@@ -51,6 +52,8 @@ pub enum Plan {
     Http(HttpPlan),
     /// `throng storm`.
     Storm(StormPlan),
+    /// `throng run SCENARIO.yaml`.
+    Run(Box<ScenarioPlan>),
 }
 
 impl Plan {
@@ -59,6 +62,8 @@ impl Plan {
         match self {
             Plan::Http(p) => p.is_open_loop(),
             Plan::Storm(p) => p.rate.is_some() || p.jitter.is_some(),
+            // Only arrival-rate scenarios start iterations on a schedule.
+            Plan::Run(p) => p.scenarios.iter().all(|s| s.executor.is_open()),
         }
     }
 
@@ -67,6 +72,7 @@ impl Plan {
         match self {
             Plan::Http(p) => &p.target.url,
             Plan::Storm(p) => &p.target.url,
+            Plan::Run(p) => &p.target.url,
         }
     }
 
@@ -75,6 +81,7 @@ impl Plan {
         match self {
             Plan::Http(p) => format!("{}:{}", p.target.host, p.target.port),
             Plan::Storm(p) => format!("{}:{}", p.target.host, p.target.port),
+            Plan::Run(p) => format!("{}:{}", p.target.host, p.target.port),
         }
     }
 
@@ -83,6 +90,7 @@ impl Plan {
         match self {
             Plan::Http(p) => p.tls.as_ref(),
             Plan::Storm(p) => p.tls.as_ref(),
+            Plan::Run(p) => p.tls.as_ref(),
         }
     }
 }
@@ -162,6 +170,9 @@ pub struct RunResult {
     /// The storm's `--trigger` command, when one was given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trigger: Option<TriggerRecord>,
+    /// A scenario's thresholds, judged on the measurements.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thresholds: Vec<Verdict>,
 }
 
 /// What happened to a storm's `--trigger` command.
@@ -187,6 +198,20 @@ pub struct TriggerRecord {
 }
 
 impl RunResult {
+    /// The result with its scenario thresholds judged (again) on its
+    /// measurements: a merged result is judged on the merged figures.
+    pub fn judged(mut self) -> RunResult {
+        if let Plan::Run(p) = &self.plan {
+            self.thresholds = p.thresholds.iter().map(|t| t.evaluate(&self.measurements)).collect();
+        }
+        self
+    }
+
+    /// True when every threshold held (or there were none).
+    pub fn thresholds_passed(&self) -> bool {
+        self.thresholds.iter().all(|v| v.passed)
+    }
+
     /// Requests that ended (ok or failed) per second of run time.
     pub fn requests_per_second(&self) -> f64 {
         per_second(self.measurements.requests.ended(), self.duration_s)
@@ -267,7 +292,9 @@ impl RunResult {
             parts,
             notes,
             trigger: results.iter().find_map(|r| r.trigger.clone()),
-        })
+            thresholds: Vec::new(),
+        }
+        .judged())
     }
 }
 

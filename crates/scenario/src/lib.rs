@@ -15,11 +15,13 @@
 
 pub mod checks;
 pub mod csv;
+pub mod schedule;
 pub mod spec;
 pub mod template;
 pub mod threshold;
 
 pub use checks::{Capture, CaptureFrom, Check, CheckKind, ResponseView};
+pub use schedule::{ArrivalCurve, share};
 pub use spec::{
     BaseUrl, Body, Cursor, DataSpec, Defaults, Executor, JsonTemplate, Request, Scenario, ScenarioError, ScenarioPlan,
     Stage, Step, Think, environment, stage_names,

@@ -5,6 +5,7 @@ mod demo;
 mod http;
 mod merge;
 mod report;
+mod run;
 mod serve;
 mod storm;
 mod sweep;
@@ -24,6 +25,8 @@ use crate::args::{Cli, Command, Format};
 pub const EXIT_FAILED: u8 = 1;
 /// Exit code: bad usage or configuration.
 pub const EXIT_USAGE: u8 = 2;
+/// Exit code: the run finished but a threshold failed (as k6).
+pub const EXIT_THRESHOLDS: u8 = 99;
 /// Exit code: interrupted by a signal.
 pub const EXIT_INTERRUPTED: u8 = 130;
 
@@ -48,6 +51,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Merge(c) => merge::run(c),
         Command::Certs(c) => certs::run(c),
         Command::Sweep(c) => sweep::run(c),
+        Command::Run(c) => run::run(c),
     }
 }
 
@@ -124,6 +128,7 @@ fn run_exit_code(r: &RunResult) -> ExitCode {
     let (req, unit) = match &r.plan {
         throng_result::Plan::Http(_) => (&r.measurements.requests, "request"),
         throng_result::Plan::Storm(_) => (&r.measurements.connections, "connection"),
+        throng_result::Plan::Run(_) => (&r.measurements.requests, "request"),
     };
     if req.attempted > 0 && req.ok == 0 {
         let mut classes: Vec<(&String, &u64)> = req.errors.iter().collect();
@@ -132,6 +137,9 @@ fn run_exit_code(r: &RunResult) -> ExitCode {
         let target = r.plan.target_authority();
         let hint = match classes.first().map(|(k, _)| k.as_str()).unwrap_or("") {
             "refused" => format!("is anything listening on {target}?"),
+            "check_failed" if matches!(r.plan, throng_result::Plan::Run(_)) => {
+                "the server answered, with statuses the steps do not expect; see each request's expect:".to_string()
+            }
             "check_failed" => {
                 "the server answered, with statuses the plan does not expect; see --expect-status".to_string()
             }
@@ -147,7 +155,9 @@ fn run_exit_code(r: &RunResult) -> ExitCode {
                 "the TLS handshake failed; check --cacert, --cert/--key and --sni (or --insecure)".to_string()
             }
             _ => match &r.plan {
-                throng_result::Plan::Http(_) => format!("is {target} up and speaking HTTP/1.1?"),
+                throng_result::Plan::Http(_) | throng_result::Plan::Run(_) => {
+                    format!("is {target} up and speaking HTTP/1.1?")
+                }
                 throng_result::Plan::Storm(_) => format!("is {target} up and accepting connections?"),
             },
         };

@@ -1,0 +1,107 @@
+//! `throng run SCENARIO.yaml`: load and validate the file, run it, report,
+//! judge the thresholds (exit 99 when one failed), write JUnit if asked.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use anyhow::Context as _;
+use throng_engine::{Control, ScenarioOptions};
+use throng_scenario::ScenarioPlan;
+
+use super::{EXIT_INTERRUPTED, EXIT_THRESHOLDS, UsageError, print_report, run_exit_code, view, write_result};
+use crate::args::{Format, RunCmd, TlsArgs};
+use crate::progress::Display;
+use crate::signals;
+
+pub fn run(c: RunCmd) -> anyhow::Result<ExitCode> {
+    if matches!(c.format, Format::Ab | Format::Httperf) {
+        return Err(UsageError("--format: a scenario report is text or json".into()).into());
+    }
+    let plan = load(&c.file, c.scale)?;
+    let env = throng_scenario::environment(&parse_env(&c.env)?);
+    let tls = match &plan.tls {
+        Some(t) => {
+            let dir = c.file.parent().unwrap_or(Path::new("."));
+            let path = |p: &Option<String>| p.as_ref().map(|p| dir.join(p));
+            let args = TlsArgs {
+                cacert: path(&t.cacert),
+                cert: path(&t.cert),
+                key: path(&t.key),
+                insecure: t.insecure,
+                resume: t.resume,
+                groups: t.groups.clone(),
+                tls_version: t.version.clone(),
+                sni: t.server_name.clone(),
+            };
+            let config = super::tls::client_config(&args, &[])
+                .map_err(|e| UsageError(format!("{}: tls: {e}", c.file.display())))?;
+            Some(config)
+        }
+        None => None,
+    };
+    let options = ScenarioOptions {
+        threads: c.threads.unwrap_or(0),
+        env,
+        seed: c.seed.unwrap_or_else(|| {
+            SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64)
+        }),
+    };
+    let control = Control::new();
+    signals::forward_to(&control);
+    let display = Display::new(c.quiet);
+    let result = throng_engine::run_scenario(&plan, tls, &options, &control, &mut |p| display.tick(p));
+    display.finish();
+    let result = result.with_context(|| format!("{}: the run could not start", c.file.display()))?;
+
+    if let Some(path) = &c.json {
+        write_result(path, &result)?;
+    }
+    if let Some(path) = &c.junit {
+        let mut out = Vec::new();
+        throng_report::junit::write(&result, &mut out).context("rendering JUnit XML")?;
+        std::fs::write(path, out).with_context(|| {
+            format!(
+                "cannot write JUnit XML to '{}' (check the directory exists and is writable)",
+                path.display()
+            )
+        })?;
+    }
+    print_report(view(c.format), &result)?;
+    if result.interrupted {
+        return Ok(ExitCode::from(EXIT_INTERRUPTED));
+    }
+    if !result.thresholds_passed() {
+        let failed = result.thresholds.iter().filter(|v| !v.passed).count();
+        eprintln!("throng: {failed} of {} thresholds failed", result.thresholds.len());
+        return Ok(ExitCode::from(EXIT_THRESHOLDS));
+    }
+    Ok(run_exit_code(&result))
+}
+
+/// Reads and validates a scenario file; its data file is read relative to it.
+fn load(file: &Path, scale: Option<f64>) -> anyhow::Result<ScenarioPlan> {
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| UsageError(format!("cannot read the scenario file '{}': {e}", file.display())))?;
+    let dir: PathBuf = file.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    let read = |name: &str| std::fs::read_to_string(dir.join(name)).map_err(|e| e.to_string());
+    let plan = ScenarioPlan::parse(&text, &file.display().to_string(), &read).map_err(|e| UsageError(e.to_string()))?;
+    Ok(match scale {
+        None => plan,
+        Some(f) if f.is_finite() && f > 0.0 => plan.scaled(f),
+        Some(f) => return Err(UsageError(format!("--scale {f}: give a factor above 0, e.g. 0.1")).into()),
+    })
+}
+
+/// `NAME=VALUE` pairs from `--env`.
+fn parse_env(pairs: &[String]) -> Result<Vec<(String, String)>, UsageError> {
+    pairs
+        .iter()
+        .map(|p| match p.split_once('=') {
+            Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
+            _ => Err(UsageError(format!("--env '{p}': expected NAME=VALUE"))),
+        })
+        .collect()
+}

@@ -1,0 +1,946 @@
+//! Scenario runs: virtual users as tasks, not threads or interpreters.
+//!
+//! ```text
+//!  per worker, per scenario: one controller task
+//!    closed models (constant-vus, ramping-vus, per-vu-iterations, shared-iterations)
+//!      every TICK: the worker's share of the VUs the plan wants now
+//!        → start VU tasks up to it; VUs above it finish their iteration,
+//!          and are cut off after the graceful period
+//!    open models (constant-arrival-rate, ramping-arrival-rate)
+//!      each scheduled start → the most recently idle VU, else a new VU
+//!        (up to max_vus), else a dropped iteration
+//!  VU task: iteration after iteration, each step in turn:
+//!    render the request ─► its own keep-alive connection ─► exchange ─►
+//!    Recorder (phases, outcomes) + ScenarioRecorder (tags, checks) ─► captures
+//! ```
+//!
+//! A VU owns its variables, its connection and its response reader; the
+//! compiled flow, the data rows and the recorders are shared by the worker's
+//! VUs. A request cut off (graceful period over, run aborted) is counted
+//! `interrupted` by a guard's destructor, so nothing leaves the books.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::future::poll_fn;
+use std::pin::pin;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::{Poll, Waker};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use throng_metrics::{ErrorClass, Phase, Reply, ScenarioRecorder};
+use throng_plan::Rng;
+use throng_scenario::{
+    Body, CaptureFrom, CheckKind, Context, Cursor, Executor, JsonTemplate, Request, ResponseView, Scenario,
+    ScenarioPlan, Step, Think, share,
+};
+use tokio::sync::Notify;
+
+use crate::conn::{self, Timing};
+use crate::http1::{Keep, ResponseReader};
+use crate::worker::{Conn, Ctx, Pacer, TaskGuard, close, open_connection};
+
+/// How often a closed-model controller looks at its VU target.
+const TICK: Duration = Duration::from_millis(10);
+
+/// A worker's share of a scenario run.
+#[derive(Clone, Debug)]
+pub(crate) struct ScenarioLoad {
+    pub plan: Arc<ScenarioPlan>,
+    pub env: Arc<HashMap<String, String>>,
+    pub worker: u32,
+    pub workers: u32,
+    pub shared: Arc<SharedCounters>,
+    pub seed: u64,
+}
+
+/// Counters every worker of the run shares (one atomic add per iteration).
+#[derive(Debug)]
+pub(crate) struct SharedCounters {
+    /// Iterations taken, per scenario (shared-iterations).
+    taken: Vec<AtomicU64>,
+    /// The data file's shared cursor.
+    cursor: AtomicU64,
+}
+
+impl SharedCounters {
+    pub(crate) fn new(scenarios: usize) -> Self {
+        SharedCounters {
+            taken: (0..scenarios).map(|_| AtomicU64::new(0)).collect(),
+            cursor: AtomicU64::new(0),
+        }
+    }
+}
+
+/// A request of the flow, with what recording it needs.
+struct ReqOp {
+    req: Request,
+    /// Recorder tag indices: all, scenario, step, enclosing groups.
+    tags: Vec<usize>,
+    /// Recorder check indices, one per check of the request.
+    checks: Vec<usize>,
+    keep: Keep,
+    head: bool,
+}
+
+/// The flow, flattened: groups become start/end markers.
+enum Op {
+    Request(Box<ReqOp>),
+    Think(Think),
+    GroupStart,
+    GroupEnd(usize),
+}
+
+/// A VU slot of the worker's share of a scenario.
+#[derive(Default)]
+struct Slot {
+    alive: bool,
+    /// Will never run again (its iterations are done).
+    finished: bool,
+    /// Must stop by then (above the target: graceful period running).
+    retire_at: Option<Instant>,
+    /// Cut off: abandon the iteration now.
+    killed: bool,
+    /// Open models: the intended start handed to this VU.
+    job: Option<Instant>,
+    waker: Option<Waker>,
+}
+
+/// One scenario on one worker.
+struct Scen {
+    index: usize,
+    def: Scenario,
+    plan: Arc<ScenarioPlan>,
+    env: Arc<HashMap<String, String>>,
+    shared: Arc<SharedCounters>,
+    worker: u32,
+    workers: u32,
+    seed: u64,
+    ops: Vec<Op>,
+    /// Recorder tag index per stage (ramping executors).
+    stage_tags: Vec<usize>,
+    start: Instant,
+    end: Instant,
+    slots: RefCell<Vec<Slot>>,
+    /// Closed models: VUs in slots below this may start iterations.
+    target: Cell<u64>,
+    active: Cell<u64>,
+    kill: Notify,
+    /// Open models: idle VUs, most recent last.
+    idle: RefCell<Vec<usize>>,
+    schedule_done: Cell<bool>,
+    authority: String,
+}
+
+impl Scen {
+    fn killed(&self, slot: usize) -> bool {
+        self.slots.borrow().get(slot).is_some_and(|s| s.killed)
+    }
+
+    fn kill_all(&self) {
+        for s in self.slots.borrow_mut().iter_mut().filter(|s| s.alive) {
+            s.killed = true;
+        }
+        self.kill.notify_waiters();
+        self.wake_idle();
+    }
+
+    fn wake_idle(&self) {
+        let wakers: Vec<Waker> = self
+            .slots
+            .borrow_mut()
+            .iter_mut()
+            .filter_map(|s| s.waker.take())
+            .collect();
+        for w in wakers {
+            w.wake();
+        }
+    }
+
+    /// The VU's number across the whole run, from 1.
+    fn vu_id(&self, slot: usize) -> u64 {
+        slot as u64 * u64::from(self.workers) + u64::from(self.worker) + 1
+    }
+
+    fn stage_tag(&self, now: Instant) -> Option<usize> {
+        let since = now.saturating_duration_since(self.start) + self.def.start_time;
+        let stage = self.def.stage_at(since)?;
+        self.stage_tags.get(stage - 1).copied()
+    }
+
+    fn spawn_vu(self: &Rc<Self>, ctx: &Rc<Ctx>, slot: usize, job: Option<Instant>) {
+        {
+            let mut slots = self.slots.borrow_mut();
+            if slots.len() <= slot {
+                slots.resize_with(slot + 1, Slot::default);
+            }
+            let s = &mut slots[slot];
+            s.alive = true;
+            s.killed = false;
+            s.retire_at = None;
+            s.job = job;
+        }
+        self.active.set(self.active.get() + 1);
+        with_scen(ctx, |r| r.vus(Instant::now(), self.index, self.active.get()));
+        tokio::task::spawn_local(vu(ctx.task(), Rc::clone(self), slot));
+    }
+}
+
+fn with_scen<T>(ctx: &Ctx, f: impl FnOnce(&mut ScenarioRecorder) -> T) -> Option<T> {
+    ctx.scenario.borrow_mut().as_mut().map(f)
+}
+
+/// Sets up the worker's scenarios and starts their controllers.
+pub(crate) fn start(ctx: &Rc<Ctx>, load: ScenarioLoad) {
+    let mut rec = ScenarioRecorder::new(ctx.spec.origin);
+    let all = rec.tag("");
+    let authority = match (
+        load.plan.target.host.contains(':'),
+        load.plan.target.port,
+        load.plan.target.https,
+    ) {
+        (true, p, _) => format!("[{}]:{p}", load.plan.target.host),
+        (false, 80, false) | (false, 443, true) => load.plan.target.host.clone(),
+        (false, p, _) => format!("{}:{p}", load.plan.target.host),
+    };
+    let mut scens = Vec::new();
+    for (index, def) in load.plan.scenarios.iter().enumerate() {
+        let scenario_tag = rec.tag(&format!("scenario:{}", def.name));
+        let mut ops = Vec::new();
+        compile(&def.flow, &[all, scenario_tag], &mut rec, &mut ops);
+        let stage_tags = throng_scenario::stage_names(def)
+            .iter()
+            .map(|n| rec.tag(&format!("stage:{n}")))
+            .collect();
+        let start = ctx.spec.origin + def.start_time;
+        scens.push(Rc::new(Scen {
+            index,
+            def: def.clone(),
+            plan: Arc::clone(&load.plan),
+            env: Arc::clone(&load.env),
+            shared: Arc::clone(&load.shared),
+            worker: load.worker,
+            workers: load.workers,
+            seed: load.seed,
+            ops,
+            stage_tags,
+            start,
+            end: start + def.executor.length(),
+            slots: RefCell::new(Vec::new()),
+            target: Cell::new(0),
+            active: Cell::new(0),
+            kill: Notify::new(),
+            idle: RefCell::new(Vec::new()),
+            schedule_done: Cell::new(false),
+            authority: authority.clone(),
+        }));
+    }
+    *ctx.scenario.borrow_mut() = Some(rec);
+    for sc in scens {
+        if sc.def.executor.is_open() {
+            tokio::task::spawn_local(open_controller(ctx.task(), sc));
+        } else {
+            tokio::task::spawn_local(closed_controller(ctx.task(), sc));
+        }
+    }
+}
+
+fn compile(flow: &[Step], tags: &[usize], rec: &mut ScenarioRecorder, out: &mut Vec<Op>) {
+    for step in flow {
+        match step {
+            Step::Request(r) => {
+                let mut t = tags.to_vec();
+                t.push(rec.tag(&format!("step:{}", r.name)));
+                let keep = Keep {
+                    server: false,
+                    headers: r.captures.iter().any(|c| matches!(c.from, CaptureFrom::Header(_)))
+                        || r.checks.iter().any(|c| matches!(c.kind, CheckKind::Header(..))),
+                    body: r.captures.iter().any(|c| !matches!(c.from, CaptureFrom::Header(_)))
+                        || r.checks.iter().any(|c| {
+                            matches!(
+                                c.kind,
+                                CheckKind::BodyContains(_) | CheckKind::JsonExists(_) | CheckKind::JsonEquals(..)
+                            )
+                        }),
+                };
+                out.push(Op::Request(Box::new(ReqOp {
+                    checks: r.checks.iter().map(|c| rec.check_index(&c.name)).collect(),
+                    tags: t,
+                    keep,
+                    head: r.method.eq_ignore_ascii_case("HEAD"),
+                    req: (**r).clone(),
+                })));
+            }
+            Step::Think(t) => out.push(Op::Think(*t)),
+            Step::Group { name, flow } => {
+                let g = rec.group_index(name);
+                let mut t = tags.to_vec();
+                t.push(rec.tag(&format!("group:{name}")));
+                out.push(Op::GroupStart);
+                compile(flow, &t, rec, out);
+                out.push(Op::GroupEnd(g));
+            }
+        }
+    }
+}
+
+/// Waits until `at`; false if the run is stopping first.
+async fn sleep_until(ctx: &Ctx, at: Instant) -> bool {
+    if ctx.stopping.get() {
+        return false;
+    }
+    tokio::select! {
+        () = tokio::time::sleep_until(at.into()) => !ctx.stopping.get(),
+        () = ctx.stop_notify.notified() => false,
+    }
+}
+
+/// Keeps the worker's share of VUs at the plan's target, retiring the
+/// excess gracefully and cutting off what outlives its graceful period.
+async fn closed_controller(guard: TaskGuard, sc: Rc<Scen>) {
+    let ctx = &guard.0;
+    if !sleep_until(ctx, sc.start).await {
+        return;
+    }
+    let (ramp_down, stop) = match &sc.def.executor {
+        Executor::RampingVus { graceful_ramp_down, .. } => (*graceful_ramp_down, sc.def.graceful_stop),
+        _ => (sc.def.graceful_stop, sc.def.graceful_stop),
+    };
+    loop {
+        let now = Instant::now();
+        let ended = now >= sc.end || ctx.stopping.get();
+        let total = if ended {
+            0
+        } else {
+            sc.def.executor.vus_at(now - sc.start)
+        };
+        let mine = share(total, sc.worker, sc.workers);
+        sc.target.set(mine);
+        let graceful = if ended { stop } else { ramp_down };
+        let mut start = Vec::new();
+        let mut killed = false;
+        {
+            let mut slots = sc.slots.borrow_mut();
+            if slots.len() < mine as usize {
+                slots.resize_with(mine as usize, Slot::default);
+            }
+            for (i, s) in slots.iter_mut().enumerate() {
+                if (i as u64) < mine {
+                    s.retire_at = None;
+                    if !s.alive && !s.finished {
+                        start.push(i);
+                    }
+                } else if s.alive {
+                    let at = *s.retire_at.get_or_insert(now + graceful);
+                    if now >= at && !s.killed {
+                        s.killed = true;
+                        killed = true;
+                    }
+                }
+            }
+        }
+        for slot in start {
+            sc.spawn_vu(ctx, slot, None);
+        }
+        if killed {
+            sc.kill.notify_waiters();
+        }
+        let finished = sc.slots.borrow().iter().all(|s| s.finished || !s.alive) && !start_possible(&sc, now);
+        if (ended || finished) && sc.active.get() == 0 {
+            break;
+        }
+        // Stopping (Ctrl-C): VUs end at their next step; the coordinator
+        // cuts off what is still in flight after its grace period.
+        tokio::select! {
+            () = tokio::time::sleep(TICK) => {}
+            () = ctx.stop_notify.notified(), if !ctx.stopping.get() => {}
+        }
+    }
+}
+
+/// True while a closed-model scenario may still start VUs.
+fn start_possible(sc: &Scen, now: Instant) -> bool {
+    if now >= sc.end {
+        return false;
+    }
+    let slots = sc.slots.borrow();
+    // Slots not yet created (a ramp still rising) or not finished.
+    (slots.len() as u64) < share(sc.def.executor.max_vus(), sc.worker, sc.workers) || slots.iter().any(|s| !s.finished)
+}
+
+/// Starts iterations on the schedule: on the most recently idle VU, else on
+/// a new one up to the worker's share of `max_vus`, else drops them.
+async fn open_controller(guard: TaskGuard, sc: Rc<Scen>) {
+    let ctx = &guard.0;
+    let (pre, max) = match &sc.def.executor {
+        Executor::ConstantArrivalRate {
+            pre_allocated_vus,
+            max_vus,
+            ..
+        }
+        | Executor::RampingArrivalRate {
+            pre_allocated_vus,
+            max_vus,
+            ..
+        } => (*pre_allocated_vus, *max_vus),
+        _ => (1, 1),
+    };
+    let pre = share(pre, sc.worker, sc.workers) as usize;
+    let max = share(max, sc.worker, sc.workers) as usize;
+    // Pre-allocated VUs start idle; they connect on their first iteration.
+    for slot in 0..pre {
+        sc.spawn_vu(ctx, slot, None);
+    }
+    let curve = sc.def.executor.arrivals();
+    let count = curve.as_ref().map_or(0, throng_scenario::ArrivalCurve::count);
+    let gap =
+        Duration::from_secs_f64(sc.def.executor.length().as_secs_f64() * f64::from(sc.workers) / (count.max(1) as f64));
+    let mut pacer = Pacer::new(gap);
+    let mut k = u64::from(sc.worker);
+    while let Some(offset) = curve.as_ref().and_then(|c| c.offset(k)) {
+        k += u64::from(sc.workers);
+        let due = sc.start + offset;
+        if !pacer.wait_until(ctx, due).await {
+            break;
+        }
+        let idle = sc.idle.borrow_mut().pop();
+        match idle {
+            Some(slot) => {
+                let waker = {
+                    let mut slots = sc.slots.borrow_mut();
+                    slots[slot].job = Some(due);
+                    slots[slot].waker.take()
+                };
+                if let Some(w) = waker {
+                    w.wake();
+                }
+            }
+            None => {
+                let alive = sc.active.get() as usize;
+                if alive < max {
+                    let free = sc.slots.borrow().iter().position(|s| !s.alive);
+                    let slot = free.unwrap_or(sc.slots.borrow().len());
+                    sc.spawn_vu(ctx, slot, Some(due));
+                } else {
+                    with_scen(ctx, |r| r.dropped_iteration(Instant::now()));
+                }
+            }
+        }
+    }
+    sc.schedule_done.set(true);
+    sc.wake_idle();
+    // Iterations still running get the graceful period, then are cut off.
+    let hard = sc.end.max(Instant::now()) + sc.def.graceful_stop;
+    while sc.active.get() > 0 {
+        tokio::select! {
+            () = tokio::time::sleep(TICK) => {}
+            () = tokio::time::sleep_until(hard.into()) => {
+                sc.kill_all();
+                break;
+            }
+        }
+    }
+}
+
+/// What one VU keeps between requests and iterations.
+struct Vu {
+    id: u64,
+    iter: u64,
+    rng: Rng,
+    vars: HashMap<String, String>,
+    conn: Option<Conn>,
+    reader: ResponseReader,
+}
+
+/// A VU: runs iterations while its slot is wanted.
+async fn vu(guard: TaskGuard, sc: Rc<Scen>, slot: usize) {
+    let ctx = &guard.0;
+    let id = sc.vu_id(slot);
+    let mut vu = Vu {
+        id,
+        iter: 0,
+        rng: Rng::new(sc.seed ^ id.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (sc.index as u64) << 56),
+        vars: HashMap::new(),
+        conn: None,
+        reader: ResponseReader::new(false),
+    };
+    let open = sc.def.executor.is_open();
+    loop {
+        tokio::task::coop::consume_budget().await;
+        if ctx.stopping.get() || sc.killed(slot) {
+            break;
+        }
+        let intended = if open {
+            match next_job(&sc, ctx, slot).await {
+                Some(due) => {
+                    let now = Instant::now();
+                    ctx.rec
+                        .borrow_mut()
+                        .phase(now, Phase::ScheduleLag, now.saturating_duration_since(due));
+                    Some(due)
+                }
+                None => break,
+            }
+        } else {
+            if (slot as u64) >= sc.target.get() || Instant::now() >= sc.end {
+                break;
+            }
+            let more = match &sc.def.executor {
+                Executor::PerVuIterations { iterations, .. } => vu.iter < *iterations,
+                Executor::SharedIterations { iterations, .. } => {
+                    sc.shared.taken[sc.index].fetch_add(1, Ordering::Relaxed) < *iterations
+                }
+                _ => true,
+            };
+            if !more {
+                if let Some(s) = sc.slots.borrow_mut().get_mut(slot) {
+                    s.finished = true;
+                }
+                break;
+            }
+            None
+        };
+        let completed = {
+            let run = pin!(iteration(ctx, &sc, &mut vu, intended));
+            let cut = pin!(cut_off(&sc, slot));
+            tokio::select! {
+                biased;
+                done = run => done,
+                () = cut => false,
+            }
+        };
+        if sc.killed(slot) {
+            // The iteration was abandoned mid-request: its connection may
+            // hold half a response.
+            close(ctx, vu.conn.take());
+            break;
+        }
+        if completed {
+            vu.iter += 1;
+        }
+    }
+    close(ctx, vu.conn.take());
+    if let Some(s) = sc.slots.borrow_mut().get_mut(slot) {
+        s.alive = false;
+        s.waker = None;
+    }
+    sc.active.set(sc.active.get() - 1);
+    with_scen(ctx, |r| r.vus(Instant::now(), sc.index, sc.active.get()));
+}
+
+/// Resolves when the VU's slot is cut off.
+async fn cut_off(sc: &Scen, slot: usize) {
+    loop {
+        let mut notified = pin!(sc.kill.notified());
+        notified.as_mut().enable();
+        if sc.killed(slot) {
+            return;
+        }
+        notified.await;
+    }
+}
+
+/// Open models: waits idle for the next intended start; None when the
+/// schedule is over.
+async fn next_job(sc: &Scen, ctx: &Ctx, slot: usize) -> Option<Instant> {
+    if let Some(due) = sc.slots.borrow_mut().get_mut(slot).and_then(|s| s.job.take()) {
+        return Some(due);
+    }
+    sc.idle.borrow_mut().push(slot);
+    poll_fn(|cx| {
+        let mut slots = sc.slots.borrow_mut();
+        let Some(s) = slots.get_mut(slot) else {
+            return Poll::Ready(None);
+        };
+        if let Some(due) = s.job.take() {
+            return Poll::Ready(Some(due));
+        }
+        if sc.schedule_done.get() || ctx.stopping.get() || s.killed {
+            return Poll::Ready(None);
+        }
+        s.waker = Some(cx.waker().clone());
+        Poll::Pending
+    })
+    .await
+}
+
+/// One iteration of the flow; true when it ran to its end.
+async fn iteration(ctx: &Ctx, sc: &Scen, vu: &mut Vu, intended: Option<Instant>) -> bool {
+    let started = intended.unwrap_or_else(Instant::now);
+    vu.vars.clear();
+    if let Some(data) = &sc.plan.data
+        && data.row_count > 0
+    {
+        let n = match data.cursor {
+            Cursor::PerVu => (vu.id - 1).wrapping_add(vu.iter),
+            Cursor::Shared => sc.shared.cursor.fetch_add(1, Ordering::Relaxed),
+        };
+        // Invariant: row_count > 0, and the remainder is below it.
+        let row = &data.rows[(n % data.row_count as u64) as usize];
+        for (c, v) in data.columns.iter().zip(row) {
+            vu.vars.insert(c.clone(), v.clone());
+        }
+    }
+    let mut groups: Vec<Instant> = Vec::new();
+    let mut origin = intended;
+    for op in &sc.ops {
+        if ctx.stopping.get() {
+            return false;
+        }
+        match op {
+            Op::Request(r) => request(ctx, sc, vu, r, origin.take()).await,
+            Op::Think(t) => {
+                let d = match *t {
+                    Think::Fixed(d) => d,
+                    Think::Range(a, b) => a + (b - a).mul_f64(vu.rng.next_f64()),
+                };
+                if !sleep_until(ctx, Instant::now() + d).await {
+                    return false;
+                }
+            }
+            Op::GroupStart => groups.push(Instant::now()),
+            Op::GroupEnd(g) => {
+                if let Some(t0) = groups.pop() {
+                    with_scen(ctx, |r| r.group(*g, t0.elapsed()));
+                }
+            }
+        }
+    }
+    let now = Instant::now();
+    with_scen(ctx, |r| r.iteration(now, now.saturating_duration_since(started)));
+    true
+}
+
+/// A request under way: if it is dropped before it ends (cut off, run
+/// aborted), the destructor counts it `interrupted` in both recorders.
+struct InFlight<'a> {
+    ctx: &'a Ctx,
+    tags: &'a [usize],
+    stage: Option<usize>,
+    armed: bool,
+}
+
+impl<'a> InFlight<'a> {
+    fn new(ctx: &'a Ctx, tags: &'a [usize], stage: Option<usize>) -> Self {
+        ctx.rec.borrow_mut().request_started();
+        ctx.in_flight.set(ctx.in_flight.get() + 1);
+        InFlight {
+            ctx,
+            tags,
+            stage,
+            armed: true,
+        }
+    }
+
+    /// The request ended: `response` is (response time, expected status).
+    fn end(mut self, now: Instant, response: Option<(Duration, bool)>, failed: bool) {
+        self.armed = false;
+        self.ctx.in_flight.set(self.ctx.in_flight.get() - 1);
+        self.tagged(now, response, failed);
+    }
+
+    fn tagged(&self, now: Instant, response: Option<(Duration, bool)>, failed: bool) {
+        with_scen(self.ctx, |r| {
+            r.request(now, self.tags, response, failed);
+            if let Some(s) = self.stage {
+                r.request(now, &[s], response, failed);
+            }
+        });
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            let now = Instant::now();
+            self.ctx.in_flight.set(self.ctx.in_flight.get() - 1);
+            self.ctx
+                .rec
+                .borrow_mut()
+                .request_failed(now, ErrorClass::Interrupted, 0);
+            self.tagged(now, None, true);
+        }
+    }
+}
+
+/// One request of the flow: render, connect if needed, exchange, record,
+/// capture, check.
+async fn request(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &ReqOp, origin: Option<Instant>) {
+    let bytes = render(sc, vu, &op.req);
+    let stage = sc.stage_tag(Instant::now());
+    let flight = InFlight::new(ctx, &op.tags, stage);
+    let mut sleep = pin!(tokio::time::sleep(op.req.timeout));
+    let (t_send, written) = match vu.conn {
+        Some(_) => (Instant::now(), 0),
+        None => {
+            // Plain TCP sends the request with the connect (see conn::connect).
+            let first: &[u8] = if ctx.spec.tls.is_some() { &[] } else { &bytes };
+            // Boxed: the connect future is large and short-lived.
+            match Box::pin(open_connection(ctx, first, None, false, sleep.as_mut())).await {
+                Ok(o) => {
+                    vu.conn = Some(o.conn);
+                    (o.ready, o.written)
+                }
+                Err(class) => {
+                    let now = Instant::now();
+                    ctx.rec.borrow_mut().request_failed(now, class, 0);
+                    flight.end(now, None, true);
+                    return;
+                }
+            }
+        }
+    };
+    let Some(c) = vu.conn.as_mut() else {
+        return;
+    };
+    if vu.reader.head_request() != op.head {
+        vu.reader = ResponseReader::new(op.head);
+    }
+    vu.reader.reset(op.keep);
+    sleep.as_mut().reset((t_send + op.req.timeout).into());
+    let outcome = conn::exchange(&mut c.stream, &bytes, written, &mut vu.reader, &ctx.scratch, sleep).await;
+    let reader = &vu.reader;
+    match outcome {
+        Ok(Timing {
+            sent,
+            first,
+            done,
+            extra,
+        }) => {
+            let response = done - t_send;
+            let expected = op.req.expect.contains(reader.status);
+            {
+                let mut rec = ctx.rec.borrow_mut();
+                rec.sent(sent, bytes.len() as u64);
+                rec.phase(done, Phase::Send, sent - t_send);
+                rec.phase(done, Phase::Wait, first.saturating_duration_since(sent));
+                rec.phase(done, Phase::Receive, done - first);
+                rec.phase(done, Phase::Response, response);
+                rec.phase(
+                    done,
+                    Phase::Latency,
+                    done.saturating_duration_since(origin.unwrap_or(t_send)),
+                );
+                let reply = Reply {
+                    status: reader.status,
+                    header_bytes: reader.header_bytes,
+                    body_bytes: reader.body_bytes,
+                };
+                if expected {
+                    rec.request_ok(done, reply, reader.wire_bytes);
+                } else {
+                    rec.request_rejected(done, reply, reader.wire_bytes);
+                }
+            }
+            flight.end(done, Some((response, expected)), !expected);
+            let view = ResponseView {
+                status: reader.status,
+                headers: reader.headers(),
+                body: reader.body(),
+                duration: response,
+            };
+            for cap in &op.req.captures {
+                if let Some(v) = cap.extract(&view) {
+                    vu.vars.insert(cap.var.clone(), v);
+                }
+            }
+            if !op.checks.is_empty() {
+                with_scen(ctx, |r| {
+                    for (check, &i) in op.req.checks.iter().zip(&op.checks) {
+                        r.check(i, check.passes(&view));
+                    }
+                });
+            }
+            if reader.close || extra {
+                close(ctx, vu.conn.take());
+            }
+        }
+        Err(f) => {
+            let now = Instant::now();
+            {
+                let mut rec = ctx.rec.borrow_mut();
+                rec.sent(now, f.written as u64);
+                rec.request_failed(now, f.class, reader.wire_bytes);
+            }
+            flight.end(now, None, true);
+            // Checks on a request that got no response fail.
+            if !op.checks.is_empty() {
+                with_scen(ctx, |r| op.checks.iter().for_each(|&i| r.check(i, false)));
+            }
+            close(ctx, vu.conn.take());
+        }
+    }
+}
+
+/// Renders a request's bytes: request line, headers, body.
+fn render(sc: &Scen, vu: &mut Vu, req: &Request) -> Vec<u8> {
+    let now_ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    let mut cx = Context {
+        vu: vu.id,
+        iter: vu.iter,
+        scenario: &sc.def.name,
+        rng: &mut vu.rng,
+        vars: &vu.vars,
+        env: &sc.env,
+        now_ms,
+    };
+    let mut text = String::with_capacity(256);
+    let mut scratch = String::new();
+
+    // Body first: its length goes in the head.
+    let (body, content_type): (Vec<u8>, Option<&str>) = match &req.body {
+        Body::None => (Vec::new(), None),
+        Body::Json(j) => {
+            let mut out = String::new();
+            write_json(j, &mut cx, &mut out);
+            (out.into_bytes(), Some("application/json"))
+        }
+        Body::Form(fields) => {
+            let mut out = String::new();
+            for (i, (k, v)) in fields.iter().enumerate() {
+                if i > 0 {
+                    out.push('&');
+                }
+                encode_component(k, &mut out);
+                out.push('=');
+                scratch.clear();
+                v.render_into(&mut cx, &mut scratch);
+                encode_component(&scratch, &mut out);
+            }
+            (out.into_bytes(), Some("application/x-www-form-urlencoded"))
+        }
+        Body::Raw(t) => (t.render(&mut cx).into_bytes(), None),
+    };
+
+    text.push_str(&req.method);
+    text.push(' ');
+    scratch.clear();
+    scratch.push_str(&sc.plan.target.base_path);
+    req.path.render_into(&mut cx, &mut scratch);
+    encode_target(&scratch, &mut text);
+    for (i, (k, v)) in req.query.iter().enumerate() {
+        let has_query = i > 0 || scratch.contains('?');
+        text.push(if has_query { '&' } else { '?' });
+        encode_component(k, &mut text);
+        text.push('=');
+        scratch.clear();
+        v.render_into(&mut cx, &mut scratch);
+        encode_component(&scratch, &mut text);
+    }
+    text.push_str(" HTTP/1.1\r\nHost: ");
+    text.push_str(&sc.authority);
+    text.push_str("\r\n");
+    let own = |name: &str| req.headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(name));
+    let mut header = |k: &str, v: &throng_scenario::Template, cx: &mut Context<'_>, text: &mut String| {
+        text.push_str(k);
+        text.push_str(": ");
+        scratch.clear();
+        v.render_into(cx, &mut scratch);
+        // A captured value must not smuggle in a header of its own.
+        text.extend(scratch.chars().map(|c| if c == '\r' || c == '\n' { ' ' } else { c }));
+        text.push_str("\r\n");
+    };
+    for (k, v) in &sc.plan.defaults.headers {
+        if !own(k) {
+            header(k, v, &mut cx, &mut text);
+        }
+    }
+    for (k, v) in &req.headers {
+        header(k, v, &mut cx, &mut text);
+    }
+    let has = |name: &str| {
+        own(name)
+            || sc
+                .plan
+                .defaults
+                .headers
+                .iter()
+                .any(|(k, _)| k.eq_ignore_ascii_case(name))
+    };
+    if !has("user-agent") {
+        let _ = write!(text, "User-Agent: throng/{}\r\n", env!("CARGO_PKG_VERSION"));
+    }
+    if let Some(ct) = content_type
+        && !has("content-type")
+    {
+        let _ = write!(text, "Content-Type: {ct}\r\n");
+    }
+    if !body.is_empty() || matches!(req.method.as_str(), "POST" | "PUT" | "PATCH") {
+        let _ = write!(text, "Content-Length: {}\r\n", body.len());
+    }
+    text.push_str("\r\n");
+    let mut bytes = text.into_bytes();
+    bytes.extend_from_slice(&body);
+    bytes
+}
+
+fn write_json(j: &JsonTemplate, cx: &mut Context<'_>, out: &mut String) {
+    match j {
+        JsonTemplate::Value(v) => out.push_str(&v.to_string()),
+        JsonTemplate::Text(t) => out.push_str(&serde_json::Value::String(t.render(cx)).to_string()),
+        JsonTemplate::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_json(item, cx, out);
+            }
+            out.push(']');
+        }
+        JsonTemplate::Object(fields) => {
+            out.push('{');
+            for (i, (k, v)) in fields.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&serde_json::Value::String(k.clone()).to_string());
+                out.push(':');
+                write_json(v, cx, out);
+            }
+            out.push('}');
+        }
+    }
+}
+
+/// Percent-encodes what may not appear in a request target (spaces,
+/// controls, non-ASCII); keeps `/ ? & = %` and the rest as written.
+fn encode_target(s: &str, out: &mut String) {
+    for b in s.bytes() {
+        if b.is_ascii_graphic() {
+            out.push(b as char);
+        } else {
+            let _ = write!(out, "%{b:02X}");
+        }
+    }
+}
+
+/// Percent-encodes a query or form component (RFC 3986 unreserved kept).
+fn encode_component(s: &str, out: &mut String) {
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(b as char);
+        } else {
+            let _ = write!(out, "%{b:02X}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn components_and_targets_are_encoded() {
+        let mut out = String::new();
+        encode_component("a b&c=d/é", &mut out);
+        assert_eq!(out, "a%20b%26c%3Dd%2F%C3%A9");
+        let mut out = String::new();
+        encode_target("/users/a b?x=1", &mut out);
+        assert_eq!(out, "/users/a%20b?x=1");
+    }
+}

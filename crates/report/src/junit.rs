@@ -1,0 +1,83 @@
+//! Threshold verdicts as JUnit XML, the format CI systems (GitLab, Jenkins,
+//! GitHub test reporters) read: one test case per threshold, failed ones
+//! with what was observed.
+
+use std::io::{self, Write};
+
+use throng_result::RunResult;
+
+/// Writes the verdicts of `r`'s thresholds (none: an empty suite).
+pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
+    let tests = r.thresholds.len();
+    let failures = r.thresholds.iter().filter(|v| !v.passed).count();
+    let name = match &r.plan {
+        throng_result::Plan::Run(p) => p.file.clone(),
+        _ => "throng".to_string(),
+    };
+    writeln!(w, r#"<?xml version="1.0" encoding="UTF-8"?>"#)?;
+    writeln!(
+        w,
+        r#"<testsuites name="throng" tests="{tests}" failures="{failures}" time="{:.3}">"#,
+        r.duration_s
+    )?;
+    writeln!(
+        w,
+        r#"  <testsuite name="{}" tests="{tests}" failures="{failures}" errors="0" time="{:.3}" timestamp="{}">"#,
+        escape(&format!("thresholds of {name}")),
+        r.duration_s,
+        escape(r.started_at.trim_end_matches('Z')),
+    )?;
+    for v in &r.thresholds {
+        let case = format!(
+            r#"    <testcase classname="throng.thresholds" name="{}" time="0""#,
+            escape(&v.threshold)
+        );
+        if v.passed {
+            writeln!(w, "{case}/>")?;
+        } else {
+            writeln!(w, "{case}>")?;
+            writeln!(
+                w,
+                r#"      <failure message="{}" type="threshold">{}</failure>"#,
+                escape(&format!("failed: {}", v.detail)),
+                escape(&format!("{} did not hold: {}", v.threshold, v.detail))
+            )?;
+            writeln!(w, "    </testcase>")?;
+        }
+    }
+    writeln!(w, "  </testsuite>")?;
+    writeln!(w, "</testsuites>")
+}
+
+/// Escapes text for XML attributes and content; drops characters XML 1.0
+/// cannot carry.
+fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            '\t' | '\n' | '\r' => out.push(c),
+            c if (c as u32) < 0x20 => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_markup() {
+        assert_eq!(
+            escape(r#"p(95) < 500ms & "x" 'y'"#),
+            "p(95) &lt; 500ms &amp; &quot;x&quot; &apos;y&apos;"
+        );
+        assert_eq!(escape("a\u{1}b"), "ab");
+    }
+}

@@ -1,0 +1,414 @@
+//! The report of `throng run`: what ran, iterations and VUs, how requests
+//! ended, latency of all requests beside those with an expected status,
+//! per-step, group and scenario tables, the load-level (per-stage) table,
+//! checks, and threshold verdicts.
+
+use std::io::{self, Write};
+use std::time::Duration;
+
+use throng_metrics::{Hist, ScenarioStats, TagStats};
+use throng_result::{Plan, RunResult, per_second};
+use throng_scenario::{Executor, Scenario, ScenarioPlan};
+
+use crate::format::{bytes, pct, us};
+use crate::text::{write_errors, write_generator, write_phase_table, write_tls};
+
+/// Writes the scenario report.
+pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
+    let Plan::Run(p) = &r.plan else {
+        return crate::text::write(r, w);
+    };
+    let m = &r.measurements;
+    let s = m.scenario.clone().unwrap_or_default();
+    writeln!(w, "throng run {} → {}", p.file, p.target.url)?;
+    for sc in &p.scenarios {
+        writeln!(w, "  scenario {}: {}", sc.name, describe(sc))?;
+    }
+    if (p.scale - 1.0).abs() > f64::EPSILON {
+        writeln!(w, "  schedule scaled by {} (--scale)", p.scale)?;
+    }
+    if r.interrupted {
+        writeln!(w, "  interrupted: the run was stopped before its end")?;
+    }
+    for note in &r.notes {
+        writeln!(w, "  note: {note}")?;
+    }
+    writeln!(w)?;
+
+    let req = &m.requests;
+    let ended = req.ended();
+    writeln!(
+        w,
+        "  {:<14}{} completed ({:.2}/s), {} dropped, at most {} VUs",
+        "iterations",
+        s.iterations,
+        per_second(s.iterations, r.duration_s),
+        s.dropped_iterations,
+        s.vus_max
+    )?;
+    if !s.iteration.is_empty() {
+        let i = s.iteration.summary();
+        writeln!(
+            w,
+            "  {:<14}avg {}, med {}, p95 {}, max {}",
+            "iteration",
+            us(i.mean),
+            us(i.p50 as f64),
+            us(i.p95 as f64),
+            us(i.max as f64)
+        )?;
+    }
+    writeln!(
+        w,
+        "  {:<14}{} in {:.2}s, {:.2}/s",
+        "requests",
+        ended,
+        r.duration_s,
+        r.requests_per_second()
+    )?;
+    writeln!(
+        w,
+        "  {:<14}{} ({:.2}%) with a status their step expects",
+        "ok",
+        req.ok,
+        pct(req.ok, ended)
+    )?;
+    let failed = req.failed();
+    writeln!(w, "  {:<14}{} ({:.2}%)", "errors", failed, pct(failed, ended))?;
+    write_errors(w, &req.errors)?;
+    let statuses: Vec<String> = m.status.iter().map(|(code, n)| format!("{code}={n}")).collect();
+    if !statuses.is_empty() {
+        writeln!(w, "  {:<14}{}", "status", statuses.join(" "))?;
+    }
+    writeln!(
+        w,
+        "  {:<14}received {} ({}/s), sent {} ({}/s)",
+        "data",
+        bytes(m.bytes.received as f64),
+        bytes(per_second(m.bytes.received, r.duration_s)),
+        bytes(m.bytes.sent as f64),
+        bytes(per_second(m.bytes.sent, r.duration_s)),
+    )?;
+    writeln!(
+        w,
+        "  {:<14}{} opened, {} failed, at most {} open at once",
+        "connections",
+        m.connections.ok,
+        m.connections.failed(),
+        m.peak_concurrent_connections
+    )?;
+    if m.connections.failed() > 0 {
+        write_errors(w, &m.connections.errors)?;
+    }
+    write_tls(r, w)?;
+    writeln!(w)?;
+
+    if let Some(all) = s.all() {
+        write_latency(all, w)?;
+        writeln!(w)?;
+    }
+    write_tags(&s, w)?;
+    write_stages(&s, p, w)?;
+    write_checks(&s, w)?;
+    write_thresholds(r, w)?;
+    write_phase_table(m, w)?;
+    writeln!(w)?;
+    write_generator(r, ended, "requests", w)
+}
+
+/// An executor in one line.
+pub fn describe(sc: &Scenario) -> String {
+    let d = |d: &Duration| throng_plan::format_duration(*d);
+    let ramp = |start: f64, stages: &[throng_scenario::Stage]| {
+        let mut s = format!("{start}");
+        for st in stages {
+            s.push_str(&format!("→{} ({})", st.target, d(&st.duration)));
+        }
+        s
+    };
+    let mut text = match &sc.executor {
+        Executor::ConstantVus { vus, duration } => format!("constant-vus, {vus} VUs for {}", d(duration)),
+        Executor::RampingVus {
+            start_vus,
+            stages,
+            graceful_ramp_down,
+        } => format!(
+            "ramping-vus, VUs {} (graceful ramp-down {})",
+            ramp(*start_vus as f64, stages),
+            d(graceful_ramp_down)
+        ),
+        Executor::PerVuIterations {
+            vus,
+            iterations,
+            max_duration,
+        } => format!(
+            "per-vu-iterations, {vus} VUs × {iterations} iterations (at most {})",
+            d(max_duration)
+        ),
+        Executor::SharedIterations {
+            vus,
+            iterations,
+            max_duration,
+        } => format!(
+            "shared-iterations, {iterations} iterations over {vus} VUs (at most {})",
+            d(max_duration)
+        ),
+        Executor::ConstantArrivalRate {
+            rate,
+            time_unit,
+            duration,
+            pre_allocated_vus,
+            max_vus,
+        } => format!(
+            "constant-arrival-rate, {rate} iterations per {} for {}, VUs {pre_allocated_vus}–{max_vus}",
+            d(time_unit),
+            d(duration)
+        ),
+        Executor::RampingArrivalRate {
+            start_rate,
+            time_unit,
+            stages,
+            pre_allocated_vus,
+            max_vus,
+        } => format!(
+            "ramping-arrival-rate, iterations per {} {}, VUs {pre_allocated_vus}–{max_vus}",
+            d(time_unit),
+            ramp(*start_rate, stages)
+        ),
+    };
+    if !sc.start_time.is_zero() {
+        text.push_str(&format!(", starting at {}", d(&sc.start_time)));
+    }
+    text
+}
+
+fn row(h: &Hist) -> [String; 7] {
+    if h.is_empty() {
+        return std::array::from_fn(|_| "-".to_string());
+    }
+    let s = h.summary();
+    [
+        us(s.mean),
+        us(s.min as f64),
+        us(s.p50 as f64),
+        us(s.p90 as f64),
+        us(s.p95 as f64),
+        us(s.p99 as f64),
+        us(s.max as f64),
+    ]
+}
+
+/// All requests beside only those whose status their step expects (seed
+/// 004's "All Requests" and "Successful Requests").
+fn write_latency(all: &TagStats, w: &mut dyn Write) -> io::Result<()> {
+    writeln!(
+        w,
+        "  {:<14}{:>18}{:>24}",
+        "response time", "all requests", "expected status only"
+    )?;
+    let a = row(&all.response);
+    let e = row(&all.expected);
+    for (i, name) in ["avg", "min", "med", "p90", "p95", "p99", "max"].iter().enumerate() {
+        writeln!(w, "  {:<14}{:>18}{:>24}", name, a[i], e[i])?;
+    }
+    writeln!(
+        w,
+        "  {:<14}{:>18}{:>24}",
+        "count",
+        all.response.count(),
+        all.expected.count()
+    )
+}
+
+/// One row per step, group and scenario.
+fn write_tags(s: &ScenarioStats, w: &mut dyn Write) -> io::Result<()> {
+    let rows: Vec<(&str, &str, &TagStats)> = ["step", "group", "scenario"]
+        .iter()
+        .flat_map(|kind| {
+            s.tags
+                .iter()
+                .filter_map(move |(k, t)| k.strip_prefix(&format!("{kind}:")).map(|name| (*kind, name, t)))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let width = rows
+        .iter()
+        .map(|(k, n, _)| k.len() + n.len() + 1)
+        .max()
+        .unwrap_or(0)
+        .max(12)
+        + 2;
+    writeln!(
+        w,
+        "  {:<width$}{:>9}{:>9}{:>8}{:>11}{:>11}{:>11}{:>11}{:>11}",
+        "tag", "requests", "errors", "status✗", "avg", "med", "p95", "p99", "max"
+    )?;
+    for (kind, name, t) in rows {
+        let h = row(&t.response);
+        writeln!(
+            w,
+            "  {:<width$}{:>9}{:>9}{:>8}{:>11}{:>11}{:>11}{:>11}{:>11}",
+            format!("{kind}:{name}"),
+            t.requests,
+            t.failed,
+            t.unexpected_status,
+            h[0],
+            h[2],
+            h[4],
+            h[5],
+            h[6]
+        )?;
+    }
+    let groups: Vec<_> = s.groups.iter().filter(|(_, h)| !h.is_empty()).collect();
+    for (name, h) in groups {
+        let r = row(h);
+        writeln!(
+            w,
+            "  {:<width$}{:>9}{:>9}{:>8}{:>11}{:>11}{:>11}{:>11}{:>11}",
+            format!("group:{name} (whole)"),
+            h.count(),
+            "",
+            "",
+            r[0],
+            r[2],
+            r[4],
+            r[5],
+            r[6]
+        )?;
+    }
+    writeln!(
+        w,
+        "  (status✗: responses whose status the step does not expect, counted as check_failed)"
+    )?;
+    writeln!(w)
+}
+
+/// For each stage of each ramp: the planned VUs or rate, throughput, p95
+/// and error rate — how the service degrades as load grows.
+fn write_stages(s: &ScenarioStats, p: &ScenarioPlan, w: &mut dyn Write) -> io::Result<()> {
+    if p.scenarios.iter().all(|sc| sc.executor.stages().is_empty()) {
+        return Ok(());
+    }
+    writeln!(w, "  load levels (per stage)")?;
+    writeln!(
+        w,
+        "  {:<16}{:>16}{:>14}{:>10}{:>10}{:>11}{:>11}{:>9}",
+        "stage", "span", "planned", "VUs max", "req/s", "med", "p95", "errors"
+    )?;
+    for (index, sc) in p.scenarios.iter().enumerate() {
+        if sc.executor.stages().is_empty() {
+            continue;
+        }
+        let (unit, start) = match &sc.executor {
+            Executor::RampingVus { start_vus, .. } => ("VUs", *start_vus as f64),
+            Executor::RampingArrivalRate { start_rate, .. } => ("/unit", *start_rate),
+            _ => ("", 0.0),
+        };
+        let mut from = start;
+        let mut at = sc.start_time;
+        for (i, st) in sc.executor.stages().iter().enumerate() {
+            let name = format!("{}#{}", sc.name, i + 1);
+            let end = at + st.duration;
+            let t = s.tags.get(&format!("stage:{name}"));
+            let (lo, hi) = (at.as_secs(), end.as_secs().max(at.as_secs() + 1));
+            let vus = s
+                .series
+                .iter()
+                .filter(|x| x.second >= lo && x.second < hi)
+                .map(|x| x.vus_by_scenario.get(index).copied().unwrap_or(0))
+                .max()
+                .unwrap_or(0);
+            let planned = if (from - st.target).abs() < f64::EPSILON {
+                format!("{} {unit}", st.target)
+            } else {
+                format!("{}→{} {unit}", from, st.target)
+            };
+            let (rate, med, p95, errors) = match t {
+                Some(t) if t.requests > 0 => {
+                    let h = row(&t.response);
+                    (
+                        format!("{:.2}", t.requests as f64 / st.duration.as_secs_f64().max(1e-9)),
+                        h[2].clone(),
+                        h[4].clone(),
+                        format!("{:.2}%", pct(t.failed, t.requests)),
+                    )
+                }
+                _ => ("0".into(), "-".into(), "-".into(), "-".into()),
+            };
+            writeln!(
+                w,
+                "  {:<16}{:>16}{:>14}{:>10}{:>10}{:>11}{:>11}{:>9}",
+                name,
+                format!(
+                    "{}–{}",
+                    throng_plan::format_duration(at),
+                    throng_plan::format_duration(end)
+                ),
+                planned,
+                vus,
+                rate,
+                med,
+                p95,
+                errors
+            )?;
+            from = st.target;
+            at = end;
+        }
+    }
+    writeln!(w)
+}
+
+fn write_checks(s: &ScenarioStats, w: &mut dyn Write) -> io::Result<()> {
+    if s.checks.is_empty() {
+        return Ok(());
+    }
+    let width = s.checks.keys().map(String::len).max().unwrap_or(0).max(10) + 2;
+    writeln!(w, "  {:<width$}{:>10}{:>10}{:>9}", "check", "passes", "fails", "pass")?;
+    for (name, c) in &s.checks {
+        writeln!(
+            w,
+            "  {}{:<width$}{:>10}{:>10}{:>8.2}%",
+            if c.fails == 0 { "✓ " } else { "✗ " },
+            name,
+            c.passes,
+            c.fails,
+            pct(c.passes, c.passes + c.fails),
+            width = width - 2
+        )?;
+    }
+    writeln!(w)
+}
+
+fn write_thresholds(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
+    if r.thresholds.is_empty() {
+        return Ok(());
+    }
+    let failed = r.thresholds.iter().filter(|v| !v.passed).count();
+    writeln!(
+        w,
+        "  thresholds: {} of {} held{}",
+        r.thresholds.len() - failed,
+        r.thresholds.len(),
+        if failed > 0 { " — FAILED (exit code 99)" } else { "" }
+    )?;
+    let width = r
+        .thresholds
+        .iter()
+        .map(|v| v.threshold.chars().count())
+        .max()
+        .unwrap_or(0)
+        + 2;
+    for v in &r.thresholds {
+        writeln!(
+            w,
+            "  {} {:<width$}{}",
+            if v.passed { "✓" } else { "✗" },
+            v.threshold,
+            v.detail
+        )?;
+    }
+    writeln!(w)
+}

@@ -1,0 +1,264 @@
+//! When executors start iterations: VUs over time for the closed models,
+//! iteration start times for the open ones. Pure functions of the plan, so
+//! every worker computes the same schedule and takes its share.
+
+use std::time::Duration;
+
+use crate::spec::{Executor, Stage};
+
+/// The share of `total` that worker `worker` of `workers` takes: VU ids and
+/// arrivals are dealt round-robin, so worker `w` owns global index `i` when
+/// `i % workers == w`.
+pub fn share(total: u64, worker: u32, workers: u32) -> u64 {
+    let (w, n) = (u64::from(worker), u64::from(workers.max(1)));
+    total / n + u64::from(w < total % n)
+}
+
+/// A value that moves linearly through stages from `start`.
+fn along(start: f64, stages: &[Stage], t: Duration) -> Option<f64> {
+    let mut from = start;
+    let mut at = Duration::ZERO;
+    for s in stages {
+        if t < at + s.duration {
+            let into = (t - at).as_secs_f64() / s.duration.as_secs_f64();
+            return Some(from + (s.target - from) * into);
+        }
+        at += s.duration;
+        from = s.target;
+    }
+    None
+}
+
+impl Executor {
+    /// VUs the whole scenario should have `t` after its start (closed
+    /// models; 0 once the schedule ended). Ramps round down, so a ramp from
+    /// 0 to 10 over 10 s adds a VU every second.
+    pub fn vus_at(&self, t: Duration) -> u64 {
+        match self {
+            Executor::ConstantVus { vus, duration } => {
+                if t < *duration {
+                    *vus
+                } else {
+                    0
+                }
+            }
+            Executor::RampingVus { start_vus, stages, .. } => {
+                along(*start_vus as f64, stages, t).map_or(0, |v| (v + 1e-9).floor().max(0.0) as u64)
+            }
+            Executor::PerVuIterations { vus, max_duration, .. }
+            | Executor::SharedIterations { vus, max_duration, .. } => {
+                if t < *max_duration {
+                    *vus
+                } else {
+                    0
+                }
+            }
+            Executor::ConstantArrivalRate { .. } | Executor::RampingArrivalRate { .. } => 0,
+        }
+    }
+
+    /// The most VUs the scenario can have at once (each may hold a connection).
+    pub fn max_vus(&self) -> u64 {
+        match self {
+            Executor::ConstantVus { vus, .. }
+            | Executor::PerVuIterations { vus, .. }
+            | Executor::SharedIterations { vus, .. } => *vus,
+            Executor::RampingVus { start_vus, stages, .. } => {
+                stages.iter().map(|s| s.target.ceil() as u64).fold(*start_vus, u64::max)
+            }
+            Executor::ConstantArrivalRate { max_vus, .. } | Executor::RampingArrivalRate { max_vus, .. } => *max_vus,
+        }
+    }
+
+    /// The arrival schedule of an open-model executor (None for the closed ones).
+    pub fn arrivals(&self) -> Option<ArrivalCurve> {
+        match self {
+            Executor::ConstantArrivalRate {
+                rate,
+                time_unit,
+                duration,
+                ..
+            } => {
+                let r = rate / time_unit.as_secs_f64();
+                Some(ArrivalCurve::new(r, &[(*duration, r)]))
+            }
+            Executor::RampingArrivalRate {
+                start_rate,
+                time_unit,
+                stages,
+                ..
+            } => {
+                let per_s = |v: f64| v / time_unit.as_secs_f64();
+                let segments: Vec<(Duration, f64)> = stages.iter().map(|s| (s.duration, per_s(s.target))).collect();
+                Some(ArrivalCurve::new(per_s(*start_rate), &segments))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Iteration start times under a piecewise-linear rate: arrival `k` (from
+/// 0) starts when the rate's integral reaches `k`. Exact for any ramp, so
+/// workers that each take every n-th arrival together follow the plan.
+#[derive(Clone, Debug)]
+pub struct ArrivalCurve {
+    /// (start offset, length, rate at start, rate at end, arrivals before it), rates per second.
+    segments: Vec<(f64, f64, f64, f64, f64)>,
+    total: f64,
+}
+
+impl ArrivalCurve {
+    /// A curve starting at `start` per second, then moving linearly to each
+    /// segment's rate over its duration.
+    pub fn new(start: f64, segments: &[(Duration, f64)]) -> Self {
+        let mut out = Vec::new();
+        let (mut at, mut from, mut before) = (0.0, start.max(0.0), 0.0);
+        for (d, to) in segments {
+            let len = d.as_secs_f64();
+            let to = to.max(0.0);
+            out.push((at, len, from, to, before));
+            before += (from + to) / 2.0 * len;
+            at += len;
+            from = to;
+        }
+        ArrivalCurve {
+            segments: out,
+            total: before,
+        }
+    }
+
+    /// Arrivals in the whole schedule (a fractional last one does not start).
+    pub fn count(&self) -> u64 {
+        // Arrival k starts when the integral reaches k, k = 0, 1, ...: those
+        // with k strictly below the total fit (k = 0 only if any rate at all).
+        if self.total <= 0.0 {
+            0
+        } else {
+            (self.total - 1e-9).floor() as u64 + 1
+        }
+    }
+
+    /// When arrival `k` starts, from the schedule's start; None past its end.
+    pub fn offset(&self, k: u64) -> Option<Duration> {
+        let n = k as f64;
+        if n >= self.total && !(k == 0 && self.total > 0.0) {
+            return None;
+        }
+        for &(at, len, r0, r1, before) in &self.segments {
+            let here = (r0 + r1) / 2.0 * len;
+            if n > before + here || (here <= 0.0 && n >= before) {
+                continue;
+            }
+            let m = n - before;
+            // r0·t + (r1 − r0)·t² / (2·len) = m
+            let a = (r1 - r0) / (2.0 * len);
+            let t = if a.abs() < 1e-12 {
+                if r0 <= 0.0 {
+                    continue;
+                }
+                m / r0
+            } else {
+                let disc = (r0 * r0 + 4.0 * a * m).max(0.0);
+                (-r0 + disc.sqrt()) / (2.0 * a)
+            };
+            return Some(Duration::from_secs_f64(at + t.clamp(0.0, len)));
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stage(secs: u64, target: f64) -> Stage {
+        Stage {
+            duration: Duration::from_secs(secs),
+            target,
+        }
+    }
+
+    #[test]
+    fn shares_add_up_and_deal_round_robin() {
+        for total in 0..20 {
+            for workers in 1..5 {
+                let sum: u64 = (0..workers).map(|w| share(total, w, workers)).sum();
+                assert_eq!(sum, total);
+                // Worker w owns global indices w, w + n, ...: as many as share says.
+                for w in 0..workers {
+                    let owned = (0..total).filter(|i| i % u64::from(workers) == u64::from(w)).count() as u64;
+                    assert_eq!(owned, share(total, w, workers));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn ramping_vus_follow_the_stages() {
+        let e = Executor::RampingVus {
+            start_vus: 0,
+            stages: vec![stage(10, 10.0), stage(10, 10.0), stage(5, 0.0)],
+            graceful_ramp_down: Duration::from_secs(30),
+        };
+        let at = |ms: u64| e.vus_at(Duration::from_millis(ms));
+        assert_eq!(at(0), 0);
+        assert_eq!(at(999), 0);
+        assert_eq!(at(1000), 1);
+        assert_eq!(at(5500), 5);
+        assert_eq!(at(10_000), 10);
+        assert_eq!(at(19_999), 10);
+        assert_eq!(at(22_500), 5);
+        assert_eq!(at(25_000), 0);
+        assert_eq!(e.max_vus(), 10);
+    }
+
+    #[test]
+    fn constant_arrivals_are_evenly_spaced() {
+        let e = Executor::ConstantArrivalRate {
+            rate: 20.0,
+            time_unit: Duration::from_secs(2),
+            duration: Duration::from_secs(3),
+            pre_allocated_vus: 1,
+            max_vus: 1,
+        };
+        let c = e.arrivals().unwrap();
+        assert_eq!(c.count(), 30);
+        assert_eq!(c.offset(0), Some(Duration::ZERO));
+        assert_eq!(c.offset(10), Some(Duration::from_secs(1)));
+        assert!(c.offset(29).is_some());
+        assert_eq!(c.offset(30), None);
+    }
+
+    #[test]
+    fn ramping_arrivals_integrate_the_rate() {
+        // 0 → 10/s over 10 s: 50 arrivals; arrival k at sqrt(2k) seconds.
+        let c = ArrivalCurve::new(0.0, &[(Duration::from_secs(10), 10.0), (Duration::from_secs(10), 0.0)]);
+        assert_eq!(c.count(), 100);
+        for k in [0u64, 1, 8, 32, 49] {
+            let t = c.offset(k).unwrap().as_secs_f64();
+            assert!((t - (2.0 * k as f64).sqrt()).abs() < 1e-6, "arrival {k} at {t}");
+        }
+        // The ramp down mirrors the ramp up.
+        let up = c.offset(10).unwrap().as_secs_f64();
+        let down = c.offset(90).unwrap().as_secs_f64();
+        assert!((up + down - 20.0).abs() < 0.5, "{up} {down}");
+        let mut last = Duration::ZERO;
+        for k in 0..c.count() {
+            let t = c.offset(k).unwrap();
+            assert!(t >= last);
+            last = t;
+        }
+        assert_eq!(c.offset(100), None);
+        // A pause (rate 0) between two ramps is skipped over.
+        let gap = ArrivalCurve::new(
+            5.0,
+            &[
+                (Duration::from_secs(2), 5.0),
+                (Duration::from_secs(3), 0.0),
+                (Duration::from_secs(1), 0.0),
+            ],
+        );
+        assert_eq!(gap.count(), 18);
+        assert!(gap.offset(17).unwrap() < Duration::from_secs(5));
+    }
+}
