@@ -49,6 +49,8 @@ use worker::{RunState, StormLoad, WorkerDone, WorkerLoad, WorkerSpec};
 const STARTUP: Duration = Duration::from_millis(20);
 /// How often the coordinator wakes to report progress and check limits.
 const TICK: Duration = Duration::from_millis(100);
+/// How often a judge looks at the run (thresholds with abort_on_fail).
+const JUDGE_EVERY: Duration = Duration::from_secs(1);
 /// How long workers get to stop after an abort before the run gives up on them.
 const ABORT_GRACE: Duration = Duration::from_secs(5);
 /// Descriptors a process needs besides its connections (runtimes, stdio).
@@ -306,6 +308,7 @@ pub fn run_http(
         grace: plan.timeout,
         judge_after: u64::from(plan.connections).min(10),
         trigger: None,
+        judge: None,
     };
     let finished = coordinate(launch, control, on_tick)?;
     Ok(finished.into_result(Plan::Http(plan.clone()), plan.is_open_loop(), control))
@@ -356,7 +359,14 @@ struct Launch {
     judge_after: u64,
     /// A command to run once `first_wave` connections have resolved.
     trigger: Option<(throng_plan::Trigger, u64)>,
+    /// Judges everything measured so far, about once a second; a reason
+    /// stops the run (thresholds with abort_on_fail).
+    judge: Option<Judge>,
 }
+
+/// Judges a run while it lasts: measurements so far and time since the
+/// start in, a reason to stop out.
+type Judge = Box<dyn FnMut(&Measurements, Duration) -> Option<String>>;
 
 /// What the workers left behind, merged.
 struct Finished {
@@ -424,6 +434,7 @@ fn coordinate(launch: Launch, control: &Control, on_tick: &mut dyn FnMut(&Progre
         grace,
         judge_after,
         trigger,
+        mut judge,
     } = launch;
     let mut trigger_run = trigger.map(|(t, wave)| trigger::Pending::new(t, wave));
     let origin = clock.origin;
@@ -431,16 +442,19 @@ fn coordinate(launch: Launch, control: &Control, on_tick: &mut dyn FnMut(&Progre
     let coordinator_cpu = sys::thread_cpu();
     let (done_tx, done_rx) = mpsc::channel::<(usize, std::io::Result<WorkerDone>)>();
     let mut lives = Vec::new();
+    let mut snapshots = Vec::new();
     let mut handles = Vec::new();
     for (w, spec) in specs.into_iter().enumerate() {
         let live = Arc::new(Mutex::new(Live::default()));
         lives.push(Arc::clone(&live));
+        let snapshot = judge.as_ref().map(|_| Arc::new(Mutex::new(None)));
+        snapshots.extend(snapshot.clone());
         let state = control.state.subscribe();
         let tx = done_tx.clone();
         let handle = std::thread::Builder::new()
             .name(format!("throng-worker-{w}"))
             .spawn(move || {
-                let out = worker::run(spec, state, live);
+                let out = worker::run(spec, state, live, snapshot);
                 let _ = tx.send((w, out));
             })
             .map_err(|e| EngineError::Worker(format!("cannot start a worker thread: {e}")))?;
@@ -454,6 +468,7 @@ fn coordinate(launch: Launch, control: &Control, on_tick: &mut dyn FnMut(&Progre
     let mut stop_seen: Option<Instant> = None;
     let mut abort_seen: Option<Instant> = None;
     let mut failure: Option<String> = None;
+    let mut next_judgement = origin + JUDGE_EVERY;
     while remaining > 0 {
         match done_rx.recv_timeout(TICK) {
             Ok((w, Ok(d))) => {
@@ -494,6 +509,25 @@ fn coordinate(launch: Launch, control: &Control, on_tick: &mut dyn FnMut(&Progre
 
         if let Some(t) = trigger_run.as_mut() {
             t.tick(now, origin, live.first_wave);
+        }
+
+        if let Some(judge) = judge.as_mut()
+            && control.state() == RunState::Running
+            && now >= next_judgement
+        {
+            next_judgement = now + JUDGE_EVERY;
+            let mut so_far = Measurements::default();
+            for s in &snapshots {
+                if let Ok(s) = s.lock()
+                    && let Some(m) = s.as_ref()
+                {
+                    let _ = so_far.merge(m, Duration::ZERO);
+                }
+            }
+            if let Some(reason) = judge(&so_far, now.saturating_duration_since(origin)) {
+                notes.push(reason);
+                control.stop();
+            }
         }
 
         // Nothing listens there: stop rather than spin on refusals.
@@ -732,6 +766,7 @@ pub fn run_storm(
         grace: plan.timeout,
         judge_after: plan.connections.min(10),
         trigger: plan.trigger.clone().map(|t| (t, mine)),
+        judge: None,
     };
     let mut finished = coordinate(launch, control, on_tick)?;
     if count > 1 {
@@ -744,6 +779,31 @@ pub fn run_storm(
     }
     let co_free = plan.rate.is_some() || plan.jitter.is_some();
     Ok(finished.into_result(Plan::Storm(plan.clone()), co_free, control))
+}
+
+/// Stops the run when a threshold with `abort_on_fail` fails on what was
+/// measured so far, once its delay has passed.
+fn abort_judge(plan: &throng_scenario::ScenarioPlan) -> Option<Judge> {
+    let watched: Vec<throng_scenario::Threshold> =
+        plan.thresholds.iter().filter(|t| t.abort_on_fail).cloned().collect();
+    if watched.is_empty() {
+        return None;
+    }
+    Some(Box::new(move |m: &Measurements, elapsed: Duration| {
+        watched
+            .iter()
+            .filter(|t| elapsed.as_secs() >= t.delay_s)
+            .map(|t| t.evaluate(m))
+            .find(|v| !v.passed)
+            .map(|v| {
+                format!(
+                    "stopped at {:.0}s: threshold '{}' failed ({}) and has abort_on_fail",
+                    elapsed.as_secs_f64(),
+                    v.threshold,
+                    v.detail
+                )
+            })
+    }))
 }
 
 /// How to run a scenario file besides the file itself.
@@ -840,6 +900,7 @@ pub fn run_scenario(
         grace: plan.defaults.timeout + TICK,
         judge_after: vus.min(10),
         trigger: None,
+        judge: abort_judge(plan),
     };
     let finished = coordinate(launch, control, on_tick)?;
     let co_free = plan.scenarios.iter().all(|s| s.executor.is_open());

@@ -25,6 +25,9 @@ use crate::transport::{self, TlsClient, Transport};
 pub(crate) const SCRATCH: usize = 64 * 1024;
 /// How often a worker publishes its live figures.
 const PUBLISH_EVERY: Duration = Duration::from_millis(100);
+/// How often a worker publishes everything it measured so far, when the
+/// coordinator judges thresholds during the run.
+const SNAPSHOT_EVERY: Duration = Duration::from_secs(1);
 
 /// Where the whole run is: workers watch this.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -254,6 +257,7 @@ pub(crate) fn run(
     spec: WorkerSpec,
     mut state: watch::Receiver<RunState>,
     live: Arc<Mutex<Live>>,
+    snapshot: Option<Arc<Mutex<Option<Measurements>>>>,
 ) -> std::io::Result<WorkerDone> {
     let cpu_before = crate::sys::thread_cpu();
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
@@ -315,11 +319,23 @@ pub(crate) fn run(
             let ctx = Rc::clone(&ctx);
             tokio::task::spawn_local(async move {
                 let mut tick = tokio::time::interval(PUBLISH_EVERY);
+                let mut next_snapshot = Instant::now() + SNAPSHOT_EVERY;
                 loop {
                     tick.tick().await;
                     let figures = ctx.rec.borrow().live();
                     if let Ok(mut slot) = live.lock() {
                         *slot = figures;
+                    }
+                    if let Some(slot) = &snapshot
+                        && Instant::now() >= next_snapshot
+                    {
+                        let now = Instant::now();
+                        next_snapshot = now + SNAPSHOT_EVERY;
+                        let mut m = ctx.rec.borrow().snapshot(now);
+                        m.scenario = ctx.scenario.borrow().as_ref().map(|s| s.clone().finish(now));
+                        if let Ok(mut slot) = slot.lock() {
+                            *slot = Some(m);
+                        }
                     }
                 }
             });

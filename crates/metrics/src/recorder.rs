@@ -19,7 +19,7 @@ const STATUS_TABLE: usize = 600;
 /// per-second series. Samples go into the current second's histograms
 /// only; when a second ends they are added to the run totals and kept
 /// encoded in the series — one histogram write per sample.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Recorder {
     origin: Instant,
     second: u64,
@@ -48,7 +48,7 @@ pub struct Recorder {
 }
 
 /// TLS counts keyed by static names (no allocation per handshake).
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 struct TlsTally {
     handshakes: u64,
     resumed: u64,
@@ -87,7 +87,7 @@ pub struct Handshake {
     pub hello_retry: bool,
 }
 
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 struct Counts {
     attempted: u64,
     ok: u64,
@@ -440,6 +440,12 @@ impl Recorder {
             connection_errors: self.connections.errors.values().sum(),
             bytes_received: self.bytes.received,
         }
+    }
+
+    /// What [`Recorder::finish`] would return at `now`, leaving the
+    /// recorder as it is (for judging thresholds while the run goes on).
+    pub fn snapshot(&self, now: Instant) -> Measurements {
+        self.clone().finish(now)
     }
 
     /// Closes the series at `end` and returns everything recorded.

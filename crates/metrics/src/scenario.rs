@@ -171,7 +171,7 @@ impl ScenarioStats {
 }
 
 /// One tag's running figures in a recorder.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct TagSlot {
     key: String,
     stats: TagStats,
@@ -180,7 +180,7 @@ struct TagSlot {
 }
 
 /// Records a worker's scenario figures (alongside its [`crate::Recorder`]).
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct ScenarioRecorder {
     origin: Instant,
     second: u64,
