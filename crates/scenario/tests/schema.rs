@@ -1,0 +1,805 @@
+//! The scenario file's JSON Schema (`schema/scenario.schema.json`) and its
+//! reference (`docs/scenarios.md`) against the parser: files the parser
+//! accepts validate, files it rejects do not, and every complete example in
+//! the reference passes both.
+//!
+//! The schema is stricter than the parser in one way only: it reports
+//! values the parser reads and then ignores (a field of another executor, a
+//! modifier on the wrong kind of check, an unknown key where serde cannot
+//! deny one). `the_schema_reports_what_the_parser_ignores` lists them.
+
+#![allow(clippy::unwrap_used)]
+
+use throng_scenario::{ScenarioError, ScenarioPlan, Step};
+
+const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+
+/// What every test's data file holds.
+const CSV: &str = "email,password\na@x,pw\n";
+
+fn schema() -> serde_json::Value {
+    let text = std::fs::read_to_string(format!("{ROOT}/schema/scenario.schema.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+fn validator() -> jsonschema::Validator {
+    jsonschema::validator_for(&schema()).unwrap()
+}
+
+/// The YAML as an editor's language server sees it: parsed to JSON.
+fn as_json(yaml: &str) -> serde_json::Value {
+    serde_yaml_ng::from_str(yaml).unwrap()
+}
+
+fn violations(v: &jsonschema::Validator, yaml: &str) -> Vec<String> {
+    v.iter_errors(&as_json(yaml))
+        .map(|e| format!("{e} at {}", e.instance_path))
+        .collect()
+}
+
+fn parse(yaml: &str) -> Result<ScenarioPlan, ScenarioError> {
+    ScenarioPlan::parse(yaml, "x.yaml", &|_| Ok(CSV.to_string()))
+}
+
+/// Sign-up and log-in under a ramp: every capture and check kind, groups
+/// within groups, think ranges, every tag in thresholds, a data file.
+const LOGIN: &str = r#"
+target: http://127.0.0.1:8080/api
+data: users.csv
+defaults:
+  headers:
+    User-Agent: throng-test
+    Accept: application/json
+  timeout: 5s
+scenarios:
+  steady:
+    executor: constant-vus
+    vus: 10
+    duration: 1m
+    flow:
+      - request:
+          path: /health
+  signup:
+    executor: ramping-vus
+    start_vus: 0
+    stages:
+      - { duration: 30s, target: 10 }
+      - { duration: 1m, target: 10 }
+      - { duration: 0, target: 50 }
+      - { duration: 10s, target: 0 }
+    graceful_ramp_down: 10s
+    flow:
+      - request:
+          name: register
+          path: /auth/register
+          json:
+            email: "{{email}}"
+            password: "{{password}}"
+            profile: { age: 30, tags: [a, b], admin: false, note: null }
+          expect: [201, 409]
+          capture:
+            user_id: { json: /id }
+            session: { header: Set-Cookie }
+            greeting: { regex: '"message":"([^"]+)"' }
+          check:
+            created: { status: [201] }
+            says hello: { body_contains: hello }
+            has an id: { json: /id }
+            id exists: { json: /id, exists: true }
+            is active: { json: /state, equals: active }
+            json reply: { header: Content-Type, contains: json }
+            has a date: { header: Date }
+            fast: { duration_under: 200ms }
+      - request:
+          name: wrong password
+          path: /auth/login
+          json: { email: "{{email}}", password: wrong }
+          expect: [401]
+      - think: { min: 1s, max: 3s }
+      - group:
+          name: session
+          flow:
+            - request:
+                name: login
+                method: POST
+                path: /auth/login
+                json: { email: "{{email}}", password: "{{password}}" }
+                capture:
+                  token: { json: /token }
+            - think: 500ms
+            - group:
+                name: profile
+                flow:
+                  - request:
+                      path: /users/{{user_id}}
+                      headers: { Authorization: "Bearer {{token}}", Cookie: "{{session}}" }
+                      timeout: 2s
+                      check:
+                        is me: { json: /email, exists: true }
+thresholds:
+  response:
+    - p(95) < 500ms
+    - p(99.9) <= 2s over 30s
+  response{step:login}:
+    - threshold: p(99) < 1s
+      abort_on_fail: true
+      delay: 10s
+  response{group:session}: [avg < 300]
+  response{scenario:signup}: [med < 200ms]
+  response{stage:signup#2}: ["max < 3s"]
+  checks{check:created}: [rate > 0.99]
+  group_duration{group:profile}: [p(90) < 1s]
+"#;
+
+/// Closed-model iteration counts: per-vu and shared, a shared data cursor,
+/// form and raw bodies, query parameters, classes of statuses, start times.
+const ITERATIONS: &str = r#"
+target: http://localhost
+data:
+  file: users.csv
+  cursor: shared
+defaults:
+  expect: [2xx, "301-302", "404,410"]
+  timeout: 30
+scenarios:
+  each:
+    executor: per-vu-iterations
+    vus: 5
+    iterations: 20
+    max_duration: 2m
+    flow:
+      - request:
+          path: /search
+          query: { q: "{{email}}", page: 1, exact: true }
+      - think: 0.5
+      - request:
+          name: subscribe
+          method: PUT
+          path: /subscriptions
+          form: { email: "{{email}}", weekly: 1 }
+          expect: [204]
+  shared:
+    executor: shared-iterations
+    vus: 3
+    iterations: 100
+    start_time: 1m30s
+    graceful_stop: 5s
+    flow:
+      - request:
+          path: /upload
+          headers: { Content-Type: text/plain }
+          body: "line for {{email}}"
+      - request:
+          method: DELETE
+          path: /upload
+thresholds:
+  iterations: [count >= 100]
+  requests{scenario:shared}: [count == 200]
+  errors: [rate < 1%, count < 5]
+  iteration: [p(95) < 5s]
+"#;
+
+/// The open model over TLS: constant and ramping arrival rates, their VU
+/// pools, time units, and what is measured when VUs run out.
+const OPEN: &str = r#"
+target: https://localhost:8443
+tls:
+  cacert: lab/ca.pem
+  cert: lab/client.pem
+  key: lab/client.key
+  resume: true
+  groups: [x25519, p256]
+  version: "1.3"
+  sni: localhost
+scenarios:
+  browse:
+    executor: constant-arrival-rate
+    rate: 600
+    time_unit: 1m
+    duration: 5m
+    pre_allocated_vus: 10
+    max_vus: 50
+    flow:
+      - request:
+          path: /products
+          query: { page: "{{random_int 1 20}}" }
+  spike:
+    executor: ramping-arrival-rate
+    start_rate: 10
+    time_unit: 1s
+    pre_allocated_vus: 20
+    max_vus: 200
+    start_time: 30s
+    graceful_stop: 10s
+    stages:
+      - { duration: 1m, target: 100 }
+      - { duration: 0s, target: 500 }
+      - { duration: 20s, target: 500 }
+      - { duration: 1m, target: 10 }
+    flow:
+      - request: { path: /cart, method: GET }
+thresholds:
+  dropped_iterations: [count == 0, "count < 10 over 10s"]
+  schedule_lag: [p(99) < 10ms over 5s]
+  tls: [p(95) < 20ms]
+  connect: [max < 1s]
+  latency: [p(99) < 1s]
+  wait: [avg < 100ms]
+  send: [max < 10ms]
+  receive: [p(99) < 50ms]
+  response{stage:spike#2}: [p(95) < 800ms]
+  check_failed: [rate < 0.001]
+"#;
+
+/// Every template function and both kinds of variable in every place a
+/// template may stand; thresholds with the metric inside the aggregation.
+const TEMPLATES: &str = r#"
+target: http://127.0.0.1:8080
+data: users.csv
+defaults:
+  headers:
+    X-Run: "{{env.RUN_ID}}"
+    X-Request: "{{uuid}}"
+scenarios:
+  all:
+    executor: constant-vus
+    vus: 2
+    duration: 10s
+    flow:
+      - request:
+          name: order
+          path: "/vu/{{vu}}/iter/{{iter}}"
+          query: { scenario: "{{scenario}}", at: "{{now_ms}}", n: "{{ random_int -5 5 }}" }
+          headers: { X-Email: "{{random_email}}", X-User: "{{email}}" }
+          json: ["{{uuid}}", { nested: "{{password}}" }, 3]
+          capture:
+            order: { json: /order/id }
+            whole: { json: "" }
+      - request:
+          path: "/orders/{{order}}"
+          method: PATCH
+          body: "{{whole}}"
+      - group:
+          name: empty
+          flow: []
+thresholds:
+  check_failed{step:order}: [rate < 0.05, count < 10]
+  checks: [rate(checks) >= 0.9]
+  errors{scenario:all}: [rate <= 0.5%]
+"#;
+
+#[test]
+fn the_schema_is_a_valid_json_schema() {
+    let schema = schema();
+    if let Err(e) = jsonschema::meta::validate(&schema) {
+        panic!(
+            "schema/scenario.schema.json is not a valid JSON Schema: {e} at {}",
+            e.instance_path
+        );
+    }
+    // It compiles (its regular expressions too), in the same draft as the
+    // result schema.
+    validator();
+    let result: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(format!("{ROOT}/schema/result.schema.json")).unwrap()).unwrap();
+    assert_eq!(schema["$schema"], result["$schema"]);
+}
+
+#[test]
+fn every_property_has_a_description() {
+    fn walk(v: &serde_json::Value, at: &str, missing: &mut Vec<String>) {
+        match v {
+            serde_json::Value::Object(m) => {
+                for key in ["properties", "patternProperties"] {
+                    if let Some(serde_json::Value::Object(props)) = m.get(key) {
+                        for (name, p) in props {
+                            if p.get("description").is_none() {
+                                missing.push(format!("{at}/{key}/{name}"));
+                            }
+                        }
+                    }
+                }
+                if let Some(a @ serde_json::Value::Object(_)) = m.get("additionalProperties")
+                    && a.get("description").is_none()
+                {
+                    missing.push(format!("{at}/additionalProperties"));
+                }
+                for (k, x) in m {
+                    walk(x, &format!("{at}/{k}"), missing);
+                }
+            }
+            serde_json::Value::Array(a) => a
+                .iter()
+                .enumerate()
+                .for_each(|(i, x)| walk(x, &format!("{at}/{i}"), missing)),
+            _ => {}
+        }
+    }
+    let mut missing = Vec::new();
+    walk(&schema(), "#", &mut missing);
+    // Properties inside `if` only select a branch; the object's own
+    // properties carry the descriptions.
+    missing.retain(|p| !p.contains("/if/"));
+    assert!(missing.is_empty(), "properties without a description: {missing:#?}");
+}
+
+#[test]
+fn good_files_pass_both() {
+    let v = validator();
+    for (name, yaml) in [
+        ("LOGIN", LOGIN),
+        ("ITERATIONS", ITERATIONS),
+        ("OPEN", OPEN),
+        ("TEMPLATES", TEMPLATES),
+    ] {
+        let problems = violations(&v, yaml);
+        assert!(problems.is_empty(), "{name}: schema violations: {problems:#?}");
+        if let Err(e) = parse(yaml) {
+            panic!("{name}: the parser rejects it: {e}");
+        }
+    }
+    // Between them they use every executor, step kind, body kind, capture
+    // and check kind: the files are as broad as the schema.
+    let plans: Vec<ScenarioPlan> = [LOGIN, ITERATIONS, OPEN, TEMPLATES]
+        .iter()
+        .map(|y| parse(y).unwrap())
+        .collect();
+    let text = serde_json::to_string(&plans).unwrap();
+    for needle in [
+        "\"constant-vus\"",
+        "\"ramping-vus\"",
+        "\"per-vu-iterations\"",
+        "\"shared-iterations\"",
+        "\"constant-arrival-rate\"",
+        "\"ramping-arrival-rate\"",
+        "\"json\":",
+        "\"header\":",
+        "\"regex\":",
+        "\"status\":",
+        "\"body_contains\":",
+        "\"json_exists\":",
+        "\"json_equals\":",
+        "\"duration_under\":",
+        "\"range\":",
+        "\"fixed\":",
+        "\"group\":",
+    ] {
+        assert!(text.contains(needle), "no good file has {needle}");
+    }
+    let login = parse(LOGIN).unwrap();
+    let signup = login.scenarios.iter().find(|s| s.name == "signup").unwrap();
+    let Step::Request(register) = &signup.flow[0] else {
+        panic!("signup starts with a request")
+    };
+    assert_eq!((register.name.as_str(), register.method.as_str()), ("register", "POST"));
+    assert_eq!(login.thresholds.len(), 8);
+}
+
+/// A small file the parser accepts, to break one thing at a time.
+const MINIMAL: &str = r#"
+target: http://127.0.0.1:8080
+scenarios:
+  s:
+    executor: constant-vus
+    vus: 1
+    duration: 10s
+    flow:
+      - request:
+          name: home
+          path: /
+          expect: [200]
+thresholds:
+  response{step:home}: [p(95) < 500ms]
+"#;
+
+fn edit(from: &str, to: &str) -> String {
+    assert!(MINIMAL.contains(from), "MINIMAL has no '{from}'");
+    MINIMAL.replacen(from, to, 1)
+}
+
+#[test]
+fn bad_files_fail_both() {
+    let v = validator();
+    assert!(violations(&v, MINIMAL).is_empty());
+    parse(MINIMAL).unwrap();
+    let cases: Vec<(&str, String, &str)> = vec![
+        (
+            "an unknown top-level key",
+            edit("scenarios:", "options: {}\nscenarios:"),
+            "unknown field `options`",
+        ),
+        (
+            "an unknown request key",
+            edit("path: /", "path: /\n          params: {}"),
+            "unknown field `params`",
+        ),
+        (
+            "an unknown scenario key",
+            edit("vus: 1", "vus: 1\n    startVUs: 1"),
+            "unknown field `startVUs`",
+        ),
+        ("a word for a number", edit("vus: 1", "vus: many"), "invalid type"),
+        ("a fraction of a VU", edit("vus: 1", "vus: 1.5"), "invalid type"),
+        ("no VUs", edit("vus: 1", "vus: 0"), "at least 1"),
+        (
+            "an unknown executor",
+            edit("constant-vus", "ramping-users"),
+            "unknown variant `ramping-users`",
+        ),
+        ("an executor without its fields", edit("    vus: 1\n", ""), "needs vus"),
+        (
+            "an arrival rate without pre-allocated VUs",
+            edit("constant-vus\n    vus: 1", "constant-arrival-rate\n    rate: 10"),
+            "pre_allocated_vus",
+        ),
+        ("a duration in parsecs", edit("10s", "30 parsecs"), "invalid duration"),
+        (
+            "a duration with a space",
+            edit("duration: 10s", "duration: 10 s"),
+            "invalid duration",
+        ),
+        (
+            "a stage list that is not a list",
+            edit("vus: 1", "vus: 1\n    stages: 5"),
+            "invalid type",
+        ),
+        (
+            "no target",
+            edit("target: http://127.0.0.1:8080\n", ""),
+            "missing field `target`",
+        ),
+        (
+            "a target that is not http",
+            edit("http://", "ftp://"),
+            "use http:// or https://",
+        ),
+        (
+            "tls for an http target",
+            edit("scenarios:", "tls: { insecure: true }\nscenarios:"),
+            "tls: applies to https://",
+        ),
+        (
+            "no scenarios",
+            "target: http://127.0.0.1:8080\nscenarios: {}\n".to_string(),
+            "name at least one scenario",
+        ),
+        (
+            "an empty flow",
+            format!(
+                "{}      []\n",
+                MINIMAL.split("      - request:").next().unwrap_or_default()
+            ),
+            "flow is empty",
+        ),
+        (
+            "two kinds in one step",
+            edit("      - request:", "      - think: 1s\n        request:"),
+            "exactly one of request:, think: or group:",
+        ),
+        (
+            "a step of no kind",
+            edit("      - request:", "      - wait: 1s\n        request:"),
+            "unknown field `wait`",
+        ),
+        (
+            "two bodies",
+            edit("path: /", "path: /\n          json: {a: 1}\n          body: x"),
+            "give one of json:, form: or body:",
+        ),
+        ("a path without /", edit("path: /", "path: home"), "must start with /"),
+        (
+            "a method with a space",
+            edit("path: /", "path: /\n          method: GE T"),
+            "not an HTTP method",
+        ),
+        (
+            "a list as a query value",
+            edit("path: /", "path: /\n          query: { ids: [1, 2] }"),
+            "must be a string or number",
+        ),
+        (
+            "a status of 600",
+            edit("expect: [200]", "expect: [600]"),
+            "statuses run from 100 to 599",
+        ),
+        (
+            "a status that is a word",
+            edit("expect: [200]", "expect: [ok]"),
+            "is not a status",
+        ),
+        (
+            "one status, not a list",
+            edit("expect: [200]", "expect: 200"),
+            "expected a sequence",
+        ),
+        ("no statuses", edit("expect: [200]", "expect: []"), "is not a status"),
+        (
+            "a capture from two places",
+            edit("expect: [200]", "capture:\n            t: { json: /t, header: X-T }"),
+            "exactly one of json:, header: or regex:",
+        ),
+        (
+            "a capture with a dotted path",
+            edit("expect: [200]", "capture:\n            t: { json: data.token }"),
+            "is a JSON pointer and starts with /",
+        ),
+        (
+            "a check of two kinds",
+            edit(
+                "expect: [200]",
+                "check:\n            c: { status: [200], body_contains: ok }",
+            ),
+            "give one of status:",
+        ),
+        (
+            "a check json with exists: false",
+            edit("expect: [200]", "check:\n            c: { json: /a, exists: false }"),
+            "equals: VALUE or exists: true",
+        ),
+        (
+            "a check status as text",
+            edit("expect: [200]", "check:\n            c: { status: ['200'] }"),
+            "expected u16",
+        ),
+        (
+            "a threshold on a k6 metric name",
+            edit("response{step:home}", "http_req_duration"),
+            "is not a metric",
+        ),
+        (
+            "a tag on a metric not kept per tag",
+            edit("response{step:home}", "latency{step:home}"),
+            "is not kept per tag",
+        ),
+        (
+            "an unknown tag",
+            edit("response{step:home}", "response{url:home}"),
+            "is not a tag",
+        ),
+        (
+            "a threshold without a comparison",
+            edit("p(95) < 500ms", "p(95) 500ms"),
+            "has no comparison",
+        ),
+        (
+            "an unknown aggregation",
+            edit("p(95) < 500ms", "p95 < 500ms"),
+            "is not p(N), avg, med, min, max, rate or count",
+        ),
+        (
+            "a threshold that is not a list",
+            edit("[p(95) < 500ms]", "p(95) < 500ms"),
+            "expected a sequence",
+        ),
+        (
+            "a threshold object without its expression",
+            edit("[p(95) < 500ms]", "[{ abort_on_fail: true }]"),
+            "did not match any variant",
+        ),
+    ];
+    let mut wrong = Vec::new();
+    for (what, yaml, message) in &cases {
+        let schema_ok = violations(&v, yaml).is_empty();
+        let parsed = parse(yaml);
+        match (&parsed, schema_ok) {
+            (Err(e), false) if e.message.contains(message) => {}
+            (Err(e), false) => wrong.push(format!("{what}: the parser says '{e}', expected '{message}'")),
+            (Err(_), true) => wrong.push(format!("{what}: the schema accepts it")),
+            (Ok(_), _) => wrong.push(format!("{what}: the parser accepts it")),
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
+
+/// Rules a JSON Schema cannot state: the parser alone enforces them (an
+/// editor shows nothing; `throng run` stops at the line).
+#[test]
+fn rules_only_the_parser_knows() {
+    let cases = [
+        (
+            "an unknown variable",
+            edit("path: /", "path: /{{user}}"),
+            "{{user}} is not defined",
+        ),
+        (
+            "an unknown template function",
+            edit("path: /", "path: /{{random_float 1 2}}"),
+            "not a function or a variable name",
+        ),
+        (
+            "a random_int range upside down",
+            edit("path: /", "path: /{{random_int 9 1}}"),
+            "A <= B",
+        ),
+        (
+            "a capture's regex that does not compile",
+            edit("expect: [200]", "capture:\n            t: { regex: '(' }"),
+            "regex",
+        ),
+        (
+            "a think range upside down",
+            edit(
+                "      - request:",
+                "      - think: { min: 2s, max: 1s }\n      - request:",
+            ),
+            "min is above max",
+        ),
+        (
+            "a zero duration",
+            edit("duration: 10s", "duration: 0s"),
+            "must be longer than 0",
+        ),
+        (
+            "a tag no request carries",
+            edit("response{step:home}", "response{step:homepage}"),
+            "no request carries the tag step:homepage",
+        ),
+        (
+            "a rate of durations",
+            edit("p(95) < 500ms", "rate < 0.1"),
+            "is a duration",
+        ),
+        (
+            "a window of a fraction of a second",
+            edit("p(95) < 500ms", "p(95) < 500ms over 1.5s"),
+            "whole seconds",
+        ),
+        (
+            "a window on iteration times",
+            edit(
+                "response{step:home}: [p(95) < 500ms]",
+                "iteration: [p(95) < 1s over 10s]",
+            ),
+            "no per-second figures",
+        ),
+        (
+            "a flow without a request",
+            edit(
+                "      - request:\n          name: home\n          path: /\n          expect: [200]",
+                "      - think: 1s",
+            ),
+            "makes no request",
+        ),
+    ];
+    let mut wrong = Vec::new();
+    for (what, yaml, message) in &cases {
+        match parse(yaml) {
+            Err(e) if e.message.contains(message) => {}
+            Err(e) => wrong.push(format!("{what}: the parser says '{e}', expected '{message}'")),
+            Ok(_) => wrong.push(format!("{what}: the parser accepts it")),
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
+
+/// Values the parser reads and ignores, or accepts although they can never
+/// work: the schema reports them (an editor marks them), the parser does
+/// not yet. When the parser starts rejecting one, move it to
+/// `bad_files_fail_both`.
+#[test]
+fn the_schema_reports_what_the_parser_ignores() {
+    let v = validator();
+    let cases = [
+        ("a field of another executor", edit("vus: 1", "vus: 1\n    rate: 50")),
+        (
+            "a misspelt key in a data object",
+            edit("scenarios:", "data: { file: users.csv, cursr: shared }\nscenarios:"),
+        ),
+        (
+            "a misspelt key in a think range",
+            edit(
+                "      - request:",
+                "      - think: { min: 1s, max: 2s, mean: 1s }\n      - request:",
+            ),
+        ),
+        (
+            "a misspelt key in a threshold object",
+            edit("[p(95) < 500ms]", "[{ threshold: p(95) < 500ms, abortOnFail: true }]"),
+        ),
+        (
+            "a modifier on the wrong kind of check",
+            edit(
+                "expect: [200]",
+                "check:\n            c: { status: [200], contains: ok }",
+            ),
+        ),
+        (
+            "a check json that is not a pointer",
+            edit("expect: [200]", "check:\n            c: { json: data.token }"),
+        ),
+        (
+            "a check status out of range",
+            edit("expect: [200]", "check:\n            c: { status: [999] }"),
+        ),
+        (
+            "a threshold key that is not a metric, the metric inside",
+            edit(
+                "response{step:home}: [p(95) < 500ms]",
+                "http_req_failed: [rate(check_failed) < 0.01]",
+            ),
+        ),
+        (
+            "a negative start rate",
+            edit(
+                "constant-vus\n    vus: 1\n    duration: 10s",
+                "ramping-arrival-rate\n    start_rate: -5\n    pre_allocated_vus: 1\n    stages: [{duration: 10s, target: 1}]",
+            ),
+        ),
+    ];
+    let mut wrong = Vec::new();
+    for (what, yaml) in &cases {
+        if violations(&v, yaml).is_empty() {
+            wrong.push(format!("{what}: the schema accepts it"));
+        }
+        if let Err(e) = parse(yaml) {
+            wrong.push(format!(
+                "{what}: the parser now rejects it too ({e}); move it to bad_files_fail_both"
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
+
+/// A fragment of the reference placed where it belongs in a file, for the
+/// schema; None for outlines (with `...`).
+fn in_a_file(fragment: &str) -> Option<String> {
+    const HEAD: &str = "target: https://127.0.0.1:8443\n";
+    const SCENARIO: &str = "scenarios:\n  s:\n    executor: constant-vus\n    vus: 1\n    duration: 1s\n";
+    const FLOW: &str = "    flow: [{ request: { path: / } }]\n";
+    let indent = |n: usize| -> String { fragment.lines().map(|l| format!("{:n$}{l}\n", "")).collect() };
+    let first = fragment.lines().find(|l| !l.trim().is_empty() && !l.starts_with('#'))?;
+    if fragment.contains("...") {
+        return None;
+    }
+    Some(if first.starts_with("target:") {
+        format!("{fragment}{SCENARIO}{FLOW}")
+    } else if first.starts_with("executor:") {
+        format!("{HEAD}scenarios:\n  s:\n{}{FLOW}", indent(4))
+    } else if first.starts_with("flow:") {
+        format!("{HEAD}{SCENARIO}{}", indent(4))
+    } else if first.starts_with("- ") {
+        format!("{HEAD}{SCENARIO}    flow:\n{}", indent(6))
+    } else if first.starts_with("check:") || first.starts_with("capture:") {
+        format!(
+            "{HEAD}{SCENARIO}    flow:\n      - request:\n          path: /\n{}",
+            indent(10)
+        )
+    } else {
+        format!("{HEAD}{fragment}{SCENARIO}{FLOW}")
+    })
+}
+
+/// The complete files in the reference (```yaml blocks with `target:` and
+/// `scenarios:`) pass both; the fragments, put in a file, pass the schema.
+#[test]
+fn the_reference_examples_pass() {
+    let doc = std::fs::read_to_string(format!("{ROOT}/docs/scenarios.md")).unwrap();
+    let v = validator();
+    let (mut complete, mut fragments) = (0, 0);
+    for block in doc.split("```yaml\n").skip(1) {
+        let yaml = block.split("```").next().unwrap_or_default();
+        let top = |key: &str| yaml.lines().any(|l| l.starts_with(key));
+        if top("target:") && top("scenarios:") {
+            complete += 1;
+            let problems = violations(&v, yaml);
+            assert!(
+                problems.is_empty(),
+                "docs/scenarios.md example:\n{yaml}\nschema violations: {problems:#?}"
+            );
+            if let Err(e) = parse(yaml) {
+                panic!("docs/scenarios.md example:\n{yaml}\nthe parser rejects it: {e}");
+            }
+        } else if let Some(file) = in_a_file(yaml) {
+            fragments += 1;
+            let problems = violations(&v, &file);
+            assert!(
+                problems.is_empty(),
+                "docs/scenarios.md fragment:\n{yaml}\nas:\n{file}\nschema violations: {problems:#?}"
+            );
+        }
+    }
+    assert!(
+        complete >= 1 && fragments >= 15,
+        "docs/scenarios.md: {complete} complete examples, {fragments} fragments"
+    );
+}
