@@ -29,7 +29,8 @@ pub(crate) struct Request<'a> {
 pub(crate) enum Parsed<'a> {
     Request(Request<'a>),
     Partial,
-    Bad,
+    /// Not a request the lab can read, and why.
+    Bad(&'static str),
 }
 
 /// Parses one request from the front of `buf`.
@@ -42,7 +43,7 @@ pub(crate) fn parse_request(buf: &[u8]) -> Parsed<'_> {
     let head = match req.parse(buf) {
         Ok(httparse::Status::Complete(n)) => n,
         Ok(httparse::Status::Partial) => return Parsed::Partial,
-        Err(_) => return Parsed::Bad,
+        Err(_) => return Parsed::Bad("the request head is not HTTP/1.x"),
     };
     let mut length = 0usize;
     let mut keep_alive = req.version == Some(1);
@@ -51,11 +52,11 @@ pub(crate) fn parse_request(buf: &[u8]) -> Parsed<'_> {
         if h.name.eq_ignore_ascii_case("content-length") {
             match std::str::from_utf8(h.value).ok().and_then(|v| v.trim().parse().ok()) {
                 Some(n) if n <= MAX_REQUEST => length = n,
-                _ => return Parsed::Bad,
+                _ => return Parsed::Bad("Content-Length must be a number of bytes up to 16777216"),
             }
         } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
             // Chunked request bodies are not needed by any lab endpoint.
-            return Parsed::Bad;
+            return Parsed::Bad("chunked request bodies are not supported: send Content-Length");
         } else if h.name.eq_ignore_ascii_case("authorization") {
             authorization = Some(std::str::from_utf8(h.value).unwrap_or(""));
         } else if h.name.eq_ignore_ascii_case("connection") {
@@ -150,6 +151,12 @@ pub(crate) fn route(req: &Request<'_>, out: &mut Vec<u8>) -> Action {
         }
     }
     Action::Respond
+}
+
+/// Writes the 400 for a request that could not be read; the connection
+/// closes after it.
+pub(crate) fn unreadable(out: &mut Vec<u8>, why: &str) {
+    bad(out, why, false);
 }
 
 /// Writes `reply` as a complete response with a JSON body.
@@ -311,6 +318,19 @@ mod tests {
             parse_request(b"POST /echo HTTP/1.1\r\nContent-Length: 5\r\n\r\nab"),
             Parsed::Partial
         ));
-        assert!(matches!(parse_request(b"\x00\x01garbage\r\n\r\n"), Parsed::Bad));
+        assert!(matches!(parse_request(b"\x00\x01garbage\r\n\r\n"), Parsed::Bad(_)));
+        let huge = format!("POST /echo HTTP/1.1\r\nContent-Length: {}\r\n\r\n", MAX_REQUEST + 1);
+        let Parsed::Bad(why) = parse_request(huge.as_bytes()) else {
+            panic!("a body over the cap is refused");
+        };
+        assert!(why.contains("up to 16777216"), "{why}");
+        let mut out = Vec::new();
+        unreadable(&mut out, why);
+        let out = String::from_utf8(out).unwrap();
+        assert!(
+            out.starts_with("HTTP/1.1 400 ") && out.contains("Connection: close"),
+            "{out}"
+        );
+        assert!(out.ends_with("up to 16777216\n"), "{out}");
     }
 }

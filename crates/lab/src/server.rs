@@ -12,7 +12,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
 use crate::auth::{AuthConfig, Service};
-use crate::http::{Action, Parsed, json, parse_request, route};
+use crate::http::{Action, Parsed, json, parse_request, route, unreadable};
 
 /// Bodies up to this size are written together with the head.
 const INLINE_BODY: u64 = 64 * 1024;
@@ -235,11 +235,9 @@ async fn connection<S: LabStream>(mut stream: S, shared: &Shared) -> io::Result<
         loop {
             match parse_request(&buf[..filled]) {
                 Parsed::Partial => break,
-                Parsed::Bad => {
+                Parsed::Bad(why) => {
                     out.clear();
-                    out.extend_from_slice(
-                        b"HTTP/1.1 400 Bad Request\r\nServer: throng-lab\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
-                    );
+                    unreadable(&mut out, why);
                     stream.write_all(&out).await?;
                     return Ok(());
                 }
