@@ -153,7 +153,19 @@ Endpoints:
   POST /echo         200 with the request body
   GET /reset         reset the connection (TCP RST), no response
   GET /close         close the connection, no response
-  GET /garbage       answer with bytes that are not HTTP";
+  GET /garbage       answer with bytes that are not HTTP
+
+Auth (in memory, JSON; bcrypt at --bcrypt-cost on --hash-threads threads):
+  POST /auth/register    {\"email\",\"password\"} -> 200; 409 USER_EXISTS
+                         (with --reveal-otp the body has the 6-digit \"otp\")
+  POST /auth/verify-otp  {\"email\",\"otp\"} -> 200; 401 INVALID_OTP
+  POST /auth/login       {\"email\",\"password\"} -> 200 with access_token and
+                         refresh_token; 401 INVALID_CREDENTIALS, or
+                         VERIFICATION_PENDING before verify-otp
+  POST /auth/refresh     {\"refresh_token\"} -> 200 {\"access_token\"}; 401
+  GET /auth/me           Authorization: Bearer ACCESS -> 200 {\"email\"}; 401
+  Errors are {\"error\":\"CODE\",\"detail\":\"...\"}. Each process keeps its own users:
+  with --procs above 1, a login must reach the process that registered.";
 
 /// Report layouts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -388,6 +400,15 @@ pub struct ServeCmd {
     /// connections than one process's descriptor limit
     #[arg(long = "procs", value_name = "N", default_value_t = 1)]
     pub procs: u32,
+    /// bcrypt cost for /auth passwords (4 to 31; each step doubles the work)
+    #[arg(long = "bcrypt-cost", value_name = "N", default_value_t = 12)]
+    pub bcrypt_cost: u32,
+    /// Put the one-time code in the /auth/register response (so a test can verify without logs)
+    #[arg(long = "reveal-otp")]
+    pub reveal_otp: bool,
+    /// Threads that hash and check /auth passwords [default: number of cores]
+    #[arg(long = "hash-threads", value_name = "N")]
+    pub hash_threads: Option<usize>,
 }
 
 #[derive(Debug, Args)]

@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use crate::auth::{self, Call, Reply};
+
 /// Largest request (head and body) the lab accepts.
 pub(crate) const MAX_REQUEST: usize = 16 * 1024 * 1024;
 /// Longest `/delay`.
@@ -15,6 +17,8 @@ pub(crate) struct Request<'a> {
     pub method: &'a str,
     pub path: &'a str,
     pub body: &'a [u8],
+    /// The `Authorization` header (empty if it is not UTF-8).
+    pub authorization: Option<&'a str>,
     pub keep_alive: bool,
     /// Bytes of head and body.
     pub len: usize,
@@ -25,7 +29,8 @@ pub(crate) struct Request<'a> {
 pub(crate) enum Parsed<'a> {
     Request(Request<'a>),
     Partial,
-    Bad,
+    /// Not a request the lab can read, and why.
+    Bad(&'static str),
 }
 
 /// Parses one request from the front of `buf`.
@@ -38,19 +43,22 @@ pub(crate) fn parse_request(buf: &[u8]) -> Parsed<'_> {
     let head = match req.parse(buf) {
         Ok(httparse::Status::Complete(n)) => n,
         Ok(httparse::Status::Partial) => return Parsed::Partial,
-        Err(_) => return Parsed::Bad,
+        Err(_) => return Parsed::Bad("the request head is not HTTP/1.x"),
     };
     let mut length = 0usize;
     let mut keep_alive = req.version == Some(1);
+    let mut authorization = None;
     for h in req.headers.iter() {
         if h.name.eq_ignore_ascii_case("content-length") {
             match std::str::from_utf8(h.value).ok().and_then(|v| v.trim().parse().ok()) {
                 Some(n) if n <= MAX_REQUEST => length = n,
-                _ => return Parsed::Bad,
+                _ => return Parsed::Bad("Content-Length must be a number of bytes up to 16777216"),
             }
         } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
             // Chunked request bodies are not needed by any lab endpoint.
-            return Parsed::Bad;
+            return Parsed::Bad("chunked request bodies are not supported: send Content-Length");
+        } else if h.name.eq_ignore_ascii_case("authorization") {
+            authorization = Some(std::str::from_utf8(h.value).unwrap_or(""));
         } else if h.name.eq_ignore_ascii_case("connection") {
             let v = h.value.to_ascii_lowercase();
             if v.windows(5).any(|w| w == b"close") {
@@ -68,6 +76,7 @@ pub(crate) fn parse_request(buf: &[u8]) -> Parsed<'_> {
         method: req.method.unwrap_or("GET"),
         path: req.path.unwrap_or("/"),
         body: &buf[head..total],
+        authorization,
         keep_alive,
         len: total,
     })
@@ -88,6 +97,9 @@ pub(crate) enum Action {
     Close,
     /// Write something that is not HTTP, then close.
     Garbage,
+    /// Answer with [`auth::Service::handle`] (it may wait for a hashing
+    /// thread), written with [`json`].
+    Auth(Call),
 }
 
 /// Routes `req`, writing the response head (and small bodies) into `out`.
@@ -125,16 +137,44 @@ pub(crate) fn route(req: &Request<'_>, out: &mut Vec<u8>) -> Action {
         (_, "reset") => return Action::Reset,
         (_, "close") => return Action::Close,
         (_, "garbage") => return Action::Garbage,
+        (method, "auth") => match auth::parse_call(method, arg.unwrap_or(""), req.body, req.authorization) {
+            Ok(call) => return Action::Auth(call),
+            Err(reply) => json(out, &reply, req.keep_alive),
+        },
         _ => {
-            let body = b"not found: try /, /bytes/N, /delay/MS, /status/CODE, POST /echo\n";
+            let body = format!(
+                "not found: try /, /bytes/N, /delay/MS, /status/CODE, POST /echo, {}\n",
+                auth::ENDPOINTS
+            );
             head(out, 404, body.len() as u64, req.keep_alive);
-            out.extend_from_slice(body);
+            out.extend_from_slice(body.as_bytes());
         }
     }
     Action::Respond
 }
 
+/// Writes the 400 for a request that could not be read; the connection
+/// closes after it.
+pub(crate) fn unreadable(out: &mut Vec<u8>, why: &str) {
+    bad(out, why, false);
+}
+
+/// Writes `reply` as a complete response with a JSON body.
+pub(crate) fn json(out: &mut Vec<u8>, reply: &Reply, keep_alive: bool) {
+    let mut extra = String::from("Content-Type: application/json\r\n");
+    if let Some(allow) = reply.allow {
+        extra.push_str(&format!("Allow: {allow}\r\n"));
+    }
+    head_with(out, reply.status, reply.body.len() as u64, keep_alive, &extra);
+    out.extend_from_slice(reply.body.as_bytes());
+}
+
 fn head(out: &mut Vec<u8>, status: u16, length: u64, keep_alive: bool) {
+    head_with(out, status, length, keep_alive, "");
+}
+
+/// The response head; `extra` is more header lines, each ending in CRLF.
+fn head_with(out: &mut Vec<u8>, status: u16, length: u64, keep_alive: bool, extra: &str) {
     let reason = match status {
         200 => "OK",
         201 => "Created",
@@ -146,6 +186,7 @@ fn head(out: &mut Vec<u8>, status: u16, length: u64, keep_alive: bool) {
         401 => "Unauthorized",
         403 => "Forbidden",
         404 => "Not Found",
+        405 => "Method Not Allowed",
         409 => "Conflict",
         429 => "Too Many Requests",
         500 => "Internal Server Error",
@@ -159,6 +200,7 @@ fn head(out: &mut Vec<u8>, status: u16, length: u64, keep_alive: bool) {
     if !(status == 204 || status == 304) {
         out.extend_from_slice(format!("Content-Length: {length}\r\n").as_bytes());
     }
+    out.extend_from_slice(extra.as_bytes());
     if !keep_alive {
         out.extend_from_slice(b"Connection: close\r\n");
     }
@@ -215,12 +257,80 @@ mod tests {
     }
 
     #[test]
+    fn auth_routes_parse_calls_or_answer_json_errors() {
+        let body = r#"{"email":"a@x","password":"pw"}"#;
+        let register = format!(
+            "POST /auth/register HTTP/1.1\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        assert_eq!(
+            respond(register.as_bytes()).0,
+            Action::Auth(Call::Register {
+                email: "a@x".into(),
+                password: "pw".into()
+            })
+        );
+        let (a, out) = respond(b"GET /auth/me?x=1 HTTP/1.1\r\nAuthorization: Bearer t0k\r\n\r\n");
+        assert_eq!(
+            (a, out.as_str()),
+            (
+                Action::Auth(Call::Me {
+                    access_token: "t0k".into()
+                }),
+                ""
+            )
+        );
+
+        let (a, out) = respond(b"POST /auth/login HTTP/1.1\r\nContent-Length: 4\r\n\r\n{\"e\"");
+        assert_eq!(a, Action::Respond);
+        let (head, body) = out.split_once("\r\n\r\n").unwrap();
+        assert!(head.starts_with("HTTP/1.1 400 Bad Request\r\n"), "{head}");
+        assert!(head.contains("\r\nContent-Type: application/json"), "{head}");
+        assert!(head.contains(&format!("\r\nContent-Length: {}", body.len())), "{head}");
+        assert!(!head.contains("Connection: close"), "{head}");
+        assert!(
+            body.starts_with(r#"{"detail":"the body must be a JSON object"#),
+            "{body}"
+        );
+
+        let (_, out) = respond(b"GET /auth/me HTTP/1.0\r\n\r\n");
+        assert!(out.starts_with("HTTP/1.1 401 Unauthorized\r\n") && out.contains("Connection: close"));
+        assert!(out.ends_with(r#""error":"MISSING_TOKEN"}"#), "{out}");
+        let (_, out) = respond(b"DELETE /auth/login HTTP/1.1\r\n\r\n");
+        assert!(out.starts_with("HTTP/1.1 405 Method Not Allowed\r\n") && out.contains("\r\nAllow: POST\r\n"));
+        let (_, out) = respond(b"POST /auth HTTP/1.1\r\n\r\n");
+        assert!(
+            out.starts_with("HTTP/1.1 404 ") && out.contains("application/json"),
+            "{out}"
+        );
+
+        let (_, nf) = respond(b"GET /nope HTTP/1.1\r\n\r\n");
+        assert!(
+            nf.contains("POST /auth/register") && nf.contains("GET /auth/me"),
+            "{nf}"
+        );
+    }
+
+    #[test]
     fn partial_and_bad_requests() {
         assert!(matches!(parse_request(b"GET / HTTP/1.1\r\n"), Parsed::Partial));
         assert!(matches!(
             parse_request(b"POST /echo HTTP/1.1\r\nContent-Length: 5\r\n\r\nab"),
             Parsed::Partial
         ));
-        assert!(matches!(parse_request(b"\x00\x01garbage\r\n\r\n"), Parsed::Bad));
+        assert!(matches!(parse_request(b"\x00\x01garbage\r\n\r\n"), Parsed::Bad(_)));
+        let huge = format!("POST /echo HTTP/1.1\r\nContent-Length: {}\r\n\r\n", MAX_REQUEST + 1);
+        let Parsed::Bad(why) = parse_request(huge.as_bytes()) else {
+            panic!("a body over the cap is refused");
+        };
+        assert!(why.contains("up to 16777216"), "{why}");
+        let mut out = Vec::new();
+        unreadable(&mut out, why);
+        let out = String::from_utf8(out).unwrap();
+        assert!(
+            out.starts_with("HTTP/1.1 400 ") && out.contains("Connection: close"),
+            "{out}"
+        );
+        assert!(out.ends_with("up to 16777216\n"), "{out}");
     }
 }

@@ -4,6 +4,9 @@
 //!  LabServer::start ─► N threads, each: current-thread runtime + its own
 //!                      SO_REUSEPORT listener on the same address
 //!                        └─ one task per connection: parse (httparse) ─► route ─► respond
+//!                                                                   │
+//!                      /auth/*: auth::Service (one store for all threads) ◄─┘
+//!                               └─ bcrypt on a pool of hashing threads
 //! ```
 //!
 //! Endpoints: `GET /` (200, empty), `/bytes/N`, `/delay/MS`, `/status/CODE`,
@@ -12,8 +15,22 @@
 //! configured, the server answers nothing during the last `stall_for` of
 //! every `stall_every` period: every request that arrives then waits until
 //! the window ends (the model behind the coordinated-omission demo).
+//!
+//! Auth, in memory, JSON in and out (see [`AuthConfig`]):
+//! `POST /auth/register` `{"email","password"}` (bcrypt at the configured
+//! cost; a random 6-digit code, returned as `"otp"` only with
+//! [`AuthConfig::reveal_otp`]), `POST /auth/verify-otp` `{"email","otp"}`,
+//! `POST /auth/login` `{"email","password"}` (tokens once verified),
+//! `POST /auth/refresh` `{"refresh_token"}`, and `GET /auth/me` with
+//! `Authorization: Bearer ACCESS`. Errors are `{"error":"CODE","detail":"..."}`
+//! with codes `BAD_REQUEST` (400), `INVALID_CREDENTIALS`,
+//! `VERIFICATION_PENDING`, `INVALID_OTP`, `INVALID_TOKEN`, `MISSING_TOKEN`
+//! (401), `NOT_FOUND` (404), `METHOD_NOT_ALLOWED` (405), `USER_EXISTS` (409),
+//! `INTERNAL` (500), `STORE_FULL` and `BUSY` (503).
 
+mod auth;
 mod http;
 mod server;
 
+pub use auth::{AuthConfig, AuthConfigError, BcryptCost};
 pub use server::{LabConfig, LabServer, Stall};

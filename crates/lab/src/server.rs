@@ -11,7 +11,8 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
-use crate::http::{Action, Parsed, parse_request, route};
+use crate::auth::{AuthConfig, Service};
+use crate::http::{Action, Parsed, json, parse_request, route, unreadable};
 
 /// Bodies up to this size are written together with the head.
 const INLINE_BODY: u64 = 64 * 1024;
@@ -68,8 +69,14 @@ pub struct LabServer {
 
 impl LabServer {
     /// Binds every listener, starts the threads, and returns once the
-    /// server accepts connections.
+    /// server accepts connections. The auth endpoints use
+    /// [`AuthConfig::default`].
     pub fn start(config: &LabConfig) -> io::Result<LabServer> {
+        LabServer::start_with_auth(config, &AuthConfig::default())
+    }
+
+    /// [`LabServer::start`], with these auth settings.
+    pub fn start_with_auth(config: &LabConfig, auth: &AuthConfig) -> io::Result<LabServer> {
         let threads = config.threads.max(1);
         let first = bind(config.listen)?;
         let addr = first
@@ -86,6 +93,7 @@ impl LabServer {
             stall: config.stall,
             start,
             tls: config.tls.clone().map(tokio_rustls::TlsAcceptor::from),
+            auth: Service::new(auth)?,
         });
         let mut handles = Vec::new();
         for (i, l) in listeners.into_iter().enumerate() {
@@ -133,6 +141,9 @@ struct Shared {
     stall: Option<Stall>,
     start: Instant,
     tls: Option<tokio_rustls::TlsAcceptor>,
+    /// One store and one hashing pool for every thread: a user registered
+    /// through one listener logs in through any other.
+    auth: Service,
 }
 
 /// Longest a client may take to complete a TLS handshake.
@@ -224,11 +235,9 @@ async fn connection<S: LabStream>(mut stream: S, shared: &Shared) -> io::Result<
         loop {
             match parse_request(&buf[..filled]) {
                 Parsed::Partial => break,
-                Parsed::Bad => {
+                Parsed::Bad(why) => {
                     out.clear();
-                    out.extend_from_slice(
-                        b"HTTP/1.1 400 Bad Request\r\nServer: throng-lab\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
-                    );
+                    unreadable(&mut out, why);
                     stream.write_all(&out).await?;
                     return Ok(());
                 }
@@ -263,6 +272,13 @@ async fn connection<S: LabStream>(mut stream: S, shared: &Shared) -> io::Result<
                         Action::Garbage => {
                             stream.write_all(b"THIS IS NOT HTTP\r\n\r\n").await?;
                             return Ok(());
+                        }
+                        Action::Auth(call) => {
+                            // Waits for a hashing thread, not on this one:
+                            // the thread's other connections go on.
+                            let reply = shared.auth.handle(call).await;
+                            json(&mut out, &reply, keep);
+                            stream.write_all(&out).await?;
                         }
                     }
                     buf.copy_within(used..filled, 0);

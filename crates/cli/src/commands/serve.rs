@@ -3,7 +3,9 @@
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use throng_lab::{LabConfig, LabServer, Stall};
+use std::num::NonZeroUsize;
+
+use throng_lab::{AuthConfig, BcryptCost, LabConfig, LabServer, Stall};
 
 use super::UsageError;
 use crate::args::ServeCmd;
@@ -29,6 +31,12 @@ pub fn run(c: ServeCmd) -> anyhow::Result<ExitCode> {
     if c.procs == 0 {
         return Err(UsageError("--procs must be at least 1".into()).into());
     }
+    let mut auth = AuthConfig::default();
+    auth.cost = BcryptCost::new(c.bcrypt_cost).map_err(|e| UsageError(format!("--bcrypt-cost: {e}")))?;
+    auth.reveal_otp = c.reveal_otp;
+    let hash_threads = c.hash_threads.unwrap_or_else(|| throng_engine::sys::cores() as usize);
+    auth.hash_threads =
+        NonZeroUsize::new(hash_threads).ok_or_else(|| UsageError("--hash-threads must be at least 1".into()))?;
     let tls = match &c.tls {
         Some(dir) => {
             let cert = super::tls::read_in("--tls", dir, "server.pem")?;
@@ -44,13 +52,13 @@ pub fn run(c: ServeCmd) -> anyhow::Result<ExitCode> {
     };
     throng_engine::sys::raise_fd_limit();
     let scheme = if tls.is_some() { "https" } else { "http" };
-    let server = LabServer::start(&LabConfig {
+    let config = LabConfig {
         listen: c.listen,
         threads,
         stall,
         tls,
-    })
-    .with_context(|| {
+    };
+    let server = LabServer::start_with_auth(&config, &auth).with_context(|| {
         format!(
             "cannot listen on {} (is the port in use? try --listen 127.0.0.1:0)",
             c.listen
@@ -86,6 +94,11 @@ pub fn run(c: ServeCmd) -> anyhow::Result<ExitCode> {
         if c.mtls {
             cmd.arg("--mtls");
         }
+        cmd.args(["--bcrypt-cost", &c.bcrypt_cost.to_string()]);
+        cmd.args(["--hash-threads", &hash_threads.to_string()]);
+        if c.reveal_otp {
+            cmd.arg("--reveal-otp");
+        }
         cmd.stdin(std::process::Stdio::null())
             .stderr(std::process::Stdio::null());
         std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
@@ -96,9 +109,12 @@ pub fn run(c: ServeCmd) -> anyhow::Result<ExitCode> {
     } else {
         String::new()
     };
+    let reveal = if c.reveal_otp { ", codes revealed" } else { "" };
     eprintln!(
-        "throng lab server on {scheme}://{}/ ({threads} threads{procs}{stall_text}{mtls}); Ctrl-C to stop",
-        server.addr()
+        "throng lab server on {scheme}://{}/ ({threads} threads{procs}{stall_text}{mtls}; \
+         /auth: bcrypt cost {} on {hash_threads} hashing threads{reveal}); Ctrl-C to stop",
+        server.addr(),
+        c.bcrypt_cost
     );
     signals::wait_for_stop();
     for child in &mut children {
