@@ -792,7 +792,7 @@ fn abort_judge(plan: &throng_scenario::ScenarioPlan) -> Option<Judge> {
     Some(Box::new(move |m: &Measurements, elapsed: Duration| {
         watched
             .iter()
-            .filter(|t| elapsed.as_secs() >= t.delay_s)
+            .filter(|t| elapsed >= Duration::from_millis(t.delay_ms))
             .map(|t| t.evaluate(m))
             .find(|v| !v.passed)
             .map(|v| {

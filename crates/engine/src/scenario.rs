@@ -641,6 +641,15 @@ impl<'a> InFlight<'a> {
         self.tagged(now, response, failed);
     }
 
+    fn cut_off(&self) {
+        with_scen(self.ctx, |r| {
+            r.interrupted(self.tags);
+            if let Some(s) = self.stage {
+                r.interrupted(&[s]);
+            }
+        });
+    }
+
     fn tagged(&self, now: Instant, response: Option<(Duration, bool)>, failed: bool) {
         with_scen(self.ctx, |r| {
             r.request(now, self.tags, response, failed);
@@ -660,7 +669,7 @@ impl Drop for InFlight<'_> {
                 .rec
                 .borrow_mut()
                 .request_failed(now, ErrorClass::Interrupted, 0);
-            self.tagged(now, None, true);
+            self.cut_off();
         }
     }
 }

@@ -12,10 +12,15 @@ use crate::hist::{EncodedHist, Hist, HistError};
 /// Requests carrying one tag (or all requests, under the empty key).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct TagStats {
-    /// Requests that ended.
+    /// Requests that ended, except those cut off (see `interrupted`).
     pub requests: u64,
     /// Of those, failed in any way (including an unexpected status).
     pub failed: u64,
+    /// Requests cut off before they ended: still in flight when the plan's
+    /// graceful period ran out or the run was stopped. Not in `requests`:
+    /// they say nothing about the target.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub interrupted: u64,
     /// Of those, answered with a status the step does not expect.
     pub unexpected_status: u64,
     /// Response time of every response, whatever its status (k6's "all requests").
@@ -25,6 +30,10 @@ pub struct TagStats {
     /// Per second.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub series: Vec<TagSecond>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// One second of one tag.
@@ -98,6 +107,7 @@ impl ScenarioStats {
             mine.requests += t.requests;
             mine.failed += t.failed;
             mine.unexpected_status += t.unexpected_status;
+            mine.interrupted += t.interrupted;
             mine.response.add(&t.response)?;
             mine.expected.add(&t.expected)?;
             let mut by: BTreeMap<u64, TagSecond> = std::mem::take(&mut mine.series)
@@ -309,6 +319,15 @@ impl ScenarioRecorder {
                 if expected {
                     t.stats.expected.record(d);
                 }
+            }
+        }
+    }
+
+    /// A request was cut off before it ended (counted apart from `request`).
+    pub fn interrupted(&mut self, tags: &[usize]) {
+        for &i in tags {
+            if let Some(t) = self.tags.get_mut(i) {
+                t.stats.interrupted += 1;
             }
         }
     }

@@ -66,16 +66,29 @@ pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
         r.duration_s,
         r.requests_per_second()
     )?;
+    // Requests cut off by the plan's own end or a stop say nothing about
+    // the target: shown apart, and not in the error rate.
+    let interrupted = req.errors.get("interrupted").copied().unwrap_or(0);
+    let judged = ended - interrupted;
     writeln!(
         w,
         "  {:<14}{} ({:.2}%) with a status their step expects",
         "ok",
         req.ok,
-        pct(req.ok, ended)
+        pct(req.ok, judged)
     )?;
-    let failed = req.failed();
-    writeln!(w, "  {:<14}{} ({:.2}%)", "errors", failed, pct(failed, ended))?;
-    write_errors(w, &req.errors)?;
+    let failed = req.failed() - interrupted;
+    writeln!(w, "  {:<14}{} ({:.2}%)", "errors", failed, pct(failed, judged))?;
+    let mut classes = req.errors.clone();
+    classes.remove("interrupted");
+    write_errors(w, &classes)?;
+    if interrupted > 0 {
+        writeln!(
+            w,
+            "  {:<14}{} (in flight when a graceful period ran out or the run stopped; not errors)",
+            "interrupted", interrupted
+        )?;
+    }
     let statuses: Vec<String> = m.status.iter().map(|(code, n)| format!("{code}={n}")).collect();
     if !statuses.is_empty() {
         writeln!(w, "  {:<14}{}", "status", statuses.join(" "))?;

@@ -83,6 +83,36 @@ const TRENDS: [&str; 10] = [
 const RATES: [&str; 3] = ["check_failed", "errors", "checks"];
 const COUNTERS: [&str; 3] = ["requests", "iterations", "dropped_iterations"];
 
+/// The tag kinds a metric is kept under: what [`Threshold::evaluate`] can
+/// look up. Requests are kept per tag in `ScenarioStats::tags` (`step:`,
+/// `group:`, `scenario:`, `stage:` keys), checks per check name, group
+/// durations per group name; the rest only as a whole.
+fn tag_kinds(metric: &str) -> &'static [&'static str] {
+    match metric {
+        "response" | "errors" | "check_failed" | "requests" => &["step", "group", "scenario", "stage"],
+        "checks" => &["check"],
+        "group_duration" => &["group"],
+        _ => &[],
+    }
+}
+
+fn or_list(items: &[&str]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => (*one).to_string(),
+        [init @ .., last] => format!("{} or {last}", init.join(", ")),
+    }
+}
+
+fn not_a_metric(metric: &str) -> String {
+    format!(
+        "'{metric}' is not a metric; trends: {}; rates: {}; counters: {}",
+        TRENDS.join(", "),
+        RATES.join(", "),
+        COUNTERS.join(", ")
+    )
+}
+
 fn kind(metric: &str) -> Option<Kind> {
     if TRENDS.contains(&metric) {
         Some(Kind::Trend)
@@ -117,9 +147,9 @@ pub struct Threshold {
     /// Stop the run as soon as it fails (after `delay`).
     #[serde(default)]
     pub abort_on_fail: bool,
-    /// Seconds from the start before `abort_on_fail` may act.
+    /// Milliseconds from the start before `abort_on_fail` may act.
     #[serde(default)]
-    pub delay_s: u64,
+    pub delay_ms: u64,
 }
 
 /// Whether a threshold held, and what was observed.
@@ -141,11 +171,15 @@ impl Threshold {
     /// (`p(95) < 500ms`, `rate < 0.01`, `rate(check_failed) < 0.01`,
     /// `count == 0`, `max < 2s over 30s`).
     pub fn parse(key: &str, expr: &str, abort_on_fail: bool, delay: Duration) -> Result<Threshold, String> {
-        let (mut metric, mut tag) = parse_metric(key)?;
+        let (key_metric, key_tag) = parse_metric(key)?;
+        if kind(&key_metric).is_none() {
+            return Err(not_a_metric(&key_metric));
+        }
+        let (mut metric, mut tag) = (key_metric, key_tag.clone());
         let e = expr.trim();
         let (body, window_s) = match e.rsplit_once(" over ") {
             Some((b, w)) => {
-                let d = throng_plan::parse_duration(w.trim()).map_err(|x| format!("'{expr}': {x}"))?;
+                let d = parse_unit_duration(w.trim()).map_err(|x| format!("'{expr}': {x}"))?;
                 if d.as_secs() == 0 || d.subsec_nanos() != 0 {
                     return Err(format!("'{expr}': windows are whole seconds, e.g. over 30s"));
                 }
@@ -187,8 +221,20 @@ impl Threshold {
                 None => (lhs, None),
             };
             if let Some(inner) = inner {
-                // rate(check_failed), count(dropped_iterations): the metric inside wins.
-                (metric, tag) = parse_metric(inner)?;
+                // rate(check_failed), count(dropped_iterations): the metric
+                // inside wins; the key's tag filter still applies to it.
+                let (m, t) = parse_metric(inner)?;
+                tag = match (t, &key_tag) {
+                    (Some(a), Some(b)) if a != *b => {
+                        return Err(format!(
+                            "'{key}: {expr}': the filter {{{}:{}}} inside conflicts with the key's {{{}:{}}}; give one",
+                            a.0, a.1, b.0, b.1
+                        ));
+                    }
+                    (Some(a), _) => Some(a),
+                    (None, k) => k.clone(),
+                };
+                metric = m;
             }
             match name {
                 "avg" => Agg::Avg,
@@ -204,14 +250,7 @@ impl Threshold {
                 }
             }
         };
-        let k = kind(&metric).ok_or_else(|| {
-            format!(
-                "'{metric}' is not a metric; trends: {}; rates: {}; counters: {}",
-                TRENDS.join(", "),
-                RATES.join(", "),
-                COUNTERS.join(", ")
-            )
-        })?;
+        let k = kind(&metric).ok_or_else(|| not_a_metric(&metric))?;
         let value = match (k, agg) {
             (Kind::Trend, Agg::Rate | Agg::Count) => {
                 return Err(format!(
@@ -219,7 +258,7 @@ impl Threshold {
                 ));
             }
             (Kind::Trend, _) => {
-                let d = parse_bound_duration(rhs).map_err(|x| format!("'{expr}': {x}"))?;
+                let d = parse_unit_duration(rhs).map_err(|x| format!("'{expr}': {x}"))?;
                 d.as_secs_f64() * 1e6
             }
             (Kind::Rate, Agg::Rate) => parse_fraction(rhs).map_err(|x| format!("'{expr}': {x}"))?,
@@ -237,20 +276,21 @@ impl Threshold {
                 "'{expr}': {metric} has no per-second figures to slide a window over"
             ));
         }
-        if tag.is_some()
-            && ![
-                "response",
-                "check_failed",
-                "errors",
-                "requests",
-                "checks",
-                "group_duration",
-            ]
-            .contains(&metric.as_str())
-        {
-            return Err(format!(
-                "'{key}': {metric} is not kept per tag; tags apply to response, errors, check_failed, requests, checks, group_duration"
-            ));
+        if let Some((t, v)) = &tag {
+            let kinds = tag_kinds(&metric);
+            if kinds.is_empty() {
+                return Err(format!(
+                    "'{key}': {metric} is not kept per tag; tags apply to response, errors, check_failed and \
+                     requests (step, group, scenario, stage), checks (check) and group_duration (group)"
+                ));
+            }
+            if !kinds.contains(&t.as_str()) {
+                return Err(format!(
+                    "'{key}: {expr}': {metric} is kept per {}, not per {t}, so {metric}{{{t}:{v}}} would never \
+                     have samples",
+                    or_list(kinds)
+                ));
+            }
         }
         Ok(Threshold {
             text: format!("{key}: {e}"),
@@ -261,7 +301,7 @@ impl Threshold {
             value,
             window_s,
             abort_on_fail,
-            delay_s: delay.as_secs(),
+            delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
         })
     }
 
@@ -481,12 +521,16 @@ fn parse_metric(text: &str) -> Result<(String, Option<(String, String)>), String
     }
 }
 
-fn parse_bound_duration(text: &str) -> Result<Duration, String> {
-    // A bare number is milliseconds, as in k6.
-    match text.parse::<f64>() {
-        Ok(ms) if ms.is_finite() && ms >= 0.0 => Ok(Duration::from_secs_f64(ms / 1000.0)),
-        _ => throng_plan::parse_duration(text),
+/// A duration with its unit. A bare number is refused: `200` reads as
+/// seconds to some and as milliseconds (k6's threshold bounds) to others.
+pub(crate) fn parse_unit_duration(text: &str) -> Result<Duration, String> {
+    if text.trim().parse::<f64>().is_ok() {
+        return Err(format!(
+            "durations need a unit, e.g. 500ms, 30s, 2m ('{}' has none)",
+            text.trim()
+        ));
     }
+    throng_plan::parse_duration(text)
 }
 
 fn parse_fraction(text: &str) -> Result<f64, String> {
@@ -528,10 +572,10 @@ mod tests {
         assert_eq!(t.agg, Agg::P(95.0));
         assert_eq!(t.value, 500_000.0);
         assert_eq!(t.window_s, Some(30));
-        let r = th("x", "rate(check_failed) < 0.01");
+        let r = th("response", "rate(check_failed) < 0.01");
         assert_eq!((r.metric.as_str(), r.agg, r.value), ("check_failed", Agg::Rate, 0.01));
         assert_eq!(th("dropped_iterations", "count == 0").op, Op::Eq);
-        assert_eq!(th("response", "avg < 200").value, 200_000.0, "a bare number is ms");
+        assert_eq!(th("response", "avg < 200ms").value, 200_000.0);
         for (k, e, why) in [
             ("response", "p(95) 500ms", "no comparison"),
             ("nope", "avg < 1s", "not a metric"),
@@ -544,6 +588,138 @@ mod tests {
             let e = Threshold::parse(k, e, false, Duration::ZERO).unwrap_err();
             assert!(e.contains(why), "{k} {e}");
         }
+    }
+
+    fn rejects(key: &str, expr: &str, why: &str) {
+        match Threshold::parse(key, expr, false, Duration::ZERO) {
+            Err(e) => assert!(e.contains(why), "{key}: {expr}: {e}"),
+            Ok(t) => panic!("{key}: {expr} accepted as {t:?}"),
+        }
+    }
+
+    #[test]
+    fn durations_need_a_unit() {
+        for (key, expr) in [
+            ("response", "avg < 200"),
+            ("response", "p(95) < 0.5"),
+            ("response", "p(95) < 500ms over 30"),
+        ] {
+            rejects(key, expr, "durations need a unit, e.g. 500ms, 30s, 2m");
+        }
+        // Rates and counts are numbers.
+        assert_eq!(th("errors", "count < 5").value, 5.0);
+        assert_eq!(th("errors", "rate < 0.5").value, 0.5);
+    }
+
+    #[test]
+    fn the_delay_keeps_its_milliseconds() {
+        let t = Threshold::parse("errors", "rate < 1%", true, Duration::from_millis(1500)).unwrap();
+        assert_eq!(t.delay_ms, 1500);
+    }
+
+    #[test]
+    fn a_metric_takes_only_the_tags_it_is_kept_under() {
+        for (key, expr) in [
+            ("response{step:a}", "p(95) < 1s"),
+            ("response{group:a}", "p(95) < 1s"),
+            ("response{scenario:a}", "p(95) < 1s"),
+            ("response{stage:a#1}", "p(95) < 1s"),
+            ("errors{step:a}", "rate < 1%"),
+            ("check_failed{stage:a#2}", "rate < 1%"),
+            ("requests{group:a}", "count > 1"),
+            ("checks{check:a}", "rate > 0.9"),
+            ("group_duration{group:a}", "p(95) < 1s"),
+        ] {
+            Threshold::parse(key, expr, false, Duration::ZERO).unwrap_or_else(|e| panic!("{key}: {e}"));
+        }
+        for (key, expr, why) in [
+            (
+                "response{check:a}",
+                "p(95) < 1s",
+                "response is kept per step, group, scenario or stage, not per check",
+            ),
+            ("errors{check:a}", "rate < 1%", "not per check"),
+            ("checks{step:a}", "rate > 0.9", "checks is kept per check, not per step"),
+            (
+                "group_duration{step:a}",
+                "p(95) < 1s",
+                "group_duration is kept per group, not per step",
+            ),
+            ("group_duration{scenario:a}", "p(95) < 1s", "not per scenario"),
+            ("iteration{group:a}", "p(95) < 1s", "iteration is not kept per tag"),
+            ("iterations{scenario:a}", "count > 1", "iterations is not kept per tag"),
+            ("dropped_iterations{scenario:a}", "count == 0", "is not kept per tag"),
+            ("schedule_lag{scenario:a}", "p(95) < 1s", "is not kept per tag"),
+            ("latency{step:a}", "p(95) < 1s", "is not kept per tag"),
+        ] {
+            rejects(key, expr, why);
+        }
+    }
+
+    #[test]
+    fn the_metric_inside_keeps_the_keys_tag() {
+        let t = th("response{step:login}", "rate(check_failed) < 0.01");
+        assert_eq!(t.metric, "check_failed");
+        assert_eq!(t.tag, Some(("step".into(), "login".into())));
+        let t = th("response", "rate(check_failed{group:g}) < 0.01");
+        assert_eq!(t.tag, Some(("group".into(), "g".into())));
+        let t = th("response{step:a}", "count(errors{step:a}) < 5");
+        assert_eq!(
+            (t.metric.as_str(), t.tag),
+            ("errors", Some(("step".into(), "a".into())))
+        );
+        rejects(
+            "response{step:a}",
+            "rate(errors{step:b}) < 0.01",
+            "the filter {step:b} inside conflicts with the key's {step:a}",
+        );
+        // The key's tag must suit the metric inside.
+        rejects(
+            "checks{check:c}",
+            "rate(check_failed) < 0.01",
+            "check_failed is kept per step",
+        );
+        rejects(
+            "group_duration{group:g}",
+            "count(dropped_iterations) == 0",
+            "is not kept per tag",
+        );
+        // The key is a metric too, even when the expression names another.
+        rejects(
+            "http_req_failed",
+            "rate(check_failed) < 0.01",
+            "'http_req_failed' is not a metric",
+        );
+    }
+
+    #[test]
+    fn tagged_thresholds_find_their_samples() {
+        let t0 = std::time::Instant::now();
+        let mut r = ScenarioRecorder::new(t0);
+        let (all, login, home) = (r.tag(""), r.tag("step:login"), r.tag("step:home"));
+        let ok = r.check_index("ok");
+        let g = r.group_index("g");
+        for i in 0..10u64 {
+            let at = t0 + Duration::from_millis(i * 10);
+            // Every login has an unexpected status; home never does.
+            r.request(at, &[all, login], Some((Duration::from_millis(5), false)), false);
+            r.request(at, &[all, home], Some((Duration::from_millis(5), true)), false);
+            r.check(ok, i < 8);
+        }
+        r.group(g, Duration::from_millis(30));
+        let m = Measurements {
+            scenario: Some(r.finish(t0 + Duration::from_secs(1))),
+            ..Measurements::default()
+        };
+        let observed = |key: &str, expr: &str| th(key, expr).evaluate(&m).observed;
+        assert_eq!(observed("response{step:login}", "rate(check_failed) < 0.01"), Some(1.0));
+        assert_eq!(observed("response{step:home}", "rate(check_failed) < 0.01"), Some(0.0));
+        assert_eq!(observed("check_failed", "rate < 0.01"), Some(0.5));
+        assert_eq!(observed("requests{step:login}", "count > 1"), Some(10.0));
+        assert_eq!(observed("checks{check:ok}", "rate > 0.9"), Some(0.8));
+        assert_eq!(observed("checks", "count(checks{check:ok}) > 1"), Some(8.0));
+        let slowest = observed("group_duration{group:g}", "max < 1s").unwrap_or_default();
+        assert!((30_000.0..30_100.0).contains(&slowest), "{slowest} µs");
     }
 
     #[test]

@@ -124,7 +124,7 @@ thresholds:
     - threshold: p(99) < 1s
       abort_on_fail: true
       delay: 10s
-  response{group:session}: [avg < 300]
+  response{group:session}: [avg < 300ms]
   response{scenario:signup}: [med < 200ms]
   response{stage:signup#2}: ["max < 3s"]
   checks{check:created}: [rate > 0.99]
@@ -557,6 +557,42 @@ fn bad_files_fail_both() {
             "is not a tag",
         ),
         (
+            "a threshold key that is not a metric, the metric inside",
+            edit(
+                "response{step:home}: [p(95) < 500ms]",
+                "http_req_failed: [rate(check_failed) < 0.01]",
+            ),
+            "'http_req_failed' is not a metric",
+        ),
+        (
+            "a request tag on checks",
+            edit(
+                "response{step:home}: [p(95) < 500ms]",
+                "checks{step:home}: [rate > 0.9]",
+            ),
+            "checks is kept per check, not per step",
+        ),
+        (
+            "a check tag on response",
+            edit("response{step:home}", "response{check:home}"),
+            "response is kept per step, group, scenario or stage, not per check",
+        ),
+        (
+            "a step tag on group durations",
+            edit("response{step:home}", "group_duration{step:home}"),
+            "group_duration is kept per group, not per step",
+        ),
+        (
+            "a duration bound without a unit",
+            edit("p(95) < 500ms", "p(95) < 500"),
+            "durations need a unit",
+        ),
+        (
+            "a window without a unit",
+            edit("p(95) < 500ms", "p(95) < 500ms over 30"),
+            "durations need a unit",
+        ),
+        (
             "a threshold without a comparison",
             edit("p(95) < 500ms", "p(95) 500ms"),
             "has no comparison",
@@ -653,6 +689,11 @@ fn rules_only_the_parser_knows() {
             "no per-second figures",
         ),
         (
+            "a filter inside that conflicts with the key's",
+            edit("p(95) < 500ms", "\"rate(check_failed{step:other}) < 0.01\""),
+            "conflicts with the key's {step:home}",
+        ),
+        (
             "a flow without a request",
             edit(
                 "      - request:\n          name: home\n          path: /\n          expect: [200]",
@@ -710,13 +751,6 @@ fn the_schema_reports_what_the_parser_ignores() {
         (
             "a check status out of range",
             edit("expect: [200]", "check:\n            c: { status: [999] }"),
-        ),
-        (
-            "a threshold key that is not a metric, the metric inside",
-            edit(
-                "response{step:home}: [p(95) < 500ms]",
-                "http_req_failed: [rate(check_failed) < 0.01]",
-            ),
         ),
         (
             "a negative start rate",
