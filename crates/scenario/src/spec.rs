@@ -5,11 +5,11 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use throng_plan::{StatusSet, TlsSettings, parse_duration};
+use throng_plan::{StatusSet, TlsSettings};
 
 use crate::checks::{Capture, CaptureFrom, Check, CheckKind};
 use crate::template::Template;
-use crate::threshold::Threshold;
+use crate::threshold::{Threshold, parse_unit_duration};
 
 /// Why a scenario file cannot run.
 #[derive(Debug, thiserror::Error)]
@@ -28,7 +28,8 @@ pub struct ScenarioError {
 // ---------------------------------------------------------------- raw ----
 
 /// A duration as people type it, checked while the YAML is read (so an
-/// error points at the value).
+/// error points at the value). The unit is required: `30` reads as seconds
+/// to some and as milliseconds (k6's threshold bounds) to others.
 #[derive(Clone, Copy, Debug)]
 struct Dur(Duration);
 
@@ -40,7 +41,7 @@ impl<'de> Deserialize<'de> for Dur {
             serde_yaml_ng::Value::Number(n) => n.to_string(),
             _ => return Err(serde::de::Error::custom("expected a duration such as 500ms, 30s or 2m")),
         };
-        parse_duration(&text).map(Dur).map_err(serde::de::Error::custom)
+        parse_unit_duration(&text).map(Dur).map_err(serde::de::Error::custom)
     }
 }
 
@@ -1381,6 +1382,44 @@ thresholds:
             assert!(line.contains(needle), "{to}: {e} points at '{line}'");
             assert!(e.to_string().starts_with("t.yaml:"), "{e}");
         }
+    }
+
+    /// Parses `GOOD` with `from` replaced by `to` and expects an error
+    /// containing `message`, on a line that holds `at`.
+    #[track_caller]
+    fn rejects(from: &str, to: &str, at: &str, message: &str) -> ScenarioError {
+        assert!(GOOD.contains(from), "GOOD has no '{from}'");
+        let text = GOOD.replacen(from, to, 1);
+        let e = match parse(&text) {
+            Ok(_) => panic!("accepted: {to}"),
+            Err(e) => e,
+        };
+        assert!(e.message.contains(message), "{to}: '{e}' does not say '{message}'");
+        let line = text.lines().nth(e.line.saturating_sub(1)).unwrap_or_default();
+        assert!(
+            e.line > 0 && line.contains(at),
+            "{to}: {e} points at '{line}', not at '{at}'"
+        );
+        e
+    }
+
+    #[test]
+    fn durations_need_a_unit() {
+        for (from, to, at) in [
+            ("timeout: 5s", "timeout: 5", "timeout: 5"),
+            ("duration: 30s, target", "duration: 30, target", "duration: 30,"),
+            ("duration: 30s, target", "duration: 0, target", "duration: 0,"),
+            ("duration: 30s, target", "duration: '30', target", "duration: '30',"),
+            ("start_vus: 0", "start_vus: 0\n    start_time: 1", "start_time: 1"),
+            ("start_vus: 0", "start_vus: 0\n    graceful_stop: 2.5", "graceful_stop"),
+            ("status: [200]", "duration_under: 1", "duration_under"),
+            ("expect: [200]", "expect: [200]\n          timeout: 3", "timeout: 3"),
+        ] {
+            let e = rejects(from, to, at, "durations need a unit, e.g. 500ms, 30s, 2m");
+            assert!(e.message.contains("has none"), "{e}");
+        }
+        let plan = parse(&GOOD.replacen("duration: 30s, target", "duration: 0s, target", 1)).unwrap();
+        assert_eq!(plan.scenarios[0].executor.stages()[0].duration, Duration::ZERO);
     }
 
     #[test]

@@ -65,7 +65,7 @@ scenarios:
     stages:
       - { duration: 30s, target: 10 }
       - { duration: 1m, target: 10 }
-      - { duration: 0, target: 50 }
+      - { duration: 0s, target: 50 }
       - { duration: 10s, target: 0 }
     graceful_ramp_down: 10s
     flow:
@@ -140,7 +140,7 @@ data:
   cursor: shared
 defaults:
   expect: [2xx, "301-302", "404,410"]
-  timeout: 30
+  timeout: 30s
 scenarios:
   each:
     executor: per-vu-iterations
@@ -151,7 +151,7 @@ scenarios:
       - request:
           path: /search
           query: { q: "{{email}}", page: 1, exact: true }
-      - think: 0.5
+      - think: 500ms
       - request:
           name: subscribe
           method: PUT
@@ -433,6 +433,11 @@ fn bad_files_fail_both() {
             "pre_allocated_vus",
         ),
         ("a duration in parsecs", edit("10s", "30 parsecs"), "invalid duration"),
+        (
+            "a duration without a unit",
+            edit("duration: 10s", "duration: 10"),
+            "durations need a unit",
+        ),
         (
             "a duration with a space",
             edit("duration: 10s", "duration: 10 s"),
