@@ -85,12 +85,98 @@ struct RawDefaults {
     expect: Option<Vec<RawStatus>>,
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
+/// `data: FILE` or `data: { file, cursor }`.
+#[derive(Debug)]
 enum RawData {
     File(String),
-    Full { file: String, cursor: Option<Cursor> },
+    Full(RawDataFull),
 }
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDataFull {
+    file: String,
+    cursor: Option<Cursor>,
+}
+
+impl ScalarOrMap for RawData {
+    const EXPECTING: &'static str = "a CSV file name, or a mapping with file: and cursor:";
+    type Map = RawDataFull;
+    fn scalar<E: serde::de::Error>(v: serde_yaml_ng::Value) -> Result<Self, E> {
+        match v {
+            serde_yaml_ng::Value::String(s) => Ok(RawData::File(s)),
+            _ => Err(E::custom(format!("expected {}", Self::EXPECTING))),
+        }
+    }
+    fn map(m: RawDataFull) -> Self {
+        RawData::Full(m)
+    }
+}
+
+/// A value written either as a scalar or as a mapping of named fields.
+///
+/// serde's untagged enums would do, but they try each form in turn and,
+/// when none fits, report "did not match any variant": a misspelt key in
+/// the mapping form is either swallowed or never named. Here the form is
+/// chosen by the YAML node's kind and the mapping is read by a struct that
+/// denies unknown fields, so the error names the key, lists the accepted
+/// ones, and points at the key's line.
+trait ScalarOrMap: Sized {
+    /// What the value is, for errors.
+    const EXPECTING: &'static str;
+    /// The mapping form.
+    type Map: for<'de> Deserialize<'de>;
+    /// The scalar form (a string, number or boolean).
+    fn scalar<E: serde::de::Error>(v: serde_yaml_ng::Value) -> Result<Self, E>;
+    /// The mapping form, read.
+    fn map(m: Self::Map) -> Self;
+}
+
+struct ScalarOrMapVisitor<T>(std::marker::PhantomData<T>);
+
+impl<'de, T: ScalarOrMap> serde::de::Visitor<'de> for ScalarOrMapVisitor<T> {
+    type Value = T;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(T::EXPECTING)
+    }
+
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<T, E> {
+        T::scalar(serde_yaml_ng::Value::String(v.to_string()))
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<T, E> {
+        T::scalar(serde_yaml_ng::Value::Number(v.into()))
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<T, E> {
+        T::scalar(serde_yaml_ng::Value::Number(v.into()))
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<T, E> {
+        T::scalar(serde_yaml_ng::Value::Number(v.into()))
+    }
+
+    fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<T, E> {
+        T::scalar(serde_yaml_ng::Value::Bool(v))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+        T::Map::deserialize(serde::de::value::MapAccessDeserializer::new(map)).map(T::map)
+    }
+}
+
+macro_rules! deserialize_scalar_or_map {
+    ($($t:ty),*) => {$(
+        impl<'de> Deserialize<'de> for $t {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                d.deserialize_any(ScalarOrMapVisitor(std::marker::PhantomData))
+            }
+        }
+    )*};
+}
+
+deserialize_scalar_or_map!(RawData, RawThink, RawThreshold);
 
 /// How VUs walk the data file's rows.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -151,11 +237,29 @@ struct RawStep {
     group: Option<RawGroup>,
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
+/// `think: 2s` or `think: { min, max }`.
+#[derive(Debug)]
 enum RawThink {
     Fixed(Dur),
-    Range { min: Dur, max: Dur },
+    Range(RawThinkRange),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawThinkRange {
+    min: Dur,
+    max: Dur,
+}
+
+impl ScalarOrMap for RawThink {
+    const EXPECTING: &'static str = "a duration such as 2s, or a mapping with min: and max:";
+    type Map = RawThinkRange;
+    fn scalar<E: serde::de::Error>(v: serde_yaml_ng::Value) -> Result<Self, E> {
+        Dur::deserialize(v).map(RawThink::Fixed).map_err(E::custom)
+    }
+    fn map(m: RawThinkRange) -> Self {
+        RawThink::Range(m)
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -214,16 +318,35 @@ struct RawCheck {
     duration_under: Option<Dur>,
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
+/// `- EXPRESSION` or `- { threshold, abort_on_fail, delay }`.
+#[derive(Debug)]
 enum RawThreshold {
     Text(String),
-    Full {
-        threshold: String,
-        #[serde(default)]
-        abort_on_fail: bool,
-        delay: Option<Dur>,
-    },
+    Full(RawThresholdFull),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawThresholdFull {
+    threshold: String,
+    #[serde(default)]
+    abort_on_fail: bool,
+    delay: Option<Dur>,
+}
+
+impl ScalarOrMap for RawThreshold {
+    const EXPECTING: &'static str =
+        "an expression such as p(95) < 500ms, or a mapping with threshold:, abort_on_fail: and delay:";
+    type Map = RawThresholdFull;
+    fn scalar<E: serde::de::Error>(v: serde_yaml_ng::Value) -> Result<Self, E> {
+        match v {
+            serde_yaml_ng::Value::String(s) => Ok(RawThreshold::Text(s)),
+            _ => Err(E::custom(format!("expected {}", Self::EXPECTING))),
+        }
+    }
+    fn map(m: RawThresholdFull) -> Self {
+        RawThreshold::Full(m)
+    }
 }
 
 // ----------------------------------------------------------- validated ----
@@ -706,7 +829,7 @@ impl Validator<'_> {
             Some(d) => {
                 let (file, cursor) = match d {
                     RawData::File(f) => (f, Cursor::default()),
-                    RawData::Full { file, cursor } => (file, cursor.unwrap_or_default()),
+                    RawData::Full(RawDataFull { file, cursor }) => (file, cursor.unwrap_or_default()),
                 };
                 let text = read(&file).map_err(|e| self.err(&["data:"], format!("cannot read '{file}': {e}")))?;
                 let (columns, rows) =
@@ -753,11 +876,11 @@ impl Validator<'_> {
             for t in list {
                 let (expr, abort, delay) = match t {
                     RawThreshold::Text(e) => (e, false, Duration::ZERO),
-                    RawThreshold::Full {
+                    RawThreshold::Full(RawThresholdFull {
                         threshold,
                         abort_on_fail,
                         delay,
-                    } => (threshold, abort_on_fail, delay.map_or(Duration::ZERO, |d| d.0)),
+                    }) => (threshold, abort_on_fail, delay.map_or(Duration::ZERO, |d| d.0)),
                 };
                 let th =
                     Threshold::parse(&key, &expr, abort, delay).map_err(|e| self.err(&["thresholds:", &key], e))?;
@@ -936,7 +1059,7 @@ impl Validator<'_> {
                 (Some(r), None, None) => Step::Request(Box::new(self.request(key, r, defaults)?)),
                 (None, Some(t), None) => Step::Think(match t {
                     RawThink::Fixed(d) => Think::Fixed(d.0),
-                    RawThink::Range { min, max } => {
+                    RawThink::Range(RawThinkRange { min, max }) => {
                         if max.0 < min.0 {
                             return Err(self.err(&["scenarios:", key, "think:"], "think: min is above max"));
                         }
@@ -1420,6 +1543,62 @@ thresholds:
         }
         let plan = parse(&GOOD.replacen("duration: 30s, target", "duration: 0s, target", 1)).unwrap();
         assert_eq!(plan.scenarios[0].executor.stages()[0].duration, Duration::ZERO);
+    }
+
+    #[test]
+    fn unknown_keys_in_short_or_long_forms_are_named() {
+        rejects(
+            "think: { min: 1s, max: 2s }",
+            "think: { min: 1s, max: 2s, mean: 1s }",
+            "mean",
+            "unknown field `mean`, expected `min` or `max`",
+        );
+        rejects(
+            "think: { min: 1s, max: 2s }",
+            "think: { min: 1s }",
+            "think",
+            "missing field `max`",
+        );
+        rejects(
+            "think: { min: 1s, max: 2s }",
+            "think: 2",
+            "think: 2",
+            "durations need a unit",
+        );
+        rejects(
+            "      abort_on_fail: true",
+            "      abortOnFail: true",
+            "abortOnFail",
+            "unknown field `abortOnFail`, expected one of `threshold`, `abort_on_fail`, `delay`",
+        );
+        rejects("      delay: 5s", "      delay: 5", "delay: 5", "durations need a unit");
+        rejects(
+            "    - p(95) < 500ms",
+            "    - 500",
+            "500",
+            "expected an expression such as p(95) < 500ms",
+        );
+        rejects(
+            "scenarios:",
+            "data: { file: users.csv, cursr: shared }\nscenarios:",
+            "cursr",
+            "unknown field `cursr`, expected `file` or `cursor`",
+        );
+        rejects(
+            "scenarios:",
+            "data: { file: users.csv, cursor: random }\nscenarios:",
+            "random",
+            "unknown variant `random`, expected `per-vu` or `shared`",
+        );
+        let read: &dyn Fn(&str) -> Result<String, String> = &|_| Ok("email\na@x\n".into());
+        let text = GOOD.replacen("scenarios:", "data: { file: users.csv, cursor: shared }\nscenarios:", 1);
+        let plan = ScenarioPlan::parse(&text, "t.yaml", read).unwrap();
+        assert_eq!(plan.data.map(|d| d.cursor), Some(Cursor::Shared));
+        let Step::Think(Think::Range(min, max)) = plan.scenarios[0].flow[1] else {
+            panic!("a think range")
+        };
+        assert_eq!((min, max), (Duration::from_secs(1), Duration::from_secs(2)));
+        assert_eq!(plan.thresholds[1].delay_ms, 5000);
     }
 
     #[test]
