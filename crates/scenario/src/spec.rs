@@ -201,6 +201,32 @@ enum ExecutorName {
     RampingArrivalRate,
 }
 
+impl ExecutorName {
+    /// As written in the file.
+    fn name(self) -> &'static str {
+        match self {
+            ExecutorName::ConstantVus => "constant-vus",
+            ExecutorName::RampingVus => "ramping-vus",
+            ExecutorName::PerVuIterations => "per-vu-iterations",
+            ExecutorName::SharedIterations => "shared-iterations",
+            ExecutorName::ConstantArrivalRate => "constant-arrival-rate",
+            ExecutorName::RampingArrivalRate => "ramping-arrival-rate",
+        }
+    }
+
+    /// Its own fields, besides those every executor takes (start_time,
+    /// graceful_stop, flow).
+    fn fields(self) -> &'static [&'static str] {
+        match self {
+            ExecutorName::ConstantVus => &["vus", "duration"],
+            ExecutorName::RampingVus => &["start_vus", "stages", "graceful_ramp_down"],
+            ExecutorName::PerVuIterations | ExecutorName::SharedIterations => &["vus", "iterations", "max_duration"],
+            ExecutorName::ConstantArrivalRate => &["rate", "time_unit", "duration", "pre_allocated_vus", "max_vus"],
+            ExecutorName::RampingArrivalRate => &["start_rate", "time_unit", "stages", "pre_allocated_vus", "max_vus"],
+        }
+    }
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawScenario {
@@ -756,16 +782,32 @@ struct Validator<'a> {
 
 impl Validator<'_> {
     /// An error at the first line holding every needle in turn (a path of
-    /// keys such as ["scenarios:", "users:", "stages:"]).
+    /// keys such as ["scenarios:", "users:", "stages:"]). A needle that
+    /// starts with a letter, digit or `_` only matches where a word starts,
+    /// so `rate:` does not find `start_rate:`.
     fn err(&self, path: &[&str], message: impl Into<String>) -> ScenarioError {
+        let word = |c: char| c.is_alphanumeric() || c == '_';
+        let find = |l: &str, needle: &str| -> Option<usize> {
+            if !needle.starts_with(word) {
+                return l.find(needle);
+            }
+            l.match_indices(needle)
+                .map(|(i, _)| i)
+                .find(|&i| !l[..i].ends_with(word))
+        };
         let mut line = 0;
         let mut column = 1;
         let lines: Vec<&str> = self.text.lines().collect();
         let mut from = 0;
         for needle in path {
-            if let Some(i) = lines.iter().skip(from).position(|l| l.contains(needle)) {
+            if let Some((i, c)) = lines
+                .iter()
+                .skip(from)
+                .enumerate()
+                .find_map(|(i, l)| find(l, needle).map(|c| (i, c)))
+            {
                 line = from + i + 1;
-                column = lines[from + i].find(needle).map_or(1, |c| c + 1);
+                column = lines[from + i][..c].chars().count() + 1;
                 from += i + 1;
             }
         }
@@ -935,44 +977,97 @@ impl Validator<'_> {
 
     fn scenario(&self, name: &str, s: RawScenario, defaults: &Defaults) -> Result<Scenario, ScenarioError> {
         let key = format!("{name}:");
-        let at = |field: &str| -> Vec<String> { vec!["scenarios:".into(), key.clone(), format!("{field}")] };
-        let need = |v: Option<u64>, field: &str| -> Result<u64, ScenarioError> {
+        let exec = s.executor.name();
+        let at = |field: &str| self.err(&["scenarios:", &key, &format!("{field}:")], "");
+        let bad = |field: &str, message: String| ScenarioError { message, ..at(field) };
+        let missing = |field: &str, example: &str| {
+            self.err(
+                &["scenarios:", &key, "executor:"],
+                format!("the {exec} executor needs {field}, e.g. {field}: {example}"),
+            )
+        };
+        // A field of another executor would be read and ignored: the run
+        // would not be the one the author meant.
+        let given = [
+            ("vus", s.vus.is_some()),
+            ("duration", s.duration.is_some()),
+            ("start_vus", s.start_vus.is_some()),
+            ("stages", s.stages.is_some()),
+            ("graceful_ramp_down", s.graceful_ramp_down.is_some()),
+            ("iterations", s.iterations.is_some()),
+            ("max_duration", s.max_duration.is_some()),
+            ("rate", s.rate.is_some()),
+            ("start_rate", s.start_rate.is_some()),
+            ("time_unit", s.time_unit.is_some()),
+            ("pre_allocated_vus", s.pre_allocated_vus.is_some()),
+            ("max_vus", s.max_vus.is_some()),
+        ];
+        for (field, set) in given {
+            if set && !s.executor.fields().contains(&field) {
+                return Err(bad(
+                    field,
+                    format!(
+                        "`{field}` is not a field of {exec}; it takes {} (and start_time, graceful_stop, flow)",
+                        s.executor.fields().join(", ")
+                    ),
+                ));
+            }
+        }
+        let count = |v: Option<u64>, field: &str, example: &str, why: &str| -> Result<u64, ScenarioError> {
             match v {
-                Some(n) if n >= 1 => Ok(n),
-                Some(_) => Err(self.err(
-                    &at(field).iter().map(String::as_str).collect::<Vec<_>>(),
-                    format!("{field} must be at least 1"),
-                )),
-                None => Err(self.err(
-                    &["scenarios:", &key],
-                    format!("the {:?} executor needs {field}", s.executor).replace('"', ""),
-                )),
+                Some(0) => Err(bad(field, format!("{field} must be at least 1: {why}"))),
+                Some(n) => Ok(n),
+                None => Err(missing(field, example)),
             }
         };
-        let need_dur = |v: Option<Dur>, field: &str| -> Result<Duration, ScenarioError> {
-            match v {
-                Some(d) if !d.0.is_zero() => Ok(d.0),
-                Some(_) => Err(self.err(&["scenarios:", &key, field], format!("{field} must be longer than 0"))),
-                None => Err(self.err(
-                    &["scenarios:", &key],
-                    format!("this executor needs {field}, e.g. {field}: 30s"),
-                )),
+        let vus = |v: Option<u64>| count(v, "vus", "10", "with no VUs the scenario runs nothing");
+        let iterations = |v: Option<u64>| count(v, "iterations", "100", "0 iterations run nothing");
+        let pre_allocated = |v: Option<u64>| {
+            count(
+                v,
+                "pre_allocated_vus",
+                "10",
+                "an arrival-rate scenario needs a VU ready for its first iteration",
+            )
+        };
+        let max_vus = |v: Option<u64>, pre: u64| match v {
+            None => Ok(pre),
+            Some(m) if m >= pre => Ok(m),
+            Some(m) => Err(bad(
+                "max_vus",
+                format!(
+                    "max_vus ({m}) is below pre_allocated_vus ({pre}); raise max_vus to {pre} or more, or leave it out (it defaults to pre_allocated_vus)"
+                ),
+            )),
+        };
+        let positive = |v: Option<Dur>, field: &str, default: Option<Duration>| -> Result<Duration, ScenarioError> {
+            match (v, default) {
+                (Some(d), _) if d.0.is_zero() => Err(bad(field, format!("{field} must be longer than 0"))),
+                (Some(d), _) => Ok(d.0),
+                (None, Some(d)) => Ok(d),
+                (None, None) => Err(missing(field, "30s")),
             }
         };
         let stages = |v: Option<Vec<RawStage>>| -> Result<Vec<Stage>, ScenarioError> {
             let list = v.ok_or_else(|| {
                 self.err(
-                    &["scenarios:", &key],
-                    "this executor needs stages: [{duration: 30s, target: 10}, ...]",
+                    &["scenarios:", &key, "executor:"],
+                    format!("the {exec} executor needs stages, e.g. stages: [{{ duration: 30s, target: 10 }}]"),
                 )
             })?;
             if list.is_empty() {
-                return Err(self.err(&["scenarios:", &key, "stages:"], "stages is empty"));
+                return Err(bad("stages", "stages is empty; give at least one stage".into()));
+            }
+            if list.iter().all(|st| st.duration.0.is_zero()) {
+                return Err(bad(
+                    "stages",
+                    "the stages last 0s in all, so the scenario would run nothing; give a stage a duration".into(),
+                ));
             }
             list.into_iter()
                 .map(|st| {
                     if st.target < 0.0 || !st.target.is_finite() {
-                        Err(self.err(&["scenarios:", &key, "stages:"], "a stage's target cannot be negative"))
+                        Err(bad("stages", "a stage's target cannot be negative".into()))
                     } else {
                         Ok(Stage {
                             duration: st.duration.0,
@@ -982,54 +1077,89 @@ impl Validator<'_> {
                 })
                 .collect()
         };
-        let time_unit = s.time_unit.map_or(Duration::from_secs(1), |d| d.0);
+        let time_unit =
+            positive(s.time_unit, "time_unit", Some(Duration::from_secs(1))).map_err(|e| ScenarioError {
+                message: format!("{}: rates are iterations per time_unit", e.message),
+                ..e
+            })?;
+        let max_duration = positive(s.max_duration, "max_duration", Some(Duration::from_secs(600)))?;
         let executor = match s.executor {
             ExecutorName::ConstantVus => Executor::ConstantVus {
-                vus: need(s.vus, "vus")?,
-                duration: need_dur(s.duration, "duration")?,
+                vus: vus(s.vus)?,
+                duration: positive(s.duration, "duration", None)?,
             },
-            ExecutorName::RampingVus => Executor::RampingVus {
-                start_vus: s.start_vus.unwrap_or(0),
-                stages: stages(s.stages)?,
-                graceful_ramp_down: s.graceful_ramp_down.map_or(Duration::from_secs(30), |d| d.0),
-            },
+            ExecutorName::RampingVus => {
+                let start_vus = s.start_vus.unwrap_or(0);
+                let stages = stages(s.stages)?;
+                if start_vus == 0 && stages.iter().all(|st| st.target == 0.0) {
+                    return Err(bad(
+                        "stages",
+                        "start_vus and every stage's target are 0: no VU would ever run; give a stage a target above 0"
+                            .into(),
+                    ));
+                }
+                Executor::RampingVus {
+                    start_vus,
+                    stages,
+                    graceful_ramp_down: s.graceful_ramp_down.map_or(Duration::from_secs(30), |d| d.0),
+                }
+            }
             ExecutorName::PerVuIterations => Executor::PerVuIterations {
-                vus: need(s.vus, "vus")?,
-                iterations: need(s.iterations, "iterations")?,
-                max_duration: s.max_duration.map_or(Duration::from_secs(600), |d| d.0),
+                vus: vus(s.vus)?,
+                iterations: iterations(s.iterations)?,
+                max_duration,
             },
             ExecutorName::SharedIterations => Executor::SharedIterations {
-                vus: need(s.vus, "vus")?,
-                iterations: need(s.iterations, "iterations")?,
-                max_duration: s.max_duration.map_or(Duration::from_secs(600), |d| d.0),
+                vus: vus(s.vus)?,
+                iterations: iterations(s.iterations)?,
+                max_duration,
             },
             ExecutorName::ConstantArrivalRate => {
-                let rate = s.rate.ok_or_else(|| {
-                    self.err(
-                        &["scenarios:", &key],
-                        "constant-arrival-rate needs rate (iterations per time_unit)",
-                    )
-                })?;
-                if !(rate.is_finite() && rate > 0.0) {
-                    return Err(self.err(&["scenarios:", &key, "rate:"], "rate must be greater than 0"));
-                }
-                let pre = need(s.pre_allocated_vus, "pre_allocated_vus")?;
+                let rate = match s.rate {
+                    None => return Err(missing("rate", "10 (iterations per time_unit)")),
+                    Some(r) if r.is_finite() && r > 0.0 => r,
+                    Some(_) => {
+                        return Err(bad(
+                            "rate",
+                            "rate must be greater than 0 (iterations per time_unit; fractions allowed)".into(),
+                        ));
+                    }
+                };
+                let pre = pre_allocated(s.pre_allocated_vus)?;
                 Executor::ConstantArrivalRate {
                     rate,
                     time_unit,
-                    duration: need_dur(s.duration, "duration")?,
+                    duration: positive(s.duration, "duration", None)?,
                     pre_allocated_vus: pre,
-                    max_vus: s.max_vus.unwrap_or(pre).max(pre),
+                    max_vus: max_vus(s.max_vus, pre)?,
                 }
             }
             ExecutorName::RampingArrivalRate => {
-                let pre = need(s.pre_allocated_vus, "pre_allocated_vus")?;
+                let start_rate = match s.start_rate {
+                    None => 0.0,
+                    Some(r) if r.is_finite() && r >= 0.0 => r,
+                    Some(_) => {
+                        return Err(bad(
+                            "start_rate",
+                            "start_rate cannot be negative (iterations per time_unit at the start; default 0)".into(),
+                        ));
+                    }
+                };
+                let stages = stages(s.stages)?;
+                if start_rate == 0.0 && stages.iter().all(|st| st.target == 0.0) {
+                    return Err(bad(
+                        "stages",
+                        "start_rate and every stage's target are 0: no iteration would ever start; give a stage a target above 0"
+                            .into(),
+                    ));
+                }
+                let pre = pre_allocated(s.pre_allocated_vus)?;
                 Executor::RampingArrivalRate {
-                    start_rate: s.start_rate.unwrap_or(0.0).max(0.0),
+                    start_rate,
                     time_unit,
-                    stages: stages(s.stages)?,
+                    stages,
                     pre_allocated_vus: pre,
-                    max_vus: s.max_vus.unwrap_or(pre).max(pre),
+                    max_vus: max_vus(s.max_vus, pre)?,
                 }
             }
         };
@@ -1601,18 +1731,158 @@ thresholds:
         assert_eq!(plan.thresholds[1].delay_ms, 5000);
     }
 
+    /// GOOD's ramping-vus scenario header, to swap for another executor.
+    const RAMP: &str = "executor: ramping-vus\n    start_vus: 0\n    stages:\n      - { duration: 30s, target: 10 }\n      - { duration: 1m, target: 50 }\n";
+
     #[test]
     fn executors_need_their_fields() {
-        let text = GOOD.replacen("executor: ramping-vus", "executor: constant-vus", 1);
-        let e = parse(&text).unwrap_err();
-        assert!(e.message.contains("needs vus"), "{e}");
-        let text = GOOD.replacen(
-            "executor: ramping-vus",
-            "executor: constant-arrival-rate\n    rate: 10",
-            1,
+        // Named as written in the file (kebab-case), pointing at the executor.
+        rejects(
+            RAMP,
+            "executor: constant-vus\n    duration: 1m\n",
+            "executor: constant-vus",
+            "the constant-vus executor needs vus, e.g. vus: 10",
         );
+        rejects(
+            RAMP,
+            "executor: constant-arrival-rate\n    rate: 10\n    duration: 1m\n",
+            "executor: constant-arrival-rate",
+            "the constant-arrival-rate executor needs pre_allocated_vus",
+        );
+        rejects(
+            RAMP,
+            "executor: constant-arrival-rate\n    duration: 1m\n    pre_allocated_vus: 2\n",
+            "executor: constant-arrival-rate",
+            "the constant-arrival-rate executor needs rate",
+        );
+        rejects(
+            RAMP,
+            "executor: ramping-arrival-rate\n    pre_allocated_vus: 2\n",
+            "executor: ramping-arrival-rate",
+            "the ramping-arrival-rate executor needs stages",
+        );
+        rejects(
+            RAMP,
+            "executor: per-vu-iterations\n    vus: 2\n",
+            "executor: per-vu-iterations",
+            "the per-vu-iterations executor needs iterations",
+        );
+    }
+
+    #[test]
+    fn fields_of_another_executor_are_refused() {
+        let e = rejects(
+            RAMP,
+            "executor: constant-vus\n    vus: 5\n    duration: 1m\n    rate: 10\n",
+            "rate: 10",
+            "`rate` is not a field of constant-vus; it takes vus, duration (and start_time, graceful_stop, flow)",
+        );
+        assert_eq!(e.column, 5, "{e}");
+        rejects(
+            RAMP,
+            "executor: per-vu-iterations\n    vus: 5\n    iterations: 2\n    stages: [{ duration: 1s, target: 1 }]\n",
+            "stages:",
+            "`stages` is not a field of per-vu-iterations; it takes vus, iterations, max_duration",
+        );
+        rejects(
+            "start_vus: 0",
+            "start_vus: 0\n    time_unit: 1s",
+            "time_unit",
+            "`time_unit` is not a field of ramping-vus",
+        );
+        // `rate:` is found as a key, not inside `start_rate:` above it.
+        rejects(
+            RAMP,
+            "executor: ramping-arrival-rate\n    start_rate: 1\n    rate: 5\n    pre_allocated_vus: 1\n    stages: [{ duration: 1s, target: 1 }]\n",
+            "    rate: 5",
+            "`rate` is not a field of ramping-arrival-rate",
+        );
+    }
+
+    #[test]
+    fn counts_and_rates_that_run_nothing_are_refused() {
+        let arrival = |extra: &str| {
+            format!(
+                "executor: constant-arrival-rate\n    rate: 10\n    duration: 1m\n    pre_allocated_vus: 5\n{extra}"
+            )
+        };
+        rejects(
+            RAMP,
+            &arrival("    time_unit: 0s\n"),
+            "time_unit: 0s",
+            "time_unit must be longer than 0: rates are iterations per time_unit",
+        );
+        rejects(
+            RAMP,
+            &arrival("    max_vus: 2\n"),
+            "max_vus: 2",
+            "max_vus (2) is below pre_allocated_vus (5)",
+        );
+        rejects(
+            RAMP,
+            &arrival("").replace("rate: 10", "rate: 0"),
+            "rate: 0",
+            "rate must be greater than 0",
+        );
+        rejects(
+            RAMP,
+            &arrival("").replace("pre_allocated_vus: 5", "pre_allocated_vus: 0"),
+            "pre_allocated_vus: 0",
+            "pre_allocated_vus must be at least 1: an arrival-rate scenario needs a VU ready",
+        );
+        rejects(
+            RAMP,
+            "executor: ramping-arrival-rate\n    start_rate: -5\n    pre_allocated_vus: 1\n    stages: [{ duration: 1s, target: 1 }]\n",
+            "start_rate: -5",
+            "start_rate cannot be negative",
+        );
+        rejects(
+            RAMP,
+            "executor: ramping-arrival-rate\n    pre_allocated_vus: 1\n    stages: [{ duration: 1s, target: 0 }]\n",
+            "stages:",
+            "start_rate and every stage's target are 0: no iteration would ever start",
+        );
+        rejects(
+            RAMP,
+            "executor: constant-vus\n    vus: 0\n    duration: 1m\n",
+            "vus: 0",
+            "vus must be at least 1: with no VUs the scenario runs nothing",
+        );
+        rejects(
+            RAMP,
+            "executor: shared-iterations\n    vus: 2\n    iterations: 0\n",
+            "iterations: 0",
+            "iterations must be at least 1",
+        );
+        rejects(
+            RAMP,
+            "executor: shared-iterations\n    vus: 2\n    iterations: 5\n    max_duration: 0s\n",
+            "max_duration: 0s",
+            "max_duration must be longer than 0",
+        );
+        rejects(
+            "target: 10 }\n      - { duration: 1m, target: 50 }",
+            "target: 0 }\n      - { duration: 1m, target: 0 }",
+            "stages:",
+            "start_vus and every stage's target are 0: no VU would ever run",
+        );
+        rejects("target: 50 }", "target: -1 }", "stages:", "cannot be negative");
+        let text = GOOD
+            .replacen("duration: 30s, target", "duration: 0s, target", 1)
+            .replacen("duration: 1m, target", "duration: 0s, target", 1);
         let e = parse(&text).unwrap_err();
-        assert!(e.message.contains("pre_allocated_vus"), "{e}");
+        assert!(e.message.contains("the stages last 0s in all"), "{e}");
+        // Equal is fine, and max_vus defaults to pre_allocated_vus.
+        let plan = parse(&GOOD.replacen(RAMP, &arrival("    max_vus: 5\n"), 1)).unwrap();
+        let Executor::ConstantArrivalRate { max_vus, .. } = plan.scenarios[0].executor else {
+            panic!("constant-arrival-rate")
+        };
+        assert_eq!(max_vus, 5);
+        let plan = parse(&GOOD.replacen(RAMP, &arrival(""), 1)).unwrap();
+        assert!(matches!(
+            plan.scenarios[0].executor,
+            Executor::ConstantArrivalRate { max_vus: 5, .. }
+        ));
     }
 
     #[test]

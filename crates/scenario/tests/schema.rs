@@ -618,6 +618,43 @@ fn bad_files_fail_both() {
             "missing field `threshold`",
         ),
         (
+            "a field of another executor",
+            edit("vus: 1", "vus: 1\n    rate: 50"),
+            "`rate` is not a field of constant-vus",
+        ),
+        (
+            "a negative start rate",
+            edit(
+                "constant-vus\n    vus: 1\n    duration: 10s",
+                "ramping-arrival-rate\n    start_rate: -5\n    pre_allocated_vus: 1\n    stages: [{duration: 10s, target: 1}]",
+            ),
+            "start_rate cannot be negative",
+        ),
+        (
+            "a time unit of zero",
+            edit(
+                "constant-vus\n    vus: 1",
+                "constant-arrival-rate\n    rate: 1\n    time_unit: 0ms\n    pre_allocated_vus: 1",
+            ),
+            "time_unit must be longer than 0",
+        ),
+        (
+            "a max_duration of zero",
+            edit(
+                "constant-vus\n    vus: 1\n    duration: 10s",
+                "shared-iterations\n    vus: 1\n    iterations: 1\n    max_duration: 0s",
+            ),
+            "max_duration must be longer than 0",
+        ),
+        (
+            "no max_vus",
+            edit(
+                "constant-vus\n    vus: 1",
+                "constant-arrival-rate\n    rate: 1\n    pre_allocated_vus: 1\n    max_vus: 0",
+            ),
+            "max_vus (0) is below pre_allocated_vus (1)",
+        ),
+        (
             "a misspelt key in a data object",
             edit("scenarios:", "data: { file: users.csv, cursr: shared }\nscenarios:"),
             "unknown field `cursr`, expected `file` or `cursor`",
@@ -689,6 +726,30 @@ fn rules_only_the_parser_knows() {
             "must be longer than 0",
         ),
         (
+            "fewer VUs at most than at the start",
+            edit(
+                "constant-vus\n    vus: 1",
+                "constant-arrival-rate\n    rate: 1\n    pre_allocated_vus: 5\n    max_vus: 2",
+            ),
+            "max_vus (2) is below pre_allocated_vus (5)",
+        ),
+        (
+            "a ramp that never leaves zero",
+            edit(
+                "constant-vus\n    vus: 1\n    duration: 10s",
+                "ramping-vus\n    stages: [{duration: 10s, target: 0}]",
+            ),
+            "no VU would ever run",
+        ),
+        (
+            "a ramp that lasts no time",
+            edit(
+                "constant-vus\n    vus: 1\n    duration: 10s",
+                "ramping-vus\n    stages: [{duration: 0s, target: 5}]",
+            ),
+            "the stages last 0s in all",
+        ),
+        (
             "a tag no request carries",
             edit("response{step:home}", "response{step:homepage}"),
             "no request carries the tag step:homepage",
@@ -744,7 +805,6 @@ fn rules_only_the_parser_knows() {
 fn the_schema_reports_what_the_parser_ignores() {
     let v = validator();
     let cases = [
-        ("a field of another executor", edit("vus: 1", "vus: 1\n    rate: 50")),
         (
             "a modifier on the wrong kind of check",
             edit(
@@ -759,13 +819,6 @@ fn the_schema_reports_what_the_parser_ignores() {
         (
             "a check status out of range",
             edit("expect: [200]", "check:\n            c: { status: [999] }"),
-        ),
-        (
-            "a negative start rate",
-            edit(
-                "constant-vus\n    vus: 1\n    duration: 10s",
-                "ramping-arrival-rate\n    start_rate: -5\n    pre_allocated_vus: 1\n    stages: [{duration: 10s, target: 1}]",
-            ),
         ),
     ];
     let mut wrong = Vec::new();
