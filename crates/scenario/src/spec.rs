@@ -824,6 +824,12 @@ impl Validator<'_> {
     }
 
     fn statuses(&self, path: &[&str], raw: &[RawStatus]) -> Result<StatusSet, ScenarioError> {
+        if raw.is_empty() {
+            return Err(self.err(
+                path,
+                "expect: is empty, so every response would count as failed; list the statuses counted ok, e.g. [200] or [2xx]",
+            ));
+        }
         let text: Vec<String> = raw
             .iter()
             .map(|s| match s {
@@ -1262,23 +1268,20 @@ impl Validator<'_> {
         };
         let mut captures = Vec::new();
         for (var, c) in r.capture {
+            let var_key = format!("{var}:");
+            let at = [&here[..], &["capture:", &var_key]].concat();
             let from = match (c.json, c.header, c.regex) {
                 (Some(p), None, None) => {
-                    if !p.is_empty() && !p.starts_with('/') {
-                        return Err(self.err(
-                            &here,
-                            format!("capture {var}: json '{p}' is a JSON pointer and starts with /, e.g. /data/token"),
-                        ));
-                    }
+                    json_pointer(&p).map_err(|e| self.err(&at, format!("capture {var}: {e}")))?;
                     CaptureFrom::Json(p)
                 }
                 (None, Some(h), None) => CaptureFrom::Header(h),
                 (None, None, Some(re)) => CaptureFrom::Regex(
-                    regex::Regex::new(&re).map_err(|e| self.err(&here, format!("capture {var}: regex: {e}")))?,
+                    regex::Regex::new(&re).map_err(|e| self.err(&at, format!("capture {var}: regex: {e}")))?,
                 ),
                 _ => {
                     return Err(self.err(
-                        &here,
+                        &at,
                         format!("capture {var}: give exactly one of json:, header: or regex:"),
                     ));
                 }
@@ -1287,68 +1290,82 @@ impl Validator<'_> {
         }
         let mut checks = Vec::new();
         for (name, c) in r.check {
+            let name_key = format!("{name}:");
+            let at = [&here[..], &["check:", &name_key]].concat();
+            let bad = |m: String| self.err(&at, format!("check '{name}': {m}"));
+            // One kind, and only that kind's modifiers: a modifier on another
+            // kind would be read and ignored, and the check pass regardless.
+            let kinds = [
+                ("status:", c.status.is_some()),
+                ("body_contains:", c.body_contains.is_some()),
+                ("json:", c.json.is_some()),
+                ("header:", c.header.is_some()),
+                ("duration_under:", c.duration_under.is_some()),
+            ];
+            let given: Vec<&str> = kinds.iter().filter(|(_, set)| *set).map(|(k, _)| *k).collect();
+            const KINDS: &str =
+                "status:, body_contains:, json: (with equals: or exists:), header: (with contains:) or duration_under:";
+            let kind = match given.as_slice() {
+                [] => return Err(bad(format!("give one of {KINDS}"))),
+                [kind] => *kind,
+                several => {
+                    return Err(bad(format!(
+                        "it has {}; give only one of {KINDS}",
+                        several.join(" and ")
+                    )));
+                }
+            };
+            for (modifier, set, belongs) in [
+                ("equals:", c.equals.is_some(), "json:"),
+                ("exists:", c.exists.is_some(), "json:"),
+                ("contains:", c.contains.is_some(), "header:"),
+            ] {
+                if set && kind != belongs {
+                    return Err(bad(format!(
+                        "{modifier} goes with {belongs}, not with {kind}; \
+                         e.g. {{ json: /state, equals: active }} or {{ header: Content-Type, contains: json }}"
+                    )));
+                }
+            }
             let kind = match c {
+                RawCheck { status: Some(s), .. } => {
+                    if s.is_empty() {
+                        return Err(bad("status: is empty; list the codes that pass, e.g. [200]".into()));
+                    }
+                    if let Some(code) = s.iter().find(|c| !(100..=599).contains(*c)) {
+                        return Err(bad(format!("status {code}: codes run from 100 to 599")));
+                    }
+                    CheckKind::Status(s)
+                }
                 RawCheck {
-                    status: Some(s),
-                    body_contains: None,
-                    json: None,
-                    header: None,
-                    duration_under: None,
-                    ..
-                } => CheckKind::Status(s),
-                RawCheck {
-                    body_contains: Some(t),
-                    status: None,
-                    json: None,
-                    header: None,
-                    duration_under: None,
-                    ..
+                    body_contains: Some(t), ..
                 } => CheckKind::BodyContains(t),
                 RawCheck {
                     json: Some(p),
                     equals,
                     exists,
-                    status: None,
-                    body_contains: None,
-                    header: None,
-                    duration_under: None,
                     ..
-                } => match (equals, exists) {
-                    (Some(v), None) => CheckKind::JsonEquals(
-                        p,
-                        serde_json::to_value(&v).map_err(|e| self.err(&here, format!("check '{name}': {e}")))?,
-                    ),
-                    (None, Some(true) | None) => CheckKind::JsonExists(p),
-                    _ => {
-                        return Err(self.err(
-                            &here,
-                            format!("check '{name}': json takes equals: VALUE or exists: true"),
-                        ));
+                } => {
+                    json_pointer(&p).map_err(&bad)?;
+                    match (equals, exists) {
+                        (Some(v), None) => {
+                            CheckKind::JsonEquals(p, serde_json::to_value(&v).map_err(|e| bad(e.to_string()))?)
+                        }
+                        (None, Some(true) | None) => CheckKind::JsonExists(p),
+                        _ => return Err(bad("json takes equals: VALUE or exists: true".into())),
                     }
-                },
+                }
                 RawCheck {
                     header: Some(h),
                     contains,
-                    status: None,
-                    body_contains: None,
-                    json: None,
-                    duration_under: None,
                     ..
                 } => CheckKind::Header(h, contains),
                 RawCheck {
                     duration_under: Some(d),
-                    status: None,
-                    body_contains: None,
-                    json: None,
-                    header: None,
                     ..
                 } => CheckKind::DurationUnder(d.0),
-                _ => {
-                    return Err(self.err(
-                        &here,
-                        format!("check '{name}': give one of status:, body_contains:, json: (with equals: or exists:), header: (with contains:), duration_under:"),
-                    ));
-                }
+                // The kinds were counted above: exactly one is set.
+                _ => return Err(bad(format!("give one of {KINDS}"))),
             };
             checks.push(Check { name, kind });
         }
@@ -1363,7 +1380,7 @@ impl Validator<'_> {
                 .collect::<Result<_, ScenarioError>>()?,
             body,
             expect: match &r.expect {
-                Some(e) => self.statuses(&here, e)?,
+                Some(e) => self.statuses(&[&here[..], &["expect:"]].concat(), e)?,
                 None => defaults.expect,
             },
             captures,
@@ -1407,6 +1424,43 @@ impl Validator<'_> {
             ),
         })
     }
+}
+
+/// Checks a JSON pointer (RFC 6901): empty (the whole document) or `/`
+/// then keys separated by `/`, with `~0` for `~` and `~1` for `/` in a key.
+fn json_pointer(p: &str) -> Result<(), String> {
+    if !p.is_empty() && !p.starts_with('/') {
+        // `data.token`, `$.data.token`, `data[0].id`: a path as JSONPath or
+        // k6's res.json() write it.
+        let keys = p
+            .trim_start_matches('$')
+            .trim_start_matches('.')
+            .replace('[', ".")
+            .replace(']', "");
+        let suggestion: String = keys
+            .split('.')
+            .filter(|k| !k.is_empty())
+            .map(|k| format!("/{k}"))
+            .collect();
+        return Err(format!(
+            "json '{p}' is a JSON pointer and starts with /, e.g. {}",
+            if suggestion.is_empty() {
+                "/data/token".to_string()
+            } else {
+                suggestion
+            }
+        ));
+    }
+    let mut rest = p;
+    while let Some(i) = rest.find('~') {
+        rest = &rest[i + 1..];
+        if !rest.starts_with(['0', '1']) {
+            return Err(format!(
+                "json '{p}': in a JSON pointer ~ starts an escape: write ~0 for ~ and ~1 for / inside a key"
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn contains_request(flow: &[Step]) -> bool {
@@ -1883,6 +1937,125 @@ thresholds:
             plan.scenarios[0].executor,
             Executor::ConstantArrivalRate { max_vus: 5, .. }
         ));
+    }
+
+    #[test]
+    fn check_modifiers_belong_to_their_kind() {
+        let check = "is ok: { status: [200] }";
+        for (to, message) in [
+            (
+                "is ok: { status: [200], contains: OK }",
+                "check 'is ok': contains: goes with header:, not with status:",
+            ),
+            (
+                "is ok: { body_contains: OK, equals: 1 }",
+                "check 'is ok': equals: goes with json:, not with body_contains:",
+            ),
+            (
+                "is ok: { header: X-A, exists: true }",
+                "check 'is ok': exists: goes with json:, not with header:",
+            ),
+            (
+                "is ok: { duration_under: 1s, contains: x }",
+                "contains: goes with header:, not with duration_under:",
+            ),
+            (
+                "is ok: { json: /a, contains: x }",
+                "contains: goes with header:, not with json:",
+            ),
+            (
+                "is ok: { status: [200], header: X-A }",
+                "check 'is ok': it has status: and header:; give only one of",
+            ),
+            ("is ok: { contains: x }", "check 'is ok': give one of status:"),
+            ("is ok: { json: /a, exists: false }", "equals: VALUE or exists: true"),
+        ] {
+            rejects(check, to, "is ok:", message);
+        }
+        let plan = parse(&GOOD.replacen(check, "is ok: { header: X-A, contains: b }", 1)).unwrap();
+        let Step::Group { flow, .. } = &plan.scenarios[0].flow[2] else {
+            panic!("a group")
+        };
+        let Step::Request(me) = &flow[0] else {
+            panic!("a request")
+        };
+        assert_eq!(me.checks[0].kind, CheckKind::Header("X-A".into(), Some("b".into())));
+    }
+
+    #[test]
+    fn json_pointers_start_with_a_slash() {
+        for (to, at, message) in [
+            (
+                "is ok: { json: data.token }",
+                "is ok:",
+                "check 'is ok': json 'data.token' is a JSON pointer and starts with /, e.g. /data/token",
+            ),
+            (
+                "is ok: { json: '$.items[0].id', equals: 3 }",
+                "is ok:",
+                "json '$.items[0].id' is a JSON pointer and starts with /, e.g. /items/0/id",
+            ),
+            (
+                "is ok: { json: /a~b }",
+                "is ok:",
+                "~ starts an escape: write ~0 for ~ and ~1 for /",
+            ),
+        ] {
+            rejects("is ok: { status: [200] }", to, at, message);
+        }
+        rejects(
+            "token: { json: /token }",
+            "token: { json: token }",
+            "token: { json: token }",
+            "capture token: json 'token' is a JSON pointer and starts with /, e.g. /token",
+        );
+        rejects(
+            "token: { json: /token }",
+            "token: { json: /a~2 }",
+            "token: { json",
+            "~ starts an escape",
+        );
+        for ok in ["\"\"", "/", "/a~0b/c~1d/0"] {
+            let text = GOOD.replacen("json: /token", &format!("json: {ok}"), 1);
+            assert!(parse(&text).is_ok(), "{ok}");
+        }
+    }
+
+    #[test]
+    fn statuses_are_real_and_listed() {
+        for (to, at, message) in [
+            (
+                "expect: []",
+                "expect: []",
+                "expect: is empty, so every response would count as failed",
+            ),
+            ("expect: [600]", "expect: [600]", "statuses run from 100 to 599"),
+            ("expect: [99]", "expect: [99]", "statuses run from 100 to 599"),
+            ("expect: [\"300-200\"]", "expect:", "low to high"),
+            ("expect: [6xx]", "expect:", "statuses run from 100 to 599"),
+        ] {
+            rejects("expect: [200]", to, at, message);
+        }
+        rejects(
+            "  timeout: 5s",
+            "  timeout: 5s\n  expect: []",
+            "expect: []",
+            "expect: is empty",
+        );
+        let check = "is ok: { status: [200] }";
+        rejects(
+            check,
+            "is ok: { status: [] }",
+            "is ok:",
+            "check 'is ok': status: is empty",
+        );
+        rejects(
+            check,
+            "is ok: { status: [200, 999] }",
+            "is ok:",
+            "check 'is ok': status 999: codes run from 100 to 599",
+        );
+        rejects(check, "is ok: { status: [70000] }", "is ok:", "invalid value");
     }
 
     #[test]
