@@ -775,6 +775,9 @@ fn refine_location(text: &str, line: usize, column: usize, message: &str) -> (us
     (line, column)
 }
 
+/// Template functions without arguments: names a variable cannot take.
+const BUILT_INS: [&str; 6] = ["vu", "iter", "scenario", "uuid", "random_email", "now_ms"];
+
 struct Validator<'a> {
     text: &'a str,
     file: &'a str,
@@ -817,6 +820,24 @@ impl Validator<'_> {
             column,
             message: message.into(),
         }
+    }
+
+    /// An error at the first `{{var}}` (or `{{ var }}`) after `scope`, or
+    /// at `scope` when neither is there.
+    fn err_at_use(&self, scope: &[&str], var: &str, message: String) -> ScenarioError {
+        let line_has = |e: &ScenarioError, needle: &str| {
+            self.text
+                .lines()
+                .nth(e.line.saturating_sub(1))
+                .is_some_and(|l| l.contains(needle))
+        };
+        [format!("{{{{{var}"), format!("{{{{ {var}")]
+            .iter()
+            .map(|needle| (self.err(&[scope, &[needle.as_str()]].concat(), message.clone()), needle))
+            .filter(|(e, needle)| line_has(e, needle))
+            .map(|(e, _)| e)
+            .min_by_key(|e| e.line)
+            .unwrap_or_else(|| self.err(scope, message))
     }
 
     fn template(&self, path: &[&str], text: &str) -> Result<Template, ScenarioError> {
@@ -898,26 +919,12 @@ impl Validator<'_> {
         for (name, s) in raw.scenarios {
             scenarios.push(self.scenario(&name, s, &defaults)?);
         }
-        // Variables: data columns, and every capture of the scenario's flow.
+        // Variables: data columns, and captures of the steps before, in the
+        // order an iteration runs them (captures are cleared when it starts).
+        let columns: BTreeSet<String> = data.iter().flat_map(|d| d.columns.iter().cloned()).collect();
         for s in &scenarios {
-            let mut defined: BTreeSet<String> = data.iter().flat_map(|d| d.columns.iter().cloned()).collect();
-            collect_captures(&s.flow, &mut defined);
-            let mut used = Vec::new();
-            collect_variables(&s.flow, &defaults, &mut used);
-            for v in used {
-                if !defined.contains(&v) {
-                    let mut known: Vec<String> = defined.iter().cloned().collect();
-                    known.extend(["vu", "iter", "scenario", "uuid", "random_email", "now_ms"].map(String::from));
-                    return Err(self.err(
-                        &[&format!("{{{{{v}")],
-                        format!(
-                            "{{{{{v}}}}} is not defined in scenario '{}': capture it in an earlier step or add it as a data column; known: {}",
-                            s.name,
-                            known.join(", ")
-                        ),
-                    ));
-                }
-            }
+            let mut defined = columns.clone();
+            self.variables_in_order(s, &defaults, &mut defined)?;
         }
         let mut thresholds = Vec::new();
         for (key, list) in raw.thresholds {
@@ -1391,6 +1398,72 @@ impl Validator<'_> {
         })
     }
 
+    /// Checks that every `{{NAME}}` of the scenario is a data column or a
+    /// capture of a step that runs before it. A capture of a later step is
+    /// not enough: captures are cleared when an iteration starts, so the
+    /// value would render empty.
+    fn variables_in_order(
+        &self,
+        s: &Scenario,
+        defaults: &Defaults,
+        defined: &mut BTreeSet<String>,
+    ) -> Result<(), ScenarioError> {
+        let all = requests(&s.flow);
+        for (i, r) in all.iter().enumerate() {
+            // defaults.headers are sent with every request that does not
+            // set the same header itself.
+            let from_defaults = defaults
+                .headers
+                .iter()
+                .filter(|(name, _)| !r.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name)))
+                .map(|(name, t)| (Some(name.as_str()), t));
+            let own = templates(r).into_iter().map(|t| (None, t));
+            for (default_header, t) in own.chain(from_defaults) {
+                for v in t.variables() {
+                    if defined.contains(v) {
+                        continue;
+                    }
+                    let key = format!("{}:", s.name);
+                    let scope = match default_header {
+                        Some(_) => vec!["defaults:"],
+                        None => vec!["scenarios:", &key],
+                    };
+                    let used_in = match default_header {
+                        Some(h) => format!("defaults.headers.{h}, sent with step '{}',", r.name),
+                        None => format!("step '{}'", r.name),
+                    };
+                    let capturer = all[i..].iter().find(|later| later.captures.iter().any(|c| c.var == v));
+                    let message = match capturer {
+                        Some(c) if std::ptr::eq(*c, *r) => format!(
+                            "{{{{{v}}}}} is used in {used_in} which captures it itself, in scenario '{}': a capture is \
+                             available to later steps only; capture it in an earlier step",
+                            s.name
+                        ),
+                        Some(c) => format!(
+                            "{{{{{v}}}}} is used in {used_in} before step '{}' captures it, in scenario '{}': \
+                             captures are cleared when an iteration starts, so it would be empty here; capture it \
+                             in an earlier step or move this request after '{}'",
+                            c.name, s.name, c.name
+                        ),
+                        None => {
+                            let mut known: Vec<String> = defined.iter().cloned().collect();
+                            known.extend(BUILT_INS.iter().map(|b| b.to_string()));
+                            format!(
+                                "{{{{{v}}}}} is not defined in scenario '{}': capture it in an earlier step or add \
+                                 it as a data column; known: {}",
+                                s.name,
+                                known.join(", ")
+                            )
+                        }
+                    };
+                    return Err(self.err_at_use(&scope, v, message));
+                }
+            }
+            defined.extend(r.captures.iter().map(|c| c.var.clone()));
+        }
+        Ok(())
+    }
+
     fn json(&self, here: &[&str], v: serde_yaml_ng::Value) -> Result<JsonTemplate, ScenarioError> {
         use serde_yaml_ng::Value as Y;
         Ok(match v {
@@ -1471,56 +1544,39 @@ fn contains_request(flow: &[Step]) -> bool {
     })
 }
 
-fn collect_captures(flow: &[Step], out: &mut BTreeSet<String>) {
+/// Every request of a flow, groups entered, in the order an iteration
+/// makes them.
+fn requests(flow: &[Step]) -> Vec<&Request> {
+    let mut out = Vec::new();
     for s in flow {
         match s {
-            Step::Request(r) => out.extend(r.captures.iter().map(|c| c.var.clone())),
-            Step::Group { flow, .. } => collect_captures(flow, out),
+            Step::Request(r) => out.push(r.as_ref()),
+            Step::Group { flow, .. } => out.extend(requests(flow)),
             Step::Think(_) => {}
         }
     }
+    out
 }
 
-fn collect_variables(flow: &[Step], defaults: &Defaults, out: &mut Vec<String>) {
-    let mut add = |t: &Template| out.extend(t.variables().map(str::to_string));
-    for (_, t) in &defaults.headers {
-        add(t);
-    }
-    fn json_vars(j: &JsonTemplate, out: &mut Vec<String>) {
+/// The templates a request renders itself (not `defaults.headers`).
+fn templates(r: &Request) -> Vec<&Template> {
+    fn json<'a>(j: &'a JsonTemplate, out: &mut Vec<&'a Template>) {
         match j {
-            JsonTemplate::Text(t) => out.extend(t.variables().map(str::to_string)),
-            JsonTemplate::Array(a) => a.iter().for_each(|x| json_vars(x, out)),
-            JsonTemplate::Object(o) => o.iter().for_each(|(_, x)| json_vars(x, out)),
+            JsonTemplate::Text(t) => out.push(t),
+            JsonTemplate::Array(a) => a.iter().for_each(|x| json(x, out)),
+            JsonTemplate::Object(o) => o.iter().for_each(|(_, x)| json(x, out)),
             JsonTemplate::Value(_) => {}
         }
     }
-    for s in flow {
-        match s {
-            Step::Request(r) => {
-                out.extend(r.path.variables().map(str::to_string));
-                for (_, t) in r.query.iter().chain(&r.headers) {
-                    out.extend(t.variables().map(str::to_string));
-                }
-                match &r.body {
-                    Body::Json(j) => json_vars(j, out),
-                    Body::Form(f) => f
-                        .iter()
-                        .for_each(|(_, t)| out.extend(t.variables().map(str::to_string))),
-                    Body::Raw(t) => out.extend(t.variables().map(str::to_string)),
-                    Body::None => {}
-                }
-            }
-            Step::Group { flow, .. } => collect_variables(
-                flow,
-                &Defaults {
-                    headers: Vec::new(),
-                    ..defaults.clone()
-                },
-                out,
-            ),
-            Step::Think(_) => {}
-        }
+    let mut out = vec![&r.path];
+    out.extend(r.query.iter().chain(&r.headers).map(|(_, t)| t));
+    match &r.body {
+        Body::Json(j) => json(j, &mut out),
+        Body::Form(f) => out.extend(f.iter().map(|(_, t)| t)),
+        Body::Raw(t) => out.push(t),
+        Body::None => {}
     }
+    out
 }
 
 fn tag_exists(scenarios: &[Scenario], tag: &str, value: &str) -> bool {
@@ -2056,6 +2112,56 @@ thresholds:
             "check 'is ok': status 999: codes run from 100 to 599",
         );
         rejects(check, "is ok: { status: [70000] }", "is ok:", "invalid value");
+    }
+
+    #[test]
+    fn variables_are_captured_before_they_are_used() {
+        // A step before the one that captures it.
+        let e = rejects(
+            "    flow:\n      - request:\n          name: register",
+            "    flow:\n      - request: { name: early, path: \"/x/{{token}}\" }\n      - request:\n          name: register",
+            "{{token}}",
+            "{{token}} is used in step 'early' before step 'register' captures it, in scenario 'signup': captures are cleared",
+        );
+        assert!(e.message.contains("move this request after 'register'"), "{e}");
+        // The step that captures it.
+        rejects(
+            "path: /auth/register",
+            "path: /auth/register/{{token}}",
+            "{{token}}",
+            "{{token}} is used in step 'register' which captures it itself",
+        );
+        // A default header goes with every request, the first one too...
+        rejects(
+            "User-Agent: throng-test",
+            "Authorization: \"Bearer {{token}}\"",
+            "{{token}}",
+            "{{token}} is used in defaults.headers.Authorization, sent with step 'register', which captures it itself",
+        );
+        // ...unless the request sets that header itself (in any case).
+        let text = GOOD
+            .replacen("User-Agent: throng-test", "Authorization: \"Bearer {{token}}\"", 1)
+            .replacen(
+                "expect: [200]",
+                "expect: [200]\n          headers: { authorization: none }",
+                1,
+            );
+        parse(&text).unwrap();
+        // Spaces inside the braces: still found, still pointed at.
+        rejects(
+            "path: /auth/register",
+            "path: /auth/register/{{ token }}",
+            "{{ token }}",
+            "captures it itself",
+        );
+        // Never captured: the known names are those defined at that point.
+        let e = rejects(
+            "Bearer {{token}}",
+            "Bearer {{tokn}}",
+            "{{tokn}}",
+            "{{tokn}} is not defined",
+        );
+        assert!(e.message.contains("known: token, vu, iter"), "{e}");
     }
 
     #[test]

@@ -725,6 +725,14 @@ fn rules_only_the_parser_knows() {
             "{{user}} is not defined",
         ),
         (
+            "a variable captured by a later step",
+            edit(
+                "expect: [200]",
+                "expect: [200]\n          headers: { X-T: \"{{t}}\" }\n      - request:\n          path: /t\n          capture: { t: { header: X-T } }",
+            ),
+            "{{t}} is used in step 'home' before step 'GET /t' captures it",
+        ),
+        (
             "an unknown template function",
             edit("path: /", "path: /{{random_float 1 2}}"),
             "not a function or a variable name",
