@@ -785,10 +785,35 @@ struct Validator<'a> {
 
 impl Validator<'_> {
     /// An error at the first line holding every needle in turn (a path of
-    /// keys such as ["scenarios:", "users:", "stages:"]). A needle that
-    /// starts with a letter, digit or `_` only matches where a word starts,
-    /// so `rate:` does not find `start_rate:`.
-    fn err(&self, path: &[&str], message: impl Into<String>) -> ScenarioError {
+    /// keys such as ["scenarios:", "users:", "stages:"]); a needle not found
+    /// is skipped. A needle that starts with a letter, digit or `_` only
+    /// matches where a word starts, so `rate:` does not find `start_rate:`.
+    fn err(&self, path: &[impl AsRef<str>], message: impl Into<String>) -> ScenarioError {
+        let (line, column, _) = self.locate(path);
+        ScenarioError {
+            file: self.file.to_string(),
+            line,
+            column,
+            message: message.into(),
+        }
+    }
+
+    /// An error at the first of `paths` whose needles are all found (the
+    /// value as written, then a looser path), else as [`Self::err`] at the
+    /// last.
+    fn err_first(&self, paths: &[&[&str]], message: impl Into<String>) -> ScenarioError {
+        let path = paths
+            .iter()
+            .find(|p| self.locate(p).2)
+            .or(paths.last())
+            .copied()
+            .unwrap_or_default();
+        self.err(path, message)
+    }
+
+    /// Line and column (from 1) of the path's last needle found, and
+    /// whether every needle was.
+    fn locate(&self, path: &[impl AsRef<str>]) -> (usize, usize, bool) {
         let word = |c: char| c.is_alphanumeric() || c == '_';
         let find = |l: &str, needle: &str| -> Option<usize> {
             if !needle.starts_with(word) {
@@ -798,46 +823,41 @@ impl Validator<'_> {
                 .map(|(i, _)| i)
                 .find(|&i| !l[..i].ends_with(word))
         };
-        let mut line = 0;
-        let mut column = 1;
+        let (mut line, mut column, mut all) = (0, 1, true);
         let lines: Vec<&str> = self.text.lines().collect();
         let mut from = 0;
         for needle in path {
-            if let Some((i, c)) = lines
+            let needle = needle.as_ref();
+            match lines
                 .iter()
                 .skip(from)
                 .enumerate()
                 .find_map(|(i, l)| find(l, needle).map(|c| (i, c)))
             {
-                line = from + i + 1;
-                column = lines[from + i][..c].chars().count() + 1;
-                from += i + 1;
+                Some((i, c)) => {
+                    line = from + i + 1;
+                    column = lines[from + i][..c].chars().count() + 1;
+                    from += i + 1;
+                }
+                None => all = false,
             }
         }
-        ScenarioError {
-            file: self.file.to_string(),
-            line,
-            column,
-            message: message.into(),
-        }
+        (line, column, all)
     }
 
     /// An error at the first `{{var}}` (or `{{ var }}`) after `scope`, or
     /// at `scope` when neither is there.
     fn err_at_use(&self, scope: &[&str], var: &str, message: String) -> ScenarioError {
-        let line_has = |e: &ScenarioError, needle: &str| {
-            self.text
-                .lines()
-                .nth(e.line.saturating_sub(1))
-                .is_some_and(|l| l.contains(needle))
-        };
-        [format!("{{{{{var}"), format!("{{{{ {var}")]
+        let spellings = [format!("{{{{{var}"), format!("{{{{ {var}")];
+        let found = spellings
             .iter()
-            .map(|needle| (self.err(&[scope, &[needle.as_str()]].concat(), message.clone()), needle))
-            .filter(|(e, needle)| line_has(e, needle))
-            .map(|(e, _)| e)
-            .min_by_key(|e| e.line)
-            .unwrap_or_else(|| self.err(scope, message))
+            .map(|needle| [scope, &[needle.as_str()]].concat())
+            .filter(|path| self.locate(path).2)
+            .min_by_key(|path| self.locate(path).0);
+        match found {
+            Some(path) => self.err(&path, message),
+            None => self.err(scope, message),
+        }
     }
 
     fn template(&self, path: &[&str], text: &str) -> Result<Template, ScenarioError> {
@@ -1229,21 +1249,21 @@ impl Validator<'_> {
         let at = |f: &str| ["scenarios:".to_string(), key.to_string(), f.to_string()];
         let path_at = at(&format!("path: {}", r.path));
         let here: Vec<&str> = path_at.iter().map(String::as_str).collect();
-        let method = r.method.clone().unwrap_or_else(|| {
-            if r.json.is_some() || r.form.is_some() || r.body.is_some() {
-                "POST"
-            } else {
-                "GET"
-            }
-            .to_string()
-        });
-        if method.is_empty()
-            || !method
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
-        {
-            return Err(self.err(&here, format!("'{method}' is not an HTTP method")));
-        }
+        let method = match &r.method {
+            Some(m) => method(m).map_err(|e| {
+                let written = format!("method: {m}");
+                self.err_first(
+                    &[
+                        &[&here[..2], &[&written]].concat(),
+                        &[&here[..], &["method:"]].concat(),
+                        &here,
+                    ],
+                    e,
+                )
+            })?,
+            None if r.json.is_some() || r.form.is_some() || r.body.is_some() => "POST".to_string(),
+            None => "GET".to_string(),
+        };
         if !r.path.starts_with('/') && !r.path.starts_with("{{") {
             return Err(self.err(&here, format!("path '{}' must start with /", r.path)));
         }
@@ -1497,6 +1517,29 @@ impl Validator<'_> {
             ),
         })
     }
+}
+
+/// Methods whose names servers know in capitals only: written in any case,
+/// sent in capitals.
+const METHODS: [&str; 9] = [
+    "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH",
+];
+
+/// A method as written: a standard one in any case becomes its capitals
+/// (`get` → `GET`); another token (`PURGE`, `PROPFIND`) is sent as written,
+/// since methods are case-sensitive (RFC 9110 §9.1).
+fn method(m: &str) -> Result<String, String> {
+    if let Some(standard) = METHODS.iter().find(|s| s.eq_ignore_ascii_case(m)) {
+        return Ok(standard.to_string());
+    }
+    let token = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
+    if m.is_empty() || !m.bytes().all(token) {
+        return Err(format!(
+            "'{m}' is not an HTTP method: write one of {} (in any case), or another token of letters, digits and !#$%&'*+-.^_`|~",
+            METHODS.join(", ")
+        ));
+    }
+    Ok(m.to_string())
 }
 
 /// Checks a JSON pointer (RFC 6901): empty (the whole document) or `/`
@@ -2162,6 +2205,41 @@ thresholds:
             "{{tokn}} is not defined",
         );
         assert!(e.message.contains("known: token, vu, iter"), "{e}");
+    }
+
+    #[test]
+    fn standard_methods_are_capitalised() {
+        let me = |plan: &ScenarioPlan| -> Request {
+            let Step::Group { flow, .. } = &plan.scenarios[0].flow[2] else {
+                panic!("a group")
+            };
+            let Step::Request(r) = &flow[0] else {
+                panic!("a request")
+            };
+            (**r).clone()
+        };
+        for (written, sent) in [
+            ("get", "GET"),
+            ("Patch", "PATCH"),
+            ("delete", "DELETE"),
+            ("PURGE", "PURGE"),
+            ("propfind", "propfind"),
+        ] {
+            let plan = parse(&GOOD.replacen("path: /me", &format!("path: /me\n                method: {written}"), 1))
+                .unwrap();
+            let r = me(&plan);
+            assert_eq!(r.method, sent);
+            assert_eq!(r.name, format!("{sent} /me"));
+        }
+        for bad in ["GE T", "\"\"", "GET/1", "\"PÖST\""] {
+            let e = rejects(
+                "path: /me",
+                &format!("path: /me\n                method: {bad}"),
+                "method:",
+                "is not an HTTP method: write one of GET, HEAD, POST",
+            );
+            assert_eq!(e.column, 17, "{e}");
+        }
     }
 
     #[test]
