@@ -994,6 +994,21 @@ impl Validator<'_> {
             "https" => true,
             other => return Err(bad(format!("scheme '{other}': use http:// or https://"))),
         };
+        if let Some(q) = u.query() {
+            return Err(bad(format!(
+                "'{url}' has a query string (?{q}); the target is scheme, host, port and base path: give query parameters per request, e.g. query: {{ page: 1 }}"
+            )));
+        }
+        if let Some(f) = u.fragment() {
+            return Err(bad(format!(
+                "'{url}' has a fragment (#{f}), which is never sent to a server; remove it"
+            )));
+        }
+        if !u.username().is_empty() || u.password().is_some() {
+            return Err(bad(format!(
+                "'{url}' has credentials (user@), which throng does not send; remove them and give an Authorization header in defaults.headers"
+            )));
+        }
         let host = match u.host() {
             Some(url::Host::Ipv6(a)) => a.to_string(),
             Some(h) => h.to_string(),
@@ -2240,6 +2255,22 @@ thresholds:
             );
             assert_eq!(e.column, 17, "{e}");
         }
+    }
+
+    #[test]
+    fn the_target_is_only_where_requests_go() {
+        let target = "target: http://127.0.0.1:8080/api";
+        for (to, message) in [
+            ("target: http://127.0.0.1:8080/api?key=1", "has a query string (?key=1)"),
+            ("target: http://127.0.0.1:8080/api?", "has a query string (?)"),
+            ("target: http://127.0.0.1:8080/api#top", "has a fragment (#top)"),
+            ("target: http://me:pw@127.0.0.1:8080/api", "has credentials (user@)"),
+        ] {
+            let e = rejects(target, to, "target:", message);
+            assert_eq!(e.column, 1, "{e}");
+        }
+        let plan = parse(&GOOD.replacen(target, "target: http://127.0.0.1:8080/api/@me/", 1)).unwrap();
+        assert_eq!(plan.target.base_path, "/api/@me");
     }
 
     #[test]

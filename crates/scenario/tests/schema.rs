@@ -458,6 +458,16 @@ fn bad_files_fail_both() {
             "use http:// or https://",
         ),
         (
+            "a target with a query string",
+            edit("http://127.0.0.1:8080", "http://127.0.0.1:8080/?key=1"),
+            "has a query string (?key=1)",
+        ),
+        (
+            "a target with credentials",
+            edit("http://127.0.0.1:8080", "http://me:pw@127.0.0.1:8080"),
+            "has credentials",
+        ),
+        (
             "tls for an http target",
             edit("scenarios:", "tls: { insecure: true }\nscenarios:"),
             "tls: applies to https://",
