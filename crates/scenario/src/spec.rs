@@ -741,6 +741,22 @@ impl ScenarioPlan {
         self
     }
 
+    /// Every environment variable the file reads (`{{env.NAME}}`, in
+    /// `defaults.headers` and in any request), sorted, each once: the CLI
+    /// can refuse to start when one is unset instead of sending it empty.
+    pub fn env_names(&self) -> Vec<String> {
+        let requests = self.scenarios.iter().flat_map(|s| requests(&s.flow));
+        let names: BTreeSet<&str> = self
+            .defaults
+            .headers
+            .iter()
+            .map(|(_, t)| t)
+            .chain(requests.flat_map(templates))
+            .flat_map(Template::env_names)
+            .collect();
+        names.into_iter().map(str::to_string).collect()
+    }
+
     /// When the last scenario's schedule ends.
     pub fn end(&self) -> Duration {
         self.scenarios.iter().map(Scenario::end).max().unwrap_or_default()
@@ -860,8 +876,13 @@ impl Validator<'_> {
         }
     }
 
+    /// Compiles a template; an error points at the text when it is found
+    /// after `path` as written, else at `path`.
     fn template(&self, path: &[&str], text: &str) -> Result<Template, ScenarioError> {
-        Template::compile(text).map_err(|e| self.err(path, e))
+        Template::compile(text).map_err(|e| {
+            let first_line = text.lines().next().unwrap_or_default();
+            self.err_first(&[&[path, &[first_line]].concat(), path], e)
+        })
     }
 
     fn statuses(&self, path: &[&str], raw: &[RawStatus]) -> Result<StatusSet, ScenarioError> {
@@ -2271,6 +2292,32 @@ thresholds:
         }
         let plan = parse(&GOOD.replacen(target, "target: http://127.0.0.1:8080/api/@me/", 1)).unwrap();
         assert_eq!(plan.target.base_path, "/api/@me");
+    }
+
+    #[test]
+    fn env_names_lists_every_variable_once() {
+        let text = GOOD
+            .replacen("User-Agent: throng-test", "User-Agent: \"{{env.UA}}\"", 1)
+            .replacen(
+                "path: /me",
+                "path: /me/{{env.TENANT}}\n                query: { k: \"{{env.API_KEY}}\" }",
+                1,
+            )
+            .replacen(
+                "password: \"pw-{{vu}}\"",
+                "password: \"{{env.TENANT}}-{{env.PASSWORD}}\"",
+                1,
+            );
+        let plan = parse(&text).unwrap();
+        assert_eq!(plan.env_names(), ["API_KEY", "PASSWORD", "TENANT", "UA"]);
+        assert!(parse(GOOD).unwrap().env_names().is_empty());
+        rejects("pw-{{vu}}", "pw-{{env.}}", "{{env.}}", "{{env.}} names no variable");
+        rejects(
+            "pw-{{vu}}",
+            "pw-{{env.PASS-WORD}}",
+            "{{env.PASS-WORD}}",
+            "'PASS-WORD' is not an environment variable name",
+        );
     }
 
     #[test]

@@ -748,6 +748,11 @@ fn rules_only_the_parser_knows() {
             "not a function or a variable name",
         ),
         (
+            "an environment variable without a name",
+            edit("path: /", "path: /{{env.}}"),
+            "{{env.}} names no variable",
+        ),
+        (
             "a random_int range upside down",
             edit("path: /", "path: /{{random_int 9 1}}"),
             "A <= B",
