@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use throng_plan::{StatusSet, TlsSettings};
 
 use crate::checks::{Capture, CaptureFrom, Check, CheckKind};
-use crate::template::Template;
+use crate::template::{Template, is_identifier};
 use crate::threshold::{Threshold, parse_unit_duration};
 
 /// Why a scenario file cannot run.
@@ -791,8 +791,20 @@ fn refine_location(text: &str, line: usize, column: usize, message: &str) -> (us
     (line, column)
 }
 
-/// Template functions without arguments: names a variable cannot take.
+/// Template functions without arguments, listed as known variables.
 const BUILT_INS: [&str; 6] = ["vu", "iter", "scenario", "uuid", "random_email", "now_ms"];
+
+/// Names a variable cannot take: `{{NAME}}` would render the built-in.
+const RESERVED: [&str; 8] = [
+    "vu",
+    "iter",
+    "scenario",
+    "uuid",
+    "random_email",
+    "now_ms",
+    "random_int",
+    "env",
+];
 
 struct Validator<'a> {
     text: &'a str,
@@ -859,6 +871,17 @@ impl Validator<'_> {
             }
         }
         (line, column, all)
+    }
+
+    /// `scope` and the mapping key `key` after it, spelt as found: plain,
+    /// double- or single-quoted; `scope` alone when it is not found.
+    fn key_path(&self, scope: &[&str], key: &str) -> Vec<String> {
+        let mut scope: Vec<String> = scope.iter().map(|s| s.to_string()).collect();
+        let found = [format!("{key}:"), format!("\"{key}\":"), format!("'{key}':")]
+            .into_iter()
+            .find(|k| self.locate(&[&scope[..], std::slice::from_ref(k)].concat()).2);
+        scope.extend(found);
+        scope
     }
 
     /// An error at the first `{{var}}` (or `{{ var }}`) after `scope`, or
@@ -944,6 +967,12 @@ impl Validator<'_> {
                 let text = read(&file).map_err(|e| self.err(&["data:"], format!("cannot read '{file}': {e}")))?;
                 let (columns, rows) =
                     crate::csv::parse(&text).map_err(|e| self.err(&["data:"], format!("'{file}': {e}")))?;
+                if let Some(c) = columns.iter().find(|c| RESERVED.contains(&c.as_str())) {
+                    return Err(self.err(
+                        &["data:"],
+                        format!("'{file}': the column '{c}' is hidden by the built-in {{{{{c}}}}}; rename the column"),
+                    ));
+                }
                 Some(DataSpec {
                     file,
                     columns,
@@ -1331,8 +1360,33 @@ impl Validator<'_> {
         };
         let mut captures = Vec::new();
         for (var, c) in r.capture {
-            let var_key = format!("{var}:");
-            let at = [&here[..], &["capture:", &var_key]].concat();
+            let at = self.key_path(&[&here[..], &["capture:"]].concat(), &var);
+            if !is_identifier(&var) {
+                let suggestion: String = var
+                    .chars()
+                    .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+                    .collect();
+                let suggestion = if suggestion.starts_with(|c: char| c.is_ascii_digit()) {
+                    format!("_{suggestion}")
+                } else {
+                    suggestion
+                };
+                return Err(self.err(
+                    &at,
+                    format!(
+                        "capture '{var}': a variable name is letters, digits and _, not starting with a digit, e.g. {suggestion}"
+                    ),
+                ));
+            }
+            if RESERVED.contains(&var.as_str()) {
+                return Err(self.err(
+                    &at,
+                    format!(
+                        "capture '{var}': {{{{{var}}}}} is built in ({}); give the variable another name, e.g. my_{var}",
+                        RESERVED.join(", ")
+                    ),
+                ));
+            }
             let from = match (c.json, c.header, c.regex) {
                 (Some(p), None, None) => {
                     json_pointer(&p).map_err(|e| self.err(&at, format!("capture {var}: {e}")))?;
@@ -1353,8 +1407,7 @@ impl Validator<'_> {
         }
         let mut checks = Vec::new();
         for (name, c) in r.check {
-            let name_key = format!("{name}:");
-            let at = [&here[..], &["check:", &name_key]].concat();
+            let at = self.key_path(&[&here[..], &["check:"]].concat(), &name);
             let bad = |m: String| self.err(&at, format!("check '{name}': {m}"));
             // One kind, and only that kind's modifiers: a modifier on another
             // kind would be read and ignored, and the check pass regardless.
@@ -2318,6 +2371,38 @@ thresholds:
             "{{env.PASS-WORD}}",
             "'PASS-WORD' is not an environment variable name",
         );
+    }
+
+    #[test]
+    fn capture_names_are_identifiers_and_not_built_ins() {
+        for (name, message) in [
+            (
+                "user-id",
+                "capture 'user-id': a variable name is letters, digits and _, not starting with a digit, e.g. user_id",
+            ),
+            ("2fa", "e.g. _2fa"),
+            ("a.b", "e.g. a_b"),
+            ("\"my token\"", "e.g. my_token"),
+            ("vu", "capture 'vu': {{vu}} is built in"),
+            ("env", "capture 'env': {{env}} is built in"),
+            ("random_int", "give the variable another name, e.g. my_random_int"),
+        ] {
+            rejects(
+                "token: { json: /token }",
+                &format!("{name}: {{ json: /token }}"),
+                "{ json: /token }",
+                message,
+            );
+        }
+        let read: &dyn Fn(&str) -> Result<String, String> = &|_| Ok("email,iter\na@x,1\n".into());
+        let text = GOOD.replacen("scenarios:", "data: users.csv\nscenarios:", 1);
+        let e = ScenarioPlan::parse(&text, "t.yaml", read).unwrap_err();
+        assert!(
+            e.message
+                .contains("the column 'iter' is hidden by the built-in {{iter}}"),
+            "{e}"
+        );
+        assert!(parse(&GOOD.replace("token", "_Token_2")).is_ok());
     }
 
     #[test]

@@ -645,6 +645,16 @@ fn bad_files_fail_both() {
             "write ~0 for ~ and ~1 for /",
         ),
         (
+            "a capture named like a built-in",
+            edit("expect: [200]", "capture:\n            vu: { header: X-VU }"),
+            "{{vu}} is built in",
+        ),
+        (
+            "a capture name with a dash",
+            edit("expect: [200]", "capture:\n            user-id: { header: X-Id }"),
+            "e.g. user_id",
+        ),
+        (
             "a check status out of range",
             edit("expect: [200]", "check:\n            c: { status: [999] }"),
             "status 999: codes run from 100 to 599",
