@@ -57,7 +57,38 @@ struct RawFile {
     data: Option<RawData>,
     scenarios: BTreeMap<String, RawScenario>,
     #[serde(default)]
-    thresholds: BTreeMap<String, Vec<RawThreshold>>,
+    thresholds: Ordered<Vec<RawThreshold>>,
+}
+
+/// A mapping kept in the file's order (verdict tables follow the file),
+/// duplicate keys included: the validator reports them at the second.
+#[derive(Debug)]
+struct Ordered<V>(Vec<(String, V)>);
+
+impl<V> Default for Ordered<V> {
+    fn default() -> Self {
+        Ordered(Vec::new())
+    }
+}
+
+impl<'de, V: Deserialize<'de>> Deserialize<'de> for Ordered<V> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit<V>(std::marker::PhantomData<V>);
+        impl<'de, V: Deserialize<'de>> serde::de::Visitor<'de> for Visit<V> {
+            type Value = Ordered<V>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a mapping")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Ordered<V>, A::Error> {
+                let mut out = Vec::new();
+                while let Some(entry) = map.next_entry()? {
+                    out.push(entry);
+                }
+                Ok(Ordered(out))
+            }
+        }
+        d.deserialize_map(Visit(std::marker::PhantomData))
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -997,7 +1028,21 @@ impl Validator<'_> {
             self.variables_in_order(s, &defaults, &mut defined)?;
         }
         let mut thresholds = Vec::new();
-        for (key, list) in raw.thresholds {
+        for (i, (key, _)) in raw.thresholds.0.iter().enumerate() {
+            if raw.thresholds.0[..i].iter().any(|(k, _)| k == key) {
+                return Err(self.err(
+                    &["thresholds:", key, key],
+                    format!("{key} appears twice; put all its expressions in one list"),
+                ));
+            }
+        }
+        for (key, list) in raw.thresholds.0 {
+            if list.is_empty() {
+                return Err(self.err(
+                    &["thresholds:", &key],
+                    format!("{key}: the list is empty, so nothing is judged; give an expression, e.g. {key}: [p(95) < 500ms] or [rate < 1%], or remove the key"),
+                ));
+            }
             for t in list {
                 let (expr, abort, delay) = match t {
                     RawThreshold::Text(e) => (e, false, Duration::ZERO),
@@ -2403,6 +2448,42 @@ thresholds:
             "{e}"
         );
         assert!(parse(&GOOD.replace("token", "_Token_2")).is_ok());
+    }
+
+    #[test]
+    fn thresholds_keep_the_files_order() {
+        let text = GOOD.replacen(
+            "thresholds:\n",
+            "thresholds:\n  errors: [rate < 1%]\n  checks{check:is ok}: [rate > 0.9]\n",
+            1,
+        ) + "  iterations: [count > 0]\n  connect: [max < 1s]\n";
+        let plan = parse(&text).unwrap();
+        let keys: Vec<&str> = plan
+            .thresholds
+            .iter()
+            .map(|t| t.text.split(": ").next().unwrap_or_default())
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "errors",
+                "checks{check:is ok}",
+                "response{step:register}",
+                "response{step:register}",
+                "iterations",
+                "connect"
+            ]
+        );
+        rejects(
+            "thresholds:\n",
+            "thresholds:\n  errors: []\n",
+            "errors: []",
+            "errors: the list is empty, so nothing is judged",
+        );
+        let text = GOOD.to_string() + "  response{step:register}: [p(99) < 1s]\n";
+        let e = parse(&text).unwrap_err();
+        assert!(e.message.contains("appears twice"), "{e}");
+        assert_eq!(e.line, text.lines().count(), "{e}");
     }
 
     #[test]

@@ -617,6 +617,11 @@ fn bad_files_fail_both() {
             "is not p(N), avg, med, min, max, rate or count",
         ),
         (
+            "a threshold with no expressions",
+            edit("[p(95) < 500ms]", "[]"),
+            "the list is empty, so nothing is judged",
+        ),
+        (
             "a threshold that is not a list",
             edit("[p(95) < 500ms]", "p(95) < 500ms"),
             "expected a sequence",
