@@ -745,22 +745,20 @@ impl ScenarioPlan {
         Validator { text, file }.plan(raw, read)
     }
 
-    /// Every duration of every executor (stages, durations, start times,
-    /// graceful periods) multiplied by `factor`: the same shape, faster.
+    /// The schedule of every executor (durations, stages, `max_duration`,
+    /// start times) multiplied by `factor`: the same shape, faster.
+    ///
+    /// `graceful_stop` and `graceful_ramp_down` stay as written: they are
+    /// how long an iteration in flight may take to finish, and response
+    /// times do not scale with the schedule.
     pub fn scaled(mut self, factor: f64) -> ScenarioPlan {
         let f = |d: &mut Duration| *d = d.mul_f64(factor);
         for s in &mut self.scenarios {
             f(&mut s.start_time);
-            f(&mut s.graceful_stop);
             match &mut s.executor {
                 Executor::ConstantVus { duration, .. } | Executor::ConstantArrivalRate { duration, .. } => f(duration),
-                Executor::RampingVus {
-                    stages,
-                    graceful_ramp_down,
-                    ..
-                } => {
+                Executor::RampingVus { stages, .. } => {
                     stages.iter_mut().for_each(|st| f(&mut st.duration));
-                    f(graceful_ramp_down);
                 }
                 Executor::RampingArrivalRate { stages, .. } => stages.iter_mut().for_each(|st| f(&mut st.duration)),
                 Executor::PerVuIterations { max_duration, .. } | Executor::SharedIterations { max_duration, .. } => {
@@ -1877,6 +1875,7 @@ thresholds:
         let fast = plan.clone().scaled(0.1);
         assert_eq!(fast.scenarios[0].executor.length(), Duration::from_secs(9));
         assert_eq!(fast.end(), Duration::from_secs(9));
+        assert_eq!(fast.scale, 0.1);
     }
 
     #[test]
@@ -2484,6 +2483,31 @@ thresholds:
         let e = parse(&text).unwrap_err();
         assert!(e.message.contains("appears twice"), "{e}");
         assert_eq!(e.line, text.lines().count(), "{e}");
+    }
+
+    #[test]
+    fn scaling_keeps_the_graceful_periods() {
+        let text = GOOD.replacen(
+            "start_vus: 0",
+            "start_vus: 0\n    start_time: 10s\n    graceful_stop: 20s\n    graceful_ramp_down: 40s",
+            1,
+        );
+        let s = parse(&text).unwrap().scaled(0.5).scenarios.remove(0);
+        assert_eq!(s.start_time, Duration::from_secs(5));
+        assert_eq!(s.executor.length(), Duration::from_secs(45));
+        assert_eq!(s.graceful_stop, Duration::from_secs(20));
+        let Executor::RampingVus { graceful_ramp_down, .. } = s.executor else {
+            panic!("ramping-vus")
+        };
+        assert_eq!(graceful_ramp_down, Duration::from_secs(40));
+        let text = GOOD.replacen(
+            RAMP,
+            "executor: shared-iterations\n    vus: 2\n    iterations: 5\n    max_duration: 1m\n",
+            1,
+        );
+        let s = parse(&text).unwrap().scaled(0.5).scenarios.remove(0);
+        assert_eq!(s.executor.length(), Duration::from_secs(30));
+        assert_eq!(s.graceful_stop, Duration::from_secs(30));
     }
 
     #[test]
