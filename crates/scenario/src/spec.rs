@@ -5,11 +5,11 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use throng_plan::{StatusSet, TlsSettings, parse_duration};
+use throng_plan::{StatusSet, TlsSettings};
 
 use crate::checks::{Capture, CaptureFrom, Check, CheckKind};
-use crate::template::Template;
-use crate::threshold::Threshold;
+use crate::template::{Template, is_identifier};
+use crate::threshold::{Threshold, parse_unit_duration};
 
 /// Why a scenario file cannot run.
 #[derive(Debug, thiserror::Error)]
@@ -28,7 +28,8 @@ pub struct ScenarioError {
 // ---------------------------------------------------------------- raw ----
 
 /// A duration as people type it, checked while the YAML is read (so an
-/// error points at the value).
+/// error points at the value). The unit is required: `30` reads as seconds
+/// to some and as milliseconds (k6's threshold bounds) to others.
 #[derive(Clone, Copy, Debug)]
 struct Dur(Duration);
 
@@ -40,7 +41,7 @@ impl<'de> Deserialize<'de> for Dur {
             serde_yaml_ng::Value::Number(n) => n.to_string(),
             _ => return Err(serde::de::Error::custom("expected a duration such as 500ms, 30s or 2m")),
         };
-        parse_duration(&text).map(Dur).map_err(serde::de::Error::custom)
+        parse_unit_duration(&text).map(Dur).map_err(serde::de::Error::custom)
     }
 }
 
@@ -56,7 +57,38 @@ struct RawFile {
     data: Option<RawData>,
     scenarios: BTreeMap<String, RawScenario>,
     #[serde(default)]
-    thresholds: BTreeMap<String, Vec<RawThreshold>>,
+    thresholds: Ordered<Vec<RawThreshold>>,
+}
+
+/// A mapping kept in the file's order (verdict tables follow the file),
+/// duplicate keys included: the validator reports them at the second.
+#[derive(Debug)]
+struct Ordered<V>(Vec<(String, V)>);
+
+impl<V> Default for Ordered<V> {
+    fn default() -> Self {
+        Ordered(Vec::new())
+    }
+}
+
+impl<'de, V: Deserialize<'de>> Deserialize<'de> for Ordered<V> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit<V>(std::marker::PhantomData<V>);
+        impl<'de, V: Deserialize<'de>> serde::de::Visitor<'de> for Visit<V> {
+            type Value = Ordered<V>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a mapping")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Ordered<V>, A::Error> {
+                let mut out = Vec::new();
+                while let Some(entry) = map.next_entry()? {
+                    out.push(entry);
+                }
+                Ok(Ordered(out))
+            }
+        }
+        d.deserialize_map(Visit(std::marker::PhantomData))
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -84,12 +116,98 @@ struct RawDefaults {
     expect: Option<Vec<RawStatus>>,
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
+/// `data: FILE` or `data: { file, cursor }`.
+#[derive(Debug)]
 enum RawData {
     File(String),
-    Full { file: String, cursor: Option<Cursor> },
+    Full(RawDataFull),
 }
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDataFull {
+    file: String,
+    cursor: Option<Cursor>,
+}
+
+impl ScalarOrMap for RawData {
+    const EXPECTING: &'static str = "a CSV file name, or a mapping with file: and cursor:";
+    type Map = RawDataFull;
+    fn scalar<E: serde::de::Error>(v: serde_yaml_ng::Value) -> Result<Self, E> {
+        match v {
+            serde_yaml_ng::Value::String(s) => Ok(RawData::File(s)),
+            _ => Err(E::custom(format!("expected {}", Self::EXPECTING))),
+        }
+    }
+    fn map(m: RawDataFull) -> Self {
+        RawData::Full(m)
+    }
+}
+
+/// A value written either as a scalar or as a mapping of named fields.
+///
+/// serde's untagged enums would do, but they try each form in turn and,
+/// when none fits, report "did not match any variant": a misspelt key in
+/// the mapping form is either swallowed or never named. Here the form is
+/// chosen by the YAML node's kind and the mapping is read by a struct that
+/// denies unknown fields, so the error names the key, lists the accepted
+/// ones, and points at the key's line.
+trait ScalarOrMap: Sized {
+    /// What the value is, for errors.
+    const EXPECTING: &'static str;
+    /// The mapping form.
+    type Map: for<'de> Deserialize<'de>;
+    /// The scalar form (a string, number or boolean).
+    fn scalar<E: serde::de::Error>(v: serde_yaml_ng::Value) -> Result<Self, E>;
+    /// The mapping form, read.
+    fn map(m: Self::Map) -> Self;
+}
+
+struct ScalarOrMapVisitor<T>(std::marker::PhantomData<T>);
+
+impl<'de, T: ScalarOrMap> serde::de::Visitor<'de> for ScalarOrMapVisitor<T> {
+    type Value = T;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(T::EXPECTING)
+    }
+
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<T, E> {
+        T::scalar(serde_yaml_ng::Value::String(v.to_string()))
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<T, E> {
+        T::scalar(serde_yaml_ng::Value::Number(v.into()))
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<T, E> {
+        T::scalar(serde_yaml_ng::Value::Number(v.into()))
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<T, E> {
+        T::scalar(serde_yaml_ng::Value::Number(v.into()))
+    }
+
+    fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<T, E> {
+        T::scalar(serde_yaml_ng::Value::Bool(v))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+        T::Map::deserialize(serde::de::value::MapAccessDeserializer::new(map)).map(T::map)
+    }
+}
+
+macro_rules! deserialize_scalar_or_map {
+    ($($t:ty),*) => {$(
+        impl<'de> Deserialize<'de> for $t {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                d.deserialize_any(ScalarOrMapVisitor(std::marker::PhantomData))
+            }
+        }
+    )*};
+}
+
+deserialize_scalar_or_map!(RawData, RawThink, RawThreshold);
 
 /// How VUs walk the data file's rows.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -112,6 +230,32 @@ enum ExecutorName {
     SharedIterations,
     ConstantArrivalRate,
     RampingArrivalRate,
+}
+
+impl ExecutorName {
+    /// As written in the file.
+    fn name(self) -> &'static str {
+        match self {
+            ExecutorName::ConstantVus => "constant-vus",
+            ExecutorName::RampingVus => "ramping-vus",
+            ExecutorName::PerVuIterations => "per-vu-iterations",
+            ExecutorName::SharedIterations => "shared-iterations",
+            ExecutorName::ConstantArrivalRate => "constant-arrival-rate",
+            ExecutorName::RampingArrivalRate => "ramping-arrival-rate",
+        }
+    }
+
+    /// Its own fields, besides those every executor takes (start_time,
+    /// graceful_stop, flow).
+    fn fields(self) -> &'static [&'static str] {
+        match self {
+            ExecutorName::ConstantVus => &["vus", "duration"],
+            ExecutorName::RampingVus => &["start_vus", "stages", "graceful_ramp_down"],
+            ExecutorName::PerVuIterations | ExecutorName::SharedIterations => &["vus", "iterations", "max_duration"],
+            ExecutorName::ConstantArrivalRate => &["rate", "time_unit", "duration", "pre_allocated_vus", "max_vus"],
+            ExecutorName::RampingArrivalRate => &["start_rate", "time_unit", "stages", "pre_allocated_vus", "max_vus"],
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -150,11 +294,29 @@ struct RawStep {
     group: Option<RawGroup>,
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
+/// `think: 2s` or `think: { min, max }`.
+#[derive(Debug)]
 enum RawThink {
     Fixed(Dur),
-    Range { min: Dur, max: Dur },
+    Range(RawThinkRange),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawThinkRange {
+    min: Dur,
+    max: Dur,
+}
+
+impl ScalarOrMap for RawThink {
+    const EXPECTING: &'static str = "a duration such as 2s, or a mapping with min: and max:";
+    type Map = RawThinkRange;
+    fn scalar<E: serde::de::Error>(v: serde_yaml_ng::Value) -> Result<Self, E> {
+        Dur::deserialize(v).map(RawThink::Fixed).map_err(E::custom)
+    }
+    fn map(m: RawThinkRange) -> Self {
+        RawThink::Range(m)
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -213,16 +375,35 @@ struct RawCheck {
     duration_under: Option<Dur>,
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
+/// `- EXPRESSION` or `- { threshold, abort_on_fail, delay }`.
+#[derive(Debug)]
 enum RawThreshold {
     Text(String),
-    Full {
-        threshold: String,
-        #[serde(default)]
-        abort_on_fail: bool,
-        delay: Option<Dur>,
-    },
+    Full(RawThresholdFull),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawThresholdFull {
+    threshold: String,
+    #[serde(default)]
+    abort_on_fail: bool,
+    delay: Option<Dur>,
+}
+
+impl ScalarOrMap for RawThreshold {
+    const EXPECTING: &'static str =
+        "an expression such as p(95) < 500ms, or a mapping with threshold:, abort_on_fail: and delay:";
+    type Map = RawThresholdFull;
+    fn scalar<E: serde::de::Error>(v: serde_yaml_ng::Value) -> Result<Self, E> {
+        match v {
+            serde_yaml_ng::Value::String(s) => Ok(RawThreshold::Text(s)),
+            _ => Err(E::custom(format!("expected {}", Self::EXPECTING))),
+        }
+    }
+    fn map(m: RawThresholdFull) -> Self {
+        RawThreshold::Full(m)
+    }
 }
 
 // ----------------------------------------------------------- validated ----
@@ -564,22 +745,20 @@ impl ScenarioPlan {
         Validator { text, file }.plan(raw, read)
     }
 
-    /// Every duration of every executor (stages, durations, start times,
-    /// graceful periods) multiplied by `factor`: the same shape, faster.
+    /// The schedule of every executor (durations, stages, `max_duration`,
+    /// start times) multiplied by `factor`: the same shape, faster.
+    ///
+    /// `graceful_stop` and `graceful_ramp_down` stay as written: they are
+    /// how long an iteration in flight may take to finish, and response
+    /// times do not scale with the schedule.
     pub fn scaled(mut self, factor: f64) -> ScenarioPlan {
         let f = |d: &mut Duration| *d = d.mul_f64(factor);
         for s in &mut self.scenarios {
             f(&mut s.start_time);
-            f(&mut s.graceful_stop);
             match &mut s.executor {
                 Executor::ConstantVus { duration, .. } | Executor::ConstantArrivalRate { duration, .. } => f(duration),
-                Executor::RampingVus {
-                    stages,
-                    graceful_ramp_down,
-                    ..
-                } => {
+                Executor::RampingVus { stages, .. } => {
                     stages.iter_mut().for_each(|st| f(&mut st.duration));
-                    f(graceful_ramp_down);
                 }
                 Executor::RampingArrivalRate { stages, .. } => stages.iter_mut().for_each(|st| f(&mut st.duration)),
                 Executor::PerVuIterations { max_duration, .. } | Executor::SharedIterations { max_duration, .. } => {
@@ -589,6 +768,22 @@ impl ScenarioPlan {
         }
         self.scale *= factor;
         self
+    }
+
+    /// Every environment variable the file reads (`{{env.NAME}}`, in
+    /// `defaults.headers` and in any request), sorted, each once: the CLI
+    /// can refuse to start when one is unset instead of sending it empty.
+    pub fn env_names(&self) -> Vec<String> {
+        let requests = self.scenarios.iter().flat_map(|s| requests(&s.flow));
+        let names: BTreeSet<&str> = self
+            .defaults
+            .headers
+            .iter()
+            .map(|(_, t)| t)
+            .chain(requests.flat_map(templates))
+            .flat_map(Template::env_names)
+            .collect();
+        names.into_iter().map(str::to_string).collect()
     }
 
     /// When the last scenario's schedule ends.
@@ -625,6 +820,21 @@ fn refine_location(text: &str, line: usize, column: usize, message: &str) -> (us
     (line, column)
 }
 
+/// Template functions without arguments, listed as known variables.
+const BUILT_INS: [&str; 6] = ["vu", "iter", "scenario", "uuid", "random_email", "now_ms"];
+
+/// Names a variable cannot take: `{{NAME}}` would render the built-in.
+const RESERVED: [&str; 8] = [
+    "vu",
+    "iter",
+    "scenario",
+    "uuid",
+    "random_email",
+    "now_ms",
+    "random_int",
+    "env",
+];
+
 struct Validator<'a> {
     text: &'a str,
     file: &'a str,
@@ -632,19 +842,11 @@ struct Validator<'a> {
 
 impl Validator<'_> {
     /// An error at the first line holding every needle in turn (a path of
-    /// keys such as ["scenarios:", "users:", "stages:"]).
-    fn err(&self, path: &[&str], message: impl Into<String>) -> ScenarioError {
-        let mut line = 0;
-        let mut column = 1;
-        let lines: Vec<&str> = self.text.lines().collect();
-        let mut from = 0;
-        for needle in path {
-            if let Some(i) = lines.iter().skip(from).position(|l| l.contains(needle)) {
-                line = from + i + 1;
-                column = lines[from + i].find(needle).map_or(1, |c| c + 1);
-                from += i + 1;
-            }
-        }
+    /// keys such as ["scenarios:", "users:", "stages:"]); a needle not found
+    /// is skipped. A needle that starts with a letter, digit or `_` only
+    /// matches where a word starts, so `rate:` does not find `start_rate:`.
+    fn err(&self, path: &[impl AsRef<str>], message: impl Into<String>) -> ScenarioError {
+        let (line, column, _) = self.locate(path);
         ScenarioError {
             file: self.file.to_string(),
             line,
@@ -653,11 +855,95 @@ impl Validator<'_> {
         }
     }
 
+    /// An error at the first of `paths` whose needles are all found (the
+    /// value as written, then a looser path), else as [`Self::err`] at the
+    /// last.
+    fn err_first(&self, paths: &[&[&str]], message: impl Into<String>) -> ScenarioError {
+        let path = paths
+            .iter()
+            .find(|p| self.locate(p).2)
+            .or(paths.last())
+            .copied()
+            .unwrap_or_default();
+        self.err(path, message)
+    }
+
+    /// Line and column (from 1) of the path's last needle found, and
+    /// whether every needle was.
+    fn locate(&self, path: &[impl AsRef<str>]) -> (usize, usize, bool) {
+        let word = |c: char| c.is_alphanumeric() || c == '_';
+        let find = |l: &str, needle: &str| -> Option<usize> {
+            if !needle.starts_with(word) {
+                return l.find(needle);
+            }
+            l.match_indices(needle)
+                .map(|(i, _)| i)
+                .find(|&i| !l[..i].ends_with(word))
+        };
+        let (mut line, mut column, mut all) = (0, 1, true);
+        let lines: Vec<&str> = self.text.lines().collect();
+        let mut from = 0;
+        for needle in path {
+            let needle = needle.as_ref();
+            match lines
+                .iter()
+                .skip(from)
+                .enumerate()
+                .find_map(|(i, l)| find(l, needle).map(|c| (i, c)))
+            {
+                Some((i, c)) => {
+                    line = from + i + 1;
+                    column = lines[from + i][..c].chars().count() + 1;
+                    from += i + 1;
+                }
+                None => all = false,
+            }
+        }
+        (line, column, all)
+    }
+
+    /// `scope` and the mapping key `key` after it, spelt as found: plain,
+    /// double- or single-quoted; `scope` alone when it is not found.
+    fn key_path(&self, scope: &[&str], key: &str) -> Vec<String> {
+        let mut scope: Vec<String> = scope.iter().map(|s| s.to_string()).collect();
+        let found = [format!("{key}:"), format!("\"{key}\":"), format!("'{key}':")]
+            .into_iter()
+            .find(|k| self.locate(&[&scope[..], std::slice::from_ref(k)].concat()).2);
+        scope.extend(found);
+        scope
+    }
+
+    /// An error at the first `{{var}}` (or `{{ var }}`) after `scope`, or
+    /// at `scope` when neither is there.
+    fn err_at_use(&self, scope: &[&str], var: &str, message: String) -> ScenarioError {
+        let spellings = [format!("{{{{{var}"), format!("{{{{ {var}")];
+        let found = spellings
+            .iter()
+            .map(|needle| [scope, &[needle.as_str()]].concat())
+            .filter(|path| self.locate(path).2)
+            .min_by_key(|path| self.locate(path).0);
+        match found {
+            Some(path) => self.err(&path, message),
+            None => self.err(scope, message),
+        }
+    }
+
+    /// Compiles a template; an error points at the text when it is found
+    /// after `path` as written, else at `path`.
     fn template(&self, path: &[&str], text: &str) -> Result<Template, ScenarioError> {
-        Template::compile(text).map_err(|e| self.err(path, e))
+        Template::compile(text).map_err(|e| {
+            let first_line = text.lines().next().unwrap_or_default();
+            self.err_first(&[&[path, &[first_line]].concat(), path], e)
+        })
     }
 
     fn statuses(&self, path: &[&str], raw: &[RawStatus]) -> Result<StatusSet, ScenarioError> {
+        if raw.is_empty() {
+            return Err(self.err(
+                path,
+                "expect: is empty, so every response would count as failed; list the statuses counted ok, e.g. [200] or [2xx]",
+            ));
+        }
         let text: Vec<String> = raw
             .iter()
             .map(|s| match s {
@@ -705,11 +991,17 @@ impl Validator<'_> {
             Some(d) => {
                 let (file, cursor) = match d {
                     RawData::File(f) => (f, Cursor::default()),
-                    RawData::Full { file, cursor } => (file, cursor.unwrap_or_default()),
+                    RawData::Full(RawDataFull { file, cursor }) => (file, cursor.unwrap_or_default()),
                 };
                 let text = read(&file).map_err(|e| self.err(&["data:"], format!("cannot read '{file}': {e}")))?;
                 let (columns, rows) =
                     crate::csv::parse(&text).map_err(|e| self.err(&["data:"], format!("'{file}': {e}")))?;
+                if let Some(c) = columns.iter().find(|c| RESERVED.contains(&c.as_str())) {
+                    return Err(self.err(
+                        &["data:"],
+                        format!("'{file}': the column '{c}' is hidden by the built-in {{{{{c}}}}}; rename the column"),
+                    ));
+                }
                 Some(DataSpec {
                     file,
                     columns,
@@ -726,37 +1018,37 @@ impl Validator<'_> {
         for (name, s) in raw.scenarios {
             scenarios.push(self.scenario(&name, s, &defaults)?);
         }
-        // Variables: data columns, and every capture of the scenario's flow.
+        // Variables: data columns, and captures of the steps before, in the
+        // order an iteration runs them (captures are cleared when it starts).
+        let columns: BTreeSet<String> = data.iter().flat_map(|d| d.columns.iter().cloned()).collect();
         for s in &scenarios {
-            let mut defined: BTreeSet<String> = data.iter().flat_map(|d| d.columns.iter().cloned()).collect();
-            collect_captures(&s.flow, &mut defined);
-            let mut used = Vec::new();
-            collect_variables(&s.flow, &defaults, &mut used);
-            for v in used {
-                if !defined.contains(&v) {
-                    let mut known: Vec<String> = defined.iter().cloned().collect();
-                    known.extend(["vu", "iter", "scenario", "uuid", "random_email", "now_ms"].map(String::from));
-                    return Err(self.err(
-                        &[&format!("{{{{{v}")],
-                        format!(
-                            "{{{{{v}}}}} is not defined in scenario '{}': capture it in an earlier step or add it as a data column; known: {}",
-                            s.name,
-                            known.join(", ")
-                        ),
-                    ));
-                }
-            }
+            let mut defined = columns.clone();
+            self.variables_in_order(s, &defaults, &mut defined)?;
         }
         let mut thresholds = Vec::new();
-        for (key, list) in raw.thresholds {
+        for (i, (key, _)) in raw.thresholds.0.iter().enumerate() {
+            if raw.thresholds.0[..i].iter().any(|(k, _)| k == key) {
+                return Err(self.err(
+                    &["thresholds:", key, key],
+                    format!("{key} appears twice; put all its expressions in one list"),
+                ));
+            }
+        }
+        for (key, list) in raw.thresholds.0 {
+            if list.is_empty() {
+                return Err(self.err(
+                    &["thresholds:", &key],
+                    format!("{key}: the list is empty, so nothing is judged; give an expression, e.g. {key}: [p(95) < 500ms] or [rate < 1%], or remove the key"),
+                ));
+            }
             for t in list {
                 let (expr, abort, delay) = match t {
                     RawThreshold::Text(e) => (e, false, Duration::ZERO),
-                    RawThreshold::Full {
+                    RawThreshold::Full(RawThresholdFull {
                         threshold,
                         abort_on_fail,
                         delay,
-                    } => (threshold, abort_on_fail, delay.map_or(Duration::ZERO, |d| d.0)),
+                    }) => (threshold, abort_on_fail, delay.map_or(Duration::ZERO, |d| d.0)),
                 };
                 let th =
                     Threshold::parse(&key, &expr, abort, delay).map_err(|e| self.err(&["thresholds:", &key], e))?;
@@ -795,6 +1087,21 @@ impl Validator<'_> {
             "https" => true,
             other => return Err(bad(format!("scheme '{other}': use http:// or https://"))),
         };
+        if let Some(q) = u.query() {
+            return Err(bad(format!(
+                "'{url}' has a query string (?{q}); the target is scheme, host, port and base path: give query parameters per request, e.g. query: {{ page: 1 }}"
+            )));
+        }
+        if let Some(f) = u.fragment() {
+            return Err(bad(format!(
+                "'{url}' has a fragment (#{f}), which is never sent to a server; remove it"
+            )));
+        }
+        if !u.username().is_empty() || u.password().is_some() {
+            return Err(bad(format!(
+                "'{url}' has credentials (user@), which throng does not send; remove them and give an Authorization header in defaults.headers"
+            )));
+        }
         let host = match u.host() {
             Some(url::Host::Ipv6(a)) => a.to_string(),
             Some(h) => h.to_string(),
@@ -811,44 +1118,97 @@ impl Validator<'_> {
 
     fn scenario(&self, name: &str, s: RawScenario, defaults: &Defaults) -> Result<Scenario, ScenarioError> {
         let key = format!("{name}:");
-        let at = |field: &str| -> Vec<String> { vec!["scenarios:".into(), key.clone(), format!("{field}")] };
-        let need = |v: Option<u64>, field: &str| -> Result<u64, ScenarioError> {
+        let exec = s.executor.name();
+        let at = |field: &str| self.err(&["scenarios:", &key, &format!("{field}:")], "");
+        let bad = |field: &str, message: String| ScenarioError { message, ..at(field) };
+        let missing = |field: &str, example: &str| {
+            self.err(
+                &["scenarios:", &key, "executor:"],
+                format!("the {exec} executor needs {field}, e.g. {field}: {example}"),
+            )
+        };
+        // A field of another executor would be read and ignored: the run
+        // would not be the one the author meant.
+        let given = [
+            ("vus", s.vus.is_some()),
+            ("duration", s.duration.is_some()),
+            ("start_vus", s.start_vus.is_some()),
+            ("stages", s.stages.is_some()),
+            ("graceful_ramp_down", s.graceful_ramp_down.is_some()),
+            ("iterations", s.iterations.is_some()),
+            ("max_duration", s.max_duration.is_some()),
+            ("rate", s.rate.is_some()),
+            ("start_rate", s.start_rate.is_some()),
+            ("time_unit", s.time_unit.is_some()),
+            ("pre_allocated_vus", s.pre_allocated_vus.is_some()),
+            ("max_vus", s.max_vus.is_some()),
+        ];
+        for (field, set) in given {
+            if set && !s.executor.fields().contains(&field) {
+                return Err(bad(
+                    field,
+                    format!(
+                        "`{field}` is not a field of {exec}; it takes {} (and start_time, graceful_stop, flow)",
+                        s.executor.fields().join(", ")
+                    ),
+                ));
+            }
+        }
+        let count = |v: Option<u64>, field: &str, example: &str, why: &str| -> Result<u64, ScenarioError> {
             match v {
-                Some(n) if n >= 1 => Ok(n),
-                Some(_) => Err(self.err(
-                    &at(field).iter().map(String::as_str).collect::<Vec<_>>(),
-                    format!("{field} must be at least 1"),
-                )),
-                None => Err(self.err(
-                    &["scenarios:", &key],
-                    format!("the {:?} executor needs {field}", s.executor).replace('"', ""),
-                )),
+                Some(0) => Err(bad(field, format!("{field} must be at least 1: {why}"))),
+                Some(n) => Ok(n),
+                None => Err(missing(field, example)),
             }
         };
-        let need_dur = |v: Option<Dur>, field: &str| -> Result<Duration, ScenarioError> {
-            match v {
-                Some(d) if !d.0.is_zero() => Ok(d.0),
-                Some(_) => Err(self.err(&["scenarios:", &key, field], format!("{field} must be longer than 0"))),
-                None => Err(self.err(
-                    &["scenarios:", &key],
-                    format!("this executor needs {field}, e.g. {field}: 30s"),
-                )),
+        let vus = |v: Option<u64>| count(v, "vus", "10", "with no VUs the scenario runs nothing");
+        let iterations = |v: Option<u64>| count(v, "iterations", "100", "0 iterations run nothing");
+        let pre_allocated = |v: Option<u64>| {
+            count(
+                v,
+                "pre_allocated_vus",
+                "10",
+                "an arrival-rate scenario needs a VU ready for its first iteration",
+            )
+        };
+        let max_vus = |v: Option<u64>, pre: u64| match v {
+            None => Ok(pre),
+            Some(m) if m >= pre => Ok(m),
+            Some(m) => Err(bad(
+                "max_vus",
+                format!(
+                    "max_vus ({m}) is below pre_allocated_vus ({pre}); raise max_vus to {pre} or more, or leave it out (it defaults to pre_allocated_vus)"
+                ),
+            )),
+        };
+        let positive = |v: Option<Dur>, field: &str, default: Option<Duration>| -> Result<Duration, ScenarioError> {
+            match (v, default) {
+                (Some(d), _) if d.0.is_zero() => Err(bad(field, format!("{field} must be longer than 0"))),
+                (Some(d), _) => Ok(d.0),
+                (None, Some(d)) => Ok(d),
+                (None, None) => Err(missing(field, "30s")),
             }
         };
         let stages = |v: Option<Vec<RawStage>>| -> Result<Vec<Stage>, ScenarioError> {
             let list = v.ok_or_else(|| {
                 self.err(
-                    &["scenarios:", &key],
-                    "this executor needs stages: [{duration: 30s, target: 10}, ...]",
+                    &["scenarios:", &key, "executor:"],
+                    format!("the {exec} executor needs stages, e.g. stages: [{{ duration: 30s, target: 10 }}]"),
                 )
             })?;
             if list.is_empty() {
-                return Err(self.err(&["scenarios:", &key, "stages:"], "stages is empty"));
+                return Err(bad("stages", "stages is empty; give at least one stage".into()));
+            }
+            if list.iter().all(|st| st.duration.0.is_zero()) {
+                return Err(bad(
+                    "stages",
+                    "the stages last 0s in all, so the scenario would run nothing; give a stage a duration".into(),
+                ));
             }
             list.into_iter()
                 .map(|st| {
                     if st.target < 0.0 || !st.target.is_finite() {
-                        Err(self.err(&["scenarios:", &key, "stages:"], "a stage's target cannot be negative"))
+                        Err(bad("stages", "a stage's target cannot be negative".into()))
                     } else {
                         Ok(Stage {
                             duration: st.duration.0,
@@ -858,54 +1218,89 @@ impl Validator<'_> {
                 })
                 .collect()
         };
-        let time_unit = s.time_unit.map_or(Duration::from_secs(1), |d| d.0);
+        let time_unit =
+            positive(s.time_unit, "time_unit", Some(Duration::from_secs(1))).map_err(|e| ScenarioError {
+                message: format!("{}: rates are iterations per time_unit", e.message),
+                ..e
+            })?;
+        let max_duration = positive(s.max_duration, "max_duration", Some(Duration::from_secs(600)))?;
         let executor = match s.executor {
             ExecutorName::ConstantVus => Executor::ConstantVus {
-                vus: need(s.vus, "vus")?,
-                duration: need_dur(s.duration, "duration")?,
+                vus: vus(s.vus)?,
+                duration: positive(s.duration, "duration", None)?,
             },
-            ExecutorName::RampingVus => Executor::RampingVus {
-                start_vus: s.start_vus.unwrap_or(0),
-                stages: stages(s.stages)?,
-                graceful_ramp_down: s.graceful_ramp_down.map_or(Duration::from_secs(30), |d| d.0),
-            },
+            ExecutorName::RampingVus => {
+                let start_vus = s.start_vus.unwrap_or(0);
+                let stages = stages(s.stages)?;
+                if start_vus == 0 && stages.iter().all(|st| st.target == 0.0) {
+                    return Err(bad(
+                        "stages",
+                        "start_vus and every stage's target are 0: no VU would ever run; give a stage a target above 0"
+                            .into(),
+                    ));
+                }
+                Executor::RampingVus {
+                    start_vus,
+                    stages,
+                    graceful_ramp_down: s.graceful_ramp_down.map_or(Duration::from_secs(30), |d| d.0),
+                }
+            }
             ExecutorName::PerVuIterations => Executor::PerVuIterations {
-                vus: need(s.vus, "vus")?,
-                iterations: need(s.iterations, "iterations")?,
-                max_duration: s.max_duration.map_or(Duration::from_secs(600), |d| d.0),
+                vus: vus(s.vus)?,
+                iterations: iterations(s.iterations)?,
+                max_duration,
             },
             ExecutorName::SharedIterations => Executor::SharedIterations {
-                vus: need(s.vus, "vus")?,
-                iterations: need(s.iterations, "iterations")?,
-                max_duration: s.max_duration.map_or(Duration::from_secs(600), |d| d.0),
+                vus: vus(s.vus)?,
+                iterations: iterations(s.iterations)?,
+                max_duration,
             },
             ExecutorName::ConstantArrivalRate => {
-                let rate = s.rate.ok_or_else(|| {
-                    self.err(
-                        &["scenarios:", &key],
-                        "constant-arrival-rate needs rate (iterations per time_unit)",
-                    )
-                })?;
-                if !(rate.is_finite() && rate > 0.0) {
-                    return Err(self.err(&["scenarios:", &key, "rate:"], "rate must be greater than 0"));
-                }
-                let pre = need(s.pre_allocated_vus, "pre_allocated_vus")?;
+                let rate = match s.rate {
+                    None => return Err(missing("rate", "10 (iterations per time_unit)")),
+                    Some(r) if r.is_finite() && r > 0.0 => r,
+                    Some(_) => {
+                        return Err(bad(
+                            "rate",
+                            "rate must be greater than 0 (iterations per time_unit; fractions allowed)".into(),
+                        ));
+                    }
+                };
+                let pre = pre_allocated(s.pre_allocated_vus)?;
                 Executor::ConstantArrivalRate {
                     rate,
                     time_unit,
-                    duration: need_dur(s.duration, "duration")?,
+                    duration: positive(s.duration, "duration", None)?,
                     pre_allocated_vus: pre,
-                    max_vus: s.max_vus.unwrap_or(pre).max(pre),
+                    max_vus: max_vus(s.max_vus, pre)?,
                 }
             }
             ExecutorName::RampingArrivalRate => {
-                let pre = need(s.pre_allocated_vus, "pre_allocated_vus")?;
+                let start_rate = match s.start_rate {
+                    None => 0.0,
+                    Some(r) if r.is_finite() && r >= 0.0 => r,
+                    Some(_) => {
+                        return Err(bad(
+                            "start_rate",
+                            "start_rate cannot be negative (iterations per time_unit at the start; default 0)".into(),
+                        ));
+                    }
+                };
+                let stages = stages(s.stages)?;
+                if start_rate == 0.0 && stages.iter().all(|st| st.target == 0.0) {
+                    return Err(bad(
+                        "stages",
+                        "start_rate and every stage's target are 0: no iteration would ever start; give a stage a target above 0"
+                            .into(),
+                    ));
+                }
+                let pre = pre_allocated(s.pre_allocated_vus)?;
                 Executor::RampingArrivalRate {
-                    start_rate: s.start_rate.unwrap_or(0.0).max(0.0),
+                    start_rate,
                     time_unit,
-                    stages: stages(s.stages)?,
+                    stages,
                     pre_allocated_vus: pre,
-                    max_vus: s.max_vus.unwrap_or(pre).max(pre),
+                    max_vus: max_vus(s.max_vus, pre)?,
                 }
             }
         };
@@ -935,7 +1330,7 @@ impl Validator<'_> {
                 (Some(r), None, None) => Step::Request(Box::new(self.request(key, r, defaults)?)),
                 (None, Some(t), None) => Step::Think(match t {
                     RawThink::Fixed(d) => Think::Fixed(d.0),
-                    RawThink::Range { min, max } => {
+                    RawThink::Range(RawThinkRange { min, max }) => {
                         if max.0 < min.0 {
                             return Err(self.err(&["scenarios:", key, "think:"], "think: min is above max"));
                         }
@@ -962,21 +1357,21 @@ impl Validator<'_> {
         let at = |f: &str| ["scenarios:".to_string(), key.to_string(), f.to_string()];
         let path_at = at(&format!("path: {}", r.path));
         let here: Vec<&str> = path_at.iter().map(String::as_str).collect();
-        let method = r.method.clone().unwrap_or_else(|| {
-            if r.json.is_some() || r.form.is_some() || r.body.is_some() {
-                "POST"
-            } else {
-                "GET"
-            }
-            .to_string()
-        });
-        if method.is_empty()
-            || !method
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
-        {
-            return Err(self.err(&here, format!("'{method}' is not an HTTP method")));
-        }
+        let method = match &r.method {
+            Some(m) => method(m).map_err(|e| {
+                let written = format!("method: {m}");
+                self.err_first(
+                    &[
+                        &[&here[..2], &[&written]].concat(),
+                        &[&here[..], &["method:"]].concat(),
+                        &here,
+                    ],
+                    e,
+                )
+            })?,
+            None if r.json.is_some() || r.form.is_some() || r.body.is_some() => "POST".to_string(),
+            None => "GET".to_string(),
+        };
         if !r.path.starts_with('/') && !r.path.starts_with("{{") {
             return Err(self.err(&here, format!("path '{}' must start with /", r.path)));
         }
@@ -1008,23 +1403,45 @@ impl Validator<'_> {
         };
         let mut captures = Vec::new();
         for (var, c) in r.capture {
+            let at = self.key_path(&[&here[..], &["capture:"]].concat(), &var);
+            if !is_identifier(&var) {
+                let suggestion: String = var
+                    .chars()
+                    .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+                    .collect();
+                let suggestion = if suggestion.starts_with(|c: char| c.is_ascii_digit()) {
+                    format!("_{suggestion}")
+                } else {
+                    suggestion
+                };
+                return Err(self.err(
+                    &at,
+                    format!(
+                        "capture '{var}': a variable name is letters, digits and _, not starting with a digit, e.g. {suggestion}"
+                    ),
+                ));
+            }
+            if RESERVED.contains(&var.as_str()) {
+                return Err(self.err(
+                    &at,
+                    format!(
+                        "capture '{var}': {{{{{var}}}}} is built in ({}); give the variable another name, e.g. my_{var}",
+                        RESERVED.join(", ")
+                    ),
+                ));
+            }
             let from = match (c.json, c.header, c.regex) {
                 (Some(p), None, None) => {
-                    if !p.is_empty() && !p.starts_with('/') {
-                        return Err(self.err(
-                            &here,
-                            format!("capture {var}: json '{p}' is a JSON pointer and starts with /, e.g. /data/token"),
-                        ));
-                    }
+                    json_pointer(&p).map_err(|e| self.err(&at, format!("capture {var}: {e}")))?;
                     CaptureFrom::Json(p)
                 }
                 (None, Some(h), None) => CaptureFrom::Header(h),
                 (None, None, Some(re)) => CaptureFrom::Regex(
-                    regex::Regex::new(&re).map_err(|e| self.err(&here, format!("capture {var}: regex: {e}")))?,
+                    regex::Regex::new(&re).map_err(|e| self.err(&at, format!("capture {var}: regex: {e}")))?,
                 ),
                 _ => {
                     return Err(self.err(
-                        &here,
+                        &at,
                         format!("capture {var}: give exactly one of json:, header: or regex:"),
                     ));
                 }
@@ -1033,68 +1450,81 @@ impl Validator<'_> {
         }
         let mut checks = Vec::new();
         for (name, c) in r.check {
+            let at = self.key_path(&[&here[..], &["check:"]].concat(), &name);
+            let bad = |m: String| self.err(&at, format!("check '{name}': {m}"));
+            // One kind, and only that kind's modifiers: a modifier on another
+            // kind would be read and ignored, and the check pass regardless.
+            let kinds = [
+                ("status:", c.status.is_some()),
+                ("body_contains:", c.body_contains.is_some()),
+                ("json:", c.json.is_some()),
+                ("header:", c.header.is_some()),
+                ("duration_under:", c.duration_under.is_some()),
+            ];
+            let given: Vec<&str> = kinds.iter().filter(|(_, set)| *set).map(|(k, _)| *k).collect();
+            const KINDS: &str =
+                "status:, body_contains:, json: (with equals: or exists:), header: (with contains:) or duration_under:";
+            let kind = match given.as_slice() {
+                [] => return Err(bad(format!("give one of {KINDS}"))),
+                [kind] => *kind,
+                several => {
+                    return Err(bad(format!(
+                        "it has {}; give only one of {KINDS}",
+                        several.join(" and ")
+                    )));
+                }
+            };
+            for (modifier, set, belongs) in [
+                ("equals:", c.equals.is_some(), "json:"),
+                ("exists:", c.exists.is_some(), "json:"),
+                ("contains:", c.contains.is_some(), "header:"),
+            ] {
+                if set && kind != belongs {
+                    return Err(bad(format!(
+                        "{modifier} goes with {belongs}, not with {kind}; \
+                         e.g. {{ json: /state, equals: active }} or {{ header: Content-Type, contains: json }}"
+                    )));
+                }
+            }
             let kind = match c {
+                RawCheck { status: Some(s), .. } => {
+                    if s.is_empty() {
+                        return Err(bad("status: is empty; list the codes that pass, e.g. [200]".into()));
+                    }
+                    if let Some(code) = s.iter().find(|c| !(100..=599).contains(*c)) {
+                        return Err(bad(format!("status {code}: codes run from 100 to 599")));
+                    }
+                    CheckKind::Status(s)
+                }
                 RawCheck {
-                    status: Some(s),
-                    body_contains: None,
-                    json: None,
-                    header: None,
-                    duration_under: None,
-                    ..
-                } => CheckKind::Status(s),
-                RawCheck {
-                    body_contains: Some(t),
-                    status: None,
-                    json: None,
-                    header: None,
-                    duration_under: None,
-                    ..
+                    body_contains: Some(t), ..
                 } => CheckKind::BodyContains(t),
                 RawCheck {
                     json: Some(p),
                     equals,
                     exists,
-                    status: None,
-                    body_contains: None,
-                    header: None,
-                    duration_under: None,
                     ..
-                } => match (equals, exists) {
-                    (Some(v), None) => CheckKind::JsonEquals(
-                        p,
-                        serde_json::to_value(&v).map_err(|e| self.err(&here, format!("check '{name}': {e}")))?,
-                    ),
-                    (None, Some(true) | None) => CheckKind::JsonExists(p),
-                    _ => {
-                        return Err(self.err(
-                            &here,
-                            format!("check '{name}': json takes equals: VALUE or exists: true"),
-                        ));
+                } => {
+                    json_pointer(&p).map_err(&bad)?;
+                    match (equals, exists) {
+                        (Some(v), None) => {
+                            CheckKind::JsonEquals(p, serde_json::to_value(&v).map_err(|e| bad(e.to_string()))?)
+                        }
+                        (None, Some(true) | None) => CheckKind::JsonExists(p),
+                        _ => return Err(bad("json takes equals: VALUE or exists: true".into())),
                     }
-                },
+                }
                 RawCheck {
                     header: Some(h),
                     contains,
-                    status: None,
-                    body_contains: None,
-                    json: None,
-                    duration_under: None,
                     ..
                 } => CheckKind::Header(h, contains),
                 RawCheck {
                     duration_under: Some(d),
-                    status: None,
-                    body_contains: None,
-                    json: None,
-                    header: None,
                     ..
                 } => CheckKind::DurationUnder(d.0),
-                _ => {
-                    return Err(self.err(
-                        &here,
-                        format!("check '{name}': give one of status:, body_contains:, json: (with equals: or exists:), header: (with contains:), duration_under:"),
-                    ));
-                }
+                // The kinds were counted above: exactly one is set.
+                _ => return Err(bad(format!("give one of {KINDS}"))),
             };
             checks.push(Check { name, kind });
         }
@@ -1109,7 +1539,7 @@ impl Validator<'_> {
                 .collect::<Result<_, ScenarioError>>()?,
             body,
             expect: match &r.expect {
-                Some(e) => self.statuses(&here, e)?,
+                Some(e) => self.statuses(&[&here[..], &["expect:"]].concat(), e)?,
                 None => defaults.expect,
             },
             captures,
@@ -1118,6 +1548,72 @@ impl Validator<'_> {
             name,
             method,
         })
+    }
+
+    /// Checks that every `{{NAME}}` of the scenario is a data column or a
+    /// capture of a step that runs before it. A capture of a later step is
+    /// not enough: captures are cleared when an iteration starts, so the
+    /// value would render empty.
+    fn variables_in_order(
+        &self,
+        s: &Scenario,
+        defaults: &Defaults,
+        defined: &mut BTreeSet<String>,
+    ) -> Result<(), ScenarioError> {
+        let all = requests(&s.flow);
+        for (i, r) in all.iter().enumerate() {
+            // defaults.headers are sent with every request that does not
+            // set the same header itself.
+            let from_defaults = defaults
+                .headers
+                .iter()
+                .filter(|(name, _)| !r.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name)))
+                .map(|(name, t)| (Some(name.as_str()), t));
+            let own = templates(r).into_iter().map(|t| (None, t));
+            for (default_header, t) in own.chain(from_defaults) {
+                for v in t.variables() {
+                    if defined.contains(v) {
+                        continue;
+                    }
+                    let key = format!("{}:", s.name);
+                    let scope = match default_header {
+                        Some(_) => vec!["defaults:"],
+                        None => vec!["scenarios:", &key],
+                    };
+                    let used_in = match default_header {
+                        Some(h) => format!("defaults.headers.{h}, sent with step '{}',", r.name),
+                        None => format!("step '{}'", r.name),
+                    };
+                    let capturer = all[i..].iter().find(|later| later.captures.iter().any(|c| c.var == v));
+                    let message = match capturer {
+                        Some(c) if std::ptr::eq(*c, *r) => format!(
+                            "{{{{{v}}}}} is used in {used_in} which captures it itself, in scenario '{}': a capture is \
+                             available to later steps only; capture it in an earlier step",
+                            s.name
+                        ),
+                        Some(c) => format!(
+                            "{{{{{v}}}}} is used in {used_in} before step '{}' captures it, in scenario '{}': \
+                             captures are cleared when an iteration starts, so it would be empty here; capture it \
+                             in an earlier step or move this request after '{}'",
+                            c.name, s.name, c.name
+                        ),
+                        None => {
+                            let mut known: Vec<String> = defined.iter().cloned().collect();
+                            known.extend(BUILT_INS.iter().map(|b| b.to_string()));
+                            format!(
+                                "{{{{{v}}}}} is not defined in scenario '{}': capture it in an earlier step or add \
+                                 it as a data column; known: {}",
+                                s.name,
+                                known.join(", ")
+                            )
+                        }
+                    };
+                    return Err(self.err_at_use(&scope, v, message));
+                }
+            }
+            defined.extend(r.captures.iter().map(|c| c.var.clone()));
+        }
+        Ok(())
     }
 
     fn json(&self, here: &[&str], v: serde_yaml_ng::Value) -> Result<JsonTemplate, ScenarioError> {
@@ -1155,6 +1651,66 @@ impl Validator<'_> {
     }
 }
 
+/// Methods whose names servers know in capitals only: written in any case,
+/// sent in capitals.
+const METHODS: [&str; 9] = [
+    "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH",
+];
+
+/// A method as written: a standard one in any case becomes its capitals
+/// (`get` → `GET`); another token (`PURGE`, `PROPFIND`) is sent as written,
+/// since methods are case-sensitive (RFC 9110 §9.1).
+fn method(m: &str) -> Result<String, String> {
+    if let Some(standard) = METHODS.iter().find(|s| s.eq_ignore_ascii_case(m)) {
+        return Ok(standard.to_string());
+    }
+    let token = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
+    if m.is_empty() || !m.bytes().all(token) {
+        return Err(format!(
+            "'{m}' is not an HTTP method: write one of {} (in any case), or another token of letters, digits and !#$%&'*+-.^_`|~",
+            METHODS.join(", ")
+        ));
+    }
+    Ok(m.to_string())
+}
+
+/// Checks a JSON pointer (RFC 6901): empty (the whole document) or `/`
+/// then keys separated by `/`, with `~0` for `~` and `~1` for `/` in a key.
+fn json_pointer(p: &str) -> Result<(), String> {
+    if !p.is_empty() && !p.starts_with('/') {
+        // `data.token`, `$.data.token`, `data[0].id`: a path as JSONPath or
+        // k6's res.json() write it.
+        let keys = p
+            .trim_start_matches('$')
+            .trim_start_matches('.')
+            .replace('[', ".")
+            .replace(']', "");
+        let suggestion: String = keys
+            .split('.')
+            .filter(|k| !k.is_empty())
+            .map(|k| format!("/{k}"))
+            .collect();
+        return Err(format!(
+            "json '{p}' is a JSON pointer and starts with /, e.g. {}",
+            if suggestion.is_empty() {
+                "/data/token".to_string()
+            } else {
+                suggestion
+            }
+        ));
+    }
+    let mut rest = p;
+    while let Some(i) = rest.find('~') {
+        rest = &rest[i + 1..];
+        if !rest.starts_with(['0', '1']) {
+            return Err(format!(
+                "json '{p}': in a JSON pointer ~ starts an escape: write ~0 for ~ and ~1 for / inside a key"
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn contains_request(flow: &[Step]) -> bool {
     flow.iter().any(|s| match s {
         Step::Request(_) => true,
@@ -1163,56 +1719,39 @@ fn contains_request(flow: &[Step]) -> bool {
     })
 }
 
-fn collect_captures(flow: &[Step], out: &mut BTreeSet<String>) {
+/// Every request of a flow, groups entered, in the order an iteration
+/// makes them.
+fn requests(flow: &[Step]) -> Vec<&Request> {
+    let mut out = Vec::new();
     for s in flow {
         match s {
-            Step::Request(r) => out.extend(r.captures.iter().map(|c| c.var.clone())),
-            Step::Group { flow, .. } => collect_captures(flow, out),
+            Step::Request(r) => out.push(r.as_ref()),
+            Step::Group { flow, .. } => out.extend(requests(flow)),
             Step::Think(_) => {}
         }
     }
+    out
 }
 
-fn collect_variables(flow: &[Step], defaults: &Defaults, out: &mut Vec<String>) {
-    let mut add = |t: &Template| out.extend(t.variables().map(str::to_string));
-    for (_, t) in &defaults.headers {
-        add(t);
-    }
-    fn json_vars(j: &JsonTemplate, out: &mut Vec<String>) {
+/// The templates a request renders itself (not `defaults.headers`).
+fn templates(r: &Request) -> Vec<&Template> {
+    fn json<'a>(j: &'a JsonTemplate, out: &mut Vec<&'a Template>) {
         match j {
-            JsonTemplate::Text(t) => out.extend(t.variables().map(str::to_string)),
-            JsonTemplate::Array(a) => a.iter().for_each(|x| json_vars(x, out)),
-            JsonTemplate::Object(o) => o.iter().for_each(|(_, x)| json_vars(x, out)),
+            JsonTemplate::Text(t) => out.push(t),
+            JsonTemplate::Array(a) => a.iter().for_each(|x| json(x, out)),
+            JsonTemplate::Object(o) => o.iter().for_each(|(_, x)| json(x, out)),
             JsonTemplate::Value(_) => {}
         }
     }
-    for s in flow {
-        match s {
-            Step::Request(r) => {
-                out.extend(r.path.variables().map(str::to_string));
-                for (_, t) in r.query.iter().chain(&r.headers) {
-                    out.extend(t.variables().map(str::to_string));
-                }
-                match &r.body {
-                    Body::Json(j) => json_vars(j, out),
-                    Body::Form(f) => f
-                        .iter()
-                        .for_each(|(_, t)| out.extend(t.variables().map(str::to_string))),
-                    Body::Raw(t) => out.extend(t.variables().map(str::to_string)),
-                    Body::None => {}
-                }
-            }
-            Step::Group { flow, .. } => collect_variables(
-                flow,
-                &Defaults {
-                    headers: Vec::new(),
-                    ..defaults.clone()
-                },
-                out,
-            ),
-            Step::Think(_) => {}
-        }
+    let mut out = vec![&r.path];
+    out.extend(r.query.iter().chain(&r.headers).map(|(_, t)| t));
+    match &r.body {
+        Body::Json(j) => json(j, &mut out),
+        Body::Form(f) => out.extend(f.iter().map(|(_, t)| t)),
+        Body::Raw(t) => out.push(t),
+        Body::None => {}
     }
+    out
 }
 
 fn tag_exists(scenarios: &[Scenario], tag: &str, value: &str) -> bool {
@@ -1336,6 +1875,7 @@ thresholds:
         let fast = plan.clone().scaled(0.1);
         assert_eq!(fast.scenarios[0].executor.length(), Duration::from_secs(9));
         assert_eq!(fast.end(), Duration::from_secs(9));
+        assert_eq!(fast.scale, 0.1);
     }
 
     #[test]
@@ -1383,18 +1923,591 @@ thresholds:
         }
     }
 
+    /// Parses `GOOD` with `from` replaced by `to` and expects an error
+    /// containing `message`, on a line that holds `at`.
+    #[track_caller]
+    fn rejects(from: &str, to: &str, at: &str, message: &str) -> ScenarioError {
+        assert!(GOOD.contains(from), "GOOD has no '{from}'");
+        let text = GOOD.replacen(from, to, 1);
+        let e = match parse(&text) {
+            Ok(_) => panic!("accepted: {to}"),
+            Err(e) => e,
+        };
+        assert!(e.message.contains(message), "{to}: '{e}' does not say '{message}'");
+        let line = text.lines().nth(e.line.saturating_sub(1)).unwrap_or_default();
+        assert!(
+            e.line > 0 && line.contains(at),
+            "{to}: {e} points at '{line}', not at '{at}'"
+        );
+        e
+    }
+
+    #[test]
+    fn durations_need_a_unit() {
+        for (from, to, at) in [
+            ("timeout: 5s", "timeout: 5", "timeout: 5"),
+            ("duration: 30s, target", "duration: 30, target", "duration: 30,"),
+            ("duration: 30s, target", "duration: 0, target", "duration: 0,"),
+            ("duration: 30s, target", "duration: '30', target", "duration: '30',"),
+            ("start_vus: 0", "start_vus: 0\n    start_time: 1", "start_time: 1"),
+            ("start_vus: 0", "start_vus: 0\n    graceful_stop: 2.5", "graceful_stop"),
+            ("status: [200]", "duration_under: 1", "duration_under"),
+            ("expect: [200]", "expect: [200]\n          timeout: 3", "timeout: 3"),
+        ] {
+            let e = rejects(from, to, at, "durations need a unit, e.g. 500ms, 30s, 2m");
+            assert!(e.message.contains("has none"), "{e}");
+        }
+        let plan = parse(&GOOD.replacen("duration: 30s, target", "duration: 0s, target", 1)).unwrap();
+        assert_eq!(plan.scenarios[0].executor.stages()[0].duration, Duration::ZERO);
+    }
+
+    #[test]
+    fn unknown_keys_in_short_or_long_forms_are_named() {
+        rejects(
+            "think: { min: 1s, max: 2s }",
+            "think: { min: 1s, max: 2s, mean: 1s }",
+            "mean",
+            "unknown field `mean`, expected `min` or `max`",
+        );
+        rejects(
+            "think: { min: 1s, max: 2s }",
+            "think: { min: 1s }",
+            "think",
+            "missing field `max`",
+        );
+        rejects(
+            "think: { min: 1s, max: 2s }",
+            "think: 2",
+            "think: 2",
+            "durations need a unit",
+        );
+        rejects(
+            "      abort_on_fail: true",
+            "      abortOnFail: true",
+            "abortOnFail",
+            "unknown field `abortOnFail`, expected one of `threshold`, `abort_on_fail`, `delay`",
+        );
+        rejects("      delay: 5s", "      delay: 5", "delay: 5", "durations need a unit");
+        rejects(
+            "    - p(95) < 500ms",
+            "    - 500",
+            "500",
+            "expected an expression such as p(95) < 500ms",
+        );
+        rejects(
+            "scenarios:",
+            "data: { file: users.csv, cursr: shared }\nscenarios:",
+            "cursr",
+            "unknown field `cursr`, expected `file` or `cursor`",
+        );
+        rejects(
+            "scenarios:",
+            "data: { file: users.csv, cursor: random }\nscenarios:",
+            "random",
+            "unknown variant `random`, expected `per-vu` or `shared`",
+        );
+        let read: &dyn Fn(&str) -> Result<String, String> = &|_| Ok("email\na@x\n".into());
+        let text = GOOD.replacen("scenarios:", "data: { file: users.csv, cursor: shared }\nscenarios:", 1);
+        let plan = ScenarioPlan::parse(&text, "t.yaml", read).unwrap();
+        assert_eq!(plan.data.map(|d| d.cursor), Some(Cursor::Shared));
+        let Step::Think(Think::Range(min, max)) = plan.scenarios[0].flow[1] else {
+            panic!("a think range")
+        };
+        assert_eq!((min, max), (Duration::from_secs(1), Duration::from_secs(2)));
+        assert_eq!(plan.thresholds[1].delay_ms, 5000);
+    }
+
+    /// GOOD's ramping-vus scenario header, to swap for another executor.
+    const RAMP: &str = "executor: ramping-vus\n    start_vus: 0\n    stages:\n      - { duration: 30s, target: 10 }\n      - { duration: 1m, target: 50 }\n";
+
     #[test]
     fn executors_need_their_fields() {
-        let text = GOOD.replacen("executor: ramping-vus", "executor: constant-vus", 1);
+        // Named as written in the file (kebab-case), pointing at the executor.
+        rejects(
+            RAMP,
+            "executor: constant-vus\n    duration: 1m\n",
+            "executor: constant-vus",
+            "the constant-vus executor needs vus, e.g. vus: 10",
+        );
+        rejects(
+            RAMP,
+            "executor: constant-arrival-rate\n    rate: 10\n    duration: 1m\n",
+            "executor: constant-arrival-rate",
+            "the constant-arrival-rate executor needs pre_allocated_vus",
+        );
+        rejects(
+            RAMP,
+            "executor: constant-arrival-rate\n    duration: 1m\n    pre_allocated_vus: 2\n",
+            "executor: constant-arrival-rate",
+            "the constant-arrival-rate executor needs rate",
+        );
+        rejects(
+            RAMP,
+            "executor: ramping-arrival-rate\n    pre_allocated_vus: 2\n",
+            "executor: ramping-arrival-rate",
+            "the ramping-arrival-rate executor needs stages",
+        );
+        rejects(
+            RAMP,
+            "executor: per-vu-iterations\n    vus: 2\n",
+            "executor: per-vu-iterations",
+            "the per-vu-iterations executor needs iterations",
+        );
+    }
+
+    #[test]
+    fn fields_of_another_executor_are_refused() {
+        let e = rejects(
+            RAMP,
+            "executor: constant-vus\n    vus: 5\n    duration: 1m\n    rate: 10\n",
+            "rate: 10",
+            "`rate` is not a field of constant-vus; it takes vus, duration (and start_time, graceful_stop, flow)",
+        );
+        assert_eq!(e.column, 5, "{e}");
+        rejects(
+            RAMP,
+            "executor: per-vu-iterations\n    vus: 5\n    iterations: 2\n    stages: [{ duration: 1s, target: 1 }]\n",
+            "stages:",
+            "`stages` is not a field of per-vu-iterations; it takes vus, iterations, max_duration",
+        );
+        rejects(
+            "start_vus: 0",
+            "start_vus: 0\n    time_unit: 1s",
+            "time_unit",
+            "`time_unit` is not a field of ramping-vus",
+        );
+        // `rate:` is found as a key, not inside `start_rate:` above it.
+        rejects(
+            RAMP,
+            "executor: ramping-arrival-rate\n    start_rate: 1\n    rate: 5\n    pre_allocated_vus: 1\n    stages: [{ duration: 1s, target: 1 }]\n",
+            "    rate: 5",
+            "`rate` is not a field of ramping-arrival-rate",
+        );
+    }
+
+    #[test]
+    fn counts_and_rates_that_run_nothing_are_refused() {
+        let arrival = |extra: &str| {
+            format!(
+                "executor: constant-arrival-rate\n    rate: 10\n    duration: 1m\n    pre_allocated_vus: 5\n{extra}"
+            )
+        };
+        rejects(
+            RAMP,
+            &arrival("    time_unit: 0s\n"),
+            "time_unit: 0s",
+            "time_unit must be longer than 0: rates are iterations per time_unit",
+        );
+        rejects(
+            RAMP,
+            &arrival("    max_vus: 2\n"),
+            "max_vus: 2",
+            "max_vus (2) is below pre_allocated_vus (5)",
+        );
+        rejects(
+            RAMP,
+            &arrival("").replace("rate: 10", "rate: 0"),
+            "rate: 0",
+            "rate must be greater than 0",
+        );
+        rejects(
+            RAMP,
+            &arrival("").replace("pre_allocated_vus: 5", "pre_allocated_vus: 0"),
+            "pre_allocated_vus: 0",
+            "pre_allocated_vus must be at least 1: an arrival-rate scenario needs a VU ready",
+        );
+        rejects(
+            RAMP,
+            "executor: ramping-arrival-rate\n    start_rate: -5\n    pre_allocated_vus: 1\n    stages: [{ duration: 1s, target: 1 }]\n",
+            "start_rate: -5",
+            "start_rate cannot be negative",
+        );
+        rejects(
+            RAMP,
+            "executor: ramping-arrival-rate\n    pre_allocated_vus: 1\n    stages: [{ duration: 1s, target: 0 }]\n",
+            "stages:",
+            "start_rate and every stage's target are 0: no iteration would ever start",
+        );
+        rejects(
+            RAMP,
+            "executor: constant-vus\n    vus: 0\n    duration: 1m\n",
+            "vus: 0",
+            "vus must be at least 1: with no VUs the scenario runs nothing",
+        );
+        rejects(
+            RAMP,
+            "executor: shared-iterations\n    vus: 2\n    iterations: 0\n",
+            "iterations: 0",
+            "iterations must be at least 1",
+        );
+        rejects(
+            RAMP,
+            "executor: shared-iterations\n    vus: 2\n    iterations: 5\n    max_duration: 0s\n",
+            "max_duration: 0s",
+            "max_duration must be longer than 0",
+        );
+        rejects(
+            "target: 10 }\n      - { duration: 1m, target: 50 }",
+            "target: 0 }\n      - { duration: 1m, target: 0 }",
+            "stages:",
+            "start_vus and every stage's target are 0: no VU would ever run",
+        );
+        rejects("target: 50 }", "target: -1 }", "stages:", "cannot be negative");
+        let text = GOOD
+            .replacen("duration: 30s, target", "duration: 0s, target", 1)
+            .replacen("duration: 1m, target", "duration: 0s, target", 1);
         let e = parse(&text).unwrap_err();
-        assert!(e.message.contains("needs vus"), "{e}");
+        assert!(e.message.contains("the stages last 0s in all"), "{e}");
+        // Equal is fine, and max_vus defaults to pre_allocated_vus.
+        let plan = parse(&GOOD.replacen(RAMP, &arrival("    max_vus: 5\n"), 1)).unwrap();
+        let Executor::ConstantArrivalRate { max_vus, .. } = plan.scenarios[0].executor else {
+            panic!("constant-arrival-rate")
+        };
+        assert_eq!(max_vus, 5);
+        let plan = parse(&GOOD.replacen(RAMP, &arrival(""), 1)).unwrap();
+        assert!(matches!(
+            plan.scenarios[0].executor,
+            Executor::ConstantArrivalRate { max_vus: 5, .. }
+        ));
+    }
+
+    #[test]
+    fn check_modifiers_belong_to_their_kind() {
+        let check = "is ok: { status: [200] }";
+        for (to, message) in [
+            (
+                "is ok: { status: [200], contains: OK }",
+                "check 'is ok': contains: goes with header:, not with status:",
+            ),
+            (
+                "is ok: { body_contains: OK, equals: 1 }",
+                "check 'is ok': equals: goes with json:, not with body_contains:",
+            ),
+            (
+                "is ok: { header: X-A, exists: true }",
+                "check 'is ok': exists: goes with json:, not with header:",
+            ),
+            (
+                "is ok: { duration_under: 1s, contains: x }",
+                "contains: goes with header:, not with duration_under:",
+            ),
+            (
+                "is ok: { json: /a, contains: x }",
+                "contains: goes with header:, not with json:",
+            ),
+            (
+                "is ok: { status: [200], header: X-A }",
+                "check 'is ok': it has status: and header:; give only one of",
+            ),
+            ("is ok: { contains: x }", "check 'is ok': give one of status:"),
+            ("is ok: { json: /a, exists: false }", "equals: VALUE or exists: true"),
+        ] {
+            rejects(check, to, "is ok:", message);
+        }
+        let plan = parse(&GOOD.replacen(check, "is ok: { header: X-A, contains: b }", 1)).unwrap();
+        let Step::Group { flow, .. } = &plan.scenarios[0].flow[2] else {
+            panic!("a group")
+        };
+        let Step::Request(me) = &flow[0] else {
+            panic!("a request")
+        };
+        assert_eq!(me.checks[0].kind, CheckKind::Header("X-A".into(), Some("b".into())));
+    }
+
+    #[test]
+    fn json_pointers_start_with_a_slash() {
+        for (to, at, message) in [
+            (
+                "is ok: { json: data.token }",
+                "is ok:",
+                "check 'is ok': json 'data.token' is a JSON pointer and starts with /, e.g. /data/token",
+            ),
+            (
+                "is ok: { json: '$.items[0].id', equals: 3 }",
+                "is ok:",
+                "json '$.items[0].id' is a JSON pointer and starts with /, e.g. /items/0/id",
+            ),
+            (
+                "is ok: { json: /a~b }",
+                "is ok:",
+                "~ starts an escape: write ~0 for ~ and ~1 for /",
+            ),
+        ] {
+            rejects("is ok: { status: [200] }", to, at, message);
+        }
+        rejects(
+            "token: { json: /token }",
+            "token: { json: token }",
+            "token: { json: token }",
+            "capture token: json 'token' is a JSON pointer and starts with /, e.g. /token",
+        );
+        rejects(
+            "token: { json: /token }",
+            "token: { json: /a~2 }",
+            "token: { json",
+            "~ starts an escape",
+        );
+        for ok in ["\"\"", "/", "/a~0b/c~1d/0"] {
+            let text = GOOD.replacen("json: /token", &format!("json: {ok}"), 1);
+            assert!(parse(&text).is_ok(), "{ok}");
+        }
+    }
+
+    #[test]
+    fn statuses_are_real_and_listed() {
+        for (to, at, message) in [
+            (
+                "expect: []",
+                "expect: []",
+                "expect: is empty, so every response would count as failed",
+            ),
+            ("expect: [600]", "expect: [600]", "statuses run from 100 to 599"),
+            ("expect: [99]", "expect: [99]", "statuses run from 100 to 599"),
+            ("expect: [\"300-200\"]", "expect:", "low to high"),
+            ("expect: [6xx]", "expect:", "statuses run from 100 to 599"),
+        ] {
+            rejects("expect: [200]", to, at, message);
+        }
+        rejects(
+            "  timeout: 5s",
+            "  timeout: 5s\n  expect: []",
+            "expect: []",
+            "expect: is empty",
+        );
+        let check = "is ok: { status: [200] }";
+        rejects(
+            check,
+            "is ok: { status: [] }",
+            "is ok:",
+            "check 'is ok': status: is empty",
+        );
+        rejects(
+            check,
+            "is ok: { status: [200, 999] }",
+            "is ok:",
+            "check 'is ok': status 999: codes run from 100 to 599",
+        );
+        rejects(check, "is ok: { status: [70000] }", "is ok:", "invalid value");
+    }
+
+    #[test]
+    fn variables_are_captured_before_they_are_used() {
+        // A step before the one that captures it.
+        let e = rejects(
+            "    flow:\n      - request:\n          name: register",
+            "    flow:\n      - request: { name: early, path: \"/x/{{token}}\" }\n      - request:\n          name: register",
+            "{{token}}",
+            "{{token}} is used in step 'early' before step 'register' captures it, in scenario 'signup': captures are cleared",
+        );
+        assert!(e.message.contains("move this request after 'register'"), "{e}");
+        // The step that captures it.
+        rejects(
+            "path: /auth/register",
+            "path: /auth/register/{{token}}",
+            "{{token}}",
+            "{{token}} is used in step 'register' which captures it itself",
+        );
+        // A default header goes with every request, the first one too...
+        rejects(
+            "User-Agent: throng-test",
+            "Authorization: \"Bearer {{token}}\"",
+            "{{token}}",
+            "{{token}} is used in defaults.headers.Authorization, sent with step 'register', which captures it itself",
+        );
+        // ...unless the request sets that header itself (in any case).
+        let text = GOOD
+            .replacen("User-Agent: throng-test", "Authorization: \"Bearer {{token}}\"", 1)
+            .replacen(
+                "expect: [200]",
+                "expect: [200]\n          headers: { authorization: none }",
+                1,
+            );
+        parse(&text).unwrap();
+        // Spaces inside the braces: still found, still pointed at.
+        rejects(
+            "path: /auth/register",
+            "path: /auth/register/{{ token }}",
+            "{{ token }}",
+            "captures it itself",
+        );
+        // Never captured: the known names are those defined at that point.
+        let e = rejects(
+            "Bearer {{token}}",
+            "Bearer {{tokn}}",
+            "{{tokn}}",
+            "{{tokn}} is not defined",
+        );
+        assert!(e.message.contains("known: token, vu, iter"), "{e}");
+    }
+
+    #[test]
+    fn standard_methods_are_capitalised() {
+        let me = |plan: &ScenarioPlan| -> Request {
+            let Step::Group { flow, .. } = &plan.scenarios[0].flow[2] else {
+                panic!("a group")
+            };
+            let Step::Request(r) = &flow[0] else {
+                panic!("a request")
+            };
+            (**r).clone()
+        };
+        for (written, sent) in [
+            ("get", "GET"),
+            ("Patch", "PATCH"),
+            ("delete", "DELETE"),
+            ("PURGE", "PURGE"),
+            ("propfind", "propfind"),
+        ] {
+            let plan = parse(&GOOD.replacen("path: /me", &format!("path: /me\n                method: {written}"), 1))
+                .unwrap();
+            let r = me(&plan);
+            assert_eq!(r.method, sent);
+            assert_eq!(r.name, format!("{sent} /me"));
+        }
+        for bad in ["GE T", "\"\"", "GET/1", "\"PÖST\""] {
+            let e = rejects(
+                "path: /me",
+                &format!("path: /me\n                method: {bad}"),
+                "method:",
+                "is not an HTTP method: write one of GET, HEAD, POST",
+            );
+            assert_eq!(e.column, 17, "{e}");
+        }
+    }
+
+    #[test]
+    fn the_target_is_only_where_requests_go() {
+        let target = "target: http://127.0.0.1:8080/api";
+        for (to, message) in [
+            ("target: http://127.0.0.1:8080/api?key=1", "has a query string (?key=1)"),
+            ("target: http://127.0.0.1:8080/api?", "has a query string (?)"),
+            ("target: http://127.0.0.1:8080/api#top", "has a fragment (#top)"),
+            ("target: http://me:pw@127.0.0.1:8080/api", "has credentials (user@)"),
+        ] {
+            let e = rejects(target, to, "target:", message);
+            assert_eq!(e.column, 1, "{e}");
+        }
+        let plan = parse(&GOOD.replacen(target, "target: http://127.0.0.1:8080/api/@me/", 1)).unwrap();
+        assert_eq!(plan.target.base_path, "/api/@me");
+    }
+
+    #[test]
+    fn env_names_lists_every_variable_once() {
+        let text = GOOD
+            .replacen("User-Agent: throng-test", "User-Agent: \"{{env.UA}}\"", 1)
+            .replacen(
+                "path: /me",
+                "path: /me/{{env.TENANT}}\n                query: { k: \"{{env.API_KEY}}\" }",
+                1,
+            )
+            .replacen(
+                "password: \"pw-{{vu}}\"",
+                "password: \"{{env.TENANT}}-{{env.PASSWORD}}\"",
+                1,
+            );
+        let plan = parse(&text).unwrap();
+        assert_eq!(plan.env_names(), ["API_KEY", "PASSWORD", "TENANT", "UA"]);
+        assert!(parse(GOOD).unwrap().env_names().is_empty());
+        rejects("pw-{{vu}}", "pw-{{env.}}", "{{env.}}", "{{env.}} names no variable");
+        rejects(
+            "pw-{{vu}}",
+            "pw-{{env.PASS-WORD}}",
+            "{{env.PASS-WORD}}",
+            "'PASS-WORD' is not an environment variable name",
+        );
+    }
+
+    #[test]
+    fn capture_names_are_identifiers_and_not_built_ins() {
+        for (name, message) in [
+            (
+                "user-id",
+                "capture 'user-id': a variable name is letters, digits and _, not starting with a digit, e.g. user_id",
+            ),
+            ("2fa", "e.g. _2fa"),
+            ("a.b", "e.g. a_b"),
+            ("\"my token\"", "e.g. my_token"),
+            ("vu", "capture 'vu': {{vu}} is built in"),
+            ("env", "capture 'env': {{env}} is built in"),
+            ("random_int", "give the variable another name, e.g. my_random_int"),
+        ] {
+            rejects(
+                "token: { json: /token }",
+                &format!("{name}: {{ json: /token }}"),
+                "{ json: /token }",
+                message,
+            );
+        }
+        let read: &dyn Fn(&str) -> Result<String, String> = &|_| Ok("email,iter\na@x,1\n".into());
+        let text = GOOD.replacen("scenarios:", "data: users.csv\nscenarios:", 1);
+        let e = ScenarioPlan::parse(&text, "t.yaml", read).unwrap_err();
+        assert!(
+            e.message
+                .contains("the column 'iter' is hidden by the built-in {{iter}}"),
+            "{e}"
+        );
+        assert!(parse(&GOOD.replace("token", "_Token_2")).is_ok());
+    }
+
+    #[test]
+    fn thresholds_keep_the_files_order() {
         let text = GOOD.replacen(
-            "executor: ramping-vus",
-            "executor: constant-arrival-rate\n    rate: 10",
+            "thresholds:\n",
+            "thresholds:\n  errors: [rate < 1%]\n  checks{check:is ok}: [rate > 0.9]\n",
+            1,
+        ) + "  iterations: [count > 0]\n  connect: [max < 1s]\n";
+        let plan = parse(&text).unwrap();
+        let keys: Vec<&str> = plan
+            .thresholds
+            .iter()
+            .map(|t| t.text.split(": ").next().unwrap_or_default())
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "errors",
+                "checks{check:is ok}",
+                "response{step:register}",
+                "response{step:register}",
+                "iterations",
+                "connect"
+            ]
+        );
+        rejects(
+            "thresholds:\n",
+            "thresholds:\n  errors: []\n",
+            "errors: []",
+            "errors: the list is empty, so nothing is judged",
+        );
+        let text = GOOD.to_string() + "  response{step:register}: [p(99) < 1s]\n";
+        let e = parse(&text).unwrap_err();
+        assert!(e.message.contains("appears twice"), "{e}");
+        assert_eq!(e.line, text.lines().count(), "{e}");
+    }
+
+    #[test]
+    fn scaling_keeps_the_graceful_periods() {
+        let text = GOOD.replacen(
+            "start_vus: 0",
+            "start_vus: 0\n    start_time: 10s\n    graceful_stop: 20s\n    graceful_ramp_down: 40s",
             1,
         );
-        let e = parse(&text).unwrap_err();
-        assert!(e.message.contains("pre_allocated_vus"), "{e}");
+        let s = parse(&text).unwrap().scaled(0.5).scenarios.remove(0);
+        assert_eq!(s.start_time, Duration::from_secs(5));
+        assert_eq!(s.executor.length(), Duration::from_secs(45));
+        assert_eq!(s.graceful_stop, Duration::from_secs(20));
+        let Executor::RampingVus { graceful_ramp_down, .. } = s.executor else {
+            panic!("ramping-vus")
+        };
+        assert_eq!(graceful_ramp_down, Duration::from_secs(40));
+        let text = GOOD.replacen(
+            RAMP,
+            "executor: shared-iterations\n    vus: 2\n    iterations: 5\n    max_duration: 1m\n",
+            1,
+        );
+        let s = parse(&text).unwrap().scaled(0.5).scenarios.remove(0);
+        assert_eq!(s.executor.length(), Duration::from_secs(30));
+        assert_eq!(s.graceful_stop, Duration::from_secs(30));
     }
 
     #[test]

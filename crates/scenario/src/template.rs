@@ -94,6 +94,14 @@ impl Template {
         })
     }
 
+    /// Names of environment variables the template reads (`{{env.NAME}}`).
+    pub fn env_names(&self) -> impl Iterator<Item = &str> {
+        self.parts.iter().filter_map(|p| match p {
+            Part::Env(n) => Some(n.as_str()),
+            _ => None,
+        })
+    }
+
     /// Appends the rendered text to `out`. A variable not set yet renders
     /// as nothing (the plan checked it is defined somewhere before).
     pub fn render_into(&self, cx: &mut Context<'_>, out: &mut String) {
@@ -159,12 +167,31 @@ fn parse_part(inner: &str) -> Result<Part, String> {
             }
             Ok(Part::RandomInt(a, b))
         }
-        env if env.starts_with("env.") && args.is_empty() => Ok(Part::Env(env[4..].to_string())),
+        env if env.starts_with("env.") && args.is_empty() => {
+            let name = &env[4..];
+            if name.is_empty() {
+                return Err("{{env.}} names no variable; write {{env.NAME}}, e.g. {{env.RUN_ID}}".to_string());
+            }
+            if !is_identifier(name) {
+                return Err(format!(
+                    "{{{{env.{name}}}}}: '{name}' is not an environment variable name; use letters, digits and _, \
+                     not starting with a digit, e.g. {{{{env.RUN_ID}}}}"
+                ));
+            }
+            Ok(Part::Env(name.to_string()))
+        }
         name if args.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') => {
             Ok(Part::Var(name.to_string()))
         }
         other => Err(format!("{{{{{other}…}}}} is not a function or a variable name")),
     }
+}
+
+/// True for `[A-Za-z_][A-Za-z0-9_]*`: a name a shell can set and export.
+pub(crate) fn is_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 /// A version-4 UUID from `rng`.
@@ -217,6 +244,8 @@ mod tests {
         assert_eq!(&id[14..15], "4", "version 4: {id}");
         assert!(render("{{random_email}}", &[]).ends_with("@example.test"));
         assert!(Template::compile("plain").unwrap().is_literal());
+        let t = Template::compile("{{env.A}}-{{vu}}-{{ env._b2 }}-{{env.A}}").unwrap();
+        assert_eq!(t.env_names().collect::<Vec<_>>(), ["A", "_b2", "A"]);
     }
 
     #[test]
@@ -227,6 +256,11 @@ mod tests {
             ("{{random_int 9 1}}", "A <= B"),
             ("{{vu 1}}", "no arguments"),
             ("{{a b}}", "not a function"),
+            ("{{env.}}", "{{env.}} names no variable"),
+            ("{{ env. }}", "names no variable"),
+            ("{{env.MY-VAR}}", "'MY-VAR' is not an environment variable name"),
+            ("{{env.1X}}", "not starting with a digit"),
+            ("{{env.A.B}}", "'A.B' is not"),
         ] {
             let e = Template::compile(t).unwrap_err();
             assert!(e.contains(why), "{t}: {e}");
