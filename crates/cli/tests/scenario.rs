@@ -500,6 +500,17 @@ fn bad_scenario_files_say_where_and_exit_2() {
         );
         assert!(r.result.is_none());
     }
+    // An environment variable the file uses must be set before anything starts.
+    let with_env = good.replace("{ path: / }", "{ path: \"/{{env.THRONG_TEST_UNSET_PATH}}\" }");
+    let r = run(scenario(&with_env, ""), &[]);
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("{{env.THRONG_TEST_UNSET_PATH}} used but not set") && r.stderr.contains("--env"),
+        "{}",
+        r.stderr
+    );
+    let r = run(scenario(&with_env, ""), &["--env", "THRONG_TEST_UNSET_PATH=x"]);
+    assert_ne!(r.code, 2, "set with --env, the file runs: {}", r.stderr);
     // Flags are checked too.
     let r = run(scenario(good, ""), &["--scale", "0"]);
     assert_eq!(r.code, 2);

@@ -20,6 +20,21 @@ pub fn run(c: RunCmd) -> anyhow::Result<ExitCode> {
     }
     let plan = load(&c.file, c.scale)?;
     let env = throng_scenario::environment(&parse_env(&c.env)?);
+    let unset: Vec<String> = plan.env_names().into_iter().filter(|n| !env.contains_key(n)).collect();
+    if !unset.is_empty() {
+        let list = unset
+            .iter()
+            .map(|n| format!("{{{{env.{n}}}}}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        return Err(UsageError(format!(
+            "{}: {list} used but not set; export {} or pass --env {}=VALUE",
+            c.file.display(),
+            unset.join(", "),
+            unset[0]
+        ))
+        .into());
+    }
     let tls = match &plan.tls {
         Some(t) => {
             let dir = c.file.parent().unwrap_or(Path::new("."));
