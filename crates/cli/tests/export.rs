@@ -227,6 +227,24 @@ fn storm_rows_are_one_per_connection() {
     // The connection is the unit: established is ok, whatever the request got.
     assert!(rows.iter().all(|r| r[3] == "ok" && r[4] == "503"), "{:?}", rows.first());
 
+    // Over two processes: each writes its own rows, joined into one file
+    // with worker numbers unique over the processes.
+    let e = exported(
+        "storm",
+        &[&format!("tcp://{}", server.addr()), "-n", "200", "--procs", "2", "-t", "2"],
+        &[],
+    );
+    assert_eq!(e.code, 0, "{}", e.stderr);
+    let rows = assert_exports_agree(&e, connections);
+    let workers: std::collections::BTreeSet<&str> = rows.iter().map(|r| r[1].as_str()).collect();
+    assert_eq!(workers.len(), 4, "{workers:?}");
+    let left: Vec<_> = std::fs::read_dir(e.dir.path())
+        .unwrap()
+        .map(|d| d.unwrap().file_name())
+        .filter(|n| n.to_string_lossy().starts_with('.'))
+        .collect();
+    assert!(left.is_empty(), "no parts left behind: {left:?}");
+
     // Nothing listening: every connection refused, one row each.
     let port = common::free_port();
     let e = exported("storm", &[&format!("tcp://127.0.0.1:{port}"), "-n", "50"], &[]);
