@@ -231,7 +231,15 @@ fn storm_rows_are_one_per_connection() {
     // with worker numbers unique over the processes.
     let e = exported(
         "storm",
-        &[&format!("tcp://{}", server.addr()), "-n", "200", "--procs", "2", "-t", "2"],
+        &[
+            &format!("tcp://{}", server.addr()),
+            "-n",
+            "200",
+            "--procs",
+            "2",
+            "-t",
+            "2",
+        ],
         &[],
     );
     assert_eq!(e.code, 0, "{}", e.stderr);
