@@ -81,6 +81,8 @@ pub struct RunCmd {
     /// Seed of the VUs' random values ({{uuid}}, {{random_int}}, think ranges) [default: from the clock]
     #[arg(long = "seed", value_name = "N")]
     pub seed: Option<u64>,
+    #[command(flatten)]
+    pub export: ExportArgs,
     /// No progress line
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
@@ -218,6 +220,8 @@ pub struct HttpCmd {
     #[arg(long = "expect-status", value_name = "LIST", value_parser = StatusSet::parse)]
     pub expect_status: Option<StatusSet>,
     #[command(flatten)]
+    pub export: ExportArgs,
+    #[command(flatten)]
     pub tls: TlsArgs,
     /// Report layout on stdout
     #[arg(long = "format", value_enum, default_value_t = Format::Text)]
@@ -258,6 +262,30 @@ pub struct TlsArgs {
     /// Server name to send (SNI) and verify [default: the host]
     #[arg(long = "sni", value_name = "NAME")]
     pub sni: Option<String>,
+}
+
+/// Exports for other tools, shared by every command that runs load.
+#[derive(Clone, Debug, Default, Args)]
+#[command(next_help_heading = "Exports")]
+pub struct ExportArgs {
+    /// Write the per-second series here as CSV, one row per second per metric
+    /// (second,unix_ms,metric,value)
+    #[arg(long = "csv", value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// Write one CSV row per request (per connection for storms) here, streamed to disk
+    #[arg(long = "csv-requests", value_name = "FILE")]
+    pub csv_requests: Option<PathBuf>,
+    /// Write at most N --csv-requests rows; the report says when later requests were left out
+    #[arg(
+        long = "csv-requests-max",
+        value_name = "N",
+        default_value_t = 10_000_000,
+        requires = "csv_requests"
+    )]
+    pub csv_requests_max: u64,
+    /// Write the per-second phase histograms here as an HdrHistogram interval log
+    #[arg(long = "hdr-log", value_name = "FILE")]
+    pub hdr_log: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -358,6 +386,8 @@ pub struct StormCmd {
     #[arg(skip)]
     pub steps: Vec<(bool, String)>,
     #[command(flatten)]
+    pub export: ExportArgs,
+    #[command(flatten)]
     pub tls: TlsArgs,
     /// Report layout on stdout
     #[arg(long = "format", value_enum, default_value_t = Format::Text)]
@@ -422,6 +452,12 @@ pub struct DemoCmd {
 pub struct ReportCmd {
     /// A result file written with --json
     pub result: PathBuf,
+    /// Write the per-second series here as CSV (second,unix_ms,metric,value)
+    #[arg(long = "csv", value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// Write the per-second phase histograms here as an HdrHistogram interval log
+    #[arg(long = "hdr-log", value_name = "FILE")]
+    pub hdr_log: Option<PathBuf>,
     /// Report layout
     #[arg(long = "format", value_enum, default_value_t = Format::Text)]
     pub format: Format,

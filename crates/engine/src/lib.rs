@@ -20,6 +20,7 @@ mod conn;
 mod errors;
 pub mod http1;
 mod protocol;
+mod rows;
 mod scenario;
 mod storm;
 pub mod sys;
@@ -42,6 +43,7 @@ use throng_tls::rustls::pki_types::ServerName;
 use tokio::sync::watch;
 
 pub use errors::errno_name;
+pub use rows::{HEADER as REQUESTS_CSV_HEADER, RequestLog, RowCounts};
 use transport::TlsClient;
 use worker::{RunState, StormLoad, WorkerDone, WorkerLoad, WorkerSpec};
 
@@ -217,10 +219,12 @@ pub fn connections_per_process(threads: u32) -> u64 {
 }
 
 /// Runs an HTTP/1.1 plan to completion and returns its result. `on_tick`
-/// is called about ten times a second with live figures.
+/// is called about ten times a second with live figures; with `rows`, one
+/// CSV row per request is streamed to its file.
 pub fn run_http(
     plan: &HttpPlan,
     tls: Option<Arc<ClientConfig>>,
+    rows: Option<&RequestLog>,
     control: &Control,
     on_tick: &mut dyn FnMut(&Progress),
 ) -> Result<RunResult, EngineError> {
@@ -283,6 +287,7 @@ pub fn run_http(
                 source: Arc::from(Vec::new()),
                 origin,
                 load,
+                rows: None,
             }
         })
         .collect();
@@ -309,6 +314,7 @@ pub fn run_http(
         judge_after: u64::from(plan.connections).min(10),
         trigger: None,
         judge: None,
+        rows: rows.map(|r| (r.clone(), 0)),
     };
     let finished = coordinate(launch, control, on_tick)?;
     Ok(finished.into_result(Plan::Http(plan.clone()), plan.is_open_loop(), control))
@@ -362,6 +368,9 @@ struct Launch {
     /// Judges everything measured so far, about once a second; a reason
     /// stops the run (thresholds with abort_on_fail).
     judge: Option<Judge>,
+    /// `--csv-requests`, and the number of this process's first worker in
+    /// the rows.
+    rows: Option<(RequestLog, u64)>,
 }
 
 /// Judges a run while it lasts: measurements so far and time since the
@@ -435,7 +444,28 @@ fn coordinate(launch: Launch, control: &Control, on_tick: &mut dyn FnMut(&Progre
         judge_after,
         trigger,
         mut judge,
+        rows,
     } = launch;
+    let rows_dir = match &rows {
+        Some((log, _)) => Some(rows::prepare(log).map_err(EngineError::Config)?),
+        None => None,
+    };
+    let row_workers: Vec<u64> = match &rows {
+        Some((_, first)) => (0..specs.len() as u64).map(|w| first + w).collect(),
+        None => Vec::new(),
+    };
+    let mut specs = specs;
+    if let (Some((log, _)), Some(dir)) = (&rows, &rows_dir) {
+        // Invariant: one worker per thread, far below u32::MAX.
+        let budgets = split_evenly(log.max_rows, specs.len() as u32);
+        for ((spec, &worker), budget) in specs.iter_mut().zip(&row_workers).zip(budgets) {
+            spec.rows = Some(worker::RowSpec {
+                dir: dir.clone(),
+                worker,
+                budget,
+            });
+        }
+    }
     let mut trigger_run = trigger.map(|(t, wave)| trigger::Pending::new(t, wave));
     let origin = clock.origin;
     let threads = specs.len();
@@ -582,6 +612,20 @@ fn coordinate(launch: Launch, control: &Control, on_tick: &mut dyn FnMut(&Progre
     );
     let mut measurements = Measurements::default();
     let mut finished = origin;
+    let mut row_counts = RowCounts::default();
+    for d in done.iter().flatten() {
+        match &d.rows {
+            Some(Ok(c)) => row_counts.add(*c),
+            Some(Err(e)) => notes.push(e.clone()),
+            None => {}
+        }
+    }
+    if let (Some((log, _)), Some(dir)) = (&rows, &rows_dir) {
+        match rows::assemble(log, dir, &row_workers) {
+            Ok(()) => notes.extend(row_counts.note(log)),
+            Err(e) => notes.push(e),
+        }
+    }
     for d in done.into_iter().flatten() {
         finished = finished.max(d.finished);
         cpu.0 += d.cpu.0;
@@ -663,6 +707,7 @@ pub fn run_storm(
     plan: &StormPlan,
     part: StormPart,
     tls: Option<Arc<ClientConfig>>,
+    rows: Option<&RequestLog>,
     control: &Control,
     on_tick: &mut dyn FnMut(&Progress),
 ) -> Result<RunResult, EngineError> {
@@ -745,6 +790,7 @@ pub fn run_storm(
                     reconnect: plan.reconnect,
                     seed: plan.seed,
                 }),
+                rows: None,
             }
         })
         .collect();
@@ -767,6 +813,7 @@ pub fn run_storm(
         judge_after: plan.connections.min(10),
         trigger: plan.trigger.clone().map(|t| (t, mine)),
         judge: None,
+        rows: rows.map(|r| (r.clone(), u64::from(part.index) * u64::from(workers))),
     };
     let mut finished = coordinate(launch, control, on_tick)?;
     if count > 1 {
@@ -815,6 +862,8 @@ pub struct ScenarioOptions {
     pub env: std::collections::HashMap<String, String>,
     /// Seed of every VU's random generator (`{{uuid}}`, think ranges).
     pub seed: u64,
+    /// `--csv-requests`: one row per request.
+    pub requests_csv: Option<RequestLog>,
 }
 
 /// Runs a scenario file's scenarios to completion and returns the result,
@@ -881,6 +930,7 @@ pub fn run_scenario(
                 shared: Arc::clone(&shared),
                 seed: options.seed,
             }),
+            rows: None,
         })
         .collect();
     // Workers cut off what outlives each scenario's graceful stop; the
@@ -901,6 +951,7 @@ pub fn run_scenario(
         judge_after: vus.min(10),
         trigger: None,
         judge: abort_judge(plan),
+        rows: options.requests_csv.clone().map(|r| (r, 0)),
     };
     let finished = coordinate(launch, control, on_tick)?;
     let co_free = plan.scenarios.iter().all(|s| s.executor.is_open());

@@ -40,6 +40,7 @@ use tokio::sync::Notify;
 
 use crate::conn::{self, Timing};
 use crate::http1::{Keep, ResponseReader};
+use crate::rows::{Labels, RowGuard};
 use crate::worker::{Conn, Ctx, Pacer, TaskGuard, close, open_connection};
 
 /// How often a closed-model controller looks at its VU target.
@@ -678,8 +679,28 @@ impl Drop for InFlight<'_> {
 /// capture, check.
 async fn request(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &ReqOp, origin: Option<Instant>) {
     let bytes = render(sc, vu, &op.req);
-    let stage = sc.stage_tag(Instant::now());
+    let started = Instant::now();
+    let stage = sc.stage_tag(started);
     let flight = InFlight::new(ctx, &op.tags, stage);
+    // Its row: written when it drops, however the request ends.
+    let mut row = RowGuard::labelled(
+        ctx,
+        started,
+        Labels {
+            scenario: &sc.def.name,
+            step: &op.req.name,
+            vu: vu.id,
+            iteration: vu.iter,
+        },
+    );
+    if let Some(r) = row.row() {
+        if let Some(due) = origin {
+            r.phase(Phase::ScheduleLag, started.saturating_duration_since(due));
+        }
+        if let Some(c) = vu.conn.as_ref() {
+            r.conn(c.id);
+        }
+    }
     let mut sleep = pin!(tokio::time::sleep(op.req.timeout));
     let (t_send, written) = match vu.conn {
         Some(_) => (Instant::now(), 0),
@@ -687,7 +708,7 @@ async fn request(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &ReqOp, origin: Option<I
             // Plain TCP sends the request with the connect (see conn::connect).
             let first: &[u8] = if ctx.spec.tls.is_some() { &[] } else { &bytes };
             // Boxed: the connect future is large and short-lived.
-            match Box::pin(open_connection(ctx, first, None, false, sleep.as_mut())).await {
+            match Box::pin(open_connection(ctx, first, None, false, sleep.as_mut(), row.row())).await {
                 Ok(o) => {
                     vu.conn = Some(o.conn);
                     (o.ready, o.written)
@@ -695,6 +716,9 @@ async fn request(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &ReqOp, origin: Option<I
                 Err(class) => {
                     let now = Instant::now();
                     ctx.rec.borrow_mut().request_failed(now, class, 0);
+                    if let Some(r) = row.row() {
+                        r.failed(class);
+                    }
                     flight.end(now, None, true);
                     return;
                 }
@@ -743,6 +767,20 @@ async fn request(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &ReqOp, origin: Option<I
                     rec.request_rejected(done, reply, reader.wire_bytes);
                 }
             }
+            if let Some(r) = row.row() {
+                r.phase(Phase::Send, sent - t_send);
+                r.phase(Phase::Wait, first.saturating_duration_since(sent));
+                r.phase(Phase::Receive, done - first);
+                r.phase(Phase::Response, response);
+                r.phase(Phase::Latency, done.saturating_duration_since(origin.unwrap_or(t_send)));
+                r.reply(reader.status, bytes.len() as u64, reader.wire_bytes);
+                if expected {
+                    r.ok();
+                } else {
+                    r.failed(ErrorClass::CheckFailed);
+                }
+            }
+            drop(row);
             flight.end(done, Some((response, expected)), !expected);
             let view = ResponseView {
                 status: reader.status,
@@ -773,6 +811,11 @@ async fn request(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &ReqOp, origin: Option<I
                 rec.sent(now, f.written as u64);
                 rec.request_failed(now, f.class, reader.wire_bytes);
             }
+            if let Some(r) = row.row() {
+                r.reply(0, f.written as u64, reader.wire_bytes);
+                r.failed(f.class);
+            }
+            drop(row);
             flight.end(now, None, true);
             // Checks on a request that got no response fail.
             if !op.checks.is_empty() {

@@ -17,6 +17,7 @@ use tokio::sync::Notify;
 use tokio::time::Sleep;
 
 use crate::http1::ResponseReader;
+use crate::rows::{Row, RowGuard};
 use crate::worker::{Conn, Ctx, Pacer, StormLoad, TaskGuard, close, exchange_on, open_connection};
 
 /// Concurrency bookkeeping of one worker's storm.
@@ -84,13 +85,18 @@ pub(crate) async fn dispatcher(guard: TaskGuard, load: StormLoad) {
 async fn connection(guard: TaskGuard, shared: Rc<Shared>, intended: Option<Instant>, source: Option<std::net::IpAddr>) {
     let ctx = &guard.0;
     let start = Instant::now();
+    // The connection's row: written when it drops, however it ends.
+    let mut row = RowGuard::new(ctx, start);
     if let Some(due) = intended {
-        ctx.rec
-            .borrow_mut()
-            .phase(start, Phase::ScheduleLag, start.saturating_duration_since(due));
+        let lag = start.saturating_duration_since(due);
+        ctx.rec.borrow_mut().phase(start, Phase::ScheduleLag, lag);
+        if let Some(r) = row.row() {
+            r.phase(Phase::ScheduleLag, lag);
+        }
     }
     let mut sleep = pin!(tokio::time::sleep(Duration::from_secs(3600)));
-    let first = establish(ctx, source, intended.unwrap_or(start), false, sleep.as_mut()).await;
+    let first = establish(ctx, source, intended.unwrap_or(start), false, sleep.as_mut(), row.row()).await;
+    drop(row);
     ctx.rec
         .borrow_mut()
         .first_wave_resolved(first.as_ref().map(|(_, at)| *at));
@@ -113,13 +119,15 @@ fn release(shared: &Shared) {
 }
 
 /// Opens a connection, runs the protocol handshake and the request (when
-/// the plan has them). None when it failed (already recorded).
+/// the plan has them). None when it failed (already recorded). `row` is
+/// the connection's: ok once established, whatever the request does.
 async fn establish(
     ctx: &Ctx,
     source: Option<std::net::IpAddr>,
     origin: Instant,
     reconnect: bool,
     mut sleep: Pin<&mut Sleep>,
+    mut row: Option<&mut Row<'_>>,
 ) -> Option<(Conn, Instant)> {
     let spec = &ctx.spec;
     let with_request = !spec.request.is_empty();
@@ -133,8 +141,20 @@ async fn establish(
         ctx.rec.borrow_mut().request_started();
         ctx.in_flight.set(ctx.in_flight.get() + 1);
     }
-    match Box::pin(open_connection(ctx, first, source, reconnect, sleep.as_mut())).await {
+    match Box::pin(open_connection(
+        ctx,
+        first,
+        source,
+        reconnect,
+        sleep.as_mut(),
+        row.as_deref_mut(),
+    ))
+    .await
+    {
         Err(class) => {
+            if let Some(r) = row {
+                r.failed(class);
+            }
             if with_request {
                 ctx.rec.borrow_mut().request_failed(Instant::now(), class, 0);
                 ctx.in_flight.set(ctx.in_flight.get() - 1);
@@ -143,6 +163,9 @@ async fn establish(
         }
         Ok(ready) => {
             let mut conn = ready.conn;
+            if let Some(r) = row.as_deref_mut() {
+                r.ok();
+            }
             if with_request {
                 let mut reader = ResponseReader::new(false);
                 let reusable = Box::pin(exchange_on(
@@ -153,6 +176,7 @@ async fn establish(
                     ready.ready,
                     ready.written,
                     origin,
+                    row,
                 ))
                 .await;
                 // Failed, or the server closes after its response: nothing
@@ -210,7 +234,7 @@ async fn hold_and_reconnect(
                 }
             }
             attempts += 1;
-            if let Some((c, ready)) = establish(ctx, source, Instant::now(), true, sleep.as_mut()).await {
+            if let Some((c, ready)) = establish(ctx, source, Instant::now(), true, sleep.as_mut(), None).await {
                 ctx.rec.borrow_mut().reconnected(ready, ready - dropped);
                 break c;
             }

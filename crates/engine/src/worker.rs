@@ -18,6 +18,7 @@ use tokio::time::Sleep;
 
 use crate::conn::{self, Timing};
 use crate::http1::ResponseReader;
+use crate::rows::{Row, RowGuard, RowWriter};
 use crate::timer::PreciseTimer;
 use crate::transport::{self, TlsClient, Transport};
 
@@ -105,6 +106,19 @@ pub(crate) struct WorkerSpec {
     pub source: Arc<[std::net::IpAddr]>,
     pub origin: Instant,
     pub load: WorkerLoad,
+    /// `--csv-requests`: where this worker writes its rows.
+    pub rows: Option<RowSpec>,
+}
+
+/// A worker's share of `--csv-requests`.
+#[derive(Clone, Debug)]
+pub(crate) struct RowSpec {
+    /// The run's parts directory.
+    pub dir: std::path::PathBuf,
+    /// This worker's number in the rows (unique over the run's processes).
+    pub worker: u64,
+    /// Rows it may write.
+    pub budget: u64,
 }
 
 /// A worker's result: what it measured, and when it finished.
@@ -114,6 +128,8 @@ pub(crate) struct WorkerDone {
     pub finished: Instant,
     /// CPU this worker thread used: (user, system).
     pub cpu: (Duration, Duration),
+    /// `--csv-requests`: rows written and left out, or why writing failed.
+    pub rows: Option<Result<crate::rows::RowCounts, String>>,
 }
 
 /// State shared by one worker's tasks (never across threads).
@@ -123,6 +139,10 @@ pub(crate) struct Ctx {
     pub(crate) scenario: RefCell<Option<throng_metrics::ScenarioRecorder>>,
     pub(crate) scratch: RefCell<Box<[u8]>>,
     pub(crate) spec: WorkerSpec,
+    /// `--csv-requests`: this worker's row file.
+    pub(crate) rows: Option<RefCell<RowWriter>>,
+    /// Identity of the next connection attempt (in rows).
+    next_conn: Cell<u64>,
     pub(crate) stopping: Cell<bool>,
     pub(crate) stop_notify: Notify,
     budget: Cell<Option<u64>>,
@@ -250,6 +270,8 @@ impl IdlePool {
 pub(crate) struct Conn {
     pub(crate) stream: Transport,
     pub(crate) opened: Instant,
+    /// Its number among this worker's connection attempts (in rows).
+    pub(crate) id: u64,
 }
 
 /// Runs one worker to completion on the current thread.
@@ -262,6 +284,17 @@ pub(crate) fn run(
     let cpu_before = crate::sys::thread_cpu();
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let origin = spec.origin;
+    let rows = match &spec.rows {
+        Some(r) => Some(RefCell::new(RowWriter::create(&r.dir, r.worker, r.budget).map_err(
+            |e| {
+                std::io::Error::new(
+                    e.kind(),
+                    format!("--csv-requests: cannot create '{}': {e}", r.dir.display()),
+                )
+            },
+        )?)),
+        None => None,
+    };
     let ctx = Rc::new(Ctx {
         rec: RefCell::new(Recorder::new(origin)),
         scenario: RefCell::new(None),
@@ -271,6 +304,8 @@ pub(crate) fn run(
             WorkerLoad::Open { .. } | WorkerLoad::Storm(_) | WorkerLoad::Scenario(_) => None,
         }),
         spec,
+        rows,
+        next_conn: Cell::new(0),
         stopping: Cell::new(false),
         stop_notify: Notify::new(),
         in_flight: Cell::new(0),
@@ -392,6 +427,12 @@ pub(crate) fn run(
     }
     let scenario = ctx.scenario.borrow_mut().take().map(|s| s.finish(finished));
     drop(rt);
+    // Every task is gone: each request's row has been written.
+    let rows = ctx.rows.as_ref().map(|w| {
+        w.borrow_mut()
+            .finish()
+            .map_err(|e| format!("--csv-requests: writing rows failed: {e}"))
+    });
     let mut measurements = rec.finish(finished);
     measurements.scenario = scenario;
     let cpu_after = crate::sys::thread_cpu();
@@ -402,6 +443,7 @@ pub(crate) fn run(
             cpu_after.0.saturating_sub(cpu_before.0),
             cpu_after.1.saturating_sub(cpu_before.1),
         ),
+        rows,
     })
 }
 
@@ -564,7 +606,7 @@ async fn open_task(guard: TaskGuard, id: usize, warm: bool) {
     let mut sleep = pin!(tokio::time::sleep(Duration::from_secs(3600)));
     if warm {
         // Boxed: see one_request.
-        if let Ok(opened) = Box::pin(open_connection(ctx, &[], None, false, sleep.as_mut())).await {
+        if let Ok(opened) = Box::pin(open_connection(ctx, &[], None, false, sleep.as_mut(), None)).await {
             conn = Some(opened.conn);
         }
     }
@@ -626,16 +668,24 @@ pub(crate) struct Ready {
 }
 
 /// Opens a connection to the target (TCP, then TLS if the plan says so),
-/// recording the attempt, its `connect` and `tls` samples and its outcome.
+/// recording the attempt, its `connect` and `tls` samples and its outcome
+/// (and, in `row`, the attempt's number and samples; the caller records a
+/// failure there).
 pub(crate) async fn open_connection(
     ctx: &Ctx,
     first: &[u8],
     source: Option<std::net::IpAddr>,
     reconnect: bool,
     mut sleep: Pin<&mut Sleep>,
+    mut row: Option<&mut Row<'_>>,
 ) -> Result<Ready, ErrorClass> {
     let spec = &ctx.spec;
     let opened = Instant::now();
+    let id = ctx.next_conn.get();
+    ctx.next_conn.set(id + 1);
+    if let Some(r) = row.as_deref_mut() {
+        r.conn(id);
+    }
     ctx.rec.borrow_mut().connection_started(opened, reconnect);
     let counter = if reconnect { &ctx.reconnecting } else { &ctx.connecting };
     counter.set(counter.get() + 1);
@@ -652,6 +702,9 @@ pub(crate) async fn open_connection(
                 .await
                 .map_err(fail)?;
             ctx.rec.borrow_mut().connected(o.established, o.established - opened);
+            if let Some(r) = row.as_deref_mut() {
+                r.phase(Phase::Connect, o.established - opened);
+            }
             (Transport::Plain(o.stream), o.written, o.established)
         }
         Some(tls) => {
@@ -662,6 +715,9 @@ pub(crate) async fn open_connection(
                 .await
                 .map_err(fail)?;
             ctx.rec.borrow_mut().connected(o.established, o.established - opened);
+            if let Some(r) = row.as_deref_mut() {
+                r.phase(Phase::Connect, o.established - opened);
+            }
             sleep.as_mut().reset((o.established + spec.timeout).into());
             // The client's Finished waits for the first thing the client
             // sends (the request, a line protocol's first send); otherwise
@@ -675,6 +731,9 @@ pub(crate) async fn open_connection(
                 .await
                 .map_err(fail)?;
             ctx.rec.borrow_mut().tls_handshake(done, done - o.established, h);
+            if let Some(r) = row.as_deref_mut() {
+                r.phase(Phase::Tls, done - o.established);
+            }
             // The request has not been written: nothing of it went with the connect.
             (stream, 0, done)
         }
@@ -697,15 +756,21 @@ pub(crate) async fn open_connection(
             let mut rec = ctx.rec.borrow_mut();
             if let Some((d, h, at)) = done.tls {
                 rec.tls_handshake(at, d, h);
+                if let Some(r) = row.as_deref_mut() {
+                    r.phase(Phase::Tls, d);
+                }
             }
             rec.phase(now, Phase::Handshake, done.handshake);
+            if let Some(r) = row {
+                r.phase(Phase::Handshake, done.handshake);
+            }
             (done.stream, now)
         }
     };
     resolved();
     ctx.rec.borrow_mut().connection_established(ready, reconnect);
     Ok(Ready {
-        conn: Conn { stream, opened },
+        conn: Conn { stream, opened, id },
         written,
         ready,
     })
@@ -723,6 +788,17 @@ async fn one_request(
     ctx.rec.borrow_mut().request_started();
     ctx.in_flight.set(ctx.in_flight.get() + 1);
     let spec = &ctx.spec;
+    // Written when it drops: once, however the request ends.
+    let now = Instant::now();
+    let mut row = RowGuard::new(ctx, now);
+    if let Some(r) = row.row() {
+        if matches!(spec.load, WorkerLoad::Open { .. }) {
+            r.phase(Phase::ScheduleLag, now.saturating_duration_since(origin));
+        }
+        if let Some(c) = conn.as_ref() {
+            r.conn(c.id);
+        }
+    }
 
     let (c, t_send, written) = match conn {
         Some(c) => (c, Instant::now(), 0),
@@ -731,7 +807,7 @@ async fn one_request(
             // out of the task keeps every idle connection small. Plain TCP
             // sends the request with the connect (see conn::connect).
             let first: &[u8] = if spec.tls.is_some() { &[] } else { &spec.request };
-            match Box::pin(open_connection(ctx, first, None, false, sleep.as_mut())).await {
+            match Box::pin(open_connection(ctx, first, None, false, sleep.as_mut(), row.row())).await {
                 Ok(o) => {
                     let c = conn.insert(o.conn);
                     // A request written with the connect started when the
@@ -742,20 +818,24 @@ async fn one_request(
                     let now = Instant::now();
                     ctx.rec.borrow_mut().request_failed(now, class, 0);
                     ctx.in_flight.set(ctx.in_flight.get() - 1);
+                    if let Some(r) = row.row() {
+                        r.failed(class);
+                    }
                     return;
                 }
             }
         }
     };
-    if !exchange_on(ctx, c, reader, sleep, t_send, written, origin).await {
+    if !exchange_on(ctx, c, reader, sleep, t_send, written, origin, row.row()).await {
         close(ctx, conn.take());
     }
 }
 
 /// Sends the plan's request on `c` (its first `written` bytes already out
-/// since `t_send`), reads the response and records it; the request was
-/// counted started and in flight by the caller. True when the connection
-/// can carry another request.
+/// since `t_send`), reads the response and records it (in `row` too); the
+/// request was counted started and in flight by the caller. True when the
+/// connection can carry another request.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn exchange_on(
     ctx: &Ctx,
     c: &mut Conn,
@@ -764,6 +844,7 @@ pub(crate) async fn exchange_on(
     t_send: Instant,
     written: usize,
     origin: Instant,
+    row: Option<&mut Row<'_>>,
 ) -> bool {
     let spec = &ctx.spec;
     let keep_server = ctx.rec.borrow().wants_first_reply();
@@ -797,10 +878,24 @@ pub(crate) async fn exchange_on(
             if keep_server {
                 rec.first_reply(reply, reader.take_server());
             }
-            if spec.expect.contains(reply.status) {
+            let ok = spec.expect.contains(reply.status);
+            if ok {
                 rec.request_ok(done, reply, reader.wire_bytes);
             } else {
                 rec.request_rejected(done, reply, reader.wire_bytes);
+            }
+            if let Some(r) = row {
+                r.phase(Phase::Send, sent - t_send);
+                r.phase(Phase::Wait, first.saturating_duration_since(sent));
+                r.phase(Phase::Receive, done - first);
+                r.phase(Phase::Response, done - t_send);
+                r.phase(Phase::Latency, done.saturating_duration_since(origin));
+                r.reply(reply.status, spec.request.len() as u64, reader.wire_bytes);
+                if ok {
+                    r.ok();
+                } else {
+                    r.failed(ErrorClass::CheckFailed);
+                }
             }
             spec.keepalive && !reader.close && !extra
         }
@@ -808,6 +903,10 @@ pub(crate) async fn exchange_on(
             let now = Instant::now();
             rec.sent(now, f.written as u64);
             rec.request_failed(now, f.class, reader.wire_bytes);
+            if let Some(r) = row {
+                r.reply(0, f.written as u64, reader.wire_bytes);
+                r.failed(f.class);
+            }
             false
         }
     }

@@ -11,10 +11,17 @@
 //! ```
 //!
 //! Writers take `impl Write` and never touch the terminal or files.
+//!
+//! Exports for other tools, from the same document:
+//! `csv::write_series` (the per-second series, long-form CSV) and
+//! `interval_log::write` (HdrHistogram interval log, one interval per
+//! second per phase).
 
 pub mod ab;
+pub mod csv;
 pub mod format;
 pub mod httperf;
+pub mod interval_log;
 pub mod junit;
 pub mod scenario;
 pub mod storm;
@@ -64,5 +71,34 @@ pub fn write(view: View, result: &RunResult, w: &mut dyn Write) -> io::Result<()
         (View::Text, Plan::Http(_)) => text::write(result, w),
         (View::Ab, Plan::Http(_)) => ab::write(result, w),
         (View::Httperf, Plan::Http(_)) => httperf::write(result, w),
+    }
+}
+
+/// A `throng http` result around `m`, started at Unix ms 1,000,000 (for
+/// the writers' unit tests).
+#[cfg(test)]
+pub(crate) fn test_result(m: throng_metrics::Measurements) -> RunResult {
+    let plan = throng_plan::HttpPlan::from_args(throng_plan::HttpArgs {
+        url: "http://127.0.0.1:8080/".to_string(),
+        cores: 1,
+        ..throng_plan::HttpArgs::default()
+    })
+    .expect("a valid plan");
+    RunResult {
+        schema: throng_result::SCHEMA.to_string(),
+        throng_version: "0.0.0".to_string(),
+        plan: Plan::Http(plan),
+        started_at: throng_result::rfc3339(1_000_000),
+        started_at_unix_ms: 1_000_000,
+        duration_s: 2.0,
+        coordinated_omission_free: false,
+        interrupted: false,
+        environment: throng_result::Environment::default(),
+        generator: throng_result::Generator::default(),
+        measurements: m,
+        parts: Vec::new(),
+        notes: Vec::new(),
+        trigger: None,
+        thresholds: Vec::new(),
     }
 }

@@ -70,7 +70,7 @@ pub fn run(c: DemoCmd) -> anyhow::Result<ExitCode> {
     for (title, plan) in [("1. closed loop", &closed), ("2. open loop", &open)] {
         print_bytes(format!("── {title} ──────────────────────────────────────────\n").as_bytes())?;
         let display = Display::new(false);
-        let r = throng_engine::run_http(plan, None, &control, &mut |p| display.tick(p));
+        let r = throng_engine::run_http(plan, None, None, &control, &mut |p| display.tick(p));
         display.finish();
         let r = r.context("the demo run could not start")?;
         print_report(View::Text, &r)?;

@@ -44,14 +44,16 @@ pub fn run(c: HttpCmd) -> anyhow::Result<ExitCode> {
         Some(_) => Some(super::tls::client_config(&c.tls, &[b"http/1.1"])?),
         None => None,
     };
+    let (exports, rows) = super::export::open_run(&c.export)?;
 
     let control = Control::new();
     signals::forward_to(&control);
     let display = Display::new(c.quiet);
-    let result = throng_engine::run_http(&plan, tls, &control, &mut |p| display.tick(p));
+    let result = throng_engine::run_http(&plan, tls, rows.as_ref(), &control, &mut |p| display.tick(p));
     display.finish();
     let result = result.context("the run could not start")?;
 
+    exports.write(&result)?;
     if let Some(path) = &c.json {
         write_result(path, &result)?;
     }

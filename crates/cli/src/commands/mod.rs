@@ -2,6 +2,7 @@
 
 mod certs;
 mod demo;
+mod export;
 mod http;
 mod merge;
 mod report;

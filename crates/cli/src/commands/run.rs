@@ -55,7 +55,9 @@ pub fn run(c: RunCmd) -> anyhow::Result<ExitCode> {
         }
         None => None,
     };
+    let (exports, requests_csv) = super::export::open_run(&c.export)?;
     let options = ScenarioOptions {
+        requests_csv,
         threads: c.threads.unwrap_or(0),
         env,
         seed: c.seed.unwrap_or_else(|| {
@@ -71,6 +73,7 @@ pub fn run(c: RunCmd) -> anyhow::Result<ExitCode> {
     display.finish();
     let result = result.with_context(|| format!("{}: the run could not start", c.file.display()))?;
 
+    exports.write(&result)?;
     if let Some(path) = &c.json {
         write_result(path, &result)?;
     }

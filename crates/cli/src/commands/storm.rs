@@ -85,6 +85,8 @@ pub fn run(c: StormCmd) -> anyhow::Result<ExitCode> {
         return Err(UsageError("--format: a storm report is text or json".into()).into());
     }
 
+    let (exports, rows) = super::export::open_run(&c.export)?;
+
     // A child: run its part, print the result document, nothing else.
     if let Some(part) = &c.part {
         let (index, count) = parse_part(part)?;
@@ -95,7 +97,7 @@ pub fn run(c: StormCmd) -> anyhow::Result<ExitCode> {
             count,
             start_at_unix_ms: c.start_at,
         };
-        let result = throng_engine::run_storm(&plan, part, tls, &control, &mut |_| {})
+        let result = throng_engine::run_storm(&plan, part, tls, rows.as_ref(), &control, &mut |_| {})
             .context("the storm part could not start")?;
         super::print_report(throng_report::View::Json, &result)?;
         return Ok(ExitCode::SUCCESS);
@@ -113,13 +115,13 @@ pub fn run(c: StormCmd) -> anyhow::Result<ExitCode> {
     let result = if procs <= 1 {
         signals::forward_to(&control);
         let display = Display::new(c.quiet);
-        let r = throng_engine::run_storm(&plan, StormPart::WHOLE, tls, &control, &mut |p| {
+        let r = throng_engine::run_storm(&plan, StormPart::WHOLE, tls, rows.as_ref(), &control, &mut |p| {
             display.tick_storm(p);
         });
         display.finish();
         r.context("the storm could not start")?
     } else {
-        run_children(&c, &plan, procs, seed, &control)?
+        run_children(&c, &plan, procs, seed, rows.as_ref(), &control)?
     };
 
     let mut result = result;
@@ -130,6 +132,7 @@ pub fn run(c: StormCmd) -> anyhow::Result<ExitCode> {
             result.measurements.peak_concurrent_connections
         ));
     }
+    exports.write(&result)?;
     if let Some(path) = &c.json {
         write_result(path, &result)?;
     }
@@ -262,18 +265,28 @@ fn child_args(c: &StormCmd, plan_seed: u64, index: u32, count: u32, start_at: u6
 }
 
 /// Runs the storm as `procs` child processes and merges their results.
-fn run_children(c: &StormCmd, plan: &StormPlan, procs: u32, seed: u64, control: &Control) -> anyhow::Result<RunResult> {
+fn run_children(
+    c: &StormCmd,
+    plan: &StormPlan,
+    procs: u32,
+    seed: u64,
+    rows: Option<&throng_engine::RequestLog>,
+    control: &Control,
+) -> anyhow::Result<RunResult> {
     let exe = std::env::current_exe().context("cannot find this program to start worker processes")?;
+    // --csv-requests: each child writes its own file, joined at the end.
+    let row_parts = rows.map(|log| ChildRows::new(log, procs)).transpose()?;
     let start_at = (SystemTime::now() + CHILD_STARTUP)
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64);
     let mut children: Vec<Child> = Vec::new();
     for i in 0..procs {
         let mut cmd = Command::new(&exe);
-        cmd.args(child_args(c, seed, i, procs, start_at))
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+        cmd.args(child_args(c, seed, i, procs, start_at));
+        if let Some(parts) = &row_parts {
+            cmd.args(parts.args(i));
+        }
+        cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
         // Own process group: a terminal's Ctrl-C reaches only this process,
         // which forwards it once (a second signal would abort the child).
         std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
@@ -343,6 +356,9 @@ fn run_children(c: &StormCmd, plan: &StormPlan, procs: u32, seed: u64, control: 
             failures.join("; ")
         ));
     }
+    if let (Some(parts), Some(log)) = (&row_parts, rows) {
+        parts.join(&log.path)?;
+    }
     let mut merged = RunResult::merge(&results).context("merging the worker processes' results")?;
     merged.plan = throng_result::Plan::Storm(plan.clone());
     merged.notes.retain(|n| !n.starts_with("process "));
@@ -352,4 +368,62 @@ fn run_children(c: &StormCmd, plan: &StormPlan, procs: u32, seed: u64, control: 
     );
     merged.interrupted = merged.interrupted || control.was_interrupted();
     Ok(merged)
+}
+
+/// Where each child process of a storm writes its `--csv-requests` rows.
+struct ChildRows {
+    dir: std::path::PathBuf,
+    /// Each child's share of --csv-requests-max.
+    shares: Vec<u64>,
+}
+
+impl ChildRows {
+    fn new(log: &throng_engine::RequestLog, procs: u32) -> anyhow::Result<ChildRows> {
+        let name = log
+            .path
+            .file_name()
+            .map_or_else(|| "requests".into(), |n| n.to_string_lossy());
+        let parent = log
+            .path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(std::path::Path::new("."));
+        let dir = parent.join(format!(".{name}.procs-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).map_err(|e| {
+            UsageError(format!(
+                "--csv-requests: cannot write '{}': {e} (check the directory is writable)",
+                dir.display()
+            ))
+        })?;
+        Ok(ChildRows {
+            dir,
+            shares: throng_plan::split_evenly(log.max_rows, procs),
+        })
+    }
+
+    fn path(&self, index: u32) -> std::path::PathBuf {
+        self.dir.join(format!("proc-{index}.csv"))
+    }
+
+    fn args(&self, index: u32) -> Vec<OsString> {
+        vec![
+            "--csv-requests".into(),
+            self.path(index).into(),
+            "--csv-requests-max".into(),
+            self.shares
+                .get(index as usize)
+                .copied()
+                .unwrap_or(1)
+                .max(1)
+                .to_string()
+                .into(),
+        ]
+    }
+
+    fn join(&self, out: &std::path::Path) -> anyhow::Result<()> {
+        let parts: Vec<_> = (0..self.shares.len() as u32).map(|i| self.path(i)).collect();
+        super::export::join_request_parts(&parts, out)?;
+        let _ = std::fs::remove_dir(&self.dir);
+        Ok(())
+    }
 }
