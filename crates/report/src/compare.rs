@@ -262,8 +262,10 @@ impl std::fmt::Display for CompareError {
             ),
             CompareError::Kinds { a, b } => write!(
                 f,
-                "A is a {a} result and B a {b} result: their figures measure different things; compare results of \
-                 the same kind"
+                "A is {} result and B {} result: their figures measure different things; compare results of the \
+                 same kind",
+                article(a),
+                article(b)
             ),
             CompareError::Merge(l, e) => write!(f, "side {l}: {e}"),
         }
@@ -271,6 +273,14 @@ impl std::fmt::Display for CompareError {
 }
 
 impl std::error::Error for CompareError {}
+
+fn article(kind: &str) -> String {
+    match kind {
+        "http" => "an http".to_string(),
+        "run" => "a scenario (run)".to_string(),
+        k => format!("a {k}"),
+    }
+}
 
 /// The command that produced a result: `http`, `storm` or `run`.
 pub fn kind(r: &RunResult) -> &'static str {
@@ -447,16 +457,21 @@ impl Comparison {
                 self.a.runs.len(),
                 self.b.runs.len()
             )),
-            Basis::Runs => {
-                let smallest = stats::smallest_p(self.a.runs.len(), self.b.runs.len());
-                if smallest >= alpha {
-                    w.push(format!(
-                        "with {} runs of {la} and {} of {lb} the Mann–Whitney test cannot go below p = {smallest:.3}, \
-                         so no difference can be marked significant at p < {alpha:.2}; use 4 or more runs per side",
-                        self.a.runs.len(),
-                        self.b.runs.len()
-                    ));
-                }
+            Basis::Runs => {}
+        }
+        let unit = match self.basis {
+            Basis::Runs => "runs",
+            Basis::Seconds => "seconds",
+        };
+        if let Some(t) = self.tests.first() {
+            let smallest = stats::smallest_p(t.a.len(), t.b.len());
+            if smallest >= alpha {
+                w.push(format!(
+                    "with {} {unit} of {la} and {} of {lb} the Mann–Whitney test cannot go below p = {smallest:.3}, \
+                     so no difference can be marked significant at p < {alpha:.2}; 4 or more {unit} per side are needed",
+                    t.a.len(),
+                    t.b.len()
+                ));
             }
         }
         let what = match self.basis {
@@ -467,7 +482,7 @@ impl Comparison {
             for (label, s) in [(la, &t.spread_a), (lb, &t.spread_b)] {
                 if s.width > t.diff.abs() {
                     w.push(format!(
-                        "{label}'s {what} spread of {} ({} {}) is larger than the difference of medians ({})",
+                        "{label}'s {what} spread of {}, {} {}, is larger than the difference of medians, {}",
                         t.name,
                         s.kind.name(),
                         value(t.unit, s.width),
@@ -640,11 +655,14 @@ fn figures(runs_a: &[RunResult], runs_b: &[RunResult], a: &RunResult, b: &RunRes
         throng_result::per_second(mb.connections.ok, b.duration_s),
     );
 
-    for (name, ha) in &ma.phases {
-        let Some(hb) = mb.phase(name) else { continue };
-        if ha.is_empty() {
+    // Report order first, then any other phase by name.
+    let known: Vec<&str> = throng_metrics::Phase::ALL.iter().map(|p| p.name()).collect();
+    let mut names: Vec<&str> = known.iter().copied().filter(|n| ma.phases.contains_key(*n)).collect();
+    names.extend(ma.phases.keys().map(String::as_str).filter(|n| !known.contains(n)));
+    for name in names {
+        let (Some(ha), Some(hb)) = (ma.phase(name), mb.phase(name)) else {
             continue;
-        }
+        };
         let section = format!("phase {name}");
         let q = |h: &Hist, q: f64| h.quantile(q) as f64;
         add(&section, "mean", Unit::Micros, ha.mean(), hb.mean());
@@ -818,15 +836,15 @@ pub fn write_text(c: &Comparison, w: &mut dyn Write) -> io::Result<()> {
     for f in &c.figures {
         if f.section != section {
             section = &f.section;
-            writeln!(
-                w,
-                "  {:<width$} {:>col$} {:>col$} {:>12} {:>9}",
-                section,
-                if section == "summary" { la.as_str() } else { "" },
-                if section == "summary" { lb.as_str() } else { "" },
-                if section == "summary" { "B−A" } else { "" },
-                if section == "summary" { "(B−A)/A" } else { "" },
-            )?;
+            let head = if section == "summary" {
+                format!(
+                    "  {section:<width$} {la:>col$} {lb:>col$} {:>12} {:>9}",
+                    "B−A", "(B−A)/A"
+                )
+            } else {
+                format!("  {section}")
+            };
+            writeln!(w, "{head}")?;
         }
         writeln!(
             w,

@@ -44,6 +44,9 @@ pub enum ResultError {
         /// The document's schema.
         found: String,
     },
+    /// JSON without a `schema` field: not a throng document at all.
+    #[error("not a throng result document (it has no \"schema\" field); give a file written by --json")]
+    NotAResult,
     /// A histogram in the document is damaged.
     #[error("damaged histogram: {0}")]
     Hist(#[from] HistError),
@@ -362,38 +365,65 @@ impl ResultSet {
     }
 }
 
-/// Reads a result document or a result set; a single result is one run.
-/// Every run's schema is checked, and a set must hold at least one run.
-pub fn runs_from_reader(r: impl Read) -> Result<Vec<RunResult>, ResultError> {
-    let value: serde_json::Value = serde_json::from_reader(r)?;
-    match value.get("schema").and_then(|s| s.as_str()) {
-        Some(SCHEMA) => Ok(vec![serde_json::from_value(value)?]),
-        Some(SET_SCHEMA) => {
-            let set: ResultSet = serde_json::from_value(value)?;
-            if set.runs.is_empty() {
-                return Err(ResultError::Incompatible("the result set holds no runs".to_string()));
+/// What a result file holds: one run, or a set of runs.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Document {
+    /// A result document (`throng.result/v1`).
+    Single(Box<RunResult>),
+    /// A result set (`throng.result-set/v1`).
+    Set(ResultSet),
+}
+
+impl Document {
+    /// Reads either kind, checking the schema of the document and of every
+    /// run in a set; a set must hold at least one run.
+    pub fn from_reader(r: impl Read) -> Result<Document, ResultError> {
+        let value: serde_json::Value = serde_json::from_reader(r)?;
+        match value.get("schema").and_then(|s| s.as_str()) {
+            Some(SCHEMA) => Ok(Document::Single(Box::new(serde_json::from_value(value)?))),
+            Some(SET_SCHEMA) => {
+                let set: ResultSet = serde_json::from_value(value)?;
+                if set.runs.is_empty() {
+                    return Err(ResultError::Incompatible("the result set holds no runs".to_string()));
+                }
+                if let Some(bad) = set.runs.iter().find(|r| r.schema != SCHEMA) {
+                    return Err(ResultError::Schema {
+                        found: bad.schema.clone(),
+                    });
+                }
+                Ok(Document::Set(set))
             }
-            if let Some(bad) = set.runs.iter().find(|r| r.schema != SCHEMA) {
-                return Err(ResultError::Schema {
-                    found: bad.schema.clone(),
-                });
-            }
-            Ok(set.runs)
+            Some(other) => Err(ResultError::Schema {
+                found: other.to_string(),
+            }),
+            None => Err(ResultError::NotAResult),
         }
-        Some(other) => Err(ResultError::Schema {
-            found: other.to_string(),
-        }),
-        None => Err(ResultError::Schema {
-            found: "(none)".to_string(),
-        }),
     }
+
+    /// Its runs: one for a single result.
+    pub fn into_runs(self) -> Vec<RunResult> {
+        match self {
+            Document::Single(r) => vec![*r],
+            Document::Set(s) => s.runs,
+        }
+    }
+}
+
+/// Reads a result document or a result set: its runs ([`Document`]).
+pub fn runs_from_reader(r: impl Read) -> Result<Vec<RunResult>, ResultError> {
+    Document::from_reader(r).map(Document::into_runs)
 }
 
 /// Reads the file at `path`: a result document or a result set
 /// ([`runs_from_reader`]).
 pub fn load_runs(path: &Path) -> Result<Vec<RunResult>, ResultError> {
+    load(path).map(Document::into_runs)
+}
+
+/// Reads the file at `path` ([`Document::from_reader`]).
+pub fn load(path: &Path) -> Result<Document, ResultError> {
     let file = std::fs::File::open(path)?;
-    runs_from_reader(std::io::BufReader::new(file))
+    Document::from_reader(std::io::BufReader::new(file))
 }
 
 /// `count / seconds`, 0 when no time passed.

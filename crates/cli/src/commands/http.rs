@@ -3,13 +3,11 @@
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use throng_engine::Control;
 use throng_plan::{HttpArgs, HttpPlan};
 
-use super::{UsageError, print_report, run_exit_code, view, write_result};
+use super::{UsageError, finish_runs, repeated};
 use crate::args::HttpCmd;
 use crate::progress::Display;
-use crate::signals;
 
 pub fn run(c: HttpCmd) -> anyhow::Result<ExitCode> {
     let body = match &c.body {
@@ -45,16 +43,12 @@ pub fn run(c: HttpCmd) -> anyhow::Result<ExitCode> {
         None => None,
     };
 
-    let control = Control::new();
-    signals::forward_to(&control);
-    let display = Display::new(c.quiet);
-    let result = throng_engine::run_http(&plan, tls, &control, &mut |p| display.tick(p));
-    display.finish();
-    let result = result.context("the run could not start")?;
-
-    if let Some(path) = &c.json {
-        write_result(path, &result)?;
-    }
-    print_report(view(c.format), &result)?;
-    Ok(run_exit_code(&result))
+    let runs = repeated(c.repeat, c.quiet, |control| {
+        let display = Display::new(c.quiet);
+        let result = throng_engine::run_http(&plan, tls.clone(), control, &mut |p| display.tick(p));
+        display.finish();
+        result.context("the run could not start")
+    })?;
+    let (code, _) = finish_runs(c.repeat, &runs, c.json.as_deref(), c.format)?;
+    Ok(code)
 }

@@ -1,12 +1,20 @@
-//! `throng report`.
+//! `throng report`: one result, or a result set (its runs added up, and in
+//! the text view one line per run).
 
 use std::process::ExitCode;
 
-use super::{print_report, read_result, view};
+use throng_result::Document;
+
+use super::{print_runs, read_document, view};
 use crate::args::ReportCmd;
 
 pub fn run(c: ReportCmd) -> anyhow::Result<ExitCode> {
-    let result = read_result(&c.result)?;
-    print_report(view(c.format), &result)?;
+    // A set prints as a set even when it holds one run (an interrupted
+    // --repeat), as the run that wrote it did.
+    let (runs, as_set) = match read_document(&c.result)? {
+        Document::Single(r) => (vec![*r], false),
+        Document::Set(s) => (s.runs, true),
+    };
+    print_runs(view(c.format), &runs, as_set)?;
     Ok(ExitCode::SUCCESS)
 }
