@@ -546,12 +546,13 @@ fn per_unit_quantile(r: &RunResult, phase: &str, q: f64, basis: Basis) -> Vec<f6
     }
 }
 
-/// The seconds wholly inside the run (the last, partial one would read as
-/// a drop in throughput); every second when fewer than two are whole.
+/// The seconds the run covered (at least 90% of them: the last, partial
+/// second would read as a drop in throughput); every second when fewer
+/// than two qualify.
 fn full_seconds(r: &RunResult) -> Vec<u64> {
-    let whole = (r.duration_s + 1e-9).floor() as u64;
-    if whole >= 2 {
-        (0..whole).collect()
+    let covered = (r.duration_s + 0.1).floor() as u64;
+    if covered >= 2 {
+        (0..covered).collect()
     } else {
         r.measurements.series.iter().map(|p| p.second).collect()
     }
