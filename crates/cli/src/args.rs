@@ -380,10 +380,12 @@ pub struct StormCmd {
     pub steps: Vec<(bool, String)>,
     #[command(flatten)]
     pub tls: TlsArgs,
+    #[command(flatten)]
+    pub repeat: RepeatArgs,
     /// Report layout on stdout
     #[arg(long = "format", value_enum, default_value_t = Format::Text)]
     pub format: Format,
-    /// Also write the result document here
+    /// Also write the result document here (a result set with --repeat)
     #[arg(long = "json", value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// No progress display

@@ -749,14 +749,16 @@ pub fn value(unit: Unit, v: f64) -> String {
 
 /// A difference in its unit, with its sign.
 pub fn signed(unit: Unit, v: f64) -> String {
-    let sign = if v > 0.0 {
-        "+"
-    } else if v < 0.0 {
-        "-"
-    } else {
-        ""
+    let text = value(unit, v.abs());
+    // A difference that rounds to zero gets no sign.
+    let zero = !text.chars().any(|c| c.is_ascii_digit() && c != '0');
+    let sign = match () {
+        _ if zero => "",
+        _ if v > 0.0 => "+",
+        _ if v < 0.0 => "-",
+        _ => "",
     };
-    format!("{sign}{}", value(unit, v.abs()))
+    format!("{sign}{text}")
 }
 
 fn rel_text(r: Option<f64>) -> String {
@@ -802,21 +804,35 @@ fn side_header(s: &Side) -> String {
     )
 }
 
-fn basis_text(c: &Comparison) -> String {
+/// What the tests are over, how they are computed, and what "significant"
+/// means: three lines.
+fn basis_lines(c: &Comparison) -> [String; 3] {
     let o = &c.options;
-    let values = match c.basis {
-        Basis::Runs => format!("each run's figure ({} vs {} runs)", c.a.runs.len(), c.b.runs.len()),
-        Basis::Seconds => "each full second's figure (per-second series; weaker than repeated runs)".to_string(),
+    let over = match c.basis {
+        Basis::Runs => format!(
+            "over each run's figure ({} runs of A, {} of B)",
+            c.a.runs.len(),
+            c.b.runs.len()
+        ),
+        Basis::Seconds => "over each full second of the runs (per-second series: weaker than repeated runs, the \
+                           seconds of a run are not independent)"
+            .to_string(),
     };
-    format!(
-        "over {values}: median B − median A, its {:.0}% bootstrap interval ({} resamples, seed {}), two-sided \
-         Mann–Whitney U p; significant when the interval excludes 0, p < {:.2} and |B − A| >= {}% of A",
-        o.confidence * 100.0,
-        o.resamples,
-        o.seed,
-        1.0 - o.confidence,
-        o.min_effect * 100.0
-    )
+    [
+        over,
+        format!(
+            "difference of medians (B − A), its {:.0}% bootstrap interval ({} resamples, seed {}), two-sided \
+             Mann–Whitney U p",
+            o.confidence * 100.0,
+            o.resamples,
+            o.seed
+        ),
+        format!(
+            "significant: the interval excludes 0, p < {:.2} and |B − A| >= {}% of A (smaller: negligible)",
+            1.0 - o.confidence,
+            o.min_effect * 100.0
+        ),
+    ]
 }
 
 /// The comparison as aligned text.
@@ -859,7 +875,10 @@ pub fn write_text(c: &Comparison, w: &mut dyn Write) -> io::Result<()> {
         )?;
     }
     writeln!(w)?;
-    writeln!(w, "  statistics {}", basis_text(c))?;
+    let [over, how, rule] = basis_lines(c);
+    writeln!(w, "  statistics {over}")?;
+    writeln!(w, "    {how}")?;
+    writeln!(w, "    {rule}")?;
     writeln!(
         w,
         "    {:<22} {:>12} {:>12} {:>12} {:>9} {:>28} {:>7}  verdict",
@@ -911,7 +930,7 @@ pub fn write_markdown(c: &Comparison, w: &mut dyn Write) -> io::Result<()> {
         )?;
     }
     writeln!(w)?;
-    writeln!(w, "Statistics {}.", basis_text(c))?;
+    writeln!(w, "Statistics {}.", basis_lines(c).join("; "))?;
     writeln!(w)?;
     writeln!(
         w,
@@ -1038,4 +1057,31 @@ pub fn write_columns(view: crate::View, c: &Comparison, w: &mut dyn Write) -> io
         )?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn differences_carry_their_sign_unless_they_round_to_zero() {
+        assert_eq!(signed(Unit::Micros, 20_500.0), "+20.50ms");
+        assert_eq!(signed(Unit::Micros, -0.4), "0µs");
+        assert_eq!(signed(Unit::PerSecond, -2.35), "-2.4/s");
+        assert_eq!(signed(Unit::Count, 0.0), "0");
+        assert_eq!(rel_text(Some(0.123)), "+12.3%");
+        assert_eq!(rel_text(None), "-");
+    }
+
+    #[test]
+    fn relative_difference_needs_a_base() {
+        let f = Figure {
+            section: "summary".into(),
+            name: "errors".into(),
+            unit: Unit::Count,
+            a: 0.0,
+            b: 3.0,
+        };
+        assert_eq!((f.diff(), f.relative()), (3.0, None));
+    }
 }

@@ -15,7 +15,7 @@ use throng_engine::{Control, StormPart};
 use throng_plan::{Procs, StormArgs, StormPlan};
 use throng_result::RunResult;
 
-use super::{UsageError, print_report, run_exit_code, view, write_result};
+use super::UsageError;
 use crate::args::{Format, StormCmd};
 use crate::progress::Display;
 use crate::signals;
@@ -109,32 +109,28 @@ pub fn run(c: StormCmd) -> anyhow::Result<ExitCode> {
     };
     check_system(&plan, peak, procs, per_process)?;
 
-    let control = Control::new();
-    let result = if procs <= 1 {
-        signals::forward_to(&control);
-        let display = Display::new(c.quiet);
-        let r = throng_engine::run_storm(&plan, StormPart::WHOLE, tls, &control, &mut |p| {
-            display.tick_storm(p);
-        });
-        display.finish();
-        r.context("the storm could not start")?
-    } else {
-        run_children(&c, &plan, procs, seed, &control)?
-    };
-
-    let mut result = result;
-    if plan.source.is_empty() && result.measurements.peak_concurrent_connections > CROWDED_PORTS {
-        result.notes.push(format!(
-            "{} connections were open at once from one source address: connect() slows down as the local \
-             port range fills (and fails past ~28K); --source 127.0.0.2-127.0.0.200 spreads them",
-            result.measurements.peak_concurrent_connections
-        ));
-    }
-    if let Some(path) = &c.json {
-        write_result(path, &result)?;
-    }
-    print_report(view(c.format), &result)?;
-    Ok(run_exit_code(&result))
+    let runs = super::repeated(c.repeat, c.quiet, |control| {
+        let mut result = if procs <= 1 {
+            let display = Display::new(c.quiet);
+            let r = throng_engine::run_storm(&plan, StormPart::WHOLE, tls.clone(), control, &mut |p| {
+                display.tick_storm(p);
+            });
+            display.finish();
+            r.context("the storm could not start")?
+        } else {
+            run_children(&c, &plan, procs, seed, control)?
+        };
+        if plan.source.is_empty() && result.measurements.peak_concurrent_connections > CROWDED_PORTS {
+            result.notes.push(format!(
+                "{} connections were open at once from one source address: connect() slows down as the local \
+                 port range fills (and fails past ~28K); --source 127.0.0.2-127.0.0.200 spreads them",
+                result.measurements.peak_concurrent_connections
+            ));
+        }
+        Ok(result)
+    })?;
+    let (code, _) = super::finish_runs(c.repeat, &runs, c.json.as_deref(), c.format)?;
+    Ok(code)
 }
 
 /// Open connections from one source address past which the kernel's search
