@@ -475,10 +475,7 @@ mod tests {
             runs_from_reader(&br#"{"schema":"k6/summary"}"#[..]),
             Err(ResultError::Schema { found }) if found == "k6/summary"
         ));
-        assert!(matches!(
-            runs_from_reader(&b"[1, 2]"[..]),
-            Err(ResultError::Schema { .. })
-        ));
+        assert!(matches!(runs_from_reader(&b"[1, 2]"[..]), Err(ResultError::NotAResult)));
         assert!(matches!(runs_from_reader(&b"not json"[..]), Err(ResultError::Parse(_))));
     }
 
