@@ -34,6 +34,9 @@ pub enum Command {
     Report(ReportCmd),
     /// Add result files together exactly (histograms add; the merged p99 is the p99 of all samples).
     Merge(MergeCmd),
+    /// Compare two sides of an A/B (result files or sets): every figure side by side, with statistics.
+    #[command(after_help = COMPARE_HELP)]
+    Compare(CompareCmd),
     /// Write a lab CA, server and client certificate with keys (for TLS, mTLS and tests).
     Certs(CertsCmd),
     /// Run a matrix of throng runs from a YAML file and tabulate (and chart) their figures.
@@ -83,9 +86,25 @@ pub struct RunCmd {
     pub seed: Option<u64>,
     #[command(flatten)]
     pub export: ExportArgs,
+    #[command(flatten)]
+    pub repeat: RepeatArgs,
     /// No progress line
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
+}
+
+/// Running the same plan several times in a row.
+#[derive(Clone, Copy, Debug, Args)]
+#[command(next_help_heading = "Repeat")]
+pub struct RepeatArgs {
+    /// Run the plan N times in a row; --json then writes a result set (every run), the report adds
+    /// the runs up and lists each (for `throng compare`)
+    #[arg(long = "repeat", value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub count: u32,
+    /// Pause between repeated runs, so sockets in TIME_WAIT, server queues and CPU clocks settle
+    #[arg(long = "settle", value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
+    pub settle: Duration,
 }
 
 const SWEEP_HELP: &str = "\
@@ -223,10 +242,12 @@ pub struct HttpCmd {
     pub export: ExportArgs,
     #[command(flatten)]
     pub tls: TlsArgs,
+    #[command(flatten)]
+    pub repeat: RepeatArgs,
     /// Report layout on stdout
     #[arg(long = "format", value_enum, default_value_t = Format::Text)]
     pub format: Format,
-    /// Also write the result document here
+    /// Also write the result document here (a result set with --repeat)
     #[arg(long = "json", value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// No progress display
@@ -389,10 +410,12 @@ pub struct StormCmd {
     pub export: ExportArgs,
     #[command(flatten)]
     pub tls: TlsArgs,
+    #[command(flatten)]
+    pub repeat: RepeatArgs,
     /// Report layout on stdout
     #[arg(long = "format", value_enum, default_value_t = Format::Text)]
     pub format: Format,
-    /// Also write the result document here
+    /// Also write the result document here (a result set with --repeat)
     #[arg(long = "json", value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// No progress display
@@ -450,7 +473,8 @@ pub struct DemoCmd {
 
 #[derive(Debug, Args)]
 pub struct ReportCmd {
-    /// A result file written with --json
+    /// A result file written with --json, or a result set (--repeat): its runs are added up and, in
+    /// the text view, listed one per line
     pub result: PathBuf,
     /// Write the per-second series here as CSV (second,unix_ms,metric,value)
     #[arg(long = "csv", value_name = "FILE")]
@@ -465,12 +489,80 @@ pub struct ReportCmd {
 
 #[derive(Debug, Args)]
 pub struct MergeCmd {
-    /// Result files to add together
+    /// Result files to add together (parts that ran at the same time); a result set counts as its
+    /// runs added up in sequence
     #[arg(required = true, num_args = 1..)]
     pub results: Vec<PathBuf>,
     /// Where to write the merged result
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: PathBuf,
+}
+
+const COMPARE_HELP: &str = "\
+Sides: without --vs, exactly two files: A then B. With --vs, the files before it are side A and
+those after it side B. Any file may be a result set (--repeat N); a side is all of its runs.
+
+Figures (A, B, B-A, (B-A)/A): throughput, requests, errors, every phase's mean, p50, p90, p99,
+p99.9 and max, outcomes by class, status codes, concurrency, connections/s, generator CPU-seconds,
+work per CPU-second and peak memory. A side's runs are added up (percentiles of all samples).
+
+Statistics, for throughput and the headline phases' p50 and p99 (latency; for storms connect,
+tls, handshake): with 2 or more runs on each side, over the runs' figures; otherwise over each
+full second of the per-second series, which is weaker (the report says so). Each gives the
+difference of medians, its bootstrap interval (10000 resamples, fixed seed: reproducible) and a
+two-sided Mann-Whitney U p-value. Significant: the interval excludes 0, p < 1 - confidence, and
+the difference is at least --min-effect of A. A warning says when a side's own spread is larger
+than the difference, or when too few runs can never reach significance (4+ per side needed).
+
+Formats: text, markdown, json (schema throng.compare/v1, see schema/compare.schema.json), and ab
+or httperf: the two tools' report layouts side by side, A | B.
+
+Examples:
+  throng http http://direct:8080/ -r 100 -d 30s --repeat 5 --json direct.json
+  throng http http://via-nat:8080/ -r 100 -d 30s --repeat 5 --json nat.json
+  throng compare direct.json nat.json
+  throng compare a1.json a2.json a3.json --vs b1.json b2.json b3.json --label A=direct --label B=nat
+  throng compare direct.json nat.json --format httperf
+Exit codes: 0 compared, 2 a file is missing, not a result, or the sides are of different kinds.";
+
+#[derive(Debug, Args)]
+pub struct CompareCmd {
+    /// Side A's result files or result sets (without --vs: A's file, then B's)
+    #[arg(required = true, num_args = 1.., value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Side B's result files or result sets
+    #[arg(long = "vs", num_args = 1.., value_name = "FILE")]
+    pub vs: Vec<PathBuf>,
+    /// Name a side: A=direct, B=nat (repeatable) [default: the file's name, or A and B]
+    #[arg(long = "label", value_name = "SIDE=NAME")]
+    pub labels: Vec<String>,
+    /// Report layout
+    #[arg(long = "format", value_enum, default_value_t = CompareFormat::Text)]
+    pub format: CompareFormat,
+    /// Confidence of the bootstrap interval, percent; the test's threshold is 100 minus it
+    #[arg(long = "confidence", value_name = "PERCENT", default_value_t = 95.0)]
+    pub confidence: f64,
+    /// Smallest difference worth calling significant, percent of A's median (0: any)
+    #[arg(long = "min-effect", value_name = "PERCENT", default_value_t = 1.0)]
+    pub min_effect: f64,
+    /// Seed of the bootstrap's resampling
+    #[arg(long = "seed", value_name = "N", default_value_t = throng_report::compare::DEFAULT_SEED)]
+    pub seed: u64,
+}
+
+/// Comparison layouts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum CompareFormat {
+    /// Aligned columns, statistics and warnings.
+    Text,
+    /// Markdown tables (for tickets and pull requests).
+    Markdown,
+    /// A machine-readable comparison (schema throng.compare/v1).
+    Json,
+    /// ApacheBench's layout, A | B.
+    Ab,
+    /// httperf's layout, A | B.
+    Httperf,
 }
 
 /// Parses the command line. Usage errors become one line on stderr and exit
@@ -541,7 +633,12 @@ fn clap_one_line(e: &clap::Error) -> String {
     };
     let sub = std::env::args().nth(1).filter(|a| !a.starts_with('-'));
     let help = match sub {
-        Some(s) if ["http", "storm", "serve", "demo", "report", "merge", "certs", "sweep"].contains(&s.as_str()) => {
+        Some(s)
+            if [
+                "http", "storm", "serve", "demo", "report", "merge", "compare", "certs", "sweep", "run",
+            ]
+            .contains(&s.as_str()) =>
+        {
             format!("throng {s} --help")
         }
         _ => "throng --help".to_string(),

@@ -13,6 +13,25 @@ pub fn forward_to(control: &Control) {
     );
 }
 
+/// Like [`forward_to`], for the runs of a `--repeat`: a signal interrupts
+/// every one of `controls` (the running one stops; those not started yet are
+/// skipped).
+pub fn forward_to_all(controls: &[Control]) {
+    let Some((first, rest)) = controls.split_first() else {
+        return;
+    };
+    let rest = rest.to_vec();
+    on_signal(
+        first,
+        "throng: stopping: waiting for requests in flight, no more runs (press Ctrl-C again to stop now)",
+        move || {
+            for c in &rest {
+                c.interrupt();
+            }
+        },
+    );
+}
+
 /// Starts a thread that forwards SIGINT/SIGTERM to `pids` (child processes
 /// in their own process group), once per signal, and marks `control`.
 pub fn forward_to_children(control: &Control, pids: Vec<u32>) {

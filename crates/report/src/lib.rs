@@ -7,7 +7,11 @@
 //!             ├─ httperf::write  (httperf's layout and error classes)
 //!             ├─ storm::write    (connection storms)
 //!             ├─ scenario::write (throng run: steps, stages, checks, thresholds)
-//!             └─ junit::write    (threshold verdicts for CI)
+//!             ├─ junit::write    (threshold verdicts for CI)
+//!             └─ runs::write_set (a result set: runs added up, plus a table per run)
+//!
+//!  Side A, Side B ─ compare::Comparison ─ compare::write_{text,markdown,json,columns}
+//!                     (figures side by side; stats: bootstrap, Mann–Whitney)
 //! ```
 //!
 //! Writers take `impl Write` and never touch the terminal or files.
@@ -18,12 +22,15 @@
 //! second per phase).
 
 pub mod ab;
+pub mod compare;
 pub mod csv;
 pub mod format;
 pub mod httperf;
 pub mod interval_log;
 pub mod junit;
+pub mod runs;
 pub mod scenario;
+pub mod stats;
 pub mod storm;
 pub mod text;
 

@@ -9,8 +9,14 @@
 //!
 //! Every report is rendered from a [`RunResult`], so a run can be re-reported
 //! or merged later without re-running it.
+//!
+//! Several runs of one plan in sequence (`--repeat N`) make a [`ResultSet`]
+//! (schema `throng.result-set/v1`); [`runs_from_reader`] and [`load_runs`]
+//! read either kind of document, so every command that reads results takes
+//! both.
 
 use std::io::{Read, Write};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use throng_metrics::{HistError, Measurements};
@@ -20,6 +26,9 @@ use throng_scenario::{ScenarioPlan, Verdict};
 /// The schema identifier written into, and required of, every document.
 pub const SCHEMA: &str = "throng.result/v1";
 
+/// The schema identifier of a [`ResultSet`].
+pub const SET_SCHEMA: &str = "throng.result-set/v1";
+
 /// What went wrong reading, writing or merging results.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -28,19 +37,24 @@ pub enum ResultError {
     #[error("not a throng result document: {0}")]
     Parse(#[from] serde_json::Error),
     /// Written by an incompatible throng.
-    #[error("schema '{found}' is not supported; this throng reads '{SCHEMA}' (re-run with a matching throng version)")]
+    #[error(
+        "schema '{found}' is not supported; this throng reads '{SCHEMA}' and '{SET_SCHEMA}' (re-run with a matching throng version)"
+    )]
     Schema {
         /// The document's schema.
         found: String,
     },
+    /// JSON without a `schema` field: not a throng document at all.
+    #[error("not a throng result document (it has no \"schema\" field); give a file written by --json")]
+    NotAResult,
     /// A histogram in the document is damaged.
     #[error("damaged histogram: {0}")]
     Hist(#[from] HistError),
     /// Results of different kinds cannot be merged.
     #[error("cannot merge: {0}")]
     Incompatible(String),
-    /// Writing failed.
-    #[error("cannot write result: {0}")]
+    /// Reading or writing failed.
+    #[error("{0}")]
     Io(#[from] std::io::Error),
 }
 
@@ -296,6 +310,120 @@ impl RunResult {
         }
         .judged())
     }
+
+    /// Adds runs of one plan made one after another (`--repeat`): counters
+    /// and histograms add as in [`RunResult::merge`], but the duration is the
+    /// sum of the runs' durations (the pauses between them are not run time),
+    /// and peak memory and threads are the largest run's, not their sum.
+    pub fn merge_sequential(runs: &[RunResult]) -> Result<RunResult, ResultError> {
+        if let [only] = runs {
+            return Ok(only.clone());
+        }
+        let mut merged = RunResult::merge(runs)?;
+        merged.duration_s = runs.iter().map(|r| r.duration_s).sum();
+        merged.generator.peak_rss_bytes = runs.iter().map(|r| r.generator.peak_rss_bytes).max().unwrap_or(0);
+        merged.generator.threads = runs.iter().map(|r| r.generator.threads).max().unwrap_or(0);
+        merged.notes.retain(|n| !n.starts_with("merged from "));
+        merged.notes.push(format!(
+            "{} runs in sequence, added up: counts and histograms add; the duration is the sum of the runs' \
+             (pauses between runs excluded); CPU time is their sum, peak memory the largest run's",
+            runs.len()
+        ));
+        Ok(merged)
+    }
+}
+
+/// Several runs of the same plan, one after another (`--repeat N`): each
+/// run's full result, in the order they ran.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ResultSet {
+    /// Always [`SET_SCHEMA`].
+    pub schema: String,
+    /// The runs.
+    pub runs: Vec<RunResult>,
+}
+
+impl ResultSet {
+    /// A set of `runs`.
+    pub fn new(runs: Vec<RunResult>) -> ResultSet {
+        ResultSet {
+            schema: SET_SCHEMA.to_string(),
+            runs,
+        }
+    }
+
+    /// Writes pretty JSON.
+    pub fn to_writer(&self, mut w: impl Write) -> Result<(), ResultError> {
+        serde_json::to_writer_pretty(&mut w, self)?;
+        w.write_all(b"\n")?;
+        Ok(())
+    }
+
+    /// The runs added up ([`RunResult::merge_sequential`]).
+    pub fn merged(&self) -> Result<RunResult, ResultError> {
+        RunResult::merge_sequential(&self.runs)
+    }
+}
+
+/// What a result file holds: one run, or a set of runs.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Document {
+    /// A result document (`throng.result/v1`).
+    Single(Box<RunResult>),
+    /// A result set (`throng.result-set/v1`).
+    Set(ResultSet),
+}
+
+impl Document {
+    /// Reads either kind, checking the schema of the document and of every
+    /// run in a set; a set must hold at least one run.
+    pub fn from_reader(r: impl Read) -> Result<Document, ResultError> {
+        let value: serde_json::Value = serde_json::from_reader(r)?;
+        match value.get("schema").and_then(|s| s.as_str()) {
+            Some(SCHEMA) => Ok(Document::Single(Box::new(serde_json::from_value(value)?))),
+            Some(SET_SCHEMA) => {
+                let set: ResultSet = serde_json::from_value(value)?;
+                if set.runs.is_empty() {
+                    return Err(ResultError::Incompatible("the result set holds no runs".to_string()));
+                }
+                if let Some(bad) = set.runs.iter().find(|r| r.schema != SCHEMA) {
+                    return Err(ResultError::Schema {
+                        found: bad.schema.clone(),
+                    });
+                }
+                Ok(Document::Set(set))
+            }
+            Some(other) => Err(ResultError::Schema {
+                found: other.to_string(),
+            }),
+            None => Err(ResultError::NotAResult),
+        }
+    }
+
+    /// Its runs: one for a single result.
+    pub fn into_runs(self) -> Vec<RunResult> {
+        match self {
+            Document::Single(r) => vec![*r],
+            Document::Set(s) => s.runs,
+        }
+    }
+}
+
+/// Reads a result document or a result set: its runs ([`Document`]).
+pub fn runs_from_reader(r: impl Read) -> Result<Vec<RunResult>, ResultError> {
+    Document::from_reader(r).map(Document::into_runs)
+}
+
+/// Reads the file at `path`: a result document or a result set
+/// ([`runs_from_reader`]).
+pub fn load_runs(path: &Path) -> Result<Vec<RunResult>, ResultError> {
+    load(path).map(Document::into_runs)
+}
+
+/// Reads the file at `path` ([`Document::from_reader`]).
+pub fn load(path: &Path) -> Result<Document, ResultError> {
+    let file = std::fs::File::open(path)?;
+    Document::from_reader(std::io::BufReader::new(file))
 }
 
 /// `count / seconds`, 0 when no time passed.
@@ -335,6 +463,21 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reader_tells_sets_and_strangers_apart() {
+        let empty = format!(r#"{{"schema":"{SET_SCHEMA}","runs":[]}}"#);
+        assert!(matches!(
+            runs_from_reader(empty.as_bytes()),
+            Err(ResultError::Incompatible(_))
+        ));
+        assert!(matches!(
+            runs_from_reader(&br#"{"schema":"k6/summary"}"#[..]),
+            Err(ResultError::Schema { found }) if found == "k6/summary"
+        ));
+        assert!(matches!(runs_from_reader(&b"[1, 2]"[..]), Err(ResultError::NotAResult)));
+        assert!(matches!(runs_from_reader(&b"not json"[..]), Err(ResultError::Parse(_))));
+    }
 
     #[test]
     fn rfc3339_formats_known_instants() {

@@ -65,6 +65,18 @@ pub fn open_run(e: &ExportArgs) -> Result<(Exports, Option<RequestLog>), UsageEr
     Ok((exports, log))
 }
 
+/// `--csv-requests` streams one run's requests; repeated runs would write
+/// over each other's rows.
+pub fn refuse_rows_with_repeat(e: &ExportArgs, repeat: u32) -> Result<(), UsageError> {
+    match (&e.csv_requests, repeat) {
+        (Some(_), 2..) => Err(UsageError(format!(
+            "--csv-requests with --repeat {repeat}: the request log holds one run; drop --repeat, or repeat the \
+             command with a different --csv-requests file each time"
+        ))),
+        _ => Ok(()),
+    }
+}
+
 impl Exports {
     /// Writes the series exports of `result`.
     pub fn write(self, result: &RunResult) -> anyhow::Result<()> {

@@ -3,13 +3,11 @@
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use throng_engine::Control;
 use throng_plan::{HttpArgs, HttpPlan};
 
-use super::{UsageError, print_report, run_exit_code, view, write_result};
+use super::{UsageError, finish_runs, repeated};
 use crate::args::HttpCmd;
 use crate::progress::Display;
-use crate::signals;
 
 pub fn run(c: HttpCmd) -> anyhow::Result<ExitCode> {
     let body = match &c.body {
@@ -46,17 +44,14 @@ pub fn run(c: HttpCmd) -> anyhow::Result<ExitCode> {
     };
     let (exports, rows) = super::export::open_run(&c.export)?;
 
-    let control = Control::new();
-    signals::forward_to(&control);
-    let display = Display::new(c.quiet);
-    let result = throng_engine::run_http(&plan, tls, rows.as_ref(), &control, &mut |p| display.tick(p));
-    display.finish();
-    let result = result.context("the run could not start")?;
-
-    exports.write(&result)?;
-    if let Some(path) = &c.json {
-        write_result(path, &result)?;
-    }
-    print_report(view(c.format), &result)?;
-    Ok(run_exit_code(&result))
+    super::export::refuse_rows_with_repeat(&c.export, c.repeat.count)?;
+    let runs = repeated(c.repeat, c.quiet, |control| {
+        let display = Display::new(c.quiet);
+        let result = throng_engine::run_http(&plan, tls.clone(), rows.as_ref(), control, &mut |p| display.tick(p));
+        display.finish();
+        result.context("the run could not start")
+    })?;
+    let (code, merged) = finish_runs(c.repeat, &runs, c.json.as_deref(), c.format)?;
+    exports.write(&merged)?;
+    Ok(code)
 }

@@ -2,16 +2,21 @@
 
 use std::process::ExitCode;
 
-use super::{UsageError, read_result, write_result};
+use throng_result::RunResult;
+
+use super::{UsageError, read_document, write_result};
 use crate::args::MergeCmd;
 
 pub fn run(c: MergeCmd) -> anyhow::Result<ExitCode> {
-    let results = c
-        .results
-        .iter()
-        .map(|p| read_result(p))
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    let merged = throng_result::RunResult::merge(&results).map_err(|e| UsageError(e.to_string()))?;
+    // Files are parts that ran side by side; a set's runs ran one after
+    // another, so each set is first added up in sequence.
+    let mut results = Vec::new();
+    for path in &c.results {
+        let runs = read_document(path)?.into_runs();
+        let one = RunResult::merge_sequential(&runs).map_err(|e| UsageError(format!("'{}': {e}", path.display())))?;
+        results.push(one);
+    }
+    let merged = RunResult::merge(&results).map_err(|e| UsageError(e.to_string()))?;
     write_result(&c.output, &merged)?;
     let m = &merged.measurements;
     eprintln!(

@@ -1,6 +1,7 @@
 //! One function per subcommand; each returns the process's exit code.
 
 mod certs;
+mod compare;
 mod demo;
 mod export;
 mod http;
@@ -17,10 +18,11 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
+use throng_engine::Control;
 use throng_report::View;
-use throng_result::RunResult;
+use throng_result::{ResultSet, RunResult};
 
-use crate::args::{Cli, Command, Format};
+use crate::args::{Cli, Command, Format, RepeatArgs};
 
 /// Exit code: the run happened but failed (every request failed, target unreachable).
 pub const EXIT_FAILED: u8 = 1;
@@ -50,6 +52,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Demo(c) => demo::run(c),
         Command::Report(c) => report::run(c),
         Command::Merge(c) => merge::run(c),
+        Command::Compare(c) => compare::run(c),
         Command::Certs(c) => certs::run(c),
         Command::Sweep(c) => sweep::run(c),
         Command::Run(c) => run::run(c),
@@ -112,11 +115,111 @@ fn write_result(path: &Path, result: &RunResult) -> anyhow::Result<()> {
         .with_context(|| format!("writing '{}'", path.display()))
 }
 
-/// Reads a result document.
-fn read_result(path: &Path) -> anyhow::Result<RunResult> {
+/// Reads a result document or a result set.
+fn read_document(path: &Path) -> anyhow::Result<throng_result::Document> {
     let file = std::fs::File::open(path).map_err(|e| UsageError(format!("cannot read '{}': {e}", path.display())))?;
-    RunResult::from_reader(std::io::BufReader::new(file))
+    throng_result::Document::from_reader(std::io::BufReader::new(file))
         .map_err(|e| UsageError(format!("'{}': {e}", path.display())).into())
+}
+
+/// Writes a result set (every run of a `--repeat`) to `path`.
+fn write_set(path: &Path, runs: &[RunResult]) -> anyhow::Result<()> {
+    let file = std::fs::File::create(path).with_context(|| {
+        format!(
+            "cannot write the result set to '{}' (check the directory exists and is writable)",
+            path.display()
+        )
+    })?;
+    ResultSet::new(runs.to_vec())
+        .to_writer(std::io::BufWriter::new(file))
+        .with_context(|| format!("writing '{}'", path.display()))
+}
+
+/// Writes the report of several runs to stdout (one run: as
+/// [`print_report`]; several: added up, plus a table per run in text; the
+/// JSON view prints the result set).
+fn print_runs(v: View, runs: &[RunResult], as_set: bool) -> anyhow::Result<()> {
+    let Some(first) = runs.first() else {
+        return Ok(());
+    };
+    if !as_set {
+        return print_report(v, first);
+    }
+    throng_report::supports(v, first).map_err(UsageError)?;
+    let mut buf = Vec::new();
+    if v == View::Json {
+        ResultSet::new(runs.to_vec())
+            .to_writer(&mut buf)
+            .context("rendering the result set")?;
+    } else {
+        throng_report::runs::write_set(v, runs, &mut buf).context("rendering the report")?;
+    }
+    print_bytes(&buf)
+}
+
+/// Runs `once` `repeat.count` times in a row, `repeat.settle` apart, each
+/// with its own [`Control`] (a signal stops the current run and skips the
+/// rest). With more than one run, says each run's figures on stderr as it
+/// ends (unless `quiet`).
+fn repeated(
+    repeat: RepeatArgs,
+    quiet: bool,
+    mut once: impl FnMut(&Control) -> anyhow::Result<RunResult>,
+) -> anyhow::Result<Vec<RunResult>> {
+    let n = repeat.count.max(1) as usize;
+    let controls: Vec<Control> = (0..n).map(|_| Control::new()).collect();
+    crate::signals::forward_to_all(&controls);
+    let mut runs = Vec::with_capacity(n);
+    for (i, control) in controls.iter().enumerate() {
+        if i > 0 {
+            settle(repeat.settle, control);
+        }
+        if control.was_interrupted() {
+            break;
+        }
+        let r = once(control)?;
+        if n > 1 && !quiet {
+            eprintln!("throng: {}", throng_report::runs::run_line(&r, i + 1, n));
+        }
+        let stop = r.interrupted;
+        runs.push(r);
+        if stop {
+            break;
+        }
+    }
+    Ok(runs)
+}
+
+/// Sleeps `d`, waking early when `control` is interrupted.
+fn settle(d: std::time::Duration, control: &Control) {
+    let until = std::time::Instant::now() + d;
+    while !control.was_interrupted() {
+        let left = until.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        std::thread::sleep(left.min(std::time::Duration::from_millis(50)));
+    }
+}
+
+/// Writes `--json` (one result, or a set when `--repeat` asked for more than
+/// one run), prints the report, and returns the exit code the runs deserve.
+fn finish_runs(
+    repeat: RepeatArgs,
+    runs: &[RunResult],
+    json: Option<&Path>,
+    format: Format,
+) -> anyhow::Result<(ExitCode, RunResult)> {
+    let as_set = repeat.count > 1;
+    if let Some(path) = json {
+        match runs {
+            [one] if !as_set => write_result(path, one)?,
+            _ => write_set(path, runs)?,
+        }
+    }
+    print_runs(view(format), runs, as_set)?;
+    let merged = RunResult::merge_sequential(runs).context("adding up the runs")?;
+    Ok((run_exit_code(&merged), merged))
 }
 
 /// The exit code a finished run deserves, with a line on stderr when it

@@ -1,13 +1,25 @@
-//! `throng report`.
+//! `throng report`: one result, or a result set (its runs added up, and in
+//! the text view one line per run).
 
 use std::process::ExitCode;
 
-use super::{print_report, read_result, view};
+use anyhow::Context;
+use throng_result::{Document, RunResult};
+
+use super::{print_runs, read_document, view};
 use crate::args::ReportCmd;
 
 pub fn run(c: ReportCmd) -> anyhow::Result<ExitCode> {
-    let result = read_result(&c.result)?;
-    super::export::open(c.csv.as_deref(), c.hdr_log.as_deref())?.write(&result)?;
-    print_report(view(c.format), &result)?;
+    // A set prints as a set even when it holds one run (an interrupted
+    // --repeat), as the run that wrote it did.
+    let (runs, as_set) = match read_document(&c.result)? {
+        Document::Single(r) => (vec![*r], false),
+        Document::Set(s) => (s.runs, true),
+    };
+    if c.csv.is_some() || c.hdr_log.is_some() {
+        let merged = RunResult::merge_sequential(&runs).context("adding up the runs")?;
+        super::export::open(c.csv.as_deref(), c.hdr_log.as_deref())?.write(&merged)?;
+    }
+    print_runs(view(c.format), &runs, as_set)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -6,13 +6,12 @@ use std::process::ExitCode;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::Context as _;
-use throng_engine::{Control, ScenarioOptions};
+use throng_engine::ScenarioOptions;
 use throng_scenario::ScenarioPlan;
 
-use super::{EXIT_INTERRUPTED, EXIT_THRESHOLDS, UsageError, print_report, run_exit_code, view, write_result};
+use super::{EXIT_INTERRUPTED, EXIT_THRESHOLDS, UsageError, finish_runs, repeated};
 use crate::args::{Format, RunCmd, TlsArgs};
 use crate::progress::Display;
-use crate::signals;
 
 pub fn run(c: RunCmd) -> anyhow::Result<ExitCode> {
     if matches!(c.format, Format::Ab | Format::Httperf) {
@@ -66,17 +65,16 @@ pub fn run(c: RunCmd) -> anyhow::Result<ExitCode> {
                 .map_or(0, |d| d.as_nanos() as u64)
         }),
     };
-    let control = Control::new();
-    signals::forward_to(&control);
-    let display = Display::new(c.quiet);
-    let result = throng_engine::run_scenario(&plan, tls, &options, &control, &mut |p| display.tick(p));
-    display.finish();
-    let result = result.with_context(|| format!("{}: the run could not start", c.file.display()))?;
-
+    super::export::refuse_rows_with_repeat(&c.export, c.repeat.count)?;
+    let runs = repeated(c.repeat, c.quiet, |control| {
+        let display = Display::new(c.quiet);
+        let result = throng_engine::run_scenario(&plan, tls.clone(), &options, control, &mut |p| display.tick(p));
+        display.finish();
+        result.with_context(|| format!("{}: the run could not start", c.file.display()))
+    })?;
+    // With --repeat, thresholds and JUnit judge the runs added up.
+    let (code, result) = finish_runs(c.repeat, &runs, c.json.as_deref(), c.format)?;
     exports.write(&result)?;
-    if let Some(path) = &c.json {
-        write_result(path, &result)?;
-    }
     if let Some(path) = &c.junit {
         let mut out = Vec::new();
         throng_report::junit::write(&result, &mut out).context("rendering JUnit XML")?;
@@ -87,7 +85,6 @@ pub fn run(c: RunCmd) -> anyhow::Result<ExitCode> {
             )
         })?;
     }
-    print_report(view(c.format), &result)?;
     if result.interrupted {
         return Ok(ExitCode::from(EXIT_INTERRUPTED));
     }
@@ -96,7 +93,7 @@ pub fn run(c: RunCmd) -> anyhow::Result<ExitCode> {
         eprintln!("throng: {failed} of {} thresholds failed", result.thresholds.len());
         return Ok(ExitCode::from(EXIT_THRESHOLDS));
     }
-    Ok(run_exit_code(&result))
+    Ok(code)
 }
 
 /// Reads and validates a scenario file; its data file is read relative to it.

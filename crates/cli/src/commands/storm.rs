@@ -15,7 +15,7 @@ use throng_engine::{Control, StormPart};
 use throng_plan::{Procs, StormArgs, StormPlan};
 use throng_result::RunResult;
 
-use super::{UsageError, print_report, run_exit_code, view, write_result};
+use super::UsageError;
 use crate::args::{Format, StormCmd};
 use crate::progress::Display;
 use crate::signals;
@@ -111,33 +111,30 @@ pub fn run(c: StormCmd) -> anyhow::Result<ExitCode> {
     };
     check_system(&plan, peak, procs, per_process)?;
 
-    let control = Control::new();
-    let result = if procs <= 1 {
-        signals::forward_to(&control);
-        let display = Display::new(c.quiet);
-        let r = throng_engine::run_storm(&plan, StormPart::WHOLE, tls, rows.as_ref(), &control, &mut |p| {
-            display.tick_storm(p);
-        });
-        display.finish();
-        r.context("the storm could not start")?
-    } else {
-        run_children(&c, &plan, procs, seed, rows.as_ref(), &control)?
-    };
-
-    let mut result = result;
-    if plan.source.is_empty() && result.measurements.peak_concurrent_connections > CROWDED_PORTS {
-        result.notes.push(format!(
-            "{} connections were open at once from one source address: connect() slows down as the local \
-             port range fills (and fails past ~28K); --source 127.0.0.2-127.0.0.200 spreads them",
-            result.measurements.peak_concurrent_connections
-        ));
-    }
-    exports.write(&result)?;
-    if let Some(path) = &c.json {
-        write_result(path, &result)?;
-    }
-    print_report(view(c.format), &result)?;
-    Ok(run_exit_code(&result))
+    super::export::refuse_rows_with_repeat(&c.export, c.repeat.count)?;
+    let runs = super::repeated(c.repeat, c.quiet, |control| {
+        let mut result = if procs <= 1 {
+            let display = Display::new(c.quiet);
+            let r = throng_engine::run_storm(&plan, StormPart::WHOLE, tls.clone(), rows.as_ref(), control, &mut |p| {
+                display.tick_storm(p);
+            });
+            display.finish();
+            r.context("the storm could not start")?
+        } else {
+            run_children(&c, &plan, procs, seed, rows.as_ref(), control)?
+        };
+        if plan.source.is_empty() && result.measurements.peak_concurrent_connections > CROWDED_PORTS {
+            result.notes.push(format!(
+                "{} connections were open at once from one source address: connect() slows down as the local \
+                 port range fills (and fails past ~28K); --source 127.0.0.2-127.0.0.200 spreads them",
+                result.measurements.peak_concurrent_connections
+            ));
+        }
+        Ok(result)
+    })?;
+    let (code, merged) = super::finish_runs(c.repeat, &runs, c.json.as_deref(), c.format)?;
+    exports.write(&merged)?;
+    Ok(code)
 }
 
 /// Open connections from one source address past which the kernel's search

@@ -1,0 +1,102 @@
+//! `throng compare`: reads each side's files (results or result sets),
+//! builds the comparison, prints it in the asked layout.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use throng_report::View;
+use throng_report::compare::{Comparison, Options, Side};
+
+use super::{UsageError, print_bytes, read_document};
+use crate::args::{CompareCmd, CompareFormat};
+
+pub fn run(c: CompareCmd) -> anyhow::Result<ExitCode> {
+    let (files_a, files_b): (Vec<PathBuf>, Vec<PathBuf>) = if c.vs.is_empty() {
+        match c.files.as_slice() {
+            [a, b] => (vec![a.clone()], vec![b.clone()]),
+            files => {
+                return Err(UsageError(format!(
+                    "give two files (A then B), or side A's files then --vs and side B's; got {} file(s) and no --vs",
+                    files.len()
+                ))
+                .into());
+            }
+        }
+    } else {
+        (c.files.clone(), c.vs.clone())
+    };
+    let (mut label_a, mut label_b) = default_labels(&files_a, &files_b);
+    for l in &c.labels {
+        match l.split_once('=') {
+            Some((side, name)) if side.eq_ignore_ascii_case("a") && !name.is_empty() => label_a = name.to_string(),
+            Some((side, name)) if side.eq_ignore_ascii_case("b") && !name.is_empty() => label_b = name.to_string(),
+            _ => return Err(UsageError(format!("--label '{l}': expected A=NAME or B=NAME")).into()),
+        }
+    }
+    if !(50.0..100.0).contains(&c.confidence) {
+        return Err(UsageError(format!(
+            "--confidence {}: give a percentage from 50 to 99.9",
+            c.confidence
+        ))
+        .into());
+    }
+    if !(0.0..=1000.0).contains(&c.min_effect) {
+        return Err(UsageError(format!("--min-effect {}: give a percentage, e.g. 1", c.min_effect)).into());
+    }
+    let a = side(label_a, &files_a)?;
+    let b = side(label_b, &files_b)?;
+    let options = Options {
+        confidence: c.confidence / 100.0,
+        min_effect: c.min_effect / 100.0,
+        seed: c.seed,
+        ..Options::default()
+    };
+    let cmp = Comparison::new(a, b, options).map_err(|e| UsageError(e.to_string()))?;
+    let mut out = Vec::new();
+    match c.format {
+        CompareFormat::Text => throng_report::compare::write_text(&cmp, &mut out),
+        CompareFormat::Markdown => throng_report::compare::write_markdown(&cmp, &mut out),
+        CompareFormat::Json => throng_report::compare::write_json(&cmp, &mut out),
+        CompareFormat::Ab | CompareFormat::Httperf => {
+            let view = if c.format == CompareFormat::Ab {
+                View::Ab
+            } else {
+                View::Httperf
+            };
+            for (label, r) in [(&cmp.a.label, &cmp.merged_a), (&cmp.b.label, &cmp.merged_b)] {
+                throng_report::supports(view, r).map_err(|e| UsageError(format!("side {label}: {e}")))?;
+            }
+            throng_report::compare::write_columns(view, &cmp, &mut out)
+        }
+    }
+    .context("rendering the comparison")?;
+    print_bytes(&out)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A side's runs: every run of every file, in order.
+fn side(label: String, files: &[PathBuf]) -> anyhow::Result<Side> {
+    let mut runs = Vec::new();
+    for f in files {
+        runs.extend(read_document(f)?.into_runs());
+    }
+    Ok(Side {
+        label,
+        sources: files.iter().map(|f| f.display().to_string()).collect(),
+        runs,
+    })
+}
+
+/// The files' names when each side is one file and the names differ, else
+/// A and B.
+fn default_labels(a: &[PathBuf], b: &[PathBuf]) -> (String, String) {
+    let stem = |p: &Path| p.file_stem().map(|s| s.to_string_lossy().into_owned());
+    if let ([a], [b]) = (a, b)
+        && let (Some(sa), Some(sb)) = (stem(a), stem(b))
+        && sa != sb
+    {
+        return (sa, sb);
+    }
+    ("A".to_string(), "B".to_string())
+}
