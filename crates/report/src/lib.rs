@@ -7,13 +7,18 @@
 //!             ├─ httperf::write  (httperf's layout and error classes)
 //!             ├─ storm::write    (connection storms)
 //!             ├─ scenario::write (throng run: steps, stages, checks, thresholds)
-//!             └─ junit::write    (threshold verdicts for CI)
+//!             ├─ junit::write    (threshold verdicts for CI)
+//!             └─ html::render    (one self-contained page; html::render_compare
+//!                                 overlays several runs; charts from chart.rs)
 //! ```
 //!
-//! Writers take `impl Write` and never touch the terminal or files.
+//! Writers take `impl Write` (or return a `String`) and never touch the
+//! terminal or files.
 
 pub mod ab;
+pub mod chart;
 pub mod format;
+pub mod html;
 pub mod httperf;
 pub mod junit;
 pub mod scenario;

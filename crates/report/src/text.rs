@@ -8,7 +8,7 @@ use throng_result::{Plan, RunResult, per_second};
 use crate::format::{bytes, pct, us};
 
 /// Phases shown in the table, in order (those with samples).
-const TABLE: [Phase; 10] = [
+pub(crate) const TABLE: [Phase; 10] = [
     Phase::ScheduleLag,
     Phase::Connect,
     Phase::Tls,
