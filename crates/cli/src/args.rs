@@ -69,6 +69,9 @@ pub struct RunCmd {
     /// Write the result document (JSON) here
     #[arg(long = "json", value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Also write a self-contained HTML report here (charts as inline SVG; fetches nothing)
+    #[arg(long = "html", value_name = "FILE")]
+    pub html: Option<PathBuf>,
     /// Write the threshold verdicts as JUnit XML here (for CI systems)
     #[arg(long = "junit", value_name = "FILE")]
     pub junit: Option<PathBuf>,
@@ -225,6 +228,9 @@ pub struct HttpCmd {
     /// Also write the result document here
     #[arg(long = "json", value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Also write a self-contained HTML report here (charts as inline SVG; fetches nothing)
+    #[arg(long = "html", value_name = "FILE")]
+    pub html: Option<PathBuf>,
     /// No progress display
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
@@ -365,6 +371,9 @@ pub struct StormCmd {
     /// Also write the result document here
     #[arg(long = "json", value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Also write a self-contained HTML report here (charts as inline SVG; fetches nothing)
+    #[arg(long = "html", value_name = "FILE")]
+    pub html: Option<PathBuf>,
     /// No progress display
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
@@ -425,6 +434,9 @@ pub struct ReportCmd {
     /// Report layout
     #[arg(long = "format", value_enum, default_value_t = Format::Text)]
     pub format: Format,
+    /// Write a self-contained HTML report here instead of printing the layout
+    #[arg(long = "html", value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -6,7 +6,7 @@ use anyhow::Context as _;
 use throng_engine::Control;
 use throng_plan::{HttpArgs, HttpPlan};
 
-use super::{UsageError, print_report, run_exit_code, view, write_result};
+use super::{UsageError, print_report, run_exit_code, view, write_html, write_result};
 use crate::args::HttpCmd;
 use crate::progress::Display;
 use crate::signals;
@@ -54,6 +54,9 @@ pub fn run(c: HttpCmd) -> anyhow::Result<ExitCode> {
 
     if let Some(path) = &c.json {
         write_result(path, &result)?;
+    }
+    if let Some(path) = &c.html {
+        write_html(path, &result)?;
     }
     print_report(view(c.format), &result)?;
     Ok(run_exit_code(&result))

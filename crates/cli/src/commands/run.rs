@@ -9,7 +9,9 @@ use anyhow::Context as _;
 use throng_engine::{Control, ScenarioOptions};
 use throng_scenario::ScenarioPlan;
 
-use super::{EXIT_INTERRUPTED, EXIT_THRESHOLDS, UsageError, print_report, run_exit_code, view, write_result};
+use super::{
+    EXIT_INTERRUPTED, EXIT_THRESHOLDS, UsageError, print_report, run_exit_code, view, write_html, write_result,
+};
 use crate::args::{Format, RunCmd, TlsArgs};
 use crate::progress::Display;
 use crate::signals;
@@ -58,6 +60,9 @@ pub fn run(c: RunCmd) -> anyhow::Result<ExitCode> {
 
     if let Some(path) = &c.json {
         write_result(path, &result)?;
+    }
+    if let Some(path) = &c.html {
+        write_html(path, &result)?;
     }
     if let Some(path) = &c.junit {
         let mut out = Vec::new();

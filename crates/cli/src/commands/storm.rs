@@ -15,7 +15,7 @@ use throng_engine::{Control, StormPart};
 use throng_plan::{Procs, StormArgs, StormPlan};
 use throng_result::RunResult;
 
-use super::{UsageError, print_report, run_exit_code, view, write_result};
+use super::{UsageError, print_report, run_exit_code, view, write_html, write_result};
 use crate::args::{Format, StormCmd};
 use crate::progress::Display;
 use crate::signals;
@@ -132,6 +132,9 @@ pub fn run(c: StormCmd) -> anyhow::Result<ExitCode> {
     }
     if let Some(path) = &c.json {
         write_result(path, &result)?;
+    }
+    if let Some(path) = &c.html {
+        write_html(path, &result)?;
     }
     print_report(view(c.format), &result)?;
     Ok(run_exit_code(&result))
