@@ -487,7 +487,7 @@ impl Page {
         self.html.push_str(&lat.svg());
         self.html.push('\n');
 
-        self.h2("distribution", "Latency distribution");
+        self.h2("distribution", &format!("Distribution of {phase}"));
         let _ = writeln!(
             self.html,
             "<p class=\"plan\">The {} percentile spectrum, as HdrHistogram plots it: the value below which each \
