@@ -24,7 +24,8 @@ pub const PALETTE: [&str; 8] = [
 /// Dash patterns telling apart several series of one colour.
 pub const DASHES: [&str; 4] = ["", "6 3", "2 3", "8 3 2 3"];
 
-/// Escapes text for HTML and SVG content and attribute values.
+/// Escapes text for HTML, SVG and XML content and attribute values, and
+/// drops the control characters XML 1.0 cannot carry.
 pub fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
@@ -34,6 +35,8 @@ pub fn escape(text: &str) -> String {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&#39;"),
+            '\t' | '\n' | '\r' => out.push(c),
+            c if (c as u32) < 0x20 => {}
             c => out.push(c),
         }
     }

@@ -124,6 +124,14 @@ fn per_second_line(m: &Measurements, label: &str, f: impl Fn(&throng_metrics::Se
     line(label, m.series.iter().map(|p| (p.second as f64, f(p) as f64)).collect())
 }
 
+fn scenario_line(
+    s: &throng_metrics::ScenarioStats,
+    label: &str,
+    f: impl Fn(&throng_metrics::ScenarioSecond) -> u64,
+) -> Line {
+    line(label, s.series.iter().map(|p| (p.second as f64, f(p) as f64)).collect())
+}
+
 fn throughput_lines(r: &RunResult) -> Vec<Line> {
     let m = &r.measurements;
     match &r.plan {
@@ -138,13 +146,7 @@ fn throughput_lines(r: &RunResult) -> Vec<Line> {
                 per_second_line(m, "ok", |p| p.ok),
             ];
             if let Some(s) = &m.scenario {
-                v.push(line(
-                    "iterations",
-                    s.series
-                        .iter()
-                        .map(|p| (p.second as f64, p.iterations as f64))
-                        .collect(),
-                ));
+                v.push(scenario_line(s, "iterations", |p| p.iterations));
             }
             v
         }
@@ -164,13 +166,7 @@ fn error_lines(r: &RunResult) -> Vec<Line> {
         v.push(per_second_line(m, "dropped", |p| p.dropped));
     }
     if let Some(s) = m.scenario.as_ref().filter(|s| s.dropped_iterations > 0) {
-        v.push(line(
-            "dropped iterations",
-            s.series
-                .iter()
-                .map(|p| (p.second as f64, p.dropped_iterations as f64))
-                .collect(),
-        ));
+        v.push(scenario_line(s, "dropped iterations", |p| p.dropped_iterations));
     }
     v
 }
@@ -179,19 +175,12 @@ fn active_lines(r: &RunResult) -> Vec<Line> {
     let m = &r.measurements;
     let mut v = Vec::new();
     if let (Plan::Run(p), Some(s)) = (&r.plan, &m.scenario) {
-        v.push(line(
-            "VUs",
-            s.series.iter().map(|x| (x.second as f64, x.vus as f64)).collect(),
-        ));
+        v.push(scenario_line(s, "VUs", |x| x.vus));
         if p.scenarios.len() > 1 {
             for (i, sc) in p.scenarios.iter().enumerate() {
-                v.push(line(
-                    &format!("VUs {}", sc.name),
-                    s.series
-                        .iter()
-                        .map(|x| (x.second as f64, x.vus_by_scenario.get(i).copied().unwrap_or(0) as f64))
-                        .collect(),
-                ));
+                v.push(scenario_line(s, &format!("VUs {}", sc.name), |x| {
+                    x.vus_by_scenario.get(i).copied().unwrap_or(0)
+                }));
             }
         }
     }
@@ -831,7 +820,6 @@ impl Page {
 fn facts(r: &RunResult) -> Vec<(&'static str, String)> {
     let e = &r.environment;
     let g = &r.generator;
-    let cpu = g.cpu_user_s + g.cpu_system_s;
     let mut v = vec![
         ("target", r.plan.target_url().to_string()),
         ("started", r.started_at.clone()),
@@ -851,11 +839,7 @@ fn facts(r: &RunResult) -> Vec<(&'static str, String)> {
                 "{:.2}s user + {:.2}s system ({:.0}% of one core)",
                 g.cpu_user_s,
                 g.cpu_system_s,
-                if r.duration_s > 0.0 {
-                    cpu * 100.0 / r.duration_s
-                } else {
-                    0.0
-                }
+                crate::text::cpu_share(r)
             ),
         ),
         ("peak memory", bytes(g.peak_rss_bytes as f64)),
