@@ -46,8 +46,11 @@ pub fn escape(text: &str) -> String {
 /// What an axis' values are, for its tick labels.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Unit {
-    /// Plain numbers: `0`, `500`, `1.5k`, `2M`.
+    /// Whole numbers (counts): `0`, `500`, `1.5k`, `2M`; ticks never fall
+    /// between two whole numbers.
     Count,
+    /// Any numbers: `0.25`, `12`, `1.5k`.
+    Number,
     /// Seconds: `0s`, `30s`.
     Seconds,
     /// Microseconds, shown as `µs`, `ms` or `s`.
@@ -65,7 +68,7 @@ impl Unit {
     /// A short tick label for `v`.
     pub fn label(&self, v: f64) -> String {
         match self {
-            Unit::Count => short_number(v),
+            Unit::Count | Unit::Number => short_number(v),
             Unit::Seconds => format!("{}s", trim(v, 1)),
             Unit::Micros => short_micros(v),
             Unit::Bytes => {
@@ -432,11 +435,11 @@ impl LineChart {
     }
 }
 
-/// An inline `<svg>` element as a standalone SVG document (adds the XML
-/// declaration and namespace that a file needs and inline HTML does not).
+/// An inline `<svg>` element as a standalone SVG file (adds the namespace
+/// that a file needs and inline HTML does not).
 pub fn standalone(svg: &str) -> String {
     let body = svg.strip_prefix("<svg").unwrap_or(svg);
-    format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\"{body}\n")
+    format!("<svg xmlns=\"http://www.w3.org/2000/svg\"{body}\n")
 }
 
 fn min_max(v: &[f64]) -> Option<(f64, f64)> {
@@ -652,6 +655,7 @@ mod tests {
         assert_eq!(Unit::Micros.label(1500.0), "1.5ms");
         assert_eq!(Unit::Micros.label(2_000_000.0), "2s");
         assert_eq!(Unit::Count.label(1500.0), "1.5k");
+        assert_eq!(Unit::Number.label(0.25), "0.25");
         assert_eq!(Unit::Bytes.label(2_500_000.0), "2.5 MB");
         assert_eq!(Unit::Seconds.label(30.0), "30s");
         let p: Vec<String> = [1.0, 10.0, 100.0, 1000.0, 10_000.0]
@@ -668,6 +672,8 @@ mod tests {
         // Whole-number units never get fractional steps.
         let m = Mapped::new(&Axis::linear("", Unit::Seconds), 0.0, 2.0, false, 10);
         assert_eq!(m.ticks, [0.0, 1.0, 2.0]);
+        let m = Mapped::new(&Axis::linear("", Unit::Number), 0.0, 0.4, true, 5);
+        assert_eq!(m.ticks.len(), 5, "{:?}", m.ticks);
         // Nothing but zeros still gives an axis.
         let m = Mapped::new(&Axis::linear("", Unit::Count), 0.0, 0.0, true, 5);
         assert!(m.hi > m.lo);
