@@ -297,3 +297,72 @@ fn report_writes_html_from_a_result_file_and_names_an_unwritable_path() {
     assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
     assert!(err.contains(&bad.display().to_string()), "names the path: {err}");
 }
+
+#[test]
+fn storm_and_scenario_runs_write_their_html_reports() {
+    let server = lab(None);
+    let dir = tempfile::tempdir().unwrap();
+
+    let storm = dir.path().join("storm.html");
+    let out = common::output(
+        common::throng()
+            .args([
+                "storm",
+                &format!("tcp://{}", server.addr()),
+                "--connections",
+                "40",
+                "--quiet",
+            ])
+            .arg("--html")
+            .arg(&storm),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let html = std::fs::read_to_string(&storm).unwrap();
+    let c = charts(&html);
+    assert!(c["throughput"].drawn.iter().all(|&n| n > 0), "{c:?}");
+    assert!(html.contains("Connections established per second"));
+    assert!(html.contains("<table class=\"outcomes connections\">"));
+
+    let yaml = dir.path().join("s.yaml");
+    std::fs::write(
+        &yaml,
+        format!(
+            "target: http://{}\n\
+             scenarios:\n\
+             \x20 ramp:\n\
+             \x20   executor: ramping-vus\n\
+             \x20   stages:\n\
+             \x20     - {{ duration: 1s, target: 3 }}\n\
+             \x20     - {{ duration: 1s, target: 3 }}\n\
+             \x20   flow:\n\
+             \x20     - request:\n\
+             \x20         name: \"home <1>\"\n\
+             \x20         path: /\n\
+             \x20         check:\n\
+             \x20           \"is <ok>\": {{ status: [200] }}\n\
+             \x20     - think: 20ms\n\
+             thresholds:\n\
+             \x20 errors: [rate < 0.5]\n",
+            server.addr()
+        ),
+    )
+    .unwrap();
+    let run = dir.path().join("run.html");
+    let out = common::output(
+        common::throng()
+            .arg("run")
+            .arg(&yaml)
+            .arg("--quiet")
+            .arg("--html")
+            .arg(&run),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let html = std::fs::read_to_string(&run).unwrap();
+    let c = charts(&html);
+    assert_eq!(c.len(), 6, "{:?}", c.keys());
+    assert!(html.contains("step:home &lt;1&gt;"), "step table with the escaped name");
+    assert!(html.contains("is &lt;ok&gt;"), "check table with the escaped name");
+    assert!(html.contains("<table class=\"stages\">"));
+    assert!(html.contains("<table class=\"thresholds\">"));
+    assert!(html.contains("data-series=\"VUs\""), "VUs over time");
+}
