@@ -265,7 +265,7 @@ table{border-collapse:collapse;font-size:13px;margin:6px 0;background:#fff}
 th,td{padding:3px 10px;border-bottom:1px solid #eee;text-align:right;white-space:nowrap}
 th:first-child,td:first-child{text-align:left}td.text{text-align:left;white-space:normal;color:#555}
 thead th{border-bottom:2px solid #ccc}
-.facts td{text-align:left}.facts td:first-child{color:#666}
+.facts td{text-align:left;white-space:normal}.facts td:first-child{color:#666}
 .figures{display:flex;flex-wrap:wrap;gap:8px}
 .figure{background:#fff;border:1px solid #e3e3e3;border-radius:6px;padding:8px 12px;min-width:120px}
 .figure .v{display:block;font-size:18px;font-weight:600}.figure .k{display:block;font-size:12px;color:#666}
@@ -363,24 +363,12 @@ impl Page {
                 f
             })
             .collect();
-        let rows: Vec<Vec<String>> = per_side
-            .first()
-            .map(|first| {
-                first
-                    .iter()
-                    .enumerate()
-                    .map(|(i, (k, _))| {
-                        let mut row = vec![escape(k)];
-                        row.extend(
-                            per_side
-                                .iter()
-                                .map(|f| escape(f.get(i).map_or("", |(_, v)| v.as_str()))),
-                        );
-                        row
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
+        let rows = side_by_side(
+            &per_side
+                .iter()
+                .map(|f| f.iter().map(|(k, v)| (k.to_string(), v.clone())).collect())
+                .collect::<Vec<_>>(),
+        );
         self.table("facts", &head, &rows);
     }
 
@@ -402,21 +390,11 @@ impl Page {
         }
         let mut head = vec!["figure".to_string()];
         head.extend(sides.iter().map(|(l, _)| l.to_string()));
-        let all: Vec<Vec<(String, String, String)>> = sides.iter().map(|(_, r)| figures(r)).collect();
-        let rows: Vec<Vec<String>> = all
-            .first()
-            .map(|first| {
-                first
-                    .iter()
-                    .enumerate()
-                    .map(|(i, (k, _, _))| {
-                        let mut row = vec![escape(k)];
-                        row.extend(all.iter().map(|f| escape(f.get(i).map_or("", |x| x.1.as_str()))));
-                        row
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
+        let all: Vec<Vec<(String, String)>> = sides
+            .iter()
+            .map(|(_, r)| figures(r).into_iter().map(|(k, v, _)| (k, v)).collect())
+            .collect();
+        let rows = side_by_side(&all);
         self.table("summary", &head, &rows);
     }
 
@@ -816,6 +794,29 @@ impl Page {
     }
 }
 
+/// Rows of a table with one column per side: every name any side has (in
+/// order of first appearance), escaped, with each side's value or nothing.
+fn side_by_side(per_side: &[Vec<(String, String)>]) -> Vec<Vec<String>> {
+    let mut names: Vec<&str> = Vec::new();
+    for (k, _) in per_side.iter().flatten() {
+        if !names.contains(&k.as_str()) {
+            names.push(k);
+        }
+    }
+    names
+        .into_iter()
+        .map(|name| {
+            let mut row = vec![escape(name)];
+            row.extend(
+                per_side
+                    .iter()
+                    .map(|f| escape(f.iter().find(|(k, _)| k == name).map_or("", |(_, v)| v.as_str()))),
+            );
+            row
+        })
+        .collect()
+}
+
 /// The run and the machine: (name, value).
 fn facts(r: &RunResult) -> Vec<(&'static str, String)> {
     let e = &r.environment;
@@ -1037,6 +1038,16 @@ mod tests {
         assert!(html.contains("data-series=\"direct · requests\""));
         assert!(html.contains(PALETTE[1]), "the second side has its own colour");
         assert_eq!(html.matches("<g class=\"range\"").count(), 2);
+    }
+
+    #[test]
+    fn side_by_side_lines_up_figures_by_name() {
+        let a = vec![("x".to_string(), "1".to_string()), ("y".to_string(), "2".to_string())];
+        let b = vec![("y".to_string(), "3".to_string()), ("z<".to_string(), "4".to_string())];
+        assert_eq!(
+            side_by_side(&[a, b]),
+            [vec!["x", "1", ""], vec!["y", "2", "3"], vec!["z&lt;", "", "4"]]
+        );
     }
 
     #[test]
