@@ -10,6 +10,8 @@ command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need+=(nginx-light
 command -v nats-server >/dev/null 2>&1 || [ -x /usr/sbin/nats-server ] || need+=(nats-server)
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 command -v htpasswd >/dev/null 2>&1 || need+=(apache2-utils)
+# The HTML report is checked in a real browser (crates/cli/tests/html.rs).
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
 
 if ((${#need[@]})); then
   sudo=""

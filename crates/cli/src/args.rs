@@ -72,6 +72,9 @@ pub struct RunCmd {
     /// Write the result document (JSON) here
     #[arg(long = "json", value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Also write a self-contained HTML report here (charts as inline SVG; fetches nothing)
+    #[arg(long = "html", value_name = "FILE")]
+    pub html: Option<PathBuf>,
     /// Write the threshold verdicts as JUnit XML here (for CI systems)
     #[arg(long = "junit", value_name = "FILE")]
     pub junit: Option<PathBuf>,
@@ -250,6 +253,9 @@ pub struct HttpCmd {
     /// Also write the result document here (a result set with --repeat)
     #[arg(long = "json", value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Also write a self-contained HTML report here (charts as inline SVG; fetches nothing)
+    #[arg(long = "html", value_name = "FILE")]
+    pub html: Option<PathBuf>,
     /// No progress display
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
@@ -418,6 +424,9 @@ pub struct StormCmd {
     /// Also write the result document here (a result set with --repeat)
     #[arg(long = "json", value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Also write a self-contained HTML report here (charts as inline SVG; fetches nothing)
+    #[arg(long = "html", value_name = "FILE")]
+    pub html: Option<PathBuf>,
     /// No progress display
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
@@ -485,6 +494,9 @@ pub struct ReportCmd {
     /// Report layout
     #[arg(long = "format", value_enum, default_value_t = Format::Text)]
     pub format: Format,
+    /// Write a self-contained HTML report here instead of printing the layout
+    #[arg(long = "html", value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -548,6 +560,9 @@ pub struct CompareCmd {
     /// Seed of the bootstrap's resampling
     #[arg(long = "seed", value_name = "N", default_value_t = throng_report::compare::DEFAULT_SEED)]
     pub seed: u64,
+    /// Also write both sides' charts overlaid as one self-contained HTML page
+    #[arg(long = "html", value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
 /// Comparison layouts.

@@ -264,6 +264,33 @@ fn one_run_per_side_says_the_per_second_basis_is_weaker() {
         assert_eq!(row.matches(line).count(), 2, "{row}");
         assert!(row.contains(" | "), "{row}");
     }
+    // --html: one page with both sides overlaid, a line per side per chart.
+    let page = dir.path().join("compare.html");
+    let (code, _, err) = compare(&[
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--html",
+        page.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let html = std::fs::read_to_string(&page).unwrap();
+    for side in ["direct", "nat"] {
+        assert!(
+            html.contains(&format!("data-series=\"{side} · requests\"")),
+            "{side} missing"
+        );
+    }
+    assert!(html.contains("data-chart=\"spectrum\""));
+    assert!(!html.contains("src=\"http"), "the page fetches nothing");
+    let missing = dir.path().join("no/such/dir/compare.html");
+    let (code, _, err) = compare(&[
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--html",
+        missing.to_str().unwrap(),
+    ]);
+    assert_ne!(code, 0);
+    assert!(err.contains("no/such/dir/compare.html"), "{err}");
     // Markdown: tables.
     let (code, md, _) = compare(&[a.to_str().unwrap(), b.to_str().unwrap(), "--format", "markdown"]);
     assert_eq!(code, 0);

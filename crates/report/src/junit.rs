@@ -6,6 +6,8 @@ use std::io::{self, Write};
 
 use throng_result::RunResult;
 
+use crate::chart::escape;
+
 /// Writes the verdicts of `r`'s thresholds (none: an empty suite).
 pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
     let tests = r.thresholds.len();
@@ -49,25 +51,6 @@ pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
     writeln!(w, "</testsuites>")
 }
 
-/// Escapes text for XML attributes and content; drops characters XML 1.0
-/// cannot carry.
-fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            '\t' | '\n' | '\r' => out.push(c),
-            c if (c as u32) < 0x20 => {}
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -76,7 +59,7 @@ mod tests {
     fn escapes_markup() {
         assert_eq!(
             escape(r#"p(95) < 500ms & "x" 'y'"#),
-            "p(95) &lt; 500ms &amp; &quot;x&quot; &apos;y&apos;"
+            "p(95) &lt; 500ms &amp; &quot;x&quot; &#39;y&#39;"
         );
         assert_eq!(escape("a\u{1}b"), "ab");
     }

@@ -8,13 +8,16 @@
 //!             ├─ storm::write    (connection storms)
 //!             ├─ scenario::write (throng run: steps, stages, checks, thresholds)
 //!             ├─ junit::write    (threshold verdicts for CI)
-//!             └─ runs::write_set (a result set: runs added up, plus a table per run)
+//!             ├─ runs::write_set (a result set: runs added up, plus a table per run)
+//!             └─ html::render    (one self-contained page; html::render_compare
+//!                                 overlays several runs; charts from chart.rs)
 //!
 //!  Side A, Side B ─ compare::Comparison ─ compare::write_{text,markdown,json,columns}
 //!                     (figures side by side; stats: bootstrap, Mann–Whitney)
 //! ```
 //!
-//! Writers take `impl Write` and never touch the terminal or files.
+//! Writers take `impl Write` (or return a `String`) and never touch the
+//! terminal or files.
 //!
 //! Exports for other tools, from the same document:
 //! `csv::write_series` (the per-second series, long-form CSV) and
@@ -22,9 +25,11 @@
 //! second per phase).
 
 pub mod ab;
+pub mod chart;
 pub mod compare;
 pub mod csv;
 pub mod format;
+pub mod html;
 pub mod httperf;
 pub mod interval_log;
 pub mod junit;

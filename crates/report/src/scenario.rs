@@ -195,7 +195,8 @@ pub fn describe(sc: &Scenario) -> String {
     text
 }
 
-fn row(h: &Hist) -> [String; 7] {
+/// avg, min, med, p90, p95, p99 and max of `h` (all `-` when empty).
+pub(crate) fn row(h: &Hist) -> [String; 7] {
     if h.is_empty() {
         return std::array::from_fn(|_| "-".to_string());
     }
@@ -233,9 +234,10 @@ fn write_latency(all: &TagStats, w: &mut dyn Write) -> io::Result<()> {
     )
 }
 
-/// One row per step, group and scenario.
-fn write_tags(s: &ScenarioStats, w: &mut dyn Write) -> io::Result<()> {
-    let rows: Vec<(&str, &str, &TagStats)> = ["step", "group", "scenario"]
+/// The tagged figures in report order: every step, then every group, then
+/// every scenario, as (kind, name, figures).
+pub(crate) fn tag_rows(s: &ScenarioStats) -> Vec<(&'static str, &str, &TagStats)> {
+    ["step", "group", "scenario"]
         .iter()
         .flat_map(|kind| {
             s.tags
@@ -243,7 +245,12 @@ fn write_tags(s: &ScenarioStats, w: &mut dyn Write) -> io::Result<()> {
                 .filter_map(move |(k, t)| k.strip_prefix(&format!("{kind}:")).map(|name| (*kind, name, t)))
                 .collect::<Vec<_>>()
         })
-        .collect();
+        .collect()
+}
+
+/// One row per step, group and scenario.
+fn write_tags(s: &ScenarioStats, w: &mut dyn Write) -> io::Result<()> {
+    let rows = tag_rows(s);
     if rows.is_empty() {
         return Ok(());
     }
@@ -299,10 +306,10 @@ fn write_tags(s: &ScenarioStats, w: &mut dyn Write) -> io::Result<()> {
     writeln!(w)
 }
 
-/// For each stage of each ramp: the planned VUs or rate, throughput, p95
-/// and error rate — how the service degrades as load grows.
+/// The load-level table (see [`stage_rows`]).
 fn write_stages(s: &ScenarioStats, p: &ScenarioPlan, w: &mut dyn Write) -> io::Result<()> {
-    if p.scenarios.iter().all(|sc| sc.executor.stages().is_empty()) {
+    let rows = stage_rows(s, p);
+    if rows.is_empty() {
         return Ok(());
     }
     writeln!(w, "  load levels (per stage)")?;
@@ -311,10 +318,42 @@ fn write_stages(s: &ScenarioStats, p: &ScenarioPlan, w: &mut dyn Write) -> io::R
         "  {:<16}{:>16}{:>14}{:>10}{:>10}{:>11}{:>11}{:>9}",
         "stage", "span", "planned", "VUs max", "req/s", "med", "p95", "errors"
     )?;
+    for r in rows {
+        writeln!(
+            w,
+            "  {:<16}{:>16}{:>14}{:>10}{:>10}{:>11}{:>11}{:>9}",
+            r.name, r.span, r.planned, r.vus, r.rate, r.med, r.p95, r.errors
+        )?;
+    }
+    writeln!(w)
+}
+
+/// One stage of a ramp, its figures formatted for people.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct StageRow {
+    /// `SCENARIO#N`.
+    pub name: String,
+    /// `0s–30s`.
+    pub span: String,
+    /// The planned VUs or rate (`10→50 VUs`).
+    pub planned: String,
+    /// Most VUs seen during it.
+    pub vus: u64,
+    /// Requests per second.
+    pub rate: String,
+    /// Median response time.
+    pub med: String,
+    /// 95th percentile response time.
+    pub p95: String,
+    /// Failed share of requests.
+    pub errors: String,
+}
+
+/// For each stage of each ramp: the planned VUs or rate, throughput, p95
+/// and error rate — how the service degrades as load grows.
+pub(crate) fn stage_rows(s: &ScenarioStats, p: &ScenarioPlan) -> Vec<StageRow> {
+    let mut rows = Vec::new();
     for (index, sc) in p.scenarios.iter().enumerate() {
-        if sc.executor.stages().is_empty() {
-            continue;
-        }
         let (unit, start) = match &sc.executor {
             Executor::RampingVus { start_vus, .. } => ("VUs", *start_vus as f64),
             Executor::RampingArrivalRate { start_rate, .. } => ("/unit", *start_rate),
@@ -351,11 +390,9 @@ fn write_stages(s: &ScenarioStats, p: &ScenarioPlan, w: &mut dyn Write) -> io::R
                 }
                 _ => ("0".into(), "-".into(), "-".into(), "-".into()),
             };
-            writeln!(
-                w,
-                "  {:<16}{:>16}{:>14}{:>10}{:>10}{:>11}{:>11}{:>9}",
+            rows.push(StageRow {
                 name,
-                format!(
+                span: format!(
                     "{}–{}",
                     throng_plan::format_duration(at),
                     throng_plan::format_duration(end)
@@ -365,13 +402,13 @@ fn write_stages(s: &ScenarioStats, p: &ScenarioPlan, w: &mut dyn Write) -> io::R
                 rate,
                 med,
                 p95,
-                errors
-            )?;
+                errors,
+            });
             from = st.target;
             at = end;
         }
     }
-    writeln!(w)
+    rows
 }
 
 fn write_checks(s: &ScenarioStats, w: &mut dyn Write) -> io::Result<()> {

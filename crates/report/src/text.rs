@@ -8,7 +8,7 @@ use throng_result::{Plan, RunResult, per_second};
 use crate::format::{bytes, pct, us};
 
 /// Phases shown in the table, in order (those with samples).
-const TABLE: [Phase; 10] = [
+pub(crate) const TABLE: [Phase; 10] = [
     Phase::ScheduleLag,
     Phase::Connect,
     Phase::Tls,
@@ -150,6 +150,16 @@ pub fn write_tls(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
     Ok(())
 }
 
+/// The generator's CPU time as a percentage of one core over the run.
+pub(crate) fn cpu_share(r: &RunResult) -> f64 {
+    let cpu = r.generator.cpu_user_s + r.generator.cpu_system_s;
+    if r.duration_s > 0.0 {
+        cpu * 100.0 / r.duration_s
+    } else {
+        0.0
+    }
+}
+
 /// The generator's own cost, with `units` of `unit` (e.g. "requests")
 /// per CPU-second.
 pub fn write_generator(r: &RunResult, units: u64, unit: &str, w: &mut dyn Write) -> io::Result<()> {
@@ -162,11 +172,7 @@ pub fn write_generator(r: &RunResult, units: u64, unit: &str, w: &mut dyn Write)
         "generator",
         g.cpu_user_s,
         g.cpu_system_s,
-        if r.duration_s > 0.0 {
-            cpu * 100.0 / r.duration_s
-        } else {
-            0.0
-        },
+        cpu_share(r),
         bytes(g.peak_rss_bytes as f64),
         if cpu > 0.0 {
             format!(", {:.0} {unit} per CPU-second", ended as f64 / cpu)

@@ -1,7 +1,7 @@
 //! The sweep's chart: the chosen figure against one parameter, one line per
 //! value of another (seed 000's table read as a curve). Inline SVG.
 
-use plotters::prelude::*;
+use throng_report::chart::{Axis, LineChart, PALETTE, Series, Unit, standalone};
 
 use crate::spec::Sweep;
 use crate::table::CellOutcome;
@@ -49,63 +49,21 @@ pub fn chart_svg(sweep: &Sweep, outcomes: &[CellOutcome]) -> Option<String> {
         };
         series.push((label, pts));
     }
-    let all: Vec<(f64, f64)> = series.iter().flat_map(|(_, p)| p.iter().copied()).collect();
-    if all.is_empty() {
+    if series.iter().all(|(_, p)| p.is_empty()) {
         return None;
     }
-    let (x0, x1) = all
-        .iter()
-        .fold((f64::MAX, f64::MIN), |(a, b), p| (a.min(p.0), b.max(p.0)));
-    let y1 = all.iter().fold(0f64, |a, p| a.max(p.1)) * 1.1 + f64::EPSILON;
-    let pad = ((x1 - x0) * 0.05).max(0.5);
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (800, 480)).into_drawing_area();
-        root.fill(&WHITE).ok()?;
-        let title = format!("{} by {}", spec.figure.header(), spec.x);
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 22))
-            .margin(16)
-            .x_label_area_size(40)
-            .y_label_area_size(70)
-            .build_cartesian_2d((x0 - pad)..(x1 + pad), 0f64..y1)
-            .ok()?;
-        let names = xs.clone();
-        let categorical = numeric.is_none();
-        chart
-            .configure_mesh()
-            .x_desc(spec.x.clone())
-            .y_desc(spec.figure.header())
-            .x_labels(if categorical { xs.len() } else { 12 })
-            .x_label_formatter(&move |v| {
-                if categorical {
-                    names.get(v.round().max(0.0) as usize).cloned().unwrap_or_default()
-                } else if v.fract().abs() < 1e-9 {
-                    format!("{v:.0}")
-                } else {
-                    String::new()
-                }
-            })
-            .draw()
-            .ok()?;
-        for (i, (label, pts)) in series.iter().enumerate() {
-            let color = Palette99::pick(i).to_rgba();
-            chart
-                .draw_series(LineSeries::new(pts.iter().copied(), color.stroke_width(2)))
-                .ok()?
-                .label(label.clone())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
-            chart
-                .draw_series(pts.iter().map(|p| Circle::new(*p, 4, color.filled())))
-                .ok()?;
-        }
-        chart
-            .configure_series_labels()
-            .border_style(BLACK)
-            .background_style(WHITE.mix(0.8))
-            .draw()
-            .ok()?;
-        root.present().ok()?;
+    let x_unit = match &numeric {
+        Some(_) => Unit::Number,
+        None => Unit::Categories(xs.clone()),
+    };
+    let mut chart = LineChart::new(
+        "sweep",
+        format!("{} by {}", spec.figure.header(), spec.x),
+        Axis::linear(spec.x.clone(), x_unit),
+        Axis::linear(spec.figure.header(), Unit::Number),
+    );
+    for (i, (label, pts)) in series.into_iter().enumerate() {
+        chart = chart.with(Series::new(label, PALETTE[i % PALETTE.len()], pts));
     }
-    Some(svg)
+    Some(standalone(&chart.svg()))
 }

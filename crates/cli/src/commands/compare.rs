@@ -71,6 +71,18 @@ pub fn run(c: CompareCmd) -> anyhow::Result<ExitCode> {
         }
     }
     .context("rendering the comparison")?;
+    if let Some(path) = &c.html {
+        let page = throng_report::html::render_compare(&[
+            (cmp.a.label.clone(), &cmp.merged_a),
+            (cmp.b.label.clone(), &cmp.merged_b),
+        ]);
+        std::fs::write(path, page).with_context(|| {
+            format!(
+                "cannot write the HTML report to '{}' (check the directory exists and is writable)",
+                path.display()
+            )
+        })?;
+    }
     print_bytes(&out)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -53,5 +53,8 @@ pub fn run(c: HttpCmd) -> anyhow::Result<ExitCode> {
     })?;
     let (code, merged) = finish_runs(c.repeat, &runs, c.json.as_deref(), c.format)?;
     exports.write(&merged)?;
+    if let Some(path) = &c.html {
+        super::write_html(path, &merged)?;
+    }
     Ok(code)
 }

@@ -115,6 +115,16 @@ fn write_result(path: &Path, result: &RunResult) -> anyhow::Result<()> {
         .with_context(|| format!("writing '{}'", path.display()))
 }
 
+/// Writes the HTML report of `result` to `path`.
+fn write_html(path: &Path, result: &RunResult) -> anyhow::Result<()> {
+    std::fs::write(path, throng_report::html::render(result)).with_context(|| {
+        format!(
+            "cannot write the HTML report to '{}' (check the directory exists and is writable)",
+            path.display()
+        )
+    })
+}
+
 /// Reads a result document or a result set.
 fn read_document(path: &Path) -> anyhow::Result<throng_result::Document> {
     let file = std::fs::File::open(path).map_err(|e| UsageError(format!("cannot read '{}': {e}", path.display())))?;

@@ -16,9 +16,14 @@ pub fn run(c: ReportCmd) -> anyhow::Result<ExitCode> {
         Document::Single(r) => (vec![*r], false),
         Document::Set(s) => (s.runs, true),
     };
-    if c.csv.is_some() || c.hdr_log.is_some() {
+    if c.csv.is_some() || c.hdr_log.is_some() || c.html.is_some() {
         let merged = RunResult::merge_sequential(&runs).context("adding up the runs")?;
         super::export::open(c.csv.as_deref(), c.hdr_log.as_deref())?.write(&merged)?;
+        if let Some(path) = &c.html {
+            // The page is the report: nothing else on stdout.
+            super::write_html(path, &merged)?;
+            return Ok(ExitCode::SUCCESS);
+        }
     }
     print_runs(view(c.format), &runs, as_set)?;
     Ok(ExitCode::SUCCESS)

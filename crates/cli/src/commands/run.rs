@@ -75,6 +75,9 @@ pub fn run(c: RunCmd) -> anyhow::Result<ExitCode> {
     // With --repeat, thresholds and JUnit judge the runs added up.
     let (code, result) = finish_runs(c.repeat, &runs, c.json.as_deref(), c.format)?;
     exports.write(&result)?;
+    if let Some(path) = &c.html {
+        super::write_html(path, &result)?;
+    }
     if let Some(path) = &c.junit {
         let mut out = Vec::new();
         throng_report::junit::write(&result, &mut out).context("rendering JUnit XML")?;

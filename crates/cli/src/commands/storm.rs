@@ -134,6 +134,9 @@ pub fn run(c: StormCmd) -> anyhow::Result<ExitCode> {
     })?;
     let (code, merged) = super::finish_runs(c.repeat, &runs, c.json.as_deref(), c.format)?;
     exports.write(&merged)?;
+    if let Some(path) = &c.html {
+        super::write_html(path, &merged)?;
+    }
     Ok(code)
 }
 
