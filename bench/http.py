@@ -167,8 +167,8 @@ def main():
                       f"| {lag['p99']} µs | {m['dropped']} | {cpu / d['duration_s'] * 100:.0f}% |")
             print()
     finally:
-        nginx.kill()
-        nginx.wait()
+        nginx.terminate()  # SIGTERM: the master stops its workers too
+        nginx.wait(timeout=10)
         shutil.rmtree(tmp, ignore_errors=True)
 
 

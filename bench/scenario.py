@@ -231,8 +231,8 @@ def main():
                 print("| k6 | skipped: not installed (go install go.k6.io/k6@latest) | | | |")
             print()
     finally:
-        nginx.kill()
-        nginx.wait()
+        nginx.terminate()  # SIGTERM: the master stops its workers too
+        nginx.wait(timeout=10)
         shutil.rmtree(tmp, ignore_errors=True)
 
 

@@ -93,8 +93,8 @@ def main():
             print(f"| {title} | {statistics.median(rates) / 1000:.2f}K | "
                   f"{', '.join(f'{r / 1000:.2f}K' for r in rates)} | {statistics.median(walls):.0f} |")
     finally:
-        nginx.kill()
-        nginx.wait()
+        nginx.terminate()  # SIGTERM: the master stops its workers too
+        nginx.wait(timeout=10)
         shutil.rmtree(tmp, ignore_errors=True)
 
 
