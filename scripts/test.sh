@@ -12,6 +12,10 @@ command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 command -v htpasswd >/dev/null 2>&1 || need+=(apache2-utils)
 # The HTML report is checked in a real browser (crates/cli/tests/html.rs).
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
+# The A/B examples (crates/cli/tests/examples.rs): a WAF and a NAT.
+[ -e /usr/lib/nginx/modules/ngx_http_modsecurity_module.so ] || need+=(libnginx-mod-http-modsecurity)
+[ -d /usr/share/modsecurity-crs/rules ] || need+=(modsecurity-crs)
+command -v nft >/dev/null 2>&1 || [ -x /usr/sbin/nft ] || need+=(nftables)
 
 if ((${#need[@]})); then
   sudo=""

@@ -1,0 +1,141 @@
+//! The A/B examples on real components, end to end through their scripts:
+//! `examples/nat-ab/run.sh --short` (three network namespaces and an
+//! nftables NAT; needs root) and a small `examples/waf-ab/run.sh` (nginx
+//! with and without ModSecurity and the OWASP CRS). Assertions are on counts
+//! and on what the server saw, never on how long anything took.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::output;
+use throng_result::{Document, RunResult};
+
+fn script(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples")
+        .join(name)
+        .join("run.sh")
+}
+
+fn runs(path: &Path) -> Vec<RunResult> {
+    let file = std::fs::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    Document::from_reader(std::io::BufReader::new(file))
+        .unwrap()
+        .into_runs()
+}
+
+fn is_root() -> bool {
+    output(Command::new("id").arg("-u")).stdout == b"0\n"
+}
+
+#[test]
+fn nat_ab_short_reaches_the_server_directly_and_through_the_nat() {
+    if !is_root() {
+        eprintln!("skipped: the NAT example makes network namespaces, which needs root (CI runs as root)");
+        return;
+    }
+    let out = tempfile::tempdir().unwrap();
+    let run = output(
+        Command::new("bash")
+            .arg(script("nat-ab"))
+            .arg("--short")
+            .env("THRONG", env!("CARGO_BIN_EXE_throng"))
+            .env("OUT", out.path()),
+    );
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&run.stdout),
+        String::from_utf8_lossy(&run.stderr),
+    );
+    assert!(run.status.success(), "{stdout}{stderr}");
+    // Every planned connection on each side got its reply...
+    for side in ["direct", "nat"] {
+        let r = runs(&out.path().join(format!("{side}.json")));
+        assert_eq!(r.len(), 1);
+        let req = &r[0].measurements.requests;
+        assert_eq!((req.attempted, req.ok), (500, 500), "{side}: {req:?}");
+        assert_eq!(r[0].measurements.connections.ok, 500, "{side}");
+        let text = std::fs::read_to_string(out.path().join(format!("{side}.txt"))).unwrap();
+        assert!(
+            text.contains("Total: connections 500 requests 500 replies 500"),
+            "{text}"
+        );
+    }
+    // ...and the server saw the client's address on one side and the
+    // router's on the other: the NAT really was in the path.
+    let sources = std::fs::read_to_string(out.path().join("sources.txt")).unwrap();
+    assert_eq!(
+        sources.trim(),
+        "server saw 500 requests from the client (direct) and 500 from the router (NAT)"
+    );
+    let compare = std::fs::read_to_string(out.path().join("compare.txt")).unwrap();
+    assert!(
+        compare.contains("A = direct") && compare.contains("B = nat"),
+        "{compare}"
+    );
+    let columns = std::fs::read_to_string(out.path().join("compare-httperf.txt")).unwrap();
+    assert!(
+        columns.lines().any(|l| l.matches("Connection rate:").count() == 2),
+        "{columns}"
+    );
+    // Nothing left behind.
+    let left = output(Command::new("ip").args(["netns", "list"]));
+    assert!(
+        !String::from_utf8_lossy(&left.stdout).contains("nat-ab-"),
+        "namespaces left behind"
+    );
+}
+
+#[test]
+fn waf_ab_compares_nginx_with_and_without_modsecurity() {
+    let module = Path::new("/usr/lib/nginx/modules/ngx_http_modsecurity_module.so");
+    if !module.exists() && !is_root() {
+        eprintln!("skipped: ModSecurity is not installed and installing it needs root (scripts/test.sh installs it)");
+        return;
+    }
+    let out = tempfile::tempdir().unwrap();
+    let run = output(
+        Command::new("bash")
+            .arg(script("waf-ab"))
+            .env("THRONG", env!("CARGO_BIN_EXE_throng"))
+            .env("OUT", out.path())
+            .env("RUNS", "2")
+            .env("REQUESTS", "2000")
+            .env("CONCURRENCY", "100")
+            .env(
+                "PATH",
+                format!("{}:/usr/sbin:/sbin", std::env::var("PATH").unwrap_or_default()),
+            ),
+    );
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&run.stdout),
+        String::from_utf8_lossy(&run.stderr),
+    );
+    assert!(run.status.success(), "{stdout}{stderr}");
+    // The script refuses to compare unless the WAF blocks an XSS probe.
+    assert!(stdout.contains("an XSS probe gets 403"), "{stdout}");
+    for side in ["plain", "modsecurity"] {
+        let r = runs(&out.path().join(format!("{side}.json")));
+        assert_eq!(r.len(), 2, "{side}: --repeat 2 writes both runs");
+        for run in &r {
+            let req = &run.measurements.requests;
+            // The seed's query string is benign: the WAF lets every request through.
+            assert_eq!((req.attempted, req.ok), (2000, 2000), "{side}: {req:?}");
+        }
+        let text = std::fs::read_to_string(out.path().join(format!("{side}.txt"))).unwrap();
+        assert!(text.contains("Complete requests:      4000"), "{side}: {text}");
+    }
+    let compare = std::fs::read_to_string(out.path().join("compare.txt")).unwrap();
+    assert!(
+        compare.contains("A = plain") && compare.contains("B = modsecurity"),
+        "{compare}"
+    );
+    let columns = std::fs::read_to_string(out.path().join("compare-ab.txt")).unwrap();
+    assert!(
+        columns.lines().any(|l| l.matches("Requests per second:").count() == 2),
+        "{columns}"
+    );
+}
