@@ -49,7 +49,9 @@ fi
 tmp="$(mktemp -d)"
 pids=()
 cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+    # SIGTERM: each nginx master stops its workers, then itself.
+    for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+    for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
     rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -57,6 +59,8 @@ trap 'exit 130' INT TERM
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 mkdir -p "$tmp/www" && : > "$tmp/www/index.html"
+# nginx's workers run as an unprivileged user: they must reach the page.
+chmod 755 "$tmp" "$tmp/www" && chmod 644 "$tmp/www/index.html"
 cat > "$tmp/rules.conf" <<RULES
 Include /etc/nginx/modsecurity.conf
 SecRuleEngine On
@@ -67,8 +71,8 @@ Include $crs/*.conf
 Include /etc/modsecurity/crs/RESPONSE-999-EXCLUSION-RULES-AFTER-CRS.conf
 RULES
 
-start_nginx() { # start_nginx NAME on|off -> prints the port
-    local name=$1 waf=$2 port dir
+start_nginx() { # start_nginx NAME on|off; sets $port
+    local name=$1 waf=$2 dir
     port=$(free_port)
     dir="$tmp/$name"
     mkdir -p "$dir"
@@ -93,10 +97,10 @@ http {
   }
 }
 CONF
-    taskset -c 0 nginx -p "$dir" -c "$dir/nginx.conf" 2>"$dir/start.log" &
+    taskset -c 0 nginx -p "$dir" -c "$dir/nginx.conf" >/dev/null 2>"$dir/start.log" &
     pids+=($!)
     for _ in $(seq 200); do
-        if curl -s -o /dev/null "http://127.0.0.1:$port/"; then echo "$port"; return; fi
+        if curl -s -o /dev/null "http://127.0.0.1:$port/"; then return; fi
         sleep 0.05
     done
     echo "waf-ab: nginx ($name) did not start:" >&2
@@ -104,8 +108,10 @@ CONF
     exit 1
 }
 
-plain=$(start_nginx plain off)
-waf=$(start_nginx modsecurity on)
+start_nginx plain off
+plain=$port
+start_nginx modsecurity on
+waf=$port
 probe=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$waf/?q=<script>alert(1)</script>")
 if [[ $probe != 403 ]]; then
     echo "waf-ab: the WAF let an XSS probe through (status $probe): it is not inspecting requests" >&2
