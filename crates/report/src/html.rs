@@ -265,7 +265,7 @@ table{border-collapse:collapse;font-size:13px;margin:6px 0;background:#fff}
 th,td{padding:3px 10px;border-bottom:1px solid #eee;text-align:right;white-space:nowrap}
 th:first-child,td:first-child{text-align:left}td.text{text-align:left;white-space:normal;color:#555}
 thead th{border-bottom:2px solid #ccc}
-.facts td{text-align:left;white-space:normal}.facts td:first-child{color:#666}
+.facts td{text-align:left;white-space:normal;overflow-wrap:anywhere}.facts td:first-child{color:#666;white-space:nowrap;overflow-wrap:normal}
 .figures{display:flex;flex-wrap:wrap;gap:8px}
 .figure{background:#fff;border:1px solid #e3e3e3;border-radius:6px;padding:8px 12px;min-width:120px}
 .figure .v{display:block;font-size:18px;font-weight:600}.figure .k{display:block;font-size:12px;color:#666}
