@@ -48,8 +48,9 @@ fi
 tag="t$$"
 client="nat-ab-client-$tag" router="nat-ab-router-$tag" server="nat-ab-server-$tag"
 www="$(mktemp -d)"
-server_pid=""
+server_pid="" load_pid=""
 cleanup() {
+    [[ -n "$load_pid" ]] && kill -INT "$load_pid" 2>/dev/null && wait "$load_pid" 2>/dev/null || true
     [[ -n "$server_pid" ]] && kill "$server_pid" 2>/dev/null || true
     for ns in "$client" "$router" "$server"; do
         ip netns del "$ns" 2>/dev/null || true
@@ -104,8 +105,14 @@ for side in direct nat; do
     addr=10.77.3.1
     [[ $side == nat ]] && addr=10.77.2.2
     echo "== $side: http://$addr:8080/ ($conns connections at 100/s)"
+    # In the background and waited for, so that a signal to this script
+    # runs its trap at once (bash defers traps while a foreground job runs).
     ip netns exec "$client" "$throng" http "http://$addr:8080/" -r 100 -n "$conns" --no-keepalive \
-        --timeout 20s --format httperf --json "$out/$side.json" -q | tee "$out/$side.txt"
+        --timeout 20s --format httperf --json "$out/$side.json" -q > "$out/$side.txt" &
+    load_pid=$!
+    wait "$load_pid"
+    load_pid=""
+    cat "$out/$side.txt"
 done
 # The server logs each request's source address: the direct side must come
 # from the client's address and the NAT side from the router's, or the

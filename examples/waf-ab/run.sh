@@ -47,8 +47,9 @@ if [[ ! -x "$throng" ]]; then
 fi
 
 tmp="$(mktemp -d)"
-pids=()
+pids=() load_pid=""
 cleanup() {
+    [[ -n "$load_pid" ]] && kill -INT "$load_pid" 2>/dev/null && wait "$load_pid" 2>/dev/null || true
     # SIGTERM: each nginx master stops its workers, then itself.
     for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
     for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
@@ -125,8 +126,13 @@ for side in plain modsecurity; do
     port=$plain
     [[ $side == modsecurity ]] && port=$waf
     echo "== $side: $runs runs of $requests requests at concurrency $concurrency"
+    # In the background and waited for, so that a signal to this script
+    # runs its trap at once (bash defers traps while a foreground job runs).
     taskset -c 1 "$throng" http "http://127.0.0.1:$port$query" -c "$concurrency" -n "$requests" -t 1 \
-        --repeat "$runs" --format ab --json "$out/$side.json" -q > "$out/$side.txt"
+        --repeat "$runs" --format ab --json "$out/$side.json" -q > "$out/$side.txt" &
+    load_pid=$!
+    wait "$load_pid"
+    load_pid=""
     cat "$out/$side.txt"
 done
 "$throng" compare "$out/plain.json" "$out/modsecurity.json" --label A=plain --label B=modsecurity \
