@@ -96,10 +96,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--duration", type=int, default=10, help="seconds per run (default 10)")
     ap.add_argument("--runs", type=int, default=3, help="runs per figure; the median is reported (default 3)")
-    ap.add_argument("--only", choices=["keepalive", "close", "memory", "open"], action="append")
+    ap.add_argument("--only", choices=["keepalive", "close", "memory", "open", "rows"], action="append")
     ap.add_argument("--skip-build", action="store_true")
     args = ap.parse_args()
-    only = set(args.only or ["keepalive", "close", "memory", "open"])
+    only = set(args.only or ["keepalive", "close", "memory", "open", "rows"])
 
     if not args.skip_build:
         build()
@@ -131,6 +131,20 @@ def main():
                     continue
                 runs = ", ".join(f"{r / 1000:.1f}K" for r in res["all"])
                 print(f"| {name} | {res['per_cpu_s'] / 1000:.1f}K | {runs} |")
+            print()
+
+        if "rows" in only:
+            print("## --csv-requests: keep-alive requests per generator CPU-second, -c 50, rows off and on\n")
+            print("| rows | requests/CPU-s | runs |\n|---|---:|---|")
+            rows_path = f"{tmp}/rows.csv"
+            for label, extra in [("off", []), ("on (--csv-requests)", ["--csv-requests", rows_path])]:
+                res, text = median_run(lambda: (table["throng"]["keepalive"](50)[0] + extra,
+                                                table["throng"]["keepalive"](50)[1]), args.runs, dur + 30)
+                if res is None:
+                    print(f"| {label} | failed: {text.strip().splitlines()[-1:]} | |")
+                    continue
+                runs = ", ".join(f"{r / 1000:.1f}K" for r in res["all"])
+                print(f"| {label} | {res['per_cpu_s'] / 1000:.1f}K | {runs} |")
             print()
 
         if "memory" in only:
