@@ -13,6 +13,7 @@ mod duration;
 mod error;
 mod http;
 mod schedule;
+mod segment;
 mod status;
 mod storm;
 
@@ -20,6 +21,7 @@ pub use duration::{format_duration, parse_duration, parse_rate, serde_duration, 
 pub use error::PlanError;
 pub use http::{HttpArgs, HttpPlan, Load, Scheme, Stop, Target, TlsSettings};
 pub use schedule::{Arrivals, Rng, StormStarts, arrival_offset, split_evenly};
+pub use segment::{Fraction, MAX_CYCLE, Segment};
 pub use status::StatusSet;
 pub use storm::{
     LineStep, NatsAuth, Procs, Protocol, Reconnect, StormArgs, StormPlan, StormRequest, StormScheme, StormTarget,

@@ -6,6 +6,8 @@
 
 use std::time::Duration;
 
+use crate::segment::Segment;
+
 /// When arrival `index` is due at `rate` per second, from the run's start.
 pub fn arrival_offset(index: u64, rate: f64) -> Duration {
     Duration::from_secs_f64(index as f64 / rate)
@@ -24,19 +26,31 @@ pub fn split_evenly(total: u64, parts: u32) -> Vec<u64> {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Arrivals {
     rate: f64,
+    /// Next index within the segment's owned arrivals.
     next: u64,
     stride: u64,
+    /// Arrivals the segment owns.
     end: u64,
+    /// Which global arrivals are this process's (None: all of them).
+    segment: Option<Segment>,
 }
 
 impl Arrivals {
     /// Worker `worker` of `workers`' share of `total` arrivals at `rate`.
     pub fn new(rate: f64, total: u64, worker: u32, workers: u32) -> Self {
+        Self::segmented(rate, total, &Segment::whole(), u64::from(worker), u64::from(workers))
+    }
+
+    /// Worker `worker` of `workers`' share of `segment`'s arrivals among
+    /// `total` at `rate`: the segment owns a subsequence of the global
+    /// schedule (at the global offsets), which the workers stripe.
+    pub fn segmented(rate: f64, total: u64, segment: &Segment, worker: u64, workers: u64) -> Self {
         Arrivals {
             rate,
-            next: u64::from(worker),
-            stride: u64::from(workers.max(1)),
-            end: total,
+            next: worker,
+            stride: workers.max(1),
+            end: segment.share(total),
+            segment: (!segment.is_whole()).then(|| segment.clone()),
         }
     }
 
@@ -53,7 +67,12 @@ impl Arrivals {
 
     /// The next arrival's offset, without taking it.
     pub fn peek(&self) -> Option<Duration> {
-        (self.next < self.end).then(|| arrival_offset(self.next, self.rate))
+        (self.next < self.end).then(|| arrival_offset(self.global(self.next), self.rate))
+    }
+
+    /// The global index of this segment's `m`-th arrival.
+    fn global(&self, m: u64) -> u64 {
+        self.segment.as_ref().map_or(m, |s| s.nth(m))
     }
 
     /// Arrivals this share still has to make.
@@ -68,7 +87,7 @@ impl Iterator for Arrivals {
 
     fn next(&mut self) -> Option<Self::Item> {
         let at = self.peek()?;
-        let index = self.next;
+        let index = self.global(self.next);
         self.next += self.stride;
         Some((index, at))
     }
@@ -115,6 +134,42 @@ mod tests {
                 prop_assert_eq!(n, expected);
             }
             prop_assert!(seen.into_iter().all(|s| s));
+        }
+
+        /// Segments × workers partition the global schedule too: each
+        /// arrival is made once, by one worker of one segment, at its
+        /// global offset.
+        #[test]
+        fn segments_partition_the_schedule(
+            rate in 0.1f64..100_000.0,
+            total in 0u64..3_000,
+            workers in 1u64..5,
+            den in 1u64..40,
+            cuts in proptest::collection::vec(1u64..40, 0..6),
+        ) {
+            let mut points: Vec<u64> = cuts.into_iter().filter(|c| *c < den).collect();
+            points.extend([0, den]);
+            points.sort_unstable();
+            points.dedup();
+            let seq = points.iter().map(|p| format!("{p}/{den}")).collect::<Vec<_>>().join(",");
+            let first = Segment::parse(&format!("0:{}/{den}", points[1]), Some(&seq)).expect("valid");
+            let mut seen = vec![false; total as usize];
+            for seg in first.siblings() {
+                for w in 0..workers {
+                    let share = Arrivals::segmented(rate, total, &seg, w, workers);
+                    let expected = share.remaining();
+                    let mut n = 0;
+                    for (i, at) in share {
+                        prop_assert!(seg.owns(i));
+                        prop_assert!(!seen[i as usize], "arrival {} made twice", i);
+                        seen[i as usize] = true;
+                        prop_assert_eq!(at, arrival_offset(i, rate));
+                        n += 1;
+                    }
+                    prop_assert_eq!(n, expected);
+                }
+            }
+            prop_assert!(seen.into_iter().all(|s| s), "an arrival was not made");
         }
     }
 }
@@ -177,10 +232,29 @@ pub enum StormStarts {
 impl StormStarts {
     /// Worker `worker` of `workers`' share of `total` connections.
     pub fn new(total: u64, rate: Option<f64>, jitter: Option<Duration>, worker: u32, workers: u32, seed: u64) -> Self {
-        let share = split_evenly(total, workers).get(worker as usize).copied().unwrap_or(0);
+        Self::segmented(total, rate, jitter, &Segment::whole(), worker, workers, seed)
+    }
+
+    /// Worker `worker` of `workers`' share of `segment`'s connections among
+    /// `total`: with a rate, the segment's connections are its owned
+    /// subsequence of the global schedule; with jitter alone, its share of
+    /// uniform starts (seeded apart per segment).
+    pub fn segmented(
+        total: u64,
+        rate: Option<f64>,
+        jitter: Option<Duration>,
+        segment: &Segment,
+        worker: u32,
+        workers: u32,
+        seed: u64,
+    ) -> Self {
+        let mine = segment.share(total);
+        let share = split_evenly(mine, workers).get(worker as usize).copied().unwrap_or(0);
+        let seed = seed ^ (segment.index() as u64).wrapping_mul(0xD6E8_FEB8_6659_FD93);
         let mut rng = Rng::new(seed ^ (u64::from(worker) + 1).wrapping_mul(0xA24B_AED4_963E_E407));
+        let arrivals = |r| Arrivals::segmented(r, total, segment, u64::from(worker), u64::from(workers));
         match (rate, jitter) {
-            (Some(r), None) => StormStarts::Rate(Arrivals::new(r, total, worker, workers)),
+            (Some(r), None) => StormStarts::Rate(arrivals(r)),
             (None, Some(j)) => StormStarts::Jitter {
                 left: share,
                 last: 0.0,
@@ -188,9 +262,7 @@ impl StormStarts {
                 rng,
             },
             (Some(r), Some(j)) => {
-                let mut v: Vec<Duration> = Arrivals::new(r, total, worker, workers)
-                    .map(|(_, at)| at + j.mul_f64(rng.next_f64()))
-                    .collect();
+                let mut v: Vec<Duration> = arrivals(r).map(|(_, at)| at + j.mul_f64(rng.next_f64())).collect();
                 v.sort_unstable_by(|a, b| b.cmp(a));
                 StormStarts::Sorted(v)
             }
