@@ -44,7 +44,7 @@ pub enum Command {
     Sweep(SweepCmd),
     /// Run a scenario file: staged virtual users running multi-step flows, with checks and thresholds.
     #[command(after_help = RUN_HELP)]
-    Run(RunCmd),
+    Run(Box<RunCmd>),
 }
 
 const RUN_HELP: &str = "\
@@ -91,9 +91,29 @@ pub struct RunCmd {
     pub export: ExportArgs,
     #[command(flatten)]
     pub repeat: RepeatArgs,
+    #[command(flatten)]
+    pub segments: SegmentArgs,
     /// No progress line
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
+}
+
+/// Execution segments: this process's share of a plan several run together.
+#[derive(Clone, Debug, Default, Args)]
+#[command(next_help_heading = "Execution segments")]
+pub struct SegmentArgs {
+    /// Run only this segment of the plan: FROM:TO as fractions, decimals or percentages
+    /// (0:1/4, 1/4:1/2, 25%:50%); a single value 1/4 means 0:1/4
+    #[arg(long = "segment", value_name = "SEG")]
+    pub segment: Option<String>,
+    /// Every agent's segments, as the points between them: 0,1/4,1/2,3/4,1 (--segment must be two
+    /// consecutive points) [default: 0,FROM,TO,1]
+    #[arg(long = "segment-sequence", value_name = "SEQ", requires = "segment")]
+    pub sequence: Option<String>,
+    /// Start at this wall-clock time (RFC 3339, e.g. 2026-11-22T10:00:00Z, or unix ms), so that
+    /// agents started apart begin together; at most 24 h ahead
+    #[arg(long = "start-at", value_name = "TIME")]
+    pub start_at: Option<String>,
 }
 
 /// Running the same plan several times in a row.
@@ -247,6 +267,8 @@ pub struct HttpCmd {
     pub tls: TlsArgs,
     #[command(flatten)]
     pub repeat: RepeatArgs,
+    #[command(flatten)]
+    pub segments: SegmentArgs,
     /// Report layout on stdout
     #[arg(long = "format", value_enum, default_value_t = Format::Text)]
     pub format: Format,
@@ -433,9 +455,8 @@ pub struct StormCmd {
     /// (internal) run part I of N of a multi-process storm and print its result as JSON
     #[arg(long = "part", hide = true, value_name = "I/N")]
     pub part: Option<String>,
-    /// (internal) start at this wall-clock time, ms since the Unix epoch
-    #[arg(long = "start-at", hide = true, value_name = "UNIX_MS")]
-    pub start_at: Option<u64>,
+    #[command(flatten)]
+    pub segments: SegmentArgs,
 }
 
 #[derive(Debug, Args)]
@@ -508,6 +529,10 @@ pub struct MergeCmd {
     /// Where to write the merged result
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: PathBuf,
+    /// Exit 0 even when the results are execution segments that do not cover their sequence
+    /// exactly once (the merged file still notes which segments are missing or repeated)
+    #[arg(long = "allow-partial")]
+    pub allow_partial: bool,
 }
 
 const COMPARE_HELP: &str = "\

@@ -245,14 +245,18 @@ pub fn run_http(
     };
 
     let request: Box<[u8]> = plan.request_bytes().into_boxed_slice();
-    let clock = Clock::start();
+    let clock = plan.start_at_unix_ms.map_or_else(Clock::start, Clock::at);
     let origin = clock.origin;
-    let conns = split_evenly(u64::from(plan.connections), threads);
+    // This process's segment of the plan (the whole without one): its
+    // share of connections and requests, its owned subsequence of arrivals.
+    let segment = plan.segment();
+    let conns = split_evenly(segment.share(u64::from(plan.connections)).max(1), threads);
     let (budgets, until, total_arrivals) = match (plan.load, plan.stop) {
-        (_, Stop::Requests(n)) => (Some(split_evenly(n, threads)), None, n),
+        (_, Stop::Requests(n)) => (Some(split_evenly(segment.share(n), threads)), None, n),
         (Load::Closed, Stop::Duration(d)) => (None, Some(origin + d), 0),
         (Load::Open { rate }, Stop::Duration(d)) => (None, None, Arrivals::count_within(rate, d)),
     };
+    let my_rate = |rate: f64| rate * segment.width();
     let specs = (0..threads as usize)
         .map(|w| {
             let load = match plan.load {
@@ -262,13 +266,13 @@ pub fn run_http(
                     until,
                 },
                 Load::Open { rate } => WorkerLoad::Open {
-                    // Invariant: w < threads, which fits u32.
-                    arrivals: Arrivals::new(rate, total_arrivals, w as u32, threads),
+                    arrivals: Arrivals::segmented(rate, total_arrivals, &segment, w as u64, u64::from(threads)),
                     cap: conns[w],
-                    // This worker's share of the schedule: every threads-th arrival.
-                    gap: Duration::from_secs_f64(f64::from(threads) / rate),
+                    // This worker's share of the schedule: every threads-th
+                    // of the segment's arrivals.
+                    gap: Duration::from_secs_f64(f64::from(threads) / my_rate(rate)),
                     warm: if plan.keepalive {
-                        warm_connections(rate / f64::from(threads), conns[w])
+                        warm_connections(my_rate(rate) / f64::from(threads), conns[w])
                     } else {
                         0
                     },
@@ -296,8 +300,8 @@ pub fn run_http(
         specs,
         clock,
         total_requests: match plan.stop {
-            Stop::Requests(n) => Some(n),
-            Stop::Duration(_) if plan.is_open_loop() => Some(total_arrivals),
+            Stop::Requests(n) => Some(segment.share(n)),
+            Stop::Duration(_) if plan.is_open_loop() => Some(segment.share(total_arrivals)),
             Stop::Duration(_) => None,
         },
         duration: match plan.stop {
@@ -317,7 +321,9 @@ pub fn run_http(
         rows: rows.map(|r| (r.clone(), 0)),
     };
     let finished = coordinate(launch, control, on_tick)?;
-    Ok(finished.into_result(Plan::Http(plan.clone()), plan.is_open_loop(), control))
+    let mut result = finished.into_result(Plan::Http(plan.clone()), plan.is_open_loop(), control);
+    result.segment = plan.segment.clone();
+    Ok(result)
 }
 
 /// The run's clocks, read together so that wall-clock and monotonic times
@@ -426,6 +432,7 @@ impl Finished {
             notes: self.notes,
             trigger: self.trigger,
             thresholds: Vec::new(),
+            segment: None,
         }
         .judged()
     }
@@ -714,7 +721,13 @@ pub fn run_storm(
     let workers = plan.workers.max(1);
     let count = part.count.max(1);
     let all_workers = u64::from(workers) * u64::from(count);
-    let peak = storm_peak_estimate(plan).div_ceil(u64::from(count));
+    // This process's segment: its owned connections are striped over the
+    // workers of all its processes.
+    let segment = plan.segment();
+    let peak = segment
+        .share(storm_peak_estimate(plan))
+        .max(1)
+        .div_ceil(u64::from(count));
     check_fds(peak, workers)?;
     let addr = resolve(&plan.target.host, plan.target.port)?;
     let client = match (&plan.tls, tls) {
@@ -744,23 +757,24 @@ pub fn run_storm(
     let origin = clock.origin;
     let caps = plan
         .max_concurrent
-        .map(|m| split_evenly(m, u32::try_from(all_workers).unwrap_or(u32::MAX)));
+        .map(|m| split_evenly(segment.share(m).max(1), u32::try_from(all_workers).unwrap_or(u32::MAX)));
 
     let specs = (0..u64::from(workers))
         .map(|w| {
             let global = u64::from(part.index) * u64::from(workers) + w;
             // Invariant: fewer workers than u32::MAX (processes × threads).
-            let starts = StormStarts::new(
+            let starts = StormStarts::segmented(
                 plan.connections,
                 plan.rate,
                 plan.jitter,
+                &segment,
                 global as u32,
                 all_workers as u32,
                 plan.seed,
             );
             let share = starts.remaining().max(1);
             let gap = match (plan.rate, plan.jitter) {
-                (Some(r), _) => Duration::from_secs_f64(all_workers as f64 / r),
+                (Some(r), _) => Duration::from_secs_f64(all_workers as f64 / (r * segment.width())),
                 (None, Some(j)) => j / u32::try_from(share).unwrap_or(u32::MAX),
                 (None, None) => Duration::ZERO,
             };
@@ -797,10 +811,13 @@ pub fn run_storm(
     let mine: u64 = (0..u64::from(workers))
         .map(|w| {
             let global = u64::from(part.index) * u64::from(workers) + w;
-            split_evenly(plan.connections, u32::try_from(all_workers).unwrap_or(u32::MAX))
-                .get(global as usize)
-                .copied()
-                .unwrap_or(0)
+            split_evenly(
+                segment.share(plan.connections),
+                u32::try_from(all_workers).unwrap_or(u32::MAX),
+            )
+            .get(global as usize)
+            .copied()
+            .unwrap_or(0)
         })
         .sum();
     let launch = Launch {
@@ -825,7 +842,9 @@ pub fn run_storm(
         ));
     }
     let co_free = plan.rate.is_some() || plan.jitter.is_some();
-    Ok(finished.into_result(Plan::Storm(plan.clone()), co_free, control))
+    let mut result = finished.into_result(Plan::Storm(plan.clone()), co_free, control);
+    result.segment = plan.segment.clone();
+    Ok(result)
 }
 
 /// Stops the run when a threshold with `abort_on_fail` fails on what was

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::duration::format_duration;
 use crate::error::PlanError;
+use crate::segment::Segment;
 use crate::status::StatusSet;
 
 /// Run length when neither `-n` nor `-d` is given (as wrk).
@@ -48,6 +49,10 @@ pub struct HttpArgs {
     pub tls: TlsSettings,
     /// Cores on this machine (the default for `-t`).
     pub cores: u32,
+    /// `--segment`/`--segment-sequence`: this process's share of the plan.
+    pub segment: Option<Segment>,
+    /// `--start-at`, ms since the Unix epoch.
+    pub start_at_unix_ms: Option<u64>,
 }
 
 /// TLS settings as given on the command line. The files are read and
@@ -222,6 +227,14 @@ pub struct HttpPlan {
     /// TLS settings (https only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls: Option<TlsSettings>,
+    /// The execution segment this process runs (None: all of the plan).
+    /// The plan's numbers stay the whole plan's; the engine takes the
+    /// segment's share of each. Recorded in the result, not here.
+    #[serde(skip)]
+    pub segment: Option<Segment>,
+    /// Start at this wall-clock instant (ms since the Unix epoch).
+    #[serde(skip)]
+    pub start_at_unix_ms: Option<u64>,
 }
 
 impl HttpPlan {
@@ -296,8 +309,27 @@ impl HttpPlan {
         if threads == 0 {
             return Err(PlanError::invalid("-t/--threads", "must be at least 1, e.g. -t 2"));
         }
+        let segment = args.segment.filter(|s| !s.is_whole());
+        // This process's connections: its segment's share (at least one as
+        // an open loop's cap).
+        let mine = match &segment {
+            Some(s) => {
+                let share = u32::try_from(s.share(u64::from(connections))).unwrap_or(u32::MAX);
+                if share == 0 && load == Load::Closed {
+                    return Err(PlanError::invalid(
+                        "-c/--connections",
+                        format!(
+                            "-c {connections} leaves segment {} no connection to send its requests on;                              raise -c to at least the number of segments",
+                            s.range()
+                        ),
+                    ));
+                }
+                share.max(1)
+            }
+            None => connections,
+        };
         // Every worker owns at least one connection.
-        let threads = threads.min(connections);
+        let threads = threads.min(mine);
 
         let timeout = args.timeout.unwrap_or(DEFAULT_TIMEOUT);
         if timeout.is_zero() {
@@ -338,7 +370,14 @@ impl HttpPlan {
             keepalive: !args.no_keepalive,
             expect_status: args.expect_status.unwrap_or_default(),
             tls,
+            segment,
+            start_at_unix_ms: args.start_at_unix_ms,
         })
+    }
+
+    /// This process's segment: the plan's, or the whole.
+    pub fn segment(&self) -> Segment {
+        self.segment.clone().unwrap_or_else(Segment::whole)
     }
 
     /// True for open-loop plans (latency is coordinated-omission-free).

@@ -21,7 +21,7 @@ pub use duration::{format_duration, parse_duration, parse_rate, serde_duration, 
 pub use error::PlanError;
 pub use http::{HttpArgs, HttpPlan, Load, Scheme, Stop, Target, TlsSettings};
 pub use schedule::{Arrivals, Rng, StormStarts, arrival_offset, split_evenly};
-pub use segment::{Fraction, MAX_CYCLE, Segment};
+pub use segment::{Fraction, MAX_CYCLE, Segment, parse_start_at};
 pub use status::StatusSet;
 pub use storm::{
     LineStep, NatsAuth, Procs, Protocol, Reconnect, StormArgs, StormPlan, StormRequest, StormScheme, StormTarget,

@@ -432,6 +432,76 @@ impl<'de> Deserialize<'de> for Segment {
     }
 }
 
+/// Parses `--start-at`: unix milliseconds (`1795341600000`) or an RFC 3339
+/// time (`2026-11-22T10:00:00Z`, `2026-11-22T11:00:00.5+01:00`), as ms since
+/// the Unix epoch.
+pub fn parse_start_at(s: &str) -> Result<u64, PlanError> {
+    let bad = || {
+        PlanError::invalid(
+            "--start-at",
+            format!("'{s}' is not a time; give RFC 3339 (2026-11-22T10:00:00Z) or unix milliseconds"),
+        )
+    };
+    let s = s.trim();
+    if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) {
+        return s.parse().map_err(|_| bad());
+    }
+    let b = s.as_bytes();
+    let num = |r: std::ops::Range<usize>| -> Result<i64, PlanError> {
+        let t = s.get(r).ok_or_else(bad)?;
+        if t.is_empty() || !t.bytes().all(|c| c.is_ascii_digit()) {
+            return Err(bad());
+        }
+        t.parse().map_err(|_| bad())
+    };
+    if b.len() < 20
+        || b[4] != b'-'
+        || b[7] != b'-'
+        || !matches!(b[10], b'T' | b't' | b' ')
+        || b[13] != b':'
+        || b[16] != b':'
+    {
+        return Err(bad());
+    }
+    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (h, mi, sec) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || sec > 60 {
+        return Err(bad());
+    }
+    let mut i = 19;
+    let mut ms = 0i64;
+    if b.get(i) == Some(&b'.') {
+        let start = i + 1;
+        i = start;
+        while b.get(i).is_some_and(u8::is_ascii_digit) {
+            i += 1;
+        }
+        let frac = s.get(start..i).ok_or_else(bad)?;
+        if frac.is_empty() {
+            return Err(bad());
+        }
+        let three: String = frac.chars().chain("000".chars()).take(3).collect();
+        ms = three.parse().map_err(|_| bad())?;
+    }
+    let offset_min = match s.get(i..).ok_or_else(bad)? {
+        "Z" | "z" => 0,
+        tz if tz.len() == 6 && (tz.starts_with('+') || tz.starts_with('-')) && &tz[3..4] == ":" => {
+            let m = num(i + 1..i + 3)? * 60 + num(i + 4..i + 6)?;
+            if tz.starts_with('-') { -m } else { m }
+        }
+        _ => return Err(bad()),
+    };
+    // Days from the civil date (Howard Hinnant's algorithm).
+    let (y, m) = if mo <= 2 { (y - 1, mo + 9) } else { (y, mo - 3) };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * m + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let secs = days * 86_400 + h * 3600 + mi * 60 + sec - offset_min * 60;
+    u64::try_from(secs * 1000 + ms).map_err(|_| bad())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -466,6 +536,16 @@ mod tests {
         assert!(Segment::parse("1/2:1/4", None).is_err());
         assert!(Segment::parse("0:1/2", Some("0,1/2")).is_err());
         assert!(Segment::parse("0:1/2", Some("0,1/2,1/2,1")).is_err());
+    }
+
+    #[test]
+    fn start_at_forms() {
+        assert_eq!(parse_start_at("1795341600000"), Ok(1_795_341_600_000));
+        assert_eq!(parse_start_at("1970-01-01T00:00:00Z"), Ok(0));
+        assert_eq!(parse_start_at("2026-11-22T10:00:00Z"), Ok(1_795_341_600_000));
+        assert_eq!(parse_start_at("2026-11-22T11:00:00.25+01:00"), Ok(1_795_341_600_250));
+        assert!(parse_start_at("2026-11-22 10:00").is_err());
+        assert!(parse_start_at("tomorrow").is_err());
     }
 
     #[test]

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::duration::format_duration;
 use crate::error::PlanError;
 use crate::http::{DEFAULT_TIMEOUT, TlsSettings, is_token};
+use crate::segment::Segment;
 
 /// What a storm connects to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -183,6 +184,8 @@ pub struct StormArgs {
     pub trigger: Option<String>,
     /// Cores on this machine (the default for `--workers`).
     pub cores: u32,
+    /// `--segment`/`--segment-sequence`: this process's share of the storm.
+    pub segment: Option<Segment>,
 }
 
 /// A validated storm.
@@ -235,6 +238,11 @@ pub struct StormPlan {
     /// A command to run once every connection is held.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trigger: Option<Trigger>,
+    /// The execution segment this process runs (None: all of the storm).
+    /// The numbers above stay the whole storm's; the engine takes the
+    /// segment's share. Recorded in the result, not here.
+    #[serde(skip)]
+    pub segment: Option<Segment>,
 }
 
 /// The most source addresses a storm rotates over.
@@ -369,6 +377,19 @@ impl StormPlan {
             }
             (None, None) => None,
         };
+        let segment = a.segment.filter(|s| !s.is_whole());
+        if let Some(s) = &segment
+            && s.share(connections) == 0
+        {
+            return Err(PlanError::invalid(
+                "--connections",
+                format!(
+                    "--connections {connections} leaves segment {} no connection; raise --connections to at \
+                     least the number of segments",
+                    s.range()
+                ),
+            ));
+        }
         Ok(StormPlan {
             target,
             connections,
@@ -386,7 +407,13 @@ impl StormPlan {
             protocol,
             reconnect,
             trigger,
+            segment,
         })
+    }
+
+    /// This process's segment: the plan's, or the whole.
+    pub fn segment(&self) -> Segment {
+        self.segment.clone().unwrap_or_else(Segment::whole)
     }
 
     /// The bytes of the per-connection request, if any.

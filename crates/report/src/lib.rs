@@ -112,5 +112,6 @@ pub(crate) fn test_result(m: throng_metrics::Measurements) -> RunResult {
         notes: Vec::new(),
         trigger: None,
         thresholds: Vec::new(),
+        segment: None,
     }
 }

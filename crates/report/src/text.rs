@@ -32,6 +32,9 @@ pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
     if r.interrupted {
         writeln!(w, "  interrupted: the run was stopped before its end")?;
     }
+    if let Some(s) = &r.segment {
+        writeln!(w, "  segment {s}")?;
+    }
     for note in &r.notes {
         writeln!(w, "  note: {note}")?;
     }

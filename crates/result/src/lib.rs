@@ -187,6 +187,10 @@ pub struct RunResult {
     /// A scenario's thresholds, judged on the measurements.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub thresholds: Vec<Verdict>,
+    /// The execution segment this run was (`--segment`); None for a whole
+    /// plan, and for a merge of segments.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub segment: Option<throng_plan::Segment>,
 }
 
 /// What happened to a storm's `--trigger` command.
@@ -307,8 +311,28 @@ impl RunResult {
             notes,
             trigger: results.iter().find_map(|r| r.trigger.clone()),
             thresholds: Vec::new(),
+            segment: None,
         }
+        .with_segment_notes(&segment_problems(results))
         .judged())
+    }
+
+    fn with_segment_notes(mut self, problems: &[String]) -> RunResult {
+        self.notes.extend(problems.iter().map(|p| format!("{SEGMENT_NOTE}{p}")));
+        self
+    }
+
+    /// Marks a merge of processes that ran one segment together as that
+    /// segment (their shares are not duplicates of each other).
+    pub fn as_segment(mut self, segment: Option<throng_plan::Segment>) -> RunResult {
+        self.notes.retain(|n| !n.starts_with(SEGMENT_NOTE));
+        self.segment = segment;
+        self
+    }
+
+    /// The problems [`segment_problems`] found when this result was merged.
+    pub fn segment_notes(&self) -> impl Iterator<Item = &str> {
+        self.notes.iter().filter_map(|n| n.strip_prefix(SEGMENT_NOTE))
     }
 
     /// Adds runs of one plan made one after another (`--repeat`): counters
@@ -323,7 +347,11 @@ impl RunResult {
         merged.duration_s = runs.iter().map(|r| r.duration_s).sum();
         merged.generator.peak_rss_bytes = runs.iter().map(|r| r.generator.peak_rss_bytes).max().unwrap_or(0);
         merged.generator.threads = runs.iter().map(|r| r.generator.threads).max().unwrap_or(0);
-        merged.notes.retain(|n| !n.starts_with("merged from "));
+        merged
+            .notes
+            .retain(|n| !n.starts_with("merged from ") && !n.starts_with(SEGMENT_NOTE));
+        // Repeats of one segment are that segment, not duplicates.
+        merged.segment = runs.first().and_then(|r| r.segment.clone());
         merged.notes.push(format!(
             "{} runs in sequence, added up: counts and histograms add; the duration is the sum of the runs' \
              (pauses between runs excluded); CPU time is their sum, peak memory the largest run's",
@@ -331,6 +359,69 @@ impl RunResult {
         ));
         Ok(merged)
     }
+}
+
+/// How notes about a merge's segments begin.
+const SEGMENT_NOTE: &str = "INCOMPLETE: ";
+
+/// What is wrong with how `results` cover their execution-segment sequence:
+/// missing segments, segments given twice, different sequences, or results
+/// with and without segments mixed. Empty when none has a segment, or when
+/// they cover their sequence exactly once.
+pub fn segment_problems(results: &[RunResult]) -> Vec<String> {
+    let with: Vec<&throng_plan::Segment> = results.iter().filter_map(|r| r.segment.as_ref()).collect();
+    let Some(first) = with.first() else {
+        return Vec::new();
+    };
+    let mut problems = Vec::new();
+    let without = results.len() - with.len();
+    if without > 0 {
+        problems.push(format!(
+            "{without} of {} results ran the whole plan while the others ran segments of it; \
+             the total counts the whole plan more than once",
+            results.len()
+        ));
+    }
+    if let Some(other) = with.iter().find(|s| s.sequence() != first.sequence()) {
+        problems.push(format!(
+            "segments come from different sequences ({} and {}); merge the results of one sequence",
+            sequence_text(first),
+            sequence_text(other)
+        ));
+        return problems;
+    }
+    let mut seen = vec![0usize; first.count()];
+    for s in &with {
+        seen[s.index()] += 1;
+    }
+    let all = first.siblings();
+    let missing: Vec<String> = all.iter().filter(|s| seen[s.index()] == 0).map(|s| s.range()).collect();
+    if !missing.is_empty() {
+        problems.push(format!(
+            "missing segment{} {} of {}: the total is partial ({} of {} segments)",
+            if missing.len() == 1 { "" } else { "s" },
+            missing.join(", "),
+            sequence_text(first),
+            first.count() - missing.len(),
+            first.count()
+        ));
+    }
+    for s in all.iter().filter(|s| seen[s.index()] > 1) {
+        problems.push(format!(
+            "segment {} given {} times: its share is counted more than once",
+            s.range(),
+            seen[s.index()]
+        ));
+    }
+    problems
+}
+
+fn sequence_text(s: &throng_plan::Segment) -> String {
+    s.sequence()
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// Several runs of the same plan, one after another (`--repeat N`): each

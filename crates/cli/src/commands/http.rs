@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use throng_plan::{HttpArgs, HttpPlan};
 
+use super::segment::refuse_start_at_with_repeat;
 use super::{UsageError, finish_runs, repeated};
 use crate::args::HttpCmd;
 use crate::progress::Display;
@@ -22,6 +23,8 @@ pub fn run(c: HttpCmd) -> anyhow::Result<ExitCode> {
         }
         None => None,
     };
+    let seg = super::segment::parse(&c.segments)?;
+    refuse_start_at_with_repeat(&seg, c.repeat.count)?;
     let plan = HttpPlan::from_args(HttpArgs {
         url: c.url,
         connections: c.connections,
@@ -37,6 +40,8 @@ pub fn run(c: HttpCmd) -> anyhow::Result<ExitCode> {
         expect_status: c.expect_status,
         tls: super::tls::settings(&c.tls),
         cores: throng_engine::sys::cores(),
+        segment: seg.segment.clone(),
+        start_at_unix_ms: seg.start_at_unix_ms,
     })?;
     let tls = match plan.tls {
         Some(_) => Some(super::tls::client_config(&c.tls, &[b"http/1.1"])?),
@@ -46,6 +51,9 @@ pub fn run(c: HttpCmd) -> anyhow::Result<ExitCode> {
 
     super::export::refuse_rows_with_repeat(&c.export, c.repeat.count)?;
     let runs = repeated(c.repeat, c.quiet, |control| {
+        if !super::segment::wait_for_start(plan.start_at_unix_ms, control, c.quiet) {
+            anyhow::bail!("interrupted while waiting for --start-at");
+        }
         let display = Display::new(c.quiet);
         let result = throng_engine::run_http(&plan, tls.clone(), rows.as_ref(), control, &mut |p| display.tick(p));
         display.finish();

@@ -30,5 +30,19 @@ pub fn run(c: MergeCmd) -> anyhow::Result<ExitCode> {
             |h| throng_report::format::us(h.quantile(0.99) as f64)
         ),
     );
+    // Never a silently partial total: the file is written (with the
+    // notes), but the exit status says what is missing.
+    let problems: Vec<&str> = merged.segment_notes().collect();
+    if !problems.is_empty() {
+        if c.allow_partial {
+            eprintln!("throng: merge: {} (--allow-partial: exit 0)", problems.join("; "));
+        } else {
+            eprintln!(
+                "throng: merge: {}; the merged file says so; --allow-partial accepts it",
+                problems.join("; ")
+            );
+            return Ok(ExitCode::from(super::EXIT_FAILED));
+        }
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -8,6 +8,7 @@ mod http;
 mod merge;
 mod report;
 mod run;
+mod segment;
 mod serve;
 mod storm;
 mod sweep;
@@ -55,7 +56,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Compare(c) => compare::run(c),
         Command::Certs(c) => certs::run(c),
         Command::Sweep(c) => sweep::run(c),
-        Command::Run(c) => run::run(c),
+        Command::Run(c) => run::run(*c),
     }
 }
 

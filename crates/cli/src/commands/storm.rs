@@ -32,6 +32,8 @@ pub fn run(c: StormCmd) -> anyhow::Result<ExitCode> {
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64)
     });
+    let seg = super::segment::parse(&c.segments)?;
+    super::segment::refuse_start_at_with_repeat(&seg, c.repeat.count)?;
     let plan = StormPlan::from_args(StormArgs {
         target: c.target.clone(),
         connections: c.connections,
@@ -65,6 +67,7 @@ pub fn run(c: StormCmd) -> anyhow::Result<ExitCode> {
         trigger_after: c.trigger_after,
         trigger: c.trigger.clone(),
         cores: throng_engine::sys::cores(),
+        segment: seg.segment.clone(),
     })?;
     let tls = match plan.tls {
         // nats:// needs TLS only if the server's INFO asks for it: without
@@ -95,15 +98,19 @@ pub fn run(c: StormCmd) -> anyhow::Result<ExitCode> {
         let part = StormPart {
             index,
             count,
-            start_at_unix_ms: c.start_at,
+            start_at_unix_ms: seg.start_at_unix_ms,
         };
+        if !super::segment::wait_for_start(seg.start_at_unix_ms, &control, true) {
+            anyhow::bail!("interrupted while waiting for --start-at");
+        }
         let result = throng_engine::run_storm(&plan, part, tls, rows.as_ref(), &control, &mut |_| {})
             .context("the storm part could not start")?;
         super::print_report(throng_report::View::Json, &result)?;
         return Ok(ExitCode::SUCCESS);
     }
 
-    let peak = throng_engine::storm_peak_estimate(&plan);
+    // This process's segment's peak, not the whole storm's.
+    let peak = plan.segment().share(throng_engine::storm_peak_estimate(&plan)).max(1);
     let per_process = throng_engine::connections_per_process(plan.workers);
     let procs = match plan.procs {
         Procs::Count(n) => n,
@@ -114,14 +121,21 @@ pub fn run(c: StormCmd) -> anyhow::Result<ExitCode> {
     super::export::refuse_rows_with_repeat(&c.export, c.repeat.count)?;
     let runs = super::repeated(c.repeat, c.quiet, |control| {
         let mut result = if procs <= 1 {
+            if !super::segment::wait_for_start(seg.start_at_unix_ms, control, c.quiet) {
+                anyhow::bail!("interrupted while waiting for --start-at");
+            }
+            let part = StormPart {
+                start_at_unix_ms: seg.start_at_unix_ms,
+                ..StormPart::WHOLE
+            };
             let display = Display::new(c.quiet);
-            let r = throng_engine::run_storm(&plan, StormPart::WHOLE, tls.clone(), rows.as_ref(), control, &mut |p| {
+            let r = throng_engine::run_storm(&plan, part, tls.clone(), rows.as_ref(), control, &mut |p| {
                 display.tick_storm(p);
             });
             display.finish();
             r.context("the storm could not start")?
         } else {
-            run_children(&c, &plan, procs, seed, rows.as_ref(), control)?
+            run_children(&c, &plan, procs, seed, seg.start_at_unix_ms, rows.as_ref(), control)?
         };
         if plan.source.is_empty() && result.measurements.peak_concurrent_connections > CROWDED_PORTS {
             result.notes.push(format!(
@@ -251,6 +265,8 @@ fn child_args(c: &StormCmd, plan_seed: u64, index: u32, count: u32, start_at: u6
     flag("--max-reconnects", c.max_reconnects.map(|v| v.to_string()));
     flag("--part", Some(format!("{index}/{count}")));
     flag("--start-at", Some(start_at.to_string()));
+    flag("--segment", c.segments.segment.clone());
+    flag("--segment-sequence", c.segments.sequence.clone());
     if c.tls.insecure {
         a.push("--insecure".into());
     }
@@ -270,15 +286,18 @@ fn run_children(
     plan: &StormPlan,
     procs: u32,
     seed: u64,
+    start_at: Option<u64>,
     rows: Option<&throng_engine::RequestLog>,
     control: &Control,
 ) -> anyhow::Result<RunResult> {
     let exe = std::env::current_exe().context("cannot find this program to start worker processes")?;
     // --csv-requests: each child writes its own file, joined at the end.
     let row_parts = rows.map(|log| ChildRows::new(log, procs)).transpose()?;
-    let start_at = (SystemTime::now() + CHILD_STARTUP)
+    // --start-at, or as soon as the children can be ready (never sooner).
+    let soonest = (SystemTime::now() + CHILD_STARTUP)
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64);
+    let start_at = start_at.map_or(soonest, |t| t.max(soonest));
     let mut children: Vec<Child> = Vec::new();
     for i in 0..procs {
         let mut cmd = Command::new(&exe);
@@ -359,7 +378,9 @@ fn run_children(
     if let (Some(parts), Some(log)) = (&row_parts, rows) {
         parts.join(&log.path)?;
     }
-    let mut merged = RunResult::merge(&results).context("merging the worker processes' results")?;
+    let mut merged = RunResult::merge(&results)
+        .context("merging the worker processes' results")?
+        .as_segment(plan.segment.clone());
     merged.plan = throng_result::Plan::Storm(plan.clone());
     merged.notes.retain(|n| !n.starts_with("process "));
     merged.notes.insert(
