@@ -226,3 +226,70 @@ fn start_at_starts_at_the_shared_time() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(read(&json).started_at_unix_ms, start);
 }
+
+const SCENARIO: &str = r#"
+target: TARGET
+scenarios:
+  pervu:
+    executor: per-vu-iterations
+    vus: 5
+    iterations: 4
+    flow:
+      - request: { name: p, path: "/" }
+  shared:
+    executor: shared-iterations
+    vus: 4
+    iterations: 101
+    flow:
+      - request: { name: s, path: "/" }
+  arrivals:
+    executor: constant-arrival-rate
+    rate: 50
+    duration: 2s
+    pre_allocated_vus: 3
+    max_vus: 10
+    flow:
+      - request: { name: a, path: "/" }
+"#;
+
+#[test]
+fn scenario_iterations_in_three_segments_add_up() {
+    let server = lab(None);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("scenario.yaml");
+    std::fs::write(&file, SCENARIO.replace("TARGET", &format!("http://{}", server.addr()))).unwrap();
+    let files = run_segments(dir.path(), "run", &[file.to_str().unwrap(), "--threads", "2"], THIRDS);
+    let requests = |r: &RunResult, step: &str| {
+        r.measurements
+            .scenario
+            .as_ref()
+            .unwrap()
+            .tags
+            .get(&format!("step:{step}"))
+            .map_or(0, |t| t.requests)
+    };
+    let parts: Vec<RunResult> = files.iter().map(|f| read(f)).collect();
+    // per-vu-iterations: 5 VUs striped 2, 2, 1 (or so), 4 iterations each.
+    let pervu: Vec<u64> = parts.iter().map(|r| requests(r, "p")).collect();
+    assert_eq!(pervu.iter().sum::<u64>(), 20, "{pervu:?}");
+    assert!(pervu.iter().all(|n| n % 4 == 0), "{pervu:?}");
+    let shared: Vec<u64> = parts.iter().map(|r| requests(r, "s")).collect();
+    assert_eq!(shared, vec![34, 34, 33]);
+    let arrivals: u64 = parts
+        .iter()
+        .map(|r| requests(r, "a") + r.measurements.scenario.as_ref().unwrap().dropped_iterations)
+        .sum();
+    assert_eq!(arrivals, 100, "50/s for 2 s");
+    for r in &parts {
+        assert_books_balance(r);
+        assert!(r.segment.is_some());
+    }
+    let (code, err, merged) = merge(&files, &dir.path().join("merged.json"), &[]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(requests(&merged, "p"), 20);
+    assert_eq!(requests(&merged, "s"), 101);
+    assert_eq!(
+        merged.measurements.scenario.as_ref().unwrap().iterations,
+        20 + 101 + requests(&merged, "a")
+    );
+}

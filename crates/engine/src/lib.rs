@@ -883,6 +883,8 @@ pub struct ScenarioOptions {
     pub seed: u64,
     /// `--csv-requests`: one row per request.
     pub requests_csv: Option<RequestLog>,
+    /// `--start-at`: start at this wall-clock instant (ms since the Unix epoch).
+    pub start_at_unix_ms: Option<u64>,
 }
 
 /// Runs a scenario file's scenarios to completion and returns the result,
@@ -900,8 +902,9 @@ pub fn run_scenario(
         options.threads
     }
     .max(1);
-    // Every VU may hold a connection at once.
-    let vus: u64 = plan.scenarios.iter().map(|s| s.executor.max_vus()).sum();
+    // Every VU may hold a connection at once (this segment's VUs).
+    let segment = plan.segment();
+    let vus: u64 = plan.scenarios.iter().map(|s| segment.share(s.executor.max_vus())).sum();
     let fit = connections_per_process(threads);
     if vus > fit {
         return Err(EngineError::Config(format!(
@@ -923,7 +926,7 @@ pub fn run_scenario(
         }
         (None, _) => None,
     };
-    let clock = Clock::start();
+    let clock = options.start_at_unix_ms.map_or_else(Clock::start, Clock::at);
     let origin = clock.origin;
     let shared_plan = Arc::new(plan.clone());
     let env = Arc::new(options.env.clone());
@@ -974,5 +977,7 @@ pub fn run_scenario(
     };
     let finished = coordinate(launch, control, on_tick)?;
     let co_free = plan.scenarios.iter().all(|s| s.executor.is_open());
-    Ok(finished.into_result(Plan::Run(Box::new(plan.clone())), co_free, control))
+    let mut result = finished.into_result(Plan::Run(Box::new(plan.clone())), co_free, control);
+    result.segment = plan.segment.clone();
+    Ok(result)
 }

@@ -118,6 +118,8 @@ struct Scen {
     shared: Arc<SharedCounters>,
     worker: u32,
     workers: u32,
+    /// This process's execution segment (the whole without one).
+    segment: throng_plan::Segment,
     seed: u64,
     ops: Vec<Op>,
     /// Recorder tag index per stage (ramping executors).
@@ -160,9 +162,11 @@ impl Scen {
         }
     }
 
-    /// The VU's number across the whole run, from 1.
+    /// The VU's number across the whole run (all segments), from 1.
     fn vu_id(&self, slot: usize) -> u64 {
-        slot as u64 * u64::from(self.workers) + u64::from(self.worker) + 1
+        self.segment
+            .nth(slot as u64 * u64::from(self.workers) + u64::from(self.worker))
+            + 1
     }
 
     fn stage_tag(&self, now: Instant) -> Option<usize> {
@@ -224,6 +228,7 @@ pub(crate) fn start(ctx: &Rc<Ctx>, load: ScenarioLoad) {
             shared: Arc::clone(&load.shared),
             worker: load.worker,
             workers: load.workers,
+            segment: load.plan.segment(),
             seed: load.seed,
             ops,
             stage_tags,
@@ -315,7 +320,7 @@ async fn closed_controller(guard: TaskGuard, sc: Rc<Scen>) {
         let total = if ended {
             0
         } else {
-            sc.def.executor.vus_at(now - sc.start)
+            sc.def.executor.segment_vus_at(now - sc.start, &sc.segment)
         };
         let mine = share(total, sc.worker, sc.workers);
         sc.target.set(mine);
@@ -368,26 +373,16 @@ fn start_possible(sc: &Scen, now: Instant) -> bool {
     }
     let slots = sc.slots.borrow();
     // Slots not yet created (a ramp still rising) or not finished.
-    (slots.len() as u64) < share(sc.def.executor.max_vus(), sc.worker, sc.workers) || slots.iter().any(|s| !s.finished)
+    (slots.len() as u64) < share(sc.segment.share(sc.def.executor.max_vus()), sc.worker, sc.workers)
+        || slots.iter().any(|s| !s.finished)
 }
 
 /// Starts iterations on the schedule: on the most recently idle VU, else on
 /// a new one up to the worker's share of `max_vus`, else drops them.
 async fn open_controller(guard: TaskGuard, sc: Rc<Scen>) {
     let ctx = &guard.0;
-    let (pre, max) = match &sc.def.executor {
-        Executor::ConstantArrivalRate {
-            pre_allocated_vus,
-            max_vus,
-            ..
-        }
-        | Executor::RampingArrivalRate {
-            pre_allocated_vus,
-            max_vus,
-            ..
-        } => (*pre_allocated_vus, *max_vus),
-        _ => (1, 1),
-    };
+    // The segment's share of the VUs, then this worker's share of that.
+    let (pre, max) = sc.def.executor.segment_open_vus(&sc.segment);
     let pre = share(pre, sc.worker, sc.workers) as usize;
     let max = share(max, sc.worker, sc.workers) as usize;
     // Pre-allocated VUs start idle; they connect on their first iteration.
@@ -396,12 +391,15 @@ async fn open_controller(guard: TaskGuard, sc: Rc<Scen>) {
     }
     let curve = sc.def.executor.arrivals();
     let count = curve.as_ref().map_or(0, throng_scenario::ArrivalCurve::count);
-    let gap =
-        Duration::from_secs_f64(sc.def.executor.length().as_secs_f64() * f64::from(sc.workers) / (count.max(1) as f64));
+    let gap = Duration::from_secs_f64(
+        sc.def.executor.length().as_secs_f64() * f64::from(sc.workers) / (sc.segment.share(count).max(1) as f64),
+    );
     let mut pacer = Pacer::new(gap);
-    let mut k = u64::from(sc.worker);
-    while let Some(offset) = curve.as_ref().and_then(|c| c.offset(k)) {
-        k += u64::from(sc.workers);
+    // The segment's arrivals of the whole schedule, every workers-th.
+    let arrivals = curve
+        .as_ref()
+        .map(|c| throng_scenario::segment_arrivals(c, &sc.segment, sc.worker, sc.workers));
+    for (_, offset) in arrivals.into_iter().flatten() {
         let due = sc.start + offset;
         if !pacer.wait_until(ctx, due).await {
             break;
@@ -491,7 +489,8 @@ async fn vu(guard: TaskGuard, sc: Rc<Scen>, slot: usize) {
             let more = match &sc.def.executor {
                 Executor::PerVuIterations { iterations, .. } => vu.iter < *iterations,
                 Executor::SharedIterations { iterations, .. } => {
-                    sc.shared.taken[sc.index].fetch_add(1, Ordering::Relaxed) < *iterations
+                    let mine = sc.def.executor.segment_iterations(&sc.segment).unwrap_or(*iterations);
+                    sc.shared.taken[sc.index].fetch_add(1, Ordering::Relaxed) < mine
                 }
                 _ => true,
             };

@@ -4,6 +4,8 @@
 
 use std::time::Duration;
 
+use throng_plan::Segment;
+
 use crate::spec::{Executor, Stage};
 
 /// The share of `total` that worker `worker` of `workers` takes: VU ids and
@@ -12,6 +14,62 @@ use crate::spec::{Executor, Stage};
 pub fn share(total: u64, worker: u32, workers: u32) -> u64 {
     let (w, n) = (u64::from(worker), u64::from(workers.max(1)));
     total / n + u64::from(w < total % n)
+}
+
+/// Execution segments: a segment owns VU index `i` and arrival `k` of the
+/// whole scenario as [`Segment::owns`] says, so its VUs at any moment are
+/// its owned indices below the whole target, and its arrivals the owned
+/// subsequence of the whole schedule; the process's workers then deal
+/// those round-robin.
+impl Executor {
+    /// VUs `segment` should have `t` after the start (closed models).
+    pub fn segment_vus_at(&self, t: Duration, segment: &Segment) -> u64 {
+        segment.share(self.vus_at(t))
+    }
+
+    /// `segment`'s share of `shared-iterations`' iterations (None for the
+    /// other executors: per-vu-iterations gives each owned VU all of them).
+    pub fn segment_iterations(&self, segment: &Segment) -> Option<u64> {
+        match self {
+            Executor::SharedIterations { iterations, .. } => Some(segment.share(*iterations)),
+            _ => None,
+        }
+    }
+
+    /// `segment`'s share of the open models' `(pre_allocated_vus,
+    /// max_vus)`; at least one VU at most when the segment owns arrivals.
+    pub fn segment_open_vus(&self, segment: &Segment) -> (u64, u64) {
+        let (pre, max) = match self {
+            Executor::ConstantArrivalRate {
+                pre_allocated_vus,
+                max_vus,
+                ..
+            }
+            | Executor::RampingArrivalRate {
+                pre_allocated_vus,
+                max_vus,
+                ..
+            } => (*pre_allocated_vus, *max_vus),
+            _ => (1, 1),
+        };
+        (segment.share(pre), segment.share(max).max(1))
+    }
+}
+
+/// Worker `worker` of `workers`' arrivals of `segment` on `curve`: the
+/// segment's `m`-th arrival (m = worker, worker + workers, …) is the whole
+/// schedule's arrival `segment.nth(m)`. Yields (global index, offset).
+pub fn segment_arrivals<'a>(
+    curve: &'a ArrivalCurve,
+    segment: &'a Segment,
+    worker: u32,
+    workers: u32,
+) -> impl Iterator<Item = (u64, Duration)> + 'a {
+    let mine = segment.share(curve.count());
+    (u64::from(worker)..mine)
+        .step_by(workers.max(1) as usize)
+        .map(|m| segment.nth(m))
+        .map_while(|k| curve.offset(k).map(|at| (k, at)))
 }
 
 /// A value that moves linearly through stages from `start`.
@@ -170,6 +228,77 @@ impl ArrivalCurve {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// Every segment of a random sequence of `den`ths.
+    fn segments(den: u64, cuts: Vec<u64>) -> Vec<Segment> {
+        let mut points: Vec<u64> = cuts.into_iter().filter(|c| *c < den).collect();
+        points.extend([0, den]);
+        points.sort_unstable();
+        points.dedup();
+        let seq = points
+            .iter()
+            .map(|p| format!("{p}/{den}"))
+            .collect::<Vec<_>>()
+            .join(",");
+        Segment::parse(&format!("0:{}/{den}", points[1]), Some(&seq))
+            .expect("a valid sequence")
+            .siblings()
+    }
+
+    proptest! {
+        /// Segments' VUs add up to the whole target at every moment of a
+        /// random ramp; shared iterations and open-model VU counts add up.
+        #[test]
+        fn segment_vus_and_iterations_add_up(
+            start_vus in 0u64..50,
+            targets in proptest::collection::vec((1u64..20, 0u64..200), 1..4),
+            iterations in 0u64..10_000,
+            den in 1u64..30,
+            cuts in proptest::collection::vec(1u64..30, 0..6),
+        ) {
+            let segs = segments(den, cuts);
+            let e = Executor::RampingVus {
+                start_vus,
+                stages: targets.iter().map(|&(s, t)| stage(s, t as f64)).collect(),
+                graceful_ramp_down: Duration::ZERO,
+            };
+            let len: u64 = targets.iter().map(|t| t.0).sum::<u64>() * 1000;
+            for ms in (0..=len).step_by(250) {
+                let t = Duration::from_millis(ms);
+                prop_assert_eq!(segs.iter().map(|s| e.segment_vus_at(t, s)).sum::<u64>(), e.vus_at(t));
+            }
+            let shared = Executor::SharedIterations { vus: 7, iterations, max_duration: Duration::from_secs(1) };
+            let sum: u64 = segs.iter().map(|s| shared.segment_iterations(s).unwrap_or(0)).sum();
+            prop_assert_eq!(sum, iterations);
+        }
+
+        /// Segments × workers make every arrival of a random ramp exactly
+        /// once, at the whole schedule's offset.
+        #[test]
+        fn segment_arrivals_partition_the_curve(
+            start in 0u64..100,
+            targets in proptest::collection::vec((1u64..5, 0u64..300), 1..4),
+            workers in 1u32..4,
+            den in 1u64..30,
+            cuts in proptest::collection::vec(1u64..30, 0..6),
+        ) {
+            let stages: Vec<(Duration, f64)> =
+                targets.iter().map(|&(s, r)| (Duration::from_secs(s), r as f64)).collect();
+            let curve = ArrivalCurve::new(start as f64, &stages);
+            let mut seen = vec![false; curve.count() as usize];
+            for seg in segments(den, cuts) {
+                for w in 0..workers {
+                    for (k, at) in segment_arrivals(&curve, &seg, w, workers) {
+                        prop_assert!(!seen[k as usize], "arrival {} twice", k);
+                        seen[k as usize] = true;
+                        prop_assert_eq!(Some(at), curve.offset(k));
+                    }
+                }
+            }
+            prop_assert!(seen.iter().all(|s| *s), "an arrival was not made");
+        }
+    }
 
     fn stage(secs: u64, target: f64) -> Stage {
         Stage {

@@ -713,6 +713,12 @@ pub struct ScenarioPlan {
     /// Durations were multiplied by this (`--scale`).
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub scale: f64,
+    /// The execution segment this process runs (None: all of it). The
+    /// scenarios keep the whole plan's numbers; the executors take the
+    /// segment's share of VUs, iterations and arrivals (see
+    /// [`crate::schedule`]). Recorded in the result, not here.
+    #[serde(skip)]
+    pub segment: Option<throng_plan::Segment>,
 }
 
 fn one() -> f64 {
@@ -768,6 +774,19 @@ impl ScenarioPlan {
         }
         self.scale *= factor;
         self
+    }
+
+    /// The plan as this process runs it: `segment`'s share of every
+    /// scenario (VUs, iterations, arrivals), the rest of the sequence's
+    /// segments running elsewhere.
+    pub fn segmented(mut self, segment: &throng_plan::Segment) -> ScenarioPlan {
+        self.segment = (!segment.is_whole()).then(|| segment.clone());
+        self
+    }
+
+    /// This process's segment: the plan's, or the whole.
+    pub fn segment(&self) -> throng_plan::Segment {
+        self.segment.clone().unwrap_or_else(throng_plan::Segment::whole)
     }
 
     /// Every environment variable the file reads (`{{env.NAME}}`, in
@@ -1072,6 +1091,7 @@ impl Validator<'_> {
             scenarios,
             thresholds,
             scale: 1.0,
+            segment: None,
         })
     }
 

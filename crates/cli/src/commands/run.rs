@@ -17,7 +17,12 @@ pub fn run(c: RunCmd) -> anyhow::Result<ExitCode> {
     if matches!(c.format, Format::Ab | Format::Httperf) {
         return Err(UsageError("--format: a scenario report is text or json".into()).into());
     }
-    let plan = load(&c.file, c.scale)?;
+    let seg = super::segment::parse(&c.segments)?;
+    super::segment::refuse_start_at_with_repeat(&seg, c.repeat.count)?;
+    let mut plan = load(&c.file, c.scale)?;
+    if let Some(s) = &seg.segment {
+        plan = plan.segmented(s);
+    }
     let env = throng_scenario::environment(&parse_env(&c.env)?);
     let unset: Vec<String> = plan.env_names().into_iter().filter(|n| !env.contains_key(n)).collect();
     if !unset.is_empty() {
@@ -64,9 +69,13 @@ pub fn run(c: RunCmd) -> anyhow::Result<ExitCode> {
                 .duration_since(UNIX_EPOCH)
                 .map_or(0, |d| d.as_nanos() as u64)
         }),
+        start_at_unix_ms: seg.start_at_unix_ms,
     };
     super::export::refuse_rows_with_repeat(&c.export, c.repeat.count)?;
     let runs = repeated(c.repeat, c.quiet, |control| {
+        if !super::segment::wait_for_start(options.start_at_unix_ms, control, c.quiet) {
+            anyhow::bail!("interrupted while waiting for --start-at");
+        }
         let display = Display::new(c.quiet);
         let result = throng_engine::run_scenario(&plan, tls.clone(), &options, control, &mut |p| display.tick(p));
         display.finish();
