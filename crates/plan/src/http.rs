@@ -319,7 +319,8 @@ impl HttpPlan {
                     return Err(PlanError::invalid(
                         "-c/--connections",
                         format!(
-                            "-c {connections} leaves segment {} no connection to send its requests on;                              raise -c to at least the number of segments",
+                            "-c {connections} leaves segment {} no connection to send its requests on; \
+                             raise -c to at least the number of segments",
                             s.range()
                         ),
                     ));
