@@ -342,18 +342,26 @@ impl Clock {
     }
 
     /// A clock whose origin is a wall-clock instant (`--start-at`), so that
-    /// processes started apart begin together.
+    /// processes started apart begin together. A process that comes late
+    /// (the CLI allows a few seconds) keeps the shared origin: its schedule
+    /// is the others', and what it starts late is recorded as schedule_lag.
     fn at(wall_ms: u64) -> Self {
         let wall = UNIX_EPOCH + Duration::from_millis(wall_ms);
         let now_wall = SystemTime::now();
         let now = Instant::now();
         let origin = match wall.duration_since(now_wall) {
-            Ok(ahead) => now + ahead,
-            Err(e) => now.checked_sub(e.duration()).unwrap_or(now),
+            Ok(ahead) => Some(now + ahead),
+            Err(e) => now.checked_sub(e.duration()),
         };
-        Clock {
-            origin: origin.max(now),
-            wall_start: wall.max(now_wall),
+        match origin {
+            Some(origin) => Clock {
+                origin,
+                wall_start: wall,
+            },
+            None => Clock {
+                origin: now,
+                wall_start: now_wall,
+            },
         }
     }
 }
