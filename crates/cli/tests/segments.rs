@@ -72,11 +72,12 @@ fn http_requests_in_three_segments_add_up_to_the_plan() {
     let attempted: Vec<u64> = parts.iter().map(|r| r.measurements.requests.attempted).collect();
     // 1000 striped over thirds: 334, 333, 333.
     assert_eq!(attempted, vec![334, 333, 333]);
-    for (r, seg) in parts.iter().zip(segments_of(THIRDS)) {
+    for ((r, seg), file) in parts.iter().zip(segments_of(THIRDS)).zip(&files) {
         assert_books_balance(r);
         assert_eq!(r.segment.as_ref().unwrap().range(), seg);
         assert_eq!(r.segment.as_ref().unwrap().sequence().len(), 4);
-        assert!(common::schema_violations(&files[0]).is_empty());
+        let problems = common::schema_violations(file);
+        assert!(problems.is_empty(), "schema violations: {problems:#?}");
     }
     let (code, err, merged) = merge(&files, &dir.path().join("merged.json"), &[]);
     assert_eq!(code, 0, "{err}");
