@@ -26,7 +26,9 @@ out="$THRONG_RESULTS_DIR/segment-$i.json"
 echo "throng-agent: segment $segment of $sequence, start at $start_at," \
     "open files $(ulimit -Sn) soft / $(ulimit -Hn) hard" >&2
 throng "$@" --segment "$segment" --segment-sequence "$sequence" \
-    --start-at "$start_at" --json "$out" --quiet
+    --start-at "$start_at" --json "$out"
+# (No --quiet: stderr is not a terminal in a pod, so there is no progress
+# display anyway, and a plan may say --quiet itself.)
 code=$?
 echo "throng-agent: throng exited with $code" >&2
 if [ -s "$out" ]; then

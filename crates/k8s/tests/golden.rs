@@ -290,7 +290,6 @@ fn agent_script_runs_its_segment_and_prints_the_result() {
         .map(String::from),
     );
     expected.push(results.join("segment-2.json").display().to_string());
-    expected.push("--quiet".into());
     let want = expected.join("\n") + "\n";
     assert!(log.starts_with("throng-result-begin segment-2.json\n"), "{log}");
     // The awk of the collect commands, on this log.
