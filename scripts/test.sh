@@ -31,6 +31,13 @@ if ((${#need[@]})); then
 fi
 
 export PATH="$PATH:/usr/sbin:/sbin"
+# The Kubernetes manifests are checked against the published schemas
+# (crates/k8s/tests/golden.rs); kubectl cannot without an API server.
+if ! command -v kubernetes-validate >/dev/null 2>&1; then
+  echo "scripts/test.sh: installing kubernetes-validate (pip)" >&2
+  python3 -m pip install -q kubernetes-validate >/dev/null 2>&1 \
+    || echo "scripts/test.sh: could not install kubernetes-validate; the schema test will say it is skipped" >&2
+fi
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 status=0

@@ -23,12 +23,13 @@ throng="${THRONG:-$root/target/release/throng}"
 runs="${RUNS:-5}"
 requests="${REQUESTS:-10000}"
 concurrency="${CONCURRENCY:-1000}"
+timeout="${TIMEOUT:-10s}"
 out="${OUT:-$PWD/waf-ab-results}"
 module=/usr/lib/nginx/modules/ngx_http_modsecurity_module.so
 crs=/usr/share/modsecurity-crs/rules
 
 if [[ $# -gt 0 ]]; then
-    echo "usage: $0   (env: RUNS, REQUESTS, CONCURRENCY, THRONG=path/to/throng, OUT=results-dir)" >&2
+    echo "usage: $0   (env: RUNS, REQUESTS, CONCURRENCY, TIMEOUT, THRONG=path/to/throng, OUT=results-dir)" >&2
     exit 2
 fi
 if [[ ! -e $module || ! -d $crs ]] || ! command -v nginx >/dev/null; then
@@ -129,7 +130,7 @@ for side in plain modsecurity; do
     # In the background and waited for, so that a signal to this script
     # runs its trap at once (bash defers traps while a foreground job runs).
     taskset -c 1 "$throng" http "http://127.0.0.1:$port$query" -c "$concurrency" -n "$requests" -t 1 \
-        --repeat "$runs" --format ab --json "$out/$side.json" -q > "$out/$side.txt" &
+        --timeout "$timeout" --repeat "$runs" --format ab --json "$out/$side.json" -q > "$out/$side.txt" &
     load_pid=$!
     wait "$load_pid"
     load_pid=""

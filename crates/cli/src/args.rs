@@ -45,6 +45,70 @@ pub enum Command {
     /// Run a scenario file: staged virtual users running multi-step flows, with checks and thresholds.
     #[command(after_help = RUN_HELP)]
     Run(Box<RunCmd>),
+    /// Agents on Kubernetes: print the manifests that run a plan as N exact segments.
+    K8s(K8sCmd),
+}
+
+#[derive(Debug, Args)]
+pub struct K8sCmd {
+    #[command(subcommand)]
+    pub command: K8sCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum K8sCommand {
+    /// Print an Indexed Job (and the ConfigMap with its plan) whose N pods each run one segment.
+    #[command(after_help = K8S_JOB_HELP)]
+    Job(Box<K8sJobCmd>),
+}
+
+const K8S_JOB_HELP: &str = "\
+Prints YAML on stdout (ConfigMap with the plan, a Secret for a scenario's TLS key, the Job) and,
+on stderr, each agent's resources and the commands that wait, collect and merge the results.
+Pod i runs --segment i/N:(i+1)/N of --segment-sequence 0,1/N,...,1, all from the same
+--start-at (now + --start-in). The whole flow: docs/distributed.md.
+
+Examples:
+  throng k8s job --parallelism 4 -- http http://svc:8080/ -c 400 -d 5m > job.yaml
+  throng k8s job checkout.yaml --parallelism 8 --image registry.example/throng:0.1.0 -- --env BASE=http://shop
+  kubectl apply -f job.yaml";
+
+#[derive(Debug, Args)]
+pub struct K8sJobCmd {
+    /// A scenario file (throng run); its data and TLS files are shipped with it. Without it, give
+    /// the command line after '--'
+    #[arg(value_name = "PLAN")]
+    pub plan: Option<PathBuf>,
+    /// Agents: pods, each running one segment of the plan
+    #[arg(short = 'p', long = "parallelism", value_name = "N")]
+    pub parallelism: u32,
+    /// Container image with throng on the PATH [default: throng:VERSION]
+    #[arg(long = "image", value_name = "IMAGE")]
+    pub image: Option<String>,
+    /// Namespace of the Job and ConfigMap
+    #[arg(long = "namespace", value_name = "NS", default_value = "default")]
+    pub namespace: String,
+    /// Name of the Job and ConfigMap
+    #[arg(long = "name", value_name = "NAME", default_value = "throng")]
+    pub name: String,
+    /// Where each pod writes segment-I.json (an emptyDir, or --results-pvc)
+    #[arg(long = "results-dir", value_name = "DIR", default_value = "/results")]
+    pub results_dir: String,
+    /// Mount this PersistentVolumeClaim (ReadWriteMany across nodes) at --results-dir
+    #[arg(long = "results-pvc", value_name = "CLAIM")]
+    pub results_pvc: Option<String>,
+    /// The agents start this long after the manifests are made (pulling the image, scheduling)
+    #[arg(long = "start-in", value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
+    pub start_in: Duration,
+    /// CPU per agent, a Kubernetes quantity (2, 500m) [default: sized for the plan]
+    #[arg(long = "cpu", value_name = "QUANTITY")]
+    pub cpu: Option<String>,
+    /// Memory per agent, a Kubernetes quantity (512Mi, 2Gi) [default: sized for the plan]
+    #[arg(long = "memory", value_name = "QUANTITY")]
+    pub memory: Option<String>,
+    /// After '--': the command line (http ... or storm ...), or with PLAN more throng run flags
+    #[arg(last = true, value_name = "ARGS")]
+    pub command: Vec<String>,
 }
 
 const RUN_HELP: &str = "\
@@ -675,7 +739,7 @@ fn clap_one_line(e: &clap::Error) -> String {
     let help = match sub {
         Some(s)
             if [
-                "http", "storm", "serve", "demo", "report", "merge", "compare", "certs", "sweep", "run",
+                "http", "storm", "serve", "demo", "report", "merge", "compare", "certs", "sweep", "run", "k8s",
             ]
             .contains(&s.as_str()) =>
         {

@@ -103,8 +103,11 @@ fn waf_ab_compares_nginx_with_and_without_modsecurity() {
             .env("THRONG", env!("CARGO_BIN_EXE_throng"))
             .env("OUT", out.path())
             .env("RUNS", "2")
-            .env("REQUESTS", "2000")
-            .env("CONCURRENCY", "100")
+            .env("REQUESTS", "1000")
+            .env("CONCURRENCY", "20")
+            // The WAF costs ~2 ms of nginx's CPU per request; on a busy
+            // machine a 10 s timeout can cut the slowest off.
+            .env("TIMEOUT", "120s")
             .env(
                 "PATH",
                 format!("{}:/usr/sbin:/sbin", std::env::var("PATH").unwrap_or_default()),
@@ -123,10 +126,10 @@ fn waf_ab_compares_nginx_with_and_without_modsecurity() {
         for run in &r {
             let req = &run.measurements.requests;
             // The seed's query string is benign: the WAF lets every request through.
-            assert_eq!((req.attempted, req.ok), (2000, 2000), "{side}: {req:?}");
+            assert_eq!((req.attempted, req.ok), (1000, 1000), "{side}: {req:?}");
         }
         let text = std::fs::read_to_string(out.path().join(format!("{side}.txt"))).unwrap();
-        assert!(text.contains("Complete requests:      4000"), "{side}: {text}");
+        assert!(text.contains("Complete requests:      2000"), "{side}: {text}");
     }
     let compare = std::fs::read_to_string(out.path().join("compare.txt")).unwrap();
     assert!(

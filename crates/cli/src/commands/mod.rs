@@ -5,6 +5,7 @@ mod compare;
 mod demo;
 mod export;
 mod http;
+mod k8s;
 mod merge;
 mod report;
 mod run;
@@ -57,6 +58,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Certs(c) => certs::run(c),
         Command::Sweep(c) => sweep::run(c),
         Command::Run(c) => run::run(*c),
+        Command::K8s(c) => k8s::run(c),
     }
 }
 
