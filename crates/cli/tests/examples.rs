@@ -142,3 +142,70 @@ fn waf_ab_compares_nginx_with_and_without_modsecurity() {
         "{columns}"
     );
 }
+
+#[test]
+fn segments_local_agents_merge_into_exactly_what_they_recorded() {
+    if !is_root() {
+        eprintln!("skipped: the segments rehearsal makes network namespaces, which needs root (CI runs as root)");
+        return;
+    }
+    let out = tempfile::tempdir().unwrap();
+    let run = output(
+        Command::new("bash")
+            .arg(script("segments-local"))
+            .args(["3", "--short"])
+            .env("THRONG", env!("CARGO_BIN_EXE_throng"))
+            .env("OUT", out.path()),
+    );
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&run.stdout),
+        String::from_utf8_lossy(&run.stderr),
+    );
+    assert!(run.status.success(), "{stdout}{stderr}");
+    let segments: Vec<RunResult> = (0..3)
+        .map(|i| runs(&out.path().join(format!("segment-{i}.json"))).remove(0))
+        .collect();
+    let merged = runs(&out.path().join("merged.json")).remove(0);
+    // Each agent ran its own third, from its own address...
+    let shares: Vec<String> = segments
+        .iter()
+        .map(|r| r.segment.as_ref().expect("a segment").range())
+        .collect();
+    assert_eq!(shares, ["0:1/3", "1/3:2/3", "2/3:1"]);
+    // ...and the merge is exactly what they recorded: counts add up, every
+    // phase's histogram is the sum of theirs, throughput is the sum.
+    let sum = |f: &dyn Fn(&RunResult) -> u64| segments.iter().map(f).sum::<u64>();
+    let m = &merged.measurements;
+    assert_eq!(m.requests.attempted, sum(&|r| r.measurements.requests.attempted));
+    assert_eq!(m.requests.ok, sum(&|r| r.measurements.requests.ok));
+    assert_eq!(
+        m.requests.attempted + m.dropped,
+        6000,
+        "2000 req/s for 3 s in all: {:?}",
+        m.requests
+    );
+    for (phase, hist) in &m.phases {
+        let mut expected = throng_metrics::Hist::new();
+        for r in &segments {
+            if let Some(h) = r.measurements.phases.get(phase) {
+                expected.add(h).unwrap();
+            }
+        }
+        assert!(
+            *hist == expected,
+            "{phase}: the merged histogram is not the sum of the segments'"
+        );
+    }
+    let rate = |r: &RunResult| r.measurements.requests.ok as f64 / r.duration_s;
+    let total: f64 = segments.iter().map(rate).sum();
+    assert!(
+        (rate(&merged) - total).abs() <= total * 0.01,
+        "merged {} vs sum {total}",
+        rate(&merged)
+    );
+    let left = output(Command::new("ip").args(["netns", "list"]));
+    assert!(
+        !String::from_utf8_lossy(&left.stdout).contains("seg-"),
+        "namespaces left behind"
+    );
+}
