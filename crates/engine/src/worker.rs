@@ -27,7 +27,8 @@ pub(crate) const SCRATCH: usize = 64 * 1024;
 /// How often a worker publishes its live figures.
 const PUBLISH_EVERY: Duration = Duration::from_millis(100);
 /// How often a worker publishes everything it measured so far, when the
-/// coordinator judges thresholds during the run.
+/// coordinator asked for it (thresholds judged during the run, live metrics,
+/// the live view).
 const SNAPSHOT_EVERY: Duration = Duration::from_secs(1);
 
 /// Where the whole run is: workers watch this.
