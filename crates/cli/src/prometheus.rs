@@ -535,7 +535,20 @@ mod tests {
         for us in [80, 300, 2_000, 2_000_000] {
             h.record_us(us);
         }
-        m.phases.insert("response".into(), h);
+        m.phases.insert("response".into(), h.clone());
+        let mut sc = throng_metrics::ScenarioStats::default();
+        sc.tags.insert(
+            "step:login".into(),
+            throng_metrics::TagStats {
+                requests: 4,
+                failed: 1,
+                response: h,
+                ..Default::default()
+            },
+        );
+        sc.checks
+            .insert("is 200".into(), throng_metrics::CheckCount { passes: 3, fails: 1 });
+        m.scenario = Some(sc);
         Figures {
             current: Some(Arc::new(m)),
             active_connections: 3,
@@ -564,6 +577,14 @@ mod tests {
                 || text.contains("throng_phase_duration_seconds_bucket{phase=\"response\",le=\"0.0001\"} 1\n"),
             "{text}"
         );
+        assert!(
+            text.contains("throng_step_requests_total{scenario=\"\",step=\"login\",result=\"ok\"} 3\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("throng_checks_total{check=\"is 200\",result=\"fail\"} 1\n"),
+            "{text}"
+        );
         assert!(text.ends_with("# EOF\n"), "{text}");
     }
 
@@ -573,6 +594,63 @@ mod tests {
         for line in text.lines().filter(|l| !l.starts_with('#')) {
             let name = line.split(['{', ' ']).next().unwrap();
             assert!(NAMES.contains(&name), "{name} is not in NAMES");
+        }
+    }
+
+    /// Metric names in a PromQL expression: identifiers starting `throng_`.
+    fn metric_names(expr: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut word = String::new();
+        for c in expr.chars().chain([' ']) {
+            if c.is_ascii_alphanumeric() || c == '_' || c == ':' {
+                word.push(c);
+            } else {
+                if word.starts_with("throng_") {
+                    out.push(std::mem::take(&mut word));
+                }
+                word.clear();
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn the_dashboard_asks_only_for_metrics_throng_exports() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../dashboards/throng.json");
+        let text = std::fs::read_to_string(path).unwrap();
+        let dash: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(dash["__inputs"][0]["name"], "DS_PROMETHEUS");
+        let mut exprs = Vec::new();
+        for p in dash["panels"].as_array().unwrap() {
+            if p["type"] == "row" {
+                continue;
+            }
+            assert_eq!(p["datasource"]["uid"], "${DS_PROMETHEUS}", "{}", p["title"]);
+            for t in p["targets"].as_array().unwrap() {
+                exprs.push(t["expr"].as_str().unwrap().to_string());
+            }
+        }
+        for v in dash["templating"]["list"].as_array().unwrap() {
+            exprs.push(v["query"]["query"].as_str().unwrap().to_string());
+        }
+        assert!(exprs.len() >= 10, "{exprs:?}");
+        for e in &exprs {
+            let names = metric_names(e);
+            assert!(!names.is_empty(), "{e} reads no throng metric");
+            for n in names {
+                assert!(NAMES.contains(&n.as_str()), "{e}: throng does not export {n}");
+            }
+        }
+        // Every family is documented.
+        let docs = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/metrics.md")).unwrap();
+        for n in NAMES
+            .iter()
+            .filter(|n| !n.ends_with("_bucket") && !n.ends_with("_sum") && !n.ends_with("_count"))
+        {
+            assert!(
+                docs.contains(&format!("`{n}`")),
+                "docs/metrics.md does not describe {n}"
+            );
         }
     }
 

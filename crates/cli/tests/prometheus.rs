@@ -198,6 +198,23 @@ fn prometheus_sees_exactly_the_requests_of_the_result_file() {
     assert_eq!(inf, Some(latency as f64));
     // The run was seen while it lasted, not only at the end.
     assert_eq!(prom.max("throng_running"), Some(1.0));
+
+    // Every query of the Grafana dashboard is PromQL this Prometheus accepts.
+    let dash: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../dashboards/throng.json")).unwrap(),
+    )
+    .unwrap();
+    for p in dash["panels"].as_array().unwrap() {
+        for t in p["targets"].as_array().into_iter().flatten() {
+            let e = t["expr"]
+                .as_str()
+                .unwrap()
+                .replace("$__rate_interval", "1m")
+                .replace("$instance", ".*");
+            let (status, body) = get(prom.addr, &format!("/api/v1/query?query={}", encode(&e))).unwrap();
+            assert_eq!(status, 200, "{e}: {body}");
+        }
+    }
 }
 
 const SCENARIO: &str = r#"
