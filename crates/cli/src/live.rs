@@ -48,12 +48,7 @@ impl Watch {
     /// A coordinator tick.
     pub fn tick(&self, p: &Progress) {
         if let Some(e) = &self.exporter {
-            let vus = p
-                .snapshot
-                .as_ref()
-                .and_then(|m| m.scenario.as_ref())
-                .and_then(|s| s.series.last())
-                .map_or(0, |x| x.vus);
+            let vus = p.snapshot.as_deref().map_or(0, crate::progress::vus);
             e.update(p.snapshot.as_ref(), p.live.open_connections, vus);
         }
     }

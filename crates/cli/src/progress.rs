@@ -206,8 +206,7 @@ pub fn live_lines(p: &Progress, m: &Measurements, kind: Kind, stages: &[StageClo
 
     let mut line = format!("open connections: {}", p.live.open_connections);
     if let Some(s) = &m.scenario {
-        let vus = s.series.last().map_or(0, |x| x.vus);
-        let _ = write!(line, ", VUs: {vus} (max {})", s.vus_max);
+        let _ = write!(line, ", VUs: {} (max {})", vus(m), s.vus_max);
     }
     lines.push(line);
 
@@ -215,6 +214,16 @@ pub fn live_lines(p: &Progress, m: &Measurements, kind: Kind, stages: &[StageClo
         lines.push(stage_line(st, p.elapsed));
     }
     lines
+}
+
+/// VUs of a merged snapshot: the most active in its last complete second,
+/// summed over the workers. (The second in progress is not used: each
+/// worker's copy was taken at its own instant, so not every worker's copy
+/// reaches into it yet.)
+pub fn vus(m: &Measurements) -> u64 {
+    let Some(s) = &m.scenario else { return 0 };
+    let n = s.series.len();
+    s.series.get(n.saturating_sub(2)).map_or(0, |x| x.vus)
 }
 
 /// Where one scenario is in its stages at `elapsed`.
