@@ -205,8 +205,8 @@ pub fn live_lines(p: &Progress, m: &Measurements, kind: Kind, stages: &[StageClo
     lines.push(line);
 
     let mut line = format!("open connections: {}", p.live.open_connections);
-    if let Some(s) = &m.scenario {
-        let _ = write!(line, ", VUs: {} (max {})", vus(m), s.vus_max);
+    if m.scenario.is_some() {
+        let _ = write!(line, ", VUs: {}", vus(m));
     }
     lines.push(line);
 

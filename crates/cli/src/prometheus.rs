@@ -432,8 +432,17 @@ impl Exporter {
     /// A run ended with these measurements (the result's): from now on the
     /// counters are exactly its totals (added to earlier runs').
     pub fn finished(&self, m: &Measurements) {
+        // The series are never shown: leave them out of what every scrape copies.
+        let mut m = m.clone();
+        m.series.clear();
+        if let Some(s) = m.scenario.as_mut() {
+            s.series.clear();
+            for t in s.tags.values_mut() {
+                t.series.clear();
+            }
+        }
         if let Ok(mut f) = self.figures.lock() {
-            let _ = f.before.merge(m, Duration::ZERO);
+            let _ = f.before.merge(&m, Duration::ZERO);
             f.current = None;
             f.active_connections = 0;
             f.vus = 0;

@@ -57,6 +57,9 @@ const TICK: Duration = Duration::from_millis(100);
 /// How often the coordinator merges the workers' snapshots (for a judge of
 /// thresholds with abort_on_fail, live metrics, the live view).
 const JUDGE_EVERY: Duration = Duration::from_secs(1);
+/// Seconds of the per-second series a live snapshot carries (besides the
+/// second in progress), when no threshold needs all of them.
+const SNAPSHOT_SECONDS: usize = 3;
 /// How long workers get to stop after an abort before the run gives up on them.
 const ABORT_GRACE: Duration = Duration::from_secs(5);
 /// Descriptors a process needs besides its connections (runtimes, stdio).
@@ -185,7 +188,10 @@ pub struct Progress {
     pub duration: Option<Duration>,
     /// Everything measured so far, merged over the workers: refreshed about
     /// once a second (the same `Arc` until then), None until the first
-    /// merge or when nobody asked ([`Control::want_snapshots`]).
+    /// merge or when nobody asked ([`Control::want_snapshots`]). Totals,
+    /// counters and histograms are complete; the per-second series holds
+    /// only the last few seconds (the last point is the second in progress)
+    /// unless a threshold with abort_on_fail needs all of it.
     pub snapshot: Option<Arc<Measurements>>,
 }
 
@@ -501,8 +507,13 @@ fn coordinate(launch: Launch, control: &Control, on_tick: &mut dyn FnMut(&Progre
     for (w, spec) in specs.into_iter().enumerate() {
         let live = Arc::new(Mutex::new(Live::default()));
         lives.push(Arc::clone(&live));
-        let snapshot = want_snapshots.then(|| Arc::new(Mutex::new(None)));
-        snapshots.extend(snapshot.clone());
+        let snapshot = want_snapshots.then(|| worker::Snapshots {
+            slot: Arc::new(Mutex::new(None)),
+            // Thresholds judge windows of the series; live figures read
+            // its last complete second.
+            keep: if judge.is_some() { None } else { Some(SNAPSHOT_SECONDS) },
+        });
+        snapshots.extend(snapshot.as_ref().map(|s| Arc::clone(&s.slot)));
         let state = control.state.subscribe();
         let tx = done_tx.clone();
         let handle = std::thread::Builder::new()
