@@ -3,8 +3,9 @@
 //! one asks the engine for merged snapshots; with neither, the run copies
 //! nothing.
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use throng_engine::{Control, Progress};
 use throng_metrics::Measurements;
@@ -17,6 +18,9 @@ use crate::prometheus::Exporter;
 pub struct Watch {
     exporter: Option<Exporter>,
     linger: Duration,
+    /// The first run's control: Ctrl-C and SIGTERM mark it, whichever run
+    /// they stop, so a signal during the linger ends it.
+    control: RefCell<Option<Control>>,
 }
 
 impl Watch {
@@ -34,12 +38,14 @@ impl Watch {
         Ok(Watch {
             exporter,
             linger: args.prometheus_linger,
+            control: RefCell::new(None),
         })
     }
 
     /// Before a run: asks for snapshots when the endpoint or a shown display
     /// will read them.
     pub fn prepare(&self, control: &Control, display_shown: bool) {
+        self.control.borrow_mut().get_or_insert_with(|| control.clone());
         if self.exporter.is_some() || display_shown {
             control.want_snapshots();
         }
@@ -61,10 +67,22 @@ impl Watch {
     }
 
     /// Keeps serving for `--prometheus-linger` after the last run, so that a
-    /// last scrape sees the final totals; then stops the endpoint.
+    /// last scrape sees the final totals; then stops the endpoint. A signal
+    /// during the linger ends it (unless a signal already stopped the run:
+    /// then the linger lasts, bounded by its own length).
     pub fn linger(self) {
-        if self.exporter.is_some() && !self.linger.is_zero() {
-            std::thread::sleep(self.linger);
+        if self.exporter.is_none() || self.linger.is_zero() {
+            return;
+        }
+        let control = self.control.borrow().clone();
+        let signalled_before = control.as_ref().is_some_and(Control::was_interrupted);
+        let until = Instant::now() + self.linger;
+        loop {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() || (!signalled_before && control.as_ref().is_some_and(Control::was_interrupted)) {
+                return;
+            }
+            std::thread::sleep(left.min(Duration::from_millis(50)));
         }
     }
 }
