@@ -16,6 +16,8 @@ command -v chromium >/dev/null 2>&1 || need+=(chromium)
 [ -e /usr/lib/nginx/modules/ngx_http_modsecurity_module.so ] || need+=(libnginx-mod-http-modsecurity)
 [ -d /usr/share/modsecurity-crs/rules ] || need+=(modsecurity-crs)
 command -v nft >/dev/null 2>&1 || [ -x /usr/sbin/nft ] || need+=(nftables)
+# --prometheus is checked by a real Prometheus scraping throng (crates/cli/tests/prometheus.rs).
+command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
 
 if ((${#need[@]})); then
   sudo=""
@@ -27,7 +29,7 @@ if ((${#need[@]})); then
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
   # Debian may start packaged services on install; the tests never use them.
-  for svc in nginx nats-server redis-server; do $sudo service "$svc" stop >/dev/null 2>&1 || true; done
+  for svc in nginx nats-server redis-server prometheus; do $sudo service "$svc" stop >/dev/null 2>&1 || true; done
 fi
 
 export PATH="$PATH:/usr/sbin:/sbin"

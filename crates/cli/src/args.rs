@@ -157,6 +157,8 @@ pub struct RunCmd {
     pub repeat: RepeatArgs,
     #[command(flatten)]
     pub segments: SegmentArgs,
+    #[command(flatten)]
+    pub live: LiveArgs,
     /// No progress line
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
@@ -333,6 +335,8 @@ pub struct HttpCmd {
     pub repeat: RepeatArgs,
     #[command(flatten)]
     pub segments: SegmentArgs,
+    #[command(flatten)]
+    pub live: LiveArgs,
     /// Report layout on stdout
     #[arg(long = "format", value_enum, default_value_t = Format::Text)]
     pub format: Format,
@@ -375,6 +379,21 @@ pub struct TlsArgs {
     /// Server name to send (SNI) and verify [default: the host]
     #[arg(long = "sni", value_name = "NAME")]
     pub sni: Option<String>,
+}
+
+/// Live metrics while a run lasts, shared by `http`, `storm` and `run`.
+#[derive(Clone, Copy, Debug, Default, Args)]
+#[command(next_help_heading = "Live metrics")]
+pub struct LiveArgs {
+    /// Serve Prometheus metrics at http://ADDR/metrics while the run lasts (e.g. 127.0.0.1:9464);
+    /// see docs/metrics.md
+    #[arg(long = "prometheus", value_name = "ADDR")]
+    pub prometheus: Option<std::net::SocketAddr>,
+    /// Keep serving /metrics this long after the run ended, so that a last scrape sees the final
+    /// totals (set it to at least the scrape interval)
+    #[arg(long = "prometheus-linger", value_name = "DURATION", default_value = "0s",
+          value_parser = parse_duration, requires = "prometheus")]
+    pub prometheus_linger: Duration,
 }
 
 /// Exports for other tools, shared by every command that runs load.
@@ -504,6 +523,8 @@ pub struct StormCmd {
     pub tls: TlsArgs,
     #[command(flatten)]
     pub repeat: RepeatArgs,
+    #[command(flatten)]
+    pub live: LiveArgs,
     /// Report layout on stdout
     #[arg(long = "format", value_enum, default_value_t = Format::Text)]
     pub format: Format,

@@ -4,7 +4,9 @@
 
 mod args;
 mod commands;
+mod live;
 mod progress;
+mod prometheus;
 mod signals;
 
 use std::process::ExitCode;

@@ -14,7 +14,10 @@
 //!
 //! Workers share nothing on the per-request path: each owns its sockets,
 //! read buffer and [`throng_metrics::Recorder`]. The coordinator only reads
-//! live figures each worker publishes ten times a second.
+//! live figures each worker publishes ten times a second, and, when asked
+//! ([`Control::want_snapshots`], or a threshold with abort_on_fail), a copy
+//! of everything each worker measured so far, once a second, which it merges
+//! for [`Progress::snapshot`].
 
 mod conn;
 mod errors;
@@ -51,8 +54,12 @@ use worker::{RunState, StormLoad, WorkerDone, WorkerLoad, WorkerSpec};
 const STARTUP: Duration = Duration::from_millis(20);
 /// How often the coordinator wakes to report progress and check limits.
 const TICK: Duration = Duration::from_millis(100);
-/// How often a judge looks at the run (thresholds with abort_on_fail).
+/// How often the coordinator merges the workers' snapshots (for a judge of
+/// thresholds with abort_on_fail, live metrics, the live view).
 const JUDGE_EVERY: Duration = Duration::from_secs(1);
+/// Seconds of the per-second series a live snapshot carries (besides the
+/// second in progress), when no threshold needs all of them.
+const SNAPSHOT_SECONDS: usize = 3;
 /// How long workers get to stop after an abort before the run gives up on them.
 const ABORT_GRACE: Duration = Duration::from_secs(5);
 /// Descriptors a process needs besides its connections (runtimes, stdio).
@@ -104,6 +111,7 @@ pub enum EngineError {
 pub struct Control {
     state: Arc<watch::Sender<RunState>>,
     interrupted: Arc<std::sync::atomic::AtomicBool>,
+    snapshots: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Default for Control {
@@ -118,7 +126,21 @@ impl Control {
         Control {
             state: Arc::new(watch::Sender::new(RunState::Running)),
             interrupted: Arc::default(),
+            snapshots: Arc::default(),
         }
+    }
+
+    /// Asks the run (call it before the run starts) to merge everything
+    /// measured so far about once a second and hand it to `on_tick` in
+    /// [`Progress::snapshot`] (live metrics, the live view). Each worker then
+    /// copies its recorder once a second, off the per-request path; without
+    /// this call, runs copy nothing.
+    pub fn want_snapshots(&self) {
+        self.snapshots.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    fn snapshots_wanted(&self) -> bool {
+        self.snapshots.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// The user asked to stop (Ctrl-C, SIGTERM): start nothing new, wait up
@@ -154,7 +176,7 @@ impl Control {
 }
 
 /// What a progress display gets ten times a second.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Progress {
     /// Since the run started.
     pub elapsed: Duration,
@@ -164,6 +186,13 @@ pub struct Progress {
     pub total_requests: Option<u64>,
     /// How long the plan runs (when it is a duration).
     pub duration: Option<Duration>,
+    /// Everything measured so far, merged over the workers: refreshed about
+    /// once a second (the same `Arc` until then), None until the first
+    /// merge or when nobody asked ([`Control::want_snapshots`]). Totals,
+    /// counters and histograms are complete; the per-second series holds
+    /// only the last few seconds (the last point is the second in progress)
+    /// unless a threshold with abort_on_fail needs all of it.
+    pub snapshot: Option<Arc<Measurements>>,
 }
 
 /// Connections an open-loop worker opens before its schedule starts: enough
@@ -486,14 +515,20 @@ fn coordinate(launch: Launch, control: &Control, on_tick: &mut dyn FnMut(&Progre
     let threads = specs.len();
     let coordinator_cpu = sys::thread_cpu();
     let (done_tx, done_rx) = mpsc::channel::<(usize, std::io::Result<WorkerDone>)>();
+    let want_snapshots = judge.is_some() || control.snapshots_wanted();
     let mut lives = Vec::new();
     let mut snapshots = Vec::new();
     let mut handles = Vec::new();
     for (w, spec) in specs.into_iter().enumerate() {
         let live = Arc::new(Mutex::new(Live::default()));
         lives.push(Arc::clone(&live));
-        let snapshot = judge.as_ref().map(|_| Arc::new(Mutex::new(None)));
-        snapshots.extend(snapshot.clone());
+        let snapshot = want_snapshots.then(|| worker::Snapshots {
+            slot: Arc::new(Mutex::new(None)),
+            // Thresholds judge windows of the series; live figures read
+            // its last complete second.
+            keep: if judge.is_some() { None } else { Some(SNAPSHOT_SECONDS) },
+        });
+        snapshots.extend(snapshot.as_ref().map(|s| Arc::clone(&s.slot)));
         let state = control.state.subscribe();
         let tx = done_tx.clone();
         let handle = std::thread::Builder::new()
@@ -514,6 +549,7 @@ fn coordinate(launch: Launch, control: &Control, on_tick: &mut dyn FnMut(&Progre
     let mut abort_seen: Option<Instant> = None;
     let mut failure: Option<String> = None;
     let mut next_judgement = origin + JUDGE_EVERY;
+    let mut merged: Option<Arc<Measurements>> = None;
     while remaining > 0 {
         match done_rx.recv_timeout(TICK) {
             Ok((w, Ok(d))) => {
@@ -545,21 +581,12 @@ fn coordinate(launch: Launch, control: &Control, on_tick: &mut dyn FnMut(&Progre
                 live.bytes_received += l.bytes_received;
             }
         }
-        on_tick(&Progress {
-            elapsed: now.saturating_duration_since(origin),
-            live,
-            total_requests,
-            duration,
-        });
 
         if let Some(t) = trigger_run.as_mut() {
             t.tick(now, origin, live.first_wave);
         }
 
-        if let Some(judge) = judge.as_mut()
-            && control.state() == RunState::Running
-            && now >= next_judgement
-        {
+        if want_snapshots && now >= next_judgement {
             next_judgement = now + JUDGE_EVERY;
             let mut so_far = Measurements::default();
             for s in &snapshots {
@@ -569,11 +596,23 @@ fn coordinate(launch: Launch, control: &Control, on_tick: &mut dyn FnMut(&Progre
                     let _ = so_far.merge(m, Duration::ZERO);
                 }
             }
-            if let Some(reason) = judge(&so_far, now.saturating_duration_since(origin)) {
+            if let Some(judge) = judge.as_mut()
+                && control.state() == RunState::Running
+                && let Some(reason) = judge(&so_far, now.saturating_duration_since(origin))
+            {
                 notes.push(reason);
                 control.stop();
             }
+            merged = Some(Arc::new(so_far));
         }
+
+        on_tick(&Progress {
+            elapsed: now.saturating_duration_since(origin),
+            live,
+            total_requests,
+            duration,
+            snapshot: merged.clone(),
+        });
 
         // Nothing listens there: stop rather than spin on refusals.
         if judge_after > 0 && live.ok == 0 && live.connections_ok == 0 && live.connection_errors >= judge_after {

@@ -27,8 +27,17 @@ pub(crate) const SCRATCH: usize = 64 * 1024;
 /// How often a worker publishes its live figures.
 const PUBLISH_EVERY: Duration = Duration::from_millis(100);
 /// How often a worker publishes everything it measured so far, when the
-/// coordinator judges thresholds during the run.
+/// coordinator asked for it (thresholds judged during the run, live metrics,
+/// the live view).
 const SNAPSHOT_EVERY: Duration = Duration::from_secs(1);
+
+/// Where a worker publishes copies of everything it measured so far.
+pub(crate) struct Snapshots {
+    pub slot: Arc<Mutex<Option<Measurements>>>,
+    /// Seconds of the per-second series to copy (None: all of them, for
+    /// thresholds whose windows look back); totals are always complete.
+    pub keep: Option<usize>,
+}
 
 /// Where the whole run is: workers watch this.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -279,7 +288,7 @@ pub(crate) fn run(
     spec: WorkerSpec,
     mut state: watch::Receiver<RunState>,
     live: Arc<Mutex<Live>>,
-    snapshot: Option<Arc<Mutex<Option<Measurements>>>>,
+    snapshot: Option<Snapshots>,
 ) -> std::io::Result<WorkerDone> {
     let cpu_before = crate::sys::thread_cpu();
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
@@ -361,13 +370,24 @@ pub(crate) fn run(
                     if let Ok(mut slot) = live.lock() {
                         *slot = figures;
                     }
-                    if let Some(slot) = &snapshot
+                    if let Some(Snapshots { slot, keep }) = &snapshot
                         && Instant::now() >= next_snapshot
                     {
                         let now = Instant::now();
                         next_snapshot = now + SNAPSHOT_EVERY;
-                        let mut m = ctx.rec.borrow().snapshot(now);
-                        m.scenario = ctx.scenario.borrow().as_ref().map(|s| s.clone().finish(now));
+                        let m = match *keep {
+                            None => {
+                                let mut m = ctx.rec.borrow().snapshot(now);
+                                m.scenario = ctx.scenario.borrow().as_ref().map(|s| s.clone().finish(now));
+                                m
+                            }
+                            // A recent copy costs the same however long the run has lasted.
+                            Some(keep) => {
+                                let mut m = ctx.rec.borrow_mut().snapshot_recent(now, keep);
+                                m.scenario = ctx.scenario.borrow_mut().as_mut().map(|s| s.snapshot_recent(now, keep));
+                                m
+                            }
+                        };
                         if let Ok(mut slot) = slot.lock() {
                             *slot = Some(m);
                         }

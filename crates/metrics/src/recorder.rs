@@ -448,6 +448,20 @@ impl Recorder {
         self.clone().finish(now)
     }
 
+    /// Like [`Recorder::snapshot`], but the series holds only its last
+    /// `keep` seconds (and the second in progress), so that a copy costs the
+    /// same in a run's first minute and its tenth hour. Totals, counters and
+    /// histograms are complete. The recorder is left as it was.
+    pub fn snapshot_recent(&mut self, now: Instant, keep: usize) -> Measurements {
+        let cut = self.series.len().saturating_sub(keep);
+        let tail = self.series.split_off(cut);
+        let head = std::mem::replace(&mut self.series, tail);
+        let m = self.snapshot(now);
+        let tail = std::mem::replace(&mut self.series, head);
+        self.series.extend(tail);
+        m
+    }
+
     /// Closes the series at `end` and returns everything recorded.
     pub fn finish(mut self, end: Instant) -> Measurements {
         self.at(end);
@@ -539,6 +553,33 @@ mod tests {
 
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)
+    }
+
+    #[test]
+    fn a_recent_snapshot_has_every_total_and_the_last_seconds() {
+        let t0 = Instant::now();
+        let mut r = Recorder::new(t0);
+        for i in 0..50u64 {
+            let now = t0 + ms(i * 100); // seconds 0..=4
+            r.request_started();
+            r.phase(now, Phase::Latency, ms(1 + i));
+            let reply = Reply {
+                status: 200,
+                header_bytes: 10,
+                body_bytes: 0,
+            };
+            r.request_ok(now, reply, 10);
+        }
+        let now = t0 + ms(4950);
+        let full = r.snapshot(now);
+        let recent = r.snapshot_recent(now, 2);
+        assert_eq!(recent.requests, full.requests);
+        assert_eq!(recent.phases["latency"].count(), 50);
+        let seconds: Vec<u64> = recent.series.iter().map(|p| p.second).collect();
+        assert_eq!(seconds, [2, 3, 4]);
+        assert_eq!(recent.series[..], full.series[2..]);
+        // The recorder is as it was.
+        assert_eq!(r.snapshot(now).series, full.series);
     }
 
     #[test]

@@ -381,6 +381,33 @@ impl ScenarioRecorder {
         p.vus_by_scenario[scenario] = p.vus_by_scenario[scenario].max(active);
     }
 
+    /// What [`ScenarioRecorder::finish`] would return at `now`, with the
+    /// series (the run's and each tag's) cut to their last `keep` seconds;
+    /// totals are complete (`vus_max` is the recent seconds' only). The
+    /// recorder is left as it was.
+    pub fn snapshot_recent(&mut self, now: Instant, keep: usize) -> ScenarioStats {
+        let cut = self.series.len().saturating_sub(keep);
+        let tail = self.series.split_off(cut);
+        let head = std::mem::replace(&mut self.series, tail);
+        let heads: Vec<Vec<TagSecond>> = self
+            .tags
+            .iter_mut()
+            .map(|t| {
+                let cut = t.stats.series.len().saturating_sub(keep);
+                let tail = t.stats.series.split_off(cut);
+                std::mem::replace(&mut t.stats.series, tail)
+            })
+            .collect();
+        let stats = self.clone().finish(now);
+        let tail = std::mem::replace(&mut self.series, head);
+        self.series.extend(tail);
+        for (t, head) in self.tags.iter_mut().zip(heads) {
+            let tail = std::mem::replace(&mut t.stats.series, head);
+            t.stats.series.extend(tail);
+        }
+        stats
+    }
+
     /// Closes the last second and returns the figures.
     pub fn finish(mut self, end: Instant) -> ScenarioStats {
         self.at(end);
@@ -402,6 +429,27 @@ impl ScenarioRecorder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_recent_snapshot_cuts_only_the_series() {
+        let t0 = Instant::now();
+        let mut r = ScenarioRecorder::new(t0);
+        let login = r.tag("step:login");
+        for i in 0..40u64 {
+            let now = t0 + Duration::from_millis(i * 100);
+            r.request(now, &[login], Some((Duration::from_millis(5), true)), false);
+            r.iteration(now, Duration::from_millis(5));
+        }
+        let now = t0 + Duration::from_millis(3950);
+        let full = r.clone().finish(now);
+        let recent = r.snapshot_recent(now, 1);
+        assert_eq!(recent.iterations, 40);
+        assert_eq!(recent.tags["step:login"].requests, 40);
+        assert_eq!(recent.tags["step:login"].response.count(), 40);
+        assert_eq!(recent.series.iter().map(|s| s.second).collect::<Vec<_>>(), [2, 3]);
+        assert_eq!(recent.tags["step:login"].series.len(), 2);
+        assert_eq!(r.finish(now), full);
+    }
 
     #[test]
     fn tags_checks_and_seconds_add_up() {

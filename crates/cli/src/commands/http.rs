@@ -1,5 +1,6 @@
 //! `throng http`.
 
+use std::collections::BTreeMap;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
@@ -8,6 +9,7 @@ use throng_plan::{HttpArgs, HttpPlan};
 use super::segment::refuse_start_at_with_repeat;
 use super::{UsageError, finish_runs, repeated};
 use crate::args::HttpCmd;
+use crate::live::Watch;
 use crate::progress::Display;
 
 pub fn run(c: HttpCmd) -> anyhow::Result<ExitCode> {
@@ -50,19 +52,27 @@ pub fn run(c: HttpCmd) -> anyhow::Result<ExitCode> {
     let (exports, rows) = super::export::open_run(&c.export)?;
 
     super::export::refuse_rows_with_repeat(&c.export, c.repeat.count)?;
+    let watch = Watch::start(&c.live, BTreeMap::new())?;
     let runs = repeated(c.repeat, c.quiet, |control| {
         if !super::segment::wait_for_start(plan.start_at_unix_ms, control, c.quiet) {
             anyhow::bail!("interrupted while waiting for --start-at");
         }
         let display = Display::new(c.quiet);
-        let result = throng_engine::run_http(&plan, tls.clone(), rows.as_ref(), control, &mut |p| display.tick(p));
+        watch.prepare(control, display.is_shown());
+        let result = throng_engine::run_http(&plan, tls.clone(), rows.as_ref(), control, &mut |p| {
+            display.tick(p);
+            watch.tick(p);
+        });
         display.finish();
-        result.context("the run could not start")
+        let result = result.context("the run could not start")?;
+        watch.finished(&result.measurements);
+        Ok(result)
     })?;
     let (code, merged) = finish_runs(c.repeat, &runs, c.json.as_deref(), c.format)?;
     exports.write(&merged)?;
     if let Some(path) = &c.html {
         super::write_html(path, &merged)?;
     }
+    watch.linger();
     Ok(code)
 }

@@ -1,6 +1,7 @@
 //! `throng run SCENARIO.yaml`: load and validate the file, run it, report,
 //! judge the thresholds (exit 99 when one failed), write JUnit if asked.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -11,7 +12,8 @@ use throng_scenario::ScenarioPlan;
 
 use super::{EXIT_INTERRUPTED, EXIT_THRESHOLDS, UsageError, finish_runs, repeated};
 use crate::args::{Format, RunCmd, TlsArgs};
-use crate::progress::Display;
+use crate::live::Watch;
+use crate::progress::{Display, StageClock};
 
 pub fn run(c: RunCmd) -> anyhow::Result<ExitCode> {
     if matches!(c.format, Format::Ab | Format::Httperf) {
@@ -72,14 +74,21 @@ pub fn run(c: RunCmd) -> anyhow::Result<ExitCode> {
         start_at_unix_ms: seg.start_at_unix_ms,
     };
     super::export::refuse_rows_with_repeat(&c.export, c.repeat.count)?;
+    let watch = Watch::start(&c.live, step_scenarios(&plan))?;
     let runs = repeated(c.repeat, c.quiet, |control| {
         if !super::segment::wait_for_start(options.start_at_unix_ms, control, c.quiet) {
             anyhow::bail!("interrupted while waiting for --start-at");
         }
-        let display = Display::new(c.quiet);
-        let result = throng_engine::run_scenario(&plan, tls.clone(), &options, control, &mut |p| display.tick(p));
+        let display = Display::new(c.quiet).with_stages(stage_clocks(&plan));
+        watch.prepare(control, display.is_shown());
+        let result = throng_engine::run_scenario(&plan, tls.clone(), &options, control, &mut |p| {
+            display.tick(p);
+            watch.tick(p);
+        });
         display.finish();
-        result.with_context(|| format!("{}: the run could not start", c.file.display()))
+        let result = result.with_context(|| format!("{}: the run could not start", c.file.display()))?;
+        watch.finished(&result.measurements);
+        Ok(result)
     })?;
     // With --repeat, thresholds and JUnit judge the runs added up.
     let (code, result) = finish_runs(c.repeat, &runs, c.json.as_deref(), c.format)?;
@@ -97,6 +106,7 @@ pub fn run(c: RunCmd) -> anyhow::Result<ExitCode> {
             )
         })?;
     }
+    watch.linger();
     if result.interrupted {
         return Ok(ExitCode::from(EXIT_INTERRUPTED));
     }
@@ -106,6 +116,43 @@ pub fn run(c: RunCmd) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(EXIT_THRESHOLDS));
     }
     Ok(code)
+}
+
+/// The scenario of each step name, for the `scenario` label of step
+/// metrics; a step name used in several scenarios lists them all.
+fn step_scenarios(plan: &ScenarioPlan) -> BTreeMap<String, String> {
+    fn walk(flow: &[throng_scenario::Step], scenario: &str, out: &mut BTreeMap<String, Vec<String>>) {
+        for step in flow {
+            match step {
+                throng_scenario::Step::Request(r) => {
+                    let names = out.entry(r.name.clone()).or_default();
+                    if !names.iter().any(|n| n == scenario) {
+                        names.push(scenario.to_string());
+                    }
+                }
+                throng_scenario::Step::Group { flow, .. } => walk(flow, scenario, out),
+                throng_scenario::Step::Think(_) => {}
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    for s in &plan.scenarios {
+        walk(&s.flow, &s.name, &mut out);
+    }
+    out.into_iter().map(|(k, v)| (k, v.join(","))).collect()
+}
+
+/// Each scenario with stages, on the run's clock, for the live view.
+fn stage_clocks(plan: &ScenarioPlan) -> Vec<StageClock> {
+    plan.scenarios
+        .iter()
+        .filter(|s| !s.executor.stages().is_empty())
+        .map(|s| StageClock {
+            scenario: s.name.clone(),
+            start: s.start_time,
+            stages: s.executor.stages().iter().map(|st| st.duration).collect(),
+        })
+        .collect()
 }
 
 /// Reads and validates a scenario file; its data file is read relative to it.

@@ -5,6 +5,7 @@
 //! own limit and a share of the connections, all starting at the same
 //! wall-clock instant; their result documents are merged exactly.
 
+use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::io::Read;
 use std::process::{Child, Command, ExitCode, Stdio};
@@ -17,7 +18,8 @@ use throng_result::RunResult;
 
 use super::UsageError;
 use crate::args::{Format, StormCmd};
-use crate::progress::Display;
+use crate::live::Watch;
+use crate::progress::{Display, Kind};
 use crate::signals;
 
 /// How long children get to exec and set up before they start together.
@@ -119,6 +121,7 @@ pub fn run(c: StormCmd) -> anyhow::Result<ExitCode> {
     check_system(&plan, peak, procs, per_process)?;
 
     super::export::refuse_rows_with_repeat(&c.export, c.repeat.count)?;
+    let watch = Watch::start(&c.live, BTreeMap::new())?;
     let runs = super::repeated(c.repeat, c.quiet, |control| {
         let mut result = if procs <= 1 {
             if !super::segment::wait_for_start(seg.start_at_unix_ms, control, c.quiet) {
@@ -128,15 +131,20 @@ pub fn run(c: StormCmd) -> anyhow::Result<ExitCode> {
                 start_at_unix_ms: seg.start_at_unix_ms,
                 ..StormPart::WHOLE
             };
-            let display = Display::new(c.quiet);
+            let display = Display::of(c.quiet, Kind::Connections);
+            watch.prepare(control, display.is_shown());
             let r = throng_engine::run_storm(&plan, part, tls.clone(), rows.as_ref(), control, &mut |p| {
                 display.tick_storm(p);
+                watch.tick(p);
             });
             display.finish();
             r.context("the storm could not start")?
         } else {
+            // Child processes measure; this one sees their results when
+            // they end, so /metrics shows the storm then.
             run_children(&c, &plan, procs, seed, seg.start_at_unix_ms, rows.as_ref(), control)?
         };
+        watch.finished(&result.measurements);
         if plan.source.is_empty() && result.measurements.peak_concurrent_connections > CROWDED_PORTS {
             result.notes.push(format!(
                 "{} connections were open at once from one source address: connect() slows down as the local \
@@ -151,6 +159,7 @@ pub fn run(c: StormCmd) -> anyhow::Result<ExitCode> {
     if let Some(path) = &c.html {
         super::write_html(path, &merged)?;
     }
+    watch.linger();
     Ok(code)
 }
 

@@ -1,0 +1,688 @@
+//! `--prometheus ADDR`: a `/metrics` endpoint in the Prometheus/OpenMetrics
+//! text format, rendered from the run's merged snapshot.
+//!
+//! ```text
+//!  coordinator tick ─► Exporter::update(snapshot, gauges)   (an Arc swap under a mutex)
+//!  scrape ─► server thread ─► render(figures) ─► text       (prometheus-client encodes)
+//!  run ends ─► Exporter::finished(measurements)             (the result's exact totals)
+//! ```
+//!
+//! The server is a small blocking loop on its own thread: one connection at a
+//! time, each with short read and write timeouts, so a slow scraper can delay
+//! only other scrapers, never the run. Rendering happens on that thread too.
+//!
+//! Histograms are classic ones (fixed `le` buckets, in seconds): the text
+//! format prometheus-client writes cannot carry native histograms (it sends
+//! those only in its protobuf encoding, which needs code generation at build
+//! time), so throng does not offer them.
+
+use std::collections::BTreeMap;
+use std::io::{Read as _, Write as _};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, MetricEncoder};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::{Registry, Unit};
+use throng_metrics::{Hist, Measurements};
+
+/// Upper bounds of the latency buckets, in seconds: 50 µs to 60 s, about
+/// 1-2.5-5 per decade (what an HDR histogram at microsecond resolution can
+/// say, in the buckets Prometheus users expect).
+pub const BUCKETS: [f64; 19] = [
+    0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
+    10.0, 30.0, 60.0,
+];
+
+/// Every metric name `/metrics` may show (after the `throng_` prefix and the
+/// OpenMetrics suffixes), for the dashboard test and docs/metrics.md.
+#[cfg(test)]
+pub const NAMES: &[&str] = &[
+    "throng_requests_total",
+    "throng_responses_total",
+    "throng_connections_total",
+    "throng_dropped_total",
+    "throng_bytes_sent_total",
+    "throng_bytes_received_total",
+    "throng_active_connections",
+    "throng_vus",
+    "throng_running",
+    "throng_phase_duration_seconds",
+    "throng_phase_duration_seconds_bucket",
+    "throng_phase_duration_seconds_sum",
+    "throng_phase_duration_seconds_count",
+    "throng_iterations_total",
+    "throng_dropped_iterations_total",
+    "throng_checks_total",
+    "throng_step_requests_total",
+    "throng_step_response_seconds",
+    "throng_step_response_seconds_bucket",
+    "throng_step_response_seconds_sum",
+    "throng_step_response_seconds_count",
+];
+
+/// What `/metrics` shows: everything measured so far plus the figures that
+/// are gauges.
+#[derive(Clone, Debug, Default)]
+pub struct Figures {
+    /// Runs that ended (with `--repeat`), added up: counters continue across
+    /// runs instead of starting over.
+    pub before: Measurements,
+    /// The current run so far (None between runs).
+    pub current: Option<Arc<Measurements>>,
+    /// Connections open now.
+    pub active_connections: u64,
+    /// VUs active now (scenario runs).
+    pub vus: u64,
+    /// True while a run lasts.
+    pub running: bool,
+    /// The scenario of each step name (scenario runs), for the `scenario`
+    /// label of step series.
+    pub step_scenarios: Arc<BTreeMap<String, String>>,
+}
+
+/// Renders `figures` in the OpenMetrics text format.
+pub fn render(figures: &Figures) -> String {
+    let mut registry = Registry::with_prefix("throng");
+    registry.register_collector(Box::new(Snapshot(figures.clone())));
+    let mut out = String::new();
+    // Writing into a String cannot fail; an error would be an encoder bug,
+    // and then an empty page is the honest answer.
+    if prometheus_client::encoding::text::encode(&mut out, &registry).is_err() {
+        out.clear();
+    }
+    out
+}
+
+#[derive(Debug)]
+struct Snapshot(Figures);
+
+/// A counter or gauge with a value, as prometheus-client's encoders want one.
+struct Value(MetricType, u64);
+
+impl prometheus_client::encoding::EncodeMetric for Value {
+    fn encode(&self, mut e: MetricEncoder) -> Result<(), std::fmt::Error> {
+        match self.0 {
+            MetricType::Counter => e.encode_counter::<prometheus_client::encoding::NoLabelSet, _, u64>(&self.1, None),
+            _ => e.encode_gauge(&(i64::try_from(self.1).unwrap_or(i64::MAX))),
+        }
+    }
+    fn metric_type(&self) -> MetricType {
+        self.0
+    }
+}
+
+/// A histogram read from an HDR histogram in microseconds.
+struct Histo<'a>(&'a Hist);
+
+impl prometheus_client::encoding::EncodeMetric for Histo<'_> {
+    fn encode(&self, mut e: MetricEncoder) -> Result<(), std::fmt::Error> {
+        let (sum, count, buckets) = classic(self.0);
+        e.encode_histogram::<prometheus_client::encoding::NoLabelSet>(sum, count, &buckets, None)
+    }
+    fn metric_type(&self) -> MetricType {
+        MetricType::Histogram
+    }
+}
+
+/// Sum (seconds), count and per-bucket counts (not cumulative; the last is
+/// +Inf) of an HDR histogram in microseconds. The count is exact; a bucket's
+/// edge is as exact as the HDR histogram (3 significant digits), the sum is
+/// mean × count.
+pub fn classic(h: &Hist) -> (f64, u64, Vec<(f64, u64)>) {
+    let inner = h.inner();
+    let mut buckets = Vec::with_capacity(BUCKETS.len() + 1);
+    let mut below = 0u64;
+    for &le in &BUCKETS {
+        let us = (le * 1e6).round() as u64;
+        let upto = if h.is_empty() {
+            0
+        } else {
+            inner.count_between(0, us).min(h.count())
+        };
+        buckets.push((le, upto.saturating_sub(below)));
+        below = below.max(upto);
+    }
+    buckets.push((f64::INFINITY, h.count().saturating_sub(below)));
+    let sum = if h.is_empty() {
+        0.0
+    } else {
+        h.mean() * h.count() as f64 / 1e6
+    };
+    (sum, h.count(), buckets)
+}
+
+/// Label values without the characters the text format would need escaped.
+fn clean(v: &str) -> String {
+    v.chars()
+        .map(|c| if matches!(c, '"' | '\\' | '\n') { '_' } else { c })
+        .collect()
+}
+
+fn family<M: prometheus_client::encoding::EncodeMetric>(
+    enc: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    unit: Option<&Unit>,
+    ty: MetricType,
+    series: &[(Vec<(&str, String)>, M)],
+) -> Result<(), std::fmt::Error> {
+    let mut e = enc.encode_descriptor(name, help, unit, ty)?;
+    if let [(labels, m)] = series
+        && labels.is_empty()
+    {
+        return m.encode(e);
+    }
+    for (labels, m) in series {
+        m.encode(e.encode_family(labels)?)?;
+    }
+    Ok(())
+}
+
+impl Collector for Snapshot {
+    fn encode(&self, mut enc: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let f = &self.0;
+        let mut m = f.before.clone();
+        if let Some(c) = &f.current {
+            // Adding up is exact for counters and histograms; a failure
+            // (histograms of different shapes) cannot happen between
+            // throng's own recorders.
+            let _ = m.merge(c, Duration::ZERO);
+        }
+        let counter = |n: u64| Value(MetricType::Counter, n);
+        let gauge = |n: u64| Value(MetricType::Gauge, n);
+
+        let mut requests = vec![(vec![("outcome", "ok".to_string())], counter(m.requests.ok))];
+        for (class, &n) in &m.requests.errors {
+            requests.push((vec![("outcome", clean(class))], counter(n)));
+        }
+        family(
+            &mut enc,
+            "requests",
+            "Requests that ended, by outcome (ok or an error class).",
+            None,
+            MetricType::Counter,
+            &requests,
+        )?;
+
+        let names = ["1xx", "2xx", "3xx", "4xx", "5xx", "other"];
+        let responses: Vec<_> = m
+            .status_classes()
+            .iter()
+            .zip(names)
+            .map(|(&n, c)| (vec![("class", c.to_string())], counter(n)))
+            .collect();
+        family(
+            &mut enc,
+            "responses",
+            "Responses by status class.",
+            None,
+            MetricType::Counter,
+            &responses,
+        )?;
+
+        let mut conns = vec![(vec![("outcome", "ok".to_string())], counter(m.connections.ok))];
+        for (class, &n) in &m.connections.errors {
+            conns.push((vec![("outcome", clean(class))], counter(n)));
+        }
+        family(
+            &mut enc,
+            "connections",
+            "Connection attempts that ended, by outcome (ok: established).",
+            None,
+            MetricType::Counter,
+            &conns,
+        )?;
+
+        family(
+            &mut enc,
+            "dropped",
+            "Arrivals the schedule could not start (open loop: no connection free).",
+            None,
+            MetricType::Counter,
+            &[(vec![], counter(m.dropped))],
+        )?;
+        family(
+            &mut enc,
+            "bytes_sent",
+            "Bytes written to the target.",
+            None,
+            MetricType::Counter,
+            &[(vec![], counter(m.bytes.sent))],
+        )?;
+        family(
+            &mut enc,
+            "bytes_received",
+            "Bytes read from the target.",
+            None,
+            MetricType::Counter,
+            &[(vec![], counter(m.bytes.received))],
+        )?;
+        family(
+            &mut enc,
+            "active_connections",
+            "Connections open now.",
+            None,
+            MetricType::Gauge,
+            &[(vec![], gauge(f.active_connections))],
+        )?;
+        family(
+            &mut enc,
+            "vus",
+            "Virtual users active now (scenario runs).",
+            None,
+            MetricType::Gauge,
+            &[(vec![], gauge(f.vus))],
+        )?;
+        family(
+            &mut enc,
+            "running",
+            "1 while a run lasts, 0 before and after.",
+            None,
+            MetricType::Gauge,
+            &[(vec![], gauge(u64::from(f.running)))],
+        )?;
+
+        let phases: Vec<_> = m
+            .phases
+            .iter()
+            .map(|(name, h)| (vec![("phase", clean(name))], Histo(h)))
+            .collect();
+        family(
+            &mut enc,
+            "phase_duration",
+            "Time spent in each phase (connect, tls, wait, response, latency, ...).",
+            Some(&Unit::Seconds),
+            MetricType::Histogram,
+            &phases,
+        )?;
+
+        if let Some(s) = &m.scenario {
+            family(
+                &mut enc,
+                "iterations",
+                "Scenario iterations that ended.",
+                None,
+                MetricType::Counter,
+                &[(vec![], counter(s.iterations))],
+            )?;
+            family(
+                &mut enc,
+                "dropped_iterations",
+                "Scenario iterations the schedule could not start.",
+                None,
+                MetricType::Counter,
+                &[(vec![], counter(s.dropped_iterations))],
+            )?;
+            let mut checks = Vec::new();
+            for (name, c) in &s.checks {
+                checks.push((
+                    vec![("check", clean(name)), ("result", "pass".into())],
+                    counter(c.passes),
+                ));
+                checks.push((
+                    vec![("check", clean(name)), ("result", "fail".into())],
+                    counter(c.fails),
+                ));
+            }
+            family(
+                &mut enc,
+                "checks",
+                "Checks by result.",
+                None,
+                MetricType::Counter,
+                &checks,
+            )?;
+
+            let mut steps = Vec::new();
+            let mut step_hists = Vec::new();
+            for (key, t) in &s.tags {
+                let Some(step) = key.strip_prefix("step:") else {
+                    continue;
+                };
+                let scenario = f.step_scenarios.get(step).cloned().unwrap_or_default();
+                let labels = |result: &str| {
+                    vec![
+                        ("scenario", clean(&scenario)),
+                        ("step", clean(step)),
+                        ("result", result.to_string()),
+                    ]
+                };
+                steps.push((labels("ok"), counter(t.requests.saturating_sub(t.failed))));
+                steps.push((labels("failed"), counter(t.failed)));
+                steps.push((labels("interrupted"), counter(t.interrupted)));
+                step_hists.push((
+                    vec![("scenario", clean(&scenario)), ("step", clean(step))],
+                    Histo(&t.response),
+                ));
+            }
+            family(
+                &mut enc,
+                "step_requests",
+                "Requests of each scenario step, by result (failed: an error or an unexpected status).",
+                None,
+                MetricType::Counter,
+                &steps,
+            )?;
+            family(
+                &mut enc,
+                "step_response",
+                "Response time of each scenario step (first request byte to last response byte).",
+                Some(&Unit::Seconds),
+                MetricType::Histogram,
+                &step_hists,
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// The endpoint: figures the coordinator updates, a thread that serves
+/// them. Stops serving when dropped.
+pub struct Exporter {
+    figures: Arc<Mutex<Figures>>,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// How long a scrape may take to send its request or read the answer.
+const IO_TIMEOUT: Duration = Duration::from_secs(2);
+/// How often the server checks whether it should stop.
+const POLL: Duration = Duration::from_millis(20);
+
+impl Exporter {
+    /// Listens on `addr` and serves `/metrics` from a thread of its own.
+    pub fn start(addr: SocketAddr, step_scenarios: BTreeMap<String, String>) -> std::io::Result<Exporter> {
+        let listener = TcpListener::bind(addr)?;
+        listener.set_nonblocking(true)?;
+        let figures = Arc::new(Mutex::new(Figures {
+            step_scenarios: Arc::new(step_scenarios),
+            ..Figures::default()
+        }));
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let figures = Arc::clone(&figures);
+            let stop = Arc::clone(&stop);
+            std::thread::Builder::new()
+                .name("throng-prometheus".into())
+                .spawn(move || serve(&listener, &figures, &stop))?
+        };
+        Ok(Exporter {
+            figures,
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    /// A tick of the current run: the latest merged snapshot and gauges.
+    pub fn update(&self, snapshot: Option<&Arc<Measurements>>, active_connections: u64, vus: u64) {
+        if let Ok(mut f) = self.figures.lock() {
+            if let Some(s) = snapshot {
+                f.current = Some(Arc::clone(s));
+            }
+            f.active_connections = active_connections;
+            f.vus = vus;
+            f.running = true;
+        }
+    }
+
+    /// A run ended with these measurements (the result's): from now on the
+    /// counters are exactly its totals (added to earlier runs').
+    pub fn finished(&self, m: &Measurements) {
+        // The series are never shown: leave them out of what every scrape copies.
+        let mut m = m.clone();
+        m.series.clear();
+        if let Some(s) = m.scenario.as_mut() {
+            s.series.clear();
+            for t in s.tags.values_mut() {
+                t.series.clear();
+            }
+        }
+        if let Ok(mut f) = self.figures.lock() {
+            let _ = f.before.merge(&m, Duration::ZERO);
+            f.current = None;
+            f.active_connections = 0;
+            f.vus = 0;
+            f.running = false;
+        }
+    }
+}
+
+impl Drop for Exporter {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn serve(listener: &TcpListener, figures: &Mutex<Figures>, stop: &AtomicBool) {
+    while !stop.load(Ordering::SeqCst) {
+        match listener.accept() {
+            Ok((stream, _)) => {
+                // A scraper that misbehaves gets no answer; nothing to report.
+                let _ = answer(stream, figures);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(POLL),
+            Err(_) => std::thread::sleep(POLL),
+        }
+    }
+}
+
+/// Reads one request head and answers it; closes the connection after.
+fn answer(mut stream: TcpStream, figures: &Mutex<Figures>) -> std::io::Result<()> {
+    stream.set_nonblocking(false)?;
+    stream.set_read_timeout(Some(IO_TIMEOUT))?;
+    stream.set_write_timeout(Some(IO_TIMEOUT))?;
+    let mut head = Vec::with_capacity(1024);
+    let mut buf = [0u8; 1024];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = stream.read(&mut buf)?;
+        if n == 0 || head.len() > 16 * 1024 {
+            return Ok(());
+        }
+        head.extend_from_slice(&buf[..n]);
+    }
+    let line = head.split(|&b| b == b'\r').next().unwrap_or_default();
+    let line = String::from_utf8_lossy(line);
+    let mut parts = line.split(' ');
+    let (method, path) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+    let path = path.split('?').next().unwrap_or("");
+    let (status, kind, body) = match (method, path) {
+        ("GET" | "HEAD", "/metrics") => {
+            let f = figures.lock().map(|f| f.clone()).unwrap_or_default();
+            (
+                "200 OK",
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                render(&f),
+            )
+        }
+        ("GET" | "HEAD", "/") => (
+            "200 OK",
+            "text/plain; charset=utf-8",
+            "throng: metrics at /metrics\n".into(),
+        ),
+        ("GET" | "HEAD", _) => (
+            "404 Not Found",
+            "text/plain; charset=utf-8",
+            "not found; try /metrics\n".into(),
+        ),
+        _ => (
+            "405 Method Not Allowed",
+            "text/plain; charset=utf-8",
+            "GET /metrics\n".into(),
+        ),
+    };
+    let head = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes())?;
+    if method != "HEAD" {
+        stream.write_all(body.as_bytes())?;
+    }
+    stream.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn figures() -> Figures {
+        let mut m = Measurements::default();
+        m.requests.attempted = 12;
+        m.requests.ok = 10;
+        m.requests.errors.insert("timeout.response".into(), 2);
+        m.status.insert(200, 9);
+        m.status.insert(503, 1);
+        let mut h = Hist::new();
+        for us in [80, 300, 2_000, 2_000_000] {
+            h.record_us(us);
+        }
+        m.phases.insert("response".into(), h.clone());
+        let mut sc = throng_metrics::ScenarioStats::default();
+        sc.tags.insert(
+            "step:login".into(),
+            throng_metrics::TagStats {
+                requests: 4,
+                failed: 1,
+                response: h,
+                ..Default::default()
+            },
+        );
+        sc.checks
+            .insert("is 200".into(), throng_metrics::CheckCount { passes: 3, fails: 1 });
+        m.scenario = Some(sc);
+        Figures {
+            current: Some(Arc::new(m)),
+            active_connections: 3,
+            running: true,
+            ..Figures::default()
+        }
+    }
+
+    #[test]
+    fn renders_counters_gauges_and_histograms() {
+        let text = render(&figures());
+        assert!(text.contains("throng_requests_total{outcome=\"ok\"} 10\n"), "{text}");
+        assert!(
+            text.contains("throng_requests_total{outcome=\"timeout.response\"} 2\n"),
+            "{text}"
+        );
+        assert!(text.contains("throng_responses_total{class=\"2xx\"} 9\n"), "{text}");
+        assert!(text.contains("throng_responses_total{class=\"5xx\"} 1\n"), "{text}");
+        assert!(text.contains("throng_active_connections 3\n"), "{text}");
+        assert!(
+            text.contains("throng_phase_duration_seconds_count{phase=\"response\"} 4\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("throng_phase_duration_seconds_bucket{le=\"0.0001\",phase=\"response\"} 1\n")
+                || text.contains("throng_phase_duration_seconds_bucket{phase=\"response\",le=\"0.0001\"} 1\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("throng_step_requests_total{scenario=\"\",step=\"login\",result=\"ok\"} 3\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("throng_checks_total{check=\"is 200\",result=\"fail\"} 1\n"),
+            "{text}"
+        );
+        assert!(text.ends_with("# EOF\n"), "{text}");
+    }
+
+    #[test]
+    fn every_name_rendered_is_listed() {
+        let text = render(&figures());
+        for line in text.lines().filter(|l| !l.starts_with('#')) {
+            let name = line.split(['{', ' ']).next().unwrap();
+            assert!(NAMES.contains(&name), "{name} is not in NAMES");
+        }
+    }
+
+    /// Metric names in a PromQL expression: identifiers starting `throng_`.
+    fn metric_names(expr: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut word = String::new();
+        for c in expr.chars().chain([' ']) {
+            if c.is_ascii_alphanumeric() || c == '_' || c == ':' {
+                word.push(c);
+            } else {
+                if word.starts_with("throng_") {
+                    out.push(std::mem::take(&mut word));
+                }
+                word.clear();
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn the_dashboard_asks_only_for_metrics_throng_exports() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../dashboards/throng.json");
+        let text = std::fs::read_to_string(path).unwrap();
+        let dash: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(dash["__inputs"][0]["name"], "DS_PROMETHEUS");
+        let mut exprs = Vec::new();
+        for p in dash["panels"].as_array().unwrap() {
+            if p["type"] == "row" {
+                continue;
+            }
+            assert_eq!(p["datasource"]["uid"], "${DS_PROMETHEUS}", "{}", p["title"]);
+            for t in p["targets"].as_array().unwrap() {
+                exprs.push(t["expr"].as_str().unwrap().to_string());
+            }
+        }
+        for v in dash["templating"]["list"].as_array().unwrap() {
+            exprs.push(v["query"]["query"].as_str().unwrap().to_string());
+        }
+        assert!(exprs.len() >= 10, "{exprs:?}");
+        for e in &exprs {
+            let names = metric_names(e);
+            assert!(!names.is_empty(), "{e} reads no throng metric");
+            for n in names {
+                assert!(NAMES.contains(&n.as_str()), "{e}: throng does not export {n}");
+            }
+        }
+        // Every family is documented.
+        let docs = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/metrics.md")).unwrap();
+        for n in NAMES
+            .iter()
+            .filter(|n| !n.ends_with("_bucket") && !n.ends_with("_sum") && !n.ends_with("_count"))
+        {
+            assert!(
+                docs.contains(&format!("`{n}`")),
+                "docs/metrics.md does not describe {n}"
+            );
+        }
+    }
+
+    #[test]
+    fn buckets_add_up_to_the_count() {
+        let mut h = Hist::new();
+        for us in 1..5_000u64 {
+            h.record_us(us * 37);
+        }
+        let (_, count, buckets) = classic(&h);
+        assert_eq!(buckets.iter().map(|b| b.1).sum::<u64>(), count);
+        assert_eq!(buckets.len(), BUCKETS.len() + 1);
+    }
+
+    #[test]
+    fn finished_runs_add_up() {
+        let f = figures();
+        let exporter_like = {
+            let mut g = f.clone();
+            g.before.merge(f.current.as_deref().unwrap(), Duration::ZERO).unwrap();
+            g
+        };
+        let text = render(&exporter_like);
+        assert!(text.contains("throng_requests_total{outcome=\"ok\"} 20\n"), "{text}");
+    }
+}
