@@ -837,7 +837,7 @@ fn facts(r: &RunResult) -> Vec<(&'static str, String)> {
         (
             "generator CPU",
             format!(
-                "{:.2}s user + {:.2}s system ({:.0}% of one core)",
+                "{:.2}s user + {:.2}s system{}",
                 g.cpu_user_s,
                 g.cpu_system_s,
                 crate::text::cpu_share(r)

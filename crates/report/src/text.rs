@@ -153,13 +153,15 @@ pub fn write_tls(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
     Ok(())
 }
 
-/// The generator's CPU time as a percentage of one core over the run.
-pub(crate) fn cpu_share(r: &RunResult) -> f64 {
+/// The generator's CPU time as a percentage of one core over the run, as
+/// " (N% of one core)". Empty for runs under 0.1 s: the CPU time includes
+/// starting up, which would dwarf so short a run and read as 300%.
+pub(crate) fn cpu_share(r: &RunResult) -> String {
     let cpu = r.generator.cpu_user_s + r.generator.cpu_system_s;
-    if r.duration_s > 0.0 {
-        cpu * 100.0 / r.duration_s
+    if r.duration_s >= 0.1 {
+        format!(" ({:.0}% of one core)", cpu * 100.0 / r.duration_s)
     } else {
-        0.0
+        String::new()
     }
 }
 
@@ -171,7 +173,7 @@ pub fn write_generator(r: &RunResult, units: u64, unit: &str, w: &mut dyn Write)
     let cpu = g.cpu_user_s + g.cpu_system_s;
     writeln!(
         w,
-        "  {:<14}CPU {:.2}s user + {:.2}s system ({:.0}% of one core), peak memory {}{}",
+        "  {:<14}CPU {:.2}s user + {:.2}s system{}, peak memory {}{}",
         "generator",
         g.cpu_user_s,
         g.cpu_system_s,
