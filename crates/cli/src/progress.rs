@@ -185,7 +185,8 @@ pub fn live_lines(p: &Progress, m: &Measurements, kind: Kind, stages: &[StageClo
     };
     let mut classes: Vec<(&String, &u64)> = errors.iter().filter(|(_, n)| **n > 0).collect();
     classes.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
-    let mut line = String::from("errors: ");
+    // Classes and statuses are kept per run, not per second: say so.
+    let mut line = String::from("so far: errors ");
     if classes.is_empty() {
         line.push_str("none");
     } else {
@@ -321,7 +322,7 @@ mod tests {
         );
         assert_eq!(
             lines[1],
-            "errors: timeout.response 9, refused 3   status 2xx 90 4xx 0 5xx 2"
+            "so far: errors timeout.response 9, refused 3   status 2xx 90 4xx 0 5xx 2"
         );
         assert_eq!(lines[2], "open connections: 7");
         assert_eq!(lines.len(), 3);
@@ -332,7 +333,7 @@ mod tests {
         let p = progress(Measurements::default());
         let lines = live_lines(&p, &Measurements::default(), Kind::Connections, &[]);
         assert_eq!(lines[0], "last second: (not yet complete)");
-        assert_eq!(lines[1], "errors: none");
+        assert_eq!(lines[1], "so far: errors none");
     }
 
     #[test]
