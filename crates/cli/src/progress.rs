@@ -165,8 +165,15 @@ pub fn live_lines(p: &Progress, m: &Measurements, kind: Kind, stages: &[StageClo
                 Kind::Connections => s.connections_opened,
             };
             let _ = write!(line, "{n} {what}");
-            if kind == Kind::Requests && s.errors > 0 {
-                let _ = write!(line, " ({} failed)", s.errors);
+            let (failed, classes) = match kind {
+                Kind::Requests => (s.errors, &s.error_classes),
+                Kind::Connections => (s.connection_errors, &s.connection_error_classes),
+            };
+            if failed > 0 {
+                let mut top: Vec<(&String, &u64)> = classes.iter().collect();
+                top.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+                let named: Vec<String> = top.iter().take(3).map(|(c, n)| format!("{c} {n}")).collect();
+                let _ = write!(line, " ({failed} failed: {})", named.join(", "));
             }
             let hist = phases
                 .iter()
@@ -301,6 +308,8 @@ mod tests {
             ..SeriesPoint::default()
         };
         full.phases.insert("latency".into(), EncodedHist::new(&h));
+        full.error_classes.insert("timeout.response".into(), 3);
+        full.error_classes.insert("refused".into(), 1);
         m.series = vec![
             full,
             SeriesPoint {
@@ -318,7 +327,7 @@ mod tests {
         let lines = live_lines(&p, p.snapshot.as_deref().unwrap(), Kind::Requests, &[]);
         assert_eq!(
             lines[0],
-            "last second: 120 req/s (4 failed), latency p50 5.0ms p99 9.9ms"
+            "last second: 120 req/s (4 failed: timeout.response 3, refused 1), latency p50 5.0ms p99 9.9ms"
         );
         assert_eq!(
             lines[1],

@@ -159,6 +159,9 @@ pub struct SeriesPoint {
     pub ok: u64,
     /// Of those, failed.
     pub errors: u64,
+    /// The failed requests by error class (they add up to `errors`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub error_classes: BTreeMap<String, u64>,
     /// Responses received (any status, expected or not).
     #[serde(default)]
     pub replies: u64,
@@ -172,6 +175,10 @@ pub struct SeriesPoint {
     pub connections_opened: u64,
     /// Connection attempts that failed.
     pub connection_errors: u64,
+    /// The failed connection attempts by error class (they add up to
+    /// `connection_errors`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub connection_error_classes: BTreeMap<String, u64>,
     /// Highest number of connections open at once during this second.
     pub concurrent_max: u64,
     /// This second's samples per phase, kept encoded (a long run has many
@@ -192,6 +199,12 @@ impl SeriesPoint {
         self.connections_opened += o.connections_opened;
         self.connection_errors += o.connection_errors;
         self.concurrent_max += o.concurrent_max;
+        for (class, n) in &o.error_classes {
+            *self.error_classes.entry(class.clone()).or_default() += n;
+        }
+        for (class, n) in &o.connection_error_classes {
+            *self.connection_error_classes.entry(class.clone()).or_default() += n;
+        }
         for (name, h) in &o.phases {
             match self.phases.get_mut(name) {
                 Some(mine) => {

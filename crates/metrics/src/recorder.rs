@@ -45,6 +45,10 @@ pub struct Recorder {
     last_reconnected: Option<Instant>,
     gave_up: BTreeMap<String, u64>,
     first_wave: u64,
+    /// This second's failed requests and connection attempts by class,
+    /// named into the series point when the second closes.
+    second_errors: BTreeMap<ErrorClass, u64>,
+    second_connection_errors: BTreeMap<ErrorClass, u64>,
 }
 
 /// TLS counts keyed by static names (no allocation per handshake).
@@ -125,6 +129,15 @@ pub struct Reply {
     pub body_bytes: u64,
 }
 
+/// Per-second error counts by class name, for the series.
+fn named(by_class: BTreeMap<ErrorClass, u64>) -> BTreeMap<String, u64> {
+    let mut out = BTreeMap::new();
+    for (class, n) in by_class {
+        *out.entry(class.name().into_owned()).or_default() += n;
+    }
+    out
+}
+
 impl Recorder {
     /// A recorder whose series starts at `origin` (the run's start; shared
     /// by every worker of a run so that their seconds line up).
@@ -154,6 +167,8 @@ impl Recorder {
             last_reconnected: None,
             gave_up: BTreeMap::new(),
             first_wave: 0,
+            second_errors: BTreeMap::new(),
+            second_connection_errors: BTreeMap::new(),
         }
     }
 
@@ -194,6 +209,8 @@ impl Recorder {
     fn close_point(&mut self) {
         let mut point = std::mem::take(&mut self.point);
         point.second = self.second;
+        point.error_classes = named(std::mem::take(&mut self.second_errors));
+        point.connection_error_classes = named(std::mem::take(&mut self.second_connection_errors));
         for phase in Phase::ALL {
             let i = phase.index();
             let h = &mut self.current[i];
@@ -236,6 +253,7 @@ impl Recorder {
     pub fn request_rejected(&mut self, now: Instant, reply: Reply, wire_bytes: u64) {
         self.at(now);
         self.requests.fail(ErrorClass::CheckFailed);
+        *self.second_errors.entry(ErrorClass::CheckFailed).or_default() += 1;
         self.point.requests += 1;
         self.point.errors += 1;
         self.count_reply(reply, wire_bytes);
@@ -276,6 +294,7 @@ impl Recorder {
     pub fn request_failed(&mut self, now: Instant, class: ErrorClass, wire_bytes: u64) {
         self.at(now);
         self.requests.fail(class);
+        *self.second_errors.entry(class).or_default() += 1;
         self.point.requests += 1;
         self.point.errors += 1;
         self.bytes.received += wire_bytes;
@@ -287,6 +306,9 @@ impl Recorder {
         self.at(now);
         for _ in 0..n {
             self.requests.fail(ErrorClass::Interrupted);
+        }
+        if n > 0 {
+            *self.second_errors.entry(ErrorClass::Interrupted).or_default() += n;
         }
         self.point.requests += n;
         self.point.errors += n;
@@ -331,6 +353,12 @@ impl Recorder {
         self.at(now);
         for _ in 0..n {
             self.bucket(reconnect).fail(ErrorClass::Interrupted);
+        }
+        if n > 0 {
+            *self
+                .second_connection_errors
+                .entry(ErrorClass::Interrupted)
+                .or_default() += n;
         }
         self.point.connection_errors += n;
     }
@@ -401,6 +429,7 @@ impl Recorder {
     pub fn connection_failed(&mut self, now: Instant, class: ErrorClass, reconnect: bool) {
         self.at(now);
         self.bucket(reconnect).fail(class);
+        *self.second_connection_errors.entry(class).or_default() += 1;
         self.point.connection_errors += 1;
     }
 
@@ -645,6 +674,39 @@ mod tests {
             vec![0, 1, 2, 3, 4, 5]
         );
         assert_eq!(m.series.iter().map(|p| p.errors).sum::<u64>(), 2);
+    }
+
+    #[test]
+    fn each_second_counts_its_errors_by_class() {
+        let t0 = Instant::now();
+        let mut r = Recorder::new(t0);
+        let s1 = t0 + Duration::from_millis(1500);
+        r.request_failed(t0, ErrorClass::Refused, 0);
+        r.request_failed(t0, ErrorClass::Refused, 0);
+        r.request_rejected(t0, Reply::default(), 0);
+        r.connection_failed(t0, ErrorClass::Refused, false);
+        // Time only moves forward: what follows belongs to second 1.
+        r.request_failed(s1, ErrorClass::Reset, 0);
+        r.requests_interrupted(s1, 2);
+        r.connections_interrupted(s1, 1, false);
+        let m = r.finish(s1);
+        let classes = |i: usize| m.series[i].error_classes.clone().into_iter().collect::<Vec<_>>();
+        assert_eq!(
+            classes(0),
+            [("check_failed".to_string(), 1), ("refused".to_string(), 2)]
+        );
+        assert_eq!(classes(1), [("interrupted".to_string(), 2), ("reset".to_string(), 1)]);
+        for p in &m.series {
+            assert_eq!(p.error_classes.values().sum::<u64>(), p.errors, "second {}", p.second);
+            assert_eq!(
+                p.connection_error_classes.values().sum::<u64>(),
+                p.connection_errors,
+                "second {}",
+                p.second
+            );
+        }
+        assert_eq!(m.series[0].connection_error_classes.get("refused"), Some(&1));
+        assert_eq!(m.series[1].connection_error_classes.get("interrupted"), Some(&1));
     }
 
     #[test]

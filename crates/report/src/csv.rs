@@ -16,6 +16,8 @@
 //! - counts in the second: `requests` (ended: ok + errors), `ok`, `errors`,
 //!   `replies`, `dropped`, `bytes_sent`, `bytes_received`,
 //!   `connections_opened`, `connection_errors`;
+//! - the failures by class: `errors.CLASS` and `connection_errors.CLASS`
+//!   (e.g. `errors.timeout.response`), for every class the run saw;
 //! - `connections_open_max`: most connections open at once in the second;
 //! - scenario runs: `iterations`, `dropped_iterations`, `vus` and
 //!   `vus.SCENARIO`;
@@ -52,6 +54,14 @@ pub fn write_series(result: &RunResult, w: &mut dyn Write) -> io::Result<()> {
     seconds.sort_unstable();
     seconds.dedup();
     let is_http = !matches!(result.plan, Plan::Storm(_)) || !result.measurements.requests.is_empty();
+    let classes = |of: fn(&SeriesPoint) -> &BTreeMap<String, u64>| {
+        let mut all: Vec<&str> = points.values().flat_map(|p| of(p).keys().map(String::as_str)).collect();
+        all.sort_unstable();
+        all.dedup();
+        all
+    };
+    let request_classes = classes(|p| &p.error_classes);
+    let connection_classes = classes(|p| &p.connection_error_classes);
     for second in seconds {
         let p = points.get(&second).copied().unwrap_or(&empty);
         let unix_ms = result.started_at_unix_ms + second * 1000;
@@ -60,6 +70,12 @@ pub fn write_series(result: &RunResult, w: &mut dyn Write) -> io::Result<()> {
             row("requests", &p.requests)?;
             row("ok", &p.ok)?;
             row("errors", &p.errors)?;
+            for class in &request_classes {
+                row(
+                    &format!("errors.{class}"),
+                    &p.error_classes.get(*class).copied().unwrap_or(0),
+                )?;
+            }
             row("replies", &p.replies)?;
             row("dropped", &p.dropped)?;
         }
@@ -67,6 +83,10 @@ pub fn write_series(result: &RunResult, w: &mut dyn Write) -> io::Result<()> {
         row("bytes_received", &p.bytes_received)?;
         row("connections_opened", &p.connections_opened)?;
         row("connection_errors", &p.connection_errors)?;
+        for class in &connection_classes {
+            let n = p.connection_error_classes.get(*class).copied().unwrap_or(0);
+            row(&format!("connection_errors.{class}"), &n)?;
+        }
         row("connections_open_max", &p.concurrent_max)?;
         if result.measurements.scenario.is_some() {
             let s = scenario.get(&second);

@@ -16,6 +16,7 @@
 //! rather than leak. Every piece of text from the run (URLs, header values,
 //! step and check names) is escaped.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use throng_metrics::{ErrorClass, Hist, Measurements, Phase};
@@ -153,14 +154,65 @@ fn throughput_lines(r: &RunResult) -> Vec<Line> {
     }
 }
 
+/// The error classes of a series, most frequent first (at most `max`).
+fn top_classes<'a>(
+    m: &'a Measurements,
+    of: impl Fn(&'a throng_metrics::SeriesPoint) -> &'a BTreeMap<String, u64>,
+    max: usize,
+) -> Vec<String> {
+    let mut totals: BTreeMap<&str, u64> = BTreeMap::new();
+    for p in &m.series {
+        for (class, n) in of(p) {
+            *totals.entry(class).or_default() += n;
+        }
+    }
+    let mut classes: Vec<(&str, u64)> = totals.into_iter().collect();
+    classes.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    classes.into_iter().take(max).map(|(c, _)| c.to_string()).collect()
+}
+
+/// A total line, and one line per error class when there are several (the
+/// classes of one total alone are named in its label).
+fn errors_by_class<'a>(
+    v: &mut Vec<Line>,
+    m: &'a Measurements,
+    label: &str,
+    total: impl Fn(&throng_metrics::SeriesPoint) -> u64,
+    of: impl Fn(&'a throng_metrics::SeriesPoint) -> &'a BTreeMap<String, u64> + Copy,
+) {
+    let classes = top_classes(m, of, 5);
+    match classes.as_slice() {
+        [one] => v.push(per_second_line(m, &format!("{label}: {one}"), total)),
+        _ => {
+            v.push(per_second_line(m, label, total));
+            for class in classes {
+                let named = format!("{label}: {class}");
+                v.push(line(
+                    &named,
+                    m.series
+                        .iter()
+                        .map(|p| (p.second as f64, of(p).get(&class).copied().unwrap_or(0) as f64))
+                        .collect(),
+                ));
+            }
+        }
+    }
+}
+
 fn error_lines(r: &RunResult) -> Vec<Line> {
     let m = &r.measurements;
     let mut v = Vec::new();
     if !matches!(r.plan, Plan::Storm(_)) {
-        v.push(per_second_line(m, "failed requests", |p| p.errors));
+        errors_by_class(&mut v, m, "failed requests", |p| p.errors, |p| &p.error_classes);
     }
     if matches!(r.plan, Plan::Storm(_)) || m.series.iter().any(|p| p.connection_errors > 0) {
-        v.push(per_second_line(m, "failed connections", |p| p.connection_errors));
+        errors_by_class(
+            &mut v,
+            m,
+            "failed connections",
+            |p| p.connection_errors,
+            |p| &p.connection_error_classes,
+        );
     }
     if m.series.iter().any(|p| p.dropped > 0) {
         v.push(per_second_line(m, "dropped", |p| p.dropped));

@@ -243,6 +243,23 @@ pub fn assert_books_balance(r: &RunResult) {
         let per_second: u64 = m.series.iter().map(|p| p.phase(name).unwrap().count()).sum();
         assert_eq!(per_second, h.count(), "phase {name}: per-second samples must add up");
     }
+    // Each second's failures by class add up to its failures, and over the
+    // run to the totals by class.
+    let mut by_class: std::collections::BTreeMap<String, u64> = std::collections::BTreeMap::new();
+    for p in &m.series {
+        assert_eq!(p.error_classes.values().sum::<u64>(), p.errors, "second {}", p.second);
+        for (class, n) in &p.error_classes {
+            *by_class.entry(class.clone()).or_default() += n;
+        }
+    }
+    let totals: std::collections::BTreeMap<String, u64> = m
+        .requests
+        .errors
+        .iter()
+        .filter(|(_, n)| **n > 0)
+        .map(|(c, n)| (c.clone(), *n))
+        .collect();
+    assert_eq!(by_class, totals, "per-second error classes must add up to the totals");
 }
 
 /// Validates a result file against the checked-in JSON Schema; returns the
