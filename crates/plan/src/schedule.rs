@@ -194,6 +194,12 @@ impl Rng {
         z ^ (z >> 31)
     }
 
+    /// A uniform index below `n` (`n` > 0), by Lemire's multiply-shift (the
+    /// bias is below 2^-32 for the sample sizes throng draws).
+    pub fn below(&mut self, n: usize) -> usize {
+        ((u128::from(self.next_u64()) * n as u128) >> 64) as usize
+    }
+
     /// Uniform in [0, 1).
     pub fn next_f64(&mut self) -> f64 {
         (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64

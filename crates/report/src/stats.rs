@@ -2,10 +2,12 @@
 //! medians and quantiles, a percentile-bootstrap confidence interval for the
 //! difference of two medians, and the Mann–Whitney U test.
 //!
-//! The bootstrap draws from a small seeded generator (SplitMix64) kept here
-//! rather than a crate's: the same inputs and seed give the same interval on
-//! every machine and every throng version, so a comparison can be re-run and
-//! checked.
+//! The bootstrap draws from throng's own small seeded generator (SplitMix64,
+//! `throng_plan::Rng`) rather than a crate's: the same inputs and seed give
+//! the same interval on every machine and every throng version, so a
+//! comparison can be re-run and checked.
+
+use throng_plan::Rng;
 
 /// The median of `v` (mean of the two middle values for an even count);
 /// NaN when `v` is empty.
@@ -80,33 +82,6 @@ pub fn spread(v: &[f64]) -> Spread {
     }
 }
 
-/// SplitMix64 (Steele, Lea & Flood 2014): tiny, fast, and fully determined
-/// by its seed.
-#[derive(Clone, Debug)]
-pub struct SplitMix64(u64);
-
-impl SplitMix64 {
-    /// A generator starting from `seed`.
-    pub fn new(seed: u64) -> Self {
-        SplitMix64(seed)
-    }
-
-    /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// A uniform index below `n` (`n` > 0), by Lemire's multiply-shift (the
-    /// bias is below 2^-32 for the sample sizes used here).
-    pub fn below(&mut self, n: usize) -> usize {
-        ((u128::from(self.next_u64()) * n as u128) >> 64) as usize
-    }
-}
-
 /// A confidence interval.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Interval {
@@ -131,7 +106,7 @@ pub fn bootstrap_median_diff(a: &[f64], b: &[f64], resamples: usize, confidence:
     if a.is_empty() || b.is_empty() || resamples == 0 {
         return None;
     }
-    let mut rng = SplitMix64::new(seed);
+    let mut rng = Rng::new(seed);
     let mut ra = vec![0.0; a.len()];
     let mut rb = vec![0.0; b.len()];
     let mut diffs = Vec::with_capacity(resamples);
@@ -318,7 +293,7 @@ mod tests {
 
     #[test]
     fn median_in_place_agrees_with_sorting() {
-        let mut rng = SplitMix64::new(1);
+        let mut rng = Rng::new(1);
         for n in 1..40 {
             let v: Vec<f64> = (0..n).map(|_| (rng.next_u64() % 100) as f64).collect();
             assert_eq!(median_in_place(&mut v.clone()), median(&v), "{v:?}");
@@ -328,10 +303,10 @@ mod tests {
     #[test]
     fn splitmix_is_the_published_sequence() {
         // The reference implementation's first outputs from seed 0.
-        let mut r = SplitMix64::new(0);
+        let mut r = Rng::new(0);
         assert_eq!(r.next_u64(), 0xE220_A839_7B1D_CDAF);
         assert_eq!(r.next_u64(), 0x6E78_9E6A_A1B9_65F4);
-        let mut r = SplitMix64::new(7);
+        let mut r = Rng::new(7);
         assert!((0..1000).all(|_| r.below(3) < 3));
     }
 
