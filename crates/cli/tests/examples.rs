@@ -28,6 +28,31 @@ fn runs(path: &Path) -> Vec<RunResult> {
         .into_runs()
 }
 
+/// Runs `examples/NAME/run.sh ARGS` with this build's throng, results in a
+/// fresh directory; asserts it succeeded and returns that directory and
+/// its stdout.
+fn run_example(name: &str, args: &[&str], env: &[(&str, &str)]) -> (tempfile::TempDir, String) {
+    let out = tempfile::tempdir().unwrap();
+    let run = output(
+        Command::new("bash")
+            .arg(script(name))
+            .args(args)
+            .env("THRONG", env!("CARGO_BIN_EXE_throng"))
+            .env("OUT", out.path())
+            .env(
+                "PATH",
+                format!("{}:/usr/sbin:/sbin", std::env::var("PATH").unwrap_or_default()),
+            )
+            .envs(env.iter().copied()),
+    );
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&run.stdout),
+        String::from_utf8_lossy(&run.stderr),
+    );
+    assert!(run.status.success(), "{name}: {stdout}{stderr}");
+    (out, stdout.into_owned())
+}
+
 fn is_root() -> bool {
     output(Command::new("id").arg("-u")).stdout == b"0\n"
 }
@@ -38,19 +63,7 @@ fn nat_ab_short_reaches_the_server_directly_and_through_the_nat() {
         eprintln!("skipped: the NAT example makes network namespaces, which needs root (CI runs as root)");
         return;
     }
-    let out = tempfile::tempdir().unwrap();
-    let run = output(
-        Command::new("bash")
-            .arg(script("nat-ab"))
-            .arg("--short")
-            .env("THRONG", env!("CARGO_BIN_EXE_throng"))
-            .env("OUT", out.path()),
-    );
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&run.stdout),
-        String::from_utf8_lossy(&run.stderr),
-    );
-    assert!(run.status.success(), "{stdout}{stderr}");
+    let (out, _) = run_example("nat-ab", &["--short"], &[]);
     // Every planned connection on each side got its reply...
     for side in ["direct", "nat"] {
         let r = runs(&out.path().join(format!("{side}.json")));
@@ -96,28 +109,15 @@ fn waf_ab_compares_nginx_with_and_without_modsecurity() {
         eprintln!("skipped: ModSecurity is not installed and installing it needs root (scripts/test.sh installs it)");
         return;
     }
-    let out = tempfile::tempdir().unwrap();
-    let run = output(
-        Command::new("bash")
-            .arg(script("waf-ab"))
-            .env("THRONG", env!("CARGO_BIN_EXE_throng"))
-            .env("OUT", out.path())
-            .env("RUNS", "2")
-            .env("REQUESTS", "1000")
-            .env("CONCURRENCY", "20")
-            // The WAF costs ~2 ms of nginx's CPU per request; on a busy
-            // machine a 10 s timeout can cut the slowest off.
-            .env("TIMEOUT", "120s")
-            .env(
-                "PATH",
-                format!("{}:/usr/sbin:/sbin", std::env::var("PATH").unwrap_or_default()),
-            ),
-    );
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&run.stdout),
-        String::from_utf8_lossy(&run.stderr),
-    );
-    assert!(run.status.success(), "{stdout}{stderr}");
+    // The WAF costs ~2 ms of nginx's CPU per request; on a busy machine a
+    // 10 s timeout can cut the slowest off.
+    let env = [
+        ("RUNS", "2"),
+        ("REQUESTS", "1000"),
+        ("CONCURRENCY", "20"),
+        ("TIMEOUT", "120s"),
+    ];
+    let (out, stdout) = run_example("waf-ab", &[], &env);
     // The script refuses to compare unless the WAF blocks an XSS probe.
     assert!(stdout.contains("an XSS probe gets 403"), "{stdout}");
     for side in ["plain", "modsecurity"] {
@@ -149,19 +149,7 @@ fn segments_local_agents_merge_into_exactly_what_they_recorded() {
         eprintln!("skipped: the segments rehearsal makes network namespaces, which needs root (CI runs as root)");
         return;
     }
-    let out = tempfile::tempdir().unwrap();
-    let run = output(
-        Command::new("bash")
-            .arg(script("segments-local"))
-            .args(["3", "--short"])
-            .env("THRONG", env!("CARGO_BIN_EXE_throng"))
-            .env("OUT", out.path()),
-    );
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&run.stdout),
-        String::from_utf8_lossy(&run.stderr),
-    );
-    assert!(run.status.success(), "{stdout}{stderr}");
+    let (out, _) = run_example("segments-local", &["3", "--short"], &[]);
     let segments: Vec<RunResult> = (0..3)
         .map(|i| runs(&out.path().join(format!("segment-{i}.json"))).remove(0))
         .collect();

@@ -215,6 +215,24 @@ pub fn resolve(host: &str, port: u16) -> Result<SocketAddr, EngineError> {
 }
 
 /// Builds the TLS client for a target, or says why the name cannot be used.
+/// The TLS client a plan needs: none for a plain target, the given
+/// configuration with the plan's server name (or `host`) for a TLS one.
+fn plan_tls(
+    settings: Option<&throng_plan::TlsSettings>,
+    config: Option<Arc<ClientConfig>>,
+    host: &str,
+    what: &str,
+) -> Result<Option<TlsClient>, EngineError> {
+    match (settings, config) {
+        (Some(settings), Some(config)) => Ok(Some(tls_client(
+            config,
+            settings.server_name.as_deref().unwrap_or(host),
+        )?)),
+        (Some(_), None) => Err(EngineError::Tls(format!("{what} needs a TLS client configuration"))),
+        (None, _) => Ok(None),
+    }
+}
+
 fn tls_client(config: Arc<ClientConfig>, name: &str) -> Result<TlsClient, EngineError> {
     let server_name = ServerName::try_from(name.to_string()).map_err(|e| {
         EngineError::Tls(format!(
@@ -260,18 +278,7 @@ pub fn run_http(
     let threads = plan.threads.max(1);
     check_fds(u64::from(plan.connections), threads)?;
     let addr = resolve(&plan.target.host, plan.target.port)?;
-    let tls = match (&plan.tls, tls) {
-        (Some(settings), Some(config)) => Some(tls_client(
-            config,
-            settings.server_name.as_deref().unwrap_or(&plan.target.host),
-        )?),
-        (Some(_), None) => {
-            return Err(EngineError::Tls(
-                "an https plan needs a TLS client configuration".into(),
-            ));
-        }
-        (None, _) => None,
-    };
+    let tls = plan_tls(plan.tls.as_ref(), tls, &plan.target.host, "an https plan")?;
 
     let request: Box<[u8]> = plan.request_bytes().into_boxed_slice();
     let clock = plan.start_at_unix_ms.map_or_else(Clock::start, Clock::at);
@@ -777,14 +784,7 @@ pub fn run_storm(
         .div_ceil(u64::from(count));
     check_fds(peak, workers)?;
     let addr = resolve(&plan.target.host, plan.target.port)?;
-    let client = match (&plan.tls, tls) {
-        (Some(settings), Some(config)) => Some(tls_client(
-            config,
-            settings.server_name.as_deref().unwrap_or(&plan.target.host),
-        )?),
-        (Some(_), None) => return Err(EngineError::Tls("a TLS storm needs a TLS client configuration".into())),
-        (None, _) => None,
-    };
+    let client = plan_tls(plan.tls.as_ref(), tls, &plan.target.host, "a TLS storm")?;
     // tls:// and https:// speak TLS from the first byte; nats:// starts
     // plain and upgrades when the server's INFO asks for it.
     let (tls, upgrade_tls) = if plan.target.scheme.is_tls() {
@@ -961,18 +961,7 @@ pub fn run_scenario(
         )));
     }
     let addr = resolve(&plan.target.host, plan.target.port)?;
-    let tls = match (&plan.tls, tls) {
-        (Some(settings), Some(config)) => Some(tls_client(
-            config,
-            settings.server_name.as_deref().unwrap_or(&plan.target.host),
-        )?),
-        (Some(_), None) => {
-            return Err(EngineError::Tls(
-                "an https target needs a TLS client configuration".into(),
-            ));
-        }
-        (None, _) => None,
-    };
+    let tls = plan_tls(plan.tls.as_ref(), tls, &plan.target.host, "an https target")?;
     let clock = options.start_at_unix_ms.map_or_else(Clock::start, Clock::at);
     let origin = clock.origin;
     let shared_plan = Arc::new(plan.clone());

@@ -885,16 +885,11 @@ pub fn write_text(c: &Comparison, w: &mut dyn Write) -> io::Result<()> {
         "figure", "median A", "median B", "B−A", "(B−A)/A", "interval", "p"
     )?;
     for t in &c.tests {
+        let [a, b, diff, rel, interval, p] = test_cells(t);
         writeln!(
             w,
-            "    {:<22} {:>12} {:>12} {:>12} {:>9} {:>28} {:>7}  {}",
+            "    {:<22} {a:>12} {b:>12} {diff:>12} {rel:>9} {interval:>28} {p:>7}  {}",
             t.name,
-            value(t.unit, t.median_a),
-            value(t.unit, t.median_b),
-            signed(t.unit, t.diff),
-            rel_text(t.relative),
-            interval_text(t),
-            p_text(t),
             t.verdict.name()
         )?;
     }
@@ -905,6 +900,19 @@ pub fn write_text(c: &Comparison, w: &mut dyn Write) -> io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// A test's figures as text, in table order: median A, median B, B−A,
+/// (B−A)/A, interval, p.
+fn test_cells(t: &Test) -> [String; 6] {
+    [
+        value(t.unit, t.median_a),
+        value(t.unit, t.median_b),
+        signed(t.unit, t.diff),
+        rel_text(t.relative),
+        interval_text(t),
+        p_text(t),
+    ]
 }
 
 /// The comparison as markdown tables.
@@ -938,16 +946,11 @@ pub fn write_markdown(c: &Comparison, w: &mut dyn Write) -> io::Result<()> {
     )?;
     writeln!(w, "|---|---:|---:|---:|---:|---:|---:|---|")?;
     for t in &c.tests {
+        let [a, b, diff, rel, interval, p] = test_cells(t);
         writeln!(
             w,
-            "| {} | {} | {} | {} | {} | {} | {} | **{}** |",
+            "| {} | {a} | {b} | {diff} | {rel} | {interval} | {p} | **{}** |",
             t.name,
-            value(t.unit, t.median_a),
-            value(t.unit, t.median_b),
-            signed(t.unit, t.diff),
-            rel_text(t.relative),
-            interval_text(t),
-            p_text(t),
             t.verdict.name()
         )?;
     }

@@ -10,7 +10,7 @@ use throng_metrics::{Hist, ScenarioStats, TagStats};
 use throng_result::{Plan, RunResult, per_second};
 use throng_scenario::{Executor, Scenario, ScenarioPlan};
 
-use crate::format::{bytes, pct, us};
+use crate::format::{pct, us};
 use crate::text::{write_errors, write_generator, write_phase_table, write_tls};
 
 /// Writes the scenario report.
@@ -96,26 +96,7 @@ pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
     if !statuses.is_empty() {
         writeln!(w, "  {:<14}{}", "status", statuses.join(" "))?;
     }
-    writeln!(
-        w,
-        "  {:<14}received {} ({}/s), sent {} ({}/s)",
-        "data",
-        bytes(m.bytes.received as f64),
-        bytes(per_second(m.bytes.received, r.duration_s)),
-        bytes(m.bytes.sent as f64),
-        bytes(per_second(m.bytes.sent, r.duration_s)),
-    )?;
-    writeln!(
-        w,
-        "  {:<14}{} opened, {} failed, at most {} open at once",
-        "connections",
-        m.connections.ok,
-        m.connections.failed(),
-        m.peak_concurrent_connections
-    )?;
-    if m.connections.failed() > 0 {
-        write_errors(w, &m.connections.errors)?;
-    }
+    crate::text::write_data_and_connections(r, w)?;
     write_tls(r, w)?;
     writeln!(w)?;
 

@@ -89,6 +89,18 @@ pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
             String::new()
         }
     )?;
+    write_data_and_connections(r, w)?;
+    write_tls(r, w)?;
+    writeln!(w)?;
+    write_phase_table(m, w)?;
+    writeln!(w)?;
+    write_generator(r, ended, "requests", w)
+}
+
+/// The bytes moved and the connections opened (with their failures by
+/// class): the same two lines in the http and the scenario reports.
+pub(crate) fn write_data_and_connections(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
+    let m = &r.measurements;
     writeln!(
         w,
         "  {:<14}received {} ({}/s), sent {} ({}/s)",
@@ -110,11 +122,7 @@ pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
     if conns.failed() > 0 {
         write_errors(w, &conns.errors)?;
     }
-    write_tls(r, w)?;
-    writeln!(w)?;
-    write_phase_table(m, w)?;
-    writeln!(w)?;
-    write_generator(r, ended, "requests", w)
+    Ok(())
 }
 
 /// The TLS line: handshakes, what they negotiated, how certificates were
