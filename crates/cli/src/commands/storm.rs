@@ -68,6 +68,7 @@ pub fn run(c: StormCmd) -> anyhow::Result<ExitCode> {
         max_reconnects: c.max_reconnects,
         trigger_after: c.trigger_after,
         trigger: c.trigger.clone(),
+        trigger_timeout: c.trigger_timeout,
         cores: throng_engine::sys::cores(),
         segment: seg.segment.clone(),
     })?;
