@@ -514,6 +514,9 @@ pub struct StormCmd {
     /// Shell command to run then (e.g. restart the server); its status and output are in the report
     #[arg(long = "trigger", value_name = "COMMAND", help_heading = "Reconnect")]
     pub trigger: Option<String>,
+    /// Longest the --trigger command may run; then its process group gets SIGTERM, and SIGKILL 2s later [default: 60s]
+    #[arg(long = "trigger-timeout", value_name = "DURATION", value_parser = parse_duration, help_heading = "Reconnect")]
+    pub trigger_timeout: Option<Duration>,
     /// --send and --expect in command-line order (filled after parsing)
     #[arg(skip)]
     pub steps: Vec<(bool, String)>,

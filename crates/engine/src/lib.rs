@@ -590,6 +590,10 @@ fn coordinate(launch: Launch, control: &Control, on_tick: &mut dyn FnMut(&Progre
         }
 
         if let Some(t) = trigger_run.as_mut() {
+            if control.was_interrupted() {
+                // Ctrl-C ends the trigger's command too, not only the run.
+                t.interrupt();
+            }
             t.tick(now, origin, live.first_wave);
         }
 
@@ -703,7 +707,7 @@ fn coordinate(launch: Launch, control: &Control, on_tick: &mut dyn FnMut(&Progre
         // Invariant: one thread per worker, far below u32::MAX.
         threads: threads as u32,
         notes,
-        trigger: trigger_run.map(trigger::Pending::finish),
+        trigger: trigger_run.map(|t| t.finish(control.was_interrupted())),
     })
 }
 

@@ -396,14 +396,22 @@ async fn open_controller(guard: TaskGuard, sc: Rc<Scen>) {
     );
     let mut pacer = Pacer::new(gap);
     // The segment's arrivals of the whole schedule, every workers-th.
-    let arrivals = curve
+    let mut arrivals = curve
         .as_ref()
         .map(|c| throng_scenario::segment_arrivals(c, &sc.segment, sc.worker, sc.workers));
-    for (_, offset) in arrivals.into_iter().flatten() {
+    // After dropping, look again no sooner than this: the VUs need time to
+    // come free.
+    let mut not_before = sc.start;
+    while let Some(a) = arrivals.as_mut() {
+        let Some((_, offset)) = a.peek() else { break };
         let due = sc.start + offset;
-        if !pacer.wait_until(ctx, due).await {
+        if !pacer.wait_until(ctx, due.max(not_before)).await {
             break;
         }
+        // A schedule in the past never waits above: let the VUs and the
+        // stop watcher run.
+        tokio::task::coop::consume_budget().await;
+        a.next();
         let idle = sc.idle.borrow_mut().pop();
         match idle {
             Some(slot) => {
@@ -423,7 +431,13 @@ async fn open_controller(guard: TaskGuard, sc: Rc<Scen>) {
                     let slot = free.unwrap_or(sc.slots.borrow().len());
                     sc.spawn_vu(ctx, slot, Some(due));
                 } else {
-                    with_scen(ctx, |r| r.dropped_iteration(Instant::now()));
+                    // No VU free: this start and every one due by now are
+                    // dropped, counted without walking them (a rate far
+                    // beyond the VUs costs constant work per tick).
+                    let now = Instant::now();
+                    let n = 1 + a.skip_through(now.saturating_duration_since(sc.start));
+                    with_scen(ctx, |r| r.dropped_iterations(now, n));
+                    not_before = now + crate::worker::DENSE_TICK;
                 }
             }
         }

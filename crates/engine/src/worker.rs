@@ -489,19 +489,41 @@ async fn closed_task(guard: TaskGuard) {
 /// its timer once per arrival.
 const DENSE_GAP: Duration = Duration::from_millis(1);
 /// The tick of a dense schedule: how late an arrival can be dispatched.
-const DENSE_TICK: Duration = Duration::from_micros(200);
+pub(crate) const DENSE_TICK: Duration = Duration::from_micros(200);
 
 /// Hands scheduled start times to connections, opening more (up to the cap)
 /// when none is free.
-async fn dispatcher(guard: TaskGuard, arrivals: Arrivals, cap: u64, gap: Duration) {
+///
+/// The queue of starts waiting for a connection never holds more than the
+/// cap: each connection can take one of them next. When it is full, every
+/// start due by then is `dropped` — counted by arithmetic, never made one by
+/// one — so a schedule far beyond what the connections can carry costs
+/// constant memory and a bounded amount of work per tick, and the worker
+/// still hears a stop.
+async fn dispatcher(guard: TaskGuard, mut arrivals: Arrivals, cap: u64, gap: Duration) {
     let ctx = &guard.0;
     let origin = ctx.spec.origin;
     let mut pacer = Pacer::new(gap);
     let mut growth = Growth::new(origin);
-    for (_, offset) in arrivals {
+    let bound = usize::try_from(cap.max(1)).unwrap_or(usize::MAX);
+    // After dropping, look again no sooner than this: the connections need
+    // time to take what is queued.
+    let mut not_before = origin;
+    while let Some(offset) = arrivals.peek() {
         let due = origin + offset;
-        if !pacer.wait_until(ctx, due).await {
+        if !pacer.wait_until(ctx, due.max(not_before)).await {
             break;
+        }
+        // A schedule in the past never waits above: let the worker's other
+        // tasks (connections, the stop watcher) run.
+        tokio::task::coop::consume_budget().await;
+        arrivals.next();
+        if ctx.queue.borrow().len() >= bound {
+            let now = Instant::now();
+            let n = 1 + arrivals.skip_through(now.saturating_duration_since(origin));
+            ctx.rec.borrow_mut().dropped_many(now, n);
+            not_before = now + DENSE_TICK;
+            continue;
         }
         ctx.queue.borrow_mut().push_back(due);
         if ctx.idle.wake_one() {

@@ -316,9 +316,15 @@ impl Recorder {
 
     /// A scheduled request was never sent (open loop).
     pub fn dropped(&mut self, now: Instant) {
+        self.dropped_many(now, 1);
+    }
+
+    /// `n` scheduled requests were never sent (open loop): counted at once,
+    /// so an engine far behind an absurd schedule pays nothing per request.
+    pub fn dropped_many(&mut self, now: Instant, n: u64) {
         self.at(now);
-        self.dropped += 1;
-        self.point.dropped += 1;
+        self.dropped += n;
+        self.point.dropped += n;
     }
 
     /// Request bytes written.

@@ -353,9 +353,15 @@ impl ScenarioRecorder {
 
     /// An iteration could not start.
     pub fn dropped_iteration(&mut self, now: Instant) {
+        self.dropped_iterations(now, 1);
+    }
+
+    /// `n` iterations could not start: counted at once, so a schedule far
+    /// beyond what the VUs can take costs nothing per iteration.
+    pub fn dropped_iterations(&mut self, now: Instant, n: u64) {
         self.at(now);
-        self.dropped += 1;
-        self.point.dropped_iterations += 1;
+        self.dropped += n;
+        self.point.dropped_iterations += n;
     }
 
     /// A group took `d`.

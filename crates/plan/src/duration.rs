@@ -85,6 +85,11 @@ fn trim(v: f64) -> String {
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
+/// The highest rate a plan may ask for, per second (`-r`, a scenario's
+/// `rate`): above it no machine follows the schedule, and the engine would
+/// spend its time counting the starts it drops.
+pub const MAX_RATE: f64 = 1e8;
+
 /// Parses a rate: `1000`, `1000/s`, `60/m`, `3600/h`, in events per second.
 pub fn parse_rate(text: &str) -> Result<f64, String> {
     let t = text.trim();
@@ -109,7 +114,7 @@ pub fn parse_rate(text: &str) -> Result<f64, String> {
             "invalid rate '{text}': must be greater than 0, e.g. 1000 (requests per second)"
         ));
     }
-    if rate > 1e8 {
+    if rate > MAX_RATE {
         return Err(format!(
             "invalid rate '{text}': more than 100M per second is not a plan one machine can follow"
         ));

@@ -17,7 +17,7 @@ mod segment;
 mod status;
 mod storm;
 
-pub use duration::{format_duration, parse_duration, parse_rate, serde_duration, serde_opt_duration};
+pub use duration::{MAX_RATE, format_duration, parse_duration, parse_rate, serde_duration, serde_opt_duration};
 pub use error::PlanError;
 pub use http::{HttpArgs, HttpPlan, Load, Scheme, Stop, Target, TlsSettings};
 pub use schedule::{Arrivals, Rng, StormStarts, arrival_offset, split_evenly};

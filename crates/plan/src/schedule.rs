@@ -79,6 +79,27 @@ impl Arrivals {
     pub fn remaining(&self) -> u64 {
         self.end.saturating_sub(self.next).div_ceil(self.stride)
     }
+
+    /// Skips this share's arrivals due at or before `t` and returns how many
+    /// it skipped, by arithmetic: an engine far behind its schedule counts
+    /// the starts it cannot make without generating them one by one.
+    pub fn skip_through(&mut self, t: Duration) -> u64 {
+        // Global arrivals with offset <= t: indices 0..=floor(t × rate).
+        let global = (t.as_secs_f64() * self.rate).floor();
+        let below = if global >= u64::MAX as f64 {
+            u64::MAX
+        } else {
+            global as u64 + 1
+        };
+        // The segment's indices below that, as positions among its own.
+        let owned = self.segment.as_ref().map_or(below, |s| s.share(below)).min(self.end);
+        if owned <= self.next {
+            return 0;
+        }
+        let n = (owned - self.next).div_ceil(self.stride);
+        self.next += n * self.stride;
+        n
+    }
 }
 
 impl Iterator for Arrivals {
@@ -112,7 +133,50 @@ mod tests {
         assert_eq!(Arrivals::count_within(0.5, Duration::from_secs(3)), 2);
     }
 
+    #[test]
+    fn skipping_counts_what_iterating_would_make() {
+        let d = Duration::from_millis(1500);
+        let mut a = Arrivals::new(1000.0, 10_000, 1, 3);
+        let by_hand = Arrivals::new(1000.0, 10_000, 1, 3)
+            .take_while(|(_, at)| *at <= d)
+            .count() as u64;
+        assert_eq!(a.skip_through(d), by_hand);
+        assert!(a.peek().is_some_and(|at| at > d));
+        assert_eq!(a.skip_through(d), 0, "nothing twice");
+        // Far past the end: the rest, and no more.
+        let left = a.remaining();
+        assert_eq!(a.skip_through(Duration::from_secs(1_000_000)), left);
+        assert_eq!(a.peek(), None);
+        // An absurd rate costs nothing to skip.
+        let mut fast = Arrivals::new(1e8, 1_000_000_000, 0, 1);
+        assert_eq!(fast.skip_through(Duration::from_secs(3)), 300_000_001);
+    }
+
     proptest! {
+        /// Skipping to any instant leaves exactly the arrivals after it,
+        /// in a segment striped over workers too.
+        #[test]
+        fn skip_through_agrees_with_iteration(
+            rate in 0.1f64..100_000.0,
+            total in 0u64..3_000,
+            workers in 1u64..5,
+            worker in 0u64..5,
+            to in 1u64..4,
+            ms in 0u64..40_000,
+        ) {
+            let worker = worker % workers;
+            let seg = Segment::parse(&format!("0:{to}/4"), None).expect("valid");
+            let t = Duration::from_millis(ms);
+            let all: Vec<_> = Arrivals::segmented(rate, total, &seg, worker, workers).collect();
+            let mut a = Arrivals::segmented(rate, total, &seg, worker, workers);
+            let n = a.skip_through(t) as usize;
+            // Float edges may put an arrival due exactly at t on either side.
+            let due = all.iter().filter(|(_, at)| *at <= t).count();
+            prop_assert!(n.abs_diff(due) <= 1, "skipped {} of {} due", n, due);
+            let rest: Vec<_> = a.collect();
+            prop_assert_eq!(&rest[..], &all[n..]);
+        }
+
         /// Workers' shares partition the global schedule: every index once,
         /// at its global offset, in increasing time within each share.
         #[test]

@@ -99,6 +99,19 @@ pub struct Trigger {
     pub after: Duration,
     /// Run with `sh -c`.
     pub command: String,
+    /// Longest it may run (`--trigger-timeout`); then its process group is
+    /// killed. Results written before the flag existed read as the default.
+    #[serde(with = "crate::duration::serde_duration", default = "Trigger::default_timeout")]
+    pub timeout: Duration,
+}
+
+impl Trigger {
+    /// `--trigger-timeout`'s default.
+    pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+
+    fn default_timeout() -> Duration {
+        Self::DEFAULT_TIMEOUT
+    }
 }
 
 /// Where a storm's connections go.
@@ -182,6 +195,8 @@ pub struct StormArgs {
     pub trigger_after: Option<Duration>,
     /// `--trigger`.
     pub trigger: Option<String>,
+    /// `--trigger-timeout`.
+    pub trigger_timeout: Option<Duration>,
     /// Cores on this machine (the default for `--workers`).
     pub cores: u32,
     /// `--segment`/`--segment-sequence`: this process's share of the storm.
@@ -367,9 +382,20 @@ impl StormPlan {
                         "runs once every connection is held; give --hold longer than --trigger-after",
                     ));
                 }
+                let timeout = match a.trigger_timeout {
+                    Some(t) if t.is_zero() => {
+                        return Err(PlanError::invalid(
+                            "--trigger-timeout",
+                            "must be longer than 0; give the longest the command may run, e.g. 60s",
+                        ));
+                    }
+                    Some(t) => t,
+                    None => Trigger::DEFAULT_TIMEOUT,
+                };
                 Some(Trigger {
                     after: after.unwrap_or(Duration::ZERO),
                     command: cmd.to_string(),
+                    timeout,
                 })
             }
             (Some(_), None) => {
@@ -377,6 +403,9 @@ impl StormPlan {
             }
             (None, None) => None,
         };
+        if a.trigger_timeout.is_some() && trigger.is_none() {
+            return Err(PlanError::invalid("--trigger-timeout", "needs --trigger 'COMMAND'"));
+        }
         let segment = a.segment.filter(|s| !s.is_whole());
         if let Some(s) = &segment
             && s.share(connections) == 0
@@ -903,6 +932,22 @@ mod tests {
                 ..args("tcp://h:1")
             }),
             "--procs"
+        );
+        assert_eq!(
+            flag(StormArgs {
+                trigger_timeout: Some(Duration::from_secs(5)),
+                ..args("tcp://h:1")
+            }),
+            "--trigger-timeout"
+        );
+        assert_eq!(
+            flag(StormArgs {
+                trigger: Some("true".into()),
+                trigger_timeout: Some(Duration::ZERO),
+                hold: Some(Duration::from_secs(1)),
+                ..args("tcp://h:1")
+            }),
+            "--trigger-timeout"
         );
         let tls = TlsSettings {
             insecure: true,

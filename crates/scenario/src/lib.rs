@@ -21,7 +21,7 @@ pub mod template;
 pub mod threshold;
 
 pub use checks::{Capture, CaptureFrom, Check, CheckKind, ResponseView};
-pub use schedule::{ArrivalCurve, segment_arrivals, share};
+pub use schedule::{ArrivalCurve, SegmentArrivals, segment_arrivals, share};
 pub use spec::{
     BaseUrl, Body, Cursor, DataSpec, Defaults, Executor, JsonTemplate, Request, Scenario, ScenarioError, ScenarioPlan,
     Stage, Step, Think, environment, stage_names,

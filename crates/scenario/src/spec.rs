@@ -1244,6 +1244,22 @@ impl Validator<'_> {
                 ..e
             })?;
         let max_duration = positive(s.max_duration, "max_duration", Some(Duration::from_secs(600)))?;
+        // The limit of `-r`: a schedule no machine follows is refused, not
+        // run (the engine would spend the run counting dropped starts).
+        let per_second = |field: &str, r: f64| -> Result<(), ScenarioError> {
+            let per_s = r / time_unit.as_secs_f64();
+            if per_s > throng_plan::MAX_RATE {
+                return Err(bad(
+                    field,
+                    format!(
+                        "{r} per {} is {per_s:.3e} per second: more than 100M per second is not a plan one \
+                         machine can follow; lower it or lengthen time_unit",
+                        throng_plan::format_duration(time_unit)
+                    ),
+                ));
+            }
+            Ok(())
+        };
         let executor = match s.executor {
             ExecutorName::ConstantVus => Executor::ConstantVus {
                 vus: vus(s.vus)?,
@@ -1286,6 +1302,7 @@ impl Validator<'_> {
                         ));
                     }
                 };
+                per_second("rate", rate)?;
                 let pre = pre_allocated(s.pre_allocated_vus)?;
                 Executor::ConstantArrivalRate {
                     rate,
@@ -1314,6 +1331,9 @@ impl Validator<'_> {
                             .into(),
                     ));
                 }
+                per_second("start_rate", start_rate)?;
+                let top = stages.iter().map(|st| st.target).fold(0.0, f64::max);
+                per_second("stages", top)?;
                 let pre = pre_allocated(s.pre_allocated_vus)?;
                 Executor::RampingArrivalRate {
                     start_rate,
@@ -2129,6 +2149,33 @@ thresholds:
             &arrival("").replace("rate: 10", "rate: 0"),
             "rate: 0",
             "rate must be greater than 0",
+        );
+        rejects(
+            RAMP,
+            &arrival("").replace("rate: 10", "rate: 1e15"),
+            "rate: 1e15",
+            "1000000000000000 per 1s is 1.000e15 per second: more than 100M per second is not a plan",
+        );
+        // Per time_unit: 6e9 a minute is 1e8 a second, the limit itself.
+        assert!(
+            parse(&GOOD.replacen(
+                RAMP,
+                &arrival("    time_unit: 1m\n").replace("rate: 10", "rate: 6e9"),
+                1
+            ))
+            .is_ok()
+        );
+        rejects(
+            RAMP,
+            &arrival("    time_unit: 1m\n").replace("rate: 10", "rate: 6.1e9"),
+            "rate: 6.1e9",
+            "lower it or lengthen time_unit",
+        );
+        rejects(
+            RAMP,
+            "executor: ramping-arrival-rate\n    pre_allocated_vus: 1\n    stages: [{ duration: 1s, target: 2e8 }]\n",
+            "stages:",
+            "more than 100M per second",
         );
         rejects(
             RAMP,
