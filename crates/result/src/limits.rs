@@ -144,7 +144,7 @@ fn duration(s: f64, field: &str) -> Result<(), ResultError> {
     if !(0.0..=MAX_DURATION_S).contains(&s) {
         return Err(limit(
             field,
-            format!("is {s} s; a result covers 0 to {MAX_DURATION_S} s (366 days)"),
+            format!("is {} s; a result covers 0 to {MAX_DURATION_S} s (366 days)", number(s)),
         ));
     }
     Ok(())
@@ -154,9 +154,21 @@ fn cpu(s: f64, field: &str) -> Result<(), ResultError> {
     // CPU time may exceed wall time (many cores), not by more than a
     // machine's worth of cores over the longest run.
     if !(0.0..=MAX_DURATION_S * 65_536.0).contains(&s) {
-        return Err(limit(field, format!("is {s} s of CPU, more than any run can take")));
+        return Err(limit(
+            field,
+            format!("is {} s of CPU, more than any run can take", number(s)),
+        ));
     }
     Ok(())
+}
+
+/// A number as short text: `1e308`, not 309 digits.
+fn number(v: f64) -> String {
+    if v.abs() >= 1e9 {
+        format!("{v:e}")
+    } else {
+        v.to_string()
+    }
 }
 
 /// `Σ values`, or an error naming `field` when it passes 2^64 - 1.

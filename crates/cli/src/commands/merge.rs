@@ -30,7 +30,10 @@ pub fn run(c: MergeCmd) -> anyhow::Result<ExitCode> {
         results.push(one);
     }
     let mixed = mixed_plans(&c, &results)?;
-    let mut merged = RunResult::merge(&results).map_err(|e| UsageError(e.to_string()))?;
+    let mut merged = RunResult::merge(&results).map_err(|e| {
+        let files: Vec<String> = c.results.iter().map(|p| format!("'{}'", p.display())).collect();
+        UsageError(format!("{}: {e}", files.join(", ")))
+    })?;
     merged.notes.extend(mixed);
     write_result(&c.output, &merged)?;
     let m = &merged.measurements;
