@@ -618,7 +618,7 @@ fn figures(runs_a: &[RunResult], runs_b: &[RunResult], a: &RunResult, b: &RunRes
             pct(ra.failed(), ra.ended()),
             pct(rb.failed(), rb.ended()),
         );
-        if ma.dropped + mb.dropped > 0 {
+        if ma.dropped > 0 || mb.dropped > 0 {
             add(s, "dropped", Unit::Count, ma.dropped as f64, mb.dropped as f64);
         }
     }

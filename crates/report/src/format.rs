@@ -57,6 +57,13 @@ pub fn bytes(v: f64) -> String {
     }
 }
 
+/// Σ `values`, saturating: counts read from a file can be anything, and a
+/// report never panics on them (a loaded result's own totals are checked to
+/// fit when it is read).
+pub fn total(values: impl IntoIterator<Item = u64>) -> u64 {
+    values.into_iter().fold(0u64, u64::saturating_add)
+}
+
 /// `part` as a percentage of `whole` (0 when whole is 0).
 pub fn pct(part: u64, whole: u64) -> f64 {
     if whole == 0 {

@@ -169,7 +169,8 @@ fn top_classes<'a>(
     let mut totals: BTreeMap<&str, u64> = BTreeMap::new();
     for p in &m.series {
         for (class, n) in of(p) {
-            *totals.entry(class).or_default() += n;
+            let t = totals.entry(class).or_default();
+            *t = t.saturating_add(*n);
         }
     }
     let mut classes: Vec<(&str, u64)> = totals.into_iter().collect();

@@ -119,7 +119,7 @@ pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
         share(g.cpu_system_s),
         share(g.cpu_user_s + g.cpu_system_s)
     )?;
-    let io_bytes = per_second(m.bytes.sent + m.bytes.received, secs);
+    let io_bytes = per_second(m.bytes.sent.saturating_add(m.bytes.received), secs);
     let bps = io_bytes * 8.0;
     let exp = if bps > 0.0 { bps.log10().floor() as i32 } else { 0 };
     writeln!(
@@ -135,17 +135,17 @@ pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
             .errors
             .iter()
             .filter(|(k, _)| names.contains(&k.as_str()) || names.iter().any(|n| n.ends_with('.') && k.starts_with(n)))
-            .map(|(_, v)| v)
-            .sum()
+            .map(|(_, v)| *v)
+            .fold(0u64, u64::saturating_add)
     };
     let client_timo = e(&["timeout."]);
     let refused = e(&["refused"]);
     let reset = e(&["reset", "eof"]);
     let fd = e(&["fd_unavailable"]);
     let addr = e(&["addr_unavailable"]);
-    let counted = client_timo + refused + reset + fd + addr + e(&["check_failed"]);
-    let other = m.requests.failed() - counted;
-    let total = client_timo + refused + reset + fd + addr + other;
+    let counted = crate::format::total([client_timo, refused, reset, fd, addr, e(&["check_failed"])]);
+    let other = m.requests.failed().saturating_sub(counted);
+    let total = crate::format::total([client_timo, refused, reset, fd, addr, other]);
     writeln!(
         w,
         "Errors: total {total} client-timo {client_timo} socket-timo 0 connrefused {refused} connreset {reset}"

@@ -354,9 +354,9 @@ pub(crate) fn stage_rows(s: &ScenarioStats, p: &ScenarioPlan) -> Vec<StageRow> {
         let mut at = sc.start_time;
         for (i, st) in sc.executor.stages().iter().enumerate() {
             let name = format!("{}#{}", sc.name, i + 1);
-            let end = at + st.duration;
+            let end = at.saturating_add(st.duration);
             let t = s.tags.get(&format!("stage:{name}"));
-            let (lo, hi) = (at.as_secs(), end.as_secs().max(at.as_secs() + 1));
+            let (lo, hi) = (at.as_secs(), end.as_secs().max(at.as_secs().saturating_add(1)));
             let vus = s
                 .series
                 .iter()

@@ -36,11 +36,12 @@ pub const SET_SCHEMA: &str = "throng.result-set/v1";
 #[non_exhaustive]
 pub enum ResultError {
     /// Not JSON, or not a throng result.
-    #[error("not a throng result document: {0}")]
+    #[error("not a throng result document: {}", short(&.0.to_string()))]
     Parse(#[from] serde_json::Error),
     /// Written by an incompatible throng.
     #[error(
-        "schema '{found}' is not supported; this throng reads '{SCHEMA}' and '{SET_SCHEMA}' (re-run with a matching throng version)"
+        "schema '{}' is not supported; this throng reads '{SCHEMA}' and '{SET_SCHEMA}' (re-run with a matching throng version)",
+        short(found)
     )]
     Schema {
         /// The document's schema.
@@ -53,11 +54,13 @@ pub enum ResultError {
     #[error("damaged histogram: {0}")]
     Hist(#[from] HistError),
     /// Results of different kinds cannot be merged.
-    #[error("cannot merge: {0}")]
+    #[error("cannot merge: {}", short(.0))]
     Incompatible(String),
     /// A number in the document is past a limit ([`limits`]).
     #[error(
-        "'{field}' {problem} (a result throng writes stays within the limits in docs/RESULTS.md; give an undamaged file written by --json)"
+        "'{}' {} (a result throng writes stays within the limits in docs/RESULTS.md; give an undamaged file written by --json)",
+        short(field),
+        short(problem)
     )]
     Limit {
         /// Where in the document, e.g. `measurements.series[3].second`.
@@ -69,6 +72,26 @@ pub enum ResultError {
     #[error("{0}")]
     Io(#[from] std::io::Error),
 }
+
+/// `text` on one line and at most [`SHORT_CHARS`] characters: error
+/// messages quote what a file holds, and a file can hold anything.
+pub fn short(text: &str) -> std::borrow::Cow<'_, str> {
+    let one_line = !text.contains(['\n', '\r']);
+    match text.char_indices().nth(SHORT_CHARS) {
+        None if one_line => std::borrow::Cow::Borrowed(text),
+        cut => {
+            let end = cut.map_or(text.len(), |(i, _)| i);
+            let mut s: String = text[..end].replace(['\n', '\r'], " ");
+            if cut.is_some() {
+                s.push('…');
+            }
+            std::borrow::Cow::Owned(s)
+        }
+    }
+}
+
+/// The most characters [`short`] keeps.
+pub const SHORT_CHARS: usize = 300;
 
 /// What produced the run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -131,13 +154,18 @@ impl Plan {
             out.push(format!("command {} vs {}", self.command(), other.command()));
             return out;
         }
+        let clip = |s: &str| short(s).chars().take(80).collect::<String>();
         if self.target_url() != other.target_url() {
-            out.push(format!("target {} vs {}", self.target_url(), other.target_url()));
+            out.push(format!(
+                "target {} vs {}",
+                clip(self.target_url()),
+                clip(other.target_url())
+            ));
         }
         if let (Plan::Http(a), Plan::Http(b)) = (self, other)
             && a.method != b.method
         {
-            out.push(format!("method {} vs {}", a.method, b.method));
+            out.push(format!("method {} vs {}", clip(&a.method), clip(&b.method)));
         }
         let shape = |p: &Plan| if p.is_open_loop() { "open loop" } else { "closed loop" };
         if self.is_open_loop() != other.is_open_loop() {
