@@ -29,10 +29,12 @@ pub const MAX_DECODED_BYTES: usize = 1 << 20;
 /// writes 3; HdrHistogram allows up to 5, which costs 100 times the memory).
 pub const MAX_SIGFIG: u8 = SIGFIG;
 
-/// The highest value (µs) a histogram read back may declare it tracks:
-/// 2^46 µs, about 2.2 years. Together with [`MAX_SIGFIG`] this bounds one
-/// decoded histogram to about 300 KB.
-pub const MAX_TRACKABLE_US: u64 = 1 << 46;
+/// The highest value (µs) a histogram read back may declare it tracks,
+/// and the largest value recorded: 2^47 - 1 µs, about 4.5 years (the top
+/// of HdrHistogram's bucket above 2^46, which an auto-resized histogram
+/// declares once it holds a value past 2^46). Together with [`MAX_SIGFIG`]
+/// this bounds one decoded histogram to about 320 KB.
+pub const MAX_TRACKABLE_US: u64 = (1 << 47) - 1;
 
 /// The V2 encoding's cookies (HdrHistogram's serialization format).
 const V2_COOKIE: u32 = 0x1c84_9313;
@@ -100,9 +102,11 @@ impl Hist {
         self.record_us(u64::try_from(d.as_micros()).unwrap_or(u64::MAX));
     }
 
-    /// Records one value in microseconds.
+    /// Records one value in microseconds (clamped to [`MAX_TRACKABLE_US`],
+    /// about 4.5 years, so that every histogram throng writes reads back).
     #[inline]
     pub fn record_us(&mut self, us: u64) {
+        let us = us.min(MAX_TRACKABLE_US);
         // `record` grows the histogram as needed (saturating_record would
         // clamp to the current top instead). It fails only for values past
         // what any histogram can hold; those are clamped.
@@ -111,8 +115,10 @@ impl Hist {
         }
     }
 
-    /// Records `n` samples of one value in microseconds.
+    /// Records `n` samples of one value in microseconds (clamped as in
+    /// [`Hist::record_us`]).
     pub fn record_n_us(&mut self, us: u64, n: u64) {
+        let us = us.min(MAX_TRACKABLE_US);
         if n > 0 && self.0.record_n(us, n).is_err() {
             self.0.saturating_record_n(us, n);
         }
@@ -316,7 +322,7 @@ impl Shape {
         }
         if high > MAX_TRACKABLE_US {
             return Err(HistError::Limit(format!(
-                "declares a highest value of {high} µs; at most {MAX_TRACKABLE_US} µs (2^46, about 2.2 years) is read back"
+                "declares a highest value of {high} µs; at most {MAX_TRACKABLE_US} µs (2^47 - 1, about 4.5 years) is read back"
             )));
         }
         if low < 1 || low > high / 2 {
@@ -674,6 +680,16 @@ mod tests {
         // The header says more counts follow than do.
         let raw = header(100, 3, 1, 2048);
         assert!(Hist::decode(&B64.encode(&raw)).is_err());
+    }
+
+    #[test]
+    fn what_is_recorded_reads_back() {
+        let mut h = Hist::new();
+        h.record_us(u64::MAX);
+        h.record(Duration::MAX);
+        assert_eq!(h.count(), 2);
+        assert!(h.max() >= MAX_TRACKABLE_US);
+        assert_eq!(Hist::decode(&h.encode()).unwrap(), h);
     }
 
     #[test]
