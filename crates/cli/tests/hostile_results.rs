@@ -45,6 +45,9 @@ struct Ran {
 
 /// Runs `throng ARGS`, measuring its peak memory with wait4; killed (and
 /// failed) after 60 s.
+// The child is reaped by wait4 (which also reports its memory), not by
+// `Child::wait`.
+#[allow(clippy::zombie_processes)]
 fn run(args: &[&str]) -> Ran {
     let mut child = throng()
         .args(args)
@@ -75,6 +78,7 @@ fn run(args: &[&str]) -> Ran {
         assert!(r == 0, "wait4: {}", std::io::Error::last_os_error());
         if Instant::now() > deadline {
             let _ = child.kill();
+            let _ = child.wait();
             panic!("throng {args:?} did not finish within 60 s");
         }
         std::thread::sleep(Duration::from_millis(10));
