@@ -362,6 +362,47 @@ fn merge_refuses_mixed_plans_unless_allowed_and_then_says_so() {
     assert!(note.contains("https.json") && note.contains("target"), "{note}");
     let report = run(&["report", out.to_str().unwrap()]);
     assert!(report.stdout.contains("MIXED PLANS"), "{}", report.stdout);
+
+    // Closed loop and open loop: the same target, a different shape.
+    let server = lab(None);
+    let url = format!("http://{}/", server.addr());
+    let closed = common::http(&[&url, "-n", "50", "-c", "2"]);
+    let open = common::http(&[&url, "-r", "200", "-n", "50"]);
+    let (c, o) = (closed.json.to_str().unwrap(), open.json.to_str().unwrap());
+    let r = run(&["merge", c, o, "-o", out.to_str().unwrap()]);
+    assert_refused(&r, &open.json, &["closed loop vs open loop"]);
+    let r = run(&["merge", c, o, "-o", out.to_str().unwrap(), "--allow-mixed"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let merged = throng_result::load_runs(&out).unwrap().remove(0);
+    assert_eq!(merged.measurements.requests.attempted, 100);
+    assert!(
+        merged.notes.iter().any(|n| n.contains("closed loop vs open loop")),
+        "{:?}",
+        merged.notes
+    );
+
+    // A storm and an HTTP run count different things: refused even when
+    // mixing is allowed.
+    let storm = dir.path().join("storm.json");
+    let s = run(&[
+        "storm",
+        &format!("tcp://{}", server.addr()),
+        "--connections",
+        "10",
+        "--json",
+        storm.to_str().unwrap(),
+        "-q",
+    ]);
+    assert_eq!(s.code, 0, "{}", s.stderr);
+    let r = run(&[
+        "merge",
+        c,
+        storm.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--allow-mixed",
+    ]);
+    assert_refused(&r, &storm, &["different commands", "command http vs storm"]);
 }
 
 #[test]
