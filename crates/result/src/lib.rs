@@ -18,12 +18,12 @@
 use std::io::{Read, Write};
 use std::path::Path;
 
-pub mod limits;
-
 use serde::{Deserialize, Serialize};
 use throng_metrics::{HistError, Measurements};
 use throng_plan::{HttpPlan, StormPlan};
 use throng_scenario::{ScenarioPlan, Verdict};
+
+pub mod limits;
 
 /// The schema identifier written into, and required of, every document.
 pub const SCHEMA: &str = "throng.result/v1";
