@@ -621,6 +621,10 @@ pub struct MergeCmd {
     /// exactly once (the merged file still notes which segments are missing or repeated)
     #[arg(long = "allow-partial")]
     pub allow_partial: bool,
+    /// Merge results whose plans differ (command, target, method, open or closed loop); the merged
+    /// result keeps the first file's plan and says, in a note, how the others differed
+    #[arg(long = "allow-mixed")]
+    pub allow_mixed: bool,
 }
 
 const COMPARE_HELP: &str = "\

@@ -8,6 +8,14 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::hist::{EncodedHist, Hist, HistError};
+use crate::outcome::add;
+
+/// `second + offset`, or an overflow error.
+fn shift(second: u64, offset: u64) -> Result<u64, HistError> {
+    second
+        .checked_add(offset)
+        .ok_or_else(|| HistError::Overflow(format!("second {second} plus an offset of {offset} s")))
+}
 
 /// Requests carrying one tag (or all requests, under the empty key).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -104,10 +112,14 @@ impl ScenarioStats {
     pub fn merge(&mut self, o: &ScenarioStats, offset: u64) -> Result<(), HistError> {
         for (k, t) in &o.tags {
             let mine = self.tags.entry(k.clone()).or_default();
-            mine.requests += t.requests;
-            mine.failed += t.failed;
-            mine.unexpected_status += t.unexpected_status;
-            mine.interrupted += t.interrupted;
+            add(&mut mine.requests, t.requests, "scenario.tags.requests")?;
+            add(&mut mine.failed, t.failed, "scenario.tags.failed")?;
+            add(
+                &mut mine.unexpected_status,
+                t.unexpected_status,
+                "scenario.tags.unexpected_status",
+            )?;
+            add(&mut mine.interrupted, t.interrupted, "scenario.tags.interrupted")?;
             mine.response.add(&t.response)?;
             mine.expected.add(&t.expected)?;
             let mut by: BTreeMap<u64, TagSecond> = std::mem::take(&mut mine.series)
@@ -115,12 +127,16 @@ impl ScenarioStats {
                 .map(|s| (s.second, s))
                 .collect();
             for s in &t.series {
-                let second = s.second + offset;
+                let second = shift(s.second, offset)?;
                 match by.get_mut(&second) {
                     Some(m) => {
-                        m.requests += s.requests;
-                        m.failed += s.failed;
-                        m.unexpected_status += s.unexpected_status;
+                        add(&mut m.requests, s.requests, "scenario.tags.series.requests")?;
+                        add(&mut m.failed, s.failed, "scenario.tags.series.failed")?;
+                        add(
+                            &mut m.unexpected_status,
+                            s.unexpected_status,
+                            "scenario.tags.series.unexpected_status",
+                        )?;
                         let mut h = m.response.decode()?;
                         h.add(&s.response.decode()?)?;
                         m.response = EncodedHist::new(&h);
@@ -134,12 +150,16 @@ impl ScenarioStats {
         }
         for (k, c) in &o.checks {
             let mine = self.checks.entry(k.clone()).or_default();
-            mine.passes += c.passes;
-            mine.fails += c.fails;
+            add(&mut mine.passes, c.passes, "scenario.checks.passes")?;
+            add(&mut mine.fails, c.fails, "scenario.checks.fails")?;
         }
-        self.iterations += o.iterations;
+        add(&mut self.iterations, o.iterations, "scenario.iterations")?;
         self.iteration.add(&o.iteration)?;
-        self.dropped_iterations += o.dropped_iterations;
+        add(
+            &mut self.dropped_iterations,
+            o.dropped_iterations,
+            "scenario.dropped_iterations",
+        )?;
         for (k, h) in &o.groups {
             self.groups.entry(k.clone()).or_default().add(h)?;
         }
@@ -148,19 +168,23 @@ impl ScenarioStats {
             .map(|s| (s.second, s))
             .collect();
         for s in &o.series {
-            let second = s.second + offset;
+            let second = shift(s.second, offset)?;
             let m = by.entry(second).or_insert(ScenarioSecond {
                 second,
                 ..ScenarioSecond::default()
             });
-            m.iterations += s.iterations;
-            m.dropped_iterations += s.dropped_iterations;
-            m.vus += s.vus;
+            add(&mut m.iterations, s.iterations, "scenario.series.iterations")?;
+            add(
+                &mut m.dropped_iterations,
+                s.dropped_iterations,
+                "scenario.series.dropped_iterations",
+            )?;
+            add(&mut m.vus, s.vus, "scenario.series.vus")?;
             if m.vus_by_scenario.len() < s.vus_by_scenario.len() {
                 m.vus_by_scenario.resize(s.vus_by_scenario.len(), 0);
             }
-            for (mine, theirs) in m.vus_by_scenario.iter_mut().zip(&s.vus_by_scenario) {
-                *mine += theirs;
+            for (mine, &theirs) in m.vus_by_scenario.iter_mut().zip(&s.vus_by_scenario) {
+                add(mine, theirs, "scenario.series.vus_by_scenario")?;
             }
         }
         self.series = by.into_values().collect();
