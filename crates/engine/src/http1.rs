@@ -263,7 +263,9 @@ impl ResponseReader {
                     }
                 }
                 self.header_bytes += len as u64;
-                self.close = close;
+                // After 101 Switching Protocols the connection speaks
+                // another protocol: it can carry no further HTTP/1.1 request.
+                self.close = close || status == 101;
                 self.status = status;
                 self.state = if (100..200).contains(&status) && status != 101 {
                     // Interim response: the real one follows.
@@ -491,6 +493,19 @@ mod tests {
         let (f, r) = read_all(&[b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\nXY"]);
         assert_eq!(f, Ok(Feed::Done { extra: 2 }));
         assert!(r.close);
+    }
+
+    #[test]
+    fn switching_protocols_ends_the_connection() {
+        let (f, r) =
+            read_all(&[b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n"]);
+        assert_eq!(f, Ok(Feed::Done { extra: 0 }));
+        assert_eq!(r.status, 101);
+        assert!(r.close, "a 101 connection must not carry another request");
+        // An interim 100 is not the end, and does not close.
+        let (f, r) = read_all(&[b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"]);
+        assert_eq!(f, Ok(Feed::Done { extra: 0 }));
+        assert_eq!((r.status, r.close), (200, false));
     }
 
     #[test]

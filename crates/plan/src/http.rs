@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
 use crate::duration::format_duration;
@@ -17,6 +18,15 @@ pub const DEFAULT_CONNECTIONS: u32 = 50;
 pub const DEFAULT_OPEN_CAP: u32 = 1000;
 /// `--timeout` when not given.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+/// The largest `--body` accepted (64 MiB): the body is held in memory once
+/// for the whole run, and a file past this is almost always a mistake
+/// (`/dev/zero`, a log that keeps growing).
+pub const MAX_BODY_BYTES: u64 = 64 << 20;
+/// Header values replaced by [`REDACTED`] in every file and report; more
+/// are marked with `--secret-header NAME`.
+pub const SENSITIVE_HEADERS: [&str; 4] = ["authorization", "proxy-authorization", "cookie", "set-cookie"];
+/// What a secret header's value reads as in results and reports.
+pub const REDACTED: &str = "<redacted>";
 
 /// Flags as parsed, before validation. Every field maps to one flag.
 #[derive(Clone, Debug, Default)]
@@ -37,8 +47,11 @@ pub struct HttpArgs {
     pub method: Option<String>,
     /// `-H`, as typed.
     pub headers: Vec<String>,
-    /// `--body`: the file's path and contents (read at the edge).
-    pub body: Option<(String, Vec<u8>)>,
+    /// `--body`: the file's path and contents (read at the edge, at most
+    /// [`MAX_BODY_BYTES`]).
+    pub body: Option<(String, Bytes)>,
+    /// `--secret-header`, as typed: more headers whose values are redacted.
+    pub secret_headers: Vec<String>,
     /// `--timeout`.
     pub timeout: Option<Duration>,
     /// `--no-keepalive`.
@@ -201,14 +214,21 @@ pub struct HttpPlan {
     pub method: String,
     /// Extra request headers, in order.
     pub headers: Vec<(String, String)>,
-    /// Request body (not stored in result files; see `body_file`).
+    /// Request body (not stored in result files; see `body_file`). Shared,
+    /// not copied, by whoever sends it.
     #[serde(skip)]
-    pub body: Vec<u8>,
+    pub body: Bytes,
     /// Where the body came from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub body_file: Option<String>,
     /// Body size.
     pub body_bytes: u64,
+    /// Names of the headers whose values are secret (lowercase): the
+    /// always-sensitive ones present and those marked `--secret-header`.
+    /// Results and reports hold [`HttpPlan::redacted`], where these values
+    /// read [`REDACTED`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub secret_headers: Vec<String>,
     /// Connections (closed loop) or the connection cap (open loop).
     pub connections: u32,
     /// Worker threads.
@@ -253,11 +273,12 @@ impl HttpPlan {
             ));
         }
 
-        let headers = args
+        let mut headers = args
             .headers
             .iter()
             .map(|h| parse_header(h))
             .collect::<Result<Vec<_>, _>>()?;
+        let secret_headers = secret_names(&args.secret_headers, headers.iter().map(|(n, _)| n.as_str()))?;
 
         let load = match args.rate {
             Some(rate) if !(rate.is_finite() && rate > 0.0) => {
@@ -353,8 +374,19 @@ impl HttpPlan {
 
         let (body_file, body) = match args.body {
             Some((path, bytes)) => (Some(path), bytes),
-            None => (None, Vec::new()),
+            None => (None, Bytes::new()),
         };
+        if body.len() as u64 > MAX_BODY_BYTES {
+            return Err(PlanError::invalid(
+                "--body",
+                format!(
+                    "{} is {} bytes, over the limit of {MAX_BODY_BYTES} bytes (64 MiB); send a smaller file",
+                    body_file.as_deref().unwrap_or("the body"),
+                    body.len()
+                ),
+            ));
+        }
+        framing_headers(&mut headers, body.len() as u64, body_file.as_deref())?;
 
         Ok(HttpPlan {
             target,
@@ -363,6 +395,7 @@ impl HttpPlan {
             body_bytes: body.len() as u64,
             body,
             body_file,
+            secret_headers,
             connections,
             threads,
             load,
@@ -400,8 +433,10 @@ impl HttpPlan {
         for (name, value) in &self.headers {
             out.extend_from_slice(format!("{name}: {value}\r\n").as_bytes());
         }
+        // A user Content-Length that agreed with the body was dropped at
+        // validation (one that did not was refused): this is the only one.
         let sends_body = !self.body.is_empty() || matches!(self.method.as_str(), "POST" | "PUT" | "PATCH");
-        if sends_body && !has("content-length") {
+        if sends_body {
             out.extend_from_slice(format!("Content-Length: {}\r\n", self.body.len()).as_bytes());
         }
         if !self.keepalive && !has("connection") {
@@ -410,6 +445,23 @@ impl HttpPlan {
         out.extend_from_slice(b"\r\n");
         out.extend_from_slice(&self.body);
         out
+    }
+
+    /// The plan as results and reports keep it: the values of secret
+    /// headers read [`REDACTED`].
+    pub fn redacted(&self) -> HttpPlan {
+        let mut plan = self.clone();
+        for (name, value) in &mut plan.headers {
+            if is_secret(&plan.secret_headers, name) {
+                *value = REDACTED.to_string();
+            }
+        }
+        plan
+    }
+
+    /// Says which headers' values a result holds as [`REDACTED`], if any.
+    pub fn redaction_note(&self) -> Option<String> {
+        redaction_note(self.headers.iter().map(|(n, _)| n.as_str()), &self.secret_headers)
     }
 
     /// A one-line description: `closed loop, 50 connections, 2 threads, 10s`.
@@ -488,24 +540,114 @@ fn parse_target(text: &str) -> Result<Target, PlanError> {
 }
 
 fn parse_header(text: &str) -> Result<(String, String), PlanError> {
+    let shown = text.escape_debug().to_string();
     let bad = |why: &str| {
         PlanError::invalid(
             "-H/--header",
-            format!("'{text}': {why}; expected 'Name: value', e.g. -H 'Accept: application/json'"),
+            format!("'{shown}': {why}; expected 'Name: value', e.g. -H 'Accept: application/json'"),
         )
     };
     let (name, value) = text
         .split_once(':')
         .ok_or_else(|| bad("no ':' between name and value"))?;
-    let name = name.trim();
+    // Only spaces and tabs are optional whitespace around a field (RFC 9110
+    // 5.6.3); str::trim would also eat a vertical tab or a form feed.
+    let name = name.trim_matches([' ', '\t']);
     if name.is_empty() || !name.bytes().all(is_token) {
         return Err(bad("the name is empty or has characters a header name cannot have"));
     }
-    let value = value.trim();
-    if value.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0) {
-        return Err(bad("the value has a line break"));
+    let value = value.trim_matches([' ', '\t']);
+    if let Some(c) = value.chars().find(|&c| is_forbidden_in_value(c)) {
+        return Err(bad(&format!(
+            "the value of {name} has the control character {}, which a header cannot carry",
+            c.escape_debug()
+        )));
     }
     Ok((name.to_string(), value.to_string()))
+}
+
+/// True for a character a header value must not carry on the wire: any
+/// control character but the horizontal tab (RFC 9110 5.5).
+pub fn is_forbidden_in_value(c: char) -> bool {
+    c.is_ascii_control() && c != '\t'
+}
+
+/// Refuses a Transfer-Encoding (throng sends bodies with a length, never
+/// chunked) and a Content-Length that contradicts the body's `len`, and
+/// drops one that agrees: the request head carries the one throng computes.
+fn framing_headers(headers: &mut Vec<(String, String)>, len: u64, file: Option<&str>) -> Result<(), PlanError> {
+    let body = match file {
+        Some(f) => format!("--body {f} ({len} bytes)"),
+        None => "no --body (0 bytes)".to_string(),
+    };
+    for (name, value) in headers.iter() {
+        if name.eq_ignore_ascii_case("transfer-encoding") {
+            return Err(PlanError::invalid(
+                "-H/--header",
+                format!(
+                    "'{name}: {value}': throng does not chunk request bodies; leave Transfer-Encoding out, \
+                     throng sends {body} with a Content-Length"
+                ),
+            ));
+        }
+        if name.eq_ignore_ascii_case("content-length") && value.trim().parse::<u64>().ok() != Some(len) {
+            return Err(PlanError::invalid(
+                "-H/--header",
+                format!(
+                    "'{name}: {value}' contradicts {body}, and the server would read the difference as \
+                     another request; leave Content-Length out, throng computes it"
+                ),
+            ));
+        }
+    }
+    headers.retain(|(name, _)| !name.eq_ignore_ascii_case("content-length"));
+    Ok(())
+}
+
+/// The secret header names of a plan, lowercase, sorted, each once: the
+/// always-sensitive ones among `present`, and every `--secret-header`.
+pub fn secret_names<'a>(marked: &[String], present: impl Iterator<Item = &'a str>) -> Result<Vec<String>, PlanError> {
+    let mut out = Vec::new();
+    for m in marked {
+        let name = m.trim();
+        if name.is_empty() || !name.bytes().all(is_token) {
+            return Err(PlanError::invalid(
+                "--secret-header",
+                format!(
+                    "'{}' is not a header name; give the name only, e.g. --secret-header X-Api-Key",
+                    m.escape_debug()
+                ),
+            ));
+        }
+        out.push(name.to_ascii_lowercase());
+    }
+    out.extend(
+        present
+            .map(str::to_ascii_lowercase)
+            .filter(|n| SENSITIVE_HEADERS.contains(&n.as_str())),
+    );
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
+/// The note a result carries when some of `headers` are `secret`.
+pub fn redaction_note<'a>(headers: impl Iterator<Item = &'a str>, secret: &[String]) -> Option<String> {
+    let mut names: Vec<&str> = headers.filter(|n| is_secret(secret, n)).collect();
+    names.sort_by_key(|n| n.to_ascii_lowercase());
+    names.dedup_by(|a, b| a.eq_ignore_ascii_case(b));
+    (!names.is_empty()).then(|| {
+        format!(
+            "the values of these request headers are secret and read {REDACTED} in this result: {} \
+             (Authorization, Proxy-Authorization, Cookie, Set-Cookie always; more with --secret-header)",
+            names.join(", ")
+        )
+    })
+}
+
+/// True when `name` is one of `secret` (lowercase names).
+pub fn is_secret(secret: &[String], name: &str) -> bool {
+    secret.iter().any(|s| s.eq_ignore_ascii_case(name))
 }
 
 #[cfg(test)]
@@ -557,7 +699,7 @@ mod tests {
     #[test]
     fn body_implies_post_with_length_and_ipv6_authority() {
         let mut a = args("http://[::1]:9000/echo");
-        a.body = Some(("b.json".into(), b"{}".to_vec()));
+        a.body = Some(("b.json".into(), Bytes::from_static(b"{}")));
         let p = HttpPlan::from_args(a).unwrap();
         let text = String::from_utf8(p.request_bytes()).unwrap();
         assert!(
@@ -565,6 +707,111 @@ mod tests {
             "{text}"
         );
         assert!(text.ends_with("Content-Length: 2\r\n\r\n{}"), "{text}");
+    }
+
+    fn body_args(headers: &[&str], body: &'static [u8]) -> HttpArgs {
+        let mut a = args("http://h/");
+        a.headers = headers.iter().map(|h| h.to_string()).collect();
+        a.body = Some(("b.txt".into(), Bytes::from_static(body)));
+        a
+    }
+
+    fn message_of(e: PlanError) -> String {
+        match e {
+            PlanError::Invalid { message, .. } => message,
+        }
+    }
+
+    #[test]
+    fn content_length_that_agrees_is_sent_once_and_one_that_does_not_is_refused() {
+        let p = HttpPlan::from_args(body_args(&["Content-Length: 10"], b"0123456789")).unwrap();
+        let text = String::from_utf8(p.request_bytes()).unwrap();
+        assert_eq!(text.to_ascii_lowercase().matches("content-length").count(), 1, "{text}");
+        assert!(text.ends_with("Content-Length: 10\r\n\r\n0123456789"), "{text}");
+
+        let e = HttpPlan::from_args(body_args(&["content-length: 1"], b"0123456789")).unwrap_err();
+        let m = message_of(e.clone());
+        assert_eq!(flag_of(e), "-H/--header");
+        assert!(m.contains("contradicts --body b.txt (10 bytes)"), "{m}");
+        // Without a body: only 0 agrees.
+        let mut a = args("http://h/");
+        a.headers = vec!["Content-Length: 5".into()];
+        assert_eq!(flag_of(HttpPlan::from_args(a).unwrap_err()), "-H/--header");
+        let mut a = args("http://h/");
+        a.headers = vec!["Content-Length: 0".into()];
+        let text = String::from_utf8(HttpPlan::from_args(a).unwrap().request_bytes()).unwrap();
+        assert!(!text.to_ascii_lowercase().contains("content-length"), "{text}");
+    }
+
+    #[test]
+    fn transfer_encoding_is_refused() {
+        let e = HttpPlan::from_args(body_args(&["Transfer-Encoding: chunked"], b"x")).unwrap_err();
+        let m = message_of(e.clone());
+        assert_eq!(flag_of(e), "-H/--header");
+        assert!(m.contains("does not chunk request bodies"), "{m}");
+    }
+
+    #[test]
+    fn control_characters_in_headers_are_refused() {
+        for h in [
+            "X-A: a\u{b}b",
+            "X-A: a\u{c}",
+            "X-A\u{b}: v",
+            "X-A: \u{7f}",
+            "X-A: a\rb",
+            "X-A: a\u{0}",
+        ] {
+            let mut a = args("http://h/");
+            a.headers = vec![h.to_string()];
+            let e = HttpPlan::from_args(a).unwrap_err();
+            let m = message_of(e.clone());
+            assert_eq!(flag_of(e), "-H/--header", "{h:?}");
+            assert!(
+                !m.contains('\u{b}') && !m.contains('\r'),
+                "the message shows it escaped: {m:?}"
+            );
+        }
+        let mut a = args("http://h/");
+        a.headers = vec!["X-A: a\tb".into()];
+        assert_eq!(
+            HttpPlan::from_args(a).unwrap().headers,
+            [("X-A".to_string(), "a\tb".to_string())]
+        );
+    }
+
+    #[test]
+    fn secret_headers_are_redacted_and_named() {
+        let mut a = args("http://h/");
+        a.headers = vec![
+            "Authorization: Bearer s3cret".into(),
+            "X-Api-Key: k3y".into(),
+            "Cookie: c=1".into(),
+            "Accept: */*".into(),
+        ];
+        a.secret_headers = vec!["x-api-key".into()];
+        let p = HttpPlan::from_args(a).unwrap();
+        // What is sent keeps the values.
+        let sent = String::from_utf8(p.request_bytes()).unwrap();
+        assert!(sent.contains("Authorization: Bearer s3cret\r\n") && sent.contains("X-Api-Key: k3y"));
+        let r = p.redacted();
+        let json = serde_json::to_string(&r).unwrap();
+        for secret in ["s3cret", "k3y", "c=1"] {
+            assert!(!json.contains(secret), "{json}");
+        }
+        assert!(json.contains("*/*"), "{json}");
+        assert_eq!(r.headers[0], ("Authorization".to_string(), REDACTED.to_string()));
+        let note = p.redaction_note().unwrap();
+        assert!(note.contains("Authorization, Cookie, X-Api-Key"), "{note}");
+        let mut a = args("http://h/");
+        a.secret_headers = vec!["Bad Name".into()];
+        assert_eq!(flag_of(HttpPlan::from_args(a).unwrap_err()), "--secret-header");
+    }
+
+    #[test]
+    fn a_body_over_the_limit_is_refused() {
+        let mut a = args("http://h/");
+        a.body = Some(("big".into(), Bytes::from(vec![0u8; MAX_BODY_BYTES as usize + 1])));
+        assert_eq!(flag_of(HttpPlan::from_args(a).unwrap_err()), "--body");
     }
 
     #[test]
