@@ -133,6 +133,10 @@ pub struct RunCmd {
     /// Set NAME for {{env.NAME}} (repeatable; overrides the environment)
     #[arg(long = "env", value_name = "NAME=VALUE")]
     pub env: Vec<String>,
+    /// Redact this header's value in results and reports, repeatable (Authorization,
+    /// Proxy-Authorization, Cookie and Set-Cookie always are)
+    #[arg(long = "secret-header", value_name = "NAME")]
+    pub secret_headers: Vec<String>,
     /// Write the result document (JSON) here
     #[arg(long = "json", value_name = "FILE")]
     pub json: Option<PathBuf>,

@@ -1016,7 +1016,17 @@ pub fn run_scenario(
     };
     let finished = coordinate(launch, control, on_tick)?;
     let co_free = plan.scenarios.iter().all(|s| s.executor.is_open());
-    let mut result = finished.into_result(Plan::Run(Box::new(plan.clone())), co_free, control);
+    let mut result = finished.into_result(Plan::Run(Box::new(plan.redacted())), co_free, control);
+    result.notes.extend(plan.redaction_note());
+    if let Some(s) = &result.measurements.scenario
+        && s.truncated_bodies > 0
+    {
+        result.notes.push(format!(
+            "{} responses were longer than their step's max_body (default 1 MiB): their checks and captures saw \
+             only the first max_body bytes; raise max_body in defaults or the step",
+            s.truncated_bodies
+        ));
+    }
     result.segment = plan.segment.clone();
     Ok(result)
 }
