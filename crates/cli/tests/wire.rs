@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{Nginx, assert_books_balance, http, lab, output, throng};
+use common::{Nginx, assert_books_balance, http, lab, output, schema_violations, throng};
 use throng_result::RunResult;
 
 /// nginx answers with the request's Content-Length and Authorization as it
@@ -336,6 +336,7 @@ fn secret_headers_never_reach_a_result_or_report() {
     );
     // The reader learns which were redacted.
     assert!(text.contains("Authorization, Cookie, X-Key"), "{text}");
+    assert_eq!(schema_violations(&out.join("r.json")), Vec::<String>::new());
     let html = std::fs::read_to_string(out.join("r.html")).unwrap();
     assert!(
         html.contains("header Authorization: &lt;redacted&gt;"),
@@ -385,6 +386,7 @@ fn secret_headers_of_a_scenario_never_reach_a_result_or_report() {
     // The template's literal part and the rendered value are both secret.
     assert_nowhere(dir.path(), &[&stdout, &stderr, &text], &["SECRET-TOKEN-1", "SECRET-"]);
     assert!(text.contains("Authorization, X-Key"), "{text}");
+    assert_eq!(schema_violations(&dir.path().join("r.json")), Vec::<String>::new());
 }
 
 #[test]
@@ -456,5 +458,6 @@ fn checks_on_a_truncated_body_are_counted_and_said() {
         assert_eq!(s.truncated_bodies, truncated, "max_body {max}");
         let said = String::from_utf8_lossy(&o.stdout).contains("longer than their step's max_body");
         assert_eq!(said, truncated > 0, "{}", String::from_utf8_lossy(&o.stdout));
+        assert_eq!(schema_violations(&json), Vec::<String>::new());
     }
 }

@@ -421,7 +421,9 @@ impl HttpPlan {
 
     /// The exact bytes of one request: head and body.
     pub fn request_bytes(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(128 + self.body.len());
+        // Sized once: a large body is copied once, never regrown.
+        let head: usize = self.headers.iter().map(|(n, v)| n.len() + v.len() + 4).sum();
+        let mut out = Vec::with_capacity(256 + self.method.len() + self.target.path.len() + head + self.body.len());
         let has = |name: &str| self.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
         out.extend_from_slice(format!("{} {} HTTP/1.1\r\n", self.method, self.target.path).as_bytes());
         if !has("host") {
