@@ -461,3 +461,36 @@ fn checks_on_a_truncated_body_are_counted_and_said() {
         assert_eq!(schema_violations(&json), Vec::<String>::new());
     }
 }
+
+#[test]
+fn a_nats_password_never_reaches_a_result_or_report() {
+    let nats = common::NatsServer::start("authorization { user: throng, password: \"SECRET-PASS-4\" }");
+    let dir = tempfile::tempdir().unwrap();
+    let p = |name: &str| dir.path().join(name).display().to_string();
+    let url = format!("nats://throng:SECRET-PASS-4@127.0.0.1:{}", nats.port);
+    let o = output(throng().args([
+        "storm",
+        &url,
+        "-n",
+        "10",
+        "--json",
+        &p("r.json"),
+        "--html",
+        &p("r.html"),
+        "--csv",
+        &p("r.csv"),
+        "--csv-requests",
+        &p("rows.csv"),
+        "--hdr-log",
+        &p("r.hlog"),
+        "-q",
+    ]));
+    let (stdout, stderr) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    let r = RunResult::from_reader(std::fs::File::open(dir.path().join("r.json")).unwrap()).unwrap();
+    assert_books_balance(&r);
+    // The password was sent: nats-server let every connection in.
+    assert_eq!(r.measurements.connections.ok, 10, "{stderr}");
+    let text = output(throng().args(["report", &p("r.json")]));
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert_nowhere(dir.path(), &[&stdout, &stderr, &text], &["SECRET-PASS-4"]);
+}
