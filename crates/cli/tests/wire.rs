@@ -494,3 +494,43 @@ fn a_nats_password_never_reaches_a_result_or_report() {
     let text = String::from_utf8_lossy(&text.stdout);
     assert_nowhere(dir.path(), &[&stdout, &stderr, &text], &["SECRET-PASS-4"]);
 }
+
+#[test]
+fn a_sweep_keeps_no_secret_of_its_run_line() {
+    let nginx = Nginx::start(ECHO_HEADERS);
+    let dir = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let file = file_with(
+        dir.path(),
+        "sweep.yaml",
+        format!(
+            "parameters:\n  c: [1, 2]\nrun: >-\n  http {} -n 10 -c {{{{c}}}} -H 'Authorization: Bearer SECRET-TOKEN-1'\n  \
+             -H \"X-Key: SECRET-KEY-2\" --secret-header X-Key\nfigures: [requests_per_second]\n",
+            nginx.url("/")
+        )
+        .as_bytes(),
+    );
+    let o = output(
+        throng()
+            .arg("sweep")
+            .arg(&file)
+            .arg("--json")
+            .arg(out.path().join("sweep.json")),
+    );
+    let (stdout, stderr) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    let json = std::fs::read_to_string(out.path().join("sweep.json")).unwrap();
+    assert!(json.contains("Authorization: <redacted>"), "{json}");
+    let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let cells = doc["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 2);
+    for c in cells {
+        assert!(c["problem"].is_null(), "{c}");
+    }
+    let secrets = ["SECRET-TOKEN-1", "SECRET-KEY-2"];
+    for t in [&json, &stdout.to_string(), &stderr.to_string()] {
+        for s in secrets {
+            assert!(!t.contains(s), "{s} in {t}");
+        }
+    }
+}

@@ -647,6 +647,86 @@ pub fn redaction_note<'a>(headers: impl Iterator<Item = &'a str>, secret: &[Stri
     })
 }
 
+/// A command line as a user typed it (a sweep's `run:`), with the values of
+/// secret headers (`-H 'Authorization: …'`, and those its `--secret-header`
+/// names) and the passwords of URLs replaced: fit for a result file.
+/// Words are split as a POSIX shell would (quotes, backslashes); a word
+/// that holds a secret is rewritten whole, single-quoted.
+pub fn redact_command(text: &str) -> String {
+    // (start, end, the word unquoted) of each word.
+    let mut words: Vec<(usize, usize, String)> = Vec::new();
+    let mut chars = text.char_indices().peekable();
+    while let Some(&(start, c)) = chars.peek() {
+        if c.is_whitespace() {
+            chars.next();
+            continue;
+        }
+        let mut word = String::new();
+        let mut end = start;
+        let mut quote: Option<char> = None;
+        while let Some(&(i, c)) = chars.peek() {
+            if quote.is_none() && c.is_whitespace() {
+                break;
+            }
+            chars.next();
+            end = i + c.len_utf8();
+            match (quote, c) {
+                (None, '\'' | '"') => quote = Some(c),
+                (Some(q), c) if c == q => quote = None,
+                (Some('\''), c) => word.push(c),
+                (_, '\\') => {
+                    if let Some((j, n)) = chars.next() {
+                        end = j + n.len_utf8();
+                        word.push(n);
+                    }
+                }
+                (_, c) => word.push(c),
+            }
+        }
+        words.push((start, end, word));
+    }
+    let marked: Vec<String> = words
+        .windows(2)
+        .filter(|w| w[0].2 == "--secret-header")
+        .map(|w| w[1].2.clone())
+        .chain(
+            words
+                .iter()
+                .filter_map(|w| w.2.strip_prefix("--secret-header=").map(str::to_string)),
+        )
+        .collect();
+    let names = words.iter().filter_map(|w| w.2.split_once(':').map(|(n, _)| n.trim()));
+    let secret = secret_names(&[], names)
+        .unwrap_or_default()
+        .into_iter()
+        .chain(marked.iter().map(|m| m.trim().to_ascii_lowercase()))
+        .collect::<Vec<_>>();
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for (start, end, word) in &words {
+        let header = word
+            .split_once(':')
+            .filter(|(n, _)| !n.is_empty() && n.trim().bytes().all(is_token) && is_secret(&secret, n.trim()));
+        let replaced = match header {
+            Some((name, _)) => Some(format!("'{}: {REDACTED}'", name.trim())),
+            None => url::Url::parse(word)
+                .ok()
+                .filter(|u| u.password().is_some())
+                .map(|mut u| {
+                    let _ = u.set_password(Some("***"));
+                    format!("'{u}'")
+                }),
+        };
+        if let Some(r) = replaced {
+            out.push_str(&text[at..*start]);
+            out.push_str(&r);
+            at = *end;
+        }
+    }
+    out.push_str(&text[at..]);
+    out
+}
+
 /// True when `name` is one of `secret` (lowercase names).
 pub fn is_secret(secret: &[String], name: &str) -> bool {
     secret.iter().any(|s| s.eq_ignore_ascii_case(name))
@@ -807,6 +887,28 @@ mod tests {
         let mut a = args("http://h/");
         a.secret_headers = vec!["Bad Name".into()];
         assert_eq!(flag_of(HttpPlan::from_args(a).unwrap_err()), "--secret-header");
+    }
+
+    #[test]
+    fn command_lines_are_redacted_word_by_word() {
+        let cases = [
+            (
+                "http http://h/ -H 'Authorization: Bearer s3cret' -c {{c}}",
+                "http http://h/ -H 'Authorization: <redacted>' -c {{c}}",
+            ),
+            (
+                "http http://h/ -H \"X-Key: k 3y\" --secret-header x-key -H Accept:\\ all",
+                "http http://h/ -H 'X-Key: <redacted>' --secret-header x-key -H Accept:\\ all",
+            ),
+            (
+                "storm nats://u:pw@127.0.0.1:4222 -n 5 -H cookie:a=1",
+                "storm 'nats://u:***@127.0.0.1:4222' -n 5 -H 'cookie: <redacted>'",
+            ),
+            ("run s.yaml --env A=1", "run s.yaml --env A=1"),
+        ];
+        for (given, want) in cases {
+            assert_eq!(redact_command(given), want, "{given}");
+        }
     }
 
     #[test]
