@@ -282,7 +282,7 @@ pub fn run_http(
 
     // One copy of the request (and its body) for every worker: a 64 MiB
     // body stays 64 MiB however many threads send it.
-    let request = bytes::Bytes::from(plan.request_bytes());
+    let request = plan.request_bytes();
     let clock = plan.start_at_unix_ms.map_or_else(Clock::start, Clock::at);
     let origin = clock.origin;
     // This process's segment of the plan (the whole without one): its

@@ -49,7 +49,7 @@ pub struct HttpArgs {
     pub headers: Vec<String>,
     /// `--body`: the file's path and contents (read at the edge, at most
     /// [`MAX_BODY_BYTES`]).
-    pub body: Option<(String, Bytes)>,
+    pub body: Option<(String, Vec<u8>)>,
     /// `--secret-header`, as typed: more headers whose values are redacted.
     pub secret_headers: Vec<String>,
     /// `--timeout`.
@@ -255,6 +255,28 @@ pub struct HttpPlan {
     /// Start at this wall-clock instant (ms since the Unix epoch).
     #[serde(skip)]
     pub start_at_unix_ms: Option<u64>,
+    /// The request's bytes, made once at validation; `body` is a view into
+    /// them, so a large body is held once, whoever sends it.
+    #[serde(skip)]
+    wire: Wire,
+}
+
+/// The bytes of a validated plan's request: derived from the other fields
+/// (so plans compare equal whatever it holds, e.g. one read back from a
+/// result file, where it is empty).
+#[derive(Clone, Default)]
+struct Wire(Bytes);
+
+impl PartialEq for Wire {
+    fn eq(&self, _: &Wire) -> bool {
+        true
+    }
+}
+
+impl std::fmt::Debug for Wire {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Wire({} bytes)", self.0.len())
+    }
 }
 
 impl HttpPlan {
@@ -374,7 +396,7 @@ impl HttpPlan {
 
         let (body_file, body) = match args.body {
             Some((path, bytes)) => (Some(path), bytes),
-            None => (None, Bytes::new()),
+            None => (None, Vec::new()),
         };
         if body.len() as u64 > MAX_BODY_BYTES {
             return Err(PlanError::invalid(
@@ -388,12 +410,12 @@ impl HttpPlan {
         }
         framing_headers(&mut headers, body.len() as u64, body_file.as_deref())?;
 
-        Ok(HttpPlan {
+        let mut plan = HttpPlan {
             target,
             method,
             headers,
             body_bytes: body.len() as u64,
-            body,
+            body: Bytes::new(),
             body_file,
             secret_headers,
             connections,
@@ -406,7 +428,18 @@ impl HttpPlan {
             tls,
             segment,
             start_at_unix_ms: args.start_at_unix_ms,
-        })
+            wire: Wire::default(),
+        };
+        // The request once, and the body as its tail: the head goes in
+        // front of the body where it lies (a large allocation grows in
+        // place), so the body is never in memory twice.
+        let len = body.len();
+        let mut wire = body;
+        wire.splice(0..0, plan.render_head(len));
+        let wire = Bytes::from(wire);
+        plan.body = wire.slice(wire.len() - len..);
+        plan.wire = Wire(wire);
+        Ok(plan)
     }
 
     /// This process's segment: the plan's, or the whole.
@@ -419,10 +452,26 @@ impl HttpPlan {
         matches!(self.load, Load::Open { .. })
     }
 
-    /// The exact bytes of one request: head and body.
-    pub fn request_bytes(&self) -> Vec<u8> {
-        // Sized once: a large body is copied once, never regrown.
+    /// The exact bytes of one request, head and body: shared, not copied
+    /// (made anew only for a plan read back from a result file).
+    pub fn request_bytes(&self) -> Bytes {
+        if self.wire.0.is_empty() {
+            Bytes::from(self.render_request())
+        } else {
+            self.wire.0.clone()
+        }
+    }
+
+    fn render_request(&self) -> Vec<u8> {
+        let mut out = self.render_head(self.body.len());
+        out.extend_from_slice(&self.body);
+        out
+    }
+
+    /// The request line and headers, for a body of `body_len` bytes.
+    fn render_head(&self, body_len: usize) -> Vec<u8> {
         let head: usize = self.headers.iter().map(|(n, v)| n.len() + v.len() + 4).sum();
+        // Room for the body too: render_request appends it without regrowing.
         let mut out = Vec::with_capacity(256 + self.method.len() + self.target.path.len() + head + self.body.len());
         let has = |name: &str| self.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
         out.extend_from_slice(format!("{} {} HTTP/1.1\r\n", self.method, self.target.path).as_bytes());
@@ -437,15 +486,14 @@ impl HttpPlan {
         }
         // A user Content-Length that agreed with the body was dropped at
         // validation (one that did not was refused): this is the only one.
-        let sends_body = !self.body.is_empty() || matches!(self.method.as_str(), "POST" | "PUT" | "PATCH");
+        let sends_body = body_len > 0 || matches!(self.method.as_str(), "POST" | "PUT" | "PATCH");
         if sends_body {
-            out.extend_from_slice(format!("Content-Length: {}\r\n", self.body.len()).as_bytes());
+            out.extend_from_slice(format!("Content-Length: {body_len}\r\n").as_bytes());
         }
         if !self.keepalive && !has("connection") {
             out.extend_from_slice(b"Connection: close\r\n");
         }
         out.extend_from_slice(b"\r\n");
-        out.extend_from_slice(&self.body);
         out
     }
 
@@ -453,6 +501,8 @@ impl HttpPlan {
     /// headers read [`REDACTED`].
     pub fn redacted(&self) -> HttpPlan {
         let mut plan = self.clone();
+        // The request holds the secrets; a result has no use for it.
+        plan.wire = Wire::default();
         for (name, value) in &mut plan.headers {
             if is_secret(&plan.secret_headers, name) {
                 *value = REDACTED.to_string();
@@ -770,7 +820,7 @@ mod tests {
         a.headers = vec!["X-Test: 1".into()];
         a.no_keepalive = true;
         let p = HttpPlan::from_args(a).unwrap();
-        let text = String::from_utf8(p.request_bytes()).unwrap();
+        let text = String::from_utf8(p.request_bytes().to_vec()).unwrap();
         let ua = concat!("User-Agent: throng/", env!("CARGO_PKG_VERSION"));
         assert_eq!(
             text,
@@ -781,9 +831,9 @@ mod tests {
     #[test]
     fn body_implies_post_with_length_and_ipv6_authority() {
         let mut a = args("http://[::1]:9000/echo");
-        a.body = Some(("b.json".into(), Bytes::from_static(b"{}")));
+        a.body = Some(("b.json".into(), b"{}".to_vec()));
         let p = HttpPlan::from_args(a).unwrap();
-        let text = String::from_utf8(p.request_bytes()).unwrap();
+        let text = String::from_utf8(p.request_bytes().to_vec()).unwrap();
         assert!(
             text.starts_with("POST /echo HTTP/1.1\r\nHost: [::1]:9000\r\n"),
             "{text}"
@@ -794,7 +844,7 @@ mod tests {
     fn body_args(headers: &[&str], body: &'static [u8]) -> HttpArgs {
         let mut a = args("http://h/");
         a.headers = headers.iter().map(|h| h.to_string()).collect();
-        a.body = Some(("b.txt".into(), Bytes::from_static(body)));
+        a.body = Some(("b.txt".into(), body.to_vec()));
         a
     }
 
@@ -807,7 +857,7 @@ mod tests {
     #[test]
     fn content_length_that_agrees_is_sent_once_and_one_that_does_not_is_refused() {
         let p = HttpPlan::from_args(body_args(&["Content-Length: 10"], b"0123456789")).unwrap();
-        let text = String::from_utf8(p.request_bytes()).unwrap();
+        let text = String::from_utf8(p.request_bytes().to_vec()).unwrap();
         assert_eq!(text.to_ascii_lowercase().matches("content-length").count(), 1, "{text}");
         assert!(text.ends_with("Content-Length: 10\r\n\r\n0123456789"), "{text}");
 
@@ -821,7 +871,7 @@ mod tests {
         assert_eq!(flag_of(HttpPlan::from_args(a).unwrap_err()), "-H/--header");
         let mut a = args("http://h/");
         a.headers = vec!["Content-Length: 0".into()];
-        let text = String::from_utf8(HttpPlan::from_args(a).unwrap().request_bytes()).unwrap();
+        let text = String::from_utf8(HttpPlan::from_args(a).unwrap().request_bytes().to_vec()).unwrap();
         assert!(!text.to_ascii_lowercase().contains("content-length"), "{text}");
     }
 
@@ -873,7 +923,7 @@ mod tests {
         a.secret_headers = vec!["x-api-key".into()];
         let p = HttpPlan::from_args(a).unwrap();
         // What is sent keeps the values.
-        let sent = String::from_utf8(p.request_bytes()).unwrap();
+        let sent = String::from_utf8(p.request_bytes().to_vec()).unwrap();
         assert!(sent.contains("Authorization: Bearer s3cret\r\n") && sent.contains("X-Api-Key: k3y"));
         let r = p.redacted();
         let json = serde_json::to_string(&r).unwrap();
@@ -914,7 +964,7 @@ mod tests {
     #[test]
     fn a_body_over_the_limit_is_refused() {
         let mut a = args("http://h/");
-        a.body = Some(("big".into(), Bytes::from(vec![0u8; MAX_BODY_BYTES as usize + 1])));
+        a.body = Some(("big".into(), vec![0u8; MAX_BODY_BYTES as usize + 1]));
         assert_eq!(flag_of(HttpPlan::from_args(a).unwrap_err()), "--body");
     }
 

@@ -7,7 +7,6 @@ use std::io::Read as _;
 use std::path::Path;
 
 use anyhow::Context as _;
-use bytes::Bytes;
 use throng_plan::{HttpArgs, HttpPlan, MAX_BODY_BYTES};
 
 use super::segment::refuse_start_at_with_repeat;
@@ -76,7 +75,7 @@ pub fn run(c: HttpCmd) -> anyhow::Result<ExitCode> {
 
 /// Reads `--body`, never past [`MAX_BODY_BYTES`] + 1 bytes: `/dev/zero`, a
 /// growing file or an endless pipe is refused after at most that much.
-fn read_body(path: &Path) -> Result<Bytes, UsageError> {
+fn read_body(path: &Path) -> Result<Vec<u8>, UsageError> {
     let cannot = |e: std::io::Error| {
         UsageError(format!(
             "--body {}: cannot read it: {e}; give a readable file",
@@ -95,12 +94,18 @@ fn read_body(path: &Path) -> Result<Bytes, UsageError> {
     if meta.is_file() && meta.len() > MAX_BODY_BYTES {
         return Err(too_big(format!("{} bytes", meta.len())));
     }
-    let mut bytes = Vec::with_capacity(if meta.is_file() { meta.len() as usize } else { 0 });
+    // Room for the request head too: the plan puts it in front of the body
+    // in this same buffer.
+    let mut bytes = Vec::with_capacity(if meta.is_file() {
+        meta.len() as usize + (16 << 10)
+    } else {
+        0
+    });
     file.take(MAX_BODY_BYTES + 1).read_to_end(&mut bytes).map_err(cannot)?;
     if bytes.len() as u64 > MAX_BODY_BYTES {
         return Err(too_big(format!(
             "more than {MAX_BODY_BYTES} bytes (it is not a regular file, or it grew)"
         )));
     }
-    Ok(Bytes::from(bytes))
+    Ok(bytes)
 }
