@@ -1,10 +1,9 @@
 //! `throng http`.
 
 use std::collections::BTreeMap;
-use std::process::ExitCode;
-
 use std::io::Read as _;
 use std::path::Path;
+use std::process::ExitCode;
 
 use anyhow::Context as _;
 use throng_plan::{HttpArgs, HttpPlan, MAX_BODY_BYTES};
