@@ -102,6 +102,10 @@ pub struct ScenarioStats {
     pub groups: BTreeMap<String, Hist>,
     /// Most VUs active at once (summed over workers per second).
     pub vus_max: u64,
+    /// Responses whose body was longer than their step's `max_body` while
+    /// a check or capture read it: those saw only the first `max_body` bytes.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub truncated_bodies: u64,
     /// Per second.
     pub series: Vec<ScenarioSecond>,
 }
@@ -159,6 +163,11 @@ impl ScenarioStats {
             &mut self.dropped_iterations,
             o.dropped_iterations,
             "scenario.dropped_iterations",
+        )?;
+        add(
+            &mut self.truncated_bodies,
+            o.truncated_bodies,
+            "scenario.truncated_bodies",
         )?;
         for (k, h) in &o.groups {
             self.groups.entry(k.clone()).or_default().add(h)?;
@@ -223,6 +232,7 @@ pub struct ScenarioRecorder {
     iterations: u64,
     iteration: Hist,
     dropped: u64,
+    truncated_bodies: u64,
     groups: Vec<(String, Hist)>,
     /// VUs active now, per scenario.
     vus: Vec<u64>,
@@ -241,6 +251,7 @@ impl ScenarioRecorder {
             iterations: 0,
             iteration: Hist::new(),
             dropped: 0,
+            truncated_bodies: 0,
             groups: Vec::new(),
             vus: Vec::new(),
             point: ScenarioSecond::default(),
@@ -367,6 +378,12 @@ impl ScenarioRecorder {
         }
     }
 
+    /// A response's body was longer than what its checks and captures
+    /// could see.
+    pub fn body_truncated(&mut self) {
+        self.truncated_bodies += 1;
+    }
+
     /// An iteration completed after `d`.
     pub fn iteration(&mut self, now: Instant, d: Duration) {
         self.at(now);
@@ -451,6 +468,7 @@ impl ScenarioRecorder {
             dropped_iterations: self.dropped,
             groups: self.groups.into_iter().collect(),
             vus_max,
+            truncated_bodies: self.truncated_bodies,
             series: self.series,
         }
     }

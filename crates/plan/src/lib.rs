@@ -19,7 +19,10 @@ mod storm;
 
 pub use duration::{MAX_RATE, format_duration, parse_duration, parse_rate, serde_duration, serde_opt_duration};
 pub use error::PlanError;
-pub use http::{HttpArgs, HttpPlan, Load, Scheme, Stop, Target, TlsSettings};
+pub use http::{
+    HttpArgs, HttpPlan, Load, MAX_BODY_BYTES, REDACTED, SENSITIVE_HEADERS, Scheme, Stop, Target, TlsSettings,
+    is_forbidden_in_value, is_secret, redact_command, redaction_note, secret_names,
+};
 pub use schedule::{Arrivals, Rng, StormStarts, arrival_offset, split_evenly};
 pub use segment::{Fraction, MAX_CYCLE, Segment, parse_start_at};
 pub use status::StatusSet;

@@ -21,7 +21,9 @@ pub fn run(c: RunCmd) -> anyhow::Result<ExitCode> {
     }
     let seg = super::segment::parse(&c.segments)?;
     super::segment::refuse_start_at_with_repeat(&seg, c.repeat.count)?;
-    let mut plan = load(&c.file, c.scale)?;
+    let mut plan = load(&c.file, c.scale)?
+        .with_secret_headers(&c.secret_headers)
+        .map_err(|e| UsageError(e.to_string()))?;
     if let Some(s) = &seg.segment {
         plan = plan.segmented(s);
     }

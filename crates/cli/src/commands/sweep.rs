@@ -121,7 +121,7 @@ pub fn run(c: SweepCmd) -> anyhow::Result<ExitCode> {
             "schema": "throng.sweep/v1",
             "file": file,
             "parameters": sweep.params.iter().map(|(n, v)| serde_json::json!({"name": n, "values": v})).collect::<Vec<_>>(),
-            "run": sweep.run,
+            "run": throng_plan::redact_command(&sweep.run),
             "repeat": sweep.repeat,
             "figures": sweep.figures.iter().map(throng_sweep::Figure::header).collect::<Vec<_>>(),
             "cells": outcomes.iter().map(|o| serde_json::json!({
