@@ -54,9 +54,7 @@ pub fn run(c: HttpCmd) -> anyhow::Result<ExitCode> {
     super::export::refuse_rows_with_repeat(&c.export, c.repeat.count)?;
     let watch = Watch::start(&c.live, BTreeMap::new())?;
     let runs = repeated(c.repeat, c.quiet, |control| {
-        if !super::segment::wait_for_start(plan.start_at_unix_ms, control, c.quiet) {
-            anyhow::bail!("interrupted while waiting for --start-at");
-        }
+        super::segment::wait_for_start(plan.start_at_unix_ms, control, c.quiet)?;
         let display = Display::new(c.quiet);
         watch.prepare(control, display.is_shown());
         let result = throng_engine::run_http(&plan, tls.clone(), rows.as_ref(), control, &mut |p| {
@@ -74,5 +72,5 @@ pub fn run(c: HttpCmd) -> anyhow::Result<ExitCode> {
         super::write_html(path, &merged)?;
     }
     watch.linger();
-    Ok(code)
+    Ok(code.into())
 }

@@ -41,7 +41,7 @@ pub fn run(c: MergeCmd) -> anyhow::Result<ExitCode> {
                 "throng: merge: {}; the merged file says so; --allow-partial accepts it",
                 problems.join("; ")
             );
-            return Ok(ExitCode::from(super::EXIT_FAILED));
+            return Ok(crate::exit::Outcome::Failed.into());
         }
     }
     Ok(ExitCode::SUCCESS)

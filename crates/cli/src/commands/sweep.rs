@@ -12,8 +12,9 @@ use anyhow::Context as _;
 use throng_result::RunResult;
 use throng_sweep::{CellOutcome, Format, Sweep};
 
-use super::{EXIT_FAILED, EXIT_INTERRUPTED, UsageError, print_bytes};
+use super::{UsageError, print_bytes};
 use crate::args::{SweepCmd, SweepFormat};
+use crate::exit::Outcome;
 
 /// Longest a setup or teardown command may run.
 const HOOK_LIMIT: Duration = Duration::from_secs(120);
@@ -142,10 +143,10 @@ pub fn run(c: SweepCmd) -> anyhow::Result<ExitCode> {
     }
     let _ = std::fs::remove_dir_all(&dir);
     if stop.load(Ordering::SeqCst) {
-        return Ok(ExitCode::from(EXIT_INTERRUPTED));
+        return Ok(Outcome::Interrupted.into());
     }
     if outcomes.iter().any(|o| o.problem.is_some()) {
-        return Ok(ExitCode::from(EXIT_FAILED));
+        return Ok(Outcome::Failed.into());
     }
     Ok(ExitCode::SUCCESS)
 }
