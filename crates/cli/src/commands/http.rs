@@ -49,6 +49,7 @@ pub fn run(c: HttpCmd) -> anyhow::Result<ExitCode> {
         Some(_) => Some(super::tls::client_config(&c.tls, &[b"http/1.1"])?),
         None => None,
     };
+    super::export::check_outputs(&[("--json", c.json.as_deref()), ("--html", c.html.as_deref())])?;
     let (exports, rows) = super::export::open_run(&c.export)?;
 
     super::export::refuse_rows_with_repeat(&c.export, c.repeat.count)?;

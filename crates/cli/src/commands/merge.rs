@@ -10,6 +10,7 @@ use crate::args::MergeCmd;
 pub fn run(c: MergeCmd) -> anyhow::Result<ExitCode> {
     // Files are parts that ran side by side; a set's runs ran one after
     // another, so each set is first added up in sequence.
+    super::export::check_outputs(&[("--output", Some(&c.output))])?;
     let mut results = Vec::new();
     for path in &c.results {
         let runs = read_document(path)?.into_runs();

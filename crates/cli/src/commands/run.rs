@@ -62,6 +62,11 @@ pub fn run(c: RunCmd) -> anyhow::Result<ExitCode> {
         }
         None => None,
     };
+    super::export::check_outputs(&[
+        ("--json", c.json.as_deref()),
+        ("--html", c.html.as_deref()),
+        ("--junit", c.junit.as_deref()),
+    ])?;
     let (exports, requests_csv) = super::export::open_run(&c.export)?;
     let options = ScenarioOptions {
         requests_csv,

@@ -90,6 +90,7 @@ pub fn run(c: StormCmd) -> anyhow::Result<ExitCode> {
         return Err(UsageError("--format: a storm report is text or json".into()).into());
     }
 
+    super::export::check_outputs(&[("--json", c.json.as_deref()), ("--html", c.html.as_deref())])?;
     let (exports, rows) = super::export::open_run(&c.export)?;
 
     // A child: run its part, print the result document, nothing else.

@@ -32,6 +32,7 @@ pub fn run(c: SweepCmd) -> anyhow::Result<ExitCode> {
     if c.chart.is_some() && sweep.chart.is_none() {
         return Err(UsageError(format!("--chart: '{file}' has no chart: section (figure, x, lines)")).into());
     }
+    super::export::check_outputs(&[("--json", c.json.as_deref()), ("--chart", c.chart.as_deref())])?;
     let exe = std::env::current_exe().context("cannot find this program to run the cells")?;
     let stop = Arc::new(AtomicBool::new(false));
     watch_signals(Arc::clone(&stop));
