@@ -12,6 +12,7 @@
 mod duration;
 mod error;
 mod http;
+pub mod input;
 mod schedule;
 mod segment;
 mod status;

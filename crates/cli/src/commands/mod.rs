@@ -99,6 +99,33 @@ fn write_html(path: &Path, result: &RunResult) -> anyhow::Result<()> {
     })
 }
 
+/// Reads a scenario or sweep file (`what` names it in errors), refusing one
+/// larger than [`throng_plan::input::MAX_FILE_BYTES`] without reading more
+/// than that.
+fn read_plan_file(path: &Path, what: &str) -> Result<String, UsageError> {
+    use std::io::Read as _;
+    let cannot = |e: std::io::Error| UsageError(format!("cannot read the {what} '{}': {e}", path.display()));
+    let limit = throng_plan::input::MAX_FILE_BYTES;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(limit + 1).read_to_end(&mut bytes))
+        .map_err(cannot)?;
+    if bytes.len() as u64 > limit {
+        return Err(UsageError(format!(
+            "the {what} '{}' is larger than the limit of {} MiB; a {what} describes a run in a few kilobytes",
+            path.display(),
+            limit >> 20
+        )));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        UsageError(format!(
+            "the {what} '{}' is not UTF-8 text (byte {}); save it as UTF-8",
+            path.display(),
+            e.utf8_error().valid_up_to()
+        ))
+    })
+}
+
 /// Reads a result document or a result set.
 fn read_document(path: &Path) -> anyhow::Result<throng_result::Document> {
     let file = std::fs::File::open(path).map_err(|e| UsageError(format!("cannot read '{}': {e}", path.display())))?;

@@ -153,8 +153,7 @@ fn stage_clocks(plan: &ScenarioPlan) -> Vec<StageClock> {
 
 /// Reads and validates a scenario file; its data file is read relative to it.
 fn load(file: &Path, scale: Option<f64>) -> anyhow::Result<ScenarioPlan> {
-    let text = std::fs::read_to_string(file)
-        .map_err(|e| UsageError(format!("cannot read the scenario file '{}': {e}", file.display())))?;
+    let text = super::read_plan_file(file, "scenario file")?;
     let dir: PathBuf = file.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf);
     let read = |name: &str| std::fs::read_to_string(dir.join(name)).map_err(|e| e.to_string());
     let plan = ScenarioPlan::parse(&text, &file.display().to_string(), &read).map_err(|e| UsageError(e.to_string()))?;

@@ -21,7 +21,7 @@ const HOOK_LIMIT: Duration = Duration::from_secs(120);
 
 pub fn run(c: SweepCmd) -> anyhow::Result<ExitCode> {
     let file = c.file.display().to_string();
-    let text = std::fs::read_to_string(&c.file).map_err(|e| UsageError(format!("cannot read '{file}': {e}")))?;
+    let text = super::read_plan_file(&c.file, "sweep file")?;
     let sweep = Sweep::parse(&text, &file).map_err(|e| UsageError(e.to_string()))?;
     let sweep_dir = std::fs::canonicalize(&c.file)
         .ok()
