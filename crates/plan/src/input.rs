@@ -101,12 +101,12 @@ fn check(depth: usize, line: usize, column: usize) -> Result<(), InputError> {
 }
 
 /// A parser's message with Rust's type names in plain words: `expected
-/// f64` becomes `expected a number`, `u64` and its kin `a whole number`,
-/// `a boolean` `true or false`.
+/// f64` becomes `expected a number`, `u64` and its kin `a whole number (0
+/// or more)`, `i64` and its kin `a whole number`, `a boolean` `true or
+/// false`.
 pub fn plain_types(message: &str) -> String {
-    const WHOLE: [&str; 12] = [
-        "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16", "i32", "i64", "i128", "isize",
-    ];
+    const UNSIGNED: [&str; 6] = ["u8", "u16", "u32", "u64", "u128", "usize"];
+    const SIGNED: [&str; 6] = ["i8", "i16", "i32", "i64", "i128", "isize"];
     let mut out = String::with_capacity(message.len());
     let mut rest = message;
     while let Some(at) = rest.find("expected ") {
@@ -118,7 +118,8 @@ pub fn plain_types(message: &str) -> String {
         let word = &tail[..word_len];
         let plain = match word {
             "f32" | "f64" => Some("a number"),
-            w if WHOLE.contains(&w) => Some("a whole number"),
+            w if UNSIGNED.contains(&w) => Some("a whole number (0 or more)"),
+            w if SIGNED.contains(&w) => Some("a whole number"),
             "a" if tail.starts_with("a boolean") => {
                 rest = &tail["a boolean".len()..];
                 out.push_str("true or false");
@@ -180,7 +181,7 @@ mod tests {
         );
         assert_eq!(
             plain_types("invalid value: integer `-1`, expected u64 at x"),
-            "invalid value: integer `-1`, expected a whole number at x"
+            "invalid value: integer `-1`, expected a whole number (0 or more) at x"
         );
         assert_eq!(
             plain_types("invalid type: string \"y\", expected a boolean"),
@@ -188,7 +189,7 @@ mod tests {
         );
         assert_eq!(plain_types("expected a sequence"), "expected a sequence");
         assert_eq!(
-            plain_types("expected u64s, expected usize"),
+            plain_types("expected u64s, expected i32"),
             "expected u64s, expected a whole number"
         );
     }
