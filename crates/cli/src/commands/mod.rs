@@ -278,6 +278,10 @@ fn run_outcome(r: &RunResult) -> Outcome {
                 format!("{target} accepted connections but did not finish the protocol handshake in time")
             }
             k if k.starts_with("protocol.") => "the server answered the protocol handshake with an error".to_string(),
+            "protocol" => format!(
+                "{target} answered with something that breaks the protocol (malformed, or a line longer than the \
+                 limit; see the README's error classes)"
+            ),
             k if k.starts_with("tls.") => {
                 "the TLS handshake failed; check --cacert, --cert/--key and --sni (or --insecure)".to_string()
             }
