@@ -245,46 +245,56 @@ fn certified_key(
 /// The DER of a certificate's SubjectPublicKeyInfo, found by walking the
 /// outer fields (RFC 5280 4.1): any version, no extension parsed.
 fn subject_public_key_info(cert: &[u8]) -> Option<&[u8]> {
-    /// One DER element at the start of `der`: (tag, its content, the whole
-    /// element, what follows).
-    fn element(der: &[u8]) -> Option<(u8, &[u8], &[u8], &[u8])> {
-        let (&tag, rest) = der.split_first()?;
-        let (&first, rest) = rest.split_first()?;
-        let (len, rest) = if first < 0x80 {
-            (usize::from(first), rest)
-        } else {
-            let n = usize::from(first & 0x7f);
-            if n == 0 || n > 4 || rest.len() < n {
-                return None;
-            }
-            let len = rest[..n].iter().fold(0usize, |acc, &b| (acc << 8) | usize::from(b));
-            (len, &rest[n..])
-        };
-        if rest.len() < len {
-            return None;
-        }
-        let header = der.len() - rest.len();
-        Some((tag, &rest[..len], &der[..header + len], &rest[len..]))
-    }
     const SEQUENCE: u8 = 0x30;
     const VERSION: u8 = 0xa0; // [0] EXPLICIT, absent in v1
-    let (SEQUENCE, certificate, _, _) = element(cert)? else {
-        return None;
-    };
-    let (SEQUENCE, tbs, _, _) = element(certificate)? else {
-        return None;
-    };
-    let mut rest = tbs;
+    let certificate = Der::first(cert).filter(|e| e.tag == SEQUENCE)?;
+    let tbs = Der::first(certificate.content).filter(|e| e.tag == SEQUENCE)?;
+    let mut rest = tbs.content;
     if rest.first() == Some(&VERSION) {
-        rest = element(rest)?.3;
+        rest = Der::first(rest)?.rest;
     }
     // serialNumber, signature, issuer, validity, subject.
     for _ in 0..5 {
-        rest = element(rest)?.3;
+        rest = Der::first(rest)?.rest;
     }
-    match element(rest)? {
-        (SEQUENCE, _, spki, _) => Some(spki),
-        _ => None,
+    Der::first(rest).filter(|e| e.tag == SEQUENCE).map(|e| e.whole)
+}
+
+/// One DER element at the start of a byte string.
+struct Der<'a> {
+    tag: u8,
+    /// Its content.
+    content: &'a [u8],
+    /// The whole element: tag, length and content.
+    whole: &'a [u8],
+    /// What follows it.
+    rest: &'a [u8],
+}
+
+impl<'a> Der<'a> {
+    fn first(der: &'a [u8]) -> Option<Der<'a>> {
+        let (&tag, after_tag) = der.split_first()?;
+        let (&first, after) = after_tag.split_first()?;
+        let (len, body) = if first < 0x80 {
+            (usize::from(first), after)
+        } else {
+            let n = usize::from(first & 0x7f);
+            if n == 0 || n > 4 || after.len() < n {
+                return None;
+            }
+            let len = after[..n].iter().fold(0usize, |acc, &b| (acc << 8) | usize::from(b));
+            (len, &after[n..])
+        };
+        if body.len() < len {
+            return None;
+        }
+        let header = der.len() - body.len();
+        Some(Der {
+            tag,
+            content: &body[..len],
+            whole: &der[..header + len],
+            rest: &body[len..],
+        })
     }
 }
 
@@ -341,5 +351,29 @@ impl ServerCertVerifier for NoVerification {
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_public_key_is_found_in_a_certificate_and_nothing_panics_on_a_broken_one() {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = rcgen::CertificateParams::new(vec!["a".to_string()])
+            .unwrap()
+            .self_signed(&key)
+            .unwrap();
+        let der = cert.der().to_vec();
+        assert_eq!(
+            subject_public_key_info(&der),
+            Some(rcgen::PublicKeyData::subject_public_key_info(&key).as_slice())
+        );
+        for n in 0..der.len() {
+            assert_eq!(subject_public_key_info(&der[..n]), None, "a prefix of {n} bytes");
+        }
+        assert_eq!(subject_public_key_info(&[0x30, 0x84, 0xff, 0xff, 0xff, 0xff]), None);
+        assert_eq!(subject_public_key_info(&[0x30, 0x80]), None);
     }
 }
