@@ -191,6 +191,10 @@ fn run() {
     let f = scenario(d, &target, few, "/", never);
     let out = expect(&["run", &f, "-q"], 99, "1 of 1 thresholds failed");
     assert!(stdout(&out).contains("FAILED (exit code 99)"), "{}", stdout(&out));
+    // Both said, 99 decides (README: 2, 130, 99, 1 in that order).
+    let f = scenario(d, &dead, few, "/", never);
+    let out = expect(&["run", &f, "-q"], 99, "1 of 1 thresholds failed");
+    assert!(stderr(&out).contains("every request failed"), "{}", stderr(&out));
     // More VUs than descriptors: found by the engine at start, a usage error.
     let f = scenario(d, &target, "constant-vus\n    vus: 1000000\n    duration: 1s", "/", "");
     expect(&["run", &f, "-q"], 2, "VUs at once");

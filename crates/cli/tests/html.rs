@@ -289,7 +289,8 @@ fn report_writes_html_from_a_result_file_and_names_an_unwritable_path() {
 
     let bad = dir.path().join("missing-dir").join("r.html");
     let out = common::output(common::throng().arg("report").arg(&run.json).arg("--html").arg(&bad));
-    assert_eq!(out.status.code(), Some(1));
+    // Checked before anything is rendered: a usage error.
+    assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
     assert!(err.contains(&bad.display().to_string()), "names the path: {err}");

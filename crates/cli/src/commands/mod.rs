@@ -235,17 +235,23 @@ fn finish_runs(
 
 /// How a finished run ended: interrupted, thresholds failed, failed (every
 /// unit of work failed: requests for http and scenarios, connections — and
-/// then requests, when it sends any — for storms, with a line on stderr), or
-/// ok.
+/// then requests, when it sends any — for storms), or ok. Each failure is
+/// said on stderr, also when a higher one decides the code.
 fn run_outcome(r: &RunResult) -> Outcome {
     if r.interrupted {
         return Outcome::Interrupted;
     }
+    let every_failed = every_unit_failed(r);
     if !r.thresholds_passed() {
         let failed = r.thresholds.iter().filter(|v| !v.passed).count();
         eprintln!("throng: {failed} of {} thresholds failed", r.thresholds.len());
         return Outcome::Thresholds;
     }
+    if every_failed { Outcome::Failed } else { Outcome::Ok }
+}
+
+/// True when every unit of work failed, said on stderr with the likely cause.
+fn every_unit_failed(r: &RunResult) -> bool {
     let m = &r.measurements;
     let all_failed = |o: &throng_metrics::Outcomes| o.attempted > 0 && o.ok == 0;
     let (req, unit) = match &r.plan {
@@ -270,12 +276,12 @@ fn run_outcome(r: &RunResult) -> Outcome {
             "check_failed" => {
                 "the server answered, with statuses the plan does not expect; see --expect-status".to_string()
             }
+            "timeout.handshake" => {
+                format!("{target} accepted connections but did not finish the protocol handshake in time")
+            }
             k if k.starts_with("timeout.") => format!("{target} did not answer within --timeout"),
             "auth_failed" => {
                 "the server refused the credentials; check user:password in the URL or --nats-creds".to_string()
-            }
-            "timeout.handshake" => {
-                format!("{target} accepted connections but did not finish the protocol handshake in time")
             }
             k if k.starts_with("protocol.") => "the server answered the protocol handshake with an error".to_string(),
             "protocol" => format!(
@@ -293,7 +299,7 @@ fn run_outcome(r: &RunResult) -> Outcome {
             },
         };
         eprintln!("throng: every {unit} failed ({}); {hint}", top.join(", "));
-        return Outcome::Failed;
+        return true;
     }
-    Outcome::Ok
+    false
 }
