@@ -44,14 +44,21 @@ fn expect(args: &[&str], want: i32, needle: &str) -> Output {
     out
 }
 
-/// Starts `cmd`, sends it SIGINT after `after` (an early signal still
-/// interrupts it: the signal handler is installed before any wait), and
-/// waits at most a minute for it to end.
+/// Starts `cmd` in a process group of its own, sends the group SIGINT after
+/// `after` (as Ctrl-C in a terminal does; an early signal still interrupts
+/// it: the signal handler is installed before any wait), and waits at most
+/// a minute for it to end.
 fn interrupt(cmd: &mut Command, after: Duration) -> Output {
-    let child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    use std::os::unix::process::CommandExt;
+    let child = cmd
+        .process_group(0)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     std::thread::sleep(after);
     let sent = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
+        .args(["-INT", "--", &format!("-{}", child.id())])
         .status()
         .unwrap();
     assert!(sent.success());
@@ -248,6 +255,25 @@ fn sweep() {
         &["sweep", ok.to_str().unwrap(), "--json", "/nonexistent-dir/s.json"],
         2,
         "--json",
+    );
+    // Ctrl-C during a cell: the cell's run and the sweep both stop.
+    let long = write(
+        d,
+        "long.yaml",
+        &format!(
+            "parameters:\n  n: [2, 3]\nrun: storm tcp://{} --connections {{{{n}}}} --hold 60s\n",
+            lab.addr()
+        ),
+    );
+    let out = interrupt(
+        throng().args(["sweep", long.to_str().unwrap()]),
+        Duration::from_millis(1500),
+    );
+    assert_eq!(code(&out), 130, "{}{}", stdout(&out), stderr(&out));
+    assert!(
+        stderr(&out).contains("stopping after the current cell"),
+        "{}",
+        stderr(&out)
     );
 }
 
