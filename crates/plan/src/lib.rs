@@ -7,7 +7,9 @@
 //! ```
 //!
 //! Everything here is pure: no sockets, no runtime, no clock. The engine
-//! reads a [`HttpPlan`] and never re-checks it.
+//! reads a [`HttpPlan`] and never re-checks it ([`StormPlan`]'s `--expect`
+//! patterns arrive compiled). [`input`] bounds the YAML files users hand
+//! throng (size, nesting, a byte order mark) before any parser sees them.
 
 mod duration;
 mod error;
