@@ -106,6 +106,20 @@ pub enum EngineError {
     Worker(String),
 }
 
+impl EngineError {
+    /// True when the plan asks for something this process cannot do (a
+    /// server name TLS cannot send, more descriptors or VUs than fit, a
+    /// value only the engine could check): the user's to fix, not a failed
+    /// run. A host that does not resolve is a failed run (the target is
+    /// unreachable from here).
+    pub fn is_usage(&self) -> bool {
+        match self {
+            EngineError::FdLimit { .. } | EngineError::Tls(_) | EngineError::Config(_) => true,
+            EngineError::Resolve { .. } | EngineError::Worker(_) => false,
+        }
+    }
+}
+
 /// Lets another thread (a signal handler) stop a run.
 #[derive(Clone, Debug)]
 pub struct Control {
@@ -725,12 +739,11 @@ fn protocol_spec(p: &throng_plan::Protocol, tls: bool) -> Result<protocol::Proto
             steps: steps
                 .iter()
                 .map(|s| match s {
-                    throng_plan::LineStep::Send(t) => Ok(protocol::Step::Send(t.as_bytes().to_vec())),
-                    throng_plan::LineStep::Expect(re) => regex::bytes::Regex::new(re)
-                        .map(protocol::Step::Expect)
-                        .map_err(|e| EngineError::Config(format!("--expect '{re}': not a regular expression: {e}"))),
+                    throng_plan::LineStep::Send(t) => protocol::Step::Send(t.as_bytes().to_vec()),
+                    // Compiled when the plan was validated.
+                    throng_plan::LineStep::Expect(re) => protocol::Step::Expect(re.regex().clone()),
                 })
-                .collect::<Result<_, _>>()?,
+                .collect(),
             step_timeout: *step_timeout,
         },
     })

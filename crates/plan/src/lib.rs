@@ -7,11 +7,14 @@
 //! ```
 //!
 //! Everything here is pure: no sockets, no runtime, no clock. The engine
-//! reads a [`HttpPlan`] and never re-checks it.
+//! reads a [`HttpPlan`] and never re-checks it ([`StormPlan`]'s `--expect`
+//! patterns arrive compiled). [`input`] bounds the YAML files users hand
+//! throng (size, nesting, a byte order mark) before any parser sees them.
 
 mod duration;
 mod error;
 mod http;
+pub mod input;
 mod schedule;
 mod segment;
 mod status;
@@ -27,6 +30,6 @@ pub use schedule::{Arrivals, Rng, StormStarts, arrival_offset, split_evenly};
 pub use segment::{Fraction, MAX_CYCLE, Segment, parse_start_at};
 pub use status::StatusSet;
 pub use storm::{
-    LineStep, NatsAuth, Procs, Protocol, Reconnect, StormArgs, StormPlan, StormRequest, StormScheme, StormTarget,
-    Trigger, parse_sources, unescape,
+    LineStep, NatsAuth, Pattern, Procs, Protocol, Reconnect, StormArgs, StormPlan, StormRequest, StormScheme,
+    StormTarget, Trigger, parse_sources, unescape,
 };

@@ -440,7 +440,12 @@ fn write_thresholds(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
         "  thresholds: {} of {} held{}",
         r.thresholds.len() - failed,
         r.thresholds.len(),
-        if failed > 0 { " — FAILED (exit code 99)" } else { "" }
+        match (failed, r.interrupted) {
+            (0, _) => "",
+            // An interrupted run exits 130, and its thresholds judged a part.
+            (_, true) => " — not met by the part that ran (interrupted)",
+            (_, false) => " — FAILED (exit code 99)",
+        }
     )?;
     let width = r
         .thresholds

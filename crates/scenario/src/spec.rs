@@ -811,6 +811,13 @@ impl ScenarioPlan {
         file: &str,
         read: &dyn Fn(&str) -> Result<String, String>,
     ) -> Result<ScenarioPlan, ScenarioError> {
+        let text = throng_plan::input::strip_bom(text);
+        throng_plan::input::check_yaml_nesting(text).map_err(|e| ScenarioError {
+            file: file.to_string(),
+            line: e.line,
+            column: e.column,
+            message: e.message,
+        })?;
         let raw: RawFile = serde_yaml_ng::from_str(text).map_err(|e| {
             let (line, column) = e.location().map_or((0, 0), |l| (l.line(), l.column()));
             let message = e.to_string().split(" at line ").next().unwrap_or_default().to_string();
@@ -819,7 +826,7 @@ impl ScenarioPlan {
                 file: file.to_string(),
                 line,
                 column,
-                message,
+                message: throng_plan::input::plain_types(&message),
             }
         })?;
         Validator { text, file }.plan(raw, read)

@@ -44,14 +44,13 @@ pub fn run(c: HttpCmd) -> anyhow::Result<ExitCode> {
         Some(_) => Some(super::tls::client_config(&c.tls, &[b"http/1.1"])?),
         None => None,
     };
+    super::export::check_outputs(&[("--json", c.json.as_deref()), ("--html", c.html.as_deref())])?;
     let (exports, rows) = super::export::open_run(&c.export)?;
 
     super::export::refuse_rows_with_repeat(&c.export, c.repeat.count)?;
     let watch = Watch::start(&c.live, BTreeMap::new())?;
     let runs = repeated(c.repeat, c.quiet, |control| {
-        if !super::segment::wait_for_start(plan.start_at_unix_ms, control, c.quiet) {
-            anyhow::bail!("interrupted while waiting for --start-at");
-        }
+        super::segment::wait_for_start(plan.start_at_unix_ms, control, c.quiet)?;
         let display = Display::new(c.quiet);
         watch.prepare(control, display.is_shown());
         let result = throng_engine::run_http(&plan, tls.clone(), rows.as_ref(), control, &mut |p| {
@@ -69,7 +68,7 @@ pub fn run(c: HttpCmd) -> anyhow::Result<ExitCode> {
         super::write_html(path, &merged)?;
     }
     watch.linger();
-    Ok(code)
+    Ok(code.into())
 }
 
 /// Reads `--body`, never past [`MAX_BODY_BYTES`] + 1 bytes: `/dev/zero`, a

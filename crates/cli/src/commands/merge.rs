@@ -10,6 +10,7 @@ use crate::args::MergeCmd;
 pub fn run(c: MergeCmd) -> anyhow::Result<ExitCode> {
     // Files are parts that ran side by side; a set's runs ran one after
     // another, so each set is first added up in sequence.
+    super::export::check_outputs(&[("--output", Some(&c.output))])?;
     let mut results = Vec::new();
     for path in &c.results {
         let runs = read_document(path)?.into_runs();
@@ -59,7 +60,7 @@ pub fn run(c: MergeCmd) -> anyhow::Result<ExitCode> {
                 "throng: merge: {}; the merged file says so; --allow-partial accepts it",
                 problems.join("; ")
             );
-            return Ok(ExitCode::from(super::EXIT_FAILED));
+            return Ok(crate::exit::Outcome::Failed.into());
         }
     }
     Ok(ExitCode::SUCCESS)
