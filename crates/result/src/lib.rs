@@ -135,6 +135,45 @@ pub struct Generator {
     pub peak_rss_bytes: u64,
     /// Worker threads.
     pub threads: u32,
+    /// How response arrivals were timed; absent in results written before
+    /// throng said so (they used the user-space clock at the read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timestamps: Option<Timestamps>,
+}
+
+/// Which clocks timed the responses. Sends are always timed just before
+/// the system call that writes the request's last bytes.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Timestamps {
+    /// The receive clock asked for: `kernel` (the kernel's software receive
+    /// timestamp, SO_TIMESTAMPING, read with the data) or `user` (the
+    /// monotonic clock when the read returns; THRONG_TIMESTAMPS=user).
+    /// `mixed` for a merge of both.
+    pub receive: String,
+    /// Responses whose arrival came from the kernel's stamp.
+    pub kernel: u64,
+    /// Responses timed by the user-space clock: asked for, or the fallback
+    /// when a read brought no stamp or an implausible one (a clock step).
+    pub user: u64,
+}
+
+impl Timestamps {
+    /// Both clocks' counts added; the receive clock kept when both asked
+    /// for the same one.
+    pub fn merged(a: Option<&Timestamps>, b: Option<&Timestamps>) -> Option<Timestamps> {
+        match (a, b) {
+            (None, x) | (x, None) => x.cloned(),
+            (Some(a), Some(b)) => Some(Timestamps {
+                receive: if a.receive == b.receive {
+                    a.receive.clone()
+                } else {
+                    "mixed".to_string()
+                },
+                kernel: a.kernel.saturating_add(b.kernel),
+                user: a.user.saturating_add(b.user),
+            }),
+        }
+    }
 }
 
 /// One run (or one piece of a merged result).
@@ -286,6 +325,7 @@ impl RunResult {
             generator.cpu_system_s += r.generator.cpu_system_s;
             generator.peak_rss_bytes += r.generator.peak_rss_bytes;
             generator.threads += r.generator.threads;
+            generator.timestamps = Timestamps::merged(generator.timestamps.as_ref(), r.generator.timestamps.as_ref());
             parts.extend(r.parts.iter().cloned());
             notes.extend(r.notes.iter().cloned());
         }
