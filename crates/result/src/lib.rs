@@ -596,6 +596,26 @@ mod tests {
     use super::*;
 
     #[test]
+    fn generators_without_a_clock_still_load_and_clocks_merge() {
+        let old = r#"{"cpu_user_s":1.0,"cpu_system_s":0.5,"peak_rss_bytes":10,"threads":1}"#;
+        let g: Generator = serde_json::from_str(old).unwrap();
+        assert_eq!(g.timestamps, None);
+        assert!(!serde_json::to_string(&g).unwrap().contains("timestamps"));
+        let t = |receive: &str, kernel, user| Timestamps {
+            receive: receive.to_string(),
+            kernel,
+            user,
+        };
+        let k = t("kernel", 10, 1);
+        assert_eq!(Timestamps::merged(Some(&k), None), Some(k.clone()));
+        assert_eq!(Timestamps::merged(Some(&k), Some(&k)), Some(t("kernel", 20, 2)));
+        assert_eq!(
+            Timestamps::merged(Some(&k), Some(&t("user", 0, 5))),
+            Some(t("mixed", 10, 6))
+        );
+    }
+
+    #[test]
     fn reader_tells_sets_and_strangers_apart() {
         let empty = format!(r#"{{"schema":"{SET_SCHEMA}","runs":[]}}"#);
         assert!(matches!(
