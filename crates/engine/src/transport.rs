@@ -101,15 +101,29 @@ impl Transport {
             Transport::Plain(s) if stamped => loop {
                 std::task::ready!(s.poll_read_ready(cx))?;
                 let fd = s.as_raw_fd();
-                // try_io clears readiness on WouldBlock, so the next
-                // poll_read_ready registers for the next wake-up.
-                match s.try_io(Interest::READABLE, || stamps::recv(fd, buf.initialize_unfilled())) {
-                    Ok((n, stamp)) => {
+                let room = buf.remaining();
+                let mut short = None;
+                // A read shorter than the room drained the socket: say
+                // WouldBlock to tokio so that it forgets the readiness now,
+                // and the next read waits for the next edge instead of
+                // making a system call only to hear EAGAIN (one system call
+                // fewer per request). Data that arrives meanwhile raises a
+                // new edge, so nothing is missed. The bytes are kept aside.
+                let read = s.try_io(Interest::READABLE, || {
+                    let (n, stamp) = stamps::recv(fd, buf.initialize_unfilled())?;
+                    if n < room {
+                        short = Some((n, stamp));
+                        return Err(io::ErrorKind::WouldBlock.into());
+                    }
+                    Ok((n, stamp))
+                });
+                match (read, short) {
+                    (_, Some((n, stamp))) | (Ok((n, stamp)), None) => {
                         buf.advance(n);
                         return Poll::Ready(Ok(stamp));
                     }
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                    Err(e) => return Poll::Ready(Err(e)),
+                    (Err(e), None) if e.kind() == io::ErrorKind::WouldBlock => {}
+                    (Err(e), None) => return Poll::Ready(Err(e)),
                 }
             },
             Transport::Plain(s) => Pin::new(s).poll_read(cx, buf).map_ok(|()| None),
