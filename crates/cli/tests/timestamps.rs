@@ -134,3 +134,34 @@ fn open_loop_latency_covers_the_stamped_response() {
     // the response it contains.
     assert_rows_consistent(&rows, m.requests.ok as usize);
 }
+
+#[test]
+fn tls_responses_are_stamped_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = dir.path().join("certs");
+    let o = output(throng().args(["certs", "--out", c.to_str().unwrap()]));
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let p = |name: &str| c.join(name).display().to_string();
+    let nginx = Nginx::start_tls(
+        &format!(
+            "ssl_certificate {}; ssl_certificate_key {}; ssl_protocols TLSv1.3;",
+            p("server.pem"),
+            p("server.key")
+        ),
+        LOCATIONS,
+    );
+    let url = nginx.https("localhost", "/big");
+    let ca = p("ca.pem");
+    for extra in [&[][..], &["--no-keepalive"][..]] {
+        let mut args = vec![url.as_str(), "--cacert", &ca, "-n", "300", "-c", "3"];
+        args.extend_from_slice(extra);
+        let (r, rows, text) = run(None, &args);
+        assert_books_balance(&r);
+        assert_eq!(r.measurements.requests.ok, 300);
+        let t = r.generator.timestamps.as_ref().unwrap();
+        assert_eq!((t.receive.as_str(), t.kernel + t.user), ("kernel", 300), "{t:?}");
+        assert!(t.kernel * 10 >= 300 * 9, "{t:?}");
+        assert_rows_consistent(&rows, 300);
+        assert!(clock_line(&text).contains("kernel receive"), "{text}");
+    }
+}
