@@ -9,10 +9,12 @@
 //! A latency taken when the worker gets round to reading includes its own
 //! wake-up and bookkeeping; the kernel's receive timestamp does not. The
 //! stamp is on CLOCK_REALTIME while every other instant is monotonic, so
-//! only the stamp's age is used: read CLOCK_REALTIME next to the monotonic
-//! `now` of the read, subtract. A clock step between the arrival and the
-//! read shows as a negative or absurd age, and the read falls back to the
-//! user-space clock (`now`), as does any read that brought no stamp.
+//! only the stamp's age is used: the realtime at the read's monotonic
+//! `now` (from a pair of readings of both clocks a worker reuses for
+//! 100 ms), minus the stamp. An age that is negative or older than the
+//! request (a clock step, or not this response's stamp) is checked against
+//! a fresh pair, then given up: the read falls back to the user-space
+//! clock (`now`), as does any read that brought no stamp.
 //!
 //! `THRONG_TIMESTAMPS=user` turns the kernel stamps off (the read's own
 //! clock is used, as before they existed).
