@@ -9,7 +9,8 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-THRONG = os.path.join(ROOT, "target", "release", "throng")
+# THRONG_BIN: another build to measure (e.g. a copy of the previous commit's).
+THRONG = os.environ.get("THRONG_BIN") or os.path.join(ROOT, "target", "release", "throng")
 SERVER_CPU, CLIENT_CPU = "0", "1"
 
 

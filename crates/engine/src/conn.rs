@@ -15,12 +15,14 @@ use std::time::{Duration, Instant};
 
 use socket2::{Domain, Protocol, Socket, Type};
 use throng_metrics::ErrorClass;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::io::{AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::time::Sleep;
 
 use crate::errors::{Stage, classify};
 use crate::http1::{Feed, ParseError, ResponseReader};
+use crate::stamps;
+use crate::transport::Transport;
 
 /// A request above this size is written in several segments, where Nagle's
 /// algorithm could hold back the last one: only then is TCP_NODELAY worth
@@ -34,6 +36,9 @@ pub(crate) struct Opened {
     pub written: usize,
     /// When the connection was known to be established.
     pub established: Instant,
+    /// Just before the system call that wrote `first`'s bytes (when some
+    /// were; else `established`).
+    pub sent: Instant,
 }
 
 /// Opens a TCP connection to `addr` and writes as much of `first` as the
@@ -42,9 +47,12 @@ pub(crate) struct Opened {
 /// On loopback the handshake completes inside `connect()`, so the request
 /// goes out in the next system call, with no wait for readiness and no
 /// `getsockopt(SO_ERROR)`; elsewhere the connection is awaited as usual.
+/// With `stamp`, the socket is asked for the kernel's receive timestamps
+/// (see crate::stamps) before anything can arrive.
 pub(crate) async fn connect(
     addr: SocketAddr,
     source: Option<IpAddr>,
+    stamp: bool,
     first: &[u8],
     timeout: Duration,
     mut sleep: Pin<&mut Sleep>,
@@ -62,6 +70,11 @@ pub(crate) async fn connect(
     if let Some(ip) = source {
         bind_source(&socket, ip).map_err(|e| fail(&e))?;
     }
+    if stamp {
+        // Refused (never on Linux ≥ 2.6.30): the reads fall back to the
+        // user-space clock, and the result counts them.
+        crate::stamps::enable(std::os::fd::AsRawFd::as_raw_fd(&socket));
+    }
     match socket.connect(&addr.into()) {
         Ok(()) => {}
         Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
@@ -69,6 +82,7 @@ pub(crate) async fn connect(
     }
     // Writing to a socket still connecting fails with EAGAIN; any other
     // error means the connection failed (e.g. ECONNREFUSED on loopback).
+    let before_send = Instant::now();
     let written = if first.is_empty() {
         // Nothing to send (TLS writes its ClientHello itself): one
         // getpeername() tells whether the handshake already completed.
@@ -82,10 +96,12 @@ pub(crate) async fn connect(
     };
     let stream = TcpStream::from_std(socket.into()).map_err(|e| fail(&e))?;
     if let Some(written) = written {
+        let established = Instant::now();
         return Ok(Opened {
             stream,
             written,
-            established: Instant::now(),
+            established,
+            sent: if written > 0 { before_send } else { established },
         });
     }
     sleep.as_mut().reset((Instant::now() + timeout).into());
@@ -97,10 +113,12 @@ pub(crate) async fn connect(
     if let Some(e) = stream.take_error().map_err(|e| fail(&e))? {
         return Err(fail(&e));
     }
+    let established = Instant::now();
     Ok(Opened {
         stream,
         written: 0,
-        established: Instant::now(),
+        established,
+        sent: established,
     })
 }
 
@@ -131,14 +149,18 @@ fn bind_source(socket: &Socket, ip: IpAddr) -> io::Result<()> {
 /// When the parts of one exchange happened.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Timing {
-    /// Last request byte written.
+    /// Last request byte written: just before the system call that wrote it
+    /// (the packet leaves inside that call).
     pub sent: Instant,
-    /// First response byte read.
+    /// First response byte: its arrival by the kernel's receive stamp, or
+    /// when the read returned.
     pub first: Instant,
-    /// Last response byte read.
+    /// Last response byte, likewise.
     pub done: Instant,
     /// Bytes after the response (the connection cannot be reused).
     pub extra: bool,
+    /// `done` came from the kernel's receive stamp.
+    pub kernel: bool,
 }
 
 /// Why an exchange failed, with the request bytes that got out.
@@ -148,24 +170,35 @@ pub(crate) struct Failed {
     pub written: usize,
 }
 
-/// Writes `request` (its first `written` bytes are already out) and reads
-/// one response into `reader`, within the deadline `sleep` was armed with.
-pub(crate) async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(
-    stream: &mut S,
+/// Writes `request` (its first `written` bytes are already out, the last
+/// of them at `t_send`) and reads one response into `reader`, within the
+/// deadline `sleep` was armed with. With `stamped`, arrivals are taken
+/// from the kernel's receive stamps (see crate::stamps).
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn exchange(
+    stream: &mut Transport,
     request: &[u8],
     mut written: usize,
+    t_send: Instant,
+    stamped: bool,
     reader: &mut ResponseReader,
     scratch: &RefCell<Box<[u8]>>,
     mut sleep: Pin<&mut Sleep>,
 ) -> Result<Timing, Failed> {
+    // Taken just before each write: the last one's is the send time.
+    let mut last_write = t_send;
     let mut sent: Option<Instant> = None;
     let mut first: Option<Instant> = None;
     poll_fn(|cx| {
         let fail = |class, written| Poll::Ready(Err(Failed { class, written }));
         while written < request.len() {
+            let before = Instant::now();
             match Pin::new(&mut *stream).poll_write(cx, &request[written..]) {
                 Poll::Ready(Ok(0)) => return fail(ErrorClass::Reset, written),
-                Poll::Ready(Ok(n)) => written += n,
+                Poll::Ready(Ok(n)) => {
+                    written += n;
+                    last_write = before;
+                }
                 Poll::Ready(Err(e)) => return fail(classify(&e, Stage::Exchange), written),
                 Poll::Pending => {
                     if sleep.as_mut().poll(cx).is_ready() {
@@ -176,7 +209,7 @@ pub(crate) async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(
             }
         }
         if sent.is_none() {
-            // TLS buffers what it encrypts; make sure it reached the socket.
+            // TLS buffers what the socket did not take; make sure it left.
             match Pin::new(&mut *stream).poll_flush(cx) {
                 Poll::Ready(Ok(())) => {}
                 Poll::Ready(Err(e)) => return fail(classify(&e, Stage::Exchange), written),
@@ -188,13 +221,13 @@ pub(crate) async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(
                 }
             }
         }
-        let sent_at = *sent.get_or_insert_with(Instant::now);
+        let sent_at = *sent.get_or_insert(last_write);
         loop {
             // The borrow lives only inside this poll: no other task of this
             // worker runs until it returns.
             let mut buf = scratch.borrow_mut();
             let mut rb = ReadBuf::new(&mut buf[..]);
-            match Pin::new(&mut *stream).poll_read(cx, &mut rb) {
+            match stream.poll_read_stamped(cx, &mut rb, stamped) {
                 Poll::Pending => {
                     if sleep.as_mut().poll(cx).is_ready() {
                         return fail(ErrorClass::TimeoutResponse, written);
@@ -202,9 +235,13 @@ pub(crate) async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(
                     return Poll::Pending;
                 }
                 Poll::Ready(Err(e)) => return fail(classify(&e, Stage::Exchange), written),
-                Poll::Ready(Ok(())) => {
+                Poll::Ready(Ok(stamp)) => {
                     let data = rb.filled();
                     let now = Instant::now();
+                    // The kernel's arrival, when it has a plausible one:
+                    // after the request left, and not after the read.
+                    let arrived = stamp.and_then(|s| stamps::arrival(s, now, sent_at));
+                    let at = arrived.unwrap_or(now);
                     if data.is_empty() {
                         return match reader.eof() {
                             Ok(()) => Poll::Ready(Ok(Timing {
@@ -212,19 +249,23 @@ pub(crate) async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(
                                 first: first.unwrap_or(now),
                                 done: now,
                                 extra: false,
+                                kernel: false,
                             })),
                             Err(_) => fail(ErrorClass::Eof, written),
                         };
                     }
-                    let first_at = *first.get_or_insert(now);
+                    let first_at = *first.get_or_insert(at);
                     match reader.feed(data) {
                         Ok(Feed::More) => continue,
                         Ok(Feed::Done { extra }) => {
                             return Poll::Ready(Ok(Timing {
                                 sent: sent_at,
                                 first: first_at,
-                                done: now,
+                                // Stamps of later segments are not earlier,
+                                // but a fallback read may be: keep the order.
+                                done: at.max(first_at),
                                 extra: extra > 0,
+                                kernel: arrived.is_some(),
                             }));
                         }
                         Err(ParseError::Malformed) => return fail(ErrorClass::Protocol, written),

@@ -25,6 +25,7 @@ pub mod http1;
 mod protocol;
 mod rows;
 mod scenario;
+mod stamps;
 mod storm;
 pub mod sys;
 mod timer;
@@ -297,6 +298,8 @@ pub fn run_http(
     // One copy of the request (and its body) for every worker: a 64 MiB
     // body stays 64 MiB however many threads send it.
     let request = plan.request_bytes();
+    // Before the clock starts: the first responses should be stamped too.
+    let _primer = stamps::Primer::start();
     let clock = plan.start_at_unix_ms.map_or_else(Clock::start, Clock::at);
     let origin = clock.origin;
     // This process's segment of the plan (the whole without one): its
@@ -451,6 +454,7 @@ struct Finished {
     finished: Instant,
     cpu: (Duration, Duration),
     threads: u32,
+    stamps: stamps::Counts,
     notes: Vec<String>,
     trigger: Option<TriggerRecord>,
 }
@@ -471,6 +475,11 @@ impl Finished {
             cpu_system_s: self.cpu.1.as_secs_f64(),
             peak_rss_bytes: sys::usage().max_rss,
             threads: self.threads,
+            timestamps: Some(throng_result::Timestamps {
+                receive: stamps::clock().name().to_string(),
+                kernel: self.stamps.kernel,
+                user: self.stamps.user,
+            }),
         };
         RunResult {
             schema: SCHEMA.to_string(),
@@ -708,10 +717,13 @@ fn coordinate(launch: Launch, control: &Control, on_tick: &mut dyn FnMut(&Progre
             Err(e) => notes.push(e),
         }
     }
+    let mut stamps = stamps::Counts::default();
     for d in done.into_iter().flatten() {
         finished = finished.max(d.finished);
         cpu.0 += d.cpu.0;
         cpu.1 += d.cpu.1;
+        stamps.kernel += d.stamps.kernel;
+        stamps.user += d.stamps.user;
         measurements
             .merge(&d.measurements, Duration::ZERO)
             .map_err(|e| EngineError::Worker(format!("merging worker results: {e}")))?;
@@ -723,6 +735,7 @@ fn coordinate(launch: Launch, control: &Control, on_tick: &mut dyn FnMut(&Progre
         cpu,
         // Invariant: one thread per worker, far below u32::MAX.
         threads: threads as u32,
+        stamps,
         notes,
         trigger: trigger_run.map(|t| t.finish(control.was_interrupted())),
     })
@@ -820,6 +833,12 @@ pub fn run_storm(
         .map(Arc::new);
     let request = bytes::Bytes::from(plan.request_bytes().unwrap_or_default());
     let source: Arc<[std::net::IpAddr]> = Arc::from(plan.source.clone());
+    // A storm that makes requests times their responses (see run_http).
+    let _primer = if request.is_empty() {
+        None
+    } else {
+        stamps::Primer::start()
+    };
     let clock = part.start_at_unix_ms.map_or_else(Clock::start, Clock::at);
     let origin = clock.origin;
     let caps = plan
@@ -982,6 +1001,8 @@ pub fn run_scenario(
     }
     let addr = resolve(&plan.target.host, plan.target.port)?;
     let tls = plan_tls(plan.tls.as_ref(), tls, &plan.target.host, "an https target")?;
+    // See run_http.
+    let _primer = stamps::Primer::start();
     let clock = options.start_at_unix_ms.map_or_else(Clock::start, Clock::at);
     let origin = clock.origin;
     let shared_plan = Arc::new(plan.clone());

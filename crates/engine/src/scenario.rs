@@ -743,7 +743,7 @@ async fn request(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &ReqOp, origin: Option<I
             match Box::pin(open_connection(ctx, first, None, false, sleep.as_mut(), row.row())).await {
                 Ok(o) => {
                     vu.conn = Some(o.conn);
-                    (o.ready, o.written)
+                    (o.sent, o.written)
                 }
                 Err(class) => {
                     let now = Instant::now();
@@ -765,7 +765,17 @@ async fn request(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &ReqOp, origin: Option<I
     }
     vu.reader.reset(op.keep);
     sleep.as_mut().reset((t_send + op.req.timeout).into());
-    let outcome = conn::exchange(&mut c.stream, &bytes, written, &mut vu.reader, &ctx.scratch, sleep).await;
+    let outcome = conn::exchange(
+        &mut c.stream,
+        &bytes,
+        written,
+        t_send,
+        ctx.stamp,
+        &mut vu.reader,
+        &ctx.scratch,
+        sleep,
+    )
+    .await;
     let reader = &vu.reader;
     match outcome {
         Ok(Timing {
@@ -773,7 +783,9 @@ async fn request(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &ReqOp, origin: Option<I
             first,
             done,
             extra,
+            kernel,
         }) => {
+            ctx.count_stamp(kernel);
             let response = done - t_send;
             let expected = op.req.expect.contains(reader.status);
             {

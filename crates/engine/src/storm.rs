@@ -173,7 +173,7 @@ async fn establish(
                     &mut conn,
                     &mut reader,
                     sleep,
-                    ready.ready,
+                    ready.sent,
                     ready.written,
                     origin,
                     row,

@@ -12,10 +12,14 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, ready};
 
+use std::os::fd::AsRawFd;
 use throng_tls::rustls::pki_types::ServerName;
 use throng_tls::rustls::{ClientConfig, ClientConnection};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
 use tokio::net::TcpStream;
+
+use crate::stamps::{self, Stamp};
 
 /// A client TLS connection over TCP.
 pub(crate) struct TlsStream {
@@ -23,6 +27,10 @@ pub(crate) struct TlsStream {
     pub(crate) tls: ClientConnection,
     /// The peer's close_notify (or the socket's end) was seen.
     eof: bool,
+    /// Socket reads ask for the kernel's receive stamp (see crate::stamps).
+    stamped: bool,
+    /// The stamp of the last socket read that brought one.
+    arrival: Option<Stamp>,
 }
 
 /// Adapts a TcpStream to the blocking Read/Write rustls expects: WouldBlock
@@ -32,6 +40,20 @@ struct SyncIo<'a>(&'a TcpStream);
 impl Read for SyncIo<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         self.0.try_read(buf)
+    }
+}
+
+/// A SyncIo for reads that keeps the kernel's receive stamp.
+struct StampedIo<'a>(&'a TcpStream, &'a mut Option<Stamp>);
+
+impl Read for StampedIo<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let fd = self.0.as_raw_fd();
+        let (n, stamp) = self.0.try_io(Interest::READABLE, || stamps::recv(fd, buf))?;
+        if stamp.is_some() {
+            *self.1 = stamp;
+        }
+        Ok(n)
     }
 }
 
@@ -63,7 +85,24 @@ pub(crate) fn start(config: Arc<ClientConfig>, name: ServerName<'static>) -> io:
 impl TlsStream {
     /// Wraps a connected socket whose ClientHello went out.
     pub(crate) fn new(io: TcpStream, tls: ClientConnection) -> Self {
-        TlsStream { io, tls, eof: false }
+        TlsStream {
+            io,
+            tls,
+            eof: false,
+            stamped: false,
+            arrival: None,
+        }
+    }
+
+    /// Keeps the kernel's receive stamps of socket reads from now on (the
+    /// socket was asked for them).
+    pub(crate) fn keep_stamps(&mut self) {
+        self.stamped = true;
+    }
+
+    /// The stamp of the last socket read that brought one.
+    pub(crate) fn arrival(&self) -> Option<Stamp> {
+        self.arrival
     }
 
     /// Runs the handshake to completion. With `flush` false, the client's
@@ -93,7 +132,12 @@ impl TlsStream {
     /// Reads TLS records from the socket into rustls and processes them.
     fn poll_read_tls(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         loop {
-            match self.tls.read_tls(&mut SyncIo(&self.io)) {
+            let read = if self.stamped {
+                self.tls.read_tls(&mut StampedIo(&self.io, &mut self.arrival))
+            } else {
+                self.tls.read_tls(&mut SyncIo(&self.io))
+            };
+            match read {
                 Ok(0) => {
                     self.eof = true;
                     return Poll::Ready(Ok(()));

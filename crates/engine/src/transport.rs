@@ -7,14 +7,17 @@ use std::time::Instant;
 
 use std::sync::Arc;
 
+use std::os::fd::AsRawFd;
 use throng_metrics::{ErrorClass, Handshake};
 use throng_tls::rustls::pki_types::ServerName;
 use throng_tls::rustls::{ClientConfig, HandshakeKind};
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
+
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, Interest, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::time::Sleep;
 
 use crate::errors::{Stage, classify};
+use crate::stamps::{self, Stamp};
 use crate::tls_stream::TlsStream;
 
 /// What a worker needs to speak TLS to the target.
@@ -82,6 +85,60 @@ pub(crate) async fn handshake(
 }
 
 impl Transport {
+    /// Reads into `buf`, and says when the bytes arrived by the kernel's
+    /// receive stamp (`stamped`: the socket was asked for them, see
+    /// [`crate::stamps`]). Plain TCP: the stamp of the last segment this
+    /// read took. TLS: the stamp of the last socket read that fed the TLS
+    /// session before this plaintext came out of it, so a record that
+    /// arrived in pieces is stamped with its last piece.
+    pub(crate) fn poll_read_stamped(
+        &mut self,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+        stamped: bool,
+    ) -> Poll<io::Result<Option<Stamp>>> {
+        match self {
+            Transport::Plain(s) if stamped => loop {
+                std::task::ready!(s.poll_read_ready(cx))?;
+                let fd = s.as_raw_fd();
+                let room = buf.remaining();
+                let mut short = None;
+                // A read shorter than the room drained the socket: say
+                // WouldBlock to tokio so that it forgets the readiness now,
+                // and the next read waits for the next edge instead of
+                // making a system call only to hear EAGAIN (one system call
+                // fewer per request). Data that arrives meanwhile raises a
+                // new edge, so nothing is missed. The bytes are kept aside.
+                let read = s.try_io(Interest::READABLE, || {
+                    let (n, stamp) = stamps::recv(fd, buf.initialize_unfilled())?;
+                    if n < room {
+                        short = Some((n, stamp));
+                        return Err(io::ErrorKind::WouldBlock.into());
+                    }
+                    Ok((n, stamp))
+                });
+                match (read, short) {
+                    (_, Some((n, stamp))) | (Ok((n, stamp)), None) => {
+                        buf.advance(n);
+                        return Poll::Ready(Ok(stamp));
+                    }
+                    (Err(e), None) if e.kind() == io::ErrorKind::WouldBlock => {}
+                    (Err(e), None) => return Poll::Ready(Err(e)),
+                }
+            },
+            Transport::Plain(s) => Pin::new(s).poll_read(cx, buf).map_ok(|()| None),
+            Transport::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf).map_ok(|()| s.arrival()),
+        }
+    }
+
+    /// From now on, TLS keeps the receive stamps of its socket reads (the
+    /// socket was asked for them at connect; plain TCP needs nothing more).
+    pub(crate) fn keep_stamps(&mut self) {
+        if let Transport::Tls(s) = self {
+            s.keep_stamps();
+        }
+    }
+
     /// Drops the TLS session state and keeps the socket. For a connection
     /// that will carry no more application data (a storm's hold): the
     /// server sees an idle TLS connection either way, and the client keeps
@@ -108,7 +165,16 @@ impl AsyncRead for Transport {
 impl AsyncWrite for Transport {
     fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
         match self.get_mut() {
-            Transport::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            // Try the system call first: tokio's poll_write spends the task's
+            // cooperative budget and, once it is spent, yields *before*
+            // writing, so a request timed as sent would leave only after
+            // every other ready task ran. The worker yields between requests
+            // instead (and reads still spend the budget). TLS writes the
+            // same way (see tls_stream::SyncIo).
+            Transport::Plain(s) => match s.try_write(buf) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => Pin::new(s).poll_write(cx, buf),
+                r => Poll::Ready(r),
+            },
             Transport::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
         }
     }

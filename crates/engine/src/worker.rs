@@ -140,6 +140,8 @@ pub(crate) struct WorkerDone {
     pub cpu: (Duration, Duration),
     /// `--csv-requests`: rows written and left out, or why writing failed.
     pub rows: Option<Result<crate::rows::RowCounts, String>>,
+    /// Responses timed by the kernel's receive stamp and by the user clock.
+    pub stamps: crate::stamps::Counts,
 }
 
 /// State shared by one worker's tasks (never across threads).
@@ -148,6 +150,11 @@ pub(crate) struct Ctx {
     /// A scenario run's per-tag figures.
     pub(crate) scenario: RefCell<Option<throng_metrics::ScenarioRecorder>>,
     pub(crate) scratch: RefCell<Box<[u8]>>,
+    /// Connections ask for the kernel's receive stamps (crate::stamps):
+    /// kernel clock chosen, and the load makes requests.
+    pub(crate) stamp: bool,
+    /// Responses timed by each clock.
+    pub(crate) stamps: Cell<crate::stamps::Counts>,
     pub(crate) spec: WorkerSpec,
     /// `--csv-requests`: this worker's row file.
     pub(crate) rows: Option<RefCell<RowWriter>>,
@@ -173,6 +180,18 @@ pub(crate) struct Ctx {
 }
 
 impl Ctx {
+    /// Counts a response timed by the kernel's stamp (`kernel`) or the
+    /// user clock.
+    pub(crate) fn count_stamp(&self, kernel: bool) {
+        let mut c = self.stamps.get();
+        if kernel {
+            c.kernel += 1;
+        } else {
+            c.user += 1;
+        }
+        self.stamps.set(c);
+    }
+
     fn stop(&self) {
         if !self.stopping.replace(true) {
             self.stop_notify.notify_waiters();
@@ -313,6 +332,11 @@ pub(crate) fn run(
             WorkerLoad::Closed { budget, .. } => budget,
             WorkerLoad::Open { .. } | WorkerLoad::Storm(_) | WorkerLoad::Scenario(_) => None,
         }),
+        // A storm that only holds connections reads no responses: no
+        // system call per connection for stamps it would never read.
+        stamp: crate::stamps::clock() == crate::stamps::Clock::Kernel
+            && (!spec.request.is_empty() || matches!(spec.load, WorkerLoad::Scenario(_))),
+        stamps: Cell::new(crate::stamps::Counts::default()),
         spec,
         rows,
         next_conn: Cell::new(0),
@@ -465,6 +489,7 @@ pub(crate) fn run(
             cpu_after.1.saturating_sub(cpu_before.1),
         ),
         rows,
+        stamps: ctx.stamps.get(),
     })
 }
 
@@ -708,6 +733,9 @@ pub(crate) struct Ready {
     pub(crate) written: usize,
     /// When it became ready (TCP connected, TLS handshake done).
     pub(crate) ready: Instant,
+    /// Just before the system call that wrote the first `written` bytes;
+    /// `ready` when none were.
+    pub(crate) sent: Instant,
 }
 
 /// Opens a connection to the target (TCP, then TLS if the plan says so),
@@ -739,22 +767,22 @@ pub(crate) async fn open_connection(
         ctx.rec.borrow_mut().connection_failed(Instant::now(), class, reconnect);
         class
     };
-    let (stream, written, ready) = match &spec.tls {
+    let (stream, written, ready, sent) = match &spec.tls {
         None => {
-            let o = conn::connect(spec.addr, source, first, spec.timeout, sleep.as_mut())
+            let o = conn::connect(spec.addr, source, ctx.stamp, first, spec.timeout, sleep.as_mut())
                 .await
                 .map_err(fail)?;
             ctx.rec.borrow_mut().connected(o.established, o.established - opened);
             if let Some(r) = row.as_deref_mut() {
                 r.phase(Phase::Connect, o.established - opened);
             }
-            (Transport::Plain(o.stream), o.written, o.established)
+            (Transport::Plain(o.stream), o.written, o.established, o.sent)
         }
         Some(tls) => {
             // The ClientHello goes out with the connect (see conn::connect).
             let (session, hello) = crate::tls_stream::start(Arc::clone(&tls.config), tls.server_name.clone())
                 .map_err(|_| fail(ErrorClass::Tls("client_setup")))?;
-            let o = conn::connect(spec.addr, source, &hello, spec.timeout, sleep.as_mut())
+            let o = conn::connect(spec.addr, source, ctx.stamp, &hello, spec.timeout, sleep.as_mut())
                 .await
                 .map_err(fail)?;
             ctx.rec.borrow_mut().connected(o.established, o.established - opened);
@@ -770,15 +798,19 @@ pub(crate) async fn open_connection(
                 || matches!(spec.protocol.as_deref(), Some(crate::protocol::ProtocolSpec::Lines { steps, .. })
                     if matches!(steps.first(), Some(crate::protocol::Step::Send(_))));
             let flush = !client_speaks_first;
-            let (stream, h, done) = transport::handshake(o.stream, session, &hello, o.written, flush, sleep.as_mut())
-                .await
-                .map_err(fail)?;
+            let (mut stream, h, done) =
+                transport::handshake(o.stream, session, &hello, o.written, flush, sleep.as_mut())
+                    .await
+                    .map_err(fail)?;
+            if ctx.stamp {
+                stream.keep_stamps();
+            }
             ctx.rec.borrow_mut().tls_handshake(done, done - o.established, h);
             if let Some(r) = row.as_deref_mut() {
                 r.phase(Phase::Tls, done - o.established);
             }
             // The request has not been written: nothing of it went with the connect.
-            (stream, 0, done)
+            (stream, 0, done, done)
         }
     };
     let (stream, ready) = match &spec.protocol {
@@ -816,6 +848,7 @@ pub(crate) async fn open_connection(
         conn: Conn { stream, opened, id },
         written,
         ready,
+        sent: if written > 0 { sent } else { ready },
     })
 }
 
@@ -853,9 +886,9 @@ async fn one_request(
             match Box::pin(open_connection(ctx, first, None, false, sleep.as_mut(), row.row())).await {
                 Ok(o) => {
                     let c = conn.insert(o.conn);
-                    // A request written with the connect started when the
-                    // connection was established.
-                    (c, o.ready, o.written)
+                    // A request written with the connect started with the
+                    // system call that wrote it.
+                    (c, o.sent, o.written)
                 }
                 Err(class) => {
                     let now = Instant::now();
@@ -896,7 +929,17 @@ pub(crate) async fn exchange_on(
         ..crate::http1::Keep::default()
     });
     sleep.as_mut().reset((t_send + spec.timeout).into());
-    let outcome = conn::exchange(&mut c.stream, &spec.request, written, reader, &ctx.scratch, sleep).await;
+    let outcome = conn::exchange(
+        &mut c.stream,
+        &spec.request,
+        written,
+        t_send,
+        ctx.stamp,
+        reader,
+        &ctx.scratch,
+        sleep,
+    )
+    .await;
     ctx.in_flight.set(ctx.in_flight.get() - 1);
 
     let mut rec = ctx.rec.borrow_mut();
@@ -906,7 +949,9 @@ pub(crate) async fn exchange_on(
             first,
             done,
             extra,
+            kernel,
         }) => {
+            ctx.count_stamp(kernel);
             rec.sent(sent, spec.request.len() as u64);
             rec.phase(done, Phase::Send, sent - t_send);
             rec.phase(done, Phase::Wait, first.saturating_duration_since(sent));

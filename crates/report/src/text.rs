@@ -193,7 +193,38 @@ pub fn write_generator(r: &RunResult, units: u64, unit: &str, w: &mut dyn Write)
             String::new()
         },
     )?;
-    Ok(())
+    write_timestamps(r, w)
+}
+
+/// Which clocks timed the responses: "timestamps  kernel receive
+/// (SO_TIMESTAMPING), send at the system call", with the fallbacks when
+/// there were any. Nothing for runs that timed no response, or results
+/// from before throng said.
+pub fn write_timestamps(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
+    let Some(t) = &r.generator.timestamps else {
+        return Ok(());
+    };
+    let total = t.kernel.saturating_add(t.user);
+    if total == 0 {
+        return Ok(());
+    }
+    const KERNEL: &str = "kernel receive (SO_TIMESTAMPING)";
+    const USER: &str = "user clock at the read";
+    let receive = if t.user == 0 {
+        KERNEL.to_string()
+    } else if t.kernel == 0 {
+        if t.receive == "user" {
+            format!("{USER} (THRONG_TIMESTAMPS=user)")
+        } else {
+            format!("{USER} (no kernel timestamps)")
+        }
+    } else {
+        format!(
+            "{KERNEL} for all but {} of {total} responses ({USER}: no or implausible kernel timestamp)",
+            t.user
+        )
+    };
+    writeln!(w, "  {:<14}{receive}, send at the system call", "timestamps")
 }
 
 pub(crate) fn write_errors(w: &mut dyn Write, errors: &std::collections::BTreeMap<String, u64>) -> io::Result<()> {

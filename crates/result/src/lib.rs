@@ -210,6 +210,45 @@ pub struct Generator {
     pub peak_rss_bytes: u64,
     /// Worker threads.
     pub threads: u32,
+    /// How response arrivals were timed; absent in results written before
+    /// throng said so (they used the user-space clock at the read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timestamps: Option<Timestamps>,
+}
+
+/// Which clocks timed the responses. Sends are always timed just before
+/// the system call that writes the request's last bytes.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Timestamps {
+    /// The receive clock asked for: `kernel` (the kernel's software receive
+    /// timestamp, SO_TIMESTAMPING, read with the data) or `user` (the
+    /// monotonic clock when the read returns; THRONG_TIMESTAMPS=user).
+    /// `mixed` for a merge of both.
+    pub receive: String,
+    /// Responses whose arrival came from the kernel's stamp.
+    pub kernel: u64,
+    /// Responses timed by the user-space clock: asked for, or the fallback
+    /// when a read brought no stamp or an implausible one (a clock step).
+    pub user: u64,
+}
+
+impl Timestamps {
+    /// Both clocks' counts added; the receive clock kept when both asked
+    /// for the same one.
+    pub fn merged(a: Option<&Timestamps>, b: Option<&Timestamps>) -> Option<Timestamps> {
+        match (a, b) {
+            (None, x) | (x, None) => x.cloned(),
+            (Some(a), Some(b)) => Some(Timestamps {
+                receive: if a.receive == b.receive {
+                    a.receive.clone()
+                } else {
+                    "mixed".to_string()
+                },
+                kernel: a.kernel.saturating_add(b.kernel),
+                user: a.user.saturating_add(b.user),
+            }),
+        }
+    }
 }
 
 /// One run (or one piece of a merged result).
@@ -428,6 +467,7 @@ impl RunResult {
                 .threads
                 .checked_add(r.generator.threads)
                 .ok_or_else(|| overflow("threads"))?;
+            generator.timestamps = Timestamps::merged(generator.timestamps.as_ref(), r.generator.timestamps.as_ref());
             parts.extend(r.parts.iter().cloned());
             notes.extend(r.notes.iter().cloned());
         }
@@ -710,6 +750,26 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn generators_without_a_clock_still_load_and_clocks_merge() {
+        let old = r#"{"cpu_user_s":1.0,"cpu_system_s":0.5,"peak_rss_bytes":10,"threads":1}"#;
+        let g: Generator = serde_json::from_str(old).unwrap();
+        assert_eq!(g.timestamps, None);
+        assert!(!serde_json::to_string(&g).unwrap().contains("timestamps"));
+        let t = |receive: &str, kernel, user| Timestamps {
+            receive: receive.to_string(),
+            kernel,
+            user,
+        };
+        let k = t("kernel", 10, 1);
+        assert_eq!(Timestamps::merged(Some(&k), None), Some(k.clone()));
+        assert_eq!(Timestamps::merged(Some(&k), Some(&k)), Some(t("kernel", 20, 2)));
+        assert_eq!(
+            Timestamps::merged(Some(&k), Some(&t("user", 0, 5))),
+            Some(t("mixed", 10, 6))
+        );
+    }
 
     #[test]
     fn reader_tells_sets_and_strangers_apart() {
