@@ -25,7 +25,8 @@ pub struct Measurements {
     #[serde(default, skip_serializing_if = "Outcomes::is_empty")]
     pub reconnects: Outcomes,
     /// Scheduled requests never sent: no connection was free before the
-    /// request would have timed out, or the run ended first (open loop only).
+    /// request would have timed out, `-c` starts were already waiting when
+    /// it fell due, or the run ended first (open loop only).
     pub dropped: u64,
     /// Responses by HTTP status code.
     pub status: BTreeMap<u16, u64>,

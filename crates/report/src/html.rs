@@ -664,8 +664,13 @@ impl Page {
                     .iter()
                     .map(|(l, _)| if compare { l.clone() } else { "count".into() }),
             );
+            head.push("meaning".into());
             let mut row = vec!["scheduled, never sent".to_string()];
             row.extend(sides.iter().map(|(_, r)| r.measurements.dropped.to_string()));
+            row.push(format!(
+                "<span class=\"text\">{}</span>",
+                escape(crate::text::DROPPED_MEANING)
+            ));
             self.table("dropped", &head, &[row]);
         }
         let mut codes: Vec<u16> = sides
