@@ -69,6 +69,18 @@ pub struct Measurements {
     /// failure class (or `hold_ended`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub reconnect_gave_up: BTreeMap<String, u64>,
+    /// When a reconnect attempt first found the server accepting again
+    /// (its TCP connect succeeded), µs after the start. With
+    /// `last_reconnected_us`: the clients' reconnect time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_reaccepted_us: Option<u64>,
+    /// Handshakes (first connections and reconnects) in which the server
+    /// spoke out of turn, by what it said: `ping_before_pong` (a PING
+    /// before the PONG of CONNECT), `info_before_pong` (an INFO update),
+    /// `err_then_pong` (an `-ERR`, then success). Counted whether the
+    /// handshake then succeeded (lenient client) or failed (nats.go client).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub handshake_out_of_turn: BTreeMap<String, u64>,
     /// A scenario run's tags, checks, iterations, groups and VUs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scenario: Option<crate::scenario::ScenarioStats>,
@@ -268,6 +280,13 @@ impl Measurements {
         for (k, v) in &other.reconnect_gave_up {
             *self.reconnect_gave_up.entry(k.clone()).or_default() += v;
         }
+        self.first_reaccepted_us = match (self.first_reaccepted_us, shifted(other.first_reaccepted_us)) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        for (k, v) in &other.handshake_out_of_turn {
+            *self.handshake_out_of_turn.entry(k.clone()).or_default() += v;
+        }
         let offset = offset.as_secs();
         match (&mut self.scenario, &other.scenario) {
             (Some(mine), Some(theirs)) => mine.merge(theirs, offset)?,
@@ -350,6 +369,22 @@ impl Measurements {
             (Some(a), Some(b)) => Some(Duration::from_micros(b.saturating_sub(a))),
             _ => None,
         }
+    }
+
+    /// The clients' reconnect time: from the first reconnect attempt the
+    /// server accepted again to the last connection back (what a client
+    /// library's own timers see; it leaves out the server's downtime).
+    pub fn client_reconnect_time(&self) -> Option<Duration> {
+        match (self.first_reaccepted_us, self.last_reconnected_us) {
+            (Some(a), Some(b)) => Some(Duration::from_micros(b.saturating_sub(a))),
+            _ => None,
+        }
+    }
+
+    /// Out-of-turn sightings of every kind (a handshake that saw two kinds
+    /// counts twice).
+    pub fn out_of_turn_total(&self) -> u64 {
+        self.handshake_out_of_turn.values().sum()
     }
 
     /// Responses received (any status).
