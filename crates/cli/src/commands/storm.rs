@@ -62,6 +62,7 @@ pub fn run(c: StormCmd) -> anyhow::Result<ExitCode> {
             .transpose()?,
         steps: c.steps.clone(),
         step_timeout: c.step_timeout,
+        client: c.client.clone(),
         reconnect: c.reconnect,
         reconnect_wait: c.reconnect_wait,
         reconnect_jitter: c.reconnect_jitter,
@@ -267,6 +268,7 @@ fn child_args(c: &StormCmd, plan_seed: u64, index: u32, count: u32, start_at: u6
         flag(if *send { "--send" } else { "--expect" }, Some(text.clone()));
     }
     flag("--step-timeout", c.step_timeout.map(throng_plan::format_duration));
+    flag("--client", c.client.clone());
     flag("--reconnect-wait", c.reconnect_wait.map(throng_plan::format_duration));
     flag(
         "--reconnect-jitter",
