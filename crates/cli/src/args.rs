@@ -209,8 +209,9 @@ A sweep file:
   chart: { figure: total_connect_time, x: cost, lines: clients }
   cell_timeout: 30m
 
-Figures: established, failures, total_connect_time, total_reconnect_time, requests_per_second,
-connections_per_second, or PHASE.STAT (e.g. connect.p99, handshake.p50, latency.mean).";
+Figures: established, failures, total_connect_time, total_reconnect_time, client_reconnect_time,
+out_of_turn, requests_per_second, connections_per_second, or PHASE.STAT (e.g. connect.p99,
+handshake.p50, latency.mean).";
 
 #[derive(Debug, Args)]
 pub struct SweepCmd {

@@ -451,4 +451,30 @@ mod tests {
         let back: Measurements = serde_json::from_str(&text).unwrap();
         assert_eq!(back, m);
     }
+
+    #[test]
+    fn both_reconnect_times_and_out_of_turn_merge() {
+        let a = Measurements {
+            first_drop_us: Some(1_000_000),
+            first_reaccepted_us: Some(2_600_000),
+            last_reconnected_us: Some(4_000_000),
+            handshake_out_of_turn: [("ping_before_pong".to_string(), 3)].into(),
+            ..Measurements::default()
+        };
+        let b = Measurements {
+            first_drop_us: Some(1_100_000),
+            first_reaccepted_us: Some(2_500_000),
+            last_reconnected_us: Some(4_200_000),
+            handshake_out_of_turn: [("ping_before_pong".to_string(), 2), ("info_before_pong".to_string(), 1)].into(),
+            ..Measurements::default()
+        };
+        let mut m = a.clone();
+        m.merge(&b, Duration::ZERO).unwrap();
+        assert_eq!(m.total_reconnect_time(), Some(Duration::from_millis(3200)));
+        // The earliest accept of any worker, to the last back of any.
+        assert_eq!(m.client_reconnect_time(), Some(Duration::from_millis(1700)));
+        assert_eq!(m.handshake_out_of_turn["ping_before_pong"], 5);
+        assert_eq!(m.out_of_turn_total(), 6);
+        assert_eq!(Measurements::default().client_reconnect_time(), None);
+    }
 }
