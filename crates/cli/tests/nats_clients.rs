@@ -151,8 +151,15 @@ fn mixed(k: u64) -> Act {
 #[test]
 fn the_lenient_client_connects_through_out_of_turn_talk_and_counts_it() {
     let server = FakeNats::start(mixed);
-    let run = storm(&[&server.url(), "-n", "20", "--timeout", "10s"]);
+    let html = tempfile::NamedTempFile::new().unwrap();
+    let html_path = html.path().to_str().unwrap();
+    let run = storm(&[&server.url(), "-n", "20", "--timeout", "10s", "--html", html_path]);
     assert_eq!(run.code(), 0, "{}", run.stderr());
+    let page = std::fs::read_to_string(html.path()).unwrap();
+    assert!(
+        page.contains("<table class=\"out-of-turn\">") && page.contains("<td>ping_before_pong</td><td>5</td>"),
+        "the HTML report shows the out-of-turn handshakes"
+    );
     let r = run.result();
     assert_books_balance(r);
     let m = &r.measurements;

@@ -16,7 +16,7 @@ use crate::text::{write_errors, write_generator, write_phase_table, write_tls};
 const SERIES_SHOWN: usize = 20;
 
 /// What each kind of out-of-turn talk is, and which real clients fail at it.
-const OUT_OF_TURN: [(&str, &str); 3] = [
+pub(crate) const OUT_OF_TURN: [(&str, &str); 3] = [
     (
         "ping_before_pong",
         "a PING before the PONG of CONNECT; nats.go (v1.53.1) fails: nats: expected 'PONG', got 'PING'",
