@@ -133,6 +133,10 @@ pub struct RunCmd {
     /// Set NAME for {{env.NAME}} (repeatable; overrides the environment)
     #[arg(long = "env", value_name = "NAME=VALUE")]
     pub env: Vec<String>,
+    /// Redact this header's value in results and reports, repeatable (Authorization,
+    /// Proxy-Authorization, Cookie and Set-Cookie always are)
+    #[arg(long = "secret-header", value_name = "NAME")]
+    pub secret_headers: Vec<String>,
     /// Write the result document (JSON) here
     #[arg(long = "json", value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -316,9 +320,13 @@ pub struct HttpCmd {
     /// Request header, repeatable: -H 'Accept: application/json'
     #[arg(short = 'H', long = "header", value_name = "'NAME: VALUE'")]
     pub headers: Vec<String>,
-    /// Send this file as the request body
+    /// Send this file as the request body (at most 64 MiB; throng sets Content-Length)
     #[arg(long = "body", value_name = "FILE")]
     pub body: Option<PathBuf>,
+    /// Redact this header's value in results and reports, repeatable (Authorization,
+    /// Proxy-Authorization, Cookie and Set-Cookie always are)
+    #[arg(long = "secret-header", value_name = "NAME")]
+    pub secret_headers: Vec<String>,
     /// Limit on connect and on each response [default: 10s]
     #[arg(long = "timeout", value_name = "DURATION", value_parser = parse_duration)]
     pub timeout: Option<Duration>,
@@ -626,6 +634,10 @@ pub struct MergeCmd {
     /// exactly once (the merged file still notes which segments are missing or repeated)
     #[arg(long = "allow-partial")]
     pub allow_partial: bool,
+    /// Merge results whose plans differ (command, target, method, open or closed loop); the merged
+    /// result keeps the first file's plan and says, in a note, how the others differed
+    #[arg(long = "allow-mixed")]
+    pub allow_mixed: bool,
 }
 
 const COMPARE_HELP: &str = "\

@@ -1,9 +1,10 @@
 //! `throng`: parse the command line, run one command, map the outcome to an
-//! exit code (0 ok, 1 run failed, 2 bad usage or config, 99 thresholds
-//! failed, 130 interrupted).
+//! exit code with the one table in [`exit::Outcome::code`] (0 ok, 1 run
+//! failed, 2 bad usage or config, 99 thresholds failed, 130 interrupted).
 
 mod args;
 mod commands;
+mod exit;
 mod live;
 mod progress;
 mod prometheus;
@@ -20,7 +21,7 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             eprintln!("throng: error: {}", commands::one_line(&e));
-            ExitCode::from(commands::exit_code_for(&e))
+            exit::Outcome::of_error(&e).into()
         }
     }
 }

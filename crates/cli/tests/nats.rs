@@ -248,3 +248,55 @@ fn tls_upgrade_tokens_and_pings_while_holding() {
     let bad = storm(&[&format!("nats://t0ken@localhost:{}", nats.port), "-n", "3"]);
     assert_eq!(bad.result().measurements.connections.error("tls.unknown_ca"), 3);
 }
+
+/// A fake NATS server on loopback that answers each of the first `n`
+/// connections with an INFO line of `len` bytes and no end, for at most
+/// 30 s.
+fn endless_info(n: usize, len: usize) -> std::net::SocketAddr {
+    use std::io::Write;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    listener.set_nonblocking(true).unwrap();
+    std::thread::spawn(move || {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let mut served = 0;
+        while served < n && std::time::Instant::now() < deadline {
+            match listener.accept() {
+                Ok((mut conn, _)) => {
+                    served += 1;
+                    std::thread::spawn(move || {
+                        conn.set_nonblocking(false).unwrap();
+                        conn.set_write_timeout(Some(std::time::Duration::from_secs(10)))
+                            .unwrap();
+                        let mut line = b"INFO {\"server_id\":\"".to_vec();
+                        line.resize(len, b'x');
+                        // The client hangs up once it has seen enough.
+                        let _ = conn.write_all(&line);
+                    });
+                }
+                Err(_) => std::thread::sleep(std::time::Duration::from_millis(10)),
+            }
+        }
+    });
+    addr
+}
+
+#[test]
+fn an_oversized_info_line_is_a_protocol_error() {
+    let addr = endless_info(3, 10 << 20);
+    let run = storm(&[&format!("nats://{addr}"), "-n", "3", "--timeout", "20s"]);
+    assert_eq!(run.code(), 1, "{}", run.stderr());
+    let m = &run.result().measurements;
+    assert_books_balance(run.result());
+    assert_eq!(m.connections.error("protocol"), 3, "{:?}", m.connections.errors);
+    assert!(
+        run.stderr().contains("every connection failed (3 protocol)"),
+        "{}",
+        run.stderr()
+    );
+    assert!(
+        run.stderr().contains("longer than"),
+        "the hint names the limit: {}",
+        run.stderr()
+    );
+}

@@ -61,13 +61,24 @@ fn merge_is_exact() {
     let b = http(&[&format!("http://{}/delay/2", server.addr()), "-n", "300", "-c", "3"]);
     let dir = tempfile::tempdir().unwrap();
     let merged_path = dir.path().join("merged.json");
-    let out = common::output(throng().args([
-        "merge",
-        a.json.to_str().unwrap(),
-        b.json.to_str().unwrap(),
-        "-o",
-        merged_path.to_str().unwrap(),
-    ]));
+    let merge = |extra: &[&str]| {
+        common::output(
+            throng()
+                .args([
+                    "merge",
+                    a.json.to_str().unwrap(),
+                    b.json.to_str().unwrap(),
+                    "-o",
+                    merged_path.to_str().unwrap(),
+                ])
+                .args(extra),
+        )
+    };
+    // The two runs asked for different paths: a mixed merge must be asked for.
+    let refused = merge(&[]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("different plans"));
+    let out = merge(&["--allow-mixed"]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let merged = RunResult::from_reader(std::fs::File::open(&merged_path).unwrap()).unwrap();
     assert_books_balance(&merged);

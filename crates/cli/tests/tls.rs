@@ -257,3 +257,184 @@ fn tls_flag_mistakes_exit_2() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("TLS flags apply to https:// URLs"));
 }
+
+/// Runs `openssl ARGS` in `dir`, which must succeed.
+fn openssl(dir: &Path, args: &[&str]) {
+    let out = common::output(std::process::Command::new("openssl").current_dir(dir).args(args));
+    assert!(
+        out.status.success(),
+        "openssl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// X.509 v1 certificates as the most common recipe makes them: `openssl
+/// x509 -req` without an extensions file, for the CA (signing its own
+/// request) and for the client (signed by that CA).
+fn v1_ca_and_client(dir: &Path) {
+    for args in [
+        &[
+            "ecparam",
+            "-name",
+            "prime256v1",
+            "-genkey",
+            "-noout",
+            "-out",
+            "v1ca.key",
+        ][..],
+        &[
+            "req",
+            "-new",
+            "-key",
+            "v1ca.key",
+            "-subj",
+            "/CN=v1 CA",
+            "-out",
+            "v1ca.csr",
+        ],
+        &[
+            "x509", "-req", "-in", "v1ca.csr", "-signkey", "v1ca.key", "-days", "2", "-out", "v1ca.pem",
+        ],
+        &[
+            "ecparam",
+            "-name",
+            "prime256v1",
+            "-genkey",
+            "-noout",
+            "-out",
+            "v1client.key",
+        ],
+        &[
+            "req",
+            "-new",
+            "-key",
+            "v1client.key",
+            "-subj",
+            "/CN=v1 client",
+            "-out",
+            "v1client.csr",
+        ],
+        &[
+            "x509",
+            "-req",
+            "-in",
+            "v1client.csr",
+            "-CA",
+            "v1ca.pem",
+            "-CAkey",
+            "v1ca.key",
+            "-CAcreateserial",
+            "-days",
+            "2",
+            "-out",
+            "v1client.pem",
+        ],
+    ] {
+        openssl(dir, args);
+    }
+    // Both are really v1: no version field, no extensions.
+    for cert in ["v1ca.pem", "v1client.pem"] {
+        let out = common::output(
+            std::process::Command::new("openssl")
+                .current_dir(dir)
+                .args(["x509", "-noout", "-text", "-in", cert]),
+        );
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("Version: 1 (0x0)"), "{cert}: {text}");
+    }
+}
+
+#[test]
+fn x509_v1_client_certificates_are_presented() {
+    let (_d, c) = certs(&[]);
+    v1_ca_and_client(&c);
+    let nginx = Nginx::start_tls(
+        &format!(
+            "ssl_certificate {}; ssl_certificate_key {}; ssl_client_certificate {}; ssl_verify_client on;",
+            p(&c, "server.pem"),
+            p(&c, "server.key"),
+            p(&c, "v1ca.pem")
+        ),
+        "location / { return 200 \"$ssl_client_s_dn\"; }",
+    );
+    let url = nginx.https("localhost", "/");
+    let ca = p(&c, "ca.pem");
+    let run = http(&[
+        &url,
+        "--cacert",
+        &ca,
+        "--cert",
+        &p(&c, "v1client.pem"),
+        "--key",
+        &p(&c, "v1client.key"),
+        "-n",
+        "20",
+        "-c",
+        "2",
+        "--no-keepalive",
+    ]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let m = &run.result().measurements;
+    assert_eq!(m.requests.ok, 20, "{:?}", m.requests);
+    assert_eq!(m.status.get(&200), Some(&20));
+    assert_books_balance(run.result());
+
+    // nginx's verdict is real: the v3 client certificate of another CA
+    // gets 400 (the handshake completes, the certificate is refused).
+    let run = http(&[
+        &url,
+        "--cacert",
+        &ca,
+        "--cert",
+        &p(&c, "client.pem"),
+        "--key",
+        &p(&c, "client.key"),
+        "-n",
+        "5",
+        "-c",
+        "1",
+    ]);
+    assert_eq!(run.code(), 1, "{}", run.stderr());
+    assert_eq!(run.result().measurements.status.get(&400), Some(&5));
+
+    // A key that is not the certificate's: a clear usage error, before any
+    // connection.
+    let run = http(&[
+        &url,
+        "--cacert",
+        &ca,
+        "--cert",
+        &p(&c, "v1client.pem"),
+        "--key",
+        &p(&c, "client.key"),
+        "-n",
+        "1",
+    ]);
+    assert_eq!(run.code(), 2, "{}", run.stderr());
+    assert!(
+        run.stderr()
+            .contains("client.key is not the private key of the certificate in")
+            && run.stderr().contains("their public keys differ"),
+        "{}",
+        run.stderr()
+    );
+}
+
+#[test]
+fn certs_refuses_to_write_a_key_through_a_planted_symlink() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("certs");
+    std::fs::create_dir_all(&out).unwrap();
+    let victim = dir.path().join("victim");
+    std::fs::write(&victim, "keep").unwrap();
+    std::os::unix::fs::symlink(&victim, out.join("client.key")).unwrap();
+    let o = common::output(throng().args(["certs", "--out", out.to_str().unwrap()]));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("client.key' is a symbolic link; refusing to write a private key through it"),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+}

@@ -7,9 +7,6 @@
 const MAX_HEAD: usize = 64 * 1024;
 /// Most headers accepted in one response.
 const MAX_HEADERS: usize = 64;
-/// Most body bytes kept when asked to keep the body; the rest is counted,
-/// not kept (checks and captures see the first MiB).
-pub const MAX_KEPT_BODY: usize = 1 << 20;
 
 /// What a reader keeps of the next response besides its status and sizes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -18,8 +15,9 @@ pub struct Keep {
     pub server: bool,
     /// Every header, as (name, value).
     pub headers: bool,
-    /// The body (its first [`MAX_KEPT_BODY`] bytes).
-    pub body: bool,
+    /// The body's first this many bytes (0: none); the rest is counted,
+    /// not kept, and [`ResponseReader::body_truncated`] says so.
+    pub body: usize,
 }
 
 /// Why a response could not be read.
@@ -92,6 +90,8 @@ pub struct ResponseReader {
     pub body_bytes: u64,
     /// Bytes read off the wire for this response.
     pub wire_bytes: u64,
+    /// The body was longer than [`Keep::body`]: what was kept is its start.
+    pub body_truncated: bool,
     extras: Option<Box<Extras>>,
 }
 
@@ -107,6 +107,7 @@ impl ResponseReader {
             header_bytes: 0,
             body_bytes: 0,
             wire_bytes: 0,
+            body_truncated: false,
             extras: None,
         }
     }
@@ -119,6 +120,7 @@ impl ResponseReader {
         self.header_bytes = 0;
         self.body_bytes = 0;
         self.wire_bytes = 0;
+        self.body_truncated = false;
         self.close = false;
         if let Some(x) = &mut self.extras {
             x.partial.clear();
@@ -208,10 +210,12 @@ impl ResponseReader {
 
     fn body_chunk(&mut self, bytes: &[u8]) {
         self.body_bytes += bytes.len() as u64;
-        if self.keep.body {
+        let limit = self.keep.body;
+        if limit > 0 {
             let body = &mut self.extras().body;
-            let room = MAX_KEPT_BODY.saturating_sub(body.len());
+            let room = limit.saturating_sub(body.len());
             body.extend_from_slice(&bytes[..bytes.len().min(room)]);
+            self.body_truncated |= bytes.len() > room;
         }
     }
 
@@ -263,7 +267,9 @@ impl ResponseReader {
                     }
                 }
                 self.header_bytes += len as u64;
-                self.close = close;
+                // After 101 Switching Protocols the connection speaks
+                // another protocol: it can carry no further HTTP/1.1 request.
+                self.close = close || status == 101;
                 self.status = status;
                 self.state = if (100..200).contains(&status) && status != 101 {
                     // Interim response: the real one follows.
@@ -428,7 +434,7 @@ mod tests {
         r.reset(Keep {
             server: true,
             headers: true,
-            body: true,
+            body: 64,
         });
         let mut last = Ok(Feed::More);
         for p in parts {
@@ -491,6 +497,40 @@ mod tests {
         let (f, r) = read_all(&[b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\nXY"]);
         assert_eq!(f, Ok(Feed::Done { extra: 2 }));
         assert!(r.close);
+    }
+
+    #[test]
+    fn a_body_past_the_limit_is_kept_in_part_and_said_so() {
+        let read = |parts: &[&[u8]]| {
+            let mut r = ResponseReader::new(false);
+            r.reset(Keep {
+                body: 8,
+                ..Keep::default()
+            });
+            for p in parts {
+                assert!(r.feed(p).is_ok());
+            }
+            r
+        };
+        let r = read(&[b"HTTP/1.1 200 OK\r\nContent-Length: 12\r\n\r\nabcdefghijkl"]);
+        assert_eq!((r.body(), r.body_bytes, r.body_truncated), (&b"abcdefgh"[..], 12, true));
+        let r = read(&[b"HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\nabcd", b"efgh"]);
+        assert_eq!((r.body(), r.body_truncated), (&b"abcdefgh"[..], false));
+        let r = read(&[b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nabcde\r\n5\r\nfghij\r\n0\r\n\r\n"]);
+        assert_eq!((r.body(), r.body_bytes, r.body_truncated), (&b"abcdefgh"[..], 10, true));
+    }
+
+    #[test]
+    fn switching_protocols_ends_the_connection() {
+        let (f, r) =
+            read_all(&[b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n"]);
+        assert_eq!(f, Ok(Feed::Done { extra: 0 }));
+        assert_eq!(r.status, 101);
+        assert!(r.close, "a 101 connection must not carry another request");
+        // An interim 100 is not the end, and does not close.
+        let (f, r) = read_all(&[b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"]);
+        assert_eq!(f, Ok(Feed::Done { extra: 0 }));
+        assert_eq!((r.status, r.close), (200, false));
     }
 
     #[test]

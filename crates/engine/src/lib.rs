@@ -106,6 +106,20 @@ pub enum EngineError {
     Worker(String),
 }
 
+impl EngineError {
+    /// True when the plan asks for something this process cannot do (a
+    /// server name TLS cannot send, more descriptors or VUs than fit, a
+    /// value only the engine could check): the user's to fix, not a failed
+    /// run. A host that does not resolve is a failed run (the target is
+    /// unreachable from here).
+    pub fn is_usage(&self) -> bool {
+        match self {
+            EngineError::FdLimit { .. } | EngineError::Tls(_) | EngineError::Config(_) => true,
+            EngineError::Resolve { .. } | EngineError::Worker(_) => false,
+        }
+    }
+}
+
 /// Lets another thread (a signal handler) stop a run.
 #[derive(Clone, Debug)]
 pub struct Control {
@@ -280,7 +294,9 @@ pub fn run_http(
     let addr = resolve(&plan.target.host, plan.target.port)?;
     let tls = plan_tls(plan.tls.as_ref(), tls, &plan.target.host, "an https plan")?;
 
-    let request: Box<[u8]> = plan.request_bytes().into_boxed_slice();
+    // One copy of the request (and its body) for every worker: a 64 MiB
+    // body stays 64 MiB however many threads send it.
+    let request = plan.request_bytes();
     let clock = plan.start_at_unix_ms.map_or_else(Clock::start, Clock::at);
     let origin = clock.origin;
     // This process's segment of the plan (the whole without one): its
@@ -357,7 +373,8 @@ pub fn run_http(
         rows: rows.map(|r| (r.clone(), 0)),
     };
     let finished = coordinate(launch, control, on_tick)?;
-    let mut result = finished.into_result(Plan::Http(plan.clone()), plan.is_open_loop(), control);
+    let mut result = finished.into_result(Plan::Http(plan.redacted()), plan.is_open_loop(), control);
+    result.notes.extend(plan.redaction_note());
     result.segment = plan.segment.clone();
     Ok(result)
 }
@@ -727,12 +744,11 @@ fn protocol_spec(
             steps: steps
                 .iter()
                 .map(|s| match s {
-                    throng_plan::LineStep::Send(t) => Ok(protocol::Step::Send(t.as_bytes().to_vec())),
-                    throng_plan::LineStep::Expect(re) => regex::bytes::Regex::new(re)
-                        .map(protocol::Step::Expect)
-                        .map_err(|e| EngineError::Config(format!("--expect '{re}': not a regular expression: {e}"))),
+                    throng_plan::LineStep::Send(t) => protocol::Step::Send(t.as_bytes().to_vec()),
+                    // Compiled when the plan was validated.
+                    throng_plan::LineStep::Expect(re) => protocol::Step::Expect(re.regex().clone()),
                 })
-                .collect::<Result<_, _>>()?,
+                .collect(),
             step_timeout: *step_timeout,
         },
     })
@@ -807,7 +823,7 @@ pub fn run_storm(
         .map(|p| protocol_spec(p, tls.is_some(), plan.client))
         .transpose()?
         .map(Arc::new);
-    let request: Box<[u8]> = plan.request_bytes().unwrap_or_default().into_boxed_slice();
+    let request = bytes::Bytes::from(plan.request_bytes().unwrap_or_default());
     let source: Arc<[std::net::IpAddr]> = Arc::from(plan.source.clone());
     let clock = part.start_at_unix_ms.map_or_else(Clock::start, Clock::at);
     let origin = clock.origin;
@@ -980,7 +996,7 @@ pub fn run_scenario(
     let specs = (0..threads)
         .map(|w| WorkerSpec {
             addr,
-            request: Box::default(),
+            request: bytes::Bytes::new(),
             head_request: false,
             timeout: plan.defaults.timeout,
             keepalive: true,
@@ -1023,7 +1039,17 @@ pub fn run_scenario(
     };
     let finished = coordinate(launch, control, on_tick)?;
     let co_free = plan.scenarios.iter().all(|s| s.executor.is_open());
-    let mut result = finished.into_result(Plan::Run(Box::new(plan.clone())), co_free, control);
+    let mut result = finished.into_result(Plan::Run(Box::new(plan.redacted())), co_free, control);
+    result.notes.extend(plan.redaction_note());
+    if let Some(s) = &result.measurements.scenario
+        && s.truncated_bodies > 0
+    {
+        result.notes.push(format!(
+            "{} responses were longer than their step's max_body (default 1 MiB): their checks and captures saw \
+             only the first max_body bytes; raise max_body in defaults or the step",
+            s.truncated_bodies
+        ));
+    }
     result.segment = plan.segment.clone();
     Ok(result)
 }

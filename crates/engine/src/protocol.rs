@@ -16,8 +16,31 @@ use tokio::time::Sleep;
 use crate::errors::{Stage, classify};
 use crate::transport::{self, TlsClient, Transport};
 
-/// Longest protocol line accepted.
+/// Longest protocol line accepted (README: a longer line is a `protocol`
+/// error). NATS servers send INFO lines of a few kilobytes; they refuse
+/// control lines over 4 KiB themselves.
 const MAX_LINE: usize = 64 * 1024;
+
+/// A line longer than [`MAX_LINE`] (inside the `io::Error` a read returns).
+#[derive(Debug)]
+struct LineTooLong;
+
+impl std::fmt::Display for LineTooLong {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "a line longer than {MAX_LINE} bytes")
+    }
+}
+
+impl std::error::Error for LineTooLong {}
+
+/// The class of a failed read or write during a handshake: an overlong line
+/// is the server breaking the protocol, everything else as the OS says.
+fn io_fail(e: io::Error) -> ErrorClass {
+    if e.get_ref().is_some_and(|inner| inner.is::<LineTooLong>()) {
+        return ErrorClass::Protocol;
+    }
+    classify(&e, Stage::Exchange)
+}
 
 /// The protocol a storm speaks, ready to run (regexes compiled, CONNECT
 /// built once).
@@ -91,7 +114,7 @@ impl Lines {
                     return Poll::Ready(Ok(Some(line)));
                 }
                 if self.buf.len() > MAX_LINE {
-                    return Poll::Ready(Err(io::Error::new(io::ErrorKind::InvalidData, "line too long")));
+                    return Poll::Ready(Err(io::Error::new(io::ErrorKind::InvalidData, LineTooLong)));
                 }
                 let mut s = scratch.borrow_mut();
                 let mut rb = ReadBuf::new(&mut s[..]);
@@ -181,7 +204,6 @@ async fn nats(
     seen: &Cell<OutOfTurn>,
     pending: &Cell<Option<ErrorClass>>,
 ) -> Result<Done, ErrorClass> {
-    let io_fail = |e: io::Error| classify(&e, Stage::Exchange);
     let mut lines = Lines::default();
     let info = lines
         .next(&mut stream, scratch)
@@ -282,7 +304,6 @@ async fn lines(
     scratch: &RefCell<Box<[u8]>>,
     mut sleep: Pin<&mut Sleep>,
 ) -> Result<Done, ErrorClass> {
-    let io_fail = |e: io::Error| classify(&e, Stage::Exchange);
     let mut reader = Lines::default();
     let t0 = Instant::now();
     for step in steps {

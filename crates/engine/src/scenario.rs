@@ -263,13 +263,18 @@ fn compile(flow: &[Step], tags: &[usize], rec: &mut ScenarioRecorder, out: &mut 
                     server: false,
                     headers: r.captures.iter().any(|c| matches!(c.from, CaptureFrom::Header(_)))
                         || r.checks.iter().any(|c| matches!(c.kind, CheckKind::Header(..))),
-                    body: r.captures.iter().any(|c| !matches!(c.from, CaptureFrom::Header(_)))
+                    body: if r.captures.iter().any(|c| !matches!(c.from, CaptureFrom::Header(_)))
                         || r.checks.iter().any(|c| {
                             matches!(
                                 c.kind,
                                 CheckKind::BodyContains(_) | CheckKind::JsonExists(_) | CheckKind::JsonEquals(..)
                             )
-                        }),
+                        }) {
+                        // At most 64 MiB (checked when the file was read).
+                        usize::try_from(r.max_body).unwrap_or(usize::MAX)
+                    } else {
+                        0
+                    },
                 };
                 out.push(Op::Request(Box::new(ReqOp {
                     checks: r.checks.iter().map(|c| rec.check_index(&c.name)).collect(),
@@ -691,7 +696,7 @@ impl Drop for InFlight<'_> {
 /// One request of the flow: render, connect if needed, exchange, record,
 /// capture, check.
 async fn request(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &ReqOp, origin: Option<Instant>) {
-    let bytes = render(sc, vu, &op.req);
+    let rendered = render(sc, vu, &op.req);
     let started = Instant::now();
     let stage = sc.stage_tag(started);
     let flight = InFlight::new(ctx, &op.tags, stage);
@@ -714,6 +719,20 @@ async fn request(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &ReqOp, origin: Option<I
             r.conn(c.id);
         }
     }
+    let Some(bytes) = rendered else {
+        // Never sent: counted `protocol`, a request throng could not frame.
+        let now = Instant::now();
+        ctx.rec.borrow_mut().request_failed(now, ErrorClass::Protocol, 0);
+        if let Some(r) = row.row() {
+            r.failed(ErrorClass::Protocol);
+        }
+        drop(row);
+        flight.end(now, None, true);
+        if !op.checks.is_empty() {
+            with_scen(ctx, |r| op.checks.iter().for_each(|&i| r.check(i, false)));
+        }
+        return;
+    };
     let mut sleep = pin!(tokio::time::sleep(op.req.timeout));
     let (t_send, written) = match vu.conn {
         Some(_) => (Instant::now(), 0),
@@ -795,6 +814,9 @@ async fn request(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &ReqOp, origin: Option<I
             }
             drop(row);
             flight.end(done, Some((response, expected)), !expected);
+            if reader.body_truncated {
+                with_scen(ctx, |r| r.body_truncated());
+            }
             let view = ResponseView {
                 status: reader.status,
                 headers: reader.headers(),
@@ -840,7 +862,10 @@ async fn request(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &ReqOp, origin: Option<I
 }
 
 /// Renders a request's bytes: request line, headers, body.
-fn render(sc: &Scen, vu: &mut Vu, req: &Request) -> Vec<u8> {
+/// None when a rendered header value carries a control character (a
+/// captured or data value with a line break, say): such a request would
+/// smuggle a header or a request of its own, so it is never sent.
+fn render(sc: &Scen, vu: &mut Vu, req: &Request) -> Option<Vec<u8>> {
     let now_ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64);
@@ -900,13 +925,14 @@ fn render(sc: &Scen, vu: &mut Vu, req: &Request) -> Vec<u8> {
     text.push_str(&sc.authority);
     text.push_str("\r\n");
     let own = |name: &str| req.headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(name));
+    let mut clean = true;
     let mut header = |k: &str, v: &throng_scenario::Template, cx: &mut Context<'_>, text: &mut String| {
         text.push_str(k);
         text.push_str(": ");
         scratch.clear();
         v.render_into(cx, &mut scratch);
-        // A captured value must not smuggle in a header of its own.
-        text.extend(scratch.chars().map(|c| if c == '\r' || c == '\n' { ' ' } else { c }));
+        clean &= !scratch.chars().any(throng_plan::is_forbidden_in_value);
+        text.push_str(&scratch);
         text.push_str("\r\n");
     };
     for (k, v) in &sc.plan.defaults.headers {
@@ -916,6 +942,9 @@ fn render(sc: &Scen, vu: &mut Vu, req: &Request) -> Vec<u8> {
     }
     for (k, v) in &req.headers {
         header(k, v, &mut cx, &mut text);
+    }
+    if !clean {
+        return None;
     }
     let has = |name: &str| {
         own(name)
@@ -940,7 +969,7 @@ fn render(sc: &Scen, vu: &mut Vu, req: &Request) -> Vec<u8> {
     text.push_str("\r\n");
     let mut bytes = text.into_bytes();
     bytes.extend_from_slice(&body);
-    bytes
+    Some(bytes)
 }
 
 fn write_json(j: &JsonTemplate, cx: &mut Context<'_>, out: &mut String) {

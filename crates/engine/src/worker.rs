@@ -104,7 +104,8 @@ pub(crate) struct StormLoad {
 #[derive(Debug)]
 pub(crate) struct WorkerSpec {
     pub addr: SocketAddr,
-    pub request: Box<[u8]>,
+    /// Shared by the workers, not copied (see run_http).
+    pub request: bytes::Bytes,
     pub head_request: bool,
     pub timeout: Duration,
     pub keepalive: bool,

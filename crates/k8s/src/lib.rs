@@ -128,6 +128,13 @@ pub struct JobRequest {
     pub start_at_unix: i64,
     /// The plan.
     pub plan: Plan,
+    /// The command line carries a secret (a secret header's value, a URL
+    /// with a password, `--env` values): the `args` file goes in the
+    /// Secret, not the ConfigMap.
+    pub secret_args: bool,
+    /// The scenario file carries a secret header's value: it goes in the
+    /// Secret, not the ConfigMap.
+    pub secret_scenario: bool,
     /// Resources per agent.
     pub sizing: Sizing,
 }
@@ -180,57 +187,67 @@ pub fn generate(req: &JobRequest) -> Result<Manifests, K8sError> {
         annotations: Labels::new(),
     };
 
-    // The plan's files: the script, the segments, the scenario and what it names.
-    let mut data = BTreeMap::new();
-    let mut secret_data = BTreeMap::new();
-    let mut items: Vec<KeyToPath> = ["entrypoint.sh", "args", "segments", "segment-sequence", "start-at"]
-        .iter()
-        .map(|k| key(k, k))
-        .collect();
-    let mut secret_items = Vec::new();
-    data.insert("entrypoint.sh".to_string(), AGENT_SCRIPT.to_string());
-    data.insert("segments".to_string(), segments::segments(n).join("\n") + "\n");
-    data.insert("segment-sequence".to_string(), segments::sequence(n) + "\n");
-    data.insert("start-at".to_string(), format!("{start_at}\n"));
-    let args = match &req.plan {
-        Plan::Command(args) => args.clone(),
-        Plan::Scenario {
-            text,
-            files,
-            extra_args,
-        } => {
-            data.insert("scenario.yaml".to_string(), text.clone());
-            items.push(key("scenario.yaml", "scenario.yaml"));
-            for f in files {
-                let path = f.path.trim_start_matches("./");
-                if path.is_empty() || path.starts_with('/') || path.split('/').any(|p| p == "..") {
-                    return Err(K8sError::File(f.path.clone()));
-                }
-                let k = file_key(path);
-                if data.contains_key(&k) || secret_data.contains_key(&k) {
-                    continue; // named twice (or the same sanitized name): shipped once
-                }
-                if f.secret {
-                    secret_data.insert(k.clone(), f.contents.clone());
-                    secret_items.push(KeyToPath {
-                        key: k,
-                        path: path.to_string(),
-                        mode: Some(0o440),
-                    });
-                } else {
-                    data.insert(k.clone(), f.contents.clone());
-                    items.push(key(&k, path));
-                }
-            }
+    // The plan's files: the script, the segments, the scenario and what it
+    // names, as (key, path, contents, secret).
+    let args_file = |args: &[String]| -> Result<String, K8sError> {
+        if let Some(bad) = args.iter().find(|a| a.contains('\n')) {
+            return Err(K8sError::Argument(bad.clone()));
+        }
+        Ok(args.iter().map(|a| format!("{a}\n")).collect())
+    };
+    let mut files: Vec<(String, String, String, bool)> = Vec::new();
+    let mut plan_file = |k: &str, contents: String, secret: bool| {
+        files.push((k.to_string(), k.to_string(), contents, secret));
+    };
+    plan_file("entrypoint.sh", AGENT_SCRIPT.to_string(), false);
+    match &req.plan {
+        Plan::Command(args) => plan_file("args", args_file(args)?, req.secret_args),
+        Plan::Scenario { extra_args, .. } => {
             let mut a = vec!["run".to_string(), format!("{PLAN_DIR}/scenario.yaml")];
             a.extend(extra_args.iter().cloned());
-            a
+            plan_file("args", args_file(&a)?, req.secret_args);
         }
-    };
-    if let Some(bad) = args.iter().find(|a| a.contains('\n')) {
-        return Err(K8sError::Argument(bad.clone()));
     }
-    data.insert("args".to_string(), args.iter().map(|a| format!("{a}\n")).collect());
+    plan_file("segments", segments::segments(n).join("\n") + "\n", false);
+    plan_file("segment-sequence", segments::sequence(n) + "\n", false);
+    plan_file("start-at", format!("{start_at}\n"), false);
+    if let Plan::Scenario { text, files: named, .. } = &req.plan {
+        files.push((
+            "scenario.yaml".into(),
+            "scenario.yaml".into(),
+            text.clone(),
+            req.secret_scenario,
+        ));
+        for f in named {
+            let path = f.path.trim_start_matches("./");
+            if path.is_empty() || path.starts_with('/') || path.split('/').any(|p| p == "..") {
+                return Err(K8sError::File(f.path.clone()));
+            }
+            files.push((file_key(path), path.to_string(), f.contents.clone(), f.secret));
+        }
+    }
+    // A file that holds a secret goes in the Secret: the pods read it from
+    // the same directory either way.
+    let mut data = BTreeMap::new();
+    let mut secret_data = BTreeMap::new();
+    let mut items = Vec::new();
+    let mut secret_items = Vec::new();
+    for (k, path, contents, secret) in files {
+        if data.contains_key(&k) || secret_data.contains_key(&k) {
+            continue; // named twice (or the same sanitized name): shipped once
+        }
+        if secret {
+            secret_data.insert(k.clone(), contents);
+            secret_items.push(KeyToPath {
+                key: k,
+                path,
+                mode: Some(0o440),
+            });
+        } else {
+            data.insert(k.clone(), contents);
+            items.push(key(&k, &path));
+        }
+    }
 
     let mut docs = Vec::new();
     docs.push(to_yaml(&ConfigMap {
@@ -411,14 +428,22 @@ fn collect_commands(req: &JobRequest, start_at: &str) -> String {
     s.push_str("# exact merge: histograms add, so the merged p99 is the p99 of every sample\n");
     s.push_str(&format!("throng merge {} -o {name}-merged.json\n", files.join(" ")));
     s.push_str(&format!("throng report {name}-merged.json\n"));
-    let secret = match &req.plan {
-        Plan::Scenario { files, .. } if files.iter().any(|f| f.secret) => format!(" secret/{name}-keys"),
-        _ => String::new(),
+    let secret = if has_secret(req) {
+        format!(" secret/{name}-keys")
+    } else {
+        String::new()
     };
     s.push_str(&format!(
         "# then remove the job and its pods\nkubectl -n {ns} delete job/{name} configmap/{name}{secret}\n"
     ));
     s
+}
+
+/// True when the manifests include a Secret.
+fn has_secret(req: &JobRequest) -> bool {
+    req.secret_args
+        || req.secret_scenario
+        || matches!(&req.plan, Plan::Scenario { files, .. } if files.iter().any(|f| f.secret))
 }
 
 fn key(k: &str, path: &str) -> KeyToPath {

@@ -23,7 +23,9 @@ mod phase;
 mod recorder;
 mod scenario;
 
-pub use hist::{EncodedHist, Hist, HistError, Summary};
+pub use hist::{
+    EncodedHist, Hist, HistError, MAX_DECODED_BYTES, MAX_ENCODED_CHARS, MAX_SIGFIG, MAX_TRACKABLE_US, Shape, Summary,
+};
 pub use measurements::{ByteCounts, FirstReply, Measurements, SeriesPoint, TlsCounts};
 pub use outcome::{ErrorClass, Outcomes};
 pub use phase::Phase;

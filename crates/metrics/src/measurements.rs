@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::hist::{EncodedHist, Hist, HistError};
-use crate::outcome::Outcomes;
+use crate::outcome::{Outcomes, add, add_all};
 
 /// Everything one recorder — or many, merged — measured.
 ///
@@ -109,20 +109,14 @@ pub struct TlsCounts {
 }
 
 impl TlsCounts {
-    /// Adds `o`'s counts.
-    pub fn merge(&mut self, o: &TlsCounts) {
-        self.handshakes += o.handshakes;
-        self.resumed += o.resumed;
-        self.hello_retry += o.hello_retry;
-        for (mine, theirs) in [
-            (&mut self.versions, &o.versions),
-            (&mut self.groups, &o.groups),
-            (&mut self.ciphers, &o.ciphers),
-        ] {
-            for (k, v) in theirs {
-                *mine.entry(k.clone()).or_default() += v;
-            }
-        }
+    /// Adds `o`'s counts; an error when a sum passes 2^64 - 1.
+    pub fn merge(&mut self, o: &TlsCounts) -> Result<(), HistError> {
+        add(&mut self.handshakes, o.handshakes, "tls.handshakes")?;
+        add(&mut self.resumed, o.resumed, "tls.resumed")?;
+        add(&mut self.hello_retry, o.hello_retry, "tls.hello_retry")?;
+        add_all(&mut self.versions, &o.versions, "tls.versions")?;
+        add_all(&mut self.groups, &o.groups, "tls.groups")?;
+        add_all(&mut self.ciphers, &o.ciphers, "tls.ciphers")
     }
 }
 
@@ -140,11 +134,11 @@ pub struct ByteCounts {
 }
 
 impl ByteCounts {
-    fn merge(&mut self, o: &ByteCounts) {
-        self.sent += o.sent;
-        self.received += o.received;
-        self.received_headers += o.received_headers;
-        self.received_body += o.received_body;
+    fn merge(&mut self, o: &ByteCounts) -> Result<(), HistError> {
+        add(&mut self.sent, o.sent, "bytes.sent")?;
+        add(&mut self.received, o.received, "bytes.received")?;
+        add(&mut self.received_headers, o.received_headers, "bytes.received_headers")?;
+        add(&mut self.received_body, o.received_body, "bytes.received_body")
     }
 }
 
@@ -202,22 +196,30 @@ pub struct SeriesPoint {
 
 impl SeriesPoint {
     fn merge(&mut self, o: &SeriesPoint) -> Result<(), HistError> {
-        self.requests += o.requests;
-        self.ok += o.ok;
-        self.errors += o.errors;
-        self.replies += o.replies;
-        self.dropped += o.dropped;
-        self.bytes_sent += o.bytes_sent;
-        self.bytes_received += o.bytes_received;
-        self.connections_opened += o.connections_opened;
-        self.connection_errors += o.connection_errors;
-        self.concurrent_max += o.concurrent_max;
-        for (class, n) in &o.error_classes {
-            *self.error_classes.entry(class.clone()).or_default() += n;
-        }
-        for (class, n) in &o.connection_error_classes {
-            *self.connection_error_classes.entry(class.clone()).or_default() += n;
-        }
+        add(&mut self.requests, o.requests, "series.requests")?;
+        add(&mut self.ok, o.ok, "series.ok")?;
+        add(&mut self.errors, o.errors, "series.errors")?;
+        add(&mut self.replies, o.replies, "series.replies")?;
+        add(&mut self.dropped, o.dropped, "series.dropped")?;
+        add(&mut self.bytes_sent, o.bytes_sent, "series.bytes_sent")?;
+        add(&mut self.bytes_received, o.bytes_received, "series.bytes_received")?;
+        add(
+            &mut self.connections_opened,
+            o.connections_opened,
+            "series.connections_opened",
+        )?;
+        add(
+            &mut self.connection_errors,
+            o.connection_errors,
+            "series.connection_errors",
+        )?;
+        add(&mut self.concurrent_max, o.concurrent_max, "series.concurrent_max")?;
+        add_all(&mut self.error_classes, &o.error_classes, "series.error_classes")?;
+        add_all(
+            &mut self.connection_error_classes,
+            &o.connection_error_classes,
+            "series.connection_error_classes",
+        )?;
         for (name, h) in &o.phases {
             match self.phases.get_mut(name) {
                 Some(mine) => {
@@ -268,7 +270,7 @@ impl Measurements {
             (Some(a), Some(b)) => Some(a.max(b)),
             (a, b) => a.or(b),
         };
-        self.closed_by_peer += other.closed_by_peer;
+        add(&mut self.closed_by_peer, other.closed_by_peer, "closed_by_peer")?;
         self.first_drop_us = match (self.first_drop_us, shifted(other.first_drop_us)) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -277,16 +279,20 @@ impl Measurements {
             (Some(a), Some(b)) => Some(a.max(b)),
             (a, b) => a.or(b),
         };
-        for (k, v) in &other.reconnect_gave_up {
-            *self.reconnect_gave_up.entry(k.clone()).or_default() += v;
-        }
+        add_all(
+            &mut self.reconnect_gave_up,
+            &other.reconnect_gave_up,
+            "reconnect_gave_up",
+        )?;
         self.first_reaccepted_us = match (self.first_reaccepted_us, shifted(other.first_reaccepted_us)) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        for (k, v) in &other.handshake_out_of_turn {
-            *self.handshake_out_of_turn.entry(k.clone()).or_default() += v;
-        }
+        add_all(
+            &mut self.handshake_out_of_turn,
+            &other.handshake_out_of_turn,
+            "handshake_out_of_turn",
+        )?;
         let offset = offset.as_secs();
         match (&mut self.scenario, &other.scenario) {
             (Some(mine), Some(theirs)) => mine.merge(theirs, offset)?,
@@ -297,20 +303,18 @@ impl Measurements {
             }
             _ => {}
         }
-        self.requests.merge(&other.requests);
-        self.connections.merge(&other.connections);
-        self.reconnects.merge(&other.reconnects);
-        self.dropped += other.dropped;
-        for (code, n) in &other.status {
-            *self.status.entry(*code).or_default() += n;
-        }
-        self.bytes.merge(&other.bytes);
+        self.requests.merge(&other.requests)?;
+        self.connections.merge(&other.connections)?;
+        self.reconnects.merge(&other.reconnects)?;
+        add(&mut self.dropped, other.dropped, "dropped")?;
+        add_all(&mut self.status, &other.status, "status")?;
+        self.bytes.merge(&other.bytes)?;
         merge_hists(&mut self.phases, &other.phases)?;
         if self.first_reply.is_none() {
             self.first_reply.clone_from(&other.first_reply);
         }
         match (&mut self.tls, &other.tls) {
-            (Some(mine), Some(theirs)) => mine.merge(theirs),
+            (Some(mine), Some(theirs)) => mine.merge(theirs)?,
             (None, Some(theirs)) => self.tls = Some(theirs.clone()),
             _ => {}
         }
@@ -320,7 +324,10 @@ impl Measurements {
             .map(|p| (p.second, p))
             .collect();
         for p in &other.series {
-            let second = p.second + offset;
+            let second = p
+                .second
+                .checked_add(offset)
+                .ok_or_else(|| HistError::Overflow(format!("second {} plus an offset of {offset} s", p.second)))?;
             let slot = by_second.entry(second).or_insert_with(|| SeriesPoint {
                 second,
                 ..SeriesPoint::default()
@@ -348,7 +355,7 @@ impl Measurements {
                 100..=599 => usize::from(code / 100 - 1),
                 _ => 5,
             };
-            out[i] += n;
+            out[i] = out[i].saturating_add(n);
         }
         out
     }
@@ -384,12 +391,12 @@ impl Measurements {
     /// Out-of-turn sightings of every kind (a handshake that saw two kinds
     /// counts twice).
     pub fn out_of_turn_total(&self) -> u64 {
-        self.handshake_out_of_turn.values().sum()
+        self.handshake_out_of_turn.values().fold(0, |a, &b| a.saturating_add(b))
     }
 
     /// Responses received (any status).
     pub fn replies(&self) -> u64 {
-        self.status.values().sum()
+        self.status.values().fold(0u64, |a, &n| a.saturating_add(n))
     }
 }
 

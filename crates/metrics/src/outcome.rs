@@ -5,6 +5,28 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::hist::HistError;
+
+/// `*into += n`, or [`HistError::Overflow`] naming `what`.
+pub(crate) fn add(into: &mut u64, n: u64, what: &str) -> Result<(), HistError> {
+    *into = into
+        .checked_add(n)
+        .ok_or_else(|| HistError::Overflow(format!("the counts of '{what}'")))?;
+    Ok(())
+}
+
+/// Adds every count of `from` into `into` by key ([`add`]).
+pub(crate) fn add_all<K: Ord + Clone + std::fmt::Display>(
+    into: &mut BTreeMap<K, u64>,
+    from: &BTreeMap<K, u64>,
+    what: &str,
+) -> Result<(), HistError> {
+    for (k, &n) in from {
+        add(into.entry(k.clone()).or_default(), n, &format!("{what}.{k}"))?;
+    }
+    Ok(())
+}
+
 /// Why a unit of work (connection, request) did not end `ok`.
 ///
 /// The classes follow httperf's and extend them; their names (see
@@ -129,19 +151,25 @@ impl Outcomes {
         self.attempted == 0
     }
 
-    /// Σ errors.
+    /// Σ errors (saturating at 2^64 - 1: counts read from a file are
+    /// checked with [`Outcomes::checked_ended`] when it is loaded).
     pub fn failed(&self) -> u64 {
-        self.errors.values().sum()
+        self.errors.values().fold(0u64, |a, &n| a.saturating_add(n))
     }
 
     /// Units that ended (ok or failed).
     pub fn ended(&self) -> u64 {
-        self.ok + self.failed()
+        self.ok.saturating_add(self.failed())
+    }
+
+    /// `ok + Σ errors`, or None when that passes 2^64 - 1.
+    pub fn checked_ended(&self) -> Option<u64> {
+        self.errors.values().try_fold(self.ok, |a, &n| a.checked_add(n))
     }
 
     /// The accounting invariant: every attempted unit ended exactly once.
     pub fn is_balanced(&self) -> bool {
-        self.attempted == self.ended()
+        self.checked_ended() == Some(self.attempted)
     }
 
     /// Count of one error class by name (0 when absent).
@@ -149,13 +177,11 @@ impl Outcomes {
         self.errors.get(name).copied().unwrap_or(0)
     }
 
-    /// Adds `other`'s counts to these.
-    pub fn merge(&mut self, other: &Outcomes) {
-        self.attempted += other.attempted;
-        self.ok += other.ok;
-        for (k, v) in &other.errors {
-            *self.errors.entry(k.clone()).or_default() += v;
-        }
+    /// Adds `other`'s counts to these; an error when a sum passes 2^64 - 1.
+    pub fn merge(&mut self, other: &Outcomes) -> Result<(), HistError> {
+        add(&mut self.attempted, other.attempted, "attempted")?;
+        add(&mut self.ok, other.ok, "ok")?;
+        add_all(&mut self.errors, &other.errors, "errors")
     }
 }
 
@@ -183,7 +209,7 @@ mod tests {
             errors: [("refused".to_string(), 1), ("eof".to_string(), 2)].into(),
         };
         assert!(a.is_balanced() && b.is_balanced());
-        a.merge(&b);
+        a.merge(&b).unwrap();
         assert_eq!(a.attempted, 9);
         assert_eq!(a.error("refused"), 3);
         assert_eq!(a.error("eof"), 2);

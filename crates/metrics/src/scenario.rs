@@ -8,6 +8,14 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::hist::{EncodedHist, Hist, HistError};
+use crate::outcome::add;
+
+/// `second + offset`, or an overflow error.
+fn shift(second: u64, offset: u64) -> Result<u64, HistError> {
+    second
+        .checked_add(offset)
+        .ok_or_else(|| HistError::Overflow(format!("second {second} plus an offset of {offset} s")))
+}
 
 /// Requests carrying one tag (or all requests, under the empty key).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -94,6 +102,10 @@ pub struct ScenarioStats {
     pub groups: BTreeMap<String, Hist>,
     /// Most VUs active at once (summed over workers per second).
     pub vus_max: u64,
+    /// Responses whose body was longer than their step's `max_body` while
+    /// a check or capture read it: those saw only the first `max_body` bytes.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub truncated_bodies: u64,
     /// Per second.
     pub series: Vec<ScenarioSecond>,
 }
@@ -104,10 +116,14 @@ impl ScenarioStats {
     pub fn merge(&mut self, o: &ScenarioStats, offset: u64) -> Result<(), HistError> {
         for (k, t) in &o.tags {
             let mine = self.tags.entry(k.clone()).or_default();
-            mine.requests += t.requests;
-            mine.failed += t.failed;
-            mine.unexpected_status += t.unexpected_status;
-            mine.interrupted += t.interrupted;
+            add(&mut mine.requests, t.requests, "scenario.tags.requests")?;
+            add(&mut mine.failed, t.failed, "scenario.tags.failed")?;
+            add(
+                &mut mine.unexpected_status,
+                t.unexpected_status,
+                "scenario.tags.unexpected_status",
+            )?;
+            add(&mut mine.interrupted, t.interrupted, "scenario.tags.interrupted")?;
             mine.response.add(&t.response)?;
             mine.expected.add(&t.expected)?;
             let mut by: BTreeMap<u64, TagSecond> = std::mem::take(&mut mine.series)
@@ -115,12 +131,16 @@ impl ScenarioStats {
                 .map(|s| (s.second, s))
                 .collect();
             for s in &t.series {
-                let second = s.second + offset;
+                let second = shift(s.second, offset)?;
                 match by.get_mut(&second) {
                     Some(m) => {
-                        m.requests += s.requests;
-                        m.failed += s.failed;
-                        m.unexpected_status += s.unexpected_status;
+                        add(&mut m.requests, s.requests, "scenario.tags.series.requests")?;
+                        add(&mut m.failed, s.failed, "scenario.tags.series.failed")?;
+                        add(
+                            &mut m.unexpected_status,
+                            s.unexpected_status,
+                            "scenario.tags.series.unexpected_status",
+                        )?;
                         let mut h = m.response.decode()?;
                         h.add(&s.response.decode()?)?;
                         m.response = EncodedHist::new(&h);
@@ -134,12 +154,21 @@ impl ScenarioStats {
         }
         for (k, c) in &o.checks {
             let mine = self.checks.entry(k.clone()).or_default();
-            mine.passes += c.passes;
-            mine.fails += c.fails;
+            add(&mut mine.passes, c.passes, "scenario.checks.passes")?;
+            add(&mut mine.fails, c.fails, "scenario.checks.fails")?;
         }
-        self.iterations += o.iterations;
+        add(&mut self.iterations, o.iterations, "scenario.iterations")?;
         self.iteration.add(&o.iteration)?;
-        self.dropped_iterations += o.dropped_iterations;
+        add(
+            &mut self.dropped_iterations,
+            o.dropped_iterations,
+            "scenario.dropped_iterations",
+        )?;
+        add(
+            &mut self.truncated_bodies,
+            o.truncated_bodies,
+            "scenario.truncated_bodies",
+        )?;
         for (k, h) in &o.groups {
             self.groups.entry(k.clone()).or_default().add(h)?;
         }
@@ -148,19 +177,23 @@ impl ScenarioStats {
             .map(|s| (s.second, s))
             .collect();
         for s in &o.series {
-            let second = s.second + offset;
+            let second = shift(s.second, offset)?;
             let m = by.entry(second).or_insert(ScenarioSecond {
                 second,
                 ..ScenarioSecond::default()
             });
-            m.iterations += s.iterations;
-            m.dropped_iterations += s.dropped_iterations;
-            m.vus += s.vus;
+            add(&mut m.iterations, s.iterations, "scenario.series.iterations")?;
+            add(
+                &mut m.dropped_iterations,
+                s.dropped_iterations,
+                "scenario.series.dropped_iterations",
+            )?;
+            add(&mut m.vus, s.vus, "scenario.series.vus")?;
             if m.vus_by_scenario.len() < s.vus_by_scenario.len() {
                 m.vus_by_scenario.resize(s.vus_by_scenario.len(), 0);
             }
-            for (mine, theirs) in m.vus_by_scenario.iter_mut().zip(&s.vus_by_scenario) {
-                *mine += theirs;
+            for (mine, &theirs) in m.vus_by_scenario.iter_mut().zip(&s.vus_by_scenario) {
+                add(mine, theirs, "scenario.series.vus_by_scenario")?;
             }
         }
         self.series = by.into_values().collect();
@@ -199,6 +232,7 @@ pub struct ScenarioRecorder {
     iterations: u64,
     iteration: Hist,
     dropped: u64,
+    truncated_bodies: u64,
     groups: Vec<(String, Hist)>,
     /// VUs active now, per scenario.
     vus: Vec<u64>,
@@ -217,6 +251,7 @@ impl ScenarioRecorder {
             iterations: 0,
             iteration: Hist::new(),
             dropped: 0,
+            truncated_bodies: 0,
             groups: Vec::new(),
             vus: Vec::new(),
             point: ScenarioSecond::default(),
@@ -343,6 +378,12 @@ impl ScenarioRecorder {
         }
     }
 
+    /// A response's body was longer than what its checks and captures
+    /// could see.
+    pub fn body_truncated(&mut self) {
+        self.truncated_bodies += 1;
+    }
+
     /// An iteration completed after `d`.
     pub fn iteration(&mut self, now: Instant, d: Duration) {
         self.at(now);
@@ -427,6 +468,7 @@ impl ScenarioRecorder {
             dropped_iterations: self.dropped,
             groups: self.groups.into_iter().collect(),
             vus_max,
+            truncated_bodies: self.truncated_bodies,
             series: self.series,
         }
     }

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
 use crate::duration::format_duration;
@@ -17,6 +18,15 @@ pub const DEFAULT_CONNECTIONS: u32 = 50;
 pub const DEFAULT_OPEN_CAP: u32 = 1000;
 /// `--timeout` when not given.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+/// The largest `--body` accepted (64 MiB): the body is held in memory once
+/// for the whole run, and a file past this is almost always a mistake
+/// (`/dev/zero`, a log that keeps growing).
+pub const MAX_BODY_BYTES: u64 = 64 << 20;
+/// Header values replaced by [`REDACTED`] in every file and report; more
+/// are marked with `--secret-header NAME`.
+pub const SENSITIVE_HEADERS: [&str; 4] = ["authorization", "proxy-authorization", "cookie", "set-cookie"];
+/// What a secret header's value reads as in results and reports.
+pub const REDACTED: &str = "<redacted>";
 
 /// Flags as parsed, before validation. Every field maps to one flag.
 #[derive(Clone, Debug, Default)]
@@ -37,8 +47,11 @@ pub struct HttpArgs {
     pub method: Option<String>,
     /// `-H`, as typed.
     pub headers: Vec<String>,
-    /// `--body`: the file's path and contents (read at the edge).
+    /// `--body`: the file's path and contents (read at the edge, at most
+    /// [`MAX_BODY_BYTES`]).
     pub body: Option<(String, Vec<u8>)>,
+    /// `--secret-header`, as typed: more headers whose values are redacted.
+    pub secret_headers: Vec<String>,
     /// `--timeout`.
     pub timeout: Option<Duration>,
     /// `--no-keepalive`.
@@ -201,14 +214,21 @@ pub struct HttpPlan {
     pub method: String,
     /// Extra request headers, in order.
     pub headers: Vec<(String, String)>,
-    /// Request body (not stored in result files; see `body_file`).
+    /// Request body (not stored in result files; see `body_file`). Shared,
+    /// not copied, by whoever sends it.
     #[serde(skip)]
-    pub body: Vec<u8>,
+    pub body: Bytes,
     /// Where the body came from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub body_file: Option<String>,
     /// Body size.
     pub body_bytes: u64,
+    /// Names of the headers whose values are secret (lowercase): the
+    /// always-sensitive ones present and those marked `--secret-header`.
+    /// Results and reports hold [`HttpPlan::redacted`], where these values
+    /// read [`REDACTED`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub secret_headers: Vec<String>,
     /// Connections (closed loop) or the connection cap (open loop).
     pub connections: u32,
     /// Worker threads.
@@ -235,6 +255,28 @@ pub struct HttpPlan {
     /// Start at this wall-clock instant (ms since the Unix epoch).
     #[serde(skip)]
     pub start_at_unix_ms: Option<u64>,
+    /// The request's bytes, made once at validation; `body` is a view into
+    /// them, so a large body is held once, whoever sends it.
+    #[serde(skip)]
+    wire: Wire,
+}
+
+/// The bytes of a validated plan's request: derived from the other fields
+/// (so plans compare equal whatever it holds, e.g. one read back from a
+/// result file, where it is empty).
+#[derive(Clone, Default)]
+struct Wire(Bytes);
+
+impl PartialEq for Wire {
+    fn eq(&self, _: &Wire) -> bool {
+        true
+    }
+}
+
+impl std::fmt::Debug for Wire {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Wire({} bytes)", self.0.len())
+    }
 }
 
 impl HttpPlan {
@@ -253,11 +295,12 @@ impl HttpPlan {
             ));
         }
 
-        let headers = args
+        let mut headers = args
             .headers
             .iter()
             .map(|h| parse_header(h))
             .collect::<Result<Vec<_>, _>>()?;
+        let secret_headers = secret_names(&args.secret_headers, headers.iter().map(|(n, _)| n.as_str()))?;
 
         let load = match args.rate {
             Some(rate) if !(rate.is_finite() && rate > 0.0) => {
@@ -355,14 +398,26 @@ impl HttpPlan {
             Some((path, bytes)) => (Some(path), bytes),
             None => (None, Vec::new()),
         };
+        if body.len() as u64 > MAX_BODY_BYTES {
+            return Err(PlanError::invalid(
+                "--body",
+                format!(
+                    "{} is {} bytes, over the limit of {MAX_BODY_BYTES} bytes (64 MiB); send a smaller file",
+                    body_file.as_deref().unwrap_or("the body"),
+                    body.len()
+                ),
+            ));
+        }
+        framing_headers(&mut headers, body.len() as u64, body_file.as_deref())?;
 
-        Ok(HttpPlan {
+        let mut plan = HttpPlan {
             target,
             method,
             headers,
             body_bytes: body.len() as u64,
-            body,
+            body: Bytes::new(),
             body_file,
+            secret_headers,
             connections,
             threads,
             load,
@@ -373,7 +428,18 @@ impl HttpPlan {
             tls,
             segment,
             start_at_unix_ms: args.start_at_unix_ms,
-        })
+            wire: Wire::default(),
+        };
+        // The request once, and the body as its tail: the head goes in
+        // front of the body where it lies (a large allocation grows in
+        // place), so the body is never in memory twice.
+        let len = body.len();
+        let mut wire = body;
+        wire.splice(0..0, plan.render_head(len));
+        let wire = Bytes::from(wire);
+        plan.body = wire.slice(wire.len() - len..);
+        plan.wire = Wire(wire);
+        Ok(plan)
     }
 
     /// This process's segment: the plan's, or the whole.
@@ -386,9 +452,27 @@ impl HttpPlan {
         matches!(self.load, Load::Open { .. })
     }
 
-    /// The exact bytes of one request: head and body.
-    pub fn request_bytes(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(128 + self.body.len());
+    /// The exact bytes of one request, head and body: shared, not copied
+    /// (made anew only for a plan read back from a result file).
+    pub fn request_bytes(&self) -> Bytes {
+        if self.wire.0.is_empty() {
+            Bytes::from(self.render_request())
+        } else {
+            self.wire.0.clone()
+        }
+    }
+
+    fn render_request(&self) -> Vec<u8> {
+        let mut out = self.render_head(self.body.len());
+        out.extend_from_slice(&self.body);
+        out
+    }
+
+    /// The request line and headers, for a body of `body_len` bytes.
+    fn render_head(&self, body_len: usize) -> Vec<u8> {
+        let head: usize = self.headers.iter().map(|(n, v)| n.len() + v.len() + 4).sum();
+        // Room for the body too: render_request appends it without regrowing.
+        let mut out = Vec::with_capacity(256 + self.method.len() + self.target.path.len() + head + self.body.len());
         let has = |name: &str| self.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
         out.extend_from_slice(format!("{} {} HTTP/1.1\r\n", self.method, self.target.path).as_bytes());
         if !has("host") {
@@ -400,16 +484,36 @@ impl HttpPlan {
         for (name, value) in &self.headers {
             out.extend_from_slice(format!("{name}: {value}\r\n").as_bytes());
         }
-        let sends_body = !self.body.is_empty() || matches!(self.method.as_str(), "POST" | "PUT" | "PATCH");
-        if sends_body && !has("content-length") {
-            out.extend_from_slice(format!("Content-Length: {}\r\n", self.body.len()).as_bytes());
+        // A user Content-Length that agreed with the body was dropped at
+        // validation (one that did not was refused): this is the only one.
+        let sends_body = body_len > 0 || matches!(self.method.as_str(), "POST" | "PUT" | "PATCH");
+        if sends_body {
+            out.extend_from_slice(format!("Content-Length: {body_len}\r\n").as_bytes());
         }
         if !self.keepalive && !has("connection") {
             out.extend_from_slice(b"Connection: close\r\n");
         }
         out.extend_from_slice(b"\r\n");
-        out.extend_from_slice(&self.body);
         out
+    }
+
+    /// The plan as results and reports keep it: the values of secret
+    /// headers read [`REDACTED`].
+    pub fn redacted(&self) -> HttpPlan {
+        let mut plan = self.clone();
+        // The request holds the secrets; a result has no use for it.
+        plan.wire = Wire::default();
+        for (name, value) in &mut plan.headers {
+            if is_secret(&plan.secret_headers, name) {
+                *value = REDACTED.to_string();
+            }
+        }
+        plan
+    }
+
+    /// Says which headers' values a result holds as [`REDACTED`], if any.
+    pub fn redaction_note(&self) -> Option<String> {
+        redaction_note(self.headers.iter().map(|(n, _)| n.as_str()), &self.secret_headers)
     }
 
     /// A one-line description: `closed loop, 50 connections, 2 threads, 10s`.
@@ -488,24 +592,194 @@ fn parse_target(text: &str) -> Result<Target, PlanError> {
 }
 
 fn parse_header(text: &str) -> Result<(String, String), PlanError> {
+    let shown = text.escape_debug().to_string();
     let bad = |why: &str| {
         PlanError::invalid(
             "-H/--header",
-            format!("'{text}': {why}; expected 'Name: value', e.g. -H 'Accept: application/json'"),
+            format!("'{shown}': {why}; expected 'Name: value', e.g. -H 'Accept: application/json'"),
         )
     };
     let (name, value) = text
         .split_once(':')
         .ok_or_else(|| bad("no ':' between name and value"))?;
-    let name = name.trim();
+    // Only spaces and tabs are optional whitespace around a field (RFC 9110
+    // 5.6.3); str::trim would also eat a vertical tab or a form feed.
+    let name = name.trim_matches([' ', '\t']);
     if name.is_empty() || !name.bytes().all(is_token) {
         return Err(bad("the name is empty or has characters a header name cannot have"));
     }
-    let value = value.trim();
-    if value.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0) {
-        return Err(bad("the value has a line break"));
+    let value = value.trim_matches([' ', '\t']);
+    if let Some(c) = value.chars().find(|&c| is_forbidden_in_value(c)) {
+        return Err(bad(&format!(
+            "the value of {name} has the control character {}, which a header cannot carry",
+            c.escape_debug()
+        )));
     }
     Ok((name.to_string(), value.to_string()))
+}
+
+/// True for a character a header value must not carry on the wire: any
+/// control character but the horizontal tab (RFC 9110 5.5).
+pub fn is_forbidden_in_value(c: char) -> bool {
+    c.is_ascii_control() && c != '\t'
+}
+
+/// Refuses a Transfer-Encoding (throng sends bodies with a length, never
+/// chunked) and a Content-Length that contradicts the body's `len`, and
+/// drops one that agrees: the request head carries the one throng computes.
+fn framing_headers(headers: &mut Vec<(String, String)>, len: u64, file: Option<&str>) -> Result<(), PlanError> {
+    let body = match file {
+        Some(f) => format!("--body {f} ({len} bytes)"),
+        None => "no --body (0 bytes)".to_string(),
+    };
+    for (name, value) in headers.iter() {
+        if name.eq_ignore_ascii_case("transfer-encoding") {
+            return Err(PlanError::invalid(
+                "-H/--header",
+                format!(
+                    "'{name}: {value}': throng does not chunk request bodies; leave Transfer-Encoding out, \
+                     throng sends {body} with a Content-Length"
+                ),
+            ));
+        }
+        if name.eq_ignore_ascii_case("content-length") && value.trim().parse::<u64>().ok() != Some(len) {
+            return Err(PlanError::invalid(
+                "-H/--header",
+                format!(
+                    "'{name}: {value}' contradicts {body}, and the server would read the difference as \
+                     another request; leave Content-Length out, throng computes it"
+                ),
+            ));
+        }
+    }
+    headers.retain(|(name, _)| !name.eq_ignore_ascii_case("content-length"));
+    Ok(())
+}
+
+/// The secret header names of a plan, lowercase, sorted, each once: the
+/// always-sensitive ones among `present`, and every `--secret-header`.
+pub fn secret_names<'a>(marked: &[String], present: impl Iterator<Item = &'a str>) -> Result<Vec<String>, PlanError> {
+    let mut out = Vec::new();
+    for m in marked {
+        let name = m.trim();
+        if name.is_empty() || !name.bytes().all(is_token) {
+            return Err(PlanError::invalid(
+                "--secret-header",
+                format!(
+                    "'{}' is not a header name; give the name only, e.g. --secret-header X-Api-Key",
+                    m.escape_debug()
+                ),
+            ));
+        }
+        out.push(name.to_ascii_lowercase());
+    }
+    out.extend(
+        present
+            .map(str::to_ascii_lowercase)
+            .filter(|n| SENSITIVE_HEADERS.contains(&n.as_str())),
+    );
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
+/// The note a result carries when some of `headers` are `secret`.
+pub fn redaction_note<'a>(headers: impl Iterator<Item = &'a str>, secret: &[String]) -> Option<String> {
+    let mut names: Vec<&str> = headers.filter(|n| is_secret(secret, n)).collect();
+    names.sort_by_key(|n| n.to_ascii_lowercase());
+    names.dedup_by(|a, b| a.eq_ignore_ascii_case(b));
+    (!names.is_empty()).then(|| {
+        format!(
+            "the values of these request headers are secret and read {REDACTED} in this result: {} \
+             (Authorization, Proxy-Authorization, Cookie, Set-Cookie always; more with --secret-header)",
+            names.join(", ")
+        )
+    })
+}
+
+/// A command line as a user typed it (a sweep's `run:`), with the values of
+/// secret headers (`-H 'Authorization: …'`, and those its `--secret-header`
+/// names) and the passwords of URLs replaced: fit for a result file.
+/// Words are split as a POSIX shell would (quotes, backslashes); a word
+/// that holds a secret is rewritten whole, single-quoted.
+pub fn redact_command(text: &str) -> String {
+    // (start, end, the word unquoted) of each word.
+    let mut words: Vec<(usize, usize, String)> = Vec::new();
+    let mut chars = text.char_indices().peekable();
+    while let Some(&(start, c)) = chars.peek() {
+        if c.is_whitespace() {
+            chars.next();
+            continue;
+        }
+        let mut word = String::new();
+        let mut end = start;
+        let mut quote: Option<char> = None;
+        while let Some(&(i, c)) = chars.peek() {
+            if quote.is_none() && c.is_whitespace() {
+                break;
+            }
+            chars.next();
+            end = i + c.len_utf8();
+            match (quote, c) {
+                (None, '\'' | '"') => quote = Some(c),
+                (Some(q), c) if c == q => quote = None,
+                (Some('\''), c) => word.push(c),
+                (_, '\\') => {
+                    if let Some((j, n)) = chars.next() {
+                        end = j + n.len_utf8();
+                        word.push(n);
+                    }
+                }
+                (_, c) => word.push(c),
+            }
+        }
+        words.push((start, end, word));
+    }
+    let marked: Vec<String> = words
+        .windows(2)
+        .filter(|w| w[0].2 == "--secret-header")
+        .map(|w| w[1].2.clone())
+        .chain(
+            words
+                .iter()
+                .filter_map(|w| w.2.strip_prefix("--secret-header=").map(str::to_string)),
+        )
+        .collect();
+    let names = words.iter().filter_map(|w| w.2.split_once(':').map(|(n, _)| n.trim()));
+    let secret = secret_names(&[], names)
+        .unwrap_or_default()
+        .into_iter()
+        .chain(marked.iter().map(|m| m.trim().to_ascii_lowercase()))
+        .collect::<Vec<_>>();
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for (start, end, word) in &words {
+        let header = word
+            .split_once(':')
+            .filter(|(n, _)| !n.is_empty() && n.trim().bytes().all(is_token) && is_secret(&secret, n.trim()));
+        let replaced = match header {
+            Some((name, _)) => Some(format!("'{}: {REDACTED}'", name.trim())),
+            None => url::Url::parse(word)
+                .ok()
+                .filter(|u| u.password().is_some())
+                .map(|mut u| {
+                    let _ = u.set_password(Some("***"));
+                    format!("'{u}'")
+                }),
+        };
+        if let Some(r) = replaced {
+            out.push_str(&text[at..*start]);
+            out.push_str(&r);
+            at = *end;
+        }
+    }
+    out.push_str(&text[at..]);
+    out
+}
+
+/// True when `name` is one of `secret` (lowercase names).
+pub fn is_secret(secret: &[String], name: &str) -> bool {
+    secret.iter().any(|s| s.eq_ignore_ascii_case(name))
 }
 
 #[cfg(test)]
@@ -546,7 +820,7 @@ mod tests {
         a.headers = vec!["X-Test: 1".into()];
         a.no_keepalive = true;
         let p = HttpPlan::from_args(a).unwrap();
-        let text = String::from_utf8(p.request_bytes()).unwrap();
+        let text = String::from_utf8(p.request_bytes().to_vec()).unwrap();
         let ua = concat!("User-Agent: throng/", env!("CARGO_PKG_VERSION"));
         assert_eq!(
             text,
@@ -559,12 +833,139 @@ mod tests {
         let mut a = args("http://[::1]:9000/echo");
         a.body = Some(("b.json".into(), b"{}".to_vec()));
         let p = HttpPlan::from_args(a).unwrap();
-        let text = String::from_utf8(p.request_bytes()).unwrap();
+        let text = String::from_utf8(p.request_bytes().to_vec()).unwrap();
         assert!(
             text.starts_with("POST /echo HTTP/1.1\r\nHost: [::1]:9000\r\n"),
             "{text}"
         );
         assert!(text.ends_with("Content-Length: 2\r\n\r\n{}"), "{text}");
+    }
+
+    fn body_args(headers: &[&str], body: &'static [u8]) -> HttpArgs {
+        let mut a = args("http://h/");
+        a.headers = headers.iter().map(|h| h.to_string()).collect();
+        a.body = Some(("b.txt".into(), body.to_vec()));
+        a
+    }
+
+    fn message_of(e: PlanError) -> String {
+        match e {
+            PlanError::Invalid { message, .. } => message,
+        }
+    }
+
+    #[test]
+    fn content_length_that_agrees_is_sent_once_and_one_that_does_not_is_refused() {
+        let p = HttpPlan::from_args(body_args(&["Content-Length: 10"], b"0123456789")).unwrap();
+        let text = String::from_utf8(p.request_bytes().to_vec()).unwrap();
+        assert_eq!(text.to_ascii_lowercase().matches("content-length").count(), 1, "{text}");
+        assert!(text.ends_with("Content-Length: 10\r\n\r\n0123456789"), "{text}");
+
+        let e = HttpPlan::from_args(body_args(&["content-length: 1"], b"0123456789")).unwrap_err();
+        let m = message_of(e.clone());
+        assert_eq!(flag_of(e), "-H/--header");
+        assert!(m.contains("contradicts --body b.txt (10 bytes)"), "{m}");
+        // Without a body: only 0 agrees.
+        let mut a = args("http://h/");
+        a.headers = vec!["Content-Length: 5".into()];
+        assert_eq!(flag_of(HttpPlan::from_args(a).unwrap_err()), "-H/--header");
+        let mut a = args("http://h/");
+        a.headers = vec!["Content-Length: 0".into()];
+        let text = String::from_utf8(HttpPlan::from_args(a).unwrap().request_bytes().to_vec()).unwrap();
+        assert!(!text.to_ascii_lowercase().contains("content-length"), "{text}");
+    }
+
+    #[test]
+    fn transfer_encoding_is_refused() {
+        let e = HttpPlan::from_args(body_args(&["Transfer-Encoding: chunked"], b"x")).unwrap_err();
+        let m = message_of(e.clone());
+        assert_eq!(flag_of(e), "-H/--header");
+        assert!(m.contains("does not chunk request bodies"), "{m}");
+    }
+
+    #[test]
+    fn control_characters_in_headers_are_refused() {
+        for h in [
+            "X-A: a\u{b}b",
+            "X-A: a\u{c}",
+            "X-A\u{b}: v",
+            "X-A: \u{7f}",
+            "X-A: a\rb",
+            "X-A: a\u{0}",
+        ] {
+            let mut a = args("http://h/");
+            a.headers = vec![h.to_string()];
+            let e = HttpPlan::from_args(a).unwrap_err();
+            let m = message_of(e.clone());
+            assert_eq!(flag_of(e), "-H/--header", "{h:?}");
+            assert!(
+                !m.contains('\u{b}') && !m.contains('\r'),
+                "the message shows it escaped: {m:?}"
+            );
+        }
+        let mut a = args("http://h/");
+        a.headers = vec!["X-A: a\tb".into()];
+        assert_eq!(
+            HttpPlan::from_args(a).unwrap().headers,
+            [("X-A".to_string(), "a\tb".to_string())]
+        );
+    }
+
+    #[test]
+    fn secret_headers_are_redacted_and_named() {
+        let mut a = args("http://h/");
+        a.headers = vec![
+            "Authorization: Bearer s3cret".into(),
+            "X-Api-Key: k3y".into(),
+            "Cookie: c=1".into(),
+            "Accept: */*".into(),
+        ];
+        a.secret_headers = vec!["x-api-key".into()];
+        let p = HttpPlan::from_args(a).unwrap();
+        // What is sent keeps the values.
+        let sent = String::from_utf8(p.request_bytes().to_vec()).unwrap();
+        assert!(sent.contains("Authorization: Bearer s3cret\r\n") && sent.contains("X-Api-Key: k3y"));
+        let r = p.redacted();
+        let json = serde_json::to_string(&r).unwrap();
+        for secret in ["s3cret", "k3y", "c=1"] {
+            assert!(!json.contains(secret), "{json}");
+        }
+        assert!(json.contains("*/*"), "{json}");
+        assert_eq!(r.headers[0], ("Authorization".to_string(), REDACTED.to_string()));
+        let note = p.redaction_note().unwrap();
+        assert!(note.contains("Authorization, Cookie, X-Api-Key"), "{note}");
+        let mut a = args("http://h/");
+        a.secret_headers = vec!["Bad Name".into()];
+        assert_eq!(flag_of(HttpPlan::from_args(a).unwrap_err()), "--secret-header");
+    }
+
+    #[test]
+    fn command_lines_are_redacted_word_by_word() {
+        let cases = [
+            (
+                "http http://h/ -H 'Authorization: Bearer s3cret' -c {{c}}",
+                "http http://h/ -H 'Authorization: <redacted>' -c {{c}}",
+            ),
+            (
+                "http http://h/ -H \"X-Key: k 3y\" --secret-header x-key -H Accept:\\ all",
+                "http http://h/ -H 'X-Key: <redacted>' --secret-header x-key -H Accept:\\ all",
+            ),
+            (
+                "storm nats://u:pw@127.0.0.1:4222 -n 5 -H cookie:a=1",
+                "storm 'nats://u:***@127.0.0.1:4222' -n 5 -H 'cookie: <redacted>'",
+            ),
+            ("run s.yaml --env A=1", "run s.yaml --env A=1"),
+        ];
+        for (given, want) in cases {
+            assert_eq!(redact_command(given), want, "{given}");
+        }
+    }
+
+    #[test]
+    fn a_body_over_the_limit_is_refused() {
+        let mut a = args("http://h/");
+        a.body = Some(("big".into(), vec![0u8; MAX_BODY_BYTES as usize + 1]));
+        assert_eq!(flag_of(HttpPlan::from_args(a).unwrap_err()), "--body");
     }
 
     #[test]

@@ -75,7 +75,53 @@ pub enum LineStep {
     /// Send these bytes (escapes like `\r\n` already decoded).
     Send(String),
     /// The next line must match this regular expression.
-    Expect(String),
+    Expect(Pattern),
+}
+
+/// A `--expect` regular expression, compiled once when the plan is
+/// validated (so a bad one is a usage error before anything runs);
+/// serialized as its text.
+#[derive(Clone, Debug)]
+pub struct Pattern(regex::bytes::Regex);
+
+impl Pattern {
+    /// Compiles `text`, or says why it is not a regular expression.
+    pub fn new(text: &str) -> Result<Pattern, String> {
+        regex::bytes::Regex::new(text)
+            .map(Pattern)
+            .map_err(|e| format!("'{text}' is not a regular expression: {e}"))
+    }
+
+    /// The text as given.
+    pub fn as_str(&self) -> &str {
+        self.0.as_str()
+    }
+
+    /// The compiled expression.
+    pub fn regex(&self) -> &regex::bytes::Regex {
+        &self.0
+    }
+}
+
+impl PartialEq for Pattern {
+    fn eq(&self, other: &Pattern) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for Pattern {}
+
+impl Serialize for Pattern {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for Pattern {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Pattern, D::Error> {
+        let text = String::deserialize(d)?;
+        Pattern::new(&text).map_err(serde::de::Error::custom)
+    }
 }
 
 /// Which real client a NATS storm's connections behave like (`--client`).
@@ -713,8 +759,9 @@ fn parse_protocol(a: &StormArgs, target: &StormTarget, timeout: Duration) -> Res
                 unescape(text).map_err(|e| PlanError::invalid("--send", e))?,
             ));
         } else {
-            regex_check(text).map_err(|e| PlanError::invalid("--expect", e))?;
-            steps.push(LineStep::Expect(text.clone()));
+            steps.push(LineStep::Expect(
+                Pattern::new(text).map_err(|e| PlanError::invalid("--expect", e))?,
+            ));
         }
     }
     let step_timeout = a.step_timeout.unwrap_or(timeout);
@@ -725,35 +772,6 @@ fn parse_protocol(a: &StormArgs, target: &StormTarget, timeout: Duration) -> Res
         ));
     }
     Ok(Some(Protocol::Lines { steps, step_timeout }))
-}
-
-/// A light syntax check of a regular expression (the engine compiles it):
-/// balanced brackets and parentheses, no dangling escape.
-fn regex_check(re: &str) -> Result<(), String> {
-    let (mut paren, mut bracket, mut escaped) = (0i32, false, false);
-    for c in re.chars() {
-        if escaped {
-            escaped = false;
-            continue;
-        }
-        match c {
-            '\\' => escaped = true,
-            '[' if !bracket => bracket = true,
-            ']' if bracket => bracket = false,
-            '(' if !bracket => paren += 1,
-            ')' if !bracket => paren -= 1,
-            _ => {}
-        }
-        if paren < 0 {
-            return Err(format!("'{re}': a ')' closes nothing"));
-        }
-    }
-    if escaped || paren != 0 || bracket {
-        return Err(format!(
-            "'{re}' is not a complete regular expression (unbalanced or dangling escape)"
-        ));
-    }
-    Ok(())
 }
 
 /// Decodes `\r`, `\n`, `\t`, `\\`, `\0` and `\xHH` in a `--send` text.
@@ -947,6 +965,34 @@ mod tests {
             cores: 2,
             ..StormArgs::default()
         }
+    }
+
+    #[test]
+    fn expect_is_compiled_once_and_round_trips() {
+        let with = |re: &str| {
+            StormPlan::from_args(StormArgs {
+                steps: vec![(true, "PING\\r\\n".into()), (false, re.into())],
+                ..args("tcp://127.0.0.1:9000")
+            })
+        };
+        for bad in ["*", "(a", "a{2,1}", "[z-a]"] {
+            let e = with(bad).unwrap_err().to_string();
+            assert!(e.starts_with("--expect: '"), "{bad}: {e}");
+            assert!(e.contains("is not a regular expression"), "{bad}: {e}");
+        }
+        let p = with("^\\+PONG").unwrap();
+        let Some(Protocol::Lines { steps, .. }) = &p.protocol else {
+            panic!("{:?}", p.protocol)
+        };
+        let LineStep::Expect(re) = &steps[1] else {
+            panic!("{steps:?}")
+        };
+        assert!(re.regex().is_match(b"+PONG"));
+        let json = serde_json::to_string(&steps).unwrap();
+        assert_eq!(json, r#"[{"send":"PING\r\n"},{"expect":"^\\+PONG"}]"#);
+        let back: Vec<LineStep> = serde_json::from_str(&json).unwrap();
+        assert_eq!(&back, steps);
+        assert!(serde_json::from_str::<Vec<LineStep>>(r#"[{"expect":"*"}]"#).is_err());
     }
 
     #[test]

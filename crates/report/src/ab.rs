@@ -37,7 +37,7 @@ pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
     writeln!(w, "Time taken for tests:   {secs:.3} seconds")?;
     writeln!(w, "Complete requests:      {done}")?;
     let (connect, receive, exceptions) = ab_failures(req);
-    let failed = connect + receive + exceptions;
+    let failed = crate::format::total([connect, receive, exceptions]);
     writeln!(w, "Failed requests:        {failed}")?;
     if failed > 0 {
         writeln!(
@@ -49,8 +49,8 @@ pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
         .status
         .iter()
         .filter(|(c, _)| !(200..300).contains(*c))
-        .map(|(_, n)| n)
-        .sum();
+        .map(|(_, n)| *n)
+        .fold(0u64, u64::saturating_add);
     if non_2xx > 0 {
         writeln!(w, "Non-2xx responses:      {non_2xx}")?;
     }
@@ -82,7 +82,7 @@ pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
         writeln!(
             w,
             "                        {:.2} kb/s total",
-            kb(m.bytes.sent + m.bytes.received)
+            kb(m.bytes.sent.saturating_add(m.bytes.received))
         )?;
     }
     writeln!(w)?;
@@ -115,13 +115,13 @@ pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
 /// ab's failure columns: Connect, Receive, Exceptions (a status the plan
 /// did not expect is not a failure in ab; see "Non-2xx responses").
 fn ab_failures(o: &Outcomes) -> (u64, u64, u64) {
-    let mut out = (0, 0, 0);
-    for (name, n) in &o.errors {
+    let mut out = (0u64, 0u64, 0u64);
+    for (name, &n) in &o.errors {
         match name.as_str() {
-            "refused" | "timeout.connect" | "fd_unavailable" | "addr_unavailable" => out.0 += n,
-            "reset" | "eof" | "timeout.response" | "protocol" => out.1 += n,
+            "refused" | "timeout.connect" | "fd_unavailable" | "addr_unavailable" => out.0 = out.0.saturating_add(n),
+            "reset" | "eof" | "timeout.response" | "protocol" => out.1 = out.1.saturating_add(n),
             "check_failed" => {}
-            _ => out.2 += n,
+            _ => out.2 = out.2.saturating_add(n),
         }
     }
     out

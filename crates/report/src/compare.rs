@@ -29,10 +29,10 @@
 use std::io::{self, Write};
 
 use serde::Serialize;
-use throng_metrics::Hist;
+use throng_metrics::{Hist, SeriesPoint};
 use throng_result::{Plan, ResultError, RunResult};
 
-use crate::format::{bytes, us};
+use crate::format::{LABEL_CHARS, bytes, chars, clip, name, us};
 use crate::stats::{self, Interval, MannWhitney, Spread};
 
 /// Schema identifier of the JSON comparison (`--format json`).
@@ -447,7 +447,7 @@ impl Comparison {
 
     fn warn(&self) -> Vec<String> {
         let mut w = Vec::new();
-        let (la, lb) = (&self.a.label, &self.b.label);
+        let (la, lb) = (clip(&self.a.label, LABEL_CHARS), clip(&self.b.label, LABEL_CHARS));
         let alpha = 1.0 - self.options.confidence;
         match self.basis {
             Basis::Seconds => w.push(format!(
@@ -479,7 +479,7 @@ impl Comparison {
             Basis::Seconds => "second-to-second",
         };
         for t in &self.tests {
-            for (label, s) in [(la, &t.spread_a), (lb, &t.spread_b)] {
+            for (label, s) in [(&la, &t.spread_a), (&lb, &t.spread_b)] {
                 if s.width > t.diff.abs() {
                     w.push(format!(
                         "{label}'s {what} spread of {}, {} {}, is larger than the difference of medians, {}",
@@ -498,7 +498,7 @@ impl Comparison {
                     .to_string(),
             );
         }
-        for (label, side) in [(la, &self.a), (lb, &self.b)] {
+        for (label, side) in [(&la, &self.a), (&lb, &self.b)] {
             if side.runs.iter().any(|r| r.interrupted) {
                 w.push(format!("{label} includes an interrupted run"));
             }
@@ -514,14 +514,7 @@ fn per_unit_throughput(r: &RunResult, basis: Basis) -> Vec<f64> {
         Basis::Seconds => {
             let storm = matches!(r.plan, Plan::Storm(_));
             full_seconds(r)
-                .iter()
-                .map(|&s| {
-                    r.measurements
-                        .series
-                        .iter()
-                        .find(|p| p.second == s)
-                        .map_or(0.0, |p| if storm { p.connections_opened } else { p.ok } as f64)
-                })
+                .map(|p| if storm { p.connections_opened } else { p.ok } as f64)
                 .collect()
         }
     }
@@ -537,8 +530,6 @@ fn per_unit_quantile(r: &RunResult, phase: &str, q: f64, basis: Basis) -> Vec<f6
             .map(|h| vec![h.quantile(q) as f64])
             .unwrap_or_default(),
         Basis::Seconds => full_seconds(r)
-            .iter()
-            .filter_map(|&s| r.measurements.series.iter().find(|p| p.second == s))
             .filter_map(|p| p.phase(phase).ok())
             .filter(|h| !h.is_empty())
             .map(|h| h.quantile(q) as f64)
@@ -546,16 +537,22 @@ fn per_unit_quantile(r: &RunResult, phase: &str, q: f64, basis: Basis) -> Vec<f6
     }
 }
 
-/// The seconds the run covered (at least 90% of them: the last, partial
-/// second would read as a drop in throughput); every second when fewer
-/// than two qualify.
-fn full_seconds(r: &RunResult) -> Vec<u64> {
-    let covered = (r.duration_s + 0.1).floor() as u64;
-    if covered >= 2 {
-        (0..covered).collect()
+/// The series points of the seconds the run covered (at least 90% of
+/// them: the last, partial second would read as a drop in throughput);
+/// every point when fewer than two qualify. The points are the series'
+/// (the recorder writes one for every second), so the work follows the
+/// data, not the duration a file states.
+fn full_seconds(r: &RunResult) -> impl Iterator<Item = &SeriesPoint> {
+    // `as` saturates (and NaN becomes 0).
+    let covered = (r.duration_s + 0.1).floor().max(0.0) as u64;
+    let series = &r.measurements.series;
+    let qualifying = series.iter().filter(|p| p.second < covered).count();
+    let limit = if covered >= 2 && qualifying >= 2 {
+        covered
     } else {
-        r.measurements.series.iter().map(|p| p.second).collect()
-    }
+        u64::MAX
+    };
+    series.iter().filter(move |p| p.second < limit)
 }
 
 fn figures(runs_a: &[RunResult], runs_b: &[RunResult], a: &RunResult, b: &RunResult) -> Vec<Figure> {
@@ -621,7 +618,7 @@ fn figures(runs_a: &[RunResult], runs_b: &[RunResult], a: &RunResult, b: &RunRes
             pct(ra.failed(), ra.ended()),
             pct(rb.failed(), rb.ended()),
         );
-        if ma.dropped + mb.dropped > 0 {
+        if ma.dropped > 0 || mb.dropped > 0 {
             add(s, "dropped", Unit::Count, ma.dropped as f64, mb.dropped as f64);
         }
     }
@@ -835,9 +832,14 @@ fn basis_lines(c: &Comparison) -> [String; 3] {
     ]
 }
 
+/// The sides' labels as shown: at most [`LABEL_CHARS`] characters.
+fn labels(c: &Comparison) -> (std::borrow::Cow<'_, str>, std::borrow::Cow<'_, str>) {
+    (clip(&c.a.label, LABEL_CHARS), clip(&c.b.label, LABEL_CHARS))
+}
+
 /// The comparison as aligned text.
 pub fn write_text(c: &Comparison, w: &mut dyn Write) -> io::Result<()> {
-    let (la, lb) = (&c.a.label, &c.b.label);
+    let (la, lb) = labels(c);
     writeln!(
         w,
         "throng compare: A = {la} ({}), B = {lb} ({})",
@@ -848,7 +850,7 @@ pub fn write_text(c: &Comparison, w: &mut dyn Write) -> io::Result<()> {
     writeln!(w, "  B: {}", describe(&c.merged_b))?;
     writeln!(w)?;
     let width = 28;
-    let col = la.len().max(lb.len()).max(12);
+    let col = chars(&la).max(chars(&lb)).max(12);
     let mut section = "";
     for f in &c.figures {
         if f.section != section {
@@ -866,7 +868,7 @@ pub fn write_text(c: &Comparison, w: &mut dyn Write) -> io::Result<()> {
         writeln!(
             w,
             "    {:<w2$} {:>col$} {:>col$} {:>12} {:>9}",
-            f.name,
+            name(&f.name),
             value(f.unit, f.a),
             value(f.unit, f.b),
             signed(f.unit, f.diff()),
@@ -889,7 +891,7 @@ pub fn write_text(c: &Comparison, w: &mut dyn Write) -> io::Result<()> {
         writeln!(
             w,
             "    {:<22} {a:>12} {b:>12} {diff:>12} {rel:>9} {interval:>28} {p:>7}  {}",
-            t.name,
+            name(&t.name),
             t.verdict.name()
         )?;
     }
@@ -917,7 +919,7 @@ fn test_cells(t: &Test) -> [String; 6] {
 
 /// The comparison as markdown tables.
 pub fn write_markdown(c: &Comparison, w: &mut dyn Write) -> io::Result<()> {
-    let (la, lb) = (&c.a.label, &c.b.label);
+    let (la, lb) = labels(c);
     writeln!(w, "## throng compare: {la} vs {lb}")?;
     writeln!(w)?;
     writeln!(w, "- **A = {la}**: {}; {}", side_header(&c.a), describe(&c.merged_a))?;
@@ -930,7 +932,7 @@ pub fn write_markdown(c: &Comparison, w: &mut dyn Write) -> io::Result<()> {
             w,
             "| {} | {} | {} | {} | {} | {} |",
             f.section,
-            f.name,
+            name(&f.name),
             value(f.unit, f.a),
             value(f.unit, f.b),
             signed(f.unit, f.diff()),
@@ -950,7 +952,7 @@ pub fn write_markdown(c: &Comparison, w: &mut dyn Write) -> io::Result<()> {
         writeln!(
             w,
             "| {} | {a} | {b} | {diff} | {rel} | {interval} | {p} | **{}** |",
-            t.name,
+            name(&t.name),
             t.verdict.name()
         )?;
     }
@@ -1031,8 +1033,9 @@ pub fn write_columns(view: crate::View, c: &Comparison, w: &mut dyn Write) -> io
         Ok(String::from_utf8_lossy(&buf).lines().map(str::to_string).collect())
     };
     let (left, right) = (render(&c.merged_a)?, render(&c.merged_b)?);
-    let head_a = format!("A: {}", c.a.label);
-    let head_b = format!("B: {}", c.b.label);
+    let (la, lb) = labels(c);
+    let head_a = format!("A: {la}");
+    let head_b = format!("B: {lb}");
     let width_of = |lines: &[String], head: &str| {
         lines
             .iter()

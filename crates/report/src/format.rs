@@ -1,4 +1,37 @@
-//! Number formatting shared by the views.
+//! Number and name formatting shared by the views.
+
+use std::borrow::Cow;
+
+/// The most characters a name (step, group, check, threshold, tag) takes
+/// in a report; longer ones are cut with an ellipsis.
+pub const NAME_CHARS: usize = 60;
+
+/// The most characters a side's label takes in a comparison.
+pub const LABEL_CHARS: usize = 40;
+
+/// `s` cut to at most `max` characters, on a character boundary, ending in
+/// `…` when cut. Text tables pad to widths taken from names, and a width
+/// past 65,535 panics in `format!`: every data-derived width comes from
+/// clipped names.
+pub fn clip(s: &str, max: usize) -> Cow<'_, str> {
+    match s.char_indices().nth(max) {
+        None => Cow::Borrowed(s),
+        Some(_) => {
+            let keep = s.char_indices().nth(max.saturating_sub(1)).map_or(s.len(), |(i, _)| i);
+            Cow::Owned(format!("{}…", &s[..keep]))
+        }
+    }
+}
+
+/// [`clip`] to [`NAME_CHARS`].
+pub fn name(s: &str) -> Cow<'_, str> {
+    clip(s, NAME_CHARS)
+}
+
+/// Characters in `s` (what `{:<width$}` pads by).
+pub fn chars(s: &str) -> usize {
+    s.chars().count()
+}
 
 /// A duration in µs for people: `850µs`, `12.34ms`, `1.23s`.
 pub fn us(v: f64) -> String {
@@ -24,6 +57,13 @@ pub fn bytes(v: f64) -> String {
     }
 }
 
+/// Σ `values`, saturating: counts read from a file can be anything, and a
+/// report never panics on them (a loaded result's own totals are checked to
+/// fit when it is read).
+pub fn total(values: impl IntoIterator<Item = u64>) -> u64 {
+    values.into_iter().fold(0u64, u64::saturating_add)
+}
+
 /// `part` as a percentage of `whole` (0 when whole is 0).
 pub fn pct(part: u64, whole: u64) -> f64 {
     if whole == 0 {
@@ -46,5 +86,17 @@ mod tests {
         assert_eq!(bytes(4_560_000.0), "4.56 MB");
         assert_eq!(pct(1, 4), 25.0);
         assert_eq!(pct(1, 0), 0.0);
+    }
+
+    #[test]
+    fn clip_cuts_on_a_char_boundary_with_an_ellipsis() {
+        assert_eq!(clip("short", 10), "short");
+        assert_eq!(clip("exactly10!", 10), "exactly10!");
+        assert_eq!(clip("eleven char", 10), "eleven ch…");
+        let long = "é".repeat(70_000);
+        let cut = clip(&long, NAME_CHARS);
+        assert_eq!(chars(&cut), NAME_CHARS);
+        assert!(cut.ends_with('…'));
+        assert_eq!(clip("ab", 0), "…");
     }
 }

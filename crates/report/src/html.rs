@@ -49,6 +49,12 @@ pub fn render(result: &RunResult) -> String {
 /// per side, and every chart with the sides overlaid (one colour each).
 /// `sides` holds each side's label (`A`, `direct`, …) and result.
 pub fn render_compare(sides: &[(String, &RunResult)]) -> String {
+    // Labels are shown clipped (a label of any length makes a readable page).
+    let clipped: Vec<(String, &RunResult)> = sides
+        .iter()
+        .map(|(l, r)| (crate::format::clip(l, crate::format::LABEL_CHARS).into_owned(), *r))
+        .collect();
+    let sides = clipped.as_slice();
     let labels: Vec<String> = sides.iter().map(|(l, _)| l.clone()).collect();
     let mut page = Page::new(&format!("throng compare — {}", labels.join(" vs ")));
     page.compare_header(sides);
@@ -163,7 +169,8 @@ fn top_classes<'a>(
     let mut totals: BTreeMap<&str, u64> = BTreeMap::new();
     for p in &m.series {
         for (class, n) in of(p) {
-            *totals.entry(class).or_default() += n;
+            let t = totals.entry(class).or_default();
+            *t = t.saturating_add(*n);
         }
     }
     let mut classes: Vec<(&str, u64)> = totals.into_iter().collect();
@@ -240,21 +247,25 @@ fn active_lines(r: &RunResult) -> Vec<Line> {
     v
 }
 
-/// p50, p90, p99 and max of `phase`, per second with samples.
+/// p50, p90, p99 and max of `phase`, per second with samples. Each
+/// second's histogram is decoded, read and dropped in turn: the memory is
+/// one histogram plus four numbers per second, never every second's
+/// histogram at once.
 fn latency_lines(m: &Measurements, phase: &str) -> Vec<Line> {
-    let hists: Vec<(f64, Hist)> = m
-        .series
-        .iter()
-        .filter_map(|p| p.phase(phase).ok().map(|h| (p.second as f64, h)))
-        .filter(|(_, h)| !h.is_empty())
-        .collect();
-    let at = |q: f64| hists.iter().map(|(s, h)| (*s, h.quantile(q) as f64)).collect();
-    vec![
-        line("p50", at(0.50)),
-        line("p90", at(0.90)),
-        line("p99", at(0.99)),
-        line("max", hists.iter().map(|(s, h)| (*s, h.max() as f64)).collect()),
-    ]
+    let mut at: [Vec<(f64, f64)>; 4] = Default::default();
+    for p in &m.series {
+        let Ok(h) = p.phase(phase) else { continue };
+        if h.is_empty() {
+            continue;
+        }
+        let x = p.second as f64;
+        at[0].push((x, h.quantile(0.50) as f64));
+        at[1].push((x, h.quantile(0.90) as f64));
+        at[2].push((x, h.quantile(0.99) as f64));
+        at[3].push((x, h.max() as f64));
+    }
+    let [p50, p90, p99, max] = at;
+    vec![line("p50", p50), line("p90", p90), line("p99", p99), line("max", max)]
 }
 
 /// Points per decade of the percentile spectrum.
@@ -782,7 +793,7 @@ impl Page {
             .map(|(kind, name, t)| {
                 let h = crate::scenario::row(&t.response);
                 let mut row = vec![
-                    escape(&format!("{kind}:{name}")),
+                    escape(&format!("{kind}:{}", crate::format::name(name))),
                     t.requests.to_string(),
                     t.failed.to_string(),
                     t.unexpected_status.to_string(),
@@ -794,7 +805,7 @@ impl Page {
         for (name, h) in s.groups.iter().filter(|(_, h)| !h.is_empty()) {
             let c = crate::scenario::row(h);
             let mut row = vec![
-                escape(&format!("group:{name} (whole)")),
+                escape(&format!("group:{} (whole)", crate::format::name(name))),
                 h.count().to_string(),
                 String::new(),
                 String::new(),
@@ -819,7 +830,7 @@ impl Page {
                 .iter()
                 .map(|st| {
                     vec![
-                        escape(&st.name),
+                        escape(&crate::format::name(&st.name)),
                         escape(&st.span),
                         escape(&st.planned),
                         st.vus.to_string(),
@@ -847,11 +858,11 @@ impl Page {
                         format!(
                             "<span class=\"{class}\">{}</span> {}",
                             if c.fails == 0 { "✓" } else { "✗" },
-                            escape(name)
+                            escape(&crate::format::name(name))
                         ),
                         c.passes.to_string(),
                         c.fails.to_string(),
-                        format!("{:.2}%", pct(c.passes, c.passes + c.fails)),
+                        format!("{:.2}%", pct(c.passes, c.passes.saturating_add(c.fails))),
                     ]
                 })
                 .collect();
@@ -882,7 +893,7 @@ impl Page {
                         ("fail", "✗ failed")
                     };
                     vec![
-                        escape(&v.threshold),
+                        escape(&crate::format::name(&v.threshold)),
                         format!("<span class=\"{class}\">{word}</span>"),
                         format!("<span class=\"text\">{}</span>", escape(&v.detail)),
                     ]

@@ -1,6 +1,7 @@
 //! httperf's report layout, with httperf's field meanings and its error
 //! classes mapped from throng's taxonomy.
 
+use std::collections::BTreeMap;
 use std::io::{self, Write};
 
 use throng_metrics::Hist;
@@ -118,7 +119,7 @@ pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
         share(g.cpu_system_s),
         share(g.cpu_user_s + g.cpu_system_s)
     )?;
-    let io_bytes = per_second(m.bytes.sent + m.bytes.received, secs);
+    let io_bytes = per_second(m.bytes.sent.saturating_add(m.bytes.received), secs);
     let bps = io_bytes * 8.0;
     let exp = if bps > 0.0 { bps.log10().floor() as i32 } else { 0 };
     writeln!(
@@ -134,17 +135,17 @@ pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
             .errors
             .iter()
             .filter(|(k, _)| names.contains(&k.as_str()) || names.iter().any(|n| n.ends_with('.') && k.starts_with(n)))
-            .map(|(_, v)| v)
-            .sum()
+            .map(|(_, v)| *v)
+            .fold(0u64, u64::saturating_add)
     };
     let client_timo = e(&["timeout."]);
     let refused = e(&["refused"]);
     let reset = e(&["reset", "eof"]);
     let fd = e(&["fd_unavailable"]);
     let addr = e(&["addr_unavailable"]);
-    let counted = client_timo + refused + reset + fd + addr + e(&["check_failed"]);
-    let other = m.requests.failed() - counted;
-    let total = client_timo + refused + reset + fd + addr + other;
+    let counted = crate::format::total([client_timo, refused, reset, fd, addr, e(&["check_failed"])]);
+    let other = m.requests.failed().saturating_sub(counted);
+    let total = crate::format::total([client_timo, refused, reset, fd, addr, other]);
     writeln!(
         w,
         "Errors: total {total} client-timo {client_timo} socket-timo 0 connrefused {refused} connreset {reset}"
@@ -157,33 +158,59 @@ pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
 }
 
 /// Replies per second over each complete 5-second window (as httperf).
-fn reply_rate_samples(r: &RunResult) -> Vec<f64> {
-    let series = &r.measurements.series;
-    let full = (r.duration_s as usize) / SAMPLE_SECONDS;
-    (0..full)
-        .map(|i| {
-            let lo = (i * SAMPLE_SECONDS) as u64;
-            let hi = lo + SAMPLE_SECONDS as u64;
-            let n: u64 = series
-                .iter()
-                .filter(|p| p.second >= lo && p.second < hi)
-                .map(|p| p.replies)
-                .sum();
-            n as f64 / SAMPLE_SECONDS as f64
-        })
-        .collect()
+struct Samples {
+    /// The rates of the windows the series has points in, in order.
+    with_points: Vec<f64>,
+    /// Complete windows the series has no point in (each a rate of 0).
+    empty: u64,
 }
 
-fn stats(v: &[f64]) -> (f64, f64, f64, f64) {
-    if v.is_empty() {
+impl Samples {
+    fn len(&self) -> u64 {
+        (self.with_points.len() as u64).saturating_add(self.empty)
+    }
+}
+
+/// The windows are counted from the duration but only those with points
+/// are kept: the memory follows the series, not the duration a file says.
+fn reply_rate_samples(r: &RunResult) -> Samples {
+    let full = (r.duration_s / SAMPLE_SECONDS as f64).floor();
+    // `as` saturates; NaN becomes 0.
+    let full = full.max(0.0) as u64;
+    let mut by_window: BTreeMap<u64, u64> = BTreeMap::new();
+    for p in &r.measurements.series {
+        let window = p.second / SAMPLE_SECONDS as u64;
+        if window < full {
+            let n = by_window.entry(window).or_default();
+            *n = n.saturating_add(p.replies);
+        }
+    }
+    Samples {
+        empty: full - by_window.len() as u64,
+        with_points: by_window
+            .into_values()
+            .map(|n| n as f64 / SAMPLE_SECONDS as f64)
+            .collect(),
+    }
+}
+
+/// (min, mean, max, sample standard deviation) of the samples.
+fn stats(s: &Samples) -> (f64, f64, f64, f64) {
+    let v = &s.with_points;
+    if s.len() == 0 {
         return (0.0, 0.0, 0.0, 0.0);
     }
-    let n = v.len() as f64;
+    let zeros = s.empty as f64;
+    let n = s.len() as f64;
     let avg = v.iter().sum::<f64>() / n;
-    let min = v.iter().copied().fold(f64::INFINITY, f64::min);
-    let max = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let var = if v.len() > 1 {
-        v.iter().map(|x| (x - avg).powi(2)).sum::<f64>() / (n - 1.0)
+    let floor = if s.empty > 0 { 0.0 } else { f64::INFINITY };
+    let min = v.iter().copied().fold(floor, f64::min);
+    let max = v
+        .iter()
+        .copied()
+        .fold(if s.empty > 0 { 0.0 } else { f64::NEG_INFINITY }, f64::max);
+    let var = if s.len() > 1 {
+        (v.iter().map(|x| (x - avg).powi(2)).sum::<f64>() + zeros * avg * avg) / (n - 1.0)
     } else {
         0.0
     };

@@ -10,7 +10,7 @@ use throng_metrics::{Hist, ScenarioStats, TagStats};
 use throng_result::{Plan, RunResult, per_second};
 use throng_scenario::{Executor, Scenario, ScenarioPlan};
 
-use crate::format::{pct, us};
+use crate::format::{self, pct, us};
 use crate::text::{write_errors, write_generator, write_phase_table, write_tls};
 
 /// Writes the scenario report.
@@ -22,7 +22,7 @@ pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
     let s = m.scenario.clone().unwrap_or_default();
     writeln!(w, "throng run {} → {}", p.file, p.target.url)?;
     for sc in &p.scenarios {
-        writeln!(w, "  scenario {}: {}", sc.name, describe(sc))?;
+        writeln!(w, "  scenario {}: {}", format::name(&sc.name), describe(sc))?;
     }
     if (p.scale - 1.0).abs() > f64::EPSILON {
         writeln!(w, "  schedule scaled by {} (--scale)", p.scale)?;
@@ -240,7 +240,7 @@ fn write_tags(s: &ScenarioStats, w: &mut dyn Write) -> io::Result<()> {
     }
     let width = rows
         .iter()
-        .map(|(k, n, _)| k.len() + n.len() + 1)
+        .map(|(k, n, _)| format::chars(k) + format::chars(&format::name(n)) + 1)
         .max()
         .unwrap_or(0)
         .max(12)
@@ -255,7 +255,7 @@ fn write_tags(s: &ScenarioStats, w: &mut dyn Write) -> io::Result<()> {
         writeln!(
             w,
             "  {:<width$}{:>9}{:>9}{:>8}{:>11}{:>11}{:>11}{:>11}{:>11}",
-            format!("{kind}:{name}"),
+            format!("{kind}:{}", format::name(name)),
             t.requests,
             t.failed,
             t.unexpected_status,
@@ -272,7 +272,7 @@ fn write_tags(s: &ScenarioStats, w: &mut dyn Write) -> io::Result<()> {
         writeln!(
             w,
             "  {:<width$}{:>9}{:>9}{:>8}{:>11}{:>11}{:>11}{:>11}{:>11}",
-            format!("group:{name} (whole)"),
+            format!("group:{} (whole)", format::name(name)),
             h.count(),
             "",
             "",
@@ -306,7 +306,14 @@ fn write_stages(s: &ScenarioStats, p: &ScenarioPlan, w: &mut dyn Write) -> io::R
         writeln!(
             w,
             "  {:<16}{:>16}{:>14}{:>10}{:>10}{:>11}{:>11}{:>9}",
-            r.name, r.span, r.planned, r.vus, r.rate, r.med, r.p95, r.errors
+            format::name(&r.name),
+            r.span,
+            r.planned,
+            r.vus,
+            r.rate,
+            r.med,
+            r.p95,
+            r.errors
         )?;
     }
     writeln!(w)
@@ -347,9 +354,9 @@ pub(crate) fn stage_rows(s: &ScenarioStats, p: &ScenarioPlan) -> Vec<StageRow> {
         let mut at = sc.start_time;
         for (i, st) in sc.executor.stages().iter().enumerate() {
             let name = format!("{}#{}", sc.name, i + 1);
-            let end = at + st.duration;
+            let end = at.saturating_add(st.duration);
             let t = s.tags.get(&format!("stage:{name}"));
-            let (lo, hi) = (at.as_secs(), end.as_secs().max(at.as_secs() + 1));
+            let (lo, hi) = (at.as_secs(), end.as_secs().max(at.as_secs().saturating_add(1)));
             let vus = s
                 .series
                 .iter()
@@ -399,17 +406,24 @@ fn write_checks(s: &ScenarioStats, w: &mut dyn Write) -> io::Result<()> {
     if s.checks.is_empty() {
         return Ok(());
     }
-    let width = s.checks.keys().map(String::len).max().unwrap_or(0).max(10) + 2;
+    let width = s
+        .checks
+        .keys()
+        .map(|k| format::chars(&format::name(k)))
+        .max()
+        .unwrap_or(0)
+        .max(10)
+        + 2;
     writeln!(w, "  {:<width$}{:>10}{:>10}{:>9}", "check", "passes", "fails", "pass")?;
     for (name, c) in &s.checks {
         writeln!(
             w,
             "  {}{:<width$}{:>10}{:>10}{:>8.2}%",
             if c.fails == 0 { "✓ " } else { "✗ " },
-            name,
+            format::name(name),
             c.passes,
             c.fails,
-            pct(c.passes, c.passes + c.fails),
+            pct(c.passes, c.passes.saturating_add(c.fails)),
             width = width - 2
         )?;
     }
@@ -426,12 +440,17 @@ fn write_thresholds(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
         "  thresholds: {} of {} held{}",
         r.thresholds.len() - failed,
         r.thresholds.len(),
-        if failed > 0 { " — FAILED (exit code 99)" } else { "" }
+        match (failed, r.interrupted) {
+            (0, _) => "",
+            // An interrupted run exits 130, and its thresholds judged a part.
+            (_, true) => " — not met by the part that ran (interrupted)",
+            (_, false) => " — FAILED (exit code 99)",
+        }
     )?;
     let width = r
         .thresholds
         .iter()
-        .map(|v| v.threshold.chars().count())
+        .map(|v| format::chars(&format::name(&v.threshold)))
         .max()
         .unwrap_or(0)
         + 2;
@@ -440,7 +459,7 @@ fn write_thresholds(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
             w,
             "  {} {:<width$}{}",
             if v.passed { "✓" } else { "✗" },
-            v.threshold,
+            format::name(&v.threshold),
             v.detail
         )?;
     }

@@ -141,7 +141,7 @@ pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
     }
     if p.reconnect.is_some() && m.closed_by_peer > 0 {
         let back = m.phases.get(Phase::Reconnect.name()).map_or(0, |h| h.count());
-        let gave_up: u64 = m.reconnect_gave_up.values().sum();
+        let gave_up = crate::format::total(m.reconnect_gave_up.values().copied());
         writeln!(
             w,
             "  {:<16}{} dropped, {} came back, {} never did; {} attempts, {} failed",

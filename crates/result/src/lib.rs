@@ -23,6 +23,8 @@ use throng_metrics::{HistError, Measurements};
 use throng_plan::{HttpPlan, StormPlan};
 use throng_scenario::{ScenarioPlan, Verdict};
 
+pub mod limits;
+
 /// The schema identifier written into, and required of, every document.
 pub const SCHEMA: &str = "throng.result/v1";
 
@@ -34,11 +36,12 @@ pub const SET_SCHEMA: &str = "throng.result-set/v1";
 #[non_exhaustive]
 pub enum ResultError {
     /// Not JSON, or not a throng result.
-    #[error("not a throng result document: {0}")]
+    #[error("not a throng result document: {}", short(&.0.to_string()))]
     Parse(#[from] serde_json::Error),
     /// Written by an incompatible throng.
     #[error(
-        "schema '{found}' is not supported; this throng reads '{SCHEMA}' and '{SET_SCHEMA}' (re-run with a matching throng version)"
+        "schema '{}' is not supported; this throng reads '{SCHEMA}' and '{SET_SCHEMA}' (re-run with a matching throng version)",
+        short(found)
     )]
     Schema {
         /// The document's schema.
@@ -51,12 +54,44 @@ pub enum ResultError {
     #[error("damaged histogram: {0}")]
     Hist(#[from] HistError),
     /// Results of different kinds cannot be merged.
-    #[error("cannot merge: {0}")]
+    #[error("cannot merge: {}", short(.0))]
     Incompatible(String),
+    /// A number in the document is past a limit ([`limits`]).
+    #[error(
+        "'{}' {} (a result throng writes stays within the limits in docs/RESULTS.md; give an undamaged file written by --json)",
+        short(field),
+        short(problem)
+    )]
+    Limit {
+        /// Where in the document, e.g. `measurements.series[3].second`.
+        field: String,
+        /// What is wrong with it.
+        problem: String,
+    },
     /// Reading or writing failed.
     #[error("{0}")]
     Io(#[from] std::io::Error),
 }
+
+/// `text` on one line and at most [`SHORT_CHARS`] characters: error
+/// messages quote what a file holds, and a file can hold anything.
+pub fn short(text: &str) -> std::borrow::Cow<'_, str> {
+    let one_line = !text.contains(['\n', '\r']);
+    match text.char_indices().nth(SHORT_CHARS) {
+        None if one_line => std::borrow::Cow::Borrowed(text),
+        cut => {
+            let end = cut.map_or(text.len(), |(i, _)| i);
+            let mut s: String = text[..end].replace(['\n', '\r'], " ");
+            if cut.is_some() {
+                s.push('…');
+            }
+            std::borrow::Cow::Owned(s)
+        }
+    }
+}
+
+/// The most characters [`short`] keeps.
+pub const SHORT_CHARS: usize = 300;
 
 /// What produced the run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -97,6 +132,46 @@ impl Plan {
             Plan::Storm(p) => format!("{}:{}", p.target.host, p.target.port),
             Plan::Run(p) => format!("{}:{}", p.target.host, p.target.port),
         }
+    }
+
+    /// The command that made it: `http`, `storm` or `run`.
+    pub fn command(&self) -> &'static str {
+        match self {
+            Plan::Http(_) => "http",
+            Plan::Storm(_) => "storm",
+            Plan::Run(_) => "run",
+        }
+    }
+
+    /// How `other` differs from this plan in what a report's labels say:
+    /// the command, the target (scheme, host, port, path), the request
+    /// method and whether the load is open or closed loop. Empty when they
+    /// agree (execution segments, counts and rates may differ: parts of
+    /// one test often split those).
+    pub fn differences(&self, other: &Plan) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.command() != other.command() {
+            out.push(format!("command {} vs {}", self.command(), other.command()));
+            return out;
+        }
+        let clip = |s: &str| short(s).chars().take(80).collect::<String>();
+        if self.target_url() != other.target_url() {
+            out.push(format!(
+                "target {} vs {}",
+                clip(self.target_url()),
+                clip(other.target_url())
+            ));
+        }
+        if let (Plan::Http(a), Plan::Http(b)) = (self, other)
+            && a.method != b.method
+        {
+            out.push(format!("method {} vs {}", clip(&a.method), clip(&b.method)));
+        }
+        let shape = |p: &Plan| if p.is_open_loop() { "open loop" } else { "closed loop" };
+        if self.is_open_loop() != other.is_open_loop() {
+            out.push(format!("{} vs {}", shape(self), shape(other)));
+        }
+        out
     }
 
     /// The TLS settings, if the target speaks TLS.
@@ -225,6 +300,53 @@ impl RunResult {
         self
     }
 
+    /// Checks the books: every attempted request, connection and
+    /// reconnection ended exactly once (`attempted = ok + Σ errors`, summed
+    /// without overflow), and each second's failures by class add up to its
+    /// failures. The first problem found, as a sentence.
+    pub fn books(&self) -> Result<(), String> {
+        let m = &self.measurements;
+        for (name, o) in [
+            ("requests", &m.requests),
+            ("connections", &m.connections),
+            ("reconnects", &m.reconnects),
+        ] {
+            match o.checked_ended() {
+                None => return Err(format!("{name}: ok + Σ errors passes 2^64 - 1")),
+                Some(ended) if ended != o.attempted => {
+                    return Err(format!(
+                        "{name}: {} attempted but {} ended ({} ok + {} failed)",
+                        o.attempted,
+                        ended,
+                        o.ok,
+                        ended - o.ok
+                    ));
+                }
+                Some(_) => {}
+            }
+        }
+        for p in &m.series {
+            for (what, classes, total) in [
+                ("request failures", &p.error_classes, p.errors),
+                ("connection failures", &p.connection_error_classes, p.connection_errors),
+            ] {
+                // Older results kept no classes per second.
+                if classes.is_empty() {
+                    continue;
+                }
+                let by_class = classes.values().try_fold(0u64, |a, &n| a.checked_add(n));
+                if by_class != Some(total) {
+                    return Err(format!(
+                        "second {}: {total} {what} but their classes add up to {}",
+                        p.second,
+                        by_class.map_or_else(|| "more than 2^64 - 1".to_string(), |n| n.to_string())
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// True when every threshold held (or there were none).
     pub fn thresholds_passed(&self) -> bool {
         self.thresholds.iter().all(|v| v.passed)
@@ -242,11 +364,16 @@ impl RunResult {
         Ok(())
     }
 
-    /// Reads a document, checking its schema.
+    /// Reads a document, checking its schema and its numbers ([`limits`]).
     pub fn from_reader(r: impl Read) -> Result<RunResult, ResultError> {
         let value: serde_json::Value = serde_json::from_reader(r)?;
         match value.get("schema").and_then(|s| s.as_str()) {
-            Some(SCHEMA) => Ok(serde_json::from_value(value)?),
+            Some(SCHEMA) => {
+                limits::check_histograms(&value)?;
+                let run: RunResult = serde_json::from_value(value)?;
+                limits::check_run(&run, "")?;
+                Ok(run)
+            }
             Some(other) => Err(ResultError::Schema {
                 found: other.to_string(),
             }),
@@ -275,17 +402,32 @@ impl RunResult {
             .iter()
             .map(|r| r.started_at_unix_ms as f64 + r.duration_s * 1000.0)
             .fold(0f64, f64::max);
+        let span_s = (end_ms - start as f64).max(0.0) / 1000.0;
+        if span_s > limits::MAX_DURATION_S {
+            return Err(ResultError::Incompatible(format!(
+                "the results span {:.0} days from the first start to the last end, more than the longest \
+                 run a result may cover (366 days); merge parts that ran at the same time",
+                span_s / 86_400.0
+            )));
+        }
         let mut merged = Measurements::default();
         let mut generator = Generator::default();
         let mut parts = Vec::new();
         let mut notes = Vec::new();
+        let overflow = |what: &str| ResultError::Hist(HistError::Overflow(format!("the generator's {what}")));
         for r in results {
             let offset = std::time::Duration::from_millis(r.started_at_unix_ms - start);
             merged.merge(&r.measurements, offset)?;
             generator.cpu_user_s += r.generator.cpu_user_s;
             generator.cpu_system_s += r.generator.cpu_system_s;
-            generator.peak_rss_bytes += r.generator.peak_rss_bytes;
-            generator.threads += r.generator.threads;
+            generator.peak_rss_bytes = generator
+                .peak_rss_bytes
+                .checked_add(r.generator.peak_rss_bytes)
+                .ok_or_else(|| overflow("peak_rss_bytes"))?;
+            generator.threads = generator
+                .threads
+                .checked_add(r.generator.threads)
+                .ok_or_else(|| overflow("threads"))?;
             parts.extend(r.parts.iter().cloned());
             notes.extend(r.notes.iter().cloned());
         }
@@ -295,13 +437,13 @@ impl RunResult {
             parts.len()
         ));
         let earliest = results.iter().min_by_key(|r| r.started_at_unix_ms).unwrap_or(first);
-        Ok(RunResult {
+        let merged = RunResult {
             schema: SCHEMA.to_string(),
             throng_version: first.throng_version.clone(),
             plan: first.plan.clone(),
             started_at: earliest.started_at.clone(),
             started_at_unix_ms: start,
-            duration_s: (end_ms - start as f64).max(0.0) / 1000.0,
+            duration_s: span_s,
             coordinated_omission_free: results.iter().all(|r| r.coordinated_omission_free),
             interrupted: results.iter().any(|r| r.interrupted),
             environment: first.environment.clone(),
@@ -314,7 +456,10 @@ impl RunResult {
             segment: None,
         }
         .with_segment_notes(&segment_problems(results))
-        .judged())
+        .judged();
+        // What a merge writes must read back.
+        limits::check_run(&merged, "")?;
+        Ok(merged)
     }
 
     fn with_segment_notes(mut self, problems: &[String]) -> RunResult {
@@ -357,6 +502,7 @@ impl RunResult {
              (pauses between runs excluded); CPU time is their sum, peak memory the largest run's",
             runs.len()
         ));
+        limits::check_run(&merged, "")?;
         Ok(merged)
     }
 }
@@ -467,13 +613,23 @@ pub enum Document {
 
 impl Document {
     /// Reads either kind, checking the schema of the document and of every
-    /// run in a set; a set must hold at least one run.
+    /// run in a set, and every number against [`limits`]; a set must hold
+    /// at least one run.
     pub fn from_reader(r: impl Read) -> Result<Document, ResultError> {
         let value: serde_json::Value = serde_json::from_reader(r)?;
         match value.get("schema").and_then(|s| s.as_str()) {
-            Some(SCHEMA) => Ok(Document::Single(Box::new(serde_json::from_value(value)?))),
+            Some(SCHEMA) => {
+                limits::check_histograms(&value)?;
+                let run: RunResult = serde_json::from_value(value)?;
+                limits::check_run(&run, "")?;
+                Ok(Document::Single(Box::new(run)))
+            }
             Some(SET_SCHEMA) => {
+                limits::check_histograms(&value)?;
                 let set: ResultSet = serde_json::from_value(value)?;
+                for (i, run) in set.runs.iter().enumerate() {
+                    limits::check_run(run, &format!("runs[{i}]."))?;
+                }
                 if set.runs.is_empty() {
                     return Err(ResultError::Incompatible("the result set holds no runs".to_string()));
                 }

@@ -45,6 +45,62 @@ impl<'de> Deserialize<'de> for Dur {
     }
 }
 
+/// A response body size limit as people type it (`max_body: 4MiB`),
+/// checked while the YAML is read.
+#[derive(Debug, Clone, Copy)]
+struct Size(u64);
+
+/// Default `max_body`: the bytes of a response body that checks and
+/// captures see.
+pub const DEFAULT_MAX_BODY: u64 = 1 << 20;
+/// Largest `max_body`: each VU holds up to this much of a response.
+pub const MAX_MAX_BODY: u64 = 64 << 20;
+
+impl<'de> Deserialize<'de> for Size {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = serde_yaml_ng::Value::deserialize(d)?;
+        let text = match v {
+            serde_yaml_ng::Value::String(s) => s,
+            serde_yaml_ng::Value::Number(n) => n.to_string(),
+            _ => {
+                return Err(serde::de::Error::custom(
+                    "expected a size such as 1MiB, 256KiB or 65536",
+                ));
+            }
+        };
+        parse_size(&text).map(Size).map_err(serde::de::Error::custom)
+    }
+}
+
+/// `65536`, `64KiB`, `4MiB`, `1MB` (powers of 1000 for kB/MB, of 1024 for
+/// KiB/MiB), between 1 byte and [`MAX_MAX_BODY`].
+fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (digits, unit) = t.split_at(split);
+    let unit_bytes: u64 = match unit.trim() {
+        "" | "B" => 1,
+        "kB" | "KB" => 1000,
+        "KiB" => 1 << 10,
+        "MB" => 1_000_000,
+        "MiB" => 1 << 20,
+        _ => {
+            return Err(format!(
+                "'{t}' is not a size; write bytes or a number with KiB, MiB, kB or MB, e.g. 4MiB"
+            ));
+        }
+    };
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("'{t}' is not a size; write bytes or a number with KiB, MiB, kB or MB, e.g. 4MiB"))?;
+    match n.checked_mul(unit_bytes) {
+        Some(b) if (1..=MAX_MAX_BODY).contains(&b) => Ok(b),
+        _ => Err(format!(
+            "'{t}' is out of range: max_body is between 1 byte and 64MiB (each VU may hold that much)"
+        )),
+    }
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawFile {
@@ -114,6 +170,7 @@ struct RawDefaults {
     headers: BTreeMap<String, String>,
     timeout: Option<Dur>,
     expect: Option<Vec<RawStatus>>,
+    max_body: Option<Size>,
 }
 
 /// `data: FILE` or `data: { file, cursor }`.
@@ -347,6 +404,7 @@ struct RawRequest {
     form: Option<BTreeMap<String, serde_yaml_ng::Value>>,
     body: Option<String>,
     expect: Option<Vec<RawStatus>>,
+    max_body: Option<Size>,
     #[serde(default)]
     capture: BTreeMap<String, RawCapture>,
     #[serde(default)]
@@ -433,6 +491,13 @@ pub struct Defaults {
     pub timeout: Duration,
     /// Statuses counted ok.
     pub expect: StatusSet,
+    /// Bytes of a response body that checks and captures see.
+    #[serde(default = "default_max_body")]
+    pub max_body: u64,
+}
+
+fn default_max_body() -> u64 {
+    DEFAULT_MAX_BODY
 }
 
 /// A CSV data file.
@@ -634,6 +699,10 @@ pub struct Request {
     /// Limit on the response.
     #[serde(with = "throng_plan::serde_duration")]
     pub timeout: Duration,
+    /// Bytes of the response body its checks and captures see (the rest is
+    /// read and counted, not kept).
+    #[serde(default = "default_max_body")]
+    pub max_body: u64,
 }
 
 /// One step of a flow.
@@ -713,6 +782,11 @@ pub struct ScenarioPlan {
     /// Durations were multiplied by this (`--scale`).
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub scale: f64,
+    /// Names of the headers whose values are secret (lowercase): the
+    /// always-sensitive ones the file sets and those marked
+    /// `--secret-header`. Results hold [`ScenarioPlan::redacted`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub secret_headers: Vec<String>,
     /// The execution segment this process runs (None: all of it). The
     /// scenarios keep the whole plan's numbers; the executors take the
     /// segment's share of VUs, iterations and arrivals (see
@@ -737,6 +811,13 @@ impl ScenarioPlan {
         file: &str,
         read: &dyn Fn(&str) -> Result<String, String>,
     ) -> Result<ScenarioPlan, ScenarioError> {
+        let text = throng_plan::input::strip_bom(text);
+        throng_plan::input::check_yaml_nesting(text).map_err(|e| ScenarioError {
+            file: file.to_string(),
+            line: e.line,
+            column: e.column,
+            message: e.message,
+        })?;
         let raw: RawFile = serde_yaml_ng::from_str(text).map_err(|e| {
             let (line, column) = e.location().map_or((0, 0), |l| (l.line(), l.column()));
             let message = e.to_string().split(" at line ").next().unwrap_or_default().to_string();
@@ -745,7 +826,7 @@ impl ScenarioPlan {
                 file: file.to_string(),
                 line,
                 column,
-                message,
+                message: throng_plan::input::plain_types(&message),
             }
         })?;
         Validator { text, file }.plan(raw, read)
@@ -803,6 +884,59 @@ impl ScenarioPlan {
             .flat_map(Template::env_names)
             .collect();
         names.into_iter().map(str::to_string).collect()
+    }
+
+    /// Every header name the file sets (defaults and requests).
+    fn header_names(&self) -> Vec<&str> {
+        let requests = self.scenarios.iter().flat_map(|s| requests(&s.flow));
+        self.defaults
+            .headers
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .chain(requests.flat_map(|r| r.headers.iter().map(|(n, _)| n.as_str())))
+            .collect()
+    }
+
+    /// Marks more headers secret (`throng run --secret-header NAME`), besides
+    /// Authorization, Proxy-Authorization, Cookie and Set-Cookie.
+    pub fn with_secret_headers(mut self, marked: &[String]) -> Result<ScenarioPlan, throng_plan::PlanError> {
+        let mut all = marked.to_vec();
+        all.extend(self.secret_headers.iter().cloned());
+        self.secret_headers = throng_plan::secret_names(&all, self.header_names().into_iter())?;
+        Ok(self)
+    }
+
+    /// The plan as results and reports keep it: the values of secret
+    /// headers read `<redacted>`.
+    pub fn redacted(&self) -> ScenarioPlan {
+        fn flow(steps: &mut [Step], secret: &[String], with: &Template) {
+            for step in steps {
+                match step {
+                    Step::Request(r) => headers(&mut r.headers, secret, with),
+                    Step::Group { flow: f, .. } => flow(f, secret, with),
+                    Step::Think(_) => {}
+                }
+            }
+        }
+        fn headers(h: &mut [(String, Template)], secret: &[String], with: &Template) {
+            for (name, value) in h {
+                if throng_plan::is_secret(secret, name) {
+                    *value = with.clone();
+                }
+            }
+        }
+        let mut plan = self.clone();
+        let with = Template::literal(throng_plan::REDACTED);
+        headers(&mut plan.defaults.headers, &self.secret_headers, &with);
+        for s in &mut plan.scenarios {
+            flow(&mut s.flow, &self.secret_headers, &with);
+        }
+        plan
+    }
+
+    /// Says which headers' values a result holds redacted, if any.
+    pub fn redaction_note(&self) -> Option<String> {
+        throng_plan::redaction_note(self.header_names().into_iter(), &self.secret_headers)
     }
 
     /// When the last scenario's schedule ends.
@@ -956,6 +1090,40 @@ impl Validator<'_> {
         })
     }
 
+    /// A header as written at `path`: a token name; no Content-Length or
+    /// Transfer-Encoding (throng frames the rendered body itself, so a
+    /// length written in the file could contradict it); no control
+    /// character in the value as written (a rendered value is checked
+    /// again when the request is sent).
+    fn header(&self, path: &[&str], name: &str, value: &str) -> Result<(String, Template), ScenarioError> {
+        let at_name = format!("{name}:");
+        let here = [path, &[at_name.as_str()]].concat();
+        let err = |m: String| self.err_first(&[&here[..], path], m);
+        if name.is_empty()
+            || !name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+        {
+            return Err(err(format!(
+                "header name '{}' has characters a header name cannot have; use letters, digits and -",
+                name.escape_debug()
+            )));
+        }
+        if name.eq_ignore_ascii_case("content-length") || name.eq_ignore_ascii_case("transfer-encoding") {
+            return Err(err(format!(
+                "{name}: throng computes Content-Length from each request's rendered body (and never chunks \
+                 request bodies); remove this header"
+            )));
+        }
+        if let Some(c) = value.chars().find(|&c| throng_plan::is_forbidden_in_value(c)) {
+            return Err(err(format!(
+                "the value of header {name} has the control character {}, which a header cannot carry",
+                c.escape_debug()
+            )));
+        }
+        Ok((name.to_string(), self.template(&here, value)?))
+    }
+
     fn statuses(&self, path: &[&str], raw: &[RawStatus]) -> Result<StatusSet, ScenarioError> {
         if raw.is_empty() {
             return Err(self.err(
@@ -997,9 +1165,10 @@ impl Validator<'_> {
                 .defaults
                 .headers
                 .iter()
-                .map(|(k, v)| Ok((k.clone(), self.template(&["defaults:", k.as_str()], v)?)))
+                .map(|(k, v)| self.header(&["defaults:", "headers:"], k, v))
                 .collect::<Result<_, ScenarioError>>()?,
             timeout: raw.defaults.timeout.map_or(Duration::from_secs(10), |d| d.0),
+            max_body: raw.defaults.max_body.map_or(DEFAULT_MAX_BODY, |m| m.0),
             expect: match &raw.defaults.expect {
                 Some(e) => self.statuses(&["defaults:", "expect:"], e)?,
                 None => StatusSet::default(),
@@ -1082,7 +1251,7 @@ impl Validator<'_> {
                 thresholds.push(th);
             }
         }
-        Ok(ScenarioPlan {
+        ScenarioPlan {
             file: self.file.to_string(),
             target,
             tls,
@@ -1091,8 +1260,11 @@ impl Validator<'_> {
             scenarios,
             thresholds,
             scale: 1.0,
+            secret_headers: Vec::new(),
             segment: None,
-        })
+        }
+        .with_secret_headers(&[])
+        .map_err(|e| self.err(&["defaults:"], e.to_string()))
     }
 
     fn base(&self, url: &str) -> Result<BaseUrl, ScenarioError> {
@@ -1575,7 +1747,7 @@ impl Validator<'_> {
             headers: r
                 .headers
                 .iter()
-                .map(|(k, v)| Ok((k.clone(), self.template(&here, v)?)))
+                .map(|(k, v)| self.header(&here, k, v))
                 .collect::<Result<_, ScenarioError>>()?,
             body,
             expect: match &r.expect {
@@ -1585,6 +1757,7 @@ impl Validator<'_> {
             captures,
             checks,
             timeout: r.timeout.map_or(defaults.timeout, |d| d.0),
+            max_body: r.max_body.map_or(defaults.max_body, |m| m.0),
             name,
             method,
         })
@@ -1980,6 +2153,67 @@ thresholds:
             "{to}: {e} points at '{line}', not at '{at}'"
         );
         e
+    }
+
+    #[test]
+    fn framing_headers_and_control_characters_are_refused_where_written() {
+        rejects(
+            "User-Agent: throng-test",
+            "User-Agent: throng-test\n    Content-Length: 5",
+            "Content-Length: 5",
+            "throng computes Content-Length",
+        );
+        rejects(
+            "headers: { Authorization: \"Bearer {{token}}\" }",
+            "headers: { Transfer-Encoding: chunked }",
+            "Transfer-Encoding",
+            "never chunks",
+        );
+        rejects(
+            "User-Agent: throng-test",
+            "User-Agent: \"throng\\vtest\"",
+            "User-Agent",
+            "control character \\u{b}",
+        );
+    }
+
+    #[test]
+    fn max_body_is_a_size_with_a_default_and_a_limit() {
+        let plan = parse(GOOD).unwrap();
+        assert_eq!(plan.defaults.max_body, DEFAULT_MAX_BODY);
+        let text = GOOD
+            .replacen("timeout: 5s", "timeout: 5s\n  max_body: 4MiB", 1)
+            .replacen("path: /me", "path: /me\n                max_body: 100", 1);
+        let plan = parse(&text).unwrap();
+        assert_eq!(plan.defaults.max_body, 4 << 20);
+        let reqs = requests(&plan.scenarios[0].flow);
+        assert_eq!((reqs[0].max_body, reqs[1].max_body), (4 << 20, 100));
+        assert_eq!(parse_size("64KiB"), Ok(64 << 10));
+        assert_eq!(parse_size(" 2 MB "), Ok(2_000_000));
+        for bad in ["0", "65MiB", "1GiB", "x", "-1", "99999999999999999999"] {
+            assert!(parse_size(bad).is_err(), "{bad}");
+        }
+        rejects("timeout: 5s", "timeout: 5s\n  max_body: 1GiB", "max_body", "not a size");
+    }
+
+    #[test]
+    fn secret_headers_are_redacted_in_the_plan_a_result_keeps() {
+        let text = GOOD.replacen(
+            "User-Agent: throng-test",
+            "User-Agent: throng-test\n    X-Api-Key: k3y-s3cret",
+            1,
+        );
+        let plan = parse(&text).unwrap();
+        assert_eq!(plan.secret_headers, ["authorization"]);
+        let plan = plan.with_secret_headers(&["X-API-KEY".to_string()]).unwrap();
+        assert_eq!(plan.secret_headers, ["authorization", "x-api-key"]);
+        let json = serde_json::to_string(&plan.redacted()).unwrap();
+        assert!(!json.contains("k3y-s3cret") && !json.contains("Bearer"), "{json}");
+        assert!(json.contains("throng-test"), "{json}");
+        let note = plan.redaction_note().unwrap();
+        assert!(note.contains("Authorization, X-Api-Key"), "{note}");
+        // What is sent is untouched.
+        assert_eq!(plan.defaults.headers[1].1.source(), "k3y-s3cret");
     }
 
     #[test]

@@ -76,6 +76,14 @@ impl Template {
         })
     }
 
+    /// A template that renders `text` as it is, `{{` included.
+    pub fn literal(text: &str) -> Template {
+        Template {
+            parts: vec![Part::Text(text.to_string())],
+            source: text.to_string(),
+        }
+    }
+
     /// The text as written.
     pub fn source(&self) -> &str {
         &self.source

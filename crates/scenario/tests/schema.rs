@@ -553,7 +553,7 @@ fn bad_files_fail_both() {
         (
             "a check status as text",
             edit("expect: [200]", "check:\n            c: { status: ['200'] }"),
-            "expected u16",
+            "expected a whole number",
         ),
         (
             "a threshold on a k6 metric name",

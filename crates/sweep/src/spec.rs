@@ -131,13 +131,19 @@ pub const DEFAULT_FIGURES: [&str; 8] = [
 impl Sweep {
     /// Parses and validates a sweep file; `file` names it in errors.
     pub fn parse(text: &str, file: &str) -> Result<Sweep, SweepError> {
+        let text = throng_plan::input::strip_bom(text);
+        throng_plan::input::check_yaml_nesting(text).map_err(|e| SweepError::Yaml {
+            file: file.to_string(),
+            location: format!(":{}:{}", e.line, e.column),
+            message: e.message,
+        })?;
         let raw: Raw = serde_yaml_ng::from_str(text).map_err(|e| SweepError::Yaml {
             file: file.to_string(),
             location: e
                 .location()
                 .map(|l| format!(":{}:{}", l.line(), l.column()))
                 .unwrap_or_default(),
-            message: e.to_string().split(" at line ").next().unwrap_or_default().to_string(),
+            message: throng_plan::input::plain_types(e.to_string().split(" at line ").next().unwrap_or_default()),
         })?;
         let invalid = |field: &str, message: String| SweepError::Invalid {
             file: file.to_string(),

@@ -99,27 +99,39 @@ pub fn generate(kind: CertKind, hosts: &[String], validity: Validity) -> Result<
 }
 
 /// Writes the files into `dir` (created if missing): keys 0600, certificates
-/// 0644. Returns the paths written.
+/// 0644. Returns the paths written. A file that is a symbolic link is
+/// refused, not written through (a planted link could send a key anywhere).
 pub fn write_files(dir: &Path, files: &GeneratedFiles) -> std::io::Result<Vec<PathBuf>> {
     use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
     std::fs::create_dir_all(dir)?;
     let mut written = Vec::new();
     for (name, text, secret) in &files.files {
         let path = dir.join(name);
+        let mode = if *secret { 0o600 } else { 0o644 };
         let mut f = std::fs::OpenOptions::new()
             .write(true)
             .create(true)
             .truncate(true)
-            .mode(if *secret { 0o600 } else { 0o644 })
-            .open(&path)?;
+            .mode(mode)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&path)
+            .map_err(|e| match e.raw_os_error() {
+                Some(libc::ELOOP) => std::io::Error::new(
+                    e.kind(),
+                    format!(
+                        "'{}' is a symbolic link; refusing to write {} through it (remove the link, or choose \
+                         another directory)",
+                        path.display(),
+                        if *secret { "a private key" } else { "a certificate" }
+                    ),
+                ),
+                _ => std::io::Error::new(e.kind(), format!("'{}': {e}", path.display())),
+            })?;
+        // An existing file keeps its old mode on open: set it on the file
+        // opened (never on whatever the path names by now).
+        f.set_permissions(std::fs::Permissions::from_mode(mode))?;
         f.write_all(text.as_bytes())?;
-        // An existing file keeps its old mode on open: set it explicitly.
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(
-            &path,
-            std::fs::Permissions::from_mode(if *secret { 0o600 } else { 0o644 }),
-        )?;
         written.push(path);
     }
     Ok(written)
@@ -172,6 +184,53 @@ mod tests {
             assert_eq!(mode, want, "{}", p.display());
         }
         std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_planted_symlink_is_refused_not_followed() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("throng-certs-link-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let victim = dir.join("victim");
+        std::fs::write(&victim, "keep").unwrap();
+        std::fs::set_permissions(&victim, std::fs::Permissions::from_mode(0o644)).unwrap();
+        std::os::unix::fs::symlink(&victim, dir.join("ca.key")).unwrap();
+        let g = generate(CertKind::Ecdsa, &["localhost".into()], Validity::Current).unwrap();
+        let e = write_files(&dir, &g).unwrap_err().to_string();
+        assert!(
+            e.contains("ca.key' is a symbolic link; refusing to write a private key"),
+            "{e}"
+        );
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+        assert_eq!(std::fs::metadata(&victim).unwrap().permissions().mode() & 0o777, 0o644);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_key_that_is_not_the_certificates_says_so() {
+        let a = generate(CertKind::Ecdsa, &["localhost".into()], Validity::Current).unwrap();
+        let b = generate(CertKind::Ecdsa, &["localhost".into()], Validity::Current).unwrap();
+        let e = client_config(&ClientOptions {
+            insecure: true,
+            cert: Some(find(&a, "client.pem")),
+            key: Some(find(&b, "client.key")),
+            ..ClientOptions::default()
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("client.key is not the private key of the certificate in client.pem (their public keys differ)"),
+            "{e}"
+        );
+        let e = client_config(&ClientOptions {
+            insecure: true,
+            cert: Some(find(&a, "client.key")),
+            key: Some(find(&a, "client.key")),
+            ..ClientOptions::default()
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(e.starts_with("--cert client.key:"), "{e}");
     }
 
     #[test]

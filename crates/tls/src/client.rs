@@ -2,11 +2,12 @@
 
 use std::sync::Arc;
 
-use rustls::client::Resumption;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::{ResolvesClientCert, Resumption};
 use rustls::crypto::{CryptoProvider, SupportedKxGroup, aws_lc_rs};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use rustls::sign::CertifiedKey;
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
 
 use crate::TlsError;
@@ -157,7 +158,7 @@ pub fn client_config(o: &ClientOptions) -> Result<Arc<ClientConfig>, TlsError> {
     let builder = if o.insecure {
         builder
             .dangerous()
-            .with_custom_certificate_verifier(Arc::new(NoVerification(provider)))
+            .with_custom_certificate_verifier(Arc::new(NoVerification(Arc::clone(&provider))))
     } else {
         let mut roots = RootCertStore::empty();
         match &o.cacert {
@@ -184,9 +185,7 @@ pub fn client_config(o: &ClientOptions) -> Result<Arc<ClientConfig>, TlsError> {
     };
 
     let mut config = match (&o.cert, &o.key) {
-        (Some(c), Some(k)) => builder
-            .with_client_auth_cert(certs("--cert", c)?, key("--key", k)?)
-            .map_err(|e| TlsError::Config(format!("--cert/--key: the key does not fit the certificate ({e})")))?,
+        (Some(c), Some(k)) => builder.with_client_cert_resolver(Arc::new(ClientCert(certified_key(&provider, c, k)?))),
         (None, None) => builder.with_no_client_auth(),
         (Some(_), None) => {
             return Err(TlsError::Config(
@@ -201,6 +200,117 @@ pub fn client_config(o: &ClientOptions) -> Result<Arc<ClientConfig>, TlsError> {
         config.resumption = Resumption::disabled();
     }
     Ok(Arc::new(config))
+}
+
+/// The client certificate chain and its key, after checking that the key
+/// is the certificate's: their public keys are compared directly (as
+/// OpenSSL does), so an X.509 v1 certificate — what `openssl x509 -req`
+/// makes without extensions, and what servers accept — works, where
+/// rustls' own check would refuse to parse it.
+fn certified_key(
+    provider: &CryptoProvider,
+    cert: &(String, Vec<u8>),
+    key_pem: &(String, Vec<u8>),
+) -> Result<Arc<CertifiedKey>, TlsError> {
+    let chain = certs("--cert", cert)?;
+    let signing = provider
+        .key_provider
+        .load_private_key(key("--key", key_pem)?)
+        .map_err(|e| TlsError::Pem {
+            flag: "--key",
+            path: key_pem.0.clone(),
+            problem: format!("the key cannot sign TLS handshakes ({e}); give an RSA, ECDSA or Ed25519 key"),
+        })?;
+    let cert_spki = chain
+        .first()
+        .and_then(|c| subject_public_key_info(c))
+        .ok_or_else(|| TlsError::Pem {
+            flag: "--cert",
+            path: cert.0.clone(),
+            problem: "its first certificate is not an X.509 certificate (no subject public key found)".into(),
+        })?;
+    // None: the provider cannot say (then the handshake decides).
+    if let Some(key_spki) = signing.public_key()
+        && key_spki.as_ref() != cert_spki
+    {
+        return Err(TlsError::Config(format!(
+            "--cert/--key: {} is not the private key of the certificate in {} (their public keys differ); \
+             give the key the certificate was made for",
+            key_pem.0, cert.0
+        )));
+    }
+    Ok(Arc::new(CertifiedKey::new(chain, signing)))
+}
+
+/// The DER of a certificate's SubjectPublicKeyInfo, found by walking the
+/// outer fields (RFC 5280 4.1): any version, no extension parsed.
+fn subject_public_key_info(cert: &[u8]) -> Option<&[u8]> {
+    const SEQUENCE: u8 = 0x30;
+    const VERSION: u8 = 0xa0; // [0] EXPLICIT, absent in v1
+    let certificate = Der::first(cert).filter(|e| e.tag == SEQUENCE)?;
+    let tbs = Der::first(certificate.content).filter(|e| e.tag == SEQUENCE)?;
+    let mut rest = tbs.content;
+    if rest.first() == Some(&VERSION) {
+        rest = Der::first(rest)?.rest;
+    }
+    // serialNumber, signature, issuer, validity, subject.
+    for _ in 0..5 {
+        rest = Der::first(rest)?.rest;
+    }
+    Der::first(rest).filter(|e| e.tag == SEQUENCE).map(|e| e.whole)
+}
+
+/// One DER element at the start of a byte string.
+struct Der<'a> {
+    tag: u8,
+    /// Its content.
+    content: &'a [u8],
+    /// The whole element: tag, length and content.
+    whole: &'a [u8],
+    /// What follows it.
+    rest: &'a [u8],
+}
+
+impl<'a> Der<'a> {
+    fn first(der: &'a [u8]) -> Option<Der<'a>> {
+        let (&tag, after_tag) = der.split_first()?;
+        let (&first, after) = after_tag.split_first()?;
+        let (len, body) = if first < 0x80 {
+            (usize::from(first), after)
+        } else {
+            let n = usize::from(first & 0x7f);
+            if n == 0 || n > 4 || after.len() < n {
+                return None;
+            }
+            let len = after[..n].iter().fold(0usize, |acc, &b| (acc << 8) | usize::from(b));
+            (len, &after[n..])
+        };
+        if body.len() < len {
+            return None;
+        }
+        let header = der.len() - body.len();
+        Some(Der {
+            tag,
+            content: &body[..len],
+            whole: &der[..header + len],
+            rest: &body[len..],
+        })
+    }
+}
+
+/// Presents the one client certificate whatever the server asks for (the
+/// server decides whether it will do).
+#[derive(Debug)]
+struct ClientCert(Arc<CertifiedKey>);
+
+impl ResolvesClientCert for ClientCert {
+    fn resolve(&self, _root_hint_subjects: &[&[u8]], _sigschemes: &[SignatureScheme]) -> Option<Arc<CertifiedKey>> {
+        Some(Arc::clone(&self.0))
+    }
+
+    fn has_certs(&self) -> bool {
+        true
+    }
 }
 
 /// `--insecure`: accepts any certificate and any handshake signature. The
@@ -241,5 +351,29 @@ impl ServerCertVerifier for NoVerification {
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_public_key_is_found_in_a_certificate_and_nothing_panics_on_a_broken_one() {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = rcgen::CertificateParams::new(vec!["a".to_string()])
+            .unwrap()
+            .self_signed(&key)
+            .unwrap();
+        let der = cert.der().to_vec();
+        assert_eq!(
+            subject_public_key_info(&der),
+            Some(rcgen::PublicKeyData::subject_public_key_info(&key).as_slice())
+        );
+        for n in 0..der.len() {
+            assert_eq!(subject_public_key_info(&der[..n]), None, "a prefix of {n} bytes");
+        }
+        assert_eq!(subject_public_key_info(&[0x30, 0x84, 0xff, 0xff, 0xff, 0xff]), None);
+        assert_eq!(subject_public_key_info(&[0x30, 0x80]), None);
     }
 }

@@ -26,6 +26,7 @@ pub fn run(c: CompareCmd) -> anyhow::Result<ExitCode> {
     } else {
         (c.files.clone(), c.vs.clone())
     };
+    super::export::check_outputs(&[("--html", c.html.as_deref())])?;
     let (mut label_a, mut label_b) = default_labels(&files_a, &files_b);
     for l in &c.labels {
         match l.split_once('=') {

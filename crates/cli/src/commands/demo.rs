@@ -13,7 +13,7 @@ use throng_plan::{HttpArgs, HttpPlan, format_duration};
 use throng_report::View;
 use throng_result::RunResult;
 
-use super::{EXIT_INTERRUPTED, print_bytes, print_report};
+use super::{print_bytes, print_report};
 use crate::args::DemoCmd;
 use crate::progress::Display;
 use crate::signals;
@@ -78,7 +78,7 @@ pub fn run(c: DemoCmd) -> anyhow::Result<ExitCode> {
         let stop = r.interrupted;
         results.push(r);
         if stop {
-            return Ok(ExitCode::from(EXIT_INTERRUPTED));
+            return Ok(crate::exit::Outcome::Interrupted.into());
         }
     }
     server.stop();

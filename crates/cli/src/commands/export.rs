@@ -31,6 +31,34 @@ fn create(flag: &str, path: &Path) -> Result<File, UsageError> {
     })
 }
 
+/// Checks, before a run, that every output named by a flag can be written
+/// (its directory exists, it is not a directory, this process may write it),
+/// so a typo fails at once instead of after the run. Creates nothing:
+/// a file made for the check is removed, an existing one is not truncated.
+pub fn check_outputs(outputs: &[(&str, Option<&Path>)]) -> Result<(), UsageError> {
+    for (flag, path) in outputs {
+        let Some(path) = path else { continue };
+        let bad = |why: String| UsageError(format!("{flag} {}: {why}", path.display()));
+        if path.is_dir() {
+            return Err(bad("is a directory; give a file name".into()));
+        }
+        let existed = path.symlink_metadata().is_ok();
+        std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(path)
+            .map_err(|e| {
+                bad(format!(
+                    "cannot write there: {e} (check the directory exists and is writable)"
+                ))
+            })?;
+        if !existed {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+    Ok(())
+}
+
 /// Opens the series exports (`--csv`, `--hdr-log`).
 pub fn open(csv: Option<&Path>, hdr_log: Option<&Path>) -> Result<Exports, UsageError> {
     Ok(Exports {

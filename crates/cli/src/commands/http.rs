@@ -1,10 +1,12 @@
 //! `throng http`.
 
 use std::collections::BTreeMap;
+use std::io::Read as _;
+use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use throng_plan::{HttpArgs, HttpPlan};
+use throng_plan::{HttpArgs, HttpPlan, MAX_BODY_BYTES};
 
 use super::segment::refuse_start_at_with_repeat;
 use super::{UsageError, finish_runs, repeated};
@@ -14,15 +16,7 @@ use crate::progress::Display;
 
 pub fn run(c: HttpCmd) -> anyhow::Result<ExitCode> {
     let body = match &c.body {
-        Some(path) => {
-            let bytes = std::fs::read(path).map_err(|e| {
-                UsageError(format!(
-                    "--body {}: cannot read it: {e}; give a readable file",
-                    path.display()
-                ))
-            })?;
-            Some((path.display().to_string(), bytes))
-        }
+        Some(path) => Some((path.display().to_string(), read_body(path)?)),
         None => None,
     };
     let seg = super::segment::parse(&c.segments)?;
@@ -37,6 +31,7 @@ pub fn run(c: HttpCmd) -> anyhow::Result<ExitCode> {
         method: c.method,
         headers: c.headers,
         body,
+        secret_headers: c.secret_headers,
         timeout: c.timeout,
         no_keepalive: c.no_keepalive,
         expect_status: c.expect_status,
@@ -49,14 +44,13 @@ pub fn run(c: HttpCmd) -> anyhow::Result<ExitCode> {
         Some(_) => Some(super::tls::client_config(&c.tls, &[b"http/1.1"])?),
         None => None,
     };
+    super::export::check_outputs(&[("--json", c.json.as_deref()), ("--html", c.html.as_deref())])?;
     let (exports, rows) = super::export::open_run(&c.export)?;
 
     super::export::refuse_rows_with_repeat(&c.export, c.repeat.count)?;
     let watch = Watch::start(&c.live, BTreeMap::new())?;
     let runs = repeated(c.repeat, c.quiet, |control| {
-        if !super::segment::wait_for_start(plan.start_at_unix_ms, control, c.quiet) {
-            anyhow::bail!("interrupted while waiting for --start-at");
-        }
+        super::segment::wait_for_start(plan.start_at_unix_ms, control, c.quiet)?;
         let display = Display::new(c.quiet);
         watch.prepare(control, display.is_shown());
         let result = throng_engine::run_http(&plan, tls.clone(), rows.as_ref(), control, &mut |p| {
@@ -74,5 +68,42 @@ pub fn run(c: HttpCmd) -> anyhow::Result<ExitCode> {
         super::write_html(path, &merged)?;
     }
     watch.linger();
-    Ok(code)
+    Ok(code.into())
+}
+
+/// Reads `--body`, never past [`MAX_BODY_BYTES`] + 1 bytes: `/dev/zero`, a
+/// growing file or an endless pipe is refused after at most that much.
+fn read_body(path: &Path) -> Result<Vec<u8>, UsageError> {
+    let cannot = |e: std::io::Error| {
+        UsageError(format!(
+            "--body {}: cannot read it: {e}; give a readable file",
+            path.display()
+        ))
+    };
+    let too_big = |size: String| {
+        UsageError(format!(
+            "--body {}: the file is {size}, over the limit of {MAX_BODY_BYTES} bytes (64 MiB) a request body \
+             may have; send a smaller file",
+            path.display()
+        ))
+    };
+    let file = std::fs::File::open(path).map_err(cannot)?;
+    let meta = file.metadata().map_err(cannot)?;
+    if meta.is_file() && meta.len() > MAX_BODY_BYTES {
+        return Err(too_big(format!("{} bytes", meta.len())));
+    }
+    // Room for the request head too: the plan puts it in front of the body
+    // in this same buffer.
+    let mut bytes = Vec::with_capacity(if meta.is_file() {
+        meta.len() as usize + (16 << 10)
+    } else {
+        0
+    });
+    file.take(MAX_BODY_BYTES + 1).read_to_end(&mut bytes).map_err(cannot)?;
+    if bytes.len() as u64 > MAX_BODY_BYTES {
+        return Err(too_big(format!(
+            "more than {MAX_BODY_BYTES} bytes (it is not a regular file, or it grew)"
+        )));
+    }
+    Ok(bytes)
 }

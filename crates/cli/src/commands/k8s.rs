@@ -21,7 +21,7 @@ pub fn run(c: crate::args::K8sCmd) -> anyhow::Result<ExitCode> {
 }
 
 fn job_manifests(c: K8sJobCmd) -> anyhow::Result<ExitCode> {
-    let (plan, load) = match &c.plan {
+    let (plan, load, secrets) = match &c.plan {
         Some(file) => scenario(file, &c.command)?,
         None => command_line(&c.command)?,
     };
@@ -49,6 +49,8 @@ fn job_manifests(c: K8sJobCmd) -> anyhow::Result<ExitCode> {
         results_pvc: c.results_pvc.clone(),
         start_at_unix: i64::try_from(start).unwrap_or(i64::MAX),
         plan,
+        secret_args: secrets.args,
+        secret_scenario: secrets.scenario,
         sizing,
     };
     let m = throng_k8s::generate(&req).map_err(|e| UsageError(e.to_string()))?;
@@ -74,6 +76,31 @@ fn job_manifests(c: K8sJobCmd) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Which of the plan's files carry a secret (and go in the Secret).
+#[derive(Clone, Copy, Debug, Default)]
+struct Secrets {
+    args: bool,
+    scenario: bool,
+}
+
+/// True when `url` carries credentials (`nats://user:pass@`, `http://user:pass@`).
+fn has_userinfo(url: &str) -> bool {
+    url::Url::parse(url).is_ok_and(|u| !u.username().is_empty() || u.password().is_some())
+}
+
+/// True when one of `-H` headers is secret: always-sensitive, or named by
+/// `--secret-header`.
+fn has_secret_header(headers: &[String], marked: &[String]) -> bool {
+    let names = headers.iter().filter_map(|h| h.split_once(':')).map(|(n, _)| n.trim());
+    // A --secret-header the agents will refuse: ship the line as a secret anyway.
+    throng_plan::secret_names(marked, names).map_or(true, |secret| {
+        headers
+            .iter()
+            .filter_map(|h| h.split_once(':'))
+            .any(|(n, _)| throng_plan::is_secret(&secret, n.trim()))
+    })
+}
+
 /// Flags the agents set themselves.
 const AGENT_FLAGS: [&str; 4] = ["--json", "--segment", "--segment-sequence", "--start-at"];
 
@@ -90,7 +117,7 @@ fn refuse_agent_flags(args: &[String]) -> Result<(), UsageError> {
 }
 
 /// A command line after `--`: `http ...` or `storm ...`.
-fn command_line(args: &[String]) -> anyhow::Result<(Plan, Load)> {
+fn command_line(args: &[String]) -> anyhow::Result<(Plan, Load, Secrets)> {
     if args.is_empty() {
         return Err(UsageError(
             "give a scenario file (throng k8s job FILE --parallelism N) or a command line after '--' \
@@ -102,8 +129,10 @@ fn command_line(args: &[String]) -> anyhow::Result<(Plan, Load)> {
     refuse_agent_flags(args)?;
     let cli = Cli::try_parse_from(std::iter::once("throng".to_string()).chain(args.iter().cloned()))
         .map_err(|e| UsageError(format!("the command after '--': {}", first_line(&e))))?;
+    let mut secrets = Secrets::default();
     let load = match &cli.command {
         Command::Http(h) => {
+            secrets.args = has_userinfo(&h.url) || has_secret_header(&h.headers, &h.secret_headers);
             image_files(&[
                 ("--body", &h.body),
                 ("--cacert", &h.tls.cacert),
@@ -124,6 +153,7 @@ fn command_line(args: &[String]) -> anyhow::Result<(Plan, Load)> {
             }
         }
         Command::Storm(s) => {
+            secrets.args = has_userinfo(&s.target);
             image_files(&[
                 ("--cacert", &s.tls.cacert),
                 ("--cert", &s.tls.cert),
@@ -155,7 +185,7 @@ fn command_line(args: &[String]) -> anyhow::Result<(Plan, Load)> {
             .into());
         }
     };
-    Ok((Plan::Command(args.to_vec()), load))
+    Ok((Plan::Command(args.to_vec()), load, secrets))
 }
 
 /// Files a command line names are read inside the pod.
@@ -172,7 +202,7 @@ fn image_files(flags: &[(&str, &Option<std::path::PathBuf>)]) {
 }
 
 /// A scenario file, the files it names, and `throng run` flags after `--`.
-fn scenario(file: &Path, extra: &[String]) -> anyhow::Result<(Plan, Load)> {
+fn scenario(file: &Path, extra: &[String]) -> anyhow::Result<(Plan, Load, Secrets)> {
     refuse_agent_flags(extra)?;
     let cli = Cli::try_parse_from(
         ["throng", "run", "/plan/scenario.yaml"]
@@ -193,6 +223,14 @@ fn scenario(file: &Path, extra: &[String]) -> anyhow::Result<(Plan, Load)> {
     if let Some(f) = run.scale.filter(|f| f.is_finite() && *f > 0.0) {
         plan = plan.scaled(f);
     }
+    let plan = plan
+        .with_secret_headers(&run.secret_headers)
+        .map_err(|e| UsageError(e.to_string()))?;
+    // --env values are often tokens that templates put in headers.
+    let secrets = Secrets {
+        args: !run.env.is_empty(),
+        scenario: plan.redaction_note().is_some(),
+    };
     let given: Vec<&str> = run
         .env
         .iter()
@@ -232,6 +270,7 @@ fn scenario(file: &Path, extra: &[String]) -> anyhow::Result<(Plan, Load)> {
             extra_args: extra.to_vec(),
         },
         scenario_load(&plan),
+        secrets,
     ))
 }
 

@@ -26,24 +26,8 @@ use throng_result::{ResultSet, RunResult};
 
 use crate::args::{Cli, Command, Format, RepeatArgs};
 
-/// Exit code: the run happened but failed (every request failed, target unreachable).
-pub const EXIT_FAILED: u8 = 1;
-/// Exit code: bad usage or configuration.
-pub const EXIT_USAGE: u8 = 2;
-/// Exit code: the run finished but a threshold failed (as k6).
-pub const EXIT_THRESHOLDS: u8 = 99;
-/// Exit code: interrupted by a signal.
-pub const EXIT_INTERRUPTED: u8 = 130;
-
-/// A mistake in what the user asked for (exit code 2).
-#[derive(Debug)]
-pub struct UsageError(pub String);
-
-impl std::fmt::Display for UsageError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
+use crate::exit::Outcome;
+pub use crate::exit::{Interrupted, UsageError};
 
 /// Runs the command.
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -65,19 +49,6 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 /// The error and its causes on one line.
 pub fn one_line(e: &anyhow::Error) -> String {
     e.chain().map(ToString::to_string).collect::<Vec<_>>().join(": ")
-}
-
-/// 2 for usage and configuration errors, 1 for everything else.
-pub fn exit_code_for(e: &anyhow::Error) -> u8 {
-    let usage = e.chain().any(|c| {
-        c.is::<UsageError>()
-            || c.is::<throng_plan::PlanError>()
-            || matches!(
-                c.downcast_ref::<throng_engine::EngineError>(),
-                Some(throng_engine::EngineError::FdLimit { .. })
-            )
-    });
-    if usage { EXIT_USAGE } else { EXIT_FAILED }
 }
 
 fn view(f: Format) -> View {
@@ -125,6 +96,33 @@ fn write_html(path: &Path, result: &RunResult) -> anyhow::Result<()> {
             "cannot write the HTML report to '{}' (check the directory exists and is writable)",
             path.display()
         )
+    })
+}
+
+/// Reads a scenario or sweep file (`what` names it in errors), refusing one
+/// larger than [`throng_plan::input::MAX_FILE_BYTES`] without reading more
+/// than that.
+fn read_plan_file(path: &Path, what: &str) -> Result<String, UsageError> {
+    use std::io::Read as _;
+    let cannot = |e: std::io::Error| UsageError(format!("cannot read the {what} '{}': {e}", path.display()));
+    let limit = throng_plan::input::MAX_FILE_BYTES;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(limit + 1).read_to_end(&mut bytes))
+        .map_err(cannot)?;
+    if bytes.len() as u64 > limit {
+        return Err(UsageError(format!(
+            "the {what} '{}' is larger than the limit of {} MiB; a {what} describes a run in a few kilobytes",
+            path.display(),
+            limit >> 20
+        )));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        UsageError(format!(
+            "the {what} '{}' is not UTF-8 text (byte {}); save it as UTF-8",
+            path.display(),
+            e.utf8_error().valid_up_to()
+        ))
     })
 }
 
@@ -216,13 +214,13 @@ fn settle(d: std::time::Duration, control: &Control) {
 }
 
 /// Writes `--json` (one result, or a set when `--repeat` asked for more than
-/// one run), prints the report, and returns the exit code the runs deserve.
+/// one run), prints the report, and returns how the runs ended.
 fn finish_runs(
     repeat: RepeatArgs,
     runs: &[RunResult],
     json: Option<&Path>,
     format: Format,
-) -> anyhow::Result<(ExitCode, RunResult)> {
+) -> anyhow::Result<(Outcome, RunResult)> {
     let as_set = repeat.count > 1;
     if let Some(path) = json {
         match runs {
@@ -232,20 +230,35 @@ fn finish_runs(
     }
     print_runs(view(format), runs, as_set)?;
     let merged = RunResult::merge_sequential(runs).context("adding up the runs")?;
-    Ok((run_exit_code(&merged), merged))
+    Ok((run_outcome(&merged), merged))
 }
 
-/// The exit code a finished run deserves, with a line on stderr when it
-/// failed.
-fn run_exit_code(r: &RunResult) -> ExitCode {
+/// How a finished run ended: interrupted, thresholds failed, failed (every
+/// unit of work failed: requests for http and scenarios, connections — and
+/// then requests, when it sends any — for storms), or ok. Each failure is
+/// said on stderr, also when a higher one decides the code.
+fn run_outcome(r: &RunResult) -> Outcome {
     if r.interrupted {
-        return ExitCode::from(EXIT_INTERRUPTED);
+        return Outcome::Interrupted;
     }
-    // The unit of work: requests for http, connections for storms.
+    let every_failed = every_unit_failed(r);
+    if !r.thresholds_passed() {
+        let failed = r.thresholds.iter().filter(|v| !v.passed).count();
+        eprintln!("throng: {failed} of {} thresholds failed", r.thresholds.len());
+        return Outcome::Thresholds;
+    }
+    if every_failed { Outcome::Failed } else { Outcome::Ok }
+}
+
+/// True when every unit of work failed, said on stderr with the likely cause.
+fn every_unit_failed(r: &RunResult) -> bool {
+    let m = &r.measurements;
+    let all_failed = |o: &throng_metrics::Outcomes| o.attempted > 0 && o.ok == 0;
     let (req, unit) = match &r.plan {
-        throng_result::Plan::Http(_) => (&r.measurements.requests, "request"),
-        throng_result::Plan::Storm(_) => (&r.measurements.connections, "connection"),
-        throng_result::Plan::Run(_) => (&r.measurements.requests, "request"),
+        throng_result::Plan::Storm(_) if all_failed(&m.connections) || !all_failed(&m.requests) => {
+            (&m.connections, "connection")
+        }
+        _ => (&m.requests, "request"),
     };
     if req.attempted > 0 && req.ok == 0 {
         let mut classes: Vec<(&String, &u64)> = req.errors.iter().collect();
@@ -257,17 +270,24 @@ fn run_exit_code(r: &RunResult) -> ExitCode {
             "check_failed" if matches!(r.plan, throng_result::Plan::Run(_)) => {
                 "the server answered, with statuses the steps do not expect; see each request's expect:".to_string()
             }
+            "check_failed" if matches!(r.plan, throng_result::Plan::Storm(_)) => {
+                "the server answered every request with a status outside 200-399".to_string()
+            }
             "check_failed" => {
                 "the server answered, with statuses the plan does not expect; see --expect-status".to_string()
+            }
+            "timeout.handshake" => {
+                format!("{target} accepted connections but did not finish the protocol handshake in time")
             }
             k if k.starts_with("timeout.") => format!("{target} did not answer within --timeout"),
             "auth_failed" => {
                 "the server refused the credentials; check user:password in the URL or --nats-creds".to_string()
             }
-            "timeout.handshake" => {
-                format!("{target} accepted connections but did not finish the protocol handshake in time")
-            }
             k if k.starts_with("protocol.") => "the server answered the protocol handshake with an error".to_string(),
+            "protocol" => format!(
+                "{target} answered with something that breaks the protocol (malformed, or a line longer than the \
+                 limit; see the README's error classes)"
+            ),
             k if k.starts_with("tls.") => {
                 "the TLS handshake failed; check --cacert, --cert/--key and --sni (or --insecure)".to_string()
             }
@@ -279,12 +299,10 @@ fn run_exit_code(r: &RunResult) -> ExitCode {
             },
         };
         eprintln!("throng: every {unit} failed ({}); {hint}", top.join(", "));
-        return ExitCode::from(EXIT_FAILED);
+        return true;
     }
-    ExitCode::SUCCESS
+    false
 }
-
-impl std::error::Error for UsageError {}
 
 /// Makes a child process die with this one (SIGKILL when it goes, however
 /// it goes): a storm's worker processes would otherwise hold their

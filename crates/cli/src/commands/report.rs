@@ -16,6 +16,7 @@ pub fn run(c: ReportCmd) -> anyhow::Result<ExitCode> {
         Document::Single(r) => (vec![*r], false),
         Document::Set(s) => (s.runs, true),
     };
+    super::export::check_outputs(&[("--html", c.html.as_deref())])?;
     if c.csv.is_some() || c.hdr_log.is_some() || c.html.is_some() {
         let merged = RunResult::merge_sequential(&runs).context("adding up the runs")?;
         super::export::open(c.csv.as_deref(), c.hdr_log.as_deref())?.write(&merged)?;

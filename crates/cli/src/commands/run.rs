@@ -1,5 +1,6 @@
 //! `throng run SCENARIO.yaml`: load and validate the file, run it, report,
-//! judge the thresholds (exit 99 when one failed), write JUnit if asked.
+//! judge the thresholds (exit 99 when one failed, see `finish_runs`), write
+//! JUnit if asked.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -10,7 +11,7 @@ use anyhow::Context as _;
 use throng_engine::ScenarioOptions;
 use throng_scenario::ScenarioPlan;
 
-use super::{EXIT_INTERRUPTED, EXIT_THRESHOLDS, UsageError, finish_runs, repeated};
+use super::{UsageError, finish_runs, repeated};
 use crate::args::{Format, RunCmd, TlsArgs};
 use crate::live::Watch;
 use crate::progress::{Display, StageClock};
@@ -21,7 +22,9 @@ pub fn run(c: RunCmd) -> anyhow::Result<ExitCode> {
     }
     let seg = super::segment::parse(&c.segments)?;
     super::segment::refuse_start_at_with_repeat(&seg, c.repeat.count)?;
-    let mut plan = load(&c.file, c.scale)?;
+    let mut plan = load(&c.file, c.scale)?
+        .with_secret_headers(&c.secret_headers)
+        .map_err(|e| UsageError(e.to_string()))?;
     if let Some(s) = &seg.segment {
         plan = plan.segmented(s);
     }
@@ -61,6 +64,11 @@ pub fn run(c: RunCmd) -> anyhow::Result<ExitCode> {
         }
         None => None,
     };
+    super::export::check_outputs(&[
+        ("--json", c.json.as_deref()),
+        ("--html", c.html.as_deref()),
+        ("--junit", c.junit.as_deref()),
+    ])?;
     let (exports, requests_csv) = super::export::open_run(&c.export)?;
     let options = ScenarioOptions {
         requests_csv,
@@ -76,9 +84,7 @@ pub fn run(c: RunCmd) -> anyhow::Result<ExitCode> {
     super::export::refuse_rows_with_repeat(&c.export, c.repeat.count)?;
     let watch = Watch::start(&c.live, step_scenarios(&plan))?;
     let runs = repeated(c.repeat, c.quiet, |control| {
-        if !super::segment::wait_for_start(options.start_at_unix_ms, control, c.quiet) {
-            anyhow::bail!("interrupted while waiting for --start-at");
-        }
+        super::segment::wait_for_start(options.start_at_unix_ms, control, c.quiet)?;
         let display = Display::new(c.quiet).with_stages(stage_clocks(&plan));
         watch.prepare(control, display.is_shown());
         let result = throng_engine::run_scenario(&plan, tls.clone(), &options, control, &mut |p| {
@@ -107,15 +113,7 @@ pub fn run(c: RunCmd) -> anyhow::Result<ExitCode> {
         })?;
     }
     watch.linger();
-    if result.interrupted {
-        return Ok(ExitCode::from(EXIT_INTERRUPTED));
-    }
-    if !result.thresholds_passed() {
-        let failed = result.thresholds.iter().filter(|v| !v.passed).count();
-        eprintln!("throng: {failed} of {} thresholds failed", result.thresholds.len());
-        return Ok(ExitCode::from(EXIT_THRESHOLDS));
-    }
-    Ok(code)
+    Ok(code.into())
 }
 
 /// The scenario of each step name, for the `scenario` label of step
@@ -157,8 +155,7 @@ fn stage_clocks(plan: &ScenarioPlan) -> Vec<StageClock> {
 
 /// Reads and validates a scenario file; its data file is read relative to it.
 fn load(file: &Path, scale: Option<f64>) -> anyhow::Result<ScenarioPlan> {
-    let text = std::fs::read_to_string(file)
-        .map_err(|e| UsageError(format!("cannot read the scenario file '{}': {e}", file.display())))?;
+    let text = super::read_plan_file(file, "scenario file")?;
     let dir: PathBuf = file.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf);
     let read = |name: &str| std::fs::read_to_string(dir.join(name)).map_err(|e| e.to_string());
     let plan = ScenarioPlan::parse(&text, &file.display().to_string(), &read).map_err(|e| UsageError(e.to_string()))?;

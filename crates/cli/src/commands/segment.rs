@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use throng_engine::Control;
 use throng_plan::Segment;
 
-use super::UsageError;
+use super::{Interrupted, UsageError};
 use crate::args::SegmentArgs;
 
 /// Furthest ahead `--start-at` may be.
@@ -85,9 +85,9 @@ fn check_start(text: &str, ms: u64, now: u64) -> Result<(), UsageError> {
 }
 
 /// Waits until just before `start_at` (ms since the Unix epoch), in short
-/// sleeps so that a signal on `control` ends the wait; false when it did.
-pub fn wait_for_start(start_at: Option<u64>, control: &Control, quiet: bool) -> bool {
-    let Some(at) = start_at else { return true };
+/// sleeps so that a signal on `control` ends the wait (an error then).
+pub fn wait_for_start(start_at: Option<u64>, control: &Control, quiet: bool) -> Result<(), Interrupted> {
+    let Some(at) = start_at else { return Ok(()) };
     let target = UNIX_EPOCH + Duration::from_millis(at);
     if !quiet
         && let Ok(ahead) = target.duration_since(SystemTime::now())
@@ -101,13 +101,13 @@ pub fn wait_for_start(start_at: Option<u64>, control: &Control, quiet: bool) -> 
     }
     loop {
         if control.was_interrupted() {
-            return false;
+            return Err(Interrupted("while waiting for --start-at"));
         }
         let Ok(left) = target.duration_since(SystemTime::now()) else {
-            return true;
+            return Ok(());
         };
         if left <= ENGINE_MARGIN {
-            return true;
+            return Ok(());
         }
         std::thread::sleep((left - ENGINE_MARGIN).min(Duration::from_millis(100)));
     }

@@ -92,6 +92,7 @@ pub fn run(c: StormCmd) -> anyhow::Result<ExitCode> {
         return Err(UsageError("--format: a storm report is text or json".into()).into());
     }
 
+    super::export::check_outputs(&[("--json", c.json.as_deref()), ("--html", c.html.as_deref())])?;
     let (exports, rows) = super::export::open_run(&c.export)?;
 
     // A child: run its part, print the result document, nothing else.
@@ -104,9 +105,7 @@ pub fn run(c: StormCmd) -> anyhow::Result<ExitCode> {
             count,
             start_at_unix_ms: seg.start_at_unix_ms,
         };
-        if !super::segment::wait_for_start(seg.start_at_unix_ms, &control, true) {
-            anyhow::bail!("interrupted while waiting for --start-at");
-        }
+        super::segment::wait_for_start(seg.start_at_unix_ms, &control, true)?;
         let result = throng_engine::run_storm(&plan, part, tls, rows.as_ref(), &control, &mut |_| {})
             .context("the storm part could not start")?;
         super::print_report(throng_report::View::Json, &result)?;
@@ -126,9 +125,7 @@ pub fn run(c: StormCmd) -> anyhow::Result<ExitCode> {
     let watch = Watch::start(&c.live, BTreeMap::new())?;
     let runs = super::repeated(c.repeat, c.quiet, |control| {
         let mut result = if procs <= 1 {
-            if !super::segment::wait_for_start(seg.start_at_unix_ms, control, c.quiet) {
-                anyhow::bail!("interrupted while waiting for --start-at");
-            }
+            super::segment::wait_for_start(seg.start_at_unix_ms, control, c.quiet)?;
             let part = StormPart {
                 start_at_unix_ms: seg.start_at_unix_ms,
                 ..StormPart::WHOLE
@@ -162,7 +159,7 @@ pub fn run(c: StormCmd) -> anyhow::Result<ExitCode> {
         super::write_html(path, &merged)?;
     }
     watch.linger();
-    Ok(code)
+    Ok(code.into())
 }
 
 /// Open connections from one source address past which the kernel's search

@@ -12,15 +12,16 @@ use anyhow::Context as _;
 use throng_result::RunResult;
 use throng_sweep::{CellOutcome, Format, Sweep};
 
-use super::{EXIT_FAILED, EXIT_INTERRUPTED, UsageError, print_bytes};
+use super::{UsageError, print_bytes};
 use crate::args::{SweepCmd, SweepFormat};
+use crate::exit::Outcome;
 
 /// Longest a setup or teardown command may run.
 const HOOK_LIMIT: Duration = Duration::from_secs(120);
 
 pub fn run(c: SweepCmd) -> anyhow::Result<ExitCode> {
     let file = c.file.display().to_string();
-    let text = std::fs::read_to_string(&c.file).map_err(|e| UsageError(format!("cannot read '{file}': {e}")))?;
+    let text = super::read_plan_file(&c.file, "sweep file")?;
     let sweep = Sweep::parse(&text, &file).map_err(|e| UsageError(e.to_string()))?;
     let sweep_dir = std::fs::canonicalize(&c.file)
         .ok()
@@ -31,6 +32,7 @@ pub fn run(c: SweepCmd) -> anyhow::Result<ExitCode> {
     if c.chart.is_some() && sweep.chart.is_none() {
         return Err(UsageError(format!("--chart: '{file}' has no chart: section (figure, x, lines)")).into());
     }
+    super::export::check_outputs(&[("--json", c.json.as_deref()), ("--chart", c.chart.as_deref())])?;
     let exe = std::env::current_exe().context("cannot find this program to run the cells")?;
     let stop = Arc::new(AtomicBool::new(false));
     watch_signals(Arc::clone(&stop));
@@ -121,7 +123,7 @@ pub fn run(c: SweepCmd) -> anyhow::Result<ExitCode> {
             "schema": "throng.sweep/v1",
             "file": file,
             "parameters": sweep.params.iter().map(|(n, v)| serde_json::json!({"name": n, "values": v})).collect::<Vec<_>>(),
-            "run": sweep.run,
+            "run": throng_plan::redact_command(&sweep.run),
             "repeat": sweep.repeat,
             "figures": sweep.figures.iter().map(throng_sweep::Figure::header).collect::<Vec<_>>(),
             "cells": outcomes.iter().map(|o| serde_json::json!({
@@ -142,10 +144,10 @@ pub fn run(c: SweepCmd) -> anyhow::Result<ExitCode> {
     }
     let _ = std::fs::remove_dir_all(&dir);
     if stop.load(Ordering::SeqCst) {
-        return Ok(ExitCode::from(EXIT_INTERRUPTED));
+        return Ok(Outcome::Interrupted.into());
     }
     if outcomes.iter().any(|o| o.problem.is_some()) {
-        return Ok(ExitCode::from(EXIT_FAILED));
+        return Ok(Outcome::Failed.into());
     }
     Ok(ExitCode::SUCCESS)
 }

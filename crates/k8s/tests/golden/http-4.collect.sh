@@ -7,4 +7,4 @@ for pod in $(kubectl -n default get pods -l job-name=throng -o name); do kubectl
 throng merge throng-results/segment-0.json throng-results/segment-1.json throng-results/segment-2.json throng-results/segment-3.json -o throng-merged.json
 throng report throng-merged.json
 # then remove the job and its pods
-kubectl -n default delete job/throng configmap/throng
+kubectl -n default delete job/throng configmap/throng secret/throng-keys
