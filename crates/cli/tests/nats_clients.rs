@@ -200,7 +200,10 @@ fn the_nats_go_client_fails_where_nats_go_fails() {
     assert!(text.contains("protocol.unexpected_ping"), "{text}");
     assert!(text.contains("as nats.go clients"), "{text}");
     assert!(text.contains("failed here as nats.go fails them"), "{text}");
+    let problems = common::schema_violations(&run.json);
+    assert!(problems.is_empty(), "schema violations: {problems:#?}");
     if let throng_result::Plan::Storm(p) = &r.plan {
+        assert_eq!(p.client, throng_plan::ClientProfile::NatsGo);
         assert_eq!(p.timeout, Duration::from_secs(2), "nats.go's connect timeout");
     } else {
         panic!("not a storm plan");
