@@ -213,8 +213,9 @@ A sweep file:
   chart: { figure: total_connect_time, x: cost, lines: clients }
   cell_timeout: 30m
 
-Figures: established, failures, total_connect_time, total_reconnect_time, requests_per_second,
-connections_per_second, or PHASE.STAT (e.g. connect.p99, handshake.p50, latency.mean).";
+Figures: established, failures, total_connect_time, total_reconnect_time, client_reconnect_time,
+out_of_turn, requests_per_second, connections_per_second, or PHASE.STAT (e.g. connect.p99,
+handshake.p50, latency.mean).";
 
 #[derive(Debug, Args)]
 pub struct SweepCmd {
@@ -477,7 +478,7 @@ pub struct StormCmd {
     /// One HTTP request per connection, e.g. 'GET /', or 'none' [default: GET path for http(s) targets]
     #[arg(long = "request", value_name = "'METHOD /PATH'")]
     pub request: Option<String>,
-    /// Limit on connect, handshake and request [default: 10s]
+    /// Limit on connect, handshake and request [default: 10s; 2s with --client nats.go]
     #[arg(long = "timeout", value_name = "DURATION", value_parser = parse_duration)]
     pub timeout: Option<Duration>,
     /// Processes to spread connections over: auto (as the descriptor limit needs) or a number
@@ -504,13 +505,17 @@ pub struct StormCmd {
     /// Line protocol: limit on each --expect [default: --timeout]
     #[arg(long = "step-timeout", value_name = "DURATION", value_parser = parse_duration, help_heading = "Protocol")]
     pub step_timeout: Option<Duration>,
+    /// NATS: behave like this client library: lenient (answer whatever the server says) or nats.go
+    /// (fail where nats.go fails; its 2s timeout, its reconnect policy) [default: lenient]
+    #[arg(long = "client", value_name = "PROFILE", help_heading = "Protocol")]
+    pub client: Option<String>,
     /// Reconnect held connections the server closes (and repeat the handshake)
     #[arg(long = "reconnect", help_heading = "Reconnect")]
     pub reconnect: bool,
     /// Wait before each reconnect attempt [default: 2s, as the NATS clients]
     #[arg(long = "reconnect-wait", value_name = "DURATION", value_parser = parse_duration, help_heading = "Reconnect")]
     pub reconnect_wait: Option<Duration>,
-    /// Plus a random extra wait in [0, DURATION) [default: 100ms]
+    /// Plus a random extra wait in [0, DURATION) [default: 100ms; 1s for nats.go over TLS]
     #[arg(long = "reconnect-jitter", value_name = "DURATION", value_parser = parse_duration, help_heading = "Reconnect")]
     pub reconnect_jitter: Option<Duration>,
     /// Attempts per dropped connection before giving up [default: 60]

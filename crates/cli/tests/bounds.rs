@@ -48,6 +48,8 @@ fn an_open_loop_far_beyond_its_connections_drops_in_constant_memory() {
     );
     assert!(m.requests.ok > 0, "the one connection carried requests");
     assert!(m.dropped > 190_000_000, "dropped {}", m.dropped);
+    // The report's meaning of `dropped` names this cause, not only --timeout.
+    assert!(r.stdout().contains("-c starts were already waiting"), "{}", r.stdout());
     assert_eq!(m.connections.attempted, 1, "-c 1 opens one connection");
     // Latency is measured from the intended start of what started.
     assert_eq!(m.phases["latency"].count(), m.requests.ok);

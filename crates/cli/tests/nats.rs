@@ -6,6 +6,8 @@
 mod common;
 
 use common::{NatsServer, assert_books_balance, free_port, throng, wait_listening};
+use std::time::Duration;
+
 use throng_result::RunResult;
 
 fn storm(args: &[&str]) -> common::Run {
@@ -112,8 +114,18 @@ fn a_restart_sends_every_connection_back_through_a_reconnect() {
         120,
         "every connect and reconnect shook hands"
     );
+    // The clients' definition starts when the server accepts again, after
+    // its 1 s gap: shorter than throng's, which starts at the first drop.
+    let clients = m.client_reconnect_time().unwrap();
+    assert!(clients < wave, "clients' {clients:?} vs throng's {wave:?}");
+    assert!(
+        wave - clients >= Duration::from_millis(900),
+        "the server's downtime is in throng's time only: {wave:?} vs {clients:?}"
+    );
     let text = run.stdout();
     assert!(text.contains("60 dropped, 60 came back, 0 never did"), "{text}");
+    assert!(text.contains("throng's: first drop to last re-established"), "{text}");
+    assert!(text.contains("the clients': server accepting again"), "{text}");
 }
 
 #[test]

@@ -1,7 +1,7 @@
-//! Processes throng starts end with it: a storm's worker processes die with
-//! a SIGKILLed parent, and a `--trigger` command is bounded by
-//! `--trigger-timeout` and killed, with its whole process group, on
-//! timeout and on Ctrl-C. Every wait is bounded; nothing asserts how long
+//! Processes throng starts end with it: a storm's worker processes and
+//! `serve --procs` children die with a SIGKILLed parent, and a `--trigger`
+//! command is bounded by `--trigger-timeout` and killed, with its whole
+//! process group, on timeout and on Ctrl-C. Every wait is bounded; nothing asserts how long
 //! anything took.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -80,10 +80,42 @@ fn serve() -> (Serve, u16) {
     (Serve(child), port)
 }
 
+/// Starts `parent`, waits for its `kids` child processes, SIGKILLs it and
+/// asserts every child is gone soon after (killing survivors first).
+fn children_die_with_a_killed_parent(mut parent: Command, kids: usize) {
+    let mut parent = parent.stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    let pid = parent.id();
+    let mut found = Vec::new();
+    let started = wait_until(Duration::from_secs(30), || {
+        found = children_of(pid);
+        found.len() >= kids
+    });
+    if !started {
+        let _ = parent.kill();
+        let _ = parent.wait();
+        for k in &found {
+            // SAFETY: kill takes no pointers.
+            unsafe { libc::kill(*k as i32, libc::SIGKILL) };
+        }
+        panic!("the parent did not start {kids} child processes: {found:?}");
+    }
+    parent.kill().unwrap();
+    parent.wait().unwrap();
+    let gone = wait_until(Duration::from_secs(20), || found.iter().all(|&k| !alive(k)));
+    let left: Vec<u32> = found.iter().copied().filter(|&k| alive(k)).collect();
+    for k in &left {
+        // Clean up before failing.
+        // SAFETY: kill takes no pointers.
+        unsafe { libc::kill(*k as i32, libc::SIGKILL) };
+    }
+    assert!(gone, "child processes outlived their SIGKILLed parent: {left:?}");
+}
+
 #[test]
 fn storm_worker_processes_die_with_a_killed_parent() {
     let (_server, port) = serve();
-    let mut parent = throng()
+    let mut storm = throng();
+    storm
         .args([
             "storm",
             &format!("tcp://127.0.0.1:{port}"),
@@ -92,32 +124,26 @@ fn storm_worker_processes_die_with_a_killed_parent() {
             "--hold",
             "120s",
         ])
-        .args(["--procs", "2", "--workers", "1", "-q"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let pid = parent.id();
-    let mut kids = Vec::new();
-    let started = wait_until(Duration::from_secs(30), || {
-        kids = children_of(pid);
-        kids.len() >= 2
-    });
-    if !started {
-        let _ = parent.kill();
-        let _ = parent.wait();
-        panic!("the storm did not start 2 worker processes: {kids:?}");
-    }
-    parent.kill().unwrap();
-    parent.wait().unwrap();
-    let gone = wait_until(Duration::from_secs(20), || kids.iter().all(|&k| !alive(k)));
-    let left: Vec<u32> = kids.iter().copied().filter(|&k| alive(k)).collect();
-    for k in &left {
-        // Clean up before failing.
-        // SAFETY: kill takes no pointers.
-        unsafe { libc::kill(*k as i32, libc::SIGKILL) };
-    }
-    assert!(gone, "worker processes outlived their SIGKILLed parent: {left:?}");
+        .args(["--procs", "2", "--workers", "1", "-q"]);
+    children_die_with_a_killed_parent(storm, 2);
+}
+
+#[test]
+fn serve_processes_die_with_a_killed_parent() {
+    let port = free_port();
+    let mut serve = throng();
+    serve.args([
+        "serve",
+        "--listen",
+        &format!("127.0.0.1:{port}"),
+        "--threads",
+        "1",
+        "--hash-threads",
+        "1",
+        "--procs",
+        "3",
+    ]);
+    children_die_with_a_killed_parent(serve, 2);
 }
 
 /// Processes running `sleep SECONDS` (the trigger's command), anywhere.

@@ -743,10 +743,15 @@ fn coordinate(launch: Launch, control: &Control, on_tick: &mut dyn FnMut(&Progre
 
 /// Compiles a plan's protocol: the NATS CONNECT line, the line steps'
 /// regular expressions.
-fn protocol_spec(p: &throng_plan::Protocol, tls: bool) -> Result<protocol::ProtocolSpec, EngineError> {
+fn protocol_spec(
+    p: &throng_plan::Protocol,
+    tls: bool,
+    client: throng_plan::ClientProfile,
+) -> Result<protocol::ProtocolSpec, EngineError> {
     Ok(match p {
         throng_plan::Protocol::Nats(auth) => protocol::ProtocolSpec::Nats {
             connect: protocol::nats_connect(auth.user.as_deref(), auth.secret.as_deref(), auth.token, tls),
+            strict: client == throng_plan::ClientProfile::NatsGo,
         },
         throng_plan::Protocol::Lines { steps, step_timeout } => protocol::ProtocolSpec::Lines {
             steps: steps
@@ -828,7 +833,7 @@ pub fn run_storm(
     let protocol = plan
         .protocol
         .as_ref()
-        .map(|p| protocol_spec(p, tls.is_some()))
+        .map(|p| protocol_spec(p, tls.is_some(), plan.client))
         .transpose()?
         .map(Arc::new);
     let request = bytes::Bytes::from(plan.request_bytes().unwrap_or_default());
@@ -889,6 +894,7 @@ pub fn run_storm(
                     workers: all_workers,
                     reconnect: plan.reconnect,
                     seed: plan.seed,
+                    nats_go: plan.client == throng_plan::ClientProfile::NatsGo,
                 }),
                 rows: None,
             }

@@ -1,7 +1,7 @@
 //! Protocol handshakes on a storm's connections: NATS, and line protocols
 //! (Redis, SMTP, memcached, custom) as send/expect steps.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::future::poll_fn;
 use std::io;
 use std::pin::Pin;
@@ -46,8 +46,9 @@ fn io_fail(e: io::Error) -> ErrorClass {
 /// built once).
 #[derive(Debug)]
 pub(crate) enum ProtocolSpec {
-    /// NATS with this CONNECT line (and PING) to send.
-    Nats { connect: Vec<u8> },
+    /// NATS with this CONNECT line (and PING) to send. `strict`: the
+    /// first line after CONNECT must be PONG, as nats.go requires.
+    Nats { connect: Vec<u8>, strict: bool },
     /// Line steps.
     Lines { steps: Vec<Step>, step_timeout: Duration },
 }
@@ -138,7 +139,35 @@ pub(crate) struct Done {
     pub tls: Option<(Duration, Handshake, Instant)>,
 }
 
-/// Runs the protocol's handshake within the deadline `sleep` was armed with.
+/// What the server said out of turn during a NATS handshake, before the
+/// PONG of CONNECT.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct OutOfTurn {
+    /// A PING (nats.go: "nats: expected 'PONG', got 'PING'").
+    pub ping: bool,
+    /// An INFO update.
+    pub info: bool,
+    /// An `-ERR`, later followed by PONG (lenient only: nats.go fails at
+    /// the `-ERR`).
+    pub err_then_pong: bool,
+}
+
+impl OutOfTurn {
+    /// The kinds seen, by their names in the result.
+    pub(crate) fn kinds(self) -> impl Iterator<Item = &'static str> {
+        [
+            (self.ping, "ping_before_pong"),
+            (self.info, "info_before_pong"),
+            (self.err_then_pong, "err_then_pong"),
+        ]
+        .into_iter()
+        .filter_map(|(seen, name)| seen.then_some(name))
+    }
+}
+
+/// Runs the protocol's handshake within the deadline `sleep` was armed
+/// with. `seen` collects what the server said out of turn, whether the
+/// handshake then succeeds or fails.
 pub(crate) async fn handshake(
     spec: &ProtocolSpec,
     stream: Transport,
@@ -146,26 +175,34 @@ pub(crate) async fn handshake(
     scratch: &RefCell<Box<[u8]>>,
     timeout: Duration,
     sleep: Pin<&mut Sleep>,
+    seen: &Cell<OutOfTurn>,
 ) -> Result<Done, ErrorClass> {
     match spec {
-        ProtocolSpec::Nats { connect } => {
-            let work = nats(connect, stream, tls, scratch, timeout);
+        ProtocolSpec::Nats { connect, strict } => {
+            // An -ERR the lenient client waits past: what the handshake
+            // ends in if no PONG follows.
+            let pending = Cell::new(None);
+            let work = nats(connect, *strict, stream, tls, scratch, timeout, seen, &pending);
             tokio::select! {
                 biased;
                 r = work => r,
-                () = sleep => Err(ErrorClass::TimeoutHandshake),
+                () = sleep => Err(pending.get().unwrap_or(ErrorClass::TimeoutHandshake)),
             }
         }
         ProtocolSpec::Lines { steps, step_timeout } => lines(steps, *step_timeout, stream, scratch, sleep).await,
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn nats(
     connect: &[u8],
+    strict: bool,
     mut stream: Transport,
     tls: Option<&TlsClient>,
     scratch: &RefCell<Box<[u8]>>,
     timeout: Duration,
+    seen: &Cell<OutOfTurn>,
+    pending: &Cell<Option<ErrorClass>>,
 ) -> Result<Done, ErrorClass> {
     let mut lines = Lines::default();
     let info = lines
@@ -203,20 +240,53 @@ async fn nats(
     let t0 = Instant::now();
     stream.write_all(connect).await.map_err(io_fail)?;
     stream.flush().await.map_err(io_fail)?;
+    let note = |f: fn(&mut OutOfTurn)| {
+        let mut s = seen.get();
+        f(&mut s);
+        seen.set(s);
+    };
     loop {
-        let line = lines
-            .next(&mut stream, scratch)
-            .await
-            .map_err(io_fail)?
-            .ok_or(ErrorClass::Eof)?;
+        let line = match lines.next(&mut stream, scratch).await {
+            Ok(Some(l)) => l,
+            // The server closed after an -ERR: that is why.
+            Ok(None) => return Err(pending.get().unwrap_or(ErrorClass::Eof)),
+            Err(e) => return Err(pending.get().unwrap_or_else(|| io_fail(e))),
+        };
         match line.as_slice() {
-            b"PONG" => break,
+            b"PONG" => {
+                if pending.get().is_some() {
+                    note(|s| s.err_then_pong = true);
+                }
+                break;
+            }
+            l if l.starts_with(b"-ERR") => {
+                let class = nats_error(&l[4..]);
+                // nats.go fails at any -ERR; so does everyone at an
+                // authorization error (the server closes next).
+                if strict || class == ErrorClass::AuthFailed {
+                    return Err(class);
+                }
+                if pending.get().is_none() {
+                    pending.set(Some(class));
+                }
+            }
             b"PING" => {
+                note(|s| s.ping = true);
+                if strict {
+                    // nats.go: "nats: expected 'PONG', got 'PING'".
+                    return Err(ErrorClass::ProtocolError("unexpected_ping"));
+                }
                 stream.write_all(b"PONG\r\n").await.map_err(io_fail)?;
                 stream.flush().await.map_err(io_fail)?;
             }
-            l if l.starts_with(b"-ERR") => return Err(nats_error(&l[4..])),
-            // +OK (verbose servers), async INFO updates.
+            l if l.starts_with(b"INFO") => {
+                note(|s| s.info = true);
+                if strict {
+                    return Err(ErrorClass::ProtocolError("unexpected_info"));
+                }
+            }
+            // +OK (verbose servers) and anything else.
+            _ if strict => return Err(ErrorClass::ProtocolError("unexpected_reply")),
             _ => {}
         }
     }

@@ -10,7 +10,7 @@ use std::rc::Rc;
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
-use throng_metrics::Phase;
+use throng_metrics::{ErrorClass, Phase};
 use throng_plan::{Reconnect, Rng};
 use tokio::io::{AsyncRead, ReadBuf};
 use tokio::sync::Notify;
@@ -32,6 +32,7 @@ struct Shared {
     slots: Slots,
     hold: Duration,
     reconnect: Option<Reconnect>,
+    nats_go: bool,
     rng: std::cell::RefCell<Rng>,
 }
 
@@ -44,6 +45,7 @@ pub(crate) async fn dispatcher(guard: TaskGuard, load: StormLoad) {
         slots: Slots::default(),
         hold: load.hold,
         reconnect: load.reconnect,
+        nats_go: load.nats_go,
         rng: std::cell::RefCell::new(Rng::new(load.seed ^ load.worker.wrapping_mul(0x9E37_79B9))),
     });
     let mut pacer = Pacer::new(load.gap);
@@ -95,7 +97,9 @@ async fn connection(guard: TaskGuard, shared: Rc<Shared>, intended: Option<Insta
         }
     }
     let mut sleep = pin!(tokio::time::sleep(Duration::from_secs(3600)));
-    let first = establish(ctx, source, intended.unwrap_or(start), false, sleep.as_mut(), row.row()).await;
+    let first = establish(ctx, source, intended.unwrap_or(start), false, sleep.as_mut(), row.row())
+        .await
+        .ok();
     drop(row);
     ctx.rec
         .borrow_mut()
@@ -119,8 +123,9 @@ fn release(shared: &Shared) {
 }
 
 /// Opens a connection, runs the protocol handshake and the request (when
-/// the plan has them). None when it failed (already recorded). `row` is
-/// the connection's: ok once established, whatever the request does.
+/// the plan has them). Err when it failed (already recorded): the
+/// connection's failure class, or None when the request ended it. `row`
+/// is the connection's: ok once established, whatever the request does.
 async fn establish(
     ctx: &Ctx,
     source: Option<std::net::IpAddr>,
@@ -128,7 +133,7 @@ async fn establish(
     reconnect: bool,
     mut sleep: Pin<&mut Sleep>,
     mut row: Option<&mut Row<'_>>,
-) -> Option<(Conn, Instant)> {
+) -> Result<(Conn, Instant), Option<ErrorClass>> {
     let spec = &ctx.spec;
     let with_request = !spec.request.is_empty();
     // Plain TCP sends the request with the connect (see conn::connect).
@@ -159,7 +164,7 @@ async fn establish(
                 ctx.rec.borrow_mut().request_failed(Instant::now(), class, 0);
                 ctx.in_flight.set(ctx.in_flight.get() - 1);
             }
-            None
+            Err(Some(class))
         }
         Ok(ready) => {
             let mut conn = ready.conn;
@@ -183,10 +188,10 @@ async fn establish(
                 // left to hold.
                 if !reusable {
                     close(ctx, Some(conn));
-                    return None;
+                    return Err(None);
                 }
             }
-            Some((conn, ready.ready))
+            Ok((conn, ready.ready))
         }
     }
 }
@@ -218,6 +223,9 @@ async fn hold_and_reconnect(
         close(ctx, Some(conn));
         let policy = shared.reconnect?;
         let mut attempts = 0;
+        // nats.go aborts reconnecting at the second authorization error
+        // in a row from the same server (its processAuthError).
+        let mut auth_failed_before = false;
         conn = loop {
             let wait = policy.wait + policy.jitter.mul_f64(shared.rng.borrow_mut().next_f64());
             let at = Instant::now() + wait;
@@ -234,9 +242,19 @@ async fn hold_and_reconnect(
                 }
             }
             attempts += 1;
-            if let Some((c, ready)) = establish(ctx, source, Instant::now(), true, sleep.as_mut(), None).await {
-                ctx.rec.borrow_mut().reconnected(ready, ready - dropped);
-                break c;
+            match establish(ctx, source, Instant::now(), true, sleep.as_mut(), None).await {
+                Ok((c, ready)) => {
+                    ctx.rec.borrow_mut().reconnected(ready, ready - dropped);
+                    break c;
+                }
+                Err(Some(ErrorClass::AuthFailed)) if shared.nats_go => {
+                    if auth_failed_before {
+                        ctx.rec.borrow_mut().gave_up("auth_failed_twice");
+                        return None;
+                    }
+                    auth_failed_before = true;
+                }
+                Err(_) => {}
             }
             if attempts >= policy.max {
                 let why = last_failure(ctx);

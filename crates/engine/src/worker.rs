@@ -95,6 +95,9 @@ pub(crate) struct StormLoad {
     pub reconnect: Option<throng_plan::Reconnect>,
     /// Seed for reconnect jitter.
     pub seed: u64,
+    /// Reconnect as nats.go does: give up at the second authorization
+    /// error in a row.
+    pub nats_go: bool,
 }
 
 /// What a worker needs to run.
@@ -773,6 +776,9 @@ pub(crate) async fn open_connection(
                 .await
                 .map_err(fail)?;
             ctx.rec.borrow_mut().connected(o.established, o.established - opened);
+            if reconnect {
+                ctx.rec.borrow_mut().reconnect_accepted(o.established);
+            }
             if let Some(r) = row.as_deref_mut() {
                 r.phase(Phase::Connect, o.established - opened);
             }
@@ -786,6 +792,9 @@ pub(crate) async fn open_connection(
                 .await
                 .map_err(fail)?;
             ctx.rec.borrow_mut().connected(o.established, o.established - opened);
+            if reconnect {
+                ctx.rec.borrow_mut().reconnect_accepted(o.established);
+            }
             if let Some(r) = row.as_deref_mut() {
                 r.phase(Phase::Connect, o.established - opened);
             }
@@ -817,6 +826,7 @@ pub(crate) async fn open_connection(
         None => (stream, ready),
         Some(protocol) => {
             sleep.as_mut().reset((ready + spec.timeout).into());
+            let seen = std::cell::Cell::new(crate::protocol::OutOfTurn::default());
             let done = crate::protocol::handshake(
                 protocol,
                 stream,
@@ -824,9 +834,13 @@ pub(crate) async fn open_connection(
                 &ctx.scratch,
                 spec.timeout,
                 sleep,
+                &seen,
             )
-            .await
-            .map_err(fail)?;
+            .await;
+            for kind in seen.get().kinds() {
+                ctx.rec.borrow_mut().out_of_turn(kind);
+            }
+            let done = done.map_err(fail)?;
             let now = Instant::now();
             let mut rec = ctx.rec.borrow_mut();
             if let Some((d, h, at)) = done.tls {

@@ -25,7 +25,8 @@ pub struct Measurements {
     #[serde(default, skip_serializing_if = "Outcomes::is_empty")]
     pub reconnects: Outcomes,
     /// Scheduled requests never sent: no connection was free before the
-    /// request would have timed out, or the run ended first (open loop only).
+    /// request would have timed out, `-c` starts were already waiting when
+    /// it fell due, or the run ended first (open loop only).
     pub dropped: u64,
     /// Responses by HTTP status code.
     pub status: BTreeMap<u16, u64>,
@@ -68,6 +69,18 @@ pub struct Measurements {
     /// failure class (or `hold_ended`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub reconnect_gave_up: BTreeMap<String, u64>,
+    /// When a reconnect attempt first found the server accepting again
+    /// (its TCP connect succeeded), µs after the start. With
+    /// `last_reconnected_us`: the clients' reconnect time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_reaccepted_us: Option<u64>,
+    /// Handshakes (first connections and reconnects) in which the server
+    /// spoke out of turn, by what it said: `ping_before_pong` (a PING
+    /// before the PONG of CONNECT), `info_before_pong` (an INFO update),
+    /// `err_then_pong` (an `-ERR`, then success). Counted whether the
+    /// handshake then succeeded (lenient client) or failed (nats.go client).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub handshake_out_of_turn: BTreeMap<String, u64>,
     /// A scenario run's tags, checks, iterations, groups and VUs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scenario: Option<crate::scenario::ScenarioStats>,
@@ -271,6 +284,15 @@ impl Measurements {
             &other.reconnect_gave_up,
             "reconnect_gave_up",
         )?;
+        self.first_reaccepted_us = match (self.first_reaccepted_us, shifted(other.first_reaccepted_us)) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        add_all(
+            &mut self.handshake_out_of_turn,
+            &other.handshake_out_of_turn,
+            "handshake_out_of_turn",
+        )?;
         let offset = offset.as_secs();
         match (&mut self.scenario, &other.scenario) {
             (Some(mine), Some(theirs)) => mine.merge(theirs, offset)?,
@@ -356,6 +378,22 @@ impl Measurements {
         }
     }
 
+    /// The clients' reconnect time: from the first reconnect attempt the
+    /// server accepted again to the last connection back (what a client
+    /// library's own timers see; it leaves out the server's downtime).
+    pub fn client_reconnect_time(&self) -> Option<Duration> {
+        match (self.first_reaccepted_us, self.last_reconnected_us) {
+            (Some(a), Some(b)) => Some(Duration::from_micros(b.saturating_sub(a))),
+            _ => None,
+        }
+    }
+
+    /// Out-of-turn sightings of every kind (a handshake that saw two kinds
+    /// counts twice).
+    pub fn out_of_turn_total(&self) -> u64 {
+        self.handshake_out_of_turn.values().fold(0, |a, &b| a.saturating_add(b))
+    }
+
     /// Responses received (any status).
     pub fn replies(&self) -> u64 {
         self.status.values().fold(0u64, |a, &n| a.saturating_add(n))
@@ -419,5 +457,31 @@ mod tests {
         let text = serde_json::to_string(&m).unwrap();
         let back: Measurements = serde_json::from_str(&text).unwrap();
         assert_eq!(back, m);
+    }
+
+    #[test]
+    fn both_reconnect_times_and_out_of_turn_merge() {
+        let a = Measurements {
+            first_drop_us: Some(1_000_000),
+            first_reaccepted_us: Some(2_600_000),
+            last_reconnected_us: Some(4_000_000),
+            handshake_out_of_turn: [("ping_before_pong".to_string(), 3)].into(),
+            ..Measurements::default()
+        };
+        let b = Measurements {
+            first_drop_us: Some(1_100_000),
+            first_reaccepted_us: Some(2_500_000),
+            last_reconnected_us: Some(4_200_000),
+            handshake_out_of_turn: [("ping_before_pong".to_string(), 2), ("info_before_pong".to_string(), 1)].into(),
+            ..Measurements::default()
+        };
+        let mut m = a.clone();
+        m.merge(&b, Duration::ZERO).unwrap();
+        assert_eq!(m.total_reconnect_time(), Some(Duration::from_millis(3200)));
+        // The earliest accept of any worker, to the last back of any.
+        assert_eq!(m.client_reconnect_time(), Some(Duration::from_millis(1700)));
+        assert_eq!(m.handshake_out_of_turn["ping_before_pong"], 5);
+        assert_eq!(m.out_of_turn_total(), 6);
+        assert_eq!(Measurements::default().client_reconnect_time(), None);
     }
 }

@@ -103,6 +103,16 @@ impl ErrorClass {
             "timeout.handshake" => "the protocol handshake got no answer within --timeout",
             "auth_failed" => "the server refused the credentials",
             "protocol.unexpected_reply" => "a reply did not match what the step expected",
+            "protocol.unexpected_ping" => {
+                "NATS: the server sent PING before the PONG of CONNECT; nats.go fails here \
+                 (nats: expected 'PONG', got 'PING')"
+            }
+            "protocol.unexpected_info" => {
+                "NATS: the server sent an INFO update before the PONG of CONNECT; nats.go fails here"
+            }
+            "auth_failed_twice" => "authorization failed on two reconnects in a row: nats.go stops reconnecting",
+            "hold_ended" => "the hold ended (or the run stopped) before it came back",
+            "max_reconnects" => "--max-reconnects attempts failed",
             "tls.unknown_ca" => "certificate not issued by a trusted CA",
             "tls.bad_certificate" => "certificate rejected",
             "tls.certificate_required" => "the server requires a client certificate",

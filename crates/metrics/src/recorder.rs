@@ -43,7 +43,9 @@ pub struct Recorder {
     closed_by_peer: u64,
     first_drop: Option<Instant>,
     last_reconnected: Option<Instant>,
+    reaccepted: Option<Instant>,
     gave_up: BTreeMap<String, u64>,
+    out_of_turn: BTreeMap<&'static str, u64>,
     first_wave: u64,
     /// This second's failed requests and connection attempts by class,
     /// named into the series point when the second closes.
@@ -165,7 +167,9 @@ impl Recorder {
             closed_by_peer: 0,
             first_drop: None,
             last_reconnected: None,
+            reaccepted: None,
             gave_up: BTreeMap::new(),
+            out_of_turn: BTreeMap::new(),
             first_wave: 0,
             second_errors: BTreeMap::new(),
             second_connection_errors: BTreeMap::new(),
@@ -391,6 +395,19 @@ impl Recorder {
         self.last_reconnected = Some(self.last_reconnected.map_or(now, |l| l.max(now)));
     }
 
+    /// A reconnect attempt's TCP connect succeeded: the server accepts
+    /// again (the earliest such instant starts the clients' reconnect time).
+    pub fn reconnect_accepted(&mut self, now: Instant) {
+        self.reaccepted = Some(self.reaccepted.map_or(now, |f| f.min(now)));
+    }
+
+    /// A handshake saw the server speak out of turn (`what`: see
+    /// [`Measurements::handshake_out_of_turn`]), whether or not it then
+    /// succeeded.
+    pub fn out_of_turn(&mut self, what: &'static str) {
+        *self.out_of_turn.entry(what).or_default() += 1;
+    }
+
     /// A dropped connection will not come back, because of `why`.
     pub fn gave_up(&mut self, why: &str) {
         *self.gave_up.entry(why.to_string()).or_default() += 1;
@@ -538,6 +555,8 @@ impl Recorder {
             first_drop_us: self.first_drop.map(|t| since(self.origin, t)),
             last_reconnected_us: self.last_reconnected.map(|t| since(self.origin, t)),
             reconnect_gave_up: self.gave_up,
+            first_reaccepted_us: self.reaccepted.map(|t| since(self.origin, t)),
+            handshake_out_of_turn: self.out_of_turn.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
             scenario: None,
         }
     }

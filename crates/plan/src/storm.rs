@@ -124,6 +124,46 @@ impl<'de> Deserialize<'de> for Pattern {
     }
 }
 
+/// Which real client a NATS storm's connections behave like (`--client`).
+///
+/// The default is `lenient`: it answers whatever the server says during
+/// the handshake and keeps waiting, so every connection's handshake is
+/// timed to the end (the server's real cost), and the report still counts
+/// the handshakes in which the server spoke out of turn and names the
+/// clients that fail there. `nats.go` fails those handshakes as nats.go
+/// does, with its timeouts and reconnect policy.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ClientProfile {
+    /// Answers a PING, skips INFO updates, tolerates an `-ERR` the server
+    /// follows with PONG; established at PONG.
+    #[default]
+    #[serde(rename = "lenient")]
+    Lenient,
+    /// nats.go (v1.53.1): the first line after CONNECT must be PONG (a PING
+    /// or INFO there fails: `nats: expected 'PONG', got 'PING'`); 2 s
+    /// connect timeout; reconnects by default (2 s wait, 100 ms jitter or
+    /// 1 s with TLS, 60 attempts); gives up at the second authorization
+    /// error in a row while reconnecting.
+    #[serde(rename = "nats.go")]
+    NatsGo,
+}
+
+impl ClientProfile {
+    /// The name `--client` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            ClientProfile::Lenient => "lenient",
+            ClientProfile::NatsGo => "nats.go",
+        }
+    }
+
+    /// nats.go's `DefaultTimeout`: dial, then the whole handshake (INFO,
+    /// TLS, CONNECT → PONG) each within it.
+    pub const NATS_GO_TIMEOUT: Duration = Duration::from_secs(2);
+    /// nats.go's `DefaultReconnectJitterTLS`.
+    pub const NATS_GO_JITTER_TLS: Duration = Duration::from_secs(1);
+}
+
 /// What a held connection does when the server closes it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Reconnect {
@@ -237,6 +277,8 @@ pub struct StormArgs {
     pub reconnect_jitter: Option<Duration>,
     /// `--max-reconnects`.
     pub max_reconnects: Option<u32>,
+    /// `--client`, as typed.
+    pub client: Option<String>,
     /// `--trigger-after`.
     pub trigger_after: Option<Duration>,
     /// `--trigger`.
@@ -293,6 +335,10 @@ pub struct StormPlan {
     /// The protocol spoken once connected.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protocol: Option<Protocol>,
+    /// Which client NATS connections behave like (lenient for other
+    /// protocols and for results written before `--client` existed).
+    #[serde(default)]
+    pub client: ClientProfile,
     /// Reconnect held connections the server closes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reconnect: Option<Reconnect>,
@@ -347,7 +393,11 @@ impl StormPlan {
             return Err(PlanError::invalid("--workers", "must be at least 1, e.g. --workers 2"));
         }
         let workers = u32::try_from(u64::from(workers).min(connections)).unwrap_or(workers);
-        let timeout = a.timeout.unwrap_or(DEFAULT_TIMEOUT);
+        let client = parse_client(&a, &target)?;
+        let timeout = a.timeout.unwrap_or(match client {
+            ClientProfile::NatsGo => ClientProfile::NATS_GO_TIMEOUT,
+            ClientProfile::Lenient => DEFAULT_TIMEOUT,
+        });
         if timeout.is_zero() {
             return Err(PlanError::invalid(
                 "--timeout",
@@ -397,14 +447,22 @@ impl StormPlan {
         };
         let protocol = parse_protocol(&a, &target, timeout)?;
         let reconnect_flags = a.reconnect_wait.is_some() || a.reconnect_jitter.is_some() || a.max_reconnects.is_some();
-        if reconnect_flags && !a.reconnect {
+        // nats.go reconnects by default (its AllowReconnect): a held
+        // connection under that profile does too.
+        let wants_reconnect = a.reconnect || (client == ClientProfile::NatsGo && a.hold.is_some_and(|h| !h.is_zero()));
+        if reconnect_flags && !wants_reconnect {
             return Err(PlanError::invalid(
                 "--reconnect-wait/--reconnect-jitter/--max-reconnects",
-                "apply with --reconnect",
+                "apply with --reconnect (or --client nats.go with --hold)",
             ));
         }
         let hold = a.hold.unwrap_or(Duration::ZERO);
-        let reconnect = if a.reconnect {
+        let default_jitter = if client == ClientProfile::NatsGo && (target.scheme.is_tls() || a.tls.any()) {
+            ClientProfile::NATS_GO_JITTER_TLS
+        } else {
+            Duration::from_millis(100)
+        };
+        let reconnect = if wants_reconnect {
             if hold.is_zero() {
                 return Err(PlanError::invalid(
                     "--reconnect",
@@ -413,7 +471,7 @@ impl StormPlan {
             }
             Some(Reconnect {
                 wait: a.reconnect_wait.unwrap_or(Duration::from_secs(2)),
-                jitter: a.reconnect_jitter.unwrap_or(Duration::from_millis(100)),
+                jitter: a.reconnect_jitter.unwrap_or(default_jitter),
                 max: a.max_reconnects.unwrap_or(60),
             })
         } else {
@@ -480,6 +538,7 @@ impl StormPlan {
             tls,
             seed: a.seed,
             protocol,
+            client,
             reconnect,
             trigger,
             segment,
@@ -544,8 +603,38 @@ impl StormPlan {
         if !self.source.is_empty() {
             parts.push(format!("from {} source addresses", self.source.len()));
         }
+        if self.client != ClientProfile::Lenient {
+            parts.push(format!("as {} clients", self.client.name()));
+        }
         parts.join(", ")
     }
+}
+
+fn parse_client(a: &StormArgs, target: &StormTarget) -> Result<ClientProfile, PlanError> {
+    let Some(text) = a.client.as_deref().map(str::trim) else {
+        return Ok(ClientProfile::Lenient);
+    };
+    let client = match text {
+        "lenient" => ClientProfile::Lenient,
+        "nats.go" | "nats-go" => ClientProfile::NatsGo,
+        other => {
+            return Err(PlanError::invalid(
+                "--client",
+                format!("'{other}' is not a client profile; use lenient or nats.go"),
+            ));
+        }
+    };
+    let nats = target.scheme == StormScheme::Nats || a.protocol.as_deref().map(str::trim) == Some("nats");
+    if client == ClientProfile::NatsGo && !nats {
+        return Err(PlanError::invalid(
+            "--client",
+            format!(
+                "nats.go applies to NATS storms; '{}' does not speak NATS (use nats://… or --protocol nats)",
+                target.url
+            ),
+        ));
+    }
+    Ok(client)
 }
 
 fn parse_target(text: &str) -> Result<StormTarget, PlanError> {
@@ -1006,5 +1095,60 @@ mod tests {
             }),
             "--cacert/--cert/--key/--insecure/--tls-*"
         );
+    }
+
+    #[test]
+    fn client_profiles() {
+        let p = StormPlan::from_args(args("nats://127.0.0.1:4222")).unwrap();
+        assert_eq!(p.client, ClientProfile::Lenient, "the default");
+        assert_eq!(p.timeout, DEFAULT_TIMEOUT);
+        assert_eq!(p.reconnect, None);
+        let go = |extra: StormArgs| StormPlan::from_args(extra).unwrap();
+        let p = go(StormArgs {
+            client: Some("nats.go".into()),
+            hold: Some(Duration::from_secs(10)),
+            ..args("nats://127.0.0.1:4222")
+        });
+        assert_eq!(p.client, ClientProfile::NatsGo);
+        assert_eq!(p.timeout, Duration::from_secs(2), "nats.go's DefaultTimeout");
+        assert_eq!(
+            p.reconnect,
+            Some(Reconnect {
+                wait: Duration::from_secs(2),
+                jitter: Duration::from_millis(100),
+                max: 60
+            }),
+            "nats.go reconnects by default"
+        );
+        assert!(p.describe().contains("as nats.go clients"), "{}", p.describe());
+        let p = go(StormArgs {
+            client: Some("nats.go".into()),
+            hold: Some(Duration::from_secs(10)),
+            timeout: Some(Duration::from_secs(5)),
+            protocol: Some("nats".into()),
+            ..args("tls://127.0.0.1:4222")
+        });
+        assert_eq!(p.timeout, Duration::from_secs(5), "an explicit --timeout wins");
+        assert_eq!(p.reconnect.unwrap().jitter, Duration::from_secs(1), "TLS jitter");
+        // Without --hold there is nothing to reconnect.
+        assert_eq!(
+            go(StormArgs {
+                client: Some("nats.go".into()),
+                ..args("nats://h:1")
+            })
+            .reconnect,
+            None
+        );
+        let err = |a: StormArgs| StormPlan::from_args(a).unwrap_err().to_string();
+        let e = err(StormArgs {
+            client: Some("nats.go".into()),
+            ..args("tcp://h:1")
+        });
+        assert!(e.contains("--client") && e.contains("NATS"), "{e}");
+        let e = err(StormArgs {
+            client: Some("nats.js".into()),
+            ..args("nats://h:1")
+        });
+        assert!(e.contains("--client") && e.contains("lenient or nats.go"), "{e}");
     }
 }

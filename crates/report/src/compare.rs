@@ -599,6 +599,33 @@ fn figures(runs_a: &[RunResult], runs_b: &[RunResult], a: &RunResult, b: &RunRes
                 tb.as_secs_f64(),
             );
         }
+        if ma.out_of_turn_total() + mb.out_of_turn_total() > 0 {
+            add(
+                s,
+                "out-of-turn handshakes",
+                Unit::Count,
+                ma.out_of_turn_total() as f64,
+                mb.out_of_turn_total() as f64,
+            );
+        }
+        if let (Some(ta), Some(tb)) = (ma.total_reconnect_time(), mb.total_reconnect_time()) {
+            add(
+                s,
+                "reconnect time (throng's: first drop to last back)",
+                Unit::Seconds,
+                ta.as_secs_f64(),
+                tb.as_secs_f64(),
+            );
+        }
+        if let (Some(ta), Some(tb)) = (ma.client_reconnect_time(), mb.client_reconnect_time()) {
+            add(
+                s,
+                "reconnect time (the clients': server accepting to last back)",
+                Unit::Seconds,
+                ta.as_secs_f64(),
+                tb.as_secs_f64(),
+            );
+        }
     } else {
         let (ra, rb) = (&ma.requests, &mb.requests);
         add(s, "requests", Unit::Count, ra.ended() as f64, rb.ended() as f64);

@@ -675,9 +675,70 @@ impl Page {
                     .iter()
                     .map(|(l, _)| if compare { l.clone() } else { "count".into() }),
             );
+            head.push("meaning".into());
             let mut row = vec!["scheduled, never sent".to_string()];
             row.extend(sides.iter().map(|(_, r)| r.measurements.dropped.to_string()));
+            row.push(format!(
+                "<span class=\"text\">{}</span>",
+                escape(crate::text::DROPPED_MEANING)
+            ));
             self.table("dropped", &head, &[row]);
+        }
+        let heads = |first: &str| {
+            let mut head = vec![first.to_string()];
+            head.extend(
+                sides
+                    .iter()
+                    .map(|(l, _)| if compare { l.clone() } else { "count".into() }),
+            );
+            head.push("meaning".into());
+            head
+        };
+        if sides
+            .iter()
+            .any(|(_, r)| !r.measurements.handshake_out_of_turn.is_empty())
+        {
+            let rows: Vec<Vec<String>> = crate::storm::OUT_OF_TURN
+                .iter()
+                .filter(|(k, _)| {
+                    sides
+                        .iter()
+                        .any(|(_, r)| r.measurements.handshake_out_of_turn.contains_key(*k))
+                })
+                .map(|(kind, meaning)| {
+                    let mut row = vec![(*kind).to_string()];
+                    row.extend(sides.iter().map(|(_, r)| {
+                        r.measurements
+                            .handshake_out_of_turn
+                            .get(*kind)
+                            .copied()
+                            .unwrap_or(0)
+                            .to_string()
+                    }));
+                    row.push(format!("<span class=\"text\">{}</span>", escape(meaning)));
+                    row
+                })
+                .collect();
+            self.table("out-of-turn", &heads("out of turn"), &rows);
+        }
+        if sides
+            .iter()
+            .any(|(_, r)| r.measurements.total_reconnect_time().is_some())
+        {
+            let ms = |d: Option<std::time::Duration>| {
+                d.map_or("–".to_string(), |d| format!("{:.0} ms", d.as_secs_f64() * 1000.0))
+            };
+            let mut throngs = vec!["throng's".to_string()];
+            throngs.extend(sides.iter().map(|(_, r)| ms(r.measurements.total_reconnect_time())));
+            throngs.push("<span class=\"text\">first drop to last re-established (the outage users see)</span>".into());
+            let mut clients = vec!["the clients'".to_string()];
+            clients.extend(sides.iter().map(|(_, r)| ms(r.measurements.client_reconnect_time())));
+            clients.push("<span class=\"text\">server accepting again to last re-established</span>".into());
+            let mut head = heads("reconnect time");
+            if !compare {
+                head[1] = "time".into();
+            }
+            self.table("reconnect-time", &head, &[throngs, clients]);
         }
         let mut codes: Vec<u16> = sides
             .iter()

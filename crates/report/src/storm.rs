@@ -5,6 +5,7 @@
 use std::io::{self, Write};
 
 use throng_metrics::Phase;
+use throng_plan::ClientProfile;
 use throng_result::{Plan, RunResult, per_second};
 
 use crate::format::{bytes, pct, us};
@@ -13,6 +14,49 @@ use crate::text::{write_errors, write_generator, write_phase_table, write_tls};
 /// Seconds of per-second figures shown one by one; longer storms get a
 /// summary (min, median, max).
 const SERIES_SHOWN: usize = 20;
+
+/// What each kind of out-of-turn talk is, and which real clients fail at it.
+pub(crate) const OUT_OF_TURN: [(&str, &str); 3] = [
+    (
+        "ping_before_pong",
+        "a PING before the PONG of CONNECT; nats.go (v1.53.1) fails: nats: expected 'PONG', got 'PING'; \
+         async-nats (0.49.1) counts itself connected, before the server has judged its credentials",
+    ),
+    (
+        "info_before_pong",
+        "an INFO update before the PONG of CONNECT; nats.go fails: nats: expected 'PONG', got 'INFO …'; \
+         async-nats counts itself connected",
+    ),
+    (
+        "err_then_pong",
+        "an -ERR, then PONG; nats.go and async-nats fail at the -ERR",
+    ),
+];
+
+/// The handshakes in which the server spoke out of turn, with what real
+/// clients do there.
+fn write_out_of_turn(client: ClientProfile, m: &throng_metrics::Measurements, w: &mut dyn Write) -> io::Result<()> {
+    if m.handshake_out_of_turn.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        w,
+        "  {:<16}handshakes in which the server spoke before the PONG of CONNECT:",
+        "out of turn"
+    )?;
+    for (kind, n) in &m.handshake_out_of_turn {
+        let meaning = OUT_OF_TURN.iter().find(|(k, _)| k == kind).map_or("", |(_, m)| m);
+        writeln!(w, "    {kind:<32}{n:>8}  {meaning}")?;
+    }
+    let verdict = match client {
+        ClientProfile::Lenient => {
+            "throng answered and waited (--client lenient); nats.go clients would have failed these: \
+             rerun with --client nats.go to count them as it does"
+        }
+        ClientProfile::NatsGo => "failed here as nats.go fails them (--client nats.go)",
+    };
+    writeln!(w, "  {:<16}{verdict}", "")
+}
 
 /// Writes the storm report.
 pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
@@ -58,6 +102,7 @@ pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
             "hint"
         )?;
     }
+    write_out_of_turn(p.client, m, w)?;
     let per_sec: Vec<u64> = m.series.iter().map(|s| s.connections_opened).collect();
     let shown = if per_sec.len() <= SERIES_SHOWN {
         per_sec.iter().map(u64::to_string).collect::<Vec<_>>().join(" ")
@@ -120,8 +165,16 @@ pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
         if let Some(t) = m.total_reconnect_time() {
             writeln!(
                 w,
-                "  {:<16}{} (first drop to last re-established)",
+                "  {:<16}{} throng's: first drop to last re-established (the outage users see)",
                 "reconnect time",
+                us(t.as_micros() as f64)
+            )?;
+        }
+        if let Some(t) = m.client_reconnect_time() {
+            writeln!(
+                w,
+                "  {:<16}{} the clients': server accepting again to last re-established",
+                "",
                 us(t.as_micros() as f64)
             )?;
         }

@@ -8,6 +8,10 @@ use throng_result::{Plan, RunResult, per_second};
 use crate::format::{bytes, pct, us};
 
 /// Phases shown in the table, in order (those with samples).
+/// Why an open loop's request was `dropped` (text and HTML reports).
+pub(crate) const DROPPED_MEANING: &str = "no connection was free within --timeout of the intended start, \
+     or -c starts were already waiting for one when it fell due";
+
 pub(crate) const TABLE: [Phase; 10] = [
     Phase::ScheduleLag,
     Phase::Connect,
@@ -69,7 +73,7 @@ pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
     if m.dropped > 0 {
         writeln!(
             w,
-            "  {:<14}{} (scheduled, never sent: no connection was free within --timeout of the intended start)",
+            "  {:<14}{} (scheduled, never sent: {DROPPED_MEANING})",
             "dropped", m.dropped
         )?;
     }

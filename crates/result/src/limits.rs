@@ -231,11 +231,16 @@ fn measurements(m: &Measurements, at: &str) -> Result<(), ResultError> {
     outcomes(&m.reconnects, &format!("{at}reconnects"))?;
     sum(m.status.values().copied(), &format!("{at}status"))?;
     sum(m.reconnect_gave_up.values().copied(), &format!("{at}reconnect_gave_up"))?;
+    sum(
+        m.handshake_out_of_turn.values().copied(),
+        &format!("{at}handshake_out_of_turn"),
+    )?;
     for (v, name) in [
         (m.first_attempt_us, "first_attempt_us"),
         (m.last_established_us, "last_established_us"),
         (m.first_drop_us, "first_drop_us"),
         (m.last_reconnected_us, "last_reconnected_us"),
+        (m.first_reaccepted_us, "first_reaccepted_us"),
     ] {
         micros(v, &format!("{at}{name}"))?;
     }

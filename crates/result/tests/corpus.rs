@@ -50,6 +50,10 @@ const REFUSALS: &[(&str, &[&str])] = &[
     ),
     ("hdr-zlib-bomb", &["'measurements.phases.latency.hdr'", "inflates past"]),
     ("no-schema", &["schema"]),
+    (
+        "out-of-turn-overflow",
+        &["'measurements.handshake_out_of_turn'", "2^64"],
+    ),
     ("part-duration", &["'parts[0].duration_s'"]),
     (
         "scenario-check-overflow",

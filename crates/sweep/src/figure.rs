@@ -13,6 +13,11 @@ pub enum Figure {
     TotalConnectTime,
     /// First drop → last re-established (ms).
     TotalReconnectTime,
+    /// The clients' reconnect time: server accepting again → last
+    /// re-established (ms).
+    ClientReconnectTime,
+    /// Handshakes in which the server spoke before the PONG of CONNECT.
+    OutOfTurn,
     /// Ended requests per second.
     RequestsPerSecond,
     /// Established connections per second.
@@ -56,13 +61,15 @@ impl Figure {
             "failures" => Figure::Failures,
             "total_connect_time" => Figure::TotalConnectTime,
             "total_reconnect_time" => Figure::TotalReconnectTime,
+            "client_reconnect_time" => Figure::ClientReconnectTime,
+            "out_of_turn" => Figure::OutOfTurn,
             "requests_per_second" => Figure::RequestsPerSecond,
             "connections_per_second" => Figure::ConnectionsPerSecond,
             other => {
                 let bad = || {
                     format!(
                         "'{other}' is not a figure; use established, failures, total_connect_time, \
-                         total_reconnect_time, requests_per_second, connections_per_second, or PHASE.STAT \
+                         total_reconnect_time, client_reconnect_time, out_of_turn, requests_per_second, connections_per_second, or PHASE.STAT \
                          (phases: {}; stats: min, mean, p50, p90, p95, p99, p999, max)",
                         PHASES.join(", ")
                     )
@@ -96,6 +103,8 @@ impl Figure {
             Figure::Failures => "failures".into(),
             Figure::TotalConnectTime => "total connect (ms)".into(),
             Figure::TotalReconnectTime => "total reconnect (ms)".into(),
+            Figure::ClientReconnectTime => "clients' reconnect (ms)".into(),
+            Figure::OutOfTurn => "out of turn".into(),
             Figure::RequestsPerSecond => "requests/s".into(),
             Figure::ConnectionsPerSecond => "connections/s".into(),
             Figure::Phase(p, s) => format!(
@@ -126,6 +135,8 @@ impl Figure {
             }
             Figure::TotalConnectTime => m.total_connect_time().map(|d| d.as_secs_f64() * 1000.0),
             Figure::TotalReconnectTime => m.total_reconnect_time().map(|d| d.as_secs_f64() * 1000.0),
+            Figure::ClientReconnectTime => m.client_reconnect_time().map(|d| d.as_secs_f64() * 1000.0),
+            Figure::OutOfTurn => Some(m.out_of_turn_total() as f64),
             Figure::RequestsPerSecond => Some(r.requests_per_second()),
             Figure::ConnectionsPerSecond => Some(throng_result::per_second(m.connections.ok, r.duration_s)),
             Figure::Phase(p, s) => {
@@ -138,5 +149,21 @@ impl Figure {
                 })
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn client_figures_parse() {
+        assert_eq!(Figure::parse("out_of_turn").unwrap(), Figure::OutOfTurn);
+        assert_eq!(
+            Figure::parse("client_reconnect_time").unwrap(),
+            Figure::ClientReconnectTime
+        );
+        assert_eq!(Figure::ClientReconnectTime.header(), "clients' reconnect (ms)");
+        assert!(Figure::parse("nope").unwrap_err().contains("client_reconnect_time"));
     }
 }

@@ -303,3 +303,34 @@ fn every_unit_failed(r: &RunResult) -> bool {
     }
     false
 }
+
+/// Makes a child process die with this one (SIGKILL when it goes, however
+/// it goes): a storm's worker processes would otherwise hold their
+/// connections, and `serve --procs` children their port, orphaned, after a
+/// `kill -9` of the parent.
+pub(crate) fn die_with_this_process(cmd: &mut std::process::Command) {
+    let parent = std::process::id();
+    let arm = move || {
+        // SAFETY: prctl and getppid take no pointers; both are
+        // async-signal-safe, as code between fork and exec must be.
+        unsafe {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The parent may have died before the prctl: then no signal
+            // will come, and the child must not start.
+            if u32::try_from(libc::getppid()).ok() != Some(parent) {
+                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+            }
+        }
+        Ok(())
+    };
+    // SAFETY: the closure runs in the child after fork, before exec; it
+    // allocates nothing, takes no lock and calls only async-signal-safe
+    // functions. The death signal is tied to the forking thread, which is
+    // the thread that waits for the children to the end (storm's run_children,
+    // serve's main thread).
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(cmd, arm);
+    }
+}

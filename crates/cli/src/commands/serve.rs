@@ -102,6 +102,7 @@ pub fn run(c: ServeCmd) -> anyhow::Result<ExitCode> {
         cmd.stdin(std::process::Stdio::null())
             .stderr(std::process::Stdio::null());
         std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+        super::die_with_this_process(&mut cmd);
         children.push(cmd.spawn().context("cannot start another lab server process")?);
     }
     let procs = if c.procs > 1 {

@@ -62,6 +62,7 @@ pub fn run(c: StormCmd) -> anyhow::Result<ExitCode> {
             .transpose()?,
         steps: c.steps.clone(),
         step_timeout: c.step_timeout,
+        client: c.client.clone(),
         reconnect: c.reconnect,
         reconnect_wait: c.reconnect_wait,
         reconnect_jitter: c.reconnect_jitter,
@@ -264,6 +265,7 @@ fn child_args(c: &StormCmd, plan_seed: u64, index: u32, count: u32, start_at: u6
         flag(if *send { "--send" } else { "--expect" }, Some(text.clone()));
     }
     flag("--step-timeout", c.step_timeout.map(throng_plan::format_duration));
+    flag("--client", c.client.clone());
     flag("--reconnect-wait", c.reconnect_wait.map(throng_plan::format_duration));
     flag(
         "--reconnect-jitter",
@@ -285,35 +287,6 @@ fn child_args(c: &StormCmd, plan_seed: u64, index: u32, count: u32, start_at: u6
     }
     a.push("--quiet".into());
     a
-}
-
-/// Makes a worker process die with this one (SIGKILL when it goes, however
-/// it goes): a storm's children would otherwise hold their connections,
-/// orphaned, after a `kill -9` of the storm.
-fn die_with_this_process(cmd: &mut Command) {
-    let parent = std::process::id();
-    let arm = move || {
-        // SAFETY: prctl and getppid take no pointers; both are
-        // async-signal-safe, as code between fork and exec must be.
-        unsafe {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            // The parent may have died before the prctl: then no signal
-            // will come, and the child must not start.
-            if u32::try_from(libc::getppid()).ok() != Some(parent) {
-                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
-            }
-        }
-        Ok(())
-    };
-    // SAFETY: the closure runs in the child after fork, before exec; it
-    // allocates nothing, takes no lock and calls only async-signal-safe
-    // functions. The death signal is tied to the forking thread, which is
-    // the thread that waits for the children to the end (run_children).
-    unsafe {
-        std::os::unix::process::CommandExt::pre_exec(cmd, arm);
-    }
 }
 
 /// Runs the storm as `procs` child processes and merges their results.
@@ -345,7 +318,7 @@ fn run_children(
         // Own process group: a terminal's Ctrl-C reaches only this process,
         // which forwards it once (a second signal would abort the child).
         std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-        die_with_this_process(&mut cmd);
+        super::die_with_this_process(&mut cmd);
         match cmd.spawn() {
             Ok(child) => children.push(child),
             Err(e) => {

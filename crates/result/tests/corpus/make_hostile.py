@@ -34,6 +34,7 @@ def hdr(sigfig, low, high, counts=b"\x02", compressed=True, payload_len=None):
 
 http = load("http-closed")
 scenario = load("scenario")
+storm = load("storm")
 
 
 def variant(name, base, change):
@@ -61,6 +62,8 @@ variant("series-second", http, setp(["measurements", "series", 0, "second"], 2**
 variant("count-negative", http, setp(["measurements", "dropped"], -1))
 variant("count-overflow", http, setp(["measurements", "requests", "errors"], {"reset": 2**64 - 1, "eof": 9}))
 variant("status-overflow", http, setp(["measurements", "status"], {"200": 2**64 - 1, "500": 2}))
+variant("out-of-turn-overflow", storm, setp(["measurements", "handshake_out_of_turn"],
+                                            {"ping_before_pong": 2**64 - 1, "info_before_pong": 2}))
 variant("hdr-sigfig-5", http, setp(["measurements", "phases", "latency", "hdr"], hdr(5, 1, 2**62)))
 variant("hdr-high-2-62", http, setp(["measurements", "phases", "latency", "hdr"], hdr(3, 1, 2**62)))
 variant("hdr-raw-high", http, setp(["measurements", "phases", "wait", "hdr"], hdr(3, 1, 2**63, compressed=False)))
