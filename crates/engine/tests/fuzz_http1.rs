@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used)]
 
 use proptest::prelude::*;
+use proptest::test_runner::FileFailurePersistence;
 use throng_engine::http1::{Feed, Keep, ParseError, ResponseReader};
 
 /// Keeps the server, the headers and the body.
@@ -43,6 +44,8 @@ fn config(default: u32) -> ProptestConfig {
         .unwrap_or(default);
     ProptestConfig {
         cases,
+        // Next to this file: tests/NAME.proptest-regressions.
+        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource("proptest-regressions"))),
         ..ProptestConfig::default()
     }
 }

@@ -9,6 +9,7 @@
 use std::time::Duration;
 
 use proptest::prelude::*;
+use proptest::test_runner::FileFailurePersistence;
 use throng_plan::{Fraction, Segment, format_duration, parse_duration, parse_rate, parse_start_at};
 
 /// `PROPTEST_CASES` when set, else `default`.
@@ -19,6 +20,8 @@ fn config(default: u32) -> ProptestConfig {
         .unwrap_or(default);
     ProptestConfig {
         cases,
+        // Next to this file: tests/NAME.proptest-regressions.
+        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource("proptest-regressions"))),
         ..ProptestConfig::default()
     }
 }
