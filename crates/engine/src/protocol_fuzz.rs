@@ -95,7 +95,10 @@ fn redis_like() -> ProtocolSpec {
 
 /// Classes a handshake against a hostile peer may end in.
 fn is_expected(class: &str) -> bool {
-    matches!(class, "ok" | "eof" | "reset" | "auth_failed" | "timeout.handshake") || class.starts_with("protocol.")
+    matches!(
+        class,
+        "ok" | "eof" | "reset" | "auth_failed" | "timeout.handshake" | "protocol"
+    ) || class.starts_with("protocol.")
 }
 
 const INFO: &[u8] = b"INFO {\"server_id\":\"x\",\"version\":\"2.10.0\",\"proto\":1,\"max_payload\":1048576}\r\n";
