@@ -351,3 +351,37 @@ fn an_unknown_fault_is_a_usage_error_naming_the_choices() {
     );
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
 }
+
+/// `throng run` has its own exchange loop: the same faults must end its
+/// requests in the same classes, with balanced books.
+#[test]
+fn scenario_requests_against_faults_keep_their_class() {
+    for (fault, class) in [
+        ("garbage", "protocol"),
+        ("rst-mid-body", "reset"),
+        ("fin-mid-body", "eof"),
+        ("never-answer", "timeout.response"),
+        ("endless-chunks", "timeout.response"),
+        ("connection-close-everywhere", ""),
+        ("status-100-then-200", ""),
+    ] {
+        let server = FaultServer::start(fault);
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("faults.yaml");
+        let yaml = format!(
+            "target: {}\ndefaults:\n  timeout: 500ms\nscenarios:\n  s:\n    executor: shared-iterations\n    \
+             vus: 2\n    iterations: 6\n    flow:\n      - request: {{ name: one, path: / }}\n",
+            server.url("http")
+        );
+        std::fs::write(&file, yaml).unwrap();
+        let run = run("run", &[file.to_str().unwrap(), "-t", "1"]);
+        let allowed: &[&str] = if class.is_empty() { &[] } else { &[class] };
+        let r = check(fault, &run, 6, allowed);
+        let m = &r.measurements.requests;
+        if class.is_empty() {
+            assert_eq!(m.ok, 6, "{fault}: {m:?}");
+        } else {
+            assert_eq!(m.error(class), 6, "{fault}: {m:?}");
+        }
+    }
+}
