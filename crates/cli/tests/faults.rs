@@ -71,6 +71,21 @@ fn run(command: &str, args: &[&str]) -> common::Run {
 /// error class outside `allowed`, exactly `units` attempted (requests, or
 /// connections for a storm), and the memory bound.
 fn check<'a>(fault: &str, run: &'a common::Run, units: u64, allowed: &[&str]) -> &'a RunResult {
+    let r = check_outcomes(fault, run, units, allowed);
+    let m = &r.measurements;
+    let outcomes = if m.requests.is_empty() {
+        &m.connections
+    } else {
+        &m.requests
+    };
+    // Exit 1 when every unit failed (the README's exit codes).
+    let expected = i32::from(outcomes.ok == 0 && outcomes.failed() > 0);
+    assert_eq!(run.code(), expected, "{fault}: exit code; stderr {}", run.stderr());
+    r
+}
+
+/// [`check`] without the exit code.
+fn check_outcomes<'a>(fault: &str, run: &'a common::Run, units: u64, allowed: &[&str]) -> &'a RunResult {
     let stderr = run.stderr();
     assert!(!stderr.contains("panicked"), "{fault}: {stderr}");
     let r = run.result();
@@ -104,14 +119,6 @@ fn check<'a>(fault: &str, run: &'a common::Run, units: u64, allowed: &[&str]) ->
         "{fault}: peak memory {} bytes",
         r.generator.peak_rss_bytes
     );
-    let code = run.code();
-    // Exit 1 when every unit failed (the README's exit codes).
-    let expected = if outcomes.ok == 0 && outcomes.failed() > 0 {
-        1
-    } else {
-        0
-    };
-    assert_eq!(code, expected, "{fault}: exit code; stderr {stderr}");
     r
 }
 
@@ -383,5 +390,46 @@ fn scenario_requests_against_faults_keep_their_class() {
         } else {
             assert_eq!(m.error(class), 6, "{fault}: {m:?}");
         }
+    }
+}
+
+/// A storm's one request per connection is read by the same reader: its
+/// requests end in the same classes, the connections themselves succeed.
+#[test]
+fn storm_requests_against_faults_keep_their_class() {
+    for (fault, class) in [
+        ("garbage", "protocol"),
+        ("rst-mid-body", "reset"),
+        ("fin-before-response", "eof"),
+        ("stall-body", "timeout.response"),
+        ("status-100-then-200", ""),
+    ] {
+        let server = FaultServer::start(fault);
+        let run = run(
+            "storm",
+            &[
+                &server.url("http"),
+                "-n",
+                "10",
+                "-c",
+                "5",
+                "-t",
+                "1",
+                "--timeout",
+                "500ms",
+            ],
+        );
+        let allowed: &[&str] = if class.is_empty() { &[] } else { &[class] };
+        let r = check_outcomes(fault, &run, 10, allowed);
+        let m = &r.measurements;
+        assert_eq!(m.connections.ok, 10, "{fault}: {:?}", m.connections);
+        if class.is_empty() {
+            assert_eq!(m.requests.ok, 10, "{fault}: {:?}", m.requests);
+        } else {
+            assert_eq!(m.requests.error(class), 10, "{fault}: {:?}", m.requests);
+        }
+        // Which code a storm whose every request failed exits with is being
+        // settled on another branch (one exit-code rule, issue 11 §3).
+        assert!(matches!(run.code(), 0 | 1), "{fault}: exit {}", run.code());
     }
 }
