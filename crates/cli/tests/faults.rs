@@ -241,7 +241,6 @@ fn an_interim_100_is_skipped() {
 }
 
 #[test]
-#[ignore = "fixed on branch fix-wire (issue 11 §2: close the connection after 101); today the next request goes into the upgraded connection and times out"]
 fn a_101_closes_its_connection() {
     // After 101 the connection speaks another protocol: a next request sent
     // into it is never answered, so each request needs its own connection.
@@ -420,7 +419,7 @@ fn storm_requests_against_faults_keep_their_class() {
             ],
         );
         let allowed: &[&str] = if class.is_empty() { &[] } else { &[class] };
-        let r = check_outcomes(fault, &run, 10, allowed);
+        let r = check(fault, &run, 10, allowed);
         let m = &r.measurements;
         assert_eq!(m.connections.ok, 10, "{fault}: {:?}", m.connections);
         if class.is_empty() {
@@ -428,8 +427,5 @@ fn storm_requests_against_faults_keep_their_class() {
         } else {
             assert_eq!(m.requests.error(class), 10, "{fault}: {:?}", m.requests);
         }
-        // Which code a storm whose every request failed exits with is being
-        // settled on another branch (one exit-code rule, issue 11 §3).
-        assert!(matches!(run.code(), 0 | 1), "{fault}: exit {}", run.code());
     }
 }

@@ -141,9 +141,9 @@ fn nats_errors_and_garbage_have_classes() {
     assert_eq!(run(&nats(), vec![INFO.to_vec()]), "eof");
 }
 
-/// An INFO line past the line limit is a protocol error, not an OS error.
+/// An INFO line past the line limit is a protocol error, not an OS error
+/// (issue 11 §2).
 #[test]
-#[ignore = "being fixed on another branch (issue 11 §2: an oversized NATS INFO line is other.unknown, should be a protocol error with a line-length limit)"]
 fn an_oversized_info_line_is_a_protocol_error() {
     let mut info = b"INFO {\"server_id\":\"".to_vec();
     info.resize(200 * 1024, b'x');
