@@ -593,6 +593,10 @@ pub struct ServeCmd {
     /// Threads that hash and check /auth passwords [default: number of cores]
     #[arg(long = "hash-threads", value_name = "N")]
     pub hash_threads: Option<usize>,
+    /// Be a hostile server: answer every connection with this fault (never-answer, trickle,
+    /// rst-mid-body, tls-alert, nats-auth-error, …; the README lists them all)
+    #[arg(long = "fault", value_name = "NAME", conflicts_with_all = ["stall_every", "stall_for"])]
+    pub fault: Option<String>,
 }
 
 #[derive(Debug, Args)]

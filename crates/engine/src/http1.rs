@@ -236,6 +236,10 @@ impl ResponseReader {
         let mut resp = httparse::Response::new(&mut headers);
         match resp.parse(buf) {
             Ok(httparse::Status::Complete(len)) => {
+                // The same limit whether the head came in one read or many.
+                if len > MAX_HEAD {
+                    return Err(ParseError::Malformed);
+                }
                 let status = resp.code.ok_or(ParseError::Malformed)?;
                 let version = resp.version.unwrap_or(1);
                 let mut length = None;

@@ -372,6 +372,10 @@ pub(crate) async fn answer_pings(stream: &mut Transport, scratch: &RefCell<Box<[
 }
 
 #[cfg(test)]
+#[path = "protocol_fuzz.rs"]
+mod fuzz;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

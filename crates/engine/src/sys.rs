@@ -58,8 +58,24 @@ pub fn usage() -> Usage {
     Usage {
         user: tv(ru.ru_utime),
         system: tv(ru.ru_stime),
-        max_rss: (ru.ru_maxrss as u64) * 1024,
+        // ru_maxrss survives execve: a throng started by a large process
+        // (posix_spawn shares the parent's memory until the exec) would
+        // report the parent's peak. VmHWM belongs to this image alone.
+        max_rss: peak_rss().unwrap_or((ru.ru_maxrss as u64) * 1024),
     }
+}
+
+/// Peak resident memory of this program image (`VmHWM`), bytes.
+fn peak_rss() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = text.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line["VmHWM:".len()..]
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kb * 1024)
 }
 
 /// CPU time used by the calling thread so far: (user, system).
@@ -137,6 +153,8 @@ mod tests {
         let u = usage();
         assert!(u.max_rss > 0);
         assert!(current_rss() > 0);
+        let hwm = peak_rss().expect("Linux has VmHWM");
+        assert!(hwm >= current_rss() / 2 && hwm == u.max_rss.max(hwm), "{hwm} vs {u:?}");
         let env = environment();
         assert!(env.cores >= 1);
         assert!(env.os.starts_with("Linux"));

@@ -16,6 +16,10 @@
 //! every `stall_every` period: every request that arrives then waits until
 //! the window ends (the model behind the coordinated-omission demo).
 //!
+//! [`LabServer::start_fault`] makes a hostile server instead: every
+//! connection gets one [`Fault`] (stalls, trickles, endless heads and bodies,
+//! garbage, RST and FIN at each point, TLS alerts, broken NATS greetings).
+//!
 //! Auth, in memory, JSON in and out (see [`AuthConfig`]):
 //! `POST /auth/register` `{"email","password"}` (bcrypt at the configured
 //! cost; a random 6-digit code, returned as `"otp"` only with
@@ -29,8 +33,10 @@
 //! `INTERNAL` (500), `STORE_FULL` and `BUSY` (503).
 
 mod auth;
+mod fault;
 mod http;
 mod server;
 
 pub use auth::{AuthConfig, AuthConfigError, BcryptCost};
+pub use fault::{Fault, FaultKind, HOLD_LIMIT, UnknownFault};
 pub use server::{LabConfig, LabServer, Stall};

@@ -12,6 +12,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
 use crate::auth::{AuthConfig, Service};
+use crate::fault::Fault;
 use crate::http::{Action, Parsed, json, parse_request, route, unreadable};
 
 /// Bodies up to this size are written together with the head.
@@ -77,6 +78,17 @@ impl LabServer {
 
     /// [`LabServer::start`], with these auth settings.
     pub fn start_with_auth(config: &LabConfig, auth: &AuthConfig) -> io::Result<LabServer> {
+        LabServer::start_inner(config, auth, None)
+    }
+
+    /// A server that answers every connection with `fault` instead of the
+    /// endpoints (see [`Fault`]). `config.stall` is ignored; `config.tls`
+    /// wraps the HTTP faults (the TLS and NATS faults speak raw TCP).
+    pub fn start_fault(config: &LabConfig, fault: Fault) -> io::Result<LabServer> {
+        LabServer::start_inner(config, &AuthConfig::default(), Some(fault))
+    }
+
+    fn start_inner(config: &LabConfig, auth: &AuthConfig, fault: Option<Fault>) -> io::Result<LabServer> {
         let threads = config.threads.max(1);
         let first = bind(config.listen)?;
         let addr = first
@@ -94,6 +106,7 @@ impl LabServer {
             start,
             tls: config.tls.clone().map(tokio_rustls::TlsAcceptor::from),
             auth: Service::new(auth)?,
+            fault,
         });
         let mut handles = Vec::new();
         for (i, l) in listeners.into_iter().enumerate() {
@@ -144,13 +157,15 @@ struct Shared {
     /// One store and one hashing pool for every thread: a user registered
     /// through one listener logs in through any other.
     auth: Service,
+    /// Answer every connection with this fault instead.
+    fault: Option<Fault>,
 }
 
 /// Longest a client may take to complete a TLS handshake.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A connection the lab serves: plain TCP or TLS over TCP.
-trait LabStream: AsyncRead + AsyncWrite + Unpin {
+pub(crate) trait LabStream: AsyncRead + AsyncWrite + Unpin {
     /// The TCP socket underneath.
     fn tcp(&self) -> &TcpStream;
     /// True for TLS (plaintext may be buffered above the socket).
@@ -201,6 +216,10 @@ fn serve_thread(listener: std::net::TcpListener, shared: Arc<Shared>, mut shutdo
                         let _ = stream.set_nodelay(true);
                         let shared = Arc::clone(&shared);
                         tokio::task::spawn_local(async move {
+                            if let Some(fault) = shared.fault {
+                                crate::fault::connection(stream, fault, shared.tls.as_ref()).await;
+                                return;
+                            }
                             match &shared.tls {
                                 None => {
                                     let _ = connection(stream, &shared).await;
@@ -307,7 +326,7 @@ async fn connection<S: LabStream>(mut stream: S, shared: &Shared) -> io::Result<
     }
 }
 
-async fn write_filler<S: LabStream>(stream: &mut S, mut n: u64) -> io::Result<()> {
+pub(crate) async fn write_filler<S: LabStream>(stream: &mut S, mut n: u64) -> io::Result<()> {
     static FILL: [u8; 16 * 1024] = [b'x'; 16 * 1024];
     while n > 0 {
         let k = usize::try_from(n).unwrap_or(usize::MAX).min(FILL.len());

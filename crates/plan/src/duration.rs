@@ -7,6 +7,11 @@ const UNITS: &str = "us, ms, s, m or h";
 /// Parses `250ms`, `30s`, `1.5s`, `2m`, `1h`, `1m30s`, `100us`; a bare number
 /// means seconds.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    // Errors quote the input: keep them one line whatever it holds.
+    duration(text).map_err(|e| crate::error::one_line(&e).into_owned())
+}
+
+fn duration(text: &str) -> Result<Duration, String> {
     let t = text.trim();
     let bad = |why: &str| {
         format!("invalid duration '{text}': {why}; expected a number with a unit ({UNITS}), e.g. 500ms, 30s, 2m, 1m30s")
@@ -92,6 +97,10 @@ pub const MAX_RATE: f64 = 1e8;
 
 /// Parses a rate: `1000`, `1000/s`, `60/m`, `3600/h`, in events per second.
 pub fn parse_rate(text: &str) -> Result<f64, String> {
+    rate(text).map_err(|e| crate::error::one_line(&e).into_owned())
+}
+
+fn rate(text: &str) -> Result<f64, String> {
     let t = text.trim();
     let (num, per) = match t.split_once('/') {
         Some((n, "s")) => (n, 1.0),

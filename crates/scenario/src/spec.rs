@@ -13,7 +13,9 @@ use crate::threshold::{Threshold, parse_unit_duration};
 
 /// Why a scenario file cannot run.
 #[derive(Debug, thiserror::Error)]
-#[error("{file}:{line}:{column}: {message}")]
+// The message may quote the file (a key, a value): control characters in
+// it are escaped so that the error stays one line.
+#[error("{file}:{line}:{column}: {}", crate::template::one_line(.message))]
 pub struct ScenarioError {
     /// The file.
     pub file: String,

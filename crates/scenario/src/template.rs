@@ -54,6 +54,7 @@ pub struct Context<'a> {
 impl Template {
     /// Compiles `text`; an error says which `{{…}}` is malformed.
     pub fn compile(text: &str) -> Result<Template, String> {
+        let shown = one_line(text);
         let mut parts = Vec::new();
         let mut rest = text;
         while let Some(i) = rest.find("{{") {
@@ -63,8 +64,8 @@ impl Template {
             let after = &rest[i + 2..];
             let end = after
                 .find("}}")
-                .ok_or_else(|| format!("'{text}': a {{{{ is not closed by }}}}"))?;
-            parts.push(parse_part(after[..end].trim()).map_err(|e| format!("'{text}': {e}"))?);
+                .ok_or_else(|| format!("'{shown}': a {{{{ is not closed by }}}}"))?;
+            parts.push(parse_part(after[..end].trim()).map_err(|e| format!("'{shown}': {}", one_line(&e)))?);
             rest = &after[end + 2..];
         }
         if !rest.is_empty() {
@@ -216,6 +217,23 @@ fn uuid(rng: &mut Rng, out: &mut String) {
         b >> 48,
         b & 0xFFFF_FFFF_FFFF
     );
+}
+
+/// `text` with control characters escaped (`\n`, `\u{1b}`): an error
+/// that quotes a multi-line template or expression stays one line.
+pub(crate) fn one_line(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(char::is_control) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 #[cfg(test)]

@@ -171,6 +171,11 @@ impl Threshold {
     /// (`p(95) < 500ms`, `rate < 0.01`, `rate(check_failed) < 0.01`,
     /// `count == 0`, `max < 2s over 30s`).
     pub fn parse(key: &str, expr: &str, abort_on_fail: bool, delay: Duration) -> Result<Threshold, String> {
+        // Errors quote the key and expression: one line whatever they hold.
+        Threshold::parse_raw(key, expr, abort_on_fail, delay).map_err(|e| crate::template::one_line(&e).into_owned())
+    }
+
+    fn parse_raw(key: &str, expr: &str, abort_on_fail: bool, delay: Duration) -> Result<Threshold, String> {
         let (key_metric, key_tag) = parse_metric(key)?;
         if kind(&key_metric).is_none() {
             return Err(not_a_metric(&key_metric));

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use std::num::NonZeroUsize;
 
-use throng_lab::{AuthConfig, BcryptCost, LabConfig, LabServer, Stall};
+use throng_lab::{AuthConfig, BcryptCost, Fault, FaultKind, LabConfig, LabServer, Stall};
 
 use super::UsageError;
 use crate::args::ServeCmd;
@@ -23,6 +23,10 @@ pub fn run(c: ServeCmd) -> anyhow::Result<ExitCode> {
             Some(Stall { every, duration })
         }
         _ => None,
+    };
+    let fault = match &c.fault {
+        Some(name) => Some(name.parse::<Fault>().map_err(|e| UsageError(format!("--fault: {e}")))?),
+        None => None,
     };
     let threads = c.threads.unwrap_or_else(|| throng_engine::sys::cores() as usize);
     if threads == 0 {
@@ -58,7 +62,11 @@ pub fn run(c: ServeCmd) -> anyhow::Result<ExitCode> {
         stall,
         tls,
     };
-    let server = LabServer::start_with_auth(&config, &auth).with_context(|| {
+    let started = match fault {
+        Some(f) => LabServer::start_fault(&config, f),
+        None => LabServer::start_with_auth(&config, &auth),
+    };
+    let server = started.with_context(|| {
         format!(
             "cannot listen on {} (is the port in use? try --listen 127.0.0.1:0)",
             c.listen
@@ -99,6 +107,9 @@ pub fn run(c: ServeCmd) -> anyhow::Result<ExitCode> {
         if c.reveal_otp {
             cmd.arg("--reveal-otp");
         }
+        if let Some(f) = fault {
+            cmd.args(["--fault", f.name()]);
+        }
         cmd.stdin(std::process::Stdio::null())
             .stderr(std::process::Stdio::null());
         std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
@@ -111,12 +122,25 @@ pub fn run(c: ServeCmd) -> anyhow::Result<ExitCode> {
         String::new()
     };
     let reveal = if c.reveal_otp { ", codes revealed" } else { "" };
-    eprintln!(
-        "throng lab server on {scheme}://{}/ ({threads} threads{procs}{stall_text}{mtls}; \
+    if let Some(f) = fault {
+        let scheme = match f.kind() {
+            FaultKind::Http => scheme,
+            FaultKind::Tls => "https",
+            FaultKind::Nats => "nats",
+        };
+        eprintln!(
+            "throng lab server on {scheme}://{}/ ({threads} threads{procs}), answering every connection \
+             with the fault {f}; Ctrl-C to stop",
+            server.addr()
+        );
+    } else {
+        eprintln!(
+            "throng lab server on {scheme}://{}/ ({threads} threads{procs}{stall_text}{mtls}; \
          /auth: bcrypt cost {} on {hash_threads} hashing threads{reveal}); Ctrl-C to stop",
-        server.addr(),
-        c.bcrypt_cost
-    );
+            server.addr(),
+            c.bcrypt_cost
+        );
+    }
     signals::wait_for_stop();
     for child in &mut children {
         if let Ok(pid) = i32::try_from(child.id()) {
