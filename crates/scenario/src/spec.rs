@@ -18,9 +18,11 @@ mod tests;
 mod types;
 mod validate;
 
-/// Why a scenario file cannot run.
+/// Why a scenario file cannot run. It displays on one line of at most
+/// about 300 characters, whatever the file holds: a quoted key or value
+/// longer than 60 characters is cut with an ellipsis.
 #[derive(Debug, thiserror::Error)]
-#[error("{file}:{line}:{column}: {message}")]
+#[error("{file}:{line}:{column}: {}", shown(.message))]
 pub struct ScenarioError {
     /// The file.
     pub file: String,
@@ -30,6 +32,38 @@ pub struct ScenarioError {
     pub column: usize,
     /// What is wrong and what was expected.
     pub message: String,
+}
+
+/// The most characters of a quoted key or value an error shows.
+const QUOTED_CHARS: usize = 60;
+/// The most characters of an error's message.
+const MESSAGE_CHARS: usize = 300;
+
+/// `message` as an error shows it: control characters as spaces, each
+/// quoted span ('…', "…" or `…`) clipped to [`QUOTED_CHARS`], the whole to
+/// [`MESSAGE_CHARS`]. A file's key can be 70,000 characters long; the
+/// message that names it should still fit a terminal line or two.
+fn shown(message: &str) -> String {
+    let clip = |s: &str, max: usize| match s.char_indices().nth(max) {
+        None => s.to_string(),
+        Some((i, _)) => format!("{}…", &s[..i]),
+    };
+    let mut out = String::new();
+    let mut rest = message;
+    while let Some(open) = rest.find(['\'', '"', '`']) {
+        let quote = &rest[open..open + 1];
+        out.push_str(&rest[..=open]);
+        rest = &rest[open + 1..];
+        let Some(close) = rest.find(quote) else {
+            break;
+        };
+        out.push_str(&clip(&rest[..close], QUOTED_CHARS));
+        out.push_str(quote);
+        rest = &rest[close + 1..];
+    }
+    out.push_str(rest);
+    let out: String = out.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+    clip(&out, MESSAGE_CHARS)
 }
 
 impl ScenarioPlan {

@@ -810,3 +810,47 @@ fn data_columns_are_variables() {
     assert_eq!(data.row_count, 2);
     assert_eq!(data.cursor, Cursor::PerVu);
 }
+
+#[test]
+fn an_error_quoting_a_huge_key_or_value_fits_one_line() {
+    let key = "k".repeat(70_000);
+    let files = [
+        format!("{key}: 1\n"),
+        GOOD.replacen("scenarios:", &format!("scenarios:\n  {key}: {{}}"), 1),
+        GOOD.replacen("path: /me", &format!("path: \"/{{{{{key}}}}}\""), 1),
+    ];
+    for file in &files {
+        let e = parse(file).expect_err("refused");
+        assert!(
+            e.message.contains(&key),
+            "the message itself is whole: {}",
+            &e.message[..200]
+        );
+        let shown = e.to_string();
+        assert!(
+            shown.chars().count() <= 320,
+            "{} chars: {}",
+            shown.chars().count(),
+            &shown[..400]
+        );
+        assert!(!shown.contains('\n'));
+        assert!(shown.contains(&format!("{}…", "k".repeat(60))), "{shown}");
+        assert!(shown.starts_with("t.yaml:"), "{shown}");
+    }
+}
+
+#[test]
+fn shown_clips_quoted_spans_and_keeps_short_messages() {
+    assert_eq!(
+        shown("unknown field `a`, expected `b`"),
+        "unknown field `a`, expected `b`"
+    );
+    assert_eq!(shown("don't say 'x'"), "don't say 'x'");
+    let long = format!("key '{}' and \"{}\"", "a".repeat(100), "b".repeat(61));
+    assert_eq!(
+        shown(&long),
+        format!("key '{}…' and \"{}…\"", "a".repeat(60), "b".repeat(60))
+    );
+    assert_eq!(shown("two\nlines"), "two lines");
+    assert_eq!(shown(&"x ".repeat(400)).chars().count(), 301);
+}
