@@ -2,11 +2,12 @@
 //! result file can be re-reported later in any view.
 //!
 //! ```text
-//!  RunResult ─┬─ text::write     (k6-like phase table, outcomes, generator cost)
+//!  RunResult ─┬─ text::write     (any result, routed by kind: an HTTP run's
+//!             │                   phase table, outcomes, generator cost here;
+//!             │                   storm.rs: connection storms; scenario.rs:
+//!             │                   throng run's steps, stages, checks, thresholds)
 //!             ├─ ab::write       (ApacheBench's layout and field meanings)
 //!             ├─ httperf::write  (httperf's layout and error classes)
-//!             ├─ storm::write    (connection storms)
-//!             ├─ scenario::write (throng run: steps, stages, checks, thresholds)
 //!             ├─ junit::write    (threshold verdicts for CI)
 //!             ├─ runs::write_set (a result set: runs added up, plus a table per run)
 //!             └─ html::render    (one self-contained page; html::render_compare
@@ -17,7 +18,8 @@
 //! ```
 //!
 //! Writers take `impl Write` (or return a `String`) and never touch the
-//! terminal or files.
+//! terminal or files. What a run counts (requests, or connections for a
+//! storm) comes from [`RunResult::unit`], not from matching on the plan.
 //!
 //! Exports for other tools, from the same document:
 //! `csv::write_series` (the per-second series, long-form CSV) and
