@@ -7,8 +7,11 @@
 //! ```
 //!
 //! Everything here is pure: no sockets, no runtime, no clock. The engine
-//! reads a [`HttpPlan`] and never re-checks it ([`StormPlan`]'s `--expect`
-//! patterns arrive compiled). [`input`] bounds the YAML files users hand
+//! trusts what a plan says ([`StormPlan`]'s `--expect` patterns arrive
+//! compiled); what it still checks is what only the running process knows:
+//! the descriptor limit against the connections (or scenario VUs) its
+//! segment needs, that the target resolves, and that the target's name can
+//! be sent as a TLS server name. [`input`] bounds the YAML files users hand
 //! throng (size, nesting, a byte order mark) before any parser sees them.
 
 mod duration;

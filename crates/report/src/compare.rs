@@ -298,26 +298,23 @@ pub fn throughput(r: &RunResult) -> f64 {
 }
 
 fn work(r: &RunResult) -> u64 {
-    match r.plan {
-        Plan::Storm(_) => r.measurements.connections.ok,
-        _ => r.measurements.requests.ok,
-    }
+    r.unit_outcomes().ok
 }
 
 /// The name of [`throughput`] in reports.
 pub fn throughput_name(r: &RunResult) -> &'static str {
-    match r.plan {
-        Plan::Storm(_) => "established/s",
-        _ => "throughput (ok/s)",
+    match r.unit() {
+        throng_result::Unit::Connections => "established/s",
+        throng_result::Unit::Requests => "throughput (ok/s)",
     }
 }
 
 /// The phases whose p50 and p99 are tested: a request's `latency`, or for
 /// storms the steps of establishing a connection.
 pub fn headline_phases(r: &RunResult) -> Vec<&'static str> {
-    let wanted: &[&'static str] = match r.plan {
-        Plan::Storm(_) => &["connect", "tls", "handshake"],
-        _ => &["latency"],
+    let wanted: &[&'static str] = match r.unit() {
+        throng_result::Unit::Connections => &["connect", "tls", "handshake"],
+        throng_result::Unit::Requests => &["latency"],
     };
     wanted
         .iter()
@@ -512,10 +509,8 @@ fn per_unit_throughput(r: &RunResult, basis: Basis) -> Vec<f64> {
     match basis {
         Basis::Runs => vec![throughput(r)],
         Basis::Seconds => {
-            let storm = matches!(r.plan, Plan::Storm(_));
-            full_seconds(r)
-                .map(|p| if storm { p.connections_opened } else { p.ok } as f64)
-                .collect()
+            let unit = r.unit();
+            full_seconds(r).map(|p| unit.per_second(p) as f64).collect()
         }
     }
 }
@@ -567,7 +562,7 @@ fn figures(runs_a: &[RunResult], runs_b: &[RunResult], a: &RunResult, b: &RunRes
         });
     };
     let (ma, mb) = (&a.measurements, &b.measurements);
-    let storm = matches!(a.plan, Plan::Storm(_));
+    let storm = a.unit() == throng_result::Unit::Connections;
     let s = "summary";
     add(s, "runs", Unit::Count, runs_a.len() as f64, runs_b.len() as f64);
     add(s, "duration", Unit::Seconds, a.duration_s, b.duration_s);

@@ -53,7 +53,7 @@ pub fn write_series(result: &RunResult, w: &mut dyn Write) -> io::Result<()> {
     let mut seconds: Vec<u64> = points.keys().chain(scenario.keys()).copied().collect();
     seconds.sort_unstable();
     seconds.dedup();
-    let is_http = !matches!(result.plan, Plan::Storm(_)) || !result.measurements.requests.is_empty();
+    let is_http = result.unit() == throng_result::Unit::Requests || !result.measurements.requests.is_empty();
     let classes = |of: fn(&SeriesPoint) -> &BTreeMap<String, u64>| {
         let mut all: Vec<&str> = points.values().flat_map(|p| of(p).keys().map(String::as_str)).collect();
         all.sort_unstable();

@@ -101,10 +101,7 @@ fn plan_lines(r: &RunResult) -> Vec<String> {
 
 /// The unit of work a run counts: requests, or connections for storms.
 fn unit(r: &RunResult) -> (&throng_metrics::Outcomes, &'static str) {
-    match &r.plan {
-        Plan::Storm(_) => (&r.measurements.connections, "connections"),
-        _ => (&r.measurements.requests, "requests"),
-    }
+    (r.unit_outcomes(), r.unit().plural())
 }
 
 /// The phase whose distribution the latency charts show.
@@ -209,10 +206,11 @@ fn errors_by_class<'a>(
 fn error_lines(r: &RunResult) -> Vec<Line> {
     let m = &r.measurements;
     let mut v = Vec::new();
-    if !matches!(r.plan, Plan::Storm(_)) {
+    let unit = r.unit();
+    if unit == throng_result::Unit::Requests {
         errors_by_class(&mut v, m, "failed requests", |p| p.errors, |p| &p.error_classes);
     }
-    if matches!(r.plan, Plan::Storm(_)) || m.series.iter().any(|p| p.connection_errors > 0) {
+    if unit == throng_result::Unit::Connections || m.series.iter().any(|p| p.connection_errors > 0) {
         errors_by_class(
             &mut v,
             m,
@@ -467,8 +465,8 @@ impl Page {
         let collect = |f: &dyn Fn(&RunResult) -> Vec<Line>| -> Vec<(String, Vec<Line>)> {
             sides.iter().map(|(l, r)| (l.clone(), f(r))).collect()
         };
-        let throughput_title = match sides.first().map(|(_, r)| &r.plan) {
-            Some(Plan::Storm(_)) => "Connections established per second",
+        let throughput_title = match sides.first().map(|(_, r)| r.unit()) {
+            Some(throng_result::Unit::Connections) => "Connections established per second",
             _ => "Throughput: requests ended per second",
         };
         let charts = [

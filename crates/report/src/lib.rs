@@ -2,11 +2,12 @@
 //! result file can be re-reported later in any view.
 //!
 //! ```text
-//!  RunResult ─┬─ text::write     (k6-like phase table, outcomes, generator cost)
+//!  RunResult ─┬─ text::write     (any result, routed by kind: an HTTP run's
+//!             │                   phase table, outcomes, generator cost here;
+//!             │                   storm.rs: connection storms; scenario.rs:
+//!             │                   throng run's steps, stages, checks, thresholds)
 //!             ├─ ab::write       (ApacheBench's layout and field meanings)
 //!             ├─ httperf::write  (httperf's layout and error classes)
-//!             ├─ storm::write    (connection storms)
-//!             ├─ scenario::write (throng run: steps, stages, checks, thresholds)
 //!             ├─ junit::write    (threshold verdicts for CI)
 //!             ├─ runs::write_set (a result set: runs added up, plus a table per run)
 //!             └─ html::render    (one self-contained page; html::render_compare
@@ -17,7 +18,8 @@
 //! ```
 //!
 //! Writers take `impl Write` (or return a `String`) and never touch the
-//! terminal or files.
+//! terminal or files. What a run counts (requests, or connections for a
+//! storm) comes from [`RunResult::unit`], not from matching on the plan.
 //!
 //! Exports for other tools, from the same document:
 //! `csv::write_series` (the per-second series, long-form CSV) and
@@ -96,10 +98,35 @@ pub(crate) fn test_result(m: throng_metrics::Measurements) -> RunResult {
         ..throng_plan::HttpArgs::default()
     })
     .expect("a valid plan");
+    test_result_of(Plan::Http(plan), m)
+}
+
+/// A `throng storm` result around `m`, as [`test_result`].
+#[cfg(test)]
+pub(crate) fn test_storm_result(m: throng_metrics::Measurements) -> RunResult {
+    let plan = throng_plan::StormPlan::from_args(throng_plan::StormArgs {
+        target: "tcp://127.0.0.1:4222".to_string(),
+        connections: Some(10),
+        ..throng_plan::StormArgs::default()
+    })
+    .expect("a valid plan");
+    test_result_of(Plan::Storm(plan), m)
+}
+
+/// A `throng run` result around `m`, as [`test_result`].
+#[cfg(test)]
+pub(crate) fn test_run_result(m: throng_metrics::Measurements) -> RunResult {
+    let file = "target: http://127.0.0.1:8080\nscenarios:\n  browse:\n    executor: constant-vus\n    vus: 2\n    duration: 10s\n    flow:\n      - request: { name: home, path: / }\n";
+    let plan = throng_scenario::ScenarioPlan::parse(file, "t.yaml", &|f| Err(format!("no {f}"))).expect("a valid plan");
+    test_result_of(Plan::Run(Box::new(plan)), m)
+}
+
+#[cfg(test)]
+fn test_result_of(plan: Plan, m: throng_metrics::Measurements) -> RunResult {
     RunResult {
         schema: throng_result::SCHEMA.to_string(),
         throng_version: "0.0.0".to_string(),
-        plan: Plan::Http(plan),
+        plan,
         started_at: throng_result::rfc3339(1_000_000),
         started_at_unix_ms: 1_000_000,
         duration_s: 2.0,
@@ -113,5 +140,47 @@ pub(crate) fn test_result(m: throng_metrics::Measurements) -> RunResult {
         trigger: None,
         thresholds: Vec::new(),
         segment: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each kind's text report through every text writer: the same report,
+    /// written once (the writers used to hand a scenario result back and
+    /// forth without end).
+    #[test]
+    fn every_text_writer_is_total_and_routes_by_kind() {
+        let results = [
+            (
+                "throng http GET http://127.0.0.1:8080/",
+                test_result(Default::default()),
+            ),
+            (
+                "throng storm tcp://127.0.0.1:4222",
+                test_storm_result(Default::default()),
+            ),
+            (
+                "throng run t.yaml → http://127.0.0.1:8080",
+                test_run_result(Default::default()),
+            ),
+        ];
+        type Writer = fn(&RunResult, &mut dyn Write) -> io::Result<()>;
+        let writers: [Writer; 3] = [text::write, storm::write, scenario::write];
+        for (first_line, r) in &results {
+            let mut reports = Vec::new();
+            for writer in writers {
+                let mut out = Vec::new();
+                writer(r, &mut out).expect("written");
+                reports.push(String::from_utf8(out).expect("utf-8"));
+            }
+            let mut out = Vec::new();
+            write(View::Text, r, &mut out).expect("written");
+            reports.push(String::from_utf8(out).expect("utf-8"));
+            assert!(reports[0].starts_with(first_line), "{}", reports[0]);
+            assert_eq!(reports[0].matches(first_line).count(), 1, "{}", reports[0]);
+            assert!(reports.iter().all(|x| *x == reports[0]));
+        }
     }
 }

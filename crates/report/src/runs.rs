@@ -4,7 +4,7 @@
 
 use std::io::{self, Write};
 
-use throng_result::{RunResult, rfc3339};
+use throng_result::{RunResult, Unit, rfc3339};
 
 use crate::View;
 use crate::compare::{headline_phases, throughput, throughput_name};
@@ -16,9 +16,9 @@ pub fn run_line(r: &RunResult, index: usize, count: usize) -> String {
     let mut parts = vec![format!(
         "run {index}/{count}: {:.1} {}",
         throughput(r),
-        match r.plan {
-            throng_result::Plan::Storm(_) => "established/s",
-            _ => "ok/s",
+        match r.unit() {
+            Unit::Connections => "established/s",
+            Unit::Requests => "ok/s",
         }
     )];
     for phase in headline_phases(r) {
@@ -30,10 +30,7 @@ pub fn run_line(r: &RunResult, index: usize, count: usize) -> String {
             ));
         }
     }
-    let (unit, o) = match r.plan {
-        throng_result::Plan::Storm(_) => ("connections", &r.measurements.connections),
-        _ => ("requests", &r.measurements.requests),
-    };
+    let (unit, o) = (r.unit().plural(), r.unit_outcomes());
     parts.push(format!("{} {unit}, {} failed", o.ended(), o.failed()));
     parts.join(", ")
 }
@@ -79,10 +76,7 @@ pub fn write_table(runs: &[RunResult], w: &mut dyn Write) -> io::Result<()> {
     writeln!(w, "{head}")?;
     let mut columns: Vec<Vec<f64>> = vec![Vec::new(); 1 + 2 * phases.len()];
     for (i, r) in runs.iter().enumerate() {
-        let o = match r.plan {
-            throng_result::Plan::Storm(_) => &r.measurements.connections,
-            _ => &r.measurements.requests,
-        };
+        let o = r.unit_outcomes();
         let tp = throughput(r);
         columns[0].push(tp);
         let mut line = format!(

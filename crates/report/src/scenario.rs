@@ -7,17 +7,20 @@ use std::io::{self, Write};
 use std::time::Duration;
 
 use throng_metrics::{Hist, ScenarioStats, TagStats};
-use throng_result::{Plan, RunResult, per_second};
+use throng_result::{RunResult, per_second};
 use throng_scenario::{Executor, Scenario, ScenarioPlan};
 
 use crate::format::{self, pct, us};
 use crate::text::{write_errors, write_generator, write_phase_table, write_tls};
 
-/// Writes the scenario report.
+/// Writes the text report of `r`: a scenario run's as below, another
+/// kind's as [`crate::text::write`] does.
 pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
-    let Plan::Run(p) = &r.plan else {
-        return crate::text::write(r, w);
-    };
+    crate::text::write(r, w)
+}
+
+/// The report of a scenario run.
+pub(crate) fn write_run(r: &RunResult, p: &ScenarioPlan, w: &mut dyn Write) -> io::Result<()> {
     let m = &r.measurements;
     let s = m.scenario.clone().unwrap_or_default();
     writeln!(w, "throng run {} → {}", p.file, p.target.url)?;

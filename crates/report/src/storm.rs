@@ -5,8 +5,8 @@
 use std::io::{self, Write};
 
 use throng_metrics::Phase;
-use throng_plan::ClientProfile;
-use throng_result::{Plan, RunResult, per_second};
+use throng_plan::{ClientProfile, StormPlan};
+use throng_result::{RunResult, per_second};
 
 use crate::format::{bytes, pct, us};
 use crate::text::{write_errors, write_generator, write_phase_table, write_tls};
@@ -58,11 +58,14 @@ fn write_out_of_turn(client: ClientProfile, m: &throng_metrics::Measurements, w:
     writeln!(w, "  {:<16}{verdict}", "")
 }
 
-/// Writes the storm report.
+/// Writes the text report of `r`: a storm's as below, another kind's as
+/// [`crate::text::write`] does.
 pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
-    let Plan::Storm(p) = &r.plan else {
-        return crate::text::write(r, w);
-    };
+    crate::text::write(r, w)
+}
+
+/// The report of a storm.
+pub(crate) fn write_storm(r: &RunResult, p: &StormPlan, w: &mut dyn Write) -> io::Result<()> {
     let m = &r.measurements;
     writeln!(w, "throng storm {}", p.target.url)?;
     writeln!(w, "  {}", p.describe())?;

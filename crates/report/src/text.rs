@@ -3,6 +3,7 @@
 use std::io::{self, Write};
 
 use throng_metrics::{ErrorClass, Measurements, Phase};
+use throng_plan::HttpPlan;
 use throng_result::{Plan, RunResult, per_second};
 
 use crate::format::{bytes, pct, us};
@@ -25,12 +26,20 @@ pub(crate) const TABLE: [Phase; 10] = [
     Phase::Reconnect,
 ];
 
-/// Writes the text report.
+/// Writes the text report of any result: an HTTP run's here, a storm's and
+/// a scenario run's by their modules. Each kind's writer takes its own plan,
+/// so none can hand a result back to another.
 pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
+    match &r.plan {
+        Plan::Http(p) => write_http(r, p, w),
+        Plan::Storm(p) => crate::storm::write_storm(r, p, w),
+        Plan::Run(p) => crate::scenario::write_run(r, p, w),
+    }
+}
+
+/// The report of a `throng http` run.
+fn write_http(r: &RunResult, p: &HttpPlan, w: &mut dyn Write) -> io::Result<()> {
     let m = &r.measurements;
-    let Plan::Http(p) = &r.plan else {
-        return crate::storm::write(r, w);
-    };
     writeln!(w, "throng http {} {}", p.method, p.target.url)?;
     writeln!(w, "  {}", p.describe())?;
     if r.interrupted {

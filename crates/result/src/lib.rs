@@ -14,6 +14,13 @@
 //! (schema `throng.result-set/v1`); [`runs_from_reader`] and [`load_runs`]
 //! read either kind of document, so every command that reads results takes
 //! both.
+//!
+//! Documents are read and written through `Read` and `Write`; [`load`] and
+//! [`load_runs`] are the one place that opens a file (by path), for the
+//! commands that read result files; the document is checked within
+//! [`limits`] however it is read.
+//! [`RunResult::unit`] says what a run counts (requests, or connections for
+//! a storm) for every report.
 
 use std::io::{Read, Write};
 use std::path::Path;
@@ -103,6 +110,42 @@ pub enum Plan {
     Storm(StormPlan),
     /// `throng run SCENARIO.yaml`.
     Run(Box<ScenarioPlan>),
+}
+
+/// What a run counts as its unit of work ([`RunResult::unit`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    /// HTTP requests (`throng http`, `throng run`).
+    Requests,
+    /// Connections established (`throng storm`).
+    Connections,
+}
+
+impl Unit {
+    /// The unit in the plural, as reports say it: `requests`, `connections`.
+    pub fn plural(self) -> &'static str {
+        match self {
+            Unit::Requests => "requests",
+            Unit::Connections => "connections",
+        }
+    }
+
+    /// The unit in the singular: `request`, `connection`.
+    pub fn singular(self) -> &'static str {
+        match self {
+            Unit::Requests => "request",
+            Unit::Connections => "connection",
+        }
+    }
+
+    /// A second's count of this unit done well: requests ended ok, or
+    /// connections established.
+    pub fn per_second(self, p: &throng_metrics::SeriesPoint) -> u64 {
+        match self {
+            Unit::Requests => p.ok,
+            Unit::Connections => p.connections_opened,
+        }
+    }
 }
 
 impl Plan {
@@ -389,6 +432,24 @@ impl RunResult {
     /// True when every threshold held (or there were none).
     pub fn thresholds_passed(&self) -> bool {
         self.thresholds.iter().all(|v| v.passed)
+    }
+
+    /// What this run counts as its unit of work: connections for a storm,
+    /// requests for an HTTP or scenario run. Reports say throughput,
+    /// failures and per-second series in this unit.
+    pub fn unit(&self) -> Unit {
+        match self.plan {
+            Plan::Storm(_) => Unit::Connections,
+            Plan::Http(_) | Plan::Run(_) => Unit::Requests,
+        }
+    }
+
+    /// The outcomes of this run's [`unit`](Self::unit).
+    pub fn unit_outcomes(&self) -> &throng_metrics::Outcomes {
+        match self.unit() {
+            Unit::Connections => &self.measurements.connections,
+            Unit::Requests => &self.measurements.requests,
+        }
     }
 
     /// Requests that ended (ok or failed) per second of run time.
@@ -784,6 +845,67 @@ mod tests {
         ));
         assert!(matches!(runs_from_reader(&b"[1, 2]"[..]), Err(ResultError::NotAResult)));
         assert!(matches!(runs_from_reader(&b"not json"[..]), Err(ResultError::Parse(_))));
+    }
+
+    fn result_of(plan: Plan) -> RunResult {
+        let mut m = Measurements::default();
+        m.requests.attempted = 3;
+        m.requests.ok = 3;
+        m.connections.attempted = 7;
+        m.connections.ok = 5;
+        m.connections.errors.insert("refused".into(), 2);
+        RunResult {
+            schema: SCHEMA.to_string(),
+            throng_version: "0.0.0".to_string(),
+            plan,
+            started_at: rfc3339(0),
+            started_at_unix_ms: 0,
+            duration_s: 1.0,
+            coordinated_omission_free: false,
+            interrupted: false,
+            environment: Environment::default(),
+            generator: Generator::default(),
+            measurements: m,
+            parts: Vec::new(),
+            notes: Vec::new(),
+            trigger: None,
+            thresholds: Vec::new(),
+            segment: None,
+        }
+    }
+
+    #[test]
+    fn a_storm_counts_connections_and_the_rest_requests() {
+        let http = HttpPlan::from_args(throng_plan::HttpArgs {
+            url: "http://127.0.0.1:8080/".to_string(),
+            ..throng_plan::HttpArgs::default()
+        })
+        .expect("a valid plan");
+        let storm = StormPlan::from_args(throng_plan::StormArgs {
+            target: "tcp://127.0.0.1:4222".to_string(),
+            connections: Some(7),
+            ..throng_plan::StormArgs::default()
+        })
+        .expect("a valid plan");
+        let file = "target: http://127.0.0.1:8080\nscenarios:\n  s:\n    executor: constant-vus\n    vus: 1\n    duration: 1s\n    flow:\n      - request: { path: / }\n";
+        let run = ScenarioPlan::parse(file, "t.yaml", &|f| Err(f.to_string())).expect("a valid plan");
+        let point = throng_metrics::SeriesPoint {
+            ok: 11,
+            connections_opened: 13,
+            ..Default::default()
+        };
+        for (plan, unit, ok, word) in [
+            (Plan::Http(http), Unit::Requests, 3, "requests"),
+            (Plan::Storm(storm), Unit::Connections, 5, "connections"),
+            (Plan::Run(Box::new(run)), Unit::Requests, 3, "requests"),
+        ] {
+            let r = result_of(plan);
+            assert_eq!(r.unit(), unit);
+            assert_eq!(r.unit_outcomes().ok, ok);
+            assert_eq!(unit.plural(), word);
+            assert_eq!(format!("{}s", unit.singular()), word);
+            assert_eq!(unit.per_second(&point), if unit == Unit::Connections { 13 } else { 11 });
+        }
     }
 
     #[test]

@@ -6,6 +6,8 @@
 //! ```text
 //!  SCENARIO.yaml ── spec::ScenarioPlan::parse ──► ScenarioPlan (validated;
 //!                   errors carry file:line:column)
+//!                   spec/raw.rs (serde types, as written) ─ spec/validate.rs ─►
+//!                   spec/types.rs (the validated types)
 //!  ScenarioPlan  ── throng-engine ──► requests, rendered from template::Template,
 //!                   responses read by checks::{Capture, Check}
 //!  Measurements  ── threshold::Threshold::evaluate ──► Verdict

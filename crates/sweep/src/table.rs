@@ -2,6 +2,7 @@
 
 use std::io::{self, Write};
 
+use throng_report::format::{chars, clip, name};
 use throng_result::RunResult;
 
 use crate::figure::Figure;
@@ -28,6 +29,10 @@ pub enum Format {
     /// Comma-separated values.
     Csv,
 }
+
+/// The most characters a failed cell's note takes in the text table; the
+/// markdown and CSV tables keep it whole.
+const NOTE_CHARS: usize = 300;
 
 /// The median of a figure over a cell's runs.
 fn median(f: &Figure, runs: &[RunResult]) -> Option<f64> {
@@ -95,11 +100,24 @@ pub fn table(sweep: &Sweep, outcomes: &[CellOutcome], format: Format, w: &mut dy
             }
         }
         Format::Text => {
+            // Widths come from the data, and a width past 65,535 panics in
+            // `format!`: cells are clipped (parameter values as names, the
+            // note to NOTE_CHARS) before they are measured.
+            let text = |cells: &[String]| -> Vec<String> {
+                let last = cells.len().saturating_sub(1);
+                cells
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| if i == last { clip(c, NOTE_CHARS) } else { name(c) }.into_owned())
+                    .collect()
+            };
+            let header = text(&header);
+            let rows: Vec<Vec<String>> = rows.iter().map(|r| text(r)).collect();
             let widths: Vec<usize> = (0..header.len())
                 .map(|i| {
                     rows.iter()
-                        .map(|r| r[i].len())
-                        .chain([header[i].len()])
+                        .map(|r| chars(&r[i]))
+                        .chain([chars(&header[i])])
                         .max()
                         .unwrap_or(0)
                 })
@@ -121,4 +139,65 @@ pub fn table(sweep: &Sweep, outcomes: &[CellOutcome], format: Format, w: &mut dy
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sweep(value: &str) -> (Sweep, Vec<CellOutcome>) {
+        let file =
+            format!("parameters:\n  size: [\"{value}\", 2]\nrun: \"http http://127.0.0.1:1/ -n {{{{size}}}}\"\n");
+        let sweep = Sweep::parse(&file, "s.yaml").expect("a valid sweep");
+        let outcomes = sweep
+            .cells()
+            .into_iter()
+            .map(|cell| CellOutcome {
+                cell,
+                runs: Vec::new(),
+                problem: Some("x".repeat(70_000)),
+            })
+            .collect();
+        (sweep, outcomes)
+    }
+
+    #[test]
+    fn a_huge_cell_is_clipped_in_the_text_table_and_kept_in_csv() {
+        let (s, outcomes) = sweep(&"v".repeat(70_000));
+        let mut out = Vec::new();
+        table(&s, &outcomes, Format::Text, &mut out).expect("written");
+        let out = String::from_utf8(out).expect("utf-8");
+        assert_eq!(out.lines().count(), 3, "{out}");
+        for line in out.lines() {
+            assert!(chars(line) < 2_000, "{} chars", chars(line));
+        }
+        assert!(
+            out.contains(&format!("{}…", "v".repeat(59))),
+            "the value is cut with an ellipsis"
+        );
+        assert!(
+            out.contains(&format!("{}…", "x".repeat(299))),
+            "the note is cut with an ellipsis"
+        );
+
+        let mut csv = Vec::new();
+        table(&s, &outcomes, Format::Csv, &mut csv).expect("written");
+        let csv = String::from_utf8(csv).expect("utf-8");
+        assert!(csv.contains(&"v".repeat(70_000)) && csv.contains(&"x".repeat(70_000)));
+    }
+
+    #[test]
+    fn columns_are_as_wide_as_their_widest_cell_in_characters() {
+        let (s, mut outcomes) = sweep("éééééé");
+        for o in &mut outcomes {
+            o.problem = None;
+        }
+        let mut out = Vec::new();
+        table(&s, &outcomes, Format::Text, &mut out).expect("written");
+        let out = String::from_utf8(out).expect("utf-8");
+        let lines: Vec<&str> = out.lines().collect();
+        assert!(lines[0].starts_with("  size  "), "{out}");
+        assert!(lines[1].starts_with("éééééé  "), "{out}");
+        assert!(lines[2].starts_with("     2  "), "{out}");
+    }
 }

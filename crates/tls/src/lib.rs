@@ -9,7 +9,8 @@
 //! ```
 //!
 //! Nothing here opens sockets: callers pass PEM bytes they read and get
-//! configurations back. Every error says which flag or file is at fault.
+//! configurations back. The one file I/O is [`write_files`], which
+//! writes the generated lab certificates (keys 0600, no symbolic links). Every error says which flag or file is at fault.
 
 mod certs;
 mod classify;

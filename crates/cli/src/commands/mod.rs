@@ -254,8 +254,8 @@ fn run_outcome(r: &RunResult) -> Outcome {
 fn every_unit_failed(r: &RunResult) -> bool {
     let m = &r.measurements;
     let all_failed = |o: &throng_metrics::Outcomes| o.attempted > 0 && o.ok == 0;
-    let (req, unit) = match &r.plan {
-        throng_result::Plan::Storm(_) if all_failed(&m.connections) || !all_failed(&m.requests) => {
+    let (req, unit) = match r.unit() {
+        throng_result::Unit::Connections if all_failed(&m.connections) || !all_failed(&m.requests) => {
             (&m.connections, "connection")
         }
         _ => (&m.requests, "request"),

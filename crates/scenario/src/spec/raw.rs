@@ -1,0 +1,435 @@
+//! The scenario file as written: the types serde reads the YAML into,
+//! before any check but a value's own form (durations, sizes).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::types::Cursor;
+use crate::threshold::parse_unit_duration;
+
+/// A duration as people type it, checked while the YAML is read (so an
+/// error points at the value). The unit is required: `30` reads as seconds
+/// to some and as milliseconds (k6's threshold bounds) to others.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Dur(pub(super) Duration);
+
+impl<'de> Deserialize<'de> for Dur {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = serde_yaml_ng::Value::deserialize(d)?;
+        let text = match v {
+            serde_yaml_ng::Value::String(s) => s,
+            serde_yaml_ng::Value::Number(n) => n.to_string(),
+            _ => return Err(serde::de::Error::custom("expected a duration such as 500ms, 30s or 2m")),
+        };
+        parse_unit_duration(&text).map(Dur).map_err(serde::de::Error::custom)
+    }
+}
+
+/// A response body size limit as people type it (`max_body: 4MiB`),
+/// checked while the YAML is read.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Size(pub(super) u64);
+
+/// Default `max_body`: the bytes of a response body that checks and
+/// captures see.
+pub const DEFAULT_MAX_BODY: u64 = 1 << 20;
+/// Largest `max_body`: each VU holds up to this much of a response.
+pub const MAX_MAX_BODY: u64 = 64 << 20;
+
+impl<'de> Deserialize<'de> for Size {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = serde_yaml_ng::Value::deserialize(d)?;
+        let text = match v {
+            serde_yaml_ng::Value::String(s) => s,
+            serde_yaml_ng::Value::Number(n) => n.to_string(),
+            _ => {
+                return Err(serde::de::Error::custom(
+                    "expected a size such as 1MiB, 256KiB or 65536",
+                ));
+            }
+        };
+        parse_size(&text).map(Size).map_err(serde::de::Error::custom)
+    }
+}
+
+/// `65536`, `64KiB`, `4MiB`, `1MB` (powers of 1000 for kB/MB, of 1024 for
+/// KiB/MiB), between 1 byte and [`MAX_MAX_BODY`].
+pub(super) fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (digits, unit) = t.split_at(split);
+    let unit_bytes: u64 = match unit.trim() {
+        "" | "B" => 1,
+        "kB" | "KB" => 1000,
+        "KiB" => 1 << 10,
+        "MB" => 1_000_000,
+        "MiB" => 1 << 20,
+        _ => {
+            return Err(format!(
+                "'{t}' is not a size; write bytes or a number with KiB, MiB, kB or MB, e.g. 4MiB"
+            ));
+        }
+    };
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("'{t}' is not a size; write bytes or a number with KiB, MiB, kB or MB, e.g. 4MiB"))?;
+    match n.checked_mul(unit_bytes) {
+        Some(b) if (1..=MAX_MAX_BODY).contains(&b) => Ok(b),
+        _ => Err(format!(
+            "'{t}' is out of range: max_body is between 1 byte and 64MiB (each VU may hold that much)"
+        )),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawFile {
+    pub(super) target: String,
+    #[serde(default)]
+    pub(super) tls: Option<RawTls>,
+    #[serde(default)]
+    pub(super) defaults: RawDefaults,
+    #[serde(default)]
+    pub(super) data: Option<RawData>,
+    pub(super) scenarios: BTreeMap<String, RawScenario>,
+    #[serde(default)]
+    pub(super) thresholds: Ordered<Vec<RawThreshold>>,
+}
+
+/// A mapping kept in the file's order (verdict tables follow the file),
+/// duplicate keys included: the validator reports them at the second.
+#[derive(Debug)]
+pub(super) struct Ordered<V>(pub(super) Vec<(String, V)>);
+
+impl<V> Default for Ordered<V> {
+    fn default() -> Self {
+        Ordered(Vec::new())
+    }
+}
+
+impl<'de, V: Deserialize<'de>> Deserialize<'de> for Ordered<V> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit<V>(std::marker::PhantomData<V>);
+        impl<'de, V: Deserialize<'de>> serde::de::Visitor<'de> for Visit<V> {
+            type Value = Ordered<V>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a mapping")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Ordered<V>, A::Error> {
+                let mut out = Vec::new();
+                while let Some(entry) = map.next_entry()? {
+                    out.push(entry);
+                }
+                Ok(Ordered(out))
+            }
+        }
+        d.deserialize_map(Visit(std::marker::PhantomData))
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawTls {
+    pub(super) cacert: Option<String>,
+    pub(super) cert: Option<String>,
+    pub(super) key: Option<String>,
+    #[serde(default)]
+    pub(super) insecure: bool,
+    #[serde(default)]
+    pub(super) resume: bool,
+    #[serde(default)]
+    pub(super) groups: Vec<String>,
+    pub(super) version: Option<String>,
+    pub(super) sni: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawDefaults {
+    #[serde(default)]
+    pub(super) headers: BTreeMap<String, String>,
+    pub(super) timeout: Option<Dur>,
+    pub(super) expect: Option<Vec<RawStatus>>,
+    pub(super) max_body: Option<Size>,
+}
+
+/// `data: FILE` or `data: { file, cursor }`.
+#[derive(Debug)]
+pub(super) enum RawData {
+    File(String),
+    Full(RawDataFull),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawDataFull {
+    pub(super) file: String,
+    pub(super) cursor: Option<Cursor>,
+}
+
+impl ScalarOrMap for RawData {
+    const EXPECTING: &'static str = "a CSV file name, or a mapping with file: and cursor:";
+    type Map = RawDataFull;
+    fn scalar<E: serde::de::Error>(v: serde_yaml_ng::Value) -> Result<Self, E> {
+        match v {
+            serde_yaml_ng::Value::String(s) => Ok(RawData::File(s)),
+            _ => Err(E::custom(format!("expected {}", Self::EXPECTING))),
+        }
+    }
+    fn map(m: RawDataFull) -> Self {
+        RawData::Full(m)
+    }
+}
+
+/// A value written either as a scalar or as a mapping of named fields.
+///
+/// serde's untagged enums would do, but they try each form in turn and,
+/// when none fits, report "did not match any variant": a misspelt key in
+/// the mapping form is either swallowed or never named. Here the form is
+/// chosen by the YAML node's kind and the mapping is read by a struct that
+/// denies unknown fields, so the error names the key, lists the accepted
+/// ones, and points at the key's line.
+pub(super) trait ScalarOrMap: Sized {
+    /// What the value is, for errors.
+    const EXPECTING: &'static str;
+    /// The mapping form.
+    type Map: for<'de> Deserialize<'de>;
+    /// The scalar form (a string, number or boolean).
+    fn scalar<E: serde::de::Error>(v: serde_yaml_ng::Value) -> Result<Self, E>;
+    /// The mapping form, read.
+    fn map(m: Self::Map) -> Self;
+}
+
+pub(super) struct ScalarOrMapVisitor<T>(pub(super) std::marker::PhantomData<T>);
+
+impl<'de, T: ScalarOrMap> serde::de::Visitor<'de> for ScalarOrMapVisitor<T> {
+    type Value = T;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(T::EXPECTING)
+    }
+
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<T, E> {
+        T::scalar(serde_yaml_ng::Value::String(v.to_string()))
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<T, E> {
+        T::scalar(serde_yaml_ng::Value::Number(v.into()))
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<T, E> {
+        T::scalar(serde_yaml_ng::Value::Number(v.into()))
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<T, E> {
+        T::scalar(serde_yaml_ng::Value::Number(v.into()))
+    }
+
+    fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<T, E> {
+        T::scalar(serde_yaml_ng::Value::Bool(v))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+        T::Map::deserialize(serde::de::value::MapAccessDeserializer::new(map)).map(T::map)
+    }
+}
+
+macro_rules! deserialize_scalar_or_map {
+    ($($t:ty),*) => {$(
+        impl<'de> Deserialize<'de> for $t {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                d.deserialize_any(ScalarOrMapVisitor(std::marker::PhantomData))
+            }
+        }
+    )*};
+}
+
+deserialize_scalar_or_map!(RawData, RawThink, RawThreshold);
+
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub(super) enum ExecutorName {
+    ConstantVus,
+    RampingVus,
+    PerVuIterations,
+    SharedIterations,
+    ConstantArrivalRate,
+    RampingArrivalRate,
+}
+
+impl ExecutorName {
+    /// As written in the file.
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            ExecutorName::ConstantVus => "constant-vus",
+            ExecutorName::RampingVus => "ramping-vus",
+            ExecutorName::PerVuIterations => "per-vu-iterations",
+            ExecutorName::SharedIterations => "shared-iterations",
+            ExecutorName::ConstantArrivalRate => "constant-arrival-rate",
+            ExecutorName::RampingArrivalRate => "ramping-arrival-rate",
+        }
+    }
+
+    /// Its own fields, besides those every executor takes (start_time,
+    /// graceful_stop, flow).
+    pub(super) fn fields(self) -> &'static [&'static str] {
+        match self {
+            ExecutorName::ConstantVus => &["vus", "duration"],
+            ExecutorName::RampingVus => &["start_vus", "stages", "graceful_ramp_down"],
+            ExecutorName::PerVuIterations | ExecutorName::SharedIterations => &["vus", "iterations", "max_duration"],
+            ExecutorName::ConstantArrivalRate => &["rate", "time_unit", "duration", "pre_allocated_vus", "max_vus"],
+            ExecutorName::RampingArrivalRate => &["start_rate", "time_unit", "stages", "pre_allocated_vus", "max_vus"],
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawScenario {
+    pub(super) executor: ExecutorName,
+    pub(super) vus: Option<u64>,
+    pub(super) duration: Option<Dur>,
+    pub(super) start_vus: Option<u64>,
+    pub(super) stages: Option<Vec<RawStage>>,
+    pub(super) graceful_ramp_down: Option<Dur>,
+    pub(super) iterations: Option<u64>,
+    pub(super) max_duration: Option<Dur>,
+    pub(super) rate: Option<f64>,
+    pub(super) start_rate: Option<f64>,
+    pub(super) time_unit: Option<Dur>,
+    pub(super) pre_allocated_vus: Option<u64>,
+    pub(super) max_vus: Option<u64>,
+    pub(super) start_time: Option<Dur>,
+    pub(super) graceful_stop: Option<Dur>,
+    pub(super) flow: Vec<RawStep>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawStage {
+    pub(super) duration: Dur,
+    pub(super) target: f64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawStep {
+    pub(super) request: Option<RawRequest>,
+    pub(super) think: Option<RawThink>,
+    pub(super) group: Option<RawGroup>,
+}
+
+/// `think: 2s` or `think: { min, max }`.
+#[derive(Debug)]
+pub(super) enum RawThink {
+    Fixed(Dur),
+    Range(RawThinkRange),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawThinkRange {
+    pub(super) min: Dur,
+    pub(super) max: Dur,
+}
+
+impl ScalarOrMap for RawThink {
+    const EXPECTING: &'static str = "a duration such as 2s, or a mapping with min: and max:";
+    type Map = RawThinkRange;
+    fn scalar<E: serde::de::Error>(v: serde_yaml_ng::Value) -> Result<Self, E> {
+        Dur::deserialize(v).map(RawThink::Fixed).map_err(E::custom)
+    }
+    fn map(m: RawThinkRange) -> Self {
+        RawThink::Range(m)
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawGroup {
+    pub(super) name: String,
+    pub(super) flow: Vec<RawStep>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub(super) enum RawStatus {
+    Code(u16),
+    Text(String),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawRequest {
+    pub(super) name: Option<String>,
+    pub(super) method: Option<String>,
+    pub(super) path: String,
+    #[serde(default)]
+    pub(super) headers: BTreeMap<String, String>,
+    #[serde(default)]
+    pub(super) query: BTreeMap<String, serde_yaml_ng::Value>,
+    pub(super) json: Option<serde_yaml_ng::Value>,
+    pub(super) form: Option<BTreeMap<String, serde_yaml_ng::Value>>,
+    pub(super) body: Option<String>,
+    pub(super) expect: Option<Vec<RawStatus>>,
+    pub(super) max_body: Option<Size>,
+    #[serde(default)]
+    pub(super) capture: BTreeMap<String, RawCapture>,
+    #[serde(default)]
+    pub(super) check: BTreeMap<String, RawCheck>,
+    pub(super) timeout: Option<Dur>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawCapture {
+    pub(super) json: Option<String>,
+    pub(super) header: Option<String>,
+    pub(super) regex: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawCheck {
+    pub(super) status: Option<Vec<u16>>,
+    pub(super) body_contains: Option<String>,
+    pub(super) json: Option<String>,
+    pub(super) equals: Option<serde_yaml_ng::Value>,
+    pub(super) exists: Option<bool>,
+    pub(super) header: Option<String>,
+    pub(super) contains: Option<String>,
+    pub(super) duration_under: Option<Dur>,
+}
+
+/// `- EXPRESSION` or `- { threshold, abort_on_fail, delay }`.
+#[derive(Debug)]
+pub(super) enum RawThreshold {
+    Text(String),
+    Full(RawThresholdFull),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawThresholdFull {
+    pub(super) threshold: String,
+    #[serde(default)]
+    pub(super) abort_on_fail: bool,
+    pub(super) delay: Option<Dur>,
+}
+
+impl ScalarOrMap for RawThreshold {
+    const EXPECTING: &'static str =
+        "an expression such as p(95) < 500ms, or a mapping with threshold:, abort_on_fail: and delay:";
+    type Map = RawThresholdFull;
+    fn scalar<E: serde::de::Error>(v: serde_yaml_ng::Value) -> Result<Self, E> {
+        match v {
+            serde_yaml_ng::Value::String(s) => Ok(RawThreshold::Text(s)),
+            _ => Err(E::custom(format!("expected {}", Self::EXPECTING))),
+        }
+    }
+    fn map(m: RawThresholdFull) -> Self {
+        RawThreshold::Full(m)
+    }
+}

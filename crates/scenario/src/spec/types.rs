@@ -1,0 +1,530 @@
+//! The validated scenario file: what the engine runs and a result keeps.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use throng_plan::{StatusSet, TlsSettings};
+
+use super::raw::DEFAULT_MAX_BODY;
+use crate::checks::{Capture, Check};
+use crate::template::Template;
+use crate::threshold::Threshold;
+
+/// How VUs walk the data file's rows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Cursor {
+    /// Each VU has its own cursor, starting at its own row (VU n at row n).
+    #[default]
+    PerVu,
+    /// One cursor shared by every VU of the worker: each iteration takes
+    /// the next row.
+    Shared,
+}
+
+/// Where requests go: scheme, host, port and a base path.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BaseUrl {
+    /// As written.
+    pub url: String,
+    /// `http` or `https`.
+    pub https: bool,
+    /// Host.
+    pub host: String,
+    /// Port.
+    pub port: u16,
+    /// Prefix of every request's path (no trailing slash).
+    pub base_path: String,
+}
+
+/// Settings every request starts from.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Defaults {
+    /// Headers on every request (a request's own win).
+    pub headers: Vec<(String, Template)>,
+    /// Limit on connect and each response.
+    #[serde(with = "throng_plan::serde_duration")]
+    pub timeout: Duration,
+    /// Statuses counted ok.
+    pub expect: StatusSet,
+    /// Bytes of a response body that checks and captures see.
+    #[serde(default = "default_max_body")]
+    pub max_body: u64,
+}
+
+fn default_max_body() -> u64 {
+    DEFAULT_MAX_BODY
+}
+
+/// A CSV data file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DataSpec {
+    /// As written.
+    pub file: String,
+    /// Column names (available as `{{name}}`).
+    pub columns: Vec<String>,
+    /// How VUs walk the rows.
+    pub cursor: Cursor,
+    /// Rows (not stored in results).
+    #[serde(skip)]
+    pub rows: Vec<Vec<String>>,
+    /// How many rows.
+    pub row_count: usize,
+}
+
+/// A ramp stage: reach `target` linearly over `duration`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Stage {
+    /// How long.
+    #[serde(with = "throng_plan::serde_duration")]
+    pub duration: Duration,
+    /// VUs (ramping-vus) or iterations per time unit (ramping-arrival-rate).
+    pub target: f64,
+}
+
+/// How a scenario starts iterations.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "executor", rename_all = "kebab-case")]
+pub enum Executor {
+    /// `vus` VUs loop the flow for `duration`.
+    ConstantVus {
+        /// VUs.
+        vus: u64,
+        /// How long.
+        #[serde(with = "throng_plan::serde_duration")]
+        duration: Duration,
+    },
+    /// VUs follow the stages linearly from `start_vus`.
+    RampingVus {
+        /// VUs at the start.
+        start_vus: u64,
+        /// The ramp.
+        stages: Vec<Stage>,
+        /// How long VUs above the target may finish their iteration.
+        #[serde(with = "throng_plan::serde_duration")]
+        graceful_ramp_down: Duration,
+    },
+    /// Each of `vus` VUs runs the flow `iterations` times.
+    PerVuIterations {
+        /// VUs.
+        vus: u64,
+        /// Iterations per VU.
+        iterations: u64,
+        /// Give up after this long.
+        #[serde(with = "throng_plan::serde_duration")]
+        max_duration: Duration,
+    },
+    /// `vus` VUs share `iterations` iterations.
+    SharedIterations {
+        /// VUs.
+        vus: u64,
+        /// Iterations in all.
+        iterations: u64,
+        /// Give up after this long.
+        #[serde(with = "throng_plan::serde_duration")]
+        max_duration: Duration,
+    },
+    /// `rate` iterations start per `time_unit`, whatever the responses do.
+    ConstantArrivalRate {
+        /// Iterations per time unit.
+        rate: f64,
+        /// The time unit.
+        #[serde(with = "throng_plan::serde_duration")]
+        time_unit: Duration,
+        /// How long.
+        #[serde(with = "throng_plan::serde_duration")]
+        duration: Duration,
+        /// VUs ready at the start.
+        pre_allocated_vus: u64,
+        /// VUs at most.
+        max_vus: u64,
+    },
+    /// The arrival rate follows the stages linearly from `start_rate`.
+    RampingArrivalRate {
+        /// Iterations per time unit at the start.
+        start_rate: f64,
+        /// The time unit.
+        #[serde(with = "throng_plan::serde_duration")]
+        time_unit: Duration,
+        /// The ramp (targets are rates).
+        stages: Vec<Stage>,
+        /// VUs ready at the start.
+        pre_allocated_vus: u64,
+        /// VUs at most.
+        max_vus: u64,
+    },
+}
+
+impl Executor {
+    /// How long the executor schedules iterations (without graceful stops).
+    pub fn length(&self) -> Duration {
+        match self {
+            Executor::ConstantVus { duration, .. } | Executor::ConstantArrivalRate { duration, .. } => *duration,
+            Executor::RampingVus { stages, .. } | Executor::RampingArrivalRate { stages, .. } => {
+                stages.iter().map(|s| s.duration).sum()
+            }
+            Executor::PerVuIterations { max_duration, .. } | Executor::SharedIterations { max_duration, .. } => {
+                *max_duration
+            }
+        }
+    }
+
+    /// True for the arrival-rate (open-model) executors.
+    pub fn is_open(&self) -> bool {
+        matches!(
+            self,
+            Executor::ConstantArrivalRate { .. } | Executor::RampingArrivalRate { .. }
+        )
+    }
+
+    /// The stages, for those that have them.
+    pub fn stages(&self) -> &[Stage] {
+        match self {
+            Executor::RampingVus { stages, .. } | Executor::RampingArrivalRate { stages, .. } => stages,
+            _ => &[],
+        }
+    }
+}
+
+/// A pause.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Think {
+    /// This long.
+    Fixed(#[serde(with = "throng_plan::serde_duration")] Duration),
+    /// Uniformly between the two.
+    Range(
+        #[serde(with = "throng_plan::serde_duration")] Duration,
+        #[serde(with = "throng_plan::serde_duration")] Duration,
+    ),
+}
+
+/// A JSON body with templates in its strings.
+#[derive(Clone, Debug, PartialEq)]
+pub enum JsonTemplate {
+    /// A value without templates.
+    Value(serde_json::Value),
+    /// A string with templates.
+    Text(Template),
+    /// An array.
+    Array(Vec<JsonTemplate>),
+    /// An object.
+    Object(Vec<(String, JsonTemplate)>),
+}
+
+/// A request body.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub enum Body {
+    /// None.
+    #[default]
+    None,
+    /// JSON (`Content-Type: application/json`).
+    Json(JsonTemplate),
+    /// A form (`application/x-www-form-urlencoded`).
+    Form(Vec<(String, Template)>),
+    /// Raw text.
+    Raw(Template),
+}
+
+/// One HTTP request of a flow.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Request {
+    /// Its `step` tag (default: `METHOD path`).
+    pub name: String,
+    /// Method.
+    pub method: String,
+    /// Path (appended to the base path).
+    pub path: Template,
+    /// Query parameters.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub query: Vec<(String, Template)>,
+    /// Headers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub headers: Vec<(String, Template)>,
+    /// Body.
+    #[serde(skip)]
+    pub body: Body,
+    /// Statuses counted ok.
+    pub expect: StatusSet,
+    /// Values taken into variables.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub captures: Vec<Capture>,
+    /// Named assertions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<Check>,
+    /// Limit on the response.
+    #[serde(with = "throng_plan::serde_duration")]
+    pub timeout: Duration,
+    /// Bytes of the response body its checks and captures see (the rest is
+    /// read and counted, not kept).
+    #[serde(default = "default_max_body")]
+    pub max_body: u64,
+}
+
+/// One step of a flow.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Step {
+    /// An HTTP request.
+    Request(Box<Request>),
+    /// A pause.
+    Think(Think),
+    /// A named sub-flow, timed as a whole.
+    Group {
+        /// Its `group` tag.
+        name: String,
+        /// Its steps.
+        flow: Vec<Step>,
+    },
+}
+
+/// A scenario: an executor and the flow of one iteration.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Scenario {
+    /// Its `scenario` tag.
+    pub name: String,
+    /// How iterations start.
+    #[serde(flatten)]
+    pub executor: Executor,
+    /// Offset from the run's start.
+    #[serde(with = "throng_plan::serde_duration")]
+    pub start_time: Duration,
+    /// How long iterations in flight may finish after the executor's end.
+    #[serde(with = "throng_plan::serde_duration")]
+    pub graceful_stop: Duration,
+    /// One iteration.
+    pub flow: Vec<Step>,
+}
+
+impl Scenario {
+    /// When the scenario's schedule ends (start time + executor length).
+    pub fn end(&self) -> Duration {
+        self.start_time + self.executor.length()
+    }
+
+    /// The stage a moment belongs to (1-based), for stage tags.
+    pub fn stage_at(&self, since_start: Duration) -> Option<usize> {
+        let mut t = self.start_time;
+        for (i, s) in self.executor.stages().iter().enumerate() {
+            t += s.duration;
+            if since_start < t {
+                return Some(i + 1);
+            }
+        }
+        (!self.executor.stages().is_empty()).then_some(self.executor.stages().len())
+    }
+}
+
+/// A validated scenario file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ScenarioPlan {
+    /// The file.
+    pub file: String,
+    /// Where requests go.
+    pub target: BaseUrl,
+    /// TLS settings (https targets).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<TlsSettings>,
+    /// Request defaults.
+    pub defaults: Defaults,
+    /// The data file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<DataSpec>,
+    /// The scenarios, run at the same time.
+    pub scenarios: Vec<Scenario>,
+    /// Pass/fail criteria.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thresholds: Vec<Threshold>,
+    /// Durations were multiplied by this (`--scale`).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub scale: f64,
+    /// Names of the headers whose values are secret (lowercase): the
+    /// always-sensitive ones the file sets and those marked
+    /// `--secret-header`. Results hold [`ScenarioPlan::redacted`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub secret_headers: Vec<String>,
+    /// The execution segment this process runs (None: all of it). The
+    /// scenarios keep the whole plan's numbers; the executors take the
+    /// segment's share of VUs, iterations and arrivals (see
+    /// [`crate::schedule`]). Recorded in the result, not here.
+    #[serde(skip)]
+    pub segment: Option<throng_plan::Segment>,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+fn is_one(v: &f64) -> bool {
+    (*v - 1.0).abs() < f64::EPSILON
+}
+
+impl ScenarioPlan {
+    /// The schedule of every executor (durations, stages, `max_duration`,
+    /// start times) multiplied by `factor`: the same shape, faster.
+    ///
+    /// `graceful_stop` and `graceful_ramp_down` stay as written: they are
+    /// how long an iteration in flight may take to finish, and response
+    /// times do not scale with the schedule.
+    pub fn scaled(mut self, factor: f64) -> ScenarioPlan {
+        let f = |d: &mut Duration| *d = d.mul_f64(factor);
+        for s in &mut self.scenarios {
+            f(&mut s.start_time);
+            match &mut s.executor {
+                Executor::ConstantVus { duration, .. } | Executor::ConstantArrivalRate { duration, .. } => f(duration),
+                Executor::RampingVus { stages, .. } => {
+                    stages.iter_mut().for_each(|st| f(&mut st.duration));
+                }
+                Executor::RampingArrivalRate { stages, .. } => stages.iter_mut().for_each(|st| f(&mut st.duration)),
+                Executor::PerVuIterations { max_duration, .. } | Executor::SharedIterations { max_duration, .. } => {
+                    f(max_duration)
+                }
+            }
+        }
+        self.scale *= factor;
+        self
+    }
+
+    /// The plan as this process runs it: `segment`'s share of every
+    /// scenario (VUs, iterations, arrivals), the rest of the sequence's
+    /// segments running elsewhere.
+    pub fn segmented(mut self, segment: &throng_plan::Segment) -> ScenarioPlan {
+        self.segment = (!segment.is_whole()).then(|| segment.clone());
+        self
+    }
+
+    /// This process's segment: the plan's, or the whole.
+    pub fn segment(&self) -> throng_plan::Segment {
+        self.segment.clone().unwrap_or_else(throng_plan::Segment::whole)
+    }
+
+    /// Every environment variable the file reads (`{{env.NAME}}`, in
+    /// `defaults.headers` and in any request), sorted, each once: the CLI
+    /// can refuse to start when one is unset instead of sending it empty.
+    pub fn env_names(&self) -> Vec<String> {
+        let requests = self.scenarios.iter().flat_map(|s| requests(&s.flow));
+        let names: BTreeSet<&str> = self
+            .defaults
+            .headers
+            .iter()
+            .map(|(_, t)| t)
+            .chain(requests.flat_map(templates))
+            .flat_map(Template::env_names)
+            .collect();
+        names.into_iter().map(str::to_string).collect()
+    }
+
+    /// Every header name the file sets (defaults and requests).
+    fn header_names(&self) -> Vec<&str> {
+        let requests = self.scenarios.iter().flat_map(|s| requests(&s.flow));
+        self.defaults
+            .headers
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .chain(requests.flat_map(|r| r.headers.iter().map(|(n, _)| n.as_str())))
+            .collect()
+    }
+
+    /// Marks more headers secret (`throng run --secret-header NAME`), besides
+    /// Authorization, Proxy-Authorization, Cookie and Set-Cookie.
+    pub fn with_secret_headers(mut self, marked: &[String]) -> Result<ScenarioPlan, throng_plan::PlanError> {
+        let mut all = marked.to_vec();
+        all.extend(self.secret_headers.iter().cloned());
+        self.secret_headers = throng_plan::secret_names(&all, self.header_names().into_iter())?;
+        Ok(self)
+    }
+
+    /// The plan as results and reports keep it: the values of secret
+    /// headers read `<redacted>`.
+    pub fn redacted(&self) -> ScenarioPlan {
+        fn flow(steps: &mut [Step], secret: &[String], with: &Template) {
+            for step in steps {
+                match step {
+                    Step::Request(r) => headers(&mut r.headers, secret, with),
+                    Step::Group { flow: f, .. } => flow(f, secret, with),
+                    Step::Think(_) => {}
+                }
+            }
+        }
+        fn headers(h: &mut [(String, Template)], secret: &[String], with: &Template) {
+            for (name, value) in h {
+                if throng_plan::is_secret(secret, name) {
+                    *value = with.clone();
+                }
+            }
+        }
+        let mut plan = self.clone();
+        let with = Template::literal(throng_plan::REDACTED);
+        headers(&mut plan.defaults.headers, &self.secret_headers, &with);
+        for s in &mut plan.scenarios {
+            flow(&mut s.flow, &self.secret_headers, &with);
+        }
+        plan
+    }
+
+    /// Says which headers' values a result holds redacted, if any.
+    pub fn redaction_note(&self) -> Option<String> {
+        throng_plan::redaction_note(self.header_names().into_iter(), &self.secret_headers)
+    }
+
+    /// When the last scenario's schedule ends.
+    pub fn end(&self) -> Duration {
+        self.scenarios.iter().map(Scenario::end).max().unwrap_or_default()
+    }
+}
+
+/// Every request of a flow, groups entered, in the order an iteration
+/// makes them.
+pub(super) fn requests(flow: &[Step]) -> Vec<&Request> {
+    let mut out = Vec::new();
+    for s in flow {
+        match s {
+            Step::Request(r) => out.push(r.as_ref()),
+            Step::Group { flow, .. } => out.extend(requests(flow)),
+            Step::Think(_) => {}
+        }
+    }
+    out
+}
+
+/// The templates a request renders itself (not `defaults.headers`).
+pub(super) fn templates(r: &Request) -> Vec<&Template> {
+    fn json<'a>(j: &'a JsonTemplate, out: &mut Vec<&'a Template>) {
+        match j {
+            JsonTemplate::Text(t) => out.push(t),
+            JsonTemplate::Array(a) => a.iter().for_each(|x| json(x, out)),
+            JsonTemplate::Object(o) => o.iter().for_each(|(_, x)| json(x, out)),
+            JsonTemplate::Value(_) => {}
+        }
+    }
+    let mut out = vec![&r.path];
+    out.extend(r.query.iter().chain(&r.headers).map(|(_, t)| t));
+    match &r.body {
+        Body::Json(j) => json(j, &mut out),
+        Body::Form(f) => out.extend(f.iter().map(|(_, t)| t)),
+        Body::Raw(t) => out.push(t),
+        Body::None => {}
+    }
+    out
+}
+
+/// Stage tag values of a scenario: `NAME#1`, `NAME#2`, …
+pub fn stage_names(s: &Scenario) -> Vec<String> {
+    (1..=s.executor.stages().len())
+        .map(|i| format!("{}#{i}", s.name))
+        .collect()
+}
+
+impl Serialize for Template {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.source())
+    }
+}
+
+impl<'de> Deserialize<'de> for Template {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        Template::compile(&text).map_err(serde::de::Error::custom)
+    }
+}

@@ -1,0 +1,994 @@
+//! The raw file checked into a [`ScenarioPlan`]: every error names the
+//! key's file:line:column and what to write instead.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use throng_plan::{StatusSet, TlsSettings};
+
+use super::ScenarioError;
+use super::raw::*;
+use super::types::*;
+use crate::checks::{Capture, CaptureFrom, Check, CheckKind};
+use crate::template::{Template, is_identifier};
+use crate::threshold::Threshold;
+
+/// Template functions without arguments, listed as known variables.
+const BUILT_INS: [&str; 6] = ["vu", "iter", "scenario", "uuid", "random_email", "now_ms"];
+
+/// Names a variable cannot take: `{{NAME}}` would render the built-in.
+const RESERVED: [&str; 8] = [
+    "vu",
+    "iter",
+    "scenario",
+    "uuid",
+    "random_email",
+    "now_ms",
+    "random_int",
+    "env",
+];
+
+pub(super) struct Validator<'a> {
+    pub(super) text: &'a str,
+    pub(super) file: &'a str,
+}
+
+impl Validator<'_> {
+    /// An error at the first line holding every needle in turn (a path of
+    /// keys such as ["scenarios:", "users:", "stages:"]); a needle not found
+    /// is skipped. A needle that starts with a letter, digit or `_` only
+    /// matches where a word starts, so `rate:` does not find `start_rate:`.
+    fn err(&self, path: &[impl AsRef<str>], message: impl Into<String>) -> ScenarioError {
+        let (line, column, _) = self.locate(path);
+        ScenarioError {
+            file: self.file.to_string(),
+            line,
+            column,
+            message: message.into(),
+        }
+    }
+
+    /// An error at the first of `paths` whose needles are all found (the
+    /// value as written, then a looser path), else as [`Self::err`] at the
+    /// last.
+    fn err_first(&self, paths: &[&[&str]], message: impl Into<String>) -> ScenarioError {
+        let path = paths
+            .iter()
+            .find(|p| self.locate(p).2)
+            .or(paths.last())
+            .copied()
+            .unwrap_or_default();
+        self.err(path, message)
+    }
+
+    /// Line and column (from 1) of the path's last needle found, and
+    /// whether every needle was.
+    fn locate(&self, path: &[impl AsRef<str>]) -> (usize, usize, bool) {
+        let word = |c: char| c.is_alphanumeric() || c == '_';
+        let find = |l: &str, needle: &str| -> Option<usize> {
+            if !needle.starts_with(word) {
+                return l.find(needle);
+            }
+            l.match_indices(needle)
+                .map(|(i, _)| i)
+                .find(|&i| !l[..i].ends_with(word))
+        };
+        let (mut line, mut column, mut all) = (0, 1, true);
+        let lines: Vec<&str> = self.text.lines().collect();
+        let mut from = 0;
+        for needle in path {
+            let needle = needle.as_ref();
+            match lines
+                .iter()
+                .skip(from)
+                .enumerate()
+                .find_map(|(i, l)| find(l, needle).map(|c| (i, c)))
+            {
+                Some((i, c)) => {
+                    line = from + i + 1;
+                    column = lines[from + i][..c].chars().count() + 1;
+                    from += i + 1;
+                }
+                None => all = false,
+            }
+        }
+        (line, column, all)
+    }
+
+    /// `scope` and the mapping key `key` after it, spelt as found: plain,
+    /// double- or single-quoted; `scope` alone when it is not found.
+    fn key_path(&self, scope: &[&str], key: &str) -> Vec<String> {
+        let mut scope: Vec<String> = scope.iter().map(|s| s.to_string()).collect();
+        let found = [format!("{key}:"), format!("\"{key}\":"), format!("'{key}':")]
+            .into_iter()
+            .find(|k| self.locate(&[&scope[..], std::slice::from_ref(k)].concat()).2);
+        scope.extend(found);
+        scope
+    }
+
+    /// An error at the first `{{var}}` (or `{{ var }}`) after `scope`, or
+    /// at `scope` when neither is there.
+    fn err_at_use(&self, scope: &[&str], var: &str, message: String) -> ScenarioError {
+        let spellings = [format!("{{{{{var}"), format!("{{{{ {var}")];
+        let found = spellings
+            .iter()
+            .map(|needle| [scope, &[needle.as_str()]].concat())
+            .filter(|path| self.locate(path).2)
+            .min_by_key(|path| self.locate(path).0);
+        match found {
+            Some(path) => self.err(&path, message),
+            None => self.err(scope, message),
+        }
+    }
+
+    /// Compiles a template; an error points at the text when it is found
+    /// after `path` as written, else at `path`.
+    fn template(&self, path: &[&str], text: &str) -> Result<Template, ScenarioError> {
+        Template::compile(text).map_err(|e| {
+            let first_line = text.lines().next().unwrap_or_default();
+            self.err_first(&[&[path, &[first_line]].concat(), path], e)
+        })
+    }
+
+    /// A header as written at `path`: a token name; no Content-Length or
+    /// Transfer-Encoding (throng frames the rendered body itself, so a
+    /// length written in the file could contradict it); no control
+    /// character in the value as written (a rendered value is checked
+    /// again when the request is sent).
+    fn header(&self, path: &[&str], name: &str, value: &str) -> Result<(String, Template), ScenarioError> {
+        let at_name = format!("{name}:");
+        let here = [path, &[at_name.as_str()]].concat();
+        let err = |m: String| self.err_first(&[&here[..], path], m);
+        if name.is_empty()
+            || !name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+        {
+            return Err(err(format!(
+                "header name '{}' has characters a header name cannot have; use letters, digits and -",
+                name.escape_debug()
+            )));
+        }
+        if name.eq_ignore_ascii_case("content-length") || name.eq_ignore_ascii_case("transfer-encoding") {
+            return Err(err(format!(
+                "{name}: throng computes Content-Length from each request's rendered body (and never chunks \
+                 request bodies); remove this header"
+            )));
+        }
+        if let Some(c) = value.chars().find(|&c| throng_plan::is_forbidden_in_value(c)) {
+            return Err(err(format!(
+                "the value of header {name} has the control character {}, which a header cannot carry",
+                c.escape_debug()
+            )));
+        }
+        Ok((name.to_string(), self.template(&here, value)?))
+    }
+
+    fn statuses(&self, path: &[&str], raw: &[RawStatus]) -> Result<StatusSet, ScenarioError> {
+        if raw.is_empty() {
+            return Err(self.err(
+                path,
+                "expect: is empty, so every response would count as failed; list the statuses counted ok, e.g. [200] or [2xx]",
+            ));
+        }
+        let text: Vec<String> = raw
+            .iter()
+            .map(|s| match s {
+                RawStatus::Code(c) => c.to_string(),
+                RawStatus::Text(t) => t.clone(),
+            })
+            .collect();
+        StatusSet::parse(&text.join(",")).map_err(|e| self.err(path, format!("expect: {e}")))
+    }
+
+    pub(super) fn plan(
+        &self,
+        raw: RawFile,
+        read: &dyn Fn(&str) -> Result<String, String>,
+    ) -> Result<ScenarioPlan, ScenarioError> {
+        let target = self.base(&raw.target)?;
+        let tls = match (target.https, raw.tls) {
+            (true, t) => {
+                let t = t.unwrap_or_default();
+                Some(TlsSettings {
+                    insecure: t.insecure,
+                    cacert: t.cacert,
+                    cert: t.cert,
+                    key: t.key,
+                    resume: t.resume,
+                    groups: t.groups,
+                    version: t.version,
+                    server_name: t.sni,
+                })
+            }
+            (false, Some(_)) => return Err(self.err(&["tls:"], "tls: applies to https:// targets")),
+            (false, None) => None,
+        };
+        let defaults = Defaults {
+            headers: raw
+                .defaults
+                .headers
+                .iter()
+                .map(|(k, v)| self.header(&["defaults:", "headers:"], k, v))
+                .collect::<Result<_, ScenarioError>>()?,
+            timeout: raw.defaults.timeout.map_or(Duration::from_secs(10), |d| d.0),
+            max_body: raw.defaults.max_body.map_or(DEFAULT_MAX_BODY, |m| m.0),
+            expect: match &raw.defaults.expect {
+                Some(e) => self.statuses(&["defaults:", "expect:"], e)?,
+                None => StatusSet::default(),
+            },
+        };
+        let data = match raw.data {
+            None => None,
+            Some(d) => {
+                let (file, cursor) = match d {
+                    RawData::File(f) => (f, Cursor::default()),
+                    RawData::Full(RawDataFull { file, cursor }) => (file, cursor.unwrap_or_default()),
+                };
+                let text = read(&file).map_err(|e| self.err(&["data:"], format!("cannot read '{file}': {e}")))?;
+                let (columns, rows) =
+                    crate::csv::parse(&text).map_err(|e| self.err(&["data:"], format!("'{file}': {e}")))?;
+                if let Some(c) = columns.iter().find(|c| RESERVED.contains(&c.as_str())) {
+                    return Err(self.err(
+                        &["data:"],
+                        format!("'{file}': the column '{c}' is hidden by the built-in {{{{{c}}}}}; rename the column"),
+                    ));
+                }
+                Some(DataSpec {
+                    file,
+                    columns,
+                    cursor,
+                    row_count: rows.len(),
+                    rows,
+                })
+            }
+        };
+        if raw.scenarios.is_empty() {
+            return Err(self.err(&["scenarios:"], "name at least one scenario"));
+        }
+        let mut scenarios = Vec::new();
+        for (name, s) in raw.scenarios {
+            scenarios.push(self.scenario(&name, s, &defaults)?);
+        }
+        // Variables: data columns, and captures of the steps before, in the
+        // order an iteration runs them (captures are cleared when it starts).
+        let columns: BTreeSet<String> = data.iter().flat_map(|d| d.columns.iter().cloned()).collect();
+        for s in &scenarios {
+            let mut defined = columns.clone();
+            self.variables_in_order(s, &defaults, &mut defined)?;
+        }
+        let mut thresholds = Vec::new();
+        for (i, (key, _)) in raw.thresholds.0.iter().enumerate() {
+            if raw.thresholds.0[..i].iter().any(|(k, _)| k == key) {
+                return Err(self.err(
+                    &["thresholds:", key, key],
+                    format!("{key} appears twice; put all its expressions in one list"),
+                ));
+            }
+        }
+        for (key, list) in raw.thresholds.0 {
+            if list.is_empty() {
+                return Err(self.err(
+                    &["thresholds:", &key],
+                    format!("{key}: the list is empty, so nothing is judged; give an expression, e.g. {key}: [p(95) < 500ms] or [rate < 1%], or remove the key"),
+                ));
+            }
+            for t in list {
+                let (expr, abort, delay) = match t {
+                    RawThreshold::Text(e) => (e, false, Duration::ZERO),
+                    RawThreshold::Full(RawThresholdFull {
+                        threshold,
+                        abort_on_fail,
+                        delay,
+                    }) => (threshold, abort_on_fail, delay.map_or(Duration::ZERO, |d| d.0)),
+                };
+                let th =
+                    Threshold::parse(&key, &expr, abort, delay).map_err(|e| self.err(&["thresholds:", &key], e))?;
+                if let Some((tag, value)) = &th.tag
+                    && !tag_exists(&scenarios, tag, value)
+                {
+                    return Err(self.err(
+                        &["thresholds:", &key],
+                        format!("no request carries the tag {tag}:{value}; check the step, group or scenario name"),
+                    ));
+                }
+                thresholds.push(th);
+            }
+        }
+        ScenarioPlan {
+            file: self.file.to_string(),
+            target,
+            tls,
+            defaults,
+            data,
+            scenarios,
+            thresholds,
+            scale: 1.0,
+            secret_headers: Vec::new(),
+            segment: None,
+        }
+        .with_secret_headers(&[])
+        .map_err(|e| self.err(&["defaults:"], e.to_string()))
+    }
+
+    fn base(&self, url: &str) -> Result<BaseUrl, ScenarioError> {
+        let bad = |m: String| self.err(&["target:"], m);
+        let u = url::Url::parse(url).map_err(|e| {
+            bad(format!(
+                "'{url}' is not a URL ({e}); e.g. target: http://127.0.0.1:8080"
+            ))
+        })?;
+        let https = match u.scheme() {
+            "http" => false,
+            "https" => true,
+            other => return Err(bad(format!("scheme '{other}': use http:// or https://"))),
+        };
+        if let Some(q) = u.query() {
+            return Err(bad(format!(
+                "'{url}' has a query string (?{q}); the target is scheme, host, port and base path: give query parameters per request, e.g. query: {{ page: 1 }}"
+            )));
+        }
+        if let Some(f) = u.fragment() {
+            return Err(bad(format!(
+                "'{url}' has a fragment (#{f}), which is never sent to a server; remove it"
+            )));
+        }
+        if !u.username().is_empty() || u.password().is_some() {
+            return Err(bad(format!(
+                "'{url}' has credentials (user@), which throng does not send; remove them and give an Authorization header in defaults.headers"
+            )));
+        }
+        let host = match u.host() {
+            Some(url::Host::Ipv6(a)) => a.to_string(),
+            Some(h) => h.to_string(),
+            None => return Err(bad(format!("'{url}' has no host"))),
+        };
+        Ok(BaseUrl {
+            url: url.to_string(),
+            https,
+            host,
+            port: u.port_or_known_default().unwrap_or(if https { 443 } else { 80 }),
+            base_path: u.path().trim_end_matches('/').to_string(),
+        })
+    }
+
+    fn scenario(&self, name: &str, s: RawScenario, defaults: &Defaults) -> Result<Scenario, ScenarioError> {
+        let key = format!("{name}:");
+        let exec = s.executor.name();
+        let at = |field: &str| self.err(&["scenarios:", &key, &format!("{field}:")], "");
+        let bad = |field: &str, message: String| ScenarioError { message, ..at(field) };
+        let missing = |field: &str, example: &str| {
+            self.err(
+                &["scenarios:", &key, "executor:"],
+                format!("the {exec} executor needs {field}, e.g. {field}: {example}"),
+            )
+        };
+        // A field of another executor would be read and ignored: the run
+        // would not be the one the author meant.
+        let given = [
+            ("vus", s.vus.is_some()),
+            ("duration", s.duration.is_some()),
+            ("start_vus", s.start_vus.is_some()),
+            ("stages", s.stages.is_some()),
+            ("graceful_ramp_down", s.graceful_ramp_down.is_some()),
+            ("iterations", s.iterations.is_some()),
+            ("max_duration", s.max_duration.is_some()),
+            ("rate", s.rate.is_some()),
+            ("start_rate", s.start_rate.is_some()),
+            ("time_unit", s.time_unit.is_some()),
+            ("pre_allocated_vus", s.pre_allocated_vus.is_some()),
+            ("max_vus", s.max_vus.is_some()),
+        ];
+        for (field, set) in given {
+            if set && !s.executor.fields().contains(&field) {
+                return Err(bad(
+                    field,
+                    format!(
+                        "`{field}` is not a field of {exec}; it takes {} (and start_time, graceful_stop, flow)",
+                        s.executor.fields().join(", ")
+                    ),
+                ));
+            }
+        }
+        let count = |v: Option<u64>, field: &str, example: &str, why: &str| -> Result<u64, ScenarioError> {
+            match v {
+                Some(0) => Err(bad(field, format!("{field} must be at least 1: {why}"))),
+                Some(n) => Ok(n),
+                None => Err(missing(field, example)),
+            }
+        };
+        let vus = |v: Option<u64>| count(v, "vus", "10", "with no VUs the scenario runs nothing");
+        let iterations = |v: Option<u64>| count(v, "iterations", "100", "0 iterations run nothing");
+        let pre_allocated = |v: Option<u64>| {
+            count(
+                v,
+                "pre_allocated_vus",
+                "10",
+                "an arrival-rate scenario needs a VU ready for its first iteration",
+            )
+        };
+        let max_vus = |v: Option<u64>, pre: u64| match v {
+            None => Ok(pre),
+            Some(m) if m >= pre => Ok(m),
+            Some(m) => Err(bad(
+                "max_vus",
+                format!(
+                    "max_vus ({m}) is below pre_allocated_vus ({pre}); raise max_vus to {pre} or more, or leave it out (it defaults to pre_allocated_vus)"
+                ),
+            )),
+        };
+        let positive = |v: Option<Dur>, field: &str, default: Option<Duration>| -> Result<Duration, ScenarioError> {
+            match (v, default) {
+                (Some(d), _) if d.0.is_zero() => Err(bad(field, format!("{field} must be longer than 0"))),
+                (Some(d), _) => Ok(d.0),
+                (None, Some(d)) => Ok(d),
+                (None, None) => Err(missing(field, "30s")),
+            }
+        };
+        let stages = |v: Option<Vec<RawStage>>| -> Result<Vec<Stage>, ScenarioError> {
+            let list = v.ok_or_else(|| {
+                self.err(
+                    &["scenarios:", &key, "executor:"],
+                    format!("the {exec} executor needs stages, e.g. stages: [{{ duration: 30s, target: 10 }}]"),
+                )
+            })?;
+            if list.is_empty() {
+                return Err(bad("stages", "stages is empty; give at least one stage".into()));
+            }
+            if list.iter().all(|st| st.duration.0.is_zero()) {
+                return Err(bad(
+                    "stages",
+                    "the stages last 0s in all, so the scenario would run nothing; give a stage a duration".into(),
+                ));
+            }
+            list.into_iter()
+                .map(|st| {
+                    if st.target < 0.0 || !st.target.is_finite() {
+                        Err(bad("stages", "a stage's target cannot be negative".into()))
+                    } else {
+                        Ok(Stage {
+                            duration: st.duration.0,
+                            target: st.target,
+                        })
+                    }
+                })
+                .collect()
+        };
+        let time_unit =
+            positive(s.time_unit, "time_unit", Some(Duration::from_secs(1))).map_err(|e| ScenarioError {
+                message: format!("{}: rates are iterations per time_unit", e.message),
+                ..e
+            })?;
+        let max_duration = positive(s.max_duration, "max_duration", Some(Duration::from_secs(600)))?;
+        // The limit of `-r`: a schedule no machine follows is refused, not
+        // run (the engine would spend the run counting dropped starts).
+        let per_second = |field: &str, r: f64| -> Result<(), ScenarioError> {
+            let per_s = r / time_unit.as_secs_f64();
+            if per_s > throng_plan::MAX_RATE {
+                return Err(bad(
+                    field,
+                    format!(
+                        "{r} per {} is {per_s:.3e} per second: more than 100M per second is not a plan one \
+                         machine can follow; lower it or lengthen time_unit",
+                        throng_plan::format_duration(time_unit)
+                    ),
+                ));
+            }
+            Ok(())
+        };
+        let executor = match s.executor {
+            ExecutorName::ConstantVus => Executor::ConstantVus {
+                vus: vus(s.vus)?,
+                duration: positive(s.duration, "duration", None)?,
+            },
+            ExecutorName::RampingVus => {
+                let start_vus = s.start_vus.unwrap_or(0);
+                let stages = stages(s.stages)?;
+                if start_vus == 0 && stages.iter().all(|st| st.target == 0.0) {
+                    return Err(bad(
+                        "stages",
+                        "start_vus and every stage's target are 0: no VU would ever run; give a stage a target above 0"
+                            .into(),
+                    ));
+                }
+                Executor::RampingVus {
+                    start_vus,
+                    stages,
+                    graceful_ramp_down: s.graceful_ramp_down.map_or(Duration::from_secs(30), |d| d.0),
+                }
+            }
+            ExecutorName::PerVuIterations => Executor::PerVuIterations {
+                vus: vus(s.vus)?,
+                iterations: iterations(s.iterations)?,
+                max_duration,
+            },
+            ExecutorName::SharedIterations => Executor::SharedIterations {
+                vus: vus(s.vus)?,
+                iterations: iterations(s.iterations)?,
+                max_duration,
+            },
+            ExecutorName::ConstantArrivalRate => {
+                let rate = match s.rate {
+                    None => return Err(missing("rate", "10 (iterations per time_unit)")),
+                    Some(r) if r.is_finite() && r > 0.0 => r,
+                    Some(_) => {
+                        return Err(bad(
+                            "rate",
+                            "rate must be greater than 0 (iterations per time_unit; fractions allowed)".into(),
+                        ));
+                    }
+                };
+                per_second("rate", rate)?;
+                let pre = pre_allocated(s.pre_allocated_vus)?;
+                Executor::ConstantArrivalRate {
+                    rate,
+                    time_unit,
+                    duration: positive(s.duration, "duration", None)?,
+                    pre_allocated_vus: pre,
+                    max_vus: max_vus(s.max_vus, pre)?,
+                }
+            }
+            ExecutorName::RampingArrivalRate => {
+                let start_rate = match s.start_rate {
+                    None => 0.0,
+                    Some(r) if r.is_finite() && r >= 0.0 => r,
+                    Some(_) => {
+                        return Err(bad(
+                            "start_rate",
+                            "start_rate cannot be negative (iterations per time_unit at the start; default 0)".into(),
+                        ));
+                    }
+                };
+                let stages = stages(s.stages)?;
+                if start_rate == 0.0 && stages.iter().all(|st| st.target == 0.0) {
+                    return Err(bad(
+                        "stages",
+                        "start_rate and every stage's target are 0: no iteration would ever start; give a stage a target above 0"
+                            .into(),
+                    ));
+                }
+                per_second("start_rate", start_rate)?;
+                let top = stages.iter().map(|st| st.target).fold(0.0, f64::max);
+                per_second("stages", top)?;
+                let pre = pre_allocated(s.pre_allocated_vus)?;
+                Executor::RampingArrivalRate {
+                    start_rate,
+                    time_unit,
+                    stages,
+                    pre_allocated_vus: pre,
+                    max_vus: max_vus(s.max_vus, pre)?,
+                }
+            }
+        };
+        if s.flow.is_empty() {
+            return Err(self.err(
+                &["scenarios:", &key, "flow:"],
+                "flow is empty; give at least one request",
+            ));
+        }
+        let flow = self.flow(&key, s.flow, defaults)?;
+        if !contains_request(&flow) {
+            return Err(self.err(&["scenarios:", &key, "flow:"], "the flow makes no request"));
+        }
+        Ok(Scenario {
+            name: name.to_string(),
+            executor,
+            start_time: s.start_time.map_or(Duration::ZERO, |d| d.0),
+            graceful_stop: s.graceful_stop.map_or(Duration::from_secs(30), |d| d.0),
+            flow,
+        })
+    }
+
+    fn flow(&self, key: &str, steps: Vec<RawStep>, defaults: &Defaults) -> Result<Vec<Step>, ScenarioError> {
+        let mut out = Vec::new();
+        for st in steps {
+            let step = match (st.request, st.think, st.group) {
+                (Some(r), None, None) => Step::Request(Box::new(self.request(key, r, defaults)?)),
+                (None, Some(t), None) => Step::Think(match t {
+                    RawThink::Fixed(d) => Think::Fixed(d.0),
+                    RawThink::Range(RawThinkRange { min, max }) => {
+                        if max.0 < min.0 {
+                            return Err(self.err(&["scenarios:", key, "think:"], "think: min is above max"));
+                        }
+                        Think::Range(min.0, max.0)
+                    }
+                }),
+                (None, None, Some(g)) => Step::Group {
+                    flow: self.flow(key, g.flow, defaults)?,
+                    name: g.name,
+                },
+                _ => {
+                    return Err(self.err(
+                        &["scenarios:", key, "flow:"],
+                        "each step is exactly one of request:, think: or group:",
+                    ));
+                }
+            };
+            out.push(step);
+        }
+        Ok(out)
+    }
+
+    fn request(&self, key: &str, r: RawRequest, defaults: &Defaults) -> Result<Request, ScenarioError> {
+        let at = |f: &str| ["scenarios:".to_string(), key.to_string(), f.to_string()];
+        let path_at = at(&format!("path: {}", r.path));
+        let here: Vec<&str> = path_at.iter().map(String::as_str).collect();
+        let method = match &r.method {
+            Some(m) => method(m).map_err(|e| {
+                let written = format!("method: {m}");
+                self.err_first(
+                    &[
+                        &[&here[..2], &[&written]].concat(),
+                        &[&here[..], &["method:"]].concat(),
+                        &here,
+                    ],
+                    e,
+                )
+            })?,
+            None if r.json.is_some() || r.form.is_some() || r.body.is_some() => "POST".to_string(),
+            None => "GET".to_string(),
+        };
+        if !r.path.starts_with('/') && !r.path.starts_with("{{") {
+            return Err(self.err(&here, format!("path '{}' must start with /", r.path)));
+        }
+        let scalar = |v: &serde_yaml_ng::Value| -> Option<String> {
+            match v {
+                serde_yaml_ng::Value::String(s) => Some(s.clone()),
+                serde_yaml_ng::Value::Number(n) => Some(n.to_string()),
+                serde_yaml_ng::Value::Bool(b) => Some(b.to_string()),
+                _ => None,
+            }
+        };
+        let pairs = |m: &BTreeMap<String, serde_yaml_ng::Value>,
+                     what: &str|
+         -> Result<Vec<(String, Template)>, ScenarioError> {
+            m.iter()
+                .map(|(k, v)| {
+                    let text =
+                        scalar(v).ok_or_else(|| self.err(&here, format!("{what} '{k}' must be a string or number")))?;
+                    Ok((k.clone(), self.template(&here, &text)?))
+                })
+                .collect()
+        };
+        let body = match (r.json, r.form, r.body) {
+            (Some(j), None, None) => Body::Json(self.json(&here, j)?),
+            (None, Some(f), None) => Body::Form(pairs(&f, "form field")?),
+            (None, None, Some(b)) => Body::Raw(self.template(&here, &b)?),
+            (None, None, None) => Body::None,
+            _ => return Err(self.err(&here, "give one of json:, form: or body:")),
+        };
+        let mut captures = Vec::new();
+        for (var, c) in r.capture {
+            let at = self.key_path(&[&here[..], &["capture:"]].concat(), &var);
+            if !is_identifier(&var) {
+                let suggestion: String = var
+                    .chars()
+                    .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+                    .collect();
+                let suggestion = if suggestion.starts_with(|c: char| c.is_ascii_digit()) {
+                    format!("_{suggestion}")
+                } else {
+                    suggestion
+                };
+                return Err(self.err(
+                    &at,
+                    format!(
+                        "capture '{var}': a variable name is letters, digits and _, not starting with a digit, e.g. {suggestion}"
+                    ),
+                ));
+            }
+            if RESERVED.contains(&var.as_str()) {
+                return Err(self.err(
+                    &at,
+                    format!(
+                        "capture '{var}': {{{{{var}}}}} is built in ({}); give the variable another name, e.g. my_{var}",
+                        RESERVED.join(", ")
+                    ),
+                ));
+            }
+            let from = match (c.json, c.header, c.regex) {
+                (Some(p), None, None) => {
+                    json_pointer(&p).map_err(|e| self.err(&at, format!("capture {var}: {e}")))?;
+                    CaptureFrom::Json(p)
+                }
+                (None, Some(h), None) => CaptureFrom::Header(h),
+                (None, None, Some(re)) => CaptureFrom::Regex(
+                    regex::Regex::new(&re).map_err(|e| self.err(&at, format!("capture {var}: regex: {e}")))?,
+                ),
+                _ => {
+                    return Err(self.err(
+                        &at,
+                        format!("capture {var}: give exactly one of json:, header: or regex:"),
+                    ));
+                }
+            };
+            captures.push(Capture { var, from });
+        }
+        let mut checks = Vec::new();
+        for (name, c) in r.check {
+            let at = self.key_path(&[&here[..], &["check:"]].concat(), &name);
+            let bad = |m: String| self.err(&at, format!("check '{name}': {m}"));
+            // One kind, and only that kind's modifiers: a modifier on another
+            // kind would be read and ignored, and the check pass regardless.
+            let kinds = [
+                ("status:", c.status.is_some()),
+                ("body_contains:", c.body_contains.is_some()),
+                ("json:", c.json.is_some()),
+                ("header:", c.header.is_some()),
+                ("duration_under:", c.duration_under.is_some()),
+            ];
+            let given: Vec<&str> = kinds.iter().filter(|(_, set)| *set).map(|(k, _)| *k).collect();
+            const KINDS: &str =
+                "status:, body_contains:, json: (with equals: or exists:), header: (with contains:) or duration_under:";
+            let kind = match given.as_slice() {
+                [] => return Err(bad(format!("give one of {KINDS}"))),
+                [kind] => *kind,
+                several => {
+                    return Err(bad(format!(
+                        "it has {}; give only one of {KINDS}",
+                        several.join(" and ")
+                    )));
+                }
+            };
+            for (modifier, set, belongs) in [
+                ("equals:", c.equals.is_some(), "json:"),
+                ("exists:", c.exists.is_some(), "json:"),
+                ("contains:", c.contains.is_some(), "header:"),
+            ] {
+                if set && kind != belongs {
+                    return Err(bad(format!(
+                        "{modifier} goes with {belongs}, not with {kind}; \
+                         e.g. {{ json: /state, equals: active }} or {{ header: Content-Type, contains: json }}"
+                    )));
+                }
+            }
+            let kind = match c {
+                RawCheck { status: Some(s), .. } => {
+                    if s.is_empty() {
+                        return Err(bad("status: is empty; list the codes that pass, e.g. [200]".into()));
+                    }
+                    if let Some(code) = s.iter().find(|c| !(100..=599).contains(*c)) {
+                        return Err(bad(format!("status {code}: codes run from 100 to 599")));
+                    }
+                    CheckKind::Status(s)
+                }
+                RawCheck {
+                    body_contains: Some(t), ..
+                } => CheckKind::BodyContains(t),
+                RawCheck {
+                    json: Some(p),
+                    equals,
+                    exists,
+                    ..
+                } => {
+                    json_pointer(&p).map_err(&bad)?;
+                    match (equals, exists) {
+                        (Some(v), None) => {
+                            CheckKind::JsonEquals(p, serde_json::to_value(&v).map_err(|e| bad(e.to_string()))?)
+                        }
+                        (None, Some(true) | None) => CheckKind::JsonExists(p),
+                        _ => return Err(bad("json takes equals: VALUE or exists: true".into())),
+                    }
+                }
+                RawCheck {
+                    header: Some(h),
+                    contains,
+                    ..
+                } => CheckKind::Header(h, contains),
+                RawCheck {
+                    duration_under: Some(d),
+                    ..
+                } => CheckKind::DurationUnder(d.0),
+                // The kinds were counted above: exactly one is set.
+                _ => return Err(bad(format!("give one of {KINDS}"))),
+            };
+            checks.push(Check { name, kind });
+        }
+        let name = r.name.unwrap_or_else(|| format!("{method} {}", r.path));
+        Ok(Request {
+            path: self.template(&here, &r.path)?,
+            query: pairs(&r.query, "query parameter")?,
+            headers: r
+                .headers
+                .iter()
+                .map(|(k, v)| self.header(&here, k, v))
+                .collect::<Result<_, ScenarioError>>()?,
+            body,
+            expect: match &r.expect {
+                Some(e) => self.statuses(&[&here[..], &["expect:"]].concat(), e)?,
+                None => defaults.expect,
+            },
+            captures,
+            checks,
+            timeout: r.timeout.map_or(defaults.timeout, |d| d.0),
+            max_body: r.max_body.map_or(defaults.max_body, |m| m.0),
+            name,
+            method,
+        })
+    }
+
+    /// Checks that every `{{NAME}}` of the scenario is a data column or a
+    /// capture of a step that runs before it. A capture of a later step is
+    /// not enough: captures are cleared when an iteration starts, so the
+    /// value would render empty.
+    fn variables_in_order(
+        &self,
+        s: &Scenario,
+        defaults: &Defaults,
+        defined: &mut BTreeSet<String>,
+    ) -> Result<(), ScenarioError> {
+        let all = requests(&s.flow);
+        for (i, r) in all.iter().enumerate() {
+            // defaults.headers are sent with every request that does not
+            // set the same header itself.
+            let from_defaults = defaults
+                .headers
+                .iter()
+                .filter(|(name, _)| !r.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name)))
+                .map(|(name, t)| (Some(name.as_str()), t));
+            let own = templates(r).into_iter().map(|t| (None, t));
+            for (default_header, t) in own.chain(from_defaults) {
+                for v in t.variables() {
+                    if defined.contains(v) {
+                        continue;
+                    }
+                    let key = format!("{}:", s.name);
+                    let scope = match default_header {
+                        Some(_) => vec!["defaults:"],
+                        None => vec!["scenarios:", &key],
+                    };
+                    let used_in = match default_header {
+                        Some(h) => format!("defaults.headers.{h}, sent with step '{}',", r.name),
+                        None => format!("step '{}'", r.name),
+                    };
+                    let capturer = all[i..].iter().find(|later| later.captures.iter().any(|c| c.var == v));
+                    let message = match capturer {
+                        Some(c) if std::ptr::eq(*c, *r) => format!(
+                            "{{{{{v}}}}} is used in {used_in} which captures it itself, in scenario '{}': a capture is \
+                             available to later steps only; capture it in an earlier step",
+                            s.name
+                        ),
+                        Some(c) => format!(
+                            "{{{{{v}}}}} is used in {used_in} before step '{}' captures it, in scenario '{}': \
+                             captures are cleared when an iteration starts, so it would be empty here; capture it \
+                             in an earlier step or move this request after '{}'",
+                            c.name, s.name, c.name
+                        ),
+                        None => {
+                            let mut known: Vec<String> = defined.iter().cloned().collect();
+                            known.extend(BUILT_INS.iter().map(|b| b.to_string()));
+                            format!(
+                                "{{{{{v}}}}} is not defined in scenario '{}': capture it in an earlier step or add \
+                                 it as a data column; known: {}",
+                                s.name,
+                                known.join(", ")
+                            )
+                        }
+                    };
+                    return Err(self.err_at_use(&scope, v, message));
+                }
+            }
+            defined.extend(r.captures.iter().map(|c| c.var.clone()));
+        }
+        Ok(())
+    }
+
+    fn json(&self, here: &[&str], v: serde_yaml_ng::Value) -> Result<JsonTemplate, ScenarioError> {
+        use serde_yaml_ng::Value as Y;
+        Ok(match v {
+            Y::String(s) => {
+                let t = self.template(here, &s)?;
+                if t.is_literal() {
+                    JsonTemplate::Value(serde_json::Value::String(s))
+                } else {
+                    JsonTemplate::Text(t)
+                }
+            }
+            Y::Sequence(items) => JsonTemplate::Array(
+                items
+                    .into_iter()
+                    .map(|i| self.json(here, i))
+                    .collect::<Result<_, _>>()?,
+            ),
+            Y::Mapping(m) => JsonTemplate::Object(
+                m.into_iter()
+                    .map(|(k, v)| {
+                        let key = match k {
+                            Y::String(s) => s,
+                            other => serde_yaml_ng::to_string(&other).unwrap_or_default().trim().to_string(),
+                        };
+                        Ok((key, self.json(here, v)?))
+                    })
+                    .collect::<Result<_, ScenarioError>>()?,
+            ),
+            other => JsonTemplate::Value(
+                serde_json::to_value(&other).map_err(|e| self.err(here, format!("json body: {e}")))?,
+            ),
+        })
+    }
+}
+
+/// Methods whose names servers know in capitals only: written in any case,
+/// sent in capitals.
+const METHODS: [&str; 9] = [
+    "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH",
+];
+
+/// A method as written: a standard one in any case becomes its capitals
+/// (`get` → `GET`); another token (`PURGE`, `PROPFIND`) is sent as written,
+/// since methods are case-sensitive (RFC 9110 §9.1).
+pub(super) fn method(m: &str) -> Result<String, String> {
+    if let Some(standard) = METHODS.iter().find(|s| s.eq_ignore_ascii_case(m)) {
+        return Ok(standard.to_string());
+    }
+    let token = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
+    if m.is_empty() || !m.bytes().all(token) {
+        return Err(format!(
+            "'{m}' is not an HTTP method: write one of {} (in any case), or another token of letters, digits and !#$%&'*+-.^_`|~",
+            METHODS.join(", ")
+        ));
+    }
+    Ok(m.to_string())
+}
+
+/// Checks a JSON pointer (RFC 6901): empty (the whole document) or `/`
+/// then keys separated by `/`, with `~0` for `~` and `~1` for `/` in a key.
+pub(super) fn json_pointer(p: &str) -> Result<(), String> {
+    if !p.is_empty() && !p.starts_with('/') {
+        // `data.token`, `$.data.token`, `data[0].id`: a path as JSONPath or
+        // k6's res.json() write it.
+        let keys = p
+            .trim_start_matches('$')
+            .trim_start_matches('.')
+            .replace('[', ".")
+            .replace(']', "");
+        let suggestion: String = keys
+            .split('.')
+            .filter(|k| !k.is_empty())
+            .map(|k| format!("/{k}"))
+            .collect();
+        return Err(format!(
+            "json '{p}' is a JSON pointer and starts with /, e.g. {}",
+            if suggestion.is_empty() {
+                "/data/token".to_string()
+            } else {
+                suggestion
+            }
+        ));
+    }
+    let mut rest = p;
+    while let Some(i) = rest.find('~') {
+        rest = &rest[i + 1..];
+        if !rest.starts_with(['0', '1']) {
+            return Err(format!(
+                "json '{p}': in a JSON pointer ~ starts an escape: write ~0 for ~ and ~1 for / inside a key"
+            ));
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn contains_request(flow: &[Step]) -> bool {
+    flow.iter().any(|s| match s {
+        Step::Request(_) => true,
+        Step::Group { flow, .. } => contains_request(flow),
+        Step::Think(_) => false,
+    })
+}
+
+pub(super) fn tag_exists(scenarios: &[Scenario], tag: &str, value: &str) -> bool {
+    fn in_flow(flow: &[Step], tag: &str, value: &str) -> bool {
+        flow.iter().any(|s| match s {
+            Step::Request(r) => {
+                tag == "step" && r.name == value || tag == "check" && r.checks.iter().any(|c| c.name == value)
+            }
+            Step::Group { name, flow } => tag == "group" && name == value || in_flow(flow, tag, value),
+            Step::Think(_) => false,
+        })
+    }
+    scenarios.iter().any(|s| {
+        tag == "scenario" && s.name == value
+            || tag == "stage" && stage_names(s).iter().any(|n| n == value)
+            || in_flow(&s.flow, tag, value)
+    })
+}
