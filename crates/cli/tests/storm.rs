@@ -180,8 +180,10 @@ fn more_connections_held_than_one_process_may_open() {
         &n.to_string(),
         "--rate",
         "10000",
+        // Long enough that the first connections are still held when the
+        // last open, even when a busy machine connects far below --rate.
         "--hold",
-        "4s",
+        "10s",
         "--workers",
         "1",
         "--source",

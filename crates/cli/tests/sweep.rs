@@ -23,7 +23,7 @@ parameters:
   clients: [10, 30]
 setup: "THRONG_NATS_DIR={state} {script} start {{{{cost}}}} {port}"
 run: >-
-  storm nats://throng:secret@127.0.0.1:{port} --connections {{{{clients}}}} --jitter 500ms --hold 5s
+  storm nats://throng:secret@127.0.0.1:{port} --connections {{{{clients}}}} --jitter 500ms --hold 12s --timeout 30s
   --reconnect --reconnect-wait 200ms --trigger-after 500ms --trigger 'THRONG_NATS_DIR={state} {script} restart 0.5'
 teardown: "THRONG_NATS_DIR={state} {script} stop"
 figures: [established, failures, total_connect_time, total_reconnect_time, handshake.p50]
