@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use throng_metrics::{ErrorClass, Phase};
 
-use crate::worker::Ctx;
+use crate::ctx::Ctx;
 
 /// The header of a `--csv-requests` file.
 pub const HEADER: &str = "start_us,worker,conn,outcome,status,schedule_lag_us,connect_us,tls_us,handshake_us,\

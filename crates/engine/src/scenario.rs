@@ -26,7 +26,7 @@ use std::future::poll_fn;
 use std::pin::pin;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::task::{Poll, Waker};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -39,41 +39,15 @@ use throng_scenario::{
 use tokio::sync::Notify;
 
 use crate::conn::{self, Timing};
+use crate::conn::{Conn, close, open_connection};
+use crate::ctx::{Ctx, TaskGuard};
 use crate::http1::{Keep, ResponseReader};
+use crate::load::{ScenarioLoad, SharedCounters};
+use crate::pacer::Pacer;
 use crate::rows::{Labels, RowGuard};
-use crate::worker::{Conn, Ctx, Pacer, TaskGuard, close, open_connection};
 
 /// How often a closed-model controller looks at its VU target.
 const TICK: Duration = Duration::from_millis(10);
-
-/// A worker's share of a scenario run.
-#[derive(Clone, Debug)]
-pub(crate) struct ScenarioLoad {
-    pub plan: Arc<ScenarioPlan>,
-    pub env: Arc<HashMap<String, String>>,
-    pub worker: u32,
-    pub workers: u32,
-    pub shared: Arc<SharedCounters>,
-    pub seed: u64,
-}
-
-/// Counters every worker of the run shares (one atomic add per iteration).
-#[derive(Debug)]
-pub(crate) struct SharedCounters {
-    /// Iterations taken, per scenario (shared-iterations).
-    taken: Vec<AtomicU64>,
-    /// The data file's shared cursor.
-    cursor: AtomicU64,
-}
-
-impl SharedCounters {
-    pub(crate) fn new(scenarios: usize) -> Self {
-        SharedCounters {
-            taken: (0..scenarios).map(|_| AtomicU64::new(0)).collect(),
-            cursor: AtomicU64::new(0),
-        }
-    }
-}
 
 /// A request of the flow, with what recording it needs.
 struct ReqOp {
@@ -442,7 +416,7 @@ async fn open_controller(guard: TaskGuard, sc: Rc<Scen>) {
                     let now = Instant::now();
                     let n = 1 + a.skip_through(now.saturating_duration_since(sc.start));
                     with_scen(ctx, |r| r.dropped_iterations(now, n));
-                    not_before = now + crate::worker::DENSE_TICK;
+                    not_before = now + crate::pacer::DENSE_TICK;
                 }
             }
         }

@@ -16,9 +16,13 @@ use tokio::io::{AsyncRead, ReadBuf};
 use tokio::sync::Notify;
 use tokio::time::Sleep;
 
+use crate::conn::{Conn, close, open_connection};
+use crate::ctx::{Ctx, TaskGuard};
+use crate::exchange::exchange_on;
 use crate::http1::ResponseReader;
+use crate::load::StormLoad;
+use crate::pacer::Pacer;
 use crate::rows::{Row, RowGuard};
-use crate::worker::{Conn, Ctx, Pacer, StormLoad, TaskGuard, close, exchange_on, open_connection};
 
 /// Concurrency bookkeeping of one worker's storm.
 #[derive(Default)]
