@@ -23,7 +23,6 @@ use tokio::time::Sleep;
 use crate::ctx::Ctx;
 use crate::errors::{Stage, classify};
 use crate::http1::{Feed, ParseError, ResponseReader};
-use crate::load::WorkerLoad;
 use crate::rows::Row;
 use crate::stamps;
 use crate::transport::{self, Transport};
@@ -365,11 +364,7 @@ pub(crate) async fn open_connection(
             // The client's Finished waits for the first thing the client
             // sends (the request, a line protocol's first send); otherwise
             // it leaves now.
-            let client_speaks_first = !spec.request.is_empty()
-                || matches!(spec.load, WorkerLoad::Scenario(_))
-                || matches!(spec.protocol.as_deref(), Some(crate::protocol::ProtocolSpec::Lines { steps, .. })
-                    if matches!(steps.first(), Some(crate::protocol::Step::Send(_))));
-            let flush = !client_speaks_first;
+            let flush = !ctx.client_speaks_first;
             let (mut stream, h, done) =
                 transport::handshake(o.stream, session, &hello, o.written, flush, sleep.as_mut())
                     .await

@@ -2,7 +2,6 @@
 //! that counts them.
 
 use std::cell::{Cell, RefCell};
-use std::collections::VecDeque;
 use std::rc::Rc;
 use std::time::Instant;
 
@@ -10,8 +9,7 @@ use throng_metrics::Recorder;
 use tokio::sync::Notify;
 
 use crate::load::WorkerSpec;
-use crate::open::IdlePool;
-use crate::rows::RowWriter;
+use crate::rows::{Labels, RowGuard, RowWriter};
 
 /// State shared by one worker's tasks (never across threads).
 pub(crate) struct Ctx {
@@ -24,6 +22,10 @@ pub(crate) struct Ctx {
     pub(crate) stamp: bool,
     /// Responses timed by each clock.
     pub(crate) stamps: Cell<crate::stamps::Counts>,
+    /// The client sends first once connected (a request, a scenario, a line
+    /// protocol that starts with a send): TLS's Finished waits to go out
+    /// with it.
+    pub(crate) client_speaks_first: bool,
     pub(crate) spec: WorkerSpec,
     /// `--csv-requests`: this worker's row file.
     pub(crate) rows: Option<RefCell<RowWriter>>,
@@ -31,7 +33,6 @@ pub(crate) struct Ctx {
     pub(crate) next_conn: Cell<u64>,
     pub(crate) stopping: Cell<bool>,
     pub(crate) stop_notify: Notify,
-    pub(crate) budget: Cell<Option<u64>>,
     pub(crate) in_flight: Cell<u64>,
     /// Connection attempts under way (counted `interrupted` on abort).
     pub(crate) connecting: Cell<u64>,
@@ -39,13 +40,6 @@ pub(crate) struct Ctx {
     pub(crate) reconnecting: Cell<u64>,
     pub(crate) live_tasks: Cell<u64>,
     pub(crate) done_notify: Notify,
-    // Open loop.
-    pub(crate) queue: RefCell<VecDeque<Instant>>,
-    pub(crate) idle: IdlePool,
-    pub(crate) open_tasks: Cell<u64>,
-    /// Identity of the next open-loop connection task (its idle slot).
-    pub(crate) next_id: Cell<usize>,
-    pub(crate) schedule_done: Cell<bool>,
 }
 
 impl Ctx {
@@ -61,22 +55,24 @@ impl Ctx {
         self.stamps.set(c);
     }
 
+    /// Starts nothing new from now on: every loop watches `stopping` and
+    /// `stop_notify`.
     pub(crate) fn stop(&self) {
         if !self.stopping.replace(true) {
             self.stop_notify.notify_waiters();
-            self.idle.wake_all();
         }
     }
 
-    pub(crate) fn take_budget(&self) -> bool {
-        match self.budget.get() {
-            None => true,
-            Some(0) => false,
-            Some(n) => {
-                self.budget.set(Some(n - 1));
-                true
-            }
-        }
+    /// The row of a unit of work starting at `start` (empty when the run
+    /// writes no rows).
+    #[inline]
+    pub(crate) fn row(&self, start: Instant) -> RowGuard<'_> {
+        RowGuard::new(self.rows.as_ref(), self.spec.origin, start)
+    }
+
+    /// The same, with a scenario request's labels.
+    pub(crate) fn labelled_row<'a>(&'a self, start: Instant, labels: Labels<'a>) -> RowGuard<'a> {
+        RowGuard::labelled(self.rows.as_ref(), self.spec.origin, start, labels)
     }
 
     /// Counts a task that is about to be spawned; the worker ends when every

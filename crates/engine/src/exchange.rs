@@ -9,26 +9,27 @@ use tokio::time::Sleep;
 use crate::conn::{self, Conn, Timing, close, open_connection};
 use crate::ctx::Ctx;
 use crate::http1::ResponseReader;
-use crate::load::WorkerLoad;
-use crate::rows::{Row, RowGuard};
+use crate::rows::Row;
 
 /// One request: connect if needed, exchange, record. `origin` is where
-/// latency is measured from (the intended start in open loop).
+/// latency is measured from: the intended start when `scheduled` (open
+/// loop; its row shows the lateness), else the actual one.
 pub(crate) async fn one_request(
     ctx: &Ctx,
     conn: &mut Option<Conn>,
     reader: &mut ResponseReader,
     mut sleep: Pin<&mut Sleep>,
     origin: Instant,
+    scheduled: bool,
 ) {
     ctx.rec.borrow_mut().request_started();
     ctx.in_flight.set(ctx.in_flight.get() + 1);
     let spec = &ctx.spec;
     // Written when it drops: once, however the request ends.
     let now = Instant::now();
-    let mut row = RowGuard::new(ctx, now);
+    let mut row = ctx.row(now);
     if let Some(r) = row.row() {
-        if matches!(spec.load, WorkerLoad::Open { .. }) {
+        if scheduled {
             r.phase(Phase::ScheduleLag, now.saturating_duration_since(origin));
         }
         if let Some(c) = conn.as_ref() {

@@ -1,7 +1,8 @@
 //! The HTTP open loop: requests start on a schedule of arrivals, whatever
 //! the responses do; connections are opened as needed, up to a cap.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
 use std::pin::pin;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -15,6 +16,46 @@ use crate::exchange::one_request;
 use crate::http1::ResponseReader;
 use crate::pacer::{DENSE_TICK, Pacer};
 
+/// One worker's open loop: the starts waiting for a connection, and the
+/// connections waiting for a start.
+struct Open {
+    ctx: Rc<Ctx>,
+    queue: RefCell<VecDeque<Instant>>,
+    idle: IdlePool,
+    tasks: Cell<u64>,
+    /// Identity of the next connection task (its idle slot).
+    next_id: Cell<usize>,
+    schedule_done: Cell<bool>,
+}
+
+impl Drop for Open {
+    /// Starts still waiting when the loop ends (stopped or aborted) were
+    /// never sent: `dropped`.
+    fn drop(&mut self) {
+        let queued = self.queue.get_mut().len() as u64;
+        if queued > 0 {
+            self.ctx.rec.borrow_mut().dropped_many(Instant::now(), queued);
+        }
+    }
+}
+
+/// Starts the open loop: `warm` connections now, and requests on
+/// `arrivals` (from the run's origin), up to `cap` connections.
+pub(crate) fn start(ctx: &Rc<Ctx>, arrivals: Arrivals, cap: u64, gap: Duration, warm: u64) {
+    let open = Rc::new(Open {
+        ctx: Rc::clone(ctx),
+        queue: RefCell::new(VecDeque::new()),
+        idle: IdlePool::default(),
+        tasks: Cell::new(0),
+        next_id: Cell::new(0),
+        schedule_done: Cell::new(false),
+    });
+    for _ in 0..warm {
+        spawn_open_task(&open, true);
+    }
+    tokio::task::spawn_local(dispatcher(ctx.task(), open, arrivals, cap, gap));
+}
+
 /// Hands scheduled start times to connections, opening more (up to the cap)
 /// when none is free.
 ///
@@ -24,9 +65,10 @@ use crate::pacer::{DENSE_TICK, Pacer};
 /// one — so a schedule far beyond what the connections can carry costs
 /// constant memory and a bounded amount of work per tick, and the worker
 /// still hears a stop.
-pub(crate) async fn dispatcher(guard: TaskGuard, mut arrivals: Arrivals, cap: u64, gap: Duration) {
+async fn dispatcher(guard: TaskGuard, open: Rc<Open>, mut arrivals: Arrivals, cap: u64, gap: Duration) {
     let ctx = &guard.0;
     let origin = ctx.spec.origin;
+    tokio::time::sleep_until(origin.into()).await;
     let mut pacer = Pacer::new(gap);
     let mut growth = Growth::new(origin);
     let bound = usize::try_from(cap.max(1)).unwrap_or(usize::MAX);
@@ -42,24 +84,25 @@ pub(crate) async fn dispatcher(guard: TaskGuard, mut arrivals: Arrivals, cap: u6
         // tasks (connections, the stop watcher) run.
         tokio::task::coop::consume_budget().await;
         arrivals.next();
-        if ctx.queue.borrow().len() >= bound {
+        if open.queue.borrow().len() >= bound {
             let now = Instant::now();
             let n = 1 + arrivals.skip_through(now.saturating_duration_since(origin));
             ctx.rec.borrow_mut().dropped_many(now, n);
             not_before = now + DENSE_TICK;
             continue;
         }
-        ctx.queue.borrow_mut().push_back(due);
-        if ctx.idle.wake_one() {
+        open.queue.borrow_mut().push_back(due);
+        if open.idle.wake_one() {
             // An idle connection takes it.
-        } else if ctx.open_tasks.get() < cap && growth.allow(Instant::now()) {
-            spawn_open_task(ctx, false);
+        } else if open.tasks.get() < cap && growth.allow(Instant::now()) {
+            spawn_open_task(&open, false);
         }
         // Otherwise the start waits in the queue for the next free
         // connection; its lateness is recorded as schedule_lag.
     }
-    ctx.schedule_done.set(true);
-    ctx.idle.wake_all();
+    // Ended or stopped: every idle connection leaves.
+    open.schedule_done.set(true);
+    open.idle.wake_all();
 }
 
 /// Connections an open loop may open in one burst when none is free.
@@ -99,18 +142,18 @@ impl Growth {
     }
 }
 
-pub(crate) fn spawn_open_task(ctx: &Rc<Ctx>, warm: bool) {
-    ctx.open_tasks.set(ctx.open_tasks.get() + 1);
-    let id = ctx.next_id.get();
-    ctx.next_id.set(id + 1);
-    tokio::task::spawn_local(open_task(ctx.task(), id, warm));
+fn spawn_open_task(open: &Rc<Open>, warm: bool) {
+    open.tasks.set(open.tasks.get() + 1);
+    let id = open.next_id.get();
+    open.next_id.set(id + 1);
+    tokio::task::spawn_local(open_task(open.ctx.task(), Rc::clone(open), id, warm));
 }
 
 /// An open-loop connection: takes scheduled starts from the queue. A warm
 /// one connects before the schedule starts, so that the first arrivals find
 /// connections ready (as a client's pool would) instead of a burst of
 /// connects that feeds on itself.
-async fn open_task(guard: TaskGuard, id: usize, warm: bool) {
+async fn open_task(guard: TaskGuard, open: Rc<Open>, id: usize, warm: bool) {
     let ctx = &guard.0;
     let mut conn: Option<Conn> = None;
     let mut reader = ResponseReader::new(ctx.spec.head_request);
@@ -127,7 +170,7 @@ async fn open_task(guard: TaskGuard, id: usize, warm: bool) {
         if ctx.stopping.get() {
             break;
         }
-        let job = ctx.queue.borrow_mut().pop_front();
+        let job = open.queue.borrow_mut().pop_front();
         match job {
             Some(intended) => {
                 let now = Instant::now();
@@ -145,19 +188,19 @@ async fn open_task(guard: TaskGuard, id: usize, warm: bool) {
                 if too_late {
                     continue;
                 }
-                one_request(ctx, &mut conn, &mut reader, sleep.as_mut(), intended).await;
+                one_request(ctx, &mut conn, &mut reader, sleep.as_mut(), intended, true).await;
             }
-            None if ctx.schedule_done.get() => break,
+            None if open.schedule_done.get() => break,
             None => {
-                ctx.idle
+                open.idle
                     .wait(id, || {
-                        !ctx.queue.borrow().is_empty() || ctx.schedule_done.get() || ctx.stopping.get()
+                        !open.queue.borrow().is_empty() || open.schedule_done.get() || ctx.stopping.get()
                     })
                     .await;
             }
         }
     }
-    ctx.open_tasks.set(ctx.open_tasks.get() - 1);
+    open.tasks.set(open.tasks.get() - 1);
     close(ctx, conn);
 }
 
@@ -168,7 +211,7 @@ async fn open_task(guard: TaskGuard, id: usize, warm: bool) {
 /// Every operation is O(1): wakers live in a slot per connection, and the
 /// stack of idle ids may hold stale entries, skipped when popped.
 #[derive(Default)]
-pub(crate) struct IdlePool {
+struct IdlePool {
     slots: RefCell<Vec<Option<std::task::Waker>>>,
     stack: RefCell<Vec<usize>>,
 }
@@ -188,7 +231,7 @@ impl IdlePool {
     }
 
     /// Wakes every idle connection (the schedule ended or the run stops).
-    pub(crate) fn wake_all(&self) {
+    fn wake_all(&self) {
         self.stack.borrow_mut().clear();
         let wakers: Vec<_> = self.slots.borrow_mut().iter_mut().filter_map(Option::take).collect();
         for w in wakers {

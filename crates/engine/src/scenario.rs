@@ -44,7 +44,7 @@ use crate::ctx::{Ctx, TaskGuard};
 use crate::http1::{Keep, ResponseReader};
 use crate::load::{ScenarioLoad, SharedCounters};
 use crate::pacer::Pacer;
-use crate::rows::{Labels, RowGuard};
+use crate::rows::Labels;
 
 /// How often a closed-model controller looks at its VU target.
 const TICK: Duration = Duration::from_millis(10);
@@ -675,8 +675,7 @@ async fn request(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &ReqOp, origin: Option<I
     let stage = sc.stage_tag(started);
     let flight = InFlight::new(ctx, &op.tags, stage);
     // Its row: written when it drops, however the request ends.
-    let mut row = RowGuard::labelled(
-        ctx,
+    let mut row = ctx.labelled_row(
         started,
         Labels {
             scenario: &sc.def.name,

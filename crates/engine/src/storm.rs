@@ -22,7 +22,7 @@ use crate::exchange::exchange_on;
 use crate::http1::ResponseReader;
 use crate::load::StormLoad;
 use crate::pacer::Pacer;
-use crate::rows::{Row, RowGuard};
+use crate::rows::Row;
 
 /// Concurrency bookkeeping of one worker's storm.
 #[derive(Default)]
@@ -39,9 +39,14 @@ struct Shared {
     rng: std::cell::RefCell<Rng>,
 }
 
+/// Starts this worker's storm.
+pub(crate) fn start(ctx: &Rc<Ctx>, load: StormLoad) {
+    tokio::task::spawn_local(dispatcher(ctx.task(), load));
+}
+
 /// Starts this worker's storm connections on schedule, at most `cap` open
 /// or opening at once.
-pub(crate) async fn dispatcher(guard: TaskGuard, load: StormLoad) {
+async fn dispatcher(guard: TaskGuard, load: StormLoad) {
     let ctx = &guard.0;
     let origin = ctx.spec.origin;
     let shared = Rc::new(Shared {
@@ -90,7 +95,7 @@ async fn connection(guard: TaskGuard, shared: Rc<Shared>, intended: Option<Insta
     let ctx = &guard.0;
     let start = Instant::now();
     // The connection's row: written when it drops, however it ends.
-    let mut row = RowGuard::new(ctx, start);
+    let mut row = ctx.row(start);
     if let Some(due) = intended {
         let lag = start.saturating_duration_since(due);
         ctx.rec.borrow_mut().phase(start, Phase::ScheduleLag, lag);

@@ -3,7 +3,6 @@
 //! shared with other workers.
 
 use std::cell::{Cell, RefCell};
-use std::collections::VecDeque;
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -12,10 +11,8 @@ use throng_metrics::{Live, Measurements, Recorder};
 use tokio::sync::{Notify, watch};
 use tokio::task::LocalSet;
 
-use crate::closed::closed_task;
 use crate::ctx::Ctx;
 use crate::load::{WorkerLoad, WorkerSpec};
-use crate::open::{IdlePool, dispatcher, spawn_open_task};
 use crate::rows::RowWriter;
 
 /// Size of the read buffer each worker shares among its connections.
@@ -85,15 +82,15 @@ pub(crate) fn run(
         rec: RefCell::new(Recorder::new(origin)),
         scenario: RefCell::new(None),
         scratch: RefCell::new(vec![0u8; SCRATCH].into_boxed_slice()),
-        budget: Cell::new(match spec.load {
-            WorkerLoad::Closed { budget, .. } => budget,
-            WorkerLoad::Open { .. } | WorkerLoad::Storm(_) | WorkerLoad::Scenario(_) => None,
-        }),
         // A storm that only holds connections reads no responses: no
         // system call per connection for stamps it would never read.
         stamp: crate::stamps::clock() == crate::stamps::Clock::Kernel
             && (!spec.request.is_empty() || matches!(spec.load, WorkerLoad::Scenario(_))),
         stamps: Cell::new(crate::stamps::Counts::default()),
+        client_speaks_first: !spec.request.is_empty()
+            || matches!(spec.load, WorkerLoad::Scenario(_))
+            || matches!(spec.protocol.as_deref(), Some(crate::protocol::ProtocolSpec::Lines { steps, .. })
+                    if matches!(steps.first(), Some(crate::protocol::Step::Send(_)))),
         spec,
         rows,
         next_conn: Cell::new(0),
@@ -104,19 +101,19 @@ pub(crate) fn run(
         reconnecting: Cell::new(0),
         live_tasks: Cell::new(0),
         done_notify: Notify::new(),
-        queue: RefCell::new(VecDeque::new()),
-        idle: IdlePool::default(),
-        open_tasks: Cell::new(0),
-        next_id: Cell::new(0),
-        schedule_done: Cell::new(false),
     });
 
     let local = LocalSet::new();
     local.block_on(&rt, async {
-        if let WorkerLoad::Open { warm, .. } = ctx.spec.load {
-            for _ in 0..warm {
-                spawn_open_task(&ctx, true);
-            }
+        // An open loop warms its connections before the schedule starts.
+        if let WorkerLoad::Open {
+            arrivals,
+            cap,
+            gap,
+            warm,
+        } = ctx.spec.load.clone()
+        {
+            crate::open::start(&ctx, arrivals, cap, gap, warm);
         }
         tokio::time::sleep_until(origin.into()).await;
 
@@ -179,26 +176,14 @@ pub(crate) fn run(
         }
 
         match ctx.spec.load.clone() {
-            WorkerLoad::Closed { connections, until, .. } => {
-                if let Some(until) = until {
-                    let ctx2 = Rc::clone(&ctx);
-                    tokio::task::spawn_local(async move {
-                        tokio::select! {
-                            () = tokio::time::sleep_until(until.into()) => ctx2.stop(),
-                            () = ctx2.stop_notify.notified() => {}
-                        }
-                    });
-                }
-                for _ in 0..connections {
-                    tokio::task::spawn_local(closed_task(ctx.task()));
-                }
-            }
-            WorkerLoad::Open { arrivals, cap, gap, .. } => {
-                tokio::task::spawn_local(dispatcher(ctx.task(), arrivals, cap, gap));
-            }
-            WorkerLoad::Storm(load) => {
-                tokio::task::spawn_local(crate::storm::dispatcher(ctx.task(), load));
-            }
+            WorkerLoad::Closed {
+                connections,
+                budget,
+                until,
+            } => crate::closed::start(&ctx, connections, budget, until),
+            // Started before the schedule: see above.
+            WorkerLoad::Open { .. } => {}
+            WorkerLoad::Storm(load) => crate::storm::start(&ctx, load),
             WorkerLoad::Scenario(load) => crate::scenario::start(&ctx, load),
         }
 
@@ -223,9 +208,6 @@ pub(crate) fn run(
     let reconnecting = ctx.reconnecting.get();
     if reconnecting > 0 {
         rec.connections_interrupted(finished, reconnecting, true);
-    }
-    for _ in ctx.queue.borrow_mut().drain(..) {
-        rec.dropped(finished);
     }
     let scenario = ctx.scenario.borrow_mut().take().map(|s| s.finish(finished));
     drop(rt);
