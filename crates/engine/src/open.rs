@@ -12,8 +12,7 @@ use throng_plan::Arrivals;
 
 use crate::conn::{Conn, close, open_connection};
 use crate::ctx::{Ctx, TaskGuard};
-use crate::exchange::one_request;
-use crate::http1::ResponseReader;
+use crate::exchange::{Session, one_request};
 use crate::pacer::{DENSE_TICK, Pacer};
 
 /// One worker's open loop: the starts waiting for a connection, and the
@@ -156,7 +155,7 @@ fn spawn_open_task(open: &Rc<Open>, warm: bool) {
 async fn open_task(guard: TaskGuard, open: Rc<Open>, id: usize, warm: bool) {
     let ctx = &guard.0;
     let mut conn: Option<Conn> = None;
-    let mut reader = ResponseReader::new(ctx.spec.head_request);
+    let mut session = Session::new(ctx.spec.head_request);
     let mut sleep = pin!(tokio::time::sleep(Duration::from_secs(3600)));
     if warm {
         // Boxed: see one_request.
@@ -188,7 +187,7 @@ async fn open_task(guard: TaskGuard, open: Rc<Open>, id: usize, warm: bool) {
                 if too_late {
                     continue;
                 }
-                one_request(ctx, &mut conn, &mut reader, sleep.as_mut(), intended, true).await;
+                one_request(ctx, &mut conn, &mut session, sleep.as_mut(), intended, true).await;
             }
             None if open.schedule_done.get() => break,
             None => {

@@ -18,8 +18,7 @@ use tokio::time::Sleep;
 
 use crate::conn::{Conn, close, open_connection};
 use crate::ctx::{Ctx, TaskGuard};
-use crate::exchange::exchange_on;
-use crate::http1::ResponseReader;
+use crate::exchange::{Session, exchange_on};
 use crate::load::StormLoad;
 use crate::pacer::Pacer;
 use crate::rows::Row;
@@ -176,11 +175,11 @@ async fn establish(
                 r.ok();
             }
             if with_request {
-                let mut reader = ResponseReader::new(false);
+                let mut session = Session::new(false);
                 let reusable = Box::pin(exchange_on(
                     ctx,
                     &mut conn,
-                    &mut reader,
+                    &mut session,
                     sleep,
                     ready.sent,
                     ready.written,
