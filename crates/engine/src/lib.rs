@@ -4,10 +4,14 @@
 //!  run_http(plan) ── coordinator (caller's thread: progress, stop, grace)
 //!        │ spawns one OS thread per worker
 //!        ▼
-//!  worker: current-thread tokio runtime + LocalSet
-//!        ├─ closed loop: one task per connection, request after request
-//!        └─ open loop: dispatcher (timerfd) ─► queue ─► connection tasks
-//!        │   each task: connect ─► exchange (write, read, parse) ─► Recorder
+//!  worker.rs: current-thread tokio runtime + LocalSet, one Ctx (ctx.rs)
+//!        ├─ closed.rs: one task per connection, request after request
+//!        ├─ open.rs: dispatcher (pacer.rs) ─► queue ─► connection tasks
+//!        ├─ storm.rs: connect, at most one request, hold, close
+//!        └─ scenario.rs: virtual users running flows
+//!        │   each loop: conn.rs (open_connection: TCP, TLS, protocol
+//!        │   handshake) ─► exchange.rs (Session: write, read, parse;
+//!        │   record_exchange) ─► Recorder
 //!        ▼
 //!  Measurements per worker ── merge ──► RunResult
 //! ```
@@ -18,6 +22,10 @@
 //! ([`Control::want_snapshots`], or a threshold with abort_on_fail), a copy
 //! of everything each worker measured so far, once a second, which it merges
 //! for [`Progress::snapshot`].
+//!
+//! The four loops depend on `ctx`, `conn`, `exchange` and `pacer`, never on
+//! each other; what a worker is given (`load`) and the context depend on no
+//! loop. A new protocol is a variant of `exchange::Session` beside HTTP/1.1.
 
 mod closed;
 mod conn;
