@@ -10,19 +10,22 @@ use std::future::poll_fn;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use socket2::{Domain, Protocol, Socket, Type};
-use throng_metrics::ErrorClass;
+use throng_metrics::{ErrorClass, Phase};
 use tokio::io::{AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::time::Sleep;
 
+use crate::ctx::Ctx;
 use crate::errors::{Stage, classify};
 use crate::http1::{Feed, ParseError, ResponseReader};
+use crate::rows::Row;
 use crate::stamps;
-use crate::transport::Transport;
+use crate::transport::{self, Transport};
 
 /// A request above this size is written in several segments, where Nagle's
 /// algorithm could hold back the last one: only then is TCP_NODELAY worth
@@ -276,4 +279,153 @@ pub(crate) async fn exchange(
         }
     })
     .await
+}
+
+/// An open connection and when its connect() was issued.
+pub(crate) struct Conn {
+    pub(crate) stream: Transport,
+    pub(crate) opened: Instant,
+    /// Its number among this worker's connection attempts (in rows).
+    pub(crate) id: u64,
+}
+
+pub(crate) fn close(ctx: &Ctx, conn: Option<Conn>) {
+    if let Some(c) = conn {
+        drop(c.stream);
+        let now = Instant::now();
+        ctx.rec.borrow_mut().connection_closed(now, now - c.opened);
+    }
+}
+
+/// A connection ready for requests.
+pub(crate) struct Ready {
+    pub(crate) conn: Conn,
+    /// Bytes of `first` already written.
+    pub(crate) written: usize,
+    /// When it became ready (TCP connected, TLS handshake done).
+    pub(crate) ready: Instant,
+    /// Just before the system call that wrote the first `written` bytes;
+    /// `ready` when none were.
+    pub(crate) sent: Instant,
+}
+
+/// Opens a connection to the target (TCP, then TLS if the plan says so),
+/// recording the attempt, its `connect` and `tls` samples and its outcome
+/// (and, in `row`, the attempt's number and samples; the caller records a
+/// failure there).
+pub(crate) async fn open_connection(
+    ctx: &Ctx,
+    first: &[u8],
+    source: Option<std::net::IpAddr>,
+    reconnect: bool,
+    mut sleep: Pin<&mut Sleep>,
+    mut row: Option<&mut Row<'_>>,
+) -> Result<Ready, ErrorClass> {
+    let spec = &ctx.spec;
+    let opened = Instant::now();
+    let id = ctx.next_conn.get();
+    ctx.next_conn.set(id + 1);
+    if let Some(r) = row.as_deref_mut() {
+        r.conn(id);
+    }
+    ctx.rec.borrow_mut().connection_started(opened, reconnect);
+    let counter = if reconnect { &ctx.reconnecting } else { &ctx.connecting };
+    counter.set(counter.get() + 1);
+    // Resolved (established or failed) exactly once, below.
+    let resolved = || counter.set(counter.get() - 1);
+    let fail = |class| {
+        resolved();
+        ctx.rec.borrow_mut().connection_failed(Instant::now(), class, reconnect);
+        class
+    };
+    let (stream, written, ready, sent) = match &spec.tls {
+        None => {
+            let o = connect(spec.addr, source, ctx.stamp, first, spec.timeout, sleep.as_mut())
+                .await
+                .map_err(fail)?;
+            ctx.rec.borrow_mut().connected(o.established, o.established - opened);
+            if reconnect {
+                ctx.rec.borrow_mut().reconnect_accepted(o.established);
+            }
+            if let Some(r) = row.as_deref_mut() {
+                r.phase(Phase::Connect, o.established - opened);
+            }
+            (Transport::Plain(o.stream), o.written, o.established, o.sent)
+        }
+        Some(tls) => {
+            // The ClientHello goes out with the connect (see conn::connect).
+            let (session, hello) = crate::tls_stream::start(Arc::clone(&tls.config), tls.server_name.clone())
+                .map_err(|_| fail(ErrorClass::Tls("client_setup")))?;
+            let o = connect(spec.addr, source, ctx.stamp, &hello, spec.timeout, sleep.as_mut())
+                .await
+                .map_err(fail)?;
+            ctx.rec.borrow_mut().connected(o.established, o.established - opened);
+            if reconnect {
+                ctx.rec.borrow_mut().reconnect_accepted(o.established);
+            }
+            if let Some(r) = row.as_deref_mut() {
+                r.phase(Phase::Connect, o.established - opened);
+            }
+            sleep.as_mut().reset((o.established + spec.timeout).into());
+            // The client's Finished waits for the first thing the client
+            // sends (the request, a line protocol's first send); otherwise
+            // it leaves now.
+            let flush = !ctx.client_speaks_first;
+            let (mut stream, h, done) =
+                transport::handshake(o.stream, session, &hello, o.written, flush, sleep.as_mut())
+                    .await
+                    .map_err(fail)?;
+            if ctx.stamp {
+                stream.keep_stamps();
+            }
+            ctx.rec.borrow_mut().tls_handshake(done, done - o.established, h);
+            if let Some(r) = row.as_deref_mut() {
+                r.phase(Phase::Tls, done - o.established);
+            }
+            // The request has not been written: nothing of it went with the connect.
+            (stream, 0, done, done)
+        }
+    };
+    let (stream, ready) = match &spec.protocol {
+        None => (stream, ready),
+        Some(protocol) => {
+            sleep.as_mut().reset((ready + spec.timeout).into());
+            let seen = std::cell::Cell::new(crate::protocol::OutOfTurn::default());
+            let done = crate::protocol::handshake(
+                protocol,
+                stream,
+                spec.upgrade_tls.as_ref(),
+                &ctx.scratch,
+                spec.timeout,
+                sleep,
+                &seen,
+            )
+            .await;
+            for kind in seen.get().kinds() {
+                ctx.rec.borrow_mut().out_of_turn(kind);
+            }
+            let done = done.map_err(fail)?;
+            let now = Instant::now();
+            let mut rec = ctx.rec.borrow_mut();
+            if let Some((d, h, at)) = done.tls {
+                rec.tls_handshake(at, d, h);
+                if let Some(r) = row.as_deref_mut() {
+                    r.phase(Phase::Tls, d);
+                }
+            }
+            rec.phase(now, Phase::Handshake, done.handshake);
+            if let Some(r) = row {
+                r.phase(Phase::Handshake, done.handshake);
+            }
+            (done.stream, now)
+        }
+    };
+    resolved();
+    ctx.rec.borrow_mut().connection_established(ready, reconnect);
+    Ok(Ready {
+        conn: Conn { stream, opened, id },
+        written,
+        ready,
+        sent: if written > 0 { sent } else { ready },
+    })
 }

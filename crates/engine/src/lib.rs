@@ -4,10 +4,14 @@
 //!  run_http(plan) ── coordinator (caller's thread: progress, stop, grace)
 //!        │ spawns one OS thread per worker
 //!        ▼
-//!  worker: current-thread tokio runtime + LocalSet
-//!        ├─ closed loop: one task per connection, request after request
-//!        └─ open loop: dispatcher (timerfd) ─► queue ─► connection tasks
-//!        │   each task: connect ─► exchange (write, read, parse) ─► Recorder
+//!  worker.rs: current-thread tokio runtime + LocalSet, one Ctx (ctx.rs)
+//!        ├─ closed.rs: one task per connection, request after request
+//!        ├─ open.rs: dispatcher (pacer.rs) ─► queue ─► connection tasks
+//!        ├─ storm.rs: connect, at most one request, hold, close
+//!        └─ scenario.rs: virtual users running flows
+//!        │   each loop: conn.rs (open_connection: TCP, TLS, protocol
+//!        │   handshake) ─► exchange.rs (Session: write, read, parse;
+//!        │   record_exchange) ─► Recorder
 //!        ▼
 //!  Measurements per worker ── merge ──► RunResult
 //! ```
@@ -18,10 +22,20 @@
 //! ([`Control::want_snapshots`], or a threshold with abort_on_fail), a copy
 //! of everything each worker measured so far, once a second, which it merges
 //! for [`Progress::snapshot`].
+//!
+//! The four loops depend on `ctx`, `conn`, `exchange` and `pacer`, never on
+//! each other; what a worker is given (`load`) and the context depend on no
+//! loop. A new protocol is a variant of `exchange::Session` beside HTTP/1.1.
 
+mod closed;
 mod conn;
+mod ctx;
 mod errors;
+mod exchange;
 pub mod http1;
+mod load;
+mod open;
+mod pacer;
 mod protocol;
 mod rows;
 mod scenario;
@@ -47,9 +61,10 @@ use throng_tls::rustls::pki_types::ServerName;
 use tokio::sync::watch;
 
 pub use errors::errno_name;
+use load::{StormLoad, WorkerLoad, WorkerSpec};
 pub use rows::{HEADER as REQUESTS_CSV_HEADER, RequestLog, RowCounts};
 use transport::TlsClient;
-use worker::{RunState, StormLoad, WorkerDone, WorkerLoad, WorkerSpec};
+use worker::{RunState, WorkerDone};
 
 /// How long workers get to build their runtimes before the first request.
 const STARTUP: Duration = Duration::from_millis(20);
@@ -536,7 +551,7 @@ fn coordinate(launch: Launch, control: &Control, on_tick: &mut dyn FnMut(&Progre
         // Invariant: one worker per thread, far below u32::MAX.
         let budgets = split_evenly(log.max_rows, specs.len() as u32);
         for ((spec, &worker), budget) in specs.iter_mut().zip(&row_workers).zip(budgets) {
-            spec.rows = Some(worker::RowSpec {
+            spec.rows = Some(load::RowSpec {
                 dir: dir.clone(),
                 worker,
                 budget,
@@ -1013,7 +1028,7 @@ pub fn run_scenario(
     let origin = clock.origin;
     let shared_plan = Arc::new(plan.clone());
     let env = Arc::new(options.env.clone());
-    let shared = Arc::new(scenario::SharedCounters::new(plan.scenarios.len()));
+    let shared = Arc::new(load::SharedCounters::new(plan.scenarios.len()));
     let specs = (0..threads)
         .map(|w| WorkerSpec {
             addr,
@@ -1027,7 +1042,7 @@ pub fn run_scenario(
             upgrade_tls: None,
             source: Arc::from(Vec::new()),
             origin,
-            load: WorkerLoad::Scenario(scenario::ScenarioLoad {
+            load: WorkerLoad::Scenario(load::ScenarioLoad {
                 plan: Arc::clone(&shared_plan),
                 env: Arc::clone(&env),
                 worker: w,

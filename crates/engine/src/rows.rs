@@ -19,14 +19,13 @@
 //! rows are counted but not written, and the result says so in a note.
 
 use std::borrow::Cow;
+use std::cell::RefCell;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use throng_metrics::{ErrorClass, Phase};
-
-use crate::worker::Ctx;
 
 /// The header of a `--csv-requests` file.
 pub const HEADER: &str = "start_us,worker,conn,outcome,status,schedule_lag_us,connect_us,tls_us,handshake_us,\
@@ -298,18 +297,18 @@ fn csv_field(text: &str) -> Cow<'_, str> {
 /// A unit of work's row: written when dropped, however the unit ended.
 /// Empty (and free) when the run writes no rows.
 pub(crate) struct RowGuard<'a> {
-    ctx: &'a Ctx,
+    writer: Option<&'a RefCell<RowWriter>>,
     row: Option<Box<Row<'a>>>,
 }
 
 impl<'a> RowGuard<'a> {
-    /// A row for a unit starting at `start`.
+    /// A row for a unit starting at `start`, written to `writer` (none: no
+    /// row); `origin` is the run's start.
     #[inline]
-    pub(crate) fn new(ctx: &'a Ctx, start: Instant) -> Self {
-        let row = ctx.rows.as_ref().map(|_| {
+    pub(crate) fn new(writer: Option<&'a RefCell<RowWriter>>, origin: Instant, start: Instant) -> Self {
+        let row = writer.map(|_| {
             Box::new(Row {
-                start_us: u64::try_from(start.saturating_duration_since(ctx.spec.origin).as_micros())
-                    .unwrap_or(u64::MAX),
+                start_us: u64::try_from(start.saturating_duration_since(origin).as_micros()).unwrap_or(u64::MAX),
                 conn: None,
                 outcome: None,
                 status: 0,
@@ -319,12 +318,17 @@ impl<'a> RowGuard<'a> {
                 labels: None,
             })
         });
-        RowGuard { ctx, row }
+        RowGuard { writer, row }
     }
 
     /// The same, with a scenario request's labels.
-    pub(crate) fn labelled(ctx: &'a Ctx, start: Instant, labels: Labels<'a>) -> Self {
-        let mut g = Self::new(ctx, start);
+    pub(crate) fn labelled(
+        writer: Option<&'a RefCell<RowWriter>>,
+        origin: Instant,
+        start: Instant,
+        labels: Labels<'a>,
+    ) -> Self {
+        let mut g = Self::new(writer, origin, start);
         if let Some(r) = g.row.as_mut() {
             r.labels = Some(labels);
         }
@@ -340,7 +344,7 @@ impl<'a> RowGuard<'a> {
 
 impl Drop for RowGuard<'_> {
     fn drop(&mut self) {
-        if let (Some(row), Some(w)) = (self.row.take(), self.ctx.rows.as_ref()) {
+        if let (Some(row), Some(w)) = (self.row.take(), self.writer) {
             w.borrow_mut().write(&row);
         }
     }

@@ -26,11 +26,11 @@ use std::future::poll_fn;
 use std::pin::pin;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::task::{Poll, Waker};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use throng_metrics::{ErrorClass, Phase, Reply, ScenarioRecorder};
+use throng_metrics::{ErrorClass, Phase, ScenarioRecorder};
 use throng_plan::Rng;
 use throng_scenario::{
     Body, CaptureFrom, CheckKind, Context, Cursor, Executor, JsonTemplate, Request, ResponseView, Scenario,
@@ -38,42 +38,16 @@ use throng_scenario::{
 };
 use tokio::sync::Notify;
 
-use crate::conn::{self, Timing};
-use crate::http1::{Keep, ResponseReader};
-use crate::rows::{Labels, RowGuard};
-use crate::worker::{Conn, Ctx, Pacer, TaskGuard, close, open_connection};
+use crate::conn::{Conn, close, open_connection};
+use crate::ctx::{Ctx, TaskGuard};
+use crate::exchange::{Session, record_exchange};
+use crate::http1::Keep;
+use crate::load::{ScenarioLoad, SharedCounters};
+use crate::pacer::Pacer;
+use crate::rows::Labels;
 
 /// How often a closed-model controller looks at its VU target.
 const TICK: Duration = Duration::from_millis(10);
-
-/// A worker's share of a scenario run.
-#[derive(Clone, Debug)]
-pub(crate) struct ScenarioLoad {
-    pub plan: Arc<ScenarioPlan>,
-    pub env: Arc<HashMap<String, String>>,
-    pub worker: u32,
-    pub workers: u32,
-    pub shared: Arc<SharedCounters>,
-    pub seed: u64,
-}
-
-/// Counters every worker of the run shares (one atomic add per iteration).
-#[derive(Debug)]
-pub(crate) struct SharedCounters {
-    /// Iterations taken, per scenario (shared-iterations).
-    taken: Vec<AtomicU64>,
-    /// The data file's shared cursor.
-    cursor: AtomicU64,
-}
-
-impl SharedCounters {
-    pub(crate) fn new(scenarios: usize) -> Self {
-        SharedCounters {
-            taken: (0..scenarios).map(|_| AtomicU64::new(0)).collect(),
-            cursor: AtomicU64::new(0),
-        }
-    }
-}
 
 /// A request of the flow, with what recording it needs.
 struct ReqOp {
@@ -442,7 +416,7 @@ async fn open_controller(guard: TaskGuard, sc: Rc<Scen>) {
                     let now = Instant::now();
                     let n = 1 + a.skip_through(now.saturating_duration_since(sc.start));
                     with_scen(ctx, |r| r.dropped_iterations(now, n));
-                    not_before = now + crate::worker::DENSE_TICK;
+                    not_before = now + crate::pacer::DENSE_TICK;
                 }
             }
         }
@@ -469,7 +443,7 @@ struct Vu {
     rng: Rng,
     vars: HashMap<String, String>,
     conn: Option<Conn>,
-    reader: ResponseReader,
+    session: Session,
 }
 
 /// A VU: runs iterations while its slot is wanted.
@@ -482,7 +456,7 @@ async fn vu(guard: TaskGuard, sc: Rc<Scen>, slot: usize) {
         rng: Rng::new(sc.seed ^ id.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (sc.index as u64) << 56),
         vars: HashMap::new(),
         conn: None,
-        reader: ResponseReader::new(false),
+        session: Session::new(false),
     };
     let open = sc.def.executor.is_open();
     loop {
@@ -701,8 +675,7 @@ async fn request(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &ReqOp, origin: Option<I
     let stage = sc.stage_tag(started);
     let flight = InFlight::new(ctx, &op.tags, stage);
     // Its row: written when it drops, however the request ends.
-    let mut row = RowGuard::labelled(
-        ctx,
+    let mut row = ctx.labelled_row(
         started,
         Labels {
             scenario: &sc.def.name,
@@ -760,79 +733,40 @@ async fn request(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &ReqOp, origin: Option<I
     let Some(c) = vu.conn.as_mut() else {
         return;
     };
-    if vu.reader.head_request() != op.head {
-        vu.reader = ResponseReader::new(op.head);
+    if vu.session.head_request() != op.head {
+        vu.session = Session::new(op.head);
     }
-    vu.reader.reset(op.keep);
+    vu.session.reset(op.keep);
     sleep.as_mut().reset((t_send + op.req.timeout).into());
-    let outcome = conn::exchange(
-        &mut c.stream,
-        &bytes,
-        written,
+    let outcome = vu
+        .session
+        .exchange(&mut c.stream, &bytes, written, t_send, ctx.stamp, &ctx.scratch, sleep)
+        .await;
+    let expected = record_exchange(
+        ctx,
+        &mut vu.session,
+        &outcome,
+        bytes.len(),
         t_send,
-        ctx.stamp,
-        &mut vu.reader,
-        &ctx.scratch,
-        sleep,
-    )
-    .await;
-    let reader = &vu.reader;
-    match outcome {
-        Ok(Timing {
-            sent,
-            first,
-            done,
-            extra,
-            kernel,
-        }) => {
-            ctx.count_stamp(kernel);
+        origin.unwrap_or(t_send),
+        &op.req.expect,
+        false,
+        row.row(),
+    );
+    drop(row);
+    let session = &vu.session;
+    match (outcome, expected) {
+        (Ok(timing), Some(expected)) => {
+            let done = timing.done;
             let response = done - t_send;
-            let expected = op.req.expect.contains(reader.status);
-            {
-                let mut rec = ctx.rec.borrow_mut();
-                rec.sent(sent, bytes.len() as u64);
-                rec.phase(done, Phase::Send, sent - t_send);
-                rec.phase(done, Phase::Wait, first.saturating_duration_since(sent));
-                rec.phase(done, Phase::Receive, done - first);
-                rec.phase(done, Phase::Response, response);
-                rec.phase(
-                    done,
-                    Phase::Latency,
-                    done.saturating_duration_since(origin.unwrap_or(t_send)),
-                );
-                let reply = Reply {
-                    status: reader.status,
-                    header_bytes: reader.header_bytes,
-                    body_bytes: reader.body_bytes,
-                };
-                if expected {
-                    rec.request_ok(done, reply, reader.wire_bytes);
-                } else {
-                    rec.request_rejected(done, reply, reader.wire_bytes);
-                }
-            }
-            if let Some(r) = row.row() {
-                r.phase(Phase::Send, sent - t_send);
-                r.phase(Phase::Wait, first.saturating_duration_since(sent));
-                r.phase(Phase::Receive, done - first);
-                r.phase(Phase::Response, response);
-                r.phase(Phase::Latency, done.saturating_duration_since(origin.unwrap_or(t_send)));
-                r.reply(reader.status, bytes.len() as u64, reader.wire_bytes);
-                if expected {
-                    r.ok();
-                } else {
-                    r.failed(ErrorClass::CheckFailed);
-                }
-            }
-            drop(row);
             flight.end(done, Some((response, expected)), !expected);
-            if reader.body_truncated {
+            if session.body_truncated() {
                 with_scen(ctx, |r| r.body_truncated());
             }
             let view = ResponseView {
-                status: reader.status,
-                headers: reader.headers(),
-                body: reader.body(),
+                status: session.reply().status,
+                headers: session.headers(),
+                body: session.body(),
                 duration: response,
             };
             for cap in &op.req.captures {
@@ -847,23 +781,12 @@ async fn request(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &ReqOp, origin: Option<I
                     }
                 });
             }
-            if reader.close || extra {
+            if !session.reusable(&timing) {
                 close(ctx, vu.conn.take());
             }
         }
-        Err(f) => {
-            let now = Instant::now();
-            {
-                let mut rec = ctx.rec.borrow_mut();
-                rec.sent(now, f.written as u64);
-                rec.request_failed(now, f.class, reader.wire_bytes);
-            }
-            if let Some(r) = row.row() {
-                r.reply(0, f.written as u64, reader.wire_bytes);
-                r.failed(f.class);
-            }
-            drop(row);
-            flight.end(now, None, true);
+        _ => {
+            flight.end(Instant::now(), None, true);
             // Checks on a request that got no response fail.
             if !op.checks.is_empty() {
                 with_scen(ctx, |r| op.checks.iter().for_each(|&i| r.check(i, false)));

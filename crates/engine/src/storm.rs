@@ -16,9 +16,12 @@ use tokio::io::{AsyncRead, ReadBuf};
 use tokio::sync::Notify;
 use tokio::time::Sleep;
 
-use crate::http1::ResponseReader;
-use crate::rows::{Row, RowGuard};
-use crate::worker::{Conn, Ctx, Pacer, StormLoad, TaskGuard, close, exchange_on, open_connection};
+use crate::conn::{Conn, close, open_connection};
+use crate::ctx::{Ctx, TaskGuard};
+use crate::exchange::{Session, exchange_on};
+use crate::load::StormLoad;
+use crate::pacer::Pacer;
+use crate::rows::Row;
 
 /// Concurrency bookkeeping of one worker's storm.
 #[derive(Default)]
@@ -36,9 +39,14 @@ struct Shared {
     rng: std::cell::RefCell<Rng>,
 }
 
+/// Starts this worker's storm.
+pub(crate) fn start(ctx: &Rc<Ctx>, load: StormLoad) {
+    tokio::task::spawn_local(dispatcher(ctx.task(), load));
+}
+
 /// Starts this worker's storm connections on schedule, at most `cap` open
 /// or opening at once.
-pub(crate) async fn dispatcher(guard: TaskGuard, load: StormLoad) {
+async fn dispatcher(guard: TaskGuard, load: StormLoad) {
     let ctx = &guard.0;
     let origin = ctx.spec.origin;
     let shared = Rc::new(Shared {
@@ -88,7 +96,7 @@ async fn connection(guard: TaskGuard, shared: Rc<Shared>, intended: Option<Insta
     let ctx = &guard.0;
     let start = Instant::now();
     // The connection's row: written when it drops, however it ends.
-    let mut row = RowGuard::new(ctx, start);
+    let mut row = ctx.row(start);
     if let Some(due) = intended {
         let lag = start.saturating_duration_since(due);
         ctx.rec.borrow_mut().phase(start, Phase::ScheduleLag, lag);
@@ -172,11 +180,11 @@ async fn establish(
                 r.ok();
             }
             if with_request {
-                let mut reader = ResponseReader::new(false);
+                let mut session = Session::new(false);
                 let reusable = Box::pin(exchange_on(
                     ctx,
                     &mut conn,
-                    &mut reader,
+                    &mut session,
                     sleep,
                     ready.sent,
                     ready.written,

@@ -1,0 +1,65 @@
+//! The HTTP closed loop: each connection sends its next request when the
+//! previous response is in.
+
+use std::cell::Cell;
+use std::pin::pin;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use crate::conn::{Conn, close};
+use crate::ctx::{Ctx, TaskGuard};
+use crate::exchange::{Session, one_request};
+
+/// Requests this worker may still start (None: until stopped), shared by
+/// its connections.
+struct Budget(Cell<Option<u64>>);
+
+impl Budget {
+    fn take(&self) -> bool {
+        match self.0.get() {
+            None => true,
+            Some(0) => false,
+            Some(n) => {
+                self.0.set(Some(n - 1));
+                true
+            }
+        }
+    }
+}
+
+/// Starts `connections` connections, each looping request after request;
+/// `budget` requests in all (None: until stopped), none started after
+/// `until`.
+pub(crate) fn start(ctx: &Rc<Ctx>, connections: u64, budget: Option<u64>, until: Option<Instant>) {
+    if let Some(until) = until {
+        let ctx2 = Rc::clone(ctx);
+        tokio::task::spawn_local(async move {
+            tokio::select! {
+                () = tokio::time::sleep_until(until.into()) => ctx2.stop(),
+                () = ctx2.stop_notify.notified() => {}
+            }
+        });
+    }
+    let budget = Rc::new(Budget(Cell::new(budget)));
+    for _ in 0..connections {
+        tokio::task::spawn_local(closed_task(ctx.task(), Rc::clone(&budget)));
+    }
+}
+
+/// A closed-loop connection: request after request until the budget, the
+/// deadline or a stop.
+async fn closed_task(guard: TaskGuard, budget: Rc<Budget>) {
+    let ctx = &guard.0;
+    let mut conn: Option<Conn> = None;
+    let mut session = Session::new(ctx.spec.head_request);
+    let mut sleep = pin!(tokio::time::sleep(Duration::from_secs(3600)));
+    while !ctx.stopping.get() && budget.take() {
+        let start = Instant::now();
+        one_request(ctx, &mut conn, &mut session, sleep.as_mut(), start, false).await;
+        // A request can end without waiting for anything (a refused
+        // connect on loopback fails inside the system call): spend tokio's
+        // cooperative budget so the worker's other tasks still get to run.
+        tokio::task::coop::consume_budget().await;
+    }
+    close(ctx, conn);
+}

@@ -1,0 +1,316 @@
+//! One request on a connection: send it, read the response, record it.
+//!
+//! ```text
+//!  loops (closed, open, storm, scenario)
+//!     │ Session::exchange        write the request, read the response
+//!     │ Session::reusable        keep the connection for another?
+//!     │ record_exchange          phases, bytes, outcome (recorder and row)
+//!     ▼
+//!  Session::Http1(ResponseReader) ── conn::exchange ── Transport (tcp | tls)
+//! ```
+//!
+//! A protocol is a variant of [`Session`]: HTTP/2 goes beside `Http1`, and
+//! the loops do not change. An enum, not a trait object: the one match per
+//! call compiles to a direct call while there is one variant.
+
+use std::cell::RefCell;
+use std::pin::Pin;
+use std::time::Instant;
+
+use throng_metrics::{ErrorClass, Phase, Reply};
+use throng_plan::StatusSet;
+use tokio::time::Sleep;
+
+use crate::conn::{self, Conn, Failed, Timing, close, open_connection};
+use crate::ctx::Ctx;
+use crate::http1::{Keep, ResponseReader};
+use crate::rows::Row;
+use crate::transport::Transport;
+
+/// The protocol spoken on one connection, with its state between
+/// exchanges (the response being read).
+pub(crate) enum Session {
+    /// HTTP/1.1: one request, then its response.
+    Http1(ResponseReader),
+}
+
+impl Session {
+    /// A session in the protocol the plan speaks (HTTP/1.1 today) whose
+    /// requests are `HEAD` (responses without a body) or not.
+    pub(crate) fn new(head_request: bool) -> Self {
+        Session::Http1(ResponseReader::new(head_request))
+    }
+
+    /// True when its requests are `HEAD`.
+    pub(crate) fn head_request(&self) -> bool {
+        match self {
+            Session::Http1(r) => r.head_request(),
+        }
+    }
+
+    /// Prepares for the next response, keeping what `keep` asks for.
+    #[inline]
+    pub(crate) fn reset(&mut self, keep: Keep) {
+        match self {
+            Session::Http1(r) => r.reset(keep),
+        }
+    }
+
+    /// Writes `request` (its first `written` bytes are already out, the last
+    /// of them at `t_send`) and reads its response, within the deadline
+    /// `sleep` was armed with; `stamped`: arrivals by the kernel's stamps.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    pub(crate) async fn exchange(
+        &mut self,
+        stream: &mut Transport,
+        request: &[u8],
+        written: usize,
+        t_send: Instant,
+        stamped: bool,
+        scratch: &RefCell<Box<[u8]>>,
+        sleep: Pin<&mut Sleep>,
+    ) -> Result<Timing, Failed> {
+        match self {
+            Session::Http1(r) => conn::exchange(stream, request, written, t_send, stamped, r, scratch, sleep).await,
+        }
+    }
+
+    /// The last response's status and sizes.
+    #[inline]
+    pub(crate) fn reply(&self) -> Reply {
+        match self {
+            Session::Http1(r) => Reply {
+                status: r.status,
+                header_bytes: r.header_bytes,
+                body_bytes: r.body_bytes,
+            },
+        }
+    }
+
+    /// Bytes read off the wire for the last response (so far, when it failed).
+    #[inline]
+    pub(crate) fn wire_bytes(&self) -> u64 {
+        match self {
+            Session::Http1(r) => r.wire_bytes,
+        }
+    }
+
+    /// True when the connection can carry another request after the
+    /// response `timing` describes (the protocol's keep-alive decision).
+    #[inline]
+    pub(crate) fn reusable(&self, timing: &Timing) -> bool {
+        match self {
+            Session::Http1(r) => !r.close && !timing.extra,
+        }
+    }
+
+    /// The `Server` header of the last response, when asked for.
+    pub(crate) fn take_server(&mut self) -> Option<String> {
+        match self {
+            Session::Http1(r) => r.take_server(),
+        }
+    }
+
+    /// The headers of the last response, when asked for.
+    pub(crate) fn headers(&self) -> &[(String, String)] {
+        match self {
+            Session::Http1(r) => r.headers(),
+        }
+    }
+
+    /// The body of the last response, when asked for.
+    pub(crate) fn body(&self) -> &[u8] {
+        match self {
+            Session::Http1(r) => r.body(),
+        }
+    }
+
+    /// The last response's body was longer than what was kept.
+    pub(crate) fn body_truncated(&self) -> bool {
+        match self {
+            Session::Http1(r) => r.body_truncated,
+        }
+    }
+}
+
+/// Records one exchange's outcome in the worker's recorder and in `row`:
+/// the bytes sent, the five request phases (send, wait, receive, response,
+/// latency from `origin`), and ok, rejected (status not in `expect`) or the
+/// error. With `first_reply`, the response is kept as the run's first.
+/// Some(whether the status was expected) when a response arrived.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn record_exchange(
+    ctx: &Ctx,
+    session: &mut Session,
+    outcome: &Result<Timing, Failed>,
+    request_len: usize,
+    t_send: Instant,
+    origin: Instant,
+    expect: &StatusSet,
+    first_reply: bool,
+    row: Option<&mut Row<'_>>,
+) -> Option<bool> {
+    let mut rec = ctx.rec.borrow_mut();
+    match *outcome {
+        Ok(Timing {
+            sent,
+            first,
+            done,
+            kernel,
+            ..
+        }) => {
+            ctx.count_stamp(kernel);
+            rec.sent(sent, request_len as u64);
+            rec.phase(done, Phase::Send, sent - t_send);
+            rec.phase(done, Phase::Wait, first.saturating_duration_since(sent));
+            rec.phase(done, Phase::Receive, done - first);
+            rec.phase(done, Phase::Response, done - t_send);
+            rec.phase(done, Phase::Latency, done.saturating_duration_since(origin));
+            let reply = session.reply();
+            let wire_bytes = session.wire_bytes();
+            if first_reply {
+                rec.first_reply(reply, session.take_server());
+            }
+            let ok = expect.contains(reply.status);
+            if ok {
+                rec.request_ok(done, reply, wire_bytes);
+            } else {
+                rec.request_rejected(done, reply, wire_bytes);
+            }
+            if let Some(r) = row {
+                r.phase(Phase::Send, sent - t_send);
+                r.phase(Phase::Wait, first.saturating_duration_since(sent));
+                r.phase(Phase::Receive, done - first);
+                r.phase(Phase::Response, done - t_send);
+                r.phase(Phase::Latency, done.saturating_duration_since(origin));
+                r.reply(reply.status, request_len as u64, wire_bytes);
+                if ok {
+                    r.ok();
+                } else {
+                    r.failed(ErrorClass::CheckFailed);
+                }
+            }
+            Some(ok)
+        }
+        Err(f) => {
+            let now = Instant::now();
+            let wire_bytes = session.wire_bytes();
+            rec.sent(now, f.written as u64);
+            rec.request_failed(now, f.class, wire_bytes);
+            if let Some(r) = row {
+                r.reply(0, f.written as u64, wire_bytes);
+                r.failed(f.class);
+            }
+            None
+        }
+    }
+}
+
+/// One request: connect if needed, exchange, record. `origin` is where
+/// latency is measured from: the intended start when `scheduled` (open
+/// loop; its row shows the lateness), else the actual one.
+pub(crate) async fn one_request(
+    ctx: &Ctx,
+    conn: &mut Option<Conn>,
+    session: &mut Session,
+    mut sleep: Pin<&mut Sleep>,
+    origin: Instant,
+    scheduled: bool,
+) {
+    ctx.rec.borrow_mut().request_started();
+    ctx.in_flight.set(ctx.in_flight.get() + 1);
+    let spec = &ctx.spec;
+    // Written when it drops: once, however the request ends.
+    let now = Instant::now();
+    let mut row = ctx.row(now);
+    if let Some(r) = row.row() {
+        if scheduled {
+            r.phase(Phase::ScheduleLag, now.saturating_duration_since(origin));
+        }
+        if let Some(c) = conn.as_ref() {
+            r.conn(c.id);
+        }
+    }
+
+    let (c, t_send, written) = match conn {
+        Some(c) => (c, Instant::now(), 0),
+        None => {
+            // Boxed: the connect future is large and short-lived; keeping it
+            // out of the task keeps every idle connection small. Plain TCP
+            // sends the request with the connect (see conn::connect).
+            let first: &[u8] = if spec.tls.is_some() { &[] } else { &spec.request };
+            match Box::pin(open_connection(ctx, first, None, false, sleep.as_mut(), row.row())).await {
+                Ok(o) => {
+                    let c = conn.insert(o.conn);
+                    // A request written with the connect started with the
+                    // system call that wrote it.
+                    (c, o.sent, o.written)
+                }
+                Err(class) => {
+                    let now = Instant::now();
+                    ctx.rec.borrow_mut().request_failed(now, class, 0);
+                    ctx.in_flight.set(ctx.in_flight.get() - 1);
+                    if let Some(r) = row.row() {
+                        r.failed(class);
+                    }
+                    return;
+                }
+            }
+        }
+    };
+    if !exchange_on(ctx, c, session, sleep, t_send, written, origin, row.row()).await {
+        close(ctx, conn.take());
+    }
+}
+
+/// Sends the plan's request on `c` (its first `written` bytes already out
+/// since `t_send`), reads the response and records it (in `row` too); the
+/// request was counted started and in flight by the caller. True when the
+/// connection can carry another request.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn exchange_on(
+    ctx: &Ctx,
+    c: &mut Conn,
+    session: &mut Session,
+    mut sleep: Pin<&mut Sleep>,
+    t_send: Instant,
+    written: usize,
+    origin: Instant,
+    row: Option<&mut Row<'_>>,
+) -> bool {
+    let spec = &ctx.spec;
+    let keep_server = ctx.rec.borrow().wants_first_reply();
+    session.reset(Keep {
+        server: keep_server,
+        ..Keep::default()
+    });
+    sleep.as_mut().reset((t_send + spec.timeout).into());
+    let outcome = session
+        .exchange(
+            &mut c.stream,
+            &spec.request,
+            written,
+            t_send,
+            ctx.stamp,
+            &ctx.scratch,
+            sleep,
+        )
+        .await;
+    ctx.in_flight.set(ctx.in_flight.get() - 1);
+    let recorded = record_exchange(
+        ctx,
+        session,
+        &outcome,
+        spec.request.len(),
+        t_send,
+        origin,
+        &spec.expect,
+        keep_server,
+        row,
+    );
+    match outcome {
+        Ok(timing) => recorded.is_some() && spec.keepalive && session.reusable(&timing),
+        Err(_) => false,
+    }
+}
