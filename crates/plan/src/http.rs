@@ -9,6 +9,7 @@ use crate::duration::format_duration;
 use crate::error::PlanError;
 use crate::segment::Segment;
 use crate::status::StatusSet;
+pub use crate::tls::TlsSettings;
 
 /// Run length when neither `-n` nor `-d` is given (as wrk).
 pub const DEFAULT_DURATION: Duration = Duration::from_secs(10);
@@ -66,73 +67,6 @@ pub struct HttpArgs {
     pub segment: Option<Segment>,
     /// `--start-at`, ms since the Unix epoch.
     pub start_at_unix_ms: Option<u64>,
-}
-
-/// TLS settings as given on the command line. The files are read and
-/// checked at the edge (throng-tls); the plan keeps what a report needs.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TlsSettings {
-    /// `--insecure`: certificates are not verified.
-    #[serde(default)]
-    pub insecure: bool,
-    /// `--cacert`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cacert: Option<String>,
-    /// `--cert` (client certificate, mTLS).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cert: Option<String>,
-    /// `--key`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub key: Option<String>,
-    /// `--tls-resume`: resume sessions instead of full handshakes.
-    #[serde(default)]
-    pub resume: bool,
-    /// `--tls-groups`, as given.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub groups: Vec<String>,
-    /// `--tls-version`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub version: Option<String>,
-    /// `--sni`: the server name to send and verify (default: the URL's host).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub server_name: Option<String>,
-}
-
-impl TlsSettings {
-    /// True when any TLS flag was given.
-    pub fn any(&self) -> bool {
-        *self != TlsSettings::default()
-    }
-
-    /// `verified`, `NOT verified (--insecure)`, plus mTLS and resumption notes.
-    pub fn describe(&self) -> String {
-        let mut parts = vec![if self.insecure {
-            "certificates NOT verified (--insecure)".to_string()
-        } else {
-            match &self.cacert {
-                Some(ca) => format!("certificates verified against {ca}"),
-                None => "certificates verified against the system's CAs".to_string(),
-            }
-        }];
-        if self.cert.is_some() {
-            parts.push("client certificate (mTLS)".to_string());
-        }
-        parts.push(
-            if self.resume {
-                "sessions resumed"
-            } else {
-                "full handshakes"
-            }
-            .to_string(),
-        );
-        if !self.groups.is_empty() {
-            parts.push(format!("groups {}", self.groups.join(",")));
-        }
-        if let Some(v) = &self.version {
-            parts.push(format!("TLS {v} only"));
-        }
-        parts.join(", ")
-    }
 }
 
 /// `http` or `https`.

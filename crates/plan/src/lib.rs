@@ -19,6 +19,7 @@ mod schedule;
 mod segment;
 mod status;
 mod storm;
+mod tls;
 
 pub use duration::{MAX_RATE, format_duration, parse_duration, parse_rate, serde_duration, serde_opt_duration};
 pub use error::PlanError;
@@ -33,3 +34,4 @@ pub use storm::{
     LineStep, NatsAuth, Pattern, Procs, Protocol, Reconnect, StormArgs, StormPlan, StormRequest, StormScheme,
     StormTarget, Trigger, parse_sources, unescape,
 };
+pub use tls::{TlsGroup, TlsVersion};
