@@ -15,6 +15,7 @@ mod duration;
 mod error;
 mod http;
 pub mod input;
+mod loads;
 mod schedule;
 mod segment;
 mod status;
@@ -27,6 +28,7 @@ pub use http::{
     HttpArgs, HttpPlan, Load, MAX_BODY_BYTES, REDACTED, SENSITIVE_HEADERS, Scheme, Stop, Target, TlsSettings,
     is_forbidden_in_value, is_secret, redact_command, redaction_note, secret_names,
 };
+pub use loads::{HttpLoads, HttpWorkerLoad, StormLoads, StormWorkerLoad};
 pub use schedule::{Arrivals, Rng, StormStarts, arrival_offset, split_evenly};
 pub use segment::{Fraction, MAX_CYCLE, Segment, parse_start_at};
 pub use status::StatusSet;
