@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::duration::format_duration;
 use crate::error::PlanError;
+use crate::head::{Authority, RequestHead};
 use crate::segment::Segment;
 use crate::status::StatusSet;
 pub use crate::tls::TlsSettings;
@@ -98,20 +99,16 @@ impl Target {
     /// `host:port` for the `Host` header, with the port only when it is not
     /// the scheme's default.
     pub fn authority(&self) -> String {
-        let host = if self.host.contains(':') {
-            format!("[{}]", self.host)
-        } else {
-            self.host.clone()
-        };
+        self.host_authority().to_string()
+    }
+
+    /// The [`Authority`] of this target.
+    pub fn host_authority(&self) -> Authority {
         let default = match self.scheme {
             Scheme::Http => 80,
             Scheme::Https => 443,
         };
-        if self.port == default {
-            host
-        } else {
-            format!("{host}:{}", self.port)
-        }
+        Authority::new(&self.host, self.port, default)
     }
 }
 
@@ -404,30 +401,19 @@ impl HttpPlan {
 
     /// The request line and headers, for a body of `body_len` bytes.
     fn render_head(&self, body_len: usize) -> Vec<u8> {
-        let head: usize = self.headers.iter().map(|(n, v)| n.len() + v.len() + 4).sum();
+        let head = RequestHead {
+            method: &self.method,
+            target: &self.target.path,
+            authority: &self.target.host_authority(),
+            headers: &self.headers,
+            body_len,
+            close: !self.keepalive,
+        };
         // Room for the body too: render_request appends it without regrowing.
-        let mut out = Vec::with_capacity(256 + self.method.len() + self.target.path.len() + head + self.body.len());
-        let has = |name: &str| self.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
-        out.extend_from_slice(format!("{} {} HTTP/1.1\r\n", self.method, self.target.path).as_bytes());
-        if !has("host") {
-            out.extend_from_slice(format!("Host: {}\r\n", self.target.authority()).as_bytes());
-        }
-        if !has("user-agent") {
-            out.extend_from_slice(concat!("User-Agent: throng/", env!("CARGO_PKG_VERSION"), "\r\n").as_bytes());
-        }
-        for (name, value) in &self.headers {
-            out.extend_from_slice(format!("{name}: {value}\r\n").as_bytes());
-        }
-        // A user Content-Length that agreed with the body was dropped at
-        // validation (one that did not was refused): this is the only one.
-        let sends_body = body_len > 0 || matches!(self.method.as_str(), "POST" | "PUT" | "PATCH");
-        if sends_body {
-            out.extend_from_slice(format!("Content-Length: {body_len}\r\n").as_bytes());
-        }
-        if !self.keepalive && !has("connection") {
-            out.extend_from_slice(b"Connection: close\r\n");
-        }
-        out.extend_from_slice(b"\r\n");
+        let mut out = Vec::with_capacity(
+            256 + self.headers.iter().map(|(n, v)| n.len() + v.len() + 4).sum::<usize>() + self.body.len(),
+        );
+        head.write(&mut out);
         out
     }
 

@@ -13,6 +13,7 @@
 
 mod duration;
 mod error;
+mod head;
 mod http;
 pub mod input;
 mod loads;
@@ -24,6 +25,7 @@ mod tls;
 
 pub use duration::{MAX_RATE, format_duration, parse_duration, parse_rate, serde_duration, serde_opt_duration};
 pub use error::PlanError;
+pub use head::{Authority, RequestHead};
 pub use http::{
     HttpArgs, HttpPlan, Load, MAX_BODY_BYTES, REDACTED, SENSITIVE_HEADERS, Scheme, Stop, Target, TlsSettings,
     is_forbidden_in_value, is_secret, redact_command, redaction_note, secret_names,
