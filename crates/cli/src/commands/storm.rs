@@ -514,3 +514,59 @@ impl ChildRows {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use throng_plan::{Procs, Protocol, StormArgs, StormPlan};
+
+    use super::ChildOrder;
+    use crate::args::{Cli, Command};
+
+    /// A child's orders carry what the plan never serializes: the NATS
+    /// password and the segment come back, and nothing else differs.
+    #[test]
+    fn orders_round_trip_the_plan_with_its_secret_and_segment() {
+        use clap::Parser;
+        let cli = Cli::try_parse_from([
+            "throng",
+            "storm",
+            "nats://alice:s3cret@127.0.0.1:4222",
+            "-n",
+            "100",
+            "--segment",
+            "1/4:1/2",
+            "--segment-sequence",
+            "0,1/4,1/2,1",
+        ])
+        .unwrap();
+        let Command::Storm(c) = cli.command else {
+            panic!("a storm")
+        };
+        let segment = super::super::segment::parse(&c.segments).unwrap().segment;
+        let plan = StormPlan::from_args(StormArgs {
+            target: c.target.clone(),
+            connections: c.connections,
+            cores: 2,
+            segment: segment.clone(),
+            ..StormArgs::default()
+        })
+        .unwrap();
+        let Some(Protocol::Nats(auth)) = &plan.protocol else {
+            panic!("{:?}", plan.protocol)
+        };
+        assert_eq!(auth.secret.as_deref(), Some("s3cret"));
+        let json = serde_json::to_string(&ChildOrder::new(&c, &plan, 1, 3, 42)).unwrap();
+        let order: ChildOrder = serde_json::from_str(&json).unwrap();
+        let back = order.plan().unwrap();
+        assert_eq!((order.index, order.count, order.start_at_unix_ms), (1, 3, 42));
+        assert_eq!(back.procs, Procs::Count(3));
+        assert_eq!(
+            StormPlan {
+                procs: plan.procs,
+                ..back
+            },
+            plan
+        );
+        assert!(segment.is_some());
+    }
+}
