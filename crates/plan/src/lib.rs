@@ -1,14 +1,17 @@
 //! Plans: what a run will do, validated once, then trusted.
 //!
 //! ```text
-//!  flags (cli, raw) ──► HttpArgs ──validate──► HttpPlan ──► Arrivals (open loop)
-//!                                   │                 └──► request bytes
+//!  flags (cli, raw) ──► HttpArgs ──validate──► HttpPlan ──► worker_loads(threads): each worker's share
+//!                                   │                 └──► request bytes (RequestHead, Authority)
 //!                                   └─ PlanError: names the flag, says the fix
 //! ```
 //!
 //! Everything here is pure: no sockets, no runtime, no clock. The engine
-//! reads a [`HttpPlan`] and never re-checks it ([`StormPlan`]'s `--expect`
-//! patterns arrive compiled). [`input`] bounds the YAML files users hand
+//! runs the loads a plan divides itself into ([`HttpPlan::worker_loads`],
+//! [`StormPlan::worker_loads`]) and does not re-check what was validated
+//! here: `--expect` patterns arrive compiled, TLS groups and versions as
+//! [`TlsGroup`] and [`TlsVersion`] (throng-tls builds the client
+//! configuration from [`TlsSettings`]). [`input`] bounds the YAML files users hand
 //! throng (size, nesting, a byte order mark) before any parser sees them.
 
 mod duration;
