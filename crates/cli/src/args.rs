@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use throng_plan::{StatusSet, parse_duration, parse_rate};
+use throng_plan::{StatusSet, TlsGroup, TlsVersion, parse_duration, parse_rate};
 
 /// A network load generator with numbers you can trust.
 #[derive(Debug, Parser)]
@@ -47,6 +47,10 @@ pub enum Command {
     Run(Box<RunCmd>),
     /// Agents on Kubernetes: print the manifests that run a plan as N exact segments.
     K8s(K8sCmd),
+    /// (internal) One process of `storm --procs N`: reads its orders (the validated plan and its
+    /// part) as JSON on stdin, prints its result document
+    #[command(name = "storm-part", hide = true)]
+    StormPart,
 }
 
 #[derive(Debug, Args)]
@@ -137,18 +141,9 @@ pub struct RunCmd {
     /// Proxy-Authorization, Cookie and Set-Cookie always are)
     #[arg(long = "secret-header", value_name = "NAME")]
     pub secret_headers: Vec<String>,
-    /// Write the result document (JSON) here
-    #[arg(long = "json", value_name = "FILE")]
-    pub json: Option<PathBuf>,
-    /// Also write a self-contained HTML report here (charts as inline SVG; fetches nothing)
-    #[arg(long = "html", value_name = "FILE")]
-    pub html: Option<PathBuf>,
     /// Write the threshold verdicts as JUnit XML here (for CI systems)
-    #[arg(long = "junit", value_name = "FILE")]
+    #[arg(long = "junit", value_name = "FILE", help_heading = "Output")]
     pub junit: Option<PathBuf>,
-    /// Report layout on stdout: text or json
-    #[arg(long = "format", value_enum, default_value_t = Format::Text)]
-    pub format: Format,
     /// Worker threads [default: one per core]
     #[arg(short = 't', long = "threads", value_name = "N")]
     pub threads: Option<u32>,
@@ -156,16 +151,13 @@ pub struct RunCmd {
     #[arg(long = "seed", value_name = "N")]
     pub seed: Option<u64>,
     #[command(flatten)]
-    pub export: ExportArgs,
+    pub output: OutputArgs<ReportFormat>,
     #[command(flatten)]
     pub repeat: RepeatArgs,
     #[command(flatten)]
     pub segments: SegmentArgs,
     #[command(flatten)]
     pub live: LiveArgs,
-    /// No progress line
-    #[arg(short = 'q', long = "quiet")]
-    pub quiet: bool,
 }
 
 /// Execution segments: this process's share of a plan several run together.
@@ -295,6 +287,25 @@ pub enum Format {
     Json,
 }
 
+/// The layouts of a storm's or a scenario's report (ab and httperf describe
+/// HTTP requests only).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    /// throng's summary.
+    Text,
+    /// The result document (JSON).
+    Json,
+}
+
+impl From<ReportFormat> for Format {
+    fn from(f: ReportFormat) -> Format {
+        match f {
+            ReportFormat::Text => Format::Text,
+            ReportFormat::Json => Format::Json,
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct HttpCmd {
     /// Target URL, e.g. http://127.0.0.1:8080/
@@ -337,7 +348,7 @@ pub struct HttpCmd {
     #[arg(long = "expect-status", value_name = "LIST", value_parser = StatusSet::parse)]
     pub expect_status: Option<StatusSet>,
     #[command(flatten)]
-    pub export: ExportArgs,
+    pub output: OutputArgs<Format>,
     #[command(flatten)]
     pub tls: TlsArgs,
     #[command(flatten)]
@@ -346,9 +357,16 @@ pub struct HttpCmd {
     pub segments: SegmentArgs,
     #[command(flatten)]
     pub live: LiveArgs,
+}
+
+/// What a run writes and shows, shared by `http`, `storm` and `run`. `F` is
+/// the layouts the command can print (`run` and `storm`: text or json).
+#[derive(Clone, Debug, Args)]
+#[command(next_help_heading = "Output")]
+pub struct OutputArgs<F: ValueEnum + Clone + Send + Sync + 'static> {
     /// Report layout on stdout
-    #[arg(long = "format", value_enum, default_value_t = Format::Text)]
-    pub format: Format,
+    #[arg(long = "format", value_enum, default_value = "text")]
+    pub format: F,
     /// Also write the result document here (a result set with --repeat)
     #[arg(long = "json", value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -358,6 +376,8 @@ pub struct HttpCmd {
     /// No progress display
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
+    #[command(flatten)]
+    pub export: ExportArgs,
 }
 
 /// TLS flags, shared by every command that connects.
@@ -380,11 +400,11 @@ pub struct TlsArgs {
     #[arg(long = "tls-resume")]
     pub resume: bool,
     /// Key-exchange groups to offer, in order: x25519, p256, p384, x25519mlkem768 [default: rustls's]
-    #[arg(long = "tls-groups", value_name = "LIST", value_delimiter = ',')]
-    pub groups: Vec<String>,
+    #[arg(long = "tls-groups", value_name = "LIST", value_delimiter = ',', value_parser = TlsGroup::parse)]
+    pub groups: Vec<TlsGroup>,
     /// Only this TLS version: 1.2 or 1.3 [default: both]
-    #[arg(long = "tls-version", value_name = "VERSION")]
-    pub tls_version: Option<String>,
+    #[arg(long = "tls-version", value_name = "VERSION", value_parser = TlsVersion::parse)]
+    pub tls_version: Option<TlsVersion>,
     /// Server name to send (SNI) and verify [default: the host]
     #[arg(long = "sni", value_name = "NAME")]
     pub sni: Option<String>,
@@ -405,9 +425,9 @@ pub struct LiveArgs {
     pub prometheus_linger: Duration,
 }
 
-/// Exports for other tools, shared by every command that runs load.
+/// Exports for other tools, shared by every command that runs load (listed
+/// under the "Output" heading of [`OutputArgs`]).
 #[derive(Clone, Debug, Default, Args)]
-#[command(next_help_heading = "Exports")]
 pub struct ExportArgs {
     /// Write the per-second series here as CSV, one row per second per metric
     /// (second,unix_ms,metric,value)
@@ -534,28 +554,13 @@ pub struct StormCmd {
     #[arg(skip)]
     pub steps: Vec<(bool, String)>,
     #[command(flatten)]
-    pub export: ExportArgs,
+    pub output: OutputArgs<ReportFormat>,
     #[command(flatten)]
     pub tls: TlsArgs,
     #[command(flatten)]
     pub repeat: RepeatArgs,
     #[command(flatten)]
     pub live: LiveArgs,
-    /// Report layout on stdout
-    #[arg(long = "format", value_enum, default_value_t = Format::Text)]
-    pub format: Format,
-    /// Also write the result document here (a result set with --repeat)
-    #[arg(long = "json", value_name = "FILE")]
-    pub json: Option<PathBuf>,
-    /// Also write a self-contained HTML report here (charts as inline SVG; fetches nothing)
-    #[arg(long = "html", value_name = "FILE")]
-    pub html: Option<PathBuf>,
-    /// No progress display
-    #[arg(short = 'q', long = "quiet")]
-    pub quiet: bool,
-    /// (internal) run part I of N of a multi-process storm and print its result as JSON
-    #[arg(long = "part", hide = true, value_name = "I/N")]
-    pub part: Option<String>,
     #[command(flatten)]
     pub segments: SegmentArgs,
 }

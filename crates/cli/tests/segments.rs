@@ -296,3 +296,16 @@ fn scenario_iterations_in_three_segments_add_up() {
         20 + 101 + requests(&merged, "a")
     );
 }
+
+/// The descriptor check counts the connections this segment may open, not
+/// the whole plan's: an eighth of 24000 fits a 20000-descriptor limit.
+#[test]
+fn the_descriptor_check_counts_the_segments_share() {
+    let server = lab(None);
+    let url = format!("http://{}/", server.addr());
+    let run = common::http(&[&url, "-r", "200", "-n", "80", "-c", "24000", "--segment", "0:1/8"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let r = run.result();
+    assert_books_balance(r);
+    assert_eq!(r.measurements.requests.ok, 10, "the segment's eighth of 80 requests");
+}

@@ -218,7 +218,10 @@ fn storm_mistakes_exit_2() {
             &["tcp://127.0.0.1:9", "-n", "100000", "--hold", "1s", "--procs", "1"],
             "--procs 1",
         ),
-        (&["tcp://127.0.0.1:9", "-n", "1", "--format", "ab"], "text or json"),
+        (
+            &["tcp://127.0.0.1:9", "-n", "1", "--format", "ab"],
+            "possible values: text, json",
+        ),
     ];
     for (args, needle) in cases {
         let out = common::output(throng().arg("storm").args(*args));
@@ -397,4 +400,129 @@ fn tls_storms_count_handshakes_and_name_failures() {
     let run = storm(&[&target, "-n", "20"]);
     assert_eq!(run.code(), 1);
     assert_eq!(run.result().measurements.connections.error("tls.unknown_ca"), 20);
+}
+
+/// `storm --procs 2` hands each child the validated plan, not re-typed
+/// flags: with every flag a multi-process storm allows set to a value other
+/// than its default, the merged result's plan is the single process's plan,
+/// and the children behave as the flags say.
+#[test]
+fn storm_children_honour_every_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = dir.path().join("certs");
+    let o = common::output(throng().args(["certs", "--out", c.to_str().unwrap()]));
+    assert!(o.status.success());
+    let p = |n: &str| c.join(n).display().to_string();
+    // nginx: it resumes sessions (tickets and a cache) and verifies the client.
+    let nginx = common::Nginx::start_tls(
+        &format!(
+            "ssl_certificate {}; ssl_certificate_key {}; ssl_protocols TLSv1.2 TLSv1.3;\n\
+             ssl_session_cache shared:SSL:1m; ssl_session_tickets on;\n\
+             ssl_client_certificate {}; ssl_verify_client on;",
+            p("server.pem"),
+            p("server.key"),
+            p("ca.pem")
+        ),
+        "location / { return 200 \"tls\"; }",
+    );
+    let target = format!("tls://localhost:{}", nginx.port);
+    let (ca, cert, key) = (p("ca.pem"), p("client.pem"), p("client.key"));
+    let flags = |procs: &'static str, expect: &'static str| -> Vec<String> {
+        [
+            target.as_str(),
+            "-n",
+            "40",
+            "--rate",
+            "100",
+            "--max-concurrent",
+            "40",
+            "--workers",
+            "1",
+            "--jitter",
+            "20ms",
+            "--hold",
+            "300ms",
+            "--timeout",
+            "7s",
+            "--seed",
+            "7",
+            "--source",
+            "127.0.0.1-127.0.0.2",
+            "--protocol",
+            "lines",
+            "--send",
+            r"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n",
+            "--expect",
+            expect,
+            "--step-timeout",
+            "4s",
+            "--reconnect",
+            "--reconnect-wait",
+            "100ms",
+            "--reconnect-jitter",
+            "10ms",
+            "--max-reconnects",
+            "3",
+            "--cacert",
+            &ca,
+            "--cert",
+            &cert,
+            "--key",
+            &key,
+            "--tls-resume",
+            "--tls-groups",
+            "x25519",
+            "--tls-version",
+            "1.3",
+            "--sni",
+            "localhost",
+            "--segment",
+            "1/4:1",
+            "--procs",
+            procs,
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    };
+    let run = |args: Vec<String>| storm(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let one = run(flags("1", r"^HTTP/1\.1 200"));
+    let two = run(flags("2", r"^HTTP/1\.1 200"));
+    assert_eq!(one.code(), 0, "{}", one.stderr());
+    assert_eq!(two.code(), 0, "{}", two.stderr());
+    assert!(
+        two.result().parts.len() >= 2,
+        "ran as two processes: {:?}",
+        two.result().parts
+    );
+
+    // The plans agree on everything but the process count.
+    let plan = |r: &common::Run| {
+        let mut v = serde_json::to_value(&r.result().plan).unwrap();
+        assert_eq!(v["command"], "storm", "{v}");
+        v.as_object_mut().unwrap().remove("procs");
+        v
+    };
+    assert_eq!(plan(&one), plan(&two));
+
+    // What the children did: the segment's 30 connections (3/4 of 40), each
+    // scheduled (--rate), resumed TLS 1.3 over x25519, held 300 ms, and
+    // answered as --send/--expect say.
+    for r in [&one, &two] {
+        let m = &r.result().measurements;
+        assert_books_balance(r.result());
+        assert_eq!(m.connections.ok, 30, "{:?}", m.connections.errors);
+        assert_eq!(m.phases["schedule_lag"].count(), 30);
+        assert!(m.phases["connection"].min() >= 300_000, "held 300 ms");
+        let t = m.tls.as_ref().unwrap();
+        assert_eq!(t.versions.get("TLSv1_3"), Some(&30), "{t:?}");
+        assert!(t.resumed >= 1, "--tls-resume: sessions resumed: {t:?}");
+        assert_eq!(t.groups.get("X25519"), Some(&30), "{t:?}");
+    }
+    // A child that did not get --expect would count these as ok.
+    let wrong = run(flags("2", "^NOT-HTTP"));
+    assert!(wrong.result().parts.len() >= 2, "{:?}", wrong.result().parts);
+    let m = &wrong.result().measurements;
+    assert_eq!(m.connections.ok, 0, "{:?}", m.connections.errors);
+    assert_eq!(m.connections.attempted, 30);
 }

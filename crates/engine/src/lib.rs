@@ -54,7 +54,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use throng_metrics::{Live, Measurements};
-use throng_plan::{Arrivals, HttpPlan, Load, StatusSet, Stop, StormPlan, StormStarts, split_evenly};
+use throng_plan::{HttpPlan, HttpWorkerLoad, StatusSet, Stop, StormPlan, split_evenly};
 use throng_result::{Generator, Part, Plan, RunResult, SCHEMA, TriggerRecord, rfc3339};
 use throng_tls::rustls::ClientConfig;
 use throng_tls::rustls::pki_types::ServerName;
@@ -225,12 +225,6 @@ pub struct Progress {
     pub snapshot: Option<Arc<Measurements>>,
 }
 
-/// Connections an open-loop worker opens before its schedule starts: enough
-/// for 2 ms of arrivals, plus a few; never more than its cap.
-fn warm_connections(rate: f64, cap: u64) -> u64 {
-    ((rate * 0.002).ceil() as u64 + 4).min(cap)
-}
-
 /// Resolves a host to its first address.
 pub fn resolve(host: &str, port: u16) -> Result<SocketAddr, EngineError> {
     let fail = |reason: String| EngineError::Resolve {
@@ -306,7 +300,10 @@ pub fn run_http(
     on_tick: &mut dyn FnMut(&Progress),
 ) -> Result<RunResult, EngineError> {
     let threads = plan.threads.max(1);
-    check_fds(u64::from(plan.connections), threads)?;
+    // This process's segment of the plan (the whole without one), divided
+    // among the workers: the descriptor check counts the segment's share.
+    let loads = plan.worker_loads(threads);
+    check_fds(loads.connections, threads)?;
     let addr = resolve(&plan.target.host, plan.target.port)?;
     let tls = plan_tls(plan.tls.as_ref(), tls, &plan.target.host, "an https plan")?;
 
@@ -317,35 +314,30 @@ pub fn run_http(
     let _primer = stamps::Primer::start();
     let clock = plan.start_at_unix_ms.map_or_else(Clock::start, Clock::at);
     let origin = clock.origin;
-    // This process's segment of the plan (the whole without one): its
-    // share of connections and requests, its owned subsequence of arrivals.
-    let segment = plan.segment();
-    let conns = split_evenly(segment.share(u64::from(plan.connections)).max(1), threads);
-    let (budgets, until, total_arrivals) = match (plan.load, plan.stop) {
-        (_, Stop::Requests(n)) => (Some(split_evenly(segment.share(n), threads)), None, n),
-        (Load::Closed, Stop::Duration(d)) => (None, Some(origin + d), 0),
-        (Load::Open { rate }, Stop::Duration(d)) => (None, None, Arrivals::count_within(rate, d)),
-    };
-    let my_rate = |rate: f64| rate * segment.width();
-    let specs = (0..threads as usize)
-        .map(|w| {
-            let load = match plan.load {
-                Load::Closed => WorkerLoad::Closed {
-                    connections: conns[w],
-                    budget: budgets.as_ref().map(|b| b[w]),
+    let specs = loads
+        .workers
+        .into_iter()
+        .map(|load| {
+            let load = match load {
+                HttpWorkerLoad::Closed {
+                    connections,
+                    budget,
                     until,
+                } => WorkerLoad::Closed {
+                    connections,
+                    budget,
+                    until: until.map(|d| origin + d),
                 },
-                Load::Open { rate } => WorkerLoad::Open {
-                    arrivals: Arrivals::segmented(rate, total_arrivals, &segment, w as u64, u64::from(threads)),
-                    cap: conns[w],
-                    // This worker's share of the schedule: every threads-th
-                    // of the segment's arrivals.
-                    gap: Duration::from_secs_f64(f64::from(threads) / my_rate(rate)),
-                    warm: if plan.keepalive {
-                        warm_connections(my_rate(rate) / f64::from(threads), conns[w])
-                    } else {
-                        0
-                    },
+                HttpWorkerLoad::Open {
+                    arrivals,
+                    cap,
+                    gap,
+                    warm,
+                } => WorkerLoad::Open {
+                    arrivals,
+                    cap,
+                    gap,
+                    warm,
                 },
             };
             WorkerSpec {
@@ -369,21 +361,13 @@ pub fn run_http(
     let launch = Launch {
         specs,
         clock,
-        total_requests: match plan.stop {
-            Stop::Requests(n) => Some(segment.share(n)),
-            Stop::Duration(_) if plan.is_open_loop() => Some(segment.share(total_arrivals)),
-            Stop::Duration(_) => None,
-        },
+        total_requests: loads.total_requests,
         duration: match plan.stop {
             Stop::Duration(d) => Some(d),
             Stop::Requests(_) => None,
         },
         // When the schedule ends; what is in flight then gets the timeout.
-        planned_end: match (plan.load, plan.stop) {
-            (Load::Closed, Stop::Duration(d)) => Some(origin + d),
-            (Load::Open { rate }, _) => Some(origin + throng_plan::arrival_offset(total_arrivals, rate)),
-            _ => None,
-        },
+        planned_end: loads.planned_end.map(|d| origin + d),
         grace: plan.timeout,
         judge_after: u64::from(plan.connections).min(10),
         trigger: None,
@@ -806,14 +790,7 @@ impl StormPart {
 /// Most connections a storm may have open at once, from its plan: the cap,
 /// or what its rate and hold allow, or all of them.
 pub fn storm_peak_estimate(plan: &StormPlan) -> u64 {
-    let n = plan.connections;
-    let per_connection = (plan.hold + plan.timeout).as_secs_f64();
-    let by_pace = match (plan.rate, plan.jitter) {
-        (Some(r), _) => (r * per_connection).ceil() as u64,
-        (None, Some(j)) => (n as f64 * (per_connection / j.as_secs_f64()).min(1.0)).ceil() as u64,
-        (None, None) => n,
-    };
-    plan.max_concurrent.unwrap_or(n).min(by_pace.max(1)).min(n)
+    plan.peak_estimate()
 }
 
 /// Runs this process's share of a storm and returns its result.
@@ -827,15 +804,10 @@ pub fn run_storm(
 ) -> Result<RunResult, EngineError> {
     let workers = plan.workers.max(1);
     let count = part.count.max(1);
-    let all_workers = u64::from(workers) * u64::from(count);
-    // This process's segment: its owned connections are striped over the
-    // workers of all its processes.
-    let segment = plan.segment();
-    let peak = segment
-        .share(storm_peak_estimate(plan))
-        .max(1)
-        .div_ceil(u64::from(count));
-    check_fds(peak, workers)?;
+    // This process's share of its segment, striped over the workers of all
+    // its processes.
+    let loads = plan.worker_loads(part.index, count);
+    check_fds(loads.peak, workers)?;
     let addr = resolve(&plan.target.host, plan.target.port)?;
     let client = plan_tls(plan.tls.as_ref(), tls, &plan.target.host, "a TLS storm")?;
     // tls:// and https:// speak TLS from the first byte; nats:// starts
@@ -861,72 +833,37 @@ pub fn run_storm(
     };
     let clock = part.start_at_unix_ms.map_or_else(Clock::start, Clock::at);
     let origin = clock.origin;
-    let caps = plan
-        .max_concurrent
-        .map(|m| split_evenly(segment.share(m).max(1), u32::try_from(all_workers).unwrap_or(u32::MAX)));
-
-    let specs = (0..u64::from(workers))
-        .map(|w| {
-            let global = u64::from(part.index) * u64::from(workers) + w;
-            // Invariant: fewer workers than u32::MAX (processes × threads).
-            let starts = StormStarts::segmented(
-                plan.connections,
-                plan.rate,
-                plan.jitter,
-                &segment,
-                global as u32,
-                all_workers as u32,
-                plan.seed,
-            );
-            let share = starts.remaining().max(1);
-            let gap = match (plan.rate, plan.jitter) {
-                (Some(r), _) => Duration::from_secs_f64(all_workers as f64 / (r * segment.width())),
-                (None, Some(j)) => j / u32::try_from(share).unwrap_or(u32::MAX),
-                (None, None) => Duration::ZERO,
-            };
-            WorkerSpec {
-                addr,
-                request: request.clone(),
-                head_request: false,
-                timeout: plan.timeout,
-                keepalive: true,
-                expect: StatusSet::default(),
-                tls: tls.clone(),
-                protocol: protocol.clone(),
-                upgrade_tls: upgrade_tls.clone(),
-                source: Arc::clone(&source),
-                origin,
-                load: WorkerLoad::Storm(StormLoad {
-                    starts,
-                    // Each worker's share of the cap; at least one.
-                    cap: caps
-                        .as_ref()
-                        .map(|c| c.get(global as usize).copied().unwrap_or(1).max(1)),
-                    hold: plan.hold,
-                    scheduled: plan.rate.is_some() || plan.jitter.is_some(),
-                    gap,
-                    worker: global,
-                    workers: all_workers,
-                    reconnect: plan.reconnect,
-                    seed: plan.seed,
-                    nats_go: plan.client == throng_plan::ClientProfile::NatsGo,
-                }),
-                rows: None,
-            }
+    let mine = loads.connections;
+    let specs = loads
+        .workers
+        .into_iter()
+        .map(|w| WorkerSpec {
+            addr,
+            request: request.clone(),
+            head_request: false,
+            timeout: plan.timeout,
+            keepalive: true,
+            expect: StatusSet::default(),
+            tls: tls.clone(),
+            protocol: protocol.clone(),
+            upgrade_tls: upgrade_tls.clone(),
+            source: Arc::clone(&source),
+            origin,
+            load: WorkerLoad::Storm(StormLoad {
+                starts: w.starts,
+                cap: w.cap,
+                hold: plan.hold,
+                scheduled: plan.rate.is_some() || plan.jitter.is_some(),
+                gap: w.gap,
+                worker: w.worker,
+                workers: w.workers,
+                reconnect: plan.reconnect,
+                seed: plan.seed,
+                nats_go: plan.client == throng_plan::ClientProfile::NatsGo,
+            }),
+            rows: None,
         })
         .collect();
-    let mine: u64 = (0..u64::from(workers))
-        .map(|w| {
-            let global = u64::from(part.index) * u64::from(workers) + w;
-            split_evenly(
-                segment.share(plan.connections),
-                u32::try_from(all_workers).unwrap_or(u32::MAX),
-            )
-            .get(global as usize)
-            .copied()
-            .unwrap_or(0)
-        })
-        .sum();
     let launch = Launch {
         specs,
         clock,

@@ -175,15 +175,9 @@ fn with_scen<T>(ctx: &Ctx, f: impl FnOnce(&mut ScenarioRecorder) -> T) -> Option
 pub(crate) fn start(ctx: &Rc<Ctx>, load: ScenarioLoad) {
     let mut rec = ScenarioRecorder::new(ctx.spec.origin);
     let all = rec.tag("");
-    let authority = match (
-        load.plan.target.host.contains(':'),
-        load.plan.target.port,
-        load.plan.target.https,
-    ) {
-        (true, p, _) => format!("[{}]:{p}", load.plan.target.host),
-        (false, 80, false) | (false, 443, true) => load.plan.target.host.clone(),
-        (false, p, _) => format!("{}:{p}", load.plan.target.host),
-    };
+    let target = &load.plan.target;
+    let authority =
+        throng_plan::Authority::new(&target.host, target.port, if target.https { 443 } else { 80 }).to_string();
     let mut scens = Vec::new();
     for (index, def) in load.plan.scenarios.iter().enumerate() {
         let scenario_tag = rec.tag(&format!("scenario:{}", def.name));

@@ -7,8 +7,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::duration::format_duration;
 use crate::error::PlanError;
+use crate::head::{Authority, RequestHead};
 use crate::segment::Segment;
 use crate::status::StatusSet;
+pub use crate::tls::TlsSettings;
 
 /// Run length when neither `-n` nor `-d` is given (as wrk).
 pub const DEFAULT_DURATION: Duration = Duration::from_secs(10);
@@ -68,73 +70,6 @@ pub struct HttpArgs {
     pub start_at_unix_ms: Option<u64>,
 }
 
-/// TLS settings as given on the command line. The files are read and
-/// checked at the edge (throng-tls); the plan keeps what a report needs.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TlsSettings {
-    /// `--insecure`: certificates are not verified.
-    #[serde(default)]
-    pub insecure: bool,
-    /// `--cacert`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cacert: Option<String>,
-    /// `--cert` (client certificate, mTLS).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cert: Option<String>,
-    /// `--key`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub key: Option<String>,
-    /// `--tls-resume`: resume sessions instead of full handshakes.
-    #[serde(default)]
-    pub resume: bool,
-    /// `--tls-groups`, as given.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub groups: Vec<String>,
-    /// `--tls-version`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub version: Option<String>,
-    /// `--sni`: the server name to send and verify (default: the URL's host).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub server_name: Option<String>,
-}
-
-impl TlsSettings {
-    /// True when any TLS flag was given.
-    pub fn any(&self) -> bool {
-        *self != TlsSettings::default()
-    }
-
-    /// `verified`, `NOT verified (--insecure)`, plus mTLS and resumption notes.
-    pub fn describe(&self) -> String {
-        let mut parts = vec![if self.insecure {
-            "certificates NOT verified (--insecure)".to_string()
-        } else {
-            match &self.cacert {
-                Some(ca) => format!("certificates verified against {ca}"),
-                None => "certificates verified against the system's CAs".to_string(),
-            }
-        }];
-        if self.cert.is_some() {
-            parts.push("client certificate (mTLS)".to_string());
-        }
-        parts.push(
-            if self.resume {
-                "sessions resumed"
-            } else {
-                "full handshakes"
-            }
-            .to_string(),
-        );
-        if !self.groups.is_empty() {
-            parts.push(format!("groups {}", self.groups.join(",")));
-        }
-        if let Some(v) = &self.version {
-            parts.push(format!("TLS {v} only"));
-        }
-        parts.join(", ")
-    }
-}
-
 /// `http` or `https`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -164,20 +99,16 @@ impl Target {
     /// `host:port` for the `Host` header, with the port only when it is not
     /// the scheme's default.
     pub fn authority(&self) -> String {
-        let host = if self.host.contains(':') {
-            format!("[{}]", self.host)
-        } else {
-            self.host.clone()
-        };
+        self.host_authority().to_string()
+    }
+
+    /// The [`Authority`] of this target.
+    pub fn host_authority(&self) -> Authority {
         let default = match self.scheme {
             Scheme::Http => 80,
             Scheme::Https => 443,
         };
-        if self.port == default {
-            host
-        } else {
-            format!("{host}:{}", self.port)
-        }
+        Authority::new(&self.host, self.port, default)
     }
 }
 
@@ -470,30 +401,19 @@ impl HttpPlan {
 
     /// The request line and headers, for a body of `body_len` bytes.
     fn render_head(&self, body_len: usize) -> Vec<u8> {
-        let head: usize = self.headers.iter().map(|(n, v)| n.len() + v.len() + 4).sum();
+        let head = RequestHead {
+            method: &self.method,
+            target: &self.target.path,
+            authority: &self.target.host_authority(),
+            headers: &self.headers,
+            body_len,
+            close: !self.keepalive,
+        };
         // Room for the body too: render_request appends it without regrowing.
-        let mut out = Vec::with_capacity(256 + self.method.len() + self.target.path.len() + head + self.body.len());
-        let has = |name: &str| self.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
-        out.extend_from_slice(format!("{} {} HTTP/1.1\r\n", self.method, self.target.path).as_bytes());
-        if !has("host") {
-            out.extend_from_slice(format!("Host: {}\r\n", self.target.authority()).as_bytes());
-        }
-        if !has("user-agent") {
-            out.extend_from_slice(concat!("User-Agent: throng/", env!("CARGO_PKG_VERSION"), "\r\n").as_bytes());
-        }
-        for (name, value) in &self.headers {
-            out.extend_from_slice(format!("{name}: {value}\r\n").as_bytes());
-        }
-        // A user Content-Length that agreed with the body was dropped at
-        // validation (one that did not was refused): this is the only one.
-        let sends_body = body_len > 0 || matches!(self.method.as_str(), "POST" | "PUT" | "PATCH");
-        if sends_body {
-            out.extend_from_slice(format!("Content-Length: {body_len}\r\n").as_bytes());
-        }
-        if !self.keepalive && !has("connection") {
-            out.extend_from_slice(b"Connection: close\r\n");
-        }
-        out.extend_from_slice(b"\r\n");
+        let mut out = Vec::with_capacity(
+            256 + self.headers.iter().map(|(n, v)| n.len() + v.len() + 4).sum::<usize>() + self.body.len(),
+        );
+        head.write(&mut out);
         out
     }
 

@@ -1,34 +1,42 @@
 //! Plans: what a run will do, validated once, then trusted.
 //!
 //! ```text
-//!  flags (cli, raw) ──► HttpArgs ──validate──► HttpPlan ──► Arrivals (open loop)
-//!                                   │                 └──► request bytes
+//!  flags (cli, raw) ──► HttpArgs ──validate──► HttpPlan ──► worker_loads(threads): each worker's share
+//!                                   │                 └──► request bytes (RequestHead, Authority)
 //!                                   └─ PlanError: names the flag, says the fix
 //! ```
 //!
 //! Everything here is pure: no sockets, no runtime, no clock. The engine
-//! trusts what a plan says ([`StormPlan`]'s `--expect` patterns arrive
-//! compiled); what it still checks is what only the running process knows:
-//! the descriptor limit against the connections (or scenario VUs) its
-//! segment needs, that the target resolves, and that the target's name can
-//! be sent as a TLS server name. [`input`] bounds the YAML files users hand
+//! runs the loads a plan divides itself into ([`HttpPlan::worker_loads`],
+//! [`StormPlan::worker_loads`]) and does not re-check what was validated
+//! here: `--expect` patterns arrive compiled, TLS groups and versions as
+//! [`TlsGroup`] and [`TlsVersion`] (throng-tls builds the client
+//! configuration from [`TlsSettings`]). What it still checks is what only
+//! the running process knows: the descriptor limit against the connections
+//! (or scenario VUs) its segment needs, that the target resolves, and that
+//! the target's name can be sent as a TLS server name. [`input`] bounds the YAML files users hand
 //! throng (size, nesting, a byte order mark) before any parser sees them.
 
 mod duration;
 mod error;
+mod head;
 mod http;
 pub mod input;
+mod loads;
 mod schedule;
 mod segment;
 mod status;
 mod storm;
+mod tls;
 
 pub use duration::{MAX_RATE, format_duration, parse_duration, parse_rate, serde_duration, serde_opt_duration};
 pub use error::PlanError;
+pub use head::{Authority, RequestHead};
 pub use http::{
     HttpArgs, HttpPlan, Load, MAX_BODY_BYTES, REDACTED, SENSITIVE_HEADERS, Scheme, Stop, Target, TlsSettings,
     is_forbidden_in_value, is_secret, redact_command, redaction_note, secret_names,
 };
+pub use loads::{HttpLoads, HttpWorkerLoad, StormLoads, StormWorkerLoad};
 pub use schedule::{Arrivals, Rng, StormStarts, arrival_offset, split_evenly};
 pub use segment::{Fraction, MAX_CYCLE, Segment, parse_start_at};
 pub use status::StatusSet;
@@ -36,3 +44,4 @@ pub use storm::{
     ClientProfile, LineStep, NatsAuth, Pattern, Procs, Protocol, Reconnect, StormArgs, StormPlan, StormRequest,
     StormScheme, StormTarget, Trigger, parse_sources, unescape,
 };
+pub use tls::{TlsGroup, TlsVersion};

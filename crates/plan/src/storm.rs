@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::duration::format_duration;
 use crate::error::PlanError;
+use crate::head::{Authority, RequestHead};
 use crate::http::{DEFAULT_TIMEOUT, TlsSettings, is_token};
 use crate::segment::Segment;
 
@@ -554,24 +555,17 @@ impl StormPlan {
     pub fn request_bytes(&self) -> Option<Vec<u8>> {
         let r = self.request.as_ref()?;
         let default_port = if self.target.scheme.is_tls() { 443 } else { 80 };
-        let host = if self.target.host.contains(':') {
-            format!("[{}]", self.target.host)
-        } else {
-            self.target.host.clone()
-        };
-        let authority = if self.target.port == default_port {
-            host
-        } else {
-            format!("{host}:{}", self.target.port)
-        };
+        let authority = Authority::new(&self.target.host, self.target.port, default_port);
         Some(
-            format!(
-                "{} {} HTTP/1.1\r\nHost: {authority}\r\nUser-Agent: throng/{}\r\n\r\n",
-                r.method,
-                r.path,
-                env!("CARGO_PKG_VERSION")
-            )
-            .into_bytes(),
+            RequestHead {
+                method: &r.method,
+                target: &r.path,
+                authority: &authority,
+                headers: &[],
+                body_len: 0,
+                close: false,
+            }
+            .to_vec(),
         )
     }
 

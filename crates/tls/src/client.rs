@@ -1,5 +1,6 @@
 //! Client configurations.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
@@ -10,63 +11,54 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::sign::CertifiedKey;
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
 
+use throng_plan::TlsSettings;
+
 use crate::TlsError;
 
-/// A key-exchange group a client may offer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Group {
-    /// X25519.
-    X25519,
-    /// NIST P-256.
-    Secp256r1,
-    /// NIST P-384.
-    Secp384r1,
-    /// The post-quantum hybrid X25519 + ML-KEM-768 (rustls' default first choice).
-    X25519MlKem768,
-}
+pub use throng_plan::{TlsGroup as Group, TlsVersion};
 
-impl Group {
-    /// Parses `x25519`, `p256`/`secp256r1`, `p384`/`secp384r1`, `x25519mlkem768`.
-    pub fn parse(text: &str) -> Result<Group, String> {
-        match text.trim().to_ascii_lowercase().replace(['-', '_'], "").as_str() {
-            "x25519" => Ok(Group::X25519),
-            "p256" | "secp256r1" | "prime256v1" => Ok(Group::Secp256r1),
-            "p384" | "secp384r1" => Ok(Group::Secp384r1),
-            "x25519mlkem768" | "mlkem" => Ok(Group::X25519MlKem768),
-            _ => Err(format!(
-                "'{text}' is not a key-exchange group; use x25519, p256, p384 or x25519mlkem768"
-            )),
-        }
-    }
-
-    fn kx(self) -> &'static dyn SupportedKxGroup {
-        match self {
-            Group::X25519 => aws_lc_rs::kx_group::X25519,
-            Group::Secp256r1 => aws_lc_rs::kx_group::SECP256R1,
-            Group::Secp384r1 => aws_lc_rs::kx_group::SECP384R1,
-            Group::X25519MlKem768 => aws_lc_rs::kx_group::X25519MLKEM768,
-        }
+fn kx(group: Group) -> &'static dyn SupportedKxGroup {
+    match group {
+        Group::X25519 => aws_lc_rs::kx_group::X25519,
+        Group::Secp256r1 => aws_lc_rs::kx_group::SECP256R1,
+        Group::Secp384r1 => aws_lc_rs::kx_group::SECP384R1,
+        Group::X25519MlKem768 => aws_lc_rs::kx_group::X25519MLKEM768,
     }
 }
 
-/// A TLS protocol version to allow.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TlsVersion {
-    /// TLS 1.2.
-    Tls12,
-    /// TLS 1.3.
-    Tls13,
-}
-
-impl TlsVersion {
-    /// Parses `1.2` or `1.3`.
-    pub fn parse(text: &str) -> Result<TlsVersion, String> {
-        match text.trim() {
-            "1.2" | "tls1.2" | "TLSv1.2" => Ok(TlsVersion::Tls12),
-            "1.3" | "tls1.3" | "TLSv1.3" => Ok(TlsVersion::Tls13),
-            _ => Err(format!("'{text}' is not a TLS version; use 1.2 or 1.3")),
-        }
+/// The client configuration a plan's TLS settings ask for — the one builder
+/// `http`, `storm` and `run` share. The files the settings name are read
+/// here, relative to `dir` (the working directory for flags, the scenario
+/// file's directory for a `tls:` block).
+pub fn client_config_for(settings: &TlsSettings, dir: &Path, alpn: &[&[u8]]) -> Result<Arc<ClientConfig>, TlsError> {
+    if settings.insecure && settings.cacert.is_some() {
+        return Err(TlsError::Config(
+            "--insecure skips verification, so --cacert would be ignored; give one or the other".into(),
+        ));
     }
+    let read = |flag: &'static str, name: &Option<String>| -> Result<Option<(String, Vec<u8>)>, TlsError> {
+        let Some(name) = name else { return Ok(None) };
+        let path = dir.join(name);
+        let shown = path.display().to_string();
+        match std::fs::read(&path) {
+            Ok(bytes) => Ok(Some((shown, bytes))),
+            Err(e) => Err(TlsError::Read {
+                flag,
+                path: shown,
+                problem: e.to_string(),
+            }),
+        }
+    };
+    client_config(&ClientOptions {
+        cacert: read("--cacert", &settings.cacert)?,
+        cert: read("--cert", &settings.cert)?,
+        key: read("--key", &settings.key)?,
+        insecure: settings.insecure,
+        resume: settings.resume,
+        groups: settings.groups.clone(),
+        version: settings.version,
+        alpn: alpn.iter().map(|p| p.to_vec()).collect(),
+    })
 }
 
 /// What the user asked of the client side of TLS. PEM inputs come as
@@ -100,7 +92,7 @@ pub struct ClientOptions {
 pub(crate) fn provider(groups: &[Group]) -> Arc<CryptoProvider> {
     let mut p = aws_lc_rs::default_provider();
     if !groups.is_empty() {
-        p.kx_groups = groups.iter().map(|g| g.kx()).collect();
+        p.kx_groups = groups.iter().map(|g| kx(*g)).collect();
     }
     p.cipher_suites.sort_by_key(|s| match s.suite() {
         rustls::CipherSuite::TLS13_AES_128_GCM_SHA256 => 0,

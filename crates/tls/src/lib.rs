@@ -2,7 +2,8 @@
 //! certificates, and the names of TLS failures.
 //!
 //! ```text
-//!  --cacert/--cert/--key/--insecure/--tls-* ─► ClientOptions ─► client_config() ─► Arc<ClientConfig>
+//!  TlsSettings (flags or a tls: block)      ─► client_config_for() ─► Arc<ClientConfig>
+//!    reads the files it names              ─► ClientOptions ─► client_config()
 //!  throng serve --tls DIR [--mtls]           ─► server_config() ─► Arc<ServerConfig>
 //!  throng certs --out DIR                    ─► generate() ─► CA, server and client PEM files
 //!  rustls::Error                             ─► failure_class() ─► "unknown_ca", "bad_certificate", …
@@ -19,7 +20,7 @@ mod server;
 
 pub use certs::{CertKind, GeneratedFiles, Validity, generate, write_files};
 pub use classify::{failure_class, io_failure_class};
-pub use client::{ClientOptions, Group, TlsVersion, client_config};
+pub use client::{ClientOptions, Group, TlsVersion, client_config, client_config_for};
 pub use server::server_config;
 
 pub use rustls;
@@ -36,6 +37,16 @@ pub enum TlsError {
         /// The file.
         path: String,
         /// What is wrong and what to do.
+        problem: String,
+    },
+    /// A file the settings name cannot be read.
+    #[error("{flag} {path}: cannot read it: {problem}")]
+    Read {
+        /// The flag (or `tls:` field) the file came from.
+        flag: &'static str,
+        /// The file.
+        path: String,
+        /// The operating system's reason.
         problem: String,
     },
     /// rustls refused the configuration.

@@ -40,18 +40,21 @@ pub fn run(c: HttpCmd) -> anyhow::Result<ExitCode> {
         segment: seg.segment.clone(),
         start_at_unix_ms: seg.start_at_unix_ms,
     })?;
-    let tls = match plan.tls {
-        Some(_) => Some(super::tls::client_config(&c.tls, &[b"http/1.1"])?),
+    let tls = match &plan.tls {
+        Some(settings) => Some(super::tls::client_config(settings, Path::new(""), &[b"http/1.1"])?),
         None => None,
     };
-    super::export::check_outputs(&[("--json", c.json.as_deref()), ("--html", c.html.as_deref())])?;
-    let (exports, rows) = super::export::open_run(&c.export)?;
+    super::export::check_outputs(&[
+        ("--json", c.output.json.as_deref()),
+        ("--html", c.output.html.as_deref()),
+    ])?;
+    let (exports, rows) = super::export::open_run(&c.output.export)?;
 
-    super::export::refuse_rows_with_repeat(&c.export, c.repeat.count)?;
+    super::export::refuse_rows_with_repeat(&c.output.export, c.repeat.count)?;
     let watch = Watch::start(&c.live, BTreeMap::new())?;
-    let runs = repeated(c.repeat, c.quiet, |control| {
-        super::segment::wait_for_start(plan.start_at_unix_ms, control, c.quiet)?;
-        let display = Display::new(c.quiet);
+    let runs = repeated(c.repeat, c.output.quiet, |control| {
+        super::segment::wait_for_start(plan.start_at_unix_ms, control, c.output.quiet)?;
+        let display = Display::new(c.output.quiet);
         watch.prepare(control, display.is_shown());
         let result = throng_engine::run_http(&plan, tls.clone(), rows.as_ref(), control, &mut |p| {
             display.tick(p);
@@ -62,9 +65,9 @@ pub fn run(c: HttpCmd) -> anyhow::Result<ExitCode> {
         watch.finished(&result.measurements);
         Ok(result)
     })?;
-    let (code, merged) = finish_runs(c.repeat, &runs, c.json.as_deref(), c.format)?;
+    let (code, merged) = finish_runs(c.repeat, &runs, c.output.json.as_deref(), c.output.format)?;
     exports.write(&merged)?;
-    if let Some(path) = &c.html {
+    if let Some(path) = &c.output.html {
         super::write_html(path, &merged)?;
     }
     watch.linger();

@@ -42,6 +42,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Certs(c) => certs::run(c),
         Command::Sweep(c) => sweep::run(c),
         Command::Run(c) => run::run(*c),
+        Command::StormPart => storm::run_part(),
         Command::K8s(c) => k8s::run(c),
     }
 }

@@ -12,14 +12,11 @@ use throng_engine::ScenarioOptions;
 use throng_scenario::ScenarioPlan;
 
 use super::{UsageError, finish_runs, repeated};
-use crate::args::{Format, RunCmd, TlsArgs};
+use crate::args::RunCmd;
 use crate::live::Watch;
 use crate::progress::{Display, StageClock};
 
 pub fn run(c: RunCmd) -> anyhow::Result<ExitCode> {
-    if matches!(c.format, Format::Ab | Format::Httperf) {
-        return Err(UsageError("--format: a scenario report is text or json".into()).into());
-    }
     let seg = super::segment::parse(&c.segments)?;
     super::segment::refuse_start_at_with_repeat(&seg, c.repeat.count)?;
     let mut plan = load(&c.file, c.scale)?
@@ -45,31 +42,19 @@ pub fn run(c: RunCmd) -> anyhow::Result<ExitCode> {
         .into());
     }
     let tls = match &plan.tls {
-        Some(t) => {
-            let dir = c.file.parent().unwrap_or(Path::new("."));
-            let path = |p: &Option<String>| p.as_ref().map(|p| dir.join(p));
-            let args = TlsArgs {
-                cacert: path(&t.cacert),
-                cert: path(&t.cert),
-                key: path(&t.key),
-                insecure: t.insecure,
-                resume: t.resume,
-                groups: t.groups.clone(),
-                tls_version: t.version.clone(),
-                sni: t.server_name.clone(),
-            };
-            let config = super::tls::client_config(&args, &[])
-                .map_err(|e| UsageError(format!("{}: tls: {e}", c.file.display())))?;
-            Some(config)
-        }
+        // The scenario's files are named relative to it.
+        Some(settings) => Some(
+            super::tls::client_config(settings, c.file.parent().unwrap_or(Path::new(".")), &[])
+                .map_err(|e| UsageError(format!("{}: tls: {e}", c.file.display())))?,
+        ),
         None => None,
     };
     super::export::check_outputs(&[
-        ("--json", c.json.as_deref()),
-        ("--html", c.html.as_deref()),
+        ("--json", c.output.json.as_deref()),
+        ("--html", c.output.html.as_deref()),
         ("--junit", c.junit.as_deref()),
     ])?;
-    let (exports, requests_csv) = super::export::open_run(&c.export)?;
+    let (exports, requests_csv) = super::export::open_run(&c.output.export)?;
     let options = ScenarioOptions {
         requests_csv,
         threads: c.threads.unwrap_or(0),
@@ -81,11 +66,11 @@ pub fn run(c: RunCmd) -> anyhow::Result<ExitCode> {
         }),
         start_at_unix_ms: seg.start_at_unix_ms,
     };
-    super::export::refuse_rows_with_repeat(&c.export, c.repeat.count)?;
+    super::export::refuse_rows_with_repeat(&c.output.export, c.repeat.count)?;
     let watch = Watch::start(&c.live, step_scenarios(&plan))?;
-    let runs = repeated(c.repeat, c.quiet, |control| {
-        super::segment::wait_for_start(options.start_at_unix_ms, control, c.quiet)?;
-        let display = Display::new(c.quiet).with_stages(stage_clocks(&plan));
+    let runs = repeated(c.repeat, c.output.quiet, |control| {
+        super::segment::wait_for_start(options.start_at_unix_ms, control, c.output.quiet)?;
+        let display = Display::new(c.output.quiet).with_stages(stage_clocks(&plan));
         watch.prepare(control, display.is_shown());
         let result = throng_engine::run_scenario(&plan, tls.clone(), &options, control, &mut |p| {
             display.tick(p);
@@ -97,9 +82,9 @@ pub fn run(c: RunCmd) -> anyhow::Result<ExitCode> {
         Ok(result)
     })?;
     // With --repeat, thresholds and JUnit judge the runs added up.
-    let (code, result) = finish_runs(c.repeat, &runs, c.json.as_deref(), c.format)?;
+    let (code, result) = finish_runs(c.repeat, &runs, c.output.json.as_deref(), c.output.format.into())?;
     exports.write(&result)?;
-    if let Some(path) = &c.html {
+    if let Some(path) = &c.output.html {
         super::write_html(path, &result)?;
     }
     if let Some(path) = &c.junit {

@@ -6,18 +6,19 @@
 //! wall-clock instant; their result documents are merged exactly.
 
 use std::collections::BTreeMap;
-use std::ffi::OsString;
-use std::io::Read;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, Stdio};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context as _;
+use serde::{Deserialize, Serialize};
 use throng_engine::{Control, StormPart};
-use throng_plan::{Procs, StormArgs, StormPlan};
+use throng_plan::{Procs, Protocol, StormArgs, StormPlan};
 use throng_result::RunResult;
 
 use super::UsageError;
-use crate::args::{Format, StormCmd};
+use crate::args::{ExportArgs, SegmentArgs, StormCmd};
 use crate::live::Watch;
 use crate::progress::{Display, Kind};
 use crate::signals;
@@ -77,9 +78,9 @@ pub fn run(c: StormCmd) -> anyhow::Result<ExitCode> {
         // nats:// needs TLS only if the server's INFO asks for it: without
         // TLS flags, a missing system trust store is not an error (yet).
         Some(ref settings) if plan.target.scheme == throng_plan::StormScheme::Nats && !settings.any() => {
-            super::tls::client_config(&c.tls, &[]).ok()
+            super::tls::client_config(settings, Path::new(""), &[]).ok()
         }
-        Some(_) => Some(super::tls::client_config(&c.tls, &[])?),
+        Some(ref settings) => Some(super::tls::client_config(settings, Path::new(""), &[])?),
         None => None,
     };
     if plan.trigger.is_some() && matches!(plan.procs, Procs::Count(n) if n > 1) {
@@ -88,29 +89,12 @@ pub fn run(c: StormCmd) -> anyhow::Result<ExitCode> {
         )
         .into());
     }
-    if matches!(c.format, Format::Ab | Format::Httperf) {
-        return Err(UsageError("--format: a storm report is text or json".into()).into());
-    }
 
-    super::export::check_outputs(&[("--json", c.json.as_deref()), ("--html", c.html.as_deref())])?;
-    let (exports, rows) = super::export::open_run(&c.export)?;
-
-    // A child: run its part, print the result document, nothing else.
-    if let Some(part) = &c.part {
-        let (index, count) = parse_part(part)?;
-        let control = Control::new();
-        signals::forward_to(&control);
-        let part = StormPart {
-            index,
-            count,
-            start_at_unix_ms: seg.start_at_unix_ms,
-        };
-        super::segment::wait_for_start(seg.start_at_unix_ms, &control, true)?;
-        let result = throng_engine::run_storm(&plan, part, tls, rows.as_ref(), &control, &mut |_| {})
-            .context("the storm part could not start")?;
-        super::print_report(throng_report::View::Json, &result)?;
-        return Ok(ExitCode::SUCCESS);
-    }
+    super::export::check_outputs(&[
+        ("--json", c.output.json.as_deref()),
+        ("--html", c.output.html.as_deref()),
+    ])?;
+    let (exports, rows) = super::export::open_run(&c.output.export)?;
 
     // This process's segment's peak, not the whole storm's.
     let peak = plan.segment().share(throng_engine::storm_peak_estimate(&plan)).max(1);
@@ -121,16 +105,16 @@ pub fn run(c: StormCmd) -> anyhow::Result<ExitCode> {
     };
     check_system(&plan, peak, procs, per_process)?;
 
-    super::export::refuse_rows_with_repeat(&c.export, c.repeat.count)?;
+    super::export::refuse_rows_with_repeat(&c.output.export, c.repeat.count)?;
     let watch = Watch::start(&c.live, BTreeMap::new())?;
-    let runs = super::repeated(c.repeat, c.quiet, |control| {
+    let runs = super::repeated(c.repeat, c.output.quiet, |control| {
         let mut result = if procs <= 1 {
-            super::segment::wait_for_start(seg.start_at_unix_ms, control, c.quiet)?;
+            super::segment::wait_for_start(seg.start_at_unix_ms, control, c.output.quiet)?;
             let part = StormPart {
                 start_at_unix_ms: seg.start_at_unix_ms,
                 ..StormPart::WHOLE
             };
-            let display = Display::of(c.quiet, Kind::Connections);
+            let display = Display::of(c.output.quiet, Kind::Connections);
             watch.prepare(control, display.is_shown());
             let r = throng_engine::run_storm(&plan, part, tls.clone(), rows.as_ref(), control, &mut |p| {
                 display.tick_storm(p);
@@ -141,7 +125,7 @@ pub fn run(c: StormCmd) -> anyhow::Result<ExitCode> {
         } else {
             // Child processes measure; this one sees their results when
             // they end, so /metrics shows the storm then.
-            run_children(&c, &plan, procs, seed, seg.start_at_unix_ms, rows.as_ref(), control)?
+            run_children(&c, &plan, procs, seg.start_at_unix_ms, rows.as_ref(), control)?
         };
         watch.finished(&result.measurements);
         if plan.source.is_empty() && result.measurements.peak_concurrent_connections > CROWDED_PORTS {
@@ -153,9 +137,9 @@ pub fn run(c: StormCmd) -> anyhow::Result<ExitCode> {
         }
         Ok(result)
     })?;
-    let (code, merged) = super::finish_runs(c.repeat, &runs, c.json.as_deref(), c.format)?;
+    let (code, merged) = super::finish_runs(c.repeat, &runs, c.output.json.as_deref(), c.output.format.into())?;
     exports.write(&merged)?;
-    if let Some(path) = &c.html {
+    if let Some(path) = &c.output.html {
         super::write_html(path, &merged)?;
     }
     watch.linger();
@@ -165,16 +149,6 @@ pub fn run(c: StormCmd) -> anyhow::Result<ExitCode> {
 /// Open connections from one source address past which the kernel's search
 /// for a free local port gets noticeably slower.
 const CROWDED_PORTS: u64 = 10_000;
-
-fn parse_part(text: &str) -> Result<(u32, u32), UsageError> {
-    let bad = || UsageError(format!("--part '{text}': expected I/N with 0 <= I < N"));
-    let (i, n) = text.split_once('/').ok_or_else(bad)?;
-    let (i, n): (u32, u32) = (i.parse().map_err(|_| bad())?, n.parse().map_err(|_| bad())?);
-    if i >= n {
-        return Err(bad());
-    }
-    Ok((i, n))
-}
 
 /// Says before starting when the machine cannot hold the storm, with numbers.
 fn check_system(plan: &StormPlan, peak: u64, procs: u32, per_process: u64) -> Result<(), UsageError> {
@@ -230,71 +204,122 @@ fn mem_available() -> Option<u64> {
     Some(kb * 1024)
 }
 
-/// The command line of child `index`: this storm's flags, its part, the
-/// shared start time, JSON on stdout.
-fn child_args(c: &StormCmd, plan_seed: u64, index: u32, count: u32, start_at: u64) -> Vec<OsString> {
-    let mut a: Vec<OsString> = vec!["storm".into(), c.target.clone().into()];
-    let mut flag = |name: &str, value: Option<String>| {
-        if let Some(v) = value {
-            a.push(name.into());
-            a.push(v.into());
-        }
-    };
-    flag("--connections", c.connections.map(|v| v.to_string()));
-    flag("--rate", c.rate.map(|v| v.to_string()));
-    flag("--max-concurrent", c.max_concurrent.map(|v| v.to_string()));
-    flag("--workers", c.workers.map(|v| v.to_string()));
-    flag("--jitter", c.jitter.map(throng_plan::format_duration));
-    flag("--hold", c.hold.map(throng_plan::format_duration));
-    flag("--request", c.request.clone());
-    flag("--timeout", c.timeout.map(throng_plan::format_duration));
-    flag("--procs", Some(count.to_string()));
-    flag("--source", c.source.clone());
-    flag("--seed", Some(plan_seed.to_string()));
-    flag("--cacert", c.tls.cacert.as_ref().map(|p| p.display().to_string()));
-    flag("--cert", c.tls.cert.as_ref().map(|p| p.display().to_string()));
-    flag("--key", c.tls.key.as_ref().map(|p| p.display().to_string()));
-    if !c.tls.groups.is_empty() {
-        flag("--tls-groups", Some(c.tls.groups.join(",")));
-    }
-    flag("--tls-version", c.tls.tls_version.clone());
-    flag("--sni", c.tls.sni.clone());
-    flag("--protocol", c.protocol.clone());
-    flag("--nats-creds", c.nats_creds.as_ref().map(|p| p.display().to_string()));
-    for (send, text) in &c.steps {
-        flag(if *send { "--send" } else { "--expect" }, Some(text.clone()));
-    }
-    flag("--step-timeout", c.step_timeout.map(throng_plan::format_duration));
-    flag("--client", c.client.clone());
-    flag("--reconnect-wait", c.reconnect_wait.map(throng_plan::format_duration));
-    flag(
-        "--reconnect-jitter",
-        c.reconnect_jitter.map(throng_plan::format_duration),
-    );
-    flag("--max-reconnects", c.max_reconnects.map(|v| v.to_string()));
-    flag("--part", Some(format!("{index}/{count}")));
-    flag("--start-at", Some(start_at.to_string()));
-    flag("--segment", c.segments.segment.clone());
-    flag("--segment-sequence", c.segments.sequence.clone());
-    if c.tls.insecure {
-        a.push("--insecure".into());
-    }
-    if c.tls.resume {
-        a.push("--tls-resume".into());
-    }
-    if c.reconnect {
-        a.push("--reconnect".into());
-    }
-    a.push("--quiet".into());
-    a
+/// What a child process of a multi-process storm is told, as JSON on its
+/// stdin: the validated plan itself (so no flag can be lost on the way),
+/// the two things the plan does not serialize (the NATS secret, the
+/// segment), and its part.
+#[derive(Debug, Serialize, Deserialize)]
+struct ChildOrder {
+    plan: StormPlan,
+    /// `NatsAuth::secret`, which result documents never hold.
+    #[serde(default)]
+    nats_secret: Option<String>,
+    /// `--segment` and `--segment-sequence` as typed (parsed again, as the parent did).
+    #[serde(default)]
+    segment: Option<String>,
+    #[serde(default)]
+    segment_sequence: Option<String>,
+    index: u32,
+    count: u32,
+    start_at_unix_ms: u64,
+    /// `--csv-requests` of this child, and its share of `--csv-requests-max`.
+    #[serde(default)]
+    csv_requests: Option<(PathBuf, u64)>,
 }
+
+impl ChildOrder {
+    fn new(c: &StormCmd, plan: &StormPlan, index: u32, count: u32, start_at_unix_ms: u64) -> ChildOrder {
+        let nats_secret = match &plan.protocol {
+            Some(Protocol::Nats(auth)) => auth.secret.clone(),
+            _ => None,
+        };
+        let mut plan = plan.clone();
+        // As the result of each part has always said: one of `count` processes.
+        plan.procs = Procs::Count(count);
+        ChildOrder {
+            plan,
+            nats_secret,
+            segment: c.segments.segment.clone(),
+            segment_sequence: c.segments.sequence.clone(),
+            index,
+            count,
+            start_at_unix_ms,
+            csv_requests: None,
+        }
+    }
+
+    /// The plan as the parent validated it, secret and segment restored.
+    fn plan(&self) -> Result<StormPlan, UsageError> {
+        let mut plan = self.plan.clone();
+        if let Some(Protocol::Nats(auth)) = &mut plan.protocol {
+            auth.secret.clone_from(&self.nats_secret);
+        }
+        plan.segment = super::segment::parse(&SegmentArgs {
+            segment: self.segment.clone(),
+            sequence: self.segment_sequence.clone(),
+            start_at: None,
+        })?
+        .segment;
+        Ok(plan)
+    }
+}
+
+/// `throng storm-part` (hidden): one child of a multi-process storm. Reads
+/// its [`ChildOrder`] from stdin, runs its part, prints the result document.
+pub fn run_part() -> anyhow::Result<ExitCode> {
+    let mut text = Vec::new();
+    std::io::stdin()
+        .take(MAX_ORDER_BYTES)
+        .read_to_end(&mut text)
+        .context("reading the storm part's orders from stdin")?;
+    let order: ChildOrder = serde_json::from_slice(&text).map_err(|e| {
+        UsageError(format!(
+            "storm-part: stdin is not a storm part's orders ({e}); throng storm --procs N starts these"
+        ))
+    })?;
+    if order.index >= order.count {
+        return Err(UsageError(format!(
+            "storm-part: part {} of {} does not exist",
+            order.index, order.count
+        ))
+        .into());
+    }
+    let plan = order.plan()?;
+    let tls = match &plan.tls {
+        Some(settings) if plan.target.scheme == throng_plan::StormScheme::Nats && !settings.any() => {
+            super::tls::client_config(settings, Path::new(""), &[]).ok()
+        }
+        Some(settings) => Some(super::tls::client_config(settings, Path::new(""), &[])?),
+        None => None,
+    };
+    let export = ExportArgs {
+        csv_requests: order.csv_requests.as_ref().map(|(path, _)| path.clone()),
+        csv_requests_max: order.csv_requests.as_ref().map_or(1, |(_, max)| *max),
+        ..ExportArgs::default()
+    };
+    let (_, rows) = super::export::open_run(&export)?;
+    let control = Control::new();
+    signals::forward_to(&control);
+    let part = StormPart {
+        index: order.index,
+        count: order.count,
+        start_at_unix_ms: Some(order.start_at_unix_ms),
+    };
+    super::segment::wait_for_start(Some(order.start_at_unix_ms), &control, true)?;
+    let result = throng_engine::run_storm(&plan, part, tls, rows.as_ref(), &control, &mut |_| {})
+        .context("the storm part could not start")?;
+    super::print_report(throng_report::View::Json, &result)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Orders are a plan: a few KB, far less than this.
+const MAX_ORDER_BYTES: u64 = 16 << 20;
 
 /// Runs the storm as `procs` child processes and merges their results.
 fn run_children(
     c: &StormCmd,
     plan: &StormPlan,
     procs: u32,
-    seed: u64,
     start_at: Option<u64>,
     rows: Option<&throng_engine::RequestLog>,
     control: &Control,
@@ -309,18 +334,28 @@ fn run_children(
     let start_at = start_at.map_or(soonest, |t| t.max(soonest));
     let mut children: Vec<Child> = Vec::new();
     for i in 0..procs {
+        let mut order = ChildOrder::new(c, plan, i, procs, start_at);
+        order.csv_requests = row_parts.as_ref().map(|parts| parts.order(i));
+        let order = serde_json::to_vec(&order).context("writing a storm part's orders")?;
         let mut cmd = Command::new(&exe);
-        cmd.args(child_args(c, seed, i, procs, start_at));
-        if let Some(parts) = &row_parts {
-            cmd.args(parts.args(i));
-        }
-        cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        cmd.arg("storm-part");
+        cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
         // Own process group: a terminal's Ctrl-C reaches only this process,
         // which forwards it once (a second signal would abort the child).
         std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
         super::die_with_this_process(&mut cmd);
+        // The orders fit the pipe's buffer many times over (a plan is a few
+        // KB), yet a thread writes them so that no child can block this one.
         match cmd.spawn() {
-            Ok(child) => children.push(child),
+            Ok(mut child) => {
+                if let Some(mut stdin) = child.stdin.take() {
+                    std::thread::spawn(move || {
+                        // A child that died early is reported by its exit.
+                        let _ = stdin.write_all(&order);
+                    });
+                }
+                children.push(child);
+            }
             Err(e) => {
                 for mut ch in children {
                     let _ = ch.kill();
@@ -332,7 +367,7 @@ fn run_children(
     }
     let pids: Vec<u32> = children.iter().map(Child::id).collect();
     signals::forward_to_children(control, pids);
-    if !c.quiet {
+    if !c.output.quiet {
         eprintln!(
             "throng: storm of {} connections over {procs} processes (about {} open at once each)",
             plan.connections,
@@ -436,19 +471,12 @@ impl ChildRows {
         self.dir.join(format!("proc-{index}.csv"))
     }
 
-    fn args(&self, index: u32) -> Vec<OsString> {
-        vec![
-            "--csv-requests".into(),
-            self.path(index).into(),
-            "--csv-requests-max".into(),
-            self.shares
-                .get(index as usize)
-                .copied()
-                .unwrap_or(1)
-                .max(1)
-                .to_string()
-                .into(),
-        ]
+    /// Child `index`'s file and its share of `--csv-requests-max`.
+    fn order(&self, index: u32) -> (PathBuf, u64) {
+        (
+            self.path(index),
+            self.shares.get(index as usize).copied().unwrap_or(1).max(1),
+        )
     }
 
     fn join(&self, out: &std::path::Path) -> anyhow::Result<()> {
@@ -456,5 +484,61 @@ impl ChildRows {
         super::export::join_request_parts(&parts, out)?;
         let _ = std::fs::remove_dir(&self.dir);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use throng_plan::{Procs, Protocol, StormArgs, StormPlan};
+
+    use super::ChildOrder;
+    use crate::args::{Cli, Command};
+
+    /// A child's orders carry what the plan never serializes: the NATS
+    /// password and the segment come back, and nothing else differs.
+    #[test]
+    fn orders_round_trip_the_plan_with_its_secret_and_segment() {
+        use clap::Parser;
+        let cli = Cli::try_parse_from([
+            "throng",
+            "storm",
+            "nats://alice:s3cret@127.0.0.1:4222",
+            "-n",
+            "100",
+            "--segment",
+            "1/4:1/2",
+            "--segment-sequence",
+            "0,1/4,1/2,1",
+        ])
+        .unwrap();
+        let Command::Storm(c) = cli.command else {
+            panic!("a storm")
+        };
+        let segment = super::super::segment::parse(&c.segments).unwrap().segment;
+        let plan = StormPlan::from_args(StormArgs {
+            target: c.target.clone(),
+            connections: c.connections,
+            cores: 2,
+            segment: segment.clone(),
+            ..StormArgs::default()
+        })
+        .unwrap();
+        let Some(Protocol::Nats(auth)) = &plan.protocol else {
+            panic!("{:?}", plan.protocol)
+        };
+        assert_eq!(auth.secret.as_deref(), Some("s3cret"));
+        let json = serde_json::to_string(&ChildOrder::new(&c, &plan, 1, 3, 42)).unwrap();
+        let order: ChildOrder = serde_json::from_str(&json).unwrap();
+        let back = order.plan().unwrap();
+        assert_eq!((order.index, order.count, order.start_at_unix_ms), (1, 3, 42));
+        assert_eq!(back.procs, Procs::Count(3));
+        assert_eq!(
+            StormPlan {
+                procs: plan.procs,
+                ..back
+            },
+            plan
+        );
+        assert!(segment.is_some());
     }
 }

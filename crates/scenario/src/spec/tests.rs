@@ -82,6 +82,27 @@ fn a_full_file_validates() {
 }
 
 #[test]
+fn tls_groups_and_version_are_parsed_where_they_are_written() {
+    use throng_plan::{TlsGroup, TlsVersion};
+    let https = GOOD.replacen("http://", "https://", 1);
+    let with = |block: &str| parse(&format!("{https}\ntls:\n{block}"));
+    let p = with("  groups: [X25519, P-256]\n  version: \"1.3\"\n").unwrap();
+    let tls = p.tls.unwrap();
+    assert_eq!(tls.groups, [TlsGroup::X25519, TlsGroup::Secp256r1]);
+    assert_eq!(tls.version, Some(TlsVersion::Tls13));
+    let lines = https.lines().count();
+    let e = with("  insecure: true\n  groups: [x448]\n").unwrap_err();
+    assert!(
+        e.message.contains("tls.groups: 'x448' is not a key-exchange group"),
+        "{e}"
+    );
+    assert_eq!(e.line, lines + 4, "{e}");
+    let e = with("  version: \"1.1\"\n").unwrap_err();
+    assert!(e.message.contains("tls.version: '1.1' is not a TLS version"), "{e}");
+    assert_eq!(e.line, lines + 3, "{e}");
+}
+
+#[test]
 fn mistakes_point_at_their_line() {
     let cases: [(&str, &str, usize, &str); 6] = [
         ("  timeout: 5s", "  retries: 3", 0, "unknown field `retries`"),

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use throng_plan::{StatusSet, TlsSettings};
+use throng_plan::{StatusSet, TlsGroup, TlsSettings, TlsVersion};
 
 use super::ScenarioError;
 use super::raw::*;
@@ -190,14 +190,26 @@ impl Validator<'_> {
         let tls = match (target.https, raw.tls) {
             (true, t) => {
                 let t = t.unwrap_or_default();
+                let groups = t
+                    .groups
+                    .iter()
+                    .map(|g| TlsGroup::parse(g).map_err(|e| self.err(&["tls:", "groups:"], format!("tls.groups: {e}"))))
+                    .collect::<Result<_, _>>()?;
+                let version = t
+                    .version
+                    .as_deref()
+                    .map(|v| {
+                        TlsVersion::parse(v).map_err(|e| self.err(&["tls:", "version:"], format!("tls.version: {e}")))
+                    })
+                    .transpose()?;
                 Some(TlsSettings {
                     insecure: t.insecure,
                     cacert: t.cacert,
                     cert: t.cert,
                     key: t.key,
                     resume: t.resume,
-                    groups: t.groups,
-                    version: t.version,
+                    groups,
+                    version,
                     server_name: t.sni,
                 })
             }
