@@ -2,6 +2,7 @@
 
 mod certs;
 mod compare;
+mod completions;
 mod demo;
 mod export;
 mod http;
@@ -43,6 +44,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Sweep(c) => sweep::run(c),
         Command::Run(c) => run::run(*c),
         Command::K8s(c) => k8s::run(c),
+        Command::Completions(c) => completions::completions(c),
+        Command::Man(c) => completions::man(c),
     }
 }
 

@@ -1,0 +1,144 @@
+//! Install and shell: completion scripts and man pages generated from the
+//! clap definitions, checked by the shells and formatters that read them.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::process::Command;
+
+use common::{output, throng};
+
+/// The subcommands `throng --help` lists (its own words, so a new command
+/// is checked without touching this test), without `help`.
+fn subcommands() -> Vec<String> {
+    let out = output(throng().arg("--help"));
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let section = text.split("Commands:\n").nth(1).unwrap().split("\n\n").next().unwrap();
+    let names: Vec<String> = section
+        .lines()
+        .filter(|l| l.starts_with("  ") && !l.starts_with("   "))
+        .map(|l| l.split_whitespace().next().unwrap().to_string())
+        .filter(|n| n != "help")
+        .collect();
+    assert!(names.len() >= 13, "too few subcommands read from --help: {names:?}");
+    assert!(names.iter().any(|n| n == "http") && names.iter().any(|n| n == "man"));
+    names
+}
+
+fn have(program: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {program}")])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+#[test]
+fn bash_completion_parses_and_names_every_subcommand() {
+    let out = output(throng().args(["completions", "bash"]));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let script = String::from_utf8(out.stdout).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("throng.bash");
+    std::fs::write(&path, &script).unwrap();
+    let check = output(Command::new("bash").arg("-n").arg(&path));
+    assert!(
+        check.status.success(),
+        "bash -n: {}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    let top = script
+        .lines()
+        .find(|l| l.contains("opts=\"-h -V"))
+        .expect("the top level's word list");
+    for sub in subcommands() {
+        // Offered as a word at the top level, and completed past it.
+        assert!(top.split([' ', '"']).any(|w| w == sub), "{sub} not offered: {top}");
+        assert!(
+            script.contains(&format!("cmd=\"throng__subcmd__{sub}\"")),
+            "no completion for {sub}"
+        );
+    }
+    // A flag of a subcommand is offered too.
+    assert!(script.contains("--csv-requests"));
+}
+
+#[test]
+fn every_shell_gets_a_script_and_an_unknown_one_is_usage() {
+    for shell in ["bash", "zsh", "fish", "powershell", "elvish"] {
+        let out = output(throng().args(["completions", shell]));
+        assert!(
+            out.status.success(),
+            "{shell}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let script = String::from_utf8(out.stdout).unwrap();
+        assert!(
+            script.contains("storm") && script.contains("rate"),
+            "{shell} script lacks storm/--rate"
+        );
+    }
+    if have("zsh") {
+        let out = output(throng().args(["completions", "zsh"]));
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("_throng");
+        std::fs::write(&path, out.stdout).unwrap();
+        let check = output(Command::new("zsh").arg("-n").arg(&path));
+        assert!(
+            check.status.success(),
+            "zsh -n: {}",
+            String::from_utf8_lossy(&check.stderr)
+        );
+    }
+    let out = output(throng().args(["completions", "tcsh"]));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("tcsh"));
+}
+
+#[test]
+fn man_writes_one_page_per_subcommand_that_renders() {
+    let dir = tempfile::tempdir().unwrap();
+    let pages = dir.path().join("man1");
+    let out = output(throng().arg("man").arg(&pages));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut expected: Vec<String> = subcommands().iter().map(|s| format!("throng-{s}.1")).collect();
+    expected.push("throng.1".into());
+    expected.push("throng-k8s-job.1".into());
+    let mut written: Vec<String> = std::fs::read_dir(&pages)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    written.sort();
+    expected.sort();
+    assert_eq!(written, expected);
+    for name in &written {
+        let roff = std::fs::read_to_string(pages.join(name)).unwrap();
+        let title = name.trim_end_matches(".1");
+        assert!(roff.starts_with(".ie") || roff.contains(".TH"), "{name} has no .TH");
+        assert!(roff.contains(&format!(".TH {title} 1")), "{name} is not titled {title}");
+    }
+    let top = std::fs::read_to_string(pages.join("throng.1")).unwrap();
+    for sub in subcommands() {
+        assert!(
+            top.contains(&format!("throng\\-{sub}(1)")),
+            "throng.1 does not name {sub}"
+        );
+    }
+    // Render with groff (man -l uses it); the text carries a flag's help.
+    if have("groff") {
+        let text = output(
+            Command::new("groff")
+                .args(["-man", "-Tutf8"])
+                .arg(pages.join("throng-http.1")),
+        );
+        assert!(text.status.success(), "{}", String::from_utf8_lossy(&text.stderr));
+        assert!(
+            !String::from_utf8_lossy(&text.stderr).contains("warning"),
+            "groff: {}",
+            String::from_utf8_lossy(&text.stderr)
+        );
+        let text = String::from_utf8_lossy(&text.stdout);
+        assert!(text.contains("throng-http") && text.contains("connections"), "{text}");
+    }
+}
