@@ -117,9 +117,11 @@ impl ErrorClass {
             "protocol" => "malformed response",
             "check_failed" => "response arrived but its status or a check failed",
             "interrupted" => "still in flight when the run ended",
+            "hold_ended" => "dropped by the server; the hold ended before a reconnect was due or succeeded",
             n if n.starts_with("tls.") => "TLS failure",
             n if n.starts_with("protocol.") => "the server answered the handshake with an error",
-            _ => "other OS error",
+            n if n.starts_with("other.") => "another OS error (named by its errno)",
+            _ => "an error class this version of throng does not describe",
         }
     }
 }

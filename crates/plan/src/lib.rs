@@ -20,7 +20,9 @@ mod segment;
 mod status;
 mod storm;
 
-pub use duration::{MAX_RATE, format_duration, parse_duration, parse_rate, serde_duration, serde_opt_duration};
+pub use duration::{
+    MAX_RATE, count, format_duration, format_rate, parse_duration, parse_rate, serde_duration, serde_opt_duration,
+};
 pub use error::PlanError;
 pub use http::{
     HttpArgs, HttpPlan, Load, MAX_BODY_BYTES, REDACTED, SENSITIVE_HEADERS, Scheme, Stop, Target, TlsSettings,

@@ -7,6 +7,7 @@ use std::io::{self, Write};
 use std::time::Duration;
 
 use throng_metrics::{Hist, ScenarioStats, TagStats};
+use throng_plan::count;
 use throng_result::{Plan, RunResult, per_second};
 use throng_scenario::{Executor, Scenario, ScenarioPlan};
 
@@ -42,12 +43,12 @@ pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
     let ended = req.ended();
     writeln!(
         w,
-        "  {:<14}{} completed ({:.2}/s), {} dropped, at most {} VUs",
+        "  {:<14}{} completed ({:.2}/s), {} dropped, at most {}",
         "iterations",
         s.iterations,
         per_second(s.iterations, r.duration_s),
         s.dropped_iterations,
-        s.vus_max
+        throng_plan::count(s.vus_max, "VU")
     )?;
     if !s.iteration.is_empty() {
         let i = s.iteration.summary();
@@ -97,7 +98,7 @@ pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
         writeln!(w, "  {:<14}{}", "status", statuses.join(" "))?;
     }
     crate::text::write_data_and_connections(r, w)?;
-    write_tls(r, w)?;
+    write_tls(r, w, 14)?;
     writeln!(w)?;
 
     if let Some(all) = s.all() {
@@ -110,7 +111,7 @@ pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
     write_thresholds(r, w)?;
     write_phase_table(m, w)?;
     writeln!(w)?;
-    write_generator(r, ended, "requests", w)
+    write_generator(r, ended, "requests", w, 14)
 }
 
 /// An executor in one line.
@@ -124,7 +125,7 @@ pub fn describe(sc: &Scenario) -> String {
         s
     };
     let mut text = match &sc.executor {
-        Executor::ConstantVus { vus, duration } => format!("constant-vus, {vus} VUs for {}", d(duration)),
+        Executor::ConstantVus { vus, duration } => format!("constant-vus, {} for {}", count(*vus, "VU"), d(duration)),
         Executor::RampingVus {
             start_vus,
             stages,
@@ -139,7 +140,9 @@ pub fn describe(sc: &Scenario) -> String {
             iterations,
             max_duration,
         } => format!(
-            "per-vu-iterations, {vus} VUs × {iterations} iterations (at most {})",
+            "per-vu-iterations, {} × {} (at most {})",
+            count(*vus, "VU"),
+            count(*iterations, "iteration"),
             d(max_duration)
         ),
         Executor::SharedIterations {
@@ -147,7 +150,9 @@ pub fn describe(sc: &Scenario) -> String {
             iterations,
             max_duration,
         } => format!(
-            "shared-iterations, {iterations} iterations over {vus} VUs (at most {})",
+            "shared-iterations, {} over {} (at most {})",
+            count(*iterations, "iteration"),
+            count(*vus, "VU"),
             d(max_duration)
         ),
         Executor::ConstantArrivalRate {
