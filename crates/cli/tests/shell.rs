@@ -7,7 +7,8 @@ mod common;
 
 use std::process::Command;
 
-use common::{output, throng};
+use common::{assert_books_balance, lab, output, throng};
+use throng_result::{Document, RunResult};
 
 /// The subcommands `throng --help` lists (its own words, so a new command
 /// is checked without touching this test), without `help`.
@@ -141,4 +142,33 @@ fn man_writes_one_page_per_subcommand_that_renders() {
         let text = String::from_utf8_lossy(&text.stdout);
         assert!(text.contains("throng-http") && text.contains("connections"), "{text}");
     }
+}
+
+#[test]
+fn json_dash_puts_the_result_on_stdout_and_the_report_on_stderr() {
+    let server = lab(None);
+    let url = format!("http://{}/", server.addr());
+    let out = output(throng().args(["http", &url, "-n", "40", "-c", "2", "--json", "-", "-q"]));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r = RunResult::from_reader(out.stdout.as_slice()).expect("stdout is exactly one result document");
+    assert_eq!(r.measurements.requests.ok, 40);
+    assert_books_balance(&r);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("requests") && err.contains("latency"),
+        "the text report is on stderr: {err}"
+    );
+    // No file named '-' was made.
+    assert!(!std::path::Path::new("-").exists());
+
+    // With --repeat, stdout holds the result set.
+    let out = output(throng().args([
+        "http", &url, "-n", "10", "-c", "1", "--repeat", "2", "--json", "-", "-q",
+    ]));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let Document::Set(set) = Document::from_reader(out.stdout.as_slice()).expect("a document") else {
+        panic!("stdout is not a result set");
+    };
+    assert_eq!(set.runs.len(), 2);
+    assert!(set.runs.iter().all(|r| r.measurements.requests.ok == 10));
 }
