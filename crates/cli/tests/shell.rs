@@ -172,3 +172,38 @@ fn json_dash_puts_the_result_on_stdout_and_the_report_on_stderr() {
     assert_eq!(set.runs.len(), 2);
     assert!(set.runs.iter().all(|r| r.measurements.requests.ok == 10));
 }
+
+#[test]
+#[ignore = "a release build for the musl target takes minutes; scripts/test.sh runs it (needs rustup's musl target and musl-gcc)"]
+fn static_binary() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    // Not through `output`: the build may take longer than one run's limit.
+    let built = Command::new("sh")
+        .arg(root.join("scripts/build-static.sh"))
+        .current_dir(&root)
+        .output()
+        .unwrap();
+    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    let bin = root.join("target/x86_64-unknown-linux-musl/release/throng");
+    let file = output(Command::new("file").arg("-L").arg(&bin));
+    let file = String::from_utf8_lossy(&file.stdout);
+    // Rust links musl binaries as static PIEs; `file` says "static-pie linked".
+    assert!(
+        file.contains("statically linked") || file.contains("static-pie linked"),
+        "file: {file}"
+    );
+    let ldd = output(Command::new("ldd").arg(&bin));
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&ldd.stdout),
+        String::from_utf8_lossy(&ldd.stderr)
+    );
+    assert!(
+        said.contains("not a dynamic executable") || said.contains("statically linked"),
+        "ldd: {said}"
+    );
+    assert!(!said.contains("libc.so"), "ldd: {said}");
+    // And it runs.
+    let v = output(Command::new(&bin).arg("--version"));
+    assert!(v.status.success() && String::from_utf8_lossy(&v.stdout).starts_with("throng "));
+}
