@@ -1831,6 +1831,16 @@ impl Validator<'_> {
 
     fn json(&self, here: &[&str], v: serde_yaml_ng::Value) -> Result<JsonTemplate, ScenarioError> {
         use serde_yaml_ng::Value as Y;
+        if let Some(var) = unquoted_template(&v) {
+            return Err(self.err_at_use(
+                here,
+                &var,
+                format!(
+                    "{{{{{var}}}}} is not in quotes, so YAML reads it as a mapping and the body would send an \
+                     object; write it as a string: \"{{{{{var}}}}}\""
+                ),
+            ));
+        }
         Ok(match v {
             Y::String(s) => {
                 let t = self.template(here, &s)?;
@@ -1861,6 +1871,20 @@ impl Validator<'_> {
                 serde_json::to_value(&other).map_err(|e| self.err(here, format!("json body: {e}")))?,
             ),
         })
+    }
+}
+
+/// The variable of `{{var}}` written without quotes: YAML reads it as a
+/// flow mapping whose one key is the mapping `{var: null}`, with no value.
+fn unquoted_template(v: &serde_yaml_ng::Value) -> Option<String> {
+    use serde_yaml_ng::Value as Y;
+    let Y::Mapping(outer) = v else { return None };
+    let (Some((Y::Mapping(inner), Y::Null)), 1) = (outer.iter().next(), outer.len()) else {
+        return None;
+    };
+    match (inner.iter().next(), inner.len()) {
+        (Some((Y::String(var), Y::Null)), 1) => Some(var.trim().to_string()),
+        _ => None,
     }
 }
 
@@ -2134,6 +2158,30 @@ thresholds:
             assert!(line.contains(needle), "{to}: {e} points at '{line}'");
             assert!(e.to_string().starts_with("t.yaml:"), "{e}");
         }
+    }
+
+    #[test]
+    fn an_unquoted_template_in_a_json_body_is_refused_where_it_is() {
+        let from = r#"json: { email: "{{random_email}}", password: "pw-{{vu}}" }"#;
+        for (to, var) in [
+            (
+                r#"json: { email: {{random_email}}, password: "pw-{{vu}}" }"#,
+                "random_email",
+            ),
+            (r#"json: { email: "a", tags: [ {{ vu }} ] }"#, "vu"),
+            (r#"json: { user: { id: {{vu}} } }"#, "vu"),
+        ] {
+            let e = rejects(from, to, "json:", "is not in quotes");
+            assert!(e.message.contains(&format!("\"{{{{{var}}}}}\"")), "{e}");
+            assert!(e.column > 10, "points into the line, at the template: {e}");
+        }
+        // Quoted, it is a string template; a real nested mapping stays an object.
+        let ok = GOOD.replacen(
+            from,
+            r#"json: { email: "{{random_email}}", user: { id: 1, tags: [a] } }"#,
+            1,
+        );
+        assert!(parse(&ok).is_ok());
     }
 
     /// Parses `GOOD` with `from` replaced by `to` and expects an error
