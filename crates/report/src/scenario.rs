@@ -307,6 +307,7 @@ fn write_stages(s: &ScenarioStats, p: &ScenarioPlan, w: &mut dyn Write) -> io::R
         "  {:<16}{:>16}{:>14}{:>10}{:>10}{:>11}{:>11}{:>9}",
         "stage", "span", "planned", "VUs max", "req/s", "med", "p95", "errors"
     )?;
+    let shared = rows.iter().any(|r| !r.vus.exact);
     for r in rows {
         writeln!(
             w,
@@ -319,6 +320,12 @@ fn write_stages(s: &ScenarioStats, p: &ScenarioPlan, w: &mut dyn Write) -> io::R
             r.med,
             r.p95,
             r.errors
+        )?;
+    }
+    if shared {
+        writeln!(
+            w,
+            "  ≤N: the stage lies inside no whole second; N is the most VUs of the seconds it shares with others"
         )?;
     }
     writeln!(w)
@@ -334,7 +341,7 @@ pub(crate) struct StageRow {
     /// The planned VUs or rate (`10→50 VUs`).
     pub planned: String,
     /// Most VUs seen during it.
-    pub vus: u64,
+    pub vus: StageVus,
     /// Requests per second.
     pub rate: String,
     /// Median response time.
@@ -343,6 +350,53 @@ pub(crate) struct StageRow {
     pub p95: String,
     /// Failed share of requests.
     pub errors: String,
+}
+
+/// The most VUs of a stage, from the per-second series: over the seconds
+/// wholly inside the stage, so that a neighbouring stage's VUs never count;
+/// a stage inside no whole second has only the seconds it overlaps, whose
+/// figure is an upper bound, written `≤N`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct StageVus {
+    pub max: u64,
+    /// False when the figure comes from seconds shared with other stages.
+    pub exact: bool,
+}
+
+impl std::fmt::Display for StageVus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let text = if self.exact {
+            self.max.to_string()
+        } else {
+            format!("≤{}", self.max)
+        };
+        f.pad(&text)
+    }
+}
+
+/// [`StageVus`] of scenario `index` over `[at, end)`.
+fn stage_vus(s: &ScenarioStats, index: usize, at: Duration, end: Duration) -> StageVus {
+    let vus_in = |lo: u64, hi: u64| {
+        s.series
+            .iter()
+            .filter(|x| x.second >= lo && x.second < hi)
+            .map(|x| x.vus_by_scenario.get(index).copied().unwrap_or(0))
+            .max()
+    };
+    // Seconds [first_whole, after_whole) lie wholly inside [at, end).
+    let first_whole = at.as_secs() + u64::from(at.subsec_nanos() > 0);
+    let after_whole = end.as_secs();
+    if first_whole < after_whole {
+        return StageVus {
+            max: vus_in(first_whole, after_whole).unwrap_or(0),
+            exact: true,
+        };
+    }
+    let after_touched = (end.as_secs() + u64::from(end.subsec_nanos() > 0)).max(at.as_secs() + 1);
+    StageVus {
+        max: vus_in(at.as_secs(), after_touched).unwrap_or(0),
+        exact: false,
+    }
 }
 
 /// For each stage of each ramp: the planned VUs or rate, throughput, p95
@@ -361,14 +415,7 @@ pub(crate) fn stage_rows(s: &ScenarioStats, p: &ScenarioPlan) -> Vec<StageRow> {
             let name = format!("{}#{}", sc.name, i + 1);
             let end = at.saturating_add(st.duration);
             let t = s.tags.get(&format!("stage:{name}"));
-            let (lo, hi) = (at.as_secs(), end.as_secs().max(at.as_secs().saturating_add(1)));
-            let vus = s
-                .series
-                .iter()
-                .filter(|x| x.second >= lo && x.second < hi)
-                .map(|x| x.vus_by_scenario.get(index).copied().unwrap_or(0))
-                .max()
-                .unwrap_or(0);
+            let vus = stage_vus(s, index, at, end);
             let planned = if (from - st.target).abs() < f64::EPSILON {
                 format!("{} {unit}", st.target)
             } else {
@@ -469,4 +516,36 @@ fn write_thresholds(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
         )?;
     }
     writeln!(w)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use throng_metrics::{ScenarioSecond, ScenarioStats};
+
+    #[test]
+    fn a_stage_s_vus_never_come_from_its_neighbours() {
+        let mut s = ScenarioStats::default();
+        for (second, vus) in [(0, 10), (1, 50), (2, 5), (3, 7)] {
+            s.series.push(ScenarioSecond {
+                second,
+                vus,
+                vus_by_scenario: vec![vus],
+                ..ScenarioSecond::default()
+            });
+        }
+        let ms = Duration::from_millis;
+        let vus = |a, b| super::stage_vus(&s, 0, ms(a), ms(b));
+        // Whole seconds inside: only theirs.
+        assert_eq!(vus(1000, 2500).to_string(), "50");
+        assert_eq!(vus(500, 3000).to_string(), "50");
+        assert_eq!(vus(2000, 4000).to_string(), "7");
+        // Inside no whole second: the seconds it touches, marked as a bound.
+        assert_eq!(vus(2500, 3000).to_string(), "≤5");
+        assert_eq!(vus(1500, 2200).to_string(), "≤50");
+        assert_eq!(vus(0, 500).to_string(), "≤10");
+        // Padding works on the marked figure as on a number.
+        assert_eq!(format!("{:>5}", vus(0, 500)), "  ≤10");
+    }
 }
