@@ -174,11 +174,13 @@ fn json_dash_puts_the_result_on_stdout_and_the_report_on_stderr() {
 }
 
 #[test]
-#[ignore = "a release build for the musl target takes minutes; scripts/test.sh runs it (needs rustup's musl target and musl-gcc)"]
+#[ignore = "a release build for the musl target takes minutes; THRONG_TEST_STATIC=1 scripts/test.sh runs it (needs rustup's musl target and musl-gcc)"]
 fn static_binary() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    // Not through `output`: the build may take longer than one run's limit.
-    let built = Command::new("sh")
+    // Not through `output`: the build takes longer than one run's limit; it has its own.
+    let built = Command::new("timeout")
+        .arg("3600")
+        .arg("sh")
         .arg(root.join("scripts/build-static.sh"))
         .current_dir(&root)
         .output()
