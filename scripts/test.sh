@@ -58,6 +58,18 @@ if ! command -v kubernetes-validate >/dev/null 2>&1; then
   not_run+=("golden_manifests_pass_the_kubernetes_schemas (needs kubernetes-validate)")
 fi
 
+# The static binary (scripts/build-static.sh) is a second release build of the
+# whole tree (5 to 20 minutes on 2 cores): only with THRONG_TEST_STATIC=1, and
+# where rustup's musl target and musl-gcc are installed.
+if [ "${THRONG_TEST_STATIC:-}" != 1 ]; then
+  skip+=(--skip static_binary)
+  not_run+=("static_binary (a release build for musl; set THRONG_TEST_STATIC=1)")
+elif ! rustup target list --installed 2>/dev/null | grep -qx x86_64-unknown-linux-musl \
+   || ! command -v musl-gcc >/dev/null 2>&1; then
+  skip+=(--skip static_binary)
+  not_run+=("static_binary (needs: rustup target add x86_64-unknown-linux-musl; apt-get install musl-tools)")
+fi
+
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 status=0

@@ -51,6 +51,31 @@ pub enum Command {
     /// part) as JSON on stdin, prints its result document
     #[command(name = "storm-part", hide = true)]
     StormPart,
+    /// Print a shell completion script for bash, zsh, fish, powershell or elvish.
+    #[command(after_help = COMPLETIONS_HELP)]
+    Completions(CompletionsCmd),
+    /// Write man pages (throng.1 and one per subcommand, throng-http.1, ...) into a directory.
+    Man(ManCmd),
+}
+
+const COMPLETIONS_HELP: &str = "\
+Examples:
+  throng completions bash > ~/.local/share/bash-completion/completions/throng
+  throng completions zsh > \"${fpath[1]}/_throng\"
+  throng completions fish > ~/.config/fish/completions/throng.fish";
+
+#[derive(Debug, Args)]
+pub struct CompletionsCmd {
+    /// The shell to write the completion script for
+    #[arg(value_name = "SHELL")]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManCmd {
+    /// The directory to write the pages into (created if missing)
+    #[arg(value_name = "DIR", default_value = ".")]
+    pub dir: PathBuf,
 }
 
 #[derive(Debug, Args)]

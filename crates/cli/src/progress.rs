@@ -192,8 +192,19 @@ pub fn live_lines(p: &Progress, m: &Measurements, kind: Kind, stages: &[StageClo
     };
     let mut classes: Vec<(&String, &u64)> = errors.iter().filter(|(_, n)| **n > 0).collect();
     classes.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
-    // Classes and statuses are kept per run, not per second: say so.
-    let mut line = String::from("so far: errors ");
+    // Classes and statuses are kept per run, not per second: say so. They
+    // come from the merged snapshot, up to a second older than the counters
+    // on the progress line above: say when it was taken, with its own count,
+    // so that the two lines never seem to disagree.
+    let (ended, noun) = match kind {
+        Kind::Requests => (m.requests.ended(), "request"),
+        Kind::Connections => (m.connections.ended(), "connection"),
+    };
+    let mut line = match m.series.last() {
+        Some(s) => format!("so far (merged at {}s): ", s.second),
+        None => String::from("so far: "),
+    };
+    let _ = write!(line, "{}, errors ", throng_plan::count(ended, noun));
     if classes.is_empty() {
         line.push_str("none");
     } else {
@@ -331,7 +342,7 @@ mod tests {
         );
         assert_eq!(
             lines[1],
-            "so far: errors timeout.response 9, refused 3   status 2xx 90 4xx 0 5xx 2"
+            "so far (merged at 4s): 12 requests, errors timeout.response 9, refused 3   status 2xx 90 4xx 0 5xx 2"
         );
         assert_eq!(lines[2], "open connections: 7");
         assert_eq!(lines.len(), 3);
@@ -342,7 +353,7 @@ mod tests {
         let p = progress(Measurements::default());
         let lines = live_lines(&p, &Measurements::default(), Kind::Connections, &[]);
         assert_eq!(lines[0], "last second: (not yet complete)");
-        assert_eq!(lines[1], "so far: errors none");
+        assert_eq!(lines[1], "so far: 0 connections, errors none");
     }
 
     #[test]

@@ -201,6 +201,31 @@ fn open_loop_rows_carry_schedule_lag() {
         rows.iter().all(|r| !r[5].is_empty()),
         "open loop: every row has schedule_lag"
     );
+    // Keep-alive: each connection's first request carries its connect time,
+    // also for the connections the open loop opened before its schedule
+    // (as a closed loop's first requests do).
+    let mut firsts: BTreeMap<(String, String), (u64, bool)> = BTreeMap::new();
+    for r in &rows {
+        let start: u64 = r[0].parse().unwrap();
+        let first = firsts
+            .entry((r[1].clone(), r[2].clone()))
+            .or_insert((start, !r[6].is_empty()));
+        if start < first.0 {
+            *first = (start, !r[6].is_empty());
+        }
+    }
+    let with_connect = rows.iter().filter(|r| !r[6].is_empty()).count();
+    assert!(with_connect > 0, "no row has connect_us");
+    assert_eq!(with_connect, firsts.len(), "one row per connection has connect_us");
+    assert!(
+        firsts.values().all(|(_, has)| *has),
+        "it is the connection's first request's"
+    );
+    let connects = e.result().measurements.phases["connect"].count();
+    assert!(
+        with_connect as u64 <= connects,
+        "{with_connect} rows, {connects} connects"
+    );
     let starts: Vec<u64> = rows.iter().map(|r| r[0].parse().unwrap()).collect();
     // 600 at 400/s span about 1.5 s of starts.
     let span = starts.iter().max().unwrap() - starts.iter().min().unwrap();

@@ -544,3 +544,92 @@ fn a_target_that_is_down_fails_the_run_with_exit_1() {
     assert_consistent(&r);
     assert!(r.tag("").failed > 0);
 }
+
+/// A fenced block of docs/scenarios.md: the first whose opening line is
+/// "```LANG" and whose first line contains `first`.
+fn doc_block(lang: &str, first: &str) -> String {
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/scenarios.md")).unwrap();
+    let opening = format!("```{lang}\n");
+    doc.split(opening.as_str())
+        .skip(1)
+        .map(|b| b.split("\n```").next().unwrap())
+        .find(|b| b.lines().next().is_some_and(|l| l.contains(first)))
+        .unwrap_or_else(|| panic!("no ```{lang} block starting with '{first}' in docs/scenarios.md"))
+        .to_string()
+}
+
+/// Kills the child (the lab server) when the test ends, however it ends.
+struct Reaped(std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn the_docs_first_example_runs_as_written_against_throng_serve() {
+    // The server as the page starts it, on a free port instead of 8080.
+    let port = common::free_port();
+    let serve = doc_block("sh", "throng serve");
+    let serve_args: Vec<String> = serve
+        .lines()
+        .next()
+        .unwrap()
+        .trim_end_matches('&')
+        .split_whitespace()
+        .skip(1)
+        .map(|a| a.replace("127.0.0.1:8080", &format!("127.0.0.1:{port}")))
+        .collect();
+    assert_eq!(serve_args[0], "serve");
+    let _server = Reaped(
+        throng()
+            .args(&serve_args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    common::wait_listening(format!("127.0.0.1:{port}").parse().unwrap());
+
+    let yaml = doc_block("yaml", "# auth.yaml").replace("127.0.0.1:8080", "TARGET");
+    assert!(yaml.contains("TARGET"), "the example targets 127.0.0.1:8080");
+    let s = scenario(&yaml, &format!("127.0.0.1:{port}"));
+    let r = run(s, &["--scale", "0.05"]);
+    assert_consistent(&r);
+    // Thresholds on latency may fail on a busy machine (exit 99); nothing else may.
+    assert!(r.code == 0 || r.code == 99, "exit {}: {}", r.code, r.stderr);
+    let m = &r.result().measurements;
+    assert!(m.requests.ok > 0);
+    assert_eq!(
+        m.requests.failed(),
+        m.requests.error("interrupted"),
+        "only the run's end cuts a request off"
+    );
+    for step in ["register", "verify", "wrong password", "login", "profile", "page"] {
+        let t = r.tag(&format!("step:{step}"));
+        assert!(t.requests > 0, "step {step} ran");
+        assert_eq!(t.failed, 0, "step {step}: every status as expected");
+    }
+    assert_eq!(m.status.get(&401).copied(), Some(r.tag("step:wrong password").requests));
+    let checks = &r.stats().checks;
+    for name in ["has a token", "is the new user"] {
+        let c = checks.get(name).unwrap_or_else(|| panic!("no check '{name}'"));
+        assert!(c.passes > 0 && c.fails == 0, "{name}: {c:?}");
+    }
+    assert_eq!(r.stats().dropped_iterations, 0);
+
+    // The mistake the page opens with is reported as the page says.
+    let quoted = doc_block("", "auth.yaml:");
+    let broken = yaml.replacen("Bearer {{token}}", "Bearer {{tokn}}", 1);
+    let s = scenario(&broken, &format!("127.0.0.1:{port}"));
+    let file = s.file.display().to_string();
+    let r = run(s, &[]);
+    assert_eq!(r.code, 2);
+    let said = r.stderr.replace(&file, "auth.yaml");
+    assert!(
+        said.contains(quoted.trim()),
+        "the page says\n{quoted}\nthrong says\n{said}"
+    );
+}

@@ -287,6 +287,24 @@ pub(crate) struct Conn {
     pub(crate) opened: Instant,
     /// Its number among this worker's connection attempts (in rows).
     pub(crate) id: u64,
+    /// `connect` and `tls` µs (0: none) of a connection opened with no row
+    /// to write them in (an open loop's warm connection), for the row of
+    /// its first request, as a closed loop's first request carries them.
+    /// Zero once given, and when no rows are written.
+    pub(crate) unreported: [u32; 2],
+}
+
+impl Conn {
+    /// Puts the connection's `connect` and `tls` samples on its first row.
+    pub(crate) fn report_setup(&mut self, row: &mut Row<'_>) {
+        let [connect, tls] = std::mem::take(&mut self.unreported);
+        if connect > 0 {
+            row.phase(Phase::Connect, Duration::from_micros(u64::from(connect)));
+        }
+        if tls > 0 {
+            row.phase(Phase::Tls, Duration::from_micros(u64::from(tls)));
+        }
+    }
 }
 
 pub(crate) fn close(ctx: &Ctx, conn: Option<Conn>) {
@@ -323,6 +341,11 @@ pub(crate) async fn open_connection(
 ) -> Result<Ready, ErrorClass> {
     let spec = &ctx.spec;
     let opened = Instant::now();
+    // With rows written but none for this connection, its samples wait for its first request's.
+    let hold_back = row.is_none() && ctx.rows.is_some();
+    let mut unreported = [0u32; 2];
+    // At least 1 µs, so that 0 keeps meaning "none".
+    let micros = |d: Duration| u32::try_from(d.as_micros()).unwrap_or(u32::MAX).max(1);
     let id = ctx.next_conn.get();
     ctx.next_conn.set(id + 1);
     if let Some(r) = row.as_deref_mut() {
@@ -349,6 +372,8 @@ pub(crate) async fn open_connection(
             }
             if let Some(r) = row.as_deref_mut() {
                 r.phase(Phase::Connect, o.established - opened);
+            } else if hold_back {
+                unreported[0] = micros(o.established - opened);
             }
             (Transport::Plain(o.stream), o.written, o.established, o.sent)
         }
@@ -365,6 +390,8 @@ pub(crate) async fn open_connection(
             }
             if let Some(r) = row.as_deref_mut() {
                 r.phase(Phase::Connect, o.established - opened);
+            } else if hold_back {
+                unreported[0] = micros(o.established - opened);
             }
             sleep.as_mut().reset((o.established + spec.timeout).into());
             // The client's Finished waits for the first thing the client
@@ -381,6 +408,8 @@ pub(crate) async fn open_connection(
             ctx.rec.borrow_mut().tls_handshake(done, done - o.established, h);
             if let Some(r) = row.as_deref_mut() {
                 r.phase(Phase::Tls, done - o.established);
+            } else if hold_back {
+                unreported[1] = micros(done - o.established);
             }
             // The request has not been written: nothing of it went with the connect.
             (stream, 0, done, done)
@@ -423,7 +452,12 @@ pub(crate) async fn open_connection(
     resolved();
     ctx.rec.borrow_mut().connection_established(ready, reconnect);
     Ok(Ready {
-        conn: Conn { stream, opened, id },
+        conn: Conn {
+            stream,
+            opened,
+            id,
+            unreported,
+        },
         written,
         ready,
         sent: if written > 0 { sent } else { ready },

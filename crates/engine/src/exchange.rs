@@ -228,8 +228,9 @@ pub(crate) async fn one_request(
         if scheduled {
             r.phase(Phase::ScheduleLag, now.saturating_duration_since(origin));
         }
-        if let Some(c) = conn.as_ref() {
+        if let Some(c) = conn.as_mut() {
             r.conn(c.id);
+            c.report_setup(r);
         }
     }
 

@@ -75,13 +75,15 @@ impl PreciseTimer {
     }
 
     fn arm(&self, after: Duration, every: Duration) -> io::Result<()> {
+        // `as _`: the field's own type (libc::time_t, deprecated on musl,
+        // where the static binary is built).
         let spec = libc::itimerspec {
             it_interval: libc::timespec {
-                tv_sec: every.as_secs() as libc::time_t,
+                tv_sec: every.as_secs() as _,
                 tv_nsec: libc::c_long::from(every.subsec_nanos()),
             },
             it_value: libc::timespec {
-                tv_sec: after.as_secs() as libc::time_t,
+                tv_sec: after.as_secs() as _,
                 // A zero it_value disarms; keep at least 1 ns.
                 tv_nsec: libc::c_long::from(after.subsec_nanos().max(1)),
             },

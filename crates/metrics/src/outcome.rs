@@ -111,7 +111,9 @@ impl ErrorClass {
                 "NATS: the server sent an INFO update before the PONG of CONNECT; nats.go fails here"
             }
             "auth_failed_twice" => "authorization failed on two reconnects in a row: nats.go stops reconnecting",
-            "hold_ended" => "the hold ended (or the run stopped) before it came back",
+            "hold_ended" => {
+                "dropped by the server; the hold ended (or the run stopped) before a reconnect was due or succeeded"
+            }
             "max_reconnects" => "--max-reconnects attempts failed",
             "tls.unknown_ca" => "certificate not issued by a trusted CA",
             "tls.bad_certificate" => "certificate rejected",
@@ -129,7 +131,8 @@ impl ErrorClass {
             "interrupted" => "still in flight when the run ended",
             n if n.starts_with("tls.") => "TLS failure",
             n if n.starts_with("protocol.") => "the server answered the handshake with an error",
-            _ => "other OS error",
+            n if n.starts_with("other.") => "another OS error (named by its errno)",
+            _ => "an error class this version of throng does not describe",
         }
     }
 }

@@ -85,6 +85,44 @@ pub fn format_duration(d: Duration) -> String {
     }
 }
 
+/// A rate (per second) as a person would write it: `100/s`, `2.5/s`,
+/// `10/min` for `-r 10/m`, `3/h`; a rate under one a second that is no
+/// whole number per minute or hour reads `0.167/s`. `what` goes before
+/// the unit: `format_rate(0.5, "req")` is `30 req/min`.
+pub fn format_rate(per_s: f64, what: &str) -> String {
+    let what = if what.is_empty() {
+        String::new()
+    } else {
+        format!(" {what}")
+    };
+    let whole = |v: f64| v >= 1.0 && (v - v.round()).abs() < 1e-6 * v;
+    if per_s < 1.0 {
+        for (per, unit) in [(60.0, "min"), (3600.0, "h")] {
+            let v = per_s * per;
+            if whole(v) {
+                return format!("{}{what}/{unit}", v.round());
+            }
+        }
+        if per_s < 0.001 {
+            return format!("{}{what}/h", trim(per_s * 3600.0));
+        }
+    }
+    format!("{}{what}/s", trim(per_s))
+}
+
+/// `1 connection`, `2 connections`, `3 source addresses`: a count and its
+/// noun, singular for one.
+pub fn count(n: impl Into<u64>, noun: &str) -> String {
+    let n = n.into();
+    if n == 1 {
+        format!("1 {noun}")
+    } else if noun.ends_with('s') || noun.ends_with('x') {
+        format!("{n} {noun}es")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 fn trim(v: f64) -> String {
     let s = format!("{v:.3}");
     s.trim_end_matches('0').trim_end_matches('.').to_string()
@@ -169,6 +207,29 @@ pub mod serde_opt_duration {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn rates_read_as_typed() {
+        let r = |t: &str| super::format_rate(super::parse_rate(t).unwrap(), "req");
+        assert_eq!(r("10/m"), "10 req/min");
+        assert_eq!(r("100"), "100 req/s");
+        assert_eq!(r("2.5"), "2.5 req/s");
+        assert_eq!(r("3/h"), "3 req/h");
+        assert_eq!(r("7/h"), "7 req/h");
+        assert_eq!(r("0.5"), "30 req/min");
+        assert_eq!(r("0.1666"), "0.167 req/s");
+        assert_eq!(super::format_rate(2000.0, ""), "2000/s");
+        assert_eq!(super::format_rate(1.0 / 7200.0, ""), "0.5/h");
+    }
+
+    #[test]
+    fn counts_are_singular_for_one() {
+        assert_eq!(super::count(1u32, "thread"), "1 thread");
+        assert_eq!(super::count(0u64, "window"), "0 windows");
+        assert_eq!(super::count(2u64, "connection"), "2 connections");
+        assert_eq!(super::count(3u64, "source address"), "3 source addresses");
+    }
+
     use super::*;
 
     #[test]

@@ -439,8 +439,12 @@ impl HttpPlan {
     /// A one-line description: `closed loop, 50 connections, 2 threads, 10s`.
     pub fn describe(&self) -> String {
         let load = match self.load {
-            Load::Closed => format!("closed loop, {} connections", self.connections),
-            Load::Open { rate } => format!("open loop at {rate} req/s, up to {} connections", self.connections),
+            Load::Closed => format!("closed loop, {}", crate::count(self.connections, "connection")),
+            Load::Open { rate } => format!(
+                "open loop at {}, up to {}",
+                crate::format_rate(rate, "req"),
+                crate::count(self.connections, "connection")
+            ),
         };
         let stop = match self.stop {
             Stop::Requests(n) => format!("{n} requests"),
@@ -451,11 +455,7 @@ impl HttpPlan {
         } else {
             ", a new connection per request"
         };
-        let threads = if self.threads == 1 {
-            "1 thread".to_string()
-        } else {
-            format!("{} threads", self.threads)
-        };
+        let threads = crate::count(self.threads, "thread");
         format!("{load}, {threads}, {stop}{ka}")
     }
 }

@@ -29,7 +29,9 @@ mod status;
 mod storm;
 mod tls;
 
-pub use duration::{MAX_RATE, format_duration, parse_duration, parse_rate, serde_duration, serde_opt_duration};
+pub use duration::{
+    MAX_RATE, count, format_duration, format_rate, parse_duration, parse_rate, serde_duration, serde_opt_duration,
+};
 pub use error::PlanError;
 pub use head::{Authority, RequestHead};
 pub use http::{

@@ -571,9 +571,9 @@ impl StormPlan {
 
     /// A one-line description.
     pub fn describe(&self) -> String {
-        let mut parts = vec![format!("{} connections", self.connections)];
+        let mut parts = vec![crate::count(self.connections, "connection")];
         if let Some(r) = self.rate {
-            parts.push(format!("{r}/s"));
+            parts.push(crate::format_rate(r, ""));
         }
         if let Some(m) = self.max_concurrent {
             parts.push(format!("at most {m} at once"));
@@ -589,13 +589,12 @@ impl StormPlan {
         if let Some(r) = &self.request {
             parts.push(format!("one {} {} each", r.method, r.path));
         }
-        parts.push(format!(
-            "{} worker{}",
-            self.workers,
-            if self.workers == 1 { "" } else { "s" }
-        ));
+        parts.push(crate::count(self.workers, "worker"));
         if !self.source.is_empty() {
-            parts.push(format!("from {} source addresses", self.source.len()));
+            parts.push(format!(
+                "from {}",
+                crate::count(self.source.len() as u64, "source address")
+            ));
         }
         if self.client != ClientProfile::Lenient {
             parts.push(format!("as {} clients", self.client.name()));

@@ -105,9 +105,9 @@ pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
     if !total.is_empty() {
         writeln!(w, "Percentage of the requests served within a certain time (ms)")?;
         for q in [50, 66, 75, 80, 90, 95, 98, 99] {
-            writeln!(w, "  {q}%  {:>6}", ms(total.quantile(f64::from(q) / 100.0) as f64))?;
+            writeln!(w, "  {q}%  {:>5}", ms(total.quantile(f64::from(q) / 100.0) as f64))?;
         }
-        writeln!(w, " 100%  {:>6} (longest request)", ms(total.max() as f64))?;
+        writeln!(w, " 100%  {:>5} (longest request)", ms(total.max() as f64))?;
     }
     Ok(())
 }
@@ -135,11 +135,77 @@ fn row(w: &mut dyn Write, label: &str, h: &Hist) -> io::Result<()> {
     let s = h.summary();
     writeln!(
         w,
-        "{label:<11}{:>6} {:>4} {:>5.1} {:>6} {:>6}",
+        // ab 2.3: a 12-column label, then "%5 %4 %5.1f %6 %7".
+        "{label:<12}{:>5} {:>4} {:>5.1} {:>6} {:>7}",
         ms(s.min as f64),
         ms(s.mean),
         s.stddev / 1000.0,
         ms(s.p50 as f64),
         ms(s.max as f64)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use throng_metrics::{FirstReply, Hist, Measurements};
+    use throng_plan::{HttpArgs, HttpPlan};
+    use throng_result::Plan;
+
+    /// `ab -n 200 -c 4 http://127.0.0.1:18931/x` against nginx 1.22.1
+    /// (`return 200 "hello from nginx\n"`), ab 2.3 as Debian ships it.
+    const AB: &str = include_str!("../fixtures/ab-2.3-nginx.txt");
+
+    /// 200 samples: `slow` of them at 3 ms, the rest at 0 (the capture's
+    /// min, mean, sd, median and max for that row).
+    fn hist(slow: u64) -> Hist {
+        let mut h = Hist::new();
+        h.record_n_us(0, 200 - slow);
+        h.record_n_us(3000, slow);
+        h
+    }
+
+    #[test]
+    fn the_ab_layout_is_byte_for_byte_ab_23s_for_the_same_figures() {
+        let mut m = Measurements::default();
+        m.requests.attempted = 200;
+        m.requests.ok = 200;
+        m.connections.attempted = 200;
+        m.connections.ok = 200;
+        m.status.insert(200, 200);
+        m.bytes.received = 32000;
+        m.bytes.received_body = 3400;
+        m.first_reply = Some(FirstReply {
+            status: 200,
+            server: Some("nginx/1.22.1".into()),
+            header_bytes: 143,
+            body_bytes: 17,
+        });
+        m.phases.insert("connect".into(), hist(2));
+        m.phases.insert("response".into(), hist(12));
+        m.phases.insert("wait".into(), hist(6));
+        m.phases.insert("latency".into(), hist(12));
+        let mut r = crate::test_result(m);
+        r.plan = Plan::Http(
+            HttpPlan::from_args(HttpArgs {
+                url: "http://127.0.0.1:18931/x".into(),
+                connections: Some(4),
+                requests: Some(200),
+                no_keepalive: true,
+                cores: 1,
+                ..HttpArgs::default()
+            })
+            .expect("a valid plan"),
+        );
+        r.duration_s = 200.0 / 8386.45;
+        let mut out = Vec::new();
+        super::write(&r, &mut out).expect("written");
+        let ours = String::from_utf8(out).expect("UTF-8");
+        // ab's banner and progress lines are its own; the report starts at "Server Software:".
+        let theirs = &AB[AB.find("Server Software:").expect("a captured report")..];
+        let ours = &ours[ours.find("Server Software:").expect("a report")..];
+        for (i, (a, b)) in theirs.lines().zip(ours.lines()).enumerate() {
+            assert_eq!(b, a, "line {} after Server Software:", i + 1);
+        }
+        assert_eq!(ours.lines().count(), theirs.lines().count());
+    }
 }

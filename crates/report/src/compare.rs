@@ -829,8 +829,8 @@ fn basis_lines(c: &Comparison) -> [String; 3] {
     let o = &c.options;
     let over = match c.basis {
         Basis::Runs => format!(
-            "over each run's figure ({} runs of A, {} of B)",
-            c.a.runs.len(),
+            "over each run's figure ({} of A, {} of B)",
+            throng_plan::count(c.a.runs.len() as u64, "run"),
             c.b.runs.len()
         ),
         Basis::Seconds => "over each full second of the runs (per-second series: weaker than repeated runs, the \
@@ -1079,8 +1079,8 @@ pub fn write_columns(view: crate::View, c: &Comparison, w: &mut dyn Write) -> io
         writeln!(w)?;
         writeln!(
             w,
-            "({} runs of A and {} of B, each side's runs added up; `--format text` has the statistics)",
-            c.a.runs.len(),
+            "({} of A and {} of B, each side's runs added up; `--format text` has the statistics)",
+            throng_plan::count(c.a.runs.len() as u64, "run"),
             c.b.runs.len()
         )?;
     }

@@ -985,7 +985,7 @@ fn facts(r: &RunResult) -> Vec<(&'static str, String)> {
         ));
     }
     if r.parts.len() > 1 {
-        v.push(("merged from", format!("{} runs", r.parts.len())));
+        v.push(("merged from", throng_plan::count(r.parts.len() as u64, "run")));
     }
     v
 }

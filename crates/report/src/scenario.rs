@@ -7,6 +7,7 @@ use std::io::{self, Write};
 use std::time::Duration;
 
 use throng_metrics::{Hist, ScenarioStats, TagStats};
+use throng_plan::count;
 use throng_result::{RunResult, per_second};
 use throng_scenario::{Executor, Scenario, ScenarioPlan};
 
@@ -45,12 +46,12 @@ pub(crate) fn write_run(r: &RunResult, p: &ScenarioPlan, w: &mut dyn Write) -> i
     let ended = req.ended();
     writeln!(
         w,
-        "  {:<14}{} completed ({:.2}/s), {} dropped, at most {} VUs",
+        "  {:<14}{} completed ({:.2}/s), {} dropped, at most {}",
         "iterations",
         s.iterations,
         per_second(s.iterations, r.duration_s),
         s.dropped_iterations,
-        s.vus_max
+        throng_plan::count(s.vus_max, "VU")
     )?;
     if !s.iteration.is_empty() {
         let i = s.iteration.summary();
@@ -100,7 +101,7 @@ pub(crate) fn write_run(r: &RunResult, p: &ScenarioPlan, w: &mut dyn Write) -> i
         writeln!(w, "  {:<14}{}", "status", statuses.join(" "))?;
     }
     crate::text::write_data_and_connections(r, w)?;
-    write_tls(r, w)?;
+    write_tls(r, w, 14)?;
     writeln!(w)?;
 
     if let Some(all) = s.all() {
@@ -113,7 +114,7 @@ pub(crate) fn write_run(r: &RunResult, p: &ScenarioPlan, w: &mut dyn Write) -> i
     write_thresholds(r, w)?;
     write_phase_table(m, w)?;
     writeln!(w)?;
-    write_generator(r, ended, "requests", w)
+    write_generator(r, ended, "requests", w, 14)
 }
 
 /// An executor in one line.
@@ -127,7 +128,7 @@ pub fn describe(sc: &Scenario) -> String {
         s
     };
     let mut text = match &sc.executor {
-        Executor::ConstantVus { vus, duration } => format!("constant-vus, {vus} VUs for {}", d(duration)),
+        Executor::ConstantVus { vus, duration } => format!("constant-vus, {} for {}", count(*vus, "VU"), d(duration)),
         Executor::RampingVus {
             start_vus,
             stages,
@@ -142,7 +143,9 @@ pub fn describe(sc: &Scenario) -> String {
             iterations,
             max_duration,
         } => format!(
-            "per-vu-iterations, {vus} VUs × {iterations} iterations (at most {})",
+            "per-vu-iterations, {} × {} (at most {})",
+            count(*vus, "VU"),
+            count(*iterations, "iteration"),
             d(max_duration)
         ),
         Executor::SharedIterations {
@@ -150,7 +153,9 @@ pub fn describe(sc: &Scenario) -> String {
             iterations,
             max_duration,
         } => format!(
-            "shared-iterations, {iterations} iterations over {vus} VUs (at most {})",
+            "shared-iterations, {} over {} (at most {})",
+            count(*iterations, "iteration"),
+            count(*vus, "VU"),
             d(max_duration)
         ),
         Executor::ConstantArrivalRate {
@@ -305,6 +310,7 @@ fn write_stages(s: &ScenarioStats, p: &ScenarioPlan, w: &mut dyn Write) -> io::R
         "  {:<16}{:>16}{:>14}{:>10}{:>10}{:>11}{:>11}{:>9}",
         "stage", "span", "planned", "VUs max", "req/s", "med", "p95", "errors"
     )?;
+    let shared = rows.iter().any(|r| !r.vus.exact);
     for r in rows {
         writeln!(
             w,
@@ -317,6 +323,12 @@ fn write_stages(s: &ScenarioStats, p: &ScenarioPlan, w: &mut dyn Write) -> io::R
             r.med,
             r.p95,
             r.errors
+        )?;
+    }
+    if shared {
+        writeln!(
+            w,
+            "  ≤N: the stage lies inside no whole second; N is the most VUs of the seconds it shares with others"
         )?;
     }
     writeln!(w)
@@ -332,7 +344,7 @@ pub(crate) struct StageRow {
     /// The planned VUs or rate (`10→50 VUs`).
     pub planned: String,
     /// Most VUs seen during it.
-    pub vus: u64,
+    pub vus: StageVus,
     /// Requests per second.
     pub rate: String,
     /// Median response time.
@@ -341,6 +353,53 @@ pub(crate) struct StageRow {
     pub p95: String,
     /// Failed share of requests.
     pub errors: String,
+}
+
+/// The most VUs of a stage, from the per-second series: over the seconds
+/// wholly inside the stage, so that a neighbouring stage's VUs never count;
+/// a stage inside no whole second has only the seconds it overlaps, whose
+/// figure is an upper bound, written `≤N`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct StageVus {
+    pub max: u64,
+    /// False when the figure comes from seconds shared with other stages.
+    pub exact: bool,
+}
+
+impl std::fmt::Display for StageVus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let text = if self.exact {
+            self.max.to_string()
+        } else {
+            format!("≤{}", self.max)
+        };
+        f.pad(&text)
+    }
+}
+
+/// [`StageVus`] of scenario `index` over `[at, end)`.
+fn stage_vus(s: &ScenarioStats, index: usize, at: Duration, end: Duration) -> StageVus {
+    let vus_in = |lo: u64, hi: u64| {
+        s.series
+            .iter()
+            .filter(|x| x.second >= lo && x.second < hi)
+            .map(|x| x.vus_by_scenario.get(index).copied().unwrap_or(0))
+            .max()
+    };
+    // Seconds [first_whole, after_whole) lie wholly inside [at, end).
+    let first_whole = at.as_secs() + u64::from(at.subsec_nanos() > 0);
+    let after_whole = end.as_secs();
+    if first_whole < after_whole {
+        return StageVus {
+            max: vus_in(first_whole, after_whole).unwrap_or(0),
+            exact: true,
+        };
+    }
+    let after_touched = (end.as_secs() + u64::from(end.subsec_nanos() > 0)).max(at.as_secs() + 1);
+    StageVus {
+        max: vus_in(at.as_secs(), after_touched).unwrap_or(0),
+        exact: false,
+    }
 }
 
 /// For each stage of each ramp: the planned VUs or rate, throughput, p95
@@ -359,14 +418,7 @@ pub(crate) fn stage_rows(s: &ScenarioStats, p: &ScenarioPlan) -> Vec<StageRow> {
             let name = format!("{}#{}", sc.name, i + 1);
             let end = at.saturating_add(st.duration);
             let t = s.tags.get(&format!("stage:{name}"));
-            let (lo, hi) = (at.as_secs(), end.as_secs().max(at.as_secs().saturating_add(1)));
-            let vus = s
-                .series
-                .iter()
-                .filter(|x| x.second >= lo && x.second < hi)
-                .map(|x| x.vus_by_scenario.get(index).copied().unwrap_or(0))
-                .max()
-                .unwrap_or(0);
+            let vus = stage_vus(s, index, at, end);
             let planned = if (from - st.target).abs() < f64::EPSILON {
                 format!("{} {unit}", st.target)
             } else {
@@ -467,4 +519,36 @@ fn write_thresholds(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
         )?;
     }
     writeln!(w)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use throng_metrics::{ScenarioSecond, ScenarioStats};
+
+    #[test]
+    fn a_stage_s_vus_never_come_from_its_neighbours() {
+        let mut s = ScenarioStats::default();
+        for (second, vus) in [(0, 10), (1, 50), (2, 5), (3, 7)] {
+            s.series.push(ScenarioSecond {
+                second,
+                vus,
+                vus_by_scenario: vec![vus],
+                ..ScenarioSecond::default()
+            });
+        }
+        let ms = Duration::from_millis;
+        let vus = |a, b| super::stage_vus(&s, 0, ms(a), ms(b));
+        // Whole seconds inside: only theirs.
+        assert_eq!(vus(1000, 2500).to_string(), "50");
+        assert_eq!(vus(500, 3000).to_string(), "50");
+        assert_eq!(vus(2000, 4000).to_string(), "7");
+        // Inside no whole second: the seconds it touches, marked as a bound.
+        assert_eq!(vus(2500, 3000).to_string(), "≤5");
+        assert_eq!(vus(1500, 2200).to_string(), "≤50");
+        assert_eq!(vus(0, 500).to_string(), "≤10");
+        // Padding works on the marked figure as on a number.
+        assert_eq!(format!("{:>5}", vus(0, 500)), "  ≤10");
+    }
 }

@@ -131,7 +131,7 @@ pub(crate) fn write_storm(r: &RunResult, p: &StormPlan, w: &mut dyn Write) -> io
         writeln!(
             w,
             "  {:<16}{} (first attempt to last established)",
-            "connect time",
+            "total connect",
             us(t.as_micros() as f64)
         )?;
     }
@@ -152,12 +152,12 @@ pub(crate) fn write_storm(r: &RunResult, p: &StormPlan, w: &mut dyn Write) -> io
         let gave_up = crate::format::total(m.reconnect_gave_up.values().copied());
         writeln!(
             w,
-            "  {:<16}{} dropped, {} came back, {} never did; {} attempts, {} failed",
+            "  {:<16}{} dropped, {} came back, {} never did; {}, {} failed",
             "reconnects",
             m.closed_by_peer,
             back,
             gave_up,
-            m.reconnects.attempted,
+            throng_plan::count(m.reconnects.attempted, "attempt"),
             m.reconnects.failed()
         )?;
         write_errors(w, &m.reconnects.errors)?;
@@ -169,7 +169,7 @@ pub(crate) fn write_storm(r: &RunResult, p: &StormPlan, w: &mut dyn Write) -> io
             writeln!(
                 w,
                 "  {:<16}{} throng's: first drop to last re-established (the outage users see)",
-                "reconnect time",
+                "total reconnect",
                 us(t.as_micros() as f64)
             )?;
         }
@@ -217,14 +217,14 @@ pub(crate) fn write_storm(r: &RunResult, p: &StormPlan, w: &mut dyn Write) -> io
         )?;
         write_errors(w, &rq.errors)?;
     }
-    write_tls(r, w)?;
+    write_tls(r, w, 16)?;
     writeln!(w)?;
     write_phase_table(m, w)?;
     if let Some(h) = m.phase(Phase::Tls.name()) {
         writeln!(w, "  {:<16}{} on average", "handshakes", us(h.mean()))?;
     }
     writeln!(w)?;
-    write_generator(r, c.attempted, "connections", w)?;
+    write_generator(r, c.attempted, "connections", w, 16)?;
     // Per-connection memory means something only with many open at once.
     if m.peak_concurrent_connections >= 100 {
         writeln!(
@@ -235,4 +235,72 @@ pub(crate) fn write_storm(r: &RunResult, p: &StormPlan, w: &mut dyn Write) -> io
         )?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use throng_metrics::{Hist, Measurements, Phase};
+    use throng_plan::{StormArgs, StormPlan};
+    use throng_result::Plan;
+
+    #[test]
+    fn labels_are_the_readmes_and_their_values_line_up() {
+        let mut m = Measurements::default();
+        m.connections.attempted = 1000;
+        m.connections.ok = 1000;
+        m.first_attempt_us = Some(0);
+        m.last_established_us = Some(500_000);
+        m.peak_concurrent_connections = 1000;
+        m.closed_by_peer = 10;
+        m.first_drop_us = Some(1_000_000);
+        m.last_reconnected_us = Some(3_000_000);
+        m.reconnects.attempted = 1;
+        m.reconnects.ok = 1;
+        m.reconnect_gave_up.insert("hold_ended".into(), 9);
+        let mut back = Hist::new();
+        back.record_us(2_000_000);
+        m.phases.insert(Phase::Reconnect.name().into(), back);
+        let mut r = crate::test_result(m);
+        r.plan = Plan::Storm(
+            StormPlan::from_args(StormArgs {
+                target: "tcp://127.0.0.1:4222".into(),
+                connections: Some(1000),
+                rate: Some(1.0 / 6.0),
+                workers: Some(1),
+                reconnect: true,
+                hold: Some(std::time::Duration::from_secs(30)),
+                cores: 1,
+                ..StormArgs::default()
+            })
+            .expect("a valid plan"),
+        );
+        let mut out = Vec::new();
+        super::write(&r, &mut out).expect("written");
+        let text = String::from_utf8(out).expect("UTF-8");
+        assert!(text.contains("1000 connections, 10/min, held 30s, 1 worker"), "{text}");
+        assert!(text.contains("1 attempt, 0 failed"), "{text}");
+        assert!(
+            text.contains("hold ended before a reconnect"),
+            "hold_ended is described: {text}"
+        );
+        let labels = [
+            "connections",
+            "throughput",
+            "total connect",
+            "peak",
+            "closed early",
+            "reconnects",
+            "total reconnect",
+            "generator",
+        ];
+        for label in labels {
+            let line = text
+                .lines()
+                .find(|l| l.get(2..2 + label.len()) == Some(label) && l.as_bytes().get(2 + label.len()) == Some(&b' '))
+                .unwrap_or_else(|| panic!("no '{label}' line in\n{text}"));
+            // Two spaces, the label padded to 16, then the value.
+            assert_eq!(line[2..18].trim_end(), label, "{line}");
+            assert_ne!(line.as_bytes()[18], b' ', "value of '{label}' not at column 18: {line}");
+        }
+    }
 }

@@ -103,11 +103,11 @@ fn write_http(r: &RunResult, p: &HttpPlan, w: &mut dyn Write) -> io::Result<()> 
         }
     )?;
     write_data_and_connections(r, w)?;
-    write_tls(r, w)?;
+    write_tls(r, w, 14)?;
     writeln!(w)?;
     write_phase_table(m, w)?;
     writeln!(w)?;
-    write_generator(r, ended, "requests", w)
+    write_generator(r, ended, "requests", w, 14)
 }
 
 /// The bytes moved and the connections opened (with their failures by
@@ -140,7 +140,9 @@ pub(crate) fn write_data_and_connections(r: &RunResult, w: &mut dyn Write) -> io
 
 /// The TLS line: handshakes, what they negotiated, how certificates were
 /// treated.
-pub fn write_tls(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
+/// `width` is the report's label column (14 in http and scenario reports,
+/// 16 in a storm's, whose labels are longer).
+pub fn write_tls(r: &RunResult, w: &mut dyn Write, width: usize) -> io::Result<()> {
     let m = &r.measurements;
     if let Some(settings) = r.plan.tls() {
         // nats:// carries TLS settings for an upgrade the server may not ask for.
@@ -156,9 +158,9 @@ pub fn write_tls(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
         };
         writeln!(
             w,
-            "  {:<14}{} handshakes ({} resumed{}): {} {} {}",
+            "  {:<width$}{} ({} resumed{}): {} {} {}",
             "tls",
-            t.handshakes,
+            throng_plan::count(t.handshakes, "handshake"),
             t.resumed,
             if t.hello_retry > 0 {
                 format!(", {} with HelloRetryRequest", t.hello_retry)
@@ -169,7 +171,7 @@ pub fn write_tls(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
             top(&t.groups),
             top(&t.ciphers),
         )?;
-        writeln!(w, "  {:<14}{}", "", settings.describe())?;
+        writeln!(w, "  {:<width$}{}", "", settings.describe())?;
     }
     Ok(())
 }
@@ -187,14 +189,14 @@ pub(crate) fn cpu_share(r: &RunResult) -> String {
 }
 
 /// The generator's own cost, with `units` of `unit` (e.g. "requests")
-/// per CPU-second.
-pub fn write_generator(r: &RunResult, units: u64, unit: &str, w: &mut dyn Write) -> io::Result<()> {
+/// per CPU-second, labelled in a column `width` wide.
+pub fn write_generator(r: &RunResult, units: u64, unit: &str, w: &mut dyn Write, width: usize) -> io::Result<()> {
     let ended = units;
     let g = &r.generator;
     let cpu = g.cpu_user_s + g.cpu_system_s;
     writeln!(
         w,
-        "  {:<14}CPU {:.2}s user + {:.2}s system{}, peak memory {}{}",
+        "  {:<width$}CPU {:.2}s user + {:.2}s system{}, peak memory {}{}",
         "generator",
         g.cpu_user_s,
         g.cpu_system_s,

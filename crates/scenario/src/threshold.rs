@@ -350,9 +350,9 @@ impl Threshold {
                         false,
                         Some(*v),
                         format!(
-                            "{} in the {w}s window from {start}s ({} windows)",
+                            "{} in the {w}s window from {start}s ({})",
                             unit(*v),
-                            windows.len()
+                            throng_plan::count(windows.len() as u64, "window")
                         ),
                     ),
                     None => {
@@ -366,7 +366,11 @@ impl Threshold {
                             true,
                             extreme,
                             match extreme {
-                                Some(v) => format!("worst window {} ({} windows)", unit(v), windows.len()),
+                                Some(v) => format!(
+                                    "worst window {} ({})",
+                                    unit(v),
+                                    throng_plan::count(windows.len() as u64, "window")
+                                ),
                                 None => "no samples".into(),
                             },
                         )

@@ -38,6 +38,9 @@ fn create(flag: &str, path: &Path) -> Result<File, UsageError> {
 pub fn check_outputs(outputs: &[(&str, Option<&Path>)]) -> Result<(), UsageError> {
     for (flag, path) in outputs {
         let Some(path) = path else { continue };
+        if *flag == "--json" && super::is_stdout(path) {
+            continue;
+        }
         let bad = |why: String| UsageError(format!("{flag} {}: {why}", path.display()));
         if path.is_dir() {
             return Err(bad("is a directory; give a file name".into()));

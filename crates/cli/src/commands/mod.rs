@@ -2,6 +2,7 @@
 
 mod certs;
 mod compare;
+mod completions;
 mod demo;
 mod export;
 mod http;
@@ -44,6 +45,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Run(c) => run::run(*c),
         Command::StormPart => storm::run_part(),
         Command::K8s(c) => k8s::run(c),
+        Command::Completions(c) => completions::completions(c),
+        Command::Man(c) => completions::man(c),
     }
 }
 
@@ -147,26 +150,36 @@ fn write_set(path: &Path, runs: &[RunResult]) -> anyhow::Result<()> {
         .with_context(|| format!("writing '{}'", path.display()))
 }
 
-/// Writes the report of several runs to stdout (one run: as
-/// [`print_report`]; several: added up, plus a table per run in text; the
-/// JSON view prints the result set).
-fn print_runs(v: View, runs: &[RunResult], as_set: bool) -> anyhow::Result<()> {
+/// Writes the report of several runs to stdout, or to stderr when stdout
+/// carries the result document (`--json -`). One run: as [`print_report`];
+/// several: added up, plus a table per run in text; the JSON view prints the
+/// result set.
+fn print_runs(v: View, runs: &[RunResult], as_set: bool, to_stderr: bool) -> anyhow::Result<()> {
     let Some(first) = runs.first() else {
         return Ok(());
     };
-    if !as_set {
-        return print_report(v, first);
-    }
     throng_report::supports(v, first).map_err(UsageError)?;
     let mut buf = Vec::new();
-    if v == View::Json {
+    if !as_set {
+        throng_report::write(v, first, &mut buf).context("rendering the report")?;
+    } else if v == View::Json {
         ResultSet::new(runs.to_vec())
             .to_writer(&mut buf)
             .context("rendering the result set")?;
     } else {
         throng_report::runs::write_set(v, runs, &mut buf).context("rendering the report")?;
     }
+    if to_stderr {
+        // The report is for the person at the terminal; a closed stderr is no error.
+        let _ = std::io::stderr().lock().write_all(&buf);
+        return Ok(());
+    }
     print_bytes(&buf)
+}
+
+/// `--json -`: the result document goes to stdout.
+pub fn is_stdout(path: &Path) -> bool {
+    path.as_os_str() == "-"
 }
 
 /// Runs `once` `repeat.count` times in a row, `repeat.settle` apart, each
@@ -215,7 +228,8 @@ fn settle(d: std::time::Duration, control: &Control) {
 }
 
 /// Writes `--json` (one result, or a set when `--repeat` asked for more than
-/// one run), prints the report, and returns how the runs ended.
+/// one run; `-` is stdout, and the report then goes to stderr), prints the
+/// report, and returns how the runs ended.
 fn finish_runs(
     repeat: RepeatArgs,
     runs: &[RunResult],
@@ -223,13 +237,23 @@ fn finish_runs(
     format: Format,
 ) -> anyhow::Result<(Outcome, RunResult)> {
     let as_set = repeat.count > 1;
-    if let Some(path) = json {
+    let json_to_stdout = json.is_some_and(is_stdout);
+    if json_to_stdout {
+        let mut buf = Vec::new();
+        match runs {
+            [one] if !as_set => one.to_writer(&mut buf).context("rendering the result")?,
+            _ => ResultSet::new(runs.to_vec())
+                .to_writer(&mut buf)
+                .context("rendering the result set")?,
+        }
+        print_bytes(&buf)?;
+    } else if let Some(path) = json {
         match runs {
             [one] if !as_set => write_result(path, one)?,
             _ => write_set(path, runs)?,
         }
     }
-    print_runs(view(format), runs, as_set)?;
+    print_runs(view(format), runs, as_set, json_to_stdout)?;
     let merged = RunResult::merge_sequential(runs).context("adding up the runs")?;
     Ok((run_outcome(&merged), merged))
 }

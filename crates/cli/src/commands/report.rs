@@ -26,6 +26,6 @@ pub fn run(c: ReportCmd) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::SUCCESS);
         }
     }
-    print_runs(view(c.format), &runs, as_set)?;
+    print_runs(view(c.format), &runs, as_set, false)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -147,6 +147,30 @@ fn mistakes_point_at_their_line() {
     }
 }
 
+#[test]
+fn an_unquoted_template_in_a_json_body_is_refused_where_it_is() {
+    let from = r#"json: { email: "{{random_email}}", password: "pw-{{vu}}" }"#;
+    for (to, var) in [
+        (
+            r#"json: { email: {{random_email}}, password: "pw-{{vu}}" }"#,
+            "random_email",
+        ),
+        (r#"json: { email: "a", tags: [ {{ vu }} ] }"#, "vu"),
+        (r#"json: { user: { id: {{vu}} } }"#, "vu"),
+    ] {
+        let e = rejects(from, to, "json:", "is not in quotes");
+        assert!(e.message.contains(&format!("\"{{{{{var}}}}}\"")), "{e}");
+        assert!(e.column > 10, "points into the line, at the template: {e}");
+    }
+    // Quoted, it is a string template; a real nested mapping stays an object.
+    let ok = GOOD.replacen(
+        from,
+        r#"json: { email: "{{random_email}}", user: { id: 1, tags: [a] } }"#,
+        1,
+    );
+    assert!(parse(&ok).is_ok());
+}
+
 /// Parses `GOOD` with `from` replaced by `to` and expects an error
 /// containing `message`, on a line that holds `at`.
 #[track_caller]

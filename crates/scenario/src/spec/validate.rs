@@ -887,6 +887,16 @@ impl Validator<'_> {
 
     fn json(&self, here: &[&str], v: serde_yaml_ng::Value) -> Result<JsonTemplate, ScenarioError> {
         use serde_yaml_ng::Value as Y;
+        if let Some(var) = unquoted_template(&v) {
+            return Err(self.err_at_use(
+                here,
+                &var,
+                format!(
+                    "{{{{{var}}}}} is not in quotes, so YAML reads it as a mapping and the body would send an \
+                     object; write it as a string: \"{{{{{var}}}}}\""
+                ),
+            ));
+        }
         Ok(match v {
             Y::String(s) => {
                 let t = self.template(here, &s)?;
@@ -917,6 +927,20 @@ impl Validator<'_> {
                 serde_json::to_value(&other).map_err(|e| self.err(here, format!("json body: {e}")))?,
             ),
         })
+    }
+}
+
+/// The variable of `{{var}}` written without quotes: YAML reads it as a
+/// flow mapping whose one key is the mapping `{var: null}`, with no value.
+fn unquoted_template(v: &serde_yaml_ng::Value) -> Option<String> {
+    use serde_yaml_ng::Value as Y;
+    let Y::Mapping(outer) = v else { return None };
+    let (Some((Y::Mapping(inner), Y::Null)), 1) = (outer.iter().next(), outer.len()) else {
+        return None;
+    };
+    match (inner.iter().next(), inner.len()) {
+        (Some((Y::String(var), Y::Null)), 1) => Some(var.trim().to_string()),
+        _ => None,
     }
 }
 
