@@ -48,7 +48,9 @@ fn write_pages(cmd: &clap::Command, dir: &Path) -> anyhow::Result<()> {
         )
     })?;
     eprintln!("{}", path.display());
-    for sub in cmd.get_subcommands() {
+    // Hidden subcommands (storm-part, what a storm starts in its children)
+    // are not for users: no page.
+    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
         write_pages(sub, dir)?;
     }
     Ok(())
