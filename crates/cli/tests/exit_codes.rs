@@ -204,7 +204,9 @@ fn run() {
     assert!(stderr(&out).contains("every request failed"), "{}", stderr(&out));
     // More VUs than descriptors: found by the engine at start, a usage error.
     let f = scenario(d, &target, "constant-vus\n    vus: 1000000\n    duration: 1s", "/", "");
-    expect(&["run", &f, "-q"], 2, "VUs at once");
+    let out = expect(&["run", &f, "-q"], 2, "VUs at once");
+    // The file is named once, by the command (the engine's message does not repeat it).
+    assert_eq!(stderr(&out).matches(f.as_str()).count(), 1, "{}", stderr(&out));
     expect(
         &["run", "/nonexistent-dir/s.yaml", "-q"],
         2,

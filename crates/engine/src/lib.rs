@@ -952,9 +952,8 @@ pub fn run_scenario(
     let fit = connections_per_process(threads);
     if vus > fit {
         return Err(EngineError::Config(format!(
-            "{}: the scenarios may run {vus} VUs at once, each with its own connection, but this process may \
-             open about {fit}; lower vus, max_vus or the stages' targets, or raise the descriptor limit",
-            plan.file
+            "the scenarios may run {vus} VUs at once, each with its own connection, but this process may \
+             open about {fit}; lower vus, max_vus or the stages' targets, or raise the descriptor limit"
         )));
     }
     let addr = resolve(&plan.target.host, plan.target.port)?;
