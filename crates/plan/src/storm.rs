@@ -88,9 +88,16 @@ pub struct Pattern(regex::bytes::Regex);
 impl Pattern {
     /// Compiles `text`, or says why it is not a regular expression.
     pub fn new(text: &str) -> Result<Pattern, String> {
-        regex::bytes::Regex::new(text)
-            .map(Pattern)
-            .map_err(|e| format!("'{text}' is not a regular expression: {e}"))
+        regex::bytes::Regex::new(text).map(Pattern).map_err(|e| {
+            // A syntax error is several lines (the pattern, a caret under the
+            // fault, then "error: why"); the message is one line, so keep the why.
+            let full = e.to_string();
+            let why = full.lines().last().unwrap_or_default();
+            format!(
+                "'{text}' is not a regular expression: {}",
+                why.trim_start_matches("error: ")
+            )
+        })
     }
 
     /// The text as given.
@@ -972,7 +979,16 @@ mod tests {
             let e = with(bad).unwrap_err().to_string();
             assert!(e.starts_with("--expect: '"), "{bad}: {e}");
             assert!(e.contains("is not a regular expression"), "{bad}: {e}");
+            assert!(
+                !e.contains('\n') && !e.contains("parse error"),
+                "one line, the reason only: {e}"
+            );
         }
+        let e = with("*").unwrap_err().to_string();
+        assert!(
+            e.ends_with("'*' is not a regular expression: repetition operator missing expression"),
+            "{e}"
+        );
         let p = with("^\\+PONG").unwrap();
         let Some(Protocol::Lines { steps, .. }) = &p.protocol else {
             panic!("{:?}", p.protocol)
