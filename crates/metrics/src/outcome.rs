@@ -112,7 +112,7 @@ impl ErrorClass {
             }
             "auth_failed_twice" => "authorization failed on two reconnects in a row: nats.go stops reconnecting",
             "hold_ended" => {
-                "dropped by the server; the hold ended (or the run stopped) before a reconnect was due or succeeded"
+                "dropped by the server; the hold ended before a reconnect was due or succeeded (or the run stopped first)"
             }
             "max_reconnects" => "--max-reconnects attempts failed",
             "tls.unknown_ca" => "certificate not issued by a trusted CA",
