@@ -346,6 +346,57 @@ fn nats_garbage_missing_info_and_auth_errors() {
     nats_fails_as("nats-auth-error", "auth_failed");
 }
 
+/// The server's PING overtakes the PONG of CONNECT (seed 000 at bcrypt cost
+/// 11): the lenient client answers it, connects and counts it; the nats.go
+/// profile fails there, as nats.go does ("expected 'PONG', got 'PING'").
+#[test]
+fn nats_early_ping_is_counted_by_lenient_clients_and_fails_nats_go() {
+    let server = FaultServer::start("nats-early-ping");
+    let url = format!("nats://127.0.0.1:{}", server.port);
+    let args = |client: &'static str| {
+        vec![
+            url.clone(),
+            "-n".into(),
+            "8".into(),
+            "-c".into(),
+            "4".into(),
+            "-t".into(),
+            "1".into(),
+            "--timeout".into(),
+            "2s".into(),
+            "--client".into(),
+            client.into(),
+        ]
+    };
+    let lenient = args("lenient");
+    let lenient = run("storm", &lenient.iter().map(String::as_str).collect::<Vec<_>>());
+    let r = check("nats-early-ping", &lenient, 8, &[]);
+    let m = &r.measurements;
+    assert_eq!(m.connections.ok, 8, "{:?}", m.connections.errors);
+    assert_eq!(
+        m.handshake_out_of_turn.get("ping_before_pong").copied(),
+        Some(8),
+        "{:?}",
+        m.handshake_out_of_turn
+    );
+    let strict = args("nats.go");
+    let strict = run("storm", &strict.iter().map(String::as_str).collect::<Vec<_>>());
+    let r = check("nats-early-ping", &strict, 8, &["protocol.unexpected_ping"]);
+    let m = &r.measurements;
+    // Every attempt fails (a storm that only fails may stop early, and says so).
+    let attempted = m.connections.attempted;
+    assert_eq!(
+        m.connections.error("protocol.unexpected_ping"),
+        attempted,
+        "{:?}",
+        m.connections.errors
+    );
+    assert_eq!(
+        m.handshake_out_of_turn.get("ping_before_pong").copied(),
+        Some(attempted)
+    );
+}
+
 #[test]
 fn an_unknown_fault_is_a_usage_error_naming_the_choices() {
     let o = common::output(throng().args(["serve", "--fault", "explode", "--listen", "127.0.0.1:0"]));

@@ -95,6 +95,9 @@ pub enum Fault {
     NatsNoInfo,
     /// Sends INFO, then answers CONNECT with `-ERR 'Authorization Violation'`.
     NatsAuthError,
+    /// Sends INFO; after CONNECT, a PING before the PONG that answers it —
+    /// what a nats-server busy checking bcrypt passwords does.
+    NatsEarlyPing,
 }
 
 /// Which protocol a fault speaks (or breaks).
@@ -110,7 +113,7 @@ pub enum FaultKind {
 
 impl Fault {
     /// Every fault, in the order of the documentation.
-    pub const ALL: [Fault; 26] = [
+    pub const ALL: [Fault; 27] = [
         Fault::NeverAnswer,
         Fault::StallBody,
         Fault::Trickle,
@@ -137,6 +140,7 @@ impl Fault {
         Fault::NatsGarbage,
         Fault::NatsNoInfo,
         Fault::NatsAuthError,
+        Fault::NatsEarlyPing,
     ];
 
     /// The name `--fault` takes.
@@ -168,6 +172,7 @@ impl Fault {
             Fault::NatsGarbage => "nats-garbage",
             Fault::NatsNoInfo => "nats-no-info",
             Fault::NatsAuthError => "nats-auth-error",
+            Fault::NatsEarlyPing => "nats-early-ping",
         }
     }
 
@@ -175,7 +180,7 @@ impl Fault {
     pub fn kind(self) -> FaultKind {
         match self {
             Fault::TlsAlert | Fault::TlsGarbage | Fault::TlsStall => FaultKind::Tls,
-            Fault::NatsGarbage | Fault::NatsNoInfo | Fault::NatsAuthError => FaultKind::Nats,
+            Fault::NatsGarbage | Fault::NatsNoInfo | Fault::NatsAuthError | Fault::NatsEarlyPing => FaultKind::Nats,
             _ => FaultKind::Http,
         }
     }
@@ -357,14 +362,16 @@ async fn tls_fault(mut s: TcpStream, fault: Fault) -> io::Result<()> {
 async fn nats_fault(mut s: TcpStream, fault: Fault) -> io::Result<()> {
     match fault {
         Fault::NatsGarbage => send(&mut s, b"\x00\x01 GARBAGE, not a NATS greeting\r\n").await?,
-        Fault::NatsAuthError => {
-            send(
-                &mut s,
+        Fault::NatsAuthError | Fault::NatsEarlyPing => {
+            let info: &[u8] = if fault == Fault::NatsAuthError {
                 b"INFO {\"server_id\":\"throng-lab-fault\",\"server_name\":\"throng-lab\",\"version\":\"2.10.0\",\
-                  \"proto\":1,\"host\":\"127.0.0.1\",\"max_payload\":1048576,\"auth_required\":true}\r\n",
-            )
-            .await?;
-            // Wait for CONNECT, then refuse it as nats-server does.
+                  \"proto\":1,\"host\":\"127.0.0.1\",\"max_payload\":1048576,\"auth_required\":true}\r\n"
+            } else {
+                b"INFO {\"server_id\":\"throng-lab-fault\",\"server_name\":\"throng-lab\",\"version\":\"2.10.0\",\
+                  \"proto\":1,\"host\":\"127.0.0.1\",\"max_payload\":1048576}\r\n"
+            };
+            send(&mut s, info).await?;
+            // Wait for CONNECT (and the PING that follows it).
             let mut line = Vec::new();
             let mut chunk = [0u8; 4096];
             while !line.contains(&b'\n') {
@@ -374,8 +381,14 @@ async fn nats_fault(mut s: TcpStream, fault: Fault) -> io::Result<()> {
                 }
                 line.extend_from_slice(&chunk[..n]);
             }
-            send(&mut s, b"-ERR 'Authorization Violation'\r\n").await?;
-            s.shutdown().await?;
+            if fault == Fault::NatsAuthError {
+                send(&mut s, b"-ERR 'Authorization Violation'\r\n").await?;
+                s.shutdown().await?;
+            } else {
+                // The server's first PING overtakes the PONG of CONNECT; then
+                // the connection is held, as a real server holds it.
+                send(&mut s, b"PING\r\nPONG\r\n").await?;
+            }
         }
         _ => {}
     }
