@@ -330,7 +330,7 @@ mod tests {
         /// connections, evenly; caps too; the quarters add up to the plan.
         #[test]
         fn storm_shares_add_up(
-            n in 1u64..20_000,
+            n in 4u64..20_000, // each of the four quarters needs a connection
             pace in 0u8..3,
             cap in proptest::option::of(1u64..5_000),
             workers in 1u32..5,
