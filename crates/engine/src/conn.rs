@@ -361,20 +361,26 @@ pub(crate) async fn open_connection(
         ctx.rec.borrow_mut().connection_failed(Instant::now(), class, reconnect);
         class
     };
+    // TCP is up: the `connect` sample (in the row, or held back for the
+    // first request's), and for a reconnect the server accepting again.
+    let connected = |established: Instant, row: Option<&mut Row<'_>>, unreported: &mut [u32; 2]| {
+        let mut rec = ctx.rec.borrow_mut();
+        rec.connected(established, established - opened);
+        if reconnect {
+            rec.reconnect_accepted(established);
+        }
+        if let Some(r) = row {
+            r.phase(Phase::Connect, established - opened);
+        } else if hold_back {
+            unreported[0] = micros(established - opened);
+        }
+    };
     let (stream, written, ready, sent) = match &spec.tls {
         None => {
             let o = connect(spec.addr, source, ctx.stamp, first, spec.timeout, sleep.as_mut())
                 .await
                 .map_err(fail)?;
-            ctx.rec.borrow_mut().connected(o.established, o.established - opened);
-            if reconnect {
-                ctx.rec.borrow_mut().reconnect_accepted(o.established);
-            }
-            if let Some(r) = row.as_deref_mut() {
-                r.phase(Phase::Connect, o.established - opened);
-            } else if hold_back {
-                unreported[0] = micros(o.established - opened);
-            }
+            connected(o.established, row.as_deref_mut(), &mut unreported);
             (Transport::Plain(o.stream), o.written, o.established, o.sent)
         }
         Some(tls) => {
@@ -384,15 +390,7 @@ pub(crate) async fn open_connection(
             let o = connect(spec.addr, source, ctx.stamp, &hello, spec.timeout, sleep.as_mut())
                 .await
                 .map_err(fail)?;
-            ctx.rec.borrow_mut().connected(o.established, o.established - opened);
-            if reconnect {
-                ctx.rec.borrow_mut().reconnect_accepted(o.established);
-            }
-            if let Some(r) = row.as_deref_mut() {
-                r.phase(Phase::Connect, o.established - opened);
-            } else if hold_back {
-                unreported[0] = micros(o.established - opened);
-            }
+            connected(o.established, row.as_deref_mut(), &mut unreported);
             sleep.as_mut().reset((o.established + spec.timeout).into());
             // The client's Finished waits for the first thing the client
             // sends (the request, a line protocol's first send); otherwise

@@ -23,8 +23,8 @@ impl PlanError {
 
 /// `text` with control characters escaped (`\n`, `\u{1b}`), so that an
 /// error quoting what the user typed stays one line and cannot drive the
-/// terminal.
-pub(crate) fn one_line(text: &str) -> std::borrow::Cow<'_, str> {
+/// terminal. Scenario errors use it too.
+pub fn one_line(text: &str) -> std::borrow::Cow<'_, str> {
     if !text.chars().any(char::is_control) {
         return std::borrow::Cow::Borrowed(text);
     }

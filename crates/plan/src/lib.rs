@@ -32,7 +32,7 @@ mod tls;
 pub use duration::{
     MAX_RATE, count, format_duration, format_rate, parse_duration, parse_rate, serde_duration, serde_opt_duration,
 };
-pub use error::PlanError;
+pub use error::{PlanError, one_line};
 pub use head::{Authority, RequestHead};
 pub use http::{
     HttpArgs, HttpPlan, Load, MAX_BODY_BYTES, REDACTED, SENSITIVE_HEADERS, Scheme, Stop, Target, TlsSettings,

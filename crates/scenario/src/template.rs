@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
-use throng_plan::Rng;
+use throng_plan::{Rng, one_line};
 
 /// One piece of a template.
 #[derive(Clone, Debug, PartialEq)]
@@ -217,23 +217,6 @@ fn uuid(rng: &mut Rng, out: &mut String) {
         b >> 48,
         b & 0xFFFF_FFFF_FFFF
     );
-}
-
-/// `text` with control characters escaped (`\n`, `\u{1b}`): an error
-/// that quotes a multi-line template or expression stays one line.
-pub(crate) fn one_line(text: &str) -> std::borrow::Cow<'_, str> {
-    if !text.chars().any(char::is_control) {
-        return std::borrow::Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        if c.is_control() {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
-    }
-    std::borrow::Cow::Owned(out)
 }
 
 #[cfg(test)]

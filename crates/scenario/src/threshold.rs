@@ -172,7 +172,7 @@ impl Threshold {
     /// `count == 0`, `max < 2s over 30s`).
     pub fn parse(key: &str, expr: &str, abort_on_fail: bool, delay: Duration) -> Result<Threshold, String> {
         // Errors quote the key and expression: one line whatever they hold.
-        Threshold::parse_raw(key, expr, abort_on_fail, delay).map_err(|e| crate::template::one_line(&e).into_owned())
+        Threshold::parse_raw(key, expr, abort_on_fail, delay).map_err(|e| throng_plan::one_line(&e).into_owned())
     }
 
     fn parse_raw(key: &str, expr: &str, abort_on_fail: bool, delay: Duration) -> Result<Threshold, String> {
