@@ -6,7 +6,7 @@
 //!     │ Session::reusable        keep the connection for another?
 //!     │ record_exchange          phases, bytes, outcome (recorder and row)
 //!     ▼
-//!  Session::Http1(ResponseReader) ── conn::exchange ── Transport (tcp | tls)
+//!  Session::Http1(ResponseReader) ── http1::exchange ── Transport (tcp | tls)
 //! ```
 //!
 //! A protocol is a variant of [`Session`]: HTTP/2 goes beside `Http1`, and
@@ -21,9 +21,9 @@ use throng_metrics::{ErrorClass, Phase, Reply};
 use throng_plan::StatusSet;
 use tokio::time::Sleep;
 
-use crate::conn::{self, Conn, Failed, Timing, close, open_connection};
+use crate::conn::{Conn, Failed, Timing, close, open_connection};
 use crate::ctx::Ctx;
-use crate::http1::{Keep, ResponseReader};
+use crate::http1::{self, Keep, ResponseReader};
 use crate::rows::Row;
 use crate::transport::Transport;
 
@@ -72,7 +72,7 @@ impl Session {
         sleep: Pin<&mut Sleep>,
     ) -> Result<Timing, Failed> {
         match self {
-            Session::Http1(r) => conn::exchange(stream, request, written, t_send, stamped, r, scratch, sleep).await,
+            Session::Http1(r) => http1::exchange(stream, request, written, t_send, stamped, r, scratch, sleep).await,
         }
     }
 
