@@ -10,13 +10,13 @@ command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need+=(nginx-light
 command -v nats-server >/dev/null 2>&1 || [ -x /usr/sbin/nats-server ] || need+=(nats-server)
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 command -v htpasswd >/dev/null 2>&1 || need+=(apache2-utils)
-# The HTML report is checked in a real browser (crates/cli/tests/html.rs).
+# The HTML report is checked in a real browser (crates/cli/tests/cli/html.rs).
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
-# The A/B examples (crates/cli/tests/examples.rs): a WAF and a NAT.
+# The A/B examples (crates/cli/tests/cli/examples.rs): a WAF and a NAT.
 [ -e /usr/lib/nginx/modules/ngx_http_modsecurity_module.so ] || need+=(libnginx-mod-http-modsecurity)
 [ -d /usr/share/modsecurity-crs/rules ] || need+=(modsecurity-crs)
 command -v nft >/dev/null 2>&1 || [ -x /usr/sbin/nft ] || need+=(nftables)
-# --prometheus is checked by a real Prometheus scraping throng (crates/cli/tests/prometheus.rs).
+# --prometheus is checked by a real Prometheus scraping throng (crates/cli/tests/cli/prometheus.rs).
 command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
 
 if ((${#need[@]})); then

@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod common;
+use crate::common;
 
 use std::process::{Child, Stdio};
 
@@ -147,6 +147,8 @@ impl Drop for Serve {
 
 #[test]
 fn more_connections_held_than_one_process_may_open() {
+    // Alone: 30,000 connections held across storm and serve children.
+    let _alone = common::heavy();
     let (_soft, hard) = {
         let out = common::output(std::process::Command::new("sh").args(["-c", "ulimit -Hn"]));
         let v: u64 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap_or(20_000);
@@ -281,6 +283,8 @@ impl Drop for Netns {
 #[test]
 #[ignore = "needs root: makes a network namespace (scripts/test.sh runs it as root)"]
 fn port_exhaustion_is_addr_unavailable_with_a_hint_and_sources_fix_it() {
+    // Alone: a network namespace named after this process.
+    let _alone = common::heavy();
     // A namespace of our own whose local port range holds 50 ports: the
     // ~28K-port wall of one source address, at test scale.
     let ns = Netns::create().expect("cannot make a network namespace: run as root (scripts/test.sh does)");

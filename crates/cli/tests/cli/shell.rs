@@ -3,7 +3,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 
@@ -176,6 +176,8 @@ fn json_dash_puts_the_result_on_stdout_and_the_report_on_stderr() {
 #[test]
 #[ignore = "a release build for the musl target takes minutes; THRONG_TEST_STATIC=1 scripts/test.sh runs it (needs rustup's musl target and musl-gcc)"]
 fn static_binary() {
+    // Alone: a release build takes both cores for minutes.
+    let _alone = common::heavy();
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     // Not through `output`: the build takes longer than one run's limit; it has its own.
     let built = Command::new("timeout")

@@ -6,7 +6,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -60,6 +60,8 @@ fn is_root() -> bool {
 #[test]
 #[ignore = "needs root: the NAT example makes network namespaces (scripts/test.sh runs it as root)"]
 fn nat_ab_short_reaches_the_server_directly_and_through_the_nat() {
+    // Alone: network namespaces and nftables rules of its own.
+    let _alone = common::heavy();
     assert!(
         is_root(),
         "the NAT example makes network namespaces: run as root (scripts/test.sh does)"
@@ -106,6 +108,8 @@ fn nat_ab_short_reaches_the_server_directly_and_through_the_nat() {
 #[test]
 #[ignore = "needs nginx's ModSecurity module and the CRS rules (scripts/test.sh installs them)"]
 fn waf_ab_compares_nginx_with_and_without_modsecurity() {
+    // Alone: ModSecurity costs nginx ~2 ms of CPU a request.
+    let _alone = common::heavy();
     let module = Path::new("/usr/lib/nginx/modules/ngx_http_modsecurity_module.so");
     assert!(
         module.exists() || is_root(),
@@ -148,6 +152,8 @@ fn waf_ab_compares_nginx_with_and_without_modsecurity() {
 #[test]
 #[ignore = "needs root: the segments rehearsal makes network namespaces (scripts/test.sh runs it as root)"]
 fn segments_local_agents_merge_into_exactly_what_they_recorded() {
+    // Alone: network namespaces and nftables rules of its own.
+    let _alone = common::heavy();
     assert!(
         is_root(),
         "the segments rehearsal makes network namespaces: run as root (scripts/test.sh does)"

@@ -8,7 +8,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod common;
+use crate::common;
 
 use std::process::{Child, Stdio};
 use std::time::Duration;
@@ -38,6 +38,8 @@ fn serve_with_stalls(port: u16) -> Serve {
 
 #[test]
 fn open_loop_sees_the_stall_closed_loop_hides_it() {
+    // Alone: the quantiles are checked against the stall model.
+    let _alone = common::heavy();
     let port = free_port();
     let _server = serve_with_stalls(port);
     let url = format!("http://127.0.0.1:{port}/");
@@ -86,6 +88,8 @@ fn open_loop_sees_the_stall_closed_loop_hides_it() {
 
 #[test]
 fn lab_server_stalls_answer_late_not_never() {
+    // Alone: the quantiles are checked against the stall model.
+    let _alone = common::heavy();
     let port = free_port();
     let _server = serve_with_stalls(port);
     // During a stall a request waits at most the stall's length.

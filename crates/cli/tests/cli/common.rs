@@ -2,9 +2,11 @@
 //! loopback, the lab server, and result files.
 #![allow(dead_code, clippy::unwrap_used)]
 
+use std::cell::Cell;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
+use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
 use throng_result::RunResult;
@@ -18,8 +20,49 @@ pub fn throng() -> Command {
 /// test instead of hanging the suite.
 pub const RUN_LIMIT: Duration = Duration::from_secs(120);
 
-/// Runs `cmd` to completion, killing it (and failing) after [`RUN_LIMIT`].
+/// Held for writing by a test that must run alone ([`heavy`]), for
+/// reading by every other throng run through [`output`].
+static ALONE: RwLock<()> = RwLock::new(());
+
+thread_local! {
+    /// Whether this test's thread holds [`ALONE`] for writing (its own
+    /// [`output`] calls must not wait for a read lock they would never get).
+    static HOLDS_ALONE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// While alive, this test runs alone: no other heavy test runs, and no
+/// other test runs throng through [`output`] (one already running finishes
+/// first). See "Tests that must run alone" in `main.rs`.
+pub struct Heavy {
+    _alone: RwLockWriteGuard<'static, ()>,
+}
+
+/// Waits until this test may run alone, and holds that until the returned
+/// guard drops. A test that panicked while holding it does not stop the
+/// others (the lock's poison is ignored: it guards no data).
+pub fn heavy() -> Heavy {
+    assert!(!HOLDS_ALONE.get(), "common::heavy() taken twice by one test");
+    let alone = ALONE.write().unwrap_or_else(PoisonError::into_inner);
+    HOLDS_ALONE.set(true);
+    Heavy { _alone: alone }
+}
+
+impl Drop for Heavy {
+    fn drop(&mut self) {
+        HOLDS_ALONE.set(false);
+    }
+}
+
+/// A share of [`ALONE`] for one throng run, unless this thread's test is the
+/// heavy one.
+fn shared() -> Option<RwLockReadGuard<'static, ()>> {
+    (!HOLDS_ALONE.get()).then(|| ALONE.read().unwrap_or_else(PoisonError::into_inner))
+}
+
+/// Runs `cmd` to completion, killing it (and failing) after [`RUN_LIMIT`];
+/// waits first while a [`heavy`] test runs.
 pub fn output(cmd: &mut Command) -> Output {
+    let _shared = shared();
     let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     // Drain the pipes on threads so a chatty child never blocks.
     let mut out = child.stdout.take().unwrap();

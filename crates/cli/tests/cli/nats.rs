@@ -3,7 +3,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod common;
+use crate::common;
 
 use common::{NatsServer, assert_books_balance, free_port, throng, wait_listening};
 use std::time::Duration;

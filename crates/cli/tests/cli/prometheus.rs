@@ -2,7 +2,7 @@
 //! second while it runs; what Prometheus saw must equal the result file.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+use crate::common;
 
 use std::io::{Read as _, Write as _};
 use std::net::{SocketAddr, TcpStream};

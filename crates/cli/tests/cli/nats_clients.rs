@@ -7,7 +7,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
@@ -286,6 +286,8 @@ fn client_flag_errors_name_the_flag() {
 #[ignore = "CPU-dependent: needs nats-server's bcrypt checks to queue past its first PING (2 s), as on this 2-core \
             machine at cost 11 with 100 clients; a faster machine needs a higher cost or more clients"]
 fn nats_server_with_a_slow_password_check_pings_before_its_pong() {
+    // Alone: the early PING needs nats-server's bcrypt to be the only load.
+    let _alone = common::heavy();
     let hash = bcrypt::hash("s3cret", 11).unwrap();
     let nats = common::NatsServer::start(&format!(
         "authorization {{ users = [ {{ user: throng, password: \"{hash}\" }} ] }}"

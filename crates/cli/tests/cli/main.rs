@@ -1,0 +1,65 @@
+//! The throng binary's integration tests: one test binary, one module per
+//! topic, all against real servers on loopback (nginx, nats-server, redis,
+//! the lab server). One binary links once instead of once per topic
+//! (issue 12); `cargo test -p throng --test cli` runs it, and a filter picks
+//! a module or a test: `cargo test -p throng --test cli storm::`.
+//!
+//! # Adding a test module
+//!
+//! 1. Put the tests in `crates/cli/tests/cli/NAME.rs` (not in
+//!    `crates/cli/tests/`, which would make a binary of its own).
+//! 2. Open it with its `//!` summary, then `use crate::common;` where a
+//!    separate test file would have had `mod common;` (the rest, e.g.
+//!    `use common::{lab, throng};` and `common::output(...)`, reads the same).
+//! 3. Add `mod NAME;` to the list below, in alphabetical order.
+//!
+//! A file written as its own test binary (`tests/NAME.rs` with `mod common;`)
+//! becomes a module with `git mv crates/cli/tests/NAME.rs
+//! crates/cli/tests/cli/NAME.rs`, step 2 (`mod common;` → `use
+//! crate::common;`) and step 3.
+//!
+//! # Tests that must run alone
+//!
+//! Every module's tests now run in one process, two at a time (one per core)
+//! whatever module they come from. A test that must not overlap with other
+//! throng runs takes [`common::heavy`] first:
+//!
+//! ```ignore
+//! let _alone = common::heavy();
+//! ```
+//!
+//! Take it when a test holds thousands of connections or descriptors
+//! (storms past the descriptor limit), makes network namespaces or nftables
+//! rules, binds a fixed port, builds a release binary, or asserts figures
+//! that need a quiet machine (latency quantiles against a model, kernel
+//! timestamps, CPU-bound handshakes). While it is held, no other test runs
+//! throng through [`common::output`] (which nearly every test uses), and
+//! no other heavy test starts.
+
+mod common;
+
+mod bounds;
+mod compare;
+mod coordinated_omission;
+mod errors;
+mod examples;
+mod exit_codes;
+mod export;
+mod faults;
+mod hostile_results;
+mod html;
+mod http_nginx;
+mod inputs;
+mod nats;
+mod nats_clients;
+mod process_hygiene;
+mod prometheus;
+mod results;
+mod scenario;
+mod segments;
+mod shell;
+mod storm;
+mod sweep;
+mod timestamps;
+mod tls;
+mod wire;
