@@ -303,9 +303,9 @@ impl Measurements {
             }
             _ => {}
         }
-        self.requests.merge(&other.requests)?;
-        self.connections.merge(&other.connections)?;
-        self.reconnects.merge(&other.reconnects)?;
+        self.requests.merge_as(&other.requests, "requests.")?;
+        self.connections.merge_as(&other.connections, "connections.")?;
+        self.reconnects.merge_as(&other.reconnects, "reconnects.")?;
         add(&mut self.dropped, other.dropped, "dropped")?;
         add_all(&mut self.status, &other.status, "status")?;
         self.bytes.merge(&other.bytes)?;

@@ -182,9 +182,15 @@ impl Outcomes {
 
     /// Adds `other`'s counts to these; an error when a sum passes 2^64 - 1.
     pub fn merge(&mut self, other: &Outcomes) -> Result<(), HistError> {
-        add(&mut self.attempted, other.attempted, "attempted")?;
-        add(&mut self.ok, other.ok, "ok")?;
-        add_all(&mut self.errors, &other.errors, "errors")
+        self.merge_as(other, "")
+    }
+
+    /// [`Self::merge`], an overflow naming the count `{unit}attempted`, …
+    /// (`requests.ok`: whose counts overflowed, not only which).
+    pub(crate) fn merge_as(&mut self, other: &Outcomes, unit: &str) -> Result<(), HistError> {
+        add(&mut self.attempted, other.attempted, &format!("{unit}attempted"))?;
+        add(&mut self.ok, other.ok, &format!("{unit}ok"))?;
+        add_all(&mut self.errors, &other.errors, &format!("{unit}errors"))
     }
 }
 

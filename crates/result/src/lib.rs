@@ -57,8 +57,9 @@ pub enum ResultError {
     /// JSON without a `schema` field: not a throng document at all.
     #[error("not a throng result document (it has no \"schema\" field); give a file written by --json")]
     NotAResult,
-    /// A histogram in the document is damaged.
-    #[error("damaged histogram: {0}")]
+    /// A histogram in the document is damaged, or counts added up (a
+    /// histogram's or a counter's, in a merge) pass 2^64.
+    #[error("{}", hist_problem(.0))]
     Hist(#[from] HistError),
     /// Results of different kinds cannot be merged.
     #[error("cannot merge: {}", short(.0))]
@@ -78,6 +79,16 @@ pub enum ResultError {
     /// Reading or writing failed.
     #[error("{0}")]
     Io(#[from] std::io::Error),
+}
+
+/// A [`HistError`] as a result error says it: an overflow names what
+/// overflowed (counters overflow in a merge as well as histograms), anything
+/// else is a damaged histogram.
+fn hist_problem(e: &HistError) -> String {
+    match e {
+        HistError::Overflow(_) => e.to_string(),
+        _ => format!("damaged histogram: {e}"),
+    }
 }
 
 /// `text` on one line and at most [`SHORT_CHARS`] characters: error
