@@ -11,7 +11,7 @@ use throng_engine::{Control, Progress};
 use throng_metrics::Measurements;
 
 use crate::args::LiveArgs;
-use crate::commands::UsageError;
+use crate::exit::UsageError;
 use crate::prometheus::Exporter;
 
 /// The endpoint (when asked for) across every run of a command.
