@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use throng_plan::{StatusSet, TlsGroup, TlsVersion, parse_duration, parse_rate};
+use throng_plan::{StatusSet, StepArg, TlsGroup, TlsVersion, parse_duration, parse_rate};
 
 /// A network load generator with numbers you can trust.
 #[derive(Debug, Parser)]
@@ -159,9 +159,13 @@ pub struct RunCmd {
     /// 5-minute ramp in 30 s with the same shape
     #[arg(long = "scale", value_name = "F")]
     pub scale: Option<f64>,
-    /// Set NAME for {{env.NAME}} (repeatable; overrides the environment)
+    /// Set NAME for {{env.NAME}} (repeatable; overrides the environment); the file's target may
+    /// read it too: target: "{{env.BASE}}"
     #[arg(long = "env", value_name = "NAME=VALUE")]
     pub env: Vec<String>,
+    /// Send the requests here instead of the file's target (scheme, host, port and base path)
+    #[arg(long = "target", value_name = "URL")]
+    pub target: Option<String>,
     /// Redact this header's value in results and reports, repeatable (Authorization,
     /// Proxy-Authorization, Cookie and Set-Cookie always are)
     #[arg(long = "secret-header", value_name = "NAME")]
@@ -544,6 +548,10 @@ pub struct StormCmd {
     /// Line protocol: send this text (escapes: \r \n \t \\ \xHH); repeatable, in order with --expect
     #[arg(long = "send", value_name = "TEXT", help_heading = "Protocol")]
     pub send: Vec<String>,
+    /// Line protocol: as --send, for a secret (a password, AUTH ...): sent as given, written
+    /// <redacted> in results, reports and manifests; repeatable, in order with --send and --expect
+    #[arg(long = "send-secret", value_name = "TEXT", help_heading = "Protocol")]
+    pub send_secret: Vec<String>,
     /// Line protocol: the next line must match this regular expression; repeatable
     #[arg(long = "expect", value_name = "REGEX", help_heading = "Protocol")]
     pub expect: Vec<String>,
@@ -575,9 +583,9 @@ pub struct StormCmd {
     /// Longest the --trigger command may run; then its process group gets SIGTERM, and SIGKILL 2s later [default: 60s]
     #[arg(long = "trigger-timeout", value_name = "DURATION", value_parser = parse_duration, help_heading = "Reconnect")]
     pub trigger_timeout: Option<Duration>,
-    /// --send and --expect in command-line order (filled after parsing)
+    /// --send, --send-secret and --expect in command-line order (filled after parsing)
     #[arg(skip)]
-    pub steps: Vec<(bool, String)>,
+    pub steps: Vec<StepArg>,
     #[command(flatten)]
     pub output: OutputArgs<ReportFormat>,
     #[command(flatten)]
@@ -754,7 +762,7 @@ pub fn parse() -> Result<Cli, ExitCode> {
     match parsed {
         Ok((mut cli, matches)) => {
             if let (Command::Storm(storm), Some(("storm", sub))) = (&mut cli.command, matches.subcommand()) {
-                storm.steps = ordered_steps(sub, &storm.send, &storm.expect);
+                storm.steps = ordered_steps(sub, storm);
             }
             Ok(cli)
         }
@@ -780,17 +788,21 @@ pub fn parse() -> Result<Cli, ExitCode> {
     }
 }
 
-/// --send and --expect values in the order they were typed.
-fn ordered_steps(m: &clap::ArgMatches, send: &[String], expect: &[String]) -> Vec<(bool, String)> {
-    let mut steps: Vec<(usize, bool, String)> = Vec::new();
-    if let Some(ix) = m.indices_of("send") {
-        steps.extend(ix.zip(send).map(|(i, v)| (i, true, v.clone())));
+/// --send, --send-secret and --expect values in the order they were typed.
+fn ordered_steps(m: &clap::ArgMatches, storm: &StormCmd) -> Vec<StepArg> {
+    type Kind = fn(String) -> StepArg;
+    let mut steps: Vec<(usize, StepArg)> = Vec::new();
+    for (id, values, step) in [
+        ("send", &storm.send, StepArg::Send as Kind),
+        ("send_secret", &storm.send_secret, StepArg::SendSecret),
+        ("expect", &storm.expect, StepArg::Expect),
+    ] {
+        if let Some(ix) = m.indices_of(id) {
+            steps.extend(ix.zip(values).map(|(i, v)| (i, step(v.clone()))));
+        }
     }
-    if let Some(ix) = m.indices_of("expect") {
-        steps.extend(ix.zip(expect).map(|(i, v)| (i, false, v.clone())));
-    }
-    steps.sort_by_key(|(i, _, _)| *i);
-    steps.into_iter().map(|(_, s, v)| (s, v)).collect()
+    steps.sort_by_key(|(i, _)| *i);
+    steps.into_iter().map(|(_, s)| s).collect()
 }
 
 /// clap's message, its tip, and where to read more, on one line.

@@ -757,6 +757,7 @@ fn protocol_spec(
                 .iter()
                 .map(|s| match s {
                     throng_plan::LineStep::Send(t) => protocol::Step::Send(t.as_bytes().to_vec()),
+                    throng_plan::LineStep::SendSecret(t) => protocol::Step::Send(t.expose().as_bytes().to_vec()),
                     // Compiled when the plan was validated.
                     throng_plan::LineStep::Expect(re) => protocol::Step::Expect(re.regex().clone()),
                 })

@@ -619,7 +619,8 @@ pub fn redaction_note<'a>(headers: impl Iterator<Item = &'a str>, secret: &[Stri
 
 /// A command line as a user typed it (a sweep's `run:`), with the values of
 /// secret headers (`-H 'Authorization: …'`, and those its `--secret-header`
-/// names) and the passwords of URLs replaced: fit for a result file.
+/// names), of `--send-secret` and the passwords of URLs replaced: fit for a
+/// result file.
 /// Words are split as a POSIX shell would (quotes, backslashes); a word
 /// that holds a secret is rewritten whole, single-quoted.
 pub fn redact_command(text: &str) -> String {
@@ -671,9 +672,20 @@ pub fn redact_command(text: &str) -> String {
         .into_iter()
         .chain(marked.iter().map(|m| m.trim().to_ascii_lowercase()))
         .collect::<Vec<_>>();
+    // The word after --send-secret, or --send-secret=TEXT: secret whole.
+    let after_send_secret: Vec<bool> = std::iter::once(false)
+        .chain(words.iter().map(|w| w.2 == "--send-secret"))
+        .collect();
     let mut out = String::with_capacity(text.len());
     let mut at = 0;
-    for (start, end, word) in &words {
+    for (i, (start, end, word)) in words.iter().enumerate() {
+        if after_send_secret[i] || word.starts_with("--send-secret=") {
+            let flag = if after_send_secret[i] { "" } else { "--send-secret=" };
+            out.push_str(&text[at..*start]);
+            out.push_str(&format!("'{flag}{REDACTED}'"));
+            at = *end;
+            continue;
+        }
         let header = word
             .split_once(':')
             .filter(|(n, _)| !n.is_empty() && n.trim().bytes().all(is_token) && is_secret(&secret, n.trim()));
@@ -875,6 +887,10 @@ mod tests {
                 "storm 'nats://u:***@127.0.0.1:4222' -n 5 -H 'cookie: <redacted>'",
             ),
             ("run s.yaml --env A=1", "run s.yaml --env A=1"),
+            (
+                "storm tcp://h:6379 -n 5 --send-secret 'AUTH pw\\r\\n' --expect '^\\+OK' --send-secret=AUTH\\ pw2",
+                "storm tcp://h:6379 -n 5 --send-secret '<redacted>' --expect '^\\+OK' '--send-secret=<redacted>'",
+            ),
         ];
         for (given, want) in cases {
             assert_eq!(redact_command(given), want, "{given}");

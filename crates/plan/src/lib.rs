@@ -43,7 +43,7 @@ pub use schedule::{Arrivals, Rng, StormStarts, arrival_offset, split_evenly};
 pub use segment::{Fraction, MAX_CYCLE, Segment, parse_start_at};
 pub use status::StatusSet;
 pub use storm::{
-    ClientProfile, LineStep, NatsAuth, Pattern, Procs, Protocol, Reconnect, StormArgs, StormPlan, StormRequest,
-    StormScheme, StormTarget, Trigger, parse_sources, unescape,
+    ClientProfile, LineStep, NatsAuth, Pattern, Procs, Protocol, Reconnect, SecretText, StepArg, StormArgs, StormPlan,
+    StormRequest, StormScheme, StormTarget, Trigger, parse_sources, unescape,
 };
 pub use tls::{TlsGroup, TlsVersion};

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::duration::format_duration;
 use crate::error::PlanError;
 use crate::head::{Authority, RequestHead};
-use crate::http::{DEFAULT_TIMEOUT, TlsSettings, is_token};
+use crate::http::{DEFAULT_TIMEOUT, REDACTED, TlsSettings, is_token};
 use crate::segment::Segment;
 
 /// What a storm connects to.
@@ -75,8 +75,51 @@ pub struct NatsAuth {
 pub enum LineStep {
     /// Send these bytes (escapes like `\r\n` already decoded).
     Send(String),
+    /// Send these secret bytes (`--send-secret`: a password, `AUTH …`):
+    /// sent as given, written [`REDACTED`] in every file.
+    #[serde(rename = "send_secret")]
+    SendSecret(SecretText),
     /// The next line must match this regular expression.
     Expect(Pattern),
+}
+
+/// The text of a `--send-secret`. Serialized, and in `{:?}`, it reads
+/// [`REDACTED`]; read back it is empty until a storm part's orders put the
+/// real text back ([`StormPlan::line_secrets`],
+/// [`StormPlan::restore_line_secrets`]).
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct SecretText(String);
+
+impl SecretText {
+    /// Wraps `text` (escapes already decoded).
+    pub fn new(text: String) -> SecretText {
+        SecretText(text)
+    }
+
+    /// The text itself, for the wire only.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for SecretText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(REDACTED)
+    }
+}
+
+impl Serialize for SecretText {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(REDACTED)
+    }
+}
+
+impl<'de> Deserialize<'de> for SecretText {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<SecretText, D::Error> {
+        // What a file holds is the placeholder, never the secret.
+        let _placeholder = String::deserialize(d)?;
+        Ok(SecretText::default())
+    }
 }
 
 /// A `--expect` regular expression, compiled once when the plan is
@@ -240,6 +283,17 @@ pub enum Procs {
     Count(u32),
 }
 
+/// A line-protocol step as typed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StepArg {
+    /// `--send TEXT`.
+    Send(String),
+    /// `--send-secret TEXT`.
+    SendSecret(String),
+    /// `--expect REGEX`.
+    Expect(String),
+}
+
 /// Flags as parsed, before validation.
 #[derive(Clone, Debug, Default)]
 pub struct StormArgs {
@@ -273,8 +327,8 @@ pub struct StormArgs {
     pub protocol: Option<String>,
     /// `--nats-creds`: (path, contents).
     pub nats_creds: Option<(String, String)>,
-    /// `--send` and `--expect`, in command-line order (true: send).
-    pub steps: Vec<(bool, String)>,
+    /// `--send`, `--send-secret` and `--expect`, in command-line order.
+    pub steps: Vec<StepArg>,
     /// `--step-timeout`.
     pub step_timeout: Option<Duration>,
     /// `--reconnect`.
@@ -364,6 +418,38 @@ pub struct StormPlan {
 const MAX_SOURCES: u128 = 65_536;
 
 impl StormPlan {
+    /// The texts of the `--send-secret` steps, in order: what a storm
+    /// part's orders carry besides the plan (which never holds them).
+    pub fn line_secrets(&self) -> Vec<String> {
+        match &self.protocol {
+            Some(Protocol::Lines { steps, .. }) => steps
+                .iter()
+                .filter_map(|s| match s {
+                    LineStep::SendSecret(t) => Some(t.expose().to_string()),
+                    _ => None,
+                })
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Puts back the texts [`StormPlan::line_secrets`] took, in order; an
+    /// error when their number is not the plan's.
+    pub fn restore_line_secrets(&mut self, texts: &[String]) -> Result<(), String> {
+        let mut given = texts.iter();
+        if let Some(Protocol::Lines { steps, .. }) = &mut self.protocol {
+            for step in steps {
+                if let LineStep::SendSecret(t) = step {
+                    *t = SecretText::new(given.next().ok_or("fewer --send-secret texts than steps")?.clone());
+                }
+            }
+        }
+        match given.next() {
+            Some(_) => Err("more --send-secret texts than steps".to_string()),
+            None => Ok(()),
+        }
+    }
+
     /// Validates flags into a plan.
     pub fn from_args(a: StormArgs) -> Result<StormPlan, PlanError> {
         let target = parse_target(&a.target)?;
@@ -753,16 +839,20 @@ fn parse_protocol(a: &StormArgs, target: &StormTarget, timeout: Duration) -> Res
         return Ok(None);
     }
     let mut steps = Vec::new();
-    for (send, text) in &a.steps {
-        if *send {
-            steps.push(LineStep::Send(
-                unescape(text).map_err(|e| PlanError::invalid("--send", e))?,
-            ));
-        } else {
-            steps.push(LineStep::Expect(
-                Pattern::new(text).map_err(|e| PlanError::invalid("--expect", e))?,
-            ));
-        }
+    for step in &a.steps {
+        steps.push(match step {
+            StepArg::Send(text) => LineStep::Send(unescape(text).map_err(|e| PlanError::invalid("--send", e))?),
+            // The error may quote the text: say where, not what.
+            StepArg::SendSecret(text) => LineStep::SendSecret(SecretText::new(unescape(text).map_err(|_| {
+                PlanError::invalid(
+                    "--send-secret",
+                    "has a bad escape; write \\r \\n \\t \\\\ \\0 or \\xHH (two hex digits)",
+                )
+            })?)),
+            StepArg::Expect(text) => {
+                LineStep::Expect(Pattern::new(text).map_err(|e| PlanError::invalid("--expect", e))?)
+            }
+        });
     }
     let step_timeout = a.step_timeout.unwrap_or(timeout);
     if step_timeout.is_zero() {
@@ -971,7 +1061,7 @@ mod tests {
     fn expect_is_compiled_once_and_round_trips() {
         let with = |re: &str| {
             StormPlan::from_args(StormArgs {
-                steps: vec![(true, "PING\\r\\n".into()), (false, re.into())],
+                steps: vec![StepArg::Send("PING\\r\\n".into()), StepArg::Expect(re.into())],
                 ..args("tcp://127.0.0.1:9000")
             })
         };
@@ -1002,6 +1092,37 @@ mod tests {
         let back: Vec<LineStep> = serde_json::from_str(&json).unwrap();
         assert_eq!(&back, steps);
         assert!(serde_json::from_str::<Vec<LineStep>>(r#"[{"expect":"*"}]"#).is_err());
+    }
+
+    #[test]
+    fn secret_sends_are_redacted_in_files_and_restored_from_orders() {
+        let p = StormPlan::from_args(StormArgs {
+            steps: vec![
+                StepArg::SendSecret("AUTH hunter2\\r\\n".into()),
+                StepArg::Expect("^\\+OK".into()),
+                StepArg::Send("PING\\r\\n".into()),
+            ],
+            ..args("tcp://127.0.0.1:9000")
+        })
+        .unwrap();
+        assert_eq!(p.line_secrets(), ["AUTH hunter2\r\n"]);
+        let json = serde_json::to_string(&p).unwrap();
+        assert!(!json.contains("hunter2"), "{json}");
+        assert!(json.contains(r#"{"send_secret":"<redacted>"}"#), "{json}");
+        assert!(!format!("{p:?}").contains("hunter2"));
+        let mut back: StormPlan = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.line_secrets(), [""]);
+        back.restore_line_secrets(&p.line_secrets()).unwrap();
+        assert_eq!(back, p);
+        assert!(back.restore_line_secrets(&[]).is_err());
+        assert!(back.restore_line_secrets(&["a".into(), "b".into()]).is_err());
+        let e = StormPlan::from_args(StormArgs {
+            steps: vec![StepArg::SendSecret("pw\\q-hunter2".into())],
+            ..args("tcp://127.0.0.1:9000")
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(e.starts_with("--send-secret: ") && !e.contains("hunter2"), "{e}");
     }
 
     #[test]

@@ -26,7 +26,7 @@ pub use checks::{Capture, CaptureFrom, Check, CheckKind, ResponseView};
 pub use schedule::{ArrivalCurve, SegmentArrivals, segment_arrivals, share};
 pub use spec::{
     BaseUrl, Body, Cursor, DataSpec, Defaults, Executor, JsonTemplate, Request, Scenario, ScenarioError, ScenarioPlan,
-    Stage, Step, Think, environment, stage_names,
+    Stage, Step, TargetInputs, Think, environment, stage_names,
 };
 pub use template::{Context, Template};
 pub use threshold::{Threshold, Verdict};

@@ -66,13 +66,36 @@ fn shown(message: &str) -> String {
     clip(&out, MESSAGE_CHARS)
 }
 
+/// What can give a scenario's target besides its file: `throng run --target
+/// URL`, and the environment a `target: "{{env.BASE}}"` reads.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TargetInputs<'a> {
+    /// Replaces the file's target (`--target`).
+    pub url: Option<&'a str>,
+    /// The environment for `{{env.NAME}}` in the file's target (none: every
+    /// variable is unset).
+    pub env: Option<&'a HashMap<String, String>>,
+}
+
 impl ScenarioPlan {
     /// Parses `text` (from `file`); `read` reads a file named in it (the
-    /// data file), relative to the scenario's directory.
+    /// data file), relative to the scenario's directory. A target that
+    /// reads the environment is refused: see [`ScenarioPlan::parse_with`].
     pub fn parse(
         text: &str,
         file: &str,
         read: &dyn Fn(&str) -> Result<String, String>,
+    ) -> Result<ScenarioPlan, ScenarioError> {
+        Self::parse_with(text, file, read, &TargetInputs::default())
+    }
+
+    /// [`ScenarioPlan::parse`], the target given by `target` when it says
+    /// so (`--target`, the environment of `{{env.NAME}}`).
+    pub fn parse_with(
+        text: &str,
+        file: &str,
+        read: &dyn Fn(&str) -> Result<String, String>,
+        target: &TargetInputs,
     ) -> Result<ScenarioPlan, ScenarioError> {
         let text = throng_plan::input::strip_bom(text);
         throng_plan::input::check_yaml_nesting(text).map_err(|e| ScenarioError {
@@ -92,7 +115,7 @@ impl ScenarioPlan {
                 message: throng_plan::input::plain_types(&message),
             }
         })?;
-        Validator { text, file }.plan(raw, read)
+        Validator { text, file }.plan(raw, read, target)
     }
 }
 

@@ -103,6 +103,34 @@ impl Template {
         })
     }
 
+    /// Renders a template that may read only the environment, once, before
+    /// a run (a scenario's target); an error says which part it may not
+    /// have, or which variable is not set.
+    pub fn render_env(&self, env: &HashMap<String, String>) -> Result<String, String> {
+        let mut out = String::new();
+        for p in &self.parts {
+            match p {
+                Part::Text(t) => out.push_str(t),
+                Part::Env(n) => match env.get(n) {
+                    Some(v) => out.push_str(v),
+                    None => {
+                        return Err(format!(
+                            "{{{{env.{n}}}}} is not set: export {n}=URL, pass --env {n}=URL, or give --target URL"
+                        ));
+                    }
+                },
+                _ => {
+                    return Err(format!(
+                        "'{}' reads more than the environment: the target is fixed before the first VU starts, \
+                         so only {{{{env.NAME}}}} may fill it in",
+                        one_line(&self.source)
+                    ));
+                }
+            }
+        }
+        Ok(out)
+    }
+
     /// Names of environment variables the template reads (`{{env.NAME}}`).
     pub fn env_names(&self) -> impl Iterator<Item = &str> {
         self.parts.iter().filter_map(|p| match p {
@@ -255,6 +283,26 @@ mod tests {
         assert!(Template::compile("plain").unwrap().is_literal());
         let t = Template::compile("{{env.A}}-{{vu}}-{{ env._b2 }}-{{env.A}}").unwrap();
         assert_eq!(t.env_names().collect::<Vec<_>>(), ["A", "_b2", "A"]);
+    }
+
+    #[test]
+    fn env_only_templates_render_once_or_say_what_is_missing() {
+        let env: HashMap<String, String> = [("BASE".to_string(), "http://127.0.0.1:8080".to_string())].into();
+        let t = Template::compile("{{env.BASE}}/api").unwrap();
+        assert_eq!(t.render_env(&env).unwrap(), "http://127.0.0.1:8080/api");
+        let e = Template::compile("{{ env.HOST }}")
+            .unwrap()
+            .render_env(&env)
+            .unwrap_err();
+        assert!(
+            e.contains("{{env.HOST}} is not set") && e.contains("--env HOST=URL"),
+            "{e}"
+        );
+        let e = Template::compile("http://h/{{vu}}")
+            .unwrap()
+            .render_env(&env)
+            .unwrap_err();
+        assert!(e.contains("only {{env.NAME}}"), "{e}");
     }
 
     #[test]

@@ -9,7 +9,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use clap::Parser as _;
 use throng_k8s::{JobRequest, Load, PerOpen, Plan, PlanFile, Work, sizing};
-use throng_scenario::{Executor, ScenarioPlan, Step};
+use throng_scenario::{Executor, ScenarioPlan, Step, TargetInputs};
 
 use super::{UsageError, print_bytes};
 use crate::args::{Cli, Command, K8sCommand, K8sJobCmd};
@@ -153,7 +153,7 @@ fn command_line(args: &[String]) -> anyhow::Result<(Plan, Load, Secrets)> {
             }
         }
         Command::Storm(s) => {
-            secrets.args = has_userinfo(&s.target);
+            secrets.args = has_userinfo(&s.target) || !s.send_secret.is_empty();
             image_files(&[
                 ("--cacert", &s.tls.cacert),
                 ("--cert", &s.tls.cert),
@@ -218,8 +218,14 @@ fn scenario(file: &Path, extra: &[String]) -> anyhow::Result<(Plan, Load, Secret
         .map_err(|e| UsageError(format!("cannot read the scenario file '{}': {e}", file.display())))?;
     let dir = file.parent().unwrap_or(Path::new("."));
     let read = |name: &str| std::fs::read_to_string(dir.join(name)).map_err(|e| e.to_string());
-    let mut plan =
-        ScenarioPlan::parse(&text, &file.display().to_string(), &read).map_err(|e| UsageError(e.to_string()))?;
+    // The pods' environment is what --env gives them, no more.
+    let env: std::collections::HashMap<String, String> = super::run::parse_env(&run.env)?.into_iter().collect();
+    let target = TargetInputs {
+        url: run.target.as_deref(),
+        env: Some(&env),
+    };
+    let mut plan = ScenarioPlan::parse_with(&text, &file.display().to_string(), &read, &target)
+        .map_err(|e| UsageError(e.to_string()))?;
     if let Some(f) = run.scale.filter(|f| f.is_finite() && *f > 0.0) {
         plan = plan.scaled(f);
     }

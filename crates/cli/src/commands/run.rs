@@ -9,7 +9,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::Context as _;
 use throng_engine::ScenarioOptions;
-use throng_scenario::ScenarioPlan;
+use throng_scenario::{ScenarioPlan, TargetInputs};
 
 use super::{UsageError, finish_runs, repeated};
 use crate::args::RunCmd;
@@ -19,13 +19,21 @@ use crate::progress::{Display, StageClock};
 pub fn run(c: RunCmd) -> anyhow::Result<ExitCode> {
     let seg = super::segment::parse(&c.segments)?;
     super::segment::refuse_start_at_with_repeat(&seg, c.repeat.count)?;
-    let mut plan = load(&c.file, c.scale)?
+    let given = parse_env(&c.env)?;
+    let env = throng_scenario::environment(&given);
+    let target = TargetInputs {
+        url: c.target.as_deref(),
+        env: Some(&env),
+    };
+    let mut plan = load(&c.file, c.scale, &target)?
         .with_secret_headers(&c.secret_headers)
         .map_err(|e| UsageError(e.to_string()))?;
     if let Some(s) = &seg.segment {
         plan = plan.segmented(s);
     }
-    let env = throng_scenario::environment(&parse_env(&c.env)?);
+    if let Some(warning) = unread_env(&c.file, &given, &plan.env_names()) {
+        eprintln!("{warning}");
+    }
     let unset: Vec<String> = plan.env_names().into_iter().filter(|n| !env.contains_key(n)).collect();
     if !unset.is_empty() {
         let list = unset
@@ -138,12 +146,37 @@ fn stage_clocks(plan: &ScenarioPlan) -> Vec<StageClock> {
         .collect()
 }
 
-/// Reads and validates a scenario file; its data file is read relative to it.
-fn load(file: &Path, scale: Option<f64>) -> anyhow::Result<ScenarioPlan> {
+/// One line warning of `--env` values nothing in the file reads (a
+/// misspelt name, or a target `--target` replaced), or None.
+fn unread_env(file: &Path, given: &[(String, String)], read: &[String]) -> Option<String> {
+    let unread: std::collections::BTreeSet<&str> = given
+        .iter()
+        .map(|(name, _)| name.as_str())
+        .filter(|name| !read.iter().any(|r| r == name))
+        .collect();
+    (!unread.is_empty()).then(|| {
+        let reads = if read.is_empty() {
+            "no {{env.NAME}}".to_string()
+        } else {
+            read.join(", ")
+        };
+        format!(
+            "throng: warning: --env {}: nothing in {} reads {} (it reads {reads}); check the name",
+            unread.iter().copied().collect::<Vec<_>>().join(", "),
+            file.display(),
+            if unread.len() == 1 { "it" } else { "them" }
+        )
+    })
+}
+
+/// Reads and validates a scenario file; its data file is read relative to
+/// it, its target may come from `--target` or the environment.
+fn load(file: &Path, scale: Option<f64>, target: &TargetInputs) -> anyhow::Result<ScenarioPlan> {
     let text = super::read_plan_file(file, "scenario file")?;
     let dir: PathBuf = file.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf);
     let read = |name: &str| std::fs::read_to_string(dir.join(name)).map_err(|e| e.to_string());
-    let plan = ScenarioPlan::parse(&text, &file.display().to_string(), &read).map_err(|e| UsageError(e.to_string()))?;
+    let plan = ScenarioPlan::parse_with(&text, &file.display().to_string(), &read, target)
+        .map_err(|e| UsageError(e.to_string()))?;
     Ok(match scale {
         None => plan,
         Some(f) if f.is_finite() && f > 0.0 => plan.scaled(f),
@@ -152,7 +185,7 @@ fn load(file: &Path, scale: Option<f64>) -> anyhow::Result<ScenarioPlan> {
 }
 
 /// `NAME=VALUE` pairs from `--env`.
-fn parse_env(pairs: &[String]) -> Result<Vec<(String, String)>, UsageError> {
+pub(super) fn parse_env(pairs: &[String]) -> Result<Vec<(String, String)>, UsageError> {
     pairs
         .iter()
         .map(|p| match p.split_once('=') {

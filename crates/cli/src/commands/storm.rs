@@ -206,14 +206,17 @@ fn mem_available() -> Option<u64> {
 
 /// What a child process of a multi-process storm is told, as JSON on its
 /// stdin: the validated plan itself (so no flag can be lost on the way),
-/// the two things the plan does not serialize (the NATS secret, the
-/// segment), and its part.
+/// what the plan does not serialize (the NATS secret, the `--send-secret`
+/// texts, the segment), and its part.
 #[derive(Debug, Serialize, Deserialize)]
 struct ChildOrder {
     plan: StormPlan,
     /// `NatsAuth::secret`, which result documents never hold.
     #[serde(default)]
     nats_secret: Option<String>,
+    /// The `--send-secret` texts, in order ([`StormPlan::line_secrets`]).
+    #[serde(default)]
+    line_secrets: Vec<String>,
     /// `--segment` and `--segment-sequence` as typed (parsed again, as the parent did).
     #[serde(default)]
     segment: Option<String>,
@@ -237,6 +240,7 @@ impl ChildOrder {
         // As the result of each part has always said: one of `count` processes.
         plan.procs = Procs::Count(count);
         ChildOrder {
+            line_secrets: plan.line_secrets(),
             plan,
             nats_secret,
             segment: c.segments.segment.clone(),
@@ -254,6 +258,8 @@ impl ChildOrder {
         if let Some(Protocol::Nats(auth)) = &mut plan.protocol {
             auth.secret.clone_from(&self.nats_secret);
         }
+        plan.restore_line_secrets(&self.line_secrets)
+            .map_err(|e| UsageError(format!("storm-part: the orders do not fit their plan: {e}")))?;
         plan.segment = super::segment::parse(&SegmentArgs {
             segment: self.segment.clone(),
             sequence: self.segment_sequence.clone(),

@@ -262,7 +262,7 @@ fn body_over_the_limit_is_refused_without_reading_it_and_one_at_the_limit_is_sen
 }
 
 /// Every file under `dir` and the given outputs: none may hold `secret`.
-fn assert_nowhere(dir: &Path, texts: &[&str], secrets: &[&str]) {
+pub(crate) fn assert_nowhere(dir: &Path, texts: &[&str], secrets: &[&str]) {
     let mut files = 0;
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();

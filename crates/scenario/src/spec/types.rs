@@ -26,7 +26,7 @@ pub enum Cursor {
 /// Where requests go: scheme, host, port and a base path.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BaseUrl {
-    /// As written.
+    /// As written, or as `--target` or the environment gave it.
     pub url: String,
     /// `http` or `https`.
     pub https: bool,
@@ -36,6 +36,11 @@ pub struct BaseUrl {
     pub port: u16,
     /// Prefix of every request's path (no trailing slash).
     pub base_path: String,
+    /// Where the URL came from when the file does not spell it out:
+    /// `--target`, or the file's `target:` as written (`{{env.BASE}}`),
+    /// filled in from the environment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
 }
 
 /// Settings every request starts from.
@@ -400,16 +405,20 @@ impl ScenarioPlan {
     }
 
     /// Every environment variable the file reads (`{{env.NAME}}`, in
-    /// `defaults.headers` and in any request), sorted, each once: the CLI
-    /// can refuse to start when one is unset instead of sending it empty.
+    /// `defaults.headers`, in any request, and in the target when it filled
+    /// it in), sorted, each once: the CLI can refuse to start when one is
+    /// unset instead of sending it empty, and warn of an `--env` nothing reads.
     pub fn env_names(&self) -> Vec<String> {
         let requests = self.scenarios.iter().flat_map(|s| requests(&s.flow));
+        // The target's, when the environment filled it in.
+        let target = self.target.from.as_deref().and_then(|t| Template::compile(t).ok());
         let names: BTreeSet<&str> = self
             .defaults
             .headers
             .iter()
             .map(|(_, t)| t)
             .chain(requests.flat_map(templates))
+            .chain(target.as_ref())
             .flat_map(Template::env_names)
             .collect();
         names.into_iter().map(str::to_string).collect()

@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use throng_plan::{StatusSet, TlsGroup, TlsSettings, TlsVersion};
 
-use super::ScenarioError;
 use super::raw::*;
 use super::types::*;
+use super::{ScenarioError, TargetInputs};
 use crate::checks::{Capture, CaptureFrom, Check, CheckKind};
 use crate::template::{Template, is_identifier};
 use crate::threshold::Threshold;
@@ -185,8 +185,9 @@ impl Validator<'_> {
         &self,
         raw: RawFile,
         read: &dyn Fn(&str) -> Result<String, String>,
+        given: &TargetInputs,
     ) -> Result<ScenarioPlan, ScenarioError> {
-        let target = self.base(&raw.target)?;
+        let target = self.target(&raw.target, given)?;
         let tls = match (target.https, raw.tls) {
             (true, t) => {
                 let t = t.unwrap_or_default();
@@ -361,7 +362,34 @@ impl Validator<'_> {
             host,
             port: u.port_or_known_default().unwrap_or(if https { 443 } else { 80 }),
             base_path: u.path().trim_end_matches('/').to_string(),
+            from: None,
         })
+    }
+
+    /// The target: `--target`, or the file's, filled in from the
+    /// environment when it reads `{{env.NAME}}`.
+    fn target(&self, written: &str, given: &TargetInputs) -> Result<BaseUrl, ScenarioError> {
+        if let Some(url) = given.url {
+            let mut base = self.base(url).map_err(|e| ScenarioError {
+                message: format!("--target replaces this target, but {}", e.message),
+                ..e
+            })?;
+            base.from = Some("--target".to_string());
+            return Ok(base);
+        }
+        if !written.contains("{{") {
+            return self.base(written);
+        }
+        let bad = |m: String| self.err(&["target:"], format!("target: {m}"));
+        let template = Template::compile(written).map_err(bad)?;
+        let empty = std::collections::HashMap::new();
+        let url = template.render_env(given.env.unwrap_or(&empty)).map_err(bad)?;
+        let mut base = self.base(&url).map_err(|e| ScenarioError {
+            message: format!("{written} from the environment: {}", e.message),
+            ..e
+        })?;
+        base.from = Some(written.to_string());
+        Ok(base)
     }
 
     fn scenario(&self, name: &str, s: RawScenario, defaults: &Defaults) -> Result<Scenario, ScenarioError> {
