@@ -848,6 +848,14 @@ fn rules_only_the_parser_knows() {
             "conflicts with the key's {step:home}",
         ),
         (
+            "a target from an environment variable no one set",
+            edit(
+                "target: http://127.0.0.1:8080",
+                "target: \"{{env.THRONG_SCHEMA_TEST_BASE}}\"",
+            ),
+            "{{env.THRONG_SCHEMA_TEST_BASE}} is not set",
+        ),
+        (
             "a flow without a request",
             edit(
                 "      - request:\n          name: home\n          path: /\n          expect: [200]",
