@@ -73,6 +73,7 @@ pub fn run(c: StormCmd) -> anyhow::Result<ExitCode> {
         trigger_timeout: c.trigger_timeout,
         cores: throng_engine::sys::cores(),
         segment: seg.segment.clone(),
+        reach: super::reach::args(&c.reach),
     })?;
     let tls = match plan.tls {
         // nats:// needs TLS only if the server's INFO asks for it: without
@@ -214,6 +215,9 @@ struct ChildOrder {
     /// `NatsAuth::secret`, which result documents never hold.
     #[serde(default)]
     nats_secret: Option<String>,
+    /// `Proxy::authorization`, which result documents never hold either.
+    #[serde(default)]
+    proxy_secret: Option<String>,
     /// `--segment` and `--segment-sequence` as typed (parsed again, as the parent did).
     #[serde(default)]
     segment: Option<String>,
@@ -237,6 +241,7 @@ impl ChildOrder {
         // As the result of each part has always said: one of `count` processes.
         plan.procs = Procs::Count(count);
         ChildOrder {
+            proxy_secret: plan.reach.proxy.as_ref().and_then(|p| p.authorization.clone()),
             plan,
             nats_secret,
             segment: c.segments.segment.clone(),
@@ -253,6 +258,9 @@ impl ChildOrder {
         let mut plan = self.plan.clone();
         if let Some(Protocol::Nats(auth)) = &mut plan.protocol {
             auth.secret.clone_from(&self.nats_secret);
+        }
+        if let Some(p) = &mut plan.reach.proxy {
+            p.authorization.clone_from(&self.proxy_secret);
         }
         plan.segment = super::segment::parse(&SegmentArgs {
             segment: self.segment.clone(),
