@@ -490,4 +490,20 @@ mod tests {
         assert_eq!(m.out_of_turn_total(), 6);
         assert_eq!(Measurements::default().client_reconnect_time(), None);
     }
+
+    #[test]
+    fn connections_per_address_add_up() {
+        let a = Measurements {
+            addresses: [("[::1]:80".to_string(), 3)].into(),
+            ..Measurements::default()
+        };
+        let b = Measurements {
+            addresses: [("[::1]:80".to_string(), 2), ("127.0.0.1:80".to_string(), 1)].into(),
+            ..Measurements::default()
+        };
+        let mut m = a.clone();
+        m.merge(&b, Duration::ZERO).unwrap();
+        assert_eq!(m.addresses["[::1]:80"], 5);
+        assert_eq!(m.addresses["127.0.0.1:80"], 1);
+    }
 }
