@@ -18,6 +18,8 @@ command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v nft >/dev/null 2>&1 || [ -x /usr/sbin/nft ] || need+=(nftables)
 # --prometheus is checked by a real Prometheus scraping throng (crates/cli/tests/cli/prometheus.rs).
 command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
+# -x/--proxy and the proxy environment are checked through a real proxy (crates/cli/tests/proxy.rs).
+command -v tinyproxy >/dev/null 2>&1 || need+=(tinyproxy)
 
 if ((${#need[@]})); then
   sudo=""
@@ -29,7 +31,7 @@ if ((${#need[@]})); then
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
   # Debian may start packaged services on install; the tests never use them.
-  for svc in nginx nats-server redis-server prometheus; do $sudo service "$svc" stop >/dev/null 2>&1 || true; done
+  for svc in nginx nats-server redis-server prometheus tinyproxy; do $sudo service "$svc" stop >/dev/null 2>&1 || true; done
 fi
 
 export PATH="$PATH:/usr/sbin:/sbin"

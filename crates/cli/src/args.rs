@@ -357,9 +357,16 @@ pub struct HttpCmd {
     /// Request method [default: GET, or POST with --body]
     #[arg(short = 'm', long = "method", value_name = "METHOD")]
     pub method: Option<String>,
-    /// Request header, repeatable: -H 'Accept: application/json'
+    /// Request header, repeatable: -H 'Accept: application/json'; -H @FILE reads one header a line
+    /// from FILE (values redacted in results; blank lines and lines starting with # skipped)
     #[arg(short = 'H', long = "header", value_name = "'NAME: VALUE'")]
     pub headers: Vec<String>,
+    /// Send Authorization: Basic for USER:PASSWORD (redacted in results; as user:password@ in the URL)
+    #[arg(short = 'a', long = "basic-auth", value_name = "USER:PASSWORD")]
+    pub basic_auth: Option<String>,
+    /// Send Authorization: Bearer with the token on this file's first line (kept out of shell history)
+    #[arg(long = "bearer-file", value_name = "FILE")]
+    pub bearer_file: Option<PathBuf>,
     /// Send this file as the request body (at most 64 MiB; throng sets Content-Length)
     #[arg(long = "body", value_name = "FILE")]
     pub body: Option<PathBuf>,
@@ -386,6 +393,31 @@ pub struct HttpCmd {
     pub segments: SegmentArgs,
     #[command(flatten)]
     pub live: LiveArgs,
+    #[command(flatten)]
+    pub reach: ReachArgs,
+}
+
+/// Where connections go, shared by `http` and `storm`.
+#[derive(Clone, Debug, Default, Args)]
+#[command(next_help_heading = "Network")]
+pub struct ReachArgs {
+    /// Connect over IPv4 only (every IPv4 address the host resolves to)
+    #[arg(short = '4', long = "ipv4", conflicts_with = "ipv6")]
+    pub ipv4: bool,
+    /// Connect over IPv6 only
+    #[arg(short = '6', long = "ipv6")]
+    pub ipv6: bool,
+    /// Connect to ADDR:PORT2 for HOST:PORT1, keeping Host and the TLS server name, repeatable
+    /// (curl's HOST1:PORT1:HOST2:PORT2; an empty part means any or the same)
+    #[arg(long = "connect-to", value_name = "HOST:PORT:ADDR:PORT")]
+    pub connect_to: Vec<String>,
+    /// Resolve HOST (on PORT, or any with HOST:ADDR) to these addresses instead of asking DNS, repeatable
+    #[arg(long = "resolve", value_name = "HOST:PORT:ADDR[,ADDR]")]
+    pub resolve: Vec<String>,
+    /// Go through this HTTP proxy: CONNECT tunnels for https and storms, absolute-form requests
+    /// for http [default: HTTPS_PROXY/HTTP_PROXY unless NO_PROXY names the host; '' for none]
+    #[arg(short = 'x', long = "proxy", value_name = "http://[USER:PASSWORD@]HOST:PORT")]
+    pub proxy: Option<String>,
 }
 
 /// What a run writes and shows, shared by `http`, `storm` and `run`. `F` is
@@ -596,6 +628,8 @@ pub struct StormCmd {
     pub live: LiveArgs,
     #[command(flatten)]
     pub segments: SegmentArgs,
+    #[command(flatten)]
+    pub reach: ReachArgs,
 }
 
 #[derive(Debug, Args)]

@@ -210,6 +210,57 @@ pub(crate) struct Ready {
     pub(crate) sent: Instant,
 }
 
+/// Opens a TCP connection to the first of the route's addresses that
+/// takes it, starting with the one that worked last on this worker
+/// (try-in-order; see crate::reach), through the proxy's CONNECT tunnel
+/// when the route has one. The timeout covers every address and the
+/// tunnel. Through a tunnel `first` is not sent (`written` is 0).
+async fn connect_route(
+    ctx: &Ctx,
+    source: Option<IpAddr>,
+    first: &[u8],
+    mut sleep: Pin<&mut Sleep>,
+) -> Result<(Opened, SocketAddr), ErrorClass> {
+    let route = &ctx.spec.route;
+    let start = Instant::now();
+    let n = route.addrs.len().max(1);
+    let prefer = ctx.prefer.get();
+    let first = if route.tunnel.is_some() { &[][..] } else { first };
+    let mut last = ErrorClass::Refused;
+    for k in 0..n {
+        let i = (prefer + k) % n;
+        let Some(&addr) = route.addrs.get(i) else { break };
+        let left = ctx.spec.timeout.saturating_sub(start.elapsed());
+        if left.is_zero() {
+            return Err(ErrorClass::TimeoutConnect);
+        }
+        match connect(addr, source, ctx.stamp, first, left, sleep.as_mut()).await {
+            Ok(mut o) => {
+                ctx.prefer.set(i);
+                if let Some(req) = &route.tunnel {
+                    sleep.as_mut().reset((start + ctx.spec.timeout).into());
+                    crate::reach::connect_tunnel(&mut o.stream, req, sleep.as_mut()).await?;
+                    o.established = Instant::now();
+                    o.sent = o.established;
+                }
+                return Ok((o, addr));
+            }
+            Err(class) if crate::reach::try_next(class) => last = class,
+            Err(class) => return Err(proxy_unreachable(route.proxied, class)),
+        }
+    }
+    Err(proxy_unreachable(route.proxied, last))
+}
+
+/// A proxy that refuses the TCP connection is `proxy.unreachable`, not the target's `refused`.
+fn proxy_unreachable(proxied: bool, class: ErrorClass) -> ErrorClass {
+    if proxied && crate::reach::try_next(class) {
+        ErrorClass::Proxy("unreachable")
+    } else {
+        class
+    }
+}
+
 /// Opens a connection to the target (TCP, then TLS if the plan says so),
 /// recording the attempt, its `connect` and `tls` samples and its outcome
 /// (and, in `row`, the attempt's number and samples; the caller records a
@@ -260,9 +311,8 @@ pub(crate) async fn open_connection(
     };
     let (stream, written, ready, sent) = match &spec.tls {
         None => {
-            let o = connect(spec.addr, source, ctx.stamp, first, spec.timeout, sleep.as_mut())
-                .await
-                .map_err(fail)?;
+            let (o, addr) = connect_route(ctx, source, first, sleep.as_mut()).await.map_err(fail)?;
+            ctx.rec.borrow_mut().reached(addr);
             connected(o.established, row.as_deref_mut(), &mut unreported);
             (Transport::Plain(o.stream), o.written, o.established, o.sent)
         }
@@ -270,9 +320,8 @@ pub(crate) async fn open_connection(
             // The ClientHello goes out with the connect (see conn::connect).
             let (session, hello) = crate::tls_stream::start(Arc::clone(&tls.config), tls.server_name.clone())
                 .map_err(|_| fail(ErrorClass::Tls("client_setup")))?;
-            let o = connect(spec.addr, source, ctx.stamp, &hello, spec.timeout, sleep.as_mut())
-                .await
-                .map_err(fail)?;
+            let (o, addr) = connect_route(ctx, source, &hello, sleep.as_mut()).await.map_err(fail)?;
+            ctx.rec.borrow_mut().reached(addr);
             connected(o.established, row.as_deref_mut(), &mut unreported);
             sleep.as_mut().reset((o.established + spec.timeout).into());
             // The client's Finished waits for the first thing the client

@@ -31,6 +31,9 @@ pub(crate) struct Ctx {
     pub(crate) rows: Option<RefCell<RowWriter>>,
     /// Identity of the next connection attempt (in rows).
     pub(crate) next_conn: Cell<u64>,
+    /// The index of the route's address that took the last connection:
+    /// the next attempt starts there.
+    pub(crate) prefer: Cell<usize>,
     pub(crate) stopping: Cell<bool>,
     pub(crate) stop_notify: Notify,
     pub(crate) in_flight: Cell<u64>,

@@ -37,6 +37,7 @@ mod load;
 mod open;
 mod pacer;
 mod protocol;
+mod reach;
 mod rows;
 mod scenario;
 mod stamps;
@@ -88,7 +89,7 @@ const FD_RESERVE: u64 = 32;
 #[non_exhaustive]
 pub enum EngineError {
     /// The target's host name did not resolve.
-    #[error("cannot resolve host '{host}': {reason}; check the host name in the URL")]
+    #[error("cannot resolve host '{host}': {reason}; check that host name (or pass --resolve HOST:PORT:ADDR)")]
     Resolve {
         /// The host.
         host: String,
@@ -304,7 +305,8 @@ pub fn run_http(
     // among the workers: the descriptor check counts the segment's share.
     let loads = plan.worker_loads(threads);
     check_fds(loads.connections, threads)?;
-    let addr = resolve(&plan.target.host, plan.target.port)?;
+    let https = plan.target.scheme == throng_plan::Scheme::Https;
+    let route = Arc::new(reach::route(&plan.target.host, plan.target.port, &plan.reach, https)?);
     let tls = plan_tls(plan.tls.as_ref(), tls, &plan.target.host, "an https plan")?;
 
     // One copy of the request (and its body) for every worker: a 64 MiB
@@ -341,7 +343,7 @@ pub fn run_http(
                 },
             };
             WorkerSpec {
-                addr,
+                route: Arc::clone(&route),
                 request: request.clone(),
                 head_request: plan.method.eq_ignore_ascii_case("HEAD"),
                 timeout: plan.timeout,
@@ -809,7 +811,8 @@ pub fn run_storm(
     // its processes.
     let loads = plan.worker_loads(part.index, count);
     check_fds(loads.peak, workers)?;
-    let addr = resolve(&plan.target.host, plan.target.port)?;
+    // Through a proxy, every storm connection is a CONNECT tunnel.
+    let route = Arc::new(reach::route(&plan.target.host, plan.target.port, &plan.reach, true)?);
     let client = plan_tls(plan.tls.as_ref(), tls, &plan.target.host, "a TLS storm")?;
     // tls:// and https:// speak TLS from the first byte; nats:// starts
     // plain and upgrades when the server's INFO asks for it.
@@ -839,7 +842,7 @@ pub fn run_storm(
         .workers
         .into_iter()
         .map(|w| WorkerSpec {
-            addr,
+            route: Arc::clone(&route),
             request: request.clone(),
             head_request: false,
             timeout: plan.timeout,
@@ -957,7 +960,12 @@ pub fn run_scenario(
              open about {fit}; lower vus, max_vus or the stages' targets, or raise the descriptor limit"
         )));
     }
-    let addr = resolve(&plan.target.host, plan.target.port)?;
+    let route = Arc::new(reach::route(
+        &plan.target.host,
+        plan.target.port,
+        &throng_plan::Reach::default(),
+        false,
+    )?);
     let tls = plan_tls(plan.tls.as_ref(), tls, &plan.target.host, "an https target")?;
     // See run_http.
     let _primer = stamps::Primer::start();
@@ -968,7 +976,7 @@ pub fn run_scenario(
     let shared = Arc::new(load::SharedCounters::new(plan.scenarios.len()));
     let specs = (0..threads)
         .map(|w| WorkerSpec {
-            addr,
+            route: Arc::clone(&route),
             request: bytes::Bytes::new(),
             head_request: false,
             timeout: plan.defaults.timeout,

@@ -2,7 +2,6 @@
 //! of the load in one of four shapes.
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 use std::time::{Duration, Instant};
@@ -65,7 +64,8 @@ pub(crate) struct StormLoad {
 /// What a worker needs to run.
 #[derive(Debug)]
 pub(crate) struct WorkerSpec {
-    pub addr: SocketAddr,
+    /// Where connections go (shared by the workers).
+    pub route: Arc<crate::reach::Route>,
     /// Shared by the workers, not copied (see run_http).
     pub request: bytes::Bytes,
     pub head_request: bool,

@@ -94,6 +94,7 @@ pub(crate) fn run(
         spec,
         rows,
         next_conn: Cell::new(0),
+        prefer: Cell::new(0),
         stopping: Cell::new(false),
         stop_notify: Notify::new(),
         in_flight: Cell::new(0),

@@ -81,6 +81,11 @@ pub struct Measurements {
     /// handshake then succeeded (lenient client) or failed (nats.go client).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub handshake_out_of_turn: BTreeMap<String, u64>,
+    /// TCP connections established, by the remote address they reached
+    /// (`127.0.0.1:8080`, `[::1]:8080`; a proxy's when through one): every
+    /// address a name resolves to is tried in order.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub addresses: BTreeMap<String, u64>,
     /// A scenario run's tags, checks, iterations, groups and VUs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scenario: Option<crate::scenario::ScenarioStats>,
@@ -293,6 +298,7 @@ impl Measurements {
             &other.handshake_out_of_turn,
             "handshake_out_of_turn",
         )?;
+        add_all(&mut self.addresses, &other.addresses, "addresses")?;
         let offset = offset.as_secs();
         match (&mut self.scenario, &other.scenario) {
             (Some(mine), Some(theirs)) => mine.merge(theirs, offset)?,
@@ -483,5 +489,21 @@ mod tests {
         assert_eq!(m.handshake_out_of_turn["ping_before_pong"], 5);
         assert_eq!(m.out_of_turn_total(), 6);
         assert_eq!(Measurements::default().client_reconnect_time(), None);
+    }
+
+    #[test]
+    fn connections_per_address_add_up() {
+        let a = Measurements {
+            addresses: [("[::1]:80".to_string(), 3)].into(),
+            ..Measurements::default()
+        };
+        let b = Measurements {
+            addresses: [("[::1]:80".to_string(), 2), ("127.0.0.1:80".to_string(), 1)].into(),
+            ..Measurements::default()
+        };
+        let mut m = a.clone();
+        m.merge(&b, Duration::ZERO).unwrap();
+        assert_eq!(m.addresses["[::1]:80"], 5);
+        assert_eq!(m.addresses["127.0.0.1:80"], 1);
     }
 }

@@ -67,6 +67,12 @@ pub enum ErrorClass {
     ProtocolError(&'static str),
     /// A TLS failure, by alert or cause (e.g. `bad_certificate`).
     Tls(&'static str),
+    /// The proxy did not open the way to the target, by why:
+    /// `unreachable` (its TCP connect failed), `auth_required` (407),
+    /// `forbidden` (403), `bad_gateway` (5xx: it could not reach the
+    /// target), `refused` (another status), `protocol` (not an HTTP
+    /// answer), `closed` (it closed before answering).
+    Proxy(&'static str),
     /// Any other OS error, by errno name (e.g. `ENETUNREACH`).
     Other(&'static str),
 }
@@ -91,6 +97,7 @@ impl ErrorClass {
             ErrorClass::AuthFailed => "auth_failed",
             ErrorClass::ProtocolError(reason) => return Cow::Owned(format!("protocol.{reason}")),
             ErrorClass::Tls(cause) => return Cow::Owned(format!("tls.{cause}")),
+            ErrorClass::Proxy(why) => return Cow::Owned(format!("proxy.{why}")),
             ErrorClass::Other(errno) => return Cow::Owned(format!("other.{errno}")),
         })
     }
@@ -129,6 +136,15 @@ impl ErrorClass {
             "protocol" => "malformed response",
             "check_failed" => "response arrived but its status or a check failed",
             "interrupted" => "still in flight when the run ended",
+            "proxy.unreachable" => "the proxy could not be reached (its TCP connect failed): check -x/--proxy",
+            "proxy.auth_required" => {
+                "the proxy asked for credentials (407): give them in the proxy URL, http://USER:PASSWORD@HOST:PORT"
+            }
+            "proxy.forbidden" => "the proxy refused to open a tunnel to the target (403): check its allowed ports",
+            "proxy.bad_gateway" => "the proxy could not reach the target (5xx to CONNECT)",
+            "proxy.refused" => "the proxy answered CONNECT with another status than 2xx",
+            "proxy.protocol" => "the proxy's answer to CONNECT was not HTTP",
+            "proxy.closed" => "the proxy closed the connection before answering CONNECT",
             n if n.starts_with("tls.") => "TLS failure",
             n if n.starts_with("protocol.") => "the server answered the handshake with an error",
             n if n.starts_with("other.") => "another OS error (named by its errno)",

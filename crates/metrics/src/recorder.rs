@@ -46,6 +46,8 @@ pub struct Recorder {
     reaccepted: Option<Instant>,
     gave_up: BTreeMap<String, u64>,
     out_of_turn: BTreeMap<&'static str, u64>,
+    /// Connections established, by the remote address they reached.
+    addresses: BTreeMap<std::net::SocketAddr, u64>,
     first_wave: u64,
     /// This second's failed requests and connection attempts by class,
     /// named into the series point when the second closes.
@@ -170,6 +172,7 @@ impl Recorder {
             reaccepted: None,
             gave_up: BTreeMap::new(),
             out_of_turn: BTreeMap::new(),
+            addresses: BTreeMap::new(),
             first_wave: 0,
             second_errors: BTreeMap::new(),
             second_connection_errors: BTreeMap::new(),
@@ -408,6 +411,12 @@ impl Recorder {
         *self.out_of_turn.entry(what).or_default() += 1;
     }
 
+    /// A connection (or reconnect) reached `addr` (see
+    /// [`Measurements::addresses`]).
+    pub fn reached(&mut self, addr: std::net::SocketAddr) {
+        *self.addresses.entry(addr).or_default() += 1;
+    }
+
     /// A dropped connection will not come back, because of `why`.
     pub fn gave_up(&mut self, why: &str) {
         *self.gave_up.entry(why.to_string()).or_default() += 1;
@@ -557,6 +566,7 @@ impl Recorder {
             reconnect_gave_up: self.gave_up,
             first_reaccepted_us: self.reaccepted.map(|t| since(self.origin, t)),
             handshake_out_of_turn: self.out_of_turn.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+            addresses: self.addresses.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
             scenario: None,
         }
     }

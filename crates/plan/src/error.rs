@@ -19,6 +19,13 @@ impl PlanError {
             message: one_line(&message.into()).into_owned(),
         }
     }
+
+    /// What is wrong and what to do, without the flag.
+    pub fn message(&self) -> &str {
+        match self {
+            PlanError::Invalid { message, .. } => message,
+        }
+    }
 }
 
 /// `text` with control characters escaped (`\n`, `\u{1b}`), so that an

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::duration::format_duration;
 use crate::error::PlanError;
 use crate::head::{Authority, RequestHead};
+use crate::reach::{Reach, ReachArgs};
 use crate::segment::Segment;
 use crate::status::StatusSet;
 pub use crate::tls::TlsSettings;
@@ -68,6 +69,15 @@ pub struct HttpArgs {
     pub segment: Option<Segment>,
     /// `--start-at`, ms since the Unix epoch.
     pub start_at_unix_ms: Option<u64>,
+    /// `-a/--basic-auth`, as typed (`USER:PASSWORD`).
+    pub basic_auth: Option<String>,
+    /// `--bearer-file`: the file's path and its first line (read at the edge).
+    pub bearer: Option<(String, String)>,
+    /// `-H @FILE`: each header line with where it came from (`FILE:LINE`);
+    /// their values are secret.
+    pub header_lines: Vec<(String, String)>,
+    /// `-4`/`-6`, `--connect-to`, `--resolve`, `-x/--proxy` and the proxy environment.
+    pub reach: ReachArgs,
 }
 
 /// `http` or `https`.
@@ -186,6 +196,9 @@ pub struct HttpPlan {
     /// Start at this wall-clock instant (ms since the Unix epoch).
     #[serde(skip)]
     pub start_at_unix_ms: Option<u64>,
+    /// Where connections go: address family, overrides, proxy.
+    #[serde(default, skip_serializing_if = "Reach::is_default")]
+    pub reach: Reach,
     /// The request's bytes, made once at validation; `body` is a view into
     /// them, so a large body is held once, whoever sends it.
     #[serde(skip)]
@@ -213,7 +226,7 @@ impl std::fmt::Debug for Wire {
 impl HttpPlan {
     /// Validates flags into a plan. Every error names the flag and the fix.
     pub fn from_args(args: HttpArgs) -> Result<HttpPlan, PlanError> {
-        let target = parse_target(&args.url)?;
+        let (target, url_auth) = parse_target(&args.url)?;
 
         let method = args
             .method
@@ -231,7 +244,23 @@ impl HttpPlan {
             .iter()
             .map(|h| parse_header(h))
             .collect::<Result<Vec<_>, _>>()?;
-        let secret_headers = secret_names(&args.secret_headers, headers.iter().map(|(n, _)| n.as_str()))?;
+        let mut from_files = Vec::new();
+        for (at, line) in &args.header_lines {
+            let (name, value) =
+                parse_header(line).map_err(|e| PlanError::invalid("-H @FILE", format!("{at}: {}", e.message())))?;
+            from_files.push(name.to_ascii_lowercase());
+            headers.push((name, value));
+        }
+        authorization(&mut headers, &args, url_auth)?;
+        let reach = Reach::from_args(&args.reach, &target.host, Some(target.scheme == Scheme::Https))?;
+        if let (Some(p), Scheme::Http) = (&reach.proxy, target.scheme)
+            && let Some(auth) = &p.authorization
+        {
+            headers.push(("Proxy-Authorization".to_string(), auth.clone()));
+        }
+        let mut marked = args.secret_headers.clone();
+        marked.extend(from_files);
+        let secret_headers = secret_names(&marked, headers.iter().map(|(n, _)| n.as_str()))?;
 
         let load = match args.rate {
             Some(rate) if !(rate.is_finite() && rate > 0.0) => {
@@ -359,6 +388,7 @@ impl HttpPlan {
             tls,
             segment,
             start_at_unix_ms: args.start_at_unix_ms,
+            reach,
             wire: Wire::default(),
         };
         // The request once, and the body as its tail: the head goes in
@@ -401,9 +431,18 @@ impl HttpPlan {
 
     /// The request line and headers, for a body of `body_len` bytes.
     fn render_head(&self, body_len: usize) -> Vec<u8> {
+        // Through a proxy, plain http names the whole URL (absolute form).
+        let absolute;
+        let target = match (&self.reach.proxy, self.target.scheme) {
+            (Some(_), Scheme::Http) => {
+                absolute = format!("http://{}{}", self.target.host_authority(), self.target.path);
+                &absolute
+            }
+            _ => &self.target.path,
+        };
         let head = RequestHead {
             method: &self.method,
-            target: &self.target.path,
+            target,
             authority: &self.target.host_authority(),
             headers: &self.headers,
             body_len,
@@ -464,7 +503,9 @@ pub(crate) fn is_token(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 
-fn parse_target(text: &str) -> Result<Target, PlanError> {
+/// The target, and the `Authorization` its `user:pass@` asks for; the
+/// target's `url` keeps no credentials.
+fn parse_target(text: &str) -> Result<(Target, Option<String>), PlanError> {
     let example = "e.g. http://127.0.0.1:8080/";
     let url = url::Url::parse(text).map_err(|e| {
         PlanError::invalid(
@@ -487,12 +528,19 @@ fn parse_target(text: &str) -> Result<Target, PlanError> {
         Some(h) => h.to_string(),
         None => return Err(PlanError::invalid("URL", format!("'{text}' has no host; {example}"))),
     };
-    if !url.username().is_empty() || url.password().is_some() {
-        return Err(PlanError::invalid(
-            "URL",
-            "credentials in the URL are not sent; pass them as a header, e.g. -H 'Authorization: Basic …'",
-        ));
-    }
+    let (shown, auth) = if url.username().is_empty() && url.password().is_none() {
+        (text.to_string(), None)
+    } else {
+        let auth = crate::reach::basic_authorization(
+            &crate::reach::decode(url.username()),
+            &crate::reach::decode(url.password().unwrap_or("")),
+        );
+        let mut bare = url.clone();
+        // Neither fails on an http(s) URL with a host.
+        let _ = bare.set_username("");
+        let _ = bare.set_password(None);
+        (bare.to_string(), Some(auth))
+    };
     let port = url.port_or_known_default().unwrap_or(match scheme {
         Scheme::Http => 80,
         Scheme::Https => 443,
@@ -502,13 +550,67 @@ fn parse_target(text: &str) -> Result<Target, PlanError> {
         path.push('?');
         path.push_str(q);
     }
-    Ok(Target {
-        url: text.to_string(),
-        scheme,
-        host,
-        port,
-        path,
-    })
+    Ok((
+        Target {
+            url: shown,
+            scheme,
+            host,
+            port,
+            path,
+        },
+        auth,
+    ))
+}
+
+/// Adds the one `Authorization` that `-a`, the URL's `user:pass@` or
+/// `--bearer-file` asks for, refusing two sources at once (an `-H
+/// 'Authorization: …'` counts as one).
+fn authorization(headers: &mut Vec<(String, String)>, args: &HttpArgs, url: Option<String>) -> Result<(), PlanError> {
+    let mut given: Vec<(&str, String)> = Vec::new();
+    if headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("authorization")) {
+        given.push(("-H 'Authorization: …'", String::new()));
+    }
+    if let Some(a) = &args.basic_auth {
+        let Some((user, password)) = a.split_once(':') else {
+            return Err(PlanError::invalid(
+                "-a/--basic-auth",
+                "expected USER:PASSWORD (the password after the first ':'), e.g. -a alice:s3cret",
+            ));
+        };
+        if user.is_empty() || a.chars().any(|c| c.is_control()) {
+            return Err(PlanError::invalid(
+                "-a/--basic-auth",
+                "the user is empty or a control character is in USER:PASSWORD; e.g. -a alice:s3cret",
+            ));
+        }
+        given.push(("-a/--basic-auth", crate::reach::basic_authorization(user, password)));
+    }
+    if let Some(a) = url {
+        given.push(("the URL's user:password@", a));
+    }
+    if let Some((path, token)) = &args.bearer {
+        let token = token.trim_matches([' ', '\t']);
+        if token.is_empty() || token.chars().any(is_forbidden_in_value) {
+            return Err(PlanError::invalid(
+                "--bearer-file",
+                format!("{path}: the first line is empty or holds a control character; put the token alone on it"),
+            ));
+        }
+        given.push(("--bearer-file", format!("Bearer {token}")));
+    }
+    match given.as_slice() {
+        [] => Ok(()),
+        [(_, value)] => {
+            if !value.is_empty() {
+                headers.push(("Authorization".to_string(), value.clone()));
+            }
+            Ok(())
+        }
+        [(a, _), (b, _), ..] => Err(PlanError::invalid(
+            "-a/--basic-auth",
+            format!("both {a} and {b} set the Authorization header; give one"),
+        )),
+    }
 }
 
 fn parse_header(text: &str) -> Result<(String, String), PlanError> {
@@ -689,7 +791,12 @@ pub fn redact_command(text: &str) -> String {
         let header = word
             .split_once(':')
             .filter(|(n, _)| !n.is_empty() && n.trim().bytes().all(is_token) && is_secret(&secret, n.trim()));
+        let after_auth_flag = at_index(&words, *start)
+            .and_then(|i| i.checked_sub(1))
+            .is_some_and(|i| matches!(words[i].2.as_str(), "-a" | "--basic-auth"));
         let replaced = match header {
+            _ if after_auth_flag => Some(format!("'{REDACTED}'")),
+            _ if word.starts_with("--basic-auth=") => Some(format!("'--basic-auth={REDACTED}'")),
             Some((name, _)) => Some(format!("'{}: {REDACTED}'", name.trim())),
             None => url::Url::parse(word)
                 .ok()
@@ -707,6 +814,11 @@ pub fn redact_command(text: &str) -> String {
     }
     out.push_str(&text[at..]);
     out
+}
+
+/// The index of the word starting at `start`.
+fn at_index(words: &[(usize, usize, String)], start: usize) -> Option<usize> {
+    words.iter().position(|w| w.0 == start)
 }
 
 /// True when `name` is one of `secret` (lowercase names).
@@ -890,6 +1002,10 @@ mod tests {
             (
                 "storm tcp://h:6379 -n 5 --send-secret 'AUTH pw\\r\\n' --expect '^\\+OK' --send-secret=AUTH\\ pw2",
                 "storm tcp://h:6379 -n 5 --send-secret '<redacted>' --expect '^\\+OK' '--send-secret=<redacted>'",
+            ),
+            (
+                "http http://h/ -a u:pw --basic-auth=u:pw -x http://u:pw@p:3128",
+                "http http://h/ -a '<redacted>' '--basic-auth=<redacted>' -x 'http://u:***@p:3128/'",
             ),
         ];
         for (given, want) in cases {

@@ -23,6 +23,7 @@ mod head;
 mod http;
 pub mod input;
 mod loads;
+mod reach;
 mod schedule;
 mod segment;
 mod status;
@@ -39,6 +40,7 @@ pub use http::{
     is_forbidden_in_value, is_secret, redact_command, redaction_note, secret_names,
 };
 pub use loads::{HttpLoads, HttpWorkerLoad, StormLoads, StormWorkerLoad};
+pub use reach::{Family, Override, Proxy, Reach, ReachArgs, basic_authorization, no_proxy_matches};
 pub use schedule::{Arrivals, Rng, StormStarts, arrival_offset, split_evenly};
 pub use segment::{Fraction, MAX_CYCLE, Segment, parse_start_at};
 pub use status::StatusSet;

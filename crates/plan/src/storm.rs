@@ -351,6 +351,9 @@ pub struct StormArgs {
     pub cores: u32,
     /// `--segment`/`--segment-sequence`: this process's share of the storm.
     pub segment: Option<Segment>,
+    /// `-4`/`-6`, `--connect-to`, `--resolve`, `-x/--proxy` (and HTTPS_PROXY
+    /// for TLS targets).
+    pub reach: crate::reach::ReachArgs,
 }
 
 /// A validated storm.
@@ -412,6 +415,9 @@ pub struct StormPlan {
     /// segment's share. Recorded in the result, not here.
     #[serde(skip)]
     pub segment: Option<Segment>,
+    /// Where connections go: address family, overrides, a proxy (CONNECT).
+    #[serde(default, skip_serializing_if = "crate::reach::Reach::is_default")]
+    pub reach: crate::reach::Reach,
 }
 
 /// The most source addresses a storm rotates over.
@@ -617,6 +623,8 @@ impl StormPlan {
                 ),
             ));
         }
+        let https = target.scheme.is_tls().then_some(true);
+        let reach = crate::reach::Reach::from_args(&a.reach, &target.host, https)?;
         Ok(StormPlan {
             target,
             connections,
@@ -636,6 +644,7 @@ impl StormPlan {
             reconnect,
             trigger,
             segment,
+            reach,
         })
     }
 

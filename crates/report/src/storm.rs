@@ -91,6 +91,7 @@ pub(crate) fn write_storm(r: &RunResult, p: &StormPlan, w: &mut dyn Write) -> io
         pct(c.failed(), c.attempted)
     )?;
     write_errors(w, &c.errors)?;
+    crate::text::write_addresses(r, w, 16)?;
     if c.error("addr_unavailable") > 0 && p.source.is_empty() {
         writeln!(
             w,

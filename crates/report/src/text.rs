@@ -135,6 +135,30 @@ pub(crate) fn write_data_and_connections(r: &RunResult, w: &mut dyn Write) -> io
     if conns.failed() > 0 {
         write_errors(w, &conns.errors)?;
     }
+    write_addresses(r, w, 14)
+}
+
+/// The addresses connections reached (every address a name resolves to is
+/// tried in order), and the network settings that chose them (proxy,
+/// `--connect-to`, `-4`/`-6`). `width`: as [`write_tls`]'s.
+pub(crate) fn write_addresses(r: &RunResult, w: &mut dyn Write, width: usize) -> io::Result<()> {
+    let m = &r.measurements;
+    let reach = match &r.plan {
+        Plan::Http(p) => p.reach.describe(),
+        Plan::Storm(p) => p.reach.describe(),
+        Plan::Run(_) => None,
+    };
+    if !m.addresses.is_empty() {
+        let list: Vec<String> = m
+            .addresses
+            .iter()
+            .map(|(a, n)| format!("{a} ({})", throng_plan::count(*n, "connection")))
+            .collect();
+        writeln!(w, "  {:<width$}{}", "addresses", list.join(", "))?;
+    }
+    if let Some(reach) = reach {
+        writeln!(w, "  {:<width$}{reach}", "network")?;
+    }
     Ok(())
 }
 

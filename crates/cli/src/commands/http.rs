@@ -21,6 +21,8 @@ pub fn run(c: HttpCmd) -> anyhow::Result<ExitCode> {
     };
     let seg = super::segment::parse(&c.segments)?;
     refuse_start_at_with_repeat(&seg, c.repeat.count)?;
+    let (headers, header_lines) = super::reach::split_headers(c.headers)?;
+    let bearer = c.bearer_file.as_deref().map(super::reach::bearer).transpose()?;
     let plan = HttpPlan::from_args(HttpArgs {
         url: c.url,
         connections: c.connections,
@@ -29,7 +31,7 @@ pub fn run(c: HttpCmd) -> anyhow::Result<ExitCode> {
         rate: c.rate,
         threads: c.threads,
         method: c.method,
-        headers: c.headers,
+        headers,
         body,
         secret_headers: c.secret_headers,
         timeout: c.timeout,
@@ -39,6 +41,10 @@ pub fn run(c: HttpCmd) -> anyhow::Result<ExitCode> {
         cores: throng_engine::sys::cores(),
         segment: seg.segment.clone(),
         start_at_unix_ms: seg.start_at_unix_ms,
+        basic_auth: c.basic_auth,
+        bearer,
+        header_lines,
+        reach: super::reach::args(&c.reach),
     })?;
     let tls = match &plan.tls {
         Some(settings) => Some(super::tls::client_config(settings, Path::new(""), &[b"http/1.1"])?),

@@ -132,9 +132,13 @@ fn command_line(args: &[String]) -> anyhow::Result<(Plan, Load, Secrets)> {
     let mut secrets = Secrets::default();
     let load = match &cli.command {
         Command::Http(h) => {
-            secrets.args = has_userinfo(&h.url) || has_secret_header(&h.headers, &h.secret_headers);
+            secrets.args = has_userinfo(&h.url)
+                || has_secret_header(&h.headers, &h.secret_headers)
+                || h.basic_auth.is_some()
+                || h.reach.proxy.as_deref().is_some_and(has_userinfo);
             image_files(&[
                 ("--body", &h.body),
+                ("--bearer-file", &h.bearer_file),
                 ("--cacert", &h.tls.cacert),
                 ("--cert", &h.tls.cert),
                 ("--key", &h.tls.key),
@@ -153,7 +157,9 @@ fn command_line(args: &[String]) -> anyhow::Result<(Plan, Load, Secrets)> {
             }
         }
         Command::Storm(s) => {
-            secrets.args = has_userinfo(&s.target) || !s.send_secret.is_empty();
+            secrets.args = has_userinfo(&s.target)
+                || !s.send_secret.is_empty()
+                || s.reach.proxy.as_deref().is_some_and(has_userinfo);
             image_files(&[
                 ("--cacert", &s.tls.cacert),
                 ("--cert", &s.tls.cert),

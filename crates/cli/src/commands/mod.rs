@@ -8,6 +8,7 @@ mod export;
 mod http;
 mod k8s;
 mod merge;
+mod reach;
 mod report;
 mod run;
 mod segment;

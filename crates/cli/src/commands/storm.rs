@@ -73,6 +73,7 @@ pub fn run(c: StormCmd) -> anyhow::Result<ExitCode> {
         trigger_timeout: c.trigger_timeout,
         cores: throng_engine::sys::cores(),
         segment: seg.segment.clone(),
+        reach: super::reach::args(&c.reach),
     })?;
     let tls = match plan.tls {
         // nats:// needs TLS only if the server's INFO asks for it: without
@@ -217,6 +218,9 @@ struct ChildOrder {
     /// The `--send-secret` texts, in order ([`StormPlan::line_secrets`]).
     #[serde(default)]
     line_secrets: Vec<String>,
+    /// `Proxy::authorization`, which result documents never hold either.
+    #[serde(default)]
+    proxy_secret: Option<String>,
     /// `--segment` and `--segment-sequence` as typed (parsed again, as the parent did).
     #[serde(default)]
     segment: Option<String>,
@@ -241,6 +245,7 @@ impl ChildOrder {
         plan.procs = Procs::Count(count);
         ChildOrder {
             line_secrets: plan.line_secrets(),
+            proxy_secret: plan.reach.proxy.as_ref().and_then(|p| p.authorization.clone()),
             plan,
             nats_secret,
             segment: c.segments.segment.clone(),
@@ -260,6 +265,9 @@ impl ChildOrder {
         }
         plan.restore_line_secrets(&self.line_secrets)
             .map_err(|e| UsageError(format!("storm-part: the orders do not fit their plan: {e}")))?;
+        if let Some(p) = &mut plan.reach.proxy {
+            p.authorization.clone_from(&self.proxy_secret);
+        }
         plan.segment = super::segment::parse(&SegmentArgs {
             segment: self.segment.clone(),
             sequence: self.segment_sequence.clone(),

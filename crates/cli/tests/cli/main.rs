@@ -54,6 +54,8 @@ mod nats;
 mod nats_clients;
 mod process_hygiene;
 mod prometheus;
+mod proxy;
+mod reach;
 mod results;
 mod run_target;
 mod scenario;
