@@ -42,6 +42,7 @@ mod scenario;
 mod stamps;
 mod storm;
 pub mod sys;
+mod targets;
 mod timer;
 mod tls_stream;
 mod transport;
@@ -314,10 +315,20 @@ pub fn run_http(
     let _primer = stamps::Primer::start();
     let clock = plan.start_at_unix_ms.map_or_else(Clock::start, Clock::at);
     let origin = clock.origin;
+    // Several requests: rendered once by the plan, shared by the workers;
+    // with several targets each one's figures are kept under target:NAME.
+    let targets = plan.request_table().map(|table| {
+        Arc::new(targets::TargetSpec {
+            table,
+            order: plan.targets_order,
+            names: plan.target_names(),
+        })
+    });
     let specs = loads
         .workers
         .into_iter()
-        .map(|load| {
+        .enumerate()
+        .map(|(worker, load)| {
             let load = match load {
                 HttpWorkerLoad::Closed {
                     connections,
@@ -354,6 +365,7 @@ pub fn run_http(
                 origin,
                 load,
                 rows: None,
+                targets: targets.clone().map(|t| (t, worker as u64, u64::from(threads))),
             }
         })
         .collect();
@@ -862,6 +874,7 @@ pub fn run_storm(
                 nats_go: plan.client == throng_plan::ClientProfile::NatsGo,
             }),
             rows: None,
+            targets: None,
         })
         .collect();
     let launch = Launch {
@@ -987,6 +1000,7 @@ pub fn run_scenario(
                 seed: options.seed,
             }),
             rows: None,
+            targets: None,
         })
         .collect();
     // Workers cut off what outlives each scenario's graceful stop; the

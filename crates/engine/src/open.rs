@@ -14,6 +14,7 @@ use crate::conn::{Conn, close, open_connection};
 use crate::ctx::{Ctx, TaskGuard};
 use crate::exchange::{Session, one_request};
 use crate::pacer::{DENSE_TICK, Pacer};
+use crate::targets::Cursor;
 
 /// One worker's open loop: the starts waiting for a connection, and the
 /// connections waiting for a start.
@@ -156,6 +157,8 @@ async fn open_task(guard: TaskGuard, open: Rc<Open>, id: usize, warm: bool) {
     let ctx = &guard.0;
     let mut conn: Option<Conn> = None;
     let mut session = Session::new(ctx.spec.head_request);
+    // This connection's place in the plan's requests (`sequential`).
+    let mut cursor = Cursor::default();
     let mut sleep = pin!(tokio::time::sleep(Duration::from_secs(3600)));
     if warm {
         // Boxed: see one_request.
@@ -187,7 +190,16 @@ async fn open_task(guard: TaskGuard, open: Rc<Open>, id: usize, warm: bool) {
                 if too_late {
                     continue;
                 }
-                one_request(ctx, &mut conn, &mut session, sleep.as_mut(), intended, true).await;
+                one_request(
+                    ctx,
+                    &mut conn,
+                    &mut session,
+                    sleep.as_mut(),
+                    intended,
+                    true,
+                    &mut cursor,
+                )
+                .await;
             }
             None if open.schedule_done.get() => break,
             None => {
