@@ -336,7 +336,7 @@ pub struct HttpCmd {
     /// Target URL, e.g. http://127.0.0.1:8080/
     #[arg(required_unless_present = "targets")]
     pub url: Option<String>,
-    /// More target URLs: requests go to each in turn (see --targets-order); same scheme, host and port
+    /// More target URLs: requests go to each in turn (see --targets-order); all http:// or all https://
     #[arg(value_name = "URL")]
     pub more_urls: Vec<String>,
     /// Targets from a file: one URL per line, vegeta's http format (METHOD URL, header lines, @body

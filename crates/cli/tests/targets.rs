@@ -428,8 +428,12 @@ fn bad_and_huge_inputs_are_refused_with_where_and_why() {
             "long.txt:2: the URL is 70019 bytes",
         ),
         (
-            vec![url.into(), "http://127.0.0.2:9/".into()],
-            "URL 2: http://127.0.0.2:9/ is on another origin",
+            vec![url.into(), "https://127.0.0.1:9/".into()],
+            "URL 2: https://127.0.0.1:9/ is https but",
+        ),
+        (
+            vec![url.into(), "http://127.0.0.2:9/".into(), "-c".into(), "1".into()],
+            "-c 1 is fewer than the 2 origins",
         ),
         (
             vec![
@@ -469,4 +473,33 @@ fn bad_and_huge_inputs_are_refused_with_where_and_why() {
         assert!(err.contains(want), "want {want:?} in: {}", &err[..err.len().min(600)]);
         assert!(err.len() < 2000, "the error stays short: {} bytes", err.len());
     }
+}
+
+#[test]
+fn targets_on_two_origins_each_keep_their_connections() {
+    let (n1, n2) = (LoggingNginx::start(), LoggingNginx::start());
+    let (a, b) = (n1.url("/a"), n2.url("/b"));
+    let run = http(&[&a, &b, "-n", "40", "-c", "4", "-t", "1"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let r = run.result();
+    assert_books_balance(r);
+    assert_eq!(r.measurements.requests.ok, 40);
+    // Names carry the origin when the targets are on several.
+    let counts = per_target(r);
+    let (ca, cb) = (counts[&a], counts[&b]);
+    assert!(ca > 0 && cb > 0, "{counts:?}");
+    assert_eq!(ca + cb, 40);
+    assert_eq!((n1.count_path("/a"), n2.count_path("/b")), (ca, cb));
+    // Two connections per origin, each kept open for all its requests.
+    assert_eq!(r.measurements.connections.attempted, 4);
+    assert_eq!(r.measurements.connections.ok, 4);
+    // A threshold on a target of the second origin.
+    let t = format!("requests{{target:{b}}}: count == 0");
+    let run = http(&[&a, &b, "-n", "40", "-c", "2", "-t", "1", "--threshold", &t]);
+    assert_eq!(run.code(), 99, "{}", run.stderr());
+    let v = &run.result().thresholds;
+    assert_eq!(v.len(), 1);
+    let cb2 = per_target(run.result())[&b];
+    assert_eq!(v[0].observed, Some(cb2 as f64));
+    assert_eq!(n2.count_path("/b"), cb + cb2);
 }

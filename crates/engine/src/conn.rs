@@ -219,6 +219,23 @@ pub(crate) async fn open_connection(
     first: &[u8],
     source: Option<std::net::IpAddr>,
     reconnect: bool,
+    sleep: Pin<&mut Sleep>,
+    row: Option<&mut Row<'_>>,
+) -> Result<Ready, ErrorClass> {
+    let spec = &ctx.spec;
+    open_connection_to(ctx, spec.addr, spec.tls.as_ref(), first, source, reconnect, sleep, row).await
+}
+
+/// [`open_connection`] to `addr` (with `tls`): one of a plan's several
+/// origins (crate::targets).
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn open_connection_to(
+    ctx: &Ctx,
+    addr: SocketAddr,
+    tls: Option<&crate::transport::TlsClient>,
+    first: &[u8],
+    source: Option<std::net::IpAddr>,
+    reconnect: bool,
     mut sleep: Pin<&mut Sleep>,
     mut row: Option<&mut Row<'_>>,
 ) -> Result<Ready, ErrorClass> {
@@ -258,9 +275,9 @@ pub(crate) async fn open_connection(
             unreported[0] = micros(established - opened);
         }
     };
-    let (stream, written, ready, sent) = match &spec.tls {
+    let (stream, written, ready, sent) = match tls {
         None => {
-            let o = connect(spec.addr, source, ctx.stamp, first, spec.timeout, sleep.as_mut())
+            let o = connect(addr, source, ctx.stamp, first, spec.timeout, sleep.as_mut())
                 .await
                 .map_err(fail)?;
             connected(o.established, row.as_deref_mut(), &mut unreported);
@@ -270,7 +287,7 @@ pub(crate) async fn open_connection(
             // The ClientHello goes out with the connect (see conn::connect).
             let (session, hello) = crate::tls_stream::start(Arc::clone(&tls.config), tls.server_name.clone())
                 .map_err(|_| fail(ErrorClass::Tls("client_setup")))?;
-            let o = connect(spec.addr, source, ctx.stamp, &hello, spec.timeout, sleep.as_mut())
+            let o = connect(addr, source, ctx.stamp, &hello, spec.timeout, sleep.as_mut())
                 .await
                 .map_err(fail)?;
             connected(o.established, row.as_deref_mut(), &mut unreported);

@@ -21,7 +21,7 @@ use throng_metrics::{ErrorClass, Phase, Reply};
 use throng_plan::StatusSet;
 use tokio::time::Sleep;
 
-use crate::conn::{Conn, Failed, Timing, close, open_connection};
+use crate::conn::{Conn, Failed, Timing, close, open_connection, open_connection_to};
 use crate::ctx::Ctx;
 use crate::http1::{self, Keep, ResponseReader};
 use crate::rows::Row;
@@ -253,7 +253,24 @@ pub(crate) async fn one_request(
             // out of the task keeps every idle connection small. Plain TCP
             // sends the request with the connect (see conn::connect).
             let first: &[u8] = if spec.tls.is_some() { &[] } else { request };
-            match Box::pin(open_connection(ctx, first, None, false, sleep.as_mut(), row.row())).await {
+            // With targets on several origins, to the one this connection serves.
+            let opening = match ctx.pick.as_ref().and_then(|p| p.dest(cursor)) {
+                Some(d) => {
+                    Box::pin(open_connection_to(
+                        ctx,
+                        d.addr,
+                        d.tls.as_ref(),
+                        first,
+                        None,
+                        false,
+                        sleep.as_mut(),
+                        row.row(),
+                    ))
+                    .await
+                }
+                None => Box::pin(open_connection(ctx, first, None, false, sleep.as_mut(), row.row())).await,
+            };
+            match opening {
                 Ok(o) => {
                     let c = conn.insert(o.conn);
                     // A request written with the connect started with the

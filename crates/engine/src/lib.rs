@@ -306,6 +306,7 @@ pub fn run_http(
     let loads = plan.worker_loads(threads);
     check_fds(loads.connections, threads)?;
     let addr = resolve(&plan.target.host, plan.target.port)?;
+    let tls_config = tls.clone();
     let tls = plan_tls(plan.tls.as_ref(), tls, &plan.target.host, "an https plan")?;
 
     // One copy of the request (and its body) for every worker: a 64 MiB
@@ -317,11 +318,23 @@ pub fn run_http(
     let origin = clock.origin;
     // Several requests: rendered once by the plan, shared by the workers;
     // with several targets each one's figures are kept under target:NAME.
+    // Targets on several origins: each resolved, with its TLS server name.
+    let origins = plan
+        .origins()
+        .iter()
+        .map(|o| {
+            Ok(targets::Dest {
+                addr: resolve(&o.host, o.port)?,
+                tls: plan_tls(plan.tls.as_ref(), tls_config.clone(), &o.host, "an https plan")?,
+            })
+        })
+        .collect::<Result<Vec<_>, EngineError>>()?;
     let targets = plan.request_table().map(|table| {
         Arc::new(targets::TargetSpec {
             table,
             order: plan.targets_order,
             names: plan.target_names(),
+            origins,
         })
     });
     let specs = loads

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use throng_metrics::Phase;
 use throng_plan::Arrivals;
 
-use crate::conn::{Conn, close, open_connection};
+use crate::conn::{Conn, close, open_connection, open_connection_to};
 use crate::ctx::{Ctx, TaskGuard};
 use crate::exchange::{Session, one_request};
 use crate::pacer::{DENSE_TICK, Pacer};
@@ -162,7 +162,25 @@ async fn open_task(guard: TaskGuard, open: Rc<Open>, id: usize, warm: bool) {
     let mut sleep = pin!(tokio::time::sleep(Duration::from_secs(3600)));
     if warm {
         // Boxed: see one_request.
-        if let Ok(opened) = Box::pin(open_connection(ctx, &[], None, false, sleep.as_mut(), None)).await {
+        // With targets on several origins, to the one this connection serves.
+        let opened = match ctx.pick.as_ref().and_then(|p| p.dest(&mut cursor)) {
+            Some(d) => {
+                let (addr, tls) = (d.addr, d.tls.as_ref());
+                Box::pin(open_connection_to(
+                    ctx,
+                    addr,
+                    tls,
+                    &[],
+                    None,
+                    false,
+                    sleep.as_mut(),
+                    None,
+                ))
+                .await
+            }
+            None => Box::pin(open_connection(ctx, &[], None, false, sleep.as_mut(), None)).await,
+        };
+        if let Ok(opened) = opened {
             conn = Some(opened.conn);
         }
     }

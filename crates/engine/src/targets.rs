@@ -9,30 +9,55 @@
 //! `step:NAME`.
 
 use std::cell::{Cell, RefCell};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use throng_metrics::ScenarioRecorder;
 use throng_plan::{Requests, TargetOrder};
 
-/// What a worker is given: the table, the order, and the targets' names
-/// (empty: no per-target figures, as with one target and `--body-lines`).
+use crate::transport::TlsClient;
+
+/// What a worker is given: the table, the order, the targets' names
+/// (empty: no per-target figures, as with one target and `--body-lines`),
+/// and where each origin is when the targets are on several.
 #[derive(Debug)]
 pub(crate) struct TargetSpec {
     pub table: Arc<Requests>,
     pub order: TargetOrder,
     pub names: Vec<String>,
+    /// One per origin when there are several (empty: the spec's `addr`).
+    pub origins: Vec<Dest>,
 }
 
-/// A connection's own place in the list (`sequential`).
+/// Where one origin's connections go.
+#[derive(Debug)]
+pub(crate) struct Dest {
+    pub addr: SocketAddr,
+    pub tls: Option<TlsClient>,
+}
+
+/// A connection's own place in the list (`sequential`), and the origin it
+/// serves when the targets are on several: every connection serves one
+/// origin, so that it can stay open (keep-alive) for all its requests.
 #[derive(Default)]
-pub(crate) struct Cursor(usize);
+pub(crate) struct Cursor {
+    at: usize,
+    origin: Option<usize>,
+}
 
 /// One worker's picking state and per-target tags.
 pub(crate) struct Pick {
     spec: Arc<TargetSpec>,
-    /// The worker's place (`round-robin`).
-    shared: Cell<usize>,
+    /// The worker's place (`round-robin`); one per origin with several.
+    shared: Vec<Cell<usize>>,
+    /// The entries of each origin, when there are several.
+    by_origin: Vec<Vec<usize>>,
+    /// Connections given an origin so far, and this worker's number of how
+    /// many: connection k of worker w serves origin (k·workers + w) mod O.
+    conns: Cell<u64>,
+    worker: u64,
+    workers: u64,
     /// xorshift64 state (`random`), never 0.
     rng: Cell<u64>,
     /// Per target: its tag and the all-requests tag (empty: none kept).
@@ -67,10 +92,35 @@ impl Pick {
         // Seeded per worker and run: different workers draw different orders.
         let seed = origin.elapsed().as_nanos() as u64 ^ (worker.wrapping_add(1)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         let in_flight = RefCell::new(vec![0; spec.names.len()]);
+        let by_origin: Vec<Vec<usize>> = if spec.origins.len() > 1 {
+            let mut by = vec![Vec::new(); spec.origins.len()];
+            for i in 0..spec.table.len() {
+                if let Some(list) = by.get_mut(spec.table.origin(i)) {
+                    list.push(i);
+                }
+            }
+            by
+        } else {
+            Vec::new()
+        };
+        let shared = if by_origin.is_empty() {
+            vec![Cell::new(start)]
+        } else {
+            by_origin
+                .iter()
+                .map(|l| {
+                    Cell::new(usize::try_from(worker.saturating_mul(l.len() as u64) / workers.max(1)).unwrap_or(0))
+                })
+                .collect()
+        };
         (
             Pick {
                 spec,
-                shared: Cell::new(start),
+                shared,
+                by_origin,
+                conns: Cell::new(0),
+                worker,
+                workers: workers.max(1),
                 rng: Cell::new(seed | 1),
                 tags,
                 in_flight,
@@ -79,19 +129,51 @@ impl Pick {
         )
     }
 
+    /// The origin the connection at `cursor` serves (given on first use),
+    /// when the targets are on several.
+    pub(crate) fn dest(&self, cursor: &mut Cursor) -> Option<&Dest> {
+        if self.by_origin.is_empty() {
+            return None;
+        }
+        let o = self.origin(cursor);
+        self.spec.origins.get(o)
+    }
+
+    fn origin(&self, cursor: &mut Cursor) -> usize {
+        *cursor.origin.get_or_insert_with(|| {
+            let k = self.conns.get();
+            self.conns.set(k + 1);
+            let n = self.by_origin.len().max(1) as u64;
+            ((k * self.workers + self.worker) % n) as usize
+        })
+    }
+
     /// The entry the next request of the connection at `cursor` sends.
     #[inline]
     pub(crate) fn next(&self, cursor: &mut Cursor) -> usize {
-        let n = self.spec.table.len().max(1);
+        if self.by_origin.is_empty() {
+            return self.pick(cursor, 0, self.spec.table.len().max(1));
+        }
+        let o = self.origin(cursor);
+        let list = &self.by_origin[o];
+        // Every origin has a target, so its list is never empty.
+        let i = self.pick(cursor, o, list.len().max(1));
+        list.get(i).copied().unwrap_or(0)
+    }
+
+    /// The next of `n` (in the list of origin `o`).
+    #[inline]
+    fn pick(&self, cursor: &mut Cursor, o: usize, n: usize) -> usize {
         match self.spec.order {
             TargetOrder::RoundRobin => {
-                let i = self.shared.get() % n;
-                self.shared.set(i + 1);
+                let shared = &self.shared[o];
+                let i = shared.get() % n;
+                shared.set(i + 1);
                 i
             }
             TargetOrder::Sequential => {
-                let i = cursor.0 % n;
-                cursor.0 = i + 1;
+                let i = cursor.at % n;
+                cursor.at = i + 1;
                 i
             }
             TargetOrder::Random => {

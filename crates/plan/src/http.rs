@@ -502,21 +502,38 @@ impl HttpPlan {
         };
         let mut named = Vec::with_capacity(raw.len());
         let mut infos = Vec::with_capacity(raw.len());
+        let mut origins: Vec<Target> = Vec::new();
         for (i, r) in raw.iter().enumerate() {
             let target = parse_target_at(r)?;
-            if (target.scheme, &target.host, target.port) != (self.target.scheme, &self.target.host, self.target.port) {
+            if target.scheme != self.target.scheme {
                 return Err(PlanError::invalid(
                     if r.at.starts_with("URL") { "URL" } else { "--targets" },
                     format!(
-                        "{}: {} is on another origin than {} ({}); one run sends to one scheme://host:port, \
-                         so run one throng per origin",
+                        "{}: {} is {} but {} is not; one run's targets are all http:// or all https:// \
+                         (run one throng per scheme)",
                         r.at,
                         target.url,
+                        if target.scheme == Scheme::Https {
+                            "https"
+                        } else {
+                            "http"
+                        },
                         self.target.url,
-                        self.target.host_authority()
                     ),
                 ));
             }
+            // Each origin (host and port) once, in the order first seen.
+            let origin = match origins
+                .iter()
+                .position(|o: &Target| (&o.host, o.port) == (&target.host, target.port))
+            {
+                Some(o) => o,
+                None => {
+                    origins.push(target.clone());
+                    origins.len() - 1
+                }
+            };
+            table.origin(origin);
             let (body_name, body): (Option<&str>, &[u8]) = match &r.body {
                 Some((name, b)) => (Some(name), b),
                 None => (self.body_file.as_deref(), &body),
@@ -604,6 +621,20 @@ impl HttpPlan {
                  --targets file (an @file line, or \"body\" in JSON lines)",
             ));
         }
+        // Every connection serves one origin (see the engine's targets):
+        // a closed loop needs one per origin at least.
+        if origins.len() > 1 && self.load == Load::Closed && (self.connections as usize) < origins.len() {
+            return Err(PlanError::invalid(
+                "-c/--connections",
+                format!(
+                    "-c {} is fewer than the {} origins (host:port) the targets are on; each connection serves \
+                     one origin, so give at least -c {}",
+                    self.connections,
+                    origins.len(),
+                    origins.len()
+                ),
+            ));
+        }
         let table = table.finish();
         // The first request stands for the plan where one is asked for.
         self.wire = Wire(table.bytes(0));
@@ -611,6 +642,10 @@ impl HttpPlan {
         self.method = infos[0].method.clone();
         if raw.len() > 1 {
             self.targets = infos;
+        }
+        let mut table = table;
+        if origins.len() > 1 {
+            table.origins = origins;
         }
         self.requests = RequestTable(std::sync::Arc::new(table));
         Ok(())
@@ -621,6 +656,12 @@ impl HttpPlan {
     /// ([`HttpPlan::request_bytes`]) or one read back from a result.
     pub fn request_table(&self) -> Option<std::sync::Arc<Requests>> {
         (self.requests.0.len() > 1).then(|| std::sync::Arc::clone(&self.requests.0))
+    }
+
+    /// The origins (one target of each host and port, in the order first
+    /// seen) when the targets are on more than one; empty otherwise.
+    pub fn origins(&self) -> Vec<Target> {
+        self.requests.0.origins.clone()
     }
 
     /// The names of the targets (`target:` tags), when there are several.

@@ -106,6 +106,10 @@ pub struct Requests {
     ends: Vec<usize>,
     /// The target of each entry (empty: entry i is target i).
     target_of: Vec<u32>,
+    /// The origin (index into `origins`) of each target.
+    origin_of: Vec<u32>,
+    /// One target per origin (host and port) when there are several.
+    pub(crate) origins: Vec<crate::http::Target>,
 }
 
 impl std::fmt::Debug for Requests {
@@ -147,6 +151,17 @@ impl Requests {
         self.target_of.get(i).map_or(i, |&t| t as usize)
     }
 
+    /// Origins (host and port) the targets are on: 1, or more.
+    pub fn origin_count(&self) -> usize {
+        self.origins.len().max(1)
+    }
+
+    /// The origin of entry `i` (0 when there is one).
+    #[inline]
+    pub fn origin(&self, i: usize) -> usize {
+        self.origin_of.get(self.target(i)).map_or(0, |&o| o as usize)
+    }
+
     /// A table being built, refused past [`MAX_REQUEST_TABLE_BYTES`].
     pub(crate) fn builder() -> RequestsBuilder {
         RequestsBuilder::default()
@@ -159,9 +174,15 @@ pub(crate) struct RequestsBuilder {
     buf: Vec<u8>,
     ends: Vec<usize>,
     target_of: Vec<u32>,
+    origin_of: Vec<u32>,
 }
 
 impl RequestsBuilder {
+    /// The next target is on origin `o`.
+    pub(crate) fn origin(&mut self, o: usize) {
+        self.origin_of.push(u32::try_from(o).unwrap_or(u32::MAX));
+    }
+
     /// Appends one request (`write` renders it), of target `target`;
     /// false when the table would pass its limit.
     pub(crate) fn push(&mut self, target: usize, write: impl FnOnce(&mut Vec<u8>)) -> bool {
@@ -178,6 +199,8 @@ impl RequestsBuilder {
             bytes: Bytes::from(self.buf),
             ends: self.ends,
             target_of: if identity { Vec::new() } else { self.target_of },
+            origin_of: self.origin_of,
+            origins: Vec::new(),
         }
     }
 }
