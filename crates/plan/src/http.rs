@@ -1306,6 +1306,83 @@ mod tests {
         }
     }
 
+    fn raw(at: &str, url: &str) -> RawTarget {
+        RawTarget {
+            at: at.into(),
+            url: url.into(),
+            ..RawTarget::default()
+        }
+    }
+
+    fn entries(p: &HttpPlan) -> Vec<String> {
+        let t = p.request_table().unwrap();
+        (0..t.len())
+            .map(|i| String::from_utf8(t.get(i).to_vec()).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn several_targets_render_once_each_with_their_headers_and_bodies() {
+        let mut a = args("http://h/a");
+        a.headers = vec!["X-All: 1".into(), "X-Over: global".into()];
+        a.content_type = Some("text/plain".into());
+        a.targets = vec![
+            RawTarget {
+                method: Some("PUT".into()),
+                headers: vec!["x-over: mine".into(), "Authorization: Bearer t0k".into()],
+                body: Some(("b.txt".into(), b"hey".to_vec())),
+                ..raw("t:2", "http://h/b?q=1")
+            },
+            raw("URL 3", "http://h/a"),
+        ];
+        let p = HttpPlan::from_args(a).unwrap();
+        let e = entries(&p);
+        assert_eq!(e.len(), 3);
+        assert!(e[0].starts_with("GET /a HTTP/1.1\r\n"), "{}", e[0]);
+        assert!(
+            e[0].contains("X-Over: global\r\nContent-Type: text/plain\r\n"),
+            "{}",
+            e[0]
+        );
+        assert!(e[1].starts_with("PUT /b?q=1 HTTP/1.1\r\n"), "{}", e[1]);
+        assert!(!e[1].contains("global") && e[1].contains("x-over: mine"), "{}", e[1]);
+        assert!(e[1].ends_with("Content-Length: 3\r\n\r\nhey"), "{}", e[1]);
+        // Names: methods differ, so they lead; the same path twice gets #N.
+        let names: Vec<&str> = p.targets.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["GET /a #1", "PUT /b?q=1", "GET /a #3"]);
+        // A target's secret header is redacted like -H's.
+        assert!(p.secret_headers.contains(&"authorization".to_string()));
+        assert_eq!(p.request_bytes(), p.request_table().unwrap().bytes(0));
+        let json = serde_json::to_string(&p.redacted()).unwrap();
+        assert!(!json.contains("t0k"), "{json}");
+    }
+
+    #[test]
+    fn body_lines_make_one_request_per_line_and_errors_say_where() {
+        let mut a = args("http://h/p");
+        a.body_lines = Some(("l.txt".into(), b"one\ntwo\r\n\nthree".to_vec()));
+        let p = HttpPlan::from_args(a).unwrap();
+        let e = entries(&p);
+        assert_eq!(e.len(), 3);
+        assert!(e.iter().all(|r| r.starts_with("POST /p ")));
+        assert!(e[1].ends_with("Content-Length: 3\r\n\r\ntwo"), "{}", e[1]);
+        assert_eq!(p.body_lines.as_ref().map(|b| b.count), Some(3));
+        assert!(p.targets.is_empty(), "one target: no per-target figures");
+
+        let mut a = args("http://h/a");
+        a.targets = vec![RawTarget {
+            headers: vec!["nocolon".into()],
+            ..raw("f.txt:4", "http://h/b")
+        }];
+        let e = HttpPlan::from_args(a).unwrap_err().to_string();
+        assert!(e.starts_with("--targets: f.txt:4: 'nocolon'"), "{e}");
+        let mut a = args("");
+        a.targets = vec![raw("f.txt:9", "ftp://h/")];
+        let e = HttpPlan::from_args(a).unwrap_err().to_string();
+        assert!(e.starts_with("--targets: f.txt:9: scheme 'ftp'"), "{e}");
+        assert_eq!(flag_of(HttpPlan::from_args(args("")).unwrap_err()), "URL");
+    }
+
     #[test]
     fn plan_round_trips_through_json() {
         let mut a = args("http://h:81/");
