@@ -503,3 +503,20 @@ fn targets_on_two_origins_each_keep_their_connections() {
     assert_eq!(v[0].observed, Some(cb2 as f64));
     assert_eq!(n2.count_path("/b"), cb + cb2);
 }
+
+#[test]
+fn an_open_loop_takes_the_targets_in_turn_too() {
+    let n = LoggingNginx::start();
+    let (a, b) = (n.url("/open-a"), n.url("/open-b"));
+    let run = http(&[&a, &b, "-r", "400", "-n", "40", "-t", "1", "-c", "8"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let r = run.result();
+    assert_books_balance(r);
+    assert_eq!(r.measurements.requests.attempted + r.measurements.dropped, 40);
+    let counts = per_target(r);
+    let sent = r.measurements.requests.attempted;
+    // Round-robin over the worker's requests, in the order they start.
+    assert_eq!((counts["/open-a"], counts["/open-b"]), (sent.div_ceil(2), sent / 2));
+    assert_eq!(n.count_path("/open-a"), counts["/open-a"]);
+    assert_eq!(n.count_path("/open-b"), counts["/open-b"]);
+}
