@@ -520,3 +520,32 @@ fn an_open_loop_takes_the_targets_in_turn_too() {
     assert_eq!(n.count_path("/open-a"), counts["/open-a"]);
     assert_eq!(n.count_path("/open-b"), counts["/open-b"]);
 }
+
+/// The same over TLS, on two origins: each connection's handshake names its
+/// own host, and each target's count matches the statuses the servers sent.
+#[test]
+fn https_targets_on_two_origins() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = dir.path().join("certs");
+    let o = output(throng().args(["certs", "--out", c.to_str().unwrap()]));
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let pem = |n: &str| c.join(n).display().to_string();
+    let tls = format!(
+        "ssl_certificate {}; ssl_certificate_key {};",
+        pem("server.pem"),
+        pem("server.key")
+    );
+    let n1 = common::Nginx::start_tls(&tls, "location / { return 200; }");
+    let n2 = common::Nginx::start_tls(&tls, "location / { return 204; }");
+    let (a, b) = (n1.https("localhost", "/a"), n2.https("127.0.0.1", "/b"));
+    let run = http(&[&a, &b, "-n", "30", "-c", "2", "-t", "1", "--cacert", &pem("ca.pem")]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let r = run.result();
+    assert_books_balance(r);
+    let counts = per_target(r);
+    assert_eq!(counts.values().sum::<u64>(), 30);
+    assert_eq!(r.measurements.status.get(&200).copied().unwrap_or(0), counts[&a]);
+    assert_eq!(r.measurements.status.get(&204).copied().unwrap_or(0), counts[&b]);
+    assert!(counts[&a] > 0 && counts[&b] > 0, "{counts:?}");
+    assert_eq!(r.measurements.connections.ok, 2);
+}
