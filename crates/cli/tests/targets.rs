@@ -549,3 +549,52 @@ fn https_targets_on_two_origins() {
     assert!(counts[&a] > 0 && counts[&b] > 0, "{counts:?}");
     assert_eq!(r.measurements.connections.ok, 2);
 }
+
+/// `--prometheus` exports each target's requests as the result counts them.
+#[test]
+fn prometheus_exports_each_target() {
+    use std::io::{Read as _, Write as _};
+    let n = LoggingNginx::start();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let exporter = format!("127.0.0.1:{}", free_port());
+    let mut child = throng()
+        .args([
+            "http",
+            &n.url("/p"),
+            &n.url("/q"),
+            "-n",
+            "20",
+            "-c",
+            "2",
+            "-t",
+            "1",
+            "--quiet",
+        ])
+        .args(["--prometheus", &exporter, "--prometheus-linger", "5s", "--json"])
+        .arg(&json)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // The result is written before the exporter lingers.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !json.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let mut body = String::new();
+    if let Ok(mut s) = std::net::TcpStream::connect(&exporter) {
+        s.set_read_timeout(Some(std::time::Duration::from_secs(5))).unwrap();
+        write!(s, "GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n").unwrap();
+        let _ = s.read_to_string(&mut body);
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let r = RunResult::from_reader(std::fs::File::open(&json).unwrap()).unwrap();
+    for (name, count) in per_target(&r) {
+        let line = format!("throng_target_requests_total{{target=\"{name}\",result=\"ok\"}} {count}");
+        assert!(body.contains(&line), "{line} in:\n{body}");
+    }
+    assert!(!body.contains("throng_iterations_total"), "{body}");
+}
