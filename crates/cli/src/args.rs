@@ -338,7 +338,46 @@ impl From<ReportFormat> for Format {
 #[derive(Debug, Args)]
 pub struct HttpCmd {
     /// Target URL, e.g. http://127.0.0.1:8080/
-    pub url: String,
+    #[arg(required_unless_present = "targets")]
+    pub url: Option<String>,
+    /// More target URLs: requests go to each in turn (see --targets-order); all http:// or all https://
+    #[arg(value_name = "URL")]
+    pub more_urls: Vec<String>,
+    /// Targets from a file: one URL per line, vegeta's http format (METHOD URL, header lines, @body
+    /// file, blank line between targets) or JSON lines ({"method","url","header","body"}, body base64)
+    #[arg(long = "targets", value_name = "FILE", help_heading = "Targets and bodies")]
+    pub targets: Option<PathBuf>,
+    /// How requests pick their target: round-robin (each worker thread takes the targets in turn
+    /// for its connections' requests), sequential (each connection walks the list from the first),
+    /// random (each request)
+    #[arg(long = "targets-order", value_name = "ORDER", value_enum, default_value_t = TargetsOrder::RoundRobin,
+          help_heading = "Targets and bodies")]
+    pub targets_order: TargetsOrder,
+    /// Request body: TEXT, @FILE or @- (stdin), at most 64 MiB (-d is the duration, as in wrk)
+    #[arg(long = "data", value_name = "TEXT|@FILE|@-", conflicts_with_all = ["body", "body_lines"],
+          help_heading = "Targets and bodies")]
+    pub data: Option<String>,
+    /// Content-Type of the body, e.g. -T application/json (the same as -H 'Content-Type: …')
+    #[arg(
+        short = 'T',
+        long = "content-type",
+        value_name = "TYPE",
+        help_heading = "Targets and bodies"
+    )]
+    pub content_type: Option<String>,
+    /// A different body per request: one per line (blank lines skipped), taken in --targets-order,
+    /// cycled; at most 1,000,000 lines and 64 MiB
+    #[arg(
+        long = "body-lines",
+        value_name = "FILE",
+        conflicts_with = "body",
+        help_heading = "Targets and bodies"
+    )]
+    pub body_lines: Option<PathBuf>,
+    /// Pass/fail criterion, repeatable, as in a scenario's thresholds: 'response{target:/a}: p(95) <
+    /// 50ms', 'errors: rate < 1%'; a failed one exits 99
+    #[arg(long = "threshold", value_name = "'METRIC: EXPR'")]
+    pub thresholds: Vec<String>,
     /// Connections (closed loop), or the cap on connections (open loop) [default: 50; open loop 1000]
     #[arg(short = 'c', long = "connections", value_name = "N")]
     pub connections: Option<u32>,
@@ -418,6 +457,17 @@ pub struct ReachArgs {
     /// for http [default: HTTPS_PROXY/HTTP_PROXY unless NO_PROXY names the host; '' for none]
     #[arg(short = 'x', long = "proxy", value_name = "http://[USER:PASSWORD@]HOST:PORT")]
     pub proxy: Option<String>,
+}
+
+/// `--targets-order`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum TargetsOrder {
+    /// Each worker thread takes the targets in turn.
+    RoundRobin,
+    /// Each connection walks the list from the first target.
+    Sequential,
+    /// Each request picks one at random.
+    Random,
 }
 
 /// What a run writes and shows, shared by `http`, `storm` and `run`. `F` is

@@ -224,7 +224,11 @@ pub fn live_lines(p: &Progress, m: &Measurements, kind: Kind, stages: &[StageClo
     lines.push(line);
 
     let mut line = format!("open connections: {}", p.live.open_connections);
-    if m.scenario.is_some() {
+    // An http run with several targets keeps per-target tags there too, but has no VUs.
+    if m.scenario
+        .as_ref()
+        .is_some_and(|s| !s.tags.keys().any(|k| k.starts_with("target:")))
+    {
         let _ = write!(line, ", VUs: {}", vus(m));
     }
     lines.push(line);

@@ -300,7 +300,41 @@ impl Collector for Snapshot {
             &phases,
         )?;
 
-        if let Some(s) = &m.scenario {
+        // An http run with several targets: their figures, under target:NAME tags.
+        if let Some(s) = m
+            .scenario
+            .as_ref()
+            .filter(|s| s.tags.keys().any(|k| k.starts_with("target:")))
+        {
+            let mut requests = Vec::new();
+            let mut hists = Vec::new();
+            for (key, t) in &s.tags {
+                let Some(target) = key.strip_prefix("target:") else {
+                    continue;
+                };
+                let labels = |result: &str| vec![("target", clean(target)), ("result", result.to_string())];
+                requests.push((labels("ok"), counter(t.requests.saturating_sub(t.failed))));
+                requests.push((labels("failed"), counter(t.failed)));
+                requests.push((labels("interrupted"), counter(t.interrupted)));
+                hists.push((vec![("target", clean(target))], Histo(&t.response)));
+            }
+            family(
+                &mut enc,
+                "target_requests",
+                "Requests of each target of an http run, by result (failed: an error or an unexpected status).",
+                None,
+                MetricType::Counter,
+                &requests,
+            )?;
+            family(
+                &mut enc,
+                "target_response",
+                "Response time of each target (first request byte to last response byte).",
+                Some(&Unit::Seconds),
+                MetricType::Histogram,
+                &hists,
+            )?;
+        } else if let Some(s) = &m.scenario {
             family(
                 &mut enc,
                 "iterations",

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use crate::conn::{Conn, close};
 use crate::ctx::{Ctx, TaskGuard};
 use crate::exchange::{Session, one_request};
+use crate::targets::Cursor;
 
 /// Requests this worker may still start (None: until stopped), shared by
 /// its connections.
@@ -52,10 +53,12 @@ async fn closed_task(guard: TaskGuard, budget: Rc<Budget>) {
     let ctx = &guard.0;
     let mut conn: Option<Conn> = None;
     let mut session = Session::new(ctx.spec.head_request);
+    // This connection's place in the plan's requests (`sequential`).
+    let mut cursor = Cursor::default();
     let mut sleep = pin!(tokio::time::sleep(Duration::from_secs(3600)));
     while !ctx.stopping.get() && budget.take() {
         let start = Instant::now();
-        one_request(ctx, &mut conn, &mut session, sleep.as_mut(), start, false).await;
+        one_request(ctx, &mut conn, &mut session, sleep.as_mut(), start, false, &mut cursor).await;
         // A request can end without waiting for anything (a refused
         // connect on loopback fails inside the system call): spend tokio's
         // cooperative budget so the worker's other tasks still get to run.

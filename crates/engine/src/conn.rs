@@ -15,6 +15,7 @@ use tokio::time::Sleep;
 
 use crate::ctx::Ctx;
 use crate::errors::{Stage, classify};
+use crate::reach::Route;
 use crate::rows::Row;
 use crate::transport::{self, Transport};
 
@@ -217,11 +218,11 @@ pub(crate) struct Ready {
 /// tunnel. Through a tunnel `first` is not sent (`written` is 0).
 async fn connect_route(
     ctx: &Ctx,
+    route: &Route,
     source: Option<IpAddr>,
     first: &[u8],
     mut sleep: Pin<&mut Sleep>,
 ) -> Result<(Opened, SocketAddr), ErrorClass> {
-    let route = &ctx.spec.route;
     let start = Instant::now();
     let n = route.addrs.len().max(1);
     let prefer = ctx.prefer.get();
@@ -270,6 +271,33 @@ pub(crate) async fn open_connection(
     first: &[u8],
     source: Option<std::net::IpAddr>,
     reconnect: bool,
+    sleep: Pin<&mut Sleep>,
+    row: Option<&mut Row<'_>>,
+) -> Result<Ready, ErrorClass> {
+    let spec = &ctx.spec;
+    open_connection_to(
+        ctx,
+        &spec.route,
+        spec.tls.as_ref(),
+        first,
+        source,
+        reconnect,
+        sleep,
+        row,
+    )
+    .await
+}
+
+/// [`open_connection`] by `route` (with `tls`): one of a plan's several
+/// origins (crate::targets).
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn open_connection_to(
+    ctx: &Ctx,
+    route: &Route,
+    tls: Option<&crate::transport::TlsClient>,
+    first: &[u8],
+    source: Option<std::net::IpAddr>,
+    reconnect: bool,
     mut sleep: Pin<&mut Sleep>,
     mut row: Option<&mut Row<'_>>,
 ) -> Result<Ready, ErrorClass> {
@@ -309,9 +337,11 @@ pub(crate) async fn open_connection(
             unreported[0] = micros(established - opened);
         }
     };
-    let (stream, written, ready, sent) = match &spec.tls {
+    let (stream, written, ready, sent) = match tls {
         None => {
-            let (o, addr) = connect_route(ctx, source, first, sleep.as_mut()).await.map_err(fail)?;
+            let (o, addr) = connect_route(ctx, route, source, first, sleep.as_mut())
+                .await
+                .map_err(fail)?;
             ctx.rec.borrow_mut().reached(addr);
             connected(o.established, row.as_deref_mut(), &mut unreported);
             (Transport::Plain(o.stream), o.written, o.established, o.sent)
@@ -320,7 +350,9 @@ pub(crate) async fn open_connection(
             // The ClientHello goes out with the connect (see conn::connect).
             let (session, hello) = crate::tls_stream::start(Arc::clone(&tls.config), tls.server_name.clone())
                 .map_err(|_| fail(ErrorClass::Tls("client_setup")))?;
-            let (o, addr) = connect_route(ctx, source, &hello, sleep.as_mut()).await.map_err(fail)?;
+            let (o, addr) = connect_route(ctx, route, source, &hello, sleep.as_mut())
+                .await
+                .map_err(fail)?;
             ctx.rec.borrow_mut().reached(addr);
             connected(o.established, row.as_deref_mut(), &mut unreported);
             sleep.as_mut().reset((o.established + spec.timeout).into());

@@ -27,6 +27,8 @@ pub(crate) struct Ctx {
     /// with it.
     pub(crate) client_speaks_first: bool,
     pub(crate) spec: WorkerSpec,
+    /// Which request to send next, when the plan has several.
+    pub(crate) pick: Option<crate::targets::Pick>,
     /// `--csv-requests`: this worker's row file.
     pub(crate) rows: Option<RefCell<RowWriter>>,
     /// Identity of the next connection attempt (in rows).

@@ -21,10 +21,11 @@ use throng_metrics::{ErrorClass, Phase, Reply};
 use throng_plan::StatusSet;
 use tokio::time::Sleep;
 
-use crate::conn::{Conn, Failed, Timing, close, open_connection};
+use crate::conn::{Conn, Failed, Timing, close, open_connection, open_connection_to};
 use crate::ctx::Ctx;
 use crate::http1::{self, Keep, ResponseReader};
 use crate::rows::Row;
+use crate::targets::{Cursor, Pick};
 use crate::transport::Transport;
 
 /// The protocol spoken on one connection, with its state between
@@ -217,10 +218,21 @@ pub(crate) async fn one_request(
     mut sleep: Pin<&mut Sleep>,
     origin: Instant,
     scheduled: bool,
+    cursor: &mut Cursor,
 ) {
     ctx.rec.borrow_mut().request_started();
     ctx.in_flight.set(ctx.in_flight.get() + 1);
     let spec = &ctx.spec;
+    // The plan's request, or the next of its several (an index, no copy).
+    let entry = ctx.pick.as_ref().map(|p| {
+        let i = p.next(cursor);
+        p.started(i);
+        (p, i)
+    });
+    let request: &[u8] = match entry {
+        Some((p, i)) => p.request(i),
+        None => &spec.request,
+    };
     // Written when it drops: once, however the request ends.
     let now = Instant::now();
     let mut row = ctx.row(now);
@@ -240,8 +252,25 @@ pub(crate) async fn one_request(
             // Boxed: the connect future is large and short-lived; keeping it
             // out of the task keeps every idle connection small. Plain TCP
             // sends the request with the connect (see conn::connect).
-            let first: &[u8] = if spec.tls.is_some() { &[] } else { &spec.request };
-            match Box::pin(open_connection(ctx, first, None, false, sleep.as_mut(), row.row())).await {
+            let first: &[u8] = if spec.tls.is_some() { &[] } else { request };
+            // With targets on several origins, to the one this connection serves.
+            let opening = match ctx.pick.as_ref().and_then(|p| p.dest(cursor)) {
+                Some(d) => {
+                    Box::pin(open_connection_to(
+                        ctx,
+                        &d.route,
+                        d.tls.as_ref(),
+                        first,
+                        None,
+                        false,
+                        sleep.as_mut(),
+                        row.row(),
+                    ))
+                    .await
+                }
+                None => Box::pin(open_connection(ctx, first, None, false, sleep.as_mut(), row.row())).await,
+            };
+            match opening {
                 Ok(o) => {
                     let c = conn.insert(o.conn);
                     // A request written with the connect started with the
@@ -252,6 +281,9 @@ pub(crate) async fn one_request(
                     let now = Instant::now();
                     ctx.rec.borrow_mut().request_failed(now, class, 0);
                     ctx.in_flight.set(ctx.in_flight.get() - 1);
+                    if let Some((p, i)) = entry {
+                        p.ended(&ctx.scenario, i, now, None);
+                    }
                     if let Some(r) = row.row() {
                         r.failed(class);
                     }
@@ -260,7 +292,19 @@ pub(crate) async fn one_request(
             }
         }
     };
-    if !exchange_on(ctx, c, session, sleep, t_send, written, origin, row.row()).await {
+    let sent = exchange_request(
+        ctx,
+        c,
+        session,
+        sleep,
+        t_send,
+        written,
+        origin,
+        row.row(),
+        request,
+        entry,
+    );
+    if !sent.await {
         close(ctx, conn.take());
     }
 }
@@ -274,11 +318,41 @@ pub(crate) async fn exchange_on(
     ctx: &Ctx,
     c: &mut Conn,
     session: &mut Session,
+    sleep: Pin<&mut Sleep>,
+    t_send: Instant,
+    written: usize,
+    origin: Instant,
+    row: Option<&mut Row<'_>>,
+) -> bool {
+    exchange_request(
+        ctx,
+        c,
+        session,
+        sleep,
+        t_send,
+        written,
+        origin,
+        row,
+        &ctx.spec.request,
+        None,
+    )
+    .await
+}
+
+/// [`exchange_on`] for `request`, one of the plan's several (`entry`:
+/// its picker and index, for the per-target figures).
+#[allow(clippy::too_many_arguments)]
+async fn exchange_request(
+    ctx: &Ctx,
+    c: &mut Conn,
+    session: &mut Session,
     mut sleep: Pin<&mut Sleep>,
     t_send: Instant,
     written: usize,
     origin: Instant,
     row: Option<&mut Row<'_>>,
+    request: &[u8],
+    entry: Option<(&Pick, usize)>,
 ) -> bool {
     let spec = &ctx.spec;
     let keep_server = ctx.rec.borrow().wants_first_reply();
@@ -288,28 +362,27 @@ pub(crate) async fn exchange_on(
     });
     sleep.as_mut().reset((t_send + spec.timeout).into());
     let outcome = session
-        .exchange(
-            &mut c.stream,
-            &spec.request,
-            written,
-            t_send,
-            ctx.stamp,
-            &ctx.scratch,
-            sleep,
-        )
+        .exchange(&mut c.stream, request, written, t_send, ctx.stamp, &ctx.scratch, sleep)
         .await;
     ctx.in_flight.set(ctx.in_flight.get() - 1);
     let recorded = record_exchange(
         ctx,
         session,
         &outcome,
-        spec.request.len(),
+        request.len(),
         t_send,
         origin,
         &spec.expect,
         keep_server,
         row,
     );
+    if let Some((p, i)) = entry {
+        let response = match (&outcome, recorded) {
+            (Ok(t), Some(ok)) => Some((t.done.saturating_duration_since(t_send), ok)),
+            _ => None,
+        };
+        p.ended(&ctx.scenario, i, Instant::now(), response);
+    }
     match outcome {
         Ok(timing) => recorded.is_some() && spec.keepalive && session.reusable(&timing),
         Err(_) => false,

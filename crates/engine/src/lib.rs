@@ -43,6 +43,7 @@ mod scenario;
 mod stamps;
 mod storm;
 pub mod sys;
+mod targets;
 mod timer;
 mod tls_stream;
 mod transport;
@@ -307,6 +308,7 @@ pub fn run_http(
     check_fds(loads.connections, threads)?;
     let https = plan.target.scheme == throng_plan::Scheme::Https;
     let route = Arc::new(reach::route(&plan.target.host, plan.target.port, &plan.reach, https)?);
+    let tls_config = tls.clone();
     let tls = plan_tls(plan.tls.as_ref(), tls, &plan.target.host, "an https plan")?;
 
     // One copy of the request (and its body) for every worker: a 64 MiB
@@ -316,10 +318,32 @@ pub fn run_http(
     let _primer = stamps::Primer::start();
     let clock = plan.start_at_unix_ms.map_or_else(Clock::start, Clock::at);
     let origin = clock.origin;
+    // Several requests: rendered once by the plan, shared by the workers;
+    // with several targets each one's figures are kept under target:NAME.
+    // Targets on several origins: each resolved, with its TLS server name.
+    let origins = plan
+        .origins()
+        .iter()
+        .map(|o| {
+            Ok(targets::Dest {
+                route: reach::route(&o.host, o.port, &plan.reach, https)?,
+                tls: plan_tls(plan.tls.as_ref(), tls_config.clone(), &o.host, "an https plan")?,
+            })
+        })
+        .collect::<Result<Vec<_>, EngineError>>()?;
+    let targets = plan.request_table().map(|table| {
+        Arc::new(targets::TargetSpec {
+            table,
+            order: plan.targets_order,
+            names: plan.target_names(),
+            origins,
+        })
+    });
     let specs = loads
         .workers
         .into_iter()
-        .map(|load| {
+        .enumerate()
+        .map(|(worker, load)| {
             let load = match load {
                 HttpWorkerLoad::Closed {
                     connections,
@@ -356,6 +380,7 @@ pub fn run_http(
                 origin,
                 load,
                 rows: None,
+                targets: targets.clone().map(|t| (t, worker as u64, u64::from(threads))),
             }
         })
         .collect();
@@ -866,6 +891,7 @@ pub fn run_storm(
                 nats_go: plan.client == throng_plan::ClientProfile::NatsGo,
             }),
             rows: None,
+            targets: None,
         })
         .collect();
     let launch = Launch {
@@ -996,6 +1022,7 @@ pub fn run_scenario(
                 seed: options.seed,
             }),
             rows: None,
+            targets: None,
         })
         .collect();
     // Workers cut off what outlives each scenario's graceful stop; the

@@ -83,6 +83,9 @@ pub(crate) struct WorkerSpec {
     pub load: WorkerLoad,
     /// `--csv-requests`: where this worker writes its rows.
     pub rows: Option<RowSpec>,
+    /// Several requests to choose from (targets, `--body-lines`), and this
+    /// worker's number of how many; None: every request is `request`.
+    pub targets: Option<(Arc<crate::targets::TargetSpec>, u64, u64)>,
 }
 
 /// A worker's share of `--csv-requests`.

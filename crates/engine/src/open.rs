@@ -10,10 +10,11 @@ use std::time::{Duration, Instant};
 use throng_metrics::Phase;
 use throng_plan::Arrivals;
 
-use crate::conn::{Conn, close, open_connection};
+use crate::conn::{Conn, close, open_connection, open_connection_to};
 use crate::ctx::{Ctx, TaskGuard};
 use crate::exchange::{Session, one_request};
 use crate::pacer::{DENSE_TICK, Pacer};
+use crate::targets::Cursor;
 
 /// One worker's open loop: the starts waiting for a connection, and the
 /// connections waiting for a start.
@@ -156,10 +157,29 @@ async fn open_task(guard: TaskGuard, open: Rc<Open>, id: usize, warm: bool) {
     let ctx = &guard.0;
     let mut conn: Option<Conn> = None;
     let mut session = Session::new(ctx.spec.head_request);
+    // This connection's place in the plan's requests (`sequential`).
+    let mut cursor = Cursor::default();
     let mut sleep = pin!(tokio::time::sleep(Duration::from_secs(3600)));
     if warm {
         // Boxed: see one_request.
-        if let Ok(opened) = Box::pin(open_connection(ctx, &[], None, false, sleep.as_mut(), None)).await {
+        // With targets on several origins, to the one this connection serves.
+        let opened = match ctx.pick.as_ref().and_then(|p| p.dest(&mut cursor)) {
+            Some(d) => {
+                Box::pin(open_connection_to(
+                    ctx,
+                    &d.route,
+                    d.tls.as_ref(),
+                    &[],
+                    None,
+                    false,
+                    sleep.as_mut(),
+                    None,
+                ))
+                .await
+            }
+            None => Box::pin(open_connection(ctx, &[], None, false, sleep.as_mut(), None)).await,
+        };
+        if let Ok(opened) = opened {
             conn = Some(opened.conn);
         }
     }
@@ -187,7 +207,16 @@ async fn open_task(guard: TaskGuard, open: Rc<Open>, id: usize, warm: bool) {
                 if too_late {
                     continue;
                 }
-                one_request(ctx, &mut conn, &mut session, sleep.as_mut(), intended, true).await;
+                one_request(
+                    ctx,
+                    &mut conn,
+                    &mut session,
+                    sleep.as_mut(),
+                    intended,
+                    true,
+                    &mut cursor,
+                )
+                .await;
             }
             None if open.schedule_done.get() => break,
             None => {

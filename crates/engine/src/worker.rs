@@ -78,9 +78,16 @@ pub(crate) fn run(
         )?)),
         None => None,
     };
+    let (pick, tags) = match &spec.targets {
+        Some((t, worker, workers)) => {
+            let (pick, tags) = crate::targets::Pick::new(Arc::clone(t), *worker, *workers, origin);
+            (Some(pick), tags)
+        }
+        None => (None, None),
+    };
     let ctx = Rc::new(Ctx {
         rec: RefCell::new(Recorder::new(origin)),
-        scenario: RefCell::new(None),
+        scenario: RefCell::new(tags),
         scratch: RefCell::new(vec![0u8; SCRATCH].into_boxed_slice()),
         // A storm that only holds connections reads no responses: no
         // system call per connection for stamps it would never read.
@@ -92,6 +99,7 @@ pub(crate) fn run(
             || matches!(spec.protocol.as_deref(), Some(crate::protocol::ProtocolSpec::Lines { steps, .. })
                     if matches!(steps.first(), Some(crate::protocol::Step::Send(_)))),
         spec,
+        pick,
         rows,
         next_conn: Cell::new(0),
         prefer: Cell::new(0),
@@ -209,6 +217,9 @@ pub(crate) fn run(
     let reconnecting = ctx.reconnecting.get();
     if reconnecting > 0 {
         rec.connections_interrupted(finished, reconnecting, true);
+    }
+    if let Some(p) = &ctx.pick {
+        p.interrupted(&ctx.scenario);
     }
     let scenario = ctx.scenario.borrow_mut().take().map(|s| s.finish(finished));
     drop(rt);

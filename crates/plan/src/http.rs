@@ -11,6 +11,9 @@ use crate::head::{Authority, RequestHead};
 use crate::reach::{Reach, ReachArgs};
 use crate::segment::Segment;
 use crate::status::StatusSet;
+use crate::targets::{
+    MAX_TARGETS, MAX_URL_BYTES, RawTarget, Requests, TargetInfo, TargetOrder, names, split_body_lines,
+};
 pub use crate::tls::TlsSettings;
 
 /// Run length when neither `-n` nor `-d` is given (as wrk).
@@ -78,6 +81,18 @@ pub struct HttpArgs {
     pub header_lines: Vec<(String, String)>,
     /// `-4`/`-6`, `--connect-to`, `--resolve`, `-x/--proxy` and the proxy environment.
     pub reach: ReachArgs,
+    /// More targets after `url` (further URLs, then a `--targets` file's);
+    /// `url` may then be empty.
+    pub targets: Vec<RawTarget>,
+    /// `--targets-order`.
+    pub targets_order: TargetOrder,
+    /// `--body-lines`: the file's path and contents (at most
+    /// [`MAX_TARGETS_FILE_BYTES`]).
+    pub body_lines: Option<(String, Vec<u8>)>,
+    /// `-T/--content-type`.
+    pub content_type: Option<String>,
+    /// `--threshold`, as typed (checked by the caller, judged on the result).
+    pub thresholds: Vec<String>,
 }
 
 /// `http` or `https`.
@@ -203,6 +218,45 @@ pub struct HttpPlan {
     /// them, so a large body is held once, whoever sends it.
     #[serde(skip)]
     wire: Wire,
+    /// Every target, when there are several (`target` is the first).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub targets: Vec<TargetInfo>,
+    /// How requests pick their target (or their `--body-lines` body).
+    #[serde(default, skip_serializing_if = "is_round_robin")]
+    pub targets_order: TargetOrder,
+    /// `--body-lines`: the file and how many bodies it held.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body_lines: Option<BodyLines>,
+    /// `--threshold`s as typed: `response{target:/a}: p(95) < 50ms`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thresholds: Vec<String>,
+    /// Every request the run sends, when there is more than one (several
+    /// targets, `--body-lines`); empty otherwise.
+    #[serde(skip)]
+    requests: RequestTable,
+}
+
+fn is_round_robin(o: &TargetOrder) -> bool {
+    *o == TargetOrder::RoundRobin
+}
+
+/// Where `--body-lines` bodies came from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BodyLines {
+    /// The file.
+    pub file: String,
+    /// Bodies (non-blank lines) in it.
+    pub count: u64,
+}
+
+/// The request table of a validated plan: derived, like [`Wire`].
+#[derive(Clone, Default, Debug)]
+struct RequestTable(std::sync::Arc<Requests>);
+
+impl PartialEq for RequestTable {
+    fn eq(&self, _: &RequestTable) -> bool {
+        true
+    }
 }
 
 /// The bytes of a validated plan's request: derived from the other fields
@@ -225,19 +279,40 @@ impl std::fmt::Debug for Wire {
 
 impl HttpPlan {
     /// Validates flags into a plan. Every error names the flag and the fix.
-    pub fn from_args(args: HttpArgs) -> Result<HttpPlan, PlanError> {
-        let (target, url_auth) = parse_target(&args.url)?;
-
-        let method = args
-            .method
-            .clone()
-            .unwrap_or_else(|| if args.body.is_some() { "POST" } else { "GET" }.to_string());
-        if method.is_empty() || !method.bytes().all(is_token) {
+    pub fn from_args(mut args: HttpArgs) -> Result<HttpPlan, PlanError> {
+        let mut raw = std::mem::take(&mut args.targets);
+        if !args.url.is_empty() {
+            raw.insert(
+                0,
+                RawTarget {
+                    at: "URL".into(),
+                    url: args.url.clone(),
+                    ..RawTarget::default()
+                },
+            );
+        }
+        if raw.is_empty() {
             return Err(PlanError::invalid(
-                "-m/--method",
-                format!("'{method}' is not an HTTP method; use a token such as GET, POST or PUT"),
+                "URL",
+                "no target; give a URL (or several), or --targets FILE, e.g. http://127.0.0.1:8080/",
             ));
         }
+        if raw.len() > MAX_TARGETS {
+            return Err(PlanError::invalid(
+                "--targets",
+                format!(
+                    "{} targets, over the limit of {MAX_TARGETS}; split them and run one throng per part",
+                    raw.len()
+                ),
+            ));
+        }
+        let (target, url_auth) = parse_target_at(&raw[0])?;
+
+        let method = target_method(
+            &raw[0],
+            &args,
+            args.body.is_some() || args.body_lines.is_some() || raw[0].body.is_some(),
+        )?;
 
         let mut headers = args
             .headers
@@ -257,6 +332,22 @@ impl HttpPlan {
             && let Some(auth) = &p.authorization
         {
             headers.push(("Proxy-Authorization".to_string(), auth.clone()));
+        }
+        if let Some(ct) = &args.content_type {
+            if headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("content-type")) {
+                return Err(PlanError::invalid(
+                    "-T/--content-type",
+                    "-H 'Content-Type: …' sets it too; give one of them",
+                ));
+            }
+            let ct = ct.trim_matches([' ', '\t']);
+            if ct.is_empty() || ct.chars().any(is_forbidden_in_value) {
+                return Err(PlanError::invalid(
+                    "-T/--content-type",
+                    format!("'{}' is not a media type; e.g. -T application/json", ct.escape_debug()),
+                ));
+            }
+            headers.push(("Content-Type".to_string(), ct.to_string()));
         }
         let mut marked = args.secret_headers.clone();
         marked.extend(from_files);
@@ -312,7 +403,7 @@ impl HttpPlan {
         if threads == 0 {
             return Err(PlanError::invalid("-t/--threads", "must be at least 1, e.g. -t 2"));
         }
-        let segment = args.segment.filter(|s| !s.is_whole());
+        let segment = args.segment.take().filter(|s| !s.is_whole());
         // This process's connections: its segment's share (at least one as
         // an open loop's cap).
         let mine = match &segment {
@@ -344,7 +435,7 @@ impl HttpPlan {
         }
 
         let tls = match target.scheme {
-            Scheme::Https => Some(args.tls),
+            Scheme::Https => Some(args.tls.clone()),
             Scheme::Http if args.tls.any() => {
                 return Err(PlanError::invalid(
                     "--cacert/--cert/--key/--insecure/--tls-*",
@@ -354,7 +445,7 @@ impl HttpPlan {
             Scheme::Http => None,
         };
 
-        let (body_file, body) = match args.body {
+        let (body_file, body) = match args.body.take() {
             Some((path, bytes)) => (Some(path), bytes),
             None => (None, Vec::new()),
         };
@@ -368,7 +459,17 @@ impl HttpPlan {
                 ),
             ));
         }
-        framing_headers(&mut headers, body.len() as u64, body_file.as_deref())?;
+        let several = raw.len() > 1
+            || args.body_lines.is_some()
+            || raw[0]
+                != RawTarget {
+                    at: "URL".into(),
+                    url: args.url.clone(),
+                    ..RawTarget::default()
+                };
+        if !several {
+            framing_headers(&mut headers, body.len() as u64, body_file.as_deref())?;
+        }
 
         let mut plan = HttpPlan {
             target,
@@ -390,7 +491,16 @@ impl HttpPlan {
             start_at_unix_ms: args.start_at_unix_ms,
             reach,
             wire: Wire::default(),
+            targets: Vec::new(),
+            targets_order: args.targets_order,
+            body_lines: None,
+            thresholds: args.thresholds.clone(),
+            requests: RequestTable::default(),
         };
+        if several {
+            plan.render_table(&args, &raw, body)?;
+            return Ok(plan);
+        }
         // The request once, and the body as its tail: the head goes in
         // front of the body where it lies (a large allocation grows in
         // place), so the body is never in memory twice.
@@ -401,6 +511,203 @@ impl HttpPlan {
         plan.body = wire.slice(wire.len() - len..);
         plan.wire = Wire(wire);
         Ok(plan)
+    }
+
+    /// Renders every request of a plan with several (targets, or
+    /// `--body-lines` bodies) into its table, each target's headers and
+    /// body checked; `body` is the `--body`/`--data` every target without
+    /// its own sends.
+    fn render_table(&mut self, args: &HttpArgs, raw: &[RawTarget], body: Vec<u8>) -> Result<(), PlanError> {
+        let global = self.headers.clone();
+        let mut table = Requests::builder();
+        let full = || {
+            PlanError::invalid(
+                "--targets/--body-lines",
+                format!(
+                    "the requests to send come to more than {} MiB; every request is rendered once before the \
+                     run, so use fewer targets, bodies or smaller bodies",
+                    crate::targets::MAX_REQUEST_TABLE_BYTES >> 20
+                ),
+            )
+        };
+        let mut named = Vec::with_capacity(raw.len());
+        let mut infos = Vec::with_capacity(raw.len());
+        let mut origins: Vec<Target> = Vec::new();
+        for (i, r) in raw.iter().enumerate() {
+            let (target, url_auth) = parse_target_at(r)?;
+            if target.scheme != self.target.scheme {
+                return Err(PlanError::invalid(
+                    if r.at.starts_with("URL") { "URL" } else { "--targets" },
+                    format!(
+                        "{}: {} is {} but {} is not; one run's targets are all http:// or all https:// \
+                         (run one throng per scheme)",
+                        r.at,
+                        target.url,
+                        if target.scheme == Scheme::Https {
+                            "https"
+                        } else {
+                            "http"
+                        },
+                        self.target.url,
+                    ),
+                ));
+            }
+            // Each origin (host and port) once, in the order first seen.
+            let origin = match origins
+                .iter()
+                .position(|o: &Target| (&o.host, o.port) == (&target.host, target.port))
+            {
+                Some(o) => o,
+                None => {
+                    origins.push(target.clone());
+                    origins.len() - 1
+                }
+            };
+            table.origin(origin);
+            let (body_name, body): (Option<&str>, &[u8]) = match &r.body {
+                Some((name, b)) => (Some(name), b),
+                None => (self.body_file.as_deref(), &body),
+            };
+            if body.len() as u64 > MAX_BODY_BYTES {
+                return Err(PlanError::invalid(
+                    "--targets",
+                    format!(
+                        "{}: the body is {} bytes, over the limit of {MAX_BODY_BYTES} bytes (64 MiB)",
+                        r.at,
+                        body.len()
+                    ),
+                ));
+            }
+            let method = target_method(
+                r,
+                args,
+                r.body.is_some() || self.body_file.is_some() || args.body_lines.is_some(),
+            )?;
+            let mut headers = global.clone();
+            for h in &r.headers {
+                let (name, value) = parse_header(h).map_err(|e| at_error(r, e))?;
+                headers.retain(|(n, _)| !n.eq_ignore_ascii_case(&name));
+                headers.push((name, value));
+            }
+            // Its own user:pass@ over the run's credentials (the first
+            // target's are among them already).
+            if let Some(auth) = url_auth.filter(|_| i > 0) {
+                headers.retain(|(n, _)| !n.eq_ignore_ascii_case("authorization"));
+                headers.push(("Authorization".to_string(), auth));
+            }
+            let secret = secret_names(&[], headers.iter().map(|(n, _)| n.as_str()))?;
+            for name in secret {
+                if !self.secret_headers.contains(&name) {
+                    self.secret_headers.push(name);
+                }
+            }
+            self.secret_headers.sort();
+            let close = !self.keepalive;
+            // Through a proxy, plain http names the whole URL (absolute form).
+            let request_target = match (&self.reach.proxy, target.scheme) {
+                (Some(_), Scheme::Http) => format!("http://{}{}", target.host_authority(), target.path),
+                _ => target.path.clone(),
+            };
+            let render = |out: &mut Vec<u8>, headers: &[(String, String)], body: &[u8]| {
+                RequestHead {
+                    method: &method,
+                    target: &request_target,
+                    authority: &target.host_authority(),
+                    headers,
+                    body_len: body.len(),
+                    close,
+                }
+                .write(out);
+                out.extend_from_slice(body);
+            };
+            match &args.body_lines {
+                Some((file, bytes)) => {
+                    let lines = split_body_lines(file, bytes)?;
+                    let mut headers = headers.clone();
+                    for line in &lines {
+                        let b = &bytes[line.clone()];
+                        framing_headers(&mut headers, b.len() as u64, Some(file))?;
+                        if !table.push(i, |out| render(out, &headers, b)) {
+                            return Err(full());
+                        }
+                    }
+                    self.body_lines = Some(BodyLines {
+                        file: file.clone(),
+                        count: lines.len() as u64,
+                    });
+                }
+                None => {
+                    framing_headers(&mut headers, body.len() as u64, body_name)
+                        .map_err(|e| if i == 0 { e } else { at_error(r, e) })?;
+                    if !table.push(i, |out| render(out, &headers, body)) {
+                        return Err(full());
+                    }
+                }
+            }
+            infos.push(TargetInfo {
+                name: String::new(),
+                method: method.clone(),
+                url: target.url.clone(),
+                body_bytes: body.len() as u64,
+            });
+            named.push((method, target));
+        }
+        for (info, name) in infos.iter_mut().zip(names(&named)) {
+            info.name = name;
+        }
+        if raw.len() > 1 && args.body_lines.is_some() {
+            return Err(PlanError::invalid(
+                "--body-lines",
+                "cycles the bodies of one target; with several targets give each its body in the \
+                 --targets file (an @file line, or \"body\" in JSON lines)",
+            ));
+        }
+        // Every connection serves one origin (see the engine's targets):
+        // a closed loop needs one per origin at least.
+        if origins.len() > 1 && self.load == Load::Closed && (self.connections as usize) < origins.len() {
+            return Err(PlanError::invalid(
+                "-c/--connections",
+                format!(
+                    "-c {} is fewer than the {} origins (host:port) the targets are on; each connection serves \
+                     one origin, so give at least -c {}",
+                    self.connections,
+                    origins.len(),
+                    origins.len()
+                ),
+            ));
+        }
+        let table = table.finish();
+        // The first request stands for the plan where one is asked for.
+        self.wire = Wire(table.bytes(0));
+        self.body_bytes = infos[0].body_bytes;
+        self.method = infos[0].method.clone();
+        if raw.len() > 1 {
+            self.targets = infos;
+        }
+        let mut table = table;
+        if origins.len() > 1 {
+            table.origins = origins;
+        }
+        self.requests = RequestTable(std::sync::Arc::new(table));
+        Ok(())
+    }
+
+    /// Every request of a plan with more than one (several targets, or
+    /// `--body-lines`), rendered once; None for a plan of one request
+    /// ([`HttpPlan::request_bytes`]) or one read back from a result.
+    pub fn request_table(&self) -> Option<std::sync::Arc<Requests>> {
+        (self.requests.0.len() > 1).then(|| std::sync::Arc::clone(&self.requests.0))
+    }
+
+    /// The origins (one target of each host and port, in the order first
+    /// seen) when the targets are on more than one; empty otherwise.
+    pub fn origins(&self) -> Vec<Target> {
+        self.requests.0.origins.clone()
+    }
+
+    /// The names of the targets (`target:` tags), when there are several.
+    pub fn target_names(&self) -> Vec<String> {
+        self.targets.iter().map(|t| t.name.clone()).collect()
     }
 
     /// This process's segment: the plan's, or the whole.
@@ -503,10 +810,56 @@ pub(crate) fn is_token(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 
+/// `r`'s error, said with where it was written (a file's line).
+fn at_error(r: &RawTarget, e: PlanError) -> PlanError {
+    if r.at == "URL" {
+        return e;
+    }
+    let PlanError::Invalid { flag, message } = e;
+    let flag = if r.at.starts_with("URL") { flag } else { "--targets" };
+    PlanError::invalid(flag, format!("{}: {message}", r.at))
+}
+
+fn parse_target_at(r: &RawTarget) -> Result<(Target, Option<String>), PlanError> {
+    parse_target(&r.url).map_err(|e| at_error(r, e))
+}
+
+/// A target's method: its own, `-m`'s, or POST with a body and GET without.
+fn target_method(r: &RawTarget, args: &HttpArgs, body: bool) -> Result<String, PlanError> {
+    let method = r
+        .method
+        .clone()
+        .or_else(|| args.method.clone())
+        .unwrap_or_else(|| if body { "POST" } else { "GET" }.to_string());
+    if method.is_empty() || !method.bytes().all(is_token) {
+        return Err(at_error(
+            r,
+            PlanError::invalid(
+                "-m/--method",
+                format!(
+                    "'{}' is not an HTTP method; use a token such as GET, POST or PUT",
+                    method.escape_debug()
+                ),
+            ),
+        ));
+    }
+    Ok(method)
+}
+
 /// The target, and the `Authorization` its `user:pass@` asks for; the
 /// target's `url` keeps no credentials.
 fn parse_target(text: &str) -> Result<(Target, Option<String>), PlanError> {
     let example = "e.g. http://127.0.0.1:8080/";
+    if text.len() > MAX_URL_BYTES {
+        return Err(PlanError::invalid(
+            "URL",
+            format!(
+                "the URL is {} bytes, over the limit of {MAX_URL_BYTES} bytes (64 KiB); servers commonly refuse \
+                 request lines past 8 KiB (414 URI Too Long); shorten it",
+                text.len()
+            ),
+        ));
+    }
     let url = url::Url::parse(text).map_err(|e| {
         PlanError::invalid(
             "URL",
@@ -1094,6 +1447,83 @@ mod tests {
         for (a, flag) in cases {
             assert_eq!(flag_of(HttpPlan::from_args(a).unwrap_err()), flag);
         }
+    }
+
+    fn raw(at: &str, url: &str) -> RawTarget {
+        RawTarget {
+            at: at.into(),
+            url: url.into(),
+            ..RawTarget::default()
+        }
+    }
+
+    fn entries(p: &HttpPlan) -> Vec<String> {
+        let t = p.request_table().unwrap();
+        (0..t.len())
+            .map(|i| String::from_utf8(t.get(i).to_vec()).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn several_targets_render_once_each_with_their_headers_and_bodies() {
+        let mut a = args("http://h/a");
+        a.headers = vec!["X-All: 1".into(), "X-Over: global".into()];
+        a.content_type = Some("text/plain".into());
+        a.targets = vec![
+            RawTarget {
+                method: Some("PUT".into()),
+                headers: vec!["x-over: mine".into(), "Authorization: Bearer t0k".into()],
+                body: Some(("b.txt".into(), b"hey".to_vec())),
+                ..raw("t:2", "http://h/b?q=1")
+            },
+            raw("URL 3", "http://h/a"),
+        ];
+        let p = HttpPlan::from_args(a).unwrap();
+        let e = entries(&p);
+        assert_eq!(e.len(), 3);
+        assert!(e[0].starts_with("GET /a HTTP/1.1\r\n"), "{}", e[0]);
+        assert!(
+            e[0].contains("X-Over: global\r\nContent-Type: text/plain\r\n"),
+            "{}",
+            e[0]
+        );
+        assert!(e[1].starts_with("PUT /b?q=1 HTTP/1.1\r\n"), "{}", e[1]);
+        assert!(!e[1].contains("global") && e[1].contains("x-over: mine"), "{}", e[1]);
+        assert!(e[1].ends_with("Content-Length: 3\r\n\r\nhey"), "{}", e[1]);
+        // Names: methods differ, so they lead; the same path twice gets #N.
+        let names: Vec<&str> = p.targets.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["GET /a #1", "PUT /b?q=1", "GET /a #3"]);
+        // A target's secret header is redacted like -H's.
+        assert!(p.secret_headers.contains(&"authorization".to_string()));
+        assert_eq!(p.request_bytes(), p.request_table().unwrap().bytes(0));
+        let json = serde_json::to_string(&p.redacted()).unwrap();
+        assert!(!json.contains("t0k"), "{json}");
+    }
+
+    #[test]
+    fn body_lines_make_one_request_per_line_and_errors_say_where() {
+        let mut a = args("http://h/p");
+        a.body_lines = Some(("l.txt".into(), b"one\ntwo\r\n\nthree".to_vec()));
+        let p = HttpPlan::from_args(a).unwrap();
+        let e = entries(&p);
+        assert_eq!(e.len(), 3);
+        assert!(e.iter().all(|r| r.starts_with("POST /p ")));
+        assert!(e[1].ends_with("Content-Length: 3\r\n\r\ntwo"), "{}", e[1]);
+        assert_eq!(p.body_lines.as_ref().map(|b| b.count), Some(3));
+        assert!(p.targets.is_empty(), "one target: no per-target figures");
+
+        let mut a = args("http://h/a");
+        a.targets = vec![RawTarget {
+            headers: vec!["nocolon".into()],
+            ..raw("f.txt:4", "http://h/b")
+        }];
+        let e = HttpPlan::from_args(a).unwrap_err().to_string();
+        assert!(e.starts_with("--targets: f.txt:4: 'nocolon'"), "{e}");
+        let mut a = args("");
+        a.targets = vec![raw("f.txt:9", "ftp://h/")];
+        let e = HttpPlan::from_args(a).unwrap_err().to_string();
+        assert!(e.starts_with("--targets: f.txt:9: scheme 'ftp'"), "{e}");
+        assert_eq!(flag_of(HttpPlan::from_args(args("")).unwrap_err()), "URL");
     }
 
     #[test]

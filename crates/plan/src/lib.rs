@@ -28,6 +28,7 @@ mod schedule;
 mod segment;
 mod status;
 mod storm;
+mod targets;
 mod tls;
 
 pub use duration::{
@@ -36,8 +37,8 @@ pub use duration::{
 pub use error::{PlanError, one_line};
 pub use head::{Authority, RequestHead};
 pub use http::{
-    HttpArgs, HttpPlan, Load, MAX_BODY_BYTES, REDACTED, SENSITIVE_HEADERS, Scheme, Stop, Target, TlsSettings,
-    is_forbidden_in_value, is_secret, redact_command, redaction_note, secret_names,
+    BodyLines, HttpArgs, HttpPlan, Load, MAX_BODY_BYTES, REDACTED, SENSITIVE_HEADERS, Scheme, Stop, Target,
+    TlsSettings, is_forbidden_in_value, is_secret, redact_command, redaction_note, secret_names,
 };
 pub use loads::{HttpLoads, HttpWorkerLoad, StormLoads, StormWorkerLoad};
 pub use reach::{Family, Override, Proxy, Reach, ReachArgs, basic_authorization, no_proxy_matches};
@@ -47,5 +48,9 @@ pub use status::StatusSet;
 pub use storm::{
     ClientProfile, LineStep, NatsAuth, Pattern, Procs, Protocol, Reconnect, SecretText, StepArg, StormArgs, StormPlan,
     StormRequest, StormScheme, StormTarget, Trigger, parse_sources, unescape,
+};
+pub use targets::{
+    MAX_BODY_LINES, MAX_REQUEST_TABLE_BYTES, MAX_TARGETS, MAX_TARGETS_FILE_BYTES, MAX_URL_BYTES, RawTarget, Requests,
+    TargetInfo, TargetOrder, parse_targets_file, split_body_lines,
 };
 pub use tls::{TlsGroup, TlsVersion};

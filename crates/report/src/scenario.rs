@@ -229,7 +229,7 @@ fn write_latency(all: &TagStats, w: &mut dyn Write) -> io::Result<()> {
 /// The tagged figures in report order: every step, then every group, then
 /// every scenario, as (kind, name, figures).
 pub(crate) fn tag_rows(s: &ScenarioStats) -> Vec<(&'static str, &str, &TagStats)> {
-    ["step", "group", "scenario"]
+    ["step", "group", "scenario", "target"]
         .iter()
         .flat_map(|kind| {
             s.tags
@@ -240,8 +240,8 @@ pub(crate) fn tag_rows(s: &ScenarioStats) -> Vec<(&'static str, &str, &TagStats)
         .collect()
 }
 
-/// One row per step, group and scenario.
-fn write_tags(s: &ScenarioStats, w: &mut dyn Write) -> io::Result<()> {
+/// One row per step, group and scenario (and per target of `throng http`).
+pub(crate) fn write_tags(s: &ScenarioStats, w: &mut dyn Write) -> io::Result<()> {
     let rows = tag_rows(s);
     if rows.is_empty() {
         return Ok(());
@@ -293,7 +293,7 @@ fn write_tags(s: &ScenarioStats, w: &mut dyn Write) -> io::Result<()> {
     }
     writeln!(
         w,
-        "  (status✗: responses whose status the step does not expect, counted as check_failed)"
+        "  (status✗: responses with a status not expected, counted as check_failed)"
     )?;
     writeln!(w)
 }
@@ -485,7 +485,7 @@ fn write_checks(s: &ScenarioStats, w: &mut dyn Write) -> io::Result<()> {
     writeln!(w)
 }
 
-fn write_thresholds(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
+pub(crate) fn write_thresholds(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
     if r.thresholds.is_empty() {
         return Ok(());
     }

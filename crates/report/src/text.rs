@@ -42,6 +42,23 @@ fn write_http(r: &RunResult, p: &HttpPlan, w: &mut dyn Write) -> io::Result<()> 
     let m = &r.measurements;
     writeln!(w, "throng http {} {}", p.method, p.target.url)?;
     writeln!(w, "  {}", p.describe())?;
+    if !p.targets.is_empty() {
+        writeln!(
+            w,
+            "  {} targets, taken {} (--targets-order)",
+            p.targets.len(),
+            p.targets_order.name()
+        )?;
+    }
+    if let Some(b) = &p.body_lines {
+        writeln!(
+            w,
+            "  {} bodies from {}, taken {} (--targets-order)",
+            b.count,
+            b.file,
+            p.targets_order.name()
+        )?;
+    }
     if r.interrupted {
         writeln!(w, "  interrupted: the run was stopped before its end")?;
     }
@@ -105,6 +122,10 @@ fn write_http(r: &RunResult, p: &HttpPlan, w: &mut dyn Write) -> io::Result<()> 
     write_data_and_connections(r, w)?;
     write_tls(r, w, 14)?;
     writeln!(w)?;
+    if let Some(s) = &m.scenario {
+        crate::scenario::write_tags(s, w)?;
+    }
+    crate::scenario::write_thresholds(r, w)?;
     write_phase_table(m, w)?;
     writeln!(w)?;
     write_generator(r, ended, "requests", w, 14)

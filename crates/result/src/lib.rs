@@ -387,8 +387,28 @@ impl RunResult {
     /// The result with its scenario thresholds judged (again) on its
     /// measurements: a merged result is judged on the merged figures.
     pub fn judged(mut self) -> RunResult {
-        if let Plan::Run(p) = &self.plan {
-            self.thresholds = p.thresholds.iter().map(|t| t.evaluate(&self.measurements)).collect();
+        match &self.plan {
+            Plan::Run(p) => {
+                self.thresholds = p.thresholds.iter().map(|t| t.evaluate(&self.measurements)).collect();
+            }
+            // `--threshold`s were checked when the run was planned; one a
+            // hand-edited file garbles fails rather than vanishes.
+            Plan::Http(p) if !p.thresholds.is_empty() => {
+                self.thresholds = p
+                    .thresholds
+                    .iter()
+                    .map(|text| match throng_scenario::Threshold::parse_line(text) {
+                        Ok(t) => t.evaluate(&self.measurements),
+                        Err(e) => throng_scenario::Verdict {
+                            threshold: text.clone(),
+                            passed: false,
+                            observed: None,
+                            detail: e,
+                        },
+                    })
+                    .collect();
+            }
+            _ => {}
         }
         self
     }

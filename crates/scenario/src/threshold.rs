@@ -89,7 +89,7 @@ const COUNTERS: [&str; 3] = ["requests", "iterations", "dropped_iterations"];
 /// durations per group name; the rest only as a whole.
 fn tag_kinds(metric: &str) -> &'static [&'static str] {
     match metric {
-        "response" | "errors" | "check_failed" | "requests" => &["step", "group", "scenario", "stage"],
+        "response" | "errors" | "check_failed" | "requests" => &["step", "group", "scenario", "stage", "target"],
         "checks" => &["check"],
         "group_duration" => &["group"],
         _ => &[],
@@ -173,6 +173,20 @@ impl Threshold {
     pub fn parse(key: &str, expr: &str, abort_on_fail: bool, delay: Duration) -> Result<Threshold, String> {
         // Errors quote the key and expression: one line whatever they hold.
         Threshold::parse_raw(key, expr, abort_on_fail, delay).map_err(|e| throng_plan::one_line(&e).into_owned())
+    }
+
+    /// Parses one line `key: expr` (`throng http --threshold`), e.g.
+    /// `response{target:/a}: p(95) < 50ms`: the key ends at the first `:`
+    /// after its tag filter.
+    pub fn parse_line(text: &str) -> Result<Threshold, String> {
+        let from = text.find('}').map_or(0, |i| i + 1);
+        let Some(at) = text[from..].find(':').map(|i| from + i) else {
+            return Err(format!(
+                "'{}' has no ':' between the metric and the criterion; write e.g. 'response: p(95) < 500ms'",
+                throng_plan::one_line(text)
+            ));
+        };
+        Threshold::parse(&text[..at], &text[at + 1..], false, Duration::ZERO)
     }
 
     fn parse_raw(key: &str, expr: &str, abort_on_fail: bool, delay: Duration) -> Result<Threshold, String> {
@@ -520,9 +534,9 @@ fn parse_metric(text: &str) -> Result<(String, Option<(String, String)>), String
                 .split_once(':')
                 .ok_or_else(|| format!("'{text}': a tag filter is written metric{{tag:value}}"))?;
             let k = k.trim();
-            if !["step", "group", "scenario", "stage", "check"].contains(&k) {
+            if !["step", "group", "scenario", "stage", "check", "target"].contains(&k) {
                 return Err(format!(
-                    "'{text}': '{k}' is not a tag; use step, group, scenario, stage or check"
+                    "'{text}': '{k}' is not a tag; use step, group, scenario, stage, check or target"
                 ));
             }
             Ok((m.trim().to_string(), Some((k.to_string(), v.trim().to_string()))))

@@ -6,25 +6,51 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use throng_plan::{HttpArgs, HttpPlan, MAX_BODY_BYTES};
+use throng_plan::{
+    HttpArgs, HttpPlan, MAX_BODY_BYTES, MAX_REQUEST_TABLE_BYTES, MAX_TARGETS_FILE_BYTES, RawTarget, TargetOrder,
+};
 
 use super::segment::refuse_start_at_with_repeat;
 use super::{UsageError, finish_runs, repeated};
-use crate::args::HttpCmd;
+use crate::args::{HttpCmd, TargetsOrder};
 use crate::live::Watch;
 use crate::progress::Display;
 
 pub fn run(c: HttpCmd) -> anyhow::Result<ExitCode> {
-    let body = match &c.body {
-        Some(path) => Some((path.display().to_string(), read_body(path)?)),
+    let body = match (&c.body, &c.data) {
+        (Some(path), _) => Some((path.display().to_string(), read_body(path)?)),
+        (None, Some(data)) => Some(read_data(data)?),
+        (None, None) => None,
+    };
+    let mut targets: Vec<RawTarget> = c
+        .more_urls
+        .iter()
+        .enumerate()
+        .map(|(i, url)| RawTarget {
+            at: format!("URL {}", i + 2),
+            url: url.clone(),
+            ..RawTarget::default()
+        })
+        .collect();
+    if let Some(path) = &c.targets {
+        targets.extend(read_targets(path)?);
+    }
+    let body_lines = match &c.body_lines {
+        Some(path) => Some((
+            path.display().to_string(),
+            read_bounded(path, "--body-lines", MAX_TARGETS_FILE_BYTES)?,
+        )),
         None => None,
     };
+    for t in &c.thresholds {
+        throng_scenario::Threshold::parse_line(t).map_err(|e| UsageError(format!("--threshold: {e}")))?;
+    }
     let seg = super::segment::parse(&c.segments)?;
     refuse_start_at_with_repeat(&seg, c.repeat.count)?;
     let (headers, header_lines) = super::reach::split_headers(c.headers)?;
     let bearer = c.bearer_file.as_deref().map(super::reach::bearer).transpose()?;
     let plan = HttpPlan::from_args(HttpArgs {
-        url: c.url,
+        url: c.url.unwrap_or_default(),
         connections: c.connections,
         requests: c.requests,
         duration: c.duration,
@@ -45,6 +71,15 @@ pub fn run(c: HttpCmd) -> anyhow::Result<ExitCode> {
         bearer,
         header_lines,
         reach: super::reach::args(&c.reach),
+        targets,
+        targets_order: match c.targets_order {
+            TargetsOrder::RoundRobin => TargetOrder::RoundRobin,
+            TargetsOrder::Sequential => TargetOrder::Sequential,
+            TargetsOrder::Random => TargetOrder::Random,
+        },
+        body_lines,
+        content_type: c.content_type,
+        thresholds: c.thresholds,
     })?;
     let tls = match &plan.tls {
         Some(settings) => Some(super::tls::client_config(settings, Path::new(""), &[b"http/1.1"])?),
@@ -115,4 +150,85 @@ fn read_body(path: &Path) -> Result<Vec<u8>, UsageError> {
         )));
     }
     Ok(bytes)
+}
+
+/// `--data`: TEXT as given, `@FILE` read (at most [`MAX_BODY_BYTES`]), or
+/// `@-` read from stdin (likewise). Returns where the body came from and
+/// its bytes.
+fn read_data(data: &str) -> Result<(String, Vec<u8>), UsageError> {
+    match data.strip_prefix('@') {
+        None => Ok(("--data".to_string(), data.as_bytes().to_vec())),
+        Some("-") => {
+            let mut bytes = Vec::new();
+            std::io::stdin()
+                .lock()
+                .take(MAX_BODY_BYTES + 1)
+                .read_to_end(&mut bytes)
+                .map_err(|e| UsageError(format!("--data @-: cannot read stdin: {e}")))?;
+            if bytes.len() as u64 > MAX_BODY_BYTES {
+                return Err(UsageError(format!(
+                    "--data @-: stdin holds more than {MAX_BODY_BYTES} bytes (64 MiB), the limit of a request body; \
+                     send less"
+                )));
+            }
+            Ok(("stdin".to_string(), bytes))
+        }
+        Some(path) => {
+            let path = Path::new(path);
+            let bytes = read_bounded(path, "--data", MAX_BODY_BYTES)?;
+            Ok((path.display().to_string(), bytes))
+        }
+    }
+}
+
+/// Reads `path` for `flag`, never past `limit` + 1 bytes.
+fn read_bounded(path: &Path, flag: &str, limit: u64) -> Result<Vec<u8>, UsageError> {
+    let cannot = |e: std::io::Error| {
+        UsageError(format!(
+            "{flag} {}: cannot read it: {e}; give a readable file",
+            path.display()
+        ))
+    };
+    let file = std::fs::File::open(path).map_err(cannot)?;
+    let mut bytes = Vec::new();
+    file.take(limit + 1).read_to_end(&mut bytes).map_err(cannot)?;
+    if bytes.len() as u64 > limit {
+        return Err(UsageError(format!(
+            "{flag} {}: the file is over the limit of {limit} bytes ({} MiB); use a smaller file",
+            path.display(),
+            limit >> 20
+        )));
+    }
+    Ok(bytes)
+}
+
+/// Reads and parses `--targets` (at most [`MAX_TARGETS_FILE_BYTES`]); a
+/// relative `@body` path is read from the file's directory, each body at
+/// most [`MAX_BODY_BYTES`] and all of them together at most
+/// [`MAX_REQUEST_TABLE_BYTES`].
+fn read_targets(path: &Path) -> anyhow::Result<Vec<RawTarget>> {
+    let name = path.display().to_string();
+    let bytes = read_bounded(path, "--targets", MAX_TARGETS_FILE_BYTES)?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        let line = 1 + e.as_bytes()[..at].iter().filter(|&&b| b == b'\n').count();
+        UsageError(format!(
+            "--targets: {name}:{line}: not UTF-8 text; save the file as UTF-8"
+        ))
+    })?;
+    let dir = path.parent().unwrap_or(Path::new(""));
+    let mut total: u64 = 0;
+    let mut read = |p: &str| -> Result<Vec<u8>, String> {
+        let file = dir.join(p);
+        let bytes = read_bounded(&file, "body", MAX_BODY_BYTES).map_err(|e| e.0)?;
+        total += bytes.len() as u64;
+        if total > MAX_REQUEST_TABLE_BYTES as u64 {
+            return Err(format!(
+                "the bodies read so far come to more than {} MiB; use fewer or smaller body files",
+                MAX_REQUEST_TABLE_BYTES >> 20
+            ));
+        }
+        Ok(bytes)
+    };
+    Ok(throng_plan::parse_targets_file(&name, &text, &mut read)?)
 }

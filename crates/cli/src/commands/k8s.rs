@@ -132,18 +132,20 @@ fn command_line(args: &[String]) -> anyhow::Result<(Plan, Load, Secrets)> {
     let mut secrets = Secrets::default();
     let load = match &cli.command {
         Command::Http(h) => {
-            secrets.args = has_userinfo(&h.url)
+            secrets.args = h.url.iter().chain(&h.more_urls).any(|u| has_userinfo(u))
                 || has_secret_header(&h.headers, &h.secret_headers)
                 || h.basic_auth.is_some()
                 || h.reach.proxy.as_deref().is_some_and(has_userinfo);
             image_files(&[
                 ("--body", &h.body),
                 ("--bearer-file", &h.bearer_file),
+                ("--targets", &h.targets),
+                ("--body-lines", &h.body_lines),
                 ("--cacert", &h.tls.cacert),
                 ("--cert", &h.tls.cert),
                 ("--key", &h.tls.key),
             ]);
-            let https = h.url.starts_with("https://");
+            let https = h.url.as_deref().is_some_and(|u| u.starts_with("https://"));
             let open = u64::from(h.connections.unwrap_or(if h.rate.is_some() { 1000 } else { 50 }));
             Load {
                 open,

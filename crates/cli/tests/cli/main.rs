@@ -64,6 +64,7 @@ mod send_secret;
 mod shell;
 mod storm;
 mod sweep;
+mod targets;
 mod timestamps;
 mod tls;
 mod wire;
