@@ -5,7 +5,8 @@
 //!
 //! ```text
 //!  SCENARIO.yaml ── spec::ScenarioPlan::parse ──► ScenarioPlan (validated;
-//!                   errors carry file:line:column)
+//!                   (parse_with: the target from   errors carry file:line:column)
+//!                    --target or {{env.NAME}})
 //!                   spec/raw.rs (serde types, as written) ─ spec/validate.rs ─►
 //!                   spec/types.rs (the validated types)
 //!  ScenarioPlan  ── throng-engine ──► requests, rendered from template::Template,

@@ -93,6 +93,8 @@ fn unexpected_status_is_check_failed_unless_expected() {
 
 #[test]
 fn open_loop_follows_the_schedule() {
+    // Alone: 2000 req/s must keep its schedule (no drops) to count 3000 lags.
+    let _alone = common::heavy();
     let nginx = Nginx::start(LOCATIONS);
     let run = http(&[&nginx.url("/"), "-r", "2000", "-n", "3000", "-c", "100"]);
     assert_eq!(run.code(), 0, "stderr: {}", run.stderr());
@@ -113,6 +115,8 @@ fn open_loop_follows_the_schedule() {
 
 #[test]
 fn ab_and_httperf_views_show_the_same_numbers() {
+    // Alone: the httperf view's connection rate follows -r 200 only on a quiet machine.
+    let _alone = common::heavy();
     let nginx = Nginx::start(LOCATIONS);
     let ab = http(&[&nginx.url("/hello"), "-n", "1000", "-c", "10", "--format", "ab"]);
     assert_eq!(ab.code(), 0);
@@ -158,7 +162,15 @@ fn ab_and_httperf_views_show_the_same_numbers() {
     ] {
         assert!(out.contains(line), "missing '{line}' in:\n{out}");
     }
-    assert!(out.contains("Connection rate: 2"), "about 200 conn/s: {out}");
+    // -r 200 for 400 connections: at most about 200 conn/s; a busy machine
+    // stretches the 2 s (198.8 conn/s over 2.012 s was seen), so no exact figure.
+    let rate: f64 = out
+        .lines()
+        .find_map(|l| l.strip_prefix("Connection rate: "))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no connection rate in:\n{out}"));
+    assert!((100.0..=210.0).contains(&rate), "about 200 conn/s: {out}");
 }
 
 #[test]
