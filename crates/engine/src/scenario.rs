@@ -31,7 +31,7 @@ use std::task::{Poll, Waker};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use throng_metrics::{ErrorClass, Phase, ScenarioRecorder};
-use throng_plan::Rng;
+use throng_plan::{Authority, RequestHead, Rng};
 use throng_scenario::{
     Body, CaptureFrom, CheckKind, Context, Cursor, Executor, JsonTemplate, Request, ResponseView, Scenario,
     ScenarioPlan, Step, Think, share,
@@ -108,7 +108,7 @@ struct Scen {
     /// Open models: idle VUs, most recent last.
     idle: RefCell<Vec<usize>>,
     schedule_done: Cell<bool>,
-    authority: String,
+    authority: Authority,
 }
 
 impl Scen {
@@ -176,8 +176,7 @@ pub(crate) fn start(ctx: &Rc<Ctx>, load: ScenarioLoad) {
     let mut rec = ScenarioRecorder::new(ctx.spec.origin);
     let all = rec.tag("");
     let target = &load.plan.target;
-    let authority =
-        throng_plan::Authority::new(&target.host, target.port, if target.https { 443 } else { 80 }).to_string();
+    let authority = Authority::new(&target.host, target.port, if target.https { 443 } else { 80 });
     let mut scens = Vec::new();
     for (index, def) in load.plan.scenarios.iter().enumerate() {
         let scenario_tag = rec.tag(&format!("scenario:{}", def.name));
@@ -790,7 +789,7 @@ async fn request(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &ReqOp, origin: Option<I
     }
 }
 
-/// Renders a request's bytes: request line, headers, body.
+/// Renders a request's bytes: the head (plan's one writer), then the body.
 /// None when a rendered header value carries a control character (a
 /// captured or data value with a line break, say): such a request would
 /// smuggle a header or a request of its own, so it is never sent.
@@ -807,7 +806,7 @@ fn render(sc: &Scen, vu: &mut Vu, req: &Request) -> Option<Vec<u8>> {
         env: &sc.env,
         now_ms,
     };
-    let mut text = String::with_capacity(256);
+    let mut target = String::with_capacity(128);
     let mut scratch = String::new();
 
     // Body first: its length goes in the head.
@@ -835,68 +834,43 @@ fn render(sc: &Scen, vu: &mut Vu, req: &Request) -> Option<Vec<u8>> {
         Body::Raw(t) => (t.render(&mut cx).into_bytes(), None),
     };
 
-    text.push_str(&req.method);
-    text.push(' ');
     scratch.clear();
     scratch.push_str(&sc.plan.target.base_path);
     req.path.render_into(&mut cx, &mut scratch);
-    encode_target(&scratch, &mut text);
+    encode_target(&scratch, &mut target);
     for (i, (k, v)) in req.query.iter().enumerate() {
         let has_query = i > 0 || scratch.contains('?');
-        text.push(if has_query { '&' } else { '?' });
-        encode_component(k, &mut text);
-        text.push('=');
+        target.push(if has_query { '&' } else { '?' });
+        encode_component(k, &mut target);
+        target.push('=');
         scratch.clear();
         v.render_into(&mut cx, &mut scratch);
-        encode_component(&scratch, &mut text);
+        encode_component(&scratch, &mut target);
     }
-    text.push_str(" HTTP/1.1\r\nHost: ");
-    text.push_str(&sc.authority);
-    text.push_str("\r\n");
     let own = |name: &str| req.headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(name));
-    let mut clean = true;
-    let mut header = |k: &str, v: &throng_scenario::Template, cx: &mut Context<'_>, text: &mut String| {
-        text.push_str(k);
-        text.push_str(": ");
-        scratch.clear();
-        v.render_into(cx, &mut scratch);
-        clean &= !scratch.chars().any(throng_plan::is_forbidden_in_value);
-        text.push_str(&scratch);
-        text.push_str("\r\n");
-    };
-    for (k, v) in &sc.plan.defaults.headers {
-        if !own(k) {
-            header(k, v, &mut cx, &mut text);
+    let mut headers: Vec<(String, String)> = Vec::with_capacity(sc.plan.defaults.headers.len() + req.headers.len() + 1);
+    let defaults = sc.plan.defaults.headers.iter().filter(|(k, _)| !own(k));
+    for (k, v) in defaults.chain(&req.headers) {
+        let value = v.render(&mut cx);
+        if value.chars().any(throng_plan::is_forbidden_in_value) {
+            return None;
         }
-    }
-    for (k, v) in &req.headers {
-        header(k, v, &mut cx, &mut text);
-    }
-    if !clean {
-        return None;
-    }
-    let has = |name: &str| {
-        own(name)
-            || sc
-                .plan
-                .defaults
-                .headers
-                .iter()
-                .any(|(k, _)| k.eq_ignore_ascii_case(name))
-    };
-    if !has("user-agent") {
-        let _ = write!(text, "User-Agent: throng/{}\r\n", env!("CARGO_PKG_VERSION"));
+        headers.push((k.clone(), value));
     }
     if let Some(ct) = content_type
-        && !has("content-type")
+        && !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("content-type"))
     {
-        let _ = write!(text, "Content-Type: {ct}\r\n");
+        headers.push(("Content-Type".to_string(), ct.to_string()));
     }
-    if !body.is_empty() || matches!(req.method.as_str(), "POST" | "PUT" | "PATCH") {
-        let _ = write!(text, "Content-Length: {}\r\n", body.len());
-    }
-    text.push_str("\r\n");
-    let mut bytes = text.into_bytes();
+    let head = RequestHead {
+        method: &req.method,
+        target: &target,
+        authority: &sc.authority,
+        headers: &headers,
+        body_len: body.len(),
+        close: false,
+    };
+    let mut bytes = head.to_vec();
     bytes.extend_from_slice(&body);
     Some(bytes)
 }
