@@ -210,6 +210,13 @@ pub(crate) struct Ready {
     pub(crate) sent: Instant,
 }
 
+/// Somewhere other than the plan's target (a redirect to another origin).
+pub(crate) struct Dest {
+    pub addr: SocketAddr,
+    /// The TLS server name (over the plan's TLS client), or None: plain TCP.
+    pub tls: Option<throng_tls::rustls::pki_types::ServerName<'static>>,
+}
+
 /// Opens a connection to the target (TCP, then TLS if the plan says so),
 /// recording the attempt, its `connect` and `tls` samples and its outcome
 /// (and, in `row`, the attempt's number and samples; the caller records a
@@ -219,10 +226,29 @@ pub(crate) async fn open_connection(
     first: &[u8],
     source: Option<std::net::IpAddr>,
     reconnect: bool,
+    sleep: Pin<&mut Sleep>,
+    row: Option<&mut Row<'_>>,
+) -> Result<Ready, ErrorClass> {
+    open_connection_to(ctx, None, first, source, reconnect, sleep, row).await
+}
+
+/// [`open_connection`] to `dest` instead of the target when given (the
+/// plan's TLS client config, `dest`'s server name).
+pub(crate) async fn open_connection_to(
+    ctx: &Ctx,
+    dest: Option<&Dest>,
+    first: &[u8],
+    source: Option<std::net::IpAddr>,
+    reconnect: bool,
     mut sleep: Pin<&mut Sleep>,
     mut row: Option<&mut Row<'_>>,
 ) -> Result<Ready, ErrorClass> {
     let spec = &ctx.spec;
+    let addr = dest.map_or(spec.addr, |d| d.addr);
+    let tls = match dest {
+        None => spec.tls.as_ref().map(|t| (&t.config, t.server_name.clone())),
+        Some(d) => spec.tls.as_ref().zip(d.tls.clone()).map(|(t, name)| (&t.config, name)),
+    };
     let opened = Instant::now();
     // With rows written but none for this connection, its samples wait for its first request's.
     let hold_back = row.is_none() && ctx.rows.is_some();
@@ -258,19 +284,19 @@ pub(crate) async fn open_connection(
             unreported[0] = micros(established - opened);
         }
     };
-    let (stream, written, ready, sent) = match &spec.tls {
+    let (stream, written, ready, sent) = match tls {
         None => {
-            let o = connect(spec.addr, source, ctx.stamp, first, spec.timeout, sleep.as_mut())
+            let o = connect(addr, source, ctx.stamp, first, spec.timeout, sleep.as_mut())
                 .await
                 .map_err(fail)?;
             connected(o.established, row.as_deref_mut(), &mut unreported);
             (Transport::Plain(o.stream), o.written, o.established, o.sent)
         }
-        Some(tls) => {
+        Some((config, server_name)) => {
             // The ClientHello goes out with the connect (see conn::connect).
-            let (session, hello) = crate::tls_stream::start(Arc::clone(&tls.config), tls.server_name.clone())
+            let (session, hello) = crate::tls_stream::start(Arc::clone(config), server_name)
                 .map_err(|_| fail(ErrorClass::Tls("client_setup")))?;
-            let o = connect(spec.addr, source, ctx.stamp, &hello, spec.timeout, sleep.as_mut())
+            let o = connect(addr, source, ctx.stamp, &hello, spec.timeout, sleep.as_mut())
                 .await
                 .map_err(fail)?;
             connected(o.established, row.as_deref_mut(), &mut unreported);

@@ -37,6 +37,7 @@ mod load;
 mod open;
 mod pacer;
 mod protocol;
+mod redirect;
 mod rows;
 mod scenario;
 mod stamps;
@@ -310,6 +311,7 @@ pub fn run_http(
     // One copy of the request (and its body) for every worker: a 64 MiB
     // body stays 64 MiB however many threads send it.
     let request = plan.request_bytes();
+    let follow = redirect::FollowSpec::of(plan);
     // Before the clock starts: the first responses should be stamped too.
     let _primer = stamps::Primer::start();
     let clock = plan.start_at_unix_ms.map_or_else(Clock::start, Clock::at);
@@ -354,6 +356,7 @@ pub fn run_http(
                 origin,
                 load,
                 rows: None,
+                follow: follow.clone(),
             }
         })
         .collect();
@@ -862,6 +865,7 @@ pub fn run_storm(
                 nats_go: plan.client == throng_plan::ClientProfile::NatsGo,
             }),
             rows: None,
+            follow: None,
         })
         .collect();
     let launch = Launch {
@@ -987,6 +991,7 @@ pub fn run_scenario(
                 seed: options.seed,
             }),
             rows: None,
+            follow: None,
         })
         .collect();
     // Workers cut off what outlives each scenario's graceful stop; the

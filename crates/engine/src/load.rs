@@ -83,6 +83,9 @@ pub(crate) struct WorkerSpec {
     pub load: WorkerLoad,
     /// `--csv-requests`: where this worker writes its rows.
     pub rows: Option<RowSpec>,
+    /// `--redirects`: how an HTTP run's request follows redirects (None: it
+    /// does not).
+    pub follow: Option<Arc<crate::redirect::FollowSpec>>,
 }
 
 /// A worker's share of `--csv-requests`.

@@ -33,8 +33,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use throng_metrics::{ErrorClass, Phase, ScenarioRecorder};
 use throng_plan::{Authority, RequestHead, Rng};
 use throng_scenario::{
-    Body, CaptureFrom, CheckKind, Context, Cursor, Executor, JsonTemplate, Request, ResponseView, Scenario,
-    ScenarioPlan, Step, Think, share,
+    Body, CaptureFrom, CheckKind, Context, CookieJar, Cookies, Cursor, Executor, JsonTemplate, Request, ResponseView,
+    Scenario, ScenarioPlan, Step, Think, share,
 };
 use tokio::sync::Notify;
 
@@ -44,6 +44,7 @@ use crate::exchange::{Session, record_exchange};
 use crate::http1::Keep;
 use crate::load::{ScenarioLoad, SharedCounters};
 use crate::pacer::Pacer;
+use crate::redirect::{Exchanged, Place};
 use crate::rows::Labels;
 
 /// How often a closed-model controller looks at its VU target.
@@ -181,7 +182,8 @@ pub(crate) fn start(ctx: &Rc<Ctx>, load: ScenarioLoad) {
     for (index, def) in load.plan.scenarios.iter().enumerate() {
         let scenario_tag = rec.tag(&format!("scenario:{}", def.name));
         let mut ops = Vec::new();
-        compile(&def.flow, &[all, scenario_tag], &mut rec, &mut ops);
+        let jar = def.cookies != Cookies::Off;
+        compile(&def.flow, &[all, scenario_tag], jar, &mut rec, &mut ops);
         let stage_tags = throng_scenario::stage_names(def)
             .iter()
             .map(|n| rec.tag(&format!("stage:{n}")))
@@ -220,7 +222,8 @@ pub(crate) fn start(ctx: &Rc<Ctx>, load: ScenarioLoad) {
     }
 }
 
-fn compile(flow: &[Step], tags: &[usize], rec: &mut ScenarioRecorder, out: &mut Vec<Op>) {
+/// `jar`: responses' headers are kept for the VUs' cookie jars.
+fn compile(flow: &[Step], tags: &[usize], jar: bool, rec: &mut ScenarioRecorder, out: &mut Vec<Op>) {
     for step in flow {
         match step {
             Step::Request(r) => {
@@ -228,7 +231,10 @@ fn compile(flow: &[Step], tags: &[usize], rec: &mut ScenarioRecorder, out: &mut 
                 t.push(rec.tag(&format!("step:{}", r.name)));
                 let keep = Keep {
                     server: false,
-                    headers: r.captures.iter().any(|c| matches!(c.from, CaptureFrom::Header(_)))
+                    // Location and Set-Cookie are headers too.
+                    headers: jar
+                        || r.redirects > 0
+                        || r.captures.iter().any(|c| matches!(c.from, CaptureFrom::Header(_)))
                         || r.checks.iter().any(|c| matches!(c.kind, CheckKind::Header(..))),
                     body: if r.captures.iter().any(|c| !matches!(c.from, CaptureFrom::Header(_)))
                         || r.checks.iter().any(|c| {
@@ -257,7 +263,7 @@ fn compile(flow: &[Step], tags: &[usize], rec: &mut ScenarioRecorder, out: &mut 
                 let mut t = tags.to_vec();
                 t.push(rec.tag(&format!("group:{name}")));
                 out.push(Op::GroupStart);
-                compile(flow, &t, rec, out);
+                compile(flow, &t, jar, rec, out);
                 out.push(Op::GroupEnd(g));
             }
         }
@@ -435,6 +441,8 @@ struct Vu {
     iter: u64,
     rng: Rng,
     vars: HashMap<String, String>,
+    /// What `Set-Cookie` stored (see the scenario's `cookies:`).
+    jar: CookieJar,
     conn: Option<Conn>,
     session: Session,
 }
@@ -448,6 +456,7 @@ async fn vu(guard: TaskGuard, sc: Rc<Scen>, slot: usize) {
         iter: 0,
         rng: Rng::new(sc.seed ^ id.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (sc.index as u64) << 56),
         vars: HashMap::new(),
+        jar: CookieJar::new(),
         conn: None,
         session: Session::new(false),
     };
@@ -556,6 +565,9 @@ async fn next_job(sc: &Scen, ctx: &Ctx, slot: usize) -> Option<Instant> {
 async fn iteration(ctx: &Ctx, sc: &Scen, vu: &mut Vu, intended: Option<Instant>) -> bool {
     let started = intended.unwrap_or_else(Instant::now);
     vu.vars.clear();
+    if sc.def.cookies == Cookies::PerIteration {
+        vu.jar.clear();
+    }
     if let Some(data) = &sc.plan.data
         && data.row_count > 0
     {
@@ -685,7 +697,7 @@ async fn request(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &ReqOp, origin: Option<I
             r.conn(c.id);
         }
     }
-    let Some(bytes) = rendered else {
+    let Some(rendered) = rendered else {
         // Never sent: counted `protocol`, a request throng could not frame.
         let now = Instant::now();
         ctx.rec.borrow_mut().request_failed(now, ErrorClass::Protocol, 0);
@@ -699,6 +711,28 @@ async fn request(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &ReqOp, origin: Option<I
         }
         return;
     };
+    let target = &sc.plan.target;
+    let place = Place {
+        https: target.https,
+        host: target.host.clone(),
+        port: target.port,
+        target: rendered.target,
+    };
+    let cookie = if sc.def.cookies == Cookies::Off {
+        None
+    } else {
+        vu.jar.header(place.https, &place.host, &place.target)
+    };
+    let mut bytes = RequestHead {
+        method: &op.req.method,
+        target: &place.target,
+        authority: &sc.authority,
+        headers: &crate::redirect::with_cookie(&rendered.headers, cookie),
+        body_len: rendered.body.len(),
+        close: false,
+    }
+    .to_vec();
+    bytes.extend_from_slice(&rendered.body);
     let mut sleep = pin!(tokio::time::sleep(op.req.timeout));
     let (t_send, written) = match vu.conn {
         Some(_) => (Instant::now(), 0),
@@ -733,14 +767,55 @@ async fn request(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &ReqOp, origin: Option<I
     sleep.as_mut().reset((t_send + op.req.timeout).into());
     let outcome = vu
         .session
-        .exchange(&mut c.stream, &bytes, written, t_send, ctx.stamp, &ctx.scratch, sleep)
+        .exchange(
+            &mut c.stream,
+            &bytes,
+            written,
+            t_send,
+            ctx.stamp,
+            &ctx.scratch,
+            sleep.as_mut(),
+        )
         .await;
+    let first = Exchanged {
+        outcome,
+        t_send,
+        request_len: bytes.len(),
+        hops: 0,
+        elsewhere: false,
+    };
+    let jar = (sc.def.cookies != Cookies::Off).then_some(&mut vu.jar);
+    let ex = if op.req.redirects > 0 {
+        let req = crate::redirect::Request {
+            place: &place,
+            method: &op.req.method,
+            headers: &rendered.headers,
+            body: &rendered.body,
+            close: false,
+            limit: op.req.redirects,
+            timeout: op.req.timeout,
+            keep: op.keep,
+        };
+        // Boxed: only a redirect makes this future large.
+        Box::pin(crate::redirect::follow(
+            ctx,
+            &req,
+            jar,
+            &mut vu.session,
+            &mut vu.conn,
+            first,
+            sleep,
+        ))
+        .await
+    } else {
+        first
+    };
     let expected = record_exchange(
         ctx,
         &mut vu.session,
-        &outcome,
-        bytes.len(),
-        t_send,
+        &ex.outcome,
+        ex.request_len,
+        ex.t_send,
         origin.unwrap_or(t_send),
         &op.req.expect,
         false,
@@ -748,10 +823,15 @@ async fn request(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &ReqOp, origin: Option<I
     );
     drop(row);
     let session = &vu.session;
-    match (outcome, expected) {
+    match (ex.outcome, expected) {
         (Ok(timing), Some(expected)) => {
             let done = timing.done;
+            // Over every hop, from the first request's first byte.
             let response = done - t_send;
+            if sc.def.cookies != Cookies::Off && op.req.redirects == 0 {
+                // Else `follow` stored them, from whichever origin answered.
+                crate::redirect::store_cookies(&mut vu.jar, &place, session.headers());
+            }
             flight.end(done, Some((response, expected)), !expected);
             if session.body_truncated() {
                 with_scen(ctx, |r| r.body_truncated());
@@ -774,7 +854,7 @@ async fn request(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &ReqOp, origin: Option<I
                     }
                 });
             }
-            if !session.reusable(&timing) {
+            if !ex.elsewhere && !session.reusable(&timing) {
                 close(ctx, vu.conn.take());
             }
         }
@@ -784,16 +864,26 @@ async fn request(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &ReqOp, origin: Option<I
             if !op.checks.is_empty() {
                 with_scen(ctx, |r| op.checks.iter().for_each(|&i| r.check(i, false)));
             }
-            close(ctx, vu.conn.take());
+            if !ex.elsewhere {
+                close(ctx, vu.conn.take());
+            }
         }
     }
 }
 
-/// Renders a request's bytes: the head (plan's one writer), then the body.
+/// A request rendered: its target, headers (without the jar's cookies) and
+/// body; plan's one writer (`RequestHead`) makes the bytes.
+struct Rendered {
+    target: String,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+/// Renders a request's target, headers and body.
 /// None when a rendered header value carries a control character (a
 /// captured or data value with a line break, say): such a request would
 /// smuggle a header or a request of its own, so it is never sent.
-fn render(sc: &Scen, vu: &mut Vu, req: &Request) -> Option<Vec<u8>> {
+fn render(sc: &Scen, vu: &mut Vu, req: &Request) -> Option<Rendered> {
     let now_ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64);
@@ -862,17 +952,7 @@ fn render(sc: &Scen, vu: &mut Vu, req: &Request) -> Option<Vec<u8>> {
     {
         headers.push(("Content-Type".to_string(), ct.to_string()));
     }
-    let head = RequestHead {
-        method: &req.method,
-        target: &target,
-        authority: &sc.authority,
-        headers: &headers,
-        body_len: body.len(),
-        close: false,
-    };
-    let mut bytes = head.to_vec();
-    bytes.extend_from_slice(&body);
-    Some(bytes)
+    Some(Rendered { target, headers, body })
 }
 
 fn write_json(j: &JsonTemplate, cx: &mut Context<'_>, out: &mut String) {

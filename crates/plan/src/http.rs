@@ -18,6 +18,9 @@ pub const DEFAULT_DURATION: Duration = Duration::from_secs(10);
 pub const DEFAULT_CONNECTIONS: u32 = 50;
 /// Open-loop connection cap when `-c` is not given.
 pub const DEFAULT_OPEN_CAP: u32 = 1000;
+/// The most redirects one request may follow (`--redirects`, a scenario's
+/// `redirects:`): more is a loop, not a site.
+pub const MAX_REDIRECTS: u32 = 100;
 /// `--timeout` when not given.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 /// The largest `--body` accepted (64 MiB): the body is held in memory once
@@ -68,6 +71,10 @@ pub struct HttpArgs {
     pub segment: Option<Segment>,
     /// `--start-at`, ms since the Unix epoch.
     pub start_at_unix_ms: Option<u64>,
+    /// `--redirects`: redirects to follow per request (None: 0).
+    pub redirects: Option<u32>,
+    /// `--cookie`, as typed: `name=value` each.
+    pub cookies: Vec<String>,
 }
 
 /// `http` or `https`.
@@ -175,6 +182,10 @@ pub struct HttpPlan {
     pub keepalive: bool,
     /// Statuses counted `ok`; any other response is `check_failed`.
     pub expect_status: StatusSet,
+    /// Redirects each request follows (0: a 3xx is the final response).
+    /// The final status is the one counted.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub redirects: u32,
     /// TLS settings (https only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls: Option<TlsSettings>,
@@ -231,7 +242,15 @@ impl HttpPlan {
             .iter()
             .map(|h| parse_header(h))
             .collect::<Result<Vec<_>, _>>()?;
+        cookie_header(&args.cookies, &mut headers)?;
         let secret_headers = secret_names(&args.secret_headers, headers.iter().map(|(n, _)| n.as_str()))?;
+        let redirects = args.redirects.unwrap_or(0);
+        if redirects > MAX_REDIRECTS {
+            return Err(PlanError::invalid(
+                "--redirects",
+                format!("{redirects} is over the limit of {MAX_REDIRECTS}; give 0 to {MAX_REDIRECTS}"),
+            ));
+        }
 
         let load = match args.rate {
             Some(rate) if !(rate.is_finite() && rate > 0.0) => {
@@ -356,6 +375,7 @@ impl HttpPlan {
             timeout,
             keepalive: !args.no_keepalive,
             expect_status: args.expect_status.unwrap_or_default(),
+            redirects,
             tls,
             segment,
             start_at_unix_ms: args.start_at_unix_ms,
@@ -538,6 +558,58 @@ fn parse_header(text: &str) -> Result<(String, String), PlanError> {
     Ok((name.to_string(), value.to_string()))
 }
 
+/// Adds the `--cookie name=value` pairs to the request as one `Cookie`
+/// header (after the value of a `-H Cookie:` when there is one).
+fn cookie_header(cookies: &[String], headers: &mut Vec<(String, String)>) -> Result<(), PlanError> {
+    if cookies.is_empty() {
+        return Ok(());
+    }
+    let mut pairs = Vec::with_capacity(cookies.len());
+    for (i, c) in cookies.iter().enumerate() {
+        // The value is a secret: an error names the cookie by its name and place only.
+        let (name, value) = c.split_once('=').unwrap_or((c, ""));
+        let bad = |why: &str| {
+            PlanError::invalid(
+                "--cookie",
+                format!(
+                    "cookie {} ('{}'): {why}; expected --cookie 'name=value', e.g. --cookie 'session=abc123'",
+                    i + 1,
+                    name.escape_debug()
+                ),
+            )
+        };
+        if !c.contains('=') {
+            return Err(bad("no '=' between name and value"));
+        }
+        if name.is_empty() || !name.bytes().all(is_token) {
+            return Err(bad("the name is empty or has characters a cookie name cannot have"));
+        }
+        if value
+            .bytes()
+            .any(|b| b.is_ascii_control() || b.is_ascii_whitespace() || b == b';' || b == b',' || b >= 0x80)
+        {
+            return Err(bad(
+                "the value has a space, ';', ',' or a control or non-ASCII character, which a cookie value cannot carry",
+            ));
+        }
+        pairs.push(c.as_str());
+    }
+    let joined = pairs.join("; ");
+    match headers.iter_mut().find(|(n, _)| n.eq_ignore_ascii_case("cookie")) {
+        Some((_, v)) if !v.is_empty() => {
+            v.push_str("; ");
+            v.push_str(&joined);
+        }
+        Some((_, v)) => *v = joined,
+        None => headers.push(("Cookie".to_string(), joined)),
+    }
+    Ok(())
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
 /// True for a character a header value must not carry on the wire: any
 /// control character but the horizontal tab (RFC 9110 5.5).
 pub fn is_forbidden_in_value(c: char) -> bool {
@@ -677,8 +749,13 @@ pub fn redact_command(text: &str) -> String {
         let header = word
             .split_once(':')
             .filter(|(n, _)| !n.is_empty() && n.trim().bytes().all(is_token) && is_secret(&secret, n.trim()));
+        let cookie = word
+            .strip_prefix("--cookie=")
+            .map(|_| format!("'--cookie={REDACTED}'"))
+            .or_else(|| (*start > 0 && after_cookie_flag(&words, *start)).then(|| format!("'{REDACTED}'")));
         let replaced = match header {
             Some((name, _)) => Some(format!("'{}: {REDACTED}'", name.trim())),
+            None if cookie.is_some() => cookie,
             None => url::Url::parse(word)
                 .ok()
                 .filter(|u| u.password().is_some())
@@ -695,6 +772,11 @@ pub fn redact_command(text: &str) -> String {
     }
     out.push_str(&text[at..]);
     out
+}
+
+/// True when the word starting at `start` follows a `--cookie` flag.
+fn after_cookie_flag(words: &[(usize, usize, String)], start: usize) -> bool {
+    words.windows(2).any(|w| w[1].0 == start && w[0].2 == "--cookie")
 }
 
 /// True when `name` is one of `secret` (lowercase names).
@@ -875,10 +957,53 @@ mod tests {
                 "storm 'nats://u:***@127.0.0.1:4222' -n 5 -H 'cookie: <redacted>'",
             ),
             ("run s.yaml --env A=1", "run s.yaml --env A=1"),
+            (
+                "http http://h/ --cookie sid=s3cret --cookie=b=2 -c 1",
+                "http http://h/ --cookie '<redacted>' '--cookie=<redacted>' -c 1",
+            ),
         ];
         for (given, want) in cases {
             assert_eq!(redact_command(given), want, "{given}");
         }
+    }
+
+    #[test]
+    fn cookies_become_one_secret_cookie_header() {
+        let mut a = args("http://h/");
+        a.cookies = vec!["a=1".into(), "sid=s3cret".into()];
+        let p = HttpPlan::from_args(a).unwrap();
+        assert_eq!(p.headers, vec![("Cookie".to_string(), "a=1; sid=s3cret".to_string())]);
+        let wire = String::from_utf8(p.request_bytes().to_vec()).unwrap();
+        assert!(wire.contains("\r\nCookie: a=1; sid=s3cret\r\n"), "{wire}");
+        let json = serde_json::to_string(&p.redacted()).unwrap();
+        assert!(!json.contains("s3cret"), "{json}");
+        // After a -H Cookie's value, in the same header.
+        let mut a = args("http://h/");
+        a.headers = vec!["Cookie: x=0".into()];
+        a.cookies = vec!["a=1".into()];
+        assert_eq!(HttpPlan::from_args(a).unwrap().headers[0].1, "x=0; a=1");
+        for bad in ["novalue", "=1", "a b=1", "a=1;b=2", "a=x\ny", "a=\u{e9}"] {
+            let mut a = args("http://h/");
+            a.cookies = vec!["ok=1".into(), bad.into()];
+            let e = HttpPlan::from_args(a).unwrap_err();
+            assert_eq!(flag_of(e.clone()), "--cookie", "{bad}");
+            let msg = e.to_string();
+            assert!(msg.contains("cookie 2"), "{msg}");
+            if let Some((_, v)) = bad.split_once('=').filter(|(_, v)| v.len() > 1) {
+                assert!(!msg.contains(v), "the value is a secret: {msg}");
+            }
+        }
+    }
+
+    #[test]
+    fn redirects_default_to_none_and_are_bounded() {
+        assert_eq!(HttpPlan::from_args(args("http://h/")).unwrap().redirects, 0);
+        let mut a = args("http://h/");
+        a.redirects = Some(5);
+        assert_eq!(HttpPlan::from_args(a).unwrap().redirects, 5);
+        let mut a = args("http://h/");
+        a.redirects = Some(MAX_REDIRECTS + 1);
+        assert_eq!(flag_of(HttpPlan::from_args(a).unwrap_err()), "--redirects");
     }
 
     #[test]

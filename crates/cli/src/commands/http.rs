@@ -39,6 +39,8 @@ pub fn run(c: HttpCmd) -> anyhow::Result<ExitCode> {
         cores: throng_engine::sys::cores(),
         segment: seg.segment.clone(),
         start_at_unix_ms: seg.start_at_unix_ms,
+        redirects: c.redirects,
+        cookies: c.cookies,
     })?;
     let tls = match &plan.tls {
         Some(settings) => Some(super::tls::client_config(settings, Path::new(""), &[b"http/1.1"])?),
