@@ -19,6 +19,7 @@ fn server(other: u16) -> Nginx {
          location = /loop {{ return 302 /loop; }}\n\
          location = /nolocation {{ return 302; }}\n\
          location = /garbage {{ return 302 \"ftp://nowhere/x\"; }}\n\
+         location = /tohttps {{ return 302 https://127.0.0.1:$server_port/end; }}\n\
          location = /cross {{ return 302 http://127.0.0.1:{other}/there; }}\n\
          location = /post303 {{ return 303 /must-get; }}\n\
          location = /post307 {{ return 307 /must-post; }}\n\
@@ -75,6 +76,32 @@ fn http_follows_only_when_asked_and_counts_the_final_status() {
     // Every hop's bytes counted: three requests' worth per request.
     assert!(m.bytes.sent > 3 * 20 * 40, "{:?}", m.bytes);
     assert!(schema_violations(&run.json).is_empty());
+    // Each request's row says how many hops it took.
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("rows.csv");
+    let run = http(&[
+        &url,
+        "-n",
+        "6",
+        "-c",
+        "1",
+        "-t",
+        "1",
+        "--redirects",
+        "5",
+        "--csv-requests",
+        csv.to_str().unwrap(),
+    ]);
+    assert_eq!(run.result().measurements.redirects, 12);
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let mut lines = text.lines();
+    assert!(lines.next().unwrap().ends_with(",iteration,redirects"));
+    let rows: Vec<&str> = lines.collect();
+    assert_eq!(rows.len(), 6, "{text}");
+    assert!(
+        rows.iter().all(|r| r.ends_with(",2") && r.contains(",ok,200,")),
+        "{text}"
+    );
     // Exactly enough hops is not too many.
     let r = http(&[&url, "-n", "5", "-c", "1", "-t", "1", "--redirects", "2"]);
     assert_eq!(status(r.result(), 200), 5);
@@ -109,6 +136,15 @@ fn loops_and_bad_locations_are_error_classes() {
         );
         assert_eq!(r.measurements.redirects, 0);
     }
+    // An http run has no TLS to follow a redirect to https with.
+    let run = http(&[&s.url("/tohttps"), "-n", "4", "-c", "1", "-t", "1", "--redirects", "2"]);
+    assert_eq!(
+        run.result().measurements.requests.error("redirect.scheme"),
+        4,
+        "{}",
+        run.stdout()
+    );
+    assert_books_balance(run.result());
 }
 
 #[test]

@@ -215,7 +215,7 @@ pub(crate) async fn one_followed(
     t_send: Instant,
     written: usize,
     origin: Instant,
-    row: Option<&mut crate::rows::Row<'_>>,
+    mut row: Option<&mut crate::rows::Row<'_>>,
 ) {
     let spec = &ctx.spec;
     let (Some(f), Some(c)) = (spec.follow.as_deref(), conn.as_mut()) else {
@@ -261,6 +261,9 @@ pub(crate) async fn one_followed(
     };
     let ex = follow(ctx, &req, None, session, conn, first, sleep).await;
     ctx.in_flight.set(ctx.in_flight.get() - 1);
+    if let Some(r) = row.as_deref_mut() {
+        r.redirects(ex.hops);
+    }
     let recorded = crate::exchange::record_exchange(
         ctx,
         session,

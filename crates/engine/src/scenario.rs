@@ -810,6 +810,9 @@ async fn request(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &ReqOp, origin: Option<I
     } else {
         first
     };
+    if let Some(r) = row.row() {
+        r.redirects(ex.hops);
+    }
     let expected = record_exchange(
         ctx,
         &mut vu.session,
