@@ -73,6 +73,7 @@ fn http_follows_only_when_asked_and_counts_the_final_status() {
     // Same origin, keep-alive: the hops reuse the two connections.
     assert_eq!(m.connections.ok, 2, "{:?}", m.connections);
     assert!(run.stdout().contains("redirects     40 followed"), "{}", run.stdout());
+    assert!(run.stdout().contains("following up to 5 redirects"), "{}", run.stdout());
     // Every hop's bytes counted: three requests' worth per request.
     assert!(m.bytes.sent > 3 * 20 * 40, "{:?}", m.bytes);
     assert!(schema_violations(&run.json).is_empty());

@@ -476,7 +476,11 @@ impl HttpPlan {
             ", a new connection per request"
         };
         let threads = crate::count(self.threads, "thread");
-        format!("{load}, {threads}, {stop}{ka}")
+        let follow = match self.redirects {
+            0 => String::new(),
+            n => format!(", following up to {}", crate::count(n, "redirect")),
+        };
+        format!("{load}, {threads}, {stop}{ka}{follow}")
     }
 }
 
@@ -1006,7 +1010,13 @@ mod tests {
         assert_eq!(HttpPlan::from_args(args("http://h/")).unwrap().redirects, 0);
         let mut a = args("http://h/");
         a.redirects = Some(5);
-        assert_eq!(HttpPlan::from_args(a).unwrap().redirects, 5);
+        assert_eq!(HttpPlan::from_args(a.clone()).unwrap().redirects, 5);
+        let p = HttpPlan::from_args(a).unwrap();
+        assert!(
+            p.describe().ends_with(", following up to 5 redirects"),
+            "{}",
+            p.describe()
+        );
         let mut a = args("http://h/");
         a.redirects = Some(MAX_REDIRECTS + 1);
         assert_eq!(flag_of(HttpPlan::from_args(a).unwrap_err()), "--redirects");
