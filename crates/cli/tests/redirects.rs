@@ -31,7 +31,11 @@ fn server(other: u16) -> Nginx {
 }
 
 fn other() -> Nginx {
-    Nginx::start("location = /there { return 200 \"there\"; }\n")
+    // 403 when credentials followed the request to another origin.
+    Nginx::start(
+        "location = /there { set $c \"$http_authorization$http_cookie\"; \
+         if ($c) { return 403; } return 200 \"there\"; }\n",
+    )
 }
 
 fn status(r: &RunResult, code: u16) -> u64 {
@@ -152,11 +156,30 @@ fn loops_and_bad_locations_are_error_classes() {
 fn another_origin_gets_its_own_connection() {
     let o = other();
     let s = server(o.port);
-    let run = http(&[&s.url("/cross"), "-n", "10", "-c", "1", "-t", "1", "--redirects", "1"]);
+    let run = http(&[
+        &s.url("/cross"),
+        "-n",
+        "10",
+        "-c",
+        "1",
+        "-t",
+        "1",
+        "--redirects",
+        "1",
+        "-H",
+        "Authorization: Bearer t0ken",
+        "--cookie",
+        "sid=1",
+    ]);
     let r = run.result();
     assert_books_balance(r);
     let m = &r.measurements;
-    assert_eq!(status(r, 200), 10, "{}", run.stdout());
+    assert_eq!(
+        status(r, 200),
+        10,
+        "no credentials went to the other origin: {}",
+        run.stdout()
+    );
     assert_eq!(m.redirects, 10);
     // One to the target, kept; one per request to the other origin.
     assert_eq!(m.connections.ok, 11, "{:?}", m.connections);
