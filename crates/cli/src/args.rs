@@ -422,6 +422,14 @@ pub struct HttpCmd {
     /// Statuses that count as ok, e.g. 200,401 or 2xx [default: 200-399]
     #[arg(long = "expect-status", value_name = "LIST", value_parser = StatusSet::parse)]
     pub expect_status: Option<StatusSet>,
+    /// Follow up to N redirects per request; the final response's status is the one counted
+    /// [default: 0, as ab: a 3xx is the final response; at most 100]
+    #[arg(long = "redirects", value_name = "N")]
+    pub redirects: Option<u32>,
+    /// Send this cookie, repeatable: --cookie 'session=abc123' (one Cookie header; the
+    /// values are secret and read <redacted> in results)
+    #[arg(long = "cookie", value_name = "'NAME=VALUE'")]
+    pub cookies: Vec<String>,
     #[command(flatten)]
     pub output: OutputArgs<Format>,
     #[command(flatten)]

@@ -302,6 +302,7 @@ pub(crate) async fn open_connection_to(
     mut row: Option<&mut Row<'_>>,
 ) -> Result<Ready, ErrorClass> {
     let spec = &ctx.spec;
+    let tls = tls.map(|t| (&t.config, t.server_name.clone()));
     let opened = Instant::now();
     // With rows written but none for this connection, its samples wait for its first request's.
     let hold_back = row.is_none() && ctx.rows.is_some();
@@ -346,9 +347,9 @@ pub(crate) async fn open_connection_to(
             connected(o.established, row.as_deref_mut(), &mut unreported);
             (Transport::Plain(o.stream), o.written, o.established, o.sent)
         }
-        Some(tls) => {
+        Some((config, server_name)) => {
             // The ClientHello goes out with the connect (see conn::connect).
-            let (session, hello) = crate::tls_stream::start(Arc::clone(&tls.config), tls.server_name.clone())
+            let (session, hello) = crate::tls_stream::start(Arc::clone(config), server_name)
                 .map_err(|_| fail(ErrorClass::Tls("client_setup")))?;
             let (o, addr) = connect_route(ctx, route, source, &hello, sleep.as_mut())
                 .await

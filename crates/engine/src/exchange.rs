@@ -292,6 +292,21 @@ pub(crate) async fn one_request(
             }
         }
     };
+    if spec.follow.is_some() {
+        // Boxed: only runs that follow redirects pay for the larger future.
+        Box::pin(crate::redirect::one_followed(
+            ctx,
+            conn,
+            session,
+            sleep,
+            t_send,
+            written,
+            origin,
+            row.row(),
+        ))
+        .await;
+        return;
+    }
     let sent = exchange_request(
         ctx,
         c,

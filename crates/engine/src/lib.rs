@@ -38,6 +38,7 @@ mod open;
 mod pacer;
 mod protocol;
 mod reach;
+mod redirect;
 mod rows;
 mod scenario;
 mod stamps;
@@ -314,6 +315,7 @@ pub fn run_http(
     // One copy of the request (and its body) for every worker: a 64 MiB
     // body stays 64 MiB however many threads send it.
     let request = plan.request_bytes();
+    let follow = redirect::FollowSpec::of(plan);
     // Before the clock starts: the first responses should be stamped too.
     let _primer = stamps::Primer::start();
     let clock = plan.start_at_unix_ms.map_or_else(Clock::start, Clock::at);
@@ -381,6 +383,7 @@ pub fn run_http(
                 load,
                 rows: None,
                 targets: targets.clone().map(|t| (t, worker as u64, u64::from(threads))),
+                follow: follow.clone(),
             }
         })
         .collect();
@@ -892,6 +895,7 @@ pub fn run_storm(
             }),
             rows: None,
             targets: None,
+            follow: None,
         })
         .collect();
     let launch = Launch {
@@ -1023,6 +1027,7 @@ pub fn run_scenario(
             }),
             rows: None,
             targets: None,
+            follow: None,
         })
         .collect();
     // Workers cut off what outlives each scenario's graceful stop; the

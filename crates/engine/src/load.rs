@@ -86,6 +86,9 @@ pub(crate) struct WorkerSpec {
     /// Several requests to choose from (targets, `--body-lines`), and this
     /// worker's number of how many; None: every request is `request`.
     pub targets: Option<(Arc<crate::targets::TargetSpec>, u64, u64)>,
+    /// `--redirects`: how an HTTP run's request follows redirects (None: it
+    /// does not).
+    pub follow: Option<Arc<crate::redirect::FollowSpec>>,
 }
 
 /// A worker's share of `--csv-requests`.

@@ -29,7 +29,7 @@ use throng_metrics::{ErrorClass, Phase};
 
 /// The header of a `--csv-requests` file.
 pub const HEADER: &str = "start_us,worker,conn,outcome,status,schedule_lag_us,connect_us,tls_us,handshake_us,\
-send_us,wait_us,receive_us,response_us,latency_us,bytes_sent,bytes_received,scenario,step,vu,iteration";
+send_us,wait_us,receive_us,response_us,latency_us,bytes_sent,bytes_received,scenario,step,vu,iteration,redirects";
 
 /// The phases a row has a column for, in column order.
 const COLUMNS: [Phase; 9] = [
@@ -217,6 +217,8 @@ pub(crate) struct Row<'a> {
     bytes_sent: u64,
     bytes_received: u64,
     labels: Option<Labels<'a>>,
+    /// Redirects followed to its final response.
+    redirects: u32,
 }
 
 impl Row<'_> {
@@ -250,6 +252,11 @@ impl Row<'_> {
         self.bytes_received = received;
     }
 
+    /// The redirects it followed (its other columns are the final exchange's).
+    pub(crate) fn redirects(&mut self, hops: u32) {
+        self.redirects = hops;
+    }
+
     fn write_to(&self, worker: u64, w: &mut impl Write) -> io::Result<()> {
         let outcome: Cow<'_, str> = match self.outcome {
             Some(Outcome::Ok) => Cow::Borrowed("ok"),
@@ -272,16 +279,17 @@ impl Row<'_> {
         }
         write!(w, ",{},{}", self.bytes_sent, self.bytes_received)?;
         match &self.labels {
-            Some(l) => writeln!(
+            Some(l) => write!(
                 w,
                 ",{},{},{},{}",
                 csv_field(l.scenario),
                 csv_field(l.step),
                 l.vu,
                 l.iteration
-            ),
-            None => w.write_all(b",,,,\n"),
+            )?,
+            None => w.write_all(b",,,,")?,
         }
+        writeln!(w, ",{}", self.redirects)
     }
 }
 
@@ -316,6 +324,7 @@ impl<'a> RowGuard<'a> {
                 bytes_sent: 0,
                 bytes_received: 0,
                 labels: None,
+                redirects: 0,
             })
         });
         RowGuard { writer, row }
@@ -365,11 +374,12 @@ mod tests {
             bytes_sent: 0,
             bytes_received: 0,
             labels: None,
+            redirects: 0,
         };
         let mut out = Vec::new();
         row.write_to(3, &mut out).unwrap();
         let text = String::from_utf8(out).unwrap();
-        assert_eq!(text, "1500,3,,interrupted,,,,,,,,,,,0,0,,,,\n");
+        assert_eq!(text, "1500,3,,interrupted,,,,,,,,,,,0,0,,,,,0\n");
         assert_eq!(text.trim_end().split(',').count(), HEADER.split(',').count());
 
         row.conn(7);
@@ -386,6 +396,13 @@ mod tests {
         let mut out = Vec::new();
         row.write_to(0, &mut out).unwrap();
         let text = String::from_utf8(out).unwrap();
-        assert_eq!(text, "1500,0,7,check_failed,500,,42,,,,,,,,80,120,\"a,b\",login,4,9\n");
+        assert_eq!(
+            text,
+            "1500,0,7,check_failed,500,,42,,,,,,,,80,120,\"a,b\",login,4,9,0\n"
+        );
+        row.redirects(2);
+        let mut out = Vec::new();
+        row.write_to(0, &mut out).unwrap();
+        assert!(String::from_utf8(out).unwrap().ends_with(",login,4,9,2\n"));
     }
 }

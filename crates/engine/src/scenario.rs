@@ -31,10 +31,10 @@ use std::task::{Poll, Waker};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use throng_metrics::{ErrorClass, Phase, ScenarioRecorder};
-use throng_plan::Rng;
+use throng_plan::{Authority, RequestHead, Rng};
 use throng_scenario::{
-    Body, CaptureFrom, CheckKind, Context, Cursor, Executor, JsonTemplate, Request, ResponseView, Scenario,
-    ScenarioPlan, Step, Think, share,
+    Body, CaptureFrom, CheckKind, Context, CookieJar, Cookies, Cursor, Executor, JsonTemplate, Request, ResponseView,
+    Scenario, ScenarioPlan, Step, Think, share,
 };
 use tokio::sync::Notify;
 
@@ -44,6 +44,7 @@ use crate::exchange::{Session, record_exchange};
 use crate::http1::Keep;
 use crate::load::{ScenarioLoad, SharedCounters};
 use crate::pacer::Pacer;
+use crate::redirect::{Exchanged, Place};
 use crate::rows::Labels;
 
 /// How often a closed-model controller looks at its VU target.
@@ -108,7 +109,7 @@ struct Scen {
     /// Open models: idle VUs, most recent last.
     idle: RefCell<Vec<usize>>,
     schedule_done: Cell<bool>,
-    authority: String,
+    authority: Authority,
 }
 
 impl Scen {
@@ -176,13 +177,13 @@ pub(crate) fn start(ctx: &Rc<Ctx>, load: ScenarioLoad) {
     let mut rec = ScenarioRecorder::new(ctx.spec.origin);
     let all = rec.tag("");
     let target = &load.plan.target;
-    let authority =
-        throng_plan::Authority::new(&target.host, target.port, if target.https { 443 } else { 80 }).to_string();
+    let authority = Authority::new(&target.host, target.port, if target.https { 443 } else { 80 });
     let mut scens = Vec::new();
     for (index, def) in load.plan.scenarios.iter().enumerate() {
         let scenario_tag = rec.tag(&format!("scenario:{}", def.name));
         let mut ops = Vec::new();
-        compile(&def.flow, &[all, scenario_tag], &mut rec, &mut ops);
+        let jar = def.cookies != Cookies::Off;
+        compile(&def.flow, &[all, scenario_tag], jar, &mut rec, &mut ops);
         let stage_tags = throng_scenario::stage_names(def)
             .iter()
             .map(|n| rec.tag(&format!("stage:{n}")))
@@ -221,7 +222,8 @@ pub(crate) fn start(ctx: &Rc<Ctx>, load: ScenarioLoad) {
     }
 }
 
-fn compile(flow: &[Step], tags: &[usize], rec: &mut ScenarioRecorder, out: &mut Vec<Op>) {
+/// `jar`: responses' headers are kept for the VUs' cookie jars.
+fn compile(flow: &[Step], tags: &[usize], jar: bool, rec: &mut ScenarioRecorder, out: &mut Vec<Op>) {
     for step in flow {
         match step {
             Step::Request(r) => {
@@ -229,7 +231,10 @@ fn compile(flow: &[Step], tags: &[usize], rec: &mut ScenarioRecorder, out: &mut 
                 t.push(rec.tag(&format!("step:{}", r.name)));
                 let keep = Keep {
                     server: false,
-                    headers: r.captures.iter().any(|c| matches!(c.from, CaptureFrom::Header(_)))
+                    // Location and Set-Cookie are headers too.
+                    headers: jar
+                        || r.redirects > 0
+                        || r.captures.iter().any(|c| matches!(c.from, CaptureFrom::Header(_)))
                         || r.checks.iter().any(|c| matches!(c.kind, CheckKind::Header(..))),
                     body: if r.captures.iter().any(|c| !matches!(c.from, CaptureFrom::Header(_)))
                         || r.checks.iter().any(|c| {
@@ -258,7 +263,7 @@ fn compile(flow: &[Step], tags: &[usize], rec: &mut ScenarioRecorder, out: &mut 
                 let mut t = tags.to_vec();
                 t.push(rec.tag(&format!("group:{name}")));
                 out.push(Op::GroupStart);
-                compile(flow, &t, rec, out);
+                compile(flow, &t, jar, rec, out);
                 out.push(Op::GroupEnd(g));
             }
         }
@@ -436,6 +441,8 @@ struct Vu {
     iter: u64,
     rng: Rng,
     vars: HashMap<String, String>,
+    /// What `Set-Cookie` stored (see the scenario's `cookies:`).
+    jar: CookieJar,
     conn: Option<Conn>,
     session: Session,
 }
@@ -449,6 +456,7 @@ async fn vu(guard: TaskGuard, sc: Rc<Scen>, slot: usize) {
         iter: 0,
         rng: Rng::new(sc.seed ^ id.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (sc.index as u64) << 56),
         vars: HashMap::new(),
+        jar: CookieJar::new(),
         conn: None,
         session: Session::new(false),
     };
@@ -557,6 +565,9 @@ async fn next_job(sc: &Scen, ctx: &Ctx, slot: usize) -> Option<Instant> {
 async fn iteration(ctx: &Ctx, sc: &Scen, vu: &mut Vu, intended: Option<Instant>) -> bool {
     let started = intended.unwrap_or_else(Instant::now);
     vu.vars.clear();
+    if sc.def.cookies == Cookies::PerIteration {
+        vu.jar.clear();
+    }
     if let Some(data) = &sc.plan.data
         && data.row_count > 0
     {
@@ -686,7 +697,7 @@ async fn request(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &ReqOp, origin: Option<I
             r.conn(c.id);
         }
     }
-    let Some(bytes) = rendered else {
+    let Some(rendered) = rendered else {
         // Never sent: counted `protocol`, a request throng could not frame.
         let now = Instant::now();
         ctx.rec.borrow_mut().request_failed(now, ErrorClass::Protocol, 0);
@@ -700,6 +711,28 @@ async fn request(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &ReqOp, origin: Option<I
         }
         return;
     };
+    let target = &sc.plan.target;
+    let place = Place {
+        https: target.https,
+        host: target.host.clone(),
+        port: target.port,
+        target: rendered.target,
+    };
+    let cookie = if sc.def.cookies == Cookies::Off {
+        None
+    } else {
+        vu.jar.header(place.https, &place.host, &place.target)
+    };
+    let mut bytes = RequestHead {
+        method: &op.req.method,
+        target: &place.target,
+        authority: &sc.authority,
+        headers: &crate::redirect::with_cookie(&rendered.headers, cookie),
+        body_len: rendered.body.len(),
+        close: false,
+    }
+    .to_vec();
+    bytes.extend_from_slice(&rendered.body);
     let mut sleep = pin!(tokio::time::sleep(op.req.timeout));
     let (t_send, written) = match vu.conn {
         Some(_) => (Instant::now(), 0),
@@ -734,14 +767,58 @@ async fn request(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &ReqOp, origin: Option<I
     sleep.as_mut().reset((t_send + op.req.timeout).into());
     let outcome = vu
         .session
-        .exchange(&mut c.stream, &bytes, written, t_send, ctx.stamp, &ctx.scratch, sleep)
+        .exchange(
+            &mut c.stream,
+            &bytes,
+            written,
+            t_send,
+            ctx.stamp,
+            &ctx.scratch,
+            sleep.as_mut(),
+        )
         .await;
+    let first = Exchanged {
+        outcome,
+        t_send,
+        request_len: bytes.len(),
+        hops: 0,
+        elsewhere: false,
+    };
+    let jar = (sc.def.cookies != Cookies::Off).then_some(&mut vu.jar);
+    let ex = if op.req.redirects > 0 {
+        let req = crate::redirect::Request {
+            place: &place,
+            method: &op.req.method,
+            headers: &rendered.headers,
+            body: &rendered.body,
+            close: false,
+            limit: op.req.redirects,
+            timeout: op.req.timeout,
+            keep: op.keep,
+        };
+        // Boxed: only a redirect makes this future large.
+        Box::pin(crate::redirect::follow(
+            ctx,
+            &req,
+            jar,
+            &mut vu.session,
+            &mut vu.conn,
+            first,
+            sleep,
+        ))
+        .await
+    } else {
+        first
+    };
+    if let Some(r) = row.row() {
+        r.redirects(ex.hops);
+    }
     let expected = record_exchange(
         ctx,
         &mut vu.session,
-        &outcome,
-        bytes.len(),
-        t_send,
+        &ex.outcome,
+        ex.request_len,
+        ex.t_send,
         origin.unwrap_or(t_send),
         &op.req.expect,
         false,
@@ -749,10 +826,15 @@ async fn request(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &ReqOp, origin: Option<I
     );
     drop(row);
     let session = &vu.session;
-    match (outcome, expected) {
+    match (ex.outcome, expected) {
         (Ok(timing), Some(expected)) => {
             let done = timing.done;
+            // Over every hop, from the first request's first byte.
             let response = done - t_send;
+            if sc.def.cookies != Cookies::Off && op.req.redirects == 0 {
+                // Else `follow` stored them, from whichever origin answered.
+                crate::redirect::store_cookies(&mut vu.jar, &place, session.headers());
+            }
             flight.end(done, Some((response, expected)), !expected);
             if session.body_truncated() {
                 with_scen(ctx, |r| r.body_truncated());
@@ -775,7 +857,7 @@ async fn request(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &ReqOp, origin: Option<I
                     }
                 });
             }
-            if !session.reusable(&timing) {
+            if !ex.elsewhere && !session.reusable(&timing) {
                 close(ctx, vu.conn.take());
             }
         }
@@ -785,16 +867,26 @@ async fn request(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &ReqOp, origin: Option<I
             if !op.checks.is_empty() {
                 with_scen(ctx, |r| op.checks.iter().for_each(|&i| r.check(i, false)));
             }
-            close(ctx, vu.conn.take());
+            if !ex.elsewhere {
+                close(ctx, vu.conn.take());
+            }
         }
     }
 }
 
-/// Renders a request's bytes: request line, headers, body.
+/// A request rendered: its target, headers (without the jar's cookies) and
+/// body; plan's one writer (`RequestHead`) makes the bytes.
+struct Rendered {
+    target: String,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+/// Renders a request's target, headers and body.
 /// None when a rendered header value carries a control character (a
 /// captured or data value with a line break, say): such a request would
 /// smuggle a header or a request of its own, so it is never sent.
-fn render(sc: &Scen, vu: &mut Vu, req: &Request) -> Option<Vec<u8>> {
+fn render(sc: &Scen, vu: &mut Vu, req: &Request) -> Option<Rendered> {
     let now_ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64);
@@ -807,7 +899,7 @@ fn render(sc: &Scen, vu: &mut Vu, req: &Request) -> Option<Vec<u8>> {
         env: &sc.env,
         now_ms,
     };
-    let mut text = String::with_capacity(256);
+    let mut target = String::with_capacity(128);
     let mut scratch = String::new();
 
     // Body first: its length goes in the head.
@@ -835,70 +927,35 @@ fn render(sc: &Scen, vu: &mut Vu, req: &Request) -> Option<Vec<u8>> {
         Body::Raw(t) => (t.render(&mut cx).into_bytes(), None),
     };
 
-    text.push_str(&req.method);
-    text.push(' ');
     scratch.clear();
     scratch.push_str(&sc.plan.target.base_path);
     req.path.render_into(&mut cx, &mut scratch);
-    encode_target(&scratch, &mut text);
+    encode_target(&scratch, &mut target);
     for (i, (k, v)) in req.query.iter().enumerate() {
         let has_query = i > 0 || scratch.contains('?');
-        text.push(if has_query { '&' } else { '?' });
-        encode_component(k, &mut text);
-        text.push('=');
+        target.push(if has_query { '&' } else { '?' });
+        encode_component(k, &mut target);
+        target.push('=');
         scratch.clear();
         v.render_into(&mut cx, &mut scratch);
-        encode_component(&scratch, &mut text);
+        encode_component(&scratch, &mut target);
     }
-    text.push_str(" HTTP/1.1\r\nHost: ");
-    text.push_str(&sc.authority);
-    text.push_str("\r\n");
     let own = |name: &str| req.headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(name));
-    let mut clean = true;
-    let mut header = |k: &str, v: &throng_scenario::Template, cx: &mut Context<'_>, text: &mut String| {
-        text.push_str(k);
-        text.push_str(": ");
-        scratch.clear();
-        v.render_into(cx, &mut scratch);
-        clean &= !scratch.chars().any(throng_plan::is_forbidden_in_value);
-        text.push_str(&scratch);
-        text.push_str("\r\n");
-    };
-    for (k, v) in &sc.plan.defaults.headers {
-        if !own(k) {
-            header(k, v, &mut cx, &mut text);
+    let mut headers: Vec<(String, String)> = Vec::with_capacity(sc.plan.defaults.headers.len() + req.headers.len() + 1);
+    let defaults = sc.plan.defaults.headers.iter().filter(|(k, _)| !own(k));
+    for (k, v) in defaults.chain(&req.headers) {
+        let value = v.render(&mut cx);
+        if value.chars().any(throng_plan::is_forbidden_in_value) {
+            return None;
         }
-    }
-    for (k, v) in &req.headers {
-        header(k, v, &mut cx, &mut text);
-    }
-    if !clean {
-        return None;
-    }
-    let has = |name: &str| {
-        own(name)
-            || sc
-                .plan
-                .defaults
-                .headers
-                .iter()
-                .any(|(k, _)| k.eq_ignore_ascii_case(name))
-    };
-    if !has("user-agent") {
-        let _ = write!(text, "User-Agent: throng/{}\r\n", env!("CARGO_PKG_VERSION"));
+        headers.push((k.clone(), value));
     }
     if let Some(ct) = content_type
-        && !has("content-type")
+        && !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("content-type"))
     {
-        let _ = write!(text, "Content-Type: {ct}\r\n");
+        headers.push(("Content-Type".to_string(), ct.to_string()));
     }
-    if !body.is_empty() || matches!(req.method.as_str(), "POST" | "PUT" | "PATCH") {
-        let _ = write!(text, "Content-Length: {}\r\n", body.len());
-    }
-    text.push_str("\r\n");
-    let mut bytes = text.into_bytes();
-    bytes.extend_from_slice(&body);
-    Some(bytes)
+    Some(Rendered { target, headers, body })
 }
 
 fn write_json(j: &JsonTemplate, cx: &mut Context<'_>, out: &mut String) {

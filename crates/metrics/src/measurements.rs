@@ -54,6 +54,10 @@ pub struct Measurements {
     /// With `first_attempt_us`: seed 000's "total connect time".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_established_us: Option<u64>,
+    /// Redirects followed (hops), over all requests: a request that followed
+    /// two redirects to its final response counts 2 here and 1 in `requests`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub redirects: u64,
     /// Established connections the server closed before the client meant
     /// to (during a storm's hold).
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -276,6 +280,7 @@ impl Measurements {
             (a, b) => a.or(b),
         };
         add(&mut self.closed_by_peer, other.closed_by_peer, "closed_by_peer")?;
+        add(&mut self.redirects, other.redirects, "redirects")?;
         self.first_drop_us = match (self.first_drop_us, shifted(other.first_drop_us)) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),

@@ -73,6 +73,10 @@ pub enum ErrorClass {
     /// target), `refused` (another status), `protocol` (not an HTTP
     /// answer), `closed` (it closed before answering).
     Proxy(&'static str),
+    /// A redirect that could not be followed: `too_many` (more hops than
+    /// the request may follow), `bad_location` (no usable `Location`),
+    /// `scheme` (to an https origin from a run with no TLS set up).
+    Redirect(&'static str),
     /// Any other OS error, by errno name (e.g. `ENETUNREACH`).
     Other(&'static str),
 }
@@ -98,6 +102,7 @@ impl ErrorClass {
             ErrorClass::ProtocolError(reason) => return Cow::Owned(format!("protocol.{reason}")),
             ErrorClass::Tls(cause) => return Cow::Owned(format!("tls.{cause}")),
             ErrorClass::Proxy(why) => return Cow::Owned(format!("proxy.{why}")),
+            ErrorClass::Redirect(why) => return Cow::Owned(format!("redirect.{why}")),
             ErrorClass::Other(errno) => return Cow::Owned(format!("other.{errno}")),
         })
     }
@@ -145,6 +150,9 @@ impl ErrorClass {
             "proxy.refused" => "the proxy answered CONNECT with another status than 2xx",
             "proxy.protocol" => "the proxy's answer to CONNECT was not HTTP",
             "proxy.closed" => "the proxy closed the connection before answering CONNECT",
+            "redirect.too_many" => "a redirect past the number the request may follow (--redirects, redirects:)",
+            "redirect.bad_location" => "a redirect with no Location, or one that is not an http(s) URL",
+            "redirect.scheme" => "a redirect from http to https in a run with no TLS set up",
             n if n.starts_with("tls.") => "TLS failure",
             n if n.starts_with("protocol.") => "the server answered the handshake with an error",
             n if n.starts_with("other.") => "another OS error (named by its errno)",
@@ -219,6 +227,7 @@ mod tests {
         assert_eq!(ErrorClass::TimeoutResponse.name(), "timeout.response");
         assert_eq!(ErrorClass::Tls("unknown_ca").name(), "tls.unknown_ca");
         assert_eq!(ErrorClass::Other("ENETUNREACH").name(), "other.ENETUNREACH");
+        assert_eq!(ErrorClass::Redirect("too_many").name(), "redirect.too_many");
     }
 
     #[test]

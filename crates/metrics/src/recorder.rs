@@ -41,6 +41,7 @@ pub struct Recorder {
     first_attempt: Option<Instant>,
     last_established: Option<Instant>,
     closed_by_peer: u64,
+    redirects: u64,
     first_drop: Option<Instant>,
     last_reconnected: Option<Instant>,
     reaccepted: Option<Instant>,
@@ -167,6 +168,7 @@ impl Recorder {
             first_attempt: None,
             last_established: None,
             closed_by_peer: 0,
+            redirects: 0,
             first_drop: None,
             last_reconnected: None,
             reaccepted: None,
@@ -332,6 +334,17 @@ impl Recorder {
         self.at(now);
         self.dropped += n;
         self.point.dropped += n;
+    }
+
+    /// A request followed a redirect: one hop, with the bytes it wrote and
+    /// read (the request itself ends once, at its final response).
+    pub fn redirected(&mut self, now: Instant, sent: u64, wire_bytes: u64) {
+        self.at(now);
+        self.redirects += 1;
+        self.bytes.sent += sent;
+        self.point.bytes_sent += sent;
+        self.bytes.received += wire_bytes;
+        self.point.bytes_received += wire_bytes;
     }
 
     /// Request bytes written.
@@ -561,6 +574,7 @@ impl Recorder {
             first_attempt_us: self.first_attempt.map(|t| since(self.origin, t)),
             last_established_us: self.last_established.map(|t| since(self.origin, t)),
             closed_by_peer: self.closed_by_peer,
+            redirects: self.redirects,
             first_drop_us: self.first_drop.map(|t| since(self.origin, t)),
             last_reconnected_us: self.last_reconnected.map(|t| since(self.origin, t)),
             reconnect_gave_up: self.gave_up,

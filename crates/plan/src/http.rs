@@ -22,6 +22,9 @@ pub const DEFAULT_DURATION: Duration = Duration::from_secs(10);
 pub const DEFAULT_CONNECTIONS: u32 = 50;
 /// Open-loop connection cap when `-c` is not given.
 pub const DEFAULT_OPEN_CAP: u32 = 1000;
+/// The most redirects one request may follow (`--redirects`, a scenario's
+/// `redirects:`): more is a loop, not a site.
+pub const MAX_REDIRECTS: u32 = 100;
 /// `--timeout` when not given.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 /// The largest `--body` accepted (64 MiB): the body is held in memory once
@@ -93,6 +96,10 @@ pub struct HttpArgs {
     pub content_type: Option<String>,
     /// `--threshold`, as typed (checked by the caller, judged on the result).
     pub thresholds: Vec<String>,
+    /// `--redirects`: redirects to follow per request (None: 0).
+    pub redirects: Option<u32>,
+    /// `--cookie`, as typed: `name=value` each.
+    pub cookies: Vec<String>,
 }
 
 /// `http` or `https`.
@@ -200,6 +207,10 @@ pub struct HttpPlan {
     pub keepalive: bool,
     /// Statuses counted `ok`; any other response is `check_failed`.
     pub expect_status: StatusSet,
+    /// Redirects each request follows (0: a 3xx is the final response).
+    /// The final status is the one counted.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub redirects: u32,
     /// TLS settings (https only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls: Option<TlsSettings>,
@@ -349,9 +360,17 @@ impl HttpPlan {
             }
             headers.push(("Content-Type".to_string(), ct.to_string()));
         }
+        cookie_header(&args.cookies, &mut headers)?;
         let mut marked = args.secret_headers.clone();
         marked.extend(from_files);
         let secret_headers = secret_names(&marked, headers.iter().map(|(n, _)| n.as_str()))?;
+        let redirects = args.redirects.unwrap_or(0);
+        if redirects > MAX_REDIRECTS {
+            return Err(PlanError::invalid(
+                "--redirects",
+                format!("{redirects} is over the limit of {MAX_REDIRECTS}; give 0 to {MAX_REDIRECTS}"),
+            ));
+        }
 
         let load = match args.rate {
             Some(rate) if !(rate.is_finite() && rate > 0.0) => {
@@ -467,6 +486,13 @@ impl HttpPlan {
                     url: args.url.clone(),
                     ..RawTarget::default()
                 };
+        if several && redirects > 0 {
+            return Err(PlanError::invalid(
+                "--redirects",
+                "is not yet supported with several targets, --targets or --body-lines; run the redirecting \
+                 target on its own, or list where it leads as a target",
+            ));
+        }
         if !several {
             framing_headers(&mut headers, body.len() as u64, body_file.as_deref())?;
         }
@@ -486,6 +512,7 @@ impl HttpPlan {
             timeout,
             keepalive: !args.no_keepalive,
             expect_status: args.expect_status.unwrap_or_default(),
+            redirects,
             tls,
             segment,
             start_at_unix_ms: args.start_at_unix_ms,
@@ -802,7 +829,11 @@ impl HttpPlan {
             ", a new connection per request"
         };
         let threads = crate::count(self.threads, "thread");
-        format!("{load}, {threads}, {stop}{ka}")
+        let follow = match self.redirects {
+            0 => String::new(),
+            n => format!(", following up to {}", crate::count(n, "redirect")),
+        };
+        format!("{load}, {threads}, {stop}{ka}{follow}")
     }
 }
 
@@ -993,6 +1024,63 @@ fn parse_header(text: &str) -> Result<(String, String), PlanError> {
     Ok((name.to_string(), value.to_string()))
 }
 
+/// Adds the `--cookie name=value` pairs to the request as one `Cookie`
+/// header (after the value of a `-H Cookie:` when there is one).
+fn cookie_header(cookies: &[String], headers: &mut Vec<(String, String)>) -> Result<(), PlanError> {
+    if cookies.is_empty() {
+        return Ok(());
+    }
+    let mut pairs = Vec::with_capacity(cookies.len());
+    for (i, c) in cookies.iter().enumerate() {
+        // The value is a secret: an error names the cookie by its place,
+        // and by its name only when that is a well-formed one.
+        let (name, value) = c.split_once('=').unwrap_or(("", c));
+        let bad = |why: &str| {
+            let shown = if !name.is_empty() && name.len() <= 64 && name.bytes().all(is_token) {
+                format!(" ('{name}')")
+            } else {
+                String::new()
+            };
+            PlanError::invalid(
+                "--cookie",
+                format!(
+                    "cookie {}{shown}: {why}; expected --cookie 'name=value', e.g. --cookie 'session=abc123'",
+                    i + 1
+                ),
+            )
+        };
+        if !c.contains('=') {
+            return Err(bad("no '=' between name and value"));
+        }
+        if name.is_empty() || !name.bytes().all(is_token) {
+            return Err(bad("the name is empty or has characters a cookie name cannot have"));
+        }
+        if value
+            .bytes()
+            .any(|b| b.is_ascii_control() || b.is_ascii_whitespace() || b == b';' || b == b',' || b >= 0x80)
+        {
+            return Err(bad(
+                "the value has a space, ';', ',' or a control or non-ASCII character, which a cookie value cannot carry",
+            ));
+        }
+        pairs.push(c.as_str());
+    }
+    let joined = pairs.join("; ");
+    match headers.iter_mut().find(|(n, _)| n.eq_ignore_ascii_case("cookie")) {
+        Some((_, v)) if !v.is_empty() => {
+            v.push_str("; ");
+            v.push_str(&joined);
+        }
+        Some((_, v)) => *v = joined,
+        None => headers.push(("Cookie".to_string(), joined)),
+    }
+    Ok(())
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
 /// True for a character a header value must not carry on the wire: any
 /// control character but the horizontal tab (RFC 9110 5.5).
 pub fn is_forbidden_in_value(c: char) -> bool {
@@ -1147,10 +1235,15 @@ pub fn redact_command(text: &str) -> String {
         let after_auth_flag = at_index(&words, *start)
             .and_then(|i| i.checked_sub(1))
             .is_some_and(|i| matches!(words[i].2.as_str(), "-a" | "--basic-auth"));
+        let cookie = word
+            .strip_prefix("--cookie=")
+            .map(|_| format!("'--cookie={REDACTED}'"))
+            .or_else(|| (*start > 0 && after_cookie_flag(&words, *start)).then(|| format!("'{REDACTED}'")));
         let replaced = match header {
             _ if after_auth_flag => Some(format!("'{REDACTED}'")),
             _ if word.starts_with("--basic-auth=") => Some(format!("'--basic-auth={REDACTED}'")),
             Some((name, _)) => Some(format!("'{}: {REDACTED}'", name.trim())),
+            None if cookie.is_some() => cookie,
             None => url::Url::parse(word)
                 .ok()
                 .filter(|u| u.password().is_some())
@@ -1172,6 +1265,11 @@ pub fn redact_command(text: &str) -> String {
 /// The index of the word starting at `start`.
 fn at_index(words: &[(usize, usize, String)], start: usize) -> Option<usize> {
     words.iter().position(|w| w.0 == start)
+}
+
+/// True when the word starting at `start` follows a `--cookie` flag.
+fn after_cookie_flag(words: &[(usize, usize, String)], start: usize) -> bool {
+    words.windows(2).any(|w| w[1].0 == start && w[0].2 == "--cookie")
 }
 
 /// True when `name` is one of `secret` (lowercase names).
@@ -1360,10 +1458,60 @@ mod tests {
                 "http http://h/ -a u:pw --basic-auth=u:pw -x http://u:pw@p:3128",
                 "http http://h/ -a '<redacted>' '--basic-auth=<redacted>' -x 'http://u:***@p:3128/'",
             ),
+            (
+                "http http://h/ --cookie sid=s3cret --cookie=b=2 -c 1",
+                "http http://h/ --cookie '<redacted>' '--cookie=<redacted>' -c 1",
+            ),
         ];
         for (given, want) in cases {
             assert_eq!(redact_command(given), want, "{given}");
         }
+    }
+
+    #[test]
+    fn cookies_become_one_secret_cookie_header() {
+        let mut a = args("http://h/");
+        a.cookies = vec!["a=1".into(), "sid=s3cret".into()];
+        let p = HttpPlan::from_args(a).unwrap();
+        assert_eq!(p.headers, vec![("Cookie".to_string(), "a=1; sid=s3cret".to_string())]);
+        let wire = String::from_utf8(p.request_bytes().to_vec()).unwrap();
+        assert!(wire.contains("\r\nCookie: a=1; sid=s3cret\r\n"), "{wire}");
+        let json = serde_json::to_string(&p.redacted()).unwrap();
+        assert!(!json.contains("s3cret"), "{json}");
+        // After a -H Cookie's value, in the same header.
+        let mut a = args("http://h/");
+        a.headers = vec!["Cookie: x=0".into()];
+        a.cookies = vec!["a=1".into()];
+        assert_eq!(HttpPlan::from_args(a).unwrap().headers[0].1, "x=0; a=1");
+        for bad in ["novalue", "=1", "a b=1", "a=1;b=2", "a=x\ny", "a=\u{e9}", "x;s3cret"] {
+            let mut a = args("http://h/");
+            a.cookies = vec!["ok=1".into(), bad.into()];
+            let e = HttpPlan::from_args(a).unwrap_err();
+            assert_eq!(flag_of(e.clone()), "--cookie", "{bad}");
+            let msg = e.to_string();
+            assert!(msg.contains("cookie 2"), "{msg}");
+            let value = bad.split_once('=').map_or(bad, |(_, v)| v);
+            if value.len() > 1 {
+                assert!(!msg.contains(value), "the value is a secret: {msg}");
+            }
+        }
+    }
+
+    #[test]
+    fn redirects_default_to_none_and_are_bounded() {
+        assert_eq!(HttpPlan::from_args(args("http://h/")).unwrap().redirects, 0);
+        let mut a = args("http://h/");
+        a.redirects = Some(5);
+        assert_eq!(HttpPlan::from_args(a.clone()).unwrap().redirects, 5);
+        let p = HttpPlan::from_args(a).unwrap();
+        assert!(
+            p.describe().ends_with(", following up to 5 redirects"),
+            "{}",
+            p.describe()
+        );
+        let mut a = args("http://h/");
+        a.redirects = Some(MAX_REDIRECTS + 1);
+        assert_eq!(flag_of(HttpPlan::from_args(a).unwrap_err()), "--redirects");
     }
 
     #[test]

@@ -86,6 +86,7 @@ pub(crate) fn write_run(r: &RunResult, p: &ScenarioPlan, w: &mut dyn Write) -> i
     )?;
     let failed = req.failed() - interrupted;
     writeln!(w, "  {:<14}{} ({:.2}%)", "errors", failed, pct(failed, judged))?;
+    crate::text::write_redirects(w, m.redirects)?;
     let mut classes = req.errors.clone();
     classes.remove("interrupted");
     write_errors(w, &classes)?;

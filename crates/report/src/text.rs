@@ -9,6 +9,18 @@ use throng_result::{Plan, RunResult, per_second};
 use crate::format::{bytes, pct, us};
 
 /// Phases shown in the table, in order (those with samples).
+/// The redirects followed, when any were (http and scenario reports).
+pub(crate) fn write_redirects(w: &mut dyn Write, redirects: u64) -> io::Result<()> {
+    if redirects > 0 {
+        writeln!(
+            w,
+            "  {:<14}{} followed (hops; each request counts once, at its final response)",
+            "redirects", redirects
+        )?;
+    }
+    Ok(())
+}
+
 /// Why an open loop's request was `dropped` (text and HTML reports).
 pub(crate) const DROPPED_MEANING: &str = "no connection was free within --timeout of the intended start, \
      or -c starts were already waiting for one when it fell due";
@@ -103,6 +115,7 @@ fn write_http(r: &RunResult, p: &HttpPlan, w: &mut dyn Write) -> io::Result<()> 
             "dropped", m.dropped
         )?;
     }
+    write_redirects(w, m.redirects)?;
     let c = m.status_classes();
     writeln!(
         w,

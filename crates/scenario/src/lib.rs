@@ -17,6 +17,7 @@
 //! Nothing here does I/O except reading the data file through the caller.
 
 pub mod checks;
+pub mod cookies;
 pub mod csv;
 pub mod schedule;
 pub mod spec;
@@ -24,10 +25,11 @@ pub mod template;
 pub mod threshold;
 
 pub use checks::{Capture, CaptureFrom, Check, CheckKind, ResponseView};
+pub use cookies::CookieJar;
 pub use schedule::{ArrivalCurve, SegmentArrivals, segment_arrivals, share};
 pub use spec::{
-    BaseUrl, Body, Cursor, DataSpec, Defaults, Executor, JsonTemplate, Request, Scenario, ScenarioError, ScenarioPlan,
-    Stage, Step, TargetInputs, Think, environment, stage_names,
+    BaseUrl, Body, Cookies, Cursor, DEFAULT_REDIRECTS, DataSpec, Defaults, Executor, JsonTemplate, Request, Scenario,
+    ScenarioError, ScenarioPlan, Stage, Step, TargetInputs, Think, environment, stage_names,
 };
 pub use template::{Context, Template};
 pub use threshold::{Threshold, Verdict};

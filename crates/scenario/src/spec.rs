@@ -8,8 +8,8 @@ use validate::Validator;
 
 pub use raw::{DEFAULT_MAX_BODY, MAX_MAX_BODY};
 pub use types::{
-    BaseUrl, Body, Cursor, DataSpec, Defaults, Executor, JsonTemplate, Request, Scenario, ScenarioPlan, Stage, Step,
-    Think, stage_names,
+    BaseUrl, Body, Cookies, Cursor, DEFAULT_REDIRECTS, DataSpec, Defaults, Executor, JsonTemplate, Request, Scenario,
+    ScenarioPlan, Stage, Step, Think, stage_names,
 };
 
 mod raw;

@@ -80,6 +80,8 @@ pub fn run(c: HttpCmd) -> anyhow::Result<ExitCode> {
         body_lines,
         content_type: c.content_type,
         thresholds: c.thresholds,
+        redirects: c.redirects,
+        cookies: c.cookies,
     })?;
     let tls = match &plan.tls {
         Some(settings) => Some(super::tls::client_config(settings, Path::new(""), &[b"http/1.1"])?),

@@ -40,6 +40,7 @@ mod common;
 
 mod bounds;
 mod compare;
+mod cookies;
 mod coordinated_omission;
 mod errors;
 mod examples;
@@ -56,6 +57,7 @@ mod process_hygiene;
 mod prometheus;
 mod proxy;
 mod reach;
+mod redirects;
 mod results;
 mod run_target;
 mod scenario;

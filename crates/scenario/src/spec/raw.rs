@@ -153,6 +153,7 @@ pub(super) struct RawDefaults {
     pub(super) timeout: Option<Dur>,
     pub(super) expect: Option<Vec<RawStatus>>,
     pub(super) max_body: Option<Size>,
+    pub(super) redirects: Option<u32>,
 }
 
 /// `data: FILE` or `data: { file, cursor }`.
@@ -303,6 +304,8 @@ pub(super) struct RawScenario {
     pub(super) max_vus: Option<u64>,
     pub(super) start_time: Option<Dur>,
     pub(super) graceful_stop: Option<Dur>,
+    #[serde(default)]
+    pub(super) cookies: crate::spec::Cookies,
     pub(super) flow: Vec<RawStep>,
 }
 
@@ -380,6 +383,7 @@ pub(super) struct RawRequest {
     #[serde(default)]
     pub(super) check: BTreeMap<String, RawCheck>,
     pub(super) timeout: Option<Dur>,
+    pub(super) redirects: Option<u32>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -232,6 +232,42 @@ fn max_body_is_a_size_with_a_default_and_a_limit() {
 }
 
 #[test]
+fn redirects_and_cookies_have_defaults_and_limits() {
+    let plan = parse(GOOD).unwrap();
+    assert_eq!(plan.defaults.redirects, DEFAULT_REDIRECTS);
+    assert_eq!(plan.scenarios[0].cookies, Cookies::PerIteration);
+    let text = GOOD
+        .replacen("timeout: 5s", "timeout: 5s\n  redirects: 3", 1)
+        .replacen("path: /me", "path: /me\n                redirects: 0", 1)
+        .replacen("executor: ramping-vus", "executor: ramping-vus\n    cookies: keep", 1);
+    let plan = parse(&text).unwrap();
+    let reqs = requests(&plan.scenarios[0].flow);
+    assert_eq!(
+        (plan.defaults.redirects, reqs[0].redirects, reqs[1].redirects),
+        (3, 3, 0)
+    );
+    assert_eq!(plan.scenarios[0].cookies, Cookies::Keep);
+    rejects(
+        "timeout: 5s",
+        "timeout: 5s\n  redirects: 101",
+        "redirects: 101",
+        "over the limit of 100",
+    );
+    rejects(
+        "path: /me",
+        "path: /me\n                redirects: 1000",
+        "redirects: 1000",
+        "over the limit of 100",
+    );
+    rejects(
+        "executor: ramping-vus",
+        "executor: ramping-vus\n    cookies: sometimes",
+        "cookies",
+        "per-iteration",
+    );
+}
+
+#[test]
 fn secret_headers_are_redacted_in_the_plan_a_result_keeps() {
     let text = GOOD.replacen(
         "User-Agent: throng-test",

@@ -56,10 +56,33 @@ pub struct Defaults {
     /// Bytes of a response body that checks and captures see.
     #[serde(default = "default_max_body")]
     pub max_body: u64,
+    /// Redirects a request follows (0: a 3xx is its final response).
+    #[serde(default = "default_redirects")]
+    pub redirects: u32,
 }
 
 fn default_max_body() -> u64 {
     DEFAULT_MAX_BODY
+}
+
+/// Redirects a scenario request follows unless told otherwise (as k6).
+pub const DEFAULT_REDIRECTS: u32 = 10;
+
+fn default_redirects() -> u32 {
+    DEFAULT_REDIRECTS
+}
+
+/// How long a VU's cookie jar keeps what `Set-Cookie` put in it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Cookies {
+    /// Emptied when each iteration starts (as k6).
+    #[default]
+    PerIteration,
+    /// Kept across the VU's iterations.
+    Keep,
+    /// No jar: `Set-Cookie` is ignored (a `Cookie` header still goes as written).
+    Off,
 }
 
 /// A CSV data file.
@@ -265,6 +288,9 @@ pub struct Request {
     /// read and counted, not kept).
     #[serde(default = "default_max_body")]
     pub max_body: u64,
+    /// Redirects it follows (0: a 3xx is its final response).
+    #[serde(default = "default_redirects")]
+    pub redirects: u32,
 }
 
 /// One step of a flow.
@@ -298,6 +324,9 @@ pub struct Scenario {
     /// How long iterations in flight may finish after the executor's end.
     #[serde(with = "throng_plan::serde_duration")]
     pub graceful_stop: Duration,
+    /// The VUs' cookie jars.
+    #[serde(default)]
+    pub cookies: Cookies,
     /// One iteration.
     pub flow: Vec<Step>,
 }

@@ -226,6 +226,10 @@ impl Validator<'_> {
                 .collect::<Result<_, ScenarioError>>()?,
             timeout: raw.defaults.timeout.map_or(Duration::from_secs(10), |d| d.0),
             max_body: raw.defaults.max_body.map_or(DEFAULT_MAX_BODY, |m| m.0),
+            redirects: match raw.defaults.redirects {
+                Some(n) => self.redirects(&["defaults:", &format!("redirects: {n}")], n)?,
+                None => super::DEFAULT_REDIRECTS,
+            },
             expect: match &raw.defaults.expect {
                 Some(e) => self.statuses(&["defaults:", "expect:"], e)?,
                 None => StatusSet::default(),
@@ -615,6 +619,7 @@ impl Validator<'_> {
             executor,
             start_time: s.start_time.map_or(Duration::ZERO, |d| d.0),
             graceful_stop: s.graceful_stop.map_or(Duration::from_secs(30), |d| d.0),
+            cookies: s.cookies,
             flow,
         })
     }
@@ -842,9 +847,28 @@ impl Validator<'_> {
             checks,
             timeout: r.timeout.map_or(defaults.timeout, |d| d.0),
             max_body: r.max_body.map_or(defaults.max_body, |m| m.0),
+            redirects: match r.redirects {
+                Some(n) => self.redirects(&[&here[..], &[&format!("redirects: {n}")]].concat(), n)?,
+                None => defaults.redirects,
+            },
             name,
             method,
         })
+    }
+
+    /// A `redirects:` count: at most [`throng_plan::MAX_REDIRECTS`].
+    fn redirects(&self, path: &[&str], n: u32) -> Result<u32, ScenarioError> {
+        if n > throng_plan::MAX_REDIRECTS {
+            return Err(self.err(
+                path,
+                format!(
+                    "redirects: {n} is over the limit of {}; give 0 (do not follow) to {}",
+                    throng_plan::MAX_REDIRECTS,
+                    throng_plan::MAX_REDIRECTS
+                ),
+            ));
+        }
+        Ok(n)
     }
 
     /// Checks that every `{{NAME}}` of the scenario is a data column or a

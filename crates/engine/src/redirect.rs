@@ -1,0 +1,628 @@
+//! Following redirects: where a 3xx points (I/O-free, tested below), and
+//! the hops that go there, on the request's connection or, for another
+//! origin, on one opened for them.
+//!
+//! ```text
+//!  first exchange ─► 301/302/303/307/308 + Location ─► next_hop ─► hop request
+//!        ▲                                                             │
+//!        └──────── same origin: the request's connection ◄─────────────┤
+//!                  another origin: a connection of its own ◄───────────┘
+//! ```
+//!
+//! A request with its hops is one request: counted once, at its final
+//! response, whose status is the one checked; `latency` spans every hop,
+//! the other phases are the final exchange's. Each hop counts in
+//! `redirects` with the bytes it moved.
+
+use std::borrow::Cow;
+use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
+use std::time::{Duration, Instant};
+
+use throng_metrics::ErrorClass;
+use throng_plan::{Authority, RequestHead};
+use throng_scenario::CookieJar;
+use tokio::time::Sleep;
+
+use crate::conn::{Conn, Failed, Timing, close, open_connection_to};
+use crate::ctx::Ctx;
+use crate::exchange::Session;
+use crate::http1::Keep;
+use crate::reach::Route;
+use crate::transport::TlsClient;
+
+/// More hops than the request may follow.
+pub(crate) const TOO_MANY: ErrorClass = ErrorClass::Redirect("too_many");
+/// No `Location`, or one that is not an http(s) URL.
+pub(crate) const BAD_LOCATION: ErrorClass = ErrorClass::Redirect("bad_location");
+/// To https from a run with no TLS client.
+pub(crate) const SCHEME: ErrorClass = ErrorClass::Redirect("scheme");
+
+/// The longest `Location` followed.
+const MAX_LOCATION: usize = 8192;
+
+/// True for the statuses that are followed.
+pub(crate) fn is_redirect(status: u16) -> bool {
+    matches!(status, 301 | 302 | 303 | 307 | 308)
+}
+
+/// Where a request goes: origin and request target.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Place {
+    pub https: bool,
+    /// Name or address literal (IPv6 without brackets).
+    pub host: String,
+    pub port: u16,
+    /// Path and query.
+    pub target: String,
+}
+
+impl Place {
+    pub(crate) fn same_origin(&self, o: &Place) -> bool {
+        self.https == o.https && self.port == o.port && self.host.eq_ignore_ascii_case(&o.host)
+    }
+
+    pub(crate) fn authority(&self) -> Authority {
+        Authority::new(&self.host, self.port, if self.https { 443 } else { 80 })
+    }
+
+    fn url(&self) -> Option<url::Url> {
+        let scheme = if self.https { "https" } else { "http" };
+        let host = if self.host.contains(':') {
+            format!("[{}]", self.host)
+        } else {
+            self.host.clone()
+        };
+        url::Url::parse(&format!("{scheme}://{host}:{}{}", self.port, self.target)).ok()
+    }
+}
+
+/// The request a redirect asks for.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Hop {
+    pub place: Place,
+    pub method: String,
+    /// The body goes again (307, 308).
+    pub body: bool,
+}
+
+/// The hop a `status` response with `location` asks for, after a `method`
+/// request to `from`: 301, 302 and 303 become GET without a body (HEAD
+/// stays HEAD), 307 and 308 keep the method and body. A relative
+/// `Location` is resolved against `from`; a fragment is dropped.
+pub(crate) fn next_hop(from: &Place, method: &str, status: u16, location: Option<&str>) -> Result<Hop, ErrorClass> {
+    let location = location
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && l.len() <= MAX_LOCATION)
+        .ok_or(BAD_LOCATION)?;
+    let base = from.url().ok_or(BAD_LOCATION)?;
+    let url = base.join(location).map_err(|_| BAD_LOCATION)?;
+    let https = match url.scheme() {
+        "http" => false,
+        "https" => true,
+        _ => return Err(BAD_LOCATION),
+    };
+    let host = match url.host().ok_or(BAD_LOCATION)? {
+        url::Host::Domain(d) => d.to_string(),
+        url::Host::Ipv4(a) => a.to_string(),
+        url::Host::Ipv6(a) => a.to_string(),
+    };
+    let port = url.port_or_known_default().ok_or(BAD_LOCATION)?;
+    let mut target = url.path().to_string();
+    if let Some(q) = url.query() {
+        target.push('?');
+        target.push_str(q);
+    }
+    let (method, body) = match status {
+        307 | 308 => (method.to_string(), true),
+        _ if method.eq_ignore_ascii_case("HEAD") => (method.to_string(), false),
+        _ => ("GET".to_string(), false),
+    };
+    Ok(Hop {
+        place: Place {
+            https,
+            host,
+            port,
+            target,
+        },
+        method,
+        body,
+    })
+}
+
+/// The headers of a hop: the request's, less `Host` and the credentials
+/// (`Authorization`, `Cookie`, `Proxy-Authorization`) when it leaves the
+/// first request's origin, less `Content-Type` when the body stays behind;
+/// then `cookie` (the jar's) merged into the `Cookie` header.
+pub(crate) fn hop_headers(
+    headers: &[(String, String)],
+    same_origin: bool,
+    body: bool,
+    cookie: Option<String>,
+) -> Vec<(String, String)> {
+    let dropped = |n: &str| {
+        (!same_origin
+            && ["host", "authorization", "cookie", "proxy-authorization"]
+                .iter()
+                .any(|d| n.eq_ignore_ascii_case(d)))
+            || (!body && n.eq_ignore_ascii_case("content-type"))
+    };
+    let mut out: Vec<(String, String)> = headers.iter().filter(|(n, _)| !dropped(n)).cloned().collect();
+    if let Some(c) = cookie {
+        add_cookie(&mut out, c);
+    }
+    out
+}
+
+/// Adds `cookie` (a jar's `a=1; b=2`) to the `Cookie` header, after a value
+/// already there.
+pub(crate) fn add_cookie(headers: &mut Vec<(String, String)>, cookie: String) {
+    match headers.iter_mut().find(|(n, _)| n.eq_ignore_ascii_case("cookie")) {
+        Some((_, v)) if !v.is_empty() => {
+            v.push_str("; ");
+            v.push_str(&cookie);
+        }
+        Some((_, v)) => *v = cookie,
+        None => headers.push(("Cookie".to_string(), cookie)),
+    }
+}
+
+/// Every `Set-Cookie` of a response from `place` into `jar`.
+pub(crate) fn store_cookies(jar: &mut CookieJar, place: &Place, headers: &[(String, String)]) {
+    for (_, v) in headers.iter().filter(|(n, _)| n.eq_ignore_ascii_case("set-cookie")) {
+        jar.store(&place.host, &place.target, v);
+    }
+}
+
+/// How an HTTP run's request follows redirects (`--redirects`).
+#[derive(Debug)]
+pub(crate) struct FollowSpec {
+    pub place: Place,
+    pub method: String,
+    pub headers: Vec<(String, String)>,
+    pub body: bytes::Bytes,
+    pub limit: u32,
+}
+
+impl FollowSpec {
+    /// None when the plan follows no redirects.
+    pub(crate) fn of(plan: &throng_plan::HttpPlan) -> Option<std::sync::Arc<FollowSpec>> {
+        (plan.redirects > 0).then(|| {
+            std::sync::Arc::new(FollowSpec {
+                place: Place {
+                    https: plan.target.scheme == throng_plan::Scheme::Https,
+                    host: plan.target.host.clone(),
+                    port: plan.target.port,
+                    target: plan.target.path.clone(),
+                },
+                method: plan.method.clone(),
+                headers: plan.headers.clone(),
+                body: plan.body.clone(),
+                limit: plan.redirects,
+            })
+        })
+    }
+}
+
+/// One request of an HTTP run that follows redirects, on `conn` (open; its
+/// first `written` bytes out since `t_send`): exchange, follow, record the
+/// final response (in `row` too). The request was counted started and in
+/// flight by the caller.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn one_followed(
+    ctx: &Ctx,
+    conn: &mut Option<Conn>,
+    session: &mut Session,
+    mut sleep: Pin<&mut Sleep>,
+    t_send: Instant,
+    written: usize,
+    origin: Instant,
+    mut row: Option<&mut crate::rows::Row<'_>>,
+) {
+    let spec = &ctx.spec;
+    let (Some(f), Some(c)) = (spec.follow.as_deref(), conn.as_mut()) else {
+        // Invariant: called with a follow spec and an open connection.
+        ctx.in_flight.set(ctx.in_flight.get() - 1);
+        return;
+    };
+    let keep_server = ctx.rec.borrow().wants_first_reply();
+    let keep = Keep {
+        server: keep_server,
+        headers: true,
+        body: 0,
+    };
+    session.reset(keep);
+    sleep.as_mut().reset((t_send + spec.timeout).into());
+    let outcome = session
+        .exchange(
+            &mut c.stream,
+            &spec.request,
+            written,
+            t_send,
+            ctx.stamp,
+            &ctx.scratch,
+            sleep.as_mut(),
+        )
+        .await;
+    let first = Exchanged {
+        outcome,
+        t_send,
+        request_len: spec.request.len(),
+        hops: 0,
+        elsewhere: false,
+    };
+    let req = Request {
+        place: &f.place,
+        method: &f.method,
+        headers: &f.headers,
+        body: &f.body,
+        close: !spec.keepalive,
+        limit: f.limit,
+        timeout: spec.timeout,
+        keep,
+    };
+    let ex = follow(ctx, &req, None, session, conn, first, sleep).await;
+    ctx.in_flight.set(ctx.in_flight.get() - 1);
+    if let Some(r) = row.as_deref_mut() {
+        r.redirects(ex.hops);
+    }
+    let recorded = crate::exchange::record_exchange(
+        ctx,
+        session,
+        &ex.outcome,
+        ex.request_len,
+        ex.t_send,
+        origin,
+        &spec.expect,
+        keep_server,
+        row,
+    );
+    let keep_conn = match &ex.outcome {
+        Ok(t) => recorded.is_some() && spec.keepalive && (ex.elsewhere || session.reusable(t)),
+        Err(_) => ex.elsewhere,
+    };
+    if !keep_conn {
+        close(ctx, conn.take());
+    }
+}
+
+/// A request, for following its redirects.
+pub(crate) struct Request<'a> {
+    /// Where the first exchange went (the plan's target).
+    pub place: &'a Place,
+    pub method: &'a str,
+    /// Its headers, without `Host` unless the user gave one, and without
+    /// the jar's cookies.
+    pub headers: &'a [(String, String)],
+    pub body: &'a [u8],
+    /// `Connection: close` on every hop.
+    pub close: bool,
+    /// Redirects it may follow.
+    pub limit: u32,
+    pub timeout: Duration,
+    /// What the reader keeps of each response (headers at least).
+    pub keep: Keep,
+}
+
+/// An exchange: its outcome, when its first byte went, its size, and the
+/// hops taken to it.
+pub(crate) struct Exchanged {
+    pub outcome: Result<Timing, Failed>,
+    pub t_send: Instant,
+    pub request_len: usize,
+    pub hops: u32,
+    /// It went over a connection to another origin (closed since): the
+    /// response says nothing about the request's own connection.
+    pub elsewhere: bool,
+}
+
+/// Follows the redirects of `req`, whose first exchange (on `conn`) is
+/// `ex`, up to `req.limit`; returns the final exchange, whose response
+/// `session` holds. Every response, the final one too, stores its cookies
+/// in `jar`. Each hop has `req.timeout`.
+pub(crate) async fn follow(
+    ctx: &Ctx,
+    req: &Request<'_>,
+    mut jar: Option<&mut CookieJar>,
+    session: &mut Session,
+    conn: &mut Option<Conn>,
+    mut ex: Exchanged,
+    mut sleep: Pin<&mut Sleep>,
+) -> Exchanged {
+    let mut place = req.place.clone();
+    let mut method = req.method.to_string();
+    let mut body = true;
+    // A connection to another origin, and which one.
+    let mut other: Option<Conn> = None;
+    let mut other_place: Option<Place> = None;
+    while let Ok(timing) = ex.outcome {
+        if let Some(j) = jar.as_deref_mut() {
+            store_cookies(j, &place, session.headers());
+        }
+        let status = session.reply().status;
+        if req.limit == 0 || !is_redirect(status) {
+            break;
+        }
+        let failed = |class| {
+            Err(Failed {
+                class,
+                written: ex.request_len,
+            })
+        };
+        if ex.hops >= req.limit {
+            ex.outcome = failed(TOO_MANY);
+            break;
+        }
+        let location = session
+            .headers()
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case("location"))
+            .map(|(_, v)| v.as_str());
+        let hop = match next_hop(&place, &method, status, location) {
+            Ok(h) => h,
+            Err(class) => {
+                ex.outcome = failed(class);
+                break;
+            }
+        };
+        ctx.rec
+            .borrow_mut()
+            .redirected(timing.done, ex.request_len as u64, session.wire_bytes());
+        // The connection that carried it goes on only if it may.
+        if req.close || !session.reusable(&timing) {
+            if ex.elsewhere {
+                close(ctx, other.take());
+            } else {
+                close(ctx, conn.take());
+            }
+        }
+        let same = hop.place.same_origin(req.place);
+        body &= hop.body;
+        let cookie = jar
+            .as_deref()
+            .and_then(|j| j.header(hop.place.https, &hop.place.host, &hop.place.target));
+        let headers = hop_headers(req.headers, same, body, cookie);
+        let hop_body: &[u8] = if body { req.body } else { &[] };
+        let mut bytes = RequestHead {
+            method: &hop.method,
+            target: &hop.place.target,
+            authority: &hop.place.authority(),
+            headers: &headers,
+            body_len: hop_body.len(),
+            close: req.close,
+        }
+        .to_vec();
+        bytes.extend_from_slice(hop_body);
+        let hops = ex.hops + 1;
+        let broke = |class, t_send| Exchanged {
+            outcome: Err(Failed { class, written: 0 }),
+            t_send,
+            request_len: bytes.len(),
+            hops,
+            elsewhere: !same,
+        };
+        let slot = if same {
+            &mut *conn
+        } else {
+            if other_place.as_ref().is_none_or(|p| !p.same_origin(&hop.place)) {
+                close(ctx, other.take());
+            }
+            other_place = Some(hop.place.clone());
+            &mut other
+        };
+        let head = hop.method.eq_ignore_ascii_case("HEAD");
+        if session.head_request() != head {
+            *session = Session::new(head);
+        }
+        session.reset(req.keep);
+        let (t_send, written) = match slot {
+            Some(_) => (Instant::now(), 0),
+            None => {
+                let dest = if same {
+                    None
+                } else {
+                    match dest(ctx, &hop.place).await {
+                        Ok(d) => Some(d),
+                        Err(class) => {
+                            ex = broke(class, Instant::now());
+                            break;
+                        }
+                    }
+                };
+                let (route, tls_client) = match dest.as_ref() {
+                    Some(d) => (&d.route, d.tls.as_ref()),
+                    None => (&*ctx.spec.route, ctx.spec.tls.as_ref()),
+                };
+                let tls = tls_client.is_some();
+                // Plain TCP sends the request with the connect (see conn::connect).
+                let first: &[u8] = if tls { &[] } else { &bytes };
+                let opened = Box::pin(open_connection_to(
+                    ctx,
+                    route,
+                    tls_client,
+                    first,
+                    None,
+                    false,
+                    sleep.as_mut(),
+                    None,
+                ))
+                .await;
+                match opened {
+                    Ok(o) => {
+                        *slot = Some(o.conn);
+                        (o.sent, o.written)
+                    }
+                    Err(class) => {
+                        ex = broke(class, Instant::now());
+                        break;
+                    }
+                }
+            }
+        };
+        let Some(c) = slot.as_mut() else {
+            // Invariant: the slot was filled just above.
+            break;
+        };
+        sleep.as_mut().reset((t_send + req.timeout).into());
+        let outcome = session
+            .exchange(
+                &mut c.stream,
+                &bytes,
+                written,
+                t_send,
+                ctx.stamp,
+                &ctx.scratch,
+                sleep.as_mut(),
+            )
+            .await;
+        ex = Exchanged {
+            outcome,
+            t_send,
+            request_len: bytes.len(),
+            hops,
+            elsewhere: !same,
+        };
+        place = hop.place;
+        method = hop.method;
+    }
+    close(ctx, other.take());
+    ex
+}
+
+/// Somewhere other than the plan's target (a redirect to another origin):
+/// straight to its address (not through the run's proxy or overrides).
+struct Dest {
+    route: Route,
+    /// The plan's TLS client config with the origin's server name, or None: plain TCP.
+    tls: Option<TlsClient>,
+}
+
+/// Where to connect for another origin: its address (an address literal,
+/// else the name resolved within the timeout; a name that does not resolve
+/// is a bad location) and TLS server name.
+async fn dest(ctx: &Ctx, place: &Place) -> Result<Dest, ErrorClass> {
+    if place.https && ctx.spec.tls.is_none() {
+        return Err(SCHEME);
+    }
+    let addr = match place.host.parse::<IpAddr>() {
+        Ok(ip) => SocketAddr::new(ip, place.port),
+        Err(_) => {
+            let lookup = tokio::net::lookup_host((place.host.as_str(), place.port));
+            match tokio::time::timeout(ctx.spec.timeout, lookup).await {
+                Ok(Ok(mut addrs)) => addrs.next().ok_or(BAD_LOCATION)?,
+                Ok(Err(_)) => return Err(BAD_LOCATION),
+                Err(_) => return Err(ErrorClass::TimeoutConnect),
+            }
+        }
+    };
+    let tls = match (&ctx.spec.tls, place.https) {
+        (Some(t), true) => Some(TlsClient {
+            config: std::sync::Arc::clone(&t.config),
+            server_name: throng_tls::rustls::pki_types::ServerName::try_from(place.host.clone())
+                .map_err(|_| BAD_LOCATION)?,
+        }),
+        _ => None,
+    };
+    let route = Route {
+        addrs: vec![addr],
+        tunnel: None,
+        proxied: false,
+    };
+    Ok(Dest { route, tls })
+}
+
+/// The headers of a request as a slice, with the jar's cookie merged in
+/// when there is one.
+pub(crate) fn with_cookie(headers: &[(String, String)], cookie: Option<String>) -> Cow<'_, [(String, String)]> {
+    match cookie {
+        None => Cow::Borrowed(headers),
+        Some(c) => {
+            let mut h = headers.to_vec();
+            add_cookie(&mut h, c);
+            Cow::Owned(h)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(https: bool, host: &str, port: u16, target: &str) -> Place {
+        Place {
+            https,
+            host: host.into(),
+            port,
+            target: target.into(),
+        }
+    }
+
+    #[test]
+    fn locations_resolve_against_the_request() {
+        let from = at(false, "127.0.0.1", 8080, "/a/b?x=1");
+        let hop = |loc: &str| next_hop(&from, "GET", 302, Some(loc)).map(|h| h.place);
+        assert_eq!(hop("/x"), Ok(at(false, "127.0.0.1", 8080, "/x")));
+        assert_eq!(hop("c?d=2#frag"), Ok(at(false, "127.0.0.1", 8080, "/a/c?d=2")));
+        assert_eq!(hop("../up"), Ok(at(false, "127.0.0.1", 8080, "/up")));
+        assert_eq!(hop("http://127.0.0.2:9/z"), Ok(at(false, "127.0.0.2", 9, "/z")));
+        assert_eq!(hop("https://Example.COM/"), Ok(at(true, "example.com", 443, "/")));
+        assert_eq!(hop("//[::1]:81/v6"), Ok(at(false, "::1", 81, "/v6")));
+        for bad in ["", "   ", "ftp://h/", "http://", "http://h:99999/", "mailto:a@b"] {
+            assert_eq!(hop(bad), Err(BAD_LOCATION), "{bad:?}");
+        }
+        assert_eq!(next_hop(&from, "GET", 301, None), Err(BAD_LOCATION));
+        assert_eq!(hop(&format!("/{}", "a".repeat(MAX_LOCATION))), Err(BAD_LOCATION));
+        let v6 = at(false, "::1", 8080, "/");
+        assert_eq!(
+            next_hop(&v6, "GET", 301, Some("/x")).map(|h| h.place.authority().to_string()),
+            Ok("[::1]:8080".to_string())
+        );
+    }
+
+    #[test]
+    fn methods_and_bodies_follow_the_status() {
+        let from = at(false, "h", 80, "/");
+        let hop = |m: &str, s: u16| {
+            let h = next_hop(&from, m, s, Some("/x")).unwrap();
+            (h.method, h.body)
+        };
+        for s in [301, 302, 303] {
+            assert_eq!(hop("POST", s), ("GET".to_string(), false));
+            assert_eq!(hop("HEAD", s), ("HEAD".to_string(), false));
+        }
+        for s in [307, 308] {
+            assert_eq!(hop("POST", s), ("POST".to_string(), true));
+            assert_eq!(hop("PUT", s), ("PUT".to_string(), true));
+        }
+        assert!([301, 302, 303, 307, 308].iter().all(|&s| is_redirect(s)));
+        assert!(![300, 304, 305, 200].iter().any(|&s| is_redirect(s)));
+    }
+
+    #[test]
+    fn credentials_stay_with_their_origin() {
+        let h = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+            pairs.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect()
+        };
+        let given = h(&[
+            ("Authorization", "Bearer t"),
+            ("Cookie", "a=1"),
+            ("Host", "x"),
+            ("Content-Type", "text/plain"),
+            ("Accept", "*/*"),
+        ]);
+        assert_eq!(hop_headers(&given, true, true, None), given);
+        assert_eq!(
+            hop_headers(&given, false, false, Some("j=2".into())),
+            h(&[("Accept", "*/*"), ("Cookie", "j=2")])
+        );
+        assert_eq!(
+            hop_headers(&given, true, false, Some("j=2".into())),
+            h(&[
+                ("Authorization", "Bearer t"),
+                ("Cookie", "a=1; j=2"),
+                ("Host", "x"),
+                ("Accept", "*/*")
+            ])
+        );
+    }
+}
