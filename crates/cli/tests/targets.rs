@@ -464,6 +464,14 @@ fn bad_and_huge_inputs_are_refused_with_where_and_why() {
             "nobody.txt:2: body",
         ),
     ];
+    // A targets file past 64 MiB (sparse: nothing is written) is refused by its size.
+    let big = dir.path().join("big.txt");
+    std::fs::File::create(&big).unwrap().set_len((64 << 20) + 1).unwrap();
+    let mut cases = cases;
+    cases.push((
+        vec!["--targets".into(), big.display().to_string()],
+        "big.txt: the file is over the limit of 67108864 bytes (64 MiB)",
+    ));
     for (args, want) in cases {
         let mut all: Vec<&str> = args.iter().map(String::as_str).collect();
         all.extend(["-n", "1"]);
