@@ -606,3 +606,36 @@ fn prometheus_exports_each_target() {
     }
     assert!(!body.contains("throng_iterations_total"), "{body}");
 }
+
+/// Past 256 targets, figures per target are not kept (each costs histograms
+/// per worker): the run says so, and a threshold on a target is refused.
+#[test]
+fn many_targets_keep_the_whole_runs_figures_only() {
+    let n = LoggingNginx::start();
+    let dir = tempfile::tempdir().unwrap();
+    let list: String = (0..300).map(|i| format!("{}\n", n.url(&format!("/m{i}")))).collect();
+    let file = write(dir.path(), "many.txt", &list);
+    let run = http(&["--targets", file.to_str().unwrap(), "-n", "300", "-c", "2", "-t", "1"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let r = run.result();
+    assert_books_balance(r);
+    assert!(per_target(r).is_empty());
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n.contains("300 targets: figures per target are kept for at most 256")),
+        "{:?}",
+        r.notes
+    );
+    assert_eq!((n.count_path("/m0"), n.count_path("/m299")), (1, 1));
+    let run = http(&[
+        "--targets",
+        file.to_str().unwrap(),
+        "-n",
+        "1",
+        "--threshold",
+        "errors{target:/m0}: rate < 1%",
+    ]);
+    assert_eq!(run.code(), 2, "{}", run.stderr());
+    assert!(run.stderr().contains("at most 256 targets"), "{}", run.stderr());
+}
