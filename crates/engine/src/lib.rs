@@ -407,6 +407,7 @@ pub fn run_http(
     let finished = coordinate(launch, control, on_tick)?;
     let mut result = finished.into_result(Plan::Http(plan.redacted()), plan.is_open_loop(), control);
     result.notes.extend(plan.redaction_note());
+    result.notes.extend(plan.targets_note());
     result.segment = plan.segment.clone();
     Ok(result)
 }

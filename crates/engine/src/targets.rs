@@ -89,7 +89,10 @@ impl Pick {
             (tags, Some(rec))
         };
         // Seeded per worker and run: different workers draw different orders.
-        let seed = origin.elapsed().as_nanos() as u64 ^ (worker.wrapping_add(1)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        let seed = now ^ worker.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         let in_flight = RefCell::new(vec![0; spec.names.len()]);
         let by_origin: Vec<Vec<usize>> = if spec.origins.len() > 1 {
             let mut by = vec![Vec::new(); spec.origins.len()];

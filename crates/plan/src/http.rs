@@ -12,7 +12,8 @@ use crate::reach::{Reach, ReachArgs};
 use crate::segment::Segment;
 use crate::status::StatusSet;
 use crate::targets::{
-    MAX_TARGETS, MAX_URL_BYTES, RawTarget, Requests, TargetInfo, TargetOrder, names, split_body_lines,
+    MAX_TAGGED_TARGETS, MAX_TARGETS, MAX_URL_BYTES, RawTarget, Requests, TargetInfo, TargetOrder, names,
+    split_body_lines,
 };
 pub use crate::tls::TlsSettings;
 
@@ -708,6 +709,18 @@ impl HttpPlan {
         self.wire = Wire(table.bytes(0));
         self.body_bytes = infos[0].body_bytes;
         self.method = infos[0].method.clone();
+        if raw.len() > MAX_TAGGED_TARGETS
+            && let Some(t) = self.thresholds.iter().find(|t| t.contains("{target:"))
+        {
+            return Err(PlanError::invalid(
+                "--threshold",
+                format!(
+                    "'{t}': figures per target are kept for at most {MAX_TAGGED_TARGETS} targets and this run has \
+                     {}; judge the whole run (e.g. 'response: p(95) < 500ms') or use fewer targets",
+                    raw.len()
+                ),
+            ));
+        }
         if raw.len() > 1 {
             self.targets = infos;
         }
@@ -732,9 +745,24 @@ impl HttpPlan {
         self.requests.0.origins.clone()
     }
 
-    /// The names of the targets (`target:` tags), when there are several.
+    /// The names of the targets (`target:` tags), when there are several
+    /// and at most [`MAX_TAGGED_TARGETS`]; empty otherwise.
     pub fn target_names(&self) -> Vec<String> {
+        if self.targets.len() > MAX_TAGGED_TARGETS {
+            return Vec::new();
+        }
         self.targets.iter().map(|t| t.name.clone()).collect()
+    }
+
+    /// What a result says of a run with more targets than are tagged.
+    pub fn targets_note(&self) -> Option<String> {
+        (self.targets.len() > MAX_TAGGED_TARGETS).then(|| {
+            format!(
+                "{} targets: figures per target are kept for at most {MAX_TAGGED_TARGETS}, so this run has the \
+                 figures of all its requests only",
+                self.targets.len()
+            )
+        })
     }
 
     /// This process's segment: the plan's, or the whole.

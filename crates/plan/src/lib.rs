@@ -50,7 +50,7 @@ pub use storm::{
     StormRequest, StormScheme, StormTarget, Trigger, parse_sources, unescape,
 };
 pub use targets::{
-    MAX_BODY_LINES, MAX_REQUEST_TABLE_BYTES, MAX_TARGETS, MAX_TARGETS_FILE_BYTES, MAX_URL_BYTES, RawTarget, Requests,
-    TargetInfo, TargetOrder, parse_targets_file, split_body_lines,
+    MAX_BODY_LINES, MAX_REQUEST_TABLE_BYTES, MAX_TAGGED_TARGETS, MAX_TARGETS, MAX_TARGETS_FILE_BYTES, MAX_URL_BYTES,
+    RawTarget, Requests, TargetInfo, TargetOrder, parse_targets_file, split_body_lines,
 };
 pub use tls::{TlsGroup, TlsVersion};

@@ -172,7 +172,7 @@ impl Threshold {
     /// `count == 0`, `max < 2s over 30s`).
     pub fn parse(key: &str, expr: &str, abort_on_fail: bool, delay: Duration) -> Result<Threshold, String> {
         // Errors quote the key and expression: one line whatever they hold.
-        Threshold::parse_raw(key, expr, abort_on_fail, delay).map_err(|e| throng_plan::one_line(&e).into_owned())
+        Threshold::parse_raw(key, expr, abort_on_fail, delay, false).map_err(|e| throng_plan::one_line(&e).into_owned())
     }
 
     /// Parses one line `key: expr` (`throng http --threshold`), e.g.
@@ -186,11 +186,25 @@ impl Threshold {
                 throng_plan::one_line(text)
             ));
         };
-        Threshold::parse(&text[..at], &text[at + 1..], false, Duration::ZERO)
+        Threshold::parse_raw(&text[..at], &text[at + 1..], false, Duration::ZERO, true)
+            .map_err(|e| throng_plan::one_line(&e).into_owned())
     }
 
-    fn parse_raw(key: &str, expr: &str, abort_on_fail: bool, delay: Duration) -> Result<Threshold, String> {
+    /// `targets`: `target:` tags allowed (throng http's, not a scenario's).
+    fn parse_raw(
+        key: &str,
+        expr: &str,
+        abort_on_fail: bool,
+        delay: Duration,
+        targets: bool,
+    ) -> Result<Threshold, String> {
         let (key_metric, key_tag) = parse_metric(key)?;
+        if !targets && key_tag.as_ref().is_some_and(|(k, _)| k == "target") {
+            return Err(format!(
+                "'{key}': target: tags are throng http's (--threshold with several targets); a scenario's requests \
+                 are tagged by step, group, scenario and stage"
+            ));
+        }
         if kind(&key_metric).is_none() {
             return Err(not_a_metric(&key_metric));
         }
@@ -307,7 +321,8 @@ impl Threshold {
                 return Err(format!(
                     "'{key}: {expr}': {metric} is kept per {}, not per {t}, so {metric}{{{t}:{v}}} would never \
                      have samples",
-                    or_list(kinds)
+                    // `target:` tags are throng http's; a scenario's user is told of its own.
+                    or_list(&kinds.iter().copied().filter(|k| *k != "target").collect::<Vec<_>>())
                 ));
             }
         }
@@ -677,6 +692,23 @@ mod tests {
         ] {
             rejects(key, expr, why);
         }
+    }
+
+    #[test]
+    fn a_line_splits_after_the_tag_filter() {
+        let t = Threshold::parse_line("response{target:http://h:8080/a}: p(95) < 50ms").unwrap();
+        assert_eq!(t.tag, Some(("target".to_string(), "http://h:8080/a".to_string())));
+        assert_eq!(
+            (t.metric.as_str(), t.agg, t.op, t.value),
+            ("response", Agg::P(95.0), Op::Lt, 50_000.0)
+        );
+        let t = Threshold::parse_line("errors: rate < 1%").unwrap();
+        assert_eq!((t.metric.as_str(), t.tag.is_none()), ("errors", true));
+        assert!(Threshold::parse_line("errors{target:/a?b=1}: rate < 1%").is_ok());
+        let e = Threshold::parse("response{target:/a}", "p(95) < 1s", false, Duration::ZERO).unwrap_err();
+        assert!(e.contains("target: tags are throng http's"), "{e}");
+        let e = Threshold::parse_line("errors rate < 1%").unwrap_err();
+        assert!(e.contains("has no ':'"), "{e}");
     }
 
     #[test]

@@ -132,6 +132,13 @@ fn command_line(args: &[String]) -> anyhow::Result<(Plan, Load, Secrets)> {
     let mut secrets = Secrets::default();
     let load = match &cli.command {
         Command::Http(h) => {
+            // `--data @FILE` is a file the agents need too (`@-` has no file to ship).
+            let data_file = h
+                .data
+                .as_deref()
+                .and_then(|d| d.strip_prefix('@'))
+                .filter(|p| *p != "-")
+                .map(std::path::PathBuf::from);
             secrets.args = h.url.iter().chain(&h.more_urls).any(|u| has_userinfo(u))
                 || has_secret_header(&h.headers, &h.secret_headers)
                 || h.basic_auth.is_some()
@@ -141,6 +148,7 @@ fn command_line(args: &[String]) -> anyhow::Result<(Plan, Load, Secrets)> {
                 ("--bearer-file", &h.bearer_file),
                 ("--targets", &h.targets),
                 ("--body-lines", &h.body_lines),
+                ("--data", &data_file),
                 ("--cacert", &h.tls.cacert),
                 ("--cert", &h.tls.cert),
                 ("--key", &h.tls.key),

@@ -464,6 +464,14 @@ fn bad_and_huge_inputs_are_refused_with_where_and_why() {
             "nobody.txt:2: body",
         ),
     ];
+    // A targets file past 64 MiB (sparse: nothing is written) is refused by its size.
+    let big = dir.path().join("big.txt");
+    std::fs::File::create(&big).unwrap().set_len((64 << 20) + 1).unwrap();
+    let mut cases = cases;
+    cases.push((
+        vec!["--targets".into(), big.display().to_string()],
+        "big.txt: the file is over the limit of 67108864 bytes (64 MiB)",
+    ));
     for (args, want) in cases {
         let mut all: Vec<&str> = args.iter().map(String::as_str).collect();
         all.extend(["-n", "1"]);
@@ -597,4 +605,37 @@ fn prometheus_exports_each_target() {
         assert!(body.contains(&line), "{line} in:\n{body}");
     }
     assert!(!body.contains("throng_iterations_total"), "{body}");
+}
+
+/// Past 256 targets, figures per target are not kept (each costs histograms
+/// per worker): the run says so, and a threshold on a target is refused.
+#[test]
+fn many_targets_keep_the_whole_runs_figures_only() {
+    let n = LoggingNginx::start();
+    let dir = tempfile::tempdir().unwrap();
+    let list: String = (0..300).map(|i| format!("{}\n", n.url(&format!("/m{i}")))).collect();
+    let file = write(dir.path(), "many.txt", &list);
+    let run = http(&["--targets", file.to_str().unwrap(), "-n", "300", "-c", "2", "-t", "1"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let r = run.result();
+    assert_books_balance(r);
+    assert!(per_target(r).is_empty());
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n.contains("300 targets: figures per target are kept for at most 256")),
+        "{:?}",
+        r.notes
+    );
+    assert_eq!((n.count_path("/m0"), n.count_path("/m299")), (1, 1));
+    let run = http(&[
+        "--targets",
+        file.to_str().unwrap(),
+        "-n",
+        "1",
+        "--threshold",
+        "errors{target:/m0}: rate < 1%",
+    ]);
+    assert_eq!(run.code(), 2, "{}", run.stderr());
+    assert!(run.stderr().contains("at most 256 targets"), "{}", run.stderr());
 }
