@@ -33,6 +33,7 @@ mod ctx;
 mod errors;
 mod exchange;
 pub mod http1;
+mod http2;
 mod load;
 mod open;
 mod pacer;
@@ -307,9 +308,21 @@ pub fn run_http(
     let addr = resolve(&plan.target.host, plan.target.port)?;
     let tls = plan_tls(plan.tls.as_ref(), tls, &plan.target.host, "an https plan")?;
 
+    let h2 = plan.http == throng_plan::HttpVersion::Http2;
+    if h2 && let Some(spoke) = http2::preflight(addr, tls.as_ref(), plan.timeout) {
+        return Err(EngineError::Config(format!(
+            "--http2: {} does not speak HTTP/2 (it answered with {spoke}); leave out --http2 to run over \
+             HTTP/1.1, or point at a server with HTTP/2 enabled",
+            plan.target.url
+        )));
+    }
     // One copy of the request (and its body) for every worker: a 64 MiB
     // body stays 64 MiB however many threads send it.
     let request = plan.request_bytes();
+    let h2_spec = match h2 {
+        true => Some(http2::Spec::from_plan(plan, 1).map_err(EngineError::Config)?),
+        false => None,
+    };
     // Before the clock starts: the first responses should be stamped too.
     let _primer = stamps::Primer::start();
     let clock = plan.start_at_unix_ms.map_or_else(Clock::start, Clock::at);
@@ -318,28 +331,42 @@ pub fn run_http(
         .workers
         .into_iter()
         .map(|load| {
-            let load = match load {
+            // HTTP/2: the loops run one task per stream slot, on at most
+            // the worker's connections (see http2).
+            let streams = if h2 { u64::from(plan.streams) } else { 1 };
+            let (load, conns) = match load {
                 HttpWorkerLoad::Closed {
                     connections,
                     budget,
                     until,
-                } => WorkerLoad::Closed {
+                } => (
+                    WorkerLoad::Closed {
+                        connections: connections.saturating_mul(streams),
+                        budget,
+                        until: until.map(|d| origin + d),
+                    },
                     connections,
-                    budget,
-                    until: until.map(|d| origin + d),
-                },
+                ),
                 HttpWorkerLoad::Open {
                     arrivals,
                     cap,
                     gap,
                     warm,
-                } => WorkerLoad::Open {
-                    arrivals,
+                } => (
+                    WorkerLoad::Open {
+                        arrivals,
+                        cap: cap.saturating_mul(streams),
+                        gap,
+                        // HTTP/2 connections open with the first requests.
+                        warm: if h2 { 0 } else { warm },
+                    },
                     cap,
-                    gap,
-                    warm,
-                },
+                ),
             };
+            let h2 = h2_spec.as_ref().map(|s| http2::Spec {
+                connections: conns.max(1),
+                ..s.clone()
+            });
             WorkerSpec {
                 addr,
                 request: request.clone(),
@@ -354,6 +381,7 @@ pub fn run_http(
                 origin,
                 load,
                 rows: None,
+                h2,
             }
         })
         .collect();
@@ -862,6 +890,7 @@ pub fn run_storm(
                 nats_go: plan.client == throng_plan::ClientProfile::NatsGo,
             }),
             rows: None,
+            h2: None,
         })
         .collect();
     let launch = Launch {
@@ -987,6 +1016,7 @@ pub fn run_scenario(
                 seed: options.seed,
             }),
             rows: None,
+            h2: None,
         })
         .collect();
     // Workers cut off what outlives each scenario's graceful stop; the
