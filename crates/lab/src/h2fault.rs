@@ -58,8 +58,8 @@ pub(crate) async fn serve(stream: TcpStream, fault: Fault) -> io::Result<()> {
         };
         n += 1;
         match fault {
-            Fault::H2RstStream if n % 2 == 0 => respond.send_reset(Reason::INTERNAL_ERROR),
-            Fault::H2RefusedStream if n % 2 == 0 => respond.send_reset(Reason::REFUSED_STREAM),
+            Fault::H2RstStream if n.is_multiple_of(2) => respond.send_reset(Reason::INTERNAL_ERROR),
+            Fault::H2RefusedStream if n.is_multiple_of(2) => respond.send_reset(Reason::REFUSED_STREAM),
             Fault::H2Goaway if n == GOAWAY_AFTER => {
                 // Accepted, never answered: GOAWAY (naming this stream as
                 // the last processed), then the connection closes — it
