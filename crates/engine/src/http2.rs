@@ -307,6 +307,11 @@ pub(crate) async fn one_request(
         return;
     };
     let Some(take) = pool.take(ctx).await else {
+        if scheduled {
+            // The run stopped before a stream freed up: a scheduled start
+            // never sent.
+            ctx.rec.borrow_mut().dropped(Instant::now());
+        }
         return;
     };
     let origin = if scheduled { origin } else { Instant::now() };
