@@ -33,6 +33,7 @@ mod ctx;
 mod errors;
 mod exchange;
 pub mod http1;
+mod http2;
 mod load;
 mod open;
 mod pacer;
@@ -312,10 +313,27 @@ pub fn run_http(
     let tls_config = tls.clone();
     let tls = plan_tls(plan.tls.as_ref(), tls, &plan.target.host, "an https plan")?;
 
+    let h2 = plan.http == throng_plan::HttpVersion::Http2;
+    // The check speaks to the first address directly (not through a proxy's tunnel).
+    if h2
+        && !route.proxied
+        && let Some(&addr) = route.addrs.first()
+        && let Some(spoke) = http2::preflight(addr, tls.as_ref(), plan.timeout)
+    {
+        return Err(EngineError::Config(format!(
+            "--http2: {} does not speak HTTP/2 (it answered with {spoke}); leave out --http2 to run over \
+             HTTP/1.1, or point at a server with HTTP/2 enabled",
+            plan.target.url
+        )));
+    }
     // One copy of the request (and its body) for every worker: a 64 MiB
     // body stays 64 MiB however many threads send it.
     let request = plan.request_bytes();
     let follow = redirect::FollowSpec::of(plan);
+    let h2_spec = match h2 {
+        true => Some(http2::Spec::from_plan(plan, 1).map_err(EngineError::Config)?),
+        false => None,
+    };
     // Before the clock starts: the first responses should be stamped too.
     let _primer = stamps::Primer::start();
     let clock = plan.start_at_unix_ms.map_or_else(Clock::start, Clock::at);
@@ -346,28 +364,42 @@ pub fn run_http(
         .into_iter()
         .enumerate()
         .map(|(worker, load)| {
-            let load = match load {
+            // HTTP/2: the loops run one task per stream slot, on at most
+            // the worker's connections (see http2).
+            let streams = if h2 { u64::from(plan.streams) } else { 1 };
+            let (load, conns) = match load {
                 HttpWorkerLoad::Closed {
                     connections,
                     budget,
                     until,
-                } => WorkerLoad::Closed {
+                } => (
+                    WorkerLoad::Closed {
+                        connections: connections.saturating_mul(streams),
+                        budget,
+                        until: until.map(|d| origin + d),
+                    },
                     connections,
-                    budget,
-                    until: until.map(|d| origin + d),
-                },
+                ),
                 HttpWorkerLoad::Open {
                     arrivals,
                     cap,
                     gap,
                     warm,
-                } => WorkerLoad::Open {
-                    arrivals,
+                } => (
+                    WorkerLoad::Open {
+                        arrivals,
+                        cap: cap.saturating_mul(streams),
+                        gap,
+                        // HTTP/2 connections open with the first requests.
+                        warm: if h2 { 0 } else { warm },
+                    },
                     cap,
-                    gap,
-                    warm,
-                },
+                ),
             };
+            let h2 = h2_spec.as_ref().map(|s| http2::Spec {
+                connections: conns.max(1),
+                ..s.clone()
+            });
             WorkerSpec {
                 route: Arc::clone(&route),
                 request: request.clone(),
@@ -384,6 +416,7 @@ pub fn run_http(
                 rows: None,
                 targets: targets.clone().map(|t| (t, worker as u64, u64::from(threads))),
                 follow: follow.clone(),
+                h2,
             }
         })
         .collect();
@@ -897,6 +930,7 @@ pub fn run_storm(
             rows: None,
             targets: None,
             follow: None,
+            h2: None,
         })
         .collect();
     let launch = Launch {
@@ -1029,6 +1063,7 @@ pub fn run_scenario(
             rows: None,
             targets: None,
             follow: None,
+            h2: None,
         })
         .collect();
     // Workers cut off what outlives each scenario's graceful stop; the

@@ -89,6 +89,9 @@ pub(crate) struct WorkerSpec {
     /// `--redirects`: how an HTTP run's request follows redirects (None: it
     /// does not).
     pub follow: Option<Arc<crate::redirect::FollowSpec>>,
+    /// HTTP/2: the request's parts and the connections' streams (None:
+    /// HTTP/1.1 and every other load).
+    pub h2: Option<crate::http2::Spec>,
 }
 
 /// A worker's share of `--csv-requests`.

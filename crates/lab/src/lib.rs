@@ -34,9 +34,11 @@
 
 mod auth;
 mod fault;
+mod h2fault;
 mod http;
 mod server;
 
 pub use auth::{AuthConfig, AuthConfigError, BcryptCost};
 pub use fault::{Fault, FaultKind, HOLD_LIMIT, UnknownFault};
+pub use h2fault::{GOAWAY_AFTER, TINY_WINDOW_BODY};
 pub use server::{LabConfig, LabServer, Stall};

@@ -79,6 +79,9 @@ pub enum ErrorClass {
     Redirect(&'static str),
     /// Any other OS error, by errno name (e.g. `ENETUNREACH`).
     Other(&'static str),
+    /// An HTTP/2 failure: `refused_stream`, `goaway`, `rst_stream.CODE`,
+    /// `protocol`, `flow_control`, `not_negotiated`.
+    H2(&'static str),
 }
 
 impl ErrorClass {
@@ -104,6 +107,7 @@ impl ErrorClass {
             ErrorClass::Proxy(why) => return Cow::Owned(format!("proxy.{why}")),
             ErrorClass::Redirect(why) => return Cow::Owned(format!("redirect.{why}")),
             ErrorClass::Other(errno) => return Cow::Owned(format!("other.{errno}")),
+            ErrorClass::H2(what) => return Cow::Owned(format!("h2.{what}")),
         })
     }
 
@@ -153,6 +157,14 @@ impl ErrorClass {
             "redirect.too_many" => "a redirect past the number the request may follow (--redirects, redirects:)",
             "redirect.bad_location" => "a redirect with no Location, or one that is not an http(s) URL",
             "redirect.scheme" => "a redirect from http to https in a run with no TLS set up",
+            "h2.refused_stream" => {
+                "HTTP/2: the server refused the stream (RST_STREAM REFUSED_STREAM) before processing it"
+            }
+            "h2.goaway" => "HTTP/2: the server's GOAWAY kept the request from being sent or cut it off",
+            "h2.protocol" => "HTTP/2: a protocol error (a malformed frame, or PROTOCOL_ERROR from either side)",
+            "h2.flow_control" => "HTTP/2: a flow-control error (FLOW_CONTROL_ERROR from either side)",
+            "h2.not_negotiated" => "HTTP/2: the server did not negotiate h2 in the TLS handshake (ALPN)",
+            n if n.starts_with("h2.rst_stream.") => "HTTP/2: the server reset the stream (RST_STREAM, by error code)",
             n if n.starts_with("tls.") => "TLS failure",
             n if n.starts_with("protocol.") => "the server answered the handshake with an error",
             n if n.starts_with("other.") => "another OS error (named by its errno)",

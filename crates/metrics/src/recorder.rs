@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use crate::hist::{EncodedHist, Hist};
-use crate::measurements::{ByteCounts, FirstReply, Measurements, SeriesPoint, TlsCounts};
+use crate::measurements::{ByteCounts, FirstReply, Measurements, Multiplex, SeriesPoint, TlsCounts};
 use crate::outcome::{ErrorClass, Outcomes};
 use crate::phase::Phase;
 
@@ -54,6 +54,23 @@ pub struct Recorder {
     /// named into the series point when the second closes.
     second_errors: BTreeMap<ErrorClass, u64>,
     second_connection_errors: BTreeMap<ErrorClass, u64>,
+    /// Streams on multiplexed connections (None: HTTP/1.1).
+    mux: Option<MuxTally>,
+}
+
+/// Multiplexing counts keyed by static names (no allocation per stream).
+#[derive(Clone, Debug, Default)]
+struct MuxTally {
+    protocols: BTreeMap<&'static str, u64>,
+    requested: u64,
+    server_max: Option<u64>,
+    peak_per_connection: u64,
+    in_flight: u64,
+    peak: u64,
+    connections: u64,
+    requests: u64,
+    min_requests: u64,
+    max_requests: u64,
 }
 
 /// TLS counts keyed by static names (no allocation per handshake).
@@ -178,6 +195,7 @@ impl Recorder {
             first_wave: 0,
             second_errors: BTreeMap::new(),
             second_connection_errors: BTreeMap::new(),
+            mux: None,
         }
     }
 
@@ -200,10 +218,12 @@ impl Recorder {
     #[cold]
     fn roll(&mut self, to: u64) {
         self.close_point();
+        let streams = self.mux.as_ref().map_or(0, |m| m.in_flight);
         for second in self.second + 1..to {
             self.series.push(SeriesPoint {
                 second,
                 concurrent_max: self.open,
+                streams_max: streams,
                 ..SeriesPoint::default()
             });
         }
@@ -211,6 +231,7 @@ impl Recorder {
         self.point = SeriesPoint {
             second: to,
             concurrent_max: self.open,
+            streams_max: streams,
             ..SeriesPoint::default()
         };
     }
@@ -455,6 +476,52 @@ impl Recorder {
         self.point.concurrent_max = self.point.concurrent_max.max(self.open);
     }
 
+    /// A multiplexed connection speaking `protocol` (`h2`, `h3`) is ready;
+    /// the plan asked for `requested` streams on it and the server allows
+    /// `server_max` (None: no limit announced).
+    pub fn mux_connection(&mut self, protocol: &'static str, requested: u64, server_max: Option<u64>) {
+        let m = self.mux.get_or_insert_with(MuxTally::default);
+        *m.protocols.entry(protocol).or_default() += 1;
+        m.requested = requested;
+        m.server_max = match (m.server_max, server_max) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+    }
+
+    /// A stream opened on a multiplexed connection that now has
+    /// `on_connection` streams in flight.
+    #[inline]
+    pub fn stream_opened(&mut self, now: Instant, on_connection: u64) {
+        self.at(now);
+        let m = self.mux.get_or_insert_with(MuxTally::default);
+        m.in_flight += 1;
+        m.peak = m.peak.max(m.in_flight);
+        m.peak_per_connection = m.peak_per_connection.max(on_connection);
+        self.point.streams_max = self.point.streams_max.max(m.in_flight);
+    }
+
+    /// A stream ended (however it ended).
+    #[inline]
+    pub fn stream_closed(&mut self) {
+        if let Some(m) = self.mux.as_mut() {
+            m.in_flight = m.in_flight.saturating_sub(1);
+        }
+    }
+
+    /// A multiplexed connection closed after carrying `requests` streams.
+    pub fn mux_connection_closed(&mut self, requests: u64) {
+        let m = self.mux.get_or_insert_with(MuxTally::default);
+        m.min_requests = if m.connections == 0 {
+            requests
+        } else {
+            m.min_requests.min(requests)
+        };
+        m.max_requests = m.max_requests.max(requests);
+        m.connections += 1;
+        m.requests += requests;
+    }
+
     /// A TLS handshake completed after `d` (a `tls` sample).
     pub fn tls_handshake(&mut self, now: Instant, d: Duration, h: Handshake) {
         self.phase(now, Phase::Tls, d);
@@ -582,6 +649,17 @@ impl Recorder {
             handshake_out_of_turn: self.out_of_turn.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
             addresses: self.addresses.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
             scenario: None,
+            multiplex: self.mux.map(|m| Multiplex {
+                protocols: m.protocols.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+                streams_requested: m.requested,
+                server_max_streams: m.server_max,
+                peak_streams_per_connection: m.peak_per_connection,
+                peak_streams: m.peak,
+                connections: m.connections,
+                requests: m.requests,
+                min_requests_per_connection: m.min_requests,
+                max_requests_per_connection: m.max_requests,
+            }),
         }
     }
 }
@@ -631,6 +709,46 @@ mod tests {
 
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)
+    }
+
+    #[test]
+    fn streams_are_counted_per_connection_and_per_second() {
+        let t0 = Instant::now();
+        let mut r = Recorder::new(t0);
+        assert!(r.clone().finish(t0).multiplex.is_none(), "HTTP/1.1 results have none");
+        r.mux_connection("h2", 10, Some(4));
+        r.mux_connection("h2", 10, Some(3));
+        for i in 1..=4 {
+            r.stream_opened(t0 + ms(10), i);
+        }
+        for _ in 0..3 {
+            r.stream_closed();
+        }
+        // One stream stays in flight through seconds 1 and 2.
+        r.phase(t0 + ms(2500), Phase::Wait, ms(1));
+        r.stream_closed();
+        r.mux_connection_closed(7);
+        r.mux_connection_closed(2);
+        let m = r.finish(t0 + ms(2600));
+        let x = m.multiplex.unwrap();
+        assert_eq!(x.protocols.get("h2"), Some(&2));
+        assert_eq!((x.streams_requested, x.server_max_streams), (10, Some(3)));
+        assert_eq!((x.peak_streams_per_connection, x.peak_streams), (4, 4));
+        assert_eq!((x.connections, x.requests), (2, 9));
+        assert_eq!((x.min_requests_per_connection, x.max_requests_per_connection), (2, 7));
+        let per_second: Vec<u64> = m.series.iter().map(|p| p.streams_max).collect();
+        assert_eq!(per_second, [4, 1, 1]);
+
+        let mut a = x.clone();
+        a.merge(&x).unwrap();
+        assert_eq!((a.connections, a.requests, a.peak_streams), (4, 18, 8));
+        assert_eq!((a.min_requests_per_connection, a.max_requests_per_connection), (2, 7));
+        let mut empty = crate::Multiplex::default();
+        empty.merge(&x).unwrap();
+        assert_eq!(
+            empty.min_requests_per_connection, 2,
+            "an empty side does not pull the minimum to 0"
+        );
     }
 
     #[test]

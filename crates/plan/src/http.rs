@@ -66,6 +66,12 @@ pub struct HttpArgs {
     pub timeout: Option<Duration>,
     /// `--no-keepalive`.
     pub no_keepalive: bool,
+    /// `--http2`.
+    pub http2: bool,
+    /// `--http3` (refused until HTTP/3 lands).
+    pub http3: bool,
+    /// `--streams`.
+    pub streams: Option<u32>,
     /// `--expect-status`.
     pub expect_status: Option<StatusSet>,
     /// TLS flags (`--cacert`, `--cert`, `--key`, `--insecure`, `--tls-*`).
@@ -145,6 +151,65 @@ impl Target {
     }
 }
 
+/// The most concurrent streams `--streams` may ask for per connection.
+pub const MAX_STREAMS: u32 = 10_000;
+/// The most streams one plan may keep in flight (`-c` × `--streams`).
+pub const MAX_STREAMS_IN_FLIGHT: u64 = 200_000;
+
+/// The HTTP version a plan speaks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum HttpVersion {
+    /// HTTP/1.1: one request at a time per connection.
+    #[default]
+    #[serde(rename = "http/1.1")]
+    Http1,
+    /// HTTP/2: ALPN `h2` over TLS, prior knowledge (h2c) over plain TCP;
+    /// streams multiplexed on each connection.
+    #[serde(rename = "h2")]
+    Http2,
+    /// HTTP/3 over QUIC.
+    #[serde(rename = "h3")]
+    Http3,
+}
+
+impl HttpVersion {
+    /// True for HTTP/1.1 (the default, left out of result files).
+    pub fn is_http1(&self) -> bool {
+        *self == HttpVersion::Http1
+    }
+
+    /// True when streams are multiplexed on a connection (HTTP/2, HTTP/3).
+    pub fn is_multiplexed(&self) -> bool {
+        !self.is_http1()
+    }
+
+    /// The ALPN protocol id: `http/1.1`, `h2`, `h3`.
+    pub fn alpn(&self) -> &'static str {
+        match self {
+            HttpVersion::Http1 => "http/1.1",
+            HttpVersion::Http2 => "h2",
+            HttpVersion::Http3 => "h3",
+        }
+    }
+
+    /// The name users read: `HTTP/1.1`, `HTTP/2`, `HTTP/3`.
+    pub fn label(&self) -> &'static str {
+        match self {
+            HttpVersion::Http1 => "HTTP/1.1",
+            HttpVersion::Http2 => "HTTP/2",
+            HttpVersion::Http3 => "HTTP/3",
+        }
+    }
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
+}
+
+fn one() -> u32 {
+    1
+}
+
 /// Closed or open loop.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "model", rename_all = "lowercase")]
@@ -206,6 +271,15 @@ pub struct HttpPlan {
     pub timeout: Duration,
     /// Reuse connections (false: one connection per request).
     pub keepalive: bool,
+    /// The HTTP version spoken (left out of result files for HTTP/1.1, so
+    /// files of earlier versions read back as HTTP/1.1).
+    #[serde(default, skip_serializing_if = "HttpVersion::is_http1")]
+    pub http: HttpVersion,
+    /// Most concurrent streams per connection (`--streams`; 1 for
+    /// HTTP/1.1). The server's SETTINGS_MAX_CONCURRENT_STREAMS may cap it
+    /// further at run time; the result says so.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub streams: u32,
     /// Statuses counted `ok`; any other response is `check_failed`.
     pub expect_status: StatusSet,
     /// Redirects each request follows (0: a 3xx is the final response).
@@ -446,6 +520,35 @@ impl HttpPlan {
         // Every worker owns at least one connection.
         let threads = threads.min(mine);
 
+        let http = http_version(args.http2, args.http3, &target)?;
+        let streams = match (args.streams, http) {
+            (None, _) => 1,
+            (Some(_), HttpVersion::Http1) => {
+                return Err(PlanError::invalid(
+                    "--streams",
+                    "multiplexes streams on HTTP/2 connections; add --http2, or leave --streams out \
+                     (HTTP/1.1 sends one request at a time per connection: raise -c instead)",
+                ));
+            }
+            (Some(n), _) if n == 0 || n > MAX_STREAMS => {
+                return Err(PlanError::invalid(
+                    "--streams",
+                    format!("must be between 1 and {MAX_STREAMS} streams per connection, e.g. --streams 10"),
+                ));
+            }
+            (Some(n), _) => n,
+        };
+        if u64::from(connections) * u64::from(streams) > MAX_STREAMS_IN_FLIGHT {
+            return Err(PlanError::invalid(
+                "--streams",
+                format!(
+                    "-c {connections} × --streams {streams} asks for more than {MAX_STREAMS_IN_FLIGHT} streams in \
+                     flight (each is a task with its own state); lower -c or --streams, or split the load over \
+                     processes with --segment"
+                ),
+            ));
+        }
+
         let timeout = args.timeout.unwrap_or(DEFAULT_TIMEOUT);
         if timeout.is_zero() {
             return Err(PlanError::invalid(
@@ -487,6 +590,17 @@ impl HttpPlan {
                     url: args.url.clone(),
                     ..RawTarget::default()
                 };
+        if !http.is_http1() && (several || redirects > 0) {
+            return Err(PlanError::invalid(
+                "--http2",
+                format!(
+                    "{} is not yet supported together with several targets, --targets, --body-lines or \
+                     --redirects; run one target over {} at a time",
+                    http.label(),
+                    http.label()
+                ),
+            ));
+        }
         if several && redirects > 0 {
             return Err(PlanError::invalid(
                 "--redirects",
@@ -512,6 +626,8 @@ impl HttpPlan {
             stop,
             timeout,
             keepalive: !args.no_keepalive,
+            http,
+            streams,
             expect_status: args.expect_status.unwrap_or_default(),
             redirects,
             tls,
@@ -861,7 +977,35 @@ impl HttpPlan {
             0 => String::new(),
             n => format!(", following up to {}", crate::count(n, "redirect")),
         };
-        format!("{load}, {threads}, {stop}{ka}{follow}")
+        let version = if self.http.is_http1() {
+            String::new()
+        } else {
+            format!(
+                ", {}, up to {} per connection",
+                self.http.label(),
+                crate::count(self.streams, "stream")
+            )
+        };
+        format!("{load}, {threads}, {stop}{ka}{version}{follow}")
+    }
+}
+
+/// `--http2`/`--http3` into the version spoken; HTTP/3 is not built yet.
+fn http_version(http2: bool, http3: bool, target: &Target) -> Result<HttpVersion, PlanError> {
+    match (http2, http3) {
+        (true, true) => Err(PlanError::invalid(
+            "--http2/--http3",
+            "give one of them: a run speaks one HTTP version",
+        )),
+        (_, true) => Err(PlanError::invalid(
+            "--http3",
+            format!(
+                "HTTP/3 is not supported by this build of throng yet; run {} over HTTP/2 (--http2) or HTTP/1.1",
+                target.url
+            ),
+        )),
+        (true, _) => Ok(HttpVersion::Http2),
+        _ => Ok(HttpVersion::Http1),
     }
 }
 
@@ -1700,6 +1844,83 @@ mod tests {
         let e = HttpPlan::from_args(a).unwrap_err().to_string();
         assert!(e.starts_with("--targets: f.txt:9: scheme 'ftp'"), "{e}");
         assert_eq!(flag_of(HttpPlan::from_args(args("")).unwrap_err()), "URL");
+    }
+
+    #[test]
+    fn http2_and_streams_are_validated() {
+        let p = HttpPlan::from_args(HttpArgs {
+            http2: true,
+            streams: Some(10),
+            ..args("https://example.test/")
+        })
+        .unwrap();
+        assert_eq!((p.http, p.streams), (HttpVersion::Http2, 10));
+        assert_eq!(p.http.alpn(), "h2");
+        assert!(
+            p.describe().ends_with("HTTP/2, up to 10 streams per connection"),
+            "{}",
+            p.describe()
+        );
+        let json = serde_json::to_string(&p.redacted()).unwrap();
+        assert!(
+            json.contains(r#""http":"h2""#) && json.contains(r#""streams":10"#),
+            "{json}"
+        );
+        let back: HttpPlan = serde_json::from_str(&json).unwrap();
+        assert_eq!((back.http, back.streams), (HttpVersion::Http2, 10));
+
+        let h1 = HttpPlan::from_args(args("http://example.test/")).unwrap();
+        assert_eq!((h1.http, h1.streams), (HttpVersion::Http1, 1));
+        // HTTP/1.1 plans are written as before (no new fields), and files
+        // written before the fields existed read back as HTTP/1.1.
+        let json = serde_json::to_string(&h1).unwrap();
+        assert!(!json.contains("\"http\":") && !json.contains("streams"), "{json}");
+        let back: HttpPlan = serde_json::from_str(&json).unwrap();
+        assert_eq!((back.http, back.streams), (HttpVersion::Http1, 1));
+
+        for (a, flag) in [
+            (
+                HttpArgs {
+                    streams: Some(2),
+                    ..args("http://x/")
+                },
+                "--streams",
+            ),
+            (
+                HttpArgs {
+                    http2: true,
+                    streams: Some(0),
+                    ..args("http://x/")
+                },
+                "--streams",
+            ),
+            (
+                HttpArgs {
+                    http2: true,
+                    streams: Some(MAX_STREAMS + 1),
+                    ..args("http://x/")
+                },
+                "--streams",
+            ),
+            (
+                HttpArgs {
+                    http3: true,
+                    ..args("http://x/")
+                },
+                "--http3",
+            ),
+            (
+                HttpArgs {
+                    http2: true,
+                    connections: Some(1000),
+                    streams: Some(MAX_STREAMS),
+                    ..args("http://x/")
+                },
+                "--streams",
+            ),
+        ] {
+            assert_eq!(flag_of(HttpPlan::from_args(a).unwrap_err()), flag);
+        }
     }
 
     #[test]

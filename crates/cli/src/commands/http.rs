@@ -62,6 +62,9 @@ pub fn run(c: HttpCmd) -> anyhow::Result<ExitCode> {
         secret_headers: c.secret_headers,
         timeout: c.timeout,
         no_keepalive: c.no_keepalive,
+        http2: c.http2,
+        http3: c.http3,
+        streams: c.streams,
         expect_status: c.expect_status,
         tls: super::tls::settings(&c.tls),
         cores: throng_engine::sys::cores(),
@@ -84,7 +87,11 @@ pub fn run(c: HttpCmd) -> anyhow::Result<ExitCode> {
         cookies: c.cookies,
     })?;
     let tls = match &plan.tls {
-        Some(settings) => Some(super::tls::client_config(settings, Path::new(""), &[b"http/1.1"])?),
+        Some(settings) => Some(super::tls::client_config(
+            settings,
+            Path::new(""),
+            &[plan.http.alpn().as_bytes()],
+        )?),
         None => None,
     };
     super::export::check_outputs(&[

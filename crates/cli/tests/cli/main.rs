@@ -49,6 +49,7 @@ mod export;
 mod faults;
 mod hostile_results;
 mod html;
+mod http2;
 mod http_nginx;
 mod inputs;
 mod nats;
