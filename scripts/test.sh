@@ -10,6 +10,8 @@ command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need+=(nginx-light
 command -v nats-server >/dev/null 2>&1 || [ -x /usr/sbin/nats-server ] || need+=(nats-server)
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 command -v htpasswd >/dev/null 2>&1 || need+=(apache2-utils)
+# Peak memory of a throng run is read by GNU time (crates/cli/tests/cli/hostile_results.rs).
+[ -x /usr/bin/time ] || need+=(time)
 # The HTML report is checked in a real browser (crates/cli/tests/cli/html.rs).
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 # The A/B examples (crates/cli/tests/cli/examples.rs): a WAF and a NAT.

@@ -8,13 +8,14 @@
 
 use crate::common;
 
+use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
-use common::{lab, throng};
+use common::lab;
 use hdrhistogram::Histogram;
 use hdrhistogram::serialization::{Serializer as _, V2DeflateSerializer};
 use serde_json::Value;
@@ -43,14 +44,31 @@ struct Ran {
     max_rss_kb: i64,
 }
 
-/// Runs `throng ARGS`, measuring its peak memory with wait4; killed (and
-/// failed) after 60 s.
-// The child is reaped by wait4 (which also reports its memory), not by
-// `Child::wait`.
-#[allow(clippy::zombie_processes)]
+/// Runs `throng ARGS`, measuring its peak memory; killed (and failed)
+/// after 60 s.
+///
+/// The peak is read by GNU time, which forks throng from its own small
+/// process: a child spawned straight from this test binary (one process for
+/// every test module, hundreds of MB) would report this binary's peak
+/// instead, since Linux keeps the peak of the memory a process had before
+/// `exec` — and posix_spawn's child shares ours until then.
 fn run(args: &[&str]) -> Ran {
-    let mut child = throng()
+    static RUNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let time = Path::new("/usr/bin/time");
+    assert!(
+        time.exists(),
+        "/usr/bin/time (GNU time) measures peak memory here: apt-get install time (scripts/test.sh does)"
+    );
+    let n = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let rss_file = std::env::temp_dir().join(format!("throng-hostile-rss-{}-{n}", std::process::id()));
+    let mut child = std::process::Command::new(time)
+        .arg("-f")
+        .arg("%M")
+        .arg("-o")
+        .arg(&rss_file)
+        .arg(env!("CARGO_BIN_EXE_throng"))
         .args(args)
+        .process_group(0)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -65,34 +83,35 @@ fn run(args: &[&str]) -> Ran {
     };
     let out = drain(Box::new(child.stdout.take().unwrap()));
     let err = drain(Box::new(child.stderr.take().unwrap()));
-    let pid = child.id() as libc::pid_t;
     let deadline = Instant::now() + Duration::from_secs(60);
-    let (status, usage) = loop {
-        let mut status = 0;
-        // SAFETY: rusage is plain data; wait4 writes it for our own child.
-        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-        let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
-        if r == pid {
-            break (status, usage);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
         }
-        assert!(r == 0, "wait4: {}", std::io::Error::last_os_error());
         if Instant::now() > deadline {
-            let _ = child.kill();
+            // time and throng: the whole group.
+            // SAFETY: kill(2) with a process group we made; no memory involved.
+            unsafe { libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL) };
             let _ = child.wait();
             panic!("throng {args:?} did not finish within 60 s");
         }
         std::thread::sleep(Duration::from_millis(10));
     };
-    let code = if libc::WIFEXITED(status) {
-        libc::WEXITSTATUS(status)
-    } else {
-        128 + libc::WTERMSIG(status)
-    };
+    // GNU time exits with throng's status (128 + N for signal N).
+    let code = status.code().unwrap_or(128);
+    let measured = std::fs::read_to_string(&rss_file).unwrap_or_default();
+    let _ = std::fs::remove_file(&rss_file);
+    // "Command exited with non-zero status 2" comes first when it did.
+    let max_rss_kb = measured
+        .lines()
+        .filter_map(|l| l.trim().parse::<i64>().ok())
+        .next_back()
+        .unwrap_or_else(|| panic!("GNU time wrote no peak memory for {args:?}: {measured:?}"));
     Ran {
         code,
         stdout: out.join().unwrap(),
         stderr: err.join().unwrap(),
-        max_rss_kb: usage.ru_maxrss,
+        max_rss_kb,
     }
 }
 
