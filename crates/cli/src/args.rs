@@ -627,6 +627,11 @@ pub struct ServeCmd {
     /// rst-mid-body, tls-alert, nats-auth-error, …; the README lists them all)
     #[arg(long = "fault", value_name = "NAME", conflicts_with_all = ["stall_every", "stall_for"])]
     pub fault: Option<String>,
+    /// Serve HTTP/3 over QUIC on UDP --listen, with the certificate of --tls DIR; --fault then
+    /// takes an HTTP/3 fault (h3-reset-stream, h3-close-connection, h3-silent, h3-no-handshake,
+    /// h3-one-stream)
+    #[arg(long = "http3", requires = "tls", conflicts_with_all = ["stall_every", "stall_for", "mtls"])]
+    pub http3: bool,
 }
 
 #[derive(Debug, Args)]
