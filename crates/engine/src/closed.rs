@@ -14,6 +14,12 @@ use crate::exchange::{Session, one_request};
 /// its connections.
 struct Budget(Cell<Option<u64>>);
 
+impl crate::http3::Take for Budget {
+    fn take(&self) -> bool {
+        Budget::take(self)
+    }
+}
+
 impl Budget {
     fn take(&self) -> bool {
         match self.0.get() {
@@ -42,7 +48,18 @@ pub(crate) fn start(ctx: &Rc<Ctx>, connections: u64, budget: Option<u64>, until:
     }
     let budget = Rc::new(Budget(Cell::new(budget)));
     for _ in 0..connections {
-        tokio::task::spawn_local(closed_task(ctx.task(), Rc::clone(&budget)));
+        match &ctx.spec.h3 {
+            Some(h3) => {
+                tokio::task::spawn_local(crate::http3::closed_connection(
+                    ctx.task(),
+                    Rc::clone(&budget),
+                    std::sync::Arc::clone(h3),
+                ));
+            }
+            None => {
+                tokio::task::spawn_local(closed_task(ctx.task(), Rc::clone(&budget)));
+            }
+        }
     }
 }
 

@@ -33,6 +33,7 @@ mod ctx;
 mod errors;
 mod exchange;
 pub mod http1;
+mod http3;
 mod load;
 mod open;
 mod pacer;
@@ -305,6 +306,7 @@ pub fn run_http(
     let loads = plan.worker_loads(threads);
     check_fds(loads.connections, threads)?;
     let addr = resolve(&plan.target.host, plan.target.port)?;
+    let h3 = http3_spec(plan, tls.as_deref())?;
     let tls = plan_tls(plan.tls.as_ref(), tls, &plan.target.host, "an https plan")?;
 
     // One copy of the request (and its body) for every worker: a 64 MiB
@@ -354,6 +356,7 @@ pub fn run_http(
                 origin,
                 load,
                 rows: None,
+                h3: h3.clone(),
             }
         })
         .collect();
@@ -379,6 +382,27 @@ pub fn run_http(
     result.notes.extend(plan.redaction_note());
     result.segment = plan.segment.clone();
     Ok(result)
+}
+
+/// The HTTP/3 client of an HTTP/3 plan (None for any other).
+fn http3_spec(plan: &HttpPlan, tls: Option<&ClientConfig>) -> Result<Option<Arc<http3::H3Spec>>, EngineError> {
+    let Some(streams) = http3::plan_streams(plan) else {
+        return Ok(None);
+    };
+    if plan.is_open_loop() {
+        return Err(EngineError::Config(
+            "--http3 runs closed loops only in this version: use -c/--streams with -n or -d instead of -r".into(),
+        ));
+    }
+    let (Some(settings), Some(tls)) = (plan.tls.as_ref(), tls) else {
+        return Err(EngineError::Config(
+            "--http3 needs an https:// URL (QUIC is always encrypted)".into(),
+        ));
+    };
+    let name = settings.server_name.clone().unwrap_or_else(|| plan.target.host.clone());
+    http3::H3Spec::new(plan, tls, name, streams)
+        .map(|s| Some(Arc::new(s)))
+        .map_err(EngineError::Config)
 }
 
 /// The run's clocks, read together so that wall-clock and monotonic times
@@ -862,6 +886,7 @@ pub fn run_storm(
                 nats_go: plan.client == throng_plan::ClientProfile::NatsGo,
             }),
             rows: None,
+            h3: None,
         })
         .collect();
     let launch = Launch {
@@ -987,6 +1012,7 @@ pub fn run_scenario(
                 seed: options.seed,
             }),
             rows: None,
+            h3: None,
         })
         .collect();
     // Workers cut off what outlives each scenario's graceful stop; the

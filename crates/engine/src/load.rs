@@ -83,6 +83,8 @@ pub(crate) struct WorkerSpec {
     pub load: WorkerLoad,
     /// `--csv-requests`: where this worker writes its rows.
     pub rows: Option<RowSpec>,
+    /// HTTP/3: the QUIC client and the request (None: every other protocol).
+    pub h3: Option<Arc<crate::http3::H3Spec>>,
 }
 
 /// A worker's share of `--csv-requests`.

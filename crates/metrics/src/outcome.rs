@@ -69,6 +69,12 @@ pub enum ErrorClass {
     Tls(&'static str),
     /// Any other OS error, by errno name (e.g. `ENETUNREACH`).
     Other(&'static str),
+    /// A QUIC failure: `handshake_timeout`, `idle_timeout`,
+    /// `stateless_reset`, `closed.CODE` (a transport error code), …
+    Quic(&'static str),
+    /// An HTTP/3 failure: `closed.CODE` (the connection, by application
+    /// error code), `stream_reset.CODE`, `goaway`, `protocol`, `header_too_big`.
+    H3(&'static str),
 }
 
 impl ErrorClass {
@@ -92,6 +98,8 @@ impl ErrorClass {
             ErrorClass::ProtocolError(reason) => return Cow::Owned(format!("protocol.{reason}")),
             ErrorClass::Tls(cause) => return Cow::Owned(format!("tls.{cause}")),
             ErrorClass::Other(errno) => return Cow::Owned(format!("other.{errno}")),
+            ErrorClass::Quic(what) => return Cow::Owned(format!("quic.{what}")),
+            ErrorClass::H3(what) => return Cow::Owned(format!("h3.{what}")),
         })
     }
 
@@ -129,6 +137,16 @@ impl ErrorClass {
             "protocol" => "malformed response",
             "check_failed" => "response arrived but its status or a check failed",
             "interrupted" => "still in flight when the run ended",
+            "quic.handshake_timeout" => "the QUIC handshake did not complete within --timeout",
+            "quic.idle_timeout" => "the QUIC connection heard nothing from the server for its idle timeout",
+            "quic.stateless_reset" => "the server no longer knew the QUIC connection (stateless reset)",
+            "h3.goaway" => "HTTP/3: the server's GOAWAY kept the request from being sent",
+            "h3.protocol" => "HTTP/3: a protocol error (a malformed frame or response)",
+            "h3.header_too_big" => "HTTP/3: a header section larger than the peer allows",
+            n if n.starts_with("quic.closed.") => "the server closed the QUIC connection (by transport error code)",
+            n if n.starts_with("h3.closed.") => "HTTP/3: the server closed the connection (by error code)",
+            n if n.starts_with("h3.stream_reset.") => "HTTP/3: the server reset the request's stream (by error code)",
+            n if n.starts_with("quic.") => "a QUIC failure",
             n if n.starts_with("tls.") => "TLS failure",
             n if n.starts_with("protocol.") => "the server answered the handshake with an error",
             n if n.starts_with("other.") => "another OS error (named by its errno)",
@@ -197,6 +215,11 @@ mod tests {
         assert_eq!(ErrorClass::TimeoutResponse.name(), "timeout.response");
         assert_eq!(ErrorClass::Tls("unknown_ca").name(), "tls.unknown_ca");
         assert_eq!(ErrorClass::Other("ENETUNREACH").name(), "other.ENETUNREACH");
+        assert_eq!(ErrorClass::Quic("idle_timeout").name(), "quic.idle_timeout");
+        assert_eq!(
+            ErrorClass::H3("closed.H3_EXCESSIVE_LOAD").name(),
+            "h3.closed.H3_EXCESSIVE_LOAD"
+        );
     }
 
     #[test]
