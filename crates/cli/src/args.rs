@@ -369,6 +369,17 @@ pub struct HttpCmd {
     /// Open a new connection for every request (Connection: close)
     #[arg(long = "no-keepalive")]
     pub no_keepalive: bool,
+    /// Speak HTTP/2: ALPN h2 over https:// (refused before the run if the server does not
+    /// negotiate it), prior knowledge (h2c) over http://
+    #[arg(long = "http2")]
+    pub http2: bool,
+    /// Speak HTTP/3 over QUIC (UDP) to an https:// URL; closed loops only (no -r)
+    #[arg(long = "http3")]
+    pub http3: bool,
+    /// With --http2/--http3: most concurrent streams per connection (h2load's -m); the server's
+    /// SETTINGS_MAX_CONCURRENT_STREAMS (QUIC: MAX_STREAMS) caps it [default: 1]
+    #[arg(long = "streams", value_name = "N")]
+    pub streams: Option<u32>,
     /// Statuses that count as ok, e.g. 200,401 or 2xx [default: 200-399]
     #[arg(long = "expect-status", value_name = "LIST", value_parser = StatusSet::parse)]
     pub expect_status: Option<StatusSet>,

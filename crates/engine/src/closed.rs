@@ -68,7 +68,7 @@ pub(crate) fn start(ctx: &Rc<Ctx>, connections: u64, budget: Option<u64>, until:
 async fn closed_task(guard: TaskGuard, budget: Rc<Budget>) {
     let ctx = &guard.0;
     let mut conn: Option<Conn> = None;
-    let mut session = Session::new(ctx.spec.head_request);
+    let mut session = Session::for_worker(ctx);
     let mut sleep = pin!(tokio::time::sleep(Duration::from_secs(3600)));
     while !ctx.stopping.get() && budget.take() {
         let start = Instant::now();

@@ -40,6 +40,8 @@ pub(crate) struct Ctx {
     pub(crate) reconnecting: Cell<u64>,
     pub(crate) live_tasks: Cell<u64>,
     pub(crate) done_notify: Notify,
+    /// An HTTP/2 plan's connections (None: HTTP/1.1 and every other load).
+    pub(crate) h2: Option<crate::http2::Pool>,
 }
 
 impl Ctx {

@@ -9,8 +9,8 @@
 //!  Session::Http1(ResponseReader) ── http1::exchange ── Transport (tcp | tls)
 //! ```
 //!
-//! A protocol is a variant of [`Session`]: HTTP/2 goes beside `Http1`, and
-//! the loops do not change. An enum, not a trait object: the one match per
+//! A protocol is a variant of [`Session`]: HTTP/2 sits beside `Http1` as a
+//! stream slot (crate::http2), and the loops do not change. An enum, not a trait object: the one match per
 //! call compiles to a direct call while there is one variant.
 
 use std::cell::RefCell;
@@ -32,6 +32,9 @@ use crate::transport::Transport;
 pub(crate) enum Session {
     /// HTTP/1.1: one request, then its response.
     Http1(ResponseReader),
+    /// HTTP/2: a stream slot; it borrows a stream of one of the worker's
+    /// pooled connections per request (see crate::http2).
+    Http2(crate::http2::Slot),
 }
 
 impl Session {
@@ -41,10 +44,20 @@ impl Session {
         Session::Http1(ResponseReader::new(head_request))
     }
 
+    /// A session in the protocol the worker's plan speaks: HTTP/2 stream
+    /// slots when it has an HTTP/2 pool, else HTTP/1.1.
+    pub(crate) fn for_worker(ctx: &Ctx) -> Self {
+        match ctx.h2 {
+            Some(_) => Session::Http2(crate::http2::Slot::new(ctx.spec.head_request)),
+            None => Session::new(ctx.spec.head_request),
+        }
+    }
+
     /// True when its requests are `HEAD`.
     pub(crate) fn head_request(&self) -> bool {
         match self {
             Session::Http1(r) => r.head_request(),
+            Session::Http2(s) => s.head_request(),
         }
     }
 
@@ -53,6 +66,7 @@ impl Session {
     pub(crate) fn reset(&mut self, keep: Keep) {
         match self {
             Session::Http1(r) => r.reset(keep),
+            Session::Http2(_) => {}
         }
     }
 
@@ -73,6 +87,12 @@ impl Session {
     ) -> Result<Timing, Failed> {
         match self {
             Session::Http1(r) => http1::exchange(stream, request, written, t_send, stamped, r, scratch, sleep).await,
+            // HTTP/2 slots exchange through crate::http2::one_request; a
+            // caller that asks here gets a protocol failure, not a hang.
+            Session::Http2(_) => Err(Failed {
+                class: ErrorClass::Protocol,
+                written,
+            }),
         }
     }
 
@@ -85,6 +105,7 @@ impl Session {
                 header_bytes: r.header_bytes,
                 body_bytes: r.body_bytes,
             },
+            Session::Http2(s) => s.reply(),
         }
     }
 
@@ -93,6 +114,7 @@ impl Session {
     pub(crate) fn wire_bytes(&self) -> u64 {
         match self {
             Session::Http1(r) => r.wire_bytes,
+            Session::Http2(s) => s.wire_bytes(),
         }
     }
 
@@ -102,6 +124,7 @@ impl Session {
     pub(crate) fn reusable(&self, timing: &Timing) -> bool {
         match self {
             Session::Http1(r) => !r.close && !timing.extra,
+            Session::Http2(_) => true,
         }
     }
 
@@ -109,6 +132,7 @@ impl Session {
     pub(crate) fn take_server(&mut self) -> Option<String> {
         match self {
             Session::Http1(r) => r.take_server(),
+            Session::Http2(s) => s.server.take(),
         }
     }
 
@@ -116,6 +140,7 @@ impl Session {
     pub(crate) fn headers(&self) -> &[(String, String)] {
         match self {
             Session::Http1(r) => r.headers(),
+            Session::Http2(_) => &[],
         }
     }
 
@@ -123,6 +148,7 @@ impl Session {
     pub(crate) fn body(&self) -> &[u8] {
         match self {
             Session::Http1(r) => r.body(),
+            Session::Http2(_) => &[],
         }
     }
 
@@ -130,6 +156,7 @@ impl Session {
     pub(crate) fn body_truncated(&self) -> bool {
         match self {
             Session::Http1(r) => r.body_truncated,
+            Session::Http2(_) => false,
         }
     }
 }
@@ -218,6 +245,10 @@ pub(crate) async fn one_request(
     origin: Instant,
     scheduled: bool,
 ) {
+    if let Session::Http2(_) = session {
+        // Boxed: keeps HTTP/1.1's task as small as it was.
+        return Box::pin(crate::http2::one_request(ctx, session, sleep, origin, scheduled)).await;
+    }
     ctx.rec.borrow_mut().request_started();
     ctx.in_flight.set(ctx.in_flight.get() + 1);
     let spec = &ctx.spec;

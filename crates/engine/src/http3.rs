@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::{Buf, Bytes};
-use throng_metrics::{ErrorClass, Phase, Reply};
+use throng_metrics::{ErrorClass, Handshake, Phase, Reply};
 use throng_plan::HttpPlan;
 
 use crate::ctx::{Ctx, TaskGuard};
@@ -39,6 +39,11 @@ pub(crate) struct H3Spec {
     pub uri: http::Uri,
     pub headers: http::HeaderMap,
     pub body: Bytes,
+    /// The request's size as counted in `sent`: its header fields decoded
+    /// (name, value and 4 bytes each, pseudo-headers included, as
+    /// received headers are counted) and its body. QPACK's wire size is
+    /// not known.
+    pub request_len: u64,
     /// Requests in flight per connection, at most (the server's
     /// MAX_STREAMS may allow fewer: opening a stream then waits).
     pub streams: u32,
@@ -104,7 +109,20 @@ impl H3Spec {
         if !plan.body.is_empty() && !headers.contains_key(http::header::CONTENT_LENGTH) {
             headers.insert(http::header::CONTENT_LENGTH, http::HeaderValue::from(plan.body.len()));
         }
+        let pseudo = [
+            (":method", method.as_str().len()),
+            (":scheme", 5),
+            (":authority", uri.authority().map_or(0, |a| a.as_str().len())),
+            (":path", uri.path_and_query().map_or(1, |p| p.as_str().len())),
+        ];
+        let request_len = pseudo.iter().map(|(n, v)| n.len() + v + 4).sum::<usize>()
+            + headers
+                .iter()
+                .map(|(n, v)| n.as_str().len() + v.len() + 4)
+                .sum::<usize>()
+            + plan.body.len();
         Ok(H3Spec {
+            request_len: request_len as u64,
             client,
             server_name,
             method,
@@ -206,7 +224,16 @@ async fn open(ctx: &Ctx, h3: &H3Spec) -> Result<(quinn::Endpoint, quinn::Connect
     let mut rec = ctx.rec.borrow_mut();
     match result {
         Ok((endpoint, quic, driver, send, handshake)) => {
-            rec.phase(handshake, Phase::Tls, handshake - started);
+            // QUIC carries TLS 1.3 (RFC 9001); quinn does not say which
+            // group and suite were chosen.
+            let h = Handshake {
+                version: "TLSv1_3",
+                group: "",
+                cipher: "",
+                resumed: false,
+                hello_retry: false,
+            };
+            rec.tls_handshake(handshake, handshake - started, h);
             rec.connection_established(handshake, false);
             // quinn does not tell the peer's MAX_STREAMS: opening a stream
             // past it waits, so the peak per connection shows the cap.
@@ -329,7 +356,7 @@ async fn exchange(ctx: &Ctx, h3: &H3Spec, send: &mut SendRequest, state: &ConnSt
         ctx.rec.borrow_mut().stream_closed();
     }
     ctx.in_flight.set(ctx.in_flight.get() - 1);
-    let request_len = h3.body.len() as u64;
+    let request_len = h3.request_len;
     let mut rec = ctx.rec.borrow_mut();
     match outcome {
         Ok(d) => {
@@ -581,15 +608,3 @@ mod tests {
         assert_eq!(transport_class(0x100 + 99).name(), "tls.alert");
     }
 }
-
-// TEMPORARY until the h2 branch's plan and recorder land.
-pub(crate) fn plan_streams(_plan: &HttpPlan) -> Option<u32> {
-    std::env::var("THRONG_TMP_H3").ok().and_then(|v| v.parse().ok())
-}
-trait TmpMux {
-    fn mux_connection(&mut self, _p: &'static str, _r: u64, _s: Option<u64>) {}
-    fn stream_opened(&mut self, _now: Instant, _n: u64) {}
-    fn stream_closed(&mut self) {}
-    fn mux_connection_closed(&mut self, _n: u64) {}
-}
-impl TmpMux for throng_metrics::Recorder {}

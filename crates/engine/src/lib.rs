@@ -33,6 +33,7 @@ mod ctx;
 mod errors;
 mod exchange;
 pub mod http1;
+mod http2;
 mod http3;
 mod load;
 mod open;
@@ -309,9 +310,21 @@ pub fn run_http(
     let h3 = http3_spec(plan, tls.as_deref())?;
     let tls = plan_tls(plan.tls.as_ref(), tls, &plan.target.host, "an https plan")?;
 
+    let h2 = plan.http == throng_plan::HttpVersion::Http2;
+    if h2 && let Some(spoke) = http2::preflight(addr, tls.as_ref(), plan.timeout) {
+        return Err(EngineError::Config(format!(
+            "--http2: {} does not speak HTTP/2 (it answered with {spoke}); leave out --http2 to run over \
+             HTTP/1.1, or point at a server with HTTP/2 enabled",
+            plan.target.url
+        )));
+    }
     // One copy of the request (and its body) for every worker: a 64 MiB
     // body stays 64 MiB however many threads send it.
     let request = plan.request_bytes();
+    let h2_spec = match h2 {
+        true => Some(http2::Spec::from_plan(plan, 1).map_err(EngineError::Config)?),
+        false => None,
+    };
     // Before the clock starts: the first responses should be stamped too.
     let _primer = stamps::Primer::start();
     let clock = plan.start_at_unix_ms.map_or_else(Clock::start, Clock::at);
@@ -320,28 +333,42 @@ pub fn run_http(
         .workers
         .into_iter()
         .map(|load| {
-            let load = match load {
+            // HTTP/2: the loops run one task per stream slot, on at most
+            // the worker's connections (see http2).
+            let streams = if h2 { u64::from(plan.streams) } else { 1 };
+            let (load, conns) = match load {
                 HttpWorkerLoad::Closed {
                     connections,
                     budget,
                     until,
-                } => WorkerLoad::Closed {
+                } => (
+                    WorkerLoad::Closed {
+                        connections: connections.saturating_mul(streams),
+                        budget,
+                        until: until.map(|d| origin + d),
+                    },
                     connections,
-                    budget,
-                    until: until.map(|d| origin + d),
-                },
+                ),
                 HttpWorkerLoad::Open {
                     arrivals,
                     cap,
                     gap,
                     warm,
-                } => WorkerLoad::Open {
-                    arrivals,
+                } => (
+                    WorkerLoad::Open {
+                        arrivals,
+                        cap: cap.saturating_mul(streams),
+                        gap,
+                        // HTTP/2 connections open with the first requests.
+                        warm: if h2 { 0 } else { warm },
+                    },
                     cap,
-                    gap,
-                    warm,
-                },
+                ),
             };
+            let h2 = h2_spec.as_ref().map(|s| http2::Spec {
+                connections: conns.max(1),
+                ..s.clone()
+            });
             WorkerSpec {
                 addr,
                 request: request.clone(),
@@ -356,6 +383,7 @@ pub fn run_http(
                 origin,
                 load,
                 rows: None,
+                h2,
                 h3: h3.clone(),
             }
         })
@@ -384,23 +412,17 @@ pub fn run_http(
     Ok(result)
 }
 
-/// The HTTP/3 client of an HTTP/3 plan (None for any other).
+/// The HTTP/3 client of an HTTP/3 plan (None for any other). The plan
+/// made sure it is https and a closed loop.
 fn http3_spec(plan: &HttpPlan, tls: Option<&ClientConfig>) -> Result<Option<Arc<http3::H3Spec>>, EngineError> {
-    let Some(streams) = http3::plan_streams(plan) else {
+    if plan.http != throng_plan::HttpVersion::Http3 {
         return Ok(None);
-    };
-    if plan.is_open_loop() {
-        return Err(EngineError::Config(
-            "--http3 runs closed loops only in this version: use -c/--streams with -n or -d instead of -r".into(),
-        ));
     }
     let (Some(settings), Some(tls)) = (plan.tls.as_ref(), tls) else {
-        return Err(EngineError::Config(
-            "--http3 needs an https:// URL (QUIC is always encrypted)".into(),
-        ));
+        return Err(EngineError::Tls("--http3 needs a TLS client configuration".into()));
     };
     let name = settings.server_name.clone().unwrap_or_else(|| plan.target.host.clone());
-    http3::H3Spec::new(plan, tls, name, streams)
+    http3::H3Spec::new(plan, tls, name, plan.streams)
         .map(|s| Some(Arc::new(s)))
         .map_err(EngineError::Config)
 }
@@ -886,6 +908,7 @@ pub fn run_storm(
                 nats_go: plan.client == throng_plan::ClientProfile::NatsGo,
             }),
             rows: None,
+            h2: None,
             h3: None,
         })
         .collect();
@@ -1012,6 +1035,7 @@ pub fn run_scenario(
                 seed: options.seed,
             }),
             rows: None,
+            h2: None,
             h3: None,
         })
         .collect();

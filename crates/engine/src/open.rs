@@ -155,7 +155,7 @@ fn spawn_open_task(open: &Rc<Open>, warm: bool) {
 async fn open_task(guard: TaskGuard, open: Rc<Open>, id: usize, warm: bool) {
     let ctx = &guard.0;
     let mut conn: Option<Conn> = None;
-    let mut session = Session::new(ctx.spec.head_request);
+    let mut session = Session::for_worker(ctx);
     let mut sleep = pin!(tokio::time::sleep(Duration::from_secs(3600)));
     if warm {
         // Boxed: see one_request.

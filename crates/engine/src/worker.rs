@@ -78,6 +78,7 @@ pub(crate) fn run(
         )?)),
         None => None,
     };
+    let h2 = spec.h2.clone().map(crate::http2::Pool::new);
     let ctx = Rc::new(Ctx {
         rec: RefCell::new(Recorder::new(origin)),
         scenario: RefCell::new(None),
@@ -101,6 +102,7 @@ pub(crate) fn run(
         reconnecting: Cell::new(0),
         live_tasks: Cell::new(0),
         done_notify: Notify::new(),
+        h2,
     });
 
     let local = LocalSet::new();
@@ -194,6 +196,9 @@ pub(crate) fn run(
     });
     // Dropping the LocalSet cancels whatever is still running (abort).
     drop(local);
+    if let Some(pool) = &ctx.h2 {
+        pool.close_all(&ctx);
+    }
 
     let finished = Instant::now();
     let mut rec = ctx.rec.replace(Recorder::new(origin));

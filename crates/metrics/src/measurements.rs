@@ -84,6 +84,63 @@ pub struct Measurements {
     /// A scenario run's tags, checks, iterations, groups and VUs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scenario: Option<crate::scenario::ScenarioStats>,
+    /// Streams on multiplexed connections (HTTP/2, HTTP/3); absent for
+    /// HTTP/1.1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multiplex: Option<Multiplex>,
+}
+
+/// How requests were multiplexed on connections (HTTP/2, HTTP/3).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Multiplex {
+    /// Connections by the protocol they negotiated (`h2`, `h3`).
+    pub protocols: BTreeMap<String, u64>,
+    /// Streams per connection the plan asked for (`--streams`).
+    pub streams_requested: u64,
+    /// The lowest SETTINGS_MAX_CONCURRENT_STREAMS a server announced
+    /// (None: no limit announced).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_max_streams: Option<u64>,
+    /// The most streams in flight at once on one connection.
+    pub peak_streams_per_connection: u64,
+    /// The most streams in flight at once. Exact for one worker; across
+    /// workers the sum of their peaks (an upper bound), as for connections.
+    pub peak_streams: u64,
+    /// Connections closed after carrying streams.
+    pub connections: u64,
+    /// Streams (requests) those connections carried.
+    pub requests: u64,
+    /// The fewest and the most requests one of them carried.
+    pub min_requests_per_connection: u64,
+    /// See `min_requests_per_connection`.
+    pub max_requests_per_connection: u64,
+}
+
+impl Multiplex {
+    /// Adds `o`'s counts; an error when a sum passes 2^64 - 1.
+    pub fn merge(&mut self, o: &Multiplex) -> Result<(), HistError> {
+        add_all(&mut self.protocols, &o.protocols, "multiplex.protocols")?;
+        self.streams_requested = self.streams_requested.max(o.streams_requested);
+        self.server_max_streams = match (self.server_max_streams, o.server_max_streams) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.peak_streams_per_connection = self.peak_streams_per_connection.max(o.peak_streams_per_connection);
+        add(&mut self.peak_streams, o.peak_streams, "multiplex.peak_streams")?;
+        self.min_requests_per_connection = match (self.connections, o.connections) {
+            (0, _) => o.min_requests_per_connection,
+            (_, 0) => self.min_requests_per_connection,
+            _ => self.min_requests_per_connection.min(o.min_requests_per_connection),
+        };
+        self.max_requests_per_connection = self.max_requests_per_connection.max(o.max_requests_per_connection);
+        add(&mut self.connections, o.connections, "multiplex.connections")?;
+        add(&mut self.requests, o.requests, "multiplex.requests")
+    }
+
+    /// Requests per closed connection, on average (None: none closed).
+    pub fn requests_per_connection(&self) -> Option<f64> {
+        (self.connections > 0).then(|| self.requests as f64 / self.connections as f64)
+    }
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -188,6 +245,10 @@ pub struct SeriesPoint {
     pub connection_error_classes: BTreeMap<String, u64>,
     /// Highest number of connections open at once during this second.
     pub concurrent_max: u64,
+    /// Highest number of streams in flight at once during this second
+    /// (multiplexed protocols; across workers the sum of their peaks).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub streams_max: u64,
     /// This second's samples per phase, kept encoded (a long run has many
     /// seconds; decoded histograms are tens of KB each).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -214,6 +275,7 @@ impl SeriesPoint {
             "series.connection_errors",
         )?;
         add(&mut self.concurrent_max, o.concurrent_max, "series.concurrent_max")?;
+        add(&mut self.streams_max, o.streams_max, "series.streams_max")?;
         add_all(&mut self.error_classes, &o.error_classes, "series.error_classes")?;
         add_all(
             &mut self.connection_error_classes,
@@ -316,6 +378,11 @@ impl Measurements {
         match (&mut self.tls, &other.tls) {
             (Some(mine), Some(theirs)) => mine.merge(theirs)?,
             (None, Some(theirs)) => self.tls = Some(theirs.clone()),
+            _ => {}
+        }
+        match (&mut self.multiplex, &other.multiplex) {
+            (Some(mine), Some(theirs)) => mine.merge(theirs)?,
+            (None, Some(theirs)) => self.multiplex = Some(theirs.clone()),
             _ => {}
         }
 

@@ -69,6 +69,9 @@ pub enum ErrorClass {
     Tls(&'static str),
     /// Any other OS error, by errno name (e.g. `ENETUNREACH`).
     Other(&'static str),
+    /// An HTTP/2 failure: `refused_stream`, `goaway`, `rst_stream.CODE`,
+    /// `protocol`, `flow_control`, `not_negotiated`.
+    H2(&'static str),
     /// A QUIC failure: `handshake_timeout`, `idle_timeout`,
     /// `stateless_reset`, `closed.CODE` (a transport error code), …
     Quic(&'static str),
@@ -98,6 +101,7 @@ impl ErrorClass {
             ErrorClass::ProtocolError(reason) => return Cow::Owned(format!("protocol.{reason}")),
             ErrorClass::Tls(cause) => return Cow::Owned(format!("tls.{cause}")),
             ErrorClass::Other(errno) => return Cow::Owned(format!("other.{errno}")),
+            ErrorClass::H2(what) => return Cow::Owned(format!("h2.{what}")),
             ErrorClass::Quic(what) => return Cow::Owned(format!("quic.{what}")),
             ErrorClass::H3(what) => return Cow::Owned(format!("h3.{what}")),
         })
@@ -137,6 +141,14 @@ impl ErrorClass {
             "protocol" => "malformed response",
             "check_failed" => "response arrived but its status or a check failed",
             "interrupted" => "still in flight when the run ended",
+            "h2.refused_stream" => {
+                "HTTP/2: the server refused the stream (RST_STREAM REFUSED_STREAM) before processing it"
+            }
+            "h2.goaway" => "HTTP/2: the server's GOAWAY kept the request from being sent or cut it off",
+            "h2.protocol" => "HTTP/2: a protocol error (a malformed frame, or PROTOCOL_ERROR from either side)",
+            "h2.flow_control" => "HTTP/2: a flow-control error (FLOW_CONTROL_ERROR from either side)",
+            "h2.not_negotiated" => "HTTP/2: the server did not negotiate h2 in the TLS handshake (ALPN)",
+            n if n.starts_with("h2.rst_stream.") => "HTTP/2: the server reset the stream (RST_STREAM, by error code)",
             "quic.handshake_timeout" => "the QUIC handshake did not complete within --timeout",
             "quic.idle_timeout" => "the QUIC connection heard nothing from the server for its idle timeout",
             "quic.stateless_reset" => "the server no longer knew the QUIC connection (stateless reset)",

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use crate::hist::{EncodedHist, Hist};
-use crate::measurements::{ByteCounts, FirstReply, Measurements, SeriesPoint, TlsCounts};
+use crate::measurements::{ByteCounts, FirstReply, Measurements, Multiplex, SeriesPoint, TlsCounts};
 use crate::outcome::{ErrorClass, Outcomes};
 use crate::phase::Phase;
 
@@ -51,6 +51,23 @@ pub struct Recorder {
     /// named into the series point when the second closes.
     second_errors: BTreeMap<ErrorClass, u64>,
     second_connection_errors: BTreeMap<ErrorClass, u64>,
+    /// Streams on multiplexed connections (None: HTTP/1.1).
+    mux: Option<MuxTally>,
+}
+
+/// Multiplexing counts keyed by static names (no allocation per stream).
+#[derive(Clone, Debug, Default)]
+struct MuxTally {
+    protocols: BTreeMap<&'static str, u64>,
+    requested: u64,
+    server_max: Option<u64>,
+    peak_per_connection: u64,
+    in_flight: u64,
+    peak: u64,
+    connections: u64,
+    requests: u64,
+    min_requests: u64,
+    max_requests: u64,
 }
 
 /// TLS counts keyed by static names (no allocation per handshake).
@@ -173,6 +190,7 @@ impl Recorder {
             first_wave: 0,
             second_errors: BTreeMap::new(),
             second_connection_errors: BTreeMap::new(),
+            mux: None,
         }
     }
 
@@ -195,10 +213,12 @@ impl Recorder {
     #[cold]
     fn roll(&mut self, to: u64) {
         self.close_point();
+        let streams = self.mux.as_ref().map_or(0, |m| m.in_flight);
         for second in self.second + 1..to {
             self.series.push(SeriesPoint {
                 second,
                 concurrent_max: self.open,
+                streams_max: streams,
                 ..SeriesPoint::default()
             });
         }
@@ -206,6 +226,7 @@ impl Recorder {
         self.point = SeriesPoint {
             second: to,
             concurrent_max: self.open,
+            streams_max: streams,
             ..SeriesPoint::default()
         };
     }
@@ -433,6 +454,52 @@ impl Recorder {
         self.point.concurrent_max = self.point.concurrent_max.max(self.open);
     }
 
+    /// A multiplexed connection speaking `protocol` (`h2`, `h3`) is ready;
+    /// the plan asked for `requested` streams on it and the server allows
+    /// `server_max` (None: no limit announced).
+    pub fn mux_connection(&mut self, protocol: &'static str, requested: u64, server_max: Option<u64>) {
+        let m = self.mux.get_or_insert_with(MuxTally::default);
+        *m.protocols.entry(protocol).or_default() += 1;
+        m.requested = requested;
+        m.server_max = match (m.server_max, server_max) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+    }
+
+    /// A stream opened on a multiplexed connection that now has
+    /// `on_connection` streams in flight.
+    #[inline]
+    pub fn stream_opened(&mut self, now: Instant, on_connection: u64) {
+        self.at(now);
+        let m = self.mux.get_or_insert_with(MuxTally::default);
+        m.in_flight += 1;
+        m.peak = m.peak.max(m.in_flight);
+        m.peak_per_connection = m.peak_per_connection.max(on_connection);
+        self.point.streams_max = self.point.streams_max.max(m.in_flight);
+    }
+
+    /// A stream ended (however it ended).
+    #[inline]
+    pub fn stream_closed(&mut self) {
+        if let Some(m) = self.mux.as_mut() {
+            m.in_flight = m.in_flight.saturating_sub(1);
+        }
+    }
+
+    /// A multiplexed connection closed after carrying `requests` streams.
+    pub fn mux_connection_closed(&mut self, requests: u64) {
+        let m = self.mux.get_or_insert_with(MuxTally::default);
+        m.min_requests = if m.connections == 0 {
+            requests
+        } else {
+            m.min_requests.min(requests)
+        };
+        m.max_requests = m.max_requests.max(requests);
+        m.connections += 1;
+        m.requests += requests;
+    }
+
     /// A TLS handshake completed after `d` (a `tls` sample).
     pub fn tls_handshake(&mut self, now: Instant, d: Duration, h: Handshake) {
         self.phase(now, Phase::Tls, d);
@@ -444,7 +511,10 @@ impl Recorder {
         if !h.group.is_empty() {
             *t.groups.entry(h.group).or_default() += 1;
         }
-        *t.ciphers.entry(h.cipher).or_default() += 1;
+        // Empty when not known (quinn does not say which suite QUIC's TLS chose).
+        if !h.cipher.is_empty() {
+            *t.ciphers.entry(h.cipher).or_default() += 1;
+        }
     }
 
     /// A connection attempt failed.
@@ -558,6 +628,17 @@ impl Recorder {
             first_reaccepted_us: self.reaccepted.map(|t| since(self.origin, t)),
             handshake_out_of_turn: self.out_of_turn.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
             scenario: None,
+            multiplex: self.mux.map(|m| Multiplex {
+                protocols: m.protocols.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+                streams_requested: m.requested,
+                server_max_streams: m.server_max,
+                peak_streams_per_connection: m.peak_per_connection,
+                peak_streams: m.peak,
+                connections: m.connections,
+                requests: m.requests,
+                min_requests_per_connection: m.min_requests,
+                max_requests_per_connection: m.max_requests,
+            }),
         }
     }
 }

@@ -58,6 +58,12 @@ pub struct HttpArgs {
     pub timeout: Option<Duration>,
     /// `--no-keepalive`.
     pub no_keepalive: bool,
+    /// `--http2`.
+    pub http2: bool,
+    /// `--http3`.
+    pub http3: bool,
+    /// `--streams`.
+    pub streams: Option<u32>,
     /// `--expect-status`.
     pub expect_status: Option<StatusSet>,
     /// TLS flags (`--cacert`, `--cert`, `--key`, `--insecure`, `--tls-*`).
@@ -110,6 +116,63 @@ impl Target {
         };
         Authority::new(&self.host, self.port, default)
     }
+}
+
+/// The most concurrent streams `--streams` may ask for per connection.
+pub const MAX_STREAMS: u32 = 10_000;
+
+/// The HTTP version a plan speaks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum HttpVersion {
+    /// HTTP/1.1: one request at a time per connection.
+    #[default]
+    #[serde(rename = "http/1.1")]
+    Http1,
+    /// HTTP/2: ALPN `h2` over TLS, prior knowledge (h2c) over plain TCP;
+    /// streams multiplexed on each connection.
+    #[serde(rename = "h2")]
+    Http2,
+    /// HTTP/3 over QUIC.
+    #[serde(rename = "h3")]
+    Http3,
+}
+
+impl HttpVersion {
+    /// True for HTTP/1.1 (the default, left out of result files).
+    pub fn is_http1(&self) -> bool {
+        *self == HttpVersion::Http1
+    }
+
+    /// True when streams are multiplexed on a connection (HTTP/2, HTTP/3).
+    pub fn is_multiplexed(&self) -> bool {
+        !self.is_http1()
+    }
+
+    /// The ALPN protocol id: `http/1.1`, `h2`, `h3`.
+    pub fn alpn(&self) -> &'static str {
+        match self {
+            HttpVersion::Http1 => "http/1.1",
+            HttpVersion::Http2 => "h2",
+            HttpVersion::Http3 => "h3",
+        }
+    }
+
+    /// The name users read: `HTTP/1.1`, `HTTP/2`, `HTTP/3`.
+    pub fn label(&self) -> &'static str {
+        match self {
+            HttpVersion::Http1 => "HTTP/1.1",
+            HttpVersion::Http2 => "HTTP/2",
+            HttpVersion::Http3 => "HTTP/3",
+        }
+    }
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
+}
+
+fn one() -> u32 {
+    1
 }
 
 /// Closed or open loop.
@@ -173,6 +236,15 @@ pub struct HttpPlan {
     pub timeout: Duration,
     /// Reuse connections (false: one connection per request).
     pub keepalive: bool,
+    /// The HTTP version spoken (left out of result files for HTTP/1.1, so
+    /// files of earlier versions read back as HTTP/1.1).
+    #[serde(default, skip_serializing_if = "HttpVersion::is_http1")]
+    pub http: HttpVersion,
+    /// Most concurrent streams per connection (`--streams`; 1 for
+    /// HTTP/1.1). The server's SETTINGS_MAX_CONCURRENT_STREAMS may cap it
+    /// further at run time; the result says so.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub streams: u32,
     /// Statuses counted `ok`; any other response is `check_failed`.
     pub expect_status: StatusSet,
     /// TLS settings (https only).
@@ -306,6 +378,25 @@ impl HttpPlan {
         // Every worker owns at least one connection.
         let threads = threads.min(mine);
 
+        let http = http_version(args.http2, args.http3, &target, args.rate)?;
+        let streams = match (args.streams, http) {
+            (None, _) => 1,
+            (Some(_), HttpVersion::Http1) => {
+                return Err(PlanError::invalid(
+                    "--streams",
+                    "multiplexes streams on HTTP/2 and HTTP/3 connections; add --http2 or --http3, or leave --streams out \
+                     (HTTP/1.1 sends one request at a time per connection: raise -c instead)",
+                ));
+            }
+            (Some(n), _) if n == 0 || n > MAX_STREAMS => {
+                return Err(PlanError::invalid(
+                    "--streams",
+                    format!("must be between 1 and {MAX_STREAMS} streams per connection, e.g. --streams 10"),
+                ));
+            }
+            (Some(n), _) => n,
+        };
+
         let timeout = args.timeout.unwrap_or(DEFAULT_TIMEOUT);
         if timeout.is_zero() {
             return Err(PlanError::invalid(
@@ -355,6 +446,8 @@ impl HttpPlan {
             stop,
             timeout,
             keepalive: !args.no_keepalive,
+            http,
+            streams,
             expect_status: args.expect_status.unwrap_or_default(),
             tls,
             segment,
@@ -456,7 +549,41 @@ impl HttpPlan {
             ", a new connection per request"
         };
         let threads = crate::count(self.threads, "thread");
-        format!("{load}, {threads}, {stop}{ka}")
+        let version = if self.http.is_http1() {
+            String::new()
+        } else {
+            format!(
+                ", {}, up to {} per connection",
+                self.http.label(),
+                crate::count(self.streams, "stream")
+            )
+        };
+        format!("{load}, {threads}, {stop}{ka}{version}")
+    }
+}
+
+/// `--http2`/`--http3` into the version spoken. HTTP/3 runs over QUIC,
+/// which is always TLS (https://), and in closed loops only (no -r yet).
+fn http_version(http2: bool, http3: bool, target: &Target, rate: Option<f64>) -> Result<HttpVersion, PlanError> {
+    match (http2, http3) {
+        (true, true) => Err(PlanError::invalid(
+            "--http2/--http3",
+            "give one of them: a run speaks one HTTP version",
+        )),
+        (_, true) if target.scheme != Scheme::Https => Err(PlanError::invalid(
+            "--http3",
+            format!(
+                "HTTP/3 runs over QUIC, which is always encrypted: use an https:// URL ({})",
+                target.url.replacen("http://", "https://", 1)
+            ),
+        )),
+        (_, true) if rate.is_some() => Err(PlanError::invalid(
+            "--http3",
+            "runs closed loops only in this version: leave out -r and set the load with -c and --streams",
+        )),
+        (_, true) => Ok(HttpVersion::Http3),
+        (true, _) => Ok(HttpVersion::Http2),
+        _ => Ok(HttpVersion::Http1),
     }
 }
 

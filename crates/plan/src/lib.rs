@@ -35,8 +35,8 @@ pub use duration::{
 pub use error::{PlanError, one_line};
 pub use head::{Authority, RequestHead};
 pub use http::{
-    HttpArgs, HttpPlan, Load, MAX_BODY_BYTES, REDACTED, SENSITIVE_HEADERS, Scheme, Stop, Target, TlsSettings,
-    is_forbidden_in_value, is_secret, redact_command, redaction_note, secret_names,
+    HttpArgs, HttpPlan, HttpVersion, Load, MAX_BODY_BYTES, MAX_STREAMS, REDACTED, SENSITIVE_HEADERS, Scheme, Stop,
+    Target, TlsSettings, is_forbidden_in_value, is_secret, redact_command, redaction_note, secret_names,
 };
 pub use loads::{HttpLoads, HttpWorkerLoad, StormLoads, StormWorkerLoad};
 pub use schedule::{Arrivals, Rng, StormStarts, arrival_offset, split_evenly};

@@ -34,6 +34,9 @@ pub fn run(c: HttpCmd) -> anyhow::Result<ExitCode> {
         secret_headers: c.secret_headers,
         timeout: c.timeout,
         no_keepalive: c.no_keepalive,
+        http2: c.http2,
+        http3: c.http3,
+        streams: c.streams,
         expect_status: c.expect_status,
         tls: super::tls::settings(&c.tls),
         cores: throng_engine::sys::cores(),
@@ -41,7 +44,11 @@ pub fn run(c: HttpCmd) -> anyhow::Result<ExitCode> {
         start_at_unix_ms: seg.start_at_unix_ms,
     })?;
     let tls = match &plan.tls {
-        Some(settings) => Some(super::tls::client_config(settings, Path::new(""), &[b"http/1.1"])?),
+        Some(settings) => Some(super::tls::client_config(
+            settings,
+            Path::new(""),
+            &[plan.http.alpn().as_bytes()],
+        )?),
         None => None,
     };
     super::export::check_outputs(&[

@@ -1,0 +1,648 @@
+//! HTTP/2: requests as streams multiplexed on a worker's connections.
+//!
+//! ```text
+//!  loops (closed, open): one task per stream slot (connections × streams)
+//!     │ Session::Http2(Slot)     the slot's last response (status, sizes)
+//!     │ http2::one_request       take a stream on a pooled connection
+//!     │                          (open one while the pool may grow), send,
+//!     │                          read, record_exchange
+//!     ▼
+//!  Pool (one per worker, in Ctx) ── H2Conn { SendRequest, streams in flight,
+//!                                    requests carried, the server's cap }
+//!                                      └─ its h2 Connection, driven by a
+//!                                         task of its own on the worker's
+//!                                         runtime
+//! ```
+//!
+//! HTTP/1.1's `Session` holds one connection and speaks one request at a
+//! time; here a slot holds no connection: it borrows a stream of one. A
+//! connection takes at most `min(--streams, SETTINGS_MAX_CONCURRENT_STREAMS)`
+//! streams at once; slots beyond that wait for room (not counted as a
+//! request until they get it). The pool grows to the worker's share of
+//! `-c`. A connection the server ends (GOAWAY, reset, EOF) takes no new
+//! streams and is closed when its last stream ends; the next request opens
+//! a new one. gRPC builds on the same pool (`Spec` names the request).
+
+use std::cell::{Cell, RefCell};
+use std::pin::Pin;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use h2::Reason;
+use throng_metrics::{ErrorClass, Phase, Reply};
+use tokio::sync::Notify;
+use tokio::time::Sleep;
+
+use crate::conn::{Failed, Timing, open_connection};
+use crate::ctx::Ctx;
+use crate::errors::{Stage, classify};
+use crate::exchange::{Session, record_exchange};
+use crate::rows::Row;
+use crate::transport::Transport;
+
+/// What a worker sends on every stream, made once per run.
+#[derive(Clone, Debug)]
+pub(crate) struct Spec {
+    /// Most concurrent streams per connection (`--streams`).
+    pub streams: u32,
+    /// Connections this worker may have open at once.
+    pub connections: u64,
+    pub method: http::Method,
+    pub uri: http::Uri,
+    pub headers: http::HeaderMap,
+    pub body: Bytes,
+    /// The request's header block, decoded (bytes sent are counted as this
+    /// plus the body: HPACK's compressed size per stream is not known).
+    pub head_bytes: usize,
+}
+
+/// Headers HTTP/2 forbids (RFC 9113 8.2.2); `Host` becomes `:authority`.
+const CONNECTION_SPECIFIC: [&str; 6] = [
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "transfer-encoding",
+    "upgrade",
+    "host",
+];
+
+impl Spec {
+    /// The plan's request as HTTP/2 parts, or why it cannot be sent.
+    pub(crate) fn from_plan(plan: &throng_plan::HttpPlan, connections: u64) -> Result<Spec, String> {
+        let scheme = match plan.target.scheme {
+            throng_plan::Scheme::Http => "http",
+            throng_plan::Scheme::Https => "https",
+        };
+        // A Host header the user gave is the authority HTTP/2 sends.
+        let authority = plan
+            .headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case("host"))
+            .map_or_else(|| plan.target.authority(), |(_, v)| v.clone());
+        let uri = http::Uri::builder()
+            .scheme(scheme)
+            .authority(authority.as_str())
+            .path_and_query(plan.target.path.as_str())
+            .build()
+            .map_err(|e| format!("the URL cannot be sent as an HTTP/2 request ({e})"))?;
+        let method = http::Method::from_bytes(plan.method.as_bytes())
+            .map_err(|e| format!("-m {}: not an HTTP/2 method ({e})", plan.method))?;
+        let mut headers = http::HeaderMap::new();
+        for (name, value) in &plan.headers {
+            let lower = name.to_ascii_lowercase();
+            if CONNECTION_SPECIFIC.contains(&lower.as_str()) {
+                continue;
+            }
+            let n = http::HeaderName::from_bytes(lower.as_bytes())
+                .map_err(|e| format!("-H '{name}': not an HTTP/2 header name ({e})"))?;
+            let v = http::HeaderValue::from_str(value)
+                .map_err(|e| format!("-H '{name}': the value cannot be sent over HTTP/2 ({e})"))?;
+            headers.append(n, v);
+        }
+        if !plan.body.is_empty() {
+            headers.insert(http::header::CONTENT_LENGTH, http::HeaderValue::from(plan.body.len()));
+        }
+        let head_bytes = plan.method.len()
+            + uri.path_and_query().map_or(1, |p| p.as_str().len())
+            + authority.len()
+            + scheme.len()
+            + headers
+                .iter()
+                .map(|(n, v)| n.as_str().len() + v.len() + 4)
+                .sum::<usize>()
+            + 40;
+        Ok(Spec {
+            head_bytes,
+            streams: plan.streams.max(1),
+            connections: connections.max(1),
+            method,
+            uri,
+            headers,
+            body: plan.body.clone(),
+        })
+    }
+}
+
+/// A stream slot's last response: what `record_exchange` reads.
+#[derive(Debug, Default)]
+pub(crate) struct Slot {
+    pub(crate) status: u16,
+    pub(crate) header_bytes: u64,
+    pub(crate) body_bytes: u64,
+    pub(crate) server: Option<String>,
+    head_request: bool,
+}
+
+impl Slot {
+    pub(crate) fn new(head_request: bool) -> Self {
+        Slot {
+            head_request,
+            ..Slot::default()
+        }
+    }
+
+    pub(crate) fn head_request(&self) -> bool {
+        self.head_request
+    }
+
+    pub(crate) fn reply(&self) -> Reply {
+        Reply {
+            status: self.status,
+            header_bytes: self.header_bytes,
+            body_bytes: self.body_bytes,
+        }
+    }
+
+    /// Bytes of the response: its decoded header block and its body
+    /// (HTTP/2 frames compressed headers; per-stream wire sizes are not
+    /// known).
+    pub(crate) fn wire_bytes(&self) -> u64 {
+        self.header_bytes + self.body_bytes
+    }
+}
+
+/// One multiplexed connection.
+struct H2Conn {
+    send: h2::client::SendRequest<Bytes>,
+    /// connect() issued.
+    opened: Instant,
+    /// Its number among the worker's connection attempts (rows).
+    id: u64,
+    /// Streams it may carry at once: `--streams`, capped by the server.
+    limit: u32,
+    in_flight: Cell<u32>,
+    carried: Cell<u64>,
+    /// The connection ended (GOAWAY, error, EOF): no new streams.
+    dead: Rc<Cell<bool>>,
+    driver: tokio::task::JoinHandle<()>,
+}
+
+/// A worker's HTTP/2 connections.
+pub(crate) struct Pool {
+    pub(crate) spec: Spec,
+    conns: RefCell<Vec<Rc<H2Conn>>>,
+    /// Connections being opened (they count against the cap).
+    opening: Cell<u64>,
+    /// A stream ended or a connection came or went.
+    room: Notify,
+}
+
+impl std::fmt::Debug for Pool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pool")
+            .field("connections", &self.conns.borrow().len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a slot gets: a stream on a connection, or the right to open one.
+enum Take {
+    Stream(Rc<H2Conn>),
+    Open,
+}
+
+impl Pool {
+    pub(crate) fn new(spec: Spec) -> Self {
+        Pool {
+            spec,
+            conns: RefCell::new(Vec::new()),
+            opening: Cell::new(0),
+            room: Notify::new(),
+        }
+    }
+
+    /// A stream on a live connection with room, or the right to open a
+    /// connection; None when nothing frees up before the run stops.
+    async fn take(&self, ctx: &Ctx) -> Option<Take> {
+        if !ctx.spec.keepalive {
+            // A connection per request: the slots bound how many at once.
+            return Some(Take::Open);
+        }
+        loop {
+            let notified = self.room.notified();
+            let stop = ctx.stop_notify.notified();
+            if ctx.stopping.get() {
+                return None;
+            }
+            self.reap(ctx);
+            {
+                let conns = self.conns.borrow();
+                if let Some(c) = conns.iter().find(|c| !c.dead.get() && c.in_flight.get() < c.limit) {
+                    c.in_flight.set(c.in_flight.get() + 1);
+                    return Some(Take::Stream(Rc::clone(c)));
+                }
+                if (conns.len() as u64) + self.opening.get() < self.spec.connections {
+                    self.opening.set(self.opening.get() + 1);
+                    return Some(Take::Open);
+                }
+            }
+            // Every stream is busy: wait for one to end (each is bounded
+            // by --timeout) or for the stop.
+            tokio::select! {
+                () = notified => {}
+                () = stop => return None,
+            }
+        }
+    }
+
+    /// Closes the connections that ended and carry no stream any more.
+    fn reap(&self, ctx: &Ctx) {
+        let mut conns = self.conns.borrow_mut();
+        if conns.iter().any(|c| c.dead.get() && c.in_flight.get() == 0) {
+            conns.retain(|c| {
+                let done = c.dead.get() && c.in_flight.get() == 0;
+                if done {
+                    close(ctx, c);
+                }
+                !done
+            });
+        }
+    }
+
+    /// A stream on `c` ended.
+    fn release(&self, ctx: &Ctx, c: &Rc<H2Conn>) {
+        c.in_flight.set(c.in_flight.get() - 1);
+        c.carried.set(c.carried.get() + 1);
+        ctx.rec.borrow_mut().stream_closed();
+        if c.dead.get() && c.in_flight.get() == 0 {
+            self.reap(ctx);
+            self.room.notify_waiters();
+        } else {
+            self.room.notify_one();
+        }
+    }
+
+    /// Closes every connection (the worker's loops have ended).
+    pub(crate) fn close_all(&self, ctx: &Ctx) {
+        for c in self.conns.borrow_mut().drain(..) {
+            close(ctx, &c);
+        }
+    }
+}
+
+/// Records a multiplexed connection's end and stops its driver (which
+/// closes the socket).
+fn close(ctx: &Ctx, c: &H2Conn) {
+    c.driver.abort();
+    let now = Instant::now();
+    let mut rec = ctx.rec.borrow_mut();
+    rec.connection_closed(now, now - c.opened);
+    rec.mux_connection_closed(c.carried.get());
+}
+
+/// One request on a stream: take a stream (or open a connection), send,
+/// read, record. `origin`: see exchange::one_request; in a closed loop the
+/// wait for a free stream is not part of the request.
+pub(crate) async fn one_request(
+    ctx: &Ctx,
+    session: &mut Session,
+    mut sleep: Pin<&mut Sleep>,
+    origin: Instant,
+    scheduled: bool,
+) {
+    let Some(pool) = ctx.h2.as_ref() else {
+        return;
+    };
+    let Some(take) = pool.take(ctx).await else {
+        return;
+    };
+    let origin = if scheduled { origin } else { Instant::now() };
+    ctx.rec.borrow_mut().request_started();
+    ctx.in_flight.set(ctx.in_flight.get() + 1);
+    let now = Instant::now();
+    let mut row = ctx.row(now);
+    if scheduled && let Some(r) = row.row() {
+        r.phase(Phase::ScheduleLag, now.saturating_duration_since(origin));
+    }
+    let conn = match take {
+        Take::Stream(c) => c,
+        Take::Open => {
+            let opened = Box::pin(open(ctx, &pool.spec, sleep.as_mut(), row.row())).await;
+            if ctx.spec.keepalive {
+                pool.opening.set(pool.opening.get() - 1);
+            }
+            match opened {
+                Ok(c) => {
+                    let c = Rc::new(c);
+                    c.in_flight.set(1);
+                    if ctx.spec.keepalive {
+                        pool.conns.borrow_mut().push(Rc::clone(&c));
+                        // Room for more than this one stream.
+                        pool.room.notify_waiters();
+                    }
+                    c
+                }
+                Err(class) => {
+                    ctx.rec.borrow_mut().request_failed(Instant::now(), class, 0);
+                    ctx.in_flight.set(ctx.in_flight.get() - 1);
+                    if let Some(r) = row.row() {
+                        r.failed(class);
+                    }
+                    pool.room.notify_one();
+                    return;
+                }
+            }
+        }
+    };
+    if let Some(r) = row.row() {
+        r.conn(conn.id);
+    }
+    ctx.rec
+        .borrow_mut()
+        .stream_opened(Instant::now(), u64::from(conn.in_flight.get()));
+    let t_send = Instant::now();
+    sleep.as_mut().reset((t_send + ctx.spec.timeout).into());
+    let keep_server = ctx.rec.borrow().wants_first_reply();
+    let outcome = match session {
+        Session::Http2(slot) => exchange(&pool.spec, &conn, slot, keep_server, sleep).await,
+        // Never: the loops give HTTP/2 plans HTTP/2 slots.
+        _ => Err(Failed {
+            class: ErrorClass::Protocol,
+            written: 0,
+        }),
+    };
+    ctx.in_flight.set(ctx.in_flight.get() - 1);
+    record_exchange(
+        ctx,
+        session,
+        &outcome,
+        pool.spec.head_bytes + pool.spec.body.len(),
+        t_send,
+        origin,
+        &ctx.spec.expect,
+        keep_server,
+        row.row(),
+    );
+    if let Err(f) = &outcome
+        && !stream_level(f.class)
+    {
+        // The connection failed or is going away: no new streams on it.
+        conn.dead.set(true);
+    }
+    if !ctx.spec.keepalive {
+        conn.dead.set(true);
+        conn.in_flight.set(0);
+        conn.carried.set(1);
+        ctx.rec.borrow_mut().stream_closed();
+        close(ctx, &conn);
+        return;
+    }
+    pool.release(ctx, &conn);
+}
+
+/// Sends the request on a new stream of `c` and reads the response,
+/// within the deadline `sleep` was armed with.
+async fn exchange(
+    spec: &Spec,
+    c: &H2Conn,
+    slot: &mut Slot,
+    keep_server: bool,
+    sleep: Pin<&mut Sleep>,
+) -> Result<Timing, Failed> {
+    slot.status = 0;
+    slot.header_bytes = 0;
+    slot.body_bytes = 0;
+    let mut request = http::Request::new(());
+    *request.method_mut() = spec.method.clone();
+    *request.uri_mut() = spec.uri.clone();
+    *request.headers_mut() = spec.headers.clone();
+    let send = c.send.clone();
+    let work = async {
+        let fail = |e: h2::Error| Failed {
+            class: class_of(&e),
+            written: 0,
+        };
+        let mut send = send.ready().await.map_err(fail)?;
+        let end = spec.body.is_empty();
+        let (response, mut stream) = send.send_request(request, end).map_err(fail)?;
+        if !end {
+            stream.send_data(spec.body.clone(), true).map_err(fail)?;
+        }
+        // Handed to the connection: its driver writes the frames next.
+        let sent = Instant::now();
+        let response = response.await.map_err(fail)?;
+        let first = Instant::now();
+        slot.status = response.status().as_u16();
+        slot.header_bytes = response
+            .headers()
+            .iter()
+            .map(|(n, v)| (n.as_str().len() + v.len() + 4) as u64)
+            .sum::<u64>()
+            + 13;
+        if keep_server {
+            slot.server = response
+                .headers()
+                .get(http::header::SERVER)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string);
+        }
+        let mut body = response.into_body();
+        while let Some(chunk) = body.data().await {
+            let chunk = chunk.map_err(fail)?;
+            slot.body_bytes += chunk.len() as u64;
+            // Give the window back, or a large body stalls.
+            let _ = body.flow_control().release_capacity(chunk.len());
+        }
+        let done = Instant::now();
+        Ok(Timing {
+            sent,
+            first,
+            done,
+            extra: false,
+            kernel: false,
+        })
+    };
+    tokio::select! {
+        biased;
+        r = work => r,
+        () = sleep => Err(Failed { class: ErrorClass::TimeoutResponse, written: 0 }),
+    }
+}
+
+/// Opens a connection and speaks the HTTP/2 preface: the client's
+/// SETTINGS out, the server's in (a PING's round trip proves they were
+/// read), recorded as the `handshake` phase.
+async fn open(
+    ctx: &Ctx,
+    spec: &Spec,
+    mut sleep: Pin<&mut Sleep>,
+    mut row: Option<&mut Row<'_>>,
+) -> Result<H2Conn, ErrorClass> {
+    let ready = open_connection(ctx, &[], None, false, sleep.as_mut(), row.as_deref_mut()).await?;
+    let crate::conn::Ready { conn, .. } = ready;
+    let opened = conn.opened;
+    let id = conn.id;
+    let give_up = |class: ErrorClass| {
+        let now = Instant::now();
+        ctx.rec.borrow_mut().connection_closed(now, now - opened);
+        class
+    };
+    if let Transport::Tls(s) = &conn.stream
+        && s.tls.alpn_protocol() != Some(b"h2")
+    {
+        return Err(give_up(ErrorClass::H2("not_negotiated")));
+    }
+    let start = Instant::now();
+    sleep.as_mut().reset((start + ctx.spec.timeout).into());
+    let handshake = h2::client::Builder::new()
+        // Until the server's SETTINGS say otherwise, one stream: the
+        // PING below waits for them.
+        .initial_max_send_streams(spec.streams as usize)
+        .handshake::<Transport, Bytes>(conn.stream);
+    let (send, mut connection) = tokio::select! {
+        biased;
+        r = handshake => r.map_err(|e| give_up(class_of(&e)))?,
+        () = sleep.as_mut() => return Err(give_up(ErrorClass::TimeoutHandshake)),
+    };
+    let ping = connection.ping_pong();
+    let dead = Rc::new(Cell::new(false));
+    let driver = {
+        let dead = Rc::clone(&dead);
+        tokio::task::spawn_local(async move {
+            let _ = connection.await;
+            dead.set(true);
+        })
+    };
+    if let Some(mut ping) = ping {
+        let pong = tokio::select! {
+            biased;
+            r = ping.ping(h2::Ping::opaque()) => r.map_err(|e| class_of(&e)),
+            () = sleep.as_mut() => Err(ErrorClass::TimeoutHandshake),
+        };
+        if let Err(class) = pong {
+            driver.abort();
+            return Err(give_up(class));
+        }
+    }
+    let now = Instant::now();
+    let server = send.current_max_send_streams();
+    let server_max = (server != usize::MAX).then_some(server as u64);
+    let limit = u32::try_from(server).unwrap_or(u32::MAX).min(spec.streams).max(1);
+    {
+        let mut rec = ctx.rec.borrow_mut();
+        rec.phase(now, Phase::Handshake, now - start);
+        rec.mux_connection("h2", u64::from(spec.streams), server_max);
+    }
+    if let Some(r) = row {
+        r.phase(Phase::Handshake, now - start);
+    }
+    Ok(H2Conn {
+        send,
+        opened,
+        id,
+        limit,
+        in_flight: Cell::new(0),
+        carried: Cell::new(0),
+        dead,
+        driver,
+    })
+}
+
+/// True for a failure that ends one stream and leaves its connection
+/// usable: a stream reset by the server, a response timeout (the stream is
+/// cancelled).
+fn stream_level(class: ErrorClass) -> bool {
+    match class {
+        ErrorClass::TimeoutResponse => true,
+        ErrorClass::H2(name) => name == "refused_stream" || name.starts_with("rst_stream."),
+        _ => false,
+    }
+}
+
+/// The taxonomy class of an HTTP/2 failure.
+pub(crate) fn class_of(e: &h2::Error) -> ErrorClass {
+    if let Some(io) = e.get_io() {
+        return classify(io, Stage::Exchange);
+    }
+    if e.is_go_away() {
+        return ErrorClass::H2("goaway");
+    }
+    match e.reason() {
+        Some(Reason::REFUSED_STREAM) => ErrorClass::H2("refused_stream"),
+        Some(Reason::FLOW_CONTROL_ERROR) => ErrorClass::H2("flow_control"),
+        Some(r) if e.is_reset() && e.is_remote() => ErrorClass::H2(rst_name(r)),
+        _ => ErrorClass::H2("protocol"),
+    }
+}
+
+/// `rst_stream.CODE` by the RST_STREAM error code's name (RFC 9113 7).
+fn rst_name(r: Reason) -> &'static str {
+    match r {
+        Reason::NO_ERROR => "rst_stream.no_error",
+        Reason::PROTOCOL_ERROR => "rst_stream.protocol_error",
+        Reason::INTERNAL_ERROR => "rst_stream.internal_error",
+        Reason::SETTINGS_TIMEOUT => "rst_stream.settings_timeout",
+        Reason::STREAM_CLOSED => "rst_stream.stream_closed",
+        Reason::FRAME_SIZE_ERROR => "rst_stream.frame_size_error",
+        Reason::CANCEL => "rst_stream.cancel",
+        Reason::COMPRESSION_ERROR => "rst_stream.compression_error",
+        Reason::CONNECT_ERROR => "rst_stream.connect_error",
+        Reason::ENHANCE_YOUR_CALM => "rst_stream.enhance_your_calm",
+        Reason::INADEQUATE_SECURITY => "rst_stream.inadequate_security",
+        Reason::HTTP_1_1_REQUIRED => "rst_stream.http_1_1_required",
+        _ => "rst_stream.unknown",
+    }
+}
+
+/// How long a preflight may take at most, whatever `--timeout` says.
+const PREFLIGHT_LIMIT: Duration = Duration::from_secs(10);
+
+/// Before the run: does the server speak HTTP/2? Over TLS, one handshake
+/// tells by ALPN; in the clear (h2c), the server's first frame must be
+/// SETTINGS. Some(what it spoke instead) when it does not; None when it
+/// does or when it cannot be told (unreachable, the handshake failed: the
+/// run then counts those failures).
+pub(crate) fn preflight(
+    addr: std::net::SocketAddr,
+    tls: Option<&crate::transport::TlsClient>,
+    timeout: Duration,
+) -> Option<String> {
+    use std::io::{Read, Write};
+    let timeout = timeout.min(PREFLIGHT_LIMIT);
+    let mut tcp = std::net::TcpStream::connect_timeout(&addr, timeout).ok()?;
+    tcp.set_read_timeout(Some(timeout)).ok()?;
+    tcp.set_write_timeout(Some(timeout)).ok()?;
+    match tls {
+        Some(t) => {
+            let mut c =
+                throng_tls::rustls::ClientConnection::new(std::sync::Arc::clone(&t.config), t.server_name.clone())
+                    .ok()?;
+            // Bounded: each round blocks at most `timeout`.
+            for _ in 0..16 {
+                if !c.is_handshaking() {
+                    break;
+                }
+                if let Err(e) = c.complete_io(&mut tcp) {
+                    // The server would not agree on h2: a rustls client
+                    // that offered only h2 ends the handshake itself.
+                    return (throng_tls::io_failure_class(&e) == Some("no_application_protocol"))
+                        .then(|| "a TLS handshake that does not offer h2 by ALPN".to_string());
+                }
+            }
+            if c.is_handshaking() {
+                return None;
+            }
+            match c.alpn_protocol() {
+                Some(b"h2") => None,
+                Some(other) => Some(format!("ALPN {}", String::from_utf8_lossy(other))),
+                None => Some("no ALPN protocol (HTTP/1.1)".to_string()),
+            }
+        }
+        None => {
+            // The preface and an empty SETTINGS frame.
+            let mut hello = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+            hello.extend_from_slice(&[0, 0, 0, 4, 0, 0, 0, 0, 0]);
+            tcp.write_all(&hello).ok()?;
+            let mut head = [0u8; 9];
+            tcp.read_exact(&mut head).ok()?;
+            if head[3] == 4 {
+                None
+            } else if head.starts_with(b"HTTP/1") {
+                Some("HTTP/1.x in the clear".to_string())
+            } else {
+                Some("something that is not an HTTP/2 SETTINGS frame".to_string())
+            }
+        }
+    }
+}
