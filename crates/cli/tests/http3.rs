@@ -36,11 +36,16 @@ struct Aioquic {
     stats: PathBuf,
 }
 
-fn aioquic_available() -> bool {
-    Command::new("python3")
+/// Fails (rather than passing unrun) where aioquic is missing.
+fn need_aioquic() {
+    let ok = Command::new("python3")
         .args(["-c", "import aioquic"])
         .status()
-        .is_ok_and(|s| s.success())
+        .is_ok_and(|s| s.success());
+    assert!(
+        ok,
+        "these tests need aioquic: python3 -m pip install aioquic (scripts/test.sh does)"
+    );
 }
 
 impl Aioquic {
@@ -106,10 +111,7 @@ fn lab_url(s: &H3Server) -> String {
 
 #[test]
 fn aioquic_multiplexes_streams_up_to_the_cap_and_counts_every_request() {
-    if !aioquic_available() {
-        eprintln!("skipped: python3 -m pip install aioquic (scripts/test.sh does)");
-        return;
-    }
+    need_aioquic();
     let (d, c) = certs();
     // Each answer waits 20 ms: four streams per connection are in flight together.
     let server = Aioquic::start(&c, d.path(), 20);
@@ -153,10 +155,7 @@ fn aioquic_multiplexes_streams_up_to_the_cap_and_counts_every_request() {
 
 #[test]
 fn aioquic_no_keepalive_is_one_request_per_connection() {
-    if !aioquic_available() {
-        eprintln!("skipped: python3 -m pip install aioquic (scripts/test.sh does)");
-        return;
-    }
+    need_aioquic();
     let (d, c) = certs();
     let server = Aioquic::start(&c, d.path(), 0);
     let run = http(&[

@@ -166,11 +166,11 @@ pub(crate) async fn closed_connection<B: Take + 'static>(guard: TaskGuard, budge
             }
             Err(class) => {
                 // The request the budget gave fails with its connection.
-                let now = Instant::now();
-                let mut rec = ctx.rec.borrow_mut();
-                rec.request_started();
-                rec.request_failed(now, class, 0);
-                drop(rec);
+                {
+                    let mut rec = ctx.rec.borrow_mut();
+                    rec.request_started();
+                    rec.request_failed(Instant::now(), class, 0);
+                }
                 if let Some(r) = ctx.row(opened).row() {
                     r.failed(class);
                 }
