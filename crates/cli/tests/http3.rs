@@ -353,3 +353,39 @@ fn http3_needs_an_https_url() {
     assert!(run.stderr().contains("--http3"), "{}", run.stderr());
     assert!(run.stderr().contains("https://"), "{}", run.stderr());
 }
+
+#[test]
+fn open_loop_spreads_the_schedule_over_streams_and_drops_nothing_silently() {
+    let (_d, c) = certs();
+    let server = lab(&c, None);
+    let run = http(&[
+        &lab_url(&server),
+        "--http3",
+        "--cacert",
+        &p(&c, "ca.pem"),
+        "-r",
+        "100",
+        "-d",
+        "2s",
+        "-c",
+        "2",
+        "--streams",
+        "4",
+    ]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let r = run.result();
+    assert_books_balance(r);
+    assert!(r.coordinated_omission_free);
+    let m = &r.measurements;
+    assert_eq!(
+        m.requests.attempted + m.dropped,
+        200,
+        "every scheduled start is sent or dropped"
+    );
+    assert_eq!(m.requests.ok, m.requests.attempted, "{:?}", m.requests.errors);
+    assert!(m.phases["schedule_lag"].count() >= m.requests.attempted);
+    let mux = m.multiplex.as_ref().unwrap();
+    assert_eq!(mux.requests, m.requests.attempted);
+    assert!(mux.connections <= 2, "-c caps the connections: {mux:?}");
+    assert!(mux.peak_streams_per_connection <= 4, "{mux:?}");
+}

@@ -14,9 +14,9 @@ use crate::exchange::{Session, one_request};
 /// its connections.
 struct Budget(Cell<Option<u64>>);
 
-impl crate::http3::Take for Budget {
-    fn take(&self) -> bool {
-        Budget::take(self)
+impl crate::http3::Starts for Budget {
+    async fn next(&self, _slot: usize) -> Option<Option<Instant>> {
+        self.take().then_some(None)
     }
 }
 
@@ -50,10 +50,11 @@ pub(crate) fn start(ctx: &Rc<Ctx>, connections: u64, budget: Option<u64>, until:
     for _ in 0..connections {
         match &ctx.spec.h3 {
             Some(h3) => {
-                tokio::task::spawn_local(crate::http3::closed_connection(
+                tokio::task::spawn_local(crate::http3::connection_slot(
                     ctx.task(),
                     Rc::clone(&budget),
                     std::sync::Arc::clone(h3),
+                    false,
                 ));
             }
             None => {

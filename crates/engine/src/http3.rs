@@ -142,22 +142,46 @@ impl H3Spec {
     }
 }
 
-/// Requests this worker may still start, shared by its connections (the
-/// closed loop's budget).
-pub(crate) trait Take {
-    fn take(&self) -> bool;
+/// Where a connection's request loops get their next request: the closed
+/// loop's budget, or the open loop's schedule.
+pub(crate) trait Starts {
+    /// A new identity for one request loop (its idle slot in an open loop).
+    fn slot(&self) -> usize {
+        0
+    }
+    /// The next request to make, with its intended start when it has one
+    /// (open loop: latency counts from there); None: no more for this loop.
+    async fn next(&self, slot: usize) -> Option<Option<Instant>>;
+    /// A connection slot's task ends.
+    fn done(&self) {}
 }
 
-/// One closed-loop connection slot: connect, run `streams` request loops on
-/// the connection until it dies, the budget ends or the run stops; then
-/// connect again if there is more to do.
-pub(crate) async fn closed_connection<B: Take + 'static>(guard: TaskGuard, budget: Rc<B>, h3: Arc<H3Spec>) {
+/// One connection slot (`-c` of them): take a request, connect, run
+/// `streams` request loops on the connection until it dies, the requests
+/// end or the run stops; then again while there are requests.
+/// With `warm` (an open loop's first connections), it connects before the
+/// schedule starts, so that the first starts find it ready.
+pub(crate) async fn connection_slot<S: Starts + 'static>(guard: TaskGuard, starts: Rc<S>, h3: Arc<H3Spec>, warm: bool) {
     let ctx = &guard.0;
-    while !ctx.stopping.get() && budget.take() {
+    let loops = if ctx.spec.keepalive { h3.streams } else { 1 };
+    // One idle slot per request loop, kept across reconnects.
+    let slots: Rc<[usize]> = (0..loops).map(|_| starts.slot()).collect();
+    if warm && let Ok((endpoint, quic, driver, send)) = open(ctx, &h3).await {
+        let opened = Instant::now();
+        run_connection(ctx, &starts, &h3, driver, send, &slots, None).await;
+        quic.close(0u32.into(), b"");
+        let now = Instant::now();
+        ctx.rec.borrow_mut().connection_closed(now, now - opened);
+        endpoint.close(0u32.into(), b"");
+    }
+    while !ctx.stopping.get() {
+        let Some(intended) = starts.next(slots[0]).await else {
+            break;
+        };
         let opened = Instant::now();
         match open(ctx, &h3).await {
             Ok((endpoint, quic, driver, send)) => {
-                run_connection(&guard.0, &budget, &h3, driver, send).await;
+                run_connection(ctx, &starts, &h3, driver, send, &slots, Some(intended)).await;
                 quic.close(0u32.into(), b"");
                 let now = Instant::now();
                 ctx.rec.borrow_mut().connection_closed(now, now - opened);
@@ -165,19 +189,23 @@ pub(crate) async fn closed_connection<B: Take + 'static>(guard: TaskGuard, budge
                 drop(endpoint);
             }
             Err(class) => {
-                // The request the budget gave fails with its connection.
+                // The request taken fails with its connection.
                 {
                     let mut rec = ctx.rec.borrow_mut();
                     rec.request_started();
                     rec.request_failed(Instant::now(), class, 0);
                 }
                 if let Some(r) = ctx.row(opened).row() {
+                    if let Some(i) = intended {
+                        r.phase(Phase::ScheduleLag, opened.saturating_duration_since(i));
+                    }
                     r.failed(class);
                 }
                 tokio::task::coop::consume_budget().await;
             }
         }
     }
+    starts.done();
 }
 
 type Driver = h3::client::Connection<h3_quinn::Connection, Bytes>;
@@ -257,26 +285,28 @@ struct ConnState {
 }
 
 /// Runs the request loops of one connection (the first one with the
-/// request already taken from the budget) and its h3 driver, until every
-/// loop ends.
-async fn run_connection<B: Take + 'static>(
+/// request `first` already taken, when given) and its h3 driver, until
+/// every loop ends.
+async fn run_connection<S: Starts + 'static>(
     ctx: &Rc<Ctx>,
-    budget: &Rc<B>,
+    starts: &Rc<S>,
     h3: &Arc<H3Spec>,
     mut driver: Driver,
     send: SendRequest,
+    slots: &[usize],
+    first: Option<Option<Instant>>,
 ) {
     let state = Rc::new(ConnState::default());
-    let loops = if ctx.spec.keepalive { h3.streams } else { 1 };
     let mut set = tokio::task::JoinSet::new();
-    for i in 0..loops {
+    for (i, &slot) in slots.iter().enumerate() {
         set.spawn_local(request_loop(
             Rc::clone(ctx),
-            Rc::clone(budget),
+            Rc::clone(starts),
             Arc::clone(h3),
             send.clone(),
             Rc::clone(&state),
-            i == 0,
+            slot,
+            if i == 0 { first } else { None },
         ));
     }
     drop(send);
@@ -298,23 +328,32 @@ async fn run_connection<B: Take + 'static>(
     ctx.rec.borrow_mut().mux_connection_closed(state.carried.get());
 }
 
-/// Request after request on one connection: `first` starts with a request
-/// already taken from the budget.
-async fn request_loop<B: Take>(
+/// Request after request on one connection, starting with `first` when
+/// given (a request already taken).
+async fn request_loop<S: Starts>(
     ctx: Rc<Ctx>,
-    budget: Rc<B>,
+    starts: Rc<S>,
     h3: Arc<H3Spec>,
     mut send: SendRequest,
     state: Rc<ConnState>,
-    first: bool,
+    slot: usize,
+    first: Option<Option<Instant>>,
 ) {
-    let mut have = first;
+    let mut next = first;
     loop {
-        if !have && (ctx.stopping.get() || state.dead.get() || !budget.take()) {
-            return;
-        }
-        have = false;
-        let connection_lives = exchange(&ctx, &h3, &mut send, &state).await;
+        let intended = match next.take() {
+            Some(i) => i,
+            None => {
+                if ctx.stopping.get() || state.dead.get() {
+                    return;
+                }
+                match starts.next(slot).await {
+                    Some(i) => i,
+                    None => return,
+                }
+            }
+        };
+        let connection_lives = exchange(&ctx, &h3, &mut send, &state, intended).await;
         state.carried.set(state.carried.get() + 1);
         if !connection_lives {
             state.dead.set(true);
@@ -336,13 +375,22 @@ struct Done {
     server: Option<String>,
 }
 
-/// One request on its own stream, recorded. False when the connection
-/// failed (no later request can use it).
-async fn exchange(ctx: &Ctx, h3: &H3Spec, send: &mut SendRequest, state: &ConnState) -> bool {
+/// One request on its own stream, recorded; latency from `intended` when
+/// scheduled. False when the connection failed (no later request can use it).
+async fn exchange(
+    ctx: &Ctx,
+    h3: &H3Spec,
+    send: &mut SendRequest,
+    state: &ConnState,
+    intended: Option<Instant>,
+) -> bool {
     ctx.rec.borrow_mut().request_started();
     ctx.in_flight.set(ctx.in_flight.get() + 1);
     let t_send = Instant::now();
     let mut row = ctx.row(t_send);
+    if let (Some(r), Some(i)) = (row.row(), intended) {
+        r.phase(Phase::ScheduleLag, t_send.saturating_duration_since(i));
+    }
     let keep_server = ctx.rec.borrow().wants_first_reply();
     let counted = Cell::new(false);
     let outcome = tokio::time::timeout_at(
@@ -360,7 +408,7 @@ async fn exchange(ctx: &Ctx, h3: &H3Spec, send: &mut SendRequest, state: &ConnSt
     let mut rec = ctx.rec.borrow_mut();
     match outcome {
         Ok(d) => {
-            let origin = t_send;
+            let origin = intended.unwrap_or(t_send);
             rec.sent(d.sent, request_len);
             let phases = [
                 (Phase::Send, d.sent - t_send),

@@ -378,7 +378,7 @@ impl HttpPlan {
         // Every worker owns at least one connection.
         let threads = threads.min(mine);
 
-        let http = http_version(args.http2, args.http3, &target, args.rate)?;
+        let http = http_version(args.http2, args.http3, &target)?;
         let streams = match (args.streams, http) {
             (None, _) => 1,
             (Some(_), HttpVersion::Http1) => {
@@ -563,8 +563,8 @@ impl HttpPlan {
 }
 
 /// `--http2`/`--http3` into the version spoken. HTTP/3 runs over QUIC,
-/// which is always TLS (https://), and in closed loops only (no -r yet).
-fn http_version(http2: bool, http3: bool, target: &Target, rate: Option<f64>) -> Result<HttpVersion, PlanError> {
+/// which is always TLS (https://).
+fn http_version(http2: bool, http3: bool, target: &Target) -> Result<HttpVersion, PlanError> {
     match (http2, http3) {
         (true, true) => Err(PlanError::invalid(
             "--http2/--http3",
@@ -576,10 +576,6 @@ fn http_version(http2: bool, http3: bool, target: &Target, rate: Option<f64>) ->
                 "HTTP/3 runs over QUIC, which is always encrypted: use an https:// URL ({})",
                 target.url.replacen("http://", "https://", 1)
             ),
-        )),
-        (_, true) if rate.is_some() => Err(PlanError::invalid(
-            "--http3",
-            "runs closed loops only in this version: leave out -r and set the load with -c and --streams",
         )),
         (_, true) => Ok(HttpVersion::Http3),
         (true, _) => Ok(HttpVersion::Http2),
