@@ -389,3 +389,38 @@ fn open_loop_spreads_the_schedule_over_streams_and_drops_nothing_silently() {
     assert!(mux.connections <= 2, "-c caps the connections: {mux:?}");
     assert!(mux.peak_streams_per_connection <= 4, "{mux:?}");
 }
+
+#[test]
+fn open_loop_under_connection_closes_reconnects_and_balances() {
+    let (_d, c) = certs();
+    let server = lab(&c, Some(H3Fault::CloseConnection));
+    let run = http(&[
+        &lab_url(&server),
+        "--http3",
+        "--cacert",
+        &p(&c, "ca.pem"),
+        "-r",
+        "50",
+        "-d",
+        "2s",
+        "-c",
+        "1",
+        "--streams",
+        "4",
+    ]);
+    let m = &run.result().measurements;
+    assert_books_balance(run.result());
+    assert_eq!(m.requests.attempted + m.dropped, 100);
+    let closed = m.requests.error("h3.closed.H3_EXCESSIVE_LOAD");
+    assert_eq!(m.requests.ok + closed, m.requests.attempted, "{:?}", m.requests.errors);
+    assert!(m.requests.ok >= 1 && closed >= 1, "{:?}", m.requests);
+    let mux = m.multiplex.as_ref().unwrap();
+    // A closed connection is replaced: -c 1 stays one at a time, and every
+    // connection is closed at its second request or with it.
+    assert!(mux.connections >= 2, "{mux:?}");
+    assert_eq!(m.peak_concurrent_connections, 1, "-c 1: one connection at a time");
+    assert!(
+        m.requests.ok <= mux.connections,
+        "one answer per connection at most: {mux:?}"
+    );
+}

@@ -152,6 +152,9 @@ pub(crate) trait Starts {
     /// The next request to make, with its intended start when it has one
     /// (open loop: latency counts from there); None: no more for this loop.
     async fn next(&self, slot: usize) -> Option<Option<Instant>>;
+    /// The request loop `slot` stopped waiting in [`Starts::next`] (its
+    /// connection died meanwhile): forget it as idle.
+    fn cancel(&self, _slot: usize) {}
     /// A connection slot's task ends.
     fn done(&self) {}
 }
@@ -280,6 +283,8 @@ async fn open(ctx: &Ctx, h3: &H3Spec) -> Result<(quinn::Endpoint, quinn::Connect
 struct ConnState {
     /// A connection-level error ended it: no loop starts another request.
     dead: Cell<bool>,
+    /// Wakes the loops waiting for a start when it dies.
+    died: tokio::sync::Notify,
     in_flight: Cell<u64>,
     carried: Cell<u64>,
 }
@@ -319,9 +324,11 @@ async fn run_connection<S: Starts + 'static>(
                 }
             }
             _ = std::future::poll_fn(|cx| driver.poll_close(cx)), if !driver_done => {
-                // The connection is closing: the loops see it on their streams.
+                // The connection is closing: loops in an exchange see it on
+                // their streams, loops waiting for a start leave.
                 driver_done = true;
                 state.dead.set(true);
+                state.died.notify_waiters();
             }
         }
     }
@@ -347,7 +354,17 @@ async fn request_loop<S: Starts>(
                 if ctx.stopping.get() || state.dead.get() {
                     return;
                 }
-                match starts.next(slot).await {
+                // A start taken is always made: `next` pops it in the
+                // poll that returns it, so losing this race loses none.
+                let next = tokio::select! {
+                    biased;
+                    n = starts.next(slot) => n,
+                    () = state.died.notified() => {
+                        starts.cancel(slot);
+                        None
+                    }
+                };
+                match next {
                     Some(i) => i,
                     None => return,
                 }
@@ -357,6 +374,7 @@ async fn request_loop<S: Starts>(
         state.carried.set(state.carried.get() + 1);
         if !connection_lives {
             state.dead.set(true);
+            state.died.notify_waiters();
             return;
         }
         if !ctx.spec.keepalive {

@@ -214,6 +214,10 @@ impl crate::http3::Starts for Open {
         self.next_start(slot).await.map(Some)
     }
 
+    fn cancel(&self, slot: usize) {
+        self.idle.forget(slot);
+    }
+
     fn done(&self) {
         self.tasks.set(self.tasks.get() - 1);
     }
@@ -273,6 +277,14 @@ impl IdlePool {
         let wakers: Vec<_> = self.slots.borrow_mut().iter_mut().filter_map(Option::take).collect();
         for w in wakers {
             w.wake();
+        }
+    }
+
+    /// `id` no longer waits (its wait was cancelled): a start must not be
+    /// handed to it.
+    fn forget(&self, id: usize) {
+        if let Some(slot) = self.slots.borrow_mut().get_mut(id) {
+            *slot = None;
         }
     }
 
