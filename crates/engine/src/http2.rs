@@ -175,6 +175,8 @@ struct H2Conn {
     carried: Cell<u64>,
     /// The connection ended (GOAWAY, error, EOF): no new streams.
     dead: Rc<Cell<bool>>,
+    /// It ended in order, after the server's GOAWAY.
+    went_away: Rc<Cell<bool>>,
     driver: tokio::task::JoinHandle<()>,
 }
 
@@ -305,6 +307,11 @@ pub(crate) async fn one_request(
         return;
     };
     let Some(take) = pool.take(ctx).await else {
+        if scheduled {
+            // The run stopped before a stream freed up: a scheduled start
+            // never sent.
+            ctx.rec.borrow_mut().dropped(Instant::now());
+        }
         return;
     };
     let origin = if scheduled { origin } else { Instant::now() };
@@ -354,7 +361,7 @@ pub(crate) async fn one_request(
     let t_send = Instant::now();
     sleep.as_mut().reset((t_send + ctx.spec.timeout).into());
     let keep_server = ctx.rec.borrow().wants_first_reply();
-    let outcome = match session {
+    let mut outcome = match session {
         Session::Http2(slot) => exchange(&pool.spec, &conn, slot, keep_server, sleep).await,
         // Never: the loops give HTTP/2 plans HTTP/2 slots.
         _ => Err(Failed {
@@ -362,6 +369,14 @@ pub(crate) async fn one_request(
             written: 0,
         }),
     };
+    if let Err(f) = &mut outcome
+        && matches!(f.class, ErrorClass::Reset | ErrorClass::Eof)
+        && conn.went_away.get()
+    {
+        // A stream the server accepted, then closed the connection on
+        // after its GOAWAY without answering: cut off by the GOAWAY.
+        f.class = ErrorClass::H2("goaway");
+    }
     ctx.in_flight.set(ctx.in_flight.get() - 1);
     record_exchange(
         ctx,
@@ -497,10 +512,14 @@ async fn open(
     };
     let ping = connection.ping_pong();
     let dead = Rc::new(Cell::new(false));
+    let went_away = Rc::new(Cell::new(false));
     let driver = {
         let dead = Rc::clone(&dead);
+        let went_away = Rc::clone(&went_away);
         tokio::task::spawn_local(async move {
-            let _ = connection.await;
+            // Ok: the server ended the connection in order (GOAWAY, then
+            // close); streams it cut off are the GOAWAY's.
+            went_away.set(connection.await.is_ok());
             dead.set(true);
         })
     };
@@ -535,6 +554,7 @@ async fn open(
         in_flight: Cell::new(0),
         carried: Cell::new(0),
         dead,
+        went_away,
         driver,
     })
 }

@@ -5,7 +5,8 @@
 //!  accept ─► Fault::kind()
 //!              ├─ Http: (TLS accept if --tls) ─► read a request ─► misbehave
 //!              ├─ Tls:  raw TCP, read the ClientHello ─► alert | garbage | silence
-//!              └─ Nats: raw TCP, speak (or fail to speak) the NATS greeting
+//!              ├─ Nats: raw TCP, speak (or fail to speak) the NATS greeting
+//!              └─ H2:   HTTP/2 with prior knowledge (h2c), see crate::h2fault
 //! ```
 //!
 //! Every fault is cheap and bounded: loops that write stop when a write
@@ -98,6 +99,23 @@ pub enum Fault {
     /// Sends INFO; after CONNECT, a PING before the PONG that answers it —
     /// what a nats-server busy checking bcrypt passwords does.
     NatsEarlyPing,
+    /// HTTP/2 (h2c): every second stream on a connection is reset with
+    /// RST_STREAM INTERNAL_ERROR; the others are answered 200.
+    H2RstStream,
+    /// HTTP/2 (h2c): every second stream is refused (RST_STREAM
+    /// REFUSED_STREAM); the others are answered 200.
+    H2RefusedStream,
+    /// HTTP/2 (h2c): answers [`crate::h2fault::GOAWAY_AFTER`] - 1 streams
+    /// of a connection; on the next, GOAWAY (NO_ERROR) and the close: that
+    /// stream and any opened after it are cut off.
+    H2Goaway,
+    /// HTTP/2 (h2c): a 16-byte initial stream window for request bodies,
+    /// and 256 KiB response bodies (past the client's default window, which
+    /// it must give back as it reads).
+    H2TinyWindow,
+    /// HTTP/2 (h2c): SETTINGS_MAX_CONCURRENT_STREAMS 1, each answer after
+    /// 2 ms.
+    H2MaxStreams1,
 }
 
 /// Which protocol a fault speaks (or breaks).
@@ -109,11 +127,13 @@ pub enum FaultKind {
     Tls,
     /// The NATS greeting.
     Nats,
+    /// HTTP/2 with prior knowledge (h2c).
+    H2,
 }
 
 impl Fault {
     /// Every fault, in the order of the documentation.
-    pub const ALL: [Fault; 27] = [
+    pub const ALL: [Fault; 32] = [
         Fault::NeverAnswer,
         Fault::StallBody,
         Fault::Trickle,
@@ -141,6 +161,11 @@ impl Fault {
         Fault::NatsNoInfo,
         Fault::NatsAuthError,
         Fault::NatsEarlyPing,
+        Fault::H2RstStream,
+        Fault::H2RefusedStream,
+        Fault::H2Goaway,
+        Fault::H2TinyWindow,
+        Fault::H2MaxStreams1,
     ];
 
     /// The name `--fault` takes.
@@ -173,6 +198,11 @@ impl Fault {
             Fault::NatsNoInfo => "nats-no-info",
             Fault::NatsAuthError => "nats-auth-error",
             Fault::NatsEarlyPing => "nats-early-ping",
+            Fault::H2RstStream => "h2-rst-stream",
+            Fault::H2RefusedStream => "h2-refused-stream",
+            Fault::H2Goaway => "h2-goaway",
+            Fault::H2TinyWindow => "h2-tiny-window",
+            Fault::H2MaxStreams1 => "h2-max-streams-1",
         }
     }
 
@@ -181,6 +211,11 @@ impl Fault {
         match self {
             Fault::TlsAlert | Fault::TlsGarbage | Fault::TlsStall => FaultKind::Tls,
             Fault::NatsGarbage | Fault::NatsNoInfo | Fault::NatsAuthError | Fault::NatsEarlyPing => FaultKind::Nats,
+            Fault::H2RstStream
+            | Fault::H2RefusedStream
+            | Fault::H2Goaway
+            | Fault::H2TinyWindow
+            | Fault::H2MaxStreams1 => FaultKind::H2,
             _ => FaultKind::Http,
         }
     }
@@ -216,6 +251,7 @@ pub(crate) async fn connection(stream: TcpStream, fault: Fault, tls: Option<&tok
         match fault.kind() {
             FaultKind::Tls => tls_fault(stream, fault).await,
             FaultKind::Nats => nats_fault(stream, fault).await,
+            FaultKind::H2 => crate::h2fault::serve(stream, fault).await,
             FaultKind::Http if fault == Fault::ListenerCloses => {
                 drop(stream);
                 Ok(())

@@ -38,11 +38,13 @@
 
 mod auth;
 mod fault;
+mod h2fault;
 mod http;
 mod http3;
 mod server;
 
 pub use auth::{AuthConfig, AuthConfigError, BcryptCost};
 pub use fault::{Fault, FaultKind, HOLD_LIMIT, UnknownFault};
+pub use h2fault::{GOAWAY_AFTER, TINY_WINDOW_BODY};
 pub use http3::{H3Fault, H3Server, UnknownH3Fault};
 pub use server::{LabConfig, LabServer, Stall};

@@ -26,7 +26,7 @@ mod scenario;
 pub use hist::{
     EncodedHist, Hist, HistError, MAX_DECODED_BYTES, MAX_ENCODED_CHARS, MAX_SIGFIG, MAX_TRACKABLE_US, Shape, Summary,
 };
-pub use measurements::{ByteCounts, FirstReply, Measurements, SeriesPoint, TlsCounts};
+pub use measurements::{ByteCounts, FirstReply, Measurements, Multiplex, SeriesPoint, TlsCounts};
 pub use outcome::{ErrorClass, Outcomes};
 pub use phase::Phase;
 pub use recorder::{Handshake, Live, Recorder, Reply};

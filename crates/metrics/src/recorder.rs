@@ -691,6 +691,46 @@ mod tests {
     }
 
     #[test]
+    fn streams_are_counted_per_connection_and_per_second() {
+        let t0 = Instant::now();
+        let mut r = Recorder::new(t0);
+        assert!(r.clone().finish(t0).multiplex.is_none(), "HTTP/1.1 results have none");
+        r.mux_connection("h2", 10, Some(4));
+        r.mux_connection("h2", 10, Some(3));
+        for i in 1..=4 {
+            r.stream_opened(t0 + ms(10), i);
+        }
+        for _ in 0..3 {
+            r.stream_closed();
+        }
+        // One stream stays in flight through seconds 1 and 2.
+        r.phase(t0 + ms(2500), Phase::Wait, ms(1));
+        r.stream_closed();
+        r.mux_connection_closed(7);
+        r.mux_connection_closed(2);
+        let m = r.finish(t0 + ms(2600));
+        let x = m.multiplex.unwrap();
+        assert_eq!(x.protocols.get("h2"), Some(&2));
+        assert_eq!((x.streams_requested, x.server_max_streams), (10, Some(3)));
+        assert_eq!((x.peak_streams_per_connection, x.peak_streams), (4, 4));
+        assert_eq!((x.connections, x.requests), (2, 9));
+        assert_eq!((x.min_requests_per_connection, x.max_requests_per_connection), (2, 7));
+        let per_second: Vec<u64> = m.series.iter().map(|p| p.streams_max).collect();
+        assert_eq!(per_second, [4, 1, 1]);
+
+        let mut a = x.clone();
+        a.merge(&x).unwrap();
+        assert_eq!((a.connections, a.requests, a.peak_streams), (4, 18, 8));
+        assert_eq!((a.min_requests_per_connection, a.max_requests_per_connection), (2, 7));
+        let mut empty = crate::Multiplex::default();
+        empty.merge(&x).unwrap();
+        assert_eq!(
+            empty.min_requests_per_connection, 2,
+            "an empty side does not pull the minimum to 0"
+        );
+    }
+
+    #[test]
     fn a_recent_snapshot_has_every_total_and_the_last_seconds() {
         let t0 = Instant::now();
         let mut r = Recorder::new(t0);

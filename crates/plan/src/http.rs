@@ -1088,6 +1088,91 @@ mod tests {
     }
 
     #[test]
+    fn http2_and_streams_are_validated() {
+        let p = HttpPlan::from_args(HttpArgs {
+            http2: true,
+            streams: Some(10),
+            ..args("https://example.test/")
+        })
+        .unwrap();
+        assert_eq!((p.http, p.streams), (HttpVersion::Http2, 10));
+        assert_eq!(p.http.alpn(), "h2");
+        assert!(
+            p.describe().ends_with("HTTP/2, up to 10 streams per connection"),
+            "{}",
+            p.describe()
+        );
+        let json = serde_json::to_string(&p.redacted()).unwrap();
+        assert!(
+            json.contains(r#""http":"h2""#) && json.contains(r#""streams":10"#),
+            "{json}"
+        );
+        let back: HttpPlan = serde_json::from_str(&json).unwrap();
+        assert_eq!((back.http, back.streams), (HttpVersion::Http2, 10));
+
+        let h1 = HttpPlan::from_args(args("http://example.test/")).unwrap();
+        assert_eq!((h1.http, h1.streams), (HttpVersion::Http1, 1));
+        // HTTP/1.1 plans are written as before (no new fields), and files
+        // written before the fields existed read back as HTTP/1.1.
+        let json = serde_json::to_string(&h1).unwrap();
+        assert!(!json.contains("\"http\":") && !json.contains("streams"), "{json}");
+        let back: HttpPlan = serde_json::from_str(&json).unwrap();
+        assert_eq!((back.http, back.streams), (HttpVersion::Http1, 1));
+
+        for (a, flag) in [
+            (
+                HttpArgs {
+                    streams: Some(2),
+                    ..args("http://x/")
+                },
+                "--streams",
+            ),
+            (
+                HttpArgs {
+                    http2: true,
+                    streams: Some(0),
+                    ..args("http://x/")
+                },
+                "--streams",
+            ),
+            (
+                HttpArgs {
+                    http2: true,
+                    streams: Some(MAX_STREAMS + 1),
+                    ..args("http://x/")
+                },
+                "--streams",
+            ),
+            (
+                HttpArgs {
+                    http3: true,
+                    ..args("http://x/")
+                },
+                "--http3",
+            ),
+        ] {
+            assert_eq!(flag_of(HttpPlan::from_args(a).unwrap_err()), flag);
+        }
+
+        // HTTP/3 over https, closed or open loop, with streams.
+        let p = HttpPlan::from_args(HttpArgs {
+            http3: true,
+            streams: Some(8),
+            rate: Some(100.0),
+            ..args("https://x:8443/")
+        })
+        .unwrap();
+        assert_eq!((p.http, p.streams), (HttpVersion::Http3, 8));
+        let e = HttpPlan::from_args(HttpArgs {
+            http3: true,
+            ..args("http://x:8443/a")
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("https://x:8443/a"), "{e}");
+    }
+
+    #[test]
     fn plan_round_trips_through_json() {
         let mut a = args("http://h:81/");
         a.rate = Some(250.0);

@@ -135,6 +135,41 @@ pub(crate) fn write_data_and_connections(r: &RunResult, w: &mut dyn Write) -> io
     if conns.failed() > 0 {
         write_errors(w, &conns.errors)?;
     }
+    if let Some(x) = &m.multiplex {
+        write_multiplex(x, w)?;
+    }
+    Ok(())
+}
+
+/// The streams line of a multiplexed run (HTTP/2): the protocol the
+/// connections negotiated, the streams asked for and allowed, how many were
+/// in flight at most, and how many requests each connection carried.
+fn write_multiplex(x: &throng_metrics::Multiplex, w: &mut dyn Write) -> io::Result<()> {
+    let protocols = x
+        .protocols
+        .iter()
+        .map(|(p, n)| format!("{p} on {n}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let cap = match x.server_max_streams {
+        Some(s) if s < x.streams_requested => {
+            format!(", capped at {s} by the server (SETTINGS_MAX_CONCURRENT_STREAMS)")
+        }
+        Some(s) => format!(", the server allows {s}"),
+        None => String::new(),
+    };
+    writeln!(
+        w,
+        "  {:<14}{protocols}; {} per connection asked{cap}; at most {} in flight on one connection, {} in all",
+        "streams", x.streams_requested, x.peak_streams_per_connection, x.peak_streams
+    )?;
+    if let Some(avg) = x.requests_per_connection() {
+        writeln!(
+            w,
+            "  {:<14}{avg:.1} requests per connection on average (min {}, max {}, over {} closed)",
+            "", x.min_requests_per_connection, x.max_requests_per_connection, x.connections
+        )?;
+    }
     Ok(())
 }
 

@@ -130,6 +130,7 @@ pub fn run(c: ServeCmd) -> anyhow::Result<ExitCode> {
             FaultKind::Http => scheme,
             FaultKind::Tls => "https",
             FaultKind::Nats => "nats",
+            FaultKind::H2 => "http",
         };
         eprintln!(
             "throng lab server on {scheme}://{}/ ({threads} threads{procs}), answering every connection \

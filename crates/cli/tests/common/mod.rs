@@ -89,7 +89,17 @@ impl Nginx {
         Self::start_with(true, directives, locations)
     }
 
+    /// Starts nginx whose listen line ends with `listen_options` (e.g.
+    /// `ssl http2`, or `http2` for h2c with prior knowledge).
+    pub fn start_listen(listen_options: &str, directives: &str, locations: &str) -> Nginx {
+        Self::start_options(listen_options, directives, locations)
+    }
+
     fn start_with(tls: bool, directives: &str, locations: &str) -> Nginx {
+        Self::start_options(if tls { "ssl" } else { "" }, directives, locations)
+    }
+
+    fn start_options(listen_options: &str, directives: &str, locations: &str) -> Nginx {
         let nginx = ["/usr/sbin/nginx", "/usr/bin/nginx"]
             .into_iter()
             .find(|p| Path::new(p).exists())
@@ -105,7 +115,11 @@ impl Nginx {
                client_body_temp_path {d}/body; proxy_temp_path {d}/proxy; fastcgi_temp_path {d}/fcgi;\n\
                uwsgi_temp_path {d}/uwsgi; scgi_temp_path {d}/scgi;\n\
                server {{\n    listen 127.0.0.1:{port}{ssl};\n{directives}\n{locations}\n  }}\n}}\n",
-            ssl = if tls { " ssl" } else { "" },
+            ssl = if listen_options.is_empty() {
+                String::new()
+            } else {
+                format!(" {listen_options}")
+            },
         );
         std::fs::write(dir.path().join("nginx.conf"), conf).unwrap();
         let child = Command::new(nginx)

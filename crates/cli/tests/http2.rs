@@ -1,0 +1,441 @@
+//! `throng http --http2` against real nginx (h2c with prior knowledge, and
+//! TLS with ALPN h2) and the lab's HTTP/2 faults: counts, streams in flight
+//! against the server's cap, requests per connection, the accounting under
+//! every fault, and the views of an HTTP/2 result.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+
+use common::{Nginx, assert_books_balance, free_port, http, throng, wait_listening};
+
+const LOCATIONS: &str = r#"
+    location = / { return 200; }
+    location = /hello { default_type text/plain; return 200 "hello"; }
+"#;
+
+/// nginx speaking h2c (prior knowledge) with at most `streams` concurrent
+/// streams per connection.
+fn h2c_nginx(streams: u32) -> Nginx {
+    Nginx::start_listen("http2", &format!("http2_max_concurrent_streams {streams};"), LOCATIONS)
+}
+
+/// Runs `throng certs` into a fresh directory.
+fn certs() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("certs");
+    let o = common::output(throng().args(["certs", "--out", out.to_str().unwrap()]));
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    (dir, out)
+}
+
+/// nginx over TLS; `listen` is `ssl http2` or `ssl` (HTTP/1.1 only).
+fn tls_nginx(c: &Path, listen: &str, streams: u32) -> Nginx {
+    let p = |name: &str| c.join(name).display().to_string();
+    Nginx::start_listen(
+        listen,
+        &format!(
+            "ssl_certificate {}; ssl_certificate_key {}; http2_max_concurrent_streams {streams};",
+            p("server.pem"),
+            p("server.key")
+        ),
+        LOCATIONS,
+    )
+}
+
+#[test]
+fn h2c_closed_loop_multiplexes_streams_on_each_connection() {
+    let nginx = h2c_nginx(100);
+    let run = http(&[
+        &nginx.url("/hello"),
+        "--http2",
+        "-c",
+        "2",
+        "--streams",
+        "4",
+        "-n",
+        "2000",
+        "-t",
+        "1",
+    ]);
+    assert_eq!(run.code(), 0, "stderr: {}", run.stderr());
+    let r = run.result();
+    let m = &r.measurements;
+    assert_books_balance(r);
+    assert_eq!(m.requests.attempted, 2000);
+    assert_eq!(m.requests.ok, 2000);
+    assert_eq!(m.status.get(&200), Some(&2000));
+    assert_eq!(m.bytes.received_body, 5 * 2000);
+    // Two connections, each with one h2 preface round trip.
+    assert_eq!(m.connections.ok, 2);
+    assert_eq!(m.phases["connect"].count(), 2);
+    assert_eq!(m.phases["handshake"].count(), 2);
+    for phase in ["send", "wait", "receive", "response", "latency"] {
+        assert_eq!(m.phases[phase].count(), 2000, "{phase}");
+    }
+    let x = m.multiplex.as_ref().expect("an HTTP/2 result has multiplex figures");
+    assert_eq!(x.protocols.get("h2"), Some(&2));
+    assert_eq!(x.streams_requested, 4);
+    assert_eq!(x.server_max_streams, Some(100));
+    // Closed loop: every connection keeps its 4 streams busy.
+    assert_eq!(x.peak_streams_per_connection, 4);
+    assert!(x.peak_streams <= 8 && x.peak_streams >= 4, "{x:?}");
+    assert_eq!(x.connections, 2);
+    assert_eq!(x.requests, 2000);
+    assert!(
+        x.min_requests_per_connection >= 1 && x.max_requests_per_connection <= 2000,
+        "{x:?}"
+    );
+    assert!(m.series.iter().all(|p| p.streams_max <= 8));
+    assert!(m.series.iter().any(|p| p.streams_max > 0));
+    match &r.plan {
+        throng_result::Plan::Http(p) => {
+            assert_eq!((p.http, p.streams), (throng_plan::HttpVersion::Http2, 4));
+        }
+        other => panic!("an http plan, not {other:?}"),
+    }
+    let out = run.stdout();
+    assert!(out.contains("streams       h2 on 2"), "{out}");
+    assert!(
+        common::schema_violations(&run.json).is_empty(),
+        "{:?}",
+        common::schema_violations(&run.json)
+    );
+}
+
+#[test]
+fn tls_alpn_h2_streams_are_capped_by_the_server() {
+    let (_d, c) = certs();
+    let nginx = tls_nginx(&c, "ssl http2", 3);
+    let ca = c.join("ca.pem");
+    let run = http(&[
+        &nginx.https("localhost", "/hello"),
+        "--cacert",
+        ca.to_str().unwrap(),
+        "--http2",
+        "-c",
+        "2",
+        "--streams",
+        "10",
+        "-n",
+        "600",
+        "-t",
+        "1",
+    ]);
+    assert_eq!(run.code(), 0, "stderr: {}", run.stderr());
+    let r = run.result();
+    let m = &r.measurements;
+    assert_books_balance(r);
+    assert_eq!(m.requests.ok, 600);
+    assert_eq!(m.tls.as_ref().unwrap().handshakes, m.connections.ok);
+    assert_eq!(m.phases["tls"].count(), m.connections.ok);
+    let x = m.multiplex.as_ref().unwrap();
+    assert_eq!(x.server_max_streams, Some(3));
+    assert_eq!(x.streams_requested, 10);
+    // Never more streams on a connection than the server allows.
+    assert_eq!(x.peak_streams_per_connection, 3);
+    assert!(x.peak_streams <= 6, "{x:?}");
+    assert_eq!(x.requests, 600);
+    let out = run.stdout();
+    assert!(out.contains("capped at 3 by the server"), "{out}");
+}
+
+#[test]
+fn a_server_without_h2_is_refused_before_the_run() {
+    let (_d, c) = certs();
+    let nginx = tls_nginx(&c, "ssl", 100);
+    let ca = c.join("ca.pem");
+    let run = http(&[
+        &nginx.https("localhost", "/"),
+        "--cacert",
+        ca.to_str().unwrap(),
+        "--http2",
+        "-n",
+        "10",
+    ]);
+    assert_eq!(run.code(), 2, "stderr: {}", run.stderr());
+    assert!(run.stderr().contains("does not speak HTTP/2"), "{}", run.stderr());
+    assert!(run.result.is_none(), "no run, no result");
+
+    let plain = Nginx::start(LOCATIONS);
+    let run = http(&[&plain.url("/"), "--http2", "-n", "10"]);
+    assert_eq!(run.code(), 2, "stderr: {}", run.stderr());
+    assert!(run.stderr().contains("HTTP/1.x in the clear"), "{}", run.stderr());
+}
+
+#[test]
+fn flags_that_do_not_fit_are_refused() {
+    for (args, flag) in [
+        (&["--streams", "4"][..], "--streams"),
+        (&["--http2", "--streams", "0"][..], "--streams"),
+        (&["--http2", "--streams", "10001"][..], "--streams"),
+        (&["--http3"][..], "--http3"),
+        (&["--http2", "--http3"][..], "--http2/--http3"),
+    ] {
+        let o = common::output(
+            throng()
+                .args(["http", "http://127.0.0.1:9/", "-n", "1", "-q"])
+                .args(args),
+        );
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(flag), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn open_loop_spreads_requests_over_streams_of_capped_connections() {
+    let nginx = h2c_nginx(100);
+    let run = http(&[
+        &nginx.url("/"),
+        "--http2",
+        "-r",
+        "400",
+        "-d",
+        "2s",
+        "-c",
+        "2",
+        "--streams",
+        "4",
+        "-t",
+        "1",
+    ]);
+    assert_eq!(run.code(), 0, "stderr: {}", run.stderr());
+    let r = run.result();
+    let m = &r.measurements;
+    assert_books_balance(r);
+    // Every scheduled request was sent or counted dropped.
+    assert_eq!(m.requests.attempted + m.dropped, 800);
+    assert!(m.requests.ok > 0);
+    assert!(m.connections.ok <= 2, "{:?}", m.connections);
+    let x = m.multiplex.as_ref().unwrap();
+    assert!(x.peak_streams_per_connection <= 4, "{x:?}");
+    assert!(x.peak_streams <= 8, "{x:?}");
+    assert_eq!(m.phases["schedule_lag"].count(), m.requests.attempted);
+}
+
+#[test]
+fn no_keepalive_opens_a_connection_per_request() {
+    let nginx = h2c_nginx(100);
+    let run = http(&[
+        &nginx.url("/"),
+        "--http2",
+        "--no-keepalive",
+        "-c",
+        "3",
+        "-n",
+        "30",
+        "-t",
+        "1",
+    ]);
+    assert_eq!(run.code(), 0, "stderr: {}", run.stderr());
+    let r = run.result();
+    let m = &r.measurements;
+    assert_books_balance(r);
+    assert_eq!(m.requests.ok, 30);
+    assert_eq!(m.connections.ok, 30);
+    assert_eq!(m.phases["handshake"].count(), 30);
+    let x = m.multiplex.as_ref().unwrap();
+    assert_eq!((x.connections, x.max_requests_per_connection), (30, 1));
+}
+
+/// `throng serve --fault NAME` on a free loopback port, stopped on drop.
+struct FaultServer {
+    child: Child,
+    port: u16,
+}
+
+impl FaultServer {
+    fn start(fault: &str) -> FaultServer {
+        let port = free_port();
+        let child = throng()
+            .args(["serve", "--fault", fault, "--threads", "1", "--listen"])
+            .arg(format!("127.0.0.1:{port}"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        wait_listening(SocketAddr::from(([127, 0, 0, 1], port)));
+        FaultServer { child, port }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/", self.port)
+    }
+}
+
+impl Drop for FaultServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One connection with at most `streams` at a time, `n` requests against
+/// `fault`.
+fn one_conn(fault: &str, n: &str, streams: &str, extra: &[&str]) -> common::Run {
+    let server = FaultServer::start(fault);
+    let mut args = vec![server.url()];
+    args.extend(
+        [
+            "--http2",
+            "-c",
+            "1",
+            "--streams",
+            streams,
+            "-n",
+            n,
+            "-t",
+            "1",
+            "--timeout",
+            "10s",
+        ]
+        .iter()
+        .chain(extra)
+        .map(|s| s.to_string()),
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let run = http(&args);
+    drop(server);
+    assert!(!run.stderr().contains("panicked"), "{}", run.stderr());
+    assert_books_balance(run.result());
+    run
+}
+
+#[test]
+fn rst_stream_counts_by_code() {
+    let run = one_conn("h2-rst-stream", "20", "1", &[]);
+    let m = &run.result().measurements;
+    // Every second stream is reset, on the one connection.
+    assert_eq!(m.requests.ok, 10);
+    assert_eq!(m.requests.error("h2.rst_stream.internal_error"), 10);
+    assert_eq!(m.requests.errors.len(), 1, "{:?}", m.requests);
+    assert_eq!(m.connections.ok, 1);
+}
+
+#[test]
+fn refused_streams_are_their_own_class() {
+    let run = one_conn("h2-refused-stream", "20", "1", &[]);
+    let m = &run.result().measurements;
+    assert_eq!(m.requests.ok, 10);
+    assert_eq!(m.requests.error("h2.refused_stream"), 10);
+    assert_eq!(m.connections.ok, 1);
+}
+
+#[test]
+fn goaway_cuts_off_a_stream_per_connection_and_the_client_reconnects() {
+    let run = one_conn("h2-goaway", "40", "1", &[]);
+    let m = &run.result().measurements;
+    let per = throng_lab::GOAWAY_AFTER;
+    // Each connection answers per-1 streams; the next is cut off by GOAWAY.
+    let conns = 40 / per;
+    assert_eq!(m.requests.error("h2.goaway"), conns, "{:?}", m.requests);
+    assert_eq!(m.requests.ok, 40 - conns);
+    assert_eq!(m.connections.ok, conns);
+    let x = m.multiplex.as_ref().unwrap();
+    assert_eq!(
+        (x.min_requests_per_connection, x.max_requests_per_connection),
+        (per, per)
+    );
+}
+
+#[test]
+fn goaway_with_many_streams_keeps_the_books() {
+    let server = FaultServer::start("h2-goaway");
+    let run = http(&[
+        &server.url(),
+        "--http2",
+        "-c",
+        "2",
+        "--streams",
+        "4",
+        "-n",
+        "200",
+        "-t",
+        "1",
+    ]);
+    let m = &run.result().measurements;
+    assert_books_balance(run.result());
+    assert_eq!(m.requests.attempted, 200);
+    assert!(m.requests.error("h2.goaway") > 0, "{:?}", m.requests);
+    assert_eq!(m.requests.ok + m.requests.error("h2.goaway"), 200, "{:?}", m.requests);
+    assert!(m.connections.ok > 2);
+}
+
+#[test]
+fn a_tiny_window_and_large_bodies_flow() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = dir.path().join("body");
+    std::fs::write(&body, vec![b'b'; 1000]).unwrap();
+    let run = one_conn("h2-tiny-window", "20", "4", &["--body", body.to_str().unwrap()]);
+    let m = &run.result().measurements;
+    assert_eq!(m.requests.ok, 20, "{:?}", m.requests);
+    assert_eq!(m.bytes.received_body, 20 * throng_lab::TINY_WINDOW_BODY as u64);
+}
+
+#[test]
+fn max_concurrent_streams_1_is_never_exceeded() {
+    let run = one_conn("h2-max-streams-1", "100", "8", &[]);
+    let m = &run.result().measurements;
+    assert_eq!(m.requests.ok, 100);
+    let x = m.multiplex.as_ref().unwrap();
+    assert_eq!(x.server_max_streams, Some(1));
+    assert_eq!(x.peak_streams_per_connection, 1);
+    assert_eq!(x.peak_streams, 1);
+    assert!(run.stdout().contains("capped at 1 by the server"), "{}", run.stdout());
+}
+
+#[test]
+fn views_and_compare_work_on_an_h2_result() {
+    let nginx = h2c_nginx(100);
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("series.csv");
+    let html = dir.path().join("report.html");
+    let h2 = http(&[
+        &nginx.url("/hello"),
+        "--http2",
+        "--streams",
+        "2",
+        "-c",
+        "2",
+        "-n",
+        "200",
+        "-t",
+        "1",
+        "--csv",
+        csv.to_str().unwrap(),
+        "--html",
+        html.to_str().unwrap(),
+    ]);
+    assert_eq!(h2.code(), 0, "{}", h2.stderr());
+    let csv = std::fs::read_to_string(&csv).unwrap();
+    assert!(csv.lines().count() >= 2, "{csv}");
+    let html = std::fs::read_to_string(&html).unwrap();
+    assert!(html.contains("HTTP/2"), "the plan's description names the protocol");
+    for (format, marker) in [("ab", "Complete requests:"), ("httperf", "Total: connections")] {
+        let o = common::output(throng().args(["report", h2.json.to_str().unwrap(), "--format", format]));
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{format}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(out.contains(marker), "{format}: {out}");
+    }
+    // The A side over HTTP/1.1 (the h2c port speaks only HTTP/2).
+    let h1_nginx = Nginx::start(LOCATIONS);
+    let h1 = http(&[&h1_nginx.url("/hello"), "-c", "2", "-n", "200", "-t", "1"]);
+    let o = common::output(throng().args(["compare", h1.json.to_str().unwrap(), h2.json.to_str().unwrap()]));
+    assert!(
+        matches!(o.status.code(), Some(0 | 1)),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(!String::from_utf8_lossy(&o.stdout).is_empty());
+}

@@ -1,0 +1,121 @@
+//! HTTP/2 faults (h2c, prior knowledge): what nginx will not do on demand.
+//!
+//! ```text
+//!  accept ─► h2 handshake (SETTINGS per fault) ─► per stream, by its number
+//!            on the connection: answer 200 | RST_STREAM | GOAWAY
+//! ```
+//!
+//! Streams are numbered 1, 2, 3… in the order the connection accepts them,
+//! so the counts a client sees are exact: with one connection and one
+//! stream at a time, `h2-rst-stream` resets exactly every second request.
+
+use std::io;
+use std::time::Duration;
+
+use bytes::Bytes;
+use h2::Reason;
+use h2::server::SendResponse;
+use tokio::net::TcpStream;
+
+use crate::fault::Fault;
+
+/// `h2-goaway` answers one stream fewer than this on a connection; the
+/// next one gets GOAWAY and the close instead of an answer.
+pub const GOAWAY_AFTER: u64 = 5;
+/// Response body of `h2-tiny-window` (past the 64 KiB default window).
+pub const TINY_WINDOW_BODY: usize = 256 << 10;
+/// Initial stream window `h2-tiny-window` announces for request bodies.
+const TINY_WINDOW: u32 = 16;
+/// How long `h2-max-streams-1` takes to answer, so that a client which
+/// ignored the limit would have streams overlap.
+const SLOW_ANSWER: Duration = Duration::from_millis(2);
+
+/// Serves one connection with an HTTP/2 `fault`.
+pub(crate) async fn serve(stream: TcpStream, fault: Fault) -> io::Result<()> {
+    let mut builder = h2::server::Builder::new();
+    match fault {
+        Fault::H2MaxStreams1 => {
+            builder.max_concurrent_streams(1);
+        }
+        Fault::H2TinyWindow => {
+            builder.initial_window_size(TINY_WINDOW);
+        }
+        _ => {}
+    }
+    // A second handle on the socket: when h2 is done with the connection,
+    // this one says FIN and reads what the client still sent, so that the
+    // close is not a reset that would discard the GOAWAY before the client
+    // reads it.
+    let std = stream.into_std()?;
+    let keep = TcpStream::from_std(std.try_clone()?)?;
+    let stream = TcpStream::from_std(std)?;
+    let mut conn = builder.handshake::<_, Bytes>(stream).await.map_err(io::Error::other)?;
+    let mut n = 0u64;
+    let mut cut = None;
+    while let Some(accepted) = conn.accept().await {
+        let Ok((request, mut respond)) = accepted else {
+            break;
+        };
+        n += 1;
+        match fault {
+            Fault::H2RstStream if n.is_multiple_of(2) => respond.send_reset(Reason::INTERNAL_ERROR),
+            Fault::H2RefusedStream if n.is_multiple_of(2) => respond.send_reset(Reason::REFUSED_STREAM),
+            Fault::H2Goaway if n == GOAWAY_AFTER => {
+                // Accepted, never answered: GOAWAY (naming this stream as
+                // the last processed), then the connection closes — it
+                // and any stream the client opened meanwhile are cut off.
+                cut = Some(respond);
+                conn.abrupt_shutdown(Reason::NO_ERROR);
+            }
+            _ => {
+                let body = if fault == Fault::H2TinyWindow {
+                    Bytes::from(vec![b'w'; TINY_WINDOW_BODY])
+                } else {
+                    Bytes::from_static(b"ok")
+                };
+                let delay = (fault == Fault::H2MaxStreams1).then_some(SLOW_ANSWER);
+                tokio::task::spawn_local(answer(request.into_body(), respond, body, delay));
+            }
+        }
+    }
+    drop(conn);
+    drop(cut);
+    linger(keep).await;
+    Ok(())
+}
+
+/// Longest the server waits for the client to close after its FIN.
+const LINGER: Duration = Duration::from_secs(2);
+
+/// Ends the connection gently: FIN, then read until the client closes too.
+async fn linger(mut keep: TcpStream) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let _ = keep.shutdown().await;
+    let mut sink = [0u8; 4096];
+    let _ = tokio::time::timeout(LINGER, async {
+        while let Ok(n) = keep.read(&mut sink).await {
+            if n == 0 {
+                break;
+            }
+        }
+    })
+    .await;
+}
+
+/// Reads the request body (giving its window back), then answers 200 with
+/// `body`, after `delay` if given.
+async fn answer(mut request: h2::RecvStream, mut respond: SendResponse<Bytes>, body: Bytes, delay: Option<Duration>) {
+    while let Some(Ok(chunk)) = request.data().await {
+        let _ = request.flow_control().release_capacity(chunk.len());
+    }
+    if let Some(d) = delay {
+        tokio::time::sleep(d).await;
+    }
+    let mut response = http::Response::new(());
+    response
+        .headers_mut()
+        .insert(http::header::SERVER, http::HeaderValue::from_static("throng-lab"));
+    if let Ok(mut send) = respond.send_response(response, false) {
+        let _ = send.send_data(body, true);
+    }
+}
