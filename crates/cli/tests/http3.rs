@@ -424,3 +424,21 @@ fn open_loop_under_connection_closes_reconnects_and_balances() {
         "one answer per connection at most: {mux:?}"
     );
 }
+
+#[test]
+fn tls_1_2_only_is_refused_before_the_run() {
+    let (_d, c) = certs();
+    let server = lab(&c, None);
+    let run = http(&[
+        &lab_url(&server),
+        "--http3",
+        "--cacert",
+        &p(&c, "ca.pem"),
+        "-n",
+        "1",
+        "--tls-version",
+        "1.2",
+    ]);
+    assert_eq!(run.code(), 2, "{}", run.stderr());
+    assert!(run.stderr().contains("TLS 1.3 only"), "{}", run.stderr());
+}

@@ -78,6 +78,8 @@ impl H3Spec {
         server_name: String,
         streams: u32,
     ) -> Result<H3Spec, String> {
+        // quinn accepts a configuration without TLS 1.3 here and panics on
+        // the first connection: the plan refuses --tls-version 1.2 with --http3.
         let mut tls = tls.clone();
         tls.alpn_protocols = vec![b"h3".to_vec()];
         tls.enable_early_data = false;

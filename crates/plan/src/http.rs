@@ -415,6 +415,16 @@ impl HttpPlan {
             }
             Scheme::Http => None,
         };
+        if http == HttpVersion::Http3
+            && tls
+                .as_ref()
+                .is_some_and(|t| t.version == Some(crate::TlsVersion::Tls12))
+        {
+            return Err(PlanError::invalid(
+                "--tls-version",
+                "QUIC (--http3) runs on TLS 1.3 only; leave out --tls-version 1.2",
+            ));
+        }
 
         let (body_file, body) = match args.body {
             Some((path, bytes)) => (Some(path), bytes),
@@ -1170,6 +1180,12 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.contains("https://x:8443/a"), "{e}");
+        let mut a = HttpArgs {
+            http3: true,
+            ..args("https://x/")
+        };
+        a.tls.version = Some(crate::TlsVersion::Tls12);
+        assert_eq!(flag_of(HttpPlan::from_args(a).unwrap_err()), "--tls-version");
     }
 
     #[test]
