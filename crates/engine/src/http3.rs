@@ -28,6 +28,10 @@ use throng_plan::HttpPlan;
 
 use crate::ctx::{Ctx, TaskGuard};
 
+/// The largest response header section accepted (decoded), as HTTP/1.1's
+/// 64 KiB head limit: a larger one is `h3.header_too_big`.
+const MAX_HEADER_SECTION: u64 = 64 * 1024;
+
 type SendRequest = h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>;
 
 /// What every HTTP/3 connection of a run needs: the QUIC client
@@ -242,7 +246,9 @@ async fn open(ctx: &Ctx, h3: &H3Spec) -> Result<(quinn::Endpoint, quinn::Connect
         let handshake = Instant::now();
         let (driver, send) = match tokio::time::timeout_at(
             deadline.into(),
-            h3::client::new(h3_quinn::Connection::new(quic.clone())),
+            h3::client::builder()
+                .max_field_section_size(MAX_HEADER_SECTION)
+                .build(h3_quinn::Connection::new(quic.clone())),
         )
         .await
         {
