@@ -32,6 +32,9 @@ use crate::ctx::{Ctx, TaskGuard};
 /// 64 KiB head limit: a larger one is `h3.header_too_big`.
 const MAX_HEADER_SECTION: u64 = 64 * 1024;
 
+/// The code a connection is closed with when done (RFC 9114 8.1).
+const H3_NO_ERROR: u32 = 0x100;
+
 type SendRequest = h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>;
 
 /// What every HTTP/3 connection of a run needs: the QUIC client
@@ -175,13 +178,13 @@ pub(crate) async fn connection_slot<S: Starts + 'static>(guard: TaskGuard, start
     let loops = if ctx.spec.keepalive { h3.streams } else { 1 };
     // One idle slot per request loop, kept across reconnects.
     let slots: Rc<[usize]> = (0..loops).map(|_| starts.slot()).collect();
+    let opened = Instant::now();
     if warm && let Ok((endpoint, quic, driver, send)) = open(ctx, &h3).await {
-        let opened = Instant::now();
         run_connection(ctx, &starts, &h3, driver, send, &slots, None).await;
-        quic.close(0u32.into(), b"");
+        quic.close(H3_NO_ERROR.into(), b"");
         let now = Instant::now();
         ctx.rec.borrow_mut().connection_closed(now, now - opened);
-        endpoint.close(0u32.into(), b"");
+        endpoint.close(H3_NO_ERROR.into(), b"");
     }
     while !ctx.stopping.get() {
         let Some(intended) = starts.next(slots[0]).await else {
@@ -191,10 +194,10 @@ pub(crate) async fn connection_slot<S: Starts + 'static>(guard: TaskGuard, start
         match open(ctx, &h3).await {
             Ok((endpoint, quic, driver, send)) => {
                 run_connection(ctx, &starts, &h3, driver, send, &slots, Some(intended)).await;
-                quic.close(0u32.into(), b"");
+                quic.close(H3_NO_ERROR.into(), b"");
                 let now = Instant::now();
                 ctx.rec.borrow_mut().connection_closed(now, now - opened);
-                endpoint.close(0u32.into(), b"");
+                endpoint.close(H3_NO_ERROR.into(), b"");
                 drop(endpoint);
             }
             Err(class) => {
