@@ -179,12 +179,11 @@ pub(crate) async fn connection_slot<S: Starts + 'static>(guard: TaskGuard, start
     // One idle slot per request loop, kept across reconnects.
     let slots: Rc<[usize]> = (0..loops).map(|_| starts.slot()).collect();
     let opened = Instant::now();
-    if warm && let Ok((endpoint, quic, driver, send)) = open(ctx, &h3).await {
+    if warm && let Ok((quic, driver, send)) = open(ctx, &h3).await {
         run_connection(ctx, &starts, &h3, driver, send, &slots, None).await;
         quic.close(H3_NO_ERROR.into(), b"");
         let now = Instant::now();
         ctx.rec.borrow_mut().connection_closed(now, now - opened);
-        endpoint.close(H3_NO_ERROR.into(), b"");
     }
     while !ctx.stopping.get() {
         let Some(intended) = starts.next(slots[0]).await else {
@@ -192,13 +191,11 @@ pub(crate) async fn connection_slot<S: Starts + 'static>(guard: TaskGuard, start
         };
         let opened = Instant::now();
         match open(ctx, &h3).await {
-            Ok((endpoint, quic, driver, send)) => {
+            Ok((quic, driver, send)) => {
                 run_connection(ctx, &starts, &h3, driver, send, &slots, Some(intended)).await;
                 quic.close(H3_NO_ERROR.into(), b"");
                 let now = Instant::now();
                 ctx.rec.borrow_mut().connection_closed(now, now - opened);
-                endpoint.close(H3_NO_ERROR.into(), b"");
-                drop(endpoint);
             }
             Err(class) => {
                 // The request taken fails with its connection.
@@ -222,21 +219,33 @@ pub(crate) async fn connection_slot<S: Starts + 'static>(guard: TaskGuard, start
 
 type Driver = h3::client::Connection<h3_quinn::Connection, Bytes>;
 
+/// The worker's QUIC endpoint (one UDP socket for all its connections),
+/// made at the first connection. One socket per connection would cost a
+/// receive buffer each (quinn sizes it for GRO batches, over half a MB),
+/// kept until the closed connection has drained.
+fn endpoint(ctx: &Ctx) -> Result<quinn::Endpoint, ErrorClass> {
+    if let Some(e) = ctx.quic.borrow().as_ref() {
+        return Ok(e.clone());
+    }
+    let bind: SocketAddr = if ctx.spec.addr.is_ipv4() {
+        (Ipv4Addr::UNSPECIFIED, 0).into()
+    } else {
+        (Ipv6Addr::UNSPECIFIED, 0).into()
+    };
+    let e = quinn::Endpoint::client(bind).map_err(|e| crate::errors::classify(&e, crate::errors::Stage::Connect))?;
+    *ctx.quic.borrow_mut() = Some(e.clone());
+    Ok(e)
+}
+
 /// Opens a QUIC connection and its HTTP/3 session, recording the attempt,
 /// its `tls` sample (the QUIC handshake) and its outcome.
-async fn open(ctx: &Ctx, h3: &H3Spec) -> Result<(quinn::Endpoint, quinn::Connection, Driver, SendRequest), ErrorClass> {
+async fn open(ctx: &Ctx, h3: &H3Spec) -> Result<(quinn::Connection, Driver, SendRequest), ErrorClass> {
     let spec = &ctx.spec;
     let started = Instant::now();
     ctx.rec.borrow_mut().connection_started(started, false);
     ctx.connecting.set(ctx.connecting.get() + 1);
     let result = async {
-        let bind: SocketAddr = if spec.addr.is_ipv4() {
-            (Ipv4Addr::UNSPECIFIED, 0).into()
-        } else {
-            (Ipv6Addr::UNSPECIFIED, 0).into()
-        };
-        let endpoint =
-            quinn::Endpoint::client(bind).map_err(|e| crate::errors::classify(&e, crate::errors::Stage::Connect))?;
+        let endpoint = endpoint(ctx)?;
         let connecting = endpoint
             .connect_with(h3.client.clone(), spec.addr, &h3.server_name)
             .map_err(|_| ErrorClass::Quic("connect_error"))?;
@@ -259,13 +268,13 @@ async fn open(ctx: &Ctx, h3: &H3Spec) -> Result<(quinn::Endpoint, quinn::Connect
             Ok(Err(e)) => return Err(h3_connection_class(&e)),
             Ok(Ok(pair)) => pair,
         };
-        Ok((endpoint, quic, driver, send, handshake))
+        Ok((quic, driver, send, handshake))
     }
     .await;
     ctx.connecting.set(ctx.connecting.get() - 1);
     let mut rec = ctx.rec.borrow_mut();
     match result {
-        Ok((endpoint, quic, driver, send, handshake)) => {
+        Ok((quic, driver, send, handshake)) => {
             // QUIC carries TLS 1.3 (RFC 9001); quinn does not say which
             // group and suite were chosen.
             let h = Handshake {
@@ -280,7 +289,7 @@ async fn open(ctx: &Ctx, h3: &H3Spec) -> Result<(quinn::Endpoint, quinn::Connect
             // quinn does not tell the peer's MAX_STREAMS: opening a stream
             // past it waits, so the peak per connection shows the cap.
             rec.mux_connection("h3", u64::from(h3.streams), None);
-            Ok((endpoint, quic, driver, send))
+            Ok((quic, driver, send))
         }
         Err(class) => {
             rec.connection_failed(Instant::now(), class, false);
