@@ -120,6 +120,8 @@ impl Target {
 
 /// The most concurrent streams `--streams` may ask for per connection.
 pub const MAX_STREAMS: u32 = 10_000;
+/// The most streams one plan may keep in flight (`-c` × `--streams`).
+pub const MAX_STREAMS_IN_FLIGHT: u64 = 200_000;
 
 /// The HTTP version a plan speaks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -396,6 +398,16 @@ impl HttpPlan {
             }
             (Some(n), _) => n,
         };
+        if u64::from(connections) * u64::from(streams) > MAX_STREAMS_IN_FLIGHT {
+            return Err(PlanError::invalid(
+                "--streams",
+                format!(
+                    "-c {connections} × --streams {streams} asks for more than {MAX_STREAMS_IN_FLIGHT} streams in \
+                     flight (each is a task with its own state); lower -c or --streams, or split the load over \
+                     processes with --segment"
+                ),
+            ));
+        }
 
         let timeout = args.timeout.unwrap_or(DEFAULT_TIMEOUT);
         if timeout.is_zero() {
@@ -1159,6 +1171,15 @@ mod tests {
                     ..args("http://x/")
                 },
                 "--http3",
+            ),
+            (
+                HttpArgs {
+                    http2: true,
+                    connections: Some(1000),
+                    streams: Some(MAX_STREAMS),
+                    ..args("http://x/")
+                },
+                "--streams",
             ),
         ] {
             assert_eq!(flag_of(HttpPlan::from_args(a).unwrap_err()), flag);
