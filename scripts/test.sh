@@ -45,6 +45,14 @@ if ! command -v kubernetes-validate >/dev/null 2>&1; then
     || echo "scripts/test.sh: could not install kubernetes-validate" >&2
 fi
 
+# HTTP/3 is checked against a real peer that is not throng: aioquic's HTTP/3
+# (scripts/h3_server.py; crates/cli/tests/http3.rs).
+if ! python3 -c 'import aioquic' >/dev/null 2>&1; then
+  echo "scripts/test.sh: installing aioquic (pip)" >&2
+  python3 -m pip install -q aioquic >/dev/null 2>&1 \
+    || echo "scripts/test.sh: could not install aioquic" >&2
+fi
+
 # Tests that need root or a tool a developer's machine may lack are
 # #[ignore = "why"]; this script runs them too (--include-ignored), except
 # those whose need it cannot meet here, which it names. They count as ignored.

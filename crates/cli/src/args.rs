@@ -423,11 +423,11 @@ pub struct HttpCmd {
     /// negotiate it), prior knowledge (h2c) over http://
     #[arg(long = "http2")]
     pub http2: bool,
-    /// Speak HTTP/3 (not supported yet: refused)
+    /// Speak HTTP/3 over QUIC (UDP) to an https:// URL; closed loops only (no -r)
     #[arg(long = "http3")]
     pub http3: bool,
-    /// With --http2: most concurrent streams per connection (h2load's -m); the server's
-    /// SETTINGS_MAX_CONCURRENT_STREAMS caps it [default: 1]
+    /// With --http2/--http3: most concurrent streams per connection (h2load's -m); the server's
+    /// SETTINGS_MAX_CONCURRENT_STREAMS (QUIC: MAX_STREAMS) caps it [default: 1]
     #[arg(long = "streams", value_name = "N")]
     pub streams: Option<u32>,
     /// Statuses that count as ok, e.g. 200,401 or 2xx [default: 200-399]
@@ -738,6 +738,11 @@ pub struct ServeCmd {
     /// rst-mid-body, tls-alert, nats-auth-error, …; the README lists them all)
     #[arg(long = "fault", value_name = "NAME", conflicts_with_all = ["stall_every", "stall_for"])]
     pub fault: Option<String>,
+    /// Serve HTTP/3 over QUIC on UDP --listen, with the certificate of --tls DIR; --fault then
+    /// takes an HTTP/3 fault (h3-reset-stream, h3-close-connection, h3-silent, h3-no-handshake,
+    /// h3-one-stream)
+    #[arg(long = "http3", requires = "tls", conflicts_with_all = ["stall_every", "stall_for", "mtls"])]
+    pub http3: bool,
 }
 
 #[derive(Debug, Args)]

@@ -15,6 +15,12 @@ use crate::targets::Cursor;
 /// its connections.
 struct Budget(Cell<Option<u64>>);
 
+impl crate::http3::Starts for Budget {
+    async fn next(&self, _slot: usize) -> Option<Option<Instant>> {
+        self.take().then_some(None)
+    }
+}
+
 impl Budget {
     fn take(&self) -> bool {
         match self.0.get() {
@@ -43,7 +49,19 @@ pub(crate) fn start(ctx: &Rc<Ctx>, connections: u64, budget: Option<u64>, until:
     }
     let budget = Rc::new(Budget(Cell::new(budget)));
     for _ in 0..connections {
-        tokio::task::spawn_local(closed_task(ctx.task(), Rc::clone(&budget)));
+        match &ctx.spec.h3 {
+            Some(h3) => {
+                tokio::task::spawn_local(crate::http3::connection_slot(
+                    ctx.task(),
+                    Rc::clone(&budget),
+                    std::sync::Arc::clone(h3),
+                    false,
+                ));
+            }
+            None => {
+                tokio::task::spawn_local(closed_task(ctx.task(), Rc::clone(&budget)));
+            }
+        }
     }
 }
 

@@ -47,6 +47,9 @@ pub(crate) struct Ctx {
     pub(crate) done_notify: Notify,
     /// An HTTP/2 plan's connections (None: HTTP/1.1 and every other load).
     pub(crate) h2: Option<crate::http2::Pool>,
+    /// An HTTP/3 plan's QUIC endpoint: one UDP socket per worker carries
+    /// all its connections (made at the first connection).
+    pub(crate) quic: std::cell::RefCell<Option<quinn::Endpoint>>,
 }
 
 impl Ctx {

@@ -34,6 +34,7 @@ mod errors;
 mod exchange;
 pub mod http1;
 mod http2;
+mod http3;
 mod load;
 mod open;
 mod pacer;
@@ -311,6 +312,7 @@ pub fn run_http(
     let https = plan.target.scheme == throng_plan::Scheme::Https;
     let route = Arc::new(reach::route(&plan.target.host, plan.target.port, &plan.reach, https)?);
     let tls_config = tls.clone();
+    let h3 = http3_spec(plan, tls.as_deref())?;
     let tls = plan_tls(plan.tls.as_ref(), tls, &plan.target.host, "an https plan")?;
 
     let h2 = plan.http == throng_plan::HttpVersion::Http2;
@@ -417,6 +419,7 @@ pub fn run_http(
                 targets: targets.clone().map(|t| (t, worker as u64, u64::from(threads))),
                 follow: follow.clone(),
                 h2,
+                h3: h3.clone(),
             }
         })
         .collect();
@@ -443,6 +446,21 @@ pub fn run_http(
     result.notes.extend(plan.targets_note());
     result.segment = plan.segment.clone();
     Ok(result)
+}
+
+/// The HTTP/3 client of an HTTP/3 plan (None for any other). The plan
+/// made sure it is https and a closed loop.
+fn http3_spec(plan: &HttpPlan, tls: Option<&ClientConfig>) -> Result<Option<Arc<http3::H3Spec>>, EngineError> {
+    if plan.http != throng_plan::HttpVersion::Http3 {
+        return Ok(None);
+    }
+    let (Some(settings), Some(tls)) = (plan.tls.as_ref(), tls) else {
+        return Err(EngineError::Tls("--http3 needs a TLS client configuration".into()));
+    };
+    let name = settings.server_name.clone().unwrap_or_else(|| plan.target.host.clone());
+    http3::H3Spec::new(plan, tls, name, plan.streams)
+        .map(|s| Some(Arc::new(s)))
+        .map_err(EngineError::Config)
 }
 
 /// The run's clocks, read together so that wall-clock and monotonic times
@@ -931,6 +949,7 @@ pub fn run_storm(
             targets: None,
             follow: None,
             h2: None,
+            h3: None,
         })
         .collect();
     let launch = Launch {
@@ -1064,6 +1083,7 @@ pub fn run_scenario(
             targets: None,
             follow: None,
             h2: None,
+            h3: None,
         })
         .collect();
     // Workers cut off what outlives each scenario's graceful stop; the

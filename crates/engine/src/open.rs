@@ -71,7 +71,11 @@ async fn dispatcher(guard: TaskGuard, open: Rc<Open>, mut arrivals: Arrivals, ca
     tokio::time::sleep_until(origin.into()).await;
     let mut pacer = Pacer::new(gap);
     let mut growth = Growth::new(origin);
-    let bound = usize::try_from(cap.max(1)).unwrap_or(usize::MAX);
+    // HTTP/3: each of a connection's request loops can take one.
+    let takers = cap
+        .max(1)
+        .saturating_mul(ctx.spec.h3.as_ref().map_or(1, |h| u64::from(h.streams)));
+    let bound = usize::try_from(takers).unwrap_or(usize::MAX);
     // After dropping, look again no sooner than this: the connections need
     // time to take what is queued.
     let mut not_before = origin;
@@ -144,9 +148,80 @@ impl Growth {
 
 fn spawn_open_task(open: &Rc<Open>, warm: bool) {
     open.tasks.set(open.tasks.get() + 1);
+    if let Some(h3) = &open.ctx.spec.h3 {
+        // An HTTP/3 connection's request loops (--streams of them) take
+        // starts as the connections here do.
+        let h3 = std::sync::Arc::clone(h3);
+        tokio::task::spawn_local(crate::http3::connection_slot(
+            open.ctx.task(),
+            Rc::clone(open),
+            h3,
+            warm,
+        ));
+        return;
+    }
     let id = open.next_id.get();
     open.next_id.set(id + 1);
     tokio::task::spawn_local(open_task(open.ctx.task(), Rc::clone(open), id, warm));
+}
+
+impl Open {
+    /// The next scheduled start for the connection (or request loop) `id`,
+    /// waiting idle for one; a start that waited longer than the timeout is
+    /// `dropped`, not sent. None: the schedule ended or the run stops.
+    async fn next_start(&self, id: usize) -> Option<Instant> {
+        let ctx = &self.ctx;
+        loop {
+            // See closed_task: requests may end without waiting.
+            tokio::task::coop::consume_budget().await;
+            if ctx.stopping.get() {
+                return None;
+            }
+            let job = self.queue.borrow_mut().pop_front();
+            match job {
+                Some(intended) => {
+                    let now = Instant::now();
+                    let lag = now.saturating_duration_since(intended);
+                    let mut rec = ctx.rec.borrow_mut();
+                    rec.phase(now, Phase::ScheduleLag, lag);
+                    // It could not start before it would have timed out.
+                    if lag > ctx.spec.timeout {
+                        rec.dropped(now);
+                        continue;
+                    }
+                    return Some(intended);
+                }
+                None if self.schedule_done.get() => return None,
+                None => {
+                    self.idle
+                        .wait(id, || {
+                            !self.queue.borrow().is_empty() || self.schedule_done.get() || ctx.stopping.get()
+                        })
+                        .await;
+                }
+            }
+        }
+    }
+}
+
+impl crate::http3::Starts for Open {
+    fn slot(&self) -> usize {
+        let id = self.next_id.get();
+        self.next_id.set(id + 1);
+        id
+    }
+
+    async fn next(&self, slot: usize) -> Option<Option<Instant>> {
+        self.next_start(slot).await.map(Some)
+    }
+
+    fn cancel(&self, slot: usize) {
+        self.idle.forget(slot);
+    }
+
+    fn done(&self) {
+        self.tasks.set(self.tasks.get() - 1);
+    }
 }
 
 /// An open-loop connection: takes scheduled starts from the queue. A warm
@@ -183,50 +258,17 @@ async fn open_task(guard: TaskGuard, open: Rc<Open>, id: usize, warm: bool) {
             conn = Some(opened.conn);
         }
     }
-    loop {
-        // See closed_task: requests may end without waiting.
-        tokio::task::coop::consume_budget().await;
-        if ctx.stopping.get() {
-            break;
-        }
-        let job = open.queue.borrow_mut().pop_front();
-        match job {
-            Some(intended) => {
-                let now = Instant::now();
-                let lag = now.saturating_duration_since(intended);
-                let too_late = {
-                    let mut rec = ctx.rec.borrow_mut();
-                    rec.phase(now, Phase::ScheduleLag, lag);
-                    // It could not start before it would have timed out.
-                    let too_late = lag > ctx.spec.timeout;
-                    if too_late {
-                        rec.dropped(now);
-                    }
-                    too_late
-                };
-                if too_late {
-                    continue;
-                }
-                one_request(
-                    ctx,
-                    &mut conn,
-                    &mut session,
-                    sleep.as_mut(),
-                    intended,
-                    true,
-                    &mut cursor,
-                )
-                .await;
-            }
-            None if open.schedule_done.get() => break,
-            None => {
-                open.idle
-                    .wait(id, || {
-                        !open.queue.borrow().is_empty() || open.schedule_done.get() || ctx.stopping.get()
-                    })
-                    .await;
-            }
-        }
+    while let Some(intended) = open.next_start(id).await {
+        one_request(
+            ctx,
+            &mut conn,
+            &mut session,
+            sleep.as_mut(),
+            intended,
+            true,
+            &mut cursor,
+        )
+        .await;
     }
     open.tasks.set(open.tasks.get() - 1);
     close(ctx, conn);
@@ -264,6 +306,14 @@ impl IdlePool {
         let wakers: Vec<_> = self.slots.borrow_mut().iter_mut().filter_map(Option::take).collect();
         for w in wakers {
             w.wake();
+        }
+    }
+
+    /// `id` no longer waits (its wait was cancelled): a start must not be
+    /// handed to it.
+    fn forget(&self, id: usize) {
+        if let Some(slot) = self.slots.borrow_mut().get_mut(id) {
+            *slot = None;
         }
     }
 

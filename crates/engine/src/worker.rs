@@ -112,6 +112,7 @@ pub(crate) fn run(
         live_tasks: Cell::new(0),
         done_notify: Notify::new(),
         h2,
+        quic: RefCell::new(None),
     });
 
     let local = LocalSet::new();

@@ -20,6 +20,10 @@
 //! connection gets one [`Fault`] (stalls, trickles, endless heads and bodies,
 //! garbage, RST and FIN at each point, TLS alerts, broken NATS greetings).
 //!
+//! [`H3Server`] serves HTTP/3 over QUIC (quinn + h3) on one thread: `GET /`
+//! and `/bytes/N`, or one [`H3Fault`] per connection (stream reset,
+//! connection close with a code, silence, no handshake, one stream).
+//!
 //! Auth, in memory, JSON in and out (see [`AuthConfig`]):
 //! `POST /auth/register` `{"email","password"}` (bcrypt at the configured
 //! cost; a random 6-digit code, returned as `"otp"` only with
@@ -36,9 +40,11 @@ mod auth;
 mod fault;
 mod h2fault;
 mod http;
+mod http3;
 mod server;
 
 pub use auth::{AuthConfig, AuthConfigError, BcryptCost};
 pub use fault::{Fault, FaultKind, HOLD_LIMIT, UnknownFault};
 pub use h2fault::{GOAWAY_AFTER, TINY_WINDOW_BODY};
+pub use http3::{H3Fault, H3Server, UnknownH3Fault};
 pub use server::{LabConfig, LabServer, Stall};

@@ -82,6 +82,12 @@ pub enum ErrorClass {
     /// An HTTP/2 failure: `refused_stream`, `goaway`, `rst_stream.CODE`,
     /// `protocol`, `flow_control`, `not_negotiated`.
     H2(&'static str),
+    /// A QUIC failure: `handshake_timeout`, `idle_timeout`,
+    /// `stateless_reset`, `closed.CODE` (a transport error code), …
+    Quic(&'static str),
+    /// An HTTP/3 failure: `closed.CODE` (the connection, by application
+    /// error code), `stream_reset.CODE`, `goaway`, `protocol`, `header_too_big`.
+    H3(&'static str),
 }
 
 impl ErrorClass {
@@ -108,6 +114,8 @@ impl ErrorClass {
             ErrorClass::Redirect(why) => return Cow::Owned(format!("redirect.{why}")),
             ErrorClass::Other(errno) => return Cow::Owned(format!("other.{errno}")),
             ErrorClass::H2(what) => return Cow::Owned(format!("h2.{what}")),
+            ErrorClass::Quic(what) => return Cow::Owned(format!("quic.{what}")),
+            ErrorClass::H3(what) => return Cow::Owned(format!("h3.{what}")),
         })
     }
 
@@ -165,6 +173,16 @@ impl ErrorClass {
             "h2.flow_control" => "HTTP/2: a flow-control error (FLOW_CONTROL_ERROR from either side)",
             "h2.not_negotiated" => "HTTP/2: the server did not negotiate h2 in the TLS handshake (ALPN)",
             n if n.starts_with("h2.rst_stream.") => "HTTP/2: the server reset the stream (RST_STREAM, by error code)",
+            "quic.handshake_timeout" => "the QUIC handshake did not complete within --timeout",
+            "quic.idle_timeout" => "the QUIC connection heard nothing from the server for its idle timeout",
+            "quic.stateless_reset" => "the server no longer knew the QUIC connection (stateless reset)",
+            "h3.goaway" => "HTTP/3: the server's GOAWAY kept the request from being sent",
+            "h3.protocol" => "HTTP/3: a protocol error (a malformed frame or response)",
+            "h3.header_too_big" => "HTTP/3: a header section larger than the peer allows",
+            n if n.starts_with("quic.closed.") => "the server closed the QUIC connection (by transport error code)",
+            n if n.starts_with("h3.closed.") => "HTTP/3: the server closed the connection (by error code)",
+            n if n.starts_with("h3.stream_reset.") => "HTTP/3: the server reset the request's stream (by error code)",
+            n if n.starts_with("quic.") => "a QUIC failure",
             n if n.starts_with("tls.") => "TLS failure",
             n if n.starts_with("protocol.") => "the server answered the handshake with an error",
             n if n.starts_with("other.") => "another OS error (named by its errno)",
@@ -240,6 +258,11 @@ mod tests {
         assert_eq!(ErrorClass::Tls("unknown_ca").name(), "tls.unknown_ca");
         assert_eq!(ErrorClass::Other("ENETUNREACH").name(), "other.ENETUNREACH");
         assert_eq!(ErrorClass::Redirect("too_many").name(), "redirect.too_many");
+        assert_eq!(ErrorClass::Quic("idle_timeout").name(), "quic.idle_timeout");
+        assert_eq!(
+            ErrorClass::H3("closed.H3_EXCESSIVE_LOAD").name(),
+            "h3.closed.H3_EXCESSIVE_LOAD"
+        );
     }
 
     #[test]

@@ -533,7 +533,10 @@ impl Recorder {
         if !h.group.is_empty() {
             *t.groups.entry(h.group).or_default() += 1;
         }
-        *t.ciphers.entry(h.cipher).or_default() += 1;
+        // Empty when not known (quinn does not say which suite QUIC's TLS chose).
+        if !h.cipher.is_empty() {
+            *t.ciphers.entry(h.cipher).or_default() += 1;
+        }
     }
 
     /// A connection attempt failed.

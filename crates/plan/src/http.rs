@@ -68,7 +68,7 @@ pub struct HttpArgs {
     pub no_keepalive: bool,
     /// `--http2`.
     pub http2: bool,
-    /// `--http3` (refused until HTTP/3 lands).
+    /// `--http3`.
     pub http3: bool,
     /// `--streams`.
     pub streams: Option<u32>,
@@ -526,7 +526,7 @@ impl HttpPlan {
             (Some(_), HttpVersion::Http1) => {
                 return Err(PlanError::invalid(
                     "--streams",
-                    "multiplexes streams on HTTP/2 connections; add --http2, or leave --streams out \
+                    "multiplexes streams on HTTP/2 and HTTP/3 connections; add --http2 or --http3, or leave --streams out \
                      (HTTP/1.1 sends one request at a time per connection: raise -c instead)",
                 ));
             }
@@ -567,6 +567,16 @@ impl HttpPlan {
             }
             Scheme::Http => None,
         };
+        if http == HttpVersion::Http3
+            && tls
+                .as_ref()
+                .is_some_and(|t| t.version == Some(crate::TlsVersion::Tls12))
+        {
+            return Err(PlanError::invalid(
+                "--tls-version",
+                "QUIC (--http3) runs on TLS 1.3 only; leave out --tls-version 1.2",
+            ));
+        }
 
         let (body_file, body) = match args.body.take() {
             Some((path, bytes)) => (Some(path), bytes),
@@ -590,6 +600,13 @@ impl HttpPlan {
                     url: args.url.clone(),
                     ..RawTarget::default()
                 };
+        if http == HttpVersion::Http3 && reach.proxy.is_some() {
+            return Err(PlanError::invalid(
+                "--http3",
+                "HTTP/3 runs over UDP and cannot go through an HTTP proxy; leave out -x/--proxy (or set \
+                 --proxy '' to ignore HTTPS_PROXY), or use --http2",
+            ));
+        }
         if !http.is_http1() && (several || redirects > 0) {
             return Err(PlanError::invalid(
                 "--http2",
@@ -990,20 +1007,22 @@ impl HttpPlan {
     }
 }
 
-/// `--http2`/`--http3` into the version spoken; HTTP/3 is not built yet.
+/// `--http2`/`--http3` into the version spoken. HTTP/3 runs over QUIC,
+/// which is always TLS (https://).
 fn http_version(http2: bool, http3: bool, target: &Target) -> Result<HttpVersion, PlanError> {
     match (http2, http3) {
         (true, true) => Err(PlanError::invalid(
             "--http2/--http3",
             "give one of them: a run speaks one HTTP version",
         )),
-        (_, true) => Err(PlanError::invalid(
+        (_, true) if target.scheme != Scheme::Https => Err(PlanError::invalid(
             "--http3",
             format!(
-                "HTTP/3 is not supported by this build of throng yet; run {} over HTTP/2 (--http2) or HTTP/1.1",
-                target.url
+                "HTTP/3 runs over QUIC, which is always encrypted: use an https:// URL ({})",
+                target.url.replacen("http://", "https://", 1)
             ),
         )),
+        (_, true) => Ok(HttpVersion::Http3),
         (true, _) => Ok(HttpVersion::Http2),
         _ => Ok(HttpVersion::Http1),
     }
@@ -1921,6 +1940,29 @@ mod tests {
         ] {
             assert_eq!(flag_of(HttpPlan::from_args(a).unwrap_err()), flag);
         }
+
+        // HTTP/3 over https, closed or open loop, with streams.
+        let p = HttpPlan::from_args(HttpArgs {
+            http3: true,
+            streams: Some(8),
+            rate: Some(100.0),
+            ..args("https://x:8443/")
+        })
+        .unwrap();
+        assert_eq!((p.http, p.streams), (HttpVersion::Http3, 8));
+        let e = HttpPlan::from_args(HttpArgs {
+            http3: true,
+            ..args("http://x:8443/a")
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("https://x:8443/a"), "{e}");
+        let mut a = HttpArgs {
+            http3: true,
+            ..args("https://x/")
+        };
+        a.tls.version = Some(crate::TlsVersion::Tls12);
+        assert_eq!(flag_of(HttpPlan::from_args(a).unwrap_err()), "--tls-version");
     }
 
     #[test]

@@ -5,13 +5,16 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use std::num::NonZeroUsize;
 
-use throng_lab::{AuthConfig, BcryptCost, Fault, FaultKind, LabConfig, LabServer, Stall};
+use throng_lab::{AuthConfig, BcryptCost, Fault, FaultKind, H3Fault, H3Server, LabConfig, LabServer, Stall};
 
 use super::UsageError;
 use crate::args::ServeCmd;
 use crate::signals;
 
 pub fn run(c: ServeCmd) -> anyhow::Result<ExitCode> {
+    if c.http3 {
+        return run_http3(&c);
+    }
     let stall = match (c.stall_every, c.stall_for) {
         (Some(every), Some(duration)) => {
             if duration >= every || duration.is_zero() {
@@ -152,6 +155,47 @@ pub fn run(c: ServeCmd) -> anyhow::Result<ExitCode> {
     for mut child in children {
         let _ = child.wait();
     }
+    server.stop();
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `throng serve --http3`: the quinn-based HTTP/3 lab server, on one thread.
+fn run_http3(c: &ServeCmd) -> anyhow::Result<ExitCode> {
+    let fault = match &c.fault {
+        Some(name) => Some(
+            name.parse::<H3Fault>()
+                .map_err(|e| UsageError(format!("--fault: {e}")))?,
+        ),
+        None => None,
+    };
+    if c.procs > 1 {
+        return Err(UsageError("--procs: the HTTP/3 lab server runs in one process; drop --procs".into()).into());
+    }
+    let dir = c
+        .tls
+        .as_ref()
+        .ok_or_else(|| UsageError("--http3 needs --tls DIR (QUIC is always TLS); make one with throng certs".into()))?;
+    let cert = super::tls::read_in("--tls", dir, "server.pem")?;
+    let key = super::tls::read_in("--tls", dir, "server.key")?;
+    let tls = throng_tls::server_config(&cert, &key, None).map_err(|e| UsageError(e.to_string()))?;
+    let server = H3Server::start(c.listen, &tls, fault).with_context(|| {
+        format!(
+            "cannot listen on udp {} (is the port in use? try --listen 127.0.0.1:0)",
+            c.listen
+        )
+    })?;
+    match fault {
+        Some(f) => eprintln!(
+            "throng lab server on https://{}/ (HTTP/3, UDP), answering every connection with the fault {f}; \
+             Ctrl-C to stop",
+            server.addr()
+        ),
+        None => eprintln!(
+            "throng lab server on https://{}/ (HTTP/3, UDP); Ctrl-C to stop",
+            server.addr()
+        ),
+    }
+    signals::wait_for_stop();
     server.stop();
     Ok(ExitCode::SUCCESS)
 }

@@ -50,6 +50,7 @@ mod faults;
 mod hostile_results;
 mod html;
 mod http2;
+mod http3;
 mod http_nginx;
 mod inputs;
 mod nats;

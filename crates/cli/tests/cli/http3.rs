@@ -1,0 +1,473 @@
+//! HTTP/3 (`throng http --http3`) against a real HTTP/3 server that is not
+//! throng (aioquic, scripts/h3_server.py) and against the lab's quinn-based
+//! server for the faults: counts, shapes (requests per connection, streams
+//! in flight never above the cap) and the conservation law under each.
+
+#![allow(clippy::unwrap_used)]
+
+use crate::common;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{assert_books_balance, http, throng};
+use throng_lab::{H3Fault, H3Server};
+
+/// Lab certificates from `throng certs` (server.pem for localhost, ca.pem).
+fn certs() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("certs");
+    let o = common::output(throng().args(["certs", "--out", out.to_str().unwrap()]));
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    (dir, out)
+}
+
+fn p(dir: &Path, name: &str) -> String {
+    dir.join(name).display().to_string()
+}
+
+/// scripts/h3_server.py on a free UDP port; stopped (SIGTERM) on drop,
+/// which writes its counts.
+struct Aioquic {
+    child: Child,
+    port: u16,
+    stats: PathBuf,
+}
+
+/// Fails (rather than passing unrun) where aioquic is missing.
+fn need_aioquic() {
+    let ok = Command::new("python3")
+        .args(["-c", "import aioquic"])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        ok,
+        "these tests need aioquic: python3 -m pip install aioquic (scripts/test.sh does)"
+    );
+}
+
+impl Aioquic {
+    fn start(certs: &Path, stats_dir: &Path, delay_ms: u32) -> Aioquic {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/h3_server.py");
+        let stats = stats_dir.join("h3_stats.json");
+        let mut child = Command::new("python3")
+            .arg(script)
+            .args(["--cert", &p(certs, "server.pem"), "--key", &p(certs, "server.key")])
+            .args(["--delay-ms", &delay_ms.to_string(), "--max-seconds", "120"])
+            .arg("--stats")
+            .arg(&stats)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port = line
+            .trim()
+            .strip_prefix("listening on ")
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("h3_server.py said {line:?}"));
+        Aioquic { child, port, stats }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("https://localhost:{}{path}", self.port)
+    }
+
+    /// Stops the server and reads what it counted.
+    fn stop(mut self) -> serde_json::Value {
+        // SAFETY: kill takes no pointers.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while self.child.try_wait().unwrap().is_none() {
+            assert!(Instant::now() < deadline, "h3_server.py did not stop");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        serde_json::from_slice(&std::fs::read(&self.stats).unwrap()).unwrap()
+    }
+}
+
+impl Drop for Aioquic {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn lab(certs: &Path, fault: Option<H3Fault>) -> H3Server {
+    let cert = (p(certs, "server.pem"), std::fs::read(certs.join("server.pem")).unwrap());
+    let key = (p(certs, "server.key"), std::fs::read(certs.join("server.key")).unwrap());
+    let tls = throng_tls::server_config(&cert, &key, None).unwrap();
+    H3Server::start("127.0.0.1:0".parse().unwrap(), &tls, fault).unwrap()
+}
+
+fn lab_url(s: &H3Server) -> String {
+    format!("https://localhost:{}/", s.addr().port())
+}
+
+#[test]
+fn aioquic_multiplexes_streams_up_to_the_cap_and_counts_every_request() {
+    need_aioquic();
+    let (d, c) = certs();
+    // Each answer waits 20 ms: four streams per connection are in flight together.
+    let server = Aioquic::start(&c, d.path(), 20);
+    let run = http(&[
+        &server.url("/"),
+        "--http3",
+        "--cacert",
+        &p(&c, "ca.pem"),
+        "-n",
+        "200",
+        "-c",
+        "2",
+        "--streams",
+        "4",
+    ]);
+    let stats = server.stop();
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let r = run.result();
+    assert_books_balance(r);
+    let m = &r.measurements;
+    assert_eq!(m.requests.attempted, 200);
+    assert_eq!(m.requests.ok, 200, "{:?}", m.requests.errors);
+    assert_eq!(m.status.get(&200), Some(&200));
+    assert_eq!(m.connections.ok, 2, "one QUIC connection per -c");
+    assert_eq!(m.phases["tls"].count(), 2, "one QUIC handshake sample per connection");
+    assert!(!m.phases.contains_key("connect"), "UDP has no connect phase");
+    assert_eq!(m.bytes.received_body, 200 * 8, "aioquic's body is 8 bytes");
+    let mux = m.multiplex.as_ref().unwrap();
+    assert_eq!(mux.protocols.get("h3"), Some(&2));
+    assert_eq!(mux.connections, 2);
+    assert_eq!(mux.requests, 200);
+    assert_eq!(mux.min_requests_per_connection + mux.max_requests_per_connection, 200);
+    assert_eq!(mux.peak_streams_per_connection, 4, "--streams 4 with slow answers");
+    // The server's side of the same run.
+    assert_eq!(stats["requests"], 200);
+    assert_eq!(stats["connections"], 2);
+    assert!(stats["max_concurrent"].as_u64().unwrap() <= 4, "{stats}");
+    let problems = common::schema_violations(&run.json);
+    assert!(problems.is_empty(), "schema violations: {problems:#?}");
+}
+
+#[test]
+fn aioquic_no_keepalive_is_one_request_per_connection() {
+    need_aioquic();
+    let (d, c) = certs();
+    let server = Aioquic::start(&c, d.path(), 0);
+    let run = http(&[
+        &server.url("/bytes/1000"),
+        "--http3",
+        "--cacert",
+        &p(&c, "ca.pem"),
+        "-n",
+        "20",
+        "-c",
+        "2",
+        "--no-keepalive",
+    ]);
+    let stats = server.stop();
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let m = &run.result().measurements;
+    assert_books_balance(run.result());
+    assert_eq!(m.requests.ok, 20);
+    assert_eq!(m.connections.attempted, 20);
+    assert_eq!(m.phases["tls"].count(), 20);
+    assert_eq!(m.bytes.received_body, 20 * 1000);
+    let mux = m.multiplex.as_ref().unwrap();
+    assert_eq!((mux.connections, mux.max_requests_per_connection), (20, 1));
+    assert_eq!(stats["connections"], 20);
+}
+
+#[test]
+fn unknown_ca_fails_the_quic_handshake_as_tls() {
+    let (_d, c) = certs();
+    let server = lab(&c, None);
+    // No --cacert: the lab's CA is not trusted.
+    let run = http(&[&lab_url(&server), "--http3", "-n", "3", "-c", "1"]);
+    let m = &run.result().measurements;
+    assert_books_balance(run.result());
+    assert_eq!(m.requests.error("tls.unknown_ca"), 3, "{:?}", m.requests.errors);
+    assert_eq!(m.connections.error("tls.unknown_ca"), 3);
+}
+
+#[test]
+fn lab_serves_http3_with_streams() {
+    let (_d, c) = certs();
+    let server = lab(&c, None);
+    let run = http(&[
+        &lab_url(&server),
+        "--http3",
+        "--cacert",
+        &p(&c, "ca.pem"),
+        "-n",
+        "300",
+        "-c",
+        "3",
+        "--streams",
+        "5",
+    ]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let m = &run.result().measurements;
+    assert_books_balance(run.result());
+    assert_eq!(m.requests.ok, 300);
+    let mux = m.multiplex.as_ref().unwrap();
+    assert_eq!((mux.connections, mux.requests), (3, 300));
+    assert!(mux.peak_streams_per_connection <= 5, "{mux:?}");
+}
+
+#[test]
+fn stream_reset_fails_the_request_and_keeps_the_connection() {
+    let (_d, c) = certs();
+    let server = lab(&c, Some(H3Fault::ResetStream));
+    let run = http(&[
+        &lab_url(&server),
+        "--http3",
+        "--cacert",
+        &p(&c, "ca.pem"),
+        "-n",
+        "20",
+        "-c",
+        "1",
+        "--streams",
+        "2",
+    ]);
+    let m = &run.result().measurements;
+    assert_books_balance(run.result());
+    assert_eq!(
+        m.requests.error("h3.stream_reset.H3_REQUEST_REJECTED"),
+        20,
+        "{:?}",
+        m.requests.errors
+    );
+    assert_eq!(m.connections.attempted, 1, "a reset stream leaves its connection up");
+}
+
+#[test]
+fn connection_close_counts_its_code() {
+    let (_d, c) = certs();
+    let server = lab(&c, Some(H3Fault::CloseConnection));
+    let run = http(&[
+        &lab_url(&server),
+        "--http3",
+        "--cacert",
+        &p(&c, "ca.pem"),
+        "-n",
+        "10",
+        "-c",
+        "1",
+    ]);
+    let m = &run.result().measurements;
+    assert_books_balance(run.result());
+    // Each connection answers its first request and closes at the second.
+    assert_eq!(m.requests.ok, 5, "{:?}", m.requests.errors);
+    assert_eq!(m.requests.error("h3.closed.H3_EXCESSIVE_LOAD"), 5);
+    assert_eq!(m.connections.ok, 5);
+    let mux = m.multiplex.as_ref().unwrap();
+    assert_eq!((mux.connections, mux.max_requests_per_connection), (5, 2));
+}
+
+#[test]
+fn a_silent_server_is_an_idle_timeout() {
+    let (_d, c) = certs();
+    let server = lab(&c, Some(H3Fault::Silent));
+    // The idle timeout is the server's 1 s, or 3 PTOs when the handshake's
+    // round trips were slow (a loaded machine): well inside --timeout 10s.
+    let run = http(&[
+        &lab_url(&server),
+        "--http3",
+        "--cacert",
+        &p(&c, "ca.pem"),
+        "-n",
+        "1",
+        "-c",
+        "1",
+        "--timeout",
+        "10s",
+    ]);
+    let m = &run.result().measurements;
+    assert_books_balance(run.result());
+    assert_eq!(m.requests.error("quic.idle_timeout"), 1, "{:?}", m.requests.errors);
+    assert_eq!(m.connections.ok, 1, "the handshake completed before the silence");
+}
+
+#[test]
+fn no_handshake_is_a_handshake_timeout() {
+    let (_d, c) = certs();
+    let server = lab(&c, Some(H3Fault::NoHandshake));
+    let run = http(&[
+        &lab_url(&server),
+        "--http3",
+        "--cacert",
+        &p(&c, "ca.pem"),
+        "-n",
+        "2",
+        "-c",
+        "1",
+        "--timeout",
+        "1s",
+    ]);
+    let m = &run.result().measurements;
+    assert_books_balance(run.result());
+    assert_eq!(m.requests.error("quic.handshake_timeout"), 2, "{:?}", m.requests.errors);
+    assert_eq!(m.connections.error("quic.handshake_timeout"), 2);
+    assert!(!m.phases.contains_key("tls"));
+}
+
+#[test]
+fn max_streams_one_caps_streams_in_flight() {
+    let (_d, c) = certs();
+    let server = lab(&c, Some(H3Fault::OneStream));
+    let run = http(&[
+        &lab_url(&server),
+        "--http3",
+        "--cacert",
+        &p(&c, "ca.pem"),
+        "-n",
+        "60",
+        "-c",
+        "1",
+        "--streams",
+        "8",
+    ]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let m = &run.result().measurements;
+    assert_books_balance(run.result());
+    assert_eq!(m.requests.ok, 60);
+    let mux = m.multiplex.as_ref().unwrap();
+    assert_eq!(mux.streams_requested, 8);
+    assert_eq!(
+        mux.peak_streams_per_connection, 1,
+        "the server allows one stream at a time"
+    );
+}
+
+#[test]
+fn http3_needs_an_https_url() {
+    let run = http(&["http://127.0.0.1:9/", "--http3", "-n", "1"]);
+    assert_eq!(run.code(), 2, "{}", run.stderr());
+    assert!(run.stderr().contains("--http3"), "{}", run.stderr());
+    assert!(run.stderr().contains("https://"), "{}", run.stderr());
+}
+
+#[test]
+fn open_loop_spreads_the_schedule_over_streams_and_drops_nothing_silently() {
+    let (_d, c) = certs();
+    let server = lab(&c, None);
+    let run = http(&[
+        &lab_url(&server),
+        "--http3",
+        "--cacert",
+        &p(&c, "ca.pem"),
+        "-r",
+        "100",
+        "-d",
+        "2s",
+        "-c",
+        "2",
+        "--streams",
+        "4",
+    ]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let r = run.result();
+    assert_books_balance(r);
+    assert!(r.coordinated_omission_free);
+    let m = &r.measurements;
+    assert_eq!(
+        m.requests.attempted + m.dropped,
+        200,
+        "every scheduled start is sent or dropped"
+    );
+    assert_eq!(m.requests.ok, m.requests.attempted, "{:?}", m.requests.errors);
+    assert!(m.phases["schedule_lag"].count() >= m.requests.attempted);
+    let mux = m.multiplex.as_ref().unwrap();
+    assert_eq!(mux.requests, m.requests.attempted);
+    assert!(mux.connections <= 2, "-c caps the connections: {mux:?}");
+    assert!(mux.peak_streams_per_connection <= 4, "{mux:?}");
+}
+
+#[test]
+fn open_loop_under_connection_closes_reconnects_and_balances() {
+    let (_d, c) = certs();
+    let server = lab(&c, Some(H3Fault::CloseConnection));
+    let run = http(&[
+        &lab_url(&server),
+        "--http3",
+        "--cacert",
+        &p(&c, "ca.pem"),
+        "-r",
+        "50",
+        "-d",
+        "2s",
+        "-c",
+        "1",
+        "--streams",
+        "4",
+    ]);
+    let m = &run.result().measurements;
+    assert_books_balance(run.result());
+    assert_eq!(m.requests.attempted + m.dropped, 100);
+    let closed = m.requests.error("h3.closed.H3_EXCESSIVE_LOAD");
+    assert_eq!(m.requests.ok + closed, m.requests.attempted, "{:?}", m.requests.errors);
+    // How many get an answer depends on timing: starts queued during a
+    // handshake go out together, and the server closes at the second.
+    assert!(closed >= 1, "{:?}", m.requests);
+    let mux = m.multiplex.as_ref().unwrap();
+    // A closed connection is replaced: -c 1 stays one at a time, and every
+    // connection is closed at its second request or with it.
+    assert!(mux.connections >= 2, "{mux:?}");
+    assert_eq!(m.peak_concurrent_connections, 1, "-c 1: one connection at a time");
+    assert!(
+        m.requests.ok <= mux.connections,
+        "one answer per connection at most: {mux:?}"
+    );
+}
+
+#[test]
+fn tls_1_2_only_is_refused_before_the_run() {
+    let (_d, c) = certs();
+    let server = lab(&c, None);
+    let run = http(&[
+        &lab_url(&server),
+        "--http3",
+        "--cacert",
+        &p(&c, "ca.pem"),
+        "-n",
+        "1",
+        "--tls-version",
+        "1.2",
+    ]);
+    assert_eq!(run.code(), 2, "{}", run.stderr());
+    assert!(run.stderr().contains("TLS 1.3 only"), "{}", run.stderr());
+}
+
+#[test]
+fn connection_churn_keeps_memory_flat() {
+    let (_d, c) = certs();
+    let server = lab(&c, None);
+    // A QUIC socket per connection cost ~0.6 MB each until drained: 600
+    // connections in a row reached 200 MB. One socket per worker stays flat.
+    let run = http(&[
+        &lab_url(&server),
+        "--http3",
+        "--cacert",
+        &p(&c, "ca.pem"),
+        "-n",
+        "600",
+        "-c",
+        "4",
+        "-t",
+        "1",
+        "--no-keepalive",
+    ]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let r = run.result();
+    assert_books_balance(r);
+    assert_eq!(r.measurements.requests.ok, 600);
+    assert_eq!(r.measurements.connections.ok, 600);
+    let rss = r.generator.peak_rss_bytes;
+    assert!(rss < 120 << 20, "peak memory {} MB", rss >> 20);
+}

@@ -1,0 +1,709 @@
+//! HTTP/3 over QUIC (quinn + h3): a connection carries up to `streams`
+//! requests at once, each on its own bidirectional stream.
+//!
+//! ```text
+//!  closed loop: one task per connection
+//!     │ open: UDP socket (its own quinn Endpoint) ─► QUIC handshake ─► h3 SETTINGS
+//!     │       recorded as the `tls` phase (QUIC's handshake is TLS 1.3's)
+//!     ├─ h3 driver (control streams, GOAWAY, close)
+//!     └─ `streams` stream tasks, each request after request:
+//!          send headers (+ body), finish ─► wait ─► response head ─► body
+//!          └─ record: send / wait / receive / response / latency, ok or h3.* / quic.*
+//! ```
+//!
+//! A stream reset fails its request only; a connection error (close, idle
+//! timeout, stateless reset) fails every request in flight on it, and the
+//! loop opens a new connection for the next. Every request taken from the
+//! budget ends in exactly one outcome.
+
+use std::cell::Cell;
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::{Buf, Bytes};
+use throng_metrics::{ErrorClass, Handshake, Phase, Reply};
+use throng_plan::HttpPlan;
+
+use crate::ctx::{Ctx, TaskGuard};
+
+/// The largest response header section accepted (decoded), as HTTP/1.1's
+/// 64 KiB head limit: a larger one is `h3.header_too_big`.
+const MAX_HEADER_SECTION: u64 = 64 * 1024;
+
+/// The code a connection is closed with when done (RFC 9114 8.1).
+const H3_NO_ERROR: u32 = 0x100;
+
+type SendRequest = h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>;
+
+/// What every HTTP/3 connection of a run needs: the QUIC client
+/// configuration and the request, made once.
+pub(crate) struct H3Spec {
+    pub client: quinn::ClientConfig,
+    pub server_name: String,
+    pub method: http::Method,
+    pub uri: http::Uri,
+    pub headers: http::HeaderMap,
+    pub body: Bytes,
+    /// The request's size as counted in `sent`: its header fields decoded
+    /// (name, value and 4 bytes each, pseudo-headers included, as
+    /// received headers are counted) and its body. QPACK's wire size is
+    /// not known.
+    pub request_len: u64,
+    /// Requests in flight per connection, at most (the server's
+    /// MAX_STREAMS may allow fewer: opening a stream then waits).
+    pub streams: u32,
+}
+
+impl std::fmt::Debug for H3Spec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("H3Spec")
+            .field("server_name", &self.server_name)
+            .field("uri", &self.uri)
+            .field("streams", &self.streams)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Headers HTTP/3 forbids (connection-specific) or carries as pseudo-headers.
+const NOT_IN_H3: [&str; 6] = [
+    "host",
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "transfer-encoding",
+    "upgrade",
+];
+
+impl H3Spec {
+    /// The HTTP/3 form of `plan`'s request, sent with `tls` (its ALPN
+    /// becomes `h3`; QUIC needs TLS 1.3).
+    pub(crate) fn new(
+        plan: &HttpPlan,
+        tls: &throng_tls::rustls::ClientConfig,
+        server_name: String,
+        streams: u32,
+    ) -> Result<H3Spec, String> {
+        // quinn accepts a configuration without TLS 1.3 here and panics on
+        // the first connection: the plan refuses --tls-version 1.2 with --http3.
+        let mut tls = tls.clone();
+        tls.alpn_protocols = vec![b"h3".to_vec()];
+        tls.enable_early_data = false;
+        let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls)
+            .map_err(|e| format!("--http3: the TLS settings cannot carry QUIC ({e}); QUIC needs TLS 1.3"))?;
+        let client = quinn::ClientConfig::new(Arc::new(crypto));
+        let method = http::Method::from_bytes(plan.method.as_bytes())
+            .map_err(|_| format!("--method '{}' is not an HTTP method", plan.method))?;
+        let uri = http::Uri::builder()
+            .scheme("https")
+            .authority(plan.target.authority())
+            .path_and_query(plan.target.path.as_str())
+            .build()
+            .map_err(|e| format!("'{}' cannot be an HTTP/3 request target ({e})", plan.target.url))?;
+        let mut headers = http::HeaderMap::new();
+        let ua = concat!("throng/", env!("CARGO_PKG_VERSION"));
+        headers.insert(http::header::USER_AGENT, http::HeaderValue::from_static(ua));
+        for (name, value) in &plan.headers {
+            let lower = name.to_ascii_lowercase();
+            if NOT_IN_H3.contains(&lower.as_str()) {
+                continue;
+            }
+            let name = http::HeaderName::from_bytes(lower.as_bytes())
+                .map_err(|_| format!("--header '{name}': not a header name HTTP/3 can carry"))?;
+            let value = http::HeaderValue::from_str(value)
+                .map_err(|_| format!("--header '{name}': its value cannot be sent"))?;
+            headers.append(name, value);
+        }
+        if !plan.body.is_empty() && !headers.contains_key(http::header::CONTENT_LENGTH) {
+            headers.insert(http::header::CONTENT_LENGTH, http::HeaderValue::from(plan.body.len()));
+        }
+        let pseudo = [
+            (":method", method.as_str().len()),
+            (":scheme", 5),
+            (":authority", uri.authority().map_or(0, |a| a.as_str().len())),
+            (":path", uri.path_and_query().map_or(1, |p| p.as_str().len())),
+        ];
+        let request_len = pseudo.iter().map(|(n, v)| n.len() + v + 4).sum::<usize>()
+            + headers
+                .iter()
+                .map(|(n, v)| n.as_str().len() + v.len() + 4)
+                .sum::<usize>()
+            + plan.body.len();
+        Ok(H3Spec {
+            request_len: request_len as u64,
+            client,
+            server_name,
+            method,
+            uri,
+            headers,
+            body: plan.body.clone(),
+            streams: streams.max(1),
+        })
+    }
+
+    fn request(&self) -> http::Request<()> {
+        let mut req = http::Request::new(());
+        *req.method_mut() = self.method.clone();
+        *req.uri_mut() = self.uri.clone();
+        *req.headers_mut() = self.headers.clone();
+        req
+    }
+}
+
+/// Where a connection's request loops get their next request: the closed
+/// loop's budget, or the open loop's schedule.
+pub(crate) trait Starts {
+    /// A new identity for one request loop (its idle slot in an open loop).
+    fn slot(&self) -> usize {
+        0
+    }
+    /// The next request to make, with its intended start when it has one
+    /// (open loop: latency counts from there); None: no more for this loop.
+    async fn next(&self, slot: usize) -> Option<Option<Instant>>;
+    /// The request loop `slot` stopped waiting in [`Starts::next`] (its
+    /// connection died meanwhile): forget it as idle.
+    fn cancel(&self, _slot: usize) {}
+    /// A connection slot's task ends.
+    fn done(&self) {}
+}
+
+/// One connection slot (`-c` of them): take a request, connect, run
+/// `streams` request loops on the connection until it dies, the requests
+/// end or the run stops; then again while there are requests.
+/// With `warm` (an open loop's first connections), it connects before the
+/// schedule starts, so that the first starts find it ready.
+pub(crate) async fn connection_slot<S: Starts + 'static>(guard: TaskGuard, starts: Rc<S>, h3: Arc<H3Spec>, warm: bool) {
+    let ctx = &guard.0;
+    let loops = if ctx.spec.keepalive { h3.streams } else { 1 };
+    // One idle slot per request loop, kept across reconnects.
+    let slots: Rc<[usize]> = (0..loops).map(|_| starts.slot()).collect();
+    let opened = Instant::now();
+    if warm && let Ok((quic, driver, send)) = open(ctx, &h3).await {
+        run_connection(ctx, &starts, &h3, driver, send, &slots, None).await;
+        quic.close(H3_NO_ERROR.into(), b"");
+        let now = Instant::now();
+        ctx.rec.borrow_mut().connection_closed(now, now - opened);
+    }
+    while !ctx.stopping.get() {
+        let Some(intended) = starts.next(slots[0]).await else {
+            break;
+        };
+        let opened = Instant::now();
+        match open(ctx, &h3).await {
+            Ok((quic, driver, send)) => {
+                run_connection(ctx, &starts, &h3, driver, send, &slots, Some(intended)).await;
+                quic.close(H3_NO_ERROR.into(), b"");
+                let now = Instant::now();
+                ctx.rec.borrow_mut().connection_closed(now, now - opened);
+            }
+            Err(class) => {
+                // The request taken fails with its connection.
+                {
+                    let mut rec = ctx.rec.borrow_mut();
+                    rec.request_started();
+                    rec.request_failed(Instant::now(), class, 0);
+                }
+                if let Some(r) = ctx.row(opened).row() {
+                    if let Some(i) = intended {
+                        r.phase(Phase::ScheduleLag, opened.saturating_duration_since(i));
+                    }
+                    r.failed(class);
+                }
+                tokio::task::coop::consume_budget().await;
+            }
+        }
+    }
+    starts.done();
+}
+
+type Driver = h3::client::Connection<h3_quinn::Connection, Bytes>;
+
+/// The worker's QUIC endpoint (one UDP socket for all its connections),
+/// made at the first connection. One socket per connection would cost a
+/// receive buffer each (quinn sizes it for GRO batches, over half a MB),
+/// kept until the closed connection has drained.
+fn endpoint(ctx: &Ctx) -> Result<quinn::Endpoint, ErrorClass> {
+    if let Some(e) = ctx.quic.borrow().as_ref() {
+        return Ok(e.clone());
+    }
+    let bind: SocketAddr = if target_addr(ctx).is_ipv4() {
+        (Ipv4Addr::UNSPECIFIED, 0).into()
+    } else {
+        (Ipv6Addr::UNSPECIFIED, 0).into()
+    };
+    let e = quinn::Endpoint::client(bind).map_err(|e| crate::errors::classify(&e, crate::errors::Stage::Connect))?;
+    *ctx.quic.borrow_mut() = Some(e.clone());
+    Ok(e)
+}
+
+/// Where QUIC goes: the route's first address (after -4/-6,
+/// --connect-to, --resolve; a plan through a proxy is refused for HTTP/3).
+fn target_addr(ctx: &Ctx) -> SocketAddr {
+    // Invariant: a route has at least one address (an empty resolution is
+    // refused before the run); the fallback only keeps this total.
+    ctx.spec
+        .route
+        .addrs
+        .first()
+        .copied()
+        .unwrap_or((Ipv4Addr::LOCALHOST, 0).into())
+}
+
+/// Opens a QUIC connection and its HTTP/3 session, recording the attempt,
+/// its `tls` sample (the QUIC handshake) and its outcome.
+async fn open(ctx: &Ctx, h3: &H3Spec) -> Result<(quinn::Connection, Driver, SendRequest), ErrorClass> {
+    let spec = &ctx.spec;
+    let started = Instant::now();
+    ctx.rec.borrow_mut().connection_started(started, false);
+    ctx.connecting.set(ctx.connecting.get() + 1);
+    let result = async {
+        let endpoint = endpoint(ctx)?;
+        let connecting = endpoint
+            .connect_with(h3.client.clone(), target_addr(ctx), &h3.server_name)
+            .map_err(|_| ErrorClass::Quic("connect_error"))?;
+        let deadline = started + spec.timeout;
+        let quic = match tokio::time::timeout_at(deadline.into(), connecting).await {
+            Err(_) => return Err(ErrorClass::Quic("handshake_timeout")),
+            Ok(Err(e)) => return Err(connection_class(&e, true)),
+            Ok(Ok(c)) => c,
+        };
+        let handshake = Instant::now();
+        let (driver, send) = match tokio::time::timeout_at(
+            deadline.into(),
+            h3::client::builder()
+                .max_field_section_size(MAX_HEADER_SECTION)
+                .build(h3_quinn::Connection::new(quic.clone())),
+        )
+        .await
+        {
+            Err(_) => return Err(ErrorClass::Quic("handshake_timeout")),
+            Ok(Err(e)) => return Err(h3_connection_class(&e)),
+            Ok(Ok(pair)) => pair,
+        };
+        Ok((quic, driver, send, handshake))
+    }
+    .await;
+    ctx.connecting.set(ctx.connecting.get() - 1);
+    let mut rec = ctx.rec.borrow_mut();
+    match result {
+        Ok((quic, driver, send, handshake)) => {
+            // QUIC carries TLS 1.3 (RFC 9001); quinn does not say which
+            // group and suite were chosen.
+            let h = Handshake {
+                version: "TLSv1_3",
+                group: "",
+                cipher: "",
+                resumed: false,
+                hello_retry: false,
+            };
+            rec.tls_handshake(handshake, handshake - started, h);
+            rec.connection_established(handshake, false);
+            // quinn does not tell the peer's MAX_STREAMS: opening a stream
+            // past it waits, so the peak per connection shows the cap.
+            rec.mux_connection("h3", u64::from(h3.streams), None);
+            Ok((quic, driver, send))
+        }
+        Err(class) => {
+            rec.connection_failed(Instant::now(), class, false);
+            Err(class)
+        }
+    }
+}
+
+/// State the request loops of one connection share.
+#[derive(Default)]
+struct ConnState {
+    /// A connection-level error ended it: no loop starts another request.
+    dead: Cell<bool>,
+    /// Wakes the loops waiting for a start when it dies.
+    died: tokio::sync::Notify,
+    in_flight: Cell<u64>,
+    carried: Cell<u64>,
+}
+
+/// Runs the request loops of one connection (the first one with the
+/// request `first` already taken, when given) and its h3 driver, until
+/// every loop ends.
+async fn run_connection<S: Starts + 'static>(
+    ctx: &Rc<Ctx>,
+    starts: &Rc<S>,
+    h3: &Arc<H3Spec>,
+    mut driver: Driver,
+    send: SendRequest,
+    slots: &[usize],
+    first: Option<Option<Instant>>,
+) {
+    let state = Rc::new(ConnState::default());
+    let mut set = tokio::task::JoinSet::new();
+    for (i, &slot) in slots.iter().enumerate() {
+        set.spawn_local(request_loop(
+            Rc::clone(ctx),
+            Rc::clone(starts),
+            Arc::clone(h3),
+            send.clone(),
+            Rc::clone(&state),
+            slot,
+            if i == 0 { first } else { None },
+        ));
+    }
+    drop(send);
+    let mut driver_done = false;
+    loop {
+        tokio::select! {
+            joined = set.join_next() => {
+                if joined.is_none() {
+                    break;
+                }
+            }
+            _ = std::future::poll_fn(|cx| driver.poll_close(cx)), if !driver_done => {
+                // The connection is closing: loops in an exchange see it on
+                // their streams, loops waiting for a start leave.
+                driver_done = true;
+                state.dead.set(true);
+                state.died.notify_waiters();
+            }
+        }
+    }
+    ctx.rec.borrow_mut().mux_connection_closed(state.carried.get());
+}
+
+/// Request after request on one connection, starting with `first` when
+/// given (a request already taken).
+async fn request_loop<S: Starts>(
+    ctx: Rc<Ctx>,
+    starts: Rc<S>,
+    h3: Arc<H3Spec>,
+    mut send: SendRequest,
+    state: Rc<ConnState>,
+    slot: usize,
+    first: Option<Option<Instant>>,
+) {
+    let mut next = first;
+    loop {
+        let intended = match next.take() {
+            Some(i) => i,
+            None => {
+                if ctx.stopping.get() || state.dead.get() {
+                    return;
+                }
+                // A start taken is always made: `next` pops it in the
+                // poll that returns it, so losing this race loses none.
+                let next = tokio::select! {
+                    biased;
+                    n = starts.next(slot) => n,
+                    () = state.died.notified() => {
+                        starts.cancel(slot);
+                        None
+                    }
+                };
+                match next {
+                    Some(i) => i,
+                    None => return,
+                }
+            }
+        };
+        let connection_lives = exchange(&ctx, &h3, &mut send, &state, intended).await;
+        state.carried.set(state.carried.get() + 1);
+        if !connection_lives {
+            state.dead.set(true);
+            state.died.notify_waiters();
+            return;
+        }
+        if !ctx.spec.keepalive {
+            return;
+        }
+        tokio::task::coop::consume_budget().await;
+    }
+}
+
+/// When the parts of one exchange happened, and what came back.
+struct Done {
+    sent: Instant,
+    first: Instant,
+    done: Instant,
+    reply: Reply,
+    server: Option<String>,
+}
+
+/// One request on its own stream, recorded; latency from `intended` when
+/// scheduled. False when the connection failed (no later request can use it).
+async fn exchange(
+    ctx: &Ctx,
+    h3: &H3Spec,
+    send: &mut SendRequest,
+    state: &ConnState,
+    intended: Option<Instant>,
+) -> bool {
+    ctx.rec.borrow_mut().request_started();
+    ctx.in_flight.set(ctx.in_flight.get() + 1);
+    let t_send = Instant::now();
+    let mut row = ctx.row(t_send);
+    if let (Some(r), Some(i)) = (row.row(), intended) {
+        r.phase(Phase::ScheduleLag, t_send.saturating_duration_since(i));
+    }
+    let keep_server = ctx.rec.borrow().wants_first_reply();
+    let counted = Cell::new(false);
+    let outcome = tokio::time::timeout_at(
+        (t_send + ctx.spec.timeout).into(),
+        one(ctx, h3, send, keep_server, state, &counted),
+    )
+    .await
+    .unwrap_or(Err((ErrorClass::TimeoutResponse, false)));
+    if counted.get() {
+        state.in_flight.set(state.in_flight.get() - 1);
+        ctx.rec.borrow_mut().stream_closed();
+    }
+    ctx.in_flight.set(ctx.in_flight.get() - 1);
+    let request_len = h3.request_len;
+    let mut rec = ctx.rec.borrow_mut();
+    match outcome {
+        Ok(d) => {
+            let origin = intended.unwrap_or(t_send);
+            rec.sent(d.sent, request_len);
+            let phases = [
+                (Phase::Send, d.sent - t_send),
+                (Phase::Wait, d.first.saturating_duration_since(d.sent)),
+                (Phase::Receive, d.done - d.first),
+                (Phase::Response, d.done - t_send),
+                (Phase::Latency, d.done.saturating_duration_since(origin)),
+            ];
+            for (p, v) in phases {
+                rec.phase(d.done, p, v);
+            }
+            if keep_server {
+                rec.first_reply(d.reply, d.server);
+            }
+            let wire = d.reply.header_bytes + d.reply.body_bytes;
+            let ok = ctx.spec.expect.contains(d.reply.status);
+            if ok {
+                rec.request_ok(d.done, d.reply, wire);
+            } else {
+                rec.request_rejected(d.done, d.reply, wire);
+            }
+            if let Some(r) = row.row() {
+                for (p, v) in phases {
+                    r.phase(p, v);
+                }
+                r.reply(d.reply.status, request_len, wire);
+                if ok {
+                    r.ok();
+                } else {
+                    r.failed(ErrorClass::CheckFailed);
+                }
+            }
+            true
+        }
+        Err((class, connection)) => {
+            rec.request_failed(Instant::now(), class, 0);
+            if let Some(r) = row.row() {
+                r.failed(class);
+            }
+            !connection
+        }
+    }
+}
+
+/// The exchange itself. Err: the class, and whether the connection failed
+/// (not only this stream).
+async fn one(
+    ctx: &Ctx,
+    h3: &H3Spec,
+    send: &mut SendRequest,
+    keep_server: bool,
+    state: &ConnState,
+    counted: &Cell<bool>,
+) -> Result<Done, (ErrorClass, bool)> {
+    // Opening the stream waits while the server's MAX_STREAMS is used up.
+    let mut stream = send.send_request(h3.request()).await.map_err(|e| stream_class(&e))?;
+    counted.set(true);
+    let open = state.in_flight.get() + 1;
+    state.in_flight.set(open);
+    ctx.rec.borrow_mut().stream_opened(Instant::now(), open);
+    if !h3.body.is_empty() {
+        stream.send_data(h3.body.clone()).await.map_err(|e| stream_class(&e))?;
+    }
+    stream.finish().await.map_err(|e| stream_class(&e))?;
+    let sent = Instant::now();
+    let resp = stream.recv_response().await.map_err(|e| stream_class(&e))?;
+    let first = Instant::now();
+    let header_bytes = resp
+        .headers()
+        .iter()
+        .map(|(n, v)| (n.as_str().len() + v.len() + 4) as u64)
+        .sum::<u64>();
+    let server = if keep_server {
+        resp.headers()
+            .get(http::header::SERVER)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+    } else {
+        None
+    };
+    let mut body_bytes = 0u64;
+    while let Some(chunk) = stream.recv_data().await.map_err(|e| stream_class(&e))? {
+        body_bytes += chunk.remaining() as u64;
+    }
+    let done = Instant::now();
+    Ok(Done {
+        sent,
+        first,
+        done,
+        reply: Reply {
+            status: resp.status().as_u16(),
+            header_bytes,
+            body_bytes,
+        },
+        server,
+    })
+}
+
+/// The class of a stream error, and whether the whole connection failed.
+fn stream_class(e: &h3::error::StreamError) -> (ErrorClass, bool) {
+    use h3::error::StreamError;
+    match e {
+        StreamError::RemoteTerminate { code, .. } => (ErrorClass::H3(h3_code(code.value()).1), false),
+        StreamError::HeaderTooBig { .. } => (ErrorClass::H3("header_too_big"), false),
+        StreamError::RemoteClosing { .. } => (ErrorClass::H3("goaway"), true),
+        StreamError::ConnectionError { 0: c, .. } => (h3_connection_class(c), true),
+        StreamError::StreamError { .. } => (ErrorClass::H3("protocol"), false),
+        _ => (ErrorClass::H3("protocol"), true),
+    }
+}
+
+/// The class of an h3 connection error.
+fn h3_connection_class(e: &h3::error::ConnectionError) -> ErrorClass {
+    use h3::error::ConnectionError;
+    use h3::quic::ConnectionErrorIncoming;
+    match e {
+        ConnectionError::Remote {
+            0: ConnectionErrorIncoming::ApplicationClose { error_code },
+            ..
+        } => ErrorClass::H3(h3_code(*error_code).0),
+        ConnectionError::Remote {
+            0: ConnectionErrorIncoming::Timeout,
+            ..
+        }
+        | ConnectionError::Timeout { .. } => ErrorClass::Quic("idle_timeout"),
+        ConnectionError::Remote {
+            0: ConnectionErrorIncoming::Undefined(inner),
+            ..
+        } => match inner.downcast_ref::<quinn::ConnectionError>() {
+            Some(q) => connection_class(q, false),
+            None => ErrorClass::Quic("other"),
+        },
+        _ => ErrorClass::H3("protocol"),
+    }
+}
+
+/// The class of a QUIC connection error (`handshake`: before it was up).
+fn connection_class(e: &quinn::ConnectionError, handshake: bool) -> ErrorClass {
+    use quinn::ConnectionError;
+    match e {
+        ConnectionError::TimedOut if handshake => ErrorClass::Quic("handshake_timeout"),
+        ConnectionError::TimedOut => ErrorClass::Quic("idle_timeout"),
+        ConnectionError::ApplicationClosed(c) => ErrorClass::H3(h3_code(c.error_code.into_inner()).0),
+        ConnectionError::ConnectionClosed(c) => transport_class(u64::from(c.error_code)),
+        ConnectionError::TransportError(t) => transport_class(u64::from(t.code)),
+        ConnectionError::Reset => ErrorClass::Quic("stateless_reset"),
+        ConnectionError::VersionMismatch => ErrorClass::Quic("version_mismatch"),
+        ConnectionError::LocallyClosed => ErrorClass::Quic("locally_closed"),
+        ConnectionError::CidsExhausted => ErrorClass::Quic("cids_exhausted"),
+    }
+}
+
+/// An HTTP/3 error code's name (RFC 9114 8.1, RFC 9204 6) after `$prefix`,
+/// as one static string (error classes are `&'static str`).
+macro_rules! h3_code_name {
+    ($prefix:literal, $code:expr) => {
+        match $code {
+            0x100 => concat!($prefix, "H3_NO_ERROR"),
+            0x101 => concat!($prefix, "H3_GENERAL_PROTOCOL_ERROR"),
+            0x102 => concat!($prefix, "H3_INTERNAL_ERROR"),
+            0x103 => concat!($prefix, "H3_STREAM_CREATION_ERROR"),
+            0x104 => concat!($prefix, "H3_CLOSED_CRITICAL_STREAM"),
+            0x105 => concat!($prefix, "H3_FRAME_UNEXPECTED"),
+            0x106 => concat!($prefix, "H3_FRAME_ERROR"),
+            0x107 => concat!($prefix, "H3_EXCESSIVE_LOAD"),
+            0x108 => concat!($prefix, "H3_ID_ERROR"),
+            0x109 => concat!($prefix, "H3_SETTINGS_ERROR"),
+            0x10a => concat!($prefix, "H3_MISSING_SETTINGS"),
+            0x10b => concat!($prefix, "H3_REQUEST_REJECTED"),
+            0x10c => concat!($prefix, "H3_REQUEST_CANCELLED"),
+            0x10d => concat!($prefix, "H3_REQUEST_INCOMPLETE"),
+            0x10e => concat!($prefix, "H3_MESSAGE_ERROR"),
+            0x10f => concat!($prefix, "H3_CONNECT_ERROR"),
+            0x110 => concat!($prefix, "H3_VERSION_FALLBACK"),
+            0x200 => concat!($prefix, "QPACK_DECOMPRESSION_FAILED"),
+            0x201 => concat!($prefix, "QPACK_ENCODER_STREAM_ERROR"),
+            0x202 => concat!($prefix, "QPACK_DECODER_STREAM_ERROR"),
+            _ => concat!($prefix, "other"),
+        }
+    };
+}
+
+/// An HTTP/3 error code as the class of a connection closed with it
+/// (`closed.CODE`) and of a stream reset with it (`stream_reset.CODE`).
+fn h3_code(code: u64) -> (&'static str, &'static str) {
+    (h3_code_name!("closed.", code), h3_code_name!("stream_reset.", code))
+}
+
+/// A QUIC transport error code (RFC 9000 20.1) as `closed.NAME`.
+fn quic_code(code: u64) -> &'static str {
+    match code {
+        0x0 => "closed.NO_ERROR",
+        0x1 => "closed.INTERNAL_ERROR",
+        0x2 => "closed.CONNECTION_REFUSED",
+        0x3 => "closed.FLOW_CONTROL_ERROR",
+        0x4 => "closed.STREAM_LIMIT_ERROR",
+        0x5 => "closed.STREAM_STATE_ERROR",
+        0x6 => "closed.FINAL_SIZE_ERROR",
+        0x7 => "closed.FRAME_ENCODING_ERROR",
+        0x8 => "closed.TRANSPORT_PARAMETER_ERROR",
+        0x9 => "closed.CONNECTION_ID_LIMIT_ERROR",
+        0xa => "closed.PROTOCOL_VIOLATION",
+        0xb => "closed.INVALID_TOKEN",
+        0xc => "closed.APPLICATION_ERROR",
+        0xd => "closed.CRYPTO_BUFFER_EXCEEDED",
+        0xe => "closed.KEY_UPDATE_ERROR",
+        0xf => "closed.AEAD_LIMIT_REACHED",
+        0x10 => "closed.NO_VIABLE_PATH",
+        _ => "closed.other",
+    }
+}
+
+/// A QUIC transport error code: a TLS alert (0x100 + alert, RFC 9001 4.8)
+/// as `tls.*`, any other as `quic.closed.NAME`.
+fn transport_class(code: u64) -> ErrorClass {
+    if (0x100..0x200).contains(&code) {
+        return ErrorClass::Tls(match code - 0x100 {
+            40 => "handshake_failure",
+            42 => "bad_certificate",
+            45 => "certificate_expired",
+            46 => "certificate_unknown",
+            48 => "unknown_ca",
+            70 => "protocol_version",
+            80 => "internal_error",
+            112 => "unrecognized_name",
+            116 => "certificate_required",
+            120 => "no_application_protocol",
+            _ => "alert",
+        });
+    }
+    ErrorClass::Quic(quic_code(code))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_have_their_rfc_names() {
+        assert_eq!(h3_code(0x107).0, "closed.H3_EXCESSIVE_LOAD");
+        assert_eq!(h3_code(0x10b).1, "stream_reset.H3_REQUEST_REJECTED");
+        assert_eq!(h3_code(7), ("closed.other", "stream_reset.other"));
+        assert_eq!(transport_class(0xa).name(), "quic.closed.PROTOCOL_VIOLATION");
+        assert_eq!(transport_class(0x100 + 48).name(), "tls.unknown_ca");
+        assert_eq!(transport_class(0x100 + 99).name(), "tls.alert");
+    }
+}
