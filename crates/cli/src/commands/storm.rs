@@ -74,6 +74,7 @@ pub fn run(c: StormCmd) -> anyhow::Result<ExitCode> {
         cores: throng_engine::sys::cores(),
         segment: seg.segment.clone(),
         reach: super::reach::args(&c.reach),
+        http2: c.http2,
     })?;
     let tls = match plan.tls {
         // nats:// needs TLS only if the server's INFO asks for it: without
@@ -81,7 +82,7 @@ pub fn run(c: StormCmd) -> anyhow::Result<ExitCode> {
         Some(ref settings) if plan.target.scheme == throng_plan::StormScheme::Nats && !settings.any() => {
             super::tls::client_config(settings, Path::new(""), &[]).ok()
         }
-        Some(ref settings) => Some(super::tls::client_config(settings, Path::new(""), &[])?),
+        Some(ref settings) => Some(super::tls::client_config(settings, Path::new(""), &alpn(&plan))?),
         None => None,
     };
     if plan.trigger.is_some() && matches!(plan.procs, Procs::Count(n) if n > 1) {
@@ -145,6 +146,17 @@ pub fn run(c: StormCmd) -> anyhow::Result<ExitCode> {
     }
     watch.linger();
     Ok(code.into())
+}
+
+/// The ALPN protocols a storm's TLS connections offer: `h2` alone under
+/// `--http2` (a server that will not speak it fails the handshake), none
+/// otherwise.
+fn alpn(plan: &StormPlan) -> Vec<&'static [u8]> {
+    if plan.http.is_multiplexed() {
+        vec![plan.http.alpn().as_bytes()]
+    } else {
+        Vec::new()
+    }
 }
 
 /// Open connections from one source address past which the kernel's search
@@ -303,7 +315,7 @@ pub fn run_part() -> anyhow::Result<ExitCode> {
         Some(settings) if plan.target.scheme == throng_plan::StormScheme::Nats && !settings.any() => {
             super::tls::client_config(settings, Path::new(""), &[]).ok()
         }
-        Some(settings) => Some(super::tls::client_config(settings, Path::new(""), &[])?),
+        Some(settings) => Some(super::tls::client_config(settings, Path::new(""), &alpn(&plan))?),
         None => None,
     };
     let export = ExportArgs {
