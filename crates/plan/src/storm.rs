@@ -1328,4 +1328,53 @@ mod tests {
         });
         assert!(e.contains("--client") && e.contains("lenient or nats.go"), "{e}");
     }
+
+    #[test]
+    fn http2_is_for_http_targets_and_round_trips() {
+        let p = StormPlan::from_args(StormArgs {
+            http2: true,
+            ..args("https://h:8443/x")
+        })
+        .unwrap();
+        assert_eq!(p.http, HttpVersion::Http2);
+        assert!(p.describe().contains("one GET /x each over HTTP/2"), "{}", p.describe());
+        let json = serde_json::to_string(&p).unwrap();
+        assert!(json.contains(r#""http":"h2""#), "{json}");
+        assert_eq!(
+            serde_json::from_str::<StormPlan>(&json).unwrap().http,
+            HttpVersion::Http2
+        );
+        let none = StormPlan::from_args(StormArgs {
+            http2: true,
+            request: Some("none".into()),
+            ..args("http://h:80/")
+        })
+        .unwrap();
+        assert!(
+            none.describe().contains("HTTP/2 handshakes only"),
+            "{}",
+            none.describe()
+        );
+        // HTTP/1.1 plans serialize as before.
+        let plain = StormPlan::from_args(args("http://h:80/")).unwrap();
+        assert!(!serde_json::to_string(&plain).unwrap().contains(r#""http":"#));
+        let flag = |a: StormArgs| match StormPlan::from_args(a).unwrap_err() {
+            PlanError::Invalid { flag, .. } => flag,
+        };
+        assert_eq!(
+            flag(StormArgs {
+                http2: true,
+                ..args("tls://h:1")
+            }),
+            "--http2"
+        );
+        assert_eq!(
+            flag(StormArgs {
+                http2: true,
+                steps: vec![StepArg::Send("x".into())],
+                ..args("http://h:1/")
+            }),
+            "--http2"
+        );
+    }
 }
