@@ -93,6 +93,10 @@ fn h2c_storm_makes_one_stream_per_connection() {
     let run = storm(&[&nginx.url("/hello"), "--http2", "-n", "300", "-c", "50"]);
     assert_h2_storm(&run, 300);
     assert_eq!(run.result().measurements.phases.get("tls").map_or(0, |h| h.count()), 0);
+    // Spread over two processes: each child speaks HTTP/2 from the plan it
+    // is given, and the merged result counts every connection once.
+    let run = storm(&[&nginx.url("/hello"), "--http2", "-n", "200", "--procs", "2"]);
+    assert_h2_storm(&run, 200);
 }
 
 #[test]
