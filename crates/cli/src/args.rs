@@ -640,6 +640,10 @@ pub struct StormCmd {
     /// Seed for --jitter's random waits [default: from the clock; the result records it]
     #[arg(long = "seed", value_name = "N")]
     pub seed: Option<u64>,
+    /// Speak HTTP/2 on every connection: its handshake includes the preface and SETTINGS
+    /// exchange, its request is one stream (ALPN h2 over https://, h2c over http://)
+    #[arg(long = "http2")]
+    pub http2: bool,
     /// Protocol spoken once connected: nats, lines (with --send/--expect), none [default: from the target]
     #[arg(long = "protocol", value_name = "NAME", help_heading = "Protocol")]
     pub protocol: Option<String>,

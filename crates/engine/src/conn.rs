@@ -298,9 +298,82 @@ pub(crate) async fn open_connection_to(
     first: &[u8],
     source: Option<std::net::IpAddr>,
     reconnect: bool,
+    sleep: Pin<&mut Sleep>,
+    row: Option<&mut Row<'_>>,
+) -> Result<Ready, ErrorClass> {
+    let (stream, opening) = open_transport(ctx, route, tls, first, source, reconnect, sleep, row).await?;
+    Ok(opening.established(ctx, stream))
+}
+
+/// A connection whose transport (and protocol handshake) is up but whose
+/// outcome is not counted yet: a handshake on top of it (HTTP/2's preface
+/// in a storm) decides, then [`Opening::established`] or
+/// [`Opening::failed`] counts it, exactly once.
+pub(crate) struct Opening {
+    pub(crate) opened: Instant,
+    pub(crate) id: u64,
+    unreported: [u32; 2],
+    written: usize,
+    ready: Instant,
+    sent: Instant,
+    reconnect: bool,
+}
+
+impl Opening {
+    fn resolve(&self, ctx: &Ctx) {
+        let counter = if self.reconnect {
+            &ctx.reconnecting
+        } else {
+            &ctx.connecting
+        };
+        counter.set(counter.get() - 1);
+    }
+
+    /// Counts the connection established at `at` (its outcome only: the
+    /// stream went to the protocol that made it ready).
+    pub(crate) fn counted(&self, ctx: &Ctx, at: Instant) {
+        self.resolve(ctx);
+        ctx.rec.borrow_mut().connection_established(at, self.reconnect);
+    }
+
+    /// Counts the connection established (at `ready`) and hands it over.
+    pub(crate) fn established(self, ctx: &Ctx, stream: Transport) -> Ready {
+        self.counted(ctx, self.ready);
+        Ready {
+            conn: Conn {
+                stream,
+                opened: self.opened,
+                id: self.id,
+                unreported: self.unreported,
+            },
+            written: self.written,
+            ready: self.ready,
+            sent: if self.written > 0 { self.sent } else { self.ready },
+        }
+    }
+
+    /// Counts the connection failed with `class`.
+    pub(crate) fn failed(&self, ctx: &Ctx, class: ErrorClass) {
+        self.resolve(ctx);
+        ctx.rec
+            .borrow_mut()
+            .connection_failed(Instant::now(), class, self.reconnect);
+    }
+}
+
+/// [`open_connection_to`] up to the transport and the protocol handshake,
+/// its outcome left to the caller ([`Opening`]); a failure here is counted.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn open_transport(
+    ctx: &Ctx,
+    route: &Route,
+    tls: Option<&crate::transport::TlsClient>,
+    first: &[u8],
+    source: Option<std::net::IpAddr>,
+    reconnect: bool,
     mut sleep: Pin<&mut Sleep>,
     mut row: Option<&mut Row<'_>>,
-) -> Result<Ready, ErrorClass> {
+) -> Result<(Transport, Opening), ErrorClass> {
     let spec = &ctx.spec;
     let tls = tls.map(|t| (&t.config, t.server_name.clone()));
     let opened = Instant::now();
@@ -412,17 +485,16 @@ pub(crate) async fn open_connection_to(
             (done.stream, now)
         }
     };
-    resolved();
-    ctx.rec.borrow_mut().connection_established(ready, reconnect);
-    Ok(Ready {
-        conn: Conn {
-            stream,
+    Ok((
+        stream,
+        Opening {
             opened,
             id,
             unreported,
+            written,
+            ready,
+            sent,
+            reconnect,
         },
-        written,
-        ready,
-        sent: if written > 0 { sent } else { ready },
-    })
+    ))
 }

@@ -124,6 +124,38 @@ impl Spec {
     }
 }
 
+impl Spec {
+    /// A storm's request (`--request`, or GET of the target's path; with
+    /// none the storm only speaks the preface): one stream per connection.
+    pub(crate) fn for_storm(plan: &throng_plan::StormPlan) -> Result<Spec, String> {
+        let scheme = if plan.target.scheme.is_tls() { "https" } else { "http" };
+        let default_port = if plan.target.scheme.is_tls() { 443 } else { 80 };
+        let authority = throng_plan::Authority::new(&plan.target.host, plan.target.port, default_port).to_string();
+        let (method, path) = plan
+            .request
+            .as_ref()
+            .map_or(("GET", "/"), |r| (r.method.as_str(), r.path.as_str()));
+        let uri = http::Uri::builder()
+            .scheme(scheme)
+            .authority(authority.as_str())
+            .path_and_query(path)
+            .build()
+            .map_err(|e| format!("the target cannot be sent as an HTTP/2 request ({e})"))?;
+        let method = http::Method::from_bytes(method.as_bytes())
+            .map_err(|e| format!("--request: '{method}' is not an HTTP/2 method ({e})"))?;
+        let head_bytes = method.as_str().len() + path.len() + authority.len() + scheme.len() + 40;
+        Ok(Spec {
+            streams: 1,
+            connections: 1,
+            method,
+            uri,
+            headers: http::HeaderMap::new(),
+            body: Bytes::new(),
+            head_bytes,
+        })
+    }
+}
+
 /// A stream slot's last response: what `record_exchange` reads.
 #[derive(Debug, Default)]
 pub(crate) struct Slot {
@@ -177,6 +209,8 @@ struct H2Conn {
     dead: Rc<Cell<bool>>,
     /// It ended in order, after the server's GOAWAY.
     went_away: Rc<Cell<bool>>,
+    /// Told when the driver ends (a held storm connection waits on it).
+    ended: Rc<Notify>,
     driver: tokio::task::JoinHandle<()>,
 }
 
@@ -487,16 +521,29 @@ async fn open(
     let ready = open_connection(ctx, &[], None, false, sleep.as_mut(), row.as_deref_mut()).await?;
     let crate::conn::Ready { conn, .. } = ready;
     let opened = conn.opened;
-    let id = conn.id;
-    let give_up = |class: ErrorClass| {
-        let now = Instant::now();
-        ctx.rec.borrow_mut().connection_closed(now, now - opened);
-        class
-    };
-    if let Transport::Tls(s) = &conn.stream
+    speak(ctx, spec, conn.stream, opened, conn.id, sleep, row)
+        .await
+        .inspect_err(|_| {
+            let now = Instant::now();
+            ctx.rec.borrow_mut().connection_closed(now, now - opened);
+        })
+}
+
+/// Speaks the preface on `stream` (see [`open`]) and starts the
+/// connection's driver; records the `handshake` phase.
+async fn speak(
+    ctx: &Ctx,
+    spec: &Spec,
+    stream: Transport,
+    opened: Instant,
+    id: u64,
+    mut sleep: Pin<&mut Sleep>,
+    row: Option<&mut Row<'_>>,
+) -> Result<H2Conn, ErrorClass> {
+    if let Transport::Tls(s) = &stream
         && s.tls.alpn_protocol() != Some(b"h2")
     {
-        return Err(give_up(ErrorClass::H2("not_negotiated")));
+        return Err(ErrorClass::H2("not_negotiated"));
     }
     let start = Instant::now();
     sleep.as_mut().reset((start + ctx.spec.timeout).into());
@@ -504,23 +551,26 @@ async fn open(
         // Until the server's SETTINGS say otherwise, one stream: the
         // PING below waits for them.
         .initial_max_send_streams(spec.streams as usize)
-        .handshake::<Transport, Bytes>(conn.stream);
+        .handshake::<Transport, Bytes>(stream);
     let (send, mut connection) = tokio::select! {
         biased;
-        r = handshake => r.map_err(|e| give_up(class_of(&e)))?,
-        () = sleep.as_mut() => return Err(give_up(ErrorClass::TimeoutHandshake)),
+        r = handshake => r.map_err(|e| class_of(&e))?,
+        () = sleep.as_mut() => return Err(ErrorClass::TimeoutHandshake),
     };
     let ping = connection.ping_pong();
     let dead = Rc::new(Cell::new(false));
     let went_away = Rc::new(Cell::new(false));
+    let ended = Rc::new(Notify::new());
     let driver = {
         let dead = Rc::clone(&dead);
         let went_away = Rc::clone(&went_away);
+        let ended = Rc::clone(&ended);
         tokio::task::spawn_local(async move {
             // Ok: the server ended the connection in order (GOAWAY, then
             // close); streams it cut off are the GOAWAY's.
             went_away.set(connection.await.is_ok());
             dead.set(true);
+            ended.notify_one();
         })
     };
     if let Some(mut ping) = ping {
@@ -531,7 +581,7 @@ async fn open(
         };
         if let Err(class) = pong {
             driver.abort();
-            return Err(give_up(class));
+            return Err(class);
         }
     }
     let now = Instant::now();
@@ -555,8 +605,151 @@ async fn open(
         carried: Cell::new(0),
         dead,
         went_away,
+        ended,
         driver,
     })
+}
+
+/// A storm's HTTP/2 connection: preface spoken, its request (if any)
+/// answered, held until the storm closes it.
+pub(crate) struct Held(H2Conn);
+
+/// Storm: opens a connection whose handshake includes the HTTP/2 preface
+/// and SETTINGS exchange (a failure there fails the connection, with its
+/// `h2.*` class), then makes the plan's request (if any) as one stream.
+/// Like storm::establish: Err(Some(class)) when the connection failed,
+/// Err(None) when the request ended it (both recorded).
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn storm_establish(
+    ctx: &Ctx,
+    with_request: bool,
+    source: Option<std::net::IpAddr>,
+    origin: Instant,
+    reconnect: bool,
+    mut sleep: Pin<&mut Sleep>,
+    mut row: Option<&mut Row<'_>>,
+) -> Result<(Held, Instant), Option<ErrorClass>> {
+    let Some(pool) = ctx.h2.as_ref() else {
+        return Err(Some(ErrorClass::Protocol));
+    };
+    let spec = &pool.spec;
+    if with_request {
+        ctx.rec.borrow_mut().request_started();
+        ctx.in_flight.set(ctx.in_flight.get() + 1);
+    }
+    let fail_request = |class: ErrorClass| {
+        if with_request {
+            ctx.rec.borrow_mut().request_failed(Instant::now(), class, 0);
+            ctx.in_flight.set(ctx.in_flight.get() - 1);
+        }
+    };
+    let spoken = async {
+        let (stream, opening) = crate::conn::open_transport(
+            ctx,
+            &ctx.spec.route,
+            ctx.spec.tls.as_ref(),
+            &[],
+            source,
+            reconnect,
+            sleep.as_mut(),
+            row.as_deref_mut(),
+        )
+        .await?;
+        match speak(
+            ctx,
+            spec,
+            stream,
+            opening.opened,
+            opening.id,
+            sleep.as_mut(),
+            row.as_deref_mut(),
+        )
+        .await
+        {
+            Ok(c) => {
+                let ready = Instant::now();
+                opening.counted(ctx, ready);
+                Ok((c, ready))
+            }
+            Err(class) => {
+                opening.failed(ctx, class);
+                Err(class)
+            }
+        }
+    };
+    let (conn, ready) = match spoken.await {
+        Ok(c) => c,
+        Err(class) => {
+            if let Some(r) = row {
+                r.failed(class);
+            }
+            fail_request(class);
+            return Err(Some(class));
+        }
+    };
+    if let Some(r) = row.as_deref_mut() {
+        r.ok();
+    }
+    if with_request {
+        conn.in_flight.set(1);
+        ctx.rec.borrow_mut().stream_opened(Instant::now(), 1);
+        let t_send = Instant::now();
+        sleep.as_mut().reset((t_send + ctx.spec.timeout).into());
+        let keep_server = ctx.rec.borrow().wants_first_reply();
+        let mut slot = Slot::new(ctx.spec.head_request);
+        let mut outcome = exchange(spec, &conn, &mut slot, keep_server, sleep).await;
+        if let Err(f) = &mut outcome
+            && matches!(f.class, ErrorClass::Reset | ErrorClass::Eof)
+            && conn.went_away.get()
+        {
+            f.class = ErrorClass::H2("goaway");
+        }
+        ctx.in_flight.set(ctx.in_flight.get() - 1);
+        let mut session = Session::Http2(slot);
+        record_exchange(
+            ctx,
+            &mut session,
+            &outcome,
+            spec.head_bytes + spec.body.len(),
+            t_send,
+            origin,
+            &ctx.spec.expect,
+            keep_server,
+            row,
+        );
+        conn.in_flight.set(0);
+        conn.carried.set(1);
+        ctx.rec.borrow_mut().stream_closed();
+        if outcome.is_err() {
+            // Nothing left to hold on a connection whose request failed.
+            close(ctx, &conn);
+            return Err(None);
+        }
+    }
+    Ok((Held(conn), ready))
+}
+
+impl Held {
+    /// Keeps the connection until `until` or a stop (false), or until the
+    /// server ends it (GOAWAY, reset, close: true).
+    pub(crate) async fn hold(&self, ctx: &Ctx, until: Instant, mut sleep: Pin<&mut Sleep>) -> bool {
+        let c = &self.0;
+        sleep.as_mut().reset(until.into());
+        tokio::select! {
+            () = sleep => false,
+            () = ctx.stop_notify.notified() => false,
+            () = async {
+                while !c.dead.get() {
+                    c.ended.notified().await;
+                }
+            } => true,
+        }
+    }
+
+    /// Closes the connection and records its end.
+    pub(crate) fn close(self, ctx: &Ctx) {
+        close(ctx, &self.0);
+    }
 }
 
 /// True for a failure that ends one stream and leaves its connection

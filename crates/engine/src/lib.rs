@@ -908,6 +908,24 @@ pub fn run_storm(
         .transpose()?
         .map(Arc::new);
     let request = bytes::Bytes::from(plan.request_bytes().unwrap_or_default());
+    // HTTP/2: each connection speaks the preface; its request (when the
+    // storm makes one: `request` not empty) is one stream.
+    let h2 = match plan.http {
+        throng_plan::HttpVersion::Http2 => {
+            if !route.proxied
+                && let Some(&addr) = route.addrs.first()
+                && let Some(spoke) = http2::preflight(addr, tls.as_ref(), plan.timeout)
+            {
+                return Err(EngineError::Config(format!(
+                    "--http2: {} does not speak HTTP/2 (it answered with {spoke}); leave out --http2 to storm \
+                     over HTTP/1.1, or point at a server with HTTP/2 enabled",
+                    plan.target.url
+                )));
+            }
+            Some(http2::Spec::for_storm(plan).map_err(EngineError::Config)?)
+        }
+        _ => None,
+    };
     let source: Arc<[std::net::IpAddr]> = Arc::from(plan.source.clone());
     // A storm that makes requests times their responses (see run_http).
     let _primer = if request.is_empty() {
@@ -948,7 +966,7 @@ pub fn run_storm(
             rows: None,
             targets: None,
             follow: None,
-            h2: None,
+            h2: h2.clone(),
             h3: None,
         })
         .collect();

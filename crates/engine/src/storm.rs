@@ -120,7 +120,7 @@ async fn connection(guard: TaskGuard, shared: Rc<Shared>, intended: Option<Insta
                 None => return release(&shared),
             };
         }
-        close(ctx, Some(conn));
+        conn.close(ctx);
     }
     release(&shared);
 }
@@ -128,6 +128,22 @@ async fn connection(guard: TaskGuard, shared: Rc<Shared>, intended: Option<Insta
 fn release(shared: &Shared) {
     shared.slots.active.set(shared.slots.active.get() - 1);
     shared.slots.freed.notify_one();
+}
+
+/// A storm's open connection: a byte stream (TCP, TLS, a line protocol,
+/// NATS, HTTP/1.1), or an HTTP/2 connection driven by its own task.
+enum Link {
+    Bytes(Conn),
+    H2(crate::http2::Held),
+}
+
+impl Link {
+    fn close(self, ctx: &Ctx) {
+        match self {
+            Link::Bytes(c) => close(ctx, Some(c)),
+            Link::H2(h) => h.close(ctx),
+        }
+    }
 }
 
 /// Opens a connection, runs the protocol handshake and the request (when
@@ -141,9 +157,22 @@ async fn establish(
     reconnect: bool,
     mut sleep: Pin<&mut Sleep>,
     mut row: Option<&mut Row<'_>>,
-) -> Result<(Conn, Instant), Option<ErrorClass>> {
+) -> Result<(Link, Instant), Option<ErrorClass>> {
     let spec = &ctx.spec;
     let with_request = !spec.request.is_empty();
+    if ctx.h2.is_some() {
+        let (held, ready) = Box::pin(crate::http2::storm_establish(
+            ctx,
+            with_request,
+            source,
+            origin,
+            reconnect,
+            sleep,
+            row,
+        ))
+        .await?;
+        return Ok((Link::H2(held), ready));
+    }
     // Plain TCP sends the request with the connect (see conn::connect).
     let first: &[u8] = if with_request && spec.tls.is_none() && spec.protocol.is_none() {
         &spec.request
@@ -199,7 +228,7 @@ async fn establish(
                     return Err(None);
                 }
             }
-            Ok((conn, ready.ready))
+            Ok((Link::Bytes(conn), ready.ready))
         }
     }
 }
@@ -211,24 +240,36 @@ async fn establish(
 async fn hold_and_reconnect(
     ctx: &Ctx,
     shared: &Shared,
-    mut conn: Conn,
+    mut conn: Link,
     deadline: Instant,
     source: Option<std::net::IpAddr>,
     mut sleep: Pin<&mut Sleep>,
-) -> Option<Conn> {
+) -> Option<Link> {
     loop {
-        let answers = ctx.spec.protocol.as_deref().is_some_and(|p| p.answers_while_holding());
-        if !answers {
-            // Nothing more is sent or expected on a held connection:
-            // keep the socket, not the TLS session (see shed_tls).
-            conn.stream = conn.stream.shed_tls();
-        }
-        if !hold_open(ctx, &mut conn, deadline, answers, sleep.as_mut()).await {
+        let peer_closed;
+        (conn, peer_closed) = match conn {
+            Link::Bytes(mut c) => {
+                let answers = ctx.spec.protocol.as_deref().is_some_and(|p| p.answers_while_holding());
+                if !answers {
+                    // Nothing more is sent or expected on a held connection:
+                    // keep the socket, not the TLS session (see shed_tls).
+                    c.stream = c.stream.shed_tls();
+                }
+                let closed = hold_open(ctx, &mut c, deadline, answers, sleep.as_mut()).await;
+                (Link::Bytes(c), closed)
+            }
+            // Its driver answers the server's PINGs and SETTINGS.
+            Link::H2(h) => {
+                let closed = h.hold(ctx, deadline, sleep.as_mut()).await;
+                (Link::H2(h), closed)
+            }
+        };
+        if !peer_closed {
             return Some(conn);
         }
         let dropped = Instant::now();
         ctx.rec.borrow_mut().closed_by_peer(dropped);
-        close(ctx, Some(conn));
+        conn.close(ctx);
         let policy = shared.reconnect?;
         let mut attempts = 0;
         // nats.go aborts reconnecting at the second authorization error

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::duration::format_duration;
 use crate::error::PlanError;
 use crate::head::{Authority, RequestHead};
-use crate::http::{DEFAULT_TIMEOUT, REDACTED, TlsSettings, is_token};
+use crate::http::{DEFAULT_TIMEOUT, HttpVersion, REDACTED, TlsSettings, is_token};
 use crate::segment::Segment;
 
 /// What a storm connects to.
@@ -354,6 +354,8 @@ pub struct StormArgs {
     /// `-4`/`-6`, `--connect-to`, `--resolve`, `-x/--proxy` (and HTTPS_PROXY
     /// for TLS targets).
     pub reach: crate::reach::ReachArgs,
+    /// `--http2`: each connection speaks HTTP/2 (http:// and https:// only).
+    pub http2: bool,
 }
 
 /// A validated storm.
@@ -418,6 +420,11 @@ pub struct StormPlan {
     /// Where connections go: address family, overrides, a proxy (CONNECT).
     #[serde(default, skip_serializing_if = "crate::reach::Reach::is_default")]
     pub reach: crate::reach::Reach,
+    /// The HTTP version of an http(s) storm: with HTTP/2 each connection's
+    /// handshake includes the preface and SETTINGS exchange, and its
+    /// request is one stream (left out of result files for HTTP/1.1).
+    #[serde(default, skip_serializing_if = "HttpVersion::is_http1")]
+    pub http: HttpVersion,
 }
 
 /// The most source addresses a storm rotates over.
@@ -546,6 +553,7 @@ impl StormPlan {
             None
         };
         let protocol = parse_protocol(&a, &target, timeout)?;
+        let http = parse_http2(&a, &target, protocol.as_ref())?;
         let reconnect_flags = a.reconnect_wait.is_some() || a.reconnect_jitter.is_some() || a.max_reconnects.is_some();
         // nats.go reconnects by default (its AllowReconnect): a held
         // connection under that profile does too.
@@ -645,6 +653,7 @@ impl StormPlan {
             trigger,
             segment,
             reach,
+            http,
         })
     }
 
@@ -688,8 +697,13 @@ impl StormPlan {
         } else {
             format!("held {}", format_duration(self.hold))
         });
-        if let Some(r) = &self.request {
-            parts.push(format!("one {} {} each", r.method, r.path));
+        match &self.request {
+            Some(r) if self.http.is_multiplexed() => {
+                parts.push(format!("one {} {} each over {}", r.method, r.path, self.http.label()));
+            }
+            Some(r) => parts.push(format!("one {} {} each", r.method, r.path)),
+            None if self.http.is_multiplexed() => parts.push(format!("{} handshakes only", self.http.label())),
+            None => {}
         }
         parts.push(crate::count(self.workers, "worker"));
         if !self.source.is_empty() {
@@ -703,6 +717,30 @@ impl StormPlan {
         }
         parts.join(", ")
     }
+}
+
+/// `--http2`: http:// (h2c, prior knowledge) and https:// (ALPN h2)
+/// targets only, and no other protocol on the connection.
+fn parse_http2(a: &StormArgs, target: &StormTarget, protocol: Option<&Protocol>) -> Result<HttpVersion, PlanError> {
+    if !a.http2 {
+        return Ok(HttpVersion::Http1);
+    }
+    if !matches!(target.scheme, StormScheme::Http | StormScheme::Https) {
+        return Err(PlanError::invalid(
+            "--http2",
+            format!(
+                "applies to http:// (h2c) and https:// (ALPN h2) targets; '{}' is not one",
+                target.url
+            ),
+        ));
+    }
+    if protocol.is_some() {
+        return Err(PlanError::invalid(
+            "--http2",
+            "the connection speaks HTTP/2; leave out --protocol and --send/--expect",
+        ));
+    }
+    Ok(HttpVersion::Http2)
 }
 
 fn parse_client(a: &StormArgs, target: &StormTarget) -> Result<ClientProfile, PlanError> {
@@ -1289,5 +1327,54 @@ mod tests {
             ..args("nats://h:1")
         });
         assert!(e.contains("--client") && e.contains("lenient or nats.go"), "{e}");
+    }
+
+    #[test]
+    fn http2_is_for_http_targets_and_round_trips() {
+        let p = StormPlan::from_args(StormArgs {
+            http2: true,
+            ..args("https://h:8443/x")
+        })
+        .unwrap();
+        assert_eq!(p.http, HttpVersion::Http2);
+        assert!(p.describe().contains("one GET /x each over HTTP/2"), "{}", p.describe());
+        let json = serde_json::to_string(&p).unwrap();
+        assert!(json.contains(r#""http":"h2""#), "{json}");
+        assert_eq!(
+            serde_json::from_str::<StormPlan>(&json).unwrap().http,
+            HttpVersion::Http2
+        );
+        let none = StormPlan::from_args(StormArgs {
+            http2: true,
+            request: Some("none".into()),
+            ..args("http://h:80/")
+        })
+        .unwrap();
+        assert!(
+            none.describe().contains("HTTP/2 handshakes only"),
+            "{}",
+            none.describe()
+        );
+        // HTTP/1.1 plans serialize as before.
+        let plain = StormPlan::from_args(args("http://h:80/")).unwrap();
+        assert!(!serde_json::to_string(&plain).unwrap().contains(r#""http":"#));
+        let flag = |a: StormArgs| match StormPlan::from_args(a).unwrap_err() {
+            PlanError::Invalid { flag, .. } => flag,
+        };
+        assert_eq!(
+            flag(StormArgs {
+                http2: true,
+                ..args("tls://h:1")
+            }),
+            "--http2"
+        );
+        assert_eq!(
+            flag(StormArgs {
+                http2: true,
+                steps: vec![StepArg::Send("x".into())],
+                ..args("http://h:1/")
+            }),
+            "--http2"
+        );
     }
 }

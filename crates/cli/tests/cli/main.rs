@@ -67,6 +67,7 @@ mod segments;
 mod send_secret;
 mod shell;
 mod storm;
+mod storm_http2;
 mod sweep;
 mod targets;
 mod timestamps;
