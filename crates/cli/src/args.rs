@@ -656,6 +656,13 @@ pub struct StormCmd {
     /// Line protocol: the next line must match this regular expression; repeatable
     #[arg(long = "expect", value_name = "REGEX", help_heading = "Protocol")]
     pub expect: Vec<String>,
+    /// WebSocket: send the file's bytes as one binary message (@FILE); repeatable, in order with
+    /// --send and --expect
+    #[arg(long = "send-binary", value_name = "@FILE", help_heading = "Protocol")]
+    pub send_binary: Vec<String>,
+    /// WebSocket: while holding, send a ping this often and record its pong's round trip (phase pong)
+    #[arg(long = "ping-every", value_name = "DURATION", value_parser = parse_duration, help_heading = "Protocol")]
+    pub ping_every: Option<Duration>,
     /// Line protocol: limit on each --expect [default: --timeout]
     #[arg(long = "step-timeout", value_name = "DURATION", value_parser = parse_duration, help_heading = "Protocol")]
     pub step_timeout: Option<Duration>,
@@ -899,6 +906,11 @@ fn ordered_steps(m: &clap::ArgMatches, storm: &StormCmd) -> Vec<StepArg> {
         ("send", &storm.send, StepArg::Send as Kind),
         ("send_secret", &storm.send_secret, StepArg::SendSecret),
         ("expect", &storm.expect, StepArg::Expect),
+        // The file is read when the plan is made (commands/storm.rs).
+        ("send_binary", &storm.send_binary, |path| StepArg::SendBinary {
+            path,
+            bytes: Vec::new(),
+        }),
     ] {
         if let Some(ix) = m.indices_of(id) {
             steps.extend(ix.zip(values).map(|(i, v)| (i, step(v.clone()))));

@@ -406,6 +406,9 @@ pub(crate) async fn open_connection_to(
                 }
             }
             rec.phase(now, Phase::Handshake, done.handshake);
+            for d in &done.exchanges {
+                rec.phase(now, Phase::Response, *d);
+            }
             if let Some(r) = row {
                 r.phase(Phase::Handshake, done.handshake);
             }
