@@ -70,4 +70,5 @@ mod sweep;
 mod targets;
 mod timestamps;
 mod tls;
+mod websocket;
 mod wire;
