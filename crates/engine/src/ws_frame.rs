@@ -333,7 +333,7 @@ mod tests {
     #[test]
     fn the_rfc_example_accept() {
         // RFC 6455, section 1.3.
-        assert_eq!(accept_for("dGhlIHNhbXBsZSBub25jZQ=="), "s3pPLMBiWd1NlqjlcSGJ6xz38eA=");
+        assert_eq!(accept_for("dGhlIHNhbXBsZSBub25jZQ=="), "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");
     }
 
     #[test]

@@ -1452,4 +1452,85 @@ mod tests {
         });
         assert!(e.contains("--client") && e.contains("lenient or nats.go"), "{e}");
     }
+
+    #[test]
+    fn websocket_targets_steps_and_files() {
+        let p = StormPlan::from_args(StormArgs {
+            steps: vec![
+                StepArg::Send("hi\\n".into()),
+                StepArg::Expect("^hi".into()),
+                StepArg::SendBinary {
+                    path: "@f.bin".into(),
+                    bytes: vec![0, 255, 7],
+                },
+            ],
+            ping_every: Some(Duration::from_secs(5)),
+            ..args("wss://example.test/chat?room=1")
+        })
+        .unwrap();
+        assert_eq!(p.target.scheme, StormScheme::Wss);
+        assert_eq!(p.target.port, 443);
+        assert!(p.tls.is_some(), "wss is TLS");
+        assert!(p.request.is_none(), "the upgrade is the request");
+        let Some(Protocol::WebSocket(ws)) = &p.protocol else {
+            panic!("{:?}", p.protocol);
+        };
+        assert_eq!(ws.path, "/chat?room=1");
+        assert_eq!(ws.host, "example.test");
+        assert_eq!(ws.ping_every, Some(Duration::from_secs(5)));
+        assert_eq!(ws.steps[0], WsStep::Text("hi\n".into()));
+        // The bytes travel in the plan (to a storm's parts) as base64.
+        let json = serde_json::to_string(&p).unwrap();
+        assert!(json.contains("\"bytes\":\"AP8H\""), "{json}");
+        let back: StormPlan = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, p);
+
+        let ws = StormPlan::from_args(args("ws://127.0.0.1:8080")).unwrap();
+        assert_eq!(ws.target.port, 8080);
+        let Some(Protocol::WebSocket(w)) = &ws.protocol else {
+            panic!("{:?}", ws.protocol);
+        };
+        assert_eq!((w.path.as_str(), w.host.as_str()), ("/", "127.0.0.1:8080"));
+    }
+
+    #[test]
+    fn websocket_flags_that_do_not_fit_name_themselves() {
+        let err = |a: StormArgs| StormPlan::from_args(a).unwrap_err().to_string();
+        let e = err(StormArgs {
+            ping_every: Some(Duration::from_secs(1)),
+            ..args("tcp://h:1")
+        });
+        assert!(e.contains("--ping-every") && e.contains("ws://"), "{e}");
+        let e = err(StormArgs {
+            steps: vec![StepArg::SendBinary {
+                path: "@x".into(),
+                bytes: vec![1],
+            }],
+            ..args("tcp://h:1")
+        });
+        assert!(e.contains("--send-binary"), "{e}");
+        let e = err(StormArgs {
+            steps: vec![StepArg::SendBinary {
+                path: "@x".into(),
+                bytes: vec![0; MAX_BINARY + 1],
+            }],
+            ..args("ws://h:1")
+        });
+        assert!(e.contains("--send-binary") && e.contains("at most"), "{e}");
+        let e = err(StormArgs {
+            request: Some("GET /".into()),
+            ..args("ws://h:1")
+        });
+        assert!(e.contains("--request"), "{e}");
+        let e = err(StormArgs {
+            protocol: Some("nats".into()),
+            ..args("ws://h:1")
+        });
+        assert!(e.contains("--protocol"), "{e}");
+        let e = err(StormArgs {
+            steps: vec![StepArg::SendSecret("x".into())],
+            ..args("ws://h:1")
+        });
+        assert!(e.contains("--send-secret"), "{e}");
+    }
 }
