@@ -215,12 +215,14 @@ pub(crate) async fn handshake(
 }
 
 /// While a socket is held: answers pings, sends `ping_every` pings and
-/// records each pong's round trip (phase `pong`), drops messages. Returns
+/// records each pong's round trip (phase `pong`), drops messages as they
+/// stream in (a held socket's memory stays bounded). Returns
 /// when the server closes (a close frame, answered; or the end of the
 /// stream) or breaks the framing. Bytes the server sent right after the
 /// handshake's last expectation are read afresh here (frames whole).
 pub(crate) async fn hold(ctx: &Ctx, stream: &mut Transport, ping_every: Option<Duration>) {
     let mut sock = Socket::new(stream);
+    sock.reader = Reader::discarding();
     let every = ping_every.unwrap_or(Duration::from_secs(3600));
     let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -268,6 +270,7 @@ pub(crate) async fn hold(ctx: &Ctx, stream: &mut Transport, ping_every: Option<D
 /// [`CLOSE_LIMIT`].
 pub(crate) async fn close(stream: &mut Transport, scratch: &RefCell<Box<[u8]>>) {
     let mut sock = Socket::new(stream);
+    sock.reader = Reader::discarding();
     if sock.send(frame::CLOSE, &frame::close_payload(1000)).await.is_err() {
         return;
     }

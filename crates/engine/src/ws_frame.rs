@@ -138,9 +138,23 @@ pub(crate) struct Reader {
     buf: Vec<u8>,
     /// A fragmented message under way: (binary, bytes so far).
     partial: Option<(bool, Vec<u8>)>,
+    /// Data frames are dropped as they stream in, never kept whole (a held
+    /// socket reads what the server pushes only to keep it flowing).
+    discard: bool,
+    /// Bytes of a dropped data frame still to come.
+    skip: u64,
 }
 
 impl Reader {
+    /// A reader that drops data messages: only control frames come out,
+    /// and memory stays bounded by the read buffer whatever their size.
+    pub(crate) fn discarding() -> Reader {
+        Reader {
+            discard: true,
+            ..Reader::default()
+        }
+    }
+
     /// Adds bytes read from the server.
     pub(crate) fn push(&mut self, bytes: &[u8]) {
         self.buf.extend_from_slice(bytes);
@@ -149,11 +163,26 @@ impl Reader {
     /// The next whole event, None when more bytes are needed.
     pub(crate) fn next(&mut self) -> Result<Option<Event>, FrameError> {
         loop {
+            if self.skip > 0 {
+                // Bounded by the buffer's length.
+                let n = self.skip.min(self.buf.len() as u64) as usize;
+                self.buf.drain(..n);
+                self.skip -= n as u64;
+                if self.skip > 0 {
+                    return Ok(None);
+                }
+            }
             let Some(h) = header(&self.buf)? else {
                 return Ok(None);
             };
             if h.masked {
                 return Err(FrameError("a masked frame from the server"));
+            }
+            if self.discard && h.opcode < CLOSE {
+                // The header is whole (header() said so) and unmasked.
+                self.buf.drain(..h.size);
+                self.skip = h.len;
+                continue;
             }
             let so_far = self.partial.as_ref().map_or(0, |(_, d)| d.len());
             if h.len > (MAX_MESSAGE - so_far) as u64 {
@@ -373,6 +402,26 @@ mod tests {
             }))
         );
         assert_eq!(r.next(), Ok(None));
+    }
+
+    #[test]
+    fn a_discarding_reader_keeps_no_data_and_passes_control_frames() {
+        let mut r = Reader::discarding();
+        let big = vec![1u8; 3 * MAX_MESSAGE];
+        let mut wire = server(true, BINARY, &big);
+        wire.extend(server(true, PING, b"x"));
+        wire.extend(server(false, TEXT, b"ab"));
+        wire.extend(server(true, CONT, b"cd"));
+        wire.extend(server(true, CLOSE, &[0x03, 0xE9]));
+        let mut got = Vec::new();
+        for c in wire.chunks(16 * 1024) {
+            r.push(c);
+            while let Some(e) = r.next().unwrap() {
+                got.push(e);
+            }
+            assert!(r.buf.len() <= 16 * 1024 + 14, "kept {} bytes", r.buf.len());
+        }
+        assert_eq!(got, [Event::Ping(b"x".to_vec()), Event::Close(1001)]);
     }
 
     #[test]
