@@ -247,6 +247,7 @@ pub(crate) async fn hold(ctx: &Ctx, stream: &mut Transport, ping_every: Option<D
                 }
                 Ok(Event::Message { .. }) => {}
                 Ok(Event::Close(code)) => {
+                    ctx.rec.borrow_mut().close_code(code);
                     let _ = sock.send(frame::CLOSE, &frame::close_payload(code)).await;
                     return;
                 }

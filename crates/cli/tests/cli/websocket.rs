@@ -229,6 +229,8 @@ fn a_server_going_away_sends_every_socket_back_through_a_reconnect() {
     let m = &r.measurements;
     assert_eq!(m.connections.ok, 12, "{:?}", m.connections.errors);
     assert_eq!(m.closed_by_peer, 12, "the server closed every held socket (1001)");
+    assert_eq!(m.close_codes.get("1001"), Some(&12), "{:?}", m.close_codes);
+    assert!(run.stdout().contains("by close code: 1001=12"), "{}", run.stdout());
     assert_eq!(m.phases["reconnect"].count(), 12, "{:?}", m.reconnect_gave_up);
     assert_eq!(
         m.phases["handshake"].count(),
