@@ -646,14 +646,16 @@ pub struct StormCmd {
     /// NATS user and password from a file ('user:password', or two lines)
     #[arg(long = "nats-creds", value_name = "FILE", help_heading = "Protocol")]
     pub nats_creds: Option<PathBuf>,
-    /// Line protocol: send this text (escapes: \r \n \t \\ \xHH); repeatable, in order with --expect
+    /// Line protocol (WebSocket: a text message): send this text (escapes: \r \n \t \\ \xHH); repeatable,
+    /// in order with --expect
     #[arg(long = "send", value_name = "TEXT", help_heading = "Protocol")]
     pub send: Vec<String>,
     /// Line protocol: as --send, for a secret (a password, AUTH ...): sent as given, written
     /// <redacted> in results, reports and manifests; repeatable, in order with --send and --expect
     #[arg(long = "send-secret", value_name = "TEXT", help_heading = "Protocol")]
     pub send_secret: Vec<String>,
-    /// Line protocol: the next line must match this regular expression; repeatable
+    /// Line protocol (WebSocket: the next message): the next line must match this regular expression;
+    /// repeatable
     #[arg(long = "expect", value_name = "REGEX", help_heading = "Protocol")]
     pub expect: Vec<String>,
     /// WebSocket: send the file's bytes as one binary message (@FILE); repeatable, in order with
@@ -663,7 +665,7 @@ pub struct StormCmd {
     /// WebSocket: while holding, send a ping this often and record its pong's round trip (phase pong)
     #[arg(long = "ping-every", value_name = "DURATION", value_parser = parse_duration, help_heading = "Protocol")]
     pub ping_every: Option<Duration>,
-    /// Line protocol: limit on each --expect [default: --timeout]
+    /// Line protocol or WebSocket: limit on each --expect [default: --timeout]
     #[arg(long = "step-timeout", value_name = "DURATION", value_parser = parse_duration, help_heading = "Protocol")]
     pub step_timeout: Option<Duration>,
     /// NATS: behave like this client library: lenient (answer whatever the server says) or nats.go
