@@ -53,6 +53,14 @@ if ! python3 -c 'import aioquic' >/dev/null 2>&1; then
     || echo "scripts/test.sh: could not install aioquic" >&2
 fi
 
+# WebSocket storms are checked against servers written with the PyPI package
+# websockets (crates/cli/tests/servers/ws_server.py, tests/cli/websocket.rs).
+if ! python3 -c 'import websockets' >/dev/null 2>&1; then
+  echo "scripts/test.sh: installing websockets (pip)" >&2
+  python3 -m pip install -q websockets >/dev/null 2>&1 \
+    || echo "scripts/test.sh: could not install websockets" >&2
+fi
+
 # Tests that need root or a tool a developer's machine may lack are
 # #[ignore = "why"]; this script runs them too (--include-ignored), except
 # those whose need it cannot meet here, which it names. They count as ignored.

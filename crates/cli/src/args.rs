@@ -650,17 +650,26 @@ pub struct StormCmd {
     /// NATS user and password from a file ('user:password', or two lines)
     #[arg(long = "nats-creds", value_name = "FILE", help_heading = "Protocol")]
     pub nats_creds: Option<PathBuf>,
-    /// Line protocol: send this text (escapes: \r \n \t \\ \xHH); repeatable, in order with --expect
+    /// Line protocol (WebSocket: a text message): send this text (escapes: \r \n \t \\ \xHH); repeatable,
+    /// in order with --expect
     #[arg(long = "send", value_name = "TEXT", help_heading = "Protocol")]
     pub send: Vec<String>,
     /// Line protocol: as --send, for a secret (a password, AUTH ...): sent as given, written
     /// <redacted> in results, reports and manifests; repeatable, in order with --send and --expect
     #[arg(long = "send-secret", value_name = "TEXT", help_heading = "Protocol")]
     pub send_secret: Vec<String>,
-    /// Line protocol: the next line must match this regular expression; repeatable
+    /// Line protocol (WebSocket: the next message): the next line must match this regular expression;
+    /// repeatable
     #[arg(long = "expect", value_name = "REGEX", help_heading = "Protocol")]
     pub expect: Vec<String>,
-    /// Line protocol: limit on each --expect [default: --timeout]
+    /// WebSocket: send the file's bytes as one binary message (@FILE); repeatable, in order with
+    /// --send and --expect
+    #[arg(long = "send-binary", value_name = "@FILE", help_heading = "Protocol")]
+    pub send_binary: Vec<String>,
+    /// WebSocket: while holding, send a ping this often and record its pong's round trip (phase pong)
+    #[arg(long = "ping-every", value_name = "DURATION", value_parser = parse_duration, help_heading = "Protocol")]
+    pub ping_every: Option<Duration>,
+    /// Line protocol or WebSocket: limit on each --expect [default: --timeout]
     #[arg(long = "step-timeout", value_name = "DURATION", value_parser = parse_duration, help_heading = "Protocol")]
     pub step_timeout: Option<Duration>,
     /// NATS: behave like this client library: lenient (answer whatever the server says) or nats.go
@@ -908,6 +917,11 @@ fn ordered_steps(m: &clap::ArgMatches, storm: &StormCmd) -> Vec<StepArg> {
         ("send", &storm.send, StepArg::Send as Kind),
         ("send_secret", &storm.send_secret, StepArg::SendSecret),
         ("expect", &storm.expect, StepArg::Expect),
+        // The file is read when the plan is made (commands/storm.rs).
+        ("send_binary", &storm.send_binary, |path| StepArg::SendBinary {
+            path,
+            bytes: Vec::new(),
+        }),
     ] {
         if let Some(ix) = m.indices_of(id) {
             steps.extend(ix.zip(values).map(|(i, v)| (i, step(v.clone()))));

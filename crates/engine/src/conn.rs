@@ -479,6 +479,9 @@ pub(crate) async fn open_transport(
                 }
             }
             rec.phase(now, Phase::Handshake, done.handshake);
+            for d in &done.exchanges {
+                rec.phase(now, Phase::Response, *d);
+            }
             if let Some(r) = row {
                 r.phase(Phase::Handshake, done.handshake);
             }

@@ -52,6 +52,8 @@ mod tls_stream;
 mod transport;
 mod trigger;
 mod worker;
+mod ws;
+mod ws_frame;
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::mpsc;
@@ -846,6 +848,28 @@ fn protocol_spec(
                 .collect(),
             step_timeout: *step_timeout,
         },
+        throng_plan::Protocol::WebSocket(ws) => protocol::ProtocolSpec::WebSocket(crate::ws::Spec {
+            path: ws.path.clone(),
+            host: ws.host.clone(),
+            steps: ws
+                .steps
+                .iter()
+                .map(|s| match s {
+                    throng_plan::WsStep::Text(t) => crate::ws::Step::Send {
+                        binary: false,
+                        data: t.as_bytes().to_vec(),
+                    },
+                    throng_plan::WsStep::Binary { bytes, .. } => crate::ws::Step::Send {
+                        binary: true,
+                        data: bytes.clone(),
+                    },
+                    // Compiled when the plan was validated.
+                    throng_plan::WsStep::Expect(re) => crate::ws::Step::Expect(re.regex().clone()),
+                })
+                .collect(),
+            step_timeout: ws.step_timeout,
+            ping_every: ws.ping_every,
+        }),
     })
 }
 

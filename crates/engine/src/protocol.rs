@@ -51,6 +51,8 @@ pub(crate) enum ProtocolSpec {
     Nats { connect: Vec<u8>, strict: bool },
     /// Line steps.
     Lines { steps: Vec<Step>, step_timeout: Duration },
+    /// WebSocket: the upgrade, then message steps.
+    WebSocket(crate::ws::Spec),
 }
 
 /// One compiled line step.
@@ -64,7 +66,7 @@ impl ProtocolSpec {
     /// True when a held connection must keep answering (NATS PINGs), so its
     /// TLS state must stay.
     pub(crate) fn answers_while_holding(&self) -> bool {
-        matches!(self, ProtocolSpec::Nats { .. })
+        matches!(self, ProtocolSpec::Nats { .. } | ProtocolSpec::WebSocket(_))
     }
 }
 
@@ -137,6 +139,9 @@ pub(crate) struct Done {
     pub handshake: Duration,
     /// A TLS upgrade (NATS `tls_required`), when one happened.
     pub tls: Option<(Duration, Handshake, Instant)>,
+    /// Round trips of message exchanges after the handshake (WebSocket's
+    /// send → expected message), recorded as `response`.
+    pub exchanges: Vec<Duration>,
 }
 
 /// What the server said out of turn during a NATS handshake, before the
@@ -190,6 +195,7 @@ pub(crate) async fn handshake(
             }
         }
         ProtocolSpec::Lines { steps, step_timeout } => lines(steps, *step_timeout, stream, scratch, sleep).await,
+        ProtocolSpec::WebSocket(ws) => crate::ws::handshake(ws, stream, scratch, sleep).await,
     }
 }
 
@@ -294,6 +300,7 @@ async fn nats(
         stream,
         handshake: t0.elapsed(),
         tls: upgraded,
+        exchanges: Vec::new(),
     })
 }
 
@@ -329,6 +336,7 @@ async fn lines(
         stream,
         handshake: t0.elapsed(),
         tls: None,
+        exchanges: Vec::new(),
     })
 }
 

@@ -200,3 +200,70 @@ proptest! {
         }
     }
 }
+
+/// A WebSocket upgrade with one message exchanged after it.
+fn websocket() -> ProtocolSpec {
+    ProtocolSpec::WebSocket(crate::ws::Spec {
+        path: "/chat".into(),
+        host: "127.0.0.1".into(),
+        steps: vec![
+            crate::ws::Step::Send {
+                binary: false,
+                data: b"hi".to_vec(),
+            },
+            crate::ws::Step::Expect(regex::bytes::Regex::new("hi").expect("a regex")),
+        ],
+        step_timeout: DEADLINE,
+        ping_every: None,
+    })
+}
+
+/// Classes a WebSocket upgrade against a hostile peer may end in (the
+/// peer cannot know the key, so never ok).
+fn is_expected_ws(class: &str) -> bool {
+    matches!(class, "eof" | "reset" | "timeout.handshake" | "ws.protocol") || class.starts_with("ws.upgrade_refused.")
+}
+
+#[test]
+fn websocket_answers_have_classes() {
+    let wrong_accept = b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+                         Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n";
+    assert_eq!(run(&websocket(), vec![wrong_accept.to_vec()]), "ws.protocol");
+    assert_eq!(
+        run(
+            &websocket(),
+            split(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n", &[4, 13])
+        ),
+        "ws.upgrade_refused.403"
+    );
+    assert_eq!(run(&websocket(), vec![b"HTTP/1.1 101 Switching".to_vec()]), "eof");
+    assert_eq!(run(&websocket(), vec![]), "eof");
+    let mut endless = b"HTTP/1.1 101 Switching Protocols\r\nX: ".to_vec();
+    endless.resize(64 * 1024, b'x');
+    assert_eq!(run(&websocket(), vec![endless]), "ws.protocol");
+}
+
+proptest! {
+    #![proptest_config(config(48))]
+
+    /// Arbitrary bytes and edited answers to the upgrade, split anyhow: the
+    /// WebSocket handshake ends, without panic, in a class of its own or
+    /// TCP's (never `other.*`).
+    #[test]
+    fn hostile_upgrade_answers_end_in_a_class(
+        bytes in prop::collection::vec(any::<u8>(), 0..512),
+        flips in prop::collection::vec((any::<usize>(), any::<u8>()), 0..4),
+        cuts in prop::collection::vec(any::<usize>(), 0..6),
+    ) {
+        let mut edited = b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+                           Sec-WebSocket-Accept: x\r\n\r\n\x81\x02hi".to_vec();
+        for (i, b) in flips {
+            let n = edited.len();
+            edited[i % n] ^= b;
+        }
+        for input in [&bytes, &edited] {
+            let class = run(&websocket(), split(input, &cuts));
+            prop_assert!(is_expected_ws(&class), "{class} for {:?}", String::from_utf8_lossy(input));
+        }
+    }
+}

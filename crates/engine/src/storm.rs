@@ -120,9 +120,22 @@ async fn connection(guard: TaskGuard, shared: Rc<Shared>, intended: Option<Insta
                 None => return release(&shared),
             };
         }
+        goodbye(ctx, &mut conn).await;
         conn.close(ctx);
     }
     release(&shared);
+}
+
+/// The protocol's goodbye before the socket closes: WebSocket's close
+/// handshake.
+async fn goodbye(ctx: &Ctx, link: &mut Link) {
+    let Link::Bytes(conn) = link else { return };
+    if matches!(
+        ctx.spec.protocol.as_deref(),
+        Some(crate::protocol::ProtocolSpec::WebSocket(_))
+    ) {
+        crate::ws::close(&mut conn.stream, &ctx.scratch).await;
+    }
 }
 
 fn release(shared: &Shared) {
@@ -331,7 +344,10 @@ async fn hold_open(ctx: &Ctx, conn: &mut Conn, until: Instant, answer_pings: boo
     let stream = &mut conn.stream;
     let peer_closed = async {
         if answer_pings {
-            crate::protocol::answer_pings(stream, &ctx.scratch).await;
+            match ctx.spec.protocol.as_deref() {
+                Some(crate::protocol::ProtocolSpec::WebSocket(ws)) => crate::ws::hold(ctx, stream, ws.ping_every).await,
+                _ => crate::protocol::answer_pings(stream, &ctx.scratch).await,
+            }
             return;
         }
         poll_fn(|cx| {

@@ -98,7 +98,11 @@ pub(crate) fn run(
         client_speaks_first: !spec.request.is_empty()
             || matches!(spec.load, WorkerLoad::Scenario(_))
             || matches!(spec.protocol.as_deref(), Some(crate::protocol::ProtocolSpec::Lines { steps, .. })
-                    if matches!(steps.first(), Some(crate::protocol::Step::Send(_)))),
+                    if matches!(steps.first(), Some(crate::protocol::Step::Send(_))))
+            || matches!(
+                spec.protocol.as_deref(),
+                Some(crate::protocol::ProtocolSpec::WebSocket(_))
+            ),
         spec,
         pick,
         rows,

@@ -62,6 +62,10 @@ pub struct Measurements {
     /// to (during a storm's hold).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub closed_by_peer: u64,
+    /// WebSocket: held sockets the server closed with a close frame, by its
+    /// code (`1001`; `1005` when it gave none). Part of `closed_by_peer`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub close_codes: BTreeMap<String, u64>,
     /// When the server first closed a held connection, µs after the start.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_drop_us: Option<u64>,
@@ -360,6 +364,7 @@ impl Measurements {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
+        add_all(&mut self.close_codes, &other.close_codes, "close_codes")?;
         add_all(
             &mut self.handshake_out_of_turn,
             &other.handshake_out_of_turn,

@@ -88,6 +88,15 @@ pub enum ErrorClass {
     /// An HTTP/3 failure: `closed.CODE` (the connection, by application
     /// error code), `stream_reset.CODE`, `goaway`, `protocol`, `header_too_big`.
     H3(&'static str),
+    /// WebSocket: the server answered the upgrade with this status, not 101
+    /// (`ws.upgrade_refused.403`).
+    WsUpgradeRefused(u16),
+    /// WebSocket: the server closed with this code before the socket was
+    /// established and its messages exchanged (`ws.closed.1008`).
+    WsClosed(u16),
+    /// WebSocket: a malformed upgrade answer (a wrong Sec-WebSocket-Accept)
+    /// or frame (`ws.protocol`).
+    WsProtocol,
 }
 
 impl ErrorClass {
@@ -116,6 +125,9 @@ impl ErrorClass {
             ErrorClass::H2(what) => return Cow::Owned(format!("h2.{what}")),
             ErrorClass::Quic(what) => return Cow::Owned(format!("quic.{what}")),
             ErrorClass::H3(what) => return Cow::Owned(format!("h3.{what}")),
+            ErrorClass::WsUpgradeRefused(status) => return Cow::Owned(format!("ws.upgrade_refused.{status}")),
+            ErrorClass::WsClosed(code) => return Cow::Owned(format!("ws.closed.{code}")),
+            ErrorClass::WsProtocol => "ws.protocol",
         })
     }
 
@@ -172,6 +184,16 @@ impl ErrorClass {
             "h2.protocol" => "HTTP/2: a protocol error (a malformed frame, or PROTOCOL_ERROR from either side)",
             "h2.flow_control" => "HTTP/2: a flow-control error (FLOW_CONTROL_ERROR from either side)",
             "h2.not_negotiated" => "HTTP/2: the server did not negotiate h2 in the TLS handshake (ALPN)",
+            "ws.protocol" => {
+                "WebSocket: a malformed answer to the upgrade (e.g. a wrong Sec-WebSocket-Accept) or a malformed frame"
+            }
+            n if n.starts_with("ws.upgrade_refused.") => {
+                "WebSocket: the server answered the upgrade with another status than 101 (by status)"
+            }
+            n if n.starts_with("ws.closed.") => {
+                "WebSocket: the server closed the socket (a close frame, by code; 1005: none given) before its \
+                 messages were exchanged"
+            }
             n if n.starts_with("h2.rst_stream.") => "HTTP/2: the server reset the stream (RST_STREAM, by error code)",
             "quic.handshake_timeout" => "the QUIC handshake did not complete within --timeout",
             "quic.idle_timeout" => "the QUIC connection heard nothing from the server for its idle timeout",

@@ -28,11 +28,13 @@ pub enum Phase {
     Handshake,
     /// A held connection's drop by the server → its re-established handshake.
     Reconnect,
+    /// WebSocket: a ping sent (`--ping-every`) → its pong read.
+    Pong,
 }
 
 impl Phase {
     /// Every phase, in report order.
-    pub const ALL: [Phase; 11] = [
+    pub const ALL: [Phase; 12] = [
         Phase::ScheduleLag,
         Phase::Connect,
         Phase::Tls,
@@ -44,6 +46,7 @@ impl Phase {
         Phase::Connection,
         Phase::Handshake,
         Phase::Reconnect,
+        Phase::Pong,
     ];
 
     /// Number of phases; recorders index arrays with [`Phase::index`].
@@ -63,6 +66,7 @@ impl Phase {
             Phase::Connection => "connection",
             Phase::Handshake => "handshake",
             Phase::Reconnect => "reconnect",
+            Phase::Pong => "pong",
         }
     }
 

@@ -47,6 +47,7 @@ pub struct Recorder {
     reaccepted: Option<Instant>,
     gave_up: BTreeMap<String, u64>,
     out_of_turn: BTreeMap<&'static str, u64>,
+    close_codes: BTreeMap<u16, u64>,
     /// Connections established, by the remote address they reached.
     addresses: BTreeMap<std::net::SocketAddr, u64>,
     first_wave: u64,
@@ -191,6 +192,7 @@ impl Recorder {
             reaccepted: None,
             gave_up: BTreeMap::new(),
             out_of_turn: BTreeMap::new(),
+            close_codes: BTreeMap::new(),
             addresses: BTreeMap::new(),
             first_wave: 0,
             second_errors: BTreeMap::new(),
@@ -445,6 +447,13 @@ impl Recorder {
         *self.out_of_turn.entry(what).or_default() += 1;
     }
 
+    /// A held WebSocket's close frame from the server, with its code (see
+    /// [`Measurements::close_codes`]); [`Self::closed_by_peer`] counts the
+    /// drop itself.
+    pub fn close_code(&mut self, code: u16) {
+        *self.close_codes.entry(code).or_default() += 1;
+    }
+
     /// A connection (or reconnect) reached `addr` (see
     /// [`Measurements::addresses`]).
     pub fn reached(&mut self, addr: std::net::SocketAddr) {
@@ -650,6 +659,7 @@ impl Recorder {
             reconnect_gave_up: self.gave_up,
             first_reaccepted_us: self.reaccepted.map(|t| since(self.origin, t)),
             handshake_out_of_turn: self.out_of_turn.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+            close_codes: self.close_codes.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
             addresses: self.addresses.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
             scenario: None,
             multiplex: self.mux.map(|m| Multiplex {

@@ -47,8 +47,8 @@ pub use schedule::{Arrivals, Rng, StormStarts, arrival_offset, split_evenly};
 pub use segment::{Fraction, MAX_CYCLE, Segment, parse_start_at};
 pub use status::StatusSet;
 pub use storm::{
-    ClientProfile, LineStep, NatsAuth, Pattern, Procs, Protocol, Reconnect, SecretText, StepArg, StormArgs, StormPlan,
-    StormRequest, StormScheme, StormTarget, Trigger, parse_sources, unescape,
+    ClientProfile, LineStep, MAX_BINARY, NatsAuth, Pattern, Procs, Protocol, Reconnect, SecretText, StepArg, StormArgs,
+    StormPlan, StormRequest, StormScheme, StormTarget, Trigger, WsSpec, WsStep, parse_sources, unescape,
 };
 pub use targets::{
     MAX_BODY_LINES, MAX_REQUEST_TABLE_BYTES, MAX_TAGGED_TARGETS, MAX_TARGETS, MAX_TARGETS_FILE_BYTES, MAX_URL_BYTES,

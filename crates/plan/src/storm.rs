@@ -25,12 +25,16 @@ pub enum StormScheme {
     Https,
     /// NATS over TCP (upgraded to TLS when the server's INFO requires it).
     Nats,
+    /// WebSocket over TCP: the HTTP/1.1 Upgrade, then frames.
+    Ws,
+    /// WebSocket over TLS.
+    Wss,
 }
 
 impl StormScheme {
     /// True for `tls://` and `https://`: TLS from the first byte.
     pub fn is_tls(self) -> bool {
-        matches!(self, StormScheme::Tls | StormScheme::Https)
+        matches!(self, StormScheme::Tls | StormScheme::Https | StormScheme::Wss)
     }
 }
 
@@ -50,6 +54,69 @@ pub enum Protocol {
         #[serde(with = "crate::duration::serde_duration")]
         step_timeout: Duration,
     },
+    /// WebSocket: the HTTP/1.1 Upgrade (established at a checked 101), then
+    /// messages sent and expected in order; pings answered while holding.
+    #[serde(rename = "websocket")]
+    WebSocket(WsSpec),
+}
+
+/// A WebSocket storm's upgrade and messages.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WsSpec {
+    /// Path and query of the upgrade request.
+    pub path: String,
+    /// The `Host` header.
+    pub host: String,
+    /// Messages to send and expect after the upgrade, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<WsStep>,
+    /// Limit on each expectation.
+    #[serde(with = "crate::duration::serde_duration")]
+    pub step_timeout: Duration,
+    /// Send a ping this often while holding (`--ping-every`).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "crate::duration::serde_opt_duration"
+    )]
+    pub ping_every: Option<Duration>,
+}
+
+/// One WebSocket message step.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WsStep {
+    /// Send a text message (escapes decoded).
+    Text(String),
+    /// Send a binary message: the file's bytes (base64 in files, so that a
+    /// storm's parts get them with their orders).
+    Binary {
+        /// The file as given.
+        file: String,
+        /// Its bytes.
+        #[serde(with = "base64_bytes")]
+        bytes: Vec<u8>,
+    },
+    /// The next data message must match this regular expression.
+    Expect(Pattern),
+}
+
+/// The most bytes a `--send-binary` file may hold.
+pub const MAX_BINARY: usize = 1 << 20;
+
+mod base64_bytes {
+    use base64::Engine as _;
+    use base64::engine::general_purpose::STANDARD;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(b: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&STANDARD.encode(b))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        let text = String::deserialize(d)?;
+        STANDARD.decode(text).map_err(serde::de::Error::custom)
+    }
 }
 
 /// NATS credentials. The secret is never written to result files.
@@ -292,6 +359,14 @@ pub enum StepArg {
     SendSecret(String),
     /// `--expect REGEX`.
     Expect(String),
+    /// `--send-binary @FILE`: the path as typed, and the file's bytes (read
+    /// by the binary).
+    SendBinary {
+        /// As typed.
+        path: String,
+        /// The file's contents.
+        bytes: Vec<u8>,
+    },
 }
 
 /// Flags as parsed, before validation.
@@ -331,6 +406,8 @@ pub struct StormArgs {
     pub steps: Vec<StepArg>,
     /// `--step-timeout`.
     pub step_timeout: Option<Duration>,
+    /// `--ping-every` (WebSocket).
+    pub ping_every: Option<Duration>,
     /// `--reconnect`.
     pub reconnect: bool,
     /// `--reconnect-wait`.
@@ -771,8 +848,8 @@ fn parse_client(a: &StormArgs, target: &StormTarget) -> Result<ClientProfile, Pl
 }
 
 fn parse_target(text: &str) -> Result<StormTarget, PlanError> {
-    let example =
-        "e.g. tcp://127.0.0.1:8080, tls://127.0.0.1:8443, https://127.0.0.1:8443/ or nats://user:pass@127.0.0.1:4222";
+    let example = "e.g. tcp://127.0.0.1:8080, tls://127.0.0.1:8443, https://127.0.0.1:8443/, \
+                   nats://user:pass@127.0.0.1:4222 or ws://127.0.0.1:8080/chat";
     let url = url::Url::parse(text)
         .map_err(|e| PlanError::invalid("TARGET", format!("'{text}' is not a valid target ({e}); {example}")))?;
     let scheme = match url.scheme() {
@@ -781,6 +858,8 @@ fn parse_target(text: &str) -> Result<StormTarget, PlanError> {
         "http" => StormScheme::Http,
         "https" => StormScheme::Https,
         "nats" => StormScheme::Nats,
+        "ws" => StormScheme::Ws,
+        "wss" => StormScheme::Wss,
         other => {
             return Err(PlanError::invalid(
                 "TARGET",
@@ -815,6 +894,15 @@ fn parse_target(text: &str) -> Result<StormTarget, PlanError> {
 /// The protocol from the target's scheme, `--protocol`, and the line steps.
 fn parse_protocol(a: &StormArgs, target: &StormTarget, timeout: Duration) -> Result<Option<Protocol>, PlanError> {
     let named = a.protocol.as_deref().map(str::trim);
+    if matches!(target.scheme, StormScheme::Ws | StormScheme::Wss) {
+        return parse_websocket(a, target, timeout).map(Some);
+    }
+    if a.ping_every.is_some() {
+        return Err(PlanError::invalid(
+            "--ping-every",
+            "applies to WebSocket storms (ws:// or wss:// targets)",
+        ));
+    }
     let nats = target.scheme == StormScheme::Nats || named == Some("nats");
     if let Some(other) = named.filter(|n| !["nats", "lines", "none"].contains(n)) {
         return Err(PlanError::invalid(
@@ -899,6 +987,12 @@ fn parse_protocol(a: &StormArgs, target: &StormTarget, timeout: Duration) -> Res
             StepArg::Expect(text) => {
                 LineStep::Expect(Pattern::new(text).map_err(|e| PlanError::invalid("--expect", e))?)
             }
+            StepArg::SendBinary { .. } => {
+                return Err(PlanError::invalid(
+                    "--send-binary",
+                    "applies to WebSocket storms (ws:// or wss:// targets); use --send with \\xHH escapes",
+                ));
+            }
         });
     }
     let step_timeout = a.step_timeout.unwrap_or(timeout);
@@ -909,6 +1003,74 @@ fn parse_protocol(a: &StormArgs, target: &StormTarget, timeout: Duration) -> Res
         ));
     }
     Ok(Some(Protocol::Lines { steps, step_timeout }))
+}
+
+/// A WebSocket storm's upgrade and message steps.
+fn parse_websocket(a: &StormArgs, target: &StormTarget, timeout: Duration) -> Result<Protocol, PlanError> {
+    if let Some(named) = a.protocol.as_deref().map(str::trim).filter(|n| *n != "websocket") {
+        return Err(PlanError::invalid(
+            "--protocol",
+            format!("'{named}' does not apply to {}: it speaks WebSocket", target.url),
+        ));
+    }
+    if a.nats_creds.is_some() {
+        return Err(PlanError::invalid("--nats-creds", "applies to nats:// targets"));
+    }
+    if a.request.is_some() {
+        return Err(PlanError::invalid(
+            "--request",
+            "a WebSocket storm's request is its upgrade (GET of the target's path); leave --request out",
+        ));
+    }
+    let mut steps = Vec::new();
+    for step in &a.steps {
+        steps.push(match step {
+            StepArg::Send(text) => WsStep::Text(unescape(text).map_err(|e| PlanError::invalid("--send", e))?),
+            StepArg::SendSecret(_) => {
+                return Err(PlanError::invalid(
+                    "--send-secret",
+                    "is not supported for WebSocket storms yet; use --send",
+                ));
+            }
+            StepArg::Expect(text) => WsStep::Expect(Pattern::new(text).map_err(|e| PlanError::invalid("--expect", e))?),
+            StepArg::SendBinary { path, bytes } => {
+                if bytes.len() > MAX_BINARY {
+                    return Err(PlanError::invalid(
+                        "--send-binary",
+                        format!(
+                            "{path} holds {} bytes; at most {MAX_BINARY} are sent as one message",
+                            bytes.len()
+                        ),
+                    ));
+                }
+                WsStep::Binary {
+                    file: path.clone(),
+                    bytes: bytes.clone(),
+                }
+            }
+        });
+    }
+    let step_timeout = a.step_timeout.unwrap_or(timeout);
+    if step_timeout.is_zero() {
+        return Err(PlanError::invalid(
+            "--step-timeout",
+            "must be longer than 0, e.g. --step-timeout 2s",
+        ));
+    }
+    if a.ping_every.is_some_and(|p| p.is_zero()) {
+        return Err(PlanError::invalid(
+            "--ping-every",
+            "must be longer than 0, e.g. --ping-every 5s",
+        ));
+    }
+    let default_port = if target.scheme.is_tls() { 443 } else { 80 };
+    Ok(Protocol::WebSocket(WsSpec {
+        path: target_path(&a.target),
+        host: Authority::new(&target.host, target.port, default_port).to_string(),
+        steps,
+        step_timeout,
+        ping_every: a.ping_every,
+    }))
 }
 
 /// Decodes `\r`, `\n`, `\t`, `\\`, `\0` and `\xHH` in a `--send` text.
@@ -1376,5 +1538,86 @@ mod tests {
             }),
             "--http2"
         );
+    }
+
+    #[test]
+    fn websocket_targets_steps_and_files() {
+        let p = StormPlan::from_args(StormArgs {
+            steps: vec![
+                StepArg::Send("hi\\n".into()),
+                StepArg::Expect("^hi".into()),
+                StepArg::SendBinary {
+                    path: "@f.bin".into(),
+                    bytes: vec![0, 255, 7],
+                },
+            ],
+            ping_every: Some(Duration::from_secs(5)),
+            ..args("wss://example.test/chat?room=1")
+        })
+        .unwrap();
+        assert_eq!(p.target.scheme, StormScheme::Wss);
+        assert_eq!(p.target.port, 443);
+        assert!(p.tls.is_some(), "wss is TLS");
+        assert!(p.request.is_none(), "the upgrade is the request");
+        let Some(Protocol::WebSocket(ws)) = &p.protocol else {
+            panic!("{:?}", p.protocol);
+        };
+        assert_eq!(ws.path, "/chat?room=1");
+        assert_eq!(ws.host, "example.test");
+        assert_eq!(ws.ping_every, Some(Duration::from_secs(5)));
+        assert_eq!(ws.steps[0], WsStep::Text("hi\n".into()));
+        // The bytes travel in the plan (to a storm's parts) as base64.
+        let json = serde_json::to_string(&p).unwrap();
+        assert!(json.contains("\"bytes\":\"AP8H\""), "{json}");
+        let back: StormPlan = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, p);
+
+        let ws = StormPlan::from_args(args("ws://127.0.0.1:8080")).unwrap();
+        assert_eq!(ws.target.port, 8080);
+        let Some(Protocol::WebSocket(w)) = &ws.protocol else {
+            panic!("{:?}", ws.protocol);
+        };
+        assert_eq!((w.path.as_str(), w.host.as_str()), ("/", "127.0.0.1:8080"));
+    }
+
+    #[test]
+    fn websocket_flags_that_do_not_fit_name_themselves() {
+        let err = |a: StormArgs| StormPlan::from_args(a).unwrap_err().to_string();
+        let e = err(StormArgs {
+            ping_every: Some(Duration::from_secs(1)),
+            ..args("tcp://h:1")
+        });
+        assert!(e.contains("--ping-every") && e.contains("ws://"), "{e}");
+        let e = err(StormArgs {
+            steps: vec![StepArg::SendBinary {
+                path: "@x".into(),
+                bytes: vec![1],
+            }],
+            ..args("tcp://h:1")
+        });
+        assert!(e.contains("--send-binary"), "{e}");
+        let e = err(StormArgs {
+            steps: vec![StepArg::SendBinary {
+                path: "@x".into(),
+                bytes: vec![0; MAX_BINARY + 1],
+            }],
+            ..args("ws://h:1")
+        });
+        assert!(e.contains("--send-binary") && e.contains("at most"), "{e}");
+        let e = err(StormArgs {
+            request: Some("GET /".into()),
+            ..args("ws://h:1")
+        });
+        assert!(e.contains("--request"), "{e}");
+        let e = err(StormArgs {
+            protocol: Some("nats".into()),
+            ..args("ws://h:1")
+        });
+        assert!(e.contains("--protocol"), "{e}");
+        let e = err(StormArgs {
+            steps: vec![StepArg::SendSecret("x".into())],
+            ..args("ws://h:1")
+        });
+        assert!(e.contains("--send-secret"), "{e}");
     }
 }

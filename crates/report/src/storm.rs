@@ -148,6 +148,10 @@ pub(crate) fn write_storm(r: &RunResult, p: &StormPlan, w: &mut dyn Write) -> io
             "closed early", m.closed_by_peer
         )?;
     }
+    if !m.close_codes.is_empty() {
+        let codes: Vec<String> = m.close_codes.iter().map(|(c, n)| format!("{c}={n}")).collect();
+        writeln!(w, "  {:<16}by close code: {}", "", codes.join(", "))?;
+    }
     if p.reconnect.is_some() && m.closed_by_peer > 0 {
         let back = m.phases.get(Phase::Reconnect.name()).map_or(0, |h| h.count());
         let gave_up = crate::format::total(m.reconnect_gave_up.values().copied());

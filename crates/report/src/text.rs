@@ -25,7 +25,7 @@ pub(crate) fn write_redirects(w: &mut dyn Write, redirects: u64) -> io::Result<(
 pub(crate) const DROPPED_MEANING: &str = "no connection was free within --timeout of the intended start, \
      or -c starts were already waiting for one when it fell due";
 
-pub(crate) const TABLE: [Phase; 10] = [
+pub(crate) const TABLE: [Phase; 11] = [
     Phase::ScheduleLag,
     Phase::Connect,
     Phase::Tls,
@@ -36,6 +36,7 @@ pub(crate) const TABLE: [Phase; 10] = [
     Phase::Latency,
     Phase::Connection,
     Phase::Reconnect,
+    Phase::Pong,
 ];
 
 /// Writes the text report of any result: an HTTP run's here, a storm's and

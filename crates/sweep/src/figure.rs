@@ -39,7 +39,7 @@ pub enum Stat {
     Max,
 }
 
-const PHASES: [&str; 11] = [
+const PHASES: [&str; 12] = [
     "schedule_lag",
     "connect",
     "tls",
@@ -51,6 +51,7 @@ const PHASES: [&str; 11] = [
     "connection",
     "handshake",
     "reconnect",
+    "pong",
 ];
 
 impl Figure {

@@ -14,7 +14,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 use throng_engine::{Control, StormPart};
-use throng_plan::{Procs, Protocol, StormArgs, StormPlan};
+use throng_plan::{Procs, Protocol, StepArg, StormArgs, StormPlan};
 use throng_result::RunResult;
 
 use super::UsageError;
@@ -61,8 +61,9 @@ pub fn run(c: StormCmd) -> anyhow::Result<ExitCode> {
                     .map_err(|e| UsageError(format!("--nats-creds {}: cannot read it: {e}", p.display())))
             })
             .transpose()?,
-        steps: c.steps.clone(),
+        steps: read_binaries(&c.steps)?,
         step_timeout: c.step_timeout,
+        ping_every: c.ping_every,
         client: c.client.clone(),
         reconnect: c.reconnect,
         reconnect_wait: c.reconnect_wait,
@@ -254,6 +255,31 @@ struct ChildOrder {
     /// `--csv-requests` of this child, and its share of `--csv-requests-max`.
     #[serde(default)]
     csv_requests: Option<(PathBuf, u64)>,
+}
+
+/// Reads the files of `--send-binary @FILE` (at most MAX_BINARY bytes each).
+fn read_binaries(steps: &[StepArg]) -> Result<Vec<StepArg>, UsageError> {
+    steps
+        .iter()
+        .map(|s| match s {
+            StepArg::SendBinary { path, .. } => {
+                let Some(file) = path.strip_prefix('@') else {
+                    return Err(UsageError(format!(
+                        "--send-binary '{path}': give a file as @FILE, e.g. --send-binary @frame.bin"
+                    )));
+                };
+                let mut bytes = Vec::new();
+                std::fs::File::open(file)
+                    .and_then(|f| f.take(throng_plan::MAX_BINARY as u64 + 1).read_to_end(&mut bytes))
+                    .map_err(|e| UsageError(format!("--send-binary {path}: cannot read it: {e}")))?;
+                Ok(StepArg::SendBinary {
+                    path: path.clone(),
+                    bytes,
+                })
+            }
+            other => Ok(other.clone()),
+        })
+        .collect()
 }
 
 impl ChildOrder {

@@ -72,4 +72,5 @@ mod sweep;
 mod targets;
 mod timestamps;
 mod tls;
+mod websocket;
 mod wire;

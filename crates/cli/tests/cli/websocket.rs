@@ -1,0 +1,330 @@
+//! WebSocket storms against real servers: the `websockets` package from
+//! PyPI (crates/cli/tests/servers/ws_server.py: echo, push, refuse, close)
+//! and nginx proxying WebSocket to it for wss://.
+
+#![allow(clippy::unwrap_used)]
+
+use crate::common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{Nginx, assert_books_balance, throng};
+use throng_result::RunResult;
+
+/// A `ws_server.py` in one mode, killed on drop.
+struct WsServer {
+    child: Child,
+    port: u16,
+    dir: tempfile::TempDir,
+}
+
+impl WsServer {
+    fn start(mode: &str) -> WsServer {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/servers/ws_server.py");
+        let dir = tempfile::tempdir().unwrap();
+        let port_file = dir.path().join("port");
+        let child = Command::new("python3")
+            .arg(&script)
+            .arg(&port_file)
+            .arg(mode)
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(std::fs::File::create(dir.path().join("log")).unwrap()))
+            .spawn()
+            .expect("cannot start python3");
+        let mut server = WsServer { child, port: 0, dir };
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while Instant::now() < deadline {
+            if let Ok(text) = std::fs::read_to_string(&port_file) {
+                server.port = text.trim().parse().unwrap();
+                return server;
+            }
+            if let Ok(Some(status)) = server.child.try_wait() {
+                let log = std::fs::read_to_string(server.dir.path().join("log")).unwrap_or_default();
+                panic!(
+                    "ws_server.py exited ({status}); is the PyPI package websockets installed? \
+                     run ./scripts/test.sh, which installs it\n{log}"
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("ws_server.py did not listen within 15 s");
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("ws://127.0.0.1:{}{path}", self.port)
+    }
+
+    /// Close codes of the sockets that ended so far, waiting (at most 5 s)
+    /// until there are `n`.
+    fn closes(&self, n: usize) -> Vec<String> {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let text = std::fs::read_to_string(self.dir.path().join("port.closes")).unwrap_or_default();
+            let codes: Vec<String> = text.lines().map(str::to_string).collect();
+            if codes.len() >= n || Instant::now() > deadline {
+                return codes;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for WsServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn storm(args: &[&str]) -> common::Run {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("result.json");
+    let output = common::output(throng().arg("storm").args(args).arg("--json").arg(&json).arg("--quiet"));
+    let result = std::fs::File::open(&json)
+        .ok()
+        .map(|f| RunResult::from_reader(f).unwrap());
+    common::Run::new(output, result, json, dir)
+}
+
+#[test]
+fn messages_are_echoed_in_order_and_every_socket_closes_with_1000() {
+    let server = WsServer::start("echo");
+    let bin = server.dir.path().join("frame.bin");
+    std::fs::write(&bin, b"\x00\xffbinary\x01").unwrap();
+    let at_bin = format!("@{}", bin.display());
+    let run = storm(&[
+        &server.url("/chat?room=1"),
+        "-n",
+        "20",
+        "--hold",
+        "500ms",
+        "--send",
+        "hello",
+        "--expect",
+        "^hello$",
+        "--send-binary",
+        &at_bin,
+        "--expect",
+        "binary",
+        "--send",
+        "bye\\n",
+        "--expect",
+        "^bye\\n$",
+    ]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let r = run.result();
+    assert_books_balance(r);
+    let m = &r.measurements;
+    assert_eq!(m.connections.attempted, 20);
+    assert_eq!(m.connections.ok, 20, "{:?}", m.connections.errors);
+    assert_eq!(m.phases["handshake"].count(), 20, "one upgrade each");
+    assert_eq!(m.phases["response"].count(), 60, "three round trips each");
+    assert_eq!(m.closed_by_peer, 0);
+    // Our close frame (1000) came first on every socket, and the server
+    // saw it as such.
+    let closes = server.closes(20);
+    assert_eq!(closes.len(), 20, "{closes:?}");
+    assert!(closes.iter().all(|c| c == "1000"), "{closes:?}");
+    let problems = common::schema_violations(&run.json);
+    assert!(problems.is_empty(), "schema violations: {problems:#?}");
+}
+
+#[test]
+fn a_wrong_message_a_refused_upgrade_and_a_close_are_counted_by_class() {
+    let echo = WsServer::start("echo");
+    let run = storm(&[&echo.url("/"), "-n", "8", "--send", "ping", "--expect", "^pong$"]);
+    assert_eq!(run.code(), 1, "{}", run.stderr());
+    let m = &run.result().measurements;
+    assert_books_balance(run.result());
+    assert_eq!(
+        m.connections.error("protocol.unexpected_reply"),
+        8,
+        "{:?}",
+        m.connections.errors
+    );
+
+    let refuse = WsServer::start("refuse");
+    let run = storm(&[&refuse.url("/"), "-n", "7"]);
+    assert_eq!(run.code(), 1, "{}", run.stderr());
+    let m = &run.result().measurements;
+    assert_books_balance(run.result());
+    assert_eq!(
+        m.connections.error("ws.upgrade_refused.403"),
+        7,
+        "{:?}",
+        m.connections.errors
+    );
+    assert!(run.stdout().contains("ws.upgrade_refused.403"), "{}", run.stdout());
+
+    let close = WsServer::start("close");
+    let run = storm(&[&close.url("/"), "-n", "6", "--send", "hi", "--expect", "."]);
+    assert_eq!(run.code(), 1, "{}", run.stderr());
+    let m = &run.result().measurements;
+    assert_books_balance(run.result());
+    assert_eq!(m.connections.error("ws.closed.1008"), 6, "{:?}", m.connections.errors);
+
+    // Nothing listening there: TCP's class, as for every storm.
+    let port = common::free_port();
+    let run = storm(&[&format!("ws://127.0.0.1:{port}/"), "-n", "3"]);
+    assert_eq!(run.result().measurements.connections.error("refused"), 3);
+}
+
+#[test]
+fn held_sockets_read_pushes_and_time_their_pings() {
+    let server = WsServer::start("push");
+    let run = storm(&[
+        &server.url("/feed"),
+        "-n",
+        "10",
+        "--hold",
+        "2500ms",
+        "--expect",
+        "^push 1$",
+        "--ping-every",
+        "500ms",
+    ]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let r = run.result();
+    assert_books_balance(r);
+    let m = &r.measurements;
+    assert_eq!(m.connections.ok, 10, "{:?}", m.connections.errors);
+    // One expectation, no send before it: its round trip still counts.
+    assert_eq!(m.phases["response"].count(), 10);
+    // 2.5 s at one ping per 500 ms: at most 5 each; a loaded machine may
+    // answer late, but each socket sees at least one.
+    let pongs = m.phases["pong"].count();
+    assert!((10..=50).contains(&pongs), "pongs: {pongs}");
+    assert!(run.stdout().contains("pong"), "{}", run.stdout());
+    let closes = server.closes(10);
+    assert!(closes.iter().all(|c| c == "1000"), "{closes:?}");
+}
+
+#[test]
+fn a_server_going_away_sends_every_socket_back_through_a_reconnect() {
+    let server = WsServer::start("echo");
+    let signal = format!("kill -USR1 {}", server.child.id());
+    let run = storm(&[
+        &server.url("/"),
+        "-n",
+        "12",
+        "--hold",
+        "6s",
+        "--send",
+        "again",
+        "--expect",
+        "again",
+        "--reconnect",
+        "--reconnect-wait",
+        "300ms",
+        "--trigger-after",
+        "500ms",
+        "--trigger",
+        &signal,
+    ]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let r = run.result();
+    assert_books_balance(r);
+    let m = &r.measurements;
+    assert_eq!(m.connections.ok, 12, "{:?}", m.connections.errors);
+    assert_eq!(m.closed_by_peer, 12, "the server closed every held socket (1001)");
+    assert_eq!(m.close_codes.get("1001"), Some(&12), "{:?}", m.close_codes);
+    assert!(run.stdout().contains("by close code: 1001=12"), "{}", run.stdout());
+    assert_eq!(m.phases["reconnect"].count(), 12, "{:?}", m.reconnect_gave_up);
+    assert_eq!(
+        m.phases["handshake"].count(),
+        24,
+        "every connect and reconnect upgraded"
+    );
+    assert_eq!(m.phases["response"].count(), 24, "and exchanged its message");
+    let closes = server.closes(24);
+    assert_eq!(closes.iter().filter(|c| *c == "1001").count(), 12, "{closes:?}");
+    assert_eq!(closes.iter().filter(|c| *c == "1000").count(), 12, "{closes:?}");
+}
+
+/// `throng certs` into `dir`.
+fn certs(dir: &Path) -> PathBuf {
+    let out = dir.join("certs");
+    let o = common::output(throng().args(["certs", "--out", out.to_str().unwrap()]));
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    out
+}
+
+#[test]
+fn wss_through_nginx_proxying_websocket() {
+    let server = WsServer::start("echo");
+    let c = certs(server.dir.path());
+    let p = |n: &str| c.join(n).display().to_string();
+    let nginx = Nginx::start_tls(
+        &format!(
+            "ssl_certificate {}; ssl_certificate_key {};",
+            p("server.pem"),
+            p("server.key")
+        ),
+        &format!(
+            "location /ws {{ proxy_pass http://127.0.0.1:{}; proxy_http_version 1.1;\n\
+             proxy_set_header Upgrade $http_upgrade; proxy_set_header Connection \"upgrade\"; }}\n\
+             location / {{ return 404; }}",
+            server.port
+        ),
+    );
+    let url = format!("wss://localhost:{}/ws", nginx.port);
+    let ca = p("ca.pem");
+    let run = storm(&[
+        &url, "--cacert", &ca, "-n", "15", "--hold", "300ms", "--send", "über", "--expect", "^über$",
+    ]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let m = &run.result().measurements;
+    assert_books_balance(run.result());
+    assert_eq!(m.connections.ok, 15, "{:?}", m.connections.errors);
+    assert_eq!(m.phases["tls"].count(), 15);
+    assert_eq!(m.phases["response"].count(), 15);
+    let closes = server.closes(15);
+    assert_eq!(closes.len(), 15, "{closes:?}");
+    assert!(
+        closes.iter().all(|c| c == "1000"),
+        "nginx passed our close frames on: {closes:?}"
+    );
+
+    // nginx answers a path it does not proxy with 404: refused upgrades.
+    let run = storm(&[
+        &format!("wss://localhost:{}/other", nginx.port),
+        "--cacert",
+        &ca,
+        "-n",
+        "4",
+    ]);
+    assert_eq!(run.result().measurements.connections.error("ws.upgrade_refused.404"), 4);
+}
+
+#[test]
+fn flags_that_do_not_fit_are_usage_errors() {
+    for (args, flag) in [
+        (
+            &["tcp://127.0.0.1:9", "-n", "1", "--ping-every", "1s"][..],
+            "--ping-every",
+        ),
+        (
+            &["tcp://127.0.0.1:9", "-n", "1", "--send-binary", "@/dev/null"][..],
+            "--send-binary",
+        ),
+        (&["ws://127.0.0.1:9/", "-n", "1", "--request", "GET /"][..], "--request"),
+        (
+            &["ws://127.0.0.1:9/", "-n", "1", "--send-binary", "frame.bin"][..],
+            "@FILE",
+        ),
+        (
+            &["ws://127.0.0.1:9/", "-n", "1", "--send-binary", "@/nonexistent/x"][..],
+            "cannot read",
+        ),
+        (
+            &["ws://127.0.0.1:9/", "-n", "1", "--ping-every", "0s"][..],
+            "--ping-every",
+        ),
+    ] {
+        let run = storm(args);
+        assert_eq!(run.code(), 2, "{args:?}: {}", run.stderr());
+        assert!(run.stderr().contains(flag), "{args:?}: {}", run.stderr());
+    }
+}

@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""WebSocket servers for throng's tests (PyPI `websockets`), on loopback.
+
+    ws_server.py PORT_FILE MODE
+
+MODE: echo (every message back), push (a message "push N" every second),
+refuse (403 to every upgrade), close (closes each socket at once with code
+1008). In every mode SIGUSR1 closes every open socket with 1001 (going
+away) while the server keeps listening, and each socket's close code (the
+client's, when it closed first) is appended to PORT_FILE.closes. Writes the
+port it listens on to PORT_FILE, then serves until killed.
+"""
+import asyncio
+import http
+import os
+import signal
+import sys
+
+from websockets.asyncio.server import serve
+
+OPEN = set()
+
+
+async def echo(ws):
+    async for message in ws:
+        await ws.send(message)
+
+
+async def push(ws):
+    n = 0
+    while True:
+        n += 1
+        await ws.send(f"push {n}")
+        await asyncio.sleep(1)
+
+
+async def close(ws):
+    await ws.close(1008, "policy")
+
+
+def refuse(connection, request):
+    return connection.respond(http.HTTPStatus.FORBIDDEN, "no\n")
+
+
+def tracked(handler, closes):
+    async def run(ws):
+        OPEN.add(ws)
+        try:
+            await handler(ws)
+        except Exception:
+            pass
+        finally:
+            OPEN.discard(ws)
+            await ws.wait_closed()
+            with open(closes, "a") as f:
+                f.write(f"{ws.close_code}\n")
+    return run
+
+
+def going_away():
+    for ws in list(OPEN):
+        asyncio.ensure_future(ws.close(1001, "going away"))
+
+
+async def main(port_file, mode):
+    handler = {"echo": echo, "push": push, "refuse": echo, "close": close}[mode]
+    kwargs = {"process_request": refuse} if mode == "refuse" else {}
+    asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, going_away)
+    run = tracked(handler, port_file + ".closes")
+    async with serve(run, "127.0.0.1", 0, ping_interval=None, max_size=None, **kwargs) as server:
+        port = server.sockets[0].getsockname()[1]
+        with open(port_file + ".tmp", "w") as f:
+            f.write(str(port))
+        os.rename(port_file + ".tmp", port_file)
+        await asyncio.Future()
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1], sys.argv[2]))
