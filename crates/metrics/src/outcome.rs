@@ -82,6 +82,8 @@ pub enum ErrorClass {
     /// An HTTP/2 failure: `refused_stream`, `goaway`, `rst_stream.CODE`,
     /// `protocol`, `flow_control`, `not_negotiated`.
     H2(&'static str),
+    /// A gRPC call's failure: `deadline_exceeded` (`--deadline` expired).
+    Grpc(&'static str),
 }
 
 impl ErrorClass {
@@ -108,6 +110,7 @@ impl ErrorClass {
             ErrorClass::Redirect(why) => return Cow::Owned(format!("redirect.{why}")),
             ErrorClass::Other(errno) => return Cow::Owned(format!("other.{errno}")),
             ErrorClass::H2(what) => return Cow::Owned(format!("h2.{what}")),
+            ErrorClass::Grpc(what) => return Cow::Owned(format!("grpc.{what}")),
         })
     }
 
@@ -163,6 +166,9 @@ impl ErrorClass {
             "h2.goaway" => "HTTP/2: the server's GOAWAY kept the request from being sent or cut it off",
             "h2.protocol" => "HTTP/2: a protocol error (a malformed frame, or PROTOCOL_ERROR from either side)",
             "h2.flow_control" => "HTTP/2: a flow-control error (FLOW_CONTROL_ERROR from either side)",
+            "grpc.deadline_exceeded" => {
+                "gRPC: the call's --deadline expired (no answer in time, or DEADLINE_EXCEEDED from the server)"
+            }
             "h2.not_negotiated" => "HTTP/2: the server did not negotiate h2 in the TLS handshake (ALPN)",
             n if n.starts_with("h2.rst_stream.") => "HTTP/2: the server reset the stream (RST_STREAM, by error code)",
             n if n.starts_with("tls.") => "TLS failure",

@@ -5,6 +5,7 @@ mod compare;
 mod completions;
 mod demo;
 mod export;
+mod grpc;
 mod http;
 mod k8s;
 mod merge;
@@ -35,6 +36,7 @@ pub use crate::exit::{Interrupted, UsageError};
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Http(c) => http::run(*c),
+        Command::Grpc(c) => grpc::run(*c),
         Command::Storm(c) => storm::run(*c),
         Command::Serve(c) => serve::run(c),
         Command::Demo(c) => demo::run(c),
