@@ -633,7 +633,7 @@ async fn open(
 /// cancelled).
 fn stream_level(class: ErrorClass) -> bool {
     match class {
-        ErrorClass::TimeoutResponse => true,
+        ErrorClass::TimeoutResponse | ErrorClass::Grpc(_) => true,
         ErrorClass::H2(name) => name == "refused_stream" || name.starts_with("rst_stream."),
         _ => false,
     }

@@ -27,6 +27,13 @@ use crate::progress::Display;
 
 pub fn run(c: GrpcCmd) -> anyhow::Result<ExitCode> {
     let (service, method) = split_call(&c.call)?;
+    if !c.proto.is_file() {
+        return Err(UsageError(format!(
+            "--proto {}: no such file; give the .proto file's path",
+            c.proto.display()
+        ))
+        .into());
+    }
     let pool = compile(&c.proto, &c.import_paths)?;
     let method = find_method(&pool, service, method, &c.call)?;
     let json = match &c.data {
@@ -195,17 +202,19 @@ fn encode(method: &MethodDescriptor, json: Option<(&str, &str)>) -> Result<Vec<u
         None => DynamicMessage::new(input),
         Some((from, text)) => {
             let mut de = serde_json::Deserializer::from_str(text);
-            let m = DynamicMessage::deserialize(input.clone(), &mut de)
+            DynamicMessage::deserialize(input.clone(), &mut de)
                 .and_then(|m| de.end().map(|()| m))
                 .map_err(|e| {
+                    let at = if from == "--data" {
+                        format!("--data (line {}, column {})", e.line(), e.column())
+                    } else {
+                        format!("--data @{from}:{}:{}", e.line(), e.column())
+                    };
                     UsageError(format!(
-                        "--data {from}:{}:{}: not a {} message: {e}; give the message in protobuf's JSON mapping",
-                        e.line(),
-                        e.column(),
+                        "{at}: not a {} message: {e}; give the message in protobuf's JSON mapping",
                         input.full_name()
                     ))
-                })?;
-            m
+                })?
         }
     };
     let bytes = message.encode_to_vec();
