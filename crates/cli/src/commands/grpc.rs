@@ -100,17 +100,19 @@ pub fn run(c: GrpcCmd) -> anyhow::Result<ExitCode> {
         ("--json", c.output.json.as_deref()),
         ("--html", c.output.html.as_deref()),
     ])?;
+    let (exports, rows) = super::export::open_run(&c.output.export)?;
     let repeat = RepeatArgs {
         count: 1,
         settle: Duration::ZERO,
     };
     let runs = repeated(repeat, c.output.quiet, |control| {
         let display = Display::new(c.output.quiet);
-        let result = throng_engine::run_http(&plan, tls.clone(), None, control, &mut |p| display.tick(p));
+        let result = throng_engine::run_http(&plan, tls.clone(), rows.as_ref(), control, &mut |p| display.tick(p));
         display.finish();
         result.context("the run could not start")
     })?;
     let (code, merged) = finish_runs(repeat, &runs, c.output.json.as_deref(), c.output.format)?;
+    exports.write(&merged)?;
     if let Some(path) = &c.output.html {
         super::write_html(path, &merged)?;
     }
