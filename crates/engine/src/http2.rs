@@ -735,3 +735,22 @@ pub(crate) fn preflight(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grpc_status_from_trailers_headers_or_the_http_status() {
+        let mut trailers = http::HeaderMap::new();
+        trailers.insert("grpc-status", http::HeaderValue::from_static("14"));
+        let empty = http::HeaderMap::new();
+        assert_eq!(grpc_status(200, &empty, Some(&trailers)), 14);
+        // A trailers-only response carries it in its headers.
+        assert_eq!(grpc_status(200, &trailers, None), 14);
+        assert_eq!(grpc_status(200, &empty, None), 13);
+        assert_eq!(grpc_status(404, &empty, None), 12);
+        assert_eq!(grpc_status(503, &empty, None), 14);
+        assert_eq!(grpc_status(418, &empty, None), 2);
+    }
+}

@@ -25,6 +25,9 @@ use super::{UsageError, finish_runs, repeated};
 use crate::args::{GrpcCmd, RepeatArgs};
 use crate::progress::Display;
 
+/// `--timeout`'s default (as `throng http`'s).
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+
 pub fn run(c: GrpcCmd) -> anyhow::Result<ExitCode> {
     let (service, method) = split_call(&c.call)?;
     if !c.proto.is_file() {
@@ -79,7 +82,8 @@ pub fn run(c: GrpcCmd) -> anyhow::Result<ExitCode> {
         method: Some("POST".to_string()),
         headers,
         body: Some((json.map_or_else(|| "{}".to_string(), |(from, _)| from), message)),
-        timeout: c.timeout,
+        // A deadline past the default --timeout is the longer wait.
+        timeout: c.timeout.or_else(|| c.deadline.map(|d| d.max(DEFAULT_TIMEOUT))),
         http2: true,
         streams: Some(c.streams.unwrap_or(50)),
         tls: super::tls::settings(&c.tls),

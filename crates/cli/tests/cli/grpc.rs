@@ -214,6 +214,8 @@ fn metadata_reaches_the_server() {
             data,
             "--metadata",
             "X-User: 7",
+            "--metadata",
+            "authorization: Bearer s3cret-token",
             "-n",
             "40",
             "-t",
@@ -222,6 +224,10 @@ fn metadata_reaches_the_server() {
     );
     assert_eq!(run.code(), 0, "stderr: {}", run.stderr());
     assert_eq!(run.result().measurements.requests.ok, 40);
+    // The secret metadata never reaches the result file.
+    let text = std::fs::read_to_string(&run.json).unwrap();
+    assert!(!text.contains("s3cret-token"), "the token leaked into the result");
+    assert!(text.contains("<redacted>"));
     let run = grpc(&server.addr, &["--plaintext", "--data", data, "-n", "40", "-t", "1"]);
     let m = &run.result().measurements;
     assert_eq!(m.requests.errors.get("check_failed"), Some(&40));
