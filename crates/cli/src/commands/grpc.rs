@@ -22,7 +22,7 @@ use prost_reflect::{DescriptorPool, DynamicMessage, MethodDescriptor};
 use throng_plan::{GRPC_CODES, GrpcCall, HttpArgs, HttpPlan, MAX_BODY_BYTES};
 
 use super::{UsageError, finish_runs, repeated};
-use crate::args::{GrpcCmd, RepeatArgs};
+use crate::args::{Format, GrpcCmd, RepeatArgs};
 use crate::progress::Display;
 
 /// `--timeout`'s default (as `throng http`'s).
@@ -30,6 +30,12 @@ const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 
 pub fn run(c: GrpcCmd) -> anyhow::Result<ExitCode> {
     let (service, method) = split_call(&c.call)?;
+    if matches!(c.output.format, Format::Httperf) {
+        return Err(UsageError(
+            "--format httperf: httperf's view counts HTTP statuses; a gRPC run is shown as text, ab or json".into(),
+        )
+        .into());
+    }
     if !c.proto.is_file() {
         return Err(UsageError(format!(
             "--proto {}: no such file; give the .proto file's path",
