@@ -61,6 +61,13 @@ if ! python3 -c 'import websockets' >/dev/null 2>&1; then
     || echo "scripts/test.sh: could not install websockets" >&2
 fi
 
+# The gRPC tests' server (crates/cli/tests/cli/grpc/grpc_server.py) is grpcio.
+if ! python3 -c 'import grpc' >/dev/null 2>&1; then
+  echo "scripts/test.sh: installing grpcio (pip)" >&2
+  python3 -m pip install -q grpcio >/dev/null 2>&1 \
+    || echo "scripts/test.sh: could not install grpcio" >&2
+fi
+
 # Tests that need root or a tool a developer's machine may lack are
 # #[ignore = "why"]; this script runs them too (--include-ignored), except
 # those whose need it cannot meet here, which it names. They count as ignored.

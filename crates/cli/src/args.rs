@@ -22,6 +22,9 @@ pub enum Command {
     /// HTTP/1.1 load: closed loop (-c connections) or open loop (-r requests/s).
     #[command(after_help = HTTP_EXAMPLES)]
     Http(Box<HttpCmd>),
+    /// gRPC unary calls over HTTP/2, messages built from a .proto file at run time.
+    #[command(after_help = GRPC_EXAMPLES)]
+    Grpc(Box<GrpcCmd>),
     /// Connection storm: TCP/TLS connections at a rate or all at once, held, past one process's limits.
     #[command(after_help = STORM_EXAMPLES)]
     Storm(Box<StormCmd>),
@@ -333,6 +336,71 @@ impl From<ReportFormat> for Format {
             ReportFormat::Json => Format::Json,
         }
     }
+}
+
+const GRPC_EXAMPLES: &str = "\
+Examples:
+  throng grpc 127.0.0.1:50051 --plaintext --proto greeter.proto --call helloworld.Greeter/SayHello \\
+      --data '{\"name\": \"throng\"}' -c 4 --streams 10 -d 30s
+  throng grpc api.local:443 --cacert ca.pem --proto api.proto -I protos --call pkg.Svc/Get --data @msg.json -n 10000";
+
+#[derive(Debug, Args)]
+pub struct GrpcCmd {
+    /// Server address, HOST:PORT (e.g. 127.0.0.1:50051)
+    pub address: String,
+    /// The .proto file that defines the service (compiled at run time; no protoc needed)
+    #[arg(long = "proto", value_name = "FILE")]
+    pub proto: PathBuf,
+    /// Where imports of the .proto file are looked up, repeatable (the file's own directory always is)
+    #[arg(short = 'I', long = "import-path", value_name = "DIR")]
+    pub import_paths: Vec<PathBuf>,
+    /// The unary method to call: package.Service/Method
+    #[arg(long = "call", value_name = "pkg.Service/Method")]
+    pub call: String,
+    /// The request message as JSON (protobuf's JSON mapping), or @FILE; encoded once, sent on every
+    /// call [default: {}, the empty message]
+    #[arg(long = "data", value_name = "JSON|@FILE")]
+    pub data: Option<String>,
+    /// HTTP/2 connections (closed loop), or the cap on them (open loop) [default: 1]
+    #[arg(short = 'c', long = "connections", value_name = "N")]
+    pub connections: Option<u32>,
+    /// Most concurrent calls (streams) per connection; the server's SETTINGS_MAX_CONCURRENT_STREAMS
+    /// caps it [default: 50]
+    #[arg(long = "streams", value_name = "N")]
+    pub streams: Option<u32>,
+    /// Total calls to make
+    #[arg(short = 'n', long = "requests", value_name = "N", conflicts_with = "duration")]
+    pub requests: Option<u64>,
+    /// How long to run, e.g. 30s, 2m [default: 10s]
+    #[arg(short = 'd', long = "duration", value_name = "DURATION", value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+    /// Open loop: start this many calls per second, whatever the answers do
+    #[arg(short = 'r', long = "rate", value_name = "RATE", value_parser = parse_rate)]
+    pub rate: Option<f64>,
+    /// Worker threads [default: number of cores]
+    #[arg(short = 't', long = "threads", value_name = "N")]
+    pub threads: Option<u32>,
+    /// Speak gRPC over HTTP/2 in the clear (h2c); without it, TLS with ALPN h2
+    #[arg(long = "plaintext")]
+    pub plaintext: bool,
+    /// Request metadata, repeatable: --metadata 'x-user: 42' (authorization's value is redacted in
+    /// results)
+    #[arg(long = "metadata", value_name = "'KEY: VALUE'")]
+    pub metadata: Vec<String>,
+    /// Each call's deadline (sent as grpc-timeout); a call not answered in time is
+    /// grpc.deadline_exceeded
+    #[arg(long = "deadline", value_name = "DURATION", value_parser = parse_duration)]
+    pub deadline: Option<Duration>,
+    /// gRPC status codes that count as ok, by name or number: OK,NOT_FOUND [default: OK]
+    #[arg(long = "expect-code", value_name = "LIST")]
+    pub expect_code: Option<String>,
+    /// Limit on connect and on each call's answer [default: 10s]
+    #[arg(long = "timeout", value_name = "DURATION", value_parser = parse_duration)]
+    pub timeout: Option<Duration>,
+    #[command(flatten)]
+    pub output: OutputArgs<Format>,
+    #[command(flatten)]
+    pub tls: TlsArgs,
 }
 
 #[derive(Debug, Args)]

@@ -31,6 +31,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use h2::Reason;
 use throng_metrics::{ErrorClass, Phase, Reply};
+use throng_plan::StatusSet;
 use tokio::sync::Notify;
 use tokio::time::Sleep;
 
@@ -55,6 +56,10 @@ pub(crate) struct Spec {
     /// The request's header block, decoded (bytes sent are counted as this
     /// plus the body: HPACK's compressed size per stream is not known).
     pub head_bytes: usize,
+    /// The requests are gRPC calls: the status counted is `grpc-status`.
+    pub grpc: bool,
+    /// gRPC `--deadline`: the response wait, and its expiry's class.
+    pub deadline: Option<Duration>,
 }
 
 /// Headers HTTP/2 forbids (RFC 9113 8.2.2); `Host` becomes `:authority`.
@@ -120,6 +125,8 @@ impl Spec {
             uri,
             headers,
             body: plan.body.clone(),
+            grpc: plan.grpc.is_some(),
+            deadline: plan.grpc.as_ref().and_then(|g| g.deadline),
         })
     }
 }
@@ -152,6 +159,8 @@ impl Spec {
             headers: http::HeaderMap::new(),
             body: Bytes::new(),
             head_bytes,
+            grpc: false,
+            deadline: None,
         })
     }
 }
@@ -393,7 +402,11 @@ pub(crate) async fn one_request(
         .borrow_mut()
         .stream_opened(Instant::now(), u64::from(conn.in_flight.get()));
     let t_send = Instant::now();
-    sleep.as_mut().reset((t_send + ctx.spec.timeout).into());
+    // A gRPC deadline shorter than --timeout ends the wait first.
+    let deadline = pool.spec.deadline.filter(|d| *d < ctx.spec.timeout);
+    sleep
+        .as_mut()
+        .reset((t_send + deadline.unwrap_or(ctx.spec.timeout)).into());
     let keep_server = ctx.rec.borrow().wants_first_reply();
     let mut outcome = match session {
         Session::Http2(slot) => exchange(&pool.spec, &conn, slot, keep_server, sleep).await,
@@ -410,6 +423,9 @@ pub(crate) async fn one_request(
         // A stream the server accepted, then closed the connection on
         // after its GOAWAY without answering: cut off by the GOAWAY.
         f.class = ErrorClass::H2("goaway");
+    }
+    if pool.spec.grpc {
+        grpc_outcome(&mut outcome, session, deadline.is_some(), &ctx.spec.expect);
     }
     ctx.in_flight.set(ctx.in_flight.get() - 1);
     record_exchange(
@@ -438,6 +454,50 @@ pub(crate) async fn one_request(
         return;
     }
     pool.release(ctx, &conn);
+}
+
+/// gRPC's view of a call's end: a wait cut by `--deadline`, or a
+/// DEADLINE_EXCEEDED status the run does not expect, is
+/// `grpc.deadline_exceeded` (the server and the client race to end the
+/// call at the deadline; either way it is one class).
+fn grpc_outcome(outcome: &mut Result<Timing, Failed>, session: &Session, deadline: bool, expect: &StatusSet) {
+    let expired = match outcome {
+        Err(f) => deadline && f.class == ErrorClass::TimeoutResponse,
+        Ok(_) => {
+            matches!(session, Session::Http2(slot) if slot.status == GRPC_DEADLINE_EXCEEDED)
+                && !expect.contains(GRPC_DEADLINE_EXCEEDED)
+        }
+    };
+    if expired {
+        *outcome = Err(Failed {
+            class: ErrorClass::Grpc("deadline_exceeded"),
+            written: 0,
+        });
+    }
+}
+
+const GRPC_DEADLINE_EXCEEDED: u16 = 4;
+
+/// The gRPC status of a response: `grpc-status` from its trailers, or its
+/// headers (a trailers-only response); without one, the HTTP status mapped
+/// as gRPC's "HTTP to gRPC status code mapping" says.
+fn grpc_status(http_status: u16, headers: &http::HeaderMap, trailers: Option<&http::HeaderMap>) -> u16 {
+    let found = trailers
+        .and_then(|t| t.get("grpc-status"))
+        .or_else(|| headers.get("grpc-status"))
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u16>().ok());
+    match (found, http_status) {
+        (Some(code), _) => code,
+        // 200 without a status: the server broke off the call.
+        (None, 200) => 13,
+        (None, 400) => 13,
+        (None, 401) => 16,
+        (None, 403) => 7,
+        (None, 404) => 12,
+        (None, 429 | 502 | 503 | 504) => 14,
+        (None, _) => 2,
+    }
 }
 
 /// Sends the request on a new stream of `c` and reads the response,
@@ -486,12 +546,23 @@ async fn exchange(
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_string);
         }
+        let head = spec.grpc.then(|| response.headers().clone());
         let mut body = response.into_body();
         while let Some(chunk) = body.data().await {
             let chunk = chunk.map_err(fail)?;
             slot.body_bytes += chunk.len() as u64;
             // Give the window back, or a large body stalls.
             let _ = body.flow_control().release_capacity(chunk.len());
+        }
+        if let Some(head) = head {
+            let trailers = body.trailers().await.map_err(fail)?;
+            if let Some(t) = &trailers {
+                slot.header_bytes += t
+                    .iter()
+                    .map(|(n, v)| (n.as_str().len() + v.len() + 4) as u64)
+                    .sum::<u64>();
+            }
+            slot.status = grpc_status(slot.status, &head, trailers.as_ref());
         }
         let done = Instant::now();
         Ok(Timing {
@@ -757,7 +828,7 @@ impl Held {
 /// cancelled).
 fn stream_level(class: ErrorClass) -> bool {
     match class {
-        ErrorClass::TimeoutResponse => true,
+        ErrorClass::TimeoutResponse | ErrorClass::Grpc(_) => true,
         ErrorClass::H2(name) => name == "refused_stream" || name.starts_with("rst_stream."),
         _ => false,
     }
@@ -857,5 +928,24 @@ pub(crate) fn preflight(
                 Some("something that is not an HTTP/2 SETTINGS frame".to_string())
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grpc_status_from_trailers_headers_or_the_http_status() {
+        let mut trailers = http::HeaderMap::new();
+        trailers.insert("grpc-status", http::HeaderValue::from_static("14"));
+        let empty = http::HeaderMap::new();
+        assert_eq!(grpc_status(200, &empty, Some(&trailers)), 14);
+        // A trailers-only response carries it in its headers.
+        assert_eq!(grpc_status(200, &trailers, None), 14);
+        assert_eq!(grpc_status(200, &empty, None), 13);
+        assert_eq!(grpc_status(404, &empty, None), 12);
+        assert_eq!(grpc_status(503, &empty, None), 14);
+        assert_eq!(grpc_status(418, &empty, None), 2);
     }
 }

@@ -324,6 +324,13 @@ pub fn run_http(
         && let Some(&addr) = route.addrs.first()
         && let Some(spoke) = http2::preflight(addr, tls.as_ref(), plan.timeout)
     {
+        if plan.grpc.is_some() {
+            return Err(EngineError::Config(format!(
+                "throng grpc: {} does not speak HTTP/2 (it answered with {spoke}); gRPC needs HTTP/2: point at \
+                 a gRPC server (add --plaintext for one without TLS, leave it out for one with TLS)",
+                plan.target.authority()
+            )));
+        }
         return Err(EngineError::Config(format!(
             "--http2: {} does not speak HTTP/2 (it answered with {spoke}); leave out --http2 to run over \
              HTTP/1.1, or point at a server with HTTP/2 enabled",
@@ -410,7 +417,11 @@ pub fn run_http(
                 head_request: plan.method.eq_ignore_ascii_case("HEAD"),
                 timeout: plan.timeout,
                 keepalive: plan.keepalive,
-                expect: plan.expect_status,
+                // gRPC runs count gRPC status codes (0-16) instead.
+                expect: plan
+                    .grpc
+                    .as_ref()
+                    .map_or(plan.expect_status, |g| StatusSet::from_codes(&g.expect)),
                 tls: tls.clone(),
                 protocol: None,
                 upgrade_tls: None,

@@ -97,6 +97,8 @@ pub enum ErrorClass {
     /// WebSocket: a malformed upgrade answer (a wrong Sec-WebSocket-Accept)
     /// or frame (`ws.protocol`).
     WsProtocol,
+    /// A gRPC call's failure: `deadline_exceeded` (`--deadline` expired).
+    Grpc(&'static str),
 }
 
 impl ErrorClass {
@@ -128,6 +130,7 @@ impl ErrorClass {
             ErrorClass::WsUpgradeRefused(status) => return Cow::Owned(format!("ws.upgrade_refused.{status}")),
             ErrorClass::WsClosed(code) => return Cow::Owned(format!("ws.closed.{code}")),
             ErrorClass::WsProtocol => "ws.protocol",
+            ErrorClass::Grpc(what) => return Cow::Owned(format!("grpc.{what}")),
         })
     }
 
@@ -183,6 +186,9 @@ impl ErrorClass {
             "h2.goaway" => "HTTP/2: the server's GOAWAY kept the request from being sent or cut it off",
             "h2.protocol" => "HTTP/2: a protocol error (a malformed frame, or PROTOCOL_ERROR from either side)",
             "h2.flow_control" => "HTTP/2: a flow-control error (FLOW_CONTROL_ERROR from either side)",
+            "grpc.deadline_exceeded" => {
+                "gRPC: the call's --deadline expired (no answer in time, or DEADLINE_EXCEEDED from the server)"
+            }
             "h2.not_negotiated" => "HTTP/2: the server did not negotiate h2 in the TLS handshake (ALPN)",
             "ws.protocol" => {
                 "WebSocket: a malformed answer to the upgrade (e.g. a wrong Sec-WebSocket-Accept) or a malformed frame"

@@ -320,6 +320,58 @@ pub struct HttpPlan {
     /// targets, `--body-lines`); empty otherwise.
     #[serde(skip)]
     requests: RequestTable,
+    /// The run's requests are gRPC unary calls (`throng grpc`): statuses
+    /// counted are gRPC status codes, not HTTP ones.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grpc: Option<GrpcCall>,
+}
+
+/// A `throng grpc` run's call: what the HTTP/2 request carries.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GrpcCall {
+    /// `pkg.Service/Method`.
+    pub call: String,
+    /// The `.proto` file the message was built from.
+    pub proto: String,
+    /// gRPC status codes counted `ok` (`--expect-code`; default `[0]`).
+    pub expect: Vec<u16>,
+    /// `--deadline`: sent as `grpc-timeout`; a call still unanswered then
+    /// is `grpc.deadline_exceeded`.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "crate::duration::serde_opt_duration"
+    )]
+    pub deadline: Option<Duration>,
+}
+
+/// gRPC status code names (index = code), as the report shows them.
+pub const GRPC_CODES: [&str; 17] = [
+    "OK",
+    "CANCELLED",
+    "UNKNOWN",
+    "INVALID_ARGUMENT",
+    "DEADLINE_EXCEEDED",
+    "NOT_FOUND",
+    "ALREADY_EXISTS",
+    "PERMISSION_DENIED",
+    "RESOURCE_EXHAUSTED",
+    "FAILED_PRECONDITION",
+    "ABORTED",
+    "OUT_OF_RANGE",
+    "UNIMPLEMENTED",
+    "INTERNAL",
+    "UNAVAILABLE",
+    "DATA_LOSS",
+    "UNAUTHENTICATED",
+];
+
+/// The name of gRPC status `code` (`UNAVAILABLE`), or the number.
+pub fn grpc_code_name(code: u16) -> std::borrow::Cow<'static, str> {
+    GRPC_CODES.get(usize::from(code)).map_or_else(
+        || std::borrow::Cow::Owned(code.to_string()),
+        |n| std::borrow::Cow::Borrowed(*n),
+    )
 }
 
 fn is_round_robin(o: &TargetOrder) -> bool {
@@ -657,6 +709,7 @@ impl HttpPlan {
             body_lines: None,
             thresholds: args.thresholds.clone(),
             requests: RequestTable::default(),
+            grpc: None,
         };
         if several {
             plan.render_table(&args, &raw, body)?;

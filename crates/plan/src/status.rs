@@ -25,6 +25,16 @@ impl StatusSet {
         }
     }
 
+    /// Exactly these codes (gRPC status codes, 0–16, are kept here too);
+    /// codes past 639 are left out.
+    pub fn from_codes(codes: &[u16]) -> StatusSet {
+        let mut s = StatusSet { bits: [0; 10] };
+        for &c in codes.iter().filter(|&&c| c < 640) {
+            s.insert_range(c, c);
+        }
+        s
+    }
+
     /// True when `code` is in the set.
     #[inline]
     pub fn contains(&self, code: u16) -> bool {

@@ -48,7 +48,14 @@ pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
     let non_2xx: u64 = m
         .status
         .iter()
-        .filter(|(c, _)| !(200..300).contains(*c))
+        // A gRPC run's statuses are gRPC codes: not OK (0) is ab's non-2xx.
+        .filter(|(c, _)| {
+            if p.grpc.is_some() {
+                **c != 0
+            } else {
+                !(200..300).contains(*c)
+            }
+        })
         .map(|(_, n)| *n)
         .fold(0u64, u64::saturating_add);
     if non_2xx > 0 {

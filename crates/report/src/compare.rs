@@ -804,7 +804,10 @@ fn p_text(t: &Test) -> String {
 
 fn describe(r: &RunResult) -> String {
     match &r.plan {
-        Plan::Http(p) => format!("http {} {} ({})", p.method, p.target.url, p.describe()),
+        Plan::Http(p) => match &p.grpc {
+            Some(g) => format!("grpc {} {} ({})", p.target.authority(), g.call, p.describe()),
+            None => format!("http {} {} ({})", p.method, p.target.url, p.describe()),
+        },
         Plan::Storm(p) => format!("storm {} ({})", p.target.url, p.describe()),
         Plan::Run(p) => format!("run {}", p.target.url),
     }

@@ -53,7 +53,10 @@ pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
 /// The report of a `throng http` run.
 fn write_http(r: &RunResult, p: &HttpPlan, w: &mut dyn Write) -> io::Result<()> {
     let m = &r.measurements;
-    writeln!(w, "throng http {} {}", p.method, p.target.url)?;
+    match &p.grpc {
+        Some(g) => writeln!(w, "throng grpc {} {} ({})", p.target.authority(), g.call, g.proto)?,
+        None => writeln!(w, "throng http {} {}", p.method, p.target.url)?,
+    }
     writeln!(w, "  {}", p.describe())?;
     if !p.targets.is_empty() {
         writeln!(
@@ -117,6 +120,37 @@ fn write_http(r: &RunResult, p: &HttpPlan, w: &mut dyn Write) -> io::Result<()> 
         )?;
     }
     write_redirects(w, m.redirects)?;
+    if p.grpc.is_some() {
+        writeln!(w, "  {:<14}{}", "grpc-status", grpc_statuses(m))?;
+    } else {
+        write_status_classes(m, w)?;
+    }
+    write_data_and_connections(r, w)?;
+    write_tls(r, w, 14)?;
+    writeln!(w)?;
+    if let Some(s) = &m.scenario {
+        crate::scenario::write_tags(s, w)?;
+    }
+    crate::scenario::write_thresholds(r, w)?;
+    write_phase_table(m, w)?;
+    writeln!(w)?;
+    write_generator(r, ended, "requests", w, 14)
+}
+
+/// A gRPC run's statuses by name: `OK=980 UNAVAILABLE=20`.
+pub(crate) fn grpc_statuses(m: &Measurements) -> String {
+    if m.status.is_empty() {
+        return "none (no call was answered)".to_string();
+    }
+    m.status
+        .iter()
+        .map(|(&code, n)| format!("{}={n}", throng_plan::grpc_code_name(code)))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// HTTP statuses by class: `1xx=0 2xx=980 ...`.
+fn write_status_classes(m: &Measurements, w: &mut dyn Write) -> io::Result<()> {
     let c = m.status_classes();
     writeln!(
         w,
@@ -132,17 +166,7 @@ fn write_http(r: &RunResult, p: &HttpPlan, w: &mut dyn Write) -> io::Result<()> 
         } else {
             String::new()
         }
-    )?;
-    write_data_and_connections(r, w)?;
-    write_tls(r, w, 14)?;
-    writeln!(w)?;
-    if let Some(s) = &m.scenario {
-        crate::scenario::write_tags(s, w)?;
-    }
-    crate::scenario::write_thresholds(r, w)?;
-    write_phase_table(m, w)?;
-    writeln!(w)?;
-    write_generator(r, ended, "requests", w, 14)
+    )
 }
 
 /// The bytes moved and the connections opened (with their failures by

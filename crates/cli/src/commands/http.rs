@@ -164,7 +164,7 @@ fn read_body(path: &Path) -> Result<Vec<u8>, UsageError> {
 /// `--data`: TEXT as given, `@FILE` read (at most [`MAX_BODY_BYTES`]), or
 /// `@-` read from stdin (likewise). Returns where the body came from and
 /// its bytes.
-fn read_data(data: &str) -> Result<(String, Vec<u8>), UsageError> {
+pub(super) fn read_data(data: &str) -> Result<(String, Vec<u8>), UsageError> {
     match data.strip_prefix('@') {
         None => Ok(("--data".to_string(), data.as_bytes().to_vec())),
         Some("-") => {

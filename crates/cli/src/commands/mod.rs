@@ -5,6 +5,7 @@ mod compare;
 mod completions;
 mod demo;
 mod export;
+mod grpc;
 mod http;
 mod k8s;
 mod merge;
@@ -35,6 +36,7 @@ pub use crate::exit::{Interrupted, UsageError};
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Http(c) => http::run(*c),
+        Command::Grpc(c) => grpc::run(*c),
         Command::Storm(c) => storm::run(*c),
         Command::Serve(c) => serve::run(c),
         Command::Demo(c) => demo::run(c),
@@ -299,8 +301,16 @@ fn every_unit_failed(r: &RunResult) -> bool {
             "check_failed" if matches!(r.plan, throng_result::Plan::Storm(_)) => {
                 "the server answered every request with a status outside 200-399".to_string()
             }
+            "check_failed" if matches!(&r.plan, throng_result::Plan::Http(p) if p.grpc.is_some()) => {
+                "the server answered every call with a gRPC status the run does not expect (see grpc-status); \
+                 see --expect-code"
+                    .to_string()
+            }
             "check_failed" => {
                 "the server answered, with statuses the plan does not expect; see --expect-status".to_string()
+            }
+            "grpc.deadline_exceeded" => {
+                format!("{target} answered no call within --deadline; give a longer one, or look at the server")
             }
             "timeout.handshake" => {
                 format!("{target} accepted connections but did not finish the protocol handshake in time")

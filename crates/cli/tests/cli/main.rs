@@ -47,6 +47,7 @@ mod examples;
 mod exit_codes;
 mod export;
 mod faults;
+mod grpc;
 mod hostile_results;
 mod html;
 mod http2;

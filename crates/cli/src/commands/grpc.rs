@@ -1,0 +1,309 @@
+//! `throng grpc`: unary calls as HTTP/2 requests.
+//!
+//! ```text
+//!  --proto FILE (+ -I DIRS) ── protox ──► descriptor pool ── --call ──► method
+//!  --data JSON ── prost-reflect (the method's input type) ──► message bytes,
+//!                 framed once (gRPC's 5-byte prefix) as the request body
+//!  HttpPlan (POST https|http://HOST:PORT/pkg.Service/Method, HTTP/2,
+//!            content-type application/grpc, te: trailers, metadata,
+//!            grpc-timeout) + GrpcCall ──► the engine's HTTP/2 pool
+//! ```
+//!
+//! The engine counts each call's `grpc-status` as its status; reports
+//! name the codes.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use prost::Message as _;
+use prost_reflect::{DescriptorPool, DynamicMessage, MethodDescriptor};
+use throng_plan::{GRPC_CODES, GrpcCall, HttpArgs, HttpPlan, MAX_BODY_BYTES};
+
+use super::{UsageError, finish_runs, repeated};
+use crate::args::{Format, GrpcCmd, RepeatArgs};
+use crate::progress::Display;
+
+/// `--timeout`'s default (as `throng http`'s).
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+
+pub fn run(c: GrpcCmd) -> anyhow::Result<ExitCode> {
+    let (service, method) = split_call(&c.call)?;
+    if matches!(c.output.format, Format::Httperf) {
+        return Err(UsageError(
+            "--format httperf: httperf's view counts HTTP statuses; a gRPC run is shown as text, ab or json".into(),
+        )
+        .into());
+    }
+    if !c.proto.is_file() {
+        return Err(UsageError(format!(
+            "--proto {}: no such file; give the .proto file's path",
+            c.proto.display()
+        ))
+        .into());
+    }
+    let pool = compile(&c.proto, &c.import_paths)?;
+    let method = find_method(&pool, service, method, &c.call)?;
+    let json = match &c.data {
+        Some(data) => {
+            let (from, bytes) = super::http::read_data(data)?;
+            let text = String::from_utf8(bytes)
+                .map_err(|_| UsageError(format!("--data {from}: not UTF-8 text; give the message as JSON")))?;
+            Some((from, text))
+        }
+        None => None,
+    };
+    let message = encode(&method, json.as_ref().map(|(f, t)| (f.as_str(), t.as_str())))?;
+    let expect = match &c.expect_code {
+        Some(list) => parse_codes(list).map_err(|e| UsageError(format!("--expect-code {list}: {e}")))?,
+        None => vec![0],
+    };
+    if c.address.contains('/') || !c.address.contains(':') {
+        return Err(UsageError(format!(
+            "'{}': give the server as HOST:PORT, e.g. 127.0.0.1:50051 (no scheme: --plaintext chooses h2c)",
+            c.address
+        ))
+        .into());
+    }
+    let mut headers = vec![
+        "content-type: application/grpc".to_string(),
+        "te: trailers".to_string(),
+        format!("user-agent: throng/{}", env!("CARGO_PKG_VERSION")),
+    ];
+    for m in &c.metadata {
+        headers.push(metadata(m)?);
+    }
+    if let Some(d) = c.deadline {
+        headers.push(format!("grpc-timeout: {}", grpc_timeout(d)?));
+    }
+    let scheme = if c.plaintext { "http" } else { "https" };
+    let mut plan = HttpPlan::from_args(HttpArgs {
+        url: format!("{scheme}://{}/{}", c.address, c.call),
+        connections: Some(c.connections.unwrap_or(1)),
+        requests: c.requests,
+        duration: c.duration,
+        rate: c.rate,
+        threads: c.threads,
+        method: Some("POST".to_string()),
+        headers,
+        body: Some((json.map_or_else(|| "{}".to_string(), |(from, _)| from), message)),
+        // A deadline past the default --timeout is the longer wait.
+        timeout: c.timeout.or_else(|| c.deadline.map(|d| d.max(DEFAULT_TIMEOUT))),
+        http2: true,
+        streams: Some(c.streams.unwrap_or(50)),
+        tls: super::tls::settings(&c.tls),
+        cores: throng_engine::sys::cores(),
+        ..HttpArgs::default()
+    })?;
+    plan.grpc = Some(GrpcCall {
+        call: c.call.clone(),
+        proto: c.proto.display().to_string(),
+        expect,
+        deadline: c.deadline,
+    });
+    let tls = match &plan.tls {
+        Some(settings) => Some(super::tls::client_config(settings, Path::new(""), &[b"h2"])?),
+        None => None,
+    };
+    super::export::check_outputs(&[
+        ("--json", c.output.json.as_deref()),
+        ("--html", c.output.html.as_deref()),
+    ])?;
+    let (exports, rows) = super::export::open_run(&c.output.export)?;
+    let repeat = RepeatArgs {
+        count: 1,
+        settle: Duration::ZERO,
+    };
+    let runs = repeated(repeat, c.output.quiet, |control| {
+        let display = Display::new(c.output.quiet);
+        let result = throng_engine::run_http(&plan, tls.clone(), rows.as_ref(), control, &mut |p| display.tick(p));
+        display.finish();
+        result.context("the run could not start")
+    })?;
+    let (code, merged) = finish_runs(repeat, &runs, c.output.json.as_deref(), c.output.format)?;
+    exports.write(&merged)?;
+    if let Some(path) = &c.output.html {
+        super::write_html(path, &merged)?;
+    }
+    Ok(code.into())
+}
+
+/// `pkg.Service/Method` → (`pkg.Service`, `Method`).
+fn split_call(call: &str) -> Result<(&str, &str), UsageError> {
+    match call.split_once('/') {
+        Some((s, m)) if !s.is_empty() && !m.is_empty() && !m.contains('/') => Ok((s, m)),
+        _ => Err(UsageError(format!(
+            "--call {call}: give the method as package.Service/Method, e.g. helloworld.Greeter/SayHello"
+        ))),
+    }
+}
+
+/// Compiles the .proto file (and what it imports) into a descriptor pool.
+fn compile(proto: &Path, imports: &[PathBuf]) -> anyhow::Result<DescriptorPool> {
+    let dir = match proto.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let mut includes = vec![dir];
+    includes.extend(imports.iter().cloned());
+    let fail = |e: protox::Error| UsageError(format!("--proto {}: {}", proto.display(), describe(&e)));
+    let mut compiler = protox::Compiler::new(&includes).map_err(fail)?;
+    let name = proto.file_name().map_or_else(|| proto.to_path_buf(), PathBuf::from);
+    compiler.include_imports(true);
+    compiler.open_file(&name).map_err(fail)?;
+    Ok(compiler.descriptor_pool())
+}
+
+/// A protox error with where it happened (`FILE:LINE:COL`) when it says.
+fn describe(e: &protox::Error) -> String {
+    use miette::Diagnostic as _;
+    let at = e
+        .labels()
+        .and_then(|mut l| l.next())
+        .and_then(|label| {
+            let file = e.file()?;
+            let source = e.source_code()?;
+            let span = source.read_span(label.inner(), 0, 0).ok()?;
+            Some(format!("{file}:{}:{}: ", span.line() + 1, span.column() + 1))
+        })
+        .unwrap_or_default();
+    let hint = if e.is_file_not_found() {
+        "; give the file's path, and -I DIR for the directories its imports are under"
+    } else {
+        "; fix the .proto file"
+    };
+    format!("{at}{e}{hint}")
+}
+
+/// The unary method `service`/`method` of the pool.
+fn find_method(pool: &DescriptorPool, service: &str, method: &str, call: &str) -> Result<MethodDescriptor, UsageError> {
+    let Some(svc) = pool.get_service_by_name(service) else {
+        let known: Vec<String> = pool.services().map(|s| s.full_name().to_string()).take(20).collect();
+        return Err(UsageError(format!(
+            "--call {call}: no service {service} in the .proto file (it defines: {}); give the service's full \
+             name, with its package",
+            if known.is_empty() {
+                "none".to_string()
+            } else {
+                known.join(", ")
+            }
+        )));
+    };
+    let Some(m) = svc.methods().find(|m| m.name() == method) else {
+        let known: Vec<String> = svc.methods().map(|m| m.name().to_string()).take(20).collect();
+        return Err(UsageError(format!(
+            "--call {call}: {service} has no method {method} (it has: {})",
+            known.join(", ")
+        )));
+    };
+    if m.is_client_streaming() || m.is_server_streaming() {
+        return Err(UsageError(format!(
+            "--call {call}: a streaming method; throng grpc makes unary calls only (streaming is not \
+             supported yet)"
+        )));
+    }
+    Ok(m)
+}
+
+/// The request message from JSON (empty: the default message), encoded
+/// and framed as a gRPC message (uncompressed flag, 4-byte length).
+fn encode(method: &MethodDescriptor, json: Option<(&str, &str)>) -> Result<Vec<u8>, UsageError> {
+    let input = method.input();
+    let message = match json {
+        None => DynamicMessage::new(input),
+        Some((from, text)) => {
+            let mut de = serde_json::Deserializer::from_str(text);
+            DynamicMessage::deserialize(input.clone(), &mut de)
+                .and_then(|m| de.end().map(|()| m))
+                .map_err(|e| {
+                    let at = if from == "--data" {
+                        format!("--data (line {}, column {})", e.line(), e.column())
+                    } else {
+                        format!("--data @{from}:{}:{}", e.line(), e.column())
+                    };
+                    UsageError(format!(
+                        "{at}: not a {} message: {e}; give the message in protobuf's JSON mapping",
+                        input.full_name()
+                    ))
+                })?
+        }
+    };
+    let bytes = message.encode_to_vec();
+    let len = u32::try_from(bytes.len())
+        .ok()
+        .filter(|&n| u64::from(n) + 5 <= MAX_BODY_BYTES)
+        .ok_or_else(|| UsageError("--data: the encoded message is larger than 64 MiB; send less".into()))?;
+    let mut framed = Vec::with_capacity(bytes.len() + 5);
+    framed.push(0);
+    framed.extend_from_slice(&len.to_be_bytes());
+    framed.extend_from_slice(&bytes);
+    Ok(framed)
+}
+
+/// `--expect-code`: names (`NOT_FOUND`) or numbers (`5`), comma-separated.
+fn parse_codes(list: &str) -> Result<Vec<u16>, String> {
+    list.split(',')
+        .map(str::trim)
+        .map(|part| {
+            let upper = part.to_ascii_uppercase();
+            GRPC_CODES
+                .iter()
+                .position(|n| *n == upper)
+                .and_then(|i| u16::try_from(i).ok())
+                .or_else(|| part.parse::<u16>().ok().filter(|&c| usize::from(c) < GRPC_CODES.len()))
+                .ok_or_else(|| format!("'{part}' is not a gRPC status code; use names like OK,NOT_FOUND or 0-16"))
+        })
+        .collect()
+}
+
+/// `--metadata 'key: value'` as a request header line.
+fn metadata(m: &str) -> Result<String, UsageError> {
+    let Some((key, value)) = m.split_once(':') else {
+        return Err(UsageError(format!("--metadata '{m}': give it as 'key: value'")));
+    };
+    let key = key.trim().to_ascii_lowercase();
+    if key.is_empty() || key.starts_with("grpc-") || ["content-type", "te"].contains(&key.as_str()) {
+        return Err(UsageError(format!(
+            "--metadata '{m}': '{key}' is not a metadata key throng lets you set (empty, grpc-*, content-type and \
+             te are the protocol's); use another key"
+        )));
+    }
+    Ok(format!("{key}: {}", value.trim()))
+}
+
+/// The `grpc-timeout` value: at most 8 digits and a unit (gRPC over HTTP/2).
+fn grpc_timeout(d: Duration) -> Result<String, UsageError> {
+    let ms = d.as_millis();
+    if ms == 0 {
+        return Err(UsageError("--deadline: give at least 1ms".into()));
+    }
+    Ok(if ms < 100_000_000 {
+        format!("{ms}m")
+    } else {
+        format!("{}S", (d.as_secs()).min(99_999_999))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_by_name_and_number() {
+        assert_eq!(parse_codes("OK, not_found,14").unwrap(), vec![0, 5, 14]);
+        assert!(parse_codes("17").is_err());
+        assert!(parse_codes("NOPE").unwrap_err().contains("NOPE"));
+    }
+
+    #[test]
+    fn calls_and_metadata() {
+        assert_eq!(split_call("a.B/C").unwrap(), ("a.B", "C"));
+        assert!(split_call("a.B").is_err());
+        assert!(split_call("a.B/C/D").is_err());
+        assert_eq!(metadata("X-User: 42").unwrap(), "x-user: 42");
+        assert!(metadata("grpc-timeout: 1S").is_err());
+        assert_eq!(grpc_timeout(Duration::from_millis(250)).unwrap(), "250m");
+        assert!(grpc_timeout(Duration::ZERO).is_err());
+    }
+}
