@@ -52,6 +52,7 @@ mod hostile_results;
 mod html;
 mod http2;
 mod http_nginx;
+mod image;
 mod inputs;
 mod nats;
 mod nats_clients;
