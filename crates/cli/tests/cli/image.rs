@@ -127,7 +127,7 @@ fn agents_run_their_segments(url: &str) {
         "-n",
         "40",
         "-c",
-        "1",
+        "2",
     ]));
     assert!(o.status.success(), "{}", text(&o));
     let docs: Vec<serde_yaml_ng::Value> = serde_yaml_ng::Deserializer::from_str(&String::from_utf8_lossy(&o.stdout))
