@@ -40,6 +40,13 @@ rm -rf "$ctx"
 mkdir -p "$ctx/rootfs/usr/local/bin" "$ctx/rootfs/bin" "$ctx/rootfs/etc/ssl/certs" "$ctx/rootfs/tmp"
 chmod 1777 "$ctx/rootfs/tmp"
 cp "$bin" "$ctx/rootfs/usr/local/bin/throng"
+# The release profile keeps debug info (for perf and backtraces on a
+# workstation); an image does not need it: 57 MB -> about 13 MB.
+if command -v strip >/dev/null 2>&1; then
+    strip "$ctx/rootfs/usr/local/bin/throng"
+else
+    echo "build-image: no strip (binutils) here: the image keeps the binary's debug info" >&2
+fi
 
 bb="${THRONG_BUSYBOX:-}"
 if [ -z "$bb" ]; then
