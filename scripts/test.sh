@@ -22,6 +22,11 @@ command -v nft >/dev/null 2>&1 || [ -x /usr/sbin/nft ] || need+=(nftables)
 command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
 # -x/--proxy and the proxy environment are checked through a real proxy (crates/cli/tests/proxy.rs).
 command -v tinyproxy >/dev/null 2>&1 || need+=(tinyproxy)
+# The container image (crates/cli/tests/cli/image.rs), only with THRONG_TEST_STATIC=1.
+if [ "${THRONG_TEST_STATIC:-}" = 1 ]; then
+  command -v podman >/dev/null 2>&1 || need+=(podman)
+  [ -x /usr/sbin/runc ] || need+=(runc)
+fi
 
 if ((${#need[@]})); then
   sudo=""
@@ -95,6 +100,19 @@ elif ! rustup target list --installed 2>/dev/null | grep -qx x86_64-unknown-linu
    || ! command -v musl-gcc >/dev/null 2>&1; then
   skip+=(--skip static_binary)
   not_run+=("static_binary (needs: rustup target add x86_64-unknown-linux-musl; apt-get install musl-tools)")
+fi
+# The container image (scripts/build-image.sh) builds the static binary too,
+# then a podman image, and runs it with runc (crun cannot set its rlimits on
+# the development machines): only with THRONG_TEST_STATIC=1, as root, with
+# the musl target, musl-gcc, podman and runc.
+if [ "${THRONG_TEST_STATIC:-}" != 1 ]; then
+  skip+=(--skip container_image)
+  not_run+=("container_image (a release build for musl and a podman image; set THRONG_TEST_STATIC=1)")
+elif [ "$(id -u)" -ne 0 ] || ! command -v podman >/dev/null 2>&1 || [ ! -x /usr/sbin/runc ] \
+   || ! rustup target list --installed 2>/dev/null | grep -qx x86_64-unknown-linux-musl \
+   || ! command -v musl-gcc >/dev/null 2>&1; then
+  skip+=(--skip container_image)
+  not_run+=("container_image (needs root, podman and runc: apt-get install podman runc; and the musl target and musl-gcc)")
 fi
 
 log=$(mktemp)

@@ -1463,6 +1463,12 @@ pub fn redact_command(text: &str) -> String {
     let after_send_secret: Vec<bool> = std::iter::once(false)
         .chain(words.iter().map(|w| w.2 == "--send-secret"))
         .collect();
+    // An inline body, the word after --data or --data=TEXT: a body may
+    // carry credentials (a login form, a token in JSON) and is not in the
+    // result either. `@FILE` and `@-` name where it comes from: kept.
+    let after_data: Vec<bool> = std::iter::once(false)
+        .chain(words.iter().map(|w| w.2 == "--data"))
+        .collect();
     let mut out = String::with_capacity(text.len());
     let mut at = 0;
     for (i, (start, end, word)) in words.iter().enumerate() {
@@ -1471,6 +1477,20 @@ pub fn redact_command(text: &str) -> String {
             out.push_str(&text[at..*start]);
             out.push_str(&format!("'{flag}{REDACTED}'"));
             at = *end;
+            continue;
+        }
+        let inline_data = if after_data[i] {
+            Some("")
+        } else {
+            word.strip_prefix("--data=").map(|_| "--data=")
+        };
+        if let Some(flag) = inline_data {
+            let value = &word[flag.len()..];
+            if !value.starts_with('@') {
+                out.push_str(&text[at..*start]);
+                out.push_str(&format!("'{flag}{REDACTED}'"));
+                at = *end;
+            }
             continue;
         }
         let header = word
@@ -1705,6 +1725,19 @@ mod tests {
             (
                 "http http://h/ --cookie sid=s3cret --cookie=b=2 -c 1",
                 "http http://h/ --cookie '<redacted>' '--cookie=<redacted>' -c 1",
+            ),
+            (
+                "http http://h/ --data 'user=a&password=s3cret' -T application/x-www-form-urlencoded",
+                "http http://h/ --data '<redacted>' -T application/x-www-form-urlencoded",
+            ),
+            (
+                "http http://h/ --data='{\"token\": \"s3cret\"}' -c 1",
+                "http http://h/ '--data=<redacted>' -c 1",
+            ),
+            // Where the body comes from is not the body: kept.
+            (
+                "http http://h/ --data @body.json --data=@- --data @'my file'",
+                "http http://h/ --data @body.json --data=@- --data @'my file'",
             ),
         ];
         for (given, want) in cases {
