@@ -196,11 +196,15 @@ async fn open_task(guard: TaskGuard, open: Rc<Open>, id: usize, warm: bool) {
                 let lag = now.saturating_duration_since(intended);
                 let too_late = {
                     let mut rec = ctx.rec.borrow_mut();
-                    rec.phase(now, Phase::ScheduleLag, lag);
-                    // It could not start before it would have timed out.
+                    // It could not start before it would have timed out:
+                    // dropped, never started, so no schedule_lag (which
+                    // ends when a request starts), like the starts dropped
+                    // when the queue is full. Every sent request has one.
                     let too_late = lag > ctx.spec.timeout;
                     if too_late {
                         rec.dropped(now);
+                    } else {
+                        rec.phase(now, Phase::ScheduleLag, lag);
                     }
                     too_late
                 };
