@@ -42,6 +42,7 @@ mod bounds;
 mod compare;
 mod cookies;
 mod coordinated_omission;
+mod early_stop;
 mod errors;
 mod examples;
 mod exit_codes;

@@ -12,7 +12,7 @@ use common::{assert_books_balance, free_port, lab, throng, wait_listening};
 use throng_result::RunResult;
 
 /// Runs `throng storm ARGS --json FILE --quiet` and reads the result.
-fn storm(args: &[&str]) -> common::Run {
+pub(crate) fn storm(args: &[&str]) -> common::Run {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("result.json");
     let output = common::output(throng().arg("storm").args(args).arg("--json").arg(&json).arg("--quiet"));
