@@ -20,6 +20,8 @@ command -v nft >/dev/null 2>&1 || [ -x /usr/sbin/nft ] || need+=(nftables)
 command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
 # -x/--proxy and the proxy environment are checked through a real proxy (crates/cli/tests/proxy.rs).
 command -v tinyproxy >/dev/null 2>&1 || need+=(tinyproxy)
+# Peak memory of a refused result file (crates/cli/tests/cli/hostile_results.rs).
+[ -x /usr/bin/time ] || need+=(time)
 
 if ((${#need[@]})); then
   sudo=""
