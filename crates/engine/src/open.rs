@@ -183,12 +183,15 @@ impl Open {
                     let now = Instant::now();
                     let lag = now.saturating_duration_since(intended);
                     let mut rec = ctx.rec.borrow_mut();
-                    rec.phase(now, Phase::ScheduleLag, lag);
-                    // It could not start before it would have timed out.
+                    // It could not start before it would have timed out:
+                    // dropped, never started, so no schedule_lag (which
+                    // ends when a request starts), like the starts dropped
+                    // when the queue is full. Every sent request has one.
                     if lag > ctx.spec.timeout {
                         rec.dropped(now);
                         continue;
                     }
+                    rec.phase(now, Phase::ScheduleLag, lag);
                     return Some(intended);
                 }
                 None if self.schedule_done.get() => return None,

@@ -591,6 +591,13 @@ impl Recorder {
             connections_ok: self.connections.ok,
             first_wave: self.first_wave,
             connection_errors: self.connections.errors.values().sum(),
+            unanswered: self
+                .connections
+                .errors
+                .iter()
+                .filter(|(c, _)| nobody_answered(c))
+                .map(|(_, n)| n)
+                .sum(),
             bytes_received: self.bytes.received,
         }
     }
@@ -693,6 +700,23 @@ impl SeriesPoint {
     }
 }
 
+/// True for a failed connection attempt that no peer answered: nothing
+/// listens (refused), the connect timed out, or it could not even start
+/// (no descriptor, no port, an OS error such as ENETUNREACH). A run whose
+/// first attempts all end so may stop early; one whose server answered —
+/// a TLS alert, a reset, a failed check — runs the count it was asked for.
+fn nobody_answered(class: &ErrorClass) -> bool {
+    matches!(
+        class,
+        ErrorClass::Refused
+            | ErrorClass::TimeoutConnect
+            | ErrorClass::FdUnavailable
+            | ErrorClass::AddrUnavailable
+            | ErrorClass::Other(_)
+            | ErrorClass::Proxy("unreachable")
+    )
+}
+
 /// A cheap copy of a recorder's running totals.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Live {
@@ -712,6 +736,9 @@ pub struct Live {
     pub first_wave: u64,
     /// Failed connection attempts.
     pub connection_errors: u64,
+    /// Of those, the ones no peer answered: refused, timed out connecting,
+    /// or never started (no descriptor, no port, an OS error).
+    pub unanswered: u64,
     /// Bytes read.
     pub bytes_received: u64,
 }

@@ -124,11 +124,12 @@ fn a_scenario_rate_above_the_limit_is_refused_like_dash_r() {
     assert!(err.contains("scenario.yaml:5:"), "names the line of `rate:`: {err}");
 }
 
-/// Starts `cmd`, sends `signal` after `after`, and waits (at most 60 s)
-/// for it to end.
-pub fn signal_after(cmd: &mut Command, after: Duration, signal: i32) -> Output {
+/// Starts `cmd`, sends `signal` once `ready` returns, and waits (at most
+/// 60 s) for it to end. `ready` waits for a state (connections up), not a
+/// time: a busy machine can spend any fixed time starting the binary.
+pub fn signal_after(cmd: &mut Command, ready: impl FnOnce(), signal: i32) -> Output {
     let child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-    std::thread::sleep(after);
+    ready();
     // SAFETY: kill takes no pointers; the child has not been reaped yet.
     assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
     let pid = child.id();
@@ -159,7 +160,8 @@ fn sigterm_during_the_highest_scenario_rate_still_reports() {
             .arg("--json")
             .arg(&json)
             .args(["-q", "-t", "2"]),
-        Duration::from_millis(1500),
+        // Requests under way (and, at this rate, starts dropped).
+        || common::wait_established(server.addr().port(), 1),
         libc::SIGTERM,
     );
     assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));

@@ -401,3 +401,38 @@ impl Drop for NatsServer {
         let _ = self.child.wait();
     }
 }
+
+/// Waits until at least `n` TCP connections to the local `port` are
+/// established (counted on the server's side in /proc/net/tcp and tcp6, so
+/// also those still in its accept queue; at most 60 s). For a test that acts
+/// once connections are up, rather than after a sleep a busy machine outlasts.
+pub fn wait_established(port: u16, n: usize) {
+    let established = || -> usize {
+        ["/proc/net/tcp", "/proc/net/tcp6"]
+            .iter()
+            .filter_map(|f| std::fs::read_to_string(f).ok())
+            .map(|table| {
+                table
+                    .lines()
+                    .skip(1)
+                    .filter(|l| {
+                        let f: Vec<&str> = l.split_whitespace().collect();
+                        f.len() > 3
+                            && f[3] == "01"
+                            && f[1].rsplit(':').next().and_then(|p| u16::from_str_radix(p, 16).ok()) == Some(port)
+                    })
+                    .count()
+            })
+            .sum()
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut seen = established();
+    while seen < n {
+        assert!(
+            Instant::now() < deadline,
+            "{seen} of {n} connections to port {port} after 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+        seen = established();
+    }
+}

@@ -44,6 +44,28 @@ fn expect(args: &[&str], want: i32, needle: &str) -> Output {
     out
 }
 
+/// Waits (at most 60 s) until process `pid` has a SIGINT handler: its
+/// `SigCgt` mask in /proc has bit 1 (SIGINT is signal 2).
+fn catches_sigint(pid: u32) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        let caught = status
+            .lines()
+            .find_map(|l| l.strip_prefix("SigCgt:"))
+            .and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
+            .is_some_and(|m| m & (1 << (libc::SIGINT - 1)) != 0);
+        if caught {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{pid} caught no SIGINT within 60 s:\n{status}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// Starts `cmd` in a process group of its own, sends the group SIGINT after
 /// `after` (as Ctrl-C in a terminal does; an early signal still interrupts
 /// it: the signal handler is installed before any wait), and waits at most
@@ -56,6 +78,9 @@ fn interrupt(cmd: &mut Command, after: Duration) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    // `after` counts from when throng catches SIGINT: a busy machine can
+    // spend any fixed time starting it, and a signal before then kills it.
+    catches_sigint(child.id());
     std::thread::sleep(after);
     let sent = Command::new("kill")
         .args(["-INT", "--", &format!("-{}", child.id())])

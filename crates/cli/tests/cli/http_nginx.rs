@@ -93,7 +93,8 @@ fn unexpected_status_is_check_failed_unless_expected() {
 
 #[test]
 fn open_loop_follows_the_schedule() {
-    // Alone: 2000 req/s must keep its schedule (no drops) to count 3000 lags.
+    // Alone: 2000 req/s on a quiet machine; on a busy one some starts are
+    // dropped, and everything below still holds.
     let _alone = common::heavy();
     let nginx = Nginx::start(LOCATIONS);
     let run = http(&[&nginx.url("/"), "-r", "2000", "-n", "3000", "-c", "100"]);
@@ -104,19 +105,44 @@ fn open_loop_follows_the_schedule() {
     assert!(r.coordinated_omission_free);
     // Every scheduled request was sent or counted as dropped: never silently less.
     assert_eq!(m.requests.attempted + m.dropped, 3000);
-    assert_eq!(m.phases["schedule_lag"].count(), 3000);
+    // One lag per request sent; a dropped start never started, so has none.
+    assert_eq!(
+        m.phases["schedule_lag"].count(),
+        m.requests.attempted,
+        "dropped {}",
+        m.dropped
+    );
     assert_eq!(m.requests.ok, m.requests.attempted);
-    // 3000 requests at 2000/s: the schedule spans 1.5 s.
-    let seconds_with_requests = m.series.iter().filter(|p| p.requests > 0).count();
-    assert!((2..=3).contains(&seconds_with_requests), "{seconds_with_requests}");
+    // 3000 requests at 2000/s: the schedule spans 1.5 s. A request ends no
+    // sooner than its intended start and no later than that plus its
+    // latency (measured from the intended start), so the series shows the
+    // schedule's shape on any machine: the 1000 starts due after the first
+    // second end after it (less those dropped), and nothing ends after the
+    // schedule's end plus the longest latency.
+    let ended = |from: u64| {
+        m.series
+            .iter()
+            .filter(|p| p.second >= from)
+            .map(|p| p.requests)
+            .sum::<u64>()
+    };
+    assert_eq!(ended(0), m.requests.attempted);
+    assert!(ended(1) + m.dropped >= 1000, "{} + {}", ended(1), m.dropped);
+    let last = m
+        .series
+        .iter()
+        .filter(|p| p.requests > 0)
+        .map(|p| p.second)
+        .max()
+        .unwrap();
+    let latest_end_us = 1_500_000 + m.phases["latency"].max();
+    assert!(last <= latest_end_us / 1_000_000, "{last} s, {latest_end_us} µs");
     assert!(m.peak_concurrent_connections <= 100);
     assert!(run.stdout().contains("latency is coordinated-omission-free"));
 }
 
 #[test]
 fn ab_and_httperf_views_show_the_same_numbers() {
-    // Alone: the httperf view's connection rate follows -r 200 only on a quiet machine.
-    let _alone = common::heavy();
     let nginx = Nginx::start(LOCATIONS);
     let ab = http(&[&nginx.url("/hello"), "-n", "1000", "-c", "10", "--format", "ab"]);
     assert_eq!(ab.code(), 0);
@@ -162,15 +188,22 @@ fn ab_and_httperf_views_show_the_same_numbers() {
     ] {
         assert!(out.contains(line), "missing '{line}' in:\n{out}");
     }
-    // -r 200 for 400 connections: at most about 200 conn/s; a busy machine
-    // stretches the 2 s (198.8 conn/s over 2.012 s was seen), so no exact figure.
-    let rate: f64 = out
-        .lines()
-        .find_map(|l| l.strip_prefix("Connection rate: "))
-        .and_then(|l| l.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("no connection rate in:\n{out}"));
-    assert!((100.0..=210.0).contains(&rate), "about 200 conn/s: {out}");
+    // -r 200 for 400 connections: the last start is due at 1.995 s, so the
+    // run lasts at least that and the rate is at most about 200 conn/s; a
+    // busy machine stretches the run (how far depends on the machine), and
+    // the view's rate is still its connections over its test-duration.
+    let figure = |prefix: &str, at: usize| -> f64 {
+        out.lines()
+            .find_map(|l| l.strip_prefix(prefix))
+            .and_then(|l| l.split_whitespace().nth(at))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no '{prefix}' in:\n{out}"))
+    };
+    let rate = figure("Connection rate: ", 0);
+    let secs = figure("Total: connections 400 requests 400 replies 400 test-duration ", 0);
+    assert!(secs >= 1.99, "the schedule spans 2 s: {out}");
+    assert!(rate <= 201.0, "at most 200 conn/s: {out}");
+    assert!((rate - 400.0 / secs).abs() <= 0.2, "connections / test-duration: {out}");
 }
 
 #[test]

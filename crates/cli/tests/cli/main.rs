@@ -43,6 +43,7 @@ mod compare;
 mod cookies;
 mod coordinated_omission;
 mod data_secret;
+mod early_stop;
 mod errors;
 mod examples;
 mod exit_codes;

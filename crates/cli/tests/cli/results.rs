@@ -6,7 +6,6 @@
 use crate::common;
 
 use std::process::Stdio;
-use std::time::Duration;
 
 use common::{assert_books_balance, http, lab, throng};
 use throng_metrics::Hist;
@@ -101,7 +100,10 @@ fn merge_is_exact() {
     }
     // The merged p99 is the true p99: 30% of requests took ≥ 2 ms.
     assert!(m.phases["latency"].quantile(0.99) >= 2_000);
-    assert!(m.phases["latency"].quantile(0.5) < 2_000);
+    // And its median is no later than where 72% of the fast run's were
+    // (504 of the 1000), whatever the machine's speed (a fixed 2 ms was not).
+    let fast = &ra.measurements.phases["latency"];
+    assert!(m.phases["latency"].quantile(0.5) <= fast.quantile(0.72));
     // The window spans both runs, so throughput is not double-counted.
     assert!(merged.duration_s >= ra.duration_s.max(rb.duration_s));
 
@@ -130,7 +132,10 @@ fn sigint_stops_gracefully_and_still_reports() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
+    // Interrupted once requests are under way (not after a fixed 1.5 s, which
+    // a busy machine can spend starting the binary): in flight at the signal,
+    // they finish within the grace period, so some are ok.
+    common::wait_established(server.addr().port(), 1);
     let status = std::process::Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use common::{Nginx, assert_books_balance, http, throng};
 
 /// Runs `throng certs` into a fresh directory.
-fn certs(extra: &[&str]) -> (tempfile::TempDir, PathBuf) {
+pub(crate) fn certs(extra: &[&str]) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("certs");
     let o = common::output(throng().args(["certs", "--out", out.to_str().unwrap()]).args(extra));
@@ -19,11 +19,11 @@ fn certs(extra: &[&str]) -> (tempfile::TempDir, PathBuf) {
     (dir, out)
 }
 
-fn p(dir: &Path, name: &str) -> String {
+pub(crate) fn p(dir: &Path, name: &str) -> String {
     dir.join(name).display().to_string()
 }
 
-fn nginx_tls(c: &Path, mtls: bool) -> Nginx {
+pub(crate) fn nginx_tls(c: &Path, mtls: bool) -> Nginx {
     let client = if mtls {
         format!("ssl_client_certificate {}; ssl_verify_client on;", p(c, "ca.pem"))
     } else {
