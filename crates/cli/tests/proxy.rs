@@ -325,6 +325,11 @@ fn a_forbidden_or_missing_proxy_is_a_counted_class() {
     assert_books_balance(r.result());
     assert_eq!(r.result().measurements.requests.error("proxy.unreachable"), 3);
     assert!(r.stdout().contains("check -x/--proxy"), "{}", r.stdout());
+    assert!(
+        r.stderr().contains("the proxy did not open the way to localhost:"),
+        "{}",
+        r.stderr()
+    );
     // A proxy URL that is not one: exit 2 before anything starts.
     for (proxy, needle) in [
         ("https://127.0.0.1:3128", "the scheme 'https' is not supported"),
