@@ -505,9 +505,12 @@ pub(crate) fn is_token(b: u8) -> bool {
 
 /// The target, and the `Authorization` its `user:pass@` asks for; the
 /// target's `url` keeps no credentials.
-fn parse_target(text: &str) -> Result<(Target, Option<String>), PlanError> {
+fn parse_target(given: &str) -> Result<(Target, Option<String>), PlanError> {
     let example = "e.g. http://127.0.0.1:8080/";
-    let url = url::Url::parse(text).map_err(|e| {
+    // Errors quote the URL without its credentials.
+    let masked = mask_userinfo(given);
+    let text = masked.as_str();
+    let url = url::Url::parse(given).map_err(|e| {
         PlanError::invalid(
             "URL",
             format!("'{text}' is not a valid URL ({e}); write it in full, {example}"),
@@ -529,7 +532,7 @@ fn parse_target(text: &str) -> Result<(Target, Option<String>), PlanError> {
         None => return Err(PlanError::invalid("URL", format!("'{text}' has no host; {example}"))),
     };
     let (shown, auth) = if url.username().is_empty() && url.password().is_none() {
-        (text.to_string(), None)
+        (given.to_string(), None)
     } else {
         let auth = crate::reach::basic_authorization(
             &crate::reach::decode(url.username()),
@@ -560,6 +563,19 @@ fn parse_target(text: &str) -> Result<(Target, Option<String>), PlanError> {
         },
         auth,
     ))
+}
+
+/// `text` with anything between `://` and the `@` that ends the
+/// authority's user information replaced by `***`.
+fn mask_userinfo(text: &str) -> String {
+    let Some((scheme, rest)) = text.split_once("://") else {
+        return text.to_string();
+    };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    match rest[..authority_end].rfind('@') {
+        Some(at) => format!("{scheme}://***@{}", &rest[at + 1..]),
+        None => text.to_string(),
+    }
 }
 
 /// Adds the one `Authorization` that `-a`, the URL's `user:pass@` or
@@ -786,13 +802,20 @@ pub fn redact_command(text: &str) -> String {
             _ if after_auth_flag => Some(format!("'{REDACTED}'")),
             _ if word.starts_with("--basic-auth=") => Some(format!("'--basic-auth={REDACTED}'")),
             Some((name, _)) => Some(format!("'{}: {REDACTED}'", name.trim())),
-            None => url::Url::parse(word)
-                .ok()
-                .filter(|u| u.password().is_some())
-                .map(|mut u| {
-                    let _ = u.set_password(Some("***"));
-                    format!("'{u}'")
-                }),
+            None => {
+                // A URL alone, or a flag's value: --proxy=URL.
+                let (flag, value) = match word.split_once('=') {
+                    Some((f, v)) if f.starts_with("--") => (format!("{f}="), v),
+                    _ => (String::new(), word.as_str()),
+                };
+                url::Url::parse(value)
+                    .ok()
+                    .filter(|u| u.password().is_some())
+                    .map(|mut u| {
+                        let _ = u.set_password(Some("***"));
+                        format!("'{flag}{u}'")
+                    })
+            }
         };
         if let Some(r) = replaced {
             out.push_str(&text[at..*start]);
@@ -988,13 +1011,29 @@ mod tests {
             ),
             ("run s.yaml --env A=1", "run s.yaml --env A=1"),
             (
-                "http http://h/ -a u:pw --basic-auth=u:pw -x http://u:pw@p:3128",
-                "http http://h/ -a '<redacted>' '--basic-auth=<redacted>' -x 'http://u:***@p:3128/'",
+                "http http://h/ -a u:pw --basic-auth=u:pw -x http://u:pw@p:3128 --proxy=http://u:pw@p:1",
+                "http http://h/ -a '<redacted>' '--basic-auth=<redacted>' -x 'http://u:***@p:3128/' \
+                 '--proxy=http://u:***@p:1/'",
             ),
         ];
         for (given, want) in cases {
             assert_eq!(redact_command(given), want, "{given}");
         }
+    }
+
+    #[test]
+    fn url_credentials_become_authorization_and_leave_the_url() {
+        let p = HttpPlan::from_args(args("http://al%40ce:s3cret@h:81/x")).unwrap();
+        assert_eq!(p.target.url, "http://h:81/x");
+        let sent = String::from_utf8(p.request_bytes().to_vec()).unwrap();
+        assert!(sent.contains(&format!(
+            "Authorization: {}\r\n",
+            crate::basic_authorization("al@ce", "s3cret")
+        )));
+        let json = serde_json::to_string(&p.redacted()).unwrap();
+        assert!(!json.contains("s3cret") && !json.contains("Basic"), "{json}");
+        let e = HttpPlan::from_args(args("http://u:s3cret@/x")).unwrap_err().to_string();
+        assert!(!e.contains("s3cret") && e.contains("http://***@/x"), "{e}");
     }
 
     #[test]
