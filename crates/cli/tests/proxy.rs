@@ -225,6 +225,21 @@ fn https_and_tls_storms_go_through_connect_tunnels() {
     assert_eq!(res.measurements.connections.ok, 10);
     assert_eq!(res.measurements.tls.as_ref().unwrap().handshakes, 10);
     assert_eq!(proxy.requests().iter().filter(|s| **s == tunnel).count(), 13);
+    // A TLS storm takes HTTPS_PROXY from the environment too.
+    let r = run(
+        &[
+            "storm",
+            &format!("tls://localhost:{}", nginx.port),
+            "-n",
+            "5",
+            "--cacert",
+            ca.to_str().unwrap(),
+        ],
+        &[("HTTPS_PROXY", &proxy.url())],
+    );
+    assert_eq!(r.code(), 0, "{}", r.stderr());
+    assert_eq!(r.result().measurements.connections.ok, 5);
+    assert_eq!(proxy.requests().iter().filter(|s| **s == tunnel).count(), 18);
 }
 
 #[test]
@@ -255,6 +270,32 @@ fn proxy_credentials_are_sent_and_never_written() {
         assert!(!r.stdout().contains(secret), "{}", r.stdout());
     }
     assert!(json.contains("alice:***@127.0.0.1"), "{json}");
+    // A storm's worker processes get the credentials too (not through the
+    // plan's JSON, which never holds them).
+    let r = run(
+        &[
+            "storm",
+            &format!("tls://localhost:{}", nginx.port),
+            "-n",
+            "8",
+            "--procs",
+            "2",
+            "--cacert",
+            ca.to_str().unwrap(),
+            "-x",
+            &with,
+        ],
+        &[],
+    );
+    assert_eq!(r.code(), 0, "{}", r.stderr());
+    assert!(r.result().parts.len() >= 2, "{:?}", r.result().parts);
+    assert_eq!(
+        r.result().measurements.connections.ok,
+        8,
+        "{:?}",
+        r.result().measurements.connections
+    );
+    assert!(!std::fs::read_to_string(&r.json).unwrap().contains("pr0xy"));
     // Plain http: Proxy-Authorization rides on each request, redacted.
     let r = run(
         &[
