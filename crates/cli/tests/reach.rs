@@ -74,7 +74,12 @@ fn a_family_flag_keeps_only_its_addresses() {
     assert_eq!(run.code(), 1, "{}", run.stderr());
     let r = run.result();
     assert_books_balance(r);
-    assert_eq!(r.measurements.requests.error("refused"), 5);
+    // (A run whose first connections all fail may stop early.)
+    assert!(r.measurements.requests.attempted >= 1);
+    assert_eq!(
+        r.measurements.requests.error("refused"),
+        r.measurements.requests.attempted
+    );
     assert!(run.stdout().contains("IPv6 only"), "{}", run.stdout());
     // -4: the server.
     let run = http(&[&url, "-n", "5", "-c", "1", "-4", "--resolve", &resolve]);
