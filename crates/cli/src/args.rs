@@ -190,6 +190,8 @@ pub struct RunCmd {
     pub segments: SegmentArgs,
     #[command(flatten)]
     pub live: LiveArgs,
+    #[command(flatten)]
+    pub reach: ReachArgs,
 }
 
 /// Execution segments: this process's share of a plan several run together.

@@ -1080,6 +1080,9 @@ pub struct ScenarioOptions {
     pub requests_csv: Option<RequestLog>,
     /// `--start-at`: start at this wall-clock instant (ms since the Unix epoch).
     pub start_at_unix_ms: Option<u64>,
+    /// `-4`/`-6`, `--connect-to`, `--resolve` (no proxy: scenarios build
+    /// their own requests, in origin form).
+    pub reach: throng_plan::Reach,
 }
 
 /// Runs a scenario file's scenarios to completion and returns the result,
@@ -1110,7 +1113,7 @@ pub fn run_scenario(
     let route = Arc::new(reach::route(
         &plan.target.host,
         plan.target.port,
-        &throng_plan::Reach::default(),
+        &options.reach,
         false,
     )?);
     let tls = plan_tls(plan.tls.as_ref(), tls, &plan.target.host, "an https target")?;

@@ -168,7 +168,9 @@ impl ErrorClass {
             "protocol" => "malformed response",
             "check_failed" => "response arrived but its status or a check failed",
             "interrupted" => "still in flight when the run ended",
-            "proxy.unreachable" => "the proxy could not be reached (its TCP connect failed): check -x/--proxy",
+            "proxy.unreachable" => {
+                "the proxy could not be reached (its TCP connect failed): check -x/--proxy or HTTPS_PROXY/HTTP_PROXY"
+            }
             "proxy.auth_required" => {
                 "the proxy asked for credentials (407): give them in the proxy URL, http://USER:PASSWORD@HOST:PORT"
             }

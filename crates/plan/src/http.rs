@@ -1123,19 +1123,22 @@ fn target_method(r: &RawTarget, args: &HttpArgs, body: bool) -> Result<String, P
 
 /// The target, and the `Authorization` its `user:pass@` asks for; the
 /// target's `url` keeps no credentials.
-fn parse_target(text: &str) -> Result<(Target, Option<String>), PlanError> {
+fn parse_target(given: &str) -> Result<(Target, Option<String>), PlanError> {
     let example = "e.g. http://127.0.0.1:8080/";
-    if text.len() > MAX_URL_BYTES {
+    // Errors quote the URL without its credentials.
+    let masked = mask_userinfo(given);
+    let text = masked.as_str();
+    if given.len() > MAX_URL_BYTES {
         return Err(PlanError::invalid(
             "URL",
             format!(
                 "the URL is {} bytes, over the limit of {MAX_URL_BYTES} bytes (64 KiB); servers commonly refuse \
                  request lines past 8 KiB (414 URI Too Long); shorten it",
-                text.len()
+                given.len()
             ),
         ));
     }
-    let url = url::Url::parse(text).map_err(|e| {
+    let url = url::Url::parse(given).map_err(|e| {
         PlanError::invalid(
             "URL",
             format!("'{text}' is not a valid URL ({e}); write it in full, {example}"),
@@ -1157,7 +1160,7 @@ fn parse_target(text: &str) -> Result<(Target, Option<String>), PlanError> {
         None => return Err(PlanError::invalid("URL", format!("'{text}' has no host; {example}"))),
     };
     let (shown, auth) = if url.username().is_empty() && url.password().is_none() {
-        (text.to_string(), None)
+        (given.to_string(), None)
     } else {
         let auth = crate::reach::basic_authorization(
             &crate::reach::decode(url.username()),
@@ -1188,6 +1191,19 @@ fn parse_target(text: &str) -> Result<(Target, Option<String>), PlanError> {
         },
         auth,
     ))
+}
+
+/// `text` with anything between `://` and the `@` that ends the
+/// authority's user information replaced by `***`.
+fn mask_userinfo(text: &str) -> String {
+    let Some((scheme, rest)) = text.split_once("://") else {
+        return text.to_string();
+    };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    match rest[..authority_end].rfind('@') {
+        Some(at) => format!("{scheme}://***@{}", &rest[at + 1..]),
+        None => text.to_string(),
+    }
 }
 
 /// Adds the one `Authorization` that `-a`, the URL's `user:pass@` or
@@ -1508,13 +1524,20 @@ pub fn redact_command(text: &str) -> String {
             _ if word.starts_with("--basic-auth=") => Some(format!("'--basic-auth={REDACTED}'")),
             Some((name, _)) => Some(format!("'{}: {REDACTED}'", name.trim())),
             None if cookie.is_some() => cookie,
-            None => url::Url::parse(word)
-                .ok()
-                .filter(|u| u.password().is_some())
-                .map(|mut u| {
-                    let _ = u.set_password(Some("***"));
-                    format!("'{u}'")
-                }),
+            None => {
+                // A URL alone, or a flag's value: --proxy=URL.
+                let (flag, value) = match word.split_once('=') {
+                    Some((f, v)) if f.starts_with("--") => (format!("{f}="), v),
+                    _ => (String::new(), word.as_str()),
+                };
+                url::Url::parse(value)
+                    .ok()
+                    .filter(|u| u.password().is_some())
+                    .map(|mut u| {
+                        let _ = u.set_password(Some("***"));
+                        format!("'{flag}{u}'")
+                    })
+            }
         };
         if let Some(r) = replaced {
             out.push_str(&text[at..*start]);
@@ -1719,8 +1742,9 @@ mod tests {
                 "storm tcp://h:6379 -n 5 --send-secret '<redacted>' --expect '^\\+OK' '--send-secret=<redacted>'",
             ),
             (
-                "http http://h/ -a u:pw --basic-auth=u:pw -x http://u:pw@p:3128",
-                "http http://h/ -a '<redacted>' '--basic-auth=<redacted>' -x 'http://u:***@p:3128/'",
+                "http http://h/ -a u:pw --basic-auth=u:pw -x http://u:pw@p:3128 --proxy=http://u:pw@p:1",
+                "http http://h/ -a '<redacted>' '--basic-auth=<redacted>' -x 'http://u:***@p:3128/' \
+                 '--proxy=http://u:***@p:1/'",
             ),
             (
                 "http http://h/ --cookie sid=s3cret --cookie=b=2 -c 1",
@@ -1789,6 +1813,21 @@ mod tests {
         let mut a = args("http://h/");
         a.redirects = Some(MAX_REDIRECTS + 1);
         assert_eq!(flag_of(HttpPlan::from_args(a).unwrap_err()), "--redirects");
+    }
+
+    #[test]
+    fn url_credentials_become_authorization_and_leave_the_url() {
+        let p = HttpPlan::from_args(args("http://al%40ce:s3cret@h:81/x")).unwrap();
+        assert_eq!(p.target.url, "http://h:81/x");
+        let sent = String::from_utf8(p.request_bytes().to_vec()).unwrap();
+        assert!(sent.contains(&format!(
+            "Authorization: {}\r\n",
+            crate::basic_authorization("al@ce", "s3cret")
+        )));
+        let json = serde_json::to_string(&p.redacted()).unwrap();
+        assert!(!json.contains("s3cret") && !json.contains("Basic"), "{json}");
+        let e = HttpPlan::from_args(args("http://u:s3cret@/x")).unwrap_err().to_string();
+        assert!(!e.contains("s3cret") && e.contains("http://***@/x"), "{e}");
     }
 
     #[test]

@@ -320,6 +320,10 @@ fn every_unit_failed(r: &RunResult) -> bool {
                 "the server refused the credentials; check user:password in the URL or --nats-creds".to_string()
             }
             k if k.starts_with("protocol.") => "the server answered the protocol handshake with an error".to_string(),
+            k if k.starts_with("proxy.") => format!(
+                "the proxy did not open the way to {target}: {}",
+                throng_metrics::ErrorClass::describe(k)
+            ),
             "protocol" => format!(
                 "{target} answered with something that breaks the protocol (malformed, or a line longer than the \
                  limit; see the README's error classes)"

@@ -35,6 +35,25 @@ pub fn args(r: &ReachArgs) -> throng_plan::ReachArgs {
     }
 }
 
+/// `throng run`'s reach: `-4`/`-6`, `--connect-to`, `--resolve`; a proxy
+/// is refused (scenario requests are not sent in absolute form or through
+/// CONNECT yet), and the proxy environment is not read.
+pub fn scenario(r: &ReachArgs, host: &str) -> Result<throng_plan::Reach, UsageError> {
+    if r.proxy.as_deref().is_some_and(|p| !p.is_empty()) {
+        return Err(UsageError(
+            "-x/--proxy: throng run does not go through proxies yet; use throng http or throng storm, \
+             or --connect-to to reach the target at another address"
+                .into(),
+        ));
+    }
+    let args = throng_plan::ReachArgs {
+        proxy: None,
+        env: Vec::new(),
+        ..args(r)
+    };
+    throng_plan::Reach::from_args(&args, host, None).map_err(|e| UsageError(e.to_string()))
+}
+
 /// Reads a small text file named by `flag`, at most [`MAX_SECRET_FILE`] bytes.
 fn read_small(flag: &str, path: &Path) -> Result<String, UsageError> {
     let cannot = |e: String| {

@@ -73,6 +73,7 @@ pub fn run(c: RunCmd) -> anyhow::Result<ExitCode> {
                 .map_or(0, |d| d.as_nanos() as u64)
         }),
         start_at_unix_ms: seg.start_at_unix_ms,
+        reach: super::reach::scenario(&c.reach, &plan.target.host)?,
     };
     super::export::refuse_rows_with_repeat(&c.output.export, c.repeat.count)?;
     let watch = Watch::start(&c.live, step_scenarios(&plan))?;

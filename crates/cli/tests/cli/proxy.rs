@@ -101,6 +101,14 @@ fn run(args: &[&str], env: &[(&str, &str)]) -> common::Run {
     common::Run::new(output, result, json, dir)
 }
 
+/// Every request that was attempted ended in `class` (a run whose first
+/// connections all fail stops early, so not every planned one is attempted).
+fn assert_all_failed_as(r: &RunResult, class: &str) {
+    let q = &r.measurements.requests;
+    assert!(q.attempted >= 1, "{q:?}");
+    assert_eq!(q.error(class), q.attempted, "{q:?}");
+}
+
 fn certs(dir: &Path) -> PathBuf {
     let out = dir.join("certs");
     let o = common::output(throng().args(["certs", "--out", out.to_str().unwrap()]));
@@ -225,6 +233,21 @@ fn https_and_tls_storms_go_through_connect_tunnels() {
     assert_eq!(res.measurements.connections.ok, 10);
     assert_eq!(res.measurements.tls.as_ref().unwrap().handshakes, 10);
     assert_eq!(proxy.requests().iter().filter(|s| **s == tunnel).count(), 13);
+    // A TLS storm takes HTTPS_PROXY from the environment too.
+    let r = run(
+        &[
+            "storm",
+            &format!("tls://localhost:{}", nginx.port),
+            "-n",
+            "5",
+            "--cacert",
+            ca.to_str().unwrap(),
+        ],
+        &[("HTTPS_PROXY", &proxy.url())],
+    );
+    assert_eq!(r.code(), 0, "{}", r.stderr());
+    assert_eq!(r.result().measurements.connections.ok, 5);
+    assert_eq!(proxy.requests().iter().filter(|s| **s == tunnel).count(), 18);
 }
 
 #[test]
@@ -241,7 +264,7 @@ fn proxy_credentials_are_sent_and_never_written() {
     assert_eq!(r.code(), 1, "{}", r.stderr());
     let res = r.result();
     assert_books_balance(res);
-    assert_eq!(res.measurements.requests.error("proxy.auth_required"), 6);
+    assert_all_failed_as(res, "proxy.auth_required");
     assert!(r.stdout().contains("http://USER:PASSWORD@HOST:PORT"), "{}", r.stdout());
     // With them, in the URL (percent-encoded characters decoded).
     let with = format!("http://alice:pr0xy%2Dpw@127.0.0.1:{}", proxy.port);
@@ -255,6 +278,32 @@ fn proxy_credentials_are_sent_and_never_written() {
         assert!(!r.stdout().contains(secret), "{}", r.stdout());
     }
     assert!(json.contains("alice:***@127.0.0.1"), "{json}");
+    // A storm's worker processes get the credentials too (not through the
+    // plan's JSON, which never holds them).
+    let r = run(
+        &[
+            "storm",
+            &format!("tls://localhost:{}", nginx.port),
+            "-n",
+            "8",
+            "--procs",
+            "2",
+            "--cacert",
+            ca.to_str().unwrap(),
+            "-x",
+            &with,
+        ],
+        &[],
+    );
+    assert_eq!(r.code(), 0, "{}", r.stderr());
+    assert!(r.result().parts.len() >= 2, "{:?}", r.result().parts);
+    assert_eq!(
+        r.result().measurements.connections.ok,
+        8,
+        "{:?}",
+        r.result().measurements.connections
+    );
+    assert!(!std::fs::read_to_string(&r.json).unwrap().contains("pr0xy"));
     // Plain http: Proxy-Authorization rides on each request, redacted.
     let r = run(
         &[
@@ -303,7 +352,7 @@ fn a_forbidden_or_missing_proxy_is_a_counted_class() {
     );
     assert_eq!(r.code(), 1, "{}", r.stderr());
     assert_books_balance(r.result());
-    assert_eq!(r.result().measurements.requests.error("proxy.forbidden"), 4);
+    assert_all_failed_as(r.result(), "proxy.forbidden");
     // Nothing listens where the proxy should be.
     let gone = format!("http://127.0.0.1:{}", free_port());
     let r = run(
@@ -323,8 +372,13 @@ fn a_forbidden_or_missing_proxy_is_a_counted_class() {
     );
     assert_eq!(r.code(), 1, "{}", r.stderr());
     assert_books_balance(r.result());
-    assert_eq!(r.result().measurements.requests.error("proxy.unreachable"), 3);
+    assert_all_failed_as(r.result(), "proxy.unreachable");
     assert!(r.stdout().contains("check -x/--proxy"), "{}", r.stdout());
+    assert!(
+        r.stderr().contains("the proxy did not open the way to localhost:"),
+        "{}",
+        r.stderr()
+    );
     // A proxy URL that is not one: exit 2 before anything starts.
     for (proxy, needle) in [
         ("https://127.0.0.1:3128", "the scheme 'https' is not supported"),
