@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""HTTP/2 requests per generator CPU-second: throng against h2load and oha.
+
+nginx (one worker, CPU 0) answers `return 200` over HTTP/2 with TLS (ALPN h2,
+TLS 1.3, an ECDSA P-256 certificate from `throng certs`) and over h2c (prior
+knowledge); each generator runs on CPU 1 with 10 connections of 10 concurrent
+streams (h2load -c 10 -m 10; oha -c 10 -p 10). Figures
+are successful requests per CPU-second of the generator process (user + system,
+read with wait4), and resident memory per open HTTP/2 connection at 10,000.
+
+    bench/h2.py [--duration 10] [--runs 3] [--only tls|h2c|memory]
+
+Missing peers are skipped and said so. Needs nginx with http_v2 (Debian's
+nginx-light), taskset; peers from `apt-get install nghttp2-client` (h2load)
+and `cargo install oha`.
+"""
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import os
+
+from benchlib import THRONG, build, count, have, run, start_nginx
+
+CONNS, STREAMS = 10, 10
+
+
+def oha_parse(text):
+    i, j = text.find("{"), text.rfind("}")
+    try:
+        doc = json.loads(text[i:j + 1]) if i >= 0 else {}
+    except ValueError:
+        doc = {}
+    return sum(doc.get("statusCodeDistribution", {}).values())
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--duration", type=int, default=10)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--only", choices=["tls", "h2c", "memory"], action="append")
+    ap.add_argument("--skip-build", action="store_true")
+    args = ap.parse_args()
+    only = set(args.only or ["tls", "h2c", "memory"])
+    if not args.skip_build:
+        build()
+    if not shutil.which("taskset"):
+        sys.exit("bench: taskset is missing (util-linux)")
+    tmp = tempfile.mkdtemp(prefix="throng-bench-h2-")
+    subprocess.run([THRONG, "certs", "--out", f"{tmp}/certs"], check=True, capture_output=True)
+    c = f"{tmp}/certs"
+    # Two ports: {port} is TLS + ALPN h2; {port}+1 would collide, so h2c gets its own server block
+    # on a port picked the same way (start_nginx substitutes only {port}: the h2c port is passed in).
+    import benchlib
+    h2c_port = benchlib.free_port()
+    block = f"""
+  http2_max_concurrent_streams 1000; http2_max_requests 100000000;
+  server {{ listen 127.0.0.1:{{port}} ssl http2 backlog=16384;
+    ssl_certificate {c}/server.pem; ssl_certificate_key {c}/server.key;
+    ssl_protocols TLSv1.3;
+    location / {{ return 200; }} }}
+  server {{ listen 127.0.0.1:{h2c_port} http2 backlog=16384;
+    location / {{ return 200; }} }}"""
+    nginx, port = start_nginx(tmp, block)
+    benchlib.wait_port(h2c_port, nginx)
+    d = args.duration
+    js = f"{tmp}/r.json"
+    print(f"# throng bench/h2.py  ({time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} cores, nginx on CPU 0, "
+          f"generator on CPU 1, {d}s x {args.runs} runs, median)\n")
+
+    def throng(url, extra):
+        def parse(_text):
+            try:
+                with open(js) as f:
+                    return json.load(f)["measurements"]["requests"]["ok"]
+            except (OSError, ValueError, KeyError):
+                return 0
+        return [THRONG, "http", url, "--http2", "-t", "1", "-q", "--json", js] + extra, parse
+
+    def tools(url, conns, streams, dur):
+        ca = ["--cacert", f"{c}/ca.pem"] if url.startswith("https") else []
+        return {
+            "throng": throng(url, ca + ["-c", str(conns), "--streams", str(streams), "-d", f"{dur}s"]),
+            "h2load": (["h2load", "-c", str(conns), "-m", str(streams), "-D", str(dur), url],
+                       lambda t: count(r"(\d+) succeeded", t)),
+            "oha": (["oha", "--http2", "-c", str(conns), "-p", str(streams), "-z", f"{dur}s",
+                     "--no-tui", "--insecure", "--output-format", "json", url], oha_parse),
+        }
+
+    try:
+        for scen, url in [("tls", f"https://127.0.0.1:{port}/"), ("h2c", f"http://127.0.0.1:{h2c_port}/")]:
+            if scen not in only:
+                continue
+            print(f"## {scen}: requests per generator CPU-second, -c {CONNS} x {STREAMS} streams\n")
+            print("| tool | requests/CPU-s | runs |\n|---|---:|---|")
+            for name, (cmd, parse) in tools(url, CONNS, STREAMS, d).items():
+                if not have(name):
+                    print(f"| {name} | skipped: not installed | |")
+                    continue
+                rates = []
+                for _ in range(args.runs):
+                    text, cpu, _ = run(cmd, d + 30)
+                    ok = parse(text)
+                    if ok <= 0 or cpu <= 0:
+                        rates = None
+                        break
+                    rates.append(ok / cpu)
+                if not rates:
+                    print(f"| {name} | failed: {text.strip().splitlines()[-1:]} | |")
+                    continue
+                rates.sort()
+                runs = ", ".join(f"{r / 1000:.1f}K" for r in rates)
+                print(f"| {name} | {rates[len(rates) // 2] / 1000:.1f}K | {runs} |")
+            print()
+        if "memory" in only:
+            conns = 10000
+            print(f"## resident memory per open HTTP/2 connection (h2c) at {conns} connections\n")
+            print("| tool | ok | peak RSS | per connection |\n|---|---:|---:|---:|")
+            for name, (cmd, parse) in tools(f"http://127.0.0.1:{h2c_port}/", conns, 1, 15).items():
+                if name == "oha" or not have(name):
+                    continue
+                text, _, rss = run(cmd, 90)
+                print(f"| {name} | {parse(text)} | {rss / 1e6:.1f} MB | {rss / conns / 1000:.2f} KB |")
+            print()
+    finally:
+        nginx.terminate()
+        nginx.wait(timeout=10)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
