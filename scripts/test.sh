@@ -42,36 +42,26 @@ if ((${#need[@]})); then
 fi
 
 export PATH="$PATH:/usr/sbin:/sbin"
+# Python packages the tests' peers need, from PyPI: installed when missing;
+# a failed install is said, and the tests that need it fail by name.
+pip_need() { # PACKAGE IMPORT-CHECK
+  if ! eval "$2" >/dev/null 2>&1; then
+    echo "scripts/test.sh: installing $1 (pip)" >&2
+    python3 -m pip install -q "$1" >/dev/null 2>&1 \
+      || echo "scripts/test.sh: could not install $1" >&2
+  fi
+}
 # The Kubernetes manifests are checked against the published schemas
 # (crates/k8s/tests/golden.rs); kubectl cannot without an API server.
-if ! command -v kubernetes-validate >/dev/null 2>&1; then
-  echo "scripts/test.sh: installing kubernetes-validate (pip)" >&2
-  python3 -m pip install -q kubernetes-validate >/dev/null 2>&1 \
-    || echo "scripts/test.sh: could not install kubernetes-validate" >&2
-fi
-
+pip_need kubernetes-validate 'command -v kubernetes-validate'
 # HTTP/3 is checked against a real peer that is not throng: aioquic's HTTP/3
-# (scripts/h3_server.py; crates/cli/tests/http3.rs).
-if ! python3 -c 'import aioquic' >/dev/null 2>&1; then
-  echo "scripts/test.sh: installing aioquic (pip)" >&2
-  python3 -m pip install -q aioquic >/dev/null 2>&1 \
-    || echo "scripts/test.sh: could not install aioquic" >&2
-fi
-
+# (scripts/h3_server.py; crates/cli/tests/cli/http3.rs).
+pip_need aioquic "python3 -c 'import aioquic'"
 # WebSocket storms are checked against servers written with the PyPI package
 # websockets (crates/cli/tests/servers/ws_server.py, tests/cli/websocket.rs).
-if ! python3 -c 'import websockets' >/dev/null 2>&1; then
-  echo "scripts/test.sh: installing websockets (pip)" >&2
-  python3 -m pip install -q websockets >/dev/null 2>&1 \
-    || echo "scripts/test.sh: could not install websockets" >&2
-fi
-
+pip_need websockets "python3 -c 'import websockets'"
 # The gRPC tests' server (crates/cli/tests/cli/grpc/grpc_server.py) is grpcio.
-if ! python3 -c 'import grpc' >/dev/null 2>&1; then
-  echo "scripts/test.sh: installing grpcio (pip)" >&2
-  python3 -m pip install -q grpcio >/dev/null 2>&1 \
-    || echo "scripts/test.sh: could not install grpcio" >&2
-fi
+pip_need grpcio "python3 -c 'import grpc'"
 
 # Tests that need root or a tool a developer's machine may lack are
 # #[ignore = "why"]; this script runs them too (--include-ignored), except
