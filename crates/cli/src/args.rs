@@ -714,6 +714,10 @@ pub struct StormCmd {
     /// exchange, its request is one stream (ALPN h2 over https://, h2c over http://)
     #[arg(long = "http2")]
     pub http2: bool,
+    /// Speak HTTP/3 on every connection (https:// only): each is a QUIC connection whose
+    /// handshake is the `tls` phase; its request is one stream
+    #[arg(long = "http3")]
+    pub http3: bool,
     /// Protocol spoken once connected: nats, lines (with --send/--expect), none [default: from the target]
     #[arg(long = "protocol", value_name = "NAME", help_heading = "Protocol")]
     pub protocol: Option<String>,

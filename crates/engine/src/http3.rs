@@ -76,6 +76,16 @@ const NOT_IN_H3: [&str; 6] = [
     "upgrade",
 ];
 
+/// The parts of a request an [`H3Spec`] is made from.
+struct Head<'a> {
+    method: &'a str,
+    authority: String,
+    path: &'a str,
+    /// For messages.
+    url: &'a str,
+    headers: &'a [(String, String)],
+}
+
 impl H3Spec {
     /// The HTTP/3 form of `plan`'s request, sent with `tls` (its ALPN
     /// becomes `h3`; QUIC needs TLS 1.3).
@@ -85,26 +95,68 @@ impl H3Spec {
         server_name: String,
         streams: u32,
     ) -> Result<H3Spec, String> {
+        let head = Head {
+            method: &plan.method,
+            authority: plan.target.authority(),
+            path: &plan.target.path,
+            url: &plan.target.url,
+            headers: &plan.headers,
+        };
+        H3Spec::build(tls, server_name, &head, plan.body.clone(), streams)
+    }
+
+    /// A storm's: each connection makes at most the plan's one request
+    /// (`GET /` when it names none), without headers or body.
+    pub(crate) fn for_storm(
+        plan: &throng_plan::StormPlan,
+        tls: &throng_tls::rustls::ClientConfig,
+    ) -> Result<H3Spec, String> {
+        let (method, path) = plan
+            .request
+            .as_ref()
+            .map_or(("GET", "/"), |r| (r.method.as_str(), r.path.as_str()));
+        let server_name = plan
+            .tls
+            .as_ref()
+            .and_then(|t| t.server_name.clone())
+            .unwrap_or_else(|| plan.target.host.clone());
+        let head = Head {
+            method,
+            authority: throng_plan::Authority::new(&plan.target.host, plan.target.port, 443).to_string(),
+            path,
+            url: &plan.target.url,
+            headers: &[],
+        };
+        H3Spec::build(tls, server_name, &head, Bytes::new(), 1)
+    }
+
+    fn build(
+        tls: &throng_tls::rustls::ClientConfig,
+        server_name: String,
+        head: &Head<'_>,
+        body: Bytes,
+        streams: u32,
+    ) -> Result<H3Spec, String> {
         // quinn accepts a configuration without TLS 1.3 here and panics on
-        // the first connection: the plan refuses --tls-version 1.2 with --http3.
+        // the first connection: the plans refuse --tls-version 1.2 with --http3.
         let mut tls = tls.clone();
         tls.alpn_protocols = vec![b"h3".to_vec()];
         tls.enable_early_data = false;
         let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls)
             .map_err(|e| format!("--http3: the TLS settings cannot carry QUIC ({e}); QUIC needs TLS 1.3"))?;
         let client = quinn::ClientConfig::new(Arc::new(crypto));
-        let method = http::Method::from_bytes(plan.method.as_bytes())
-            .map_err(|_| format!("--method '{}' is not an HTTP method", plan.method))?;
+        let method = http::Method::from_bytes(head.method.as_bytes())
+            .map_err(|_| format!("--method '{}' is not an HTTP method", head.method))?;
         let uri = http::Uri::builder()
             .scheme("https")
-            .authority(plan.target.authority())
-            .path_and_query(plan.target.path.as_str())
+            .authority(head.authority.as_str())
+            .path_and_query(head.path)
             .build()
-            .map_err(|e| format!("'{}' cannot be an HTTP/3 request target ({e})", plan.target.url))?;
+            .map_err(|e| format!("'{}' cannot be an HTTP/3 request target ({e})", head.url))?;
         let mut headers = http::HeaderMap::new();
         let ua = concat!("throng/", env!("CARGO_PKG_VERSION"));
         headers.insert(http::header::USER_AGENT, http::HeaderValue::from_static(ua));
-        for (name, value) in &plan.headers {
+        for (name, value) in head.headers {
             let lower = name.to_ascii_lowercase();
             if NOT_IN_H3.contains(&lower.as_str()) {
                 continue;
@@ -115,8 +167,8 @@ impl H3Spec {
                 .map_err(|_| format!("--header '{name}': its value cannot be sent"))?;
             headers.append(name, value);
         }
-        if !plan.body.is_empty() && !headers.contains_key(http::header::CONTENT_LENGTH) {
-            headers.insert(http::header::CONTENT_LENGTH, http::HeaderValue::from(plan.body.len()));
+        if !body.is_empty() && !headers.contains_key(http::header::CONTENT_LENGTH) {
+            headers.insert(http::header::CONTENT_LENGTH, http::HeaderValue::from(body.len()));
         }
         let pseudo = [
             (":method", method.as_str().len()),
@@ -129,7 +181,7 @@ impl H3Spec {
                 .iter()
                 .map(|(n, v)| n.as_str().len() + v.len() + 4)
                 .sum::<usize>()
-            + plan.body.len();
+            + body.len();
         Ok(H3Spec {
             request_len: request_len as u64,
             client,
@@ -137,7 +189,7 @@ impl H3Spec {
             method,
             uri,
             headers,
-            body: plan.body.clone(),
+            body,
             streams: streams.max(1),
         })
     }
@@ -311,6 +363,110 @@ async fn open(ctx: &Ctx, h3: &H3Spec) -> Result<(quinn::Connection, Driver, Send
     }
 }
 
+/// A storm's HTTP/3 connection: QUIC handshake and HTTP/3 session done,
+/// its request (if any) answered, held until the storm closes it.
+pub(crate) struct Held {
+    quic: quinn::Connection,
+    driver: Driver,
+    /// Kept while held: h3 closes the connection once every request
+    /// handle is gone.
+    _send: SendRequest,
+    opened: Instant,
+    carried: u64,
+}
+
+/// Storm: opens a QUIC connection and its HTTP/3 session (recorded as the
+/// `tls` phase, as for `throng http --http3`), then makes the plan's
+/// request (if any) as one stream, its latency from `origin`. Like
+/// storm::establish: Err(Some(class)) when the connection failed,
+/// Err(None) when the request did (both recorded).
+pub(crate) async fn storm_establish(
+    ctx: &Ctx,
+    h3: &H3Spec,
+    with_request: bool,
+    origin: Instant,
+    row: Option<&mut crate::rows::Row<'_>>,
+) -> Result<(Held, Instant), Option<ErrorClass>> {
+    let opened = Instant::now();
+    let (quic, driver, mut send) = match open(ctx, h3).await {
+        Ok(c) => c,
+        Err(class) => {
+            if let Some(r) = row {
+                r.failed(class);
+            }
+            if with_request {
+                let mut rec = ctx.rec.borrow_mut();
+                rec.request_started();
+                rec.request_failed(Instant::now(), class, 0);
+            }
+            return Err(Some(class));
+        }
+    };
+    let ready = Instant::now();
+    if let Some(r) = row {
+        r.ok();
+    }
+    let mut held = Held {
+        quic,
+        driver,
+        _send: send.clone(),
+        opened,
+        carried: 0,
+    };
+    if with_request {
+        let state = ConnState::default();
+        let outcome = {
+            let mut request = std::pin::pin!(exchange(ctx, h3, &mut send, &state, Some(origin), true));
+            // The h3 driver reads the server's control stream meanwhile.
+            let mut driver_done = false;
+            loop {
+                tokio::select! {
+                    r = &mut request => break r,
+                    _ = std::future::poll_fn(|cx| held.driver.poll_close(cx)), if !driver_done => driver_done = true,
+                }
+            }
+        };
+        held.carried = 1;
+        if outcome.is_err() {
+            // Nothing left to hold on a connection whose request failed.
+            held.close(ctx);
+            return Err(None);
+        }
+    }
+    Ok((held, ready))
+}
+
+impl Held {
+    /// Keeps the connection until `until` or a stop (false), or until the
+    /// server or the network ends it (GOAWAY and close, idle timeout: true).
+    /// quinn answers the server's PINGs and keeps the connection alive.
+    pub(crate) async fn hold(
+        &mut self,
+        ctx: &Ctx,
+        until: Instant,
+        mut sleep: std::pin::Pin<&mut tokio::time::Sleep>,
+    ) -> bool {
+        sleep.as_mut().reset(until.into());
+        let driver = &mut self.driver;
+        tokio::select! {
+            () = sleep => false,
+            () = ctx.stop_notify.notified() => false,
+            _ = std::future::poll_fn(|cx| driver.poll_close(cx)) => true,
+            _ = self.quic.closed() => true,
+        }
+    }
+
+    /// Closes the connection (CONNECTION_CLOSE with H3_NO_ERROR) and
+    /// records its end.
+    pub(crate) fn close(self, ctx: &Ctx) {
+        self.quic.close(H3_NO_ERROR.into(), b"");
+        let now = Instant::now();
+        let mut rec = ctx.rec.borrow_mut();
+        rec.connection_closed(now, now - self.opened);
+        rec.mux_connection_closed(self.carried);
+    }
+}
+
 /// State the request loops of one connection share.
 #[derive(Default)]
 struct ConnState {
@@ -403,7 +559,7 @@ async fn request_loop<S: Starts>(
                 }
             }
         };
-        let connection_lives = exchange(&ctx, &h3, &mut send, &state, intended).await;
+        let connection_lives = exchange(&ctx, &h3, &mut send, &state, intended, false).await != Err(true);
         state.carried.set(state.carried.get() + 1);
         if !connection_lives {
             state.dead.set(true);
@@ -427,18 +583,27 @@ struct Done {
 }
 
 /// One request on its own stream, recorded; latency from `intended` when
-/// scheduled. False when the connection failed (no later request can use it).
+/// scheduled. `storm`: the request of a storm connection, whose row is the
+/// connection's (none of its own here), with latency from the connection's
+/// start. Ok when a response came (whatever its status); Err(true) when
+/// the connection failed (no later request can use it), Err(false) when
+/// only this request did.
 async fn exchange(
     ctx: &Ctx,
     h3: &H3Spec,
     send: &mut SendRequest,
     state: &ConnState,
     intended: Option<Instant>,
-) -> bool {
+    storm: bool,
+) -> Result<(), bool> {
     ctx.rec.borrow_mut().request_started();
     ctx.in_flight.set(ctx.in_flight.get() + 1);
     let t_send = Instant::now();
-    let mut row = ctx.row(t_send);
+    let mut row = if storm {
+        crate::rows::RowGuard::new(None, ctx.spec.origin, t_send)
+    } else {
+        ctx.row(t_send)
+    };
     if let (Some(r), Some(i)) = (row.row(), intended) {
         r.phase(Phase::ScheduleLag, t_send.saturating_duration_since(i));
     }
@@ -492,14 +657,14 @@ async fn exchange(
                     r.failed(ErrorClass::CheckFailed);
                 }
             }
-            true
+            Ok(())
         }
         Err((class, connection)) => {
             rec.request_failed(Instant::now(), class, 0);
             if let Some(r) = row.row() {
                 r.failed(class);
             }
-            !connection
+            Err(connection)
         }
     }
 }

@@ -935,7 +935,9 @@ pub fn run_storm(
     // This process's share of its segment, striped over the workers of all
     // its processes.
     let loads = plan.worker_loads(part.index, count);
-    check_fds(loads.peak, workers)?;
+    let http3 = plan.http == throng_plan::HttpVersion::Http3;
+    // QUIC connections share their worker's one UDP socket.
+    check_fds(if http3 { 0 } else { loads.peak }, workers)?;
     // Through a proxy, every storm connection is a CONNECT tunnel.
     let route = Arc::new(reach::route(&plan.target.host, plan.target.port, &plan.reach, true)?);
     let client = plan_tls(plan.tls.as_ref(), tls, &plan.target.host, "a TLS storm")?;
@@ -970,6 +972,13 @@ pub fn run_storm(
             Some(http2::Spec::for_storm(plan).map_err(EngineError::Config)?)
         }
         _ => None,
+    };
+    let h3 = match (http3, tls.as_ref()) {
+        (false, _) => None,
+        (true, Some(tls)) => Some(Arc::new(
+            http3::H3Spec::for_storm(plan, &tls.config).map_err(EngineError::Config)?,
+        )),
+        (true, None) => return Err(EngineError::Tls("--http3 needs a TLS client configuration".into())),
     };
     let source: Arc<[std::net::IpAddr]> = Arc::from(plan.source.clone());
     // A storm that makes requests times their responses (see run_http).
@@ -1012,7 +1021,7 @@ pub fn run_storm(
             targets: None,
             follow: None,
             h2: h2.clone(),
-            h3: None,
+            h3: h3.clone(),
         })
         .collect();
     let launch = Launch {

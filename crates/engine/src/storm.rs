@@ -144,10 +144,12 @@ fn release(shared: &Shared) {
 }
 
 /// A storm's open connection: a byte stream (TCP, TLS, a line protocol,
-/// NATS, HTTP/1.1), or an HTTP/2 connection driven by its own task.
+/// NATS, HTTP/1.1), an HTTP/2 connection driven by its own task, or a QUIC
+/// connection speaking HTTP/3.
 enum Link {
     Bytes(Conn),
     H2(crate::http2::Held),
+    H3(Box<crate::http3::Held>),
 }
 
 impl Link {
@@ -155,6 +157,7 @@ impl Link {
         match self {
             Link::Bytes(c) => close(ctx, Some(c)),
             Link::H2(h) => h.close(ctx),
+            Link::H3(h) => h.close(ctx),
         }
     }
 }
@@ -173,6 +176,10 @@ async fn establish(
 ) -> Result<(Link, Instant), Option<ErrorClass>> {
     let spec = &ctx.spec;
     let with_request = !spec.request.is_empty();
+    if let Some(h3) = spec.h3.as_ref() {
+        let (held, ready) = Box::pin(crate::http3::storm_establish(ctx, h3, with_request, origin, row)).await?;
+        return Ok((Link::H3(Box::new(held)), ready));
+    }
     if ctx.h2.is_some() {
         let (held, ready) = Box::pin(crate::http2::storm_establish(
             ctx,
@@ -275,6 +282,11 @@ async fn hold_and_reconnect(
             Link::H2(h) => {
                 let closed = h.hold(ctx, deadline, sleep.as_mut()).await;
                 (Link::H2(h), closed)
+            }
+            // quinn answers PINGs and keeps the connection alive.
+            Link::H3(mut h) => {
+                let closed = h.hold(ctx, deadline, sleep.as_mut()).await;
+                (Link::H3(h), closed)
             }
         };
         if !peer_closed {

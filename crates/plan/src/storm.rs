@@ -433,6 +433,9 @@ pub struct StormArgs {
     pub reach: crate::reach::ReachArgs,
     /// `--http2`: each connection speaks HTTP/2 (http:// and https:// only).
     pub http2: bool,
+    /// `--http3`: each connection is a QUIC connection speaking HTTP/3
+    /// (https:// only).
+    pub http3: bool,
 }
 
 /// A validated storm.
@@ -630,7 +633,7 @@ impl StormPlan {
             None
         };
         let protocol = parse_protocol(&a, &target, timeout)?;
-        let http = parse_http2(&a, &target, protocol.as_ref())?;
+        let http = parse_http(&a, &target, protocol.as_ref())?;
         let reconnect_flags = a.reconnect_wait.is_some() || a.reconnect_jitter.is_some() || a.max_reconnects.is_some();
         // nats.go reconnects by default (its AllowReconnect): a held
         // connection under that profile does too.
@@ -710,6 +713,13 @@ impl StormPlan {
         }
         let https = target.scheme.is_tls().then_some(true);
         let reach = crate::reach::Reach::from_args(&a.reach, &target.host, https)?;
+        if http == HttpVersion::Http3 && reach.proxy.is_some() {
+            return Err(PlanError::invalid(
+                "--http3",
+                "HTTP/3 runs over UDP and cannot go through an HTTP proxy; leave out -x/--proxy (or set --proxy '' \
+                 to ignore HTTPS_PROXY), or use --http2",
+            ));
+        }
         Ok(StormPlan {
             target,
             connections,
@@ -797,14 +807,32 @@ impl StormPlan {
 }
 
 /// `--http2`: http:// (h2c, prior knowledge) and https:// (ALPN h2)
-/// targets only, and no other protocol on the connection.
-fn parse_http2(a: &StormArgs, target: &StormTarget, protocol: Option<&Protocol>) -> Result<HttpVersion, PlanError> {
-    if !a.http2 {
-        return Ok(HttpVersion::Http1);
+/// targets only; `--http3`: https:// only (QUIC is always encrypted). No
+/// other protocol on the connection either way.
+fn parse_http(a: &StormArgs, target: &StormTarget, protocol: Option<&Protocol>) -> Result<HttpVersion, PlanError> {
+    let (flag, version) = match (a.http2, a.http3) {
+        (false, false) => return Ok(HttpVersion::Http1),
+        (true, true) => {
+            return Err(PlanError::invalid(
+                "--http2/--http3",
+                "give one of them: a storm speaks one HTTP version",
+            ));
+        }
+        (true, false) => ("--http2", HttpVersion::Http2),
+        (false, true) => ("--http3", HttpVersion::Http3),
+    };
+    if version == HttpVersion::Http3 && target.scheme != StormScheme::Https {
+        return Err(PlanError::invalid(
+            flag,
+            format!(
+                "HTTP/3 runs over QUIC, which is always encrypted: use an https:// target ('{}' is not one)",
+                target.url
+            ),
+        ));
     }
     if !matches!(target.scheme, StormScheme::Http | StormScheme::Https) {
         return Err(PlanError::invalid(
-            "--http2",
+            flag,
             format!(
                 "applies to http:// (h2c) and https:// (ALPN h2) targets; '{}' is not one",
                 target.url
@@ -813,11 +841,29 @@ fn parse_http2(a: &StormArgs, target: &StormTarget, protocol: Option<&Protocol>)
     }
     if protocol.is_some() {
         return Err(PlanError::invalid(
-            "--http2",
-            "the connection speaks HTTP/2; leave out --protocol and --send/--expect",
+            flag,
+            format!(
+                "the connection speaks {}; leave out --protocol and --send/--expect",
+                version.label()
+            ),
         ));
     }
-    Ok(HttpVersion::Http2)
+    if version == HttpVersion::Http3 {
+        if a.source.is_some() {
+            return Err(PlanError::invalid(
+                "--source",
+                "QUIC connections share one UDP socket per worker and need no extra source addresses; leave out \
+                 --source with --http3",
+            ));
+        }
+        if a.tls.version == Some(crate::TlsVersion::Tls12) {
+            return Err(PlanError::invalid(
+                "--tls-version",
+                "QUIC (--http3) runs on TLS 1.3 only; leave out --tls-version 1.2",
+            ));
+        }
+    }
+    Ok(version)
 }
 
 fn parse_client(a: &StormArgs, target: &StormTarget) -> Result<ClientProfile, PlanError> {
@@ -1538,6 +1584,68 @@ mod tests {
             }),
             "--http2"
         );
+    }
+
+    #[test]
+    fn http3_is_for_https_targets_without_proxy_or_sources() {
+        let p = StormPlan::from_args(StormArgs {
+            http3: true,
+            ..args("https://h:8443/x")
+        })
+        .unwrap();
+        assert_eq!(p.http, HttpVersion::Http3);
+        assert!(p.describe().contains("one GET /x each over HTTP/3"), "{}", p.describe());
+        let json = serde_json::to_string(&p).unwrap();
+        assert_eq!(
+            serde_json::from_str::<StormPlan>(&json).unwrap().http,
+            HttpVersion::Http3
+        );
+        let refused = |a: StormArgs| match StormPlan::from_args(a).unwrap_err() {
+            PlanError::Invalid { flag, message } => format!("{flag}: {message}"),
+        };
+        for (a, flag, says) in [
+            (
+                StormArgs {
+                    http3: true,
+                    ..args("http://h:1/")
+                },
+                "--http3",
+                "https://",
+            ),
+            (
+                StormArgs {
+                    http3: true,
+                    http2: true,
+                    ..args("https://h:1/")
+                },
+                "--http2/--http3",
+                "one of them",
+            ),
+            (
+                StormArgs {
+                    http3: true,
+                    source: Some("127.0.0.2-127.0.0.3".into()),
+                    ..args("https://h:1/")
+                },
+                "--source",
+                "UDP socket",
+            ),
+            (
+                StormArgs {
+                    http3: true,
+                    reach: crate::reach::ReachArgs {
+                        proxy: Some("http://127.0.0.1:3128".into()),
+                        ..Default::default()
+                    },
+                    ..args("https://h:1/")
+                },
+                "--http3",
+                "proxy",
+            ),
+        ] {
+            let e = refused(a);
+            assert!(e.starts_with(flag) && e.contains(says), "{e}");
+        }
     }
 
     #[test]

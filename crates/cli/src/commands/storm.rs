@@ -76,6 +76,7 @@ pub fn run(c: StormCmd) -> anyhow::Result<ExitCode> {
         segment: seg.segment.clone(),
         reach: super::reach::args(&c.reach),
         http2: c.http2,
+        http3: c.http3,
     })?;
     let tls = match plan.tls {
         // nats:// needs TLS only if the server's INFO asks for it: without

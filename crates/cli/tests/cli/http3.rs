@@ -471,3 +471,124 @@ fn connection_churn_keeps_memory_flat() {
     let rss = r.generator.peak_rss_bytes;
     assert!(rss < 120 << 20, "peak memory {} MB", rss >> 20);
 }
+
+/// Runs `throng storm ARGS --json FILE --quiet` and reads the result.
+fn storm(args: &[&str]) -> common::Run {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("result.json");
+    let output = common::output(throng().arg("storm").args(args).arg("--json").arg(&json).arg("--quiet"));
+    let result = std::fs::File::open(&json)
+        .ok()
+        .map(|f| throng_result::RunResult::from_reader(f).unwrap());
+    common::Run::new(output, result, json, dir)
+}
+
+#[test]
+fn storm_holds_quic_connections_with_and_without_a_request() {
+    need_aioquic();
+    let (d, c) = certs();
+    let server = Aioquic::start(&c, d.path(), 0);
+    let ca = p(&c, "ca.pem");
+    // 30 connections, all started within 0.3 s and each held 2 s: all 30
+    // are open at once.
+    for (request, requests) in [("GET /bytes/3", 30), ("none", 0)] {
+        let run = storm(&[
+            &server.url("/"),
+            "--http3",
+            "--cacert",
+            &ca,
+            "--request",
+            request,
+            "-n",
+            "30",
+            "--rate",
+            "100",
+            "--hold",
+            "2s",
+        ]);
+        assert_eq!(run.code(), 0, "{request}: {}", run.stderr());
+        let r = run.result();
+        let m = &r.measurements;
+        assert_books_balance(r);
+        assert_eq!((m.connections.attempted, m.connections.ok), (30, 30), "{request}");
+        assert_eq!((m.requests.attempted, m.requests.ok), (requests, requests), "{request}");
+        assert_eq!(m.bytes.received_body, 3 * requests);
+        assert_eq!(m.phases["tls"].count(), 30, "one QUIC handshake per connection");
+        assert!(!m.phases.contains_key("connect"), "UDP has no connect phase");
+        assert_eq!(m.peak_concurrent_connections, 30, "{request}");
+        assert_eq!(m.closed_by_peer, 0, "{request}: held until the storm closed them");
+        let x = m.multiplex.as_ref().expect("an HTTP/3 storm has multiplex figures");
+        assert_eq!(x.protocols.get("h3"), Some(&30));
+        assert_eq!((x.connections, x.requests), (30, requests));
+        match &r.plan {
+            throng_result::Plan::Storm(p) => assert_eq!(p.http, throng_plan::HttpVersion::Http3),
+            other => panic!("a storm plan, not {other:?}"),
+        }
+        let problems = common::schema_violations(&run.json);
+        assert!(problems.is_empty(), "schema violations: {problems:#?}");
+    }
+    let stats = server.stop();
+    assert_eq!(stats["connections"], 60, "{stats}");
+    assert_eq!(stats["requests"], 30, "{stats}");
+}
+
+#[test]
+fn storm_counts_held_quic_connections_the_server_closes() {
+    need_aioquic();
+    let (d, c) = certs();
+    let server = Aioquic::start(&c, d.path(), 0);
+    // Once all 20 are held, the trigger stops the server, which closes
+    // every connection (CONNECTION_CLOSE): each hold ends early.
+    let kill = format!("kill -TERM {}", server.child.id());
+    let run = storm(&[
+        &server.url("/"),
+        "--http3",
+        "--cacert",
+        &p(&c, "ca.pem"),
+        "-n",
+        "20",
+        "--hold",
+        "60s",
+        "--trigger-after",
+        "0s",
+        "--trigger",
+        &kill,
+    ]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let r = run.result();
+    let m = &r.measurements;
+    assert_books_balance(r);
+    assert_eq!((m.connections.attempted, m.connections.ok), (20, 20));
+    assert_eq!((m.requests.attempted, m.requests.ok), (20, 20));
+    assert_eq!(m.closed_by_peer, 20, "every held connection was closed by the server");
+}
+
+#[test]
+fn storm_over_http3_refuses_what_quic_cannot_do() {
+    for (args, flag, says) in [
+        (&["http://127.0.0.1:9/", "--http3"][..], "--http3", "https://"),
+        (
+            &["https://127.0.0.1:9/", "--http3", "--http2"][..],
+            "--http2/--http3",
+            "one of them",
+        ),
+        (
+            &["https://127.0.0.1:9/", "--http3", "--source", "127.0.0.2-127.0.0.3"][..],
+            "--source",
+            "UDP socket",
+        ),
+        (
+            &["https://127.0.0.1:9/", "--http3", "-x", "http://127.0.0.1:9"][..],
+            "--http3",
+            "proxy",
+        ),
+    ] {
+        let run = storm(&[args, &["-n", "1"][..]].concat());
+        assert_eq!(run.code(), 2, "{args:?}: {}", run.stderr());
+        assert!(
+            run.stderr().contains(flag) && run.stderr().contains(says),
+            "{args:?}: {}",
+            run.stderr()
+        );
+    }
+}
