@@ -124,15 +124,11 @@ struct Client {
 }
 
 impl Client {
-    fn connect(port: u16) -> Client {
+    fn connect(port: u16, settings: Settings) -> Client {
         let sock = TcpStream::connect(("127.0.0.1", port)).unwrap();
         sock.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         sock.set_write_timeout(Some(Duration::from_secs(10))).unwrap();
         sock.set_nodelay(true).unwrap();
-        let settings = Settings {
-            max_concurrent_streams: 10,
-            ..Settings::default()
-        };
         Client {
             sock,
             conn: Conn::new(settings),
@@ -197,7 +193,13 @@ fn block(method: &[u8], path: &[u8], fields: &[(&[u8], &[u8])]) -> Vec<u8> {
 #[test]
 fn nginx_h2c_gets_post_and_download() {
     let nginx = start_nginx();
-    let mut c = Client::connect(nginx.port);
+    let mut c = Client::connect(
+        nginx.port,
+        Settings {
+            max_concurrent_streams: 10,
+            ..Settings::default()
+        },
+    );
 
     // 1,000 GETs, at most 10 in flight, one pre-encoded header block.
     let get = block(b"GET", b"/hello", &[(b"user-agent", b"throng-http2-test")]);
@@ -271,4 +273,29 @@ fn nginx_h2c_gets_post_and_download() {
     c.flush();
     assert_eq!(c.conn.open_streams(), 0);
     c.conn.shrink();
+
+    // A lean connection, as a load generator holding many would use: no
+    // HPACK dynamic table (nginx sends no size update; none is needed),
+    // quarter-size windows. The download needs 64 stream credits.
+    let lean = Settings {
+        header_table_size: 0,
+        initial_window_size: 16_384,
+        connection_window: 65_535,
+        max_header_list_size: 4096,
+        ..Settings::default()
+    };
+    let mut c = Client::connect(nginx.port, lean);
+    let ids: Vec<StreamId> = (0..10).map(|_| c.conn.start_request(&get, true).unwrap()).collect();
+    let big = c.conn.start_request(&block(b"GET", b"/big", &[]), true).unwrap();
+    while !ids.iter().chain([&big]).all(|&s| c.done(s)) {
+        c.flush();
+        c.read();
+    }
+    for s in &ids {
+        let r = &c.responses[s];
+        assert_eq!((r.status, r.body.as_slice(), r.reset), (200, &b"hello"[..], None));
+    }
+    let r = &c.responses[&big];
+    assert_eq!((r.status, r.reset, r.body.len()), (200, None, BIG));
+    assert!(r.body == body, "the downloaded bytes differ from the file");
 }

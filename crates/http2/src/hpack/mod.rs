@@ -110,9 +110,6 @@ pub struct Decoder {
     table: DynamicTable,
     /// The largest table size the peer may choose: our SETTINGS_HEADER_TABLE_SIZE.
     limit: u32,
-    /// The next block must start with a size update (the limit fell below
-    /// the table's current maximum).
-    update_required: bool,
     scratch: Vec<u8>,
 }
 
@@ -126,17 +123,19 @@ impl Decoder {
                 ..DynamicTable::default()
             },
             limit,
-            update_required: false,
             scratch: Vec::new(),
         }
     }
 
     /// Applies a new SETTINGS_HEADER_TABLE_SIZE once the peer acknowledged
-    /// it. A smaller limit requires the peer to open its next block with a
-    /// size update (RFC 7541 §4.2).
+    /// it. A smaller limit takes effect at once: entries beyond it are
+    /// evicted. RFC 7541 §4.2 asks the peer's encoder to open its next block
+    /// with a size update, but encoders that never index (nginx's) omit it,
+    /// so its absence is not an error; a reference to an evicted entry is.
     pub fn set_limit(&mut self, limit: u32) {
         if (limit as usize) < self.table.max_size {
-            self.update_required = true;
+            self.table.max_size = limit as usize;
+            self.table.evict_to(limit as usize);
         }
         self.limit = limit;
     }
@@ -182,15 +181,9 @@ impl Decoder {
                 }
                 self.table.max_size = size as usize;
                 self.table.evict_to(size as usize);
-                self.update_required = false;
                 continue;
             }
-            if std::mem::take(&mut first) && self.update_required {
-                return Err(HpackError::TableSizeTooLarge {
-                    size: self.table.max_size as u32,
-                    max: self.limit,
-                });
-            }
+            first = false;
             self.scratch.clear();
             let (name, value, index) = if b & 0x80 != 0 {
                 // Indexed field (§6.1).
@@ -230,12 +223,6 @@ impl Decoder {
             } else {
                 emit(n, v);
             }
-        }
-        if first && self.update_required && !block.is_empty() {
-            return Err(HpackError::TableSizeTooLarge {
-                size: self.table.max_size as u32,
-                max: self.limit,
-            });
         }
         Ok(())
     }

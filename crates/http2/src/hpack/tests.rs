@@ -308,12 +308,21 @@ fn size_updates_evict_and_are_bounded() {
     ));
     // An update after a field.
     assert_eq!(decode_all(&mut d, &[0x82, 0x20]), Err(HpackError::LateSizeUpdate));
-    // A lowered limit requires an update first.
+    // A lowered limit evicts at once; a size update is welcome but not required.
     let mut d = Decoder::new(4096);
-    d.set_limit(100);
-    assert!(decode_all(&mut d, &[0x82]).is_err());
-    let got = decode_all(&mut d, &[0x3f, 0x45, 0x82]).unwrap(); // size update to 100, then :method GET
-    assert_eq!(got, fields(&[(":method", "GET")]));
+    decode_all(
+        &mut d,
+        &hex("400a 6375 7374 6f6d 2d6b 6579 0d63 7573 746f 6d2d 6865 6164 6572"),
+    )
+    .unwrap();
+    d.set_limit(40);
+    assert_eq!(d.table_len(), 0);
+    assert_eq!(decode_all(&mut d, &[0xbe]), Err(HpackError::BadIndex(62)));
+    assert_eq!(decode_all(&mut d, &[0x82]).unwrap(), fields(&[(":method", "GET")]));
+    assert!(matches!(
+        decode_all(&mut d, &[0x3f, 0x45]),
+        Err(HpackError::TableSizeTooLarge { size: 100, max: 40 })
+    ));
 }
 
 #[test]
