@@ -167,6 +167,9 @@ pub enum Event<'a> {
     StreamEnd { stream: StreamId },
     /// The stream ended abnormally: RST_STREAM from the server
     /// (`by_peer`), or reset by us because the server broke a stream rule.
+    /// After [`Event::StreamEnd`] of a request whose body is still being
+    /// sent, a reset with NO_ERROR only means "stop sending the body": the
+    /// response stands.
     StreamReset {
         stream: StreamId,
         code: ErrorCode,
@@ -182,7 +185,9 @@ pub enum Event<'a> {
     /// A stream the server's GOAWAY says it never processed (its id is
     /// above `last_stream`): safe to retry on a new connection.
     CutOff { stream: StreamId },
-    /// The server's SETTINGS arrived (and were acknowledged).
+    /// The server's SETTINGS arrived (and were acknowledged). A larger
+    /// SETTINGS_INITIAL_WINDOW_SIZE also opens the windows of open streams,
+    /// and a larger SETTINGS_MAX_CONCURRENT_STREAMS lets more start.
     Settings(PeerSettings),
     /// The server acknowledged our SETTINGS.
     SettingsAcked,
@@ -339,6 +344,12 @@ impl Conn {
     /// Streams open now (a request not yet fully answered).
     pub fn open_streams(&self) -> usize {
         self.streams.len()
+    }
+
+    /// The ids of the open streams, in no particular order: what a driver
+    /// counts as cut short when the socket closes under them.
+    pub fn streams(&self) -> impl Iterator<Item = StreamId> + '_ {
+        self.streams.iter().map(|s| s.id)
     }
 
     /// The most streams that may be open at once: ours and the server's

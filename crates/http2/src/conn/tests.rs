@@ -465,6 +465,9 @@ fn goaway_reports_cut_off_streams() {
     let evs = feed(&mut c, &g).unwrap();
     assert_eq!(evs, [Ev::GoAway(3, ErrorCode::NO_ERROR), Ev::CutOff(5)]);
     assert_eq!(c.open_streams(), 2);
+    let mut open: Vec<_> = c.streams().collect();
+    open.sort_unstable();
+    assert_eq!(open, [1, 3]);
     assert_eq!(c.start_request(&get_block(), true), Err(SendError::GoingAway));
     // Streams up to 3 still complete.
     let evs = feed(&mut c, &response(3, "200", &[], true)).unwrap();

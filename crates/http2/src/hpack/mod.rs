@@ -262,7 +262,10 @@ impl Decoder {
         if let Some((n, v)) = i.checked_sub(1).and_then(|i| STATIC_TABLE.get(i)) {
             return Ok((n.as_bytes(), v.as_bytes()));
         }
-        match self.table.entries.get(i - STATIC_TABLE.len() - 1) {
+        match i
+            .checked_sub(STATIC_TABLE.len() + 1)
+            .and_then(|d| self.table.entries.get(d))
+        {
             Some(e) => Ok((e.name(), e.value())),
             None => Err(HpackError::BadIndex(i as u32)),
         }
