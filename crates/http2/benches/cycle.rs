@@ -73,8 +73,12 @@ fn main() {
         &[(b"user-agent", b"throng")],
     );
 
+    // `cargo bench` passes --bench; `cargo test --all-targets` runs this
+    // binary too, unoptimized, where a smoke run is enough.
+    let full = std::env::args().any(|a| a == "--bench");
+    let scale = if full { 1 } else { 100 };
     // CPU: 10 streams in flight, 100,000 batches of 10 requests.
-    let batches = 100_000u32;
+    let batches = 100_000u32 / scale;
     let mut conn = Conn::new(Settings::default());
     let mut ended = 0u64;
     let mut bytes = 0u64;
@@ -113,7 +117,7 @@ fn main() {
 
     // Memory: 10,000 connections, each after the handshake and one
     // request/response, then shrunk (idle).
-    let n = 10_000;
+    let n = 10_000 / scale as usize;
     let before = LIVE.load(Ordering::Relaxed);
     let mut conns = Vec::with_capacity(n);
     let vec_bytes = LIVE.load(Ordering::Relaxed) - before;
