@@ -346,6 +346,13 @@ impl Conn {
         self.streams.len()
     }
 
+    /// Bytes in the HPACK dynamic table the server's encoder fills (RFC 7541
+    /// §4.1 counting; bounded by our SETTINGS_HEADER_TABLE_SIZE): the part
+    /// of an idle connection's memory the server decides.
+    pub fn hpack_table_size(&self) -> usize {
+        self.decoder.table_size()
+    }
+
     /// The ids of the open streams, in no particular order: what a driver
     /// counts as cut short when the socket closes under them.
     pub fn streams(&self) -> impl Iterator<Item = StreamId> + '_ {

@@ -6,19 +6,16 @@
 // Helpers outside #[test] functions: a failed setup step should panic.
 #![allow(clippy::unwrap_used)]
 
-use std::collections::HashMap;
-use std::io::{Read, Write};
+mod common;
+
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use throng_http2::hpack;
-use throng_http2::{Conn, ErrorCode, Event, Settings, StreamId};
+use common::{Client, block};
+use throng_http2::{ErrorCode, Settings, StreamId};
 
-/// How long the whole exchange may take before the test fails (not a
-/// timing assertion: a bound so that a stuck exchange cannot hang).
-const DEADLINE: Duration = Duration::from_secs(60);
 const BIG: usize = 1 << 20;
 
 struct Nginx {
@@ -43,6 +40,12 @@ impl Drop for Nginx {
         let _ = self.child.kill();
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+impl Nginx {
+    fn addr(&self) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], self.port))
     }
 }
 
@@ -104,97 +107,11 @@ fn start_nginx() -> Nginx {
     nginx
 }
 
-/// What one stream received.
-#[derive(Debug, Default)]
-struct Response {
-    status: u16,
-    body: Vec<u8>,
-    ended: bool,
-    reset: Option<ErrorCode>,
-}
-
-/// The blocking driver: the socket, the state machine, one read buffer.
-struct Client {
-    sock: TcpStream,
-    conn: Conn,
-    buf: Vec<u8>,
-    responses: HashMap<StreamId, Response>,
-    window_updates: usize,
-    started: Instant,
-}
-
-impl Client {
-    fn connect(port: u16, settings: Settings) -> Client {
-        let sock = TcpStream::connect(("127.0.0.1", port)).unwrap();
-        sock.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        sock.set_write_timeout(Some(Duration::from_secs(10))).unwrap();
-        sock.set_nodelay(true).unwrap();
-        Client {
-            sock,
-            conn: Conn::new(settings),
-            buf: vec![0; 64 * 1024],
-            responses: HashMap::new(),
-            window_updates: 0,
-            started: Instant::now(),
-        }
-    }
-
-    fn flush(&mut self) {
-        while !self.conn.pending_output().is_empty() {
-            let n = self.sock.write(self.conn.pending_output()).expect("write to nginx");
-            assert!(n > 0, "nginx closed the connection");
-            self.conn.consume_output(n);
-        }
-    }
-
-    /// One read from the socket, its events recorded.
-    fn read(&mut self) {
-        assert!(
-            self.started.elapsed() < DEADLINE,
-            "the exchange did not finish within {DEADLINE:?}"
-        );
-        let n = self
-            .sock
-            .read(&mut self.buf)
-            .expect("read from nginx (a 10 s read timeout: the exchange stalled)");
-        assert!(n > 0, "nginx closed the connection");
-        let Client {
-            conn,
-            buf,
-            responses,
-            window_updates,
-            ..
-        } = self;
-        conn.receive(&buf[..n], &mut |e| match e {
-            Event::Response { stream, status, .. } => responses.entry(stream).or_default().status = status,
-            Event::Data { stream, data } => responses.entry(stream).or_default().body.extend_from_slice(data),
-            Event::StreamEnd { stream } => responses.entry(stream).or_default().ended = true,
-            Event::StreamReset { stream, code, .. } => responses.entry(stream).or_default().reset = Some(code),
-            Event::WindowUpdate { .. } => *window_updates += 1,
-            Event::GoAway { last_stream, code, .. } => panic!("nginx sent GOAWAY ({code}, last stream {last_stream})"),
-            _ => {}
-        })
-        .expect("nginx's frames are valid HTTP/2");
-    }
-
-    fn done(&self, stream: StreamId) -> bool {
-        self.responses
-            .get(&stream)
-            .is_some_and(|r| r.ended || r.reset.is_some())
-    }
-}
-
-fn block(method: &[u8], path: &[u8], fields: &[(&[u8], &[u8])]) -> Vec<u8> {
-    let mut b = Vec::new();
-    hpack::encode_request(&mut b, method, b"http", b"127.0.0.1", path, fields);
-    b
-}
-
 #[test]
 fn nginx_h2c_gets_post_and_download() {
     let nginx = start_nginx();
     let mut c = Client::connect(
-        nginx.port,
+        nginx.addr(),
         Settings {
             max_concurrent_streams: 10,
             ..Settings::default()
@@ -202,7 +119,12 @@ fn nginx_h2c_gets_post_and_download() {
     );
 
     // 1,000 GETs, at most 10 in flight, one pre-encoded header block.
-    let get = block(b"GET", b"/hello", &[(b"user-agent", b"throng-http2-test")]);
+    let get = block(
+        b"GET",
+        b"127.0.0.1",
+        b"/hello",
+        &[(b"user-agent", b"throng-http2-test")],
+    );
     let mut started = Vec::new();
     let mut max_in_flight = 0;
     let mut completed = 0;
@@ -233,7 +155,12 @@ fn nginx_h2c_gets_post_and_download() {
     // A 1 MB POST: sixteen times nginx's initial stream window, so it only
     // completes if WINDOW_UPDATEs from nginx reopen our send window.
     let body = big_body();
-    let post = block(b"POST", b"/upload", &[(b"content-length", BIG.to_string().as_bytes())]);
+    let post = block(
+        b"POST",
+        b"127.0.0.1",
+        b"/upload",
+        &[(b"content-length", BIG.to_string().as_bytes())],
+    );
     let id = c.conn.start_request(&post, false).unwrap();
     let mut sent = 0;
     while !c.done(id) {
@@ -258,7 +185,10 @@ fn nginx_h2c_gets_post_and_download() {
 
     // A 1 MB download: sixteen times our stream window; it completes only if
     // we give credit back as data arrives.
-    let id = c.conn.start_request(&block(b"GET", b"/big", &[]), true).unwrap();
+    let id = c
+        .conn
+        .start_request(&block(b"GET", b"127.0.0.1", b"/big", &[]), true)
+        .unwrap();
     while !c.done(id) {
         c.flush();
         c.read();
@@ -272,6 +202,9 @@ fn nginx_h2c_gets_post_and_download() {
     c.conn.go_away(ErrorCode::NO_ERROR);
     c.flush();
     assert_eq!(c.conn.open_streams(), 0);
+    assert_eq!(c.goaway, None);
+    // nginx indexes nothing in our table: an idle connection's only memory is its state.
+    assert_eq!(c.conn.hpack_table_size(), 0);
     c.conn.shrink();
 
     // A lean connection, as a load generator holding many would use: no
@@ -284,9 +217,12 @@ fn nginx_h2c_gets_post_and_download() {
         max_header_list_size: 4096,
         ..Settings::default()
     };
-    let mut c = Client::connect(nginx.port, lean);
+    let mut c = Client::connect(nginx.addr(), lean);
     let ids: Vec<StreamId> = (0..10).map(|_| c.conn.start_request(&get, true).unwrap()).collect();
-    let big = c.conn.start_request(&block(b"GET", b"/big", &[]), true).unwrap();
+    let big = c
+        .conn
+        .start_request(&block(b"GET", b"127.0.0.1", b"/big", &[]), true)
+        .unwrap();
     while !ids.iter().chain([&big]).all(|&s| c.done(s)) {
         c.flush();
         c.read();
