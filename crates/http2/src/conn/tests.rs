@@ -719,3 +719,44 @@ fn random_input_never_panics_and_stays_bounded() {
         assert!(c.pending_output().len() < 4096, "round {round}");
     }
 }
+
+#[test]
+fn stream_ids_run_out_cleanly() {
+    let mut c = ready(Settings::default(), &[]);
+    c.next_stream = frame::MAX_WINDOW;
+    assert_eq!(c.start_request(&get_block(), true), Ok(frame::MAX_WINDOW));
+    assert!(!c.can_start_request());
+    assert_eq!(c.start_request(&get_block(), true), Err(SendError::StreamIdsExhausted));
+}
+
+#[test]
+fn window_settings_out_of_range() {
+    // INITIAL_WINDOW_SIZE above 2^31-1.
+    let mut c = ready(Settings::default(), &[]);
+    let bad = server_settings(&[(setting::INITIAL_WINDOW_SIZE, 1 << 31)]);
+    assert_eq!(feed(&mut c, &bad).unwrap_err().code(), ErrorCode::FLOW_CONTROL_ERROR);
+    // A raise that pushes an open stream's window past 2^31-1.
+    let mut c = ready(Settings::default(), &[]);
+    let id = c.start_request(&get_block(), false).unwrap();
+    let mut wu = Vec::new();
+    frame::encode_window_update(&mut wu, id, frame::MAX_WINDOW - 65_535);
+    feed(&mut c, &wu).unwrap();
+    assert_eq!(c.send_capacity(id), 65_535, "capped by the connection window");
+    let raise = server_settings(&[(setting::INITIAL_WINDOW_SIZE, 65_536)]);
+    assert_eq!(feed(&mut c, &raise).unwrap_err().code(), ErrorCode::FLOW_CONTROL_ERROR);
+    // A stream WINDOW_UPDATE past 2^31-1 resets that stream only.
+    let mut c = ready(Settings::default(), &[]);
+    let id = c.start_request(&get_block(), false).unwrap();
+    drain(&mut c);
+    wu.clear();
+    frame::encode_window_update(&mut wu, id, frame::MAX_WINDOW);
+    assert_eq!(
+        feed(&mut c, &wu).unwrap(),
+        [Ev::Reset(id, ErrorCode::FLOW_CONTROL_ERROR, false)]
+    );
+    assert_eq!(drain(&mut c), [Out::Rst(id, ErrorCode::FLOW_CONTROL_ERROR)]);
+    // WINDOW_UPDATE of 0: on the connection a connection error.
+    wu.clear();
+    frame::encode_window_update(&mut wu, 0, 0);
+    assert_eq!(feed(&mut c, &wu).unwrap_err().code(), ErrorCode::PROTOCOL_ERROR);
+}
