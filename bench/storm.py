@@ -9,9 +9,12 @@ held connection at scale.
 2. Held connections: N plain TCP connections held at once against
    `throng serve --procs K`, spread over source addresses; the figure is the
    generator's peak resident memory (summed over its processes) per
-   connection held at the peak. The same for TLS at a smaller N.
+   connection held at the peak. The same for TLS at a smaller N, and for
+   WebSocket (ws://, the lab's GET /ws echo: upgrade, one message echoed,
+   then held).
 
-    bench/storm.py [--held 100000] [--held-tls 10000] [--mtls-seconds 10]
+    bench/storm.py [--held 100000] [--held-tls 10000] [--held-ws 100000] [--mtls-seconds 10]
+                   [--only mtls|tcp|tls|ws]...
 """
 
 import argparse
@@ -60,9 +63,12 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--held", type=int, default=100_000)
     ap.add_argument("--held-tls", type=int, default=10_000)
+    ap.add_argument("--held-ws", type=int, default=100_000)
     ap.add_argument("--mtls-seconds", type=int, default=10)
+    ap.add_argument("--only", choices=["mtls", "tcp", "tls", "ws"], action="append")
     ap.add_argument("--skip-build", action="store_true")
     args = ap.parse_args()
+    only = set(args.only or ["mtls", "tcp", "tls", "ws"])
     if not args.skip_build:
         build()
     tmp = tempfile.mkdtemp(prefix="throng-bench-storm-")
@@ -72,13 +78,13 @@ def main():
     print(f"# throng bench/storm.py ({time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} cores)\n")
     try:
         # 1. Self-hosted mTLS.
-        proc, port = serve(["--threads", "1", "--tls", certs, "--mtls"], cpu="0")
+        proc, port = serve(["--threads", "1", "--tls", certs, "--mtls"], cpu="0") if "mtls" in only else (None, 0)
         rate = 4000
         n = rate * args.mtls_seconds
         print("## self-hosted mTLS: throng storm against throng serve --mtls, both verifying\n")
         print("| groups | connections | established | established/s (wall) | generator CPU | per CPU-s |\n"
               "|---|---:|---:|---:|---:|---:|")
-        for groups in (["--tls-groups", "x25519"], []):
+        for groups in (["--tls-groups", "x25519"], []) if proc else ():
             doc, cpu_s, _, _ = storm([f"tls://localhost:{port}", "-n", str(n), "--workers", "1",
                                       "--max-concurrent", "64"] + tls_client + groups, 300, cpu="1")
             m = doc["measurements"]
@@ -86,7 +92,8 @@ def main():
             span = (m["last_established_us"] - m["first_attempt_us"]) / 1e6
             label = "x25519" if groups else "default (X25519MLKEM768 offered)"
             print(f"| {label} | {n} | {ok} | {ok / span:.0f} | {cpu_s:.2f}s | {ok / cpu_s:.0f} |")
-        stop(proc)
+        if proc:
+            stop(proc)
         print()
 
         # 2. Held connections.
@@ -96,10 +103,15 @@ def main():
         for scheme, n, extra, server in (
             ("tcp", args.held, [], ["--threads", "1", "--procs", str(args.held // 15000 + 1)]),
             ("tls", args.held_tls, tls_client, ["--threads", "1", "--tls", certs, "--mtls"]),
+            ("ws", args.held_ws, ["--send", "hello", "--expect", "^hello$"],
+             ["--threads", "1", "--procs", str(args.held_ws // 15000 + 1)]),
         ):
+            if scheme not in only:
+                continue
             proc, port = serve(server)
             host = "localhost" if scheme == "tls" else "127.0.0.1"
-            doc, _, _, _ = storm([f"{scheme}://{host}:{port}", "-n", str(n), "--rate", "20000", "--hold", "15s",
+            path = "/ws" if scheme == "ws" else ""
+            doc, _, _, _ = storm([f"{scheme}://{host}:{port}{path}", "-n", str(n), "--rate", "20000", "--hold", "15s",
                                   "--workers", "1", "--source", "127.0.0.2-127.0.0.60", "--timeout", "30s"] + extra,
                                  900)
             m = doc["measurements"]

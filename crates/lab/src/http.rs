@@ -19,6 +19,8 @@ pub(crate) struct Request<'a> {
     pub body: &'a [u8],
     /// The `Authorization` header (empty if it is not UTF-8).
     pub authorization: Option<&'a str>,
+    /// `Sec-WebSocket-Key`, on an `Upgrade: websocket` request.
+    pub ws_key: Option<&'a str>,
     pub keep_alive: bool,
     /// Bytes of head and body.
     pub len: usize,
@@ -48,6 +50,8 @@ pub(crate) fn parse_request(buf: &[u8]) -> Parsed<'_> {
     let mut length = 0usize;
     let mut keep_alive = req.version == Some(1);
     let mut authorization = None;
+    let mut ws_key = None;
+    let mut upgrade = false;
     for h in req.headers.iter() {
         if h.name.eq_ignore_ascii_case("content-length") {
             match std::str::from_utf8(h.value).ok().and_then(|v| v.trim().parse().ok()) {
@@ -59,6 +63,10 @@ pub(crate) fn parse_request(buf: &[u8]) -> Parsed<'_> {
             return Parsed::Bad("chunked request bodies are not supported: send Content-Length");
         } else if h.name.eq_ignore_ascii_case("authorization") {
             authorization = Some(std::str::from_utf8(h.value).unwrap_or(""));
+        } else if h.name.eq_ignore_ascii_case("sec-websocket-key") {
+            ws_key = std::str::from_utf8(h.value).ok();
+        } else if h.name.eq_ignore_ascii_case("upgrade") {
+            upgrade = h.value.eq_ignore_ascii_case(b"websocket");
         } else if h.name.eq_ignore_ascii_case("connection") {
             let v = h.value.to_ascii_lowercase();
             if v.windows(5).any(|w| w == b"close") {
@@ -77,6 +85,7 @@ pub(crate) fn parse_request(buf: &[u8]) -> Parsed<'_> {
         path: req.path.unwrap_or("/"),
         body: &buf[head..total],
         authorization,
+        ws_key: ws_key.filter(|_| upgrade),
         keep_alive,
         len: total,
     })
@@ -97,6 +106,9 @@ pub(crate) enum Action {
     Close,
     /// Write something that is not HTTP, then close.
     Garbage,
+    /// Write `out` (a `101 Switching Protocols`), then echo WebSocket
+    /// frames (see [`crate::ws`]).
+    WebSocket,
     /// Answer with [`auth::Service::handle`] (it may wait for a hashing
     /// thread), written with [`json`].
     Auth(Call),
@@ -134,6 +146,17 @@ pub(crate) fn route(req: &Request<'_>, out: &mut Vec<u8>) -> Action {
             head(out, 200, req.body.len() as u64, req.keep_alive);
             out.extend_from_slice(req.body);
         }
+        ("GET", "ws") => match req.ws_key {
+            Some(key) => {
+                crate::ws::switching(out, key);
+                return Action::WebSocket;
+            }
+            None => bad(
+                out,
+                "/ws is a WebSocket echo: send GET with Upgrade: websocket and Sec-WebSocket-Key",
+                req.keep_alive,
+            ),
+        },
         (_, "reset") => return Action::Reset,
         (_, "close") => return Action::Close,
         (_, "garbage") => return Action::Garbage,
@@ -143,7 +166,7 @@ pub(crate) fn route(req: &Request<'_>, out: &mut Vec<u8>) -> Action {
         },
         _ => {
             let body = format!(
-                "not found: try /, /bytes/N, /delay/MS, /status/CODE, POST /echo, {}\n",
+                "not found: try /, /bytes/N, /delay/MS, /status/CODE, POST /echo, GET /ws (WebSocket echo), {}\n",
                 auth::ENDPOINTS
             );
             head(out, 404, body.len() as u64, req.keep_alive);

@@ -10,8 +10,10 @@
 //! ```
 //!
 //! Endpoints: `GET /` (200, empty), `/bytes/N`, `/delay/MS`, `/status/CODE`,
-//! `POST /echo`, and faults: `/reset` (TCP RST), `/close` (close without a
-//! response), `/garbage` (a reply that is not HTTP). With a stall
+//! `POST /echo`, `GET /ws` (a WebSocket echo: text and binary frames back
+//! as they came, pings answered, closes returned), and faults: `/reset`
+//! (TCP RST), `/close` (close without a response), `/garbage` (a reply that
+//! is not HTTP). With a stall
 //! configured, the server answers nothing during the last `stall_for` of
 //! every `stall_every` period: every request that arrives then waits until
 //! the window ends (the model behind the coordinated-omission demo).
@@ -42,6 +44,7 @@ mod h2fault;
 mod http;
 mod http3;
 mod server;
+mod ws;
 
 pub use auth::{AuthConfig, AuthConfigError, BcryptCost};
 pub use fault::{Fault, FaultKind, HOLD_LIMIT, UnknownFault};

@@ -292,6 +292,10 @@ async fn connection<S: LabStream>(mut stream: S, shared: &Shared) -> io::Result<
                             stream.write_all(b"THIS IS NOT HTTP\r\n\r\n").await?;
                             return Ok(());
                         }
+                        Action::WebSocket => {
+                            stream.write_all(&out).await?;
+                            return crate::ws::echo(&mut stream, &buf[used..filled]).await;
+                        }
                         Action::Auth(call) => {
                             // Waits for a hashing thread, not on this one:
                             // the thread's other connections go on.

@@ -328,3 +328,43 @@ fn flags_that_do_not_fit_are_usage_errors() {
         assert!(run.stderr().contains(flag), "{args:?}: {}", run.stderr());
     }
 }
+
+#[test]
+fn the_lab_server_echoes_and_holds_websockets_over_two_processes() {
+    // The lab's GET /ws: what bench/storm.py holds 100,000 of.
+    let lab = common::lab(None);
+    let url = format!("ws://{}/ws", lab.addr());
+    let run = storm(&[
+        &url,
+        "-n",
+        "200",
+        "--procs",
+        "2",
+        "--hold",
+        "1500ms",
+        "--send",
+        "hello",
+        "--expect",
+        "^hello$",
+        "--ping-every",
+        "500ms",
+    ]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let r = run.result();
+    assert_books_balance(r);
+    let m = &r.measurements;
+    assert_eq!(
+        (m.connections.attempted, m.connections.ok),
+        (200, 200),
+        "{:?}",
+        m.connections.errors
+    );
+    assert_eq!(m.phases["handshake"].count(), 200, "one upgrade each");
+    assert_eq!(m.phases["response"].count(), 200, "one echo each");
+    let pongs = m.phases["pong"].count();
+    assert!((200..=800).contains(&pongs), "each socket's pings answered: {pongs}");
+    assert_eq!(m.closed_by_peer, 0);
+    // A plain GET /ws is told what the endpoint wants.
+    let plain = common::http(&[&format!("http://{}/ws", lab.addr()), "-n", "1"]);
+    assert_eq!(plain.result().measurements.status.get(&400), Some(&1));
+}
