@@ -945,6 +945,24 @@ impl Own {
         !self.0.dead.get()
     }
 
+    /// True when a new stream may go: false once the server's GOAWAY came
+    /// (or the connection failed), so that the next step goes on a new
+    /// connection instead of failing unsent. Waits at most `limit`.
+    pub(crate) async fn ready(&self, limit: Duration) -> bool {
+        if self.0.dead.get() {
+            return false;
+        }
+        match tokio::time::timeout(limit, self.0.send.clone().ready()).await {
+            Ok(Err(_)) => {
+                self.0.dead.set(true);
+                false
+            }
+            // Ready, or not within the limit: the exchange's own deadline
+            // then decides.
+            _ => true,
+        }
+    }
+
     /// One request as a stream, its response read into `slot`, within the
     /// deadline `sleep` was armed with. A failure of the connection (not
     /// only of the stream) marks it dead.

@@ -1031,7 +1031,13 @@ async fn mux_request(
     // When the first hop's request went (after any connect).
     let mut first_send: Option<Instant> = None;
     loop {
-        if vu.mux.as_ref().is_some_and(|m| !m.alive()) {
+        let usable = match vu.mux.as_ref() {
+            Some(Mux::H2(c)) => c.ready(op.req.timeout).await,
+            Some(m) => m.alive(),
+            None => true,
+        };
+        if !usable {
+            // Lost or going away (GOAWAY): this step goes on a new one.
             close_mux(ctx, vu.mux.take());
         }
         if vu.mux.is_none() {

@@ -206,6 +206,11 @@ fn an_h2c_scenario_captures_checks_and_keeps_cookies_on_each_vus_connection() {
     assert_eq!(m.phases["handshake"].count(), 3);
     assert!(m.tls.is_none());
     assert_nginx_saw_http2(&access_log(&log));
+    assert!(
+        r.stdout.contains(&format!("→ {} over HTTP/2", nginx.url(""))),
+        "{}",
+        r.stdout
+    );
     match &r.result().plan {
         throng_result::Plan::Run(p) => assert_eq!(p.target.http, throng_plan::HttpVersion::Http2),
         other => panic!("a scenario plan, not {other:?}"),
@@ -302,6 +307,12 @@ fn scenarios_of_one_file_speak_their_own_protocols() {
     assert_eq!((x.protocols.get("h2"), x.connections), (Some(&2), 2));
     let st = m.scenario.as_ref().unwrap();
     assert_eq!(st.checks["one"].passes, 10);
+    assert!(
+        r.stdout.contains("scenario new: per-vu-iterations")
+            && r.stdout.contains(&format!(" → {} over HTTP/2", h2c.url(""))),
+        "{}",
+        r.stdout
+    );
     let lines = access_log(&log);
     assert_eq!(lines.len(), 10);
     assert!(
@@ -444,8 +455,39 @@ scenarios:
     assert_eq!((x.protocols.get("h3"), x.connections), (Some(&2), 2));
     assert_eq!((x.min_requests_per_connection, x.max_requests_per_connection), (15, 15));
     assert_eq!(m.connections.ok, 2);
+    assert!(r.stdout.contains("over HTTP/3"), "{}", r.stdout);
     let stats = server.stop();
     assert_eq!(stats["connections"], 2, "{stats}");
     assert_eq!(stats["requests"], 30, "{stats}");
     assert_eq!(stats["max_concurrent"], 1, "one stream at a time per VU: {stats}");
+}
+
+#[test]
+fn an_h2_vu_reconnects_when_the_server_ends_its_connection() {
+    // nginx ends an HTTP/2 connection (GOAWAY) after 4 requests on it.
+    let logs = tempfile::tempdir().unwrap();
+    let log = logs.path().join("access.log");
+    let nginx = Nginx::start_listen("http2", "keepalive_requests 4;", &locations(&log));
+    let yaml = format!(
+        "target: {{ url: '{}', http: 2 }}\nscenarios:\n  s:\n    executor: per-vu-iterations\n    vus: 2\n    iterations: 10\n    flow:\n      - request: {{ name: one, path: /moved, expect: [302], redirects: 0 }}\n      - request: {{ name: two, path: /moved, expect: [302], redirects: 0 }}\n",
+        nginx.url("")
+    );
+    let r = run_yaml(&yaml);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let res = r.result();
+    assert_books_balance(res);
+    let m = &res.measurements;
+    assert_eq!(m.requests.attempted, 40);
+    // A request the server's GOAWAY beat to the wire may fail with its
+    // class; none is lost, and every VU goes on on a new connection.
+    let goaway = m.requests.errors.get("h2.goaway").copied().unwrap_or(0)
+        + m.requests.errors.get("h2.refused_stream").copied().unwrap_or(0);
+    assert_eq!(m.requests.ok + goaway, 40, "{:?}", m.requests);
+    assert!(m.requests.ok >= 30, "{:?}", m.requests);
+    // 40 requests, at most 4 per connection.
+    assert!(m.connections.ok >= 10, "{:?}", m.connections);
+    let x = m.multiplex.as_ref().unwrap();
+    assert!(x.max_requests_per_connection <= 4, "{x:?}");
+    assert_eq!(x.connections, m.connections.ok);
+    assert_eq!(access_log(&log).len() as u64, m.requests.ok);
 }
