@@ -1384,4 +1384,37 @@ mod tests {
         encode_target("/users/a b?x=1", &mut out);
         assert_eq!(out, "/users/a%20b?x=1");
     }
+
+    #[test]
+    fn a_stream_request_carries_what_http2_allows() {
+        let place = Place {
+            https: false,
+            host: "127.0.0.1".into(),
+            port: 8080,
+            target: "/me?x=1".into(),
+        };
+        let h = |n: &str, v: &str| (n.to_string(), v.to_string());
+        let headers = [
+            h("Host", "api.test"),
+            h("Connection", "keep-alive"),
+            h("X-Token", "t-42"),
+        ];
+        let (req, size) = stream_request("POST", &place, &headers, 5, HttpVersion::Http2).unwrap();
+        assert_eq!(req.uri().to_string(), "http://api.test/me?x=1");
+        assert_eq!(req.method(), "POST");
+        let names: Vec<&str> = req.headers().keys().map(|k| k.as_str()).collect();
+        assert_eq!(names, ["user-agent", "x-token", "content-length"]);
+        assert_eq!(req.headers()["content-length"], "5");
+        // Pseudo-headers, the three fields (name, value, 4 bytes each), the body.
+        let ua = concat!("throng/", env!("CARGO_PKG_VERSION")).len();
+        let fields = (10 + ua + 4) + (7 + 4 + 4) + (14 + 1 + 4);
+        assert_eq!(size, (4 + 11) + (4 + 11) + (8 + 14) + (7 + 9) + fields + 5);
+        // HTTP/3 is always https; a user's User-Agent replaces throng's.
+        let (req, _) = stream_request("GET", &place, &[h("User-Agent", "me")], 0, HttpVersion::Http3).unwrap();
+        assert_eq!(req.uri().to_string(), "https://127.0.0.1:8080/me?x=1");
+        assert_eq!(req.headers()["user-agent"], "me");
+        assert!(req.headers().get("content-length").is_none());
+        // A method HTTP/2 cannot carry is never sent.
+        assert!(stream_request("GE T", &place, &[], 0, HttpVersion::Http2).is_none());
+    }
 }

@@ -287,17 +287,24 @@ fn http2_against_a_server_without_it_is_refused_before_the_run() {
 fn scenarios_of_one_file_speak_their_own_protocols() {
     let logs = tempfile::tempdir().unwrap();
     let log = logs.path().join("access.log");
+    // nginx's plain `http2` port speaks h2c only: an HTTP/1.1 request there
+    // would fail, and the HTTP/1.1 server never sees HTTP/2.
     let h2c = Nginx::start_listen("http2", "", &locations(&log));
     let h1 = Nginx::start("location / { return 200 'one'; }");
     let yaml = format!(
-        "target: {}\nscenarios:\n  old:\n    executor: per-vu-iterations\n    vus: 2\n    iterations: 5\n    flow: [{{ request: {{ name: old, path: /, check: {{ one: {{ body_contains: one }} }} }} }}]\n  new:\n    target: {{ url: '{}', http: 2 }}\n    executor: per-vu-iterations\n    vus: 2\n    iterations: 5\n    flow: [{{ request: {{ name: new, path: /moved, expect: [302], redirects: 0 }} }}]\n",
+        "target: {{ url: '{}', http: 2 }}\nscenarios:\n  old:\n    target: {}\n    executor: per-vu-iterations\n    vus: 2\n    iterations: 5\n    flow: [{{ request: {{ name: old, path: /, check: {{ one: {{ body_contains: one }} }} }} }}]\n  new:\n    executor: per-vu-iterations\n    vus: 2\n    iterations: 5\n    flow: [{{ request: {{ name: new, path: /moved, expect: [302], redirects: 0 }} }}]\n",
+        h2c.url(""),
         h1.url("/"),
-        h2c.url("")
     );
     let r = run_yaml(&yaml);
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     let res = r.result();
     assert_books_balance(res);
+    assert!(
+        schema_violations(&r.json).is_empty(),
+        "{:?}",
+        schema_violations(&r.json)
+    );
     let m = &res.measurements;
     assert_eq!((m.requests.attempted, m.requests.ok), (20, 20));
     assert_eq!((m.status.get(&200), m.status.get(&302)), (Some(&10), Some(&10)));
@@ -308,11 +315,23 @@ fn scenarios_of_one_file_speak_their_own_protocols() {
     let st = m.scenario.as_ref().unwrap();
     assert_eq!(st.checks["one"].passes, 10);
     assert!(
-        r.stdout.contains("scenario new: per-vu-iterations")
-            && r.stdout.contains(&format!(" → {} over HTTP/2", h2c.url(""))),
+        r.stdout.contains(&format!("→ {} over HTTP/2", h2c.url("")))
+            && r.stdout.contains(&format!(") → {}\n", h1.url("/")))
+            && !r.stdout.contains(&format!("{} over", h1.url("/"))),
         "{}",
         r.stdout
     );
+    match &res.plan {
+        throng_result::Plan::Run(p) => {
+            let old = p.scenarios.iter().find(|s| s.name == "old").unwrap();
+            assert_eq!(
+                old.target.as_ref().map(|t| t.http),
+                Some(throng_plan::HttpVersion::Http1)
+            );
+            assert_eq!(p.target.http, throng_plan::HttpVersion::Http2);
+        }
+        other => panic!("a scenario plan, not {other:?}"),
+    }
     let lines = access_log(&log);
     assert_eq!(lines.len(), 10);
     assert!(
