@@ -510,3 +510,74 @@ fn an_h2_vu_reconnects_when_the_server_ends_its_connection() {
     assert_eq!(x.connections, m.connections.ok);
     assert_eq!(access_log(&log).len() as u64, m.requests.ok);
 }
+
+/// `throng serve --fault NAME` (h2c) on a free loopback port, killed on drop.
+struct FaultServer {
+    child: Child,
+    port: u16,
+}
+
+impl FaultServer {
+    fn start(fault: &str) -> FaultServer {
+        let port = common::free_port();
+        let child = throng()
+            .args(["serve", "--fault", fault, "--threads", "1", "--listen"])
+            .arg(format!("127.0.0.1:{port}"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        common::wait_listening(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+        FaultServer { child, port }
+    }
+}
+
+impl Drop for FaultServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One VU, `iterations` of one step with a check, against an HTTP/2 fault.
+fn one_vu(fault: &str, iterations: u32) -> Ran {
+    let server = FaultServer::start(fault);
+    let yaml = format!(
+        "target: {{ url: 'http://127.0.0.1:{}', http: 2 }}\nscenarios:\n  s:\n    executor: per-vu-iterations\n    vus: 1\n    iterations: {iterations}\n    flow: [{{ request: {{ name: get, path: /, check: {{ answered: {{ status: [200] }} }} }} }}]\n",
+        server.port
+    );
+    let r = run_yaml(&yaml);
+    drop(server);
+    assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
+    assert_books_balance(r.result());
+    r
+}
+
+#[test]
+fn a_reset_stream_fails_its_step_and_keeps_the_connection() {
+    let r = one_vu("h2-rst-stream", 20);
+    let m = &r.result().measurements;
+    // The lab resets every second stream of a connection.
+    assert_eq!(m.requests.ok, 10, "{:?}", m.requests);
+    assert_eq!(m.requests.error("h2.rst_stream.internal_error"), 10);
+    assert_eq!(m.requests.errors.len(), 1, "{:?}", m.requests);
+    assert_eq!(m.connections.ok, 1, "a stream's reset leaves its connection");
+    let st = m.scenario.as_ref().unwrap();
+    assert_eq!((st.checks["answered"].passes, st.checks["answered"].fails), (10, 10));
+    assert_eq!(st.tags["step:get"].failed, 10);
+}
+
+#[test]
+fn a_goaway_fails_the_step_it_cut_off_and_the_vu_reconnects() {
+    let r = one_vu("h2-goaway", 40);
+    let m = &r.result().measurements;
+    let per = throng_lab::GOAWAY_AFTER;
+    // Each connection answers per-1 streams; the next is cut off by GOAWAY.
+    let conns = 40 / per;
+    assert_eq!(m.requests.error("h2.goaway"), conns, "{:?}", m.requests);
+    assert_eq!(m.requests.ok, 40 - conns);
+    assert_eq!(m.connections.ok, conns);
+    let x = m.multiplex.as_ref().unwrap();
+    assert_eq!((x.connections, x.max_requests_per_connection), (conns, per));
+}
