@@ -581,3 +581,48 @@ fn a_goaway_fails_the_step_it_cut_off_and_the_vu_reconnects() {
     let x = m.multiplex.as_ref().unwrap();
     assert_eq!((x.connections, x.max_requests_per_connection), (conns, per));
 }
+
+/// One VU, 10 iterations of one step, against the lab's HTTP/3 `fault`.
+fn one_h3_vu(fault: throng_lab::H3Fault) -> Ran {
+    let (_d, c) = certs();
+    let p = |name: &str| c.join(name).display().to_string();
+    let cert = (p("server.pem"), std::fs::read(c.join("server.pem")).unwrap());
+    let key = (p("server.key"), std::fs::read(c.join("server.key")).unwrap());
+    let tls = throng_tls::server_config(&cert, &key, None).unwrap();
+    let server = throng_lab::H3Server::start("127.0.0.1:0".parse().unwrap(), &tls, Some(fault)).unwrap();
+    let yaml = format!(
+        "target: {{ url: 'https://localhost:{}', http: 3 }}\ntls: {{ cacert: '{}' }}\nscenarios:\n  s:\n    executor: per-vu-iterations\n    vus: 1\n    iterations: 10\n    flow: [{{ request: {{ name: get, path: / }} }}]\n",
+        server.addr().port(),
+        p("ca.pem")
+    );
+    let r = run_yaml(&yaml);
+    assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
+    assert_books_balance(r.result());
+    r
+}
+
+#[test]
+fn an_h3_vu_reconnects_after_the_server_closes_its_connection() {
+    let r = one_h3_vu(throng_lab::H3Fault::CloseConnection);
+    let m = &r.result().measurements;
+    // Each connection answers its first request and closes at the second.
+    assert_eq!(m.requests.ok, 5, "{:?}", m.requests.errors);
+    assert_eq!(m.requests.error("h3.closed.H3_EXCESSIVE_LOAD"), 5);
+    assert_eq!(m.connections.ok, 5);
+    let x = m.multiplex.as_ref().unwrap();
+    assert_eq!((x.connections, x.max_requests_per_connection), (5, 2));
+}
+
+#[test]
+fn an_h3_stream_reset_fails_its_step_and_keeps_the_connection() {
+    let r = one_h3_vu(throng_lab::H3Fault::ResetStream);
+    let m = &r.result().measurements;
+    assert_eq!(
+        m.requests.error("h3.stream_reset.H3_REQUEST_REJECTED"),
+        10,
+        "{:?}",
+        m.requests.errors
+    );
+    assert_eq!(m.connections.attempted, 1);
+    assert_eq!(m.scenario.as_ref().unwrap().tags["step:get"].failed, 10);
+}
