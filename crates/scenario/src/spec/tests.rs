@@ -841,6 +841,12 @@ fn a_target_objects_mistakes_point_at_their_line() {
     rejects(target, "target: { http: 2 }", "target:", "target: needs url:");
     rejects(
         target,
+        "target: { url: https://127.0.0.1:8443, http: 3 }\ntls:\n  version: \"1.2\"",
+        "version:",
+        "QUIC needs TLS 1.3",
+    );
+    rejects(
+        target,
         "target: 8080",
         "target: 8080",
         "expected a URL, or a mapping with url: and http:",

@@ -270,6 +270,15 @@ impl Validator<'_> {
             (false, Some(_)) => return Err(self.err(&["tls:"], "tls: applies to https:// targets")),
             (false, None) => None,
         };
+        let any_h3 = std::iter::once(&target)
+            .chain(scenarios.iter().filter_map(|s| s.target.as_ref()))
+            .any(|t| t.http == HttpVersion::Http3);
+        if any_h3 && tls.as_ref().is_some_and(|t| t.version == Some(TlsVersion::Tls12)) {
+            return Err(self.err(
+                &["tls:", "version:"],
+                "tls.version 1.2 cannot carry an http: 3 target: QUIC needs TLS 1.3; write version: \"1.3\" or leave it out",
+            ));
+        }
         // Variables: data columns, and captures of the steps before, in the
         // order an iteration runs them (captures are cleared when it starts).
         let columns: BTreeSet<String> = data.iter().flat_map(|d| d.columns.iter().cloned()).collect();
