@@ -166,6 +166,9 @@ impl Spec {
     }
 }
 
+/// Bytes of response header fields a slot keeps for captures and checks.
+const KEPT_HEADERS: usize = 64 * 1024;
+
 /// A stream slot's last response: what `record_exchange` reads, and what
 /// a scenario's captures, checks and cookie jar read (its headers and the
 /// start of its body, when [`Slot::reset`] asked for them). A scenario's
@@ -226,12 +229,17 @@ impl Slot {
                 .map(str::to_string);
         }
         if self.keep.headers {
-            self.headers.extend(headers.iter().map(|(n, v)| {
-                (
-                    n.as_str().to_string(),
-                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
-                )
-            }));
+            // Kept up to HTTP/1.1's head limit: a server's huge header
+            // block costs each VU no more than an HTTP/1.1 head.
+            let mut kept = 0;
+            for (n, v) in headers {
+                kept += n.as_str().len() + v.len() + 4;
+                if kept > KEPT_HEADERS {
+                    break;
+                }
+                let value = String::from_utf8_lossy(v.as_bytes()).into_owned();
+                self.headers.push((n.as_str().to_string(), value));
+            }
         }
     }
 
@@ -1110,6 +1118,37 @@ pub(crate) fn preflight(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_slot_keeps_what_it_was_asked_for_within_bounds() {
+        let mut slot = Slot::new(false);
+        let mut h = http::HeaderMap::new();
+        h.insert("set-cookie", http::HeaderValue::from_static("sid=1"));
+        h.insert("x-big", http::HeaderValue::from_str(&"v".repeat(70_000)).unwrap());
+        slot.begin();
+        slot.head(200, &h);
+        slot.chunk(b"hello");
+        // Nothing kept unless asked.
+        assert!(slot.headers().is_empty() && slot.body().is_empty() && !slot.body_truncated());
+        assert_eq!((slot.status, slot.body_bytes), (200, 5));
+        slot.reset(Keep {
+            server: false,
+            headers: true,
+            body: 4,
+        });
+        slot.begin();
+        slot.head(201, &h);
+        slot.chunk(b"hel");
+        slot.chunk(b"lo");
+        assert_eq!(slot.body(), b"hell");
+        assert!(slot.body_truncated());
+        assert_eq!(slot.body_bytes, 5);
+        // The huge header is counted, not kept.
+        assert_eq!(slot.headers(), [("set-cookie".to_string(), "sid=1".to_string())]);
+        assert!(slot.header_bytes > 70_000);
+        slot.begin();
+        assert!(slot.headers().is_empty() && slot.body().is_empty() && !slot.body_truncated());
+    }
 
     #[test]
     fn grpc_status_from_trailers_headers_or_the_http_status() {
