@@ -626,3 +626,53 @@ fn an_h3_stream_reset_fails_its_step_and_keeps_the_connection() {
     assert_eq!(m.connections.attempted, 1);
     assert_eq!(m.scenario.as_ref().unwrap().tags["step:get"].failed, 10);
 }
+
+#[test]
+fn one_file_over_http1_and_http2_compares() {
+    let (_d, c) = certs();
+    let logs = tempfile::tempdir().unwrap();
+    let log = logs.path().join("access.log");
+    let p = |name: &str| c.join(name).display().to_string();
+    // One TLS port for both: ALPN h2 for HTTP/2, none (HTTP/1.1) otherwise.
+    let nginx = Nginx::start_listen(
+        "ssl http2",
+        &format!(
+            "ssl_certificate {}; ssl_certificate_key {};",
+            p("server.pem"),
+            p("server.key")
+        ),
+        &locations(&log),
+    );
+    let file = |http: &str| {
+        format!(
+            "target: {{ url: '{}', http: {http} }}\n{}",
+            nginx.https("localhost", ""),
+            FLOW.replace("TLS", &format!("tls: {{ cacert: '{}' }}", p("ca.pem")))
+        )
+    };
+    let a = run_yaml(&file("1.1"));
+    let b = run_yaml(&file("2"));
+    assert_flow_ran(&b, "h2");
+    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    assert_books_balance(a.result());
+    assert_eq!(a.result().measurements.requests.ok, 90);
+    assert!(
+        a.result().measurements.multiplex.is_none(),
+        "HTTP/1.1 multiplexes nothing"
+    );
+    let lines = access_log(&log);
+    let count = |v: &str| lines.iter().filter(|l| l.contains(&format!(" {v}\" "))).count();
+    assert_eq!((count("HTTP/1.1"), count("HTTP/2.0")), (120, 120));
+    let out = output(throng().arg("compare").arg(&a.json).arg(&b.json));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let url = nginx.https("localhost", "");
+    assert!(text.contains(&format!("A: run {url}\n")), "{text}");
+    assert!(text.contains(&format!("B: run {url} (HTTP/2)")), "{text}");
+    assert!(text.contains("requests"), "{text}");
+}
