@@ -1102,7 +1102,7 @@ fn scenario_dests(
         } else {
             None
         };
-        let where_ = if s.target.is_some() {
+        let which = if s.target.is_some() {
             format!("scenario {}'s target", s.name)
         } else {
             "target".to_string()
@@ -1113,7 +1113,7 @@ fn scenario_dests(
                     return Err(EngineError::Tls(format!("{what} needs a TLS client configuration")));
                 };
                 let client = http3::quic_client(c)
-                    .map_err(|e| EngineError::Config(format!("{}: {where_} (http: 3): {e}", plan.file)))?;
+                    .map_err(|e| EngineError::Config(format!("{}: {which} (http: 3): {e}", plan.file)))?;
                 let name = settings.server_name.clone().unwrap_or_else(|| target.host.clone());
                 Some((client, name))
             }
@@ -1124,7 +1124,7 @@ fn scenario_dests(
             && let Some(spoke) = http2::preflight(addr, tls_client.as_ref(), plan.defaults.timeout)
         {
             return Err(EngineError::Config(format!(
-                "{}: {where_} {} has http: 2, but the server does not speak HTTP/2 (it answered with {spoke}); \
+                "{}: {which} {} has http: 2, but the server does not speak HTTP/2 (it answered with {spoke}); \
                  write http: 1.1 (or leave http: out) to run over HTTP/1.1, or point at a server with HTTP/2 enabled",
                 plan.file, target.url
             )));

@@ -1091,7 +1091,8 @@ async fn mux_request(
             // Invariant: set above.
             return not_sent(ctx, op, flight, row, ErrorClass::Protocol);
         };
-        let outcome = match vu.mux.as_mut() {
+        // A failed stream counts no bytes sent, as the pool's streams.
+        let mut outcome = match vu.mux.as_mut() {
             Some(Mux::H2(c)) => c.exchange(ctx, request, &body, slot, sleep.as_mut()).await,
             Some(Mux::H3(c)) => c.exchange(ctx, request, &body, slot, sleep.as_mut()).await,
             None => Err(crate::conn::Failed {
@@ -1099,10 +1100,6 @@ async fn mux_request(
                 written: 0,
             }),
         };
-        let mut outcome = outcome.map_err(|f| crate::conn::Failed {
-            written: request_len,
-            ..f
-        });
         if let Ok(timing) = &outcome {
             if jar {
                 crate::redirect::store_cookies(&mut vu.jar, &place, slot.headers());
@@ -1114,13 +1111,11 @@ async fn mux_request(
                     .iter()
                     .find(|(n, _)| n == "location")
                     .map(|(_, v)| v.as_str());
-                match crate::redirect::next_hop(&place, &method, status, location) {
-                    Ok(_) if hops >= op.req.redirects => {
-                        outcome = Err(crate::conn::Failed {
-                            class: crate::redirect::TOO_MANY,
-                            written: request_len,
-                        });
-                    }
+                let hop = match hops >= op.req.redirects {
+                    true => Err(crate::redirect::TOO_MANY),
+                    false => crate::redirect::next_hop(&place, &method, status, location),
+                };
+                match hop {
                     Ok(hop) if hop.place.same_origin(&place) => {
                         ctx.rec
                             .borrow_mut()
