@@ -481,8 +481,9 @@ struct Vu {
     /// What `Set-Cookie` stored (see the scenario's `cookies:`).
     jar: CookieJar,
     conn: Option<Conn>,
-    /// An HTTP/2 or HTTP/3 VU's connection.
-    mux: Option<Mux>,
+    /// An HTTP/2 or HTTP/3 VU's connection (boxed: HTTP/1.1 VUs do not
+    /// pay for it).
+    mux: Option<Box<Mux>>,
     session: Session,
 }
 
@@ -509,8 +510,8 @@ impl Mux {
 }
 
 /// Closes a VU's multiplexed connection, if it has one, recording its end.
-fn close_mux(ctx: &Ctx, mux: Option<Mux>) {
-    match mux {
+fn close_mux(ctx: &Ctx, mux: Option<Box<Mux>>) {
+    match mux.map(|m| *m) {
         Some(Mux::H2(c)) => c.close(ctx),
         Some(Mux::H3(c)) => c.close(ctx),
         None => {}
@@ -1031,7 +1032,7 @@ async fn mux_request(
     // When the first hop's request went (after any connect).
     let mut first_send: Option<Instant> = None;
     loop {
-        let usable = match vu.mux.as_ref() {
+        let usable = match vu.mux.as_deref() {
             Some(Mux::H2(c)) => c.ready(op.req.timeout).await,
             Some(m) => m.alive(),
             None => true,
@@ -1069,7 +1070,7 @@ async fn mux_request(
                     if let Some(r) = row.row() {
                         r.conn(m.id());
                     }
-                    vu.mux = Some(m);
+                    vu.mux = Some(Box::new(m));
                 }
                 Err(class) => return not_sent(ctx, op, flight, row, class),
             }
@@ -1092,7 +1093,7 @@ async fn mux_request(
             return not_sent(ctx, op, flight, row, ErrorClass::Protocol);
         };
         // A failed stream counts no bytes sent, as the pool's streams.
-        let mut outcome = match vu.mux.as_mut() {
+        let mut outcome = match vu.mux.as_deref_mut() {
             Some(Mux::H2(c)) => c.exchange(ctx, request, &body, slot, sleep.as_mut()).await,
             Some(Mux::H3(c)) => c.exchange(ctx, request, &body, slot, sleep.as_mut()).await,
             None => Err(crate::conn::Failed {
