@@ -350,7 +350,7 @@ struct Aioquic {
 }
 
 impl Aioquic {
-    fn start(certs: &Path, stats_dir: &Path) -> Aioquic {
+    fn start(certs: &Path, stats_dir: &Path, delay_ms: u32) -> Aioquic {
         let ok = Command::new("python3")
             .args(["-c", "import aioquic"])
             .status()
@@ -372,6 +372,7 @@ impl Aioquic {
                 "--max-seconds",
                 "120",
             ])
+            .args(["--delay-ms", &delay_ms.to_string()])
             .arg("--stats")
             .arg(&stats)
             .stdout(Stdio::piped())
@@ -413,7 +414,7 @@ impl Drop for Aioquic {
 #[test]
 fn an_http3_scenario_runs_on_aioquic_with_captures_and_checks() {
     let (d, c) = certs();
-    let server = Aioquic::start(&c, d.path());
+    let server = Aioquic::start(&c, d.path(), 0);
     // aioquic answers "aioquic\n" (Server: aioquic), or N bytes at /bytes/N:
     // the length captured from the first answer's header picks the next
     // path (/bytes/80), and the bodies' sizes show it.
@@ -701,4 +702,30 @@ fn h2_redirects_stop_at_the_limit_and_at_another_origin() {
     assert_eq!(m.requests.ok, 3);
     assert_eq!(m.status.get(&302), Some(&3));
     assert_eq!(access_log(&log).len(), 3 * 3 + 3);
+}
+
+#[test]
+fn an_h3_step_past_its_timeout_fails_and_its_vu_keeps_the_connection() {
+    let (d, c) = certs();
+    // Every answer waits 400 ms; the step gives up after 100 ms.
+    let server = Aioquic::start(&c, d.path(), 400);
+    let yaml = format!(
+        "target: {{ url: 'https://localhost:{}', http: 3 }}\ntls: {{ cacert: '{}' }}\nscenarios:\n  s:\n    executor: per-vu-iterations\n    vus: 1\n    iterations: 3\n    flow: [{{ request: {{ name: slow, path: /, timeout: 100ms, check: {{ answered: {{ status: [200] }} }} }} }}]\n",
+        server.port,
+        c.join("ca.pem").display()
+    );
+    let r = run_yaml(&yaml);
+    // Every request failed: the run failed (exit 1), and says how.
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    let res = r.result();
+    assert_books_balance(res);
+    let m = &res.measurements;
+    assert_eq!(m.requests.error("timeout.response"), 3, "{:?}", m.requests);
+    assert_eq!(m.requests.ok, 0);
+    assert_eq!(m.connections.ok, 1, "a timed-out stream leaves its connection");
+    let st = m.scenario.as_ref().unwrap();
+    assert_eq!((st.checks["answered"].passes, st.checks["answered"].fails), (0, 3));
+    let stats = server.stop();
+    assert_eq!(stats["connections"], 1, "{stats}");
+    assert_eq!(stats["requests"], 3, "{stats}");
 }
