@@ -34,7 +34,9 @@ pub(crate) enum Session {
     /// HTTP/1.1: one request, then its response.
     Http1(ResponseReader),
     /// HTTP/2: a stream slot; it borrows a stream of one of the worker's
-    /// pooled connections per request (see crate::http2).
+    /// pooled connections per request (see crate::http2). A scenario VU
+    /// speaking HTTP/2 or HTTP/3 reads its responses into one too (its own
+    /// connection is crate::http2::Own or crate::http3::Own).
     Http2(crate::http2::Slot),
 }
 
@@ -67,7 +69,7 @@ impl Session {
     pub(crate) fn reset(&mut self, keep: Keep) {
         match self {
             Session::Http1(r) => r.reset(keep),
-            Session::Http2(_) => {}
+            Session::Http2(s) => s.reset(keep),
         }
     }
 
@@ -141,7 +143,7 @@ impl Session {
     pub(crate) fn headers(&self) -> &[(String, String)] {
         match self {
             Session::Http1(r) => r.headers(),
-            Session::Http2(_) => &[],
+            Session::Http2(s) => s.headers(),
         }
     }
 
@@ -149,7 +151,7 @@ impl Session {
     pub(crate) fn body(&self) -> &[u8] {
         match self {
             Session::Http1(r) => r.body(),
-            Session::Http2(_) => &[],
+            Session::Http2(s) => s.body(),
         }
     }
 
@@ -157,7 +159,7 @@ impl Session {
     pub(crate) fn body_truncated(&self) -> bool {
         match self {
             Session::Http1(r) => r.body_truncated,
-            Session::Http2(_) => false,
+            Session::Http2(s) => s.body_truncated(),
         }
     }
 }

@@ -39,6 +39,7 @@ use crate::conn::{Failed, Timing, open_connection};
 use crate::ctx::Ctx;
 use crate::errors::{Stage, classify};
 use crate::exchange::{Session, record_exchange};
+use crate::http1::Keep;
 use crate::rows::Row;
 use crate::transport::Transport;
 
@@ -63,7 +64,7 @@ pub(crate) struct Spec {
 }
 
 /// Headers HTTP/2 forbids (RFC 9113 8.2.2); `Host` becomes `:authority`.
-const CONNECTION_SPECIFIC: [&str; 6] = [
+pub(crate) const CONNECTION_SPECIFIC: [&str; 6] = [
     "connection",
     "keep-alive",
     "proxy-connection",
@@ -165,7 +166,13 @@ impl Spec {
     }
 }
 
-/// A stream slot's last response: what `record_exchange` reads.
+/// Bytes of response header fields a slot keeps for captures and checks.
+const KEPT_HEADERS: usize = 64 * 1024;
+
+/// A stream slot's last response: what `record_exchange` reads, and what
+/// a scenario's captures, checks and cookie jar read (its headers and the
+/// start of its body, when [`Slot::reset`] asked for them). A scenario's
+/// HTTP/3 responses land in one too (crate::http3::Own).
 #[derive(Debug, Default)]
 pub(crate) struct Slot {
     pub(crate) status: u16,
@@ -173,6 +180,10 @@ pub(crate) struct Slot {
     pub(crate) body_bytes: u64,
     pub(crate) server: Option<String>,
     head_request: bool,
+    keep: Keep,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+    truncated: bool,
 }
 
 impl Slot {
@@ -185,6 +196,76 @@ impl Slot {
 
     pub(crate) fn head_request(&self) -> bool {
         self.head_request
+    }
+
+    /// What to keep of the next responses besides status and sizes.
+    pub(crate) fn reset(&mut self, keep: Keep) {
+        self.keep = keep;
+    }
+
+    /// A new response begins: nothing of the last one stays.
+    pub(crate) fn begin(&mut self) {
+        self.status = 0;
+        self.header_bytes = 0;
+        self.body_bytes = 0;
+        self.headers.clear();
+        self.body.clear();
+        self.truncated = false;
+    }
+
+    /// The response's header fields: counted (decoded size), and kept when
+    /// asked for.
+    pub(crate) fn head(&mut self, status: u16, headers: &http::HeaderMap) {
+        self.status = status;
+        self.header_bytes = headers
+            .iter()
+            .map(|(n, v)| (n.as_str().len() + v.len() + 4) as u64)
+            .sum::<u64>()
+            + 13;
+        if self.keep.server {
+            self.server = headers
+                .get(http::header::SERVER)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string);
+        }
+        if self.keep.headers {
+            // Kept up to HTTP/1.1's head limit: a server's huge header
+            // block costs each VU no more than an HTTP/1.1 head.
+            let mut kept = 0;
+            for (n, v) in headers {
+                kept += n.as_str().len() + v.len() + 4;
+                if kept > KEPT_HEADERS {
+                    break;
+                }
+                let value = String::from_utf8_lossy(v.as_bytes()).into_owned();
+                self.headers.push((n.as_str().to_string(), value));
+            }
+        }
+    }
+
+    /// A piece of the body: counted, and kept up to what was asked for.
+    pub(crate) fn chunk(&mut self, data: &[u8]) {
+        self.body_bytes += data.len() as u64;
+        let room = self.keep.body.saturating_sub(self.body.len());
+        if data.len() > room {
+            self.truncated = self.keep.body > 0;
+        }
+        self.body.extend_from_slice(&data[..data.len().min(room)]);
+    }
+
+    /// The kept headers (names lowercase, as HTTP/2 and HTTP/3 send them).
+    pub(crate) fn headers(&self) -> &[(String, String)] {
+        &self.headers
+    }
+
+    /// The kept start of the body.
+    pub(crate) fn body(&self) -> &[u8] {
+        &self.body
+    }
+
+    /// The body was longer than what was kept.
+    pub(crate) fn body_truncated(&self) -> bool {
+        self.truncated
     }
 
     pub(crate) fn reply(&self) -> Reply {
@@ -500,8 +581,8 @@ fn grpc_status(http_status: u16, headers: &http::HeaderMap, trailers: Option<&ht
     }
 }
 
-/// Sends the request on a new stream of `c` and reads the response,
-/// within the deadline `sleep` was armed with.
+/// Sends the plan's request on a new stream of `c` and reads the
+/// response, within the deadline `sleep` was armed with.
 async fn exchange(
     spec: &Spec,
     c: &H2Conn,
@@ -509,13 +590,26 @@ async fn exchange(
     keep_server: bool,
     sleep: Pin<&mut Sleep>,
 ) -> Result<Timing, Failed> {
-    slot.status = 0;
-    slot.header_bytes = 0;
-    slot.body_bytes = 0;
     let mut request = http::Request::new(());
     *request.method_mut() = spec.method.clone();
     *request.uri_mut() = spec.uri.clone();
     *request.headers_mut() = spec.headers.clone();
+    slot.keep.server = keep_server;
+    send_on(c, request, &spec.body, spec.grpc, slot, sleep).await
+}
+
+/// Sends `request` (with `body`) on a new stream of `c` and reads the
+/// response into `slot`, within the deadline `sleep` was armed with;
+/// `grpc`: the status is the call's `grpc-status`.
+async fn send_on(
+    c: &H2Conn,
+    request: http::Request<()>,
+    body: &Bytes,
+    grpc: bool,
+    slot: &mut Slot,
+    sleep: Pin<&mut Sleep>,
+) -> Result<Timing, Failed> {
+    slot.begin();
     let send = c.send.clone();
     let work = async {
         let fail = |e: h2::Error| Failed {
@@ -523,34 +617,21 @@ async fn exchange(
             written: 0,
         };
         let mut send = send.ready().await.map_err(fail)?;
-        let end = spec.body.is_empty();
+        let end = body.is_empty();
         let (response, mut stream) = send.send_request(request, end).map_err(fail)?;
         if !end {
-            stream.send_data(spec.body.clone(), true).map_err(fail)?;
+            stream.send_data(body.clone(), true).map_err(fail)?;
         }
         // Handed to the connection: its driver writes the frames next.
         let sent = Instant::now();
         let response = response.await.map_err(fail)?;
         let first = Instant::now();
-        slot.status = response.status().as_u16();
-        slot.header_bytes = response
-            .headers()
-            .iter()
-            .map(|(n, v)| (n.as_str().len() + v.len() + 4) as u64)
-            .sum::<u64>()
-            + 13;
-        if keep_server {
-            slot.server = response
-                .headers()
-                .get(http::header::SERVER)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_string);
-        }
-        let head = spec.grpc.then(|| response.headers().clone());
+        slot.head(response.status().as_u16(), response.headers());
+        let head = grpc.then(|| response.headers().clone());
         let mut body = response.into_body();
         while let Some(chunk) = body.data().await {
             let chunk = chunk.map_err(fail)?;
-            slot.body_bytes += chunk.len() as u64;
+            slot.chunk(&chunk);
             // Give the window back, or a large body stalls.
             let _ = body.flow_control().release_capacity(chunk.len());
         }
@@ -592,7 +673,7 @@ async fn open(
     let ready = open_connection(ctx, &[], None, false, sleep.as_mut(), row.as_deref_mut()).await?;
     let crate::conn::Ready { conn, .. } = ready;
     let opened = conn.opened;
-    speak(ctx, spec, conn.stream, opened, conn.id, sleep, row)
+    speak(ctx, spec.streams, conn.stream, opened, conn.id, sleep, row)
         .await
         .inspect_err(|_| {
             let now = Instant::now();
@@ -604,7 +685,7 @@ async fn open(
 /// connection's driver; records the `handshake` phase.
 async fn speak(
     ctx: &Ctx,
-    spec: &Spec,
+    streams: u32,
     stream: Transport,
     opened: Instant,
     id: u64,
@@ -621,7 +702,7 @@ async fn speak(
     let handshake = h2::client::Builder::new()
         // Until the server's SETTINGS say otherwise, one stream: the
         // PING below waits for them.
-        .initial_max_send_streams(spec.streams as usize)
+        .initial_max_send_streams(streams as usize)
         .handshake::<Transport, Bytes>(stream);
     let (send, mut connection) = tokio::select! {
         biased;
@@ -658,11 +739,11 @@ async fn speak(
     let now = Instant::now();
     let server = send.current_max_send_streams();
     let server_max = (server != usize::MAX).then_some(server as u64);
-    let limit = u32::try_from(server).unwrap_or(u32::MAX).min(spec.streams).max(1);
+    let limit = u32::try_from(server).unwrap_or(u32::MAX).min(streams).max(1);
     {
         let mut rec = ctx.rec.borrow_mut();
         rec.phase(now, Phase::Handshake, now - start);
-        rec.mux_connection("h2", u64::from(spec.streams), server_max);
+        rec.mux_connection("h2", u64::from(streams), server_max);
     }
     if let Some(r) = row {
         r.phase(Phase::Handshake, now - start);
@@ -728,7 +809,7 @@ pub(crate) async fn storm_establish(
         .await?;
         match speak(
             ctx,
-            spec,
+            spec.streams,
             stream,
             opening.opened,
             opening.id,
@@ -815,6 +896,109 @@ impl Held {
                 }
             } => true,
         }
+    }
+
+    /// Closes the connection and records its end.
+    pub(crate) fn close(self, ctx: &Ctx) {
+        close(ctx, &self.0);
+    }
+}
+
+/// A scenario VU's own HTTP/2 connection: its steps are streams on it,
+/// one at a time (a VU's steps are sequential, as k6's).
+pub(crate) struct Own(H2Conn);
+
+/// Counts a stream closed however its exchange ends (a VU cut off drops
+/// the exchange mid-stream).
+struct StreamOpen<'a>(&'a Ctx);
+
+impl Drop for StreamOpen<'_> {
+    fn drop(&mut self) {
+        self.0.rec.borrow_mut().stream_closed();
+    }
+}
+
+impl Own {
+    /// Opens a connection by `route` (TLS with `tls`, whose ALPN offers
+    /// h2; h2c with prior knowledge without) and speaks the preface;
+    /// records as the pool's connections do.
+    pub(crate) async fn open(
+        ctx: &Ctx,
+        route: &crate::reach::Route,
+        tls: Option<&crate::transport::TlsClient>,
+        mut sleep: Pin<&mut Sleep>,
+        mut row: Option<&mut Row<'_>>,
+    ) -> Result<Own, ErrorClass> {
+        let ready =
+            crate::conn::open_connection_to(ctx, route, tls, &[], None, false, sleep.as_mut(), row.as_deref_mut())
+                .await?;
+        let crate::conn::Ready { conn, .. } = ready;
+        let opened = conn.opened;
+        speak(ctx, 1, conn.stream, opened, conn.id, sleep, row)
+            .await
+            .map(Own)
+            .inspect_err(|_| {
+                let now = Instant::now();
+                ctx.rec.borrow_mut().connection_closed(now, now - opened);
+            })
+    }
+
+    /// Its number among the worker's connection attempts (rows).
+    pub(crate) fn id(&self) -> u64 {
+        self.0.id
+    }
+
+    /// False once the connection ended or failed: the next step opens a new one.
+    pub(crate) fn alive(&self) -> bool {
+        !self.0.dead.get()
+    }
+
+    /// True when a new stream may go: false once the server's GOAWAY came
+    /// (or the connection failed), so that the next step goes on a new
+    /// connection instead of failing unsent. Waits at most `limit`.
+    pub(crate) async fn ready(&self, limit: Duration) -> bool {
+        if self.0.dead.get() {
+            return false;
+        }
+        match tokio::time::timeout(limit, self.0.send.clone().ready()).await {
+            Ok(Err(_)) => {
+                self.0.dead.set(true);
+                false
+            }
+            // Ready, or not within the limit: the exchange's own deadline
+            // then decides.
+            _ => true,
+        }
+    }
+
+    /// One request as a stream, its response read into `slot`, within the
+    /// deadline `sleep` was armed with. A failure of the connection (not
+    /// only of the stream) marks it dead.
+    pub(crate) async fn exchange(
+        &self,
+        ctx: &Ctx,
+        request: http::Request<()>,
+        body: &Bytes,
+        slot: &mut Slot,
+        sleep: Pin<&mut Sleep>,
+    ) -> Result<Timing, Failed> {
+        let c = &self.0;
+        c.in_flight.set(1);
+        ctx.rec.borrow_mut().stream_opened(Instant::now(), 1);
+        let open = StreamOpen(ctx);
+        let mut outcome = send_on(c, request, body, false, slot, sleep).await;
+        drop(open);
+        c.in_flight.set(0);
+        c.carried.set(c.carried.get() + 1);
+        if let Err(f) = &mut outcome {
+            if matches!(f.class, ErrorClass::Reset | ErrorClass::Eof) && c.went_away.get() {
+                f.class = ErrorClass::H2("goaway");
+            }
+            if !stream_level(f.class) {
+                c.dead.set(true);
+            }
+        }
+        outcome
     }
 
     /// Closes the connection and records its end.
@@ -934,6 +1118,37 @@ pub(crate) fn preflight(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_slot_keeps_what_it_was_asked_for_within_bounds() {
+        let mut slot = Slot::new(false);
+        let mut h = http::HeaderMap::new();
+        h.insert("set-cookie", http::HeaderValue::from_static("sid=1"));
+        h.insert("x-big", http::HeaderValue::from_str(&"v".repeat(70_000)).unwrap());
+        slot.begin();
+        slot.head(200, &h);
+        slot.chunk(b"hello");
+        // Nothing kept unless asked.
+        assert!(slot.headers().is_empty() && slot.body().is_empty() && !slot.body_truncated());
+        assert_eq!((slot.status, slot.body_bytes), (200, 5));
+        slot.reset(Keep {
+            server: false,
+            headers: true,
+            body: 4,
+        });
+        slot.begin();
+        slot.head(201, &h);
+        slot.chunk(b"hel");
+        slot.chunk(b"lo");
+        assert_eq!(slot.body(), b"hell");
+        assert!(slot.body_truncated());
+        assert_eq!(slot.body_bytes, 5);
+        // The huge header is counted, not kept.
+        assert_eq!(slot.headers(), [("set-cookie".to_string(), "sid=1".to_string())]);
+        assert!(slot.header_bytes > 70_000);
+        slot.begin();
+        assert!(slot.headers().is_empty() && slot.body().is_empty() && !slot.body_truncated());
+    }
 
     #[test]
     fn grpc_status_from_trailers_headers_or_the_http_status() {

@@ -76,6 +76,19 @@ const NOT_IN_H3: [&str; 6] = [
     "upgrade",
 ];
 
+/// The QUIC client of `tls` (its ALPN becomes `h3`), or why it cannot be
+/// one.
+pub(crate) fn quic_client(tls: &throng_tls::rustls::ClientConfig) -> Result<quinn::ClientConfig, String> {
+    // quinn accepts a configuration without TLS 1.3 here and panics on the
+    // first connection: plans refuse TLS 1.2 with HTTP/3.
+    let mut tls = tls.clone();
+    tls.alpn_protocols = vec![b"h3".to_vec()];
+    tls.enable_early_data = false;
+    let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls)
+        .map_err(|e| format!("the TLS settings cannot carry QUIC ({e}); QUIC needs TLS 1.3"))?;
+    Ok(quinn::ClientConfig::new(Arc::new(crypto)))
+}
+
 /// The parts of a request an [`H3Spec`] is made from.
 struct Head<'a> {
     method: &'a str,
@@ -137,14 +150,7 @@ impl H3Spec {
         body: Bytes,
         streams: u32,
     ) -> Result<H3Spec, String> {
-        // quinn accepts a configuration without TLS 1.3 here and panics on
-        // the first connection: the plans refuse --tls-version 1.2 with --http3.
-        let mut tls = tls.clone();
-        tls.alpn_protocols = vec![b"h3".to_vec()];
-        tls.enable_early_data = false;
-        let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls)
-            .map_err(|e| format!("--http3: the TLS settings cannot carry QUIC ({e}); QUIC needs TLS 1.3"))?;
-        let client = quinn::ClientConfig::new(Arc::new(crypto));
+        let client = quic_client(tls).map_err(|e| format!("--http3: {e}"))?;
         let method = http::Method::from_bytes(head.method.as_bytes())
             .map_err(|_| format!("--method '{}' is not an HTTP method", head.method))?;
         let uri = http::Uri::builder()
@@ -275,11 +281,11 @@ type Driver = h3::client::Connection<h3_quinn::Connection, Bytes>;
 /// made at the first connection. One socket per connection would cost a
 /// receive buffer each (quinn sizes it for GRO batches, over half a MB),
 /// kept until the closed connection has drained.
-fn endpoint(ctx: &Ctx) -> Result<quinn::Endpoint, ErrorClass> {
+fn endpoint(ctx: &Ctx, to: SocketAddr) -> Result<quinn::Endpoint, ErrorClass> {
     if let Some(e) = ctx.quic.borrow().as_ref() {
         return Ok(e.clone());
     }
-    let bind: SocketAddr = if target_addr(ctx).is_ipv4() {
+    let bind: SocketAddr = if to.is_ipv4() {
         (Ipv4Addr::UNSPECIFIED, 0).into()
     } else {
         (Ipv6Addr::UNSPECIFIED, 0).into()
@@ -305,14 +311,26 @@ fn target_addr(ctx: &Ctx) -> SocketAddr {
 /// Opens a QUIC connection and its HTTP/3 session, recording the attempt,
 /// its `tls` sample (the QUIC handshake) and its outcome.
 async fn open(ctx: &Ctx, h3: &H3Spec) -> Result<(quinn::Connection, Driver, SendRequest), ErrorClass> {
+    open_to(ctx, &h3.client, &h3.server_name, target_addr(ctx), h3.streams).await
+}
+
+/// [`open`] to `addr` with `client` (its ALPN `h3`) and `server_name`;
+/// `streams`: the requests it may carry at once, for the report.
+async fn open_to(
+    ctx: &Ctx,
+    client: &quinn::ClientConfig,
+    server_name: &str,
+    addr: SocketAddr,
+    streams: u32,
+) -> Result<(quinn::Connection, Driver, SendRequest), ErrorClass> {
     let spec = &ctx.spec;
     let started = Instant::now();
     ctx.rec.borrow_mut().connection_started(started, false);
     ctx.connecting.set(ctx.connecting.get() + 1);
     let result = async {
-        let endpoint = endpoint(ctx)?;
+        let endpoint = endpoint(ctx, addr)?;
         let connecting = endpoint
-            .connect_with(h3.client.clone(), target_addr(ctx), &h3.server_name)
+            .connect_with(client.clone(), addr, server_name)
             .map_err(|_| ErrorClass::Quic("connect_error"))?;
         let deadline = started + spec.timeout;
         let quic = match tokio::time::timeout_at(deadline.into(), connecting).await {
@@ -353,7 +371,7 @@ async fn open(ctx: &Ctx, h3: &H3Spec) -> Result<(quinn::Connection, Driver, Send
             rec.connection_established(handshake, false);
             // quinn does not tell the peer's MAX_STREAMS: opening a stream
             // past it waits, so the peak per connection shows the cap.
-            rec.mux_connection("h3", u64::from(h3.streams), None);
+            rec.mux_connection("h3", u64::from(streams), None);
             Ok((quic, driver, send))
         }
         Err(class) => {
@@ -721,6 +739,136 @@ async fn one(
         },
         server,
     })
+}
+
+/// A scenario VU's own HTTP/3 connection: its steps are requests on it,
+/// one at a time; its h3 driver runs in a task of its own.
+pub(crate) struct Own {
+    quic: quinn::Connection,
+    send: SendRequest,
+    opened: Instant,
+    id: u64,
+    carried: Cell<u64>,
+    /// The driver ended or a request failed the connection.
+    dead: Rc<Cell<bool>>,
+    driver: tokio::task::JoinHandle<()>,
+}
+
+/// Counts a stream closed however its exchange ends.
+struct StreamOpen<'a>(&'a Ctx);
+
+impl Drop for StreamOpen<'_> {
+    fn drop(&mut self) {
+        self.0.rec.borrow_mut().stream_closed();
+    }
+}
+
+impl Own {
+    /// Opens a QUIC connection to `addr` and its HTTP/3 session.
+    pub(crate) async fn open(
+        ctx: &Ctx,
+        client: &quinn::ClientConfig,
+        server_name: &str,
+        addr: SocketAddr,
+    ) -> Result<Own, ErrorClass> {
+        let id = ctx.next_conn.get();
+        ctx.next_conn.set(id + 1);
+        let opened = Instant::now();
+        let (quic, mut driver, send) = open_to(ctx, client, server_name, addr, 1).await?;
+        let dead = Rc::new(Cell::new(false));
+        let driver = {
+            let dead = Rc::clone(&dead);
+            tokio::task::spawn_local(async move {
+                let _ = std::future::poll_fn(|cx| driver.poll_close(cx)).await;
+                dead.set(true);
+            })
+        };
+        Ok(Own {
+            quic,
+            send,
+            opened,
+            id,
+            carried: Cell::new(0),
+            dead,
+            driver,
+        })
+    }
+
+    /// Its number among the worker's connection attempts (rows).
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// False once the connection ended or failed.
+    pub(crate) fn alive(&self) -> bool {
+        !self.dead.get()
+    }
+
+    /// One request on its own stream, its response read into `slot`
+    /// (bounded by `MAX_HEADER_SECTION` and the slot's keep), within the
+    /// deadline `sleep` was armed with.
+    pub(crate) async fn exchange(
+        &mut self,
+        ctx: &Ctx,
+        request: http::Request<()>,
+        body: &Bytes,
+        slot: &mut crate::http2::Slot,
+        sleep: std::pin::Pin<&mut tokio::time::Sleep>,
+    ) -> Result<crate::conn::Timing, crate::conn::Failed> {
+        slot.begin();
+        let send = &mut self.send;
+        let work = async {
+            let mut stream = send.send_request(request).await.map_err(|e| stream_class(&e))?;
+            ctx.rec.borrow_mut().stream_opened(Instant::now(), 1);
+            let open = StreamOpen(ctx);
+            if !body.is_empty() {
+                stream.send_data(body.clone()).await.map_err(|e| stream_class(&e))?;
+            }
+            stream.finish().await.map_err(|e| stream_class(&e))?;
+            let sent = Instant::now();
+            let resp = stream.recv_response().await.map_err(|e| stream_class(&e))?;
+            let first = Instant::now();
+            slot.head(resp.status().as_u16(), resp.headers());
+            while let Some(mut chunk) = stream.recv_data().await.map_err(|e| stream_class(&e))? {
+                while chunk.has_remaining() {
+                    let piece = chunk.chunk();
+                    let n = piece.len();
+                    slot.chunk(piece);
+                    chunk.advance(n);
+                }
+            }
+            drop(open);
+            Ok(crate::conn::Timing {
+                sent,
+                first,
+                done: Instant::now(),
+                extra: false,
+                kernel: false,
+            })
+        };
+        let outcome = tokio::select! {
+            biased;
+            r = work => r,
+            () = sleep => Err((ErrorClass::TimeoutResponse, false)),
+        };
+        self.carried.set(self.carried.get() + 1);
+        outcome.map_err(|(class, connection)| {
+            if connection {
+                self.dead.set(true);
+            }
+            crate::conn::Failed { class, written: 0 }
+        })
+    }
+
+    /// Closes the connection (H3_NO_ERROR) and records its end.
+    pub(crate) fn close(self, ctx: &Ctx) {
+        self.quic.close(H3_NO_ERROR.into(), b"");
+        self.driver.abort();
+        let now = Instant::now();
+        let mut rec = ctx.rec.borrow_mut();
+        rec.connection_closed(now, now - self.opened);
+        rec.mux_connection_closed(self.carried.get());
+    }
 }
 
 /// The class of a stream error, and whether the whole connection failed.

@@ -1076,6 +1076,79 @@ fn abort_judge(plan: &throng_scenario::ScenarioPlan) -> Option<Judge> {
     }))
 }
 
+/// Where each scenario's VUs connect and in which protocol: its target's
+/// route, TLS client (ALPN `h2` for HTTP/2) or QUIC client (HTTP/3). An
+/// HTTP/2 target that does not speak HTTP/2 is refused here, before the
+/// run, as `throng http --http2` refuses it.
+fn scenario_dests(
+    plan: &throng_scenario::ScenarioPlan,
+    tls: Option<&Arc<ClientConfig>>,
+    reach: &throng_plan::Reach,
+) -> Result<Arc<[Arc<scenario::Dest>]>, EngineError> {
+    use throng_plan::HttpVersion;
+    let mut made: Vec<(&throng_scenario::BaseUrl, Arc<scenario::Dest>)> = Vec::new();
+    let mut out = Vec::with_capacity(plan.scenarios.len());
+    for s in &plan.scenarios {
+        let target = s.target(&plan.target);
+        // Scenarios with the same target share one.
+        if let Some((_, d)) = made.iter().find(|(t, _)| *t == target) {
+            out.push(Arc::clone(d));
+            continue;
+        }
+        let route = reach::route(&target.host, target.port, reach, false)?;
+        let config = match (target.https, target.http) {
+            (false, _) => None,
+            (true, HttpVersion::Http2) => tls.map(|c| {
+                let mut c = ClientConfig::clone(c);
+                c.alpn_protocols = vec![b"h2".to_vec()];
+                Arc::new(c)
+            }),
+            (true, _) => tls.cloned(),
+        };
+        let what = format!("the https target {}", target.url);
+        let tls_client = if target.https {
+            plan_tls(plan.tls.as_ref(), config, &target.host, &what)?
+        } else {
+            None
+        };
+        let which = if s.target.is_some() {
+            format!("scenario {}'s target", s.name)
+        } else {
+            "target".to_string()
+        };
+        let quic = match target.http {
+            HttpVersion::Http3 => {
+                let (Some(settings), Some(c)) = (plan.tls.as_ref(), tls) else {
+                    return Err(EngineError::Tls(format!("{what} needs a TLS client configuration")));
+                };
+                let client = http3::quic_client(c)
+                    .map_err(|e| EngineError::Config(format!("{}: {which} (http: 3): {e}", plan.file)))?;
+                let name = settings.server_name.clone().unwrap_or_else(|| target.host.clone());
+                Some((client, name))
+            }
+            _ => None,
+        };
+        if target.http == HttpVersion::Http2
+            && let Some(&addr) = route.addrs.first()
+            && let Some(spoke) = http2::preflight(addr, tls_client.as_ref(), plan.defaults.timeout)
+        {
+            return Err(EngineError::Config(format!(
+                "{}: {which} {} has http: 2, but the server does not speak HTTP/2 (it answered with {spoke}); \
+                 write http: 1.1 (or leave http: out) to run over HTTP/1.1, or point at a server with HTTP/2 enabled",
+                plan.file, target.url
+            )));
+        }
+        let d = Arc::new(scenario::Dest {
+            http: target.http,
+            conn: targets::Dest { route, tls: tls_client },
+            quic,
+        });
+        made.push((target, Arc::clone(&d)));
+        out.push(d);
+    }
+    Ok(out.into())
+}
+
 /// How to run a scenario file besides the file itself.
 #[derive(Clone, Debug, Default)]
 pub struct ScenarioOptions {
@@ -1125,7 +1198,13 @@ pub fn run_scenario(
         &options.reach,
         false,
     )?);
-    let tls = plan_tls(plan.tls.as_ref(), tls, &plan.target.host, "an https target")?;
+    let dests = scenario_dests(plan, tls.as_ref(), &options.reach)?;
+    // The file's TLS client (or a scenario's, when only scenarios are
+    // https): a redirect to another https origin starts from it.
+    let tls = match plan.target.https {
+        true => plan_tls(plan.tls.as_ref(), tls, &plan.target.host, "an https target")?,
+        false => dests.iter().find_map(|d| d.conn.tls.clone()),
+    };
     // See run_http.
     let _primer = stamps::Primer::start();
     let clock = options.start_at_unix_ms.map_or_else(Clock::start, Clock::at);
@@ -1153,6 +1232,7 @@ pub fn run_scenario(
                 workers: threads,
                 shared: Arc::clone(&shared),
                 seed: options.seed,
+                dests: Arc::clone(&dests),
             }),
             rows: None,
             targets: None,

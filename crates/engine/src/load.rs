@@ -116,6 +116,9 @@ pub(crate) struct ScenarioLoad {
     pub workers: u32,
     pub shared: Arc<SharedCounters>,
     pub seed: u64,
+    /// Per scenario (in the plan's order): where its VUs connect, in which
+    /// protocol.
+    pub dests: Arc<[Arc<crate::scenario::Dest>]>,
 }
 
 /// Counters every worker of the run shares (one atomic add per iteration).

@@ -260,6 +260,7 @@ pub(crate) async fn one_followed(
         limit: f.limit,
         timeout: spec.timeout,
         keep,
+        home: None,
     };
     let ex = follow(ctx, &req, None, session, conn, first, sleep).await;
     ctx.in_flight.set(ctx.in_flight.get() - 1);
@@ -302,6 +303,9 @@ pub(crate) struct Request<'a> {
     pub timeout: Duration,
     /// What the reader keeps of each response (headers at least).
     pub keep: Keep,
+    /// How to reach `place`'s origin again (a scenario's own target);
+    /// None: the plan's target.
+    pub home: Option<&'a crate::targets::Dest>,
 }
 
 /// An exchange: its outcome, when its first byte went, its size, and the
@@ -429,9 +433,10 @@ pub(crate) async fn follow(
                         }
                     }
                 };
-                let (route, tls_client) = match dest.as_ref() {
-                    Some(d) => (&d.route, d.tls.as_ref()),
-                    None => (&*ctx.spec.route, ctx.spec.tls.as_ref()),
+                let (route, tls_client) = match (dest.as_ref(), req.home) {
+                    (Some(d), _) => (&d.route, d.tls.as_ref()),
+                    (None, Some(h)) => (&h.route, h.tls.as_ref()),
+                    (None, None) => (&*ctx.spec.route, ctx.spec.tls.as_ref()),
                 };
                 let tls = tls_client.is_some();
                 // Plain TCP sends the request with the connect (see conn::connect).

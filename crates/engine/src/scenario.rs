@@ -18,6 +18,13 @@
 //! compiled flow, the data rows and the recorders are shared by the worker's
 //! VUs. A request cut off (graceful period over, run aborted) is counted
 //! `interrupted` by a guard's destructor, so nothing leaves the books.
+//!
+//! A scenario's target says its protocol (`http: 1.1 | 2 | 3`): an HTTP/1.1
+//! VU holds a keep-alive connection (crate::conn); an HTTP/2 or HTTP/3 VU
+//! holds its own multiplexed connection (crate::http2::Own,
+//! crate::http3::Own) and sends its steps as streams on it, one at a time
+//! (a VU's steps are sequential). Either reconnects when its connection
+//! is lost.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -30,22 +37,43 @@ use std::sync::atomic::Ordering;
 use std::task::{Poll, Waker};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use bytes::Bytes;
 use throng_metrics::{ErrorClass, Phase, ScenarioRecorder};
-use throng_plan::{Authority, RequestHead, Rng};
+use throng_plan::{Authority, HttpVersion, RequestHead, Rng};
 use throng_scenario::{
-    Body, CaptureFrom, CheckKind, Context, CookieJar, Cookies, Cursor, Executor, JsonTemplate, Request, ResponseView,
-    Scenario, ScenarioPlan, Step, Think, share,
+    BaseUrl, Body, CaptureFrom, CheckKind, Context, CookieJar, Cookies, Cursor, Executor, JsonTemplate, Request,
+    ResponseView, Scenario, ScenarioPlan, Step, Think, share,
 };
 use tokio::sync::Notify;
 
-use crate::conn::{Conn, close, open_connection};
+use crate::conn::{Conn, close, open_connection_to};
 use crate::ctx::{Ctx, TaskGuard};
 use crate::exchange::{Session, record_exchange};
 use crate::http1::Keep;
 use crate::load::{ScenarioLoad, SharedCounters};
 use crate::pacer::Pacer;
 use crate::redirect::{Exchanged, Place};
-use crate::rows::Labels;
+use crate::rows::{Labels, RowGuard};
+
+/// Where one scenario's VUs connect and which protocol they speak: made
+/// once per run (routes resolved, TLS clients with their ALPN), shared by
+/// the workers.
+pub(crate) struct Dest {
+    pub(crate) http: HttpVersion,
+    /// The route and, for https, the TLS client (ALPN `h2` for HTTP/2).
+    pub(crate) conn: crate::targets::Dest,
+    /// HTTP/3: the QUIC client (ALPN `h3`) and the TLS server name.
+    pub(crate) quic: Option<(quinn::ClientConfig, String)>,
+}
+
+impl std::fmt::Debug for Dest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Dest")
+            .field("http", &self.http)
+            .field("conn", &self.conn)
+            .finish_non_exhaustive()
+    }
+}
 
 /// How often a closed-model controller looks at its VU target.
 const TICK: Duration = Duration::from_millis(10);
@@ -109,6 +137,9 @@ struct Scen {
     /// Open models: idle VUs, most recent last.
     idle: RefCell<Vec<usize>>,
     schedule_done: Cell<bool>,
+    /// Its target (its own, else the file's) and how to reach it.
+    base: BaseUrl,
+    dest: Arc<Dest>,
     authority: Authority,
 }
 
@@ -176,10 +207,14 @@ fn with_scen<T>(ctx: &Ctx, f: impl FnOnce(&mut ScenarioRecorder) -> T) -> Option
 pub(crate) fn start(ctx: &Rc<Ctx>, load: ScenarioLoad) {
     let mut rec = ScenarioRecorder::new(ctx.spec.origin);
     let all = rec.tag("");
-    let target = &load.plan.target;
-    let authority = Authority::new(&target.host, target.port, if target.https { 443 } else { 80 });
     let mut scens = Vec::new();
     for (index, def) in load.plan.scenarios.iter().enumerate() {
+        let target = def.target(&load.plan.target);
+        let authority = Authority::new(&target.host, target.port, if target.https { 443 } else { 80 });
+        let Some(dest) = load.dests.get(index) else {
+            // Invariant: run_scenario makes one per scenario.
+            continue;
+        };
         let scenario_tag = rec.tag(&format!("scenario:{}", def.name));
         let mut ops = Vec::new();
         let jar = def.cookies != Cookies::Off;
@@ -209,7 +244,9 @@ pub(crate) fn start(ctx: &Rc<Ctx>, load: ScenarioLoad) {
             kill: Notify::new(),
             idle: RefCell::new(Vec::new()),
             schedule_done: Cell::new(false),
-            authority: authority.clone(),
+            base: target.clone(),
+            dest: Arc::clone(dest),
+            authority,
         }));
     }
     *ctx.scenario.borrow_mut() = Some(rec);
@@ -444,7 +481,41 @@ struct Vu {
     /// What `Set-Cookie` stored (see the scenario's `cookies:`).
     jar: CookieJar,
     conn: Option<Conn>,
+    /// An HTTP/2 or HTTP/3 VU's connection (boxed: HTTP/1.1 VUs do not
+    /// pay for it).
+    mux: Option<Box<Mux>>,
     session: Session,
+}
+
+/// A VU's own multiplexed connection.
+enum Mux {
+    H2(crate::http2::Own),
+    H3(crate::http3::Own),
+}
+
+impl Mux {
+    fn alive(&self) -> bool {
+        match self {
+            Mux::H2(c) => c.alive(),
+            Mux::H3(c) => c.alive(),
+        }
+    }
+
+    fn id(&self) -> u64 {
+        match self {
+            Mux::H2(c) => c.id(),
+            Mux::H3(c) => c.id(),
+        }
+    }
+}
+
+/// Closes a VU's multiplexed connection, if it has one, recording its end.
+fn close_mux(ctx: &Ctx, mux: Option<Box<Mux>>) {
+    match mux.map(|m| *m) {
+        Some(Mux::H2(c)) => c.close(ctx),
+        Some(Mux::H3(c)) => c.close(ctx),
+        None => {}
+    }
 }
 
 /// A VU: runs iterations while its slot is wanted.
@@ -458,6 +529,7 @@ async fn vu(guard: TaskGuard, sc: Rc<Scen>, slot: usize) {
         vars: HashMap::new(),
         jar: CookieJar::new(),
         conn: None,
+        mux: None,
         session: Session::new(false),
     };
     let open = sc.def.executor.is_open();
@@ -510,6 +582,7 @@ async fn vu(guard: TaskGuard, sc: Rc<Scen>, slot: usize) {
             // The iteration was abandoned mid-request: its connection may
             // hold half a response.
             close(ctx, vu.conn.take());
+            close_mux(ctx, vu.mux.take());
             break;
         }
         if completed {
@@ -517,6 +590,7 @@ async fn vu(guard: TaskGuard, sc: Rc<Scen>, slot: usize) {
         }
     }
     close(ctx, vu.conn.take());
+    close_mux(ctx, vu.mux.take());
     if let Some(s) = sc.slots.borrow_mut().get_mut(slot) {
         s.alive = false;
         s.waker = None;
@@ -696,6 +770,9 @@ async fn request(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &ReqOp, origin: Option<I
         if let Some(c) = vu.conn.as_ref() {
             r.conn(c.id);
         }
+        if let Some(m) = vu.mux.as_ref() {
+            r.conn(m.id());
+        }
     }
     let Some(rendered) = rendered else {
         // Never sent: counted `protocol`, a request throng could not frame.
@@ -711,7 +788,11 @@ async fn request(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &ReqOp, origin: Option<I
         }
         return;
     };
-    let target = &sc.plan.target;
+    if sc.dest.http.is_multiplexed() {
+        // Boxed: HTTP/1.1 VUs keep their smaller future.
+        return Box::pin(mux_request(ctx, sc, vu, op, origin, rendered, flight, row)).await;
+    }
+    let target = &sc.base;
     let place = Place {
         https: target.https,
         host: target.host.clone(),
@@ -737,10 +818,21 @@ async fn request(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &ReqOp, origin: Option<I
     let (t_send, written) = match vu.conn {
         Some(_) => (Instant::now(), 0),
         None => {
+            let dest = &sc.dest.conn;
             // Plain TCP sends the request with the connect (see conn::connect).
-            let first: &[u8] = if ctx.spec.tls.is_some() { &[] } else { &bytes };
+            let first: &[u8] = if dest.tls.is_some() { &[] } else { &bytes };
             // Boxed: the connect future is large and short-lived.
-            match Box::pin(open_connection(ctx, first, None, false, sleep.as_mut(), row.row())).await {
+            let opening = open_connection_to(
+                ctx,
+                &dest.route,
+                dest.tls.as_ref(),
+                first,
+                None,
+                false,
+                sleep.as_mut(),
+                row.row(),
+            );
+            match Box::pin(opening).await {
                 Ok(o) => {
                     vu.conn = Some(o.conn);
                     (o.sent, o.written)
@@ -795,6 +887,7 @@ async fn request(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &ReqOp, origin: Option<I
             limit: op.req.redirects,
             timeout: op.req.timeout,
             keep: op.keep,
+            home: Some(&sc.dest.conn),
         };
         // Boxed: only a redirect makes this future large.
         Box::pin(crate::redirect::follow(
@@ -829,49 +922,313 @@ async fn request(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &ReqOp, origin: Option<I
     match (ex.outcome, expected) {
         (Ok(timing), Some(expected)) => {
             let done = timing.done;
-            // Over every hop, from the first request's first byte.
-            let response = done - t_send;
             if sc.def.cookies != Cookies::Off && op.req.redirects == 0 {
                 // Else `follow` stored them, from whichever origin answered.
                 crate::redirect::store_cookies(&mut vu.jar, &place, session.headers());
             }
-            flight.end(done, Some((response, expected)), !expected);
-            if session.body_truncated() {
-                with_scen(ctx, |r| r.body_truncated());
-            }
-            let view = ResponseView {
-                status: session.reply().status,
-                headers: session.headers(),
-                body: session.body(),
-                duration: response,
-            };
-            for cap in &op.req.captures {
-                if let Some(v) = cap.extract(&view) {
-                    vu.vars.insert(cap.var.clone(), v);
-                }
-            }
-            if !op.checks.is_empty() {
-                with_scen(ctx, |r| {
-                    for (check, &i) in op.req.checks.iter().zip(&op.checks) {
-                        r.check(i, check.passes(&view));
-                    }
-                });
-            }
+            // Over every hop, from the first request's first byte.
+            answered(ctx, op, &mut vu.vars, session, flight, done, done - t_send, expected);
             if !ex.elsewhere && !session.reusable(&timing) {
                 close(ctx, vu.conn.take());
             }
         }
         _ => {
-            flight.end(Instant::now(), None, true);
-            // Checks on a request that got no response fail.
-            if !op.checks.is_empty() {
-                with_scen(ctx, |r| op.checks.iter().for_each(|&i| r.check(i, false)));
-            }
+            unanswered(ctx, op, flight);
             if !ex.elsewhere {
                 close(ctx, vu.conn.take());
             }
         }
     }
+}
+
+/// A request answered (`expected`: its status was): the scenario's figures,
+/// then its captures and checks on the response `session` holds.
+#[allow(clippy::too_many_arguments)]
+fn answered(
+    ctx: &Ctx,
+    op: &ReqOp,
+    vars: &mut HashMap<String, String>,
+    session: &Session,
+    flight: InFlight<'_>,
+    done: Instant,
+    response: Duration,
+    expected: bool,
+) {
+    flight.end(done, Some((response, expected)), !expected);
+    if session.body_truncated() {
+        with_scen(ctx, |r| r.body_truncated());
+    }
+    let view = ResponseView {
+        status: session.reply().status,
+        headers: session.headers(),
+        body: session.body(),
+        duration: response,
+    };
+    for cap in &op.req.captures {
+        if let Some(v) = cap.extract(&view) {
+            vars.insert(cap.var.clone(), v);
+        }
+    }
+    if !op.checks.is_empty() {
+        with_scen(ctx, |r| {
+            for (check, &i) in op.req.checks.iter().zip(&op.checks) {
+                r.check(i, check.passes(&view));
+            }
+        });
+    }
+}
+
+/// A request that got no response: its checks fail.
+fn unanswered(ctx: &Ctx, op: &ReqOp, flight: InFlight<'_>) {
+    flight.end(Instant::now(), None, true);
+    if !op.checks.is_empty() {
+        with_scen(ctx, |r| op.checks.iter().for_each(|&i| r.check(i, false)));
+    }
+}
+
+/// Fails a request before it was sent (no connection, or it cannot be
+/// framed): counted with `class` in both recorders and its row.
+fn not_sent(ctx: &Ctx, op: &ReqOp, flight: InFlight<'_>, mut row: RowGuard<'_>, class: ErrorClass) {
+    let now = Instant::now();
+    ctx.rec.borrow_mut().request_failed(now, class, 0);
+    if let Some(r) = row.row() {
+        r.failed(class);
+    }
+    drop(row);
+    unanswered(ctx, op, flight);
+}
+
+/// One request of an HTTP/2 or HTTP/3 scenario: on the VU's own
+/// connection (opened, or opened again when it was lost), as a stream;
+/// redirects to the same origin are followed on it (one elsewhere is the
+/// step's final response: the VU has one connection, to its target).
+#[allow(clippy::too_many_arguments)]
+async fn mux_request(
+    ctx: &Ctx,
+    sc: &Scen,
+    vu: &mut Vu,
+    op: &ReqOp,
+    origin: Option<Instant>,
+    rendered: Rendered,
+    flight: InFlight<'_>,
+    mut row: RowGuard<'_>,
+) {
+    let dest = &*sc.dest;
+    let jar = sc.def.cookies != Cookies::Off;
+    let mut place = Place {
+        https: sc.base.https,
+        host: sc.base.host.clone(),
+        port: sc.base.port,
+        target: rendered.target,
+    };
+    let mut method = op.req.method.clone();
+    let mut body = Bytes::from(rendered.body);
+    let mut hops = 0u32;
+    if !matches!(vu.session, Session::Http2(_)) {
+        vu.session = Session::Http2(crate::http2::Slot::new(false));
+    }
+    vu.session.reset(op.keep);
+    let mut sleep = pin!(tokio::time::sleep(op.req.timeout));
+    // When the first hop's request went (after any connect).
+    let mut first_send: Option<Instant> = None;
+    loop {
+        let usable = match vu.mux.as_deref() {
+            Some(Mux::H2(c)) => c.ready(op.req.timeout).await,
+            Some(m) => m.alive(),
+            None => true,
+        };
+        if !usable {
+            // Lost or going away (GOAWAY): this step goes on a new one.
+            close_mux(ctx, vu.mux.take());
+        }
+        if vu.mux.is_none() {
+            sleep.as_mut().reset((Instant::now() + op.req.timeout).into());
+            let opened = match (&dest.quic, dest.http) {
+                (Some((client, name)), HttpVersion::Http3) => {
+                    // Invariant: a route has an address (an empty resolution
+                    // is refused before the run); the fallback keeps this total.
+                    let addr = dest.conn.route.addrs.first().copied();
+                    match addr {
+                        Some(a) => Box::pin(crate::http3::Own::open(ctx, client, name, a))
+                            .await
+                            .map(Mux::H3),
+                        None => Err(ErrorClass::Refused),
+                    }
+                }
+                _ => Box::pin(crate::http2::Own::open(
+                    ctx,
+                    &dest.conn.route,
+                    dest.conn.tls.as_ref(),
+                    sleep.as_mut(),
+                    row.row(),
+                ))
+                .await
+                .map(Mux::H2),
+            };
+            match opened {
+                Ok(m) => {
+                    if let Some(r) = row.row() {
+                        r.conn(m.id());
+                    }
+                    vu.mux = Some(Box::new(m));
+                }
+                Err(class) => return not_sent(ctx, op, flight, row, class),
+            }
+        }
+        let cookie = if jar {
+            vu.jar.header(place.https, &place.host, &place.target)
+        } else {
+            None
+        };
+        let headers = crate::redirect::hop_headers(&rendered.headers, true, hops == 0 || !body.is_empty(), cookie);
+        let Some((request, request_len)) = stream_request(&method, &place, &headers, body.len(), dest.http) else {
+            // A rendered value HTTP/2 cannot carry: never sent.
+            return not_sent(ctx, op, flight, row, ErrorClass::Protocol);
+        };
+        let t_send = Instant::now();
+        let first_send = *first_send.get_or_insert(t_send);
+        sleep.as_mut().reset((t_send + op.req.timeout).into());
+        let Session::Http2(slot) = &mut vu.session else {
+            // Invariant: set above.
+            return not_sent(ctx, op, flight, row, ErrorClass::Protocol);
+        };
+        // A failed stream counts no bytes sent, as the pool's streams.
+        let mut outcome = match vu.mux.as_deref_mut() {
+            Some(Mux::H2(c)) => c.exchange(ctx, request, &body, slot, sleep.as_mut()).await,
+            Some(Mux::H3(c)) => c.exchange(ctx, request, &body, slot, sleep.as_mut()).await,
+            None => Err(crate::conn::Failed {
+                class: ErrorClass::Protocol,
+                written: 0,
+            }),
+        };
+        if let Ok(timing) = &outcome {
+            if jar {
+                crate::redirect::store_cookies(&mut vu.jar, &place, slot.headers());
+            }
+            let status = slot.status;
+            if op.req.redirects > 0 && crate::redirect::is_redirect(status) {
+                let location = slot
+                    .headers()
+                    .iter()
+                    .find(|(n, _)| n == "location")
+                    .map(|(_, v)| v.as_str());
+                let hop = match hops >= op.req.redirects {
+                    true => Err(crate::redirect::TOO_MANY),
+                    false => crate::redirect::next_hop(&place, &method, status, location),
+                };
+                match hop {
+                    Ok(hop) if hop.place.same_origin(&place) => {
+                        ctx.rec
+                            .borrow_mut()
+                            .redirected(timing.done, request_len as u64, slot.wire_bytes());
+                        place = hop.place;
+                        method = hop.method;
+                        if !hop.body {
+                            body = Bytes::new();
+                        }
+                        hops += 1;
+                        continue;
+                    }
+                    Ok(_) => {}
+                    Err(class) => {
+                        outcome = Err(crate::conn::Failed {
+                            class,
+                            written: request_len,
+                        });
+                    }
+                }
+            }
+        }
+        if let Some(r) = row.row() {
+            r.redirects(hops);
+        }
+        let expected = record_exchange(
+            ctx,
+            &mut vu.session,
+            &outcome,
+            request_len,
+            t_send,
+            origin.unwrap_or(first_send),
+            &op.req.expect,
+            false,
+            row.row(),
+        );
+        drop(row);
+        match (outcome, expected) {
+            (Ok(timing), Some(expected)) => answered(
+                ctx,
+                op,
+                &mut vu.vars,
+                &vu.session,
+                flight,
+                timing.done,
+                timing.done - first_send,
+                expected,
+            ),
+            _ => unanswered(ctx, op, flight),
+        }
+        return;
+    }
+}
+
+/// A rendered request as HTTP/2 or HTTP/3 parts (`:authority` from a Host
+/// header the file gives, else the target's), and its size as counted
+/// in `sent`: header fields decoded (name, value and 4 bytes each,
+/// pseudo-headers included) and the body. None when a header cannot be
+/// sent in this form.
+fn stream_request(
+    method: &str,
+    place: &Place,
+    headers: &[(String, String)],
+    body_len: usize,
+    http: HttpVersion,
+) -> Option<(http::Request<()>, usize)> {
+    let scheme = if place.https || http == HttpVersion::Http3 {
+        "https"
+    } else {
+        "http"
+    };
+    let authority = headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case("host"))
+        .map_or_else(|| place.authority().to_string(), |(_, v)| v.clone());
+    let uri = http::Uri::builder()
+        .scheme(scheme)
+        .authority(authority.as_str())
+        .path_and_query(place.target.as_str())
+        .build()
+        .ok()?;
+    let mut request = http::Request::new(());
+    *request.method_mut() = http::Method::from_bytes(method.as_bytes()).ok()?;
+    let map = request.headers_mut();
+    if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("user-agent")) {
+        let ua = concat!("throng/", env!("CARGO_PKG_VERSION"));
+        map.insert(http::header::USER_AGENT, http::HeaderValue::from_static(ua));
+    }
+    for (name, value) in headers {
+        let lower = name.to_ascii_lowercase();
+        if crate::http2::CONNECTION_SPECIFIC.contains(&lower.as_str()) {
+            continue;
+        }
+        let n = http::HeaderName::from_bytes(lower.as_bytes()).ok()?;
+        let v = http::HeaderValue::from_str(value).ok()?;
+        map.append(n, v);
+    }
+    if body_len > 0 {
+        map.insert(http::header::CONTENT_LENGTH, http::HeaderValue::from(body_len));
+    }
+    let size = method.len()
+        + 11
+        + scheme.len()
+        + 11
+        + authority.len()
+        + 14
+        + place.target.len()
+        + 9
+        + map.iter().map(|(n, v)| n.as_str().len() + v.len() + 4).sum::<usize>()
+        + body_len;
+    *request.uri_mut() = uri;
+    Some((request, size))
 }
 
 /// A request rendered: its target, headers (without the jar's cookies) and
@@ -1022,5 +1379,38 @@ mod tests {
         let mut out = String::new();
         encode_target("/users/a b?x=1", &mut out);
         assert_eq!(out, "/users/a%20b?x=1");
+    }
+
+    #[test]
+    fn a_stream_request_carries_what_http2_allows() {
+        let place = Place {
+            https: false,
+            host: "127.0.0.1".into(),
+            port: 8080,
+            target: "/me?x=1".into(),
+        };
+        let h = |n: &str, v: &str| (n.to_string(), v.to_string());
+        let headers = [
+            h("Host", "api.test"),
+            h("Connection", "keep-alive"),
+            h("X-Token", "t-42"),
+        ];
+        let (req, size) = stream_request("POST", &place, &headers, 5, HttpVersion::Http2).unwrap();
+        assert_eq!(req.uri().to_string(), "http://api.test/me?x=1");
+        assert_eq!(req.method(), "POST");
+        let names: Vec<&str> = req.headers().keys().map(|k| k.as_str()).collect();
+        assert_eq!(names, ["user-agent", "x-token", "content-length"]);
+        assert_eq!(req.headers()["content-length"], "5");
+        // Pseudo-headers, the three fields (name, value, 4 bytes each), the body.
+        let ua = concat!("throng/", env!("CARGO_PKG_VERSION")).len();
+        let fields = (10 + ua + 4) + (7 + 4 + 4) + (14 + 1 + 4);
+        assert_eq!(size, (4 + 11) + (4 + 11) + (8 + 14) + (7 + 9) + fields + 5);
+        // HTTP/3 is always https; a user's User-Agent replaces throng's.
+        let (req, _) = stream_request("GET", &place, &[h("User-Agent", "me")], 0, HttpVersion::Http3).unwrap();
+        assert_eq!(req.uri().to_string(), "https://127.0.0.1:8080/me?x=1");
+        assert_eq!(req.headers()["user-agent"], "me");
+        assert!(req.headers().get("content-length").is_none());
+        // A method HTTP/2 cannot carry is never sent.
+        assert!(stream_request("GE T", &place, &[], 0, HttpVersion::Http2).is_none());
     }
 }

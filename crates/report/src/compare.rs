@@ -809,6 +809,7 @@ fn describe(r: &RunResult) -> String {
             None => format!("http {} {} ({})", p.method, p.target.url, p.describe()),
         },
         Plan::Storm(p) => format!("storm {} ({})", p.target.url, p.describe()),
+        Plan::Run(p) if p.target.http.is_multiplexed() => format!("run {} ({})", p.target.url, p.target.http.label()),
         Plan::Run(p) => format!("run {}", p.target.url),
     }
 }

@@ -20,13 +20,26 @@ pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
     crate::text::write(r, w)
 }
 
+/// ` over HTTP/2` (or 3) for a target that is not HTTP/1.1.
+fn over(t: &throng_scenario::BaseUrl) -> String {
+    if t.http.is_http1() {
+        String::new()
+    } else {
+        format!(" over {}", t.http.label())
+    }
+}
+
 /// The report of a scenario run.
 pub(crate) fn write_run(r: &RunResult, p: &ScenarioPlan, w: &mut dyn Write) -> io::Result<()> {
     let m = &r.measurements;
     let s = m.scenario.clone().unwrap_or_default();
-    writeln!(w, "throng run {} → {}", p.file, p.target.url)?;
+    writeln!(w, "throng run {} → {}{}", p.file, p.target.url, over(&p.target))?;
     for sc in &p.scenarios {
-        writeln!(w, "  scenario {}: {}", format::name(&sc.name), describe(sc))?;
+        let own = sc
+            .target
+            .as_ref()
+            .map_or_else(String::new, |t| format!(" → {}{}", t.url, over(t)));
+        writeln!(w, "  scenario {}: {}{own}", format::name(&sc.name), describe(sc))?;
     }
     if (p.scale - 1.0).abs() > f64::EPSILON {
         writeln!(w, "  schedule scaled by {} (--scale)", p.scale)?;

@@ -374,6 +374,42 @@ fn good_files_pass_both() {
     assert_eq!(login.thresholds.len(), 8);
 }
 
+#[test]
+fn target_objects_pass_both() {
+    let v = validator();
+    for yaml in [
+        edit(
+            "target: http://127.0.0.1:8080",
+            "target: { url: http://127.0.0.1:8080, http: 2 }",
+        ),
+        edit(
+            "target: http://127.0.0.1:8080",
+            "target:\n  url: https://127.0.0.1:8443\n  http: 3",
+        ),
+        edit(
+            "target: http://127.0.0.1:8080",
+            "target: { url: http://127.0.0.1:8080, http: '1.1' }",
+        ),
+        edit("vus: 1", "vus: 1\n    target: { http: 2 }"),
+        edit("vus: 1", "vus: 1\n    target: https://127.0.0.1:8443").replacen(
+            "scenarios:",
+            "tls: { insecure: true }\nscenarios:",
+            1,
+        ),
+        edit("vus: 1", "vus: 1\n    target: { url: https://127.0.0.1:8443, http: 3 }").replacen(
+            "scenarios:",
+            "tls: { insecure: true }\nscenarios:",
+            1,
+        ),
+    ] {
+        let problems = violations(&v, &yaml);
+        assert!(problems.is_empty(), "{yaml}: schema violations: {problems:#?}");
+        if let Err(e) = parse(&yaml) {
+            panic!("{yaml}: the parser rejects it: {e}");
+        }
+    }
+}
+
 /// A small file the parser accepts, to break one thing at a time.
 const MINIMAL: &str = r#"
 target: http://127.0.0.1:8080
@@ -416,6 +452,41 @@ fn bad_files_fail_both() {
             "an unknown scenario key",
             edit("vus: 1", "vus: 1\n    startVUs: 1"),
             "unknown field `startVUs`",
+        ),
+        (
+            "an HTTP version throng does not speak",
+            edit(
+                "target: http://127.0.0.1:8080",
+                "target: { url: http://127.0.0.1:8080, http: 4 }",
+            ),
+            "is not an HTTP version",
+        ),
+        (
+            "an unknown key in the target",
+            edit(
+                "target: http://127.0.0.1:8080",
+                "target: { url: http://127.0.0.1:8080, alpn: h2 }",
+            ),
+            "unknown field `alpn`",
+        ),
+        (
+            "a file's target without its url",
+            edit("target: http://127.0.0.1:8080", "target: { http: 2 }"),
+            "target: needs url:",
+        ),
+        (
+            "an unknown key in a scenario's target",
+            edit("vus: 1", "vus: 1\n    target: { htp: 2 }"),
+            "unknown field `htp`",
+        ),
+        (
+            "tls for http targets only",
+            edit("vus: 1", "vus: 1\n    target: { url: http://127.0.0.1:9090, http: 2 }").replacen(
+                "scenarios:",
+                "tls: { insecure: true }\nscenarios:",
+                1,
+            ),
+            "tls: applies to https://",
         ),
         ("a word for a number", edit("vus: 1", "vus: many"), "invalid type"),
         ("a fraction of a VU", edit("vus: 1", "vus: 1.5"), "invalid type"),

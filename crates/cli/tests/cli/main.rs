@@ -67,6 +67,7 @@ mod redirects;
 mod results;
 mod run_target;
 mod scenario;
+mod scenario_mux;
 mod segments;
 mod send_secret;
 mod shell;

@@ -86,7 +86,7 @@ pub(super) fn parse_size(text: &str) -> Result<u64, String> {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawFile {
-    pub(super) target: String,
+    pub(super) target: RawTarget,
     #[serde(default)]
     pub(super) tls: Option<RawTls>,
     #[serde(default)]
@@ -154,6 +154,36 @@ pub(super) struct RawDefaults {
     pub(super) expect: Option<Vec<RawStatus>>,
     pub(super) max_body: Option<Size>,
     pub(super) redirects: Option<u32>,
+}
+
+/// `target: URL` or `target: { url, http }`.
+#[derive(Debug)]
+pub(super) enum RawTarget {
+    Url(String),
+    Full(RawTargetFull),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawTargetFull {
+    /// Left out in a scenario's target: the file's.
+    pub(super) url: Option<String>,
+    /// `1.1`, `2` or `3` (read as a number or a string).
+    pub(super) http: Option<serde_yaml_ng::Value>,
+}
+
+impl ScalarOrMap for RawTarget {
+    const EXPECTING: &'static str = "a URL, or a mapping with url: and http:";
+    type Map = RawTargetFull;
+    fn scalar<E: serde::de::Error>(v: serde_yaml_ng::Value) -> Result<Self, E> {
+        match v {
+            serde_yaml_ng::Value::String(s) => Ok(RawTarget::Url(s)),
+            _ => Err(E::custom(format!("expected {}", Self::EXPECTING))),
+        }
+    }
+    fn map(m: RawTargetFull) -> Self {
+        RawTarget::Full(m)
+    }
 }
 
 /// `data: FILE` or `data: { file, cursor }`.
@@ -247,7 +277,7 @@ macro_rules! deserialize_scalar_or_map {
     )*};
 }
 
-deserialize_scalar_or_map!(RawData, RawThink, RawThreshold);
+deserialize_scalar_or_map!(RawData, RawThink, RawThreshold, RawTarget);
 
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "kebab-case")]
@@ -290,6 +320,8 @@ impl ExecutorName {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawScenario {
     pub(super) executor: ExecutorName,
+    /// Its own target, replacing the file's.
+    pub(super) target: Option<RawTarget>,
     pub(super) vus: Option<u64>,
     pub(super) duration: Option<Dur>,
     pub(super) start_vus: Option<u64>,

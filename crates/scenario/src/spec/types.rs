@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use throng_plan::{StatusSet, TlsSettings};
+use throng_plan::{HttpVersion, StatusSet, TlsSettings};
 
 use super::raw::DEFAULT_MAX_BODY;
 use crate::checks::{Capture, Check};
@@ -41,6 +41,10 @@ pub struct BaseUrl {
     /// filled in from the environment.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from: Option<String>,
+    /// The protocol its VUs speak (`http:`; HTTP/1.1 unless the target is
+    /// written `{ url, http: 2 }` or `3`).
+    #[serde(default, skip_serializing_if = "HttpVersion::is_http1")]
+    pub http: HttpVersion,
 }
 
 /// Settings every request starts from.
@@ -324,6 +328,9 @@ pub struct Scenario {
     /// How long iterations in flight may finish after the executor's end.
     #[serde(with = "throng_plan::serde_duration")]
     pub graceful_stop: Duration,
+    /// Its own `target:`, replacing the file's (None: the file's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<BaseUrl>,
     /// The VUs' cookie jars.
     #[serde(default)]
     pub cookies: Cookies,
@@ -332,6 +339,11 @@ pub struct Scenario {
 }
 
 impl Scenario {
+    /// Where its requests go: its own target, else the file's (`file`).
+    pub fn target<'a>(&'a self, file: &'a BaseUrl) -> &'a BaseUrl {
+        self.target.as_ref().unwrap_or(file)
+    }
+
     /// When the scenario's schedule ends (start time + executor length).
     pub fn end(&self) -> Duration {
         self.start_time + self.executor.length()
@@ -439,15 +451,18 @@ impl ScenarioPlan {
     /// unset instead of sending it empty, and warn of an `--env` nothing reads.
     pub fn env_names(&self) -> Vec<String> {
         let requests = self.scenarios.iter().flat_map(|s| requests(&s.flow));
-        // The target's, when the environment filled it in.
-        let target = self.target.from.as_deref().and_then(|t| Template::compile(t).ok());
+        // The targets', when the environment filled them in.
+        let targets: Vec<Template> = std::iter::once(&self.target)
+            .chain(self.scenarios.iter().filter_map(|s| s.target.as_ref()))
+            .filter_map(|t| t.from.as_deref().and_then(|t| Template::compile(t).ok()))
+            .collect();
         let names: BTreeSet<&str> = self
             .defaults
             .headers
             .iter()
             .map(|(_, t)| t)
             .chain(requests.flat_map(templates))
-            .chain(target.as_ref())
+            .chain(&targets)
             .flat_map(Template::env_names)
             .collect();
         names.into_iter().map(str::to_string).collect()

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use throng_plan::{StatusSet, TlsGroup, TlsSettings, TlsVersion};
+use throng_plan::{HttpVersion, StatusSet, TlsGroup, TlsSettings, TlsVersion};
 
 use super::raw::*;
 use super::types::*;
@@ -187,36 +187,8 @@ impl Validator<'_> {
         read: &dyn Fn(&str) -> Result<String, String>,
         given: &TargetInputs,
     ) -> Result<ScenarioPlan, ScenarioError> {
-        let target = self.target(&raw.target, given)?;
-        let tls = match (target.https, raw.tls) {
-            (true, t) => {
-                let t = t.unwrap_or_default();
-                let groups = t
-                    .groups
-                    .iter()
-                    .map(|g| TlsGroup::parse(g).map_err(|e| self.err(&["tls:", "groups:"], format!("tls.groups: {e}"))))
-                    .collect::<Result<_, _>>()?;
-                let version = t
-                    .version
-                    .as_deref()
-                    .map(|v| {
-                        TlsVersion::parse(v).map_err(|e| self.err(&["tls:", "version:"], format!("tls.version: {e}")))
-                    })
-                    .transpose()?;
-                Some(TlsSettings {
-                    insecure: t.insecure,
-                    cacert: t.cacert,
-                    cert: t.cert,
-                    key: t.key,
-                    resume: t.resume,
-                    groups,
-                    version,
-                    server_name: t.sni,
-                })
-            }
-            (false, Some(_)) => return Err(self.err(&["tls:"], "tls: applies to https:// targets")),
-            (false, None) => None,
-        };
+        let target = self.target_of(&["target:"], raw.target, None, given)?;
+        let raw_tls = raw.tls;
         let defaults = Defaults {
             headers: raw
                 .defaults
@@ -265,7 +237,47 @@ impl Validator<'_> {
         }
         let mut scenarios = Vec::new();
         for (name, s) in raw.scenarios {
-            scenarios.push(self.scenario(&name, s, &defaults)?);
+            scenarios.push(self.scenario(&name, s, &defaults, &target, given)?);
+        }
+        // TLS settings serve every https:// target of the file.
+        let any_https = target.https || scenarios.iter().any(|s| s.target.as_ref().is_some_and(|t| t.https));
+        let tls = match (any_https, raw_tls) {
+            (true, t) => {
+                let t = t.unwrap_or_default();
+                let groups = t
+                    .groups
+                    .iter()
+                    .map(|g| TlsGroup::parse(g).map_err(|e| self.err(&["tls:", "groups:"], format!("tls.groups: {e}"))))
+                    .collect::<Result<_, _>>()?;
+                let version = t
+                    .version
+                    .as_deref()
+                    .map(|v| {
+                        TlsVersion::parse(v).map_err(|e| self.err(&["tls:", "version:"], format!("tls.version: {e}")))
+                    })
+                    .transpose()?;
+                Some(TlsSettings {
+                    insecure: t.insecure,
+                    cacert: t.cacert,
+                    cert: t.cert,
+                    key: t.key,
+                    resume: t.resume,
+                    groups,
+                    version,
+                    server_name: t.sni,
+                })
+            }
+            (false, Some(_)) => return Err(self.err(&["tls:"], "tls: applies to https:// targets")),
+            (false, None) => None,
+        };
+        let any_h3 = std::iter::once(&target)
+            .chain(scenarios.iter().filter_map(|s| s.target.as_ref()))
+            .any(|t| t.http == HttpVersion::Http3);
+        if any_h3 && tls.as_ref().is_some_and(|t| t.version == Some(TlsVersion::Tls12)) {
+            return Err(self.err(
+                &["tls:", "version:"],
+                "tls.version 1.2 cannot carry an http: 3 target: QUIC needs TLS 1.3; write version: \"1.3\" or leave it out",
+            ));
         }
         // Variables: data columns, and captures of the steps before, in the
         // order an iteration runs them (captures are cleared when it starts).
@@ -328,8 +340,8 @@ impl Validator<'_> {
         .map_err(|e| self.err(&["defaults:"], e.to_string()))
     }
 
-    fn base(&self, url: &str) -> Result<BaseUrl, ScenarioError> {
-        let bad = |m: String| self.err(&["target:"], m);
+    fn base(&self, at: &[&str], url: &str) -> Result<BaseUrl, ScenarioError> {
+        let bad = |m: String| self.err(at, m);
         let u = url::Url::parse(url).map_err(|e| {
             bad(format!(
                 "'{url}' is not a URL ({e}); e.g. target: http://127.0.0.1:8080"
@@ -367,14 +379,84 @@ impl Validator<'_> {
             port: u.port_or_known_default().unwrap_or(if https { 443 } else { 80 }),
             base_path: u.path().trim_end_matches('/').to_string(),
             from: None,
+            http: HttpVersion::Http1,
         })
+    }
+
+    /// A `target:` at `at`: a URL (HTTP/1.1), or `{ url, http }` whose
+    /// left-out fields are `inherit`'s (a scenario's target inherits the
+    /// file's; the file's needs its url).
+    fn target_of(
+        &self,
+        at: &[&str],
+        raw: RawTarget,
+        inherit: Option<&BaseUrl>,
+        given: &TargetInputs,
+    ) -> Result<BaseUrl, ScenarioError> {
+        let url_at = [at, &["url:"]].concat();
+        let (url, http, url_at) = match raw {
+            RawTarget::Url(u) => (Some(u), Some(HttpVersion::Http1), at),
+            RawTarget::Full(RawTargetFull { url, http }) => {
+                // Not `http:`, which `url: http://` holds too.
+                let http_at = [at, &["http: "]].concat();
+                let http = http.map(|v| self.http_version(&http_at, &v)).transpose()?;
+                (url, http, &url_at[..])
+            }
+        };
+        let mut base = match (url, inherit) {
+            (Some(u), _) => self.target(url_at, &u, given)?,
+            (None, Some(file)) => file.clone(),
+            (None, None) => {
+                return Err(self.err(
+                    at,
+                    "target: needs url:, e.g. target: { url: https://127.0.0.1:8443, http: 2 }",
+                ));
+            }
+        };
+        base.http = http.or(inherit.map(|f| f.http)).unwrap_or_default();
+        if base.http == HttpVersion::Http3 && !base.https {
+            return Err(self.err_first(
+                &[&[at, &["http: "]].concat(), at],
+                format!(
+                    "http: 3 needs an https:// URL ('{}' is http://): HTTP/3 runs over QUIC, which is always \
+                     encrypted; use https://, or http: 2 for HTTP/2 in the clear (h2c)",
+                    base.url
+                ),
+            ));
+        }
+        Ok(base)
+    }
+
+    /// `http: 1.1`, `2` or `3`.
+    fn http_version(&self, at: &[&str], v: &serde_yaml_ng::Value) -> Result<HttpVersion, ScenarioError> {
+        let text = match v {
+            serde_yaml_ng::Value::Number(n) => n.to_string(),
+            serde_yaml_ng::Value::String(s) => s.trim().to_string(),
+            _ => String::new(),
+        };
+        match text.as_str() {
+            "1.1" => Ok(HttpVersion::Http1),
+            "2" | "2.0" => Ok(HttpVersion::Http2),
+            "3" | "3.0" => Ok(HttpVersion::Http3),
+            _ => {
+                let shown = if text.is_empty() {
+                    "this value".to_string()
+                } else {
+                    format!("'{text}'")
+                };
+                Err(self.err(
+                    at,
+                    format!("http: {shown} is not an HTTP version throng speaks; write http: 1.1, 2 or 3"),
+                ))
+            }
+        }
     }
 
     /// The target: `--target`, or the file's, filled in from the
     /// environment when it reads `{{env.NAME}}`.
-    fn target(&self, written: &str, given: &TargetInputs) -> Result<BaseUrl, ScenarioError> {
+    fn target(&self, at: &[&str], written: &str, given: &TargetInputs) -> Result<BaseUrl, ScenarioError> {
         if let Some(url) = given.url {
-            let mut base = self.base(url).map_err(|e| ScenarioError {
+            let mut base = self.base(at, url).map_err(|e| ScenarioError {
                 message: format!("--target replaces this target, but {}", e.message),
                 ..e
             })?;
@@ -382,13 +464,13 @@ impl Validator<'_> {
             return Ok(base);
         }
         if !written.contains("{{") {
-            return self.base(written);
+            return self.base(at, written);
         }
-        let bad = |m: String| self.err(&["target:"], format!("target: {m}"));
+        let bad = |m: String| self.err(at, format!("target: {m}"));
         let template = Template::compile(written).map_err(bad)?;
         let empty = std::collections::HashMap::new();
         let url = template.render_env(given.env.unwrap_or(&empty)).map_err(bad)?;
-        let mut base = self.base(&url).map_err(|e| ScenarioError {
+        let mut base = self.base(at, &url).map_err(|e| ScenarioError {
             message: format!("{written} from the environment: {}", e.message),
             ..e
         })?;
@@ -396,8 +478,19 @@ impl Validator<'_> {
         Ok(base)
     }
 
-    fn scenario(&self, name: &str, s: RawScenario, defaults: &Defaults) -> Result<Scenario, ScenarioError> {
+    fn scenario(
+        &self,
+        name: &str,
+        s: RawScenario,
+        defaults: &Defaults,
+        file_target: &BaseUrl,
+        given: &TargetInputs,
+    ) -> Result<Scenario, ScenarioError> {
         let key = format!("{name}:");
+        let target = match s.target {
+            Some(t) => Some(self.target_of(&["scenarios:", &key, "target:"], t, Some(file_target), given)?),
+            None => None,
+        };
         let exec = s.executor.name();
         let at = |field: &str| self.err(&["scenarios:", &key, &format!("{field}:")], "");
         let bad = |field: &str, message: String| ScenarioError { message, ..at(field) };
@@ -619,6 +712,7 @@ impl Validator<'_> {
             executor,
             start_time: s.start_time.map_or(Duration::ZERO, |d| d.0),
             graceful_stop: s.graceful_stop.map_or(Duration::from_secs(30), |d| d.0),
+            target,
             cookies: s.cookies,
             flow,
         })

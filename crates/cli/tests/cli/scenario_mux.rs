@@ -1,0 +1,731 @@
+//! Scenario files over HTTP/2 and HTTP/3 (`target: { url, http: 2 | 3 }`):
+//! nginx with h2c (prior knowledge) and with TLS (ALPN h2), and aioquic's
+//! HTTP/3 server (scripts/h3_server.py). Each VU holds its own connection;
+//! captures, checks, cookies, expect and redirects work on its streams;
+//! the books balance and the server saw the protocol.
+
+#![allow(clippy::unwrap_used)]
+
+use crate::common;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{Nginx, assert_books_balance, output, schema_violations, throng};
+use throng_result::RunResult;
+
+/// A login that sets a cookie and returns a token, a page that wants both,
+/// and a redirect to it.
+fn locations(log: &Path) -> String {
+    format!(
+        r#"
+    access_log {};
+    location = /login {{
+        if ($request_method != POST) {{ return 405; }}
+        if ($http_content_type != "application/json") {{ return 415; }}
+        add_header Set-Cookie "sid=s3cr3t; Path=/" always;
+        default_type application/json;
+        return 200 '{{"token":"t-42"}}';
+    }}
+    location = /me {{
+        if ($http_cookie !~ "sid=s3cr3t") {{ return 403; }}
+        if ($arg_token != "t-42") {{ return 401; }}
+        default_type text/plain;
+        return 200 "hello me";
+    }}
+    location = /moved {{ return 302 /me?token=t-42; }}
+    location = /loop {{ return 302 /loop; }}
+    location = /away {{ return 302 http://127.0.0.2:9/; }}
+"#,
+        log.display()
+    )
+}
+
+/// The flow: login (JSON body, capture from JSON, check a header), then a
+/// page wanting the captured token and the cookie (query template, body
+/// check), then a redirect followed on the same connection.
+const FLOW: &str = r#"
+TLS
+scenarios:
+  s:
+    executor: per-vu-iterations
+    vus: 3
+    iterations: 10
+    max_duration: 60s
+    flow:
+      - request:
+          name: login
+          path: /login
+          json: { user: "u{{vu}}" }
+          expect: [200]
+          capture:
+            token: { json: /token }
+          check:
+            sets a cookie: { header: set-cookie, contains: sid= }
+      - think: 1ms
+      - request:
+          name: me
+          path: /me
+          query: { token: "{{token}}" }
+          expect: [200]
+          check:
+            says hello: { body_contains: hello }
+      - request:
+          name: moved
+          path: /moved
+          expect: [200]
+thresholds:
+  checks: [rate > 0.99]
+"#;
+
+struct Ran {
+    _dir: tempfile::TempDir,
+    code: i32,
+    stdout: String,
+    stderr: String,
+    result: Option<RunResult>,
+    json: PathBuf,
+}
+
+impl Ran {
+    fn result(&self) -> &RunResult {
+        self.result
+            .as_ref()
+            .unwrap_or_else(|| panic!("no result; exit {}: {}{}", self.code, self.stdout, self.stderr))
+    }
+}
+
+fn run_yaml(yaml: &str) -> Ran {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("scenario.yaml");
+    std::fs::write(&file, yaml).unwrap();
+    let json = dir.path().join("result.json");
+    let out = output(
+        throng()
+            .arg("run")
+            .arg(&file)
+            .arg("--json")
+            .arg(&json)
+            .arg("--threads")
+            .arg("1"),
+    );
+    let result = std::fs::File::open(&json)
+        .ok()
+        .map(|f| RunResult::from_reader(f).unwrap());
+    Ran {
+        _dir: dir,
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        result,
+        json,
+    }
+}
+
+/// Lab certificates from `throng certs` (server.pem for localhost, ca.pem).
+fn certs() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("certs");
+    let o = output(throng().args(["certs", "--out", out.to_str().unwrap()]));
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    (dir, out)
+}
+
+/// What every run of FLOW shows: 3 VUs × 10 iterations × 3 steps, all ok,
+/// every check passed, one connection per VU carrying its 100 streams.
+fn assert_flow_ran(r: &Ran, protocol: &str) {
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let res = r.result();
+    assert_books_balance(res);
+    let violations = schema_violations(&r.json);
+    assert!(violations.is_empty(), "schema violations: {violations:#?}");
+    let m = &res.measurements;
+    assert_eq!(m.requests.attempted, 90, "{:?}", m.requests);
+    assert_eq!(m.requests.ok, 90, "{:?}", m.requests);
+    assert_eq!(m.status.get(&200), Some(&90));
+    // The redirect's 302 is a hop, not a request.
+    assert_eq!(m.redirects, 30);
+    let st = m.scenario.as_ref().unwrap();
+    assert_eq!(st.iterations, 30);
+    for step in ["login", "me", "moved"] {
+        let t = &st.tags[&format!("step:{step}")];
+        assert_eq!((t.requests, t.failed), (30, 0), "step {step}");
+    }
+    for (name, c) in &st.checks {
+        assert_eq!((c.passes, c.fails), (30, 0), "check '{name}'");
+    }
+    assert_eq!(st.checks.len(), 2);
+    // One connection per VU, kept for all its steps.
+    assert_eq!(m.connections.ok, 3, "{:?}", m.connections);
+    let x = m.multiplex.as_ref().expect("a multiplexed run has multiplex figures");
+    assert_eq!(x.protocols.get(protocol), Some(&3), "{x:?}");
+    assert_eq!(x.peak_streams_per_connection, 1, "a VU's steps are sequential");
+    assert_eq!(x.connections, 3);
+    assert_eq!((x.min_requests_per_connection, x.max_requests_per_connection), (40, 40));
+    assert!(res.thresholds_passed(), "{:?}", res.thresholds);
+    for step in ["login", "me", "moved"] {
+        assert!(r.stdout.contains(step), "no line for step {step}: {}", r.stdout);
+    }
+}
+
+/// Counts the access log's requests by protocol and path.
+fn access_log(log: &Path) -> Vec<String> {
+    // nginx writes the log line when the request ends: it is there once
+    // the run has its answer.
+    std::fs::read_to_string(log)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+fn assert_nginx_saw_http2(lines: &[String]) {
+    assert_eq!(lines.len(), 120, "90 requests and 30 redirect hops");
+    assert!(lines.iter().all(|l| l.contains(" HTTP/2.0\" ")), "{lines:#?}");
+    let count = |needle: &str| lines.iter().filter(|l| l.contains(needle)).count();
+    assert_eq!(count("\"POST /login HTTP/2.0\" 200"), 30);
+    // The captured token went out in the query, with the cookie (else 401, 403).
+    assert_eq!(count("\"GET /me?token=t-42 HTTP/2.0\" 200"), 60);
+    assert_eq!(count("\"GET /moved HTTP/2.0\" 302"), 30);
+}
+
+#[test]
+fn an_h2c_scenario_captures_checks_and_keeps_cookies_on_each_vus_connection() {
+    let logs = tempfile::tempdir().unwrap();
+    let log = logs.path().join("access.log");
+    let nginx = Nginx::start_listen("http2", "", &locations(&log));
+    let yaml = format!(
+        "target: {{ url: '{}', http: 2 }}\n{}",
+        nginx.url(""),
+        FLOW.replace("TLS", "")
+    );
+    let r = run_yaml(&yaml);
+    assert_flow_ran(&r, "h2");
+    // No TLS: the h2 preface is the handshake.
+    let m = &r.result().measurements;
+    assert_eq!(m.phases["handshake"].count(), 3);
+    assert!(m.tls.is_none());
+    assert_nginx_saw_http2(&access_log(&log));
+    assert!(
+        r.stdout.contains(&format!("→ {} over HTTP/2", nginx.url(""))),
+        "{}",
+        r.stdout
+    );
+    match &r.result().plan {
+        throng_result::Plan::Run(p) => assert_eq!(p.target.http, throng_plan::HttpVersion::Http2),
+        other => panic!("a scenario plan, not {other:?}"),
+    }
+}
+
+#[test]
+fn a_tls_h2_scenario_negotiates_h2_by_alpn() {
+    let (_d, c) = certs();
+    let logs = tempfile::tempdir().unwrap();
+    let log = logs.path().join("access.log");
+    let p = |name: &str| c.join(name).display().to_string();
+    let nginx = Nginx::start_listen(
+        "ssl http2",
+        &format!(
+            "ssl_certificate {}; ssl_certificate_key {};",
+            p("server.pem"),
+            p("server.key")
+        ),
+        &locations(&log),
+    );
+    let yaml = format!(
+        "target:\n  url: {}\n  http: 2\n{}",
+        nginx.https("localhost", ""),
+        FLOW.replace("TLS", &format!("tls: {{ cacert: '{}' }}", p("ca.pem")))
+    );
+    let r = run_yaml(&yaml);
+    assert_flow_ran(&r, "h2");
+    let m = &r.result().measurements;
+    assert_eq!(m.tls.as_ref().unwrap().handshakes, 3);
+    assert_nginx_saw_http2(&access_log(&log));
+}
+
+#[test]
+fn http2_against_a_server_without_it_is_refused_before_the_run() {
+    let (_d, c) = certs();
+    let p = |name: &str| c.join(name).display().to_string();
+    // TLS without h2: ALPN says http/1.1 (or nothing).
+    let nginx = Nginx::start_listen(
+        "ssl",
+        &format!(
+            "ssl_certificate {}; ssl_certificate_key {};",
+            p("server.pem"),
+            p("server.key")
+        ),
+        "location / { return 200; }",
+    );
+    let yaml = format!(
+        "target: {}\ntls: {{ cacert: '{}' }}\nscenarios:\n  plain:\n    executor: per-vu-iterations\n    vus: 1\n    iterations: 1\n    flow: [{{ request: {{ path: / }} }}]\n  fast:\n    target: {{ http: 2 }}\n    executor: per-vu-iterations\n    vus: 1\n    iterations: 1\n    flow: [{{ request: {{ path: / }} }}]\n",
+        nginx.https("localhost", "/"),
+        p("ca.pem")
+    );
+    let r = run_yaml(&yaml);
+    assert_eq!(r.code, 2, "a configuration error: {}{}", r.stdout, r.stderr);
+    assert!(r.result.is_none(), "nothing ran");
+    assert!(
+        r.stderr.contains("scenario fast's target") && r.stderr.contains("does not speak HTTP/2"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("http: 1.1"), "says what to do: {}", r.stderr);
+    // HTTP/1.1 in the clear is no h2c server either.
+    let plain = Nginx::start("location / { return 200; }");
+    let yaml = format!(
+        "target: {{ url: '{}', http: 2 }}\nscenarios:\n  s:\n    executor: per-vu-iterations\n    vus: 1\n    iterations: 1\n    flow: [{{ request: {{ path: / }} }}]\n",
+        plain.url("")
+    );
+    let r = run_yaml(&yaml);
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("HTTP/1.x in the clear"), "{}", r.stderr);
+}
+
+#[test]
+fn scenarios_of_one_file_speak_their_own_protocols() {
+    let logs = tempfile::tempdir().unwrap();
+    let log = logs.path().join("access.log");
+    // nginx's plain `http2` port speaks h2c only: an HTTP/1.1 request there
+    // would fail, and the HTTP/1.1 server never sees HTTP/2.
+    let h2c = Nginx::start_listen("http2", "", &locations(&log));
+    let h1 = Nginx::start("location / { return 200 'one'; }");
+    let yaml = format!(
+        "target: {{ url: '{}', http: 2 }}\nscenarios:\n  old:\n    target: {}\n    executor: per-vu-iterations\n    vus: 2\n    iterations: 5\n    flow: [{{ request: {{ name: old, path: /, check: {{ one: {{ body_contains: one }} }} }} }}]\n  new:\n    executor: per-vu-iterations\n    vus: 2\n    iterations: 5\n    flow: [{{ request: {{ name: new, path: /moved, expect: [302], redirects: 0 }} }}]\n",
+        h2c.url(""),
+        h1.url("/"),
+    );
+    let r = run_yaml(&yaml);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let res = r.result();
+    assert_books_balance(res);
+    assert!(
+        schema_violations(&r.json).is_empty(),
+        "{:?}",
+        schema_violations(&r.json)
+    );
+    let m = &res.measurements;
+    assert_eq!((m.requests.attempted, m.requests.ok), (20, 20));
+    assert_eq!((m.status.get(&200), m.status.get(&302)), (Some(&10), Some(&10)));
+    // Four VUs, a connection each; two of them HTTP/2.
+    assert_eq!(m.connections.ok, 4);
+    let x = m.multiplex.as_ref().unwrap();
+    assert_eq!((x.protocols.get("h2"), x.connections), (Some(&2), 2));
+    let st = m.scenario.as_ref().unwrap();
+    assert_eq!(st.checks["one"].passes, 10);
+    assert!(
+        r.stdout.contains(&format!("→ {} over HTTP/2", h2c.url("")))
+            && r.stdout.contains(&format!(") → {}\n", h1.url("/")))
+            && !r.stdout.contains(&format!("{} over", h1.url("/"))),
+        "{}",
+        r.stdout
+    );
+    match &res.plan {
+        throng_result::Plan::Run(p) => {
+            let old = p.scenarios.iter().find(|s| s.name == "old").unwrap();
+            assert_eq!(
+                old.target.as_ref().map(|t| t.http),
+                Some(throng_plan::HttpVersion::Http1)
+            );
+            assert_eq!(p.target.http, throng_plan::HttpVersion::Http2);
+        }
+        other => panic!("a scenario plan, not {other:?}"),
+    }
+    let lines = access_log(&log);
+    assert_eq!(lines.len(), 10);
+    assert!(
+        lines.iter().all(|l| l.contains("\"GET /moved HTTP/2.0\" 302")),
+        "{lines:#?}"
+    );
+}
+
+/// scripts/h3_server.py on a free UDP port, killed on drop.
+struct Aioquic {
+    child: Child,
+    port: u16,
+    stats: PathBuf,
+}
+
+impl Aioquic {
+    fn start(certs: &Path, stats_dir: &Path, delay_ms: u32) -> Aioquic {
+        let ok = Command::new("python3")
+            .args(["-c", "import aioquic"])
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(
+            ok,
+            "this test needs aioquic: python3 -m pip install aioquic (scripts/test.sh does)"
+        );
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/h3_server.py");
+        let stats = stats_dir.join("h3_stats.json");
+        let p = |name: &str| certs.join(name).display().to_string();
+        let mut child = Command::new("python3")
+            .arg(script)
+            .args([
+                "--cert",
+                &p("server.pem"),
+                "--key",
+                &p("server.key"),
+                "--max-seconds",
+                "120",
+            ])
+            .args(["--delay-ms", &delay_ms.to_string()])
+            .arg("--stats")
+            .arg(&stats)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port = line
+            .trim()
+            .strip_prefix("listening on ")
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("h3_server.py said {line:?}"));
+        Aioquic { child, port, stats }
+    }
+
+    /// Stops the server (SIGTERM) and reads what it counted.
+    fn stop(mut self) -> serde_json::Value {
+        // SAFETY: kill takes no pointers.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while self.child.try_wait().unwrap().is_none() {
+            assert!(Instant::now() < deadline, "h3_server.py did not stop");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        serde_json::from_slice(&std::fs::read(&self.stats).unwrap()).unwrap()
+    }
+}
+
+impl Drop for Aioquic {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn an_http3_scenario_runs_on_aioquic_with_captures_and_checks() {
+    let (d, c) = certs();
+    let server = Aioquic::start(&c, d.path(), 0);
+    // aioquic answers "aioquic\n" (Server: aioquic), or N bytes at /bytes/N:
+    // the length captured from the first answer's header picks the next
+    // path (/bytes/80), and the bodies' sizes show it.
+    let yaml = format!(
+        r#"
+target: {{ url: 'https://localhost:{}', http: 3 }}
+tls: {{ cacert: '{}' }}
+scenarios:
+  s:
+    executor: per-vu-iterations
+    vus: 2
+    iterations: 5
+    flow:
+      - request:
+          name: hello
+          method: POST
+          path: /
+          form: {{ who: "vu{{{{vu}}}}" }}
+          capture:
+            len: {{ header: content-length }}
+            word: {{ regex: "(aio)quic" }}
+          check:
+            from aioquic: {{ header: Server, contains: aioquic }}
+      - request:
+          name: sized
+          path: "/bytes/{{{{len}}}}0"
+          expect: [200]
+          check:
+            eighty bytes: {{ body_contains: xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx }}
+      - request:
+          name: word
+          path: "/{{{{word}}}}"
+          check:
+            says aioquic: {{ body_contains: aioquic }}
+"#,
+        server.port,
+        c.join("ca.pem").display()
+    );
+    let r = run_yaml(&yaml);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let res = r.result();
+    assert_books_balance(res);
+    assert!(
+        schema_violations(&r.json).is_empty(),
+        "{:?}",
+        schema_violations(&r.json)
+    );
+    let m = &res.measurements;
+    assert_eq!((m.requests.attempted, m.requests.ok), (30, 30), "{:?}", m.requests);
+    assert_eq!(m.status.get(&200), Some(&30));
+    // "aioquic\n", 80 bytes, "aioquic\n" per iteration.
+    assert_eq!(m.bytes.received_body, 10 * (8 + 80 + 8));
+    let st = m.scenario.as_ref().unwrap();
+    assert_eq!(st.iterations, 10);
+    for (name, ch) in &st.checks {
+        assert_eq!((ch.passes, ch.fails), (10, 0), "check '{name}'");
+    }
+    assert_eq!(st.checks.len(), 3);
+    let x = m.multiplex.as_ref().unwrap();
+    assert_eq!((x.protocols.get("h3"), x.connections), (Some(&2), 2));
+    assert_eq!((x.min_requests_per_connection, x.max_requests_per_connection), (15, 15));
+    assert_eq!(m.connections.ok, 2);
+    assert!(r.stdout.contains("over HTTP/3"), "{}", r.stdout);
+    let stats = server.stop();
+    assert_eq!(stats["connections"], 2, "{stats}");
+    assert_eq!(stats["requests"], 30, "{stats}");
+    assert_eq!(stats["max_concurrent"], 1, "one stream at a time per VU: {stats}");
+}
+
+#[test]
+fn an_h2_vu_reconnects_when_the_server_ends_its_connection() {
+    // nginx ends an HTTP/2 connection (GOAWAY) after 4 requests on it.
+    let logs = tempfile::tempdir().unwrap();
+    let log = logs.path().join("access.log");
+    let nginx = Nginx::start_listen("http2", "keepalive_requests 4;", &locations(&log));
+    let yaml = format!(
+        "target: {{ url: '{}', http: 2 }}\nscenarios:\n  s:\n    executor: per-vu-iterations\n    vus: 2\n    iterations: 10\n    flow:\n      - request: {{ name: one, path: /moved, expect: [302], redirects: 0 }}\n      - request: {{ name: two, path: /moved, expect: [302], redirects: 0 }}\n",
+        nginx.url("")
+    );
+    let r = run_yaml(&yaml);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let res = r.result();
+    assert_books_balance(res);
+    let m = &res.measurements;
+    assert_eq!(m.requests.attempted, 40);
+    // A request the server's GOAWAY beat to the wire may fail with its
+    // class; none is lost, and every VU goes on on a new connection.
+    let goaway = m.requests.errors.get("h2.goaway").copied().unwrap_or(0)
+        + m.requests.errors.get("h2.refused_stream").copied().unwrap_or(0);
+    assert_eq!(m.requests.ok + goaway, 40, "{:?}", m.requests);
+    assert!(m.requests.ok >= 30, "{:?}", m.requests);
+    // 40 requests, at most 4 per connection.
+    assert!(m.connections.ok >= 10, "{:?}", m.connections);
+    let x = m.multiplex.as_ref().unwrap();
+    assert!(x.max_requests_per_connection <= 4, "{x:?}");
+    assert_eq!(x.connections, m.connections.ok);
+    assert_eq!(access_log(&log).len() as u64, m.requests.ok);
+}
+
+/// `throng serve --fault NAME` (h2c) on a free loopback port, killed on drop.
+struct FaultServer {
+    child: Child,
+    port: u16,
+}
+
+impl FaultServer {
+    fn start(fault: &str) -> FaultServer {
+        let port = common::free_port();
+        let child = throng()
+            .args(["serve", "--fault", fault, "--threads", "1", "--listen"])
+            .arg(format!("127.0.0.1:{port}"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        common::wait_listening(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+        FaultServer { child, port }
+    }
+}
+
+impl Drop for FaultServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One VU, `iterations` of one step with a check, against an HTTP/2 fault.
+fn one_vu(fault: &str, iterations: u32) -> Ran {
+    let server = FaultServer::start(fault);
+    let yaml = format!(
+        "target: {{ url: 'http://127.0.0.1:{}', http: 2 }}\nscenarios:\n  s:\n    executor: per-vu-iterations\n    vus: 1\n    iterations: {iterations}\n    flow: [{{ request: {{ name: get, path: /, check: {{ answered: {{ status: [200] }} }} }} }}]\n",
+        server.port
+    );
+    let r = run_yaml(&yaml);
+    drop(server);
+    assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
+    assert_books_balance(r.result());
+    r
+}
+
+#[test]
+fn a_reset_stream_fails_its_step_and_keeps_the_connection() {
+    let r = one_vu("h2-rst-stream", 20);
+    let m = &r.result().measurements;
+    // The lab resets every second stream of a connection.
+    assert_eq!(m.requests.ok, 10, "{:?}", m.requests);
+    assert_eq!(m.requests.error("h2.rst_stream.internal_error"), 10);
+    assert_eq!(m.requests.errors.len(), 1, "{:?}", m.requests);
+    assert_eq!(m.connections.ok, 1, "a stream's reset leaves its connection");
+    let st = m.scenario.as_ref().unwrap();
+    assert_eq!((st.checks["answered"].passes, st.checks["answered"].fails), (10, 10));
+    assert_eq!(st.tags["step:get"].failed, 10);
+}
+
+#[test]
+fn a_goaway_fails_the_step_it_cut_off_and_the_vu_reconnects() {
+    let r = one_vu("h2-goaway", 40);
+    let m = &r.result().measurements;
+    let per = throng_lab::GOAWAY_AFTER;
+    // Each connection answers per-1 streams; the next is cut off by GOAWAY.
+    let conns = 40 / per;
+    assert_eq!(m.requests.error("h2.goaway"), conns, "{:?}", m.requests);
+    assert_eq!(m.requests.ok, 40 - conns);
+    assert_eq!(m.connections.ok, conns);
+    let x = m.multiplex.as_ref().unwrap();
+    assert_eq!((x.connections, x.max_requests_per_connection), (conns, per));
+}
+
+/// One VU, 10 iterations of one step, against the lab's HTTP/3 `fault`.
+fn one_h3_vu(fault: throng_lab::H3Fault) -> Ran {
+    let (_d, c) = certs();
+    let p = |name: &str| c.join(name).display().to_string();
+    let cert = (p("server.pem"), std::fs::read(c.join("server.pem")).unwrap());
+    let key = (p("server.key"), std::fs::read(c.join("server.key")).unwrap());
+    let tls = throng_tls::server_config(&cert, &key, None).unwrap();
+    let server = throng_lab::H3Server::start("127.0.0.1:0".parse().unwrap(), &tls, Some(fault)).unwrap();
+    let yaml = format!(
+        "target: {{ url: 'https://localhost:{}', http: 3 }}\ntls: {{ cacert: '{}' }}\nscenarios:\n  s:\n    executor: per-vu-iterations\n    vus: 1\n    iterations: 10\n    flow: [{{ request: {{ name: get, path: / }} }}]\n",
+        server.addr().port(),
+        p("ca.pem")
+    );
+    let r = run_yaml(&yaml);
+    assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
+    assert_books_balance(r.result());
+    r
+}
+
+#[test]
+fn an_h3_vu_reconnects_after_the_server_closes_its_connection() {
+    let r = one_h3_vu(throng_lab::H3Fault::CloseConnection);
+    let m = &r.result().measurements;
+    // Each connection answers its first request and closes at the second.
+    assert_eq!(m.requests.ok, 5, "{:?}", m.requests.errors);
+    assert_eq!(m.requests.error("h3.closed.H3_EXCESSIVE_LOAD"), 5);
+    assert_eq!(m.connections.ok, 5);
+    let x = m.multiplex.as_ref().unwrap();
+    assert_eq!((x.connections, x.max_requests_per_connection), (5, 2));
+}
+
+#[test]
+fn an_h3_stream_reset_fails_its_step_and_keeps_the_connection() {
+    let r = one_h3_vu(throng_lab::H3Fault::ResetStream);
+    let m = &r.result().measurements;
+    assert_eq!(
+        m.requests.error("h3.stream_reset.H3_REQUEST_REJECTED"),
+        10,
+        "{:?}",
+        m.requests.errors
+    );
+    assert_eq!(m.connections.attempted, 1);
+    assert_eq!(m.scenario.as_ref().unwrap().tags["step:get"].failed, 10);
+}
+
+#[test]
+fn one_file_over_http1_and_http2_compares() {
+    let (_d, c) = certs();
+    let logs = tempfile::tempdir().unwrap();
+    let log = logs.path().join("access.log");
+    let p = |name: &str| c.join(name).display().to_string();
+    // One TLS port for both: ALPN h2 for HTTP/2, none (HTTP/1.1) otherwise.
+    let nginx = Nginx::start_listen(
+        "ssl http2",
+        &format!(
+            "ssl_certificate {}; ssl_certificate_key {};",
+            p("server.pem"),
+            p("server.key")
+        ),
+        &locations(&log),
+    );
+    let file = |http: &str| {
+        format!(
+            "target: {{ url: '{}', http: {http} }}\n{}",
+            nginx.https("localhost", ""),
+            FLOW.replace("TLS", &format!("tls: {{ cacert: '{}' }}", p("ca.pem")))
+        )
+    };
+    let a = run_yaml(&file("1.1"));
+    let b = run_yaml(&file("2"));
+    assert_flow_ran(&b, "h2");
+    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    assert_books_balance(a.result());
+    assert_eq!(a.result().measurements.requests.ok, 90);
+    assert!(
+        a.result().measurements.multiplex.is_none(),
+        "HTTP/1.1 multiplexes nothing"
+    );
+    let lines = access_log(&log);
+    let count = |v: &str| lines.iter().filter(|l| l.contains(&format!(" {v}\" "))).count();
+    assert_eq!((count("HTTP/1.1"), count("HTTP/2.0")), (120, 120));
+    let out = output(throng().arg("compare").arg(&a.json).arg(&b.json));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let url = nginx.https("localhost", "");
+    assert!(text.contains(&format!("A: run {url}\n")), "{text}");
+    assert!(text.contains(&format!("B: run {url} (HTTP/2)")), "{text}");
+    assert!(text.contains("requests"), "{text}");
+}
+
+#[test]
+fn h2_redirects_stop_at_the_limit_and_at_another_origin() {
+    let logs = tempfile::tempdir().unwrap();
+    let log = logs.path().join("access.log");
+    let nginx = Nginx::start_listen("http2", "", &locations(&log));
+    let yaml = format!(
+        "target: {{ url: '{}', http: 2 }}\nscenarios:\n  s:\n    executor: per-vu-iterations\n    vus: 1\n    iterations: 3\n    flow:\n      - request: {{ name: loop, path: /loop, redirects: 2 }}\n      - request: {{ name: away, path: /away, expect: [302] }}\n",
+        nginx.url("")
+    );
+    let r = run_yaml(&yaml);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let res = r.result();
+    assert_books_balance(res);
+    let m = &res.measurements;
+    assert_eq!(m.requests.attempted, 6);
+    // Two hops, then the third 302 is one too many.
+    assert_eq!(m.requests.error("redirect.too_many"), 3, "{:?}", m.requests);
+    assert_eq!(m.redirects, 6);
+    // Another origin: the 302 is the step's final response.
+    assert_eq!(m.requests.ok, 3);
+    assert_eq!(m.status.get(&302), Some(&3));
+    assert_eq!(access_log(&log).len(), 3 * 3 + 3);
+}
+
+#[test]
+fn an_h3_step_past_its_timeout_fails_and_its_vu_keeps_the_connection() {
+    let (d, c) = certs();
+    // Every answer waits 400 ms; the step gives up after 100 ms.
+    let server = Aioquic::start(&c, d.path(), 400);
+    let yaml = format!(
+        "target: {{ url: 'https://localhost:{}', http: 3 }}\ntls: {{ cacert: '{}' }}\nscenarios:\n  s:\n    executor: per-vu-iterations\n    vus: 1\n    iterations: 3\n    flow: [{{ request: {{ name: slow, path: /, timeout: 100ms, check: {{ answered: {{ status: [200] }} }} }} }}]\n",
+        server.port,
+        c.join("ca.pem").display()
+    );
+    let r = run_yaml(&yaml);
+    // Every request failed: the run failed (exit 1), and says how.
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    let res = r.result();
+    assert_books_balance(res);
+    let m = &res.measurements;
+    assert_eq!(m.requests.error("timeout.response"), 3, "{:?}", m.requests);
+    assert_eq!(m.requests.ok, 0);
+    assert_eq!(m.connections.ok, 1, "a timed-out stream leaves its connection");
+    let st = m.scenario.as_ref().unwrap();
+    assert_eq!((st.checks["answered"].passes, st.checks["answered"].fails), (0, 3));
+    let stats = server.stop();
+    assert_eq!(stats["connections"], 1, "{stats}");
+    assert_eq!(stats["requests"], 3, "{stats}");
+}
