@@ -385,3 +385,23 @@ async fn hold_open(ctx: &Ctx, conn: &mut Conn, until: Instant, answer_pings: boo
         () = peer_closed => true,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The size of what `f` returns, without calling it.
+    fn size_of_return<A, R>(_: impl FnOnce(A) -> R) -> usize {
+        std::mem::size_of::<R>()
+    }
+
+    /// A held connection's task is its `connection` future: with a million
+    /// held, every hundred bytes here is 100 MB. Unoptimized, it measured
+    /// 1,448 bytes before what only opening needs was boxed, 1,016 after.
+    #[test]
+    fn a_held_connections_task_stays_small() {
+        type Args = (TaskGuard, Rc<Shared>, Option<Instant>, Option<std::net::IpAddr>);
+        let size = size_of_return(|a: Args| connection(a.0, a.1, a.2, a.3));
+        assert!(size <= 1_200, "a storm connection's future is {size} bytes");
+    }
+}
