@@ -18,6 +18,8 @@ command -v chromium >/dev/null 2>&1 || need+=(chromium)
 [ -e /usr/lib/nginx/modules/ngx_http_modsecurity_module.so ] || need+=(libnginx-mod-http-modsecurity)
 [ -d /usr/share/modsecurity-crs/rules ] || need+=(modsecurity-crs)
 command -v nft >/dev/null 2>&1 || [ -x /usr/sbin/nft ] || need+=(nftables)
+# Held connections are counted on the server's side by ss (crates/cli/tests/cli/million.rs).
+command -v ss >/dev/null 2>&1 || [ -x /usr/bin/ss ] || need+=(iproute2)
 # --prometheus is checked by a real Prometheus scraping throng (crates/cli/tests/cli/prometheus.rs).
 command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
 # -x/--proxy and the proxy environment are checked through a real proxy (crates/cli/tests/proxy.rs).

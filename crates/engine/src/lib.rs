@@ -574,6 +574,8 @@ impl Finished {
                 kernel: self.stamps.kernel,
                 user: self.stamps.user,
             }),
+            // The cli samples the kernel around a storm (it may span processes).
+            kernel: None,
         };
         RunResult {
             schema: SCHEMA.to_string(),

@@ -105,9 +105,20 @@ async fn connection(guard: TaskGuard, shared: Rc<Shared>, intended: Option<Insta
         }
     }
     let mut sleep = pin!(tokio::time::sleep(Duration::from_secs(3600)));
-    let first = establish(ctx, source, intended.unwrap_or(start), false, sleep.as_mut(), row.row())
-        .await
-        .ok();
+    // This task lives as long as its connection is held, and a task is as
+    // large as the largest future it may await: what only opening (or a
+    // protocol, or reconnecting) needs is boxed, freed once done, so that a
+    // held connection costs a few hundred bytes here, not ~1.5 KB.
+    let first = Box::pin(establish(
+        ctx,
+        source,
+        intended.unwrap_or(start),
+        false,
+        sleep.as_mut(),
+        row.row(),
+    ))
+    .await
+    .ok();
     drop(row);
     ctx.rec
         .borrow_mut()
@@ -120,7 +131,9 @@ async fn connection(guard: TaskGuard, shared: Rc<Shared>, intended: Option<Insta
                 None => return release(&shared),
             };
         }
-        goodbye(ctx, &mut conn).await;
+        if ctx.spec.protocol.is_some() {
+            Box::pin(goodbye(ctx, &mut conn)).await;
+        }
         conn.close(ctx);
     }
     release(&shared);
@@ -280,7 +293,7 @@ async fn hold_and_reconnect(
             }
             // Its driver answers the server's PINGs and SETTINGS.
             Link::H2(h) => {
-                let closed = h.hold(ctx, deadline, sleep.as_mut()).await;
+                let closed = Box::pin(h.hold(ctx, deadline, sleep.as_mut())).await;
                 (Link::H2(h), closed)
             }
             // quinn answers PINGs and keeps the connection alive.
@@ -316,7 +329,7 @@ async fn hold_and_reconnect(
                 }
             }
             attempts += 1;
-            match establish(ctx, source, Instant::now(), true, sleep.as_mut(), None).await {
+            match Box::pin(establish(ctx, source, Instant::now(), true, sleep.as_mut(), None)).await {
                 Ok((c, ready)) => {
                     ctx.rec.borrow_mut().reconnected(ready, ready - dropped);
                     break c;
@@ -357,8 +370,10 @@ async fn hold_open(ctx: &Ctx, conn: &mut Conn, until: Instant, answer_pings: boo
     let peer_closed = async {
         if answer_pings {
             match ctx.spec.protocol.as_deref() {
-                Some(crate::protocol::ProtocolSpec::WebSocket(ws)) => crate::ws::hold(ctx, stream, ws.ping_every).await,
-                _ => crate::protocol::answer_pings(stream, &ctx.scratch).await,
+                Some(crate::protocol::ProtocolSpec::WebSocket(ws)) => {
+                    Box::pin(crate::ws::hold(ctx, stream, ws.ping_every)).await;
+                }
+                _ => Box::pin(crate::protocol::answer_pings(stream, &ctx.scratch)).await,
             }
             return;
         }
@@ -380,5 +395,25 @@ async fn hold_open(ctx: &Ctx, conn: &mut Conn, until: Instant, answer_pings: boo
         () = sleep => false,
         () = ctx.stop_notify.notified() => false,
         () = peer_closed => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The size of what `f` returns, without calling it.
+    fn size_of_return<A, R>(_: impl FnOnce(A) -> R) -> usize {
+        std::mem::size_of::<R>()
+    }
+
+    /// A held connection's task is its `connection` future: with a million
+    /// held, every hundred bytes here is 100 MB. Unoptimized, it measured
+    /// 1,448 bytes before what only opening needs was boxed, 1,016 after.
+    #[test]
+    fn a_held_connections_task_stays_small() {
+        type Args = (TaskGuard, Rc<Shared>, Option<Instant>, Option<std::net::IpAddr>);
+        let size = size_of_return(|a: Args| connection(a.0, a.1, a.2, a.3));
+        assert!(size <= 1_200, "a storm connection's future is {size} bytes");
     }
 }

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use throng_result::Environment;
+use throng_result::{Environment, KernelSockets};
 
 /// RLIMIT_NOFILE as (soft, hard).
 pub fn fd_limits() -> (u64, u64) {
@@ -142,6 +142,98 @@ fn uname() -> String {
     format!("{} {}", field(&u.sysname), field(&u.release))
 }
 
+/// The kernel's TCP figures at one instant.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct KernelSample {
+    /// `TCP: inuse` of /proc/net/sockstat (this network namespace).
+    tcp_inuse: u64,
+    /// `TCP: mem` (pages of socket buffers, machine-wide), as bytes.
+    tcp_mem_bytes: u64,
+    /// `Slab:` of /proc/meminfo, bytes.
+    slab_bytes: u64,
+}
+
+fn kernel_sample() -> Option<KernelSample> {
+    let sockstat = std::fs::read_to_string("/proc/net/sockstat").ok()?;
+    let (tcp_inuse, mem_pages) = parse_sockstat(&sockstat)?;
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let slab_kb = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("Slab:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())?;
+    // SAFETY: sysconf is always safe to call.
+    let page = u64::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
+    Some(KernelSample {
+        tcp_inuse,
+        tcp_mem_bytes: mem_pages.saturating_mul(page),
+        slab_bytes: slab_kb.saturating_mul(1024),
+    })
+}
+
+/// `TCP: inuse N orphan N tw N alloc N mem N` → (inuse, mem pages).
+fn parse_sockstat(text: &str) -> Option<(u64, u64)> {
+    let line = text.lines().find_map(|l| l.strip_prefix("TCP:"))?;
+    let mut words = line.split_whitespace();
+    let (mut inuse, mut mem) = (None, None);
+    while let (Some(k), Some(v)) = (words.next(), words.next()) {
+        match k {
+            "inuse" => inuse = v.parse().ok(),
+            "mem" => mem = v.parse().ok(),
+            _ => {}
+        }
+    }
+    Some((inuse?, mem?))
+}
+
+/// How often [`KernelWatch`] samples: often enough to see a storm's
+/// plateau, rarely enough to cost nothing (two small /proc reads).
+const KERNEL_SAMPLE_EVERY: Duration = Duration::from_millis(200);
+
+/// Samples the kernel's TCP sockets and slab memory on its own thread while
+/// a storm runs (in this process or its worker processes), keeping the
+/// start and the sample with the most sockets.
+#[derive(Debug)]
+pub struct KernelWatch {
+    stop: std::sync::mpsc::Sender<()>,
+    thread: std::thread::JoinHandle<Option<KernelSockets>>,
+}
+
+impl KernelWatch {
+    /// Takes the first sample now; None where /proc cannot tell.
+    pub fn start() -> Option<KernelWatch> {
+        let first = kernel_sample()?;
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("throng-kernel".into())
+            .spawn(move || {
+                let mut k = KernelSockets {
+                    tcp_sockets_before: first.tcp_inuse,
+                    tcp_sockets_peak: first.tcp_inuse,
+                    tcp_buffer_bytes_peak: first.tcp_mem_bytes,
+                    slab_growth_bytes: 0,
+                };
+                // Ends when told to or when the watch is dropped.
+                while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(KERNEL_SAMPLE_EVERY) {
+                    let Some(s) = kernel_sample() else { continue };
+                    if s.tcp_inuse > k.tcp_sockets_peak {
+                        k.tcp_sockets_peak = s.tcp_inuse;
+                        k.slab_growth_bytes = s.slab_bytes.saturating_sub(first.slab_bytes);
+                    }
+                    k.tcp_buffer_bytes_peak = k.tcp_buffer_bytes_peak.max(s.tcp_mem_bytes);
+                }
+                Some(k)
+            })
+            .ok()?;
+        Some(KernelWatch { stop, thread })
+    }
+
+    /// Stops sampling; what it saw.
+    pub fn finish(self) -> Option<KernelSockets> {
+        let _ = self.stop.send(());
+        self.thread.join().ok().flatten()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -155,8 +247,25 @@ mod tests {
         assert!(current_rss() > 0);
         let hwm = peak_rss().expect("Linux has VmHWM");
         assert!(hwm >= current_rss() / 2 && hwm == u.max_rss.max(hwm), "{hwm} vs {u:?}");
+        let w = KernelWatch::start().expect("Linux has sockstat and meminfo");
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let _client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        std::thread::sleep(KERNEL_SAMPLE_EVERY * 3);
+        let k = w.finish().unwrap();
+        // Other tests open sockets too: at least the listener and the two ends.
+        assert!(k.tcp_sockets_peak >= k.tcp_sockets_before, "{k:?}");
+        assert!(k.tcp_sockets_peak >= 3, "{k:?}");
         let env = environment();
         assert!(env.cores >= 1);
         assert!(env.os.starts_with("Linux"));
+    }
+
+    #[test]
+    fn sockstat_lines_give_inuse_and_mem() {
+        let text = "sockets: used 13\nTCP: inuse 7 orphan 0 tw 2 alloc 9 mem 88\nUDP: inuse 0 mem 0\n";
+        assert_eq!(parse_sockstat(text), Some((7, 88)));
+        assert_eq!(parse_sockstat("TCP: inuse 7 orphan 0\n"), None);
+        assert_eq!(parse_sockstat("UDP: inuse 1 mem 2\n"), None);
+        assert_eq!(parse_sockstat(""), None);
     }
 }

@@ -215,21 +215,20 @@ fn serve_thread(listener: std::net::TcpListener, shared: Arc<Shared>, mut shutdo
                     Ok((stream, _)) => {
                         let _ = stream.set_nodelay(true);
                         let shared = Arc::clone(&shared);
+                        // A task is as large as the largest future it may
+                        // await: the faults (4 KB buffers, an HTTP/2 server)
+                        // and TLS (a rustls session) are boxed so that a
+                        // held plain connection costs ~1 KB, not ~10.
                         tokio::task::spawn_local(async move {
                             if let Some(fault) = shared.fault {
-                                crate::fault::connection(stream, fault, shared.tls.as_ref()).await;
+                                Box::pin(crate::fault::connection(stream, fault, shared.tls.as_ref())).await;
                                 return;
                             }
                             match &shared.tls {
                                 None => {
                                     let _ = connection(stream, &shared).await;
                                 }
-                                Some(acceptor) => {
-                                    let accept = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream));
-                                    if let Ok(Ok(tls)) = accept.await {
-                                        let _ = connection(tls, &shared).await;
-                                    }
-                                }
+                                Some(acceptor) => Box::pin(tls_connection(stream, acceptor, &shared)).await,
                             }
                         });
                     }
@@ -241,6 +240,13 @@ fn serve_thread(listener: std::net::TcpListener, shared: Arc<Shared>, mut shutdo
             }
         }
     });
+}
+
+async fn tls_connection(stream: TcpStream, acceptor: &tokio_rustls::TlsAcceptor, shared: &Shared) {
+    let accept = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream));
+    if let Ok(Ok(tls)) = accept.await {
+        let _ = connection(tls, shared).await;
+    }
 }
 
 async fn connection<S: LabStream>(mut stream: S, shared: &Shared) -> io::Result<()> {
@@ -299,7 +305,7 @@ async fn connection<S: LabStream>(mut stream: S, shared: &Shared) -> io::Result<
                         Action::Auth(call) => {
                             // Waits for a hashing thread, not on this one:
                             // the thread's other connections go on.
-                            let reply = shared.auth.handle(call).await;
+                            let reply = Box::pin(shared.auth.handle(call)).await;
                             json(&mut out, &reply, keep);
                             stream.write_all(&out).await?;
                         }

@@ -239,7 +239,33 @@ pub(crate) fn write_storm(r: &RunResult, p: &StormPlan, w: &mut dyn Write) -> io
             bytes(r.generator.peak_rss_bytes as f64 / m.peak_concurrent_connections as f64)
         )?;
     }
-    Ok(())
+    write_kernel(r, w)
+}
+
+/// The kernel's side, beside the generator's: TCP sockets at the peak, the
+/// slab memory they added and the socket buffers (machine-wide figures).
+fn write_kernel(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
+    let Some(k) = &r.generator.kernel else {
+        return Ok(());
+    };
+    let added = k.added();
+    let per_socket = if added >= 100 {
+        format!(
+            " ({} per added socket)",
+            bytes(k.slab_growth_bytes as f64 / added as f64)
+        )
+    } else {
+        String::new()
+    };
+    writeln!(
+        w,
+        "  {:<16}{} TCP sockets at the peak ({added} more than at the start; machine-wide, both ends on loopback), \
+         slab +{}{per_socket}, socket buffers {}",
+        "kernel",
+        k.tcp_sockets_peak,
+        bytes(k.slab_growth_bytes as f64),
+        bytes(k.tcp_buffer_bytes_peak as f64),
+    )
 }
 
 #[cfg(test)]
@@ -307,5 +333,30 @@ mod tests {
             assert_eq!(line[2..18].trim_end(), label, "{line}");
             assert_ne!(line.as_bytes()[18], b' ', "value of '{label}' not at column 18: {line}");
         }
+    }
+
+    #[test]
+    fn the_kernel_line_gives_sockets_slab_and_buffers() {
+        let mut m = Measurements::default();
+        m.connections.attempted = 1000;
+        m.connections.ok = 1000;
+        m.peak_concurrent_connections = 1000;
+        let mut r = crate::test_result(m);
+        let mut out = Vec::new();
+        super::write_kernel(&r, &mut out).expect("written");
+        assert!(out.is_empty(), "no line without samples");
+        r.generator.kernel = Some(throng_result::KernelSockets {
+            tcp_sockets_before: 10,
+            tcp_sockets_peak: 2010,
+            tcp_buffer_bytes_peak: 4096,
+            slab_growth_bytes: 4_096_000,
+        });
+        super::write_kernel(&r, &mut out).expect("written");
+        let text = String::from_utf8(out).expect("UTF-8");
+        assert!(
+            text.starts_with("  kernel          2010 TCP sockets at the peak (2000 more"),
+            "{text}"
+        );
+        assert!(text.contains("(2.0 kB per added socket)"), "{text}");
     }
 }

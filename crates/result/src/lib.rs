@@ -268,6 +268,49 @@ pub struct Generator {
     /// throng said so (they used the user-space clock at the read).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timestamps: Option<Timestamps>,
+    /// The kernel's side of a storm's connections, sampled system-wide while
+    /// it ran; absent for other runs and in results written before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<KernelSockets>,
+}
+
+/// What the kernel held for a storm's sockets: figures of the whole
+/// machine (`/proc/net/sockstat` and `/proc/meminfo`), sampled a few times a
+/// second while the storm ran. On loopback both ends of a connection count.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KernelSockets {
+    /// TCP sockets in use when the storm started (sockstat `TCP: inuse`).
+    pub tcp_sockets_before: u64,
+    /// Most TCP sockets in use at once while it ran.
+    pub tcp_sockets_peak: u64,
+    /// Most memory in TCP socket buffers at once (sockstat `TCP: mem`,
+    /// pages, as bytes): what queued data costs, not the sockets themselves.
+    pub tcp_buffer_bytes_peak: u64,
+    /// Growth of the kernel's slab memory (meminfo `Slab`) from the start to
+    /// the sample with the most sockets: where socket, inode, file and epoll
+    /// structures live. Anything else the machine did meanwhile counts too.
+    pub slab_growth_bytes: u64,
+}
+
+impl KernelSockets {
+    /// Sockets added at the peak over the start.
+    pub fn added(&self) -> u64 {
+        self.tcp_sockets_peak.saturating_sub(self.tcp_sockets_before)
+    }
+
+    /// Samples of one machine taken by runs at the same time: the largest
+    /// of each figure (adding them would count the machine twice).
+    pub fn merged(a: Option<&KernelSockets>, b: Option<&KernelSockets>) -> Option<KernelSockets> {
+        match (a, b) {
+            (None, x) | (x, None) => x.copied(),
+            (Some(a), Some(b)) => Some(KernelSockets {
+                tcp_sockets_before: a.tcp_sockets_before.min(b.tcp_sockets_before),
+                tcp_sockets_peak: a.tcp_sockets_peak.max(b.tcp_sockets_peak),
+                tcp_buffer_bytes_peak: a.tcp_buffer_bytes_peak.max(b.tcp_buffer_bytes_peak),
+                slab_growth_bytes: a.slab_growth_bytes.max(b.slab_growth_bytes),
+            }),
+        }
+    }
 }
 
 /// Which clocks timed the responses. Sends are always timed just before
@@ -560,6 +603,7 @@ impl RunResult {
                 .checked_add(r.generator.threads)
                 .ok_or_else(|| overflow("threads"))?;
             generator.timestamps = Timestamps::merged(generator.timestamps.as_ref(), r.generator.timestamps.as_ref());
+            generator.kernel = KernelSockets::merged(generator.kernel.as_ref(), r.generator.kernel.as_ref());
             parts.extend(r.parts.iter().cloned());
             notes.extend(r.notes.iter().cloned());
         }

@@ -112,6 +112,8 @@ pub fn run(c: StormCmd) -> anyhow::Result<ExitCode> {
     super::export::refuse_rows_with_repeat(&c.output.export, c.repeat.count)?;
     let watch = Watch::start(&c.live, BTreeMap::new())?;
     let runs = super::repeated(c.repeat, c.output.quiet, |control| {
+        // Machine-wide, so one watch covers every worker process.
+        let kernel = throng_engine::sys::KernelWatch::start();
         let mut result = if procs <= 1 {
             super::segment::wait_for_start(seg.start_at_unix_ms, control, c.output.quiet)?;
             let part = StormPart {
@@ -131,6 +133,7 @@ pub fn run(c: StormCmd) -> anyhow::Result<ExitCode> {
             // they end, so /metrics shows the storm then.
             run_children(&c, &plan, procs, seg.start_at_unix_ms, rows.as_ref(), control)?
         };
+        result.generator.kernel = kernel.and_then(throng_engine::sys::KernelWatch::finish);
         watch.finished(&result.measurements);
         if plan.source.is_empty() && result.measurements.peak_concurrent_connections > CROWDED_PORTS {
             result.notes.push(format!(

@@ -57,6 +57,7 @@ mod http3;
 mod http_nginx;
 mod image;
 mod inputs;
+mod million;
 mod nats;
 mod nats_clients;
 mod process_hygiene;
