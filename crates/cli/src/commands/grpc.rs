@@ -1,4 +1,4 @@
-//! `throng grpc`: unary calls as HTTP/2 requests.
+//! `throng grpc`: unary and server-streaming calls as HTTP/2 requests.
 //!
 //! ```text
 //!  --proto FILE (+ -I DIRS) ── protox ──► descriptor pool ── --call ──► method
@@ -10,7 +10,8 @@
 //! ```
 //!
 //! The engine counts each call's `grpc-status` as its status; reports
-//! name the codes.
+//! name the codes. A server-streaming call is the same request; the engine
+//! counts the messages of its reply and times the first and the last.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -45,6 +46,15 @@ pub fn run(c: GrpcCmd) -> anyhow::Result<ExitCode> {
     }
     let pool = compile(&c.proto, &c.import_paths)?;
     let method = find_method(&pool, service, method, &c.call)?;
+    let server_streaming = method.is_server_streaming();
+    if c.expect_messages.is_some() && !server_streaming {
+        return Err(UsageError(format!(
+            "--expect-messages: {} is a unary method (one reply per call); leave it out, or call a \
+             server-streaming method",
+            c.call
+        ))
+        .into());
+    }
     let json = match &c.data {
         Some(data) => {
             let (from, bytes) = super::http::read_data(data)?;
@@ -101,6 +111,8 @@ pub fn run(c: GrpcCmd) -> anyhow::Result<ExitCode> {
         proto: c.proto.display().to_string(),
         expect,
         deadline: c.deadline,
+        server_streaming,
+        expect_messages: c.expect_messages,
     });
     let tls = match &plan.tls {
         Some(settings) => Some(super::tls::client_config(settings, Path::new(""), &[b"h2"])?),
@@ -176,7 +188,7 @@ fn describe(e: &protox::Error) -> String {
     format!("{at}{e}{hint}")
 }
 
-/// The unary method `service`/`method` of the pool.
+/// The unary or server-streaming method `service`/`method` of the pool.
 fn find_method(pool: &DescriptorPool, service: &str, method: &str, call: &str) -> Result<MethodDescriptor, UsageError> {
     let Some(svc) = pool.get_service_by_name(service) else {
         let known: Vec<String> = pool.services().map(|s| s.full_name().to_string()).take(20).collect();
@@ -197,10 +209,15 @@ fn find_method(pool: &DescriptorPool, service: &str, method: &str, call: &str) -
             known.join(", ")
         )));
     };
-    if m.is_client_streaming() || m.is_server_streaming() {
+    if m.is_client_streaming() {
+        let kind = if m.is_server_streaming() {
+            "bidirectional-streaming"
+        } else {
+            "client-streaming"
+        };
         return Err(UsageError(format!(
-            "--call {call}: a streaming method; throng grpc makes unary calls only (streaming is not \
-             supported yet)"
+            "--call {call}: a {kind} method; throng grpc makes unary and server-streaming calls ({kind} is \
+             not supported yet)"
         )));
     }
     Ok(m)

@@ -4,7 +4,10 @@
 
 Call answers with the status code the request asks for (field 2), after
 sleeping sleep_ms (field 3); with need_metadata (field 4) set it answers
-FAILED_PRECONDITION unless the call carries that metadata key. Messages are
+FAILED_PRECONDITION unless the call carries that metadata key. Watch
+(server streaming) sends count (field 6) replies, sleep_ms apart (the first
+at once), then
+ends with the status code asked for. Messages are
 decoded by hand (only varints and length-delimited fields are used), so
 only grpcio is needed, not protobuf.
 
@@ -65,12 +68,33 @@ def call(request, context):
     return reply("hello " + f.get(1, b"").decode())
 
 
+def watch(request, context):
+    """Server streaming: count replies "hello NAME #i", sleep_ms apart (the
+    first at once),
+    then the status code asked for (after the replies)."""
+    f = decode(request)
+    name = f.get(1, b"").decode()
+    for i in range(min(f.get(6, 0), 100000)):
+        if i and f.get(3):
+            time.sleep(f[3] / 1000)
+        if not context.is_active():
+            return
+        yield reply("hello %s #%d" % (name, i))
+    code = f.get(2, 0)
+    if code:
+        status = next(s for s in grpc.StatusCode if s.value[0] == code)
+        context.abort(status, "asked for " + status.name)
+
+
 def main():
     port = int(sys.argv[1])
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=16))
     handler = grpc.method_handlers_generic_handler(
         "throngtest.Tester",
-        {"Call": grpc.unary_unary_rpc_method_handler(call)},
+        {
+            "Call": grpc.unary_unary_rpc_method_handler(call),
+            "Watch": grpc.unary_stream_rpc_method_handler(watch),
+        },
     )
     server.add_generic_rpc_handlers((handler,))
     if len(sys.argv) > 3:
