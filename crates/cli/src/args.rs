@@ -350,9 +350,10 @@ Examples:
 pub struct GrpcCmd {
     /// Server address, HOST:PORT (e.g. 127.0.0.1:50051)
     pub address: String,
-    /// The .proto file that defines the service (compiled at run time; no protoc needed)
+    /// The .proto file that defines the service (compiled at run time; no protoc needed); left out,
+    /// the service's descriptors are asked of the server's reflection service
     #[arg(long = "proto", value_name = "FILE")]
-    pub proto: PathBuf,
+    pub proto: Option<PathBuf>,
     /// Where imports of the .proto file are looked up, repeatable (the file's own directory always is)
     #[arg(short = 'I', long = "import-path", value_name = "DIR")]
     pub import_paths: Vec<PathBuf>,

@@ -559,7 +559,7 @@ const GRPC_DEADLINE_EXCEEDED: u16 = 4;
 /// The gRPC status of a response: `grpc-status` from its trailers, or its
 /// headers (a trailers-only response); without one, the HTTP status mapped
 /// as gRPC's "HTTP to gRPC status code mapping" says.
-fn grpc_status(http_status: u16, headers: &http::HeaderMap, trailers: Option<&http::HeaderMap>) -> u16 {
+pub(crate) fn grpc_status(http_status: u16, headers: &http::HeaderMap, trailers: Option<&http::HeaderMap>) -> u16 {
     let found = trailers
         .and_then(|t| t.get("grpc-status"))
         .or_else(|| headers.get("grpc-status"))

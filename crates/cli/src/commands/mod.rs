@@ -6,6 +6,7 @@ mod completions;
 mod demo;
 mod export;
 mod grpc;
+mod grpc_reflect;
 mod http;
 mod k8s;
 mod merge;

@@ -25,9 +25,22 @@ pub(crate) struct GrpcServer {
 
 impl GrpcServer {
     pub(crate) fn start(tls: Option<&Path>) -> GrpcServer {
+        GrpcServer::spawn(tls, false)
+    }
+
+    /// One that also serves server reflection (grpc.reflection.v1alpha).
+    pub(crate) fn reflecting(tls: Option<&Path>) -> GrpcServer {
+        GrpcServer::spawn(tls, true)
+    }
+
+    fn spawn(tls: Option<&Path>, reflection: bool) -> GrpcServer {
         let port = free_port();
         let mut cmd = Command::new("python3");
-        cmd.arg(here("grpc_server.py")).arg(port.to_string());
+        cmd.arg(here("grpc_server.py"));
+        if reflection {
+            cmd.arg("--reflection");
+        }
+        cmd.arg(port.to_string());
         if let Some(dir) = tls {
             cmd.arg(dir.join("server.pem")).arg(dir.join("server.key"));
         }

@@ -11,8 +11,12 @@ ends with the status code asked for. Messages are
 decoded by hand (only varints and length-delimited fields are used), so
 only grpcio is needed, not protobuf.
 
-Usage: grpc_server.py PORT [CERT KEY]   prints "ready" when serving; runs
-until killed, or 120 s at most.
+With --reflection it also serves server reflection (grpcio-reflection:
+grpc.reflection.v1alpha only), from descriptors of tester.proto and
+common.proto built here by hand (no protoc).
+
+Usage: grpc_server.py [--reflection] PORT [CERT KEY]   prints "ready" when
+serving; runs until killed, or 120 s at most.
 """
 import sys
 import time
@@ -86,7 +90,44 @@ def watch(request, context):
         context.abort(status, "asked for " + status.name)
 
 
+def descriptors():
+    """tester.proto and common.proto as FileDescriptorProtos, added to the
+    default pool that grpcio-reflection answers from."""
+    from google.protobuf import descriptor_pb2, descriptor_pool
+
+    F = descriptor_pb2.FieldDescriptorProto
+
+    def fields(message, spec):
+        for name, number, kind, *rest in spec:
+            camel = name.split("_")[0] + "".join(w.title() for w in name.split("_")[1:])
+            label = F.LABEL_REPEATED if "repeated" in rest else F.LABEL_OPTIONAL
+            f = message.field.add(name=name, number=number, type=kind, label=label, json_name=camel)
+            if kind == F.TYPE_MESSAGE:
+                f.type_name = rest[0]
+
+    common = descriptor_pb2.FileDescriptorProto(name="common.proto", package="throngtest.common", syntax="proto3")
+    fields(common.message_type.add(name="Tag"),
+           [("key", 1, F.TYPE_STRING), ("values", 2, F.TYPE_STRING, "repeated")])
+    tester = descriptor_pb2.FileDescriptorProto(name="tester.proto", package="throngtest", syntax="proto3",
+                                                dependency=["common.proto"])
+    fields(tester.message_type.add(name="CallRequest"), [
+        ("name", 1, F.TYPE_STRING), ("code", 2, F.TYPE_INT32), ("sleep_ms", 3, F.TYPE_INT32),
+        ("need_metadata", 4, F.TYPE_STRING), ("tag", 5, F.TYPE_MESSAGE, ".throngtest.common.Tag"),
+        ("count", 6, F.TYPE_INT32)])
+    fields(tester.message_type.add(name="CallReply"), [("message", 1, F.TYPE_STRING)])
+    svc = tester.service.add(name="Tester")
+    svc.method.add(name="Call", input_type=".throngtest.CallRequest", output_type=".throngtest.CallReply")
+    svc.method.add(name="Watch", input_type=".throngtest.CallRequest", output_type=".throngtest.CallReply",
+                   server_streaming=True)
+    pool = descriptor_pool.Default()
+    pool.AddSerializedFile(common.SerializeToString())
+    pool.AddSerializedFile(tester.SerializeToString())
+
+
 def main():
+    reflect = "--reflection" in sys.argv
+    if reflect:
+        sys.argv.remove("--reflection")
     port = int(sys.argv[1])
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=16))
     handler = grpc.method_handlers_generic_handler(
@@ -97,6 +138,11 @@ def main():
         },
     )
     server.add_generic_rpc_handlers((handler,))
+    if reflect:
+        from grpc_reflection.v1alpha import reflection
+
+        descriptors()
+        reflection.enable_server_reflection(["throngtest.Tester", reflection.SERVICE_NAME], server)
     if len(sys.argv) > 3:
         key = open(sys.argv[3], "rb").read()
         cert = open(sys.argv[2], "rb").read()
