@@ -707,6 +707,14 @@ async fn speak(
     {
         return Err(ErrorClass::H2("not_negotiated"));
     }
+    // Nagle would hold a request back behind a small control frame still
+    // unacknowledged (a PING ACK for grpc-go's BDP pings, a WINDOW_UPDATE)
+    // for the peer's delayed ACK, ~40 ms: HTTP/2 sends small frames often.
+    let tcp = match &stream {
+        Transport::Plain(t) => t,
+        Transport::Tls(s) => &s.io,
+    };
+    let _ = tcp.set_nodelay(true);
     let start = Instant::now();
     sleep.as_mut().reset((start + ctx.spec.timeout).into());
     let handshake = h2::client::Builder::new()
