@@ -299,3 +299,50 @@ fn missing(files: &[FileDescriptorProto]) -> Vec<String> {
     out.dedup();
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(name: &str, deps: &[&str]) -> FileDescriptorProto {
+        FileDescriptorProto {
+            name: Some(name.to_string()),
+            dependency: deps.iter().map(|d| d.to_string()).collect(),
+            ..FileDescriptorProto::default()
+        }
+    }
+
+    #[test]
+    fn imports_missing_are_named_once_and_sorted() {
+        let files = [
+            file("a.proto", &["c.proto", "b.proto"]),
+            file("b.proto", &["c.proto", "google/protobuf/empty.proto"]),
+        ];
+        assert_eq!(missing(&files), vec!["c.proto", "google/protobuf/empty.proto"]);
+        assert!(missing(&[file("x.proto", &[])]).is_empty());
+    }
+
+    #[test]
+    fn answers_add_new_files_and_errors_say_why() {
+        let mut files = vec![file("a.proto", &[])];
+        let answer = Answer::Files(FileDescriptorResponse {
+            file_descriptor_proto: vec![
+                file("a.proto", &[]).encode_to_vec(),
+                file("b.proto", &["a.proto"]).encode_to_vec(),
+            ],
+        });
+        take(&mut files, vec![answer], |_| UsageError("unexpected".into())).unwrap();
+        assert_eq!(files.len(), 2, "a.proto is not taken twice");
+        let error = Answer::Error(ErrorResponse {
+            error_code: NOT_FOUND,
+            error_message: "not found".into(),
+        });
+        let e = take(&mut files, vec![error], |m| UsageError(format!("said: {m}"))).unwrap_err();
+        assert_eq!(e.0, "said: not found");
+        let garbage = Answer::Files(FileDescriptorResponse {
+            file_descriptor_proto: vec![vec![0xff, 0xff]],
+        });
+        let e = take(&mut files, vec![garbage], |_| UsageError("unexpected".into())).unwrap_err();
+        assert!(e.0.contains("does not decode"), "{}", e.0);
+    }
+}
