@@ -447,7 +447,13 @@ pub(crate) async fn one_request(
         (Session::Http2(slot), Some(n)) => slot.messages != n,
         _ => false,
     };
-    let nothing = StatusSet::from_codes(&[]);
+    let nothing;
+    let expect = if wrong_count {
+        nothing = StatusSet::from_codes(&[]);
+        &nothing
+    } else {
+        &ctx.spec.expect
+    };
     record_exchange(
         ctx,
         session,
@@ -455,7 +461,7 @@ pub(crate) async fn one_request(
         pool.spec.head_bytes + pool.spec.body.len(),
         t_send,
         origin,
-        if wrong_count { &nothing } else { &ctx.spec.expect },
+        expect,
         keep_server,
         row.row(),
     );
