@@ -64,6 +64,8 @@ pip_need aioquic "python3 -c 'import aioquic'"
 pip_need websockets "python3 -c 'import websockets'"
 # The gRPC tests' server (crates/cli/tests/cli/grpc/grpc_server.py) is grpcio.
 pip_need grpcio "python3 -c 'import grpc'"
+# With --reflection it serves server reflection (tests/cli/grpc_reflect.rs).
+pip_need grpcio-reflection "python3 -c 'import grpc_reflection'"
 
 # Tests that need root or a tool a developer's machine may lack are
 # #[ignore = "why"]; this script runs them too (--include-ignored), except

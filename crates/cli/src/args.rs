@@ -350,13 +350,14 @@ Examples:
 pub struct GrpcCmd {
     /// Server address, HOST:PORT (e.g. 127.0.0.1:50051)
     pub address: String,
-    /// The .proto file that defines the service (compiled at run time; no protoc needed)
+    /// The .proto file that defines the service (compiled at run time; no protoc needed); left out,
+    /// the service's descriptors are asked of the server's reflection service
     #[arg(long = "proto", value_name = "FILE")]
-    pub proto: PathBuf,
+    pub proto: Option<PathBuf>,
     /// Where imports of the .proto file are looked up, repeatable (the file's own directory always is)
     #[arg(short = 'I', long = "import-path", value_name = "DIR")]
     pub import_paths: Vec<PathBuf>,
-    /// The unary method to call: package.Service/Method
+    /// The method to call, unary or server-streaming: package.Service/Method
     #[arg(long = "call", value_name = "pkg.Service/Method")]
     pub call: String,
     /// The request message as JSON (protobuf's JSON mapping), or @FILE; encoded once, sent on every
@@ -396,6 +397,10 @@ pub struct GrpcCmd {
     /// gRPC status codes that count as ok, by name or number: OK,NOT_FOUND [default: OK]
     #[arg(long = "expect-code", value_name = "LIST")]
     pub expect_code: Option<String>,
+    /// Server-streaming calls: the number of messages each call must receive; a call that ends with
+    /// another number is check_failed
+    #[arg(long = "expect-messages", value_name = "N")]
+    pub expect_messages: Option<u64>,
     /// Limit on connect and on each call's answer [default: 10s]
     #[arg(long = "timeout", value_name = "DURATION", value_parser = parse_duration)]
     pub timeout: Option<Duration>,

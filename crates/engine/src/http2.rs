@@ -61,6 +61,10 @@ pub(crate) struct Spec {
     pub grpc: bool,
     /// gRPC `--deadline`: the response wait, and its expiry's class.
     pub deadline: Option<Duration>,
+    /// gRPC server streaming: the reply's messages are counted and timed.
+    pub server_streaming: bool,
+    /// `--expect-messages`: another count is `check_failed`.
+    pub expect_messages: Option<u64>,
 }
 
 /// Headers HTTP/2 forbids (RFC 9113 8.2.2); `Host` becomes `:authority`.
@@ -128,6 +132,8 @@ impl Spec {
             body: plan.body.clone(),
             grpc: plan.grpc.is_some(),
             deadline: plan.grpc.as_ref().and_then(|g| g.deadline),
+            server_streaming: plan.grpc.as_ref().is_some_and(|g| g.server_streaming),
+            expect_messages: plan.grpc.as_ref().and_then(|g| g.expect_messages),
         })
     }
 }
@@ -162,6 +168,8 @@ impl Spec {
             head_bytes,
             grpc: false,
             deadline: None,
+            server_streaming: false,
+            expect_messages: None,
         })
     }
 }
@@ -184,6 +192,11 @@ pub(crate) struct Slot {
     headers: Vec<(String, String)>,
     body: Vec<u8>,
     truncated: bool,
+    /// gRPC server streaming: messages of the last reply read whole, and
+    /// when the first and the last of them were.
+    messages: u64,
+    first_message: Option<Instant>,
+    last_message: Option<Instant>,
 }
 
 impl Slot {
@@ -211,6 +224,9 @@ impl Slot {
         self.headers.clear();
         self.body.clear();
         self.truncated = false;
+        self.messages = 0;
+        self.first_message = None;
+        self.last_message = None;
     }
 
     /// The response's header fields: counted (decoded size), and kept when
@@ -509,6 +525,19 @@ pub(crate) async fn one_request(
         grpc_outcome(&mut outcome, session, deadline.is_some(), &ctx.spec.expect);
     }
     ctx.in_flight.set(ctx.in_flight.get() - 1);
+    // A stream of another length than --expect-messages fails its check
+    // whatever its status: no status is expected of it.
+    let wrong_count = match (&*session, pool.spec.expect_messages) {
+        (Session::Http2(slot), Some(n)) => slot.messages != n,
+        _ => false,
+    };
+    let nothing;
+    let expect = if wrong_count {
+        nothing = StatusSet::from_codes(&[]);
+        &nothing
+    } else {
+        &ctx.spec.expect
+    };
     record_exchange(
         ctx,
         session,
@@ -516,10 +545,15 @@ pub(crate) async fn one_request(
         pool.spec.head_bytes + pool.spec.body.len(),
         t_send,
         origin,
-        &ctx.spec.expect,
+        expect,
         keep_server,
         row.row(),
     );
+    if pool.spec.server_streaming
+        && let Session::Http2(slot) = &*session
+    {
+        record_messages(ctx, slot, &outcome, t_send);
+    }
     if let Err(f) = &outcome
         && !stream_level(f.class)
     {
@@ -535,6 +569,59 @@ pub(crate) async fn one_request(
         return;
     }
     pool.release(ctx, &conn);
+}
+
+/// A server-streaming call's messages: counted whatever the outcome, timed
+/// (`first_message`, `last_message` from the first request byte) when the
+/// call ended with its trailers.
+fn record_messages(ctx: &Ctx, slot: &Slot, outcome: &Result<Timing, Failed>, t_send: Instant) {
+    let mut rec = ctx.rec.borrow_mut();
+    rec.messages(slot.messages);
+    if let (Ok(t), Some(first), Some(last)) = (outcome, slot.first_message, slot.last_message) {
+        rec.phase(t.done, Phase::FirstMessage, first.saturating_duration_since(t_send));
+        rec.phase(t.done, Phase::LastMessage, last.saturating_duration_since(t_send));
+    }
+}
+
+/// Counts gRPC messages (a 5-byte prefix: a flag, then the length, big
+/// endian) in a body that arrives in chunks of any size, without keeping
+/// them.
+#[derive(Debug, Default)]
+struct MessageCounter {
+    /// Prefix bytes seen of the message being read (5: its body is).
+    prefix: u8,
+    len: [u8; 4],
+    /// Body bytes of the message still to come.
+    left: u64,
+}
+
+impl MessageCounter {
+    /// Reads `chunk`; returns how many messages it completed.
+    fn feed(&mut self, mut chunk: &[u8]) -> u64 {
+        let mut done = 0;
+        while let Some((&b, rest)) = chunk.split_first() {
+            if self.prefix < 5 {
+                if self.prefix > 0 {
+                    self.len[usize::from(self.prefix - 1)] = b;
+                }
+                self.prefix += 1;
+                chunk = rest;
+                if self.prefix == 5 {
+                    self.left = u64::from(u32::from_be_bytes(self.len));
+                }
+            } else {
+                // Within a usize: at most the chunk's length.
+                let n = self.left.min(chunk.len() as u64) as usize;
+                self.left -= n as u64;
+                chunk = &chunk[n..];
+            }
+            if self.prefix == 5 && self.left == 0 {
+                done += 1;
+                self.prefix = 0;
+            }
+        }
+        done
+    }
 }
 
 /// gRPC's view of a call's end: a wait cut by `--deadline`, or a
@@ -562,7 +649,7 @@ const GRPC_DEADLINE_EXCEEDED: u16 = 4;
 /// The gRPC status of a response: `grpc-status` from its trailers, or its
 /// headers (a trailers-only response); without one, the HTTP status mapped
 /// as gRPC's "HTTP to gRPC status code mapping" says.
-fn grpc_status(http_status: u16, headers: &http::HeaderMap, trailers: Option<&http::HeaderMap>) -> u16 {
+pub(crate) fn grpc_status(http_status: u16, headers: &http::HeaderMap, trailers: Option<&http::HeaderMap>) -> u16 {
     let found = trailers
         .and_then(|t| t.get("grpc-status"))
         .or_else(|| headers.get("grpc-status"))
@@ -595,21 +682,24 @@ async fn exchange(
     *request.uri_mut() = spec.uri.clone();
     *request.headers_mut() = spec.headers.clone();
     slot.keep.server = keep_server;
-    send_on(c, request, &spec.body, spec.grpc, slot, sleep).await
+    send_on(c, request, &spec.body, spec.grpc, spec.server_streaming, slot, sleep).await
 }
 
 /// Sends `request` (with `body`) on a new stream of `c` and reads the
 /// response into `slot`, within the deadline `sleep` was armed with;
-/// `grpc`: the status is the call's `grpc-status`.
+/// `grpc`: the status is the call's `grpc-status`; `server_streaming`: its
+/// response messages are counted and timed as they arrive.
 async fn send_on(
     c: &H2Conn,
     request: http::Request<()>,
     body: &Bytes,
     grpc: bool,
+    server_streaming: bool,
     slot: &mut Slot,
     sleep: Pin<&mut Sleep>,
 ) -> Result<Timing, Failed> {
     slot.begin();
+    let mut counter = server_streaming.then(MessageCounter::default);
     let send = c.send.clone();
     let work = async {
         let fail = |e: h2::Error| Failed {
@@ -632,6 +722,15 @@ async fn send_on(
         while let Some(chunk) = body.data().await {
             let chunk = chunk.map_err(fail)?;
             slot.chunk(&chunk);
+            if let Some(c) = counter.as_mut() {
+                let n = c.feed(&chunk);
+                if n > 0 {
+                    let now = Instant::now();
+                    slot.first_message.get_or_insert(now);
+                    slot.last_message = Some(now);
+                    slot.messages += n;
+                }
+            }
             // Give the window back, or a large body stalls.
             let _ = body.flow_control().release_capacity(chunk.len());
         }
@@ -697,6 +796,14 @@ async fn speak(
     {
         return Err(ErrorClass::H2("not_negotiated"));
     }
+    // Nagle would hold a request back behind a small control frame still
+    // unacknowledged (a PING ACK for grpc-go's BDP pings, a WINDOW_UPDATE)
+    // for the peer's delayed ACK, ~40 ms: HTTP/2 sends small frames often.
+    let tcp = match &stream {
+        Transport::Plain(t) => t,
+        Transport::Tls(s) => &s.io,
+    };
+    let _ = tcp.set_nodelay(true);
     let start = Instant::now();
     sleep.as_mut().reset((start + ctx.spec.timeout).into());
     let handshake = h2::client::Builder::new()
@@ -986,7 +1093,7 @@ impl Own {
         c.in_flight.set(1);
         ctx.rec.borrow_mut().stream_opened(Instant::now(), 1);
         let open = StreamOpen(ctx);
-        let mut outcome = send_on(c, request, body, false, slot, sleep).await;
+        let mut outcome = send_on(c, request, body, false, false, slot, sleep).await;
         drop(open);
         c.in_flight.set(0);
         c.carried.set(c.carried.get() + 1);
@@ -1162,5 +1269,22 @@ mod tests {
         assert_eq!(grpc_status(404, &empty, None), 12);
         assert_eq!(grpc_status(503, &empty, None), 14);
         assert_eq!(grpc_status(418, &empty, None), 2);
+    }
+
+    #[test]
+    fn messages_are_counted_across_any_chunking() {
+        // Three messages: 3 bytes, empty, 300 bytes.
+        let mut body = vec![0, 0, 0, 0, 3, 1, 2, 3, 0, 0, 0, 0, 0, 0, 0, 0, 1, 44];
+        body.extend(std::iter::repeat_n(7u8, 300));
+        for size in [1, 2, 5, 7, 64, body.len()] {
+            let mut c = MessageCounter::default();
+            let total: u64 = body.chunks(size).map(|chunk| c.feed(chunk)).sum();
+            assert_eq!(total, 3, "chunks of {size}");
+            assert_eq!((c.prefix, c.left), (0, 0));
+        }
+        // A message cut off is not counted.
+        let mut c = MessageCounter::default();
+        assert_eq!(c.feed(&body[..body.len() - 1]), 2);
+        assert_eq!(c.left, 1);
     }
 }

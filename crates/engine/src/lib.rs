@@ -32,6 +32,7 @@ mod conn;
 mod ctx;
 mod errors;
 mod exchange;
+pub mod grpc_call;
 pub mod http1;
 mod http2;
 mod http3;

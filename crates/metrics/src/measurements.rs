@@ -58,6 +58,10 @@ pub struct Measurements {
     /// two redirects to its final response counts 2 here and 1 in `requests`.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub redirects: u64,
+    /// gRPC server-streaming calls: messages received, over all calls (a
+    /// call still counts once in `requests`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub messages: u64,
     /// Established connections the server closed before the client meant
     /// to (during a storm's hold).
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -347,6 +351,7 @@ impl Measurements {
         };
         add(&mut self.closed_by_peer, other.closed_by_peer, "closed_by_peer")?;
         add(&mut self.redirects, other.redirects, "redirects")?;
+        add(&mut self.messages, other.messages, "messages")?;
         self.first_drop_us = match (self.first_drop_us, shifted(other.first_drop_us)) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),

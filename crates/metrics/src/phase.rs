@@ -30,11 +30,17 @@ pub enum Phase {
     Reconnect,
     /// WebSocket: a ping sent (`--ping-every`) → its pong read.
     Pong,
+    /// gRPC server streaming: first request byte written → the first
+    /// message of the reply read whole.
+    FirstMessage,
+    /// gRPC server streaming: first request byte written → the last
+    /// message of the reply read whole (before the trailers).
+    LastMessage,
 }
 
 impl Phase {
     /// Every phase, in report order.
-    pub const ALL: [Phase; 12] = [
+    pub const ALL: [Phase; 14] = [
         Phase::ScheduleLag,
         Phase::Connect,
         Phase::Tls,
@@ -47,6 +53,8 @@ impl Phase {
         Phase::Handshake,
         Phase::Reconnect,
         Phase::Pong,
+        Phase::FirstMessage,
+        Phase::LastMessage,
     ];
 
     /// Number of phases; recorders index arrays with [`Phase::index`].
@@ -67,6 +75,8 @@ impl Phase {
             Phase::Handshake => "handshake",
             Phase::Reconnect => "reconnect",
             Phase::Pong => "pong",
+            Phase::FirstMessage => "first_message",
+            Phase::LastMessage => "last_message",
         }
     }
 

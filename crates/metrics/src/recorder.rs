@@ -42,6 +42,7 @@ pub struct Recorder {
     last_established: Option<Instant>,
     closed_by_peer: u64,
     redirects: u64,
+    messages: u64,
     first_drop: Option<Instant>,
     last_reconnected: Option<Instant>,
     reaccepted: Option<Instant>,
@@ -187,6 +188,7 @@ impl Recorder {
             last_established: None,
             closed_by_peer: 0,
             redirects: 0,
+            messages: 0,
             first_drop: None,
             last_reconnected: None,
             reaccepted: None,
@@ -357,6 +359,11 @@ impl Recorder {
         self.at(now);
         self.dropped += n;
         self.point.dropped += n;
+    }
+
+    /// A gRPC server-streaming call received `n` messages.
+    pub fn messages(&mut self, n: u64) {
+        self.messages += n;
     }
 
     /// A request followed a redirect: one hop, with the bytes it wrote and
@@ -661,6 +668,7 @@ impl Recorder {
             last_established_us: self.last_established.map(|t| since(self.origin, t)),
             closed_by_peer: self.closed_by_peer,
             redirects: self.redirects,
+            messages: self.messages,
             first_drop_us: self.first_drop.map(|t| since(self.origin, t)),
             last_reconnected_us: self.last_reconnected.map(|t| since(self.origin, t)),
             reconnect_gave_up: self.gave_up,

@@ -343,6 +343,15 @@ pub struct GrpcCall {
         with = "crate::duration::serde_opt_duration"
     )]
     pub deadline: Option<Duration>,
+    /// The method is server-streaming: each call reads a stream of
+    /// messages, counted, with the `first_message` and `last_message`
+    /// phases.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub server_streaming: bool,
+    /// `--expect-messages`: a server-streaming call that ends with another
+    /// number of messages is `check_failed`, whatever its status.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect_messages: Option<u64>,
 }
 
 /// gRPC status code names (index = code), as the report shows them.

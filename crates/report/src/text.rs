@@ -25,7 +25,7 @@ pub(crate) fn write_redirects(w: &mut dyn Write, redirects: u64) -> io::Result<(
 pub(crate) const DROPPED_MEANING: &str = "no connection was free within --timeout of the intended start, \
      or -c starts were already waiting for one when it fell due";
 
-pub(crate) const TABLE: [Phase; 11] = [
+pub(crate) const TABLE: [Phase; 13] = [
     Phase::ScheduleLag,
     Phase::Connect,
     Phase::Tls,
@@ -37,6 +37,8 @@ pub(crate) const TABLE: [Phase; 11] = [
     Phase::Connection,
     Phase::Reconnect,
     Phase::Pong,
+    Phase::FirstMessage,
+    Phase::LastMessage,
 ];
 
 /// Writes the text report of any result: an HTTP run's here, a storm's and
@@ -120,8 +122,21 @@ fn write_http(r: &RunResult, p: &HttpPlan, w: &mut dyn Write) -> io::Result<()> 
         )?;
     }
     write_redirects(w, m.redirects)?;
-    if p.grpc.is_some() {
+    if let Some(g) = &p.grpc {
         writeln!(w, "  {:<14}{}", "grpc-status", grpc_statuses(m))?;
+        if g.server_streaming {
+            let calls = m.status.values().sum::<u64>();
+            let expect = g
+                .expect_messages
+                .map_or_else(String::new, |n| format!(", {n} expected (--expect-messages)"));
+            writeln!(
+                w,
+                "  {:<14}{} received, {:.1} per answered call{expect}",
+                "messages",
+                m.messages,
+                m.messages as f64 / calls.max(1) as f64
+            )?;
+        }
     } else {
         write_status_classes(m, w)?;
     }

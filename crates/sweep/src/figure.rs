@@ -39,7 +39,7 @@ pub enum Stat {
     Max,
 }
 
-const PHASES: [&str; 12] = [
+const PHASES: [&str; 14] = [
     "schedule_lag",
     "connect",
     "tls",
@@ -52,6 +52,8 @@ const PHASES: [&str; 12] = [
     "handshake",
     "reconnect",
     "pong",
+    "first_message",
+    "last_message",
 ];
 
 impl Figure {

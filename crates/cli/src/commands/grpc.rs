@@ -1,7 +1,8 @@
-//! `throng grpc`: unary calls as HTTP/2 requests.
+//! `throng grpc`: unary and server-streaming calls as HTTP/2 requests.
 //!
 //! ```text
 //!  --proto FILE (+ -I DIRS) ── protox ──► descriptor pool ── --call ──► method
+//!  (no --proto: the server's reflection service ──► descriptor pool)
 //!  --data JSON ── prost-reflect (the method's input type) ──► message bytes,
 //!                 framed once (gRPC's 5-byte prefix) as the request body
 //!  HttpPlan (POST https|http://HOST:PORT/pkg.Service/Method, HTTP/2,
@@ -10,7 +11,8 @@
 //! ```
 //!
 //! The engine counts each call's `grpc-status` as its status; reports
-//! name the codes.
+//! name the codes. A server-streaming call is the same request; the engine
+//! counts the messages of its reply and times the first and the last.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -25,6 +27,9 @@ use super::{UsageError, finish_runs, repeated};
 use crate::args::{Format, GrpcCmd, RepeatArgs};
 use crate::progress::Display;
 
+/// `plan.grpc.proto` when the descriptors came from the server.
+const REFLECTED: &str = "server reflection";
+
 /// `--timeout`'s default (as `throng http`'s).
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -36,15 +41,24 @@ pub fn run(c: GrpcCmd) -> anyhow::Result<ExitCode> {
         )
         .into());
     }
-    if !c.proto.is_file() {
-        return Err(UsageError(format!(
-            "--proto {}: no such file; give the .proto file's path",
-            c.proto.display()
-        ))
-        .into());
+    match &c.proto {
+        Some(proto) if !proto.is_file() => {
+            return Err(UsageError(format!(
+                "--proto {}: no such file; give the .proto file's path",
+                proto.display()
+            ))
+            .into());
+        }
+        None if !c.import_paths.is_empty() => {
+            return Err(UsageError(
+                "-I/--import-path: imports are looked up for --proto FILE; give --proto, or leave out -I to ask \
+                 the server's reflection service"
+                    .into(),
+            )
+            .into());
+        }
+        _ => {}
     }
-    let pool = compile(&c.proto, &c.import_paths)?;
-    let method = find_method(&pool, service, method, &c.call)?;
     let json = match &c.data {
         Some(data) => {
             let (from, bytes) = super::http::read_data(data)?;
@@ -54,7 +68,6 @@ pub fn run(c: GrpcCmd) -> anyhow::Result<ExitCode> {
         }
         None => None,
     };
-    let message = encode(&method, json.as_ref().map(|(f, t)| (f.as_str(), t.as_str())))?;
     let expect = match &c.expect_code {
         Some(list) => parse_codes(list).map_err(|e| UsageError(format!("--expect-code {list}: {e}")))?,
         None => vec![0],
@@ -87,7 +100,11 @@ pub fn run(c: GrpcCmd) -> anyhow::Result<ExitCode> {
         threads: c.threads,
         method: Some("POST".to_string()),
         headers,
-        body: Some((json.map_or_else(|| "{}".to_string(), |(from, _)| from), message)),
+        // The message is encoded once the method's descriptor is known.
+        body: Some((
+            json.as_ref().map_or_else(|| "{}".to_string(), |(from, _)| from.clone()),
+            Vec::new(),
+        )),
         // A deadline past the default --timeout is the longer wait.
         timeout: c.timeout.or_else(|| c.deadline.map(|d| d.max(DEFAULT_TIMEOUT))),
         http2: true,
@@ -96,16 +113,37 @@ pub fn run(c: GrpcCmd) -> anyhow::Result<ExitCode> {
         cores: throng_engine::sys::cores(),
         ..HttpArgs::default()
     })?;
-    plan.grpc = Some(GrpcCall {
-        call: c.call.clone(),
-        proto: c.proto.display().to_string(),
-        expect,
-        deadline: c.deadline,
-    });
     let tls = match &plan.tls {
         Some(settings) => Some(super::tls::client_config(settings, Path::new(""), &[b"h2"])?),
         None => None,
     };
+    let pool = match &c.proto {
+        Some(proto) => compile(proto, &c.import_paths)?,
+        None => super::grpc_reflect::pool(&plan, tls.clone(), service)?,
+    };
+    let method = find_method(&pool, service, method, &c.call)?;
+    let server_streaming = method.is_server_streaming();
+    if c.expect_messages.is_some() && !server_streaming {
+        return Err(UsageError(format!(
+            "--expect-messages: {} is a unary method (one reply per call); leave it out, or call a \
+             server-streaming method",
+            c.call
+        ))
+        .into());
+    }
+    let message = encode(&method, json.as_ref().map(|(f, t)| (f.as_str(), t.as_str())))?;
+    plan.body = message.into();
+    plan.grpc = Some(GrpcCall {
+        call: c.call.clone(),
+        proto: c
+            .proto
+            .as_ref()
+            .map_or_else(|| REFLECTED.to_string(), |p| p.display().to_string()),
+        expect,
+        deadline: c.deadline,
+        server_streaming,
+        expect_messages: c.expect_messages,
+    });
     super::export::check_outputs(&[
         ("--json", c.output.json.as_deref()),
         ("--html", c.output.html.as_deref()),
@@ -176,12 +214,12 @@ fn describe(e: &protox::Error) -> String {
     format!("{at}{e}{hint}")
 }
 
-/// The unary method `service`/`method` of the pool.
+/// The unary or server-streaming method `service`/`method` of the pool.
 fn find_method(pool: &DescriptorPool, service: &str, method: &str, call: &str) -> Result<MethodDescriptor, UsageError> {
     let Some(svc) = pool.get_service_by_name(service) else {
         let known: Vec<String> = pool.services().map(|s| s.full_name().to_string()).take(20).collect();
         return Err(UsageError(format!(
-            "--call {call}: no service {service} in the .proto file (it defines: {}); give the service's full \
+            "--call {call}: no service {service} in the descriptors (they define: {}); give the service's full \
              name, with its package",
             if known.is_empty() {
                 "none".to_string()
@@ -197,10 +235,15 @@ fn find_method(pool: &DescriptorPool, service: &str, method: &str, call: &str) -
             known.join(", ")
         )));
     };
-    if m.is_client_streaming() || m.is_server_streaming() {
+    if m.is_client_streaming() {
+        let kind = if m.is_server_streaming() {
+            "bidirectional-streaming"
+        } else {
+            "client-streaming"
+        };
         return Err(UsageError(format!(
-            "--call {call}: a streaming method; throng grpc makes unary calls only (streaming is not \
-             supported yet)"
+            "--call {call}: a {kind} method; throng grpc makes unary and server-streaming calls ({kind} is \
+             not supported yet)"
         )));
     }
     Ok(m)

@@ -6,6 +6,7 @@ mod completions;
 mod demo;
 mod export;
 mod grpc;
+mod grpc_reflect;
 mod http;
 mod k8s;
 mod merge;
@@ -300,6 +301,14 @@ fn every_unit_failed(r: &RunResult) -> bool {
             }
             "check_failed" if matches!(r.plan, throng_result::Plan::Storm(_)) => {
                 "the server answered every request with a status outside 200-399".to_string()
+            }
+            "check_failed"
+                if matches!(&r.plan, throng_result::Plan::Http(p)
+                    if p.grpc.as_ref().is_some_and(|g| g.expect_messages.is_some())) =>
+            {
+                "every call ended with a gRPC status or a number of messages the run does not expect (see \
+                 grpc-status and messages); see --expect-code and --expect-messages"
+                    .to_string()
             }
             "check_failed" if matches!(&r.plan, throng_result::Plan::Http(p) if p.grpc.is_some()) => {
                 "the server answered every call with a gRPC status the run does not expect (see grpc-status); \

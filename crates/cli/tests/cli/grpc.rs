@@ -13,21 +13,34 @@ use std::process::{Child, Command, Stdio};
 use common::{Run, assert_books_balance, free_port, schema_violations, throng, wait_listening};
 use throng_result::RunResult;
 
-fn here(name: &str) -> PathBuf {
+pub(crate) fn here(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cli/grpc").join(name)
 }
 
 /// The grpcio test server on a free loopback port; killed on drop.
-struct GrpcServer {
+pub(crate) struct GrpcServer {
     child: Child,
-    addr: String,
+    pub(crate) addr: String,
 }
 
 impl GrpcServer {
-    fn start(tls: Option<&Path>) -> GrpcServer {
+    pub(crate) fn start(tls: Option<&Path>) -> GrpcServer {
+        GrpcServer::spawn(tls, false)
+    }
+
+    /// One that also serves server reflection (grpc.reflection.v1alpha).
+    pub(crate) fn reflecting(tls: Option<&Path>) -> GrpcServer {
+        GrpcServer::spawn(tls, true)
+    }
+
+    fn spawn(tls: Option<&Path>, reflection: bool) -> GrpcServer {
         let port = free_port();
         let mut cmd = Command::new("python3");
-        cmd.arg(here("grpc_server.py")).arg(port.to_string());
+        cmd.arg(here("grpc_server.py"));
+        if reflection {
+            cmd.arg("--reflection");
+        }
+        cmd.arg(port.to_string());
         if let Some(dir) = tls {
             cmd.arg(dir.join("server.pem")).arg(dir.join("server.key"));
         }
@@ -314,7 +327,7 @@ fn config_errors_say_what_and_where_and_exit_2() {
         (&["--call", "throngtest.Tester"], "package.Service/Method"),
         (&["--call", "throngtest.Nope/Call"], "no service throngtest.Nope"),
         (&["--call", "throngtest.Tester/Nope"], "has no method Nope"),
-        (&["--call", "throngtest.Tester/Watch"], "streaming"),
+        (&["--call", "throngtest.Tester/Chat"], "bidirectional-streaming"),
         (
             &[
                 "--call",

@@ -50,6 +50,8 @@ mod exit_codes;
 mod export;
 mod faults;
 mod grpc;
+mod grpc_reflect;
+mod grpc_stream;
 mod hostile_results;
 mod html;
 mod http2;

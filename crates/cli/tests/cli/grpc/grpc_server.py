@@ -4,12 +4,19 @@
 
 Call answers with the status code the request asks for (field 2), after
 sleeping sleep_ms (field 3); with need_metadata (field 4) set it answers
-FAILED_PRECONDITION unless the call carries that metadata key. Messages are
+FAILED_PRECONDITION unless the call carries that metadata key. Watch
+(server streaming) sends count (field 6) replies, sleep_ms apart (the first
+at once), then
+ends with the status code asked for. Messages are
 decoded by hand (only varints and length-delimited fields are used), so
 only grpcio is needed, not protobuf.
 
-Usage: grpc_server.py PORT [CERT KEY]   prints "ready" when serving; runs
-until killed, or 120 s at most.
+With --reflection it also serves server reflection (grpcio-reflection:
+grpc.reflection.v1alpha only), from descriptors of tester.proto and
+common.proto built here by hand (no protoc).
+
+Usage: grpc_server.py [--reflection] PORT [CERT KEY]   prints "ready" when
+serving; runs until killed, or 120 s at most.
 """
 import sys
 import time
@@ -65,14 +72,77 @@ def call(request, context):
     return reply("hello " + f.get(1, b"").decode())
 
 
+def watch(request, context):
+    """Server streaming: count replies "hello NAME #i", sleep_ms apart (the
+    first at once),
+    then the status code asked for (after the replies)."""
+    f = decode(request)
+    name = f.get(1, b"").decode()
+    for i in range(min(f.get(6, 0), 100000)):
+        if i and f.get(3):
+            time.sleep(f[3] / 1000)
+        if not context.is_active():
+            return
+        yield reply("hello %s #%d" % (name, i))
+    code = f.get(2, 0)
+    if code:
+        status = next(s for s in grpc.StatusCode if s.value[0] == code)
+        context.abort(status, "asked for " + status.name)
+
+
+def descriptors():
+    """tester.proto and common.proto as FileDescriptorProtos, added to the
+    default pool that grpcio-reflection answers from."""
+    from google.protobuf import descriptor_pb2, descriptor_pool
+
+    F = descriptor_pb2.FieldDescriptorProto
+
+    def fields(message, spec):
+        for name, number, kind, *rest in spec:
+            camel = name.split("_")[0] + "".join(w.title() for w in name.split("_")[1:])
+            label = F.LABEL_REPEATED if "repeated" in rest else F.LABEL_OPTIONAL
+            f = message.field.add(name=name, number=number, type=kind, label=label, json_name=camel)
+            if kind == F.TYPE_MESSAGE:
+                f.type_name = rest[0]
+
+    common = descriptor_pb2.FileDescriptorProto(name="common.proto", package="throngtest.common", syntax="proto3")
+    fields(common.message_type.add(name="Tag"),
+           [("key", 1, F.TYPE_STRING), ("values", 2, F.TYPE_STRING, "repeated")])
+    tester = descriptor_pb2.FileDescriptorProto(name="tester.proto", package="throngtest", syntax="proto3",
+                                                dependency=["common.proto"])
+    fields(tester.message_type.add(name="CallRequest"), [
+        ("name", 1, F.TYPE_STRING), ("code", 2, F.TYPE_INT32), ("sleep_ms", 3, F.TYPE_INT32),
+        ("need_metadata", 4, F.TYPE_STRING), ("tag", 5, F.TYPE_MESSAGE, ".throngtest.common.Tag"),
+        ("count", 6, F.TYPE_INT32)])
+    fields(tester.message_type.add(name="CallReply"), [("message", 1, F.TYPE_STRING)])
+    svc = tester.service.add(name="Tester")
+    svc.method.add(name="Call", input_type=".throngtest.CallRequest", output_type=".throngtest.CallReply")
+    svc.method.add(name="Watch", input_type=".throngtest.CallRequest", output_type=".throngtest.CallReply",
+                   server_streaming=True)
+    pool = descriptor_pool.Default()
+    pool.AddSerializedFile(common.SerializeToString())
+    pool.AddSerializedFile(tester.SerializeToString())
+
+
 def main():
+    reflect = "--reflection" in sys.argv
+    if reflect:
+        sys.argv.remove("--reflection")
     port = int(sys.argv[1])
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=16))
     handler = grpc.method_handlers_generic_handler(
         "throngtest.Tester",
-        {"Call": grpc.unary_unary_rpc_method_handler(call)},
+        {
+            "Call": grpc.unary_unary_rpc_method_handler(call),
+            "Watch": grpc.unary_stream_rpc_method_handler(watch),
+        },
     )
     server.add_generic_rpc_handlers((handler,))
+    if reflect:
+        from grpc_reflection.v1alpha import reflection
+
+        descriptors()
+        reflection.enable_server_reflection(["throngtest.Tester", reflection.SERVICE_NAME], server)
     if len(sys.argv) > 3:
         key = open(sys.argv[3], "rb").read()
         cert = open(sys.argv[2], "rb").read()
