@@ -22,7 +22,7 @@ const LOCATIONS: &str = r#"
 "#;
 
 /// `throng http ARGS --io IO`, with its result (books checked).
-fn run(io: &str, args: &[&str]) -> (common::Run, RunResult) {
+fn run_io(io: &str, args: &[&str]) -> (common::Run, RunResult) {
     let mut all = args.to_vec();
     all.extend_from_slice(&["--io", io]);
     let run = http(&all);
@@ -53,7 +53,7 @@ fn keepalive_against_nginx_counts_as_epoll_does() {
     let nginx = Nginx::start(LOCATIONS);
     let mut seen = Vec::new();
     for io in IO {
-        let (run, r) = run(io, &[&nginx.url("/hello"), "-n", "3000", "-c", "20", "-t", "2"]);
+        let (run, r) = run_io(io, &[&nginx.url("/hello"), "-n", "3000", "-c", "20", "-t", "2"]);
         assert_eq!(run.code(), 0, "{io}: {}", run.stderr());
         let m = &r.measurements;
         assert_eq!((m.requests.attempted, m.requests.ok), (3000, 3000), "{io}");
@@ -64,11 +64,23 @@ fn keepalive_against_nginx_counts_as_epoll_does() {
         for phase in ["wait", "receive", "response", "latency"] {
             assert_eq!(m.phases[phase].count(), 3000, "{io} {phase}");
         }
-        assert_eq!(m.phases["connection"].count(), 20, "{io}: every connection closed at the end");
+        assert_eq!(
+            m.phases["connection"].count(),
+            20,
+            "{io}: every connection closed at the end"
+        );
         assert_eq!(m.bytes.received_body, 5 * 3000, "{io}");
-        assert_eq!(m.bytes.received, m.bytes.received_headers + m.bytes.received_body, "{io}");
+        assert_eq!(
+            m.bytes.received,
+            m.bytes.received_headers + m.bytes.received_body,
+            "{io}"
+        );
         assert_eq!(m.bytes.sent % 3000, 0, "{io}: every request whole");
-        let server = m.first_reply.as_ref().and_then(|f| f.server.clone()).unwrap_or_default();
+        let server = m
+            .first_reply
+            .as_ref()
+            .and_then(|f| f.server.clone())
+            .unwrap_or_default();
         assert!(server.starts_with("nginx"), "{io}: {server}");
         let (lat, resp, wait) = (&m.phases["latency"], &m.phases["response"], &m.phases["wait"]);
         assert!(lat.quantile(0.5) >= resp.quantile(0.5) && resp.quantile(0.5) >= wait.quantile(0.5));
@@ -85,19 +97,27 @@ fn keepalive_against_nginx_counts_as_epoll_does() {
 fn a_connection_per_request_and_rejected_statuses_as_epoll() {
     let nginx = Nginx::start(LOCATIONS);
     for io in IO {
-        let (run, r) = run(io, &[&nginx.url("/"), "-n", "600", "-c", "10", "--no-keepalive"]);
+        let (run, r) = run_io(io, &[&nginx.url("/"), "-n", "600", "-c", "10", "--no-keepalive"]);
         assert_eq!(run.code(), 0, "{io}: {}", run.stderr());
         let m = &r.measurements;
-        assert_eq!((m.requests.ok, m.connections.attempted, m.connections.ok), (600, 600, 600), "{io}");
+        assert_eq!(
+            (m.requests.ok, m.connections.attempted, m.connections.ok),
+            (600, 600, 600),
+            "{io}"
+        );
         assert_eq!(m.phases["connect"].count(), 600, "{io}");
-        assert_eq!(m.phases["connection"].count(), 600, "{io}: every connection closed and timed");
+        assert_eq!(
+            m.phases["connection"].count(),
+            600,
+            "{io}: every connection closed and timed"
+        );
 
-        let (run, r) = run(io, &[&nginx.url("/missing"), "-n", "200", "-c", "4"]);
+        let (run, r) = run_io(io, &[&nginx.url("/missing"), "-n", "200", "-c", "4"]);
         assert_eq!(run.code(), 1, "{io}: every request failed → exit 1");
         let m = &r.measurements;
         assert_eq!(m.requests.error("check_failed"), 200, "{io}");
         assert_eq!(m.status.get(&404), Some(&200), "{io}");
-        let (run, r) = run(
+        let (run, r) = run_io(
             io,
             &[&nginx.url("/missing"), "-n", "200", "-c", "4", "--expect-status", "404"],
         );
@@ -109,16 +129,15 @@ fn a_connection_per_request_and_rejected_statuses_as_epoll() {
 fn nginx_ending_keepalive_connections_costs_no_request() {
     // nginx closes a connection after 10 requests (Connection: close).
     let nginx = Nginx::start(&format!("keepalive_requests 10;\n{LOCATIONS}"));
-    let mut outcomes = Vec::new();
     for io in IO {
-        let (run, r) = run(io, &[&nginx.url("/hello"), "-n", "1000", "-c", "5", "-t", "1"]);
+        let (run, r) = run_io(io, &[&nginx.url("/hello"), "-n", "1000", "-c", "5", "-t", "1"]);
         assert_eq!(run.code(), 0, "{io}: {}", run.stderr());
         let m = &r.measurements;
-        assert_eq!(m.requests.ok, 1000, "{io}: {}", outcome(&r));
-        assert_eq!(m.connections.ok, 100, "{io}: one connection per 10 requests");
-        outcomes.push(outcome(&r));
+        assert_eq!((m.requests.ok, m.requests.failed()), (1000, 0), "{io}: {}", outcome(&r));
+        // 10 requests per connection; each of the 5 may end on a partly used one.
+        assert!((100..=105).contains(&m.connections.ok), "{io}: {}", outcome(&r));
+        assert_eq!(m.connections.failed(), 0, "{io}");
     }
-    assert_eq!(outcomes[0], outcomes[1]);
 }
 
 #[test]
@@ -132,7 +151,7 @@ fn large_responses_span_many_receive_buffers() {
         dir.path().display()
     ));
     for io in IO {
-        let (run, r) = run(io, &[&nginx.url("/big"), "-n", "400", "-c", "40", "-t", "1"]);
+        let (run, r) = run_io(io, &[&nginx.url("/big"), "-n", "400", "-c", "40", "-t", "1"]);
         assert_eq!(run.code(), 0, "{io}: {}", run.stderr());
         let m = &r.measurements;
         assert_eq!(m.requests.ok, 400, "{io}: {}", outcome(&r));
@@ -144,7 +163,7 @@ fn large_responses_span_many_receive_buffers() {
 #[test]
 fn a_duration_run_stops_gracefully_with_its_books_balanced() {
     let nginx = Nginx::start(LOCATIONS);
-    let (run, r) = run("uring", &[&nginx.url("/"), "-d", "1s", "-c", "8", "-t", "2"]);
+    let (run, r) = run_io("uring", &[&nginx.url("/"), "-d", "1s", "-c", "8", "-t", "2"]);
     assert_eq!(run.code(), 0, "{}", run.stderr());
     let m = &r.measurements;
     assert!(m.requests.ok > 100, "{}", outcome(&r));
@@ -207,7 +226,7 @@ fn hostile_servers_fail_requests_in_the_same_classes() {
         let n_text = n.to_string();
         let mut outcomes = Vec::new();
         for io in IO {
-            let (run, r) = run(io, &[&url, "-n", &n_text, "-c", "2", "-t", "1", "--timeout", timeout]);
+            let (run, r) = run_io(io, &[&url, "-n", &n_text, "-c", "2", "-t", "1", "--timeout", timeout]);
             let m = &r.measurements;
             assert_eq!(m.requests.attempted, n, "{fault} {io}: {}", outcome(&r));
             if class.is_empty() {
@@ -227,11 +246,16 @@ fn a_refused_port_is_refused_as_with_epoll() {
     let port = free_port();
     let url = format!("http://127.0.0.1:{port}/");
     for io in IO {
-        let (run, r) = run(io, &[&url, "-n", "50", "-c", "2", "-t", "1"]);
+        let (run, r) = run_io(io, &[&url, "-n", "50", "-c", "2", "-t", "1"]);
         assert_eq!(run.code(), 1, "{io}");
         let m = &r.measurements;
         assert!(m.requests.attempted > 0, "{io}");
-        assert_eq!(m.requests.error("refused"), m.requests.attempted, "{io}: {}", outcome(&r));
+        assert_eq!(
+            m.requests.error("refused"),
+            m.requests.attempted,
+            "{io}: {}",
+            outcome(&r)
+        );
         assert_eq!(m.connections.error("refused"), m.connections.attempted, "{io}");
     }
 }
@@ -252,6 +276,9 @@ fn what_uring_cannot_run_is_a_usage_error_naming_it() {
         let out = common::output(throng().arg("http").args(&args).args(["--io", "uring", "-n", "1"]));
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-        assert!(stderr.contains(what) && stderr.contains("--io epoll"), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(what) && stderr.contains("--io epoll"),
+            "{args:?}: {stderr}"
+        );
     }
 }

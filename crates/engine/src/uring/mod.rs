@@ -55,6 +55,15 @@ const TICK: Duration = Duration::from_millis(10);
 const PUBLISH_EVERY: Duration = Duration::from_millis(100);
 /// How often a worker publishes a snapshot, when asked for (likewise).
 const SNAPSHOT_EVERY: Duration = Duration::from_secs(1);
+/// Room for the control messages of a receive: one SCM_TIMESTAMPING (three
+/// timespecs) with its header.
+const CONTROL: usize = 64;
+/// Completions a wait asks for at most before waking: fewer wake-ups, each
+/// reaping more. Receive times come from the kernel's stamps, so waiting
+/// for a batch does not move them.
+const BATCH: usize = 16;
+/// How long a wait holds out for a batch before it takes what has come.
+const BATCH_WAIT_US: u32 = 50;
 /// A request above this size goes out in several segments: only then is
 /// TCP_NODELAY worth its system call (as crate::conn).
 const NODELAY_ABOVE: usize = 1400;
@@ -140,6 +149,13 @@ struct Loop<'a> {
     /// The route's addresses in the kernel's form, for connect operations
     /// (alive as long as the ring).
     addrs: Vec<SockAddr>,
+    /// The template of every multishot `recvmsg`: no name, room for the
+    /// receive stamp (boxed: the kernel reads it at each arming).
+    msghdr: Box<libc::msghdr>,
+    /// Sockets ask for kernel receive stamps (crate::stamps).
+    stamp: bool,
+    /// Waits may hold out for a batch (the kernel took `min_wait`).
+    batch: bool,
 }
 
 /// Runs one worker's closed loop on an io_uring to completion on the
@@ -168,7 +184,7 @@ pub(crate) fn run(
         rec: RefCell::new(Recorder::new(origin)),
         scenario: RefCell::new(None),
         scratch: RefCell::new(Box::default()),
-        stamp: false,
+        stamp: crate::stamps::clock() == crate::stamps::Clock::Kernel,
         stamps: Cell::new(crate::stamps::Counts::default()),
         client_speaks_first: true,
         spec,
@@ -217,6 +233,14 @@ pub(crate) fn run(
         until,
         active: 0,
         addrs: ctx.spec.route.addrs.iter().map(|&a| SockAddr::from(a)).collect(),
+        msghdr: {
+            // SAFETY: msghdr is plain old data; all-zero is a valid value.
+            let mut m: Box<libc::msghdr> = Box::new(unsafe { std::mem::zeroed() });
+            m.msg_controllen = CONTROL as _;
+            m
+        },
+        stamp: ctx.stamp,
+        batch: true,
     };
 
     // Wait for the run's origin, watching for an abort.
@@ -269,6 +293,7 @@ impl Loop<'_> {
         let mut next_snapshot = Instant::now() + SNAPSHOT_EVERY;
         let tick = types::Timespec::new().nsec(TICK.subsec_nanos());
         let args = types::SubmitArgs::new().timespec(&tick);
+        let batch_args = types::SubmitArgs::new().timespec(&tick).min_wait_usec(BATCH_WAIT_US);
         let mut cqes: Vec<(u64, i32, u32)> = Vec::with_capacity(1024);
         loop {
             if state.has_changed().unwrap_or(true) {
@@ -291,9 +316,21 @@ impl Loop<'_> {
             }
 
             self.stamp_queued();
-            match self.ring.ring.submitter().submit_with_args(1, &args) {
+            let want = if self.batch {
+                (self.active / 2).clamp(1, BATCH)
+            } else {
+                1
+            };
+            let waited = if want > 1 {
+                self.ring.ring.submitter().submit_with_args(want, &batch_args)
+            } else {
+                self.ring.ring.submitter().submit_with_args(1, &args)
+            };
+            match waited {
                 Ok(_) => {}
                 Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME | libc::EINTR | libc::EBUSY)) => {}
+                // A kernel before 6.12 takes no min_wait: wait for one at a time.
+                Err(e) if e.raw_os_error() == Some(libc::EINVAL) && want > 1 => self.batch = false,
                 Err(e) => return Err(io::Error::new(e.kind(), format!("--io uring: io_uring_enter: {e}"))),
             }
             let now = Instant::now();
@@ -376,10 +413,13 @@ impl Loop<'_> {
         }
         let now = Instant::now();
         let timeout = self.ctx.spec.timeout;
+        let len = self.ctx.spec.request.len();
         for i in self.queued.drain(..) {
             let s = &mut self.slots[i];
             s.t_send = now;
             s.deadline = now + timeout;
+            // Sent whole unless a failure's completion says otherwise.
+            s.written = len;
         }
     }
 
@@ -389,11 +429,13 @@ impl Loop<'_> {
         let queued = &mut self.queued;
         let slots = &mut self.slots;
         let timeout = self.ctx.spec.timeout;
+        let len = self.ctx.spec.request.len();
         self.ring.push(sqe, || {
             let now = Instant::now();
             for i in queued.drain(..) {
                 slots[i].t_send = now;
                 slots[i].deadline = now + timeout;
+                slots[i].written = len;
             }
         })
     }
@@ -451,6 +493,11 @@ impl Loop<'_> {
         };
         s.fd = socket.into_raw_fd();
         s.recv_armed = false;
+        if self.stamp {
+            // Refused (never on Linux ≥ 2.6.30): reads fall back to the user
+            // clock, and the result counts them.
+            crate::stamps::enable(s.fd);
+        }
         let Some(sa) = self.addrs.get(s.addr % n) else {
             return self.connect_failed(i, ErrorClass::Refused);
         };
@@ -466,9 +513,13 @@ impl Loop<'_> {
         let request = &self.ctx.spec.request;
         let s = &self.slots[i];
         let left = &request[s.written.min(request.len())..];
+        // MSG_WAITALL: the ring sends it all or fails, so a success needs no
+        // completion (SKIP_SUCCESS); a failure posts one with the bytes
+        // that got out, or the error.
         let sqe = opcode::Send::new(types::Fd(s.fd), left.as_ptr(), left.len() as u32)
-            .flags(libc::MSG_NOSIGNAL)
+            .flags(libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
             .build()
+            .flags(squeue::Flags::SKIP_SUCCESS)
             .user_data(user_data(i, s.generation, OP_SEND));
         if s.written == 0 {
             // Stamped just before the submission (stamp_queued); until
@@ -490,7 +541,7 @@ impl Loop<'_> {
             return Ok(());
         }
         s.recv_armed = true;
-        let sqe = opcode::RecvMulti::new(types::Fd(s.fd), BGID)
+        let sqe = opcode::RecvMsgMulti::new(types::Fd(s.fd), &raw const *self.msghdr, BGID)
             .build()
             .user_data(user_data(i, s.generation, OP_RECV));
         self.push(&sqe)
@@ -598,7 +649,8 @@ impl Loop<'_> {
         Ok(())
     }
 
-    /// Slot `i`'s send completed with `res`.
+    /// Slot `i`'s send failed: `res` is the error, or the bytes that got
+    /// out before it (successes post no completion).
     fn sent(&mut self, i: usize, res: i32) -> io::Result<()> {
         let len = self.ctx.spec.request.len();
         let s = &mut self.slots[i];
@@ -607,34 +659,59 @@ impl Loop<'_> {
         }
         match res {
             n if n < 0 => {
+                s.written = 0;
                 let e = io::Error::from_raw_os_error(-n);
                 self.failed(i, classify(&e, Stage::Exchange))
             }
-            0 => self.failed(i, ErrorClass::Reset),
-            n => {
-                s.written += n as usize;
-                if s.written < len { self.send(i) } else { Ok(()) }
+            n if (n as usize) < len => {
+                s.written = n as usize;
+                self.failed(i, ErrorClass::Reset)
             }
+            _ => Ok(()),
         }
     }
 
-    /// `len` bytes arrived on slot `i` in buffer `bid`.
+    /// A `recvmsg` completion of `len` bytes (header, control messages,
+    /// payload) in buffer `bid` for slot `i`.
     fn received(&mut self, i: usize, bid: u16, len: usize, now: Instant) -> io::Result<()> {
+        let buf = self.ring.bufs.data(bid, len);
+        let Ok(out) = types::RecvMsgOut::parse(buf, &self.msghdr) else {
+            return self.failed_if_exchanging(i, ErrorClass::Protocol);
+        };
+        let payload = out.payload_data();
+        if payload.is_empty() {
+            return self.eof(i, now);
+        }
         let s = &mut self.slots[i];
         if s.phase != Phase::Exchanging {
             // Bytes nobody asked for: the connection cannot be trusted with
             // the next request.
             return self.drop_connection(i);
         }
-        s.first.get_or_insert(now);
+        // The kernel's arrival, when it has a plausible one: after the
+        // request left, and not after the reap (as the epoll path).
+        let arrived =
+            crate::stamps::from_control(out.control_data()).and_then(|st| crate::stamps::arrival(st, now, s.t_send));
+        let at = arrived.unwrap_or(now);
+        let first = *s.first.get_or_insert(at);
         let Session::Http1(reader) = &mut s.session else {
             return self.failed(i, ErrorClass::Protocol);
         };
-        match reader.feed(self.ring.bufs.data(bid, len)) {
+        match reader.feed(payload) {
             Ok(Feed::More) => Ok(()),
-            Ok(Feed::Done { extra }) => self.done(i, now, extra > 0),
+            Ok(Feed::Done { extra }) => self.done(i, at.max(first), extra > 0, arrived.is_some()),
             Err(ParseError::Malformed) => self.failed(i, ErrorClass::Protocol),
             Err(ParseError::Eof) => self.failed(i, ErrorClass::Eof),
+        }
+    }
+
+    /// Fails slot `i`'s request with `class` if one is in flight; else
+    /// drops its connection.
+    fn failed_if_exchanging(&mut self, i: usize, class: ErrorClass) -> io::Result<()> {
+        if self.slots[i].phase == Phase::Exchanging {
+            self.failed(i, class)
+        } else {
+            self.drop_connection(i)
         }
     }
 
@@ -648,13 +725,14 @@ impl Loop<'_> {
             return self.failed(i, ErrorClass::Protocol);
         };
         match reader.eof() {
-            Ok(()) => self.done(i, now, false),
+            Ok(()) => self.done(i, now, false, false),
             Err(_) => self.failed(i, ErrorClass::Eof),
         }
     }
 
-    /// Slot `i`'s response is complete at `now`.
-    fn done(&mut self, i: usize, now: Instant, extra: bool) -> io::Result<()> {
+    /// Slot `i`'s response is complete at `now` (by the kernel's stamp:
+    /// `kernel`).
+    fn done(&mut self, i: usize, now: Instant, extra: bool, kernel: bool) -> io::Result<()> {
         let s = &self.slots[i];
         let first = s.first.unwrap_or(now);
         let timing = Timing {
@@ -662,7 +740,7 @@ impl Loop<'_> {
             first,
             done: now.max(first),
             extra,
-            kernel: false,
+            kernel,
         };
         self.finish(i, Ok(timing))
     }
