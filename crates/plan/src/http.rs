@@ -1673,7 +1673,8 @@ mod tests {
         };
         let p = uring("http://127.0.0.1:8080/", &|a| a.no_keepalive = true).unwrap();
         assert_eq!((p.io, p.keepalive), (IoModel::Uring, false));
-        let refused: [(&str, &dyn Fn(&mut HttpArgs), &str); 5] = [
+        type Change<'a> = &'a dyn Fn(&mut HttpArgs);
+        let refused: [(&str, Change, &str); 5] = [
             ("https://127.0.0.1/", &|_| {}, "TLS"),
             ("http://127.0.0.1/", &|a| a.http2 = true, "--http2"),
             ("http://127.0.0.1/", &|a| a.rate = Some(100.0), "open loops"),

@@ -877,3 +877,26 @@ fn new_socket(addr: SocketAddr, nodelay: bool) -> io::Result<Socket> {
     }
     Ok(socket)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn user_data_names_slot_generation_and_operation() {
+        for (slot, generation, op) in [(0, 0, OP_CONNECT), (7, 1, OP_SEND), (1 << 24, GENERATION, OP_RECV)] {
+            assert_eq!(parse_user_data(user_data(slot, generation, op)), (slot, generation, op));
+        }
+        // A generation past the kept bits wraps, as the comparison does.
+        let (_, g, _) = parse_user_data(user_data(3, GENERATION + 2, OP_CLOSE));
+        assert_eq!(g, (GENERATION + 2) & GENERATION);
+    }
+
+    #[test]
+    fn this_kernel_has_what_the_transport_needs() {
+        // io_uring is enabled on the development machines (Linux 6.18).
+        assert_eq!(probe(), Ok(()));
+        let ring = Ring::new(100).expect("a ring with its buffers");
+        assert!(ring.ring.params().sq_entries() >= 128);
+    }
+}
