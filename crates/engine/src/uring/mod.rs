@@ -851,6 +851,9 @@ impl Loop<'_> {
     /// ended gracefully (an aborted run's connections are not, as in the
     /// epoll path).
     fn close_all(&mut self, count: bool) {
+        // Closes queued by the last turn (a connection per request's) run
+        // inside this submission; no descriptor outlives the run.
+        let _ = self.ring.ring.submit();
         let now = Instant::now();
         for s in &mut self.slots {
             if s.fd >= 0 {
