@@ -17,8 +17,9 @@
 //!
 //! Measurement is the epoll path's: a request's send time is taken just
 //! before the system call that submits its send, its first and last bytes
-//! when the completions carrying them are reaped (the user clock: multishot
-//! receives carry no kernel receive stamps), and the outcome is recorded by
+//! by the kernel's receive stamps that each multishot `recvmsg` carries in
+//! its control messages (the reap time when a stamp is missing or
+//! implausible, as crate::stamps says), and the outcome is recorded by
 //! [`crate::exchange::record_exchange`], so error classes, bytes and
 //! conservation are the same. Closed loops over plain TCP only; the plan
 //! refuses the rest before the run.
