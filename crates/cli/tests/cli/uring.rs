@@ -88,6 +88,11 @@ fn keepalive_against_nginx_counts_as_epoll_does() {
         let text = std::fs::read_to_string(&run.json).unwrap();
         assert_eq!(text.contains(r#""io": "uring""#), io == "uring", "{io}");
         assert!(common::schema_violations(&run.json).is_empty(), "{io}");
+        // Responses timed by the kernel's receive stamps (uring: carried by
+        // the multishot recvmsg's control messages), each by one clock.
+        let t = r.generator.timestamps.as_ref().expect("the result names its clock");
+        assert_eq!((t.receive.as_str(), t.kernel + t.user), ("kernel", 3000), "{io}: {t:?}");
+        assert!(t.kernel * 2 >= 3000, "{io}: most responses stamped: {t:?}");
         seen.push((m.bytes.sent, m.bytes.received));
     }
     assert_eq!(seen[0], seen[1], "the same bytes on the wire either way");
