@@ -75,7 +75,6 @@ const NODELAY_ABOVE: usize = 1400;
 const OP_CONNECT: u8 = 1;
 const OP_SEND: u8 = 2;
 const OP_RECV: u8 = 3;
-const OP_CLOSE: u8 = 4;
 /// Bits of the generation kept in user data.
 const GENERATION: u32 = 0x00ff_ffff;
 
@@ -797,39 +796,25 @@ impl Loop<'_> {
         self.drop_socket(i)
     }
 
-    /// Shuts slot `i`'s socket down (ending its receive) and closes it,
-    /// both through the ring; later completions of it are stale.
+    /// Shuts slot `i`'s socket down (ending the receive the ring holds on
+    /// it) and closes it; later completions of it are stale. Two system
+    /// calls, not ring operations: the ring runs a shutdown on a worker
+    /// thread, and one still queued when the ring is dropped would never
+    /// close its socket.
     fn drop_socket(&mut self, i: usize) -> io::Result<()> {
         let s = &mut self.slots[i];
         if s.fd < 0 {
             return Ok(());
         }
         let fd = s.fd;
-        let ud = user_data(i, s.generation, OP_CLOSE);
         s.fd = -1;
         s.recv_armed = false;
         s.generation = s.generation.wrapping_add(1);
-        // Hard-linked: the close runs even when the shutdown fails (a
-        // socket that never connected).
-        let shutdown = opcode::Shutdown::new(types::Fd(fd), libc::SHUT_RDWR)
-            .build()
-            .flags(squeue::Flags::IO_HARDLINK | squeue::Flags::SKIP_SUCCESS)
-            .user_data(ud);
-        let close = opcode::Close::new(types::Fd(fd))
-            .build()
-            .flags(squeue::Flags::SKIP_SUCCESS)
-            .user_data(ud);
-        // Both or neither in one submission: a link must not be split.
-        let free = {
-            let sq = self.ring.ring.submission();
-            sq.capacity() - sq.len()
-        };
-        if free < 2 {
-            self.stamp_queued();
-            self.ring.ring.submit()?;
-        }
-        self.push(&shutdown)?;
-        self.push(&close)
+        // SAFETY: shutdown on a socket this worker owns (it may not be
+        // connected: then it fails, harmlessly).
+        unsafe { libc::shutdown(fd, libc::SHUT_RDWR) };
+        close_fd(fd);
+        Ok(())
     }
 
     /// Fails the requests past their deadline (connect or response).
@@ -852,9 +837,6 @@ impl Loop<'_> {
     /// ended gracefully (an aborted run's connections are not, as in the
     /// epoll path).
     fn close_all(&mut self, count: bool) {
-        // Closes queued by the last turn (a connection per request's) run
-        // inside this submission; no descriptor outlives the run.
-        let _ = self.ring.ring.submit();
         let now = Instant::now();
         for s in &mut self.slots {
             if s.fd >= 0 {
@@ -892,7 +874,7 @@ mod tests {
             assert_eq!(parse_user_data(user_data(slot, generation, op)), (slot, generation, op));
         }
         // A generation past the kept bits wraps, as the comparison does.
-        let (_, g, _) = parse_user_data(user_data(3, GENERATION + 2, OP_CLOSE));
+        let (_, g, _) = parse_user_data(user_data(3, GENERATION + 2, OP_SEND));
         assert_eq!(g, (GENERATION + 2) & GENERATION);
     }
 

@@ -200,10 +200,9 @@ pub(crate) fn probe() -> Result<(), String> {
     if ring.submitter().register_probe(&mut probe).is_err()
         || !probe.is_supported(io_uring::opcode::RecvMulti::CODE)
         || !probe.is_supported(io_uring::opcode::Connect::CODE)
-        || !probe.is_supported(io_uring::opcode::Shutdown::CODE)
     {
         return Err(why(
-            "this kernel's io_uring lacks an operation the transport needs (receive, connect, shutdown; \
+            "this kernel's io_uring lacks an operation the transport needs (multishot receive, connect; \
              Linux 6.0 or later has them)",
         ));
     }
