@@ -70,6 +70,12 @@ http {{
 def run(cmd, timeout, cpu=CLIENT_CPU):
     """Runs cmd (pinned to `cpu` unless None); returns (output, CPU seconds, max RSS bytes)
     of exactly that process and the children it waited for."""
+    out, user, system, maxrss = run_split(cmd, timeout, cpu)
+    return out, user + system, maxrss
+
+
+def run_split(cmd, timeout, cpu=CLIENT_CPU):
+    """As run, with the CPU split: (output, user seconds, system seconds, max RSS bytes)."""
     full = (["taskset", "-c", cpu] if cpu else []) + cmd
     p = subprocess.Popen(full, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     deadline = time.time() + timeout
@@ -85,7 +91,7 @@ def run(cmd, timeout, cpu=CLIENT_CPU):
             p.kill()
         time.sleep(0.05)
     out += p.stdout.read() or b""
-    return out.decode(errors="replace"), ru.ru_utime + ru.ru_stime, ru.ru_maxrss * 1024
+    return out.decode(errors="replace"), ru.ru_utime, ru.ru_stime, ru.ru_maxrss * 1024
 
 
 def count(pattern, text):

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Whole-tool HTTP/1.1 benchmark: throng against wrk, ab, h2load and oha.
+"""Whole-tool HTTP/1.1 benchmark: throng (epoll and --io uring) against wrk, ab, h2load and oha.
 
 Every tool hits the same nginx `return 200`, pinned to CPU 0, from CPU 1, in
 the same run. Figures are work per generator CPU-second (user + system, read
@@ -9,6 +9,12 @@ generator's own cost is what decides how much load one machine can make.
 
     bench/http.py                 # all scenarios, 3 runs each, median
     bench/http.py --runs 1 --duration 5 --only keepalive
+    bench/http.py --runs 5 --only keepalive --only close --tools throng,throng-uring,wrk
+
+The request-rate scenarios run interleaved (round 1 of every tool, then round
+2, ...), so a noisy minute on the shared machine hits every tool alike; each
+figure is the median of its rounds, with the share of its CPU spent in the
+kernel (system time), the part no user-space change removes.
 
 Missing peers are skipped and said so. Needs: nginx, taskset; peers from
 `apt-get install wrk apache2-utils nghttp2-client` and `cargo install oha`.
@@ -24,7 +30,7 @@ import sys
 import tempfile
 import time
 
-from benchlib import CLIENT_CPU, SERVER_CPU, THRONG, build, count, run
+from benchlib import CLIENT_CPU, SERVER_CPU, THRONG, build, count, run, run_split
 
 
 def start_nginx(tmp):
@@ -52,6 +58,10 @@ def tools(url, dur, tmp):
         "throng": {
             "keepalive": lambda c: throng(["-c", str(c), "-d", f"{dur}s"]),
             "close": lambda c: throng(["-c", str(c), "-d", f"{dur}s", "--no-keepalive"]),
+        },
+        "throng-uring": {
+            "keepalive": lambda c: throng(["-c", str(c), "-d", f"{dur}s", "--io", "uring"]),
+            "close": lambda c: throng(["-c", str(c), "-d", f"{dur}s", "--no-keepalive", "--io", "uring"]),
         },
         "wrk": {
             "keepalive": lambda c: (["wrk", "-t1", f"-c{c}", f"-d{dur}s", url],
@@ -92,12 +102,42 @@ def median_run(make, runs, timeout):
             "all": rates}, ""
 
 
+def interleaved(makers, runs, timeout):
+    """Runs each of makers ({name: make}) once per round, `runs` rounds; per name the median
+    requests per CPU-second, the median system share of CPU, and every round's rate (or None
+    and the output when a run failed)."""
+    rates = {name: [] for name in makers}
+    shares = {name: [] for name in makers}
+    failed = {}
+    for _ in range(runs):
+        for name, make in makers.items():
+            if name in failed:
+                continue
+            cmd, parse = make()
+            text, user, system, _ = run_split(cmd, timeout)
+            ok, _ = parse(text)
+            if ok <= 0 or user + system <= 0:
+                failed[name] = text
+                continue
+            rates[name].append(ok / (user + system))
+            shares[name].append(system / (user + system))
+    out = {}
+    for name in makers:
+        if name in failed:
+            out[name] = (None, failed[name])
+        else:
+            out[name] = ({"per_cpu_s": statistics.median(rates[name]), "system": statistics.median(shares[name]),
+                          "all": rates[name]}, "")
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--duration", type=int, default=10, help="seconds per run (default 10)")
     ap.add_argument("--runs", type=int, default=3, help="runs per figure; the median is reported (default 3)")
     ap.add_argument("--only", choices=["keepalive", "close", "memory", "open", "rows"], action="append")
     ap.add_argument("--skip-build", action="store_true")
+    ap.add_argument("--tools", help="comma-separated tools for the request-rate scenarios (default: all)")
     args = ap.parse_args()
     only = set(args.only or ["keepalive", "close", "memory", "open", "rows"])
 
@@ -118,19 +158,23 @@ def main():
                                 ("close", "new connection per request: requests per generator CPU-second, -c 50")]:
             if scenario not in only:
                 continue
-            print(f"## {title}\n\n| tool | requests/CPU-s | runs |\n|---|---:|---|")
+            print(f"## {title}\n\n| tool | requests/CPU-s | system share of CPU | runs |\n|---|---:|---:|---|")
+            makers = {}
             for name, scen in table.items():
-                if name != "throng" and not shutil.which(name):
-                    print(f"| {name} | skipped: not installed | |")
+                if args.tools and name not in args.tools.split(","):
+                    continue
+                if not name.startswith("throng") and not shutil.which(name):
+                    print(f"| {name} | skipped: not installed | | |")
                     continue
                 if scenario not in scen:
                     continue
-                res, text = median_run(lambda: scen[scenario](50), args.runs, dur + 30)
+                makers[name] = (lambda s: lambda: s[scenario](50))(scen)
+            for name, (res, text) in interleaved(makers, args.runs, dur + 30).items():
                 if res is None:
-                    print(f"| {name} | failed: {text.strip().splitlines()[-1:] } | |")
+                    print(f"| {name} | failed: {text.strip().splitlines()[-1:] } | | |")
                     continue
                 runs = ", ".join(f"{r / 1000:.1f}K" for r in res["all"])
-                print(f"| {name} | {res['per_cpu_s'] / 1000:.1f}K | {runs} |")
+                print(f"| {name} | {res['per_cpu_s'] / 1000:.1f}K | {res['system'] * 100:.0f} % | {runs} |")
             print()
 
         if "rows" in only:
@@ -154,7 +198,7 @@ def main():
             for name, scen in table.items():
                 if name == "ab":
                     continue  # ab cannot hold 15,000 keep-alive connections usefully
-                if name != "throng" and not shutil.which(name):
+                if not name.startswith("throng") and not shutil.which(name):
                     print(f"| {name} | skipped: not installed | |")
                     continue
                 res, text = median_run(lambda: scen["keepalive"](conns), 1, 60)

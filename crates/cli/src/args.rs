@@ -494,6 +494,11 @@ pub struct HttpCmd {
     /// Open a new connection for every request (Connection: close)
     #[arg(long = "no-keepalive")]
     pub no_keepalive: bool,
+    /// How workers drive their sockets: epoll (tokio's readiness loop, every protocol) or uring
+    /// (one io_uring per worker: batched sends, multishot receives; plain http:// HTTP/1.1 closed
+    /// loops only, without --csv-requests)
+    #[arg(long = "io", value_name = "MODEL", value_enum, default_value_t = IoArg::Epoll)]
+    pub io: IoArg,
     /// Speak HTTP/2: ALPN h2 over https:// (refused before the run if the server does not
     /// negotiate it), prior knowledge (h2c) over http://
     #[arg(long = "http2")]
@@ -551,6 +556,15 @@ pub struct ReachArgs {
     /// for http [default: HTTPS_PROXY/HTTP_PROXY unless NO_PROXY names the host; '' for none]
     #[arg(short = 'x', long = "proxy", value_name = "http://[USER:PASSWORD@]HOST:PORT")]
     pub proxy: Option<String>,
+}
+
+/// `--io`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum IoArg {
+    /// tokio's epoll readiness loop.
+    Epoll,
+    /// One io_uring per worker.
+    Uring,
 }
 
 /// `--targets-order`.

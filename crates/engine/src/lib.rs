@@ -52,6 +52,7 @@ mod timer;
 mod tls_stream;
 mod transport;
 mod trigger;
+mod uring;
 mod worker;
 mod ws;
 mod ws_frame;
@@ -312,6 +313,15 @@ pub fn run_http(
     // among the workers: the descriptor check counts the segment's share.
     let loads = plan.worker_loads(threads);
     check_fds(loads.connections, threads)?;
+    if plan.io == throng_plan::IoModel::Uring {
+        if rows.is_some() {
+            return Err(EngineError::Config(
+                "--io uring does not write --csv-requests rows yet; leave out --csv-requests, or run with --io epoll"
+                    .into(),
+            ));
+        }
+        uring::probe().map_err(EngineError::Config)?;
+    }
     let https = plan.target.scheme == throng_plan::Scheme::Https;
     let route = Arc::new(reach::route(&plan.target.host, plan.target.port, &plan.reach, https)?);
     let tls_config = tls.clone();
@@ -418,6 +428,7 @@ pub fn run_http(
                 head_request: plan.method.eq_ignore_ascii_case("HEAD"),
                 timeout: plan.timeout,
                 keepalive: plan.keepalive,
+                io: plan.io,
                 // gRPC runs count gRPC status codes (0-16) instead.
                 expect: plan
                     .grpc
@@ -1002,6 +1013,7 @@ pub fn run_storm(
             head_request: false,
             timeout: plan.timeout,
             keepalive: true,
+            io: throng_plan::IoModel::Epoll,
             expect: StatusSet::default(),
             tls: tls.clone(),
             protocol: protocol.clone(),
@@ -1222,6 +1234,7 @@ pub fn run_scenario(
             head_request: false,
             timeout: plan.defaults.timeout,
             keepalive: true,
+            io: throng_plan::IoModel::Epoll,
             expect: plan.defaults.expect,
             tls: tls.clone(),
             protocol: None,

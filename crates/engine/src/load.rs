@@ -71,6 +71,8 @@ pub(crate) struct WorkerSpec {
     pub head_request: bool,
     pub timeout: Duration,
     pub keepalive: bool,
+    /// `--io`: how this worker drives its sockets (crate::uring).
+    pub io: throng_plan::IoModel,
     pub expect: StatusSet,
     pub tls: Option<TlsClient>,
     /// The protocol spoken once connected (storms), and the TLS client for

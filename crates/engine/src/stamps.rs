@@ -184,6 +184,40 @@ pub(crate) fn recv(fd: RawFd, buf: &mut [u8]) -> io::Result<(usize, Option<Stamp
     Ok((usize::try_from(n).unwrap_or(0), stamp))
 }
 
+/// The kernel's receive stamp among control messages the kernel wrote
+/// (`control`: a `msg_control` area, as an io_uring multishot `recvmsg`
+/// puts it in its buffer), when there is one.
+pub(crate) fn from_control(control: &[u8]) -> Option<Stamp> {
+    // SAFETY: msghdr is plain old data; all-zero is a valid value.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_control = control.as_ptr().cast_mut().cast();
+    msg.msg_controllen = control.len() as _;
+    let mut stamp = None;
+    // SAFETY: the CMSG_* walk stays inside `control` (CMSG_NXTHDR checks
+    // each header against msg_controllen); headers and data are read
+    // unaligned, never written.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(&raw const msg);
+        while !c.is_null() {
+            let h = std::ptr::read_unaligned(c);
+            if h.cmsg_level == libc::SOL_SOCKET
+                && h.cmsg_type == libc::SCM_TIMESTAMPING
+                && h.cmsg_len as usize >= libc::CMSG_LEN(std::mem::size_of::<libc::timespec>() as u32) as usize
+            {
+                let ts = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<libc::timespec>());
+                if ts.tv_sec != 0 || ts.tv_nsec != 0 {
+                    stamp = Some(Stamp {
+                        sec: ts.tv_sec,
+                        nsec: ts.tv_nsec,
+                    });
+                }
+            }
+            c = libc::CMSG_NXTHDR(&raw const msg, c);
+        }
+    }
+    stamp
+}
+
 /// CLOCK_REALTIME now.
 fn realtime() -> Stamp {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };

@@ -64,6 +64,9 @@ pub(crate) fn run(
     live: Arc<Mutex<Live>>,
     snapshot: Option<Snapshots>,
 ) -> std::io::Result<WorkerDone> {
+    if spec.io == throng_plan::IoModel::Uring {
+        return crate::uring::run(spec, state, live, snapshot);
+    }
     let cpu_before = crate::sys::thread_cpu();
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let origin = spec.origin;

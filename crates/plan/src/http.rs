@@ -107,6 +107,65 @@ pub struct HttpArgs {
     pub redirects: Option<u32>,
     /// `--cookie`, as typed: `name=value` each.
     pub cookies: Vec<String>,
+    /// `--io`.
+    pub io: IoModel,
+}
+
+/// How the workers drive their sockets (`--io`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum IoModel {
+    /// tokio's epoll readiness loop: every protocol, every load.
+    #[default]
+    Epoll,
+    /// One io_uring per worker: batched sends, multishot receives. Plain
+    /// HTTP/1.1 closed loops only.
+    Uring,
+}
+
+impl IoModel {
+    /// True for the default (left out of result files).
+    pub fn is_epoll(&self) -> bool {
+        *self == IoModel::Epoll
+    }
+}
+
+/// Refuses what `--io uring` cannot run yet, saying what and what to do.
+fn uring_supports(
+    target: &Target,
+    http: HttpVersion,
+    load: &Load,
+    several: bool,
+    redirects: u32,
+    reach: &Reach,
+) -> Result<(), PlanError> {
+    let not = |what: &str| {
+        Err(PlanError::invalid(
+            "--io",
+            format!(
+                "--io uring runs plain HTTP/1.1 closed loops only, not {what}; leave out --io uring (or pass --io epoll)"
+            ),
+        ))
+    };
+    if target.scheme == Scheme::Https {
+        return not("TLS (https://)");
+    }
+    if !http.is_http1() {
+        return not(&format!("{} (--http2/--http3)", http.label()));
+    }
+    if matches!(load, Load::Open { .. }) {
+        return not("open loops (-r)");
+    }
+    if several {
+        return not("several targets (--targets, --body-lines, more URLs)");
+    }
+    if redirects > 0 {
+        return not("--redirects");
+    }
+    if reach.proxy.is_some() {
+        return not("a proxy (-x/--proxy or the proxy environment; --proxy '' ignores the environment)");
+    }
+    Ok(())
 }
 
 /// `http` or `https`.
@@ -271,6 +330,10 @@ pub struct HttpPlan {
     pub timeout: Duration,
     /// Reuse connections (false: one connection per request).
     pub keepalive: bool,
+    /// How the workers drive their sockets (left out of result files for
+    /// the default, epoll).
+    #[serde(default, skip_serializing_if = "IoModel::is_epoll")]
+    pub io: IoModel,
     /// The HTTP version spoken (left out of result files for HTTP/1.1, so
     /// files of earlier versions read back as HTTP/1.1).
     #[serde(default, skip_serializing_if = "HttpVersion::is_http1")]
@@ -689,6 +752,9 @@ impl HttpPlan {
         if !several {
             framing_headers(&mut headers, body.len() as u64, body_file.as_deref())?;
         }
+        if args.io == IoModel::Uring {
+            uring_supports(&target, http, &load, several, redirects, &reach)?;
+        }
 
         let mut plan = HttpPlan {
             target,
@@ -704,6 +770,7 @@ impl HttpPlan {
             stop,
             timeout,
             keepalive: !args.no_keepalive,
+            io: args.io,
             http,
             streams,
             expect_status: args.expect_status.unwrap_or_default(),
@@ -1603,6 +1670,41 @@ mod tests {
         assert_eq!(p.stop, Stop::Duration(DEFAULT_DURATION));
         assert!(p.keepalive);
         assert_eq!(p.method, "GET");
+    }
+
+    #[test]
+    fn io_uring_takes_plain_http1_closed_loops_and_refuses_the_rest() {
+        let uring = |url: &str, f: &dyn Fn(&mut HttpArgs)| {
+            let mut a = args(url);
+            a.io = IoModel::Uring;
+            f(&mut a);
+            HttpPlan::from_args(a)
+        };
+        let p = uring("http://127.0.0.1:8080/", &|a| a.no_keepalive = true).unwrap();
+        assert_eq!((p.io, p.keepalive), (IoModel::Uring, false));
+        type Change<'a> = &'a dyn Fn(&mut HttpArgs);
+        let refused: [(&str, Change, &str); 5] = [
+            ("https://127.0.0.1/", &|_| {}, "TLS"),
+            ("http://127.0.0.1/", &|a| a.http2 = true, "--http2"),
+            ("http://127.0.0.1/", &|a| a.rate = Some(100.0), "open loops"),
+            ("http://127.0.0.1/", &|a| a.redirects = Some(2), "--redirects"),
+            (
+                "http://127.0.0.1/",
+                &|a| a.reach.proxy = Some("http://127.0.0.1:3128".into()),
+                "proxy",
+            ),
+        ];
+        for (url, f, what) in refused {
+            let e = uring(url, f).unwrap_err().to_string();
+            assert!(
+                e.contains("--io") && e.contains(what) && e.contains("--io epoll"),
+                "{e}"
+            );
+        }
+        // The default is left out of result files; uring is said.
+        let epoll = HttpPlan::from_args(args("http://127.0.0.1/")).unwrap();
+        assert!(!serde_json::to_string(&epoll).unwrap().contains("\"io\""));
+        assert!(serde_json::to_string(&p).unwrap().contains("\"io\":\"uring\""));
     }
 
     #[test]

@@ -85,6 +85,10 @@ pub fn run(c: HttpCmd) -> anyhow::Result<ExitCode> {
         thresholds: c.thresholds,
         redirects: c.redirects,
         cookies: c.cookies,
+        io: match c.io {
+            crate::args::IoArg::Epoll => throng_plan::IoModel::Epoll,
+            crate::args::IoArg::Uring => throng_plan::IoModel::Uring,
+        },
     })?;
     let tls = match &plan.tls {
         Some(settings) => Some(super::tls::client_config(

@@ -80,5 +80,6 @@ mod sweep;
 mod targets;
 mod timestamps;
 mod tls;
+mod uring;
 mod websocket;
 mod wire;

@@ -1,0 +1,313 @@
+//! `throng http --io uring` against nginx and the lab's hostile servers: the
+//! same outcomes as the epoll path (counts, conservation, status classes,
+//! error classes, timeouts, servers that close connections), each case run
+//! over both transports and compared; and what `--io uring` refuses (exit 2).
+
+#![allow(clippy::unwrap_used)]
+
+use crate::common;
+
+use std::net::SocketAddr;
+use std::process::{Child, Stdio};
+
+use common::{Nginx, assert_books_balance, free_port, http, throng, wait_listening};
+use throng_result::RunResult;
+
+const IO: [&str; 2] = ["epoll", "uring"];
+
+const LOCATIONS: &str = r#"
+    location = / { return 200; }
+    location = /hello { default_type text/plain; return 200 "hello"; }
+    location = /missing { return 404; }
+"#;
+
+/// `throng http ARGS --io IO`, with its result (books checked).
+fn run_io(io: &str, args: &[&str]) -> (common::Run, RunResult) {
+    let mut all = args.to_vec();
+    all.extend_from_slice(&["--io", io]);
+    let run = http(&all);
+    assert!(!run.stderr().contains("panicked"), "{io}: {}", run.stderr());
+    let r = run.result().clone();
+    assert_books_balance(&r);
+    (run, r)
+}
+
+/// The outcome of a run, as compared between the transports: requests
+/// attempted, ok, failed by class, statuses, connections opened and failed.
+fn outcome(r: &RunResult) -> String {
+    let m = &r.measurements;
+    let errors: Vec<_> = m.requests.errors.iter().filter(|(_, n)| **n > 0).collect();
+    format!(
+        "attempted {} ok {} errors {:?} status {:?} connections ok {} failed {}",
+        m.requests.attempted,
+        m.requests.ok,
+        errors,
+        m.status,
+        m.connections.ok,
+        m.connections.failed()
+    )
+}
+
+#[test]
+fn keepalive_against_nginx_counts_as_epoll_does() {
+    let nginx = Nginx::start(LOCATIONS);
+    let mut seen = Vec::new();
+    for io in IO {
+        let (run, r) = run_io(io, &[&nginx.url("/hello"), "-n", "3000", "-c", "20", "-t", "2"]);
+        assert_eq!(run.code(), 0, "{io}: {}", run.stderr());
+        let m = &r.measurements;
+        assert_eq!((m.requests.attempted, m.requests.ok), (3000, 3000), "{io}");
+        assert_eq!(m.status.get(&200), Some(&3000), "{io}");
+        // Keep-alive: one connection per slot, its connect timed once.
+        assert_eq!(m.connections.ok, 20, "{io}");
+        assert_eq!(m.phases["connect"].count(), 20, "{io}");
+        for phase in ["wait", "receive", "response", "latency"] {
+            assert_eq!(m.phases[phase].count(), 3000, "{io} {phase}");
+        }
+        assert_eq!(
+            m.phases["connection"].count(),
+            20,
+            "{io}: every connection closed at the end"
+        );
+        assert_eq!(m.bytes.received_body, 5 * 3000, "{io}");
+        assert_eq!(
+            m.bytes.received,
+            m.bytes.received_headers + m.bytes.received_body,
+            "{io}"
+        );
+        assert_eq!(m.bytes.sent % 3000, 0, "{io}: every request whole");
+        let server = m
+            .first_reply
+            .as_ref()
+            .and_then(|f| f.server.clone())
+            .unwrap_or_default();
+        assert!(server.starts_with("nginx"), "{io}: {server}");
+        let (lat, resp, wait) = (&m.phases["latency"], &m.phases["response"], &m.phases["wait"]);
+        assert!(lat.quantile(0.5) >= resp.quantile(0.5) && resp.quantile(0.5) >= wait.quantile(0.5));
+        // The result says which transport ran (epoll, the default, is left out).
+        let text = std::fs::read_to_string(&run.json).unwrap();
+        assert_eq!(text.contains(r#""io": "uring""#), io == "uring", "{io}");
+        assert!(common::schema_violations(&run.json).is_empty(), "{io}");
+        // Responses timed by the kernel's receive stamps (uring: carried by
+        // the multishot recvmsg's control messages), each by one clock.
+        let t = r.generator.timestamps.as_ref().expect("the result names its clock");
+        assert_eq!((t.receive.as_str(), t.kernel + t.user), ("kernel", 3000), "{io}: {t:?}");
+        assert!(t.kernel * 2 >= 3000, "{io}: most responses stamped: {t:?}");
+        seen.push((m.bytes.sent, m.bytes.received));
+    }
+    assert_eq!(seen[0], seen[1], "the same bytes on the wire either way");
+}
+
+#[test]
+fn a_connection_per_request_and_rejected_statuses_as_epoll() {
+    let nginx = Nginx::start(LOCATIONS);
+    for io in IO {
+        let (run, r) = run_io(io, &[&nginx.url("/"), "-n", "600", "-c", "10", "--no-keepalive"]);
+        assert_eq!(run.code(), 0, "{io}: {}", run.stderr());
+        let m = &r.measurements;
+        assert_eq!(
+            (m.requests.ok, m.connections.attempted, m.connections.ok),
+            (600, 600, 600),
+            "{io}"
+        );
+        assert_eq!(m.phases["connect"].count(), 600, "{io}");
+        assert_eq!(
+            m.phases["connection"].count(),
+            600,
+            "{io}: every connection closed and timed"
+        );
+
+        let (run, r) = run_io(io, &[&nginx.url("/missing"), "-n", "200", "-c", "4"]);
+        assert_eq!(run.code(), 1, "{io}: every request failed → exit 1");
+        let m = &r.measurements;
+        assert_eq!(m.requests.error("check_failed"), 200, "{io}");
+        assert_eq!(m.status.get(&404), Some(&200), "{io}");
+        let (run, r) = run_io(
+            io,
+            &[&nginx.url("/missing"), "-n", "200", "-c", "4", "--expect-status", "404"],
+        );
+        assert_eq!((run.code(), r.measurements.requests.ok), (0, 200), "{io}");
+    }
+}
+
+#[test]
+fn nginx_ending_keepalive_connections_costs_no_request() {
+    // nginx closes a connection after 10 requests (Connection: close).
+    let nginx = Nginx::start(&format!("keepalive_requests 10;\n{LOCATIONS}"));
+    for io in IO {
+        let (run, r) = run_io(io, &[&nginx.url("/hello"), "-n", "1000", "-c", "5", "-t", "1"]);
+        assert_eq!(run.code(), 0, "{io}: {}", run.stderr());
+        let m = &r.measurements;
+        assert_eq!((m.requests.ok, m.requests.failed()), (1000, 0), "{io}: {}", outcome(&r));
+        // 10 requests per connection; each of the 5 may end on a partly used one.
+        assert!((100..=105).contains(&m.connections.ok), "{io}: {}", outcome(&r));
+        assert_eq!(m.connections.failed(), 0, "{io}");
+    }
+}
+
+#[test]
+fn large_responses_span_many_receive_buffers() {
+    // 1 MiB bodies on 40 connections: far more than the ring's buffers at
+    // once, so receives run out of buffers and are armed again.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("big"), vec![b'x'; 1 << 20]).unwrap();
+    let nginx = Nginx::start(&format!(
+        "location = /big {{ root {}; default_type application/octet-stream; }}\n{LOCATIONS}",
+        dir.path().display()
+    ));
+    for io in IO {
+        let (run, r) = run_io(io, &[&nginx.url("/big"), "-n", "400", "-c", "40", "-t", "1"]);
+        assert_eq!(run.code(), 0, "{io}: {}", run.stderr());
+        let m = &r.measurements;
+        assert_eq!(m.requests.ok, 400, "{io}: {}", outcome(&r));
+        assert_eq!(m.bytes.received_body, 400 << 20, "{io}");
+        assert_eq!(m.connections.ok, 40, "{io}");
+    }
+}
+
+#[test]
+fn a_duration_run_stops_gracefully_with_its_books_balanced() {
+    let nginx = Nginx::start(LOCATIONS);
+    let (run, r) = run_io("uring", &[&nginx.url("/"), "-d", "1s", "-c", "8", "-t", "2"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let m = &r.measurements;
+    assert!(m.requests.ok > 100, "{}", outcome(&r));
+    // On this shared machine a loopback SYN is now and then lost and the
+    // connect waits for retransmits, past --timeout at worst (measured: 3
+    // of 25 runs of 8 connections with epoll, 2 of 25 with uring); nothing
+    // else fails.
+    let slow = m.requests.error("timeout.connect");
+    assert!(slow <= 1 && m.requests.failed() == slow, "{}", outcome(&r));
+    assert_eq!(m.connections.ok + slow, 8, "{}", outcome(&r));
+    assert_eq!(
+        m.phases["connection"].count(),
+        m.connections.ok,
+        "every connection closed at the end"
+    );
+}
+
+/// `throng serve --fault NAME` on a free loopback port, stopped on drop.
+struct FaultServer {
+    child: Child,
+    port: u16,
+}
+
+impl FaultServer {
+    fn start(fault: &str) -> FaultServer {
+        let port = free_port();
+        let child = throng()
+            .args(["serve", "--fault", fault, "--threads", "1", "--listen"])
+            .arg(format!("127.0.0.1:{port}"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        wait_listening(SocketAddr::from(([127, 0, 0, 1], port)));
+        FaultServer { child, port }
+    }
+}
+
+impl Drop for FaultServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn hostile_servers_fail_requests_in_the_same_classes() {
+    // (fault, requests, timeout, the one class every request ends in; "" ok)
+    let cases = [
+        ("never-answer", 4, "300ms", "timeout.response"),
+        ("stall-body", 4, "300ms", "timeout.response"),
+        ("endless-chunks", 2, "500ms", "timeout.response"),
+        ("garbage", 20, "5s", "protocol"),
+        ("http09", 20, "5s", "protocol"),
+        ("bad-content-length", 20, "5s", "protocol"),
+        ("bad-chunk-size", 20, "5s", "protocol"),
+        ("endless-headers", 6, "5s", "protocol"),
+        ("rst-before-response", 20, "5s", "reset"),
+        ("rst-mid-body", 20, "5s", "reset"),
+        ("fin-before-response", 20, "5s", "eof"),
+        ("fin-mid-body", 20, "5s", "eof"),
+        ("connection-close-everywhere", 60, "5s", ""),
+        ("status-100-then-200", 200, "5s", ""),
+    ];
+    for (fault, n, timeout, class) in cases {
+        let server = FaultServer::start(fault);
+        let url = format!("http://127.0.0.1:{}/", server.port);
+        let n_text = n.to_string();
+        let mut outcomes = Vec::new();
+        for io in IO {
+            let (run, r) = run_io(io, &[&url, "-n", &n_text, "-c", "2", "-t", "1", "--timeout", timeout]);
+            let m = &r.measurements;
+            assert_eq!(m.requests.attempted, n, "{fault} {io}: {}", outcome(&r));
+            // Under a short timeout a lost loopback SYN (seen on both
+            // transports on this shared machine) makes a request
+            // timeout.connect instead.
+            let short = timeout.ends_with("ms");
+            let slow_connects = if short { m.requests.error("timeout.connect") } else { 0 };
+            if class.is_empty() {
+                assert_eq!((run.code(), m.requests.ok), (0, n), "{fault} {io}: {}", outcome(&r));
+            } else {
+                assert_eq!(run.code(), 1, "{fault} {io}: every request failed → exit 1");
+                assert_eq!(
+                    m.requests.error(class) + slow_connects,
+                    n,
+                    "{fault} {io}: {}",
+                    outcome(&r)
+                );
+                assert!(m.requests.error(class) > 0, "{fault} {io}: {}", outcome(&r));
+            }
+            if !short {
+                outcomes.push(outcome(&r));
+            }
+        }
+        if let [epoll, uring] = &outcomes[..] {
+            assert_eq!(epoll, uring, "{fault}: epoll vs uring");
+        }
+    }
+}
+
+#[test]
+fn a_refused_port_is_refused_as_with_epoll() {
+    let port = free_port();
+    let url = format!("http://127.0.0.1:{port}/");
+    for io in IO {
+        let (run, r) = run_io(io, &[&url, "-n", "50", "-c", "2", "-t", "1"]);
+        assert_eq!(run.code(), 1, "{io}");
+        let m = &r.measurements;
+        assert!(m.requests.attempted > 0, "{io}");
+        assert_eq!(
+            m.requests.error("refused"),
+            m.requests.attempted,
+            "{io}: {}",
+            outcome(&r)
+        );
+        assert_eq!(m.connections.error("refused"), m.connections.attempted, "{io}");
+    }
+}
+
+#[test]
+fn what_uring_cannot_run_is_a_usage_error_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows = dir.path().join("rows.csv");
+    let rows = rows.to_str().unwrap();
+    for (args, what) in [
+        (vec!["https://127.0.0.1:1/"], "TLS"),
+        (vec!["http://127.0.0.1:1/", "--http2"], "--http2"),
+        (vec!["http://127.0.0.1:1/", "-r", "100"], "open loops"),
+        (vec!["http://127.0.0.1:1/", "--redirects", "3"], "--redirects"),
+        (vec!["http://127.0.0.1:1/", "-x", "http://127.0.0.1:2"], "proxy"),
+        (vec!["http://127.0.0.1:1/", "--csv-requests", rows], "--csv-requests"),
+    ] {
+        let out = common::output(throng().arg("http").args(&args).args(["--io", "uring", "-n", "1"]));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(what) && stderr.contains("--io epoll"),
+            "{args:?}: {stderr}"
+        );
+    }
+}

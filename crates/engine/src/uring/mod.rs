@@ -1,0 +1,888 @@
+//! `--io uring`: a worker that drives its HTTP/1.1 connections through one
+//! io_uring instead of tokio's epoll readiness loop.
+//!
+//! ```text
+//!  closed loop: slot ─► Connect ─► Send + RecvMulti (armed once per connection)
+//!                          ▲            │ completions, a batch per io_uring_enter
+//!                          │            ▼
+//!                      reconnect ◄── ResponseReader ── record_exchange (as the epoll path)
+//! ```
+//!
+//! Each connection is a slot in a table, not a task: the loop queues the
+//! sends of every connection whose response came in, submits them all in one
+//! `io_uring_enter` that also waits for the next completions, and reads the
+//! responses from a ring of provided buffers that a multishot receive per
+//! connection fills. One system call carries many requests, where the
+//! readiness model pays a `sendto` and a `recvfrom` for each.
+//!
+//! Measurement is the epoll path's: a request's send time is taken just
+//! before the system call that submits its send, its first and last bytes
+//! by the kernel's receive stamps that each multishot `recvmsg` carries in
+//! its control messages (the reap time when a stamp is missing or
+//! implausible, as crate::stamps says), and the outcome is recorded by
+//! [`crate::exchange::record_exchange`], so error classes, bytes and
+//! conservation are the same. Closed loops over plain TCP only; the plan
+//! refuses the rest before the run.
+
+mod ring;
+
+use std::cell::{Cell, RefCell};
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::{IntoRawFd, RawFd};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use io_uring::{cqueue, opcode, squeue, types};
+use socket2::{Domain, Protocol, SockAddr, Socket, Type};
+use throng_metrics::{ErrorClass, Live, Recorder};
+use tokio::sync::{Notify, watch};
+
+use crate::conn::{Failed, Timing};
+use crate::ctx::Ctx;
+use crate::errors::{Stage, classify};
+use crate::exchange::{Session, record_exchange};
+use crate::http1::{Feed, Keep, ParseError};
+use crate::load::{WorkerLoad, WorkerSpec};
+use crate::worker::{RunState, Snapshots, WorkerDone};
+
+pub(crate) use ring::probe;
+use ring::{BGID, Ring, close_fd};
+
+/// How often the loop wakes with nothing completed: deadlines, the run's
+/// state and the live figures are looked at this often at least.
+const TICK: Duration = Duration::from_millis(10);
+/// How often a worker publishes its live figures (as the epoll worker).
+const PUBLISH_EVERY: Duration = Duration::from_millis(100);
+/// How often a worker publishes a snapshot, when asked for (likewise).
+const SNAPSHOT_EVERY: Duration = Duration::from_secs(1);
+/// Room for the control messages of a receive: one SCM_TIMESTAMPING (three
+/// timespecs) with its header.
+const CONTROL: usize = 64;
+/// Completions a wait asks for at most before waking: fewer wake-ups, each
+/// reaping more. Receive times come from the kernel's stamps, so waiting
+/// for a batch does not move them.
+const BATCH: usize = 16;
+/// How long a wait holds out for a batch before it takes what has come.
+const BATCH_WAIT_US: u32 = 50;
+/// A request above this size goes out in several segments: only then is
+/// TCP_NODELAY worth its system call (as crate::conn).
+const NODELAY_ABOVE: usize = 1400;
+
+/// What an operation's completion belongs to: its slot, the slot's
+/// connection generation (completions of a closed connection are stale),
+/// and the kind of operation.
+const OP_CONNECT: u8 = 1;
+const OP_SEND: u8 = 2;
+const OP_RECV: u8 = 3;
+/// Bits of the generation kept in user data.
+const GENERATION: u32 = 0x00ff_ffff;
+
+fn user_data(slot: usize, generation: u32, op: u8) -> u64 {
+    ((slot as u64) << 32) | (u64::from(generation & GENERATION) << 8) | u64::from(op)
+}
+
+fn parse_user_data(ud: u64) -> (usize, u32, u8) {
+    ((ud >> 32) as usize, ((ud >> 8) & 0x00ff_ffff) as u32, (ud & 0xff) as u8)
+}
+
+/// Where a slot is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// No request in flight (a connection may be open).
+    Idle,
+    /// Connecting for a request that waits to be sent.
+    Connecting,
+    /// A request sent or queued; its response not complete.
+    Exchanging,
+    /// Will start no more requests.
+    Done,
+}
+
+/// One connection of the closed loop and its request in flight.
+struct Slot {
+    phase: Phase,
+    /// The open socket (-1: none).
+    fd: RawFd,
+    /// Bumped at every close: completions of older sockets are stale.
+    generation: u32,
+    session: Session,
+    /// The current connection: connect() issued, its number, the address
+    /// being tried (index into the route).
+    opened: Instant,
+    conn_id: u64,
+    addr: usize,
+    /// Addresses tried for this connection.
+    tries: usize,
+    /// The multishot receive is armed.
+    recv_armed: bool,
+    /// The request in flight: started (latency's origin), queued for
+    /// submission at `t_send`, bytes acknowledged, first response byte.
+    start: Instant,
+    t_send: Instant,
+    written: usize,
+    first: Option<Instant>,
+    keep_server: bool,
+    /// Connect or response deadline.
+    deadline: Instant,
+}
+
+/// The closed loop of one worker on its ring.
+struct Loop<'a> {
+    ctx: &'a Ctx,
+    ring: Ring,
+    slots: Vec<Slot>,
+    /// Slots whose send is queued: their send time is taken just before
+    /// the submission that carries it.
+    queued: Vec<usize>,
+    /// Slots whose next request starts at the top of the next turn (not
+    /// at once: a connect that fails inside its system call would recurse).
+    starts: Vec<usize>,
+    /// Slots whose receive must be armed again (ENOBUFS, or the kernel
+    /// ended the multishot) once buffers are back.
+    rearm: Vec<usize>,
+    /// Requests this worker may still start (None: until stopped).
+    budget: Option<u64>,
+    until: Option<Instant>,
+    /// Slots connecting or exchanging.
+    active: usize,
+    /// The route's addresses in the kernel's form, for connect operations
+    /// (alive as long as the ring).
+    addrs: Vec<SockAddr>,
+    /// The template of every multishot `recvmsg`: no name, room for the
+    /// receive stamp (boxed: the kernel reads it at each arming).
+    msghdr: Box<libc::msghdr>,
+    /// Sockets ask for kernel receive stamps (crate::stamps).
+    stamp: bool,
+    /// Waits may hold out for a batch (the kernel took `min_wait`).
+    batch: bool,
+}
+
+/// Runs one worker's closed loop on an io_uring to completion on the
+/// current thread; the same contract as [`crate::worker::run`].
+pub(crate) fn run(
+    spec: WorkerSpec,
+    mut state: watch::Receiver<RunState>,
+    live: Arc<Mutex<Live>>,
+    snapshot: Option<Snapshots>,
+) -> io::Result<WorkerDone> {
+    let cpu_before = crate::sys::thread_cpu();
+    let origin = spec.origin;
+    let WorkerLoad::Closed {
+        connections,
+        budget,
+        until,
+    } = spec.load
+    else {
+        return Err(io::Error::other(
+            "--io uring runs closed loops only (the plan should have said so)",
+        ));
+    };
+    let connections = usize::try_from(connections).unwrap_or(usize::MAX).min(1 << 24);
+    let ring = Ring::new(connections).map_err(|e| io::Error::new(e.kind(), format!("--io uring: {e}")))?;
+    let ctx = Ctx {
+        rec: RefCell::new(Recorder::new(origin)),
+        scenario: RefCell::new(None),
+        scratch: RefCell::new(Box::default()),
+        stamp: crate::stamps::clock() == crate::stamps::Clock::Kernel,
+        stamps: Cell::new(crate::stamps::Counts::default()),
+        client_speaks_first: true,
+        spec,
+        pick: None,
+        rows: None,
+        next_conn: Cell::new(0),
+        prefer: Cell::new(0),
+        stopping: Cell::new(false),
+        stop_notify: Notify::new(),
+        in_flight: Cell::new(0),
+        connecting: Cell::new(0),
+        reconnecting: Cell::new(0),
+        live_tasks: Cell::new(0),
+        done_notify: Notify::new(),
+        h2: None,
+        quic: RefCell::new(None),
+    };
+    let head = ctx.spec.head_request;
+    let now = Instant::now();
+    let mut lp = Loop {
+        ctx: &ctx,
+        ring,
+        slots: (0..connections)
+            .map(|_| Slot {
+                phase: Phase::Idle,
+                fd: -1,
+                generation: 0,
+                session: Session::new(head),
+                opened: now,
+                conn_id: 0,
+                addr: 0,
+                tries: 0,
+                recv_armed: false,
+                start: now,
+                t_send: now,
+                written: 0,
+                first: None,
+                keep_server: false,
+                deadline: now,
+            })
+            .collect(),
+        queued: Vec::new(),
+        starts: (0..connections).collect(),
+        rearm: Vec::new(),
+        budget,
+        until,
+        active: 0,
+        addrs: ctx.spec.route.addrs.iter().map(|&a| SockAddr::from(a)).collect(),
+        msghdr: {
+            // SAFETY: msghdr is plain old data; all-zero is a valid value.
+            let mut m: Box<libc::msghdr> = Box::new(unsafe { std::mem::zeroed() });
+            m.msg_controllen = CONTROL as _;
+            m
+        },
+        stamp: ctx.stamp,
+        batch: true,
+    };
+
+    // Wait for the run's origin, watching for an abort.
+    loop {
+        let now = Instant::now();
+        if now >= origin || *state.borrow() == RunState::Aborting {
+            break;
+        }
+        std::thread::sleep((origin - now).min(TICK));
+    }
+    let aborted = lp.run(&mut state, &live, snapshot.as_ref())?;
+    lp.close_all(!aborted);
+    drop(lp);
+
+    let finished = Instant::now();
+    let mut rec = ctx.rec.replace(Recorder::new(origin));
+    let in_flight = ctx.in_flight.get();
+    if in_flight > 0 {
+        rec.requests_interrupted(finished, in_flight);
+    }
+    let connecting = ctx.connecting.get();
+    if connecting > 0 {
+        rec.connections_interrupted(finished, connecting, false);
+    }
+    let measurements = rec.finish(finished);
+    let cpu_after = crate::sys::thread_cpu();
+    Ok(WorkerDone {
+        measurements,
+        finished,
+        cpu: (
+            cpu_after.0.saturating_sub(cpu_before.0),
+            cpu_after.1.saturating_sub(cpu_before.1),
+        ),
+        rows: None,
+        stamps: ctx.stamps.get(),
+    })
+}
+
+impl Loop<'_> {
+    /// Runs until every slot is done (budget spent, deadline passed or the
+    /// run stopped, and nothing in flight) or the run aborts (true).
+    fn run(
+        &mut self,
+        state: &mut watch::Receiver<RunState>,
+        live: &Mutex<Live>,
+        snapshot: Option<&Snapshots>,
+    ) -> io::Result<bool> {
+        let mut next_scan = Instant::now() + TICK;
+        let mut next_publish = Instant::now() + PUBLISH_EVERY;
+        let mut next_snapshot = Instant::now() + SNAPSHOT_EVERY;
+        let tick = types::Timespec::new().nsec(TICK.subsec_nanos());
+        let args = types::SubmitArgs::new().timespec(&tick);
+        let batch_args = types::SubmitArgs::new().timespec(&tick).min_wait_usec(BATCH_WAIT_US);
+        let mut cqes: Vec<(u64, i32, u32)> = Vec::with_capacity(1024);
+        loop {
+            if state.has_changed().unwrap_or(true) {
+                match *state.borrow_and_update() {
+                    RunState::Running => {}
+                    RunState::Stopping => self.stop(),
+                    RunState::Aborting => return Ok(true),
+                }
+                if state.has_changed().is_err() {
+                    // The coordinator is gone: stop as if told to.
+                    self.stop();
+                }
+            }
+            let now = Instant::now();
+            for i in std::mem::take(&mut self.starts) {
+                self.next_request(i, now)?;
+            }
+            if self.active == 0 && (self.ctx.stopping.get() || self.slots.iter().all(|s| s.phase == Phase::Done)) {
+                return Ok(false);
+            }
+
+            self.stamp_queued();
+            let want = if self.batch {
+                (self.active / 2).clamp(1, BATCH)
+            } else {
+                1
+            };
+            let waited = if want > 1 {
+                self.ring.ring.submitter().submit_with_args(want, &batch_args)
+            } else {
+                self.ring.ring.submitter().submit_with_args(1, &args)
+            };
+            match waited {
+                Ok(_) => {}
+                Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME | libc::EINTR | libc::EBUSY)) => {}
+                // A kernel before 6.12 takes no min_wait: wait for one at a time.
+                Err(e) if e.raw_os_error() == Some(libc::EINVAL) && want > 1 => self.batch = false,
+                Err(e) => return Err(io::Error::new(e.kind(), format!("--io uring: io_uring_enter: {e}"))),
+            }
+            let now = Instant::now();
+            cqes.clear();
+            cqes.extend(
+                self.ring
+                    .ring
+                    .completion()
+                    .map(|c| (c.user_data(), c.result(), c.flags())),
+            );
+            for &(ud, res, flags) in &cqes {
+                self.complete(ud, res, flags, now)?;
+            }
+            self.ring.bufs.publish();
+            for i in std::mem::take(&mut self.rearm) {
+                self.arm_recv(i)?;
+            }
+
+            if now >= next_scan {
+                next_scan = now + TICK;
+                self.expire(now)?;
+                if let Some(until) = self.until
+                    && now >= until
+                {
+                    self.stop();
+                }
+            }
+            if now >= next_publish {
+                next_publish = now + PUBLISH_EVERY;
+                let figures = self.ctx.rec.borrow().live();
+                if let Ok(mut slot) = live.lock() {
+                    *slot = figures;
+                }
+                if let Some(Snapshots { slot, keep }) = snapshot
+                    && now >= next_snapshot
+                {
+                    next_snapshot = now + SNAPSHOT_EVERY;
+                    let m = match *keep {
+                        None => self.ctx.rec.borrow().snapshot(now),
+                        Some(keep) => self.ctx.rec.borrow_mut().snapshot_recent(now, keep),
+                    };
+                    if let Ok(mut slot) = slot.lock() {
+                        *slot = Some(m);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Starts nothing new: idle slots are done.
+    fn stop(&mut self) {
+        self.ctx.stop();
+        for s in &mut self.slots {
+            if s.phase == Phase::Idle {
+                s.phase = Phase::Done;
+            }
+        }
+    }
+
+    /// Takes one request from the budget (false: none left).
+    fn take(&mut self) -> bool {
+        if self.ctx.stopping.get() {
+            return false;
+        }
+        match self.budget {
+            None => true,
+            Some(0) => false,
+            Some(n) => {
+                self.budget = Some(n - 1);
+                true
+            }
+        }
+    }
+
+    /// The send time of every queued send: now, just before the system
+    /// call that submits them.
+    fn stamp_queued(&mut self) {
+        if self.queued.is_empty() {
+            return;
+        }
+        let now = Instant::now();
+        let timeout = self.ctx.spec.timeout;
+        let len = self.ctx.spec.request.len();
+        for i in self.queued.drain(..) {
+            let s = &mut self.slots[i];
+            s.t_send = now;
+            s.deadline = now + timeout;
+            // Sent whole unless a failure's completion says otherwise.
+            s.written = len;
+        }
+    }
+
+    /// Queues `sqe`, stamping queued sends if the queue must be submitted
+    /// early to make room.
+    fn push(&mut self, sqe: &squeue::Entry) -> io::Result<()> {
+        let queued = &mut self.queued;
+        let slots = &mut self.slots;
+        let timeout = self.ctx.spec.timeout;
+        let len = self.ctx.spec.request.len();
+        self.ring.push(sqe, || {
+            let now = Instant::now();
+            for i in queued.drain(..) {
+                slots[i].t_send = now;
+                slots[i].deadline = now + timeout;
+                slots[i].written = len;
+            }
+        })
+    }
+
+    /// Starts slot `i`'s next request, or marks it done.
+    fn next_request(&mut self, i: usize, now: Instant) -> io::Result<()> {
+        if !self.take() {
+            self.slots[i].phase = Phase::Done;
+            return Ok(());
+        }
+        let ctx = self.ctx;
+        ctx.rec.borrow_mut().request_started();
+        ctx.in_flight.set(ctx.in_flight.get() + 1);
+        self.active += 1;
+        let keep_server = ctx.rec.borrow().wants_first_reply();
+        let s = &mut self.slots[i];
+        s.start = now;
+        s.first = None;
+        s.written = 0;
+        s.keep_server = keep_server;
+        s.session.reset(Keep {
+            server: keep_server,
+            ..Keep::default()
+        });
+        if s.fd >= 0 {
+            s.phase = Phase::Exchanging;
+            return self.send(i);
+        }
+        s.phase = Phase::Connecting;
+        s.tries = 0;
+        s.addr = ctx.prefer.get();
+        s.opened = now;
+        s.deadline = now + ctx.spec.timeout;
+        s.conn_id = ctx.next_conn.get();
+        ctx.next_conn.set(s.conn_id + 1);
+        ctx.rec.borrow_mut().connection_started(now, false);
+        ctx.connecting.set(ctx.connecting.get() + 1);
+        self.connect(i)
+    }
+
+    /// Opens a socket for slot `i` and queues its connect to the route's
+    /// next address.
+    fn connect(&mut self, i: usize) -> io::Result<()> {
+        let ctx = self.ctx;
+        let addrs = &ctx.spec.route.addrs;
+        let n = addrs.len().max(1);
+        let s = &mut self.slots[i];
+        let Some(&addr) = addrs.get(s.addr % n) else {
+            return self.connect_failed(i, ErrorClass::Refused);
+        };
+        s.tries += 1;
+        let socket = match new_socket(addr, ctx.spec.request.len() > NODELAY_ABOVE) {
+            Ok(sock) => sock,
+            Err(e) => return self.connect_failed(i, classify(&e, Stage::Connect)),
+        };
+        s.fd = socket.into_raw_fd();
+        s.recv_armed = false;
+        if self.stamp {
+            // Refused (never on Linux ≥ 2.6.30): reads fall back to the user
+            // clock, and the result counts them.
+            crate::stamps::enable(s.fd);
+        }
+        let Some(sa) = self.addrs.get(s.addr % n) else {
+            return self.connect_failed(i, ErrorClass::Refused);
+        };
+        let sqe = opcode::Connect::new(types::Fd(s.fd), sa.as_ptr().cast(), sa.len())
+            .build()
+            .user_data(user_data(i, s.generation, OP_CONNECT));
+        self.push(&sqe)
+    }
+
+    /// Queues slot `i`'s request (what is left of it) and, on a new
+    /// connection, its multishot receive.
+    fn send(&mut self, i: usize) -> io::Result<()> {
+        let request = &self.ctx.spec.request;
+        let s = &self.slots[i];
+        let left = &request[s.written.min(request.len())..];
+        // MSG_WAITALL: the ring sends it all or fails, so a success needs no
+        // completion (SKIP_SUCCESS); a failure posts one with the bytes
+        // that got out, or the error.
+        let sqe = opcode::Send::new(types::Fd(s.fd), left.as_ptr(), left.len() as u32)
+            .flags(libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
+            .build()
+            .flags(squeue::Flags::SKIP_SUCCESS)
+            .user_data(user_data(i, s.generation, OP_SEND));
+        if s.written == 0 {
+            // Stamped just before the submission (stamp_queued); until
+            // then a deadline no scan can reach first.
+            self.slots[i].deadline = Instant::now() + self.ctx.spec.timeout;
+            self.queued.push(i);
+        }
+        self.push(&sqe)?;
+        if !self.slots[i].recv_armed {
+            self.arm_recv(i)?;
+        }
+        Ok(())
+    }
+
+    /// Arms slot `i`'s multishot receive (if its connection is still open).
+    fn arm_recv(&mut self, i: usize) -> io::Result<()> {
+        let s = &mut self.slots[i];
+        if s.fd < 0 || s.recv_armed {
+            return Ok(());
+        }
+        s.recv_armed = true;
+        let sqe = opcode::RecvMsgMulti::new(types::Fd(s.fd), &raw const *self.msghdr, BGID)
+            .build()
+            .user_data(user_data(i, s.generation, OP_RECV));
+        self.push(&sqe)
+    }
+
+    /// Handles one completion.
+    fn complete(&mut self, ud: u64, res: i32, flags: u32, now: Instant) -> io::Result<()> {
+        let (i, generation, op) = parse_user_data(ud);
+        let bid = cqueue::buffer_select(flags);
+        let current = self
+            .slots
+            .get(i)
+            .is_some_and(|s| s.fd >= 0 && s.generation & GENERATION == generation);
+        if !current {
+            // A closed connection's: only its buffer matters.
+            if let Some(b) = bid {
+                self.ring.bufs.give_back(b);
+            }
+            return Ok(());
+        }
+        match op {
+            OP_CONNECT => self.connected(i, res, now),
+            OP_SEND => self.sent(i, res),
+            OP_RECV => {
+                if !cqueue::more(flags) {
+                    self.slots[i].recv_armed = false;
+                }
+                let out = match (res, bid) {
+                    (n, Some(b)) if n > 0 => {
+                        let r = self.received(i, b, n as usize, now);
+                        self.ring.bufs.give_back(b);
+                        r
+                    }
+                    (0, _) => self.eof(i, now),
+                    (n, _) if n == -libc::ENOBUFS => {
+                        // Out of buffers: armed again once this batch gave them back.
+                        self.rearm.push(i);
+                        Ok(())
+                    }
+                    (n, _) if n < 0 => self.failed(i, classify(&io::Error::from_raw_os_error(-n), Stage::Exchange)),
+                    _ => Ok(()),
+                };
+                let s = &self.slots[i];
+                if s.fd >= 0 && !s.recv_armed && res > 0 {
+                    // The kernel ended the multishot: arm it again.
+                    self.rearm.push(i);
+                }
+                out
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Slot `i`'s connect completed with `res`.
+    fn connected(&mut self, i: usize, res: i32, now: Instant) -> io::Result<()> {
+        if self.slots[i].phase != Phase::Connecting {
+            return Ok(());
+        }
+        if res < 0 {
+            let class = classify(&io::Error::from_raw_os_error(-res), Stage::Connect);
+            let s = &mut self.slots[i];
+            if crate::reach::try_next(class) && s.tries < self.ctx.spec.route.addrs.len() && now < s.deadline {
+                // The next address, as the epoll path tries them in order.
+                close_fd(s.fd);
+                s.fd = -1;
+                s.generation = s.generation.wrapping_add(1);
+                s.addr += 1;
+                return self.connect(i);
+            }
+            return self.connect_failed(i, class);
+        }
+        let ctx = self.ctx;
+        let s = &mut self.slots[i];
+        let n = ctx.spec.route.addrs.len().max(1);
+        ctx.connecting.set(ctx.connecting.get() - 1);
+        {
+            let mut rec = ctx.rec.borrow_mut();
+            rec.connected(now, now - s.opened);
+            if let Some(&addr) = ctx.spec.route.addrs.get(s.addr % n) {
+                rec.reached(addr);
+            }
+            rec.connection_established(now, false);
+        }
+        ctx.prefer.set(s.addr % n);
+        s.phase = Phase::Exchanging;
+        self.send(i)
+    }
+
+    /// Slot `i`'s connection could not be opened: the attempt and its
+    /// request fail with `class` (as the epoll path counts them).
+    fn connect_failed(&mut self, i: usize, class: ErrorClass) -> io::Result<()> {
+        let ctx = self.ctx;
+        let now = Instant::now();
+        ctx.connecting.set(ctx.connecting.get() - 1);
+        {
+            let mut rec = ctx.rec.borrow_mut();
+            rec.connection_failed(now, class, false);
+            rec.request_failed(now, class, 0);
+        }
+        ctx.in_flight.set(ctx.in_flight.get() - 1);
+        self.active -= 1;
+        self.drop_socket(i)?;
+        self.slots[i].phase = Phase::Idle;
+        self.starts.push(i);
+        Ok(())
+    }
+
+    /// Slot `i`'s send failed: `res` is the error, or the bytes that got
+    /// out before it (successes post no completion).
+    fn sent(&mut self, i: usize, res: i32) -> io::Result<()> {
+        let len = self.ctx.spec.request.len();
+        let s = &mut self.slots[i];
+        if s.phase != Phase::Exchanging {
+            return Ok(());
+        }
+        match res {
+            n if n < 0 => {
+                s.written = 0;
+                let e = io::Error::from_raw_os_error(-n);
+                self.failed(i, classify(&e, Stage::Exchange))
+            }
+            n if (n as usize) < len => {
+                s.written = n as usize;
+                self.failed(i, ErrorClass::Reset)
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// A `recvmsg` completion of `len` bytes (header, control messages,
+    /// payload) in buffer `bid` for slot `i`.
+    fn received(&mut self, i: usize, bid: u16, len: usize, now: Instant) -> io::Result<()> {
+        let buf = self.ring.bufs.data(bid, len);
+        let Ok(out) = types::RecvMsgOut::parse(buf, &self.msghdr) else {
+            return self.failed_if_exchanging(i, ErrorClass::Protocol);
+        };
+        let payload = out.payload_data();
+        if payload.is_empty() {
+            return self.eof(i, now);
+        }
+        let s = &mut self.slots[i];
+        if s.phase != Phase::Exchanging {
+            // Bytes nobody asked for: the connection cannot be trusted with
+            // the next request.
+            return self.drop_connection(i);
+        }
+        // The kernel's arrival, when it has a plausible one: after the
+        // request left, and not after the reap (as the epoll path).
+        let arrived =
+            crate::stamps::from_control(out.control_data()).and_then(|st| crate::stamps::arrival(st, now, s.t_send));
+        let at = arrived.unwrap_or(now);
+        let first = *s.first.get_or_insert(at);
+        let Session::Http1(reader) = &mut s.session else {
+            return self.failed(i, ErrorClass::Protocol);
+        };
+        match reader.feed(payload) {
+            Ok(Feed::More) => Ok(()),
+            Ok(Feed::Done { extra }) => self.done(i, at.max(first), extra > 0, arrived.is_some()),
+            Err(ParseError::Malformed) => self.failed(i, ErrorClass::Protocol),
+            Err(ParseError::Eof) => self.failed(i, ErrorClass::Eof),
+        }
+    }
+
+    /// Fails slot `i`'s request with `class` if one is in flight; else
+    /// drops its connection.
+    fn failed_if_exchanging(&mut self, i: usize, class: ErrorClass) -> io::Result<()> {
+        if self.slots[i].phase == Phase::Exchanging {
+            self.failed(i, class)
+        } else {
+            self.drop_connection(i)
+        }
+    }
+
+    /// Slot `i`'s connection ended (the peer closed it).
+    fn eof(&mut self, i: usize, now: Instant) -> io::Result<()> {
+        let s = &mut self.slots[i];
+        if s.phase != Phase::Exchanging {
+            return self.drop_connection(i);
+        }
+        let Session::Http1(reader) = &mut s.session else {
+            return self.failed(i, ErrorClass::Protocol);
+        };
+        match reader.eof() {
+            Ok(()) => self.done(i, now, false, false),
+            Err(_) => self.failed(i, ErrorClass::Eof),
+        }
+    }
+
+    /// Slot `i`'s response is complete at `now` (by the kernel's stamp:
+    /// `kernel`).
+    fn done(&mut self, i: usize, now: Instant, extra: bool, kernel: bool) -> io::Result<()> {
+        let s = &self.slots[i];
+        let first = s.first.unwrap_or(now);
+        let timing = Timing {
+            sent: s.t_send,
+            first,
+            done: now.max(first),
+            extra,
+            kernel,
+        };
+        self.finish(i, Ok(timing))
+    }
+
+    /// Slot `i`'s request failed with `class`.
+    fn failed(&mut self, i: usize, class: ErrorClass) -> io::Result<()> {
+        let written = self.slots[i].written;
+        self.finish(i, Err(Failed { class, written }))
+    }
+
+    /// Records slot `i`'s request as the epoll path does, keeps or closes
+    /// its connection, and starts its next request.
+    fn finish(&mut self, i: usize, outcome: Result<Timing, Failed>) -> io::Result<()> {
+        let ctx = self.ctx;
+        let spec = &ctx.spec;
+        ctx.in_flight.set(ctx.in_flight.get() - 1);
+        self.active -= 1;
+        let s = &mut self.slots[i];
+        s.phase = Phase::Idle;
+        let recorded = record_exchange(
+            ctx,
+            &mut s.session,
+            &outcome,
+            spec.request.len(),
+            s.t_send,
+            s.start,
+            &spec.expect,
+            s.keep_server,
+            None,
+        );
+        let reuse = match outcome {
+            Ok(timing) => recorded.is_some() && spec.keepalive && s.session.reusable(&timing),
+            Err(_) => false,
+        };
+        if !reuse {
+            self.drop_connection(i)?;
+        }
+        self.starts.push(i);
+        Ok(())
+    }
+
+    /// Closes slot `i`'s connection (counted closed). A request in flight on
+    /// it is the caller's to record.
+    fn drop_connection(&mut self, i: usize) -> io::Result<()> {
+        let s = &self.slots[i];
+        if s.fd < 0 {
+            return Ok(());
+        }
+        if s.phase != Phase::Connecting {
+            let now = Instant::now();
+            self.ctx.rec.borrow_mut().connection_closed(now, now - s.opened);
+        }
+        self.drop_socket(i)
+    }
+
+    /// Shuts slot `i`'s socket down (ending the receive the ring holds on
+    /// it) and closes it; later completions of it are stale. Two system
+    /// calls, not ring operations: the ring runs a shutdown on a worker
+    /// thread, and one still queued when the ring is dropped would never
+    /// close its socket.
+    fn drop_socket(&mut self, i: usize) -> io::Result<()> {
+        let s = &mut self.slots[i];
+        if s.fd < 0 {
+            return Ok(());
+        }
+        let fd = s.fd;
+        s.fd = -1;
+        s.recv_armed = false;
+        s.generation = s.generation.wrapping_add(1);
+        // SAFETY: shutdown on a socket this worker owns (it may not be
+        // connected: then it fails, harmlessly).
+        unsafe { libc::shutdown(fd, libc::SHUT_RDWR) };
+        close_fd(fd);
+        Ok(())
+    }
+
+    /// Fails the requests past their deadline (connect or response).
+    fn expire(&mut self, now: Instant) -> io::Result<()> {
+        for i in 0..self.slots.len() {
+            let s = &self.slots[i];
+            if now < s.deadline {
+                continue;
+            }
+            match s.phase {
+                Phase::Connecting => self.connect_failed(i, ErrorClass::TimeoutConnect)?,
+                Phase::Exchanging => self.failed(i, ErrorClass::TimeoutResponse)?,
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// At the end: closes every connection, counted closed when the run
+    /// ended gracefully (an aborted run's connections are not, as in the
+    /// epoll path).
+    fn close_all(&mut self, count: bool) {
+        let now = Instant::now();
+        for s in &mut self.slots {
+            if s.fd >= 0 {
+                if count && s.phase != Phase::Connecting {
+                    self.ctx.rec.borrow_mut().connection_closed(now, now - s.opened);
+                }
+                // SAFETY: shutdown on a socket this worker owns; it ends the
+                // receive the ring still holds, so the socket goes with it.
+                unsafe { libc::shutdown(s.fd, libc::SHUT_RDWR) };
+                close_fd(s.fd);
+                s.fd = -1;
+            }
+        }
+        let _ = self.ring.ring.submitter().unregister_buf_ring(BGID);
+    }
+}
+
+/// A blocking TCP socket for `addr` (the ring waits, not the socket), with
+/// TCP_NODELAY when the request takes several segments.
+fn new_socket(addr: SocketAddr, nodelay: bool) -> io::Result<Socket> {
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    if nodelay {
+        socket.set_tcp_nodelay(true)?;
+    }
+    Ok(socket)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn user_data_names_slot_generation_and_operation() {
+        for (slot, generation, op) in [(0, 0, OP_CONNECT), (7, 1, OP_SEND), (1 << 24, GENERATION, OP_RECV)] {
+            assert_eq!(parse_user_data(user_data(slot, generation, op)), (slot, generation, op));
+        }
+        // A generation past the kept bits wraps, as the comparison does.
+        let (_, g, _) = parse_user_data(user_data(3, GENERATION + 2, OP_SEND));
+        assert_eq!(g, (GENERATION + 2) & GENERATION);
+    }
+
+    #[test]
+    fn this_kernel_has_what_the_transport_needs() {
+        // io_uring is enabled on the development machines (Linux 6.18).
+        assert_eq!(probe(), Ok(()));
+        let ring = Ring::new(100).expect("a ring with its buffers");
+        assert!(ring.ring.params().sq_entries() >= 128);
+    }
+}

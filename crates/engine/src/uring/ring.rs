@@ -1,0 +1,230 @@
+//! The io_uring instance of one worker and its ring of provided receive
+//! buffers (the kernel picks a buffer per multishot receive completion).
+
+use std::io;
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicU16, Ordering};
+
+use io_uring::types::BufRingEntry;
+use io_uring::{IoUring, squeue};
+
+/// The buffer group every receive of a worker picks from.
+pub(super) const BGID: u16 = 0;
+/// Bytes of one provided buffer: a small response fits in one; a larger one
+/// takes several completions.
+pub(super) const BUF_SIZE: usize = 4096;
+
+/// Memory from `mmap` (page-aligned, as the kernel wants a buffer ring),
+/// unmapped on drop.
+struct Mapping {
+    ptr: *mut u8,
+    len: usize,
+}
+
+impl Mapping {
+    fn new(len: usize) -> io::Result<Self> {
+        // SAFETY: an anonymous private mapping of `len` bytes; no file, no
+        // fixed address; the result is checked.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Mapping { ptr: ptr.cast(), len })
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: the mapping we made, unmapped once.
+        unsafe { libc::munmap(self.ptr.cast(), self.len) };
+    }
+}
+
+/// A ring of `entries` buffers of [`BUF_SIZE`] bytes handed to the kernel.
+/// A buffer the kernel filled is ours until [`BufRing::give_back`] returns
+/// it; [`BufRing::publish`] makes returned buffers visible to the kernel.
+pub(super) struct BufRing {
+    ring: Mapping,
+    bufs: Mapping,
+    mask: u16,
+    tail: u16,
+}
+
+impl BufRing {
+    /// `entries` must be a power of two, at most 32768.
+    fn new(entries: u16) -> io::Result<Self> {
+        let n = usize::from(entries);
+        let mut r = BufRing {
+            ring: Mapping::new(n * std::mem::size_of::<BufRingEntry>())?,
+            bufs: Mapping::new(n * BUF_SIZE)?,
+            mask: entries - 1,
+            tail: 0,
+        };
+        for bid in 0..entries {
+            r.give_back(bid);
+        }
+        r.publish();
+        Ok(r)
+    }
+
+    fn entries(&self) -> u16 {
+        self.mask.wrapping_add(1)
+    }
+
+    /// Returns buffer `bid` to the ring (seen by the kernel at the next
+    /// [`BufRing::publish`]).
+    pub(super) fn give_back(&mut self, bid: u16) {
+        let bid = bid & self.mask;
+        let slot = usize::from(self.tail & self.mask);
+        // SAFETY: `slot` < entries, inside the ring mapping; the kernel only
+        // reads entries between its head and our published tail, and this
+        // one is past the tail.
+        let e = unsafe { &mut *self.ring.ptr.cast::<BufRingEntry>().add(slot) };
+        // SAFETY: `bid` < entries: inside the buffer mapping.
+        let addr = unsafe { self.bufs.ptr.add(usize::from(bid) * BUF_SIZE) };
+        e.set_addr(addr as u64);
+        e.set_len(BUF_SIZE as u32);
+        e.set_bid(bid);
+        self.tail = self.tail.wrapping_add(1);
+    }
+
+    /// Makes the buffers given back so far visible to the kernel.
+    pub(super) fn publish(&self) {
+        // SAFETY: the ring's base is its first entry, initialised in new();
+        // the tail field is a u16 the kernel reads atomically.
+        let tail = unsafe { BufRingEntry::tail(self.ring.ptr.cast::<BufRingEntry>()) };
+        // SAFETY: as above; an aligned u16 inside the mapping.
+        let tail = unsafe { &*tail.cast::<AtomicU16>() };
+        tail.store(self.tail, Ordering::Release);
+    }
+
+    /// The first `len` bytes of buffer `bid`, which the kernel filled and
+    /// handed to us in a completion.
+    pub(super) fn data(&self, bid: u16, len: usize) -> &[u8] {
+        let bid = usize::from(bid & self.mask);
+        let len = len.min(BUF_SIZE);
+        // SAFETY: inside the buffer mapping; the kernel wrote these bytes
+        // before posting the completion and does not touch the buffer again
+        // until it is given back.
+        unsafe { std::slice::from_raw_parts(self.bufs.ptr.add(bid * BUF_SIZE), len) }
+    }
+}
+
+/// One worker's ring and its receive buffers.
+pub(super) struct Ring {
+    pub(super) ring: IoUring,
+    pub(super) bufs: BufRing,
+}
+
+impl Ring {
+    /// A ring for about `connections` connections: submission entries for a
+    /// few operations each (at most 4096; a fuller queue is submitted
+    /// early), and as many receive buffers (64 to 4096).
+    pub(super) fn new(connections: usize) -> io::Result<Self> {
+        let sq = (connections * 2).clamp(64, 4096).next_power_of_two() as u32;
+        let ring = build(sq)?;
+        let entries = connections.clamp(64, 4096).next_power_of_two() as u16;
+        let bufs = BufRing::new(entries)?;
+        // SAFETY: the ring memory lives in `bufs`, which outlives the
+        // registration: Ring drops `ring` (field order) before `bufs`.
+        unsafe {
+            ring.submitter()
+                .register_buf_ring_with_flags(bufs.ring.ptr as u64, bufs.entries(), BGID, 0)?;
+        }
+        Ok(Ring { ring, bufs })
+    }
+
+    /// Queues `sqe`, submitting what is queued first when the queue is full.
+    /// `before_submit` runs just before such an early submission (the send
+    /// times of what it carries).
+    pub(super) fn push(&mut self, sqe: &squeue::Entry, before_submit: impl FnOnce()) -> io::Result<()> {
+        // SAFETY: every buffer an entry points at (the plan's request, the
+        // socket address) outlives the operation: they are the worker's for
+        // the whole run, and the ring is dropped first.
+        if unsafe { self.ring.submission().push(sqe) }.is_ok() {
+            return Ok(());
+        }
+        before_submit();
+        self.ring.submit()?;
+        // SAFETY: as above.
+        unsafe { self.ring.submission().push(sqe) }
+            .map_err(|_| io::Error::other("io_uring submission queue still full after a submit"))
+    }
+}
+
+/// A ring with `sq` entries, for one thread: completions are run only when
+/// this thread asks for them (DEFER_TASKRUN), the cheapest mode; where the
+/// kernel refuses that, a plain ring.
+fn build(sq: u32) -> io::Result<IoUring> {
+    let fast = IoUring::builder()
+        .setup_single_issuer()
+        .setup_defer_taskrun()
+        .setup_submit_all()
+        .setup_cqsize(sq * 4)
+        .build(sq);
+    match fast {
+        Ok(r) => Ok(r),
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => IoUring::builder().setup_cqsize(sq * 4).build(sq),
+        Err(e) => Err(e),
+    }
+}
+
+/// Checks that this process may use io_uring with what the transport needs
+/// (multishot receive from a provided buffer ring); says why not and what
+/// to do instead.
+pub(crate) fn probe() -> Result<(), String> {
+    let why = |what: &str| format!("--io uring: {what}; run with --io epoll (the default) instead");
+    let ring = match build(8) {
+        Ok(r) => r,
+        Err(e) => {
+            let reason = match e.raw_os_error() {
+                Some(libc::ENOSYS) => "this kernel has no io_uring (ENOSYS)".to_string(),
+                Some(libc::EPERM) => "io_uring is not permitted here (EPERM: kernel.io_uring_disabled, \
+                                      a seccomp filter or a container's policy)"
+                    .to_string(),
+                _ => format!("cannot set up an io_uring ({e})"),
+            };
+            return Err(why(&reason));
+        }
+    };
+    let mut probe = io_uring::Probe::new();
+    if ring.submitter().register_probe(&mut probe).is_err()
+        || !probe.is_supported(io_uring::opcode::RecvMulti::CODE)
+        || !probe.is_supported(io_uring::opcode::Connect::CODE)
+    {
+        return Err(why(
+            "this kernel's io_uring lacks an operation the transport needs (multishot receive, connect; \
+             Linux 6.0 or later has them)",
+        ));
+    }
+    let bufs = BufRing::new(8).map_err(|e| why(&format!("cannot map receive buffers ({e})")))?;
+    // SAFETY: `bufs` outlives the registration, undone below.
+    let registered = unsafe {
+        ring.submitter()
+            .register_buf_ring_with_flags(bufs.ring.ptr as u64, 8, BGID, 0)
+    };
+    if let Err(e) = registered {
+        return Err(why(&format!(
+            "this kernel cannot register a ring of receive buffers ({e}; Linux 5.19 or later can)"
+        )));
+    }
+    let _ = ring.submitter().unregister_buf_ring(BGID);
+    drop(ring);
+    drop(bufs);
+    Ok(())
+}
+
+/// Closes `fd` (a socket the ring no longer uses).
+pub(super) fn close_fd(fd: RawFd) {
+    // SAFETY: a descriptor this worker opened and closes once.
+    unsafe { libc::close(fd) };
+}
