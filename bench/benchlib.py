@@ -1,5 +1,6 @@
 """Shared helpers for throng's whole-tool benchmarks (not a test suite)."""
 
+import json
 import os
 import re
 import shutil
@@ -92,6 +93,16 @@ def run_split(cmd, timeout, cpu=CLIENT_CPU):
         time.sleep(0.05)
     out += p.stdout.read() or b""
     return out.decode(errors="replace"), ru.ru_utime, ru.ru_stime, ru.ru_maxrss * 1024
+
+
+def oha_json(text):
+    """oha's `--output-format json` report in `text`: (successful responses, the document)."""
+    i, j = text.find("{"), text.rfind("}")
+    try:
+        doc = json.loads(text[i:j + 1]) if i >= 0 else {}
+    except ValueError:
+        doc = {}
+    return sum(doc.get("statusCodeDistribution", {}).values()), doc
 
 
 def count(pattern, text):

@@ -24,18 +24,13 @@ import tempfile
 import time
 import os
 
-from benchlib import THRONG, build, count, have, run, start_nginx
+from benchlib import THRONG, build, count, have, oha_json, run, start_nginx
 
 CONNS, STREAMS = 10, 10
 
 
 def oha_parse(text):
-    i, j = text.find("{"), text.rfind("}")
-    try:
-        doc = json.loads(text[i:j + 1]) if i >= 0 else {}
-    except ValueError:
-        doc = {}
-    return sum(doc.get("statusCodeDistribution", {}).values())
+    return oha_json(text)[0]
 
 
 def main():

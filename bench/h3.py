@@ -26,18 +26,13 @@ import sys
 import tempfile
 import time
 
-from benchlib import ROOT, SERVER_CPU, THRONG, build, have, run
+from benchlib import ROOT, SERVER_CPU, THRONG, build, have, oha_json, run
 
 CONNS, STREAMS = 10, 10
 
 
 def oha_parse(text):
-    i, j = text.find("{"), text.rfind("}")
-    try:
-        doc = json.loads(text[i:j + 1]) if i >= 0 else {}
-    except ValueError:
-        doc = {}
-    return sum(doc.get("statusCodeDistribution", {}).values())
+    return oha_json(text)[0]
 
 
 def start_server(tmp, certs):

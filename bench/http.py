@@ -30,7 +30,7 @@ import sys
 import tempfile
 import time
 
-from benchlib import CLIENT_CPU, SERVER_CPU, THRONG, build, count, run, run_split
+from benchlib import CLIENT_CPU, SERVER_CPU, THRONG, build, count, oha_json, run, run_split
 
 
 def start_nginx(tmp):
@@ -49,10 +49,7 @@ def tools(url, dur, tmp):
             return d["measurements"]["requests"]["ok"], d
         return [THRONG, "http", url, "-t", "1", "-q", "--json", json_path] + args, parse
 
-    def oha_parse(text):
-        start = text.find("{")
-        d = json.loads(text[start:]) if start >= 0 else {}
-        return sum(d.get("statusCodeDistribution", {}).values()), d
+    oha_parse = oha_json
 
     return {
         "throng": {

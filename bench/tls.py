@@ -17,7 +17,7 @@ import subprocess
 import tempfile
 import time
 
-from benchlib import THRONG, build, count, have, run, start_nginx
+from benchlib import THRONG, build, count, have, oha_json, run, start_nginx
 
 
 def main():
@@ -54,9 +54,7 @@ def main():
                 "--json", js] + extra, parse
 
     def oha_parse(text):
-        i, j = text.find("{"), text.rfind("}")
-        doc = json.loads(text[i:j + 1]) if i >= 0 else {}
-        return sum(doc.get("statusCodeDistribution", {}).values()), "oha default"
+        return oha_json(text)[0], "oha default"
 
     cases = [
         ("throng, no verification (--insecure), X25519", "throng",
