@@ -3,6 +3,7 @@
 #![allow(dead_code, clippy::unwrap_used)]
 
 use std::cell::Cell;
+use std::io::{BufRead, BufReader};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -434,5 +435,83 @@ pub fn wait_established(port: u16, n: usize) {
         );
         std::thread::sleep(Duration::from_millis(20));
         seen = established();
+    }
+}
+
+/// scripts/h3_server.py on a free UDP port; stopped (SIGTERM) on drop,
+/// which writes its counts.
+pub struct Aioquic {
+    pub child: Child,
+    pub port: u16,
+    stats: PathBuf,
+}
+
+/// Fails (rather than passing unrun) where aioquic is missing.
+fn need_aioquic() {
+    let ok = Command::new("python3")
+        .args(["-c", "import aioquic"])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        ok,
+        "these tests need aioquic: python3 -m pip install aioquic (scripts/test.sh does)"
+    );
+}
+
+impl Aioquic {
+    /// Starts it with the `throng certs` files in `certs`; each answer waits
+    /// `delay_ms`. Fails (rather than passing unrun) where aioquic is missing.
+    pub fn start(certs: &Path, stats_dir: &Path, delay_ms: u32) -> Aioquic {
+        need_aioquic();
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/h3_server.py");
+        let stats = stats_dir.join("h3_stats.json");
+        let mut child = Command::new("python3")
+            .arg(script)
+            .args([
+                "--cert",
+                &certs.join("server.pem").display().to_string(),
+                "--key",
+                &certs.join("server.key").display().to_string(),
+            ])
+            .args(["--delay-ms", &delay_ms.to_string(), "--max-seconds", "120"])
+            .arg("--stats")
+            .arg(&stats)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port = line
+            .trim()
+            .strip_prefix("listening on ")
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("h3_server.py said {line:?}"));
+        Aioquic { child, port, stats }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("https://localhost:{}{path}", self.port)
+    }
+
+    /// Stops the server and reads what it counted.
+    pub fn stop(mut self) -> serde_json::Value {
+        // SAFETY: kill takes no pointers.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while self.child.try_wait().unwrap().is_none() {
+            assert!(Instant::now() < deadline, "h3_server.py did not stop");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        serde_json::from_slice(&std::fs::read(&self.stats).unwrap()).unwrap()
+    }
+}
+
+impl Drop for Aioquic {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }

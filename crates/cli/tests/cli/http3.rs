@@ -7,12 +7,9 @@
 
 use crate::common;
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
-use common::{assert_books_balance, http, throng};
+use common::{Aioquic, assert_books_balance, http, throng};
 use throng_lab::{H3Fault, H3Server};
 
 /// Lab certificates from `throng certs` (server.pem for localhost, ca.pem).
@@ -28,76 +25,6 @@ fn p(dir: &Path, name: &str) -> String {
     dir.join(name).display().to_string()
 }
 
-/// scripts/h3_server.py on a free UDP port; stopped (SIGTERM) on drop,
-/// which writes its counts.
-struct Aioquic {
-    child: Child,
-    port: u16,
-    stats: PathBuf,
-}
-
-/// Fails (rather than passing unrun) where aioquic is missing.
-fn need_aioquic() {
-    let ok = Command::new("python3")
-        .args(["-c", "import aioquic"])
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(
-        ok,
-        "these tests need aioquic: python3 -m pip install aioquic (scripts/test.sh does)"
-    );
-}
-
-impl Aioquic {
-    fn start(certs: &Path, stats_dir: &Path, delay_ms: u32) -> Aioquic {
-        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/h3_server.py");
-        let stats = stats_dir.join("h3_stats.json");
-        let mut child = Command::new("python3")
-            .arg(script)
-            .args(["--cert", &p(certs, "server.pem"), "--key", &p(certs, "server.key")])
-            .args(["--delay-ms", &delay_ms.to_string(), "--max-seconds", "120"])
-            .arg("--stats")
-            .arg(&stats)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let port = line
-            .trim()
-            .strip_prefix("listening on ")
-            .and_then(|p| p.parse().ok())
-            .unwrap_or_else(|| panic!("h3_server.py said {line:?}"));
-        Aioquic { child, port, stats }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("https://localhost:{}{path}", self.port)
-    }
-
-    /// Stops the server and reads what it counted.
-    fn stop(mut self) -> serde_json::Value {
-        // SAFETY: kill takes no pointers.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while self.child.try_wait().unwrap().is_none() {
-            assert!(Instant::now() < deadline, "h3_server.py did not stop");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        serde_json::from_slice(&std::fs::read(&self.stats).unwrap()).unwrap()
-    }
-}
-
-impl Drop for Aioquic {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn lab(certs: &Path, fault: Option<H3Fault>) -> H3Server {
     let cert = (p(certs, "server.pem"), std::fs::read(certs.join("server.pem")).unwrap());
     let key = (p(certs, "server.key"), std::fs::read(certs.join("server.key")).unwrap());
@@ -111,7 +38,6 @@ fn lab_url(s: &H3Server) -> String {
 
 #[test]
 fn aioquic_multiplexes_streams_up_to_the_cap_and_counts_every_request() {
-    need_aioquic();
     let (d, c) = certs();
     // Each answer waits 20 ms: four streams per connection are in flight together.
     let server = Aioquic::start(&c, d.path(), 20);
@@ -155,7 +81,6 @@ fn aioquic_multiplexes_streams_up_to_the_cap_and_counts_every_request() {
 
 #[test]
 fn aioquic_no_keepalive_is_one_request_per_connection() {
-    need_aioquic();
     let (d, c) = certs();
     let server = Aioquic::start(&c, d.path(), 0);
     let run = http(&[
@@ -485,7 +410,6 @@ fn storm(args: &[&str]) -> common::Run {
 
 #[test]
 fn storm_holds_quic_connections_with_and_without_a_request() {
-    need_aioquic();
     let (d, c) = certs();
     let server = Aioquic::start(&c, d.path(), 0);
     let ca = p(&c, "ca.pem");
@@ -534,7 +458,6 @@ fn storm_holds_quic_connections_with_and_without_a_request() {
 
 #[test]
 fn storm_counts_held_quic_connections_the_server_closes() {
-    need_aioquic();
     let (d, c) = certs();
     let server = Aioquic::start(&c, d.path(), 0);
     // Once all 20 are held, the trigger stops the server, which closes

@@ -8,10 +8,8 @@
 
 use crate::common;
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Child, Stdio};
 
 use common::{Nginx, assert_books_balance, output, schema_violations, throng};
 use throng_result::RunResult;
@@ -342,79 +340,10 @@ fn scenarios_of_one_file_speak_their_own_protocols() {
     );
 }
 
-/// scripts/h3_server.py on a free UDP port, killed on drop.
-struct Aioquic {
-    child: Child,
-    port: u16,
-    stats: PathBuf,
-}
-
-impl Aioquic {
-    fn start(certs: &Path, stats_dir: &Path, delay_ms: u32) -> Aioquic {
-        let ok = Command::new("python3")
-            .args(["-c", "import aioquic"])
-            .status()
-            .is_ok_and(|s| s.success());
-        assert!(
-            ok,
-            "this test needs aioquic: python3 -m pip install aioquic (scripts/test.sh does)"
-        );
-        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/h3_server.py");
-        let stats = stats_dir.join("h3_stats.json");
-        let p = |name: &str| certs.join(name).display().to_string();
-        let mut child = Command::new("python3")
-            .arg(script)
-            .args([
-                "--cert",
-                &p("server.pem"),
-                "--key",
-                &p("server.key"),
-                "--max-seconds",
-                "120",
-            ])
-            .args(["--delay-ms", &delay_ms.to_string()])
-            .arg("--stats")
-            .arg(&stats)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let port = line
-            .trim()
-            .strip_prefix("listening on ")
-            .and_then(|p| p.parse().ok())
-            .unwrap_or_else(|| panic!("h3_server.py said {line:?}"));
-        Aioquic { child, port, stats }
-    }
-
-    /// Stops the server (SIGTERM) and reads what it counted.
-    fn stop(mut self) -> serde_json::Value {
-        // SAFETY: kill takes no pointers.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while self.child.try_wait().unwrap().is_none() {
-            assert!(Instant::now() < deadline, "h3_server.py did not stop");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        serde_json::from_slice(&std::fs::read(&self.stats).unwrap()).unwrap()
-    }
-}
-
-impl Drop for Aioquic {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 #[test]
 fn an_http3_scenario_runs_on_aioquic_with_captures_and_checks() {
     let (d, c) = certs();
-    let server = Aioquic::start(&c, d.path(), 0);
+    let server = common::Aioquic::start(&c, d.path(), 0);
     // aioquic answers "aioquic\n" (Server: aioquic), or N bytes at /bytes/N:
     // the length captured from the first answer's header picks the next
     // path (/bytes/80), and the bodies' sizes show it.
@@ -708,7 +637,7 @@ fn h2_redirects_stop_at_the_limit_and_at_another_origin() {
 fn an_h3_step_past_its_timeout_fails_and_its_vu_keeps_the_connection() {
     let (d, c) = certs();
     // Every answer waits 400 ms; the step gives up after 100 ms.
-    let server = Aioquic::start(&c, d.path(), 400);
+    let server = common::Aioquic::start(&c, d.path(), 400);
     let yaml = format!(
         "target: {{ url: 'https://localhost:{}', http: 3 }}\ntls: {{ cacert: '{}' }}\nscenarios:\n  s:\n    executor: per-vu-iterations\n    vus: 1\n    iterations: 3\n    flow: [{{ request: {{ name: slow, path: /, timeout: 100ms, check: {{ answered: {{ status: [200] }} }} }} }}]\n",
         server.port,
