@@ -112,19 +112,21 @@ fn held_connections_closed_by_the_server_are_counted() {
     // nginx closes idle connections after keepalive_timeout... too slow for a
     // test; the lab's stall-free server holds, so close it under the storm.
     let port = free_port();
-    let mut serve = throng()
-        .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--threads", "1"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let serve = Serve(
+        throng()
+            .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--threads", "1"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     wait_listening(([127, 0, 0, 1], port).into());
-    // Killed once every connection is up (not after a fixed 1.5 s, which a
-    // busy machine outlasted: the late ones were refused, not closed).
+    // Stopped once every connection is up (not after a fixed 1.5 s, which a
+    // busy machine outlasted: the late ones were refused, not closed) — and
+    // stopped all the same when that wait fails, so no server outlives the test.
     let killer = std::thread::spawn(move || {
+        let _serve = serve;
         common::wait_established(port, 100);
-        let _ = serve.kill();
-        let _ = serve.wait();
     });
     let run = storm(&[&format!("tcp://127.0.0.1:{port}"), "-n", "100", "--hold", "30s"]);
     killer.join().unwrap();
