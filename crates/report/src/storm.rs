@@ -141,6 +141,21 @@ pub(crate) fn write_storm(r: &RunResult, p: &StormPlan, w: &mut dyn Write) -> io
         "  {:<16}{} established at once",
         "peak", m.peak_concurrent_connections
     )?;
+    if let Some(x) = &m.multiplex {
+        // HTTP/2 and HTTP/3 storms: each connection carries at most its one
+        // request, as one stream.
+        let protocols = x
+            .protocols
+            .iter()
+            .map(|(p, n)| format!("{p} on {n}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        writeln!(
+            w,
+            "  {:<16}{protocols} connections; {} carried a request (one stream each)",
+            "multiplexed", x.requests
+        )?;
+    }
     if m.closed_by_peer > 0 {
         writeln!(
             w,

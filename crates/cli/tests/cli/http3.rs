@@ -444,6 +444,12 @@ fn storm_holds_quic_connections_with_and_without_a_request() {
         let x = m.multiplex.as_ref().expect("an HTTP/3 storm has multiplex figures");
         assert_eq!(x.protocols.get("h3"), Some(&30));
         assert_eq!((x.connections, x.requests), (30, requests));
+        let text = common::output(throng().arg("report").arg(&run.json));
+        let text = String::from_utf8_lossy(&text.stdout);
+        assert!(
+            text.contains(&format!("h3 on 30 connections; {requests} carried a request")),
+            "{text}"
+        );
         match &r.plan {
             throng_result::Plan::Storm(p) => assert_eq!(p.http, throng_plan::HttpVersion::Http3),
             other => panic!("a storm plan, not {other:?}"),
