@@ -255,9 +255,20 @@ impl Run {
 
 /// Runs `throng http ARGS --json FILE --quiet` and reads the result.
 pub fn http(args: &[&str]) -> Run {
+    command("http", args)
+}
+
+/// Runs `throng storm ARGS --json FILE --quiet` and reads the result.
+pub fn storm(args: &[&str]) -> Run {
+    command("storm", args)
+}
+
+/// Runs `throng COMMAND ARGS --json FILE --quiet` and reads the result
+/// (None when the run wrote none).
+fn command(name: &str, args: &[&str]) -> Run {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("result.json");
-    let output = output(throng().arg("http").args(args).arg("--json").arg(&json).arg("--quiet"));
+    let output = output(throng().arg(name).args(args).arg("--json").arg(&json).arg("--quiet"));
     let result = std::fs::File::open(&json)
         .ok()
         .map(|f| RunResult::from_reader(f).unwrap());

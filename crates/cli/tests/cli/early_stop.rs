@@ -39,7 +39,7 @@ fn an_answering_server_gets_every_storm_connection() {
     let nginx = nginx_tls(&c, false);
     // --rate spreads the 50 over half a second: five ticks.
     let target = format!("tls://localhost:{}", nginx.port);
-    let run = crate::storm::storm(&[&target, "-n", "50", "--rate", "100"]);
+    let run = common::storm(&[&target, "-n", "50", "--rate", "100"]);
     assert_eq!(run.code(), 1, "{}", run.stderr());
     let r = run.result();
     assert_books_balance(r);
@@ -53,7 +53,7 @@ fn an_answering_server_gets_every_storm_connection() {
 fn nobody_answering_is_given_up_early() {
     let port = common::free_port();
     // 50 at 100/s: the first ten refusals stop it before the half second.
-    let run = crate::storm::storm(&[&format!("tcp://127.0.0.1:{port}"), "-n", "50", "--rate", "100"]);
+    let run = common::storm(&[&format!("tcp://127.0.0.1:{port}"), "-n", "50", "--rate", "100"]);
     assert_eq!(run.code(), 1, "{}", run.stderr());
     let r = run.result();
     assert_books_balance(r);

@@ -397,17 +397,6 @@ fn connection_churn_keeps_memory_flat() {
     assert!(rss < 120 << 20, "peak memory {} MB", rss >> 20);
 }
 
-/// Runs `throng storm ARGS --json FILE --quiet` and reads the result.
-fn storm(args: &[&str]) -> common::Run {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("result.json");
-    let output = common::output(throng().arg("storm").args(args).arg("--json").arg(&json).arg("--quiet"));
-    let result = std::fs::File::open(&json)
-        .ok()
-        .map(|f| throng_result::RunResult::from_reader(f).unwrap());
-    common::Run::new(output, result, json, dir)
-}
-
 #[test]
 fn storm_holds_quic_connections_with_and_without_a_request() {
     let (d, c) = certs();
@@ -416,7 +405,7 @@ fn storm_holds_quic_connections_with_and_without_a_request() {
     // 30 connections, all started within 0.3 s and each held 2 s: all 30
     // are open at once.
     for (request, requests) in [("GET /bytes/3", 30), ("none", 0)] {
-        let run = storm(&[
+        let run = common::storm(&[
             &server.url("/"),
             "--http3",
             "--cacert",
@@ -469,7 +458,7 @@ fn storm_counts_held_quic_connections_the_server_closes() {
     // Once all 20 are held, the trigger stops the server, which closes
     // every connection (CONNECTION_CLOSE): each hold ends early.
     let kill = format!("kill -TERM {}", server.child.id());
-    let run = storm(&[
+    let run = common::storm(&[
         &server.url("/"),
         "--http3",
         "--cacert",
@@ -512,7 +501,7 @@ fn storm_over_http3_refuses_what_quic_cannot_do() {
             "proxy",
         ),
     ] {
-        let run = storm(&[args, &["-n", "1"][..]].concat());
+        let run = common::storm(&[args, &["-n", "1"][..]].concat());
         assert_eq!(run.code(), 2, "{args:?}: {}", run.stderr());
         assert!(
             run.stderr().contains(flag) && run.stderr().contains(says),

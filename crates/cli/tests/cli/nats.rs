@@ -8,18 +8,6 @@ use crate::common;
 use common::{NatsServer, assert_books_balance, free_port, throng, wait_listening};
 use std::time::Duration;
 
-use throng_result::RunResult;
-
-fn storm(args: &[&str]) -> common::Run {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("result.json");
-    let output = common::output(throng().arg("storm").args(args).arg("--json").arg(&json).arg("--quiet"));
-    let result = std::fs::File::open(&json)
-        .ok()
-        .map(|f| RunResult::from_reader(f).unwrap());
-    common::Run::new(output, result, json, dir)
-}
-
 fn bcrypt_user(cost: u32) -> String {
     let hash = bcrypt::hash("s3cret", cost).unwrap();
     // The server's own wait for CONNECT (2 s by default) outlasts its
@@ -37,7 +25,7 @@ fn bcrypt_cost_shows_in_the_handshake_and_wrong_passwords_fail() {
         let nats = NatsServer::start(&bcrypt_user(cost));
         let url = format!("nats://throng:s3cret@127.0.0.1:{}", nats.port);
         let count = n.to_string();
-        let run = storm(&[&url, "-n", &count, "--jitter", "2s", "--hold", "1s", "--timeout", "60s"]);
+        let run = common::storm(&[&url, "-n", &count, "--jitter", "2s", "--hold", "1s", "--timeout", "60s"]);
         assert_eq!(run.code(), 0, "cost {cost}: {}", run.stderr());
         let r = run.result();
         assert_books_balance(r);
@@ -55,7 +43,7 @@ fn bcrypt_cost_shows_in_the_handshake_and_wrong_passwords_fail() {
             assert!(!text.contains("s3cret"), "the secret leaked into the result");
         }
 
-        let wrong = storm(&[
+        let wrong = common::storm(&[
             &format!("nats://throng:nope@127.0.0.1:{}", nats.port),
             "-n",
             "12",
@@ -79,7 +67,7 @@ fn a_restart_sends_every_connection_back_through_a_reconnect() {
     let creds = nats.dir.path().join("creds");
     std::fs::write(&creds, "throng:s3cret\n").unwrap();
     let restart = nats.restart_command(1.0);
-    let run = storm(&[
+    let run = common::storm(&[
         &format!("nats://127.0.0.1:{}", nats.port),
         "--nats-creds",
         creds.to_str().unwrap(),
@@ -160,7 +148,7 @@ fn line_protocols_against_redis() {
         .expect("redis-server is not installed: run ./scripts/test.sh (Debian package redis-server)");
     wait_listening(([127, 0, 0, 1], port).into());
     let target = format!("tcp://127.0.0.1:{port}");
-    let ok = storm(&[
+    let ok = common::storm(&[
         &target,
         "-n",
         "200",
@@ -180,14 +168,14 @@ fn line_protocols_against_redis() {
     assert_eq!(m.connections.ok, 200, "{:?}", m.connections.errors);
     assert_eq!(m.phases["handshake"].count(), 200);
 
-    let bad = storm(&[&target, "-n", "10", "--send", "PING\\r\\n", "--expect", "^\\+PANG"]);
+    let bad = common::storm(&[&target, "-n", "10", "--send", "PING\\r\\n", "--expect", "^\\+PANG"]);
     assert_eq!(bad.code(), 1);
     assert_eq!(
         bad.result().measurements.connections.error("protocol.unexpected_reply"),
         10
     );
 
-    let silent = storm(&[&target, "-n", "3", "--expect", "^hello", "--step-timeout", "300ms"]);
+    let silent = common::storm(&[&target, "-n", "3", "--expect", "^hello", "--step-timeout", "300ms"]);
     assert_eq!(silent.result().measurements.connections.error("timeout.handshake"), 3);
     let _ = redis.kill();
     let _ = redis.wait();
@@ -232,7 +220,7 @@ fn tls_upgrade_tokens_and_pings_while_holding() {
         p("server.pem"),
         p("server.key")
     ));
-    let run = storm(&[
+    let run = common::storm(&[
         &format!("nats://t0ken@localhost:{}", nats.port),
         "-n",
         "20",
@@ -257,7 +245,7 @@ fn tls_upgrade_tokens_and_pings_while_holding() {
     assert!(!text.contains("t0ken"), "the token leaked into the result");
 
     // The TLS upgrade fails verification without the lab CA.
-    let bad = storm(&[&format!("nats://t0ken@localhost:{}", nats.port), "-n", "3"]);
+    let bad = common::storm(&[&format!("nats://t0ken@localhost:{}", nats.port), "-n", "3"]);
     assert_eq!(bad.result().measurements.connections.error("tls.unknown_ca"), 3);
 }
 
@@ -296,7 +284,7 @@ fn endless_info(n: usize, len: usize) -> std::net::SocketAddr {
 #[test]
 fn an_oversized_info_line_is_a_protocol_error() {
     let addr = endless_info(3, 10 << 20);
-    let run = storm(&[&format!("nats://{addr}"), "-n", "3", "--timeout", "20s"]);
+    let run = common::storm(&[&format!("nats://{addr}"), "-n", "3", "--timeout", "20s"]);
     assert_eq!(run.code(), 1, "{}", run.stderr());
     let m = &run.result().measurements;
     assert_books_balance(run.result());

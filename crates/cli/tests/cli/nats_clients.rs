@@ -16,7 +16,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use common::{assert_books_balance, throng};
-use throng_result::RunResult;
 
 /// What the server does with one connection.
 #[derive(Clone, Copy, Debug)]
@@ -133,16 +132,6 @@ fn serve(conn: TcpStream, act: Act, stop: &AtomicBool) -> std::io::Result<()> {
     w.shutdown(std::net::Shutdown::Both)
 }
 
-fn storm(args: &[&str]) -> common::Run {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("result.json");
-    let output = common::output(throng().arg("storm").args(args).arg("--json").arg(&json).arg("--quiet"));
-    let result = std::fs::File::open(&json)
-        .ok()
-        .map(|f| RunResult::from_reader(f).unwrap());
-    common::Run::new(output, result, json, dir)
-}
-
 /// Connection k: normal, early PING, INFO update, -ERR then PONG, in turn.
 fn mixed(k: u64) -> Act {
     [Act::Normal, Act::EarlyPing, Act::InfoUpdate, Act::ErrThenPong][(k % 4) as usize]
@@ -153,7 +142,7 @@ fn the_lenient_client_connects_through_out_of_turn_talk_and_counts_it() {
     let server = FakeNats::start(mixed);
     let html = tempfile::NamedTempFile::new().unwrap();
     let html_path = html.path().to_str().unwrap();
-    let run = storm(&[&server.url(), "-n", "20", "--timeout", "10s", "--html", html_path]);
+    let run = common::storm(&[&server.url(), "-n", "20", "--timeout", "10s", "--html", html_path]);
     assert_eq!(run.code(), 0, "{}", run.stderr());
     let page = std::fs::read_to_string(html.path()).unwrap();
     assert!(
@@ -180,7 +169,7 @@ fn the_lenient_client_connects_through_out_of_turn_talk_and_counts_it() {
 #[test]
 fn the_nats_go_client_fails_where_nats_go_fails() {
     let server = FakeNats::start(mixed);
-    let run = storm(&[&server.url(), "-n", "20", "--client", "nats.go"]);
+    let run = common::storm(&[&server.url(), "-n", "20", "--client", "nats.go"]);
     // Some connected: the run happened.
     assert_eq!(run.code(), 0, "{}", run.stderr());
     let r = run.result();
@@ -219,7 +208,7 @@ fn drop_then_deny(n: u64, after: Duration) -> impl Fn(u64) -> Act {
 #[test]
 fn nats_go_stops_reconnecting_at_the_second_auth_error_and_lenient_keeps_trying() {
     let server = FakeNats::start(drop_then_deny(4, Duration::from_millis(500)));
-    let go = storm(&[
+    let go = common::storm(&[
         &server.url(),
         "-n",
         "4",
@@ -246,7 +235,7 @@ fn nats_go_stops_reconnecting_at_the_second_auth_error_and_lenient_keeps_trying(
     drop(server);
 
     let server = FakeNats::start(drop_then_deny(4, Duration::from_millis(500)));
-    let lenient = storm(&[
+    let lenient = common::storm(&[
         &server.url(),
         "-n",
         "4",
@@ -294,7 +283,7 @@ fn nats_server_with_a_slow_password_check_pings_before_its_pong() {
     ));
     let url = format!("nats://throng:s3cret@127.0.0.1:{}", nats.port);
     let args = ["-n", "100", "--jitter", "2s", "--hold", "1s", "--seed", "7"];
-    let lenient = storm(&[&[url.as_str(), "--timeout", "60s"][..], &args[..]].concat());
+    let lenient = common::storm(&[&[url.as_str(), "--timeout", "60s"][..], &args[..]].concat());
     let r = lenient.result();
     assert_books_balance(r);
     let m = &r.measurements;
@@ -302,7 +291,7 @@ fn nats_server_with_a_slow_password_check_pings_before_its_pong() {
     assert!(early > 0, "no early PING: {:?}", m.handshake_out_of_turn);
     assert!(m.connections.ok >= 90, "lenient connects: {:?}", m.connections.errors);
 
-    let go = storm(&[&[url.as_str(), "--client", "nats.go"][..], &args[..]].concat());
+    let go = common::storm(&[&[url.as_str(), "--client", "nats.go"][..], &args[..]].concat());
     let r = go.result();
     assert_books_balance(r);
     let c = &r.measurements.connections;

@@ -8,19 +8,8 @@ use crate::common;
 
 use std::process::{Child, Stdio};
 
-use common::{assert_books_balance, free_port, lab, throng, wait_listening};
+use common::{assert_books_balance, free_port, lab, storm, throng, wait_listening};
 use throng_result::RunResult;
-
-/// Runs `throng storm ARGS --json FILE --quiet` and reads the result.
-pub(crate) fn storm(args: &[&str]) -> common::Run {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("result.json");
-    let output = common::output(throng().arg("storm").args(args).arg("--json").arg(&json).arg("--quiet"));
-    let result = std::fs::File::open(&json)
-        .ok()
-        .map(|f| RunResult::from_reader(f).unwrap());
-    common::Run::new(output, result, json, dir)
-}
 
 #[test]
 fn every_connection_is_counted_and_the_rate_shapes_the_series() {

@@ -11,24 +11,12 @@ use crate::common;
 use std::path::{Path, PathBuf};
 
 use common::{Nginx, assert_books_balance, throng};
-use throng_result::RunResult;
 
 const LOCATIONS: &str = r#"
     location = / { return 200; }
     location = /hello { default_type text/plain; return 200 "hello"; }
     location = /missing { return 404; }
 "#;
-
-/// Runs `throng storm ARGS --json FILE --quiet` and reads the result.
-fn storm(args: &[&str]) -> common::Run {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("result.json");
-    let output = common::output(throng().arg("storm").args(args).arg("--json").arg(&json).arg("--quiet"));
-    let result = std::fs::File::open(&json)
-        .ok()
-        .map(|f| RunResult::from_reader(f).unwrap());
-    common::Run::new(output, result, json, dir)
-}
 
 /// Runs `throng certs` into a fresh directory.
 fn certs() -> (tempfile::TempDir, PathBuf) {
@@ -90,12 +78,12 @@ fn assert_h2_storm(run: &common::Run, n: u64) {
 #[test]
 fn h2c_storm_makes_one_stream_per_connection() {
     let nginx = Nginx::start_listen("http2", "", LOCATIONS);
-    let run = storm(&[&nginx.url("/hello"), "--http2", "-n", "300", "-c", "50"]);
+    let run = common::storm(&[&nginx.url("/hello"), "--http2", "-n", "300", "-c", "50"]);
     assert_h2_storm(&run, 300);
     assert_eq!(run.result().measurements.phases.get("tls").map_or(0, |h| h.count()), 0);
     // Spread over two processes: each child speaks HTTP/2 from the plan it
     // is given, and the merged result counts every connection once.
-    let run = storm(&[&nginx.url("/hello"), "--http2", "-n", "200", "--procs", "2"]);
+    let run = common::storm(&[&nginx.url("/hello"), "--http2", "-n", "200", "--procs", "2"]);
     assert_h2_storm(&run, 200);
 }
 
@@ -104,7 +92,7 @@ fn tls_storm_negotiates_h2_by_alpn() {
     let (_d, c) = certs();
     let nginx = tls_nginx(&c, "ssl http2");
     let ca = c.join("ca.pem");
-    let run = storm(&[
+    let run = common::storm(&[
         &nginx.https("localhost", "/hello"),
         "--cacert",
         ca.to_str().unwrap(),
@@ -121,7 +109,7 @@ fn tls_storm_negotiates_h2_by_alpn() {
 #[test]
 fn a_status_the_storm_does_not_expect_is_check_failed_and_balanced() {
     let nginx = Nginx::start_listen("http2", "", LOCATIONS);
-    let run = storm(&[&nginx.url("/"), "--http2", "--request", "GET /missing", "-n", "40"]);
+    let run = common::storm(&[&nginx.url("/"), "--http2", "--request", "GET /missing", "-n", "40"]);
     let r = run.result();
     let m = &r.measurements;
     assert_books_balance(r);
@@ -138,7 +126,7 @@ fn held_connections_end_when_the_server_ends_them() {
     // the storm holds longer, so every connection is closed by the server.
     let nginx = Nginx::start_listen("http2", "keepalive_timeout 1s; client_header_timeout 1s;", LOCATIONS);
     for (request, requests) in [("none", 0), ("GET /hello", 30)] {
-        let run = storm(&[
+        let run = common::storm(&[
             &nginx.url("/"),
             "--http2",
             "--request",
@@ -164,14 +152,14 @@ fn held_connections_end_when_the_server_ends_them() {
 #[test]
 fn a_server_without_http2_is_refused_before_the_storm() {
     let plain = Nginx::start(LOCATIONS);
-    let run = storm(&[&plain.url("/"), "--http2", "-n", "10"]);
+    let run = common::storm(&[&plain.url("/"), "--http2", "-n", "10"]);
     assert_eq!(run.code(), 2, "stderr: {}", run.stderr());
     assert!(run.stderr().contains("does not speak HTTP/2"), "{}", run.stderr());
 
     let (_d, c) = certs();
     let tls = tls_nginx(&c, "ssl");
     let ca = c.join("ca.pem");
-    let run = storm(&[
+    let run = common::storm(&[
         &tls.https("localhost", "/"),
         "--cacert",
         ca.to_str().unwrap(),
@@ -189,7 +177,7 @@ fn http2_applies_to_http_targets_only() {
         ("tcp://127.0.0.1:9", &[][..]),
         ("http://127.0.0.1:9/", &["--protocol", "lines", "--send", "x"][..]),
     ] {
-        let run = storm(&[&[target, "--http2", "-n", "1"][..], extra].concat());
+        let run = common::storm(&[&[target, "--http2", "-n", "1"][..], extra].concat());
         assert_eq!(run.code(), 2, "{target}: {}", run.stderr());
         assert!(run.stderr().contains("--http2"), "{}", run.stderr());
     }

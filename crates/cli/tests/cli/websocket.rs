@@ -11,7 +11,6 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{Nginx, assert_books_balance, throng};
-use throng_result::RunResult;
 
 /// A `ws_server.py` in one mode, killed on drop.
 struct WsServer {
@@ -78,23 +77,13 @@ impl Drop for WsServer {
     }
 }
 
-fn storm(args: &[&str]) -> common::Run {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("result.json");
-    let output = common::output(throng().arg("storm").args(args).arg("--json").arg(&json).arg("--quiet"));
-    let result = std::fs::File::open(&json)
-        .ok()
-        .map(|f| RunResult::from_reader(f).unwrap());
-    common::Run::new(output, result, json, dir)
-}
-
 #[test]
 fn messages_are_echoed_in_order_and_every_socket_closes_with_1000() {
     let server = WsServer::start("echo");
     let bin = server.dir.path().join("frame.bin");
     std::fs::write(&bin, b"\x00\xffbinary\x01").unwrap();
     let at_bin = format!("@{}", bin.display());
-    let run = storm(&[
+    let run = common::storm(&[
         &server.url("/chat?room=1"),
         "-n",
         "20",
@@ -134,7 +123,7 @@ fn messages_are_echoed_in_order_and_every_socket_closes_with_1000() {
 #[test]
 fn a_wrong_message_a_refused_upgrade_and_a_close_are_counted_by_class() {
     let echo = WsServer::start("echo");
-    let run = storm(&[&echo.url("/"), "-n", "8", "--send", "ping", "--expect", "^pong$"]);
+    let run = common::storm(&[&echo.url("/"), "-n", "8", "--send", "ping", "--expect", "^pong$"]);
     assert_eq!(run.code(), 1, "{}", run.stderr());
     let m = &run.result().measurements;
     assert_books_balance(run.result());
@@ -146,7 +135,7 @@ fn a_wrong_message_a_refused_upgrade_and_a_close_are_counted_by_class() {
     );
 
     let refuse = WsServer::start("refuse");
-    let run = storm(&[&refuse.url("/"), "-n", "7"]);
+    let run = common::storm(&[&refuse.url("/"), "-n", "7"]);
     assert_eq!(run.code(), 1, "{}", run.stderr());
     let m = &run.result().measurements;
     assert_books_balance(run.result());
@@ -159,7 +148,7 @@ fn a_wrong_message_a_refused_upgrade_and_a_close_are_counted_by_class() {
     assert!(run.stdout().contains("ws.upgrade_refused.403"), "{}", run.stdout());
 
     let close = WsServer::start("close");
-    let run = storm(&[&close.url("/"), "-n", "6", "--send", "hi", "--expect", "."]);
+    let run = common::storm(&[&close.url("/"), "-n", "6", "--send", "hi", "--expect", "."]);
     assert_eq!(run.code(), 1, "{}", run.stderr());
     let m = &run.result().measurements;
     assert_books_balance(run.result());
@@ -167,14 +156,14 @@ fn a_wrong_message_a_refused_upgrade_and_a_close_are_counted_by_class() {
 
     // Nothing listening there: TCP's class, as for every storm.
     let port = common::free_port();
-    let run = storm(&[&format!("ws://127.0.0.1:{port}/"), "-n", "3"]);
+    let run = common::storm(&[&format!("ws://127.0.0.1:{port}/"), "-n", "3"]);
     assert_eq!(run.result().measurements.connections.error("refused"), 3);
 }
 
 #[test]
 fn held_sockets_read_pushes_and_time_their_pings() {
     let server = WsServer::start("push");
-    let run = storm(&[
+    let run = common::storm(&[
         &server.url("/feed"),
         "-n",
         "10",
@@ -205,7 +194,7 @@ fn held_sockets_read_pushes_and_time_their_pings() {
 fn a_server_going_away_sends_every_socket_back_through_a_reconnect() {
     let server = WsServer::start("echo");
     let signal = format!("kill -USR1 {}", server.child.id());
-    let run = storm(&[
+    let run = common::storm(&[
         &server.url("/"),
         "-n",
         "12",
@@ -271,7 +260,7 @@ fn wss_through_nginx_proxying_websocket() {
     );
     let url = format!("wss://localhost:{}/ws", nginx.port);
     let ca = p("ca.pem");
-    let run = storm(&[
+    let run = common::storm(&[
         &url, "--cacert", &ca, "-n", "15", "--hold", "300ms", "--send", "über", "--expect", "^über$",
     ]);
     assert_eq!(run.code(), 0, "{}", run.stderr());
@@ -288,7 +277,7 @@ fn wss_through_nginx_proxying_websocket() {
     );
 
     // nginx answers a path it does not proxy with 404: refused upgrades.
-    let run = storm(&[
+    let run = common::storm(&[
         &format!("wss://localhost:{}/other", nginx.port),
         "--cacert",
         &ca,
@@ -323,7 +312,7 @@ fn flags_that_do_not_fit_are_usage_errors() {
             "--ping-every",
         ),
     ] {
-        let run = storm(args);
+        let run = common::storm(args);
         assert_eq!(run.code(), 2, "{args:?}: {}", run.stderr());
         assert!(run.stderr().contains(flag), "{args:?}: {}", run.stderr());
     }
@@ -334,7 +323,7 @@ fn the_lab_server_echoes_and_holds_websockets_over_two_processes() {
     // The lab's GET /ws: what bench/storm.py holds 100,000 of.
     let lab = common::lab(None);
     let url = format!("ws://{}/ws", lab.addr());
-    let run = storm(&[
+    let run = common::storm(&[
         &url,
         "-n",
         "200",
