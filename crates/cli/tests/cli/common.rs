@@ -258,6 +258,16 @@ pub fn http(args: &[&str]) -> Run {
     command("http", args)
 }
 
+/// `throng certs` into a fresh directory: (the directory, its certs/ with
+/// ca.pem, server.pem/.key for localhost, client.pem/.key).
+pub fn certs() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("certs");
+    let o = output(throng().args(["certs", "--out", out.to_str().unwrap()]));
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    (dir, out)
+}
+
 /// Runs `throng storm ARGS --json FILE --quiet` and reads the result.
 pub fn storm(args: &[&str]) -> Run {
     command("storm", args)

@@ -8,7 +8,6 @@
 use crate::common;
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::process::{Child, Stdio};
 
 use common::{assert_books_balance, free_port, throng, wait_listening};
@@ -288,18 +287,9 @@ fn tls_alerts_garbage_and_stalls() {
     tls_fails_as("tls-stall", &["--timeout", "300ms"], "tls.handshake_timeout");
 }
 
-/// Runs `throng certs` into a fresh directory.
-fn certs() -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("certs");
-    let o = common::output(throng().args(["certs", "--out", out.to_str().unwrap()]));
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    (dir, out)
-}
-
 #[test]
 fn http_faults_inside_tls_keep_their_class() {
-    let (_dir, certs) = certs();
+    let (_dir, certs) = common::certs();
     for (fault, class) in [
         ("garbage", "protocol"),
         ("rst-mid-body", "reset"),

@@ -8,7 +8,7 @@
 use crate::common;
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Stdio};
 
 use common::{Nginx, assert_books_balance, free_port, http, throng, wait_listening};
@@ -22,15 +22,6 @@ const LOCATIONS: &str = r#"
 /// streams per connection.
 fn h2c_nginx(streams: u32) -> Nginx {
     Nginx::start_listen("http2", &format!("http2_max_concurrent_streams {streams};"), LOCATIONS)
-}
-
-/// Runs `throng certs` into a fresh directory.
-fn certs() -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("certs");
-    let o = common::output(throng().args(["certs", "--out", out.to_str().unwrap()]));
-    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
-    (dir, out)
 }
 
 /// nginx over TLS; `listen` is `ssl http2` or `ssl` (HTTP/1.1 only).
@@ -109,7 +100,7 @@ fn h2c_closed_loop_multiplexes_streams_on_each_connection() {
 
 #[test]
 fn tls_alpn_h2_streams_are_capped_by_the_server() {
-    let (_d, c) = certs();
+    let (_d, c) = common::certs();
     let nginx = tls_nginx(&c, "ssl http2", 3);
     let ca = c.join("ca.pem");
     let run = http(&[
@@ -146,7 +137,7 @@ fn tls_alpn_h2_streams_are_capped_by_the_server() {
 
 #[test]
 fn a_server_without_h2_is_refused_before_the_run() {
-    let (_d, c) = certs();
+    let (_d, c) = common::certs();
     let nginx = tls_nginx(&c, "ssl", 100);
     let ca = c.join("ca.pem");
     let run = http(&[

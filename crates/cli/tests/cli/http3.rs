@@ -7,19 +7,10 @@
 
 use crate::common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use common::{Aioquic, assert_books_balance, http, throng};
 use throng_lab::{H3Fault, H3Server};
-
-/// Lab certificates from `throng certs` (server.pem for localhost, ca.pem).
-fn certs() -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("certs");
-    let o = common::output(throng().args(["certs", "--out", out.to_str().unwrap()]));
-    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
-    (dir, out)
-}
 
 fn p(dir: &Path, name: &str) -> String {
     dir.join(name).display().to_string()
@@ -38,7 +29,7 @@ fn lab_url(s: &H3Server) -> String {
 
 #[test]
 fn aioquic_multiplexes_streams_up_to_the_cap_and_counts_every_request() {
-    let (d, c) = certs();
+    let (d, c) = common::certs();
     // Each answer waits 20 ms: four streams per connection are in flight together.
     let server = Aioquic::start(&c, d.path(), 20);
     let run = http(&[
@@ -81,7 +72,7 @@ fn aioquic_multiplexes_streams_up_to_the_cap_and_counts_every_request() {
 
 #[test]
 fn aioquic_no_keepalive_is_one_request_per_connection() {
-    let (d, c) = certs();
+    let (d, c) = common::certs();
     let server = Aioquic::start(&c, d.path(), 0);
     let run = http(&[
         &server.url("/bytes/1000"),
@@ -109,7 +100,7 @@ fn aioquic_no_keepalive_is_one_request_per_connection() {
 
 #[test]
 fn unknown_ca_fails_the_quic_handshake_as_tls() {
-    let (_d, c) = certs();
+    let (_d, c) = common::certs();
     let server = lab(&c, None);
     // No --cacert: the lab's CA is not trusted.
     let run = http(&[&lab_url(&server), "--http3", "-n", "3", "-c", "1"]);
@@ -121,7 +112,7 @@ fn unknown_ca_fails_the_quic_handshake_as_tls() {
 
 #[test]
 fn lab_serves_http3_with_streams() {
-    let (_d, c) = certs();
+    let (_d, c) = common::certs();
     let server = lab(&c, None);
     let run = http(&[
         &lab_url(&server),
@@ -146,7 +137,7 @@ fn lab_serves_http3_with_streams() {
 
 #[test]
 fn stream_reset_fails_the_request_and_keeps_the_connection() {
-    let (_d, c) = certs();
+    let (_d, c) = common::certs();
     let server = lab(&c, Some(H3Fault::ResetStream));
     let run = http(&[
         &lab_url(&server),
@@ -173,7 +164,7 @@ fn stream_reset_fails_the_request_and_keeps_the_connection() {
 
 #[test]
 fn connection_close_counts_its_code() {
-    let (_d, c) = certs();
+    let (_d, c) = common::certs();
     let server = lab(&c, Some(H3Fault::CloseConnection));
     let run = http(&[
         &lab_url(&server),
@@ -197,7 +188,7 @@ fn connection_close_counts_its_code() {
 
 #[test]
 fn a_silent_server_is_an_idle_timeout() {
-    let (_d, c) = certs();
+    let (_d, c) = common::certs();
     let server = lab(&c, Some(H3Fault::Silent));
     // The idle timeout is the server's 1 s, or 3 PTOs when the handshake's
     // round trips were slow (a loaded machine): well inside --timeout 10s.
@@ -221,7 +212,7 @@ fn a_silent_server_is_an_idle_timeout() {
 
 #[test]
 fn no_handshake_is_a_handshake_timeout() {
-    let (_d, c) = certs();
+    let (_d, c) = common::certs();
     let server = lab(&c, Some(H3Fault::NoHandshake));
     let run = http(&[
         &lab_url(&server),
@@ -244,7 +235,7 @@ fn no_handshake_is_a_handshake_timeout() {
 
 #[test]
 fn max_streams_one_caps_streams_in_flight() {
-    let (_d, c) = certs();
+    let (_d, c) = common::certs();
     let server = lab(&c, Some(H3Fault::OneStream));
     let run = http(&[
         &lab_url(&server),
@@ -280,7 +271,7 @@ fn http3_needs_an_https_url() {
 
 #[test]
 fn open_loop_spreads_the_schedule_over_streams_and_drops_nothing_silently() {
-    let (_d, c) = certs();
+    let (_d, c) = common::certs();
     let server = lab(&c, None);
     let run = http(&[
         &lab_url(&server),
@@ -316,7 +307,7 @@ fn open_loop_spreads_the_schedule_over_streams_and_drops_nothing_silently() {
 
 #[test]
 fn open_loop_under_connection_closes_reconnects_and_balances() {
-    let (_d, c) = certs();
+    let (_d, c) = common::certs();
     let server = lab(&c, Some(H3Fault::CloseConnection));
     let run = http(&[
         &lab_url(&server),
@@ -353,7 +344,7 @@ fn open_loop_under_connection_closes_reconnects_and_balances() {
 
 #[test]
 fn tls_1_2_only_is_refused_before_the_run() {
-    let (_d, c) = certs();
+    let (_d, c) = common::certs();
     let server = lab(&c, None);
     let run = http(&[
         &lab_url(&server),
@@ -371,7 +362,7 @@ fn tls_1_2_only_is_refused_before_the_run() {
 
 #[test]
 fn connection_churn_keeps_memory_flat() {
-    let (_d, c) = certs();
+    let (_d, c) = common::certs();
     let server = lab(&c, None);
     // A QUIC socket per connection cost ~0.6 MB each until drained: 600
     // connections in a row reached 200 MB. One socket per worker stays flat.
@@ -399,7 +390,7 @@ fn connection_churn_keeps_memory_flat() {
 
 #[test]
 fn storm_holds_quic_connections_with_and_without_a_request() {
-    let (d, c) = certs();
+    let (d, c) = common::certs();
     let server = Aioquic::start(&c, d.path(), 0);
     let ca = p(&c, "ca.pem");
     // 30 connections, all started within 0.3 s and each held 2 s: all 30
@@ -453,7 +444,7 @@ fn storm_holds_quic_connections_with_and_without_a_request() {
 
 #[test]
 fn storm_counts_held_quic_connections_the_server_closes() {
-    let (d, c) = certs();
+    let (d, c) = common::certs();
     let server = Aioquic::start(&c, d.path(), 0);
     // Once all 20 are held, the trigger stops the server, which closes
     // every connection (CONNECTION_CLOSE): each hold ends early.

@@ -122,15 +122,6 @@ fn run_yaml(yaml: &str) -> Ran {
     }
 }
 
-/// Lab certificates from `throng certs` (server.pem for localhost, ca.pem).
-fn certs() -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("certs");
-    let o = output(throng().args(["certs", "--out", out.to_str().unwrap()]));
-    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
-    (dir, out)
-}
-
 /// What every run of FLOW shows: 3 VUs × 10 iterations × 3 steps, all ok,
 /// every check passed, one connection per VU carrying its 100 streams.
 fn assert_flow_ran(r: &Ran, protocol: &str) {
@@ -219,7 +210,7 @@ fn an_h2c_scenario_captures_checks_and_keeps_cookies_on_each_vus_connection() {
 
 #[test]
 fn a_tls_h2_scenario_negotiates_h2_by_alpn() {
-    let (_d, c) = certs();
+    let (_d, c) = common::certs();
     let logs = tempfile::tempdir().unwrap();
     let log = logs.path().join("access.log");
     let p = |name: &str| c.join(name).display().to_string();
@@ -246,7 +237,7 @@ fn a_tls_h2_scenario_negotiates_h2_by_alpn() {
 
 #[test]
 fn http2_against_a_server_without_it_is_refused_before_the_run() {
-    let (_d, c) = certs();
+    let (_d, c) = common::certs();
     let p = |name: &str| c.join(name).display().to_string();
     // TLS without h2: ALPN says http/1.1 (or nothing).
     let nginx = Nginx::start_listen(
@@ -342,7 +333,7 @@ fn scenarios_of_one_file_speak_their_own_protocols() {
 
 #[test]
 fn an_http3_scenario_runs_on_aioquic_with_captures_and_checks() {
-    let (d, c) = certs();
+    let (d, c) = common::certs();
     let server = common::Aioquic::start(&c, d.path(), 0);
     // aioquic answers "aioquic\n" (Server: aioquic), or N bytes at /bytes/N:
     // the length captured from the first answer's header picks the next
@@ -516,7 +507,7 @@ fn a_goaway_fails_the_step_it_cut_off_and_the_vu_reconnects() {
 
 /// One VU, 10 iterations of one step, against the lab's HTTP/3 `fault`.
 fn one_h3_vu(fault: throng_lab::H3Fault) -> Ran {
-    let (_d, c) = certs();
+    let (_d, c) = common::certs();
     let p = |name: &str| c.join(name).display().to_string();
     let cert = (p("server.pem"), std::fs::read(c.join("server.pem")).unwrap());
     let key = (p("server.key"), std::fs::read(c.join("server.key")).unwrap());
@@ -561,7 +552,7 @@ fn an_h3_stream_reset_fails_its_step_and_keeps_the_connection() {
 
 #[test]
 fn one_file_over_http1_and_http2_compares() {
-    let (_d, c) = certs();
+    let (_d, c) = common::certs();
     let logs = tempfile::tempdir().unwrap();
     let log = logs.path().join("access.log");
     let p = |name: &str| c.join(name).display().to_string();
@@ -635,7 +626,7 @@ fn h2_redirects_stop_at_the_limit_and_at_another_origin() {
 
 #[test]
 fn an_h3_step_past_its_timeout_fails_and_its_vu_keeps_the_connection() {
-    let (d, c) = certs();
+    let (d, c) = common::certs();
     // Every answer waits 400 ms; the step gives up after 100 ms.
     let server = common::Aioquic::start(&c, d.path(), 400);
     let yaml = format!(

@@ -8,24 +8,15 @@
 
 use crate::common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use common::{Nginx, assert_books_balance, throng};
+use common::{Nginx, assert_books_balance};
 
 const LOCATIONS: &str = r#"
     location = / { return 200; }
     location = /hello { default_type text/plain; return 200 "hello"; }
     location = /missing { return 404; }
 "#;
-
-/// Runs `throng certs` into a fresh directory.
-fn certs() -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("certs");
-    let o = common::output(throng().args(["certs", "--out", out.to_str().unwrap()]));
-    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
-    (dir, out)
-}
 
 /// nginx over TLS; `listen` is `ssl http2` or `ssl` (HTTP/1.1 only).
 fn tls_nginx(c: &Path, listen: &str) -> Nginx {
@@ -89,7 +80,7 @@ fn h2c_storm_makes_one_stream_per_connection() {
 
 #[test]
 fn tls_storm_negotiates_h2_by_alpn() {
-    let (_d, c) = certs();
+    let (_d, c) = common::certs();
     let nginx = tls_nginx(&c, "ssl http2");
     let ca = c.join("ca.pem");
     let run = common::storm(&[
@@ -156,7 +147,7 @@ fn a_server_without_http2_is_refused_before_the_storm() {
     assert_eq!(run.code(), 2, "stderr: {}", run.stderr());
     assert!(run.stderr().contains("does not speak HTTP/2"), "{}", run.stderr());
 
-    let (_d, c) = certs();
+    let (_d, c) = common::certs();
     let tls = tls_nginx(&c, "ssl");
     let ca = c.join("ca.pem");
     let run = common::storm(&[
