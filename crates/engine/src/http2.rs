@@ -1108,6 +1108,56 @@ impl Own {
         outcome
     }
 
+    /// A gRPC call as a stream, as [`Own::exchange`]: its status is the
+    /// call's `grpc-status`; a server-streaming reply's messages are
+    /// counted and timed. `deadline`: `sleep` was armed with the call's
+    /// deadline, so running out is `grpc.deadline_exceeded`, as is a
+    /// DEADLINE_EXCEEDED status `expect` does not hold.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn call(
+        &self,
+        ctx: &Ctx,
+        request: http::Request<()>,
+        body: &Bytes,
+        server_streaming: bool,
+        deadline: bool,
+        expect: &StatusSet,
+        slot: &mut Slot,
+        sleep: Pin<&mut Sleep>,
+    ) -> Result<Timing, Failed> {
+        let c = &self.0;
+        c.in_flight.set(1);
+        let t_send = Instant::now();
+        ctx.rec.borrow_mut().stream_opened(t_send, 1);
+        let open = StreamOpen(ctx);
+        let mut outcome = send_on(c, request, body, true, server_streaming, slot, sleep).await;
+        drop(open);
+        c.in_flight.set(0);
+        c.carried.set(c.carried.get() + 1);
+        if let Err(f) = &mut outcome {
+            if matches!(f.class, ErrorClass::Reset | ErrorClass::Eof) && c.went_away.get() {
+                f.class = ErrorClass::H2("goaway");
+            }
+            if !stream_level(f.class) {
+                c.dead.set(true);
+            }
+        }
+        let expired = match &outcome {
+            Err(f) => deadline && f.class == ErrorClass::TimeoutResponse,
+            Ok(_) => slot.status == GRPC_DEADLINE_EXCEEDED && !expect.contains(GRPC_DEADLINE_EXCEEDED),
+        };
+        if expired {
+            outcome = Err(Failed {
+                class: ErrorClass::Grpc("deadline_exceeded"),
+                written: 0,
+            });
+        }
+        if server_streaming {
+            record_messages(ctx, slot, &outcome, t_send);
+        }
+        outcome
+    }
+
     /// Closes the connection and records its end.
     pub(crate) fn close(self, ctx: &Ctx) {
         close(ctx, &self.0);

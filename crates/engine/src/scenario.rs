@@ -55,6 +55,8 @@ use crate::pacer::Pacer;
 use crate::redirect::{Exchanged, Place};
 use crate::rows::{Labels, RowGuard};
 
+mod grpc;
+
 /// Where one scenario's VUs connect and which protocol they speak: made
 /// once per run (routes resolved, TLS clients with their ALPN), shared by
 /// the workers.
@@ -92,6 +94,7 @@ struct ReqOp {
 /// The flow, flattened: groups become start/end markers.
 enum Op {
     Request(Box<ReqOp>),
+    Grpc(Box<grpc::GrpcOp>),
     Think(Think),
     GroupStart,
     GroupEnd(usize),
@@ -294,6 +297,7 @@ fn compile(flow: &[Step], tags: &[usize], jar: bool, rec: &mut ScenarioRecorder,
                     req: (**r).clone(),
                 })));
             }
+            Step::Grpc(g) => out.push(Op::Grpc(Box::new(grpc::GrpcOp::new(g, tags, rec)))),
             Step::Think(t) => out.push(Op::Think(*t)),
             Step::Group { name, flow } => {
                 let g = rec.group_index(name);
@@ -663,6 +667,8 @@ async fn iteration(ctx: &Ctx, sc: &Scen, vu: &mut Vu, intended: Option<Instant>)
         }
         match op {
             Op::Request(r) => request(ctx, sc, vu, r, origin.take()).await,
+            // Boxed: HTTP/1.1 VUs keep their smaller future.
+            Op::Grpc(g) => Box::pin(grpc::call(ctx, sc, vu, g, origin.take())).await,
             Op::Think(t) => {
                 let d = match *t {
                     Think::Fixed(d) => d,

@@ -19,6 +19,7 @@
 pub mod checks;
 pub mod cookies;
 pub mod csv;
+pub mod grpc;
 pub mod schedule;
 pub mod spec;
 pub mod template;
@@ -27,6 +28,7 @@ pub mod threshold;
 pub use checks::{Capture, CaptureFrom, Check, CheckKind, ResponseView};
 pub use cookies::CookieJar;
 pub use schedule::{ArrivalCurve, SegmentArrivals, segment_arrivals, share};
+pub use spec::GrpcStep;
 pub use spec::{
     BaseUrl, Body, Cookies, Cursor, DEFAULT_REDIRECTS, DataSpec, Defaults, Executor, JsonTemplate, Request, Scenario,
     ScenarioError, ScenarioPlan, Stage, Step, TargetInputs, Think, environment, stage_names,

@@ -7,6 +7,7 @@ use raw::RawFile;
 use validate::Validator;
 
 pub use raw::{DEFAULT_MAX_BODY, MAX_MAX_BODY};
+pub use types::GrpcStep;
 pub use types::{
     BaseUrl, Body, Cookies, Cursor, DEFAULT_REDIRECTS, DataSpec, Defaults, Executor, JsonTemplate, Request, Scenario,
     ScenarioPlan, Stage, Step, Think, stage_names,
@@ -115,7 +116,7 @@ impl ScenarioPlan {
                 message: throng_plan::input::plain_types(&message),
             }
         })?;
-        Validator { text, file }.plan(raw, read, target)
+        Validator::new(text, file).plan(raw, read, target)
     }
 }
 

@@ -345,7 +345,7 @@ fn scenario_load(plan: &ScenarioPlan) -> Load {
 fn count_requests(flow: &[Step]) -> u32 {
     flow.iter()
         .map(|s| match s {
-            Step::Request(_) => 1,
+            Step::Request(_) | Step::Grpc(_) => 1,
             Step::Think(_) => 0,
             Step::Group { flow, .. } => count_requests(flow),
         })

@@ -116,7 +116,12 @@ fn step_scenarios(plan: &ScenarioPlan) -> BTreeMap<String, String> {
     fn walk(flow: &[throng_scenario::Step], scenario: &str, out: &mut BTreeMap<String, Vec<String>>) {
         for step in flow {
             match step {
-                throng_scenario::Step::Request(r) => {
+                throng_scenario::Step::Request(_) | throng_scenario::Step::Grpc(_) => {
+                    let r = match step {
+                        throng_scenario::Step::Grpc(g) => &g.request,
+                        throng_scenario::Step::Request(r) => r,
+                        _ => continue,
+                    };
                     let names = out.entry(r.name.clone()).or_default();
                     if !names.iter().any(|n| n == scenario) {
                         names.push(scenario.to_string());

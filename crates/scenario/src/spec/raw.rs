@@ -96,6 +96,17 @@ pub(super) struct RawFile {
     pub(super) scenarios: BTreeMap<String, RawScenario>,
     #[serde(default)]
     pub(super) thresholds: Ordered<Vec<RawThreshold>>,
+    /// The .proto files of the `grpc:` steps.
+    pub(super) proto: Option<RawProto>,
+}
+
+/// `proto: { files: [...], import_paths: [...] }`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawProto {
+    pub(super) files: Vec<String>,
+    #[serde(default)]
+    pub(super) import_paths: Vec<String>,
 }
 
 /// A mapping kept in the file's order (verdict tables follow the file),
@@ -339,6 +350,8 @@ pub(super) struct RawScenario {
     #[serde(default)]
     pub(super) cookies: crate::spec::Cookies,
     pub(super) flow: Vec<RawStep>,
+    /// Its own .proto files, replacing the file's.
+    pub(super) proto: Option<RawProto>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -354,6 +367,26 @@ pub(super) struct RawStep {
     pub(super) request: Option<RawRequest>,
     pub(super) think: Option<RawThink>,
     pub(super) group: Option<RawGroup>,
+    pub(super) grpc: Option<RawGrpc>,
+}
+
+/// A `grpc:` step: a unary or server-streaming call.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawGrpc {
+    pub(super) name: Option<String>,
+    pub(super) call: String,
+    pub(super) message: Option<serde_yaml_ng::Value>,
+    #[serde(default)]
+    pub(super) metadata: BTreeMap<String, String>,
+    pub(super) deadline: Option<Dur>,
+    pub(super) timeout: Option<Dur>,
+    pub(super) expect: Option<Vec<RawStatus>>,
+    pub(super) max_body: Option<Size>,
+    #[serde(default)]
+    pub(super) capture: BTreeMap<String, RawCapture>,
+    #[serde(default)]
+    pub(super) check: BTreeMap<String, RawCheck>,
 }
 
 /// `think: 2s` or `think: { min, max }`.

@@ -297,6 +297,39 @@ pub struct Request {
     pub redirects: u32,
 }
 
+/// A gRPC call of a flow: an HTTP/2 request (its path the method's, its
+/// headers the metadata, its JSON body the message) with gRPC's own
+/// statuses and deadline. Captures and checks read the reply message as
+/// JSON.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GrpcStep {
+    /// `pkg.Service/Method`.
+    pub call: String,
+    /// gRPC status codes counted ok (0: OK).
+    pub expect: Vec<u16>,
+    /// Sent as `grpc-timeout`; the wait ends then too, counted
+    /// `grpc.deadline_exceeded`.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "throng_plan::serde_opt_duration"
+    )]
+    pub deadline: Option<Duration>,
+    /// The method streams its replies (captures and checks read the last).
+    #[serde(default)]
+    pub server_streaming: bool,
+    /// The call as a request: `name`, metadata in `headers`, the message
+    /// in `body` (JSON), `captures`, `checks`, `timeout`, `max_body`
+    /// (`method`, `path` and `expect` are not used).
+    pub request: Request,
+    /// The method's descriptors (not in results).
+    #[serde(skip)]
+    pub method: Option<crate::grpc::Method>,
+    /// The framed message, when it has no template (encoded once).
+    #[serde(skip)]
+    pub framed: Option<Vec<u8>>,
+}
+
 /// One step of a flow.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -312,6 +345,8 @@ pub enum Step {
         /// Its steps.
         flow: Vec<Step>,
     },
+    /// A gRPC call.
+    Grpc(Box<GrpcStep>),
 }
 
 /// A scenario: an executor and the flow of one iteration.
@@ -495,6 +530,7 @@ impl ScenarioPlan {
             for step in steps {
                 match step {
                     Step::Request(r) => headers(&mut r.headers, secret, with),
+                    Step::Grpc(g) => headers(&mut g.request.headers, secret, with),
                     Step::Group { flow: f, .. } => flow(f, secret, with),
                     Step::Think(_) => {}
                 }
@@ -534,6 +570,7 @@ pub(super) fn requests(flow: &[Step]) -> Vec<&Request> {
     for s in flow {
         match s {
             Step::Request(r) => out.push(r.as_ref()),
+            Step::Grpc(g) => out.push(&g.request),
             Step::Group { flow, .. } => out.extend(requests(flow)),
             Step::Think(_) => {}
         }

@@ -31,6 +31,19 @@ const RESERVED: [&str; 8] = [
 pub(super) struct Validator<'a> {
     pub(super) text: &'a str,
     pub(super) file: &'a str,
+    /// The descriptors the scenario being checked calls `grpc:` steps
+    /// with (its own `proto:`, else the file's), and where they came from.
+    proto: std::cell::RefCell<Option<(std::rc::Rc<prost_reflect::DescriptorPool>, String)>>,
+}
+
+impl<'a> Validator<'a> {
+    pub(super) fn new(text: &'a str, file: &'a str) -> Self {
+        Validator {
+            text,
+            file,
+            proto: std::cell::RefCell::new(None),
+        }
+    }
 }
 
 impl Validator<'_> {
@@ -236,8 +249,20 @@ impl Validator<'_> {
             return Err(self.err(&["scenarios:"], "name at least one scenario"));
         }
         let mut scenarios = Vec::new();
-        for (name, s) in raw.scenarios {
+        let file_proto = match raw.proto {
+            Some(p) => Some(self.proto(&["proto:"], p, read)?),
+            None => None,
+        };
+        for (name, mut s) in raw.scenarios {
+            let own = match s.proto.take() {
+                Some(p) => Some(self.proto(&["scenarios:", &format!("{name}:"), "proto:"], p, read)?),
+                None => None,
+            };
+            self.proto.replace(own.or_else(|| file_proto.clone()));
             scenarios.push(self.scenario(&name, s, &defaults, &target, given)?);
+            if let Some(sc) = scenarios.last() {
+                self.grpc_over_http2(sc, &target)?;
+            }
         }
         // TLS settings serve every https:// target of the file.
         let any_https = target.https || scenarios.iter().any(|s| s.target.as_ref().is_some_and(|t| t.https));
@@ -720,7 +745,17 @@ impl Validator<'_> {
 
     fn flow(&self, key: &str, steps: Vec<RawStep>, defaults: &Defaults) -> Result<Vec<Step>, ScenarioError> {
         let mut out = Vec::new();
-        for st in steps {
+        for mut st in steps {
+            if let Some(g) = st.grpc.take() {
+                if st.request.is_some() || st.think.is_some() || st.group.is_some() {
+                    return Err(self.err(
+                        &["scenarios:", key, "grpc:"],
+                        "each step is exactly one of request:, grpc:, think: or group:",
+                    ));
+                }
+                out.push(Step::Grpc(Box::new(self.grpc(key, g, defaults)?)));
+                continue;
+            }
             let step = match (st.request, st.think, st.group) {
                 (Some(r), None, None) => Step::Request(Box::new(self.request(key, r, defaults)?)),
                 (None, Some(t), None) => Step::Think(match t {
@@ -796,9 +831,45 @@ impl Validator<'_> {
             (None, None, None) => Body::None,
             _ => return Err(self.err(&here, "give one of json:, form: or body:")),
         };
+        let (captures, checks) = self.captures_and_checks(&here, r.capture, r.check)?;
+        let name = r.name.unwrap_or_else(|| format!("{method} {}", r.path));
+        Ok(Request {
+            path: self.template(&here, &r.path)?,
+            query: pairs(&r.query, "query parameter")?,
+            headers: r
+                .headers
+                .iter()
+                .map(|(k, v)| self.header(&here, k, v))
+                .collect::<Result<_, ScenarioError>>()?,
+            body,
+            expect: match &r.expect {
+                Some(e) => self.statuses(&[&here[..], &["expect:"]].concat(), e)?,
+                None => defaults.expect,
+            },
+            captures,
+            checks,
+            timeout: r.timeout.map_or(defaults.timeout, |d| d.0),
+            max_body: r.max_body.map_or(defaults.max_body, |m| m.0),
+            redirects: match r.redirects {
+                Some(n) => self.redirects(&[&here[..], &[&format!("redirects: {n}")]].concat(), n)?,
+                None => defaults.redirects,
+            },
+            name,
+            method,
+        })
+    }
+
+    /// A step's `capture:` and `check:` (request and grpc steps write them
+    /// alike), at `here`.
+    fn captures_and_checks(
+        &self,
+        here: &[&str],
+        capture: BTreeMap<String, RawCapture>,
+        check: BTreeMap<String, RawCheck>,
+    ) -> Result<(Vec<Capture>, Vec<Check>), ScenarioError> {
         let mut captures = Vec::new();
-        for (var, c) in r.capture {
-            let at = self.key_path(&[&here[..], &["capture:"]].concat(), &var);
+        for (var, c) in capture {
+            let at = self.key_path(&[here, &["capture:"]].concat(), &var);
             if !is_identifier(&var) {
                 let suggestion: String = var
                     .chars()
@@ -844,8 +915,8 @@ impl Validator<'_> {
             captures.push(Capture { var, from });
         }
         let mut checks = Vec::new();
-        for (name, c) in r.check {
-            let at = self.key_path(&[&here[..], &["check:"]].concat(), &name);
+        for (name, c) in check {
+            let at = self.key_path(&[here, &["check:"]].concat(), &name);
             let bad = |m: String| self.err(&at, format!("check '{name}': {m}"));
             // One kind, and only that kind's modifiers: a modifier on another
             // kind would be read and ignored, and the check pass regardless.
@@ -923,31 +994,170 @@ impl Validator<'_> {
             };
             checks.push(Check { name, kind });
         }
-        let name = r.name.unwrap_or_else(|| format!("{method} {}", r.path));
-        Ok(Request {
-            path: self.template(&here, &r.path)?,
-            query: pairs(&r.query, "query parameter")?,
-            headers: r
-                .headers
+        Ok((captures, checks))
+    }
+
+    /// A `proto:` at `at`: its files compiled (read through `read`).
+    fn proto(
+        &self,
+        at: &[&str],
+        p: RawProto,
+        read: &dyn Fn(&str) -> Result<String, String>,
+    ) -> Result<(std::rc::Rc<prost_reflect::DescriptorPool>, String), ScenarioError> {
+        if p.files.is_empty() {
+            return Err(self.err(
+                at,
+                "proto: files is empty; list the .proto files that define the services, e.g. files: [greeter.proto]",
+            ));
+        }
+        let pool =
+            crate::grpc::compile(&p.files, &p.import_paths, read).map_err(|e| self.err(at, format!("proto: {e}")))?;
+        Ok((std::rc::Rc::new(pool), p.files.join(", ")))
+    }
+
+    /// A `grpc:` step of scenario `key`, its method looked up in the
+    /// scenario's descriptors.
+    fn grpc(&self, key: &str, g: RawGrpc, defaults: &Defaults) -> Result<GrpcStep, ScenarioError> {
+        let call_at = format!("call: {}", g.call);
+        let here: Vec<&str> = vec!["scenarios:", key, "grpc:", &call_at];
+        let keys = |field: &str| self.key_path(&here, field);
+        let (message_at, metadata_at) = (keys("message"), keys("metadata"));
+        let message_at: Vec<&str> = message_at.iter().map(String::as_str).collect();
+        let metadata_at: Vec<&str> = metadata_at.iter().map(String::as_str).collect();
+        let at = |field: &str| keys(field);
+        let proto = self.proto.borrow().clone();
+        let Some((pool, files)) = proto else {
+            return Err(self.err(
+                &here,
+                format!(
+                    "grpc: {} needs the .proto files that define it: add proto: {{ files: [FILE.proto], \
+                     import_paths: [DIR] }} at the top of the file or in scenario {}",
+                    g.call,
+                    key.trim_end_matches(':')
+                ),
+            ));
+        };
+        let method = crate::grpc::find_method(&pool, &g.call)
+            .map_err(|e| self.err(&here, format!("call: {e} (proto: {files})")))?;
+        let body = match g.message {
+            Some(m) => Body::Json(self.json(&message_at, m)?),
+            None => Body::None,
+        };
+        // A message without templates is encoded now: once for the run,
+        // and an error is the file's, not a failed call.
+        let framed = match &body {
+            Body::None => Some(method.encode("{}").map_err(|e| self.err(&here, e))?),
+            Body::Json(j) => match literal_json(j) {
+                Some(v) => Some(method.encode(&v.to_string()).map_err(|e| {
+                    self.err(
+                        &at("message"),
+                        format!("message: {e}; give it in protobuf's JSON mapping"),
+                    )
+                })?),
+                None => None,
+            },
+            _ => None,
+        };
+        let mut headers = Vec::new();
+        for (k, v) in &g.metadata {
+            let lower = k.to_ascii_lowercase();
+            if lower.starts_with("grpc-") || ["content-type", "te", "host"].contains(&lower.as_str()) {
+                return Err(self.err(
+                    &at("metadata"),
+                    format!(
+                        "metadata '{k}' is the protocol's (grpc-*, content-type, te and host are set by throng); use \
+                         another key, and deadline: for grpc-timeout"
+                    ),
+                ));
+            }
+            headers.push(self.header(&metadata_at, k, v)?);
+        }
+        let expect = match &g.expect {
+            None => vec![0],
+            Some(list) if list.is_empty() => {
+                return Err(self.err(
+                    &at("expect"),
+                    "expect: is empty, so every call would count as failed; list the codes counted ok, e.g. [OK]",
+                ));
+            }
+            Some(list) => list
                 .iter()
-                .map(|(k, v)| self.header(&here, k, v))
-                .collect::<Result<_, ScenarioError>>()?,
-            body,
-            expect: match &r.expect {
-                Some(e) => self.statuses(&[&here[..], &["expect:"]].concat(), e)?,
-                None => defaults.expect,
+                .map(|s| match s {
+                    RawStatus::Code(c) => crate::grpc::parse_code(&c.to_string()),
+                    RawStatus::Text(t) => crate::grpc::parse_code(t),
+                })
+                .collect::<Result<Vec<u16>, String>>()
+                .map_err(|e| self.err(&at("expect"), format!("expect: {e}")))?,
+        };
+        let deadline = match g.deadline {
+            Some(d) if d.0.is_zero() => {
+                return Err(self.err(&at("deadline"), "deadline: give at least 1ms, or leave it out"));
+            }
+            Some(d) => Some(d.0),
+            None => None,
+        };
+        if g.check.values().any(|c| c.status.is_some()) {
+            return Err(self.err(
+                &at("check"),
+                "a grpc step's checks take no status: (its gRPC status is judged by expect:, e.g. expect: [OK, \
+                 NOT_FOUND]); use json:, body_contains:, header: or duration_under:",
+            ));
+        }
+        let (captures, checks) = self.captures_and_checks(&here, g.capture, g.check)?;
+        let path = method.path();
+        Ok(GrpcStep {
+            call: method.call(),
+            expect,
+            deadline,
+            server_streaming: method.server_streaming(),
+            request: Request {
+                name: g.name.unwrap_or_else(|| method.call()),
+                method: "POST".to_string(),
+                path: Template::literal(&path),
+                query: Vec::new(),
+                headers,
+                body,
+                expect: StatusSet::default(),
+                captures,
+                checks,
+                timeout: g.timeout.map_or(defaults.timeout, |d| d.0),
+                max_body: g.max_body.map_or(defaults.max_body, |m| m.0),
+                redirects: 0,
             },
-            captures,
-            checks,
-            timeout: r.timeout.map_or(defaults.timeout, |d| d.0),
-            max_body: r.max_body.map_or(defaults.max_body, |m| m.0),
-            redirects: match r.redirects {
-                Some(n) => self.redirects(&[&here[..], &[&format!("redirects: {n}")]].concat(), n)?,
-                None => defaults.redirects,
-            },
-            name,
-            method,
+            method: Some(method),
+            framed,
         })
+    }
+
+    /// gRPC runs over HTTP/2: a scenario with a `grpc:` step needs a target
+    /// written `{ url, http: 2 }`.
+    fn grpc_over_http2(&self, sc: &Scenario, file: &BaseUrl) -> Result<(), ScenarioError> {
+        fn first(flow: &[Step]) -> Option<&GrpcStep> {
+            flow.iter().find_map(|s| match s {
+                Step::Grpc(g) => Some(g.as_ref()),
+                Step::Group { flow, .. } => first(flow),
+                _ => None,
+            })
+        }
+        let target = sc.target(file);
+        match first(&sc.flow) {
+            Some(g) if target.http != HttpVersion::Http2 => Err(self.err(
+                &["scenarios:", &format!("{}:", sc.name), "grpc:"],
+                format!(
+                    "grpc: {} needs an HTTP/2 target, and scenario {}'s target {} is HTTP/{}: write target: {{ url: \
+                     {}, http: 2 }} (https:// for TLS with ALPN h2, http:// for h2c)",
+                    g.call,
+                    sc.name,
+                    target.url,
+                    match target.http {
+                        HttpVersion::Http3 => "3",
+                        _ => "1.1",
+                    },
+                    target.url
+                ),
+            )),
+            _ => Ok(()),
+        }
     }
 
     /// A `redirects:` count: at most [`throng_plan::MAX_REDIRECTS`].
@@ -1076,6 +1286,20 @@ impl Validator<'_> {
     }
 }
 
+/// The JSON of a body without templates; None when it has one.
+fn literal_json(j: &JsonTemplate) -> Option<serde_json::Value> {
+    Some(match j {
+        JsonTemplate::Value(v) => v.clone(),
+        JsonTemplate::Text(_) => return None,
+        JsonTemplate::Array(a) => serde_json::Value::Array(a.iter().map(literal_json).collect::<Option<_>>()?),
+        JsonTemplate::Object(o) => serde_json::Value::Object(
+            o.iter()
+                .map(|(k, v)| Some((k.clone(), literal_json(v)?)))
+                .collect::<Option<_>>()?,
+        ),
+    })
+}
+
 /// The variable of `{{var}}` written without quotes: YAML reads it as a
 /// flow mapping whose one key is the mapping `{var: null}`, with no value.
 fn unquoted_template(v: &serde_yaml_ng::Value) -> Option<String> {
@@ -1152,7 +1376,7 @@ pub(super) fn json_pointer(p: &str) -> Result<(), String> {
 
 pub(super) fn contains_request(flow: &[Step]) -> bool {
     flow.iter().any(|s| match s {
-        Step::Request(_) => true,
+        Step::Request(_) | Step::Grpc(_) => true,
         Step::Group { flow, .. } => contains_request(flow),
         Step::Think(_) => false,
     })
@@ -1162,6 +1386,10 @@ pub(super) fn tag_exists(scenarios: &[Scenario], tag: &str, value: &str) -> bool
     fn in_flow(flow: &[Step], tag: &str, value: &str) -> bool {
         flow.iter().any(|s| match s {
             Step::Request(r) => {
+                tag == "step" && r.name == value || tag == "check" && r.checks.iter().any(|c| c.name == value)
+            }
+            Step::Grpc(g) => {
+                let r = &g.request;
                 tag == "step" && r.name == value || tag == "check" && r.checks.iter().any(|c| c.name == value)
             }
             Step::Group { name, flow } => tag == "group" && name == value || in_flow(flow, tag, value),
