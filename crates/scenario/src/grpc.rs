@@ -58,7 +58,12 @@ impl Method {
         let mut de = serde_json::Deserializer::from_str(json);
         let message = DynamicMessage::deserialize(self.0.input(), &mut de)
             .and_then(|m| de.end().map(|()| m))
-            .map_err(|e| format!("not a {} message: {e}", self.0.input().full_name()))?;
+            .map_err(|e| {
+                // Where in the JSON text (rendered from the file) is no help.
+                let text = e.to_string();
+                let text = text.split(" at line ").next().unwrap_or_default().to_string();
+                format!("not a {} message: {text}", self.0.input().full_name())
+            })?;
         let len = message.encoded_len();
         if len > MAX_MESSAGE {
             return Err("the encoded message is larger than 64 MiB".into());

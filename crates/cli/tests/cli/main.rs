@@ -70,6 +70,7 @@ mod redirects;
 mod results;
 mod run_target;
 mod scenario;
+mod scenario_grpc;
 mod scenario_mux;
 mod segments;
 mod send_secret;
