@@ -244,6 +244,39 @@ scenarios:
     );
 }
 
+#[test]
+fn over_tls_the_calls_speak_h2_by_alpn() {
+    let dir = tempfile::tempdir().unwrap();
+    let certs = dir.path().join("certs");
+    let o = output(throng().args(["certs", "--out", certs.to_str().unwrap()]));
+    assert_eq!(o.status.code(), Some(0));
+    let server = GrpcServer::start(Some(&certs));
+    let flow = r#"
+scenarios:
+  s:
+    executor: per-vu-iterations
+    vus: 2
+    iterations: 5
+    max_duration: 60s
+    flow:
+      - grpc: { call: throngtest.Tester/Call, message: { name: tls } }
+"#;
+    let yaml = format!(
+        "{}tls: {{ cacert: '{}' }}
+{flow}",
+        head(&server).replace("http://", "https://"),
+        certs.join("ca.pem").display()
+    );
+    let r = run_yaml(&yaml);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let m = &r.result().measurements;
+    assert_books_balance(r.result());
+    assert_eq!((m.requests.attempted, m.requests.ok), (10, 10));
+    assert_eq!(m.status.get(&0), Some(&10));
+    // One handshake per VU: each VU's calls share its connection.
+    assert_eq!(m.phases["tls"].count(), 2);
+}
+
 /// The error of a file that does not run: exit 2, nothing run.
 fn refused(r: &Ran) -> &str {
     assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
