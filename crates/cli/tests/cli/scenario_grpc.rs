@@ -277,6 +277,32 @@ scenarios:
     assert_eq!(m.phases["tls"].count(), 2);
 }
 
+#[test]
+fn a_k8s_job_ships_the_proto_files_and_their_imports() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir_all(d.join("protos")).unwrap();
+    std::fs::create_dir_all(d.join("include")).unwrap();
+    std::fs::copy(here("tester.proto"), d.join("protos/tester.proto")).unwrap();
+    std::fs::copy(here("common.proto"), d.join("include/common.proto")).unwrap();
+    let file = d.join("scenario.yaml");
+    let yaml = "target: { url: 'http://svc:50051', http: 2 }\nproto: { files: [protos/tester.proto], import_paths: \
+                [include] }\nscenarios:\n  s:\n    executor: constant-vus\n    vus: 2\n    duration: 10s\n    flow:\n      \
+                - grpc: { call: throngtest.Tester/Call }\n";
+    std::fs::write(&file, yaml).unwrap();
+    let o = output(throng().args(["k8s", "job"]).arg(&file).args(["--parallelism", "2"]));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let manifests = String::from_utf8(o.stdout).unwrap();
+    // Both files, at the paths the scenario reads them from.
+    for (path, text) in [
+        ("protos/tester.proto", "service Tester"),
+        ("include/common.proto", "message Tag"),
+    ] {
+        assert!(manifests.contains(path), "{path} is not shipped: {manifests}");
+        assert!(manifests.contains(text), "{path}'s contents are not shipped");
+    }
+}
+
 /// The error of a file that does not run: exit 2, nothing run.
 fn refused(r: &Ran) -> &str {
     assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
