@@ -1020,11 +1020,11 @@ impl Validator<'_> {
     fn grpc(&self, key: &str, g: RawGrpc, defaults: &Defaults) -> Result<GrpcStep, ScenarioError> {
         let call_at = format!("call: {}", g.call);
         let here: Vec<&str> = vec!["scenarios:", key, "grpc:", &call_at];
-        let keys = |field: &str| self.key_path(&here, field);
-        let (message_at, metadata_at) = (keys("message"), keys("metadata"));
+        // The field's key after the call's line, for errors.
+        let at = |field: &str| self.key_path(&here, field);
+        let (message_at, metadata_at) = (at("message"), at("metadata"));
         let message_at: Vec<&str> = message_at.iter().map(String::as_str).collect();
         let metadata_at: Vec<&str> = metadata_at.iter().map(String::as_str).collect();
-        let at = |field: &str| keys(field);
         let proto = self.proto.borrow().clone();
         let Some((pool, files)) = proto else {
             return Err(self.err(
@@ -1045,25 +1045,23 @@ impl Validator<'_> {
         };
         // A message without templates is encoded now: once for the run,
         // and an error is the file's, not a failed call.
-        let framed = match &body {
-            Body::None => Some(method.encode("{}").map_err(|e| self.err(&here, e))?),
-            Body::Json(j) => match literal_json(j) {
-                Some(v) => Some(method.encode(&v.to_string()).map_err(|e| {
-                    self.err(
-                        &at("message"),
-                        format!("message: {e}; give it in protobuf's JSON mapping"),
-                    )
-                })?),
-                None => None,
-            },
-            _ => None,
-        };
+        let framed =
+            match &body {
+                Body::None => Some(method.encode("{}").map_err(|e| self.err(&here, e))?),
+                Body::Json(j) => match literal_json(j) {
+                    Some(v) => Some(method.encode(&v.to_string()).map_err(|e| {
+                        self.err(&message_at, format!("message: {e}; give it in protobuf's JSON mapping"))
+                    })?),
+                    None => None,
+                },
+                _ => None,
+            };
         let mut headers = Vec::new();
         for (k, v) in &g.metadata {
             let lower = k.to_ascii_lowercase();
             if lower.starts_with("grpc-") || ["content-type", "te", "host"].contains(&lower.as_str()) {
                 return Err(self.err(
-                    &at("metadata"),
+                    &metadata_at,
                     format!(
                         "metadata '{k}' is the protocol's (grpc-*, content-type, te and host are set by throng); use \
                          another key, and deadline: for grpc-timeout"
