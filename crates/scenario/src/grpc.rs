@@ -233,14 +233,7 @@ impl FileResolver for Sources {
 
 /// The unary or server-streaming method `pkg.Service/Method` of `pool`.
 pub fn find_method(pool: &DescriptorPool, call: &str) -> Result<Method, String> {
-    let (service, method) = match call.split_once('/') {
-        Some((s, m)) if !s.is_empty() && !m.is_empty() && !m.contains('/') => (s, m),
-        _ => {
-            return Err(format!(
-                "'{call}': give the method as package.Service/Method, e.g. helloworld.Greeter/SayHello"
-            ));
-        }
-    };
+    let (service, method) = split_call(call)?;
     let Some(svc) = pool.get_service_by_name(service) else {
         let known: Vec<String> = pool.services().map(|s| s.full_name().to_string()).take(20).collect();
         return Err(format!(
@@ -268,6 +261,22 @@ pub fn find_method(pool: &DescriptorPool, call: &str) -> Result<Method, String> 
     }
     Ok(Method(m))
 }
+
+/// `pkg.Service/Method` → (`pkg.Service`, `Method`).
+pub fn split_call(call: &str) -> Result<(&str, &str), String> {
+    match call.split_once('/') {
+        Some((s, m)) if !s.is_empty() && !m.is_empty() && !m.contains('/') => Ok((s, m)),
+        _ => Err(format!(
+            "'{call}': give the method as package.Service/Method, e.g. helloworld.Greeter/SayHello"
+        )),
+    }
+}
+
+/// Asks a scenario's target for a service's descriptors (server
+/// reflection, `proto: { reflection: true }`): its target, its TLS
+/// settings (https), the service's full name.
+pub type Reflect<'a> =
+    dyn Fn(&crate::spec::BaseUrl, Option<&throng_plan::TlsSettings>, &str) -> Result<DescriptorPool, String> + 'a;
 
 /// A gRPC status by name (`NOT_FOUND`, any case) or number (`5`).
 pub fn parse_code(text: &str) -> Result<u16, String> {

@@ -98,6 +98,19 @@ impl ScenarioPlan {
         read: &dyn Fn(&str) -> Result<String, String>,
         target: &TargetInputs,
     ) -> Result<ScenarioPlan, ScenarioError> {
+        Self::parse_reflecting(text, file, read, target, None)
+    }
+
+    /// [`ScenarioPlan::parse_with`]; `reflect` asks a target's server
+    /// reflection for the descriptors of `proto: { reflection: true }`
+    /// (without it such a file is refused).
+    pub fn parse_reflecting(
+        text: &str,
+        file: &str,
+        read: &dyn Fn(&str) -> Result<String, String>,
+        target: &TargetInputs,
+        reflect: Option<&crate::grpc::Reflect<'_>>,
+    ) -> Result<ScenarioPlan, ScenarioError> {
         let text = throng_plan::input::strip_bom(text);
         throng_plan::input::check_yaml_nesting(text).map_err(|e| ScenarioError {
             file: file.to_string(),
@@ -116,7 +129,7 @@ impl ScenarioPlan {
                 message: throng_plan::input::plain_types(&message),
             }
         })?;
-        Validator::new(text, file).plan(raw, read, target)
+        Validator::new(text, file, reflect).plan(raw, read, target)
     }
 }
 

@@ -888,6 +888,11 @@ fn grpc_steps_pass_both_and_their_mistakes_fail_both() {
             GRPC.replace("files: [crates/cli/tests/cli/grpc/tester.proto]", "files: []"),
             "files is empty",
         ),
+        (
+            "reflection with files",
+            GRPC.replace("import_paths:", "reflection: true\n  import_paths:"),
+            "leave out files",
+        ),
     ];
     let mut wrong = Vec::new();
     for (what, yaml, message) in &cases {
@@ -900,6 +905,19 @@ fn grpc_steps_pass_both_and_their_mistakes_fail_both() {
         }
     }
     assert!(wrong.is_empty(), "{wrong:#?}");
+    // Reflection instead of files: the schema takes it; the parser asks
+    // the server only when given a way to (throng run), else says so.
+    let reflecting = GRPC.replace(
+        "proto:\n  files: [crates/cli/tests/cli/grpc/tester.proto]\n  import_paths: [crates/cli/tests/cli/grpc]",
+        "proto: { reflection: true }",
+    );
+    assert!(reflecting.contains("reflection: true"));
+    assert!(violations(&v, &reflecting).is_empty());
+    let e = parse(&reflecting).unwrap_err();
+    assert!(
+        e.message.contains("reflection asks the server when throng run starts"),
+        "{e}"
+    );
 }
 
 /// Rules a JSON Schema cannot state: the parser alone enforces them (an

@@ -181,7 +181,10 @@ fn load(file: &Path, scale: Option<f64>, target: &TargetInputs) -> anyhow::Resul
     let text = super::read_plan_file(file, "scenario file")?;
     let dir: PathBuf = file.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf);
     let read = |name: &str| std::fs::read_to_string(dir.join(name)).map_err(|e| e.to_string());
-    let plan = ScenarioPlan::parse_with(&text, &file.display().to_string(), &read, target)
+    let reflect = |t: &throng_scenario::BaseUrl, tls: Option<&throng_plan::TlsSettings>, service: &str| {
+        super::grpc_reflect::for_scenario(t, tls, &dir, service)
+    };
+    let plan = ScenarioPlan::parse_reflecting(&text, &file.display().to_string(), &read, target, Some(&reflect))
         .map_err(|e| UsageError(e.to_string()))?;
     Ok(match scale {
         None => plan,

@@ -303,6 +303,57 @@ fn a_k8s_job_ships_the_proto_files_and_their_imports() {
     }
 }
 
+#[test]
+fn reflection_gives_the_methods_when_the_run_starts() {
+    let server = GrpcServer::reflecting(None);
+    let yaml = format!(
+        r#"target: {{ url: 'http://{}', http: 2 }}
+proto: {{ reflection: true }}
+scenarios:
+  s:
+    executor: per-vu-iterations
+    vus: 2
+    iterations: 5
+    max_duration: 60s
+    flow:
+      - grpc:
+          name: call
+          call: throngtest.Tester/Call
+          message: {{ name: r, tag: {{ key: k }} }}
+          capture: {{ greeting: {{ json: /message }} }}
+      - grpc:
+          name: watch
+          call: throngtest.Tester/Watch
+          message: {{ name: "{{{{greeting}}}}", count: 2 }}
+          check: {{ last: {{ json: /message, equals: "hello hello r #1" }} }}
+"#,
+        server.addr
+    );
+    let r = run_yaml(&yaml);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let m = &r.result().measurements;
+    assert_books_balance(r.result());
+    assert_eq!((m.requests.attempted, m.requests.ok), (20, 20));
+    assert_eq!(m.messages, 20, "2 replies per watch");
+    let st = m.scenario.as_ref().unwrap();
+    assert_eq!((st.checks["last"].passes, st.checks["last"].fails), (10, 0));
+    // A method the server does not have: exit 2 at the call's line.
+    let r = run_yaml(&yaml.replace("Tester/Call", "Tester/Nope"));
+    let e = refused(&r);
+    assert!(
+        e.contains("scenario.yaml:12:11:") && e.contains("has no method Nope"),
+        "{e}"
+    );
+    // A server without reflection: exit 2, and what to do instead.
+    let plain = GrpcServer::start(None);
+    let r = run_yaml(&yaml.replace(&server.addr, &plain.addr));
+    let e = refused(&r);
+    assert!(
+        e.contains("offers no server reflection") && e.contains("proto: { files:"),
+        "{e}"
+    );
+}
+
 /// The error of a file that does not run: exit 2, nothing run.
 fn refused(r: &Ran) -> &str {
     assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);

@@ -100,13 +100,16 @@ pub(super) struct RawFile {
     pub(super) proto: Option<RawProto>,
 }
 
-/// `proto: { files: [...], import_paths: [...] }`.
+/// `proto: { files: [...], import_paths: [...] }` or `proto: { reflection: true }`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawProto {
+    #[serde(default)]
     pub(super) files: Vec<String>,
     #[serde(default)]
     pub(super) import_paths: Vec<String>,
+    #[serde(default)]
+    pub(super) reflection: bool,
 }
 
 /// A mapping kept in the file's order (verdict tables follow the file),

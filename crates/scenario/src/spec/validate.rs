@@ -33,15 +33,27 @@ pub(super) struct Validator<'a> {
     pub(super) file: &'a str,
     /// The descriptors the scenario being checked calls `grpc:` steps
     /// with (its own `proto:`, else the file's), and where they came from.
-    proto: std::cell::RefCell<Option<(std::rc::Rc<prost_reflect::DescriptorPool>, String)>>,
+    proto: std::cell::RefCell<Option<Proto>>,
+    /// Asks a server's reflection for descriptors (`throng run`).
+    reflect: Option<&'a crate::grpc::Reflect<'a>>,
+}
+
+/// Where a scenario's `grpc:` steps find their methods.
+#[derive(Clone)]
+enum Proto {
+    /// Compiled .proto files, and their names.
+    Files(std::rc::Rc<prost_reflect::DescriptorPool>, String),
+    /// The target's server reflection, asked once the file is checked.
+    Reflection,
 }
 
 impl<'a> Validator<'a> {
-    pub(super) fn new(text: &'a str, file: &'a str) -> Self {
+    pub(super) fn new(text: &'a str, file: &'a str, reflect: Option<&'a crate::grpc::Reflect<'a>>) -> Self {
         Validator {
             text,
             file,
             proto: std::cell::RefCell::new(None),
+            reflect,
         }
     }
 }
@@ -295,6 +307,7 @@ impl Validator<'_> {
             (false, Some(_)) => return Err(self.err(&["tls:"], "tls: applies to https:// targets")),
             (false, None) => None,
         };
+        self.resolve_reflected(&mut scenarios, &target, tls.as_ref())?;
         let any_h3 = std::iter::once(&target)
             .chain(scenarios.iter().filter_map(|s| s.target.as_ref()))
             .any(|t| t.http == HttpVersion::Http3);
@@ -1003,16 +1016,28 @@ impl Validator<'_> {
         at: &[&str],
         p: RawProto,
         read: &dyn Fn(&str) -> Result<String, String>,
-    ) -> Result<(std::rc::Rc<prost_reflect::DescriptorPool>, String), ScenarioError> {
-        if p.files.is_empty() {
-            return Err(self.err(
-                at,
-                "proto: files is empty; list the .proto files that define the services, e.g. files: [greeter.proto]",
-            ));
+    ) -> Result<Proto, ScenarioError> {
+        match (p.reflection, p.files.is_empty()) {
+            (true, true) if p.import_paths.is_empty() => return Ok(Proto::Reflection),
+            (true, _) => {
+                return Err(self.err(
+                    at,
+                    "proto: reflection: true asks the server for the descriptors; leave out files and \
+                     import_paths, or reflection",
+                ));
+            }
+            (false, true) => {
+                return Err(self.err(
+                    at,
+                    "proto: files is empty; list the .proto files that define the services, e.g. files: \
+                     [greeter.proto], or ask the server: reflection: true",
+                ));
+            }
+            (false, false) => {}
         }
         let pool =
             crate::grpc::compile(&p.files, &p.import_paths, read).map_err(|e| self.err(at, format!("proto: {e}")))?;
-        Ok((std::rc::Rc::new(pool), p.files.join(", ")))
+        Ok(Proto::Files(std::rc::Rc::new(pool), p.files.join(", ")))
     }
 
     /// A `grpc:` step of scenario `key`, its method looked up in the
@@ -1026,7 +1051,7 @@ impl Validator<'_> {
         let message_at: Vec<&str> = message_at.iter().map(String::as_str).collect();
         let metadata_at: Vec<&str> = metadata_at.iter().map(String::as_str).collect();
         let proto = self.proto.borrow().clone();
-        let Some((pool, files)) = proto else {
+        let Some(proto) = proto else {
             return Err(self.err(
                 &here,
                 format!(
@@ -1037,25 +1062,25 @@ impl Validator<'_> {
                 ),
             ));
         };
-        let method = crate::grpc::find_method(&pool, &g.call)
-            .map_err(|e| self.err(&here, format!("call: {e} (proto: {files})")))?;
+        let method = match proto {
+            Proto::Files(pool, files) => Some(
+                crate::grpc::find_method(&pool, &g.call)
+                    .map_err(|e| self.err(&here, format!("call: {e} (proto: {files})")))?,
+            ),
+            // Looked up once the file is checked (see resolve_reflected).
+            Proto::Reflection => {
+                crate::grpc::split_call(&g.call).map_err(|e| self.err(&here, format!("call: {e}")))?;
+                None
+            }
+        };
         let body = match g.message {
             Some(m) => Body::Json(self.json(&message_at, m)?),
             None => Body::None,
         };
-        // A message without templates is encoded now: once for the run,
-        // and an error is the file's, not a failed call.
-        let framed =
-            match &body {
-                Body::None => Some(method.encode("{}").map_err(|e| self.err(&here, e))?),
-                Body::Json(j) => match literal_json(j) {
-                    Some(v) => Some(method.encode(&v.to_string()).map_err(|e| {
-                        self.err(&message_at, format!("message: {e}; give it in protobuf's JSON mapping"))
-                    })?),
-                    None => None,
-                },
-                _ => None,
-            };
+        let framed = match &method {
+            Some(m) => self.framed(m, &body, &message_at)?,
+            None => None,
+        };
         let mut headers = Vec::new();
         for (k, v) in &g.metadata {
             let lower = k.to_ascii_lowercase();
@@ -1102,14 +1127,16 @@ impl Validator<'_> {
             ));
         }
         let (captures, checks) = self.captures_and_checks(&here, g.capture, g.check)?;
-        let path = method.path();
+        let call = method
+            .as_ref()
+            .map_or_else(|| g.call.clone(), crate::grpc::Method::call);
+        let path = format!("/{call}");
         Ok(GrpcStep {
-            call: method.call(),
             expect,
             deadline,
-            server_streaming: method.server_streaming(),
+            server_streaming: method.as_ref().is_some_and(crate::grpc::Method::server_streaming),
             request: Request {
-                name: g.name.unwrap_or_else(|| method.call()),
+                name: g.name.unwrap_or_else(|| call.clone()),
                 method: "POST".to_string(),
                 path: Template::literal(&path),
                 query: Vec::new(),
@@ -1122,9 +1149,83 @@ impl Validator<'_> {
                 max_body: g.max_body.map_or(defaults.max_body, |m| m.0),
                 redirects: 0,
             },
-            method: Some(method),
+            call,
+            method,
             framed,
         })
+    }
+
+    /// A message without templates, encoded now: once for the run, and an
+    /// error is the file's (at `at`), not a failed call.
+    fn framed(&self, method: &crate::grpc::Method, body: &Body, at: &[&str]) -> Result<Option<Vec<u8>>, ScenarioError> {
+        let json = match body {
+            Body::None => serde_json::json!({}),
+            Body::Json(j) => match literal_json(j) {
+                Some(v) => v,
+                None => return Ok(None),
+            },
+            _ => return Ok(None),
+        };
+        method
+            .encode(&json.to_string())
+            .map(Some)
+            .map_err(|e| self.err(at, format!("message: {e}; give it in protobuf's JSON mapping")))
+    }
+
+    /// Looks up the methods of `grpc:` steps whose scenario asks its
+    /// target's server reflection, once the target's TLS settings are
+    /// known: one question per target and service.
+    fn resolve_reflected(
+        &self,
+        scenarios: &mut [Scenario],
+        file: &BaseUrl,
+        tls: Option<&TlsSettings>,
+    ) -> Result<(), ScenarioError> {
+        fn pending<'s>(flow: &'s mut [Step], out: &mut Vec<&'s mut GrpcStep>) {
+            for s in flow {
+                match s {
+                    Step::Grpc(g) if g.method.is_none() => out.push(g),
+                    Step::Group { flow, .. } => pending(flow, out),
+                    _ => {}
+                }
+            }
+        }
+        let mut pools: BTreeMap<(String, String), std::rc::Rc<prost_reflect::DescriptorPool>> = BTreeMap::new();
+        for sc in scenarios {
+            let target = sc.target(file).clone();
+            let key = format!("{}:", sc.name);
+            let mut steps = Vec::new();
+            pending(&mut sc.flow, &mut steps);
+            for g in steps {
+                let call_at = format!("call: {}", g.call);
+                let here = ["scenarios:", key.as_str(), "grpc:", call_at.as_str()];
+                let Some(reflect) = self.reflect else {
+                    return Err(self.err(
+                        &here,
+                        "proto: reflection asks the server when throng run starts, which this command does not; \
+                         give proto: { files: [FILE.proto] }",
+                    ));
+                };
+                let (service, _) = crate::grpc::split_call(&g.call).map_err(|e| self.err(&here, e))?;
+                let found = pools.get(&(target.url.clone(), service.to_string())).cloned();
+                let pool = match found {
+                    Some(p) => p,
+                    None => {
+                        let p = reflect(&target, tls, service)
+                            .map_err(|e| self.err(&here, format!("proto: reflection: {e}")))?;
+                        let p = std::rc::Rc::new(p);
+                        pools.insert((target.url.clone(), service.to_string()), std::rc::Rc::clone(&p));
+                        p
+                    }
+                };
+                let method = crate::grpc::find_method(&pool, &g.call)
+                    .map_err(|e| self.err(&here, format!("call: {e} (from {}'s server reflection)", target.url)))?;
+                g.framed = self.framed(&method, &g.request.body, &here)?;
+                g.server_streaming = method.server_streaming();
+                g.method = Some(method);
+            }
+        }
+        Ok(())
     }
 
     /// gRPC runs over HTTP/2: a scenario with a `grpc:` step needs a target
