@@ -21,6 +21,9 @@ use protox::file::{ChainFileResolver, File, FileResolver, GoogleFileResolver};
 /// The most `.proto` files one `proto:` may bring in, imports included.
 pub const MAX_PROTO_FILES: usize = 256;
 
+/// The largest `.proto` file (as the scenario file's own limit).
+const MAX_PROTO_BYTES: usize = 4 << 20;
+
 /// The largest encoded request message (as `throng grpc --data`).
 const MAX_MESSAGE: usize = 64 << 20;
 
@@ -161,10 +164,16 @@ pub fn compile(
                 } else {
                     format!("{d}/{name}")
                 };
-                read(&path).ok()
+                read(&path).ok().map(|text| (path, text))
             });
             match found {
-                Some(text) => {
+                Some((path, text)) if text.len() > MAX_PROTO_BYTES => {
+                    return Err(format!(
+                        "{path} is larger than {} MiB, which is not a .proto file to compile; check the path",
+                        MAX_PROTO_BYTES >> 20
+                    ));
+                }
+                Some((_, text)) => {
                     sources.files.borrow_mut().insert(name, text);
                 }
                 None => {
@@ -358,6 +367,12 @@ service S { rpc Call(Req) returns (Rep); rpc Watch(Req) returns (stream Rep); rp
         let missing = compile(&["protos/t.proto".into()], &[], &read).unwrap_err();
         assert!(missing.contains("common.proto"), "{missing}");
         assert!(compile(&["nope.proto".into()], &[], &read).is_err());
+        let huge = |_: &str| Ok("/".repeat(MAX_PROTO_BYTES + 1));
+        assert!(
+            compile(&["h.proto".into()], &[], &huge)
+                .unwrap_err()
+                .contains("larger than 4 MiB")
+        );
         assert_eq!(parse_code("not_found"), Ok(5));
         assert_eq!(parse_code("14"), Ok(14));
         assert!(parse_code("17").is_err());
