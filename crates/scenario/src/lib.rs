@@ -14,7 +14,12 @@
 //!  Measurements  ── threshold::Threshold::evaluate ──► Verdict
 //! ```
 //!
-//! Nothing here does I/O except reading the data file through the caller.
+//! `grpc:` steps carry their method (grpc.rs: `.proto` files compiled with
+//! protox, or descriptors from server reflection through the caller), so
+//! the engine only encodes messages and decodes replies.
+//!
+//! Nothing here does I/O except reading the data and `.proto` files (and
+//! asking server reflection) through the caller.
 
 pub mod checks;
 pub mod cookies;
