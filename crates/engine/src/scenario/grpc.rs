@@ -27,9 +27,10 @@ use crate::http1::Keep;
 use crate::redirect::Place;
 use crate::rows::Labels;
 
-/// Headers a file's metadata or defaults.headers may not set on a call:
-/// the protocol's own (and a body length, which the message decides).
-const PROTOCOL: [&str; 4] = ["content-type", "te", "content-length", "grpc-timeout"];
+/// Headers defaults.headers may not set on a call (a step's metadata
+/// cannot): the protocol's own, `grpc-*` too, and a body length, which the
+/// message decides.
+const PROTOCOL: [&str; 3] = ["content-type", "te", "content-length"];
 
 /// A `grpc:` step, ready to run.
 pub(super) struct GrpcOp {
@@ -136,7 +137,10 @@ pub(super) async fn call(ctx: &Ctx, sc: &Scen, vu: &mut Vu, g: &GrpcOp, origin: 
     let headers: Vec<(String, String)> = rendered
         .headers
         .into_iter()
-        .filter(|(n, _)| !PROTOCOL.iter().any(|p| n.eq_ignore_ascii_case(p)))
+        .filter(|(n, _)| {
+            !PROTOCOL.iter().any(|p| n.eq_ignore_ascii_case(p))
+                && !n.get(..5).is_some_and(|p| p.eq_ignore_ascii_case("grpc-"))
+        })
         .collect();
     let place = Place {
         https: sc.base.https,
@@ -154,7 +158,8 @@ pub(super) async fn call(ctx: &Ctx, sc: &Scen, vu: &mut Vu, g: &GrpcOp, origin: 
         http::HeaderValue::from_static("application/grpc"),
     );
     map.insert(http::header::TE, http::HeaderValue::from_static("trailers"));
-    request_len += 12 + 16 + 4 + 2 + 8 + 4;
+    // As stream_request counts fields: name, value and 4 bytes each.
+    request_len += ("content-type".len() + "application/grpc".len() + 4) + ("te".len() + "trailers".len() + 4);
     if let Some(t) = &g.timeout_header
         && let Ok(v) = http::HeaderValue::from_str(t)
     {
