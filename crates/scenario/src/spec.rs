@@ -9,7 +9,7 @@ use validate::Validator;
 pub use raw::{DEFAULT_MAX_BODY, MAX_MAX_BODY};
 pub use types::{
     BaseUrl, Body, Cookies, Cursor, DEFAULT_REDIRECTS, DataSpec, Defaults, Executor, JsonTemplate, Request, Scenario,
-    ScenarioPlan, Stage, Step, Think, stage_names,
+    ScenarioPlan, Stage, Step, Think, WebSocket, WsMessage, stage_names,
 };
 
 mod raw;

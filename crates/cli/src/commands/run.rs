@@ -116,8 +116,13 @@ fn step_scenarios(plan: &ScenarioPlan) -> BTreeMap<String, String> {
     fn walk(flow: &[throng_scenario::Step], scenario: &str, out: &mut BTreeMap<String, Vec<String>>) {
         for step in flow {
             match step {
-                throng_scenario::Step::Request(r) => {
-                    let names = out.entry(r.name.clone()).or_default();
+                throng_scenario::Step::Request(_) | throng_scenario::Step::WebSocket(_) => {
+                    let name = match step {
+                        throng_scenario::Step::WebSocket(w) => &w.name,
+                        throng_scenario::Step::Request(r) => &r.name,
+                        _ => continue,
+                    };
+                    let names = out.entry(name.clone()).or_default();
                     if !names.iter().any(|n| n == scenario) {
                         names.push(scenario.to_string());
                     }
