@@ -71,6 +71,7 @@ mod results;
 mod run_target;
 mod scenario;
 mod scenario_mux;
+mod scenario_ws;
 mod segments;
 mod send_secret;
 mod shell;

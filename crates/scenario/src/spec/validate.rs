@@ -1004,8 +1004,9 @@ impl Validator<'_> {
             ];
             let kinds: Vec<&str> = given.iter().filter(|(_, set)| *set).map(|(k, _)| *k).collect();
             let [kind] = kinds[..] else {
+                let key = kinds.first().copied().or((!m.capture.is_empty()).then_some("capture:"));
                 return Err(self.err(
-                    &at(kinds.first().copied()),
+                    &at(key),
                     format!(
                         "message {n} has {}; give exactly one of send:, send_binary: or expect:",
                         if kinds.is_empty() {
