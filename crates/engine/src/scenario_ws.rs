@@ -46,6 +46,36 @@ pub(super) struct Kept {
     target: String,
 }
 
+/// A connection in a step's hands: its end is recorded however the step
+/// ends (a VU cut off mid-step drops it here).
+struct Held<'a> {
+    ctx: &'a Ctx,
+    /// Some until [`Held::into_conn`] (which consumes the guard).
+    conn: Option<Conn>,
+}
+
+impl<'a> Held<'a> {
+    fn new(ctx: &'a Ctx, conn: Conn) -> Held<'a> {
+        Held { ctx, conn: Some(conn) }
+    }
+
+    fn conn(&mut self) -> &mut Conn {
+        // Invariant: `conn` is Some until into_conn consumes the guard.
+        #[allow(clippy::unwrap_used)]
+        self.conn.as_mut().unwrap()
+    }
+
+    fn into_conn(mut self) -> Option<Conn> {
+        self.conn.take()
+    }
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        close(self.ctx, self.conn.take());
+    }
+}
+
 /// The upgrade's headers throng writes itself: a file's own would
 /// contradict them.
 const OWN: [&str; 5] = [
@@ -120,14 +150,14 @@ fn context<'a>(sc: &'a Scen, vu: &'a mut Vu) -> Context<'a> {
 
 /// Connects and upgrades within `timeout`; the upgrade's time is the
 /// `handshake` phase.
-async fn open(
-    ctx: &Ctx,
+async fn open<'a>(
+    ctx: &'a Ctx,
     sc: &Scen,
     target: &str,
     headers: &[(String, String)],
     timeout: Duration,
-    row: Option<&mut crate::rows::Row<'_>>,
-) -> Result<(Conn, Reader), ErrorClass> {
+    mut row: Option<&mut crate::rows::Row<'_>>,
+) -> Result<(Held<'a>, Reader), ErrorClass> {
     let dest = &sc.dest.conn;
     let mut sleep = std::pin::pin!(tokio::time::sleep(timeout));
     let opening = open_connection_to(
@@ -138,9 +168,10 @@ async fn open(
         None,
         false,
         sleep.as_mut(),
-        None,
+        row.as_deref_mut(),
     );
-    let mut conn = Box::pin(opening).await?.conn;
+    let mut held = Held::new(ctx, Box::pin(opening).await?.conn);
+    let conn = held.conn();
     let key = frame::key(random());
     let request = upgrade_request(target, &sc.authority.to_string(), &key, headers);
     let t0 = Instant::now();
@@ -148,6 +179,7 @@ async fn open(
     let upgrade = async {
         conn.stream.write_all(&request).await.map_err(io_fail)?;
         conn.stream.flush().await.map_err(io_fail)?;
+        ctx.rec.borrow_mut().sent(Instant::now(), request.len() as u64);
         let mut head = Vec::new();
         loop {
             let n = read_some(&mut conn.stream, &ctx.scratch, |b| head.extend_from_slice(b))
@@ -170,22 +202,16 @@ async fn open(
     match answer {
         Ok(rest) => {
             let now = Instant::now();
-            let mut rec = ctx.rec.borrow_mut();
-            rec.sent(now, request.len() as u64);
-            rec.phase(now, Phase::Handshake, now - t0);
-            drop(rec);
+            ctx.rec.borrow_mut().phase(now, Phase::Handshake, now - t0);
             if let Some(r) = row {
-                r.conn(conn.id);
+                r.conn(held.conn().id);
                 r.phase(Phase::Handshake, now - t0);
             }
             let mut reader = Reader::default();
             reader.push(&rest);
-            Ok((conn, reader))
+            Ok((held, reader))
         }
-        Err(class) => {
-            close(ctx, Some(conn));
-            Err(class)
-        }
+        Err(class) => Err(class),
     }
 }
 
@@ -255,8 +281,8 @@ pub(super) async fn step(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &WsOp, origin: O
             None
         }
     };
-    let (mut conn, reader) = match kept {
-        Some(k) => (k.conn, k.reader),
+    let (mut held, reader) = match kept {
+        Some(k) => (Held::new(ctx, k.conn), k.reader),
         None => {
             let row = unit.as_mut().and_then(|u| u.row.row());
             match open(ctx, sc, &target, &headers, ws.timeout, row).await {
@@ -265,7 +291,7 @@ pub(super) async fn step(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &WsOp, origin: O
             }
         }
     };
-    let mut sock = Socket::new(&mut conn.stream);
+    let mut sock = Socket::new(&mut held.conn().stream);
     sock.reader = reader;
     let mut last_send = Instant::now();
     let mut received_bytes: u64 = 0;
@@ -369,9 +395,9 @@ pub(super) async fn step(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &WsOp, origin: O
     if let Some(class) = failed {
         if !socket_lost {
             // An expect that timed out: the socket is sound, end it properly.
-            crate::ws::close(&mut conn.stream, &ctx.scratch).await;
+            crate::ws::close(&mut held.conn().stream, &ctx.scratch).await;
         }
-        close(ctx, Some(conn));
+        drop(held);
         fail_with(ctx, unit, class, received_bytes);
         return;
     }
@@ -386,10 +412,9 @@ pub(super) async fn step(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &WsOp, origin: O
         u.flight.end(now, None, false);
     }
     if ws.keep {
-        vu.ws = Some(Kept { conn, reader, target });
+        vu.ws = held.into_conn().map(|conn| Kept { conn, reader, target });
     } else {
-        crate::ws::close(&mut conn.stream, &ctx.scratch).await;
-        close(ctx, Some(conn));
+        crate::ws::close(&mut held.conn().stream, &ctx.scratch).await;
     }
 }
 

@@ -309,3 +309,32 @@ fn a_bad_step_is_refused_at_its_line_and_column() {
         assert!(err.contains(at), "{at}: {err}");
     }
 }
+
+#[test]
+fn a_step_cut_off_by_the_end_of_the_run_is_interrupted_and_its_socket_closed() {
+    let server = lab(None);
+    let yaml = r#"
+target: TARGET
+scenarios:
+  waiting:
+    executor: constant-vus
+    vus: 2
+    duration: 500ms
+    graceful_stop: 200ms
+    flow:
+      - websocket:
+          url: /ws
+          name: wait
+          timeout: 30s
+          messages: [{ send: hi }, { expect: '^never$' }]
+"#;
+    let (_, r, stdout, _) = run(yaml, &format!("http://{}", server.addr()));
+    assert_books_balance(&r);
+    let m = &r.measurements;
+    // Each VU's one step waited past the graceful stop: cut off.
+    assert_eq!(m.requests.attempted, 2, "{stdout}");
+    assert_eq!(errors(&r, "interrupted"), 2, "{stdout}");
+    assert_eq!(m.connections.ok, 2);
+    // Both sockets' ends are on the books.
+    assert_eq!(m.phases["connection"].count(), 2, "{stdout}");
+}
