@@ -338,3 +338,28 @@ scenarios:
     // Both sockets' ends are on the books.
     assert_eq!(m.phases["connection"].count(), 2, "{stdout}");
 }
+
+#[test]
+fn the_docs_chat_example_runs_as_written_against_the_lab() {
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/scenarios.md")).unwrap();
+    let yaml = doc
+        .split("```yaml\n")
+        .skip(1)
+        .map(|b| b.split("\n```").next().unwrap())
+        .find(|b| b.starts_with("# chat.yaml"))
+        .expect("a ```yaml block starting with # chat.yaml in docs/scenarios.md")
+        .replace("http://127.0.0.1:8080", "TARGET");
+    let server = lab(None);
+    let (code, r, stdout, text) = run(&yaml, &format!("http://{}", server.addr()));
+    // Its thresholds judge a duration (exit 1 if a busy machine breaks one):
+    // only that they were judged is asserted.
+    assert!(code == 0 || code == 1, "{stdout}");
+    assert_eq!(r.thresholds.len(), 2);
+    assert_books_balance(&r);
+    // 10 VUs × 20 iterations × 2 expects.
+    assert_eq!(tag(&r, "step:chat"), (400, 0), "{stdout}");
+    let s = r.measurements.scenario.as_ref().unwrap();
+    assert_eq!((s.ws_sent, s.ws_received), (400, 400));
+    assert_eq!(r.measurements.connections.ok, 200);
+    assert!(!text.contains("demo-token"));
+}
