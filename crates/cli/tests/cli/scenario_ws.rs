@@ -363,3 +363,31 @@ fn the_docs_chat_example_runs_as_written_against_the_lab() {
     assert_eq!(r.measurements.connections.ok, 200);
     assert!(!text.contains("demo-token"));
 }
+
+#[test]
+fn the_servers_pings_are_answered_while_an_expect_waits() {
+    // A push a second, a ping every 0.1 s; a ping left 0.5 s unanswered
+    // closes the socket (1011), which would fail the expect.
+    let server = WsServer::start("pushping");
+    let yaml = r#"
+target: TARGET
+scenarios:
+  pushed:
+    executor: per-vu-iterations
+    vus: 2
+    iterations: 1
+    flow:
+      - websocket:
+          url: /
+          name: pushed
+          timeout: 10s
+          messages: [{ expect: '^push 2$' }]
+"#;
+    let (code, r, stdout, _) = run(yaml, &format!("http://127.0.0.1:{}", server.port));
+    assert_eq!(code, 0, "{stdout}");
+    assert_books_balance(&r);
+    assert_eq!(tag(&r, "step:pushed"), (2, 0), "{stdout}");
+    // "push 1" passed over, "push 2" met.
+    assert_eq!(r.measurements.scenario.as_ref().unwrap().ws_received, 4);
+    assert_eq!(server.closes(2), ["1000", "1000"]);
+}
