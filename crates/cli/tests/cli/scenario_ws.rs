@@ -391,3 +391,49 @@ scenarios:
     assert_eq!(r.measurements.scenario.as_ref().unwrap().ws_received, 4);
     assert_eq!(server.closes(2), ["1000", "1000"]);
 }
+
+#[test]
+fn wss_through_nginx_upgrades_over_tls_and_nginx_refusals_are_counted() {
+    let server = WsServer::start("echo");
+    let (_certs_dir, c) = common::certs();
+    let p = |n: &str| c.join(n).display().to_string();
+    let nginx = common::Nginx::start_tls(
+        &format!(
+            "ssl_certificate {}; ssl_certificate_key {};",
+            p("server.pem"),
+            p("server.key")
+        ),
+        &format!(
+            "location /ws {{ proxy_pass http://127.0.0.1:{}; proxy_http_version 1.1;\n\
+             proxy_set_header Upgrade $http_upgrade; proxy_set_header Connection \"upgrade\"; }}\n\
+             location / {{ return 404; }}",
+            server.port
+        ),
+    );
+    let yaml = r#"
+target: TARGET
+tls: { cacert: CA }
+scenarios:
+  secure:
+    executor: per-vu-iterations
+    vus: 2
+    iterations: 3
+    flow:
+      - websocket:
+          url: /ws
+          name: wss
+          messages: [{ send: über }, { expect: '^über$' }]
+      - websocket:
+          url: /nowhere
+          name: missing
+          messages: [{ send: x }]
+"#
+    .replace("CA", &p("ca.pem"));
+    let (_, r, stdout, _) = run(&yaml, &format!("https://localhost:{}", nginx.port));
+    assert_books_balance(&r);
+    assert_eq!(tag(&r, "step:wss"), (6, 0), "{stdout}");
+    assert_eq!(errors(&r, "ws.upgrade_refused.404"), 6, "{stdout}");
+    assert_eq!(r.measurements.phases["tls"].count(), 12);
+    let closes = server.closes(6);
+    assert!(closes.len() == 6 && closes.iter().all(|c| c == "1000"), "{closes:?}");
+}
