@@ -15,6 +15,8 @@ pub use types::{
 mod raw;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_ws;
 mod types;
 mod validate;
 

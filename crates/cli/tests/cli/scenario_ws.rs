@@ -290,7 +290,11 @@ fn a_bad_step_is_refused_at_its_line_and_column() {
             "s.yaml:12:15",
             "message 2 has none of them; give exactly one of send:",
         ),
-        ("url: /chat\n          messages: []", "s.yaml:8:9", "messages is empty"),
+        (
+            "url: /chat\n          messages: []",
+            "s.yaml:10:11",
+            "messages is empty",
+        ),
     ];
     for (step, at, what) in cases {
         let messages = if step.contains("messages") {

@@ -981,21 +981,38 @@ impl Validator<'_> {
             ));
         };
         if w.messages.is_empty() {
-            return Err(self.err(
-                &here[..3],
+            return Err(self.err_first(
+                &[
+                    &["scenarios:", key, &url_at, "messages:"],
+                    &["scenarios:", key, "websocket:", "messages:"],
+                ],
                 "messages is empty; give at least one, e.g. messages: [{ send: hello }, { expect: hello }]",
             ));
         }
         let mut messages = Vec::new();
         for (i, m) in w.messages.into_iter().enumerate() {
             let n = i + 1;
-            let at = |needle: Option<&str>| -> Vec<String> {
-                let mut p: Vec<String> = ["scenarios:", key, "websocket:", "messages:"]
-                    .iter()
-                    .map(|s| s.to_string())
-                    .collect();
-                p.extend(needle.map(str::to_string));
-                p
+            // At the message's own line (a block sequence), else at the
+            // first `needle` after `messages:`.
+            let err_at = |needle: Option<&str>, message: String| -> ScenarioError {
+                let seq = [
+                    &["scenarios:", key, url_at.as_str(), "messages:"][..],
+                    &["scenarios:", key, "websocket:", "messages:"][..],
+                ];
+                let item = seq.iter().find_map(|p| self.seq_item(p, n, needle));
+                match item {
+                    Some((line, column)) => ScenarioError {
+                        file: self.file.to_string(),
+                        line,
+                        column,
+                        message,
+                    },
+                    None => {
+                        let mut p: Vec<&str> = seq[1].to_vec();
+                        p.extend(needle);
+                        self.err(&p, message)
+                    }
+                }
             };
             let given = [
                 ("send:", m.send.is_some()),
@@ -1005,8 +1022,8 @@ impl Validator<'_> {
             let kinds: Vec<&str> = given.iter().filter(|(_, set)| *set).map(|(k, _)| *k).collect();
             let [kind] = kinds[..] else {
                 let key = kinds.first().copied().or((!m.capture.is_empty()).then_some("capture:"));
-                return Err(self.err(
-                    &at(key),
+                return Err(err_at(
+                    key,
                     format!(
                         "message {n} has {}; give exactly one of send:, send_binary: or expect:",
                         if kinds.is_empty() {
@@ -1018,73 +1035,52 @@ impl Validator<'_> {
                 ));
             };
             if !m.capture.is_empty() && kind != "expect:" {
-                return Err(self.err(
-                    &at(Some("capture:")),
+                return Err(err_at(
+                    Some("capture:"),
                     format!("message {n}: capture: reads a received message, so it goes with expect:, not {kind}"),
                 ));
             }
             let msg = match (m.send, m.send_binary, m.expect) {
-                (Some(t), None, None) => {
-                    let written = format!("send: {t}");
-                    let p = at(Some(&written));
-                    let p: Vec<&str> = p.iter().map(String::as_str).collect();
-                    WsMessage::Send(self.template(&p, &t)?)
-                }
+                (Some(t), None, None) => WsMessage::Send(
+                    Template::compile(&t).map_err(|e| err_at(Some("send:"), format!("message {n}: {e}")))?,
+                ),
                 (None, Some(b), None) => {
                     use base64::Engine as _;
                     let data = base64::engine::general_purpose::STANDARD
                         .decode(b.trim())
                         .map_err(|e| {
-                            self.err(
-                                &at(Some("send_binary:")),
+                            err_at(
+                                Some("send_binary:"),
                                 format!("message {n}: send_binary is base64 (e.g. AAEC/w==): {e}"),
                             )
                         })?;
                     WsMessage::SendBinary(data)
                 }
                 (None, None, Some(re)) => {
-                    let written = format!("expect: {re}");
-                    let regex = regex::Regex::new(&re).map_err(|e| {
-                        let p = at(Some(&written));
-                        self.err_first(
-                            &[
-                                &p.iter().map(String::as_str).collect::<Vec<_>>(),
-                                &at(Some("expect:")).iter().map(String::as_str).collect::<Vec<_>>(),
-                            ],
-                            format!("message {n}: expect: is a regex: {e}"),
-                        )
-                    })?;
+                    let regex = regex::Regex::new(&re)
+                        .map_err(|e| err_at(Some("expect:"), format!("message {n}: expect: is a regex: {e}")))?;
                     let mut captures = Vec::new();
                     for (var, c) in m.capture {
-                        let scope = at(Some("capture:"));
-                        let scope: Vec<&str> = scope.iter().map(String::as_str).collect();
-                        let cat = self.key_path(&scope, &var);
+                        let cat = |m: String| err_at(Some(&var), m);
                         if !is_identifier(&var) || RESERVED.contains(&var.as_str()) {
-                            return Err(self.err(
-                                &cat,
-                                format!(
-                                    "capture '{var}': a variable name is letters, digits and _, not starting with a \
+                            return Err(cat(format!(
+                                "capture '{var}': a variable name is letters, digits and _, not starting with a \
                                      digit, and not one of the built-ins ({})",
-                                    RESERVED.join(", ")
-                                ),
-                            ));
+                                RESERVED.join(", ")
+                            )));
                         }
                         let from = match (c.json, c.header, c.regex) {
                             (Some(p), None, None) => {
-                                json_pointer(&p).map_err(|e| self.err(&cat, format!("capture {var}: {e}")))?;
+                                json_pointer(&p).map_err(|e| cat(format!("capture {var}: {e}")))?;
                                 CaptureFrom::Json(p)
                             }
                             (None, None, Some(re)) => CaptureFrom::Regex(
-                                regex::Regex::new(&re)
-                                    .map_err(|e| self.err(&cat, format!("capture {var}: regex: {e}")))?,
+                                regex::Regex::new(&re).map_err(|e| cat(format!("capture {var}: regex: {e}")))?,
                             ),
                             _ => {
-                                return Err(self.err(
-                                    &cat,
-                                    format!(
-                                        "capture {var}: give exactly one of json: or regex: (a message has no headers)"
-                                    ),
-                                ));
+                                return Err(cat(format!(
+                                    "capture {var}: give exactly one of json: or regex: (a message has no headers)"
+                                )));
                             }
                         };
                         captures.push(Capture { var, from });
@@ -1093,8 +1089,8 @@ impl Validator<'_> {
                 }
                 // Exactly one was counted above.
                 _ => {
-                    return Err(self.err(
-                        &at(None),
+                    return Err(err_at(
+                        None,
                         format!("message {n}: give one of send:, send_binary: or expect:"),
                     ));
                 }
@@ -1114,6 +1110,49 @@ impl Validator<'_> {
             keep: w.keep,
             url: w.url,
         })
+    }
+
+    /// Line and column (from 1) of the `n`-th item (from 1) of the block
+    /// sequence under the key the `path` ends at — of `needle` in it when
+    /// the item has it; None for a flow sequence (`[…]`) or when not found.
+    fn seq_item(&self, path: &[&str], n: usize, needle: Option<&str>) -> Option<(usize, usize)> {
+        let (line, _, all) = self.locate(path);
+        let lines: Vec<&str> = self.text.lines().collect();
+        let head = lines.get(line.checked_sub(1)?)?;
+        if !all || !head.trim_end().ends_with(':') {
+            return None;
+        }
+        let indent = |l: &str| l.len() - l.trim_start().len();
+        let column = |l: &str, byte: usize| l[..byte].chars().count() + 1;
+        let mut dash: Option<usize> = None;
+        let mut count = 0;
+        let mut item: Option<usize> = None;
+        for (i, l) in lines.iter().enumerate().skip(line) {
+            let t = l.trim_start();
+            if t.is_empty() || t.starts_with('#') {
+                continue;
+            }
+            let d = indent(l);
+            let at = *dash.get_or_insert(d);
+            if d < at || d == at && !t.starts_with('-') {
+                break;
+            }
+            if d == at {
+                if item.is_some() {
+                    break;
+                }
+                count += 1;
+                if count == n {
+                    item = Some(i);
+                }
+            }
+            if item.is_some()
+                && let Some(c) = needle.and_then(|nd| l.find(nd))
+            {
+                return Some((i + 1, column(l, c)));
+            }
+        }
+        item.map(|i| (i + 1, column(lines[i], indent(lines[i]) + 2)))
     }
 
     /// The `websocket:` steps of a scenario whose target is `target`: an
