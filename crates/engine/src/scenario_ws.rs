@@ -219,8 +219,27 @@ async fn open<'a>(
 /// connection's end recorded.
 pub(super) async fn close_kept(ctx: &Ctx, kept: Option<Kept>) {
     if let Some(mut k) = kept {
-        crate::ws::close(&mut k.conn.stream, &ctx.scratch).await;
+        close_handshake(ctx, &mut k.conn).await;
         close(ctx, Some(k.conn));
+    }
+}
+
+/// Longest a frame may take to write (the close frame's answer has
+/// [`crate::ws::close`]'s own limit).
+const CLOSE_LIMIT: Duration = Duration::from_secs(1);
+
+/// The close handshake (1000), its write bounded too: a server that reads
+/// nothing cannot hold the step.
+async fn close_handshake(ctx: &Ctx, conn: &mut Conn) {
+    let _ = tokio::time::timeout(CLOSE_LIMIT * 2, crate::ws::close(&mut conn.stream, &ctx.scratch)).await;
+}
+
+/// Writes one frame within `limit`: a server that stops reading is
+/// `timeout.response`, as one that stops answering.
+async fn send(sock: &mut Socket<'_>, opcode: u8, payload: &[u8], limit: Duration) -> Result<(), ErrorClass> {
+    match tokio::time::timeout(limit, sock.send(opcode, payload)).await {
+        Ok(r) => r.map_err(io_fail),
+        Err(_) => Err(ErrorClass::TimeoutResponse),
     }
 }
 
@@ -303,14 +322,18 @@ pub(super) async fn step(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &WsOp, origin: O
         }
         match m {
             WsMessage::Send(_) | WsMessage::SendBinary(_) => {
-                let (op, data) = match m {
-                    WsMessage::Send(t) => (frame::TEXT, t.render(&mut context(sc, vu)).into_bytes()),
-                    WsMessage::SendBinary(b) => (frame::BINARY, b.clone()),
+                let text;
+                let (op, data): (u8, &[u8]) = match m {
+                    WsMessage::Send(t) => {
+                        text = t.render(&mut context(sc, vu));
+                        (frame::TEXT, text.as_bytes())
+                    }
+                    WsMessage::SendBinary(b) => (frame::BINARY, b),
                     WsMessage::Expect { .. } => continue,
                 };
                 last_send = Instant::now();
-                if let Err(e) = sock.send(op, &data).await {
-                    failed = Some(io_fail(e));
+                if let Err(class) = send(&mut sock, op, data, ws.timeout).await {
+                    failed = Some(class);
                     socket_lost = true;
                     unit = unit.or_else(|| Some(begin(vu)));
                     break;
@@ -338,15 +361,15 @@ pub(super) async fn step(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &WsOp, origin: O
                             }
                         }
                         Ok(Event::Ping(p)) => {
-                            if let Err(e) = sock.send(frame::PONG, &p).await {
+                            if let Err(class) = send(&mut sock, frame::PONG, &p, ws.timeout).await {
                                 socket_lost = true;
-                                break Err(io_fail(e));
+                                break Err(class);
                             }
                         }
                         Ok(Event::Pong(_)) => {}
                         Ok(Event::Close(code)) => {
                             // Answer it, as the close handshake asks.
-                            let _ = sock.send(frame::CLOSE, &frame::close_payload(code)).await;
+                            let _ = send(&mut sock, frame::CLOSE, &frame::close_payload(code), CLOSE_LIMIT).await;
                             socket_lost = true;
                             break Err(ErrorClass::WsClosed(code));
                         }
@@ -395,7 +418,7 @@ pub(super) async fn step(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &WsOp, origin: O
     if let Some(class) = failed {
         if !socket_lost {
             // An expect that timed out: the socket is sound, end it properly.
-            crate::ws::close(&mut held.conn().stream, &ctx.scratch).await;
+            close_handshake(ctx, held.conn()).await;
         }
         drop(held);
         fail_with(ctx, unit, class, received_bytes);
@@ -414,7 +437,7 @@ pub(super) async fn step(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &WsOp, origin: O
     if ws.keep {
         vu.ws = held.into_conn().map(|conn| Kept { conn, reader, target });
     } else {
-        crate::ws::close(&mut held.conn().stream, &ctx.scratch).await;
+        close_handshake(ctx, held.conn()).await;
     }
 }
 
