@@ -441,3 +441,29 @@ scenarios:
     let closes = server.closes(6);
     assert!(closes.len() == 6 && closes.iter().all(|c| c == "1000"), "{closes:?}");
 }
+
+#[test]
+fn a_kept_socket_ends_with_the_close_handshake_when_its_vu_is_done() {
+    let server = WsServer::start("echo");
+    let yaml = r#"
+target: TARGET
+scenarios:
+  kept:
+    executor: per-vu-iterations
+    vus: 2
+    iterations: 2
+    flow:
+      - websocket:
+          url: /kept
+          keep: true
+          messages: [{ send: a }, { expect: '^a$' }]
+      - think: 10ms
+"#;
+    let (code, r, stdout, _) = run(yaml, &format!("http://127.0.0.1:{}", server.port));
+    assert_eq!(code, 0, "{stdout}");
+    assert_books_balance(&r);
+    assert_eq!(r.measurements.requests.ok, 4);
+    assert_eq!(r.measurements.connections.ok, 2);
+    assert_eq!(r.measurements.phases["connection"].count(), 2);
+    assert_eq!(server.closes(2), ["1000", "1000"]);
+}
