@@ -123,6 +123,13 @@ pub(crate) fn write_run(r: &RunResult, p: &ScenarioPlan, w: &mut dyn Write) -> i
             .collect();
         writeln!(w, "  {:<14}{}", "grpc-status", names.join(" "))?;
     }
+    if s.ws_sent > 0 || s.ws_received > 0 {
+        writeln!(
+            w,
+            "  {:<14}{} messages sent, {} received (websocket: steps; each expect met is an ok request)",
+            "websocket", s.ws_sent, s.ws_received
+        )?;
+    }
     crate::text::write_data_and_connections(r, w)?;
     write_tls(r, w, 14)?;
     writeln!(w)?;

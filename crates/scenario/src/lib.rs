@@ -36,7 +36,7 @@ pub use schedule::{ArrivalCurve, SegmentArrivals, segment_arrivals, share};
 pub use spec::GrpcStep;
 pub use spec::{
     BaseUrl, Body, Cookies, Cursor, DEFAULT_REDIRECTS, DataSpec, Defaults, Executor, JsonTemplate, Request, Scenario,
-    ScenarioError, ScenarioPlan, Stage, Step, TargetInputs, Think, environment, stage_names,
+    ScenarioError, ScenarioPlan, Stage, Step, TargetInputs, Think, WebSocket, WsMessage, environment, stage_names,
 };
 pub use template::{Context, Template};
 pub use threshold::{Threshold, Verdict};

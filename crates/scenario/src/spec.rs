@@ -10,12 +10,14 @@ pub use raw::{DEFAULT_MAX_BODY, MAX_MAX_BODY};
 pub use types::GrpcStep;
 pub use types::{
     BaseUrl, Body, Cookies, Cursor, DEFAULT_REDIRECTS, DataSpec, Defaults, Executor, JsonTemplate, Request, Scenario,
-    ScenarioPlan, Stage, Step, Think, stage_names,
+    ScenarioPlan, Stage, Step, Think, WebSocket, WsMessage, stage_names,
 };
 
 mod raw;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_ws;
 mod types;
 mod validate;
 

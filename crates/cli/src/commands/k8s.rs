@@ -358,6 +358,13 @@ fn count_requests(flow: &[Step]) -> u32 {
     flow.iter()
         .map(|s| match s {
             Step::Request(_) | Step::Grpc(_) => 1,
+            // Each expect is a request (one when it has none).
+            Step::WebSocket(w) => w
+                .messages
+                .iter()
+                .filter(|m| matches!(m, throng_scenario::WsMessage::Expect { .. }))
+                .count()
+                .max(1) as u32,
             Step::Think(_) => 0,
             Step::Group { flow, .. } => count_requests(flow),
         })

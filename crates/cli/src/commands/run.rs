@@ -116,20 +116,18 @@ fn step_scenarios(plan: &ScenarioPlan) -> BTreeMap<String, String> {
     fn walk(flow: &[throng_scenario::Step], scenario: &str, out: &mut BTreeMap<String, Vec<String>>) {
         for step in flow {
             match step {
-                throng_scenario::Step::Request(_) | throng_scenario::Step::Grpc(_) => {
-                    let r = match step {
-                        throng_scenario::Step::Grpc(g) => &g.request,
-                        throng_scenario::Step::Request(r) => r,
-                        _ => continue,
-                    };
-                    let names = out.entry(r.name.clone()).or_default();
-                    if !names.iter().any(|n| n == scenario) {
-                        names.push(scenario.to_string());
-                    }
-                }
+                throng_scenario::Step::Request(r) => add(&r.name, scenario, out),
+                throng_scenario::Step::Grpc(g) => add(&g.request.name, scenario, out),
+                throng_scenario::Step::WebSocket(w) => add(&w.name, scenario, out),
                 throng_scenario::Step::Group { flow, .. } => walk(flow, scenario, out),
                 throng_scenario::Step::Think(_) => {}
             }
+        }
+    }
+    fn add(step: &str, scenario: &str, out: &mut BTreeMap<String, Vec<String>>) {
+        let names = out.entry(step.to_string()).or_default();
+        if !names.iter().any(|n| n == scenario) {
+            names.push(scenario.to_string());
         }
     }
     let mut out = BTreeMap::new();

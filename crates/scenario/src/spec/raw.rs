@@ -371,6 +371,7 @@ pub(super) struct RawStep {
     pub(super) think: Option<RawThink>,
     pub(super) group: Option<RawGroup>,
     pub(super) grpc: Option<RawGrpc>,
+    pub(super) websocket: Option<RawWebSocket>,
 }
 
 /// A `grpc:` step: a unary or server-streaming call.
@@ -390,6 +391,30 @@ pub(super) struct RawGrpc {
     pub(super) capture: BTreeMap<String, RawCapture>,
     #[serde(default)]
     pub(super) check: BTreeMap<String, RawCheck>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawWebSocket {
+    pub(super) name: Option<String>,
+    pub(super) url: String,
+    #[serde(default)]
+    pub(super) headers: BTreeMap<String, String>,
+    #[serde(default)]
+    pub(super) messages: Vec<RawWsMessage>,
+    pub(super) timeout: Option<Dur>,
+    #[serde(default)]
+    pub(super) keep: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawWsMessage {
+    pub(super) send: Option<String>,
+    pub(super) send_binary: Option<String>,
+    pub(super) expect: Option<String>,
+    #[serde(default)]
+    pub(super) capture: BTreeMap<String, RawCapture>,
 }
 
 /// `think: 2s` or `think: { min, max }`.

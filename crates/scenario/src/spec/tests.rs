@@ -1176,7 +1176,8 @@ fn grpc_steps_capture_for_later_steps_and_are_tagged() {
     assert!(e.message.contains("take no status:"), "{e}");
     let e = parse_grpc("      - grpc: { call: p.S/Call }\n        think: 1s\n").unwrap_err();
     assert!(
-        e.message.contains("exactly one of request:, grpc:, think: or group:"),
+        e.message
+            .contains("exactly one of request:, grpc:, websocket:, think: or group:"),
         "{e}"
     );
 }

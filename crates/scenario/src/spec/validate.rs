@@ -742,6 +742,7 @@ impl Validator<'_> {
             ));
         }
         let flow = self.flow(&key, s.flow, defaults)?;
+        self.websocket_origins(&key, &flow, target.as_ref().unwrap_or(file_target))?;
         if !contains_request(&flow) {
             return Err(self.err(&["scenarios:", &key, "flow:"], "the flow makes no request"));
         }
@@ -759,14 +760,19 @@ impl Validator<'_> {
     fn flow(&self, key: &str, steps: Vec<RawStep>, defaults: &Defaults) -> Result<Vec<Step>, ScenarioError> {
         let mut out = Vec::new();
         for mut st in steps {
+            let many = "each step is exactly one of request:, grpc:, websocket:, think: or group:";
             if let Some(g) = st.grpc.take() {
-                if st.request.is_some() || st.think.is_some() || st.group.is_some() {
-                    return Err(self.err(
-                        &["scenarios:", key, "grpc:"],
-                        "each step is exactly one of request:, grpc:, think: or group:",
-                    ));
+                if st.request.is_some() || st.think.is_some() || st.group.is_some() || st.websocket.is_some() {
+                    return Err(self.err(&["scenarios:", key, "grpc:"], many));
                 }
                 out.push(Step::Grpc(Box::new(self.grpc(key, g, defaults)?)));
+                continue;
+            }
+            if let Some(w) = st.websocket.take() {
+                if st.request.is_some() || st.think.is_some() || st.group.is_some() {
+                    return Err(self.err(&["scenarios:", key, "websocket:"], many));
+                }
+                out.push(Step::WebSocket(Box::new(self.websocket(key, w, defaults)?)));
                 continue;
             }
             let step = match (st.request, st.think, st.group) {
@@ -787,7 +793,7 @@ impl Validator<'_> {
                 _ => {
                     return Err(self.err(
                         &["scenarios:", key, "flow:"],
-                        "each step is exactly one of request:, think: or group:",
+                        "each step is exactly one of request:, grpc:, websocket:, think: or group:",
                     ));
                 }
             };
@@ -1228,6 +1234,248 @@ impl Validator<'_> {
         Ok(())
     }
 
+    /// A `websocket:` step. Its URL is a path on the target (`/chat`) or
+    /// `ws://` / `wss://` with the target's own host and port (checked in
+    /// [`Self::websocket_origins`], where the target is known).
+    fn websocket(&self, key: &str, w: RawWebSocket, defaults: &Defaults) -> Result<WebSocket, ScenarioError> {
+        let url_at = format!("url: {}", w.url);
+        let here: Vec<&str> = vec!["scenarios:", key, "websocket:", &url_at];
+        let path = if w.url.starts_with('/') {
+            w.url.as_str()
+        } else if let Some(rest) = w.url.strip_prefix("ws://").or_else(|| w.url.strip_prefix("wss://")) {
+            rest.find('/').map_or("/", |i| &rest[i..])
+        } else {
+            return Err(self.err(
+                &here,
+                format!(
+                    "url '{}' is neither a path on the target (/chat) nor ws:// or wss:// (ws://127.0.0.1:8080/chat)",
+                    w.url
+                ),
+            ));
+        };
+        if w.messages.is_empty() {
+            return Err(self.err_first(
+                &[
+                    &["scenarios:", key, &url_at, "messages:"],
+                    &["scenarios:", key, "websocket:", "messages:"],
+                ],
+                "messages is empty; give at least one, e.g. messages: [{ send: hello }, { expect: hello }]",
+            ));
+        }
+        let mut messages = Vec::new();
+        for (i, m) in w.messages.into_iter().enumerate() {
+            let n = i + 1;
+            // At the message's own line (a block sequence), else at the
+            // first `needle` after `messages:`.
+            let err_at = |needle: Option<&str>, message: String| -> ScenarioError {
+                let seq = [
+                    &["scenarios:", key, url_at.as_str(), "messages:"][..],
+                    &["scenarios:", key, "websocket:", "messages:"][..],
+                ];
+                let item = seq.iter().find_map(|p| self.seq_item(p, n, needle));
+                match item {
+                    Some((line, column)) => ScenarioError {
+                        file: self.file.to_string(),
+                        line,
+                        column,
+                        message,
+                    },
+                    None => {
+                        let mut p: Vec<&str> = seq[1].to_vec();
+                        p.extend(needle);
+                        self.err(&p, message)
+                    }
+                }
+            };
+            let given = [
+                ("send:", m.send.is_some()),
+                ("send_binary:", m.send_binary.is_some()),
+                ("expect:", m.expect.is_some()),
+            ];
+            let kinds: Vec<&str> = given.iter().filter(|(_, set)| *set).map(|(k, _)| *k).collect();
+            let [kind] = kinds[..] else {
+                let key = kinds.first().copied().or((!m.capture.is_empty()).then_some("capture:"));
+                return Err(err_at(
+                    key,
+                    format!(
+                        "message {n} has {}; give exactly one of send:, send_binary: or expect:",
+                        if kinds.is_empty() {
+                            "none of them".to_string()
+                        } else {
+                            kinds.join(" and ")
+                        }
+                    ),
+                ));
+            };
+            if !m.capture.is_empty() && kind != "expect:" {
+                return Err(err_at(
+                    Some("capture:"),
+                    format!("message {n}: capture: reads a received message, so it goes with expect:, not {kind}"),
+                ));
+            }
+            let msg = match (m.send, m.send_binary, m.expect) {
+                (Some(t), None, None) => WsMessage::Send(
+                    Template::compile(&t).map_err(|e| err_at(Some("send:"), format!("message {n}: {e}")))?,
+                ),
+                (None, Some(b), None) => {
+                    use base64::Engine as _;
+                    let data = base64::engine::general_purpose::STANDARD
+                        .decode(b.trim())
+                        .map_err(|e| {
+                            err_at(
+                                Some("send_binary:"),
+                                format!("message {n}: send_binary is base64 (e.g. AAEC/w==): {e}"),
+                            )
+                        })?;
+                    WsMessage::SendBinary(data)
+                }
+                (None, None, Some(re)) => {
+                    let regex = regex::Regex::new(&re)
+                        .map_err(|e| err_at(Some("expect:"), format!("message {n}: expect: is a regex: {e}")))?;
+                    let mut captures = Vec::new();
+                    for (var, c) in m.capture {
+                        let cat = |m: String| err_at(Some(&var), m);
+                        if !is_identifier(&var) || RESERVED.contains(&var.as_str()) {
+                            return Err(cat(format!(
+                                "capture '{var}': a variable name is letters, digits and _, not starting with a \
+                                     digit, and not one of the built-ins ({})",
+                                RESERVED.join(", ")
+                            )));
+                        }
+                        let from = match (c.json, c.header, c.regex) {
+                            (Some(p), None, None) => {
+                                json_pointer(&p).map_err(|e| cat(format!("capture {var}: {e}")))?;
+                                CaptureFrom::Json(p)
+                            }
+                            (None, None, Some(re)) => CaptureFrom::Regex(
+                                regex::Regex::new(&re).map_err(|e| cat(format!("capture {var}: regex: {e}")))?,
+                            ),
+                            _ => {
+                                return Err(cat(format!(
+                                    "capture {var}: give exactly one of json: or regex: (a message has no headers)"
+                                )));
+                            }
+                        };
+                        captures.push(Capture { var, from });
+                    }
+                    WsMessage::Expect { regex, captures }
+                }
+                // Exactly one was counted above.
+                _ => {
+                    return Err(err_at(
+                        None,
+                        format!("message {n}: give one of send:, send_binary: or expect:"),
+                    ));
+                }
+            };
+            messages.push(msg);
+        }
+        Ok(WebSocket {
+            name: w.name.unwrap_or_else(|| format!("WS {}", w.url)),
+            path: self.template(&here, path)?,
+            headers: w
+                .headers
+                .iter()
+                .map(|(k, v)| self.header(&here, k, v))
+                .collect::<Result<_, ScenarioError>>()?,
+            messages,
+            timeout: w.timeout.map_or(defaults.timeout, |d| d.0),
+            keep: w.keep,
+            url: w.url,
+        })
+    }
+
+    /// Line and column (from 1) of the `n`-th item (from 1) of the block
+    /// sequence under the key the `path` ends at — of `needle` in it when
+    /// the item has it; None for a flow sequence (`[…]`) or when not found.
+    fn seq_item(&self, path: &[&str], n: usize, needle: Option<&str>) -> Option<(usize, usize)> {
+        let (line, _, all) = self.locate(path);
+        let lines: Vec<&str> = self.text.lines().collect();
+        let head = lines.get(line.checked_sub(1)?)?;
+        if !all || !head.trim_end().ends_with(':') {
+            return None;
+        }
+        let indent = |l: &str| l.len() - l.trim_start().len();
+        let column = |l: &str, byte: usize| l[..byte].chars().count() + 1;
+        let mut dash: Option<usize> = None;
+        let mut count = 0;
+        let mut item: Option<usize> = None;
+        for (i, l) in lines.iter().enumerate().skip(line) {
+            let t = l.trim_start();
+            if t.is_empty() || t.starts_with('#') {
+                continue;
+            }
+            let d = indent(l);
+            let at = *dash.get_or_insert(d);
+            if d < at || d == at && !t.starts_with('-') {
+                break;
+            }
+            if d == at {
+                if item.is_some() {
+                    break;
+                }
+                count += 1;
+                if count == n {
+                    item = Some(i);
+                }
+            }
+            if item.is_some()
+                && let Some(c) = needle.and_then(|nd| l.find(nd))
+            {
+                return Some((i + 1, column(l, c)));
+            }
+        }
+        item.map(|i| (i + 1, column(lines[i], indent(lines[i]) + 2)))
+    }
+
+    /// The `websocket:` steps of a scenario whose target is `target`: an
+    /// absolute URL has the target's own scheme (ws: http, wss: https),
+    /// host and port; the target speaks HTTP/1.1 (no WebSocket over
+    /// HTTP/2 or HTTP/3 here).
+    fn websocket_origins(&self, key: &str, flow: &[Step], target: &BaseUrl) -> Result<(), ScenarioError> {
+        for w in websockets(flow) {
+            let url_at = format!("url: {}", w.url);
+            let here = ["scenarios:", key, "websocket:", &url_at];
+            if target.http != HttpVersion::Http1 {
+                return Err(self.err(
+                    &here,
+                    format!(
+                        "websocket: steps need an HTTP/1.1 target (the upgrade is HTTP/1.1, and WebSocket over \
+                         HTTP/2 or HTTP/3 is not supported); give this scenario its own target: {} (without http:)",
+                        target.url
+                    ),
+                ));
+            }
+            if w.url.starts_with('/') {
+                continue;
+            }
+            let https = w.url.starts_with("wss://");
+            let scheme = if https { "https" } else { "http" };
+            let rest = w.url.split_once("://").map_or("", |(_, r)| r);
+            let authority = rest.split('/').next().unwrap_or_default();
+            let same = url::Url::parse(&format!("{scheme}://{authority}/")).is_ok_and(|u| {
+                let host = match u.host() {
+                    Some(url::Host::Ipv6(a)) => a.to_string(),
+                    Some(h) => h.to_string(),
+                    None => String::new(),
+                };
+                https == target.https && host == target.host && u.port_or_known_default() == Some(target.port)
+            });
+            if !same {
+                let ws = if target.https { "wss" } else { "ws" };
+                return Err(self.err(
+                    &here,
+                    format!(
+                        "url '{}' is not on the scenario's target {}: a websocket: step goes to its target; write a \
+                         path (/chat) or {ws}://{}:{}/…, or give the scenario its own target:",
+                        w.url, target.url, target.host, target.port
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// gRPC runs over HTTP/2: a scenario with a `grpc:` step needs a target
     /// written `{ url, http: 2 }`.
     fn grpc_over_http2(&self, sc: &Scenario, file: &BaseUrl) -> Result<(), ScenarioError> {
@@ -1284,7 +1532,7 @@ impl Validator<'_> {
         defaults: &Defaults,
         defined: &mut BTreeSet<String>,
     ) -> Result<(), ScenarioError> {
-        let all = requests(&s.flow);
+        let all = units(&s.flow);
         for (i, r) in all.iter().enumerate() {
             // defaults.headers are sent with every request that does not
             // set the same header itself.
@@ -1292,9 +1540,17 @@ impl Validator<'_> {
                 .headers
                 .iter()
                 .filter(|(name, _)| !r.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name)))
-                .map(|(name, t)| (Some(name.as_str()), t));
-            let own = templates(r).into_iter().map(|t| (None, t));
-            for (default_header, t) in own.chain(from_defaults) {
+                .map(|(name, t)| (Some(name.as_str()), 0, Use::Template(t)));
+            // Defaults go with the request's head, before any own use.
+            let own = r.items.iter().enumerate().map(|(at, u)| (None, at, *u));
+            for (default_header, at, item) in from_defaults.chain(own) {
+                let t = match item {
+                    Use::Template(t) => t,
+                    Use::Capture(v) => {
+                        defined.insert(v.to_string());
+                        continue;
+                    }
+                };
                 for v in t.variables() {
                     if defined.contains(v) {
                         continue;
@@ -1308,11 +1564,14 @@ impl Validator<'_> {
                         Some(h) => format!("defaults.headers.{h}, sent with step '{}',", r.name),
                         None => format!("step '{}'", r.name),
                     };
-                    let capturer = all[i..].iter().find(|later| later.captures.iter().any(|c| c.var == v));
+                    let captures = |u: &Unit<'_>| u.items.iter().any(|x| matches!(x, Use::Capture(c) if *c == v));
+                    let itself = r.items.iter().skip(at).any(|x| matches!(x, Use::Capture(c) if *c == v));
+                    let capturer = all[i + 1..].iter().find(|later| captures(later));
                     let message = match capturer {
-                        Some(c) if std::ptr::eq(*c, *r) => format!(
+                        _ if itself => format!(
                             "{{{{{v}}}}} is used in {used_in} which captures it itself, in scenario '{}': a capture is \
-                             available to later steps only; capture it in an earlier step",
+                             available to later steps only (and to a websocket: step's later messages); capture it \
+                             in an earlier step",
                             s.name
                         ),
                         Some(c) => format!(
@@ -1335,7 +1594,6 @@ impl Validator<'_> {
                     return Err(self.err_at_use(&scope, v, message));
                 }
             }
-            defined.extend(r.captures.iter().map(|c| c.var.clone()));
         }
         Ok(())
     }
@@ -1473,9 +1731,67 @@ pub(super) fn json_pointer(p: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// What a step reads and captures, in the order it does.
+#[derive(Clone, Copy)]
+enum Use<'a> {
+    Template(&'a Template),
+    Capture(&'a str),
+}
+
+/// A step that renders templates: its name, own headers and uses.
+struct Unit<'a> {
+    name: &'a str,
+    headers: &'a [(String, Template)],
+    items: Vec<Use<'a>>,
+}
+
+/// The requests (`grpc:` steps' too) and `websocket:` steps of a flow, groups entered, in order.
+fn units(flow: &[Step]) -> Vec<Unit<'_>> {
+    let mut out = Vec::new();
+    for s in flow {
+        match s {
+            Step::Request(_) | Step::Grpc(_) => {
+                let r = match s {
+                    Step::Grpc(g) => &g.request,
+                    Step::Request(r) => r.as_ref(),
+                    _ => continue,
+                };
+                let mut items: Vec<Use<'_>> = templates(r).into_iter().map(Use::Template).collect();
+                items.extend(r.captures.iter().map(|c| Use::Capture(c.var.as_str())));
+                out.push(Unit {
+                    name: &r.name,
+                    headers: &r.headers,
+                    items,
+                });
+            }
+            Step::WebSocket(w) => {
+                let mut items = vec![Use::Template(&w.path)];
+                items.extend(w.headers.iter().map(|(_, t)| Use::Template(t)));
+                for m in &w.messages {
+                    match m {
+                        WsMessage::Send(t) => items.push(Use::Template(t)),
+                        WsMessage::Expect { captures, .. } => {
+                            items.extend(captures.iter().map(|c| Use::Capture(c.var.as_str())));
+                        }
+                        WsMessage::SendBinary(_) => {}
+                    }
+                }
+                out.push(Unit {
+                    name: &w.name,
+                    headers: &w.headers,
+                    items,
+                });
+            }
+            Step::Group { flow, .. } => out.extend(units(flow)),
+            Step::Think(_) => {}
+        }
+    }
+    out
+}
+
 pub(super) fn contains_request(flow: &[Step]) -> bool {
     flow.iter().any(|s| match s {
-        Step::Request(_) | Step::Grpc(_) => true,
+        Step::Request(_) | Step::Grpc(_) | Step::WebSocket(_) => true,
         Step::Group { flow, .. } => contains_request(flow),
         Step::Think(_) => false,
     })
@@ -1491,6 +1807,7 @@ pub(super) fn tag_exists(scenarios: &[Scenario], tag: &str, value: &str) -> bool
                 let r = &g.request;
                 tag == "step" && r.name == value || tag == "check" && r.checks.iter().any(|c| c.name == value)
             }
+            Step::WebSocket(w) => tag == "step" && w.name == value,
             Step::Group { name, flow } => tag == "group" && name == value || in_flow(flow, tag, value),
             Step::Think(_) => false,
         })
