@@ -150,6 +150,66 @@ impl Pick {
         })
     }
 
+    /// HTTP/2: binds the stream slot at `cursor` to the origin a connection
+    /// of HTTP/1.1's would serve, counting connections modulo `conns` (the
+    /// worker's): the slots of a worker serve only the origins its
+    /// connections do, in their proportions. Returns the origin (0 with one).
+    pub(crate) fn bind(&self, cursor: &mut Cursor, conns: u64) -> usize {
+        if self.by_origin.is_empty() {
+            return 0;
+        }
+        *cursor.origin.get_or_insert_with(|| {
+            let k = self.conns.get();
+            self.conns.set(k + 1);
+            self.origin_of_conn(k % conns.max(1))
+        })
+    }
+
+    fn origin_of_conn(&self, k: u64) -> usize {
+        let n = self.by_origin.len().max(1) as u64;
+        ((k * self.workers + self.worker) % n) as usize
+    }
+
+    /// How many of the worker's `conns` connections serve each origin (one
+    /// entry with one origin): the shares [`Pick::bind`] gives slots.
+    pub(crate) fn shares(&self, conns: u64) -> Vec<u64> {
+        let n = self.by_origin.len();
+        if n == 0 {
+            return vec![conns];
+        }
+        // Connection k's origin repeats every n / gcd(workers, n)
+        // connections, each origin at most once a period: count one
+        // period, then the remainder (bounded by n, not by conns).
+        let gcd = |mut a: u64, mut b: u64| {
+            while b != 0 {
+                (a, b) = (b, a % b);
+            }
+            a
+        };
+        let period = n as u64 / gcd(self.workers, n as u64).max(1);
+        let mut shares = vec![0u64; n];
+        for k in 0..period.min(conns) {
+            shares[self.origin_of_conn(k)] += conns / period;
+            if k < conns % period {
+                shares[self.origin_of_conn(k)] += 1;
+            }
+        }
+        shares
+    }
+
+    /// Where origin `o`'s connections go, when the targets are on several.
+    pub(crate) fn origin_dest(&self, o: usize) -> Option<&Dest> {
+        if self.by_origin.is_empty() {
+            return None;
+        }
+        self.spec.origins.get(o)
+    }
+
+    /// Entry `i` as shared bytes (HTTP/2 and HTTP/3 send its body from them).
+    pub(crate) fn request_shared(&self, i: usize) -> bytes::Bytes {
+        self.spec.table.bytes(i)
+    }
+
     /// The entry the next request of the connection at `cursor` sends.
     #[inline]
     pub(crate) fn next(&self, cursor: &mut Cursor) -> usize {

@@ -731,17 +731,6 @@ impl HttpPlan {
                  --proxy '' to ignore HTTPS_PROXY), or use --http2",
             ));
         }
-        if !http.is_http1() && (several || redirects > 0) {
-            return Err(PlanError::invalid(
-                "--http2",
-                format!(
-                    "{} is not yet supported together with several targets, --targets, --body-lines or \
-                     --redirects; run one target over {} at a time",
-                    http.label(),
-                    http.label()
-                ),
-            ));
-        }
         if several && redirects > 0 {
             return Err(PlanError::invalid(
                 "--redirects",
