@@ -236,7 +236,12 @@ pub(crate) async fn follow_h2(
         if !is_redirect(status) {
             break;
         }
-        let hop = match next_step(&ex, f.limit, &place, &method, status, slot.headers()) {
+        let location = slot
+            .headers()
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case("location"))
+            .map(|(_, v)| v.as_str());
+        let hop = match next_step(ex.hops, f.limit, &place, &method, status, location) {
             Ok(h) => h,
             Err(class) => {
                 ex.outcome = Err(Failed { class, written: 0 });
@@ -324,23 +329,19 @@ fn slot_keep(ctx: &Ctx) -> Keep {
     }
 }
 
-/// The hop a redirect asks for after the exchange `ex`, or the class that
+/// The hop a redirect asks for after `hops` followed, or the class that
 /// ends the chain (the limit reached, a bad `Location`).
-fn next_step(
-    ex: &Chain,
+pub(crate) fn next_step(
+    hops: u32,
     limit: u32,
     place: &Place,
     method: &str,
     status: u16,
-    headers: &[(String, String)],
+    location: Option<&str>,
 ) -> Result<crate::redirect::Hop, ErrorClass> {
-    if ex.hops >= limit {
+    if hops >= limit {
         return Err(TOO_MANY);
     }
-    let location = headers
-        .iter()
-        .find(|(n, _)| n.eq_ignore_ascii_case("location"))
-        .map(|(_, v)| v.as_str());
     next_hop(place, method, status, location)
 }
 

@@ -260,3 +260,118 @@ fn h2_redirects_are_followed_on_streams_and_counted_as_one_request() {
     assert_books_balance(r);
     assert_eq!(r.measurements.requests.error("redirect.scheme"), 4, "{}", run.stdout());
 }
+
+#[test]
+fn h3_targets_on_two_origins_each_go_to_their_own_connection() {
+    let (d, c) = common::certs();
+    let d2 = tempfile::tempdir().unwrap();
+    let s1 = common::Aioquic::start(&c, d.path(), 0);
+    let s2 = common::Aioquic::start(&c, d2.path(), 0);
+    let (a, b) = (s1.url("/bytes/1"), s2.url("/bytes/2"));
+    let ca_pem = c.join("ca.pem");
+    let run = http(&[
+        &a,
+        &b,
+        "--http3",
+        "-c",
+        "2",
+        "--streams",
+        "4",
+        "-n",
+        "200",
+        "-t",
+        "1",
+        "--cacert",
+        ca_pem.to_str().unwrap(),
+    ]);
+    let (st1, st2) = (s1.stop(), s2.stop());
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let r = run.result();
+    assert_books_balance(r);
+    let m = &r.measurements;
+    assert_eq!((m.requests.attempted, m.requests.ok), (200, 200));
+    let counts = per_target(r);
+    let (ca, cb) = (counts[&a], counts[&b]);
+    assert!(ca > 0 && cb > 0, "{counts:?}");
+    assert_eq!(ca + cb, 200);
+    assert_eq!(m.bytes.received_body, ca + 2 * cb);
+    // Each server saw its target's requests, on one connection each.
+    assert_eq!(
+        (st1["requests"].as_u64(), st2["requests"].as_u64()),
+        (Some(ca), Some(cb))
+    );
+    assert_eq!(
+        (st1["connections"].as_u64(), st2["connections"].as_u64()),
+        (Some(1), Some(1))
+    );
+    assert_eq!(m.connections.ok, 2);
+}
+
+#[test]
+fn h3_redirects_are_followed_and_loops_hit_the_limit() {
+    let (d, c) = common::certs();
+    let d2 = tempfile::tempdir().unwrap();
+    let s = common::Aioquic::start(&c, d.path(), 0);
+    let o = common::Aioquic::start(&c, d2.path(), 0);
+    let ca_pem = c.join("ca.pem");
+    let ca = ca_pem.to_str().unwrap();
+    let run_to = |url: &str, n: &str| {
+        http(&[
+            url,
+            "--http3",
+            "--redirects",
+            "2",
+            "-c",
+            "1",
+            "-n",
+            n,
+            "-t",
+            "1",
+            "--cacert",
+            ca,
+        ])
+    };
+    // 301 → 200 on the same connection: one ok request, one redirect.
+    let run = run_to(&s.url("/301?/bytes/3"), "20");
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let r = run.result();
+    assert_books_balance(r);
+    let m = &r.measurements;
+    assert_eq!(
+        (m.requests.ok, status(r, 200), status(r, 301), m.redirects),
+        (20, 20, 0, 20)
+    );
+    assert_eq!(m.bytes.received_body, 20 * 3);
+    assert_eq!(m.connections.ok, 1);
+    // A loop: the limit's class, as HTTP/1.1.
+    let run = run_to(&s.url("/302loop"), "5");
+    let r = run.result();
+    assert_books_balance(r);
+    assert_eq!(
+        r.measurements.requests.error("redirect.too_many"),
+        5,
+        "{}",
+        run.stdout()
+    );
+    assert_eq!(r.measurements.redirects, 10);
+    // To another origin: an HTTP/3 connection of its own per chain.
+    let run = run_to(&s.url(&format!("/301?{}", o.url("/bytes/4"))), "6");
+    let r = run.result();
+    assert_books_balance(r);
+    let m = &r.measurements;
+    assert_eq!(
+        (m.requests.ok, m.redirects, m.bytes.received_body),
+        (6, 6, 24),
+        "{}",
+        run.stdout()
+    );
+    assert_eq!(m.connections.ok, 1 + 6);
+    // To http://: HTTP/3 needs TLS, so the hop cannot be made.
+    let run = run_to(&s.url("/301?http://127.0.0.1:9/x"), "3");
+    let r = run.result();
+    assert_books_balance(r);
+    assert_eq!(r.measurements.requests.error("redirect.scheme"), 3, "{}", run.stdout());
+    let (st, so) = (s.stop(), o.stop());
+    assert_eq!(st["requests"].as_u64(), Some(20 * 2 + 5 * 3 + 6 + 3));
+    assert_eq!(so["requests"].as_u64(), Some(6));
+}
