@@ -525,6 +525,7 @@ struct ConnState {
 /// Runs the request loops of one connection (the first one with the
 /// request `first` already taken, when given) and its h3 driver, until
 /// every loop ends.
+#[allow(clippy::too_many_arguments)]
 async fn run_connection<S: Starts + 'static>(
     ctx: &Rc<Ctx>,
     starts: &Rc<S>,
@@ -572,6 +573,7 @@ async fn run_connection<S: Starts + 'static>(
 
 /// Request after request on one connection, starting with `first` when
 /// given (a request already taken).
+#[allow(clippy::too_many_arguments)]
 async fn request_loop<S: Starts>(
     ctx: Rc<Ctx>,
     starts: Rc<S>,

@@ -306,3 +306,90 @@ impl Pick {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use throng_plan::{HttpArgs, HttpPlan, RawTarget};
+
+    /// A worker's picker over one target on each of `origins` origins.
+    fn pick(origins: u16, worker: u64, workers: u64) -> Pick {
+        let urls: Vec<String> = (0..origins)
+            .map(|o| format!("http://127.0.0.1:{}/", 8000 + o))
+            .collect();
+        pick_of(&urls, worker, workers)
+    }
+
+    fn pick_of(urls: &[String], worker: u64, workers: u64) -> Pick {
+        let origins = urls.len() as u32;
+        let plan = HttpPlan::from_args(HttpArgs {
+            url: urls[0].clone(),
+            cores: 2,
+            connections: Some(origins),
+            targets: urls
+                .iter()
+                .enumerate()
+                .map(|(i, u)| RawTarget {
+                    at: format!("URL {}", i + 1),
+                    url: u.clone(),
+                    ..RawTarget::default()
+                })
+                .collect(),
+            ..HttpArgs::default()
+        })
+        .unwrap();
+        let dest = |o: &throng_plan::Target| Dest {
+            route: crate::reach::Route {
+                addrs: vec![std::net::SocketAddr::from(([127, 0, 0, 1], o.port))],
+                tunnel: None,
+                proxied: false,
+            },
+            tls: None,
+        };
+        let spec = TargetSpec {
+            table: plan.request_table().unwrap(),
+            order: TargetOrder::RoundRobin,
+            names: Vec::new(),
+            origins: plan.origins().iter().map(dest).collect(),
+        };
+        Pick::new(Arc::new(spec), worker, workers, Instant::now()).0
+    }
+
+    #[test]
+    fn slots_serve_the_origins_their_workers_connections_would() {
+        for origins in [2u16, 3, 5] {
+            for workers in 1..=4u64 {
+                for worker in 0..workers {
+                    for conns in [1u64, 2, 3, 7, 10] {
+                        let p = pick(origins, worker, workers);
+                        // HTTP/1.1's connection k of this worker.
+                        let mut want = vec![0u64; usize::from(origins)];
+                        for k in 0..conns {
+                            want[((k * workers + worker) % u64::from(origins)) as usize] += 1;
+                        }
+                        assert_eq!(
+                            p.shares(conns),
+                            want,
+                            "{origins} origins, worker {worker}/{workers}, -c {conns}"
+                        );
+                        // Stream slots (3 per connection) bind in the same proportions.
+                        let mut bound = vec![0u64; usize::from(origins)];
+                        for _ in 0..conns * 3 {
+                            let mut c = Cursor::default();
+                            let o = p.bind(&mut c, conns);
+                            bound[o] += 1;
+                            // Its requests stay on its origin.
+                            let i = p.next(&mut c);
+                            assert_eq!(p.spec.table.origin(i), o);
+                        }
+                        assert_eq!(bound, want.iter().map(|n| n * 3).collect::<Vec<_>>());
+                    }
+                }
+            }
+        }
+        // One origin: one share, every slot on it.
+        let one = pick_of(&["http://h/a".to_string(), "http://h/b".to_string()], 0, 1);
+        assert_eq!(one.shares(4), [4]);
+        assert_eq!(one.bind(&mut Cursor::default(), 4), 0);
+    }
+}
