@@ -2091,6 +2091,35 @@ mod tests {
     }
 
     #[test]
+    fn http2_and_http3_take_several_targets_and_redirects() {
+        let two = |a: HttpArgs| HttpArgs {
+            // Beside the URL.
+            targets: vec![RawTarget {
+                at: "URL 2".into(),
+                url: "https://b.test:8443/y".into(),
+                ..RawTarget::default()
+            }],
+            connections: Some(2),
+            ..a
+        };
+        for (h2, h3) in [(true, false), (false, true)] {
+            let base = HttpArgs {
+                http2: h2,
+                http3: h3,
+                ..args("https://a.test/x")
+            };
+            let p = HttpPlan::from_args(two(base.clone())).unwrap();
+            assert_eq!((p.request_table().unwrap().len(), p.origins().len()), (2, 2));
+            let p = HttpPlan::from_args(HttpArgs {
+                redirects: Some(3),
+                ..base
+            })
+            .unwrap();
+            assert_eq!(p.redirects, 3);
+        }
+    }
+
+    #[test]
     fn http2_and_streams_are_validated() {
         let p = HttpPlan::from_args(HttpArgs {
             http2: true,

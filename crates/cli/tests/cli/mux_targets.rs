@@ -77,6 +77,43 @@ fn h2c_targets_on_two_origins_each_go_to_their_own_connection() {
         out.contains(&format!("target:{a}")) && out.contains(&format!("target:{b}")),
         "{out}"
     );
+
+    // An open loop: every scheduled start sent or dropped, each on its
+    // target's origin, on at most -c connections.
+    let run = http(&[
+        &a,
+        &b,
+        "--http2",
+        "-r",
+        "400",
+        "-n",
+        "60",
+        "-c",
+        "4",
+        "--streams",
+        "2",
+        "-t",
+        "1",
+    ]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let r = run.result();
+    assert_books_balance(r);
+    let m = &r.measurements;
+    assert_eq!(m.requests.attempted + m.dropped, 60);
+    let counts = per_target(r);
+    assert_eq!(counts.values().sum::<u64>(), m.requests.attempted);
+    assert_eq!(m.bytes.received_body, counts[&a] + 2 * counts[&b]);
+    assert!(m.connections.attempted <= 4, "{:?}", m.connections);
+
+    // Without keep-alive: a connection per request, to its target's origin.
+    let run = http(&[&a, &b, "--http2", "--no-keepalive", "-c", "2", "-n", "20", "-t", "1"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let r = run.result();
+    assert_books_balance(r);
+    let m = &r.measurements;
+    let counts = per_target(r);
+    assert_eq!((m.requests.ok, m.connections.ok), (20, 20));
+    assert_eq!(m.bytes.received_body, counts[&a] + 2 * counts[&b]);
 }
 
 #[test]
