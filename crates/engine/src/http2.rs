@@ -330,8 +330,9 @@ pub(crate) struct Pool {
     opening: RefCell<Vec<u64>>,
     /// Per origin: the worker's connections that may serve it.
     caps: Vec<u64>,
-    /// A stream ended or a connection came or went.
-    room: Notify,
+    /// Per origin: a stream ended or a connection came or went (a slot of
+    /// one origin waits for its own origin's room only).
+    room: Vec<Notify>,
 }
 
 impl std::fmt::Debug for Pool {
@@ -356,8 +357,8 @@ impl Pool {
             spec,
             conns: RefCell::new(Vec::new()),
             opening: RefCell::new(vec![0; caps.len()]),
+            room: caps.iter().map(|_| Notify::new()).collect(),
             caps,
-            room: Notify::new(),
         }
     }
 
@@ -376,8 +377,9 @@ impl Pool {
             // A connection per request: the slots bound how many at once.
             return Some(Take::Open);
         }
+        let room = self.room.get(o)?;
         loop {
-            let notified = self.room.notified();
+            let notified = room.notified();
             let stop = ctx.stop_notify.notified();
             if ctx.stopping.get() {
                 return None;
@@ -421,16 +423,21 @@ impl Pool {
         }
     }
 
-    /// A stream on `c` ended.
-    fn release(&self, ctx: &Ctx, c: &Rc<H2Conn>) {
+    /// A stream on `c` (to origin `o`) ended.
+    fn release(&self, ctx: &Ctx, c: &Rc<H2Conn>, o: usize) {
         c.in_flight.set(c.in_flight.get() - 1);
         c.carried.set(c.carried.get() + 1);
         ctx.rec.borrow_mut().stream_closed();
-        if c.dead.get() && c.in_flight.get() == 0 {
+        let gone = c.dead.get() && c.in_flight.get() == 0;
+        if gone {
             self.reap(ctx);
-            self.room.notify_waiters();
-        } else {
-            self.room.notify_one();
+        }
+        if let Some(room) = self.room.get(o) {
+            if gone {
+                room.notify_waiters();
+            } else {
+                room.notify_one();
+            }
         }
     }
 
@@ -574,7 +581,7 @@ pub(crate) async fn one_request(
     {
         // Its stream is done: the hops take streams of their own (on this
         // connection when it has room).
-        pool.finish(ctx, &conn, &outcome);
+        pool.finish(ctx, &conn, o, &outcome);
         released = true;
         let first = crate::mux::Chain {
             outcome,
@@ -626,7 +633,7 @@ pub(crate) async fn one_request(
         record_messages(ctx, slot, &outcome, t_send);
     }
     if !released {
-        pool.finish(ctx, &conn, &outcome);
+        pool.finish(ctx, &conn, o, &outcome);
     }
 }
 
@@ -657,20 +664,24 @@ impl Pool {
                 if ctx.spec.keepalive {
                     self.conns.borrow_mut().push((o, Rc::clone(&c)));
                     // Room for more than this one stream.
-                    self.room.notify_waiters();
+                    if let Some(room) = self.room.get(o) {
+                        room.notify_waiters();
+                    }
                 }
                 Ok(c)
             }
             Err(class) => {
-                self.room.notify_one();
+                if let Some(room) = self.room.get(o) {
+                    room.notify_one();
+                }
                 Err(class)
             }
         }
     }
 
-    /// A stream on `conn` ended with `outcome`: a connection that failed
+    /// A stream on `conn` (to origin `o`) ended with `outcome`: a connection that failed
     /// takes no new streams; without keep-alive it is closed.
-    fn finish(&self, ctx: &Ctx, conn: &Rc<H2Conn>, outcome: &Result<Timing, Failed>) {
+    fn finish(&self, ctx: &Ctx, conn: &Rc<H2Conn>, o: usize, outcome: &Result<Timing, Failed>) {
         if let Err(f) = outcome
             && !stream_level(f.class)
         {
@@ -685,7 +696,7 @@ impl Pool {
             close(ctx, conn);
             return;
         }
-        self.release(ctx, conn);
+        self.release(ctx, conn, o);
     }
 
     /// A redirect's hop to origin `o` of the pool: a stream of one of its
@@ -716,7 +727,7 @@ impl Pool {
         {
             f.class = ErrorClass::H2("goaway");
         }
-        self.finish(ctx, &conn, &outcome);
+        self.finish(ctx, &conn, o, &outcome);
         outcome
     }
 }
