@@ -96,13 +96,37 @@ impl Parts {
 /// in absolute form), its other headers but the connection-specific ones,
 /// its body as a slice of `entry`.
 pub(crate) fn parts_of(entry: &Bytes, https: bool) -> Result<Parts, String> {
-    let mut fields = vec![httparse::EMPTY_HEADER; MAX_FIELDS];
-    let mut req = httparse::Request::new(&mut fields);
-    let head_len = match req.parse(entry) {
-        Ok(httparse::Status::Complete(n)) => n,
-        Ok(httparse::Status::Partial) => return Err("the request's head is cut off".to_string()),
-        Err(e) => return Err(format!("the request cannot be read back ({e})")),
-    };
+    // On the stack for the usual few fields (this runs per request); on
+    // the heap only for a request with more.
+    let mut few = [httparse::EMPTY_HEADER; FEW_FIELDS];
+    let mut req = httparse::Request::new(&mut few);
+    match req.parse(entry) {
+        Err(httparse::Error::TooManyHeaders) => {
+            let mut many = vec![httparse::EMPTY_HEADER; MAX_FIELDS];
+            let mut req = httparse::Request::new(&mut many);
+            let head_len = head_len(req.parse(entry))?;
+            convert(&req, entry, head_len, https)
+        }
+        parsed => {
+            let head_len = head_len(parsed)?;
+            convert(&req, entry, head_len, https)
+        }
+    }
+}
+
+/// Header fields parsed on the stack (more go to the heap).
+const FEW_FIELDS: usize = 32;
+
+fn head_len(parsed: httparse::Result<usize>) -> Result<usize, String> {
+    match parsed {
+        Ok(httparse::Status::Complete(n)) => Ok(n),
+        Ok(httparse::Status::Partial) => Err("the request's head is cut off".to_string()),
+        Err(e) => Err(format!("the request cannot be read back ({e})")),
+    }
+}
+
+/// [`parts_of`] from the parsed head `req` (`head_len` bytes of `entry`).
+fn convert(req: &httparse::Request<'_, '_>, entry: &Bytes, head_len: usize, https: bool) -> Result<Parts, String> {
     let method = req.method.unwrap_or("GET");
     let target = req.path.unwrap_or("/");
     let mut authority = None;
@@ -384,6 +408,16 @@ mod tests {
         assert!(p.h2_len() > 0 && p.h3_len() > p.h2_len() as u64);
         let https = parts_of(&Bytes::from_static(b"GET / HTTP/1.1\r\nHost: h\r\n\r\n"), true).unwrap();
         assert_eq!(https.uri.to_string(), "https://h/");
+        // More fields than fit on the stack: read on the heap, all kept.
+        let mut many = b"GET / HTTP/1.1\r\nHost: h\r\n".to_vec();
+        for i in 0..FEW_FIELDS + 8 {
+            many.extend_from_slice(format!("X-{i}: {i}\r\n").as_bytes());
+        }
+        many.extend_from_slice(b"\r\n");
+        assert_eq!(
+            parts_of(&Bytes::from(many), false).unwrap().headers.len(),
+            FEW_FIELDS + 8
+        );
         for bad in [
             &b"GET / HTTP/1.1\r\nHost: h\r\n"[..],
             b"\x00\x01",
