@@ -60,6 +60,7 @@ mod http_nginx;
 mod image;
 mod inputs;
 mod million;
+mod mux_targets;
 mod nats;
 mod nats_clients;
 mod process_hygiene;
