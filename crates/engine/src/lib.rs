@@ -1119,48 +1119,70 @@ fn abort_judge(plan: &throng_scenario::ScenarioPlan) -> Option<Judge> {
     }))
 }
 
-/// Where each scenario's VUs connect and in which protocol: its target's
-/// route, TLS client (ALPN `h2` for HTTP/2) or QUIC client (HTTP/3). An
-/// HTTP/2 target that does not speak HTTP/2 is refused here, before the
-/// run, as `throng http --http2` refuses it.
+/// Where each scenario's VUs connect and in which protocols: its target's
+/// route, TLS client (ALPN `h2` for HTTP/2) or QUIC client (HTTP/3), and
+/// the same for each other protocol its requests name with their own
+/// `http:`. An HTTP/2 target (or request) whose server does not speak
+/// HTTP/2 is refused here, before the run, as `throng http --http2`
+/// refuses it.
 fn scenario_dests(
     plan: &throng_scenario::ScenarioPlan,
     tls: Option<&Arc<ClientConfig>>,
     reach: &throng_plan::Reach,
 ) -> Result<Arc<[Arc<scenario::Dest>]>, EngineError> {
     use throng_plan::HttpVersion;
-    let mut made: Vec<(&throng_scenario::BaseUrl, Arc<scenario::Dest>)> = Vec::new();
+    type Made<'a> = (
+        &'a throng_scenario::BaseUrl,
+        Vec<(HttpVersion, &'a str)>,
+        Arc<scenario::Dest>,
+    );
+    let mut made: Vec<Made<'_>> = Vec::new();
     let mut out = Vec::with_capacity(plan.scenarios.len());
     for s in &plan.scenarios {
         let target = s.target(&plan.target);
-        // Scenarios with the same target share one.
-        if let Some((_, d)) = made.iter().find(|(t, _)| *t == target) {
+        let asked = s.request_protocols();
+        // Scenarios with the same target and request protocols share one.
+        if let Some((_, _, d)) = made.iter().find(|(t, a, _)| *t == target && *a == asked) {
             out.push(Arc::clone(d));
             continue;
         }
-        let route = reach::route(&target.host, target.port, reach, false)?;
-        let config = match (target.https, target.http) {
-            (false, _) => None,
-            (true, HttpVersion::Http2) => tls.map(|c| {
-                let mut c = ClientConfig::clone(c);
-                c.alpn_protocols = vec![b"h2".to_vec()];
-                Arc::new(c)
-            }),
-            (true, _) => tls.cloned(),
-        };
         let what = format!("the https target {}", target.url);
-        let tls_client = if target.https {
-            plan_tls(plan.tls.as_ref(), config, &target.host, &what)?
-        } else {
-            None
+        // The route and TLS client (ALPN by protocol) for `http`.
+        let conn = |http: HttpVersion| -> Result<targets::Dest, EngineError> {
+            let route = reach::route(&target.host, target.port, reach, false)?;
+            let config = match (target.https, http) {
+                (false, _) => None,
+                (true, HttpVersion::Http2) => tls.map(|c| {
+                    let mut c = ClientConfig::clone(c);
+                    c.alpn_protocols = vec![b"h2".to_vec()];
+                    Arc::new(c)
+                }),
+                (true, _) => tls.cloned(),
+            };
+            let tls_client = if target.https {
+                plan_tls(plan.tls.as_ref(), config, &target.host, &what)?
+            } else {
+                None
+            };
+            Ok(targets::Dest { route, tls: tls_client })
         };
         let which = if s.target.is_some() {
             format!("scenario {}'s target", s.name)
         } else {
             "target".to_string()
         };
-        let quic = match target.http {
-            HttpVersion::Http3 => {
+        let main = conn(target.http)?;
+        let mut also = Vec::new();
+        for &(http, _) in &asked {
+            if http != target.http && http != HttpVersion::Http3 && !also.iter().any(|(h, _)| *h == http) {
+                also.push((http, conn(http)?));
+            }
+        }
+        let quic = match std::iter::once(target.http)
+            .chain(asked.iter().map(|(h, _)| *h))
+            .any(|h| h == HttpVersion::Http3)
+        {
+            true => {
                 let (Some(settings), Some(c)) = (plan.tls.as_ref(), tls) else {
                     return Err(EngineError::Tls(format!("{what} needs a TLS client configuration")));
                 };
@@ -1169,11 +1191,17 @@ fn scenario_dests(
                 let name = settings.server_name.clone().unwrap_or_else(|| target.host.clone());
                 Some((client, name))
             }
-            _ => None,
+            false => None,
+        };
+        let d = scenario::Dest {
+            http: target.http,
+            conn: main,
+            quic,
+            also,
         };
         if target.http == HttpVersion::Http2
-            && let Some(&addr) = route.addrs.first()
-            && let Some(spoke) = http2::preflight(addr, tls_client.as_ref(), plan.defaults.timeout)
+            && let Some(&addr) = d.conn.route.addrs.first()
+            && let Some(spoke) = http2::preflight(addr, d.conn.tls.as_ref(), plan.defaults.timeout)
         {
             return Err(EngineError::Config(format!(
                 "{}: {which} {} has http: 2, but the server does not speak HTTP/2 (it answered with {spoke}); \
@@ -1181,12 +1209,34 @@ fn scenario_dests(
                 plan.file, target.url
             )));
         }
-        let d = Arc::new(scenario::Dest {
-            http: target.http,
-            conn: targets::Dest { route, tls: tls_client },
-            quic,
-        });
-        made.push((target, Arc::clone(&d)));
+        if let Some(&(_, at)) = asked
+            .iter()
+            .find(|(h, _)| *h == HttpVersion::Http2 && target.http != HttpVersion::Http2)
+            && let Some(&addr) = d.conn.route.addrs.first()
+            && let Some(spoke) =
+                http2::preflight(addr, d.conn_for(HttpVersion::Http2).tls.as_ref(), plan.defaults.timeout)
+        {
+            return Err(EngineError::Config(format!(
+                "{at}: this request has http: 2, but scenario {}'s target {} does not speak HTTP/2 (it answered with \
+                 {spoke}); leave http: out to use the target's protocol, or point at a server with HTTP/2 enabled",
+                s.name, target.url
+            )));
+        }
+        if let Some(&(_, at)) = asked
+            .iter()
+            .find(|(h, _)| *h == HttpVersion::Http3 && target.http != HttpVersion::Http3)
+            && let Some(&addr) = d.conn.route.addrs.first()
+            && let Some((client, name)) = d.quic.as_ref()
+            && let Some(spoke) = http3::preflight(addr, client, name, plan.defaults.timeout)
+        {
+            return Err(EngineError::Config(format!(
+                "{at}: this request has http: 3, but scenario {}'s target {} does not speak HTTP/3 (it answered with \
+                 {spoke}); leave http: out to use the target's protocol, or point at a server with HTTP/3 enabled",
+                s.name, target.url
+            )));
+        }
+        let d = Arc::new(d);
+        made.push((target, asked, Arc::clone(&d)));
         out.push(d);
     }
     Ok(out.into())

@@ -66,8 +66,23 @@ pub(crate) struct Dest {
     pub(crate) http: HttpVersion,
     /// The route and, for https, the TLS client (ALPN `h2` for HTTP/2).
     pub(crate) conn: crate::targets::Dest,
-    /// HTTP/3: the QUIC client (ALPN `h3`) and the TLS server name.
+    /// HTTP/3 (the target's or a request's): the QUIC client (ALPN `h3`)
+    /// and the TLS server name.
     pub(crate) quic: Option<(quinn::ClientConfig, String)>,
+    /// The route and TLS client of each other protocol (HTTP/1.1, HTTP/2)
+    /// its requests name with their own `http:`.
+    pub(crate) also: Vec<(HttpVersion, crate::targets::Dest)>,
+}
+
+impl Dest {
+    /// The route and TLS client of `http` (the target's, when no request
+    /// names another).
+    pub(crate) fn conn_for(&self, http: HttpVersion) -> &crate::targets::Dest {
+        self.also
+            .iter()
+            .find(|(h, _)| *h == http)
+            .map_or(&self.conn, |(_, d)| d)
+    }
 }
 
 impl std::fmt::Debug for Dest {
@@ -496,9 +511,10 @@ struct Vu {
     /// What `Set-Cookie` stored (see the scenario's `cookies:`).
     jar: CookieJar,
     conn: Option<Conn>,
-    /// An HTTP/2 or HTTP/3 VU's connection (boxed: HTTP/1.1 VUs do not
-    /// pay for it).
-    mux: Option<Box<Mux>>,
+    /// Its HTTP/2 and HTTP/3 connections, one per protocol its requests
+    /// speak, opened at first use (boxed: HTTP/1.1 VUs do not pay for
+    /// them); see [`mux_slot`].
+    mux: [Option<Box<Mux>>; 2],
     session: Session,
     /// A socket a `websocket:` step kept (`keep: true`).
     ws: Option<ws_step::Kept>,
@@ -526,6 +542,26 @@ impl Mux {
     }
 }
 
+/// A VU's HTTP/2 connection in its `mux`.
+const MUX_H2: usize = 0;
+/// A VU's HTTP/3 connection in its `mux`.
+const MUX_H3: usize = 1;
+
+/// Which of a VU's `mux` connections speaks `http` (HTTP/2 or HTTP/3).
+fn mux_slot(http: HttpVersion) -> usize {
+    match http {
+        HttpVersion::Http3 => MUX_H3,
+        _ => MUX_H2,
+    }
+}
+
+/// Closes a VU's multiplexed connections, recording their ends.
+fn close_muxes(ctx: &Ctx, vu: &mut Vu) {
+    for m in &mut vu.mux {
+        close_mux(ctx, m.take());
+    }
+}
+
 /// Closes a VU's multiplexed connection, if it has one, recording its end.
 fn close_mux(ctx: &Ctx, mux: Option<Box<Mux>>) {
     match mux.map(|m| *m) {
@@ -546,7 +582,7 @@ async fn vu(guard: TaskGuard, sc: Rc<Scen>, slot: usize) {
         vars: HashMap::new(),
         jar: CookieJar::new(),
         conn: None,
-        mux: None,
+        mux: [None, None],
         session: Session::new(false),
         ws: None,
     };
@@ -600,7 +636,7 @@ async fn vu(guard: TaskGuard, sc: Rc<Scen>, slot: usize) {
             // The iteration was abandoned mid-request: its connection may
             // hold half a response.
             close(ctx, vu.conn.take());
-            close_mux(ctx, vu.mux.take());
+            close_muxes(ctx, &mut vu);
             ws_step::drop_kept(ctx, vu.ws.take());
             break;
         }
@@ -609,7 +645,7 @@ async fn vu(guard: TaskGuard, sc: Rc<Scen>, slot: usize) {
         }
     }
     close(ctx, vu.conn.take());
-    close_mux(ctx, vu.mux.take());
+    close_muxes(ctx, &mut vu);
     if ctx.stopping.get() {
         ws_step::drop_kept(ctx, vu.ws.take());
     } else {
@@ -777,6 +813,8 @@ impl Drop for InFlight<'_> {
 /// capture, check.
 async fn request(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &ReqOp, origin: Option<Instant>) {
     let rendered = render(sc, vu, &op.req);
+    // Its own protocol, else its target's.
+    let http = op.req.http.unwrap_or(sc.dest.http);
     let started = Instant::now();
     let stage = sc.stage_tag(started);
     let flight = InFlight::new(ctx, &op.tags, stage);
@@ -794,11 +832,12 @@ async fn request(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &ReqOp, origin: Option<I
         if let Some(due) = origin {
             r.phase(Phase::ScheduleLag, started.saturating_duration_since(due));
         }
-        if let Some(c) = vu.conn.as_ref() {
+        if http.is_multiplexed() {
+            if let Some(m) = vu.mux[mux_slot(http)].as_ref() {
+                r.conn(m.id());
+            }
+        } else if let Some(c) = vu.conn.as_ref() {
             r.conn(c.id);
-        }
-        if let Some(m) = vu.mux.as_ref() {
-            r.conn(m.id());
         }
     }
     let Some(rendered) = rendered else {
@@ -815,9 +854,9 @@ async fn request(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &ReqOp, origin: Option<I
         }
         return;
     };
-    if sc.dest.http.is_multiplexed() {
+    if http.is_multiplexed() {
         // Boxed: HTTP/1.1 VUs keep their smaller future.
-        return Box::pin(mux_request(ctx, sc, vu, op, origin, rendered, flight, row)).await;
+        return Box::pin(mux_request(ctx, sc, vu, op, http, origin, rendered, flight, row)).await;
     }
     let target = &sc.base;
     let place = Place {
@@ -845,7 +884,7 @@ async fn request(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &ReqOp, origin: Option<I
     let (t_send, written) = match vu.conn {
         Some(_) => (Instant::now(), 0),
         None => {
-            let dest = &sc.dest.conn;
+            let dest = sc.dest.conn_for(HttpVersion::Http1);
             // Plain TCP sends the request with the connect (see conn::connect).
             let first: &[u8] = if dest.tls.is_some() { &[] } else { &bytes };
             // Boxed: the connect future is large and short-lived.
@@ -879,7 +918,7 @@ async fn request(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &ReqOp, origin: Option<I
     let Some(c) = vu.conn.as_mut() else {
         return;
     };
-    if vu.session.head_request() != op.head {
+    if !matches!(vu.session, Session::Http1(_)) || vu.session.head_request() != op.head {
         vu.session = Session::new(op.head);
     }
     vu.session.reset(op.keep);
@@ -914,7 +953,7 @@ async fn request(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &ReqOp, origin: Option<I
             limit: op.req.redirects,
             timeout: op.req.timeout,
             keep: op.keep,
-            home: Some(&sc.dest.conn),
+            home: Some(sc.dest.conn_for(HttpVersion::Http1)),
         };
         // Boxed: only a redirect makes this future large.
         Box::pin(crate::redirect::follow(
@@ -1035,12 +1074,15 @@ async fn mux_request(
     sc: &Scen,
     vu: &mut Vu,
     op: &ReqOp,
+    http: HttpVersion,
     origin: Option<Instant>,
     rendered: Rendered,
     flight: InFlight<'_>,
     mut row: RowGuard<'_>,
 ) {
     let dest = &*sc.dest;
+    let conn = dest.conn_for(http);
+    let mux = mux_slot(http);
     let jar = sc.def.cookies != Cookies::Off;
     let mut place = Place {
         https: sc.base.https,
@@ -1059,22 +1101,22 @@ async fn mux_request(
     // When the first hop's request went (after any connect).
     let mut first_send: Option<Instant> = None;
     loop {
-        let usable = match vu.mux.as_deref() {
+        let usable = match vu.mux[mux].as_deref() {
             Some(Mux::H2(c)) => c.ready(op.req.timeout).await,
             Some(m) => m.alive(),
             None => true,
         };
         if !usable {
             // Lost or going away (GOAWAY): this step goes on a new one.
-            close_mux(ctx, vu.mux.take());
+            close_mux(ctx, vu.mux[mux].take());
         }
-        if vu.mux.is_none() {
+        if vu.mux[mux].is_none() {
             sleep.as_mut().reset((Instant::now() + op.req.timeout).into());
-            let opened = match (&dest.quic, dest.http) {
+            let opened = match (&dest.quic, http) {
                 (Some((client, name)), HttpVersion::Http3) => {
                     // Invariant: a route has an address (an empty resolution
                     // is refused before the run); the fallback keeps this total.
-                    let addr = dest.conn.route.addrs.first().copied();
+                    let addr = conn.route.addrs.first().copied();
                     match addr {
                         Some(a) => Box::pin(crate::http3::Own::open(ctx, client, name, a))
                             .await
@@ -1084,8 +1126,8 @@ async fn mux_request(
                 }
                 _ => Box::pin(crate::http2::Own::open(
                     ctx,
-                    &dest.conn.route,
-                    dest.conn.tls.as_ref(),
+                    &conn.route,
+                    conn.tls.as_ref(),
                     sleep.as_mut(),
                     row.row(),
                 ))
@@ -1097,7 +1139,7 @@ async fn mux_request(
                     if let Some(r) = row.row() {
                         r.conn(m.id());
                     }
-                    vu.mux = Some(Box::new(m));
+                    vu.mux[mux] = Some(Box::new(m));
                 }
                 Err(class) => return not_sent(ctx, op, flight, row, class),
             }
@@ -1108,7 +1150,7 @@ async fn mux_request(
             None
         };
         let headers = crate::redirect::hop_headers(&rendered.headers, true, hops == 0 || !body.is_empty(), cookie);
-        let Some((request, request_len)) = stream_request(&method, &place, &headers, body.len(), dest.http) else {
+        let Some((request, request_len)) = stream_request(&method, &place, &headers, body.len(), http) else {
             // A rendered value HTTP/2 cannot carry: never sent.
             return not_sent(ctx, op, flight, row, ErrorClass::Protocol);
         };
@@ -1120,7 +1162,7 @@ async fn mux_request(
             return not_sent(ctx, op, flight, row, ErrorClass::Protocol);
         };
         // A failed stream counts no bytes sent, as the pool's streams.
-        let mut outcome = match vu.mux.as_deref_mut() {
+        let mut outcome = match vu.mux[mux].as_deref_mut() {
             Some(Mux::H2(c)) => c.exchange(ctx, request, &body, slot, sleep.as_mut()).await,
             Some(Mux::H3(c)) => c.exchange(ctx, request, &body, slot, sleep.as_mut()).await,
             None => Err(crate::conn::Failed {

@@ -73,6 +73,7 @@ mod run_target;
 mod scenario;
 mod scenario_grpc;
 mod scenario_mux;
+mod scenario_proto;
 mod scenario_ws;
 mod segments;
 mod send_secret;

@@ -20,7 +20,9 @@ use throng_metrics::{ErrorClass, Phase, ScenarioRecorder};
 use throng_plan::{HttpVersion, StatusSet};
 use throng_scenario::{CaptureFrom, CheckKind, GrpcStep, ResponseView};
 
-use super::{InFlight, Mux, ReqOp, Scen, Vu, close_mux, not_sent, render, stream_request, unanswered, with_scen};
+use super::{
+    InFlight, MUX_H2, Mux, ReqOp, Scen, Vu, close_mux, not_sent, render, stream_request, unanswered, with_scen,
+};
 use crate::ctx::Ctx;
 use crate::exchange::{Session, record_exchange};
 use crate::http1::Keep;
@@ -116,7 +118,7 @@ pub(super) async fn call(ctx: &Ctx, sc: &Scen, vu: &mut Vu, g: &GrpcOp, origin: 
         if let Some(due) = origin {
             r.phase(Phase::ScheduleLag, started.saturating_duration_since(due));
         }
-        if let Some(m) = vu.mux.as_ref() {
+        if let Some(m) = vu.mux[MUX_H2].as_ref() {
             r.conn(m.id());
         }
     }
@@ -171,17 +173,17 @@ pub(super) async fn call(ctx: &Ctx, sc: &Scen, vu: &mut Vu, g: &GrpcOp, origin: 
         vu.session = Session::Http2(crate::http2::Slot::new(false));
     }
     vu.session.reset(op.keep);
-    let usable = match vu.mux.as_deref() {
+    let usable = match vu.mux[MUX_H2].as_deref() {
         Some(Mux::H2(c)) => c.ready(timeout).await,
         Some(_) => false,
         None => true,
     };
     if !usable {
         // Lost or going away (GOAWAY): this call goes on a new one.
-        close_mux(ctx, vu.mux.take());
+        close_mux(ctx, vu.mux[MUX_H2].take());
     }
     let mut sleep = pin!(tokio::time::sleep(timeout));
-    if vu.mux.is_none() {
+    if vu.mux[MUX_H2].is_none() {
         let dest = &sc.dest.conn;
         let opened = Box::pin(crate::http2::Own::open(
             ctx,
@@ -196,7 +198,7 @@ pub(super) async fn call(ctx: &Ctx, sc: &Scen, vu: &mut Vu, g: &GrpcOp, origin: 
                 if let Some(r) = row.row() {
                     r.conn(c.id());
                 }
-                vu.mux = Some(Box::new(Mux::H2(c)));
+                vu.mux[MUX_H2] = Some(Box::new(Mux::H2(c)));
             }
             Err(class) => return not_sent(ctx, op, flight, row, class),
         }
@@ -205,7 +207,7 @@ pub(super) async fn call(ctx: &Ctx, sc: &Scen, vu: &mut Vu, g: &GrpcOp, origin: 
     let deadline = g.step.deadline.filter(|d| *d < timeout);
     let t_send = Instant::now();
     sleep.as_mut().reset((t_send + deadline.unwrap_or(timeout)).into());
-    let (Some(Mux::H2(c)), Session::Http2(slot)) = (vu.mux.as_deref(), &mut vu.session) else {
+    let (Some(Mux::H2(c)), Session::Http2(slot)) = (vu.mux[MUX_H2].as_deref(), &mut vu.session) else {
         // Invariant: both set above.
         return not_sent(ctx, op, flight, row, ErrorClass::Protocol);
     };

@@ -477,6 +477,8 @@ pub(super) struct RawRequest {
     pub(super) check: BTreeMap<String, RawCheck>,
     pub(super) timeout: Option<Dur>,
     pub(super) redirects: Option<u32>,
+    /// Its own protocol (`1.1`, `2`, `3`), replacing its target's.
+    pub(super) http: Option<serde_yaml_ng::Value>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -295,6 +295,14 @@ pub struct Request {
     /// Redirects it follows (0: a 3xx is its final response).
     #[serde(default = "default_redirects")]
     pub redirects: u32,
+    /// Its own protocol (`http:` on the request), replacing its
+    /// scenario target's for this request; same origin.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http: Option<HttpVersion>,
+    /// Where that `http:` is written (`file:line:col`), for errors found
+    /// before the run.
+    #[serde(skip)]
+    pub http_at: String,
 }
 
 /// A gRPC call of a flow: an HTTP/2 request (its path the method's, its
@@ -437,6 +445,20 @@ impl Scenario {
     /// Where its requests go: its own target, else the file's (`file`).
     pub fn target<'a>(&'a self, file: &'a BaseUrl) -> &'a BaseUrl {
         self.target.as_ref().unwrap_or(file)
+    }
+
+    /// The protocols its requests name with their own `http:`, each once,
+    /// with where the first request naming it writes it (`file:line:col`).
+    pub fn request_protocols(&self) -> Vec<(HttpVersion, &str)> {
+        let mut out: Vec<(HttpVersion, &str)> = Vec::new();
+        for r in requests(&self.flow) {
+            if let Some(h) = r.http
+                && !out.iter().any(|(v, _)| *v == h)
+            {
+                out.push((h, r.http_at.as_str()));
+            }
+        }
+        out
     }
 
     /// When the scenario's schedule ends (start time + executor length).

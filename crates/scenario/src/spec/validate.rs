@@ -310,7 +310,10 @@ impl Validator<'_> {
         self.resolve_reflected(&mut scenarios, &target, tls.as_ref())?;
         let any_h3 = std::iter::once(&target)
             .chain(scenarios.iter().filter_map(|s| s.target.as_ref()))
-            .any(|t| t.http == HttpVersion::Http3);
+            .any(|t| t.http == HttpVersion::Http3)
+            || scenarios
+                .iter()
+                .any(|s| s.request_protocols().iter().any(|(h, _)| *h == HttpVersion::Http3));
         if any_h3 && tls.as_ref().is_some_and(|t| t.version == Some(TlsVersion::Tls12)) {
             return Err(self.err(
                 &["tls:", "version:"],
@@ -743,6 +746,7 @@ impl Validator<'_> {
         }
         let flow = self.flow(&key, s.flow, defaults)?;
         self.websocket_origins(&key, &flow, target.as_ref().unwrap_or(file_target))?;
+        self.request_protocols_fit(&flow, target.as_ref().unwrap_or(file_target))?;
         if !contains_request(&flow) {
             return Err(self.err(&["scenarios:", &key, "flow:"], "the flow makes no request"));
         }
@@ -852,7 +856,19 @@ impl Validator<'_> {
         };
         let (captures, checks) = self.captures_and_checks(&here, r.capture, r.check)?;
         let name = r.name.unwrap_or_else(|| format!("{method} {}", r.path));
+        let (http, http_at) = match &r.http {
+            Some(v) => {
+                let at = self.request_http_at(&here);
+                let at: Vec<&str> = at.iter().map(String::as_str).collect();
+                let version = self.http_version(&at, v)?;
+                let (line, column, _) = self.locate(&at);
+                (Some(version), format!("{}:{line}:{column}", self.file))
+            }
+            None => (None, String::new()),
+        };
         Ok(Request {
+            http,
+            http_at,
             path: self.template(&here, &r.path)?,
             query: pairs(&r.query, "query parameter")?,
             headers: r
@@ -876,6 +892,23 @@ impl Validator<'_> {
             name,
             method,
         })
+    }
+
+    /// Where a request's `http:` is (`here` is its path): on the path's own
+    /// line when the request is a flow mapping, else on a line after it.
+    fn request_http_at(&self, here: &[&str]) -> Vec<String> {
+        let mut at: Vec<String> = here.iter().map(|s| s.to_string()).collect();
+        let (line, _, found) = self.locate(here);
+        let same_line = found
+            && self
+                .text
+                .lines()
+                .nth(line.saturating_sub(1))
+                .is_some_and(|l| l.contains("http:"));
+        if !same_line && self.locate(&[here, &["http:"]].concat()).2 {
+            at.push("http:".to_string());
+        }
+        at
     }
 
     /// A step's `capture:` and `check:` (request and grpc steps write them
@@ -1154,6 +1187,8 @@ impl Validator<'_> {
                 timeout: g.timeout.map_or(defaults.timeout, |d| d.0),
                 max_body: g.max_body.map_or(defaults.max_body, |m| m.0),
                 redirects: 0,
+                http: None,
+                http_at: String::new(),
             },
             call,
             method,
@@ -1474,6 +1509,36 @@ impl Validator<'_> {
             }
         }
         Ok(())
+    }
+
+    /// A request's own `http: 3` needs its target to be https:// (QUIC is
+    /// always encrypted), as a target's does.
+    fn request_protocols_fit(&self, flow: &[Step], target: &BaseUrl) -> Result<(), ScenarioError> {
+        match requests(flow).into_iter().find(|r| r.http == Some(HttpVersion::Http3)) {
+            Some(r) if !target.https => Err(ScenarioError {
+                message: format!(
+                    "http: 3 needs an https:// target ('{}' is http://): HTTP/3 runs over QUIC, which is always \
+                     encrypted; give the scenario an https:// target, or write http: 2 for HTTP/2 in the clear (h2c)",
+                    target.url
+                ),
+                ..self.err_at(&r.http_at)
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// An error (its message to fill) at a `file:line:col` made by
+    /// [`Self::request`].
+    fn err_at(&self, at: &str) -> ScenarioError {
+        let mut parts = at.rsplitn(3, ':');
+        let column = parts.next().and_then(|c| c.parse().ok()).unwrap_or(1);
+        let line = parts.next().and_then(|l| l.parse().ok()).unwrap_or(0);
+        ScenarioError {
+            file: self.file.to_string(),
+            line,
+            column,
+            message: String::new(),
+        }
     }
 
     /// gRPC runs over HTTP/2: a scenario with a `grpc:` step needs a target

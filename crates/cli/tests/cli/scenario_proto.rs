@@ -1,0 +1,188 @@
+//! A protocol per request in scenario files (`request: { http: 1.1 | 2 | 3 }`,
+//! issue 13): a request's own `http:` replaces its target's for it, a VU
+//! holds one connection per protocol it uses (opened at first use, kept
+//! after), and each protocol the file uses is checked against the target
+//! before the run (exit 2 naming the request's line).
+
+#![allow(clippy::unwrap_used)]
+
+use crate::common;
+
+use std::path::Path;
+
+use common::{Nginx, assert_books_balance, output, schema_violations, throng};
+use throng_result::RunResult;
+
+struct Ran {
+    _dir: tempfile::TempDir,
+    code: i32,
+    stdout: String,
+    stderr: String,
+    result: Option<RunResult>,
+    json: std::path::PathBuf,
+}
+
+fn run_yaml(yaml: &str) -> Ran {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("scenario.yaml");
+    std::fs::write(&file, yaml).unwrap();
+    let json = dir.path().join("result.json");
+    let out = output(
+        throng()
+            .arg("run")
+            .arg(&file)
+            .arg("--json")
+            .arg(&json)
+            .arg("--threads")
+            .arg("1"),
+    );
+    let result = std::fs::File::open(&json)
+        .ok()
+        .map(|f| RunResult::from_reader(f).unwrap());
+    Ran {
+        _dir: dir,
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        result,
+        json,
+    }
+}
+
+/// nginx with TLS speaking h2 and http/1.1 (by ALPN) on one port, logging
+/// each request's protocol to `log`.
+fn nginx_h1_and_h2(certs: &Path, log: &Path) -> Nginx {
+    let p = |name: &str| certs.join(name).display().to_string();
+    Nginx::start_listen(
+        "ssl http2",
+        &format!(
+            "ssl_certificate {}; ssl_certificate_key {};",
+            p("server.pem"),
+            p("server.key")
+        ),
+        &format!(
+            "access_log {};\n    location / {{ default_type text/plain; return 200 \"$server_protocol\"; }}",
+            log.display()
+        ),
+    )
+}
+
+#[test]
+fn a_vu_holds_one_connection_per_protocol_its_requests_name() {
+    let (_d, c) = common::certs();
+    let logs = tempfile::tempdir().unwrap();
+    let log = logs.path().join("access.log");
+    let nginx = nginx_h1_and_h2(&c, &log);
+    // The target says nothing (HTTP/1.1); one request asks for 1.1 by name,
+    // one for 2, and one takes the target's.
+    let yaml = format!(
+        r#"target: {}
+tls: {{ cacert: '{}' }}
+scenarios:
+  s:
+    executor: per-vu-iterations
+    vus: 3
+    iterations: 4
+    flow:
+      - request:
+          name: one
+          path: /one
+          http: 1.1
+          check:
+            answered in 1.1: {{ body_contains: HTTP/1.1 }}
+      - request: {{ name: two, path: /two, http: 2, check: {{ answered in 2: {{ body_contains: HTTP/2.0 }} }} }}
+      - request:
+          name: default
+          path: /default
+"#,
+        nginx.https("localhost", ""),
+        c.join("ca.pem").display()
+    );
+    let r = run_yaml(&yaml);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let res = r
+        .result
+        .as_ref()
+        .unwrap_or_else(|| panic!("no result: {}{}", r.stdout, r.stderr));
+    assert_books_balance(res);
+    let violations = schema_violations(&r.json);
+    assert!(violations.is_empty(), "schema violations: {violations:#?}");
+    let m = &res.measurements;
+    // 3 VUs × 4 iterations × 3 requests, all ok.
+    assert_eq!((m.requests.attempted, m.requests.ok), (36, 36), "{:?}", m.requests);
+    assert_eq!(m.status.get(&200), Some(&36));
+    let st = m.scenario.as_ref().unwrap();
+    for step in ["one", "two", "default"] {
+        let t = &st.tags[&format!("step:{step}")];
+        assert_eq!((t.requests, t.failed), (12, 0), "step {step}");
+    }
+    for (name, c) in &st.checks {
+        assert_eq!((c.passes, c.fails), (12, 0), "check '{name}'");
+    }
+    // Per VU: one HTTP/1.1 connection (for one and default) and one h2
+    // connection carrying its 4 streams.
+    assert_eq!(m.connections.ok, 6, "{:?}", m.connections);
+    assert_eq!(m.tls.as_ref().unwrap().handshakes, 6);
+    let x = m.multiplex.as_ref().expect("h2 requests make multiplex figures");
+    assert_eq!(x.protocols.get("h2"), Some(&3), "{x:?}");
+    assert_eq!(x.connections, 3, "{x:?}");
+    assert_eq!((x.min_requests_per_connection, x.max_requests_per_connection), (4, 4));
+    // And nginx saw each request in its protocol.
+    let lines = std::fs::read_to_string(&log).unwrap();
+    let count = |needle: &str| lines.lines().filter(|l| l.contains(needle)).count();
+    assert_eq!(lines.lines().count(), 36);
+    assert_eq!(count("\"GET /one HTTP/1.1\" 200"), 12);
+    assert_eq!(count("\"GET /default HTTP/1.1\" 200"), 12);
+    assert_eq!(count("\"GET /two HTTP/2.0\" 200"), 12);
+}
+
+#[test]
+fn a_request_in_a_protocol_the_target_does_not_speak_is_refused_before_the_run() {
+    let (_d, c) = common::certs();
+    let logs = tempfile::tempdir().unwrap();
+    let log = logs.path().join("access.log");
+    // TCP only: no HTTP/3 (nothing answers on UDP).
+    let nginx = nginx_h1_and_h2(&c, &log);
+    let yaml = format!(
+        "target: {}\ntls: {{ cacert: '{}' }}\ndefaults: {{ timeout: 1s }}\nscenarios:\n  s:\n    executor: per-vu-iterations\n    vus: 1\n    iterations: 1\n    flow:\n      - request: {{ path: /a }}\n      - request:\n          path: /b\n          http: 3\n",
+        nginx.https("localhost", ""),
+        c.join("ca.pem").display()
+    );
+    let r = run_yaml(&yaml);
+    assert_eq!(r.code, 2, "a configuration error: {}{}", r.stdout, r.stderr);
+    assert!(r.result.is_none(), "nothing ran");
+    assert!(r.stderr.contains("scenario.yaml:13:11"), "names the line: {}", r.stderr);
+    assert!(r.stderr.contains("does not speak HTTP/3"), "{}", r.stderr);
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap_or_default(),
+        "",
+        "no request was sent"
+    );
+
+    // An HTTP/1.1-only server and a request's http: 2, written in a flow
+    // mapping: its line, and what the server spoke.
+    let p = |name: &str| c.join(name).display().to_string();
+    let h1 = Nginx::start_listen(
+        "ssl",
+        &format!(
+            "ssl_certificate {}; ssl_certificate_key {};",
+            p("server.pem"),
+            p("server.key")
+        ),
+        "location / { return 200; }",
+    );
+    let yaml = format!(
+        "target: {}\ntls: {{ cacert: '{}' }}\nscenarios:\n  s:\n    executor: per-vu-iterations\n    vus: 1\n    iterations: 1\n    flow:\n      - request: {{ path: /a }}\n      - request: {{ path: /b, http: 2 }}\n",
+        h1.https("localhost", ""),
+        p("ca.pem")
+    );
+    let r = run_yaml(&yaml);
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(r.result.is_none(), "nothing ran");
+    assert!(r.stderr.contains("scenario.yaml:10:"), "names the line: {}", r.stderr);
+    assert!(
+        r.stderr.contains("does not speak HTTP/2") && r.stderr.contains("ALPN"),
+        "{}",
+        r.stderr
+    );
+}
