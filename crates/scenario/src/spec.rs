@@ -17,6 +17,8 @@ mod raw;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_proto;
+#[cfg(test)]
 mod tests_ws;
 mod types;
 mod validate;

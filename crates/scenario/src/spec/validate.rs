@@ -858,10 +858,10 @@ impl Validator<'_> {
         let name = r.name.unwrap_or_else(|| format!("{method} {}", r.path));
         let (http, http_at) = match &r.http {
             Some(v) => {
-                let at = self.request_http_at(&here);
-                let at: Vec<&str> = at.iter().map(String::as_str).collect();
-                let version = self.http_version(&at, v)?;
-                let (line, column, _) = self.locate(&at);
+                let (line, column) = self.request_http_at(&here);
+                let version = self
+                    .http_version(&here, v)
+                    .map_err(|e| ScenarioError { line, column, ..e })?;
                 (Some(version), format!("{}:{line}:{column}", self.file))
             }
             None => (None, String::new()),
@@ -894,21 +894,23 @@ impl Validator<'_> {
         })
     }
 
-    /// Where a request's `http:` is (`here` is its path): on the path's own
-    /// line when the request is a flow mapping, else on a line after it.
-    fn request_http_at(&self, here: &[&str]) -> Vec<String> {
-        let mut at: Vec<String> = here.iter().map(|s| s.to_string()).collect();
-        let (line, _, found) = self.locate(here);
-        let same_line = found
-            && self
-                .text
-                .lines()
-                .nth(line.saturating_sub(1))
-                .is_some_and(|l| l.contains("http:"));
-        if !same_line && self.locate(&[here, &["http:"]].concat()).2 {
-            at.push("http:".to_string());
+    /// Line and column of a request's `http:` (`here` is its path): on the
+    /// path's own line when the request is a flow mapping, else on a line
+    /// after it (its path's when it cannot be found).
+    fn request_http_at(&self, here: &[&str]) -> (usize, usize) {
+        let (line, column, found) = self.locate(here);
+        let on_path_line = self
+            .text
+            .lines()
+            .nth(line.saturating_sub(1))
+            .and_then(|l| l.find("http:").map(|c| l[..c].chars().count() + 1));
+        match (found, on_path_line) {
+            (true, Some(c)) => (line, c),
+            _ => match self.locate(&[here, &["http:"]].concat()) {
+                (l, c, true) => (l, c),
+                _ => (line, column),
+            },
         }
-        at
     }
 
     /// A step's `capture:` and `check:` (request and grpc steps write them
