@@ -186,3 +186,52 @@ fn a_request_in_a_protocol_the_target_does_not_speak_is_refused_before_the_run()
         r.stderr
     );
 }
+
+#[test]
+fn http_3_requests_go_over_quic_to_the_same_port_beside_h1_and_h2() {
+    let (_d, c) = common::certs();
+    let logs = tempfile::tempdir().unwrap();
+    let log = logs.path().join("access.log");
+    // nginx on TCP port P (HTTP/1.1 and h2), the lab's HTTP/3 server on
+    // UDP port P: one origin speaking all three.
+    let nginx = nginx_h1_and_h2(&c, &log);
+    let p = |name: &str| c.join(name).display().to_string();
+    let cert = (p("server.pem"), std::fs::read(c.join("server.pem")).unwrap());
+    let key = (p("server.key"), std::fs::read(c.join("server.key")).unwrap());
+    let tls = throng_tls::server_config(&cert, &key, None).unwrap();
+    let addr = format!("127.0.0.1:{}", nginx.port).parse().unwrap();
+    let _h3 = throng_lab::H3Server::start(addr, &tls, None).unwrap();
+    let yaml = format!(
+        "target: {}\ntls: {{ cacert: '{}' }}\nscenarios:\n  s:\n    executor: per-vu-iterations\n    vus: 2\n    iterations: 3\n    flow:\n      - request: {{ name: one, path: /one }}\n      - request: {{ name: two, path: /two, http: 2 }}\n      - request: {{ name: three, path: /bytes/3, http: 3, check: {{ from the lab: {{ header: server, contains: throng-lab }} }} }}\n",
+        nginx.https("localhost", ""),
+        p("ca.pem")
+    );
+    let r = run_yaml(&yaml);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let res = r.result.as_ref().unwrap();
+    assert_books_balance(res);
+    let m = &res.measurements;
+    assert_eq!((m.requests.attempted, m.requests.ok), (18, 18), "{:?}", m.requests);
+    let st = m.scenario.as_ref().unwrap();
+    for step in ["one", "two", "three"] {
+        let t = &st.tags[&format!("step:{step}")];
+        assert_eq!((t.requests, t.failed), (6, 0), "step {step}");
+    }
+    // The lab answered the HTTP/3 requests (nginx would not say throng-lab).
+    assert_eq!(st.checks.len(), 1);
+    for (name, c) in &st.checks {
+        assert_eq!((c.passes, c.fails), (6, 0), "check '{name}'");
+    }
+    // Per VU: an HTTP/1.1, an h2 and an h3 connection, each multiplexed
+    // one carrying its 3 streams.
+    let x = m.multiplex.as_ref().unwrap();
+    assert_eq!(x.protocols.get("h2"), Some(&2), "{x:?}");
+    assert_eq!(x.protocols.get("h3"), Some(&2), "{x:?}");
+    assert_eq!(x.connections, 4, "{x:?}");
+    assert_eq!((x.min_requests_per_connection, x.max_requests_per_connection), (3, 3));
+    assert_eq!(m.connections.ok, 6, "{:?}", m.connections);
+    // nginx saw only the HTTP/1.1 and h2 requests.
+    let lines = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(lines.lines().count(), 12, "{lines}");
+    assert!(!lines.contains("/bytes/3"), "{lines}");
+}
