@@ -235,3 +235,37 @@ fn http_3_requests_go_over_quic_to_the_same_port_beside_h1_and_h2() {
     assert_eq!(lines.lines().count(), 12, "{lines}");
     assert!(!lines.contains("/bytes/3"), "{lines}");
 }
+
+#[test]
+fn an_http_2_target_sends_a_requests_http_1_1_on_its_own_connection() {
+    let (_d, c) = common::certs();
+    let logs = tempfile::tempdir().unwrap();
+    let log = logs.path().join("access.log");
+    let nginx = nginx_h1_and_h2(&c, &log);
+    // The 1.1 request comes between two h2 requests: each protocol keeps
+    // its own connection across the other's.
+    let yaml = format!(
+        "target: {{ url: '{}', http: 2 }}\ntls: {{ cacert: '{}' }}\nscenarios:\n  s:\n    executor: per-vu-iterations\n    vus: 2\n    iterations: 5\n    flow:\n      - request: {{ name: a, path: /a }}\n      - request: {{ name: old, path: /old, http: 1.1, check: {{ in 1.1: {{ body_contains: HTTP/1.1 }} }} }}\n      - request: {{ name: b, path: /b, check: {{ in 2: {{ body_contains: HTTP/2.0 }} }} }}\n",
+        nginx.https("localhost", ""),
+        c.join("ca.pem").display()
+    );
+    let r = run_yaml(&yaml);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let res = r.result.as_ref().unwrap();
+    assert_books_balance(res);
+    let m = &res.measurements;
+    assert_eq!((m.requests.attempted, m.requests.ok), (30, 30), "{:?}", m.requests);
+    let st = m.scenario.as_ref().unwrap();
+    for (name, c) in &st.checks {
+        assert_eq!((c.passes, c.fails), (10, 0), "check '{name}'");
+    }
+    // Per VU: one h2 connection carrying its 10 streams, one HTTP/1.1.
+    let x = m.multiplex.as_ref().unwrap();
+    assert_eq!((x.connections, x.protocols.get("h2")), (2, Some(&2)), "{x:?}");
+    assert_eq!((x.min_requests_per_connection, x.max_requests_per_connection), (10, 10));
+    assert_eq!(m.connections.ok, 4, "{:?}", m.connections);
+    let lines = std::fs::read_to_string(&log).unwrap();
+    let count = |needle: &str| lines.lines().filter(|l| l.contains(needle)).count();
+    assert_eq!(count("\"GET /old HTTP/1.1\" 200"), 10, "{lines}");
+    assert_eq!(count(" HTTP/2.0\" 200"), 20, "{lines}");
+}
