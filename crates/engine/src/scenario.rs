@@ -24,7 +24,9 @@
 //! holds its own multiplexed connection (crate::http2::Own,
 //! crate::http3::Own) and sends its steps as streams on it, one at a time
 //! (a VU's steps are sequential). Either reconnects when its connection
-//! is lost.
+//! is lost. A request's own `http:` replaces its target's for it: a VU then
+//! holds one connection per protocol it speaks (`conn`, and `mux` by
+//! [`mux_slot`]), each opened at first use.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -1064,10 +1066,11 @@ fn not_sent(ctx: &Ctx, op: &ReqOp, flight: InFlight<'_>, mut row: RowGuard<'_>, 
     unanswered(ctx, op, flight);
 }
 
-/// One request of an HTTP/2 or HTTP/3 scenario: on the VU's own
-/// connection (opened, or opened again when it was lost), as a stream;
-/// redirects to the same origin are followed on it (one elsewhere is the
-/// step's final response: the VU has one connection, to its target).
+/// One request in HTTP/2 or HTTP/3 (`http`: its own, else its target's):
+/// on the VU's own connection of that protocol (opened, or opened again
+/// when it was lost), as a stream; redirects to the same origin are
+/// followed on it (one elsewhere is the step's final response: the VU's
+/// connections all go to its target).
 #[allow(clippy::too_many_arguments)]
 async fn mux_request(
     ctx: &Ctx,
