@@ -282,8 +282,24 @@ async fn watch(guard: TaskGuard, shared: Rc<Shared>) {
         };
         sleep.as_mut().reset(next.into());
         tokio::select! {
+            // Deadlines before readiness: a flood of bytes from the
+            // servers cannot keep the holds from ending.
             biased;
             () = stop => {}
+            () = sleep.as_mut() => {
+                let now = Instant::now();
+                loop {
+                    let top = holder.deadlines.borrow().peek().map(|r| r.0);
+                    let Some((at, index, era)) = top else { break };
+                    if at > now {
+                        break;
+                    }
+                    holder.deadlines.borrow_mut().pop();
+                    if let Some(held) = holder.take(index, era) {
+                        close(ctx, &shared, held);
+                    }
+                }
+            }
             ready = holder.epoll.readable() => {
                 let Ok(mut ready) = ready else {
                     // The reactor is gone (the worker is ending).
@@ -307,20 +323,6 @@ async fn watch(guard: TaskGuard, shared: Rc<Shared>) {
                 // Many closes at once: let the reconnects and the
                 // dispatcher run between batches.
                 tokio::task::coop::consume_budget().await;
-            }
-            () = sleep.as_mut() => {
-                let now = Instant::now();
-                loop {
-                    let top = holder.deadlines.borrow().peek().map(|r| r.0);
-                    let Some((at, index, era)) = top else { break };
-                    if at > now {
-                        break;
-                    }
-                    holder.deadlines.borrow_mut().pop();
-                    if let Some(held) = holder.take(index, era) {
-                        close(ctx, &shared, held);
-                    }
-                }
             }
         }
     }
