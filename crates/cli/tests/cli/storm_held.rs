@@ -11,6 +11,7 @@ use crate::common;
 use std::process::{Child, Stdio};
 
 use common::{assert_books_balance, free_port, storm, throng, wait_listening};
+use throng_result::RunResult;
 
 /// `throng serve` on one thread (so "every second connection" is exact),
 /// stopped on drop.
@@ -18,17 +19,14 @@ struct Serve(Child);
 
 impl Serve {
     fn start(port: u16) -> Serve {
+        Serve::with(port, &["--fault", "close-every-other"])
+    }
+
+    fn with(port: u16, extra: &[&str]) -> Serve {
         let serve = Serve(
             throng()
-                .args([
-                    "serve",
-                    "--listen",
-                    &format!("127.0.0.1:{port}"),
-                    "--threads",
-                    "1",
-                    "--fault",
-                    "close-every-other",
-                ])
+                .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--threads", "1"])
+                .args(extra)
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
                 .spawn()
@@ -127,4 +125,52 @@ fn connections_the_server_closes_come_back_with_reconnect() {
     assert_eq!(m.phases["reconnect"].count(), m.reconnects.ok);
     // Every connection established, first or again, closed and timed once.
     assert_eq!(m.phases["connection"].count(), m.connections.ok + m.reconnects.ok);
+}
+
+#[test]
+fn a_stop_closes_every_held_connection_and_counts_it() {
+    let _alone = common::heavy();
+    let port = free_port();
+    // The lab holds every connection until the client closes it.
+    let _serve = Serve::with(port, &[]);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let child = throng()
+        .args([
+            "storm",
+            &format!("tcp://127.0.0.1:{port}"),
+            "-n",
+            "1000",
+            "--hold",
+            "100s",
+        ])
+        .args(["--procs", "1", "--timeout", "30s", "-q", "--json"])
+        .arg(&json)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Counted on the server's side.
+    common::wait_established(port, 1000);
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    // The stop closes the held connections at once; the test's own limit
+    // would catch a hang.
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
+    let r = RunResult::from_reader(std::fs::File::open(&json).unwrap()).unwrap();
+    assert!(r.interrupted);
+    assert_books_balance(&r);
+    let m = &r.measurements;
+    assert_eq!(m.connections.ok, 1000, "{:?}", m.connections);
+    assert_eq!(m.closed_by_peer, 0);
+    assert_eq!(
+        m.phases["connection"].count(),
+        1000,
+        "every held connection closed at the stop, and timed"
+    );
+    assert!(r.duration_s < 60.0, "the stop ended the 100 s hold");
 }
