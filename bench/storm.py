@@ -8,8 +8,11 @@ held connection at scale.
    time (seed 001 reports 1,300/s on 24 cores).
 2. Held connections: N plain TCP connections held at once against
    `throng serve --procs K`, spread over source addresses; the figure is the
-   generator's peak resident memory (summed over its processes) per
-   connection held at the peak. The same for TLS at a smaller N, and for
+   generator's memory per connection held at the peak: its proportional set
+   size (PSS, /proc/PID/smaps_rollup) summed over its processes, which
+   counts the program's pages shared by all of them once, sampled every
+   second; beside it the sum of each process's peak RSS (the storm's own
+   figure), which counts those shared pages once per process. The same for TLS at a smaller N, and for
    WebSocket (ws://, the lab's GET /ws echo: upgrade, one message echoed,
    then held).
 
@@ -23,6 +26,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 
 from benchlib import THRONG, build, free_port, run, wait_port
@@ -44,6 +48,67 @@ def stop(proc):
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+
+
+def tree(pid):
+    """pid and its descendants (/proc/PID/task/TID/children)."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        try:
+            for tid in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{tid}/children") as f:
+                    todo += [int(c) for c in f.read().split()]
+        except OSError:
+            pass
+    return out
+
+
+def memory(pid):
+    """(PSS, RSS) in bytes summed over pid and its descendants."""
+    pss = rss = 0
+    for p in tree(pid):
+        try:
+            with open(f"/proc/{p}/smaps_rollup") as f:
+                for line in f:
+                    if line.startswith("Pss:"):
+                        pss += int(line.split()[1]) * 1024
+                    elif line.startswith("Rss:"):
+                        rss += int(line.split()[1]) * 1024
+        except OSError:
+            pass  # ended meanwhile
+    return pss, rss
+
+
+class Sampler:
+    """Samples the memory of the newest process named `throng storm` under
+    this one every second: the largest PSS sum and RSS sum seen."""
+
+    def __init__(self):
+        self.peak_pss = self.peak_rss = 0
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self.loop, daemon=True)
+        self.thread.start()
+
+    def loop(self):
+        while not self.done.wait(1.0):
+            for pid in tree(os.getpid())[1:]:
+                try:
+                    with open(f"/proc/{pid}/cmdline", "rb") as f:
+                        argv = f.read().split(b"\0")
+                except OSError:
+                    continue
+                if len(argv) > 1 and argv[0].endswith(b"throng") and argv[1] == b"storm":
+                    pss, rss = memory(pid)
+                    self.peak_pss = max(self.peak_pss, pss)
+                    self.peak_rss = max(self.peak_rss, rss)
+                    break
+
+    def stop(self):
+        self.done.set()
+        self.thread.join()
+        return self.peak_pss, self.peak_rss
 
 
 def storm(args, timeout, cpu=None):
@@ -98,8 +163,9 @@ def main():
 
         # 2. Held connections.
         print("## connections held at once: generator memory per held connection\n")
-        print("| transport | connections | held at the peak | generator processes | peak RSS (sum) | per held connection |\n"
-              "|---|---:|---:|---:|---:|---:|")
+        print("| transport | connections | held at the peak | generator processes | peak PSS (sum, sampled) "
+              "| per held connection | peak RSS (sum of each process's) | per held connection |\n"
+              "|---|---:|---:|---:|---:|---:|---:|---:|")
         # The lab answers each WebSocket upgrade and echo on 2 cores: at
         # 20,000/s its accept queues overflow (SYN retries, connect
         # timeouts), so WebSockets arrive at 5,000/s and are held longer.
@@ -114,13 +180,16 @@ def main():
             proc, port = serve(server)
             host = "localhost" if scheme == "tls" else "127.0.0.1"
             path = "/ws" if scheme == "ws" else ""
+            sampler = Sampler()
             doc, _, _, _ = storm([f"{scheme}://{host}:{port}{path}", "-n", str(n), "--rate", str(rate),
                                   "--hold", hold, "--workers", "1", "--source", "127.0.0.2-127.0.0.60",
                                   "--timeout", "30s"] + extra, 900)
+            pss, _ = sampler.stop()
             m = doc["measurements"]
             peak = m["peak_concurrent_connections"]
             rss = doc["generator"]["peak_rss_bytes"]
-            print(f"| {scheme} | {n} | {peak} | {len(doc['parts'])} | {rss / 1e6:.1f} MB | "
+            print(f"| {scheme} | {n} | {peak} | {len(doc['parts'])} | {pss / 1e6:.1f} MB | "
+                  f"**{pss / max(peak, 1) / 1024:.2f} KB** | {rss / 1e6:.1f} MB | "
                   f"{rss / max(peak, 1) / 1024:.2f} KB |")
             stop(proc)
         print()

@@ -15,7 +15,11 @@
 # Results go to OUT (default ./million-results): storm.json and storm.txt
 # (throng's report), ss.csv (the server side's established connections as ss
 # counts them, over time), curve.csv (every 2 s: the kernel's TCP sockets,
-# generator RSS, server RSS, TCP buffer pages, slab growth) and summary.txt.
+# generator RSS, server RSS, TCP buffer pages, slab growth, generator PSS,
+# server PSS) and summary.txt. RSS summed over processes counts the pages
+# they share (the program's own, ~7 MB) once per process; PSS
+# (/proc/PID/smaps_rollup) splits each shared page among its sharers, so
+# its sum is what the processes take together: the generator's memory.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -146,21 +150,34 @@ rss() {
     done
     echo "$total"
 }
+# pss PID: proportional set size, KB, of PID and its children (shared
+# pages divided among the processes sharing them).
+pss() {
+    local total=0 p kb
+    for p in $1 $(ps -o pid= --ppid "$1" 2>/dev/null); do
+        kb=$(awk '/^Pss:/ {print $2}' "/proc/$p/smaps_rollup" 2>/dev/null || true)
+        total=$((total + ${kb:-0}))
+    done
+    echo "$total"
+}
 slab0=$(awk '/^Slab:/ {print $2}' /proc/meminfo)
 start=$(date +%s)
 # The memory curve, every 2 s, on its own loop: counting with ss takes
 # seconds at a million sockets and would leave gaps in it.
 sampler() {
-    local t gen srv inuse mem slab
-    echo "t_s,tcp_sockets,generator_rss_kb,server_rss_kb,tcp_mem_pages,slab_growth_kb" >"$out/curve.csv"
+    local t gen srv inuse mem slab gen_pss srv_pss
+    echo "t_s,tcp_sockets,generator_rss_kb,server_rss_kb,tcp_mem_pages,slab_growth_kb,generator_pss_kb,server_pss_kb" \
+        >"$out/curve.csv"
     while kill -0 "$storm_pid" 2>/dev/null; do
         gen=$(rss "$storm_pid")
         srv=$(rss "$serve_pid")
+        gen_pss=$(pss "$storm_pid")
+        srv_pss=$(pss "$serve_pid")
         read -r inuse mem < <(awk '/^TCP:/ {print $3, $11}' /proc/net/sockstat)
         slab=$(awk '/^Slab:/ {print $2}' /proc/meminfo)
         # After the reads: on a saturated machine they take seconds.
         t=$(($(date +%s) - start))
-        echo "$t,$inuse,$gen,$srv,$mem,$((slab - slab0))" >>"$out/curve.csv"
+        echo "$t,$inuse,$gen,$srv,$mem,$((slab - slab0)),$gen_pss,$srv_pss" >>"$out/curve.csv"
         sleep 2
     done
 }
@@ -186,9 +203,10 @@ wait "$storm_pid" || true
 pids=("$serve_pid")
 
 # The largest figures of the curve (the plateau).
-read -r gen srv mem slab < <(awk -F, 'NR > 1 {
-    if ($3 > g) g = $3; if ($4 > s) s = $4; if ($5 > m) m = $5; if ($6 > b) b = $6 }
-    END {print g + 0, s + 0, m + 0, b + 0}' "$out/curve.csv")
+read -r gen srv mem slab gen_pss srv_pss < <(awk -F, 'NR > 1 {
+    if ($3 > g) g = $3; if ($4 > s) s = $4; if ($5 > m) m = $5; if ($6 > b) b = $6
+    if ($7 > gp) gp = $7; if ($8 > sp) sp = $8 }
+    END {print g + 0, s + 0, m + 0, b + 0, gp + 0, sp + 0}' "$out/curve.csv")
 {
     echo "connections asked:             $n"
     echo "established at the peak (ss):  $peak  (server side, 127.0.0.1:$port)"
@@ -212,6 +230,9 @@ EOF
     echo "largest sampled: generator RSS $((gen / 1024)) MB, server RSS $((srv / 1024)) MB" \
         "($((srv * 1024 / (peak > 0 ? peak : 1))) B per connection), TCP buffers $((mem * 4)) KB," \
         "slab +$((slab / 1024)) MB ($((slab * 1024 / (peak > 0 ? 2 * peak : 1))) B per socket)"
+    echo "largest sampled PSS (shared pages counted once): generator $((gen_pss / 1024)) MB" \
+        "($((gen_pss * 1024 / (peak > 0 ? peak : 1))) B per connection)," \
+        "server $((srv_pss / 1024)) MB ($((srv_pss * 1024 / (peak > 0 ? peak : 1))) B per connection)"
 } | tee "$out/summary.txt"
 if ((peak < n)); then
     echo "million: the server held $peak of $n at once (see $out/storm.txt)" >&2

@@ -616,6 +616,8 @@ impl Finished {
             }),
             // The cli samples the kernel around a storm (it may span processes).
             kernel: None,
+            // Likewise the storm's processes' PSS.
+            peak_pss_bytes: None,
         };
         RunResult {
             schema: SCHEMA.to_string(),

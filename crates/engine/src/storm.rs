@@ -23,6 +23,8 @@ use crate::load::StormLoad;
 use crate::pacer::Pacer;
 use crate::rows::Row;
 
+mod holder;
+
 /// Concurrency bookkeeping of one worker's storm.
 #[derive(Default)]
 struct Slots {
@@ -37,6 +39,9 @@ struct Shared {
     reconnect: Option<Reconnect>,
     nats_go: bool,
     rng: std::cell::RefCell<Rng>,
+    /// Held connections that need no task (see holder); None when the
+    /// system gave no epoll set for it.
+    holder: Option<holder::Holder>,
 }
 
 /// Starts this worker's storm.
@@ -55,6 +60,7 @@ async fn dispatcher(guard: TaskGuard, load: StormLoad) {
         reconnect: load.reconnect,
         nats_go: load.nats_go,
         rng: std::cell::RefCell::new(Rng::new(load.seed ^ load.worker.wrapping_mul(0x9E37_79B9))),
+        holder: holder::Holder::new(),
     });
     let mut pacer = Pacer::new(load.gap);
     let sources = std::sync::Arc::clone(&ctx.spec.source);
@@ -123,20 +129,55 @@ async fn connection(guard: TaskGuard, shared: Rc<Shared>, intended: Option<Insta
     ctx.rec
         .borrow_mut()
         .first_wave_resolved(first.as_ref().map(|(_, at)| *at));
-    if let Some((mut conn, ready)) = first {
-        if !shared.hold.is_zero() {
-            let deadline = ready + shared.hold;
-            conn = match hold_and_reconnect(ctx, &shared, conn, deadline, source, sleep.as_mut()).await {
-                Some(c) => c,
-                None => return release(&shared),
-            };
-        }
-        if ctx.spec.protocol.is_some() {
-            Box::pin(goodbye(ctx, &mut conn)).await;
-        }
-        conn.close(ctx);
+    if let Some((conn, ready)) = first {
+        let deadline = ready + shared.hold;
+        finish(ctx, &shared, conn, deadline, source, sleep.as_mut()).await;
+    } else {
+        release(&shared);
     }
-    release(&shared);
+}
+
+/// Holds an open connection until `deadline` (reconnecting as the policy
+/// says), then closes it and frees its slot — or hands it to the holder,
+/// which does that without this task.
+async fn finish(
+    ctx: &Rc<Ctx>,
+    shared: &Rc<Shared>,
+    mut conn: Link,
+    deadline: Instant,
+    source: Option<std::net::IpAddr>,
+    mut sleep: Pin<&mut Sleep>,
+) {
+    if !shared.hold.is_zero() {
+        conn = match hold_and_reconnect(ctx, shared, conn, deadline, source, sleep.as_mut()).await {
+            Kept::Close(c) => c,
+            Kept::Gone => return release(shared),
+            Kept::HandedOver => return,
+        };
+    }
+    if ctx.spec.protocol.is_some() {
+        Box::pin(goodbye(ctx, &mut conn)).await;
+    }
+    conn.close(ctx);
+    release(shared);
+}
+
+/// A connection the holder saw the server close, with a reconnect policy:
+/// reconnects as [`hold_and_reconnect`] would have, then holds until
+/// `deadline` again.
+async fn resume(
+    guard: TaskGuard,
+    shared: Rc<Shared>,
+    deadline: Instant,
+    source: Option<std::net::IpAddr>,
+    dropped: Instant,
+) {
+    let ctx = &guard.0;
+    let mut sleep = pin!(tokio::time::sleep(Duration::from_secs(3600)));
+    match Box::pin(reconnect(ctx, &shared, deadline, source, dropped, sleep.as_mut())).await {
+        Some(conn) => Box::pin(finish(ctx, &shared, conn, deadline, source, sleep.as_mut())).await,
+        None => release(&shared),
+    }
 }
 
 /// The protocol's goodbye before the socket closes: WebSocket's close
@@ -266,18 +307,28 @@ async fn establish(
     }
 }
 
+/// How a hold ended.
+enum Kept {
+    /// The hold is over: close this connection.
+    Close(Link),
+    /// No connection is left (the server closed it; no reconnect).
+    Gone,
+    /// The holder has it now (and closes it, and frees its slot).
+    HandedOver,
+}
+
 /// Holds `conn` until `deadline` or a stop. When the server closes it:
 /// with a reconnect policy, reconnects (as the NATS clients do) and keeps
-/// holding; without one, the connection is over. Returns the connection to
-/// close, or None when none is left.
+/// holding; without one, the connection is over. A connection that only
+/// waits goes to the holder.
 async fn hold_and_reconnect(
-    ctx: &Ctx,
-    shared: &Shared,
+    ctx: &Rc<Ctx>,
+    shared: &Rc<Shared>,
     mut conn: Link,
     deadline: Instant,
     source: Option<std::net::IpAddr>,
     mut sleep: Pin<&mut Sleep>,
-) -> Option<Link> {
+) -> Kept {
     loop {
         let peer_closed;
         (conn, peer_closed) = match conn {
@@ -285,8 +336,13 @@ async fn hold_and_reconnect(
                 let answers = ctx.spec.protocol.as_deref().is_some_and(|p| p.answers_while_holding());
                 if !answers {
                     // Nothing more is sent or expected on a held connection:
-                    // keep the socket, not the TLS session (see shed_tls).
+                    // keep the socket, not the TLS session (see shed_tls),
+                    // and not this task either (see holder).
                     c.stream = c.stream.shed_tls();
+                    c = match holder::Holder::hold(ctx, shared, c, deadline, source) {
+                        Ok(()) => return Kept::HandedOver,
+                        Err(c) => c,
+                    };
                 }
                 let closed = hold_open(ctx, &mut c, deadline, answers, sleep.as_mut()).await;
                 (Link::Bytes(c), closed)
@@ -303,52 +359,68 @@ async fn hold_and_reconnect(
             }
         };
         if !peer_closed {
-            return Some(conn);
+            return Kept::Close(conn);
         }
         let dropped = Instant::now();
         ctx.rec.borrow_mut().closed_by_peer(dropped);
         conn.close(ctx);
-        let policy = shared.reconnect?;
-        let mut attempts = 0;
-        // nats.go aborts reconnecting at the second authorization error
-        // in a row from the same server (its processAuthError).
-        let mut auth_failed_before = false;
-        conn = loop {
-            let wait = policy.wait + policy.jitter.mul_f64(shared.rng.borrow_mut().next_f64());
-            let at = Instant::now() + wait;
-            if ctx.stopping.get() || at >= deadline {
+        conn = match Box::pin(reconnect(ctx, shared, deadline, source, dropped, sleep.as_mut())).await {
+            Some(c) => c,
+            None => return Kept::Gone,
+        };
+    }
+}
+
+/// Reconnects a connection the server closed at `dropped`, as the policy
+/// says (none: nothing left), until `deadline` or a stop.
+async fn reconnect(
+    ctx: &Ctx,
+    shared: &Shared,
+    deadline: Instant,
+    source: Option<std::net::IpAddr>,
+    dropped: Instant,
+    mut sleep: Pin<&mut Sleep>,
+) -> Option<Link> {
+    let policy = shared.reconnect?;
+    let mut attempts = 0;
+    // nats.go aborts reconnecting at the second authorization error
+    // in a row from the same server (its processAuthError).
+    let mut auth_failed_before = false;
+    loop {
+        let wait = policy.wait + policy.jitter.mul_f64(shared.rng.borrow_mut().next_f64());
+        let at = Instant::now() + wait;
+        if ctx.stopping.get() || at >= deadline {
+            ctx.rec.borrow_mut().gave_up("hold_ended");
+            return None;
+        }
+        sleep.as_mut().reset(at.into());
+        tokio::select! {
+            () = sleep.as_mut() => {}
+            () = ctx.stop_notify.notified() => {
                 ctx.rec.borrow_mut().gave_up("hold_ended");
                 return None;
             }
-            sleep.as_mut().reset(at.into());
-            tokio::select! {
-                () = sleep.as_mut() => {}
-                () = ctx.stop_notify.notified() => {
-                    ctx.rec.borrow_mut().gave_up("hold_ended");
+        }
+        attempts += 1;
+        match Box::pin(establish(ctx, source, Instant::now(), true, sleep.as_mut(), None)).await {
+            Ok((c, ready)) => {
+                ctx.rec.borrow_mut().reconnected(ready, ready - dropped);
+                return Some(c);
+            }
+            Err(Some(ErrorClass::AuthFailed)) if shared.nats_go => {
+                if auth_failed_before {
+                    ctx.rec.borrow_mut().gave_up("auth_failed_twice");
                     return None;
                 }
+                auth_failed_before = true;
             }
-            attempts += 1;
-            match Box::pin(establish(ctx, source, Instant::now(), true, sleep.as_mut(), None)).await {
-                Ok((c, ready)) => {
-                    ctx.rec.borrow_mut().reconnected(ready, ready - dropped);
-                    break c;
-                }
-                Err(Some(ErrorClass::AuthFailed)) if shared.nats_go => {
-                    if auth_failed_before {
-                        ctx.rec.borrow_mut().gave_up("auth_failed_twice");
-                        return None;
-                    }
-                    auth_failed_before = true;
-                }
-                Err(_) => {}
-            }
-            if attempts >= policy.max {
-                let why = last_failure(ctx);
-                ctx.rec.borrow_mut().gave_up(&why);
-                return None;
-            }
-        };
+            Err(_) => {}
+        }
+        if attempts >= policy.max {
+            let why = last_failure(ctx);
+            ctx.rec.borrow_mut().gave_up(&why);
+            return None;
+        }
     }
 }
 

@@ -234,6 +234,78 @@ impl KernelWatch {
     }
 }
 
+/// How often [`MemoryWatch`] samples: each sample walks the page tables
+/// of every process of the storm (`smaps_rollup`), ~0.1 ms per 40 MB.
+const MEMORY_SAMPLE_EVERY: Duration = Duration::from_millis(500);
+
+/// The proportional set size of this process and its children, summed,
+/// in bytes: each page shared by several of them (the program's own, its
+/// libraries) is divided among them, so the sum counts it once, where a
+/// sum of RSS counts it once per process. None where /proc cannot tell.
+pub fn tree_pss() -> Option<u64> {
+    let mut total = pss_of("self")?;
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return Some(total);
+    };
+    for task in tasks.flatten() {
+        let Ok(children) = std::fs::read_to_string(task.path().join("children")) else {
+            continue;
+        };
+        for pid in children.split_whitespace() {
+            // A child that just ended has no smaps_rollup any more.
+            total = total.saturating_add(pss_of(pid).unwrap_or(0));
+        }
+    }
+    Some(total)
+}
+
+/// `Pss:` of /proc/PID/smaps_rollup, in bytes.
+fn pss_of(pid: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).ok()?;
+    parse_pss(&text)
+}
+
+fn parse_pss(text: &str) -> Option<u64> {
+    let line = text.lines().find(|l| l.starts_with("Pss:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kb.checked_mul(1024)
+}
+
+/// Samples [`tree_pss`] on its own thread while a storm runs, keeping the
+/// largest sum seen.
+#[derive(Debug)]
+pub struct MemoryWatch {
+    stop: std::sync::mpsc::Sender<()>,
+    thread: std::thread::JoinHandle<u64>,
+}
+
+impl MemoryWatch {
+    /// Takes the first sample now; None where /proc cannot tell.
+    pub fn start() -> Option<MemoryWatch> {
+        let first = tree_pss()?;
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("throng-memory".into())
+            .spawn(move || {
+                let mut peak = first;
+                // Ends when told to or when the watch is dropped.
+                while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(MEMORY_SAMPLE_EVERY) {
+                    peak = peak.max(tree_pss().unwrap_or(0));
+                }
+                peak
+            })
+            .ok()?;
+        Some(MemoryWatch { stop, thread })
+    }
+
+    /// Stops sampling; the largest sum seen.
+    pub fn finish(self) -> Option<u64> {
+        let last = tree_pss().unwrap_or(0);
+        let _ = self.stop.send(());
+        self.thread.join().ok().map(|peak| peak.max(last))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -258,6 +330,21 @@ mod tests {
         let env = environment();
         assert!(env.cores >= 1);
         assert!(env.os.starts_with("Linux"));
+    }
+
+    #[test]
+    fn pss_is_read_and_watched() {
+        let text = "55d0-7ffe ---p 00000000 00:00 0 [rollup]\nRss: 9000 kB\nPss: 4321 kB\nPss_Dirty: 10 kB\n";
+        assert_eq!(parse_pss(text), Some(4321 * 1024));
+        assert_eq!(parse_pss("Rss: 1 kB\n"), None);
+        assert_eq!(parse_pss("Pss: lots kB\n"), None);
+        let own = tree_pss().expect("Linux has smaps_rollup");
+        assert!(
+            own > 0 && own <= current_rss().max(peak_rss().unwrap_or(0)) * 2,
+            "{own}"
+        );
+        let w = MemoryWatch::start().unwrap();
+        assert!(w.finish().unwrap() > 0);
     }
 
     #[test]

@@ -35,6 +35,8 @@ pub const MANY_HEADERS: usize = 100_000;
 pub const HUGE_BODY: u64 = 1 << 30;
 /// Pause between two bytes of [`Fault::Trickle`].
 pub const TRICKLE_EVERY: Duration = Duration::from_millis(100);
+/// How long [`Fault::CloseEveryOther`] holds the connections it closes.
+pub const CLOSE_AFTER: Duration = Duration::from_secs(1);
 /// Pause between two batches of an endless fault, so that one of them does
 /// not take a whole core of a shared machine.
 const ENDLESS_PAUSE: Duration = Duration::from_millis(1);
@@ -84,6 +86,11 @@ pub enum Fault {
     Status101,
     /// Accepts the connection and closes it at once, before reading.
     ListenerCloses,
+    /// Reads and drops whatever comes, never answers; closes every second
+    /// connection a server thread accepts (FIN) after [`CLOSE_AFTER`] and
+    /// holds the others until the client closes them: held connections
+    /// the server closes, in a number known in advance.
+    CloseEveryOther,
     /// Reads the ClientHello, answers with a fatal `handshake_failure` alert.
     TlsAlert,
     /// Reads the ClientHello, answers with bytes that are not TLS.
@@ -133,7 +140,7 @@ pub enum FaultKind {
 
 impl Fault {
     /// Every fault, in the order of the documentation.
-    pub const ALL: [Fault; 32] = [
+    pub const ALL: [Fault; 33] = [
         Fault::NeverAnswer,
         Fault::StallBody,
         Fault::Trickle,
@@ -154,6 +161,7 @@ impl Fault {
         Fault::Status100Then200,
         Fault::Status101,
         Fault::ListenerCloses,
+        Fault::CloseEveryOther,
         Fault::TlsAlert,
         Fault::TlsGarbage,
         Fault::TlsStall,
@@ -191,6 +199,7 @@ impl Fault {
             Fault::Status100Then200 => "status-100-then-200",
             Fault::Status101 => "status-101",
             Fault::ListenerCloses => "listener-closes",
+            Fault::CloseEveryOther => "close-every-other",
             Fault::TlsAlert => "tls-alert",
             Fault::TlsGarbage => "tls-garbage",
             Fault::TlsStall => "tls-stall",
@@ -256,6 +265,7 @@ pub(crate) async fn connection(stream: TcpStream, fault: Fault, tls: Option<&tok
                 drop(stream);
                 Ok(())
             }
+            FaultKind::Http if fault == Fault::CloseEveryOther => close_every_other(stream).await,
             FaultKind::Http => match tls {
                 None => http_fault(stream, fault).await,
                 Some(acceptor) => http_fault(acceptor.accept(stream).await?, fault).await,
@@ -264,6 +274,21 @@ pub(crate) async fn connection(stream: TcpStream, fault: Fault, tls: Option<&tok
     };
     // Whatever the client does, the connection ends within the limit.
     let _ = tokio::time::timeout(HOLD_LIMIT, work).await;
+}
+
+/// [`Fault::CloseEveryOther`], on raw TCP (before any TLS).
+async fn close_every_other(mut stream: TcpStream) -> io::Result<()> {
+    thread_local! {
+        static ACCEPTED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    }
+    let n = ACCEPTED.with(|a| a.replace(a.get() + 1));
+    if n % 2 == 1 {
+        // Whatever the client sent is read first, so that the close is a
+        // FIN, not a RST.
+        let _ = tokio::time::timeout(CLOSE_AFTER, drain(&mut stream)).await;
+        return Ok(());
+    }
+    drain(&mut stream).await
 }
 
 async fn http_fault<S: LabStream>(mut s: S, fault: Fault) -> io::Result<()> {

@@ -253,6 +253,16 @@ pub(crate) fn write_storm(r: &RunResult, p: &StormPlan, w: &mut dyn Write) -> io
             "",
             bytes(r.generator.peak_rss_bytes as f64 / m.peak_concurrent_connections as f64)
         )?;
+        // RSS summed over processes counts their shared pages once each.
+        if let Some(pss) = r.generator.peak_pss_bytes {
+            writeln!(
+                w,
+                "  {:<16}PSS {} at most (summed over the processes, shared pages once): {} per connection",
+                "",
+                bytes(pss as f64),
+                bytes(pss as f64 / m.peak_concurrent_connections as f64)
+            )?;
+        }
     }
     write_kernel(r, w)
 }

@@ -272,6 +272,13 @@ pub struct Generator {
     /// it ran; absent for other runs and in results written before.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kernel: Option<KernelSockets>,
+    /// A storm's largest proportional set size (PSS) summed over its
+    /// processes, sampled while it ran, bytes: pages the processes share
+    /// (the program's own) counted once, where `peak_rss_bytes`, a sum of
+    /// each process's peak RSS, counts them once per process. Absent for
+    /// other runs and in results written before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_pss_bytes: Option<u64>,
 }
 
 /// What the kernel held for a storm's sockets: figures of the whole
@@ -607,6 +614,15 @@ impl RunResult {
             parts.extend(r.parts.iter().cloned());
             notes.extend(r.notes.iter().cloned());
         }
+        // Known for the whole only when known for every part.
+        if let Some(all) = results
+            .iter()
+            .map(|r| r.generator.peak_pss_bytes)
+            .collect::<Option<Vec<u64>>>()
+        {
+            let sum = all.iter().try_fold(0u64, |a, &b| a.checked_add(b));
+            generator.peak_pss_bytes = Some(sum.ok_or_else(|| overflow("peak_pss_bytes"))?);
+        }
         notes.push(format!(
             "merged from {} results ({} runs); generator figures are sums over them",
             results.len(),
@@ -667,6 +683,7 @@ impl RunResult {
         let mut merged = RunResult::merge(runs)?;
         merged.duration_s = runs.iter().map(|r| r.duration_s).sum();
         merged.generator.peak_rss_bytes = runs.iter().map(|r| r.generator.peak_rss_bytes).max().unwrap_or(0);
+        merged.generator.peak_pss_bytes = runs.iter().map(|r| r.generator.peak_pss_bytes).max().flatten();
         merged.generator.threads = runs.iter().map(|r| r.generator.threads).max().unwrap_or(0);
         merged
             .notes

@@ -114,6 +114,7 @@ pub fn run(c: StormCmd) -> anyhow::Result<ExitCode> {
     let runs = super::repeated(c.repeat, c.output.quiet, |control| {
         // Machine-wide, so one watch covers every worker process.
         let kernel = throng_engine::sys::KernelWatch::start();
+        let memory = throng_engine::sys::MemoryWatch::start();
         let mut result = if procs <= 1 {
             super::segment::wait_for_start(seg.start_at_unix_ms, control, c.output.quiet)?;
             let part = StormPart {
@@ -134,6 +135,7 @@ pub fn run(c: StormCmd) -> anyhow::Result<ExitCode> {
             run_children(&c, &plan, procs, seg.start_at_unix_ms, rows.as_ref(), control)?
         };
         result.generator.kernel = kernel.and_then(throng_engine::sys::KernelWatch::finish);
+        result.generator.peak_pss_bytes = memory.and_then(throng_engine::sys::MemoryWatch::finish);
         watch.finished(&result.measurements);
         if plan.source.is_empty() && result.measurements.peak_concurrent_connections > CROWDED_PORTS {
             result.notes.push(format!(

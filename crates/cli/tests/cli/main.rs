@@ -79,6 +79,7 @@ mod segments;
 mod send_secret;
 mod shell;
 mod storm;
+mod storm_held;
 mod storm_http2;
 mod sweep;
 mod targets;
