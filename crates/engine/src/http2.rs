@@ -1,17 +1,23 @@
-//! HTTP/2: requests as streams multiplexed on a worker's connections.
+//! HTTP/2: requests as streams multiplexed on a worker's connections,
+//! spoken by throng's own client (crate throng_http2, I/O-free).
 //!
 //! ```text
 //!  loops (closed, open): one task per stream slot (connections × streams)
 //!     │ Session::Http2(Slot)     the slot's last response (status, sizes)
 //!     │ http2::one_request       take a stream on a pooled connection
-//!     │                          (open one while the pool may grow), send,
-//!     │                          read, record_exchange
+//!     │                          (open one while the pool may grow), start
+//!     │                          it (header block encoded once per run),
+//!     │                          wait, record_exchange
 //!     ▼
-//!  Pool (one per worker, in Ctx) ── H2Conn { SendRequest, streams in flight,
-//!                                    requests carried, the server's cap }
-//!                                      └─ its h2 Connection, driven by a
-//!                                         task of its own on the worker's
-//!                                         runtime
+//!  Pool (one per worker, in Ctx) ── H2Conn { streams in flight, requests
+//!                                    carried, the server's cap }
+//!                                      └─ Shared { throng_http2::Conn,
+//!                                         entries: stream id → the slot
+//!                                         lent for the exchange, waker }
+//!                                           ▲ events        │ frames
+//!  Driver (a task per connection, owns the socket): write pending output
+//!  (every stream started since its last turn in one write), read into the
+//!  thread's read buffer, Conn::receive, fill the entries, wake the streams
 //! ```
 //!
 //! HTTP/1.1's `Session` holds one connection and speaks one request at a
@@ -22,6 +28,11 @@
 //! `-c`. A connection the server ends (GOAWAY, reset, EOF) takes no new
 //! streams and is closed when its last stream ends; the next request opens
 //! a new one. gRPC builds on the same pool (`Spec` names the request).
+//!
+//! Memory: a connection with no stream open keeps no buffers (its pending
+//! output, partial frame and header scratch space are released), reads go
+//! through one buffer per worker thread, and the request's header block is
+//! shared: what an idle connection costs is its state and HPACK table.
 
 use std::cell::{Cell, RefCell};
 use std::pin::Pin;
@@ -264,17 +275,33 @@ impl Slot {
                 .map(str::to_string);
         }
         if self.keep.headers {
-            // Kept up to HTTP/1.1's head limit: a server's huge header
-            // block costs each VU no more than an HTTP/1.1 head.
-            let mut kept = 0;
-            for (n, v) in regular() {
-                kept += n.len() + v.len() + 4;
-                if kept > KEPT_HEADERS {
-                    break;
-                }
-                let name = String::from_utf8_lossy(n).to_ascii_lowercase();
-                self.headers.push((name, String::from_utf8_lossy(v).into_owned()));
+            self.keep_fields(regular());
+        }
+    }
+
+    /// The response's trailer fields: counted, and kept after its headers
+    /// when headers are asked for (a gRPC call's status and message).
+    pub(crate) fn trailer_fields<'a, I>(&mut self, fields: impl Fn() -> I)
+    where
+        I: Iterator<Item = (&'a [u8], &'a [u8])>,
+    {
+        self.header_bytes += field_bytes(fields());
+        if self.keep.headers {
+            self.keep_fields(fields().filter(|(n, _)| !n.starts_with(b":")));
+        }
+    }
+
+    /// Keeps fields up to HTTP/1.1's head limit: a server's huge header
+    /// block costs each VU no more than an HTTP/1.1 head.
+    fn keep_fields<'a>(&mut self, fields: impl Iterator<Item = (&'a [u8], &'a [u8])>) {
+        let mut kept: usize = self.headers.iter().map(|(n, v)| n.len() + v.len() + 4).sum();
+        for (n, v) in fields {
+            kept += n.len() + v.len() + 4;
+            if kept > KEPT_HEADERS {
+                break;
             }
+            let name = String::from_utf8_lossy(n).to_ascii_lowercase();
+            self.headers.push((name, String::from_utf8_lossy(v).into_owned()));
         }
     }
 
@@ -648,23 +675,14 @@ fn grpc_outcome(outcome: &mut Result<Timing, Failed>, session: &Session, deadlin
 
 const GRPC_DEADLINE_EXCEEDED: u16 = 4;
 
-/// The gRPC status of a response: `grpc-status` from its trailers, or its
-/// headers (a trailers-only response); without one, the HTTP status mapped
-/// as gRPC's "HTTP to gRPC status code mapping" says.
-pub(crate) fn grpc_status(http_status: u16, headers: &http::HeaderMap, trailers: Option<&http::HeaderMap>) -> u16 {
-    let found = trailers
-        .and_then(|t| t.get("grpc-status"))
-        .or_else(|| headers.get("grpc-status"))
-        .and_then(|v| grpc_code(Some(v.as_bytes())));
-    grpc_code_or_http(http_status, found)
-}
-
 /// A `grpc-status` value as a number.
 fn grpc_code(value: Option<&[u8]>) -> Option<u16> {
     std::str::from_utf8(value?).ok()?.parse().ok()
 }
 
-/// The gRPC status `found`, or without one the HTTP status mapped.
+/// The gRPC status of a response: `found` (`grpc-status` of its
+/// trailers, or of its headers in a trailers-only response); without one,
+/// the HTTP status mapped as gRPC's "HTTP to gRPC status code mapping" says.
 fn grpc_code_or_http(http_status: u16, found: Option<u16>) -> u16 {
     match (found, http_status) {
         (Some(code), _) => code,
@@ -856,7 +874,7 @@ impl Shared {
             }
             Event::Trailers { stream, headers } => {
                 if let Some(s) = entry(&mut streams, stream) {
-                    s.slot.header_bytes += field_bytes(headers.iter());
+                    s.slot.trailer_fields(|| headers.iter());
                     if s.grpc {
                         s.grpc_trailers = grpc_code(headers.get(b"grpc-status"));
                     }
@@ -1241,30 +1259,7 @@ async fn speak(
     let _ = tcp.set_nodelay(true);
     let start = Instant::now();
     sleep.as_mut().reset((start + ctx.spec.timeout).into());
-    let shared = Rc::new(Shared::new(streams));
-    let driver = tokio::task::spawn_local(Driver {
-        shared: Rc::clone(&shared),
-        io: stream,
-    });
-    let spoken = std::future::poll_fn(|cx| {
-        if let Some(class) = shared.ended.get() {
-            return Poll::Ready(Err(class));
-        }
-        if shared.settings.get() && shared.acked.get() {
-            return Poll::Ready(Ok(()));
-        }
-        register(&shared.waiter, cx);
-        Poll::Pending
-    });
-    let spoken = tokio::select! {
-        biased;
-        r = spoken => r,
-        () = sleep.as_mut() => Err(ErrorClass::TimeoutHandshake),
-    };
-    if let Err(class) = spoken {
-        driver.abort();
-        return Err(class);
-    }
+    let (shared, driver) = handshake(streams, stream, sleep).await?;
     let now = Instant::now();
     let server = shared.server_max.get();
     let server_max = (server != u32::MAX).then_some(u64::from(server));
@@ -1287,6 +1282,71 @@ async fn speak(
         driver,
     })
 }
+/// Starts the driver of a connection on `stream` that opens at most
+/// `streams` at once and waits, within the deadline `sleep` was armed
+/// with, for the server's SETTINGS and its acknowledgement of ours.
+async fn handshake(
+    streams: u32,
+    stream: Transport,
+    sleep: Pin<&mut Sleep>,
+) -> Result<(Rc<Shared>, tokio::task::JoinHandle<()>), ErrorClass> {
+    let shared = Rc::new(Shared::new(streams));
+    let driver = tokio::task::spawn_local(Driver {
+        shared: Rc::clone(&shared),
+        io: stream,
+    });
+    let spoken = std::future::poll_fn(|cx| {
+        if let Some(class) = shared.ended.get() {
+            return Poll::Ready(Err(class));
+        }
+        if shared.settings.get() && shared.acked.get() {
+            return Poll::Ready(Ok(()));
+        }
+        register(&shared.waiter, cx);
+        Poll::Pending
+    });
+    let spoken = tokio::select! {
+        biased;
+        r = spoken => r,
+        () = sleep => Err(ErrorClass::TimeoutHandshake),
+    };
+    match spoken {
+        Ok(()) => Ok((shared, driver)),
+        Err(class) => {
+            driver.abort();
+            Err(class)
+        }
+    }
+}
+
+/// One request outside the workers (crate::grpc_call) on a connection of
+/// its own over `stream`: the preface, `request` with `body`, the response
+/// into `slot` (`grpc`: its status is the call's `grpc-status`), all
+/// within the deadline `sleep` was armed with; then the connection closes.
+pub(crate) async fn call_once(
+    stream: Transport,
+    request: &http::Request<()>,
+    body: &Bytes,
+    grpc: bool,
+    slot: &mut Slot,
+    mut sleep: Pin<&mut Sleep>,
+) -> Result<(), ErrorClass> {
+    let (shared, driver) = handshake(1, stream, sleep.as_mut()).await?;
+    let c = H2Conn {
+        shared,
+        opened: Instant::now(),
+        id: 0,
+        limit: 1,
+        in_flight: Cell::new(0),
+        carried: Cell::new(0),
+        driver,
+    };
+    let block = encode_head(request.method(), request.uri(), request.headers());
+    let outcome = send_on(&c, &block, body, grpc, false, slot, sleep).await;
+    c.driver.abort();
+    outcome.map(|_| ()).map_err(|f| f.class)
+}
+
 /// A storm's HTTP/2 connection: preface spoken, its request (if any)
 /// answered, held until the storm closes it.
 pub(crate) struct Held(H2Conn);
@@ -1537,24 +1597,6 @@ fn stream_level(class: ErrorClass) -> bool {
     }
 }
 
-/// The taxonomy class of a failure of the `h2` crate (the reflection
-/// call of crate::grpc_call still runs on it).
-pub(crate) fn class_of(e: &h2::Error) -> ErrorClass {
-    use h2::Reason;
-    if let Some(io) = e.get_io() {
-        return classify(io, Stage::Exchange);
-    }
-    if e.is_go_away() {
-        return ErrorClass::H2("goaway");
-    }
-    match e.reason() {
-        Some(Reason::REFUSED_STREAM) => ErrorClass::H2("refused_stream"),
-        Some(Reason::FLOW_CONTROL_ERROR) => ErrorClass::H2("flow_control"),
-        Some(r) if e.is_reset() && e.is_remote() => ErrorClass::H2(rst_name(ErrorCode(u32::from(r)))),
-        _ => ErrorClass::H2("protocol"),
-    }
-}
-
 /// `rst_stream.CODE` by the RST_STREAM error code's name (RFC 9113 7).
 fn rst_name(code: ErrorCode) -> &'static str {
     match code {
@@ -1672,17 +1714,16 @@ mod tests {
     }
 
     #[test]
-    fn grpc_status_from_trailers_headers_or_the_http_status() {
-        let mut trailers = http::HeaderMap::new();
-        trailers.insert("grpc-status", http::HeaderValue::from_static("14"));
-        let empty = http::HeaderMap::new();
-        assert_eq!(grpc_status(200, &empty, Some(&trailers)), 14);
-        // A trailers-only response carries it in its headers.
-        assert_eq!(grpc_status(200, &trailers, None), 14);
-        assert_eq!(grpc_status(200, &empty, None), 13);
-        assert_eq!(grpc_status(404, &empty, None), 12);
-        assert_eq!(grpc_status(503, &empty, None), 14);
-        assert_eq!(grpc_status(418, &empty, None), 2);
+    fn grpc_status_from_the_call_or_the_http_status() {
+        assert_eq!(grpc_code(Some(b"14")), Some(14));
+        assert_eq!(grpc_code(Some(b"x")), None);
+        assert_eq!(grpc_code(None), None);
+        assert_eq!(grpc_code_or_http(200, Some(14)), 14);
+        assert_eq!(grpc_code_or_http(503, Some(0)), 0);
+        assert_eq!(grpc_code_or_http(200, None), 13);
+        assert_eq!(grpc_code_or_http(404, None), 12);
+        assert_eq!(grpc_code_or_http(503, None), 14);
+        assert_eq!(grpc_code_or_http(418, None), 2);
     }
 
     #[test]
