@@ -1726,6 +1726,103 @@ mod tests {
         assert_eq!(grpc_code_or_http(418, None), 2);
     }
 
+    /// Handles one frame of the raw server below: SETTINGS acknowledged,
+    /// every request but stream 1's answered 200 "ok", resets noted.
+    fn serve_frame(f: throng_http2::frame::Frame<'_>, out: &mut Vec<u8>, resets: &mut Vec<(u32, u32)>) {
+        use throng_http2::frame::{self, Frame};
+        match f {
+            Frame::Settings { ack: false, .. } => frame::encode_settings_ack(out),
+            Frame::Headers { stream, .. } if stream != 1 => {
+                let mut block = Vec::new();
+                throng_http2::hpack::encode_field(&mut block, b":status", b"200");
+                frame::encode_headers(out, stream, &block, false, frame::DEFAULT_MAX_FRAME_SIZE);
+                frame::encode_data(out, stream, b"ok", true);
+            }
+            Frame::RstStream { stream, code } => resets.push((stream, code)),
+            _ => {}
+        }
+    }
+
+    /// An HTTP/2 server for one connection, frame by frame; returns the
+    /// RST_STREAM frames the client sent once it closes.
+    async fn raw_server(listener: tokio::net::TcpListener) -> Vec<(u32, u32)> {
+        use throng_http2::frame::{self, Parsed};
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let (mut s, _) = listener.accept().await.unwrap();
+        let mut preface = [0u8; 24];
+        s.read_exact(&mut preface).await.unwrap();
+        let mut out = Vec::new();
+        frame::encode_settings(&mut out, &[(frame::setting::MAX_CONCURRENT_STREAMS, 10)]);
+        s.write_all(&out).await.unwrap();
+        let (mut buf, mut resets, mut chunk) = (Vec::new(), Vec::new(), [0u8; 4096]);
+        loop {
+            let n = s.read(&mut chunk).await.unwrap_or(0);
+            if n == 0 {
+                return resets;
+            }
+            buf.extend_from_slice(&chunk[..n]);
+            out.clear();
+            while let Parsed::Frame(f, len) = frame::parse(&buf, frame::DEFAULT_MAX_FRAME_SIZE).unwrap() {
+                serve_frame(f, &mut out, &mut resets);
+                buf.drain(..len);
+            }
+            s.write_all(&out).await.unwrap();
+        }
+    }
+
+    #[test]
+    fn a_stream_past_its_deadline_is_cancelled_and_the_connection_goes_on() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        tokio::task::LocalSet::new().block_on(&rt, async {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap();
+            let server = tokio::task::spawn_local(raw_server(listener));
+            let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+            let mut sleep = std::pin::pin!(tokio::time::sleep(Duration::from_secs(10)));
+            let (shared, driver) = handshake(4, Transport::Plain(tcp), sleep.as_mut()).await.unwrap();
+            assert_eq!(shared.server_max.get(), 10);
+            let c = H2Conn {
+                shared,
+                opened: Instant::now(),
+                id: 0,
+                limit: 4,
+                in_flight: Cell::new(0),
+                carried: Cell::new(0),
+                driver,
+            };
+            let uri: http::Uri = "http://127.0.0.1/".parse().unwrap();
+            let block = encode_head(&http::Method::GET, &uri, &http::HeaderMap::new());
+            let mut slot = Slot::new(true);
+            // Stream 1 is never answered: its wait ends and it is cancelled.
+            sleep
+                .as_mut()
+                .reset((Instant::now() + Duration::from_millis(50)).into());
+            let r = send_on(&c, &block, &Bytes::new(), false, false, &mut slot, sleep.as_mut()).await;
+            assert_eq!(r.unwrap_err().class, ErrorClass::TimeoutResponse);
+            assert!(slot.head_request(), "the requester's slot came back");
+            // The connection goes on: streams 3, 5 and 7 are answered.
+            for _ in 0..3 {
+                sleep.as_mut().reset((Instant::now() + Duration::from_secs(10)).into());
+                let r = send_on(&c, &block, &Bytes::new(), false, false, &mut slot, sleep.as_mut()).await;
+                assert!(r.is_ok(), "{r:?}");
+                assert_eq!((slot.status, slot.body_bytes), (200, 2));
+            }
+            assert!(c.shared.streams.borrow().is_empty());
+            assert_eq!(c.shared.conn.borrow().open_streams(), 0);
+            assert!(!c.dead());
+            c.driver.abort();
+            drop(c);
+            let resets = tokio::time::timeout(Duration::from_secs(10), server)
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(resets, [(1, ErrorCode::CANCEL.0)]);
+        });
+    }
+
     #[test]
     fn messages_are_counted_across_any_chunking() {
         // Three messages: 3 bytes, empty, 300 bytes.
