@@ -44,7 +44,7 @@ use bytes::Bytes;
 use throng_http2::{ErrorCode, Event, StreamId};
 use throng_metrics::{ErrorClass, Phase, Reply};
 use throng_plan::StatusSet;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::io::{AsyncWrite, ReadBuf};
 use tokio::sync::Notify;
 use tokio::time::Sleep;
 
@@ -986,11 +986,14 @@ impl Driver {
             let read = READ.with(|buf| {
                 let mut buf = buf.borrow_mut();
                 let mut rb = ReadBuf::new(&mut buf[..]);
-                match Pin::new(io).poll_read(cx, &mut rb) {
+                // The stamped read (its stamp unused): a read shorter than
+                // the buffer tells the socket is drained, which saves the
+                // system call that would only hear EAGAIN.
+                match io.poll_read_stamped(cx, &mut rb, true) {
                     Poll::Pending => Ok(false),
                     Poll::Ready(Err(e)) => Err(classify(&e, Stage::Exchange)),
-                    Poll::Ready(Ok(())) if rb.filled().is_empty() => Err(ErrorClass::Eof),
-                    Poll::Ready(Ok(())) => shared.receive(rb.filled()).map(|()| true),
+                    Poll::Ready(Ok(_)) if rb.filled().is_empty() => Err(ErrorClass::Eof),
+                    Poll::Ready(Ok(_)) => shared.receive(rb.filled()).map(|()| true),
                 }
             });
             match read {
