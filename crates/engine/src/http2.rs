@@ -1313,6 +1313,8 @@ async fn handshake(
         r = spoken => r,
         () = sleep => Err(ErrorClass::TimeoutHandshake),
     };
+    // The waiter's task may end long before the connection.
+    shared.waiter.take();
     match spoken {
         Ok(()) => Ok((shared, driver)),
         Err(class) => {
@@ -1466,6 +1468,9 @@ pub(crate) async fn storm_establish(
             return Err(None);
         }
     }
+    // Held idle from now on: it keeps no buffers (its driver shrinks it
+    // only when it runs, and an idle connection's driver may never run).
+    conn.shared.conn.borrow_mut().shrink();
     Ok((Held(conn), ready))
 }
 
