@@ -1831,6 +1831,29 @@ mod tests {
         });
     }
 
+    /// The size of what `f` returns, without calling it.
+    fn size_of_return<A, R>(_: impl FnOnce(A) -> R) -> usize {
+        std::mem::size_of::<R>()
+    }
+
+    /// A run opens its connections all at once, each in an `open` future
+    /// of its own: at 10,000 h2c connections those were 36 MB (3.6 KB
+    /// each, mostly TLS and proxy state a plain connection never uses)
+    /// until conn::open_transport boxed those parts. Unoptimized, it
+    /// measured 3,696 bytes before, 1,136 after.
+    #[test]
+    fn opening_a_connection_stays_small() {
+        type Args<'a> = (&'a Ctx, &'a Spec, Pin<&'a mut Sleep>, Option<&'a mut Row<'a>>);
+        let size = size_of_return(|a: Args| open(a.0, a.1, a.2, a.3));
+        assert!(size <= 1_600, "opening an HTTP/2 connection is a {size}-byte future");
+        let size = size_of_return(
+            |(c, slot, sleep, body): (&H2Conn, &mut Slot, Pin<&mut Sleep>, &Bytes)| {
+                send_on(c, &[], body, false, false, slot, sleep)
+            },
+        );
+        assert!(size <= 400, "a stream's exchange is a {size}-byte future");
+    }
+
     #[test]
     fn messages_are_counted_across_any_chunking() {
         // Three messages: 3 bytes, empty, 300 bytes.
