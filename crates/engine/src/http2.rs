@@ -1056,7 +1056,13 @@ fn send_class(c: &H2Conn, e: &throng_http2::SendError) -> ErrorClass {
     use throng_http2::SendError as E;
     match e {
         E::GoingAway | E::StreamIdsExhausted => ErrorClass::H2("goaway"),
-        E::StreamLimit(_) => ErrorClass::H2("refused_stream"),
+        E::StreamLimit(_) => {
+            // The server allows no more streams than are open (a cap of 0,
+            // or lowered under them): the next request goes on a new
+            // connection rather than failing here again at once.
+            c.shared.dead.set(true);
+            ErrorClass::H2("refused_stream")
+        }
         E::Closed => c.shared.ended.get().unwrap_or(ErrorClass::Eof),
         _ => ErrorClass::H2("protocol"),
     }
