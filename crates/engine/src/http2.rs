@@ -1023,11 +1023,27 @@ impl Driver {
     /// socket would block (its waker is then set).
     fn flush(&mut self, cx: &mut Context<'_>) -> Result<(), ErrorClass> {
         let mut conn = self.shared.conn.borrow_mut();
-        // Each round writes at least a byte or stops: bounded by the output.
+        // Each round writes at least a byte, or flushes once and then must:
+        // bounded by the output.
+        let mut flushed = false;
         while !conn.pending_output().is_empty() {
             match Pin::new(&mut self.io).poll_write(cx, conn.pending_output()) {
-                Poll::Ready(Ok(0)) => return Err(ErrorClass::Reset),
-                Poll::Ready(Ok(n)) => conn.consume_output(n),
+                // A transport that takes nothing even after a flush.
+                Poll::Ready(Ok(0)) if flushed => return Err(ErrorClass::Reset),
+                // TLS whose buffer of records to send is full: out with
+                // them first (then it takes more), or wait for the socket.
+                Poll::Ready(Ok(0)) => {
+                    flushed = true;
+                    match Pin::new(&mut self.io).poll_flush(cx) {
+                        Poll::Ready(Ok(())) => {}
+                        Poll::Ready(Err(e)) => return Err(classify(&e, Stage::Exchange)),
+                        Poll::Pending => return Ok(()),
+                    }
+                }
+                Poll::Ready(Ok(n)) => {
+                    flushed = false;
+                    conn.consume_output(n);
+                }
                 Poll::Ready(Err(e)) => return Err(classify(&e, Stage::Exchange)),
                 Poll::Pending => break,
             }
