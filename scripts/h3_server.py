@@ -3,7 +3,8 @@
 
     python3 scripts/h3_server.py --cert server.pem --key server.key [--port 0] [--delay-ms N] --stats FILE
 
-Answers every request with 200 and the body "aioquic\\n" (or N bytes for /bytes/N), after
+Answers every request with 200 and the body "aioquic\\n" (or N bytes for /bytes/N; /301?WHERE
+answers 301 with Location WHERE, /302loop a 302 to itself), after
 --delay-ms when given. Prints "listening on PORT" once bound. On SIGTERM or SIGINT it writes
 FILE: {"connections": n, "requests": n, "max_concurrent": n}, where max_concurrent is the most
 requests one connection had open at once (received, not yet answered). Loopback only.
@@ -61,7 +62,13 @@ class H3Protocol(QuicConnectionProtocol):
             await asyncio.sleep(self.delay)
         path = self._paths.pop(stream_id, b"/")
         body = b"aioquic\n"
-        if path.startswith(b"/bytes/"):
+        status = b"200"
+        headers = []
+        if path.startswith(b"/301?") or path == b"/302loop":
+            # A redirect to the query (/301?/bytes/3, /301?https://...), or to itself.
+            status, body = (b"301", b"") if path.startswith(b"/301?") else (b"302", b"")
+            headers = [(b"location", path[5:] if status == b"301" else path)]
+        elif path.startswith(b"/bytes/"):
             try:
                 body = b"x" * min(int(path[7:]), MAX_BODY)
             except ValueError:
@@ -70,7 +77,8 @@ class H3Protocol(QuicConnectionProtocol):
         try:
             self._http.send_headers(
                 stream_id,
-                [(b":status", b"200"), (b"server", b"aioquic"), (b"content-length", str(len(body)).encode())],
+                [(b":status", status), (b"server", b"aioquic"), (b"content-length", str(len(body)).encode())]
+                + headers,
             )
             self._http.send_data(stream_id, body, end_stream=True)
             self.transmit()

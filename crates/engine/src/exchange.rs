@@ -251,7 +251,10 @@ pub(crate) async fn one_request(
 ) {
     if let Session::Http2(_) = session {
         // Boxed: keeps HTTP/1.1's task as small as it was.
-        return Box::pin(crate::http2::one_request(ctx, session, sleep, origin, scheduled)).await;
+        return Box::pin(crate::http2::one_request(
+            ctx, session, sleep, origin, scheduled, cursor,
+        ))
+        .await;
     }
     ctx.rec.borrow_mut().request_started();
     ctx.in_flight.set(ctx.in_flight.get() + 1);

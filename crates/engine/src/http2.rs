@@ -346,16 +346,21 @@ impl Slot {
     }
 }
 
-/// A worker's HTTP/2 connections.
+/// A worker's HTTP/2 connections, each serving one origin of the plan's
+/// targets (one, or several: see crate::targets::Pick::bind).
 pub(crate) struct Pool {
     pub(crate) spec: Spec,
     /// The spec's request header block, encoded once for every stream.
     block: Vec<u8>,
-    conns: RefCell<Vec<Rc<H2Conn>>>,
-    /// Connections being opened (they count against the cap).
-    opening: Cell<u64>,
-    /// A stream ended or a connection came or went.
-    room: Notify,
+    /// Each connection with the origin it serves.
+    conns: RefCell<Vec<(usize, Rc<H2Conn>)>>,
+    /// Per origin: connections being opened (they count against the cap).
+    opening: RefCell<Vec<u64>>,
+    /// Per origin: the worker's connections that may serve it.
+    caps: Vec<u64>,
+    /// Per origin: a stream ended or a connection came or went (a slot of
+    /// one origin waits for its own origin's room only).
+    room: Vec<Notify>,
 }
 
 impl std::fmt::Debug for Pool {
@@ -373,25 +378,37 @@ enum Take {
 }
 
 impl Pool {
-    pub(crate) fn new(spec: Spec) -> Self {
+    /// The pool of a worker whose targets `pick` chooses (None: one).
+    pub(crate) fn new(spec: Spec, pick: Option<&crate::targets::Pick>) -> Self {
+        let caps = pick.map_or_else(|| vec![spec.connections], |p| p.shares(spec.connections));
         Pool {
             block: encode_head(&spec.method, &spec.uri, &spec.headers),
             spec,
             conns: RefCell::new(Vec::new()),
-            opening: Cell::new(0),
-            room: Notify::new(),
+            opening: RefCell::new(vec![0; caps.len()]),
+            room: caps.iter().map(|_| Notify::new()).collect(),
+            caps,
         }
     }
 
-    /// A stream on a live connection with room, or the right to open a
-    /// connection; None when nothing frees up before the run stops.
-    async fn take(&self, ctx: &Ctx) -> Option<Take> {
+    /// Connections being opened to origin `o`, changed by `by`.
+    fn opening(&self, o: usize, by: i64) -> u64 {
+        let mut opening = self.opening.borrow_mut();
+        let Some(n) = opening.get_mut(o) else { return 0 };
+        *n = n.saturating_add_signed(by);
+        *n
+    }
+
+    /// A stream on a live connection to origin `o` with room, or the right
+    /// to open one; None when nothing frees up before the run stops.
+    async fn take(&self, ctx: &Ctx, o: usize) -> Option<Take> {
         if !ctx.spec.keepalive {
             // A connection per request: the slots bound how many at once.
             return Some(Take::Open);
         }
+        let room = self.room.get(o)?;
         loop {
-            let notified = self.room.notified();
+            let notified = room.notified();
             let stop = ctx.stop_notify.notified();
             if ctx.stopping.get() {
                 return None;
@@ -399,12 +416,16 @@ impl Pool {
             self.reap(ctx);
             {
                 let conns = self.conns.borrow();
-                if let Some(c) = conns.iter().find(|c| !c.dead() && c.in_flight.get() < c.limit()) {
+                if let Some((_, c)) = conns
+                    .iter()
+                    .find(|(at, c)| *at == o && !c.dead() && c.in_flight.get() < c.limit())
+                {
                     c.in_flight.set(c.in_flight.get() + 1);
                     return Some(Take::Stream(Rc::clone(c)));
                 }
-                if (conns.len() as u64) + self.opening.get() < self.spec.connections {
-                    self.opening.set(self.opening.get() + 1);
+                let open = conns.iter().filter(|(at, _)| *at == o).count() as u64 + self.opening(o, 0);
+                if open < self.caps.get(o).copied().unwrap_or(0) {
+                    self.opening(o, 1);
                     return Some(Take::Open);
                 }
             }
@@ -420,8 +441,8 @@ impl Pool {
     /// Closes the connections that ended and carry no stream any more.
     fn reap(&self, ctx: &Ctx) {
         let mut conns = self.conns.borrow_mut();
-        if conns.iter().any(|c| c.dead() && c.in_flight.get() == 0) {
-            conns.retain(|c| {
+        if conns.iter().any(|(_, c)| c.dead() && c.in_flight.get() == 0) {
+            conns.retain(|(_, c)| {
                 let done = c.dead() && c.in_flight.get() == 0;
                 if done {
                     close(ctx, c);
@@ -431,22 +452,27 @@ impl Pool {
         }
     }
 
-    /// A stream on `c` ended.
-    fn release(&self, ctx: &Ctx, c: &Rc<H2Conn>) {
+    /// A stream on `c` (to origin `o`) ended.
+    fn release(&self, ctx: &Ctx, c: &Rc<H2Conn>, o: usize) {
         c.in_flight.set(c.in_flight.get() - 1);
         c.carried.set(c.carried.get() + 1);
         ctx.rec.borrow_mut().stream_closed();
-        if c.dead() && c.in_flight.get() == 0 {
+        let gone = c.dead() && c.in_flight.get() == 0;
+        if gone {
             self.reap(ctx);
-            self.room.notify_waiters();
-        } else {
-            self.room.notify_one();
+        }
+        if let Some(room) = self.room.get(o) {
+            if gone {
+                room.notify_waiters();
+            } else {
+                room.notify_one();
+            }
         }
     }
 
     /// Closes every connection (the worker's loops have ended).
     pub(crate) fn close_all(&self, ctx: &Ctx) {
-        for c in self.conns.borrow_mut().drain(..) {
+        for (_, c) in self.conns.borrow_mut().drain(..) {
             close(ctx, &c);
         }
     }
@@ -471,11 +497,14 @@ pub(crate) async fn one_request(
     mut sleep: Pin<&mut Sleep>,
     origin: Instant,
     scheduled: bool,
+    cursor: &mut crate::targets::Cursor,
 ) {
     let Some(pool) = ctx.h2.as_ref() else {
         return;
     };
-    let Some(take) = pool.take(ctx).await else {
+    // With several targets, the origin this slot serves (see Pool).
+    let o = ctx.pick.as_ref().map_or(0, |p| p.bind(cursor, pool.spec.connections));
+    let Some(take) = pool.take(ctx, o).await else {
         if scheduled {
             // The run stopped before a stream freed up: a scheduled start
             // never sent.
@@ -486,39 +515,30 @@ pub(crate) async fn one_request(
     let origin = if scheduled { origin } else { Instant::now() };
     ctx.rec.borrow_mut().request_started();
     ctx.in_flight.set(ctx.in_flight.get() + 1);
+    // The next of the plan's several requests (on this slot's origin).
+    let entry = ctx.pick.as_ref().map(|p| {
+        let i = p.next(cursor);
+        p.started(i);
+        (p, i)
+    });
     let now = Instant::now();
     let mut row = ctx.row(now);
     if scheduled && let Some(r) = row.row() {
         r.phase(Phase::ScheduleLag, now.saturating_duration_since(origin));
     }
-    let conn = match take {
-        Take::Stream(c) => c,
-        Take::Open => {
-            let opened = Box::pin(open(ctx, &pool.spec, sleep.as_mut(), row.row())).await;
-            if ctx.spec.keepalive {
-                pool.opening.set(pool.opening.get() - 1);
+    let conn = match pool.conn_for(ctx, take, o, sleep.as_mut(), row.row()).await {
+        Ok(c) => c,
+        Err(class) => {
+            let now = Instant::now();
+            ctx.rec.borrow_mut().request_failed(now, class, 0);
+            ctx.in_flight.set(ctx.in_flight.get() - 1);
+            if let Some((p, i)) = entry {
+                p.ended(&ctx.scenario, i, now, None);
             }
-            match opened {
-                Ok(c) => {
-                    let c = Rc::new(c);
-                    c.in_flight.set(1);
-                    if ctx.spec.keepalive {
-                        pool.conns.borrow_mut().push(Rc::clone(&c));
-                        // Room for more than this one stream.
-                        pool.room.notify_waiters();
-                    }
-                    c
-                }
-                Err(class) => {
-                    ctx.rec.borrow_mut().request_failed(Instant::now(), class, 0);
-                    ctx.in_flight.set(ctx.in_flight.get() - 1);
-                    if let Some(r) = row.row() {
-                        r.failed(class);
-                    }
-                    pool.room.notify_one();
-                    return;
-                }
+            if let Some(r) = row.row() {
+                r.failed(class);
             }
+            return;
         }
     };
     if let Some(r) = row.row() {
@@ -527,15 +547,53 @@ pub(crate) async fn one_request(
     ctx.rec
         .borrow_mut()
         .stream_opened(Instant::now(), u64::from(conn.in_flight.get()));
-    let t_send = Instant::now();
+    let mut t_send = Instant::now();
     // A gRPC deadline shorter than --timeout ends the wait first.
     let deadline = pool.spec.deadline.filter(|d| *d < ctx.spec.timeout);
     sleep
         .as_mut()
         .reset((t_send + deadline.unwrap_or(ctx.spec.timeout)).into());
     let keep_server = ctx.rec.borrow().wants_first_reply();
-    let mut outcome = match session {
-        Session::Http2(slot) => exchange(&pool.spec, &pool.block, &conn, slot, keep_server, sleep).await,
+    let follow = ctx.spec.follow.as_deref().filter(|f| f.limit > 0);
+    let mut request_len = pool.spec.head_bytes + pool.spec.body.len();
+    let mut outcome = match (&mut *session, entry) {
+        (Session::Http2(slot), Some((p, i))) => {
+            slot.reset(Keep {
+                server: keep_server,
+                ..Keep::default()
+            });
+            // Every entry converted before the run (crate::mux::check_table).
+            match crate::mux::parts_of(&p.request_shared(i), pool.spec.uri.scheme_str() == Some("https")) {
+                Ok(parts) => {
+                    request_len = parts.h2_len();
+                    send_on(
+                        &conn,
+                        &request_head(&parts.request()),
+                        &parts.body,
+                        false,
+                        false,
+                        slot,
+                        sleep.as_mut(),
+                    )
+                    .await
+                }
+                Err(_) => Err(Failed {
+                    class: ErrorClass::Protocol,
+                    written: 0,
+                }),
+            }
+        }
+        (Session::Http2(slot), None) => {
+            if follow.is_some() {
+                // The Location of a redirect is read from the headers.
+                slot.reset(Keep {
+                    server: keep_server,
+                    headers: true,
+                    body: 0,
+                });
+            }
+            exchange(&pool.spec, &pool.block, &conn, slot, keep_server, sleep.as_mut()).await
+        }
         // Never: the loops give HTTP/2 plans HTTP/2 slots.
         _ => Err(Failed {
             class: ErrorClass::Protocol,
@@ -553,6 +611,28 @@ pub(crate) async fn one_request(
     if pool.spec.grpc {
         grpc_outcome(&mut outcome, session, deadline.is_some(), &ctx.spec.expect);
     }
+    let mut released = false;
+    if let (Some(f), Session::Http2(slot)) = (follow, &mut *session)
+        && outcome
+            .as_ref()
+            .is_ok_and(|_| crate::redirect::is_redirect(slot.status))
+    {
+        // Its stream is done: the hops take streams of their own (on this
+        // connection when it has room).
+        pool.finish(ctx, &conn, o, &outcome);
+        released = true;
+        let first = crate::mux::Chain {
+            outcome,
+            t_send,
+            request_len,
+            hops: 0,
+        };
+        let chain = Box::pin(crate::mux::follow_h2(ctx, pool, f, slot, first, sleep)).await;
+        if let Some(r) = row.row() {
+            r.redirects(chain.hops);
+        }
+        (outcome, t_send, request_len) = (chain.outcome, chain.t_send, chain.request_len);
+    }
     ctx.in_flight.set(ctx.in_flight.get() - 1);
     // A stream of another length than --expect-messages fails its check
     // whatever its status: no status is expected of it.
@@ -567,37 +647,136 @@ pub(crate) async fn one_request(
     } else {
         &ctx.spec.expect
     };
-    record_exchange(
+    let recorded = record_exchange(
         ctx,
         session,
         &outcome,
-        pool.spec.head_bytes + pool.spec.body.len(),
+        request_len,
         t_send,
         origin,
         expect,
         keep_server,
         row.row(),
     );
+    if let Some((p, i)) = entry {
+        let response = match (&outcome, recorded) {
+            (Ok(t), Some(ok)) => Some((t.done.saturating_duration_since(t_send), ok)),
+            _ => None,
+        };
+        p.ended(&ctx.scenario, i, Instant::now(), response);
+    }
     if pool.spec.server_streaming
         && let Session::Http2(slot) = &*session
     {
         record_messages(ctx, slot, &outcome, t_send);
     }
-    if let Err(f) = &outcome
-        && !stream_level(f.class)
-    {
-        // The connection failed or is going away: no new streams on it.
-        conn.shared.dead.set(true);
+    if !released {
+        pool.finish(ctx, &conn, o, &outcome);
     }
-    if !ctx.spec.keepalive {
-        conn.shared.dead.set(true);
-        conn.in_flight.set(0);
-        conn.carried.set(1);
-        ctx.rec.borrow_mut().stream_closed();
-        close(ctx, &conn);
-        return;
+}
+
+impl Pool {
+    /// The connection of `take` (a stream on one, or one opened now to
+    /// origin `o`: a failure to open is its class, recorded as the
+    /// connection's).
+    async fn conn_for(
+        &self,
+        ctx: &Ctx,
+        take: Take,
+        o: usize,
+        sleep: Pin<&mut Sleep>,
+        row: Option<&mut Row<'_>>,
+    ) -> Result<Rc<H2Conn>, ErrorClass> {
+        if let Take::Stream(c) = take {
+            return Ok(c);
+        }
+        let dest = ctx.pick.as_ref().and_then(|p| p.origin_dest(o));
+        let opened = Box::pin(open(ctx, &self.spec, dest, sleep, row)).await;
+        if ctx.spec.keepalive {
+            self.opening(o, -1);
+        }
+        match opened {
+            Ok(c) => {
+                let c = Rc::new(c);
+                c.in_flight.set(1);
+                if ctx.spec.keepalive {
+                    self.conns.borrow_mut().push((o, Rc::clone(&c)));
+                    // Room for more than this one stream.
+                    if let Some(room) = self.room.get(o) {
+                        room.notify_waiters();
+                    }
+                }
+                Ok(c)
+            }
+            Err(class) => {
+                if let Some(room) = self.room.get(o) {
+                    room.notify_one();
+                }
+                Err(class)
+            }
+        }
     }
-    pool.release(ctx, &conn);
+
+    /// A stream on `conn` (to origin `o`) ended with `outcome`: a connection that failed
+    /// takes no new streams; without keep-alive it is closed.
+    fn finish(&self, ctx: &Ctx, conn: &Rc<H2Conn>, o: usize, outcome: &Result<Timing, Failed>) {
+        if let Err(f) = outcome
+            && !stream_level(f.class)
+        {
+            // The connection failed or is going away: no new streams on it.
+            conn.shared.dead.set(true);
+        }
+        if !ctx.spec.keepalive {
+            conn.shared.dead.set(true);
+            conn.in_flight.set(0);
+            conn.carried.set(1);
+            ctx.rec.borrow_mut().stream_closed();
+            close(ctx, conn);
+            return;
+        }
+        self.release(ctx, conn, o);
+    }
+
+    /// A redirect's hop to origin `o` of the pool: a stream of one of its
+    /// connections (opened when there is room), `parts` sent on it and the
+    /// response read into `slot` within the deadline `sleep` was armed
+    /// with. A run stopping before a stream frees up is `interrupted`.
+    pub(crate) async fn hop(
+        &self,
+        ctx: &Ctx,
+        o: usize,
+        parts: &crate::mux::Parts,
+        slot: &mut Slot,
+        mut sleep: Pin<&mut Sleep>,
+    ) -> Result<Timing, Failed> {
+        let failed = |class| Failed { class, written: 0 };
+        let take = self.take(ctx, o).await.ok_or(failed(ErrorClass::Interrupted))?;
+        let conn = self
+            .conn_for(ctx, take, o, sleep.as_mut(), None)
+            .await
+            .map_err(failed)?;
+        ctx.rec
+            .borrow_mut()
+            .stream_opened(Instant::now(), u64::from(conn.in_flight.get()));
+        let mut outcome = send_on(
+            &conn,
+            &request_head(&parts.request()),
+            &parts.body,
+            false,
+            false,
+            slot,
+            sleep,
+        )
+        .await;
+        if let Err(f) = &mut outcome
+            && matches!(f.class, ErrorClass::Reset | ErrorClass::Eof)
+            && conn.went_away()
+        {
+            f.class = ErrorClass::H2("goaway");
+        }
+        self.finish(ctx, &conn, o, &outcome);
+        outcome
+    }
 }
 
 /// A server-streaming call's messages: counted whatever the outcome, timed
@@ -1103,6 +1282,11 @@ pub(crate) fn encode_head(method: &http::Method, uri: &http::Uri, headers: &http
     block
 }
 
+/// [`encode_head`] of a request's parts.
+fn request_head(request: &http::Request<()>) -> Vec<u8> {
+    encode_head(request.method(), request.uri(), request.headers())
+}
+
 /// A stream of an exchange under way: on drop (a timeout, a VU cut off)
 /// its entry goes, the requester's slot comes back and a stream still open
 /// is reset with CANCEL, so that the connection stays usable.
@@ -1244,10 +1428,27 @@ async fn send_on(
 async fn open(
     ctx: &Ctx,
     spec: &Spec,
+    dest: Option<&crate::targets::Dest>,
     mut sleep: Pin<&mut Sleep>,
     mut row: Option<&mut Row<'_>>,
 ) -> Result<H2Conn, ErrorClass> {
-    let ready = open_connection(ctx, &[], None, false, sleep.as_mut(), row.as_deref_mut()).await?;
+    // With targets on several origins, to the one the connection serves.
+    let ready = match dest {
+        Some(d) => {
+            crate::conn::open_connection_to(
+                ctx,
+                &d.route,
+                d.tls.as_ref(),
+                &[],
+                None,
+                false,
+                sleep.as_mut(),
+                row.as_deref_mut(),
+            )
+            .await?
+        }
+        None => open_connection(ctx, &[], None, false, sleep.as_mut(), row.as_deref_mut()).await?,
+    };
     let crate::conn::Ready { conn, .. } = ready;
     let opened = conn.opened;
     speak(ctx, spec.streams, conn.stream, opened, conn.id, sleep, row)
@@ -1610,6 +1811,56 @@ impl Own {
         outcome
     }
 
+    /// A gRPC call as a stream, as [`Own::exchange`]: its status is the
+    /// call's `grpc-status`; a server-streaming reply's messages are
+    /// counted and timed. `deadline`: `sleep` was armed with the call's
+    /// deadline, so running out is `grpc.deadline_exceeded`, as is a
+    /// DEADLINE_EXCEEDED status `expect` does not hold.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn call(
+        &self,
+        ctx: &Ctx,
+        request: http::Request<()>,
+        body: &Bytes,
+        server_streaming: bool,
+        deadline: bool,
+        expect: &StatusSet,
+        slot: &mut Slot,
+        sleep: Pin<&mut Sleep>,
+    ) -> Result<Timing, Failed> {
+        let c = &self.0;
+        c.in_flight.set(1);
+        let t_send = Instant::now();
+        ctx.rec.borrow_mut().stream_opened(t_send, 1);
+        let open = StreamOpen(ctx);
+        let mut outcome = send_on(c, &request_head(&request), body, true, server_streaming, slot, sleep).await;
+        drop(open);
+        c.in_flight.set(0);
+        c.carried.set(c.carried.get() + 1);
+        if let Err(f) = &mut outcome {
+            if matches!(f.class, ErrorClass::Reset | ErrorClass::Eof) && c.went_away() {
+                f.class = ErrorClass::H2("goaway");
+            }
+            if !stream_level(f.class) {
+                c.shared.dead.set(true);
+            }
+        }
+        let expired = match &outcome {
+            Err(f) => deadline && f.class == ErrorClass::TimeoutResponse,
+            Ok(_) => slot.status == GRPC_DEADLINE_EXCEEDED && !expect.contains(GRPC_DEADLINE_EXCEEDED),
+        };
+        if expired {
+            outcome = Err(Failed {
+                class: ErrorClass::Grpc("deadline_exceeded"),
+                written: 0,
+            });
+        }
+        if server_streaming {
+            record_messages(ctx, slot, &outcome, t_send);
+        }
+        outcome
+    }
+
     /// Closes the connection and records its end.
     pub(crate) fn close(self, ctx: &Ctx) {
         close(ctx, &self.0);
@@ -1866,7 +2117,7 @@ mod tests {
     #[test]
     fn opening_a_connection_stays_small() {
         type Args<'a> = (&'a Ctx, &'a Spec, Pin<&'a mut Sleep>, Option<&'a mut Row<'a>>);
-        let size = size_of_return(|a: Args| open(a.0, a.1, a.2, a.3));
+        let size = size_of_return(|a: Args| open(a.0, a.1, None, a.2, a.3));
         assert!(size <= 1_600, "opening an HTTP/2 connection is a {size}-byte future");
         let size = size_of_return(
             |(c, slot, sleep, body): (&H2Conn, &mut Slot, Pin<&mut Sleep>, &Bytes)| {

@@ -16,7 +16,7 @@
 //! loop opens a new connection for the next. Every request taken from the
 //! budget ends in exactly one outcome.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::rc::Rc;
 use std::sync::Arc;
@@ -27,6 +27,7 @@ use throng_metrics::{ErrorClass, Handshake, Phase, Reply};
 use throng_plan::HttpPlan;
 
 use crate::ctx::{Ctx, TaskGuard};
+use crate::targets::Cursor;
 
 /// The largest response header section accepted (decoded), as HTTP/1.1's
 /// 64 KiB head limit: a larger one is `h3.header_too_big`.
@@ -236,9 +237,28 @@ pub(crate) async fn connection_slot<S: Starts + 'static>(guard: TaskGuard, start
     let loops = if ctx.spec.keepalive { h3.streams } else { 1 };
     // One idle slot per request loop, kept across reconnects.
     let slots: Rc<[usize]> = (0..loops).map(|_| starts.slot()).collect();
+    // The slot's place in the plan's several requests, and with targets on
+    // several origins the one its connections serve (as HTTP/1.1's).
+    let cursor = Rc::new(RefCell::new(Cursor::default()));
+    let to = {
+        let mut c = cursor.borrow_mut();
+        match ctx.pick.as_ref().and_then(|p| p.dest(&mut c)) {
+            Some(d) => To {
+                addr: d.route.addrs.first().copied().unwrap_or_else(|| target_addr(ctx)),
+                server_name: d
+                    .tls
+                    .as_ref()
+                    .map_or_else(|| h3.server_name.clone(), |t| t.server_name.to_str().into_owned()),
+            },
+            None => To {
+                addr: target_addr(ctx),
+                server_name: h3.server_name.clone(),
+            },
+        }
+    };
     let opened = Instant::now();
-    if warm && let Ok((quic, driver, send)) = open(ctx, &h3).await {
-        run_connection(ctx, &starts, &h3, driver, send, &slots, None).await;
+    if warm && let Ok((quic, driver, send)) = open_to(ctx, &h3.client, &to.server_name, to.addr, h3.streams).await {
+        run_connection(ctx, &starts, &h3, driver, send, &slots, None, &cursor).await;
         quic.close(H3_NO_ERROR.into(), b"");
         let now = Instant::now();
         ctx.rec.borrow_mut().connection_closed(now, now - opened);
@@ -248,9 +268,9 @@ pub(crate) async fn connection_slot<S: Starts + 'static>(guard: TaskGuard, start
             break;
         };
         let opened = Instant::now();
-        match open(ctx, &h3).await {
+        match open_to(ctx, &h3.client, &to.server_name, to.addr, h3.streams).await {
             Ok((quic, driver, send)) => {
-                run_connection(ctx, &starts, &h3, driver, send, &slots, Some(intended)).await;
+                run_connection(ctx, &starts, &h3, driver, send, &slots, Some(intended), &cursor).await;
                 quic.close(H3_NO_ERROR.into(), b"");
                 let now = Instant::now();
                 ctx.rec.borrow_mut().connection_closed(now, now - opened);
@@ -276,6 +296,12 @@ pub(crate) async fn connection_slot<S: Starts + 'static>(guard: TaskGuard, start
 }
 
 type Driver = h3::client::Connection<h3_quinn::Connection, Bytes>;
+
+/// Where a connection slot's connections go.
+struct To {
+    addr: SocketAddr,
+    server_name: String,
+}
 
 /// The worker's QUIC endpoint (one UDP socket for all its connections),
 /// made at the first connection. One socket per connection would cost a
@@ -434,7 +460,7 @@ pub(crate) async fn storm_establish(
     if with_request {
         let state = ConnState::default();
         let outcome = {
-            let mut request = std::pin::pin!(exchange(ctx, h3, &mut send, &state, Some(origin), true));
+            let mut request = std::pin::pin!(exchange(ctx, h3, &mut send, &state, Some(origin), None));
             // The h3 driver reads the server's control stream meanwhile.
             let mut driver_done = false;
             loop {
@@ -499,6 +525,7 @@ struct ConnState {
 /// Runs the request loops of one connection (the first one with the
 /// request `first` already taken, when given) and its h3 driver, until
 /// every loop ends.
+#[allow(clippy::too_many_arguments)]
 async fn run_connection<S: Starts + 'static>(
     ctx: &Rc<Ctx>,
     starts: &Rc<S>,
@@ -507,6 +534,7 @@ async fn run_connection<S: Starts + 'static>(
     send: SendRequest,
     slots: &[usize],
     first: Option<Option<Instant>>,
+    cursor: &Rc<RefCell<Cursor>>,
 ) {
     let state = Rc::new(ConnState::default());
     let mut set = tokio::task::JoinSet::new();
@@ -519,6 +547,7 @@ async fn run_connection<S: Starts + 'static>(
             Rc::clone(&state),
             slot,
             if i == 0 { first } else { None },
+            Rc::clone(cursor),
         ));
     }
     drop(send);
@@ -544,6 +573,7 @@ async fn run_connection<S: Starts + 'static>(
 
 /// Request after request on one connection, starting with `first` when
 /// given (a request already taken).
+#[allow(clippy::too_many_arguments)]
 async fn request_loop<S: Starts>(
     ctx: Rc<Ctx>,
     starts: Rc<S>,
@@ -552,6 +582,7 @@ async fn request_loop<S: Starts>(
     state: Rc<ConnState>,
     slot: usize,
     first: Option<Option<Instant>>,
+    cursor: Rc<RefCell<Cursor>>,
 ) {
     let mut next = first;
     loop {
@@ -577,7 +608,7 @@ async fn request_loop<S: Starts>(
                 }
             }
         };
-        let connection_lives = exchange(&ctx, &h3, &mut send, &state, intended, false).await != Err(true);
+        let connection_lives = exchange(&ctx, &h3, &mut send, &state, intended, Some(&cursor)).await != Err(true);
         state.carried.set(state.carried.get() + 1);
         if !connection_lives {
             state.dead.set(true);
@@ -598,57 +629,88 @@ struct Done {
     done: Instant,
     reply: Reply,
     server: Option<String>,
+    /// A redirect's `Location`, when the run follows redirects.
+    location: Option<String>,
 }
 
+/// A failed exchange: its class, and whether the whole connection failed.
+type Broke = (ErrorClass, bool);
+
 /// One request on its own stream, recorded; latency from `intended` when
-/// scheduled. `storm`: the request of a storm connection, whose row is the
+/// scheduled. `cursor`: the connection slot's place in the plan's several
+/// requests; None for the request of a storm connection, whose row is the
 /// connection's (none of its own here), with latency from the connection's
-/// start. Ok when a response came (whatever its status); Err(true) when
-/// the connection failed (no later request can use it), Err(false) when
-/// only this request did.
+/// start. With `--redirects`, a redirect is followed (see [`follow`]) and
+/// the chain is the one request. Ok when a response came (whatever its
+/// status); Err(true) when the connection failed (no later request can
+/// use it), Err(false) when only this request did.
 async fn exchange(
     ctx: &Ctx,
     h3: &H3Spec,
     send: &mut SendRequest,
     state: &ConnState,
     intended: Option<Instant>,
-    storm: bool,
+    cursor: Option<&Rc<RefCell<Cursor>>>,
 ) -> Result<(), bool> {
     ctx.rec.borrow_mut().request_started();
     ctx.in_flight.set(ctx.in_flight.get() + 1);
-    let t_send = Instant::now();
-    let mut row = if storm {
-        crate::rows::RowGuard::new(None, ctx.spec.origin, t_send)
+    // The next of the plan's several requests (on this connection's origin).
+    let entry = match (ctx.pick.as_ref(), cursor) {
+        (Some(p), Some(c)) => {
+            let i = p.next(&mut c.borrow_mut());
+            p.started(i);
+            Some((p, i))
+        }
+        _ => None,
+    };
+    let t_first = Instant::now();
+    let mut row = if cursor.is_none() {
+        crate::rows::RowGuard::new(None, ctx.spec.origin, t_first)
     } else {
-        ctx.row(t_send)
+        ctx.row(t_first)
     };
     if let (Some(r), Some(i)) = (row.row(), intended) {
-        r.phase(Phase::ScheduleLag, t_send.saturating_duration_since(i));
+        r.phase(Phase::ScheduleLag, t_first.saturating_duration_since(i));
     }
     let keep_server = ctx.rec.borrow().wants_first_reply();
-    let counted = Cell::new(false);
-    let outcome = tokio::time::timeout_at(
-        (t_send + ctx.spec.timeout).into(),
-        one(ctx, h3, send, keep_server, state, &counted),
-    )
-    .await
-    .unwrap_or(Err((ErrorClass::TimeoutResponse, false)));
-    if counted.get() {
-        state.in_flight.set(state.in_flight.get() - 1);
-        ctx.rec.borrow_mut().stream_closed();
+    let follow = ctx.spec.follow.as_deref().filter(|f| f.limit > 0 && cursor.is_some());
+    let request = match entry {
+        // Every entry converted before the run (crate::mux::check_table).
+        Some((p, i)) => match crate::mux::parts_of(&p.request_shared(i), true) {
+            Ok(parts) => Ok((parts.request(), parts.body.clone(), parts.h3_len())),
+            Err(_) => Err((ErrorClass::Protocol, false)),
+        },
+        None => Ok((h3.request(), h3.body.clone(), h3.request_len)),
+    };
+    let mut request_len = 0;
+    let mut done = match request {
+        Ok((request, body, len)) => {
+            request_len = len;
+            timed(ctx, send, state, request, &body, keep_server, follow.is_some(), t_first).await
+        }
+        Err(broke) => Err(broke),
+    };
+    let mut t_send = t_first;
+    if let Some(f) = follow
+        && matches!(&done, Ok(d) if crate::redirect::is_redirect(d.reply.status))
+    {
+        let chain = Box::pin(follow_h3(ctx, h3, f, send, state, done, request_len, keep_server)).await;
+        if let Some(r) = row.row() {
+            r.redirects(chain.hops);
+        }
+        (done, t_send, request_len) = (chain.outcome, chain.t_send, chain.request_len);
     }
     ctx.in_flight.set(ctx.in_flight.get() - 1);
-    let request_len = h3.request_len;
     let mut rec = ctx.rec.borrow_mut();
-    match outcome {
+    match done {
         Ok(d) => {
-            let origin = intended.unwrap_or(t_send);
+            let origin = intended.unwrap_or(t_first);
             rec.sent(d.sent, request_len);
             let phases = [
-                (Phase::Send, d.sent - t_send),
+                (Phase::Send, d.sent.saturating_duration_since(t_send)),
                 (Phase::Wait, d.first.saturating_duration_since(d.sent)),
-                (Phase::Receive, d.done - d.first),
-                (Phase::Response, d.done - t_send),
+                (Phase::Receive, d.done.saturating_duration_since(d.first)),
+                (Phase::Response, d.done.saturating_duration_since(t_send)),
                 (Phase::Latency, d.done.saturating_duration_since(origin)),
             ];
             for (p, v) in phases {
@@ -664,6 +726,11 @@ async fn exchange(
             } else {
                 rec.request_rejected(d.done, d.reply, wire);
             }
+            drop(rec);
+            if let Some((p, i)) = entry {
+                let response = Some((d.done.saturating_duration_since(t_send), ok));
+                p.ended(&ctx.scenario, i, Instant::now(), response);
+            }
             if let Some(r) = row.row() {
                 for (p, v) in phases {
                     r.phase(p, v);
@@ -678,7 +745,12 @@ async fn exchange(
             Ok(())
         }
         Err((class, connection)) => {
-            rec.request_failed(Instant::now(), class, 0);
+            let now = Instant::now();
+            rec.request_failed(now, class, 0);
+            drop(rec);
+            if let Some((p, i)) = entry {
+                p.ended(&ctx.scenario, i, now, None);
+            }
             if let Some(r) = row.row() {
                 r.failed(class);
             }
@@ -687,24 +759,54 @@ async fn exchange(
     }
 }
 
+/// [`one`] within `--timeout` from `t_send`, its stream counted closed
+/// however it ends.
+#[allow(clippy::too_many_arguments)]
+async fn timed(
+    ctx: &Ctx,
+    send: &mut SendRequest,
+    state: &ConnState,
+    request: http::Request<()>,
+    body: &Bytes,
+    keep_server: bool,
+    keep_location: bool,
+    t_send: Instant,
+) -> Result<Done, Broke> {
+    let counted = Cell::new(false);
+    let outcome = tokio::time::timeout_at(
+        (t_send + ctx.spec.timeout).into(),
+        one(ctx, request, body, send, keep_server, keep_location, state, &counted),
+    )
+    .await
+    .unwrap_or(Err((ErrorClass::TimeoutResponse, false)));
+    if counted.get() {
+        state.in_flight.set(state.in_flight.get() - 1);
+        ctx.rec.borrow_mut().stream_closed();
+    }
+    outcome
+}
+
 /// The exchange itself. Err: the class, and whether the connection failed
 /// (not only this stream).
+#[allow(clippy::too_many_arguments)]
 async fn one(
     ctx: &Ctx,
-    h3: &H3Spec,
+    request: http::Request<()>,
+    body: &Bytes,
     send: &mut SendRequest,
     keep_server: bool,
+    keep_location: bool,
     state: &ConnState,
     counted: &Cell<bool>,
-) -> Result<Done, (ErrorClass, bool)> {
+) -> Result<Done, Broke> {
     // Opening the stream waits while the server's MAX_STREAMS is used up.
-    let mut stream = send.send_request(h3.request()).await.map_err(|e| stream_class(&e))?;
+    let mut stream = send.send_request(request).await.map_err(|e| stream_class(&e))?;
     counted.set(true);
     let open = state.in_flight.get() + 1;
     state.in_flight.set(open);
     ctx.rec.borrow_mut().stream_opened(Instant::now(), open);
-    if !h3.body.is_empty() {
-        stream.send_data(h3.body.clone()).await.map_err(|e| stream_class(&e))?;
+    if !body.is_empty() {
+        stream.send_data(body.clone()).await.map_err(|e| stream_class(&e))?;
     }
     stream.finish().await.map_err(|e| stream_class(&e))?;
     let sent = Instant::now();
@@ -723,6 +825,13 @@ async fn one(
     } else {
         None
     };
+    let location = if keep_location {
+        resp.headers()
+            .get(http::header::LOCATION)
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+    } else {
+        None
+    };
     let mut body_bytes = 0u64;
     while let Some(chunk) = stream.recv_data().await.map_err(|e| stream_class(&e))? {
         body_bytes += chunk.remaining() as u64;
@@ -738,6 +847,159 @@ async fn one(
             body_bytes,
         },
         server,
+        location,
+    })
+}
+
+/// A redirect chain's last exchange so far.
+struct Chain {
+    outcome: Result<Done, Broke>,
+    t_send: Instant,
+    request_len: u64,
+    hops: u32,
+}
+
+/// Follows the redirects of a request whose first exchange is `first`
+/// (`request_len` its size), as crate::redirect::follow does for HTTP/1.1
+/// (methods, bodies, credentials, limits; each hop counted in `redirects`
+/// and given `--timeout`): a hop to the plan's origin is a stream of this
+/// connection; one to another https origin goes on an HTTP/3 connection
+/// of its own, kept for the chain and closed at its end; one to http://
+/// cannot be HTTP/3 and is `redirect.scheme`.
+#[allow(clippy::too_many_arguments)]
+async fn follow_h3(
+    ctx: &Ctx,
+    h3: &H3Spec,
+    f: &crate::redirect::FollowSpec,
+    send: &mut SendRequest,
+    state: &ConnState,
+    first: Result<Done, Broke>,
+    request_len: u64,
+    keep_server: bool,
+) -> Chain {
+    let mut ex = Chain {
+        outcome: first,
+        t_send: Instant::now(),
+        request_len,
+        hops: 0,
+    };
+    let mut place = f.place.clone();
+    let mut method = f.method.clone();
+    let mut body = true;
+    let mut other: Option<(crate::redirect::Place, Own)> = None;
+    while let Ok(d) = &ex.outcome {
+        if !crate::redirect::is_redirect(d.reply.status) {
+            break;
+        }
+        let hop = match crate::mux::next_step(ex.hops, f.limit, &place, &method, d.reply.status, d.location.as_deref())
+        {
+            Ok(h) => h,
+            Err(class) => {
+                ex.outcome = Err((class, false));
+                break;
+            }
+        };
+        ctx.rec
+            .borrow_mut()
+            .redirected(d.done, ex.request_len, d.reply.header_bytes + d.reply.body_bytes);
+        ex.hops += 1;
+        ex.t_send = Instant::now();
+        let same = hop.place.same_origin(&f.place);
+        body &= hop.body;
+        let headers = crate::redirect::hop_headers(&f.headers, same, body, None);
+        let hop_body = if body { f.body.clone() } else { Bytes::new() };
+        let parts = match crate::mux::hop_parts(&hop.place, &hop.method, &headers, hop_body) {
+            Ok(p) => p,
+            Err(class) => {
+                (ex.outcome, ex.request_len) = (Err((class, false)), 0);
+                break;
+            }
+        };
+        ex.request_len = parts.h3_len();
+        ex.outcome = if same {
+            timed(
+                ctx,
+                send,
+                state,
+                parts.request(),
+                &parts.body,
+                keep_server,
+                true,
+                ex.t_send,
+            )
+            .await
+        } else {
+            // Another connection's failure leaves this one alive.
+            elsewhere(ctx, h3, &mut other, &hop.place, &parts, keep_server, ex.t_send)
+                .await
+                .map_err(|class| (class, false))
+        };
+        place = hop.place;
+        method = hop.method;
+    }
+    if let Some((_, own)) = other {
+        own.close(ctx);
+    }
+    ex
+}
+
+/// A hop to another origin than the plan's, on `other` (opened, or opened
+/// anew when it is to another origin or ended).
+async fn elsewhere(
+    ctx: &Ctx,
+    h3: &H3Spec,
+    other: &mut Option<(crate::redirect::Place, Own)>,
+    place: &crate::redirect::Place,
+    parts: &crate::mux::Parts,
+    keep_server: bool,
+    t_send: Instant,
+) -> Result<Done, ErrorClass> {
+    if !place.https {
+        return Err(crate::redirect::SCHEME);
+    }
+    if other
+        .as_ref()
+        .is_none_or(|(p, own)| !p.same_origin(place) || !own.alive())
+    {
+        if let Some((_, own)) = other.take() {
+            own.close(ctx);
+        }
+        let d = crate::redirect::dest(ctx, place).await?;
+        let addr = d.route.addrs.first().copied().ok_or(crate::redirect::BAD_LOCATION)?;
+        let name = d
+            .tls
+            .as_ref()
+            .map_or_else(|| place.host.clone(), |t| t.server_name.to_str().into_owned());
+        let own = Own::open(ctx, &h3.client, &name, addr).await?;
+        *other = Some((place.clone(), own));
+    }
+    let Some((_, own)) = other.as_mut() else {
+        // Invariant: opened just above.
+        return Err(ErrorClass::Protocol);
+    };
+    let mut slot = crate::http2::Slot::new(parts.method == http::Method::HEAD);
+    slot.reset(crate::http1::Keep {
+        server: keep_server,
+        headers: true,
+        body: 0,
+    });
+    let sleep = std::pin::pin!(tokio::time::sleep_until((t_send + ctx.spec.timeout).into()));
+    let t = own
+        .exchange(ctx, parts.request(), &parts.body, &mut slot, sleep)
+        .await
+        .map_err(|f| f.class)?;
+    let location = slot
+        .headers()
+        .iter()
+        .find(|(n, _)| n == "location")
+        .map(|(_, v)| v.clone());
+    Ok(Done {
+        sent: t.sent,
+        first: t.first,
+        done: t.done,
+        reply: slot.reply(),
+        server: slot.server.take(),
+        location,
     })
 }
 

@@ -37,6 +37,7 @@ pub mod http1;
 mod http2;
 mod http3;
 mod load;
+mod mux;
 mod open;
 mod pacer;
 mod protocol;
@@ -373,6 +374,29 @@ pub fn run_http(
             })
         })
         .collect::<Result<Vec<_>, EngineError>>()?;
+    // HTTP/2 and HTTP/3 send every one of the several requests as a
+    // stream: each converted once here, so none fails at run time.
+    if !plan.http.is_http1()
+        && let Some(table) = plan.request_table()
+    {
+        mux::check_table(&table, &plan.target_names(), https)
+            .map_err(|e| EngineError::Config(format!("{}: {e}", plan.http.label())))?;
+    }
+    // Each further origin speaks HTTP/2 too (the first was checked above).
+    if h2 {
+        for (o, d) in plan.origins().iter().zip(&origins).skip(1).take(MAX_PREFLIGHTS) {
+            if !d.route.proxied
+                && let Some(&addr) = d.route.addrs.first()
+                && let Some(spoke) = http2::preflight(addr, d.tls.as_ref(), plan.timeout)
+            {
+                return Err(EngineError::Config(format!(
+                    "--http2: the target origin {} does not speak HTTP/2 (it answered with {spoke}); leave out \
+                     --http2 to run over HTTP/1.1, or point every target at a server with HTTP/2 enabled",
+                    o.url
+                )));
+            }
+        }
+    }
     let targets = plan.request_table().map(|table| {
         Arc::new(targets::TargetSpec {
             table,
@@ -472,6 +496,10 @@ pub fn run_http(
     result.segment = plan.segment.clone();
     Ok(result)
 }
+
+/// Origins of an HTTP/2 run checked for HTTP/2 before it (the rest are
+/// told by their failures): each check is a connection and a handshake.
+const MAX_PREFLIGHTS: usize = 16;
 
 /// The HTTP/3 client of an HTTP/3 plan (None for any other). The plan
 /// made sure it is https and a closed loop.

@@ -496,16 +496,16 @@ pub(crate) async fn follow(
 
 /// Somewhere other than the plan's target (a redirect to another origin):
 /// straight to its address (not through the run's proxy or overrides).
-struct Dest {
-    route: Route,
+pub(crate) struct Dest {
+    pub(crate) route: Route,
     /// The plan's TLS client config with the origin's server name, or None: plain TCP.
-    tls: Option<TlsClient>,
+    pub(crate) tls: Option<TlsClient>,
 }
 
 /// Where to connect for another origin: its address (an address literal,
 /// else the name resolved within the timeout; a name that does not resolve
 /// is a bad location) and TLS server name.
-async fn dest(ctx: &Ctx, place: &Place) -> Result<Dest, ErrorClass> {
+pub(crate) async fn dest(ctx: &Ctx, place: &Place) -> Result<Dest, ErrorClass> {
     if place.https && ctx.spec.tls.is_none() {
         return Err(SCHEME);
     }

@@ -55,6 +55,10 @@ use crate::pacer::Pacer;
 use crate::redirect::{Exchanged, Place};
 use crate::rows::{Labels, RowGuard};
 
+mod grpc;
+#[path = "scenario_ws.rs"]
+mod ws_step;
+
 /// Where one scenario's VUs connect and which protocol they speak: made
 /// once per run (routes resolved, TLS clients with their ALPN), shared by
 /// the workers.
@@ -92,6 +96,8 @@ struct ReqOp {
 /// The flow, flattened: groups become start/end markers.
 enum Op {
     Request(Box<ReqOp>),
+    Grpc(Box<grpc::GrpcOp>),
+    WebSocket(Box<ws_step::WsOp>),
     Think(Think),
     GroupStart,
     GroupEnd(usize),
@@ -294,6 +300,15 @@ fn compile(flow: &[Step], tags: &[usize], jar: bool, rec: &mut ScenarioRecorder,
                     req: (**r).clone(),
                 })));
             }
+            Step::Grpc(g) => out.push(Op::Grpc(Box::new(grpc::GrpcOp::new(g, tags, rec)))),
+            Step::WebSocket(w) => {
+                let mut t = tags.to_vec();
+                t.push(rec.tag(&format!("step:{}", w.name)));
+                out.push(Op::WebSocket(Box::new(ws_step::WsOp {
+                    ws: (**w).clone(),
+                    tags: t,
+                })));
+            }
             Step::Think(t) => out.push(Op::Think(*t)),
             Step::Group { name, flow } => {
                 let g = rec.group_index(name);
@@ -485,6 +500,8 @@ struct Vu {
     /// pay for it).
     mux: Option<Box<Mux>>,
     session: Session,
+    /// A socket a `websocket:` step kept (`keep: true`).
+    ws: Option<ws_step::Kept>,
 }
 
 /// A VU's own multiplexed connection.
@@ -531,6 +548,7 @@ async fn vu(guard: TaskGuard, sc: Rc<Scen>, slot: usize) {
         conn: None,
         mux: None,
         session: Session::new(false),
+        ws: None,
     };
     let open = sc.def.executor.is_open();
     loop {
@@ -583,6 +601,7 @@ async fn vu(guard: TaskGuard, sc: Rc<Scen>, slot: usize) {
             // hold half a response.
             close(ctx, vu.conn.take());
             close_mux(ctx, vu.mux.take());
+            ws_step::drop_kept(ctx, vu.ws.take());
             break;
         }
         if completed {
@@ -591,6 +610,11 @@ async fn vu(guard: TaskGuard, sc: Rc<Scen>, slot: usize) {
     }
     close(ctx, vu.conn.take());
     close_mux(ctx, vu.mux.take());
+    if ctx.stopping.get() {
+        ws_step::drop_kept(ctx, vu.ws.take());
+    } else {
+        ws_step::close_kept(ctx, vu.ws.take()).await;
+    }
     if let Some(s) = sc.slots.borrow_mut().get_mut(slot) {
         s.alive = false;
         s.waker = None;
@@ -663,6 +687,9 @@ async fn iteration(ctx: &Ctx, sc: &Scen, vu: &mut Vu, intended: Option<Instant>)
         }
         match op {
             Op::Request(r) => request(ctx, sc, vu, r, origin.take()).await,
+            // Boxed: HTTP/1.1 VUs keep their smaller future.
+            Op::Grpc(g) => Box::pin(grpc::call(ctx, sc, vu, g, origin.take())).await,
+            Op::WebSocket(w) => Box::pin(ws_step::step(ctx, sc, vu, w, origin.take())).await,
             Op::Think(t) => {
                 let d = match *t {
                     Think::Fixed(d) => d,

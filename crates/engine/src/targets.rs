@@ -150,6 +150,66 @@ impl Pick {
         })
     }
 
+    /// HTTP/2: binds the stream slot at `cursor` to the origin a connection
+    /// of HTTP/1.1's would serve, counting connections modulo `conns` (the
+    /// worker's): the slots of a worker serve only the origins its
+    /// connections do, in their proportions. Returns the origin (0 with one).
+    pub(crate) fn bind(&self, cursor: &mut Cursor, conns: u64) -> usize {
+        if self.by_origin.is_empty() {
+            return 0;
+        }
+        *cursor.origin.get_or_insert_with(|| {
+            let k = self.conns.get();
+            self.conns.set(k + 1);
+            self.origin_of_conn(k % conns.max(1))
+        })
+    }
+
+    fn origin_of_conn(&self, k: u64) -> usize {
+        let n = self.by_origin.len().max(1) as u64;
+        ((k * self.workers + self.worker) % n) as usize
+    }
+
+    /// How many of the worker's `conns` connections serve each origin (one
+    /// entry with one origin): the shares [`Pick::bind`] gives slots.
+    pub(crate) fn shares(&self, conns: u64) -> Vec<u64> {
+        let n = self.by_origin.len();
+        if n == 0 {
+            return vec![conns];
+        }
+        // Connection k's origin repeats every n / gcd(workers, n)
+        // connections, each origin at most once a period: count one
+        // period, then the remainder (bounded by n, not by conns).
+        let gcd = |mut a: u64, mut b: u64| {
+            while b != 0 {
+                (a, b) = (b, a % b);
+            }
+            a
+        };
+        let period = n as u64 / gcd(self.workers, n as u64).max(1);
+        let mut shares = vec![0u64; n];
+        for k in 0..period.min(conns) {
+            shares[self.origin_of_conn(k)] += conns / period;
+            if k < conns % period {
+                shares[self.origin_of_conn(k)] += 1;
+            }
+        }
+        shares
+    }
+
+    /// Where origin `o`'s connections go, when the targets are on several.
+    pub(crate) fn origin_dest(&self, o: usize) -> Option<&Dest> {
+        if self.by_origin.is_empty() {
+            return None;
+        }
+        self.spec.origins.get(o)
+    }
+
+    /// Entry `i` as shared bytes (HTTP/2 and HTTP/3 send its body from them).
+    pub(crate) fn request_shared(&self, i: usize) -> bytes::Bytes {
+        self.spec.table.bytes(i)
+    }
+
     /// The entry the next request of the connection at `cursor` sends.
     #[inline]
     pub(crate) fn next(&self, cursor: &mut Cursor) -> usize {
@@ -244,5 +304,92 @@ impl Pick {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use throng_plan::{HttpArgs, HttpPlan, RawTarget};
+
+    /// A worker's picker over one target on each of `origins` origins.
+    fn pick(origins: u16, worker: u64, workers: u64) -> Pick {
+        let urls: Vec<String> = (0..origins)
+            .map(|o| format!("http://127.0.0.1:{}/", 8000 + o))
+            .collect();
+        pick_of(&urls, worker, workers)
+    }
+
+    fn pick_of(urls: &[String], worker: u64, workers: u64) -> Pick {
+        let origins = urls.len() as u32;
+        let plan = HttpPlan::from_args(HttpArgs {
+            url: urls[0].clone(),
+            cores: 2,
+            connections: Some(origins),
+            targets: urls
+                .iter()
+                .enumerate()
+                .map(|(i, u)| RawTarget {
+                    at: format!("URL {}", i + 1),
+                    url: u.clone(),
+                    ..RawTarget::default()
+                })
+                .collect(),
+            ..HttpArgs::default()
+        })
+        .unwrap();
+        let dest = |o: &throng_plan::Target| Dest {
+            route: crate::reach::Route {
+                addrs: vec![std::net::SocketAddr::from(([127, 0, 0, 1], o.port))],
+                tunnel: None,
+                proxied: false,
+            },
+            tls: None,
+        };
+        let spec = TargetSpec {
+            table: plan.request_table().unwrap(),
+            order: TargetOrder::RoundRobin,
+            names: Vec::new(),
+            origins: plan.origins().iter().map(dest).collect(),
+        };
+        Pick::new(Arc::new(spec), worker, workers, Instant::now()).0
+    }
+
+    #[test]
+    fn slots_serve_the_origins_their_workers_connections_would() {
+        for origins in [2u16, 3, 5] {
+            for workers in 1..=4u64 {
+                for worker in 0..workers {
+                    for conns in [1u64, 2, 3, 7, 10] {
+                        let p = pick(origins, worker, workers);
+                        // HTTP/1.1's connection k of this worker.
+                        let mut want = vec![0u64; usize::from(origins)];
+                        for k in 0..conns {
+                            want[((k * workers + worker) % u64::from(origins)) as usize] += 1;
+                        }
+                        assert_eq!(
+                            p.shares(conns),
+                            want,
+                            "{origins} origins, worker {worker}/{workers}, -c {conns}"
+                        );
+                        // Stream slots (3 per connection) bind in the same proportions.
+                        let mut bound = vec![0u64; usize::from(origins)];
+                        for _ in 0..conns * 3 {
+                            let mut c = Cursor::default();
+                            let o = p.bind(&mut c, conns);
+                            bound[o] += 1;
+                            // Its requests stay on its origin.
+                            let i = p.next(&mut c);
+                            assert_eq!(p.spec.table.origin(i), o);
+                        }
+                        assert_eq!(bound, want.iter().map(|n| n * 3).collect::<Vec<_>>());
+                    }
+                }
+            }
+        }
+        // One origin: one share, every slot on it.
+        let one = pick_of(&["http://h/a".to_string(), "http://h/b".to_string()], 0, 1);
+        assert_eq!(one.shares(4), [4]);
+        assert_eq!(one.bind(&mut Cursor::default(), 4), 0);
     }
 }

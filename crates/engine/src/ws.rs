@@ -42,7 +42,7 @@ const CLOSE_LIMIT: Duration = Duration::from_secs(1);
 
 /// 8 random bytes (the key's nonce, the masks' seed); the clock's if the
 /// system's randomness fails.
-fn random() -> [u8; 16] {
+pub(crate) fn random() -> [u8; 16] {
     let mut b = [0u8; 16];
     if aws_lc_rs::rand::fill(&mut b).is_err() {
         let nanos = std::time::SystemTime::now()
@@ -53,25 +53,25 @@ fn random() -> [u8; 16] {
     b
 }
 
-fn seed() -> u64 {
+pub(crate) fn seed() -> u64 {
     let [a, b, c, d, e, f, g, h, ..] = random();
     u64::from_le_bytes([a, b, c, d, e, f, g, h])
 }
 
-fn io_fail(e: io::Error) -> ErrorClass {
+pub(crate) fn io_fail(e: io::Error) -> ErrorClass {
     classify(&e, Stage::Exchange)
 }
 
 /// A socket's frames in and out over a borrowed transport.
-struct Socket<'a> {
-    stream: &'a mut Transport,
-    reader: Reader,
-    masks: Masks,
-    out: Vec<u8>,
+pub(crate) struct Socket<'a> {
+    pub(crate) stream: &'a mut Transport,
+    pub(crate) reader: Reader,
+    pub(crate) masks: Masks,
+    pub(crate) out: Vec<u8>,
 }
 
 impl<'a> Socket<'a> {
-    fn new(stream: &'a mut Transport) -> Socket<'a> {
+    pub(crate) fn new(stream: &'a mut Transport) -> Socket<'a> {
         Socket {
             stream,
             reader: Reader::default(),
@@ -80,7 +80,7 @@ impl<'a> Socket<'a> {
         }
     }
 
-    async fn send(&mut self, opcode: u8, payload: &[u8]) -> io::Result<()> {
+    pub(crate) async fn send(&mut self, opcode: u8, payload: &[u8]) -> io::Result<()> {
         self.out.clear();
         let mask = self.masks.next();
         frame::encode(&mut self.out, true, opcode, payload, mask);
@@ -89,7 +89,7 @@ impl<'a> Socket<'a> {
     }
 
     /// The next event. Cancel-safe: bytes read are kept in the reader.
-    async fn event(&mut self, scratch: &RefCell<Box<[u8]>>) -> Result<Event, ErrorClass> {
+    pub(crate) async fn event(&mut self, scratch: &RefCell<Box<[u8]>>) -> Result<Event, ErrorClass> {
         loop {
             if let Some(e) = self.reader.next().map_err(|_| ErrorClass::WsProtocol)? {
                 return Ok(e);
@@ -106,7 +106,7 @@ impl<'a> Socket<'a> {
 
 /// Reads once into `scratch` and hands the bytes to `take`; 0 at the end
 /// of the stream.
-async fn read_some(
+pub(crate) async fn read_some(
     stream: &mut Transport,
     scratch: &RefCell<Box<[u8]>>,
     mut take: impl FnMut(&[u8]),

@@ -282,6 +282,17 @@ impl Recorder {
         self.count_reply(reply, wire_bytes);
     }
 
+    /// A message exchange without an HTTP status (a `websocket:` step's
+    /// round trip) ended well: ok, with the bytes it read.
+    pub fn exchanged(&mut self, now: Instant, wire_bytes: u64) {
+        self.at(now);
+        self.requests.ok += 1;
+        self.point.requests += 1;
+        self.point.ok += 1;
+        self.bytes.received += wire_bytes;
+        self.point.bytes_received += wire_bytes;
+    }
+
     /// A request ended with a complete response the plan rejects
     /// (`check_failed`): still counted as a reply with its status.
     pub fn request_rejected(&mut self, now: Instant, reply: Reply, wire_bytes: u64) {

@@ -106,6 +106,13 @@ pub struct ScenarioStats {
     /// a check or capture read it: those saw only the first `max_body` bytes.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub truncated_bodies: u64,
+    /// `websocket:` steps: messages sent (text and binary).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub ws_sent: u64,
+    /// `websocket:` steps: messages received (text and binary, whether an
+    /// expect matched them or passed them over).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub ws_received: u64,
     /// Per second.
     pub series: Vec<ScenarioSecond>,
 }
@@ -114,6 +121,8 @@ impl ScenarioStats {
     /// Adds `o` (a worker's or another process's) into these; `offset`
     /// shifts its seconds.
     pub fn merge(&mut self, o: &ScenarioStats, offset: u64) -> Result<(), HistError> {
+        add(&mut self.ws_sent, o.ws_sent, "scenario.ws_sent")?;
+        add(&mut self.ws_received, o.ws_received, "scenario.ws_received")?;
         for (k, t) in &o.tags {
             let mine = self.tags.entry(k.clone()).or_default();
             add(&mut mine.requests, t.requests, "scenario.tags.requests")?;
@@ -233,6 +242,8 @@ pub struct ScenarioRecorder {
     iteration: Hist,
     dropped: u64,
     truncated_bodies: u64,
+    ws_sent: u64,
+    ws_received: u64,
     groups: Vec<(String, Hist)>,
     /// VUs active now, per scenario.
     vus: Vec<u64>,
@@ -252,6 +263,8 @@ impl ScenarioRecorder {
             iteration: Hist::new(),
             dropped: 0,
             truncated_bodies: 0,
+            ws_sent: 0,
+            ws_received: 0,
             groups: Vec::new(),
             vus: Vec::new(),
             point: ScenarioSecond::default(),
@@ -384,6 +397,16 @@ impl ScenarioRecorder {
         self.truncated_bodies += 1;
     }
 
+    /// A `websocket:` step sent a message.
+    pub fn ws_sent(&mut self) {
+        self.ws_sent += 1;
+    }
+
+    /// A `websocket:` step received a message.
+    pub fn ws_received(&mut self) {
+        self.ws_received += 1;
+    }
+
     /// An iteration completed after `d`.
     pub fn iteration(&mut self, now: Instant, d: Duration) {
         self.at(now);
@@ -469,6 +492,8 @@ impl ScenarioRecorder {
             groups: self.groups.into_iter().collect(),
             vus_max,
             truncated_bodies: self.truncated_bodies,
+            ws_sent: self.ws_sent,
+            ws_received: self.ws_received,
             series: self.series,
         }
     }

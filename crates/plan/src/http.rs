@@ -731,17 +731,6 @@ impl HttpPlan {
                  --proxy '' to ignore HTTPS_PROXY), or use --http2",
             ));
         }
-        if !http.is_http1() && (several || redirects > 0) {
-            return Err(PlanError::invalid(
-                "--http2",
-                format!(
-                    "{} is not yet supported together with several targets, --targets, --body-lines or \
-                     --redirects; run one target over {} at a time",
-                    http.label(),
-                    http.label()
-                ),
-            ));
-        }
         if several && redirects > 0 {
             return Err(PlanError::invalid(
                 "--redirects",
@@ -2099,6 +2088,35 @@ mod tests {
         let e = HttpPlan::from_args(a).unwrap_err().to_string();
         assert!(e.starts_with("--targets: f.txt:9: scheme 'ftp'"), "{e}");
         assert_eq!(flag_of(HttpPlan::from_args(args("")).unwrap_err()), "URL");
+    }
+
+    #[test]
+    fn http2_and_http3_take_several_targets_and_redirects() {
+        let two = |a: HttpArgs| HttpArgs {
+            // Beside the URL.
+            targets: vec![RawTarget {
+                at: "URL 2".into(),
+                url: "https://b.test:8443/y".into(),
+                ..RawTarget::default()
+            }],
+            connections: Some(2),
+            ..a
+        };
+        for (h2, h3) in [(true, false), (false, true)] {
+            let base = HttpArgs {
+                http2: h2,
+                http3: h3,
+                ..args("https://a.test/x")
+            };
+            let p = HttpPlan::from_args(two(base.clone())).unwrap();
+            assert_eq!((p.request_table().unwrap().len(), p.origins().len()), (2, 2));
+            let p = HttpPlan::from_args(HttpArgs {
+                redirects: Some(3),
+                ..base
+            })
+            .unwrap();
+            assert_eq!(p.redirects, 3);
+        }
     }
 
     #[test]

@@ -110,9 +110,25 @@ pub(crate) fn write_run(r: &RunResult, p: &ScenarioPlan, w: &mut dyn Write) -> i
             "interrupted", interrupted
         )?;
     }
-    let statuses: Vec<String> = m.status.iter().map(|(code, n)| format!("{code}={n}")).collect();
+    // gRPC statuses (0-16, of grpc: steps) share the map with HTTP's (100-599).
+    let (grpc, http): (Vec<_>, Vec<_>) = m.status.iter().partition(|(code, _)| **code < 100);
+    let statuses: Vec<String> = http.iter().map(|(code, n)| format!("{code}={n}")).collect();
     if !statuses.is_empty() {
         writeln!(w, "  {:<14}{}", "status", statuses.join(" "))?;
+    }
+    if !grpc.is_empty() {
+        let names: Vec<String> = grpc
+            .iter()
+            .map(|(code, n)| format!("{}={n}", throng_plan::grpc_code_name(**code)))
+            .collect();
+        writeln!(w, "  {:<14}{}", "grpc-status", names.join(" "))?;
+    }
+    if s.ws_sent > 0 || s.ws_received > 0 {
+        writeln!(
+            w,
+            "  {:<14}{} messages sent, {} received (websocket: steps; each expect met is an ok request)",
+            "websocket", s.ws_sent, s.ws_received
+        )?;
     }
     crate::text::write_data_and_connections(r, w)?;
     write_tls(r, w, 14)?;

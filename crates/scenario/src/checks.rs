@@ -133,7 +133,7 @@ fn json_loose_eq(a: &serde_json::Value, b: &serde_json::Value) -> bool {
     text(a) == text(b)
 }
 
-mod regex_serde {
+pub(crate) mod regex_serde {
     use serde::Deserialize;
 
     pub fn serialize<S: serde::Serializer>(re: &regex::Regex, s: S) -> Result<S::Ok, S::Error> {

@@ -14,11 +14,17 @@
 //!  Measurements  ── threshold::Threshold::evaluate ──► Verdict
 //! ```
 //!
-//! Nothing here does I/O except reading the data file through the caller.
+//! `grpc:` steps carry their method (grpc.rs: `.proto` files compiled with
+//! protox, or descriptors from server reflection through the caller), so
+//! the engine only encodes messages and decodes replies.
+//!
+//! Nothing here does I/O except reading the data and `.proto` files (and
+//! asking server reflection) through the caller.
 
 pub mod checks;
 pub mod cookies;
 pub mod csv;
+pub mod grpc;
 pub mod schedule;
 pub mod spec;
 pub mod template;
@@ -27,9 +33,10 @@ pub mod threshold;
 pub use checks::{Capture, CaptureFrom, Check, CheckKind, ResponseView};
 pub use cookies::CookieJar;
 pub use schedule::{ArrivalCurve, SegmentArrivals, segment_arrivals, share};
+pub use spec::GrpcStep;
 pub use spec::{
     BaseUrl, Body, Cookies, Cursor, DEFAULT_REDIRECTS, DataSpec, Defaults, Executor, JsonTemplate, Request, Scenario,
-    ScenarioError, ScenarioPlan, Stage, Step, TargetInputs, Think, environment, stage_names,
+    ScenarioError, ScenarioPlan, Stage, Step, TargetInputs, Think, WebSocket, WsMessage, environment, stage_names,
 };
 pub use template::{Context, Template};
 pub use threshold::{Threshold, Verdict};

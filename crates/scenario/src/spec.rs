@@ -7,14 +7,17 @@ use raw::RawFile;
 use validate::Validator;
 
 pub use raw::{DEFAULT_MAX_BODY, MAX_MAX_BODY};
+pub use types::GrpcStep;
 pub use types::{
     BaseUrl, Body, Cookies, Cursor, DEFAULT_REDIRECTS, DataSpec, Defaults, Executor, JsonTemplate, Request, Scenario,
-    ScenarioPlan, Stage, Step, Think, stage_names,
+    ScenarioPlan, Stage, Step, Think, WebSocket, WsMessage, stage_names,
 };
 
 mod raw;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_ws;
 mod types;
 mod validate;
 
@@ -97,6 +100,19 @@ impl ScenarioPlan {
         read: &dyn Fn(&str) -> Result<String, String>,
         target: &TargetInputs,
     ) -> Result<ScenarioPlan, ScenarioError> {
+        Self::parse_reflecting(text, file, read, target, None)
+    }
+
+    /// [`ScenarioPlan::parse_with`]; `reflect` asks a target's server
+    /// reflection for the descriptors of `proto: { reflection: true }`
+    /// (without it such a file is refused).
+    pub fn parse_reflecting(
+        text: &str,
+        file: &str,
+        read: &dyn Fn(&str) -> Result<String, String>,
+        target: &TargetInputs,
+        reflect: Option<&crate::grpc::Reflect<'_>>,
+    ) -> Result<ScenarioPlan, ScenarioError> {
         let text = throng_plan::input::strip_bom(text);
         throng_plan::input::check_yaml_nesting(text).map_err(|e| ScenarioError {
             file: file.to_string(),
@@ -115,7 +131,7 @@ impl ScenarioPlan {
                 message: throng_plan::input::plain_types(&message),
             }
         })?;
-        Validator { text, file }.plan(raw, read, target)
+        Validator::new(text, file, reflect).plan(raw, read, target)
     }
 }
 

@@ -36,8 +36,13 @@ fn violations(v: &jsonschema::Validator, yaml: &str) -> Vec<String> {
         .collect()
 }
 
+/// The data file is [`CSV`]; a `.proto` file is read from the repository
+/// (paths as from its root, where the reference's examples run).
 fn parse(yaml: &str) -> Result<ScenarioPlan, ScenarioError> {
-    ScenarioPlan::parse(yaml, "x.yaml", &|_| Ok(CSV.to_string()))
+    ScenarioPlan::parse(yaml, "x.yaml", &|f| match f.ends_with(".proto") {
+        true => std::fs::read_to_string(format!("{ROOT}/{f}")).map_err(|e| e.to_string()),
+        false => Ok(CSV.to_string()),
+    })
 }
 
 /// Sign-up and log-in under a ramp: every capture and check kind, groups
@@ -559,7 +564,7 @@ fn bad_files_fail_both() {
         (
             "two kinds in one step",
             edit("      - request:", "      - think: 1s\n        request:"),
-            "exactly one of request:, think: or group:",
+            "exactly one of request:, grpc:, websocket:, think: or group:",
         ),
         (
             "a step of no kind",
@@ -808,6 +813,111 @@ fn bad_files_fail_both() {
         }
     }
     assert!(wrong.is_empty(), "{wrong:#?}");
+}
+
+/// gRPC calls over HTTP/2, with the test server's .proto files.
+const GRPC: &str = r#"
+target: { url: http://127.0.0.1:50051, http: 2 }
+proto:
+  files: [crates/cli/tests/cli/grpc/tester.proto]
+  import_paths: [crates/cli/tests/cli/grpc]
+scenarios:
+  calls:
+    executor: constant-vus
+    vus: 2
+    duration: 10s
+    flow:
+      - grpc:
+          name: call
+          call: throngtest.Tester/Call
+          message: { name: "u{{vu}}", tag: { key: k, values: [a] } }
+          metadata: { x-tenant: "t-{{vu}}", authorization: Bearer x }
+          deadline: 2s
+          timeout: 5s
+          expect: [OK, NOT_FOUND, 14]
+          max_body: 64KiB
+          capture: { greeting: { json: /message } }
+          check:
+            greets: { json: /message, exists: true }
+            quick: { duration_under: 1s }
+      - group:
+          name: g
+          flow:
+            - grpc: { call: throngtest.Tester/Watch, message: { name: "{{greeting}}", count: 3 } }
+thresholds:
+  errors{step:call}: [rate < 1%]
+"#;
+
+#[test]
+fn grpc_steps_pass_both_and_their_mistakes_fail_both() {
+    let v = validator();
+    let problems = violations(&v, GRPC);
+    assert!(problems.is_empty(), "schema violations: {problems:#?}");
+    let plan = parse(GRPC).unwrap_or_else(|e| panic!("the parser rejects it: {e}"));
+    let Step::Grpc(call) = &plan.scenarios[0].flow[0] else {
+        panic!("not a grpc step: {:?}", plan.scenarios[0].flow[0]);
+    };
+    assert_eq!(call.expect, [0, 5, 14]);
+    assert!(!call.server_streaming);
+    // No template in the message: encoded once, now. With one: per call.
+    assert!(call.framed.is_none());
+    assert_eq!(plan.secret_headers, ["authorization"]);
+    let redacted = serde_json::to_string(&plan.redacted()).unwrap();
+    assert!(
+        !redacted.contains("Bearer x") && redacted.contains("<redacted>"),
+        "{redacted}"
+    );
+    let cases = [
+        (
+            "an unknown grpc key",
+            GRPC.replace("deadline: 2s", "deadlin: 2s"),
+            "unknown field `deadlin`",
+        ),
+        (
+            "a status gRPC lacks",
+            GRPC.replace("NOT_FOUND", "NOTFOUND"),
+            "'NOTFOUND' is not a gRPC status code",
+        ),
+        (
+            "no call",
+            GRPC.replace("call: throngtest.Tester/Call", "cal: x"),
+            "unknown field `cal`",
+        ),
+        (
+            "a proto without files",
+            GRPC.replace("files: [crates/cli/tests/cli/grpc/tester.proto]", "files: []"),
+            "files is empty",
+        ),
+        (
+            "reflection with files",
+            GRPC.replace("import_paths:", "reflection: true\n  import_paths:"),
+            "leave out files",
+        ),
+    ];
+    let mut wrong = Vec::new();
+    for (what, yaml, message) in &cases {
+        let schema_ok = violations(&v, yaml).is_empty();
+        match (parse(yaml), schema_ok) {
+            (Err(e), false) if e.message.contains(message) => {}
+            (Err(e), false) => wrong.push(format!("{what}: the parser says '{e}', expected '{message}'")),
+            (Err(_), true) => wrong.push(format!("{what}: the schema accepts it")),
+            (Ok(_), _) => wrong.push(format!("{what}: the parser accepts it")),
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+    // Reflection instead of files: the schema takes it; the parser asks
+    // the server only when given a way to (throng run), else says so.
+    let reflecting = GRPC.replace(
+        "proto:\n  files: [crates/cli/tests/cli/grpc/tester.proto]\n  import_paths: [crates/cli/tests/cli/grpc]",
+        "proto: { reflection: true }",
+    );
+    assert!(reflecting.contains("reflection: true"));
+    assert!(violations(&v, &reflecting).is_empty());
+    let e = parse(&reflecting).unwrap_err();
+    assert!(
+        e.message.contains("reflection asks the server when throng run starts"),
+        "{e}"
+    );
 }
 
 /// Rules a JSON Schema cannot state: the parser alone enforces them (an

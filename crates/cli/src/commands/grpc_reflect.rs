@@ -95,6 +95,47 @@ struct ErrorResponse {
     error_message: String,
 }
 
+/// A scenario's `proto: { reflection: true }`: asks `target` (over
+/// HTTP/2, TLS with `tls` for https) for `service`'s descriptors; `dir` is
+/// the scenario file's (TLS files are relative to it). Errors name the
+/// scenario's settings, not `throng grpc`'s flags.
+pub fn for_scenario(
+    target: &throng_scenario::BaseUrl,
+    tls: Option<&throng_plan::TlsSettings>,
+    dir: &std::path::Path,
+    service: &str,
+) -> Result<DescriptorPool, String> {
+    let host = if target.host.contains(':') {
+        format!("[{}]", target.host)
+    } else {
+        target.host.clone()
+    };
+    let scheme = if target.https { "https" } else { "http" };
+    let plan = HttpPlan::from_args(throng_plan::HttpArgs {
+        url: format!("{scheme}://{host}:{}/", target.port),
+        connections: Some(1),
+        requests: Some(1),
+        http2: true,
+        tls: tls.cloned().unwrap_or_default(),
+        cores: 1,
+        ..throng_plan::HttpArgs::default()
+    })
+    .map_err(|e| e.to_string())?;
+    let config = match &plan.tls {
+        Some(settings) => Some(super::tls::client_config(settings, dir, &[b"h2"]).map_err(|e| e.0)?),
+        None => None,
+    };
+    pool(&plan, config, service).map_err(|e| {
+        format!("{e:#}")
+            .replace(
+                "--plaintext for one without TLS",
+                "an http:// target for one without TLS",
+            )
+            .replace("pass --proto FILE", "give proto: { files: [FILE.proto] }")
+            .replace("--call: ", "")
+    })
+}
+
 /// Asks the server for `service`'s descriptors and builds the pool.
 pub fn pool(
     plan: &HttpPlan,

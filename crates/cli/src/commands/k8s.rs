@@ -235,7 +235,16 @@ fn scenario(file: &Path, extra: &[String]) -> anyhow::Result<(Plan, Load, Secret
     let text = std::fs::read_to_string(file)
         .map_err(|e| UsageError(format!("cannot read the scenario file '{}': {e}", file.display())))?;
     let dir = file.parent().unwrap_or(Path::new("."));
-    let read = |name: &str| std::fs::read_to_string(dir.join(name)).map_err(|e| e.to_string());
+    // The .proto files (and imports) grpc: steps were compiled from: the
+    // pods read them too.
+    let protos = std::cell::RefCell::new(Vec::new());
+    let read = |name: &str| {
+        let text = std::fs::read_to_string(dir.join(name)).map_err(|e| e.to_string())?;
+        if name.ends_with(".proto") && !protos.borrow().iter().any(|p| p == name) {
+            protos.borrow_mut().push(name.to_string());
+        }
+        Ok(text)
+    };
     // The pods' environment is what --env gives them, no more.
     let env: std::collections::HashMap<String, String> = super::run::parse_env(&run.env)?.into_iter().collect();
     let target = TargetInputs {
@@ -279,6 +288,9 @@ fn scenario(file: &Path, extra: &[String]) -> anyhow::Result<(Plan, Load, Secret
     };
     if let Some(data) = &plan.data {
         ship(&data.file, false)?;
+    }
+    for p in protos.borrow().iter() {
+        ship(p, false)?;
     }
     if let Some(tls) = &plan.tls {
         for (p, secret) in [(&tls.cacert, false), (&tls.cert, false), (&tls.key, true)] {
@@ -345,7 +357,14 @@ fn scenario_load(plan: &ScenarioPlan) -> Load {
 fn count_requests(flow: &[Step]) -> u32 {
     flow.iter()
         .map(|s| match s {
-            Step::Request(_) => 1,
+            Step::Request(_) | Step::Grpc(_) => 1,
+            // Each expect is a request (one when it has none).
+            Step::WebSocket(w) => w
+                .messages
+                .iter()
+                .filter(|m| matches!(m, throng_scenario::WsMessage::Expect { .. }))
+                .count()
+                .max(1) as u32,
             Step::Think(_) => 0,
             Step::Group { flow, .. } => count_requests(flow),
         })

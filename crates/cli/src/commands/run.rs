@@ -116,15 +116,18 @@ fn step_scenarios(plan: &ScenarioPlan) -> BTreeMap<String, String> {
     fn walk(flow: &[throng_scenario::Step], scenario: &str, out: &mut BTreeMap<String, Vec<String>>) {
         for step in flow {
             match step {
-                throng_scenario::Step::Request(r) => {
-                    let names = out.entry(r.name.clone()).or_default();
-                    if !names.iter().any(|n| n == scenario) {
-                        names.push(scenario.to_string());
-                    }
-                }
+                throng_scenario::Step::Request(r) => add(&r.name, scenario, out),
+                throng_scenario::Step::Grpc(g) => add(&g.request.name, scenario, out),
+                throng_scenario::Step::WebSocket(w) => add(&w.name, scenario, out),
                 throng_scenario::Step::Group { flow, .. } => walk(flow, scenario, out),
                 throng_scenario::Step::Think(_) => {}
             }
+        }
+    }
+    fn add(step: &str, scenario: &str, out: &mut BTreeMap<String, Vec<String>>) {
+        let names = out.entry(step.to_string()).or_default();
+        if !names.iter().any(|n| n == scenario) {
+            names.push(scenario.to_string());
         }
     }
     let mut out = BTreeMap::new();
@@ -176,7 +179,10 @@ fn load(file: &Path, scale: Option<f64>, target: &TargetInputs) -> anyhow::Resul
     let text = super::read_plan_file(file, "scenario file")?;
     let dir: PathBuf = file.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf);
     let read = |name: &str| std::fs::read_to_string(dir.join(name)).map_err(|e| e.to_string());
-    let plan = ScenarioPlan::parse_with(&text, &file.display().to_string(), &read, target)
+    let reflect = |t: &throng_scenario::BaseUrl, tls: Option<&throng_plan::TlsSettings>, service: &str| {
+        super::grpc_reflect::for_scenario(t, tls, &dir, service)
+    };
+    let plan = ScenarioPlan::parse_reflecting(&text, &file.display().to_string(), &read, target, Some(&reflect))
         .map_err(|e| UsageError(e.to_string()))?;
     Ok(match scale {
         None => plan,

@@ -4,8 +4,9 @@
     ws_server.py PORT_FILE MODE
 
 MODE: echo (every message back), push (a message "push N" every second),
-refuse (403 to every upgrade), close (closes each socket at once with code
-1008). In every mode SIGUSR1 closes every open socket with 1001 (going
+pushping (push, and a ping every 0.1 s: a socket that leaves one unanswered
+for 0.5 s is closed with 1011), refuse (403 to every upgrade), close (closes
+each socket at once with code 1008). In every mode SIGUSR1 closes every open socket with 1001 (going
 away) while the server keeps listening, and each socket's close code (the
 client's, when it closed first) is appended to PORT_FILE.closes. Writes the
 port it listens on to PORT_FILE, then serves until killed.
@@ -63,11 +64,12 @@ def going_away():
 
 
 async def main(port_file, mode):
-    handler = {"echo": echo, "push": push, "refuse": echo, "close": close}[mode]
+    handler = {"echo": echo, "push": push, "pushping": push, "refuse": echo, "close": close}[mode]
     kwargs = {"process_request": refuse} if mode == "refuse" else {}
+    pings = {"ping_interval": 0.1, "ping_timeout": 0.5} if mode == "pushping" else {"ping_interval": None}
     asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, going_away)
     run = tracked(handler, port_file + ".closes")
-    async with serve(run, "127.0.0.1", 0, ping_interval=None, max_size=None, **kwargs) as server:
+    async with serve(run, "127.0.0.1", 0, max_size=None, **pings, **kwargs) as server:
         port = server.sockets[0].getsockname()[1]
         with open(port_file + ".tmp", "w") as f:
             f.write(str(port))

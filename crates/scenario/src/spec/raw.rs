@@ -96,6 +96,20 @@ pub(super) struct RawFile {
     pub(super) scenarios: BTreeMap<String, RawScenario>,
     #[serde(default)]
     pub(super) thresholds: Ordered<Vec<RawThreshold>>,
+    /// The .proto files of the `grpc:` steps.
+    pub(super) proto: Option<RawProto>,
+}
+
+/// `proto: { files: [...], import_paths: [...] }` or `proto: { reflection: true }`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawProto {
+    #[serde(default)]
+    pub(super) files: Vec<String>,
+    #[serde(default)]
+    pub(super) import_paths: Vec<String>,
+    #[serde(default)]
+    pub(super) reflection: bool,
 }
 
 /// A mapping kept in the file's order (verdict tables follow the file),
@@ -339,6 +353,8 @@ pub(super) struct RawScenario {
     #[serde(default)]
     pub(super) cookies: crate::spec::Cookies,
     pub(super) flow: Vec<RawStep>,
+    /// Its own .proto files, replacing the file's.
+    pub(super) proto: Option<RawProto>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -354,6 +370,51 @@ pub(super) struct RawStep {
     pub(super) request: Option<RawRequest>,
     pub(super) think: Option<RawThink>,
     pub(super) group: Option<RawGroup>,
+    pub(super) grpc: Option<RawGrpc>,
+    pub(super) websocket: Option<RawWebSocket>,
+}
+
+/// A `grpc:` step: a unary or server-streaming call.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawGrpc {
+    pub(super) name: Option<String>,
+    pub(super) call: String,
+    pub(super) message: Option<serde_yaml_ng::Value>,
+    #[serde(default)]
+    pub(super) metadata: BTreeMap<String, String>,
+    pub(super) deadline: Option<Dur>,
+    pub(super) timeout: Option<Dur>,
+    pub(super) expect: Option<Vec<RawStatus>>,
+    pub(super) max_body: Option<Size>,
+    #[serde(default)]
+    pub(super) capture: BTreeMap<String, RawCapture>,
+    #[serde(default)]
+    pub(super) check: BTreeMap<String, RawCheck>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawWebSocket {
+    pub(super) name: Option<String>,
+    pub(super) url: String,
+    #[serde(default)]
+    pub(super) headers: BTreeMap<String, String>,
+    #[serde(default)]
+    pub(super) messages: Vec<RawWsMessage>,
+    pub(super) timeout: Option<Dur>,
+    #[serde(default)]
+    pub(super) keep: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawWsMessage {
+    pub(super) send: Option<String>,
+    pub(super) send_binary: Option<String>,
+    pub(super) expect: Option<String>,
+    #[serde(default)]
+    pub(super) capture: BTreeMap<String, RawCapture>,
 }
 
 /// `think: 2s` or `think: { min, max }`.

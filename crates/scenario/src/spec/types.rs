@@ -297,12 +297,105 @@ pub struct Request {
     pub redirects: u32,
 }
 
+/// A gRPC call of a flow: an HTTP/2 request (its path the method's, its
+/// headers the metadata, its JSON body the message) with gRPC's own
+/// statuses and deadline. Captures and checks read the reply message as
+/// JSON.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GrpcStep {
+    /// `pkg.Service/Method`.
+    pub call: String,
+    /// gRPC status codes counted ok (0: OK).
+    pub expect: Vec<u16>,
+    /// Sent as `grpc-timeout`; the wait ends then too, counted
+    /// `grpc.deadline_exceeded`.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "throng_plan::serde_opt_duration"
+    )]
+    pub deadline: Option<Duration>,
+    /// The method streams its replies (captures and checks read the last).
+    #[serde(default)]
+    pub server_streaming: bool,
+    /// The call as a request: `name`, metadata in `headers`, the message
+    /// in `body` (JSON), `captures`, `checks`, `timeout`, `max_body`
+    /// (`method`, `path` and `expect` are not used).
+    pub request: Request,
+    /// The method's descriptors (not in results).
+    #[serde(skip)]
+    pub method: Option<crate::grpc::Method>,
+    /// The framed message, when it has no template (encoded once).
+    #[serde(skip)]
+    pub framed: Option<Vec<u8>>,
+}
+
+/// One message of a `websocket:` step, in order.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WsMessage {
+    /// A text message (templated).
+    Send(Template),
+    /// A binary message (written base64 in the file).
+    SendBinary(Vec<u8>),
+    /// Waits for a text or binary message the regex matches (others are
+    /// passed over), within the step's timeout; its captures read it.
+    Expect {
+        /// The pattern.
+        #[serde(with = "crate::checks::regex_serde")]
+        regex: regex::Regex,
+        /// Values taken from the matching message (json: or regex:).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        captures: Vec<Capture>,
+    },
+}
+
+impl PartialEq for WsMessage {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (WsMessage::Send(a), WsMessage::Send(b)) => a == b,
+            (WsMessage::SendBinary(a), WsMessage::SendBinary(b)) => a == b,
+            (WsMessage::Expect { regex: a, captures: x }, WsMessage::Expect { regex: b, captures: y }) => {
+                a.as_str() == b.as_str() && x == y
+            }
+            _ => false,
+        }
+    }
+}
+
+/// A `websocket:` step: the upgrade (or the VU's kept socket), then its
+/// messages in order.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WebSocket {
+    /// Its `step` tag (default: `WS url`).
+    pub name: String,
+    /// As written: a path on the target, or `ws://` / `wss://`.
+    pub url: String,
+    /// The path: after the target's base path when `url` is a path, else
+    /// from the root (query and templates included).
+    pub path: Template,
+    /// Headers of the upgrade request (`defaults.headers` too).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub headers: Vec<(String, Template)>,
+    /// The messages, in order.
+    pub messages: Vec<WsMessage>,
+    /// Limit on the connect and upgrade, and on each expect.
+    #[serde(with = "throng_plan::serde_duration")]
+    pub timeout: Duration,
+    /// Keep the socket open for the VU's next `websocket:` step to the same
+    /// URL (else: the close handshake at the end of the step).
+    #[serde(default)]
+    pub keep: bool,
+}
+
 /// One step of a flow.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Step {
     /// An HTTP request.
     Request(Box<Request>),
+    /// A WebSocket session's messages.
+    WebSocket(Box<WebSocket>),
     /// A pause.
     Think(Think),
     /// A named sub-flow, timed as a whole.
@@ -312,6 +405,8 @@ pub enum Step {
         /// Its steps.
         flow: Vec<Step>,
     },
+    /// A gRPC call.
+    Grpc(Box<GrpcStep>),
 }
 
 /// A scenario: an executor and the flow of one iteration.
@@ -462,6 +557,12 @@ impl ScenarioPlan {
             .iter()
             .map(|(_, t)| t)
             .chain(requests.flat_map(templates))
+            .chain(
+                self.scenarios
+                    .iter()
+                    .flat_map(|s| websockets(&s.flow))
+                    .flat_map(ws_templates),
+            )
             .chain(&targets)
             .flat_map(Template::env_names)
             .collect();
@@ -476,6 +577,12 @@ impl ScenarioPlan {
             .iter()
             .map(|(n, _)| n.as_str())
             .chain(requests.flat_map(|r| r.headers.iter().map(|(n, _)| n.as_str())))
+            .chain(
+                self.scenarios
+                    .iter()
+                    .flat_map(|s| websockets(&s.flow))
+                    .flat_map(|w| w.headers.iter().map(|(n, _)| n.as_str())),
+            )
             .collect()
     }
 
@@ -495,6 +602,8 @@ impl ScenarioPlan {
             for step in steps {
                 match step {
                     Step::Request(r) => headers(&mut r.headers, secret, with),
+                    Step::Grpc(g) => headers(&mut g.request.headers, secret, with),
+                    Step::WebSocket(w) => headers(&mut w.headers, secret, with),
                     Step::Group { flow: f, .. } => flow(f, secret, with),
                     Step::Think(_) => {}
                 }
@@ -534,10 +643,35 @@ pub(super) fn requests(flow: &[Step]) -> Vec<&Request> {
     for s in flow {
         match s {
             Step::Request(r) => out.push(r.as_ref()),
+            Step::Grpc(g) => out.push(&g.request),
             Step::Group { flow, .. } => out.extend(requests(flow)),
-            Step::Think(_) => {}
+            Step::Think(_) | Step::WebSocket(_) => {}
         }
     }
+    out
+}
+
+/// Every `websocket:` step of a flow, groups entered, in order.
+pub(super) fn websockets(flow: &[Step]) -> Vec<&WebSocket> {
+    let mut out = Vec::new();
+    for s in flow {
+        match s {
+            Step::WebSocket(w) => out.push(w.as_ref()),
+            Step::Group { flow, .. } => out.extend(websockets(flow)),
+            Step::Think(_) | Step::Request(_) | Step::Grpc(_) => {}
+        }
+    }
+    out
+}
+
+/// The templates a `websocket:` step renders (not `defaults.headers`).
+pub(super) fn ws_templates(w: &WebSocket) -> Vec<&Template> {
+    let mut out = vec![&w.path];
+    out.extend(w.headers.iter().map(|(_, t)| t));
+    out.extend(w.messages.iter().filter_map(|m| match m {
+        WsMessage::Send(t) => Some(t),
+        _ => None,
+    }));
     out
 }
 

@@ -31,6 +31,31 @@ const RESERVED: [&str; 8] = [
 pub(super) struct Validator<'a> {
     pub(super) text: &'a str,
     pub(super) file: &'a str,
+    /// The descriptors the scenario being checked calls `grpc:` steps
+    /// with (its own `proto:`, else the file's), and where they came from.
+    proto: std::cell::RefCell<Option<Proto>>,
+    /// Asks a server's reflection for descriptors (`throng run`).
+    reflect: Option<&'a crate::grpc::Reflect<'a>>,
+}
+
+/// Where a scenario's `grpc:` steps find their methods.
+#[derive(Clone)]
+enum Proto {
+    /// Compiled .proto files, and their names.
+    Files(std::rc::Rc<prost_reflect::DescriptorPool>, String),
+    /// The target's server reflection, asked once the file is checked.
+    Reflection,
+}
+
+impl<'a> Validator<'a> {
+    pub(super) fn new(text: &'a str, file: &'a str, reflect: Option<&'a crate::grpc::Reflect<'a>>) -> Self {
+        Validator {
+            text,
+            file,
+            proto: std::cell::RefCell::new(None),
+            reflect,
+        }
+    }
 }
 
 impl Validator<'_> {
@@ -236,8 +261,20 @@ impl Validator<'_> {
             return Err(self.err(&["scenarios:"], "name at least one scenario"));
         }
         let mut scenarios = Vec::new();
-        for (name, s) in raw.scenarios {
+        let file_proto = match raw.proto {
+            Some(p) => Some(self.proto(&["proto:"], p, read)?),
+            None => None,
+        };
+        for (name, mut s) in raw.scenarios {
+            let own = match s.proto.take() {
+                Some(p) => Some(self.proto(&["scenarios:", &format!("{name}:"), "proto:"], p, read)?),
+                None => None,
+            };
+            self.proto.replace(own.or_else(|| file_proto.clone()));
             scenarios.push(self.scenario(&name, s, &defaults, &target, given)?);
+            if let Some(sc) = scenarios.last() {
+                self.grpc_over_http2(sc, &target)?;
+            }
         }
         // TLS settings serve every https:// target of the file.
         let any_https = target.https || scenarios.iter().any(|s| s.target.as_ref().is_some_and(|t| t.https));
@@ -270,6 +307,7 @@ impl Validator<'_> {
             (false, Some(_)) => return Err(self.err(&["tls:"], "tls: applies to https:// targets")),
             (false, None) => None,
         };
+        self.resolve_reflected(&mut scenarios, &target, tls.as_ref())?;
         let any_h3 = std::iter::once(&target)
             .chain(scenarios.iter().filter_map(|s| s.target.as_ref()))
             .any(|t| t.http == HttpVersion::Http3);
@@ -704,6 +742,7 @@ impl Validator<'_> {
             ));
         }
         let flow = self.flow(&key, s.flow, defaults)?;
+        self.websocket_origins(&key, &flow, target.as_ref().unwrap_or(file_target))?;
         if !contains_request(&flow) {
             return Err(self.err(&["scenarios:", &key, "flow:"], "the flow makes no request"));
         }
@@ -720,7 +759,22 @@ impl Validator<'_> {
 
     fn flow(&self, key: &str, steps: Vec<RawStep>, defaults: &Defaults) -> Result<Vec<Step>, ScenarioError> {
         let mut out = Vec::new();
-        for st in steps {
+        for mut st in steps {
+            let many = "each step is exactly one of request:, grpc:, websocket:, think: or group:";
+            if let Some(g) = st.grpc.take() {
+                if st.request.is_some() || st.think.is_some() || st.group.is_some() || st.websocket.is_some() {
+                    return Err(self.err(&["scenarios:", key, "grpc:"], many));
+                }
+                out.push(Step::Grpc(Box::new(self.grpc(key, g, defaults)?)));
+                continue;
+            }
+            if let Some(w) = st.websocket.take() {
+                if st.request.is_some() || st.think.is_some() || st.group.is_some() {
+                    return Err(self.err(&["scenarios:", key, "websocket:"], many));
+                }
+                out.push(Step::WebSocket(Box::new(self.websocket(key, w, defaults)?)));
+                continue;
+            }
             let step = match (st.request, st.think, st.group) {
                 (Some(r), None, None) => Step::Request(Box::new(self.request(key, r, defaults)?)),
                 (None, Some(t), None) => Step::Think(match t {
@@ -739,7 +793,7 @@ impl Validator<'_> {
                 _ => {
                     return Err(self.err(
                         &["scenarios:", key, "flow:"],
-                        "each step is exactly one of request:, think: or group:",
+                        "each step is exactly one of request:, grpc:, websocket:, think: or group:",
                     ));
                 }
             };
@@ -796,9 +850,45 @@ impl Validator<'_> {
             (None, None, None) => Body::None,
             _ => return Err(self.err(&here, "give one of json:, form: or body:")),
         };
+        let (captures, checks) = self.captures_and_checks(&here, r.capture, r.check)?;
+        let name = r.name.unwrap_or_else(|| format!("{method} {}", r.path));
+        Ok(Request {
+            path: self.template(&here, &r.path)?,
+            query: pairs(&r.query, "query parameter")?,
+            headers: r
+                .headers
+                .iter()
+                .map(|(k, v)| self.header(&here, k, v))
+                .collect::<Result<_, ScenarioError>>()?,
+            body,
+            expect: match &r.expect {
+                Some(e) => self.statuses(&[&here[..], &["expect:"]].concat(), e)?,
+                None => defaults.expect,
+            },
+            captures,
+            checks,
+            timeout: r.timeout.map_or(defaults.timeout, |d| d.0),
+            max_body: r.max_body.map_or(defaults.max_body, |m| m.0),
+            redirects: match r.redirects {
+                Some(n) => self.redirects(&[&here[..], &[&format!("redirects: {n}")]].concat(), n)?,
+                None => defaults.redirects,
+            },
+            name,
+            method,
+        })
+    }
+
+    /// A step's `capture:` and `check:` (request and grpc steps write them
+    /// alike), at `here`.
+    fn captures_and_checks(
+        &self,
+        here: &[&str],
+        capture: BTreeMap<String, RawCapture>,
+        check: BTreeMap<String, RawCheck>,
+    ) -> Result<(Vec<Capture>, Vec<Check>), ScenarioError> {
         let mut captures = Vec::new();
-        for (var, c) in r.capture {
-            let at = self.key_path(&[&here[..], &["capture:"]].concat(), &var);
+        for (var, c) in capture {
+            let at = self.key_path(&[here, &["capture:"]].concat(), &var);
             if !is_identifier(&var) {
                 let suggestion: String = var
                     .chars()
@@ -844,8 +934,8 @@ impl Validator<'_> {
             captures.push(Capture { var, from });
         }
         let mut checks = Vec::new();
-        for (name, c) in r.check {
-            let at = self.key_path(&[&here[..], &["check:"]].concat(), &name);
+        for (name, c) in check {
+            let at = self.key_path(&[here, &["check:"]].concat(), &name);
             let bad = |m: String| self.err(&at, format!("check '{name}': {m}"));
             // One kind, and only that kind's modifiers: a modifier on another
             // kind would be read and ignored, and the check pass regardless.
@@ -923,31 +1013,498 @@ impl Validator<'_> {
             };
             checks.push(Check { name, kind });
         }
-        let name = r.name.unwrap_or_else(|| format!("{method} {}", r.path));
-        Ok(Request {
-            path: self.template(&here, &r.path)?,
-            query: pairs(&r.query, "query parameter")?,
-            headers: r
+        Ok((captures, checks))
+    }
+
+    /// A `proto:` at `at`: its files compiled (read through `read`).
+    fn proto(
+        &self,
+        at: &[&str],
+        p: RawProto,
+        read: &dyn Fn(&str) -> Result<String, String>,
+    ) -> Result<Proto, ScenarioError> {
+        match (p.reflection, p.files.is_empty()) {
+            (true, true) if p.import_paths.is_empty() => return Ok(Proto::Reflection),
+            (true, _) => {
+                return Err(self.err(
+                    at,
+                    "proto: reflection: true asks the server for the descriptors; leave out files and \
+                     import_paths, or reflection",
+                ));
+            }
+            (false, true) => {
+                return Err(self.err(
+                    at,
+                    "proto: files is empty; list the .proto files that define the services, e.g. files: \
+                     [greeter.proto], or ask the server: reflection: true",
+                ));
+            }
+            (false, false) => {}
+        }
+        let pool =
+            crate::grpc::compile(&p.files, &p.import_paths, read).map_err(|e| self.err(at, format!("proto: {e}")))?;
+        Ok(Proto::Files(std::rc::Rc::new(pool), p.files.join(", ")))
+    }
+
+    /// A `grpc:` step of scenario `key`, its method looked up in the
+    /// scenario's descriptors.
+    fn grpc(&self, key: &str, g: RawGrpc, defaults: &Defaults) -> Result<GrpcStep, ScenarioError> {
+        let call_at = format!("call: {}", g.call);
+        let here: Vec<&str> = vec!["scenarios:", key, "grpc:", &call_at];
+        // The field's key after the call's line, for errors.
+        let at = |field: &str| self.key_path(&here, field);
+        let (message_at, metadata_at) = (at("message"), at("metadata"));
+        let message_at: Vec<&str> = message_at.iter().map(String::as_str).collect();
+        let metadata_at: Vec<&str> = metadata_at.iter().map(String::as_str).collect();
+        let proto = self.proto.borrow().clone();
+        let Some(proto) = proto else {
+            return Err(self.err(
+                &here,
+                format!(
+                    "grpc: {} needs the .proto files that define it: add proto: {{ files: [FILE.proto], \
+                     import_paths: [DIR] }} at the top of the file or in scenario {}",
+                    g.call,
+                    key.trim_end_matches(':')
+                ),
+            ));
+        };
+        let method = match proto {
+            Proto::Files(pool, files) => Some(
+                crate::grpc::find_method(&pool, &g.call)
+                    .map_err(|e| self.err(&here, format!("call: {e} (proto: {files})")))?,
+            ),
+            // Looked up once the file is checked (see resolve_reflected).
+            Proto::Reflection => {
+                crate::grpc::split_call(&g.call).map_err(|e| self.err(&here, format!("call: {e}")))?;
+                None
+            }
+        };
+        let body = match g.message {
+            Some(m) => Body::Json(self.json(&message_at, m)?),
+            None => Body::None,
+        };
+        let framed = match &method {
+            Some(m) => self.framed(m, &body, &message_at)?,
+            None => None,
+        };
+        let mut headers = Vec::new();
+        for (k, v) in &g.metadata {
+            let lower = k.to_ascii_lowercase();
+            if lower.starts_with("grpc-") || ["content-type", "te", "host"].contains(&lower.as_str()) {
+                return Err(self.err(
+                    &metadata_at,
+                    format!(
+                        "metadata '{k}' is the protocol's (grpc-*, content-type, te and host are set by throng); use \
+                         another key, and deadline: for grpc-timeout"
+                    ),
+                ));
+            }
+            headers.push(self.header(&metadata_at, k, v)?);
+        }
+        let expect = match &g.expect {
+            None => vec![0],
+            Some(list) if list.is_empty() => {
+                return Err(self.err(
+                    &at("expect"),
+                    "expect: is empty, so every call would count as failed; list the codes counted ok, e.g. [OK]",
+                ));
+            }
+            Some(list) => list
+                .iter()
+                .map(|s| match s {
+                    RawStatus::Code(c) => crate::grpc::parse_code(&c.to_string()),
+                    RawStatus::Text(t) => crate::grpc::parse_code(t),
+                })
+                .collect::<Result<Vec<u16>, String>>()
+                .map_err(|e| self.err(&at("expect"), format!("expect: {e}")))?,
+        };
+        let deadline = match g.deadline {
+            Some(d) if d.0.is_zero() => {
+                return Err(self.err(&at("deadline"), "deadline: give at least 1ms, or leave it out"));
+            }
+            Some(d) => Some(d.0),
+            None => None,
+        };
+        if g.check.values().any(|c| c.status.is_some()) {
+            return Err(self.err(
+                &at("check"),
+                "a grpc step's checks take no status: (its gRPC status is judged by expect:, e.g. expect: [OK, \
+                 NOT_FOUND]); use json:, body_contains:, header: or duration_under:",
+            ));
+        }
+        let (captures, checks) = self.captures_and_checks(&here, g.capture, g.check)?;
+        let call = method
+            .as_ref()
+            .map_or_else(|| g.call.clone(), crate::grpc::Method::call);
+        let path = format!("/{call}");
+        Ok(GrpcStep {
+            expect,
+            deadline,
+            server_streaming: method.as_ref().is_some_and(crate::grpc::Method::server_streaming),
+            request: Request {
+                name: g.name.unwrap_or_else(|| call.clone()),
+                method: "POST".to_string(),
+                path: Template::literal(&path),
+                query: Vec::new(),
+                headers,
+                body,
+                expect: StatusSet::default(),
+                captures,
+                checks,
+                timeout: g.timeout.map_or(defaults.timeout, |d| d.0),
+                max_body: g.max_body.map_or(defaults.max_body, |m| m.0),
+                redirects: 0,
+            },
+            call,
+            method,
+            framed,
+        })
+    }
+
+    /// A message without templates, encoded now: once for the run, and an
+    /// error is the file's (at `at`), not a failed call.
+    fn framed(&self, method: &crate::grpc::Method, body: &Body, at: &[&str]) -> Result<Option<Vec<u8>>, ScenarioError> {
+        let json = match body {
+            Body::None => serde_json::json!({}),
+            Body::Json(j) => match literal_json(j) {
+                Some(v) => v,
+                None => return Ok(None),
+            },
+            _ => return Ok(None),
+        };
+        method
+            .encode(&json.to_string())
+            .map(Some)
+            .map_err(|e| self.err(at, format!("message: {e}; give it in protobuf's JSON mapping")))
+    }
+
+    /// Looks up the methods of `grpc:` steps whose scenario asks its
+    /// target's server reflection, once the target's TLS settings are
+    /// known: one question per target and service.
+    fn resolve_reflected(
+        &self,
+        scenarios: &mut [Scenario],
+        file: &BaseUrl,
+        tls: Option<&TlsSettings>,
+    ) -> Result<(), ScenarioError> {
+        fn pending<'s>(flow: &'s mut [Step], out: &mut Vec<&'s mut GrpcStep>) {
+            for s in flow {
+                match s {
+                    Step::Grpc(g) if g.method.is_none() => out.push(g),
+                    Step::Group { flow, .. } => pending(flow, out),
+                    _ => {}
+                }
+            }
+        }
+        let mut pools: BTreeMap<(String, String), std::rc::Rc<prost_reflect::DescriptorPool>> = BTreeMap::new();
+        for sc in scenarios {
+            let target = sc.target(file).clone();
+            let key = format!("{}:", sc.name);
+            let mut steps = Vec::new();
+            pending(&mut sc.flow, &mut steps);
+            for g in steps {
+                let call_at = format!("call: {}", g.call);
+                let here = ["scenarios:", key.as_str(), "grpc:", call_at.as_str()];
+                let Some(reflect) = self.reflect else {
+                    return Err(self.err(
+                        &here,
+                        "proto: reflection asks the server when throng run starts, which this command does not; \
+                         give proto: { files: [FILE.proto] }",
+                    ));
+                };
+                let (service, _) = crate::grpc::split_call(&g.call).map_err(|e| self.err(&here, e))?;
+                let found = pools.get(&(target.url.clone(), service.to_string())).cloned();
+                let pool = match found {
+                    Some(p) => p,
+                    None => {
+                        let p = reflect(&target, tls, service)
+                            .map_err(|e| self.err(&here, format!("proto: reflection: {e}")))?;
+                        let p = std::rc::Rc::new(p);
+                        pools.insert((target.url.clone(), service.to_string()), std::rc::Rc::clone(&p));
+                        p
+                    }
+                };
+                let method = crate::grpc::find_method(&pool, &g.call)
+                    .map_err(|e| self.err(&here, format!("call: {e} (from {}'s server reflection)", target.url)))?;
+                g.framed = self.framed(&method, &g.request.body, &here)?;
+                g.server_streaming = method.server_streaming();
+                g.method = Some(method);
+            }
+        }
+        Ok(())
+    }
+
+    /// A `websocket:` step. Its URL is a path on the target (`/chat`) or
+    /// `ws://` / `wss://` with the target's own host and port (checked in
+    /// [`Self::websocket_origins`], where the target is known).
+    fn websocket(&self, key: &str, w: RawWebSocket, defaults: &Defaults) -> Result<WebSocket, ScenarioError> {
+        let url_at = format!("url: {}", w.url);
+        let here: Vec<&str> = vec!["scenarios:", key, "websocket:", &url_at];
+        let path = if w.url.starts_with('/') {
+            w.url.as_str()
+        } else if let Some(rest) = w.url.strip_prefix("ws://").or_else(|| w.url.strip_prefix("wss://")) {
+            rest.find('/').map_or("/", |i| &rest[i..])
+        } else {
+            return Err(self.err(
+                &here,
+                format!(
+                    "url '{}' is neither a path on the target (/chat) nor ws:// or wss:// (ws://127.0.0.1:8080/chat)",
+                    w.url
+                ),
+            ));
+        };
+        if w.messages.is_empty() {
+            return Err(self.err_first(
+                &[
+                    &["scenarios:", key, &url_at, "messages:"],
+                    &["scenarios:", key, "websocket:", "messages:"],
+                ],
+                "messages is empty; give at least one, e.g. messages: [{ send: hello }, { expect: hello }]",
+            ));
+        }
+        let mut messages = Vec::new();
+        for (i, m) in w.messages.into_iter().enumerate() {
+            let n = i + 1;
+            // At the message's own line (a block sequence), else at the
+            // first `needle` after `messages:`.
+            let err_at = |needle: Option<&str>, message: String| -> ScenarioError {
+                let seq = [
+                    &["scenarios:", key, url_at.as_str(), "messages:"][..],
+                    &["scenarios:", key, "websocket:", "messages:"][..],
+                ];
+                let item = seq.iter().find_map(|p| self.seq_item(p, n, needle));
+                match item {
+                    Some((line, column)) => ScenarioError {
+                        file: self.file.to_string(),
+                        line,
+                        column,
+                        message,
+                    },
+                    None => {
+                        let mut p: Vec<&str> = seq[1].to_vec();
+                        p.extend(needle);
+                        self.err(&p, message)
+                    }
+                }
+            };
+            let given = [
+                ("send:", m.send.is_some()),
+                ("send_binary:", m.send_binary.is_some()),
+                ("expect:", m.expect.is_some()),
+            ];
+            let kinds: Vec<&str> = given.iter().filter(|(_, set)| *set).map(|(k, _)| *k).collect();
+            let [kind] = kinds[..] else {
+                let key = kinds.first().copied().or((!m.capture.is_empty()).then_some("capture:"));
+                return Err(err_at(
+                    key,
+                    format!(
+                        "message {n} has {}; give exactly one of send:, send_binary: or expect:",
+                        if kinds.is_empty() {
+                            "none of them".to_string()
+                        } else {
+                            kinds.join(" and ")
+                        }
+                    ),
+                ));
+            };
+            if !m.capture.is_empty() && kind != "expect:" {
+                return Err(err_at(
+                    Some("capture:"),
+                    format!("message {n}: capture: reads a received message, so it goes with expect:, not {kind}"),
+                ));
+            }
+            let msg = match (m.send, m.send_binary, m.expect) {
+                (Some(t), None, None) => WsMessage::Send(
+                    Template::compile(&t).map_err(|e| err_at(Some("send:"), format!("message {n}: {e}")))?,
+                ),
+                (None, Some(b), None) => {
+                    use base64::Engine as _;
+                    let data = base64::engine::general_purpose::STANDARD
+                        .decode(b.trim())
+                        .map_err(|e| {
+                            err_at(
+                                Some("send_binary:"),
+                                format!("message {n}: send_binary is base64 (e.g. AAEC/w==): {e}"),
+                            )
+                        })?;
+                    WsMessage::SendBinary(data)
+                }
+                (None, None, Some(re)) => {
+                    let regex = regex::Regex::new(&re)
+                        .map_err(|e| err_at(Some("expect:"), format!("message {n}: expect: is a regex: {e}")))?;
+                    let mut captures = Vec::new();
+                    for (var, c) in m.capture {
+                        let cat = |m: String| err_at(Some(&var), m);
+                        if !is_identifier(&var) || RESERVED.contains(&var.as_str()) {
+                            return Err(cat(format!(
+                                "capture '{var}': a variable name is letters, digits and _, not starting with a \
+                                     digit, and not one of the built-ins ({})",
+                                RESERVED.join(", ")
+                            )));
+                        }
+                        let from = match (c.json, c.header, c.regex) {
+                            (Some(p), None, None) => {
+                                json_pointer(&p).map_err(|e| cat(format!("capture {var}: {e}")))?;
+                                CaptureFrom::Json(p)
+                            }
+                            (None, None, Some(re)) => CaptureFrom::Regex(
+                                regex::Regex::new(&re).map_err(|e| cat(format!("capture {var}: regex: {e}")))?,
+                            ),
+                            _ => {
+                                return Err(cat(format!(
+                                    "capture {var}: give exactly one of json: or regex: (a message has no headers)"
+                                )));
+                            }
+                        };
+                        captures.push(Capture { var, from });
+                    }
+                    WsMessage::Expect { regex, captures }
+                }
+                // Exactly one was counted above.
+                _ => {
+                    return Err(err_at(
+                        None,
+                        format!("message {n}: give one of send:, send_binary: or expect:"),
+                    ));
+                }
+            };
+            messages.push(msg);
+        }
+        Ok(WebSocket {
+            name: w.name.unwrap_or_else(|| format!("WS {}", w.url)),
+            path: self.template(&here, path)?,
+            headers: w
                 .headers
                 .iter()
                 .map(|(k, v)| self.header(&here, k, v))
                 .collect::<Result<_, ScenarioError>>()?,
-            body,
-            expect: match &r.expect {
-                Some(e) => self.statuses(&[&here[..], &["expect:"]].concat(), e)?,
-                None => defaults.expect,
-            },
-            captures,
-            checks,
-            timeout: r.timeout.map_or(defaults.timeout, |d| d.0),
-            max_body: r.max_body.map_or(defaults.max_body, |m| m.0),
-            redirects: match r.redirects {
-                Some(n) => self.redirects(&[&here[..], &[&format!("redirects: {n}")]].concat(), n)?,
-                None => defaults.redirects,
-            },
-            name,
-            method,
+            messages,
+            timeout: w.timeout.map_or(defaults.timeout, |d| d.0),
+            keep: w.keep,
+            url: w.url,
         })
+    }
+
+    /// Line and column (from 1) of the `n`-th item (from 1) of the block
+    /// sequence under the key the `path` ends at — of `needle` in it when
+    /// the item has it; None for a flow sequence (`[…]`) or when not found.
+    fn seq_item(&self, path: &[&str], n: usize, needle: Option<&str>) -> Option<(usize, usize)> {
+        let (line, _, all) = self.locate(path);
+        let lines: Vec<&str> = self.text.lines().collect();
+        let head = lines.get(line.checked_sub(1)?)?;
+        if !all || !head.trim_end().ends_with(':') {
+            return None;
+        }
+        let indent = |l: &str| l.len() - l.trim_start().len();
+        let column = |l: &str, byte: usize| l[..byte].chars().count() + 1;
+        let mut dash: Option<usize> = None;
+        let mut count = 0;
+        let mut item: Option<usize> = None;
+        for (i, l) in lines.iter().enumerate().skip(line) {
+            let t = l.trim_start();
+            if t.is_empty() || t.starts_with('#') {
+                continue;
+            }
+            let d = indent(l);
+            let at = *dash.get_or_insert(d);
+            if d < at || d == at && !t.starts_with('-') {
+                break;
+            }
+            if d == at {
+                if item.is_some() {
+                    break;
+                }
+                count += 1;
+                if count == n {
+                    item = Some(i);
+                }
+            }
+            if item.is_some()
+                && let Some(c) = needle.and_then(|nd| l.find(nd))
+            {
+                return Some((i + 1, column(l, c)));
+            }
+        }
+        item.map(|i| (i + 1, column(lines[i], indent(lines[i]) + 2)))
+    }
+
+    /// The `websocket:` steps of a scenario whose target is `target`: an
+    /// absolute URL has the target's own scheme (ws: http, wss: https),
+    /// host and port; the target speaks HTTP/1.1 (no WebSocket over
+    /// HTTP/2 or HTTP/3 here).
+    fn websocket_origins(&self, key: &str, flow: &[Step], target: &BaseUrl) -> Result<(), ScenarioError> {
+        for w in websockets(flow) {
+            let url_at = format!("url: {}", w.url);
+            let here = ["scenarios:", key, "websocket:", &url_at];
+            if target.http != HttpVersion::Http1 {
+                return Err(self.err(
+                    &here,
+                    format!(
+                        "websocket: steps need an HTTP/1.1 target (the upgrade is HTTP/1.1, and WebSocket over \
+                         HTTP/2 or HTTP/3 is not supported); give this scenario its own target: {} (without http:)",
+                        target.url
+                    ),
+                ));
+            }
+            if w.url.starts_with('/') {
+                continue;
+            }
+            let https = w.url.starts_with("wss://");
+            let scheme = if https { "https" } else { "http" };
+            let rest = w.url.split_once("://").map_or("", |(_, r)| r);
+            let authority = rest.split('/').next().unwrap_or_default();
+            let same = url::Url::parse(&format!("{scheme}://{authority}/")).is_ok_and(|u| {
+                let host = match u.host() {
+                    Some(url::Host::Ipv6(a)) => a.to_string(),
+                    Some(h) => h.to_string(),
+                    None => String::new(),
+                };
+                https == target.https && host == target.host && u.port_or_known_default() == Some(target.port)
+            });
+            if !same {
+                let ws = if target.https { "wss" } else { "ws" };
+                return Err(self.err(
+                    &here,
+                    format!(
+                        "url '{}' is not on the scenario's target {}: a websocket: step goes to its target; write a \
+                         path (/chat) or {ws}://{}:{}/…, or give the scenario its own target:",
+                        w.url, target.url, target.host, target.port
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// gRPC runs over HTTP/2: a scenario with a `grpc:` step needs a target
+    /// written `{ url, http: 2 }`.
+    fn grpc_over_http2(&self, sc: &Scenario, file: &BaseUrl) -> Result<(), ScenarioError> {
+        fn first(flow: &[Step]) -> Option<&GrpcStep> {
+            flow.iter().find_map(|s| match s {
+                Step::Grpc(g) => Some(g.as_ref()),
+                Step::Group { flow, .. } => first(flow),
+                _ => None,
+            })
+        }
+        let target = sc.target(file);
+        match first(&sc.flow) {
+            Some(g) if target.http != HttpVersion::Http2 => Err(self.err(
+                &["scenarios:", &format!("{}:", sc.name), "grpc:"],
+                format!(
+                    "grpc: {} needs an HTTP/2 target, and scenario {}'s target {} is HTTP/{}: write target: {{ url: \
+                     {}, http: 2 }} (https:// for TLS with ALPN h2, http:// for h2c)",
+                    g.call,
+                    sc.name,
+                    target.url,
+                    match target.http {
+                        HttpVersion::Http3 => "3",
+                        _ => "1.1",
+                    },
+                    target.url
+                ),
+            )),
+            _ => Ok(()),
+        }
     }
 
     /// A `redirects:` count: at most [`throng_plan::MAX_REDIRECTS`].
@@ -975,7 +1532,7 @@ impl Validator<'_> {
         defaults: &Defaults,
         defined: &mut BTreeSet<String>,
     ) -> Result<(), ScenarioError> {
-        let all = requests(&s.flow);
+        let all = units(&s.flow);
         for (i, r) in all.iter().enumerate() {
             // defaults.headers are sent with every request that does not
             // set the same header itself.
@@ -983,9 +1540,17 @@ impl Validator<'_> {
                 .headers
                 .iter()
                 .filter(|(name, _)| !r.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name)))
-                .map(|(name, t)| (Some(name.as_str()), t));
-            let own = templates(r).into_iter().map(|t| (None, t));
-            for (default_header, t) in own.chain(from_defaults) {
+                .map(|(name, t)| (Some(name.as_str()), 0, Use::Template(t)));
+            // Defaults go with the request's head, before any own use.
+            let own = r.items.iter().enumerate().map(|(at, u)| (None, at, *u));
+            for (default_header, at, item) in from_defaults.chain(own) {
+                let t = match item {
+                    Use::Template(t) => t,
+                    Use::Capture(v) => {
+                        defined.insert(v.to_string());
+                        continue;
+                    }
+                };
                 for v in t.variables() {
                     if defined.contains(v) {
                         continue;
@@ -999,11 +1564,14 @@ impl Validator<'_> {
                         Some(h) => format!("defaults.headers.{h}, sent with step '{}',", r.name),
                         None => format!("step '{}'", r.name),
                     };
-                    let capturer = all[i..].iter().find(|later| later.captures.iter().any(|c| c.var == v));
+                    let captures = |u: &Unit<'_>| u.items.iter().any(|x| matches!(x, Use::Capture(c) if *c == v));
+                    let itself = r.items.iter().skip(at).any(|x| matches!(x, Use::Capture(c) if *c == v));
+                    let capturer = all[i + 1..].iter().find(|later| captures(later));
                     let message = match capturer {
-                        Some(c) if std::ptr::eq(*c, *r) => format!(
+                        _ if itself => format!(
                             "{{{{{v}}}}} is used in {used_in} which captures it itself, in scenario '{}': a capture is \
-                             available to later steps only; capture it in an earlier step",
+                             available to later steps only (and to a websocket: step's later messages); capture it \
+                             in an earlier step",
                             s.name
                         ),
                         Some(c) => format!(
@@ -1026,7 +1594,6 @@ impl Validator<'_> {
                     return Err(self.err_at_use(&scope, v, message));
                 }
             }
-            defined.extend(r.captures.iter().map(|c| c.var.clone()));
         }
         Ok(())
     }
@@ -1074,6 +1641,20 @@ impl Validator<'_> {
             ),
         })
     }
+}
+
+/// The JSON of a body without templates; None when it has one.
+fn literal_json(j: &JsonTemplate) -> Option<serde_json::Value> {
+    Some(match j {
+        JsonTemplate::Value(v) => v.clone(),
+        JsonTemplate::Text(_) => return None,
+        JsonTemplate::Array(a) => serde_json::Value::Array(a.iter().map(literal_json).collect::<Option<_>>()?),
+        JsonTemplate::Object(o) => serde_json::Value::Object(
+            o.iter()
+                .map(|(k, v)| Some((k.clone(), literal_json(v)?)))
+                .collect::<Option<_>>()?,
+        ),
+    })
 }
 
 /// The variable of `{{var}}` written without quotes: YAML reads it as a
@@ -1150,9 +1731,67 @@ pub(super) fn json_pointer(p: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// What a step reads and captures, in the order it does.
+#[derive(Clone, Copy)]
+enum Use<'a> {
+    Template(&'a Template),
+    Capture(&'a str),
+}
+
+/// A step that renders templates: its name, own headers and uses.
+struct Unit<'a> {
+    name: &'a str,
+    headers: &'a [(String, Template)],
+    items: Vec<Use<'a>>,
+}
+
+/// The requests (`grpc:` steps' too) and `websocket:` steps of a flow, groups entered, in order.
+fn units(flow: &[Step]) -> Vec<Unit<'_>> {
+    let mut out = Vec::new();
+    for s in flow {
+        match s {
+            Step::Request(_) | Step::Grpc(_) => {
+                let r = match s {
+                    Step::Grpc(g) => &g.request,
+                    Step::Request(r) => r.as_ref(),
+                    _ => continue,
+                };
+                let mut items: Vec<Use<'_>> = templates(r).into_iter().map(Use::Template).collect();
+                items.extend(r.captures.iter().map(|c| Use::Capture(c.var.as_str())));
+                out.push(Unit {
+                    name: &r.name,
+                    headers: &r.headers,
+                    items,
+                });
+            }
+            Step::WebSocket(w) => {
+                let mut items = vec![Use::Template(&w.path)];
+                items.extend(w.headers.iter().map(|(_, t)| Use::Template(t)));
+                for m in &w.messages {
+                    match m {
+                        WsMessage::Send(t) => items.push(Use::Template(t)),
+                        WsMessage::Expect { captures, .. } => {
+                            items.extend(captures.iter().map(|c| Use::Capture(c.var.as_str())));
+                        }
+                        WsMessage::SendBinary(_) => {}
+                    }
+                }
+                out.push(Unit {
+                    name: &w.name,
+                    headers: &w.headers,
+                    items,
+                });
+            }
+            Step::Group { flow, .. } => out.extend(units(flow)),
+            Step::Think(_) => {}
+        }
+    }
+    out
+}
+
 pub(super) fn contains_request(flow: &[Step]) -> bool {
     flow.iter().any(|s| match s {
-        Step::Request(_) => true,
+        Step::Request(_) | Step::Grpc(_) | Step::WebSocket(_) => true,
         Step::Group { flow, .. } => contains_request(flow),
         Step::Think(_) => false,
     })
@@ -1164,6 +1803,11 @@ pub(super) fn tag_exists(scenarios: &[Scenario], tag: &str, value: &str) -> bool
             Step::Request(r) => {
                 tag == "step" && r.name == value || tag == "check" && r.checks.iter().any(|c| c.name == value)
             }
+            Step::Grpc(g) => {
+                let r = &g.request;
+                tag == "step" && r.name == value || tag == "check" && r.checks.iter().any(|c| c.name == value)
+            }
+            Step::WebSocket(w) => tag == "step" && w.name == value,
             Step::Group { name, flow } => tag == "group" && name == value || in_flow(flow, tag, value),
             Step::Think(_) => false,
         })

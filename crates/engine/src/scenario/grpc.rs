@@ -1,0 +1,286 @@
+//! A scenario's `grpc:` steps: a call as a stream on the VU's own HTTP/2
+//! connection (the scenario's target is `http: 2`, which the file's
+//! validation made sure of).
+//!
+//! ```text
+//!  message (JSON template) ── render ── Method::encode ──► framed message
+//!    (a message without templates was encoded once, when the file was read)
+//!  metadata + defaults.headers ── render ──► headers, with content-type
+//!    application/grpc, te: trailers, grpc-timeout (deadline:)
+//!  Own::call ──► grpc-status (the status recorded), the reply kept
+//!  Method::decode_last(reply) ──► JSON text ──► captures, checks
+//! ```
+
+use std::collections::HashMap;
+use std::pin::pin;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use throng_metrics::{ErrorClass, Phase, ScenarioRecorder};
+use throng_plan::{HttpVersion, StatusSet};
+use throng_scenario::{CaptureFrom, CheckKind, GrpcStep, ResponseView};
+
+use super::{InFlight, Mux, ReqOp, Scen, Vu, close_mux, not_sent, render, stream_request, unanswered, with_scen};
+use crate::ctx::Ctx;
+use crate::exchange::{Session, record_exchange};
+use crate::http1::Keep;
+use crate::redirect::Place;
+use crate::rows::Labels;
+
+/// Headers defaults.headers may not set on a call (a step's metadata
+/// cannot): the protocol's own, `grpc-*` too, and a body length, which the
+/// message decides.
+const PROTOCOL: [&str; 3] = ["content-type", "te", "content-length"];
+
+/// A `grpc:` step, ready to run.
+pub(super) struct GrpcOp {
+    /// The call as a request (its tags, checks, what its reply keeps).
+    op: ReqOp,
+    step: GrpcStep,
+    /// The message, framed, when it has no template.
+    framed: Option<Bytes>,
+    expect: StatusSet,
+    /// `grpc-timeout`'s value.
+    timeout_header: Option<String>,
+    /// Captures or checks read the reply's message.
+    decode: bool,
+}
+
+impl GrpcOp {
+    pub(super) fn new(g: &GrpcStep, tags: &[usize], rec: &mut ScenarioRecorder) -> GrpcOp {
+        let r = &g.request;
+        let mut t = tags.to_vec();
+        t.push(rec.tag(&format!("step:{}", r.name)));
+        let decode = r.captures.iter().any(|c| !matches!(c.from, CaptureFrom::Header(_)))
+            || r.checks.iter().any(|c| {
+                matches!(
+                    c.kind,
+                    CheckKind::BodyContains(_) | CheckKind::JsonExists(_) | CheckKind::JsonEquals(..)
+                )
+            });
+        let keep = Keep {
+            server: false,
+            headers: r.captures.iter().any(|c| matches!(c.from, CaptureFrom::Header(_)))
+                || r.checks.iter().any(|c| matches!(c.kind, CheckKind::Header(..))),
+            // At most 64 MiB (checked when the file was read).
+            body: if decode {
+                usize::try_from(r.max_body).unwrap_or(usize::MAX)
+            } else {
+                0
+            },
+        };
+        GrpcOp {
+            op: ReqOp {
+                checks: r.checks.iter().map(|c| rec.check_index(&c.name)).collect(),
+                tags: t,
+                keep,
+                head: false,
+                req: r.clone(),
+            },
+            framed: g.framed.clone().map(Bytes::from),
+            expect: StatusSet::from_codes(&g.expect),
+            timeout_header: g.deadline.map(grpc_timeout),
+            decode,
+            step: g.clone(),
+        }
+    }
+}
+
+/// `grpc-timeout`: at most 8 digits and a unit (gRPC over HTTP/2).
+fn grpc_timeout(d: Duration) -> String {
+    let ms = d.as_millis().max(1);
+    if ms < 100_000_000 {
+        format!("{ms}m")
+    } else {
+        format!("{}S", d.as_secs().min(99_999_999))
+    }
+}
+
+/// One call: render, connect if needed, call, record, capture, check.
+pub(super) async fn call(ctx: &Ctx, sc: &Scen, vu: &mut Vu, g: &GrpcOp, origin: Option<Instant>) {
+    let op = &g.op;
+    let rendered = render(sc, vu, &op.req);
+    let started = Instant::now();
+    let stage = sc.stage_tag(started);
+    let flight = InFlight::new(ctx, &op.tags, stage);
+    let mut row = ctx.labelled_row(
+        started,
+        Labels {
+            scenario: &sc.def.name,
+            step: &op.req.name,
+            vu: vu.id,
+            iteration: vu.iter,
+        },
+    );
+    if let Some(r) = row.row() {
+        if let Some(due) = origin {
+            r.phase(Phase::ScheduleLag, started.saturating_duration_since(due));
+        }
+        if let Some(m) = vu.mux.as_ref() {
+            r.conn(m.id());
+        }
+    }
+    // A rendered value a header cannot carry, or a message that does not
+    // fit the method's input type: never sent, counted `protocol`.
+    let Some(rendered) = rendered else {
+        return not_sent(ctx, op, flight, row, ErrorClass::Protocol);
+    };
+    let body = match (&g.framed, &g.step.method) {
+        (Some(f), _) => f.clone(),
+        (None, Some(m)) => match std::str::from_utf8(&rendered.body).map(|json| m.encode(json)) {
+            Ok(Ok(b)) => Bytes::from(b),
+            _ => return not_sent(ctx, op, flight, row, ErrorClass::Protocol),
+        },
+        // A plan read back from a result has no descriptors; never run.
+        (None, None) => return not_sent(ctx, op, flight, row, ErrorClass::Protocol),
+    };
+    let headers: Vec<(String, String)> = rendered
+        .headers
+        .into_iter()
+        .filter(|(n, _)| {
+            !PROTOCOL.iter().any(|p| n.eq_ignore_ascii_case(p))
+                && !n.get(..5).is_some_and(|p| p.eq_ignore_ascii_case("grpc-"))
+        })
+        .collect();
+    let place = Place {
+        https: sc.base.https,
+        host: sc.base.host.clone(),
+        port: sc.base.port,
+        target: op.req.path.source().to_string(),
+    };
+    let Some((mut request, mut request_len)) = stream_request("POST", &place, &headers, body.len(), HttpVersion::Http2)
+    else {
+        return not_sent(ctx, op, flight, row, ErrorClass::Protocol);
+    };
+    let map = request.headers_mut();
+    map.insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/grpc"),
+    );
+    map.insert(http::header::TE, http::HeaderValue::from_static("trailers"));
+    // As stream_request counts fields: name, value and 4 bytes each.
+    request_len += ("content-type".len() + "application/grpc".len() + 4) + ("te".len() + "trailers".len() + 4);
+    if let Some(t) = &g.timeout_header
+        && let Ok(v) = http::HeaderValue::from_str(t)
+    {
+        request_len += 12 + t.len() + 4;
+        map.insert("grpc-timeout", v);
+    }
+    let timeout = op.req.timeout;
+    if !matches!(vu.session, Session::Http2(_)) {
+        vu.session = Session::Http2(crate::http2::Slot::new(false));
+    }
+    vu.session.reset(op.keep);
+    let usable = match vu.mux.as_deref() {
+        Some(Mux::H2(c)) => c.ready(timeout).await,
+        Some(_) => false,
+        None => true,
+    };
+    if !usable {
+        // Lost or going away (GOAWAY): this call goes on a new one.
+        close_mux(ctx, vu.mux.take());
+    }
+    let mut sleep = pin!(tokio::time::sleep(timeout));
+    if vu.mux.is_none() {
+        let dest = &sc.dest.conn;
+        let opened = Box::pin(crate::http2::Own::open(
+            ctx,
+            &dest.route,
+            dest.tls.as_ref(),
+            sleep.as_mut(),
+            row.row(),
+        ))
+        .await;
+        match opened {
+            Ok(c) => {
+                if let Some(r) = row.row() {
+                    r.conn(c.id());
+                }
+                vu.mux = Some(Box::new(Mux::H2(c)));
+            }
+            Err(class) => return not_sent(ctx, op, flight, row, class),
+        }
+    }
+    // A deadline shorter than the timeout ends the wait first.
+    let deadline = g.step.deadline.filter(|d| *d < timeout);
+    let t_send = Instant::now();
+    sleep.as_mut().reset((t_send + deadline.unwrap_or(timeout)).into());
+    let (Some(Mux::H2(c)), Session::Http2(slot)) = (vu.mux.as_deref(), &mut vu.session) else {
+        // Invariant: both set above.
+        return not_sent(ctx, op, flight, row, ErrorClass::Protocol);
+    };
+    let streaming = g.step.server_streaming;
+    let outcome = c
+        .call(
+            ctx,
+            request,
+            &body,
+            streaming,
+            deadline.is_some(),
+            &g.expect,
+            slot,
+            sleep.as_mut(),
+        )
+        .await;
+    let expected = record_exchange(
+        ctx,
+        &mut vu.session,
+        &outcome,
+        request_len,
+        t_send,
+        origin.unwrap_or(t_send),
+        &g.expect,
+        false,
+        row.row(),
+    );
+    drop(row);
+    match (outcome, expected, &vu.session) {
+        (Ok(timing), Some(expected), Session::Http2(slot)) => {
+            let done = timing.done;
+            flight.end(done, Some((done - t_send, expected)), !expected);
+            if slot.body_truncated() {
+                with_scen(ctx, |r| r.body_truncated());
+            }
+            let json = match (&g.step.method, g.decode) {
+                (Some(m), true) => m.decode_last(slot.body()),
+                _ => None,
+            };
+            let view = ResponseView {
+                status: slot.status,
+                headers: slot.headers(),
+                body: json.as_deref().unwrap_or_default().as_bytes(),
+                duration: done - t_send,
+            };
+            captures_and_checks(ctx, op, &mut vu.vars, &view);
+        }
+        _ => unanswered(ctx, op, flight),
+    }
+}
+
+/// The step's captures and checks, on the reply's message as JSON.
+fn captures_and_checks(ctx: &Ctx, op: &ReqOp, vars: &mut HashMap<String, String>, view: &ResponseView<'_>) {
+    for cap in &op.req.captures {
+        if let Some(v) = cap.extract(view) {
+            vars.insert(cap.var.clone(), v);
+        }
+    }
+    if !op.checks.is_empty() {
+        with_scen(ctx, |r| {
+            for (check, &i) in op.req.checks.iter().zip(&op.checks) {
+                r.check(i, check.passes(view));
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grpc_timeouts_fit_eight_digits() {
+        assert_eq!(grpc_timeout(Duration::from_millis(250)), "250m");
+        assert_eq!(grpc_timeout(Duration::from_micros(10)), "1m");
+        assert_eq!(grpc_timeout(Duration::from_secs(200_000)), "200000S");
+    }
+}

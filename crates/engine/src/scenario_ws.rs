@@ -1,0 +1,484 @@
+//! A scenario's `websocket:` step: the upgrade on a connection of its own
+//! (or the VU's socket kept from an earlier step to the same URL), then its
+//! messages in order, each expect one request of the step.
+//!
+//! ```text
+//!  render path + headers ─► kept socket for that URL? ─┬─ yes ─────────────┐
+//!                                                      └─ connect, upgrade ─┤ (handshake)
+//!  messages: send ─► frame out          expect ─► events until one matches  │
+//!            (templates rendered now)     (pings answered, others passed    │
+//!                                          over, timeout.response)          │
+//!  each expect: a request (ok, round trip = last send → match) ◄────────────┘
+//!  end: keep ─► Vu::ws; else close handshake (1000)
+//! ```
+//!
+//! Units of work: every expect is one request (`requests{step:NAME}`, its
+//! round trip the step's `response`); a step without an expect is one
+//! request (the upgrade and its sends). A failure ends the step and its
+//! socket: the request under way takes its class, the messages after it
+//! are not sent, so `attempted = ok + Σ errors` holds.
+//! Framing is [`crate::ws_frame`]'s; the socket, [`crate::ws`]'s.
+
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use throng_metrics::{ErrorClass, Phase};
+use throng_scenario::{Context, ResponseView, WebSocket, WsMessage};
+use tokio::io::AsyncWriteExt;
+
+use super::{InFlight, Scen, Vu, encode_target, with_scen};
+use crate::conn::{Conn, close, open_connection_to};
+use crate::ctx::Ctx;
+use crate::rows::Labels;
+use crate::ws::{Socket, io_fail, random, read_some};
+use crate::ws_frame::{self as frame, Event, Reader, Upgrade};
+
+/// A compiled `websocket:` step.
+pub(super) struct WsOp {
+    pub(super) ws: WebSocket,
+    /// Recorder tag indices: all, scenario, step, enclosing groups.
+    pub(super) tags: Vec<usize>,
+}
+
+/// A VU's socket kept for its next `websocket:` step to the same target.
+pub(super) struct Kept {
+    conn: Conn,
+    reader: Reader,
+    target: String,
+}
+
+/// A connection in a step's hands: its end is recorded however the step
+/// ends (a VU cut off mid-step drops it here).
+struct Held<'a> {
+    ctx: &'a Ctx,
+    /// Some until [`Held::into_conn`] (which consumes the guard).
+    conn: Option<Conn>,
+}
+
+impl<'a> Held<'a> {
+    fn new(ctx: &'a Ctx, conn: Conn) -> Held<'a> {
+        Held { ctx, conn: Some(conn) }
+    }
+
+    fn conn(&mut self) -> &mut Conn {
+        // Invariant: `conn` is Some until into_conn consumes the guard.
+        #[allow(clippy::unwrap_used)]
+        self.conn.as_mut().unwrap()
+    }
+
+    fn into_conn(mut self) -> Option<Conn> {
+        self.conn.take()
+    }
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        close(self.ctx, self.conn.take());
+    }
+}
+
+/// The upgrade's headers throng writes itself: a file's own would
+/// contradict them.
+const OWN: [&str; 5] = [
+    "upgrade",
+    "connection",
+    "sec-websocket-key",
+    "sec-websocket-version",
+    "content-length",
+];
+
+/// The upgrade request for `target`, with the step's rendered headers (a
+/// `Host` or `User-Agent` given replaces throng's).
+fn upgrade_request(target: &str, authority: &str, key: &str, headers: &[(String, String)]) -> Vec<u8> {
+    let given = |n: &str| headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(n));
+    let mut out = format!("GET {target} HTTP/1.1\r\n");
+    if !given("host") {
+        out.push_str(&format!("Host: {authority}\r\n"));
+    }
+    out.push_str(&format!(
+        "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
+    ));
+    if !given("user-agent") {
+        out.push_str("User-Agent: throng\r\n");
+    }
+    for (k, v) in headers {
+        if !OWN.iter().any(|o| k.eq_ignore_ascii_case(o)) {
+            out.push_str(&format!("{k}: {v}\r\n"));
+        }
+    }
+    out.push_str("\r\n");
+    out.into_bytes()
+}
+
+/// Renders the step's target and headers; None when a header's rendered
+/// value has a control character (it would smuggle a header).
+fn render_head(sc: &Scen, vu: &mut Vu, ws: &WebSocket) -> Option<(String, Vec<(String, String)>)> {
+    let mut cx = context(sc, vu);
+    let mut path = String::new();
+    if ws.url.starts_with('/') {
+        path.push_str(&sc.base.base_path);
+    }
+    ws.path.render_into(&mut cx, &mut path);
+    let mut target = String::with_capacity(path.len());
+    encode_target(&path, &mut target);
+    let own = |name: &str| ws.headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(name));
+    let defaults = sc.plan.defaults.headers.iter().filter(|(k, _)| !own(k));
+    let mut headers = Vec::new();
+    for (k, v) in defaults.chain(&ws.headers) {
+        let value = v.render(&mut cx);
+        if value.chars().any(throng_plan::is_forbidden_in_value) {
+            return None;
+        }
+        headers.push((k.clone(), value));
+    }
+    Some((target, headers))
+}
+
+fn context<'a>(sc: &'a Scen, vu: &'a mut Vu) -> Context<'a> {
+    let now_ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    Context {
+        vu: vu.id,
+        iter: vu.iter,
+        scenario: &sc.def.name,
+        rng: &mut vu.rng,
+        vars: &vu.vars,
+        env: &sc.env,
+        now_ms,
+    }
+}
+
+/// Connects and upgrades within `timeout`; the upgrade's time is the
+/// `handshake` phase.
+async fn open<'a>(
+    ctx: &'a Ctx,
+    sc: &Scen,
+    target: &str,
+    headers: &[(String, String)],
+    timeout: Duration,
+    mut row: Option<&mut crate::rows::Row<'_>>,
+) -> Result<(Held<'a>, Reader), ErrorClass> {
+    let dest = &sc.dest.conn;
+    let mut sleep = std::pin::pin!(tokio::time::sleep(timeout));
+    let opening = open_connection_to(
+        ctx,
+        &dest.route,
+        dest.tls.as_ref(),
+        &[],
+        None,
+        false,
+        sleep.as_mut(),
+        row.as_deref_mut(),
+    );
+    let mut held = Held::new(ctx, Box::pin(opening).await?.conn);
+    let conn = held.conn();
+    let key = frame::key(random());
+    let request = upgrade_request(target, &sc.authority.to_string(), &key, headers);
+    let t0 = Instant::now();
+    sleep.as_mut().reset((t0 + timeout).into());
+    let upgrade = async {
+        conn.stream.write_all(&request).await.map_err(io_fail)?;
+        conn.stream.flush().await.map_err(io_fail)?;
+        ctx.rec.borrow_mut().sent(Instant::now(), request.len() as u64);
+        let mut head = Vec::new();
+        loop {
+            let n = read_some(&mut conn.stream, &ctx.scratch, |b| head.extend_from_slice(b))
+                .await
+                .map_err(io_fail)?;
+            match frame::check_upgrade(&head, &key) {
+                Upgrade::Partial if n == 0 => return Err(ErrorClass::Eof),
+                Upgrade::Partial => {}
+                Upgrade::Accepted(size) => return Ok(head.split_off(size)),
+                Upgrade::Refused(status) => return Err(ErrorClass::WsUpgradeRefused(status)),
+                Upgrade::Malformed => return Err(ErrorClass::WsProtocol),
+            }
+        }
+    };
+    let answer = tokio::select! {
+        biased;
+        r = upgrade => r,
+        () = sleep.as_mut() => Err(ErrorClass::TimeoutHandshake),
+    };
+    match answer {
+        Ok(rest) => {
+            let now = Instant::now();
+            ctx.rec.borrow_mut().phase(now, Phase::Handshake, now - t0);
+            if let Some(r) = row {
+                r.conn(held.conn().id);
+                r.phase(Phase::Handshake, now - t0);
+            }
+            let mut reader = Reader::default();
+            reader.push(&rest);
+            Ok((held, reader))
+        }
+        Err(class) => Err(class),
+    }
+}
+
+/// Closes a kept socket: the close handshake (bounded), then the
+/// connection's end recorded.
+pub(super) async fn close_kept(ctx: &Ctx, kept: Option<Kept>) {
+    if let Some(mut k) = kept {
+        close_handshake(ctx, &mut k.conn).await;
+        close(ctx, Some(k.conn));
+    }
+}
+
+/// Longest a frame may take to write (the close frame's answer has
+/// [`crate::ws::close`]'s own limit).
+const CLOSE_LIMIT: Duration = Duration::from_secs(1);
+
+/// The close handshake (1000), its write bounded too: a server that reads
+/// nothing cannot hold the step.
+async fn close_handshake(ctx: &Ctx, conn: &mut Conn) {
+    let _ = tokio::time::timeout(CLOSE_LIMIT * 2, crate::ws::close(&mut conn.stream, &ctx.scratch)).await;
+}
+
+/// Writes one frame within `limit`: a server that stops reading is
+/// `timeout.response`, as one that stops answering.
+async fn send(sock: &mut Socket<'_>, opcode: u8, payload: &[u8], limit: Duration) -> Result<(), ErrorClass> {
+    match tokio::time::timeout(limit, sock.send(opcode, payload)).await {
+        Ok(r) => r.map_err(io_fail),
+        Err(_) => Err(ErrorClass::TimeoutResponse),
+    }
+}
+
+/// Drops a kept socket without a handshake (the VU was cut off).
+pub(super) fn drop_kept(ctx: &Ctx, kept: Option<Kept>) {
+    if let Some(k) = kept {
+        close(ctx, Some(k.conn));
+    }
+}
+
+/// One unit of the step under way: its guard (interrupted if dropped) and
+/// its row.
+struct Unit<'a> {
+    flight: InFlight<'a>,
+    row: crate::rows::RowGuard<'a>,
+}
+
+/// Opens one unit (a request) of the step.
+fn begin<'a>(ctx: &'a Ctx, sc: &'a Scen, op: &'a WsOp, vu: &Vu) -> Unit<'a> {
+    let started = Instant::now();
+    let stage = sc.stage_tag(started);
+    Unit {
+        flight: InFlight::new(ctx, &op.tags, stage),
+        row: ctx.labelled_row(
+            started,
+            Labels {
+                scenario: &sc.def.name,
+                step: &op.ws.name,
+                vu: vu.id,
+                iteration: vu.iter,
+            },
+        ),
+    }
+}
+
+/// Runs one `websocket:` step.
+pub(super) async fn step(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &WsOp, origin: Option<Instant>) {
+    let ws = &op.ws;
+    let begin = |vu: &Vu| begin(ctx, sc, op, vu);
+    // Sends after the last expect belong to no request (unless they fail).
+    let last_expect = ws.messages.iter().rposition(|m| matches!(m, WsMessage::Expect { .. }));
+    let mut unit = Some(begin(vu));
+    if let (Some(due), Some(u)) = (origin, unit.as_mut())
+        && let Some(r) = u.row.row()
+    {
+        r.phase(Phase::ScheduleLag, Instant::now().saturating_duration_since(due));
+    }
+    let Some((target, headers)) = render_head(sc, vu, ws) else {
+        // Never sent: a rendered header throng cannot frame.
+        fail(ctx, unit, ErrorClass::Protocol);
+        return;
+    };
+    // The kept socket, if it serves this URL; another one is closed.
+    let kept = match vu.ws.take() {
+        Some(k) if k.target == target => Some(k),
+        other => {
+            close_kept(ctx, other).await;
+            None
+        }
+    };
+    let (mut held, reader) = match kept {
+        Some(k) => (Held::new(ctx, k.conn), k.reader),
+        None => {
+            let row = unit.as_mut().and_then(|u| u.row.row());
+            match open(ctx, sc, &target, &headers, ws.timeout, row).await {
+                Ok(c) => c,
+                Err(class) => return fail(ctx, unit, class),
+            }
+        }
+    };
+    let mut sock = Socket::new(&mut held.conn().stream);
+    sock.reader = reader;
+    let mut last_send = Instant::now();
+    let mut received_bytes: u64 = 0;
+    let mut failed: Option<ErrorClass> = None;
+    let mut socket_lost = false;
+    for (i, m) in ws.messages.iter().enumerate() {
+        if unit.is_none() && last_expect.is_some_and(|l| i <= l) {
+            unit = Some(begin(vu));
+        }
+        match m {
+            WsMessage::Send(_) | WsMessage::SendBinary(_) => {
+                let text;
+                let (op, data): (u8, &[u8]) = match m {
+                    WsMessage::Send(t) => {
+                        text = t.render(&mut context(sc, vu));
+                        (frame::TEXT, text.as_bytes())
+                    }
+                    WsMessage::SendBinary(b) => (frame::BINARY, b),
+                    WsMessage::Expect { .. } => continue,
+                };
+                last_send = Instant::now();
+                if let Err(class) = send(&mut sock, op, data, ws.timeout).await {
+                    failed = Some(class);
+                    socket_lost = true;
+                    unit = unit.or_else(|| Some(begin(vu)));
+                    break;
+                }
+                let now = Instant::now();
+                ctx.rec.borrow_mut().sent(now, sock.out.len() as u64);
+                with_scen(ctx, |r| r.ws_sent());
+            }
+            WsMessage::Expect { regex, captures } => {
+                let deadline = tokio::time::sleep(ws.timeout);
+                let mut deadline = std::pin::pin!(deadline);
+                let matched = loop {
+                    let event = tokio::select! {
+                        biased;
+                        e = sock.event(&ctx.scratch) => e,
+                        () = deadline.as_mut() => break Err(ErrorClass::TimeoutResponse),
+                    };
+                    match event {
+                        Ok(Event::Message { data, .. }) => {
+                            received_bytes += data.len() as u64;
+                            with_scen(ctx, |r| r.ws_received());
+                            let text = String::from_utf8_lossy(&data);
+                            if regex.is_match(&text) {
+                                break Ok(data);
+                            }
+                        }
+                        Ok(Event::Ping(p)) => {
+                            if let Err(class) = send(&mut sock, frame::PONG, &p, ws.timeout).await {
+                                socket_lost = true;
+                                break Err(class);
+                            }
+                        }
+                        Ok(Event::Pong(_)) => {}
+                        Ok(Event::Close(code)) => {
+                            // Answer it, as the close handshake asks.
+                            let _ = send(&mut sock, frame::CLOSE, &frame::close_payload(code), CLOSE_LIMIT).await;
+                            socket_lost = true;
+                            break Err(ErrorClass::WsClosed(code));
+                        }
+                        Err(class) => {
+                            socket_lost = true;
+                            break Err(class);
+                        }
+                    }
+                };
+                match matched {
+                    Ok(data) => {
+                        let now = Instant::now();
+                        let rtt = now.saturating_duration_since(last_send);
+                        ctx.rec.borrow_mut().phase(now, Phase::Response, rtt);
+                        ctx.rec.borrow_mut().exchanged(now, std::mem::take(&mut received_bytes));
+                        let view = ResponseView {
+                            status: 101,
+                            headers: &[],
+                            body: &data,
+                            duration: rtt,
+                        };
+                        for cap in captures {
+                            if let Some(v) = cap.extract(&view) {
+                                vu.vars.insert(cap.var.clone(), v);
+                            }
+                        }
+                        if let Some(mut u) = unit.take() {
+                            if let Some(r) = u.row.row() {
+                                r.phase(Phase::Response, rtt);
+                                r.ok();
+                            }
+                            drop(u.row);
+                            u.flight.end(now, Some((rtt, true)), false);
+                        }
+                    }
+                    Err(class) => {
+                        failed = Some(class);
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    let reader = std::mem::take(&mut sock.reader);
+    drop(sock);
+    if let Some(class) = failed {
+        if !socket_lost {
+            // An expect that timed out: the socket is sound, end it properly.
+            close_handshake(ctx, held.conn()).await;
+        }
+        drop(held);
+        fail_with(ctx, unit, class, received_bytes);
+        return;
+    }
+    // A step without an expect: its one request, ok once its sends went.
+    if let Some(mut u) = unit.take() {
+        let now = Instant::now();
+        ctx.rec.borrow_mut().exchanged(now, received_bytes);
+        if let Some(r) = u.row.row() {
+            r.ok();
+        }
+        drop(u.row);
+        u.flight.end(now, None, false);
+    }
+    if ws.keep {
+        vu.ws = held.into_conn().map(|conn| Kept { conn, reader, target });
+    } else {
+        close_handshake(ctx, held.conn()).await;
+    }
+}
+
+fn fail(ctx: &Ctx, unit: Option<Unit<'_>>, class: ErrorClass) {
+    fail_with(ctx, unit, class, 0);
+}
+
+/// The unit under way ends in `class`.
+fn fail_with(ctx: &Ctx, unit: Option<Unit<'_>>, class: ErrorClass, wire_bytes: u64) {
+    let Some(mut u) = unit else {
+        return;
+    };
+    let now = Instant::now();
+    ctx.rec.borrow_mut().request_failed(now, class, wire_bytes);
+    if let Some(r) = u.row.row() {
+        r.failed(class);
+    }
+    drop(u.row);
+    u.flight.end(now, None, true);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_upgrade_carries_the_steps_headers_but_not_over_its_own() {
+        let h = |n: &str, v: &str| (n.to_string(), v.to_string());
+        let req = upgrade_request(
+            "/chat?room=1",
+            "127.0.0.1:8080",
+            "a2V5",
+            &[h("X-Token", "t-1"), h("Connection", "close"), h("User-Agent", "me")],
+        );
+        let text = String::from_utf8(req).unwrap();
+        assert!(text.starts_with("GET /chat?room=1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n"));
+        assert!(text.contains("Sec-WebSocket-Key: a2V5\r\n"));
+        assert!(text.contains("X-Token: t-1\r\n"));
+        assert!(text.contains("User-Agent: me\r\n"));
+        assert!(!text.contains("User-Agent: throng"));
+        assert_eq!(text.matches("Connection:").count(), 1);
+        assert!(text.ends_with("\r\n\r\n"));
+    }
+}
