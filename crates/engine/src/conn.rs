@@ -240,7 +240,8 @@ async fn connect_route(
                 ctx.prefer.set(i);
                 if let Some(req) = &route.tunnel {
                     sleep.as_mut().reset((start + ctx.spec.timeout).into());
-                    crate::reach::connect_tunnel(&mut o.stream, req, sleep.as_mut()).await?;
+                    // Boxed: only proxied connections pay for its state.
+                    Box::pin(crate::reach::connect_tunnel(&mut o.stream, req, sleep.as_mut())).await?;
                     o.established = Instant::now();
                     o.sent = o.established;
                 }
@@ -424,6 +425,9 @@ pub(crate) async fn open_transport(
             // The ClientHello goes out with the connect (see conn::connect).
             let (session, hello) = crate::tls_stream::start(Arc::clone(config), server_name)
                 .map_err(|_| fail(ErrorClass::Tls("client_setup")))?;
+            // Boxed while TCP connects: every connection's opening future
+            // (plain ones too) would otherwise hold its kilobyte.
+            let session = Box::new(session);
             let (o, addr) = connect_route(ctx, route, source, &hello, sleep.as_mut())
                 .await
                 .map_err(fail)?;
@@ -434,10 +438,17 @@ pub(crate) async fn open_transport(
             // sends (the request, a line protocol's first send); otherwise
             // it leaves now.
             let flush = !ctx.client_speaks_first;
-            let (mut stream, h, done) =
-                transport::handshake(o.stream, session, &hello, o.written, flush, sleep.as_mut())
-                    .await
-                    .map_err(fail)?;
+            // Boxed likewise: its state holds the TLS session.
+            let (mut stream, h, done) = Box::pin(transport::handshake(
+                o.stream,
+                *session,
+                &hello,
+                o.written,
+                flush,
+                sleep.as_mut(),
+            ))
+            .await
+            .map_err(fail)?;
             if ctx.stamp {
                 stream.keep_stamps();
             }
@@ -456,7 +467,8 @@ pub(crate) async fn open_transport(
         Some(protocol) => {
             sleep.as_mut().reset((ready + spec.timeout).into());
             let seen = std::cell::Cell::new(crate::protocol::OutOfTurn::default());
-            let done = crate::protocol::handshake(
+            // Boxed: only line protocols and NATS pay for its state.
+            let done = Box::pin(crate::protocol::handshake(
                 protocol,
                 stream,
                 spec.upgrade_tls.as_ref(),
@@ -464,7 +476,7 @@ pub(crate) async fn open_transport(
                 spec.timeout,
                 sleep,
                 &seen,
-            )
+            ))
             .await;
             for kind in seen.get().kinds() {
                 ctx.rec.borrow_mut().out_of_turn(kind);

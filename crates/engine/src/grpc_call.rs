@@ -15,11 +15,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::{Buf, Bytes, BytesMut};
+use bytes::{Buf, Bytes};
 use throng_plan::HttpPlan;
 use throng_tls::rustls::ClientConfig;
 
 use crate::errors::{Stage, classify};
+use crate::http1::Keep;
+use crate::http2::Slot;
 use crate::transport::Transport;
 
 /// The longest a call may take, whatever `--timeout` says.
@@ -131,54 +133,41 @@ async fn call(
             stream
         }
     };
-    let fail = |e: h2::Error| unreachable(crate::http2::class_of(&e));
-    let (send, connection) = h2::client::handshake(stream).await.map_err(fail)?;
-    let driver = tokio::task::spawn_local(async move {
-        let _ = connection.await;
+    let mut request = http::Request::new(());
+    *request.method_mut() = http::Method::POST;
+    *request.uri_mut() = uri;
+    let h = request.headers_mut();
+    h.insert("content-type", http::HeaderValue::from_static("application/grpc"));
+    h.insert("te", http::HeaderValue::from_static("trailers"));
+    let mut slot = Slot::new(false);
+    slot.reset(Keep {
+        server: false,
+        headers: true,
+        body: max_bytes,
     });
-    let result = async {
-        let mut send = send.ready().await.map_err(fail)?;
-        let mut request = http::Request::new(());
-        *request.method_mut() = http::Method::POST;
-        *request.uri_mut() = uri;
-        let h = request.headers_mut();
-        h.insert("content-type", http::HeaderValue::from_static("application/grpc"));
-        h.insert("te", http::HeaderValue::from_static("trailers"));
-        let (response, mut out) = send.send_request(request, false).map_err(fail)?;
-        out.send_data(body, true).map_err(fail)?;
-        let response = response.await.map_err(fail)?;
-        let status = response.status().as_u16();
-        let head = response.headers().clone();
-        let mut data = response.into_body();
-        let mut buf = BytesMut::new();
-        while let Some(chunk) = data.data().await {
-            let chunk = chunk.map_err(fail)?;
-            let _ = data.flow_control().release_capacity(chunk.len());
-            if buf.len() + chunk.len() > max_bytes {
-                return Err(CallError::Protocol(format!(
-                    "the answer is larger than {} MiB; the server sent more than a reflection answer should be",
-                    max_bytes >> 20
-                )));
-            }
-            buf.extend_from_slice(&chunk);
-        }
-        let trailers = data.trailers().await.map_err(fail)?;
-        let code = crate::http2::grpc_status(status, &head, trailers.as_ref());
-        let message = trailers
-            .as_ref()
-            .and_then(|t| t.get("grpc-message"))
-            .or_else(|| head.get("grpc-message"))
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string);
-        Ok(Reply {
-            status: code,
-            message,
-            messages: unframe(buf.freeze())?,
-        })
+    // Never fires: the whole call is under a timeout of its own.
+    let sleep = std::pin::pin!(tokio::time::sleep(LIMIT * 2));
+    crate::http2::call_once(stream, &request, &body, true, &mut slot, sleep)
+        .await
+        .map_err(unreachable)?;
+    if slot.body_bytes > max_bytes as u64 {
+        return Err(CallError::Protocol(format!(
+            "the answer is larger than {} MiB; the server sent more than a reflection answer should be",
+            max_bytes >> 20
+        )));
     }
-    .await;
-    driver.abort();
-    result
+    // The trailers' message (kept after the headers) wins.
+    let message = slot
+        .headers()
+        .iter()
+        .rev()
+        .find(|(n, _)| n == "grpc-message")
+        .map(|(_, v)| v.clone());
+    Ok(Reply {
+        status: slot.status,
+        message,
+        messages: unframe(Bytes::copy_from_slice(slot.body()))?,
+    })
 }
 
 /// The messages of a gRPC body (each a 5-byte prefix: compressed flag,

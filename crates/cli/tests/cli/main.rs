@@ -55,6 +55,7 @@ mod grpc_stream;
 mod hostile_results;
 mod html;
 mod http2;
+mod http2_scale;
 mod http3;
 mod http_nginx;
 mod image;
