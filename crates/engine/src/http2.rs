@@ -1702,6 +1702,10 @@ impl Held {
     /// server ends it (GOAWAY, reset, close: true).
     pub(crate) async fn hold(&self, ctx: &Ctx, until: Instant, mut sleep: Pin<&mut Sleep>) -> bool {
         let c = &self.0;
+        // A stop before the hold began woke only the waiters there were.
+        if ctx.stopping.get() {
+            return false;
+        }
         sleep.as_mut().reset(until.into());
         tokio::select! {
             () = sleep => false,

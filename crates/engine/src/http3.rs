@@ -490,6 +490,10 @@ impl Held {
         until: Instant,
         mut sleep: std::pin::Pin<&mut tokio::time::Sleep>,
     ) -> bool {
+        // A stop before the hold began woke only the waiters there were.
+        if ctx.stopping.get() {
+            return false;
+        }
         sleep.as_mut().reset(until.into());
         let driver = &mut self.driver;
         tokio::select! {

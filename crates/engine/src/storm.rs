@@ -437,6 +437,11 @@ fn last_failure(ctx: &Ctx) -> String {
 /// closes it (true). With `answer_pings`, answers NATS PINGs meanwhile;
 /// otherwise whatever the server sends is read and dropped.
 async fn hold_open(ctx: &Ctx, conn: &mut Conn, until: Instant, answer_pings: bool, mut sleep: Pin<&mut Sleep>) -> bool {
+    // A stop that came before this hold began woke only the waiters there
+    // were (Notify::notify_waiters): look at the flag first.
+    if ctx.stopping.get() {
+        return false;
+    }
     sleep.as_mut().reset(until.into());
     let stream = &mut conn.stream;
     let peer_closed = async {
