@@ -166,10 +166,14 @@ fn alpn(plan: &StormPlan) -> Vec<&'static [u8]> {
     }
 }
 
-/// What a held HTTP/2 connection adds: the h2 crate's buffers and its
-/// driver task (measured at 3,000 held h2c connections: about 17 KB more
-/// than a bare TCP one).
-const H2_BYTES_PER_CONNECTION: u64 = 20 * 1024;
+/// What a held HTTP/2 connection adds to a bare TCP one: its driver task
+/// and throng-http2's state (measured at 3,000 held h2c connections, debug
+/// build: about 3.3 KB; doubled for safety).
+const H2_BYTES_PER_CONNECTION: u64 = 6 * 1024;
+
+/// What a held HTTP/3 connection adds: quinn's connection state and the
+/// h3 driver (measured at 1,000 held, debug build: about 65 KB).
+const H3_BYTES_PER_CONNECTION: u64 = 72 * 1024;
 
 /// Open connections from one source address past which the kernel's search
 /// for a free local port gets noticeably slower.
@@ -200,10 +204,10 @@ fn check_system(plan: &StormPlan, peak: u64, procs: u32, per_process: u64) -> Re
         } else {
             2 * 1024
         } + KERNEL_BYTES_PER_CONNECTION
-            + if plan.http.is_multiplexed() {
-                H2_BYTES_PER_CONNECTION
-            } else {
-                0
+            + match plan.http {
+                throng_plan::HttpVersion::Http2 => H2_BYTES_PER_CONNECTION,
+                throng_plan::HttpVersion::Http3 => H3_BYTES_PER_CONNECTION,
+                throng_plan::HttpVersion::Http1 => 0,
             };
         let needed = peak * per_connection;
         if needed > available {
