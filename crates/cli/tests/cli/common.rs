@@ -268,6 +268,27 @@ pub fn certs() -> (tempfile::TempDir, PathBuf) {
     (dir, out)
 }
 
+/// Runs `yaml` as `scenario.yaml` in a fresh directory: `throng run FILE
+/// --json FILE --threads 1`, and reads the result.
+pub fn scenario(yaml: &str) -> Run {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("scenario.yaml");
+    std::fs::write(&file, yaml).unwrap();
+    let json = dir.path().join("result.json");
+    let output = output(
+        throng()
+            .arg("run")
+            .arg(&file)
+            .arg("--json")
+            .arg(&json)
+            .args(["--threads", "1"]),
+    );
+    let result = std::fs::File::open(&json)
+        .ok()
+        .map(|f| RunResult::from_reader(f).unwrap());
+    Run::new(output, result, json, dir)
+}
+
 /// Runs `throng storm ARGS --json FILE --quiet` and reads the result.
 pub fn storm(args: &[&str]) -> Run {
     command("storm", args)

@@ -8,11 +8,10 @@
 
 use crate::common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Stdio};
 
-use common::{Nginx, assert_books_balance, output, schema_violations, throng};
-use throng_result::RunResult;
+use common::{Nginx, assert_books_balance, output, scenario, schema_violations, throng};
 
 /// A login that sets a cookie and returns a token, a page that wants both,
 /// and a redirect to it.
@@ -78,54 +77,10 @@ thresholds:
   checks: [rate > 0.99]
 "#;
 
-struct Ran {
-    _dir: tempfile::TempDir,
-    code: i32,
-    stdout: String,
-    stderr: String,
-    result: Option<RunResult>,
-    json: PathBuf,
-}
-
-impl Ran {
-    fn result(&self) -> &RunResult {
-        self.result
-            .as_ref()
-            .unwrap_or_else(|| panic!("no result; exit {}: {}{}", self.code, self.stdout, self.stderr))
-    }
-}
-
-fn run_yaml(yaml: &str) -> Ran {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("scenario.yaml");
-    std::fs::write(&file, yaml).unwrap();
-    let json = dir.path().join("result.json");
-    let out = output(
-        throng()
-            .arg("run")
-            .arg(&file)
-            .arg("--json")
-            .arg(&json)
-            .arg("--threads")
-            .arg("1"),
-    );
-    let result = std::fs::File::open(&json)
-        .ok()
-        .map(|f| RunResult::from_reader(f).unwrap());
-    Ran {
-        _dir: dir,
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        result,
-        json,
-    }
-}
-
 /// What every run of FLOW shows: 3 VUs × 10 iterations × 3 steps, all ok,
 /// every check passed, one connection per VU carrying its 100 streams.
-fn assert_flow_ran(r: &Ran, protocol: &str) {
-    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+fn assert_flow_ran(r: &common::Run, protocol: &str) {
+    assert_eq!(r.code(), 0, "{}{}", r.stdout(), r.stderr());
     let res = r.result();
     assert_books_balance(res);
     let violations = schema_violations(&r.json);
@@ -155,7 +110,7 @@ fn assert_flow_ran(r: &Ran, protocol: &str) {
     assert_eq!((x.min_requests_per_connection, x.max_requests_per_connection), (40, 40));
     assert!(res.thresholds_passed(), "{:?}", res.thresholds);
     for step in ["login", "me", "moved"] {
-        assert!(r.stdout.contains(step), "no line for step {step}: {}", r.stdout);
+        assert!(r.stdout().contains(step), "no line for step {step}: {}", r.stdout());
     }
 }
 
@@ -190,7 +145,7 @@ fn an_h2c_scenario_captures_checks_and_keeps_cookies_on_each_vus_connection() {
         nginx.url(""),
         FLOW.replace("TLS", "")
     );
-    let r = run_yaml(&yaml);
+    let r = scenario(&yaml);
     assert_flow_ran(&r, "h2");
     // No TLS: the h2 preface is the handshake.
     let m = &r.result().measurements;
@@ -198,9 +153,9 @@ fn an_h2c_scenario_captures_checks_and_keeps_cookies_on_each_vus_connection() {
     assert!(m.tls.is_none());
     assert_nginx_saw_http2(&access_log(&log));
     assert!(
-        r.stdout.contains(&format!("→ {} over HTTP/2", nginx.url(""))),
+        r.stdout().contains(&format!("→ {} over HTTP/2", nginx.url(""))),
         "{}",
-        r.stdout
+        r.stdout()
     );
     match &r.result().plan {
         throng_result::Plan::Run(p) => assert_eq!(p.target.http, throng_plan::HttpVersion::Http2),
@@ -228,7 +183,7 @@ fn a_tls_h2_scenario_negotiates_h2_by_alpn() {
         nginx.https("localhost", ""),
         FLOW.replace("TLS", &format!("tls: {{ cacert: '{}' }}", p("ca.pem")))
     );
-    let r = run_yaml(&yaml);
+    let r = scenario(&yaml);
     assert_flow_ran(&r, "h2");
     let m = &r.result().measurements;
     assert_eq!(m.tls.as_ref().unwrap().handshakes, 3);
@@ -254,24 +209,24 @@ fn http2_against_a_server_without_it_is_refused_before_the_run() {
         nginx.https("localhost", "/"),
         p("ca.pem")
     );
-    let r = run_yaml(&yaml);
-    assert_eq!(r.code, 2, "a configuration error: {}{}", r.stdout, r.stderr);
+    let r = scenario(&yaml);
+    assert_eq!(r.code(), 2, "a configuration error: {}{}", r.stdout(), r.stderr());
     assert!(r.result.is_none(), "nothing ran");
     assert!(
-        r.stderr.contains("scenario fast's target") && r.stderr.contains("does not speak HTTP/2"),
+        r.stderr().contains("scenario fast's target") && r.stderr().contains("does not speak HTTP/2"),
         "{}",
-        r.stderr
+        r.stderr()
     );
-    assert!(r.stderr.contains("http: 1.1"), "says what to do: {}", r.stderr);
+    assert!(r.stderr().contains("http: 1.1"), "says what to do: {}", r.stderr());
     // HTTP/1.1 in the clear is no h2c server either.
     let plain = Nginx::start("location / { return 200; }");
     let yaml = format!(
         "target: {{ url: '{}', http: 2 }}\nscenarios:\n  s:\n    executor: per-vu-iterations\n    vus: 1\n    iterations: 1\n    flow: [{{ request: {{ path: / }} }}]\n",
         plain.url("")
     );
-    let r = run_yaml(&yaml);
-    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
-    assert!(r.stderr.contains("HTTP/1.x in the clear"), "{}", r.stderr);
+    let r = scenario(&yaml);
+    assert_eq!(r.code(), 2, "{}{}", r.stdout(), r.stderr());
+    assert!(r.stderr().contains("HTTP/1.x in the clear"), "{}", r.stderr());
 }
 
 #[test]
@@ -287,8 +242,8 @@ fn scenarios_of_one_file_speak_their_own_protocols() {
         h2c.url(""),
         h1.url("/"),
     );
-    let r = run_yaml(&yaml);
-    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let r = scenario(&yaml);
+    assert_eq!(r.code(), 0, "{}{}", r.stdout(), r.stderr());
     let res = r.result();
     assert_books_balance(res);
     assert!(
@@ -306,11 +261,11 @@ fn scenarios_of_one_file_speak_their_own_protocols() {
     let st = m.scenario.as_ref().unwrap();
     assert_eq!(st.checks["one"].passes, 10);
     assert!(
-        r.stdout.contains(&format!("→ {} over HTTP/2", h2c.url("")))
-            && r.stdout.contains(&format!(") → {}\n", h1.url("/")))
-            && !r.stdout.contains(&format!("{} over", h1.url("/"))),
+        r.stdout().contains(&format!("→ {} over HTTP/2", h2c.url("")))
+            && r.stdout().contains(&format!(") → {}\n", h1.url("/")))
+            && !r.stdout().contains(&format!("{} over", h1.url("/"))),
         "{}",
-        r.stdout
+        r.stdout()
     );
     match &res.plan {
         throng_result::Plan::Run(p) => {
@@ -373,8 +328,8 @@ scenarios:
         server.port,
         c.join("ca.pem").display()
     );
-    let r = run_yaml(&yaml);
-    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let r = scenario(&yaml);
+    assert_eq!(r.code(), 0, "{}{}", r.stdout(), r.stderr());
     let res = r.result();
     assert_books_balance(res);
     assert!(
@@ -397,7 +352,7 @@ scenarios:
     assert_eq!((x.protocols.get("h3"), x.connections), (Some(&2), 2));
     assert_eq!((x.min_requests_per_connection, x.max_requests_per_connection), (15, 15));
     assert_eq!(m.connections.ok, 2);
-    assert!(r.stdout.contains("over HTTP/3"), "{}", r.stdout);
+    assert!(r.stdout().contains("over HTTP/3"), "{}", r.stdout());
     let stats = server.stop();
     assert_eq!(stats["connections"], 2, "{stats}");
     assert_eq!(stats["requests"], 30, "{stats}");
@@ -414,8 +369,8 @@ fn an_h2_vu_reconnects_when_the_server_ends_its_connection() {
         "target: {{ url: '{}', http: 2 }}\nscenarios:\n  s:\n    executor: per-vu-iterations\n    vus: 2\n    iterations: 10\n    flow:\n      - request: {{ name: one, path: /moved, expect: [302], redirects: 0 }}\n      - request: {{ name: two, path: /moved, expect: [302], redirects: 0 }}\n",
         nginx.url("")
     );
-    let r = run_yaml(&yaml);
-    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let r = scenario(&yaml);
+    assert_eq!(r.code(), 0, "{}{}", r.stdout(), r.stderr());
     let res = r.result();
     assert_books_balance(res);
     let m = &res.measurements;
@@ -464,15 +419,15 @@ impl Drop for FaultServer {
 }
 
 /// One VU, `iterations` of one step with a check, against an HTTP/2 fault.
-fn one_vu(fault: &str, iterations: u32) -> Ran {
+fn one_vu(fault: &str, iterations: u32) -> common::Run {
     let server = FaultServer::start(fault);
     let yaml = format!(
         "target: {{ url: 'http://127.0.0.1:{}', http: 2 }}\nscenarios:\n  s:\n    executor: per-vu-iterations\n    vus: 1\n    iterations: {iterations}\n    flow: [{{ request: {{ name: get, path: /, check: {{ answered: {{ status: [200] }} }} }} }}]\n",
         server.port
     );
-    let r = run_yaml(&yaml);
+    let r = scenario(&yaml);
     drop(server);
-    assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
+    assert!(!r.stderr().contains("panicked"), "{}", r.stderr());
     assert_books_balance(r.result());
     r
 }
@@ -506,7 +461,7 @@ fn a_goaway_fails_the_step_it_cut_off_and_the_vu_reconnects() {
 }
 
 /// One VU, 10 iterations of one step, against the lab's HTTP/3 `fault`.
-fn one_h3_vu(fault: throng_lab::H3Fault) -> Ran {
+fn one_h3_vu(fault: throng_lab::H3Fault) -> common::Run {
     let (_d, c) = common::certs();
     let p = |name: &str| c.join(name).display().to_string();
     let cert = (p("server.pem"), std::fs::read(c.join("server.pem")).unwrap());
@@ -518,8 +473,8 @@ fn one_h3_vu(fault: throng_lab::H3Fault) -> Ran {
         server.addr().port(),
         p("ca.pem")
     );
-    let r = run_yaml(&yaml);
-    assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
+    let r = scenario(&yaml);
+    assert!(!r.stderr().contains("panicked"), "{}", r.stderr());
     assert_books_balance(r.result());
     r
 }
@@ -573,10 +528,10 @@ fn one_file_over_http1_and_http2_compares() {
             FLOW.replace("TLS", &format!("tls: {{ cacert: '{}' }}", p("ca.pem")))
         )
     };
-    let a = run_yaml(&file("1.1"));
-    let b = run_yaml(&file("2"));
+    let a = scenario(&file("1.1"));
+    let b = scenario(&file("2"));
     assert_flow_ran(&b, "h2");
-    assert_eq!(a.code, 0, "{}{}", a.stdout, a.stderr);
+    assert_eq!(a.code(), 0, "{}{}", a.stdout(), a.stderr());
     assert_books_balance(a.result());
     assert_eq!(a.result().measurements.requests.ok, 90);
     assert!(
@@ -609,8 +564,8 @@ fn h2_redirects_stop_at_the_limit_and_at_another_origin() {
         "target: {{ url: '{}', http: 2 }}\nscenarios:\n  s:\n    executor: per-vu-iterations\n    vus: 1\n    iterations: 3\n    flow:\n      - request: {{ name: loop, path: /loop, redirects: 2 }}\n      - request: {{ name: away, path: /away, expect: [302] }}\n",
         nginx.url("")
     );
-    let r = run_yaml(&yaml);
-    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let r = scenario(&yaml);
+    assert_eq!(r.code(), 0, "{}{}", r.stdout(), r.stderr());
     let res = r.result();
     assert_books_balance(res);
     let m = &res.measurements;
@@ -634,9 +589,9 @@ fn an_h3_step_past_its_timeout_fails_and_its_vu_keeps_the_connection() {
         server.port,
         c.join("ca.pem").display()
     );
-    let r = run_yaml(&yaml);
+    let r = scenario(&yaml);
     // Every request failed: the run failed (exit 1), and says how.
-    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert_eq!(r.code(), 1, "{}{}", r.stdout(), r.stderr());
     let res = r.result();
     assert_books_balance(res);
     let m = &res.measurements;

@@ -10,44 +10,7 @@ use crate::common;
 
 use std::path::Path;
 
-use common::{Nginx, assert_books_balance, output, schema_violations, throng};
-use throng_result::RunResult;
-
-struct Ran {
-    _dir: tempfile::TempDir,
-    code: i32,
-    stdout: String,
-    stderr: String,
-    result: Option<RunResult>,
-    json: std::path::PathBuf,
-}
-
-fn run_yaml(yaml: &str) -> Ran {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("scenario.yaml");
-    std::fs::write(&file, yaml).unwrap();
-    let json = dir.path().join("result.json");
-    let out = output(
-        throng()
-            .arg("run")
-            .arg(&file)
-            .arg("--json")
-            .arg(&json)
-            .arg("--threads")
-            .arg("1"),
-    );
-    let result = std::fs::File::open(&json)
-        .ok()
-        .map(|f| RunResult::from_reader(f).unwrap());
-    Ran {
-        _dir: dir,
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        result,
-        json,
-    }
-}
+use common::{Nginx, assert_books_balance, scenario, schema_violations};
 
 /// nginx with TLS speaking h2 and http/1.1 (by ALPN) on one port, logging
 /// each request's protocol to `log`.
@@ -98,12 +61,12 @@ scenarios:
         nginx.https("localhost", ""),
         c.join("ca.pem").display()
     );
-    let r = run_yaml(&yaml);
-    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let r = scenario(&yaml);
+    assert_eq!(r.code(), 0, "{}{}", r.stdout(), r.stderr());
     let res = r
         .result
         .as_ref()
-        .unwrap_or_else(|| panic!("no result: {}{}", r.stdout, r.stderr));
+        .unwrap_or_else(|| panic!("no result: {}{}", r.stdout(), r.stderr()));
     assert_books_balance(res);
     let violations = schema_violations(&r.json);
     assert!(violations.is_empty(), "schema violations: {violations:#?}");
@@ -148,11 +111,15 @@ fn a_request_in_a_protocol_the_target_does_not_speak_is_refused_before_the_run()
         nginx.https("localhost", ""),
         c.join("ca.pem").display()
     );
-    let r = run_yaml(&yaml);
-    assert_eq!(r.code, 2, "a configuration error: {}{}", r.stdout, r.stderr);
+    let r = scenario(&yaml);
+    assert_eq!(r.code(), 2, "a configuration error: {}{}", r.stdout(), r.stderr());
     assert!(r.result.is_none(), "nothing ran");
-    assert!(r.stderr.contains("scenario.yaml:13:11"), "names the line: {}", r.stderr);
-    assert!(r.stderr.contains("does not speak HTTP/3"), "{}", r.stderr);
+    assert!(
+        r.stderr().contains("scenario.yaml:13:11"),
+        "names the line: {}",
+        r.stderr()
+    );
+    assert!(r.stderr().contains("does not speak HTTP/3"), "{}", r.stderr());
     assert_eq!(
         std::fs::read_to_string(&log).unwrap_or_default(),
         "",
@@ -176,14 +143,18 @@ fn a_request_in_a_protocol_the_target_does_not_speak_is_refused_before_the_run()
         h1.https("localhost", ""),
         p("ca.pem")
     );
-    let r = run_yaml(&yaml);
-    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    let r = scenario(&yaml);
+    assert_eq!(r.code(), 2, "{}{}", r.stdout(), r.stderr());
     assert!(r.result.is_none(), "nothing ran");
-    assert!(r.stderr.contains("scenario.yaml:10:"), "names the line: {}", r.stderr);
     assert!(
-        r.stderr.contains("does not speak HTTP/2") && r.stderr.contains("ALPN"),
+        r.stderr().contains("scenario.yaml:10:"),
+        "names the line: {}",
+        r.stderr()
+    );
+    assert!(
+        r.stderr().contains("does not speak HTTP/2") && r.stderr().contains("ALPN"),
         "{}",
-        r.stderr
+        r.stderr()
     );
 }
 
@@ -206,8 +177,8 @@ fn http_3_requests_go_over_quic_to_the_same_port_beside_h1_and_h2() {
         nginx.https("localhost", ""),
         p("ca.pem")
     );
-    let r = run_yaml(&yaml);
-    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let r = scenario(&yaml);
+    assert_eq!(r.code(), 0, "{}{}", r.stdout(), r.stderr());
     let res = r.result.as_ref().unwrap();
     assert_books_balance(res);
     let m = &res.measurements;
@@ -249,8 +220,8 @@ fn an_http_2_target_sends_a_requests_http_1_1_on_its_own_connection() {
         nginx.https("localhost", ""),
         c.join("ca.pem").display()
     );
-    let r = run_yaml(&yaml);
-    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let r = scenario(&yaml);
+    assert_eq!(r.code(), 0, "{}{}", r.stdout(), r.stderr());
     let res = r.result.as_ref().unwrap();
     assert_books_balance(res);
     let m = &res.measurements;
