@@ -175,8 +175,22 @@ impl Nginx {
             .stderr(Stdio::null())
             .spawn()
             .expect("cannot start nginx");
-        wait_listening(SocketAddr::from(([127, 0, 0, 1], port)));
-        Nginx { child, port, dir }
+        // The guard first: a failure below stops this nginx instead of
+        // leaving it running after the test.
+        let mut n = Nginx { child, port, dir };
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+                return n;
+            }
+            if let Ok(Some(status)) = n.child.try_wait() {
+                let log = std::fs::read_to_string(n.dir.path().join("error.log")).unwrap_or_default();
+                panic!("nginx exited ({status}) before listening on {addr}: {log}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("nginx is not listening on {addr} after 30 s");
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -414,14 +428,16 @@ impl NatsServer {
             .stderr(Stdio::null())
             .spawn()
             .expect("cannot start nats-server");
-        wait_listening(SocketAddr::from(([127, 0, 0, 1], port)));
-        NatsServer {
+        // The guard first: a failure to come up stops this server.
+        let server = NatsServer {
             child,
             port,
             conf,
             pid_file,
             dir,
-        }
+        };
+        wait_listening(SocketAddr::from(([127, 0, 0, 1], port)));
+        server
     }
 
     /// A shell command that stops this server and starts it again after
