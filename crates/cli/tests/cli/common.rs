@@ -573,3 +573,69 @@ impl Drop for Aioquic {
         let _ = self.child.wait();
     }
 }
+
+/// The `websockets` (PyPI) test server, tests/servers/ws_server.py in
+/// MODE (echo, push, ...), on a loopback port; stopped on drop.
+pub struct WsServer {
+    pub child: Child,
+    pub port: u16,
+    pub dir: tempfile::TempDir,
+}
+
+impl WsServer {
+    pub fn start(mode: &str) -> WsServer {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/servers/ws_server.py");
+        let dir = tempfile::tempdir().unwrap();
+        let port_file = dir.path().join("port");
+        let child = Command::new("python3")
+            .arg(&script)
+            .arg(&port_file)
+            .arg(mode)
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(std::fs::File::create(dir.path().join("log")).unwrap()))
+            .spawn()
+            .expect("cannot start python3");
+        let mut server = WsServer { child, port: 0, dir };
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while Instant::now() < deadline {
+            if let Ok(text) = std::fs::read_to_string(&port_file) {
+                server.port = text.trim().parse().unwrap();
+                return server;
+            }
+            if let Ok(Some(status)) = server.child.try_wait() {
+                let log = std::fs::read_to_string(server.dir.path().join("log")).unwrap_or_default();
+                panic!(
+                    "ws_server.py exited ({status}); is the PyPI package websockets installed? \
+                     run ./scripts/test.sh, which installs it\n{log}"
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("ws_server.py did not listen within 15 s");
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("ws://127.0.0.1:{}{path}", self.port)
+    }
+
+    /// Close codes of the sockets that ended so far, waiting (at most 5 s)
+    /// until there are `n`.
+    pub fn closes(&self, n: usize) -> Vec<String> {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let text = std::fs::read_to_string(self.dir.path().join("port.closes")).unwrap_or_default();
+            let codes: Vec<String> = text.lines().map(str::to_string).collect();
+            if codes.len() >= n || Instant::now() > deadline {
+                return codes;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for WsServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -8,10 +8,8 @@
 use crate::common;
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
-use common::{assert_books_balance, lab, output, schema_violations, throng};
+use common::{WsServer, assert_books_balance, lab, output, schema_violations, throng};
 use throng_result::RunResult;
 
 /// `throng run` on `yaml` with TARGET replaced: exit code, result, stdout,
@@ -167,60 +165,6 @@ scenarios:
 }
 
 /// A `ws_server.py` in one mode, killed on drop.
-struct WsServer {
-    child: Child,
-    port: u16,
-    dir: tempfile::TempDir,
-}
-
-impl WsServer {
-    fn start(mode: &str) -> WsServer {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/servers/ws_server.py");
-        let dir = tempfile::tempdir().unwrap();
-        let port_file = dir.path().join("port");
-        let child = Command::new("python3")
-            .arg(&script)
-            .arg(&port_file)
-            .arg(mode)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("cannot start python3");
-        let mut server = WsServer { child, port: 0, dir };
-        let deadline = Instant::now() + Duration::from_secs(15);
-        while Instant::now() < deadline {
-            if let Ok(text) = std::fs::read_to_string(&port_file) {
-                server.port = text.trim().parse().unwrap();
-                return server;
-            }
-            if let Ok(Some(status)) = server.child.try_wait() {
-                panic!("ws_server.py exited ({status}); run ./scripts/test.sh, which installs websockets");
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        panic!("ws_server.py did not listen within 15 s");
-    }
-
-    /// Close codes of the sockets that ended, waiting (at most 5 s) for `n`.
-    fn closes(&self, n: usize) -> Vec<String> {
-        let deadline = Instant::now() + Duration::from_secs(5);
-        loop {
-            let text = std::fs::read_to_string(self.dir.path().join("port.closes")).unwrap_or_default();
-            let codes: Vec<String> = text.lines().map(str::to_string).collect();
-            if codes.len() >= n || Instant::now() > deadline {
-                return codes;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for WsServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 #[test]
 fn the_websockets_server_sees_every_step_close_with_1000_and_its_close_frames_are_classes() {
