@@ -158,14 +158,29 @@ pub fn compile(
                     "more than {MAX_PROTO_FILES} .proto files with their imports; give fewer"
                 ));
             }
-            let found = dirs.iter().find_map(|d| {
+            let mut found = None;
+            for d in &dirs {
                 let path = if d.is_empty() {
                     name.clone()
                 } else {
                     format!("{d}/{name}")
                 };
-                read(&path).ok().map(|text| (path, text))
-            });
+                match read(&path) {
+                    Ok(text) => {
+                        found = Some((path, text));
+                        break;
+                    }
+                    // Not there: the next directory may have it.
+                    Err(e)
+                        if {
+                            let e = e.to_ascii_lowercase();
+                            e.contains("no such file") || e.contains("not found")
+                        } => {}
+                    // There, but not readable (too large, not text, no
+                    // permission): that is the answer, not "not found".
+                    Err(e) => return Err(format!("cannot read {path}: {e}")),
+                }
+            }
             match found {
                 Some((path, text)) if text.len() > MAX_PROTO_BYTES => {
                     return Err(format!(

@@ -232,14 +232,13 @@ fn scenario(file: &Path, extra: &[String]) -> anyhow::Result<(Plan, Load, Secret
     let Command::Run(run) = cli.command else {
         return Err(UsageError("after '--' give throng run flags".into()).into());
     };
-    let text = std::fs::read_to_string(file)
-        .map_err(|e| UsageError(format!("cannot read the scenario file '{}': {e}", file.display())))?;
+    let text = super::read_plan_file(file, "scenario file")?;
     let dir = file.parent().unwrap_or(Path::new("."));
     // The .proto files (and imports) grpc: steps were compiled from: the
     // pods read them too.
     let protos = std::cell::RefCell::new(Vec::new());
     let read = |name: &str| {
-        let text = std::fs::read_to_string(dir.join(name)).map_err(|e| e.to_string())?;
+        let text = super::read_side_file(&dir.join(name))?;
         if name.ends_with(".proto") && !protos.borrow().iter().any(|p| p == name) {
             protos.borrow_mut().push(name.to_string());
         }
@@ -277,7 +276,7 @@ fn scenario(file: &Path, extra: &[String]) -> anyhow::Result<(Plan, Load, Secret
     }
     let mut files = Vec::new();
     let mut ship = |name: &str, secret: bool| -> anyhow::Result<()> {
-        let contents = std::fs::read_to_string(dir.join(name))
+        let contents = super::read_side_file(&dir.join(name))
             .map_err(|e| UsageError(format!("{}: cannot read '{name}', which it names: {e}", file.display())))?;
         files.push(PlanFile {
             path: name.to_string(),

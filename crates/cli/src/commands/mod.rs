@@ -134,6 +134,33 @@ fn read_plan_file(path: &Path, what: &str) -> Result<String, UsageError> {
     })
 }
 
+/// Files a scenario file names (its data CSV, its .proto files), read
+/// whole: at most this many bytes, so that a device or an endless file
+/// (`/dev/zero`, a FIFO) is refused instead of filling the memory.
+const MAX_SIDE_FILE_BYTES: u64 = 256 << 20;
+
+/// Reads a file a scenario file names, bounded by [`MAX_SIDE_FILE_BYTES`];
+/// the error says what is wrong (the caller says which file).
+fn read_side_file(path: &Path) -> Result<String, String> {
+    use std::io::Read as _;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_SIDE_FILE_BYTES + 1).read_to_end(&mut bytes))
+        .map_err(|e| e.to_string())?;
+    if bytes.len() as u64 > MAX_SIDE_FILE_BYTES {
+        return Err(format!(
+            "larger than the limit of {} MiB; give a smaller file (split a data file across runs)",
+            MAX_SIDE_FILE_BYTES >> 20
+        ));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        format!(
+            "not UTF-8 text (byte {}); save it as UTF-8",
+            e.utf8_error().valid_up_to()
+        )
+    })
+}
+
 /// Reads a result document or a result set.
 fn read_document(path: &Path) -> anyhow::Result<throng_result::Document> {
     let file = std::fs::File::open(path).map_err(|e| UsageError(format!("cannot read '{}': {e}", path.display())))?;

@@ -81,6 +81,32 @@ fn large_files_are_refused_without_reading_them_whole() {
 }
 
 #[test]
+fn endless_files_a_scenario_names_are_refused_at_the_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    // Its data file and its .proto file, each an endless stream: read up
+    // to the limit, then refused with exit 2 (neither fills the memory).
+    let data = "target: http://127.0.0.1:1\ndata: /dev/zero\nscenarios:\n  s:\n    executor: shared-iterations\n    \
+                vus: 1\n    iterations: 1\n    flow:\n      - request: { path: / }\n";
+    let proto = "target: { url: http://127.0.0.1:1, http: 2 }\nproto: { files: [/dev/zero] }\nscenarios:\n  s:\n    \
+                 executor: shared-iterations\n    vus: 1\n    iterations: 1\n    flow:\n      - grpc: { call: a.B/C }\n";
+    for (name, yaml) in [("data.yaml", data), ("proto.yaml", proto)] {
+        let f = write(dir.path(), name, yaml.as_bytes());
+        let runs = [
+            output(throng().arg("run").arg(&f).arg("-q")),
+            output(throng().args(["k8s", "job"]).arg(&f).args(["--parallelism", "2"])),
+        ];
+        for out in runs {
+            assert_eq!(out.status.code(), Some(2), "{name}: {}", err(&out));
+            assert!(
+                err(&out).contains("/dev/zero") && err(&out).contains("larger than the limit of 256 MiB"),
+                "{name}: {}",
+                err(&out)
+            );
+        }
+    }
+}
+
+#[test]
 fn a_byte_order_mark_is_skipped() {
     let lab = lab(None);
     let dir = tempfile::tempdir().unwrap();
