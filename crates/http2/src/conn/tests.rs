@@ -760,3 +760,86 @@ fn window_settings_out_of_range() {
     frame::encode_window_update(&mut wu, 0, 0);
     assert_eq!(feed(&mut c, &wu).unwrap_err().code(), ErrorCode::PROTOCOL_ERROR);
 }
+
+#[test]
+fn a_repeated_header_block_decodes_as_the_table_says() {
+    // :status 200 (static 8), then a literal with incremental indexing.
+    let indexing = |name: &str, value: &str| {
+        let mut b = vec![0x88, 0x40, name.len() as u8];
+        b.extend_from_slice(name.as_bytes());
+        b.push(value.len() as u8);
+        b.extend_from_slice(value.as_bytes());
+        b
+    };
+    // :status 200, then the newest dynamic entry (index 62).
+    let newest = vec![0x88, 0xbe];
+    let headers = |stream: u32, block: &[u8]| {
+        let mut b = Vec::new();
+        frame::encode_headers(&mut b, stream, block, true, frame::DEFAULT_MAX_FRAME_SIZE);
+        b
+    };
+    let field = |n: &str, v: &str| {
+        vec![
+            (":status".to_string(), "200".to_string()),
+            (n.to_string(), v.to_string()),
+        ]
+    };
+    let mut c = ready(Settings::default(), &[]);
+    let blocks = [
+        (indexing("x-a", "1"), field("x-a", "1"), 1),
+        // The same block again adds the entry again: not merely repeated.
+        (indexing("x-a", "1"), field("x-a", "1"), 2),
+        (newest.clone(), field("x-a", "1"), 2),
+        (newest.clone(), field("x-a", "1"), 2),
+        (indexing("x-b", "2"), field("x-b", "2"), 3),
+        // The same bytes as before, another table: another field.
+        (newest.clone(), field("x-b", "2"), 3),
+    ];
+    for (block, want, entries) in blocks {
+        let id = c.start_request(&get_block(), true).unwrap();
+        drain(&mut c);
+        assert_eq!(
+            feed(&mut c, &headers(id, &block)).unwrap(),
+            [Ev::Response(id, 200, want), Ev::End(id)],
+            "stream {id}"
+        );
+        assert_eq!(c.decoder.table_len(), entries, "stream {id}");
+    }
+}
+
+#[test]
+fn a_repeated_header_block_fails_once_its_entry_is_evicted() {
+    let mut c = Conn::new(Settings {
+        header_table_size: 0,
+        ..Settings::default()
+    });
+    // The server's SETTINGS, not yet its ACK of ours: its encoder may use
+    // the default 4096-byte table meanwhile.
+    assert_eq!(feed(&mut c, &server_settings(&[])).unwrap(), [Ev::Settings]);
+    let headers = |stream: u32, block: &[u8]| {
+        let mut b = Vec::new();
+        frame::encode_headers(&mut b, stream, block, true, frame::DEFAULT_MAX_FRAME_SIZE);
+        b
+    };
+    let mut indexing = vec![0x88, 0x40, 3];
+    indexing.extend_from_slice(b"x-a");
+    indexing.extend_from_slice(&[1, b'1']);
+    let newest = [0x88, 0xbe];
+    let want = vec![
+        (":status".to_string(), "200".to_string()),
+        ("x-a".to_string(), "1".to_string()),
+    ];
+    for block in [&indexing[..], &newest, &newest] {
+        let id = c.start_request(&get_block(), true).unwrap();
+        assert_eq!(
+            feed(&mut c, &headers(id, block)).unwrap(),
+            [Ev::Response(id, 200, want.clone()), Ev::End(id)]
+        );
+    }
+    // Our SETTINGS acknowledged: the table shrinks to 0 and the entry goes.
+    let mut ack = Vec::new();
+    frame::encode_settings_ack(&mut ack);
+    assert_eq!(feed(&mut c, &ack).unwrap(), [Ev::SettingsAcked]);
+    let id = c.start_request(&get_block(), true).unwrap();
+    assert!(feed(&mut c, &headers(id, &newest)).is_err());
+}

@@ -111,6 +111,8 @@ pub struct Decoder {
     /// The largest table size the peer may choose: our SETTINGS_HEADER_TABLE_SIZE.
     limit: u32,
     scratch: Vec<u8>,
+    /// How many times the dynamic table changed (see [`Decoder::changes`]).
+    changes: u64,
 }
 
 impl Decoder {
@@ -124,6 +126,7 @@ impl Decoder {
             },
             limit,
             scratch: Vec::new(),
+            changes: 0,
         }
     }
 
@@ -136,8 +139,16 @@ impl Decoder {
         if (limit as usize) < self.table.max_size {
             self.table.max_size = limit as usize;
             self.table.evict_to(limit as usize);
+            self.changes += 1;
         }
         self.limit = limit;
+    }
+
+    /// How many times the dynamic table changed (an entry added or
+    /// evicted, its size set). A block that did not change it, decoded
+    /// again while this count is the same, yields the same fields.
+    pub fn changes(&self) -> u64 {
+        self.changes
     }
 
     /// The dynamic table's current size in bytes (RFC 7541 §4.1 counting).
@@ -181,6 +192,7 @@ impl Decoder {
                 }
                 self.table.max_size = size as usize;
                 self.table.evict_to(size as usize);
+                self.changes += 1;
                 continue;
             }
             first = false;
@@ -220,6 +232,7 @@ impl Decoder {
                 };
                 emit(entry.name(), entry.value());
                 self.table.insert(entry);
+                self.changes += 1;
             } else {
                 emit(n, v);
             }
