@@ -512,7 +512,8 @@ pub(crate) async fn one_request(
         }
         return;
     };
-    let origin = if scheduled { origin } else { Instant::now() };
+    let now = Instant::now();
+    let origin = if scheduled { origin } else { now };
     ctx.rec.borrow_mut().request_started();
     ctx.in_flight.set(ctx.in_flight.get() + 1);
     // The next of the plan's several requests (on this slot's origin).
@@ -521,7 +522,6 @@ pub(crate) async fn one_request(
         p.started(i);
         (p, i)
     });
-    let now = Instant::now();
     let mut row = ctx.row(now);
     if scheduled && let Some(r) = row.row() {
         r.phase(Phase::ScheduleLag, now.saturating_duration_since(origin));
@@ -544,10 +544,10 @@ pub(crate) async fn one_request(
     if let Some(r) = row.row() {
         r.conn(conn.id);
     }
+    let mut t_send = Instant::now();
     ctx.rec
         .borrow_mut()
-        .stream_opened(Instant::now(), u64::from(conn.in_flight.get()));
-    let mut t_send = Instant::now();
+        .stream_opened(t_send, u64::from(conn.in_flight.get()));
     // A gRPC deadline shorter than --timeout ends the wait first.
     let deadline = pool.spec.deadline.filter(|d| *d < ctx.spec.timeout);
     sleep
