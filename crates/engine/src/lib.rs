@@ -1211,6 +1211,17 @@ fn scenario_dests(
                 plan.file, target.url
             )));
         }
+        if target.http == HttpVersion::Http3
+            && let Some(&addr) = d.conn.route.addrs.first()
+            && let Some((client, name)) = d.quic.as_ref()
+            && let Some(spoke) = http3::preflight(addr, client, name, plan.defaults.timeout)
+        {
+            return Err(EngineError::Config(format!(
+                "{}: {which} {} has http: 3, but the server does not speak HTTP/3 (it answered with {spoke}); \
+                 write http: 2 or http: 1.1 to run over TCP, or point at a server with HTTP/3 enabled",
+                plan.file, target.url
+            )));
+        }
         if let Some(&(_, at)) = asked
             .iter()
             .find(|(h, _)| *h == HttpVersion::Http2 && target.http != HttpVersion::Http2)

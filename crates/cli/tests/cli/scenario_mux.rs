@@ -230,6 +230,39 @@ fn http2_against_a_server_without_it_is_refused_before_the_run() {
 }
 
 #[test]
+fn http3_against_a_server_without_it_is_refused_before_the_run() {
+    let (_d, c) = common::certs();
+    // nginx over TCP only: nothing answers QUIC on its port.
+    let nginx = Nginx::start_listen(
+        "ssl",
+        &format!(
+            "ssl_certificate {}; ssl_certificate_key {};",
+            c.join("server.pem").display(),
+            c.join("server.key").display()
+        ),
+        "location / { return 200; }",
+    );
+    let yaml = format!(
+        "target: {}\ntls: {{ cacert: '{}' }}\ndefaults: {{ timeout: 300ms }}\nscenarios:\n  tcp:\n    executor: per-vu-iterations\n    vus: 1\n    iterations: 1\n    flow: [{{ request: {{ path: / }} }}]\n  quic:\n    target: {{ http: 3 }}\n    executor: per-vu-iterations\n    vus: 1\n    iterations: 1\n    flow: [{{ request: {{ path: / }} }}]\n",
+        nginx.https("localhost", "/"),
+        c.join("ca.pem").display()
+    );
+    let r = scenario(&yaml);
+    assert_eq!(r.code(), 2, "a configuration error: {}{}", r.stdout(), r.stderr());
+    assert!(r.result.is_none(), "nothing ran");
+    let err = r.stderr();
+    assert!(
+        err.contains("scenario quic's target") && err.contains("does not speak HTTP/3"),
+        "{err}"
+    );
+    assert!(
+        err.contains("no QUIC handshake on UDP port"),
+        "says what happened: {err}"
+    );
+    assert!(err.contains("http: 2 or http: 1.1"), "says what to do: {err}");
+}
+
+#[test]
 fn scenarios_of_one_file_speak_their_own_protocols() {
     let logs = tempfile::tempdir().unwrap();
     let log = logs.path().join("access.log");
@@ -354,7 +387,8 @@ scenarios:
     assert_eq!(m.connections.ok, 2);
     assert!(r.stdout().contains("over HTTP/3"), "{}", r.stdout());
     let stats = server.stop();
-    assert_eq!(stats["connections"], 2, "{stats}");
+    // The VUs' two, and the pre-run check's handshake (no request on it).
+    assert_eq!(stats["connections"], 3, "{stats}");
     assert_eq!(stats["requests"], 30, "{stats}");
     assert_eq!(stats["max_concurrent"], 1, "one stream at a time per VU: {stats}");
 }
@@ -601,6 +635,7 @@ fn an_h3_step_past_its_timeout_fails_and_its_vu_keeps_the_connection() {
     let st = m.scenario.as_ref().unwrap();
     assert_eq!((st.checks["answered"].passes, st.checks["answered"].fails), (0, 3));
     let stats = server.stop();
-    assert_eq!(stats["connections"], 1, "{stats}");
+    // The VU's, and the pre-run check's handshake (no request on it).
+    assert_eq!(stats["connections"], 2, "{stats}");
     assert_eq!(stats["requests"], 3, "{stats}");
 }
