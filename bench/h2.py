@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 """HTTP/2 requests per generator CPU-second: throng against h2load and oha.
 
+Runs are interleaved (throng, h2load, oha, throng, ...); the table gives the
+median and every run in the order they ran.
+
 nginx (one worker, CPU 0) answers `return 200` over HTTP/2 with TLS (ALPN h2,
 TLS 1.3, an ECDSA P-256 certificate from `throng certs`) and over h2c (prior
 knowledge); each generator runs on CPU 1 with 10 connections of 10 concurrent
@@ -92,24 +95,38 @@ def main():
                 continue
             print(f"## {scen}: requests per generator CPU-second, -c {CONNS} x {STREAMS} streams\n")
             print("| tool | requests/CPU-s | runs |\n|---|---:|---|")
-            for name, (cmd, parse) in tools(url, CONNS, STREAMS, d).items():
-                if not have(name):
-                    print(f"| {name} | skipped: not installed | |")
-                    continue
-                rates = []
-                for _ in range(args.runs):
+            # Interleaved (throng, h2load, oha, throng, ...): a machine whose
+            # speed drifts during the bench shifts every tool alike.
+            cmds = {name: tc for name, tc in tools(url, CONNS, STREAMS, d).items() if have(name)}
+            rates = {name: [] for name in cmds}
+            failed = {}
+            for _ in range(args.runs):
+                for name, (cmd, parse) in cmds.items():
+                    if name in failed:
+                        continue
                     text, cpu, _ = run(cmd, d + 30)
                     ok = parse(text)
                     if ok <= 0 or cpu <= 0:
-                        rates = None
-                        break
-                    rates.append(ok / cpu)
-                if not rates:
-                    print(f"| {name} | failed: {text.strip().splitlines()[-1:]} | |")
-                    continue
-                rates.sort()
-                runs = ", ".join(f"{r / 1000:.1f}K" for r in rates)
-                print(f"| {name} | {rates[len(rates) // 2] / 1000:.1f}K | {runs} |")
+                        failed[name] = text.strip().splitlines()[-1:]
+                        continue
+                    rates[name].append(ok / cpu)
+            for name in tools(url, CONNS, STREAMS, d):
+                if name not in cmds:
+                    print(f"| {name} | skipped: not installed | |")
+                elif name in failed:
+                    print(f"| {name} | failed: {failed[name]} | |")
+                else:
+                    r = sorted(rates[name])
+                    runs = ", ".join(f"{x / 1000:.1f}K" for x in rates[name])
+                    print(f"| {name} | {r[len(r) // 2] / 1000:.1f}K | {runs} |")
+            # Each round's tools ran side by side in time: their ratio is the
+            # steadier figure when the machine's speed drifts between rounds.
+            for peer in ("h2load", "oha"):
+                pairs = list(zip(rates.get("throng", []), rates.get(peer, [])))
+                if pairs:
+                    ratios = sorted(t / p for t, p in pairs)
+                    each = ", ".join(f"{t / p:.2f}" for t, p in pairs)
+                    print(f"\nthrong / {peer}, round by round: {each}; median {ratios[len(ratios) // 2]:.2f}x")
             print()
         if "memory" in only:
             conns = 10000
