@@ -960,8 +960,12 @@ struct Entry {
     counter: Option<MessageCounter>,
     /// The request body not sent yet (the windows were closed).
     body: Bytes,
+    /// Handed to the connection: no byte of the response came before.
+    sent: Instant,
     first: Option<Instant>,
     end: Option<Result<Instant, ErrorClass>>,
+    /// `end` is the kernel's receive stamp (crate::stamps), not the read's clock.
+    kernel: bool,
     waker: Option<Waker>,
 }
 
@@ -1017,11 +1021,24 @@ impl Shared {
     }
 
     /// Passes bytes read to the connection and what they carried to the
-    /// streams.
-    fn receive(&self, input: &[u8]) -> Result<(), ErrorClass> {
+    /// streams. `stamp`: the kernel's receive stamp of the read; what it
+    /// carried arrived then (as HTTP/1.1 responses are timed), not when the
+    /// worker got round to reading it.
+    fn receive(&self, input: &[u8], stamp: Option<crate::stamps::Stamp>) -> Result<(), ErrorClass> {
         let now = Instant::now();
         let mut conn = self.conn.borrow_mut();
         let mut streams = self.streams.borrow_mut();
+        // One stamp for the read: its age is checked against the oldest
+        // stream's send, and each stream keeps it only when it is after
+        // its own (else the read's clock, as a read without a stamp).
+        let arrived = stamp.and_then(|st| {
+            let floor = streams.iter().map(|e| e.sent).min()?;
+            crate::stamps::arrival(st, now, floor)
+        });
+        let at = |e: &Entry| match arrived {
+            Some(a) if a >= e.sent => (a, true),
+            _ => (now, false),
+        };
         let mut window = false;
         let mut connection = false;
         let r = conn.receive(input, &mut |e| match e {
@@ -1031,7 +1048,7 @@ impl Shared {
                 headers,
             } => {
                 if let Some(s) = entry(&mut streams, stream) {
-                    s.first = Some(now);
+                    s.first = Some(at(s).0);
                     s.slot.head_fields(status, || headers.iter());
                     if s.grpc {
                         s.grpc_head = grpc_code(headers.get(b"grpc-status"));
@@ -1044,8 +1061,9 @@ impl Shared {
                     if let Some(c) = s.counter.as_mut() {
                         let n = c.feed(data);
                         if n > 0 {
-                            s.slot.first_message.get_or_insert(now);
-                            s.slot.last_message = Some(now);
+                            let (t, _) = at(s);
+                            s.slot.first_message.get_or_insert(t);
+                            s.slot.last_message = Some(t);
                             s.slot.messages += n;
                         }
                     }
@@ -1061,7 +1079,9 @@ impl Shared {
             }
             Event::StreamEnd { stream } => {
                 if let Some(s) = entry(&mut streams, stream) {
-                    s.finish(Ok(now));
+                    let (t, kernel) = at(s);
+                    s.kernel = kernel;
+                    s.finish(Ok(t));
                 }
             }
             // After the end of the response, a reset only stops the
@@ -1165,14 +1185,15 @@ impl Driver {
             let read = READ.with(|buf| {
                 let mut buf = buf.borrow_mut();
                 let mut rb = ReadBuf::new(&mut buf[..]);
-                // The stamped read (its stamp unused): a read shorter than
-                // the buffer tells the socket is drained, which saves the
-                // system call that would only hear EAGAIN.
+                // The stamped read: the kernel's receive stamp times what
+                // it brought, and a read shorter than the buffer tells the
+                // socket is drained, which saves the system call that would
+                // only hear EAGAIN.
                 match io.poll_read_stamped(cx, &mut rb, true) {
                     Poll::Pending => Ok(false),
                     Poll::Ready(Err(e)) => Err(classify(&e, Stage::Exchange)),
                     Poll::Ready(Ok(_)) if rb.filled().is_empty() => Err(ErrorClass::Eof),
-                    Poll::Ready(Ok(_)) => shared.receive(rb.filled()).map(|()| true),
+                    Poll::Ready(Ok(stamp)) => shared.receive(rb.filled(), stamp).map(|()| true),
                 }
             });
             match read {
@@ -1354,7 +1375,7 @@ async fn send_on(
     let fail = |class| Failed { class, written: 0 };
     slot.begin();
     let sh = &*c.shared;
-    let id = {
+    let (id, sent) = {
         let mut conn = sh.conn.borrow_mut();
         let id = conn
             .start_request(block, body.is_empty())
@@ -1364,6 +1385,7 @@ async fn send_on(
             let n = conn.send_data(id, body, true).map_err(|e| fail(send_class(c, &e)))?;
             bytes::Buf::advance(&mut rest, n);
         }
+        let sent = Instant::now();
         sh.streams.borrow_mut().push(Entry {
             id,
             slot: std::mem::take(slot),
@@ -1372,16 +1394,17 @@ async fn send_on(
             grpc_trailers: None,
             counter: server_streaming.then(MessageCounter::default),
             body: rest,
+            sent,
             first: None,
             end: None,
+            kernel: false,
             waker: None,
         });
-        id
+        (id, sent)
     };
     // Handed to the connection: its driver writes the frames next, with
     // every other stream started meanwhile.
     wake(&sh.driver);
-    let sent = Instant::now();
     let mut open = Open {
         c,
         id,
@@ -1409,7 +1432,8 @@ async fn send_on(
     };
     let e = open.take();
     let done = end.map_err(fail)?;
-    let first = e.as_ref().and_then(|e| e.first).unwrap_or(done);
+    // A stamped end can precede the clock of an unstamped first read.
+    let first = e.as_ref().and_then(|e| e.first).unwrap_or(done).min(done);
     if grpc && let Some(e) = &e {
         open.slot.status = grpc_code_or_http(open.slot.status, e.grpc_trailers.or(e.grpc_head));
     }
@@ -1418,7 +1442,7 @@ async fn send_on(
         first,
         done,
         extra: false,
-        kernel: false,
+        kernel: e.is_some_and(|e| e.kernel),
     })
 }
 

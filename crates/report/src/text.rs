@@ -345,7 +345,8 @@ pub fn write_generator(r: &RunResult, units: u64, unit: &str, w: &mut dyn Write,
 }
 
 /// Which clocks timed the responses: "timestamps  kernel receive
-/// (SO_TIMESTAMPING), send at the system call", with the fallbacks when
+/// (SO_TIMESTAMPING), send at the system call" (HTTP/2 and HTTP/3: when
+/// the stream is handed to its connection), with the fallbacks when
 /// there were any. Nothing for runs that timed no response, or results
 /// from before throng said.
 pub fn write_timestamps(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
@@ -372,7 +373,13 @@ pub fn write_timestamps(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
             t.user
         )
     };
-    writeln!(w, "  {:<14}{receive}, send at the system call", "timestamps")
+    // Multiplexed streams are handed to their connection, whose driver
+    // writes every stream started meanwhile in one system call.
+    let send = match r.measurements.multiplex {
+        Some(_) => "send when the stream is handed to its connection",
+        None => "send at the system call",
+    };
+    writeln!(w, "  {:<14}{receive}, {send}", "timestamps")
 }
 
 pub(crate) fn write_errors(w: &mut dyn Write, errors: &std::collections::BTreeMap<String, u64>) -> io::Result<()> {

@@ -173,3 +173,33 @@ fn tls_responses_are_stamped_too() {
         assert!(clock_line(&text).contains("kernel receive"), "{text}");
     }
 }
+
+#[test]
+fn http2_streams_are_stamped_too() {
+    // Alone: a busy machine makes the kernel stamp fall back more often.
+    let _alone = common::heavy();
+    let nginx = Nginx::start_listen("http2", "", LOCATIONS);
+    // Several streams per connection: one read often brings several
+    // responses, each timed by that read's stamp.
+    let url = nginx.url("/big");
+    let (r, rows, text) = run(None, &[&url, "--http2", "-n", "2000", "-c", "2", "--streams", "8"]);
+    assert_books_balance(&r);
+    assert_eq!(r.measurements.requests.ok, 2000);
+    let t = r.generator.timestamps.as_ref().unwrap();
+    assert_eq!((t.receive.as_str(), t.kernel + t.user), ("kernel", 2000), "{t:?}");
+    assert!(t.kernel * 10 >= 2000 * 9, "{t:?}");
+    assert_rows_consistent(&rows, 2000);
+    assert!(
+        clock_line(&text)
+            .contains("kernel receive (SO_TIMESTAMPING), send when the stream is handed to its connection"),
+        "{text}"
+    );
+    // Asked for the user clock, HTTP/2 uses it.
+    let (r, rows, _) = run(
+        Some("user"),
+        &[&url, "--http2", "-n", "500", "-c", "2", "--streams", "4"],
+    );
+    let t = r.generator.timestamps.as_ref().unwrap();
+    assert_eq!((t.receive.as_str(), t.kernel, t.user), ("user", 0, 500), "{t:?}");
+    assert_rows_consistent(&rows, 500);
+}
