@@ -85,37 +85,12 @@ struct HeaderList {
     bytes: Vec<u8>,
     /// (end of name, end of value) offsets into `bytes`.
     ends: Vec<(u32, u32)>,
-    /// The header block the list was decoded from, when decoding it left
-    /// the HPACK table as it was (at `changes`): the same block again then
-    /// decodes to the same list, which is kept instead. Servers repeat
-    /// their blocks (nginx: the same status, server, date and length for a
-    /// second), so most responses skip the Huffman decoding.
-    block: Vec<u8>,
-    changes: Option<u64>,
 }
-
-/// The largest header block a [`HeaderList`] remembers.
-const REMEMBERED_BLOCK: usize = 256;
 
 impl HeaderList {
     fn clear(&mut self) {
         self.bytes.clear();
         self.ends.clear();
-        self.changes = None;
-    }
-
-    /// The list is what `block` decodes to with the table at `changes`.
-    fn decoded_from(&self, block: &[u8], changes: u64) -> bool {
-        self.changes == Some(changes) && self.block == block
-    }
-
-    /// The list was decoded from `block`, which left the table at `changes`.
-    fn remember(&mut self, block: &[u8], changes: u64) {
-        if block.len() <= REMEMBERED_BLOCK {
-            self.block.clear();
-            self.block.extend_from_slice(block);
-            self.changes = Some(changes);
-        }
     }
 
     fn push(&mut self, name: &[u8], value: &[u8]) {
@@ -943,14 +918,8 @@ impl Conn {
         let Conn {
             decoder, headers, ours, ..
         } = self;
-        let changes = decoder.changes();
-        if !headers.decoded_from(block, changes) {
-            headers.clear();
-            decoder.decode(block, ours.max_header_list_size, &mut |n, v| headers.push(n, v))?;
-            if decoder.changes() == changes {
-                headers.remember(block, changes);
-            }
-        }
+        headers.clear();
+        decoder.decode(block, ours.max_header_list_size, &mut |n, v| headers.push(n, v))?;
         let Some(i) = self.streams.iter().position(|s| s.id == stream && s.recv_open) else {
             return Ok(());
         };

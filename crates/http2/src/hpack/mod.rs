@@ -111,9 +111,34 @@ pub struct Decoder {
     /// The largest table size the peer may choose: our SETTINGS_HEADER_TABLE_SIZE.
     limit: u32,
     scratch: Vec<u8>,
-    /// How many times the dynamic table changed (see [`Decoder::changes`]).
-    changes: u64,
+    /// Huffman-coded strings decoded lately, with what they decode to.
+    recent: Vec<Recent>,
+    /// The entry of `recent` the next new string replaces.
+    next: usize,
 }
+
+/// A Huffman-coded string and its decoding. Servers send the same values
+/// on every response (nginx its `server`, `date` and `content-type`, as
+/// literals each time), and a copy is cheaper than decoding them again.
+#[derive(Debug)]
+struct Recent {
+    /// The coded string, then its decoding, in one allocation.
+    bytes: Box<[u8]>,
+    coded_len: usize,
+}
+
+impl Recent {
+    fn coded(&self) -> &[u8] {
+        &self.bytes[..self.coded_len]
+    }
+    fn plain(&self) -> &[u8] {
+        &self.bytes[self.coded_len..]
+    }
+}
+
+/// How many decoded strings a decoder keeps, and the longest it keeps.
+const RECENT: usize = 4;
+const RECENT_LEN: usize = 48;
 
 impl Decoder {
     /// A decoder whose table may grow to `limit` bytes (the
@@ -126,7 +151,8 @@ impl Decoder {
             },
             limit,
             scratch: Vec::new(),
-            changes: 0,
+            recent: Vec::new(),
+            next: 0,
         }
     }
 
@@ -139,16 +165,8 @@ impl Decoder {
         if (limit as usize) < self.table.max_size {
             self.table.max_size = limit as usize;
             self.table.evict_to(limit as usize);
-            self.changes += 1;
         }
         self.limit = limit;
-    }
-
-    /// How many times the dynamic table changed (an entry added or
-    /// evicted, its size set). A block that did not change it, decoded
-    /// again while this count is the same, yields the same fields.
-    pub fn changes(&self) -> u64 {
-        self.changes
     }
 
     /// The dynamic table's current size in bytes (RFC 7541 §4.1 counting).
@@ -161,9 +179,12 @@ impl Decoder {
         self.table.entries.len()
     }
 
-    /// Releases the scratch buffer (an idle connection keeps none).
+    /// Releases the scratch buffer and the strings kept decoded (an idle
+    /// connection keeps neither).
     pub fn shrink(&mut self) {
         self.scratch = Vec::new();
+        self.recent = Vec::new();
+        self.next = 0;
     }
 
     /// Decodes one complete header block, calling `emit(name, value)` for
@@ -192,7 +213,6 @@ impl Decoder {
                 }
                 self.table.max_size = size as usize;
                 self.table.evict_to(size as usize);
-                self.changes += 1;
                 continue;
             }
             first = false;
@@ -232,7 +252,6 @@ impl Decoder {
                 };
                 emit(entry.name(), entry.value());
                 self.table.insert(entry);
-                self.changes += 1;
             } else {
                 emit(n, v);
             }
@@ -297,7 +316,25 @@ impl Decoder {
             return Ok(Str::Block(start, end));
         }
         let from = self.scratch.len();
-        huffman::decode(&block[start..end], &mut self.scratch)?;
+        let coded = &block[start..end];
+        match self.recent.iter().find(|r| r.coded() == coded) {
+            Some(r) => self.scratch.extend_from_slice(r.plain()),
+            None => {
+                huffman::decode(coded, &mut self.scratch)?;
+                if coded.len() <= RECENT_LEN {
+                    let r = Recent {
+                        bytes: [coded, &self.scratch[from..]].concat().into(),
+                        coded_len: coded.len(),
+                    };
+                    if self.recent.len() < RECENT {
+                        self.recent.push(r);
+                    } else {
+                        self.recent[self.next] = r;
+                        self.next = (self.next + 1) % RECENT;
+                    }
+                }
+            }
+        }
         Ok(Str::Scratch(from, self.scratch.len()))
     }
 }

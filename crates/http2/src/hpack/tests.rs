@@ -402,3 +402,42 @@ fn random_blocks_never_panic() {
         assert!(d.table_size() <= 256);
     }
 }
+
+#[test]
+fn repeated_huffman_strings_decode_the_same_from_memory() {
+    // Literals without indexing (name from the static table), their values
+    // Huffman-coded: more distinct values than the decoder keeps, longer
+    // ones than it keeps, and each sent again in another order.
+    let literal = |value: &str| {
+        let mut coded = Vec::new();
+        huffman::encode(value.as_bytes(), &mut coded);
+        let mut b = vec![0x0f, 0x0d]; // index 28 (content-length) with the 4-bit prefix
+        encode_int(&mut b, 0x80, 7, coded.len());
+        b.extend_from_slice(&coded);
+        b
+    };
+    let long = "x".repeat(200);
+    let values: Vec<String> = (0..9)
+        .map(|i| format!("value-{i}-{}", "ab".repeat(i)))
+        .chain([long])
+        .collect();
+    let mut d = Decoder::new(4096);
+    for round in 0..3 {
+        for i in 0..values.len() {
+            let v = &values[(i * 7 + round) % values.len()];
+            assert_eq!(
+                decode_all(&mut d, &literal(v)).unwrap(),
+                fields(&[("content-length", v)]),
+                "round {round}"
+            );
+        }
+    }
+    // A corrupt string is an error even after its good twin was kept.
+    let good = literal("value-1-ab");
+    let mut bad = good.clone();
+    let last = bad.len() - 1;
+    bad[last] = 0x00; // padding that is not all ones
+    assert!(decode_all(&mut d, &good).is_ok());
+    assert!(decode_all(&mut d, &bad).is_err());
+    assert_eq!(d.table_len(), 0, "no literal here is indexed");
+}
