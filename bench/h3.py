@@ -1,19 +1,21 @@
 #!/usr/bin/env python3
 """HTTP/3 requests per generator CPU-second: throng against oha, and where the CPU goes.
 
-aioquic's HTTP/3 server (scripts/h3_server.py, one Python process on CPU 0) answers every
-request with 200; each generator runs on CPU 1 with 10 connections of 10 concurrent streams
-(oha --http-version 3 -c 10 -p 10). Figures are successful requests per CPU-second of the
-generator process (user + system, read with wait4). The server is slower than either
-generator, so both spend part of the run waiting; per-CPU-second figures stay comparable
-because both face the same server in the same run. With `perf` installed, one more throng
-run is sampled and the share of its CPU in QUIC packet protection (AES-GCM / ChaCha20 and
-header protection in aws-lc) and in the TLS handshake is printed.
+The server, on CPU 0, answers every request with 200: by default throng's lab server
+(`throng serve --http3 --threads 1`: quinn and h3, the same QUIC stack oha's client uses, and
+fast enough that the generators work at 100,000+ requests/s), or with `--server aioquic`
+aioquic's HTTP/3 server (scripts/h3_server.py, one Python process, a server that is not
+throng's, at about 1,200 requests/s). Each generator runs on CPU 1 with 10 connections of 10
+concurrent streams (oha --http-version 3 -c 10 -p 10); runs are interleaved (throng, oha,
+throng, ...). Figures are successful requests per CPU-second of the generator process (user +
+system, read with wait4); both face the same server in the same run. With `perf` installed,
+one more throng run is sampled and the share of its CPU in QUIC packet protection (AES-GCM /
+ChaCha20 and header protection in aws-lc) and in the TLS handshake is printed.
 
-    bench/h3.py [--duration 10] [--runs 3] [--skip-build]
+    bench/h3.py [--duration 10] [--runs 3] [--server lab|aioquic] [--skip-build]
 
-Needs aioquic (pip install aioquic), taskset; oha from `cargo install oha` (skipped and said
-so when missing or built without HTTP/3).
+Needs taskset; aioquic for `--server aioquic` (pip install aioquic); oha from `cargo install
+oha` (skipped and said so when missing or built without HTTP/3).
 """
 
 import argparse
@@ -26,13 +28,25 @@ import sys
 import tempfile
 import time
 
-from benchlib import ROOT, SERVER_CPU, THRONG, build, have, oha_json, run
+from benchlib import ROOT, SERVER_CPU, THRONG, build, free_port, have, oha_json, run
 
 CONNS, STREAMS = 10, 10
 
 
 def oha_parse(text):
     return oha_json(text)[0]
+
+
+def start_lab(certs):
+    port = free_port()
+    cmd = ["taskset", "-c", SERVER_CPU, THRONG, "serve", "--http3", "--tls", certs, "--threads", "1",
+           "--listen", f"127.0.0.1:{port}"]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    line = p.stdout.readline()
+    if "HTTP/3" not in line:
+        p.kill()
+        sys.exit(f"bench: the lab's HTTP/3 server did not start: {line.strip()}")
+    return p, port
 
 
 def start_server(tmp, certs):
@@ -84,6 +98,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--duration", type=int, default=10)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--server", choices=["lab", "aioquic"], default="lab")
     ap.add_argument("--skip-build", action="store_true")
     args = ap.parse_args()
     if not args.skip_build:
@@ -93,7 +108,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="throng-bench-h3-")
     subprocess.run([THRONG, "certs", "--out", f"{tmp}/certs"], check=True, capture_output=True)
     certs = f"{tmp}/certs"
-    server, port = start_server(tmp, certs)
+    server, port = start_lab(certs) if args.server == "lab" else start_server(tmp, certs)
     # A name, not an address: oha sends the host as SNI and hangs when it is an IP literal.
     url = f"https://localhost:{port}/"
     d = args.duration
@@ -113,32 +128,39 @@ def main():
         "oha": (["oha", "--http-version", "3", "--ipv4", "-c", str(CONNS), "-p", str(STREAMS), "-z", f"{d}s",
                  "--no-tui", "--insecure", "--output-format", "json", url], oha_parse),
     }
-    print(f"# throng bench/h3.py  ({time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} cores, aioquic on "
+    print(f"# throng bench/h3.py  ({time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} cores, {args.server} on "
           f"CPU 0, generator on CPU 1, {d}s x {args.runs} runs, median)\n")
     try:
         print(f"## HTTP/3: requests per generator CPU-second, -c {CONNS} x {STREAMS} streams\n")
         print("| tool | requests/CPU-s | requests/s | runs (req/CPU-s) |\n|---|---:|---:|---|")
-        for name, (cmd, parse) in tools.items():
-            if not have(name):
-                print(f"| {name} | skipped: not installed | | |")
-                continue
-            rows = []
-            text = ""
-            for _ in range(args.runs):
+        cmds = {name: tc for name, tc in tools.items() if have(name)}
+        rows = {name: [] for name in cmds}
+        failed = {}
+        for _ in range(args.runs):
+            for name, (cmd, parse) in cmds.items():
+                if name in failed:
+                    continue
                 text, cpu, _ = run(cmd, d + 30)
                 ok = parse(text)
                 if ok <= 0 or cpu <= 0:
-                    rows = None
-                    break
-                rows.append((ok / cpu, ok / d))
-            if not rows:
-                last = text.strip().splitlines()[-1:] or [f"no report; killed after {d + 30}s"]
-                print(f"| {name} | failed: {last[0][:100]} | | |")
-                continue
-            rows.sort()
-            mid = rows[len(rows) // 2]
-            runs = ", ".join(f"{r / 1000:.1f}K" for r, _ in rows)
-            print(f"| {name} | {mid[0] / 1000:.1f}K | {mid[1]:.0f} | {runs} |")
+                    failed[name] = (text.strip().splitlines()[-1:] or [f"no report; killed after {d + 30}s"])[0]
+                    continue
+                rows[name].append((ok / cpu, ok / d))
+        for name in tools:
+            if name not in cmds:
+                print(f"| {name} | skipped: not installed | | |")
+            elif name in failed:
+                print(f"| {name} | failed: {failed[name][:100]} | | |")
+            else:
+                r = sorted(rows[name])
+                mid = r[len(r) // 2]
+                runs = ", ".join(f"{x / 1000:.1f}K" for x, _ in rows[name])
+                print(f"| {name} | {mid[0] / 1000:.1f}K | {mid[1]:.0f} | {runs} |")
+        pairs = list(zip(rows.get("throng", []), rows.get("oha", [])))
+        if pairs:
+            ratios = sorted(t[0] / o[0] for t, o in pairs)
+            each = ", ".join(f"{t[0] / o[0]:.2f}" for t, o in pairs)
+            print(f"\nthrong / oha, round by round: {each}; median {ratios[len(ratios) // 2]:.2f}x")
         print()
         if shutil.which("perf"):
             share = crypto_share(["taskset", "-c", "1"] + throng_cmd, tmp)
