@@ -111,15 +111,14 @@ pub struct Decoder {
     /// The largest table size the peer may choose: our SETTINGS_HEADER_TABLE_SIZE.
     limit: u32,
     scratch: Vec<u8>,
-    /// Huffman-coded strings decoded lately, with what they decode to.
-    recent: Vec<Recent>,
-    /// The entry of `recent` the next new string replaces.
-    next: usize,
 }
 
 /// A Huffman-coded string and its decoding. Servers send the same values
 /// on every response (nginx its `server`, `date` and `content-type`, as
 /// literals each time), and a copy is cheaper than decoding them again.
+/// A thread keeps the last few it decoded, for all its connections: what a
+/// string decodes to does not depend on the connection, and a connection
+/// then carries no copy of its own.
 #[derive(Debug)]
 struct Recent {
     /// The coded string, then its decoding, in one allocation.
@@ -136,9 +135,48 @@ impl Recent {
     }
 }
 
-/// How many decoded strings a decoder keeps, and the longest it keeps.
-const RECENT: usize = 4;
+/// How many decoded strings a thread keeps, and the longest it keeps.
+const RECENT: usize = 8;
 const RECENT_LEN: usize = 48;
+
+/// A thread's recently decoded strings, and the one the next replaces.
+#[derive(Default)]
+struct RecentStrings {
+    kept: Vec<Recent>,
+    next: usize,
+}
+
+thread_local! {
+    static RECENT_STRINGS: std::cell::RefCell<RecentStrings> = std::cell::RefCell::default();
+}
+
+/// Appends the decoding of the Huffman-coded `coded` to `out`: a copy of a
+/// string the thread decoded lately, or decoded (and kept when short).
+fn decode_huffman(coded: &[u8], out: &mut Vec<u8>) -> Result<(), HpackError> {
+    RECENT_STRINGS.with(|r| {
+        let mut r = r.borrow_mut();
+        if let Some(k) = r.kept.iter().find(|k| k.coded() == coded) {
+            out.extend_from_slice(k.plain());
+            return Ok(());
+        }
+        let from = out.len();
+        huffman::decode(coded, out)?;
+        if coded.len() <= RECENT_LEN {
+            let k = Recent {
+                bytes: [coded, &out[from..]].concat().into(),
+                coded_len: coded.len(),
+            };
+            if r.kept.len() < RECENT {
+                r.kept.push(k);
+            } else {
+                let i = r.next;
+                r.kept[i] = k;
+                r.next = (i + 1) % RECENT;
+            }
+        }
+        Ok(())
+    })
+}
 
 impl Decoder {
     /// A decoder whose table may grow to `limit` bytes (the
@@ -151,8 +189,6 @@ impl Decoder {
             },
             limit,
             scratch: Vec::new(),
-            recent: Vec::new(),
-            next: 0,
         }
     }
 
@@ -179,12 +215,9 @@ impl Decoder {
         self.table.entries.len()
     }
 
-    /// Releases the scratch buffer and the strings kept decoded (an idle
-    /// connection keeps neither).
+    /// Releases the scratch buffer (an idle connection keeps none).
     pub fn shrink(&mut self) {
         self.scratch = Vec::new();
-        self.recent = Vec::new();
-        self.next = 0;
     }
 
     /// Decodes one complete header block, calling `emit(name, value)` for
@@ -317,24 +350,7 @@ impl Decoder {
         }
         let from = self.scratch.len();
         let coded = &block[start..end];
-        match self.recent.iter().find(|r| r.coded() == coded) {
-            Some(r) => self.scratch.extend_from_slice(r.plain()),
-            None => {
-                huffman::decode(coded, &mut self.scratch)?;
-                if coded.len() <= RECENT_LEN {
-                    let r = Recent {
-                        bytes: [coded, &self.scratch[from..]].concat().into(),
-                        coded_len: coded.len(),
-                    };
-                    if self.recent.len() < RECENT {
-                        self.recent.push(r);
-                    } else {
-                        self.recent[self.next] = r;
-                        self.next = (self.next + 1) % RECENT;
-                    }
-                }
-            }
-        }
+        decode_huffman(coded, &mut self.scratch)?;
         Ok(Str::Scratch(from, self.scratch.len()))
     }
 }
