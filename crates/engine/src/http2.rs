@@ -1386,7 +1386,13 @@ async fn send_on(
             bytes::Buf::advance(&mut rest, n);
         }
         let sent = Instant::now();
-        sh.streams.borrow_mut().push(Entry {
+        let mut streams = sh.streams.borrow_mut();
+        // Room for one more, not Vec's four at a time: a connection with
+        // one stream in flight (`--streams 1`, a VU's) keeps one entry.
+        if streams.len() == streams.capacity() {
+            streams.reserve_exact(1);
+        }
+        streams.push(Entry {
             id,
             slot: std::mem::take(slot),
             grpc,
