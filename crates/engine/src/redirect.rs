@@ -408,78 +408,25 @@ pub(crate) async fn follow(
         let slot = if same {
             &mut *conn
         } else {
-            if other_place.as_ref().is_none_or(|p| !p.same_origin(&hop.place)) {
-                close(ctx, other.take());
-            }
-            other_place = Some(hop.place.clone());
-            &mut other
+            elsewhere_slot(ctx, &mut other, &mut other_place, &hop.place)
         };
         let head = hop.method.eq_ignore_ascii_case("HEAD");
         if session.head_request() != head {
             *session = Session::new(head);
         }
         session.reset(req.keep);
-        let (t_send, written) = match slot {
-            Some(_) => (Instant::now(), 0),
-            None => {
-                let dest = if same {
-                    None
-                } else {
-                    match dest(ctx, &hop.place).await {
-                        Ok(d) => Some(d),
-                        Err(class) => {
-                            ex = broke(class, Instant::now());
-                            break;
-                        }
-                    }
-                };
-                let (route, tls_client) = match (dest.as_ref(), req.home) {
-                    (Some(d), _) => (&d.route, d.tls.as_ref()),
-                    (None, Some(h)) => (&h.route, h.tls.as_ref()),
-                    (None, None) => (&*ctx.spec.route, ctx.spec.tls.as_ref()),
-                };
-                let tls = tls_client.is_some();
-                // Plain TCP sends the request with the connect (see conn::connect).
-                let first: &[u8] = if tls { &[] } else { &bytes };
-                let opened = Box::pin(open_connection_to(
-                    ctx,
-                    route,
-                    tls_client,
-                    first,
-                    None,
-                    false,
-                    sleep.as_mut(),
-                    None,
-                ))
-                .await;
-                match opened {
-                    Ok(o) => {
-                        *slot = Some(o.conn);
-                        (o.sent, o.written)
-                    }
-                    Err(class) => {
-                        ex = broke(class, Instant::now());
-                        break;
-                    }
-                }
+        let via = match (same, req.home) {
+            (false, _) => Via::Elsewhere(&hop.place),
+            (true, Some(h)) => Via::Home(&h.route, h.tls.as_ref()),
+            (true, None) => Via::Home(&ctx.spec.route, ctx.spec.tls.as_ref()),
+        };
+        let (outcome, t_send) = match hop_exchange(ctx, slot, via, &bytes, session, req.timeout, sleep.as_mut()).await {
+            Ok(done) => done,
+            Err(class) => {
+                ex = broke(class, Instant::now());
+                break;
             }
         };
-        let Some(c) = slot.as_mut() else {
-            // Invariant: the slot was filled just above.
-            break;
-        };
-        sleep.as_mut().reset((t_send + req.timeout).into());
-        let outcome = session
-            .exchange(
-                &mut c.stream,
-                &bytes,
-                written,
-                t_send,
-                ctx.stamp,
-                &ctx.scratch,
-                sleep.as_mut(),
-            )
-            .await;
         ex = Exchanged {
             outcome,
             t_send,
@@ -492,6 +439,91 @@ pub(crate) async fn follow(
     }
     close(ctx, other.take());
     ex
+}
+
+/// The slot of a hop to another origin, `place`: `other`, the connection
+/// of the last hop elsewhere (at `other_place`), when it went to the same
+/// origin; else emptied (that one closed).
+pub(crate) fn elsewhere_slot<'a>(
+    ctx: &Ctx,
+    other: &'a mut Option<Conn>,
+    other_place: &mut Option<Place>,
+    place: &Place,
+) -> &'a mut Option<Conn> {
+    if other_place.as_ref().is_none_or(|p| !p.same_origin(place)) {
+        close(ctx, other.take());
+    }
+    *other_place = Some(place.clone());
+    other
+}
+
+/// Where a hop's connection goes when it has none open.
+pub(crate) enum Via<'a> {
+    /// The first request's origin, by its route and TLS client.
+    Home(&'a Route, Option<&'a TlsClient>),
+    /// Another origin: straight to its address (see [`dest`]).
+    Elsewhere(&'a Place),
+}
+
+/// A hop's HTTP/1.1 request `bytes` on the connection in `slot`, opened
+/// first `via` when there is none; its response read into `session` (reset
+/// by the caller) within `timeout` of the request's first byte. The
+/// outcome and when the request went; Err: no connection, and why.
+pub(crate) async fn hop_exchange(
+    ctx: &Ctx,
+    slot: &mut Option<Conn>,
+    via: Via<'_>,
+    bytes: &[u8],
+    session: &mut Session,
+    timeout: Duration,
+    mut sleep: Pin<&mut Sleep>,
+) -> Result<(Result<Timing, Failed>, Instant), ErrorClass> {
+    let (t_send, written) = match slot {
+        Some(_) => (Instant::now(), 0),
+        None => {
+            let elsewhere;
+            let (route, tls_client) = match via {
+                Via::Home(route, tls) => (route, tls),
+                Via::Elsewhere(place) => {
+                    elsewhere = dest(ctx, place).await?;
+                    (&elsewhere.route, elsewhere.tls.as_ref())
+                }
+            };
+            let tls = tls_client.is_some();
+            // Plain TCP sends the request with the connect (see conn::connect).
+            let first: &[u8] = if tls { &[] } else { bytes };
+            let opened = Box::pin(open_connection_to(
+                ctx,
+                route,
+                tls_client,
+                first,
+                None,
+                false,
+                sleep.as_mut(),
+                None,
+            ))
+            .await?;
+            *slot = Some(opened.conn);
+            (opened.sent, opened.written)
+        }
+    };
+    let Some(c) = slot.as_mut() else {
+        // Invariant: the slot was filled just above.
+        return Err(ErrorClass::Protocol);
+    };
+    sleep.as_mut().reset((t_send + timeout).into());
+    let outcome = session
+        .exchange(
+            &mut c.stream,
+            bytes,
+            written,
+            t_send,
+            ctx.stamp,
+            &ctx.scratch,
+            sleep.as_mut(),
+        )
+        .await;
+    Ok((outcome, t_send))
 }
 
 /// Somewhere other than the plan's target (a redirect to another origin):
