@@ -1068,9 +1068,11 @@ fn not_sent(ctx: &Ctx, op: &ReqOp, flight: InFlight<'_>, mut row: RowGuard<'_>, 
 
 /// One request in HTTP/2 or HTTP/3 (`http`: its own, else its target's):
 /// on the VU's own connection of that protocol (opened, or opened again
-/// when it was lost), as a stream; redirects to the same origin are
-/// followed on it (one elsewhere is the step's final response: the VU's
-/// connections all go to its target).
+/// when it was lost), as a stream. Its redirects to the target's origin
+/// are followed on that connection; a hop to another origin goes over
+/// HTTP/1.1 (TLS for https) on a connection of its own (see
+/// crate::redirect::hop_exchange), kept for the request's next hops there
+/// and closed at its end: the VU's own connections stay with its target.
 #[allow(clippy::too_many_arguments)]
 async fn mux_request(
     ctx: &Ctx,
@@ -1093,6 +1095,8 @@ async fn mux_request(
         port: sc.base.port,
         target: rendered.target,
     };
+    // The target's origin: the hops there go on the VU's connection.
+    let home = place.clone();
     let mut method = op.req.method.clone();
     let mut body = Bytes::from(rendered.body);
     let mut hops = 0u32;
@@ -1100,99 +1104,158 @@ async fn mux_request(
         vu.session = Session::Http2(crate::http2::Slot::new(false));
     }
     vu.session.reset(op.keep);
+    // The hops elsewhere: their connection, its origin, their responses.
+    let mut other: Option<Conn> = None;
+    let mut other_place: Option<Place> = None;
+    let mut away: Option<Session> = None;
     let mut sleep = pin!(tokio::time::sleep(op.req.timeout));
     // When the first hop's request went (after any connect).
     let mut first_send: Option<Instant> = None;
     loop {
-        let usable = match vu.mux[mux].as_deref() {
-            Some(Mux::H2(c)) => c.ready(op.req.timeout).await,
-            Some(m) => m.alive(),
-            None => true,
-        };
-        if !usable {
-            // Lost or going away (GOAWAY): this step goes on a new one.
-            close_mux(ctx, vu.mux[mux].take());
-        }
-        if vu.mux[mux].is_none() {
-            sleep.as_mut().reset((Instant::now() + op.req.timeout).into());
-            let opened = match (&dest.quic, http) {
-                (Some((client, name)), HttpVersion::Http3) => {
-                    // Invariant: a route has an address (an empty resolution
-                    // is refused before the run); the fallback keeps this total.
-                    let addr = conn.route.addrs.first().copied();
-                    match addr {
-                        Some(a) => Box::pin(crate::http3::Own::open(ctx, client, name, a))
-                            .await
-                            .map(Mux::H3),
-                        None => Err(ErrorClass::Refused),
-                    }
-                }
-                _ => Box::pin(crate::http2::Own::open(
-                    ctx,
-                    &conn.route,
-                    conn.tls.as_ref(),
-                    sleep.as_mut(),
-                    row.row(),
-                ))
-                .await
-                .map(Mux::H2),
-            };
-            match opened {
-                Ok(m) => {
-                    if let Some(r) = row.row() {
-                        r.conn(m.id());
-                    }
-                    vu.mux[mux] = Some(Box::new(m));
-                }
-                Err(class) => return not_sent(ctx, op, flight, row, class),
-            }
-        }
+        let at_home = place.same_origin(&home);
         let cookie = if jar {
             vu.jar.header(place.https, &place.host, &place.target)
         } else {
             None
         };
-        let headers = crate::redirect::hop_headers(&rendered.headers, true, hops == 0 || !body.is_empty(), cookie);
-        let Some((request, request_len)) = stream_request(&method, &place, &headers, body.len(), http) else {
-            // A rendered value HTTP/2 cannot carry: never sent.
-            return not_sent(ctx, op, flight, row, ErrorClass::Protocol);
+        let headers = crate::redirect::hop_headers(&rendered.headers, at_home, hops == 0 || !body.is_empty(), cookie);
+        let exchanged = if at_home {
+            'home: {
+                let usable = match vu.mux[mux].as_deref() {
+                    Some(Mux::H2(c)) => c.ready(op.req.timeout).await,
+                    Some(m) => m.alive(),
+                    None => true,
+                };
+                if !usable {
+                    // Lost or going away (GOAWAY): this step goes on a new one.
+                    close_mux(ctx, vu.mux[mux].take());
+                }
+                if vu.mux[mux].is_none() {
+                    sleep.as_mut().reset((Instant::now() + op.req.timeout).into());
+                    let opened = match (&dest.quic, http) {
+                        (Some((client, name)), HttpVersion::Http3) => {
+                            // Invariant: a route has an address (an empty resolution
+                            // is refused before the run); the fallback keeps this total.
+                            let addr = conn.route.addrs.first().copied();
+                            match addr {
+                                Some(a) => Box::pin(crate::http3::Own::open(ctx, client, name, a))
+                                    .await
+                                    .map(Mux::H3),
+                                None => Err(ErrorClass::Refused),
+                            }
+                        }
+                        _ => Box::pin(crate::http2::Own::open(
+                            ctx,
+                            &conn.route,
+                            conn.tls.as_ref(),
+                            sleep.as_mut(),
+                            row.row(),
+                        ))
+                        .await
+                        .map(Mux::H2),
+                    };
+                    match opened {
+                        Ok(m) => {
+                            if let Some(r) = row.row() {
+                                r.conn(m.id());
+                            }
+                            vu.mux[mux] = Some(Box::new(m));
+                        }
+                        Err(class) => break 'home Err(class),
+                    }
+                }
+                let Some((request, request_len)) = stream_request(&method, &place, &headers, body.len(), http) else {
+                    // A rendered value HTTP/2 cannot carry: never sent.
+                    break 'home Err(ErrorClass::Protocol);
+                };
+                let t_send = Instant::now();
+                sleep.as_mut().reset((t_send + op.req.timeout).into());
+                let Session::Http2(slot) = &mut vu.session else {
+                    // Invariant: set above.
+                    break 'home Err(ErrorClass::Protocol);
+                };
+                // A failed stream counts no bytes sent, as the pool's streams.
+                let outcome = match vu.mux[mux].as_deref_mut() {
+                    Some(Mux::H2(c)) => c.exchange(ctx, request, &body, slot, sleep.as_mut()).await,
+                    Some(Mux::H3(c)) => c.exchange(ctx, request, &body, slot, sleep.as_mut()).await,
+                    None => Err(crate::conn::Failed {
+                        class: ErrorClass::Protocol,
+                        written: 0,
+                    }),
+                };
+                Ok((outcome, request_len, t_send))
+            }
+        } else {
+            let head = method.eq_ignore_ascii_case("HEAD");
+            let s = away.get_or_insert_with(|| Session::new(head));
+            if s.head_request() != head {
+                *s = Session::new(head);
+            }
+            s.reset(op.keep);
+            let mut bytes = RequestHead {
+                method: &method,
+                target: &place.target,
+                authority: &place.authority(),
+                headers: &headers,
+                body_len: body.len(),
+                close: false,
+            }
+            .to_vec();
+            bytes.extend_from_slice(&body);
+            let slot = crate::redirect::elsewhere_slot(ctx, &mut other, &mut other_place, &place);
+            let via = crate::redirect::Via::Elsewhere(&place);
+            // Boxed: only a hop elsewhere makes this future large.
+            Box::pin(crate::redirect::hop_exchange(
+                ctx,
+                slot,
+                via,
+                &bytes,
+                s,
+                op.req.timeout,
+                sleep.as_mut(),
+            ))
+            .await
+            .map(|(outcome, t_send)| (outcome, bytes.len(), t_send))
         };
-        let t_send = Instant::now();
+        let (mut outcome, request_len, t_send) = match exchanged {
+            Ok(e) => e,
+            Err(class) => {
+                close(ctx, other.take());
+                if let Some(r) = row.row() {
+                    r.redirects(hops);
+                }
+                return not_sent(ctx, op, flight, row, class);
+            }
+        };
         let first_send = *first_send.get_or_insert(t_send);
-        sleep.as_mut().reset((t_send + op.req.timeout).into());
-        let Session::Http2(slot) = &mut vu.session else {
-            // Invariant: set above.
-            return not_sent(ctx, op, flight, row, ErrorClass::Protocol);
-        };
-        // A failed stream counts no bytes sent, as the pool's streams.
-        let mut outcome = match vu.mux[mux].as_deref_mut() {
-            Some(Mux::H2(c)) => c.exchange(ctx, request, &body, slot, sleep.as_mut()).await,
-            Some(Mux::H3(c)) => c.exchange(ctx, request, &body, slot, sleep.as_mut()).await,
-            None => Err(crate::conn::Failed {
-                class: ErrorClass::Protocol,
-                written: 0,
-            }),
+        // The session that read this response.
+        let reply = match (at_home, away.as_ref()) {
+            (false, Some(s)) => s,
+            _ => &vu.session,
         };
         if let Ok(timing) = &outcome {
-            if jar {
-                crate::redirect::store_cookies(&mut vu.jar, &place, slot.headers());
+            if !at_home && !reply.reusable(timing) {
+                close(ctx, other.take());
             }
-            let status = slot.status;
+            if jar {
+                crate::redirect::store_cookies(&mut vu.jar, &place, reply.headers());
+            }
+            let status = reply.reply().status;
             if op.req.redirects > 0 && crate::redirect::is_redirect(status) {
-                let location = slot
+                let location = reply
                     .headers()
                     .iter()
-                    .find(|(n, _)| n == "location")
+                    .find(|(n, _)| n.eq_ignore_ascii_case("location"))
                     .map(|(_, v)| v.as_str());
                 let hop = match hops >= op.req.redirects {
                     true => Err(crate::redirect::TOO_MANY),
                     false => crate::redirect::next_hop(&place, &method, status, location),
                 };
                 match hop {
-                    Ok(hop) if hop.place.same_origin(&place) => {
+                    Ok(hop) => {
                         ctx.rec
                             .borrow_mut()
-                            .redirected(timing.done, request_len as u64, slot.wire_bytes());
+                            .redirected(timing.done, request_len as u64, reply.wire_bytes());
                         place = hop.place;
                         method = hop.method;
                         if !hop.body {
@@ -1201,7 +1264,6 @@ async fn mux_request(
                         hops += 1;
                         continue;
                     }
-                    Ok(_) => {}
                     Err(class) => {
                         outcome = Err(crate::conn::Failed {
                             class,
@@ -1211,12 +1273,17 @@ async fn mux_request(
                 }
             }
         }
+        close(ctx, other.take());
         if let Some(r) = row.row() {
             r.redirects(hops);
         }
+        let session = match (at_home, away.as_mut()) {
+            (false, Some(s)) => s,
+            _ => &mut vu.session,
+        };
         let expected = record_exchange(
             ctx,
-            &mut vu.session,
+            session,
             &outcome,
             request_len,
             t_send,
@@ -1231,7 +1298,7 @@ async fn mux_request(
                 ctx,
                 op,
                 &mut vu.vars,
-                &vu.session,
+                session,
                 flight,
                 timing.done,
                 timing.done - first_send,
