@@ -48,6 +48,7 @@ fn target_locations(b: &str, log: &Path) -> String {
     location = /start {{ return 302 {b}/landing; }}
     location = /loop {{ return 302 {b}/back?home=$scheme://$host:$server_port; }}
     location = /there-and-back {{ return 302 {b}/mid?home=$scheme://$host:$server_port; }}
+    location = /to-https {{ return 302 https://$host:$server_port/end; }}
     location = /end {{
         default_type text/plain;
         return 200 "home auth=[$http_authorization] b_saw=[$arg_b_saw]";
@@ -206,6 +207,45 @@ fn a_scenarios_own_tls_h2_target_redirects_over_http1_too() {
     });
 }
 
+/// `throng run` of `yaml` as `scenario`, with `--csv-requests`: the run,
+/// and each request's row as (step, outcome, status, redirects).
+fn scenario_rows(yaml: &str) -> (common::Run, Vec<(String, String, String, u32)>) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("scenario.yaml");
+    std::fs::write(&file, yaml).unwrap();
+    let (json, csv) = (dir.path().join("result.json"), dir.path().join("rows.csv"));
+    let out = common::output(
+        common::throng()
+            .arg("run")
+            .arg(&file)
+            .arg("--json")
+            .arg(&json)
+            .arg("--csv-requests")
+            .arg(&csv)
+            .args(["--threads", "1"]),
+    );
+    let text = std::fs::read_to_string(&csv).unwrap_or_default();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap_or_default().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let (step, outcome, status, redirects) = (col("step"), col("outcome"), col("status"), col("redirects"));
+    let rows = lines
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            (
+                f[step].to_string(),
+                f[outcome].to_string(),
+                f[status].to_string(),
+                f[redirects].parse().unwrap(),
+            )
+        })
+        .collect();
+    let result = std::fs::File::open(&json)
+        .ok()
+        .map(|f| throng_result::RunResult::from_reader(f).unwrap());
+    (common::Run::new(out, result, json, dir), rows)
+}
+
 #[test]
 fn an_h2_loop_between_two_origins_ends_at_the_limit() {
     let logs = tempfile::tempdir().unwrap();
@@ -217,18 +257,21 @@ fn an_h2_loop_between_two_origins_ends_at_the_limit() {
         &target_locations(&format!("http://127.0.0.1:{}", b.port), &a_log),
     );
     let yaml = format!(
-        "target: {{ url: '{}', http: 2 }}\nscenarios:\n  s:\n    executor: per-vu-iterations\n    vus: 2\n    iterations: 4\n    max_duration: 60s\n    flow:\n      - request: {{ name: loop, path: /loop, redirects: 3 }}\n      - request: {{ name: fine, path: /start }}\n",
+        "target: {{ url: '{}', http: 2 }}\nscenarios:\n  s:\n    executor: per-vu-iterations\n    vus: 2\n    iterations: 4\n    max_duration: 60s\n    flow:\n      - request: {{ name: loop, path: /loop, redirects: 3 }}\n      - request: {{ name: fine, path: /start }}\n      - request: {{ name: tls-less, path: /to-https }}\n",
         a.url("")
     );
-    let r = scenario(&yaml);
+    let (r, rows) = scenario_rows(&yaml);
     let res = r.result();
     assert_books_balance(res);
     let m = &res.measurements;
-    assert_eq!(m.requests.attempted, 16, "{:?}", m.requests);
+    assert_eq!(m.requests.attempted, 24, "{:?}", m.requests);
     // A → B → A → B, and B's redirect is one past the 3 allowed.
     assert_eq!(m.requests.error("redirect.too_many"), 8, "{:?}", m.requests);
     assert_eq!(m.requests.ok, 8, "{:?}", m.requests);
-    assert_eq!(m.redirects, 8 * 3 + 8);
+    // To https, and the file has no TLS: not followed.
+    assert_eq!(m.requests.error("redirect.scheme"), 8, "{:?}", m.requests);
+    // The hop to https counts: it was followed as far as it could go.
+    assert_eq!(m.redirects, 8 * 3 + 8 + 8);
     let st = m.scenario.as_ref().unwrap();
     assert_eq!((st.tags["step:loop"].requests, st.tags["step:loop"].failed), (8, 8));
     // Each loop went to B twice on one connection, to A twice on the VU's.
@@ -238,6 +281,20 @@ fn an_h2_loop_between_two_origins_ends_at_the_limit() {
     assert_eq!(count(&a_lines, "\"GET /loop HTTP/2.0\" 302"), 16, "{a_lines:#?}");
     assert_eq!(m.connections.ok, 2 + 8 + 8, "{:?}", m.connections);
     assert!(r.stdout().contains("redirect.too_many"), "{}", r.stdout());
+    // A row per request, its hops in `redirects` (no status: it ended in
+    // an error, not a response).
+    let mut seen: Vec<(String, String, String, u32)> = rows;
+    seen.sort();
+    seen.dedup();
+    let row = |step: &str, outcome: &str, status: &str, hops: u32| (step.into(), outcome.into(), status.into(), hops);
+    assert_eq!(
+        seen,
+        [
+            row("fine", "ok", "200", 1),
+            row("loop", "redirect.too_many", "", 3),
+            row("tls-less", "redirect.scheme", "", 1),
+        ]
+    );
 }
 
 #[test]
