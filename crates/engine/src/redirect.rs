@@ -336,9 +336,8 @@ pub(crate) async fn follow(
     let mut place = req.place.clone();
     let mut method = req.method.to_string();
     let mut body = true;
-    // A connection to another origin, and which one.
-    let mut other: Option<Conn> = None;
-    let mut other_place: Option<Place> = None;
+    // A connection to another origin.
+    let mut other = Elsewhere::new(ctx);
     while let Ok(timing) = ex.outcome {
         if let Some(j) = jar.as_deref_mut() {
             store_cookies(j, &place, session.headers());
@@ -375,7 +374,7 @@ pub(crate) async fn follow(
         // The connection that carried it goes on only if it may.
         if req.close || !session.reusable(&timing) {
             if ex.elsewhere {
-                close(ctx, other.take());
+                other.close();
             } else {
                 close(ctx, conn.take());
             }
@@ -405,11 +404,7 @@ pub(crate) async fn follow(
             hops,
             elsewhere: !same,
         };
-        let slot = if same {
-            &mut *conn
-        } else {
-            elsewhere_slot(ctx, &mut other, &mut other_place, &hop.place)
-        };
+        let slot = if same { &mut *conn } else { other.slot(&hop.place) };
         let head = hop.method.eq_ignore_ascii_case("HEAD");
         if session.head_request() != head {
             *session = Session::new(head);
@@ -437,24 +432,51 @@ pub(crate) async fn follow(
         place = hop.place;
         method = hop.method;
     }
-    close(ctx, other.take());
+    other.close();
     ex
 }
 
-/// The slot of a hop to another origin, `place`: `other`, the connection
-/// of the last hop elsewhere (at `other_place`), when it went to the same
-/// origin; else emptied (that one closed).
-pub(crate) fn elsewhere_slot<'a>(
-    ctx: &Ctx,
-    other: &'a mut Option<Conn>,
-    other_place: &mut Option<Place>,
-    place: &Place,
-) -> &'a mut Option<Conn> {
-    if other_place.as_ref().is_none_or(|p| !p.same_origin(place)) {
-        close(ctx, other.take());
+/// The connection of a request's hops to another origin than its first:
+/// opened for the first such hop, kept for the next while they go to the
+/// same origin, closed (and recorded) when they leave it and when the
+/// request ends, however it ends (a request cut off mid-hop drops it).
+pub(crate) struct Elsewhere<'a> {
+    ctx: &'a Ctx,
+    conn: Option<Conn>,
+    /// Where `conn` goes.
+    place: Option<Place>,
+}
+
+impl<'a> Elsewhere<'a> {
+    pub(crate) fn new(ctx: &'a Ctx) -> Self {
+        Elsewhere {
+            ctx,
+            conn: None,
+            place: None,
+        }
     }
-    *other_place = Some(place.clone());
-    other
+
+    /// The slot of a hop to `place`: the connection of the last hop
+    /// elsewhere when it went to the same origin; else emptied (that one
+    /// closed).
+    pub(crate) fn slot(&mut self, place: &Place) -> &mut Option<Conn> {
+        if self.place.as_ref().is_none_or(|p| !p.same_origin(place)) {
+            self.close();
+        }
+        self.place = Some(place.clone());
+        &mut self.conn
+    }
+
+    /// Closes the connection, if there is one.
+    pub(crate) fn close(&mut self) {
+        close(self.ctx, self.conn.take());
+    }
+}
+
+impl Drop for Elsewhere<'_> {
+    fn drop(&mut self) {
+        self.close();
+    }
 }
 
 /// Where a hop's connection goes when it has none open.

@@ -1104,9 +1104,8 @@ async fn mux_request(
         vu.session = Session::Http2(crate::http2::Slot::new(false));
     }
     vu.session.reset(op.keep);
-    // The hops elsewhere: their connection, its origin, their responses.
-    let mut other: Option<Conn> = None;
-    let mut other_place: Option<Place> = None;
+    // The hops elsewhere: their connection, their responses.
+    let mut other = crate::redirect::Elsewhere::new(ctx);
     let mut away: Option<Session> = None;
     let mut sleep = pin!(tokio::time::sleep(op.req.timeout));
     // When the first hop's request went (after any connect).
@@ -1202,7 +1201,7 @@ async fn mux_request(
             }
             .to_vec();
             bytes.extend_from_slice(&body);
-            let slot = crate::redirect::elsewhere_slot(ctx, &mut other, &mut other_place, &place);
+            let slot = other.slot(&place);
             let via = crate::redirect::Via::Elsewhere(&place);
             // Boxed: only a hop elsewhere makes this future large.
             Box::pin(crate::redirect::hop_exchange(
@@ -1220,7 +1219,7 @@ async fn mux_request(
         let (mut outcome, request_len, t_send) = match exchanged {
             Ok(e) => e,
             Err(class) => {
-                close(ctx, other.take());
+                other.close();
                 if let Some(r) = row.row() {
                     r.redirects(hops);
                 }
@@ -1235,7 +1234,7 @@ async fn mux_request(
         };
         if let Ok(timing) = &outcome {
             if !at_home && !reply.reusable(timing) {
-                close(ctx, other.take());
+                other.close();
             }
             if jar {
                 crate::redirect::store_cookies(&mut vu.jar, &place, reply.headers());
@@ -1273,7 +1272,7 @@ async fn mux_request(
                 }
             }
         }
-        close(ctx, other.take());
+        other.close();
         if let Some(r) = row.row() {
             r.redirects(hops);
         }

@@ -324,3 +324,35 @@ fn an_h3_step_follows_a_redirect_to_an_http1_origin() {
     let stats = server.stop();
     assert_eq!(stats["requests"], 4, "{stats}");
 }
+
+#[test]
+fn a_step_cut_off_on_its_hop_elsewhere_closes_that_connection() {
+    // B takes connections (the kernel's backlog) and never answers.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let logs = tempfile::tempdir().unwrap();
+    let locations = target_locations(&format!("http://127.0.0.1:{port}"), &logs.path().join("a.log"));
+    // Over HTTP/2, and over HTTP/1.1 (crate::redirect::follow's hops).
+    for (listen, http) in [("http2", "2"), ("", "1.1")] {
+        let a = Nginx::start_listen(listen, "", &locations);
+        let yaml = format!(
+            "target: {{ url: '{}', http: {http} }}\nscenarios:\n  s:\n    executor: constant-vus\n    vus: 1\n    duration: 300ms\n    graceful_stop: 0s\n    flow:\n      - request: {{ name: hang, path: /start, timeout: 60s }}\n",
+            a.url("")
+        );
+        let r = scenario(&yaml);
+        let res = r.result();
+        assert_books_balance(res);
+        let m = &res.measurements;
+        assert_eq!(m.requests.attempted, 1, "http: {http}: {:?}", m.requests);
+        assert_eq!(m.requests.error("interrupted"), 1, "http: {http}: {:?}", m.requests);
+        assert_eq!(m.redirects, 1, "http: {http}");
+        // The VU's connection to A and the hop's to B both opened and closed.
+        assert_eq!(m.connections.ok, 2, "http: {http}: {:?}", m.connections);
+        assert_eq!(
+            m.phases["connection"].count(),
+            2,
+            "http: {http}: a connection's lifetime unrecorded"
+        );
+    }
+    drop(silent);
+}
