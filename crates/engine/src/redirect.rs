@@ -442,8 +442,11 @@ pub(crate) async fn follow(
 /// request ends, however it ends (a request cut off mid-hop drops it).
 pub(crate) struct Elsewhere<'a> {
     ctx: &'a Ctx,
-    conn: Option<Conn>,
-    /// Where `conn` goes.
+    /// HTTP/1.1.
+    pub(crate) conn: Option<Conn>,
+    /// HTTP/2 (a scenario step's hop to an https origin that chose h2).
+    pub(crate) h2: Option<crate::http2::Own>,
+    /// Where they go.
     place: Option<Place>,
 }
 
@@ -452,24 +455,32 @@ impl<'a> Elsewhere<'a> {
         Elsewhere {
             ctx,
             conn: None,
+            h2: None,
             place: None,
         }
     }
 
-    /// The slot of a hop to `place`: the connection of the last hop
-    /// elsewhere when it went to the same origin; else emptied (that one
-    /// closed).
-    pub(crate) fn slot(&mut self, place: &Place) -> &mut Option<Conn> {
+    /// Readies it for a hop to `place`: the connection of the last hop
+    /// elsewhere stays when it went to the same origin; else it is closed.
+    pub(crate) fn go(&mut self, place: &Place) {
         if self.place.as_ref().is_none_or(|p| !p.same_origin(place)) {
             self.close();
         }
         self.place = Some(place.clone());
+    }
+
+    /// The HTTP/1.1 slot of a hop to `place` (see [`Elsewhere::go`]).
+    pub(crate) fn slot(&mut self, place: &Place) -> &mut Option<Conn> {
+        self.go(place);
         &mut self.conn
     }
 
     /// Closes the connection, if there is one.
     pub(crate) fn close(&mut self) {
         close(self.ctx, self.conn.take());
+        if let Some(own) = self.h2.take() {
+            own.close(self.ctx);
+        }
     }
 }
 

@@ -1069,10 +1069,10 @@ fn not_sent(ctx: &Ctx, op: &ReqOp, flight: InFlight<'_>, mut row: RowGuard<'_>, 
 /// One request in HTTP/2 or HTTP/3 (`http`: its own, else its target's):
 /// on the VU's own connection of that protocol (opened, or opened again
 /// when it was lost), as a stream. Its redirects to the target's origin
-/// are followed on that connection; a hop to another origin goes over
-/// HTTP/1.1 (TLS for https) on a connection of its own (see
-/// crate::redirect::hop_exchange), kept for the request's next hops there
-/// and closed at its end: the VU's own connections stay with its target.
+/// are followed on that connection; a hop to another origin goes on a
+/// connection of its own ([`away_hop`]), kept for the request's next hops
+/// there and closed at its end: the VU's own connections stay with its
+/// target.
 #[allow(clippy::too_many_arguments)]
 async fn mux_request(
     ctx: &Ctx,
@@ -1185,36 +1185,16 @@ async fn mux_request(
                 Ok((outcome, request_len, t_send))
             }
         } else {
-            let head = method.eq_ignore_ascii_case("HEAD");
-            let s = away.get_or_insert_with(|| Session::new(head));
-            if s.head_request() != head {
-                *s = Session::new(head);
-            }
-            s.reset(op.keep);
-            let mut bytes = RequestHead {
+            let hop = AwayHop {
+                place: &place,
                 method: &method,
-                target: &place.target,
-                authority: &place.authority(),
                 headers: &headers,
-                body_len: body.len(),
-                close: false,
-            }
-            .to_vec();
-            bytes.extend_from_slice(&body);
-            let slot = other.slot(&place);
-            let via = crate::redirect::Via::Elsewhere(&place);
+                body: &body,
+                keep: op.keep,
+                timeout: op.req.timeout,
+            };
             // Boxed: only a hop elsewhere makes this future large.
-            Box::pin(crate::redirect::hop_exchange(
-                ctx,
-                slot,
-                via,
-                &bytes,
-                s,
-                op.req.timeout,
-                sleep.as_mut(),
-            ))
-            .await
-            .map(|(outcome, t_send)| (outcome, bytes.len(), t_send))
+            Box::pin(away_hop(ctx, &mut other, &mut away, &hop, sleep.as_mut())).await
         };
         let (mut outcome, request_len, t_send) = match exchanged {
             Ok(e) => e,
@@ -1307,6 +1287,97 @@ async fn mux_request(
         }
         return;
     }
+}
+
+/// A hop of an HTTP/2 or HTTP/3 step to another origin than its target's.
+struct AwayHop<'a> {
+    place: &'a Place,
+    method: &'a str,
+    headers: &'a [(String, String)],
+    body: &'a Bytes,
+    keep: Keep,
+    timeout: Duration,
+}
+
+/// Sends `hop` on `other`'s connection, opened for it when there is none to
+/// that origin: to `https://` offering ALPN h2 and http/1.1, and speaking
+/// what the server chose; to `http://`, HTTP/1.1. Its response is read
+/// into `away`. The outcome, the request's size and when it went; Err: it
+/// could not be sent, and why.
+async fn away_hop(
+    ctx: &Ctx,
+    other: &mut crate::redirect::Elsewhere<'_>,
+    away: &mut Option<Session>,
+    hop: &AwayHop<'_>,
+    mut sleep: std::pin::Pin<&mut tokio::time::Sleep>,
+) -> Result<(Result<crate::conn::Timing, crate::conn::Failed>, usize, Instant), ErrorClass> {
+    let place = hop.place;
+    other.go(place);
+    if other.h2.as_ref().is_some_and(|o| !o.alive()) {
+        other.close();
+    }
+    if place.https && other.conn.is_none() && other.h2.is_none() {
+        sleep.as_mut().reset((Instant::now() + hop.timeout).into());
+        let d = crate::redirect::dest(ctx, place).await?;
+        // Invariant: `dest` gives an https origin a TLS client, or fails.
+        let Some(mut tls) = d.tls else {
+            return Err(crate::redirect::SCHEME);
+        };
+        let mut config = throng_tls::rustls::ClientConfig::clone(&tls.config);
+        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        tls.config = Arc::new(config);
+        let opening = open_connection_to(ctx, &d.route, Some(&tls), &[], None, false, sleep.as_mut(), None);
+        let ready = Box::pin(opening).await?;
+        let h2 = matches!(&ready.conn.stream, crate::transport::Transport::Tls(s)
+            if s.tls.alpn_protocol() == Some(b"h2"));
+        if h2 {
+            other.h2 = Some(Box::pin(crate::http2::Own::over(ctx, ready.conn, sleep.as_mut())).await?);
+        } else {
+            other.conn = Some(ready.conn);
+        }
+    }
+    let head = hop.method.eq_ignore_ascii_case("HEAD");
+    if let Some(own) = other.h2.as_ref() {
+        if !matches!(away, Some(Session::Http2(s)) if s.head_request() == head) {
+            *away = Some(Session::Http2(crate::http2::Slot::new(head)));
+        }
+        let Some(Session::Http2(slot)) = away.as_mut() else {
+            // Invariant: set just above.
+            return Err(ErrorClass::Protocol);
+        };
+        slot.reset(hop.keep);
+        let Some((request, request_len)) =
+            stream_request(hop.method, place, hop.headers, hop.body.len(), HttpVersion::Http2)
+        else {
+            return Err(ErrorClass::Protocol);
+        };
+        let t_send = Instant::now();
+        sleep.as_mut().reset((t_send + hop.timeout).into());
+        let outcome = own.exchange(ctx, request, hop.body, slot, sleep).await;
+        return Ok((outcome, request_len, t_send));
+    }
+    if !matches!(away, Some(s @ Session::Http1(_)) if s.head_request() == head) {
+        *away = Some(Session::new(head));
+    }
+    let Some(s) = away.as_mut() else {
+        // Invariant: set just above.
+        return Err(ErrorClass::Protocol);
+    };
+    s.reset(hop.keep);
+    let mut bytes = RequestHead {
+        method: hop.method,
+        target: &place.target,
+        authority: &place.authority(),
+        headers: hop.headers,
+        body_len: hop.body.len(),
+        close: false,
+    }
+    .to_vec();
+    bytes.extend_from_slice(hop.body);
+    let via = crate::redirect::Via::Elsewhere(place);
+    crate::redirect::hop_exchange(ctx, &mut other.conn, via, &bytes, s, hop.timeout, sleep)
+        .await
+        .map(|(outcome, t_send)| (outcome, bytes.len(), t_send))
 }
 
 /// A rendered request as HTTP/2 or HTTP/3 parts (`:authority` from a Host

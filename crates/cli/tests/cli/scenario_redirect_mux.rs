@@ -1,9 +1,10 @@
 //! Scenario requests over HTTP/2 and HTTP/3 that a redirect sends to
-//! another origin (issue 13): the hop goes over HTTP/1.1 on a connection of
-//! its own, a hop back to the target's origin on the VU's own connection.
-//! Two nginx: A, the target (h2c, or TLS with ALPN h2), and B, the other
-//! origin (HTTP/1.1), whose bodies tell what B was sent; aioquic's HTTP/3
-//! server as a target that redirects to B.
+//! another origin (issue 13): the hop goes on a connection of its own
+//! (HTTP/1.1 to http://; to https://, HTTP/2 or HTTP/1.1 as ALPN chose), a
+//! hop back to the target's origin on the VU's own connection. Two nginx:
+//! A, the target (h2c, or TLS with ALPN h2), and B, the other origin, whose
+//! bodies tell what B was sent; aioquic's HTTP/3 server as a target that
+//! redirects to B.
 
 #![allow(clippy::unwrap_used)]
 
@@ -112,8 +113,8 @@ scenarios:
 
 /// What every run of `flow` shows: 30 requests ok with 200, 40 hops (one
 /// per /start, two per round trip), the checks all passed, a connection per
-/// VU to A and one per request to B.
-fn assert_flow_ran(r: &common::Run, b_log: &Path) {
+/// VU to A and one per request to B, which `b_speaks` (`HTTP/1.1`).
+fn assert_flow_ran(r: &common::Run, b: &[String], b_speaks: &str) {
     assert_eq!(r.code(), 0, "{}{}", r.stdout(), r.stderr());
     let res = r.result();
     assert_books_balance(res);
@@ -133,10 +134,9 @@ fn assert_flow_ran(r: &common::Run, b_log: &Path) {
     }
     // A: one connection per VU, kept; B: one per request that went there.
     assert_eq!(m.connections.ok, 2 + 30, "{:?}", m.connections);
-    let b = lines(b_log);
     assert_eq!(b.len(), 30, "{b:#?}");
-    assert_eq!(count(&b, "\"GET /landing HTTP/1.1\" 200"), 20, "{b:#?}");
-    assert_eq!(count(&b, "\"GET /mid?home="), 10, "{b:#?}");
+    assert_eq!(count(b, &format!("\"GET /landing {b_speaks}\" 200")), 20, "{b:#?}");
+    assert_eq!(count(b, "\"GET /mid?home="), 10, "{b:#?}");
     assert!(r.stdout().contains("redirects"), "{}", r.stdout());
 }
 
@@ -151,7 +151,7 @@ fn h2c_steps_follow_redirects_to_another_origin_and_back() {
         &target_locations(&format!("http://127.0.0.1:{}", b.port), &a_log),
     );
     let r = scenario(&flow(&format!("{{ url: '{}', http: 2 }}", a.url("")), ""));
-    assert_flow_ran(&r, &b_log);
+    assert_flow_ran(&r, &lines(&b_log), "HTTP/1.1");
     // Every request to A came over HTTP/2: the first of each step, and
     // the round trip's hop back.
     let a_lines = lines(&a_log);
@@ -163,10 +163,9 @@ fn h2c_steps_follow_redirects_to_another_origin_and_back() {
     assert_eq!((x.min_requests_per_connection, x.max_requests_per_connection), (20, 20));
 }
 
-/// A and B over TLS, both offering h2 by ALPN (the hop, which speaks
-/// HTTP/1.1, must not offer it); `yaml(A's URL, tls settings)` run against
-/// them.
-fn run_over_tls(yaml: impl Fn(&str, &str) -> String) {
+/// A (TLS, h2) and B over TLS listening with `b_listen`; `yaml(A's URL,
+/// tls settings)` run against them: the run, and A's and B's access logs.
+fn run_over_tls(b_listen: &str, yaml: impl Fn(&str, &str) -> String) -> (common::Run, Vec<String>, Vec<String>) {
     let (_d, c) = common::certs();
     let logs = tempfile::tempdir().unwrap();
     let (a_log, b_log) = (logs.path().join("a.log"), logs.path().join("b.log"));
@@ -176,7 +175,7 @@ fn run_over_tls(yaml: impl Fn(&str, &str) -> String) {
         p("server.pem"),
         p("server.key")
     );
-    let b = Nginx::start_listen("ssl http2", &certs, &other_locations(&b_log));
+    let b = Nginx::start_listen(b_listen, &certs, &other_locations(&b_log));
     let a = Nginx::start_listen(
         "ssl http2",
         &certs,
@@ -186,25 +185,57 @@ fn run_over_tls(yaml: impl Fn(&str, &str) -> String) {
         &a.https("localhost", ""),
         &format!("tls: {{ cacert: '{}' }}", p("ca.pem")),
     ));
-    assert_flow_ran(&r, &b_log);
+    let (a_lines, b_lines) = (lines(&a_log), lines(&b_log));
+    (r, a_lines, b_lines)
+}
+
+#[test]
+fn a_tls_h2_target_redirects_to_an_https_origin_in_the_protocol_it_chose() {
+    // B chooses h2 by ALPN: the hops to it are streams.
+    let (r, a_lines, b_lines) = run_over_tls("ssl http2", |a, tls| flow(&format!("{{ url: '{a}', http: 2 }}"), tls));
+    assert_flow_ran(&r, &b_lines, "HTTP/2.0");
     let m = &r.result().measurements;
     // A TLS handshake per connection: 2 to A, 30 to B.
     assert_eq!(m.tls.as_ref().unwrap().handshakes, 32);
-    assert_eq!(count(&lines(&a_log), " HTTP/2.0\" "), 40);
+    assert_eq!(count(&a_lines, " HTTP/2.0\" "), 40);
+    assert_eq!(count(&b_lines, " HTTP/2.0\" "), 30, "{b_lines:#?}");
+    let x = m.multiplex.as_ref().unwrap();
+    assert_eq!(x.connections, 2 + 30, "{x:?}");
 }
 
 #[test]
-fn a_tls_h2_target_redirects_to_an_https_origin_over_http1() {
-    run_over_tls(|a, tls| flow(&format!("{{ url: '{a}', http: 2 }}"), tls));
-}
-
-#[test]
-fn a_scenarios_own_tls_h2_target_redirects_over_http1_too() {
-    // The file's target is plain http (and unused): the hops' TLS client
-    // comes from the scenario's target, without its ALPN h2.
-    run_over_tls(|a, tls| {
+fn a_scenarios_own_tls_h2_target_redirects_over_http1_where_the_origin_speaks_only_that() {
+    // The file's target is plain http (and unused); B offers no h2.
+    let (r, a_lines, b_lines) = run_over_tls("ssl", |a, tls| {
         flow("'http://127.0.0.1:9'", tls).replace("  s:\n", &format!("  s:\n    target: {{ url: '{a}', http: 2 }}\n"))
     });
+    assert_flow_ran(&r, &b_lines, "HTTP/1.1");
+    let m = &r.result().measurements;
+    assert_eq!(m.tls.as_ref().unwrap().handshakes, 32);
+    assert_eq!(count(&a_lines, " HTTP/2.0\" "), 40);
+    assert_eq!(count(&b_lines, " HTTP/1.1\" "), 30, "{b_lines:#?}");
+    assert_eq!(m.multiplex.as_ref().unwrap().connections, 2);
+}
+
+#[test]
+fn an_http1_step_of_an_h2_scenario_offers_no_h2_to_the_origin_it_is_sent_to() {
+    // The step's own http: 1.1 follows its redirect over HTTP/1.1 (crate
+    // redirect::follow), with the TLS client of the file: not the
+    // scenario's target's, which offers only h2.
+    let (r, _, b_lines) = run_over_tls("ssl http2", |a, tls| {
+        format!(
+            "target: 'http://127.0.0.1:9'\n{tls}\nscenarios:\n  s:\n    target: {{ url: '{a}', http: 2 }}\n    executor: per-vu-iterations\n    vus: 1\n    iterations: 3\n    flow:\n      - request: {{ name: old, path: /start, http: 1.1, check: {{ landed: {{ body_contains: landed }} }} }}\n"
+        )
+    });
+    assert_eq!(r.code(), 0, "{}{}", r.stdout(), r.stderr());
+    let m = &r.result().measurements;
+    assert_eq!(
+        (m.requests.attempted, m.requests.ok, m.redirects),
+        (3, 3, 3),
+        "{:?}",
+        m.requests
+    );
+    assert_eq!(count(&b_lines, "\"GET /landing HTTP/1.1\" 200"), 3, "{b_lines:#?}");
 }
 
 /// `throng run` of `yaml` as `scenario`, with `--csv-requests`: the run,
