@@ -1795,6 +1795,18 @@ impl Own {
             })
     }
 
+    /// As [`Own::open`], over `conn`, already open (TLS whose ALPN chose h2).
+    pub(crate) async fn over(ctx: &Ctx, conn: crate::conn::Conn, sleep: Pin<&mut Sleep>) -> Result<Own, ErrorClass> {
+        let opened = conn.opened;
+        speak(ctx, 1, conn.stream, opened, conn.id, sleep, None)
+            .await
+            .map(Own)
+            .inspect_err(|_| {
+                let now = Instant::now();
+                ctx.rec.borrow_mut().connection_closed(now, now - opened);
+            })
+    }
+
     /// Its number among the worker's connection attempts (rows).
     pub(crate) fn id(&self) -> u64 {
         self.0.id

@@ -1309,7 +1309,15 @@ pub fn run_scenario(
     // https): a redirect to another https origin starts from it.
     let tls = match plan.target.https {
         true => plan_tls(plan.tls.as_ref(), tls, &plan.target.host, "an https target")?,
-        false => dests.iter().find_map(|d| d.conn.tls.clone()),
+        false => dests.iter().find_map(|d| d.conn.tls.clone()).map(|mut t| {
+            // Without an HTTP/2 target's ALPN `h2`: a hop elsewhere speaks HTTP/1.1.
+            if !t.config.alpn_protocols.is_empty() {
+                let mut c = ClientConfig::clone(&t.config);
+                c.alpn_protocols.clear();
+                t.config = Arc::new(c);
+            }
+            t
+        }),
     };
     // See run_http.
     let _primer = stamps::Primer::start();

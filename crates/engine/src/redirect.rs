@@ -336,9 +336,8 @@ pub(crate) async fn follow(
     let mut place = req.place.clone();
     let mut method = req.method.to_string();
     let mut body = true;
-    // A connection to another origin, and which one.
-    let mut other: Option<Conn> = None;
-    let mut other_place: Option<Place> = None;
+    // A connection to another origin.
+    let mut other = Elsewhere::new(ctx);
     while let Ok(timing) = ex.outcome {
         if let Some(j) = jar.as_deref_mut() {
             store_cookies(j, &place, session.headers());
@@ -375,7 +374,7 @@ pub(crate) async fn follow(
         // The connection that carried it goes on only if it may.
         if req.close || !session.reusable(&timing) {
             if ex.elsewhere {
-                close(ctx, other.take());
+                other.close();
             } else {
                 close(ctx, conn.take());
             }
@@ -405,81 +404,24 @@ pub(crate) async fn follow(
             hops,
             elsewhere: !same,
         };
-        let slot = if same {
-            &mut *conn
-        } else {
-            if other_place.as_ref().is_none_or(|p| !p.same_origin(&hop.place)) {
-                close(ctx, other.take());
-            }
-            other_place = Some(hop.place.clone());
-            &mut other
-        };
+        let slot = if same { &mut *conn } else { other.slot(&hop.place) };
         let head = hop.method.eq_ignore_ascii_case("HEAD");
         if session.head_request() != head {
             *session = Session::new(head);
         }
         session.reset(req.keep);
-        let (t_send, written) = match slot {
-            Some(_) => (Instant::now(), 0),
-            None => {
-                let dest = if same {
-                    None
-                } else {
-                    match dest(ctx, &hop.place).await {
-                        Ok(d) => Some(d),
-                        Err(class) => {
-                            ex = broke(class, Instant::now());
-                            break;
-                        }
-                    }
-                };
-                let (route, tls_client) = match (dest.as_ref(), req.home) {
-                    (Some(d), _) => (&d.route, d.tls.as_ref()),
-                    (None, Some(h)) => (&h.route, h.tls.as_ref()),
-                    (None, None) => (&*ctx.spec.route, ctx.spec.tls.as_ref()),
-                };
-                let tls = tls_client.is_some();
-                // Plain TCP sends the request with the connect (see conn::connect).
-                let first: &[u8] = if tls { &[] } else { &bytes };
-                let opened = Box::pin(open_connection_to(
-                    ctx,
-                    route,
-                    tls_client,
-                    first,
-                    None,
-                    false,
-                    sleep.as_mut(),
-                    None,
-                ))
-                .await;
-                match opened {
-                    Ok(o) => {
-                        *slot = Some(o.conn);
-                        (o.sent, o.written)
-                    }
-                    Err(class) => {
-                        ex = broke(class, Instant::now());
-                        break;
-                    }
-                }
+        let via = match (same, req.home) {
+            (false, _) => Via::Elsewhere(&hop.place),
+            (true, Some(h)) => Via::Home(&h.route, h.tls.as_ref()),
+            (true, None) => Via::Home(&ctx.spec.route, ctx.spec.tls.as_ref()),
+        };
+        let (outcome, t_send) = match hop_exchange(ctx, slot, via, &bytes, session, req.timeout, sleep.as_mut()).await {
+            Ok(done) => done,
+            Err(class) => {
+                ex = broke(class, Instant::now());
+                break;
             }
         };
-        let Some(c) = slot.as_mut() else {
-            // Invariant: the slot was filled just above.
-            break;
-        };
-        sleep.as_mut().reset((t_send + req.timeout).into());
-        let outcome = session
-            .exchange(
-                &mut c.stream,
-                &bytes,
-                written,
-                t_send,
-                ctx.stamp,
-                &ctx.scratch,
-                sleep.as_mut(),
-            )
-            .await;
         ex = Exchanged {
             outcome,
             t_send,
@@ -490,8 +432,131 @@ pub(crate) async fn follow(
         place = hop.place;
         method = hop.method;
     }
-    close(ctx, other.take());
+    other.close();
     ex
+}
+
+/// The connection of a request's hops to another origin than its first:
+/// opened for the first such hop, kept for the next while they go to the
+/// same origin, closed (and recorded) when they leave it and when the
+/// request ends, however it ends (a request cut off mid-hop drops it).
+pub(crate) struct Elsewhere<'a> {
+    ctx: &'a Ctx,
+    /// HTTP/1.1.
+    pub(crate) conn: Option<Conn>,
+    /// HTTP/2 (a scenario step's hop to an https origin that chose h2).
+    pub(crate) h2: Option<crate::http2::Own>,
+    /// Where they go.
+    place: Option<Place>,
+}
+
+impl<'a> Elsewhere<'a> {
+    pub(crate) fn new(ctx: &'a Ctx) -> Self {
+        Elsewhere {
+            ctx,
+            conn: None,
+            h2: None,
+            place: None,
+        }
+    }
+
+    /// Readies it for a hop to `place`: the connection of the last hop
+    /// elsewhere stays when it went to the same origin; else it is closed.
+    pub(crate) fn go(&mut self, place: &Place) {
+        if self.place.as_ref().is_none_or(|p| !p.same_origin(place)) {
+            self.close();
+        }
+        self.place = Some(place.clone());
+    }
+
+    /// The HTTP/1.1 slot of a hop to `place` (see [`Elsewhere::go`]).
+    pub(crate) fn slot(&mut self, place: &Place) -> &mut Option<Conn> {
+        self.go(place);
+        &mut self.conn
+    }
+
+    /// Closes the connection, if there is one.
+    pub(crate) fn close(&mut self) {
+        close(self.ctx, self.conn.take());
+        if let Some(own) = self.h2.take() {
+            own.close(self.ctx);
+        }
+    }
+}
+
+impl Drop for Elsewhere<'_> {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+/// Where a hop's connection goes when it has none open.
+pub(crate) enum Via<'a> {
+    /// The first request's origin, by its route and TLS client.
+    Home(&'a Route, Option<&'a TlsClient>),
+    /// Another origin: straight to its address (see [`dest`]).
+    Elsewhere(&'a Place),
+}
+
+/// A hop's HTTP/1.1 request `bytes` on the connection in `slot`, opened
+/// first `via` when there is none; its response read into `session` (reset
+/// by the caller) within `timeout` of the request's first byte. The
+/// outcome and when the request went; Err: no connection, and why.
+pub(crate) async fn hop_exchange(
+    ctx: &Ctx,
+    slot: &mut Option<Conn>,
+    via: Via<'_>,
+    bytes: &[u8],
+    session: &mut Session,
+    timeout: Duration,
+    mut sleep: Pin<&mut Sleep>,
+) -> Result<(Result<Timing, Failed>, Instant), ErrorClass> {
+    let (t_send, written) = match slot {
+        Some(_) => (Instant::now(), 0),
+        None => {
+            let elsewhere;
+            let (route, tls_client) = match via {
+                Via::Home(route, tls) => (route, tls),
+                Via::Elsewhere(place) => {
+                    elsewhere = dest(ctx, place).await?;
+                    (&elsewhere.route, elsewhere.tls.as_ref())
+                }
+            };
+            let tls = tls_client.is_some();
+            // Plain TCP sends the request with the connect (see conn::connect).
+            let first: &[u8] = if tls { &[] } else { bytes };
+            let opened = Box::pin(open_connection_to(
+                ctx,
+                route,
+                tls_client,
+                first,
+                None,
+                false,
+                sleep.as_mut(),
+                None,
+            ))
+            .await?;
+            *slot = Some(opened.conn);
+            (opened.sent, opened.written)
+        }
+    };
+    let Some(c) = slot.as_mut() else {
+        // Invariant: the slot was filled just above.
+        return Err(ErrorClass::Protocol);
+    };
+    sleep.as_mut().reset((t_send + timeout).into());
+    let outcome = session
+        .exchange(
+            &mut c.stream,
+            bytes,
+            written,
+            t_send,
+            ctx.stamp,
+            &ctx.scratch,
+            sleep.as_mut(),
+        )
+        .await;
+    Ok((outcome, t_send))
 }
 
 /// Somewhere other than the plan's target (a redirect to another origin):

@@ -1068,9 +1068,11 @@ fn not_sent(ctx: &Ctx, op: &ReqOp, flight: InFlight<'_>, mut row: RowGuard<'_>, 
 
 /// One request in HTTP/2 or HTTP/3 (`http`: its own, else its target's):
 /// on the VU's own connection of that protocol (opened, or opened again
-/// when it was lost), as a stream; redirects to the same origin are
-/// followed on it (one elsewhere is the step's final response: the VU's
-/// connections all go to its target).
+/// when it was lost), as a stream. Its redirects to the target's origin
+/// are followed on that connection; a hop to another origin goes on a
+/// connection of its own ([`away_hop`]), kept for the request's next hops
+/// there and closed at its end: the VU's own connections stay with its
+/// target.
 #[allow(clippy::too_many_arguments)]
 async fn mux_request(
     ctx: &Ctx,
@@ -1093,6 +1095,8 @@ async fn mux_request(
         port: sc.base.port,
         target: rendered.target,
     };
+    // The target's origin: the hops there go on the VU's connection.
+    let home = place.clone();
     let mut method = op.req.method.clone();
     let mut body = Bytes::from(rendered.body);
     let mut hops = 0u32;
@@ -1100,99 +1104,137 @@ async fn mux_request(
         vu.session = Session::Http2(crate::http2::Slot::new(false));
     }
     vu.session.reset(op.keep);
+    // The hops elsewhere: their connection, their responses.
+    let mut other = crate::redirect::Elsewhere::new(ctx);
+    let mut away: Option<Session> = None;
     let mut sleep = pin!(tokio::time::sleep(op.req.timeout));
     // When the first hop's request went (after any connect).
     let mut first_send: Option<Instant> = None;
     loop {
-        let usable = match vu.mux[mux].as_deref() {
-            Some(Mux::H2(c)) => c.ready(op.req.timeout).await,
-            Some(m) => m.alive(),
-            None => true,
-        };
-        if !usable {
-            // Lost or going away (GOAWAY): this step goes on a new one.
-            close_mux(ctx, vu.mux[mux].take());
-        }
-        if vu.mux[mux].is_none() {
-            sleep.as_mut().reset((Instant::now() + op.req.timeout).into());
-            let opened = match (&dest.quic, http) {
-                (Some((client, name)), HttpVersion::Http3) => {
-                    // Invariant: a route has an address (an empty resolution
-                    // is refused before the run); the fallback keeps this total.
-                    let addr = conn.route.addrs.first().copied();
-                    match addr {
-                        Some(a) => Box::pin(crate::http3::Own::open(ctx, client, name, a))
-                            .await
-                            .map(Mux::H3),
-                        None => Err(ErrorClass::Refused),
-                    }
-                }
-                _ => Box::pin(crate::http2::Own::open(
-                    ctx,
-                    &conn.route,
-                    conn.tls.as_ref(),
-                    sleep.as_mut(),
-                    row.row(),
-                ))
-                .await
-                .map(Mux::H2),
-            };
-            match opened {
-                Ok(m) => {
-                    if let Some(r) = row.row() {
-                        r.conn(m.id());
-                    }
-                    vu.mux[mux] = Some(Box::new(m));
-                }
-                Err(class) => return not_sent(ctx, op, flight, row, class),
-            }
-        }
+        let at_home = place.same_origin(&home);
         let cookie = if jar {
             vu.jar.header(place.https, &place.host, &place.target)
         } else {
             None
         };
-        let headers = crate::redirect::hop_headers(&rendered.headers, true, hops == 0 || !body.is_empty(), cookie);
-        let Some((request, request_len)) = stream_request(&method, &place, &headers, body.len(), http) else {
-            // A rendered value HTTP/2 cannot carry: never sent.
-            return not_sent(ctx, op, flight, row, ErrorClass::Protocol);
+        let headers = crate::redirect::hop_headers(&rendered.headers, at_home, hops == 0 || !body.is_empty(), cookie);
+        let exchanged = if at_home {
+            'home: {
+                let usable = match vu.mux[mux].as_deref() {
+                    Some(Mux::H2(c)) => c.ready(op.req.timeout).await,
+                    Some(m) => m.alive(),
+                    None => true,
+                };
+                if !usable {
+                    // Lost or going away (GOAWAY): this step goes on a new one.
+                    close_mux(ctx, vu.mux[mux].take());
+                }
+                if vu.mux[mux].is_none() {
+                    sleep.as_mut().reset((Instant::now() + op.req.timeout).into());
+                    let opened = match (&dest.quic, http) {
+                        (Some((client, name)), HttpVersion::Http3) => {
+                            // Invariant: a route has an address (an empty resolution
+                            // is refused before the run); the fallback keeps this total.
+                            let addr = conn.route.addrs.first().copied();
+                            match addr {
+                                Some(a) => Box::pin(crate::http3::Own::open(ctx, client, name, a))
+                                    .await
+                                    .map(Mux::H3),
+                                None => Err(ErrorClass::Refused),
+                            }
+                        }
+                        _ => Box::pin(crate::http2::Own::open(
+                            ctx,
+                            &conn.route,
+                            conn.tls.as_ref(),
+                            sleep.as_mut(),
+                            row.row(),
+                        ))
+                        .await
+                        .map(Mux::H2),
+                    };
+                    match opened {
+                        Ok(m) => {
+                            if let Some(r) = row.row() {
+                                r.conn(m.id());
+                            }
+                            vu.mux[mux] = Some(Box::new(m));
+                        }
+                        Err(class) => break 'home Err(class),
+                    }
+                }
+                let Some((request, request_len)) = stream_request(&method, &place, &headers, body.len(), http) else {
+                    // A rendered value HTTP/2 cannot carry: never sent.
+                    break 'home Err(ErrorClass::Protocol);
+                };
+                let t_send = Instant::now();
+                sleep.as_mut().reset((t_send + op.req.timeout).into());
+                let Session::Http2(slot) = &mut vu.session else {
+                    // Invariant: set above.
+                    break 'home Err(ErrorClass::Protocol);
+                };
+                // A failed stream counts no bytes sent, as the pool's streams.
+                let outcome = match vu.mux[mux].as_deref_mut() {
+                    Some(Mux::H2(c)) => c.exchange(ctx, request, &body, slot, sleep.as_mut()).await,
+                    Some(Mux::H3(c)) => c.exchange(ctx, request, &body, slot, sleep.as_mut()).await,
+                    None => Err(crate::conn::Failed {
+                        class: ErrorClass::Protocol,
+                        written: 0,
+                    }),
+                };
+                Ok((outcome, request_len, t_send))
+            }
+        } else {
+            let hop = AwayHop {
+                place: &place,
+                method: &method,
+                headers: &headers,
+                body: &body,
+                keep: op.keep,
+                timeout: op.req.timeout,
+            };
+            // Boxed: only a hop elsewhere makes this future large.
+            Box::pin(away_hop(ctx, &mut other, &mut away, &hop, sleep.as_mut())).await
         };
-        let t_send = Instant::now();
+        let (mut outcome, request_len, t_send) = match exchanged {
+            Ok(e) => e,
+            Err(class) => {
+                other.close();
+                if let Some(r) = row.row() {
+                    r.redirects(hops);
+                }
+                return not_sent(ctx, op, flight, row, class);
+            }
+        };
         let first_send = *first_send.get_or_insert(t_send);
-        sleep.as_mut().reset((t_send + op.req.timeout).into());
-        let Session::Http2(slot) = &mut vu.session else {
-            // Invariant: set above.
-            return not_sent(ctx, op, flight, row, ErrorClass::Protocol);
-        };
-        // A failed stream counts no bytes sent, as the pool's streams.
-        let mut outcome = match vu.mux[mux].as_deref_mut() {
-            Some(Mux::H2(c)) => c.exchange(ctx, request, &body, slot, sleep.as_mut()).await,
-            Some(Mux::H3(c)) => c.exchange(ctx, request, &body, slot, sleep.as_mut()).await,
-            None => Err(crate::conn::Failed {
-                class: ErrorClass::Protocol,
-                written: 0,
-            }),
+        // The session that read this response.
+        let reply = match (at_home, away.as_ref()) {
+            (false, Some(s)) => s,
+            _ => &vu.session,
         };
         if let Ok(timing) = &outcome {
-            if jar {
-                crate::redirect::store_cookies(&mut vu.jar, &place, slot.headers());
+            if !at_home && !reply.reusable(timing) {
+                other.close();
             }
-            let status = slot.status;
+            if jar {
+                crate::redirect::store_cookies(&mut vu.jar, &place, reply.headers());
+            }
+            let status = reply.reply().status;
             if op.req.redirects > 0 && crate::redirect::is_redirect(status) {
-                let location = slot
+                let location = reply
                     .headers()
                     .iter()
-                    .find(|(n, _)| n == "location")
+                    .find(|(n, _)| n.eq_ignore_ascii_case("location"))
                     .map(|(_, v)| v.as_str());
                 let hop = match hops >= op.req.redirects {
                     true => Err(crate::redirect::TOO_MANY),
                     false => crate::redirect::next_hop(&place, &method, status, location),
                 };
                 match hop {
-                    Ok(hop) if hop.place.same_origin(&place) => {
+                    Ok(hop) => {
                         ctx.rec
                             .borrow_mut()
-                            .redirected(timing.done, request_len as u64, slot.wire_bytes());
+                            .redirected(timing.done, request_len as u64, reply.wire_bytes());
                         place = hop.place;
                         method = hop.method;
                         if !hop.body {
@@ -1201,7 +1243,6 @@ async fn mux_request(
                         hops += 1;
                         continue;
                     }
-                    Ok(_) => {}
                     Err(class) => {
                         outcome = Err(crate::conn::Failed {
                             class,
@@ -1211,12 +1252,17 @@ async fn mux_request(
                 }
             }
         }
+        other.close();
         if let Some(r) = row.row() {
             r.redirects(hops);
         }
+        let session = match (at_home, away.as_mut()) {
+            (false, Some(s)) => s,
+            _ => &mut vu.session,
+        };
         let expected = record_exchange(
             ctx,
-            &mut vu.session,
+            session,
             &outcome,
             request_len,
             t_send,
@@ -1231,7 +1277,7 @@ async fn mux_request(
                 ctx,
                 op,
                 &mut vu.vars,
-                &vu.session,
+                session,
                 flight,
                 timing.done,
                 timing.done - first_send,
@@ -1241,6 +1287,97 @@ async fn mux_request(
         }
         return;
     }
+}
+
+/// A hop of an HTTP/2 or HTTP/3 step to another origin than its target's.
+struct AwayHop<'a> {
+    place: &'a Place,
+    method: &'a str,
+    headers: &'a [(String, String)],
+    body: &'a Bytes,
+    keep: Keep,
+    timeout: Duration,
+}
+
+/// Sends `hop` on `other`'s connection, opened for it when there is none to
+/// that origin: to `https://` offering ALPN h2 and http/1.1, and speaking
+/// what the server chose; to `http://`, HTTP/1.1. Its response is read
+/// into `away`. The outcome, the request's size and when it went; Err: it
+/// could not be sent, and why.
+async fn away_hop(
+    ctx: &Ctx,
+    other: &mut crate::redirect::Elsewhere<'_>,
+    away: &mut Option<Session>,
+    hop: &AwayHop<'_>,
+    mut sleep: std::pin::Pin<&mut tokio::time::Sleep>,
+) -> Result<(Result<crate::conn::Timing, crate::conn::Failed>, usize, Instant), ErrorClass> {
+    let place = hop.place;
+    other.go(place);
+    if other.h2.as_ref().is_some_and(|o| !o.alive()) {
+        other.close();
+    }
+    if place.https && other.conn.is_none() && other.h2.is_none() {
+        sleep.as_mut().reset((Instant::now() + hop.timeout).into());
+        let d = crate::redirect::dest(ctx, place).await?;
+        // Invariant: `dest` gives an https origin a TLS client, or fails.
+        let Some(mut tls) = d.tls else {
+            return Err(crate::redirect::SCHEME);
+        };
+        let mut config = throng_tls::rustls::ClientConfig::clone(&tls.config);
+        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        tls.config = Arc::new(config);
+        let opening = open_connection_to(ctx, &d.route, Some(&tls), &[], None, false, sleep.as_mut(), None);
+        let ready = Box::pin(opening).await?;
+        let h2 = matches!(&ready.conn.stream, crate::transport::Transport::Tls(s)
+            if s.tls.alpn_protocol() == Some(b"h2"));
+        if h2 {
+            other.h2 = Some(Box::pin(crate::http2::Own::over(ctx, ready.conn, sleep.as_mut())).await?);
+        } else {
+            other.conn = Some(ready.conn);
+        }
+    }
+    let head = hop.method.eq_ignore_ascii_case("HEAD");
+    if let Some(own) = other.h2.as_ref() {
+        if !matches!(away, Some(Session::Http2(s)) if s.head_request() == head) {
+            *away = Some(Session::Http2(crate::http2::Slot::new(head)));
+        }
+        let Some(Session::Http2(slot)) = away.as_mut() else {
+            // Invariant: set just above.
+            return Err(ErrorClass::Protocol);
+        };
+        slot.reset(hop.keep);
+        let Some((request, request_len)) =
+            stream_request(hop.method, place, hop.headers, hop.body.len(), HttpVersion::Http2)
+        else {
+            return Err(ErrorClass::Protocol);
+        };
+        let t_send = Instant::now();
+        sleep.as_mut().reset((t_send + hop.timeout).into());
+        let outcome = own.exchange(ctx, request, hop.body, slot, sleep).await;
+        return Ok((outcome, request_len, t_send));
+    }
+    if !matches!(away, Some(s @ Session::Http1(_)) if s.head_request() == head) {
+        *away = Some(Session::new(head));
+    }
+    let Some(s) = away.as_mut() else {
+        // Invariant: set just above.
+        return Err(ErrorClass::Protocol);
+    };
+    s.reset(hop.keep);
+    let mut bytes = RequestHead {
+        method: hop.method,
+        target: &place.target,
+        authority: &place.authority(),
+        headers: hop.headers,
+        body_len: hop.body.len(),
+        close: false,
+    }
+    .to_vec();
+    bytes.extend_from_slice(hop.body);
+    let via = crate::redirect::Via::Elsewhere(place);
+    crate::redirect::hop_exchange(ctx, &mut other.conn, via, &bytes, s, hop.timeout, sleep)
+        .await
+        .map(|(outcome, t_send)| (outcome, bytes.len(), t_send))
 }
 
 /// A rendered request as HTTP/2 or HTTP/3 parts (`:authority` from a Host

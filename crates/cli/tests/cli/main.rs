@@ -75,6 +75,7 @@ mod scenario;
 mod scenario_grpc;
 mod scenario_mux;
 mod scenario_proto;
+mod scenario_redirect_mux;
 mod scenario_ws;
 mod segments;
 mod send_secret;
