@@ -254,7 +254,7 @@ pub(crate) async fn follow_h2(
     let mut place = f.place.clone();
     let mut method = f.method.clone();
     let mut body = true;
-    let mut other: Option<(Place, crate::http2::Own)> = None;
+    let mut other = Elsewhere { ctx, at: None };
     while let Ok(timing) = &ex.outcome {
         let status = slot.status;
         if !is_redirect(status) {
@@ -302,14 +302,15 @@ pub(crate) async fn follow_h2(
             pool.hop(ctx, 0, &parts, slot, sleep.as_mut()).await
         } else {
             if other
+                .at
                 .as_ref()
                 .is_none_or(|(p, own)| !p.same_origin(&hop.place) || !own.alive())
             {
-                if let Some((_, own)) = other.take() {
+                if let Some((_, own)) = other.at.take() {
                     own.close(ctx);
                 }
                 match open_other(ctx, &hop.place, sleep.as_mut()).await {
-                    Ok(own) => other = Some((hop.place.clone(), own)),
+                    Ok(own) => other.at = Some((hop.place.clone(), own)),
                     Err(class) => {
                         ex = broken(class, t_send, hops);
                         break;
@@ -317,7 +318,7 @@ pub(crate) async fn follow_h2(
                 }
             }
             sleep.as_mut().reset((t_send + ctx.spec.timeout).into());
-            match &other {
+            match &other.at {
                 Some((_, own)) => {
                     own.exchange(ctx, parts.request(), &parts.body, slot, sleep.as_mut())
                         .await
@@ -338,10 +339,23 @@ pub(crate) async fn follow_h2(
         place = hop.place;
         method = hop.method;
     }
-    if let Some((_, own)) = other {
-        own.close(ctx);
-    }
     ex
+}
+
+/// The connection of a chain's hops to another origin, closed (and its
+/// lifetime counted) however the chain ends: a run's end that cuts a
+/// request off mid-hop drops the chain, and the connection with it.
+struct Elsewhere<'a> {
+    ctx: &'a Ctx,
+    at: Option<(Place, crate::http2::Own)>,
+}
+
+impl Drop for Elsewhere<'_> {
+    fn drop(&mut self) {
+        if let Some((_, own)) = self.at.take() {
+            own.close(self.ctx);
+        }
+    }
 }
 
 /// What a hop's response keeps: its headers (for the next `Location`).

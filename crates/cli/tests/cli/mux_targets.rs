@@ -412,3 +412,106 @@ fn h3_redirects_are_followed_and_loops_hit_the_limit() {
     assert_eq!(st["requests"].as_u64(), Some(20 * 2 + 5 * 3 + 6 + 3));
     assert_eq!(so["requests"].as_u64(), Some(6));
 }
+
+/// An HTTP/2 server that says its SETTINGS (and acknowledges the
+/// client's) on every connection, then never answers a stream; the
+/// receiver hears of every HEADERS frame it gets.
+fn silent_h2() -> (u16, std::sync::mpsc::Receiver<()>) {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        // Bounded: the test makes one connection; the reads time out.
+        for s in l.incoming().take(4) {
+            let Ok(mut s) = s else { return };
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                let _ = s.write_all(&[0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 4, 1, 0, 0, 0, 0]);
+                let _ = s.set_read_timeout(Some(std::time::Duration::from_secs(60)));
+                let mut preface = [0u8; 24];
+                if s.read_exact(&mut preface).is_err() {
+                    return;
+                }
+                let mut head = [0u8; 9];
+                while s.read_exact(&mut head).is_ok() {
+                    let len = u32::from_be_bytes([0, head[0], head[1], head[2]]) as usize;
+                    let mut payload = vec![0u8; len];
+                    if s.read_exact(&mut payload).is_err() {
+                        return;
+                    }
+                    if head[3] == 1 {
+                        let _ = tx.send(());
+                    }
+                }
+            });
+        }
+    });
+    (port, rx)
+}
+
+#[test]
+fn a_request_cut_off_on_its_hop_elsewhere_closes_that_connection() {
+    use std::os::unix::process::CommandExt;
+    let (port, hop_sent) = silent_h2();
+    let s = redirecting(port);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let child = common::throng()
+        .args([
+            "http",
+            &s.url("/cross"),
+            "--http2",
+            "--redirects",
+            "2",
+            "-c",
+            "1",
+            "-d",
+            "60s",
+            "-t",
+            "1",
+            "-q",
+        ])
+        .arg("--json")
+        .arg(&json)
+        .process_group(0)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let kill = |sig: &str| {
+        let _ = std::process::Command::new("kill")
+            .args([sig, "--", &format!("-{pid}")])
+            .status();
+    };
+    if hop_sent.recv_timeout(std::time::Duration::from_secs(30)).is_err() {
+        kill("-KILL");
+        panic!("the hop never reached the other origin");
+    }
+    // Ctrl-C twice: stop, then stop at once — the hop is cut off.
+    kill("-INT");
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    kill("-INT");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    let Ok(Ok(out)) = rx.recv_timeout(std::time::Duration::from_secs(60)) else {
+        kill("-KILL");
+        panic!("throng did not end within 60 s of the second Ctrl-C");
+    };
+    assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
+    let r = RunResult::from_reader(std::fs::File::open(&json).unwrap()).unwrap();
+    assert_books_balance(&r);
+    let m = &r.measurements;
+    assert_eq!((m.requests.attempted, m.requests.ok), (1, 0), "{:?}", m.requests);
+    assert_eq!(m.redirects, 1);
+    assert_eq!(
+        (m.connections.attempted, m.connections.ok),
+        (2, 2),
+        "{:?}",
+        m.connections
+    );
+    assert_eq!(m.phases["connection"].count(), 2, "a connection's lifetime unrecorded");
+}
