@@ -27,7 +27,7 @@ import tempfile
 import time
 import os
 
-from benchlib import THRONG, build, count, have, oha_json, run, start_nginx
+from benchlib import THRONG, build, count, have, oha_json, run, run_split, start_nginx
 
 CONNS, STREAMS = 10, 10
 
@@ -99,17 +99,21 @@ def main():
             # speed drifts during the bench shifts every tool alike.
             cmds = {name: tc for name, tc in tools(url, CONNS, STREAMS, d).items() if have(name)}
             rates = {name: [] for name in cmds}
+            # (user, system) CPU microseconds per request, run by run.
+            split = {name: [] for name in cmds}
             failed = {}
             for _ in range(args.runs):
                 for name, (cmd, parse) in cmds.items():
                     if name in failed:
                         continue
-                    text, cpu, _ = run(cmd, d + 30)
+                    text, user, system, _ = run_split(cmd, d + 30)
+                    cpu = user + system
                     ok = parse(text)
                     if ok <= 0 or cpu <= 0:
                         failed[name] = text.strip().splitlines()[-1:]
                         continue
                     rates[name].append(ok / cpu)
+                    split[name].append((user / ok * 1e6, system / ok * 1e6))
             for name in tools(url, CONNS, STREAMS, d):
                 if name not in cmds:
                     print(f"| {name} | skipped: not installed | |")
@@ -119,6 +123,14 @@ def main():
                     r = sorted(rates[name])
                     runs = ", ".join(f"{x / 1000:.1f}K" for x in rates[name])
                     print(f"| {name} | {r[len(r) // 2] / 1000:.1f}K | {runs} |")
+            # Where a request's CPU goes: the kernel's share bounds what any
+            # client can gain (2x a peer needs the whole request in half its time).
+            print("\n| tool | user µs/request | system µs/request | total |\n|---|---:|---:|---:|")
+            for name in cmds:
+                if split[name]:
+                    u = sorted(x for x, _ in split[name])[len(split[name]) // 2]
+                    k = sorted(y for _, y in split[name])[len(split[name]) // 2]
+                    print(f"| {name} | {u:.2f} | {k:.2f} | {u + k:.2f} |")
             # Each round's tools ran side by side in time: their ratio is the
             # steadier figure when the machine's speed drifts between rounds.
             for peer in ("h2load", "oha"):
