@@ -10,7 +10,7 @@
 
 use crate::common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use common::{Nginx, assert_books_balance, scenario};
 
@@ -140,8 +140,9 @@ fn assert_flow_ran(r: &common::Run, b: &[String], b_speaks: &str) {
     assert!(r.stdout().contains("redirects"), "{}", r.stdout());
 }
 
-#[test]
-fn h2c_steps_follow_redirects_to_another_origin_and_back() {
+/// A (h2c) whose redirects go to B (HTTP/1.1), each logging to a file:
+/// the logs' directory, A's and B's log, A and B.
+fn h2c_and_http1() -> (tempfile::TempDir, PathBuf, PathBuf, Nginx, Nginx) {
     let logs = tempfile::tempdir().unwrap();
     let (a_log, b_log) = (logs.path().join("a.log"), logs.path().join("b.log"));
     let b = Nginx::start(&other_locations(&b_log));
@@ -150,6 +151,12 @@ fn h2c_steps_follow_redirects_to_another_origin_and_back() {
         "",
         &target_locations(&format!("http://127.0.0.1:{}", b.port), &a_log),
     );
+    (logs, a_log, b_log, a, b)
+}
+
+#[test]
+fn h2c_steps_follow_redirects_to_another_origin_and_back() {
+    let (_logs, a_log, b_log, a, _b) = h2c_and_http1();
     let r = scenario(&flow(&format!("{{ url: '{}', http: 2 }}", a.url("")), ""));
     assert_flow_ran(&r, &lines(&b_log), "HTTP/1.1");
     // Every request to A came over HTTP/2: the first of each step, and
@@ -279,14 +286,7 @@ fn scenario_rows(yaml: &str) -> (common::Run, Vec<(String, String, String, u32)>
 
 #[test]
 fn an_h2_loop_between_two_origins_ends_at_the_limit() {
-    let logs = tempfile::tempdir().unwrap();
-    let (a_log, b_log) = (logs.path().join("a.log"), logs.path().join("b.log"));
-    let b = Nginx::start(&other_locations(&b_log));
-    let a = Nginx::start_listen(
-        "http2",
-        "",
-        &target_locations(&format!("http://127.0.0.1:{}", b.port), &a_log),
-    );
+    let (_logs, a_log, b_log, a, _b) = h2c_and_http1();
     let yaml = format!(
         "target: {{ url: '{}', http: 2 }}\nscenarios:\n  s:\n    executor: per-vu-iterations\n    vus: 2\n    iterations: 4\n    max_duration: 60s\n    flow:\n      - request: {{ name: loop, path: /loop, redirects: 3 }}\n      - request: {{ name: fine, path: /start }}\n      - request: {{ name: tls-less, path: /to-https }}\n",
         a.url("")
