@@ -123,6 +123,13 @@ pub(crate) fn write_run(r: &RunResult, p: &ScenarioPlan, w: &mut dyn Write) -> i
             .collect();
         writeln!(w, "  {:<14}{}", "grpc-status", names.join(" "))?;
     }
+    if m.messages > 0 {
+        writeln!(
+            w,
+            "  {:<14}{} received by server-streaming grpc: steps",
+            "messages", m.messages
+        )?;
+    }
     if s.ws_sent > 0 || s.ws_received > 0 {
         writeln!(
             w,

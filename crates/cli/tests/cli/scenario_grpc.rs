@@ -237,6 +237,12 @@ scenarios:
     let m = &res.measurements;
     assert_eq!((m.requests.attempted, m.requests.ok), (10, 10));
     assert_eq!(m.messages, 20, "4 replies per watch");
+    assert!(
+        r.stdout
+            .contains("messages      20 received by server-streaming grpc: steps"),
+        "{}",
+        r.stdout
+    );
     let st = m.scenario.as_ref().unwrap();
     assert_eq!(
         (st.checks["saw the last"].passes, st.checks["saw the last"].fails),
