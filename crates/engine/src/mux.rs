@@ -254,7 +254,7 @@ pub(crate) async fn follow_h2(
     let mut place = f.place.clone();
     let mut method = f.method.clone();
     let mut body = true;
-    let mut other = Elsewhere { ctx, at: None };
+    let mut other = crate::redirect::Elsewhere::new(ctx);
     while let Ok(timing) = &ex.outcome {
         let status = slot.status;
         if !is_redirect(status) {
@@ -301,16 +301,14 @@ pub(crate) async fn follow_h2(
         let outcome = if same {
             pool.hop(ctx, 0, &parts, slot, sleep.as_mut()).await
         } else {
-            if other
-                .at
-                .as_ref()
-                .is_none_or(|(p, own)| !p.same_origin(&hop.place) || !own.alive())
-            {
-                if let Some((_, own)) = other.at.take() {
-                    own.close(ctx);
-                }
+            // The last hop's connection there stays while it is usable.
+            other.go(&hop.place);
+            if other.h2.as_ref().is_some_and(|own| !own.alive()) {
+                other.close();
+            }
+            if other.h2.is_none() {
                 match open_other(ctx, &hop.place, sleep.as_mut()).await {
-                    Ok(own) => other.at = Some((hop.place.clone(), own)),
+                    Ok(own) => other.h2 = Some(own),
                     Err(class) => {
                         ex = broken(class, t_send, hops);
                         break;
@@ -318,8 +316,8 @@ pub(crate) async fn follow_h2(
                 }
             }
             sleep.as_mut().reset((t_send + ctx.spec.timeout).into());
-            match &other.at {
-                Some((_, own)) => {
+            match &other.h2 {
+                Some(own) => {
                     own.exchange(ctx, parts.request(), &parts.body, slot, sleep.as_mut())
                         .await
                 }
@@ -340,22 +338,6 @@ pub(crate) async fn follow_h2(
         method = hop.method;
     }
     ex
-}
-
-/// The connection of a chain's hops to another origin, closed (and its
-/// lifetime counted) however the chain ends: a run's end that cuts a
-/// request off mid-hop drops the chain, and the connection with it.
-struct Elsewhere<'a> {
-    ctx: &'a Ctx,
-    at: Option<(Place, crate::http2::Own)>,
-}
-
-impl Drop for Elsewhere<'_> {
-    fn drop(&mut self) {
-        if let Some((_, own)) = self.at.take() {
-            own.close(self.ctx);
-        }
-    }
 }
 
 /// What a hop's response keeps: its headers (for the next `Location`).
