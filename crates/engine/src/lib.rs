@@ -325,6 +325,7 @@ pub fn run_http(
     }
     let https = plan.target.scheme == throng_plan::Scheme::Https;
     let route = Arc::new(reach::route(&plan.target.host, plan.target.port, &plan.reach, https)?);
+    let reach = Arc::new(plan.reach.clone());
     let tls_config = tls.clone();
     let h3 = http3_spec(plan, tls.as_deref())?;
     let tls = plan_tls(plan.tls.as_ref(), tls, &plan.target.host, "an https plan")?;
@@ -448,6 +449,7 @@ pub fn run_http(
             });
             WorkerSpec {
                 route: Arc::clone(&route),
+                reach: Arc::clone(&reach),
                 request: request.clone(),
                 head_request: plan.method.eq_ignore_ascii_case("HEAD"),
                 timeout: plan.timeout,
@@ -984,6 +986,7 @@ pub fn run_storm(
     check_fds(if http3 { 0 } else { loads.peak }, workers)?;
     // Through a proxy, every storm connection is a CONNECT tunnel.
     let route = Arc::new(reach::route(&plan.target.host, plan.target.port, &plan.reach, true)?);
+    let reach = Arc::new(plan.reach.clone());
     let client = plan_tls(plan.tls.as_ref(), tls, &plan.target.host, "a TLS storm")?;
     // tls:// and https:// speak TLS from the first byte; nats:// starts
     // plain and upgrades when the server's INFO asks for it.
@@ -1039,6 +1042,7 @@ pub fn run_storm(
         .into_iter()
         .map(|w| WorkerSpec {
             route: Arc::clone(&route),
+            reach: Arc::clone(&reach),
             request: request.clone(),
             head_request: false,
             timeout: plan.timeout,
@@ -1305,6 +1309,7 @@ pub fn run_scenario(
         false,
     )?);
     let dests = scenario_dests(plan, tls.as_ref(), &options.reach)?;
+    let reach = Arc::new(options.reach.clone());
     // The file's TLS client (or a scenario's, when only scenarios are
     // https): a redirect to another https origin starts from it.
     let tls = match plan.target.https {
@@ -1329,6 +1334,7 @@ pub fn run_scenario(
     let specs = (0..threads)
         .map(|w| WorkerSpec {
             route: Arc::clone(&route),
+            reach: Arc::clone(&reach),
             request: bytes::Bytes::new(),
             head_request: false,
             timeout: plan.defaults.timeout,

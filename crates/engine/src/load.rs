@@ -66,6 +66,9 @@ pub(crate) struct StormLoad {
 pub(crate) struct WorkerSpec {
     /// Where connections go (shared by the workers).
     pub route: Arc<crate::reach::Route>,
+    /// `--connect-to`, `--resolve`, `-4`/`-6`: also for the origins
+    /// redirects lead to (crate::redirect::dest).
+    pub reach: Arc<throng_plan::Reach>,
     /// Shared by the workers, not copied (see run_http).
     pub request: bytes::Bytes,
     pub head_request: bool,

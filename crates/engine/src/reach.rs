@@ -15,7 +15,7 @@ use crate::EngineError;
 
 /// The most addresses a route keeps (a name with more is unusual; the
 /// first ones are tried).
-const MAX_ADDRS: usize = 16;
+pub(crate) const MAX_ADDRS: usize = 16;
 /// The longest answer to CONNECT read (status line and headers).
 const MAX_CONNECT_ANSWER: usize = 16 << 10;
 

@@ -560,31 +560,54 @@ pub(crate) async fn hop_exchange(
 }
 
 /// Somewhere other than the plan's target (a redirect to another origin):
-/// straight to its address (not through the run's proxy or overrides).
+/// its addresses, with the run's `--connect-to`, `--resolve` and `-4`/`-6`
+/// (not through the run's proxy).
 pub(crate) struct Dest {
     pub(crate) route: Route,
     /// The plan's TLS client config with the origin's server name, or None: plain TCP.
     pub(crate) tls: Option<TlsClient>,
 }
 
-/// Where to connect for another origin: its address (an address literal,
-/// else the name resolved within the timeout; a name that does not resolve
-/// is a bad location) and TLS server name.
+/// Where to connect for another origin: its addresses (address literals,
+/// else names resolved within the timeout; a name that does not resolve
+/// is a bad location), by the run's overrides and address family, and the
+/// TLS server name (the origin's host, whatever the overrides say).
 pub(crate) async fn dest(ctx: &Ctx, place: &Place) -> Result<Dest, ErrorClass> {
     if place.https && ctx.spec.tls.is_none() {
         return Err(SCHEME);
     }
-    let addr = match place.host.parse::<IpAddr>() {
-        Ok(ip) => SocketAddr::new(ip, place.port),
-        Err(_) => {
-            let lookup = tokio::net::lookup_host((place.host.as_str(), place.port));
-            match tokio::time::timeout(ctx.spec.timeout, lookup).await {
-                Ok(Ok(mut addrs)) => addrs.next().ok_or(BAD_LOCATION)?,
-                Ok(Err(_)) => return Err(BAD_LOCATION),
-                Err(_) => return Err(ErrorClass::TimeoutConnect),
+    let reach = &ctx.spec.reach;
+    let over = reach.override_for(&place.host, place.port);
+    let port = over.and_then(|o| o.to_port).unwrap_or(place.port);
+    let hosts: Vec<&str> = match over {
+        Some(o) if !o.to.is_empty() => o.to.iter().map(String::as_str).collect(),
+        _ => vec![place.host.as_str()],
+    };
+    let mut addrs = Vec::new();
+    for host in hosts {
+        match host.parse::<IpAddr>() {
+            Ok(ip) => addrs.push(SocketAddr::new(ip, port)),
+            Err(_) => {
+                let lookup = tokio::net::lookup_host((host, port));
+                match tokio::time::timeout(ctx.spec.timeout, lookup).await {
+                    Ok(Ok(found)) => addrs.extend(found),
+                    Ok(Err(_)) => {}
+                    Err(_) => return Err(ErrorClass::TimeoutConnect),
+                }
             }
         }
-    };
+    }
+    addrs.retain(|a| match reach.family {
+        Some(throng_plan::Family::V4) => a.is_ipv4(),
+        Some(throng_plan::Family::V6) => a.is_ipv6(),
+        None => true,
+    });
+    // As many as a target keeps (crate::reach), in the resolver's order.
+    addrs.dedup();
+    addrs.truncate(crate::reach::MAX_ADDRS);
+    if addrs.is_empty() {
+        return Err(BAD_LOCATION);
+    }
     let tls = match (&ctx.spec.tls, place.https) {
         (Some(t), true) => Some(TlsClient {
             config: std::sync::Arc::clone(&t.config),
@@ -594,7 +617,7 @@ pub(crate) async fn dest(ctx: &Ctx, place: &Place) -> Result<Dest, ErrorClass> {
         _ => None,
     };
     let route = Route {
-        addrs: vec![addr],
+        addrs,
         tunnel: None,
         proxied: false,
     };

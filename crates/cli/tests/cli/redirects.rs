@@ -21,6 +21,7 @@ fn server(other: u16) -> Nginx {
          location = /garbage {{ return 302 \"ftp://nowhere/x\"; }}\n\
          location = /tohttps {{ return 302 https://127.0.0.1:$server_port/end; }}\n\
          location = /cross {{ return 302 http://127.0.0.1:{other}/there; }}\n\
+         location = /named {{ return 302 http://other.invalid/there; }}\n\
          location = /post303 {{ return 303 /must-get; }}\n\
          location = /post307 {{ return 307 /must-post; }}\n\
          location = /must-get {{ set $m \"$request_method:$http_content_length\"; \
@@ -183,6 +184,41 @@ fn another_origin_gets_its_own_connection() {
     assert_eq!(m.redirects, 10);
     // One to the target, kept; one per request to the other origin.
     assert_eq!(m.connections.ok, 11, "{:?}", m.connections);
+}
+
+#[test]
+fn hops_to_another_origin_take_the_runs_connect_to_and_resolve() {
+    let o = other();
+    let s = server(o.port);
+    let run_with = |extra: &[&str]| {
+        let url = s.url("/named");
+        let mut args = vec![url.as_str(), "-n", "4", "-c", "1", "-t", "1", "--redirects", "1"];
+        args.extend_from_slice(extra);
+        let run = http(&args);
+        assert_books_balance(run.result());
+        run
+    };
+    // other.invalid resolves nowhere: the Location is unusable.
+    let r = run_with(&[]);
+    assert_eq!(
+        r.result().measurements.requests.error("redirect.bad_location"),
+        4,
+        "{}",
+        r.stdout()
+    );
+    // --connect-to sends the hop to the other nginx.
+    let rule = format!("other.invalid:80:127.0.0.1:{}", o.port);
+    let r = run_with(&["--connect-to", &rule]);
+    assert_eq!(status(r.result(), 200), 4, "{}", r.stdout());
+    assert_eq!(r.result().measurements.redirects, 4);
+    // --resolve gives the name an address (port 80 there: nothing listens).
+    let r = run_with(&["--resolve", "other.invalid:80:127.0.0.1"]);
+    assert_eq!(r.result().measurements.requests.error("refused"), 4, "{}", r.stdout());
+    // -4 keeps no IPv6 address of the rule's: none left.
+    let v6 = format!("other.invalid:80:[::1]:{}", o.port);
+    let r = run_with(&["--connect-to", &v6, "-4"]);
+    let m = &r.result().measurements;
+    assert_eq!(m.requests.error("redirect.bad_location"), 4, "{:?}", m.requests);
 }
 
 #[test]
