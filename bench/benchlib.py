@@ -112,3 +112,23 @@ def count(pattern, text):
 
 def have(tool):
     return tool == "throng" or shutil.which(tool) is not None
+
+
+def interleaved(cmds, runs, timeout):
+    """Runs each of `cmds` ({name: (command, parse)}, parse(output) -> successful requests) `runs`
+    times, interleaved (a, b, c, a, b, c, ...): a machine whose speed drifts during the bench
+    shifts every tool alike. Returns ({name: [(ok, user s, system s), ...]}, {name: why it
+    failed}); a tool that fails once is not run again."""
+    done = {name: [] for name in cmds}
+    failed = {}
+    for _ in range(runs):
+        for name, (cmd, parse) in cmds.items():
+            if name in failed:
+                continue
+            text, user, system, _ = run_split(cmd, timeout)
+            ok = parse(text)
+            if ok <= 0 or user + system <= 0:
+                failed[name] = (text.strip().splitlines()[-1:] or [f"no report; killed after {timeout}s"])[0]
+                continue
+            done[name].append((ok, user, system))
+    return done, failed

@@ -27,7 +27,7 @@ import tempfile
 import time
 import os
 
-from benchlib import THRONG, build, count, have, oha_json, run, run_split, start_nginx
+from benchlib import THRONG, build, count, have, interleaved, oha_json, run, start_nginx
 
 CONNS, STREAMS = 10, 10
 
@@ -95,25 +95,11 @@ def main():
                 continue
             print(f"## {scen}: requests per generator CPU-second, -c {CONNS} x {STREAMS} streams\n")
             print("| tool | requests/CPU-s | runs |\n|---|---:|---|")
-            # Interleaved (throng, h2load, oha, throng, ...): a machine whose
-            # speed drifts during the bench shifts every tool alike.
             cmds = {name: tc for name, tc in tools(url, CONNS, STREAMS, d).items() if have(name)}
-            rates = {name: [] for name in cmds}
+            done, failed = interleaved(cmds, args.runs, d + 30)
+            rates = {name: [ok / (u + k) for ok, u, k in runs] for name, runs in done.items()}
             # (user, system) CPU microseconds per request, run by run.
-            split = {name: [] for name in cmds}
-            failed = {}
-            for _ in range(args.runs):
-                for name, (cmd, parse) in cmds.items():
-                    if name in failed:
-                        continue
-                    text, user, system, _ = run_split(cmd, d + 30)
-                    cpu = user + system
-                    ok = parse(text)
-                    if ok <= 0 or cpu <= 0:
-                        failed[name] = text.strip().splitlines()[-1:]
-                        continue
-                    rates[name].append(ok / cpu)
-                    split[name].append((user / ok * 1e6, system / ok * 1e6))
+            split = {name: [(u / ok * 1e6, k / ok * 1e6) for ok, u, k in runs] for name, runs in done.items()}
             for name in tools(url, CONNS, STREAMS, d):
                 if name not in cmds:
                     print(f"| {name} | skipped: not installed | |")

@@ -28,7 +28,7 @@ import sys
 import tempfile
 import time
 
-from benchlib import ROOT, SERVER_CPU, THRONG, build, free_port, have, oha_json, run
+from benchlib import ROOT, SERVER_CPU, THRONG, build, free_port, have, interleaved, oha_json
 
 CONNS, STREAMS = 10, 10
 
@@ -134,18 +134,8 @@ def main():
         print(f"## HTTP/3: requests per generator CPU-second, -c {CONNS} x {STREAMS} streams\n")
         print("| tool | requests/CPU-s | requests/s | runs (req/CPU-s) |\n|---|---:|---:|---|")
         cmds = {name: tc for name, tc in tools.items() if have(name)}
-        rows = {name: [] for name in cmds}
-        failed = {}
-        for _ in range(args.runs):
-            for name, (cmd, parse) in cmds.items():
-                if name in failed:
-                    continue
-                text, cpu, _ = run(cmd, d + 30)
-                ok = parse(text)
-                if ok <= 0 or cpu <= 0:
-                    failed[name] = (text.strip().splitlines()[-1:] or [f"no report; killed after {d + 30}s"])[0]
-                    continue
-                rows[name].append((ok / cpu, ok / d))
+        done, failed = interleaved(cmds, args.runs, d + 30)
+        rows = {name: [(ok / (u + k), ok / d) for ok, u, k in runs] for name, runs in done.items()}
         for name in tools:
             if name not in cmds:
                 print(f"| {name} | skipped: not installed | | |")

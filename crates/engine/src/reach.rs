@@ -116,7 +116,7 @@ pub(crate) fn resolve_all(
     Ok(kept)
 }
 
-fn of_family(addrs: Vec<SocketAddr>, family: Option<Family>) -> Vec<SocketAddr> {
+pub(crate) fn of_family(addrs: Vec<SocketAddr>, family: Option<Family>) -> Vec<SocketAddr> {
     addrs
         .into_iter()
         .filter(|a| match family {

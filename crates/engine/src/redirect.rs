@@ -597,11 +597,7 @@ pub(crate) async fn dest(ctx: &Ctx, place: &Place) -> Result<Dest, ErrorClass> {
             }
         }
     }
-    addrs.retain(|a| match reach.family {
-        Some(throng_plan::Family::V4) => a.is_ipv4(),
-        Some(throng_plan::Family::V6) => a.is_ipv6(),
-        None => true,
-    });
+    let mut addrs = crate::reach::of_family(addrs, reach.family);
     // As many as a target keeps (crate::reach), in the resolver's order.
     addrs.dedup();
     addrs.truncate(crate::reach::MAX_ADDRS);
