@@ -344,6 +344,12 @@ pub struct Comparison {
     pub tests: Vec<Test>,
     /// What the reader must know before trusting the tests.
     pub warnings: Vec<String>,
+    /// How the sides' plans differ (command, target, rate, concurrency,
+    /// protocol…; [`crate::gate::mixed_plans`]); empty when they ran the same.
+    pub mixed: Vec<String>,
+    /// The `--fail-on` rules judged ([`Comparison::judge`]); the views print
+    /// the verdict first.
+    pub gate: Option<crate::gate::Gate>,
 }
 
 impl Comparison {
@@ -379,7 +385,10 @@ impl Comparison {
             basis,
             tests: Vec::new(),
             warnings: Vec::new(),
+            mixed: Vec::new(),
+            gate: None,
         };
+        c.mixed = crate::gate::mixed_plans(&c.a, &c.b);
         c.tests = c.run_tests();
         c.warnings = c.warn();
         Ok(c)
@@ -407,6 +416,19 @@ impl Comparison {
             }
         }
         tests
+    }
+
+    /// Judges `rules` on this comparison and keeps the verdict for the
+    /// views; a rule on a figure a side lacks is an error.
+    pub fn judge(&mut self, rules: &[crate::gate::Rule], allow_mixed: bool) -> Result<(), crate::gate::GateError> {
+        self.gate = Some(crate::gate::evaluate(self, rules, allow_mixed)?);
+        Ok(())
+    }
+
+    /// Tests one figure's values as compare tests its own (bootstrap
+    /// interval, Mann–Whitney, the minimum effect).
+    pub fn test_values(&self, name: &str, unit: Unit, a: Vec<f64>, b: Vec<f64>) -> Test {
+        self.test(name, unit, a, b)
     }
 
     fn test(&self, name: &str, unit: Unit, a: Vec<f64>, b: Vec<f64>) -> Test {
@@ -488,6 +510,12 @@ impl Comparison {
                 }
             }
         }
+        if !self.mixed.is_empty() {
+            w.push(format!(
+                "the sides ran different plans: {}; their figures may differ for that reason alone",
+                self.mixed.join("; ")
+            ));
+        }
         if self.merged_a.coordinated_omission_free != self.merged_b.coordinated_omission_free {
             w.push(
                 "one side ran an open loop and the other a closed loop: latency is measured from different starts \
@@ -537,17 +565,21 @@ fn per_unit_quantile(r: &RunResult, phase: &str, q: f64, basis: Basis) -> Vec<f6
 /// every point when fewer than two qualify. The points are the series'
 /// (the recorder writes one for every second), so the work follows the
 /// data, not the duration a file states.
-fn full_seconds(r: &RunResult) -> impl Iterator<Item = &SeriesPoint> {
+pub(crate) fn full_seconds(r: &RunResult) -> impl Iterator<Item = &SeriesPoint> {
+    let limit = full_second_limit(r);
+    r.measurements.series.iter().filter(move |p| p.second < limit)
+}
+
+/// The first second [`full_seconds`] leaves out (u64::MAX: none).
+pub(crate) fn full_second_limit(r: &RunResult) -> u64 {
     // `as` saturates (and NaN becomes 0).
     let covered = (r.duration_s + 0.1).floor().max(0.0) as u64;
-    let series = &r.measurements.series;
-    let qualifying = series.iter().filter(|p| p.second < covered).count();
-    let limit = if covered >= 2 && qualifying >= 2 {
+    let qualifying = r.measurements.series.iter().filter(|p| p.second < covered).count();
+    if covered >= 2 && qualifying >= 2 {
         covered
     } else {
         u64::MAX
-    };
-    series.iter().filter(move |p| p.second < limit)
+    }
 }
 
 fn figures(runs_a: &[RunResult], runs_b: &[RunResult], a: &RunResult, b: &RunResult) -> Vec<Figure> {
@@ -865,6 +897,10 @@ fn labels(c: &Comparison) -> (std::borrow::Cow<'_, str>, std::borrow::Cow<'_, st
 
 /// The comparison as aligned text.
 pub fn write_text(c: &Comparison, w: &mut dyn Write) -> io::Result<()> {
+    if let Some(g) = &c.gate {
+        crate::gate::write_text(g, w)?;
+        writeln!(w)?;
+    }
     let (la, lb) = labels(c);
     writeln!(
         w,
@@ -948,6 +984,10 @@ pub fn write_markdown(c: &Comparison, w: &mut dyn Write) -> io::Result<()> {
     let (la, lb) = labels(c);
     writeln!(w, "## throng compare: {la} vs {lb}")?;
     writeln!(w)?;
+    if let Some(g) = &c.gate {
+        crate::gate::write_markdown(g, w)?;
+        writeln!(w)?;
+    }
     writeln!(w, "- **A = {la}**: {}; {}", side_header(&c.a), describe(&c.merged_a))?;
     writeln!(w, "- **B = {lb}**: {}; {}", side_header(&c.b), describe(&c.merged_b))?;
     writeln!(w)?;
@@ -991,6 +1031,77 @@ pub fn write_markdown(c: &Comparison, w: &mut dyn Write) -> io::Result<()> {
     Ok(())
 }
 
+/// A short markdown summary for a pull request comment or a CI job summary
+/// (`$GITHUB_STEP_SUMMARY`): the verdict on its first lines (when rules
+/// were given), the sides, the tested figures and the error rate, and the
+/// warnings; no links.
+pub fn write_summary(c: &Comparison, w: &mut dyn Write) -> io::Result<()> {
+    let (la, lb) = labels(c);
+    let cell = crate::gate::cell;
+    match &c.gate {
+        Some(g) => {
+            let verdict = if g.failed() { "GATE FAILED" } else { "GATE PASSED" };
+            writeln!(w, "### throng compare: {verdict} ({} vs {})", cell(&la), cell(&lb))?;
+            writeln!(w)?;
+            crate::gate::write_markdown(g, w)?;
+        }
+        None => writeln!(w, "### throng compare: {} vs {}", cell(&la), cell(&lb))?,
+    }
+    writeln!(w)?;
+    writeln!(
+        w,
+        "A = {}: {}; {}  ",
+        cell(&la),
+        side_header(&c.a),
+        cell(&describe(&c.merged_a))
+    )?;
+    writeln!(
+        w,
+        "B = {}: {}; {}",
+        cell(&lb),
+        side_header(&c.b),
+        cell(&describe(&c.merged_b))
+    )?;
+    writeln!(w)?;
+    writeln!(w, "| figure | {} | {} | B−A | (B−A)/A | test |", cell(&la), cell(&lb))?;
+    writeln!(w, "|---|---:|---:|---:|---:|---|")?;
+    for t in &c.tests {
+        let [a, b, diff, rel, _, p] = test_cells(t);
+        writeln!(
+            w,
+            "| {} (median of {}) | {a} | {b} | {diff} | {rel} | {}, p {p} |",
+            cell(&name(&t.name)),
+            match t.basis {
+                Basis::Runs => "runs",
+                Basis::Seconds => "seconds",
+            },
+            t.verdict.name()
+        )?;
+    }
+    for f in c
+        .figures
+        .iter()
+        .filter(|f| f.section == "summary" && (f.name == "errors (%)" || f.name == "failed (%)"))
+    {
+        writeln!(
+            w,
+            "| {} | {} | {} | {} | {} | |",
+            f.name,
+            value(f.unit, f.a),
+            value(f.unit, f.b),
+            signed(f.unit, f.diff()),
+            rel_text(f.relative())
+        )?;
+    }
+    if !c.warnings.is_empty() {
+        writeln!(w)?;
+        for warning in &c.warnings {
+            writeln!(w, "> **warning**: {}", cell(warning))?;
+        }
+    }
+    Ok(())
+}
+
 /// The comparison as a JSON document (schema [`SCHEMA`]).
 pub fn write_json(c: &Comparison, w: &mut dyn Write) -> io::Result<()> {
     #[derive(Serialize)]
@@ -1011,6 +1122,8 @@ pub fn write_json(c: &Comparison, w: &mut dyn Write) -> io::Result<()> {
     #[derive(Serialize)]
     struct Doc<'a> {
         schema: &'static str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        gate: Option<&'a crate::gate::Gate>,
         a: SideDoc<'a>,
         b: SideDoc<'a>,
         options: &'a Options,
@@ -1030,6 +1143,7 @@ pub fn write_json(c: &Comparison, w: &mut dyn Write) -> io::Result<()> {
     }
     let doc = Doc {
         schema: SCHEMA,
+        gate: c.gate.as_ref(),
         a: side(&c.a, &c.merged_a),
         b: side(&c.b, &c.merged_b),
         options: &c.options,
@@ -1059,6 +1173,10 @@ pub fn write_columns(view: crate::View, c: &Comparison, w: &mut dyn Write) -> io
         Ok(String::from_utf8_lossy(&buf).lines().map(str::to_string).collect())
     };
     let (left, right) = (render(&c.merged_a)?, render(&c.merged_b)?);
+    if let Some(g) = &c.gate {
+        crate::gate::write_text(g, w)?;
+        writeln!(w)?;
+    }
     let (la, lb) = labels(c);
     let head_a = format!("A: {la}");
     let head_b = format!("B: {lb}");

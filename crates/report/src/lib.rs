@@ -31,6 +31,7 @@ pub mod chart;
 pub mod compare;
 pub mod csv;
 pub mod format;
+pub mod gate;
 pub mod html;
 pub mod httperf;
 pub mod interval_log;

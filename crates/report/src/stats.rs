@@ -248,6 +248,24 @@ pub fn smallest_p(m: usize, n: usize) -> f64 {
     (2.0 / c).min(1.0)
 }
 
+/// Two-sided p-value of the two-proportion z-test: is `hits_b / n_b`
+/// different from `hits_a / n_a`? The pooled proportion's standard error;
+/// None when a side counted nothing. Both sides all hits or all misses: 1.
+pub fn two_proportion(hits_a: u64, n_a: u64, hits_b: u64, n_b: u64) -> Option<f64> {
+    if n_a == 0 || n_b == 0 {
+        return None;
+    }
+    let (na, nb) = (n_a as f64, n_b as f64);
+    let (pa, pb) = (hits_a as f64 / na, hits_b as f64 / nb);
+    let pooled = (hits_a as f64 + hits_b as f64) / (na + nb);
+    let se = (pooled * (1.0 - pooled) * (1.0 / na + 1.0 / nb)).sqrt();
+    if se.is_nan() || se <= 0.0 {
+        return Some(1.0);
+    }
+    let z = (pb - pa).abs() / se;
+    Some(erfc(z / std::f64::consts::SQRT_2).min(1.0))
+}
+
 /// The complementary error function (Numerical Recipes' `erfcc`, fractional
 /// error below 1.2e-7 everywhere).
 pub fn erfc(x: f64) -> f64 {
@@ -390,5 +408,17 @@ mod tests {
         let ci = bootstrap_median_diff(&[1.0, 1.0], &[3.0, 3.0], 100, 0.95, 1).unwrap();
         assert_eq!((ci.low, ci.high), (2.0, 2.0));
         assert_eq!(bootstrap_median_diff(&[], &[1.0], 10, 0.95, 1), None);
+    }
+
+    #[test]
+    fn two_proportions_tell_a_real_rise_from_noise() {
+        // 1% against 3% of 10,000 each: z ≈ 10, far below any threshold.
+        assert!(two_proportion(100, 10_000, 300, 10_000).unwrap() < 1e-6);
+        // 1 against 2 of 100: nothing to tell.
+        assert!(two_proportion(1, 100, 2, 100).unwrap() > 0.5);
+        // Nothing failed on either side, or everything did: no difference.
+        assert_eq!(two_proportion(0, 50, 0, 80), Some(1.0));
+        assert_eq!(two_proportion(50, 50, 80, 80), Some(1.0));
+        assert_eq!(two_proportion(0, 0, 1, 10), None);
     }
 }
