@@ -915,13 +915,36 @@ than the difference, or when too few runs can never reach significance (4+ per s
 Formats: text, markdown, json (schema throng.compare/v1, see schema/compare.schema.json), and ab
 or httperf: the two tools' report layouts side by side, A | B.
 
+Gate (--fail-on RULE..., for CI): a rule is FIGURE OP CHANGE, and it fails when the change is OP
+the limit AND the change is significant by the statistics above; a change past the limit that is
+not significant holds and is listed as such. The verdict (GATE FAILED / GATE PASSED, a line per
+rule) comes first in every format; a failed rule exits 99.
+  FIGURE  p50, p99, p(95), mean, max... alone: the headline phase (latency; connect for storms)
+          METRIC: STAT as --threshold writes it: 'connect: p99', 'response{target:/login}: p(95)'
+          rps or throughput (also rps{target:/a}); errors and check_failed (rates, also tagged)
+  OP      >, >=, <, <=
+  CHANGE  signed: +10% (relative to A), +5ms (durations), -50/s (throughput), +1pt (percentage
+          points of an error rate)
+Tested: throughput and the headline p50/p99 by compare's own tests; any other duration figure by
+the same bootstrap and Mann-Whitney test over its runs' (or seconds') values; error rates by a
+two-proportion z-test of the counts. A rule on a figure a side lacks (no samples, an unknown
+target) is refused with exit 2, never held. The sides must have run the same plan (command,
+target, method, loop, rate, connections, HTTP version, streams, keep-alive; a scenario's file and
+executors): otherwise --fail-on is refused (exit 2) unless --allow-mixed.
+--summary-md FILE writes the verdict, the tested figures and the warnings as short markdown;
+--junit FILE one JUnit test case per rule.
+
 Examples:
   throng http http://direct:8080/ -r 100 -d 30s --repeat 5 --json direct.json
   throng http http://via-nat:8080/ -r 100 -d 30s --repeat 5 --json nat.json
   throng compare direct.json nat.json
   throng compare a1.json a2.json a3.json --vs b1.json b2.json b3.json --label A=direct --label B=nat
   throng compare direct.json nat.json --format httperf
-Exit codes: 0 compared, 2 a file is missing, not a result, or the sides are of different kinds.";
+  throng compare main.json pr.json --fail-on 'p99 > +10%' 'rps < -20%' 'errors > +1pt' \\
+      --summary-md \"$GITHUB_STEP_SUMMARY\" --junit gate.xml
+Exit codes: 0 compared (and every rule held), 2 a file is missing, not a result, the sides are of
+different kinds, a rule does not parse or names a figure a side lacks, or --fail-on with mixed
+plans; 99 a --fail-on rule failed.";
 
 #[derive(Debug, Args)]
 pub struct CompareCmd {
@@ -949,6 +972,21 @@ pub struct CompareCmd {
     /// Also write both sides' charts overlaid as one self-contained HTML page
     #[arg(long = "html", value_name = "FILE")]
     pub html: Option<PathBuf>,
+    /// Gate rules: fail (exit 99) when a figure changed past a limit and the change is significant,
+    /// e.g. 'p99 > +10%' 'rps < -20%' 'errors > +1pt' (give them after the files; see below)
+    #[arg(long = "fail-on", num_args = 1.., value_name = "RULE")]
+    pub fail_on: Vec<String>,
+    /// Judge --fail-on rules even when the sides ran different plans (target, rate, concurrency,
+    /// protocol…); without it such a gate is refused (exit 2)
+    #[arg(long = "allow-mixed")]
+    pub allow_mixed: bool,
+    /// Also write a short markdown summary, verdict first (for a pull request comment or
+    /// $GITHUB_STEP_SUMMARY)
+    #[arg(long = "summary-md", value_name = "FILE")]
+    pub summary_md: Option<PathBuf>,
+    /// Also write the --fail-on rules as JUnit XML: one test case per rule, failed rules as failures
+    #[arg(long = "junit", value_name = "FILE")]
+    pub junit: Option<PathBuf>,
 }
 
 /// Comparison layouts.

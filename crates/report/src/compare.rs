@@ -1050,17 +1050,17 @@ pub fn write_summary(c: &Comparison, w: &mut dyn Write) -> io::Result<()> {
     writeln!(w)?;
     writeln!(
         w,
-        "A = {}: {}; {}  ",
+        "A = {}: {}; `{}`  ",
         cell(&la),
         side_header(&c.a),
-        cell(&describe(&c.merged_a))
+        describe(&c.merged_a).replace('`', "'")
     )?;
     writeln!(
         w,
-        "B = {}: {}; {}",
+        "B = {}: {}; `{}`",
         cell(&lb),
         side_header(&c.b),
-        cell(&describe(&c.merged_b))
+        describe(&c.merged_b).replace('`', "'")
     )?;
     writeln!(w)?;
     writeln!(w, "| figure | {} | {} | B−A | (B−A)/A | test |", cell(&la), cell(&lb))?;

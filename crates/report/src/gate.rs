@@ -619,11 +619,8 @@ impl Gate {
         let noise_text = match noise {
             0 => String::new(),
             1 if held == 1 => " (it exceeds its limit but is not significant)".to_string(),
-            k => format!(
-                " ({k} of them {} the limit but {} not significant)",
-                if k == 1 { "exceeds" } else { "exceed" },
-                if k == 1 { "is" } else { "are" }
-            ),
+            1 => " (1 of them exceeds its limit but is not significant)".to_string(),
+            k => format!(" ({k} of them exceed their limits but are not significant)"),
         };
         if failed > 0 {
             let rest = if held > 0 {
@@ -672,29 +669,12 @@ impl Gate {
             (_, v, _) => format!("{} ({p}{over})", v.name()),
         };
         format!(
-            "{} {} → {}, {} (limit {} {}): {tested}",
+            "{} {} → {}, {}: {tested}",
             r.figure,
             compare::value(r.unit, r.a),
             compare::value(r.unit, r.b),
             r.change_text,
-            r.op,
-            limit_text(r)
         )
-    }
-}
-
-fn limit_text(r: &Judged) -> String {
-    let l = match r.limit_unit {
-        "percent" => Limit::Relative(r.limit),
-        "points" => Limit::Points(r.limit),
-        "micros" => Limit::Micros(r.limit),
-        _ => Limit::PerSecond(r.limit),
-    };
-    let text = l.show(r.limit);
-    if r.limit == 0.0 {
-        format!("+{}", text.trim_start_matches(['+', '-']))
-    } else {
-        text
     }
 }
 

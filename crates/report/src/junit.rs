@@ -51,6 +51,53 @@ pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
     writeln!(w, "</testsuites>")
 }
 
+/// Writes the `--fail-on` rules of a comparison: one test case per rule, a
+/// failure for each failed rule; a rule past its limit without a
+/// significant change passes and says so in its output (no rules: an empty
+/// suite).
+pub fn write_gate(c: &crate::compare::Comparison, w: &mut dyn Write) -> io::Result<()> {
+    use crate::gate::{Gate, Status};
+    let rules = c.gate.as_ref().map_or(&[][..], |g| g.rules.as_slice());
+    let tests = rules.len();
+    let failures = rules.iter().filter(|r| r.status == Status::Failed).count();
+    let name = format!("compare {} vs {}", c.a.label, c.b.label);
+    writeln!(w, r#"<?xml version="1.0" encoding="UTF-8"?>"#)?;
+    writeln!(
+        w,
+        r#"<testsuites name="throng" tests="{tests}" failures="{failures}" time="0">"#
+    )?;
+    writeln!(
+        w,
+        r#"  <testsuite name="{}" tests="{tests}" failures="{failures}" errors="0" time="0">"#,
+        escape(&format!("gate of {name}"))
+    )?;
+    for r in rules {
+        writeln!(
+            w,
+            r#"    <testcase classname="throng.compare" name="{}" time="0">"#,
+            escape(&r.rule)
+        )?;
+        let line = Gate::line(r);
+        if r.status == Status::Failed {
+            writeln!(
+                w,
+                r#"      <failure message="{}" type="compare">{}</failure>"#,
+                escape(&format!("failed: {line}")),
+                escape(&format!("{} failed: {line}", r.rule))
+            )?;
+        } else {
+            writeln!(
+                w,
+                "      <system-out>{}</system-out>",
+                escape(&format!("{}: {line}", r.status.name()))
+            )?;
+        }
+        writeln!(w, "    </testcase>")?;
+    }
+    writeln!(w, "  </testsuite>")?;
+    writeln!(w, "</testsuites>")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use throng_report::View;
 use throng_report::compare::{Comparison, Options, Side};
+use throng_report::gate::Rule;
 
 use super::{UsageError, print_bytes, read_document};
 use crate::args::{CompareCmd, CompareFormat};
@@ -26,7 +27,12 @@ pub fn run(c: CompareCmd) -> anyhow::Result<ExitCode> {
     } else {
         (c.files.clone(), c.vs.clone())
     };
-    super::export::check_outputs(&[("--html", c.html.as_deref())])?;
+    let rules = parse_rules(&c.fail_on)?;
+    super::export::check_outputs(&[
+        ("--html", c.html.as_deref()),
+        ("--summary-md", c.summary_md.as_deref()),
+        ("--junit", c.junit.as_deref()),
+    ])?;
     let (mut label_a, mut label_b) = default_labels(&files_a, &files_b);
     for l in &c.labels {
         match l.split_once('=') {
@@ -53,7 +59,19 @@ pub fn run(c: CompareCmd) -> anyhow::Result<ExitCode> {
         seed: c.seed,
         ..Options::default()
     };
-    let cmp = Comparison::new(a, b, options).map_err(|e| UsageError(e.to_string()))?;
+    let mut cmp = Comparison::new(a, b, options).map_err(|e| UsageError(e.to_string()))?;
+    if !rules.is_empty() {
+        if !cmp.mixed.is_empty() && !c.allow_mixed {
+            return Err(UsageError(format!(
+                "--fail-on: the sides ran different plans ({}); a gate compares one test before and after a \
+                 change: run both sides with the same plan, or give --allow-mixed to judge them anyway",
+                cmp.mixed.join("; ")
+            ))
+            .into());
+        }
+        cmp.judge(&rules, c.allow_mixed)
+            .map_err(|e| UsageError(format!("--fail-on {e}")))?;
+    }
     let mut out = Vec::new();
     match c.format {
         CompareFormat::Text => throng_report::compare::write_text(&cmp, &mut out),
@@ -84,8 +102,59 @@ pub fn run(c: CompareCmd) -> anyhow::Result<ExitCode> {
             )
         })?;
     }
+    if let Some(path) = &c.summary_md {
+        let mut md = Vec::new();
+        throng_report::compare::write_summary(&cmp, &mut md).context("rendering the markdown summary")?;
+        write_file(path, &md, "the markdown summary", true)?;
+    }
+    if let Some(path) = &c.junit {
+        let mut xml = Vec::new();
+        throng_report::junit::write_gate(&cmp, &mut xml).context("rendering JUnit XML")?;
+        write_file(path, &xml, "JUnit XML", false)?;
+    }
     print_bytes(&out)?;
+    if cmp.gate.as_ref().is_some_and(|g| g.failed()) {
+        return Ok(crate::exit::Outcome::Thresholds.into());
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Every `--fail-on` rule, parsed before any file is read. A rule that
+/// names a file (given before the files, it took their place) says so.
+fn parse_rules(texts: &[String]) -> anyhow::Result<Vec<Rule>> {
+    texts
+        .iter()
+        .map(|t| {
+            Rule::parse(t).map_err(|e| {
+                let hint = if Path::new(t).is_file() {
+                    " (this is a file: give --fail-on after the result files, its rules take every value up to the next flag)"
+                } else {
+                    ""
+                };
+                UsageError(format!("--fail-on {e}{hint}")).into()
+            })
+        })
+        .collect()
+}
+
+/// Writes `bytes` to `path`, after what it holds when `append` (`what`
+/// names it in the error).
+fn write_file(path: &Path, bytes: &[u8], what: &str, append: bool) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    // A job summary ($GITHUB_STEP_SUMMARY) gathers what every command of a step appends.
+    std::fs::OpenOptions::new()
+        .create(true)
+        .write(true)
+        .append(append)
+        .truncate(!append)
+        .open(path)
+        .and_then(|mut f| f.write_all(bytes))
+        .with_context(|| {
+            format!(
+                "cannot write {what} to '{}' (check the directory exists and is writable)",
+                path.display()
+            )
+        })
 }
 
 /// A side's runs: every run of every file, in order.

@@ -49,6 +49,7 @@ mod examples;
 mod exit_codes;
 mod export;
 mod faults;
+mod gate;
 mod grpc;
 mod grpc_reflect;
 mod grpc_stream;
