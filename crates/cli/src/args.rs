@@ -931,7 +931,7 @@ two-proportion z-test of the counts. A rule on a figure a side lacks (no samples
 target) is refused with exit 2, never held. The sides must have run the same plan (command,
 target, method, loop, rate, connections, HTTP version, streams, keep-alive; a scenario's file and
 executors): otherwise --fail-on is refused (exit 2) unless --allow-mixed.
---summary-md FILE writes the verdict, the tested figures and the warnings as short markdown;
+--summary-md FILE appends the verdict, the tested figures and the warnings as short markdown;
 --junit FILE one JUnit test case per rule.
 
 Examples:
@@ -949,7 +949,9 @@ plans; 99 a --fail-on rule failed.";
 #[derive(Debug, Args)]
 pub struct CompareCmd {
     /// Side A's result files or result sets (without --vs: A's file, then B's)
-    #[arg(required = true, num_args = 1.., value_name = "FILE")]
+    // Not required here: files given after --fail-on are its values until
+    // `compare::run` takes them back.
+    #[arg(num_args = 1.., value_name = "FILE")]
     pub files: Vec<PathBuf>,
     /// Side B's result files or result sets
     #[arg(long = "vs", num_args = 1.., value_name = "FILE")]
@@ -980,8 +982,8 @@ pub struct CompareCmd {
     /// protocol…); without it such a gate is refused (exit 2)
     #[arg(long = "allow-mixed")]
     pub allow_mixed: bool,
-    /// Also write a short markdown summary, verdict first (for a pull request comment or
-    /// $GITHUB_STEP_SUMMARY)
+    /// Also append a short markdown summary, verdict first, to FILE (for a pull request comment
+    /// or $GITHUB_STEP_SUMMARY)
     #[arg(long = "summary-md", value_name = "FILE")]
     pub summary_md: Option<PathBuf>,
     /// Also write the --fail-on rules as JUnit XML: one test case per rule, failed rules as failures

@@ -12,7 +12,23 @@ use throng_report::gate::Rule;
 use super::{UsageError, print_bytes, read_document};
 use crate::args::{CompareCmd, CompareFormat};
 
-pub fn run(c: CompareCmd) -> anyhow::Result<ExitCode> {
+pub fn run(mut c: CompareCmd) -> anyhow::Result<ExitCode> {
+    // `--fail-on R A.json B.json`: the files went to --fail-on, which takes
+    // every value up to the next flag. A rule has a < or >; a file is a file.
+    let (rules, stray): (Vec<String>, Vec<String>) = std::mem::take(&mut c.fail_on)
+        .into_iter()
+        .partition(|t| t.contains(['<', '>']) || !Path::new(t).is_file());
+    c.fail_on = rules;
+    if let Some(file) = stray.first()
+        && !c.vs.is_empty()
+    {
+        return Err(UsageError(format!(
+            "--fail-on took '{file}', a file: give --fail-on after the result files (its rules take every value up \
+             to the next flag)"
+        ))
+        .into());
+    }
+    c.files.extend(stray.into_iter().map(PathBuf::from));
     let (files_a, files_b): (Vec<PathBuf>, Vec<PathBuf>) = if c.vs.is_empty() {
         match c.files.as_slice() {
             [a, b] => (vec![a.clone()], vec![b.clone()]),

@@ -243,6 +243,14 @@ fn rules_on_missing_figures_bad_rules_and_mixed_plans_exit_2() {
     assert_eq!(code, 0, "{err}");
     assert!(text.contains("response{target:/bytes/10} p95"), "{text}");
 
+    // Rules before the files: --fail-on took the files too, and gives them back.
+    let (code, text, err) = compare(&["--fail-on", "p99 > +100000%", a, b]);
+    assert_eq!(code, 0, "{err}");
+    assert!(text.starts_with("GATE PASSED"), "{text}");
+    let (code, _, err) = compare(&[a, "--vs", b, "--fail-on", "p99 > +1%", a]);
+    assert_eq!(code, 2);
+    assert!(err.contains("give --fail-on after the result files"), "{err}");
+
     let summary = dir.path().join("never.md");
     for (args, says) in [
         (
