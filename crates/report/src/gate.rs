@@ -335,21 +335,20 @@ fn parse_subject(lhs: &str, err: ErrAt<'_>) -> Result<(Subject, Option<(String, 
         None => None,
     };
     let tagged = |subject: Subject, filter: Option<(String, String)>| Ok((subject, filter));
-    match (name.as_str(), stat) {
-        // A statistic alone: the headline phase.
-        (_, None) if parse_stat(&name).is_some() => {
-            if filter.is_some() {
-                return Err(err(
-                    start,
-                    format!(
-                        "'{name}' alone is the headline phase, which is not kept per tag; write \
-                         'response{{tag:value}}: {name} …'"
-                    ),
-                ));
-            }
-            let stat = parse_stat(&name).ok_or_else(|| err(start, STATS_HELP.into()))?;
-            tagged(Subject::Duration(None, stat), None)
+    // A statistic alone: the headline phase.
+    if let (Some(alone), None) = (parse_stat(&name), stat) {
+        if filter.is_some() {
+            return Err(err(
+                start,
+                format!(
+                    "'{name}' alone is the headline phase, which is not kept per tag; write \
+                     'response{{tag:value}}: {name} …'"
+                ),
+            ));
         }
+        return tagged(Subject::Duration(None, alone), None);
+    }
+    match (name.as_str(), stat) {
         ("rps" | "throughput", None) => tagged(Subject::Throughput, filter),
         ("rps" | "throughput", Some((at, _))) => Err(err(
             at,
@@ -1013,40 +1012,30 @@ fn has_tag(c: &Comparison, key: &str) -> bool {
 
 /// Both sides' figures of a tag, or which side lacks it and what it has.
 fn tags_of<'a>(c: &'a Comparison, rule: &Rule, key: &str) -> Result<[&'a TagStats; 2], GateError> {
-    let mut out = Vec::with_capacity(2);
-    for (label, side, merged) in sides(c) {
-        match tag(merged, key) {
-            Some(t) => out.push(t),
-            None => {
-                let kind = key.split(':').next().unwrap_or_default();
-                let known: Vec<&str> = merged
-                    .measurements
-                    .scenario
-                    .iter()
-                    .flat_map(|s| s.tags.keys())
-                    .filter_map(|k| k.strip_prefix(kind).and_then(|r| r.strip_prefix(':')))
-                    .take(12)
-                    .collect();
-                let has = if known.is_empty() {
-                    format!("it keeps no {kind}: figures")
-                } else {
-                    format!("its {kind}s: {}", known.join(", "))
-                };
-                return Err(missing(
-                    rule,
-                    format!(
-                        "side {label} ({}) has no {kind} '{}'; {has}",
-                        clip(&side.label, 40),
-                        key.split_once(':').map_or(key, |(_, v)| v)
-                    ),
-                ));
-            }
-        }
-    }
-    match out.as_slice() {
-        [a, b] => Ok([*a, *b]),
-        _ => Err(missing(rule, "a side is missing".into())),
-    }
+    let one = |(label, side, merged): (&str, &Side, &'a RunResult)| -> Result<&'a TagStats, GateError> {
+        tag(merged, key).ok_or_else(|| {
+            let (kind, name) = key.split_once(':').unwrap_or((key, ""));
+            let known: Vec<&str> = merged
+                .measurements
+                .scenario
+                .iter()
+                .flat_map(|s| s.tags.keys())
+                .filter_map(|k| k.strip_prefix(kind).and_then(|r| r.strip_prefix(':')))
+                .take(12)
+                .collect();
+            let has = if known.is_empty() {
+                format!("it keeps no {kind}: figures")
+            } else {
+                format!("its {kind}s: {}", known.join(", "))
+            };
+            missing(
+                rule,
+                format!("side {label} ({}) has no {kind} '{name}'; {has}", clip(&side.label, 40)),
+            )
+        })
+    };
+    let [a, b] = sides(c);
+    Ok([one(a)?, one(b)?])
 }
 
 fn duration_of_phase(c: &Comparison, rule: &Rule, phase: &str, stat: Stat) -> Result<Found, GateError> {
@@ -1354,6 +1343,7 @@ mod tests {
         bad(" > +1%", 2, "no figure");
         bad("p99 >", 6, "no change");
         bad("p99 > +x%", 8, "not a signed number");
+        bad("p99{target:/a} > +1%", 1, "not kept per tag");
     }
 
     use std::time::{Duration, Instant};
@@ -1455,6 +1445,33 @@ mod tests {
             text.lines().nth(1).unwrap().trim_start().starts_with("FAILED"),
             "{text}"
         );
+        // Every view puts the verdict first.
+        let mut c = c;
+        c.judge(&[ok("p99 > +10%"), ok("rps < -20%")], false).unwrap();
+        let render = |f: fn(&Comparison, &mut dyn std::io::Write) -> std::io::Result<()>| {
+            let mut out = Vec::new();
+            f(&c, &mut out).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        assert!(render(crate::compare::write_text).starts_with("GATE FAILED"));
+        let md = render(crate::compare::write_markdown);
+        assert!(md.lines().nth(2).unwrap().starts_with("**GATE FAILED**"), "{md}");
+        let summary = render(crate::compare::write_summary);
+        assert!(
+            summary.starts_with("### throng compare: GATE FAILED (base vs new)"),
+            "{summary}"
+        );
+        assert!(
+            summary.contains("| **FAILED** | `p99 > +10%` | latency p99 |"),
+            "{summary}"
+        );
+        let json = render(crate::compare::write_json);
+        assert!(
+            json.starts_with("{\n  \"schema\": \"throng.compare/v1\",\n  \"gate\": {\n    \"verdict\": \"failed\"")
+        );
+        let junit = render(crate::junit::write_gate);
+        assert!(junit.contains(r#"tests="2" failures="1""#), "{junit}");
+        assert_eq!(junit.matches("<failure").count(), 1, "{junit}");
     }
 
     #[test]
