@@ -1562,4 +1562,57 @@ mod tests {
         let g = evaluate(&c, &[ok("p99 > +10%")], true).unwrap();
         assert!(g.allow_mixed);
     }
+
+    /// A run with per-target figures: `/a` answers in `ms_a` with
+    /// `unexpected` of its 200 requests a status it does not expect, `/b`
+    /// always in 1 ms.
+    fn targets_run(ms_a: u64, unexpected: u64, jitter_us: u64) -> RunResult {
+        let t0 = Instant::now();
+        let mut rec = throng_metrics::ScenarioRecorder::new(t0);
+        let (all, a, b) = (rec.tag(""), rec.tag("target:/a"), rec.tag("target:/b"));
+        for i in 0..200u64 {
+            let at = t0 + Duration::from_millis(i * 10);
+            let d = Duration::from_micros(ms_a * 1000 + jitter_us + i % 5);
+            let expected = i >= unexpected;
+            rec.request(at, &[all, a], Some((d, expected)), !expected);
+            rec.request(at, &[all, b], Some((Duration::from_millis(1), true)), false);
+        }
+        let mut r = run(1, 10, 0, 0, None);
+        r.duration_s = 2.0;
+        r.measurements.scenario = Some(rec.finish(t0 + Duration::from_secs(2)));
+        r
+    }
+
+    #[test]
+    fn a_targets_figures_are_judged_on_their_own() {
+        let c = comparison(
+            (0..5).map(|i| targets_run(10, 0, i * 3)).collect(),
+            (0..5).map(|i| targets_run(15, 40, i * 5)).collect(),
+        );
+        let r = judged(&c, "response{target:/a}: p(95) > +15%");
+        assert_eq!(
+            (r.status, r.figure.as_str()),
+            (Status::Failed, "response{target:/a} p95"),
+            "{r:?}"
+        );
+        assert_eq!(r.test.basis, Some(Basis::Runs));
+        // /b did not change: held, whatever the limit.
+        assert_eq!(judged(&c, "response{target:/b}: p(95) > +0%").status, Status::Held);
+        // 20% of /a's requests got an unexpected status on B: 20 points.
+        let r = judged(&c, "check_failed{target:/a} > +5pt");
+        assert_eq!(r.status, Status::Failed, "{r:?}");
+        assert!((r.change - 20.0).abs() < 1e-9, "{}", r.change);
+        let r = judged(&c, "errors{target:/b} > +0pt");
+        assert_eq!((r.status, r.change), (Status::Held, 0.0));
+        // /a's ok requests per second fell by a fifth.
+        let r = judged(&c, "rps{target:/a} < -10%");
+        assert_eq!(
+            (r.status, r.figure.as_str()),
+            (Status::Failed, "rps{target:/a}"),
+            "{r:?}"
+        );
+        assert_eq!(judged(&c, "rps{target:/a} < -30%").status, Status::Held);
+        let e = evaluate(&c, &[ok("response{target:/c}: p50 > +1%")], false).unwrap_err();
+        assert!(e.to_string().contains("has no target '/c'; its targets: /a, /b"), "{e}");
+    }
 }
