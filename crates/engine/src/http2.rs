@@ -2238,6 +2238,143 @@ mod tests {
         }
     }
 
+    /// An HTTP/2 server for one connection whose SETTINGS allow no stream;
+    /// with `raise`, a second SETTINGS allows one, 100 ms after the
+    /// handshake. Every stream is answered 200.
+    async fn capped_server(listener: tokio::net::TcpListener, raise: bool) {
+        use throng_http2::frame::{self, Frame, Parsed};
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let (mut s, _) = listener.accept().await.unwrap();
+        let mut preface = [0u8; 24];
+        s.read_exact(&mut preface).await.unwrap();
+        let mut out = Vec::new();
+        frame::encode_settings(&mut out, &[(frame::setting::MAX_CONCURRENT_STREAMS, 0)]);
+        s.write_all(&out).await.unwrap();
+        let (mut buf, mut chunk) = (Vec::new(), [0u8; 4096]);
+        loop {
+            let n = s.read(&mut chunk).await.unwrap_or(0);
+            if n == 0 {
+                return;
+            }
+            buf.extend_from_slice(&chunk[..n]);
+            let mut raised = false;
+            out.clear();
+            while let Parsed::Frame(f, len) = frame::parse(&buf, frame::DEFAULT_MAX_FRAME_SIZE).unwrap() {
+                match f {
+                    Frame::Settings { ack: false, .. } => {
+                        frame::encode_settings_ack(&mut out);
+                        raised = raise;
+                    }
+                    Frame::Headers { stream, .. } => {
+                        let mut block = Vec::new();
+                        throng_http2::hpack::encode_field(&mut block, b":status", b"200");
+                        frame::encode_headers(&mut out, stream, &block, false, frame::DEFAULT_MAX_FRAME_SIZE);
+                        frame::encode_data(&mut out, stream, b"ok", true);
+                    }
+                    _ => {}
+                }
+                buf.drain(..len);
+            }
+            s.write_all(&out).await.unwrap();
+            if raised {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                out.clear();
+                frame::encode_settings(&mut out, &[(frame::setting::MAX_CONCURRENT_STREAMS, 1)]);
+                s.write_all(&out).await.unwrap();
+            }
+        }
+    }
+
+    /// A connection to `capped_server`, and a request's header block.
+    async fn capped(raise: bool) -> (H2Conn, Vec<u8>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::task::spawn_local(capped_server(listener, raise));
+        let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let mut sleep = std::pin::pin!(tokio::time::sleep(Duration::from_secs(10)));
+        let (shared, driver) = handshake(4, Transport::Plain(tcp), sleep.as_mut()).await.unwrap();
+        assert_eq!(shared.server_max.get(), 0);
+        let c = H2Conn {
+            shared,
+            opened: Instant::now(),
+            id: 0,
+            limit: 4,
+            in_flight: Cell::new(0),
+            carried: Cell::new(0),
+            driver,
+        };
+        let uri: http::Uri = "http://127.0.0.1/".parse().unwrap();
+        (c, encode_head(&http::Method::GET, &uri, &http::HeaderMap::new()))
+    }
+
+    #[test]
+    fn a_body_is_held_to_its_content_length() {
+        let ten = [(&b":status"[..], &b"200"[..]), (&b"content-length"[..], &b"10"[..])];
+        let mut s = Slot::new(false);
+        s.begin();
+        s.head_fields(200, || ten.iter().copied());
+        s.chunk(b"abc");
+        assert!(s.short_of_length() && !s.over_length());
+        s.chunk(b"defghij");
+        assert!(!s.short_of_length() && !s.over_length());
+        s.chunk(b"k");
+        assert!(s.over_length());
+        // A new response forgets the last one's length.
+        s.begin();
+        assert!(!s.short_of_length());
+        // No body to check: a HEAD request's, a 204's, a 304's; nor a
+        // length that is no number.
+        let mut head = Slot::new(true);
+        head.head_fields(200, || ten.iter().copied());
+        assert!(!head.short_of_length());
+        for status in [204, 304] {
+            s.begin();
+            s.head_fields(status, || ten.iter().copied());
+            assert!(!s.short_of_length(), "{status}");
+        }
+        let bad = [(&b"content-length"[..], &b"ten"[..])];
+        s.begin();
+        s.head_fields(200, || bad.iter().copied());
+        assert!(!s.short_of_length());
+    }
+
+    #[test]
+    fn a_stream_waits_for_the_servers_cap_to_rise() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        tokio::task::LocalSet::new().block_on(&rt, async {
+            let (c, block) = capped(true).await;
+            let mut slot = Slot::new(false);
+            let mut sleep = std::pin::pin!(tokio::time::sleep(Duration::from_secs(10)));
+            let r = send_on(&c, &block, &Bytes::new(), false, false, 30, &mut slot, sleep.as_mut()).await;
+            assert!(r.is_ok(), "{r:?}");
+            assert_eq!((slot.status, slot.body_bytes), (200, 2));
+            assert!(!c.dead());
+            c.driver.abort();
+        });
+    }
+
+    #[test]
+    fn a_cap_that_never_rises_is_stream_limit_and_ends_the_connection() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        tokio::task::LocalSet::new().block_on(&rt, async {
+            let (c, block) = capped(false).await;
+            let mut slot = Slot::new(false);
+            let mut sleep = std::pin::pin!(tokio::time::sleep(Duration::from_millis(100)));
+            let r = send_on(&c, &block, &Bytes::new(), false, false, 30, &mut slot, sleep.as_mut()).await;
+            let f = r.unwrap_err();
+            assert_eq!((f.class, f.written), (ErrorClass::H2("stream_limit"), 0));
+            assert!(c.dead(), "the connection takes no new stream: it is replaced");
+            assert_eq!(c.shared.conn.borrow().open_streams(), 0, "nothing was sent");
+            c.driver.abort();
+        });
+    }
+
     #[test]
     fn a_stream_past_its_deadline_is_cancelled_and_the_connection_goes_on() {
         let rt = tokio::runtime::Builder::new_current_thread()
