@@ -1065,7 +1065,9 @@ async fn follow_h3(
 }
 
 /// A hop to another origin than the plan's, on `other` (opened, or opened
-/// anew when it is to another origin or ended).
+/// anew when it is to another origin or ended); what it wrote and read
+/// goes into `progress`.
+#[allow(clippy::too_many_arguments)]
 async fn elsewhere(
     ctx: &Ctx,
     h3: &H3Spec,

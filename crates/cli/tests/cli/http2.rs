@@ -479,6 +479,23 @@ fn a_server_allowing_no_stream_is_waited_for_and_counted() {
 }
 
 #[test]
+fn a_storm_s_request_keeps_the_same_classes() {
+    for (fault, class) in [("h2-short-body", "eof"), ("h2-no-streams", "h2.stream_limit")] {
+        let server = FaultServer::start(fault);
+        let run = common::storm(&[&server.url(), "--http2", "-n", "4", "-c", "2", "--timeout", "1s"]);
+        drop(server);
+        assert!(!run.stderr().contains("panicked"), "{}", run.stderr());
+        let m = &run.result().measurements;
+        assert_books_balance(run.result());
+        assert_eq!(m.requests.error(class), 4, "{fault}: {:?}", m.requests);
+        assert_eq!(m.connections.ok, 4, "{fault}: the preface was spoken");
+        if fault == "h2-short-body" {
+            assert!(m.bytes.sent > 0 && m.bytes.received > 0, "{:?}", m.bytes);
+        }
+    }
+}
+
+#[test]
 fn views_and_compare_work_on_an_h2_result() {
     let nginx = h2c_nginx(100);
     let dir = tempfile::tempdir().unwrap();
