@@ -236,6 +236,13 @@ impl Slot {
         self.head_request
     }
 
+    /// The next response answers a request with `method`: one to HEAD has
+    /// no body, whatever its `content-length` says (a slot may serve
+    /// requests of several methods: targets, scenario steps).
+    pub(crate) fn for_method(&mut self, method: &http::Method) {
+        self.head_request = method == http::Method::HEAD;
+    }
+
     /// What to keep of the next responses besides status and sizes.
     pub(crate) fn reset(&mut self, keep: Keep) {
         self.keep = keep;
@@ -591,6 +598,7 @@ pub(crate) async fn one_request(
             match crate::mux::parts_of(&p.request_shared(i), pool.spec.uri.scheme_str() == Some("https")) {
                 Ok(parts) => {
                     request_len = parts.h2_len();
+                    slot.for_method(&parts.method);
                     send_on(
                         &conn,
                         &request_head(&parts.request()),
@@ -784,6 +792,7 @@ impl Pool {
         ctx.rec
             .borrow_mut()
             .stream_opened(Instant::now(), u64::from(conn.in_flight.get()));
+        slot.for_method(&parts.method);
         let mut outcome = send_on(
             &conn,
             &request_head(&parts.request()),
@@ -1416,6 +1425,7 @@ async fn exchange(
     sleep: Pin<&mut Sleep>,
 ) -> Result<Timing, Failed> {
     slot.keep.server = keep_server;
+    slot.for_method(&spec.method);
     send_on(
         c,
         block,
@@ -1720,6 +1730,7 @@ pub(crate) async fn call_once(
         driver,
     };
     let block = encode_head(request.method(), request.uri(), request.headers());
+    slot.for_method(request.method());
     let outcome = send_on(&c, &block, body, grpc, false, 0, slot, sleep).await;
     c.driver.abort();
     outcome.map(|_| ()).map_err(|f| f.class)
@@ -1966,6 +1977,7 @@ impl Own {
         let open = StreamOpen(ctx);
         let block = encode_head(request.method(), request.uri(), request.headers());
         let head_len = request_len.saturating_sub(body.len());
+        slot.for_method(request.method());
         let mut outcome = send_on(c, &block, body, false, false, head_len, slot, sleep).await;
         drop(open);
         c.in_flight.set(0);
@@ -2004,6 +2016,7 @@ impl Own {
         ctx.rec.borrow_mut().stream_opened(t_send, 1);
         let open = StreamOpen(ctx);
         let head_len = decoded_head_len(&request);
+        slot.for_method(request.method());
         let mut outcome = send_on(
             c,
             &request_head(&request),

@@ -1218,6 +1218,7 @@ impl Own {
         sleep: std::pin::Pin<&mut tokio::time::Sleep>,
     ) -> Result<crate::conn::Timing, crate::conn::Failed> {
         slot.begin();
+        slot.for_method(request.method());
         let send = &mut self.send;
         let written = Cell::new(None);
         let work = async {

@@ -164,6 +164,25 @@ fn an_h2c_scenario_captures_checks_and_keeps_cookies_on_each_vus_connection() {
 }
 
 #[test]
+fn a_head_step_s_content_length_announces_no_body() {
+    let nginx = Nginx::start_listen(
+        "http2",
+        "",
+        r#"location = /hello { default_type text/plain; return 200 "hello"; }"#,
+    );
+    let yaml = format!(
+        "target: {{ url: '{}', http: 2 }}\nscenarios:\n  s:\n    executor: per-vu-iterations\n    vus: 1\n    iterations: 3\n    flow:\n      - request: {{ name: head, method: HEAD, path: /hello, expect: [200] }}\n      - request: {{ name: get, path: /hello, expect: [200] }}\n",
+        nginx.url("")
+    );
+    let r = scenario(&yaml);
+    assert_books_balance(r.result());
+    let m = &r.result().measurements;
+    // The HEAD's `content-length: 5` is the GET's body, not one it owes.
+    assert_eq!(m.requests.ok, 6, "{:?}", m.requests);
+    assert_eq!(m.bytes.received_body, 3 * 5, "{:?}", m.bytes);
+}
+
+#[test]
 fn a_tls_h2_scenario_negotiates_h2_by_alpn() {
     let (_d, c) = common::certs();
     let logs = tempfile::tempdir().unwrap();
