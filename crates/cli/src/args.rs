@@ -846,7 +846,7 @@ pub struct ServeCmd {
     pub fault: Option<String>,
     /// Serve HTTP/3 over QUIC on UDP --listen, with the certificate of --tls DIR; --fault then
     /// takes an HTTP/3 fault (h3-reset-stream, h3-close-connection, h3-silent, h3-no-handshake,
-    /// h3-one-stream)
+    /// h3-one-stream, h3-streams-exhausted, h3-short-body, h3-long-body, h3-early-hints)
     #[arg(long = "http3", requires = "tls", conflicts_with_all = ["stall_every", "stall_for", "mtls"])]
     pub http3: bool,
 }

@@ -214,6 +214,9 @@ pub(crate) struct Slot {
     headers: Vec<(String, String)>,
     body: Vec<u8>,
     truncated: bool,
+    /// The response's `content-length`, when its body must match it (not
+    /// a HEAD request's, a 204's or a 304's).
+    length: Option<u64>,
     /// gRPC server streaming: messages of the last reply read whole, and
     /// when the first and the last of them were.
     messages: u64,
@@ -233,6 +236,13 @@ impl Slot {
         self.head_request
     }
 
+    /// The next response answers a request with `method`: one to HEAD has
+    /// no body, whatever its `content-length` says (a slot may serve
+    /// requests of several methods: targets, scenario steps).
+    pub(crate) fn for_method(&mut self, method: &http::Method) {
+        self.head_request = method == http::Method::HEAD;
+    }
+
     /// What to keep of the next responses besides status and sizes.
     pub(crate) fn reset(&mut self, keep: Keep) {
         self.keep = keep;
@@ -246,6 +256,7 @@ impl Slot {
         self.headers.clear();
         self.body.clear();
         self.truncated = false;
+        self.length = None;
         self.messages = 0;
         self.first_message = None;
         self.last_message = None;
@@ -268,6 +279,14 @@ impl Slot {
         self.status = status;
         self.header_bytes = field_bytes(fields()) + 13;
         let regular = || fields().filter(|(n, _)| !n.starts_with(b":"));
+        self.length = if self.head_request || status == 204 || status == 304 {
+            None
+        } else {
+            // One that is no number is not checked (as a missing one).
+            regular()
+                .find(|(n, _)| n.eq_ignore_ascii_case(b"content-length"))
+                .and_then(|(_, v)| std::str::from_utf8(v).ok()?.trim().parse().ok())
+        };
         if self.keep.server {
             self.server = regular()
                 .find(|(n, _)| n.eq_ignore_ascii_case(b"server"))
@@ -313,6 +332,19 @@ impl Slot {
             self.truncated = self.keep.body > 0;
         }
         self.body.extend_from_slice(&data[..data.len().min(room)]);
+    }
+
+    /// More body came than the response's `content-length` said: a
+    /// malformed response (RFC 9113 8.1.1, RFC 9114 4.1.2), `protocol` —
+    /// HTTP/1.1 cannot tell such bytes from the next response's.
+    pub(crate) fn over_length(&self) -> bool {
+        self.length.is_some_and(|l| self.body_bytes > l)
+    }
+
+    /// The stream ended with less body than its `content-length`: `eof`,
+    /// as HTTP/1.1's body cut short by the connection's end.
+    pub(crate) fn short_of_length(&self) -> bool {
+        self.length.is_some_and(|l| self.body_bytes < l)
     }
 
     /// The kept headers (names lowercase, as HTTP/2 and HTTP/3 send them).
@@ -566,12 +598,14 @@ pub(crate) async fn one_request(
             match crate::mux::parts_of(&p.request_shared(i), pool.spec.uri.scheme_str() == Some("https")) {
                 Ok(parts) => {
                     request_len = parts.h2_len();
+                    slot.for_method(&parts.method);
                     send_on(
                         &conn,
                         &request_head(&parts.request()),
                         &parts.body,
                         false,
                         false,
+                        request_len - parts.body.len(),
                         slot,
                         sleep.as_mut(),
                     )
@@ -609,7 +643,7 @@ pub(crate) async fn one_request(
         f.class = ErrorClass::H2("goaway");
     }
     if pool.spec.grpc {
-        grpc_outcome(&mut outcome, session, deadline.is_some(), &ctx.spec.expect);
+        grpc_outcome(&mut outcome, session, deadline.is_some(), &ctx.spec.expect, request_len);
     }
     let mut released = false;
     if let (Some(f), Session::Http2(slot)) = (follow, &mut *session)
@@ -721,7 +755,7 @@ impl Pool {
     /// takes no new streams; without keep-alive it is closed.
     fn finish(&self, ctx: &Ctx, conn: &Rc<H2Conn>, o: usize, outcome: &Result<Timing, Failed>) {
         if let Err(f) = outcome
-            && !stream_level(f.class)
+            && !stream_level(f.class, conn)
         {
             // The connection failed or is going away: no new streams on it.
             conn.shared.dead.set(true);
@@ -758,12 +792,14 @@ impl Pool {
         ctx.rec
             .borrow_mut()
             .stream_opened(Instant::now(), u64::from(conn.in_flight.get()));
+        slot.for_method(&parts.method);
         let mut outcome = send_on(
             &conn,
             &request_head(&parts.request()),
             &parts.body,
             false,
             false,
+            parts.h2_len() - parts.body.len(),
             slot,
             sleep,
         )
@@ -836,18 +872,25 @@ impl MessageCounter {
 /// DEADLINE_EXCEEDED status the run does not expect, is
 /// `grpc.deadline_exceeded` (the server and the client race to end the
 /// call at the deadline; either way it is one class).
-fn grpc_outcome(outcome: &mut Result<Timing, Failed>, session: &Session, deadline: bool, expect: &StatusSet) {
-    let expired = match outcome {
-        Err(f) => deadline && f.class == ErrorClass::TimeoutResponse,
-        Ok(_) => {
+fn grpc_outcome(
+    outcome: &mut Result<Timing, Failed>,
+    session: &Session,
+    deadline: bool,
+    expect: &StatusSet,
+    request_len: usize,
+) {
+    let (expired, written) = match outcome {
+        Err(f) => (deadline && f.class == ErrorClass::TimeoutResponse, f.written),
+        Ok(_) => (
             matches!(session, Session::Http2(slot) if slot.status == GRPC_DEADLINE_EXCEEDED)
-                && !expect.contains(GRPC_DEADLINE_EXCEEDED)
-        }
+                && !expect.contains(GRPC_DEADLINE_EXCEEDED),
+            request_len,
+        ),
     };
     if expired {
         *outcome = Err(Failed {
             class: ErrorClass::Grpc("deadline_exceeded"),
-            written: 0,
+            written,
         });
     }
 }
@@ -1041,6 +1084,8 @@ impl Shared {
         };
         let mut window = false;
         let mut connection = false;
+        // A stream ended: room for one waiting for the server's cap.
+        let mut freed = false;
         let r = conn.receive(input, &mut |e| match e {
             Event::Response {
                 stream,
@@ -1058,6 +1103,10 @@ impl Shared {
             Event::Data { stream, data } => {
                 if let Some(s) = entry(&mut streams, stream) {
                     s.slot.chunk(data);
+                    if s.slot.over_length() {
+                        // The exchange resets the stream when it takes it.
+                        s.finish(Err(ErrorClass::Protocol));
+                    }
                     if let Some(c) = s.counter.as_mut() {
                         let n = c.feed(data);
                         if n > 0 {
@@ -1078,15 +1127,21 @@ impl Shared {
                 }
             }
             Event::StreamEnd { stream } => {
+                freed = true;
                 if let Some(s) = entry(&mut streams, stream) {
-                    let (t, kernel) = at(s);
-                    s.kernel = kernel;
-                    s.finish(Ok(t));
+                    if s.slot.short_of_length() {
+                        s.finish(Err(ErrorClass::Eof));
+                    } else {
+                        let (t, kernel) = at(s);
+                        s.kernel = kernel;
+                        s.finish(Ok(t));
+                    }
                 }
             }
             // After the end of the response, a reset only stops the
             // request body: the response stands (finish keeps the first end).
             Event::StreamReset { stream, code, by_peer } => {
+                freed = true;
                 if let Some(s) = entry(&mut streams, stream) {
                     s.finish(Err(reset_class(code, by_peer)));
                 }
@@ -1116,7 +1171,7 @@ impl Shared {
         if window && r.is_ok() {
             send_bodies(&mut conn, &mut streams);
         }
-        if connection {
+        if connection || freed {
             wake(&self.waiter);
         }
         r.map_err(|e| match e.code() {
@@ -1303,6 +1358,21 @@ pub(crate) fn encode_head(method: &http::Method, uri: &http::Uri, headers: &http
     block
 }
 
+/// A request's header block as counted in `sent` (see crate::mux::Parts::h2_len).
+fn decoded_head_len(request: &http::Request<()>) -> usize {
+    let uri = request.uri();
+    request.method().as_str().len()
+        + uri.scheme_str().map_or(0, str::len)
+        + uri.authority().map_or(0, |a| a.as_str().len())
+        + uri.path_and_query().map_or(1, |p| p.as_str().len())
+        + request
+            .headers()
+            .iter()
+            .map(|(n, v)| n.as_str().len() + v.len() + 4)
+            .sum::<usize>()
+        + 40
+}
+
 /// [`encode_head`] of a request's parts.
 fn request_head(request: &http::Request<()>) -> Vec<u8> {
     encode_head(request.method(), request.uri(), request.headers())
@@ -1355,26 +1425,44 @@ async fn exchange(
     sleep: Pin<&mut Sleep>,
 ) -> Result<Timing, Failed> {
     slot.keep.server = keep_server;
-    send_on(c, block, &spec.body, spec.grpc, spec.server_streaming, slot, sleep).await
+    slot.for_method(&spec.method);
+    send_on(
+        c,
+        block,
+        &spec.body,
+        spec.grpc,
+        spec.server_streaming,
+        spec.head_bytes,
+        slot,
+        sleep,
+    )
+    .await
 }
 
 /// Sends a request (its header `block`, then `body`) on a new stream of
 /// `c` and reads the response into `slot`, within the deadline `sleep` was
 /// armed with; `grpc`: the status is the call's `grpc-status`;
 /// `server_streaming`: its response messages are counted and timed as
-/// they arrive.
+/// they arrive. `head_len`: the header block's size as the caller counts
+/// it; a failure after the stream started counts it and the body handed
+/// to the connection as written.
+#[allow(clippy::too_many_arguments)]
 async fn send_on(
     c: &H2Conn,
     block: &[u8],
     body: &Bytes,
     grpc: bool,
     server_streaming: bool,
+    head_len: usize,
     slot: &mut Slot,
-    sleep: Pin<&mut Sleep>,
+    mut sleep: Pin<&mut Sleep>,
 ) -> Result<Timing, Failed> {
     let fail = |class| Failed { class, written: 0 };
     slot.begin();
     let sh = &*c.shared;
+    if !room_now(sh) {
+        wait_room(sh, sleep.as_mut()).await.map_err(fail)?;
+    }
     let (id, sent) = {
         let mut conn = sh.conn.borrow_mut();
         let id = conn
@@ -1382,7 +1470,10 @@ async fn send_on(
             .map_err(|e| fail(send_class(c, &e)))?;
         let mut rest = body.clone();
         if !body.is_empty() {
-            let n = conn.send_data(id, body, true).map_err(|e| fail(send_class(c, &e)))?;
+            let n = conn.send_data(id, body, true).map_err(|e| Failed {
+                class: send_class(c, &e),
+                written: head_len,
+            })?;
             bytes::Buf::advance(&mut rest, n);
         }
         let sent = Instant::now();
@@ -1437,7 +1528,11 @@ async fn send_on(
         () = sleep => Err(ErrorClass::TimeoutResponse),
     };
     let e = open.take();
-    let done = end.map_err(fail)?;
+    let unsent = e.as_ref().map_or(0, |e| e.body.len());
+    let done = end.map_err(|class| Failed {
+        class,
+        written: head_len + body.len().saturating_sub(unsent),
+    })?;
     // A stamped end can precede the clock of an unstamped first read.
     let first = e.as_ref().and_then(|e| e.first).unwrap_or(done).min(done);
     if grpc && let Some(e) = &e {
@@ -1450,6 +1545,41 @@ async fn send_on(
         extra: false,
         kernel: e.is_some_and(|e| e.kernel),
     })
+}
+
+/// Whether a stream may start on the connection now, or fail at once: only
+/// the server's SETTINGS_MAX_CONCURRENT_STREAMS (0, or lowered under the
+/// streams open) makes a stream wait.
+fn room_now(sh: &Shared) -> bool {
+    let conn = sh.conn.borrow();
+    conn.open_streams() < conn.max_streams() as usize
+        || conn.is_closed()
+        || conn.goaway_received().is_some()
+        || sh.ended.get().is_some()
+}
+
+/// Waits, within the deadline `sleep` was armed with, for the server to
+/// allow a stream (a SETTINGS that raises its cap, a stream that ends).
+/// A connection that allows none in that time is `h2.stream_limit` — the
+/// request was never sent — and is replaced: it takes no new streams.
+async fn wait_room(sh: &Shared, sleep: Pin<&mut Sleep>) -> Result<(), ErrorClass> {
+    let room = std::future::poll_fn(|cx| {
+        if room_now(sh) {
+            return Poll::Ready(());
+        }
+        register(&sh.waiter, cx);
+        Poll::Pending
+    });
+    let waited = tokio::select! {
+        biased;
+        () = room => Ok(()),
+        () = sleep => {
+            sh.dead.set(true);
+            Err(ErrorClass::H2("stream_limit"))
+        }
+    };
+    sh.waiter.take();
+    waited
 }
 
 /// Opens a connection and speaks the HTTP/2 preface: the client's
@@ -1600,7 +1730,8 @@ pub(crate) async fn call_once(
         driver,
     };
     let block = encode_head(request.method(), request.uri(), request.headers());
-    let outcome = send_on(&c, &block, body, grpc, false, slot, sleep).await;
+    slot.for_method(request.method());
+    let outcome = send_on(&c, &block, body, grpc, false, 0, slot, sleep).await;
     c.driver.abort();
     outcome.map(|_| ()).map_err(|f| f.class)
 }
@@ -1827,13 +1958,16 @@ impl Own {
     }
 
     /// One request as a stream, its response read into `slot`, within the
-    /// deadline `sleep` was armed with. A failure of the connection (not
-    /// only of the stream) marks it dead.
+    /// deadline `sleep` was armed with; `request_len`: its size as the
+    /// caller counts it (a failure after the stream started counts it
+    /// written). A failure of the connection (not only of the stream)
+    /// marks it dead.
     pub(crate) async fn exchange(
         &self,
         ctx: &Ctx,
         request: http::Request<()>,
         body: &Bytes,
+        request_len: usize,
         slot: &mut Slot,
         sleep: Pin<&mut Sleep>,
     ) -> Result<Timing, Failed> {
@@ -1842,7 +1976,9 @@ impl Own {
         ctx.rec.borrow_mut().stream_opened(Instant::now(), 1);
         let open = StreamOpen(ctx);
         let block = encode_head(request.method(), request.uri(), request.headers());
-        let mut outcome = send_on(c, &block, body, false, false, slot, sleep).await;
+        let head_len = request_len.saturating_sub(body.len());
+        slot.for_method(request.method());
+        let mut outcome = send_on(c, &block, body, false, false, head_len, slot, sleep).await;
         drop(open);
         c.in_flight.set(0);
         c.carried.set(c.carried.get() + 1);
@@ -1850,7 +1986,7 @@ impl Own {
             if matches!(f.class, ErrorClass::Reset | ErrorClass::Eof) && c.went_away() {
                 f.class = ErrorClass::H2("goaway");
             }
-            if !stream_level(f.class) {
+            if !stream_level(f.class, c) {
                 c.shared.dead.set(true);
             }
         }
@@ -1879,7 +2015,19 @@ impl Own {
         let t_send = Instant::now();
         ctx.rec.borrow_mut().stream_opened(t_send, 1);
         let open = StreamOpen(ctx);
-        let mut outcome = send_on(c, &request_head(&request), body, true, server_streaming, slot, sleep).await;
+        let head_len = decoded_head_len(&request);
+        slot.for_method(request.method());
+        let mut outcome = send_on(
+            c,
+            &request_head(&request),
+            body,
+            true,
+            server_streaming,
+            head_len,
+            slot,
+            sleep,
+        )
+        .await;
         drop(open);
         c.in_flight.set(0);
         c.carried.set(c.carried.get() + 1);
@@ -1887,18 +2035,21 @@ impl Own {
             if matches!(f.class, ErrorClass::Reset | ErrorClass::Eof) && c.went_away() {
                 f.class = ErrorClass::H2("goaway");
             }
-            if !stream_level(f.class) {
+            if !stream_level(f.class, c) {
                 c.shared.dead.set(true);
             }
         }
-        let expired = match &outcome {
-            Err(f) => deadline && f.class == ErrorClass::TimeoutResponse,
-            Ok(_) => slot.status == GRPC_DEADLINE_EXCEEDED && !expect.contains(GRPC_DEADLINE_EXCEEDED),
+        let (expired, written) = match &outcome {
+            Err(f) => (deadline && f.class == ErrorClass::TimeoutResponse, f.written),
+            Ok(_) => (
+                slot.status == GRPC_DEADLINE_EXCEEDED && !expect.contains(GRPC_DEADLINE_EXCEEDED),
+                head_len + body.len(),
+            ),
         };
         if expired {
             outcome = Err(Failed {
                 class: ErrorClass::Grpc("deadline_exceeded"),
-                written: 0,
+                written,
             });
         }
         if server_streaming {
@@ -1913,13 +2064,16 @@ impl Own {
     }
 }
 
-/// True for a failure that ends one stream and leaves its connection
+/// True for a failure that ends one stream and leaves its connection `c`
 /// usable: a stream reset by the server, a response timeout (the stream is
-/// cancelled).
-fn stream_level(class: ErrorClass) -> bool {
+/// cancelled), a body that broke its `content-length` on a connection
+/// that goes on (the same classes from a connection that ended are its
+/// failure).
+fn stream_level(class: ErrorClass, c: &H2Conn) -> bool {
     match class {
         ErrorClass::TimeoutResponse | ErrorClass::Grpc(_) => true,
         ErrorClass::H2(name) => name == "refused_stream" || name.starts_with("rst_stream."),
+        ErrorClass::Eof | ErrorClass::Protocol => c.shared.ended.get().is_none() && !c.shared.conn.borrow().is_closed(),
         _ => false,
     }
 }
@@ -2097,6 +2251,143 @@ mod tests {
         }
     }
 
+    /// An HTTP/2 server for one connection whose SETTINGS allow no stream;
+    /// with `raise`, a second SETTINGS allows one, 100 ms after the
+    /// handshake. Every stream is answered 200.
+    async fn capped_server(listener: tokio::net::TcpListener, raise: bool) {
+        use throng_http2::frame::{self, Frame, Parsed};
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let (mut s, _) = listener.accept().await.unwrap();
+        let mut preface = [0u8; 24];
+        s.read_exact(&mut preface).await.unwrap();
+        let mut out = Vec::new();
+        frame::encode_settings(&mut out, &[(frame::setting::MAX_CONCURRENT_STREAMS, 0)]);
+        s.write_all(&out).await.unwrap();
+        let (mut buf, mut chunk) = (Vec::new(), [0u8; 4096]);
+        loop {
+            let n = s.read(&mut chunk).await.unwrap_or(0);
+            if n == 0 {
+                return;
+            }
+            buf.extend_from_slice(&chunk[..n]);
+            let mut raised = false;
+            out.clear();
+            while let Parsed::Frame(f, len) = frame::parse(&buf, frame::DEFAULT_MAX_FRAME_SIZE).unwrap() {
+                match f {
+                    Frame::Settings { ack: false, .. } => {
+                        frame::encode_settings_ack(&mut out);
+                        raised = raise;
+                    }
+                    Frame::Headers { stream, .. } => {
+                        let mut block = Vec::new();
+                        throng_http2::hpack::encode_field(&mut block, b":status", b"200");
+                        frame::encode_headers(&mut out, stream, &block, false, frame::DEFAULT_MAX_FRAME_SIZE);
+                        frame::encode_data(&mut out, stream, b"ok", true);
+                    }
+                    _ => {}
+                }
+                buf.drain(..len);
+            }
+            s.write_all(&out).await.unwrap();
+            if raised {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                out.clear();
+                frame::encode_settings(&mut out, &[(frame::setting::MAX_CONCURRENT_STREAMS, 1)]);
+                s.write_all(&out).await.unwrap();
+            }
+        }
+    }
+
+    /// A connection to `capped_server`, and a request's header block.
+    async fn capped(raise: bool) -> (H2Conn, Vec<u8>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::task::spawn_local(capped_server(listener, raise));
+        let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let mut sleep = std::pin::pin!(tokio::time::sleep(Duration::from_secs(10)));
+        let (shared, driver) = handshake(4, Transport::Plain(tcp), sleep.as_mut()).await.unwrap();
+        assert_eq!(shared.server_max.get(), 0);
+        let c = H2Conn {
+            shared,
+            opened: Instant::now(),
+            id: 0,
+            limit: 4,
+            in_flight: Cell::new(0),
+            carried: Cell::new(0),
+            driver,
+        };
+        let uri: http::Uri = "http://127.0.0.1/".parse().unwrap();
+        (c, encode_head(&http::Method::GET, &uri, &http::HeaderMap::new()))
+    }
+
+    #[test]
+    fn a_body_is_held_to_its_content_length() {
+        let ten = [(&b":status"[..], &b"200"[..]), (&b"content-length"[..], &b"10"[..])];
+        let mut s = Slot::new(false);
+        s.begin();
+        s.head_fields(200, || ten.iter().copied());
+        s.chunk(b"abc");
+        assert!(s.short_of_length() && !s.over_length());
+        s.chunk(b"defghij");
+        assert!(!s.short_of_length() && !s.over_length());
+        s.chunk(b"k");
+        assert!(s.over_length());
+        // A new response forgets the last one's length.
+        s.begin();
+        assert!(!s.short_of_length());
+        // No body to check: a HEAD request's, a 204's, a 304's; nor a
+        // length that is no number.
+        let mut head = Slot::new(true);
+        head.head_fields(200, || ten.iter().copied());
+        assert!(!head.short_of_length());
+        for status in [204, 304] {
+            s.begin();
+            s.head_fields(status, || ten.iter().copied());
+            assert!(!s.short_of_length(), "{status}");
+        }
+        let bad = [(&b"content-length"[..], &b"ten"[..])];
+        s.begin();
+        s.head_fields(200, || bad.iter().copied());
+        assert!(!s.short_of_length());
+    }
+
+    #[test]
+    fn a_stream_waits_for_the_servers_cap_to_rise() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        tokio::task::LocalSet::new().block_on(&rt, async {
+            let (c, block) = capped(true).await;
+            let mut slot = Slot::new(false);
+            let mut sleep = std::pin::pin!(tokio::time::sleep(Duration::from_secs(10)));
+            let r = send_on(&c, &block, &Bytes::new(), false, false, 30, &mut slot, sleep.as_mut()).await;
+            assert!(r.is_ok(), "{r:?}");
+            assert_eq!((slot.status, slot.body_bytes), (200, 2));
+            assert!(!c.dead());
+            c.driver.abort();
+        });
+    }
+
+    #[test]
+    fn a_cap_that_never_rises_is_stream_limit_and_ends_the_connection() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        tokio::task::LocalSet::new().block_on(&rt, async {
+            let (c, block) = capped(false).await;
+            let mut slot = Slot::new(false);
+            let mut sleep = std::pin::pin!(tokio::time::sleep(Duration::from_millis(100)));
+            let r = send_on(&c, &block, &Bytes::new(), false, false, 30, &mut slot, sleep.as_mut()).await;
+            let f = r.unwrap_err();
+            assert_eq!((f.class, f.written), (ErrorClass::H2("stream_limit"), 0));
+            assert!(c.dead(), "the connection takes no new stream: it is replaced");
+            assert_eq!(c.shared.conn.borrow().open_streams(), 0, "nothing was sent");
+            c.driver.abort();
+        });
+    }
+
     #[test]
     fn a_stream_past_its_deadline_is_cancelled_and_the_connection_goes_on() {
         let rt = tokio::runtime::Builder::new_current_thread()
@@ -2127,13 +2418,13 @@ mod tests {
             sleep
                 .as_mut()
                 .reset((Instant::now() + Duration::from_millis(50)).into());
-            let r = send_on(&c, &block, &Bytes::new(), false, false, &mut slot, sleep.as_mut()).await;
+            let r = send_on(&c, &block, &Bytes::new(), false, false, 0, &mut slot, sleep.as_mut()).await;
             assert_eq!(r.unwrap_err().class, ErrorClass::TimeoutResponse);
             assert!(slot.head_request(), "the requester's slot came back");
             // The connection goes on: streams 3, 5 and 7 are answered.
             for _ in 0..3 {
                 sleep.as_mut().reset((Instant::now() + Duration::from_secs(10)).into());
-                let r = send_on(&c, &block, &Bytes::new(), false, false, &mut slot, sleep.as_mut()).await;
+                let r = send_on(&c, &block, &Bytes::new(), false, false, 0, &mut slot, sleep.as_mut()).await;
                 assert!(r.is_ok(), "{r:?}");
                 assert_eq!((slot.status, slot.body_bytes), (200, 2));
             }
@@ -2167,7 +2458,7 @@ mod tests {
         assert!(size <= 1_600, "opening an HTTP/2 connection is a {size}-byte future");
         let size = size_of_return(
             |(c, slot, sleep, body): (&H2Conn, &mut Slot, Pin<&mut Sleep>, &Bytes)| {
-                send_on(c, &[], body, false, false, slot, sleep)
+                send_on(c, &[], body, false, false, 0, slot, sleep)
             },
         );
         assert!(size <= 400, "a stream's exchange is a {size}-byte future");

@@ -640,6 +640,24 @@ struct Done {
 /// A failed exchange: its class, and whether the whole connection failed.
 type Broke = (ErrorClass, bool);
 
+/// What an exchange got done, kept however it ends (a timeout drops it
+/// midway): whether its stream opened, the request bytes written and the
+/// response bytes read, as `sent` and `received` count them.
+#[derive(Default)]
+struct Progress {
+    opened: Cell<bool>,
+    written: Cell<u64>,
+    read: Cell<u64>,
+}
+
+impl Progress {
+    fn begin(&self) {
+        self.opened.set(false);
+        self.written.set(0);
+        self.read.set(0);
+    }
+}
+
 /// One request on its own stream, recorded; latency from `intended` when
 /// scheduled. `cursor`: the connection slot's place in the plan's several
 /// requests; None for the request of a storm connection, whose row is the
@@ -687,10 +705,16 @@ async fn exchange(
         None => Ok((h3.request(), h3.body.clone(), h3.request_len)),
     };
     let mut request_len = 0;
+    let progress = Progress::default();
     let mut done = match request {
         Ok((request, body, len)) => {
             request_len = len;
-            timed(ctx, send, state, request, &body, keep_server, follow.is_some(), t_first).await
+            let want = Want {
+                server: keep_server,
+                location: follow.is_some(),
+                request_len: len,
+            };
+            timed(ctx, send, state, request, &body, want, &progress, t_first).await
         }
         Err(broke) => Err(broke),
     };
@@ -698,7 +722,18 @@ async fn exchange(
     if let Some(f) = follow
         && matches!(&done, Ok(d) if crate::redirect::is_redirect(d.reply.status))
     {
-        let chain = Box::pin(follow_h3(ctx, h3, f, send, state, done, request_len, keep_server)).await;
+        let chain = Box::pin(follow_h3(
+            ctx,
+            h3,
+            f,
+            send,
+            state,
+            done,
+            request_len,
+            keep_server,
+            &progress,
+        ))
+        .await;
         if let Some(r) = row.row() {
             r.redirects(chain.hops);
         }
@@ -749,13 +784,17 @@ async fn exchange(
             Ok(())
         }
         Err((class, connection)) => {
+            // What went out and came back counts, whatever the outcome.
             let now = Instant::now();
-            rec.request_failed(now, class, 0);
+            let (written, read) = (progress.written.get(), progress.read.get());
+            rec.sent(now, written);
+            rec.request_failed(now, class, read);
             drop(rec);
             if let Some((p, i)) = entry {
                 p.ended(&ctx.scenario, i, now, None);
             }
             if let Some(r) = row.row() {
+                r.reply(0, written, read);
                 r.failed(class);
             }
             Err(connection)
@@ -763,8 +802,19 @@ async fn exchange(
     }
 }
 
+/// What an exchange keeps of the response besides its status and sizes,
+/// and the request's size as counted in `sent`.
+#[derive(Clone, Copy)]
+struct Want {
+    server: bool,
+    location: bool,
+    request_len: u64,
+}
+
 /// [`one`] within `--timeout` from `t_send`, its stream counted closed
-/// however it ends.
+/// however it ends. A stream that could not even open in that time (the
+/// server's MAX_STREAMS used up and not renewed) is `h3.stream_limit`,
+/// and its connection is replaced: it failed as a whole.
 #[allow(clippy::too_many_arguments)]
 async fn timed(
     ctx: &Ctx,
@@ -772,55 +822,97 @@ async fn timed(
     state: &ConnState,
     request: http::Request<()>,
     body: &Bytes,
-    keep_server: bool,
-    keep_location: bool,
+    want: Want,
+    progress: &Progress,
     t_send: Instant,
 ) -> Result<Done, Broke> {
-    let counted = Cell::new(false);
+    progress.begin();
     let outcome = tokio::time::timeout_at(
         (t_send + ctx.spec.timeout).into(),
-        one(ctx, request, body, send, keep_server, keep_location, state, &counted),
+        one(ctx, request, body, send, want, state, progress),
     )
     .await
-    .unwrap_or(Err((ErrorClass::TimeoutResponse, false)));
-    if counted.get() {
+    .unwrap_or_else(|_| match progress.opened.get() {
+        true => Err((ErrorClass::TimeoutResponse, false)),
+        false => Err((STREAM_LIMIT, true)),
+    });
+    if progress.opened.get() {
         state.in_flight.set(state.in_flight.get() - 1);
         ctx.rec.borrow_mut().stream_closed();
     }
     outcome
 }
 
+/// A request whose stream could not open within `--timeout`: the server's
+/// stream credit (MAX_STREAMS) was used up and not renewed.
+const STREAM_LIMIT: ErrorClass = ErrorClass::H3("stream_limit");
+
+/// The response head after any interim (1xx) ones, which h3 hands over as
+/// responses of their own: skipped, as HTTP/1.1 and HTTP/2 skip them
+/// (the wait is bounded by the caller's deadline).
+async fn final_response(
+    stream: &mut h3::client::RequestStream<h3_quinn::BidiStream<Bytes>, Bytes>,
+) -> Result<http::Response<()>, Broke> {
+    loop {
+        let resp = stream.recv_response().await.map_err(|e| stream_class(&e))?;
+        if !resp.status().is_informational() {
+            return Ok(resp);
+        }
+    }
+}
+
+/// The body length a response must have: its `content-length`, unless it
+/// answers HEAD or is a 204 or 304 (none is checked when it is missing or
+/// not a number).
+fn content_length(resp: &http::Response<()>, head: bool) -> Option<u64> {
+    let status = resp.status().as_u16();
+    if head || status == 204 || status == 304 {
+        return None;
+    }
+    resp.headers()
+        .get(http::header::CONTENT_LENGTH)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
 /// The exchange itself. Err: the class, and whether the connection failed
 /// (not only this stream).
-#[allow(clippy::too_many_arguments)]
 async fn one(
     ctx: &Ctx,
     request: http::Request<()>,
     body: &Bytes,
     send: &mut SendRequest,
-    keep_server: bool,
-    keep_location: bool,
+    want: Want,
     state: &ConnState,
-    counted: &Cell<bool>,
+    progress: &Progress,
 ) -> Result<Done, Broke> {
+    let head = request.method() == http::Method::HEAD;
     // Opening the stream waits while the server's MAX_STREAMS is used up.
     let mut stream = send.send_request(request).await.map_err(|e| stream_class(&e))?;
-    counted.set(true);
+    progress.opened.set(true);
+    progress.written.set(want.request_len.saturating_sub(body.len() as u64));
     let open = state.in_flight.get() + 1;
     state.in_flight.set(open);
     ctx.rec.borrow_mut().stream_opened(Instant::now(), open);
     if !body.is_empty() {
         stream.send_data(body.clone()).await.map_err(|e| stream_class(&e))?;
+        progress.written.set(want.request_len);
     }
     stream.finish().await.map_err(|e| stream_class(&e))?;
     let sent = Instant::now();
-    let resp = stream.recv_response().await.map_err(|e| stream_class(&e))?;
+    let resp = final_response(&mut stream).await?;
     let first = Instant::now();
     let header_bytes = resp
         .headers()
         .iter()
         .map(|(n, v)| (n.as_str().len() + v.len() + 4) as u64)
         .sum::<u64>();
+    progress.read.set(header_bytes);
+    let length = content_length(&resp, head);
+    let (keep_server, keep_location) = (want.server, want.location);
     let server = if keep_server {
         resp.headers()
             .get(http::header::SERVER)
@@ -839,6 +931,16 @@ async fn one(
     let mut body_bytes = 0u64;
     while let Some(chunk) = stream.recv_data().await.map_err(|e| stream_class(&e))? {
         body_bytes += chunk.remaining() as u64;
+        progress.read.set(header_bytes + body_bytes);
+        if length.is_some_and(|l| body_bytes > l) {
+            // More than its content-length: malformed (RFC 9114 4.1.2).
+            return Err((ErrorClass::Protocol, false));
+        }
+    }
+    if length.is_some_and(|l| body_bytes < l) {
+        // The stream ended short of its content-length, as an HTTP/1.1
+        // body cut off by the connection's end.
+        return Err((ErrorClass::Eof, false));
     }
     let done = Instant::now();
     Ok(Done {
@@ -880,6 +982,7 @@ async fn follow_h3(
     first: Result<Done, Broke>,
     request_len: u64,
     keep_server: bool,
+    progress: &Progress,
 ) -> Chain {
     let mut ex = Chain {
         outcome: first,
@@ -921,22 +1024,36 @@ async fn follow_h3(
         };
         ex.request_len = parts.h3_len();
         ex.outcome = if same {
+            let want = Want {
+                server: keep_server,
+                location: true,
+                request_len: ex.request_len,
+            };
             timed(
                 ctx,
                 send,
                 state,
                 parts.request(),
                 &parts.body,
-                keep_server,
-                true,
+                want,
+                progress,
                 ex.t_send,
             )
             .await
         } else {
             // Another connection's failure leaves this one alive.
-            elsewhere(ctx, h3, &mut other, &hop.place, &parts, keep_server, ex.t_send)
-                .await
-                .map_err(|class| (class, false))
+            elsewhere(
+                ctx,
+                h3,
+                &mut other,
+                &hop.place,
+                &parts,
+                keep_server,
+                ex.t_send,
+                progress,
+            )
+            .await
+            .map_err(|class| (class, false))
         };
         place = hop.place;
         method = hop.method;
@@ -948,7 +1065,9 @@ async fn follow_h3(
 }
 
 /// A hop to another origin than the plan's, on `other` (opened, or opened
-/// anew when it is to another origin or ended).
+/// anew when it is to another origin or ended); what it wrote and read
+/// goes into `progress`.
+#[allow(clippy::too_many_arguments)]
 async fn elsewhere(
     ctx: &Ctx,
     h3: &H3Spec,
@@ -957,7 +1076,9 @@ async fn elsewhere(
     parts: &crate::mux::Parts,
     keep_server: bool,
     t_send: Instant,
+    progress: &Progress,
 ) -> Result<Done, ErrorClass> {
+    progress.begin();
     if !place.https {
         return Err(crate::redirect::SCHEME);
     }
@@ -989,9 +1110,20 @@ async fn elsewhere(
     });
     let sleep = std::pin::pin!(tokio::time::sleep_until((t_send + ctx.spec.timeout).into()));
     let t = own
-        .exchange(ctx, parts.request(), &parts.body, &mut slot, sleep)
+        .exchange(
+            ctx,
+            parts.request(),
+            &parts.body,
+            parts.h3_len() as usize,
+            &mut slot,
+            sleep,
+        )
         .await
-        .map_err(|f| f.class)?;
+        .map_err(|f| {
+            progress.written.set(f.written as u64);
+            progress.read.set(slot.wire_bytes());
+            f.class
+        })?;
     let location = slot
         .headers()
         .iter()
@@ -1072,27 +1204,35 @@ impl Own {
 
     /// One request on its own stream, its response read into `slot`
     /// (bounded by `MAX_HEADER_SECTION` and the slot's keep), within the
-    /// deadline `sleep` was armed with.
+    /// deadline `sleep` was armed with; `request_len`: its size as the
+    /// caller counts it (a failure after the stream opened counts what of
+    /// it was written). A stream that cannot open in that time is
+    /// `h3.stream_limit` and the connection is replaced.
     pub(crate) async fn exchange(
         &mut self,
         ctx: &Ctx,
         request: http::Request<()>,
         body: &Bytes,
+        request_len: usize,
         slot: &mut crate::http2::Slot,
         sleep: std::pin::Pin<&mut tokio::time::Sleep>,
     ) -> Result<crate::conn::Timing, crate::conn::Failed> {
         slot.begin();
+        slot.for_method(request.method());
         let send = &mut self.send;
+        let written = Cell::new(None);
         let work = async {
             let mut stream = send.send_request(request).await.map_err(|e| stream_class(&e))?;
+            written.set(Some(request_len.saturating_sub(body.len())));
             ctx.rec.borrow_mut().stream_opened(Instant::now(), 1);
             let open = StreamOpen(ctx);
             if !body.is_empty() {
                 stream.send_data(body.clone()).await.map_err(|e| stream_class(&e))?;
+                written.set(Some(request_len));
             }
             stream.finish().await.map_err(|e| stream_class(&e))?;
             let sent = Instant::now();
-            let resp = stream.recv_response().await.map_err(|e| stream_class(&e))?;
+            let resp = final_response(&mut stream).await?;
             let first = Instant::now();
             slot.head(resp.status().as_u16(), resp.headers());
             while let Some(mut chunk) = stream.recv_data().await.map_err(|e| stream_class(&e))? {
@@ -1102,6 +1242,12 @@ impl Own {
                     slot.chunk(piece);
                     chunk.advance(n);
                 }
+                if slot.over_length() {
+                    return Err((ErrorClass::Protocol, false));
+                }
+            }
+            if slot.short_of_length() {
+                return Err((ErrorClass::Eof, false));
             }
             drop(open);
             Ok(crate::conn::Timing {
@@ -1115,14 +1261,20 @@ impl Own {
         let outcome = tokio::select! {
             biased;
             r = work => r,
-            () = sleep => Err((ErrorClass::TimeoutResponse, false)),
+            () = sleep => match written.get() {
+                Some(_) => Err((ErrorClass::TimeoutResponse, false)),
+                None => Err((STREAM_LIMIT, true)),
+            },
         };
         self.carried.set(self.carried.get() + 1);
         outcome.map_err(|(class, connection)| {
             if connection {
                 self.dead.set(true);
             }
-            crate::conn::Failed { class, written: 0 }
+            crate::conn::Failed {
+                class,
+                written: written.get().unwrap_or(0),
+            }
         })
     }
 

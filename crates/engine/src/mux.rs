@@ -318,7 +318,7 @@ pub(crate) async fn follow_h2(
             sleep.as_mut().reset((t_send + ctx.spec.timeout).into());
             match &other.h2 {
                 Some(own) => {
-                    own.exchange(ctx, parts.request(), &parts.body, slot, sleep.as_mut())
+                    own.exchange(ctx, parts.request(), &parts.body, parts.h2_len(), slot, sleep.as_mut())
                         .await
                 }
                 // Invariant: opened just above.

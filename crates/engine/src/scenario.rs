@@ -1173,10 +1173,10 @@ async fn mux_request(
                     // Invariant: set above.
                     break 'home Err(ErrorClass::Protocol);
                 };
-                // A failed stream counts no bytes sent, as the pool's streams.
+                // A failed stream counts what it wrote, as the pool's streams.
                 let outcome = match vu.mux[mux].as_deref_mut() {
-                    Some(Mux::H2(c)) => c.exchange(ctx, request, &body, slot, sleep.as_mut()).await,
-                    Some(Mux::H3(c)) => c.exchange(ctx, request, &body, slot, sleep.as_mut()).await,
+                    Some(Mux::H2(c)) => c.exchange(ctx, request, &body, request_len, slot, sleep.as_mut()).await,
+                    Some(Mux::H3(c)) => c.exchange(ctx, request, &body, request_len, slot, sleep.as_mut()).await,
                     None => Err(crate::conn::Failed {
                         class: ErrorClass::Protocol,
                         written: 0,
@@ -1353,7 +1353,7 @@ async fn away_hop(
         };
         let t_send = Instant::now();
         sleep.as_mut().reset((t_send + hop.timeout).into());
-        let outcome = own.exchange(ctx, request, hop.body, slot, sleep).await;
+        let outcome = own.exchange(ctx, request, hop.body, request_len, slot, sleep).await;
         return Ok((outcome, request_len, t_send));
     }
     if !matches!(away, Some(s @ Session::Http1(_)) if s.head_request() == head) {

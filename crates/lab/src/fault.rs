@@ -123,6 +123,15 @@ pub enum Fault {
     /// HTTP/2 (h2c): SETTINGS_MAX_CONCURRENT_STREAMS 1, each answer after
     /// 2 ms.
     H2MaxStreams1,
+    /// HTTP/2 (h2c): SETTINGS_MAX_CONCURRENT_STREAMS 0, never raised: the
+    /// server allows no stream at all.
+    H2NoStreams,
+    /// HTTP/2 (h2c): `content-length: 10`, then 3 bytes and END_STREAM.
+    H2ShortBody,
+    /// HTTP/2 (h2c): `content-length: 3`, then 10 bytes and END_STREAM.
+    H2LongBody,
+    /// HTTP/2 (h2c): `103 Early Hints`, then 200.
+    H2EarlyHints,
 }
 
 /// Which protocol a fault speaks (or breaks).
@@ -140,7 +149,7 @@ pub enum FaultKind {
 
 impl Fault {
     /// Every fault, in the order of the documentation.
-    pub const ALL: [Fault; 33] = [
+    pub const ALL: [Fault; 37] = [
         Fault::NeverAnswer,
         Fault::StallBody,
         Fault::Trickle,
@@ -174,6 +183,10 @@ impl Fault {
         Fault::H2Goaway,
         Fault::H2TinyWindow,
         Fault::H2MaxStreams1,
+        Fault::H2NoStreams,
+        Fault::H2ShortBody,
+        Fault::H2LongBody,
+        Fault::H2EarlyHints,
     ];
 
     /// The name `--fault` takes.
@@ -212,6 +225,10 @@ impl Fault {
             Fault::H2Goaway => "h2-goaway",
             Fault::H2TinyWindow => "h2-tiny-window",
             Fault::H2MaxStreams1 => "h2-max-streams-1",
+            Fault::H2NoStreams => "h2-no-streams",
+            Fault::H2ShortBody => "h2-short-body",
+            Fault::H2LongBody => "h2-long-body",
+            Fault::H2EarlyHints => "h2-early-hints",
         }
     }
 
@@ -224,7 +241,11 @@ impl Fault {
             | Fault::H2RefusedStream
             | Fault::H2Goaway
             | Fault::H2TinyWindow
-            | Fault::H2MaxStreams1 => FaultKind::H2,
+            | Fault::H2MaxStreams1
+            | Fault::H2NoStreams
+            | Fault::H2ShortBody
+            | Fault::H2LongBody
+            | Fault::H2EarlyHints => FaultKind::H2,
             _ => FaultKind::Http,
         }
     }

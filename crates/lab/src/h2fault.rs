@@ -8,6 +8,8 @@
 //! Streams are numbered 1, 2, 3… in the order the connection accepts them,
 //! so the counts a client sees are exact: with one connection and one
 //! stream at a time, `h2-rst-stream` resets exactly every second request.
+//! The h2 crate sends what it is told: a `content-length` the body does not
+//! match (`h2-short-body`, `h2-long-body`) goes out as it is.
 
 use std::io;
 use std::time::Duration;
@@ -24,6 +26,10 @@ use crate::fault::Fault;
 pub const GOAWAY_AFTER: u64 = 5;
 /// Response body of `h2-tiny-window` (past the 64 KiB default window).
 pub const TINY_WINDOW_BODY: usize = 256 << 10;
+/// `h2-short-body`: (body bytes sent, `content-length` announced).
+pub const SHORT_BODY: (usize, usize) = (3, 10);
+/// `h2-long-body`: (body bytes sent, `content-length` announced).
+pub const LONG_BODY: (usize, usize) = (10, 3);
 /// Initial stream window `h2-tiny-window` announces for request bodies.
 const TINY_WINDOW: u32 = 16;
 /// How long `h2-max-streams-1` takes to answer, so that a client which
@@ -39,6 +45,9 @@ pub(crate) async fn serve(stream: TcpStream, fault: Fault) -> io::Result<()> {
         }
         Fault::H2TinyWindow => {
             builder.initial_window_size(TINY_WINDOW);
+        }
+        Fault::H2NoStreams => {
+            builder.max_concurrent_streams(0);
         }
         _ => {}
     }
@@ -68,13 +77,24 @@ pub(crate) async fn serve(stream: TcpStream, fault: Fault) -> io::Result<()> {
                 conn.abrupt_shutdown(Reason::NO_ERROR);
             }
             _ => {
-                let body = if fault == Fault::H2TinyWindow {
-                    Bytes::from(vec![b'w'; TINY_WINDOW_BODY])
-                } else {
-                    Bytes::from_static(b"ok")
+                let body = match fault {
+                    Fault::H2TinyWindow => Bytes::from(vec![b'w'; TINY_WINDOW_BODY]),
+                    Fault::H2ShortBody => Bytes::from(vec![b's'; SHORT_BODY.0]),
+                    Fault::H2LongBody => Bytes::from(vec![b'l'; LONG_BODY.0]),
+                    _ => Bytes::from_static(b"ok"),
                 };
-                let delay = (fault == Fault::H2MaxStreams1).then_some(SLOW_ANSWER);
-                tokio::task::spawn_local(answer(request.into_body(), respond, body, delay));
+                let answer = Answer {
+                    body,
+                    delay: (fault == Fault::H2MaxStreams1).then_some(SLOW_ANSWER),
+                    // The length a body breaks, and an interim response first.
+                    length: match fault {
+                        Fault::H2ShortBody => Some(SHORT_BODY.1),
+                        Fault::H2LongBody => Some(LONG_BODY.1),
+                        _ => None,
+                    },
+                    early_hints: fault == Fault::H2EarlyHints,
+                };
+                tokio::task::spawn_local(answer.send(request.into_body(), respond));
             }
         }
     }
@@ -102,20 +122,42 @@ async fn linger(mut keep: TcpStream) {
     .await;
 }
 
-/// Reads the request body (giving its window back), then answers 200 with
-/// `body`, after `delay` if given.
-async fn answer(mut request: h2::RecvStream, mut respond: SendResponse<Bytes>, body: Bytes, delay: Option<Duration>) {
-    while let Some(Ok(chunk)) = request.data().await {
-        let _ = request.flow_control().release_capacity(chunk.len());
-    }
-    if let Some(d) = delay {
-        tokio::time::sleep(d).await;
-    }
-    let mut response = http::Response::new(());
-    response
-        .headers_mut()
-        .insert(http::header::SERVER, http::HeaderValue::from_static("throng-lab"));
-    if let Ok(mut send) = respond.send_response(response, false) {
-        let _ = send.send_data(body, true);
+/// How a stream is answered: 200 with `body`, after `delay` if given,
+/// with a `content-length` of `length` (whatever the body's) if given,
+/// after a `103 Early Hints` with `early_hints`.
+struct Answer {
+    body: Bytes,
+    delay: Option<Duration>,
+    length: Option<usize>,
+    early_hints: bool,
+}
+
+impl Answer {
+    /// Reads the request body (giving its window back), then answers.
+    async fn send(self, mut request: h2::RecvStream, mut respond: SendResponse<Bytes>) {
+        while let Some(Ok(chunk)) = request.data().await {
+            let _ = request.flow_control().release_capacity(chunk.len());
+        }
+        if let Some(d) = self.delay {
+            tokio::time::sleep(d).await;
+        }
+        if self.early_hints {
+            let mut hints = http::Response::new(());
+            *hints.status_mut() = http::StatusCode::EARLY_HINTS;
+            hints.headers_mut().insert(
+                http::header::LINK,
+                http::HeaderValue::from_static("</style.css>; rel=preload"),
+            );
+            let _ = respond.send_informational(hints);
+        }
+        let mut response = http::Response::new(());
+        let headers = response.headers_mut();
+        headers.insert(http::header::SERVER, http::HeaderValue::from_static("throng-lab"));
+        if let Some(n) = self.length {
+            headers.insert(http::header::CONTENT_LENGTH, http::HeaderValue::from(n));
+        }
+        if let Ok(mut send) = respond.send_response(response, false) {
+            let _ = send.send_data(self.body, true);
+        }
     }
 }

@@ -21,6 +21,7 @@ use quinn::crypto::rustls::QuicServerConfig;
 use tokio::sync::watch;
 
 use crate::fault::HOLD_LIMIT;
+use crate::h2fault::{LONG_BODY, SHORT_BODY};
 
 /// Largest `/bytes/N` body.
 const MAX_BODY: u64 = 16 * 1024 * 1024;
@@ -48,16 +49,30 @@ pub enum H3Fault {
     /// Answers as usual but allows one concurrent request stream per
     /// connection (MAX_STREAMS 1).
     OneStream,
+    /// Allows one request stream per connection (MAX_STREAMS 1), answers
+    /// it, and never gives the credit back (the stream is kept open until
+    /// the connection ends): the client's next stream cannot open.
+    StreamsExhausted,
+    /// `content-length: 10`, then 3 bytes and the end of the stream.
+    ShortBody,
+    /// `content-length: 3`, then 10 bytes and the end of the stream.
+    LongBody,
+    /// `103 Early Hints`, then 200.
+    EarlyHints,
 }
 
 impl H3Fault {
     /// Every fault, in the order of the documentation.
-    pub const ALL: [H3Fault; 5] = [
+    pub const ALL: [H3Fault; 9] = [
         H3Fault::ResetStream,
         H3Fault::CloseConnection,
         H3Fault::Silent,
         H3Fault::NoHandshake,
         H3Fault::OneStream,
+        H3Fault::StreamsExhausted,
+        H3Fault::ShortBody,
+        H3Fault::LongBody,
+        H3Fault::EarlyHints,
     ];
 
     /// Its name for `--fault`.
@@ -68,6 +83,10 @@ impl H3Fault {
             H3Fault::Silent => "h3-silent",
             H3Fault::NoHandshake => "h3-no-handshake",
             H3Fault::OneStream => "h3-one-stream",
+            H3Fault::StreamsExhausted => "h3-streams-exhausted",
+            H3Fault::ShortBody => "h3-short-body",
+            H3Fault::LongBody => "h3-long-body",
+            H3Fault::EarlyHints => "h3-early-hints",
         }
     }
 }
@@ -133,7 +152,7 @@ impl H3Server {
             })
             .map_err(io::Error::other)?,
         ));
-        if fault == Some(H3Fault::OneStream) {
+        if matches!(fault, Some(H3Fault::OneStream | H3Fault::StreamsExhausted)) {
             transport.max_concurrent_bidi_streams(1u32.into());
         }
         config.transport_config(Arc::new(transport));
@@ -270,7 +289,7 @@ async fn connection(
                 }
                 _ => {}
             }
-            tokio::task::spawn_local(request(resolver, fault));
+            tokio::task::spawn_local(request(resolver, fault, quic.clone()));
         }
     };
     let _ = tokio::time::timeout(HOLD_LIMIT, work).await;
@@ -279,6 +298,7 @@ async fn connection(
 async fn request(
     resolver: h3::server::RequestResolver<h3_quinn::Connection, Bytes>,
     fault: Option<H3Fault>,
+    quic: quinn::Connection,
 ) -> Option<()> {
     let (req, mut stream) = resolver.resolve_request().await.ok()?;
     if fault == Some(H3Fault::ResetStream) {
@@ -286,21 +306,43 @@ async fn request(
         return Some(());
     }
     let path = req.uri().path();
-    let (status, body) = match path.strip_prefix("/bytes/").map(str::parse::<u64>) {
+    let (status, mut body) = match path.strip_prefix("/bytes/").map(str::parse::<u64>) {
         None if path == "/" => (200, Bytes::new()),
         Some(Ok(n)) if n <= MAX_BODY => (200, Bytes::from(vec![b'x'; n as usize])),
         _ => (404, Bytes::from_static(b"not found\n")),
     };
-    let resp = http::Response::builder()
-        .status(status)
-        .header("server", "throng-lab")
-        .body(())
-        .ok()?;
-    stream.send_response(resp).await.ok()?;
+    let mut resp = http::Response::builder().status(status).header("server", "throng-lab");
+    match fault {
+        Some(H3Fault::ShortBody) => {
+            resp = resp.header("content-length", SHORT_BODY.1);
+            body = Bytes::from(vec![b's'; SHORT_BODY.0]);
+        }
+        Some(H3Fault::LongBody) => {
+            resp = resp.header("content-length", LONG_BODY.1);
+            body = Bytes::from(vec![b'l'; LONG_BODY.0]);
+        }
+        Some(H3Fault::EarlyHints) => {
+            let hints = http::Response::builder()
+                .status(103)
+                .header("link", "</style.css>; rel=preload")
+                .body(())
+                .ok()?;
+            stream.send_response(hints).await.ok()?;
+        }
+        _ => {}
+    }
+    stream.send_response(resp.body(()).ok()?).await.ok()?;
     if !body.is_empty() {
         stream.send_data(body).await.ok()?;
     }
-    stream.finish().await.ok()
+    stream.finish().await.ok()?;
+    if fault == Some(H3Fault::StreamsExhausted) {
+        // The request's end is never read and the stream never dropped:
+        // QUIC does not count it closed, so no new credit goes out.
+        let _ = tokio::time::timeout(HOLD_LIMIT, quic.closed()).await;
+        drop(stream);
+    }
+    Some(())
 }
 
 #[cfg(test)]

@@ -80,13 +80,14 @@ pub enum ErrorClass {
     /// Any other OS error, by errno name (e.g. `ENETUNREACH`).
     Other(&'static str),
     /// An HTTP/2 failure: `refused_stream`, `goaway`, `rst_stream.CODE`,
-    /// `protocol`, `flow_control`, `not_negotiated`.
+    /// `protocol`, `flow_control`, `not_negotiated`, `stream_limit`.
     H2(&'static str),
     /// A QUIC failure: `handshake_timeout`, `idle_timeout`,
     /// `stateless_reset`, `closed.CODE` (a transport error code), …
     Quic(&'static str),
     /// An HTTP/3 failure: `closed.CODE` (the connection, by application
-    /// error code), `stream_reset.CODE`, `goaway`, `protocol`, `header_too_big`.
+    /// error code), `stream_reset.CODE`, `goaway`, `protocol`, `header_too_big`,
+    /// `stream_limit`.
     H3(&'static str),
     /// WebSocket: the server answered the upgrade with this status, not 101
     /// (`ws.upgrade_refused.403`).
@@ -188,6 +189,14 @@ impl ErrorClass {
             "h2.goaway" => "HTTP/2: the server's GOAWAY kept the request from being sent or cut it off",
             "h2.protocol" => "HTTP/2: a protocol error (a malformed frame, or PROTOCOL_ERROR from either side)",
             "h2.flow_control" => "HTTP/2: a flow-control error (FLOW_CONTROL_ERROR from either side)",
+            "h2.stream_limit" => {
+                "HTTP/2: the server allowed no stream within --timeout (SETTINGS_MAX_CONCURRENT_STREAMS 0, or \
+                 lowered under the streams open): the request was never sent, and the connection was replaced"
+            }
+            "h3.stream_limit" => {
+                "HTTP/3: the server's stream credit (MAX_STREAMS) was used up and not renewed within --timeout: \
+                 the request was never sent, and the connection was replaced"
+            }
             "grpc.deadline_exceeded" => {
                 "gRPC: the call's --deadline expired (no answer in time, or DEADLINE_EXCEEDED from the server)"
             }

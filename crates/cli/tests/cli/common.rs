@@ -639,3 +639,22 @@ impl Drop for WsServer {
         let _ = self.child.wait();
     }
 }
+
+/// The rows of a `--csv-requests` file: (outcome, bytes_sent, bytes_received).
+pub fn request_rows(path: &Path) -> Vec<(String, u64, u64)> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let at = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let (outcome, sent, received) = (at("outcome"), at("bytes_sent"), at("bytes_received"));
+    lines
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            (
+                f[outcome].to_string(),
+                f[sent].parse().unwrap(),
+                f[received].parse().unwrap(),
+            )
+        })
+        .collect()
+}

@@ -381,6 +381,120 @@ fn max_concurrent_streams_1_is_never_exceeded() {
     assert!(run.stdout().contains("capped at 1 by the server"), "{}", run.stdout());
 }
 
+/// `one_conn` with `--csv-requests`: the run and its rows.
+fn one_conn_rows(fault: &str, n: &str) -> (common::Run, Vec<(String, u64, u64)>) {
+    let dir = tempfile::tempdir().unwrap();
+    let rows = dir.path().join("rows.csv");
+    let run = one_conn(fault, n, "1", &["--csv-requests", rows.to_str().unwrap()]);
+    let rows = common::request_rows(&rows);
+    (run, rows)
+}
+
+#[test]
+fn a_failed_stream_counts_the_bytes_it_wrote() {
+    let (run, rows) = one_conn_rows("h2-rst-stream", "20");
+    let m = &run.result().measurements;
+    assert_eq!(m.requests.error("h2.rst_stream.internal_error"), 10, "{:?}", m.requests);
+    // Every request is the same and was sent, reset or not.
+    assert_eq!(rows.len(), 20);
+    let each = rows[0].1;
+    assert!(each > 0);
+    for (outcome, sent, received) in &rows {
+        assert_eq!(*sent, each, "{outcome}");
+        if outcome != "ok" {
+            assert_eq!(*received, 0, "reset before any response byte");
+        }
+    }
+    assert_eq!(m.bytes.sent, 20 * each, "{:?}", m.bytes);
+}
+
+#[test]
+fn a_body_short_of_its_content_length_is_eof() {
+    let (run, rows) = one_conn_rows("h2-short-body", "20");
+    let m = &run.result().measurements;
+    // HTTP/1.1's class for a body cut short; the connection goes on.
+    assert_eq!(m.requests.error("eof"), 20, "{:?}", m.requests);
+    assert_eq!(m.requests.ok, 0);
+    assert_eq!(
+        m.connections.attempted, 1,
+        "a stream's short body leaves its connection"
+    );
+    // What was written and read counts for each failed request.
+    let (sent, received) = (rows[0].1, rows[0].2);
+    assert!(sent > 0 && received > throng_lab::SHORT_BODY.0 as u64, "{rows:?}");
+    assert!(
+        rows.iter().all(|r| (r.0.as_str(), r.1, r.2) == ("eof", sent, received)),
+        "{rows:?}"
+    );
+    assert_eq!((m.bytes.sent, m.bytes.received), (20 * sent, 20 * received));
+}
+
+#[test]
+fn a_body_past_its_content_length_is_protocol() {
+    let run = one_conn("h2-long-body", "20", "1", &[]);
+    let m = &run.result().measurements;
+    assert_eq!(m.requests.error("protocol"), 20, "{:?}", m.requests);
+    assert_eq!(m.requests.ok, 0);
+    assert_eq!(m.connections.attempted, 1, "{:?}", m.connections);
+    assert!(m.bytes.sent > 0 && m.bytes.received > 0, "{:?}", m.bytes);
+}
+
+#[test]
+fn interim_responses_are_skipped() {
+    let run = one_conn("h2-early-hints", "20", "2", &[]);
+    let m = &run.result().measurements;
+    assert_eq!(m.requests.ok, 20, "{:?}", m.requests);
+    assert_eq!(m.status.get(&200), Some(&20), "{:?}", m.status);
+    assert_eq!(m.status.len(), 1, "the 103 is no response of its own: {:?}", m.status);
+}
+
+#[test]
+fn a_server_allowing_no_stream_is_waited_for_and_counted() {
+    let server = FaultServer::start("h2-no-streams");
+    let run = http(&[
+        &server.url(),
+        "--http2",
+        "-c",
+        "2",
+        "-d",
+        "3s",
+        "-t",
+        "1",
+        "--timeout",
+        "1s",
+    ]);
+    drop(server);
+    assert!(!run.stderr().contains("panicked"), "{}", run.stderr());
+    let m = &run.result().measurements;
+    assert_books_balance(run.result());
+    // Each of the 2 slots waits out --timeout per request, and its
+    // connection is replaced: a handful, not a connection per loop turn
+    // (14,075 in 3 s before).
+    let n = m.requests.attempted;
+    assert!((2..=10).contains(&n), "{:?}", m.requests);
+    assert_eq!(m.requests.error("h2.stream_limit"), n, "{:?}", m.requests);
+    assert_eq!(m.connections.ok, n, "one connection per request waited out");
+    assert_eq!(m.bytes.sent, 0, "no request was sent");
+    assert_eq!(m.multiplex.as_ref().unwrap().server_max_streams, Some(0));
+}
+
+#[test]
+fn a_storm_s_request_keeps_the_same_classes() {
+    for (fault, class) in [("h2-short-body", "eof"), ("h2-no-streams", "h2.stream_limit")] {
+        let server = FaultServer::start(fault);
+        let run = common::storm(&[&server.url(), "--http2", "-n", "4", "-c", "2", "--timeout", "1s"]);
+        drop(server);
+        assert!(!run.stderr().contains("panicked"), "{}", run.stderr());
+        let m = &run.result().measurements;
+        assert_books_balance(run.result());
+        assert_eq!(m.requests.error(class), 4, "{fault}: {:?}", m.requests);
+        assert_eq!(m.connections.ok, 4, "{fault}: the preface was spoken");
+        if fault == "h2-short-body" {
+            assert!(m.bytes.sent > 0 && m.bytes.received > 0, "{:?}", m.bytes);
+        }
+    }
+}
+
 #[test]
 fn views_and_compare_work_on_an_h2_result() {
     let nginx = h2c_nginx(100);

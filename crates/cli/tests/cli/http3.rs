@@ -261,6 +261,92 @@ fn max_streams_one_caps_streams_in_flight() {
     );
 }
 
+/// One connection, one stream, `n` requests against the lab's `fault`
+/// with `--timeout 1s`: the run and its `--csv-requests` rows.
+fn one_stream(fault: H3Fault, n: &str) -> (common::Run, Vec<(String, u64, u64)>) {
+    let (d, c) = common::certs();
+    let server = lab(&c, Some(fault));
+    let rows = d.path().join("rows.csv");
+    let run = http(&[
+        &lab_url(&server),
+        "--http3",
+        "--cacert",
+        &p(&c, "ca.pem"),
+        "-n",
+        n,
+        "-c",
+        "1",
+        "--timeout",
+        "1s",
+        "--csv-requests",
+        rows.to_str().unwrap(),
+    ]);
+    assert!(!run.stderr().contains("panicked"), "{}", run.stderr());
+    assert_books_balance(run.result());
+    let rows = common::request_rows(&rows);
+    (run, rows)
+}
+
+#[test]
+fn a_reset_stream_counts_the_bytes_it_wrote() {
+    let (run, rows) = one_stream(H3Fault::ResetStream, "10");
+    let m = &run.result().measurements;
+    assert_eq!(m.requests.error("h3.stream_reset.H3_REQUEST_REJECTED"), 10);
+    let each = rows[0].1;
+    assert!(each > 0, "{rows:?}");
+    assert!(rows.iter().all(|r| r.1 == each), "{rows:?}");
+    assert_eq!(m.bytes.sent, 10 * each, "{:?}", m.bytes);
+}
+
+#[test]
+fn a_body_short_of_its_content_length_is_eof() {
+    let (run, rows) = one_stream(H3Fault::ShortBody, "10");
+    let m = &run.result().measurements;
+    assert_eq!(m.requests.error("eof"), 10, "{:?}", m.requests);
+    assert_eq!(m.connections.attempted, 1, "the stream failed, not the connection");
+    let (sent, received) = (rows[0].1, rows[0].2);
+    assert!(sent > 0 && received > throng_lab::SHORT_BODY.0 as u64, "{rows:?}");
+    assert!(
+        rows.iter().all(|r| (r.0.as_str(), r.1, r.2) == ("eof", sent, received)),
+        "{rows:?}"
+    );
+    assert_eq!((m.bytes.sent, m.bytes.received), (10 * sent, 10 * received));
+}
+
+#[test]
+fn a_body_past_its_content_length_is_protocol() {
+    let (run, _) = one_stream(H3Fault::LongBody, "10");
+    let m = &run.result().measurements;
+    assert_eq!(m.requests.error("protocol"), 10, "{:?}", m.requests);
+    assert_eq!(m.connections.attempted, 1);
+}
+
+#[test]
+fn interim_responses_are_skipped() {
+    let (run, _) = one_stream(H3Fault::EarlyHints, "20");
+    let m = &run.result().measurements;
+    assert_eq!(m.requests.ok, 20, "{:?}", m.requests);
+    assert_eq!(m.status.get(&200), Some(&20), "{:?}", m.status);
+    assert_eq!(m.status.len(), 1, "the 103 is no response of its own: {:?}", m.status);
+}
+
+#[test]
+fn a_connection_out_of_stream_credit_is_replaced() {
+    let (run, rows) = one_stream(H3Fault::StreamsExhausted, "6");
+    let m = &run.result().measurements;
+    // Each connection answers its one stream; the next cannot open within
+    // --timeout, fails unsent, and a new connection takes the next request.
+    assert_eq!(m.requests.ok, 3, "{:?}", m.requests);
+    assert_eq!(m.requests.error("h3.stream_limit"), 3, "{:?}", m.requests);
+    assert_eq!(m.connections.ok, 3, "{:?}", m.connections);
+    let x = m.multiplex.as_ref().unwrap();
+    assert_eq!((x.connections, x.max_requests_per_connection), (3, 2));
+    assert!(
+        rows.iter().filter(|r| r.0 == "h3.stream_limit").all(|r| r.1 == 0),
+        "a request never sent wrote nothing: {rows:?}"
+    );
+}
+
 #[test]
 fn http3_needs_an_https_url() {
     let run = http(&["http://127.0.0.1:9/", "--http3", "-n", "1"]);

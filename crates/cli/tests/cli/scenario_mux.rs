@@ -164,6 +164,25 @@ fn an_h2c_scenario_captures_checks_and_keeps_cookies_on_each_vus_connection() {
 }
 
 #[test]
+fn a_head_step_s_content_length_announces_no_body() {
+    let nginx = Nginx::start_listen(
+        "http2",
+        "",
+        r#"location = /hello { default_type text/plain; return 200 "hello"; }"#,
+    );
+    let yaml = format!(
+        "target: {{ url: '{}', http: 2 }}\nscenarios:\n  s:\n    executor: per-vu-iterations\n    vus: 1\n    iterations: 3\n    flow:\n      - request: {{ name: head, method: HEAD, path: /hello, expect: [200] }}\n      - request: {{ name: get, path: /hello, expect: [200] }}\n",
+        nginx.url("")
+    );
+    let r = scenario(&yaml);
+    assert_books_balance(r.result());
+    let m = &r.result().measurements;
+    // The HEAD's `content-length: 5` is the GET's body, not one it owes.
+    assert_eq!(m.requests.ok, 6, "{:?}", m.requests);
+    assert_eq!(m.bytes.received_body, 3 * 5, "{:?}", m.bytes);
+}
+
+#[test]
 fn a_tls_h2_scenario_negotiates_h2_by_alpn() {
     let (_d, c) = common::certs();
     let logs = tempfile::tempdir().unwrap();
@@ -537,6 +556,74 @@ fn an_h3_stream_reset_fails_its_step_and_keeps_the_connection() {
     );
     assert_eq!(m.connections.attempted, 1);
     assert_eq!(m.scenario.as_ref().unwrap().tags["step:get"].failed, 10);
+}
+
+#[test]
+fn a_short_h2_body_fails_its_step_as_eof_and_keeps_the_connection() {
+    let r = one_vu("h2-short-body", 10);
+    let m = &r.result().measurements;
+    assert_eq!(m.requests.error("eof"), 10, "{:?}", m.requests);
+    assert_eq!(m.connections.ok, 1, "a stream's short body leaves its connection");
+    assert!(m.bytes.sent > 0 && m.bytes.received > 0, "{:?}", m.bytes);
+}
+
+#[test]
+fn an_h2_server_allowing_no_stream_fails_each_step_within_its_timeout() {
+    let server = FaultServer::start("h2-no-streams");
+    let yaml = format!(
+        "target: {{ url: 'http://127.0.0.1:{}', http: 2 }}\nscenarios:\n  s:\n    executor: per-vu-iterations\n    vus: 1\n    iterations: 3\n    flow: [{{ request: {{ name: get, path: /, timeout: 500ms }} }}]\n",
+        server.port
+    );
+    let r = scenario(&yaml);
+    drop(server);
+    assert!(!r.stderr().contains("panicked"), "{}", r.stderr());
+    assert_books_balance(r.result());
+    let m = &r.result().measurements;
+    assert_eq!(m.requests.error("h2.stream_limit"), 3, "{:?}", m.requests);
+    assert_eq!(m.connections.ok, 3, "each step's connection is replaced");
+    assert_eq!(m.bytes.sent, 0);
+}
+
+#[test]
+fn an_h3_step_skips_interim_responses() {
+    let r = one_h3_vu(throng_lab::H3Fault::EarlyHints);
+    let m = &r.result().measurements;
+    assert_eq!(m.requests.ok, 10, "{:?}", m.requests);
+    assert_eq!(m.status.get(&200), Some(&10), "{:?}", m.status);
+}
+
+#[test]
+fn a_short_h3_body_fails_its_step_as_eof() {
+    let r = one_h3_vu(throng_lab::H3Fault::ShortBody);
+    let m = &r.result().measurements;
+    assert_eq!(m.requests.error("eof"), 10, "{:?}", m.requests);
+    assert_eq!(m.connections.ok, 1);
+    assert!(m.bytes.sent > 0 && m.bytes.received > 0, "{:?}", m.bytes);
+}
+
+#[test]
+fn an_h3_vu_out_of_stream_credit_gets_a_new_connection() {
+    let (_d, c) = common::certs();
+    let p = |name: &str| c.join(name).display().to_string();
+    let cert = (p("server.pem"), std::fs::read(c.join("server.pem")).unwrap());
+    let key = (p("server.key"), std::fs::read(c.join("server.key")).unwrap());
+    let tls = throng_tls::server_config(&cert, &key, None).unwrap();
+    let fault = Some(throng_lab::H3Fault::StreamsExhausted);
+    let server = throng_lab::H3Server::start("127.0.0.1:0".parse().unwrap(), &tls, fault).unwrap();
+    let yaml = format!(
+        "target: {{ url: 'https://localhost:{}', http: 3 }}\ntls: {{ cacert: '{}' }}\nscenarios:\n  s:\n    executor: per-vu-iterations\n    vus: 1\n    iterations: 4\n    flow: [{{ request: {{ name: get, path: /, timeout: 500ms }} }}]\n",
+        server.addr().port(),
+        p("ca.pem")
+    );
+    let r = scenario(&yaml);
+    assert!(!r.stderr().contains("panicked"), "{}", r.stderr());
+    assert_books_balance(r.result());
+    let m = &r.result().measurements;
+    // Answered, then no credit: the step fails unsent, the next one goes
+    // on a new connection.
+    assert_eq!(m.requests.ok, 2, "{:?}", m.requests);
+    assert_eq!(m.requests.error("h3.stream_limit"), 2, "{:?}", m.requests);
+    assert_eq!(m.connections.ok, 2, "{:?}", m.connections);
 }
 
 #[test]
