@@ -60,6 +60,7 @@ mod http3;
 mod http_nginx;
 mod image;
 mod inputs;
+mod leaks;
 mod million;
 mod mux_targets;
 mod nats;
