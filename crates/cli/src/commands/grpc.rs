@@ -381,7 +381,12 @@ mod tests {
         assert_eq!(metadata(1, "X-User: 42").unwrap(), "x-user: 42");
         assert!(metadata(1, "grpc-timeout: 1S").is_err());
         // The value never shows in an error, however the line is malformed.
-        for bad in ["authorization Bearer s3cr3t", "bad key: s3cr3t", "grpc-x: s3cr3t", ": s3cr3t"] {
+        for bad in [
+            "authorization Bearer s3cr3t",
+            "bad key: s3cr3t",
+            "grpc-x: s3cr3t",
+            ": s3cr3t",
+        ] {
             let e = metadata(2, bad).unwrap_err().to_string();
             assert!(e.starts_with("--metadata") && !e.contains("s3cr3t"), "{e}");
         }

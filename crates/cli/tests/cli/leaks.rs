@@ -62,7 +62,10 @@ fn a_websocket_url_with_credentials_is_refused_unquoted() {
         "-q",
     ]));
     assert_eq!(code, 2, "{stderr}");
-    assert!(stderr.contains("credentials") && stderr.contains("ws.yaml:9"), "{stderr}");
+    assert!(
+        stderr.contains("credentials") && stderr.contains("ws.yaml:9"),
+        "{stderr}"
+    );
     nowhere(Some(&out), &[&stdout, &stderr]);
     // Nor does `k8s job` ship it.
     let (code, stdout, stderr) = run(throng().args(["k8s", "job"]).arg(&file).args(["--parallelism", "2"]));
@@ -143,10 +146,18 @@ fn a_bad_secret_header_or_metadata_is_refused_without_its_value() {
     let at_file = format!("@{}", headers.display());
     let cases: Vec<(Vec<String>, &str)> = vec![
         (
-            vec!["http".into(), url.clone(), "-H".into(), format!("Authorization: Bearer {SECRET}\u{1}")],
+            vec![
+                "http".into(),
+                url.clone(),
+                "-H".into(),
+                format!("Authorization: Bearer {SECRET}\u{1}"),
+            ],
             "-H/--header",
         ),
-        (vec!["http".into(), url.clone(), "-H".into(), format!("Cookie {SECRET}")], "-H/--header"),
+        (
+            vec!["http".into(), url.clone(), "-H".into(), format!("Cookie {SECRET}")],
+            "-H/--header",
+        ),
         (
             vec!["http".into(), url.clone(), "-H".into(), format!("Bad Name: {SECRET}")],
             "-H/--header",
@@ -195,8 +206,18 @@ fn grpc_secret_metadata_is_sent_and_written_nowhere() {
     let (code, stdout, stderr) = run(throng()
         .args(["grpc", &server.addr, "--plaintext", "--proto"])
         .arg(crate::grpc::here("tester.proto"))
-        .args(["--call", "throngtest.Tester/Call", "--data", r#"{"need_metadata": "x-api-key"}"#])
-        .args(["--metadata", &format!("X-Api-Key: {SECRET}"), "--secret-metadata", "x-api-key"])
+        .args([
+            "--call",
+            "throngtest.Tester/Call",
+            "--data",
+            r#"{"need_metadata": "x-api-key"}"#,
+        ])
+        .args([
+            "--metadata",
+            &format!("X-Api-Key: {SECRET}"),
+            "--secret-metadata",
+            "x-api-key",
+        ])
         .args(["-n", "20", "-t", "1", "--json", &p("r.json"), "--html", &p("r.html")])
         .args(["--csv", &p("r.csv"), "--csv-requests", &p("rows.csv")]));
     assert_eq!(code, 0, "{stderr}");

@@ -38,6 +38,7 @@
 
 mod common;
 
+mod blame;
 mod bounds;
 mod compare;
 mod cookies;
@@ -81,6 +82,7 @@ mod scenario_ws;
 mod segments;
 mod send_secret;
 mod shell;
+mod stdin_read;
 mod storm;
 mod storm_held;
 mod storm_http2;
