@@ -187,3 +187,48 @@ fn the_hint_names_the_protocol_the_run_spoke() {
     let line = verdict(&run.stderr()).to_string();
     assert!(line.contains("speaking WebSocket?"), "{line}");
 }
+
+/// A gRPC server (grpcio) whose reflection service answers every request
+/// with an empty message: a gRPC reply, but no reflection response.
+const NOT_REFLECTION: &str = r#"
+import sys, time, grpc
+from concurrent import futures
+def info(requests, context):
+    for _ in requests:
+        yield b""
+handler = grpc.method_handlers_generic_handler("grpc.reflection.v1alpha.ServerReflection", {
+    "ServerReflectionInfo": grpc.stream_stream_rpc_method_handler(info),
+})
+server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+server.add_generic_rpc_handlers((handler,))
+server.add_insecure_port("127.0.0.1:" + sys.argv[1])
+server.start()
+time.sleep(60)
+"#;
+
+#[test]
+fn an_answer_that_is_not_reflection_is_a_usage_error() {
+    let port = free_port();
+    let mut server = std::process::Command::new("python3")
+        .args(["-c", NOT_REFLECTION, &port.to_string()])
+        .env("GRPC_VERBOSITY", "NONE")
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("python3 runs (scripts/test.sh installs grpcio)");
+    common::wait_listening(([127, 0, 0, 1], port).into());
+    let o = common::output(common::throng().args([
+        "grpc",
+        &format!("127.0.0.1:{port}"),
+        "--plaintext",
+        "--call",
+        "throngtest.Tester/Call",
+        "-n",
+        "1",
+        "-q",
+    ]));
+    let _ = server.kill();
+    let _ = server.wait();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("not a reflection response"), "{stderr}");
+}
