@@ -417,7 +417,8 @@ fn plain_proxy(plan: &throng_result::Plan) -> Option<&throng_plan::Proxy> {
 }
 
 /// The protocols a run spoke, for a failure's hint: `HTTP/2`, `gRPC
-/// (HTTP/2)`, a scenario's `HTTP/1.1 and WebSocket`; None for a storm.
+/// (HTTP/2)`, a scenario's `HTTP/1.1 and WebSocket`, a storm's
+/// `WebSocket`; None for a storm that only connects (or speaks lines).
 fn spoken(plan: &throng_result::Plan) -> Option<String> {
     fn version(v: throng_plan::HttpVersion) -> &'static str {
         match v {
@@ -441,7 +442,12 @@ fn spoken(plan: &throng_result::Plan) -> Option<String> {
     match plan {
         throng_result::Plan::Http(p) if p.grpc.is_some() => Some("gRPC (HTTP/2)".to_string()),
         throng_result::Plan::Http(p) => Some(version(p.http).to_string()),
-        throng_result::Plan::Storm(_) => None,
+        throng_result::Plan::Storm(p) => match &p.protocol {
+            Some(throng_plan::Protocol::WebSocket(_)) => Some("WebSocket".to_string()),
+            Some(throng_plan::Protocol::Nats(_)) => Some("NATS".to_string()),
+            _ if p.request.is_some() => Some("HTTP/1.1".to_string()),
+            _ => None,
+        },
         throng_result::Plan::Run(p) => {
             let mut names: Vec<&str> = Vec::new();
             for s in &p.scenarios {

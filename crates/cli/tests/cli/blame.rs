@@ -186,6 +186,18 @@ fn the_hint_names_the_protocol_the_run_spoke() {
     assert_eq!(run.code(), 1, "{}", run.stderr());
     let line = verdict(&run.stderr()).to_string();
     assert!(line.contains("speaking WebSocket?"), "{line}");
+
+    // A WebSocket storm to the same server.
+    let run = common::storm(&[&nginx.url("/").replace("http://", "ws://"), "-n", "3"]);
+    assert_eq!(run.code(), 1, "{}", run.stderr());
+    assert_books_balance(run.result());
+    let line = run
+        .stderr()
+        .lines()
+        .find(|l| l.contains("every connection failed"))
+        .unwrap_or_else(|| panic!("no verdict: {}", run.stderr()))
+        .to_string();
+    assert!(line.contains("speaking WebSocket?"), "{line}");
 }
 
 /// A gRPC server (grpcio) whose reflection service answers every request
