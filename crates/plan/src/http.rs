@@ -1493,7 +1493,8 @@ pub fn redaction_note<'a>(headers: impl Iterator<Item = &'a str>, secret: &[Stri
     (!names.is_empty()).then(|| {
         format!(
             "the values of these request headers are secret and read {REDACTED} in this result: {} \
-             (Authorization, Proxy-Authorization, Cookie, Set-Cookie always; more with --secret-header)",
+             (Authorization, Proxy-Authorization, Cookie, Set-Cookie always; more with --secret-header, or \
+             --secret-metadata for grpc)",
             names.join(", ")
         )
     })

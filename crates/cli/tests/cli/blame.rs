@@ -140,6 +140,31 @@ fn a_silent_or_garbling_proxy_is_named_not_the_target() {
     let m = &run.result().measurements;
     assert_eq!(m.requests.error("proxy.timeout"), 2, "{:?}", m.requests.errors);
     assert!(verdict(&run.stderr()).contains("the proxy"), "{}", run.stderr());
+
+    // Nobody answered: a timed run stops after its first attempts, as it
+    // does when the target's connect times out, instead of going on for
+    // its whole duration.
+    let run = http(&[
+        &format!("https://localhost:{port}/"),
+        "--cacert",
+        certs.join("ca.pem").to_str().unwrap(),
+        "-x",
+        &proxy.url(),
+        "-d",
+        "30s",
+        "-c",
+        "1",
+        "--timeout",
+        "1s",
+    ]);
+    assert_eq!(run.code(), 1, "{}", run.stderr());
+    let m = &run.result().measurements;
+    assert_books_balance(run.result());
+    assert!(
+        (1..=2).contains(&m.requests.error("proxy.timeout")),
+        "stopped early: {:?}",
+        m.requests
+    );
 }
 
 #[test]
