@@ -386,7 +386,8 @@ fn every_unit_failed(r: &RunResult) -> bool {
             }
             k if k.starts_with("protocol.") => "the server answered the protocol handshake with an error".to_string(),
             k if k.starts_with("proxy.") => format!(
-                "the proxy did not open the way to {target}: {}",
+                "the proxy{} did not open the way to {target}: {}",
+                proxy_of(&r.plan).map_or_else(String::new, |p| format!(" {} ({})", p.url, p.from)),
                 throng_metrics::ErrorClass::describe(k)
             ),
             "protocol" => format!(
@@ -405,6 +406,15 @@ fn every_unit_failed(r: &RunResult) -> bool {
         return true;
     }
     false
+}
+
+/// The proxy a run went through, if any.
+fn proxy_of(plan: &throng_result::Plan) -> Option<&throng_plan::Proxy> {
+    match plan {
+        throng_result::Plan::Http(p) => p.reach.proxy.as_ref(),
+        throng_result::Plan::Storm(p) => p.reach.proxy.as_ref(),
+        throng_result::Plan::Run(_) => None,
+    }
 }
 
 /// The proxy of a plain-http `throng http` run: its requests go to the

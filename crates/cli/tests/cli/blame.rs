@@ -139,7 +139,8 @@ fn a_silent_or_garbling_proxy_is_named_not_the_target() {
     assert_eq!(run.code(), 1, "{}", run.stderr());
     let m = &run.result().measurements;
     assert_eq!(m.requests.error("proxy.timeout"), 2, "{:?}", m.requests.errors);
-    assert!(verdict(&run.stderr()).contains("the proxy"), "{}", run.stderr());
+    let line = verdict(&run.stderr()).to_string();
+    assert!(line.contains(&format!("the proxy {} (--proxy)", proxy.url())), "{line}");
 
     // Nobody answered: a timed run stops after its first attempts, as it
     // does when the target's connect times out, instead of going on for
