@@ -386,10 +386,14 @@ pub struct GrpcCmd {
     /// Speak gRPC over HTTP/2 in the clear (h2c); without it, TLS with ALPN h2
     #[arg(long = "plaintext")]
     pub plaintext: bool,
-    /// Request metadata, repeatable: --metadata 'x-user: 42' (authorization's value is redacted in
-    /// results)
+    /// Request metadata, repeatable: --metadata 'x-user: 42' (authorization's and cookie's values are
+    /// redacted in results)
     #[arg(long = "metadata", value_name = "'KEY: VALUE'")]
     pub metadata: Vec<String>,
+    /// Redact this metadata key's value in results, reports and errors, repeatable:
+    /// --secret-metadata x-api-key (authorization and cookie always are)
+    #[arg(long = "secret-metadata", value_name = "KEY")]
+    pub secret_metadata: Vec<String>,
     /// Each call's deadline (sent as grpc-timeout); a call not answered in time is
     /// grpc.deadline_exceeded
     #[arg(long = "deadline", value_name = "DURATION", value_parser = parse_duration)]

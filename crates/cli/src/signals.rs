@@ -1,7 +1,61 @@
 //! Ctrl-C and SIGTERM: the first stops the run gracefully, the second
 //! aborts it.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use throng_engine::Control;
+
+/// Set once a run's own watch ([`on_signal`]) takes the signals over from
+/// [`exit_until_run`].
+static RUN_HOLDS: AtomicBool = AtomicBool::new(false);
+
+/// The exit code of an interrupted command (see `exit::Outcome::code`).
+const INTERRUPTED: i32 = 130;
+
+/// Until a run takes Ctrl-C and SIGTERM over, ends the process at once
+/// with the interrupted code, saying that `what` was interrupted. For a
+/// wait before the run that nothing else would cut short: a blocking read
+/// of stdin (`--data @-` on a silent pipe or a terminal) goes on through a
+/// signal that has a handler, or that the parent ignored. The signals are
+/// watched before this returns.
+pub fn exit_until_run(what: &'static str) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
+        return;
+    };
+    let watched = {
+        let _in = rt.enter();
+        (signal(SignalKind::interrupt()), signal(SignalKind::terminate()))
+    };
+    let (Ok(mut int), Ok(mut term)) = watched else {
+        return;
+    };
+    let spawned = std::thread::Builder::new()
+        // At most 15 bytes, as the kernel keeps it (tests look for it).
+        .name("throng-prerun".into())
+        .spawn(move || {
+            rt.block_on(async move {
+                loop {
+                    tokio::select! {
+                        r = int.recv() => if r.is_none() { return },
+                        r = term.recv() => if r.is_none() { return },
+                    }
+                    if !RUN_HOLDS.load(Ordering::SeqCst) {
+                        eprintln!("\nthrong: interrupted {what}");
+                        std::process::exit(INTERRUPTED);
+                    }
+                }
+            });
+        });
+    // Without the thread the signals keep the handler just installed and
+    // would be lost: put the default action (the process ends) back.
+    if spawned.is_err() {
+        for sig in [libc::SIGINT, libc::SIGTERM] {
+            // SAFETY: SIG_DFL is a valid disposition; signal takes no pointers.
+            unsafe { libc::signal(sig, libc::SIG_DFL) };
+        }
+    }
+}
 
 /// Starts a thread that forwards SIGINT/SIGTERM to `control` for the rest of
 /// the process's life.
@@ -53,6 +107,7 @@ pub fn forward_to_children(control: &Control, pids: Vec<u32>) {
 /// On every SIGINT or SIGTERM: say `first` the first time, interrupt
 /// `control`, then run `also`.
 fn on_signal(control: &Control, first: &'static str, also: impl Fn() + Send + 'static) {
+    RUN_HOLDS.store(true, Ordering::SeqCst);
     let control = control.clone();
     let spawned = std::thread::Builder::new()
         .name("throng-signals".into())

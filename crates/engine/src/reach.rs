@@ -191,9 +191,11 @@ pub(crate) async fn connect_tunnel(
             _ => Err(ErrorClass::Proxy("refused")),
         }
     };
+    // The proxy took the TCP connection but said nothing in time: its
+    // fault, not the target's (which it may never have tried).
     tokio::select! {
         biased;
         r = work => r,
-        () = sleep => Err(ErrorClass::TimeoutConnect),
+        () = sleep => Err(ErrorClass::Proxy("timeout")),
     }
 }

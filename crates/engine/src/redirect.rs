@@ -107,7 +107,9 @@ pub(crate) fn next_hop(from: &Place, method: &str, status: u16, location: Option
         url::Host::Ipv4(a) => a.to_string(),
         url::Host::Ipv6(a) => a.to_string(),
     };
-    let port = url.port_or_known_default().ok_or(BAD_LOCATION)?;
+    // Port 0 is no port anyone listens on: a connect there would fail as
+    // if the first origin were down.
+    let port = url.port_or_known_default().filter(|&p| p != 0).ok_or(BAD_LOCATION)?;
     let mut target = url.path().to_string();
     if let Some(q) = url.query() {
         target.push('?');
@@ -656,7 +658,18 @@ mod tests {
         assert_eq!(hop("http://127.0.0.2:9/z"), Ok(at(false, "127.0.0.2", 9, "/z")));
         assert_eq!(hop("https://Example.COM/"), Ok(at(true, "example.com", 443, "/")));
         assert_eq!(hop("//[::1]:81/v6"), Ok(at(false, "::1", 81, "/v6")));
-        for bad in ["", "   ", "ftp://h/", "http://", "http://h:99999/", "mailto:a@b"] {
+        for bad in [
+            "",
+            "   ",
+            "ftp://h/",
+            "http://",
+            "http://h:99999/",
+            "mailto:a@b",
+            "http://127.0.0.1:0/x",
+            "https://h:0/",
+            "http://[fe80::1%25lo]:8080/",
+            "http://[fe80::1%lo]/",
+        ] {
             assert_eq!(hop(bad), Err(BAD_LOCATION), "{bad:?}");
         }
         assert_eq!(next_hop(&from, "GET", 301, None), Err(BAD_LOCATION));

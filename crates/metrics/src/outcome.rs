@@ -71,7 +71,8 @@ pub enum ErrorClass {
     /// `unreachable` (its TCP connect failed), `auth_required` (407),
     /// `forbidden` (403), `bad_gateway` (5xx: it could not reach the
     /// target), `refused` (another status), `protocol` (not an HTTP
-    /// answer), `closed` (it closed before answering).
+    /// answer), `closed` (it closed before answering), `timeout` (it
+    /// took the connection but did not answer CONNECT within the timeout).
     Proxy(&'static str),
     /// A redirect that could not be followed: `too_many` (more hops than
     /// the request may follow), `bad_location` (no usable `Location`),
@@ -180,8 +181,11 @@ impl ErrorClass {
             "proxy.refused" => "the proxy answered CONNECT with another status than 2xx",
             "proxy.protocol" => "the proxy's answer to CONNECT was not HTTP",
             "proxy.closed" => "the proxy closed the connection before answering CONNECT",
+            "proxy.timeout" => "the proxy took the connection but did not answer CONNECT within --timeout",
             "redirect.too_many" => "a redirect past the number the request may follow (--redirects, redirects:)",
-            "redirect.bad_location" => "a redirect with no Location, or one that is not an http(s) URL",
+            "redirect.bad_location" => {
+                "a redirect with no Location, or one that is not an http(s) URL with a host and a port from 1 to 65535"
+            }
             "redirect.scheme" => "a redirect from http to https in a run with no TLS set up",
             "h2.refused_stream" => {
                 "HTTP/2: the server refused the stream (RST_STREAM REFUSED_STREAM) before processing it"

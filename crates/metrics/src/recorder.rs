@@ -720,7 +720,8 @@ impl SeriesPoint {
 }
 
 /// True for a failed connection attempt that no peer answered: nothing
-/// listens (refused), the connect timed out, or it could not even start
+/// listens (refused), the connect (or a proxy's answer to CONNECT) timed
+/// out, or it could not even start
 /// (no descriptor, no port, an OS error such as ENETUNREACH). A run whose
 /// first attempts all end so may stop early; one whose server answered —
 /// a TLS alert, a reset, a failed check — runs the count it was asked for.
@@ -732,7 +733,7 @@ fn nobody_answered(class: &ErrorClass) -> bool {
             | ErrorClass::FdUnavailable
             | ErrorClass::AddrUnavailable
             | ErrorClass::Other(_)
-            | ErrorClass::Proxy("unreachable")
+            | ErrorClass::Proxy("unreachable" | "timeout")
     )
 }
 

@@ -1146,7 +1146,8 @@ fn http_version(http2: bool, http3: bool, target: &Target) -> Result<HttpVersion
     }
 }
 
-pub(crate) fn is_token(b: u8) -> bool {
+/// True for a byte an HTTP token (a header name) may hold (RFC 9110 5.6.2).
+pub fn is_token(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 
@@ -1259,8 +1260,9 @@ fn parse_target(given: &str) -> Result<(Target, Option<String>), PlanError> {
 }
 
 /// `text` with anything between `://` and the `@` that ends the
-/// authority's user information replaced by `***`.
-fn mask_userinfo(text: &str) -> String {
+/// authority's user information replaced by `***`: a URL fit for an error
+/// message (it need not parse).
+pub fn mask_userinfo(text: &str) -> String {
     let Some((scheme, rest)) = text.split_once("://") else {
         return text.to_string();
     };
@@ -1323,11 +1325,23 @@ fn authorization(headers: &mut Vec<(String, String)>, args: &HttpArgs, url: Opti
 }
 
 fn parse_header(text: &str) -> Result<(String, String), PlanError> {
-    let shown = text.escape_debug().to_string();
+    // The value may be a secret (Authorization, Cookie, an API key): an
+    // error shows the name when it is a well-formed one, never the value.
+    let shown = match text.split_once(':') {
+        Some((name, _)) => {
+            let name = name.trim_matches([' ', '\t']);
+            if !name.is_empty() && name.len() <= 64 && name.bytes().all(is_token) {
+                format!("'{name}: …'")
+            } else {
+                "a header".to_string()
+            }
+        }
+        None => "a header".to_string(),
+    };
     let bad = |why: &str| {
         PlanError::invalid(
             "-H/--header",
-            format!("'{shown}': {why}; expected 'Name: value', e.g. -H 'Accept: application/json'"),
+            format!("{shown}: {why}; expected 'Name: value', e.g. -H 'Accept: application/json'"),
         )
     };
     let (name, value) = text
@@ -1479,7 +1493,8 @@ pub fn redaction_note<'a>(headers: impl Iterator<Item = &'a str>, secret: &[Stri
     (!names.is_empty()).then(|| {
         format!(
             "the values of these request headers are secret and read {REDACTED} in this result: {} \
-             (Authorization, Proxy-Authorization, Cookie, Set-Cookie always; more with --secret-header)",
+             (Authorization, Proxy-Authorization, Cookie, Set-Cookie always; more with --secret-header, or \
+             --secret-metadata for grpc)",
             names.join(", ")
         )
     })
@@ -1526,13 +1541,13 @@ pub fn redact_command(text: &str) -> String {
     }
     let marked: Vec<String> = words
         .windows(2)
-        .filter(|w| w[0].2 == "--secret-header")
+        .filter(|w| matches!(w[0].2.as_str(), "--secret-header" | "--secret-metadata"))
         .map(|w| w[1].2.clone())
-        .chain(
-            words
-                .iter()
-                .filter_map(|w| w.2.strip_prefix("--secret-header=").map(str::to_string)),
-        )
+        .chain(words.iter().filter_map(|w| {
+            w.2.strip_prefix("--secret-header=")
+                .or_else(|| w.2.strip_prefix("--secret-metadata="))
+                .map(str::to_string)
+        }))
         .collect();
     let names = words.iter().filter_map(|w| w.2.split_once(':').map(|(n, _)| n.trim()));
     let secret = secret_names(&[], names)
@@ -1791,6 +1806,20 @@ mod tests {
             HttpPlan::from_args(a).unwrap().headers,
             [("X-A".to_string(), "a\tb".to_string())]
         );
+    }
+
+    #[test]
+    fn a_bad_header_is_named_but_its_value_never_shown() {
+        for (h, shown) in [
+            ("Authorization: Bearer s3cr3t\u{1}", "'Authorization: …'"),
+            ("Cookie s3cr3t", "a header"),
+            ("Bad Name: s3cr3t", "a header"),
+            ("X-Key: s3cr3t\u{b}", "'X-Key: …'"),
+        ] {
+            let e = parse_header(h).unwrap_err().to_string();
+            assert!(e.starts_with(&format!("-H/--header: {shown}: ")), "{e}");
+            assert!(!e.contains("s3cr3t"), "{e}");
+        }
     }
 
     #[test]
@@ -2082,7 +2111,7 @@ mod tests {
             ..raw("f.txt:4", "http://h/b")
         }];
         let e = HttpPlan::from_args(a).unwrap_err().to_string();
-        assert!(e.starts_with("--targets: f.txt:4: 'nocolon'"), "{e}");
+        assert!(e.starts_with("--targets: f.txt:4: a header: no ':'"), "{e}");
         let mut a = args("");
         a.targets = vec![raw("f.txt:9", "ftp://h/")];
         let e = HttpPlan::from_args(a).unwrap_err().to_string();

@@ -39,7 +39,7 @@ pub use head::{Authority, RequestHead};
 pub use http::{
     BodyLines, GRPC_CODES, GrpcCall, HttpArgs, HttpPlan, HttpVersion, IoModel, Load, MAX_BODY_BYTES, MAX_REDIRECTS,
     MAX_STREAMS, REDACTED, SENSITIVE_HEADERS, Scheme, Stop, Target, TlsSettings, grpc_code_name, is_forbidden_in_value,
-    is_secret, redact_command, redaction_note, secret_names,
+    is_secret, is_token, mask_userinfo, redact_command, redaction_note, secret_names,
 };
 pub use loads::{HttpLoads, HttpWorkerLoad, StormLoads, StormWorkerLoad};
 pub use reach::{Family, Override, Proxy, Reach, ReachArgs, basic_authorization, no_proxy_matches};

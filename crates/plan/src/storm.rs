@@ -893,10 +893,12 @@ fn parse_client(a: &StormArgs, target: &StormTarget) -> Result<ClientProfile, Pl
     Ok(client)
 }
 
-fn parse_target(text: &str) -> Result<StormTarget, PlanError> {
+fn parse_target(given: &str) -> Result<StormTarget, PlanError> {
     let example = "e.g. tcp://127.0.0.1:8080, tls://127.0.0.1:8443, https://127.0.0.1:8443/, \
                    nats://user:pass@127.0.0.1:4222 or ws://127.0.0.1:8080/chat";
-    let url = url::Url::parse(text)
+    // Errors quote the target with any user:password@ as ***@.
+    let text = &crate::http::mask_userinfo(given);
+    let url = url::Url::parse(given)
         .map_err(|e| PlanError::invalid("TARGET", format!("'{text}' is not a valid target ({e}); {example}")))?;
     let scheme = match url.scheme() {
         "tcp" => StormScheme::Tcp,
@@ -1378,6 +1380,18 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.starts_with("--send-secret: ") && !e.contains("hunter2"), "{e}");
+    }
+
+    #[test]
+    fn a_bad_target_with_a_password_is_quoted_without_it() {
+        for t in [
+            "nats://u:s3cr3t@127.0.0.1:99999",
+            "tcp://u:s3cr3t@[::1",
+            "tcp://u:s3cr3t@127.0.0.1",
+        ] {
+            let e = parse_target(t).unwrap_err().to_string();
+            assert!(e.starts_with("TARGET: ") && !e.contains("s3cr3t"), "{e}");
+        }
     }
 
     #[test]

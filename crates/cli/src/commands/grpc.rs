@@ -21,7 +21,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use prost::Message as _;
 use prost_reflect::{DescriptorPool, DynamicMessage, MethodDescriptor};
-use throng_plan::{GRPC_CODES, GrpcCall, HttpArgs, HttpPlan, MAX_BODY_BYTES};
+use throng_plan::{GRPC_CODES, GrpcCall, HttpArgs, HttpPlan, MAX_BODY_BYTES, is_token};
 
 use super::{UsageError, finish_runs, repeated};
 use crate::args::{Format, GrpcCmd, RepeatArgs};
@@ -84,8 +84,17 @@ pub fn run(c: GrpcCmd) -> anyhow::Result<ExitCode> {
         "te: trailers".to_string(),
         format!("user-agent: throng/{}", env!("CARGO_PKG_VERSION")),
     ];
-    for m in &c.metadata {
-        headers.push(metadata(m)?);
+    for (i, m) in c.metadata.iter().enumerate() {
+        headers.push(metadata(i + 1, m)?);
+    }
+    for key in &c.secret_metadata {
+        if key.trim().is_empty() || !key.trim().bytes().all(is_token) {
+            return Err(UsageError(format!(
+                "--secret-metadata '{}': not a metadata key; give the key only, e.g. --secret-metadata x-api-key",
+                key.escape_debug()
+            ))
+            .into());
+        }
     }
     if let Some(d) = c.deadline {
         headers.push(format!("grpc-timeout: {}", grpc_timeout(d)?));
@@ -100,6 +109,7 @@ pub fn run(c: GrpcCmd) -> anyhow::Result<ExitCode> {
         threads: c.threads,
         method: Some("POST".to_string()),
         headers,
+        secret_headers: c.secret_metadata.clone(),
         // The message is encoded once the method's descriptor is known.
         body: Some((
             json.as_ref().map_or_else(|| "{}".to_string(), |(from, _)| from.clone()),
@@ -300,19 +310,43 @@ fn parse_codes(list: &str) -> Result<Vec<u16>, String> {
         .collect()
 }
 
-/// `--metadata 'key: value'` as a request header line.
-fn metadata(m: &str) -> Result<String, UsageError> {
+/// The `n`th `--metadata 'key: value'` as a request header line. Its value
+/// may be a secret (a token, an API key): an error names the key, or the
+/// flag's place when there is no well-formed key, never the value.
+fn metadata(n: usize, m: &str) -> Result<String, UsageError> {
     let Some((key, value)) = m.split_once(':') else {
-        return Err(UsageError(format!("--metadata '{m}': give it as 'key: value'")));
+        return Err(UsageError(format!(
+            "--metadata (the {}): no ':' between key and value; give it as 'key: value', e.g. --metadata 'x-user: 42'",
+            ordinal(n)
+        )));
     };
     let key = key.trim().to_ascii_lowercase();
-    if key.is_empty() || key.starts_with("grpc-") || ["content-type", "te"].contains(&key.as_str()) {
+    if key.is_empty() || !key.bytes().all(is_token) || key.len() > 256 {
         return Err(UsageError(format!(
-            "--metadata '{m}': '{key}' is not a metadata key throng lets you set (empty, grpc-*, content-type and \
+            "--metadata (the {}): the key is empty or has characters a metadata key cannot have; give it as \
+             'key: value', e.g. --metadata 'x-user: 42'",
+            ordinal(n)
+        )));
+    }
+    if key.starts_with("grpc-") || ["content-type", "te"].contains(&key.as_str()) {
+        return Err(UsageError(format!(
+            "--metadata '{key}: …': '{key}' is not a metadata key throng lets you set (grpc-*, content-type and \
              te are the protocol's); use another key"
         )));
     }
     Ok(format!("{key}: {}", value.trim()))
+}
+
+/// `1st`, `2nd`, `3rd`, `4th`…
+fn ordinal(n: usize) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
 }
 
 /// The `grpc-timeout` value: at most 8 digits and a unit (gRPC over HTTP/2).
@@ -344,8 +378,21 @@ mod tests {
         assert_eq!(split_call("a.B/C").unwrap(), ("a.B", "C"));
         assert!(split_call("a.B").is_err());
         assert!(split_call("a.B/C/D").is_err());
-        assert_eq!(metadata("X-User: 42").unwrap(), "x-user: 42");
-        assert!(metadata("grpc-timeout: 1S").is_err());
+        assert_eq!(metadata(1, "X-User: 42").unwrap(), "x-user: 42");
+        assert!(metadata(1, "grpc-timeout: 1S").is_err());
+        // The value never shows in an error, however the line is malformed.
+        for bad in [
+            "authorization Bearer s3cr3t",
+            "bad key: s3cr3t",
+            "grpc-x: s3cr3t",
+            ": s3cr3t",
+        ] {
+            let e = metadata(2, bad).unwrap_err().to_string();
+            assert!(e.starts_with("--metadata") && !e.contains("s3cr3t"), "{e}");
+        }
+        assert_eq!(ordinal(1), "1st");
+        assert_eq!(ordinal(12), "12th");
+        assert_eq!(ordinal(23), "23rd");
         assert_eq!(grpc_timeout(Duration::from_millis(250)).unwrap(), "250m");
         assert!(grpc_timeout(Duration::ZERO).is_err());
     }

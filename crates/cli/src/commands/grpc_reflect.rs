@@ -176,7 +176,8 @@ pub fn pool(
                     .ok()
                     .and_then(|r| r.answer)
                     .ok_or_else(|| {
-                        anyhow::anyhow!("server reflection: {server} answered with something that is not a reflection response; pass --proto FILE")
+                        // What the server serves, not a run that failed: exit 2.
+                        anyhow::Error::from(UsageError(format!("server reflection: {server} answered with something that is not a reflection response; pass --proto FILE")))
                     })
             })
             .collect::<anyhow::Result<Vec<Answer>>>()

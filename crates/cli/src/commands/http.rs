@@ -172,6 +172,8 @@ pub(super) fn read_data(data: &str) -> Result<(String, Vec<u8>), UsageError> {
     match data.strip_prefix('@') {
         None => Ok(("--data".to_string(), data.as_bytes().to_vec())),
         Some("-") => {
+            // A silent stdin must not hold off Ctrl-C.
+            crate::signals::exit_until_run("while reading --data @- from stdin");
             let mut bytes = Vec::new();
             std::io::stdin()
                 .lock()

@@ -142,6 +142,7 @@ fn command_line(args: &[String]) -> anyhow::Result<(Plan, Load, Secrets)> {
             secrets.args = h.url.iter().chain(&h.more_urls).any(|u| has_userinfo(u))
                 || has_secret_header(&h.headers, &h.secret_headers)
                 || h.basic_auth.is_some()
+                || !h.cookies.is_empty()
                 || h.reach.proxy.as_deref().is_some_and(has_userinfo)
                 // An inline body may carry credentials (`@FILE` is shipped as a file).
                 || h.data.as_deref().is_some_and(|d| !d.starts_with('@'));

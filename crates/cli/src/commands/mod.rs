@@ -321,7 +321,36 @@ fn every_unit_failed(r: &RunResult) -> bool {
         classes.sort_by(|a, b| b.1.cmp(a.1));
         let top: Vec<String> = classes.iter().take(3).map(|(k, v)| format!("{v} {k}")).collect();
         let target = r.plan.target_authority();
-        let hint = match classes.first().map(|(k, _)| k.as_str()).unwrap_or("") {
+        let first = classes.first().map(|(k, _)| k.as_str()).unwrap_or("");
+        let hint = match first {
+            // Plain http through a proxy: every request and every byte of
+            // its answer go by the proxy, so a silence, a close or
+            // something not HTTP came from it (tunnels say proxy.*).
+            "timeout.connect" | "timeout.response" | "eof" | "reset" | "protocol" if plain_proxy(&r.plan).is_some() => {
+                let p = plain_proxy(&r.plan).map_or_else(String::new, |p| format!("{} ({})", p.url, p.from));
+                let what = match first {
+                    "timeout.connect" => "did not take the connection within --timeout",
+                    "timeout.response" => "did not answer within --timeout",
+                    "protocol" => "answered with something that is not HTTP",
+                    _ => "closed the connection without a whole answer",
+                };
+                format!(
+                    "every request went to the proxy {p}, which {what}; is it up, is it an HTTP proxy, and can it \
+                     reach {target}?"
+                )
+            }
+            "redirect.bad_location" => format!(
+                "{target} answered with redirects throng cannot follow: their Location is missing or not an \
+                 http(s) URL with a host and a port from 1 to 65535 (look at it: curl -si URL)"
+            ),
+            "redirect.too_many" => format!(
+                "{target}'s redirects went on past --redirects (redirects: in a scenario); a loop, or give more"
+            ),
+            "redirect.scheme" => {
+                "the redirects lead to https://, and the run has no TLS set up (an http:// target); start at the \
+                 https:// URL"
+                    .to_string()
+            }
             "refused" => format!("is anything listening on {target}?"),
             "check_failed" if matches!(r.plan, throng_result::Plan::Run(_)) => {
                 "the server answered, with statuses the steps do not expect; see each request's expect:".to_string()
@@ -357,7 +386,8 @@ fn every_unit_failed(r: &RunResult) -> bool {
             }
             k if k.starts_with("protocol.") => "the server answered the protocol handshake with an error".to_string(),
             k if k.starts_with("proxy.") => format!(
-                "the proxy did not open the way to {target}: {}",
+                "the proxy{} did not open the way to {target}: {}",
+                proxy_of(&r.plan).map_or_else(String::new, |p| format!(" {} ({})", p.url, p.from)),
                 throng_metrics::ErrorClass::describe(k)
             ),
             "protocol" => format!(
@@ -367,17 +397,95 @@ fn every_unit_failed(r: &RunResult) -> bool {
             k if k.starts_with("tls.") => {
                 "the TLS handshake failed; check --cacert, --cert/--key and --sni (or --insecure)".to_string()
             }
-            _ => match &r.plan {
-                throng_result::Plan::Http(_) | throng_result::Plan::Run(_) => {
-                    format!("is {target} up and speaking HTTP/1.1?")
-                }
-                throng_result::Plan::Storm(_) => format!("is {target} up and accepting connections?"),
+            _ => match spoken(&r.plan) {
+                Some(protocols) => format!("is {target} up and speaking {protocols}?"),
+                None => format!("is {target} up and accepting connections?"),
             },
         };
         eprintln!("throng: every {unit} failed ({}); {hint}", top.join(", "));
         return true;
     }
     false
+}
+
+/// The proxy a run went through, if any.
+fn proxy_of(plan: &throng_result::Plan) -> Option<&throng_plan::Proxy> {
+    match plan {
+        throng_result::Plan::Http(p) => p.reach.proxy.as_ref(),
+        throng_result::Plan::Storm(p) => p.reach.proxy.as_ref(),
+        throng_result::Plan::Run(_) => None,
+    }
+}
+
+/// The proxy of a plain-http `throng http` run: its requests go to the
+/// proxy whole (no tunnel), and so do the answers.
+fn plain_proxy(plan: &throng_result::Plan) -> Option<&throng_plan::Proxy> {
+    match plan {
+        throng_result::Plan::Http(p) if p.target.scheme == throng_plan::Scheme::Http => p.reach.proxy.as_ref(),
+        _ => None,
+    }
+}
+
+/// The protocols a run spoke, for a failure's hint: `HTTP/2`, `gRPC
+/// (HTTP/2)`, a scenario's `HTTP/1.1 and WebSocket`, a storm's
+/// `WebSocket`; None for a storm that only connects (or speaks lines).
+fn spoken(plan: &throng_result::Plan) -> Option<String> {
+    fn version(v: throng_plan::HttpVersion) -> &'static str {
+        match v {
+            throng_plan::HttpVersion::Http1 => "HTTP/1.1",
+            throng_plan::HttpVersion::Http2 => "HTTP/2",
+            throng_plan::HttpVersion::Http3 => "HTTP/3",
+        }
+    }
+    /// (has requests, has websocket: steps, has grpc: steps) of a flow.
+    fn kinds(flow: &[throng_scenario::Step], out: &mut (bool, bool, bool)) {
+        for step in flow {
+            match step {
+                throng_scenario::Step::Request(_) => out.0 = true,
+                throng_scenario::Step::WebSocket(_) => out.1 = true,
+                throng_scenario::Step::Grpc(_) => out.2 = true,
+                throng_scenario::Step::Group { flow, .. } => kinds(flow, out),
+                throng_scenario::Step::Think(_) => {}
+            }
+        }
+    }
+    match plan {
+        throng_result::Plan::Http(p) if p.grpc.is_some() => Some("gRPC (HTTP/2)".to_string()),
+        throng_result::Plan::Http(p) => Some(version(p.http).to_string()),
+        throng_result::Plan::Storm(p) => match &p.protocol {
+            Some(throng_plan::Protocol::WebSocket(_)) => Some("WebSocket".to_string()),
+            Some(throng_plan::Protocol::Nats(_)) => Some("NATS".to_string()),
+            _ if p.request.is_some() => Some("HTTP/1.1".to_string()),
+            _ => None,
+        },
+        throng_result::Plan::Run(p) => {
+            let mut names: Vec<&str> = Vec::new();
+            for s in &p.scenarios {
+                let mut k = (false, false, false);
+                kinds(&s.flow, &mut k);
+                if k.0 {
+                    names.push(version(s.target(&p.target).http));
+                    names.extend(s.request_protocols().into_iter().map(|(v, _)| version(v)));
+                }
+                if k.1 {
+                    names.push("WebSocket");
+                }
+                if k.2 {
+                    names.push("gRPC");
+                }
+            }
+            if names.is_empty() {
+                names.push(version(p.target.http));
+            }
+            let mut once: Vec<&str> = Vec::new();
+            for n in names {
+                if !once.contains(&n) {
+                    once.push(n);
+                }
+            }
+            Some(once.join(" and "))
+        }
+    }
 }
 
 /// Makes a child process die with this one (SIGKILL when it goes, however
@@ -408,5 +516,66 @@ pub(crate) fn die_with_this_process(cmd: &mut std::process::Command) {
     // serve's main thread).
     unsafe {
         std::os::unix::process::CommandExt::pre_exec(cmd, arm);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn http(args: throng_plan::HttpArgs) -> throng_result::Plan {
+        throng_result::Plan::Http(throng_plan::HttpPlan::from_args(args).unwrap())
+    }
+
+    fn scenario(flow: &str) -> throng_result::Plan {
+        let text = format!(
+            "target: http://127.0.0.1:8080\nscenarios:\n  s:\n    executor: shared-iterations\n    vus: 1\n    \
+             iterations: 1\n    flow:\n{flow}"
+        );
+        let plan = throng_scenario::ScenarioPlan::parse(&text, "t.yaml", &|f| Err(format!("no file {f}"))).unwrap();
+        throng_result::Plan::Run(Box::new(plan))
+    }
+
+    #[test]
+    fn the_hint_names_the_protocol_spoken() {
+        let url = |u: &str| throng_plan::HttpArgs {
+            url: u.to_string(),
+            cores: 1,
+            ..throng_plan::HttpArgs::default()
+        };
+        assert_eq!(spoken(&http(url("http://h/"))).as_deref(), Some("HTTP/1.1"));
+        let h2 = throng_plan::HttpArgs {
+            http2: true,
+            ..url("http://h/")
+        };
+        assert_eq!(spoken(&http(h2)).as_deref(), Some("HTTP/2"));
+        let h3 = throng_plan::HttpArgs {
+            http3: true,
+            ..url("https://h/")
+        };
+        assert_eq!(spoken(&http(h3)).as_deref(), Some("HTTP/3"));
+        let ws = "      - request: { path: / }\n      - websocket:\n          url: /chat\n          messages: [{ send: hi }]\n";
+        assert_eq!(spoken(&scenario(ws)).as_deref(), Some("HTTP/1.1 and WebSocket"));
+        let ws_only = "      - websocket:\n          url: /chat\n          messages: [{ send: hi }]\n";
+        assert_eq!(spoken(&scenario(ws_only)).as_deref(), Some("WebSocket"));
+        let h2_request = "      - request: { path: /, http: 2 }\n";
+        assert_eq!(spoken(&scenario(h2_request)).as_deref(), Some("HTTP/1.1 and HTTP/2"));
+    }
+
+    #[test]
+    fn only_a_plain_http_run_blames_its_proxy_for_silence() {
+        let proxied = |u: &str| throng_plan::HttpArgs {
+            url: u.to_string(),
+            cores: 1,
+            reach: throng_plan::ReachArgs {
+                proxy: Some("http://127.0.0.1:3128".into()),
+                ..throng_plan::ReachArgs::default()
+            },
+            ..throng_plan::HttpArgs::default()
+        };
+        assert_eq!(plain_proxy(&http(proxied("http://h/"))).map(|p| p.port), Some(3128));
+        // Through a tunnel the proxy's failures are proxy.* classes; what
+        // comes after the tunnel is the target's.
+        assert!(plain_proxy(&http(proxied("https://h/"))).is_none());
     }
 }

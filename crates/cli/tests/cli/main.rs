@@ -38,6 +38,7 @@
 
 mod common;
 
+mod blame;
 mod bounds;
 mod compare;
 mod cookies;
@@ -61,6 +62,7 @@ mod http3;
 mod http_nginx;
 mod image;
 mod inputs;
+mod leaks;
 mod million;
 mod mux_targets;
 mod nats;
@@ -81,6 +83,7 @@ mod scenario_ws;
 mod segments;
 mod send_secret;
 mod shell;
+mod stdin_read;
 mod storm;
 mod storm_held;
 mod storm_http2;

@@ -375,7 +375,9 @@ fn a_forbidden_or_missing_proxy_is_a_counted_class() {
     assert_all_failed_as(r.result(), "proxy.unreachable");
     assert!(r.stdout().contains("check -x/--proxy"), "{}", r.stdout());
     assert!(
-        r.stderr().contains("the proxy did not open the way to localhost:"),
+        r.stderr().contains(&format!(
+            "the proxy {gone} (--proxy) did not open the way to localhost:"
+        )),
         "{}",
         r.stderr()
     );

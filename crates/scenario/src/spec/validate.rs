@@ -381,9 +381,11 @@ impl Validator<'_> {
         .map_err(|e| self.err(&["defaults:"], e.to_string()))
     }
 
-    fn base(&self, at: &[&str], url: &str) -> Result<BaseUrl, ScenarioError> {
+    fn base(&self, at: &[&str], real: &str) -> Result<BaseUrl, ScenarioError> {
         let bad = |m: String| self.err(at, m);
-        let u = url::Url::parse(url).map_err(|e| {
+        // Credentials in the URL are refused below; no error quotes them.
+        let url = throng_plan::mask_userinfo(real);
+        let u = url::Url::parse(real).map_err(|e| {
             bad(format!(
                 "'{url}' is not a URL ({e}); e.g. target: http://127.0.0.1:8080"
             ))
@@ -414,7 +416,7 @@ impl Validator<'_> {
             None => return Err(bad(format!("'{url}' has no host"))),
         };
         Ok(BaseUrl {
-            url: url.to_string(),
+            url: real.to_string(),
             https,
             host,
             port: u.port_or_known_default().unwrap_or(if https { 443 } else { 80 }),
@@ -1280,6 +1282,19 @@ impl Validator<'_> {
         let path = if w.url.starts_with('/') {
             w.url.as_str()
         } else if let Some(rest) = w.url.strip_prefix("ws://").or_else(|| w.url.strip_prefix("wss://")) {
+            let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
+            if authority.contains('@') {
+                // The URL names the step in reports: a password there would
+                // be in every output. Refused as a target's is, unquoted.
+                return Err(self.err(
+                    &here,
+                    format!(
+                        "url '{}' has credentials (user@), which throng does not send; remove them and give an \
+                         Authorization header in defaults.headers (redacted in results)",
+                        throng_plan::mask_userinfo(&w.url)
+                    ),
+                ));
+            }
             rest.find('/').map_or("/", |i| &rest[i..])
         } else {
             return Err(self.err(
