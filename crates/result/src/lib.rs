@@ -433,6 +433,34 @@ pub struct TriggerRecord {
     pub problem: Option<String>,
 }
 
+/// The threshold an open loop with thresholds is also judged by when none
+/// of its own bounds `dropped`: [`IMPLIED_DROPPED`].
+fn implied_dropped(m: &Measurements) -> Verdict {
+    let t = match throng_scenario::Threshold::parse_line(IMPLIED_DROPPED) {
+        Ok(t) => t,
+        // The constant parses (a unit test says so); were it not to, the
+        // verdict fails rather than vanishes.
+        Err(e) => {
+            return Verdict {
+                threshold: IMPLIED_DROPPED.to_string(),
+                passed: false,
+                observed: None,
+                detail: e,
+            };
+        }
+    };
+    let mut v = t.evaluate(m);
+    v.detail = format!(
+        "{} (implied: an open loop's thresholds judge the load it was asked for; give a dropped threshold of \
+         your own, e.g. --threshold 'dropped: rate < 10%', to set another bound)",
+        v.detail
+    );
+    v
+}
+
+/// What an open loop's thresholds imply of its schedule.
+pub const IMPLIED_DROPPED: &str = "dropped: rate <= 1%";
+
 impl RunResult {
     /// The result with its scenario thresholds judged (again) on its
     /// measurements: a merged result is judged on the merged figures.
@@ -444,19 +472,32 @@ impl RunResult {
             // `--threshold`s were checked when the run was planned; one a
             // hand-edited file garbles fails rather than vanishes.
             Plan::Http(p) if !p.thresholds.is_empty() => {
-                self.thresholds = p
+                let parsed: Vec<Result<throng_scenario::Threshold, String>> = p
                     .thresholds
                     .iter()
-                    .map(|text| match throng_scenario::Threshold::parse_line(text) {
+                    .map(|text| throng_scenario::Threshold::parse_line(text))
+                    .collect();
+                self.thresholds = parsed
+                    .iter()
+                    .zip(&p.thresholds)
+                    .map(|(t, text)| match t {
                         Ok(t) => t.evaluate(&self.measurements),
                         Err(e) => throng_scenario::Verdict {
                             threshold: text.clone(),
                             passed: false,
                             observed: None,
-                            detail: e,
+                            detail: e.clone(),
                         },
                     })
                     .collect();
+                // Thresholds judge the load that was asked for: an open loop
+                // judged on a fraction of its schedule would pass by
+                // accident, so unless the user bounded `dropped` themselves,
+                // more than 1% dropped fails the run too.
+                let bounded = parsed.iter().any(|t| t.as_ref().is_ok_and(|t| t.metric == "dropped"));
+                if p.is_open_loop() && !bounded {
+                    self.thresholds.push(implied_dropped(&self.measurements));
+                }
             }
             _ => {}
         }
