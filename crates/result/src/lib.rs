@@ -450,11 +450,15 @@ fn implied_dropped(m: &Measurements) -> Verdict {
         }
     };
     let mut v = t.evaluate(m);
-    v.detail = format!(
-        "{} (implied: an open loop's thresholds judge the load it was asked for; give a dropped threshold of \
-         your own, e.g. --threshold 'dropped: rate < 10%', to set another bound)",
-        v.detail
-    );
+    v.detail = if v.passed {
+        format!("{} (implied by an open loop's thresholds)", v.detail)
+    } else {
+        format!(
+            "{} (implied: an open loop's thresholds judge the load it was asked for; give a dropped threshold \
+             of your own, e.g. --threshold 'dropped: rate < 10%', to set another bound)",
+            v.detail
+        )
+    };
     v
 }
 

@@ -88,5 +88,6 @@ mod targets;
 mod timestamps;
 mod tls;
 mod uring;
+mod verdicts;
 mod websocket;
 mod wire;
