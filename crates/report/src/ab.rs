@@ -204,6 +204,45 @@ mod tests {
     }
 
     #[test]
+    fn an_open_loop_has_no_concurrency_level_and_a_measured_time_per_request() {
+        let mut m = Measurements::default();
+        m.requests.attempted = 200;
+        m.requests.ok = 200;
+        m.dropped = 50;
+        m.peak_concurrent_connections = 3;
+        m.phases.insert("latency".into(), hist(100));
+        let mut r = crate::test_result(m);
+        r.plan = Plan::Http(
+            HttpPlan::from_args(HttpArgs {
+                url: "http://127.0.0.1:8080/".into(),
+                rate: Some(100.0),
+                connections: Some(8),
+                cores: 1,
+                ..HttpArgs::default()
+            })
+            .expect("a valid plan"),
+        );
+        let mut out = Vec::new();
+        super::write(&r, &mut out).expect("written");
+        let text = String::from_utf8(out).expect("UTF-8");
+        assert!(
+            text.contains(
+                "Concurrency Level:      none: open loop at 100 req/s (at most 3 connections open at once, of up to 8)"
+            ),
+            "{text}"
+        );
+        // Half the requests at 3 ms: a mean of 1.5 ms.
+        assert!(
+            text.contains("Time per request:       1.500 [ms] (mean latency from the intended start"),
+            "{text}"
+        );
+        assert!(
+            text.contains("Dropped requests:       50 of 250 scheduled (20.00%, never sent)"),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn the_ab_layout_is_byte_for_byte_ab_23s_for_the_same_figures() {
         let mut m = Measurements::default();
         m.requests.attempted = 200;

@@ -511,3 +511,78 @@ pub fn write_phase_table(m: &Measurements, w: &mut dyn Write) -> io::Result<()> 
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use throng_metrics::Measurements;
+    use throng_plan::{HttpArgs, HttpPlan};
+    use throng_result::Plan;
+
+    /// An open loop at 500/s on 5 connections that sent `sent` and dropped
+    /// `dropped`, all answered 200 or 503 (every fifth).
+    fn open_loop(sent: u64, dropped: u64) -> throng_result::RunResult {
+        let mut m = Measurements::default();
+        m.requests.attempted = sent;
+        m.requests.ok = sent - sent / 5;
+        m.requests.errors.insert("check_failed".into(), sent / 5);
+        m.status.insert(200, sent - sent / 5);
+        m.status.insert(503, sent / 5);
+        m.dropped = dropped;
+        let mut r = crate::test_result(m);
+        r.coordinated_omission_free = true;
+        r.plan = Plan::Http(
+            HttpPlan::from_args(HttpArgs {
+                url: "http://127.0.0.1:8080/".into(),
+                rate: Some(500.0),
+                connections: Some(5),
+                cores: 1,
+                ..HttpArgs::default()
+            })
+            .expect("a valid plan"),
+        );
+        r
+    }
+
+    fn text(r: &throng_result::RunResult) -> String {
+        let mut out = Vec::new();
+        super::write(r, &mut out).expect("written");
+        String::from_utf8(out).expect("UTF-8")
+    }
+
+    #[test]
+    fn an_open_loop_says_what_its_schedule_became() {
+        let t = text(&open_loop(300, 1200));
+        assert!(
+            t.contains("schedule      1500 scheduled, 300 sent, 1200 dropped (80.00%)"),
+            "{t}"
+        );
+        assert!(
+            t.contains("WARNING: 80.00% of the schedule was dropped (1200 of 1500): the run did not make the load asked for (500 req/s on up to 5 connections)"),
+            "{t}"
+        );
+        assert!(
+            t.contains("ok            240 (80.00% of those sent, 16.00% of the schedule)"),
+            "{t}"
+        );
+        assert!(t.contains("coordinated-omission-free for the requests sent"), "{t}");
+        assert!(t.contains("status        200=240 503=60\n"), "{t}");
+        assert!(
+            t.contains("503=60 not expected (--expect-status 200-399): counted check_failed"),
+            "{t}"
+        );
+        // 1% is the bound: at it, no warning; past it, one.
+        assert_eq!(super::dropped_warning(&open_loop(990, 10)), None);
+        assert!(super::dropped_warning(&open_loop(989, 11)).is_some());
+        let t = text(&open_loop(1000, 0));
+        assert!(t.contains("1000 scheduled, 1000 sent, 0 dropped (0.00%)"), "{t}");
+        assert!(!t.contains("WARNING"), "{t}");
+        assert!(
+            t.contains("measured from each request's intended start on the schedule"),
+            "{t}"
+        );
+        // A closed loop has no schedule.
+        let closed = crate::test_result(Measurements::default());
+        assert_eq!(super::schedule(&closed), None);
+        assert!(!text(&closed).contains("schedule "));
+    }
+}

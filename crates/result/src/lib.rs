@@ -1012,6 +1012,42 @@ mod tests {
     }
 
     #[test]
+    fn an_open_loops_thresholds_imply_a_bound_on_dropped() {
+        assert!(throng_scenario::Threshold::parse_line(IMPLIED_DROPPED).is_ok());
+        let plan = |rate: Option<f64>, thresholds: &[&str]| {
+            Plan::Http(
+                HttpPlan::from_args(throng_plan::HttpArgs {
+                    url: "http://127.0.0.1:8080/".to_string(),
+                    rate,
+                    thresholds: thresholds.iter().map(|t| t.to_string()).collect(),
+                    cores: 1,
+                    ..throng_plan::HttpArgs::default()
+                })
+                .expect("a valid plan"),
+            )
+        };
+        // 3 sent, 1 dropped: a quarter of the schedule.
+        let judged = |plan: Plan| {
+            let mut r = result_of(plan);
+            r.measurements.dropped = 1;
+            r.judged().thresholds
+        };
+        let v = judged(plan(Some(100.0), &["errors: rate < 1%"]));
+        assert_eq!(v.len(), 2, "{v:?}");
+        assert_eq!(
+            (v[1].threshold.as_str(), v[1].passed, v[1].observed),
+            (IMPLIED_DROPPED, false, Some(0.25))
+        );
+        assert!(v[1].detail.contains("implied"), "{}", v[1].detail);
+        // The user's own bound replaces it; a closed loop and a run without
+        // thresholds imply nothing.
+        let v = judged(plan(Some(100.0), &["dropped: rate < 50%"]));
+        assert_eq!((v.len(), v[0].passed), (1, true), "{v:?}");
+        assert_eq!(judged(plan(None, &["errors: rate < 1%"])).len(), 1);
+        assert!(judged(plan(Some(100.0), &[])).is_empty());
+    }
+
+    #[test]
     fn a_storm_counts_connections_and_the_rest_requests() {
         let http = HttpPlan::from_args(throng_plan::HttpArgs {
             url: "http://127.0.0.1:8080/".to_string(),
