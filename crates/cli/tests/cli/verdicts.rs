@@ -3,6 +3,7 @@
 //! failing unless it says otherwise, filters that match nothing refused
 //! before the run, an open loop that could not keep its schedule saying so,
 //! failing statuses named by code, and the ab view of an open loop.
+#![allow(clippy::unwrap_used)]
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
