@@ -1224,6 +1224,8 @@ mod tests {
             ("errors{step:login}: rate < 1%", "step: filters are a scenario's"),
             ("latency{target:/a}: p(95) < 1s", "latency is not kept per target"),
             ("dropped{target:/a}: rate < 1%", "dropped is not kept per target"),
+            // No figures are kept per status: such a filter would judge nothing.
+            ("errors{status:503}: count == 0", "'status' is not a tag"),
         ] {
             match Threshold::parse_line(line) {
                 Err(e) => assert!(e.contains(why), "{line}: {e}"),
