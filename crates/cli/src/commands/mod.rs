@@ -351,7 +351,7 @@ fn every_unit_failed(r: &RunResult) -> bool {
                     .to_string()
             }
             "check_failed" => match &r.plan {
-                throng_result::Plan::Http(p) => format!(
+                throng_result::Plan::Http(p) if !throng_report::text::unexpected_statuses(m, p).is_empty() => format!(
                     "the server answered every request with a status the plan does not expect ({}); --expect-status \
                      is {}",
                     throng_report::text::unexpected_statuses(m, p)

@@ -375,3 +375,25 @@ fn the_ab_view_of_an_open_loop_does_not_claim_a_concurrency() {
     assert!(text.contains("Concurrency Level:      4\n"), "{text}");
     assert!(text.contains("[ms] (mean)\n"), "{text}");
 }
+
+#[test]
+fn abort_on_fail_waits_for_samples_and_no_samples_fails_at_the_end() {
+    // A group that never runs: its threshold has no samples all along.
+    // It must not stop the run (nothing shows it failed), and it fails at
+    // the end (nothing shows it held).
+    let lab = Lab::start(&[]);
+    let yaml = format!(
+        "target: {}\nscenarios:\n  s:\n    executor: constant-vus\n    vus: 1\n    duration: 3s\n    flow:\n      \
+         - request: {{ name: home, path: / }}\n      - think: 100ms\nthresholds:\n  group_duration:\n    - threshold: \
+         p(95) < 1s\n      abort_on_fail: true\n      delay: 1s\n",
+        lab.url("")
+    );
+    let run = scenario(&yaml);
+    assert_eq!(run.code(), 99, "{}{}", run.stdout(), run.stderr());
+    let r = run.result();
+    assert!(!r.notes.iter().any(|n| n.contains("abort_on_fail")), "{:?}", r.notes);
+    // Ran its 3 s: a request every ~100 ms, far more than one judgement's worth.
+    assert!(r.measurements.requests.ok >= 15, "{:?}", r.measurements.requests);
+    let v = &r.thresholds[0];
+    assert!(!v.passed && v.detail.contains("no group completed"), "{v:?}");
+}
