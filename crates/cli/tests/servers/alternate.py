@@ -9,6 +9,7 @@ keep-alive. Listens on 127.0.0.1, writes its port to PORT_FILE, then serves
 until killed. Independent of throng: the standard library's http.server.
 """
 import http.server
+import os
 import sys
 import threading
 
@@ -43,8 +44,6 @@ def main():
     server.daemon_threads = True
     with open(sys.argv[1] + ".tmp", "w") as f:
         f.write(str(server.server_address[1]))
-    import os
-
     os.rename(sys.argv[1] + ".tmp", sys.argv[1])
     server.serve_forever()
 
