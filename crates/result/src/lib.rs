@@ -462,7 +462,13 @@ fn implied_dropped(m: &Measurements) -> Verdict {
     v
 }
 
-/// What an open loop's thresholds imply of its schedule.
+/// What an open loop's thresholds imply of its schedule. Why implied, and
+/// only with thresholds: thresholds are the user's question "did the
+/// server hold at this load?", and a run that sent a fifth of its schedule
+/// cannot answer yes; without thresholds the exit code says only whether
+/// the target worked (exit 1 is every request failing), and a run that
+/// cannot keep its schedule warns instead, as k6 leaves dropped iterations
+/// to a threshold.
 pub const IMPLIED_DROPPED: &str = "dropped: rate <= 1%";
 
 impl RunResult {
