@@ -146,8 +146,9 @@ pub struct K8sJobCmd {
 const RUN_HELP: &str = "\
 The scenario file is documented field by field in docs/scenarios.md.
 
-Exit codes: 0 every threshold held, 99 a threshold failed, 1 the run failed (nothing
-succeeded), 2 the file or a flag is wrong (with file:line:column), 130 interrupted.
+Exit codes: 0 every threshold held, 99 a threshold failed (one with no samples fails unless
+it ends 'or no samples'), 1 the run failed (nothing succeeded), 2 the file or a flag is wrong
+(with file:line:column), 130 interrupted.
 
 Examples:
   throng run examples/auth-stages.yaml
@@ -454,7 +455,9 @@ pub struct HttpCmd {
     )]
     pub body_lines: Option<PathBuf>,
     /// Pass/fail criterion, repeatable, as in a scenario's thresholds: 'response{target:/a}: p(95) <
-    /// 50ms', 'errors: rate < 1%'; a failed one exits 99
+    /// 50ms', 'errors: rate < 1%', 'dropped: rate < 1%' (open loop); a failed one exits 99, and so
+    /// does one with no samples unless it ends 'or no samples'; with -r, more than 1% dropped fails
+    /// too unless a threshold bounds dropped
     #[arg(long = "threshold", value_name = "'METRIC: EXPR'")]
     pub thresholds: Vec<String>,
     /// Connections (closed loop), or the cap on connections (open loop) [default: 50; open loop 1000]

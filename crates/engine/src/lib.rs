@@ -1113,7 +1113,9 @@ fn abort_judge(plan: &throng_scenario::ScenarioPlan) -> Option<Judge> {
             .iter()
             .filter(|t| elapsed >= Duration::from_millis(t.delay_ms))
             .map(|t| t.evaluate(m))
-            .find(|v| !v.passed)
+            // Nothing measured yet is no reason to stop: such a threshold
+            // fails at the end, when nothing was measured at all.
+            .find(|v| !v.passed && v.observed.is_some())
             .map(|v| {
                 format!(
                     "stopped at {:.0}s: threshold '{}' failed ({}) and has abort_on_fail",

@@ -18,10 +18,9 @@ pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
     let req = &m.requests;
     let done = req.ended();
     let secs = r.duration_s;
-    let concurrency = if p.is_open_loop() {
-        m.peak_concurrent_connections
-    } else {
-        u64::from(p.connections)
+    let open_rate = match p.load {
+        throng_plan::Load::Open { rate } => Some(rate),
+        throng_plan::Load::Closed => None,
     };
 
     writeln!(w, "throng {} — report in ApacheBench's layout", r.throng_version)?;
@@ -33,7 +32,18 @@ pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
     writeln!(w, "Document Path:          {}", p.target.path)?;
     writeln!(w, "Document Length:        {} bytes", first.body_bytes)?;
     writeln!(w)?;
-    writeln!(w, "Concurrency Level:      {concurrency}")?;
+    match open_rate {
+        // ab's concurrency is its -c requests always in flight; an open
+        // loop has no such number, only a rate and the connections it used.
+        Some(rate) => writeln!(
+            w,
+            "Concurrency Level:      none: open loop at {} (at most {} connections open at once, of up to {})",
+            throng_plan::format_rate(rate, "req"),
+            m.peak_concurrent_connections,
+            p.connections
+        )?,
+        None => writeln!(w, "Concurrency Level:      {}", p.connections)?,
+    }
     writeln!(w, "Time taken for tests:   {secs:.3} seconds")?;
     writeln!(w, "Complete requests:      {done}")?;
     let (connect, receive, exceptions) = ab_failures(req);
@@ -61,6 +71,13 @@ pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
     if non_2xx > 0 {
         writeln!(w, "Non-2xx responses:      {non_2xx}")?;
     }
+    if let Some((scheduled, _, dropped)) = crate::text::schedule(r) {
+        writeln!(
+            w,
+            "Dropped requests:       {dropped} of {scheduled} scheduled ({:.2}%, never sent)",
+            crate::format::pct(dropped, scheduled)
+        )?;
+    }
     if p.keepalive {
         let reused = m.replies().saturating_sub(m.connections.ok);
         writeln!(w, "Keep-Alive requests:    {reused}")?;
@@ -73,7 +90,22 @@ pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
     let rps = if secs > 0.0 { done as f64 / secs } else { 0.0 };
     writeln!(w, "Requests per second:    {rps:.2} [#/sec] (mean)")?;
     let per = if done > 0 { secs * 1000.0 / done as f64 } else { 0.0 };
-    writeln!(w, "Time per request:       {:.3} [ms] (mean)", per * concurrency as f64)?;
+    match open_rate {
+        // ab's "time per request" is concurrency × time / requests: by
+        // Little's law the mean latency of a closed loop. In an open loop
+        // that product means nothing; the mean latency is measured.
+        Some(_) => writeln!(
+            w,
+            "Time per request:       {:.3} [ms] (mean latency from the intended start; open loop, so not \
+             concurrency x time / requests as in ab)",
+            m.phases.get("latency").map_or(0.0, |h| h.mean() / 1000.0)
+        )?,
+        None => writeln!(
+            w,
+            "Time per request:       {:.3} [ms] (mean)",
+            per * f64::from(p.connections)
+        )?,
+    }
     writeln!(
         w,
         "Time per request:       {per:.3} [ms] (mean, across all concurrent requests)"
@@ -169,6 +201,45 @@ mod tests {
         h.record_n_us(0, 200 - slow);
         h.record_n_us(3000, slow);
         h
+    }
+
+    #[test]
+    fn an_open_loop_has_no_concurrency_level_and_a_measured_time_per_request() {
+        let mut m = Measurements::default();
+        m.requests.attempted = 200;
+        m.requests.ok = 200;
+        m.dropped = 50;
+        m.peak_concurrent_connections = 3;
+        m.phases.insert("latency".into(), hist(100));
+        let mut r = crate::test_result(m);
+        r.plan = Plan::Http(
+            HttpPlan::from_args(HttpArgs {
+                url: "http://127.0.0.1:8080/".into(),
+                rate: Some(100.0),
+                connections: Some(8),
+                cores: 1,
+                ..HttpArgs::default()
+            })
+            .expect("a valid plan"),
+        );
+        let mut out = Vec::new();
+        super::write(&r, &mut out).expect("written");
+        let text = String::from_utf8(out).expect("UTF-8");
+        assert!(
+            text.contains(
+                "Concurrency Level:      none: open loop at 100 req/s (at most 3 connections open at once, of up to 8)"
+            ),
+            "{text}"
+        );
+        // Half the requests at 3 ms: a mean of 1.5 ms.
+        assert!(
+            text.contains("Time per request:       1.500 [ms] (mean latency from the intended start"),
+            "{text}"
+        );
+        assert!(
+            text.contains("Dropped requests:       50 of 250 scheduled (20.00%, never sent)"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -394,7 +394,14 @@ impl Page {
         for n in &r.notes {
             let _ = writeln!(self.html, "<p class=\"note\">Note: {}</p>", escape(n));
         }
-        let co = if r.coordinated_omission_free {
+        if let Some(warning) = crate::text::dropped_warning(r) {
+            let _ = writeln!(self.html, "<p class=\"warn\">Warning: {}.</p>", escape(&warning));
+        }
+        let dropped_any = crate::text::schedule(r).is_some_and(|(_, _, d)| d > 0);
+        let co = if r.coordinated_omission_free && dropped_any {
+            "Latency is coordinated-omission-free for the requests sent (measured from each one's intended start); \
+             the dropped were never sent and have no latency."
+        } else if r.coordinated_omission_free {
             "Latency is coordinated-omission-free: measured from each request's intended start on the schedule."
         } else {
             "Latency is NOT coordinated-omission-free: in a closed loop a stalled server also stalls the senders, \
@@ -666,21 +673,41 @@ impl Page {
                 .collect();
             self.table(&format!("outcomes {kind}"), &head, &rows);
         }
-        if sides.iter().any(|(_, r)| r.measurements.dropped > 0) {
-            let mut head = vec!["dropped".to_string()];
+        if sides.iter().any(|(_, r)| crate::text::schedule(r).is_some()) {
+            let mut head = vec!["schedule".to_string()];
             head.extend(
                 sides
                     .iter()
                     .map(|(l, _)| if compare { l.clone() } else { "count".into() }),
             );
             head.push("meaning".into());
-            let mut row = vec!["scheduled, never sent".to_string()];
-            row.extend(sides.iter().map(|(_, r)| r.measurements.dropped.to_string()));
-            row.push(format!(
-                "<span class=\"text\">{}</span>",
-                escape(crate::text::DROPPED_MEANING)
-            ));
-            self.table("dropped", &head, &[row]);
+            type Part = fn((u64, u64, u64)) -> (u64, u64);
+            let parts: [(&str, Part, &str); 3] = [
+                ("scheduled", |(s, _, _)| (s, s), "starts the open loop's rate asked for"),
+                (
+                    "sent",
+                    |(s, n, _)| (n, s),
+                    "requests started on time or late (schedule_lag)",
+                ),
+                ("dropped", |(s, _, d)| (d, s), crate::text::DROPPED_MEANING),
+            ];
+            let rows: Vec<Vec<String>> = parts
+                .iter()
+                .map(|(name, part, meaning)| {
+                    let mut row = vec![(*name).to_string()];
+                    row.extend(sides.iter().map(|(_, r)| match crate::text::schedule(r) {
+                        Some(s) if *name == "scheduled" => part(s).0.to_string(),
+                        Some(s) => {
+                            let (n, of) = part(s);
+                            format!("{n} ({:.2}%)", pct(n, of))
+                        }
+                        None => "–".to_string(),
+                    }));
+                    row.push(format!("<span class=\"text\">{}</span>", escape(meaning)));
+                    row
+                })
+                .collect();
+            self.table("dropped", &head, &rows);
         }
         let heads = |first: &str| {
             let mut head = vec![first.to_string()];
@@ -751,10 +778,20 @@ impl Page {
                     .iter()
                     .map(|(l, _)| if compare { l.clone() } else { "responses".into() }),
             );
+            // A status an HTTP run's plan does not expect is check_failed.
+            let unexpected = |code: u16| {
+                sides.iter().any(
+                    |(_, r)| matches!(&r.plan, Plan::Http(p) if p.grpc.is_none() && !p.expect_status.contains(code)),
+                )
+            };
             let rows: Vec<Vec<String>> = codes
                 .iter()
                 .map(|code| {
-                    let mut row = vec![code.to_string()];
+                    let mut row = vec![if unexpected(*code) {
+                        format!("{code} (not expected: check_failed)")
+                    } else {
+                        code.to_string()
+                    }];
                     for (_, r) in sides {
                         let n = r.measurements.status.get(code).copied().unwrap_or(0);
                         row.push(format!("{n} ({:.2}%)", pct(n, r.measurements.replies())));
@@ -994,7 +1031,15 @@ fn facts(r: &RunResult) -> Vec<(&'static str, String)> {
 fn figures(r: &RunResult) -> Vec<(String, String, String)> {
     let m = &r.measurements;
     let (o, what) = unit(r);
-    let mut v = vec![
+    let mut v = Vec::new();
+    if let Some((scheduled, sent, dropped)) = crate::text::schedule(r) {
+        v.push((
+            "scheduled".to_string(),
+            scheduled.to_string(),
+            format!("{sent} sent, {dropped} dropped ({:.2}%)", pct(dropped, scheduled)),
+        ));
+    }
+    v.extend([
         (
             what.to_string(),
             o.ended().to_string(),
@@ -1015,7 +1060,7 @@ fn figures(r: &RunResult) -> Vec<(String, String, String)> {
             o.failed().to_string(),
             format!("{:.2}%", pct(o.failed(), o.ended())),
         ),
-    ];
+    ]);
     if let Some(phase) = primary_phase(m)
         && let Some(h) = m.phase(phase)
     {

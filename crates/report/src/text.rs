@@ -25,6 +25,59 @@ pub(crate) fn write_redirects(w: &mut dyn Write, redirects: u64) -> io::Result<(
 pub(crate) const DROPPED_MEANING: &str = "no connection was free within --timeout of the intended start, \
      or -c starts were already waiting for one when it fell due";
 
+/// The share of an open loop's schedule above which its reports warn that
+/// the run did not make the load asked for (and the implied threshold
+/// `dropped: rate <= 1%` fails).
+pub const DROPPED_WARN_SHARE: f64 = 0.01;
+
+/// What an open loop's schedule became: (scheduled, sent, dropped). None
+/// for a closed loop, a storm or a scenario (its arrival-rate executors
+/// count dropped iterations).
+pub fn schedule(r: &RunResult) -> Option<(u64, u64, u64)> {
+    match &r.plan {
+        Plan::Http(p) if p.is_open_loop() => {
+            let m = &r.measurements;
+            let sent = m.requests.attempted;
+            Some((sent.saturating_add(m.dropped), sent, m.dropped))
+        }
+        _ => None,
+    }
+}
+
+/// "1500 scheduled, 300 sent, 1200 dropped (80.00%)".
+pub fn schedule_line(scheduled: u64, sent: u64, dropped: u64) -> String {
+    format!(
+        "{scheduled} scheduled, {sent} sent, {dropped} dropped ({:.2}%)",
+        pct(dropped, scheduled)
+    )
+}
+
+/// The warning of an open loop that dropped more than
+/// [`DROPPED_WARN_SHARE`] of its schedule, naming the rate and connections.
+pub fn dropped_warning(r: &RunResult) -> Option<String> {
+    let (scheduled, sent, dropped) = schedule(r)?;
+    if scheduled == 0 || (dropped as f64) <= DROPPED_WARN_SHARE * scheduled as f64 {
+        return None;
+    }
+    let asked = match &r.plan {
+        Plan::Http(HttpPlan {
+            load: throng_plan::Load::Open { rate },
+            connections,
+            ..
+        }) => format!(
+            "{} on up to {}",
+            throng_plan::format_rate(*rate, "req"),
+            throng_plan::count(*connections, "connection")
+        ),
+        _ => "its schedule".to_string(),
+    };
+    Some(format!(
+        "{:.2}% of the schedule was dropped ({dropped} of {scheduled}): the run did not make the load asked for \
+         ({asked}); the figures describe the {sent} requests sent. Raise -c, lower -r, or look at the server",
+        pct(dropped, scheduled)
+    ))
+}
+
 pub(crate) const TABLE: [Phase; 13] = [
     Phase::ScheduleLag,
     Phase::Connect,
@@ -86,7 +139,17 @@ fn write_http(r: &RunResult, p: &HttpPlan, w: &mut dyn Write) -> io::Result<()> 
     for note in &r.notes {
         writeln!(w, "  note: {note}")?;
     }
-    if r.coordinated_omission_free {
+    if let Some(warning) = dropped_warning(r) {
+        writeln!(w, "  WARNING: {warning}")?;
+    }
+    let sched = schedule(r);
+    if r.coordinated_omission_free && sched.is_some_and(|(_, _, dropped)| dropped > 0) {
+        writeln!(
+            w,
+            "  latency is coordinated-omission-free for the requests sent (measured from each one's intended\n  \
+             start); the dropped were never sent and have no latency"
+        )?;
+    } else if r.coordinated_omission_free {
         writeln!(
             w,
             "  latency is coordinated-omission-free: measured from each request's intended start on the schedule"
@@ -102,6 +165,9 @@ fn write_http(r: &RunResult, p: &HttpPlan, w: &mut dyn Write) -> io::Result<()> 
 
     let req = &m.requests;
     let ended = req.ended();
+    if let Some((scheduled, sent, dropped)) = sched {
+        writeln!(w, "  {:<14}{}", "schedule", schedule_line(scheduled, sent, dropped))?;
+    }
     writeln!(
         w,
         "  {:<14}{} in {:.2}s, {:.1}/s",
@@ -110,7 +176,18 @@ fn write_http(r: &RunResult, p: &HttpPlan, w: &mut dyn Write) -> io::Result<()> 
         r.duration_s,
         r.requests_per_second()
     )?;
-    writeln!(w, "  {:<14}{} ({:.2}%)", "ok", req.ok, pct(req.ok, ended))?;
+    match sched {
+        // Of what was sent, and of what was asked for.
+        Some((scheduled, _, dropped)) if dropped > 0 => writeln!(
+            w,
+            "  {:<14}{} ({:.2}% of those sent, {:.2}% of the schedule)",
+            "ok",
+            req.ok,
+            pct(req.ok, ended),
+            pct(req.ok, scheduled)
+        )?,
+        _ => writeln!(w, "  {:<14}{} ({:.2}%)", "ok", req.ok, pct(req.ok, ended))?,
+    }
     let failed = req.failed();
     writeln!(w, "  {:<14}{} ({:.2}%)", "errors", failed, pct(failed, ended))?;
     write_errors(w, &req.errors)?;
@@ -138,7 +215,7 @@ fn write_http(r: &RunResult, p: &HttpPlan, w: &mut dyn Write) -> io::Result<()> 
             )?;
         }
     } else {
-        write_status_classes(m, w)?;
+        write_statuses(m, p, w)?;
     }
     write_data_and_connections(r, w)?;
     write_tls(r, w, 14)?;
@@ -164,24 +241,42 @@ pub(crate) fn grpc_statuses(m: &Measurements) -> String {
         .join(" ")
 }
 
-/// HTTP statuses by class: `1xx=0 2xx=980 ...`.
-fn write_status_classes(m: &Measurements, w: &mut dyn Write) -> io::Result<()> {
-    let c = m.status_classes();
-    writeln!(
-        w,
-        "  {:<14}1xx={} 2xx={} 3xx={} 4xx={} 5xx={}{}",
-        "status",
-        c[0],
-        c[1],
-        c[2],
-        c[3],
-        c[4],
-        if c[5] > 0 {
-            format!(" other={}", c[5])
-        } else {
-            String::new()
-        }
-    )
+/// HTTP statuses by code, as a scenario's report names them
+/// (`200=980 503=20`), and those the plan does not expect (counted
+/// `check_failed`).
+fn write_statuses(m: &Measurements, p: &HttpPlan, w: &mut dyn Write) -> io::Result<()> {
+    if m.status.is_empty() {
+        return writeln!(w, "  {:<14}none (no response arrived)", "status");
+    }
+    writeln!(w, "  {:<14}{}", "status", codes(m.status.iter()))?;
+    let unexpected = unexpected_statuses(m, p);
+    if !unexpected.is_empty() {
+        writeln!(
+            w,
+            "  {:<14}{} not expected (--expect-status {}): counted check_failed",
+            "",
+            codes(unexpected.iter().map(|(c, n)| (c, n))),
+            p.expect_status.to_text()
+        )?;
+    }
+    Ok(())
+}
+
+/// `200=980 503=20`.
+pub(crate) fn codes<'a>(list: impl Iterator<Item = (&'a u16, &'a u64)>) -> String {
+    list.map(|(code, n)| format!("{code}={n}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The statuses of an HTTP run's responses that its plan does not expect,
+/// by code.
+pub fn unexpected_statuses(m: &Measurements, p: &HttpPlan) -> Vec<(u16, u64)> {
+    m.status
+        .iter()
+        .filter(|(code, _)| !p.expect_status.contains(**code))
+        .map(|(c, n)| (*c, *n))
+        .collect()
 }
 
 /// The bytes moved and the connections opened (with their failures by
@@ -415,4 +510,79 @@ pub fn write_phase_table(m: &Measurements, w: &mut dyn Write) -> io::Result<()> 
         )?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use throng_metrics::Measurements;
+    use throng_plan::{HttpArgs, HttpPlan};
+    use throng_result::Plan;
+
+    /// An open loop at 500/s on 5 connections that sent `sent` and dropped
+    /// `dropped`, all answered 200 or 503 (every fifth).
+    fn open_loop(sent: u64, dropped: u64) -> throng_result::RunResult {
+        let mut m = Measurements::default();
+        m.requests.attempted = sent;
+        m.requests.ok = sent - sent / 5;
+        m.requests.errors.insert("check_failed".into(), sent / 5);
+        m.status.insert(200, sent - sent / 5);
+        m.status.insert(503, sent / 5);
+        m.dropped = dropped;
+        let mut r = crate::test_result(m);
+        r.coordinated_omission_free = true;
+        r.plan = Plan::Http(
+            HttpPlan::from_args(HttpArgs {
+                url: "http://127.0.0.1:8080/".into(),
+                rate: Some(500.0),
+                connections: Some(5),
+                cores: 1,
+                ..HttpArgs::default()
+            })
+            .expect("a valid plan"),
+        );
+        r
+    }
+
+    fn text(r: &throng_result::RunResult) -> String {
+        let mut out = Vec::new();
+        super::write(r, &mut out).expect("written");
+        String::from_utf8(out).expect("UTF-8")
+    }
+
+    #[test]
+    fn an_open_loop_says_what_its_schedule_became() {
+        let t = text(&open_loop(300, 1200));
+        assert!(
+            t.contains("schedule      1500 scheduled, 300 sent, 1200 dropped (80.00%)"),
+            "{t}"
+        );
+        assert!(
+            t.contains("WARNING: 80.00% of the schedule was dropped (1200 of 1500): the run did not make the load asked for (500 req/s on up to 5 connections)"),
+            "{t}"
+        );
+        assert!(
+            t.contains("ok            240 (80.00% of those sent, 16.00% of the schedule)"),
+            "{t}"
+        );
+        assert!(t.contains("coordinated-omission-free for the requests sent"), "{t}");
+        assert!(t.contains("status        200=240 503=60\n"), "{t}");
+        assert!(
+            t.contains("503=60 not expected (--expect-status 200-399): counted check_failed"),
+            "{t}"
+        );
+        // 1% is the bound: at it, no warning; past it, one.
+        assert_eq!(super::dropped_warning(&open_loop(990, 10)), None);
+        assert!(super::dropped_warning(&open_loop(989, 11)).is_some());
+        let t = text(&open_loop(1000, 0));
+        assert!(t.contains("1000 scheduled, 1000 sent, 0 dropped (0.00%)"), "{t}");
+        assert!(!t.contains("WARNING"), "{t}");
+        assert!(
+            t.contains("measured from each request's intended start on the schedule"),
+            "{t}"
+        );
+        // A closed loop has no schedule.
+        let closed = crate::test_result(Measurements::default());
+        assert_eq!(super::schedule(&closed), None);
+        assert!(!text(&closed).contains("schedule "));
+    }
 }

@@ -433,6 +433,44 @@ pub struct TriggerRecord {
     pub problem: Option<String>,
 }
 
+/// The threshold an open loop with thresholds is also judged by when none
+/// of its own bounds `dropped`: [`IMPLIED_DROPPED`].
+fn implied_dropped(m: &Measurements) -> Verdict {
+    let t = match throng_scenario::Threshold::parse_line(IMPLIED_DROPPED) {
+        Ok(t) => t,
+        // The constant parses (a unit test says so); were it not to, the
+        // verdict fails rather than vanishes.
+        Err(e) => {
+            return Verdict {
+                threshold: IMPLIED_DROPPED.to_string(),
+                passed: false,
+                observed: None,
+                detail: e,
+            };
+        }
+    };
+    let mut v = t.evaluate(m);
+    v.detail = if v.passed {
+        format!("{} (implied by an open loop's thresholds)", v.detail)
+    } else {
+        format!(
+            "{} (implied: an open loop's thresholds judge the load it was asked for; give a dropped threshold \
+             of your own, e.g. --threshold 'dropped: rate < 10%', to set another bound)",
+            v.detail
+        )
+    };
+    v
+}
+
+/// What an open loop's thresholds imply of its schedule. Why implied, and
+/// only with thresholds: thresholds are the user's question "did the
+/// server hold at this load?", and a run that sent a fifth of its schedule
+/// cannot answer yes; without thresholds the exit code says only whether
+/// the target worked (exit 1 is every request failing), and a run that
+/// cannot keep its schedule warns instead, as k6 leaves dropped iterations
+/// to a threshold.
+pub const IMPLIED_DROPPED: &str = "dropped: rate <= 1%";
+
 impl RunResult {
     /// The result with its scenario thresholds judged (again) on its
     /// measurements: a merged result is judged on the merged figures.
@@ -444,19 +482,32 @@ impl RunResult {
             // `--threshold`s were checked when the run was planned; one a
             // hand-edited file garbles fails rather than vanishes.
             Plan::Http(p) if !p.thresholds.is_empty() => {
-                self.thresholds = p
+                let parsed: Vec<Result<throng_scenario::Threshold, String>> = p
                     .thresholds
                     .iter()
-                    .map(|text| match throng_scenario::Threshold::parse_line(text) {
+                    .map(|text| throng_scenario::Threshold::parse_line(text))
+                    .collect();
+                self.thresholds = parsed
+                    .iter()
+                    .zip(&p.thresholds)
+                    .map(|(t, text)| match t {
                         Ok(t) => t.evaluate(&self.measurements),
                         Err(e) => throng_scenario::Verdict {
                             threshold: text.clone(),
                             passed: false,
                             observed: None,
-                            detail: e,
+                            detail: e.clone(),
                         },
                     })
                     .collect();
+                // Thresholds judge the load that was asked for: an open loop
+                // judged on a fraction of its schedule would pass by
+                // accident, so unless the user bounded `dropped` themselves,
+                // more than 1% dropped fails the run too.
+                let bounded = parsed.iter().any(|t| t.as_ref().is_ok_and(|t| t.metric == "dropped"));
+                if p.is_open_loop() && !bounded {
+                    self.thresholds.push(implied_dropped(&self.measurements));
+                }
             }
             _ => {}
         }
@@ -964,6 +1015,42 @@ mod tests {
             thresholds: Vec::new(),
             segment: None,
         }
+    }
+
+    #[test]
+    fn an_open_loops_thresholds_imply_a_bound_on_dropped() {
+        assert!(throng_scenario::Threshold::parse_line(IMPLIED_DROPPED).is_ok());
+        let plan = |rate: Option<f64>, thresholds: &[&str]| {
+            Plan::Http(
+                HttpPlan::from_args(throng_plan::HttpArgs {
+                    url: "http://127.0.0.1:8080/".to_string(),
+                    rate,
+                    thresholds: thresholds.iter().map(|t| t.to_string()).collect(),
+                    cores: 1,
+                    ..throng_plan::HttpArgs::default()
+                })
+                .expect("a valid plan"),
+            )
+        };
+        // 3 sent, 1 dropped: a quarter of the schedule.
+        let judged = |plan: Plan| {
+            let mut r = result_of(plan);
+            r.measurements.dropped = 1;
+            r.judged().thresholds
+        };
+        let v = judged(plan(Some(100.0), &["errors: rate < 1%"]));
+        assert_eq!(v.len(), 2, "{v:?}");
+        assert_eq!(
+            (v[1].threshold.as_str(), v[1].passed, v[1].observed),
+            (IMPLIED_DROPPED, false, Some(0.25))
+        );
+        assert!(v[1].detail.contains("implied"), "{}", v[1].detail);
+        // The user's own bound replaces it; a closed loop and a run without
+        // thresholds imply nothing.
+        let v = judged(plan(Some(100.0), &["dropped: rate < 50%"]));
+        assert_eq!((v.len(), v[0].passed), (1, true), "{v:?}");
+        assert_eq!(judged(plan(None, &["errors: rate < 1%"])).len(), 1);
+        assert!(judged(plan(Some(100.0), &[])).is_empty());
     }
 
     #[test]

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use throng_metrics::{Hist, Measurements, ScenarioStats};
+use throng_metrics::{Hist, Measurements, ScenarioStats, TagSecond, TagStats};
 
 /// How a metric's samples are reduced to one number.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -80,8 +80,22 @@ const TRENDS: [&str; 10] = [
     "iteration",
     "group_duration",
 ];
-const RATES: [&str; 3] = ["check_failed", "errors", "checks"];
+const RATES: [&str; 4] = ["check_failed", "errors", "checks", "dropped"];
 const COUNTERS: [&str; 3] = ["requests", "iterations", "dropped_iterations"];
+
+/// Metrics only a scenario records: `throng http` refuses them before the
+/// run rather than judge figures it never keeps.
+const SCENARIO_ONLY: [&str; 5] = [
+    "iteration",
+    "group_duration",
+    "checks",
+    "iterations",
+    "dropped_iterations",
+];
+
+/// The suffix that lets a threshold pass when nothing was measured:
+/// `response{target:/rare}: p(95) < 500ms or no samples`.
+pub const OR_NO_SAMPLES: &str = "or no samples";
 
 /// The tag kinds a metric is kept under: what [`Threshold::evaluate`] can
 /// look up. Requests are kept per tag in `ScenarioStats::tags` (`step:`,
@@ -111,6 +125,52 @@ fn not_a_metric(metric: &str) -> String {
         RATES.join(", "),
         COUNTERS.join(", ")
     )
+}
+
+/// A `throng http` threshold names what an HTTP run records.
+fn refuse_in_http(key: &str, metric: &str, tag: Option<&(String, String)>) -> Result<(), String> {
+    if SCENARIO_ONLY.contains(&metric) {
+        return Err(format!(
+            "'{key}': {metric} is a scenario's metric (throng run), never recorded by throng http; judge \
+             response, latency, errors, check_failed, requests, dropped or a phase"
+        ));
+    }
+    if let Some((t, _)) = tag.filter(|(t, _)| t != "target") {
+        return Err(format!(
+            "'{key}': {t}: filters are a scenario's; throng http keeps figures per target (target:NAME, with \
+             several targets)"
+        ));
+    }
+    Ok(())
+}
+
+/// A scenario's threshold names what a scenario records.
+fn refuse_in_scenario(key: &str, metric: &str, tag: Option<&(String, String)>) -> Result<(), String> {
+    if metric == "dropped" {
+        return Err(format!(
+            "'{key}': dropped is throng http's (requests an open loop could not send); a scenario's \
+             arrival-rate executors count dropped_iterations, e.g. dropped_iterations: count == 0"
+        ));
+    }
+    if tag.is_some_and(|(k, _)| k == "target") {
+        return Err(format!(
+            "'{key}': target: tags are throng http's (--threshold with several targets); a scenario's requests \
+             are tagged by step, group, scenario and stage"
+        ));
+    }
+    Ok(())
+}
+
+/// `'a', 'b' and 'c'`, at most ten names and how many more.
+fn quoted_list(names: &[String]) -> String {
+    const SHOWN: usize = 10;
+    let quoted: Vec<String> = names.iter().take(SHOWN).map(|n| format!("'{n}'")).collect();
+    let more = names.len().saturating_sub(SHOWN);
+    match quoted.as_slice() {
+        _ if more > 0 => format!("{} and {more} more", quoted.join(", ")),
+        [init @ .., last] if !init.is_empty() => format!("{} and {last}", init.join(", ")),
+        _ => quoted.join(""),
+    }
 }
 
 fn kind(metric: &str) -> Option<Kind> {
@@ -150,6 +210,15 @@ pub struct Threshold {
     /// Milliseconds from the start before `abort_on_fail` may act.
     #[serde(default)]
     pub delay_ms: u64,
+    /// Holds when nothing was measured (`... or no samples`, or
+    /// `no_samples: pass` in a scenario file); by default a threshold over
+    /// no samples fails.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub pass_without_samples: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// Whether a threshold held, and what was observed.
@@ -190,27 +259,20 @@ impl Threshold {
             .map_err(|e| throng_plan::one_line(&e).into_owned())
     }
 
-    /// `targets`: `target:` tags allowed (throng http's, not a scenario's).
-    fn parse_raw(
-        key: &str,
-        expr: &str,
-        abort_on_fail: bool,
-        delay: Duration,
-        targets: bool,
-    ) -> Result<Threshold, String> {
+    /// `http`: a `throng http` threshold (`target:` tags, `dropped`), not a
+    /// scenario's (steps, groups, checks, iterations).
+    fn parse_raw(key: &str, expr: &str, abort_on_fail: bool, delay: Duration, http: bool) -> Result<Threshold, String> {
         let (key_metric, key_tag) = parse_metric(key)?;
-        if !targets && key_tag.as_ref().is_some_and(|(k, _)| k == "target") {
-            return Err(format!(
-                "'{key}': target: tags are throng http's (--threshold with several targets); a scenario's requests \
-                 are tagged by step, group, scenario and stage"
-            ));
-        }
         if kind(&key_metric).is_none() {
             return Err(not_a_metric(&key_metric));
         }
         let (mut metric, mut tag) = (key_metric, key_tag.clone());
         let e = expr.trim();
-        let (body, window_s) = match e.rsplit_once(" over ") {
+        let (e_judged, pass_without_samples) = match e.strip_suffix(OR_NO_SAMPLES) {
+            Some(rest) if rest.ends_with(char::is_whitespace) => (rest.trim_end(), true),
+            _ => (e, false),
+        };
+        let (body, window_s) = match e_judged.rsplit_once(" over ") {
             Some((b, w)) => {
                 let d = parse_unit_duration(w.trim()).map_err(|x| format!("'{expr}': {x}"))?;
                 if d.as_secs() == 0 || d.subsec_nanos() != 0 {
@@ -218,7 +280,7 @@ impl Threshold {
                 }
                 (b.trim(), Some(d.as_secs()))
             }
-            None => (e, None),
+            None => (e_judged, None),
         };
         let op_at = body
             .find(['<', '>', '=', '!'])
@@ -301,6 +363,11 @@ impl Threshold {
             (Kind::Rate, _) => return Err(format!("'{expr}': {metric} is a rate; use rate or count")),
             (Kind::Counter, _) => return Err(format!("'{expr}': {metric} is a counter; use count")),
         };
+        if http {
+            refuse_in_http(key, &metric, tag.as_ref())?;
+        } else {
+            refuse_in_scenario(key, &metric, tag.as_ref())?;
+        }
         if window_s.is_some() && metric == "iteration"
             || window_s.is_some() && metric == "group_duration"
             || window_s.is_some() && metric == "checks"
@@ -312,10 +379,17 @@ impl Threshold {
         if let Some((t, v)) = &tag {
             let kinds = tag_kinds(&metric);
             if kinds.is_empty() {
-                return Err(format!(
-                    "'{key}': {metric} is not kept per tag; tags apply to response, errors, check_failed and \
-                     requests (step, group, scenario, stage), checks (check) and group_duration (group)"
-                ));
+                return Err(if http {
+                    format!(
+                        "'{key}': {metric} is not kept per target; target: filters apply to response, errors, \
+                         check_failed and requests"
+                    )
+                } else {
+                    format!(
+                        "'{key}': {metric} is not kept per tag; tags apply to response, errors, check_failed and \
+                         requests (step, group, scenario, stage), checks (check) and group_duration (group)"
+                    )
+                });
             }
             if !kinds.contains(&t.as_str()) {
                 return Err(format!(
@@ -336,12 +410,51 @@ impl Threshold {
             window_s,
             abort_on_fail,
             delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+            pass_without_samples,
         })
     }
 
-    /// Evaluates the threshold on a run's measurements.
+    /// Refuses, before a `throng http` run, a threshold that could only
+    /// ever judge nothing in this plan: a `target:` filter naming no target
+    /// (`targets`: the plan's target names; empty for a run of one target),
+    /// `dropped` in a closed loop, `schedule_lag` in a closed loop.
+    pub fn check_http(&self, targets: &[String], open_loop: bool) -> Result<(), String> {
+        if let Some((_, name)) = self.tag.as_ref().filter(|(k, _)| k == "target") {
+            if targets.is_empty() {
+                return Err(format!(
+                    "'{}': this run has one target, so no figures are kept per target; judge the whole run \
+                     ('{}: ...') or give several URLs",
+                    self.text, self.metric
+                ));
+            }
+            if !targets.iter().any(|t| t == name) {
+                return Err(format!(
+                    "'{}': no target is named '{name}'; the targets are {}",
+                    self.text,
+                    quoted_list(targets)
+                ));
+            }
+        }
+        if !open_loop && (self.metric == "dropped" || self.metric == "schedule_lag") {
+            return Err(format!(
+                "'{}': {} is measured only in an open loop (-r RATE), and this run is a closed loop, so it \
+                 would never have samples; give -r or remove the threshold",
+                self.text, self.metric
+            ));
+        }
+        Ok(())
+    }
+
+    /// Evaluates the threshold on a run's measurements. A threshold over
+    /// no samples fails (saying so), unless it was written `... or no
+    /// samples`: nothing measured is never evidence that a bound held.
     pub fn evaluate(&self, m: &Measurements) -> Verdict {
-        let s = m.scenario.clone().unwrap_or_default();
+        let mut s = m.scenario.clone().unwrap_or_default();
+        if !s.tags.contains_key("") {
+            // A run that keeps no all-requests tag (throng http with one
+            // target) is judged on its own counts, phases and seconds.
+            s.tags.insert(String::new(), whole_run(m));
+        }
         let unit = |v: f64| -> String {
             match kind(&self.metric) {
                 Some(Kind::Trend) => format_us(v),
@@ -355,12 +468,29 @@ impl Threshold {
             observed,
             detail,
         };
+        let none = || {
+            if self.pass_without_samples {
+                verdict(
+                    true,
+                    None,
+                    format!("no samples ({}; allowed: {OR_NO_SAMPLES})", self.why_none()),
+                )
+            } else {
+                verdict(
+                    false,
+                    None,
+                    format!(
+                        "no samples: {}, so nothing shows the bound held; add '{OR_NO_SAMPLES}' to the \
+                         threshold if that may pass",
+                        self.why_none()
+                    ),
+                )
+            }
+        };
         match self.window_s {
             None => match self.total(m, &s) {
                 Some(v) => verdict(self.op.holds(v, self.value), Some(v), unit(v)),
-                // Nothing recorded: a rate of nothing or a percentile of no
-                // samples cannot fail a bound on it.
-                None => verdict(true, None, "no samples".into()),
+                None => none(),
             },
             Some(w) => {
                 let windows = self.windows(m, &s, w);
@@ -391,21 +521,44 @@ impl Threshold {
                                 _ => a.min(v),
                             }))
                         });
-                        verdict(
-                            true,
-                            extreme,
-                            match extreme {
-                                Some(v) => format!(
+                        match extreme {
+                            Some(v) => verdict(
+                                true,
+                                Some(v),
+                                format!(
                                     "worst window {} ({})",
                                     unit(v),
                                     throng_plan::count(windows.len() as u64, "window")
                                 ),
-                                None => "no samples".into(),
-                            },
-                        )
+                            ),
+                            None => none(),
+                        }
                     }
                 }
             }
+        }
+    }
+
+    /// Why this threshold found nothing to judge, in the user's words.
+    fn why_none(&self) -> String {
+        let filter = self
+            .tag
+            .as_ref()
+            .map_or_else(String::new, |(k, v)| format!(" carrying {k}:{v}"));
+        match self.metric.as_str() {
+            "errors" | "check_failed" | "requests" => format!("no request{filter} ended"),
+            "response" => format!("no response{filter} was timed"),
+            "checks" => match &self.tag {
+                Some((_, name)) => format!("the check '{name}' never ran"),
+                None => "no check ran".to_string(),
+            },
+            "dropped" => "nothing was scheduled".to_string(),
+            "group_duration" => match &self.tag {
+                Some((_, name)) => format!("the group '{name}' never completed"),
+                None => "no group completed".to_string(),
+            },
+            "iteration" => "no iteration completed".to_string(),
+            phase => format!("no {phase} time was recorded"),
         }
     }
 
@@ -427,10 +580,12 @@ impl Threshold {
         })
     }
 
+    /// `hits` of `total` events as the threshold's rate or count; None
+    /// over no events (a count of errors among no requests shows nothing).
     fn ratio(&self, hits: u64, total: u64) -> Option<f64> {
         match self.agg {
-            Agg::Count => Some(hits as f64),
             _ if total == 0 => None,
+            Agg::Count => Some(hits as f64),
             _ => Some(hits as f64 / total as f64),
         }
     }
@@ -462,6 +617,8 @@ impl Threshold {
                 self.ratio(pass, pass + fail)
             }
             "requests" => tag.map(|t| t.requests as f64),
+            // Of the schedule (sent or dropped), the share never sent.
+            "dropped" => self.ratio(m.dropped, m.requests.attempted.saturating_add(m.dropped)),
             "iterations" => Some(s.iterations as f64),
             "dropped_iterations" => Some(s.dropped_iterations as f64),
             phase => self.reduce(m.phase(phase)?),
@@ -504,6 +661,15 @@ impl Threshold {
                         self.ratio(hits, total)
                     }
                 }),
+                "dropped" => {
+                    // A second's schedule: what ended in it, and what it dropped.
+                    let (mut dropped, mut total) = (0u64, 0u64);
+                    for p in m.series.iter().filter(|x| range.contains(&x.second)) {
+                        dropped = dropped.saturating_add(p.dropped);
+                        total = total.saturating_add(p.requests).saturating_add(p.dropped);
+                    }
+                    self.ratio(dropped, total)
+                }
                 "iterations" | "dropped_iterations" => {
                     let n: u64 = s
                         .series
@@ -535,6 +701,39 @@ impl Threshold {
         }
         out
     }
+}
+
+/// The all-requests figures of a run that keeps no tags (throng http with
+/// one target), from its outcomes, statuses and phases. As in a tag,
+/// requests cut off by the run's end (`interrupted`) are left out: they say
+/// nothing about the target.
+fn whole_run(m: &Measurements) -> TagStats {
+    let interrupted = m.requests.error("interrupted");
+    let mut t = TagStats {
+        requests: m.requests.ended().saturating_sub(interrupted),
+        failed: m.requests.failed().saturating_sub(interrupted),
+        interrupted,
+        unexpected_status: m.requests.error("check_failed"),
+        response: m.phase("response").cloned().unwrap_or_default(),
+        expected: Hist::new(),
+        series: Vec::new(),
+    };
+    let empty = throng_metrics::EncodedHist::new(&Hist::new());
+    t.series = m
+        .series
+        .iter()
+        .map(|p| {
+            let cut = p.error_classes.get("interrupted").copied().unwrap_or(0);
+            TagSecond {
+                second: p.second,
+                requests: p.requests.saturating_sub(cut),
+                failed: p.errors.saturating_sub(cut),
+                unexpected_status: p.error_classes.get("check_failed").copied().unwrap_or(0),
+                response: p.phases.get("response").unwrap_or(&empty).clone(),
+            }
+        })
+        .collect();
+    t
 }
 
 fn parse_metric(text: &str) -> Result<(String, Option<(String, String)>), String> {
@@ -596,8 +795,10 @@ fn format_us(v: f64) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use super::*;
-    use throng_metrics::{ScenarioRecorder, TagStats};
+    use throng_metrics::ScenarioRecorder;
 
     fn th(key: &str, expr: &str) -> Threshold {
         Threshold::parse(key, expr, false, Duration::ZERO).unwrap()
@@ -812,5 +1013,250 @@ mod tests {
         assert!(!v.passed, "{v:?}");
         assert!(v.detail.contains("window from 3"), "{}", v.detail);
         let _ = TagStats::default();
+    }
+
+    /// A `throng http` run of one target: 200 requests over two seconds,
+    /// every other one a 503 (check_failed), 40 more scheduled and
+    /// dropped; every phase timed. No scenario figures, as the engine
+    /// leaves them for one target.
+    fn one_target_run() -> Measurements {
+        let mut m = Measurements::default();
+        m.requests.attempted = 200;
+        m.requests.ok = 100;
+        m.requests.errors.insert("check_failed".into(), 100);
+        m.status.insert(200, 100);
+        m.status.insert(503, 100);
+        m.dropped = 40;
+        let mut h = Hist::new();
+        h.record_n_us(2_000, 100);
+        let mut per_second = BTreeMap::new();
+        for phase in TRENDS.iter().filter(|p| !SCENARIO_ONLY.contains(p)) {
+            m.phases.insert((*phase).to_string(), h.clone());
+            per_second.insert((*phase).to_string(), throng_metrics::EncodedHist::new(&h));
+        }
+        m.series = (0..2)
+            .map(|second| throng_metrics::SeriesPoint {
+                second,
+                requests: 100,
+                ok: 50,
+                errors: 50,
+                error_classes: BTreeMap::from([("check_failed".to_string(), 50)]),
+                dropped: 20,
+                phases: per_second.clone(),
+                ..Default::default()
+            })
+            .collect();
+        m
+    }
+
+    /// The same requests as a run of two targets (`target:/a`, `target:/b`)
+    /// or a scenario's steps records them: per tag, and under the
+    /// all-requests tag.
+    fn tagged_run(tags: [&str; 2], scenario: bool) -> Measurements {
+        let mut m = one_target_run();
+        let t0 = std::time::Instant::now();
+        let mut r = ScenarioRecorder::new(t0);
+        let (all, a, b) = (r.tag(""), r.tag(tags[0]), r.tag(tags[1]));
+        let ok = r.check_index("ok");
+        let g = r.group_index("g");
+        for i in 0..200u64 {
+            let at = t0 + Duration::from_millis(i * 10);
+            let tag = if i % 2 == 0 { a } else { b };
+            r.request(
+                at,
+                &[all, tag],
+                Some((Duration::from_millis(2), i % 2 == 0)),
+                i % 2 == 1,
+            );
+            if scenario {
+                r.check(ok, i % 2 == 0);
+                r.iteration(at, Duration::from_millis(3));
+                r.group(g, Duration::from_millis(3));
+            }
+        }
+        if scenario {
+            r.dropped_iteration(t0);
+            m.dropped = 0;
+        }
+        m.scenario = Some(r.finish(t0 + Duration::from_secs(2)));
+        m
+    }
+
+    /// An expression for each metric, true on the runs above.
+    fn expression(metric: &str) -> &'static str {
+        match kind(metric) {
+            Some(Kind::Trend) => "p(95) < 10s",
+            Some(Kind::Rate) => "rate <= 100%",
+            _ => "count >= 0",
+        }
+    }
+
+    #[test]
+    fn every_metric_is_judged_on_the_samples_each_kind_of_run_keeps() {
+        let http_one = one_target_run();
+        let http_targets = tagged_run(["target:/a", "target:/b"], false);
+        let scenario = tagged_run(["step:a", "step:b"], true);
+        let metrics: Vec<&str> = TRENDS.iter().chain(&RATES).chain(&COUNTERS).copied().collect();
+        let mut judged = 0;
+        for metric in &metrics {
+            for window in ["", " over 1s"] {
+                let expr = format!("{}{window}", expression(metric));
+                let http = Threshold::parse_line(&format!("{metric}: {expr}"));
+                let scen = Threshold::parse(metric, &expr, false, Duration::ZERO);
+                // Each metric is one kind of run's, or both's.
+                assert!(
+                    http.is_ok() || scen.is_ok() || !window.is_empty(),
+                    "{metric}: {http:?} {scen:?}"
+                );
+                let mut runs: Vec<(&str, &Threshold, &Measurements)> = Vec::new();
+                if let Ok(t) = &http {
+                    runs.push(("http, one target", t, &http_one));
+                    runs.push(("http, two targets", t, &http_targets));
+                }
+                if let Ok(t) = &scen {
+                    runs.push(("scenario", t, &scenario));
+                }
+                for (run, t, m) in runs {
+                    let v = t.evaluate(m);
+                    assert!(v.passed && v.observed.is_some(), "{run}: {}: {v:?}", t.text);
+                    judged += 1;
+                }
+            }
+        }
+        // Every metric was judged on a run that keeps it.
+        assert!(judged >= 2 * metrics.len(), "{judged}");
+        // Per tag, too.
+        for (key, m) in [("errors{target:/b}", &http_targets), ("errors{step:b}", &scenario)] {
+            let t = if key.contains("target") {
+                Threshold::parse_line(&format!("{key}: rate < 1%")).unwrap()
+            } else {
+                th(key, "rate < 1%")
+            };
+            let v = t.evaluate(m);
+            assert_eq!((v.passed, v.observed), (false, Some(1.0)), "{key}");
+        }
+    }
+
+    #[test]
+    fn a_one_target_run_is_judged_on_its_own_counts() {
+        let m = one_target_run();
+        let judge = |line: &str| Threshold::parse_line(line).unwrap().evaluate(&m);
+        for (line, passed, observed) in [
+            ("errors: rate < 1%", false, 0.5),
+            ("errors: count == 0", false, 100.0),
+            ("check_failed: rate < 1%", false, 0.5),
+            ("requests: count >= 1000", false, 200.0),
+            ("requests: count == 200", true, 200.0),
+            ("errors: rate < 1% over 1s", false, 0.5),
+            ("requests: count >= 1000 over 1s", false, 100.0),
+            ("dropped: rate < 1%", false, 40.0 / 240.0),
+            ("dropped: count == 40", true, 40.0),
+            ("dropped: rate < 1% over 1s", false, 20.0 / 120.0),
+            ("response: p(95) < 1ms", false, 2_000.0),
+        ] {
+            let v = judge(line);
+            assert_eq!(v.passed, passed, "{line}: {v:?}");
+            let seen = v.observed.unwrap_or(f64::NAN);
+            assert!((seen - observed).abs() < 1e-6, "{line}: {v:?}");
+        }
+        // Requests cut off by the run's end say nothing about the target.
+        let mut m = one_target_run();
+        m.requests.attempted += 50;
+        m.requests.errors.insert("interrupted".into(), 50);
+        let v = Threshold::parse_line("errors: rate < 1%").unwrap().evaluate(&m);
+        assert_eq!(v.observed, Some(0.5));
+    }
+
+    #[test]
+    fn no_samples_fails_unless_the_threshold_allows_it() {
+        let nothing = Measurements::default();
+        for line in [
+            "errors: rate < 1%",
+            "errors: count == 0",
+            "check_failed: rate < 1%",
+            "response: p(95) < 1s",
+            "tls: max < 1s",
+            "dropped: rate < 1%",
+            "errors: rate < 1% over 10s",
+            "response: p(95) < 1s over 1s",
+        ] {
+            let v = Threshold::parse_line(line).unwrap().evaluate(&nothing);
+            assert!(!v.passed, "{line}: {v:?}");
+            assert!(v.detail.starts_with("no samples: "), "{line}: {}", v.detail);
+            assert!(v.detail.contains("'or no samples'"), "{line}: {}", v.detail);
+            let allowed = Threshold::parse_line(&format!("{line} or no samples")).unwrap();
+            assert!(allowed.pass_without_samples);
+            assert_eq!(allowed.text, format!("{line} or no samples"));
+            let v = allowed.evaluate(&nothing);
+            assert!(v.passed, "{line}: {v:?}");
+            assert!(v.detail.starts_with("no samples ("), "{}", v.detail);
+            // Allowed or not, samples are judged as ever.
+            let v = allowed.evaluate(&one_target_run());
+            assert!(v.observed.is_some(), "{line}: {v:?}");
+        }
+        // A scenario's tag with no requests, a check that never ran.
+        let m = tagged_run(["step:a", "step:b"], true);
+        for (key, expr, why) in [
+            ("checks{check:never}", "rate > 0.9", "the check 'never' never ran"),
+            ("group_duration{group:h}", "p(95) < 1s", "the group 'h' never completed"),
+            (
+                "response{step:c}",
+                "p(95) < 1s",
+                "no response carrying step:c was timed",
+            ),
+        ] {
+            let v = th(key, expr).evaluate(&m);
+            assert!(!v.passed && v.detail.contains(why), "{key}: {v:?}");
+            let v = th(key, &format!("{expr} {OR_NO_SAMPLES}")).evaluate(&m);
+            assert!(v.passed, "{key}: {v:?}");
+        }
+        // The words are a suffix, not part of a bound.
+        rejects("errors", "rate < 1%or no samples", "not a fraction");
+        assert!(th("response", "p(95) < 1s over 5s or no samples").window_s == Some(5));
+    }
+
+    #[test]
+    fn each_kind_of_run_takes_only_its_own_metrics_and_filters() {
+        for (line, why) in [
+            ("iterations: count > 1", "a scenario's metric"),
+            ("checks: rate > 0.9", "a scenario's metric"),
+            ("group_duration: p(95) < 1s", "a scenario's metric"),
+            ("errors{step:login}: rate < 1%", "step: filters are a scenario's"),
+            ("latency{target:/a}: p(95) < 1s", "latency is not kept per target"),
+            ("dropped{target:/a}: rate < 1%", "dropped is not kept per target"),
+            // No figures are kept per status: such a filter would judge nothing.
+            ("errors{status:503}: count == 0", "'status' is not a tag"),
+        ] {
+            match Threshold::parse_line(line) {
+                Err(e) => assert!(e.contains(why), "{line}: {e}"),
+                Ok(t) => panic!("{line} accepted as {t:?}"),
+            }
+        }
+        rejects("dropped", "rate < 1%", "count dropped_iterations");
+        rejects("response", "rate(dropped) < 1%", "count dropped_iterations");
+    }
+
+    #[test]
+    fn an_http_threshold_must_name_what_the_plan_has() {
+        let names = vec!["/a".to_string(), "/b".to_string()];
+        let check =
+            |line: &str, names: &[String], open: bool| Threshold::parse_line(line).unwrap().check_http(names, open);
+        assert!(check("errors{target:/a}: rate < 1%", &names, false).is_ok());
+        let e = check("errors{target:/c}: rate < 1%", &names, false).unwrap_err();
+        assert!(
+            e.contains("no target is named '/c'; the targets are '/a' and '/b'"),
+            "{e}"
+        );
+        assert!(e.contains("errors{target:/c}: rate < 1%"), "{e}");
+        let e = check("errors{target:/a}: rate < 1%", &[], false).unwrap_err();
+        assert!(e.contains("this run has one target"), "{e}");
+        let e = check("dropped: rate < 1%", &[], false).unwrap_err();
+        assert!(e.contains("only in an open loop"), "{e}");
+        let e = check("schedule_lag: p(99) < 1s", &[], false).unwrap_err();
+        assert!(e.contains("only in an open loop"), "{e}");
+        assert!(check("dropped: rate < 1%", &[], true).is_ok());
+        let many: Vec<String> = (0..12).map(|i| format!("/t{i}")).collect();
+        let e = check("errors{target:/x}: rate < 1%", &many, false).unwrap_err();
+        assert!(e.contains("'/t9' and 2 more"), "{e}");
     }
 }

@@ -90,6 +90,14 @@ pub fn run(c: HttpCmd) -> anyhow::Result<ExitCode> {
             crate::args::IoArg::Uring => throng_plan::IoModel::Uring,
         },
     })?;
+    // A threshold that could only judge nothing in this plan (a target it
+    // does not have, dropped in a closed loop) is refused before the run.
+    let target_names = plan.target_names();
+    for t in &plan.thresholds {
+        throng_scenario::Threshold::parse_line(t)
+            .and_then(|t| t.check_http(&target_names, plan.is_open_loop()))
+            .map_err(|e| UsageError(format!("--threshold: {e}")))?;
+    }
     let tls = match &plan.tls {
         Some(settings) => Some(super::tls::client_config(
             settings,

@@ -298,6 +298,14 @@ fn run_outcome(r: &RunResult) -> Outcome {
         return Outcome::Interrupted;
     }
     let every_failed = every_unit_failed(r);
+    if let Some(warning) = throng_report::text::dropped_warning(r) {
+        let judged = if r.thresholds.is_empty() {
+            "; to fail such a run, judge it: --threshold 'dropped: rate < 1%'"
+        } else {
+            ""
+        };
+        eprintln!("throng: warning: {warning}{judged}");
+    }
     if !r.thresholds_passed() {
         let failed = r.thresholds.iter().filter(|v| !v.passed).count();
         eprintln!("throng: {failed} of {} thresholds failed", r.thresholds.len());
@@ -371,9 +379,19 @@ fn every_unit_failed(r: &RunResult) -> bool {
                  see --expect-code"
                     .to_string()
             }
-            "check_failed" => {
-                "the server answered, with statuses the plan does not expect; see --expect-status".to_string()
-            }
+            "check_failed" => match &r.plan {
+                throng_result::Plan::Http(p) if !throng_report::text::unexpected_statuses(m, p).is_empty() => format!(
+                    "the server answered every request with a status the plan does not expect ({}); --expect-status \
+                     is {}",
+                    throng_report::text::unexpected_statuses(m, p)
+                        .iter()
+                        .map(|(code, n)| format!("{code}={n}"))
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                    p.expect_status.to_text()
+                ),
+                _ => "the server answered, with statuses the plan does not expect; see --expect-status".to_string(),
+            },
             "grpc.deadline_exceeded" => {
                 format!("{target} answered no call within --deadline; give a longer one, or look at the server")
             }

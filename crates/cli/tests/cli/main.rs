@@ -92,5 +92,6 @@ mod targets;
 mod timestamps;
 mod tls;
 mod uring;
+mod verdicts;
 mod websocket;
 mod wire;

@@ -502,7 +502,7 @@ pub(super) struct RawCheck {
     pub(super) duration_under: Option<Dur>,
 }
 
-/// `- EXPRESSION` or `- { threshold, abort_on_fail, delay }`.
+/// `- EXPRESSION` or `- { threshold, abort_on_fail, delay, no_samples }`.
 #[derive(Debug)]
 pub(super) enum RawThreshold {
     Text(String),
@@ -516,11 +516,21 @@ pub(super) struct RawThresholdFull {
     #[serde(default)]
     pub(super) abort_on_fail: bool,
     pub(super) delay: Option<Dur>,
+    /// What a threshold over no samples is: `fail` (the default) or `pass`.
+    pub(super) no_samples: Option<NoSamples>,
+}
+
+/// `no_samples: pass | fail`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(super) enum NoSamples {
+    Pass,
+    Fail,
 }
 
 impl ScalarOrMap for RawThreshold {
     const EXPECTING: &'static str =
-        "an expression such as p(95) < 500ms, or a mapping with threshold:, abort_on_fail: and delay:";
+        "an expression such as p(95) < 500ms, or a mapping with threshold:, abort_on_fail:, delay: and no_samples:";
     type Map = RawThresholdFull;
     fn scalar<E: serde::de::Error>(v: serde_yaml_ng::Value) -> Result<Self, E> {
         match v {

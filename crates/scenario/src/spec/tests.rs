@@ -1181,3 +1181,47 @@ fn grpc_steps_capture_for_later_steps_and_are_tagged() {
         "{e}"
     );
 }
+
+#[test]
+fn a_threshold_may_pass_without_samples_only_when_it_says_so() {
+    let text = GOOD.replacen(
+        "thresholds:\n",
+        "thresholds:\n  errors:\n    - rate < 1%\n    - rate < 2% or no samples\n    - threshold: rate < 3%\n      \
+         no_samples: pass\n    - threshold: rate < 4%\n      no_samples: fail\n",
+        1,
+    );
+    let plan = parse(&text).unwrap();
+    let allowed: Vec<(&str, bool)> = plan
+        .thresholds
+        .iter()
+        .filter(|t| t.metric == "errors")
+        .map(|t| (t.text.as_str(), t.pass_without_samples))
+        .collect();
+    assert_eq!(
+        allowed,
+        [
+            ("errors: rate < 1%", false),
+            ("errors: rate < 2% or no samples", true),
+            ("errors: rate < 3%", true),
+            ("errors: rate < 4%", false),
+        ]
+    );
+    rejects(
+        "thresholds:\n",
+        "thresholds:\n  errors:\n    - threshold: rate < 1% or no samples\n      no_samples: fail\n",
+        "errors:",
+        "ends 'or no samples' but no_samples: fail",
+    );
+    rejects(
+        "thresholds:\n",
+        "thresholds:\n  errors:\n    - threshold: rate < 1%\n      no_samples: maybe\n",
+        "no_samples",
+        "unknown variant",
+    );
+    rejects(
+        "thresholds:\n",
+        "thresholds:\n  dropped: [rate < 1%]\n",
+        "dropped",
+        "count dropped_iterations",
+    );
+}

@@ -344,16 +344,35 @@ impl Validator<'_> {
                 ));
             }
             for t in list {
-                let (expr, abort, delay) = match t {
-                    RawThreshold::Text(e) => (e, false, Duration::ZERO),
+                let (expr, abort, delay, no_samples) = match t {
+                    RawThreshold::Text(e) => (e, false, Duration::ZERO, None),
                     RawThreshold::Full(RawThresholdFull {
                         threshold,
                         abort_on_fail,
                         delay,
-                    }) => (threshold, abort_on_fail, delay.map_or(Duration::ZERO, |d| d.0)),
+                        no_samples,
+                    }) => (
+                        threshold,
+                        abort_on_fail,
+                        delay.map_or(Duration::ZERO, |d| d.0),
+                        no_samples,
+                    ),
                 };
-                let th =
+                let mut th =
                     Threshold::parse(&key, &expr, abort, delay).map_err(|e| self.err(&["thresholds:", &key], e))?;
+                match no_samples {
+                    Some(NoSamples::Pass) => th.pass_without_samples = true,
+                    Some(NoSamples::Fail) if th.pass_without_samples => {
+                        return Err(self.err(
+                            &["thresholds:", &key],
+                            format!(
+                                "'{expr}' ends '{}' but no_samples: fail; give one of them",
+                                crate::threshold::OR_NO_SAMPLES
+                            ),
+                        ));
+                    }
+                    _ => {}
+                }
                 if let Some((tag, value)) = &th.tag
                     && !tag_exists(&scenarios, tag, value)
                 {
