@@ -123,6 +123,23 @@ pub enum Fault {
     /// HTTP/2 (h2c): SETTINGS_MAX_CONCURRENT_STREAMS 1, each answer after
     /// 2 ms.
     H2MaxStreams1,
+    /// gRPC (h2c): each call answered OK with one message that is not
+    /// protobuf (a field number 0).
+    GrpcNotProtobuf,
+    /// gRPC (h2c): each call answered 200 `content-type: text/html`.
+    GrpcHtml,
+    /// gRPC (h2c): a message prefix claiming 4 GiB, then 10 bytes, then OK.
+    GrpcHugePrefix,
+    /// gRPC (h2c): half a message (its prefix says 20 bytes, 8 come), then OK.
+    GrpcHalfMessage,
+    /// gRPC (h2c): a message flagged compressed, no `grpc-encoding`.
+    GrpcCompressed,
+    /// gRPC (h2c): a message prefix with reserved flag bits set (0x02).
+    GrpcReservedFlags,
+    /// gRPC (h2c): two messages, then OK (for a unary call).
+    GrpcTwoMessages,
+    /// gRPC (h2c): no message, then OK (for a unary call).
+    GrpcNoMessage,
 }
 
 /// Which protocol a fault speaks (or breaks).
@@ -140,7 +157,7 @@ pub enum FaultKind {
 
 impl Fault {
     /// Every fault, in the order of the documentation.
-    pub const ALL: [Fault; 33] = [
+    pub const ALL: [Fault; 41] = [
         Fault::NeverAnswer,
         Fault::StallBody,
         Fault::Trickle,
@@ -174,6 +191,14 @@ impl Fault {
         Fault::H2Goaway,
         Fault::H2TinyWindow,
         Fault::H2MaxStreams1,
+        Fault::GrpcNotProtobuf,
+        Fault::GrpcHtml,
+        Fault::GrpcHugePrefix,
+        Fault::GrpcHalfMessage,
+        Fault::GrpcCompressed,
+        Fault::GrpcReservedFlags,
+        Fault::GrpcTwoMessages,
+        Fault::GrpcNoMessage,
     ];
 
     /// The name `--fault` takes.
@@ -212,6 +237,14 @@ impl Fault {
             Fault::H2Goaway => "h2-goaway",
             Fault::H2TinyWindow => "h2-tiny-window",
             Fault::H2MaxStreams1 => "h2-max-streams-1",
+            Fault::GrpcNotProtobuf => "grpc-not-protobuf",
+            Fault::GrpcHtml => "grpc-html",
+            Fault::GrpcHugePrefix => "grpc-huge-prefix",
+            Fault::GrpcHalfMessage => "grpc-half-message",
+            Fault::GrpcCompressed => "grpc-compressed",
+            Fault::GrpcReservedFlags => "grpc-reserved-flags",
+            Fault::GrpcTwoMessages => "grpc-two-messages",
+            Fault::GrpcNoMessage => "grpc-no-message",
         }
     }
 
@@ -224,7 +257,15 @@ impl Fault {
             | Fault::H2RefusedStream
             | Fault::H2Goaway
             | Fault::H2TinyWindow
-            | Fault::H2MaxStreams1 => FaultKind::H2,
+            | Fault::H2MaxStreams1
+            | Fault::GrpcNotProtobuf
+            | Fault::GrpcHtml
+            | Fault::GrpcHugePrefix
+            | Fault::GrpcHalfMessage
+            | Fault::GrpcCompressed
+            | Fault::GrpcReservedFlags
+            | Fault::GrpcTwoMessages
+            | Fault::GrpcNoMessage => FaultKind::H2,
             _ => FaultKind::Http,
         }
     }

@@ -50,6 +50,7 @@ mod exit_codes;
 mod export;
 mod faults;
 mod grpc;
+mod grpc_faults;
 mod grpc_reflect;
 mod grpc_stream;
 mod hostile_results;
