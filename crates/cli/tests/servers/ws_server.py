@@ -6,7 +6,9 @@
 MODE: echo (every message back), push (a message "push N" every second),
 pushping (push, and a ping every 0.1 s: a socket that leaves one unanswered
 for 0.5 s is closed with 1011), refuse (403 to every upgrade), close (closes
-each socket at once with code 1008). In every mode SIGUSR1 closes every open socket with 1001 (going
+each socket at once with code 1008), flood (never reads the socket again
+and sends pings, 125 bytes each, until the buffers both ways are full), deaf
+(never reads the socket again, sends nothing). In every mode SIGUSR1 closes every open socket with 1001 (going
 away) while the server keeps listening, and each socket's close code (the
 client's, when it closed first) is appended to PORT_FILE.closes. Writes the
 port it listens on to PORT_FILE, then serves until killed.
@@ -33,6 +35,23 @@ async def push(ws):
         n += 1
         await ws.send(f"push {n}")
         await asyncio.sleep(1)
+
+
+async def flood(ws):
+    n = 0
+    while True:
+        # Reading stays paused: the client's pongs (and all else) pile up.
+        ws.transport.pause_reading()
+        n += 1
+        await ws.ping(n.to_bytes(8, "big") + b"x" * 117)
+        # Other sockets' upgrades get their turn.
+        await asyncio.sleep(0)
+
+
+async def deaf(ws):
+    while True:
+        ws.transport.pause_reading()
+        await asyncio.sleep(0.05)
 
 
 async def close(ws):
@@ -64,7 +83,8 @@ def going_away():
 
 
 async def main(port_file, mode):
-    handler = {"echo": echo, "push": push, "pushping": push, "refuse": echo, "close": close}[mode]
+    handler = {"echo": echo, "push": push, "pushping": push, "refuse": echo, "close": close,
+               "flood": flood, "deaf": deaf}[mode]
     kwargs = {"process_request": refuse} if mode == "refuse" else {}
     pings = {"ping_interval": 0.1, "ping_timeout": 0.5} if mode == "pushping" else {"ping_interval": None}
     asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, going_away)
