@@ -91,6 +91,11 @@ fn each_reply_a_grpc_client_rejects_is_its_class() {
             m.requests.errors
         );
         assert!(run.stdout().contains(class), "{fault}: {}", run.stdout());
+        assert!(
+            run.stderr().contains("replies a gRPC client rejects"),
+            "{fault}: {}",
+            run.stderr()
+        );
     }
 }
 
