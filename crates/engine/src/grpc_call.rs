@@ -149,7 +149,17 @@ async fn call(
     let sleep = std::pin::pin!(tokio::time::sleep(LIMIT * 2));
     crate::http2::call_once(stream, &request, &body, true, &mut slot, sleep)
         .await
-        .map_err(unreachable)?;
+        .map_err(|class| match class {
+            // An answer, but not one a gRPC client takes.
+            throng_metrics::ErrorClass::Grpc(_) => {
+                let name = class.name();
+                CallError::Protocol(format!(
+                    "its answer is not gRPC: {name} ({})",
+                    throng_metrics::ErrorClass::describe(&name)
+                ))
+            }
+            class => unreachable(class),
+        })?;
     if slot.body_bytes > max_bytes as u64 {
         return Err(CallError::Protocol(format!(
             "the answer is larger than {} MiB; the server sent more than a reflection answer should be",

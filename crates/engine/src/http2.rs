@@ -52,6 +52,7 @@ use crate::conn::{Failed, Timing, open_connection};
 use crate::ctx::Ctx;
 use crate::errors::{Stage, classify};
 use crate::exchange::{Session, record_exchange};
+use crate::grpc_frame::Reader;
 use crate::http1::Keep;
 use crate::rows::Row;
 use crate::transport::Transport;
@@ -827,47 +828,6 @@ fn record_messages(ctx: &Ctx, slot: &Slot, outcome: &Result<Timing, Failed>, t_s
     }
 }
 
-/// Counts gRPC messages (a 5-byte prefix: a flag, then the length, big
-/// endian) in a body that arrives in chunks of any size, without keeping
-/// them.
-#[derive(Debug, Default)]
-struct MessageCounter {
-    /// Prefix bytes seen of the message being read (5: its body is).
-    prefix: u8,
-    len: [u8; 4],
-    /// Body bytes of the message still to come.
-    left: u64,
-}
-
-impl MessageCounter {
-    /// Reads `chunk`; returns how many messages it completed.
-    fn feed(&mut self, mut chunk: &[u8]) -> u64 {
-        let mut done = 0;
-        while let Some((&b, rest)) = chunk.split_first() {
-            if self.prefix < 5 {
-                if self.prefix > 0 {
-                    self.len[usize::from(self.prefix - 1)] = b;
-                }
-                self.prefix += 1;
-                chunk = rest;
-                if self.prefix == 5 {
-                    self.left = u64::from(u32::from_be_bytes(self.len));
-                }
-            } else {
-                // Within a usize: at most the chunk's length.
-                let n = self.left.min(chunk.len() as u64) as usize;
-                self.left -= n as u64;
-                chunk = &chunk[n..];
-            }
-            if self.prefix == 5 && self.left == 0 {
-                done += 1;
-                self.prefix = 0;
-            }
-        }
-        done
-    }
-}
-
 /// gRPC's view of a call's end: a wait cut by `--deadline`, or a
 /// DEADLINE_EXCEEDED status the run does not expect, is
 /// `grpc.deadline_exceeded` (the server and the client race to end the
@@ -1000,7 +960,8 @@ struct Entry {
     /// and of the trailers.
     grpc_head: Option<u16>,
     grpc_trailers: Option<u16>,
-    counter: Option<MessageCounter>,
+    /// A gRPC reply, judged as it arrives (crate::grpc_frame).
+    reader: Option<Reader>,
     /// The request body not sent yet (the windows were closed).
     body: Bytes,
     /// Handed to the connection: no byte of the response came before.
@@ -1098,6 +1059,9 @@ impl Shared {
                     if s.grpc {
                         s.grpc_head = grpc_code(headers.get(b"grpc-status"));
                     }
+                    if let Some(r) = s.reader.as_mut() {
+                        r.head(status, headers.get(b"content-type"), headers.get(b"grpc-encoding"));
+                    }
                 }
             }
             Event::Data { stream, data } => {
@@ -1107,8 +1071,8 @@ impl Shared {
                         // The exchange resets the stream when it takes it.
                         s.finish(Err(ErrorClass::Protocol));
                     }
-                    if let Some(c) = s.counter.as_mut() {
-                        let n = c.feed(data);
+                    if let Some(r) = s.reader.as_mut() {
+                        let n = r.feed(data);
                         if n > 0 {
                             let (t, _) = at(s);
                             s.slot.first_message.get_or_insert(t);
@@ -1129,6 +1093,9 @@ impl Shared {
             Event::StreamEnd { stream } => {
                 freed = true;
                 if let Some(s) = entry(&mut streams, stream) {
+                    if let Some(r) = s.reader.as_mut() {
+                        r.end();
+                    }
                     if s.slot.short_of_length() {
                         s.finish(Err(ErrorClass::Eof));
                     } else {
@@ -1441,11 +1408,13 @@ async fn exchange(
 
 /// Sends a request (its header `block`, then `body`) on a new stream of
 /// `c` and reads the response into `slot`, within the deadline `sleep` was
-/// armed with; `grpc`: the status is the call's `grpc-status`;
-/// `server_streaming`: its response messages are counted and timed as
-/// they arrive. `head_len`: the header block's size as the caller counts
-/// it; a failure after the stream started counts it and the body handed
-/// to the connection as written.
+/// armed with; `grpc`: the status is the call's `grpc-status` and the
+/// reply is judged as a gRPC client would (crate::grpc_frame: a fault is
+/// its `grpc.*` class); `server_streaming`: its response messages are
+/// counted and timed as they arrive, and any number of them is right (a
+/// unary call's OK has exactly one). `head_len`: the header block's size as
+/// the caller counts it; a failure after the stream started counts it and
+/// the body handed to the connection as written.
 #[allow(clippy::too_many_arguments)]
 async fn send_on(
     c: &H2Conn,
@@ -1489,7 +1458,7 @@ async fn send_on(
             grpc,
             grpc_head: None,
             grpc_trailers: None,
-            counter: server_streaming.then(MessageCounter::default),
+            reader: grpc.then(Reader::default),
             body: rest,
             sent,
             first: None,
@@ -1527,16 +1496,25 @@ async fn send_on(
         r = ended => r,
         () = sleep => Err(ErrorClass::TimeoutResponse),
     };
-    let e = open.take();
+    let mut e = open.take();
     let unsent = e.as_ref().map_or(0, |e| e.body.len());
-    let done = end.map_err(|class| Failed {
-        class,
-        written: head_len + body.len().saturating_sub(unsent),
-    })?;
+    let written = head_len + body.len().saturating_sub(unsent);
+    let done = end.map_err(|class| Failed { class, written })?;
     // A stamped end can precede the clock of an unstamped first read.
     let first = e.as_ref().and_then(|e| e.first).unwrap_or(done).min(done);
-    if grpc && let Some(e) = &e {
+    if grpc && let Some(e) = &mut e {
         open.slot.status = grpc_code_or_http(open.slot.status, e.grpc_trailers.or(e.grpc_head));
+        if let Some(r) = e.reader.as_mut() {
+            if !server_streaming {
+                r.cardinality(open.slot.status);
+            }
+            if let Some(fault) = r.fault {
+                return Err(Failed {
+                    class: ErrorClass::Grpc(fault),
+                    written,
+                });
+            }
+        }
     }
     Ok(Timing {
         sent,
@@ -1731,7 +1709,8 @@ pub(crate) async fn call_once(
     };
     let block = encode_head(request.method(), request.uri(), request.headers());
     slot.for_method(request.method());
-    let outcome = send_on(&c, &block, body, grpc, false, 0, slot, sleep).await;
+    // Any number of messages: a reflection call answers each of its asks.
+    let outcome = send_on(&c, &block, body, grpc, true, 0, slot, sleep).await;
     c.driver.abort();
     outcome.map(|_| ()).map_err(|f| f.class)
 }
@@ -2462,22 +2441,5 @@ mod tests {
             },
         );
         assert!(size <= 400, "a stream's exchange is a {size}-byte future");
-    }
-
-    #[test]
-    fn messages_are_counted_across_any_chunking() {
-        // Three messages: 3 bytes, empty, 300 bytes.
-        let mut body = vec![0, 0, 0, 0, 3, 1, 2, 3, 0, 0, 0, 0, 0, 0, 0, 0, 1, 44];
-        body.extend(std::iter::repeat_n(7u8, 300));
-        for size in [1, 2, 5, 7, 64, body.len()] {
-            let mut c = MessageCounter::default();
-            let total: u64 = body.chunks(size).map(|chunk| c.feed(chunk)).sum();
-            assert_eq!(total, 3, "chunks of {size}");
-            assert_eq!((c.prefix, c.left), (0, 0));
-        }
-        // A message cut off is not counted.
-        let mut c = MessageCounter::default();
-        assert_eq!(c.feed(&body[..body.len() - 1]), 2);
-        assert_eq!(c.left, 1);
     }
 }

@@ -33,6 +33,7 @@ mod ctx;
 mod errors;
 mod exchange;
 pub mod grpc_call;
+mod grpc_frame;
 pub mod http1;
 mod http2;
 mod http3;

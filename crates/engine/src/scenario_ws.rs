@@ -361,7 +361,12 @@ pub(super) async fn step(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &WsOp, origin: O
                             }
                         }
                         Ok(Event::Ping(p)) => {
-                            if let Err(class) = send(&mut sock, frame::PONG, &p, ws.timeout).await {
+                            // Within what is left of the expect's deadline:
+                            // pings flooding in must not stretch it.
+                            let left = deadline
+                                .deadline()
+                                .saturating_duration_since(tokio::time::Instant::now());
+                            if let Err(class) = send(&mut sock, frame::PONG, &p, left).await {
                                 socket_lost = true;
                                 break Err(class);
                             }

@@ -175,7 +175,14 @@ pub(crate) async fn handshake(
                 Step::Send { binary, data } => {
                     sent = Instant::now();
                     let op = if *binary { frame::BINARY } else { frame::TEXT };
-                    sock.send(op, data).await.map_err(io_fail)?;
+                    // A server that does not read: the write waits no
+                    // longer than a step may.
+                    sleep.as_mut().reset((sent + spec.step_timeout).into());
+                    tokio::select! {
+                        biased;
+                        r = sock.send(op, data) => r.map_err(io_fail)?,
+                        () = sleep.as_mut() => return Err(ErrorClass::TimeoutHandshake),
+                    }
                 }
                 Step::Expect(re) => {
                     sleep.as_mut().reset((Instant::now() + spec.step_timeout).into());
@@ -193,11 +200,18 @@ pub(crate) async fn handshake(
                                 exchanges.push(sent.elapsed());
                                 break;
                             }
-                            Event::Ping(p) => sock.send(frame::PONG, &p).await.map_err(io_fail)?,
+                            // Within the step's deadline too: a server that
+                            // pings and never reads fills the socket's buffers.
+                            Event::Ping(p) => tokio::select! {
+                                biased;
+                                r = sock.send(frame::PONG, &p) => r.map_err(io_fail)?,
+                                () = sleep.as_mut() => return Err(ErrorClass::TimeoutHandshake),
+                            },
                             Event::Pong(_) => {}
                             Event::Close(code) => {
                                 // Answer it, as the close handshake asks.
-                                let _ = sock.send(frame::CLOSE, &frame::close_payload(code)).await;
+                                let payload = frame::close_payload(code);
+                                let _ = tokio::time::timeout(CLOSE_LIMIT, sock.send(frame::CLOSE, &payload)).await;
                                 return Err(ErrorClass::WsClosed(code));
                             }
                         }
@@ -267,15 +281,16 @@ pub(crate) async fn hold(ctx: &Ctx, stream: &mut Transport, ping_every: Option<D
 }
 
 /// The close handshake at the end of a hold: a close frame (1000, normal),
-/// then the server's close frame or the end of its stream, within
-/// [`CLOSE_LIMIT`].
+/// then the server's close frame or the end of its stream, all within
+/// [`CLOSE_LIMIT`] (a server that does not read never takes the close
+/// frame: its write waits no longer either).
 pub(crate) async fn close(stream: &mut Transport, scratch: &RefCell<Box<[u8]>>) {
     let mut sock = Socket::new(stream);
     sock.reader = Reader::discarding();
-    if sock.send(frame::CLOSE, &frame::close_payload(1000)).await.is_err() {
-        return;
-    }
-    let answered = async {
+    let handshake = async {
+        if sock.send(frame::CLOSE, &frame::close_payload(1000)).await.is_err() {
+            return;
+        }
         loop {
             match sock.event(scratch).await {
                 Ok(Event::Close(_)) | Err(_) => return,
@@ -283,5 +298,5 @@ pub(crate) async fn close(stream: &mut Transport, scratch: &RefCell<Box<[u8]>>) 
             }
         }
     };
-    let _ = tokio::time::timeout(CLOSE_LIMIT, answered).await;
+    let _ = tokio::time::timeout(CLOSE_LIMIT, handshake).await;
 }

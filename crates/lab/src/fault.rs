@@ -132,6 +132,23 @@ pub enum Fault {
     H2LongBody,
     /// HTTP/2 (h2c): `103 Early Hints`, then 200.
     H2EarlyHints,
+    /// gRPC (h2c): each call answered OK with one message that is not
+    /// protobuf (a field number 0).
+    GrpcNotProtobuf,
+    /// gRPC (h2c): each call answered 200 `content-type: text/html`.
+    GrpcHtml,
+    /// gRPC (h2c): a message prefix claiming 4 GiB, then 10 bytes, then OK.
+    GrpcHugePrefix,
+    /// gRPC (h2c): half a message (its prefix says 20 bytes, 8 come), then OK.
+    GrpcHalfMessage,
+    /// gRPC (h2c): a message flagged compressed, no `grpc-encoding`.
+    GrpcCompressed,
+    /// gRPC (h2c): a message prefix with reserved flag bits set (0x02).
+    GrpcReservedFlags,
+    /// gRPC (h2c): two messages, then OK (for a unary call).
+    GrpcTwoMessages,
+    /// gRPC (h2c): no message, then OK (for a unary call).
+    GrpcNoMessage,
 }
 
 /// Which protocol a fault speaks (or breaks).
@@ -149,7 +166,7 @@ pub enum FaultKind {
 
 impl Fault {
     /// Every fault, in the order of the documentation.
-    pub const ALL: [Fault; 37] = [
+    pub const ALL: [Fault; 45] = [
         Fault::NeverAnswer,
         Fault::StallBody,
         Fault::Trickle,
@@ -187,6 +204,14 @@ impl Fault {
         Fault::H2ShortBody,
         Fault::H2LongBody,
         Fault::H2EarlyHints,
+        Fault::GrpcNotProtobuf,
+        Fault::GrpcHtml,
+        Fault::GrpcHugePrefix,
+        Fault::GrpcHalfMessage,
+        Fault::GrpcCompressed,
+        Fault::GrpcReservedFlags,
+        Fault::GrpcTwoMessages,
+        Fault::GrpcNoMessage,
     ];
 
     /// The name `--fault` takes.
@@ -229,6 +254,14 @@ impl Fault {
             Fault::H2ShortBody => "h2-short-body",
             Fault::H2LongBody => "h2-long-body",
             Fault::H2EarlyHints => "h2-early-hints",
+            Fault::GrpcNotProtobuf => "grpc-not-protobuf",
+            Fault::GrpcHtml => "grpc-html",
+            Fault::GrpcHugePrefix => "grpc-huge-prefix",
+            Fault::GrpcHalfMessage => "grpc-half-message",
+            Fault::GrpcCompressed => "grpc-compressed",
+            Fault::GrpcReservedFlags => "grpc-reserved-flags",
+            Fault::GrpcTwoMessages => "grpc-two-messages",
+            Fault::GrpcNoMessage => "grpc-no-message",
         }
     }
 
@@ -245,7 +278,15 @@ impl Fault {
             | Fault::H2NoStreams
             | Fault::H2ShortBody
             | Fault::H2LongBody
-            | Fault::H2EarlyHints => FaultKind::H2,
+            | Fault::H2EarlyHints
+            | Fault::GrpcNotProtobuf
+            | Fault::GrpcHtml
+            | Fault::GrpcHugePrefix
+            | Fault::GrpcHalfMessage
+            | Fault::GrpcCompressed
+            | Fault::GrpcReservedFlags
+            | Fault::GrpcTwoMessages
+            | Fault::GrpcNoMessage => FaultKind::H2,
             _ => FaultKind::Http,
         }
     }

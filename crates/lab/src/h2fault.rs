@@ -76,6 +76,9 @@ pub(crate) async fn serve(stream: TcpStream, fault: Fault) -> io::Result<()> {
                 cut = Some(respond);
                 conn.abrupt_shutdown(Reason::NO_ERROR);
             }
+            _ if grpc_reply(fault).is_some() => {
+                tokio::task::spawn_local(answer_grpc(request.into_body(), respond, fault));
+            }
             _ => {
                 let body = match fault {
                     Fault::H2TinyWindow => Bytes::from(vec![b'w'; TINY_WINDOW_BODY]),
@@ -160,4 +163,48 @@ impl Answer {
             let _ = send.send_data(self.body, true);
         }
     }
+}
+
+/// A gRPC fault's answer: its content type and its body (the trailers
+/// then say OK); None for a fault that is not gRPC.
+fn grpc_reply(fault: Fault) -> Option<(&'static str, Vec<u8>)> {
+    // CallReply{message: "hi"}, framed.
+    let good = [0u8, 0, 0, 0, 4, 0x0a, 2, b'h', b'i'];
+    let grpc = "application/grpc";
+    Some(match fault {
+        // Field number 0: no protobuf message has it.
+        Fault::GrpcNotProtobuf => (grpc, vec![0, 0, 0, 0, 3, 0x00, 0x01, 0x02]),
+        Fault::GrpcHtml => ("text/html", b"<html>not gRPC</html>".to_vec()),
+        Fault::GrpcHugePrefix => (grpc, [&[0u8, 0xff, 0xff, 0xff, 0xff][..], &[0x08; 10]].concat()),
+        Fault::GrpcHalfMessage => (grpc, [&[0u8, 0, 0, 0, 20][..], &[0x08; 8]].concat()),
+        Fault::GrpcCompressed => (grpc, [&[1u8][..], &good[1..]].concat()),
+        Fault::GrpcReservedFlags => (grpc, [&[2u8][..], &good[1..]].concat()),
+        Fault::GrpcTwoMessages => (grpc, [good, good].concat()),
+        Fault::GrpcNoMessage => (grpc, Vec::new()),
+        _ => return None,
+    })
+}
+
+/// Reads the request body, then answers 200 with `fault`'s reply and
+/// trailers saying OK.
+async fn answer_grpc(mut request: h2::RecvStream, mut respond: SendResponse<Bytes>, fault: Fault) {
+    while let Some(Ok(chunk)) = request.data().await {
+        let _ = request.flow_control().release_capacity(chunk.len());
+    }
+    let Some((content_type, body)) = grpc_reply(fault) else {
+        return;
+    };
+    let mut response = http::Response::new(());
+    response
+        .headers_mut()
+        .insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static(content_type));
+    let Ok(mut send) = respond.send_response(response, false) else {
+        return;
+    };
+    if !body.is_empty() && send.send_data(Bytes::from(body), false).is_err() {
+        return;
+    }
+    let mut trailers = http::HeaderMap::new();
+    trailers.insert("grpc-status", http::HeaderValue::from_static("0"));
+    let _ = send.send_trailers(trailers);
 }

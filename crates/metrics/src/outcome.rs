@@ -99,7 +99,9 @@ pub enum ErrorClass {
     /// WebSocket: a malformed upgrade answer (a wrong Sec-WebSocket-Accept)
     /// or frame (`ws.protocol`).
     WsProtocol,
-    /// A gRPC call's failure: `deadline_exceeded` (`--deadline` expired).
+    /// A gRPC call's failure: `deadline_exceeded` (`--deadline` expired),
+    /// or a reply a gRPC client rejects: `content_type`, `framing`,
+    /// `compressed`, `decode`, `cardinality`.
     Grpc(&'static str),
 }
 
@@ -203,6 +205,20 @@ impl ErrorClass {
             }
             "grpc.deadline_exceeded" => {
                 "gRPC: the call's --deadline expired (no answer in time, or DEADLINE_EXCEEDED from the server)"
+            }
+            "grpc.content_type" => {
+                "gRPC: the reply is not application/grpc (an HTTP 200 with another content-type; grpc-go: UNKNOWN)"
+            }
+            "grpc.framing" => {
+                "gRPC: a reply message's 5-byte prefix has reserved flag bits set, or the reply ends inside a \
+                 prefix or a message (grpc-go: INTERNAL)"
+            }
+            "grpc.compressed" => {
+                "gRPC: a reply message is flagged compressed but the reply names no grpc-encoding (grpc-go: INTERNAL)"
+            }
+            "grpc.decode" => "gRPC: a reply message is not protobuf's wire format (grpc-go: INTERNAL)",
+            "grpc.cardinality" => {
+                "gRPC: a unary call answered OK with no message, or with more than one (grpc-go: INTERNAL)"
             }
             "h2.not_negotiated" => "HTTP/2: the server did not negotiate h2 in the TLS handshake (ALPN)",
             "ws.protocol" => {

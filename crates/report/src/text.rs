@@ -206,13 +206,14 @@ fn write_http(r: &RunResult, p: &HttpPlan, w: &mut dyn Write) -> io::Result<()> 
             let expect = g
                 .expect_messages
                 .map_or_else(String::new, |n| format!(", {n} expected (--expect-messages)"));
-            writeln!(
-                w,
-                "  {:<14}{} received, {:.1} per answered call{expect}",
-                "messages",
-                m.messages,
-                m.messages as f64 / calls.max(1) as f64
-            )?;
+            // No call answered: no per-call figure (the messages came on
+            // calls cut off by the deadline).
+            let per_call = if calls == 0 {
+                "no call answered".to_string()
+            } else {
+                format!("{:.1} per answered call", m.messages as f64 / calls as f64)
+            };
+            writeln!(w, "  {:<14}{} received, {per_call}{expect}", "messages", m.messages)?;
         }
     } else {
         write_statuses(m, p, w)?;

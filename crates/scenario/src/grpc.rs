@@ -24,6 +24,28 @@ pub const MAX_PROTO_FILES: usize = 256;
 /// The largest `.proto` file (as the scenario file's own limit).
 const MAX_PROTO_BYTES: usize = 4 << 20;
 
+/// Definitions the `.proto` files of one pool may hold, imports included
+/// (see [`definitions`]): compiling takes about 10 KB for each, so a
+/// file's size alone does not bound the memory (300,000 empty messages are
+/// 4 MB of text and 3 GB compiled).
+pub const MAX_DEFINITIONS: usize = 50_000;
+
+/// The definitions of a `.proto` text, counted before it is parsed: its
+/// `{` and `;` (a message, an enum, a service, a field, an option…; those
+/// in comments and strings count too, which errs on the safe side).
+pub fn definitions(text: &str) -> usize {
+    text.bytes().filter(|b| matches!(b, b'{' | b';')).count()
+}
+
+/// The refusal of `.proto` files with more than [`MAX_DEFINITIONS`];
+/// `path` is the file where the count went past it.
+pub fn too_many_definitions(path: &str) -> String {
+    format!(
+        "{path}: the .proto files hold more than {MAX_DEFINITIONS} definitions (messages, fields, options) with \
+         their imports, more than throng compiles; give only the files the call needs"
+    )
+}
+
 /// The largest encoded request message (as `throng grpc --data`).
 const MAX_MESSAGE: usize = 64 << 20;
 
@@ -130,6 +152,7 @@ pub fn compile(
         .collect();
     let sources = Sources::default();
     let mut absent = BTreeSet::new();
+    let mut counted = 0;
     // protox asks its resolver for one file at a time and needs it to
     // live as long as the compiler; the caller's reader does not, so each
     // round reads what the last one asked for and compiles again.
@@ -188,7 +211,11 @@ pub fn compile(
                         MAX_PROTO_BYTES >> 20
                     ));
                 }
-                Some((_, text)) => {
+                Some((path, text)) => {
+                    counted += definitions(&text);
+                    if counted > MAX_DEFINITIONS {
+                        return Err(too_many_definitions(&path));
+                    }
                     sources.files.borrow_mut().insert(name, text);
                 }
                 None => {

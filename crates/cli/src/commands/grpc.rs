@@ -196,11 +196,71 @@ fn compile(proto: &Path, imports: &[PathBuf]) -> anyhow::Result<DescriptorPool> 
     let mut includes = vec![dir];
     includes.extend(imports.iter().cloned());
     let fail = |e: protox::Error| UsageError(format!("--proto {}: {}", proto.display(), describe(&e)));
-    let mut compiler = protox::Compiler::new(&includes).map_err(fail)?;
+    let mut compiler = protox::Compiler::with_file_resolver(Counted::new(includes));
     let name = proto.file_name().map_or_else(|| proto.to_path_buf(), PathBuf::from);
     compiler.include_imports(true);
     compiler.open_file(&name).map_err(fail)?;
     Ok(compiler.descriptor_pool())
+}
+
+/// Bytes of a `.proto` file counted for definitions (the file's own size
+/// is bounded where it is read).
+const MAX_COUNTED: u64 = 64 << 20;
+
+/// protox's resolver for `--proto` and `-I` (the include directories,
+/// then Google's well-known types), counting the definitions of each file
+/// before protox parses it: more than
+/// [`throng_scenario::grpc::MAX_DEFINITIONS`] in all are refused.
+struct Counted {
+    includes: Vec<PathBuf>,
+    inner: protox::file::ChainFileResolver,
+    count: std::cell::Cell<usize>,
+}
+
+impl Counted {
+    fn new(includes: Vec<PathBuf>) -> Counted {
+        let mut inner = protox::file::ChainFileResolver::new();
+        for dir in &includes {
+            inner.add(protox::file::IncludeFileResolver::new(dir.clone()));
+        }
+        inner.add(protox::file::GoogleFileResolver::new());
+        Counted {
+            includes,
+            inner,
+            count: std::cell::Cell::new(0),
+        }
+    }
+}
+
+impl protox::file::FileResolver for Counted {
+    fn resolve_path(&self, path: &Path) -> Option<String> {
+        self.inner.resolve_path(path)
+    }
+
+    fn open_file(&self, name: &str) -> Result<protox::file::File, protox::Error> {
+        use std::io::Read as _;
+        // The file protox will open: the first include directory that has it.
+        if let Some(path) = self.includes.iter().map(|d| d.join(name)).find(|p| p.is_file())
+            && let Ok(f) = std::fs::File::open(&path)
+        {
+            // Counted in chunks, never held; unreadable: protox reads it
+            // and says why.
+            let max = throng_scenario::grpc::MAX_DEFINITIONS;
+            let mut reader = f.take(MAX_COUNTED);
+            let mut chunk = vec![0u8; 64 << 10];
+            let mut n = self.count.get();
+            while let Ok(k @ 1..) = reader.read(&mut chunk) {
+                n += chunk[..k].iter().filter(|b| matches!(b, b'{' | b';')).count();
+                if n > max {
+                    return Err(protox::Error::new(throng_scenario::grpc::too_many_definitions(
+                        &path.display().to_string(),
+                    )));
+                }
+            }
+            self.count.set(n);
+        }
+        self.inner.open_file(name)
+    }
 }
 
 /// A protox error with where it happened (`FILE:LINE:COL`) when it says.

@@ -29,6 +29,13 @@ const VERSIONS: [&str; 2] = ["grpc.reflection.v1", "grpc.reflection.v1alpha"];
 const ROUNDS: usize = 8;
 /// Files a pool may take from a server.
 const MAX_FILES: usize = 1000;
+/// Length-delimited fields (messages, strings) the answers of a pool may
+/// hold, at every depth, counted before they are decoded: an empty
+/// message type is 2 bytes on the wire and a kilobyte and more decoded,
+/// so the answer's size alone does not bound the memory.
+const MAX_ELEMENTS: u64 = 200_000;
+/// Deepest nesting of messages counted.
+const MAX_DEPTH: u8 = 32;
 /// Bytes of one reflection answer.
 const MAX_ANSWER: usize = 16 << 20;
 /// gRPC's UNIMPLEMENTED and NOT_FOUND.
@@ -143,6 +150,8 @@ pub fn pool(
     service: &str,
 ) -> anyhow::Result<DescriptorPool> {
     let server = plan.target.authority();
+    // What the answers so far held (MAX_ELEMENTS), across rounds.
+    let elements = std::cell::Cell::new(0u64);
     let ask = |version: &str, asks: Vec<Ask>| -> anyhow::Result<Result<Vec<Answer>, u16>> {
         let mut body = Vec::new();
         for a in asks {
@@ -160,6 +169,11 @@ pub fn pool(
         let path = format!("/{version}.ServerReflection/ServerReflectionInfo");
         let reply = grpc_call(plan, tls.clone(), &path, body.into(), MAX_ANSWER).map_err(|e| match e {
             CallError::Setup(e) => anyhow::Error::from(e),
+            // It answered, but not as a gRPC server does.
+            CallError::Protocol(e) => UsageError(format!(
+                "server reflection: {server}: {e}; is it a gRPC server? Or pass --proto FILE"
+            ))
+            .into(),
             e => anyhow::anyhow!(
                 "server reflection: {server}: {e}; is the gRPC server running there (--plaintext for one \
                  without TLS)? Or pass --proto FILE"
@@ -168,20 +182,37 @@ pub fn pool(
         if reply.status != 0 {
             return Ok(Err(reply.status));
         }
-        reply
-            .messages
-            .iter()
-            .map(|m| {
-                ReflectionResponse::decode(m.as_ref())
-                    .ok()
-                    .and_then(|r| r.answer)
-                    .ok_or_else(|| {
-                        // What the server serves, not a run that failed: exit 2.
-                        anyhow::Error::from(UsageError(format!("server reflection: {server} answered with something that is not a reflection response; pass --proto FILE")))
-                    })
-            })
-            .collect::<anyhow::Result<Vec<Answer>>>()
-            .map(Ok)
+        let not_reflection = || {
+            UsageError(format!(
+                "server reflection: {server} answered with something that is not a reflection response; pass \
+                 --proto FILE"
+            ))
+        };
+        let mut answers = Vec::new();
+        for m in &reply.messages {
+            // Counted before anything is decoded from it.
+            let mut count = Count {
+                elements: elements.get(),
+                files: 0,
+            };
+            if !count.walk(m, 0) {
+                return Err(not_reflection().into());
+            }
+            elements.set(count.elements);
+            if count.elements > MAX_ELEMENTS || count.files > MAX_FILES as u64 {
+                return Err(UsageError(format!(
+                    "server reflection: {server} answered with more than {MAX_FILES} files or {MAX_ELEMENTS} \
+                     definitions, more than throng reads from a server; pass --proto FILE"
+                ))
+                .into());
+            }
+            let answer = ReflectionResponse::decode(m.as_ref())
+                .ok()
+                .and_then(|r| r.answer)
+                .ok_or_else(not_reflection)?;
+            answers.push(answer);
+        }
+        Ok(Ok(answers))
     };
     // The first version the server implements.
     let mut found = None;
@@ -209,7 +240,7 @@ pub fn pool(
         ))
         .into());
     };
-    let mut files: Vec<FileDescriptorProto> = Vec::new();
+    let mut files = Files::default();
     take(&mut files, answers, |message| {
         // The service is not on the server: say which are.
         let offered = match ask(version, vec![Ask::ListServices(String::new())]) {
@@ -238,11 +269,11 @@ pub fn pool(
         ))
     })?;
     for _ in 0..ROUNDS {
-        let missing = missing(&files);
+        let missing = missing(&files.list);
         if missing.is_empty() {
             break;
         }
-        if files.len() + missing.len() > MAX_FILES {
+        if files.list.len() + missing.len() > MAX_FILES {
             return Err(UsageError(format!(
                 "server reflection: {service} needs more than {MAX_FILES} .proto files; pass --proto FILE"
             ))
@@ -260,18 +291,18 @@ pub fn pool(
                 .into());
             }
         };
-        let before = files.len();
+        let before = files.list.len();
         take(&mut files, answers, |message| {
             UsageError(format!(
                 "server reflection: {server} did not give the imported file(s) {} ({message}); pass --proto FILE",
                 missing.join(", ")
             ))
         })?;
-        if files.len() == before {
+        if files.list.len() == before {
             break;
         }
     }
-    let still = missing(&files);
+    let still = missing(&files.list);
     if !still.is_empty() {
         return Err(UsageError(format!(
             "server reflection: {server} did not give the imported file(s) {}; pass --proto FILE",
@@ -280,7 +311,7 @@ pub fn pool(
         .into());
     }
     let mut pool = DescriptorPool::new();
-    pool.add_file_descriptor_protos(files).map_err(|e| {
+    pool.add_file_descriptor_protos(files.list).map_err(|e| {
         UsageError(format!(
             "server reflection: the descriptors {server} gave do not fit together ({e}); pass --proto FILE"
         ))
@@ -288,10 +319,82 @@ pub fn pool(
     Ok(pool)
 }
 
-/// Adds the files of `answers` not yet in `files`; an error answer is
-/// `on_error(its message)`.
+/// The files taken from a server, and their names (each taken once).
+#[derive(Default)]
+struct Files {
+    list: Vec<FileDescriptorProto>,
+    names: std::collections::HashSet<Option<String>>,
+}
+
+/// What a reflection answer holds, counted on the wire before it is
+/// decoded (prost decodes a repeated field whole, whatever its count).
+struct Count {
+    /// Length-delimited fields, at every depth (see [`MAX_ELEMENTS`]).
+    elements: u64,
+    /// `file_descriptor_proto` entries.
+    files: u64,
+}
+
+impl Count {
+    /// Walks `bytes` as a message at `depth` (0: the ReflectionResponse),
+    /// counting; a length-delimited field that parses as a message is
+    /// walked in turn (a string that happens to is counted too, which only
+    /// errs on the safe side). False when `bytes` is not a message. Stops
+    /// early past the limits.
+    fn walk(&mut self, mut bytes: &[u8], depth: u8) -> bool {
+        use prost::encoding::{WireType, decode_key, decode_varint};
+        while !bytes.is_empty() {
+            if self.elements > MAX_ELEMENTS || self.files > MAX_FILES as u64 {
+                return true;
+            }
+            let Ok((field, wire)) = decode_key(&mut bytes) else {
+                return false;
+            };
+            let skip = match wire {
+                WireType::Varint => match decode_varint(&mut bytes) {
+                    Ok(_) => 0,
+                    Err(_) => return false,
+                },
+                WireType::SixtyFourBit => 8,
+                WireType::ThirtyTwoBit => 4,
+                WireType::LengthDelimited => match decode_varint(&mut bytes) {
+                    Ok(n) if n <= bytes.len() as u64 => {
+                        // At most the slice's length.
+                        let (inner, rest) = bytes.split_at(n as usize);
+                        self.elements += 1;
+                        // ReflectionResponse.file_descriptor_response (4),
+                        // its file_descriptor_proto (1).
+                        if depth == 1 && field == 1 {
+                            self.files += 1;
+                        }
+                        if depth < MAX_DEPTH && !inner.is_empty() {
+                            let before = (self.elements, self.files);
+                            if !self.walk(inner, depth + 1) {
+                                // Not a message: a string or bytes, one element.
+                                (self.elements, self.files) = before;
+                            }
+                        }
+                        bytes = rest;
+                        0
+                    }
+                    _ => return false,
+                },
+                // Groups are not in descriptors.
+                _ => return false,
+            };
+            if skip > bytes.len() {
+                return false;
+            }
+            bytes = &bytes[skip..];
+        }
+        true
+    }
+}
+
+/// Adds the files of `answers` not yet in `files` (at most [`MAX_FILES`]);
+/// an error answer is `on_error(its message)`.
 fn take(
-    files: &mut Vec<FileDescriptorProto>,
+    files: &mut Files,
     answers: Vec<Answer>,
     on_error: impl FnOnce(String) -> UsageError,
 ) -> Result<(), UsageError> {
@@ -305,8 +408,14 @@ fn take(
                              --proto FILE"
                         ))
                     })?;
-                    if !files.iter().any(|have| have.name == file.name) {
-                        files.push(file);
+                    if files.names.insert(file.name.clone()) {
+                        if files.list.len() == MAX_FILES {
+                            return Err(UsageError(format!(
+                                "server reflection: the server gave more than {MAX_FILES} .proto files; pass --proto \
+                                 FILE"
+                            )));
+                        }
+                        files.list.push(file);
                     }
                 }
             }
@@ -366,7 +475,15 @@ mod tests {
 
     #[test]
     fn answers_add_new_files_and_errors_say_why() {
-        let mut files = vec![file("a.proto", &[])];
+        let mut files = Files::default();
+        take(
+            &mut files,
+            vec![Answer::Files(FileDescriptorResponse {
+                file_descriptor_proto: vec![file("a.proto", &[]).encode_to_vec()],
+            })],
+            |_| UsageError("unexpected".into()),
+        )
+        .unwrap();
         let answer = Answer::Files(FileDescriptorResponse {
             file_descriptor_proto: vec![
                 file("a.proto", &[]).encode_to_vec(),
@@ -374,7 +491,7 @@ mod tests {
             ],
         });
         take(&mut files, vec![answer], |_| UsageError("unexpected".into())).unwrap();
-        assert_eq!(files.len(), 2, "a.proto is not taken twice");
+        assert_eq!(files.list.len(), 2, "a.proto is not taken twice");
         let error = Answer::Error(ErrorResponse {
             error_code: NOT_FOUND,
             error_message: "not found".into(),
@@ -386,5 +503,72 @@ mod tests {
         });
         let e = take(&mut files, vec![garbage], |_| UsageError("unexpected".into())).unwrap_err();
         assert!(e.0.contains("does not decode"), "{}", e.0);
+    }
+
+    /// A ReflectionResponse of `files` (their encodings).
+    fn answer(files: &[Vec<u8>]) -> Vec<u8> {
+        ReflectionResponse {
+            answer: Some(Answer::Files(FileDescriptorResponse {
+                file_descriptor_proto: files.to_vec(),
+            })),
+        }
+        .encode_to_vec()
+    }
+
+    #[test]
+    fn answers_are_counted_before_they_are_decoded() {
+        let real = answer(&[
+            file("a.proto", &["b.proto"]).encode_to_vec(),
+            file("b.proto", &[]).encode_to_vec(),
+        ]);
+        let mut c = Count { elements: 0, files: 0 };
+        assert!(c.walk(&real, 0));
+        // The response's field 4, two files, their names, a.proto's import.
+        assert_eq!((c.files, c.elements), (2, 6));
+        // Many empty message types in one file: 2 bytes each on the wire.
+        let mut many = Vec::new();
+        for _ in 0..MAX_ELEMENTS + 1 {
+            many.extend_from_slice(&[0x22, 0x00]);
+        }
+        let mut c = Count { elements: 0, files: 0 };
+        assert!(c.walk(&answer(&[many]), 0));
+        assert!(c.elements > MAX_ELEMENTS);
+        // Many tiny files.
+        let tiny: Vec<Vec<u8>> = (0..=MAX_FILES)
+            .map(|i| file(&format!("{i}"), &[]).encode_to_vec())
+            .collect();
+        let mut c = Count { elements: 0, files: 0 };
+        assert!(c.walk(&answer(&tiny), 0));
+        assert!(c.files > MAX_FILES as u64);
+        // Not a message at all.
+        let mut c = Count { elements: 0, files: 0 };
+        assert!(!c.walk(&[0xff, 0xff, 0xff], 0));
+    }
+
+    #[test]
+    fn more_files_than_the_limit_are_refused_and_names_are_kept_once() {
+        let mut files = Files::default();
+        let tiny: Vec<Vec<u8>> = (0..=MAX_FILES)
+            .map(|i| file(&format!("{i}"), &[]).encode_to_vec())
+            .collect();
+        let same: Vec<Vec<u8>> = (0..5000).map(|_| file("same.proto", &[]).encode_to_vec()).collect();
+        take(
+            &mut files,
+            vec![Answer::Files(FileDescriptorResponse {
+                file_descriptor_proto: same,
+            })],
+            |_| UsageError("unexpected".into()),
+        )
+        .unwrap();
+        assert_eq!(files.list.len(), 1);
+        let e = take(
+            &mut files,
+            vec![Answer::Files(FileDescriptorResponse {
+                file_descriptor_proto: tiny,
+            })],
+            |_| UsageError("unexpected".into()),
+        )
+        .unwrap_err();
+        assert!(e.0.contains("more than 1000"), "{}", e.0);
     }
 }

@@ -395,6 +395,11 @@ fn every_unit_failed(r: &RunResult) -> bool {
             "grpc.deadline_exceeded" => {
                 format!("{target} answered no call within --deadline; give a longer one, or look at the server")
             }
+            k if k.starts_with("grpc.") => format!(
+                "{target} answered with replies a gRPC client rejects ({}); is it the gRPC server, and the \
+                 method, you meant?",
+                throng_metrics::ErrorClass::describe(k)
+            ),
             "timeout.handshake" => {
                 format!("{target} accepted connections but did not finish the protocol handshake in time")
             }

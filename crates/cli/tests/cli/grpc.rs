@@ -373,3 +373,46 @@ fn config_errors_say_what_and_where_and_exit_2() {
     ]);
     assert!(stderr.contains("bad.proto:3:"), "{stderr}");
 }
+
+#[test]
+fn a_proto_of_too_many_definitions_is_refused_before_it_is_compiled() {
+    // 200,000 empty messages: 3.4 MB of text, gigabytes compiled.
+    let dir = tempfile::tempdir().unwrap();
+    let proto = dir.path().join("big.proto");
+    let mut text = String::from("syntax = \"proto3\";\npackage big;\n");
+    for i in 0..200_000 {
+        text.push_str(&format!("message M{i}{{}}\n"));
+    }
+    std::fs::write(&proto, text).unwrap();
+    let port = free_port().to_string();
+    let ran = crate::hostile_results::run(&[
+        "grpc",
+        &format!("127.0.0.1:{port}"),
+        "--plaintext",
+        "--proto",
+        proto.to_str().unwrap(),
+        "--call",
+        "big.S/M",
+        "-n",
+        "1",
+    ]);
+    assert_eq!(ran.code, 2, "{}{}", ran.stdout, ran.stderr);
+    assert!(ran.stderr.contains("big.proto"), "{}", ran.stderr);
+    assert!(ran.stderr.contains("more than 50000 definitions"), "{}", ran.stderr);
+    assert!(ran.max_rss_kb < 100 * 1024, "peak {} kB", ran.max_rss_kb);
+    // The same file in a scenario's proto: files.
+    let yaml = dir.path().join("s.yaml");
+    std::fs::write(
+        &yaml,
+        format!(
+            "target: {{ url: 'http://127.0.0.1:{port}', http: 2 }}\nproto: {{ files: [big.proto] }}\nscenarios:\n  s:\n    \
+             executor: per-vu-iterations\n    vus: 1\n    iterations: 1\n    flow:\n      - grpc: {{ call: big.S/M, \
+             message: {{}} }}\n"
+        ),
+    )
+    .unwrap();
+    let ran = crate::hostile_results::run(&["run", yaml.to_str().unwrap()]);
+    assert_eq!(ran.code, 2, "{}{}", ran.stdout, ran.stderr);
+    assert!(ran.stderr.contains("more than 50000 definitions"), "{}", ran.stderr);
+    assert!(ran.max_rss_kb < 100 * 1024, "peak {} kB", ran.max_rss_kb);
+}

@@ -179,3 +179,59 @@ fn nobody_listening_is_a_failed_run_that_says_so() {
         "{stderr}"
     );
 }
+
+/// `grpc/hostile_reflection.py MODE` on a free loopback port; killed on drop.
+struct Hostile {
+    child: std::process::Child,
+    addr: String,
+}
+
+impl Hostile {
+    fn start(mode: &str) -> Hostile {
+        let port = free_port();
+        let child = std::process::Command::new("python3")
+            .arg(crate::grpc::here("hostile_reflection.py"))
+            .args([mode, &port.to_string()])
+            .env("GRPC_VERBOSITY", "NONE")
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("python3 runs (scripts/test.sh installs grpcio)");
+        let addr = format!("127.0.0.1:{port}");
+        common::wait_listening(addr.parse().unwrap());
+        Hostile { child, addr }
+    }
+}
+
+impl Drop for Hostile {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_hostile_reflection_answer_is_refused_before_it_is_decoded() {
+    for (mode, words) in [
+        ("many-types", "more than 1000 files or 200000 definitions"),
+        ("many-files", "more than 1000 files or 200000 definitions"),
+        ("not-reflection", "not a reflection response"),
+    ] {
+        let server = Hostile::start(mode);
+        let ran = crate::hostile_results::run(&[
+            "grpc",
+            &server.addr,
+            "--plaintext",
+            "--call",
+            "throngtest.Tester/Call",
+            "-n",
+            "1",
+            "--quiet",
+        ]);
+        assert_eq!(ran.code, 2, "{mode}: {}{}", ran.stdout, ran.stderr);
+        assert!(ran.stderr.contains(words), "{mode}: {}", ran.stderr);
+        assert!(ran.stderr.contains("--proto FILE"), "{mode}: {}", ran.stderr);
+        assert!(!ran.stderr.contains("panicked"), "{mode}: {}", ran.stderr);
+        // The answer is 14 MB at most; decoded it was gigabytes.
+        assert!(ran.max_rss_kb < 200 * 1024, "{mode}: peak {} kB", ran.max_rss_kb);
+    }
+}

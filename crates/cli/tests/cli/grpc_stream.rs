@@ -173,3 +173,23 @@ fn client_and_bidirectional_streaming_and_misplaced_flags_are_refused() {
         assert!(stderr.contains(want), "{extra:?}: {stderr}");
     }
 }
+
+#[test]
+fn messages_of_calls_all_cut_off_are_not_divided_by_no_call() {
+    let server = GrpcServer::start(None);
+    // The first message at once, the next after 2 s: a 300 ms deadline
+    // cuts every call after one message.
+    let run = watch(
+        &server.addr,
+        r#"{"count": 3, "sleep_ms": 2000}"#,
+        &["-n", "4", "--streams", "4", "--deadline", "300ms"],
+    );
+    assert_eq!(run.code(), 1, "stderr: {}", run.stderr());
+    let m = &run.result().measurements;
+    assert_books_balance(run.result());
+    assert_eq!(m.requests.errors.get("grpc.deadline_exceeded"), Some(&4));
+    assert_eq!(m.messages, 4);
+    let out = run.stdout();
+    assert!(out.contains("messages      4 received, no call answered"), "{out}");
+    assert!(!out.contains("per answered call"), "{out}");
+}

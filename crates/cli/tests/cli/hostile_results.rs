@@ -37,11 +37,11 @@ fn base() -> Value {
 }
 
 /// What a child did: exit code, stdout, stderr, peak resident memory (KB).
-struct Ran {
-    code: i32,
-    stdout: String,
-    stderr: String,
-    max_rss_kb: i64,
+pub(crate) struct Ran {
+    pub(crate) code: i32,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
+    pub(crate) max_rss_kb: i64,
 }
 
 /// Runs `throng ARGS`, measuring its peak memory; killed (and failed)
@@ -52,7 +52,7 @@ struct Ran {
 /// every test module, hundreds of MB) would report this binary's peak
 /// instead, since Linux keeps the peak of the memory a process had before
 /// `exec` — and posix_spawn's child shares ours until then.
-fn run(args: &[&str]) -> Ran {
+pub(crate) fn run(args: &[&str]) -> Ran {
     static RUNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let time = Path::new("/usr/bin/time");
     assert!(

@@ -52,6 +52,7 @@ mod export;
 mod faults;
 mod gate;
 mod grpc;
+mod grpc_faults;
 mod grpc_reflect;
 mod grpc_stream;
 mod hostile_results;

@@ -411,3 +411,28 @@ scenarios:
     assert_eq!(r.measurements.phases["connection"].count(), 2);
     assert_eq!(server.closes(2), ["1000", "1000"]);
 }
+
+#[test]
+fn a_step_to_a_server_that_floods_pings_and_never_reads_ends_at_its_timeout() {
+    let flood = WsServer::start("flood");
+    let yaml = r#"
+target: TARGET
+scenarios:
+  flood:
+    executor: per-vu-iterations
+    vus: 2
+    iterations: 2
+    max_duration: 60s
+    flow:
+      - websocket:
+          url: /
+          name: flood
+          timeout: 1s
+          messages: [{ send: hi }, { expect: '^never$' }]
+"#;
+    let (code, r, stdout, _) = run(yaml, &format!("http://127.0.0.1:{}", flood.port));
+    assert_eq!(code, 1, "{stdout}");
+    assert_books_balance(&r);
+    assert_eq!(r.measurements.requests.attempted, 4, "{stdout}");
+    assert_eq!(errors(&r, "timeout.response"), 4, "{stdout}");
+}

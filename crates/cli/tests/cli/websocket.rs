@@ -292,3 +292,72 @@ fn the_lab_server_echoes_and_holds_websockets_over_two_processes() {
     let plain = common::http(&[&format!("http://{}/ws", lab.addr()), "-n", "1"]);
     assert_eq!(plain.result().measurements.status.get(&400), Some(&1));
 }
+
+#[test]
+fn a_server_that_floods_pings_and_never_reads_cannot_hold_a_storm_past_its_deadlines() {
+    let server = WsServer::start("flood");
+    // Waiting for a message that never comes while the pings pile up: the
+    // pongs fill both buffers, and the step's deadline (--timeout) ends it.
+    let run = common::storm(&[
+        &server.url("/"),
+        "-n",
+        "4",
+        "--send",
+        "hi",
+        "--expect",
+        "^never$",
+        "--timeout",
+        "1s",
+        "--hold",
+        "1s",
+    ]);
+    assert_eq!(run.code(), 1, "{}", run.stderr());
+    let r = run.result();
+    assert_books_balance(r);
+    let m = &r.measurements;
+    assert_eq!(m.connections.attempted, 4);
+    assert_eq!(
+        m.connections.error("timeout.handshake"),
+        4,
+        "{:?}",
+        m.connections.errors
+    );
+    // Held sockets: the hold ends at --hold, and the close frame no one
+    // reads is given up on.
+    let run = common::storm(&[&server.url("/"), "-n", "4", "--hold", "1s"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let r = run.result();
+    assert_books_balance(r);
+    assert_eq!(
+        r.measurements.connections.ok, 4,
+        "{:?}",
+        r.measurements.connections.errors
+    );
+}
+
+#[test]
+fn a_large_message_to_a_server_that_never_reads_times_out() {
+    let server = WsServer::start("deaf");
+    // Messages of 1 MiB (the most --send-binary sends), 16 of them: more
+    // than the socket's buffers take.
+    let big = server.dir.path().join("big.bin");
+    std::fs::write(&big, vec![7u8; 1 << 20]).unwrap();
+    let at_big = format!("@{}", big.display());
+    let mut args = vec![server.url("/"), "-n".into(), "2".into()];
+    for _ in 0..16 {
+        args.extend(["--send-binary".to_string(), at_big.clone()]);
+    }
+    args.extend(["--expect", ".", "--timeout", "1s"].map(String::from));
+    let run = common::storm(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(run.code(), 1, "{}", run.stderr());
+    let r = run.result();
+    assert_books_balance(r);
+    let m = &r.measurements;
+    assert_eq!(m.connections.attempted, 2);
+    assert_eq!(
+        m.connections.error("timeout.handshake"),
+        2,
+        "{:?}",
+        m.connections.errors
+    );
+}

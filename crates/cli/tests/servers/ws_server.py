@@ -6,7 +6,10 @@
 MODE: echo (every message back), push (a message "push N" every second),
 pushping (push, and a ping every 0.1 s: a socket that leaves one unanswered
 for 0.5 s is closed with 1011), refuse (403 to every upgrade), close (closes
-each socket at once with code 1008). In every mode SIGUSR1 closes every open socket with 1001 (going
+each socket at once with code 1008), flood (never reads the socket again
+and writes pings, 125 bytes each, as fast as the client takes them, so
+its pongs fill the buffers both ways), deaf
+(never reads the socket again, sends nothing). In every mode SIGUSR1 closes every open socket with 1001 (going
 away) while the server keeps listening, and each socket's close code (the
 client's, when it closed first) is appended to PORT_FILE.closes. Writes the
 port it listens on to PORT_FILE, then serves until killed.
@@ -33,6 +36,24 @@ async def push(ws):
         n += 1
         await ws.send(f"push {n}")
         await asyncio.sleep(1)
+
+
+async def flood(ws):
+    # Pings written raw, a thousand at a time (the library's ping() is too
+    # slow to fill the buffers): the client's pongs pile up unread.
+    batch = (b"\x89\x7d" + b"p" * 125) * 1000
+    t = ws.transport
+    while not t.is_closing():
+        t.pause_reading()
+        if t.get_write_buffer_size() < 1 << 20:
+            t.write(batch)
+        await asyncio.sleep(0.001)
+
+
+async def deaf(ws):
+    while True:
+        ws.transport.pause_reading()
+        await asyncio.sleep(0.05)
 
 
 async def close(ws):
@@ -64,7 +85,8 @@ def going_away():
 
 
 async def main(port_file, mode):
-    handler = {"echo": echo, "push": push, "pushping": push, "refuse": echo, "close": close}[mode]
+    handler = {"echo": echo, "push": push, "pushping": push, "refuse": echo, "close": close,
+               "flood": flood, "deaf": deaf}[mode]
     kwargs = {"process_request": refuse} if mode == "refuse" else {}
     pings = {"ping_interval": 0.1, "ping_timeout": 0.5} if mode == "pushping" else {"ping_interval": None}
     asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, going_away)
