@@ -4,10 +4,11 @@ use std::path::Path;
 use std::sync::Arc;
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::client::{ResolvesClientCert, Resumption};
+use rustls::client::{ResolvesClientCert, Resumption, WebPkiServerVerifier};
 use rustls::crypto::{CryptoProvider, SupportedKxGroup, aws_lc_rs};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use rustls::server::ParsedCertificate;
 use rustls::sign::CertifiedKey;
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
 
@@ -40,12 +41,12 @@ pub fn client_config_for(settings: &TlsSettings, dir: &Path, alpn: &[&[u8]]) -> 
         let Some(name) = name else { return Ok(None) };
         let path = dir.join(name);
         let shown = path.display().to_string();
-        match std::fs::read(&path) {
+        match throng_plan::input::read_limited(&path, throng_plan::input::MAX_PEM_BYTES) {
             Ok(bytes) => Ok(Some((shown, bytes))),
             Err(e) => Err(TlsError::Read {
                 flag,
                 path: shown,
-                problem: e.to_string(),
+                problem: e,
             }),
         }
     };
@@ -153,14 +154,16 @@ pub fn client_config(o: &ClientOptions) -> Result<Arc<ClientConfig>, TlsError> {
             .with_custom_certificate_verifier(Arc::new(NoVerification(Arc::clone(&provider))))
     } else {
         let mut roots = RootCertStore::empty();
+        let mut given = Vec::new();
         match &o.cacert {
             Some(c) => {
                 for cert in certs("--cacert", c)? {
-                    roots.add(cert).map_err(|e| TlsError::Pem {
+                    roots.add(cert.clone()).map_err(|e| TlsError::Pem {
                         flag: "--cacert",
                         path: c.0.clone(),
                         problem: format!("a certificate is not a usable trust anchor ({e})"),
                     })?;
+                    given.push(cert);
                 }
             }
             None => {
@@ -173,7 +176,12 @@ pub fn client_config(o: &ClientOptions) -> Result<Arc<ClientConfig>, TlsError> {
                 }
             }
         }
-        builder.with_root_certificates(roots)
+        let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), Arc::clone(&provider))
+            .build()
+            .map_err(|e| TlsError::Config(format!("--cacert: cannot verify with these certificates ({e})")))?;
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(CacertVerifier { webpki, given }))
     };
 
     let mut config = match (&o.cert, &o.key) {
@@ -303,6 +311,72 @@ impl ResolvesClientCert for ClientCert {
     fn has_certs(&self) -> bool {
         true
     }
+}
+
+/// Verification as webpki does it, plus what curl (OpenSSL) also accepts:
+/// a server certificate that is itself one of the `--cacert` certificates,
+/// byte for byte, even when it says CA:TRUE — the self-signed certificate
+/// of `openssl req -x509`, which webpki refuses as a CA used as an end
+/// entity. Its name and dates are still checked; the handshake's
+/// signatures always are.
+#[derive(Debug)]
+struct CacertVerifier {
+    webpki: Arc<WebPkiServerVerifier>,
+    /// The `--cacert` certificates (none with the system's CAs).
+    given: Vec<CertificateDer<'static>>,
+}
+
+impl ServerCertVerifier for CacertVerifier {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        match self
+            .webpki
+            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
+        {
+            Err(e) if is_ca_used_as_end_entity(&e) && self.given.iter().any(|g| g.as_ref() == end_entity.as_ref()) => {
+                // webpki checks a certificate's dates before its basic
+                // constraints, so a CaUsedAsEndEntity certificate is within
+                // its dates (a test keeps that so); the name is checked here.
+                let parsed = ParsedCertificate::try_from(end_entity)?;
+                rustls::client::verify_server_name(&parsed, server_name)?;
+                Ok(ServerCertVerified::assertion())
+            }
+            other => other,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.webpki.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.webpki.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.webpki.supported_verify_schemes()
+    }
+}
+
+/// True when webpki refused a certificate that says CA:TRUE as the server's.
+fn is_ca_used_as_end_entity(e: &rustls::Error) -> bool {
+    crate::classify::webpki_error(e) == Some(&webpki::Error::CaUsedAsEndEntity)
 }
 
 /// `--insecure`: accepts any certificate and any handshake signature. The

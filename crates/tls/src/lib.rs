@@ -39,15 +39,16 @@ pub enum TlsError {
         /// What is wrong and what to do.
         problem: String,
     },
-    /// A file the settings name cannot be read.
-    #[error("{flag} {path}: cannot read it: {problem}")]
+    /// A file the settings name cannot be read, or is larger than a
+    /// certificate or key file may be.
+    #[error("{flag} {path}: {problem}; give a PEM file")]
     Read {
         /// The flag (or `tls:` field) the file came from.
         flag: &'static str,
         /// The file.
         path: String,
-        /// The operating system's reason.
-        problem: String,
+        /// The operating system's reason, or the limit it passed.
+        problem: throng_plan::input::ReadError,
     },
     /// rustls refused the configuration.
     #[error("{0}")]

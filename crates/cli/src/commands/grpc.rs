@@ -186,11 +186,67 @@ fn compile(proto: &Path, imports: &[PathBuf]) -> anyhow::Result<DescriptorPool> 
     let mut includes = vec![dir];
     includes.extend(imports.iter().cloned());
     let fail = |e: protox::Error| UsageError(format!("--proto {}: {}", proto.display(), describe(&e)));
-    let mut compiler = protox::Compiler::new(&includes).map_err(fail)?;
+    let mut resolver = protox::file::ChainFileResolver::new();
+    resolver.add(BoundedIncludes(includes));
+    resolver.add(protox::file::GoogleFileResolver::new());
+    let mut compiler = protox::Compiler::with_file_resolver(resolver);
     let name = proto.file_name().map_or_else(|| proto.to_path_buf(), PathBuf::from);
     compiler.include_imports(true);
     compiler.open_file(&name).map_err(fail)?;
     Ok(compiler.descriptor_pool())
+}
+
+/// The include directories (`--proto`'s own, then `-I`), each file read
+/// through the one bounded reader (at most
+/// [`throng_plan::input::MAX_PROTO_BYTES`]): protox's own resolver reads a
+/// file whole, and an import of `/dev/zero` filled the memory.
+struct BoundedIncludes(Vec<PathBuf>);
+
+impl protox::file::FileResolver for BoundedIncludes {
+    fn resolve_path(&self, path: &Path) -> Option<String> {
+        self.0.iter().find_map(|dir| {
+            let rel = path.strip_prefix(dir).ok()?;
+            let parts: Option<Vec<&str>> = rel
+                .components()
+                .map(|c| match c {
+                    std::path::Component::Normal(p) => p.to_str(),
+                    _ => None,
+                })
+                .collect();
+            parts.filter(|p| !p.is_empty()).map(|p| p.join("/"))
+        })
+    }
+
+    fn open_file(&self, name: &str) -> Result<protox::file::File, protox::Error> {
+        use throng_plan::input::{MAX_PROTO_BYTES, ReadError, read_limited_text};
+        for dir in &self.0 {
+            let path = dir.join(name);
+            match read_limited_text(&path, MAX_PROTO_BYTES) {
+                Ok(text) => return protox::file::File::from_source(name, &text),
+                Err(Err(e)) if e.is_not_found() => {}
+                Err(Err(ReadError::Io(e))) => {
+                    return Err(protox::Error::new(std::io::Error::new(
+                        e.kind(),
+                        format!("{}: cannot read it: {e}", path.display()),
+                    )));
+                }
+                Err(Err(e)) => {
+                    return Err(protox::Error::new(std::io::Error::other(format!(
+                        "{}: {e} (.proto files: {}); check the path",
+                        path.display(),
+                        throng_plan::input::size(MAX_PROTO_BYTES)
+                    ))));
+                }
+                Err(Ok(at)) => {
+                    return Err(protox::Error::new(std::io::Error::other(format!(
+                        "{}: not UTF-8 text (byte {at}); save it as UTF-8",
+                        path.display()
+                    ))));
+                }
+            }
+        }
+        Err(protox::Error::file_not_found(name))
+    }
 }
 
 /// A protox error with where it happened (`FILE:LINE:COL`) when it says.
