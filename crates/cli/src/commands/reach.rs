@@ -64,7 +64,10 @@ fn read_small(flag: &str, path: &Path) -> Result<String, UsageError> {
     match throng_plan::input::read_limited_text(path, MAX_SECRET_FILE) {
         Ok(text) => Ok(text),
         Err(Err(throng_plan::input::ReadError::Io(e))) => Err(cannot(e.to_string())),
-        Err(Err(e)) => Err(cannot(e.to_string())),
+        Err(Err(e)) => Err(UsageError(format!(
+            "{flag} {}: {e}; give a smaller file",
+            path.display()
+        ))),
         Err(Ok(_)) => Err(cannot("it is not UTF-8 text".to_string())),
     }
 }
