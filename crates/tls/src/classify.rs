@@ -138,4 +138,39 @@ mod tests {
         assert_eq!(io_failure_class(&io), Some("certificate_required"));
         assert_eq!(io_failure_class(&std::io::Error::other("x")), None);
     }
+
+    #[test]
+    fn every_certificate_refusal_has_its_reason() {
+        let webpki = |e: webpki::Error| {
+            Error::InvalidCertificate(CertificateError::Other(rustls::OtherError(std::sync::Arc::new(e))))
+        };
+        assert_eq!(
+            failure_class(&webpki(webpki::Error::CaUsedAsEndEntity)),
+            "ca_used_as_end_entity"
+        );
+        assert_eq!(
+            failure_class(&webpki(webpki::Error::EndEntityUsedAsCa)),
+            "end_entity_used_as_ca"
+        );
+        assert_eq!(failure_class(&webpki(webpki::Error::BadDer)), "certificate_invalid");
+        assert_eq!(
+            webpki_error(&webpki(webpki::Error::CaUsedAsEndEntity)),
+            Some(&webpki::Error::CaUsedAsEndEntity)
+        );
+        assert_eq!(webpki_error(&Error::DecryptError), None);
+        for (e, name) in [
+            (CertificateError::NotValidYet, "certificate_not_yet_valid"),
+            (CertificateError::BadSignature, "bad_certificate_signature"),
+            (CertificateError::BadEncoding, "certificate_malformed"),
+            (CertificateError::InvalidPurpose, "certificate_invalid_purpose"),
+            (CertificateError::ApplicationVerificationFailure, "certificate_invalid"),
+        ] {
+            assert_eq!(failure_class(&Error::InvalidCertificate(e)), name);
+        }
+        // Only what the peer said is a bad_certificate.
+        assert_eq!(
+            failure_class(&Error::AlertReceived(AlertDescription::BadCertificate)),
+            "bad_certificate"
+        );
+    }
 }

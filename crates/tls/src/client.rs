@@ -176,12 +176,9 @@ pub fn client_config(o: &ClientOptions) -> Result<Arc<ClientConfig>, TlsError> {
                 }
             }
         }
-        let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), Arc::clone(&provider))
-            .build()
-            .map_err(|e| TlsError::Config(format!("--cacert: cannot verify with these certificates ({e})")))?;
         builder
             .dangerous()
-            .with_custom_certificate_verifier(Arc::new(CacertVerifier { webpki, given }))
+            .with_custom_certificate_verifier(Arc::new(CacertVerifier::new(roots, given, &provider)?))
     };
 
     let mut config = match (&o.cert, &o.key) {
@@ -326,6 +323,19 @@ struct CacertVerifier {
     given: Vec<CertificateDer<'static>>,
 }
 
+impl CacertVerifier {
+    fn new(
+        roots: RootCertStore,
+        given: Vec<CertificateDer<'static>>,
+        provider: &Arc<CryptoProvider>,
+    ) -> Result<CacertVerifier, TlsError> {
+        let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), Arc::clone(provider))
+            .build()
+            .map_err(|e| TlsError::Config(format!("--cacert: cannot verify with these certificates ({e})")))?;
+        Ok(CacertVerifier { webpki, given })
+    }
+}
+
 impl ServerCertVerifier for CacertVerifier {
     fn verify_server_cert(
         &self,
@@ -423,6 +433,56 @@ impl ServerCertVerifier for NoVerification {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A self-signed CA:TRUE certificate for `name`, valid from
+    /// `from_days` to `to_days` around now: (DER, PEM).
+    fn self_signed_ca(name: &str, from_days: i64, to_days: i64) -> (CertificateDer<'static>, Vec<u8>) {
+        let now = time::OffsetDateTime::now_utc();
+        let mut p = rcgen::CertificateParams::new(vec![name.to_string()]).unwrap();
+        p.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        p.not_before = now + time::Duration::days(from_days);
+        p.not_after = now + time::Duration::days(to_days);
+        let cert = p.self_signed(&rcgen::KeyPair::generate().unwrap()).unwrap();
+        (cert.der().clone(), cert.pem().into_bytes())
+    }
+
+    fn verify(cacert: &[u8], served: &CertificateDer<'_>, name: &str) -> Result<ServerCertVerified, rustls::Error> {
+        let given = certs("--cacert", &("ca.pem".to_string(), cacert.to_vec())).unwrap();
+        let mut roots = RootCertStore::empty();
+        for c in &given {
+            roots.add(c.clone()).unwrap();
+        }
+        let verifier = CacertVerifier::new(roots, given, &provider(&[])).unwrap();
+        let name = ServerName::try_from(name.to_string()).unwrap();
+        verifier.verify_server_cert(served, &[], &name, &[], UnixTime::now())
+    }
+
+    #[test]
+    fn a_cacert_certificate_served_as_is_is_trusted_within_its_name_and_dates() {
+        let (der, pem) = self_signed_ca("localhost", -1, 30);
+        assert!(verify(&pem, &der, "localhost").is_ok());
+        let e = verify(&pem, &der, "other.example").unwrap_err();
+        assert_eq!(crate::failure_class(&e), "certificate_name_mismatch", "{e:?}");
+        // webpki checks the dates before the basic constraints: an expired
+        // or early one never reaches the exact match.
+        let (der, pem) = self_signed_ca("localhost", -30, -1);
+        assert_eq!(
+            crate::failure_class(&verify(&pem, &der, "localhost").unwrap_err()),
+            "certificate_expired"
+        );
+        let (der, pem) = self_signed_ca("localhost", 2, 30);
+        assert_eq!(
+            crate::failure_class(&verify(&pem, &der, "localhost").unwrap_err()),
+            "certificate_not_yet_valid"
+        );
+        // Not among the --cacert certificates: refused, with its reason.
+        let (der, _) = self_signed_ca("localhost", -1, 30);
+        let (_, other) = self_signed_ca("localhost", -1, 30);
+        assert_eq!(
+            crate::failure_class(&verify(&other, &der, "localhost").unwrap_err()),
+            "ca_used_as_end_entity"
+        );
+    }
 
     #[test]
     fn the_public_key_is_found_in_a_certificate_and_nothing_panics_on_a_broken_one() {

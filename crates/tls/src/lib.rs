@@ -6,12 +6,15 @@
 //!    reads the files it names              ─► ClientOptions ─► client_config()
 //!  throng serve --tls DIR [--mtls]           ─► server_config() ─► Arc<ServerConfig>
 //!  throng certs --out DIR                    ─► generate() ─► CA, server and client PEM files
-//!  rustls::Error                             ─► failure_class() ─► "unknown_ca", "bad_certificate", …
+//!  rustls::Error                             ─► failure_class() ─► "unknown_ca", "certificate_expired", …
 //! ```
 //!
-//! Nothing here opens sockets: callers pass PEM bytes they read and get
-//! configurations back. The one file I/O is [`write_files`], which
-//! writes the generated lab certificates (keys 0600, no symbolic links). Every error says which flag or file is at fault.
+//! Nothing here opens sockets: callers pass PEM bytes and get
+//! configurations back. The file I/O is [`client_config_for`], which reads
+//! the files the settings name through `throng_plan::input`'s bounded
+//! reader, and [`write_files`], which writes the generated lab
+//! certificates (keys 0600, no symbolic links). Every error says which
+//! flag or file is at fault.
 
 mod certs;
 mod classify;
