@@ -137,12 +137,18 @@ const MAX_SIDE_FILE_BYTES: u64 = 256 << 20;
 /// Reads a file a scenario file names, bounded by [`MAX_SIDE_FILE_BYTES`];
 /// the error says what is wrong (the caller says which file).
 fn read_side_file(path: &Path) -> Result<String, String> {
+    read_side_file_within(path, MAX_SIDE_FILE_BYTES)
+}
+
+/// [`read_side_file`] with the limit of the file's kind (a certificate's,
+/// [`throng_plan::input::MAX_PEM_BYTES`]).
+fn read_side_file_within(path: &Path, limit: u64) -> Result<String, String> {
     use throng_plan::input::ReadError;
-    throng_plan::input::read_limited_text(path, MAX_SIDE_FILE_BYTES).map_err(|e| match e {
+    throng_plan::input::read_limited_text(path, limit).map_err(|e| match e {
         Err(ReadError::Io(e)) => e.to_string(),
         Err(_) => format!(
-            "larger than the limit of {} MiB; give a smaller file (split a data file across runs)",
-            MAX_SIDE_FILE_BYTES >> 20
+            "larger than the limit of {}; give a smaller file (split a data file across runs)",
+            throng_plan::input::size(limit)
         ),
         Ok(at) => format!("not UTF-8 text (byte {at}); save it as UTF-8"),
     })
@@ -401,8 +407,12 @@ fn tls_hint(class: &str, plan: &throng_result::Plan, target: &str) -> String {
             format!("give {flag} the server's own certificate (it is not in {file}), or serve one a CA issued")
         }
         ("tls.certificate_name_mismatch", _) => format!(
-            "request the name the certificate was issued for (or set it with {sni}), or serve a certificate \
-             for the name {target} was asked by"
+            "ask {target} by a name its certificate was issued for (or give that name to {sni}), or serve a \
+             certificate for this name"
+        ),
+        ("tls.bad_certificate_signature", Some(file)) => format!(
+            "a CA in {file} has the name of the certificate's issuer but not its key (a CA made again under the \
+             same name is another CA): give {flag} the CA that signed it"
         ),
         ("tls.certificate_expired" | "tls.certificate_not_yet_valid", _) => {
             "renew the server's certificate (or check this machine's clock)".to_string()

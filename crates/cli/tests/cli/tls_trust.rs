@@ -215,7 +215,7 @@ fn every_refusal_names_its_reason() {
             &forged_key,
             ca_a_file.as_path(),
             "tls.bad_certificate_signature",
-            "does not verify",
+            "not its key",
         ),
         (
             "client_only",
