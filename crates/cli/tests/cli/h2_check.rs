@@ -138,6 +138,18 @@ fn a_trickling_handshake_ends_the_check_within_its_bound() {
             "1",
         ],
     ];
+    // A scenario whose target has http: 2.
+    let yaml = format!(
+        "target: {{ url: '{url}', http: 2 }}\ntls: {{ cacert: '{ca}' }}\ndefaults: {{ timeout: 1s }}\nscenarios:\n  \
+         s:\n    executor: shared-iterations\n    vus: 1\n    iterations: 1\n    flow:\n      - request: {{ path: / }}\n"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("h2.yaml");
+    std::fs::write(&file, yaml).unwrap();
+    let file = file.display().to_string();
+    let runs = runs
+        .into_iter()
+        .chain(std::iter::once(vec!["run", file.as_str(), "-q"]));
     for args in runs {
         // A hang fails at common::RUN_LIMIT.
         let out = output(throng().args(&args).current_dir(env!("CARGO_MANIFEST_DIR")));
