@@ -232,9 +232,8 @@ impl protox::file::FileResolver for BoundedIncludes {
                 }
                 Err(Err(e)) => {
                     return Err(protox::Error::new(std::io::Error::other(format!(
-                        "{}: {e} (.proto files: {}); check the path",
-                        path.display(),
-                        throng_plan::input::size(MAX_PROTO_BYTES)
+                        "{}: {e} (a .proto file)",
+                        path.display()
                     ))));
                 }
                 Err(Ok(at)) => {
