@@ -40,7 +40,13 @@ impl Outcome {
     /// is the user's to fix, interrupted when a signal ended it, otherwise
     /// a failed run.
     pub fn of_error(e: &anyhow::Error) -> Outcome {
-        if e.chain().any(|c| c.is::<Interrupted>()) {
+        if e.chain().any(|c| {
+            c.is::<Interrupted>()
+                || matches!(
+                    c.downcast_ref::<throng_engine::EngineError>(),
+                    Some(throng_engine::EngineError::Interrupted(_))
+                )
+        }) {
             return Outcome::Interrupted;
         }
         let usage = e.chain().any(|c| {
@@ -101,6 +107,10 @@ mod tests {
         assert_eq!(Outcome::of_error(&resolve).code(), 1);
         let signal = anyhow::Error::new(Interrupted("while waiting for --start-at"));
         assert_eq!(Outcome::of_error(&signal).code(), 130);
+        let check = anyhow::Error::new(throng_engine::EngineError::Interrupted("during the HTTP/2 check"));
+        assert_eq!(Outcome::of_error(&check).code(), 130);
+        let late = anyhow::Error::new(throng_engine::EngineError::Unanswered("slow".into()));
+        assert_eq!(Outcome::of_error(&late).code(), 1);
         assert_eq!(Outcome::of_error(&anyhow::anyhow!("disk full")).code(), 1);
     }
 }

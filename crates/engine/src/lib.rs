@@ -131,6 +131,13 @@ pub enum EngineError {
     /// A worker thread could not start or died.
     #[error("worker failed: {0}")]
     Worker(String),
+    /// A check before the run got no complete answer within its bound (a
+    /// server that answers too slowly or not at all): a failed run.
+    #[error("{0}")]
+    Unanswered(String),
+    /// A signal stopped the command before the run started.
+    #[error("interrupted {0}")]
+    Interrupted(&'static str),
 }
 
 impl EngineError {
@@ -142,7 +149,10 @@ impl EngineError {
     pub fn is_usage(&self) -> bool {
         match self {
             EngineError::FdLimit { .. } | EngineError::Tls(_) | EngineError::Config(_) => true,
-            EngineError::Resolve { .. } | EngineError::Worker(_) => false,
+            EngineError::Resolve { .. }
+            | EngineError::Worker(_)
+            | EngineError::Unanswered(_)
+            | EngineError::Interrupted(_) => false,
         }
     }
 }
@@ -336,7 +346,7 @@ pub fn run_http(
     if h2
         && !route.proxied
         && let Some(&addr) = route.addrs.first()
-        && let Some(spoke) = http2::preflight(addr, tls.as_ref(), plan.timeout)
+        && let Some(spoke) = http2::preflight(addr, tls.as_ref(), plan.timeout, control)?
     {
         if plan.grpc.is_some() {
             return Err(EngineError::Config(format!(
@@ -389,7 +399,7 @@ pub fn run_http(
         for (o, d) in plan.origins().iter().zip(&origins).skip(1).take(MAX_PREFLIGHTS) {
             if !d.route.proxied
                 && let Some(&addr) = d.route.addrs.first()
-                && let Some(spoke) = http2::preflight(addr, d.tls.as_ref(), plan.timeout)
+                && let Some(spoke) = http2::preflight(addr, d.tls.as_ref(), plan.timeout, control)?
             {
                 return Err(EngineError::Config(format!(
                     "--http2: the target origin {} does not speak HTTP/2 (it answered with {spoke}); leave out \
@@ -1009,7 +1019,7 @@ pub fn run_storm(
         throng_plan::HttpVersion::Http2 => {
             if !route.proxied
                 && let Some(&addr) = route.addrs.first()
-                && let Some(spoke) = http2::preflight(addr, tls.as_ref(), plan.timeout)
+                && let Some(spoke) = http2::preflight(addr, tls.as_ref(), plan.timeout, control)?
             {
                 return Err(EngineError::Config(format!(
                     "--http2: {} does not speak HTTP/2 (it answered with {spoke}); leave out --http2 to storm \
@@ -1138,6 +1148,7 @@ fn scenario_dests(
     plan: &throng_scenario::ScenarioPlan,
     tls: Option<&Arc<ClientConfig>>,
     reach: &throng_plan::Reach,
+    control: &Control,
 ) -> Result<Arc<[Arc<scenario::Dest>]>, EngineError> {
     use throng_plan::HttpVersion;
     type Made<'a> = (
@@ -1210,7 +1221,7 @@ fn scenario_dests(
         };
         if target.http == HttpVersion::Http2
             && let Some(&addr) = d.conn.route.addrs.first()
-            && let Some(spoke) = http2::preflight(addr, d.conn.tls.as_ref(), plan.defaults.timeout)
+            && let Some(spoke) = http2::preflight(addr, d.conn.tls.as_ref(), plan.defaults.timeout, control)?
         {
             return Err(EngineError::Config(format!(
                 "{}: {which} {} has http: 2, but the server does not speak HTTP/2 (it answered with {spoke}); \
@@ -1233,8 +1244,12 @@ fn scenario_dests(
             .iter()
             .find(|(h, _)| *h == HttpVersion::Http2 && target.http != HttpVersion::Http2)
             && let Some(&addr) = d.conn.route.addrs.first()
-            && let Some(spoke) =
-                http2::preflight(addr, d.conn_for(HttpVersion::Http2).tls.as_ref(), plan.defaults.timeout)
+            && let Some(spoke) = http2::preflight(
+                addr,
+                d.conn_for(HttpVersion::Http2).tls.as_ref(),
+                plan.defaults.timeout,
+                control,
+            )?
         {
             return Err(EngineError::Config(format!(
                 "{at}: this request has http: 2, but scenario {}'s target {} does not speak HTTP/2 (it answered with \
@@ -1311,7 +1326,7 @@ pub fn run_scenario(
         &options.reach,
         false,
     )?);
-    let dests = scenario_dests(plan, tls.as_ref(), &options.reach)?;
+    let dests = scenario_dests(plan, tls.as_ref(), &options.reach, control)?;
     let reach = Arc::new(options.reach.clone());
     // The file's TLS client (or a scenario's, when only scenarios are
     // https): a redirect to another https origin starts from it.

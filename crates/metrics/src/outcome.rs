@@ -158,11 +158,32 @@ impl ErrorClass {
                 "dropped by the server; the hold ended before a reconnect was due or succeeded (or the run stopped first)"
             }
             "max_reconnects" => "--max-reconnects attempts failed",
-            "tls.unknown_ca" => "certificate not issued by a trusted CA",
-            "tls.bad_certificate" => "certificate rejected",
+            "tls.unknown_ca" => "the server's certificate is not issued by a trusted CA (--cacert, or the system's)",
+            "tls.bad_certificate" => "the server refused this side's certificate (a bad_certificate alert)",
+            "tls.certificate_unknown" => "the server refused this side's certificate (a certificate_unknown alert)",
             "tls.certificate_required" => "the server requires a client certificate",
-            "tls.certificate_expired" => "certificate expired",
-            "tls.certificate_name_mismatch" => "certificate not valid for the host name",
+            "tls.certificate_expired" => "the server's certificate has expired",
+            "tls.certificate_not_yet_valid" => "the server's certificate is not valid yet (its notBefore is ahead)",
+            "tls.certificate_name_mismatch" => "the server's certificate is not valid for the host name (or --sni)",
+            "tls.certificate_revoked" => "the server's certificate is revoked",
+            "tls.bad_certificate_signature" => "a signature in the server's certificate chain does not verify",
+            "tls.certificate_malformed" => "the server's certificate is not valid DER",
+            "tls.certificate_invalid_purpose" => "the server's certificate is not for server authentication (EKU)",
+            "tls.certificate_unsupported_algorithm" => {
+                "the server's certificate is signed with an unsupported algorithm"
+            }
+            "tls.certificate_unknown_critical_extension" => {
+                "the server's certificate has a critical extension this side does not know"
+            }
+            "tls.ca_used_as_end_entity" => {
+                "the server's certificate is a CA certificate (CA:TRUE) that is not itself one of --cacert's"
+            }
+            "tls.end_entity_used_as_ca" => "a certificate in the server's chain issues others but is not a CA",
+            "tls.certificate_path_too_long" => "the server's chain is longer than a CA's path length allows",
+            "tls.certificate_name_constraint_violated" => "the server's certificate breaks a CA's name constraints",
+            "tls.certificate_unsupported_version" => "the server's certificate has an unsupported X.509 version",
+            "tls.certificate_chain_too_complex" => "the server's chain took too many steps to verify",
+            "tls.certificate_invalid" => "the server's certificate was refused (another reason)",
             "timeout.response" => "response did not complete within --timeout",
             "refused" => "connection refused: nothing listening",
             "reset" => "connection reset by the peer",

@@ -14,8 +14,9 @@
 //! configuration from [`TlsSettings`]). What it still checks is what only
 //! the running process knows: the descriptor limit against the connections
 //! (or scenario VUs) its segment needs, that the target resolves, and that
-//! the target's name can be sent as a TLS server name. [`input`] bounds the YAML files users hand
-//! throng (size, nesting, a byte order mark) before any parser sees them.
+//! the target's name can be sent as a TLS server name. [`input`] bounds the files users hand
+//! throng: its reader (the one file I/O here) reads a file a flag or a file names only up to
+//! the limit of its kind, and YAML's size and nesting are checked before any parser sees it.
 
 mod duration;
 mod error;

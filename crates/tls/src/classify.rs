@@ -3,26 +3,13 @@
 use rustls::{AlertDescription, CertificateError, Error};
 
 /// The taxonomy name (without the `tls.` prefix) of a rustls error: the
-/// alert's name when the peer sent one, the verification failure's name
-/// when this side rejected the peer's certificate.
+/// alert's name when the peer sent one, the reason this side refused the
+/// peer's certificate when it did (each reason its own name, so that a
+/// report says why: expired, wrong name, unknown issuer, …).
 pub fn failure_class(e: &Error) -> &'static str {
     match e {
         Error::AlertReceived(a) => alert_name(*a),
-        Error::InvalidCertificate(c) => match c {
-            CertificateError::UnknownIssuer => "unknown_ca",
-            CertificateError::Expired | CertificateError::ExpiredContext { .. } => "certificate_expired",
-            CertificateError::NotValidYet | CertificateError::NotValidYetContext { .. } => "certificate_not_yet_valid",
-            CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. } => {
-                "certificate_name_mismatch"
-            }
-            CertificateError::Revoked => "certificate_revoked",
-            CertificateError::BadSignature => "bad_certificate_signature",
-            CertificateError::BadEncoding => "bad_certificate",
-            CertificateError::InvalidPurpose | CertificateError::InvalidPurposeContext { .. } => {
-                "certificate_invalid_purpose"
-            }
-            _ => "bad_certificate",
-        },
+        Error::InvalidCertificate(c) => certificate_class(c),
         Error::NoCertificatesPresented => "certificate_required",
         Error::PeerIncompatible(_) => "peer_incompatible",
         Error::PeerMisbehaved(_) => "peer_misbehaved",
@@ -32,6 +19,55 @@ pub fn failure_class(e: &Error) -> &'static str {
         Error::HandshakeNotComplete => "handshake_not_complete",
         Error::UnsupportedNameType => "unsupported_name_type",
         _ => "other",
+    }
+}
+
+/// Why this side refused the peer's certificate.
+fn certificate_class(c: &CertificateError) -> &'static str {
+    use webpki::Error as W;
+    match c {
+        CertificateError::UnknownIssuer => "unknown_ca",
+        CertificateError::Expired | CertificateError::ExpiredContext { .. } => "certificate_expired",
+        CertificateError::NotValidYet | CertificateError::NotValidYetContext { .. } => "certificate_not_yet_valid",
+        CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. } => {
+            "certificate_name_mismatch"
+        }
+        CertificateError::Revoked => "certificate_revoked",
+        CertificateError::BadSignature => "bad_certificate_signature",
+        CertificateError::BadEncoding => "certificate_malformed",
+        CertificateError::UnhandledCriticalExtension => "certificate_unknown_critical_extension",
+        CertificateError::InvalidPurpose | CertificateError::InvalidPurposeContext { .. } => {
+            "certificate_invalid_purpose"
+        }
+        #[allow(deprecated)]
+        CertificateError::UnsupportedSignatureAlgorithm
+        | CertificateError::UnsupportedSignatureAlgorithmContext { .. }
+        | CertificateError::UnsupportedSignatureAlgorithmForPublicKeyContext { .. } => {
+            "certificate_unsupported_algorithm"
+        }
+        CertificateError::Other(other) => match other.0.downcast_ref::<W>() {
+            Some(W::CaUsedAsEndEntity) => "ca_used_as_end_entity",
+            Some(W::EndEntityUsedAsCa) => "end_entity_used_as_ca",
+            Some(W::PathLenConstraintViolated) => "certificate_path_too_long",
+            Some(W::NameConstraintViolation) => "certificate_name_constraint_violated",
+            Some(W::UnsupportedCertVersion) => "certificate_unsupported_version",
+            Some(
+                W::MaximumSignatureChecksExceeded | W::MaximumPathBuildCallsExceeded | W::MaximumPathDepthExceeded,
+            ) => "certificate_chain_too_complex",
+            Some(W::EmptyEkuExtension) => "certificate_invalid_purpose",
+            _ => "certificate_invalid",
+        },
+        _ => "certificate_invalid",
+    }
+}
+
+/// The webpki error rustls passed through as its own (a certificate's
+/// basic constraints, path length, name constraints), if that is what `e`
+/// carries.
+pub(crate) fn webpki_error(e: &Error) -> Option<&webpki::Error> {
+    match e {
+        Error::InvalidCertificate(CertificateError::Other(other)) => other.0.downcast_ref::<webpki::Error>(),
+        _ => None,
     }
 }
 
@@ -101,5 +137,40 @@ mod tests {
         );
         assert_eq!(io_failure_class(&io), Some("certificate_required"));
         assert_eq!(io_failure_class(&std::io::Error::other("x")), None);
+    }
+
+    #[test]
+    fn every_certificate_refusal_has_its_reason() {
+        let webpki = |e: webpki::Error| {
+            Error::InvalidCertificate(CertificateError::Other(rustls::OtherError(std::sync::Arc::new(e))))
+        };
+        assert_eq!(
+            failure_class(&webpki(webpki::Error::CaUsedAsEndEntity)),
+            "ca_used_as_end_entity"
+        );
+        assert_eq!(
+            failure_class(&webpki(webpki::Error::EndEntityUsedAsCa)),
+            "end_entity_used_as_ca"
+        );
+        assert_eq!(failure_class(&webpki(webpki::Error::BadDer)), "certificate_invalid");
+        assert_eq!(
+            webpki_error(&webpki(webpki::Error::CaUsedAsEndEntity)),
+            Some(&webpki::Error::CaUsedAsEndEntity)
+        );
+        assert_eq!(webpki_error(&Error::DecryptError), None);
+        for (e, name) in [
+            (CertificateError::NotValidYet, "certificate_not_yet_valid"),
+            (CertificateError::BadSignature, "bad_certificate_signature"),
+            (CertificateError::BadEncoding, "certificate_malformed"),
+            (CertificateError::InvalidPurpose, "certificate_invalid_purpose"),
+            (CertificateError::ApplicationVerificationFailure, "certificate_invalid"),
+        ] {
+            assert_eq!(failure_class(&Error::InvalidCertificate(e)), name);
+        }
+        // Only what the peer said is a bad_certificate.
+        assert_eq!(
+            failure_class(&Error::AlertReceived(AlertDescription::BadCertificate)),
+            "bad_certificate"
+        );
     }
 }

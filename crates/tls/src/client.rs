@@ -4,10 +4,11 @@ use std::path::Path;
 use std::sync::Arc;
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::client::{ResolvesClientCert, Resumption};
+use rustls::client::{ResolvesClientCert, Resumption, WebPkiServerVerifier};
 use rustls::crypto::{CryptoProvider, SupportedKxGroup, aws_lc_rs};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use rustls::server::ParsedCertificate;
 use rustls::sign::CertifiedKey;
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
 
@@ -40,12 +41,12 @@ pub fn client_config_for(settings: &TlsSettings, dir: &Path, alpn: &[&[u8]]) -> 
         let Some(name) = name else { return Ok(None) };
         let path = dir.join(name);
         let shown = path.display().to_string();
-        match std::fs::read(&path) {
+        match throng_plan::input::read_limited(&path, throng_plan::input::MAX_PEM_BYTES) {
             Ok(bytes) => Ok(Some((shown, bytes))),
             Err(e) => Err(TlsError::Read {
                 flag,
                 path: shown,
-                problem: e.to_string(),
+                problem: e,
             }),
         }
     };
@@ -153,14 +154,16 @@ pub fn client_config(o: &ClientOptions) -> Result<Arc<ClientConfig>, TlsError> {
             .with_custom_certificate_verifier(Arc::new(NoVerification(Arc::clone(&provider))))
     } else {
         let mut roots = RootCertStore::empty();
+        let mut given = Vec::new();
         match &o.cacert {
             Some(c) => {
                 for cert in certs("--cacert", c)? {
-                    roots.add(cert).map_err(|e| TlsError::Pem {
+                    roots.add(cert.clone()).map_err(|e| TlsError::Pem {
                         flag: "--cacert",
                         path: c.0.clone(),
                         problem: format!("a certificate is not a usable trust anchor ({e})"),
                     })?;
+                    given.push(cert);
                 }
             }
             None => {
@@ -173,7 +176,9 @@ pub fn client_config(o: &ClientOptions) -> Result<Arc<ClientConfig>, TlsError> {
                 }
             }
         }
-        builder.with_root_certificates(roots)
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(CacertVerifier::new(roots, given, &provider)?))
     };
 
     let mut config = match (&o.cert, &o.key) {
@@ -305,6 +310,85 @@ impl ResolvesClientCert for ClientCert {
     }
 }
 
+/// Verification as webpki does it, plus what curl (OpenSSL) also accepts:
+/// a server certificate that is itself one of the `--cacert` certificates,
+/// byte for byte, even when it says CA:TRUE — the self-signed certificate
+/// of `openssl req -x509`, which webpki refuses as a CA used as an end
+/// entity. Its name and dates are still checked; the handshake's
+/// signatures always are.
+#[derive(Debug)]
+struct CacertVerifier {
+    webpki: Arc<WebPkiServerVerifier>,
+    /// The `--cacert` certificates (none with the system's CAs).
+    given: Vec<CertificateDer<'static>>,
+}
+
+impl CacertVerifier {
+    fn new(
+        roots: RootCertStore,
+        given: Vec<CertificateDer<'static>>,
+        provider: &Arc<CryptoProvider>,
+    ) -> Result<CacertVerifier, TlsError> {
+        let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), Arc::clone(provider))
+            .build()
+            .map_err(|e| TlsError::Config(format!("--cacert: cannot verify with these certificates ({e})")))?;
+        Ok(CacertVerifier { webpki, given })
+    }
+}
+
+impl ServerCertVerifier for CacertVerifier {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        match self
+            .webpki
+            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
+        {
+            Err(e) if is_ca_used_as_end_entity(&e) && self.given.iter().any(|g| g.as_ref() == end_entity.as_ref()) => {
+                // webpki checks a certificate's dates before its basic
+                // constraints, so a CaUsedAsEndEntity certificate is within
+                // its dates (a test keeps that so); the name is checked here.
+                let parsed = ParsedCertificate::try_from(end_entity)?;
+                rustls::client::verify_server_name(&parsed, server_name)?;
+                Ok(ServerCertVerified::assertion())
+            }
+            other => other,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.webpki.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.webpki.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.webpki.supported_verify_schemes()
+    }
+}
+
+/// True when webpki refused a certificate that says CA:TRUE as the server's.
+fn is_ca_used_as_end_entity(e: &rustls::Error) -> bool {
+    crate::classify::webpki_error(e) == Some(&webpki::Error::CaUsedAsEndEntity)
+}
+
 /// `--insecure`: accepts any certificate and any handshake signature. The
 /// peers throng is compared with (oha, wrk, curl -k) skip both; a storm
 /// that wants the client's full cost verifies (the default).
@@ -349,6 +433,56 @@ impl ServerCertVerifier for NoVerification {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A self-signed CA:TRUE certificate for `name`, valid from
+    /// `from_days` to `to_days` around now: (DER, PEM).
+    fn self_signed_ca(name: &str, from_days: i64, to_days: i64) -> (CertificateDer<'static>, Vec<u8>) {
+        let now = time::OffsetDateTime::now_utc();
+        let mut p = rcgen::CertificateParams::new(vec![name.to_string()]).unwrap();
+        p.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        p.not_before = now + time::Duration::days(from_days);
+        p.not_after = now + time::Duration::days(to_days);
+        let cert = p.self_signed(&rcgen::KeyPair::generate().unwrap()).unwrap();
+        (cert.der().clone(), cert.pem().into_bytes())
+    }
+
+    fn verify(cacert: &[u8], served: &CertificateDer<'_>, name: &str) -> Result<ServerCertVerified, rustls::Error> {
+        let given = certs("--cacert", &("ca.pem".to_string(), cacert.to_vec())).unwrap();
+        let mut roots = RootCertStore::empty();
+        for c in &given {
+            roots.add(c.clone()).unwrap();
+        }
+        let verifier = CacertVerifier::new(roots, given, &provider(&[])).unwrap();
+        let name = ServerName::try_from(name.to_string()).unwrap();
+        verifier.verify_server_cert(served, &[], &name, &[], UnixTime::now())
+    }
+
+    #[test]
+    fn a_cacert_certificate_served_as_is_is_trusted_within_its_name_and_dates() {
+        let (der, pem) = self_signed_ca("localhost", -1, 30);
+        assert!(verify(&pem, &der, "localhost").is_ok());
+        let e = verify(&pem, &der, "other.example").unwrap_err();
+        assert_eq!(crate::failure_class(&e), "certificate_name_mismatch", "{e:?}");
+        // webpki checks the dates before the basic constraints: an expired
+        // or early one never reaches the exact match.
+        let (der, pem) = self_signed_ca("localhost", -30, -1);
+        assert_eq!(
+            crate::failure_class(&verify(&pem, &der, "localhost").unwrap_err()),
+            "certificate_expired"
+        );
+        let (der, pem) = self_signed_ca("localhost", 2, 30);
+        assert_eq!(
+            crate::failure_class(&verify(&pem, &der, "localhost").unwrap_err()),
+            "certificate_not_yet_valid"
+        );
+        // Not among the --cacert certificates: refused, with its reason.
+        let (der, _) = self_signed_ca("localhost", -1, 30);
+        let (_, other) = self_signed_ca("localhost", -1, 30);
+        assert_eq!(
+            crate::failure_class(&verify(&other, &der, "localhost").unwrap_err()),
+            "ca_used_as_end_entity"
+        );
+    }
 
     #[test]
     fn the_public_key_is_found_in_a_certificate_and_nothing_panics_on_a_broken_one() {

@@ -6,12 +6,15 @@
 //!    reads the files it names              ─► ClientOptions ─► client_config()
 //!  throng serve --tls DIR [--mtls]           ─► server_config() ─► Arc<ServerConfig>
 //!  throng certs --out DIR                    ─► generate() ─► CA, server and client PEM files
-//!  rustls::Error                             ─► failure_class() ─► "unknown_ca", "bad_certificate", …
+//!  rustls::Error                             ─► failure_class() ─► "unknown_ca", "certificate_expired", …
 //! ```
 //!
-//! Nothing here opens sockets: callers pass PEM bytes they read and get
-//! configurations back. The one file I/O is [`write_files`], which
-//! writes the generated lab certificates (keys 0600, no symbolic links). Every error says which flag or file is at fault.
+//! Nothing here opens sockets: callers pass PEM bytes and get
+//! configurations back. The file I/O is [`client_config_for`], which reads
+//! the files the settings name through `throng_plan::input`'s bounded
+//! reader, and [`write_files`], which writes the generated lab
+//! certificates (keys 0600, no symbolic links). Every error says which
+//! flag or file is at fault.
 
 mod certs;
 mod classify;
@@ -39,15 +42,16 @@ pub enum TlsError {
         /// What is wrong and what to do.
         problem: String,
     },
-    /// A file the settings name cannot be read.
-    #[error("{flag} {path}: cannot read it: {problem}")]
+    /// A file the settings name cannot be read, or is larger than a
+    /// certificate or key file may be.
+    #[error("{flag} {path}: {problem}; give a PEM file")]
     Read {
         /// The flag (or `tls:` field) the file came from.
         flag: &'static str,
         /// The file.
         path: String,
-        /// The operating system's reason.
-        problem: String,
+        /// The operating system's reason, or the limit it passed.
+        problem: throng_plan::input::ReadError,
     },
     /// rustls refused the configuration.
     #[error("{0}")]

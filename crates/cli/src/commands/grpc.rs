@@ -196,70 +196,83 @@ fn compile(proto: &Path, imports: &[PathBuf]) -> anyhow::Result<DescriptorPool> 
     let mut includes = vec![dir];
     includes.extend(imports.iter().cloned());
     let fail = |e: protox::Error| UsageError(format!("--proto {}: {}", proto.display(), describe(&e)));
-    let mut compiler = protox::Compiler::with_file_resolver(Counted::new(includes));
+    let mut resolver = protox::file::ChainFileResolver::new();
+    resolver.add(BoundedIncludes {
+        dirs: includes,
+        counted: std::cell::Cell::new(0),
+    });
+    resolver.add(protox::file::GoogleFileResolver::new());
+    let mut compiler = protox::Compiler::with_file_resolver(resolver);
     let name = proto.file_name().map_or_else(|| proto.to_path_buf(), PathBuf::from);
     compiler.include_imports(true);
     compiler.open_file(&name).map_err(fail)?;
     Ok(compiler.descriptor_pool())
 }
 
-/// Bytes of a `.proto` file counted for definitions (the file's own size
-/// is bounded where it is read).
-const MAX_COUNTED: u64 = 64 << 20;
-
-/// protox's resolver for `--proto` and `-I` (the include directories,
-/// then Google's well-known types), counting the definitions of each file
-/// before protox parses it: more than
-/// [`throng_scenario::grpc::MAX_DEFINITIONS`] in all are refused.
-struct Counted {
-    includes: Vec<PathBuf>,
-    inner: protox::file::ChainFileResolver,
-    count: std::cell::Cell<usize>,
+/// The include directories (`--proto`'s own, then `-I`), each file read
+/// through the one bounded reader (at most
+/// [`throng_plan::input::MAX_PROTO_BYTES`]): protox's own resolver reads a
+/// file whole, and an import of `/dev/zero` filled the memory. Each file's
+/// definitions are counted before protox parses it: more than
+/// [`throng_scenario::grpc::MAX_DEFINITIONS`] in all are refused (compiling
+/// takes about 10 KB for each).
+struct BoundedIncludes {
+    dirs: Vec<PathBuf>,
+    counted: std::cell::Cell<usize>,
 }
 
-impl Counted {
-    fn new(includes: Vec<PathBuf>) -> Counted {
-        let mut inner = protox::file::ChainFileResolver::new();
-        for dir in &includes {
-            inner.add(protox::file::IncludeFileResolver::new(dir.clone()));
-        }
-        inner.add(protox::file::GoogleFileResolver::new());
-        Counted {
-            includes,
-            inner,
-            count: std::cell::Cell::new(0),
-        }
-    }
-}
-
-impl protox::file::FileResolver for Counted {
+impl protox::file::FileResolver for BoundedIncludes {
     fn resolve_path(&self, path: &Path) -> Option<String> {
-        self.inner.resolve_path(path)
+        self.dirs.iter().find_map(|dir| {
+            let rel = path.strip_prefix(dir).ok()?;
+            let parts: Option<Vec<&str>> = rel
+                .components()
+                .map(|c| match c {
+                    std::path::Component::Normal(p) => p.to_str(),
+                    _ => None,
+                })
+                .collect();
+            parts.filter(|p| !p.is_empty()).map(|p| p.join("/"))
+        })
     }
 
     fn open_file(&self, name: &str) -> Result<protox::file::File, protox::Error> {
-        use std::io::Read as _;
-        // The file protox will open: the first include directory that has it.
-        if let Some(path) = self.includes.iter().map(|d| d.join(name)).find(|p| p.is_file())
-            && let Ok(f) = std::fs::File::open(&path)
-        {
-            // Counted in chunks, never held; unreadable: protox reads it
-            // and says why.
-            let max = throng_scenario::grpc::MAX_DEFINITIONS;
-            let mut reader = f.take(MAX_COUNTED);
-            let mut chunk = vec![0u8; 64 << 10];
-            let mut n = self.count.get();
-            while let Ok(k @ 1..) = reader.read(&mut chunk) {
-                n += chunk[..k].iter().filter(|b| matches!(b, b'{' | b';')).count();
-                if n > max {
-                    return Err(protox::Error::new(throng_scenario::grpc::too_many_definitions(
-                        &path.display().to_string(),
+        use throng_plan::input::{MAX_PROTO_BYTES, ReadError, read_limited_text};
+        for dir in &self.dirs {
+            let path = dir.join(name);
+            match read_limited_text(&path, MAX_PROTO_BYTES) {
+                Ok(text) => {
+                    let counted = self.counted.get() + throng_scenario::grpc::definitions(&text);
+                    if counted > throng_scenario::grpc::MAX_DEFINITIONS {
+                        return Err(protox::Error::new(std::io::Error::other(
+                            throng_scenario::grpc::too_many_definitions(&path.display().to_string()),
+                        )));
+                    }
+                    self.counted.set(counted);
+                    return protox::file::File::from_source(name, &text);
+                }
+                Err(Err(e)) if e.is_not_found() => {}
+                Err(Err(ReadError::Io(e))) => {
+                    return Err(protox::Error::new(std::io::Error::new(
+                        e.kind(),
+                        format!("{}: cannot read it: {e}", path.display()),
                     )));
                 }
+                Err(Err(e)) => {
+                    return Err(protox::Error::new(std::io::Error::other(format!(
+                        "{}: {e} (a .proto file)",
+                        path.display()
+                    ))));
+                }
+                Err(Ok(at)) => {
+                    return Err(protox::Error::new(std::io::Error::other(format!(
+                        "{}: not UTF-8 text (byte {at}); save it as UTF-8",
+                        path.display()
+                    ))));
+                }
             }
-            self.count.set(n);
         }
-        self.inner.open_file(name)
+        Err(protox::Error::file_not_found(name))
     }
 }
 

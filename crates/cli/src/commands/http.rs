@@ -152,25 +152,15 @@ fn read_body(path: &Path) -> Result<Vec<u8>, UsageError> {
             path.display()
         ))
     };
-    let file = std::fs::File::open(path).map_err(cannot)?;
-    let meta = file.metadata().map_err(cannot)?;
-    if meta.is_file() && meta.len() > MAX_BODY_BYTES {
-        return Err(too_big(format!("{} bytes", meta.len())));
+    let size = std::fs::metadata(path).ok().filter(|m| m.is_file()).map(|m| m.len());
+    match throng_plan::input::read_limited(path, MAX_BODY_BYTES) {
+        Ok(bytes) => Ok(bytes),
+        Err(throng_plan::input::ReadError::Io(e)) => Err(cannot(e)),
+        Err(_) => Err(too_big(size.map_or_else(
+            || format!("more than {MAX_BODY_BYTES} bytes (it is not a regular file, or it grew)"),
+            |n| format!("{n} bytes"),
+        ))),
     }
-    // Room for the request head too: the plan puts it in front of the body
-    // in this same buffer.
-    let mut bytes = Vec::with_capacity(if meta.is_file() {
-        meta.len() as usize + (16 << 10)
-    } else {
-        0
-    });
-    file.take(MAX_BODY_BYTES + 1).read_to_end(&mut bytes).map_err(cannot)?;
-    if bytes.len() as u64 > MAX_BODY_BYTES {
-        return Err(too_big(format!(
-            "more than {MAX_BODY_BYTES} bytes (it is not a regular file, or it grew)"
-        )));
-    }
-    Ok(bytes)
 }
 
 /// `--data`: TEXT as given, `@FILE` read (at most [`MAX_BODY_BYTES`]), or
@@ -212,17 +202,15 @@ fn read_bounded(path: &Path, flag: &str, limit: u64) -> Result<Vec<u8>, UsageErr
             path.display()
         ))
     };
-    let file = std::fs::File::open(path).map_err(cannot)?;
-    let mut bytes = Vec::new();
-    file.take(limit + 1).read_to_end(&mut bytes).map_err(cannot)?;
-    if bytes.len() as u64 > limit {
-        return Err(UsageError(format!(
+    match throng_plan::input::read_limited(path, limit) {
+        Ok(bytes) => Ok(bytes),
+        Err(throng_plan::input::ReadError::Io(e)) => Err(cannot(e)),
+        Err(_) => Err(UsageError(format!(
             "{flag} {}: the file is over the limit of {limit} bytes ({} MiB); use a smaller file",
             path.display(),
             limit >> 20
-        )));
+        ))),
     }
-    Ok(bytes)
 }
 
 /// Reads and parses `--targets` (at most [`MAX_TARGETS_FILE_BYTES`]); a

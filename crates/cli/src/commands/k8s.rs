@@ -276,8 +276,8 @@ fn scenario(file: &Path, extra: &[String]) -> anyhow::Result<(Plan, Load, Secret
         );
     }
     let mut files = Vec::new();
-    let mut ship = |name: &str, secret: bool| -> anyhow::Result<()> {
-        let contents = super::read_side_file(&dir.join(name))
+    let mut ship = |name: &str, secret: bool, limit: u64| -> anyhow::Result<()> {
+        let contents = super::read_side_file_within(&dir.join(name), limit)
             .map_err(|e| UsageError(format!("{}: cannot read '{name}', which it names: {e}", file.display())))?;
         files.push(PlanFile {
             path: name.to_string(),
@@ -287,15 +287,15 @@ fn scenario(file: &Path, extra: &[String]) -> anyhow::Result<(Plan, Load, Secret
         Ok(())
     };
     if let Some(data) = &plan.data {
-        ship(&data.file, false)?;
+        ship(&data.file, false, super::MAX_SIDE_FILE_BYTES)?;
     }
     for p in protos.borrow().iter() {
-        ship(p, false)?;
+        ship(p, false, super::MAX_SIDE_FILE_BYTES)?;
     }
     if let Some(tls) = &plan.tls {
         for (p, secret) in [(&tls.cacert, false), (&tls.cert, false), (&tls.key, true)] {
             if let Some(p) = p {
-                ship(p, secret)?;
+                ship(p, secret, throng_plan::input::MAX_PEM_BYTES)?;
             }
         }
     }

@@ -111,26 +111,21 @@ fn write_html(path: &Path, result: &RunResult) -> anyhow::Result<()> {
 /// larger than [`throng_plan::input::MAX_FILE_BYTES`] without reading more
 /// than that.
 fn read_plan_file(path: &Path, what: &str) -> Result<String, UsageError> {
-    use std::io::Read as _;
-    let cannot = |e: std::io::Error| UsageError(format!("cannot read the {what} '{}': {e}", path.display()));
+    use throng_plan::input::ReadError;
     let limit = throng_plan::input::MAX_FILE_BYTES;
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|f| f.take(limit + 1).read_to_end(&mut bytes))
-        .map_err(cannot)?;
-    if bytes.len() as u64 > limit {
-        return Err(UsageError(format!(
-            "the {what} '{}' is larger than the limit of {} MiB; a {what} describes a run in a few kilobytes",
-            path.display(),
-            limit >> 20
-        )));
-    }
-    String::from_utf8(bytes).map_err(|e| {
-        UsageError(format!(
-            "the {what} '{}' is not UTF-8 text (byte {}); save it as UTF-8",
-            path.display(),
-            e.utf8_error().valid_up_to()
-        ))
+    throng_plan::input::read_limited_text(path, limit).map_err(|e| {
+        UsageError(match e {
+            Err(ReadError::Io(e)) => format!("cannot read the {what} '{}': {e}", path.display()),
+            Err(_) => format!(
+                "the {what} '{}' is larger than the limit of {} MiB; a {what} describes a run in a few kilobytes",
+                path.display(),
+                limit >> 20
+            ),
+            Ok(at) => format!(
+                "the {what} '{}' is not UTF-8 text (byte {at}); save it as UTF-8",
+                path.display()
+            ),
+        })
     })
 }
 
@@ -142,28 +137,35 @@ const MAX_SIDE_FILE_BYTES: u64 = 256 << 20;
 /// Reads a file a scenario file names, bounded by [`MAX_SIDE_FILE_BYTES`];
 /// the error says what is wrong (the caller says which file).
 fn read_side_file(path: &Path) -> Result<String, String> {
-    use std::io::Read as _;
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|f| f.take(MAX_SIDE_FILE_BYTES + 1).read_to_end(&mut bytes))
-        .map_err(|e| e.to_string())?;
-    if bytes.len() as u64 > MAX_SIDE_FILE_BYTES {
-        return Err(format!(
-            "larger than the limit of {} MiB; give a smaller file (split a data file across runs)",
-            MAX_SIDE_FILE_BYTES >> 20
-        ));
-    }
-    String::from_utf8(bytes).map_err(|e| {
-        format!(
-            "not UTF-8 text (byte {}); save it as UTF-8",
-            e.utf8_error().valid_up_to()
-        )
+    read_side_file_within(path, MAX_SIDE_FILE_BYTES)
+}
+
+/// [`read_side_file`] with the limit of the file's kind (a certificate's,
+/// [`throng_plan::input::MAX_PEM_BYTES`]).
+fn read_side_file_within(path: &Path, limit: u64) -> Result<String, String> {
+    use throng_plan::input::ReadError;
+    throng_plan::input::read_limited_text(path, limit).map_err(|e| match e {
+        Err(ReadError::Io(e)) => e.to_string(),
+        Err(_) => format!(
+            "larger than the limit of {}; give a smaller file (split a data file across runs)",
+            throng_plan::input::size(limit)
+        ),
+        Ok(at) => format!("not UTF-8 text (byte {at}); save it as UTF-8"),
     })
 }
 
-/// Reads a result document or a result set.
+/// Reads a result document or a result set (streamed, at most
+/// [`throng_plan::input::MAX_RESULT_BYTES`]).
 fn read_document(path: &Path) -> anyhow::Result<throng_result::Document> {
-    let file = std::fs::File::open(path).map_err(|e| UsageError(format!("cannot read '{}': {e}", path.display())))?;
+    let file = throng_plan::input::open_limited(path, throng_plan::input::MAX_RESULT_BYTES).map_err(|e| {
+        UsageError(match e {
+            throng_plan::input::ReadError::Io(e) => format!("cannot read '{}': {e}", path.display()),
+            e => format!(
+                "'{}': {e} (a result file); give a result file throng wrote",
+                path.display()
+            ),
+        })
+    })?;
     throng_result::Document::from_reader(std::io::BufReader::new(file))
         .map_err(|e| UsageError(format!("'{}': {e}", path.display())).into())
 }
@@ -417,9 +419,7 @@ fn every_unit_failed(r: &RunResult) -> bool {
                 "{target} answered with something that breaks the protocol (malformed, or a line longer than the \
                  limit; see the README's error classes)"
             ),
-            k if k.starts_with("tls.") => {
-                "the TLS handshake failed; check --cacert, --cert/--key and --sni (or --insecure)".to_string()
-            }
+            k if k.starts_with("tls.") => tls_hint(k, &r.plan, &target),
             _ => match spoken(&r.plan) {
                 Some(protocols) => format!("is {target} up and speaking {protocols}?"),
                 None => format!("is {target} up and accepting connections?"),
@@ -509,6 +509,59 @@ fn spoken(plan: &throng_result::Plan) -> Option<String> {
             Some(once.join(" and "))
         }
     }
+}
+
+/// What to do about a TLS failure `class` (`tls.…`), from what the run was
+/// given: it never tells the user to pass a flag they already passed.
+fn tls_hint(class: &str, plan: &throng_result::Plan, target: &str) -> String {
+    let tls = match plan {
+        throng_result::Plan::Http(p) => p.tls.as_ref(),
+        throng_result::Plan::Storm(p) => p.tls.as_ref(),
+        throng_result::Plan::Run(p) => p.tls.as_ref(),
+    };
+    let (flag, sni) = match plan {
+        throng_result::Plan::Run(_) => ("the tls: block's cacert", "server_name"),
+        _ => ("--cacert", "--sni"),
+    };
+    let cacert = tls.and_then(|t| t.cacert.as_deref());
+    let why = throng_metrics::ErrorClass::describe(class);
+    let todo = match (class, cacert) {
+        ("tls.unknown_ca", Some(file)) => format!(
+            "the CA that signed it is not in {file}: give {flag} the CA (or the self-signed certificate) the \
+             server's certificate comes from"
+        ),
+        ("tls.unknown_ca" | "tls.ca_used_as_end_entity", None) => format!(
+            "give {flag} FILE with the CA (or the self-signed certificate) the server's certificate comes from, \
+             or --insecure to skip verification"
+        ),
+        ("tls.ca_used_as_end_entity", Some(file)) => {
+            format!("give {flag} the server's own certificate (it is not in {file}), or serve one a CA issued")
+        }
+        ("tls.certificate_name_mismatch", _) => format!(
+            "ask {target} by a name its certificate was issued for (or give that name to {sni}), or serve a \
+             certificate for this name"
+        ),
+        ("tls.bad_certificate_signature", Some(file)) => format!(
+            "a CA in {file} has the name of the certificate's issuer but not its key (a CA made again under the \
+             same name is another CA): give {flag} the CA that signed it"
+        ),
+        ("tls.certificate_expired" | "tls.certificate_not_yet_valid", _) => {
+            "renew the server's certificate (or check this machine's clock)".to_string()
+        }
+        ("tls.certificate_required" | "tls.bad_certificate" | "tls.certificate_unknown", _)
+            if tls.is_some_and(|t| t.cert.is_some()) =>
+        {
+            "the server refused the client certificate (--cert/--key): give one its CA issued".to_string()
+        }
+        ("tls.certificate_required" | "tls.bad_certificate" | "tls.certificate_unknown", _) => {
+            "the server wants a client certificate: give --cert FILE --key FILE".to_string()
+        }
+        (k, _) if k.starts_with("tls.certificate_") || k.starts_with("tls.bad_certificate") => {
+            "serve a certificate this side can verify, or --insecure to skip verification".to_string()
+        }
+        _ => "the TLS handshake failed; see the error classes in the README".to_string(),
+    };
+    format!("TLS: {why}; {todo}")
 }
 
 /// Makes a child process die with this one (SIGKILL when it goes, however

@@ -1,7 +1,6 @@
 //! The edge of network reach and credentials: the proxy environment, and
 //! the files that hold headers and tokens (`-H @FILE`, `--bearer-file`).
 
-use std::io::Read as _;
 use std::path::Path;
 
 use super::UsageError;
@@ -62,15 +61,15 @@ fn read_small(flag: &str, path: &Path) -> Result<String, UsageError> {
             path.display()
         ))
     };
-    let file = std::fs::File::open(path).map_err(|e| cannot(e.to_string()))?;
-    let mut bytes = Vec::new();
-    file.take(MAX_SECRET_FILE + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| cannot(e.to_string()))?;
-    if bytes.len() as u64 > MAX_SECRET_FILE {
-        return Err(cannot(format!("it is larger than {MAX_SECRET_FILE} bytes")));
+    match throng_plan::input::read_limited_text(path, MAX_SECRET_FILE) {
+        Ok(text) => Ok(text),
+        Err(Err(throng_plan::input::ReadError::Io(e))) => Err(cannot(e.to_string())),
+        Err(Err(e)) => Err(UsageError(format!(
+            "{flag} {}: {e}; give a smaller file",
+            path.display()
+        ))),
+        Err(Ok(_)) => Err(cannot("it is not UTF-8 text".to_string())),
     }
-    String::from_utf8(bytes).map_err(|_| cannot("it is not UTF-8 text".to_string()))
 }
 
 /// Header lines read from files, each with its `FILE:LINE`.

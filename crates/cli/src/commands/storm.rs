@@ -56,9 +56,17 @@ pub fn run(c: StormCmd) -> anyhow::Result<ExitCode> {
             .nats_creds
             .as_ref()
             .map(|p| {
-                std::fs::read_to_string(p)
+                throng_plan::input::read_limited_text(p, throng_plan::input::MAX_PEM_BYTES)
                     .map(|t| (p.display().to_string(), t))
-                    .map_err(|e| UsageError(format!("--nats-creds {}: cannot read it: {e}", p.display())))
+                    .map_err(|e| {
+                        UsageError(match e {
+                            Err(e) => format!("--nats-creds {}: {e}; give a NATS .creds file", p.display()),
+                            Ok(at) => format!(
+                                "--nats-creds {}: not UTF-8 text (byte {at}); give a NATS .creds file",
+                                p.display()
+                            ),
+                        })
+                    })
             })
             .transpose()?,
         steps: read_binaries(&c.steps)?,
@@ -278,10 +286,8 @@ fn read_binaries(steps: &[StepArg]) -> Result<Vec<StepArg>, UsageError> {
                         "--send-binary '{path}': give a file as @FILE, e.g. --send-binary @frame.bin"
                     )));
                 };
-                let mut bytes = Vec::new();
-                std::fs::File::open(file)
-                    .and_then(|f| f.take(throng_plan::MAX_BINARY as u64 + 1).read_to_end(&mut bytes))
-                    .map_err(|e| UsageError(format!("--send-binary {path}: cannot read it: {e}")))?;
+                let bytes = throng_plan::input::read_limited(Path::new(file), throng_plan::MAX_BINARY as u64)
+                    .map_err(|e| UsageError(format!("--send-binary {path}: {e}; give a smaller file")))?;
                 Ok(StepArg::SendBinary {
                     path: path.clone(),
                     bytes,

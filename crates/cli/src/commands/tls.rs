@@ -31,10 +31,11 @@ pub fn client_config(settings: &TlsSettings, dir: &Path, alpn: &[&[u8]]) -> Resu
     throng_tls::client_config_for(settings, dir, alpn).map_err(|e| UsageError(e.to_string()))
 }
 
-/// Reads `DIR/name`.
+/// Reads `DIR/name`, a certificate or key (at most
+/// [`throng_plan::input::MAX_PEM_BYTES`]).
 pub fn read_in(flag: &str, dir: &Path, name: &str) -> Result<(String, Vec<u8>), UsageError> {
     let path = dir.join(name);
-    std::fs::read(&path)
+    throng_plan::input::read_limited(&path, throng_plan::input::MAX_PEM_BYTES)
         .map(|bytes| (path.display().to_string(), bytes))
-        .map_err(|e| UsageError(format!("{flag} {}: cannot read it: {e}", path.display())))
+        .map_err(|e| UsageError(format!("{flag} {}: {e}; give a PEM file", path.display())))
 }

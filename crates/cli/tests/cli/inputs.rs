@@ -179,3 +179,177 @@ fn type_errors_name_the_kind_of_value_in_words() {
         err(&out)
     );
 }
+
+/// Runs `throng ARGS` under GNU time: its output and its peak resident
+/// memory in bytes.
+fn measured(args: &[&str]) -> (Output, u64) {
+    let dir = tempfile::tempdir().unwrap();
+    let rss = dir.path().join("rss");
+    let out = output(
+        std::process::Command::new("/usr/bin/time")
+            .args(["-f", "%M", "-o"])
+            .arg(&rss)
+            .arg(env!("CARGO_BIN_EXE_throng"))
+            .args(args),
+    );
+    let kib: u64 = std::fs::read_to_string(&rss)
+        .unwrap()
+        .lines()
+        .last()
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    (out, kib * 1024)
+}
+
+#[test]
+fn every_file_flag_reads_an_endless_file_only_to_its_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let o = output(throng().args(["certs", "--out"]).arg(d.join("c")));
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    let pem = d.join("c/client.pem").display().to_string();
+    let key = d.join("c/client.key").display().to_string();
+    // A serve --tls directory whose certificate is endless.
+    std::fs::create_dir_all(d.join("srv")).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", d.join("srv/server.pem")).unwrap();
+    std::fs::copy(d.join("c/server.key"), d.join("srv/server.key")).unwrap();
+    let srv = d.join("srv").display().to_string();
+    // A scenario whose tls: block names it.
+    let yaml = "target: https://127.0.0.1:1\ntls: { cacert: /dev/zero }\nscenarios:\n  s:\n    executor: \
+                shared-iterations\n    vus: 1\n    iterations: 1\n    flow:\n      - request: { path: / }\n";
+    let scenario = write(d, "s.yaml", yaml.as_bytes()).display().to_string();
+    // A .proto file importing an endless one.
+    write(d, "a.proto", b"syntax = \"proto3\";\nimport \"z.proto\";\n");
+    std::os::unix::fs::symlink("/dev/zero", d.join("z.proto")).unwrap();
+    let a_proto = d.join("a.proto").display().to_string();
+    let port = common::free_port().to_string();
+    let listen = format!("127.0.0.1:{port}");
+    let grpc = ["grpc", "127.0.0.1:1", "--plaintext", "--call", "a.B/C", "-n", "1"];
+    let http = ["http", "https://127.0.0.1:1/", "-n", "1", "-q"];
+    const MIB: u64 = 1 << 20;
+    // (the command, the file named in the error, the limit said, the
+    // memory it may take at most)
+    let cases: Vec<(Vec<&str>, &str, &str, u64)> = vec![
+        (
+            [&http[..], &["--cacert", "/dev/zero"]].concat(),
+            "--cacert /dev/zero",
+            "1 MiB",
+            64 * MIB,
+        ),
+        (
+            [&http[..], &["--cert", "/dev/zero", "--key", &key]].concat(),
+            "--cert /dev/zero",
+            "1 MiB",
+            64 * MIB,
+        ),
+        (
+            [&http[..], &["--cert", &pem, "--key", "/dev/zero"]].concat(),
+            "--key /dev/zero",
+            "1 MiB",
+            64 * MIB,
+        ),
+        (
+            vec![
+                "storm",
+                "nats://127.0.0.1:1",
+                "--connections",
+                "1",
+                "--nats-creds",
+                "/dev/zero",
+            ],
+            "--nats-creds /dev/zero",
+            "1 MiB",
+            64 * MIB,
+        ),
+        (
+            vec!["run", &scenario, "-q"],
+            "tls: --cacert /dev/zero",
+            "1 MiB",
+            64 * MIB,
+        ),
+        (
+            [&grpc[..], &["--proto", &a_proto]].concat(),
+            "z.proto",
+            "4 MiB",
+            64 * MIB,
+        ),
+        (
+            vec!["serve", "--listen", &listen, "--tls", &srv],
+            "--tls",
+            "1 MiB",
+            64 * MIB,
+        ),
+        (
+            [&http[..], &["--data", "@/dev/zero"]].concat(),
+            "--data /dev/zero",
+            "64 MiB",
+            256 * MIB,
+        ),
+        (
+            [&http[..], &["-H", "@/dev/zero"]].concat(),
+            "-H @FILE /dev/zero",
+            "1 MiB",
+            64 * MIB,
+        ),
+        (
+            [&http[..], &["--bearer-file", "/dev/zero"]].concat(),
+            "--bearer-file /dev/zero",
+            "1 MiB",
+            64 * MIB,
+        ),
+        (
+            [&http[..], &["--body-lines", "/dev/zero"]].concat(),
+            "--body-lines /dev/zero",
+            "64 MiB",
+            256 * MIB,
+        ),
+        (
+            vec![
+                "storm",
+                "tcp://127.0.0.1:1",
+                "--connections",
+                "1",
+                "--send-binary",
+                "@/dev/zero",
+            ],
+            "--send-binary @/dev/zero",
+            "1 MiB",
+            64 * MIB,
+        ),
+    ];
+    for (args, named, limit, memory) in cases {
+        let (out, peak) = measured(&args);
+        let e = err(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {e}");
+        assert!(e.contains(named), "{args:?}: '{named}' not in {e}");
+        assert!(e.contains(limit), "{args:?}: '{limit}' not in {e}");
+        assert_eq!(e.trim().lines().count(), 1, "{args:?}: {e}");
+        assert!(peak < memory, "{args:?}: peak memory {peak} bytes");
+    }
+}
+
+#[test]
+fn result_files_past_their_limit_are_refused_unread() {
+    let dir = tempfile::tempdir().unwrap();
+    // A sparse file of 1 GiB and a byte: refused by its size.
+    let big = dir.path().join("big.json");
+    std::fs::File::create(&big).unwrap().set_len((1 << 30) + 1).unwrap();
+    for cmd in ["report", "compare", "merge"] {
+        let mut c = throng();
+        c.arg(cmd).arg(&big);
+        match cmd {
+            "compare" => c.arg(&big),
+            "merge" => c.arg(&big).arg("-o").arg(dir.path().join("m.json")),
+            _ => &mut c,
+        };
+        let out = output(&mut c);
+        assert_eq!(out.status.code(), Some(2), "{cmd:?}: {}", err(&out));
+        assert!(
+            err(&out).contains("larger than the limit of 1 GiB"),
+            "{cmd:?}: {}",
+            err(&out)
+        );
+    }
+}
