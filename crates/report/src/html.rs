@@ -105,7 +105,7 @@ fn unit(r: &RunResult) -> (&throng_metrics::Outcomes, &'static str) {
 }
 
 /// The phase whose distribution the latency charts show.
-fn primary_phase(m: &Measurements) -> Option<&'static str> {
+pub(crate) fn primary_phase(m: &Measurements) -> Option<&'static str> {
     ["latency", "response", "tls", "handshake", "connect", "connection"]
         .into_iter()
         .find(|p| m.phase(p).is_some())

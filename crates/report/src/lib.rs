@@ -39,6 +39,7 @@ pub mod runs;
 pub mod scenario;
 pub mod stats;
 pub mod storm;
+pub mod summary_md;
 pub mod text;
 
 use std::io::{self, Write};
