@@ -39,6 +39,7 @@
 mod common;
 
 mod bounds;
+mod ci;
 mod compare;
 mod cookies;
 mod coordinated_omission;
@@ -52,6 +53,7 @@ mod faults;
 mod grpc;
 mod grpc_reflect;
 mod grpc_stream;
+mod history;
 mod hostile_results;
 mod html;
 mod http2;
