@@ -97,7 +97,10 @@ pub fn render_trend(t: &crate::trend::Trend) -> String {
             .collect()
     };
     page.h2("trend", "Over the runs");
-    let phase = t.points.iter().find_map(|p| p.phase.as_ref().map(|(name, _, _)| name.clone()));
+    let phase = t
+        .points
+        .iter()
+        .find_map(|p| p.phase.as_ref().map(|(name, _, _)| name.clone()));
     if let Some(phase) = &phase {
         let of = |p: &crate::trend::Point, q: usize| {
             p.phase
@@ -136,7 +139,10 @@ pub fn render_trend(t: &crate::trend::Trend) -> String {
         ),
     ] {
         let name = if id == "trend-errors" { "failed %" } else { "ok/s" };
-        let chart = chart_of(LineChart::new(id, title, runs(), axis), &[(String::new(), vec![line(name, at(&f))])]);
+        let chart = chart_of(
+            LineChart::new(id, title, runs(), axis),
+            &[(String::new(), vec![line(name, at(&f))])],
+        );
         page.html.push_str(&chart.svg());
         page.html.push('\n');
     }
@@ -1273,14 +1279,22 @@ mod tests {
 
     #[test]
     fn a_trend_has_a_point_per_run_on_every_chart() {
-        let runs = [run("http://127.0.0.1:1/", 2), run("http://127.0.0.1:1/", 3), run("http://127.0.0.1:1/", 4)];
+        let runs = [
+            run("http://127.0.0.1:1/", 2),
+            run("http://127.0.0.1:1/", 3),
+            run("http://127.0.0.1:1/", 4),
+        ];
         let labels = ["v1", "<v2>", "v3"];
         let t = crate::trend::Trend {
             plan: "http GET http://127.0.0.1:1/".into(),
             fingerprint: "0123456789abcdef".into(),
             unit: "requests".into(),
             notes: vec!["1 entry of another plan skipped".into()],
-            points: labels.iter().zip(&runs).map(|(l, r)| crate::trend::Point::of(l, r)).collect(),
+            points: labels
+                .iter()
+                .zip(&runs)
+                .map(|(l, r)| crate::trend::Point::of(l, r))
+                .collect(),
         };
         assert_eq!(t.points[2].ended, 400);
         assert_eq!(t.points[2].failed, 4);

@@ -95,11 +95,7 @@ pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
     writeln!(w, "|---|---:|")?;
     let (o, unit) = (r.unit_outcomes(), r.unit().plural());
     writeln!(w, "| {unit} | {} |", o.ended())?;
-    writeln!(
-        w,
-        "| throughput | {:.1} ok/s |",
-        per_second(o.ok, r.duration_s)
-    )?;
+    writeln!(w, "| throughput | {:.1} ok/s |", per_second(o.ok, r.duration_s))?;
     writeln!(w, "| failed | {} ({:.2}%) |", o.failed(), pct(o.failed(), o.ended()))?;
     let mut classes: Vec<(&String, &u64)> = o.errors.iter().filter(|(_, n)| **n > 0).collect();
     classes.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
@@ -234,7 +230,10 @@ mod tests {
         }];
         let text = lines(&r).join("\n");
         assert!(text.contains("- ✅ `a'b c` — `<b>x</b>`"), "{text}");
-        assert!(text.contains("| failed: `x\\|[a](http://evil/)![i](j)` | 1 |"), "{text}");
+        assert!(
+            text.contains("| failed: `x\\|[a](http://evil/)![i](j)` | 1 |"),
+            "{text}"
+        );
         for line in text.lines().filter(|l| l.starts_with('|')) {
             assert_eq!(line.replace("\\|", "").matches('|').count(), 3, "{line}");
         }

@@ -183,7 +183,11 @@ pub fn read_head(r: &mut impl BufRead) -> Result<Head, ResultError> {
 pub fn read_run(head: &Head, r: impl Read) -> Result<RunResult, ResultError> {
     let run = match Document::from_reader(r)? {
         Document::Single(run) => *run,
-        Document::Set(_) => return Err(ResultError::Incompatible("a history entry holds one run, not a set".into())),
+        Document::Set(_) => {
+            return Err(ResultError::Incompatible(
+                "a history entry holds one run, not a set".into(),
+            ));
+        }
     };
     let actual = fingerprint(&run.plan);
     if actual != head.fingerprint {

@@ -127,7 +127,11 @@ fn read(name: &Name) -> Result<(Head, RunResult), String> {
 
 /// `1 entry`, `3 entries`.
 fn entries_text(n: u64) -> String {
-    if n == 1 { "1 entry".to_string() } else { format!("{n} entries") }
+    if n == 1 {
+        "1 entry".to_string()
+    } else {
+        format!("{n} entries")
+    }
 }
 
 fn now_unix_ms() -> u64 {
@@ -202,8 +206,10 @@ fn put(dir: &Path, head: &Head, run: &RunResult) -> anyhow::Result<PathBuf> {
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => number = number.saturating_add(1),
             Err(e) => {
-                result = Err(anyhow::Error::from(e)
-                    .context(format!("cannot add the entry to the history directory '{}'", dir.display())));
+                result = Err(anyhow::Error::from(e).context(format!(
+                    "cannot add the entry to the history directory '{}'",
+                    dir.display()
+                )));
                 break;
             }
         }
@@ -226,7 +232,7 @@ fn holdings(names: &[Name]) -> String {
         e.1 = n;
     }
     let mut plans: Vec<(&str, (usize, &Name))> = by_plan.into_iter().collect();
-    plans.sort_by(|a, b| b.1.1.number.cmp(&a.1.1.number));
+    plans.sort_by_key(|p| std::cmp::Reverse(p.1.1.number));
     let shown: Vec<String> = plans
         .iter()
         .take(10)
@@ -398,10 +404,7 @@ fn report(c: HistoryReportCmd) -> anyhow::Result<ExitCode> {
     }
     let mut notes: Vec<String> = others(&names, &fp).into_iter().collect();
     if mine.len() > limit {
-        notes.push(format!(
-            "the last {limit} of the plan's {} runs drawn",
-            mine.len()
-        ));
+        notes.push(format!("the last {limit} of the plan's {} runs drawn", mine.len()));
     }
     let mut points = Vec::new();
     let mut plan = String::new();
@@ -454,7 +457,11 @@ fn list(c: HistoryListCmd) -> anyhow::Result<ExitCode> {
     let names = entries(&c.dir, "--dir")?;
     let mut out = Vec::new();
     use std::io::Write as _;
-    writeln!(out, "{:>6}  {:<16}  {:<24}  {:<24}  plan", "#", "fingerprint", "label", "started")?;
+    writeln!(
+        out,
+        "{:>6}  {:<16}  {:<24}  {:<24}  plan",
+        "#", "fingerprint", "label", "started"
+    )?;
     for n in &names {
         match open(n) {
             Ok((h, _)) => writeln!(

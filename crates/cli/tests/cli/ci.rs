@@ -127,7 +127,12 @@ struct ActionRun {
 }
 
 /// Replaces each `${{ … }}` in `s`: inputs, steps' outputs, runner.temp.
-fn evaluate(s: &str, inputs: &BTreeMap<String, String>, outputs: &BTreeMap<String, BTreeMap<String, String>>, temp: &Path) -> String {
+fn evaluate(
+    s: &str,
+    inputs: &BTreeMap<String, String>,
+    outputs: &BTreeMap<String, BTreeMap<String, String>>,
+    temp: &Path,
+) -> String {
     let mut out = String::new();
     let mut rest = s;
     while let Some(start) = rest.find("${{") {
@@ -165,7 +170,11 @@ fn run_action(given: &[(&str, &str)]) -> ActionRun {
     }
     for (name, spec) in action["inputs"].as_mapping().unwrap() {
         if spec.get("required").is_some_and(|r| r.as_bool() == Some(true)) {
-            assert!(given.iter().any(|(k, _)| *k == text(name)), "required input {} not given", text(name));
+            assert!(
+                given.iter().any(|(k, _)| *k == text(name)),
+                "required input {} not given",
+                text(name)
+            );
         }
     }
     let dir = tempfile::tempdir().unwrap();
@@ -226,7 +235,9 @@ fn run_action(given: &[(&str, &str)]) -> ActionRun {
             .rev()
             .map(str::to_string)
             .collect();
-        let path = [added, vec!["/usr/local/bin:/usr/bin:/bin".to_string()]].concat().join(":");
+        let path = [added, vec!["/usr/local/bin:/usr/bin:/bin".to_string()]]
+            .concat()
+            .join(":");
         let mut cmd = Command::new("bash");
         cmd.args(["--noprofile", "--norc", "-eo", "pipefail"])
             .arg(&script_path)
@@ -308,18 +319,33 @@ fn the_github_action_runs_summarizes_uploads_and_fails_on_99() {
     let codes: Vec<Option<i32>> = failed.steps.iter().map(|(_, c)| *c).collect();
     assert_eq!(codes, [Some(0), Some(0), None, Some(99)], "{:?}", failed.steps);
     assert_eq!(failed.outputs["run"]["exit-code"], "99");
-    assert!(failed.step_summary.starts_with("### ❌ throng: 1 of 1 thresholds failed\n"));
+    assert!(
+        failed
+            .step_summary
+            .starts_with("### ❌ throng: 1 of 1 thresholds failed\n")
+    );
     assert_eq!(failed.uses[0].2["name"], "perf");
-    assert!(failed.workspace.join("throng-result.json").exists(), "the result is there to upload");
+    assert!(
+        failed.workspace.join("throng-result.json").exists(),
+        "the result is there to upload"
+    );
 
-    let warned = run_action(&[("args", &args("1us")), ("binary", binary), ("fail-on-thresholds", "false")]);
+    let warned = run_action(&[
+        ("args", &args("1us")),
+        ("binary", binary),
+        ("fail-on-thresholds", "false"),
+    ]);
     assert_eq!(warned.steps[3].1, Some(0), "{:?}", warned.steps);
 
     // A usage error (exit 2) fails the step too, and says so in the summary.
     let usage = run_action(&[("args", "http --no-such-flag"), ("binary", binary)]);
     assert_eq!(usage.outputs["run"]["exit-code"], "2");
     assert_eq!(usage.steps[3].1, Some(2));
-    assert!(usage.step_summary.contains("❌ throng exited 2"), "{}", usage.step_summary);
+    assert!(
+        usage.step_summary.contains("❌ throng exited 2"),
+        "{}",
+        usage.step_summary
+    );
 }
 
 /// The GitLab CI job in the README (the yaml block holding `load-test:`).
@@ -342,7 +368,11 @@ fn run_gitlab(job: &Value, dir: &Path, vars: &[(&str, String)]) -> i32 {
     let script = format!("set -eo pipefail\n{}\n", lines.join("\n"));
     let path = dir.join("job.sh");
     std::fs::write(&path, script).unwrap();
-    let bin = Path::new(env!("CARGO_BIN_EXE_throng")).parent().unwrap().display().to_string();
+    let bin = Path::new(env!("CARGO_BIN_EXE_throng"))
+        .parent()
+        .unwrap()
+        .display()
+        .to_string();
     let mut cmd = Command::new("bash");
     cmd.arg(&path)
         .current_dir(dir)
@@ -369,7 +399,12 @@ fn the_gitlab_example_runs_and_keeps_a_history() {
     let job = gitlab_job();
     let cached: Vec<String> = job["cache"]["paths"].as_sequence().unwrap().iter().map(text).collect();
     assert_eq!(cached, ["perf-history/"]);
-    let artifacts: Vec<String> = job["artifacts"]["paths"].as_sequence().unwrap().iter().map(text).collect();
+    let artifacts: Vec<String> = job["artifacts"]["paths"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(text)
+        .collect();
     assert_eq!(text(&job["artifacts"]["when"]), "always");
     let dir = tempfile::tempdir().unwrap();
     let vars = |sha: &str, limit: &str| {
@@ -403,5 +438,8 @@ fn the_gitlab_example_runs_and_keeps_a_history() {
     assert_eq!(run_gitlab(&job, dir.path(), &vars("ccc3333", "1us")), 99);
     assert_eq!(entries(), 2);
     let summary = std::fs::read_to_string(dir.path().join("summary.md")).unwrap();
-    assert!(summary.starts_with("### ❌ throng: 1 of 1 thresholds failed"), "{summary}");
+    assert!(
+        summary.starts_with("### ❌ throng: 1 of 1 thresholds failed"),
+        "{summary}"
+    );
 }

@@ -172,7 +172,12 @@ fn no_run_of_the_plan_is_a_usage_error_naming_what_the_history_holds() {
     let (code, _, err) = compare_baseline(&history, 2, &new);
     assert_eq!(code, 2, "an empty directory: {err}");
     assert!(err.contains("it holds no runs"), "{err}");
-    let (other, other_run) = http_run(dir.path(), "other.json", &format!("http://{}/bytes/20", server.addr()), 20);
+    let (other, other_run) = http_run(
+        dir.path(),
+        "other.json",
+        &format!("http://{}/bytes/20", server.addr()),
+        20,
+    );
     add(&other, &history, "x");
     let (code, _, err) = compare_baseline(&history, 2, &new);
     assert_eq!(code, 2, "{err}");
@@ -190,7 +195,14 @@ fn no_run_of_the_plan_is_a_usage_error_naming_what_the_history_holds() {
         ]);
         assert_eq!(code, 2, "--last {bad}: {err}");
     }
-    let (code, _, err) = run(&["history", "report", "--dir", dir.path().join("none").to_str().unwrap(), "--html", dir.path().join("t.html").to_str().unwrap()]);
+    let (code, _, err) = run(&[
+        "history",
+        "report",
+        "--dir",
+        dir.path().join("none").to_str().unwrap(),
+        "--html",
+        dir.path().join("t.html").to_str().unwrap(),
+    ]);
     assert_eq!(code, 2, "{err}");
     let (code, _, err) = run(&[
         "history",
@@ -269,7 +281,10 @@ fn hostile_entries_are_skipped_and_bounded() {
     assert!(err.contains("duration_s"), "{err}");
     assert!(err.contains("longer than"), "{err}");
     assert!(err.contains("over the limit of 256 MiB"), "{err}");
-    assert!(err.contains("4 entries damaged skipped") || err.contains("4 damaged"), "{err}");
+    assert!(
+        err.contains("4 entries damaged skipped") || err.contains("4 damaged"),
+        "{err}"
+    );
 
     let html = dir.path().join("trend.html");
     let (code, _, err) = run(&[
