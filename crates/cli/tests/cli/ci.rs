@@ -105,6 +105,25 @@ fn summary_md_puts_the_verdict_first_for_each_run_command() {
     assert_eq!(run[0], "### ✅ throng: 1 of 1 thresholds held");
     assert!(run.contains(&"| requests | 20 |".to_string()), "{run:#?}");
 
+    // Credentials in the URL reach neither the summary nor a history entry.
+    let secret_url = format!("http://alice:s3cret@{}/", server.addr());
+    let json = dir.path().join("secret.json");
+    let (code, lines) = summary_of(
+        "http",
+        &s(&[&secret_url, "-n", "5", "--json", json.to_str().unwrap()]),
+        dir.path(),
+    );
+    assert_eq!(code, 0);
+    assert!(!lines.join("\n").contains("s3cret"), "{lines:#?}");
+    let history = dir.path().join("history");
+    let o = output(throng().args(["history", "add"]).arg(&json).arg("--dir").arg(&history));
+    assert_eq!(o.status.code(), Some(0));
+    assert!(!String::from_utf8_lossy(&o.stderr).contains("s3cret"));
+    for entry in std::fs::read_dir(&history).unwrap() {
+        let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+        assert!(!text.contains("s3cret"));
+    }
+
     // The path is checked before the run.
     let o = output(throng().args(["http", &url, "-n", "5", "--summary-md", "/nonexistent/dir/s.md"]));
     assert_eq!(o.status.code(), Some(2));
