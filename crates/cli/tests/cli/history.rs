@@ -389,3 +389,25 @@ fn the_trend_page_has_a_point_per_run_of_one_plan() {
     assert_eq!(chart_points(&page)[1].1, [2]);
     assert!(page.contains("build &lt;3&gt;") && !page.contains("build &lt;1&gt;"));
 }
+
+#[test]
+fn a_directory_past_the_name_limit_is_refused() {
+    let server = lab(None);
+    let dir = tempfile::tempdir().unwrap();
+    let history = dir.path().join("history");
+    let (r, _) = http_run(dir.path(), "r.json", &format!("http://{}/", server.addr()), 10);
+    add(&r, &history, "one");
+    // 100,000 names besides the entry: one past the limit.
+    for i in 0..100_000 {
+        std::fs::File::create(history.join(format!("junk-{i}"))).unwrap();
+    }
+    let (code, _, err) = compare_baseline(&history, 1, &r);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("more than 100000 names"), "{err}");
+    let (code, _, err) = run(&["history", "list", "--dir", history.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    std::fs::remove_file(history.join("junk-0")).unwrap();
+    let (code, out, err) = run(&["history", "list", "--dir", history.to_str().unwrap()]);
+    assert_eq!(code, 0, "at the limit: {err}");
+    assert_eq!(out.lines().count(), 2, "{out}");
+}
