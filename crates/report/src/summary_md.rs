@@ -117,6 +117,18 @@ pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
             writeln!(w, "| {phase} {q} | {} |", us(v as f64))?;
         }
     }
+    if let Some(sc) = &r.measurements.scenario {
+        writeln!(
+            w,
+            "| iterations | {} ({} dropped) |",
+            sc.iterations, sc.dropped_iterations
+        )?;
+        if !sc.checks.is_empty() {
+            let passes = crate::format::total(sc.checks.values().map(|c| c.passes));
+            let fails = crate::format::total(sc.checks.values().map(|c| c.fails));
+            writeln!(w, "| checks | {passes} passed, {fails} failed |")?;
+        }
+    }
     writeln!(w, "| duration | {:.2}s |", r.duration_s)?;
     if !r.coordinated_omission_free && r.unit() == throng_result::Unit::Requests {
         writeln!(w)?;

@@ -104,6 +104,7 @@ fn summary_md_puts_the_verdict_first_for_each_run_command() {
     assert_eq!(code, 0, "{run:#?}");
     assert_eq!(run[0], "### ✅ throng: 1 of 1 thresholds held");
     assert!(run.contains(&"| requests | 20 |".to_string()), "{run:#?}");
+    assert!(run.contains(&"| iterations | 20 (0 dropped) |".to_string()), "{run:#?}");
 
     // Credentials in the URL reach neither the summary nor a history entry.
     let secret_url = format!("http://alice:s3cret@{}/", server.addr());

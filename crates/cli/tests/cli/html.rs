@@ -399,7 +399,10 @@ fn history_trend_page_renders_in_chromium_with_a_point_per_run() {
 
     let dom_run = render(&browser, &page, &["--dump-dom".to_string()]);
     let dom = String::from_utf8_lossy(&dom_run.stdout).into_owned();
-    assert!(dom.contains("<title>throng history"), "the DOM was not dumped: {dom:.300}");
+    assert!(
+        dom.contains("<title>throng history"),
+        "the DOM was not dumped: {dom:.300}"
+    );
     let charts = charts(&dom);
     let ids: Vec<&str> = charts.keys().map(String::as_str).collect();
     assert_eq!(ids, ["trend-errors", "trend-latency", "trend-throughput"]);
