@@ -1,4 +1,5 @@
-//! CI: `--summary-md` on `http`, `storm` and `run` against the lab server;
+//! CI: `--summary-md` on `http`, `storm` and `run` against the lab server
+//! (and `grpc` against the grpcio test server);
 //! the GitHub composite action (`action.yml`) run step by step as a runner
 //! would (its `run:` scripts under `bash -eo pipefail` with the GITHUB_*
 //! files and the `env:` its steps map from inputs, the install step given
@@ -462,4 +463,37 @@ fn the_gitlab_example_runs_and_keeps_a_history() {
         summary.starts_with("### ❌ throng: 1 of 1 thresholds failed"),
         "{summary}"
     );
+}
+
+#[test]
+fn summary_md_of_a_grpc_run() {
+    let server = crate::grpc::GrpcServer::start(None);
+    let dir = tempfile::tempdir().unwrap();
+    let proto = crate::grpc::here("tester.proto");
+    let args: Vec<String> = [
+        server.addr.as_str(),
+        "--plaintext",
+        "--proto",
+        proto.to_str().unwrap(),
+        "--call",
+        "throngtest.Tester/Call",
+        "-n",
+        "50",
+        "-c",
+        "1",
+        "-t",
+        "1",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let (code, lines) = summary_of("grpc", &args, dir.path());
+    assert_eq!(code, 0, "{lines:#?}");
+    assert_eq!(lines[0], "### ✅ throng: ran to its end (no thresholds)");
+    assert!(
+        lines[2].starts_with("`throng grpc ") && lines[2].ends_with(" throngtest.Tester/Call`"),
+        "{lines:#?}"
+    );
+    assert!(lines.contains(&"| requests | 50 |".to_string()), "{lines:#?}");
+    assert!(lines.contains(&"| failed | 0 (0.00%) |".to_string()), "{lines:#?}");
 }
