@@ -58,6 +58,9 @@ const NOT_THE_LOAD: [&str; 8] = [
 /// machines share it. The hash is FNV-1a 64 over the plan's JSON form
 /// (stable: fields are written in a fixed order).
 pub fn fingerprint(plan: &Plan) -> String {
+    // A plan always serializes (it is written into every result file);
+    // were it ever to fail, every such plan would share one fingerprint
+    // rather than stop a report.
     let mut value = serde_json::to_value(plan).unwrap_or_default();
     if let Some(map) = value.as_object_mut() {
         for key in NOT_THE_LOAD {

@@ -205,6 +205,12 @@ fn put(dir: &Path, head: &Head, run: &RunResult) -> anyhow::Result<PathBuf> {
                 break;
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => number = number.saturating_add(1),
+            // A file system without hard links (some mounted caches): a
+            // rename, which replaces, after looking that the name is free.
+            Err(_) if !path.exists() && std::fs::rename(&tmp, &path).is_ok() => {
+                result = Ok(path);
+                break;
+            }
             Err(e) => {
                 result = Err(anyhow::Error::from(e).context(format!(
                     "cannot add the entry to the history directory '{}'",
