@@ -40,6 +40,9 @@ pub enum Command {
     /// Compare two sides of an A/B (result files or sets): every figure side by side, with statistics.
     #[command(after_help = COMPARE_HELP)]
     Compare(CompareCmd),
+    /// Keep a history of runs (labelled, by plan) for a rolling baseline and a trend page.
+    #[command(after_help = HISTORY_HELP)]
+    History(HistoryCmd),
     /// Write a lab CA, server and client certificate with keys (for TLS, mTLS and tests).
     Certs(CertsCmd),
     /// Run a matrix of throng runs from a YAML file and tabulate (and chart) their figures.
@@ -59,6 +62,72 @@ pub enum Command {
     Completions(CompletionsCmd),
     /// Write man pages (throng.1 and one per subcommand, throng-http.1, ...) into a directory.
     Man(ManCmd),
+}
+
+const HISTORY_HELP: &str = "\
+A history directory holds one entry per run: its label, its plan's fingerprint (a hash of what
+defines the load: command, targets, method, headers, protocol, connections, rate, duration or
+count, the scenario's content; not threads, seeds or thresholds) and its compact result.
+`throng compare --baseline DIR --last N NEW` compares NEW with the last N runs of NEW's plan,
+added up exactly; `throng history report` draws one plan's runs over time.
+
+Examples:
+  throng http http://127.0.0.1:8080/ -c 10 -d 30s --json run.json
+  throng history add run.json --dir perf-history --label \"$(git rev-parse --short HEAD)\"
+  throng compare --baseline perf-history --last 5 run.json
+  throng history report --dir perf-history --html trend.html
+  throng history list --dir perf-history";
+
+#[derive(Debug, Args)]
+pub struct HistoryCmd {
+    #[command(subcommand)]
+    pub command: HistoryCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HistoryCommand {
+    /// Add a result's run (each run of a result set) to a history directory, with a label.
+    Add(HistoryAddCmd),
+    /// Draw one plan's runs over time (p50, p99, throughput, error rate) as a self-contained HTML page.
+    Report(HistoryReportCmd),
+    /// List a history directory's entries: number, plan fingerprint, label, start, plan.
+    List(HistoryListCmd),
+}
+
+#[derive(Debug, Args)]
+pub struct HistoryAddCmd {
+    /// The result file (or result set) to add, as written by --json
+    #[arg(value_name = "RESULT")]
+    pub result: PathBuf,
+    /// The history directory (created if missing)
+    #[arg(long = "dir", value_name = "DIR")]
+    pub dir: PathBuf,
+    /// The run's name in reports, e.g. a commit or a build number [default: the run's start]
+    #[arg(long = "label", value_name = "LABEL")]
+    pub label: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct HistoryReportCmd {
+    /// The history directory
+    #[arg(long = "dir", value_name = "DIR")]
+    pub dir: PathBuf,
+    /// Write the page here
+    #[arg(long = "html", value_name = "FILE")]
+    pub html: PathBuf,
+    /// The plan to draw, by fingerprint (see `history list`) [default: the newest entry's plan]
+    #[arg(long = "plan", value_name = "FINGERPRINT")]
+    pub plan: Option<String>,
+    /// Only the last N runs of the plan [default: all, at most 1000]
+    #[arg(long = "last", value_name = "N")]
+    pub last: Option<usize>,
+}
+
+#[derive(Debug, Args)]
+pub struct HistoryListCmd {
+    /// The history directory
+    #[arg(long = "dir", value_name = "DIR")]
+    pub dir: PathBuf,
 }
 
 const COMPLETIONS_HELP: &str = "\
@@ -670,6 +739,10 @@ pub struct ExportArgs {
         requires = "csv_requests"
     )]
     pub csv_requests_max: u64,
+    /// Write a short markdown summary here: the verdict first, then the key figures (for a pull
+    /// request comment or $GITHUB_STEP_SUMMARY)
+    #[arg(long = "summary-md", value_name = "FILE")]
+    pub summary_md: Option<PathBuf>,
     /// Write the per-second phase histograms here as an HdrHistogram interval log
     #[arg(long = "hdr-log", value_name = "FILE")]
     pub hdr_log: Option<PathBuf>,
@@ -949,17 +1022,26 @@ Examples:
   throng compare direct.json nat.json --format httperf
   throng compare main.json pr.json --fail-on 'p99 > +10%' 'rps < -20%' 'errors > +1pt' \\
       --summary-md \"$GITHUB_STEP_SUMMARY\" --junit gate.xml
+  throng compare --baseline perf-history --last 5 run.json   (A: the last 5 runs of run.json's plan)
 Exit codes: 0 compared (and every rule held), 2 a file is missing, not a result, the sides are of
 different kinds, a rule does not parse or names a figure a side lacks, or --fail-on with mixed
 plans; 99 a --fail-on rule failed.";
 
 #[derive(Debug, Args)]
 pub struct CompareCmd {
-    /// Side A's result files or result sets (without --vs: A's file, then B's)
+    /// Side A's result files or result sets (without --vs: A's file, then B's; with --baseline:
+    /// the new run)
     // Not required here: files given after --fail-on are its values until
     // `compare::run` takes them back.
     #[arg(num_args = 1.., value_name = "FILE")]
     pub files: Vec<PathBuf>,
+    /// Side A is the last --last runs of the new run's plan in this history directory (see
+    /// `throng history`), added up exactly
+    #[arg(long = "baseline", value_name = "DIR", conflicts_with = "vs")]
+    pub baseline: Option<PathBuf>,
+    /// How many of the history's runs make the baseline
+    #[arg(long = "last", value_name = "N", default_value_t = 5, requires = "baseline")]
+    pub last: usize,
     /// Side B's result files or result sets
     #[arg(long = "vs", num_args = 1.., value_name = "FILE")]
     pub vs: Vec<PathBuf>,

@@ -67,6 +67,121 @@ pub fn render_compare(sides: &[(String, &RunResult)]) -> String {
     page.finish()
 }
 
+/// Renders a plan's runs over time (`throng history report`): p50 and p99
+/// of its headline phase, throughput and error rate, one point per run
+/// with the run's label on the x axis, and a table of the same figures.
+pub fn render_trend(t: &crate::trend::Trend) -> String {
+    let mut page = Page::new(&format!("throng history — {}", t.plan));
+    let _ = writeln!(page.html, "<header><h1>throng history: {}</h1>", escape(&t.plan));
+    let _ = writeln!(
+        page.html,
+        "<p class=\"plan\">{} of plan {}, oldest first.</p>",
+        escape(&throng_plan::count(t.points.len() as u64, "run")),
+        escape(&t.fingerprint)
+    );
+    for n in &t.notes {
+        let _ = writeln!(page.html, "<p class=\"note\">Note: {}</p>", escape(n));
+    }
+    page.html.push_str("</header>\n");
+    let labels: Vec<String> = t
+        .points
+        .iter()
+        .map(|p| crate::format::clip(&p.label, 24).into_owned())
+        .collect();
+    let runs = || Axis::linear("run", Unit::Categories(labels.clone()));
+    let at = |f: &dyn Fn(&crate::trend::Point) -> Option<f64>| -> Vec<(f64, f64)> {
+        t.points
+            .iter()
+            .enumerate()
+            .filter_map(|(i, p)| f(p).map(|v| (i as f64, v)))
+            .collect()
+    };
+    page.h2("trend", "Over the runs");
+    let phase = t
+        .points
+        .iter()
+        .find_map(|p| p.phase.as_ref().map(|(name, _, _)| name.clone()));
+    if let Some(phase) = &phase {
+        let of = |p: &crate::trend::Point, q: usize| {
+            p.phase
+                .as_ref()
+                .filter(|(name, _, _)| name == phase)
+                .map(|(_, p50, p99)| if q == 50 { *p50 as f64 } else { *p99 as f64 })
+        };
+        let chart = chart_of(
+            LineChart::new(
+                "trend-latency",
+                format!("{phase}: p50 and p99 by run"),
+                runs(),
+                Axis::linear(phase.as_str(), Unit::Micros),
+            ),
+            &[(
+                String::new(),
+                vec![line("p50", at(&|p| of(p, 50))), line("p99", at(&|p| of(p, 99)))],
+            )],
+        );
+        page.html.push_str(&chart.svg());
+        page.html.push('\n');
+    }
+    let unit = t.unit.as_str();
+    for (id, title, axis, f) in [
+        (
+            "trend-throughput",
+            format!("Throughput: {unit} ok per second, by run"),
+            Axis::linear("per second", Unit::Number),
+            (|p| Some(p.throughput)) as fn(&crate::trend::Point) -> Option<f64>,
+        ),
+        (
+            "trend-errors",
+            format!("Error rate: % of {unit} failed, by run"),
+            Axis::linear("% failed", Unit::Number),
+            |p| Some(p.error_pct),
+        ),
+    ] {
+        let name = if id == "trend-errors" { "failed %" } else { "ok/s" };
+        let chart = chart_of(
+            LineChart::new(id, title, runs(), axis),
+            &[(String::new(), vec![line(name, at(&f))])],
+        );
+        page.html.push_str(&chart.svg());
+        page.html.push('\n');
+    }
+    page.h2("runs", "Runs");
+    let mut head: Vec<String> = ["#", "label", "started", unit, "ok/s", "failed"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    if let Some(phase) = &phase {
+        head.push(format!("{phase} p50"));
+        head.push(format!("{phase} p99"));
+    }
+    let rows: Vec<Vec<String>> = t
+        .points
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let mut row = vec![
+                (i + 1).to_string(),
+                escape(&crate::format::clip(&p.label, 60)),
+                escape(&p.started_at),
+                p.ended.to_string(),
+                format!("{:.1}", p.throughput),
+                format!("{} ({:.2}%)", p.failed, p.error_pct),
+            ];
+            if phase.is_some() {
+                let (p50, p99) = p.phase.as_ref().map_or((String::new(), String::new()), |(_, a, b)| {
+                    (us(*a as f64), us(*b as f64))
+                });
+                row.push(escape(&p50));
+                row.push(escape(&p99));
+            }
+            row
+        })
+        .collect();
+    page.table("runs", &head, &rows);
+    page.finish()
+}
+
 /// `throng http GET URL`, `throng storm URL`, `throng run FILE → URL`.
 fn headline(r: &RunResult) -> String {
     match &r.plan {
@@ -105,7 +220,7 @@ fn unit(r: &RunResult) -> (&throng_metrics::Outcomes, &'static str) {
 }
 
 /// The phase whose distribution the latency charts show.
-fn primary_phase(m: &Measurements) -> Option<&'static str> {
+pub(crate) fn primary_phase(m: &Measurements) -> Option<&'static str> {
     ["latency", "response", "tls", "handshake", "connect", "connection"]
         .into_iter()
         .find(|p| m.phase(p).is_some())
@@ -1205,6 +1320,40 @@ mod tests {
         assert!(html.contains("data-series=\"direct · requests\""));
         assert!(html.contains(PALETTE[1]), "the second side has its own colour");
         assert_eq!(html.matches("<g class=\"range\"").count(), 2);
+    }
+
+    #[test]
+    fn a_trend_has_a_point_per_run_on_every_chart() {
+        let runs = [
+            run("http://127.0.0.1:1/", 2),
+            run("http://127.0.0.1:1/", 3),
+            run("http://127.0.0.1:1/", 4),
+        ];
+        let labels = ["v1", "<v2>", "v3"];
+        let t = crate::trend::Trend {
+            plan: "http GET http://127.0.0.1:1/".into(),
+            fingerprint: "0123456789abcdef".into(),
+            unit: "requests".into(),
+            notes: vec!["1 entry of another plan skipped".into()],
+            points: labels
+                .iter()
+                .zip(&runs)
+                .map(|(l, r)| crate::trend::Point::of(l, r))
+                .collect(),
+        };
+        assert_eq!(t.points[2].ended, 400);
+        assert_eq!(t.points[2].failed, 4);
+        let html = render_trend(&t);
+        let charts = points(&html);
+        let ids: Vec<&str> = charts.iter().map(|(id, _)| id.as_str()).collect();
+        assert_eq!(ids, ["trend-latency", "trend-throughput", "trend-errors"]);
+        assert_eq!(charts[0].1, [3, 3], "p50 and p99, a point per run");
+        assert_eq!(charts[1].1, [3]);
+        assert_eq!(charts[2].1, [3]);
+        assert!(html.contains("&lt;v2&gt;") && !html.contains("<v2>"));
+        assert!(html.contains("1 entry of another plan skipped"));
+        assert_eq!(html.matches("<tr><td>").count(), 3, "a table row per run");
+        assert!(html.contains(CSP));
     }
 
     #[test]

@@ -9,9 +9,14 @@
 //!             ├─ ab::write       (ApacheBench's layout and field meanings)
 //!             ├─ httperf::write  (httperf's layout and error classes)
 //!             ├─ junit::write    (threshold verdicts for CI)
+//!             ├─ summary_md::write (verdict first, key figures: a PR comment,
+//!             │                   a CI job summary)
 //!             ├─ runs::write_set (a result set: runs added up, plus a table per run)
 //!             └─ html::render    (one self-contained page; html::render_compare
 //!                                 overlays several runs; charts from chart.rs)
+//!
+//!  [RunResult] ─ trend::Point::of ─ html::render_trend (a plan's runs over
+//!                                    time: `throng history report`)
 //!
 //!  Side A, Side B ─ compare::Comparison ─ compare::write_{text,markdown,json,columns}
 //!                     (figures side by side; stats: bootstrap, Mann–Whitney)
@@ -40,7 +45,9 @@ pub mod runs;
 pub mod scenario;
 pub mod stats;
 pub mod storm;
+pub mod summary_md;
 pub mod text;
+pub mod trend;
 
 use std::io::{self, Write};
 

@@ -30,6 +30,7 @@ use throng_metrics::{HistError, Measurements};
 use throng_plan::{HttpPlan, StormPlan};
 use throng_scenario::{ScenarioPlan, Verdict};
 
+pub mod history;
 pub mod limits;
 
 /// The schema identifier written into, and required of, every document.

@@ -1,5 +1,6 @@
-//! `throng compare`: reads each side's files (results or result sets),
-//! builds the comparison, prints it in the asked layout.
+//! `throng compare`: reads each side's files (results or result sets), or
+//! side A from a history (`--baseline DIR --last N`), builds the
+//! comparison, prints it in the asked layout.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -29,7 +30,18 @@ pub fn run(mut c: CompareCmd) -> anyhow::Result<ExitCode> {
         .into());
     }
     c.files.extend(stray.into_iter().map(PathBuf::from));
-    let (files_a, files_b): (Vec<PathBuf>, Vec<PathBuf>) = if c.vs.is_empty() {
+    let (files_a, files_b): (Vec<PathBuf>, Vec<PathBuf>) = if c.baseline.is_some() {
+        match c.files.as_slice() {
+            [new] => (Vec::new(), vec![new.clone()]),
+            files => {
+                return Err(UsageError(format!(
+                    "--baseline: give one file, the new run (or a result set of it); got {}",
+                    files.len()
+                ))
+                .into());
+            }
+        }
+    } else if c.vs.is_empty() {
         match c.files.as_slice() {
             [a, b] => (vec![a.clone()], vec![b.clone()]),
             files => {
@@ -49,7 +61,16 @@ pub fn run(mut c: CompareCmd) -> anyhow::Result<ExitCode> {
         ("--summary-md", c.summary_md.as_deref()),
         ("--junit", c.junit.as_deref()),
     ])?;
-    let (mut label_a, mut label_b) = default_labels(&files_a, &files_b);
+    let (mut label_a, mut label_b) = match &c.baseline {
+        Some(_) => (
+            "baseline".to_string(),
+            files_b
+                .first()
+                .and_then(|p| p.file_stem())
+                .map_or_else(|| "new".to_string(), |s| s.to_string_lossy().into_owned()),
+        ),
+        None => default_labels(&files_a, &files_b),
+    };
     for l in &c.labels {
         match l.split_once('=') {
             Some((side, name)) if side.eq_ignore_ascii_case("a") && !name.is_empty() => label_a = name.to_string(),
@@ -67,8 +88,18 @@ pub fn run(mut c: CompareCmd) -> anyhow::Result<ExitCode> {
     if !(0.0..=1000.0).contains(&c.min_effect) {
         return Err(UsageError(format!("--min-effect {}: give a percentage, e.g. 1", c.min_effect)).into());
     }
-    let a = side(label_a, &files_a)?;
     let b = side(label_b, &files_b)?;
+    let a = match &c.baseline {
+        Some(dir) => {
+            let (runs, sources) = super::history::baseline(dir, c.last, &b.runs)?;
+            Side {
+                label: label_a,
+                sources,
+                runs,
+            }
+        }
+        None => side(label_a, &files_a)?,
+    };
     let options = Options {
         confidence: c.confidence / 100.0,
         min_effect: c.min_effect / 100.0,

@@ -1,4 +1,5 @@
-//! `--csv`, `--csv-requests` and `--hdr-log`: files for other tools.
+//! `--csv`, `--csv-requests`, `--hdr-log` and `--summary-md`: files for
+//! other tools.
 //!
 //! Every path is opened before the run, so a mistyped directory fails at
 //! once (exit 2, one line naming the path), not after a long run.
@@ -19,6 +20,9 @@ use crate::args::ExportArgs;
 pub struct Exports {
     csv: Option<(PathBuf, File)>,
     hdr_log: Option<(PathBuf, File)>,
+    /// Checked before the run, written (replaced) after it: a file such as
+    /// `$GITHUB_STEP_SUMMARY` is not emptied when the run cannot start.
+    summary_md: Option<PathBuf>,
 }
 
 /// Creates `path` for writing, or says which flag and path cannot be.
@@ -71,13 +75,18 @@ pub fn open(csv: Option<&Path>, hdr_log: Option<&Path>) -> Result<Exports, Usage
         hdr_log: hdr_log
             .map(|p| create("--hdr-log", p).map(|f| (p.to_path_buf(), f)))
             .transpose()?,
+        summary_md: None,
     })
 }
 
 /// Opens every export a run command asks for; the request log's file is
 /// checked here and written by the engine.
 pub fn open_run(e: &ExportArgs) -> Result<(Exports, Option<RequestLog>), UsageError> {
-    let exports = open(e.csv.as_deref(), e.hdr_log.as_deref())?;
+    check_outputs(&[("--summary-md", e.summary_md.as_deref())])?;
+    let exports = Exports {
+        summary_md: e.summary_md.clone(),
+        ..open(e.csv.as_deref(), e.hdr_log.as_deref())?
+    };
     let log = match &e.csv_requests {
         Some(path) => {
             create("--csv-requests", path)?;
@@ -122,6 +131,16 @@ impl Exports {
             throng_report::interval_log::write(result, &mut w)
                 .and_then(|()| w.flush())
                 .with_context(|| format!("--hdr-log: writing '{}'", path.display()))?;
+        }
+        if let Some(path) = self.summary_md {
+            let mut text = Vec::new();
+            throng_report::summary_md::write(result, &mut text).context("rendering the markdown summary")?;
+            std::fs::write(&path, text).with_context(|| {
+                format!(
+                    "--summary-md: cannot write '{}' (check the directory exists and is writable)",
+                    path.display()
+                )
+            })?;
         }
         Ok(())
     }

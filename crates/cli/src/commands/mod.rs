@@ -7,6 +7,7 @@ mod demo;
 mod export;
 mod grpc;
 mod grpc_reflect;
+mod history;
 mod http;
 mod k8s;
 mod merge;
@@ -44,6 +45,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Report(c) => report::run(c),
         Command::Merge(c) => merge::run(c),
         Command::Compare(c) => compare::run(c),
+        Command::History(c) => history::run(c),
         Command::Certs(c) => certs::run(c),
         Command::Sweep(c) => sweep::run(c),
         Command::Run(c) => run::run(*c),

@@ -364,3 +364,55 @@ fn storm_and_scenario_runs_write_their_html_reports() {
     assert!(html.contains("<table class=\"thresholds\">"));
     assert!(html.contains("data-series=\"VUs\""), "VUs over time");
 }
+
+#[test]
+#[ignore = "needs chromium (scripts/test.sh installs it and runs this test)"]
+fn history_trend_page_renders_in_chromium_with_a_point_per_run() {
+    let browser = chromium();
+    let server = lab(None);
+    let dir = tempfile::tempdir().unwrap();
+    let history = dir.path().join("history");
+    let url = format!("http://{}/", server.addr());
+    for i in 0..3 {
+        let run = http(&[&url, "-c", "1", "-t", "1", "-n", "60"]);
+        assert_eq!(run.code(), 0, "{}", run.stderr());
+        let label = format!("<b>build {i}</b>");
+        let o = common::output(
+            Command::new(env!("CARGO_BIN_EXE_throng"))
+                .args(["history", "add"])
+                .arg(&run.json)
+                .arg("--dir")
+                .arg(&history)
+                .args(["--label", &label]),
+        );
+        assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    let page = dir.path().join("trend.html");
+    let o = common::output(
+        Command::new(env!("CARGO_BIN_EXE_throng"))
+            .args(["history", "report", "--dir"])
+            .arg(&history)
+            .arg("--html")
+            .arg(&page),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+
+    let dom_run = render(&browser, &page, &["--dump-dom".to_string()]);
+    let dom = String::from_utf8_lossy(&dom_run.stdout).into_owned();
+    assert!(
+        dom.contains("<title>throng history"),
+        "the DOM was not dumped: {dom:.300}"
+    );
+    let charts = charts(&dom);
+    let ids: Vec<&str> = charts.keys().map(String::as_str).collect();
+    assert_eq!(ids, ["trend-errors", "trend-latency", "trend-throughput"]);
+    assert_eq!(charts["trend-latency"].drawn, [3, 3], "p50 and p99, a point per run");
+    assert_eq!(charts["trend-throughput"].drawn, [3]);
+    assert_eq!(charts["trend-errors"].drawn, [3]);
+    for (id, c) in &charts {
+        assert_eq!(c.declared, c.drawn, "{id}: data-points must count the points drawn");
+    }
+    assert!(dom.contains("&lt;b&gt;build 2&lt;/b&gt;"), "labels shown as text");
+    assert!(!dom.contains("<b>"), "a label became markup");
+    assert_eq!(csp_violations(&dom_run.stderr), Vec::<String>::new());
+}

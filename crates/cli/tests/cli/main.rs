@@ -40,6 +40,7 @@ mod common;
 
 mod blame;
 mod bounds;
+mod ci;
 mod compare;
 mod cookies;
 mod coordinated_omission;
@@ -56,6 +57,7 @@ mod grpc_faults;
 mod grpc_reflect;
 mod grpc_stream;
 mod h2_check;
+mod history;
 mod hostile_results;
 mod html;
 mod http2;
