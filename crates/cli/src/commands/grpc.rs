@@ -42,9 +42,12 @@ pub fn run(c: GrpcCmd) -> anyhow::Result<ExitCode> {
         .into());
     }
     match &c.proto {
-        Some(proto) if !proto.is_file() => {
+        // Anything else that is there (a pipe, a device) is read through
+        // the bounded reader, which says what is wrong with it.
+        Some(proto) if !proto.exists() || proto.is_dir() => {
+            let what = if proto.is_dir() { "a directory" } else { "no such file" };
             return Err(UsageError(format!(
-                "--proto {}: no such file; give the .proto file's path",
+                "--proto {}: {what}; give the .proto file's path",
                 proto.display()
             ))
             .into());

@@ -276,6 +276,12 @@ fn every_file_flag_reads_an_endless_file_only_to_its_limit() {
             64 * MIB,
         ),
         (
+            [&grpc[..], &["--proto", "/dev/zero"]].concat(),
+            "--proto /dev/zero",
+            "4 MiB",
+            64 * MIB,
+        ),
+        (
             vec!["serve", "--listen", &listen, "--tls", &srv],
             "--tls",
             "1 MiB",
