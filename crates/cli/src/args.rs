@@ -739,8 +739,8 @@ pub struct ExportArgs {
         requires = "csv_requests"
     )]
     pub csv_requests_max: u64,
-    /// Write a short markdown summary here: the verdict first, then the key figures (for a pull
-    /// request comment or $GITHUB_STEP_SUMMARY)
+    /// Append a short markdown summary to FILE: the verdict first, then the key figures (for a
+    /// pull request comment or $GITHUB_STEP_SUMMARY)
     #[arg(long = "summary-md", value_name = "FILE")]
     pub summary_md: Option<PathBuf>,
     /// Write the per-second phase histograms here as an HdrHistogram interval log

@@ -135,12 +135,19 @@ impl Exports {
         if let Some(path) = self.summary_md {
             let mut text = Vec::new();
             throng_report::summary_md::write(result, &mut text).context("rendering the markdown summary")?;
-            std::fs::write(&path, text).with_context(|| {
-                format!(
-                    "--summary-md: cannot write '{}' (check the directory exists and is writable)",
-                    path.display()
-                )
-            })?;
+            // Appended, as compare's is: a job summary ($GITHUB_STEP_SUMMARY)
+            // gathers what every command of a step writes.
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+                .and_then(|mut f| std::io::Write::write_all(&mut f, &text))
+                .with_context(|| {
+                    format!(
+                        "--summary-md: cannot write '{}' (check the directory exists and is writable)",
+                        path.display()
+                    )
+                })?;
         }
         Ok(())
     }

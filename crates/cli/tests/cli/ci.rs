@@ -36,6 +36,8 @@ fn text(v: &Value) -> String {
 /// The summary's lines, for a run of `args` with `--summary-md`.
 fn summary_of(command: &str, args: &[String], dir: &Path) -> (i32, Vec<String>) {
     let md = dir.join(format!("{command}.md"));
+    // The summary is appended: each run's is read alone.
+    let _ = std::fs::remove_file(&md);
     let o = output(
         throng()
             .arg(command)
@@ -125,6 +127,27 @@ fn summary_md_puts_the_verdict_first_for_each_run_command() {
         let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
         assert!(!text.contains("s3cret"));
     }
+
+    // Appended, as a job summary gathers every command's: two runs, two verdicts.
+    let both = dir.path().join("both.md");
+    for limit in ["latency: p(99) < 10s", "latency: p(99) < 1us"] {
+        let o = output(
+            throng()
+                .args(["http", &url, "-n", "5", "-q", "--threshold", limit, "--summary-md"])
+                .arg(&both),
+        );
+        assert!(matches!(o.status.code(), Some(0 | 99)), "{o:?}");
+    }
+    let text = std::fs::read_to_string(&both).unwrap();
+    let verdicts: Vec<&str> = text.lines().filter(|l| l.starts_with("### ")).collect();
+    assert_eq!(
+        verdicts,
+        [
+            "### ✅ throng: 1 of 1 thresholds held",
+            "### ❌ throng: 1 of 1 thresholds failed"
+        ],
+        "{text}"
+    );
 
     // The path is checked before the run.
     let o = output(throng().args(["http", &url, "-n", "5", "--summary-md", "/nonexistent/dir/s.md"]));
@@ -384,7 +407,22 @@ fn gitlab_job() -> Value {
 
 /// Runs the job's script lines as GitLab's runner does (one bash, `set -eo
 /// pipefail`, the job's variables then `vars`), in `dir`: the exit code.
+/// Each pipeline starts from a fresh checkout: only the job's cached paths
+/// are left from the last one.
 fn run_gitlab(job: &Value, dir: &Path, vars: &[(&str, String)]) -> i32 {
+    let cached: Vec<String> = job["cache"]["paths"].as_sequence().unwrap().iter().map(text).collect();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !cached.iter().any(|c| c.trim_end_matches('/') == name) {
+            let p = entry.path();
+            if p.is_dir() {
+                std::fs::remove_dir_all(&p).unwrap();
+            } else {
+                std::fs::remove_file(&p).unwrap();
+            }
+        }
+    }
     let lines: Vec<String> = job["script"].as_sequence().unwrap().iter().map(text).collect();
     let script = format!("set -eo pipefail\n{}\n", lines.join("\n"));
     let path = dir.join("job.sh");
