@@ -46,7 +46,7 @@ pub(crate) struct Ctx {
     pub(crate) live_tasks: Cell<u64>,
     pub(crate) done_notify: Notify,
     /// An HTTP/2 plan's connections (None: HTTP/1.1 and every other load).
-    pub(crate) h2: Option<crate::http2::Pool>,
+    pub(crate) h2: Option<crate::proto::http2::Pool>,
     /// An HTTP/3 plan's QUIC endpoint: one UDP socket per worker carries
     /// all its connections (made at the first connection).
     pub(crate) quic: std::cell::RefCell<Option<quinn::Endpoint>>,

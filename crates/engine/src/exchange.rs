@@ -36,8 +36,8 @@ pub(crate) enum Session {
     /// HTTP/2: a stream slot; it borrows a stream of one of the worker's
     /// pooled connections per request (see crate::http2). A scenario VU
     /// speaking HTTP/2 or HTTP/3 reads its responses into one too (its own
-    /// connection is crate::http2::Own or crate::http3::Own).
-    Http2(crate::http2::Slot),
+    /// connection is crate::proto::http2::Own or crate::http3::Own).
+    Http2(crate::proto::http2::Slot),
 }
 
 impl Session {
@@ -51,7 +51,7 @@ impl Session {
     /// slots when it has an HTTP/2 pool, else HTTP/1.1.
     pub(crate) fn for_worker(ctx: &Ctx) -> Self {
         match ctx.h2 {
-            Some(_) => Session::Http2(crate::http2::Slot::new(ctx.spec.head_request)),
+            Some(_) => Session::Http2(crate::proto::http2::Slot::new(ctx.spec.head_request)),
             None => Session::new(ctx.spec.head_request),
         }
     }
@@ -90,7 +90,7 @@ impl Session {
     ) -> Result<Timing, Failed> {
         match self {
             Session::Http1(r) => http1::exchange(stream, request, written, t_send, stamped, r, scratch, sleep).await,
-            // HTTP/2 slots exchange through crate::http2::one_request; a
+            // HTTP/2 slots exchange through crate::proto::http2::one_request; a
             // caller that asks here gets a protocol failure, not a hang.
             Session::Http2(_) => Err(Failed {
                 class: ErrorClass::Protocol,
@@ -251,7 +251,7 @@ pub(crate) async fn one_request(
 ) {
     if let Session::Http2(_) = session {
         // Boxed: keeps HTTP/1.1's task as small as it was.
-        return Box::pin(crate::http2::one_request(
+        return Box::pin(crate::proto::http2::one_request(
             ctx, session, sleep, origin, scheduled, cursor,
         ))
         .await;

@@ -21,7 +21,7 @@ use throng_tls::rustls::ClientConfig;
 
 use crate::errors::{Stage, classify};
 use crate::http1::Keep;
-use crate::http2::Slot;
+use crate::proto::http2::Slot;
 use crate::transport::Transport;
 
 /// The longest a call may take, whatever `--timeout` says.
@@ -147,7 +147,7 @@ async fn call(
     });
     // Never fires: the whole call is under a timeout of its own.
     let sleep = std::pin::pin!(tokio::time::sleep(LIMIT * 2));
-    crate::http2::call_once(stream, &request, &body, true, &mut slot, sleep)
+    crate::proto::http2::call_once(stream, &request, &body, true, &mut slot, sleep)
         .await
         .map_err(|class| match class {
             // An answer, but not one a gRPC client takes.

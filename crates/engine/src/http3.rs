@@ -1102,7 +1102,7 @@ async fn elsewhere(
         // Invariant: opened just above.
         return Err(ErrorClass::Protocol);
     };
-    let mut slot = crate::http2::Slot::new(parts.method == http::Method::HEAD);
+    let mut slot = crate::proto::http2::Slot::new(parts.method == http::Method::HEAD);
     slot.reset(crate::http1::Keep {
         server: keep_server,
         headers: true,
@@ -1214,7 +1214,7 @@ impl Own {
         request: http::Request<()>,
         body: &Bytes,
         request_len: usize,
-        slot: &mut crate::http2::Slot,
+        slot: &mut crate::proto::http2::Slot,
         sleep: std::pin::Pin<&mut tokio::time::Sleep>,
     ) -> Result<crate::conn::Timing, crate::conn::Failed> {
         slot.begin();

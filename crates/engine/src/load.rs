@@ -96,7 +96,7 @@ pub(crate) struct WorkerSpec {
     pub follow: Option<Arc<crate::redirect::FollowSpec>>,
     /// HTTP/2: the request's parts and the connections' streams (None:
     /// HTTP/1.1 and every other load).
-    pub h2: Option<crate::http2::Spec>,
+    pub h2: Option<crate::proto::http2::Spec>,
     /// HTTP/3: the QUIC client and the request (None: every other protocol).
     pub h3: Option<Arc<crate::http3::H3Spec>>,
 }

@@ -65,7 +65,7 @@ impl Parts {
 
     /// Its size as counted in `sent` over HTTP/2: pseudo-header values and
     /// header fields decoded (name, value and 4 bytes each) plus 40, as
-    /// crate::http2::Spec counts the plan's one request; and the body.
+    /// crate::proto::http2::Spec counts the plan's one request; and the body.
     pub(crate) fn h2_len(&self) -> usize {
         self.values_len() + 40 + self.body.len()
     }
@@ -244,9 +244,9 @@ pub(crate) struct Chain {
 /// at its end. Returns the final exchange.
 pub(crate) async fn follow_h2(
     ctx: &Ctx,
-    pool: &crate::http2::Pool,
+    pool: &crate::proto::http2::Pool,
     f: &FollowSpec,
-    slot: &mut crate::http2::Slot,
+    slot: &mut crate::proto::http2::Slot,
     mut ex: Chain,
     mut sleep: Pin<&mut Sleep>,
 ) -> Chain {
@@ -294,7 +294,7 @@ pub(crate) async fn follow_h2(
         };
         let head = hop.method.eq_ignore_ascii_case("HEAD");
         if slot.head_request() != head {
-            *slot = crate::http2::Slot::new(head);
+            *slot = crate::proto::http2::Slot::new(head);
         }
         slot.reset(keep);
         sleep.as_mut().reset((t_send + ctx.spec.timeout).into());
@@ -376,9 +376,16 @@ fn broken(class: ErrorClass, t_send: Instant, hops: u32) -> Chain {
 }
 
 /// An HTTP/2 connection of its own to another origin than the plan's.
-async fn open_other(ctx: &Ctx, place: &Place, sleep: Pin<&mut Sleep>) -> Result<crate::http2::Own, ErrorClass> {
+async fn open_other(ctx: &Ctx, place: &Place, sleep: Pin<&mut Sleep>) -> Result<crate::proto::http2::Own, ErrorClass> {
     let d = crate::redirect::dest(ctx, place).await?;
-    Box::pin(crate::http2::Own::open(ctx, &d.route, d.tls.as_ref(), sleep, None)).await
+    Box::pin(crate::proto::http2::Own::open(
+        ctx,
+        &d.route,
+        d.tls.as_ref(),
+        sleep,
+        None,
+    ))
+    .await
 }
 
 #[cfg(test)]

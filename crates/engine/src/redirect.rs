@@ -447,7 +447,7 @@ pub(crate) struct Elsewhere<'a> {
     /// HTTP/1.1.
     pub(crate) conn: Option<Conn>,
     /// HTTP/2 (a scenario step's hop to an https origin that chose h2).
-    pub(crate) h2: Option<crate::http2::Own>,
+    pub(crate) h2: Option<crate::proto::http2::Own>,
     /// Where they go.
     place: Option<Place>,
 }

@@ -21,7 +21,7 @@
 //!
 //! A scenario's target says its protocol (`http: 1.1 | 2 | 3`): an HTTP/1.1
 //! VU holds a keep-alive connection (crate::conn); an HTTP/2 or HTTP/3 VU
-//! holds its own multiplexed connection (crate::http2::Own,
+//! holds its own multiplexed connection (crate::proto::http2::Own,
 //! crate::http3::Own) and sends its steps as streams on it, one at a time
 //! (a VU's steps are sequential). Either reconnects when its connection
 //! is lost. A request's own `http:` replaces its target's for it: a VU then
@@ -524,7 +524,7 @@ struct Vu {
 
 /// A VU's own multiplexed connection.
 enum Mux {
-    H2(crate::http2::Own),
+    H2(crate::proto::http2::Own),
     H3(crate::http3::Own),
 }
 
@@ -1101,7 +1101,7 @@ async fn mux_request(
     let mut body = Bytes::from(rendered.body);
     let mut hops = 0u32;
     if !matches!(vu.session, Session::Http2(_)) {
-        vu.session = Session::Http2(crate::http2::Slot::new(false));
+        vu.session = Session::Http2(crate::proto::http2::Slot::new(false));
     }
     vu.session.reset(op.keep);
     // The hops elsewhere: their connection, their responses.
@@ -1143,7 +1143,7 @@ async fn mux_request(
                                 None => Err(ErrorClass::Refused),
                             }
                         }
-                        _ => Box::pin(crate::http2::Own::open(
+                        _ => Box::pin(crate::proto::http2::Own::open(
                             ctx,
                             &conn.route,
                             conn.tls.as_ref(),
@@ -1331,7 +1331,7 @@ async fn away_hop(
         let h2 = matches!(&ready.conn.stream, crate::transport::Transport::Tls(s)
             if s.tls.alpn_protocol() == Some(b"h2"));
         if h2 {
-            other.h2 = Some(Box::pin(crate::http2::Own::over(ctx, ready.conn, sleep.as_mut())).await?);
+            other.h2 = Some(Box::pin(crate::proto::http2::Own::over(ctx, ready.conn, sleep.as_mut())).await?);
         } else {
             other.conn = Some(ready.conn);
         }
@@ -1339,7 +1339,7 @@ async fn away_hop(
     let head = hop.method.eq_ignore_ascii_case("HEAD");
     if let Some(own) = other.h2.as_ref() {
         if !matches!(away, Some(Session::Http2(s)) if s.head_request() == head) {
-            *away = Some(Session::Http2(crate::http2::Slot::new(head)));
+            *away = Some(Session::Http2(crate::proto::http2::Slot::new(head)));
         }
         let Some(Session::Http2(slot)) = away.as_mut() else {
             // Invariant: set just above.
@@ -1416,7 +1416,7 @@ fn stream_request(
     }
     for (name, value) in headers {
         let lower = name.to_ascii_lowercase();
-        if crate::http2::CONNECTION_SPECIFIC.contains(&lower.as_str()) {
+        if crate::proto::http2::CONNECTION_SPECIFIC.contains(&lower.as_str()) {
             continue;
         }
         let n = http::HeaderName::from_bytes(lower.as_bytes()).ok()?;

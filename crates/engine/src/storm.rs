@@ -202,7 +202,7 @@ fn release(shared: &Shared) {
 /// connection speaking HTTP/3.
 enum Link {
     Bytes(Conn),
-    H2(crate::http2::Held),
+    H2(crate::proto::http2::Held),
     H3(Box<crate::http3::Held>),
 }
 
@@ -235,7 +235,7 @@ async fn establish(
         return Ok((Link::H3(Box::new(held)), ready));
     }
     if ctx.h2.is_some() {
-        let (held, ready) = Box::pin(crate::http2::storm_establish(
+        let (held, ready) = Box::pin(crate::proto::http2::storm_establish(
             ctx,
             with_request,
             source,

@@ -88,7 +88,10 @@ pub(crate) fn run(
         }
         None => (None, None),
     };
-    let h2 = spec.h2.clone().map(|s| crate::http2::Pool::new(s, pick.as_ref()));
+    let h2 = spec
+        .h2
+        .clone()
+        .map(|s| crate::proto::http2::Pool::new(s, pick.as_ref()));
     let ctx = Rc::new(Ctx {
         rec: RefCell::new(Recorder::new(origin)),
         scenario: RefCell::new(tags),

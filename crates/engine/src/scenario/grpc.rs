@@ -170,7 +170,7 @@ pub(super) async fn call(ctx: &Ctx, sc: &Scen, vu: &mut Vu, g: &GrpcOp, origin: 
     }
     let timeout = op.req.timeout;
     if !matches!(vu.session, Session::Http2(_)) {
-        vu.session = Session::Http2(crate::http2::Slot::new(false));
+        vu.session = Session::Http2(crate::proto::http2::Slot::new(false));
     }
     vu.session.reset(op.keep);
     let usable = match vu.mux[MUX_H2].as_deref() {
@@ -185,7 +185,7 @@ pub(super) async fn call(ctx: &Ctx, sc: &Scen, vu: &mut Vu, g: &GrpcOp, origin: 
     let mut sleep = pin!(tokio::time::sleep(timeout));
     if vu.mux[MUX_H2].is_none() {
         let dest = &sc.dest.conn;
-        let opened = Box::pin(crate::http2::Own::open(
+        let opened = Box::pin(crate::proto::http2::Own::open(
             ctx,
             &dest.route,
             dest.tls.as_ref(),

@@ -1,0 +1,130 @@
+//! A stream as a gRPC call: its status, its deadline, its messages; and
+//! one call outside a run (crate::grpc_call).
+
+use std::cell::Cell;
+use std::pin::Pin;
+use std::time::Instant;
+
+use bytes::Bytes;
+use throng_metrics::{ErrorClass, Phase};
+use throng_plan::StatusSet;
+use tokio::time::Sleep;
+
+use super::Slot;
+use super::driver::{H2Conn, handshake};
+use super::stream::{encode_head, send_on};
+use crate::conn::{Failed, Timing};
+use crate::ctx::Ctx;
+use crate::exchange::Session;
+use crate::transport::Transport;
+
+/// A server-streaming call's messages: counted whatever the outcome, timed
+/// (`first_message`, `last_message` from the first request byte) when the
+/// call ended with its trailers.
+pub(super) fn record_messages(ctx: &Ctx, slot: &Slot, outcome: &Result<Timing, Failed>, t_send: Instant) {
+    let mut rec = ctx.rec.borrow_mut();
+    rec.messages(slot.messages);
+    if let (Ok(t), Some(first), Some(last)) = (outcome, slot.first_message, slot.last_message) {
+        rec.phase(t.done, Phase::FirstMessage, first.saturating_duration_since(t_send));
+        rec.phase(t.done, Phase::LastMessage, last.saturating_duration_since(t_send));
+    }
+}
+
+/// gRPC's view of a call's end: a wait cut by `--deadline`, or a
+/// DEADLINE_EXCEEDED status the run does not expect, is
+/// `grpc.deadline_exceeded` (the server and the client race to end the
+/// call at the deadline; either way it is one class).
+pub(super) fn grpc_outcome(
+    outcome: &mut Result<Timing, Failed>,
+    session: &Session,
+    deadline: bool,
+    expect: &StatusSet,
+    request_len: usize,
+) {
+    let (expired, written) = match outcome {
+        Err(f) => (deadline && f.class == ErrorClass::TimeoutResponse, f.written),
+        Ok(_) => (
+            matches!(session, Session::Http2(slot) if slot.status == GRPC_DEADLINE_EXCEEDED)
+                && !expect.contains(GRPC_DEADLINE_EXCEEDED),
+            request_len,
+        ),
+    };
+    if expired {
+        *outcome = Err(Failed {
+            class: ErrorClass::Grpc("deadline_exceeded"),
+            written,
+        });
+    }
+}
+
+pub(super) const GRPC_DEADLINE_EXCEEDED: u16 = 4;
+
+/// A `grpc-status` value as a number.
+pub(super) fn grpc_code(value: Option<&[u8]>) -> Option<u16> {
+    std::str::from_utf8(value?).ok()?.parse().ok()
+}
+
+/// The gRPC status of a response: `found` (`grpc-status` of its
+/// trailers, or of its headers in a trailers-only response); without one,
+/// the HTTP status mapped as gRPC's "HTTP to gRPC status code mapping" says.
+pub(super) fn grpc_code_or_http(http_status: u16, found: Option<u16>) -> u16 {
+    match (found, http_status) {
+        (Some(code), _) => code,
+        // 200 without a status: the server broke off the call.
+        (None, 200) => 13,
+        (None, 400) => 13,
+        (None, 401) => 16,
+        (None, 403) => 7,
+        (None, 404) => 12,
+        (None, 429 | 502 | 503 | 504) => 14,
+        (None, _) => 2,
+    }
+}
+
+/// One request outside the workers (crate::grpc_call) on a connection of
+/// its own over `stream`: the preface, `request` with `body`, the response
+/// into `slot` (`grpc`: its status is the call's `grpc-status`), all
+/// within the deadline `sleep` was armed with; then the connection closes.
+pub(crate) async fn call_once(
+    stream: Transport,
+    request: &http::Request<()>,
+    body: &Bytes,
+    grpc: bool,
+    slot: &mut Slot,
+    mut sleep: Pin<&mut Sleep>,
+) -> Result<(), ErrorClass> {
+    let (shared, driver) = handshake(1, stream, sleep.as_mut()).await?;
+    let c = H2Conn {
+        shared,
+        opened: Instant::now(),
+        id: 0,
+        limit: 1,
+        in_flight: Cell::new(0),
+        carried: Cell::new(0),
+        driver,
+    };
+    let block = encode_head(request.method(), request.uri(), request.headers());
+    slot.for_method(request.method());
+    // Any number of messages: a reflection call answers each of its asks.
+    let outcome = send_on(&c, &block, body, grpc, true, 0, slot, sleep).await;
+    c.driver.abort();
+    outcome.map(|_| ()).map_err(|f| f.class)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grpc_status_from_the_call_or_the_http_status() {
+        assert_eq!(grpc_code(Some(b"14")), Some(14));
+        assert_eq!(grpc_code(Some(b"x")), None);
+        assert_eq!(grpc_code(None), None);
+        assert_eq!(grpc_code_or_http(200, Some(14)), 14);
+        assert_eq!(grpc_code_or_http(503, Some(0)), 0);
+        assert_eq!(grpc_code_or_http(200, None), 13);
+        assert_eq!(grpc_code_or_http(404, None), 12);
+        assert_eq!(grpc_code_or_http(503, None), 14);
+        assert_eq!(grpc_code_or_http(418, None), 2);
+    }
+}

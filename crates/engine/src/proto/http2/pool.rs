@@ -1,0 +1,541 @@
+//! A worker's pool of HTTP/2 connections and a loop's request on it.
+
+use std::cell::RefCell;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::time::Instant;
+
+use throng_metrics::{ErrorClass, Phase};
+use throng_plan::StatusSet;
+use tokio::sync::Notify;
+use tokio::time::Sleep;
+
+use super::driver::{H2Conn, close, speak};
+use super::grpc::{grpc_outcome, record_messages};
+use super::stream::{encode_head, exchange, request_head, send_on, stream_level};
+use super::{Slot, Spec};
+use crate::conn::{Failed, Timing, open_connection};
+use crate::ctx::Ctx;
+use crate::exchange::{Session, record_exchange};
+use crate::http1::Keep;
+use crate::rows::Row;
+
+/// A worker's HTTP/2 connections, each serving one origin of the plan's
+/// targets (one, or several: see crate::targets::Pick::bind).
+pub(crate) struct Pool {
+    pub(crate) spec: Spec,
+    /// The spec's request header block, encoded once for every stream.
+    pub(super) block: Vec<u8>,
+    /// Each connection with the origin it serves.
+    conns: RefCell<Vec<(usize, Rc<H2Conn>)>>,
+    /// Per origin: connections being opened (they count against the cap).
+    opening: RefCell<Vec<u64>>,
+    /// Per origin: the worker's connections that may serve it.
+    caps: Vec<u64>,
+    /// Per origin: a stream ended or a connection came or went (a slot of
+    /// one origin waits for its own origin's room only).
+    room: Vec<Notify>,
+}
+
+impl std::fmt::Debug for Pool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pool")
+            .field("connections", &self.conns.borrow().len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a slot gets: a stream on a connection, or the right to open one.
+enum Take {
+    Stream(Rc<H2Conn>),
+    Open,
+}
+
+impl Pool {
+    /// The pool of a worker whose targets `pick` chooses (None: one).
+    pub(crate) fn new(spec: Spec, pick: Option<&crate::targets::Pick>) -> Self {
+        let caps = pick.map_or_else(|| vec![spec.connections], |p| p.shares(spec.connections));
+        Pool {
+            block: encode_head(&spec.method, &spec.uri, &spec.headers),
+            spec,
+            conns: RefCell::new(Vec::new()),
+            opening: RefCell::new(vec![0; caps.len()]),
+            room: caps.iter().map(|_| Notify::new()).collect(),
+            caps,
+        }
+    }
+
+    /// Connections being opened to origin `o`, changed by `by`.
+    fn opening(&self, o: usize, by: i64) -> u64 {
+        let mut opening = self.opening.borrow_mut();
+        let Some(n) = opening.get_mut(o) else { return 0 };
+        *n = n.saturating_add_signed(by);
+        *n
+    }
+
+    /// A stream on a live connection to origin `o` with room, or the right
+    /// to open one; None when nothing frees up before the run stops.
+    async fn take(&self, ctx: &Ctx, o: usize) -> Option<Take> {
+        if !ctx.spec.keepalive {
+            // A connection per request: the slots bound how many at once.
+            return Some(Take::Open);
+        }
+        let room = self.room.get(o)?;
+        loop {
+            let notified = room.notified();
+            let stop = ctx.stop_notify.notified();
+            if ctx.stopping.get() {
+                return None;
+            }
+            self.reap(ctx);
+            {
+                let conns = self.conns.borrow();
+                if let Some((_, c)) = conns
+                    .iter()
+                    .find(|(at, c)| *at == o && !c.dead() && c.in_flight.get() < c.limit())
+                {
+                    c.in_flight.set(c.in_flight.get() + 1);
+                    return Some(Take::Stream(Rc::clone(c)));
+                }
+                let open = conns.iter().filter(|(at, _)| *at == o).count() as u64 + self.opening(o, 0);
+                if open < self.caps.get(o).copied().unwrap_or(0) {
+                    self.opening(o, 1);
+                    return Some(Take::Open);
+                }
+            }
+            // Every stream is busy: wait for one to end (each is bounded
+            // by --timeout) or for the stop.
+            tokio::select! {
+                () = notified => {}
+                () = stop => return None,
+            }
+        }
+    }
+
+    /// Closes the connections that ended and carry no stream any more.
+    fn reap(&self, ctx: &Ctx) {
+        let mut conns = self.conns.borrow_mut();
+        if conns.iter().any(|(_, c)| c.dead() && c.in_flight.get() == 0) {
+            conns.retain(|(_, c)| {
+                let done = c.dead() && c.in_flight.get() == 0;
+                if done {
+                    close(ctx, c);
+                }
+                !done
+            });
+        }
+    }
+
+    /// A stream on `c` (to origin `o`) ended.
+    fn release(&self, ctx: &Ctx, c: &Rc<H2Conn>, o: usize) {
+        c.in_flight.set(c.in_flight.get() - 1);
+        c.carried.set(c.carried.get() + 1);
+        ctx.rec.borrow_mut().stream_closed();
+        let gone = c.dead() && c.in_flight.get() == 0;
+        if gone {
+            self.reap(ctx);
+        }
+        if let Some(room) = self.room.get(o) {
+            if gone {
+                room.notify_waiters();
+            } else {
+                room.notify_one();
+            }
+        }
+    }
+
+    /// Closes every connection (the worker's loops have ended).
+    pub(crate) fn close_all(&self, ctx: &Ctx) {
+        for (_, c) in self.conns.borrow_mut().drain(..) {
+            close(ctx, &c);
+        }
+    }
+}
+
+/// One request on a stream: take a stream (or open a connection), send,
+/// read, record. `origin`: see exchange::one_request; in a closed loop the
+/// wait for a free stream is not part of the request.
+pub(crate) async fn one_request(
+    ctx: &Ctx,
+    session: &mut Session,
+    mut sleep: Pin<&mut Sleep>,
+    origin: Instant,
+    scheduled: bool,
+    cursor: &mut crate::targets::Cursor,
+) {
+    let Some(pool) = ctx.h2.as_ref() else {
+        return;
+    };
+    // With several targets, the origin this slot serves (see Pool).
+    let o = ctx.pick.as_ref().map_or(0, |p| p.bind(cursor, pool.spec.connections));
+    let Some(take) = pool.take(ctx, o).await else {
+        if scheduled {
+            // The run stopped before a stream freed up: a scheduled start
+            // never sent.
+            ctx.rec.borrow_mut().dropped(Instant::now());
+        }
+        return;
+    };
+    let now = Instant::now();
+    let origin = if scheduled { origin } else { now };
+    ctx.rec.borrow_mut().request_started();
+    ctx.in_flight.set(ctx.in_flight.get() + 1);
+    // The next of the plan's several requests (on this slot's origin).
+    let entry = ctx.pick.as_ref().map(|p| {
+        let i = p.next(cursor);
+        p.started(i);
+        (p, i)
+    });
+    let mut row = ctx.row(now);
+    if scheduled && let Some(r) = row.row() {
+        r.phase(Phase::ScheduleLag, now.saturating_duration_since(origin));
+    }
+    let conn = match pool.conn_for(ctx, take, o, sleep.as_mut(), row.row()).await {
+        Ok(c) => c,
+        Err(class) => {
+            let now = Instant::now();
+            ctx.rec.borrow_mut().request_failed(now, class, 0);
+            ctx.in_flight.set(ctx.in_flight.get() - 1);
+            if let Some((p, i)) = entry {
+                p.ended(&ctx.scenario, i, now, None);
+            }
+            if let Some(r) = row.row() {
+                r.failed(class);
+            }
+            return;
+        }
+    };
+    if let Some(r) = row.row() {
+        r.conn(conn.id);
+    }
+    let mut t_send = Instant::now();
+    ctx.rec
+        .borrow_mut()
+        .stream_opened(t_send, u64::from(conn.in_flight.get()));
+    // A gRPC deadline shorter than --timeout ends the wait first.
+    let deadline = pool.spec.deadline.filter(|d| *d < ctx.spec.timeout);
+    sleep
+        .as_mut()
+        .reset((t_send + deadline.unwrap_or(ctx.spec.timeout)).into());
+    let keep_server = ctx.rec.borrow().wants_first_reply();
+    let follow = ctx.spec.follow.as_deref().filter(|f| f.limit > 0);
+    let (mut outcome, mut request_len) = send_request(
+        pool,
+        &conn,
+        session,
+        entry,
+        keep_server,
+        follow.is_some(),
+        sleep.as_mut(),
+    )
+    .await;
+    if let Err(f) = &mut outcome
+        && matches!(f.class, ErrorClass::Reset | ErrorClass::Eof)
+        && conn.went_away()
+    {
+        // A stream the server accepted, then closed the connection on
+        // after its GOAWAY without answering: cut off by the GOAWAY.
+        f.class = ErrorClass::H2("goaway");
+    }
+    if pool.spec.grpc {
+        grpc_outcome(&mut outcome, session, deadline.is_some(), &ctx.spec.expect, request_len);
+    }
+    let mut released = false;
+    if let (Some(f), Session::Http2(slot)) = (follow, &mut *session)
+        && outcome
+            .as_ref()
+            .is_ok_and(|_| crate::redirect::is_redirect(slot.status))
+    {
+        // Its stream is done: the hops take streams of their own (on this
+        // connection when it has room).
+        pool.finish(ctx, &conn, o, &outcome);
+        released = true;
+        let first = crate::mux::Chain {
+            outcome,
+            t_send,
+            request_len,
+            hops: 0,
+        };
+        let chain = Box::pin(crate::mux::follow_h2(ctx, pool, f, slot, first, sleep)).await;
+        if let Some(r) = row.row() {
+            r.redirects(chain.hops);
+        }
+        (outcome, t_send, request_len) = (chain.outcome, chain.t_send, chain.request_len);
+    }
+    ctx.in_flight.set(ctx.in_flight.get() - 1);
+    // A stream of another length than --expect-messages fails its check
+    // whatever its status: no status is expected of it.
+    let wrong_count = match (&*session, pool.spec.expect_messages) {
+        (Session::Http2(slot), Some(n)) => slot.messages != n,
+        _ => false,
+    };
+    let nothing;
+    let expect = if wrong_count {
+        nothing = StatusSet::from_codes(&[]);
+        &nothing
+    } else {
+        &ctx.spec.expect
+    };
+    let recorded = record_exchange(
+        ctx,
+        session,
+        &outcome,
+        request_len,
+        t_send,
+        origin,
+        expect,
+        keep_server,
+        row.row(),
+    );
+    if let Some((p, i)) = entry {
+        let response = match (&outcome, recorded) {
+            (Ok(t), Some(ok)) => Some((t.done.saturating_duration_since(t_send), ok)),
+            _ => None,
+        };
+        p.ended(&ctx.scenario, i, Instant::now(), response);
+    }
+    if pool.spec.server_streaming
+        && let Session::Http2(slot) = &*session
+    {
+        record_messages(ctx, slot, &outcome, t_send);
+    }
+    if !released {
+        pool.finish(ctx, &conn, o, &outcome);
+    }
+}
+
+/// Sends a slot's request on `conn`: the next of the plan's several
+/// requests (`entry`), or its one request (`follow`: its headers are kept,
+/// for a redirect's Location). Returns the outcome and the request's size
+/// as counted.
+async fn send_request(
+    pool: &Pool,
+    conn: &H2Conn,
+    session: &mut Session,
+    entry: Option<(&crate::targets::Pick, usize)>,
+    keep_server: bool,
+    follow: bool,
+    sleep: Pin<&mut Sleep>,
+) -> (Result<Timing, Failed>, usize) {
+    let mut request_len = pool.spec.head_bytes + pool.spec.body.len();
+    let outcome = match (session, entry) {
+        (Session::Http2(slot), Some((p, i))) => {
+            slot.reset(Keep {
+                server: keep_server,
+                ..Keep::default()
+            });
+            // Every entry converted before the run (crate::mux::check_table).
+            match crate::mux::parts_of(&p.request_shared(i), pool.spec.uri.scheme_str() == Some("https")) {
+                Ok(parts) => {
+                    request_len = parts.h2_len();
+                    slot.for_method(&parts.method);
+                    send_on(
+                        conn,
+                        &request_head(&parts.request()),
+                        &parts.body,
+                        false,
+                        false,
+                        request_len - parts.body.len(),
+                        slot,
+                        sleep,
+                    )
+                    .await
+                }
+                Err(_) => Err(Failed {
+                    class: ErrorClass::Protocol,
+                    written: 0,
+                }),
+            }
+        }
+        (Session::Http2(slot), None) => {
+            if follow {
+                // The Location of a redirect is read from the headers.
+                slot.reset(Keep {
+                    server: keep_server,
+                    headers: true,
+                    body: 0,
+                });
+            }
+            exchange(&pool.spec, &pool.block, conn, slot, keep_server, sleep).await
+        }
+        // Never: the loops give HTTP/2 plans HTTP/2 slots.
+        _ => Err(Failed {
+            class: ErrorClass::Protocol,
+            written: 0,
+        }),
+    };
+    (outcome, request_len)
+}
+
+impl Pool {
+    /// The connection of `take` (a stream on one, or one opened now to
+    /// origin `o`: a failure to open is its class, recorded as the
+    /// connection's).
+    async fn conn_for(
+        &self,
+        ctx: &Ctx,
+        take: Take,
+        o: usize,
+        sleep: Pin<&mut Sleep>,
+        row: Option<&mut Row<'_>>,
+    ) -> Result<Rc<H2Conn>, ErrorClass> {
+        if let Take::Stream(c) = take {
+            return Ok(c);
+        }
+        let dest = ctx.pick.as_ref().and_then(|p| p.origin_dest(o));
+        let opened = Box::pin(open(ctx, &self.spec, dest, sleep, row)).await;
+        if ctx.spec.keepalive {
+            self.opening(o, -1);
+        }
+        match opened {
+            Ok(c) => {
+                let c = Rc::new(c);
+                c.in_flight.set(1);
+                if ctx.spec.keepalive {
+                    self.conns.borrow_mut().push((o, Rc::clone(&c)));
+                    // Room for more than this one stream.
+                    if let Some(room) = self.room.get(o) {
+                        room.notify_waiters();
+                    }
+                }
+                Ok(c)
+            }
+            Err(class) => {
+                if let Some(room) = self.room.get(o) {
+                    room.notify_one();
+                }
+                Err(class)
+            }
+        }
+    }
+
+    /// A stream on `conn` (to origin `o`) ended with `outcome`: a connection that failed
+    /// takes no new streams; without keep-alive it is closed.
+    fn finish(&self, ctx: &Ctx, conn: &Rc<H2Conn>, o: usize, outcome: &Result<Timing, Failed>) {
+        if let Err(f) = outcome
+            && !stream_level(f.class, conn)
+        {
+            // The connection failed or is going away: no new streams on it.
+            conn.shared.dead.set(true);
+        }
+        if !ctx.spec.keepalive {
+            conn.shared.dead.set(true);
+            conn.in_flight.set(0);
+            conn.carried.set(1);
+            ctx.rec.borrow_mut().stream_closed();
+            close(ctx, conn);
+            return;
+        }
+        self.release(ctx, conn, o);
+    }
+
+    /// A redirect's hop to origin `o` of the pool: a stream of one of its
+    /// connections (opened when there is room), `parts` sent on it and the
+    /// response read into `slot` within the deadline `sleep` was armed
+    /// with. A run stopping before a stream frees up is `interrupted`.
+    pub(crate) async fn hop(
+        &self,
+        ctx: &Ctx,
+        o: usize,
+        parts: &crate::mux::Parts,
+        slot: &mut Slot,
+        mut sleep: Pin<&mut Sleep>,
+    ) -> Result<Timing, Failed> {
+        let failed = |class| Failed { class, written: 0 };
+        let take = self.take(ctx, o).await.ok_or(failed(ErrorClass::Interrupted))?;
+        let conn = self
+            .conn_for(ctx, take, o, sleep.as_mut(), None)
+            .await
+            .map_err(failed)?;
+        ctx.rec
+            .borrow_mut()
+            .stream_opened(Instant::now(), u64::from(conn.in_flight.get()));
+        slot.for_method(&parts.method);
+        let mut outcome = send_on(
+            &conn,
+            &request_head(&parts.request()),
+            &parts.body,
+            false,
+            false,
+            parts.h2_len() - parts.body.len(),
+            slot,
+            sleep,
+        )
+        .await;
+        if let Err(f) = &mut outcome
+            && matches!(f.class, ErrorClass::Reset | ErrorClass::Eof)
+            && conn.went_away()
+        {
+            f.class = ErrorClass::H2("goaway");
+        }
+        self.finish(ctx, &conn, o, &outcome);
+        outcome
+    }
+}
+
+/// Opens a connection and speaks the HTTP/2 preface: the client's
+/// SETTINGS out, the server's in and ours acknowledged, recorded as the
+/// `handshake` phase.
+async fn open(
+    ctx: &Ctx,
+    spec: &Spec,
+    dest: Option<&crate::targets::Dest>,
+    mut sleep: Pin<&mut Sleep>,
+    mut row: Option<&mut Row<'_>>,
+) -> Result<H2Conn, ErrorClass> {
+    // With targets on several origins, to the one the connection serves.
+    let ready = match dest {
+        Some(d) => {
+            crate::conn::open_connection_to(
+                ctx,
+                &d.route,
+                d.tls.as_ref(),
+                &[],
+                None,
+                false,
+                sleep.as_mut(),
+                row.as_deref_mut(),
+            )
+            .await?
+        }
+        None => open_connection(ctx, &[], None, false, sleep.as_mut(), row.as_deref_mut()).await?,
+    };
+    let crate::conn::Ready { conn, .. } = ready;
+    let opened = conn.opened;
+    speak(ctx, spec.streams, conn.stream, opened, conn.id, sleep, row)
+        .await
+        .inspect_err(|_| {
+            let now = Instant::now();
+            ctx.rec.borrow_mut().connection_closed(now, now - opened);
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::Bytes;
+
+    use super::*;
+
+    /// The size of what `f` returns, without calling it.
+    fn size_of_return<A, R>(_: impl FnOnce(A) -> R) -> usize {
+        std::mem::size_of::<R>()
+    }
+
+    /// A run opens its connections all at once, each in an `open` future
+    /// of its own: at 10,000 h2c connections those were 36 MB (3.6 KB
+    /// each, mostly TLS and proxy state a plain connection never uses)
+    /// until conn::open_transport boxed those parts. Unoptimized, it
+    /// measured 3,696 bytes before, 1,136 after.
+    #[test]
+    fn opening_a_connection_stays_small() {
+        type Args<'a> = (&'a Ctx, &'a Spec, Pin<&'a mut Sleep>, Option<&'a mut Row<'a>>);
+        let size = size_of_return(|a: Args| open(a.0, a.1, None, a.2, a.3));
+        assert!(size <= 1_600, "opening an HTTP/2 connection is a {size}-byte future");
+        let size = size_of_return(
+            |(c, slot, sleep, body): (&H2Conn, &mut Slot, Pin<&mut Sleep>, &Bytes)| {
+                send_on(c, &[], body, false, false, 0, slot, sleep)
+            },
+        );
+        assert!(size <= 400, "a stream's exchange is a {size}-byte future");
+    }
+}

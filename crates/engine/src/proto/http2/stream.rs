@@ -1,0 +1,515 @@
+//! One stream on a connection: the request's header block, its send, its
+//! response read into the requester's slot, its failure's class.
+
+use std::pin::Pin;
+use std::task::Poll;
+use std::time::Instant;
+
+use bytes::Bytes;
+use throng_http2::{ErrorCode, StreamId};
+use throng_metrics::ErrorClass;
+use tokio::time::Sleep;
+
+use super::driver::{Entry, H2Conn, Shared, entry, register, wake};
+use super::grpc::grpc_code_or_http;
+use super::{Slot, Spec};
+use crate::conn::{Failed, Timing};
+use crate::grpc_frame::Reader;
+
+/// The taxonomy class of a stream that could not start.
+fn send_class(c: &H2Conn, e: &throng_http2::SendError) -> ErrorClass {
+    use throng_http2::SendError as E;
+    match e {
+        E::GoingAway | E::StreamIdsExhausted => ErrorClass::H2("goaway"),
+        E::StreamLimit(_) => {
+            // The server allows no more streams than are open (a cap of 0,
+            // or lowered under them): the next request goes on a new
+            // connection rather than failing here again at once.
+            c.shared.dead.set(true);
+            ErrorClass::H2("refused_stream")
+        }
+        E::Closed => c.shared.ended.get().unwrap_or(ErrorClass::Eof),
+        _ => ErrorClass::H2("protocol"),
+    }
+}
+
+/// The HPACK header block of a request, encoded without the dynamic table
+/// so that any request on any connection can reuse it.
+pub(crate) fn encode_head(method: &http::Method, uri: &http::Uri, headers: &http::HeaderMap) -> Vec<u8> {
+    let fields: Vec<(&[u8], &[u8])> = headers
+        .iter()
+        .map(|(n, v)| (n.as_str().as_bytes(), v.as_bytes()))
+        .collect();
+    let mut block = Vec::new();
+    throng_http2::hpack::encode_request(
+        &mut block,
+        method.as_str().as_bytes(),
+        uri.scheme_str().unwrap_or("http").as_bytes(),
+        uri.authority().map_or(&b""[..], |a| a.as_str().as_bytes()),
+        uri.path_and_query().map_or(&b"/"[..], |p| p.as_str().as_bytes()),
+        &fields,
+    );
+    block
+}
+
+/// A request's header block as counted in `sent` (see crate::mux::Parts::h2_len).
+pub(super) fn decoded_head_len(request: &http::Request<()>) -> usize {
+    let uri = request.uri();
+    request.method().as_str().len()
+        + uri.scheme_str().map_or(0, str::len)
+        + uri.authority().map_or(0, |a| a.as_str().len())
+        + uri.path_and_query().map_or(1, |p| p.as_str().len())
+        + request
+            .headers()
+            .iter()
+            .map(|(n, v)| n.as_str().len() + v.len() + 4)
+            .sum::<usize>()
+        + 40
+}
+
+/// [`encode_head`] of a request's parts.
+pub(super) fn request_head(request: &http::Request<()>) -> Vec<u8> {
+    encode_head(request.method(), request.uri(), request.headers())
+}
+
+/// A stream of an exchange under way: on drop (a timeout, a VU cut off)
+/// its entry goes, the requester's slot comes back and a stream still open
+/// is reset with CANCEL, so that the connection stays usable.
+struct Open<'a> {
+    c: &'a H2Conn,
+    id: StreamId,
+    slot: &'a mut Slot,
+    taken: bool,
+}
+
+impl Open<'_> {
+    /// Removes the stream's entry and gives the slot back.
+    fn take(&mut self) -> Option<Entry> {
+        self.taken = true;
+        let sh = &*self.c.shared;
+        let mut streams = sh.streams.borrow_mut();
+        let i = streams.iter().position(|e| e.id == self.id)?;
+        let mut e = streams.swap_remove(i);
+        drop(streams);
+        std::mem::swap(self.slot, &mut e.slot);
+        if !matches!(e.end, Some(Ok(_))) || !e.body.is_empty() {
+            sh.conn.borrow_mut().reset_stream(self.id, ErrorCode::CANCEL);
+            wake(&sh.driver);
+        }
+        Some(e)
+    }
+}
+
+impl Drop for Open<'_> {
+    fn drop(&mut self) {
+        if !self.taken {
+            self.take();
+        }
+    }
+}
+
+/// Sends the plan's request on a new stream of `c` and reads the
+/// response, within the deadline `sleep` was armed with.
+pub(super) async fn exchange(
+    spec: &Spec,
+    block: &[u8],
+    c: &H2Conn,
+    slot: &mut Slot,
+    keep_server: bool,
+    sleep: Pin<&mut Sleep>,
+) -> Result<Timing, Failed> {
+    slot.keep.server = keep_server;
+    slot.for_method(&spec.method);
+    send_on(
+        c,
+        block,
+        &spec.body,
+        spec.grpc,
+        spec.server_streaming,
+        spec.head_bytes,
+        slot,
+        sleep,
+    )
+    .await
+}
+
+/// Sends a request (its header `block`, then `body`) on a new stream of
+/// `c` and reads the response into `slot`, within the deadline `sleep` was
+/// armed with; `grpc`: the status is the call's `grpc-status` and the
+/// reply is judged as a gRPC client would (crate::grpc_frame: a fault is
+/// its `grpc.*` class); `server_streaming`: its response messages are
+/// counted and timed as they arrive, and any number of them is right (a
+/// unary call's OK has exactly one). `head_len`: the header block's size as
+/// the caller counts it; a failure after the stream started counts it and
+/// the body handed to the connection as written.
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn send_on(
+    c: &H2Conn,
+    block: &[u8],
+    body: &Bytes,
+    grpc: bool,
+    server_streaming: bool,
+    head_len: usize,
+    slot: &mut Slot,
+    mut sleep: Pin<&mut Sleep>,
+) -> Result<Timing, Failed> {
+    let fail = |class| Failed { class, written: 0 };
+    slot.begin();
+    let sh = &*c.shared;
+    if !room_now(sh) {
+        wait_room(sh, sleep.as_mut()).await.map_err(fail)?;
+    }
+    let (id, sent) = {
+        let mut conn = sh.conn.borrow_mut();
+        let id = conn
+            .start_request(block, body.is_empty())
+            .map_err(|e| fail(send_class(c, &e)))?;
+        let mut rest = body.clone();
+        if !body.is_empty() {
+            let n = conn.send_data(id, body, true).map_err(|e| Failed {
+                class: send_class(c, &e),
+                written: head_len,
+            })?;
+            bytes::Buf::advance(&mut rest, n);
+        }
+        let sent = Instant::now();
+        let mut streams = sh.streams.borrow_mut();
+        // Room for one more, not Vec's four at a time: a connection with
+        // one stream in flight (`--streams 1`, a VU's) keeps one entry.
+        if streams.len() == streams.capacity() {
+            streams.reserve_exact(1);
+        }
+        streams.push(Entry {
+            id,
+            slot: std::mem::take(slot),
+            grpc,
+            grpc_head: None,
+            grpc_trailers: None,
+            reader: grpc.then(Reader::default),
+            body: rest,
+            sent,
+            first: None,
+            end: None,
+            kernel: false,
+            waker: None,
+        });
+        (id, sent)
+    };
+    // Handed to the connection: its driver writes the frames next, with
+    // every other stream started meanwhile.
+    wake(&sh.driver);
+    let mut open = Open {
+        c,
+        id,
+        slot,
+        taken: false,
+    };
+    let ended = std::future::poll_fn(|cx| {
+        let mut streams = sh.streams.borrow_mut();
+        match entry(&mut streams, id) {
+            Some(Entry { end: Some(end), .. }) => Poll::Ready(*end),
+            Some(e) => {
+                if !e.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                    e.waker = Some(cx.waker().clone());
+                }
+                Poll::Pending
+            }
+            // Never: only this exchange removes its entry.
+            None => Poll::Ready(Err(ErrorClass::Protocol)),
+        }
+    });
+    let end = tokio::select! {
+        biased;
+        r = ended => r,
+        () = sleep => Err(ErrorClass::TimeoutResponse),
+    };
+    let mut e = open.take();
+    let unsent = e.as_ref().map_or(0, |e| e.body.len());
+    let written = head_len + body.len().saturating_sub(unsent);
+    let done = end.map_err(|class| Failed { class, written })?;
+    // A stamped end can precede the clock of an unstamped first read.
+    let first = e.as_ref().and_then(|e| e.first).unwrap_or(done).min(done);
+    if grpc && let Some(e) = &mut e {
+        open.slot.status = grpc_code_or_http(open.slot.status, e.grpc_trailers.or(e.grpc_head));
+        if let Some(r) = e.reader.as_mut() {
+            if !server_streaming {
+                r.cardinality(open.slot.status);
+            }
+            if let Some(fault) = r.fault {
+                return Err(Failed {
+                    class: ErrorClass::Grpc(fault),
+                    written,
+                });
+            }
+        }
+    }
+    Ok(Timing {
+        sent,
+        first,
+        done,
+        extra: false,
+        kernel: e.is_some_and(|e| e.kernel),
+    })
+}
+
+/// Whether a stream may start on the connection now, or fail at once: only
+/// the server's SETTINGS_MAX_CONCURRENT_STREAMS (0, or lowered under the
+/// streams open) makes a stream wait.
+fn room_now(sh: &Shared) -> bool {
+    let conn = sh.conn.borrow();
+    conn.open_streams() < conn.max_streams() as usize
+        || conn.is_closed()
+        || conn.goaway_received().is_some()
+        || sh.ended.get().is_some()
+}
+
+/// Waits, within the deadline `sleep` was armed with, for the server to
+/// allow a stream (a SETTINGS that raises its cap, a stream that ends).
+/// A connection that allows none in that time is `h2.stream_limit` — the
+/// request was never sent — and is replaced: it takes no new streams.
+async fn wait_room(sh: &Shared, sleep: Pin<&mut Sleep>) -> Result<(), ErrorClass> {
+    let room = std::future::poll_fn(|cx| {
+        if room_now(sh) {
+            return Poll::Ready(());
+        }
+        register(&sh.waiter, cx);
+        Poll::Pending
+    });
+    let waited = tokio::select! {
+        biased;
+        () = room => Ok(()),
+        () = sleep => {
+            sh.dead.set(true);
+            Err(ErrorClass::H2("stream_limit"))
+        }
+    };
+    sh.waiter.take();
+    waited
+}
+
+/// True for a failure that ends one stream and leaves its connection `c`
+/// usable: a stream reset by the server, a response timeout (the stream is
+/// cancelled), a body that broke its `content-length` on a connection
+/// that goes on (the same classes from a connection that ended are its
+/// failure).
+pub(super) fn stream_level(class: ErrorClass, c: &H2Conn) -> bool {
+    match class {
+        ErrorClass::TimeoutResponse | ErrorClass::Grpc(_) => true,
+        ErrorClass::H2(name) => name == "refused_stream" || name.starts_with("rst_stream."),
+        ErrorClass::Eof | ErrorClass::Protocol => c.shared.ended.get().is_none() && !c.shared.conn.borrow().is_closed(),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+    use std::time::Duration;
+
+    use super::super::driver::handshake;
+    use super::*;
+    use crate::transport::Transport;
+
+    /// Handles one frame of the raw server below: SETTINGS acknowledged,
+    /// every request but stream 1's answered 200 "ok", resets noted.
+    fn serve_frame(f: throng_http2::frame::Frame<'_>, out: &mut Vec<u8>, resets: &mut Vec<(u32, u32)>) {
+        use throng_http2::frame::{self, Frame};
+        match f {
+            Frame::Settings { ack: false, .. } => frame::encode_settings_ack(out),
+            Frame::Headers { stream, .. } if stream != 1 => {
+                let mut block = Vec::new();
+                throng_http2::hpack::encode_field(&mut block, b":status", b"200");
+                frame::encode_headers(out, stream, &block, false, frame::DEFAULT_MAX_FRAME_SIZE);
+                frame::encode_data(out, stream, b"ok", true);
+            }
+            Frame::RstStream { stream, code } => resets.push((stream, code)),
+            _ => {}
+        }
+    }
+
+    /// An HTTP/2 server for one connection, frame by frame; returns the
+    /// RST_STREAM frames the client sent once it closes.
+    async fn raw_server(listener: tokio::net::TcpListener) -> Vec<(u32, u32)> {
+        use throng_http2::frame::{self, Parsed};
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let (mut s, _) = listener.accept().await.unwrap();
+        let mut preface = [0u8; 24];
+        s.read_exact(&mut preface).await.unwrap();
+        let mut out = Vec::new();
+        frame::encode_settings(&mut out, &[(frame::setting::MAX_CONCURRENT_STREAMS, 10)]);
+        s.write_all(&out).await.unwrap();
+        let (mut buf, mut resets, mut chunk) = (Vec::new(), Vec::new(), [0u8; 4096]);
+        loop {
+            let n = s.read(&mut chunk).await.unwrap_or(0);
+            if n == 0 {
+                return resets;
+            }
+            buf.extend_from_slice(&chunk[..n]);
+            out.clear();
+            while let Parsed::Frame(f, len) = frame::parse(&buf, frame::DEFAULT_MAX_FRAME_SIZE).unwrap() {
+                serve_frame(f, &mut out, &mut resets);
+                buf.drain(..len);
+            }
+            s.write_all(&out).await.unwrap();
+        }
+    }
+
+    /// An HTTP/2 server for one connection whose SETTINGS allow no stream;
+    /// with `raise`, a second SETTINGS allows one, 100 ms after the
+    /// handshake. Every stream is answered 200.
+    async fn capped_server(listener: tokio::net::TcpListener, raise: bool) {
+        use throng_http2::frame::{self, Frame, Parsed};
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let (mut s, _) = listener.accept().await.unwrap();
+        let mut preface = [0u8; 24];
+        s.read_exact(&mut preface).await.unwrap();
+        let mut out = Vec::new();
+        frame::encode_settings(&mut out, &[(frame::setting::MAX_CONCURRENT_STREAMS, 0)]);
+        s.write_all(&out).await.unwrap();
+        let (mut buf, mut chunk) = (Vec::new(), [0u8; 4096]);
+        loop {
+            let n = s.read(&mut chunk).await.unwrap_or(0);
+            if n == 0 {
+                return;
+            }
+            buf.extend_from_slice(&chunk[..n]);
+            let mut raised = false;
+            out.clear();
+            while let Parsed::Frame(f, len) = frame::parse(&buf, frame::DEFAULT_MAX_FRAME_SIZE).unwrap() {
+                match f {
+                    Frame::Settings { ack: false, .. } => {
+                        frame::encode_settings_ack(&mut out);
+                        raised = raise;
+                    }
+                    Frame::Headers { stream, .. } => {
+                        let mut block = Vec::new();
+                        throng_http2::hpack::encode_field(&mut block, b":status", b"200");
+                        frame::encode_headers(&mut out, stream, &block, false, frame::DEFAULT_MAX_FRAME_SIZE);
+                        frame::encode_data(&mut out, stream, b"ok", true);
+                    }
+                    _ => {}
+                }
+                buf.drain(..len);
+            }
+            s.write_all(&out).await.unwrap();
+            if raised {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                out.clear();
+                frame::encode_settings(&mut out, &[(frame::setting::MAX_CONCURRENT_STREAMS, 1)]);
+                s.write_all(&out).await.unwrap();
+            }
+        }
+    }
+
+    /// A connection to `capped_server`, and a request's header block.
+    async fn capped(raise: bool) -> (H2Conn, Vec<u8>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::task::spawn_local(capped_server(listener, raise));
+        let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let mut sleep = std::pin::pin!(tokio::time::sleep(Duration::from_secs(10)));
+        let (shared, driver) = handshake(4, Transport::Plain(tcp), sleep.as_mut()).await.unwrap();
+        assert_eq!(shared.server_max.get(), 0);
+        let c = H2Conn {
+            shared,
+            opened: Instant::now(),
+            id: 0,
+            limit: 4,
+            in_flight: Cell::new(0),
+            carried: Cell::new(0),
+            driver,
+        };
+        let uri: http::Uri = "http://127.0.0.1/".parse().unwrap();
+        (c, encode_head(&http::Method::GET, &uri, &http::HeaderMap::new()))
+    }
+
+    #[test]
+    fn a_stream_waits_for_the_servers_cap_to_rise() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        tokio::task::LocalSet::new().block_on(&rt, async {
+            let (c, block) = capped(true).await;
+            let mut slot = Slot::new(false);
+            let mut sleep = std::pin::pin!(tokio::time::sleep(Duration::from_secs(10)));
+            let r = send_on(&c, &block, &Bytes::new(), false, false, 30, &mut slot, sleep.as_mut()).await;
+            assert!(r.is_ok(), "{r:?}");
+            assert_eq!((slot.status, slot.body_bytes), (200, 2));
+            assert!(!c.dead());
+            c.driver.abort();
+        });
+    }
+
+    #[test]
+    fn a_cap_that_never_rises_is_stream_limit_and_ends_the_connection() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        tokio::task::LocalSet::new().block_on(&rt, async {
+            let (c, block) = capped(false).await;
+            let mut slot = Slot::new(false);
+            let mut sleep = std::pin::pin!(tokio::time::sleep(Duration::from_millis(100)));
+            let r = send_on(&c, &block, &Bytes::new(), false, false, 30, &mut slot, sleep.as_mut()).await;
+            let f = r.unwrap_err();
+            assert_eq!((f.class, f.written), (ErrorClass::H2("stream_limit"), 0));
+            assert!(c.dead(), "the connection takes no new stream: it is replaced");
+            assert_eq!(c.shared.conn.borrow().open_streams(), 0, "nothing was sent");
+            c.driver.abort();
+        });
+    }
+
+    #[test]
+    fn a_stream_past_its_deadline_is_cancelled_and_the_connection_goes_on() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        tokio::task::LocalSet::new().block_on(&rt, async {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap();
+            let server = tokio::task::spawn_local(raw_server(listener));
+            let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+            let mut sleep = std::pin::pin!(tokio::time::sleep(Duration::from_secs(10)));
+            let (shared, driver) = handshake(4, Transport::Plain(tcp), sleep.as_mut()).await.unwrap();
+            assert_eq!(shared.server_max.get(), 10);
+            let c = H2Conn {
+                shared,
+                opened: Instant::now(),
+                id: 0,
+                limit: 4,
+                in_flight: Cell::new(0),
+                carried: Cell::new(0),
+                driver,
+            };
+            let uri: http::Uri = "http://127.0.0.1/".parse().unwrap();
+            let block = encode_head(&http::Method::GET, &uri, &http::HeaderMap::new());
+            let mut slot = Slot::new(true);
+            // Stream 1 is never answered: its wait ends and it is cancelled.
+            sleep
+                .as_mut()
+                .reset((Instant::now() + Duration::from_millis(50)).into());
+            let r = send_on(&c, &block, &Bytes::new(), false, false, 0, &mut slot, sleep.as_mut()).await;
+            assert_eq!(r.unwrap_err().class, ErrorClass::TimeoutResponse);
+            assert!(slot.head_request(), "the requester's slot came back");
+            // The connection goes on: streams 3, 5 and 7 are answered.
+            for _ in 0..3 {
+                sleep.as_mut().reset((Instant::now() + Duration::from_secs(10)).into());
+                let r = send_on(&c, &block, &Bytes::new(), false, false, 0, &mut slot, sleep.as_mut()).await;
+                assert!(r.is_ok(), "{r:?}");
+                assert_eq!((slot.status, slot.body_bytes), (200, 2));
+            }
+            assert!(c.shared.streams.borrow().is_empty());
+            assert_eq!(c.shared.conn.borrow().open_streams(), 0);
+            assert!(!c.dead());
+            c.driver.abort();
+            drop(c);
+            let resets = tokio::time::timeout(Duration::from_secs(10), server)
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(resets, [(1, ErrorCode::CANCEL.0)]);
+        });
+    }
+}

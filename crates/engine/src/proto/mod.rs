@@ -1,0 +1,3 @@
+//! The protocols the engine speaks, one module or folder each.
+
+pub(crate) mod http2;
