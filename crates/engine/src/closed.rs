@@ -15,7 +15,7 @@ use crate::targets::Cursor;
 /// its connections.
 struct Budget(Cell<Option<u64>>);
 
-impl crate::http3::Starts for Budget {
+impl crate::proto::http3::Starts for Budget {
     async fn next(&self, _slot: usize) -> Option<Option<Instant>> {
         self.take().then_some(None)
     }
@@ -51,7 +51,7 @@ pub(crate) fn start(ctx: &Rc<Ctx>, connections: u64, budget: Option<u64>, until:
     for _ in 0..connections {
         match &ctx.spec.h3 {
             Some(h3) => {
-                tokio::task::spawn_local(crate::http3::connection_slot(
+                tokio::task::spawn_local(crate::proto::http3::connection_slot(
                     ctx.task(),
                     Rc::clone(&budget),
                     std::sync::Arc::clone(h3),

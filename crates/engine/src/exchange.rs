@@ -36,7 +36,7 @@ pub(crate) enum Session {
     /// HTTP/2: a stream slot; it borrows a stream of one of the worker's
     /// pooled connections per request (see crate::http2). A scenario VU
     /// speaking HTTP/2 or HTTP/3 reads its responses into one too (its own
-    /// connection is crate::proto::http2::Own or crate::http3::Own).
+    /// connection is crate::proto::http2::Own or crate::proto::http3::Own).
     Http2(crate::proto::http2::Slot),
 }
 

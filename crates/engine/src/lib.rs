@@ -35,7 +35,6 @@ mod exchange;
 pub mod grpc_call;
 mod grpc_frame;
 pub mod http1;
-mod http3;
 mod load;
 mod mux;
 mod open;
@@ -73,7 +72,7 @@ use tokio::sync::watch;
 
 pub use errors::errno_name;
 use load::{StormLoad, WorkerLoad, WorkerSpec};
-use proto::http2;
+use proto::{http2, http3};
 pub use rows::{HEADER as REQUESTS_CSV_HEADER, RequestLog, RowCounts};
 use transport::TlsClient;
 use worker::{RunState, WorkerDone};

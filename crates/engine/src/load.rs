@@ -98,7 +98,7 @@ pub(crate) struct WorkerSpec {
     /// HTTP/1.1 and every other load).
     pub h2: Option<crate::proto::http2::Spec>,
     /// HTTP/3: the QUIC client and the request (None: every other protocol).
-    pub h3: Option<Arc<crate::http3::H3Spec>>,
+    pub h3: Option<Arc<crate::proto::http3::H3Spec>>,
 }
 
 /// A worker's share of `--csv-requests`.

@@ -70,7 +70,7 @@ impl Parts {
         self.values_len() + 40 + self.body.len()
     }
 
-    /// Its size as counted over HTTP/3 (crate::http3::H3Spec): every field,
+    /// Its size as counted over HTTP/3 (crate::proto::http3::H3Spec): every field,
     /// pseudo-headers included, as name, value and 4 bytes; and the body.
     pub(crate) fn h3_len(&self) -> u64 {
         // ":method", ":scheme", ":authority", ":path", 4 bytes each.

@@ -152,7 +152,7 @@ fn spawn_open_task(open: &Rc<Open>, warm: bool) {
         // An HTTP/3 connection's request loops (--streams of them) take
         // starts as the connections here do.
         let h3 = std::sync::Arc::clone(h3);
-        tokio::task::spawn_local(crate::http3::connection_slot(
+        tokio::task::spawn_local(crate::proto::http3::connection_slot(
             open.ctx.task(),
             Rc::clone(open),
             h3,
@@ -207,7 +207,7 @@ impl Open {
     }
 }
 
-impl crate::http3::Starts for Open {
+impl crate::proto::http3::Starts for Open {
     fn slot(&self) -> usize {
         let id = self.next_id.get();
         self.next_id.set(id + 1);

@@ -22,7 +22,7 @@
 //! A scenario's target says its protocol (`http: 1.1 | 2 | 3`): an HTTP/1.1
 //! VU holds a keep-alive connection (crate::conn); an HTTP/2 or HTTP/3 VU
 //! holds its own multiplexed connection (crate::proto::http2::Own,
-//! crate::http3::Own) and sends its steps as streams on it, one at a time
+//! crate::proto::http3::Own) and sends its steps as streams on it, one at a time
 //! (a VU's steps are sequential). Either reconnects when its connection
 //! is lost. A request's own `http:` replaces its target's for it: a VU then
 //! holds one connection per protocol it speaks (`conn`, and `mux` by
@@ -525,7 +525,7 @@ struct Vu {
 /// A VU's own multiplexed connection.
 enum Mux {
     H2(crate::proto::http2::Own),
-    H3(crate::http3::Own),
+    H3(crate::proto::http3::Own),
 }
 
 impl Mux {
@@ -1137,7 +1137,7 @@ async fn mux_request(
                             // is refused before the run); the fallback keeps this total.
                             let addr = conn.route.addrs.first().copied();
                             match addr {
-                                Some(a) => Box::pin(crate::http3::Own::open(ctx, client, name, a))
+                                Some(a) => Box::pin(crate::proto::http3::Own::open(ctx, client, name, a))
                                     .await
                                     .map(Mux::H3),
                                 None => Err(ErrorClass::Refused),

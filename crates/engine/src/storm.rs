@@ -203,7 +203,7 @@ fn release(shared: &Shared) {
 enum Link {
     Bytes(Conn),
     H2(crate::proto::http2::Held),
-    H3(Box<crate::http3::Held>),
+    H3(Box<crate::proto::http3::Held>),
 }
 
 impl Link {
@@ -231,7 +231,7 @@ async fn establish(
     let spec = &ctx.spec;
     let with_request = !spec.request.is_empty();
     if let Some(h3) = spec.h3.as_ref() {
-        let (held, ready) = Box::pin(crate::http3::storm_establish(ctx, h3, with_request, origin, row)).await?;
+        let (held, ready) = Box::pin(crate::proto::http3::storm_establish(ctx, h3, with_request, origin, row)).await?;
         return Ok((Link::H3(Box::new(held)), ready));
     }
     if ctx.h2.is_some() {

@@ -1,3 +1,4 @@
 //! The protocols the engine speaks, one module or folder each.
 
 pub(crate) mod http2;
+pub(crate) mod http3;

@@ -209,7 +209,7 @@ fn field_bytes<'a>(fields: impl Iterator<Item = (&'a [u8], &'a [u8])>) -> u64 {
 /// A stream slot's last response: what `record_exchange` reads, and what
 /// a scenario's captures, checks and cookie jar read (its headers and the
 /// start of its body, when [`Slot::reset`] asked for them). A scenario's
-/// HTTP/3 responses land in one too (crate::http3::Own).
+/// HTTP/3 responses land in one too (crate::proto::http3::Own).
 #[derive(Debug, Default)]
 pub(crate) struct Slot {
     pub(crate) status: u16,
