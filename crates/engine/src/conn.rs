@@ -1,6 +1,6 @@
 //! Opening a connection: connect (and write the first request in the same
 //! breath on loopback), TLS, and the connection a loop then holds. What is
-//! said on it is the protocol's (crate::http1).
+//! said on it is the protocol's (crate::proto::http1).
 
 use std::io;
 use std::net::{IpAddr, SocketAddr};

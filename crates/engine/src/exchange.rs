@@ -23,7 +23,7 @@ use tokio::time::Sleep;
 
 use crate::conn::{Conn, Failed, Timing, close, open_connection, open_connection_to};
 use crate::ctx::Ctx;
-use crate::http1::{self, Keep, ResponseReader};
+use crate::proto::http1::{self, Keep, ResponseReader};
 use crate::rows::Row;
 use crate::targets::{Cursor, Pick};
 use crate::transport::Transport;

@@ -20,7 +20,7 @@ use throng_plan::HttpPlan;
 use throng_tls::rustls::ClientConfig;
 
 use crate::errors::{Stage, classify};
-use crate::http1::Keep;
+use crate::proto::http1::Keep;
 use crate::proto::http2::Slot;
 use crate::transport::Transport;
 

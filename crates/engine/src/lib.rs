@@ -34,7 +34,6 @@ mod errors;
 mod exchange;
 pub mod grpc_call;
 mod grpc_frame;
-pub mod http1;
 mod load;
 mod mux;
 mod open;
@@ -72,6 +71,7 @@ use tokio::sync::watch;
 
 pub use errors::errno_name;
 use load::{StormLoad, WorkerLoad, WorkerSpec};
+pub use proto::http1;
 use proto::{http2, http3};
 pub use rows::{HEADER as REQUESTS_CSV_HEADER, RequestLog, RowCounts};
 use transport::TlsClient;

@@ -26,7 +26,7 @@ use tokio::time::Sleep;
 
 use crate::conn::{Failed, Timing};
 use crate::ctx::Ctx;
-use crate::http1::Keep;
+use crate::proto::http1::Keep;
 use crate::redirect::{FollowSpec, Place, TOO_MANY, hop_headers, is_redirect, next_hop};
 
 /// Headers a multiplexed request never carries: connection-specific ones

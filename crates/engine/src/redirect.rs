@@ -27,7 +27,7 @@ use tokio::time::Sleep;
 use crate::conn::{Conn, Failed, Timing, close, open_connection_to};
 use crate::ctx::Ctx;
 use crate::exchange::Session;
-use crate::http1::Keep;
+use crate::proto::http1::Keep;
 use crate::reach::Route;
 use crate::transport::TlsClient;
 

@@ -1,4 +1,5 @@
 //! The protocols the engine speaks, one module or folder each.
 
+pub mod http1;
 pub(crate) mod http2;
 pub(crate) mod http3;

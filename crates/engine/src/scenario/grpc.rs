@@ -25,7 +25,7 @@ use super::{
 };
 use crate::ctx::Ctx;
 use crate::exchange::{Session, record_exchange};
-use crate::http1::Keep;
+use crate::proto::http1::Keep;
 use crate::redirect::Place;
 use crate::rows::Labels;
 

@@ -42,8 +42,8 @@ use crate::conn::{Failed, Timing};
 use crate::ctx::Ctx;
 use crate::errors::{Stage, classify};
 use crate::exchange::{Session, record_exchange};
-use crate::http1::{Feed, Keep, ParseError};
 use crate::load::{WorkerLoad, WorkerSpec};
+use crate::proto::http1::{Feed, Keep, ParseError};
 use crate::worker::{RunState, Snapshots, WorkerDone};
 
 pub(crate) use ring::probe;

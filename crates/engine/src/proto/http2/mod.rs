@@ -55,7 +55,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use throng_metrics::Reply;
 
-use crate::http1::Keep;
+use crate::proto::http1::Keep;
 
 pub(crate) use check::preflight;
 pub(crate) use grpc::call_once;

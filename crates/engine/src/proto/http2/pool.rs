@@ -17,7 +17,7 @@ use super::{Slot, Spec};
 use crate::conn::{Failed, Timing, open_connection};
 use crate::ctx::Ctx;
 use crate::exchange::{Session, record_exchange};
-use crate::http1::Keep;
+use crate::proto::http1::Keep;
 use crate::rows::Row;
 
 /// A worker's HTTP/2 connections, each serving one origin of the plan's

@@ -157,7 +157,7 @@ async fn elsewhere(
         return Err(ErrorClass::Protocol);
     };
     let mut slot = crate::proto::http2::Slot::new(parts.method == http::Method::HEAD);
-    slot.reset(crate::http1::Keep {
+    slot.reset(crate::proto::http1::Keep {
         server: keep_server,
         headers: true,
         body: 0,
