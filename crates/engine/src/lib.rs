@@ -54,8 +54,6 @@ mod transport;
 mod trigger;
 mod uring;
 mod worker;
-mod ws;
-mod ws_frame;
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::mpsc;
@@ -72,7 +70,7 @@ use tokio::sync::watch;
 pub use errors::errno_name;
 use load::{StormLoad, WorkerLoad, WorkerSpec};
 pub use proto::http1;
-use proto::{http2, http3};
+use proto::{http2, http3, ws};
 pub use rows::{HEADER as REQUESTS_CSV_HEADER, RequestLog, RowCounts};
 use transport::TlsClient;
 use worker::{RunState, WorkerDone};

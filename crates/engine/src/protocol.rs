@@ -52,7 +52,7 @@ pub(crate) enum ProtocolSpec {
     /// Line steps.
     Lines { steps: Vec<Step>, step_timeout: Duration },
     /// WebSocket: the upgrade, then message steps.
-    WebSocket(crate::ws::Spec),
+    WebSocket(crate::proto::ws::Spec),
 }
 
 /// One compiled line step.
@@ -195,7 +195,7 @@ pub(crate) async fn handshake(
             }
         }
         ProtocolSpec::Lines { steps, step_timeout } => lines(steps, *step_timeout, stream, scratch, sleep).await,
-        ProtocolSpec::WebSocket(ws) => crate::ws::handshake(ws, stream, scratch, sleep).await,
+        ProtocolSpec::WebSocket(ws) => crate::proto::ws::handshake(ws, stream, scratch, sleep).await,
     }
 }
 

@@ -203,15 +203,15 @@ proptest! {
 
 /// A WebSocket upgrade with one message exchanged after it.
 fn websocket() -> ProtocolSpec {
-    ProtocolSpec::WebSocket(crate::ws::Spec {
+    ProtocolSpec::WebSocket(crate::proto::ws::Spec {
         path: "/chat".into(),
         host: "127.0.0.1".into(),
         steps: vec![
-            crate::ws::Step::Send {
+            crate::proto::ws::Step::Send {
                 binary: false,
                 data: b"hi".to_vec(),
             },
-            crate::ws::Step::Expect(regex::bytes::Regex::new("hi").expect("a regex")),
+            crate::proto::ws::Step::Expect(regex::bytes::Regex::new("hi").expect("a regex")),
         ],
         step_timeout: DEADLINE,
         ping_every: None,

@@ -17,7 +17,7 @@
 //! request (the upgrade and its sends). A failure ends the step and its
 //! socket: the request under way takes its class, the messages after it
 //! are not sent, so `attempted = ok + Σ errors` holds.
-//! Framing is [`crate::ws_frame`]'s; the socket, [`crate::ws`]'s.
+//! Framing is [`crate::proto::ws::frame`]'s; the socket, [`crate::proto::ws`]'s.
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -28,9 +28,9 @@ use tokio::io::AsyncWriteExt;
 use super::{InFlight, Scen, Vu, encode_target, with_scen};
 use crate::conn::{Conn, close, open_connection_to};
 use crate::ctx::Ctx;
+use crate::proto::ws::frame::{self as frame, Event, Reader, Upgrade};
+use crate::proto::ws::{Socket, io_fail, random, read_some};
 use crate::rows::Labels;
-use crate::ws::{Socket, io_fail, random, read_some};
-use crate::ws_frame::{self as frame, Event, Reader, Upgrade};
 
 /// A compiled `websocket:` step.
 pub(super) struct WsOp {
@@ -225,13 +225,13 @@ pub(super) async fn close_kept(ctx: &Ctx, kept: Option<Kept>) {
 }
 
 /// Longest a frame may take to write (the close frame's answer has
-/// [`crate::ws::close`]'s own limit).
+/// [`crate::proto::ws::close`]'s own limit).
 const CLOSE_LIMIT: Duration = Duration::from_secs(1);
 
 /// The close handshake (1000), its write bounded too: a server that reads
 /// nothing cannot hold the step.
 async fn close_handshake(ctx: &Ctx, conn: &mut Conn) {
-    let _ = tokio::time::timeout(CLOSE_LIMIT * 2, crate::ws::close(&mut conn.stream, &ctx.scratch)).await;
+    let _ = tokio::time::timeout(CLOSE_LIMIT * 2, crate::proto::ws::close(&mut conn.stream, &ctx.scratch)).await;
 }
 
 /// Writes one frame within `limit`: a server that stops reading is

@@ -188,7 +188,7 @@ async fn goodbye(ctx: &Ctx, link: &mut Link) {
         ctx.spec.protocol.as_deref(),
         Some(crate::protocol::ProtocolSpec::WebSocket(_))
     ) {
-        crate::ws::close(&mut conn.stream, &ctx.scratch).await;
+        crate::proto::ws::close(&mut conn.stream, &ctx.scratch).await;
     }
 }
 
@@ -448,7 +448,7 @@ async fn hold_open(ctx: &Ctx, conn: &mut Conn, until: Instant, answer_pings: boo
         if answer_pings {
             match ctx.spec.protocol.as_deref() {
                 Some(crate::protocol::ProtocolSpec::WebSocket(ws)) => {
-                    Box::pin(crate::ws::hold(ctx, stream, ws.ping_every)).await;
+                    Box::pin(crate::proto::ws::hold(ctx, stream, ws.ping_every)).await;
                 }
                 _ => Box::pin(crate::protocol::answer_pings(stream, &ctx.scratch)).await,
             }

@@ -3,3 +3,4 @@
 pub mod http1;
 pub(crate) mod http2;
 pub(crate) mod http3;
+pub(crate) mod ws;

@@ -1,7 +1,9 @@
 //! WebSocket on a storm's connections: the upgrade and the message steps
 //! (the handshake), the hold (pings answered, `--ping-every` pings sent and
 //! their round trips recorded), and the close handshake at the end.
-//! Framing lives in [`crate::ws_frame`], free of I/O.
+//! Framing lives in [`frame`], free of I/O.
+
+pub(crate) mod frame;
 
 use std::cell::RefCell;
 use std::future::poll_fn;
@@ -18,7 +20,7 @@ use crate::ctx::Ctx;
 use crate::errors::{Stage, classify};
 use crate::protocol::Done;
 use crate::transport::Transport;
-use crate::ws_frame::{self as frame, Event, Masks, Reader, Upgrade};
+use frame::{Event, Masks, Reader, Upgrade};
 
 /// A WebSocket storm's protocol, ready to run.
 #[derive(Debug)]
