@@ -466,9 +466,9 @@ pub(crate) async fn open_transport(
         None => (stream, ready),
         Some(protocol) => {
             sleep.as_mut().reset((ready + spec.timeout).into());
-            let seen = std::cell::Cell::new(crate::protocol::OutOfTurn::default());
+            let seen = std::cell::Cell::new(crate::proto::line::OutOfTurn::default());
             // Boxed: only line protocols and NATS pay for its state.
-            let done = Box::pin(crate::protocol::handshake(
+            let done = Box::pin(crate::proto::line::handshake(
                 protocol,
                 stream,
                 spec.upgrade_tls.as_ref(),

@@ -80,7 +80,7 @@ pub(crate) struct WorkerSpec {
     pub tls: Option<TlsClient>,
     /// The protocol spoken once connected (storms), and the TLS client for
     /// a protocol's own upgrade (NATS `tls_required`).
-    pub protocol: Option<Arc<crate::protocol::ProtocolSpec>>,
+    pub protocol: Option<Arc<crate::proto::line::ProtocolSpec>>,
     pub upgrade_tls: Option<TlsClient>,
     /// Local addresses to connect from, rotated (empty: the kernel picks).
     pub source: Arc<[std::net::IpAddr]>,

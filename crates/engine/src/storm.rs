@@ -186,7 +186,7 @@ async fn goodbye(ctx: &Ctx, link: &mut Link) {
     let Link::Bytes(conn) = link else { return };
     if matches!(
         ctx.spec.protocol.as_deref(),
-        Some(crate::protocol::ProtocolSpec::WebSocket(_))
+        Some(crate::proto::line::ProtocolSpec::WebSocket(_))
     ) {
         crate::proto::ws::close(&mut conn.stream, &ctx.scratch).await;
     }
@@ -447,10 +447,10 @@ async fn hold_open(ctx: &Ctx, conn: &mut Conn, until: Instant, answer_pings: boo
     let peer_closed = async {
         if answer_pings {
             match ctx.spec.protocol.as_deref() {
-                Some(crate::protocol::ProtocolSpec::WebSocket(ws)) => {
+                Some(crate::proto::line::ProtocolSpec::WebSocket(ws)) => {
                     Box::pin(crate::proto::ws::hold(ctx, stream, ws.ping_every)).await;
                 }
-                _ => Box::pin(crate::protocol::answer_pings(stream, &ctx.scratch)).await,
+                _ => Box::pin(crate::proto::line::answer_pings(stream, &ctx.scratch)).await,
             }
             return;
         }

@@ -103,11 +103,11 @@ pub(crate) fn run(
         stamps: Cell::new(crate::stamps::Counts::default()),
         client_speaks_first: !spec.request.is_empty()
             || matches!(spec.load, WorkerLoad::Scenario(_))
-            || matches!(spec.protocol.as_deref(), Some(crate::protocol::ProtocolSpec::Lines { steps, .. })
-                    if matches!(steps.first(), Some(crate::protocol::Step::Send(_))))
+            || matches!(spec.protocol.as_deref(), Some(crate::proto::line::ProtocolSpec::Lines { steps, .. })
+                    if matches!(steps.first(), Some(crate::proto::line::Step::Send(_))))
             || matches!(
                 spec.protocol.as_deref(),
-                Some(crate::protocol::ProtocolSpec::WebSocket(_))
+                Some(crate::proto::line::ProtocolSpec::WebSocket(_))
             ),
         spec,
         pick,

@@ -18,7 +18,7 @@ use tokio::time::Sleep;
 
 use crate::ctx::Ctx;
 use crate::errors::{Stage, classify};
-use crate::protocol::Done;
+use crate::proto::line::Done;
 use crate::transport::Transport;
 use frame::{Event, Masks, Reader, Upgrade};
 

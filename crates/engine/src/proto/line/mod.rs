@@ -380,7 +380,6 @@ pub(crate) async fn answer_pings(stream: &mut Transport, scratch: &RefCell<Box<[
 }
 
 #[cfg(test)]
-#[path = "protocol_fuzz.rs"]
 mod fuzz;
 
 #[cfg(test)]

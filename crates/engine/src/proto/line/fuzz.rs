@@ -58,7 +58,7 @@ fn run(spec: &ProtocolSpec, parts: Vec<Vec<u8>>) -> String {
         let stream = TcpStream::connect(addr).await.expect("connect");
         let scratch = RefCell::new(vec![0u8; 16 * 1024].into_boxed_slice());
         let sleep = std::pin::pin!(tokio::time::sleep(DEADLINE));
-        let seen = std::cell::Cell::new(crate::protocol::OutOfTurn::default());
+        let seen = std::cell::Cell::new(crate::proto::line::OutOfTurn::default());
         let outcome = tokio::time::timeout(
             DEADLINE * 2,
             handshake(spec, Transport::Plain(stream), None, &scratch, DEADLINE, sleep, &seen),
