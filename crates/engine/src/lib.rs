@@ -32,8 +32,6 @@ mod conn;
 mod ctx;
 mod errors;
 mod exchange;
-pub mod grpc_call;
-mod grpc_frame;
 mod load;
 mod mux;
 mod open;
@@ -68,6 +66,7 @@ use tokio::sync::watch;
 
 pub use errors::errno_name;
 use load::{StormLoad, WorkerLoad, WorkerSpec};
+pub use proto::grpc::call as grpc_call;
 pub use proto::http1;
 use proto::{http2, http3, line as protocol, ws};
 pub use rows::{HEADER as REQUESTS_CSV_HEADER, RequestLog, RowCounts};

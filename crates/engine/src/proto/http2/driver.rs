@@ -17,7 +17,7 @@ use super::Slot;
 use super::grpc::grpc_code;
 use crate::ctx::Ctx;
 use crate::errors::{Stage, classify};
-use crate::grpc_frame::Reader;
+use crate::proto::grpc::frame::Reader;
 use crate::rows::Row;
 use crate::transport::Transport;
 
@@ -102,7 +102,7 @@ pub(super) struct Entry {
     /// and of the trailers.
     pub(super) grpc_head: Option<u16>,
     pub(super) grpc_trailers: Option<u16>,
-    /// A gRPC reply, judged as it arrives (crate::grpc_frame).
+    /// A gRPC reply, judged as it arrives (crate::proto::grpc::frame).
     pub(super) reader: Option<Reader>,
     /// The request body not sent yet (the windows were closed).
     pub(super) body: Bytes,

@@ -1,5 +1,5 @@
 //! A stream as a gRPC call: its status, its deadline, its messages; and
-//! one call outside a run (crate::grpc_call).
+//! one call outside a run (crate::proto::grpc::call).
 
 use std::cell::Cell;
 use std::pin::Pin;
@@ -81,10 +81,11 @@ pub(super) fn grpc_code_or_http(http_status: u16, found: Option<u16>) -> u16 {
     }
 }
 
-/// One request outside the workers (crate::grpc_call) on a connection of
-/// its own over `stream`: the preface, `request` with `body`, the response
-/// into `slot` (`grpc`: its status is the call's `grpc-status`), all
-/// within the deadline `sleep` was armed with; then the connection closes.
+/// One request outside the workers (crate::proto::grpc::call) on a
+/// connection of its own over `stream`: the preface, `request` with
+/// `body`, the response into `slot` (`grpc`: its status is the call's
+/// `grpc-status`), all within the deadline `sleep` was armed with; then
+/// the connection closes.
 pub(crate) async fn call_once(
     stream: Transport,
     request: &http::Request<()>,

@@ -14,7 +14,7 @@ use super::driver::{Entry, H2Conn, Shared, entry, register, wake};
 use super::grpc::grpc_code_or_http;
 use super::{Slot, Spec};
 use crate::conn::{Failed, Timing};
-use crate::grpc_frame::Reader;
+use crate::proto::grpc::frame::Reader;
 
 /// The taxonomy class of a stream that could not start.
 fn send_class(c: &H2Conn, e: &throng_http2::SendError) -> ErrorClass {
@@ -136,8 +136,8 @@ pub(super) async fn exchange(
 /// Sends a request (its header `block`, then `body`) on a new stream of
 /// `c` and reads the response into `slot`, within the deadline `sleep` was
 /// armed with; `grpc`: the status is the call's `grpc-status` and the
-/// reply is judged as a gRPC client would (crate::grpc_frame: a fault is
-/// its `grpc.*` class); `server_streaming`: its response messages are
+/// reply is judged as a gRPC client would (crate::proto::grpc::frame: a
+/// fault is its `grpc.*` class); `server_streaming`: its response messages are
 /// counted and timed as they arrive, and any number of them is right (a
 /// unary call's OK has exactly one). `head_len`: the header block's size as
 /// the caller counts it; a failure after the stream started counts it and
