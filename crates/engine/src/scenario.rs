@@ -58,8 +58,7 @@ use crate::redirect::{Exchanged, Place};
 use crate::rows::{Labels, RowGuard};
 
 mod grpc;
-#[path = "scenario_ws.rs"]
-mod ws_step;
+mod ws;
 
 /// Where one scenario's VUs connect and which protocol they speak: made
 /// once per run (routes resolved, TLS clients with their ALPN), shared by
@@ -114,7 +113,7 @@ struct ReqOp {
 enum Op {
     Request(Box<ReqOp>),
     Grpc(Box<grpc::GrpcOp>),
-    WebSocket(Box<ws_step::WsOp>),
+    WebSocket(Box<ws::WsOp>),
     Think(Think),
     GroupStart,
     GroupEnd(usize),
@@ -321,7 +320,7 @@ fn compile(flow: &[Step], tags: &[usize], jar: bool, rec: &mut ScenarioRecorder,
             Step::WebSocket(w) => {
                 let mut t = tags.to_vec();
                 t.push(rec.tag(&format!("step:{}", w.name)));
-                out.push(Op::WebSocket(Box::new(ws_step::WsOp {
+                out.push(Op::WebSocket(Box::new(ws::WsOp {
                     ws: (**w).clone(),
                     tags: t,
                 })));
@@ -519,7 +518,7 @@ struct Vu {
     mux: [Option<Box<Mux>>; 2],
     session: Session,
     /// A socket a `websocket:` step kept (`keep: true`).
-    ws: Option<ws_step::Kept>,
+    ws: Option<ws::Kept>,
 }
 
 /// A VU's own multiplexed connection.
@@ -639,7 +638,7 @@ async fn vu(guard: TaskGuard, sc: Rc<Scen>, slot: usize) {
             // hold half a response.
             close(ctx, vu.conn.take());
             close_muxes(ctx, &mut vu);
-            ws_step::drop_kept(ctx, vu.ws.take());
+            ws::drop_kept(ctx, vu.ws.take());
             break;
         }
         if completed {
@@ -649,9 +648,9 @@ async fn vu(guard: TaskGuard, sc: Rc<Scen>, slot: usize) {
     close(ctx, vu.conn.take());
     close_muxes(ctx, &mut vu);
     if ctx.stopping.get() {
-        ws_step::drop_kept(ctx, vu.ws.take());
+        ws::drop_kept(ctx, vu.ws.take());
     } else {
-        ws_step::close_kept(ctx, vu.ws.take()).await;
+        ws::close_kept(ctx, vu.ws.take()).await;
     }
     if let Some(s) = sc.slots.borrow_mut().get_mut(slot) {
         s.alive = false;
@@ -727,7 +726,7 @@ async fn iteration(ctx: &Ctx, sc: &Scen, vu: &mut Vu, intended: Option<Instant>)
             Op::Request(r) => request(ctx, sc, vu, r, origin.take()).await,
             // Boxed: HTTP/1.1 VUs keep their smaller future.
             Op::Grpc(g) => Box::pin(grpc::call(ctx, sc, vu, g, origin.take())).await,
-            Op::WebSocket(w) => Box::pin(ws_step::step(ctx, sc, vu, w, origin.take())).await,
+            Op::WebSocket(w) => Box::pin(ws::step(ctx, sc, vu, w, origin.take())).await,
             Op::Think(t) => {
                 let d = match *t {
                     Think::Fixed(d) => d,
