@@ -1123,7 +1123,7 @@ pub fn parse() -> Result<Cli, ExitCode> {
                     })
                 }
                 _ => {
-                    eprintln!("throng: {}", clap_one_line(&e));
+                    say!("throng: {}", clap_one_line(&e));
                     Err(ExitCode::from(2))
                 }
             }

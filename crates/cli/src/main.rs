@@ -2,6 +2,27 @@
 //! exit code with the one table in [`exit::Outcome::code`] (0 ok, 1 run
 //! failed, 2 bad usage or config, 99 thresholds failed, 130 interrupted).
 
+// Every line the binary writes on stderr goes through these: `eprintln!`
+// panics (exit 101) when stderr is a closed pipe (`throng … 2>&1 | head`),
+// and a closed pipe is not an error; the outcome's exit code stands.
+#![deny(clippy::print_stderr)]
+
+/// `eprintln!` that never panics: a line on stderr, lost if it is closed.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+/// `eprint!` that never panics.
+macro_rules! say_part {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 mod args;
 mod commands;
 mod exit;
@@ -20,7 +41,7 @@ fn main() -> ExitCode {
     match commands::run(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("throng: error: {}", commands::one_line(&e));
+            say!("throng: error: {}", commands::one_line(&e));
             exit::Outcome::of_error(&e).into()
         }
     }

@@ -41,7 +41,7 @@ pub fn exit_until_run(what: &'static str) {
                         r = term.recv() => if r.is_none() { return },
                     }
                     if !RUN_HOLDS.load(Ordering::SeqCst) {
-                        eprintln!("\nthrong: interrupted {what}");
+                        say!("\nthrong: interrupted {what}");
                         std::process::exit(INTERRUPTED);
                     }
                 }
@@ -125,7 +125,7 @@ fn on_signal(control: &Control, first: &'static str, also: impl Fn() + Send + 's
                         _ = term.recv() => {}
                     }
                     if !control.was_interrupted() {
-                        eprintln!("\n{first}");
+                        say!("\n{first}");
                     }
                     control.interrupt();
                     also();

@@ -29,7 +29,7 @@ pub fn run(c: CertsCmd) -> anyhow::Result<ExitCode> {
     let written = throng_tls::write_files(&c.out, &files)
         .map_err(|e| UsageError(format!("--out {}: cannot write there: {e}", c.out.display())))?;
     let names: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();
-    eprintln!(
+    say!(
         "throng: wrote {} ({} keys, server valid for {}{}); keys are mode 0600",
         names.join(", "),
         if c.rsa { "RSA 2048" } else { "ECDSA P-256" },

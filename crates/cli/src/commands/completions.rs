@@ -47,7 +47,7 @@ fn write_pages(cmd: &clap::Command, dir: &Path) -> anyhow::Result<()> {
             dir.display()
         )
     })?;
-    eprintln!("{}", path.display());
+    say!("{}", path.display());
     // Hidden subcommands (storm-part, what a storm starts in its children)
     // are not for users: no page.
     for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {

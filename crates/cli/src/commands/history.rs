@@ -165,7 +165,7 @@ fn add(c: HistoryAddCmd) -> anyhow::Result<ExitCode> {
             .iter()
             .filter(|n| n.fingerprint == head.fingerprint)
             .count();
-        eprintln!(
+        say!(
             "throng: added {} as '{}' (plan {}: {}); the history holds {} of this plan",
             name.display(),
             head.label,
@@ -324,7 +324,7 @@ pub fn baseline(dir: &Path, last: usize, new: &[RunResult]) -> anyhow::Result<(V
             }
             Err(e) => {
                 damaged += 1;
-                eprintln!("throng: --baseline: skipping {}: {e}", name.path.display());
+                say!("throng: --baseline: skipping {}: {e}", name.path.display());
             }
         }
     }
@@ -358,7 +358,7 @@ pub fn baseline(dir: &Path, last: usize, new: &[RunResult]) -> anyhow::Result<(V
     runs.reverse();
     labels.reverse();
     sources.reverse();
-    eprintln!(
+    say!(
         "throng: baseline: the last {} of plan {fp} in {} ({}){}",
         throng_plan::count(runs.len() as u64, "run"),
         dir.display(),
@@ -370,7 +370,7 @@ pub fn baseline(dir: &Path, last: usize, new: &[RunResult]) -> anyhow::Result<(V
         }
     );
     if runs.len() < last {
-        eprintln!(
+        say!(
             "throng: baseline: --last {last} asked for more runs than the history holds of this plan ({})",
             runs.len()
         );
@@ -426,7 +426,7 @@ fn report(c: HistoryReportCmd) -> anyhow::Result<ExitCode> {
             }
             Err(e) => {
                 damaged += 1;
-                eprintln!("throng: skipping {}: {e}", name.path.display());
+                say!("throng: skipping {}: {e}", name.path.display());
             }
         }
     }
@@ -441,7 +441,7 @@ fn report(c: HistoryReportCmd) -> anyhow::Result<ExitCode> {
         .into());
     }
     for n in &notes {
-        eprintln!("throng: {n}");
+        say!("throng: {n}");
     }
     let page = throng_report::html::render_trend(&Trend {
         plan,

@@ -72,7 +72,7 @@ fn job_manifests(c: K8sJobCmd) -> anyhow::Result<ExitCode> {
     for line in m.collect.lines() {
         note.push_str(&format!("  {line}\n"));
     }
-    eprint!("{note}");
+    say_part!("{note}");
     Ok(ExitCode::SUCCESS)
 }
 
@@ -211,7 +211,7 @@ fn command_line(args: &[String]) -> anyhow::Result<(Plan, Load, Secrets)> {
 fn image_files(flags: &[(&str, &Option<std::path::PathBuf>)]) {
     for (flag, path) in flags {
         if let Some(p) = path {
-            eprintln!(
+            say!(
                 "throng: warning: {flag} {} is read inside each pod: the file must be in the image at that path \
                  (or use a scenario file, whose files are shipped in the ConfigMap)",
                 p.display()
@@ -270,7 +270,7 @@ fn scenario(file: &Path, extra: &[String]) -> anyhow::Result<(Plan, Load, Secret
         .filter_map(|e| e.split_once('=').map(|(k, _)| k))
         .collect();
     for name in plan.env_names().iter().filter(|n| !given.contains(&n.as_str())) {
-        eprintln!(
+        say!(
             "throng: warning: {} uses {{{{env.{name}}}}}; the pods' environment does not have it: add -- --env {name}=VALUE",
             file.display()
         );

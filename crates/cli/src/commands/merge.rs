@@ -38,7 +38,7 @@ pub fn run(c: MergeCmd) -> anyhow::Result<ExitCode> {
     merged.notes.extend(mixed);
     write_result(&c.output, &merged)?;
     let m = &merged.measurements;
-    eprintln!(
+    say!(
         "throng: merged {} results into '{}': {} requests ({} ok), latency p99 {}",
         results.len(),
         c.output.display(),
@@ -54,9 +54,9 @@ pub fn run(c: MergeCmd) -> anyhow::Result<ExitCode> {
     let problems: Vec<&str> = merged.segment_notes().collect();
     if !problems.is_empty() {
         if c.allow_partial {
-            eprintln!("throng: merge: {} (--allow-partial: exit 0)", problems.join("; "));
+            say!("throng: merge: {} (--allow-partial: exit 0)", problems.join("; "));
         } else {
-            eprintln!(
+            say!(
                 "throng: merge: {}; the merged file says so; --allow-partial accepts it",
                 problems.join("; ")
             );

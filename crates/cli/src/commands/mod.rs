@@ -239,7 +239,7 @@ fn repeated(
         }
         let r = once(control)?;
         if n > 1 && !quiet {
-            eprintln!("throng: {}", throng_report::runs::run_line(&r, i + 1, n));
+            say!("throng: {}", throng_report::runs::run_line(&r, i + 1, n));
         }
         let stop = r.interrupted;
         runs.push(r);
@@ -308,11 +308,11 @@ fn run_outcome(r: &RunResult) -> Outcome {
         } else {
             ""
         };
-        eprintln!("throng: warning: {warning}{judged}");
+        say!("throng: warning: {warning}{judged}");
     }
     if !r.thresholds_passed() {
         let failed = r.thresholds.iter().filter(|v| !v.passed).count();
-        eprintln!("throng: {failed} of {} thresholds failed", r.thresholds.len());
+        say!("throng: {failed} of {} thresholds failed", r.thresholds.len());
         return Outcome::Thresholds;
     }
     if every_failed { Outcome::Failed } else { Outcome::Ok }
@@ -427,7 +427,7 @@ fn every_unit_failed(r: &RunResult) -> bool {
                 None => format!("is {target} up and accepting connections?"),
             },
         };
-        eprintln!("throng: every {unit} failed ({}); {hint}", top.join(", "));
+        say!("throng: every {unit} failed ({}); {hint}", top.join(", "));
         return true;
     }
     false

@@ -32,7 +32,7 @@ pub fn run(c: RunCmd) -> anyhow::Result<ExitCode> {
         plan = plan.segmented(s);
     }
     if let Some(warning) = unread_env(&c.file, &given, &plan.env_names()) {
-        eprintln!("{warning}");
+        say!("{warning}");
     }
     let unset: Vec<String> = plan.env_names().into_iter().filter(|n| !env.contains_key(n)).collect();
     if !unset.is_empty() {

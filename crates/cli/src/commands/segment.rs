@@ -93,7 +93,7 @@ pub fn wait_for_start(start_at: Option<u64>, control: &Control, quiet: bool) -> 
         && let Ok(ahead) = target.duration_since(SystemTime::now())
         && ahead > Duration::from_secs(1)
     {
-        eprintln!(
+        say!(
             "throng: waiting {:.1} s for --start-at {} (Ctrl-C to give up)",
             ahead.as_secs_f64(),
             throng_result::rfc3339(at)

@@ -132,13 +132,13 @@ pub fn run(c: ServeCmd) -> anyhow::Result<ExitCode> {
             FaultKind::Nats => "nats",
             FaultKind::H2 => "http",
         };
-        eprintln!(
+        say!(
             "throng lab server on {scheme}://{}/ ({threads} threads{procs}), answering every connection \
              with the fault {f}; Ctrl-C to stop",
             server.addr()
         );
     } else {
-        eprintln!(
+        say!(
             "throng lab server on {scheme}://{}/ ({threads} threads{procs}{stall_text}{mtls}; \
          /auth: bcrypt cost {} on {hash_threads} hashing threads{reveal}); Ctrl-C to stop",
             server.addr(),
@@ -185,12 +185,12 @@ fn run_http3(c: &ServeCmd) -> anyhow::Result<ExitCode> {
         )
     })?;
     match fault {
-        Some(f) => eprintln!(
+        Some(f) => say!(
             "throng lab server on https://{}/ (HTTP/3, UDP), answering every connection with the fault {f}; \
              Ctrl-C to stop",
             server.addr()
         ),
-        None => eprintln!(
+        None => say!(
             "throng lab server on https://{}/ (HTTP/3, UDP); Ctrl-C to stop",
             server.addr()
         ),

@@ -446,7 +446,7 @@ fn run_children(
     let pids: Vec<u32> = children.iter().map(Child::id).collect();
     signals::forward_to_children(control, pids);
     if !c.output.quiet {
-        eprintln!(
+        say!(
             "throng: storm of {} connections over {procs} processes (about {} open at once each)",
             plan.connections,
             throng_engine::storm_peak_estimate(plan).div_ceil(u64::from(procs))

@@ -92,7 +92,7 @@ pub fn run(c: SweepCmd) -> anyhow::Result<ExitCode> {
             {
                 problem.get_or_insert(format!("teardown failed: {e}"));
             }
-            eprintln!(
+            say!(
                 "throng sweep: {n}/{total} {}{}: {} ({:.1}s)",
                 cell.label(),
                 if sweep.repeat > 1 {
@@ -139,7 +139,7 @@ pub fn run(c: SweepCmd) -> anyhow::Result<ExitCode> {
     if let Some(path) = &c.chart {
         match throng_sweep::chart_svg(&sweep, &outcomes) {
             Some(svg) => std::fs::write(path, svg).with_context(|| format!("cannot write '{}'", path.display()))?,
-            None => eprintln!("throng sweep: no chart written: no cell has the chart's figure"),
+            None => say!("throng sweep: no chart written: no cell has the chart's figure"),
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
@@ -229,6 +229,6 @@ fn watch_signals(stop: Arc<AtomicBool>) {
         .spawn(move || {
             crate::signals::wait_for_stop();
             stop.store(true, Ordering::SeqCst);
-            eprintln!("\nthrong sweep: stopping after the current cell");
+            say!("\nthrong sweep: stopping after the current cell");
         });
 }

@@ -388,3 +388,55 @@ fn outputs_are_checked_before_the_run() {
         "is a directory",
     );
 }
+
+/// Runs `throng ARGS` with stdout and stderr both pipes that nobody reads,
+/// closed before throng writes (as `throng … 2>&1 | head -1` leaves them):
+/// its exit code.
+fn with_closed_pipes(args: &[&str]) -> i32 {
+    let mut child = throng()
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    drop(child.stderr.take());
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status.code().unwrap_or(-1);
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("throng {args:?} did not finish within 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A closed pipe is not an error: the report and every warning, hint and
+/// error line are lost, and the exit code is the one the run earned (a
+/// panic on the first line written to a closed stderr made it 101).
+#[test]
+fn closed_pipes_change_no_exit_code() {
+    let server = lab(None);
+    let url = format!("http://{}/", server.addr());
+    // A warning after the report: an open loop that dropped its schedule.
+    let slow = format!("{url}delay/50");
+    assert_eq!(
+        with_closed_pipes(&["http", &slow, "-r", "200", "-c", "1", "-d", "1s"]),
+        0
+    );
+    // A failed threshold, said on stderr.
+    assert_eq!(
+        with_closed_pipes(&["http", &url, "-n", "20", "--threshold", "latency: p(99) < 1us"]),
+        99
+    );
+    // Every request refused, with the hint on stderr.
+    let closed = format!("http://127.0.0.1:{}/", free_port());
+    assert_eq!(with_closed_pipes(&["http", &closed, "-n", "5"]), 1);
+    // A usage error's one line.
+    assert_eq!(with_closed_pipes(&["http", "not a url"]), 2);
+}
