@@ -248,7 +248,7 @@ impl Rows {
     /// Makes the parts' directory and gives each worker its share of the
     /// rows' budget; `first` is this process's first worker's number.
     fn prepare(log: RequestLog, first: u64, specs: &mut [WorkerSpec]) -> Result<Rows, EngineError> {
-        let dir = rows::prepare(&log).map_err(EngineError::Config)?;
+        let dir = rows::prepare(&log)?;
         let workers: Vec<u64> = (0..specs.len() as u64).map(|w| first + w).collect();
         // Invariant: one worker per thread, far below u32::MAX.
         let budgets = split_evenly(log.max_rows, specs.len() as u32);
@@ -275,7 +275,7 @@ impl Rows {
         }
         match rows::assemble(&self.log, &self.dir, &self.workers) {
             Ok(()) => notes.extend(counts.note(&self.log)),
-            Err(e) => notes.push(e),
+            Err(e) => notes.push(e.to_string()),
         }
     }
 }

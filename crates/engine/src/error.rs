@@ -5,6 +5,7 @@
 use throng_tls::rustls::pki_types::InvalidDnsNameError;
 
 use crate::preflight::NotSpoken;
+use crate::rows::CannotWrite;
 
 /// Why a run could not happen at all. (A run whose requests all failed is
 /// still a run: its result says how they failed.)
@@ -57,6 +58,9 @@ pub enum EngineError {
     /// `--io uring` with `--csv-requests`, which it does not write yet.
     #[error("--io uring does not write --csv-requests rows yet; leave out --csv-requests, or run with --io epoll")]
     UringRows,
+    /// `--csv-requests` names a file this process cannot write.
+    #[error(transparent)]
+    Rows(CannotWrite),
     /// The plan cannot run as given (a flag's value the plan could not check).
     #[error("{0}")]
     Config(String),
@@ -85,6 +89,7 @@ impl EngineError {
             | EngineError::Tls(_)
             | EngineError::NotSpoken(_)
             | EngineError::UringRows
+            | EngineError::Rows(_)
             | EngineError::Config(_) => true,
             EngineError::Resolve { .. }
             | EngineError::Worker(_)
@@ -103,6 +108,12 @@ impl From<TlsSetup> for EngineError {
 impl From<NotSpoken> for EngineError {
     fn from(e: NotSpoken) -> Self {
         EngineError::NotSpoken(e)
+    }
+}
+
+impl From<CannotWrite> for EngineError {
+    fn from(e: CannotWrite) -> Self {
+        EngineError::Rows(e)
     }
 }
 
@@ -201,6 +212,16 @@ mod tests {
             "worker failed: cannot start a worker thread: boom"
         );
         assert_eq!(
+            said(
+                CannotWrite {
+                    path: "/x/r.csv".into(),
+                    reason: io(),
+                }
+                .into()
+            ),
+            "--csv-requests: cannot write '/x/r.csv': boom (check the directory exists and is writable)"
+        );
+        assert_eq!(
             said(bad_name().into()),
             "'a b' cannot be sent as a TLS server name (invalid dns name); pass --sni NAME"
         );
@@ -211,6 +232,13 @@ mod tests {
         assert!(EngineError::from(bad_name()).is_usage());
         assert!(EngineError::VuLimit { vus: 5, fit: 3 }.is_usage());
         assert!(EngineError::UringRows.is_usage());
+        assert!(
+            EngineError::from(CannotWrite {
+                path: "r.csv".into(),
+                reason: std::io::Error::other("x")
+            })
+            .is_usage()
+        );
         assert!(!EngineError::from(WorkerFailure::Panicked).is_usage());
     }
 }

@@ -73,7 +73,7 @@ pub use control::{Control, Progress};
 pub use error::{EngineError, TlsSetup, WorkerFailure};
 pub use errors::errno_name;
 pub use preflight::{Asked, NotSpoken};
-pub use rows::{HEADER as REQUESTS_CSV_HEADER, RequestLog, RowCounts};
+pub use rows::{CannotWrite, HEADER as REQUESTS_CSV_HEADER, RequestLog, RowCounts};
 pub use run::{
     ScenarioOptions, StormPart, connections_per_process, resolve, run_http, run_scenario, run_storm,
     storm_peak_estimate,
