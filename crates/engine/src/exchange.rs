@@ -10,7 +10,7 @@
 //! ```
 //!
 //! A protocol is a variant of [`Session`]: HTTP/2 sits beside `Http1` as a
-//! stream slot (crate::http2), and the loops do not change. An enum, not a trait object: the one match per
+//! stream slot (crate::proto::http2), and the loops do not change. An enum, not a trait object: the one match per
 //! call compiles to a direct call while there is one variant.
 
 use std::cell::RefCell;
@@ -34,7 +34,7 @@ pub(crate) enum Session {
     /// HTTP/1.1: one request, then its response.
     Http1(ResponseReader),
     /// HTTP/2: a stream slot; it borrows a stream of one of the worker's
-    /// pooled connections per request (see crate::http2). A scenario VU
+    /// pooled connections per request (see crate::proto::http2). A scenario VU
     /// speaking HTTP/2 or HTTP/3 reads its responses into one too (its own
     /// connection is crate::proto::http2::Own or crate::proto::http3::Own).
     Http2(crate::proto::http2::Slot),

@@ -102,19 +102,34 @@ pub(crate) fn parts_dir(path: &Path) -> PathBuf {
 }
 
 /// Creates the parts directory, or says which path cannot be written.
-pub(crate) fn prepare(log: &RequestLog) -> Result<PathBuf, String> {
+pub(crate) fn prepare(log: &RequestLog) -> Result<PathBuf, CannotWrite> {
     // Fail before the run, not after it: the final file must be creatable.
-    File::create(&log.path).map_err(|e| cannot_write(&log.path, &e))?;
+    File::create(&log.path).map_err(|e| cannot_write(&log.path, e))?;
     let dir = parts_dir(&log.path);
-    std::fs::create_dir_all(&dir).map_err(|e| cannot_write(&dir, &e))?;
+    std::fs::create_dir_all(&dir).map_err(|e| cannot_write(&dir, e))?;
     Ok(dir)
 }
 
-fn cannot_write(path: &Path, e: &io::Error) -> String {
-    format!(
-        "--csv-requests: cannot write '{}': {e} (check the directory exists and is writable)",
-        path.display()
-    )
+/// `--csv-requests` names a file (or its parts' directory) this process
+/// cannot write.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "--csv-requests: cannot write '{}': {reason} (check the directory exists and is writable)",
+    path.display()
+)]
+pub struct CannotWrite {
+    /// The file or directory.
+    pub path: PathBuf,
+    /// The OS's error (part of the message, not a source: the cli prints
+    /// an error's chain).
+    pub reason: io::Error,
+}
+
+fn cannot_write(path: &Path, reason: io::Error) -> CannotWrite {
+    CannotWrite {
+        path: path.to_path_buf(),
+        reason,
+    }
 }
 
 /// The file worker `worker` writes its rows to.
@@ -124,10 +139,10 @@ pub(crate) fn part_path(dir: &Path, worker: u64) -> PathBuf {
 
 /// Writes the header and every worker's part, in worker order, into the
 /// final file; removes the parts.
-pub(crate) fn assemble(log: &RequestLog, dir: &Path, workers: &[u64]) -> Result<(), String> {
-    let out = File::create(&log.path).map_err(|e| cannot_write(&log.path, &e))?;
+pub(crate) fn assemble(log: &RequestLog, dir: &Path, workers: &[u64]) -> Result<(), CannotWrite> {
+    let out = File::create(&log.path).map_err(|e| cannot_write(&log.path, e))?;
     let mut out = BufWriter::with_capacity(BUFFER, out);
-    let fail = |e: io::Error| cannot_write(&log.path, &e);
+    let fail = |e: io::Error| cannot_write(&log.path, e);
     writeln!(out, "{HEADER}").map_err(fail)?;
     for &w in workers {
         let part = part_path(dir, w);
@@ -136,7 +151,7 @@ pub(crate) fn assemble(log: &RequestLog, dir: &Path, workers: &[u64]) -> Result<
                 io::copy(&mut f, &mut out).map_err(fail)?;
             }
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(cannot_write(&part, &e)),
+            Err(e) => return Err(cannot_write(&part, e)),
         }
         let _ = std::fs::remove_file(&part);
     }

@@ -1,0 +1,244 @@
+//! Why a run could not happen at all, and whose it is to fix: the user's
+//! (a usage error, exit 2) or the run's (a failed run, exit 1). (The OS
+//! errors of connections, counted by class during a run, are `errors.rs`.)
+
+use throng_tls::rustls::pki_types::InvalidDnsNameError;
+
+use crate::preflight::NotSpoken;
+use crate::rows::CannotWrite;
+
+/// Why a run could not happen at all. (A run whose requests all failed is
+/// still a run: its result says how they failed.)
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EngineError {
+    /// The target's host name did not resolve.
+    #[error("cannot resolve host '{host}': {reason}; check that host name (or pass --resolve HOST:PORT:ADDR)")]
+    Resolve {
+        /// The host.
+        host: String,
+        /// Why.
+        reason: String,
+    },
+    /// The plan needs more descriptors than this process may open.
+    #[error(
+        "this plan needs about {needed} file descriptors, but this process may open at most {soft} \
+         (hard limit {hard}); lower -c to about {fit}, or raise the hard limit (as root: ulimit -Hn, \
+         or LimitNOFILE= for a service)"
+    )]
+    FdLimit {
+        /// Descriptors the plan needs.
+        needed: u64,
+        /// The soft limit after raising it.
+        soft: u64,
+        /// The hard limit.
+        hard: u64,
+        /// Connections that would fit.
+        fit: u64,
+    },
+    /// A scenario file's VUs, each with its own connection, would not fit
+    /// the descriptor limit.
+    #[error(
+        "the scenarios may run {vus} VUs at once, each with its own connection, but this process may \
+         open about {fit}; lower vus, max_vus or the stages' targets, or raise the descriptor limit"
+    )]
+    VuLimit {
+        /// VUs this process's segment may run at once.
+        vus: u64,
+        /// Connections that fit.
+        fit: u64,
+    },
+    /// TLS could not be set up.
+    #[error(transparent)]
+    Tls(TlsSetup),
+    /// The server does not speak the protocol the plan asked of it (told
+    /// by the check before the run).
+    #[error(transparent)]
+    NotSpoken(NotSpoken),
+    /// `--io uring` with `--csv-requests`, which it does not write yet.
+    #[error("--io uring does not write --csv-requests rows yet; leave out --csv-requests, or run with --io epoll")]
+    UringRows,
+    /// `--csv-requests` names a file this process cannot write.
+    #[error(transparent)]
+    Rows(CannotWrite),
+    /// The plan cannot run as given (a flag's value the plan could not check).
+    #[error("{0}")]
+    Config(String),
+    /// A worker thread could not start or died.
+    #[error("worker failed: {0}")]
+    Worker(WorkerFailure),
+    /// A check before the run got no complete answer within its bound (a
+    /// server that answers too slowly or not at all): a failed run.
+    #[error("{0}")]
+    Unanswered(String),
+    /// A signal stopped the command before the run started.
+    #[error("interrupted {0}")]
+    Interrupted(&'static str),
+}
+
+impl EngineError {
+    /// True when the plan asks for something this process cannot do (a
+    /// server name TLS cannot send, more descriptors or VUs than fit, a
+    /// value only the engine could check): the user's to fix, not a failed
+    /// run. A host that does not resolve is a failed run (the target is
+    /// unreachable from here).
+    pub fn is_usage(&self) -> bool {
+        match self {
+            EngineError::FdLimit { .. }
+            | EngineError::VuLimit { .. }
+            | EngineError::Tls(_)
+            | EngineError::NotSpoken(_)
+            | EngineError::UringRows
+            | EngineError::Rows(_)
+            | EngineError::Config(_) => true,
+            EngineError::Resolve { .. }
+            | EngineError::Worker(_)
+            | EngineError::Unanswered(_)
+            | EngineError::Interrupted(_) => false,
+        }
+    }
+}
+
+impl From<TlsSetup> for EngineError {
+    fn from(e: TlsSetup) -> Self {
+        EngineError::Tls(e)
+    }
+}
+
+impl From<NotSpoken> for EngineError {
+    fn from(e: NotSpoken) -> Self {
+        EngineError::NotSpoken(e)
+    }
+}
+
+impl From<CannotWrite> for EngineError {
+    fn from(e: CannotWrite) -> Self {
+        EngineError::Rows(e)
+    }
+}
+
+impl From<WorkerFailure> for EngineError {
+    fn from(e: WorkerFailure) -> Self {
+        EngineError::Worker(e)
+    }
+}
+
+/// Why a plan's TLS client could not be built. (Its causes are part of the
+/// message, not error sources: the cli prints an error's chain.)
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TlsSetup {
+    /// A TLS plan came without a client configuration (a bug in the caller).
+    #[error("{what} needs a TLS client configuration")]
+    NoClientConfig {
+        /// What needed it ("an https plan", "--http3", ...).
+        what: String,
+    },
+    /// The server name (`--sni` or the host) is no valid TLS server name.
+    #[error("'{name}' cannot be sent as a TLS server name ({reason}); pass --sni NAME")]
+    ServerName {
+        /// The name.
+        name: String,
+        /// Why rustls refused it.
+        reason: InvalidDnsNameError,
+    },
+}
+
+/// How a run's workers failed (the run has no result).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WorkerFailure {
+    /// The OS would not start a worker thread.
+    #[error("cannot start a worker thread: {0}")]
+    Spawn(std::io::Error),
+    /// A worker could not set up (its runtime, its sockets).
+    #[error("worker {worker}: {reason}")]
+    Io {
+        /// Which worker.
+        worker: usize,
+        /// The OS's error.
+        reason: std::io::Error,
+    },
+    /// Workers still running after an abort's grace: a bug in throng.
+    #[error("{remaining} worker(s) did not stop within {grace_s} s of being told to; this is a bug in throng")]
+    Stuck {
+        /// Workers that had not finished.
+        remaining: usize,
+        /// Seconds they were given.
+        grace_s: u64,
+    },
+    /// A worker thread panicked.
+    #[error("a worker thread panicked")]
+    Panicked,
+    /// The workers' measurements could not be merged.
+    #[error("merging worker results: {0}")]
+    Merge(throng_metrics::HistError),
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error;
+
+    use super::*;
+
+    fn bad_name() -> TlsSetup {
+        TlsSetup::ServerName {
+            name: "a b".into(),
+            reason: throng_tls::rustls::pki_types::ServerName::try_from("a b".to_string()).unwrap_err(),
+        }
+    }
+
+    /// The cli prints an error's chain joined by ': ': a typed cause that
+    /// is part of the message must not come again as its source.
+    #[test]
+    fn causes_are_said_once() {
+        let io = || std::io::Error::other("boom");
+        let said = |e: EngineError| {
+            assert!(e.source().is_none(), "{e}");
+            e.to_string()
+        };
+        assert_eq!(
+            said(
+                WorkerFailure::Io {
+                    worker: 1,
+                    reason: io()
+                }
+                .into()
+            ),
+            "worker failed: worker 1: boom"
+        );
+        assert_eq!(
+            said(WorkerFailure::Spawn(io()).into()),
+            "worker failed: cannot start a worker thread: boom"
+        );
+        assert_eq!(
+            said(
+                CannotWrite {
+                    path: "/x/r.csv".into(),
+                    reason: io(),
+                }
+                .into()
+            ),
+            "--csv-requests: cannot write '/x/r.csv': boom (check the directory exists and is writable)"
+        );
+        assert_eq!(
+            said(bad_name().into()),
+            "'a b' cannot be sent as a TLS server name (invalid dns name); pass --sni NAME"
+        );
+    }
+
+    #[test]
+    fn whose_to_fix() {
+        assert!(EngineError::from(bad_name()).is_usage());
+        assert!(EngineError::VuLimit { vus: 5, fit: 3 }.is_usage());
+        assert!(EngineError::UringRows.is_usage());
+        assert!(
+            EngineError::from(CannotWrite {
+                path: "r.csv".into(),
+                reason: std::io::Error::other("x")
+            })
+            .is_usage()
+        );
+        assert!(!EngineError::from(WorkerFailure::Panicked).is_usage());
+    }
+}

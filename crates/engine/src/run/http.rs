@@ -1,0 +1,273 @@
+//! `throng http` and `throng grpc`: a plan of requests in closed or open
+//! loops, over HTTP/1.1, HTTP/2 or HTTP/3, to one target or several.
+
+use std::sync::Arc;
+
+use throng_plan::{HttpPlan, HttpWorkerLoad, StatusSet, Stop};
+use throng_result::{Plan, RunResult};
+use throng_tls::rustls::ClientConfig;
+
+use super::{check_fds, plan_tls};
+use crate::coordinate::{Clock, Launch, coordinate};
+use crate::error::{EngineError, TlsSetup};
+use crate::load::{WorkerLoad, WorkerSpec};
+use crate::preflight::{self, Asked, Speak};
+use crate::proto::{http2, http3};
+use crate::rows::RequestLog;
+use crate::transport::TlsClient;
+use crate::{Control, Progress, mux, reach, redirect, stamps, targets, uring};
+
+/// Origins of an HTTP/2 run checked for HTTP/2 before it (the rest are
+/// told by their failures): each check is a connection and a handshake.
+const MAX_PREFLIGHTS: usize = 16;
+
+/// Runs an HTTP/1.1 plan to completion and returns its result. `on_tick`
+/// is called about ten times a second with live figures; with `rows`, one
+/// CSV row per request is streamed to its file.
+pub fn run_http(
+    plan: &HttpPlan,
+    tls: Option<Arc<ClientConfig>>,
+    rows: Option<&RequestLog>,
+    control: &Control,
+    on_tick: &mut dyn FnMut(&Progress),
+) -> Result<RunResult, EngineError> {
+    let threads = plan.threads.max(1);
+    // This process's segment of the plan (the whole without one), divided
+    // among the workers: the descriptor check counts the segment's share.
+    let loads = plan.worker_loads(threads);
+    check_fds(loads.connections, threads)?;
+    if plan.io == throng_plan::IoModel::Uring {
+        if rows.is_some() {
+            return Err(EngineError::UringRows);
+        }
+        uring::probe().map_err(EngineError::Config)?;
+    }
+    let https = plan.target.scheme == throng_plan::Scheme::Https;
+    let route = Arc::new(reach::route(&plan.target.host, plan.target.port, &plan.reach, https)?);
+    let tls_config = tls.clone();
+    let h3 = http3_spec(plan, tls.as_deref())?;
+    let tls = plan_tls(plan.tls.as_ref(), tls, &plan.target.host, "an https plan")?;
+
+    let h2 = plan.http == throng_plan::HttpVersion::Http2;
+    if h2 {
+        let asked = match plan.grpc {
+            Some(_) => Asked::GrpcTarget {
+                authority: plan.target.authority().to_string(),
+            },
+            None => Asked::HttpTarget {
+                url: plan.target.url.to_string(),
+            },
+        };
+        let speak = Speak::Http2 { tls: tls.as_ref() };
+        preflight::check(
+            [preflight::Dest {
+                route: &route,
+                speak,
+                asked,
+            }],
+            plan.timeout,
+            control,
+        )?;
+    }
+    // One copy of the request (and its body) for every worker: a 64 MiB
+    // body stays 64 MiB however many threads send it.
+    let request = plan.request_bytes();
+    let follow = redirect::FollowSpec::of(plan);
+    let h2_spec = match h2 {
+        true => Some(http2::Spec::from_plan(plan, 1).map_err(EngineError::Config)?),
+        false => None,
+    };
+    // Before the clock starts: the first responses should be stamped too.
+    let _primer = stamps::Primer::start();
+    let clock = plan.start_at_unix_ms.map_or_else(Clock::start, Clock::at);
+    let origin = clock.origin;
+    let targets = targets(plan, tls_config, https, control)?;
+    let common = Common {
+        route,
+        reach: Arc::new(plan.reach.clone()),
+        request,
+        tls,
+        follow,
+        h2: h2_spec,
+        h3,
+        targets,
+        origin,
+        threads,
+    };
+    let specs = loads
+        .workers
+        .into_iter()
+        .enumerate()
+        .map(|(worker, load)| worker_spec(plan, &common, worker, load))
+        .collect();
+
+    let launch = Launch {
+        specs,
+        clock,
+        total_requests: loads.total_requests,
+        duration: match plan.stop {
+            Stop::Duration(d) => Some(d),
+            Stop::Requests(_) => None,
+        },
+        // When the schedule ends; what is in flight then gets the timeout.
+        planned_end: loads.planned_end.map(|d| origin + d),
+        grace: plan.timeout,
+        judge_after: u64::from(plan.connections).min(10),
+        trigger: None,
+        judge: None,
+        rows: rows.map(|r| (r.clone(), 0)),
+    };
+    let finished = coordinate(launch, control, on_tick)?;
+    let mut result = finished.into_result(Plan::Http(plan.redacted()), plan.is_open_loop(), control);
+    result.notes.extend(plan.redaction_note());
+    result.notes.extend(plan.targets_note());
+    result.segment = plan.segment.clone();
+    Ok(result)
+}
+
+/// Several requests: rendered once by the plan, shared by the workers;
+/// with several targets each one's figures are kept under target:NAME.
+/// Targets on several origins: each resolved, with its TLS server name,
+/// and (HTTP/2) each further origin checked to speak it too (the first,
+/// the target, was checked before).
+fn targets(
+    plan: &HttpPlan,
+    tls: Option<Arc<ClientConfig>>,
+    https: bool,
+    control: &Control,
+) -> Result<Option<Arc<targets::TargetSpec>>, EngineError> {
+    let named = plan.origins();
+    let origins = named
+        .iter()
+        .map(|o| {
+            Ok(targets::Dest {
+                route: reach::route(&o.host, o.port, &plan.reach, https)?,
+                tls: plan_tls(plan.tls.as_ref(), tls.clone(), &o.host, "an https plan")?,
+            })
+        })
+        .collect::<Result<Vec<_>, EngineError>>()?;
+    // HTTP/2 and HTTP/3 send every one of the several requests as a
+    // stream: each converted once here, so none fails at run time.
+    if !plan.http.is_http1()
+        && let Some(table) = plan.request_table()
+    {
+        mux::check_table(&table, &plan.target_names(), https)
+            .map_err(|e| EngineError::Config(format!("{}: {e}", plan.http.label())))?;
+    }
+    if plan.http == throng_plan::HttpVersion::Http2 {
+        let further = named.iter().zip(&origins).skip(1).take(MAX_PREFLIGHTS);
+        let dests = further.map(|(o, d)| preflight::Dest {
+            route: &d.route,
+            speak: Speak::Http2 { tls: d.tls.as_ref() },
+            asked: Asked::HttpOrigin { url: o.url.to_string() },
+        });
+        preflight::check(dests, plan.timeout, control)?;
+    }
+    Ok(plan.request_table().map(|table| {
+        Arc::new(targets::TargetSpec {
+            table,
+            order: plan.targets_order,
+            names: plan.target_names(),
+            origins,
+        })
+    }))
+}
+
+/// What every worker of an HTTP run shares.
+struct Common {
+    route: Arc<reach::Route>,
+    reach: Arc<throng_plan::Reach>,
+    request: bytes::Bytes,
+    tls: Option<TlsClient>,
+    follow: Option<Arc<redirect::FollowSpec>>,
+    h2: Option<http2::Spec>,
+    h3: Option<Arc<http3::H3Spec>>,
+    targets: Option<Arc<targets::TargetSpec>>,
+    origin: std::time::Instant,
+    threads: u32,
+}
+
+/// One worker's spec: its share of the load, and what all share.
+fn worker_spec(plan: &HttpPlan, common: &Common, worker: usize, load: HttpWorkerLoad) -> WorkerSpec {
+    let origin = common.origin;
+    // HTTP/2: the loops run one task per stream slot, on at most the
+    // worker's connections (see http2).
+    let h2 = common.h2.is_some();
+    let streams = if h2 { u64::from(plan.streams) } else { 1 };
+    let (load, conns) = match load {
+        HttpWorkerLoad::Closed {
+            connections,
+            budget,
+            until,
+        } => (
+            WorkerLoad::Closed {
+                connections: connections.saturating_mul(streams),
+                budget,
+                until: until.map(|d| origin + d),
+            },
+            connections,
+        ),
+        HttpWorkerLoad::Open {
+            arrivals,
+            cap,
+            gap,
+            warm,
+        } => (
+            WorkerLoad::Open {
+                arrivals,
+                cap: cap.saturating_mul(streams),
+                gap,
+                // HTTP/2 connections open with the first requests.
+                warm: if h2 { 0 } else { warm },
+            },
+            cap,
+        ),
+    };
+    let h2 = common.h2.as_ref().map(|s| http2::Spec {
+        connections: conns.max(1),
+        ..s.clone()
+    });
+    WorkerSpec {
+        route: Arc::clone(&common.route),
+        reach: Arc::clone(&common.reach),
+        request: common.request.clone(),
+        head_request: plan.method.eq_ignore_ascii_case("HEAD"),
+        timeout: plan.timeout,
+        keepalive: plan.keepalive,
+        io: plan.io,
+        // gRPC runs count gRPC status codes (0-16) instead.
+        expect: plan
+            .grpc
+            .as_ref()
+            .map_or(plan.expect_status, |g| StatusSet::from_codes(&g.expect)),
+        tls: common.tls.clone(),
+        protocol: None,
+        upgrade_tls: None,
+        source: Arc::from(Vec::new()),
+        origin,
+        load,
+        rows: None,
+        targets: common
+            .targets
+            .clone()
+            .map(|t| (t, worker as u64, u64::from(common.threads))),
+        follow: common.follow.clone(),
+        h2,
+        h3: common.h3.clone(),
+    }
+}
+
+/// The HTTP/3 client of an HTTP/3 plan (None for any other). The plan
+/// made sure it is https and a closed loop.
+fn http3_spec(plan: &HttpPlan, tls: Option<&ClientConfig>) -> Result<Option<Arc<http3::H3Spec>>, EngineError> {
+    if plan.http != throng_plan::HttpVersion::Http3 {
+        return Ok(None);
+    }
+    let (Some(settings), Some(tls)) = (plan.tls.as_ref(), tls) else {
+        return Err(TlsSetup::NoClientConfig { what: "--http3".into() }.into());
+    };
+    let name = settings.server_name.clone().unwrap_or_else(|| plan.target.host.clone());
+    http3::H3Spec::new(plan, tls, name, plan.streams)
+        .map(|s| Some(Arc::new(s)))
+        .map_err(EngineError::Config)
+}

@@ -1,0 +1,356 @@
+//! `throng run`: a scenario file's scenarios, each a flow of steps run by
+//! virtual users under its executor, thresholds judged at the end (and
+//! while it runs, for those with abort_on_fail).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use throng_metrics::Measurements;
+use throng_plan::HttpVersion;
+use throng_result::{Plan, RunResult};
+use throng_scenario::{BaseUrl, Scenario, ScenarioPlan};
+use throng_tls::rustls::ClientConfig;
+
+use super::{connections_per_process, plan_tls};
+use crate::coordinate::{Clock, Judge, Launch, TICK, coordinate};
+use crate::error::{EngineError, TlsSetup};
+use crate::load::{self, WorkerLoad, WorkerSpec};
+use crate::preflight::{self, Asked, Speak};
+use crate::proto::http3;
+use crate::rows::RequestLog;
+use crate::{Control, Progress, reach, scenario, stamps, sys, targets};
+
+/// How to run a scenario file besides the file itself.
+#[derive(Clone, Debug, Default)]
+pub struct ScenarioOptions {
+    /// Worker threads (0: one per core).
+    pub threads: u32,
+    /// The environment `{{env.NAME}}` reads.
+    pub env: std::collections::HashMap<String, String>,
+    /// Seed of every VU's random generator (`{{uuid}}`, think ranges).
+    pub seed: u64,
+    /// `--csv-requests`: one row per request.
+    pub requests_csv: Option<RequestLog>,
+    /// `--start-at`: start at this wall-clock instant (ms since the Unix epoch).
+    pub start_at_unix_ms: Option<u64>,
+    /// `-4`/`-6`, `--connect-to`, `--resolve` (no proxy: scenarios build
+    /// their own requests, in origin form).
+    pub reach: throng_plan::Reach,
+}
+
+/// Runs a scenario file's scenarios to completion and returns the result,
+/// its thresholds judged.
+pub fn run_scenario(
+    plan: &ScenarioPlan,
+    tls: Option<Arc<ClientConfig>>,
+    options: &ScenarioOptions,
+    control: &Control,
+    on_tick: &mut dyn FnMut(&Progress),
+) -> Result<RunResult, EngineError> {
+    let threads = if options.threads == 0 {
+        sys::cores()
+    } else {
+        options.threads
+    }
+    .max(1);
+    // Every VU may hold a connection at once (this segment's VUs).
+    let segment = plan.segment();
+    let vus: u64 = plan.scenarios.iter().map(|s| segment.share(s.executor.max_vus())).sum();
+    let fit = connections_per_process(threads);
+    if vus > fit {
+        return Err(EngineError::VuLimit { vus, fit });
+    }
+    let route = Arc::new(reach::route(
+        &plan.target.host,
+        plan.target.port,
+        &options.reach,
+        false,
+    )?);
+    let dests = scenario_dests(plan, tls.as_ref(), &options.reach, control)?;
+    let reach = Arc::new(options.reach.clone());
+    // The file's TLS client (or a scenario's, when only scenarios are
+    // https): a redirect to another https origin starts from it.
+    let tls = match plan.target.https {
+        true => plan_tls(plan.tls.as_ref(), tls, &plan.target.host, "an https target")?,
+        false => dests.iter().find_map(|d| d.conn.tls.clone()).map(|mut t| {
+            // Without an HTTP/2 target's ALPN `h2`: a hop elsewhere speaks HTTP/1.1.
+            if !t.config.alpn_protocols.is_empty() {
+                let mut c = ClientConfig::clone(&t.config);
+                c.alpn_protocols.clear();
+                t.config = Arc::new(c);
+            }
+            t
+        }),
+    };
+    // See run_http.
+    let _primer = stamps::Primer::start();
+    let clock = options.start_at_unix_ms.map_or_else(Clock::start, Clock::at);
+    let origin = clock.origin;
+    let shared_plan = Arc::new(plan.clone());
+    let env = Arc::new(options.env.clone());
+    let shared = Arc::new(load::SharedCounters::new(plan.scenarios.len()));
+    let specs = (0..threads)
+        .map(|w| WorkerSpec {
+            route: Arc::clone(&route),
+            reach: Arc::clone(&reach),
+            request: bytes::Bytes::new(),
+            head_request: false,
+            timeout: plan.defaults.timeout,
+            keepalive: true,
+            io: throng_plan::IoModel::Epoll,
+            expect: plan.defaults.expect,
+            tls: tls.clone(),
+            protocol: None,
+            upgrade_tls: None,
+            source: Arc::from(Vec::new()),
+            origin,
+            load: WorkerLoad::Scenario(load::ScenarioLoad {
+                plan: Arc::clone(&shared_plan),
+                env: Arc::clone(&env),
+                worker: w,
+                workers: threads,
+                shared: Arc::clone(&shared),
+                seed: options.seed,
+                dests: Arc::clone(&dests),
+            }),
+            rows: None,
+            targets: None,
+            follow: None,
+            h2: None,
+            h3: None,
+        })
+        .collect();
+    // Workers cut off what outlives each scenario's graceful stop; the
+    // coordinator's own limit only guards against a worker that does not.
+    let last = plan
+        .scenarios
+        .iter()
+        .map(|s| s.end() + s.graceful_stop)
+        .max()
+        .unwrap_or_default();
+    let launch = Launch {
+        specs,
+        clock,
+        total_requests: None,
+        duration: Some(plan.end()),
+        planned_end: Some(origin + last),
+        grace: plan.defaults.timeout + TICK,
+        judge_after: vus.min(10),
+        trigger: None,
+        judge: abort_judge(plan),
+        rows: options.requests_csv.clone().map(|r| (r, 0)),
+    };
+    let finished = coordinate(launch, control, on_tick)?;
+    let co_free = plan.scenarios.iter().all(|s| s.executor.is_open());
+    let mut result = finished.into_result(Plan::Run(Box::new(plan.redacted())), co_free, control);
+    result.notes.extend(plan.redaction_note());
+    if let Some(s) = &result.measurements.scenario
+        && s.truncated_bodies > 0
+    {
+        result.notes.push(format!(
+            "{} responses were longer than their step's max_body (default 1 MiB): their checks and captures saw \
+             only the first max_body bytes; raise max_body in defaults or the step",
+            s.truncated_bodies
+        ));
+    }
+    result.segment = plan.segment.clone();
+    Ok(result)
+}
+
+/// Stops the run when a threshold with `abort_on_fail` fails on what was
+/// measured so far, once its delay has passed.
+fn abort_judge(plan: &ScenarioPlan) -> Option<Judge> {
+    let watched: Vec<throng_scenario::Threshold> =
+        plan.thresholds.iter().filter(|t| t.abort_on_fail).cloned().collect();
+    if watched.is_empty() {
+        return None;
+    }
+    Some(Box::new(move |m: &Measurements, elapsed: Duration| {
+        watched
+            .iter()
+            .filter(|t| elapsed >= Duration::from_millis(t.delay_ms))
+            .map(|t| t.evaluate(m))
+            // Nothing measured yet is no reason to stop: such a threshold
+            // fails at the end, when nothing was measured at all.
+            .find(|v| !v.passed && v.observed.is_some())
+            .map(|v| {
+                format!(
+                    "stopped at {:.0}s: threshold '{}' failed ({}) and has abort_on_fail",
+                    elapsed.as_secs_f64(),
+                    v.threshold,
+                    v.detail
+                )
+            })
+    }))
+}
+
+/// Where each scenario's VUs connect and in which protocols: its target's
+/// route, TLS client (ALPN `h2` for HTTP/2) or QUIC client (HTTP/3), and
+/// the same for each other protocol its requests name with their own
+/// `http:`. A target (or request) with `http: 2` or `http: 3` whose server
+/// does not speak it is refused here, before the run, as `throng http
+/// --http2` refuses it.
+fn scenario_dests(
+    plan: &ScenarioPlan,
+    tls: Option<&Arc<ClientConfig>>,
+    reach: &throng_plan::Reach,
+    control: &Control,
+) -> Result<Arc<[Arc<scenario::Dest>]>, EngineError> {
+    type Made<'a> = (&'a BaseUrl, Vec<(HttpVersion, &'a str)>, Arc<scenario::Dest>);
+    let mut made: Vec<Made<'_>> = Vec::new();
+    let mut out = Vec::with_capacity(plan.scenarios.len());
+    for s in &plan.scenarios {
+        let target = s.target(&plan.target);
+        let asked = s.request_protocols();
+        // Scenarios with the same target and request protocols share one.
+        if let Some((_, _, d)) = made.iter().find(|(t, a, _)| *t == target && *a == asked) {
+            out.push(Arc::clone(d));
+            continue;
+        }
+        let d = scenario_dest(plan, s, target, &asked, tls, reach)?;
+        preflight::check(checks(plan, s, target, &asked, &d), plan.defaults.timeout, control)?;
+        let d = Arc::new(d);
+        made.push((target, asked, Arc::clone(&d)));
+        out.push(d);
+    }
+    Ok(out.into())
+}
+
+/// How refusals name a scenario's target.
+fn which(s: &Scenario) -> String {
+    if s.target.is_some() {
+        format!("scenario {}'s target", s.name)
+    } else {
+        "target".to_string()
+    }
+}
+
+/// One scenario's destination: routes, TLS and QUIC clients for its
+/// target's protocol and each its requests ask for.
+fn scenario_dest(
+    plan: &ScenarioPlan,
+    s: &Scenario,
+    target: &BaseUrl,
+    asked: &[(HttpVersion, &str)],
+    tls: Option<&Arc<ClientConfig>>,
+    reach: &throng_plan::Reach,
+) -> Result<scenario::Dest, EngineError> {
+    let what = format!("the https target {}", target.url);
+    // The route and TLS client (ALPN by protocol) for `http`.
+    let conn = |http: HttpVersion| -> Result<targets::Dest, EngineError> {
+        let route = reach::route(&target.host, target.port, reach, false)?;
+        let config = match (target.https, http) {
+            (false, _) => None,
+            (true, HttpVersion::Http2) => tls.map(|c| {
+                let mut c = ClientConfig::clone(c);
+                c.alpn_protocols = vec![b"h2".to_vec()];
+                Arc::new(c)
+            }),
+            (true, _) => tls.cloned(),
+        };
+        let tls_client = if target.https {
+            plan_tls(plan.tls.as_ref(), config, &target.host, &what)?
+        } else {
+            None
+        };
+        Ok(targets::Dest { route, tls: tls_client })
+    };
+    let main = conn(target.http)?;
+    let mut also = Vec::new();
+    for &(http, _) in asked {
+        if http != target.http && http != HttpVersion::Http3 && !also.iter().any(|(h, _)| *h == http) {
+            also.push((http, conn(http)?));
+        }
+    }
+    let quic = match std::iter::once(target.http)
+        .chain(asked.iter().map(|(h, _)| *h))
+        .any(|h| h == HttpVersion::Http3)
+    {
+        true => {
+            let (Some(settings), Some(c)) = (plan.tls.as_ref(), tls) else {
+                return Err(TlsSetup::NoClientConfig { what }.into());
+            };
+            let client = http3::quic_client(c)
+                .map_err(|e| EngineError::Config(format!("{}: {} (http: 3): {e}", plan.file, which(s))))?;
+            let name = settings.server_name.clone().unwrap_or_else(|| target.host.clone());
+            Some((client, name))
+        }
+        false => None,
+    };
+    Ok(scenario::Dest {
+        http: target.http,
+        conn: main,
+        quic,
+        also,
+    })
+}
+
+/// What to check before the run: the target's protocol when it is HTTP/2
+/// or HTTP/3, then HTTP/2 and HTTP/3 when a request asks for it and the
+/// target speaks another.
+fn checks<'a>(
+    plan: &ScenarioPlan,
+    s: &Scenario,
+    target: &BaseUrl,
+    asked: &[(HttpVersion, &str)],
+    d: &'a scenario::Dest,
+) -> Vec<preflight::Dest<'a>> {
+    let route = &d.conn.route;
+    let mut out = Vec::new();
+    let on_target = |http: u8| Asked::ScenarioTarget {
+        file: plan.file.to_string(),
+        which: which(s),
+        url: target.url.clone(),
+        http,
+    };
+    let by_request = |at: &str, http: u8| Asked::ScenarioRequest {
+        at: at.to_string(),
+        scenario: s.name.to_string(),
+        url: target.url.clone(),
+        http,
+    };
+    let request_asks = |http: HttpVersion| {
+        asked
+            .iter()
+            .find(|(h, _)| *h == http && target.http != http)
+            .map(|&(_, at)| at)
+    };
+    let quic = d.quic.as_ref().map(|(client, name)| Speak::Http3 {
+        client,
+        name: name.as_str(),
+    });
+    let h2 = |tls| Speak::Http2 { tls };
+    if target.http == HttpVersion::Http2 {
+        out.push(preflight::Dest {
+            route,
+            speak: h2(d.conn.tls.as_ref()),
+            asked: on_target(2),
+        });
+    }
+    if target.http == HttpVersion::Http3
+        && let Some(speak) = quic
+    {
+        out.push(preflight::Dest {
+            route,
+            speak,
+            asked: on_target(3),
+        });
+    }
+    if let Some(at) = request_asks(HttpVersion::Http2) {
+        out.push(preflight::Dest {
+            route,
+            speak: h2(d.conn_for(HttpVersion::Http2).tls.as_ref()),
+            asked: by_request(at, 2),
+        });
+    }
+    if let Some(at) = request_asks(HttpVersion::Http3)
+        && let Some(speak) = quic
+    {
+        out.push(preflight::Dest {
+            route,
+            speak,
+            asked: by_request(at, 3),
+        });
+    }
+    out
+}

@@ -1,0 +1,221 @@
+//! `throng storm`: connections opened on a schedule, each with at most one
+//! request or a handshake (NATS, line protocols, WebSocket), held, closed.
+
+use std::sync::Arc;
+
+use throng_plan::{StatusSet, StormPlan};
+use throng_result::{Plan, RunResult};
+use throng_tls::rustls::ClientConfig;
+
+use super::{check_fds, plan_tls};
+use crate::coordinate::{Clock, Launch, coordinate};
+use crate::error::{EngineError, TlsSetup};
+use crate::load::{StormLoad, WorkerLoad, WorkerSpec};
+use crate::preflight::{self, Asked, Speak};
+use crate::proto::line as protocol;
+use crate::proto::{http2, http3, ws};
+use crate::rows::RequestLog;
+use crate::{Control, Progress, reach, stamps};
+
+/// Which share of a storm this process runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StormPart {
+    /// This process's index, from 0.
+    pub index: u32,
+    /// Processes in the storm.
+    pub count: u32,
+    /// Start at this wall-clock instant (ms since the Unix epoch), so that
+    /// processes begin together.
+    pub start_at_unix_ms: Option<u64>,
+}
+
+impl StormPart {
+    /// The whole storm in this process.
+    pub const WHOLE: StormPart = StormPart {
+        index: 0,
+        count: 1,
+        start_at_unix_ms: None,
+    };
+}
+
+/// Most connections a storm may have open at once, from its plan: the cap,
+/// or what its rate and hold allow, or all of them.
+pub fn storm_peak_estimate(plan: &StormPlan) -> u64 {
+    plan.peak_estimate()
+}
+
+/// Runs this process's share of a storm and returns its result.
+pub fn run_storm(
+    plan: &StormPlan,
+    part: StormPart,
+    tls: Option<Arc<ClientConfig>>,
+    rows: Option<&RequestLog>,
+    control: &Control,
+    on_tick: &mut dyn FnMut(&Progress),
+) -> Result<RunResult, EngineError> {
+    let workers = plan.workers.max(1);
+    let count = part.count.max(1);
+    // This process's share of its segment, striped over the workers of all
+    // its processes.
+    let loads = plan.worker_loads(part.index, count);
+    let http3 = plan.http == throng_plan::HttpVersion::Http3;
+    // QUIC connections share their worker's one UDP socket.
+    check_fds(if http3 { 0 } else { loads.peak }, workers)?;
+    // Through a proxy, every storm connection is a CONNECT tunnel.
+    let route = Arc::new(reach::route(&plan.target.host, plan.target.port, &plan.reach, true)?);
+    let reach = Arc::new(plan.reach.clone());
+    let client = plan_tls(plan.tls.as_ref(), tls, &plan.target.host, "a TLS storm")?;
+    // tls:// and https:// speak TLS from the first byte; nats:// starts
+    // plain and upgrades when the server's INFO asks for it.
+    let (tls, upgrade_tls) = if plan.target.scheme.is_tls() {
+        (client, None)
+    } else {
+        (None, client)
+    };
+    let protocol = plan
+        .protocol
+        .as_ref()
+        .map(|p| Arc::new(protocol_spec(p, tls.is_some(), plan.client)));
+    let request = bytes::Bytes::from(plan.request_bytes().unwrap_or_default());
+    // HTTP/2: each connection speaks the preface; its request (when the
+    // storm makes one: `request` not empty) is one stream.
+    let h2 = match plan.http {
+        throng_plan::HttpVersion::Http2 => {
+            let target = preflight::Dest {
+                route: &route,
+                speak: Speak::Http2 { tls: tls.as_ref() },
+                asked: Asked::StormTarget {
+                    url: plan.target.url.to_string(),
+                },
+            };
+            preflight::check([target], plan.timeout, control)?;
+            Some(http2::Spec::for_storm(plan).map_err(EngineError::Config)?)
+        }
+        _ => None,
+    };
+    let h3 = match (http3, tls.as_ref()) {
+        (false, _) => None,
+        (true, Some(tls)) => Some(Arc::new(
+            http3::H3Spec::for_storm(plan, &tls.config).map_err(EngineError::Config)?,
+        )),
+        (true, None) => {
+            return Err(TlsSetup::NoClientConfig { what: "--http3".into() }.into());
+        }
+    };
+    let source: Arc<[std::net::IpAddr]> = Arc::from(plan.source.clone());
+    // A storm that makes requests times their responses (see run_http).
+    let _primer = if request.is_empty() {
+        None
+    } else {
+        stamps::Primer::start()
+    };
+    let clock = part.start_at_unix_ms.map_or_else(Clock::start, Clock::at);
+    let origin = clock.origin;
+    let mine = loads.connections;
+    let specs = loads
+        .workers
+        .into_iter()
+        .map(|w| WorkerSpec {
+            route: Arc::clone(&route),
+            reach: Arc::clone(&reach),
+            request: request.clone(),
+            head_request: false,
+            timeout: plan.timeout,
+            keepalive: true,
+            io: throng_plan::IoModel::Epoll,
+            expect: StatusSet::default(),
+            tls: tls.clone(),
+            protocol: protocol.clone(),
+            upgrade_tls: upgrade_tls.clone(),
+            source: Arc::clone(&source),
+            origin,
+            load: WorkerLoad::Storm(StormLoad {
+                starts: w.starts,
+                cap: w.cap,
+                hold: plan.hold,
+                scheduled: plan.rate.is_some() || plan.jitter.is_some(),
+                gap: w.gap,
+                worker: w.worker,
+                workers: w.workers,
+                reconnect: plan.reconnect,
+                seed: plan.seed,
+                nats_go: plan.client == throng_plan::ClientProfile::NatsGo,
+            }),
+            rows: None,
+            targets: None,
+            follow: None,
+            h2: h2.clone(),
+            h3: h3.clone(),
+        })
+        .collect();
+    let launch = Launch {
+        specs,
+        clock,
+        total_requests: Some(mine),
+        duration: None,
+        planned_end: None,
+        grace: plan.timeout,
+        judge_after: plan.connections.min(10),
+        trigger: plan.trigger.clone().map(|t| (t, mine)),
+        judge: None,
+        rows: rows.map(|r| (r.clone(), u64::from(part.index) * u64::from(workers))),
+    };
+    let mut finished = coordinate(launch, control, on_tick)?;
+    if count > 1 {
+        finished.notes.push(format!(
+            "process {} of {count}: connections {} of {}",
+            part.index + 1,
+            mine,
+            plan.connections
+        ));
+    }
+    let co_free = plan.rate.is_some() || plan.jitter.is_some();
+    let mut result = finished.into_result(Plan::Storm(plan.clone()), co_free, control);
+    result.segment = plan.segment.clone();
+    Ok(result)
+}
+
+/// Compiles a plan's protocol: the NATS CONNECT line, the line steps'
+/// regular expressions.
+fn protocol_spec(p: &throng_plan::Protocol, tls: bool, client: throng_plan::ClientProfile) -> protocol::ProtocolSpec {
+    match p {
+        throng_plan::Protocol::Nats(auth) => protocol::ProtocolSpec::Nats {
+            connect: protocol::nats_connect(auth.user.as_deref(), auth.secret.as_deref(), auth.token, tls),
+            strict: client == throng_plan::ClientProfile::NatsGo,
+        },
+        throng_plan::Protocol::Lines { steps, step_timeout } => protocol::ProtocolSpec::Lines {
+            steps: steps
+                .iter()
+                .map(|s| match s {
+                    throng_plan::LineStep::Send(t) => protocol::Step::Send(t.as_bytes().to_vec()),
+                    throng_plan::LineStep::SendSecret(t) => protocol::Step::Send(t.expose().as_bytes().to_vec()),
+                    // Compiled when the plan was validated.
+                    throng_plan::LineStep::Expect(re) => protocol::Step::Expect(re.regex().clone()),
+                })
+                .collect(),
+            step_timeout: *step_timeout,
+        },
+        throng_plan::Protocol::WebSocket(ws) => protocol::ProtocolSpec::WebSocket(ws::Spec {
+            path: ws.path.clone(),
+            host: ws.host.clone(),
+            steps: ws
+                .steps
+                .iter()
+                .map(|s| match s {
+                    throng_plan::WsStep::Text(t) => ws::Step::Send {
+                        binary: false,
+                        data: t.as_bytes().to_vec(),
+                    },
+                    throng_plan::WsStep::Binary { bytes, .. } => ws::Step::Send {
+                        binary: true,
+                        data: bytes.clone(),
+                    },
+                    // Compiled when the plan was validated.
+                    throng_plan::WsStep::Expect(re) => ws::Step::Expect(re.regex().clone()),
+                })
+                .collect(),
+            step_timeout: ws.step_timeout,
+            ping_every: ws.ping_every,
+        }),
+    }
+}
