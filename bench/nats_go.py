@@ -27,6 +27,7 @@ default v1.53.1, the version the profile follows).
 
 import argparse
 import os
+import re
 import shutil
 import signal
 import statistics
@@ -63,6 +64,15 @@ def build_natsgo():
         sys.exit(f"bench: cannot fetch nats.go {VERSION} from the Go module proxy: {step.stderr.strip()}")
     subprocess.run(["go", "build", "-o", binary, "."], cwd=src, check=True)
     return binary
+
+
+def failures(text):
+    """The failures a run printed, by kind: nats.go's "  N  message" lines,
+    throng's "    class  N  description" lines."""
+    kinds = re.findall(r"^ {2,}(\d+)  (\S.*)$", text, re.M)
+    kinds = [(int(n), what) for n, what in kinds]
+    kinds += [(int(n), what) for what, n in re.findall(r"^ {4}([a-z_.]+) +(\d+)  ", text, re.M)]
+    return ", ".join(f"{n} {what[:40]}" for n, what in kinds)
 
 
 def config(tmp, cost, port):
@@ -105,6 +115,7 @@ def main():
     ap.add_argument("--timeout", default="30s")
     ap.add_argument("--hold", default="1s")
     ap.add_argument("--tolerance", type=int, default=15)
+    ap.add_argument("--seed", type=int, default=1, help="round R's random waits use seed SEED+R in both clients")
     ap.add_argument("--pin", action="store_true")
     ap.add_argument("--skip-build", action="store_true")
     a = ap.parse_args()
@@ -129,7 +140,7 @@ def main():
     }
     print(f"bcrypt cost {a.cost}, {a.clients} clients, jitter {a.jitter}, timeout {a.timeout}, "
           f"hold {a.hold}, {a.rounds} rounds{', server on CPU 0 and client on CPU 1' if a.pin else ''}")
-    print(f"{'round':>5}  {'client':<8} {'connected':>9} {'client CPU s':>12} {'server CPU s':>12} {'load':>5}")
+    print(f"{'round':>5}  {'client':<8} {'connected':>9} {'client CPU s':>12} {'server CPU s':>12} {'load':>5}  failures")
     got = {name: [] for name in cmds}
     with tempfile.TemporaryDirectory() as tmp:
         conf = config(tmp, a.cost, port)
@@ -138,15 +149,18 @@ def main():
                 load = os.getloadavg()[0]
                 server = start_server(conf, port, a.pin)
                 try:
-                    text, user, system, _ = run_split(cmd, limit, CLIENT_CPU if a.pin else None)
+                    # A new arrival pattern each round (the same seed in both: the same
+                    # uniform law, not the same waits), so that no one pattern favours a client.
+                    seeded = cmd + ([f"-seed={a.seed + r}"] if name == "nats.go" else ["--seed", str(a.seed + r)])
+                    text, user, system, _ = run_split(seeded, limit, CLIENT_CPU if a.pin else None)
                 finally:
                     server_cpu = stop_server(server)
                 ok = parse(text)
                 if "connected" not in text and "established" not in text:
                     sys.exit(f"bench: {name} printed no result:\n{text}")
                 got[name].append((ok, user + system, server_cpu, load))
-                print(f"{r:>5}  {name:<8} {ok:>9} {user + system:>12.2f} {server_cpu:>12.2f} {load:>5.1f}",
-                      flush=True)
+                print(f"{r:>5}  {name:<8} {ok:>9} {user + system:>12.2f} {server_cpu:>12.2f} {load:>5.1f}  "
+                      f"{failures(text)}", flush=True)
     med = {name: statistics.median(ok for ok, *_ in runs) for name, runs in got.items()}
     cpu = {name: statistics.median(c for _, c, *_ in runs) for name, runs in got.items()}
     loads = [load for runs in got.values() for *_, load in runs]
