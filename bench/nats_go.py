@@ -6,16 +6,19 @@ password is hashed at bcrypt COST, and CLIENTS clients each connecting after
 a uniformly random wait under JITTER, held HOLD, with nats.go's handshake
 timeout TIMEOUT. Each round runs the real nats.go client
 (examples/nats-bcrypt/natsgo, built with `go build` against nats.go from the
-Go module proxy) and then throng's nats.go profile on the same plan, each
-against a freshly started nats-server: interleaved, so that a machine whose
-load drifts shifts both alike. It prints every run (connected, the
-generator's and the server's CPU seconds read with wait4, the load average
-when it started), the medians and their difference, and exits 1 when the
-medians differ by more than TOLERANCE connections.
+Go module proxy) and throng's nats.go profile on the same plan, each
+against a freshly started nats-server: interleaved, nats.go first in odd
+rounds and throng first in even ones, so that a machine whose load drifts
+shifts both alike; round R gives both the seed SEED+R. It prints every run
+(connected, the generator's and the server's CPU seconds read with wait4,
+the load average when it started, the failures by kind), the medians and
+their difference (and the median of each round's own difference, which the
+load drifting between rounds does not move), and exits 1 when the medians
+differ by more than TOLERANCE connections.
 
     bench/nats_go.py [--rounds 5] [--cost 11] [--clients 100] [--jitter 2s]
-                     [--timeout 30s] [--hold 1s] [--tolerance 15] [--pin]
-                     [--skip-build]
+                     [--timeout 30s] [--hold 1s] [--tolerance 15] [--seed 1]
+                     [--pin] [--skip-build]
 
 --pin runs nats-server on CPU 0 and the client on CPU 1 (a generator's own
 CPU then does not take the server's); without it all share the machine, as in
@@ -145,7 +148,10 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         conf = config(tmp, a.cost, port)
         for r in range(1, a.rounds + 1):
-            for name, (cmd, parse) in cmds.items():
+            # Odd rounds run nats.go first, even rounds throng first: a load
+            # that rises (or falls) through the bench favours neither.
+            order = list(cmds.items()) if r % 2 else list(cmds.items())[::-1]
+            for name, (cmd, parse) in order:
                 load = os.getloadavg()[0]
                 server = start_server(conf, port, a.pin)
                 try:
@@ -165,8 +171,10 @@ def main():
     cpu = {name: statistics.median(c for _, c, *_ in runs) for name, runs in got.items()}
     loads = [load for runs in got.values() for *_, load in runs]
     diff = med["throng"] - med["nats.go"]
+    # Each round's own difference: the load both runs of a round shared cancels.
+    paired = statistics.median(t[0] - g[0] for t, g in zip(got["throng"], got["nats.go"]))
     print(f"median connected: nats.go {med['nats.go']:g}, throng --client nats.go {med['throng']:g} "
-          f"(difference {diff:+g}, tolerance {a.tolerance}); median client CPU: nats.go {cpu['nats.go']:.2f} s, "
+          f"(difference {diff:+g}, tolerance {a.tolerance}; median of the rounds' differences {paired:+g}); median client CPU: nats.go {cpu['nats.go']:.2f} s, "
           f"throng {cpu['throng']:.2f} s; load average {min(loads):.1f}-{max(loads):.1f}")
     if abs(diff) > a.tolerance:
         print(f"bench: the medians differ by {abs(diff):g} connections, more than {a.tolerance}", file=sys.stderr)
