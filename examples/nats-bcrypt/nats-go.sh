@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
 # Runs a crowd of real nats.go clients against the bcrypt experiment's
 # nats-server, to compare with `throng storm --client nats.go`.
-#   nats-go.sh COST [CLIENTS] [JITTER]     e.g. nats-go.sh 11 100 2s
+#   nats-go.sh COST [CLIENTS] [JITTER] [TIMEOUT]   e.g. nats-go.sh 11 100 2s 30s
 # Builds examples/nats-bcrypt/natsgo at run time in a temporary directory
 # with nats.go from the Go module proxy (NATS_GO_VERSION, default v1.53.1,
 # the version the nats.go profile follows); nothing is vendored. Needs go,
 # nats-server and htpasswd (nats.sh). Prints connected/failed, then the same
-# plan through throng with --client nats.go and --client lenient.
+# plan through throng with --client nats.go and --client lenient. TIMEOUT
+# (default nats.go's 2s) is nats.Timeout for the real client and --timeout
+# for throng's nats.go profile. One run of each: bench/nats_go.py repeats
+# them interleaved and compares the medians.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-cost=${1:?usage: nats-go.sh COST [CLIENTS] [JITTER]}
+cost=${1:?usage: nats-go.sh COST [CLIENTS] [JITTER] [TIMEOUT]}
 clients=${2:-100}
 jitter=${3:-2s}
+timeout=${4:-2s}
 version=${NATS_GO_VERSION:-v1.53.1}
 throng=${THRONG:-throng}
 port=14222
@@ -31,12 +35,12 @@ cp "$here/natsgo/main.go" "$build/"
 
 run_server() { "$here/nats.sh" start "$cost" "$port"; }
 
-echo "== real nats.go $version, bcrypt cost $cost, $clients clients, jitter $jitter"
+echo "== real nats.go $version, bcrypt cost $cost, $clients clients, jitter $jitter, timeout $timeout"
 run_server
-"$build/natsgo" -url "$url" -n "$clients" -jitter "$jitter" -hold 1s || true
-# nats.go's own 2 s timeout; lenient with the sweep's 60 s, so it times the
-# whole handshake.
-for client in "nats.go" "lenient --timeout 60s"; do
+"$build/natsgo" -url "$url" -n "$clients" -jitter "$jitter" -hold 1s -timeout "$timeout" || true
+# nats.go with the real client's timeout; lenient with the sweep's 60 s, so
+# it times the whole handshake.
+for client in "nats.go --timeout $timeout" "lenient --timeout 60s"; do
   echo "== throng storm --client $client, same plan"
   run_server
   # shellcheck disable=SC2086 # $client is the profile and its flags

@@ -1,6 +1,7 @@
 // Command natsgo connects a crowd of real nats.go clients the way
 // `throng storm --jitter J --hold H` does — each after a uniformly random
-// wait in [0, J), with nats.go's default options — and prints how many
+// wait in [0, J), with nats.go's default options (-timeout sets
+// nats.Timeout) — and prints how many
 // connected and why the others failed, for comparison with
 // `throng storm --client nats.go`. nats-go.sh builds it at run time from the
 // Go module proxy; nothing of nats.go is kept in this repository.
@@ -29,6 +30,8 @@ func main() {
 	jitter := flag.Duration("jitter", 2*time.Second, "each client starts after a random wait in [0, jitter)")
 	hold := flag.Duration("hold", time.Second, "how long each connected client stays connected")
 	seed := flag.Int64("seed", 1, "seed of the random waits")
+	timeout := flag.Duration("timeout", nats.GetDefaultOptions().Timeout,
+		"nats.Timeout: the dial, then the whole handshake (INFO, CONNECT → PONG), each within it")
 	flag.Parse()
 
 	rng := rand.New(rand.NewSource(*seed))
@@ -49,7 +52,7 @@ func main() {
 		go func(wait time.Duration) {
 			defer wg.Done()
 			time.Sleep(wait)
-			nc, err := nats.Connect(*url, nats.Name("natsgo-crowd"))
+			nc, err := nats.Connect(*url, nats.Name("natsgo-crowd"), nats.Timeout(*timeout))
 			mu.Lock()
 			if err != nil {
 				msg := err.Error()
@@ -72,7 +75,7 @@ func main() {
 	}
 	wg.Wait()
 
-	fmt.Printf("nats.go %s: %d clients, jitter %s, %.1fs\n", nats.Version, *n, *jitter, time.Since(start).Seconds())
+	fmt.Printf("nats.go %s: %d clients, jitter %s, timeout %s, %.1fs\n", nats.Version, *n, *jitter, *timeout, time.Since(start).Seconds())
 	fmt.Printf("connected %d\n", connected)
 	fmt.Printf("failed %d\n", *n-connected)
 	keys := make([]string, 0, len(failures))

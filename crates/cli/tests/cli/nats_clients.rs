@@ -33,6 +33,9 @@ enum Act {
     /// A normal handshake, then close after this long (a server that
     /// drops its clients).
     DropAfter(Duration),
+    /// INFO after `info`, and the PONG `pong` after the client's PING (a
+    /// server slow to accept, then slow to check a password).
+    Slow { info: Duration, pong: Duration },
 }
 
 /// A NATS-speaking server on loopback; connection `k` (in accept order)
@@ -88,6 +91,9 @@ fn serve(conn: TcpStream, act: Act, stop: &AtomicBool) -> std::io::Result<()> {
     conn.set_read_timeout(Some(Duration::from_millis(200)))?;
     let mut w = conn.try_clone()?;
     let mut r = BufReader::new(conn);
+    if let Act::Slow { info, .. } = act {
+        std::thread::sleep(info);
+    }
     w.write_all(
         b"INFO {\"server_id\":\"fake\",\"version\":\"2.9.10\",\"max_payload\":1048576,\"auth_required\":true}\r\n",
     )?;
@@ -104,8 +110,11 @@ fn serve(conn: TcpStream, act: Act, stop: &AtomicBool) -> std::io::Result<()> {
             Err(e) => return Err(e),
         }
     }
+    if let Act::Slow { pong, .. } = act {
+        std::thread::sleep(pong);
+    }
     let reply: &[u8] = match act {
-        Act::Normal | Act::DropAfter(_) => b"PONG\r\n",
+        Act::Normal | Act::DropAfter(_) | Act::Slow { .. } => b"PONG\r\n",
         Act::EarlyPing => b"PING\r\nPONG\r\n",
         Act::InfoUpdate => b"INFO {\"server_id\":\"fake\",\"connect_urls\":[\"127.0.0.1:4222\"]}\r\nPONG\r\n",
         Act::ErrThenPong => b"-ERR 'Unknown Protocol Operation'\r\nPONG\r\n",
@@ -197,6 +206,36 @@ fn the_nats_go_client_fails_where_nats_go_fails() {
     } else {
         panic!("not a storm plan");
     }
+}
+
+#[test]
+fn nats_go_timeout_bounds_the_whole_handshake_as_nats_timeout_does() {
+    // INFO after 1.2 s, PONG 1.2 s after CONNECT: each step within nats.go's
+    // 2 s, the handshake not (nats.go sets one deadline, Timeout after the
+    // dial, for INFO through PONG: processConnectInit).
+    let slow = Act::Slow {
+        info: Duration::from_millis(1200),
+        pong: Duration::from_millis(1200),
+    };
+    let server = FakeNats::start(move |_| slow);
+    let run = common::storm(&[&server.url(), "-n", "3", "--client", "nats.go"]);
+    let r = run.result();
+    assert_books_balance(r);
+    let c = &r.measurements.connections;
+    assert_eq!(
+        c.error("timeout.handshake"),
+        3,
+        "2 s for the whole handshake: {:?}",
+        c.errors
+    );
+    // --timeout 30s is nats.Timeout(30s): the same handshakes then connect.
+    let run = common::storm(&[&server.url(), "-n", "3", "--client", "nats.go", "--timeout", "30s"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let r = run.result();
+    assert_books_balance(r);
+    let c = &r.measurements.connections;
+    assert_eq!(c.ok, 3, "{:?}", c.errors);
+    assert_eq!(server.accepted.load(Ordering::Relaxed), 6);
 }
 
 /// The first `n` connections are held and dropped after `after`; every
