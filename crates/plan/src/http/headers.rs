@@ -8,9 +8,12 @@ use crate::reach::Reach;
 
 use super::{HttpArgs, SENSITIVE_HEADERS, Scheme, Target};
 
+/// A request's headers, names and values, in order.
+type Headers = Vec<(String, String)>;
+
 /// The `-H` headers and those of `-H @FILE` files, in order, and the
 /// names of the latter (lowercase): a file's headers are secret.
-pub(super) fn given_headers(args: &HttpArgs) -> Result<(Vec<(String, String)>, Vec<String>), PlanError> {
+pub(super) fn given_headers(args: &HttpArgs) -> Result<(Headers, Vec<String>), PlanError> {
     let mut headers = args
         .headers
         .iter()
