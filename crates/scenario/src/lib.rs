@@ -7,7 +7,7 @@
 //!  SCENARIO.yaml ── spec::ScenarioPlan::parse ──► ScenarioPlan (validated;
 //!                   (parse_with: the target from   errors carry file:line:column)
 //!                    --target or {{env.NAME}})
-//!                   spec/raw.rs (serde types, as written) ─ spec/validate.rs ─►
+//!                   spec/raw.rs (serde types, as written) ─ spec/validate/ ─►
 //!                   spec/types.rs (the validated types)
 //!  ScenarioPlan  ── throng-engine ──► requests, rendered from template::Template,
 //!                   responses read by checks::{Capture, Check}

@@ -1,0 +1,227 @@
+//! A `grpc:` step: the `proto:` its method comes from (files, or the
+//! server's reflection, asked once the file is checked) and its message.
+
+use super::request::literal_json;
+use super::*;
+
+impl Validator<'_> {
+    /// A `proto:` at `at`: its files compiled (read through `read`).
+    pub(super) fn proto(
+        &self,
+        at: &[&str],
+        p: RawProto,
+        read: &dyn Fn(&str) -> Result<String, String>,
+    ) -> Result<Proto, ScenarioError> {
+        match (p.reflection, p.files.is_empty()) {
+            (true, true) if p.import_paths.is_empty() => return Ok(Proto::Reflection),
+            (true, _) => {
+                return Err(self.err(
+                    at,
+                    "proto: reflection: true asks the server for the descriptors; leave out files and \
+                     import_paths, or reflection",
+                ));
+            }
+            (false, true) => {
+                return Err(self.err(
+                    at,
+                    "proto: files is empty; list the .proto files that define the services, e.g. files: \
+                     [greeter.proto], or ask the server: reflection: true",
+                ));
+            }
+            (false, false) => {}
+        }
+        let pool =
+            crate::grpc::compile(&p.files, &p.import_paths, read).map_err(|e| self.err(at, format!("proto: {e}")))?;
+        Ok(Proto::Files(std::rc::Rc::new(pool), p.files.join(", ")))
+    }
+
+    /// A `grpc:` step of scenario `key`, its method looked up in the
+    /// scenario's descriptors.
+    pub(super) fn grpc(&self, key: &str, g: RawGrpc, defaults: &Defaults) -> Result<GrpcStep, ScenarioError> {
+        let call_at = format!("call: {}", g.call);
+        let here: Vec<&str> = vec!["scenarios:", key, "grpc:", &call_at];
+        // The field's key after the call's line, for errors.
+        let at = |field: &str| self.key_path(&here, field);
+        let (message_at, metadata_at) = (at("message"), at("metadata"));
+        let message_at: Vec<&str> = message_at.iter().map(String::as_str).collect();
+        let metadata_at: Vec<&str> = metadata_at.iter().map(String::as_str).collect();
+        let proto = self.proto.borrow().clone();
+        let Some(proto) = proto else {
+            return Err(self.err(
+                &here,
+                format!(
+                    "grpc: {} needs the .proto files that define it: add proto: {{ files: [FILE.proto], \
+                     import_paths: [DIR] }} at the top of the file or in scenario {}",
+                    g.call,
+                    key.trim_end_matches(':')
+                ),
+            ));
+        };
+        let method = match proto {
+            Proto::Files(pool, files) => Some(
+                crate::grpc::find_method(&pool, &g.call)
+                    .map_err(|e| self.err(&here, format!("call: {e} (proto: {files})")))?,
+            ),
+            // Looked up once the file is checked (see resolve_reflected).
+            Proto::Reflection => {
+                crate::grpc::split_call(&g.call).map_err(|e| self.err(&here, format!("call: {e}")))?;
+                None
+            }
+        };
+        let body = match g.message {
+            Some(m) => Body::Json(self.json(&message_at, m)?),
+            None => Body::None,
+        };
+        let framed = match &method {
+            Some(m) => self.framed(m, &body, &message_at)?,
+            None => None,
+        };
+        let mut headers = Vec::new();
+        for (k, v) in &g.metadata {
+            let lower = k.to_ascii_lowercase();
+            if lower.starts_with("grpc-") || ["content-type", "te", "host"].contains(&lower.as_str()) {
+                return Err(self.err(
+                    &metadata_at,
+                    format!(
+                        "metadata '{k}' is the protocol's (grpc-*, content-type, te and host are set by throng); use \
+                         another key, and deadline: for grpc-timeout"
+                    ),
+                ));
+            }
+            headers.push(self.header(&metadata_at, k, v)?);
+        }
+        let expect = match &g.expect {
+            None => vec![0],
+            Some(list) if list.is_empty() => {
+                return Err(self.err(
+                    &at("expect"),
+                    "expect: is empty, so every call would count as failed; list the codes counted ok, e.g. [OK]",
+                ));
+            }
+            Some(list) => list
+                .iter()
+                .map(|s| match s {
+                    RawStatus::Code(c) => crate::grpc::parse_code(&c.to_string()),
+                    RawStatus::Text(t) => crate::grpc::parse_code(t),
+                })
+                .collect::<Result<Vec<u16>, String>>()
+                .map_err(|e| self.err(&at("expect"), format!("expect: {e}")))?,
+        };
+        let deadline = match g.deadline {
+            Some(d) if d.0.is_zero() => {
+                return Err(self.err(&at("deadline"), "deadline: give at least 1ms, or leave it out"));
+            }
+            Some(d) => Some(d.0),
+            None => None,
+        };
+        if g.check.values().any(|c| c.status.is_some()) {
+            return Err(self.err(
+                &at("check"),
+                "a grpc step's checks take no status: (its gRPC status is judged by expect:, e.g. expect: [OK, \
+                 NOT_FOUND]); use json:, body_contains:, header: or duration_under:",
+            ));
+        }
+        let (captures, checks) = self.captures_and_checks(&here, g.capture, g.check)?;
+        let call = method
+            .as_ref()
+            .map_or_else(|| g.call.clone(), crate::grpc::Method::call);
+        let path = format!("/{call}");
+        Ok(GrpcStep {
+            expect,
+            deadline,
+            server_streaming: method.as_ref().is_some_and(crate::grpc::Method::server_streaming),
+            request: Request {
+                name: g.name.unwrap_or_else(|| call.clone()),
+                method: "POST".to_string(),
+                path: Template::literal(&path),
+                query: Vec::new(),
+                headers,
+                body,
+                expect: StatusSet::default(),
+                captures,
+                checks,
+                timeout: g.timeout.map_or(defaults.timeout, |d| d.0),
+                max_body: g.max_body.map_or(defaults.max_body, |m| m.0),
+                redirects: 0,
+                http: None,
+                http_at: String::new(),
+            },
+            call,
+            method,
+            framed,
+        })
+    }
+
+    /// A message without templates, encoded now: once for the run, and an
+    /// error is the file's (at `at`), not a failed call.
+    fn framed(&self, method: &crate::grpc::Method, body: &Body, at: &[&str]) -> Result<Option<Vec<u8>>, ScenarioError> {
+        let json = match body {
+            Body::None => serde_json::json!({}),
+            Body::Json(j) => match literal_json(j) {
+                Some(v) => v,
+                None => return Ok(None),
+            },
+            _ => return Ok(None),
+        };
+        method
+            .encode(&json.to_string())
+            .map(Some)
+            .map_err(|e| self.err(at, format!("message: {e}; give it in protobuf's JSON mapping")))
+    }
+
+    /// Looks up the methods of `grpc:` steps whose scenario asks its
+    /// target's server reflection, once the target's TLS settings are
+    /// known: one question per target and service.
+    pub(super) fn resolve_reflected(
+        &self,
+        scenarios: &mut [Scenario],
+        file: &BaseUrl,
+        tls: Option<&TlsSettings>,
+    ) -> Result<(), ScenarioError> {
+        fn pending<'s>(flow: &'s mut [Step], out: &mut Vec<&'s mut GrpcStep>) {
+            for s in flow {
+                match s {
+                    Step::Grpc(g) if g.method.is_none() => out.push(g),
+                    Step::Group { flow, .. } => pending(flow, out),
+                    _ => {}
+                }
+            }
+        }
+        let mut pools: BTreeMap<(String, String), std::rc::Rc<prost_reflect::DescriptorPool>> = BTreeMap::new();
+        for sc in scenarios {
+            let target = sc.target(file).clone();
+            let key = format!("{}:", sc.name);
+            let mut steps = Vec::new();
+            pending(&mut sc.flow, &mut steps);
+            for g in steps {
+                let call_at = format!("call: {}", g.call);
+                let here = ["scenarios:", key.as_str(), "grpc:", call_at.as_str()];
+                let Some(reflect) = self.reflect else {
+                    return Err(self.err(
+                        &here,
+                        "proto: reflection asks the server when throng run starts, which this command does not; \
+                         give proto: { files: [FILE.proto] }",
+                    ));
+                };
+                let (service, _) = crate::grpc::split_call(&g.call).map_err(|e| self.err(&here, e))?;
+                let found = pools.get(&(target.url.clone(), service.to_string())).cloned();
+                let pool = match found {
+                    Some(p) => p,
+                    None => {
+                        let p = reflect(&target, tls, service)
+                            .map_err(|e| self.err(&here, format!("proto: reflection: {e}")))?;
+                        let p = std::rc::Rc::new(p);
+                        pools.insert((target.url.clone(), service.to_string()), std::rc::Rc::clone(&p));
+                        p
+                    }
+                };
+                let method = crate::grpc::find_method(&pool, &g.call)
+                    .map_err(|e| self.err(&here, format!("call: {e} (from {}'s server reflection)", target.url)))?;
+                g.framed = self.framed(&method, &g.request.body, &here)?;
+                g.server_streaming = method.server_streaming();
+                g.method = Some(method);
+            }
+        }
+        Ok(())
+    }
+}

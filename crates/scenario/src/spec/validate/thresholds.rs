@@ -1,0 +1,83 @@
+//! `thresholds:`: each metric's expressions parsed, once per metric, with
+//! their options, and every tag they name carried by some request.
+
+use std::time::Duration;
+
+use super::super::raw::{NoSamples, Ordered, RawThreshold, RawThresholdFull};
+use super::super::types::Scenario;
+use super::{Validator, tag_exists};
+use crate::spec::ScenarioError;
+use crate::threshold::Threshold;
+
+impl Validator<'_> {
+    /// The file's `thresholds:`, each metric at most once and with at
+    /// least one expression.
+    pub(super) fn thresholds(
+        &self,
+        raw: Ordered<Vec<RawThreshold>>,
+        scenarios: &[Scenario],
+    ) -> Result<Vec<Threshold>, ScenarioError> {
+        for (i, (key, _)) in raw.0.iter().enumerate() {
+            if raw.0[..i].iter().any(|(k, _)| k == key) {
+                return Err(self.err(
+                    &["thresholds:", key, key],
+                    format!("{key} appears twice; put all its expressions in one list"),
+                ));
+            }
+        }
+        let mut thresholds = Vec::new();
+        for (key, list) in raw.0 {
+            if list.is_empty() {
+                return Err(self.err(
+                    &["thresholds:", &key],
+                    format!("{key}: the list is empty, so nothing is judged; give an expression, e.g. {key}: [p(95) < 500ms] or [rate < 1%], or remove the key"),
+                ));
+            }
+            for t in list {
+                thresholds.push(self.threshold(&key, t, scenarios)?);
+            }
+        }
+        Ok(thresholds)
+    }
+
+    /// One expression of metric `key`, with its options.
+    fn threshold(&self, key: &str, t: RawThreshold, scenarios: &[Scenario]) -> Result<Threshold, ScenarioError> {
+        let (expr, abort, delay, no_samples) = match t {
+            RawThreshold::Text(e) => (e, false, Duration::ZERO, None),
+            RawThreshold::Full(RawThresholdFull {
+                threshold,
+                abort_on_fail,
+                delay,
+                no_samples,
+            }) => (
+                threshold,
+                abort_on_fail,
+                delay.map_or(Duration::ZERO, |d| d.0),
+                no_samples,
+            ),
+        };
+        let mut th = Threshold::parse(key, &expr, abort, delay).map_err(|e| self.err(&["thresholds:", key], e))?;
+        match no_samples {
+            Some(NoSamples::Pass) => th.pass_without_samples = true,
+            Some(NoSamples::Fail) if th.pass_without_samples => {
+                return Err(self.err(
+                    &["thresholds:", key],
+                    format!(
+                        "'{expr}' ends '{}' but no_samples: fail; give one of them",
+                        crate::threshold::OR_NO_SAMPLES
+                    ),
+                ));
+            }
+            _ => {}
+        }
+        if let Some((tag, value)) = &th.tag
+            && !tag_exists(scenarios, tag, value)
+        {
+            return Err(self.err(
+                &["thresholds:", key],
+                format!("no request carries the tag {tag}:{value}; check the step, group or scenario name"),
+            ));
+        }
+        Ok(th)
+    }
+}
