@@ -406,10 +406,16 @@ mod tests {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         tokio::task::spawn_local(capped_server(listener, raise));
+        opened(addr, 0).await
+    }
+
+    /// A connection to the test server at `addr`, whose SETTINGS allow
+    /// `server_max` streams, and a GET's header block.
+    async fn opened(addr: std::net::SocketAddr, server_max: u32) -> (H2Conn, Vec<u8>) {
         let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
         let mut sleep = std::pin::pin!(tokio::time::sleep(Duration::from_secs(10)));
         let (shared, driver) = handshake(4, Transport::Plain(tcp), sleep.as_mut()).await.unwrap();
-        assert_eq!(shared.server_max.get(), 0);
+        assert_eq!(shared.server_max.get(), server_max);
         let c = H2Conn {
             shared,
             opened: Instant::now(),
@@ -470,21 +476,8 @@ mod tests {
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
             let addr = listener.local_addr().unwrap();
             let server = tokio::task::spawn_local(raw_server(listener));
-            let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+            let (c, block) = opened(addr, 10).await;
             let mut sleep = std::pin::pin!(tokio::time::sleep(Duration::from_secs(10)));
-            let (shared, driver) = handshake(4, Transport::Plain(tcp), sleep.as_mut()).await.unwrap();
-            assert_eq!(shared.server_max.get(), 10);
-            let c = H2Conn {
-                shared,
-                opened: Instant::now(),
-                id: 0,
-                limit: 4,
-                in_flight: Cell::new(0),
-                carried: Cell::new(0),
-                driver,
-            };
-            let uri: http::Uri = "http://127.0.0.1/".parse().unwrap();
-            let block = encode_head(&http::Method::GET, &uri, &http::HeaderMap::new());
             let mut slot = Slot::new(true);
             // Stream 1 is never answered: its wait ends and it is cancelled.
             sleep
