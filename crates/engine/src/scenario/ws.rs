@@ -28,8 +28,8 @@ use tokio::io::AsyncWriteExt;
 use super::{InFlight, Scen, Vu, encode_target, with_scen};
 use crate::conn::{Conn, close, open_connection_to};
 use crate::ctx::Ctx;
-use crate::proto::ws::frame::{self as frame, Event, Reader, Upgrade};
-use crate::proto::ws::{Socket, io_fail, random, read_some};
+use crate::proto::ws::frame::{self as frame, Event, Reader};
+use crate::proto::ws::{Socket, io_fail, random, read_upgrade};
 use crate::rows::Labels;
 
 /// A compiled `websocket:` step.
@@ -180,19 +180,7 @@ async fn open<'a>(
         conn.stream.write_all(&request).await.map_err(io_fail)?;
         conn.stream.flush().await.map_err(io_fail)?;
         ctx.rec.borrow_mut().sent(Instant::now(), request.len() as u64);
-        let mut head = Vec::new();
-        loop {
-            let n = read_some(&mut conn.stream, &ctx.scratch, |b| head.extend_from_slice(b))
-                .await
-                .map_err(io_fail)?;
-            match frame::check_upgrade(&head, &key) {
-                Upgrade::Partial if n == 0 => return Err(ErrorClass::Eof),
-                Upgrade::Partial => {}
-                Upgrade::Accepted(size) => return Ok(head.split_off(size)),
-                Upgrade::Refused(status) => return Err(ErrorClass::WsUpgradeRefused(status)),
-                Upgrade::Malformed => return Err(ErrorClass::WsProtocol),
-            }
-        }
+        read_upgrade(&mut conn.stream, &ctx.scratch, &key).await
     };
     let answer = tokio::select! {
         biased;

@@ -106,6 +106,29 @@ impl<'a> Socket<'a> {
     }
 }
 
+/// Reads the server's answer to the upgrade `key` was sent with: what
+/// follows the 101's head (frames the server sent at once), or the class of
+/// the refusal. The caller bounds the wait.
+pub(crate) async fn read_upgrade(
+    stream: &mut Transport,
+    scratch: &RefCell<Box<[u8]>>,
+    key: &str,
+) -> Result<Vec<u8>, ErrorClass> {
+    let mut head = Vec::new();
+    loop {
+        let n = read_some(stream, scratch, |b| head.extend_from_slice(b))
+            .await
+            .map_err(io_fail)?;
+        match frame::check_upgrade(&head, key) {
+            Upgrade::Partial if n == 0 => return Err(ErrorClass::Eof),
+            Upgrade::Partial => {}
+            Upgrade::Accepted(size) => return Ok(head.split_off(size)),
+            Upgrade::Refused(status) => return Err(ErrorClass::WsUpgradeRefused(status)),
+            Upgrade::Malformed => return Err(ErrorClass::WsProtocol),
+        }
+    }
+}
+
 /// Reads once into `scratch` and hands the bytes to `take`; 0 at the end
 /// of the stream.
 pub(crate) async fn read_some(
@@ -147,19 +170,7 @@ pub(crate) async fn handshake(
             .await
             .map_err(io_fail)?;
         stream.flush().await.map_err(io_fail)?;
-        let mut head = Vec::new();
-        loop {
-            let n = read_some(&mut stream, scratch, |b| head.extend_from_slice(b))
-                .await
-                .map_err(io_fail)?;
-            match frame::check_upgrade(&head, &key) {
-                Upgrade::Partial if n == 0 => return Err(ErrorClass::Eof),
-                Upgrade::Partial => {}
-                Upgrade::Accepted(size) => return Ok(head.split_off(size)),
-                Upgrade::Refused(status) => return Err(ErrorClass::WsUpgradeRefused(status)),
-                Upgrade::Malformed => return Err(ErrorClass::WsProtocol),
-            }
-        }
+        read_upgrade(&mut stream, scratch, &key).await
     };
     let rest = tokio::select! {
         biased;
