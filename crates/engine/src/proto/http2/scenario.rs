@@ -110,16 +110,7 @@ impl Own {
         slot.for_method(request.method());
         let mut outcome = send_on(c, &block, body, false, false, head_len, slot, sleep).await;
         drop(open);
-        c.in_flight.set(0);
-        c.carried.set(c.carried.get() + 1);
-        if let Err(f) = &mut outcome {
-            if matches!(f.class, ErrorClass::Reset | ErrorClass::Eof) && c.went_away() {
-                f.class = ErrorClass::H2("goaway");
-            }
-            if !stream_level(f.class, c) {
-                c.shared.dead.set(true);
-            }
-        }
+        stream_ended(c, &mut outcome);
         outcome
     }
 
@@ -159,16 +150,7 @@ impl Own {
         )
         .await;
         drop(open);
-        c.in_flight.set(0);
-        c.carried.set(c.carried.get() + 1);
-        if let Err(f) = &mut outcome {
-            if matches!(f.class, ErrorClass::Reset | ErrorClass::Eof) && c.went_away() {
-                f.class = ErrorClass::H2("goaway");
-            }
-            if !stream_level(f.class, c) {
-                c.shared.dead.set(true);
-            }
-        }
+        stream_ended(c, &mut outcome);
         let (expired, written) = match &outcome {
             Err(f) => (deadline && f.class == ErrorClass::TimeoutResponse, f.written),
             Ok(_) => (
@@ -191,5 +173,22 @@ impl Own {
     /// Closes the connection and records its end.
     pub(crate) fn close(self, ctx: &Ctx) {
         close(ctx, &self.0);
+    }
+}
+
+/// After a VU's stream on its own connection `c` ends: the connection is
+/// free again; a reset or an early end after the server's GOAWAY is
+/// `h2.goaway`, and a failure of the connection (not of the stream alone)
+/// marks it dead, so the VU opens another.
+fn stream_ended(c: &H2Conn, outcome: &mut Result<Timing, Failed>) {
+    c.in_flight.set(0);
+    c.carried.set(c.carried.get() + 1);
+    if let Err(f) = outcome {
+        if matches!(f.class, ErrorClass::Reset | ErrorClass::Eof) && c.went_away() {
+            f.class = ErrorClass::H2("goaway");
+        }
+        if !stream_level(f.class, c) {
+            c.shared.dead.set(true);
+        }
     }
 }
