@@ -14,7 +14,7 @@ use tokio::io::{AsyncWrite, ReadBuf};
 use tokio::time::Sleep;
 
 use super::Slot;
-use super::grpc::grpc_code;
+use super::status::grpc_code;
 use crate::ctx::Ctx;
 use crate::errors::{Stage, classify};
 use crate::proto::grpc::frame::Reader;

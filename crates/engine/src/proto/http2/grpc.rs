@@ -59,28 +59,6 @@ pub(super) fn grpc_outcome(
 
 pub(super) const GRPC_DEADLINE_EXCEEDED: u16 = 4;
 
-/// A `grpc-status` value as a number.
-pub(super) fn grpc_code(value: Option<&[u8]>) -> Option<u16> {
-    std::str::from_utf8(value?).ok()?.parse().ok()
-}
-
-/// The gRPC status of a response: `found` (`grpc-status` of its
-/// trailers, or of its headers in a trailers-only response); without one,
-/// the HTTP status mapped as gRPC's "HTTP to gRPC status code mapping" says.
-pub(super) fn grpc_code_or_http(http_status: u16, found: Option<u16>) -> u16 {
-    match (found, http_status) {
-        (Some(code), _) => code,
-        // 200 without a status: the server broke off the call.
-        (None, 200) => 13,
-        (None, 400) => 13,
-        (None, 401) => 16,
-        (None, 403) => 7,
-        (None, 404) => 12,
-        (None, 429 | 502 | 503 | 504) => 14,
-        (None, _) => 2,
-    }
-}
-
 /// One request outside the workers (crate::proto::grpc::call) on a
 /// connection of its own over `stream`: the preface, `request` with
 /// `body`, the response into `slot` (`grpc`: its status is the call's
@@ -110,22 +88,4 @@ pub(crate) async fn call_once(
     let outcome = send_on(&c, &block, body, grpc, true, 0, slot, sleep).await;
     c.driver.abort();
     outcome.map(|_| ()).map_err(|f| f.class)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn grpc_status_from_the_call_or_the_http_status() {
-        assert_eq!(grpc_code(Some(b"14")), Some(14));
-        assert_eq!(grpc_code(Some(b"x")), None);
-        assert_eq!(grpc_code(None), None);
-        assert_eq!(grpc_code_or_http(200, Some(14)), 14);
-        assert_eq!(grpc_code_or_http(503, Some(0)), 0);
-        assert_eq!(grpc_code_or_http(200, None), 13);
-        assert_eq!(grpc_code_or_http(404, None), 12);
-        assert_eq!(grpc_code_or_http(503, None), 14);
-        assert_eq!(grpc_code_or_http(418, None), 2);
-    }
 }

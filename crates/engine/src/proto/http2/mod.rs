@@ -47,6 +47,7 @@ mod driver;
 mod grpc;
 mod pool;
 mod scenario;
+mod status;
 mod storm;
 mod stream;
 

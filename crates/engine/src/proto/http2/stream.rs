@@ -11,7 +11,7 @@ use throng_metrics::ErrorClass;
 use tokio::time::Sleep;
 
 use super::driver::{Entry, H2Conn, Shared, entry, register, wake};
-use super::grpc::grpc_code_or_http;
+use super::status::grpc_code_or_http;
 use super::{Slot, Spec};
 use crate::conn::{Failed, Timing};
 use crate::proto::grpc::frame::Reader;

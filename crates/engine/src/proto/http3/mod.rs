@@ -28,7 +28,9 @@ mod conn;
 mod errors;
 mod redirect;
 mod scenario;
+mod send;
 mod slot;
+mod state;
 mod storm;
 mod stream;
 

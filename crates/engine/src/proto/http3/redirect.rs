@@ -6,8 +6,8 @@ use std::time::Instant;
 use bytes::Bytes;
 use throng_metrics::ErrorClass;
 
-use super::slot::ConnState;
-use super::stream::{Broke, Done, Progress, Want, timed};
+use super::send::timed;
+use super::state::{Broke, ConnState, Done, Progress, Want};
 use super::{H3Spec, Own, SendRequest};
 use crate::ctx::Ctx;
 

@@ -11,7 +11,7 @@ use throng_metrics::ErrorClass;
 
 use super::conn::open_to;
 use super::errors::stream_class;
-use super::stream::{STREAM_LIMIT, final_response};
+use super::send::{STREAM_LIMIT, final_response};
 use super::{H3_NO_ERROR, SendRequest};
 use crate::ctx::Ctx;
 

@@ -1,7 +1,7 @@
 //! A connection slot: its connections, one after another, and the request
 //! loops each runs.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Instant;
@@ -9,6 +9,7 @@ use std::time::Instant;
 use throng_metrics::Phase;
 
 use super::conn::{Driver, To, open_to, target_addr};
+use super::state::ConnState;
 use super::stream::exchange;
 use super::{H3_NO_ERROR, H3Spec, SendRequest, Starts};
 use crate::ctx::{Ctx, TaskGuard};
@@ -80,17 +81,6 @@ pub(crate) async fn connection_slot<S: Starts + 'static>(guard: TaskGuard, start
         }
     }
     starts.done();
-}
-
-/// State the request loops of one connection share.
-#[derive(Default)]
-pub(super) struct ConnState {
-    /// A connection-level error ended it: no loop starts another request.
-    pub(super) dead: Cell<bool>,
-    /// Wakes the loops waiting for a start when it dies.
-    pub(super) died: tokio::sync::Notify,
-    pub(super) in_flight: Cell<u64>,
-    pub(super) carried: Cell<u64>,
 }
 
 /// Runs the request loops of one connection (the first one with the

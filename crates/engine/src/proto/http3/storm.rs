@@ -6,7 +6,7 @@ use std::time::Instant;
 use throng_metrics::ErrorClass;
 
 use super::conn::{Driver, open};
-use super::slot::ConnState;
+use super::state::ConnState;
 use super::stream::exchange;
 use super::{H3_NO_ERROR, H3Spec, SendRequest};
 use crate::ctx::Ctx;

@@ -1,0 +1,158 @@
+//! One request on its own stream, timed: sent, its response read (no
+//! recording here; [`super::stream::exchange`] records the outcome).
+
+use std::time::Instant;
+
+use bytes::{Buf, Bytes};
+use throng_metrics::{ErrorClass, Reply};
+
+use super::SendRequest;
+use super::errors::stream_class;
+use super::state::{Broke, ConnState, Done, Progress, Want};
+use crate::ctx::Ctx;
+
+/// [`one`] within `--timeout` from `t_send`, its stream counted closed
+/// however it ends. A stream that could not even open in that time (the
+/// server's MAX_STREAMS used up and not renewed) is `h3.stream_limit`,
+/// and its connection is replaced: it failed as a whole.
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn timed(
+    ctx: &Ctx,
+    send: &mut SendRequest,
+    state: &ConnState,
+    request: http::Request<()>,
+    body: &Bytes,
+    want: Want,
+    progress: &Progress,
+    t_send: Instant,
+) -> Result<Done, Broke> {
+    progress.begin();
+    let outcome = tokio::time::timeout_at(
+        (t_send + ctx.spec.timeout).into(),
+        one(ctx, request, body, send, want, state, progress),
+    )
+    .await
+    .unwrap_or_else(|_| match progress.opened.get() {
+        true => Err((ErrorClass::TimeoutResponse, false)),
+        false => Err((STREAM_LIMIT, true)),
+    });
+    if progress.opened.get() {
+        state.in_flight.set(state.in_flight.get() - 1);
+        ctx.rec.borrow_mut().stream_closed();
+    }
+    outcome
+}
+
+/// A request whose stream could not open within `--timeout`: the server's
+/// stream credit (MAX_STREAMS) was used up and not renewed.
+pub(super) const STREAM_LIMIT: ErrorClass = ErrorClass::H3("stream_limit");
+
+/// The response head after any interim (1xx) ones, which h3 hands over as
+/// responses of their own: skipped, as HTTP/1.1 and HTTP/2 skip them
+/// (the wait is bounded by the caller's deadline).
+pub(super) async fn final_response(
+    stream: &mut h3::client::RequestStream<h3_quinn::BidiStream<Bytes>, Bytes>,
+) -> Result<http::Response<()>, Broke> {
+    loop {
+        let resp = stream.recv_response().await.map_err(|e| stream_class(&e))?;
+        if !resp.status().is_informational() {
+            return Ok(resp);
+        }
+    }
+}
+
+/// The body length a response must have: its `content-length`, unless it
+/// answers HEAD or is a 204 or 304 (none is checked when it is missing or
+/// not a number).
+fn content_length(resp: &http::Response<()>, head: bool) -> Option<u64> {
+    let status = resp.status().as_u16();
+    if head || status == 204 || status == 304 {
+        return None;
+    }
+    resp.headers()
+        .get(http::header::CONTENT_LENGTH)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// The exchange itself. Err: the class, and whether the connection failed
+/// (not only this stream).
+async fn one(
+    ctx: &Ctx,
+    request: http::Request<()>,
+    body: &Bytes,
+    send: &mut SendRequest,
+    want: Want,
+    state: &ConnState,
+    progress: &Progress,
+) -> Result<Done, Broke> {
+    let head = request.method() == http::Method::HEAD;
+    // Opening the stream waits while the server's MAX_STREAMS is used up.
+    let mut stream = send.send_request(request).await.map_err(|e| stream_class(&e))?;
+    progress.opened.set(true);
+    progress.written.set(want.request_len.saturating_sub(body.len() as u64));
+    let open = state.in_flight.get() + 1;
+    state.in_flight.set(open);
+    ctx.rec.borrow_mut().stream_opened(Instant::now(), open);
+    if !body.is_empty() {
+        stream.send_data(body.clone()).await.map_err(|e| stream_class(&e))?;
+        progress.written.set(want.request_len);
+    }
+    stream.finish().await.map_err(|e| stream_class(&e))?;
+    let sent = Instant::now();
+    let resp = final_response(&mut stream).await?;
+    let first = Instant::now();
+    let header_bytes = resp
+        .headers()
+        .iter()
+        .map(|(n, v)| (n.as_str().len() + v.len() + 4) as u64)
+        .sum::<u64>();
+    progress.read.set(header_bytes);
+    let length = content_length(&resp, head);
+    let (keep_server, keep_location) = (want.server, want.location);
+    let server = if keep_server {
+        resp.headers()
+            .get(http::header::SERVER)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+    } else {
+        None
+    };
+    let location = if keep_location {
+        resp.headers()
+            .get(http::header::LOCATION)
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+    } else {
+        None
+    };
+    let mut body_bytes = 0u64;
+    while let Some(chunk) = stream.recv_data().await.map_err(|e| stream_class(&e))? {
+        body_bytes += chunk.remaining() as u64;
+        progress.read.set(header_bytes + body_bytes);
+        if length.is_some_and(|l| body_bytes > l) {
+            // More than its content-length: malformed (RFC 9114 4.1.2).
+            return Err((ErrorClass::Protocol, false));
+        }
+    }
+    if length.is_some_and(|l| body_bytes < l) {
+        // The stream ended short of its content-length, as an HTTP/1.1
+        // body cut off by the connection's end.
+        return Err((ErrorClass::Eof, false));
+    }
+    let done = Instant::now();
+    Ok(Done {
+        sent,
+        first,
+        done,
+        reply: Reply {
+            status: resp.status().as_u16(),
+            header_bytes,
+            body_bytes,
+        },
+        server,
+        location,
+    })
+}
