@@ -32,4 +32,5 @@ pub mod http1;
 pub(crate) mod http2;
 pub(crate) mod http3;
 pub(crate) mod line;
+pub(crate) mod vu;
 pub(crate) mod ws;

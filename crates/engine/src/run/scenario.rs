@@ -16,9 +16,9 @@ use crate::coordinate::{Clock, Judge, Launch, TICK, coordinate};
 use crate::error::{EngineError, TlsSetup};
 use crate::load::{self, WorkerLoad, WorkerSpec};
 use crate::preflight::{self, Asked, Speak};
-use crate::proto::http3;
+use crate::proto::{http3, vu};
 use crate::rows::RequestLog;
-use crate::{Control, Progress, reach, scenario, stamps, sys, targets};
+use crate::{Control, Progress, reach, stamps, sys, targets};
 
 /// How to run a scenario file besides the file itself.
 #[derive(Clone, Debug, Default)]
@@ -195,8 +195,8 @@ fn scenario_dests(
     tls: Option<&Arc<ClientConfig>>,
     reach: &throng_plan::Reach,
     control: &Control,
-) -> Result<Arc<[Arc<scenario::Dest>]>, EngineError> {
-    type Made<'a> = (&'a BaseUrl, Vec<(HttpVersion, &'a str)>, Arc<scenario::Dest>);
+) -> Result<Arc<[Arc<vu::Dest>]>, EngineError> {
+    type Made<'a> = (&'a BaseUrl, Vec<(HttpVersion, &'a str)>, Arc<vu::Dest>);
     let mut made: Vec<Made<'_>> = Vec::new();
     let mut out = Vec::with_capacity(plan.scenarios.len());
     for s in &plan.scenarios {
@@ -234,7 +234,7 @@ fn scenario_dest(
     asked: &[(HttpVersion, &str)],
     tls: Option<&Arc<ClientConfig>>,
     reach: &throng_plan::Reach,
-) -> Result<scenario::Dest, EngineError> {
+) -> Result<vu::Dest, EngineError> {
     let what = format!("the https target {}", target.url);
     // The route and TLS client (ALPN by protocol) for `http`.
     let conn = |http: HttpVersion| -> Result<targets::Dest, EngineError> {
@@ -277,7 +277,7 @@ fn scenario_dest(
         }
         false => None,
     };
-    Ok(scenario::Dest {
+    Ok(vu::Dest {
         http: target.http,
         conn: main,
         quic,
@@ -293,7 +293,7 @@ fn checks<'a>(
     s: &Scenario,
     target: &BaseUrl,
     asked: &[(HttpVersion, &str)],
-    d: &'a scenario::Dest,
+    d: &'a vu::Dest,
 ) -> Vec<preflight::Dest<'a>> {
     let route = &d.conn.route;
     let mut out = Vec::new();

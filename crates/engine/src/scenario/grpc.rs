@@ -20,12 +20,13 @@ use throng_metrics::{ErrorClass, Phase, ScenarioRecorder};
 use throng_plan::{HttpVersion, StatusSet};
 use throng_scenario::{CaptureFrom, CheckKind, GrpcStep, ResponseView};
 
-use super::{
-    InFlight, MUX_H2, Mux, ReqOp, Scen, Vu, close_mux, not_sent, render, stream_request, unanswered, with_scen,
-};
+use super::flight::{InFlight, not_sent, unanswered};
+use super::ops::{GrpcOp, ReqOp, Scen, Vu, with_scen};
+use super::render::{Rendered, render};
 use crate::ctx::Ctx;
 use crate::exchange::{Session, record_exchange};
 use crate::proto::http1::Keep;
+use crate::proto::vu::stream_request;
 use crate::redirect::Place;
 use crate::rows::Labels;
 
@@ -34,21 +35,8 @@ use crate::rows::Labels;
 /// message decides.
 const PROTOCOL: [&str; 3] = ["content-type", "te", "content-length"];
 
-/// A `grpc:` step, ready to run.
-pub(super) struct GrpcOp {
-    /// The call as a request (its tags, checks, what its reply keeps).
-    op: ReqOp,
-    step: GrpcStep,
-    /// The message, framed, when it has no template.
-    framed: Option<Bytes>,
-    expect: StatusSet,
-    /// `grpc-timeout`'s value.
-    timeout_header: Option<String>,
-    /// Captures or checks read the reply's message.
-    decode: bool,
-}
-
 impl GrpcOp {
+    /// The step compiled: its tags, checks and what its reply keeps.
     pub(super) fn new(g: &GrpcStep, tags: &[usize], rec: &mut ScenarioRecorder) -> GrpcOp {
         let r = &g.request;
         let mut t = tags.to_vec();
@@ -118,8 +106,8 @@ pub(super) async fn call(ctx: &Ctx, sc: &Scen, vu: &mut Vu, g: &GrpcOp, origin: 
         if let Some(due) = origin {
             r.phase(Phase::ScheduleLag, started.saturating_duration_since(due));
         }
-        if let Some(m) = vu.mux[MUX_H2].as_ref() {
-            r.conn(m.id());
+        if let Some(id) = vu.conns.id(HttpVersion::Http2) {
+            r.conn(id);
         }
     }
     // A rendered value a header cannot carry, or a message that does not
@@ -136,69 +124,28 @@ pub(super) async fn call(ctx: &Ctx, sc: &Scen, vu: &mut Vu, g: &GrpcOp, origin: 
         // A plan read back from a result has no descriptors; never run.
         (None, None) => return not_sent(ctx, op, flight, row, ErrorClass::Protocol),
     };
-    let headers: Vec<(String, String)> = rendered
-        .headers
-        .into_iter()
-        .filter(|(n, _)| {
-            !PROTOCOL.iter().any(|p| n.eq_ignore_ascii_case(p))
-                && !n.get(..5).is_some_and(|p| p.eq_ignore_ascii_case("grpc-"))
-        })
-        .collect();
-    let place = Place {
-        https: sc.base.https,
-        host: sc.base.host.clone(),
-        port: sc.base.port,
-        target: op.req.path.source().to_string(),
-    };
-    let Some((mut request, mut request_len)) = stream_request("POST", &place, &headers, body.len(), HttpVersion::Http2)
-    else {
+    let Some((request, request_len)) = call_request(sc, g, rendered, body.len()) else {
         return not_sent(ctx, op, flight, row, ErrorClass::Protocol);
     };
-    let map = request.headers_mut();
-    map.insert(
-        http::header::CONTENT_TYPE,
-        http::HeaderValue::from_static("application/grpc"),
-    );
-    map.insert(http::header::TE, http::HeaderValue::from_static("trailers"));
-    // As stream_request counts fields: name, value and 4 bytes each.
-    request_len += ("content-type".len() + "application/grpc".len() + 4) + ("te".len() + "trailers".len() + 4);
-    if let Some(t) = &g.timeout_header
-        && let Ok(v) = http::HeaderValue::from_str(t)
-    {
-        request_len += 12 + t.len() + 4;
-        map.insert("grpc-timeout", v);
-    }
     let timeout = op.req.timeout;
     if !matches!(vu.session, Session::Http2(_)) {
         vu.session = Session::Http2(crate::proto::http2::Slot::new(false));
     }
     vu.session.reset(op.keep);
-    let usable = match vu.mux[MUX_H2].as_deref() {
-        Some(Mux::H2(c)) => c.ready(timeout).await,
-        Some(_) => false,
-        None => true,
-    };
-    if !usable {
-        // Lost or going away (GOAWAY): this call goes on a new one.
-        close_mux(ctx, vu.mux[MUX_H2].take());
-    }
+    // Lost or going away (GOAWAY): this call goes on a new one.
+    vu.conns.drop_unusable(ctx, HttpVersion::Http2, timeout).await;
     let mut sleep = pin!(tokio::time::sleep(timeout));
-    if vu.mux[MUX_H2].is_none() {
+    if !vu.conns.has(HttpVersion::Http2) {
         let dest = &sc.dest.conn;
-        let opened = Box::pin(crate::proto::http2::Own::open(
-            ctx,
-            &dest.route,
-            dest.tls.as_ref(),
-            sleep.as_mut(),
-            row.row(),
-        ))
-        .await;
+        let opened = vu
+            .conns
+            .open(ctx, HttpVersion::Http2, dest, None, sleep.as_mut(), row.row())
+            .await;
         match opened {
-            Ok(c) => {
+            Ok(id) => {
                 if let Some(r) = row.row() {
-                    r.conn(c.id());
+                    r.conn(id);
                 }
-                vu.mux[MUX_H2] = Some(Box::new(Mux::H2(c)));
             }
             Err(class) => return not_sent(ctx, op, flight, row, class),
         }
@@ -207,12 +154,13 @@ pub(super) async fn call(ctx: &Ctx, sc: &Scen, vu: &mut Vu, g: &GrpcOp, origin: 
     let deadline = g.step.deadline.filter(|d| *d < timeout);
     let t_send = Instant::now();
     sleep.as_mut().reset((t_send + deadline.unwrap_or(timeout)).into());
-    let (Some(Mux::H2(c)), Session::Http2(slot)) = (vu.mux[MUX_H2].as_deref(), &mut vu.session) else {
-        // Invariant: both set above.
+    let Session::Http2(slot) = &mut vu.session else {
+        // Invariant: set above.
         return not_sent(ctx, op, flight, row, ErrorClass::Protocol);
     };
     let streaming = g.step.server_streaming;
-    let outcome = c
+    let called = vu
+        .conns
         .call(
             ctx,
             request,
@@ -224,6 +172,10 @@ pub(super) async fn call(ctx: &Ctx, sc: &Scen, vu: &mut Vu, g: &GrpcOp, origin: 
             sleep.as_mut(),
         )
         .await;
+    let Some(outcome) = called else {
+        // Invariant: opened above.
+        return not_sent(ctx, op, flight, row, ErrorClass::Protocol);
+    };
     let expected = record_exchange(
         ctx,
         &mut vu.session,
@@ -257,6 +209,44 @@ pub(super) async fn call(ctx: &Ctx, sc: &Scen, vu: &mut Vu, g: &GrpcOp, origin: 
         }
         _ => unanswered(ctx, op, flight),
     }
+}
+
+/// The call's request: the step's rendered headers without the protocol's
+/// own, `content-type: application/grpc`, `te: trailers` and
+/// `grpc-timeout` (`deadline:`); and its size as `stream_request` counts
+/// it. None when a header cannot be sent.
+fn call_request(sc: &Scen, g: &GrpcOp, rendered: Rendered, body_len: usize) -> Option<(http::Request<()>, usize)> {
+    let op = &g.op;
+    let headers: Vec<(String, String)> = rendered
+        .headers
+        .into_iter()
+        .filter(|(n, _)| {
+            !PROTOCOL.iter().any(|p| n.eq_ignore_ascii_case(p))
+                && !n.get(..5).is_some_and(|p| p.eq_ignore_ascii_case("grpc-"))
+        })
+        .collect();
+    let place = Place {
+        https: sc.base.https,
+        host: sc.base.host.clone(),
+        port: sc.base.port,
+        target: op.req.path.source().to_string(),
+    };
+    let (mut request, mut request_len) = stream_request("POST", &place, &headers, body_len, HttpVersion::Http2)?;
+    let map = request.headers_mut();
+    map.insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/grpc"),
+    );
+    map.insert(http::header::TE, http::HeaderValue::from_static("trailers"));
+    // As stream_request counts fields: name, value and 4 bytes each.
+    request_len += ("content-type".len() + "application/grpc".len() + 4) + ("te".len() + "trailers".len() + 4);
+    if let Some(t) = &g.timeout_header
+        && let Ok(v) = http::HeaderValue::from_str(t)
+    {
+        request_len += 12 + t.len() + 4;
+        map.insert("grpc-timeout", v);
+    }
+    Some((request, request_len))
 }
 
 /// The step's captures and checks, on the reply's message as JSON.

@@ -25,26 +25,14 @@ use throng_metrics::{ErrorClass, Phase};
 use throng_scenario::{Context, ResponseView, WebSocket, WsMessage};
 use tokio::io::AsyncWriteExt;
 
-use super::{InFlight, Scen, Vu, encode_target, with_scen};
+use super::flight::InFlight;
+use super::ops::{Kept, Scen, Vu, WsOp, with_scen};
+use super::render::encode_target;
 use crate::conn::{Conn, close, open_connection_to};
 use crate::ctx::Ctx;
 use crate::proto::ws::frame::{self as frame, Event, Reader};
 use crate::proto::ws::{Socket, io_fail, random, read_upgrade};
 use crate::rows::Labels;
-
-/// A compiled `websocket:` step.
-pub(super) struct WsOp {
-    pub(super) ws: WebSocket,
-    /// Recorder tag indices: all, scenario, step, enclosing groups.
-    pub(super) tags: Vec<usize>,
-}
-
-/// A VU's socket kept for its next `websocket:` step to the same target.
-pub(super) struct Kept {
-    conn: Conn,
-    reader: Reader,
-    target: String,
-}
 
 /// A connection in a step's hands: its end is recorded however the step
 /// ends (a VU cut off mid-step drops it here).
@@ -331,47 +319,7 @@ pub(super) async fn step(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &WsOp, origin: O
                 with_scen(ctx, |r| r.ws_sent());
             }
             WsMessage::Expect { regex, captures } => {
-                let deadline = tokio::time::sleep(ws.timeout);
-                let mut deadline = std::pin::pin!(deadline);
-                let matched = loop {
-                    let event = tokio::select! {
-                        biased;
-                        e = sock.event(&ctx.scratch) => e,
-                        () = deadline.as_mut() => break Err(ErrorClass::TimeoutResponse),
-                    };
-                    match event {
-                        Ok(Event::Message { data, .. }) => {
-                            received_bytes += data.len() as u64;
-                            with_scen(ctx, |r| r.ws_received());
-                            let text = String::from_utf8_lossy(&data);
-                            if regex.is_match(&text) {
-                                break Ok(data);
-                            }
-                        }
-                        Ok(Event::Ping(p)) => {
-                            // Within what is left of the expect's deadline:
-                            // pings flooding in must not stretch it.
-                            let left = deadline
-                                .deadline()
-                                .saturating_duration_since(tokio::time::Instant::now());
-                            if let Err(class) = send(&mut sock, frame::PONG, &p, left).await {
-                                socket_lost = true;
-                                break Err(class);
-                            }
-                        }
-                        Ok(Event::Pong(_)) => {}
-                        Ok(Event::Close(code)) => {
-                            // Answer it, as the close handshake asks.
-                            let _ = send(&mut sock, frame::CLOSE, &frame::close_payload(code), CLOSE_LIMIT).await;
-                            socket_lost = true;
-                            break Err(ErrorClass::WsClosed(code));
-                        }
-                        Err(class) => {
-                            socket_lost = true;
-                            break Err(class);
-                        }
-                    }
-                };
+                let matched = expect(ctx, &mut sock, regex, ws.timeout, &mut received_bytes).await;
                 match matched {
                     Ok(data) => {
                         let now = Instant::now();
@@ -398,7 +346,8 @@ pub(super) async fn step(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &WsOp, origin: O
                             u.flight.end(now, Some((rtt, true)), false);
                         }
                     }
-                    Err(class) => {
+                    Err((class, lost)) => {
+                        socket_lost |= lost;
                         failed = Some(class);
                         break;
                     }
@@ -431,6 +380,56 @@ pub(super) async fn step(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &WsOp, origin: O
         vu.ws = held.into_conn().map(|conn| Kept { conn, reader, target });
     } else {
         close_handshake(ctx, held.conn()).await;
+    }
+}
+
+/// Reads events until a message `regex` matches (pings answered, others
+/// passed over), within `limit`; the bytes of every message are added to
+/// `received_bytes`. Err: the class, and whether the socket is lost.
+async fn expect(
+    ctx: &Ctx,
+    sock: &mut Socket<'_>,
+    regex: &regex::Regex,
+    limit: Duration,
+    received_bytes: &mut u64,
+) -> Result<Vec<u8>, (ErrorClass, bool)> {
+    let deadline = tokio::time::sleep(limit);
+    let mut deadline = std::pin::pin!(deadline);
+    loop {
+        let event = tokio::select! {
+            biased;
+            e = sock.event(&ctx.scratch) => e,
+            () = deadline.as_mut() => break Err((ErrorClass::TimeoutResponse, false)),
+        };
+        match event {
+            Ok(Event::Message { data, .. }) => {
+                *received_bytes += data.len() as u64;
+                with_scen(ctx, |r| r.ws_received());
+                let text = String::from_utf8_lossy(&data);
+                if regex.is_match(&text) {
+                    break Ok(data);
+                }
+            }
+            Ok(Event::Ping(p)) => {
+                // Within what is left of the expect's deadline:
+                // pings flooding in must not stretch it.
+                let left = deadline
+                    .deadline()
+                    .saturating_duration_since(tokio::time::Instant::now());
+                if let Err(class) = send(sock, frame::PONG, &p, left).await {
+                    break Err((class, true));
+                }
+            }
+            Ok(Event::Pong(_)) => {}
+            Ok(Event::Close(code)) => {
+                // Answer it, as the close handshake asks.
+                let _ = send(sock, frame::CLOSE, &frame::close_payload(code), CLOSE_LIMIT).await;
+                break Err((ErrorClass::WsClosed(code), true));
+            }
+            Err(class) => {
+                break Err((class, true));
+            }
+        }
     }
 }
 

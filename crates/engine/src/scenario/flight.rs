@@ -1,0 +1,132 @@
+//! A request of the flow under way and how it ends: answered (captures,
+//! checks), unanswered, or never sent; one dropped midway is counted
+//! `interrupted`, so nothing leaves the books.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use throng_metrics::ErrorClass;
+use throng_scenario::ResponseView;
+
+use super::ops::{ReqOp, with_scen};
+use crate::ctx::Ctx;
+use crate::exchange::Session;
+use crate::rows::RowGuard;
+
+/// A request under way: if it is dropped before it ends (cut off, run
+/// aborted), the destructor counts it `interrupted` in both recorders.
+pub(super) struct InFlight<'a> {
+    ctx: &'a Ctx,
+    tags: &'a [usize],
+    stage: Option<usize>,
+    armed: bool,
+}
+
+impl<'a> InFlight<'a> {
+    pub(super) fn new(ctx: &'a Ctx, tags: &'a [usize], stage: Option<usize>) -> Self {
+        ctx.rec.borrow_mut().request_started();
+        ctx.in_flight.set(ctx.in_flight.get() + 1);
+        InFlight {
+            ctx,
+            tags,
+            stage,
+            armed: true,
+        }
+    }
+
+    /// The request ended: `response` is (response time, expected status).
+    pub(super) fn end(mut self, now: Instant, response: Option<(Duration, bool)>, failed: bool) {
+        self.armed = false;
+        self.ctx.in_flight.set(self.ctx.in_flight.get() - 1);
+        self.tagged(now, response, failed);
+    }
+
+    pub(super) fn cut_off(&self) {
+        with_scen(self.ctx, |r| {
+            r.interrupted(self.tags);
+            if let Some(s) = self.stage {
+                r.interrupted(&[s]);
+            }
+        });
+    }
+
+    pub(super) fn tagged(&self, now: Instant, response: Option<(Duration, bool)>, failed: bool) {
+        with_scen(self.ctx, |r| {
+            r.request(now, self.tags, response, failed);
+            if let Some(s) = self.stage {
+                r.request(now, &[s], response, failed);
+            }
+        });
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            let now = Instant::now();
+            self.ctx.in_flight.set(self.ctx.in_flight.get() - 1);
+            self.ctx
+                .rec
+                .borrow_mut()
+                .request_failed(now, ErrorClass::Interrupted, 0);
+            self.cut_off();
+        }
+    }
+}
+
+/// A request answered (`expected`: its status was): the scenario's figures,
+/// then its captures and checks on the response `session` holds.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn answered(
+    ctx: &Ctx,
+    op: &ReqOp,
+    vars: &mut HashMap<String, String>,
+    session: &Session,
+    flight: InFlight<'_>,
+    done: Instant,
+    response: Duration,
+    expected: bool,
+) {
+    flight.end(done, Some((response, expected)), !expected);
+    if session.body_truncated() {
+        with_scen(ctx, |r| r.body_truncated());
+    }
+    let view = ResponseView {
+        status: session.reply().status,
+        headers: session.headers(),
+        body: session.body(),
+        duration: response,
+    };
+    for cap in &op.req.captures {
+        if let Some(v) = cap.extract(&view) {
+            vars.insert(cap.var.clone(), v);
+        }
+    }
+    if !op.checks.is_empty() {
+        with_scen(ctx, |r| {
+            for (check, &i) in op.req.checks.iter().zip(&op.checks) {
+                r.check(i, check.passes(&view));
+            }
+        });
+    }
+}
+
+/// A request that got no response: its checks fail.
+pub(super) fn unanswered(ctx: &Ctx, op: &ReqOp, flight: InFlight<'_>) {
+    flight.end(Instant::now(), None, true);
+    if !op.checks.is_empty() {
+        with_scen(ctx, |r| op.checks.iter().for_each(|&i| r.check(i, false)));
+    }
+}
+
+/// Fails a request before it was sent (no connection, or it cannot be
+/// framed): counted with `class` in both recorders and its row.
+pub(super) fn not_sent(ctx: &Ctx, op: &ReqOp, flight: InFlight<'_>, mut row: RowGuard<'_>, class: ErrorClass) {
+    let now = Instant::now();
+    ctx.rec.borrow_mut().request_failed(now, class, 0);
+    if let Some(r) = row.row() {
+        r.failed(class);
+    }
+    drop(row);
+    unanswered(ctx, op, flight);
+}

@@ -1,0 +1,190 @@
+//! What a worker's scenario runner shares between its parts: the flow
+//! compiled into steps ([`Op`]), one scenario on one worker ([`Scen`]) and
+//! its VU slots, a VU's state ([`Vu`]). A leaf of `scenario/`: the
+//! controllers, the VU task and each kind of step import it.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::task::Waker;
+use std::time::Instant;
+
+use bytes::Bytes;
+use throng_metrics::ScenarioRecorder;
+use throng_plan::{Authority, Rng, StatusSet};
+use throng_scenario::{BaseUrl, CookieJar, GrpcStep, Request, Scenario, ScenarioPlan, Think, WebSocket};
+use tokio::sync::Notify;
+
+use crate::conn::Conn;
+use crate::ctx::Ctx;
+use crate::exchange::Session;
+use crate::load::SharedCounters;
+use crate::proto::http1::Keep;
+use crate::proto::vu::{Conns, Dest};
+use crate::proto::ws::frame::Reader;
+
+/// A request of the flow, with what recording it needs.
+pub(super) struct ReqOp {
+    pub(super) req: Request,
+    /// Recorder tag indices: all, scenario, step, enclosing groups.
+    pub(super) tags: Vec<usize>,
+    /// Recorder check indices, one per check of the request.
+    pub(super) checks: Vec<usize>,
+    pub(super) keep: Keep,
+    pub(super) head: bool,
+}
+
+/// The flow, flattened: groups become start/end markers.
+pub(super) enum Op {
+    Request(Box<ReqOp>),
+    Grpc(Box<GrpcOp>),
+    WebSocket(Box<WsOp>),
+    Think(Think),
+    GroupStart,
+    GroupEnd(usize),
+}
+
+/// A `grpc:` step, ready to run.
+pub(super) struct GrpcOp {
+    /// The call as a request (its tags, checks, what its reply keeps).
+    pub(super) op: ReqOp,
+    pub(super) step: GrpcStep,
+    /// The message, framed, when it has no template.
+    pub(super) framed: Option<Bytes>,
+    pub(super) expect: StatusSet,
+    /// `grpc-timeout`'s value.
+    pub(super) timeout_header: Option<String>,
+    /// Captures or checks read the reply's message.
+    pub(super) decode: bool,
+}
+
+/// A compiled `websocket:` step.
+pub(super) struct WsOp {
+    pub(super) ws: WebSocket,
+    /// Recorder tag indices: all, scenario, step, enclosing groups.
+    pub(super) tags: Vec<usize>,
+}
+
+/// A VU's socket kept for its next `websocket:` step to the same target.
+pub(super) struct Kept {
+    pub(super) conn: Conn,
+    pub(super) reader: Reader,
+    pub(super) target: String,
+}
+
+/// A VU slot of the worker's share of a scenario.
+#[derive(Default)]
+pub(super) struct Slot {
+    pub(super) alive: bool,
+    /// Will never run again (its iterations are done).
+    pub(super) finished: bool,
+    /// Must stop by then (above the target: graceful period running).
+    pub(super) retire_at: Option<Instant>,
+    /// Cut off: abandon the iteration now.
+    pub(super) killed: bool,
+    /// Open models: the intended start handed to this VU.
+    pub(super) job: Option<Instant>,
+    pub(super) waker: Option<Waker>,
+}
+
+/// One scenario on one worker.
+pub(super) struct Scen {
+    pub(super) index: usize,
+    pub(super) def: Scenario,
+    pub(super) plan: Arc<ScenarioPlan>,
+    pub(super) env: Arc<HashMap<String, String>>,
+    pub(super) shared: Arc<SharedCounters>,
+    pub(super) worker: u32,
+    pub(super) workers: u32,
+    /// This process's execution segment (the whole without one).
+    pub(super) segment: throng_plan::Segment,
+    pub(super) seed: u64,
+    pub(super) ops: Vec<Op>,
+    /// Recorder tag index per stage (ramping executors).
+    pub(super) stage_tags: Vec<usize>,
+    pub(super) start: Instant,
+    pub(super) end: Instant,
+    pub(super) slots: RefCell<Vec<Slot>>,
+    /// Closed models: VUs in slots below this may start iterations.
+    pub(super) target: Cell<u64>,
+    pub(super) active: Cell<u64>,
+    pub(super) kill: Notify,
+    /// Open models: idle VUs, most recent last.
+    pub(super) idle: RefCell<Vec<usize>>,
+    pub(super) schedule_done: Cell<bool>,
+    /// Its target (its own, else the file's) and how to reach it.
+    pub(super) base: BaseUrl,
+    pub(super) dest: Arc<Dest>,
+    pub(super) authority: Authority,
+}
+
+impl Scen {
+    pub(super) fn killed(&self, slot: usize) -> bool {
+        self.slots.borrow().get(slot).is_some_and(|s| s.killed)
+    }
+
+    pub(super) fn kill_all(&self) {
+        for s in self.slots.borrow_mut().iter_mut().filter(|s| s.alive) {
+            s.killed = true;
+        }
+        self.kill.notify_waiters();
+        self.wake_idle();
+    }
+
+    pub(super) fn wake_idle(&self) {
+        let wakers: Vec<Waker> = self
+            .slots
+            .borrow_mut()
+            .iter_mut()
+            .filter_map(|s| s.waker.take())
+            .collect();
+        for w in wakers {
+            w.wake();
+        }
+    }
+
+    /// The VU's number across the whole run (all segments), from 1.
+    pub(super) fn vu_id(&self, slot: usize) -> u64 {
+        self.segment
+            .nth(slot as u64 * u64::from(self.workers) + u64::from(self.worker))
+            + 1
+    }
+
+    pub(super) fn stage_tag(&self, now: Instant) -> Option<usize> {
+        let since = now.saturating_duration_since(self.start) + self.def.start_time;
+        let stage = self.def.stage_at(since)?;
+        self.stage_tags.get(stage - 1).copied()
+    }
+}
+
+/// What one VU keeps between requests and iterations.
+pub(super) struct Vu {
+    pub(super) id: u64,
+    pub(super) iter: u64,
+    pub(super) rng: Rng,
+    pub(super) vars: HashMap<String, String>,
+    /// What `Set-Cookie` stored (see the scenario's `cookies:`).
+    pub(super) jar: CookieJar,
+    pub(super) conn: Option<Conn>,
+    /// Its HTTP/2 and HTTP/3 connections, one per protocol its requests
+    /// speak, opened at first use.
+    pub(super) conns: Conns,
+    pub(super) session: Session,
+    /// A socket a `websocket:` step kept (`keep: true`).
+    pub(super) ws: Option<Kept>,
+}
+
+pub(super) fn with_scen<T>(ctx: &Ctx, f: impl FnOnce(&mut ScenarioRecorder) -> T) -> Option<T> {
+    ctx.scenario.borrow_mut().as_mut().map(f)
+}
+
+/// Waits until `at`; false if the run is stopping first.
+pub(super) async fn sleep_until(ctx: &Ctx, at: Instant) -> bool {
+    if ctx.stopping.get() {
+        return false;
+    }
+    tokio::select! {
+        () = tokio::time::sleep_until(at.into()) => !ctx.stopping.get(),
+        () = ctx.stop_notify.notified() => false,
+    }
+}

@@ -1,0 +1,160 @@
+//! A step's request rendered from its templates for one VU: target
+//! (percent-encoded), headers, body (JSON, form or raw). I/O-free.
+
+use std::fmt::Write as _;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use throng_scenario::{Body, Context, JsonTemplate, Request};
+
+use super::ops::{Scen, Vu};
+
+/// A request rendered: its target, headers (without the jar's cookies) and
+/// body; plan's one writer (`RequestHead`) makes the bytes.
+pub(super) struct Rendered {
+    pub(super) target: String,
+    pub(super) headers: Vec<(String, String)>,
+    pub(super) body: Vec<u8>,
+}
+
+/// Renders a request's target, headers and body.
+/// None when a rendered header value carries a control character (a
+/// captured or data value with a line break, say): such a request would
+/// smuggle a header or a request of its own, so it is never sent.
+pub(super) fn render(sc: &Scen, vu: &mut Vu, req: &Request) -> Option<Rendered> {
+    let now_ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    let mut cx = Context {
+        vu: vu.id,
+        iter: vu.iter,
+        scenario: &sc.def.name,
+        rng: &mut vu.rng,
+        vars: &vu.vars,
+        env: &sc.env,
+        now_ms,
+    };
+    let mut target = String::with_capacity(128);
+    let mut scratch = String::new();
+
+    // Body first: its length goes in the head.
+    let (body, content_type): (Vec<u8>, Option<&str>) = match &req.body {
+        Body::None => (Vec::new(), None),
+        Body::Json(j) => {
+            let mut out = String::new();
+            write_json(j, &mut cx, &mut out);
+            (out.into_bytes(), Some("application/json"))
+        }
+        Body::Form(fields) => {
+            let mut out = String::new();
+            for (i, (k, v)) in fields.iter().enumerate() {
+                if i > 0 {
+                    out.push('&');
+                }
+                encode_component(k, &mut out);
+                out.push('=');
+                scratch.clear();
+                v.render_into(&mut cx, &mut scratch);
+                encode_component(&scratch, &mut out);
+            }
+            (out.into_bytes(), Some("application/x-www-form-urlencoded"))
+        }
+        Body::Raw(t) => (t.render(&mut cx).into_bytes(), None),
+    };
+
+    scratch.clear();
+    scratch.push_str(&sc.plan.target.base_path);
+    req.path.render_into(&mut cx, &mut scratch);
+    encode_target(&scratch, &mut target);
+    for (i, (k, v)) in req.query.iter().enumerate() {
+        let has_query = i > 0 || scratch.contains('?');
+        target.push(if has_query { '&' } else { '?' });
+        encode_component(k, &mut target);
+        target.push('=');
+        scratch.clear();
+        v.render_into(&mut cx, &mut scratch);
+        encode_component(&scratch, &mut target);
+    }
+    let own = |name: &str| req.headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(name));
+    let mut headers: Vec<(String, String)> = Vec::with_capacity(sc.plan.defaults.headers.len() + req.headers.len() + 1);
+    let defaults = sc.plan.defaults.headers.iter().filter(|(k, _)| !own(k));
+    for (k, v) in defaults.chain(&req.headers) {
+        let value = v.render(&mut cx);
+        if value.chars().any(throng_plan::is_forbidden_in_value) {
+            return None;
+        }
+        headers.push((k.clone(), value));
+    }
+    if let Some(ct) = content_type
+        && !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("content-type"))
+    {
+        headers.push(("Content-Type".to_string(), ct.to_string()));
+    }
+    Some(Rendered { target, headers, body })
+}
+
+fn write_json(j: &JsonTemplate, cx: &mut Context<'_>, out: &mut String) {
+    match j {
+        JsonTemplate::Value(v) => out.push_str(&v.to_string()),
+        JsonTemplate::Text(t) => out.push_str(&serde_json::Value::String(t.render(cx)).to_string()),
+        JsonTemplate::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_json(item, cx, out);
+            }
+            out.push(']');
+        }
+        JsonTemplate::Object(fields) => {
+            out.push('{');
+            for (i, (k, v)) in fields.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&serde_json::Value::String(k.clone()).to_string());
+                out.push(':');
+                write_json(v, cx, out);
+            }
+            out.push('}');
+        }
+    }
+}
+
+/// Percent-encodes what may not appear in a request target (spaces,
+/// controls, non-ASCII); keeps `/ ? & = %` and the rest as written.
+pub(super) fn encode_target(s: &str, out: &mut String) {
+    for b in s.bytes() {
+        if b.is_ascii_graphic() {
+            out.push(b as char);
+        } else {
+            let _ = write!(out, "%{b:02X}");
+        }
+    }
+}
+
+/// Percent-encodes a query or form component (RFC 3986 unreserved kept).
+pub(super) fn encode_component(s: &str, out: &mut String) {
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(b as char);
+        } else {
+            let _ = write!(out, "%{b:02X}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn components_and_targets_are_encoded() {
+        let mut out = String::new();
+        encode_component("a b&c=d/é", &mut out);
+        assert_eq!(out, "a%20b%26c%3Dd%2F%C3%A9");
+        let mut out = String::new();
+        encode_target("/users/a b?x=1", &mut out);
+        assert_eq!(out, "/users/a%20b?x=1");
+    }
+}
