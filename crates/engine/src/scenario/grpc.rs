@@ -24,9 +24,9 @@ use super::flight::{InFlight, not_sent, unanswered};
 use super::ops::{GrpcOp, ReqOp, Scen, Vu, with_scen};
 use super::render::{Rendered, render};
 use crate::ctx::Ctx;
-use crate::exchange::{Session, record_exchange};
+use crate::exchange::record_exchange;
 use crate::proto::http1::Keep;
-use crate::proto::vu::stream_request;
+use crate::proto::vu::{stream_reply, stream_request, stream_session, stream_slot};
 use crate::redirect::Place;
 use crate::rows::Labels;
 
@@ -128,9 +128,7 @@ pub(super) async fn call(ctx: &Ctx, sc: &Scen, vu: &mut Vu, g: &GrpcOp, origin: 
         return not_sent(ctx, op, flight, row, ErrorClass::Protocol);
     };
     let timeout = op.req.timeout;
-    if !matches!(vu.session, Session::Http2(_)) {
-        vu.session = Session::Http2(crate::proto::http2::Slot::new(false));
-    }
+    stream_session(&mut vu.session);
     vu.session.reset(op.keep);
     // Lost or going away (GOAWAY): this call goes on a new one.
     vu.conns.drop_unusable(ctx, HttpVersion::Http2, timeout).await;
@@ -154,7 +152,7 @@ pub(super) async fn call(ctx: &Ctx, sc: &Scen, vu: &mut Vu, g: &GrpcOp, origin: 
     let deadline = g.step.deadline.filter(|d| *d < timeout);
     let t_send = Instant::now();
     sleep.as_mut().reset((t_send + deadline.unwrap_or(timeout)).into());
-    let Session::Http2(slot) = &mut vu.session else {
+    let Some(slot) = stream_slot(&mut vu.session) else {
         // Invariant: set above.
         return not_sent(ctx, op, flight, row, ErrorClass::Protocol);
     };
@@ -188,8 +186,8 @@ pub(super) async fn call(ctx: &Ctx, sc: &Scen, vu: &mut Vu, g: &GrpcOp, origin: 
         row.row(),
     );
     drop(row);
-    match (outcome, expected, &vu.session) {
-        (Ok(timing), Some(expected), Session::Http2(slot)) => {
+    match (outcome, expected, stream_reply(&vu.session)) {
+        (Ok(timing), Some(expected), Some(slot)) => {
             let done = timing.done;
             flight.end(done, Some((done - t_send, expected)), !expected);
             if slot.body_truncated() {

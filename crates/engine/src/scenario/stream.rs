@@ -4,23 +4,21 @@
 
 use std::collections::HashMap;
 use std::pin::{Pin, pin};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bytes::Bytes;
 use throng_metrics::ErrorClass;
-use throng_plan::{HttpVersion, RequestHead};
+use throng_plan::HttpVersion;
 use throng_scenario::Cookies;
 use tokio::time::Sleep;
 
 use super::flight::{InFlight, answered, not_sent, unanswered};
 use super::ops::{ReqOp, Scen, Vu};
 use super::render::Rendered;
-use crate::conn::{Failed, Timing, open_connection_to};
+use crate::conn::{Failed, Timing};
 use crate::ctx::Ctx;
 use crate::exchange::{Session, record_exchange};
-use crate::proto::http1::Keep;
-use crate::proto::vu::{Dest, stream_request};
+use crate::proto::vu::{Dest, Hop, away_hop, stream_request, stream_session, stream_slot};
 use crate::redirect::Place;
 use crate::rows::{Row, RowGuard};
 
@@ -56,9 +54,7 @@ pub(super) async fn request(
     let mut method = op.req.method.clone();
     let mut body = Bytes::from(rendered.body);
     let mut hops = 0u32;
-    if !matches!(vu.session, Session::Http2(_)) {
-        vu.session = Session::Http2(crate::proto::http2::Slot::new(false));
-    }
+    stream_session(&mut vu.session);
     vu.session.reset(op.keep);
     // The hops elsewhere: their connection, their responses.
     let mut other = crate::redirect::Elsewhere::new(ctx);
@@ -194,7 +190,7 @@ async fn home_hop(
     };
     let t_send = Instant::now();
     sleep.as_mut().reset((t_send + hop.timeout).into());
-    let Session::Http2(slot) = &mut vu.session else {
+    let Some(slot) = stream_slot(&mut vu.session) else {
         // Invariant: set by `request`.
         return Err(ErrorClass::Protocol);
     };
@@ -253,95 +249,4 @@ fn settle(
         ),
         _ => unanswered(ctx, op, flight),
     }
-}
-
-/// One hop of an HTTP/2 or HTTP/3 step: where, what.
-struct Hop<'a> {
-    place: &'a Place,
-    method: &'a str,
-    headers: &'a [(String, String)],
-    body: &'a Bytes,
-    keep: Keep,
-    timeout: Duration,
-}
-
-/// Sends `hop` on `other`'s connection, opened for it when there is none to
-/// that origin: to `https://` offering ALPN h2 and http/1.1, and speaking
-/// what the server chose; to `http://`, HTTP/1.1. Its response is read
-/// into `away`. The outcome, the request's size and when it went; Err: it
-/// could not be sent, and why.
-async fn away_hop(
-    ctx: &Ctx,
-    other: &mut crate::redirect::Elsewhere<'_>,
-    away: &mut Option<Session>,
-    hop: &Hop<'_>,
-    mut sleep: std::pin::Pin<&mut tokio::time::Sleep>,
-) -> Result<(Result<crate::conn::Timing, crate::conn::Failed>, usize, Instant), ErrorClass> {
-    let place = hop.place;
-    other.go(place);
-    if other.h2.as_ref().is_some_and(|o| !o.alive()) {
-        other.close();
-    }
-    if place.https && other.conn.is_none() && other.h2.is_none() {
-        sleep.as_mut().reset((Instant::now() + hop.timeout).into());
-        let d = crate::redirect::dest(ctx, place).await?;
-        // Invariant: `dest` gives an https origin a TLS client, or fails.
-        let Some(mut tls) = d.tls else {
-            return Err(crate::redirect::SCHEME);
-        };
-        let mut config = throng_tls::rustls::ClientConfig::clone(&tls.config);
-        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-        tls.config = Arc::new(config);
-        let opening = open_connection_to(ctx, &d.route, Some(&tls), &[], None, false, sleep.as_mut(), None);
-        let ready = Box::pin(opening).await?;
-        let h2 = matches!(&ready.conn.stream, crate::transport::Transport::Tls(s)
-            if s.tls.alpn_protocol() == Some(b"h2"));
-        if h2 {
-            other.h2 = Some(Box::pin(crate::proto::http2::Own::over(ctx, ready.conn, sleep.as_mut())).await?);
-        } else {
-            other.conn = Some(ready.conn);
-        }
-    }
-    let head = hop.method.eq_ignore_ascii_case("HEAD");
-    if let Some(own) = other.h2.as_ref() {
-        if !matches!(away, Some(Session::Http2(s)) if s.head_request() == head) {
-            *away = Some(Session::Http2(crate::proto::http2::Slot::new(head)));
-        }
-        let Some(Session::Http2(slot)) = away.as_mut() else {
-            // Invariant: set just above.
-            return Err(ErrorClass::Protocol);
-        };
-        slot.reset(hop.keep);
-        let Some((request, request_len)) =
-            stream_request(hop.method, place, hop.headers, hop.body.len(), HttpVersion::Http2)
-        else {
-            return Err(ErrorClass::Protocol);
-        };
-        let t_send = Instant::now();
-        sleep.as_mut().reset((t_send + hop.timeout).into());
-        let outcome = own.exchange(ctx, request, hop.body, request_len, slot, sleep).await;
-        return Ok((outcome, request_len, t_send));
-    }
-    if !matches!(away, Some(s @ Session::Http1(_)) if s.head_request() == head) {
-        *away = Some(Session::new(head));
-    }
-    let Some(s) = away.as_mut() else {
-        // Invariant: set just above.
-        return Err(ErrorClass::Protocol);
-    };
-    s.reset(hop.keep);
-    let mut bytes = RequestHead {
-        method: hop.method,
-        target: &place.target,
-        authority: &place.authority(),
-        headers: hop.headers,
-        body_len: hop.body.len(),
-        close: false,
-    }
-    .to_vec();
-    bytes.extend_from_slice(hop.body);
-    let via = crate::redirect::Via::Elsewhere(place);
-    crate::redirect::hop_exchange(ctx, &mut other.conn, via, &bytes, s, hop.timeout, sleep)
-        .await
-        .map(|(outcome, t_send)| (outcome, bytes.len(), t_send))
 }
