@@ -21,8 +21,15 @@
 //! | plan spec | none: the plan's rendered request (`crate::load::WorkerSpec`) | `http2::Spec` (`from_plan`, `for_storm`; `mod.rs`) | `http3::H3Spec` (`new`, `for_storm`; `mod.rs`) | `http2::Spec` with `grpc` set (from `plan.grpc`) | `ws::Spec`, inside `line::ProtocolSpec::WebSocket` | `line::ProtocolSpec` (`Nats`, `Lines`); both built by `protocol_spec` in `lib.rs` |
 //! | request driver | `http1::exchange` (`io.rs`), through `crate::exchange::Session::Http1` | `http2::one_request` on the worker's `http2::Pool` (`pool.rs`), through `Session::Http2` | `http3::connection_slot` (`slot.rs`), fed by `http3::Starts` (the closed loop's budget, the open loop's schedule) | `http2`'s, with `http2/grpc.rs` (status, deadline, messages) and `grpc::frame` (the reply judged) | none | none |
 //! | storm connection | `crate::storm`: `conn` and one `Session` exchange | `http2::storm_establish`, `http2::Held` (`storm.rs`) | `http3::storm_establish`, `http3::Held` (`storm.rs`) | none | `ws::handshake` (through `line::handshake` while the connection opens), `ws::hold`, `ws::close` | `line::handshake` (while the connection opens), `line::answer_pings` (held) |
-//! | scenario VU connection | `crate::scenario`: a keep-alive `crate::conn::Conn` and a `Session` | `http2::Own` (`scenario.rs`) | `http3::Own` (`scenario.rs`) | `http2::Own::call`, from `crate::scenario::grpc`'s step | `crate::scenario::ws`'s step, on `ws`'s `Socket` and `ws::frame` | none |
+//! | scenario VU connection | `crate::scenario` (`request.rs`): a keep-alive `crate::conn::Conn` and a `Session` | `http2::Own` (`scenario.rs`), through `vu::Conns` | `http3::Own` (`scenario.rs`), through `vu::Conns` | `http2::Own::call` through `vu::Conns::call`, from `crate::scenario::grpc`'s step | `crate::scenario::ws`'s step, on `ws`'s `Socket` and `ws::frame` | none |
 //! | pre-run check | none | `http2::preflight` (`check.rs`) | `http3::preflight` (`check.rs`) | `http2`'s; `grpc::call` asks server reflection before `throng grpc` | none | none |
+//!
+//! The scenario VU connection role has a module of its own, `vu.rs`: where
+//! a scenario's VUs connect (`Dest`), a VU's multiplexed connections keyed
+//! by protocol (`Conns`: `http2::Own` or `http3::Own`, opened, checked,
+//! closed, a request or a gRPC call as a stream), a request's stream parts
+//! and a redirect hop to another origin; the scenario runner calls it and
+//! matches on no protocol.
 //!
 //! Shared by `http2` and `http3` and outside this folder: `crate::mux`
 //! (several targets and redirects over a multiplexed connection).

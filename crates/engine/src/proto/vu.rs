@@ -1,13 +1,17 @@
 //! The scenario VU connection role: where a scenario's VUs connect
 //! ([`Dest`], made once per run) and a VU's own multiplexed connections
 //! ([`Conns`]: at most one per protocol, HTTP/2's [`http2::Own`] or
-//! HTTP/3's [`http3::Own`], each opened at first use). The scenario
-//! runner (`crate::scenario`) asks for a connection by the protocol a
-//! request speaks and never matches on it; every such match is here.
+//! HTTP/3's [`http3::Own`], each opened at first use); a request's parts
+//! as a stream ([`stream_request`]), the session that reads a stream's
+//! response, and a redirect hop to another origin ([`away_hop`]: ALPN h2
+//! or HTTP/1.1). The scenario runner (`crate::scenario`) asks for a
+//! connection by the protocol a request speaks and never matches on it;
+//! every such match is here.
 //!
 //! ```text
 //!  request (http: 2 | 3) ─► Conns::drop_unusable (lost, GOAWAY) ─► Conns::open (none yet)
 //!                        ─► stream_request (HTTP/2-3 parts) ─► Conns::exchange | Conns::call (gRPC)
+//!  a hop elsewhere ─────────► away_hop (a connection of its own for the request's chain)
 //! ```
 
 use std::pin::Pin;
