@@ -11,7 +11,7 @@
 //!        ├─ closed.rs: one task per connection, request after request
 //!        ├─ open.rs: dispatcher (pacer.rs) ─► queue ─► connection tasks
 //!        ├─ storm.rs: connect, at most one request, hold, close
-//!        └─ scenario/: virtual users running flows (their connections: proto/vu.rs)
+//!        └─ scenario/: virtual users running flows (their connections: proto/vu/)
 //!        │   each loop: conn.rs (open_connection: TCP, TLS, protocol
 //!        │   handshake) ─► exchange.rs (Session: write, read, parse;
 //!        │   record_exchange) ─► Recorder

@@ -123,7 +123,7 @@ pub(crate) struct ScenarioLoad {
     pub seed: u64,
     /// Per scenario (in the plan's order): where its VUs connect, in which
     /// protocol.
-    pub dests: Arc<[Arc<crate::proto::vu::Dest>]>,
+    pub dests: Arc<[Arc<crate::proto::vu::dest::Dest>]>,
 }
 
 /// Counters every worker of the run shares (one atomic add per iteration).

@@ -24,7 +24,7 @@
 //! | scenario VU connection | `crate::scenario` (`request.rs`): a keep-alive `crate::conn::Conn` and a `Session` | `http2::Own` (`scenario.rs`), through `vu::Conns` | `http3::Own` (`scenario.rs`), through `vu::Conns` | `http2::Own::call` through `vu::Conns::call`, from `crate::scenario::grpc`'s step | `crate::scenario::ws`'s step, on `ws`'s `Socket` and `ws::frame` | none |
 //! | pre-run check | none | `http2::preflight` (`check.rs`) | `http3::preflight` (`check.rs`) | `http2`'s; `grpc::call` asks server reflection before `throng grpc` | none | none |
 //!
-//! The scenario VU connection role has a module of its own, `vu.rs`: where
+//! The scenario VU connection role has a folder of its own, `vu/`: where
 //! a scenario's VUs connect (`Dest`), a VU's multiplexed connections keyed
 //! by protocol (`Conns`: `http2::Own` or `http3::Own`, opened, checked,
 //! closed, a request or a gRPC call as a stream), a request's stream parts

@@ -195,8 +195,8 @@ fn scenario_dests(
     tls: Option<&Arc<ClientConfig>>,
     reach: &throng_plan::Reach,
     control: &Control,
-) -> Result<Arc<[Arc<vu::Dest>]>, EngineError> {
-    type Made<'a> = (&'a BaseUrl, Vec<(HttpVersion, &'a str)>, Arc<vu::Dest>);
+) -> Result<Arc<[Arc<vu::dest::Dest>]>, EngineError> {
+    type Made<'a> = (&'a BaseUrl, Vec<(HttpVersion, &'a str)>, Arc<vu::dest::Dest>);
     let mut made: Vec<Made<'_>> = Vec::new();
     let mut out = Vec::with_capacity(plan.scenarios.len());
     for s in &plan.scenarios {
@@ -234,7 +234,7 @@ fn scenario_dest(
     asked: &[(HttpVersion, &str)],
     tls: Option<&Arc<ClientConfig>>,
     reach: &throng_plan::Reach,
-) -> Result<vu::Dest, EngineError> {
+) -> Result<vu::dest::Dest, EngineError> {
     let what = format!("the https target {}", target.url);
     // The route and TLS client (ALPN by protocol) for `http`.
     let conn = |http: HttpVersion| -> Result<targets::Dest, EngineError> {
@@ -277,7 +277,7 @@ fn scenario_dest(
         }
         false => None,
     };
-    Ok(vu::Dest {
+    Ok(vu::dest::Dest {
         http: target.http,
         conn: main,
         quic,
@@ -293,7 +293,7 @@ fn checks<'a>(
     s: &Scenario,
     target: &BaseUrl,
     asked: &[(HttpVersion, &str)],
-    d: &'a vu::Dest,
+    d: &'a vu::dest::Dest,
 ) -> Vec<preflight::Dest<'a>> {
     let route = &d.conn.route;
     let mut out = Vec::new();

@@ -20,7 +20,8 @@ use crate::ctx::Ctx;
 use crate::exchange::Session;
 use crate::load::SharedCounters;
 use crate::proto::http1::Keep;
-use crate::proto::vu::{Conns, Dest};
+use crate::proto::vu::Conns;
+use crate::proto::vu::dest::Dest;
 use crate::proto::ws::frame::Reader;
 
 /// A request of the flow, with what recording it needs.

@@ -18,7 +18,8 @@ use super::render::Rendered;
 use crate::conn::{Failed, Timing};
 use crate::ctx::Ctx;
 use crate::exchange::{Session, record_exchange};
-use crate::proto::vu::{Dest, Hop, away_hop, stream_request, stream_session, stream_slot};
+use crate::proto::vu::dest::Dest;
+use crate::proto::vu::{Hop, away_hop, stream_request, stream_session, stream_slot};
 use crate::redirect::Place;
 use crate::rows::{Row, RowGuard};
 

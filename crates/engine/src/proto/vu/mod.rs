@@ -1,12 +1,13 @@
 //! The scenario VU connection role: where a scenario's VUs connect
-//! ([`Dest`], made once per run) and a VU's own multiplexed connections
-//! ([`Conns`]: at most one per protocol, HTTP/2's [`http2::Own`] or
-//! HTTP/3's [`http3::Own`], each opened at first use); a request's parts
-//! as a stream ([`stream_request`]), the session that reads a stream's
-//! response, and a redirect hop to another origin ([`away_hop`]: ALPN h2
-//! or HTTP/1.1). The scenario runner (`crate::scenario`) asks for a
-//! connection by the protocol a request speaks and never matches on it;
-//! every such match is here.
+//! ([`dest::Dest`], made once per run; `dest.rs`, a leaf the worker's load
+//! names) and a VU's own multiplexed connections ([`Conns`]: at most one
+//! per protocol, HTTP/2's [`http2::Own`] or HTTP/3's [`http3::Own`], each
+//! opened at first use); a request's parts as a stream
+//! ([`stream_request`]), the session that reads a stream's response, and a
+//! redirect hop to another origin ([`away_hop`]: ALPN h2 or HTTP/1.1). The
+//! scenario runner (`crate::scenario`) asks for a connection by the
+//! protocol a request speaks and never matches on it; every such match is
+//! here.
 //!
 //! ```text
 //!  request (http: 2 | 3) ─► Conns::drop_unusable (lost, GOAWAY) ─► Conns::open (none yet)
@@ -31,40 +32,7 @@ use crate::proto::{http2, http3};
 use crate::redirect::Place;
 use crate::rows::Row;
 
-/// Where one scenario's VUs connect and which protocol they speak: made
-/// once per run (routes resolved, TLS clients with their ALPN), shared by
-/// the workers.
-pub(crate) struct Dest {
-    pub(crate) http: HttpVersion,
-    /// The route and, for https, the TLS client (ALPN `h2` for HTTP/2).
-    pub(crate) conn: crate::targets::Dest,
-    /// HTTP/3 (the target's or a request's): the QUIC client (ALPN `h3`)
-    /// and the TLS server name.
-    pub(crate) quic: Option<(quinn::ClientConfig, String)>,
-    /// The route and TLS client of each other protocol (HTTP/1.1, HTTP/2)
-    /// its requests name with their own `http:`.
-    pub(crate) also: Vec<(HttpVersion, crate::targets::Dest)>,
-}
-
-impl Dest {
-    /// The route and TLS client of `http` (the target's, when no request
-    /// names another).
-    pub(crate) fn conn_for(&self, http: HttpVersion) -> &crate::targets::Dest {
-        self.also
-            .iter()
-            .find(|(h, _)| *h == http)
-            .map_or(&self.conn, |(_, d)| d)
-    }
-}
-
-impl std::fmt::Debug for Dest {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Dest")
-            .field("http", &self.http)
-            .field("conn", &self.conn)
-            .finish_non_exhaustive()
-    }
-}
+pub(crate) mod dest;
 
 /// A VU's own multiplexed connection.
 enum Own {
