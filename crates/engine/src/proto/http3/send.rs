@@ -1,5 +1,5 @@
 //! One request on its own stream, timed: sent, its response read (no
-//! recording here; [`super::stream::exchange`] records the outcome).
+//! recording here; `stream.rs`'s `exchange` records the outcome).
 
 use std::time::Instant;
 
