@@ -50,10 +50,11 @@ use tokio::sync::Notify;
 
 use crate::conn::{Conn, close, open_connection_to};
 use crate::ctx::{Ctx, TaskGuard};
-use crate::exchange::{Session, record_exchange};
+use crate::exchange::record_exchange;
 use crate::load::{ScenarioLoad, SharedCounters};
 use crate::pacer::Pacer;
 use crate::proto::http1::Keep;
+use crate::proto::session::Session;
 use crate::redirect::{Exchanged, Place};
 use crate::rows::{Labels, RowGuard};
 

@@ -24,8 +24,9 @@ use super::{
     InFlight, MUX_H2, Mux, ReqOp, Scen, Vu, close_mux, not_sent, render, stream_request, unanswered, with_scen,
 };
 use crate::ctx::Ctx;
-use crate::exchange::{Session, record_exchange};
+use crate::exchange::record_exchange;
 use crate::proto::http1::Keep;
+use crate::proto::session::Session;
 use crate::redirect::Place;
 use crate::rows::Labels;
 
