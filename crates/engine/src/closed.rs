@@ -8,14 +8,14 @@ use std::time::{Duration, Instant};
 
 use crate::conn::{Conn, close};
 use crate::ctx::{Ctx, TaskGuard};
-use crate::exchange::{Session, one_request};
+use crate::proto::{Session, Starts, one_request, spawn_driver};
 use crate::targets::Cursor;
 
 /// Requests this worker may still start (None: until stopped), shared by
 /// its connections.
 struct Budget(Cell<Option<u64>>);
 
-impl crate::proto::http3::Starts for Budget {
+impl Starts for Budget {
     async fn next(&self, _slot: usize) -> Option<Option<Instant>> {
         self.take().then_some(None)
     }
@@ -49,18 +49,9 @@ pub(crate) fn start(ctx: &Rc<Ctx>, connections: u64, budget: Option<u64>, until:
     }
     let budget = Rc::new(Budget(Cell::new(budget)));
     for _ in 0..connections {
-        match &ctx.spec.h3 {
-            Some(h3) => {
-                tokio::task::spawn_local(crate::proto::http3::connection_slot(
-                    ctx.task(),
-                    Rc::clone(&budget),
-                    std::sync::Arc::clone(h3),
-                    false,
-                ));
-            }
-            None => {
-                tokio::task::spawn_local(closed_task(ctx.task(), Rc::clone(&budget)));
-            }
+        // A protocol driving its own connections takes the budget itself.
+        if !spawn_driver(ctx, &budget, false) {
+            tokio::task::spawn_local(closed_task(ctx.task(), Rc::clone(&budget)));
         }
     }
 }

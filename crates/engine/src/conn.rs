@@ -462,44 +462,10 @@ pub(crate) async fn open_transport(
             (stream, 0, done, done)
         }
     };
-    let (stream, ready) = match &spec.protocol {
-        None => (stream, ready),
-        Some(protocol) => {
-            sleep.as_mut().reset((ready + spec.timeout).into());
-            let seen = std::cell::Cell::new(crate::proto::line::OutOfTurn::default());
-            // Boxed: only line protocols and NATS pay for its state.
-            let done = Box::pin(crate::proto::line::handshake(
-                protocol,
-                stream,
-                spec.upgrade_tls.as_ref(),
-                &ctx.scratch,
-                spec.timeout,
-                sleep,
-                &seen,
-            ))
-            .await;
-            for kind in seen.get().kinds() {
-                ctx.rec.borrow_mut().out_of_turn(kind);
-            }
-            let done = done.map_err(fail)?;
-            let now = Instant::now();
-            let mut rec = ctx.rec.borrow_mut();
-            if let Some((d, h, at)) = done.tls {
-                rec.tls_handshake(at, d, h);
-                if let Some(r) = row.as_deref_mut() {
-                    r.phase(Phase::Tls, d);
-                }
-            }
-            rec.phase(now, Phase::Handshake, done.handshake);
-            for d in &done.exchanges {
-                rec.phase(now, Phase::Response, *d);
-            }
-            if let Some(r) = row {
-                r.phase(Phase::Handshake, done.handshake);
-            }
-            (done.stream, now)
-        }
-    };
+    // The protocol's opening, if it has one (a line protocol's handshake).
+    let (stream, ready) = crate::proto::opening::opening(ctx, stream, ready, sleep, row)
+        .await
+        .map_err(fail)?;
     Ok((
         stream,
         Opening {

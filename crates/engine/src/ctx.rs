@@ -45,11 +45,9 @@ pub(crate) struct Ctx {
     pub(crate) reconnecting: Cell<u64>,
     pub(crate) live_tasks: Cell<u64>,
     pub(crate) done_notify: Notify,
-    /// An HTTP/2 plan's connections (None: HTTP/1.1 and every other load).
-    pub(crate) h2: Option<crate::proto::http2::Pool>,
-    /// An HTTP/3 plan's QUIC endpoint: one UDP socket per worker carries
-    /// all its connections (made at the first connection).
-    pub(crate) quic: std::cell::RefCell<Option<quinn::Endpoint>>,
+    /// What the worker's connections share (its protocol's, made from
+    /// `spec.wire`; closed when the loops end).
+    pub(crate) conns: crate::proto::Conns,
 }
 
 impl Ctx {

@@ -4,7 +4,6 @@
 
 use throng_tls::rustls::pki_types::InvalidDnsNameError;
 
-use crate::preflight::NotSpoken;
 use crate::rows::CannotWrite;
 
 /// Why a run could not happen at all. (A run whose requests all failed is
@@ -174,6 +173,122 @@ pub enum WorkerFailure {
     #[error("merging worker results: {0}")]
     Merge(throng_metrics::HistError),
 }
+
+/// Where a plan asked for the protocol a destination did not speak: how
+/// the refusal names it and what it suggests instead.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Asked {
+    /// `throng http --http2`'s target.
+    HttpTarget {
+        /// The target's URL.
+        url: String,
+    },
+    /// `throng grpc`'s target (gRPC needs HTTP/2).
+    GrpcTarget {
+        /// The target's authority.
+        authority: String,
+    },
+    /// Another origin of an `--http2` run's targets.
+    HttpOrigin {
+        /// The origin's URL.
+        url: String,
+    },
+    /// `throng storm --http2`'s target.
+    StormTarget {
+        /// The target's URL.
+        url: String,
+    },
+    /// A scenario file's target (or a scenario's) with `http: 2` or `http: 3`.
+    ScenarioTarget {
+        /// The scenario file.
+        file: String,
+        /// "target", or "scenario NAME's target".
+        which: String,
+        /// The target's URL.
+        url: String,
+        /// 2 or 3.
+        http: u8,
+    },
+    /// A scenario's request with its own `http: 2` or `http: 3`.
+    ScenarioRequest {
+        /// The request's place (file:line:col).
+        at: String,
+        /// The scenario's name.
+        scenario: String,
+        /// The scenario's target URL.
+        url: String,
+        /// 2 or 3.
+        http: u8,
+    },
+}
+
+/// A server that does not speak the protocol a plan asked of it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NotSpoken {
+    /// Where the plan asked for it.
+    pub asked: Asked,
+    /// What the server spoke instead (its first bytes, a TLS protocol, a
+    /// QUIC failure).
+    pub spoke: String,
+}
+
+impl std::fmt::Display for NotSpoken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let spoke = &self.spoke;
+        match &self.asked {
+            Asked::HttpTarget { url } => write!(
+                f,
+                "--http2: {url} does not speak HTTP/2 (it answered with {spoke}); leave out --http2 to run over \
+                 HTTP/1.1, or point at a server with HTTP/2 enabled"
+            ),
+            Asked::GrpcTarget { authority } => write!(
+                f,
+                "throng grpc: {authority} does not speak HTTP/2 (it answered with {spoke}); gRPC needs HTTP/2: \
+                 point at a gRPC server (add --plaintext for one without TLS, leave it out for one with TLS)"
+            ),
+            Asked::HttpOrigin { url } => write!(
+                f,
+                "--http2: the target origin {url} does not speak HTTP/2 (it answered with {spoke}); leave out \
+                 --http2 to run over HTTP/1.1, or point every target at a server with HTTP/2 enabled"
+            ),
+            Asked::StormTarget { url } => write!(
+                f,
+                "--http2: {url} does not speak HTTP/2 (it answered with {spoke}); leave out --http2 to storm \
+                 over HTTP/1.1, or point at a server with HTTP/2 enabled"
+            ),
+            Asked::ScenarioTarget {
+                file,
+                which,
+                url,
+                http: 3,
+            } => write!(
+                f,
+                "{file}: {which} {url} has http: 3, but the server does not speak HTTP/3 (it answered with \
+                 {spoke}); write http: 2 or http: 1.1 to run over TCP, or point at a server with HTTP/3 enabled"
+            ),
+            Asked::ScenarioTarget { file, which, url, http } => write!(
+                f,
+                "{file}: {which} {url} has http: {http}, but the server does not speak HTTP/{http} (it answered \
+                 with {spoke}); write http: 1.1 (or leave http: out) to run over HTTP/1.1, or point at a server \
+                 with HTTP/{http} enabled"
+            ),
+            Asked::ScenarioRequest {
+                at,
+                scenario,
+                url,
+                http,
+            } => write!(
+                f,
+                "{at}: this request has http: {http}, but scenario {scenario}'s target {url} does not speak \
+                 HTTP/{http} (it answered with {spoke}); leave http: out to use the target's protocol, or point \
+                 at a server with HTTP/{http} enabled"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for NotSpoken {}
 
 #[cfg(test)]
 mod tests {

@@ -9,160 +9,22 @@
 //!  Session::Http1(ResponseReader) ── http1::exchange ── Transport (tcp | tls)
 //! ```
 //!
-//! A protocol is a variant of [`Session`]: HTTP/2 sits beside `Http1` as a
-//! stream slot (crate::proto::http2), and the loops do not change. An enum, not a trait object: the one match per
-//! call compiles to a direct call while there is one variant.
+//! The protocol interface, [`Session`], is `crate::proto::session`'s; the
+//! loops reach this through `crate::proto::one_request`.
 
-use std::cell::RefCell;
 use std::pin::Pin;
 use std::time::Instant;
 
-use throng_metrics::{ErrorClass, Phase, Reply};
+use throng_metrics::{ErrorClass, Phase};
 use throng_plan::StatusSet;
 use tokio::time::Sleep;
 
 use crate::conn::{Conn, Failed, Timing, close, open_connection, open_connection_to};
 use crate::ctx::Ctx;
-use crate::proto::http1::{self, Keep, ResponseReader};
+use crate::proto::http1::Keep;
+use crate::proto::session::Session;
 use crate::rows::Row;
 use crate::targets::{Cursor, Pick};
-use crate::transport::Transport;
-
-/// The protocol spoken on one connection, with its state between
-/// exchanges (the response being read).
-pub(crate) enum Session {
-    /// HTTP/1.1: one request, then its response.
-    Http1(ResponseReader),
-    /// HTTP/2: a stream slot; it borrows a stream of one of the worker's
-    /// pooled connections per request (see crate::proto::http2). A scenario VU
-    /// speaking HTTP/2 or HTTP/3 reads its responses into one too (its own
-    /// connection is crate::proto::http2::Own or crate::proto::http3::Own).
-    Http2(crate::proto::http2::Slot),
-}
-
-impl Session {
-    /// A session in the protocol the plan speaks (HTTP/1.1 today) whose
-    /// requests are `HEAD` (responses without a body) or not.
-    pub(crate) fn new(head_request: bool) -> Self {
-        Session::Http1(ResponseReader::new(head_request))
-    }
-
-    /// A session in the protocol the worker's plan speaks: HTTP/2 stream
-    /// slots when it has an HTTP/2 pool, else HTTP/1.1.
-    pub(crate) fn for_worker(ctx: &Ctx) -> Self {
-        match ctx.h2 {
-            Some(_) => Session::Http2(crate::proto::http2::Slot::new(ctx.spec.head_request)),
-            None => Session::new(ctx.spec.head_request),
-        }
-    }
-
-    /// True when its requests are `HEAD`.
-    pub(crate) fn head_request(&self) -> bool {
-        match self {
-            Session::Http1(r) => r.head_request(),
-            Session::Http2(s) => s.head_request(),
-        }
-    }
-
-    /// Prepares for the next response, keeping what `keep` asks for.
-    #[inline]
-    pub(crate) fn reset(&mut self, keep: Keep) {
-        match self {
-            Session::Http1(r) => r.reset(keep),
-            Session::Http2(s) => s.reset(keep),
-        }
-    }
-
-    /// Writes `request` (its first `written` bytes are already out, the last
-    /// of them at `t_send`) and reads its response, within the deadline
-    /// `sleep` was armed with; `stamped`: arrivals by the kernel's stamps.
-    #[allow(clippy::too_many_arguments)]
-    #[inline]
-    pub(crate) async fn exchange(
-        &mut self,
-        stream: &mut Transport,
-        request: &[u8],
-        written: usize,
-        t_send: Instant,
-        stamped: bool,
-        scratch: &RefCell<Box<[u8]>>,
-        sleep: Pin<&mut Sleep>,
-    ) -> Result<Timing, Failed> {
-        match self {
-            Session::Http1(r) => http1::exchange(stream, request, written, t_send, stamped, r, scratch, sleep).await,
-            // HTTP/2 slots exchange through crate::proto::http2::one_request; a
-            // caller that asks here gets a protocol failure, not a hang.
-            Session::Http2(_) => Err(Failed {
-                class: ErrorClass::Protocol,
-                written,
-            }),
-        }
-    }
-
-    /// The last response's status and sizes.
-    #[inline]
-    pub(crate) fn reply(&self) -> Reply {
-        match self {
-            Session::Http1(r) => Reply {
-                status: r.status,
-                header_bytes: r.header_bytes,
-                body_bytes: r.body_bytes,
-            },
-            Session::Http2(s) => s.reply(),
-        }
-    }
-
-    /// Bytes read off the wire for the last response (so far, when it failed).
-    #[inline]
-    pub(crate) fn wire_bytes(&self) -> u64 {
-        match self {
-            Session::Http1(r) => r.wire_bytes,
-            Session::Http2(s) => s.wire_bytes(),
-        }
-    }
-
-    /// True when the connection can carry another request after the
-    /// response `timing` describes (the protocol's keep-alive decision).
-    #[inline]
-    pub(crate) fn reusable(&self, timing: &Timing) -> bool {
-        match self {
-            Session::Http1(r) => !r.close && !timing.extra,
-            Session::Http2(_) => true,
-        }
-    }
-
-    /// The `Server` header of the last response, when asked for.
-    pub(crate) fn take_server(&mut self) -> Option<String> {
-        match self {
-            Session::Http1(r) => r.take_server(),
-            Session::Http2(s) => s.server.take(),
-        }
-    }
-
-    /// The headers of the last response, when asked for.
-    pub(crate) fn headers(&self) -> &[(String, String)] {
-        match self {
-            Session::Http1(r) => r.headers(),
-            Session::Http2(s) => s.headers(),
-        }
-    }
-
-    /// The body of the last response, when asked for.
-    pub(crate) fn body(&self) -> &[u8] {
-        match self {
-            Session::Http1(r) => r.body(),
-            Session::Http2(s) => s.body(),
-        }
-    }
-
-    /// The last response's body was longer than what was kept.
-    pub(crate) fn body_truncated(&self) -> bool {
-        match self {
-            Session::Http1(r) => r.body_truncated,
-            Session::Http2(s) => s.body_truncated(),
-        }
-    }
-}
 
 /// Records one exchange's outcome in the worker's recorder and in `row`:
 /// the bytes sent, the five request phases (send, wait, receive, response,
@@ -237,9 +99,11 @@ pub(crate) fn record_exchange(
     }
 }
 
-/// One request: connect if needed, exchange, record. `origin` is where
-/// latency is measured from: the intended start when `scheduled` (open
-/// loop; its row shows the lateness), else the actual one.
+/// One request on a connection of the loop's own (a [`Session`] speaking
+/// one request at a time: HTTP/1.1): connect if needed, exchange, record.
+/// `origin` is where latency is measured from: the intended start when
+/// `scheduled` (open loop; its row shows the lateness), else the actual one.
+/// The loops call it through `crate::proto::one_request`.
 pub(crate) async fn one_request(
     ctx: &Ctx,
     conn: &mut Option<Conn>,
@@ -249,13 +113,6 @@ pub(crate) async fn one_request(
     scheduled: bool,
     cursor: &mut Cursor,
 ) {
-    if let Session::Http2(_) = session {
-        // Boxed: keeps HTTP/1.1's task as small as it was.
-        return Box::pin(crate::proto::http2::one_request(
-            ctx, session, sleep, origin, scheduled, cursor,
-        ))
-        .await;
-    }
     ctx.rec.borrow_mut().request_started();
     ctx.in_flight.set(ctx.in_flight.get() + 1);
     let spec = &ctx.spec;

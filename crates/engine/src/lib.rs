@@ -64,9 +64,8 @@ mod uring;
 mod worker;
 
 pub use control::{Control, Progress};
-pub use error::{EngineError, TlsSetup, WorkerFailure};
+pub use error::{Asked, EngineError, NotSpoken, TlsSetup, WorkerFailure};
 pub use errors::errno_name;
-pub use preflight::{Asked, NotSpoken};
 pub use proto::grpc::call as grpc_call;
 pub use proto::http1;
 pub use rows::{CannotWrite, HEADER as REQUESTS_CSV_HEADER, RequestLog, RowCounts};

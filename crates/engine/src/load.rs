@@ -78,10 +78,9 @@ pub(crate) struct WorkerSpec {
     pub io: throng_plan::IoModel,
     pub expect: StatusSet,
     pub tls: Option<TlsClient>,
-    /// The protocol spoken once connected (storms), and the TLS client for
-    /// a protocol's own upgrade (NATS `tls_required`).
-    pub protocol: Option<Arc<crate::proto::line::ProtocolSpec>>,
-    pub upgrade_tls: Option<TlsClient>,
+    /// What the connections speak once open, and what that protocol needs
+    /// from the plan.
+    pub wire: crate::proto::Wire,
     /// Local addresses to connect from, rotated (empty: the kernel picks).
     pub source: Arc<[std::net::IpAddr]>,
     pub origin: Instant,
@@ -94,11 +93,6 @@ pub(crate) struct WorkerSpec {
     /// `--redirects`: how an HTTP run's request follows redirects (None: it
     /// does not).
     pub follow: Option<Arc<crate::redirect::FollowSpec>>,
-    /// HTTP/2: the request's parts and the connections' streams (None:
-    /// HTTP/1.1 and every other load).
-    pub h2: Option<crate::proto::http2::Spec>,
-    /// HTTP/3: the QUIC client and the request (None: every other protocol).
-    pub h3: Option<Arc<crate::proto::http3::H3Spec>>,
 }
 
 /// A worker's share of `--csv-requests`.

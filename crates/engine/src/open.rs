@@ -12,8 +12,8 @@ use throng_plan::Arrivals;
 
 use crate::conn::{Conn, close, open_connection, open_connection_to};
 use crate::ctx::{Ctx, TaskGuard};
-use crate::exchange::{Session, one_request};
 use crate::pacer::{DENSE_TICK, Pacer};
+use crate::proto::{Session, Starts, one_request, spawn_driver};
 use crate::targets::Cursor;
 
 /// One worker's open loop: the starts waiting for a connection, and the
@@ -71,10 +71,8 @@ async fn dispatcher(guard: TaskGuard, open: Rc<Open>, mut arrivals: Arrivals, ca
     tokio::time::sleep_until(origin.into()).await;
     let mut pacer = Pacer::new(gap);
     let mut growth = Growth::new(origin);
-    // HTTP/3: each of a connection's request loops can take one.
-    let takers = cap
-        .max(1)
-        .saturating_mul(ctx.spec.h3.as_ref().map_or(1, |h| u64::from(h.streams)));
+    // Each of a connection's request loops can take one.
+    let takers = cap.max(1).saturating_mul(ctx.spec.wire.loops_per_slot());
     let bound = usize::try_from(takers).unwrap_or(usize::MAX);
     // After dropping, look again no sooner than this: the connections need
     // time to take what is queued.
@@ -148,16 +146,9 @@ impl Growth {
 
 fn spawn_open_task(open: &Rc<Open>, warm: bool) {
     open.tasks.set(open.tasks.get() + 1);
-    if let Some(h3) = &open.ctx.spec.h3 {
-        // An HTTP/3 connection's request loops (--streams of them) take
-        // starts as the connections here do.
-        let h3 = std::sync::Arc::clone(h3);
-        tokio::task::spawn_local(crate::proto::http3::connection_slot(
-            open.ctx.task(),
-            Rc::clone(open),
-            h3,
-            warm,
-        ));
+    // A protocol driving its own connections: their request loops take
+    // starts as the connections here do.
+    if spawn_driver(&open.ctx, open, warm) {
         return;
     }
     let id = open.next_id.get();
@@ -207,7 +198,7 @@ impl Open {
     }
 }
 
-impl crate::proto::http3::Starts for Open {
+impl Starts for Open {
     fn slot(&self) -> usize {
         let id = self.next_id.get();
         self.next_id.set(id + 1);

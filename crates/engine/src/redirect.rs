@@ -26,8 +26,8 @@ use tokio::time::Sleep;
 
 use crate::conn::{Conn, Failed, Timing, close, open_connection_to};
 use crate::ctx::Ctx;
-use crate::exchange::Session;
 use crate::proto::http1::Keep;
+use crate::proto::session::Session;
 use crate::reach::Route;
 use crate::transport::TlsClient;
 

@@ -18,9 +18,11 @@ use tokio::time::Sleep;
 
 use crate::conn::{Conn, close, open_connection};
 use crate::ctx::{Ctx, TaskGuard};
-use crate::exchange::{Session, exchange_on};
+use crate::exchange::exchange_on;
 use crate::load::StormLoad;
 use crate::pacer::Pacer;
+use crate::proto::Session;
+use crate::proto::link::{self, Link};
 use crate::rows::Row;
 
 mod holder;
@@ -155,8 +157,8 @@ async fn finish(
             Kept::HandedOver => return,
         };
     }
-    if ctx.spec.protocol.is_some() {
-        Box::pin(goodbye(ctx, &mut conn)).await;
+    if ctx.spec.wire.has_opening() {
+        Box::pin(link::goodbye(ctx, &mut conn)).await;
     }
     conn.close(ctx);
     release(shared);
@@ -180,40 +182,9 @@ async fn resume(
     }
 }
 
-/// The protocol's goodbye before the socket closes: WebSocket's close
-/// handshake.
-async fn goodbye(ctx: &Ctx, link: &mut Link) {
-    let Link::Bytes(conn) = link else { return };
-    if matches!(
-        ctx.spec.protocol.as_deref(),
-        Some(crate::proto::line::ProtocolSpec::WebSocket(_))
-    ) {
-        crate::proto::ws::close(&mut conn.stream, &ctx.scratch).await;
-    }
-}
-
 fn release(shared: &Shared) {
     shared.slots.active.set(shared.slots.active.get() - 1);
     shared.slots.freed.notify_one();
-}
-
-/// A storm's open connection: a byte stream (TCP, TLS, a line protocol,
-/// NATS, HTTP/1.1), an HTTP/2 connection driven by its own task, or a QUIC
-/// connection speaking HTTP/3.
-enum Link {
-    Bytes(Conn),
-    H2(crate::proto::http2::Held),
-    H3(Box<crate::proto::http3::Held>),
-}
-
-impl Link {
-    fn close(self, ctx: &Ctx) {
-        match self {
-            Link::Bytes(c) => close(ctx, Some(c)),
-            Link::H2(h) => h.close(ctx),
-            Link::H3(h) => h.close(ctx),
-        }
-    }
 }
 
 /// Opens a connection, runs the protocol handshake and the request (when
@@ -230,25 +201,22 @@ async fn establish(
 ) -> Result<(Link, Instant), Option<ErrorClass>> {
     let spec = &ctx.spec;
     let with_request = !spec.request.is_empty();
-    if let Some(h3) = spec.h3.as_ref() {
-        let (held, ready) = Box::pin(crate::proto::http3::storm_establish(ctx, h3, with_request, origin, row)).await?;
-        return Ok((Link::H3(Box::new(held)), ready));
-    }
-    if ctx.h2.is_some() {
-        let (held, ready) = Box::pin(crate::proto::http2::storm_establish(
-            ctx,
-            with_request,
-            source,
-            origin,
-            reconnect,
-            sleep,
-            row,
-        ))
-        .await?;
-        return Ok((Link::H2(held), ready));
+    // A protocol that opens its own connections (a preface, QUIC).
+    if let Some(own) = link::establish_own(
+        ctx,
+        with_request,
+        source,
+        origin,
+        reconnect,
+        sleep.as_mut(),
+        row.as_deref_mut(),
+    )
+    .await
+    {
+        return own;
     }
     // Plain TCP sends the request with the connect (see conn::connect).
-    let first: &[u8] = if with_request && spec.tls.is_none() && spec.protocol.is_none() {
+    let first: &[u8] = if with_request && spec.tls.is_none() && !spec.wire.has_opening() {
         &spec.request
     } else {
         &[]
@@ -331,9 +299,10 @@ async fn hold_and_reconnect(
 ) -> Kept {
     loop {
         let peer_closed;
-        (conn, peer_closed) = match conn {
-            Link::Bytes(mut c) => {
-                let answers = ctx.spec.protocol.as_deref().is_some_and(|p| p.answers_while_holding());
+        (conn, peer_closed) = match conn.hold_own(ctx, deadline, sleep.as_mut()).await {
+            Ok(held) => held,
+            Err(mut c) => {
+                let answers = ctx.spec.wire.answers_while_holding();
                 if !answers {
                     // Nothing more is sent or expected on a held connection:
                     // keep the socket, not the TLS session (see shed_tls),
@@ -346,16 +315,6 @@ async fn hold_and_reconnect(
                 }
                 let closed = hold_open(ctx, &mut c, deadline, answers, sleep.as_mut()).await;
                 (Link::Bytes(c), closed)
-            }
-            // Its driver answers the server's PINGs and SETTINGS.
-            Link::H2(h) => {
-                let closed = Box::pin(h.hold(ctx, deadline, sleep.as_mut())).await;
-                (Link::H2(h), closed)
-            }
-            // quinn answers PINGs and keeps the connection alive.
-            Link::H3(mut h) => {
-                let closed = h.hold(ctx, deadline, sleep.as_mut()).await;
-                (Link::H3(h), closed)
             }
         };
         if !peer_closed {
@@ -446,12 +405,7 @@ async fn hold_open(ctx: &Ctx, conn: &mut Conn, until: Instant, answer_pings: boo
     let stream = &mut conn.stream;
     let peer_closed = async {
         if answer_pings {
-            match ctx.spec.protocol.as_deref() {
-                Some(crate::proto::line::ProtocolSpec::WebSocket(ws)) => {
-                    Box::pin(crate::proto::ws::hold(ctx, stream, ws.ping_every)).await;
-                }
-                _ => Box::pin(crate::proto::line::answer_pings(stream, &ctx.scratch)).await,
-            }
+            Box::pin(link::answer_while_holding(ctx, stream)).await;
             return;
         }
         poll_fn(|cx| {

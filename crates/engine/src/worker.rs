@@ -7,13 +7,17 @@ use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use throng_metrics::{Live, Measurements, Recorder};
+use throng_metrics::{Live, Recorder};
 use tokio::sync::{Notify, watch};
 use tokio::task::LocalSet;
 
 use crate::ctx::Ctx;
 use crate::load::{WorkerLoad, WorkerSpec};
 use crate::rows::RowWriter;
+
+pub(crate) mod state;
+
+pub(crate) use state::{RunState, Snapshots, WorkerDone};
 
 /// Size of the read buffer each worker shares among its connections.
 pub(crate) const SCRATCH: usize = 64 * 1024;
@@ -25,42 +29,11 @@ const PUBLISH_EVERY: Duration = Duration::from_millis(100);
 /// the live view).
 const SNAPSHOT_EVERY: Duration = Duration::from_secs(1);
 
-/// Where a worker publishes copies of everything it measured so far.
-pub(crate) struct Snapshots {
-    pub slot: Arc<Mutex<Option<Measurements>>>,
-    /// Seconds of the per-second series to copy (None: all of them, for
-    /// thresholds whose windows look back); totals are always complete.
-    pub keep: Option<usize>,
-}
-
-/// Where the whole run is: workers watch this.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum RunState {
-    /// Sending.
-    Running,
-    /// Start nothing new; let what is in flight finish.
-    Stopping,
-    /// Stop now; whatever is in flight is `interrupted`.
-    Aborting,
-}
-
-/// A worker's result: what it measured, and when it finished.
-#[derive(Debug)]
-pub(crate) struct WorkerDone {
-    pub measurements: Measurements,
-    pub finished: Instant,
-    /// CPU this worker thread used: (user, system).
-    pub cpu: (Duration, Duration),
-    /// `--csv-requests`: rows written and left out, or why writing failed.
-    pub rows: Option<Result<crate::rows::RowCounts, String>>,
-    /// Responses timed by the kernel's receive stamp and by the user clock.
-    pub stamps: crate::stamps::Counts,
-}
-
-/// Runs one worker to completion on the current thread.
+/// Runs one worker to completion on the current thread: its context, the
+/// io model that drives its sockets, its load, and what it measured.
 pub(crate) fn run(
     spec: WorkerSpec,
-    mut state: watch::Receiver<RunState>,
+    state: watch::Receiver<RunState>,
     live: Arc<Mutex<Live>>,
     snapshot: Option<Snapshots>,
 ) -> std::io::Result<WorkerDone> {
@@ -69,6 +42,18 @@ pub(crate) fn run(
     }
     let cpu_before = crate::sys::thread_cpu();
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let ctx = Rc::new(context(spec)?);
+    let local = LocalSet::new();
+    local.block_on(&rt, run_load(&ctx, state, live, snapshot));
+    // Dropping the LocalSet cancels whatever is still running (abort).
+    drop(local);
+    crate::proto::close_all(&ctx);
+    Ok(collect(&ctx, rt, cpu_before))
+}
+
+/// The worker's context: its recorder, row file, targets and the
+/// connection state its protocol shares.
+fn context(spec: WorkerSpec) -> std::io::Result<Ctx> {
     let origin = spec.origin;
     let rows = match &spec.rows {
         Some(r) => Some(RefCell::new(RowWriter::create(&r.dir, r.worker, r.budget).map_err(
@@ -88,11 +73,8 @@ pub(crate) fn run(
         }
         None => (None, None),
     };
-    let h2 = spec
-        .h2
-        .clone()
-        .map(|s| crate::proto::http2::Pool::new(s, pick.as_ref()));
-    let ctx = Rc::new(Ctx {
+    let conns = crate::proto::Conns::new(&spec.wire, pick.as_ref());
+    Ok(Ctx {
         rec: RefCell::new(Recorder::new(origin)),
         scenario: RefCell::new(tags),
         scratch: RefCell::new(vec![0u8; SCRATCH].into_boxed_slice()),
@@ -103,12 +85,7 @@ pub(crate) fn run(
         stamps: Cell::new(crate::stamps::Counts::default()),
         client_speaks_first: !spec.request.is_empty()
             || matches!(spec.load, WorkerLoad::Scenario(_))
-            || matches!(spec.protocol.as_deref(), Some(crate::proto::line::ProtocolSpec::Lines { steps, .. })
-                    if matches!(steps.first(), Some(crate::proto::line::Step::Send(_))))
-            || matches!(
-                spec.protocol.as_deref(),
-                Some(crate::proto::line::ProtocolSpec::WebSocket(_))
-            ),
+            || spec.wire.client_speaks_first(),
         spec,
         pick,
         rows,
@@ -121,107 +98,111 @@ pub(crate) fn run(
         reconnecting: Cell::new(0),
         live_tasks: Cell::new(0),
         done_notify: Notify::new(),
-        h2,
-        quic: RefCell::new(None),
-    });
+        conns,
+    })
+}
 
-    let local = LocalSet::new();
-    local.block_on(&rt, async {
-        // An open loop warms its connections before the schedule starts.
-        if let WorkerLoad::Open {
-            arrivals,
-            cap,
-            gap,
-            warm,
-        } = ctx.spec.load.clone()
-        {
-            crate::open::start(&ctx, arrivals, cap, gap, warm);
-        }
-        tokio::time::sleep_until(origin.into()).await;
+/// Runs the worker's load until its tasks end or the run aborts,
+/// following the run's state and publishing live figures meanwhile.
+async fn run_load(
+    ctx: &Rc<Ctx>,
+    mut state: watch::Receiver<RunState>,
+    live: Arc<Mutex<Live>>,
+    snapshot: Option<Snapshots>,
+) {
+    // An open loop warms its connections before the schedule starts.
+    if let WorkerLoad::Open {
+        arrivals,
+        cap,
+        gap,
+        warm,
+    } = ctx.spec.load.clone()
+    {
+        crate::open::start(ctx, arrivals, cap, gap, warm);
+    }
+    tokio::time::sleep_until(ctx.spec.origin.into()).await;
 
-        // Follow the run's state: stop gracefully, or abort (return).
-        let watcher = {
-            let ctx = Rc::clone(&ctx);
-            async move {
-                loop {
-                    let s = *state.borrow_and_update();
-                    match s {
-                        RunState::Running => {}
-                        RunState::Stopping => ctx.stop(),
-                        RunState::Aborting => return,
-                    }
-                    if state.changed().await.is_err() {
-                        // The coordinator is gone: stop as if told to.
-                        ctx.stop();
-                        std::future::pending::<()>().await;
-                    }
+    // Follow the run's state: stop gracefully, or abort (return).
+    let watcher = {
+        let ctx = Rc::clone(ctx);
+        async move {
+            loop {
+                let s = *state.borrow_and_update();
+                match s {
+                    RunState::Running => {}
+                    RunState::Stopping => ctx.stop(),
+                    RunState::Aborting => return,
+                }
+                if state.changed().await.is_err() {
+                    // The coordinator is gone: stop as if told to.
+                    ctx.stop();
+                    std::future::pending::<()>().await;
                 }
             }
-        };
-
-        // Publish live figures for the progress display.
-        {
-            let ctx = Rc::clone(&ctx);
-            tokio::task::spawn_local(async move {
-                let mut tick = tokio::time::interval(PUBLISH_EVERY);
-                let mut next_snapshot = Instant::now() + SNAPSHOT_EVERY;
-                loop {
-                    tick.tick().await;
-                    let figures = ctx.rec.borrow().live();
-                    if let Ok(mut slot) = live.lock() {
-                        *slot = figures;
-                    }
-                    if let Some(Snapshots { slot, keep }) = &snapshot
-                        && Instant::now() >= next_snapshot
-                    {
-                        let now = Instant::now();
-                        next_snapshot = now + SNAPSHOT_EVERY;
-                        let m = match *keep {
-                            None => {
-                                let mut m = ctx.rec.borrow().snapshot(now);
-                                m.scenario = ctx.scenario.borrow().as_ref().map(|s| s.clone().finish(now));
-                                m
-                            }
-                            // A recent copy costs the same however long the run has lasted.
-                            Some(keep) => {
-                                let mut m = ctx.rec.borrow_mut().snapshot_recent(now, keep);
-                                m.scenario = ctx.scenario.borrow_mut().as_mut().map(|s| s.snapshot_recent(now, keep));
-                                m
-                            }
-                        };
-                        if let Ok(mut slot) = slot.lock() {
-                            *slot = Some(m);
-                        }
-                    }
-                }
-            });
         }
+    };
 
-        match ctx.spec.load.clone() {
-            WorkerLoad::Closed {
-                connections,
-                budget,
-                until,
-            } => crate::closed::start(&ctx, connections, budget, until),
-            // Started before the schedule: see above.
-            WorkerLoad::Open { .. } => {}
-            WorkerLoad::Storm(load) => crate::storm::start(&ctx, load),
-            WorkerLoad::Scenario(load) => crate::scenario::start(&ctx, load),
-        }
+    tokio::task::spawn_local(publish(Rc::clone(ctx), live, snapshot));
 
-        tokio::select! {
-            () = ctx.done_notify.notified() => {}
-            () = watcher => {}
-        }
-    });
-    // Dropping the LocalSet cancels whatever is still running (abort).
-    drop(local);
-    if let Some(pool) = &ctx.h2 {
-        pool.close_all(&ctx);
+    match ctx.spec.load.clone() {
+        WorkerLoad::Closed {
+            connections,
+            budget,
+            until,
+        } => crate::closed::start(ctx, connections, budget, until),
+        // Started before the schedule: see above.
+        WorkerLoad::Open { .. } => {}
+        WorkerLoad::Storm(load) => crate::storm::start(ctx, load),
+        WorkerLoad::Scenario(load) => crate::scenario::start(ctx, load),
     }
 
+    tokio::select! {
+        () = ctx.done_notify.notified() => {}
+        () = watcher => {}
+    }
+}
+
+/// Publishes live figures for the progress display, and snapshots when
+/// the coordinator asked for them; until the worker's runtime ends.
+async fn publish(ctx: Rc<Ctx>, live: Arc<Mutex<Live>>, snapshot: Option<Snapshots>) {
+    let mut tick = tokio::time::interval(PUBLISH_EVERY);
+    let mut next_snapshot = Instant::now() + SNAPSHOT_EVERY;
+    loop {
+        tick.tick().await;
+        let figures = ctx.rec.borrow().live();
+        if let Ok(mut slot) = live.lock() {
+            *slot = figures;
+        }
+        if let Some(Snapshots { slot, keep }) = &snapshot
+            && Instant::now() >= next_snapshot
+        {
+            let now = Instant::now();
+            next_snapshot = now + SNAPSHOT_EVERY;
+            let m = match *keep {
+                None => {
+                    let mut m = ctx.rec.borrow().snapshot(now);
+                    m.scenario = ctx.scenario.borrow().as_ref().map(|s| s.clone().finish(now));
+                    m
+                }
+                // A recent copy costs the same however long the run has lasted.
+                Some(keep) => {
+                    let mut m = ctx.rec.borrow_mut().snapshot_recent(now, keep);
+                    m.scenario = ctx.scenario.borrow_mut().as_mut().map(|s| s.snapshot_recent(now, keep));
+                    m
+                }
+            };
+            if let Ok(mut slot) = slot.lock() {
+                *slot = Some(m);
+            }
+        }
+    }
+}
+
+/// What the worker measured, once its loops have ended: what was still
+/// under way counted `interrupted`, its rows finished, its CPU time.
+fn collect(ctx: &Ctx, rt: tokio::runtime::Runtime, cpu_before: (Duration, Duration)) -> WorkerDone {
     let finished = Instant::now();
-    let mut rec = ctx.rec.replace(Recorder::new(origin));
+    let mut rec = ctx.rec.replace(Recorder::new(ctx.spec.origin));
     let in_flight = ctx.in_flight.get();
     if in_flight > 0 {
         rec.requests_interrupted(finished, in_flight);
@@ -248,7 +229,7 @@ pub(crate) fn run(
     let mut measurements = rec.finish(finished);
     measurements.scenario = scenario;
     let cpu_after = crate::sys::thread_cpu();
-    Ok(WorkerDone {
+    WorkerDone {
         measurements,
         finished,
         cpu: (
@@ -257,5 +238,5 @@ pub(crate) fn run(
         ),
         rows,
         stamps: ctx.stamps.get(),
-    })
+    }
 }

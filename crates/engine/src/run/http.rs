@@ -9,10 +9,10 @@ use throng_tls::rustls::ClientConfig;
 
 use super::{check_fds, plan_tls};
 use crate::coordinate::{Clock, Launch, coordinate};
-use crate::error::{EngineError, TlsSetup};
+use crate::error::EngineError;
 use crate::load::{WorkerLoad, WorkerSpec};
 use crate::preflight::{self, Asked, Speak};
-use crate::proto::{http2, http3};
+use crate::proto::Wire;
 use crate::rows::RequestLog;
 use crate::transport::TlsClient;
 use crate::{Control, Progress, mux, reach, redirect, stamps, targets, uring};
@@ -40,12 +40,12 @@ pub fn run_http(
         if rows.is_some() {
             return Err(EngineError::UringRows);
         }
-        uring::probe().map_err(EngineError::Config)?;
+        uring::probe().map_err(|e| EngineError::Config(e.to_string()))?;
     }
     let https = plan.target.scheme == throng_plan::Scheme::Https;
     let route = Arc::new(reach::route(&plan.target.host, plan.target.port, &plan.reach, https)?);
     let tls_config = tls.clone();
-    let h3 = http3_spec(plan, tls.as_deref())?;
+    let h3 = Wire::http3_of(plan, tls.as_deref())?;
     let tls = plan_tls(plan.tls.as_ref(), tls, &plan.target.host, "an https plan")?;
 
     let h2 = plan.http == throng_plan::HttpVersion::Http2;
@@ -73,10 +73,7 @@ pub fn run_http(
     // body stays 64 MiB however many threads send it.
     let request = plan.request_bytes();
     let follow = redirect::FollowSpec::of(plan);
-    let h2_spec = match h2 {
-        true => Some(http2::Spec::from_plan(plan, 1).map_err(EngineError::Config)?),
-        false => None,
-    };
+    let wire = Wire::for_http(plan, h3)?;
     // Before the clock starts: the first responses should be stamped too.
     let _primer = stamps::Primer::start();
     let clock = plan.start_at_unix_ms.map_or_else(Clock::start, Clock::at);
@@ -88,8 +85,7 @@ pub fn run_http(
         request,
         tls,
         follow,
-        h2: h2_spec,
-        h3,
+        wire,
         targets,
         origin,
         threads,
@@ -180,8 +176,7 @@ struct Common {
     request: bytes::Bytes,
     tls: Option<TlsClient>,
     follow: Option<Arc<redirect::FollowSpec>>,
-    h2: Option<http2::Spec>,
-    h3: Option<Arc<http3::H3Spec>>,
+    wire: Wire,
     targets: Option<Arc<targets::TargetSpec>>,
     origin: std::time::Instant,
     threads: u32,
@@ -190,10 +185,9 @@ struct Common {
 /// One worker's spec: its share of the load, and what all share.
 fn worker_spec(plan: &HttpPlan, common: &Common, worker: usize, load: HttpWorkerLoad) -> WorkerSpec {
     let origin = common.origin;
-    // HTTP/2: the loops run one task per stream slot, on at most the
-    // worker's connections (see http2).
-    let h2 = common.h2.is_some();
-    let streams = if h2 { u64::from(plan.streams) } else { 1 };
+    // A multiplexed protocol's loops run one task per stream slot, on at
+    // most the worker's connections.
+    let streams = common.wire.task_slots();
     let (load, conns) = match load {
         HttpWorkerLoad::Closed {
             connections,
@@ -217,16 +211,12 @@ fn worker_spec(plan: &HttpPlan, common: &Common, worker: usize, load: HttpWorker
                 arrivals,
                 cap: cap.saturating_mul(streams),
                 gap,
-                // HTTP/2 connections open with the first requests.
-                warm: if h2 { 0 } else { warm },
+                // Multiplexed connections open with the first requests.
+                warm: if common.wire.warms() { warm } else { 0 },
             },
             cap,
         ),
     };
-    let h2 = common.h2.as_ref().map(|s| http2::Spec {
-        connections: conns.max(1),
-        ..s.clone()
-    });
     WorkerSpec {
         route: Arc::clone(&common.route),
         reach: Arc::clone(&common.reach),
@@ -241,8 +231,7 @@ fn worker_spec(plan: &HttpPlan, common: &Common, worker: usize, load: HttpWorker
             .as_ref()
             .map_or(plan.expect_status, |g| StatusSet::from_codes(&g.expect)),
         tls: common.tls.clone(),
-        protocol: None,
-        upgrade_tls: None,
+        wire: common.wire.for_worker(conns),
         source: Arc::from(Vec::new()),
         origin,
         load,
@@ -252,22 +241,5 @@ fn worker_spec(plan: &HttpPlan, common: &Common, worker: usize, load: HttpWorker
             .clone()
             .map(|t| (t, worker as u64, u64::from(common.threads))),
         follow: common.follow.clone(),
-        h2,
-        h3: common.h3.clone(),
     }
-}
-
-/// The HTTP/3 client of an HTTP/3 plan (None for any other). The plan
-/// made sure it is https and a closed loop.
-fn http3_spec(plan: &HttpPlan, tls: Option<&ClientConfig>) -> Result<Option<Arc<http3::H3Spec>>, EngineError> {
-    if plan.http != throng_plan::HttpVersion::Http3 {
-        return Ok(None);
-    }
-    let (Some(settings), Some(tls)) = (plan.tls.as_ref(), tls) else {
-        return Err(TlsSetup::NoClientConfig { what: "--http3".into() }.into());
-    };
-    let name = settings.server_name.clone().unwrap_or_else(|| plan.target.host.clone());
-    http3::H3Spec::new(plan, tls, name, plan.streams)
-        .map(|s| Some(Arc::new(s)))
-        .map_err(EngineError::Config)
 }

@@ -100,8 +100,7 @@ pub fn run_scenario(
             io: throng_plan::IoModel::Epoll,
             expect: plan.defaults.expect,
             tls: tls.clone(),
-            protocol: None,
-            upgrade_tls: None,
+            wire: crate::proto::Wire::Http1,
             source: Arc::from(Vec::new()),
             origin,
             load: WorkerLoad::Scenario(load::ScenarioLoad {
@@ -116,8 +115,6 @@ pub fn run_scenario(
             rows: None,
             targets: None,
             follow: None,
-            h2: None,
-            h3: None,
         })
         .collect();
     // Workers cut off what outlives each scenario's graceful stop; the

@@ -9,11 +9,9 @@ use throng_tls::rustls::ClientConfig;
 
 use super::{check_fds, plan_tls};
 use crate::coordinate::{Clock, Launch, coordinate};
-use crate::error::{EngineError, TlsSetup};
+use crate::error::EngineError;
 use crate::load::{StormLoad, WorkerLoad, WorkerSpec};
-use crate::preflight::{self, Asked, Speak};
-use crate::proto::line as protocol;
-use crate::proto::{http2, http3, ws};
+use crate::proto::Wire;
 use crate::rows::RequestLog;
 use crate::{Control, Progress, reach, stamps};
 
@@ -58,9 +56,15 @@ pub fn run_storm(
     // This process's share of its segment, striped over the workers of all
     // its processes.
     let loads = plan.worker_loads(part.index, count);
-    let http3 = plan.http == throng_plan::HttpVersion::Http3;
     // QUIC connections share their worker's one UDP socket.
-    check_fds(if http3 { 0 } else { loads.peak }, workers)?;
+    check_fds(
+        if Wire::socket_per_connection(plan) {
+            loads.peak
+        } else {
+            0
+        },
+        workers,
+    )?;
     // Through a proxy, every storm connection is a CONNECT tunnel.
     let route = Arc::new(reach::route(&plan.target.host, plan.target.port, &plan.reach, true)?);
     let reach = Arc::new(plan.reach.clone());
@@ -72,36 +76,8 @@ pub fn run_storm(
     } else {
         (None, client)
     };
-    let protocol = plan
-        .protocol
-        .as_ref()
-        .map(|p| Arc::new(protocol_spec(p, tls.is_some(), plan.client)));
+    let wire = Wire::for_storm(plan, &route, tls.as_ref(), upgrade_tls, control)?;
     let request = bytes::Bytes::from(plan.request_bytes().unwrap_or_default());
-    // HTTP/2: each connection speaks the preface; its request (when the
-    // storm makes one: `request` not empty) is one stream.
-    let h2 = match plan.http {
-        throng_plan::HttpVersion::Http2 => {
-            let target = preflight::Dest {
-                route: &route,
-                speak: Speak::Http2 { tls: tls.as_ref() },
-                asked: Asked::StormTarget {
-                    url: plan.target.url.to_string(),
-                },
-            };
-            preflight::check([target], plan.timeout, control)?;
-            Some(http2::Spec::for_storm(plan).map_err(EngineError::Config)?)
-        }
-        _ => None,
-    };
-    let h3 = match (http3, tls.as_ref()) {
-        (false, _) => None,
-        (true, Some(tls)) => Some(Arc::new(
-            http3::H3Spec::for_storm(plan, &tls.config).map_err(EngineError::Config)?,
-        )),
-        (true, None) => {
-            return Err(TlsSetup::NoClientConfig { what: "--http3".into() }.into());
-        }
-    };
     let source: Arc<[std::net::IpAddr]> = Arc::from(plan.source.clone());
     // A storm that makes requests times their responses (see run_http).
     let _primer = if request.is_empty() {
@@ -125,8 +101,7 @@ pub fn run_storm(
             io: throng_plan::IoModel::Epoll,
             expect: StatusSet::default(),
             tls: tls.clone(),
-            protocol: protocol.clone(),
-            upgrade_tls: upgrade_tls.clone(),
+            wire: wire.clone(),
             source: Arc::clone(&source),
             origin,
             load: WorkerLoad::Storm(StormLoad {
@@ -144,8 +119,6 @@ pub fn run_storm(
             rows: None,
             targets: None,
             follow: None,
-            h2: h2.clone(),
-            h3: h3.clone(),
         })
         .collect();
     let launch = Launch {
@@ -173,49 +146,4 @@ pub fn run_storm(
     let mut result = finished.into_result(Plan::Storm(plan.clone()), co_free, control);
     result.segment = plan.segment.clone();
     Ok(result)
-}
-
-/// Compiles a plan's protocol: the NATS CONNECT line, the line steps'
-/// regular expressions.
-fn protocol_spec(p: &throng_plan::Protocol, tls: bool, client: throng_plan::ClientProfile) -> protocol::ProtocolSpec {
-    match p {
-        throng_plan::Protocol::Nats(auth) => protocol::ProtocolSpec::Nats {
-            connect: protocol::nats_connect(auth.user.as_deref(), auth.secret.as_deref(), auth.token, tls),
-            strict: client == throng_plan::ClientProfile::NatsGo,
-        },
-        throng_plan::Protocol::Lines { steps, step_timeout } => protocol::ProtocolSpec::Lines {
-            steps: steps
-                .iter()
-                .map(|s| match s {
-                    throng_plan::LineStep::Send(t) => protocol::Step::Send(t.as_bytes().to_vec()),
-                    throng_plan::LineStep::SendSecret(t) => protocol::Step::Send(t.expose().as_bytes().to_vec()),
-                    // Compiled when the plan was validated.
-                    throng_plan::LineStep::Expect(re) => protocol::Step::Expect(re.regex().clone()),
-                })
-                .collect(),
-            step_timeout: *step_timeout,
-        },
-        throng_plan::Protocol::WebSocket(ws) => protocol::ProtocolSpec::WebSocket(ws::Spec {
-            path: ws.path.clone(),
-            host: ws.host.clone(),
-            steps: ws
-                .steps
-                .iter()
-                .map(|s| match s {
-                    throng_plan::WsStep::Text(t) => ws::Step::Send {
-                        binary: false,
-                        data: t.as_bytes().to_vec(),
-                    },
-                    throng_plan::WsStep::Binary { bytes, .. } => ws::Step::Send {
-                        binary: true,
-                        data: bytes.clone(),
-                    },
-                    // Compiled when the plan was validated.
-                    throng_plan::WsStep::Expect(re) => ws::Step::Expect(re.regex().clone()),
-                })
-                .collect(),
-            step_timeout: ws.step_timeout,
-            ping_every: ws.ping_every,
-        }),
-    }
 }

@@ -10,7 +10,7 @@ use throng_scenario::ResponseView;
 
 use super::ops::{ReqOp, with_scen};
 use crate::ctx::Ctx;
-use crate::exchange::Session;
+use crate::proto::session::Session;
 use crate::rows::RowGuard;
 
 /// A request under way: if it is dropped before it ends (cut off, run

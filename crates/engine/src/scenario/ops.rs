@@ -17,9 +17,9 @@ use tokio::sync::Notify;
 
 use crate::conn::Conn;
 use crate::ctx::Ctx;
-use crate::exchange::Session;
 use crate::load::SharedCounters;
 use crate::proto::http1::Keep;
+use crate::proto::session::Session;
 use crate::proto::vu::Conns;
 use crate::proto::vu::dest::Dest;
 use crate::proto::ws::frame::Reader;

@@ -15,7 +15,8 @@ use super::render::{Rendered, render};
 use super::stream;
 use crate::conn::{close, open_connection_to};
 use crate::ctx::Ctx;
-use crate::exchange::{Session, record_exchange};
+use crate::exchange::record_exchange;
+use crate::proto::session::Session;
 use crate::redirect::{Exchanged, Place};
 use crate::rows::{Labels, RowGuard};
 

@@ -17,7 +17,7 @@ use super::ops::{Op, Scen, Vu, sleep_until, with_scen};
 use super::{grpc, request, ws};
 use crate::conn::close;
 use crate::ctx::{Ctx, TaskGuard};
-use crate::exchange::Session;
+use crate::proto::session::Session;
 use crate::proto::vu::Conns;
 
 /// A VU: runs iterations while its slot is wanted.

@@ -41,10 +41,11 @@ use tokio::sync::{Notify, watch};
 use crate::conn::{Failed, Timing};
 use crate::ctx::Ctx;
 use crate::errors::{Stage, classify};
-use crate::exchange::{Session, record_exchange};
+use crate::exchange::record_exchange;
 use crate::load::{WorkerLoad, WorkerSpec};
 use crate::proto::http1::{Feed, Keep, ParseError};
-use crate::worker::{RunState, Snapshots, WorkerDone};
+use crate::proto::session::Session;
+use crate::worker::state::{RunState, Snapshots, WorkerDone};
 
 pub(crate) use ring::probe;
 use ring::{BGID, Ring, close_fd};
@@ -199,8 +200,7 @@ pub(crate) fn run(
         reconnecting: Cell::new(0),
         live_tasks: Cell::new(0),
         done_notify: Notify::new(),
-        h2: None,
-        quic: RefCell::new(None),
+        conns: crate::proto::Conns::none(),
     };
     let head = ctx.spec.head_request;
     let now = Instant::now();

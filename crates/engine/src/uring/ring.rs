@@ -178,22 +178,48 @@ fn build(sq: u32) -> io::Result<IoUring> {
     }
 }
 
+/// Why this process cannot run `--io uring` (each says to run with epoll
+/// instead). The OS errors are kept as their text, so that probes compare.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum ProbeError {
+    #[error("--io uring: this kernel has no io_uring (ENOSYS); {EPOLL_INSTEAD}")]
+    NoIoUring,
+    #[error(
+        "--io uring: io_uring is not permitted here (EPERM: kernel.io_uring_disabled, a seccomp filter or a \
+         container's policy); {EPOLL_INSTEAD}"
+    )]
+    NotPermitted,
+    #[error("--io uring: cannot set up an io_uring ({0}); {EPOLL_INSTEAD}")]
+    Setup(String),
+    #[error(
+        "--io uring: this kernel's io_uring lacks an operation the transport needs (multishot receive, connect; \
+         Linux 6.0 or later has them); {EPOLL_INSTEAD}"
+    )]
+    MissingOps,
+    #[error("--io uring: cannot map receive buffers ({0}); {EPOLL_INSTEAD}")]
+    MapBuffers(String),
+    #[error(
+        "--io uring: this kernel cannot register a ring of receive buffers ({0}; Linux 5.19 or later can); \
+         {EPOLL_INSTEAD}"
+    )]
+    RegisterBuffers(String),
+}
+
+/// What every [`ProbeError`] tells the user to do.
+const EPOLL_INSTEAD: &str = "run with --io epoll (the default) instead";
+
 /// Checks that this process may use io_uring with what the transport needs
 /// (multishot receive from a provided buffer ring); says why not and what
 /// to do instead.
-pub(crate) fn probe() -> Result<(), String> {
-    let why = |what: &str| format!("--io uring: {what}; run with --io epoll (the default) instead");
+pub(crate) fn probe() -> Result<(), ProbeError> {
     let ring = match build(8) {
         Ok(r) => r,
         Err(e) => {
-            let reason = match e.raw_os_error() {
-                Some(libc::ENOSYS) => "this kernel has no io_uring (ENOSYS)".to_string(),
-                Some(libc::EPERM) => "io_uring is not permitted here (EPERM: kernel.io_uring_disabled, \
-                                      a seccomp filter or a container's policy)"
-                    .to_string(),
-                _ => format!("cannot set up an io_uring ({e})"),
-            };
-            return Err(why(&reason));
+            return Err(match e.raw_os_error() {
+                Some(libc::ENOSYS) => ProbeError::NoIoUring,
+                Some(libc::EPERM) => ProbeError::NotPermitted,
+                _ => ProbeError::Setup(e.to_string()),
+            });
         }
     };
     let mut probe = io_uring::Probe::new();
@@ -201,21 +227,16 @@ pub(crate) fn probe() -> Result<(), String> {
         || !probe.is_supported(io_uring::opcode::RecvMulti::CODE)
         || !probe.is_supported(io_uring::opcode::Connect::CODE)
     {
-        return Err(why(
-            "this kernel's io_uring lacks an operation the transport needs (multishot receive, connect; \
-             Linux 6.0 or later has them)",
-        ));
+        return Err(ProbeError::MissingOps);
     }
-    let bufs = BufRing::new(8).map_err(|e| why(&format!("cannot map receive buffers ({e})")))?;
+    let bufs = BufRing::new(8).map_err(|e| ProbeError::MapBuffers(e.to_string()))?;
     // SAFETY: `bufs` outlives the registration, undone below.
     let registered = unsafe {
         ring.submitter()
             .register_buf_ring_with_flags(bufs.ring.ptr as u64, 8, BGID, 0)
     };
     if let Err(e) = registered {
-        return Err(why(&format!(
-            "this kernel cannot register a ring of receive buffers ({e}; Linux 5.19 or later can)"
-        )));
+        return Err(ProbeError::RegisterBuffers(e.to_string()));
     }
     let _ = ring.submitter().unregister_buf_ring(BGID);
     drop(ring);
@@ -227,4 +248,29 @@ pub(crate) fn probe() -> Result<(), String> {
 pub(super) fn close_fd(fd: RawFd) {
     // SAFETY: a descriptor this worker opened and closes once.
     unsafe { libc::close(fd) };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ProbeError;
+
+    /// The typed probe errors read exactly as the messages they replaced.
+    #[test]
+    fn probe_errors_say_what_and_what_to_do() {
+        assert_eq!(
+            ProbeError::NotPermitted.to_string(),
+            "--io uring: io_uring is not permitted here (EPERM: kernel.io_uring_disabled, a seccomp filter or a \
+             container's policy); run with --io epoll (the default) instead"
+        );
+        assert_eq!(
+            ProbeError::MissingOps.to_string(),
+            "--io uring: this kernel's io_uring lacks an operation the transport needs (multishot receive, \
+             connect; Linux 6.0 or later has them); run with --io epoll (the default) instead"
+        );
+        assert_eq!(
+            ProbeError::RegisterBuffers("EINVAL".into()).to_string(),
+            "--io uring: this kernel cannot register a ring of receive buffers (EINVAL; Linux 5.19 or later can); \
+             run with --io epoll (the default) instead"
+        );
+    }
 }

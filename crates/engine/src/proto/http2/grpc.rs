@@ -15,7 +15,7 @@ use super::driver::{H2Conn, handshake};
 use super::stream::{encode_head, send_on};
 use crate::conn::{Failed, Timing};
 use crate::ctx::Ctx;
-use crate::exchange::Session;
+use crate::proto::session::Session;
 use crate::transport::Transport;
 
 /// A server-streaming call's messages: counted whatever the outcome, timed

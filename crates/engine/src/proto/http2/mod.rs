@@ -88,6 +88,36 @@ pub(crate) struct Spec {
     pub expect_messages: Option<u64>,
 }
 
+/// Why a plan's request cannot be sent as an HTTP/2 stream (what the user
+/// sees, naming the flag to change).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum SpecError {
+    #[error("the URL cannot be sent as an HTTP/2 request ({0})")]
+    Url(#[source] http::Error),
+    #[error("-m {method}: not an HTTP/2 method ({source})")]
+    Method {
+        method: String,
+        source: http::method::InvalidMethod,
+    },
+    #[error("-H '{name}': not an HTTP/2 header name ({source})")]
+    HeaderName {
+        name: String,
+        source: http::header::InvalidHeaderName,
+    },
+    #[error("-H '{name}': the value cannot be sent over HTTP/2 ({source})")]
+    HeaderValue {
+        name: String,
+        source: http::header::InvalidHeaderValue,
+    },
+    #[error("the target cannot be sent as an HTTP/2 request ({0})")]
+    StormTarget(#[source] http::Error),
+    #[error("--request: '{method}' is not an HTTP/2 method ({source})")]
+    StormMethod {
+        method: String,
+        source: http::method::InvalidMethod,
+    },
+}
+
 /// Headers HTTP/2 forbids (RFC 9113 8.2.2); `Host` becomes `:authority`.
 pub(crate) const CONNECTION_SPECIFIC: [&str; 6] = [
     "connection",
@@ -100,7 +130,7 @@ pub(crate) const CONNECTION_SPECIFIC: [&str; 6] = [
 
 impl Spec {
     /// The plan's request as HTTP/2 parts, or why it cannot be sent.
-    pub(crate) fn from_plan(plan: &throng_plan::HttpPlan, connections: u64) -> Result<Spec, String> {
+    pub(crate) fn from_plan(plan: &throng_plan::HttpPlan, connections: u64) -> Result<Spec, SpecError> {
         let scheme = match plan.target.scheme {
             throng_plan::Scheme::Http => "http",
             throng_plan::Scheme::Https => "https",
@@ -116,19 +146,25 @@ impl Spec {
             .authority(authority.as_str())
             .path_and_query(plan.target.path.as_str())
             .build()
-            .map_err(|e| format!("the URL cannot be sent as an HTTP/2 request ({e})"))?;
-        let method = http::Method::from_bytes(plan.method.as_bytes())
-            .map_err(|e| format!("-m {}: not an HTTP/2 method ({e})", plan.method))?;
+            .map_err(SpecError::Url)?;
+        let method = http::Method::from_bytes(plan.method.as_bytes()).map_err(|source| SpecError::Method {
+            method: plan.method.clone(),
+            source,
+        })?;
         let mut headers = http::HeaderMap::new();
         for (name, value) in &plan.headers {
             let lower = name.to_ascii_lowercase();
             if CONNECTION_SPECIFIC.contains(&lower.as_str()) {
                 continue;
             }
-            let n = http::HeaderName::from_bytes(lower.as_bytes())
-                .map_err(|e| format!("-H '{name}': not an HTTP/2 header name ({e})"))?;
-            let v = http::HeaderValue::from_str(value)
-                .map_err(|e| format!("-H '{name}': the value cannot be sent over HTTP/2 ({e})"))?;
+            let n = http::HeaderName::from_bytes(lower.as_bytes()).map_err(|source| SpecError::HeaderName {
+                name: name.clone(),
+                source,
+            })?;
+            let v = http::HeaderValue::from_str(value).map_err(|source| SpecError::HeaderValue {
+                name: name.clone(),
+                source,
+            })?;
             headers.append(n, v);
         }
         if !plan.body.is_empty() {
@@ -162,7 +198,7 @@ impl Spec {
 impl Spec {
     /// A storm's request (`--request`, or GET of the target's path; with
     /// none the storm only speaks the preface): one stream per connection.
-    pub(crate) fn for_storm(plan: &throng_plan::StormPlan) -> Result<Spec, String> {
+    pub(crate) fn for_storm(plan: &throng_plan::StormPlan) -> Result<Spec, SpecError> {
         let scheme = if plan.target.scheme.is_tls() { "https" } else { "http" };
         let default_port = if plan.target.scheme.is_tls() { 443 } else { 80 };
         let authority = throng_plan::Authority::new(&plan.target.host, plan.target.port, default_port).to_string();
@@ -175,9 +211,11 @@ impl Spec {
             .authority(authority.as_str())
             .path_and_query(path)
             .build()
-            .map_err(|e| format!("the target cannot be sent as an HTTP/2 request ({e})"))?;
-        let method = http::Method::from_bytes(method.as_bytes())
-            .map_err(|e| format!("--request: '{method}' is not an HTTP/2 method ({e})"))?;
+            .map_err(SpecError::StormTarget)?;
+        let method = http::Method::from_bytes(method.as_bytes()).map_err(|source| SpecError::StormMethod {
+            method: method.to_string(),
+            source,
+        })?;
         let head_bytes = method.as_str().len() + path.len() + authority.len() + scheme.len() + 40;
         Ok(Spec {
             streams: 1,
@@ -389,6 +427,25 @@ impl Slot {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The typed spec errors read as the messages they replaced: the flag,
+    /// the value, the reason.
+    #[test]
+    fn spec_errors_name_the_flag_and_the_value() {
+        let e = SpecError::HeaderName {
+            name: "bad name".into(),
+            source: http::HeaderName::from_bytes(b"bad name").unwrap_err(),
+        };
+        assert_eq!(
+            e.to_string(),
+            "-H 'bad name': not an HTTP/2 header name (invalid HTTP header name)"
+        );
+        let e = SpecError::Method {
+            method: "G T".into(),
+            source: http::Method::from_bytes(b"G T").unwrap_err(),
+        };
+        assert_eq!(e.to_string(), "-m G T: not an HTTP/2 method (invalid HTTP method)");
+    }
 
     #[test]
     fn a_slot_keeps_what_it_was_asked_for_within_bounds() {

@@ -16,8 +16,9 @@ use super::stream::{encode_head, exchange, request_head, send_on, stream_level};
 use super::{Slot, Spec};
 use crate::conn::{Failed, Timing, open_connection};
 use crate::ctx::Ctx;
-use crate::exchange::{Session, record_exchange};
+use crate::exchange::record_exchange;
 use crate::proto::http1::Keep;
+use crate::proto::session::Session;
 use crate::rows::Row;
 
 /// A worker's HTTP/2 connections, each serving one origin of the plan's
@@ -163,7 +164,7 @@ pub(crate) async fn one_request(
     scheduled: bool,
     cursor: &mut crate::targets::Cursor,
 ) {
-    let Some(pool) = ctx.h2.as_ref() else {
+    let Some(pool) = ctx.conns.h2.as_ref() else {
         return;
     };
     // With several targets, the origin this slot serves (see Pool).

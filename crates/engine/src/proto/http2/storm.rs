@@ -12,7 +12,8 @@ use super::Slot;
 use super::driver::{H2Conn, close, register, speak};
 use super::stream::exchange;
 use crate::ctx::Ctx;
-use crate::exchange::{Session, record_exchange};
+use crate::exchange::record_exchange;
+use crate::proto::session::Session;
 use crate::rows::Row;
 
 /// A storm's HTTP/2 connection: preface spoken, its request (if any)
@@ -34,7 +35,7 @@ pub(crate) async fn storm_establish(
     mut sleep: Pin<&mut Sleep>,
     mut row: Option<&mut Row<'_>>,
 ) -> Result<(Held, Instant), Option<ErrorClass>> {
-    let Some(pool) = ctx.h2.as_ref() else {
+    let Some(pool) = ctx.conns.h2.as_ref() else {
         return Err(Some(ErrorClass::Protocol));
     };
     let spec = &pool.spec;

@@ -24,7 +24,7 @@ pub(super) struct To {
 /// receive buffer each (quinn sizes it for GRO batches, over half a MB),
 /// kept until the closed connection has drained.
 pub(super) fn endpoint(ctx: &Ctx, to: SocketAddr) -> Result<quinn::Endpoint, ErrorClass> {
-    if let Some(e) = ctx.quic.borrow().as_ref() {
+    if let Some(e) = ctx.conns.quic.borrow().as_ref() {
         return Ok(e.clone());
     }
     let bind: SocketAddr = if to.is_ipv4() {
@@ -33,7 +33,7 @@ pub(super) fn endpoint(ctx: &Ctx, to: SocketAddr) -> Result<quinn::Endpoint, Err
         (Ipv6Addr::UNSPECIFIED, 0).into()
     };
     let e = quinn::Endpoint::client(bind).map_err(|e| crate::errors::classify(&e, crate::errors::Stage::Connect))?;
-    *ctx.quic.borrow_mut() = Some(e.clone());
+    *ctx.conns.quic.borrow_mut() = Some(e.clone());
     Ok(e)
 }
 

@@ -35,7 +35,6 @@ mod storm;
 mod stream;
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use bytes::Bytes;
 use throng_plan::HttpPlan;
@@ -43,6 +42,8 @@ use throng_plan::HttpPlan;
 pub(crate) use check::preflight;
 pub(crate) use scenario::Own;
 pub(crate) use slot::connection_slot;
+
+pub(crate) use crate::proto::starts::Starts;
 pub(crate) use storm::{Held, storm_establish};
 
 /// The largest response header section accepted (decoded), as HTTP/1.1's
@@ -93,16 +94,36 @@ const NOT_IN_H3: [&str; 6] = [
     "upgrade",
 ];
 
+/// TLS settings a QUIC connection cannot use (not TLS 1.3).
+#[derive(Debug, thiserror::Error)]
+#[error("the TLS settings cannot carry QUIC ({0}); QUIC needs TLS 1.3")]
+pub(crate) struct NoQuic(#[source] quinn::crypto::rustls::NoInitialCipherSuite);
+
+/// Why a plan's request cannot be sent over HTTP/3 (what the user sees,
+/// naming the flag to change).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum SpecError {
+    #[error("--http3: {0}")]
+    Quic(#[source] NoQuic),
+    #[error("--method '{0}' is not an HTTP method")]
+    Method(String),
+    #[error("'{url}' cannot be an HTTP/3 request target ({source})")]
+    Target { url: String, source: http::Error },
+    #[error("--header '{0}': not a header name HTTP/3 can carry")]
+    HeaderName(String),
+    #[error("--header '{0}': its value cannot be sent")]
+    HeaderValue(String),
+}
+
 /// The QUIC client of `tls` (its ALPN becomes `h3`), or why it cannot be
 /// one.
-pub(crate) fn quic_client(tls: &throng_tls::rustls::ClientConfig) -> Result<quinn::ClientConfig, String> {
+pub(crate) fn quic_client(tls: &throng_tls::rustls::ClientConfig) -> Result<quinn::ClientConfig, NoQuic> {
     // quinn accepts a configuration without TLS 1.3 here and panics on the
     // first connection: plans refuse TLS 1.2 with HTTP/3.
     let mut tls = tls.clone();
     tls.alpn_protocols = vec![b"h3".to_vec()];
     tls.enable_early_data = false;
-    let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls)
-        .map_err(|e| format!("the TLS settings cannot carry QUIC ({e}); QUIC needs TLS 1.3"))?;
+    let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls).map_err(NoQuic)?;
     Ok(quinn::ClientConfig::new(Arc::new(crypto)))
 }
 
@@ -124,7 +145,7 @@ impl H3Spec {
         tls: &throng_tls::rustls::ClientConfig,
         server_name: String,
         streams: u32,
-    ) -> Result<H3Spec, String> {
+    ) -> Result<H3Spec, SpecError> {
         let head = Head {
             method: &plan.method,
             authority: plan.target.authority(),
@@ -140,7 +161,7 @@ impl H3Spec {
     pub(crate) fn for_storm(
         plan: &throng_plan::StormPlan,
         tls: &throng_tls::rustls::ClientConfig,
-    ) -> Result<H3Spec, String> {
+    ) -> Result<H3Spec, SpecError> {
         let (method, path) = plan
             .request
             .as_ref()
@@ -166,16 +187,19 @@ impl H3Spec {
         head: &Head<'_>,
         body: Bytes,
         streams: u32,
-    ) -> Result<H3Spec, String> {
-        let client = quic_client(tls).map_err(|e| format!("--http3: {e}"))?;
-        let method = http::Method::from_bytes(head.method.as_bytes())
-            .map_err(|_| format!("--method '{}' is not an HTTP method", head.method))?;
+    ) -> Result<H3Spec, SpecError> {
+        let client = quic_client(tls).map_err(SpecError::Quic)?;
+        let method =
+            http::Method::from_bytes(head.method.as_bytes()).map_err(|_| SpecError::Method(head.method.to_string()))?;
         let uri = http::Uri::builder()
             .scheme("https")
             .authority(head.authority.as_str())
             .path_and_query(head.path)
             .build()
-            .map_err(|e| format!("'{}' cannot be an HTTP/3 request target ({e})", head.url))?;
+            .map_err(|source| SpecError::Target {
+                url: head.url.to_string(),
+                source,
+            })?;
         let mut headers = http::HeaderMap::new();
         let ua = concat!("throng/", env!("CARGO_PKG_VERSION"));
         headers.insert(http::header::USER_AGENT, http::HeaderValue::from_static(ua));
@@ -184,10 +208,9 @@ impl H3Spec {
             if NOT_IN_H3.contains(&lower.as_str()) {
                 continue;
             }
-            let name = http::HeaderName::from_bytes(lower.as_bytes())
-                .map_err(|_| format!("--header '{name}': not a header name HTTP/3 can carry"))?;
-            let value = http::HeaderValue::from_str(value)
-                .map_err(|_| format!("--header '{name}': its value cannot be sent"))?;
+            let name =
+                http::HeaderName::from_bytes(lower.as_bytes()).map_err(|_| SpecError::HeaderName(name.clone()))?;
+            let value = http::HeaderValue::from_str(value).map_err(|_| SpecError::HeaderValue(name.to_string()))?;
             headers.append(name, value);
         }
         if !body.is_empty() && !headers.contains_key(http::header::CONTENT_LENGTH) {
@@ -224,21 +247,4 @@ impl H3Spec {
         *req.headers_mut() = self.headers.clone();
         req
     }
-}
-
-/// Where a connection's request loops get their next request: the closed
-/// loop's budget, or the open loop's schedule.
-pub(crate) trait Starts {
-    /// A new identity for one request loop (its idle slot in an open loop).
-    fn slot(&self) -> usize {
-        0
-    }
-    /// The next request to make, with its intended start when it has one
-    /// (open loop: latency counts from there); None: no more for this loop.
-    async fn next(&self, slot: usize) -> Option<Option<Instant>>;
-    /// The request loop `slot` stopped waiting in [`Starts::next`] (its
-    /// connection died meanwhile): forget it as idle.
-    fn cancel(&self, _slot: usize) {}
-    /// A connection slot's task ends.
-    fn done(&self) {}
 }

@@ -26,8 +26,8 @@ use tokio::time::Sleep;
 
 use crate::conn::{Failed, Timing, open_connection_to};
 use crate::ctx::Ctx;
-use crate::exchange::Session;
 use crate::proto::http1::Keep;
+use crate::proto::session::Session;
 use crate::proto::{http2, http3};
 use crate::redirect::Place;
 use crate::rows::Row;
