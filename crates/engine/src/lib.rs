@@ -64,7 +64,7 @@ mod uring;
 mod worker;
 
 pub use control::{Control, Progress};
-pub use error::{EngineError, TlsSetup, WorkerFailure};
+pub use error::{EngineError, TlsSetup, Unanswered, WorkerFailure};
 pub use errors::errno_name;
 pub use preflight::{Asked, NotSpoken};
 pub use proto::grpc::call as grpc_call;

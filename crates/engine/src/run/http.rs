@@ -151,8 +151,10 @@ fn targets(
     if !plan.http.is_http1()
         && let Some(table) = plan.request_table()
     {
-        mux::check_table(&table, &plan.target_names(), https)
-            .map_err(|e| EngineError::Config(format!("{}: {e}", plan.http.label())))?;
+        mux::check_table(&table, &plan.target_names(), https).map_err(|e| EngineError::Unbuildable {
+            what: plan.http.label().to_string(),
+            reason: e.into(),
+        })?;
     }
     if plan.http == throng_plan::HttpVersion::Http2 {
         let further = named.iter().zip(&origins).skip(1).take(MAX_PREFLIGHTS);
