@@ -730,7 +730,7 @@ pub(crate) fn parse_unit_duration(text: &str) -> Result<Duration, String> {
             text.trim()
         ));
     }
-    throng_plan::parse_duration(text)
+    throng_plan::parse_duration(text).map_err(|e| e.to_string())
 }
 
 fn parse_fraction(text: &str) -> Result<f64, String> {
