@@ -327,7 +327,7 @@ pub fn split_call(call: &str) -> Result<(&str, &str), String> {
 /// reflection, `proto: { reflection: true }`): its target, its TLS
 /// settings (https), the service's full name.
 pub type Reflect<'a> =
-    dyn Fn(&crate::spec::BaseUrl, Option<&throng_plan::TlsSettings>, &str) -> Result<DescriptorPool, String> + 'a;
+    dyn Fn(&crate::base_url::BaseUrl, Option<&throng_plan::TlsSettings>, &str) -> Result<DescriptorPool, String> + 'a;
 
 /// A gRPC status by name (`NOT_FOUND`, any case) or number (`5`).
 pub fn parse_code(text: &str) -> Result<u16, String> {

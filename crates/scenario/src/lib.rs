@@ -21,6 +21,7 @@
 //! Nothing here does I/O except reading the data and `.proto` files (and
 //! asking server reflection) through the caller.
 
+mod base_url;
 pub mod checks;
 pub mod cookies;
 pub mod csv;
