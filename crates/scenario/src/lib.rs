@@ -39,5 +39,5 @@ pub use spec::{
     BaseUrl, Body, Cookies, Cursor, DEFAULT_REDIRECTS, DataSpec, Defaults, Executor, JsonTemplate, Request, Scenario,
     ScenarioError, ScenarioPlan, Stage, Step, TargetInputs, Think, WebSocket, WsMessage, environment, stage_names,
 };
-pub use template::{Context, Template};
+pub use template::{Context, EnvRenderError, Template, TemplateError, TemplateFault};
 pub use threshold::{Threshold, Verdict};
