@@ -325,7 +325,7 @@ proptest! {
                 Ok(tpl) => {
                     let _ = render(&tpl, &vars());
                 }
-                Err(e) => assert_one_line(&format!("Template::compile({text:?})"), &e),
+                Err(e) => assert_one_line(&format!("Template::compile({text:?})"), &e.to_string()),
             }
         }
     }
@@ -357,7 +357,7 @@ fn errors_quoting_multi_line_input_stay_one_line() {
         "{{env.\u{1b}[31m}}",
     ] {
         let e = Template::compile(text).unwrap_err();
-        assert_one_line(&format!("Template::compile({text:?})"), &e);
+        assert_one_line(&format!("Template::compile({text:?})"), &e.to_string());
     }
     for (k, e) in [
         ("response", "p(95) <\n1 parsec"),
