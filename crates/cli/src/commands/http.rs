@@ -43,7 +43,7 @@ pub fn run(c: HttpCmd) -> anyhow::Result<ExitCode> {
         None => None,
     };
     for t in &c.thresholds {
-        throng_scenario::Threshold::parse_line(t).map_err(|e| UsageError(format!("--threshold: {e}")))?;
+        throng_scenario::Threshold::read_line(t).map_err(|e| UsageError(format!("--threshold: {e}")))?;
     }
     let seg = super::segment::parse(&c.segments)?;
     refuse_start_at_with_repeat(&seg, c.repeat.count)?;
@@ -94,9 +94,11 @@ pub fn run(c: HttpCmd) -> anyhow::Result<ExitCode> {
     // does not have, dropped in a closed loop) is refused before the run.
     let target_names = plan.target_names();
     for t in &plan.thresholds {
-        throng_scenario::Threshold::parse_line(t)
-            .and_then(|t| t.check_http(&target_names, plan.is_open_loop()))
-            .map_err(|e| UsageError(format!("--threshold: {e}")))?;
+        let said = |e: &dyn std::fmt::Display| UsageError(format!("--threshold: {e}"));
+        throng_scenario::Threshold::read_line(t)
+            .map_err(|e| said(&e))?
+            .check_http(&target_names, plan.is_open_loop())
+            .map_err(|e| said(&e))?;
     }
     let tls = match &plan.tls {
         Some(settings) => Some(super::tls::client_config(
