@@ -136,7 +136,7 @@ pub fn compile(
     files: &[String],
     import_paths: &[String],
     read: &dyn Fn(&str) -> Result<String, String>,
-) -> Result<DescriptorPool, String> {
+) -> Result<DescriptorPool, ProtoError> {
     let mut dirs: Vec<String> = import_paths
         .iter()
         .map(|d| d.trim_end_matches('/').to_string())
@@ -178,9 +178,7 @@ pub fn compile(
         }
         for name in wanted {
             if sources.files.borrow().len() >= MAX_PROTO_FILES {
-                return Err(format!(
-                    "more than {MAX_PROTO_FILES} .proto files with their imports; give fewer"
-                ));
+                return Err(ProtoError::TooManyFiles);
             }
             let mut found = None;
             for d in &dirs {
@@ -202,20 +200,17 @@ pub fn compile(
                         } => {}
                     // There, but not readable (too large, not text, no
                     // permission): that is the answer, not "not found".
-                    Err(e) => return Err(format!("cannot read {path}: {e}")),
+                    Err(reason) => return Err(ProtoError::Unreadable { path, reason }),
                 }
             }
             match found {
                 Some((path, text)) if text.len() > MAX_PROTO_BYTES => {
-                    return Err(format!(
-                        "{path} is larger than {} MiB, which is not a .proto file to compile; check the path",
-                        MAX_PROTO_BYTES >> 20
-                    ));
+                    return Err(ProtoError::TooLarge { path });
                 }
                 Some((path, text)) => {
                     counted += definitions(&text);
                     if counted > MAX_DEFINITIONS {
-                        return Err(too_many_definitions(&path));
+                        return Err(ProtoError::TooManyDefinitions { path });
                     }
                     sources.files.borrow_mut().insert(name, text);
                 }
@@ -225,13 +220,66 @@ pub fn compile(
             }
         }
     }
-    Err(format!(
-        "more than {MAX_PROTO_FILES} .proto files with their imports; give fewer"
-    ))
+    Err(ProtoError::TooManyFiles)
+}
+
+/// Why `.proto` files do not compile into descriptors.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProtoError {
+    /// A file is there but cannot be read (too large, not text, no
+    /// permission): the reader's reason.
+    #[error("cannot read {path}: {reason}")]
+    Unreadable {
+        /// The path as looked up.
+        path: String,
+        /// What the reader said.
+        reason: String,
+    },
+    /// More files with their imports than throng compiles.
+    #[error("more than {MAX_PROTO_FILES} .proto files with their imports; give fewer")]
+    TooManyFiles,
+    /// A file larger than a `.proto` file is.
+    #[error(
+        "{path} is larger than {} MiB, which is not a .proto file to compile; check the path",
+        MAX_PROTO_BYTES >> 20
+    )]
+    TooLarge {
+        /// The path.
+        path: String,
+    },
+    /// More definitions than throng compiles.
+    #[error("{}", too_many_definitions(path))]
+    TooManyDefinitions {
+        /// The file that went over.
+        path: String,
+    },
+    /// A file or import found in none of the directories.
+    #[error(
+        "{at}{text}; looked in {} (relative to the scenario file): give the file's path, and import_paths for the \
+         directories its imports are under",
+        looked.join(", ")
+    )]
+    NotFound {
+        /// `FILE: ` or `FILE:LINE:COL: ` when protox says where, else empty.
+        at: String,
+        /// protox's message.
+        text: String,
+        /// The directories looked in (`.` for the scenario's).
+        looked: Vec<String>,
+    },
+    /// protox refused a file.
+    #[error("{at}{text}; fix the .proto file")]
+    Invalid {
+        /// `FILE: ` or `FILE:LINE:COL: ` when protox says where, else empty.
+        at: String,
+        /// protox's message.
+        text: String,
+    },
 }
 
 /// A protox error, with the `.proto` file's name, and what to do.
-fn describe(e: &protox::Error, dirs: &[String]) -> String {
+fn describe(e: &protox::Error, dirs: &[String]) -> ProtoError {
     use miette::Diagnostic as _;
     // FILE:LINE:COL when the error points into a file.
     let at = e
@@ -250,17 +298,13 @@ fn describe(e: &protox::Error, dirs: &[String]) -> String {
     };
     let text = e.to_string();
     if e.is_file_not_found() {
-        let looked: Vec<&str> = dirs
+        let looked = dirs
             .iter()
-            .map(|d| if d.is_empty() { "." } else { d.as_str() })
+            .map(|d| if d.is_empty() { "." } else { d.as_str() }.to_string())
             .collect();
-        format!(
-            "{file}{text}; looked in {} (relative to the scenario file): give the file's path, and import_paths for \
-             the directories its imports are under",
-            looked.join(", ")
-        )
+        ProtoError::NotFound { at: file, text, looked }
     } else {
-        format!("{file}{text}; fix the .proto file")
+        ProtoError::Invalid { at: file, text }
     }
 }
 
@@ -487,13 +531,30 @@ service S { rpc Call(Req) returns (Rep); rpc Watch(Req) returns (stream Rep); rp
             "'17' is not a gRPC status code; use names like OK, NOT_FOUND or numbers 0-16"
         );
         let missing = compile(&["protos/t.proto".into()], &[], &read).unwrap_err();
-        assert!(missing.contains("common.proto"), "{missing}");
+        assert!(matches!(missing, ProtoError::NotFound { .. }), "{missing}");
+        assert!(
+            missing.to_string().contains("common.proto")
+                && missing.to_string().ends_with(
+                    "; looked in protos (relative to the scenario file): give the file's path, and import_paths for \
+                     the directories its imports are under"
+                ),
+            "{missing}"
+        );
+        assert_eq!(
+            compile(&["protos/t.proto".into()], &["inc".into()], &|_| Err(
+                "no permission".into()
+            ))
+            .unwrap_err(),
+            ProtoError::Unreadable {
+                path: "inc/t.proto".into(),
+                reason: "no permission".into()
+            }
+        );
         assert!(compile(&["nope.proto".into()], &[], &read).is_err());
         let huge = |_: &str| Ok("/".repeat(MAX_PROTO_BYTES + 1));
-        assert!(
-            compile(&["h.proto".into()], &[], &huge)
-                .unwrap_err()
-                .contains("larger than 4 MiB")
+        assert_eq!(
+            compile(&["h.proto".into()], &[], &huge).unwrap_err().to_string(),
+            "h.proto is larger than 4 MiB, which is not a .proto file to compile; check the path"
         );
         assert_eq!(parse_code("not_found"), Ok(5));
         assert_eq!(parse_code("14"), Ok(14));
