@@ -98,8 +98,14 @@ mod tests {
     fn errors_map_to_their_codes() {
         let usage = anyhow::Error::new(UsageError("--rate: no".into())).context("outer");
         assert_eq!(Outcome::of_error(&usage).code(), 2);
-        let engine = anyhow::Error::new(throng_engine::EngineError::Config("vus".into()));
+        let engine = anyhow::Error::new(throng_engine::EngineError::Plan("vus".into()));
         assert_eq!(Outcome::of_error(&engine).code(), 2);
+        let unbuilt = anyhow::Error::new(throng_engine::EngineError::Unbuildable {
+            what: "HTTP/3".into(),
+            reason: "the TLS settings cannot carry QUIC".into(),
+        })
+        .context("outer");
+        assert_eq!(Outcome::of_error(&unbuilt).code(), 2);
         let resolve = anyhow::Error::new(throng_engine::EngineError::Resolve {
             host: "h".into(),
             reason: "r".into(),
@@ -109,7 +115,14 @@ mod tests {
         assert_eq!(Outcome::of_error(&signal).code(), 130);
         let check = anyhow::Error::new(throng_engine::EngineError::Interrupted("during the HTTP/2 check"));
         assert_eq!(Outcome::of_error(&check).code(), 130);
-        let late = anyhow::Error::new(throng_engine::EngineError::Unanswered("slow".into()));
+        let late = anyhow::Error::new(throng_engine::EngineError::from(
+            throng_engine::Unanswered::Http2Check {
+                addr: std::net::SocketAddr::from(([127, 0, 0, 1], 9)),
+                what: "the server's first HTTP/2 frame",
+                bound: std::time::Duration::from_secs(1),
+                limit_s: 10,
+            },
+        ));
         assert_eq!(Outcome::of_error(&late).code(), 1);
         assert_eq!(Outcome::of_error(&anyhow::anyhow!("disk full")).code(), 1);
     }

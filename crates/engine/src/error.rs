@@ -60,16 +60,33 @@ pub enum EngineError {
     /// `--csv-requests` names a file this process cannot write.
     #[error(transparent)]
     Rows(CannotWrite),
-    /// The plan cannot run as given (a flag's value the plan could not check).
+    /// The plan cannot run as given: a protocol's spec refused it (an
+    /// HTTP/2 or HTTP/3 request the plan could not check, a QUIC client the
+    /// TLS settings cannot make, `--io uring` on a kernel without it). The
+    /// message is the cause's own (not an error source: the cli prints
+    /// the chain, and the message already names the cause's cause).
     #[error("{0}")]
-    Config(String),
+    Plan(Box<dyn std::error::Error + Send + Sync + 'static>),
+    /// A part of the plan the engine builds before the run (the request
+    /// table as HTTP/2 or HTTP/3 streams, a QUIC client) cannot be built.
+    /// The cause is part of the message, not an error source (the cli
+    /// prints an error's chain): find it with [`EngineError::Unbuildable`]'s
+    /// `reason`.
+    #[error("{what}: {reason}")]
+    Unbuildable {
+        /// What could not be built, and for what (`http: 2`, a scenario's
+        /// file and name).
+        what: String,
+        /// Why: the builder's own error.
+        reason: Box<dyn std::error::Error + Send + Sync + 'static>,
+    },
     /// A worker thread could not start or died.
     #[error("worker failed: {0}")]
     Worker(WorkerFailure),
     /// A check before the run got no complete answer within its bound (a
     /// server that answers too slowly or not at all): a failed run.
-    #[error("{0}")]
-    Unanswered(String),
+    #[error(transparent)]
+    Unanswered(Unanswered),
     /// A signal stopped the command before the run started.
     #[error("interrupted {0}")]
     Interrupted(&'static str),
@@ -89,7 +106,8 @@ impl EngineError {
             | EngineError::NotSpoken(_)
             | EngineError::UringRows
             | EngineError::Rows(_)
-            | EngineError::Config(_) => true,
+            | EngineError::Plan(_)
+            | EngineError::Unbuildable { .. } => true,
             EngineError::Resolve { .. }
             | EngineError::Worker(_)
             | EngineError::Unanswered(_)
@@ -113,6 +131,12 @@ impl From<NotSpoken> for EngineError {
 impl From<CannotWrite> for EngineError {
     fn from(e: CannotWrite) -> Self {
         EngineError::Rows(e)
+    }
+}
+
+impl From<Unanswered> for EngineError {
+    fn from(e: Unanswered) -> Self {
+        EngineError::Unanswered(e)
     }
 }
 
@@ -140,6 +164,29 @@ pub enum TlsSetup {
         name: String,
         /// Why rustls refused it.
         reason: InvalidDnsNameError,
+    },
+}
+
+/// What a check before the run asked that got no complete answer in time.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Unanswered {
+    /// The HTTP/2 check (a TLS handshake offering h2, or the server's first
+    /// frame) did not finish within its bound.
+    #[error(
+        "the HTTP/2 check of {addr} ({what}) did not finish within {}; the server answers too slowly or \
+         not at all (it waits at most min(--timeout, {limit_s} s)): check the server, or give a longer --timeout",
+        throng_plan::format_duration(*.bound)
+    )]
+    Http2Check {
+        /// The address checked.
+        addr: std::net::SocketAddr,
+        /// What it waited for.
+        what: &'static str,
+        /// How long it waited.
+        bound: std::time::Duration,
+        /// The most any check waits, in seconds.
+        limit_s: u64,
     },
 }
 
@@ -355,5 +402,43 @@ mod tests {
             .is_usage()
         );
         assert!(!EngineError::from(WorkerFailure::Panicked).is_usage());
+        let unbuilt = EngineError::Unbuildable {
+            what: "HTTP/2".into(),
+            reason: "no".into(),
+        };
+        assert!(unbuilt.is_usage());
+        assert!(!EngineError::from(late()).is_usage());
+    }
+
+    fn late() -> Unanswered {
+        Unanswered::Http2Check {
+            addr: "127.0.0.1:9".parse().unwrap(),
+            what: "the server's first HTTP/2 frame",
+            bound: std::time::Duration::from_millis(1500),
+            limit_s: 10,
+        }
+    }
+
+    /// The typed causes say what the strings said, byte for byte, once.
+    #[test]
+    fn typed_causes_keep_their_text() {
+        let said = |e: EngineError| {
+            assert!(e.source().is_none(), "{e}");
+            e.to_string()
+        };
+        assert_eq!(
+            said(late().into()),
+            "the HTTP/2 check of 127.0.0.1:9 (the server's first HTTP/2 frame) did not finish within 1.5s; \
+             the server answers too slowly or not at all (it waits at most min(--timeout, 10 s)): check the \
+             server, or give a longer --timeout"
+        );
+        let unbuilt = EngineError::Unbuildable {
+            what: "s.yaml: scenario 'a' (http: 3)".into(),
+            reason: "the TLS settings cannot carry QUIC (x); QUIC needs TLS 1.3".into(),
+        };
+        assert_eq!(
+            said(unbuilt),
+            "s.yaml: scenario 'a' (http: 3): the TLS settings cannot carry QUIC (x); QUIC needs TLS 1.3"
+        );
     }
 }

@@ -64,7 +64,7 @@ mod uring;
 mod worker;
 
 pub use control::{Control, Progress};
-pub use error::{Asked, EngineError, NotSpoken, TlsSetup, WorkerFailure};
+pub use error::{Asked, EngineError, NotSpoken, TlsSetup, Unanswered, WorkerFailure};
 pub use errors::errno_name;
 pub use proto::grpc::call as grpc_call;
 pub use proto::http1;

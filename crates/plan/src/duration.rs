@@ -6,32 +6,90 @@ const UNITS: &str = "us, ms, s, m or h";
 
 /// Parses `250ms`, `30s`, `1.5s`, `2m`, `1h`, `1m30s`, `100us`; a bare number
 /// means seconds.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    // Errors quote the input: keep them one line whatever it holds.
-    duration(text).map_err(|e| crate::error::one_line(&e).into_owned())
+pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
+    duration(text).map_err(|fault| DurationError {
+        text: text.to_string(),
+        fault,
+    })
 }
 
-fn duration(text: &str) -> Result<Duration, String> {
+/// Why a text is not a duration (`-d`, `--timeout`, a scenario's
+/// durations). Its message quotes the text on one line (control
+/// characters escaped).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DurationError {
+    /// The text as given.
+    pub text: String,
+    /// What is wrong with it.
+    pub fault: DurationFault,
+}
+
+/// What is wrong with a duration's text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DurationFault {
+    /// Nothing but blanks.
+    Empty,
+    /// A bare number that is negative, infinite or not a number.
+    OutOfRange,
+    /// A number without a unit after it.
+    MissingUnit,
+    /// A unit without a number before it.
+    MissingNumber,
+    /// Digits and dots that are no number (`1..5s`).
+    Malformed,
+    /// A unit other than us, ms, s, m or h.
+    UnknownUnit(String),
+    /// The sum is more than the largest duration a plan holds.
+    TooLarge,
+}
+
+impl std::fmt::Display for DurationFault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DurationFault::Empty => f.write_str("it is empty"),
+            DurationFault::OutOfRange => f.write_str("it must be a finite, non-negative number"),
+            DurationFault::MissingUnit => f.write_str("a unit is missing"),
+            DurationFault::MissingNumber => f.write_str("a number is missing"),
+            DurationFault::Malformed => f.write_str("the number is malformed"),
+            DurationFault::UnknownUnit(unit) => write!(f, "unknown unit '{unit}'"),
+            DurationFault::TooLarge => f.write_str("it is too large"),
+        }
+    }
+}
+
+impl std::fmt::Display for DurationError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Errors quote the input: keep them one line whatever it holds.
+        let said = format!(
+            "invalid duration '{}': {}; expected a number with a unit ({UNITS}), e.g. 500ms, 30s, 2m, 1m30s",
+            self.text, self.fault
+        );
+        f.write_str(&crate::error::one_line(&said))
+    }
+}
+
+impl std::error::Error for DurationError {}
+
+fn duration(text: &str) -> Result<Duration, DurationFault> {
     let t = text.trim();
-    let bad = |why: &str| {
-        format!("invalid duration '{text}': {why}; expected a number with a unit ({UNITS}), e.g. 500ms, 30s, 2m, 1m30s")
-    };
     if t.is_empty() {
-        return Err(bad("it is empty"));
+        return Err(DurationFault::Empty);
     }
     if let Ok(secs) = t.parse::<f64>() {
-        return seconds(secs).ok_or_else(|| bad("it must be a finite, non-negative number"));
+        return seconds(secs).ok_or(DurationFault::OutOfRange);
     }
     let mut total = 0f64;
     let mut rest = t;
     while !rest.is_empty() {
         let num_end = rest
             .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .ok_or_else(|| bad("a unit is missing"))?;
+            .ok_or(DurationFault::MissingUnit)?;
         if num_end == 0 {
-            return Err(bad("a number is missing"));
+            return Err(DurationFault::MissingNumber);
         }
-        let value: f64 = rest[..num_end].parse().map_err(|_| bad("the number is malformed"))?;
+        let value: f64 = rest[..num_end].parse().map_err(|_| DurationFault::Malformed)?;
         rest = &rest[num_end..];
         let unit_end = rest
             .find(|c: char| c.is_ascii_digit() || c == '.')
@@ -42,12 +100,12 @@ fn duration(text: &str) -> Result<Duration, String> {
             "s" => 1.0,
             "m" => 60.0,
             "h" => 3600.0,
-            other => return Err(bad(&format!("unknown unit '{other}'"))),
+            other => return Err(DurationFault::UnknownUnit(other.to_string())),
         };
         total += value * scale;
         rest = &rest[unit_end..];
     }
-    seconds(total).ok_or_else(|| bad("it is too large"))
+    seconds(total).ok_or(DurationFault::TooLarge)
 }
 
 fn seconds(s: f64) -> Option<Duration> {
@@ -134,37 +192,78 @@ fn trim(v: f64) -> String {
 pub const MAX_RATE: f64 = 1e8;
 
 /// Parses a rate: `1000`, `1000/s`, `60/m`, `3600/h`, in events per second.
-pub fn parse_rate(text: &str) -> Result<f64, String> {
-    rate(text).map_err(|e| crate::error::one_line(&e).into_owned())
+pub fn parse_rate(text: &str) -> Result<f64, RateError> {
+    rate(text).map_err(|fault| RateError {
+        text: text.to_string(),
+        fault,
+    })
 }
 
-fn rate(text: &str) -> Result<f64, String> {
+/// Why a text is not a rate (`-r`, a scenario's `rate`). Its message
+/// quotes the text on one line (control characters escaped).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RateError {
+    /// The text as given.
+    pub text: String,
+    /// What is wrong with it.
+    pub fault: RateFault,
+}
+
+/// What is wrong with a rate's text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RateFault {
+    /// A unit after `/` other than s, m or h.
+    UnknownUnit(String),
+    /// No number before the unit.
+    NotANumber,
+    /// Zero, negative or not finite.
+    NotPositive,
+    /// More than [`MAX_RATE`] per second.
+    TooHigh,
+}
+
+impl std::fmt::Display for RateError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let text = &self.text;
+        // Errors quote the input: keep them one line whatever it holds.
+        let said = match &self.fault {
+            RateFault::UnknownUnit(unit) => {
+                format!("invalid rate '{text}': unknown unit '/{unit}'; use /s, /m or /h, e.g. 1000/s")
+            }
+            RateFault::NotANumber => {
+                format!("invalid rate '{text}': expected a number per second, e.g. 1000 or 1000/s")
+            }
+            RateFault::NotPositive => {
+                format!("invalid rate '{text}': must be greater than 0, e.g. 1000 (requests per second)")
+            }
+            RateFault::TooHigh => {
+                format!("invalid rate '{text}': more than 100M per second is not a plan one machine can follow")
+            }
+        };
+        f.write_str(&crate::error::one_line(&said))
+    }
+}
+
+impl std::error::Error for RateError {}
+
+fn rate(text: &str) -> Result<f64, RateFault> {
     let t = text.trim();
     let (num, per) = match t.split_once('/') {
         Some((n, "s")) => (n, 1.0),
         Some((n, "m")) => (n, 60.0),
         Some((n, "h")) => (n, 3600.0),
-        Some((_, unit)) => {
-            return Err(format!(
-                "invalid rate '{text}': unknown unit '/{unit}'; use /s, /m or /h, e.g. 1000/s"
-            ));
-        }
+        Some((_, unit)) => return Err(RateFault::UnknownUnit(unit.to_string())),
         None => (t, 1.0),
     };
-    let value: f64 = num
-        .trim()
-        .parse()
-        .map_err(|_| format!("invalid rate '{text}': expected a number per second, e.g. 1000 or 1000/s"))?;
+    let value: f64 = num.trim().parse().map_err(|_| RateFault::NotANumber)?;
     let rate = value / per;
     if !rate.is_finite() || rate <= 0.0 {
-        return Err(format!(
-            "invalid rate '{text}': must be greater than 0, e.g. 1000 (requests per second)"
-        ));
+        return Err(RateFault::NotPositive);
     }
     if rate > MAX_RATE {
-        return Err(format!(
-            "invalid rate '{text}': more than 100M per second is not a plan one machine can follow"
-        ));
+        return Err(RateFault::TooHigh);
     }
     Ok(rate)
 }
@@ -250,11 +349,58 @@ mod tests {
         assert_eq!(parse_duration("100us").unwrap(), Duration::from_micros(100));
     }
 
+    /// The typed errors say what the strings said before them, byte for byte.
+    #[test]
+    fn errors_say_the_same_text() {
+        let d = |t: &str| parse_duration(t).unwrap_err().to_string();
+        let tail = "; expected a number with a unit (us, ms, s, m or h), e.g. 500ms, 30s, 2m, 1m30s";
+        assert_eq!(d(" "), format!("invalid duration ' ': it is empty{tail}"));
+        assert_eq!(
+            d("-1"),
+            format!("invalid duration '-1': it must be a finite, non-negative number{tail}")
+        );
+        assert_eq!(d("ms"), format!("invalid duration 'ms': a number is missing{tail}"));
+        assert_eq!(
+            d("1..5s"),
+            format!("invalid duration '1..5s': the number is malformed{tail}")
+        );
+        assert_eq!(d("3x\n"), format!("invalid duration '3x\\n': unknown unit 'x'{tail}"));
+        assert_eq!(
+            d("3\u{1b}x"),
+            format!("invalid duration '3\\u{{1b}}x': unknown unit '\\u{{1b}}x'{tail}")
+        );
+        assert_eq!(
+            parse_duration("1\u{1b}s").unwrap_err().fault,
+            DurationFault::UnknownUnit("\u{1b}s".into())
+        );
+        assert_eq!(
+            d("99999999999999h"),
+            format!("invalid duration '99999999999999h': it is too large{tail}")
+        );
+        let r = |t: &str| parse_rate(t).unwrap_err().to_string();
+        assert_eq!(
+            r("5/d"),
+            "invalid rate '5/d': unknown unit '/d'; use /s, /m or /h, e.g. 1000/s"
+        );
+        assert_eq!(
+            r("x\t"),
+            "invalid rate 'x\\t': expected a number per second, e.g. 1000 or 1000/s"
+        );
+        assert_eq!(
+            r("0"),
+            "invalid rate '0': must be greater than 0, e.g. 1000 (requests per second)"
+        );
+        assert_eq!(
+            r("1e9"),
+            "invalid rate '1e9': more than 100M per second is not a plan one machine can follow"
+        );
+    }
+
     #[test]
     fn rejects_with_an_example() {
         for bad in ["", "abc", "10x", "-1s", "s", "1.2.3s", "inf"] {
             let e = parse_duration(bad).unwrap_err();
-            assert!(e.contains("e.g. 500ms"), "{bad}: {e}");
+            assert!(e.to_string().contains("e.g. 500ms"), "{bad}: {e}");
         }
     }
 
@@ -277,9 +423,9 @@ mod tests {
         assert_eq!(parse_rate("1000").unwrap(), 1000.0);
         assert_eq!(parse_rate("60/m").unwrap(), 1.0);
         assert_eq!(parse_rate("0.5").unwrap(), 0.5);
-        assert!(parse_rate("0").unwrap_err().contains("greater than 0"));
+        assert!(parse_rate("0").unwrap_err().to_string().contains("greater than 0"));
         assert!(parse_rate("-5").is_err());
         assert!(parse_rate("fast").is_err());
-        assert!(parse_rate("5/d").unwrap_err().contains("/s"));
+        assert!(parse_rate("5/d").unwrap_err().to_string().contains("/s"));
     }
 }

@@ -2,6 +2,12 @@
 
 use std::fmt;
 
+/// True for a byte an HTTP token (a method, a header name) may hold (RFC
+/// 9110 5.6.2).
+pub fn is_token(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
 /// `host[:port]` as a `Host` header says it: IPv6 addresses in brackets,
 /// the port left out when it is the scheme's default.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -19,6 +19,7 @@
 //! the limit of its kind, and YAML's size and nesting are checked before any parser sees it.
 
 mod duration;
+mod endpoint;
 mod error;
 mod head;
 mod http;
@@ -33,7 +34,8 @@ mod targets;
 mod tls;
 
 pub use duration::{
-    MAX_RATE, count, format_duration, format_rate, parse_duration, parse_rate, serde_duration, serde_opt_duration,
+    DurationError, DurationFault, MAX_RATE, RateError, RateFault, count, format_duration, format_rate, parse_duration,
+    parse_rate, serde_duration, serde_opt_duration,
 };
 pub use error::{PlanError, one_line};
 pub use head::{Authority, RequestHead};
@@ -46,13 +48,14 @@ pub use loads::{HttpLoads, HttpWorkerLoad, StormLoads, StormWorkerLoad};
 pub use reach::{Family, Override, Proxy, Reach, ReachArgs, basic_authorization, no_proxy_matches};
 pub use schedule::{Arrivals, Rng, StormStarts, arrival_offset, split_evenly};
 pub use segment::{Fraction, MAX_CYCLE, Segment, parse_start_at};
-pub use status::StatusSet;
+pub use status::{StatusError, StatusSet};
 pub use storm::{
-    ClientProfile, LineStep, MAX_BINARY, NatsAuth, Pattern, Procs, Protocol, Reconnect, SecretText, StepArg, StormArgs,
-    StormPlan, StormRequest, StormScheme, StormTarget, Trigger, WsSpec, WsStep, parse_sources, unescape,
+    ClientProfile, EscapeError, LineStep, MAX_BINARY, NatsAuth, Pattern, PatternError, Procs, Protocol, Reconnect,
+    SecretCount, SecretText, StepArg, StormArgs, StormPlan, StormRequest, StormScheme, StormTarget, Trigger, WsSpec,
+    WsStep, parse_sources, unescape,
 };
 pub use targets::{
-    MAX_BODY_LINES, MAX_REQUEST_TABLE_BYTES, MAX_TAGGED_TARGETS, MAX_TARGETS, MAX_TARGETS_FILE_BYTES, MAX_URL_BYTES,
-    RawTarget, Requests, TargetInfo, TargetOrder, parse_targets_file, split_body_lines,
+    BodyReadError, MAX_BODY_LINES, MAX_REQUEST_TABLE_BYTES, MAX_TAGGED_TARGETS, MAX_TARGETS, MAX_TARGETS_FILE_BYTES,
+    MAX_URL_BYTES, RawTarget, Requests, TargetInfo, TargetOrder, parse_targets_file, split_body_lines,
 };
-pub use tls::{TlsGroup, TlsVersion};
+pub use tls::{TlsGroup, TlsNameError, TlsVersion};

@@ -43,10 +43,9 @@ impl StatusSet {
     }
 
     /// Parses `200`, `200-299`, `2xx`, and comma-separated lists of them.
-    pub fn parse(text: &str) -> Result<StatusSet, String> {
+    pub fn parse(text: &str) -> Result<StatusSet, StatusError> {
         let mut s = StatusSet { bits: [0; 10] };
-        let bad =
-            |part: &str| format!("'{part}' is not a status, range or class; use e.g. 200, 200-299, 2xx or 200,401");
+        let bad = |part: &str| StatusError::Malformed(part.to_string());
         for part in text.split(',').map(str::trim) {
             let (lo, hi) = if let Some(class) = part.strip_suffix("xx").or_else(|| part.strip_suffix("XX")) {
                 let d: u16 = class.parse().map_err(|_| bad(part))?;
@@ -61,7 +60,7 @@ impl StatusSet {
                 (c, c)
             };
             if !(100..=599).contains(&lo) || !(100..=599).contains(&hi) || lo > hi {
-                return Err(format!("'{part}': statuses run from 100 to 599, low to high"));
+                return Err(StatusError::OutOfRange(part.to_string()));
             }
             s.insert_range(lo, hi);
         }
@@ -90,6 +89,19 @@ impl StatusSet {
     }
 }
 
+/// Why one part of a status list is not a status, range or class (the
+/// part as given).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum StatusError {
+    /// Not a number, `LO-HI` or `Nxx`.
+    #[error("'{0}' is not a status, range or class; use e.g. 200, 200-299, 2xx or 200,401")]
+    Malformed(String),
+    /// Outside 100-599, or a range from high to low.
+    #[error("'{0}': statuses run from 100 to 599, low to high")]
+    OutOfRange(String),
+}
+
 impl Serialize for StatusSet {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&self.to_text())
@@ -115,7 +127,14 @@ mod tests {
         assert_eq!(s.to_text(), "200-299,401,500-502");
         assert_eq!(StatusSet::default().to_text(), "200-399");
         assert!(StatusSet::parse("600").is_err());
-        assert!(StatusSet::parse("abc").unwrap_err().contains("e.g. 200"));
+        assert_eq!(
+            StatusSet::parse("200, abc").unwrap_err().to_string(),
+            "'abc' is not a status, range or class; use e.g. 200, 200-299, 2xx or 200,401"
+        );
+        assert_eq!(
+            StatusSet::parse("300-200").unwrap_err().to_string(),
+            "'300-200': statuses run from 100 to 599, low to high"
+        );
         assert!(StatusSet::parse("300-200").is_err());
     }
 }

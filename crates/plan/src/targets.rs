@@ -113,7 +113,7 @@ pub struct Requests {
     /// The origin (index into `origins`) of each target.
     origin_of: Vec<u32>,
     /// One target per origin (host and port) when there are several.
-    pub(crate) origins: Vec<crate::http::Target>,
+    pub(crate) origins: Vec<crate::endpoint::Target>,
 }
 
 impl std::fmt::Debug for Requests {
@@ -209,14 +209,18 @@ impl RequestsBuilder {
     }
 }
 
+/// Why the caller could not read an `@path` body file of a targets file.
+pub type BodyReadError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
 /// Parses a `--targets` file named `name` (for errors) whose contents are
 /// `text`; `read` reads an `@path` body file of the http format (the
-/// caller resolves the path and bounds the size). JSON lines are told by
+/// caller resolves the path and bounds the size; its error, whatever its
+/// type, is said after the file and line). JSON lines are told by
 /// the first line that is not blank or a comment starting with `{`.
 pub fn parse_targets_file(
     name: &str,
     text: &str,
-    read: &mut dyn FnMut(&str) -> Result<Vec<u8>, String>,
+    read: &mut dyn FnMut(&str) -> Result<Vec<u8>, BodyReadError>,
 ) -> Result<Vec<RawTarget>, PlanError> {
     let first = text
         .lines()
@@ -311,14 +315,14 @@ fn request_line(l: &str) -> Option<(Option<&str>, &str)> {
     }
     let (m, u) = l.split_once([' ', '\t'])?;
     let u = u.trim();
-    (!m.is_empty() && m.bytes().all(crate::http::is_token) && is_url(u)).then_some((Some(m), u))
+    (!m.is_empty() && m.bytes().all(crate::head::is_token) && is_url(u)).then_some((Some(m), u))
 }
 
 /// vegeta's `http` format (which a plain list of URLs also is).
 fn parse_http_format(
     name: &str,
     text: &str,
-    read: &mut dyn FnMut(&str) -> Result<Vec<u8>, String>,
+    read: &mut dyn FnMut(&str) -> Result<Vec<u8>, BodyReadError>,
 ) -> Result<Vec<RawTarget>, PlanError> {
     let mut out: Vec<RawTarget> = Vec::new();
     // Whether the last target may still take headers and a body.
@@ -425,7 +429,7 @@ pub fn split_body_lines(name: &str, bytes: &[u8]) -> Result<Vec<Range<usize>>, P
 /// URL, when they are not all on one origin), with the method in front
 /// when the methods differ, cut to a readable length; a name two targets
 /// would share gets ` #N` (the target's number).
-pub(crate) fn names(targets: &[(String, crate::http::Target)]) -> Vec<String> {
+pub(crate) fn names(targets: &[(String, crate::endpoint::Target)]) -> Vec<String> {
     let one_origin = targets.windows(2).all(|w| {
         let (a, b) = (&w[0].1, &w[1].1);
         (a.scheme, &a.host, a.port) == (b.scheme, &b.host, b.port)
@@ -461,8 +465,8 @@ pub(crate) fn names(targets: &[(String, crate::http::Target)]) -> Vec<String> {
 mod tests {
     use super::*;
 
-    fn no_files(p: &str) -> Result<Vec<u8>, String> {
-        Err(format!("no file {p}"))
+    fn no_files(p: &str) -> Result<Vec<u8>, BodyReadError> {
+        Err(format!("no file {p}").into())
     }
 
     fn message(e: PlanError) -> String {
@@ -537,14 +541,15 @@ mod tests {
 
     #[test]
     fn names_of_many_targets_are_made_in_linear_time() {
-        let t = crate::http::Target {
+        let t = crate::endpoint::Target {
             url: "http://h/same".into(),
-            scheme: crate::http::Scheme::Http,
+            scheme: crate::endpoint::Scheme::Http,
             host: "h".into(),
             port: 80,
             path: "/same".into(),
         };
-        let many: Vec<(String, crate::http::Target)> = (0..MAX_TARGETS).map(|_| ("GET".into(), t.clone())).collect();
+        let many: Vec<(String, crate::endpoint::Target)> =
+            (0..MAX_TARGETS).map(|_| ("GET".into(), t.clone())).collect();
         let n = names(&many);
         assert_eq!(
             (n[0].as_str(), n[MAX_TARGETS - 1].as_str()),

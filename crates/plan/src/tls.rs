@@ -7,6 +7,18 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+/// A name that is no TLS group or version (the text as given).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TlsNameError {
+    /// Not a key-exchange group [`TlsGroup::parse`] knows.
+    #[error("'{0}' is not a key-exchange group; use x25519, p256, p384 or x25519mlkem768")]
+    Group(String),
+    /// Not a TLS version [`TlsVersion::parse`] knows.
+    #[error("'{0}' is not a TLS version; use 1.2 or 1.3")]
+    Version(String),
+}
+
 /// A key-exchange group a client may offer (`--tls-groups`, `tls.groups`).
 /// Exhaustive on purpose: a new group must be mapped in throng-tls.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -24,15 +36,13 @@ pub enum TlsGroup {
 impl TlsGroup {
     /// Parses `x25519`, `p256`/`secp256r1`/`prime256v1`, `p384`/`secp384r1`,
     /// `x25519mlkem768`/`mlkem` (case, `-` and `_` ignored).
-    pub fn parse(text: &str) -> Result<TlsGroup, String> {
+    pub fn parse(text: &str) -> Result<TlsGroup, TlsNameError> {
         match text.trim().to_ascii_lowercase().replace(['-', '_'], "").as_str() {
             "x25519" => Ok(TlsGroup::X25519),
             "p256" | "secp256r1" | "prime256v1" => Ok(TlsGroup::Secp256r1),
             "p384" | "secp384r1" => Ok(TlsGroup::Secp384r1),
             "x25519mlkem768" | "mlkem" => Ok(TlsGroup::X25519MlKem768),
-            _ => Err(format!(
-                "'{text}' is not a key-exchange group; use x25519, p256, p384 or x25519mlkem768"
-            )),
+            _ => Err(TlsNameError::Group(text.to_string())),
         }
     }
 
@@ -58,11 +68,11 @@ pub enum TlsVersion {
 
 impl TlsVersion {
     /// Parses `1.2` or `1.3` (also `tls1.2`, `TLSv1.3`).
-    pub fn parse(text: &str) -> Result<TlsVersion, String> {
+    pub fn parse(text: &str) -> Result<TlsVersion, TlsNameError> {
         match text.trim() {
             "1.2" | "tls1.2" | "TLSv1.2" => Ok(TlsVersion::Tls12),
             "1.3" | "tls1.3" | "TLSv1.3" => Ok(TlsVersion::Tls13),
-            _ => Err(format!("'{text}' is not a TLS version; use 1.2 or 1.3")),
+            _ => Err(TlsNameError::Version(text.to_string())),
         }
     }
 
@@ -83,8 +93,8 @@ macro_rules! text_type {
             }
         }
         impl FromStr for $t {
-            type Err = String;
-            fn from_str(s: &str) -> Result<Self, String> {
+            type Err = TlsNameError;
+            fn from_str(s: &str) -> Result<Self, TlsNameError> {
                 <$t>::parse(s)
             }
         }
@@ -184,9 +194,15 @@ mod tests {
         assert_eq!(TlsGroup::parse("P-256"), Ok(TlsGroup::Secp256r1));
         assert_eq!(TlsGroup::parse("prime256v1"), Ok(TlsGroup::Secp256r1));
         assert_eq!(TlsGroup::parse("X25519MLKEM768"), Ok(TlsGroup::X25519MlKem768));
-        assert!(TlsGroup::parse("x448").unwrap_err().contains("use x25519, p256"));
+        assert_eq!(
+            TlsGroup::parse("x448").unwrap_err().to_string(),
+            "'x448' is not a key-exchange group; use x25519, p256, p384 or x25519mlkem768"
+        );
         assert_eq!(TlsVersion::parse("TLSv1.2"), Ok(TlsVersion::Tls12));
-        assert!(TlsVersion::parse("1.1").unwrap_err().contains("use 1.2 or 1.3"));
+        assert_eq!(
+            TlsVersion::parse("1.1").unwrap_err().to_string(),
+            "'1.1' is not a TLS version; use 1.2 or 1.3"
+        );
         let s = TlsSettings {
             groups: vec![TlsGroup::X25519, TlsGroup::Secp384r1],
             version: Some(TlsVersion::Tls13),

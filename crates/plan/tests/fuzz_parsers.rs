@@ -37,10 +37,10 @@ fn assert_one_line(what: &str, input: &str, e: &str) {
 /// Runs every parser on `s`; none may panic, every error is one line.
 fn parse_everything(s: &str) {
     if let Err(e) = parse_duration(s) {
-        assert_one_line("parse_duration", s, &e);
+        assert_one_line("parse_duration", s, &e.to_string());
     }
     if let Err(e) = parse_rate(s) {
-        assert_one_line("parse_rate", s, &e);
+        assert_one_line("parse_rate", s, &e.to_string());
     }
     if let Err(e) = parse_start_at(s) {
         assert_one_line("parse_start_at", s, &e.to_string());

@@ -2,7 +2,7 @@
 //! quoted fields with `""` escapes; commas; CRLF or LF.
 
 /// Parses `text` into (columns, rows); errors name the line.
-pub fn parse(text: &str) -> Result<(Vec<String>, Vec<Vec<String>>), String> {
+pub fn parse(text: &str) -> Result<(Vec<String>, Vec<Vec<String>>), CsvError> {
     let mut records = Vec::new();
     let mut field = String::new();
     let mut record: Vec<String> = Vec::new();
@@ -41,7 +41,7 @@ pub fn parse(text: &str) -> Result<(Vec<String>, Vec<Vec<String>>), String> {
         }
     }
     if quoted {
-        return Err(format!("line {line}: a quoted field is not closed"));
+        return Err(CsvError::Unclosed { line });
     }
     if any || !field.is_empty() || !record.is_empty() {
         record.push(field);
@@ -49,33 +49,64 @@ pub fn parse(text: &str) -> Result<(Vec<String>, Vec<Vec<String>>), String> {
     }
     records.retain(|(_, r)| !(r.len() == 1 && r[0].trim().is_empty()));
     let mut it = records.into_iter();
-    let (_, header) = it
-        .next()
-        .ok_or("the file is empty; it needs a header row naming the columns")?;
+    let (_, header) = it.next().ok_or(CsvError::Empty)?;
     let columns: Vec<String> = header.into_iter().map(|h| h.trim().to_string()).collect();
     if let Some(bad) = columns
         .iter()
         .find(|c| c.is_empty() || !c.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '_' || ch == '-'))
     {
-        return Err(format!(
-            "line 1: column '{bad}' is not a name of letters, digits, _ and -"
-        ));
+        return Err(CsvError::BadColumn { name: bad.clone() });
     }
     let mut rows = Vec::new();
     for (n, r) in it {
         if r.len() != columns.len() {
-            return Err(format!(
-                "line {n}: {} fields, the header has {}",
-                r.len(),
-                columns.len()
-            ));
+            return Err(CsvError::Fields {
+                line: n,
+                fields: r.len(),
+                columns: columns.len(),
+            });
         }
         rows.push(r);
     }
     if rows.is_empty() {
-        return Err("the file has a header but no rows".to_string());
+        return Err(CsvError::NoRows);
     }
     Ok((columns, rows))
+}
+
+/// Why a data file is not the CSV a scenario reads (the line, from 1,
+/// where one is at fault).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CsvError {
+    /// A quoted field runs to the end of the file.
+    #[error("line {line}: a quoted field is not closed")]
+    Unclosed {
+        /// The line the file ends on.
+        line: usize,
+    },
+    /// No header row.
+    #[error("the file is empty; it needs a header row naming the columns")]
+    Empty,
+    /// A header name that is empty or not letters, digits, `_` and `-`.
+    #[error("line 1: column '{name}' is not a name of letters, digits, _ and -")]
+    BadColumn {
+        /// The name as written (trimmed).
+        name: String,
+    },
+    /// A row with more or fewer fields than the header.
+    #[error("line {line}: {fields} fields, the header has {columns}")]
+    Fields {
+        /// The row's line.
+        line: usize,
+        /// Its fields.
+        fields: usize,
+        /// The header's columns.
+        columns: usize,
+    },
+    /// A header and nothing after it.
+    #[error("the file has a header but no rows")]
+    NoRows,
 }
 
 #[cfg(test)]
@@ -87,7 +118,25 @@ mod tests {
         let (c, r) = parse("email,password\r\na@x,\"p,w\"\nb@x,\"say \"\"hi\"\"\"\n").unwrap();
         assert_eq!(c, vec!["email", "password"]);
         assert_eq!(r, vec![vec!["a@x", "p,w"], vec!["b@x", "say \"hi\""]]);
-        assert!(parse("a,b\n1\n").unwrap_err().contains("line 2"));
-        assert!(parse("").is_err());
+        assert_eq!(
+            parse("a,b\n1\n").unwrap_err().to_string(),
+            "line 2: 1 fields, the header has 2"
+        );
+        assert_eq!(
+            parse("").unwrap_err().to_string(),
+            "the file is empty; it needs a header row naming the columns"
+        );
+        assert_eq!(
+            parse("a\n\"x\n").unwrap_err().to_string(),
+            "line 3: a quoted field is not closed"
+        );
+        assert_eq!(
+            parse("a,b c\n1,2\n").unwrap_err().to_string(),
+            "line 1: column 'b c' is not a name of letters, digits, _ and -"
+        );
+        assert_eq!(
+            parse("a\n").unwrap_err().to_string(),
+            "the file has a header but no rows"
+        );
     }
 }

@@ -79,27 +79,28 @@ impl Method {
 
     /// The request message from JSON text (protobuf's JSON mapping),
     /// encoded and framed (uncompressed flag, 4-byte length).
-    pub fn encode(&self, json: &str) -> Result<Vec<u8>, String> {
+    pub fn encode(&self, json: &str) -> Result<Vec<u8>, EncodeError> {
         let mut de = serde_json::Deserializer::from_str(json);
         let message = DynamicMessage::deserialize(self.0.input(), &mut de)
             .and_then(|m| de.end().map(|()| m))
             .map_err(|e| {
                 // Where in the JSON text (rendered from the file) is no help.
                 let text = e.to_string();
-                let text = text.split(" at line ").next().unwrap_or_default().to_string();
-                format!("not a {} message: {text}", self.0.input().full_name())
+                let why = text.split(" at line ").next().unwrap_or_default().to_string();
+                EncodeError::NotTheInput {
+                    input: self.0.input().full_name().to_string(),
+                    why,
+                }
             })?;
         let len = message.encoded_len();
         if len > MAX_MESSAGE {
-            return Err("the encoded message is larger than 64 MiB".into());
+            return Err(EncodeError::TooLarge);
         }
         let mut framed = Vec::with_capacity(len + 5);
         framed.push(0);
         // At most MAX_MESSAGE, below u32::MAX.
         framed.extend_from_slice(&(len as u32).to_be_bytes());
-        message
-            .encode(&mut framed)
-            .map_err(|e| format!("cannot encode the message: {e}"))?;
+        message.encode(&mut framed).map_err(EncodeError::Encode)?;
         Ok(framed)
     }
 
@@ -135,7 +136,7 @@ pub fn compile(
     files: &[String],
     import_paths: &[String],
     read: &dyn Fn(&str) -> Result<String, String>,
-) -> Result<DescriptorPool, String> {
+) -> Result<DescriptorPool, ProtoError> {
     let mut dirs: Vec<String> = import_paths
         .iter()
         .map(|d| d.trim_end_matches('/').to_string())
@@ -177,9 +178,7 @@ pub fn compile(
         }
         for name in wanted {
             if sources.files.borrow().len() >= MAX_PROTO_FILES {
-                return Err(format!(
-                    "more than {MAX_PROTO_FILES} .proto files with their imports; give fewer"
-                ));
+                return Err(ProtoError::TooManyFiles);
             }
             let mut found = None;
             for d in &dirs {
@@ -201,20 +200,17 @@ pub fn compile(
                         } => {}
                     // There, but not readable (too large, not text, no
                     // permission): that is the answer, not "not found".
-                    Err(e) => return Err(format!("cannot read {path}: {e}")),
+                    Err(reason) => return Err(ProtoError::Unreadable { path, reason }),
                 }
             }
             match found {
                 Some((path, text)) if text.len() > MAX_PROTO_BYTES => {
-                    return Err(format!(
-                        "{path} is larger than {} MiB, which is not a .proto file to compile; check the path",
-                        MAX_PROTO_BYTES >> 20
-                    ));
+                    return Err(ProtoError::TooLarge { path });
                 }
                 Some((path, text)) => {
                     counted += definitions(&text);
                     if counted > MAX_DEFINITIONS {
-                        return Err(too_many_definitions(&path));
+                        return Err(ProtoError::TooManyDefinitions { path });
                     }
                     sources.files.borrow_mut().insert(name, text);
                 }
@@ -224,13 +220,66 @@ pub fn compile(
             }
         }
     }
-    Err(format!(
-        "more than {MAX_PROTO_FILES} .proto files with their imports; give fewer"
-    ))
+    Err(ProtoError::TooManyFiles)
+}
+
+/// Why `.proto` files do not compile into descriptors.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProtoError {
+    /// A file is there but cannot be read (too large, not text, no
+    /// permission): the reader's reason.
+    #[error("cannot read {path}: {reason}")]
+    Unreadable {
+        /// The path as looked up.
+        path: String,
+        /// What the reader said.
+        reason: String,
+    },
+    /// More files with their imports than throng compiles.
+    #[error("more than {MAX_PROTO_FILES} .proto files with their imports; give fewer")]
+    TooManyFiles,
+    /// A file larger than a `.proto` file is.
+    #[error(
+        "{path} is larger than {} MiB, which is not a .proto file to compile; check the path",
+        MAX_PROTO_BYTES >> 20
+    )]
+    TooLarge {
+        /// The path.
+        path: String,
+    },
+    /// More definitions than throng compiles.
+    #[error("{}", too_many_definitions(path))]
+    TooManyDefinitions {
+        /// The file that went over.
+        path: String,
+    },
+    /// A file or import found in none of the directories.
+    #[error(
+        "{at}{text}; looked in {} (relative to the scenario file): give the file's path, and import_paths for the \
+         directories its imports are under",
+        looked.join(", ")
+    )]
+    NotFound {
+        /// `FILE: ` or `FILE:LINE:COL: ` when protox says where, else empty.
+        at: String,
+        /// protox's message.
+        text: String,
+        /// The directories looked in (`.` for the scenario's).
+        looked: Vec<String>,
+    },
+    /// protox refused a file.
+    #[error("{at}{text}; fix the .proto file")]
+    Invalid {
+        /// `FILE: ` or `FILE:LINE:COL: ` when protox says where, else empty.
+        at: String,
+        /// protox's message.
+        text: String,
+    },
 }
 
 /// A protox error, with the `.proto` file's name, and what to do.
-fn describe(e: &protox::Error, dirs: &[String]) -> String {
+fn describe(e: &protox::Error, dirs: &[String]) -> ProtoError {
     use miette::Diagnostic as _;
     // FILE:LINE:COL when the error points into a file.
     let at = e
@@ -249,17 +298,13 @@ fn describe(e: &protox::Error, dirs: &[String]) -> String {
     };
     let text = e.to_string();
     if e.is_file_not_found() {
-        let looked: Vec<&str> = dirs
+        let looked = dirs
             .iter()
-            .map(|d| if d.is_empty() { "." } else { d.as_str() })
+            .map(|d| if d.is_empty() { "." } else { d.as_str() }.to_string())
             .collect();
-        format!(
-            "{file}{text}; looked in {} (relative to the scenario file): give the file's path, and import_paths for \
-             the directories its imports are under",
-            looked.join(", ")
-        )
+        ProtoError::NotFound { at: file, text, looked }
     } else {
-        format!("{file}{text}; fix the .proto file")
+        ProtoError::Invalid { at: file, text }
     }
 }
 
@@ -283,62 +328,125 @@ impl FileResolver for Sources {
 }
 
 /// The unary or server-streaming method `pkg.Service/Method` of `pool`.
-pub fn find_method(pool: &DescriptorPool, call: &str) -> Result<Method, String> {
+pub fn find_method(pool: &DescriptorPool, call: &str) -> Result<Method, CallError> {
     let (service, method) = split_call(call)?;
     let Some(svc) = pool.get_service_by_name(service) else {
-        let known: Vec<String> = pool.services().map(|s| s.full_name().to_string()).take(20).collect();
-        return Err(format!(
-            "'{call}': no service {service} in the .proto files (they define: {}); give the service's full name, \
-             with its package",
-            if known.is_empty() {
-                "none".to_string()
-            } else {
-                known.join(", ")
-            }
-        ));
+        return Err(CallError::NoService {
+            call: call.to_string(),
+            service: service.to_string(),
+            known: pool.services().map(|s| s.full_name().to_string()).take(20).collect(),
+        });
     };
     let Some(m) = svc.methods().find(|m| m.name() == method) else {
-        let known: Vec<String> = svc.methods().map(|m| m.name().to_string()).take(20).collect();
-        return Err(format!(
-            "'{call}': {service} has no method {method} (it has: {})",
-            known.join(", ")
-        ));
+        return Err(CallError::NoMethod {
+            call: call.to_string(),
+            service: service.to_string(),
+            method: method.to_string(),
+            known: svc.methods().map(|m| m.name().to_string()).take(20).collect(),
+        });
     };
     if m.is_client_streaming() {
-        return Err(format!(
-            "'{call}' is a client- or bidirectional-streaming method; a grpc: step makes unary and \
-             server-streaming calls"
-        ));
+        return Err(CallError::ClientStreaming { call: call.to_string() });
     }
     Ok(Method(m))
 }
 
 /// `pkg.Service/Method` → (`pkg.Service`, `Method`).
-pub fn split_call(call: &str) -> Result<(&str, &str), String> {
+pub fn split_call(call: &str) -> Result<(&str, &str), CallError> {
     match call.split_once('/') {
         Some((s, m)) if !s.is_empty() && !m.is_empty() && !m.contains('/') => Ok((s, m)),
-        _ => Err(format!(
-            "'{call}': give the method as package.Service/Method, e.g. helloworld.Greeter/SayHello"
-        )),
+        _ => Err(CallError::NotACall { call: call.to_string() }),
     }
+}
+
+/// Why a `call:` names no method a `grpc:` step can call.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CallError {
+    /// Not `package.Service/Method`.
+    #[error("'{call}': give the method as package.Service/Method, e.g. helloworld.Greeter/SayHello")]
+    NotACall {
+        /// The call as written.
+        call: String,
+    },
+    /// The descriptors define no such service.
+    #[error(
+        "'{call}': no service {service} in the .proto files (they define: {}); give the service's full name, \
+         with its package",
+        if known.is_empty() { "none".to_string() } else { known.join(", ") }
+    )]
+    NoService {
+        /// The call as written.
+        call: String,
+        /// The service it names.
+        service: String,
+        /// The services there are (at most 20).
+        known: Vec<String>,
+    },
+    /// The service has no such method.
+    #[error("'{call}': {service} has no method {method} (it has: {})", known.join(", "))]
+    NoMethod {
+        /// The call as written.
+        call: String,
+        /// The service.
+        service: String,
+        /// The method it names.
+        method: String,
+        /// The service's methods (at most 20).
+        known: Vec<String>,
+    },
+    /// A client- or bidirectional-streaming method.
+    #[error(
+        "'{call}' is a client- or bidirectional-streaming method; a grpc: step makes unary and server-streaming \
+         calls"
+    )]
+    ClientStreaming {
+        /// The call as written.
+        call: String,
+    },
+}
+
+/// Why a request message cannot be encoded.
+#[derive(Clone, Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EncodeError {
+    /// The JSON is not the method's input type (protobuf's JSON mapping).
+    #[error("not a {input} message: {why}")]
+    NotTheInput {
+        /// The input type's full name.
+        input: String,
+        /// What the JSON mapping said (without a position in the rendered text).
+        why: String,
+    },
+    /// Over the largest message a step sends.
+    #[error("the encoded message is larger than 64 MiB")]
+    TooLarge,
+    /// prost could not encode it.
+    #[error("cannot encode the message: {0}")]
+    Encode(prost::EncodeError),
 }
 
 /// Asks a scenario's target for a service's descriptors (server
 /// reflection, `proto: { reflection: true }`): its target, its TLS
 /// settings (https), the service's full name.
 pub type Reflect<'a> =
-    dyn Fn(&crate::spec::BaseUrl, Option<&throng_plan::TlsSettings>, &str) -> Result<DescriptorPool, String> + 'a;
+    dyn Fn(&crate::base_url::BaseUrl, Option<&throng_plan::TlsSettings>, &str) -> Result<DescriptorPool, String> + 'a;
 
 /// A gRPC status by name (`NOT_FOUND`, any case) or number (`5`).
-pub fn parse_code(text: &str) -> Result<u16, String> {
+pub fn parse_code(text: &str) -> Result<u16, NotACode> {
     let upper = text.trim().to_ascii_uppercase();
     GRPC_CODES
         .iter()
         .position(|n| *n == upper)
         .and_then(|i| u16::try_from(i).ok())
         .or_else(|| upper.parse::<u16>().ok().filter(|&c| usize::from(c) < GRPC_CODES.len()))
-        .ok_or_else(|| format!("'{text}' is not a gRPC status code; use names like OK, NOT_FOUND or numbers 0-16"))
+        .ok_or_else(|| NotACode(text.to_string()))
 }
+
+/// A text that names no gRPC status code (as written).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("'{0}' is not a gRPC status code; use names like OK, NOT_FOUND or numbers 0-16")]
+pub struct NotACode(pub String);
 
 #[cfg(test)]
 mod tests {
@@ -375,7 +483,12 @@ service S { rpc Call(Req) returns (Rep); rpc Watch(Req) returns (stream Rep); rp
             u32::from_be_bytes(framed[1..5].try_into().unwrap()) as usize,
             framed.len() - 5
         );
-        assert!(m.encode(r#"{"nope": 1}"#).unwrap_err().contains("t.Req"));
+        assert!(
+            m.encode(r#"{"nope": 1}"#)
+                .unwrap_err()
+                .to_string()
+                .starts_with("not a t.Req message: ")
+        );
         // A reply of two messages: the last one, every field named.
         let rep = |text: &[u8]| {
             let mut f = vec![0, 0, 0, 0, (text.len() + 2) as u8, 10, text.len() as u8];
@@ -394,26 +507,54 @@ service S { rpc Call(Req) returns (Rep); rpc Watch(Req) returns (stream Rep); rp
     #[test]
     fn refuses_what_it_cannot_call() {
         let pool = compile(&["protos/t.proto".into()], &["inc".into()], &read).unwrap();
-        assert!(
-            find_method(&pool, "t.S/Nope")
-                .unwrap_err()
-                .contains("has no method Nope (it has: Call, Watch, Up)")
+        let said = |call: &str| find_method(&pool, call).unwrap_err().to_string();
+        assert_eq!(
+            said("t.S/Nope"),
+            "'t.S/Nope': t.S has no method Nope (it has: Call, Watch, Up)"
         );
-        assert!(find_method(&pool, "t.X/Call").unwrap_err().contains("no service t.X"));
-        assert!(find_method(&pool, "t.S/Up").unwrap_err().contains("client"));
-        assert!(
-            find_method(&pool, "Call")
-                .unwrap_err()
-                .contains("package.Service/Method")
+        assert_eq!(
+            said("t.X/Call"),
+            "'t.X/Call': no service t.X in the .proto files (they define: t.S); give the service's full name, with \
+             its package"
+        );
+        assert_eq!(
+            said("t.S/Up"),
+            "'t.S/Up' is a client- or bidirectional-streaming method; a grpc: step makes unary and server-streaming \
+             calls"
+        );
+        assert_eq!(
+            said("Call"),
+            "'Call': give the method as package.Service/Method, e.g. helloworld.Greeter/SayHello"
+        );
+        assert_eq!(
+            parse_code("17").unwrap_err().to_string(),
+            "'17' is not a gRPC status code; use names like OK, NOT_FOUND or numbers 0-16"
         );
         let missing = compile(&["protos/t.proto".into()], &[], &read).unwrap_err();
-        assert!(missing.contains("common.proto"), "{missing}");
+        assert!(matches!(missing, ProtoError::NotFound { .. }), "{missing}");
+        assert!(
+            missing.to_string().contains("common.proto")
+                && missing.to_string().ends_with(
+                    "; looked in protos (relative to the scenario file): give the file's path, and import_paths for \
+                     the directories its imports are under"
+                ),
+            "{missing}"
+        );
+        assert_eq!(
+            compile(&["protos/t.proto".into()], &["inc".into()], &|_| Err(
+                "no permission".into()
+            ))
+            .unwrap_err(),
+            ProtoError::Unreadable {
+                path: "inc/t.proto".into(),
+                reason: "no permission".into()
+            }
+        );
         assert!(compile(&["nope.proto".into()], &[], &read).is_err());
         let huge = |_: &str| Ok("/".repeat(MAX_PROTO_BYTES + 1));
-        assert!(
-            compile(&["h.proto".into()], &[], &huge)
-                .unwrap_err()
-                .contains("larger than 4 MiB")
+        assert_eq!(
+            compile(&["h.proto".into()], &[], &huge).unwrap_err().to_string(),
+            "h.proto is larger than 4 MiB, which is not a .proto file to compile; check the path"
         );
         assert_eq!(parse_code("not_found"), Ok(5));
         assert_eq!(parse_code("14"), Ok(14));

@@ -21,6 +21,7 @@
 //! Nothing here does I/O except reading the data and `.proto` files (and
 //! asking server reflection) through the caller.
 
+mod base_url;
 pub mod checks;
 pub mod cookies;
 pub mod csv;
@@ -38,5 +39,5 @@ pub use spec::{
     BaseUrl, Body, Cookies, Cursor, DEFAULT_REDIRECTS, DataSpec, Defaults, Executor, JsonTemplate, Request, Scenario,
     ScenarioError, ScenarioPlan, Stage, Step, TargetInputs, Think, WebSocket, WsMessage, environment, stage_names,
 };
-pub use template::{Context, Template};
+pub use template::{Context, EnvRenderError, Template, TemplateError, TemplateFault};
 pub use threshold::{Threshold, Verdict};

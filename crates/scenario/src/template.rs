@@ -6,7 +6,7 @@
 //! variable captured earlier in the iteration, or a column of the data file.
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
+use std::fmt::{self, Write as _};
 
 use throng_plan::{Rng, one_line};
 
@@ -53,8 +53,11 @@ pub struct Context<'a> {
 
 impl Template {
     /// Compiles `text`; an error says which `{{…}}` is malformed.
-    pub fn compile(text: &str) -> Result<Template, String> {
-        let shown = one_line(text);
+    pub fn compile(text: &str) -> Result<Template, TemplateError> {
+        let bad = |fault| TemplateError {
+            text: text.to_string(),
+            fault,
+        };
         let mut parts = Vec::new();
         let mut rest = text;
         while let Some(i) = rest.find("{{") {
@@ -62,10 +65,8 @@ impl Template {
                 parts.push(Part::Text(rest[..i].to_string()));
             }
             let after = &rest[i + 2..];
-            let end = after
-                .find("}}")
-                .ok_or_else(|| format!("'{shown}': a {{{{ is not closed by }}}}"))?;
-            parts.push(parse_part(after[..end].trim()).map_err(|e| format!("'{shown}': {}", one_line(&e)))?);
+            let end = after.find("}}").ok_or_else(|| bad(TemplateFault::NotClosed))?;
+            parts.push(parse_part(after[..end].trim()).map_err(bad)?);
             rest = &after[end + 2..];
         }
         if !rest.is_empty() {
@@ -106,25 +107,19 @@ impl Template {
     /// Renders a template that may read only the environment, once, before
     /// a run (a scenario's target); an error says which part it may not
     /// have, or which variable is not set.
-    pub fn render_env(&self, env: &HashMap<String, String>) -> Result<String, String> {
+    pub fn render_env(&self, env: &HashMap<String, String>) -> Result<String, EnvRenderError> {
         let mut out = String::new();
         for p in &self.parts {
             match p {
                 Part::Text(t) => out.push_str(t),
                 Part::Env(n) => match env.get(n) {
                     Some(v) => out.push_str(v),
-                    None => {
-                        return Err(format!(
-                            "{{{{env.{n}}}}} is not set: export {n}=URL, pass --env {n}=URL, or give --target URL"
-                        ));
-                    }
+                    None => return Err(EnvRenderError::Unset { name: n.clone() }),
                 },
                 _ => {
-                    return Err(format!(
-                        "'{}' reads more than the environment: the target is fixed before the first VU starts, \
-                         so only {{{{env.NAME}}}} may fill it in",
-                        one_line(&self.source)
-                    ));
+                    return Err(EnvRenderError::NotEnv {
+                        text: self.source.clone(),
+                    });
                 }
             }
         }
@@ -177,15 +172,15 @@ impl Template {
     }
 }
 
-fn parse_part(inner: &str) -> Result<Part, String> {
+fn parse_part(inner: &str) -> Result<Part, TemplateFault> {
     let mut words = inner.split_whitespace();
-    let head = words.next().ok_or("{{}} is empty")?;
+    let head = words.next().ok_or(TemplateFault::Empty)?;
     let args: Vec<&str> = words.collect();
     let no_args = |p: Part| {
         if args.is_empty() {
             Ok(p)
         } else {
-            Err(format!("{{{{{head}}}}} takes no arguments"))
+            Err(TemplateFault::TakesNoArguments(head.to_string()))
         }
     };
     match head {
@@ -196,7 +191,7 @@ fn parse_part(inner: &str) -> Result<Part, String> {
         "random_email" => no_args(Part::RandomEmail),
         "now_ms" => no_args(Part::NowMs),
         "random_int" => {
-            let bad = || "{{random_int A B}} takes two integers, A <= B, e.g. {{random_int 1 100}}".to_string();
+            let bad = || TemplateFault::RandomInt;
             let [a, b] = args.as_slice() else { return Err(bad()) };
             let (a, b): (i64, i64) = (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
             if a > b || b.checked_sub(a).is_none_or(|d| d == i64::MAX) {
@@ -207,22 +202,103 @@ fn parse_part(inner: &str) -> Result<Part, String> {
         env if env.starts_with("env.") && args.is_empty() => {
             let name = &env[4..];
             if name.is_empty() {
-                return Err("{{env.}} names no variable; write {{env.NAME}}, e.g. {{env.RUN_ID}}".to_string());
+                return Err(TemplateFault::EnvUnnamed);
             }
             if !is_identifier(name) {
-                return Err(format!(
-                    "{{{{env.{name}}}}}: '{name}' is not an environment variable name; use letters, digits and _, \
-                     not starting with a digit, e.g. {{{{env.RUN_ID}}}}"
-                ));
+                return Err(TemplateFault::EnvName(name.to_string()));
             }
             Ok(Part::Env(name.to_string()))
         }
         name if args.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') => {
             Ok(Part::Var(name.to_string()))
         }
-        other => Err(format!("{{{{{other}…}}}} is not a function or a variable name")),
+        other => Err(TemplateFault::Unknown(other.to_string())),
     }
 }
+
+/// Why a text is not a template: the text (quoted on one line, control
+/// characters escaped) and what is wrong in it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TemplateError {
+    /// The template as written.
+    pub text: String,
+    /// What is wrong in it.
+    pub fault: TemplateFault,
+}
+
+impl fmt::Display for TemplateError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&one_line(&format!("'{}': {}", self.text, self.fault)))
+    }
+}
+
+impl std::error::Error for TemplateError {}
+
+/// What is wrong in a template.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TemplateFault {
+    /// A `{{` without `}}`.
+    #[error("a {{{{ is not closed by }}}}")]
+    NotClosed,
+    /// `{{}}`.
+    #[error("{{{{}}}} is empty")]
+    Empty,
+    /// A function that takes no arguments (`vu`, `uuid`, ...) given some.
+    #[error("{{{{{0}}}}} takes no arguments")]
+    TakesNoArguments(String),
+    /// `random_int` without two integers A <= B.
+    #[error("{{{{random_int A B}}}} takes two integers, A <= B, e.g. {{{{random_int 1 100}}}}")]
+    RandomInt,
+    /// `{{env.}}`.
+    #[error("{{{{env.}}}} names no variable; write {{{{env.NAME}}}}, e.g. {{{{env.RUN_ID}}}}")]
+    EnvUnnamed,
+    /// `{{env.NAME}}` with a NAME a shell cannot set.
+    #[error(
+        "{{{{env.{0}}}}}: '{0}' is not an environment variable name; use letters, digits and _, not starting \
+         with a digit, e.g. {{{{env.RUN_ID}}}}"
+    )]
+    EnvName(String),
+    /// Neither a function nor a variable name.
+    #[error("{{{{{0}…}}}} is not a function or a variable name")]
+    Unknown(String),
+}
+
+/// Why a target's template cannot be filled in from the environment.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum EnvRenderError {
+    /// `{{env.NAME}}` with NAME not set.
+    Unset {
+        /// The variable.
+        name: String,
+    },
+    /// A part other than `{{env.NAME}}` (the template as written).
+    NotEnv {
+        /// The template as written.
+        text: String,
+    },
+}
+
+impl fmt::Display for EnvRenderError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EnvRenderError::Unset { name: n } => write!(
+                f,
+                "{{{{env.{n}}}}} is not set: export {n}=URL, pass --env {n}=URL, or give --target URL"
+            ),
+            EnvRenderError::NotEnv { text } => write!(
+                f,
+                "'{}' reads more than the environment: the target is fixed before the first VU starts, so only \
+                 {{{{env.NAME}}}} may fill it in",
+                one_line(text)
+            ),
+        }
+    }
+}
+
+impl std::error::Error for EnvRenderError {}
 
 /// True for `[A-Za-z_][A-Za-z0-9_]*`: a name a shell can set and export.
 pub(crate) fn is_identifier(name: &str) -> bool {
@@ -293,7 +369,8 @@ mod tests {
         let e = Template::compile("{{ env.HOST }}")
             .unwrap()
             .render_env(&env)
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("{{env.HOST}} is not set") && e.contains("--env HOST=URL"),
             "{e}"
@@ -301,8 +378,13 @@ mod tests {
         let e = Template::compile("http://h/{{vu}}")
             .unwrap()
             .render_env(&env)
-            .unwrap_err();
-        assert!(e.contains("only {{env.NAME}}"), "{e}");
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "'http://h/{{vu}}' reads more than the environment: the target is fixed before the first VU starts, \
+             so only {{env.NAME}} may fill it in"
+        );
     }
 
     #[test]
@@ -319,8 +401,42 @@ mod tests {
             ("{{env.1X}}", "not starting with a digit"),
             ("{{env.A.B}}", "'A.B' is not"),
         ] {
-            let e = Template::compile(t).unwrap_err();
+            let e = Template::compile(t).unwrap_err().to_string();
             assert!(e.contains(why), "{t}: {e}");
         }
+    }
+
+    /// The typed errors say what the strings said, byte for byte, on one line.
+    #[test]
+    fn template_errors_keep_their_text() {
+        let said = |t: &str| Template::compile(t).unwrap_err().to_string();
+        assert_eq!(said("a {{vu"), "'a {{vu': a {{ is not closed by }}");
+        assert_eq!(said("{{}}"), "'{{}}': {{}} is empty");
+        assert_eq!(said("{{vu 1}}"), "'{{vu 1}}': {{vu}} takes no arguments");
+        assert_eq!(
+            said("{{random_int 9 1}}"),
+            "'{{random_int 9 1}}': {{random_int A B}} takes two integers, A <= B, e.g. {{random_int 1 100}}"
+        );
+        assert_eq!(
+            said("{{env.}}"),
+            "'{{env.}}': {{env.}} names no variable; write {{env.NAME}}, e.g. {{env.RUN_ID}}"
+        );
+        assert_eq!(
+            said("{{env.1X}}"),
+            "'{{env.1X}}': {{env.1X}}: '1X' is not an environment variable name; use letters, digits and _, not \
+             starting with a digit, e.g. {{env.RUN_ID}}"
+        );
+        assert_eq!(
+            said("x\n{{a b}}"),
+            "'x\\n{{a b}}': {{a…}} is not a function or a variable name"
+        );
+        assert_eq!(
+            Template::compile("{{a\u{1b} b}}").unwrap_err().fault,
+            TemplateFault::Unknown("a\u{1b}".into())
+        );
+        assert_eq!(
+            said("{{a\u{1b} b}}"),
+            "'{{a\\u{1b} b}}': {{a\\u{1b}…}} is not a function or a variable name"
+        );
     }
 }

@@ -325,7 +325,7 @@ proptest! {
                 Ok(tpl) => {
                     let _ = render(&tpl, &vars());
                 }
-                Err(e) => assert_one_line(&format!("Template::compile({text:?})"), &e),
+                Err(e) => assert_one_line(&format!("Template::compile({text:?})"), &e.to_string()),
             }
         }
     }
@@ -340,7 +340,7 @@ proptest! {
                     let v = t.evaluate(&Measurements::default());
                     assert_one_line("verdict", &v.detail);
                 }
-                Err(err) => assert_one_line(&format!("Threshold::parse({k:?}, {e:?})"), &err),
+                Err(err) => assert_one_line(&format!("Threshold::parse({k:?}, {e:?})"), &err.to_string()),
             }
         }
     }
@@ -357,7 +357,7 @@ fn errors_quoting_multi_line_input_stay_one_line() {
         "{{env.\u{1b}[31m}}",
     ] {
         let e = Template::compile(text).unwrap_err();
-        assert_one_line(&format!("Template::compile({text:?})"), &e);
+        assert_one_line(&format!("Template::compile({text:?})"), &e.to_string());
     }
     for (k, e) in [
         ("response", "p(95) <\n1 parsec"),
@@ -365,7 +365,7 @@ fn errors_quoting_multi_line_input_stay_one_line() {
         ("response", "p(95) < 1s over 1\n"),
     ] {
         let err = Threshold::parse(k, e, false, Duration::ZERO).unwrap_err();
-        assert_one_line(&format!("Threshold::parse({k:?}, {e:?})"), &err);
+        assert_one_line(&format!("Threshold::parse({k:?}, {e:?})"), &err.to_string());
     }
     let yaml = "target: http://127.0.0.1:8080\nscenarios:\n  s:\n    executor: constant-vus\n    vus: 1\n    \
                 duration: 1s\n    flow:\n      - request:\n          path: /\n          body: |\n            one\n            {{nope\n";

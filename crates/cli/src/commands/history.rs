@@ -101,28 +101,45 @@ fn entries(dir: &Path, flag: &str) -> Result<Vec<Name>, UsageError> {
 }
 
 /// Opens an entry and reads its head; the rest of the reader is the result.
-fn open(name: &Name) -> Result<(Head, BufReader<std::io::Take<File>>), String> {
-    let file = File::open(&name.path).map_err(|e| e.to_string())?;
-    let len = file.metadata().map_err(|e| e.to_string())?.len();
+fn open(name: &Name) -> Result<(Head, BufReader<std::io::Take<File>>), Unreadable> {
+    let file = File::open(&name.path).map_err(Unreadable::Io)?;
+    let len = file.metadata().map_err(Unreadable::Io)?.len();
     if len > MAX_ENTRY_BYTES {
-        return Err(format!("{len} bytes, over the limit of {} MiB", MAX_ENTRY_BYTES >> 20));
+        return Err(Unreadable::TooLarge { len });
     }
     let mut r = BufReader::new(file.take(MAX_ENTRY_BYTES));
-    let head = history::read_head(&mut r).map_err(|e| e.to_string())?;
+    let head = history::read_head(&mut r).map_err(Unreadable::Entry)?;
     if head.fingerprint != name.fingerprint {
-        return Err(format!(
-            "its name says plan {} but its head says {}",
-            name.fingerprint, head.fingerprint
-        ));
+        return Err(Unreadable::Renamed {
+            named: name.fingerprint.clone(),
+            head: head.fingerprint,
+        });
     }
     Ok((head, r))
 }
 
 /// Reads a whole entry.
-fn read(name: &Name) -> Result<(Head, RunResult), String> {
+fn read(name: &Name) -> Result<(Head, RunResult), Unreadable> {
     let (head, r) = open(name)?;
-    let run = history::read_run(&head, r).map_err(|e| e.to_string())?;
+    let run = history::read_run(&head, r).map_err(Unreadable::Entry)?;
     Ok((head, run))
+}
+
+/// Why a history entry cannot be read (the caller says which).
+#[derive(Debug, thiserror::Error)]
+enum Unreadable {
+    /// The OS's error opening it.
+    #[error("{0}")]
+    Io(std::io::Error),
+    /// Larger than an entry may be.
+    #[error("{len} bytes, over the limit of {} MiB", MAX_ENTRY_BYTES >> 20)]
+    TooLarge { len: u64 },
+    /// Its head or its result does not read.
+    #[error("{0}")]
+    Entry(throng_result::ResultError),
+    /// Its file name and its head name different plans.
+    #[error("its name says plan {named} but its head says {head}")]
+    Renamed { named: String, head: String },
 }
 
 /// `1 entry`, `3 entries`.

@@ -43,7 +43,7 @@ pub fn run(c: HttpCmd) -> anyhow::Result<ExitCode> {
         None => None,
     };
     for t in &c.thresholds {
-        throng_scenario::Threshold::parse_line(t).map_err(|e| UsageError(format!("--threshold: {e}")))?;
+        throng_scenario::Threshold::read_line(t).map_err(|e| UsageError(format!("--threshold: {e}")))?;
     }
     let seg = super::segment::parse(&c.segments)?;
     refuse_start_at_with_repeat(&seg, c.repeat.count)?;
@@ -94,9 +94,11 @@ pub fn run(c: HttpCmd) -> anyhow::Result<ExitCode> {
     // does not have, dropped in a closed loop) is refused before the run.
     let target_names = plan.target_names();
     for t in &plan.thresholds {
-        throng_scenario::Threshold::parse_line(t)
-            .and_then(|t| t.check_http(&target_names, plan.is_open_loop()))
-            .map_err(|e| UsageError(format!("--threshold: {e}")))?;
+        let said = |e: &dyn std::fmt::Display| UsageError(format!("--threshold: {e}"));
+        throng_scenario::Threshold::read_line(t)
+            .map_err(|e| said(&e))?
+            .check_http(&target_names, plan.is_open_loop())
+            .map_err(|e| said(&e))?;
     }
     let tls = match &plan.tls {
         Some(settings) => Some(super::tls::client_config(
@@ -213,6 +215,14 @@ fn read_bounded(path: &Path, flag: &str, limit: u64) -> Result<Vec<u8>, UsageErr
     }
 }
 
+/// The body files of a `--targets` file together come to more than the
+/// request table holds.
+#[derive(Debug, thiserror::Error)]
+#[error("the bodies read so far come to more than {limit_mib} MiB; use fewer or smaller body files")]
+struct BodiesTooLarge {
+    limit_mib: usize,
+}
+
 /// Reads and parses `--targets` (at most [`MAX_TARGETS_FILE_BYTES`]); a
 /// relative `@body` path is read from the file's directory, each body at
 /// most [`MAX_BODY_BYTES`] and all of them together at most
@@ -229,15 +239,14 @@ fn read_targets(path: &Path) -> anyhow::Result<Vec<RawTarget>> {
     })?;
     let dir = path.parent().unwrap_or(Path::new(""));
     let mut total: u64 = 0;
-    let mut read = |p: &str| -> Result<Vec<u8>, String> {
+    let mut read = |p: &str| -> Result<Vec<u8>, throng_plan::BodyReadError> {
         let file = dir.join(p);
-        let bytes = read_bounded(&file, "body", MAX_BODY_BYTES).map_err(|e| e.0)?;
+        let bytes = read_bounded(&file, "body", MAX_BODY_BYTES)?;
         total += bytes.len() as u64;
         if total > MAX_REQUEST_TABLE_BYTES as u64 {
-            return Err(format!(
-                "the bodies read so far come to more than {} MiB; use fewer or smaller body files",
-                MAX_REQUEST_TABLE_BYTES >> 20
-            ));
+            return Err(Box::new(BodiesTooLarge {
+                limit_mib: MAX_REQUEST_TABLE_BYTES >> 20,
+            }));
         }
         Ok(bytes)
     };

@@ -239,7 +239,7 @@ fn scenario(file: &Path, extra: &[String]) -> anyhow::Result<(Plan, Load, Secret
     // pods read them too.
     let protos = std::cell::RefCell::new(Vec::new());
     let read = |name: &str| {
-        let text = super::read_side_file(&dir.join(name))?;
+        let text = super::read_side_file(&dir.join(name)).map_err(|e| e.to_string())?;
         if name.ends_with(".proto") && !protos.borrow().iter().any(|p| p == name) {
             protos.borrow_mut().push(name.to_string());
         }

@@ -138,22 +138,36 @@ const MAX_SIDE_FILE_BYTES: u64 = 256 << 20;
 
 /// Reads a file a scenario file names, bounded by [`MAX_SIDE_FILE_BYTES`];
 /// the error says what is wrong (the caller says which file).
-fn read_side_file(path: &Path) -> Result<String, String> {
+fn read_side_file(path: &Path) -> Result<String, SideFileError> {
     read_side_file_within(path, MAX_SIDE_FILE_BYTES)
 }
 
 /// [`read_side_file`] with the limit of the file's kind (a certificate's,
 /// [`throng_plan::input::MAX_PEM_BYTES`]).
-fn read_side_file_within(path: &Path, limit: u64) -> Result<String, String> {
+fn read_side_file_within(path: &Path, limit: u64) -> Result<String, SideFileError> {
     use throng_plan::input::ReadError;
     throng_plan::input::read_limited_text(path, limit).map_err(|e| match e {
-        Err(ReadError::Io(e)) => e.to_string(),
-        Err(_) => format!(
-            "larger than the limit of {}; give a smaller file (split a data file across runs)",
-            throng_plan::input::size(limit)
-        ),
-        Ok(at) => format!("not UTF-8 text (byte {at}); save it as UTF-8"),
+        Err(ReadError::Io(e)) => SideFileError::Io(e),
+        Err(_) => SideFileError::TooLarge { limit },
+        Ok(at) => SideFileError::NotUtf8 { at },
     })
+}
+
+/// Why a file a scenario file names cannot be used (the caller says which).
+#[derive(Debug, thiserror::Error)]
+enum SideFileError {
+    /// The OS's reason.
+    #[error("{0}")]
+    Io(std::io::Error),
+    /// Over the limit of its kind.
+    #[error(
+        "larger than the limit of {}; give a smaller file (split a data file across runs)",
+        throng_plan::input::size(*limit)
+    )]
+    TooLarge { limit: u64 },
+    /// Not UTF-8 from this byte on.
+    #[error("not UTF-8 text (byte {at}); save it as UTF-8")]
+    NotUtf8 { at: usize },
 }
 
 /// Reads a result document or a result set (streamed, at most

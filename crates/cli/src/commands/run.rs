@@ -178,7 +178,7 @@ fn unread_env(file: &Path, given: &[(String, String)], read: &[String]) -> Optio
 fn load(file: &Path, scale: Option<f64>, target: &TargetInputs) -> anyhow::Result<ScenarioPlan> {
     let text = super::read_plan_file(file, "scenario file")?;
     let dir: PathBuf = file.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf);
-    let read = |name: &str| super::read_side_file(&dir.join(name));
+    let read = |name: &str| super::read_side_file(&dir.join(name)).map_err(|e| e.to_string());
     let reflect = |t: &throng_scenario::BaseUrl, tls: Option<&throng_plan::TlsSettings>, service: &str| {
         super::grpc_reflect::for_scenario(t, tls, &dir, service)
     };

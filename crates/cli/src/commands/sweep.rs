@@ -81,7 +81,7 @@ pub fn run(c: SweepCmd) -> anyhow::Result<ExitCode> {
                     _ => {
                         problem = Some(format!(
                             "run failed: {}",
-                            ran.err().unwrap_or_else(|| "no result".into())
+                            ran.err().map_or_else(|| "no result".into(), |e| e.to_string())
                         ))
                     }
                 }
@@ -165,14 +165,14 @@ fn shell_quote(s: &str) -> String {
 
 /// Runs `sh -c cmd`, waiting at most `limit`; Err says how it ended (with
 /// the last line it printed to stderr) when not with exit 0.
-fn shell(cmd: &str, limit: Duration) -> Result<(), String> {
+fn shell(cmd: &str, limit: Duration) -> Result<(), HookFailed> {
     let mut child = Command::new("sh")
         .args(["-c", cmd])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("cannot run sh: {e}"))?;
+        .map_err(HookFailed::Spawn)?;
     let mut err = child.stderr.take();
     let mut out = child.stdout.take();
     let (tx, rx) = std::sync::mpsc::channel();
@@ -193,10 +193,12 @@ fn shell(cmd: &str, limit: Duration) -> Result<(), String> {
             Ok(None) if started.elapsed() > limit => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(format!("killed after {} s", limit.as_secs()));
+                return Err(HookFailed::Killed {
+                    after_s: limit.as_secs(),
+                });
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(50)),
-            Err(e) => return Err(e.to_string()),
+            Err(e) => return Err(HookFailed::Wait(e)),
         }
     };
     if status.success() {
@@ -210,15 +212,37 @@ fn shell(cmd: &str, limit: Duration) -> Result<(), String> {
         .last()
         .unwrap_or("")
         .to_string();
-    Err(format!(
-        "exit {}{}",
-        status.code().map_or_else(|| "by signal".to_string(), |c| c.to_string()),
-        if last.is_empty() {
-            String::new()
-        } else {
-            format!(": {last}")
-        }
-    ))
+    Err(HookFailed::Exit {
+        code: status.code(),
+        last,
+    })
+}
+
+/// How a `sh -c` of a sweep's hook or run ended when not with exit 0.
+#[derive(Debug, thiserror::Error)]
+enum HookFailed {
+    /// `sh` could not start.
+    #[error("cannot run sh: {0}")]
+    Spawn(std::io::Error),
+    /// Still running at its limit.
+    #[error("killed after {after_s} s")]
+    Killed { after_s: u64 },
+    /// Waiting for it failed.
+    #[error("{0}")]
+    Wait(std::io::Error),
+    /// It exited with a code other than 0 (None: by a signal), the last
+    /// line it printed to stderr after it.
+    #[error("exit {}{}", code.map_or_else(|| "by signal".to_string(), |c| c.to_string()), said(last))]
+    Exit { code: Option<i32>, last: String },
+}
+
+/// `: LINE`, or nothing for an empty line.
+fn said(last: &str) -> String {
+    if last.is_empty() {
+        String::new()
+    } else {
+        format!(": {last}")
+    }
 }
 
 /// Ctrl-C or SIGTERM: finish the current cell (it gets the signal too, as

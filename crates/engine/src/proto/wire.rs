@@ -53,7 +53,7 @@ impl Wire {
         let name = settings.server_name.clone().unwrap_or_else(|| plan.target.host.clone());
         http3::H3Spec::new(plan, tls, name, plan.streams)
             .map(|s| Some(Arc::new(s)))
-            .map_err(|e| EngineError::Config(e.to_string()))
+            .map_err(|e| EngineError::Plan(Box::new(e)))
     }
 
     /// An HTTP run's protocol, after its pre-run checks: `h3` from
@@ -63,7 +63,7 @@ impl Wire {
             return Ok(Wire::Http3(h3));
         }
         if plan.http == throng_plan::HttpVersion::Http2 {
-            let spec = http2::Spec::from_plan(plan, 1).map_err(|e| EngineError::Config(e.to_string()))?;
+            let spec = http2::Spec::from_plan(plan, 1).map_err(|e| EngineError::Plan(Box::new(e)))?;
             return Ok(Wire::Http2(Box::new(spec)));
         }
         Ok(Wire::Http1)
@@ -131,12 +131,12 @@ impl Wire {
                     },
                 };
                 preflight::check([target], plan.timeout, control)?;
-                let spec = http2::Spec::for_storm(plan).map_err(|e| EngineError::Config(e.to_string()))?;
+                let spec = http2::Spec::for_storm(plan).map_err(|e| EngineError::Plan(Box::new(e)))?;
                 Ok(Wire::Http2(Box::new(spec)))
             }
             throng_plan::HttpVersion::Http3 => match tls {
                 Some(tls) => Ok(Wire::Http3(Arc::new(
-                    http3::H3Spec::for_storm(plan, &tls.config).map_err(|e| EngineError::Config(e.to_string()))?,
+                    http3::H3Spec::for_storm(plan, &tls.config).map_err(|e| EngineError::Plan(Box::new(e)))?,
                 ))),
                 None => Err(TlsSetup::NoClientConfig { what: "--http3".into() }.into()),
             },

@@ -40,7 +40,7 @@ pub fn run_http(
         if rows.is_some() {
             return Err(EngineError::UringRows);
         }
-        uring::probe().map_err(|e| EngineError::Config(e.to_string()))?;
+        uring::probe().map_err(|e| EngineError::Plan(Box::new(e)))?;
     }
     let https = plan.target.scheme == throng_plan::Scheme::Https;
     let route = Arc::new(reach::route(&plan.target.host, plan.target.port, &plan.reach, https)?);
@@ -147,8 +147,10 @@ fn targets(
     if !plan.http.is_http1()
         && let Some(table) = plan.request_table()
     {
-        mux::check_table(&table, &plan.target_names(), https)
-            .map_err(|e| EngineError::Config(format!("{}: {e}", plan.http.label())))?;
+        mux::check_table(&table, &plan.target_names(), https).map_err(|e| EngineError::Unbuildable {
+            what: plan.http.label().to_string(),
+            reason: e.into(),
+        })?;
     }
     if plan.http == throng_plan::HttpVersion::Http2 {
         let further = named.iter().zip(&origins).skip(1).take(MAX_PREFLIGHTS);

@@ -267,8 +267,10 @@ fn scenario_dest(
             let (Some(settings), Some(c)) = (plan.tls.as_ref(), tls) else {
                 return Err(TlsSetup::NoClientConfig { what }.into());
             };
-            let client = http3::quic_client(c)
-                .map_err(|e| EngineError::Config(format!("{}: {} (http: 3): {e}", plan.file, which(s))))?;
+            let client = http3::quic_client(c).map_err(|e| EngineError::Unbuildable {
+                what: format!("{}: {} (http: 3)", plan.file, which(s)),
+                reason: e.into(),
+            })?;
             let name = settings.server_name.clone().unwrap_or_else(|| target.host.clone());
             Some((client, name))
         }

@@ -4,6 +4,7 @@
 //! of them are secret.
 
 use crate::error::PlanError;
+use crate::head::is_token;
 use crate::reach::Reach;
 
 use super::{HttpArgs, SENSITIVE_HEADERS, Scheme, Target};
@@ -59,11 +60,6 @@ pub(super) fn content_type(headers: &mut Vec<(String, String)>, given: Option<&s
     }
     headers.push(("Content-Type".to_string(), ct.to_string()));
     Ok(())
-}
-
-/// True for a byte an HTTP token (a header name) may hold (RFC 9110 5.6.2).
-pub fn is_token(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 
 /// Adds the one `Authorization` that `-a`, the URL's `user:pass@` or

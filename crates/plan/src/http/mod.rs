@@ -28,15 +28,17 @@ use serde::{Deserialize, Serialize};
 
 use crate::duration::format_duration;
 use crate::error::PlanError;
-use crate::head::{Authority, RequestHead};
+use crate::head::RequestHead;
 use crate::reach::{Reach, ReachArgs};
 use crate::segment::Segment;
 use crate::status::StatusSet;
 use crate::targets::{MAX_TAGGED_TARGETS, RawTarget, Requests, TargetInfo, TargetOrder};
 pub use crate::tls::TlsSettings;
 
+pub use crate::endpoint::{Scheme, Target};
+pub use crate::head::is_token;
 pub use grpc::{GRPC_CODES, GrpcCall, grpc_code_name};
-pub use headers::{is_forbidden_in_value, is_token, secret_names};
+pub use headers::{is_forbidden_in_value, secret_names};
 pub use redact::{is_secret, redact_command, redaction_note};
 pub use target::mask_userinfo;
 use target::{parse_target_at, target_method};
@@ -151,48 +153,6 @@ impl IoModel {
     /// True for the default (left out of result files).
     pub fn is_epoll(&self) -> bool {
         *self == IoModel::Epoll
-    }
-}
-
-/// `http` or `https`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Scheme {
-    /// Plain TCP.
-    Http,
-    /// TLS.
-    Https,
-}
-
-/// Where requests go.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Target {
-    /// The URL as given.
-    pub url: String,
-    /// Scheme.
-    pub scheme: Scheme,
-    /// Host name or address literal (IPv6 without brackets).
-    pub host: String,
-    /// Port (the scheme's default when the URL has none).
-    pub port: u16,
-    /// Path and query, as sent on the request line.
-    pub path: String,
-}
-
-impl Target {
-    /// `host:port` for the `Host` header, with the port only when it is not
-    /// the scheme's default.
-    pub fn authority(&self) -> String {
-        self.host_authority().to_string()
-    }
-
-    /// The [`Authority`] of this target.
-    pub fn host_authority(&self) -> Authority {
-        let default = match self.scheme {
-            Scheme::Http => 80,
-            Scheme::Https => 443,
-        };
-        Authority::new(&self.host, self.port, default)
     }
 }
 

@@ -24,7 +24,7 @@ use crate::http::{HttpVersion, REDACTED, TlsSettings};
 use crate::segment::Segment;
 
 use protocol::parse_protocol;
-pub use protocol::unescape;
+pub use protocol::{EscapeError, unescape};
 pub use target::parse_sources;
 use target::parse_target;
 
@@ -214,17 +214,13 @@ pub struct Pattern(regex::bytes::Regex);
 
 impl Pattern {
     /// Compiles `text`, or says why it is not a regular expression.
-    pub fn new(text: &str) -> Result<Pattern, String> {
-        regex::bytes::Regex::new(text).map(Pattern).map_err(|e| {
-            // A syntax error is several lines (the pattern, a caret under the
-            // fault, then "error: why"); the message is one line, so keep the why.
-            let full = e.to_string();
-            let why = full.lines().last().unwrap_or_default();
-            format!(
-                "'{text}' is not a regular expression: {}",
-                why.trim_start_matches("error: ")
-            )
-        })
+    pub fn new(text: &str) -> Result<Pattern, PatternError> {
+        regex::bytes::Regex::new(text)
+            .map(Pattern)
+            .map_err(|reason| PatternError {
+                text: text.to_string(),
+                reason,
+            })
     }
 
     /// The text as given.
@@ -235,6 +231,27 @@ impl Pattern {
     /// The compiled expression.
     pub fn regex(&self) -> &regex::bytes::Regex {
         &self.0
+    }
+}
+
+/// Why a `--expect` text is not a regular expression.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+#[error("'{text}' is not a regular expression: {}", PatternError::why(reason))]
+pub struct PatternError {
+    /// The text as given.
+    pub text: String,
+    /// The regex crate's error (part of the message, not its source).
+    pub reason: regex::Error,
+}
+
+impl PatternError {
+    /// A syntax error is several lines (the pattern, a caret under the
+    /// fault, then "error: why"); the message is one line, so keep the why.
+    fn why(reason: &regex::Error) -> String {
+        let full = reason.to_string();
+        let why = full.lines().last().unwrap_or_default();
+        why.trim_start_matches("error: ").to_string()
     }
 }
 
@@ -257,6 +274,18 @@ impl<'de> Deserialize<'de> for Pattern {
         let text = String::deserialize(d)?;
         Pattern::new(&text).map_err(serde::de::Error::custom)
     }
+}
+
+/// Why [`StormPlan::restore_line_secrets`] could not put the texts back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SecretCount {
+    /// Fewer texts than `--send-secret` steps.
+    #[error("fewer --send-secret texts than steps")]
+    Fewer,
+    /// More texts than `--send-secret` steps.
+    #[error("more --send-secret texts than steps")]
+    More,
 }
 
 /// Which real client a NATS storm's connections behave like (`--client`).
@@ -542,17 +571,17 @@ impl StormPlan {
 
     /// Puts back the texts [`StormPlan::line_secrets`] took, in order; an
     /// error when their number is not the plan's.
-    pub fn restore_line_secrets(&mut self, texts: &[String]) -> Result<(), String> {
+    pub fn restore_line_secrets(&mut self, texts: &[String]) -> Result<(), SecretCount> {
         let mut given = texts.iter();
         if let Some(Protocol::Lines { steps, .. }) = &mut self.protocol {
             for step in steps {
                 if let LineStep::SendSecret(t) = step {
-                    *t = SecretText::new(given.next().ok_or("fewer --send-secret texts than steps")?.clone());
+                    *t = SecretText::new(given.next().ok_or(SecretCount::Fewer)?.clone());
                 }
             }
         }
         match given.next() {
-            Some(_) => Err("more --send-secret texts than steps".to_string()),
+            Some(_) => Err(SecretCount::More),
             None => Ok(()),
         }
     }

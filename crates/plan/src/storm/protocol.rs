@@ -99,7 +99,9 @@ pub(super) fn parse_protocol(
     let mut steps = Vec::new();
     for step in &a.steps {
         steps.push(match step {
-            StepArg::Send(text) => LineStep::Send(unescape(text).map_err(|e| PlanError::invalid("--send", e))?),
+            StepArg::Send(text) => {
+                LineStep::Send(unescape(text).map_err(|e| PlanError::invalid("--send", e.to_string()))?)
+            }
             // The error may quote the text: say where, not what.
             StepArg::SendSecret(text) => LineStep::SendSecret(SecretText::new(unescape(text).map_err(|_| {
                 PlanError::invalid(
@@ -108,7 +110,7 @@ pub(super) fn parse_protocol(
                 )
             })?)),
             StepArg::Expect(text) => {
-                LineStep::Expect(Pattern::new(text).map_err(|e| PlanError::invalid("--expect", e))?)
+                LineStep::Expect(Pattern::new(text).map_err(|e| PlanError::invalid("--expect", e.to_string()))?)
             }
             StepArg::SendBinary { .. } => {
                 return Err(PlanError::invalid(
@@ -148,14 +150,18 @@ fn parse_websocket(a: &StormArgs, target: &StormTarget, timeout: Duration) -> Re
     let mut steps = Vec::new();
     for step in &a.steps {
         steps.push(match step {
-            StepArg::Send(text) => WsStep::Text(unescape(text).map_err(|e| PlanError::invalid("--send", e))?),
+            StepArg::Send(text) => {
+                WsStep::Text(unescape(text).map_err(|e| PlanError::invalid("--send", e.to_string()))?)
+            }
             StepArg::SendSecret(_) => {
                 return Err(PlanError::invalid(
                     "--send-secret",
                     "is not supported for WebSocket storms yet; use --send",
                 ));
             }
-            StepArg::Expect(text) => WsStep::Expect(Pattern::new(text).map_err(|e| PlanError::invalid("--expect", e))?),
+            StepArg::Expect(text) => {
+                WsStep::Expect(Pattern::new(text).map_err(|e| PlanError::invalid("--expect", e.to_string()))?)
+            }
             StepArg::SendBinary { path, bytes } => {
                 if bytes.len() > MAX_BINARY {
                     return Err(PlanError::invalid(
@@ -197,7 +203,7 @@ fn parse_websocket(a: &StormArgs, target: &StormTarget, timeout: Duration) -> Re
 }
 
 /// Decodes `\r`, `\n`, `\t`, `\\`, `\0` and `\xHH` in a `--send` text.
-pub fn unescape(text: &str) -> Result<String, String> {
+pub fn unescape(text: &str) -> Result<String, EscapeError> {
     let mut out = String::new();
     let mut chars = text.chars();
     while let Some(c) = chars.next() {
@@ -213,19 +219,53 @@ pub fn unescape(text: &str) -> Result<String, String> {
             Some('\\') => out.push('\\'),
             Some('x') => {
                 let hex: String = chars.by_ref().take(2).collect();
-                let b =
-                    u8::from_str_radix(&hex, 16).map_err(|_| format!("'\\x{hex}' is not a hex byte in '{text}'"))?;
+                let b = u8::from_str_radix(&hex, 16).map_err(|_| EscapeError::NotHex {
+                    hex: hex.clone(),
+                    text: text.to_string(),
+                })?;
                 out.push(char::from(b));
             }
             Some(o) => {
-                return Err(format!(
-                    "'\\{o}' is not an escape in '{text}'; use \\r, \\n, \\t, \\\\, \\0 or \\xHH"
-                ));
+                return Err(EscapeError::Unknown {
+                    escape: o,
+                    text: text.to_string(),
+                });
             }
-            None => return Err(format!("'{text}' ends with a lone backslash")),
+            None => {
+                return Err(EscapeError::LoneBackslash { text: text.to_string() });
+            }
         }
     }
     Ok(out)
+}
+
+/// Why a `--send` text's escapes cannot be decoded (it quotes the text:
+/// a `--send-secret` says only where).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum EscapeError {
+    /// `\x` not followed by two hex digits.
+    #[error("'\\x{hex}' is not a hex byte in '{text}'")]
+    NotHex {
+        /// What followed `\x`.
+        hex: String,
+        /// The whole text.
+        text: String,
+    },
+    /// A backslash before a character that is no escape.
+    #[error("'\\{escape}' is not an escape in '{text}'; use \\r, \\n, \\t, \\\\, \\0 or \\xHH")]
+    Unknown {
+        /// The character after the backslash.
+        escape: char,
+        /// The whole text.
+        text: String,
+    },
+    /// The text ends with a backslash.
+    #[error("'{text}' ends with a lone backslash")]
+    LoneBackslash {
+        /// The whole text.
+        text: String,
+    },
 }
 
 fn parse_creds(text: &str) -> Option<(String, String)> {

@@ -56,31 +56,35 @@ impl<'de> Deserialize<'de> for Size {
 
 /// `65536`, `64KiB`, `4MiB`, `1MB` (powers of 1000 for kB/MB, of 1024 for
 /// KiB/MiB), between 1 byte and [`MAX_MAX_BODY`].
-pub(super) fn parse_size(text: &str) -> Result<u64, String> {
+pub(super) fn parse_size(text: &str) -> Result<u64, SizeError> {
     let t = text.trim();
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (digits, unit) = t.split_at(split);
+    let not_a_size = || SizeError::NotASize(t.to_string());
     let unit_bytes: u64 = match unit.trim() {
         "" | "B" => 1,
         "kB" | "KB" => 1000,
         "KiB" => 1 << 10,
         "MB" => 1_000_000,
         "MiB" => 1 << 20,
-        _ => {
-            return Err(format!(
-                "'{t}' is not a size; write bytes or a number with KiB, MiB, kB or MB, e.g. 4MiB"
-            ));
-        }
+        _ => return Err(not_a_size()),
     };
-    let n: u64 = digits
-        .parse()
-        .map_err(|_| format!("'{t}' is not a size; write bytes or a number with KiB, MiB, kB or MB, e.g. 4MiB"))?;
+    let n: u64 = digits.parse().map_err(|_| not_a_size())?;
     match n.checked_mul(unit_bytes) {
         Some(b) if (1..=MAX_MAX_BODY).contains(&b) => Ok(b),
-        _ => Err(format!(
-            "'{t}' is out of range: max_body is between 1 byte and 64MiB (each VU may hold that much)"
-        )),
+        _ => Err(SizeError::OutOfRange(t.to_string())),
     }
+}
+
+/// Why a `max_body:` is not a size a VU may hold (the text, trimmed).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub(super) enum SizeError {
+    /// Not bytes, nor a number with a unit.
+    #[error("'{0}' is not a size; write bytes or a number with KiB, MiB, kB or MB, e.g. 4MiB")]
+    NotASize(String),
+    /// Zero, or more than [`MAX_MAX_BODY`].
+    #[error("'{0}' is out of range: max_body is between 1 byte and 64MiB (each VU may hold that much)")]
+    OutOfRange(String),
 }
 
 #[derive(Debug, Deserialize)]
@@ -540,5 +544,28 @@ impl ScalarOrMap for RawThreshold {
     }
     fn map(m: RawThresholdFull) -> Self {
         RawThreshold::Full(m)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The typed errors say what the strings said, byte for byte.
+    #[test]
+    fn size_errors_keep_their_text() {
+        assert_eq!(
+            parse_size(" 4 GB ").unwrap_err().to_string(),
+            "'4 GB' is not a size; write bytes or a number with KiB, MiB, kB or MB, e.g. 4MiB"
+        );
+        assert_eq!(
+            parse_size("KiB").unwrap_err().to_string(),
+            "'KiB' is not a size; write bytes or a number with KiB, MiB, kB or MB, e.g. 4MiB"
+        );
+        assert_eq!(
+            parse_size("65MiB").unwrap_err().to_string(),
+            "'65MiB' is out of range: max_body is between 1 byte and 64MiB (each VU may hold that much)"
+        );
+        assert_eq!(parse_size("0"), Err(SizeError::OutOfRange("0".into())));
     }
 }

@@ -7,6 +7,12 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use throng_metrics::{Hist, Measurements, ScenarioStats, TagSecond, TagStats};
 
+pub use error::{FractionError, NeverJudged, ThresholdError, ThresholdFault, UnitDurationError};
+use names::{COUNTERS, RATES, SCENARIO_ONLY, TRENDS, tag_kinds};
+
+mod error;
+mod names;
+
 /// How a metric's samples are reduced to one number.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -68,109 +74,36 @@ enum Kind {
     Counter,
 }
 
-const TRENDS: [&str; 10] = [
-    "response",
-    "latency",
-    "wait",
-    "connect",
-    "tls",
-    "send",
-    "receive",
-    "schedule_lag",
-    "iteration",
-    "group_duration",
-];
-const RATES: [&str; 4] = ["check_failed", "errors", "checks", "dropped"];
-const COUNTERS: [&str; 3] = ["requests", "iterations", "dropped_iterations"];
-
-/// Metrics only a scenario records: `throng http` refuses them before the
-/// run rather than judge figures it never keeps.
-const SCENARIO_ONLY: [&str; 5] = [
-    "iteration",
-    "group_duration",
-    "checks",
-    "iterations",
-    "dropped_iterations",
-];
-
 /// The suffix that lets a threshold pass when nothing was measured:
 /// `response{target:/rare}: p(95) < 500ms or no samples`.
 pub const OR_NO_SAMPLES: &str = "or no samples";
 
-/// The tag kinds a metric is kept under: what [`Threshold::evaluate`] can
-/// look up. Requests are kept per tag in `ScenarioStats::tags` (`step:`,
-/// `group:`, `scenario:`, `stage:` keys), checks per check name, group
-/// durations per group name; the rest only as a whole.
-fn tag_kinds(metric: &str) -> &'static [&'static str] {
-    match metric {
-        "response" | "errors" | "check_failed" | "requests" => &["step", "group", "scenario", "stage", "target"],
-        "checks" => &["check"],
-        "group_duration" => &["group"],
-        _ => &[],
-    }
-}
-
-fn or_list(items: &[&str]) -> String {
-    match items {
-        [] => String::new(),
-        [one] => (*one).to_string(),
-        [init @ .., last] => format!("{} or {last}", init.join(", ")),
-    }
-}
-
-fn not_a_metric(metric: &str) -> String {
-    format!(
-        "'{metric}' is not a metric; trends: {}; rates: {}; counters: {}",
-        TRENDS.join(", "),
-        RATES.join(", "),
-        COUNTERS.join(", ")
-    )
-}
-
 /// A `throng http` threshold names what an HTTP run records.
-fn refuse_in_http(key: &str, metric: &str, tag: Option<&(String, String)>) -> Result<(), String> {
+fn refuse_in_http(key: &str, metric: &str, tag: Option<&(String, String)>) -> Result<(), ThresholdFault> {
     if SCENARIO_ONLY.contains(&metric) {
-        return Err(format!(
-            "'{key}': {metric} is a scenario's metric (throng run), never recorded by throng http; judge \
-             response, latency, errors, check_failed, requests, dropped or a phase"
-        ));
+        return Err(ThresholdFault::ScenarioMetricInHttp {
+            key: key.to_string(),
+            metric: metric.to_string(),
+        });
     }
     if let Some((t, _)) = tag.filter(|(t, _)| t != "target") {
-        return Err(format!(
-            "'{key}': {t}: filters are a scenario's; throng http keeps figures per target (target:NAME, with \
-             several targets)"
-        ));
+        return Err(ThresholdFault::TagInHttp {
+            key: key.to_string(),
+            tag: t.clone(),
+        });
     }
     Ok(())
 }
 
 /// A scenario's threshold names what a scenario records.
-fn refuse_in_scenario(key: &str, metric: &str, tag: Option<&(String, String)>) -> Result<(), String> {
+fn refuse_in_scenario(key: &str, metric: &str, tag: Option<&(String, String)>) -> Result<(), ThresholdFault> {
     if metric == "dropped" {
-        return Err(format!(
-            "'{key}': dropped is throng http's (requests an open loop could not send); a scenario's \
-             arrival-rate executors count dropped_iterations, e.g. dropped_iterations: count == 0"
-        ));
+        return Err(ThresholdFault::DroppedInScenario { key: key.to_string() });
     }
     if tag.is_some_and(|(k, _)| k == "target") {
-        return Err(format!(
-            "'{key}': target: tags are throng http's (--threshold with several targets); a scenario's requests \
-             are tagged by step, group, scenario and stage"
-        ));
+        return Err(ThresholdFault::TargetTagInScenario { key: key.to_string() });
     }
     Ok(())
-}
-
-/// `'a', 'b' and 'c'`, at most ten names and how many more.
-fn quoted_list(names: &[String]) -> String {
-    const SHOWN: usize = 10;
-    let quoted: Vec<String> = names.iter().take(SHOWN).map(|n| format!("'{n}'")).collect();
-    let more = names.len().saturating_sub(SHOWN);
-    match quoted.as_slice() {
-        _ if more > 0 => format!("{} and {more} more", quoted.join(", ")),
-        [init @ .., last] if !init.is_empty() => format!("{} and {last}", init.join(", ")),
-        _ => quoted.join(""),
-    }
 }
 
 fn kind(metric: &str) -> Option<Kind> {
@@ -239,33 +172,52 @@ impl Threshold {
     /// Parses `key` (`metric` or `metric{tag:value}`) and `expr`
     /// (`p(95) < 500ms`, `rate < 0.01`, `rate(check_failed) < 0.01`,
     /// `count == 0`, `max < 2s over 30s`).
-    pub fn parse(key: &str, expr: &str, abort_on_fail: bool, delay: Duration) -> Result<Threshold, String> {
-        // Errors quote the key and expression: one line whatever they hold.
-        Threshold::parse_raw(key, expr, abort_on_fail, delay, false).map_err(|e| throng_plan::one_line(&e).into_owned())
+    pub fn parse(key: &str, expr: &str, abort_on_fail: bool, delay: Duration) -> Result<Threshold, ThresholdError> {
+        // Errors quote the key and expression: one line whatever they hold
+        // (ThresholdError's Display).
+        Ok(Threshold::parse_raw(key, expr, abort_on_fail, delay, false)?)
     }
 
     /// Parses one line `key: expr` (`throng http --threshold`), e.g.
     /// `response{target:/a}: p(95) < 50ms`: the key ends at the first `:`
     /// after its tag filter.
+    ///
+    /// Its error is the text of a [`ThresholdError`] (`throng-result`
+    /// keeps the reason a stored threshold no longer reads as text);
+    /// [`Threshold::read_line`] is the same with the typed error.
     pub fn parse_line(text: &str) -> Result<Threshold, String> {
+        Threshold::read_line(text).map_err(|e| e.to_string())
+    }
+
+    /// [`Threshold::parse_line`] with its typed error.
+    pub fn read_line(text: &str) -> Result<Threshold, ThresholdError> {
         let from = text.find('}').map_or(0, |i| i + 1);
         let Some(at) = text[from..].find(':').map(|i| from + i) else {
-            return Err(format!(
-                "'{}' has no ':' between the metric and the criterion; write e.g. 'response: p(95) < 500ms'",
-                throng_plan::one_line(text)
-            ));
+            return Err(ThresholdFault::NoColon { line: text.to_string() }.into());
         };
-        Threshold::parse_raw(&text[..at], &text[at + 1..], false, Duration::ZERO, true)
-            .map_err(|e| throng_plan::one_line(&e).into_owned())
+        Ok(Threshold::parse_raw(
+            &text[..at],
+            &text[at + 1..],
+            false,
+            Duration::ZERO,
+            true,
+        )?)
     }
 
     /// `http`: a `throng http` threshold (`target:` tags, `dropped`), not a
     /// scenario's (steps, groups, checks, iterations).
-    fn parse_raw(key: &str, expr: &str, abort_on_fail: bool, delay: Duration, http: bool) -> Result<Threshold, String> {
+    fn parse_raw(
+        key: &str,
+        expr: &str,
+        abort_on_fail: bool,
+        delay: Duration,
+        http: bool,
+    ) -> Result<Threshold, ThresholdFault> {
         let (key_metric, key_tag) = parse_metric(key)?;
         if kind(&key_metric).is_none() {
-            return Err(not_a_metric(&key_metric));
+            return Err(ThresholdFault::NotAMetric { metric: key_metric });
         }
+        let at_expr = || expr.to_string();
         let (mut metric, mut tag) = (key_metric, key_tag.clone());
         let e = expr.trim();
         let (e_judged, pass_without_samples) = match e.strip_suffix(OR_NO_SAMPLES) {
@@ -274,9 +226,12 @@ impl Threshold {
         };
         let (body, window_s) = match e_judged.rsplit_once(" over ") {
             Some((b, w)) => {
-                let d = parse_unit_duration(w.trim()).map_err(|x| format!("'{expr}': {x}"))?;
+                let d = parse_unit_duration(w.trim()).map_err(|reason| ThresholdFault::Duration {
+                    expr: at_expr(),
+                    reason,
+                })?;
                 if d.as_secs() == 0 || d.subsec_nanos() != 0 {
-                    return Err(format!("'{expr}': windows are whole seconds, e.g. over 30s"));
+                    return Err(ThresholdFault::WindowNotWhole { expr: at_expr() });
                 }
                 (b.trim(), Some(d.as_secs()))
             }
@@ -284,7 +239,7 @@ impl Threshold {
         };
         let op_at = body
             .find(['<', '>', '=', '!'])
-            .ok_or_else(|| format!("'{expr}' has no comparison; write e.g. p(95) < 500ms"))?;
+            .ok_or_else(|| ThresholdFault::NoComparison { expr: at_expr() })?;
         let (lhs, rest) = body.split_at(op_at);
         let (op, rhs) = [
             ("<=", Op::Le),
@@ -296,22 +251,25 @@ impl Threshold {
         ]
         .into_iter()
         .find_map(|(s, op)| rest.strip_prefix(s).map(|r| (op, r.trim())))
-        .ok_or_else(|| format!("'{expr}': the comparison must be <, <=, >, >=, == or !="))?;
+        .ok_or_else(|| ThresholdFault::BadComparison { expr: at_expr() })?;
         let lhs = lhs.trim();
         let agg = if let Some(p) = lhs.strip_prefix("p(").and_then(|r| r.strip_suffix(')')) {
             let p: f64 = p
                 .trim()
                 .parse()
-                .map_err(|_| format!("'{expr}': p(N) takes a number, e.g. p(95)"))?;
+                .map_err(|_| ThresholdFault::PercentileNotNumber { expr: at_expr() })?;
             if !(0.0..=100.0).contains(&p) {
-                return Err(format!("'{expr}': percentiles run from 0 to 100"));
+                return Err(ThresholdFault::PercentileRange { expr: at_expr() });
             }
             Agg::P(p)
         } else {
             let (name, inner) = match lhs.split_once('(') {
                 Some((n, r)) => (
                     n.trim(),
-                    Some(r.strip_suffix(')').ok_or_else(|| format!("'{expr}': unbalanced ( )"))?),
+                    Some(
+                        r.strip_suffix(')')
+                            .ok_or_else(|| ThresholdFault::Unbalanced { expr: at_expr() })?,
+                    ),
                 ),
                 None => (lhs, None),
             };
@@ -321,10 +279,11 @@ impl Threshold {
                 let (m, t) = parse_metric(inner)?;
                 tag = match (t, &key_tag) {
                     (Some(a), Some(b)) if a != *b => {
-                        return Err(format!(
-                            "'{key}: {expr}': the filter {{{}:{}}} inside conflicts with the key's {{{}:{}}}; give one",
-                            a.0, a.1, b.0, b.1
-                        ));
+                        return Err(ThresholdFault::FilterConflict {
+                            threshold: format!("{key}: {expr}"),
+                            inner: format!("{}:{}", a.0, a.1),
+                            outer: format!("{}:{}", b.0, b.1),
+                        });
                     }
                     (Some(a), _) => Some(a),
                     (None, k) => k.clone(),
@@ -339,13 +298,14 @@ impl Threshold {
                 "rate" => Agg::Rate,
                 "count" => Agg::Count,
                 other => {
-                    return Err(format!(
-                        "'{expr}': '{other}' is not p(N), avg, med, min, max, rate or count"
-                    ));
+                    return Err(ThresholdFault::NotAnAggregation {
+                        expr: at_expr(),
+                        name: other.to_string(),
+                    });
                 }
             }
         };
-        let k = kind(&metric).ok_or_else(|| not_a_metric(&metric))?;
+        let k = kind(&metric).ok_or_else(|| ThresholdFault::NotAMetric { metric: metric.clone() })?;
         let value = bound(expr, &metric, k, agg, rhs)?;
         if http {
             refuse_in_http(key, &metric, tag.as_ref())?;
@@ -356,9 +316,10 @@ impl Threshold {
             || window_s.is_some() && metric == "group_duration"
             || window_s.is_some() && metric == "checks"
         {
-            return Err(format!(
-                "'{expr}': {metric} has no per-second figures to slide a window over"
-            ));
+            return Err(ThresholdFault::NoWindow {
+                expr: at_expr(),
+                metric,
+            });
         }
         if let Some(tag) = &tag {
             tag_is_kept(key, expr, &metric, tag, http)?;
@@ -381,29 +342,27 @@ impl Threshold {
     /// ever judge nothing in this plan: a `target:` filter naming no target
     /// (`targets`: the plan's target names; empty for a run of one target),
     /// `dropped` in a closed loop, `schedule_lag` in a closed loop.
-    pub fn check_http(&self, targets: &[String], open_loop: bool) -> Result<(), String> {
+    pub fn check_http(&self, targets: &[String], open_loop: bool) -> Result<(), NeverJudged> {
         if let Some((_, name)) = self.tag.as_ref().filter(|(k, _)| k == "target") {
             if targets.is_empty() {
-                return Err(format!(
-                    "'{}': this run has one target, so no figures are kept per target; judge the whole run \
-                     ('{}: ...') or give several URLs",
-                    self.text, self.metric
-                ));
+                return Err(NeverJudged::OneTarget {
+                    text: self.text.clone(),
+                    metric: self.metric.clone(),
+                });
             }
             if !targets.iter().any(|t| t == name) {
-                return Err(format!(
-                    "'{}': no target is named '{name}'; the targets are {}",
-                    self.text,
-                    quoted_list(targets)
-                ));
+                return Err(NeverJudged::NoSuchTarget {
+                    text: self.text.clone(),
+                    name: name.clone(),
+                    targets: targets.to_vec(),
+                });
             }
         }
         if !open_loop && (self.metric == "dropped" || self.metric == "schedule_lag") {
-            return Err(format!(
-                "'{}': {} is measured only in an open loop (-r RATE), and this run is a closed loop, so it \
-                 would never have samples; give -r or remove the threshold",
-                self.text, self.metric
-            ));
+            return Err(NeverJudged::ClosedLoop {
+                text: self.text.clone(),
+                metric: self.metric.clone(),
+            });
         }
         Ok(())
     }
@@ -699,22 +658,20 @@ fn whole_run(m: &Measurements) -> TagStats {
     t
 }
 
-fn parse_metric(text: &str) -> Result<(String, Option<(String, String)>), String> {
+fn parse_metric(text: &str) -> Result<(String, Option<(String, String)>), ThresholdFault> {
     let t = text.trim();
     match t.split_once('{') {
         None => Ok((t.to_string(), None)),
         Some((m, rest)) => {
-            let inner = rest
-                .strip_suffix('}')
-                .ok_or_else(|| format!("'{text}': a tag filter is written metric{{tag:value}}"))?;
-            let (k, v) = inner
-                .split_once(':')
-                .ok_or_else(|| format!("'{text}': a tag filter is written metric{{tag:value}}"))?;
+            let syntax = || ThresholdFault::FilterSyntax { text: text.to_string() };
+            let inner = rest.strip_suffix('}').ok_or_else(syntax)?;
+            let (k, v) = inner.split_once(':').ok_or_else(syntax)?;
             let k = k.trim();
             if !["step", "group", "scenario", "stage", "check", "target"].contains(&k) {
-                return Err(format!(
-                    "'{text}': '{k}' is not a tag; use step, group, scenario, stage, check or target"
-                ));
+                return Err(ThresholdFault::NotATag {
+                    text: text.to_string(),
+                    tag: k.to_string(),
+                });
             }
             Ok((m.trim().to_string(), Some((k.to_string(), v.trim().to_string()))))
         }
@@ -723,26 +680,23 @@ fn parse_metric(text: &str) -> Result<(String, Option<(String, String)>), String
 
 /// A duration with its unit. A bare number is refused: `200` reads as
 /// seconds to some and as milliseconds (k6's threshold bounds) to others.
-pub(crate) fn parse_unit_duration(text: &str) -> Result<Duration, String> {
+pub(crate) fn parse_unit_duration(text: &str) -> Result<Duration, UnitDurationError> {
     if text.trim().parse::<f64>().is_ok() {
-        return Err(format!(
-            "durations need a unit, e.g. 500ms, 30s, 2m ('{}' has none)",
-            text.trim()
-        ));
+        return Err(UnitDurationError::NoUnit(text.trim().to_string()));
     }
-    throng_plan::parse_duration(text)
+    throng_plan::parse_duration(text).map_err(UnitDurationError::Duration)
 }
 
-fn parse_fraction(text: &str) -> Result<f64, String> {
+fn parse_fraction(text: &str) -> Result<f64, FractionError> {
     let v = match text.strip_suffix('%') {
         Some(p) => p.trim().parse::<f64>().map(|x| x / 100.0),
         None => text.parse::<f64>(),
     }
-    .map_err(|_| format!("'{text}' is not a fraction such as 0.01 or 1%"))?;
+    .map_err(|_| FractionError::NotAFraction(text.to_string()))?;
     if (0.0..=1.0).contains(&v) {
         Ok(v)
     } else {
-        Err(format!("'{text}': a rate runs from 0 to 1"))
+        Err(FractionError::Range(text.to_string()))
     }
 }
 
@@ -758,48 +712,48 @@ fn format_us(v: f64) -> String {
 
 /// The bound `rhs` of `expr` as `metric` (of kind `k`) and `agg` read it:
 /// a duration in microseconds, a fraction, or a count.
-fn bound(expr: &str, metric: &str, k: Kind, agg: Agg, rhs: &str) -> Result<f64, String> {
+fn bound(expr: &str, metric: &str, k: Kind, agg: Agg, rhs: &str) -> Result<f64, ThresholdFault> {
+    let (expr, metric) = (expr.to_string(), metric.to_string());
     match (k, agg) {
-        (Kind::Trend, Agg::Rate | Agg::Count) => Err(format!(
-            "'{expr}': {metric} is a duration; use p(N), avg, med, min or max"
-        )),
+        (Kind::Trend, Agg::Rate | Agg::Count) => Err(ThresholdFault::NotForDurations { expr, metric }),
         (Kind::Trend, _) => {
-            let d = parse_unit_duration(rhs).map_err(|x| format!("'{expr}': {x}"))?;
+            let d = parse_unit_duration(rhs).map_err(|reason| ThresholdFault::Duration { expr, reason })?;
             Ok(d.as_secs_f64() * 1e6)
         }
-        (Kind::Rate, Agg::Rate) => parse_fraction(rhs).map_err(|x| format!("'{expr}': {x}")),
-        (Kind::Rate | Kind::Counter, Agg::Count) => rhs
-            .parse::<f64>()
-            .map_err(|_| format!("'{expr}': count compares with a number")),
-        (Kind::Rate, _) => Err(format!("'{expr}': {metric} is a rate; use rate or count")),
-        (Kind::Counter, _) => Err(format!("'{expr}': {metric} is a counter; use count")),
+        (Kind::Rate, Agg::Rate) => parse_fraction(rhs).map_err(|reason| ThresholdFault::Fraction { expr, reason }),
+        (Kind::Rate | Kind::Counter, Agg::Count) => {
+            rhs.parse::<f64>().map_err(|_| ThresholdFault::CountNotNumber { expr })
+        }
+        (Kind::Rate, _) => Err(ThresholdFault::NotForRates { expr, metric }),
+        (Kind::Counter, _) => Err(ThresholdFault::NotForCounters { expr, metric }),
     }
 }
 
 /// Refuses a tag filter `{t:v}` on a metric not kept per that tag: it
 /// would never have samples.
-fn tag_is_kept(key: &str, expr: &str, metric: &str, (t, v): &(String, String), http: bool) -> Result<(), String> {
+fn tag_is_kept(
+    key: &str,
+    expr: &str,
+    metric: &str,
+    (t, v): &(String, String),
+    http: bool,
+) -> Result<(), ThresholdFault> {
     let kinds = tag_kinds(metric);
     if kinds.is_empty() {
+        let (key, metric) = (key.to_string(), metric.to_string());
         return Err(if http {
-            format!(
-                "'{key}': {metric} is not kept per target; target: filters apply to response, errors, \
-                 check_failed and requests"
-            )
+            ThresholdFault::NotKeptPerTarget { key, metric }
         } else {
-            format!(
-                "'{key}': {metric} is not kept per tag; tags apply to response, errors, check_failed and \
-                 requests (step, group, scenario, stage), checks (check) and group_duration (group)"
-            )
+            ThresholdFault::NotKeptPerTag { key, metric }
         });
     }
     if !kinds.contains(&t.as_str()) {
-        return Err(format!(
-            "'{key}: {expr}': {metric} is kept per {}, not per {t}, so {metric}{{{t}:{v}}} would never \
-             have samples",
-            // `target:` tags are throng http's; a scenario's user is told of its own.
-            or_list(&kinds.iter().copied().filter(|k| *k != "target").collect::<Vec<_>>())
-        ));
+        return Err(ThresholdFault::NotKeptPerThisTag {
+            threshold: format!("{key}: {expr}"),
+            metric: metric.to_string(),
+            tag: t.clone(),
+            value: v.clone(),
+        });
     }
     Ok(())
 }

@@ -27,14 +27,14 @@ fn parses_what_k6_users_write() {
         ("response", "p(95) < 1s over 1.5s", "whole seconds"),
         ("iteration", "avg < 1s over 10s", "no per-second"),
     ] {
-        let e = Threshold::parse(k, e, false, Duration::ZERO).unwrap_err();
+        let e = Threshold::parse(k, e, false, Duration::ZERO).unwrap_err().to_string();
         assert!(e.contains(why), "{k} {e}");
     }
 }
 
 fn rejects(key: &str, expr: &str, why: &str) {
     match Threshold::parse(key, expr, false, Duration::ZERO) {
-        Err(e) => assert!(e.contains(why), "{key}: {expr}: {e}"),
+        Err(e) => assert!(e.to_string().contains(why), "{key}: {expr}: {e}"),
         Ok(t) => panic!("{key}: {expr} accepted as {t:?}"),
     }
 }
@@ -109,7 +109,9 @@ fn a_line_splits_after_the_tag_filter() {
     let t = Threshold::parse_line("errors: rate < 1%").unwrap();
     assert_eq!((t.metric.as_str(), t.tag.is_none()), ("errors", true));
     assert!(Threshold::parse_line("errors{target:/a?b=1}: rate < 1%").is_ok());
-    let e = Threshold::parse("response{target:/a}", "p(95) < 1s", false, Duration::ZERO).unwrap_err();
+    let e = Threshold::parse("response{target:/a}", "p(95) < 1s", false, Duration::ZERO)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("target: tags are throng http's"), "{e}");
     let e = Threshold::parse_line("errors rate < 1%").unwrap_err();
     assert!(e.contains("has no ':'"), "{e}");
@@ -442,7 +444,12 @@ fn each_kind_of_run_takes_only_its_own_metrics_and_filters() {
 #[test]
 fn an_http_threshold_must_name_what_the_plan_has() {
     let names = vec!["/a".to_string(), "/b".to_string()];
-    let check = |line: &str, names: &[String], open: bool| Threshold::parse_line(line).unwrap().check_http(names, open);
+    let check = |line: &str, names: &[String], open: bool| {
+        Threshold::parse_line(line)
+            .unwrap()
+            .check_http(names, open)
+            .map_err(|e| e.to_string())
+    };
     assert!(check("errors{target:/a}: rate < 1%", &names, false).is_ok());
     let e = check("errors{target:/c}: rate < 1%", &names, false).unwrap_err();
     assert!(
@@ -460,4 +467,52 @@ fn an_http_threshold_must_name_what_the_plan_has() {
     let many: Vec<String> = (0..12).map(|i| format!("/t{i}")).collect();
     let e = check("errors{target:/x}: rate < 1%", &many, false).unwrap_err();
     assert!(e.contains("'/t9' and 2 more"), "{e}");
+}
+
+/// The typed errors say what the strings said before them, byte for byte,
+/// on one line.
+#[test]
+fn threshold_errors_keep_their_text() {
+    let said = |k: &str, e: &str| Threshold::parse(k, e, false, Duration::ZERO).unwrap_err().to_string();
+    assert_eq!(
+        said("resp", "p(95) < 1s"),
+        "'resp' is not a metric; trends: response, latency, wait, connect, tls, send, receive, schedule_lag, \
+         iteration, group_duration; rates: check_failed, errors, checks, dropped; counters: requests, iterations, \
+         dropped_iterations"
+    );
+    assert_eq!(
+        said("response", "p(95) < 200"),
+        "'p(95) < 200': durations need a unit, e.g. 500ms, 30s, 2m ('200' has none)"
+    );
+    assert_eq!(
+        said("response", "p(95) < 1x"),
+        "'p(95) < 1x': invalid duration '1x': unknown unit 'x'; expected a number with a unit (us, ms, s, m or h), \
+         e.g. 500ms, 30s, 2m, 1m30s"
+    );
+    assert_eq!(said("errors", "rate < 2"), "'rate < 2': '2': a rate runs from 0 to 1");
+    assert_eq!(
+        said("response{step:a}", "rate(errors{step:b}) < 1%"),
+        "'response{step:a}: rate(errors{step:b}) < 1%': the filter {step:b} inside conflicts with the key's \
+         {step:a}; give one"
+    );
+    assert_eq!(
+        said("checks{step:a}", "rate > 0.9"),
+        "'checks{step:a}: rate > 0.9': checks is kept per check, not per step, so checks{step:a} would never have \
+         samples"
+    );
+    assert_eq!(
+        said("response", "mean\n < 1s"),
+        "'mean\\n < 1s': 'mean' is not p(N), avg, med, min, max, rate or count"
+    );
+    assert_eq!(
+        Threshold::parse_line("errors\u{1b} rate < 1%").unwrap_err(),
+        "'errors\\u{1b} rate < 1%' has no ':' between the metric and the criterion; write e.g. 'response: p(95) < \
+         500ms'"
+    );
+    assert_eq!(
+        Threshold::read_line("errors rate < 1%").unwrap_err().fault,
+        ThresholdFault::NoColon {
+            line: "errors rate < 1%".into()
+        }
+    );
 }

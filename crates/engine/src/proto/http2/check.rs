@@ -41,12 +41,13 @@ pub(crate) fn preflight(
         Check::Interrupted => Err(EngineError::Interrupted(
             "during the HTTP/2 check, before the run started",
         )),
-        Check::Late => Err(EngineError::Unanswered(format!(
-            "the HTTP/2 check of {addr} ({what}) did not finish within {}; the server answers too slowly or \
-             not at all (it waits at most min(--timeout, {} s)): check the server, or give a longer --timeout",
-            throng_plan::format_duration(bound),
-            PREFLIGHT_LIMIT.as_secs()
-        ))),
+        Check::Late => Err(crate::error::Unanswered::Http2Check {
+            addr,
+            what,
+            bound,
+            limit_s: PREFLIGHT_LIMIT.as_secs(),
+        }
+        .into()),
     }
 }
 

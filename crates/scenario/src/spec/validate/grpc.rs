@@ -104,7 +104,7 @@ impl Validator<'_> {
                     RawStatus::Code(c) => crate::grpc::parse_code(&c.to_string()),
                     RawStatus::Text(t) => crate::grpc::parse_code(t),
                 })
-                .collect::<Result<Vec<u16>, String>>()
+                .collect::<Result<Vec<u16>, crate::grpc::NotACode>>()
                 .map_err(|e| self.err(&at("expect"), format!("expect: {e}")))?,
         };
         let deadline = match g.deadline {
@@ -203,7 +203,7 @@ impl Validator<'_> {
                          give proto: { files: [FILE.proto] }",
                     ));
                 };
-                let (service, _) = crate::grpc::split_call(&g.call).map_err(|e| self.err(&here, e))?;
+                let (service, _) = crate::grpc::split_call(&g.call).map_err(|e| self.err(&here, e.to_string()))?;
                 let found = pools.get(&(target.url.clone(), service.to_string())).cloned();
                 let pool = match found {
                     Some(p) => p,

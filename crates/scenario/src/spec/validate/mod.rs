@@ -162,7 +162,7 @@ impl Validator<'_> {
     fn template(&self, path: &[&str], text: &str) -> Result<Template, ScenarioError> {
         Template::compile(text).map_err(|e| {
             let first_line = text.lines().next().unwrap_or_default();
-            self.err_first(&[&[path, &[first_line]].concat(), path], e)
+            self.err_first(&[&[path, &[first_line]].concat(), path], e.to_string())
         })
     }
 

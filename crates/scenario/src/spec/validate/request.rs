@@ -62,7 +62,7 @@ impl Validator<'_> {
                         &[&here[..], &["method:"]].concat(),
                         &here,
                     ],
-                    e,
+                    e.to_string(),
                 )
             })?,
             None if r.json.is_some() || r.form.is_some() || r.body.is_some() => "POST".to_string(),
@@ -268,7 +268,7 @@ impl Validator<'_> {
                     exists,
                     ..
                 } => {
-                    json_pointer(&p).map_err(&bad)?;
+                    json_pointer(&p).map_err(|e| bad(e.to_string()))?;
                     match (equals, exists) {
                         (Some(v), None) => {
                             CheckKind::JsonEquals(p, serde_json::to_value(&v).map_err(|e| bad(e.to_string()))?)
@@ -376,23 +376,20 @@ const METHODS: [&str; 9] = [
 /// A method as written: a standard one in any case becomes its capitals
 /// (`get` → `GET`); another token (`PURGE`, `PROPFIND`) is sent as written,
 /// since methods are case-sensitive (RFC 9110 §9.1).
-fn method(m: &str) -> Result<String, String> {
+fn method(m: &str) -> Result<String, RequestFieldError> {
     if let Some(standard) = METHODS.iter().find(|s| s.eq_ignore_ascii_case(m)) {
         return Ok(standard.to_string());
     }
     let token = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
     if m.is_empty() || !m.bytes().all(token) {
-        return Err(format!(
-            "'{m}' is not an HTTP method: write one of {} (in any case), or another token of letters, digits and !#$%&'*+-.^_`|~",
-            METHODS.join(", ")
-        ));
+        return Err(RequestFieldError::Method { method: m.to_string() });
     }
     Ok(m.to_string())
 }
 
 /// Checks a JSON pointer (RFC 6901): empty (the whole document) or `/`
 /// then keys separated by `/`, with `~0` for `~` and `~1` for `/` in a key.
-pub(super) fn json_pointer(p: &str) -> Result<(), String> {
+pub(super) fn json_pointer(p: &str) -> Result<(), RequestFieldError> {
     if !p.is_empty() && !p.starts_with('/') {
         // `data.token`, `$.data.token`, `data[0].id`: a path as JSONPath or
         // k6's res.json() write it.
@@ -406,23 +403,77 @@ pub(super) fn json_pointer(p: &str) -> Result<(), String> {
             .filter(|k| !k.is_empty())
             .map(|k| format!("/{k}"))
             .collect();
-        return Err(format!(
-            "json '{p}' is a JSON pointer and starts with /, e.g. {}",
-            if suggestion.is_empty() {
+        return Err(RequestFieldError::PointerStart {
+            pointer: p.to_string(),
+            suggestion: if suggestion.is_empty() {
                 "/data/token".to_string()
             } else {
                 suggestion
-            }
-        ));
+            },
+        });
     }
     let mut rest = p;
     while let Some(i) = rest.find('~') {
         rest = &rest[i + 1..];
         if !rest.starts_with(['0', '1']) {
-            return Err(format!(
-                "json '{p}': in a JSON pointer ~ starts an escape: write ~0 for ~ and ~1 for / inside a key"
-            ));
+            return Err(RequestFieldError::PointerEscape { pointer: p.to_string() });
         }
     }
     Ok(())
+}
+
+/// Why a request's method or a JSON pointer (a capture's, a check's) is
+/// not what it must be.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub(super) enum RequestFieldError {
+    /// Not a method: neither a standard one nor a token.
+    #[error(
+        "'{method}' is not an HTTP method: write one of {} (in any case), or another token of letters, digits \
+         and !#$%&'*+-.^_`|~",
+        METHODS.join(", ")
+    )]
+    Method {
+        /// The method as written.
+        method: String,
+    },
+    /// A pointer that does not start with `/` (a JSONPath, most likely),
+    /// and the pointer it probably means.
+    #[error("json '{pointer}' is a JSON pointer and starts with /, e.g. {suggestion}")]
+    PointerStart { pointer: String, suggestion: String },
+    /// A `~` not followed by 0 or 1.
+    #[error("json '{pointer}': in a JSON pointer ~ starts an escape: write ~0 for ~ and ~1 for / inside a key")]
+    PointerEscape { pointer: String },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The typed errors say what the strings said, byte for byte.
+    #[test]
+    fn field_errors_keep_their_text() {
+        assert_eq!(method("get"), Ok("GET".to_string()));
+        assert_eq!(method("PURGE"), Ok("PURGE".to_string()));
+        assert_eq!(
+            method("GE T").unwrap_err().to_string(),
+            format!(
+                "'GE T' is not an HTTP method: write one of {} (in any case), or another token of letters, digits \
+                 and !#$%&'*+-.^_`|~",
+                METHODS.join(", ")
+            )
+        );
+        assert_eq!(
+            json_pointer("$.data[0].id").unwrap_err().to_string(),
+            "json '$.data[0].id' is a JSON pointer and starts with /, e.g. /data/0/id"
+        );
+        assert_eq!(
+            json_pointer("$").unwrap_err().to_string(),
+            "json '$' is a JSON pointer and starts with /, e.g. /data/token"
+        );
+        assert_eq!(
+            json_pointer("/a~2").unwrap_err().to_string(),
+            "json '/a~2': in a JSON pointer ~ starts an escape: write ~0 for ~ and ~1 for / inside a key"
+        );
+        assert_eq!(json_pointer("/a~0b/~1"), Ok(()));
+    }
 }

@@ -134,9 +134,11 @@ impl Validator<'_> {
             return self.base(at, written);
         }
         let bad = |m: String| self.err(at, format!("target: {m}"));
-        let template = Template::compile(written).map_err(bad)?;
+        let template = Template::compile(written).map_err(|e| bad(e.to_string()))?;
         let empty = std::collections::HashMap::new();
-        let url = template.render_env(given.env.unwrap_or(&empty)).map_err(bad)?;
+        let url = template
+            .render_env(given.env.unwrap_or(&empty))
+            .map_err(|e| bad(e.to_string()))?;
         let mut base = self.base(at, &url).map_err(|e| ScenarioError {
             message: format!("{written} from the environment: {}", e.message),
             ..e

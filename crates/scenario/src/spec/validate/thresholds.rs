@@ -56,7 +56,8 @@ impl Validator<'_> {
                 no_samples,
             ),
         };
-        let mut th = Threshold::parse(key, &expr, abort, delay).map_err(|e| self.err(&["thresholds:", key], e))?;
+        let mut th =
+            Threshold::parse(key, &expr, abort, delay).map_err(|e| self.err(&["thresholds:", key], e.to_string()))?;
         match no_samples {
             Some(NoSamples::Pass) => th.pass_without_samples = true,
             Some(NoSamples::Fail) if th.pass_without_samples => {
