@@ -310,7 +310,7 @@ pub fn storm(args: &[&str]) -> Run {
 
 /// Runs `throng COMMAND ARGS --json FILE --quiet` and reads the result
 /// (None when the run wrote none).
-fn command(name: &str, args: &[&str]) -> Run {
+pub fn command(name: &str, args: &[&str]) -> Run {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("result.json");
     let output = output(throng().arg(name).args(args).arg("--json").arg(&json).arg("--quiet"));
@@ -657,4 +657,97 @@ pub fn request_rows(path: &Path) -> Vec<(String, u64, u64)> {
             )
         })
         .collect()
+}
+
+/// A file's path as a string argument: `p(certs, "ca.pem")`.
+pub fn p(dir: &Path, name: &str) -> String {
+    dir.join(name).display().to_string()
+}
+
+/// nginx over TLS with the `throng certs` files in `certs`: `listen` is
+/// `ssl` or `ssl http2`; with `mtls` it asks for a client certificate of
+/// the same CA (`ssl_verify_client on`). `directives` go in the server block
+/// too (an access log, stream caps).
+pub fn nginx_tls(certs: &Path, listen: &str, mtls: bool, directives: &str, locations: &str) -> Nginx {
+    let client = if mtls {
+        format!("ssl_client_certificate {}; ssl_verify_client on;", p(certs, "ca.pem"))
+    } else {
+        String::new()
+    };
+    Nginx::start_listen(
+        listen,
+        &format!(
+            "ssl_certificate {}; ssl_certificate_key {}; {client}\n{directives}",
+            p(certs, "server.pem"),
+            p(certs, "server.key")
+        ),
+        locations,
+    )
+}
+
+/// The lines of an nginx access log (`access_log FILE;`). nginx writes a
+/// request's line when the request ends: they are all there once the run
+/// has its answers.
+pub fn access_log(log: &Path) -> Vec<String> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// `throng serve --fault NAME` on a free loopback port, stopped on drop.
+pub struct FaultServer {
+    child: Child,
+    pub port: u16,
+}
+
+impl FaultServer {
+    pub fn start(fault: &str) -> FaultServer {
+        FaultServer::start_with(fault, &[])
+    }
+
+    /// With `extra` flags for `throng serve` (e.g. `--tls DIR`).
+    pub fn start_with(fault: &str, extra: &[&str]) -> FaultServer {
+        let port = free_port();
+        let child = throng()
+            .args(["serve", "--fault", fault, "--threads", "1", "--listen"])
+            .arg(format!("127.0.0.1:{port}"))
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // The guard first: a server that never listens is still stopped.
+        let server = FaultServer { child, port };
+        wait_listening(SocketAddr::from(([127, 0, 0, 1], port)));
+        server
+    }
+
+    /// `127.0.0.1:PORT`.
+    pub fn addr(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// `SCHEME://127.0.0.1:PORT/`.
+    pub fn url(&self, scheme: &str) -> String {
+        format!("{scheme}://127.0.0.1:{}/", self.port)
+    }
+}
+
+impl Drop for FaultServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The lab's HTTP/3 server (quinn) with the `throng certs` files in
+/// `certs`, answering every request, or failing each as `fault` says.
+pub fn h3_lab(certs: &Path, fault: Option<throng_lab::H3Fault>) -> throng_lab::H3Server {
+    let cert = (p(certs, "server.pem"), std::fs::read(certs.join("server.pem")).unwrap());
+    let key = (p(certs, "server.key"), std::fs::read(certs.join("server.key")).unwrap());
+    let tls = throng_tls::server_config(&cert, &key, None).unwrap();
+    throng_lab::H3Server::start("127.0.0.1:0".parse().unwrap(), &tls, fault).unwrap()
 }

@@ -21,19 +21,32 @@ pub(crate) fn here(name: &str) -> PathBuf {
 pub(crate) struct GrpcServer {
     child: Child,
     pub(crate) addr: String,
+    /// Where it logs each Call it handles (see [`GrpcServer::counting`]).
+    calls: Option<(tempfile::TempDir, PathBuf)>,
 }
 
 impl GrpcServer {
     pub(crate) fn start(tls: Option<&Path>) -> GrpcServer {
-        GrpcServer::spawn(tls, false)
+        GrpcServer::spawn(tls, false, false)
     }
 
     /// One that also serves server reflection (grpc.reflection.v1alpha).
     pub(crate) fn reflecting(tls: Option<&Path>) -> GrpcServer {
-        GrpcServer::spawn(tls, true)
+        GrpcServer::spawn(tls, true, false)
     }
 
-    fn spawn(tls: Option<&Path>, reflection: bool) -> GrpcServer {
+    /// One that counts the Calls it handles ([`GrpcServer::calls`]).
+    pub(crate) fn counting(tls: Option<&Path>) -> GrpcServer {
+        GrpcServer::spawn(tls, false, true)
+    }
+
+    /// The Calls that reached the server's handler so far.
+    pub(crate) fn calls(&self) -> u64 {
+        let (_, log) = self.calls.as_ref().expect("a GrpcServer::counting server");
+        std::fs::read_to_string(log).unwrap_or_default().lines().count() as u64
+    }
+
+    fn spawn(tls: Option<&Path>, reflection: bool, counting: bool) -> GrpcServer {
         let port = free_port();
         let mut cmd = Command::new("python3");
         cmd.arg(here("grpc_server.py"));
@@ -44,6 +57,12 @@ impl GrpcServer {
         if let Some(dir) = tls {
             cmd.arg(dir.join("server.pem")).arg(dir.join("server.key"));
         }
+        let calls = counting.then(|| {
+            let dir = tempfile::tempdir().unwrap();
+            let log = dir.path().join("calls");
+            cmd.env("GRPC_CALL_LOG", &log);
+            (dir, log)
+        });
         let child = cmd
             .env("GRPC_VERBOSITY", "NONE")
             .stdout(Stdio::null())
@@ -52,6 +71,7 @@ impl GrpcServer {
         let server = GrpcServer {
             child,
             addr: format!("127.0.0.1:{port}"),
+            calls,
         };
         wait_listening(server.addr.parse::<SocketAddr>().unwrap());
         server

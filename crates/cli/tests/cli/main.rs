@@ -67,6 +67,7 @@ mod http_nginx;
 mod image;
 mod inputs;
 mod leaks;
+mod matrix;
 mod million;
 mod mux_targets;
 mod nats;
