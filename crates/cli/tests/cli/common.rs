@@ -275,9 +275,14 @@ pub fn http(args: &[&str]) -> Run {
 /// `throng certs` into a fresh directory: (the directory, its certs/ with
 /// ca.pem, server.pem/.key for localhost, client.pem/.key).
 pub fn certs() -> (tempfile::TempDir, PathBuf) {
+    certs_with(&[])
+}
+
+/// [`certs`] with `extra` flags (`--rsa`, `--expired`).
+pub fn certs_with(extra: &[&str]) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("certs");
-    let o = output(throng().args(["certs", "--out", out.to_str().unwrap()]));
+    let o = output(throng().args(["certs", "--out", out.to_str().unwrap()]).args(extra));
     assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
     (dir, out)
 }
@@ -682,6 +687,22 @@ pub fn nginx_tls(certs: &Path, listen: &str, mtls: bool, directives: &str, locat
             p(certs, "server.key")
         ),
         locations,
+    )
+}
+
+/// nginx over TLS proxying WebSocket on `/ws` to the server on `ws_port`
+/// (wss:// to ws://), with its own 404 for every other path.
+pub fn nginx_wss(certs: &Path, ws_port: u16) -> Nginx {
+    nginx_tls(
+        certs,
+        "ssl",
+        false,
+        "",
+        &format!(
+            "location /ws {{ proxy_pass http://127.0.0.1:{ws_port}; proxy_http_version 1.1;\n\
+             proxy_set_header Upgrade $http_upgrade; proxy_set_header Connection \"upgrade\"; }}\n\
+             location / {{ return 404; }}"
+        ),
     )
 }
 

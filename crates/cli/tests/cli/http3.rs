@@ -7,21 +7,8 @@
 
 use crate::common;
 
-use std::path::Path;
-
-use common::{Aioquic, assert_books_balance, http, throng};
+use common::{Aioquic, assert_books_balance, h3_lab as lab, http, p, throng};
 use throng_lab::{H3Fault, H3Server};
-
-fn p(dir: &Path, name: &str) -> String {
-    dir.join(name).display().to_string()
-}
-
-fn lab(certs: &Path, fault: Option<H3Fault>) -> H3Server {
-    let cert = (p(certs, "server.pem"), std::fs::read(certs.join("server.pem")).unwrap());
-    let key = (p(certs, "server.key"), std::fs::read(certs.join("server.key")).unwrap());
-    let tls = throng_tls::server_config(&cert, &key, None).unwrap();
-    H3Server::start("127.0.0.1:0".parse().unwrap(), &tls, fault).unwrap()
-}
 
 fn lab_url(s: &H3Server) -> String {
     format!("https://localhost:{}/", s.addr().port())
@@ -135,32 +122,8 @@ fn lab_serves_http3_with_streams() {
     assert!(mux.peak_streams_per_connection <= 5, "{mux:?}");
 }
 
-#[test]
-fn stream_reset_fails_the_request_and_keeps_the_connection() {
-    let (_d, c) = common::certs();
-    let server = lab(&c, Some(H3Fault::ResetStream));
-    let run = http(&[
-        &lab_url(&server),
-        "--http3",
-        "--cacert",
-        &p(&c, "ca.pem"),
-        "-n",
-        "20",
-        "-c",
-        "1",
-        "--streams",
-        "2",
-    ]);
-    let m = &run.result().measurements;
-    assert_books_balance(run.result());
-    assert_eq!(
-        m.requests.error("h3.stream_reset.H3_REQUEST_REJECTED"),
-        20,
-        "{:?}",
-        m.requests.errors
-    );
-    assert_eq!(m.connections.attempted, 1, "a reset stream leaves its connection up");
-}
+// A reset stream fails its request and keeps the connection:
+// matrix::h3_tls::fault.
 
 #[test]
 fn connection_close_counts_its_code() {

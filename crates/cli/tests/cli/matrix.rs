@@ -154,6 +154,10 @@ struct Target {
     /// Under [`Setup::Fault`]: the class every unit ends in, and how many
     /// (the rest end ok).
     fault: Option<(&'static str, u64)>,
+    /// Under [`Setup::Fault`], where the row says what the fault leaves of
+    /// the connections: a JSON pointer into the result's
+    /// `measurements.connections` (`/ok`, `/errors/CLASS`) and its value.
+    fault_connections: Option<(&'static str, u64)>,
     /// The certificates and the access log, removed when the test ends.
     _dirs: Vec<tempfile::TempDir>,
 }
@@ -190,6 +194,7 @@ fn target(case: Case, setup: Setup) -> Target {
         tls_args.extend(["--cert", &p(&c, "client.pem"), "--key", &p(&c, "client.key")].map(String::from));
     }
     let mut fault = None;
+    let mut fault_connections = None;
     let mut logs_dir = None;
     let (server, command, mut args) = match case.proto {
         Proto::Http1 | Proto::H2 => {
@@ -236,12 +241,17 @@ fn target(case: Case, setup: Setup) -> Target {
                 fault = Some(match (case.proto, case.transport) {
                     (Proto::H2, Transport::Plain) => {
                         args.extend(["--streams", "1"].map(String::from));
+                        fault_connections = Some(("/ok", 1));
                         ("h2.rst_stream.internal_error", case.n() / 2)
                     }
-                    (_, Transport::Plain) => ("refused", case.n()),
+                    (_, Transport::Plain) => {
+                        fault_connections = Some(("/errors/refused", case.n()));
+                        ("refused", case.n())
+                    }
                     // No --cacert: the lab CA is not among the system's.
                     (_, Transport::Tls) => {
                         tls_args.clear();
+                        fault_connections = Some(("/errors/tls.unknown_ca", case.n()));
                         ("tls.unknown_ca", case.n())
                     }
                     // No client certificate: nginx completes the handshake
@@ -263,7 +273,9 @@ fn target(case: Case, setup: Setup) -> Target {
             let (server, url) = if setup == Setup::Fault {
                 let lab = common::h3_lab(&c, Some(throng_lab::H3Fault::ResetStream));
                 let url = format!("https://localhost:{}/", lab.addr().port());
+                // A reset stream leaves its connection up.
                 fault = Some(("h3.stream_reset.H3_REQUEST_REJECTED", case.n()));
+                fault_connections = Some(("/attempted", 1));
                 (Server::H3Lab { _lab: lab }, url)
             } else {
                 let a = Aioquic::start(&c, d.path(), 0);
@@ -271,7 +283,8 @@ fn target(case: Case, setup: Setup) -> Target {
                 (Server::Aioquic(a), url)
             };
             let mut args = vec![url, "--http3".into()];
-            args.extend(["-n", &n, "-c", "2", "--timeout", "10s"].map(String::from));
+            let (c, streams) = if setup == Setup::Fault { ("1", "2") } else { ("2", "1") };
+            args.extend(["-n", &n, "-c", c, "--streams", streams, "--timeout", "10s"].map(String::from));
             if setup == Setup::Secret {
                 args.extend(["-H".to_string(), format!("Authorization: Bearer {SECRET}")]);
             }
@@ -301,6 +314,7 @@ fn target(case: Case, setup: Setup) -> Target {
                 Setup::Fault if tls => {
                     tls_args.clear();
                     fault = Some(("tls.unknown_ca", case.n()));
+                    fault_connections = Some(("/ok", 0));
                     r#"{"name": "matrix"}"#
                 }
                 // UNAVAILABLE, which the plan does not expect.
@@ -332,18 +346,7 @@ fn target(case: Case, setup: Setup) -> Target {
             } else {
                 // wss:// through nginx proxying WebSocket to the server;
                 // any other path is nginx's own 404.
-                let nginx = common::nginx_tls(
-                    &c,
-                    "ssl",
-                    false,
-                    "",
-                    &format!(
-                        "location /ws {{ proxy_pass http://127.0.0.1:{}; proxy_http_version 1.1;\n\
-                         proxy_set_header Upgrade $http_upgrade; proxy_set_header Connection \"upgrade\"; }}\n\
-                         location / {{ return 404; }}",
-                        ws.port
-                    ),
-                );
+                let nginx = common::nginx_wss(&c, ws.port);
                 let path = if setup == Setup::Fault {
                     fault = Some(("ws.upgrade_refused.404", case.n()));
                     "/other"
@@ -422,6 +425,7 @@ fn target(case: Case, setup: Setup) -> Target {
         command,
         args,
         fault,
+        fault_connections,
         _dirs: [certs.map(|(d, _)| d), logs_dir].into_iter().flatten().collect(),
     }
 }
@@ -487,6 +491,14 @@ fn fault(case: Case) {
     assert_eq!((errors, ok), (failed, case.n() - failed), "{case:?}: only {class}: {o}");
     assert_eq!(attempted, ok + errors, "{case:?}: {o}");
     assert_books_balance(run.result());
+    if let Some((pointer, want)) = t.fault_connections {
+        let connections = &doc["measurements"]["connections"];
+        assert_eq!(
+            connections.pointer(pointer).and_then(|v| v.as_u64()),
+            Some(want),
+            "{case:?}: connections{pointer}: {connections}"
+        );
+    }
     let code = if ok == 0 { 1 } else { 0 };
     assert_eq!(run.code(), code, "{case:?}: {}", run.stderr());
 }

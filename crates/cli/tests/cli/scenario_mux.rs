@@ -9,9 +9,8 @@
 use crate::common;
 
 use std::path::Path;
-use std::process::{Child, Stdio};
 
-use common::{Nginx, assert_books_balance, output, scenario, schema_violations, throng};
+use common::{FaultServer, Nginx, access_log, assert_books_balance, output, scenario, schema_violations, throng};
 
 /// A login that sets a cookie and returns a token, a page that wants both,
 /// and a redirect to it.
@@ -112,17 +111,6 @@ fn assert_flow_ran(r: &common::Run, protocol: &str) {
     for step in ["login", "me", "moved"] {
         assert!(r.stdout().contains(step), "no line for step {step}: {}", r.stdout());
     }
-}
-
-/// Counts the access log's requests by protocol and path.
-fn access_log(log: &Path) -> Vec<String> {
-    // nginx writes the log line when the request ends: it is there once
-    // the run has its answer.
-    std::fs::read_to_string(log)
-        .unwrap()
-        .lines()
-        .map(str::to_string)
-        .collect()
 }
 
 fn assert_nginx_saw_http2(lines: &[String]) {
@@ -440,35 +428,6 @@ fn an_h2_vu_reconnects_when_the_server_ends_its_connection() {
     assert!(x.max_requests_per_connection <= 4, "{x:?}");
     assert_eq!(x.connections, m.connections.ok);
     assert_eq!(access_log(&log).len() as u64, m.requests.ok);
-}
-
-/// `throng serve --fault NAME` (h2c) on a free loopback port, killed on drop.
-struct FaultServer {
-    child: Child,
-    port: u16,
-}
-
-impl FaultServer {
-    fn start(fault: &str) -> FaultServer {
-        let port = common::free_port();
-        let child = throng()
-            .args(["serve", "--fault", fault, "--threads", "1", "--listen"])
-            .arg(format!("127.0.0.1:{port}"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        common::wait_listening(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
-        FaultServer { child, port }
-    }
-}
-
-impl Drop for FaultServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// One VU, `iterations` of one step with a check, against an HTTP/2 fault.
