@@ -288,24 +288,12 @@ pub fn certs_with(extra: &[&str]) -> (tempfile::TempDir, PathBuf) {
 }
 
 /// Runs `yaml` as `scenario.yaml` in a fresh directory: `throng run FILE
-/// --json FILE --threads 1`, and reads the result.
+/// --threads 1 --json FILE`, and reads the result.
 pub fn scenario(yaml: &str) -> Run {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("scenario.yaml");
     std::fs::write(&file, yaml).unwrap();
-    let json = dir.path().join("result.json");
-    let output = output(
-        throng()
-            .arg("run")
-            .arg(&file)
-            .arg("--json")
-            .arg(&json)
-            .args(["--threads", "1"]),
-    );
-    let result = std::fs::File::open(&json)
-        .ok()
-        .map(|f| RunResult::from_reader(f).unwrap());
-    Run::new(output, result, json, dir)
+    with_json(throng().arg("run").arg(&file).args(["--threads", "1"]))
 }
 
 /// Runs `throng storm ARGS --json FILE --quiet` and reads the result.
@@ -313,21 +301,27 @@ pub fn storm(args: &[&str]) -> Run {
     command("storm", args)
 }
 
-/// Runs `throng COMMAND ARGS --json FILE --quiet` and reads the result
+/// Runs `throng COMMAND ARGS --quiet --json FILE` and reads the result
 /// (None when the run wrote none).
 pub fn command(name: &str, args: &[&str]) -> Run {
+    with_json(throng().arg(name).args(args).arg("--quiet"))
+}
+
+/// Runs `cmd --json FILE` (through [`output`]), FILE in a fresh directory,
+/// and reads the result (None when the run wrote none).
+pub fn with_json(cmd: &mut Command) -> Run {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("result.json");
-    let output = output(throng().arg(name).args(args).arg("--json").arg(&json).arg("--quiet"));
-    let result = std::fs::File::open(&json)
+    let output = output(cmd.arg("--json").arg(&json));
+    let result = read_result(&json);
+    Run::new(output, result, json, dir)
+}
+
+/// The result document at `path`, if a run wrote one.
+pub fn read_result(path: &Path) -> Option<RunResult> {
+    std::fs::File::open(path)
         .ok()
-        .map(|f| RunResult::from_reader(f).unwrap());
-    Run {
-        output,
-        result,
-        json,
-        _dir: dir,
-    }
+        .map(|f| RunResult::from_reader(f).unwrap())
 }
 
 /// Checks the accounting invariants every result must keep.

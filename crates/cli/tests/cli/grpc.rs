@@ -88,21 +88,13 @@ impl Drop for GrpcServer {
 /// Runs `throng grpc ADDR --proto tester.proto --call Tester/Call ARGS
 /// --json FILE` and reads the result.
 fn grpc(addr: &str, args: &[&str]) -> Run {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("result.json");
-    let output = common::output(
+    common::with_json(
         throng()
             .args(["grpc", addr, "--proto"])
             .arg(here("tester.proto"))
             .args(["--call", "throngtest.Tester/Call"])
-            .args(args)
-            .arg("--json")
-            .arg(&json),
-    );
-    let result = std::fs::File::open(&json)
-        .ok()
-        .map(|f| RunResult::from_reader(f).unwrap());
-    Run::new(output, result, json, dir)
+            .args(args),
+    )
 }
 
 /// A config error: exit 2, nothing run, stderr returned.

@@ -24,21 +24,13 @@ const FAULTS: [(&str, &str); 8] = [
 ];
 
 fn call(addr: &str, n: &str) -> Run {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("result.json");
-    let output = common::output(
+    common::with_json(
         throng()
             .args(["grpc", addr, "--plaintext", "--proto"])
             .arg(here("tester.proto"))
             .args(["--call", "throngtest.Tester/Call", "--data", r#"{"name": "x"}"#])
-            .args(["-n", n, "--streams", "2", "-t", "2"])
-            .arg("--json")
-            .arg(&json),
-    );
-    let result = std::fs::File::open(&json)
-        .ok()
-        .map(|f| RunResult::from_reader(f).unwrap());
-    Run::new(output, result, json, dir)
+            .args(["-n", n, "--streams", "2", "-t", "2"]),
+    )
 }
 
 #[test]

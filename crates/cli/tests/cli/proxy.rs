@@ -95,9 +95,7 @@ fn run(args: &[&str], env: &[(&str, &str)]) -> common::Run {
         .arg(&json)
         .arg("--quiet");
     let output = common::output(&mut cmd);
-    let result = std::fs::File::open(&json)
-        .ok()
-        .map(|f| RunResult::from_reader(f).unwrap());
+    let result = common::read_result(&json);
     common::Run::new(output, result, json, dir)
 }
 
