@@ -115,14 +115,7 @@ fn certs(dir: &Path) -> PathBuf {
 }
 
 fn nginx_tls(c: &Path) -> Nginx {
-    Nginx::start_tls(
-        &format!(
-            "ssl_certificate {}; ssl_certificate_key {};",
-            c.join("server.pem").display(),
-            c.join("server.key").display()
-        ),
-        "location / { return 200 \"tls\"; }",
-    )
+    common::nginx_tls(&c, "ssl", false, "", "location / { return 200 \"tls\"; }")
 }
 
 #[test]

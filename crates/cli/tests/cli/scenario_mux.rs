@@ -176,15 +176,7 @@ fn a_tls_h2_scenario_negotiates_h2_by_alpn() {
     let logs = tempfile::tempdir().unwrap();
     let log = logs.path().join("access.log");
     let p = |name: &str| c.join(name).display().to_string();
-    let nginx = Nginx::start_listen(
-        "ssl http2",
-        &format!(
-            "ssl_certificate {}; ssl_certificate_key {};",
-            p("server.pem"),
-            p("server.key")
-        ),
-        &locations(&log),
-    );
+    let nginx = common::nginx_tls(&c, "ssl http2", false, "", &locations(&log));
     let yaml = format!(
         "target:\n  url: {}\n  http: 2\n{}",
         nginx.https("localhost", ""),
@@ -202,15 +194,7 @@ fn http2_against_a_server_without_it_is_refused_before_the_run() {
     let (_d, c) = common::certs();
     let p = |name: &str| c.join(name).display().to_string();
     // TLS without h2: ALPN says http/1.1 (or nothing).
-    let nginx = Nginx::start_listen(
-        "ssl",
-        &format!(
-            "ssl_certificate {}; ssl_certificate_key {};",
-            p("server.pem"),
-            p("server.key")
-        ),
-        "location / { return 200; }",
-    );
+    let nginx = common::nginx_tls(&c, "ssl", false, "", "location / { return 200; }");
     let yaml = format!(
         "target: {}\ntls: {{ cacert: '{}' }}\nscenarios:\n  plain:\n    executor: per-vu-iterations\n    vus: 1\n    iterations: 1\n    flow: [{{ request: {{ path: / }} }}]\n  fast:\n    target: {{ http: 2 }}\n    executor: per-vu-iterations\n    vus: 1\n    iterations: 1\n    flow: [{{ request: {{ path: / }} }}]\n",
         nginx.https("localhost", "/"),
@@ -240,15 +224,7 @@ fn http2_against_a_server_without_it_is_refused_before_the_run() {
 fn http3_against_a_server_without_it_is_refused_before_the_run() {
     let (_d, c) = common::certs();
     // nginx over TCP only: nothing answers QUIC on its port.
-    let nginx = Nginx::start_listen(
-        "ssl",
-        &format!(
-            "ssl_certificate {}; ssl_certificate_key {};",
-            c.join("server.pem").display(),
-            c.join("server.key").display()
-        ),
-        "location / { return 200; }",
-    );
+    let nginx = common::nginx_tls(&c, "ssl", false, "", "location / { return 200; }");
     let yaml = format!(
         "target: {}\ntls: {{ cacert: '{}' }}\ndefaults: {{ timeout: 300ms }}\nscenarios:\n  tcp:\n    executor: per-vu-iterations\n    vus: 1\n    iterations: 1\n    flow: [{{ request: {{ path: / }} }}]\n  quic:\n    target: {{ http: 3 }}\n    executor: per-vu-iterations\n    vus: 1\n    iterations: 1\n    flow: [{{ request: {{ path: / }} }}]\n",
         nginx.https("localhost", "/"),
@@ -592,15 +568,7 @@ fn one_file_over_http1_and_http2_compares() {
     let log = logs.path().join("access.log");
     let p = |name: &str| c.join(name).display().to_string();
     // One TLS port for both: ALPN h2 for HTTP/2, none (HTTP/1.1) otherwise.
-    let nginx = Nginx::start_listen(
-        "ssl http2",
-        &format!(
-            "ssl_certificate {}; ssl_certificate_key {};",
-            p("server.pem"),
-            p("server.key")
-        ),
-        &locations(&log),
-    );
+    let nginx = common::nginx_tls(&c, "ssl http2", false, "", &locations(&log));
     let file = |http: &str| {
         format!(
             "target: {{ url: '{}', http: {http} }}\n{}",
