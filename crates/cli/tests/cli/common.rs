@@ -139,11 +139,21 @@ impl Nginx {
         Self::start_options(listen_options, directives, locations)
     }
 
+    /// Starts nginx (plain) with `http_directives` in its `http` block
+    /// (a `log_format`), and `locations` in its one `server` block.
+    pub fn start_http(http_directives: &str, locations: &str) -> Nginx {
+        Self::start_full(http_directives, "", "", locations)
+    }
+
     fn start_with(tls: bool, directives: &str, locations: &str) -> Nginx {
         Self::start_options(if tls { "ssl" } else { "" }, directives, locations)
     }
 
     fn start_options(listen_options: &str, directives: &str, locations: &str) -> Nginx {
+        Self::start_full("", listen_options, directives, locations)
+    }
+
+    fn start_full(http_directives: &str, listen_options: &str, directives: &str, locations: &str) -> Nginx {
         let nginx = ["/usr/sbin/nginx", "/usr/bin/nginx"]
             .into_iter()
             .find(|p| Path::new(p).exists())
@@ -157,7 +167,7 @@ impl Nginx {
              events {{ worker_connections 4000; }}\n\
              http {{\n  access_log off;\n  keepalive_requests 1000000;\n\
                client_body_temp_path {d}/body; proxy_temp_path {d}/proxy; fastcgi_temp_path {d}/fcgi;\n\
-               uwsgi_temp_path {d}/uwsgi; scgi_temp_path {d}/scgi;\n\
+               uwsgi_temp_path {d}/uwsgi; scgi_temp_path {d}/scgi;\n{http_directives}\n\
                server {{\n    listen 127.0.0.1:{port}{ssl};\n{directives}\n{locations}\n  }}\n}}\n",
             ssl = if listen_options.is_empty() {
                 String::new()
