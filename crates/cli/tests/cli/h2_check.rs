@@ -79,7 +79,7 @@ fn trickle_relay(upstream: u16) -> (u16, mpsc::Receiver<()>) {
 
 /// nginx speaking h2 over TLS with the lab certificates in `c`.
 fn h2_nginx(c: &std::path::Path) -> Nginx {
-    common::nginx_tls(&c, "ssl http2", false, "", "location / { return 200 \"h2\"; }")
+    common::nginx_tls(c, "ssl http2", false, "", "location / { return 200 \"h2\"; }")
 }
 
 #[test]

@@ -38,7 +38,7 @@ fn h2c(locations: &str) -> Nginx {
 
 /// nginx speaking h2 over TLS (ALPN), with the `throng certs` files in `c`.
 fn h2_tls(c: &Path, locations: &str) -> Nginx {
-    common::nginx_tls(&c, "ssl http2", false, "", locations)
+    common::nginx_tls(c, "ssl http2", false, "", locations)
 }
 
 #[test]

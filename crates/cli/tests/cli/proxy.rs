@@ -115,7 +115,7 @@ fn certs(dir: &Path) -> PathBuf {
 }
 
 fn nginx_tls(c: &Path) -> Nginx {
-    common::nginx_tls(&c, "ssl", false, "", "location / { return 200 \"tls\"; }")
+    common::nginx_tls(c, "ssl", false, "", "location / { return 200 \"tls\"; }")
 }
 
 #[test]

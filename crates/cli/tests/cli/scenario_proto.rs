@@ -16,7 +16,7 @@ use common::{Nginx, assert_books_balance, scenario, schema_violations};
 /// each request's protocol to `log`.
 fn nginx_h1_and_h2(certs: &Path, log: &Path) -> Nginx {
     common::nginx_tls(
-        &certs,
+        certs,
         "ssl http2",
         false,
         "",
