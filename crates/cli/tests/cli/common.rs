@@ -734,9 +734,15 @@ impl FaultServer {
 
     /// With `extra` flags for `throng serve` (e.g. `--tls DIR`).
     pub fn start_with(fault: &str, extra: &[&str]) -> FaultServer {
+        FaultServer::serve(&[&["--fault", fault][..], extra].concat())
+    }
+
+    /// `throng serve --threads 1 --listen ADDR EXTRA`: the lab server
+    /// with no fault unless `extra` names one.
+    pub fn serve(extra: &[&str]) -> FaultServer {
         let port = free_port();
         let child = throng()
-            .args(["serve", "--fault", fault, "--threads", "1", "--listen"])
+            .args(["serve", "--threads", "1", "--listen"])
             .arg(format!("127.0.0.1:{port}"))
             .args(extra)
             .stdin(Stdio::null())
