@@ -139,11 +139,21 @@ impl Nginx {
         Self::start_options(listen_options, directives, locations)
     }
 
+    /// Starts nginx (plain) with `http_directives` in its `http` block
+    /// (a `log_format`), and `locations` in its one `server` block.
+    pub fn start_http(http_directives: &str, locations: &str) -> Nginx {
+        Self::start_full(http_directives, "", "", locations)
+    }
+
     fn start_with(tls: bool, directives: &str, locations: &str) -> Nginx {
         Self::start_options(if tls { "ssl" } else { "" }, directives, locations)
     }
 
     fn start_options(listen_options: &str, directives: &str, locations: &str) -> Nginx {
+        Self::start_full("", listen_options, directives, locations)
+    }
+
+    fn start_full(http_directives: &str, listen_options: &str, directives: &str, locations: &str) -> Nginx {
         let nginx = ["/usr/sbin/nginx", "/usr/bin/nginx"]
             .into_iter()
             .find(|p| Path::new(p).exists())
@@ -157,7 +167,7 @@ impl Nginx {
              events {{ worker_connections 4000; }}\n\
              http {{\n  access_log off;\n  keepalive_requests 1000000;\n\
                client_body_temp_path {d}/body; proxy_temp_path {d}/proxy; fastcgi_temp_path {d}/fcgi;\n\
-               uwsgi_temp_path {d}/uwsgi; scgi_temp_path {d}/scgi;\n\
+               uwsgi_temp_path {d}/uwsgi; scgi_temp_path {d}/scgi;\n{http_directives}\n\
                server {{\n    listen 127.0.0.1:{port}{ssl};\n{directives}\n{locations}\n  }}\n}}\n",
             ssl = if listen_options.is_empty() {
                 String::new()
@@ -275,32 +285,25 @@ pub fn http(args: &[&str]) -> Run {
 /// `throng certs` into a fresh directory: (the directory, its certs/ with
 /// ca.pem, server.pem/.key for localhost, client.pem/.key).
 pub fn certs() -> (tempfile::TempDir, PathBuf) {
+    certs_with(&[])
+}
+
+/// [`certs`] with `extra` flags (`--rsa`, `--expired`).
+pub fn certs_with(extra: &[&str]) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("certs");
-    let o = output(throng().args(["certs", "--out", out.to_str().unwrap()]));
+    let o = output(throng().args(["certs", "--out", out.to_str().unwrap()]).args(extra));
     assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
     (dir, out)
 }
 
 /// Runs `yaml` as `scenario.yaml` in a fresh directory: `throng run FILE
-/// --json FILE --threads 1`, and reads the result.
+/// --threads 1 --json FILE`, and reads the result.
 pub fn scenario(yaml: &str) -> Run {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("scenario.yaml");
     std::fs::write(&file, yaml).unwrap();
-    let json = dir.path().join("result.json");
-    let output = output(
-        throng()
-            .arg("run")
-            .arg(&file)
-            .arg("--json")
-            .arg(&json)
-            .args(["--threads", "1"]),
-    );
-    let result = std::fs::File::open(&json)
-        .ok()
-        .map(|f| RunResult::from_reader(f).unwrap());
-    Run::new(output, result, json, dir)
+    with_json(throng().arg("run").arg(&file).args(["--threads", "1"]))
 }
 
 /// Runs `throng storm ARGS --json FILE --quiet` and reads the result.
@@ -308,21 +311,27 @@ pub fn storm(args: &[&str]) -> Run {
     command("storm", args)
 }
 
-/// Runs `throng COMMAND ARGS --json FILE --quiet` and reads the result
+/// Runs `throng COMMAND ARGS --quiet --json FILE` and reads the result
 /// (None when the run wrote none).
-fn command(name: &str, args: &[&str]) -> Run {
+pub fn command(name: &str, args: &[&str]) -> Run {
+    with_json(throng().arg(name).args(args).arg("--quiet"))
+}
+
+/// Runs `cmd --json FILE` (through [`output`]), FILE in a fresh directory,
+/// and reads the result (None when the run wrote none).
+pub fn with_json(cmd: &mut Command) -> Run {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("result.json");
-    let output = output(throng().arg(name).args(args).arg("--json").arg(&json).arg("--quiet"));
-    let result = std::fs::File::open(&json)
+    let output = output(cmd.arg("--json").arg(&json));
+    let result = read_result(&json);
+    Run::new(output, result, json, dir)
+}
+
+/// The result document at `path`, if a run wrote one.
+pub fn read_result(path: &Path) -> Option<RunResult> {
+    std::fs::File::open(path)
         .ok()
-        .map(|f| RunResult::from_reader(f).unwrap());
-    Run {
-        output,
-        result,
-        json,
-        _dir: dir,
-    }
+        .map(|f| RunResult::from_reader(f).unwrap())
 }
 
 /// Checks the accounting invariants every result must keep.
@@ -657,4 +666,119 @@ pub fn request_rows(path: &Path) -> Vec<(String, u64, u64)> {
             )
         })
         .collect()
+}
+
+/// A file's path as a string argument: `p(certs, "ca.pem")`.
+pub fn p(dir: &Path, name: &str) -> String {
+    dir.join(name).display().to_string()
+}
+
+/// nginx over TLS with the `throng certs` files in `certs`: `listen` is
+/// `ssl` or `ssl http2`; with `mtls` it asks for a client certificate of
+/// the same CA (`ssl_verify_client on`). `directives` go in the server block
+/// too (an access log, stream caps).
+pub fn nginx_tls(certs: &Path, listen: &str, mtls: bool, directives: &str, locations: &str) -> Nginx {
+    let client = if mtls {
+        format!("ssl_client_certificate {}; ssl_verify_client on;", p(certs, "ca.pem"))
+    } else {
+        String::new()
+    };
+    Nginx::start_listen(
+        listen,
+        &format!(
+            "ssl_certificate {}; ssl_certificate_key {}; {client}\n{directives}",
+            p(certs, "server.pem"),
+            p(certs, "server.key")
+        ),
+        locations,
+    )
+}
+
+/// nginx over TLS proxying WebSocket on `/ws` to the server on `ws_port`
+/// (wss:// to ws://), with its own 404 for every other path.
+pub fn nginx_wss(certs: &Path, ws_port: u16) -> Nginx {
+    nginx_tls(
+        certs,
+        "ssl",
+        false,
+        "",
+        &format!(
+            "location /ws {{ proxy_pass http://127.0.0.1:{ws_port}; proxy_http_version 1.1;\n\
+             proxy_set_header Upgrade $http_upgrade; proxy_set_header Connection \"upgrade\"; }}\n\
+             location / {{ return 404; }}"
+        ),
+    )
+}
+
+/// The lines of an nginx access log (`access_log FILE;`). nginx writes a
+/// request's line when the request ends: they are all there once the run
+/// has its answers.
+pub fn access_log(log: &Path) -> Vec<String> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// `throng serve --fault NAME` on a free loopback port, stopped on drop.
+pub struct FaultServer {
+    child: Child,
+    pub port: u16,
+}
+
+impl FaultServer {
+    pub fn start(fault: &str) -> FaultServer {
+        FaultServer::start_with(fault, &[])
+    }
+
+    /// With `extra` flags for `throng serve` (e.g. `--tls DIR`).
+    pub fn start_with(fault: &str, extra: &[&str]) -> FaultServer {
+        FaultServer::serve(&[&["--fault", fault][..], extra].concat())
+    }
+
+    /// `throng serve --threads 1 --listen ADDR EXTRA`: the lab server
+    /// with no fault unless `extra` names one.
+    pub fn serve(extra: &[&str]) -> FaultServer {
+        let port = free_port();
+        let child = throng()
+            .args(["serve", "--threads", "1", "--listen"])
+            .arg(format!("127.0.0.1:{port}"))
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // The guard first: a server that never listens is still stopped.
+        let server = FaultServer { child, port };
+        wait_listening(SocketAddr::from(([127, 0, 0, 1], port)));
+        server
+    }
+
+    /// `127.0.0.1:PORT`.
+    pub fn addr(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// `SCHEME://127.0.0.1:PORT/`.
+    pub fn url(&self, scheme: &str) -> String {
+        format!("{scheme}://127.0.0.1:{}/", self.port)
+    }
+}
+
+impl Drop for FaultServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The lab's HTTP/3 server (quinn) with the `throng certs` files in
+/// `certs`, answering every request, or failing each as `fault` says.
+pub fn h3_lab(certs: &Path, fault: Option<throng_lab::H3Fault>) -> throng_lab::H3Server {
+    let cert = (p(certs, "server.pem"), std::fs::read(certs.join("server.pem")).unwrap());
+    let key = (p(certs, "server.key"), std::fs::read(certs.join("server.key")).unwrap());
+    let tls = throng_tls::server_config(&cert, &key, None).unwrap();
+    throng_lab::H3Server::start("127.0.0.1:0".parse().unwrap(), &tls, fault).unwrap()
 }

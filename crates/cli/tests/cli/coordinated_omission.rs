@@ -10,39 +10,21 @@
 
 use crate::common;
 
-use std::process::{Child, Stdio};
 use std::time::Duration;
 
-use common::{assert_books_balance, free_port, http, throng, wait_listening};
+use common::{FaultServer, assert_books_balance, http};
 
-struct Serve(Child);
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn serve_with_stalls(port: u16) -> Serve {
-    let child = throng()
-        .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--threads", "1"])
-        .args(["--stall-every", "5s", "--stall-for", "1s"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_listening(([127, 0, 0, 1], port).into());
-    Serve(child)
+/// The lab server, silent for 1 s of every 5 s.
+fn serve_with_stalls() -> FaultServer {
+    FaultServer::serve(&["--stall-every", "5s", "--stall-for", "1s"])
 }
 
 #[test]
 fn open_loop_sees_the_stall_closed_loop_hides_it() {
     // Alone: the quantiles are checked against the stall model.
     let _alone = common::heavy();
-    let port = free_port();
-    let _server = serve_with_stalls(port);
-    let url = format!("http://127.0.0.1:{port}/");
+    let server = serve_with_stalls();
+    let url = server.url("http");
 
     let open = http(&[&url, "-r", "1000", "-d", "10s", "-c", "1500", "-t", "1"]);
     assert_eq!(open.code(), 0, "{}", open.stderr());
@@ -90,10 +72,9 @@ fn open_loop_sees_the_stall_closed_loop_hides_it() {
 fn lab_server_stalls_answer_late_not_never() {
     // Alone: the quantiles are checked against the stall model.
     let _alone = common::heavy();
-    let port = free_port();
-    let _server = serve_with_stalls(port);
+    let server = serve_with_stalls();
     // During a stall a request waits at most the stall's length.
-    let run = http(&[&format!("http://127.0.0.1:{port}/"), "-c", "2", "-d", "6s", "-t", "1"]);
+    let run = http(&[&server.url("http"), "-c", "2", "-d", "6s", "-t", "1"]);
     let lat = &run.result().measurements.phases["latency"];
     assert!(
         lat.max() <= Duration::from_millis(1_100).as_micros() as u64,

@@ -8,7 +8,8 @@
 #![allow(clippy::unwrap_used)]
 
 use crate::common;
-use crate::tls::{certs, nginx_tls};
+use crate::tls::nginx_tls;
+use common::certs_with as certs;
 
 use common::{assert_books_balance, http};
 

@@ -55,9 +55,7 @@ fn exported(command: &str, args: &[&str], extra: &[&str]) -> Exported {
             .arg("--quiet")
             .args(extra),
     );
-    let result = std::fs::File::open(p("result.json"))
-        .ok()
-        .map(|f| RunResult::from_reader(f).unwrap());
+    let result = common::read_result(&p("result.json"));
     Exported {
         code: out.status.code().unwrap_or(-1),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),

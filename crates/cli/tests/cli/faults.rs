@@ -7,64 +7,12 @@
 
 use crate::common;
 
-use std::net::SocketAddr;
-use std::process::{Child, Stdio};
-
-use common::{assert_books_balance, free_port, throng, wait_listening};
+use common::{FaultServer, assert_books_balance, command as run, throng};
 use throng_result::RunResult;
 
 /// Generous bound on the generator's peak memory in any of these runs (it
 /// stays near 10 MB; a reader that kept an endless head or body would not).
 const MEMORY_BOUND: u64 = 64 * 1024 * 1024;
-
-/// `throng serve --fault NAME` on a free loopback port, stopped on drop.
-struct FaultServer {
-    child: Child,
-    port: u16,
-}
-
-impl FaultServer {
-    fn start(fault: &str) -> FaultServer {
-        FaultServer::start_with(fault, &[])
-    }
-
-    fn start_with(fault: &str, extra: &[&str]) -> FaultServer {
-        let port = free_port();
-        let child = throng()
-            .args(["serve", "--fault", fault, "--threads", "1", "--listen"])
-            .arg(format!("127.0.0.1:{port}"))
-            .args(extra)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        wait_listening(SocketAddr::from(([127, 0, 0, 1], port)));
-        FaultServer { child, port }
-    }
-
-    fn url(&self, scheme: &str) -> String {
-        format!("{scheme}://127.0.0.1:{}/", self.port)
-    }
-}
-
-impl Drop for FaultServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Runs `throng http|storm ARGS --json FILE --quiet`.
-fn run(command: &str, args: &[&str]) -> common::Run {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("result.json");
-    let output = common::output(throng().arg(command).args(args).arg("--json").arg(&json).arg("--quiet"));
-    let result = std::fs::File::open(&json)
-        .ok()
-        .map(|f| RunResult::from_reader(f).unwrap());
-    common::Run::new(output, result, json, dir)
-}
 
 /// What every run against a fault must keep: a result, balanced books, no
 /// error class outside `allowed`, exactly `units` attempted (requests, or

@@ -8,10 +8,7 @@
 use crate::common;
 use crate::grpc::here;
 
-use std::net::SocketAddr;
-use std::process::{Child, Stdio};
-
-use common::{Run, assert_books_balance, free_port, throng, wait_listening};
+use common::{FaultServer, Run, assert_books_balance, throng};
 use throng_result::RunResult;
 
 /// Each fault and the class its calls must end in.
@@ -26,58 +23,21 @@ const FAULTS: [(&str, &str); 8] = [
     ("grpc-no-message", "grpc.cardinality"),
 ];
 
-/// `throng serve --fault NAME` on a free loopback port, stopped on drop.
-struct Lab {
-    child: Child,
-    addr: String,
-}
-
-impl Lab {
-    fn start(fault: &str) -> Lab {
-        let port = free_port();
-        let addr = format!("127.0.0.1:{port}");
-        let child = throng()
-            .args(["serve", "--fault", fault, "--threads", "1", "--listen", &addr])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        wait_listening(addr.parse::<SocketAddr>().unwrap());
-        Lab { child, addr }
-    }
-}
-
-impl Drop for Lab {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn call(addr: &str, n: &str) -> Run {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("result.json");
-    let output = common::output(
+    common::with_json(
         throng()
             .args(["grpc", addr, "--plaintext", "--proto"])
             .arg(here("tester.proto"))
             .args(["--call", "throngtest.Tester/Call", "--data", r#"{"name": "x"}"#])
-            .args(["-n", n, "--streams", "2", "-t", "2"])
-            .arg("--json")
-            .arg(&json),
-    );
-    let result = std::fs::File::open(&json)
-        .ok()
-        .map(|f| RunResult::from_reader(f).unwrap());
-    Run::new(output, result, json, dir)
+            .args(["-n", n, "--streams", "2", "-t", "2"]),
+    )
 }
 
 #[test]
 fn each_reply_a_grpc_client_rejects_is_its_class() {
     for (fault, class) in FAULTS {
-        let lab = Lab::start(fault);
-        let run = call(&lab.addr, "12");
+        let lab = FaultServer::start(fault);
+        let run = call(&lab.addr(), "12");
         assert_eq!(run.code(), 1, "{fault}: stderr: {}", run.stderr());
         let r = run.result();
         assert_books_balance(r);
@@ -101,11 +61,11 @@ fn each_reply_a_grpc_client_rejects_is_its_class() {
 
 #[test]
 fn a_four_gib_prefix_allocates_nothing_like_it() {
-    let lab = Lab::start("grpc-huge-prefix");
+    let lab = FaultServer::start("grpc-huge-prefix");
     let proto = here("tester.proto");
     let ran = crate::hostile_results::run(&[
         "grpc",
-        &lab.addr,
+        &lab.addr(),
         "--plaintext",
         "--proto",
         proto.to_str().unwrap(),
@@ -124,7 +84,7 @@ fn a_four_gib_prefix_allocates_nothing_like_it() {
 #[test]
 fn a_scenario_grpc_step_counts_the_same_classes() {
     for (fault, class) in [FAULTS[0], FAULTS[2], FAULTS[6], FAULTS[7]] {
-        let lab = Lab::start(fault);
+        let lab = FaultServer::start(fault);
         let dir = tempfile::tempdir().unwrap();
         std::fs::copy(here("tester.proto"), dir.path().join("tester.proto")).unwrap();
         std::fs::copy(here("common.proto"), dir.path().join("common.proto")).unwrap();
@@ -137,7 +97,7 @@ fn a_scenario_grpc_step_counts_the_same_classes() {
                  max_duration: 30s\n    flow:\n      - grpc:\n          name: hello\n          \
                  call: throngtest.Tester/Call\n          message: {{ name: x }}\n          \
                  check:\n            greets: {{ json: /message, exists: true }}\n",
-                lab.addr
+                lab.addr()
             ),
         )
         .unwrap();

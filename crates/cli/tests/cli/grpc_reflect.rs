@@ -10,24 +10,11 @@ use crate::common;
 use crate::grpc::GrpcServer;
 
 use common::{Run, assert_books_balance, free_port, schema_violations, throng};
-use throng_result::RunResult;
 
 /// Runs `throng grpc ADDR ARGS --json FILE` (no --proto) and reads the
 /// result.
 fn grpc(addr: &str, args: &[&str]) -> Run {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("result.json");
-    let output = common::output(
-        throng()
-            .args(["grpc", addr, "-t", "1"])
-            .args(args)
-            .arg("--json")
-            .arg(&json),
-    );
-    let result = std::fs::File::open(&json)
-        .ok()
-        .map(|f| RunResult::from_reader(f).unwrap());
-    Run::new(output, result, json, dir)
+    common::with_json(throng().args(["grpc", addr, "-t", "1"]).args(args))
 }
 
 #[test]

@@ -10,26 +10,17 @@ use crate::common;
 use crate::grpc::{GrpcServer, here};
 
 use common::{Run, assert_books_balance, schema_violations, throng};
-use throng_result::RunResult;
 
 /// Runs `throng grpc ADDR --plaintext --proto tester.proto --call
 /// Tester/Watch --data DATA ARGS --json FILE` and reads the result.
 fn watch(addr: &str, data: &str, args: &[&str]) -> Run {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("result.json");
-    let output = common::output(
+    common::with_json(
         throng()
             .args(["grpc", addr, "--plaintext", "--proto"])
             .arg(here("tester.proto"))
             .args(["--call", "throngtest.Tester/Watch", "--data", data, "-t", "1"])
-            .args(args)
-            .arg("--json")
-            .arg(&json),
-    );
-    let result = std::fs::File::open(&json)
-        .ok()
-        .map(|f| RunResult::from_reader(f).unwrap());
-    Run::new(output, result, json, dir)
+            .args(args),
+    )
 }
 
 #[test]

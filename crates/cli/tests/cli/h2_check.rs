@@ -79,16 +79,7 @@ fn trickle_relay(upstream: u16) -> (u16, mpsc::Receiver<()>) {
 
 /// nginx speaking h2 over TLS with the lab certificates in `c`.
 fn h2_nginx(c: &std::path::Path) -> Nginx {
-    let p = |name: &str| c.join(name).display().to_string();
-    Nginx::start_listen(
-        "ssl http2",
-        &format!(
-            "ssl_certificate {}; ssl_certificate_key {};",
-            p("server.pem"),
-            p("server.key")
-        ),
-        "location / { return 200 \"h2\"; }",
-    )
+    common::nginx_tls(c, "ssl http2", false, "", "location / { return 200 \"h2\"; }")
 }
 
 #[test]

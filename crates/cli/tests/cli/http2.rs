@@ -7,11 +7,9 @@
 
 use crate::common;
 
-use std::net::SocketAddr;
 use std::path::Path;
-use std::process::{Child, Stdio};
 
-use common::{Nginx, assert_books_balance, free_port, http, throng, wait_listening};
+use common::{FaultServer, Nginx, assert_books_balance, http, throng};
 
 const LOCATIONS: &str = r#"
     location = / { return 200; }
@@ -26,16 +24,8 @@ fn h2c_nginx(streams: u32) -> Nginx {
 
 /// nginx over TLS; `listen` is `ssl http2` or `ssl` (HTTP/1.1 only).
 fn tls_nginx(c: &Path, listen: &str, streams: u32) -> Nginx {
-    let p = |name: &str| c.join(name).display().to_string();
-    Nginx::start_listen(
-        listen,
-        &format!(
-            "ssl_certificate {}; ssl_certificate_key {}; http2_max_concurrent_streams {streams};",
-            p("server.pem"),
-            p("server.key")
-        ),
-        LOCATIONS,
-    )
+    let caps = format!("http2_max_concurrent_streams {streams};");
+    common::nginx_tls(c, listen, false, &caps, LOCATIONS)
 }
 
 #[test]
@@ -234,44 +224,11 @@ fn no_keepalive_opens_a_connection_per_request() {
     assert_eq!((x.connections, x.max_requests_per_connection), (30, 1));
 }
 
-/// `throng serve --fault NAME` on a free loopback port, stopped on drop.
-struct FaultServer {
-    child: Child,
-    port: u16,
-}
-
-impl FaultServer {
-    fn start(fault: &str) -> FaultServer {
-        let port = free_port();
-        let child = throng()
-            .args(["serve", "--fault", fault, "--threads", "1", "--listen"])
-            .arg(format!("127.0.0.1:{port}"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        wait_listening(SocketAddr::from(([127, 0, 0, 1], port)));
-        FaultServer { child, port }
-    }
-
-    fn url(&self) -> String {
-        format!("http://127.0.0.1:{}/", self.port)
-    }
-}
-
-impl Drop for FaultServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// One connection with at most `streams` at a time, `n` requests against
 /// `fault`.
 fn one_conn(fault: &str, n: &str, streams: &str, extra: &[&str]) -> common::Run {
     let server = FaultServer::start(fault);
-    let mut args = vec![server.url()];
+    let mut args = vec![server.url("http")];
     args.extend(
         [
             "--http2",
@@ -298,16 +255,8 @@ fn one_conn(fault: &str, n: &str, streams: &str, extra: &[&str]) -> common::Run 
     run
 }
 
-#[test]
-fn rst_stream_counts_by_code() {
-    let run = one_conn("h2-rst-stream", "20", "1", &[]);
-    let m = &run.result().measurements;
-    // Every second stream is reset, on the one connection.
-    assert_eq!(m.requests.ok, 10);
-    assert_eq!(m.requests.error("h2.rst_stream.internal_error"), 10);
-    assert_eq!(m.requests.errors.len(), 1, "{:?}", m.requests);
-    assert_eq!(m.connections.ok, 1);
-}
+// RST_STREAM's class, every second stream on the one connection:
+// matrix::h2_plain::fault.
 
 #[test]
 fn refused_streams_are_their_own_class() {
@@ -339,7 +288,7 @@ fn goaway_cuts_off_a_stream_per_connection_and_the_client_reconnects() {
 fn goaway_with_many_streams_keeps_the_books() {
     let server = FaultServer::start("h2-goaway");
     let run = http(&[
-        &server.url(),
+        &server.url("http"),
         "--http2",
         "-c",
         "2",
@@ -452,7 +401,7 @@ fn interim_responses_are_skipped() {
 fn a_server_allowing_no_stream_is_waited_for_and_counted() {
     let server = FaultServer::start("h2-no-streams");
     let run = http(&[
-        &server.url(),
+        &server.url("http"),
         "--http2",
         "-c",
         "2",
@@ -482,7 +431,7 @@ fn a_server_allowing_no_stream_is_waited_for_and_counted() {
 fn a_storm_s_request_keeps_the_same_classes() {
     for (fault, class) in [("h2-short-body", "eof"), ("h2-no-streams", "h2.stream_limit")] {
         let server = FaultServer::start(fault);
-        let run = common::storm(&[&server.url(), "--http2", "-n", "4", "-c", "2", "--timeout", "1s"]);
+        let run = common::storm(&[&server.url("http"), "--http2", "-n", "4", "-c", "2", "--timeout", "1s"]);
         drop(server);
         assert!(!run.stderr().contains("panicked"), "{}", run.stderr());
         let m = &run.result().measurements;

@@ -18,6 +18,11 @@
 //! crates/cli/tests/cli/NAME.rs`, step 2 (`mod common;` → `use
 //! crate::common;`) and step 3.
 //!
+//! A new protocol or transport first gets a row in `matrix.rs`, which
+//! asserts what every protocol must keep (server-side counts, balanced
+//! books, a fault's class, redaction); its own module holds only what is
+//! particular to it.
+//!
 //! # Tests that must run alone
 //!
 //! Every module's tests now run in one process, two at a time (one per core)
@@ -67,6 +72,7 @@ mod http_nginx;
 mod image;
 mod inputs;
 mod leaks;
+mod matrix;
 mod million;
 mod mux_targets;
 mod nats;

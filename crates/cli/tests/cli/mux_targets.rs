@@ -38,16 +38,7 @@ fn h2c(locations: &str) -> Nginx {
 
 /// nginx speaking h2 over TLS (ALPN), with the `throng certs` files in `c`.
 fn h2_tls(c: &Path, locations: &str) -> Nginx {
-    let p = |name: &str| c.join(name).display().to_string();
-    Nginx::start_listen(
-        "ssl http2",
-        &format!(
-            "ssl_certificate {}; ssl_certificate_key {};",
-            p("server.pem"),
-            p("server.key")
-        ),
-        locations,
-    )
+    common::nginx_tls(c, "ssl http2", false, "", locations)
 }
 
 #[test]

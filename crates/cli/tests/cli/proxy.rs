@@ -95,9 +95,7 @@ fn run(args: &[&str], env: &[(&str, &str)]) -> common::Run {
         .arg(&json)
         .arg("--quiet");
     let output = common::output(&mut cmd);
-    let result = std::fs::File::open(&json)
-        .ok()
-        .map(|f| RunResult::from_reader(f).unwrap());
+    let result = common::read_result(&json);
     common::Run::new(output, result, json, dir)
 }
 
@@ -117,14 +115,7 @@ fn certs(dir: &Path) -> PathBuf {
 }
 
 fn nginx_tls(c: &Path) -> Nginx {
-    Nginx::start_tls(
-        &format!(
-            "ssl_certificate {}; ssl_certificate_key {};",
-            c.join("server.pem").display(),
-            c.join("server.key").display()
-        ),
-        "location / { return 200 \"tls\"; }",
-    )
+    common::nginx_tls(c, "ssl", false, "", "location / { return 200 \"tls\"; }")
 }
 
 #[test]

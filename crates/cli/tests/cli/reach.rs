@@ -190,12 +190,11 @@ fn certs(dir: &Path) -> PathBuf {
 fn connect_to_keeps_the_tls_server_name() {
     let dir = tempfile::tempdir().unwrap();
     let c = certs(dir.path());
-    let nginx = Nginx::start_tls(
-        &format!(
-            "ssl_certificate {}; ssl_certificate_key {};",
-            c.join("server.pem").display(),
-            c.join("server.key").display()
-        ),
+    let nginx = common::nginx_tls(
+        &c,
+        "ssl",
+        false,
+        "",
         "location / { if ($ssl_server_name != \"example.test\") { return 421; } \
          if ($host != \"example.test\") { return 400; } return 200 \"ok\"; }",
     );

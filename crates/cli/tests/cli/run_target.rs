@@ -79,9 +79,7 @@ fn run(dir: &Path, file: &Path, args: &[&str], env: &[(&str, Option<&str>)]) -> 
         };
     }
     let out = output(&mut cmd);
-    let result = std::fs::File::open(&json)
-        .ok()
-        .map(|f| RunResult::from_reader(f).unwrap());
+    let result = common::read_result(&json);
     Ran { out, result, json }
 }
 

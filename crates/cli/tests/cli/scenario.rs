@@ -93,9 +93,7 @@ fn run(s: Scenario, args: &[&str]) -> Ran {
             .arg("--quiet")
             .args(args),
     );
-    let result = std::fs::File::open(&json)
-        .ok()
-        .map(|f| RunResult::from_reader(f).unwrap());
+    let result = common::read_result(&json);
     Ran {
         _scenario: s,
         code: out.status.code().unwrap_or(-1),

@@ -52,9 +52,7 @@ fn run_yaml(yaml: &str) -> Ran {
             .arg(&json)
             .args(["--threads", "1"]),
     );
-    let result = std::fs::File::open(&json)
-        .ok()
-        .map(|f| RunResult::from_reader(f).unwrap());
+    let result = common::read_result(&json);
     Ran {
         dir,
         code: out.status.code().unwrap_or(-1),

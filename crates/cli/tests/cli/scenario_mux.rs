@@ -9,9 +9,8 @@
 use crate::common;
 
 use std::path::Path;
-use std::process::{Child, Stdio};
 
-use common::{Nginx, assert_books_balance, output, scenario, schema_violations, throng};
+use common::{FaultServer, Nginx, access_log, assert_books_balance, output, scenario, schema_violations, throng};
 
 /// A login that sets a cookie and returns a token, a page that wants both,
 /// and a redirect to it.
@@ -114,17 +113,6 @@ fn assert_flow_ran(r: &common::Run, protocol: &str) {
     }
 }
 
-/// Counts the access log's requests by protocol and path.
-fn access_log(log: &Path) -> Vec<String> {
-    // nginx writes the log line when the request ends: it is there once
-    // the run has its answer.
-    std::fs::read_to_string(log)
-        .unwrap()
-        .lines()
-        .map(str::to_string)
-        .collect()
-}
-
 fn assert_nginx_saw_http2(lines: &[String]) {
     assert_eq!(lines.len(), 120, "90 requests and 30 redirect hops");
     assert!(lines.iter().all(|l| l.contains(" HTTP/2.0\" ")), "{lines:#?}");
@@ -188,15 +176,7 @@ fn a_tls_h2_scenario_negotiates_h2_by_alpn() {
     let logs = tempfile::tempdir().unwrap();
     let log = logs.path().join("access.log");
     let p = |name: &str| c.join(name).display().to_string();
-    let nginx = Nginx::start_listen(
-        "ssl http2",
-        &format!(
-            "ssl_certificate {}; ssl_certificate_key {};",
-            p("server.pem"),
-            p("server.key")
-        ),
-        &locations(&log),
-    );
+    let nginx = common::nginx_tls(&c, "ssl http2", false, "", &locations(&log));
     let yaml = format!(
         "target:\n  url: {}\n  http: 2\n{}",
         nginx.https("localhost", ""),
@@ -214,15 +194,7 @@ fn http2_against_a_server_without_it_is_refused_before_the_run() {
     let (_d, c) = common::certs();
     let p = |name: &str| c.join(name).display().to_string();
     // TLS without h2: ALPN says http/1.1 (or nothing).
-    let nginx = Nginx::start_listen(
-        "ssl",
-        &format!(
-            "ssl_certificate {}; ssl_certificate_key {};",
-            p("server.pem"),
-            p("server.key")
-        ),
-        "location / { return 200; }",
-    );
+    let nginx = common::nginx_tls(&c, "ssl", false, "", "location / { return 200; }");
     let yaml = format!(
         "target: {}\ntls: {{ cacert: '{}' }}\nscenarios:\n  plain:\n    executor: per-vu-iterations\n    vus: 1\n    iterations: 1\n    flow: [{{ request: {{ path: / }} }}]\n  fast:\n    target: {{ http: 2 }}\n    executor: per-vu-iterations\n    vus: 1\n    iterations: 1\n    flow: [{{ request: {{ path: / }} }}]\n",
         nginx.https("localhost", "/"),
@@ -252,15 +224,7 @@ fn http2_against_a_server_without_it_is_refused_before_the_run() {
 fn http3_against_a_server_without_it_is_refused_before_the_run() {
     let (_d, c) = common::certs();
     // nginx over TCP only: nothing answers QUIC on its port.
-    let nginx = Nginx::start_listen(
-        "ssl",
-        &format!(
-            "ssl_certificate {}; ssl_certificate_key {};",
-            c.join("server.pem").display(),
-            c.join("server.key").display()
-        ),
-        "location / { return 200; }",
-    );
+    let nginx = common::nginx_tls(&c, "ssl", false, "", "location / { return 200; }");
     let yaml = format!(
         "target: {}\ntls: {{ cacert: '{}' }}\ndefaults: {{ timeout: 300ms }}\nscenarios:\n  tcp:\n    executor: per-vu-iterations\n    vus: 1\n    iterations: 1\n    flow: [{{ request: {{ path: / }} }}]\n  quic:\n    target: {{ http: 3 }}\n    executor: per-vu-iterations\n    vus: 1\n    iterations: 1\n    flow: [{{ request: {{ path: / }} }}]\n",
         nginx.https("localhost", "/"),
@@ -442,35 +406,6 @@ fn an_h2_vu_reconnects_when_the_server_ends_its_connection() {
     assert_eq!(access_log(&log).len() as u64, m.requests.ok);
 }
 
-/// `throng serve --fault NAME` (h2c) on a free loopback port, killed on drop.
-struct FaultServer {
-    child: Child,
-    port: u16,
-}
-
-impl FaultServer {
-    fn start(fault: &str) -> FaultServer {
-        let port = common::free_port();
-        let child = throng()
-            .args(["serve", "--fault", fault, "--threads", "1", "--listen"])
-            .arg(format!("127.0.0.1:{port}"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        common::wait_listening(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
-        FaultServer { child, port }
-    }
-}
-
-impl Drop for FaultServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// One VU, `iterations` of one step with a check, against an HTTP/2 fault.
 fn one_vu(fault: &str, iterations: u32) -> common::Run {
     let server = FaultServer::start(fault);
@@ -633,15 +568,7 @@ fn one_file_over_http1_and_http2_compares() {
     let log = logs.path().join("access.log");
     let p = |name: &str| c.join(name).display().to_string();
     // One TLS port for both: ALPN h2 for HTTP/2, none (HTTP/1.1) otherwise.
-    let nginx = Nginx::start_listen(
-        "ssl http2",
-        &format!(
-            "ssl_certificate {}; ssl_certificate_key {};",
-            p("server.pem"),
-            p("server.key")
-        ),
-        &locations(&log),
-    );
+    let nginx = common::nginx_tls(&c, "ssl http2", false, "", &locations(&log));
     let file = |http: &str| {
         format!(
             "target: {{ url: '{}', http: {http} }}\n{}",

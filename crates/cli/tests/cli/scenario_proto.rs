@@ -15,14 +15,11 @@ use common::{Nginx, assert_books_balance, scenario, schema_violations};
 /// nginx with TLS speaking h2 and http/1.1 (by ALPN) on one port, logging
 /// each request's protocol to `log`.
 fn nginx_h1_and_h2(certs: &Path, log: &Path) -> Nginx {
-    let p = |name: &str| certs.join(name).display().to_string();
-    Nginx::start_listen(
+    common::nginx_tls(
+        certs,
         "ssl http2",
-        &format!(
-            "ssl_certificate {}; ssl_certificate_key {};",
-            p("server.pem"),
-            p("server.key")
-        ),
+        false,
+        "",
         &format!(
             "access_log {};\n    location / {{ default_type text/plain; return 200 \"$server_protocol\"; }}",
             log.display()
@@ -129,15 +126,7 @@ fn a_request_in_a_protocol_the_target_does_not_speak_is_refused_before_the_run()
     // An HTTP/1.1-only server and a request's http: 2, written in a flow
     // mapping: its line, and what the server spoke.
     let p = |name: &str| c.join(name).display().to_string();
-    let h1 = Nginx::start_listen(
-        "ssl",
-        &format!(
-            "ssl_certificate {}; ssl_certificate_key {};",
-            p("server.pem"),
-            p("server.key")
-        ),
-        "location / { return 200; }",
-    );
+    let h1 = common::nginx_tls(&c, "ssl", false, "", "location / { return 200; }");
     let yaml = format!(
         "target: {}\ntls: {{ cacert: '{}' }}\nscenarios:\n  s:\n    executor: per-vu-iterations\n    vus: 1\n    iterations: 1\n    flow:\n      - request: {{ path: /a }}\n      - request: {{ path: /b, http: 2 }}\n",
         h1.https("localhost", ""),

@@ -278,9 +278,7 @@ fn scenario_rows(yaml: &str) -> (common::Run, Vec<(String, String, String, u32)>
             )
         })
         .collect();
-    let result = std::fs::File::open(&json)
-        .ok()
-        .map(|f| throng_result::RunResult::from_reader(f).unwrap());
+    let result = common::read_result(&json);
     (common::Run::new(out, result, json, dir), rows)
 }
 

@@ -345,19 +345,7 @@ fn wss_through_nginx_upgrades_over_tls_and_nginx_refusals_are_counted() {
     let server = WsServer::start("echo");
     let (_certs_dir, c) = common::certs();
     let p = |n: &str| c.join(n).display().to_string();
-    let nginx = common::Nginx::start_tls(
-        &format!(
-            "ssl_certificate {}; ssl_certificate_key {};",
-            p("server.pem"),
-            p("server.key")
-        ),
-        &format!(
-            "location /ws {{ proxy_pass http://127.0.0.1:{}; proxy_http_version 1.1;\n\
-             proxy_set_header Upgrade $http_upgrade; proxy_set_header Connection \"upgrade\"; }}\n\
-             location / {{ return 404; }}",
-            server.port
-        ),
-    );
+    let nginx = common::nginx_wss(&c, server.port);
     let yaml = r#"
 target: TARGET
 tls: { cacert: CA }

@@ -20,16 +20,7 @@ const LOCATIONS: &str = r#"
 
 /// nginx over TLS; `listen` is `ssl http2` or `ssl` (HTTP/1.1 only).
 fn tls_nginx(c: &Path, listen: &str) -> Nginx {
-    let p = |name: &str| c.join(name).display().to_string();
-    Nginx::start_listen(
-        listen,
-        &format!(
-            "ssl_certificate {}; ssl_certificate_key {};",
-            p("server.pem"),
-            p("server.key")
-        ),
-        LOCATIONS,
-    )
+    common::nginx_tls(c, listen, false, "", LOCATIONS)
 }
 
 /// The figures every successful `--http2` storm of `n` connections, each

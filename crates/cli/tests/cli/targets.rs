@@ -8,65 +8,43 @@ use crate::common;
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Stdio;
 
-use common::{assert_books_balance, free_port, http, output, schema_violations, throng, wait_listening};
+use common::{assert_books_balance, free_port, http, output, schema_violations, throng};
 use throng_result::RunResult;
 
 /// nginx logging `METHOD URI CONTENT_TYPE X_TARGET BODY` per request to
 /// `access.log`. Bodies are read (and so logged) by proxying to a location
 /// of its own; /status/404 answers 404.
 struct LoggingNginx {
-    child: Child,
-    port: u16,
-    dir: tempfile::TempDir,
+    nginx: common::Nginx,
+    logs: tempfile::TempDir,
 }
 
 impl LoggingNginx {
     fn start() -> LoggingNginx {
-        let nginx = ["/usr/sbin/nginx", "/usr/bin/nginx"]
-            .into_iter()
-            .find(|p| Path::new(p).exists())
-            .expect("nginx is not installed: run ./scripts/test.sh, which installs it (Debian package nginx-light)");
-        let dir = tempfile::tempdir().unwrap();
-        let port = free_port();
-        let d = dir.path().display();
-        let conf = format!(
-            "worker_processes 1;\nerror_log {d}/error.log warn;\npid {d}/nginx.pid;\ndaemon off;\n\
-             events {{ worker_connections 512; }}\n\
-             http {{\n  access_log off;\n  keepalive_requests 1000000;\n\
-               client_body_temp_path {d}/body; proxy_temp_path {d}/proxy; fastcgi_temp_path {d}/fcgi;\n\
-               uwsgi_temp_path {d}/uwsgi; scgi_temp_path {d}/scgi;\n\
-               log_format t '$request_method $uri $content_type|$http_x_target|$request_body';\n\
-               server {{\n    listen 127.0.0.1:{port};\n\
-                 location = /sink {{ return 200; }}\n\
-                 location /status/404 {{ access_log {d}/access.log t; return 404; }}\n\
-                 location / {{ access_log {d}/access.log t; set $s /sink; proxy_pass http://127.0.0.1:{port}$s; }}\n\
-               }}\n}}\n"
+        let logs = tempfile::tempdir().unwrap();
+        let log = logs.path().join("access.log");
+        let log = log.display();
+        let nginx = common::Nginx::start_http(
+            "log_format t '$request_method $uri $content_type|$http_x_target|$request_body';",
+            &format!(
+                "location = /sink {{ return 200; }}\n\
+                 location /status/404 {{ access_log {log} t; return 404; }}\n\
+                 location / {{ access_log {log} t; set $s /sink; proxy_pass http://127.0.0.1:$server_port$s; }}"
+            ),
         );
-        std::fs::write(dir.path().join("nginx.conf"), conf).unwrap();
-        let child = Command::new(nginx)
-            .arg("-p")
-            .arg(dir.path())
-            .arg("-c")
-            .arg(dir.path().join("nginx.conf"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("cannot start nginx");
-        wait_listening(SocketAddr::from(([127, 0, 0, 1], port)));
-        LoggingNginx { child, port, dir }
+        LoggingNginx { nginx, logs }
     }
 
     fn url(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}{path}", self.port)
+        self.nginx.url(path)
     }
 
     /// Each logged line, with how many times nginx logged it.
     fn seen(&self) -> BTreeMap<String, u64> {
-        let text = std::fs::read_to_string(self.dir.path().join("access.log")).unwrap_or_default();
+        let text = std::fs::read_to_string(self.logs.path().join("access.log")).unwrap_or_default();
         let mut out = BTreeMap::new();
         for line in text.lines() {
             *out.entry(line.to_string()).or_default() += 1;
@@ -81,23 +59,6 @@ impl LoggingNginx {
             .filter(|(l, _)| l.split(' ').nth(1) == Some(path))
             .map(|(_, n)| n)
             .sum()
-    }
-}
-
-impl Drop for LoggingNginx {
-    fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-        while std::time::Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

@@ -6,36 +6,18 @@
 
 use crate::common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use common::{Nginx, assert_books_balance, http, throng};
+use common::{Nginx, assert_books_balance, certs_with as certs, http, p, throng};
 
-/// Runs `throng certs` into a fresh directory.
-pub(crate) fn certs(extra: &[&str]) -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("certs");
-    let o = common::output(throng().args(["certs", "--out", out.to_str().unwrap()]).args(extra));
-    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
-    (dir, out)
-}
-
-pub(crate) fn p(dir: &Path, name: &str) -> String {
-    dir.join(name).display().to_string()
-}
-
+/// nginx over TLS 1.2 and 1.3 with a session cache and tickets (for
+/// resumption), asking for a client certificate with `mtls`.
 pub(crate) fn nginx_tls(c: &Path, mtls: bool) -> Nginx {
-    let client = if mtls {
-        format!("ssl_client_certificate {}; ssl_verify_client on;", p(c, "ca.pem"))
-    } else {
-        String::new()
-    };
-    Nginx::start_tls(
-        &format!(
-            "ssl_certificate {}; ssl_certificate_key {}; ssl_protocols TLSv1.2 TLSv1.3;\n\
-             ssl_session_cache shared:SSL:1m; ssl_session_tickets on; {client}",
-            p(c, "server.pem"),
-            p(c, "server.key")
-        ),
+    common::nginx_tls(
+        c,
+        "ssl",
+        mtls,
+        "ssl_protocols TLSv1.2 TLSv1.3; ssl_session_cache shared:SSL:1m; ssl_session_tickets on;",
         "location / { return 200 \"tls\"; }",
     )
 }
@@ -108,13 +90,7 @@ fn full_handshakes_by_default_resumed_when_asked() {
 fn verification_failures_are_classified() {
     let (_d, c) = certs(&[]);
     let nginx = nginx_tls(&c, false);
-    // No --cacert: the lab CA is not among the system's.
-    let run = http(&[&nginx.https("localhost", "/"), "-n", "10", "-c", "2"]);
-    assert_eq!(run.code(), 1);
-    assert_eq!(run.result().measurements.connections.error("tls.unknown_ca"), 10);
-    assert_eq!(run.result().measurements.requests.error("tls.unknown_ca"), 10);
-    assert_books_balance(run.result());
-
+    // An unknown CA (no --cacert): matrix::http1_tls::fault.
     // A name the certificate was not issued for.
     let ca = p(&c, "ca.pem");
     let run = http(&[

@@ -7,10 +7,7 @@
 
 use crate::common;
 
-use std::net::SocketAddr;
-use std::process::{Child, Stdio};
-
-use common::{Nginx, assert_books_balance, free_port, http, throng, wait_listening};
+use common::{FaultServer, Nginx, assert_books_balance, free_port, http, throng};
 use throng_result::RunResult;
 
 const IO: [&str; 2] = ["epoll", "uring"];
@@ -184,35 +181,6 @@ fn a_duration_run_stops_gracefully_with_its_books_balanced() {
         m.connections.ok,
         "every connection closed at the end"
     );
-}
-
-/// `throng serve --fault NAME` on a free loopback port, stopped on drop.
-struct FaultServer {
-    child: Child,
-    port: u16,
-}
-
-impl FaultServer {
-    fn start(fault: &str) -> FaultServer {
-        let port = free_port();
-        let child = throng()
-            .args(["serve", "--fault", fault, "--threads", "1", "--listen"])
-            .arg(format!("127.0.0.1:{port}"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        wait_listening(SocketAddr::from(([127, 0, 0, 1], port)));
-        FaultServer { child, port }
-    }
-}
-
-impl Drop for FaultServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 #[test]

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::{assert_books_balance, free_port, http, output, scenario, throng, wait_listening};
+use crate::common::{FaultServer, assert_books_balance, free_port, http, output, scenario, throng};
 
 /// tests/servers/alternate.py: 200, 503, 200, 503, ... over the whole
 /// server; stopped on drop.
@@ -60,36 +60,15 @@ impl Drop for Alternate {
 }
 
 /// `throng serve` with `extra` flags (a `--fault`), on a free port.
-struct Lab {
-    child: Child,
-    port: u16,
-}
+struct Lab(FaultServer);
 
 impl Lab {
     fn start(extra: &[&str]) -> Lab {
-        let port = free_port();
-        let child = throng()
-            .args(["serve", "--threads", "1", "--listen"])
-            .arg(format!("127.0.0.1:{port}"))
-            .args(extra)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        wait_listening(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
-        Lab { child, port }
+        Lab(FaultServer::serve(extra))
     }
 
     fn url(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}{path}", self.port)
-    }
-}
-
-impl Drop for Lab {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        format!("http://{}{path}", self.0.addr())
     }
 }
 

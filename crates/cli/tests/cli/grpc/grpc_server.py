@@ -15,10 +15,15 @@ With --reflection it also serves server reflection (grpcio-reflection:
 grpc.reflection.v1alpha only), from descriptors of tester.proto and
 common.proto built here by hand (no protoc).
 
+With the environment variable GRPC_CALL_LOG set to a file, every Call that
+reaches its handler appends one line to it (what the server counted).
+
 Usage: grpc_server.py [--reflection] PORT [CERT KEY]   prints "ready" when
 serving; runs until killed, or 120 s at most.
 """
+import os
 import sys
+import threading
 import time
 from concurrent import futures
 
@@ -58,7 +63,14 @@ def reply(text):
     return b"\x0a" + bytes([len(b)]) + b if len(b) < 128 else b"\x0a" + bytes([len(b) & 0x7F | 0x80, len(b) >> 7]) + b
 
 
+CALL_LOG = os.environ.get("GRPC_CALL_LOG")
+CALL_LOG_LOCK = threading.Lock()
+
+
 def call(request, context):
+    if CALL_LOG:
+        with CALL_LOG_LOCK, open(CALL_LOG, "a") as log:
+            log.write("call\n")
     f = decode(request)
     if f.get(3):
         time.sleep(f[3] / 1000)
