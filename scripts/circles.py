@@ -11,7 +11,8 @@ A module path resolves to its file: `a::b` is `a/b.rs` or `a/b/mod.rs`; a path
 naming an item (`crate::a::Item`) resolves to the deepest module it goes
 through, so an item of `lib.rs`/`mod.rs`, re-exported or not, counts as that
 file. `super::` inside an inline `mod tests { ... }` refers to the file itself,
-which is not an edge. A parent declaring `mod child;` is not an import.
+which is not an edge. A parent declaring `mod child;` or re-exporting it
+(`pub use self::child::X`) is not an import.
 
 Usage: scripts/circles.py [crates/NAME/src ...]
 """
@@ -21,8 +22,10 @@ import re
 import sys
 
 IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
-# `crate::a::b`, `super::super::a`, `self::super::x` in code (not in `use`).
-CODE_PATH = re.compile(r"(?<![A-Za-z0-9_:])((?:crate|super|self)(?:::" + IDENT + r")+)")
+# `crate::a::b`, `super::super::a` in code (not in `use`). `self::` paths are
+# not edges: a `mod.rs` re-exporting its children (`pub use self::child::X`)
+# does not depend on them; a child using the parent's items does.
+CODE_PATH = re.compile(r"(?<![A-Za-z0-9_:])((?:crate|super)(?:::" + IDENT + r")+)")
 INLINE_MOD = re.compile(r"^\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+(" + IDENT + r")\s*\{")
 
 
@@ -177,7 +180,7 @@ def file_edges(path, modpath, mods):
                 pending_use = None
                 for p in expand_use(stmt):
                     segs = p.split("::")
-                    if segs[0] in ("crate", "super", "self"):
+                    if segs[0] in ("crate", "super"):
                         t = resolve(segs, here, mods)
                         if t:
                             targets.add(t)
