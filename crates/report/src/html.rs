@@ -23,7 +23,7 @@ use throng_metrics::{ErrorClass, Hist, Measurements, Phase};
 use throng_result::{Plan, RunResult, per_second};
 
 use crate::chart::{Axis, DASHES, LineChart, PALETTE, RangeChart, RangeRow, Series, Unit, escape};
-use crate::format::{bytes, pct, us};
+use crate::format::{bytes, pct, primary_phase, us};
 
 /// Picks one kind of outcomes out of the measurements.
 type OutcomesOf = fn(&Measurements) -> &throng_metrics::Outcomes;
@@ -204,7 +204,7 @@ fn plan_lines(r: &RunResult) -> Vec<String> {
             let mut v: Vec<String> = p
                 .scenarios
                 .iter()
-                .map(|sc| format!("scenario {}: {}", sc.name, crate::scenario::describe(sc)))
+                .map(|sc| format!("scenario {}: {}", sc.name, crate::scenario::report::describe(sc)))
                 .collect();
             if (p.scale - 1.0).abs() > f64::EPSILON {
                 v.push(format!("schedule scaled by {} (--scale)", p.scale));
@@ -217,13 +217,6 @@ fn plan_lines(r: &RunResult) -> Vec<String> {
 /// The unit of work a run counts: requests, or connections for storms.
 fn unit(r: &RunResult) -> (&throng_metrics::Outcomes, &'static str) {
     (r.unit_outcomes(), r.unit().plural())
-}
-
-/// The phase whose distribution the latency charts show.
-pub(crate) fn primary_phase(m: &Measurements) -> Option<&'static str> {
-    ["latency", "response", "tls", "handshake", "connect", "connection"]
-        .into_iter()
-        .find(|p| m.phase(p).is_some())
 }
 
 /// One line of a chart before it gets its colour.
@@ -838,7 +831,7 @@ impl Page {
             .iter()
             .any(|(_, r)| !r.measurements.handshake_out_of_turn.is_empty())
         {
-            let rows: Vec<Vec<String>> = crate::storm::OUT_OF_TURN
+            let rows: Vec<Vec<String>> = crate::storm::report::OUT_OF_TURN
                 .iter()
                 .filter(|(k, _)| {
                     sides
@@ -938,10 +931,10 @@ impl Page {
         .iter()
         .map(|s| s.to_string())
         .collect();
-        let mut rows: Vec<Vec<String>> = crate::scenario::tag_rows(s)
+        let mut rows: Vec<Vec<String>> = crate::scenario::report::tag_rows(s)
             .into_iter()
             .map(|(kind, name, t)| {
-                let h = crate::scenario::row(&t.response);
+                let h = crate::scenario::report::row(&t.response);
                 let mut row = vec![
                     escape(&format!("{kind}:{}", crate::format::name(name))),
                     t.requests.to_string(),
@@ -953,7 +946,7 @@ impl Page {
             })
             .collect();
         for (name, h) in s.groups.iter().filter(|(_, h)| !h.is_empty()) {
-            let c = crate::scenario::row(h);
+            let c = crate::scenario::report::row(h);
             let mut row = vec![
                 escape(&format!("group:{} (whole)", crate::format::name(name))),
                 h.count().to_string(),
@@ -969,7 +962,7 @@ impl Page {
                 "<p class=\"plan\">status✗: responses whose status the step does not expect (counted as check_failed).</p>\n",
             );
         }
-        let stages = crate::scenario::stage_rows(s, p);
+        let stages = crate::scenario::report::stage_rows(s, p);
         if !stages.is_empty() {
             self.h2("stages", "Load levels (per stage)");
             let head: Vec<String> = ["stage", "span", "planned", "VUs max", "req/s", "med", "p95", "errors"]
@@ -1114,7 +1107,7 @@ fn facts(r: &RunResult) -> Vec<(&'static str, String)> {
                 "{:.2}s user + {:.2}s system{}",
                 g.cpu_user_s,
                 g.cpu_system_s,
-                crate::text::cpu_share(r)
+                crate::sections::cpu_share(r)
             ),
         ),
         ("peak memory", bytes(g.peak_rss_bytes as f64)),
