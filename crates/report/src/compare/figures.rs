@@ -17,6 +17,17 @@ pub(super) fn figures(runs_a: &[RunResult], runs_b: &[RunResult], a: &RunResult,
             b: vb,
         });
     };
+    summary(runs_a, runs_b, a, b, &mut add);
+    concurrency(a, b, &mut add);
+    phases(a, b, &mut add);
+    outcomes(a, b, &mut add);
+    statuses(a, b, &mut add);
+    generator(runs_a, runs_b, a, b, &mut add);
+    out
+}
+
+/// The summary: runs, duration, throughput, and what each unit's outcome was.
+fn summary(runs_a: &[RunResult], runs_b: &[RunResult], a: &RunResult, b: &RunResult, add: &mut Add<'_>) {
     let (ma, mb) = (&a.measurements, &b.measurements);
     let storm = a.unit() == throng_result::Unit::Connections;
     let s = "summary";
@@ -107,7 +118,11 @@ pub(super) fn figures(runs_a: &[RunResult], runs_b: &[RunResult], a: &RunResult,
         throng_result::per_second(ma.bytes.received, a.duration_s),
         throng_result::per_second(mb.bytes.received, b.duration_s),
     );
+}
 
+/// Connections open at the peak, opened, and opened per second.
+fn concurrency(a: &RunResult, b: &RunResult, add: &mut Add<'_>) {
+    let (ma, mb) = (&a.measurements, &b.measurements);
     let c = "concurrency";
     add(
         c,
@@ -130,7 +145,11 @@ pub(super) fn figures(runs_a: &[RunResult], runs_b: &[RunResult], a: &RunResult,
         throng_result::per_second(ma.connections.ok, a.duration_s),
         throng_result::per_second(mb.connections.ok, b.duration_s),
     );
+}
 
+/// Each phase's mean, percentiles, max and count, in report order, then the rest by name.
+fn phases(a: &RunResult, b: &RunResult, add: &mut Add<'_>) {
+    let (ma, mb) = (&a.measurements, &b.measurements);
     // Report order first, then any other phase by name.
     let known: Vec<&str> = throng_metrics::Phase::ALL.iter().map(|p| p.name()).collect();
     let mut names: Vec<&str> = known.iter().copied().filter(|n| ma.phases.contains_key(*n)).collect();
@@ -148,7 +167,11 @@ pub(super) fn figures(runs_a: &[RunResult], runs_b: &[RunResult], a: &RunResult,
         add(&section, "max", Unit::Micros, ha.max() as f64, hb.max() as f64);
         add(&section, "count", Unit::Count, ha.count() as f64, hb.count() as f64);
     }
+}
 
+/// Outcomes by class, for requests and for connections.
+fn outcomes(a: &RunResult, b: &RunResult, add: &mut Add<'_>) {
+    let (ma, mb) = (&a.measurements, &b.measurements);
     for (unit_name, oa, ob) in [
         ("requests", &ma.requests, &mb.requests),
         ("connections", &ma.connections, &mb.connections),
@@ -171,7 +194,11 @@ pub(super) fn figures(runs_a: &[RunResult], runs_b: &[RunResult], a: &RunResult,
             );
         }
     }
+}
 
+/// Responses by status code.
+fn statuses(a: &RunResult, b: &RunResult, add: &mut Add<'_>) {
+    let (ma, mb) = (&a.measurements, &b.measurements);
     let mut codes: Vec<u16> = ma.status.keys().chain(mb.status.keys()).copied().collect();
     codes.sort_unstable();
     codes.dedup();
@@ -179,7 +206,11 @@ pub(super) fn figures(runs_a: &[RunResult], runs_b: &[RunResult], a: &RunResult,
         let n = |m: &throng_metrics::Measurements| m.status.get(&code).copied().unwrap_or(0) as f64;
         add("status", &code.to_string(), Unit::Count, n(ma), n(mb));
     }
+}
 
+/// The generator's own cost: CPU, work per CPU-second, peak memory.
+fn generator(runs_a: &[RunResult], runs_b: &[RunResult], a: &RunResult, b: &RunResult, add: &mut Add<'_>) {
+    let storm = a.unit() == throng_result::Unit::Connections;
     let g = "generator";
     let cpu = |runs: &[RunResult]| -> f64 {
         runs.iter()
@@ -202,8 +233,10 @@ pub(super) fn figures(runs_a: &[RunResult], runs_b: &[RunResult], a: &RunResult,
     );
     let rss = |runs: &[RunResult]| runs.iter().map(|r| r.generator.peak_rss_bytes).max().unwrap_or(0) as f64;
     add(g, "peak memory", Unit::Bytes, rss(runs_a), rss(runs_b));
-    out
 }
+
+/// Adds one figure: section, name, unit, A's value, B's.
+type Add<'a> = dyn FnMut(&str, &str, Unit, f64, f64) + 'a;
 
 fn pct(part: u64, whole: u64) -> f64 {
     crate::format::pct(part, whole)

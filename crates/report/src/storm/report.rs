@@ -58,7 +58,18 @@ fn write_out_of_turn(client: ClientProfile, m: &throng_metrics::Measurements, w:
 
 /// The report of a storm.
 pub(crate) fn write_storm(r: &RunResult, p: &StormPlan, w: &mut dyn Write) -> io::Result<()> {
-    let m = &r.measurements;
+    write_head(r, p, w)?;
+    write_connections(r, p, w)?;
+    write_held(r, w)?;
+    write_reconnects(r, p, w)?;
+    write_trigger(r, w)?;
+    write_requests(r, w)?;
+    write_phases_and_cost(r, w)?;
+    write_kernel(r, w)
+}
+
+/// What ran: the target, the plan, interruptions, the segment, notes.
+fn write_head(r: &RunResult, p: &StormPlan, w: &mut dyn Write) -> io::Result<()> {
     writeln!(w, "throng storm {}", p.target.url)?;
     writeln!(w, "  {}", p.describe())?;
     if r.interrupted {
@@ -71,7 +82,12 @@ pub(crate) fn write_storm(r: &RunResult, p: &StormPlan, w: &mut dyn Write) -> io
         writeln!(w, "  note: {note}")?;
     }
     writeln!(w)?;
+    Ok(())
+}
 
+/// Connections: attempted, established, failed by class, hints, throughput, peak.
+fn write_connections(r: &RunResult, p: &StormPlan, w: &mut dyn Write) -> io::Result<()> {
+    let m = &r.measurements;
     let c = &m.connections;
     writeln!(
         w,
@@ -133,6 +149,12 @@ pub(crate) fn write_storm(r: &RunResult, p: &StormPlan, w: &mut dyn Write) -> io
         "  {:<16}{} established at once",
         "peak", m.peak_concurrent_connections
     )?;
+    Ok(())
+}
+
+/// What the held connections carried and how the server closed them.
+fn write_held(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
+    let m = &r.measurements;
     if let Some(x) = &m.multiplex {
         // HTTP/2 and HTTP/3 storms: each connection carries at most its one
         // request, as one stream.
@@ -159,6 +181,12 @@ pub(crate) fn write_storm(r: &RunResult, p: &StormPlan, w: &mut dyn Write) -> io
         let codes: Vec<String> = m.close_codes.iter().map(|(c, n)| format!("{c}={n}")).collect();
         writeln!(w, "  {:<16}by close code: {}", "", codes.join(", "))?;
     }
+    Ok(())
+}
+
+/// Connections the server dropped and how they came back.
+fn write_reconnects(r: &RunResult, p: &StormPlan, w: &mut dyn Write) -> io::Result<()> {
+    let m = &r.measurements;
     if p.reconnect.is_some() && m.closed_by_peer > 0 {
         let back = m.phases.get(Phase::Reconnect.name()).map_or(0, |h| h.count());
         let gave_up = crate::format::total(m.reconnect_gave_up.values().copied());
@@ -194,6 +222,11 @@ pub(crate) fn write_storm(r: &RunResult, p: &StormPlan, w: &mut dyn Write) -> io
             )?;
         }
     }
+    Ok(())
+}
+
+/// What the storm's `--trigger` command did.
+fn write_trigger(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
     if let Some(t) = &r.trigger {
         let when = t
             .fired_at_s
@@ -212,6 +245,12 @@ pub(crate) fn write_storm(r: &RunResult, p: &StormPlan, w: &mut dyn Write) -> io
             writeln!(w, "  {:<16}| {line}", "")?;
         }
     }
+    Ok(())
+}
+
+/// The requests a storm's connections sent.
+fn write_requests(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
+    let m = &r.measurements;
     if m.requests.attempted > 0 {
         let rq = &m.requests;
         let classes = m.status_classes();
@@ -229,6 +268,13 @@ pub(crate) fn write_storm(r: &RunResult, p: &StormPlan, w: &mut dyn Write) -> io
         )?;
         write_errors(w, &rq.errors)?;
     }
+    Ok(())
+}
+
+/// TLS, the phase table, and the generator's cost per connection.
+fn write_phases_and_cost(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
+    let m = &r.measurements;
+    let c = &m.connections;
     write_tls(r, w, 16)?;
     writeln!(w)?;
     write_phase_table(m, w)?;
@@ -256,7 +302,7 @@ pub(crate) fn write_storm(r: &RunResult, p: &StormPlan, w: &mut dyn Write) -> io
             )?;
         }
     }
-    write_kernel(r, w)
+    Ok(())
 }
 
 /// The kernel's side, beside the generator's: TCP sockets at the peak, the
