@@ -338,7 +338,7 @@ fn job(
         empty_dir: req.results_pvc.is_none().then_some(EmptyDir {}),
         persistent_volume_claim: req.results_pvc.as_ref().map(|c| ClaimRef { claim_name: c.clone() }),
     };
-    let job = Job {
+    Job {
         api_version: "batch/v1",
         kind: "Job",
         metadata: job_meta,
@@ -425,8 +425,7 @@ fn job(
                 },
             },
         },
-    };
-    job
+    }
 }
 
 /// The shell commands that wait for the job, pull each segment's result out
