@@ -31,7 +31,7 @@ pub enum ResultError {
     /// Results of different kinds cannot be merged.
     #[error("cannot merge: {}", short(.0))]
     Incompatible(String),
-    /// A number in the document is past a limit ([`limits`]).
+    /// A number in the document is past a limit ([`limits`](crate::limits)).
     #[error(
         "'{}' {} (a result throng writes stays within the limits in docs/RESULTS.md; give an undamaged file written by --json)",
         short(field),

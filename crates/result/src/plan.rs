@@ -18,7 +18,7 @@ pub enum Plan {
     Run(Box<ScenarioPlan>),
 }
 
-/// What a run counts as its unit of work ([`RunResult::unit`]).
+/// What a run counts as its unit of work ([`RunResult::unit`](crate::RunResult::unit)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Unit {
     /// HTTP requests (`throng http`, `throng run`).
