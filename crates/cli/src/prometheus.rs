@@ -192,226 +192,253 @@ impl Collector for Snapshot {
             // throng's own recorders.
             let _ = m.merge(c, Duration::ZERO);
         }
-        let counter = |n: u64| Value(MetricType::Counter, n);
-        let gauge = |n: u64| Value(MetricType::Gauge, n);
 
-        let mut requests = vec![(vec![("outcome", "ok".to_string())], counter(m.requests.ok))];
-        for (class, &n) in &m.requests.errors {
-            requests.push((vec![("outcome", clean(class))], counter(n)));
-        }
-        family(
-            &mut enc,
-            "requests",
-            "Requests that ended, by outcome (ok or an error class).",
-            None,
-            MetricType::Counter,
-            &requests,
-        )?;
-
-        let names = ["1xx", "2xx", "3xx", "4xx", "5xx", "other"];
-        let responses: Vec<_> = m
-            .status_classes()
-            .iter()
-            .zip(names)
-            .map(|(&n, c)| (vec![("class", c.to_string())], counter(n)))
-            .collect();
-        family(
-            &mut enc,
-            "responses",
-            "Responses by status class.",
-            None,
-            MetricType::Counter,
-            &responses,
-        )?;
-
-        let mut conns = vec![(vec![("outcome", "ok".to_string())], counter(m.connections.ok))];
-        for (class, &n) in &m.connections.errors {
-            conns.push((vec![("outcome", clean(class))], counter(n)));
-        }
-        family(
-            &mut enc,
-            "connections",
-            "Connection attempts that ended, by outcome (ok: established).",
-            None,
-            MetricType::Counter,
-            &conns,
-        )?;
-
-        family(
-            &mut enc,
-            "dropped",
-            "Arrivals the schedule could not start (open loop: no connection free).",
-            None,
-            MetricType::Counter,
-            &[(vec![], counter(m.dropped))],
-        )?;
-        family(
-            &mut enc,
-            "bytes_sent",
-            "Bytes written to the target.",
-            None,
-            MetricType::Counter,
-            &[(vec![], counter(m.bytes.sent))],
-        )?;
-        family(
-            &mut enc,
-            "bytes_received",
-            "Bytes read from the target.",
-            None,
-            MetricType::Counter,
-            &[(vec![], counter(m.bytes.received))],
-        )?;
-        family(
-            &mut enc,
-            "active_connections",
-            "Connections open now.",
-            None,
-            MetricType::Gauge,
-            &[(vec![], gauge(f.active_connections))],
-        )?;
-        family(
-            &mut enc,
-            "vus",
-            "Virtual users active now (scenario runs).",
-            None,
-            MetricType::Gauge,
-            &[(vec![], gauge(f.vus))],
-        )?;
-        family(
-            &mut enc,
-            "running",
-            "1 while a run lasts, 0 before and after.",
-            None,
-            MetricType::Gauge,
-            &[(vec![], gauge(u64::from(f.running)))],
-        )?;
-
-        let phases: Vec<_> = m
-            .phases
-            .iter()
-            .map(|(name, h)| (vec![("phase", clean(name))], Histo(h)))
-            .collect();
-        family(
-            &mut enc,
-            "phase_duration",
-            "Time spent in each phase (connect, tls, wait, response, latency, ...).",
-            Some(&Unit::Seconds),
-            MetricType::Histogram,
-            &phases,
-        )?;
-
+        encode_outcomes(&mut enc, &m)?;
+        encode_totals(&mut enc, f, &m)?;
+        encode_phases(&mut enc, &m)?;
         // An http run with several targets: their figures, under target:NAME tags.
         if let Some(s) = m
             .scenario
             .as_ref()
             .filter(|s| s.tags.keys().any(|k| k.starts_with("target:")))
         {
-            let mut requests = Vec::new();
-            let mut hists = Vec::new();
-            for (key, t) in &s.tags {
-                let Some(target) = key.strip_prefix("target:") else {
-                    continue;
-                };
-                let labels = |result: &str| vec![("target", clean(target)), ("result", result.to_string())];
-                requests.push((labels("ok"), counter(t.requests.saturating_sub(t.failed))));
-                requests.push((labels("failed"), counter(t.failed)));
-                requests.push((labels("interrupted"), counter(t.interrupted)));
-                hists.push((vec![("target", clean(target))], Histo(&t.response)));
-            }
-            family(
-                &mut enc,
-                "target_requests",
-                "Requests of each target of an http run, by result (failed: an error or an unexpected status).",
-                None,
-                MetricType::Counter,
-                &requests,
-            )?;
-            family(
-                &mut enc,
-                "target_response",
-                "Response time of each target (first request byte to last response byte).",
-                Some(&Unit::Seconds),
-                MetricType::Histogram,
-                &hists,
-            )?;
+            encode_targets(&mut enc, s)?;
         } else if let Some(s) = &m.scenario {
-            family(
-                &mut enc,
-                "iterations",
-                "Scenario iterations that ended.",
-                None,
-                MetricType::Counter,
-                &[(vec![], counter(s.iterations))],
-            )?;
-            family(
-                &mut enc,
-                "dropped_iterations",
-                "Scenario iterations the schedule could not start.",
-                None,
-                MetricType::Counter,
-                &[(vec![], counter(s.dropped_iterations))],
-            )?;
-            let mut checks = Vec::new();
-            for (name, c) in &s.checks {
-                checks.push((
-                    vec![("check", clean(name)), ("result", "pass".into())],
-                    counter(c.passes),
-                ));
-                checks.push((
-                    vec![("check", clean(name)), ("result", "fail".into())],
-                    counter(c.fails),
-                ));
-            }
-            family(
-                &mut enc,
-                "checks",
-                "Checks by result.",
-                None,
-                MetricType::Counter,
-                &checks,
-            )?;
-
-            let mut steps = Vec::new();
-            let mut step_hists = Vec::new();
-            for (key, t) in &s.tags {
-                let Some(step) = key.strip_prefix("step:") else {
-                    continue;
-                };
-                let scenario = f.step_scenarios.get(step).cloned().unwrap_or_default();
-                let labels = |result: &str| {
-                    vec![
-                        ("scenario", clean(&scenario)),
-                        ("step", clean(step)),
-                        ("result", result.to_string()),
-                    ]
-                };
-                steps.push((labels("ok"), counter(t.requests.saturating_sub(t.failed))));
-                steps.push((labels("failed"), counter(t.failed)));
-                steps.push((labels("interrupted"), counter(t.interrupted)));
-                step_hists.push((
-                    vec![("scenario", clean(&scenario)), ("step", clean(step))],
-                    Histo(&t.response),
-                ));
-            }
-            family(
-                &mut enc,
-                "step_requests",
-                "Requests of each scenario step, by result (failed: an error or an unexpected status).",
-                None,
-                MetricType::Counter,
-                &steps,
-            )?;
-            family(
-                &mut enc,
-                "step_response",
-                "Response time of each scenario step (first request byte to last response byte).",
-                Some(&Unit::Seconds),
-                MetricType::Histogram,
-                &step_hists,
-            )?;
+            encode_scenario(&mut enc, f, s)?;
         }
         Ok(())
     }
+}
+
+/// Requests and connections by outcome, responses by status class.
+fn encode_outcomes(enc: &mut DescriptorEncoder, m: &Measurements) -> Result<(), std::fmt::Error> {
+    let counter = |n: u64| Value(MetricType::Counter, n);
+    let mut requests = vec![(vec![("outcome", "ok".to_string())], counter(m.requests.ok))];
+    for (class, &n) in &m.requests.errors {
+        requests.push((vec![("outcome", clean(class))], counter(n)));
+    }
+    family(
+        enc,
+        "requests",
+        "Requests that ended, by outcome (ok or an error class).",
+        None,
+        MetricType::Counter,
+        &requests,
+    )?;
+
+    let names = ["1xx", "2xx", "3xx", "4xx", "5xx", "other"];
+    let responses: Vec<_> = m
+        .status_classes()
+        .iter()
+        .zip(names)
+        .map(|(&n, c)| (vec![("class", c.to_string())], counter(n)))
+        .collect();
+    family(
+        enc,
+        "responses",
+        "Responses by status class.",
+        None,
+        MetricType::Counter,
+        &responses,
+    )?;
+
+    let mut conns = vec![(vec![("outcome", "ok".to_string())], counter(m.connections.ok))];
+    for (class, &n) in &m.connections.errors {
+        conns.push((vec![("outcome", clean(class))], counter(n)));
+    }
+    family(
+        enc,
+        "connections",
+        "Connection attempts that ended, by outcome (ok: established).",
+        None,
+        MetricType::Counter,
+        &conns,
+    )?;
+    Ok(())
+}
+
+/// Dropped arrivals, bytes, and the gauges: open connections, VUs, running.
+fn encode_totals(enc: &mut DescriptorEncoder, f: &Figures, m: &Measurements) -> Result<(), std::fmt::Error> {
+    let counter = |n: u64| Value(MetricType::Counter, n);
+    let gauge = |n: u64| Value(MetricType::Gauge, n);
+    family(
+        enc,
+        "dropped",
+        "Arrivals the schedule could not start (open loop: no connection free).",
+        None,
+        MetricType::Counter,
+        &[(vec![], counter(m.dropped))],
+    )?;
+    family(
+        enc,
+        "bytes_sent",
+        "Bytes written to the target.",
+        None,
+        MetricType::Counter,
+        &[(vec![], counter(m.bytes.sent))],
+    )?;
+    family(
+        enc,
+        "bytes_received",
+        "Bytes read from the target.",
+        None,
+        MetricType::Counter,
+        &[(vec![], counter(m.bytes.received))],
+    )?;
+    family(
+        enc,
+        "active_connections",
+        "Connections open now.",
+        None,
+        MetricType::Gauge,
+        &[(vec![], gauge(f.active_connections))],
+    )?;
+    family(
+        enc,
+        "vus",
+        "Virtual users active now (scenario runs).",
+        None,
+        MetricType::Gauge,
+        &[(vec![], gauge(f.vus))],
+    )?;
+    family(
+        enc,
+        "running",
+        "1 while a run lasts, 0 before and after.",
+        None,
+        MetricType::Gauge,
+        &[(vec![], gauge(u64::from(f.running)))],
+    )?;
+    Ok(())
+}
+
+/// Every phase as a histogram.
+fn encode_phases(enc: &mut DescriptorEncoder, m: &Measurements) -> Result<(), std::fmt::Error> {
+    let phases: Vec<_> = m
+        .phases
+        .iter()
+        .map(|(name, h)| (vec![("phase", clean(name))], Histo(h)))
+        .collect();
+    family(
+        enc,
+        "phase_duration",
+        "Time spent in each phase (connect, tls, wait, response, latency, ...).",
+        Some(&Unit::Seconds),
+        MetricType::Histogram,
+        &phases,
+    )?;
+    Ok(())
+}
+
+/// An http run's targets: requests by result and response time.
+fn encode_targets(enc: &mut DescriptorEncoder, s: &throng_metrics::ScenarioStats) -> Result<(), std::fmt::Error> {
+    let counter = |n: u64| Value(MetricType::Counter, n);
+    let mut requests = Vec::new();
+    let mut hists = Vec::new();
+    for (key, t) in &s.tags {
+        let Some(target) = key.strip_prefix("target:") else {
+            continue;
+        };
+        let labels = |result: &str| vec![("target", clean(target)), ("result", result.to_string())];
+        requests.push((labels("ok"), counter(t.requests.saturating_sub(t.failed))));
+        requests.push((labels("failed"), counter(t.failed)));
+        requests.push((labels("interrupted"), counter(t.interrupted)));
+        hists.push((vec![("target", clean(target))], Histo(&t.response)));
+    }
+    family(
+        enc,
+        "target_requests",
+        "Requests of each target of an http run, by result (failed: an error or an unexpected status).",
+        None,
+        MetricType::Counter,
+        &requests,
+    )?;
+    family(
+        enc,
+        "target_response",
+        "Response time of each target (first request byte to last response byte).",
+        Some(&Unit::Seconds),
+        MetricType::Histogram,
+        &hists,
+    )?;
+    Ok(())
+}
+
+/// A scenario run's iterations, checks, and each step's requests and response time.
+fn encode_scenario(
+    enc: &mut DescriptorEncoder,
+    f: &Figures,
+    s: &throng_metrics::ScenarioStats,
+) -> Result<(), std::fmt::Error> {
+    let counter = |n: u64| Value(MetricType::Counter, n);
+    family(
+        enc,
+        "iterations",
+        "Scenario iterations that ended.",
+        None,
+        MetricType::Counter,
+        &[(vec![], counter(s.iterations))],
+    )?;
+    family(
+        enc,
+        "dropped_iterations",
+        "Scenario iterations the schedule could not start.",
+        None,
+        MetricType::Counter,
+        &[(vec![], counter(s.dropped_iterations))],
+    )?;
+    let mut checks = Vec::new();
+    for (name, c) in &s.checks {
+        checks.push((
+            vec![("check", clean(name)), ("result", "pass".into())],
+            counter(c.passes),
+        ));
+        checks.push((
+            vec![("check", clean(name)), ("result", "fail".into())],
+            counter(c.fails),
+        ));
+    }
+    family(enc, "checks", "Checks by result.", None, MetricType::Counter, &checks)?;
+
+    let mut steps = Vec::new();
+    let mut step_hists = Vec::new();
+    for (key, t) in &s.tags {
+        let Some(step) = key.strip_prefix("step:") else {
+            continue;
+        };
+        let scenario = f.step_scenarios.get(step).cloned().unwrap_or_default();
+        let labels = |result: &str| {
+            vec![
+                ("scenario", clean(&scenario)),
+                ("step", clean(step)),
+                ("result", result.to_string()),
+            ]
+        };
+        steps.push((labels("ok"), counter(t.requests.saturating_sub(t.failed))));
+        steps.push((labels("failed"), counter(t.failed)));
+        steps.push((labels("interrupted"), counter(t.interrupted)));
+        step_hists.push((
+            vec![("scenario", clean(&scenario)), ("step", clean(step))],
+            Histo(&t.response),
+        ));
+    }
+    family(
+        enc,
+        "step_requests",
+        "Requests of each scenario step, by result (failed: an error or an unexpected status).",
+        None,
+        MetricType::Counter,
+        &steps,
+    )?;
+    family(
+        enc,
+        "step_response",
+        "Response time of each scenario step (first request byte to last response byte).",
+        Some(&Unit::Seconds),
+        MetricType::Histogram,
+        &step_hists,
+    )?;
+    Ok(())
 }
 
 /// The endpoint: figures the coordinator updates, a thread that serves

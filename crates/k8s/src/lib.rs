@@ -152,6 +152,37 @@ pub struct Manifests {
 
 /// Makes the manifests and the collect commands.
 pub fn generate(req: &JobRequest) -> Result<Manifests, K8sError> {
+    let dir = checked_results_dir(req)?;
+    let start_at = rfc3339(req.start_at_unix);
+    let labels: Labels = [
+        ("app.kubernetes.io/name", "throng"),
+        ("app.kubernetes.io/instance", req.name.as_str()),
+        ("app.kubernetes.io/component", "agent"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    let meta = |name: &str| ObjectMeta {
+        name: name.to_string(),
+        namespace: req.namespace.clone(),
+        labels: labels.clone(),
+        annotations: Labels::new(),
+    };
+
+    let files = plan_files(req, &start_at)?;
+    let (mut docs, sources) = plan_documents(req, files, &meta);
+    let job = job(req, dir, &labels, &meta, sources);
+    docs.push(to_yaml(&job));
+    Ok(Manifests {
+        yaml: docs.join("---\n"),
+        collect: collect_commands(req, &start_at),
+        start_at,
+    })
+}
+
+/// Refuses names, an image, a parallelism or a results directory that the
+/// manifests cannot carry; the results directory without a trailing slash.
+fn checked_results_dir(req: &JobRequest) -> Result<&str, K8sError> {
     check_name("--name", &req.name, 52)?;
     check_name("--namespace", &req.namespace, 63)?;
     if let Some(pvc) = &req.results_pvc {
@@ -170,25 +201,13 @@ pub fn generate(req: &JobRequest) -> Result<Manifests, K8sError> {
     if !dir.starts_with('/') || dir.is_empty() || dir == PLAN_DIR || dir.starts_with("/plan/") || dir.contains("..") {
         return Err(K8sError::ResultsDir(req.results_dir.clone()));
     }
-    let start_at = rfc3339(req.start_at_unix);
-    let n = req.parallelism;
-    let labels: Labels = [
-        ("app.kubernetes.io/name", "throng"),
-        ("app.kubernetes.io/instance", req.name.as_str()),
-        ("app.kubernetes.io/component", "agent"),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v.to_string()))
-    .collect();
-    let meta = |name: &str| ObjectMeta {
-        name: name.to_string(),
-        namespace: req.namespace.clone(),
-        labels: labels.clone(),
-        annotations: Labels::new(),
-    };
+    Ok(dir)
+}
 
-    // The plan's files: the script, the segments, the scenario and what it
-    // names, as (key, path, contents, secret).
+/// The plan's files: the script, the segments, the scenario and what it
+/// names, as (key, path, contents, secret).
+fn plan_files(req: &JobRequest, start_at: &str) -> Result<Vec<(String, String, String, bool)>, K8sError> {
+    let n = req.parallelism;
     let args_file = |args: &[String]| -> Result<String, K8sError> {
         if let Some(bad) = args.iter().find(|a| a.contains('\n')) {
             return Err(K8sError::Argument(bad.clone()));
@@ -226,6 +245,16 @@ pub fn generate(req: &JobRequest) -> Result<Manifests, K8sError> {
             files.push((file_key(path), path.to_string(), f.contents.clone(), f.secret));
         }
     }
+    Ok(files)
+}
+
+/// The ConfigMap (and the Secret, when a file holds one) and the projected
+/// volume's sources that put their files in the pods' plan directory.
+fn plan_documents(
+    req: &JobRequest,
+    files: Vec<(String, String, String, bool)>,
+    meta: &dyn Fn(&str) -> ObjectMeta,
+) -> (Vec<String>, Vec<ProjectionSource>) {
     // A file that holds a secret goes in the Secret: the pods read it from
     // the same directory either way.
     let mut data = BTreeMap::new();
@@ -279,7 +308,18 @@ pub fn generate(req: &JobRequest) -> Result<Manifests, K8sError> {
             }),
         });
     }
+    (docs, sources)
+}
 
+/// The Indexed Job: one pod per segment, spread over nodes, locked down.
+fn job(
+    req: &JobRequest,
+    dir: &str,
+    labels: &Labels,
+    meta: &dyn Fn(&str) -> ObjectMeta,
+    sources: Vec<ProjectionSource>,
+) -> Job {
+    let n = req.parallelism;
     let resources: Labels = [("cpu", &req.sizing.cpu), ("memory", &req.sizing.memory)]
         .into_iter()
         .map(|(k, v)| (k.to_string(), v.clone()))
@@ -298,7 +338,7 @@ pub fn generate(req: &JobRequest) -> Result<Manifests, K8sError> {
         empty_dir: req.results_pvc.is_none().then_some(EmptyDir {}),
         persistent_volume_claim: req.results_pvc.as_ref().map(|c| ClaimRef { claim_name: c.clone() }),
     };
-    let job = Job {
+    Job {
         api_version: "batch/v1",
         kind: "Job",
         metadata: job_meta,
@@ -385,13 +425,7 @@ pub fn generate(req: &JobRequest) -> Result<Manifests, K8sError> {
                 },
             },
         },
-    };
-    docs.push(to_yaml(&job));
-    Ok(Manifests {
-        yaml: docs.join("---\n"),
-        collect: collect_commands(req, &start_at),
-        start_at,
-    })
+    }
 }
 
 /// The shell commands that wait for the job, pull each segment's result out

@@ -19,7 +19,7 @@ use h2::Reason;
 use h2::server::SendResponse;
 use tokio::net::TcpStream;
 
-use crate::fault::Fault;
+use crate::fault::kind::Fault;
 
 /// `h2-goaway` answers one stream fewer than this on a connection; the
 /// next one gets GOAWAY and the close instead of an answer.

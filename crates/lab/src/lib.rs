@@ -44,6 +44,7 @@ mod h2fault;
 mod http;
 mod http3;
 mod server;
+mod stream;
 mod ws;
 
 pub use auth::{AuthConfig, AuthConfigError, BcryptCost};

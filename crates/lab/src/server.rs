@@ -7,13 +7,14 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use socket2::{Domain, Protocol, Socket, Type};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
 use crate::auth::{AuthConfig, Service};
 use crate::fault::Fault;
 use crate::http::{Action, Parsed, json, parse_request, route, unreadable};
+use crate::stream::{LabStream, write_filler};
 
 /// Bodies up to this size are written together with the head.
 const INLINE_BODY: u64 = 64 * 1024;
@@ -164,32 +165,6 @@ struct Shared {
 /// Longest a client may take to complete a TLS handshake.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// A connection the lab serves: plain TCP or TLS over TCP.
-pub(crate) trait LabStream: AsyncRead + AsyncWrite + Unpin {
-    /// The TCP socket underneath.
-    fn tcp(&self) -> &TcpStream;
-    /// True for TLS (plaintext may be buffered above the socket).
-    fn is_tls(&self) -> bool;
-}
-
-impl LabStream for TcpStream {
-    fn tcp(&self) -> &TcpStream {
-        self
-    }
-    fn is_tls(&self) -> bool {
-        false
-    }
-}
-
-impl LabStream for tokio_rustls::server::TlsStream<TcpStream> {
-    fn tcp(&self) -> &TcpStream {
-        self.get_ref().0
-    }
-    fn is_tls(&self) -> bool {
-        true
-    }
-}
-
 fn bind(addr: SocketAddr) -> io::Result<Socket> {
     let s = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
     s.set_reuse_address(true)?;
@@ -334,16 +309,6 @@ async fn connection<S: LabStream>(mut stream: S, shared: &Shared) -> io::Result<
         }
         filled += n;
     }
-}
-
-pub(crate) async fn write_filler<S: LabStream>(stream: &mut S, mut n: u64) -> io::Result<()> {
-    static FILL: [u8; 16 * 1024] = [b'x'; 16 * 1024];
-    while n > 0 {
-        let k = usize::try_from(n).unwrap_or(usize::MAX).min(FILL.len());
-        stream.write_all(&FILL[..k]).await?;
-        n -= k as u64;
-    }
-    Ok(())
 }
 
 #[cfg(test)]

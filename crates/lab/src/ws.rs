@@ -17,7 +17,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::server::LabStream;
+use crate::stream::LabStream;
 
 /// RFC 6455's GUID, appended to the key before hashing.
 const GUID: &str = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";

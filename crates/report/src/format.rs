@@ -2,6 +2,8 @@
 
 use std::borrow::Cow;
 
+use throng_metrics::Measurements;
+
 /// The most characters a name (step, group, check, threshold, tag) takes
 /// in a report; longer ones are cut with an ellipsis.
 pub const NAME_CHARS: usize = 60;
@@ -71,6 +73,13 @@ pub fn pct(part: u64, whole: u64) -> f64 {
     } else {
         part as f64 * 100.0 / whole as f64
     }
+}
+
+/// The phase whose distribution the latency charts show.
+pub(crate) fn primary_phase(m: &Measurements) -> Option<&'static str> {
+    ["latency", "response", "tls", "handshake", "connect", "connection"]
+        .into_iter()
+        .find(|p| m.phase(p).is_some())
 }
 
 #[cfg(test)]

@@ -56,7 +56,7 @@ pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
 /// significant change passes and says so in its output (no rules: an empty
 /// suite).
 pub fn write_gate(c: &crate::compare::Comparison, w: &mut dyn Write) -> io::Result<()> {
-    use crate::gate::{Gate, Status};
+    use crate::gate::verdict::{Gate, Status};
     let rules = c.gate.as_ref().map_or(&[][..], |g| g.rules.as_slice());
     let tests = rules.len();
     let failures = rules.iter().filter(|r| r.status == Status::Failed).count();

@@ -43,6 +43,7 @@ pub mod interval_log;
 pub mod junit;
 pub mod runs;
 pub mod scenario;
+mod sections;
 pub mod stats;
 pub mod storm;
 pub mod summary_md;

@@ -109,7 +109,7 @@ pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
     if r.measurements.dropped > 0 {
         writeln!(w, "| dropped (scheduled, never sent) | {} |", r.measurements.dropped)?;
     }
-    if let Some(phase) = crate::html::primary_phase(&r.measurements)
+    if let Some(phase) = crate::format::primary_phase(&r.measurements)
         && let Some(h) = r.measurements.phase(phase)
     {
         let s = h.summary();

@@ -40,7 +40,7 @@ impl Point {
     /// The figures of `r`, labelled `label`.
     pub fn of(label: &str, r: &RunResult) -> Point {
         let o = r.unit_outcomes();
-        let phase = crate::html::primary_phase(&r.measurements).and_then(|name| {
+        let phase = crate::format::primary_phase(&r.measurements).and_then(|name| {
             let h = r.measurements.phase(name)?;
             (!h.is_empty()).then(|| (name.to_string(), h.quantile(0.50), h.quantile(0.99)))
         });

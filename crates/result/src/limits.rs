@@ -13,7 +13,8 @@
 use serde_json::Value;
 use throng_metrics::{Hist, Measurements, Outcomes};
 
-use crate::{ResultError, RunResult};
+use crate::error::ResultError;
+use crate::run::RunResult;
 
 /// The longest run (and the widest span of a merge) a result may cover:
 /// 366 days, in seconds.

@@ -14,47 +14,7 @@ use super::{UsageError, print_bytes, read_document};
 use crate::args::{CompareCmd, CompareFormat};
 
 pub fn run(mut c: CompareCmd) -> anyhow::Result<ExitCode> {
-    // `--fail-on R A.json B.json`: the files went to --fail-on, which takes
-    // every value up to the next flag. A rule has a < or >; a file is a file.
-    let (rules, stray): (Vec<String>, Vec<String>) = std::mem::take(&mut c.fail_on)
-        .into_iter()
-        .partition(|t| t.contains(['<', '>']) || !Path::new(t).is_file());
-    c.fail_on = rules;
-    if let Some(file) = stray.first()
-        && !c.vs.is_empty()
-    {
-        return Err(UsageError(format!(
-            "--fail-on took '{file}', a file: give --fail-on after the result files (its rules take every value up \
-             to the next flag)"
-        ))
-        .into());
-    }
-    c.files.extend(stray.into_iter().map(PathBuf::from));
-    let (files_a, files_b): (Vec<PathBuf>, Vec<PathBuf>) = if c.baseline.is_some() {
-        match c.files.as_slice() {
-            [new] => (Vec::new(), vec![new.clone()]),
-            files => {
-                return Err(UsageError(format!(
-                    "--baseline: give one file, the new run (or a result set of it); got {}",
-                    files.len()
-                ))
-                .into());
-            }
-        }
-    } else if c.vs.is_empty() {
-        match c.files.as_slice() {
-            [a, b] => (vec![a.clone()], vec![b.clone()]),
-            files => {
-                return Err(UsageError(format!(
-                    "give two files (A then B), or side A's files then --vs and side B's; got {} file(s) and no --vs",
-                    files.len()
-                ))
-                .into());
-            }
-        }
-    } else {
-        (c.files.clone(), c.vs.clone())
-    };
+    let (files_a, files_b) = side_files(&mut c)?;
     let rules = parse_rules(&c.fail_on)?;
     super::export::check_outputs(&[
         ("--html", c.html.as_deref()),
@@ -119,24 +79,7 @@ pub fn run(mut c: CompareCmd) -> anyhow::Result<ExitCode> {
         cmp.judge(&rules, c.allow_mixed)
             .map_err(|e| UsageError(format!("--fail-on {e}")))?;
     }
-    let mut out = Vec::new();
-    match c.format {
-        CompareFormat::Text => throng_report::compare::write_text(&cmp, &mut out),
-        CompareFormat::Markdown => throng_report::compare::write_markdown(&cmp, &mut out),
-        CompareFormat::Json => throng_report::compare::write_json(&cmp, &mut out),
-        CompareFormat::Ab | CompareFormat::Httperf => {
-            let view = if c.format == CompareFormat::Ab {
-                View::Ab
-            } else {
-                View::Httperf
-            };
-            for (label, r) in [(&cmp.a.label, &cmp.merged_a), (&cmp.b.label, &cmp.merged_b)] {
-                throng_report::supports(view, r).map_err(|e| UsageError(format!("side {label}: {e}")))?;
-            }
-            throng_report::compare::write_columns(view, &cmp, &mut out)
-        }
-    }
-    .context("rendering the comparison")?;
+    let out = render(&c, &cmp)?;
     if let Some(path) = &c.html {
         let page = throng_report::html::render_compare(&[
             (cmp.a.label.clone(), &cmp.merged_a),
@@ -164,6 +107,76 @@ pub fn run(mut c: CompareCmd) -> anyhow::Result<ExitCode> {
         return Ok(crate::exit::Outcome::Thresholds.into());
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Side A's and side B's files: `A B`, `A... --vs B...`, or `--baseline DIR
+/// NEW`. Files that `--fail-on` took (it takes every value up to the next
+/// flag) go back to the files.
+fn side_files(c: &mut CompareCmd) -> anyhow::Result<(Vec<PathBuf>, Vec<PathBuf>)> {
+    // `--fail-on R A.json B.json`: the files went to --fail-on, which takes
+    // every value up to the next flag. A rule has a < or >; a file is a file.
+    let (rules, stray): (Vec<String>, Vec<String>) = std::mem::take(&mut c.fail_on)
+        .into_iter()
+        .partition(|t| t.contains(['<', '>']) || !Path::new(t).is_file());
+    c.fail_on = rules;
+    if let Some(file) = stray.first()
+        && !c.vs.is_empty()
+    {
+        return Err(UsageError(format!(
+            "--fail-on took '{file}', a file: give --fail-on after the result files (its rules take every value up \
+             to the next flag)"
+        ))
+        .into());
+    }
+    c.files.extend(stray.into_iter().map(PathBuf::from));
+    Ok(if c.baseline.is_some() {
+        match c.files.as_slice() {
+            [new] => (Vec::new(), vec![new.clone()]),
+            files => {
+                return Err(UsageError(format!(
+                    "--baseline: give one file, the new run (or a result set of it); got {}",
+                    files.len()
+                ))
+                .into());
+            }
+        }
+    } else if c.vs.is_empty() {
+        match c.files.as_slice() {
+            [a, b] => (vec![a.clone()], vec![b.clone()]),
+            files => {
+                return Err(UsageError(format!(
+                    "give two files (A then B), or side A's files then --vs and side B's; got {} file(s) and no --vs",
+                    files.len()
+                ))
+                .into());
+            }
+        }
+    } else {
+        (c.files.clone(), c.vs.clone())
+    })
+}
+
+/// The comparison in the layout `--format` asks for.
+fn render(c: &CompareCmd, cmp: &Comparison) -> anyhow::Result<Vec<u8>> {
+    let mut out = Vec::new();
+    match c.format {
+        CompareFormat::Text => throng_report::compare::write_text(cmp, &mut out),
+        CompareFormat::Markdown => throng_report::compare::write_markdown(cmp, &mut out),
+        CompareFormat::Json => throng_report::compare::write_json(cmp, &mut out),
+        CompareFormat::Ab | CompareFormat::Httperf => {
+            let view = if c.format == CompareFormat::Ab {
+                View::Ab
+            } else {
+                View::Httperf
+            };
+            for (label, r) in [(&cmp.a.label, &cmp.merged_a), (&cmp.b.label, &cmp.merged_b)] {
+                throng_report::supports(view, r).map_err(|e| UsageError(format!("side {label}: {e}")))?;
+            }
+            throng_report::compare::write_columns(view, cmp, &mut out)
+        }
+    }
+    .context("rendering the comparison")?;
+    Ok(out)
 }
 
 /// Every `--fail-on` rule, parsed before any file is read. A rule that

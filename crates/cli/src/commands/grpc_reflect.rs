@@ -150,70 +150,13 @@ pub fn pool(
     service: &str,
 ) -> anyhow::Result<DescriptorPool> {
     let server = plan.target.authority();
-    // What the answers so far held (MAX_ELEMENTS), across rounds.
-    let elements = std::cell::Cell::new(0u64);
-    let ask = |version: &str, asks: Vec<Ask>| -> anyhow::Result<Result<Vec<Answer>, u16>> {
-        let mut body = Vec::new();
-        for a in asks {
-            let m = ReflectionRequest {
-                host: String::new(),
-                ask: Some(a),
-            }
-            .encode_to_vec();
-            // Reflection requests are names: far below 4 GiB.
-            let len = u32::try_from(m.len()).unwrap_or(u32::MAX);
-            body.push(0);
-            body.extend_from_slice(&len.to_be_bytes());
-            body.extend_from_slice(&m);
-        }
-        let path = format!("/{version}.ServerReflection/ServerReflectionInfo");
-        let reply = grpc_call(plan, tls.clone(), &path, body.into(), MAX_ANSWER).map_err(|e| match e {
-            CallError::Setup(e) => anyhow::Error::from(e),
-            // It answered, but not as a gRPC server does.
-            CallError::Protocol(e) => UsageError(format!(
-                "server reflection: {server}: {e}; is it a gRPC server? Or pass --proto FILE"
-            ))
-            .into(),
-            e => anyhow::anyhow!(
-                "server reflection: {server}: {e}; is the gRPC server running there (--plaintext for one \
-                 without TLS)? Or pass --proto FILE"
-            ),
-        })?;
-        if reply.status != 0 {
-            return Ok(Err(reply.status));
-        }
-        let not_reflection = || {
-            UsageError(format!(
-                "server reflection: {server} answered with something that is not a reflection response; pass \
-                 --proto FILE"
-            ))
-        };
-        let mut answers = Vec::new();
-        for m in &reply.messages {
-            // Counted before anything is decoded from it.
-            let mut count = Count {
-                elements: elements.get(),
-                files: 0,
-            };
-            if !count.walk(m, 0) {
-                return Err(not_reflection().into());
-            }
-            elements.set(count.elements);
-            if count.elements > MAX_ELEMENTS || count.files > MAX_FILES as u64 {
-                return Err(UsageError(format!(
-                    "server reflection: {server} answered with more than {MAX_FILES} files or {MAX_ELEMENTS} \
-                     definitions, more than throng reads from a server; pass --proto FILE"
-                ))
-                .into());
-            }
-            let answer = ReflectionResponse::decode(m.as_ref())
-                .ok()
-                .and_then(|r| r.answer)
-                .ok_or_else(not_reflection)?;
-            answers.push(answer);
-        }
-        Ok(Ok(answers))
+    let reflection = Reflection {
+        plan,
+        tls,
+        server: &server,
+        elements: std::cell::Cell::new(0),
     };
+    let ask = |version: &str, asks: Vec<Ask>| reflection.ask(version, asks);
     // The first version the server implements.
     let mut found = None;
     for version in VERSIONS {
@@ -317,6 +260,83 @@ pub fn pool(
         ))
     })?;
     Ok(pool)
+}
+
+/// One server's reflection service, asked in as many rounds as it takes.
+struct Reflection<'a> {
+    plan: &'a HttpPlan,
+    tls: Option<std::sync::Arc<ClientConfig>>,
+    server: &'a str,
+    /// What the answers so far held (MAX_ELEMENTS), across rounds.
+    elements: std::cell::Cell<u64>,
+}
+
+impl Reflection<'_> {
+    /// Asks `asks` of the server's reflection service `version`: its
+    /// answers, or the gRPC status it gave instead.
+    fn ask(&self, version: &str, asks: Vec<Ask>) -> anyhow::Result<Result<Vec<Answer>, u16>> {
+        let (plan, server, elements) = (self.plan, self.server, &self.elements);
+        let mut body = Vec::new();
+        for a in asks {
+            let m = ReflectionRequest {
+                host: String::new(),
+                ask: Some(a),
+            }
+            .encode_to_vec();
+            // Reflection requests are names: far below 4 GiB.
+            let len = u32::try_from(m.len()).unwrap_or(u32::MAX);
+            body.push(0);
+            body.extend_from_slice(&len.to_be_bytes());
+            body.extend_from_slice(&m);
+        }
+        let path = format!("/{version}.ServerReflection/ServerReflectionInfo");
+        let reply = grpc_call(plan, self.tls.clone(), &path, body.into(), MAX_ANSWER).map_err(|e| match e {
+            CallError::Setup(e) => anyhow::Error::from(e),
+            // It answered, but not as a gRPC server does.
+            CallError::Protocol(e) => UsageError(format!(
+                "server reflection: {server}: {e}; is it a gRPC server? Or pass --proto FILE"
+            ))
+            .into(),
+            e => anyhow::anyhow!(
+                "server reflection: {server}: {e}; is the gRPC server running there (--plaintext for one \
+                 without TLS)? Or pass --proto FILE"
+            ),
+        })?;
+        if reply.status != 0 {
+            return Ok(Err(reply.status));
+        }
+        let not_reflection = || {
+            UsageError(format!(
+                "server reflection: {server} answered with something that is not a reflection response; pass \
+                 --proto FILE"
+            ))
+        };
+        let mut answers = Vec::new();
+        for m in &reply.messages {
+            // Counted before anything is decoded from it.
+            let mut count = Count {
+                elements: elements.get(),
+                files: 0,
+            };
+            if !count.walk(m, 0) {
+                return Err(not_reflection().into());
+            }
+            elements.set(count.elements);
+            if count.elements > MAX_ELEMENTS || count.files > MAX_FILES as u64 {
+                return Err(UsageError(format!(
+                    "server reflection: {server} answered with more than {MAX_FILES} files or {MAX_ELEMENTS} \
+                     definitions, more than throng reads from a server; pass --proto FILE"
+                ))
+                .into());
+            }
+            let answer = ReflectionResponse::decode(m.as_ref())
+                .ok()
+                .and_then(|r| r.answer)
+                .ok_or_else(not_reflection)?;
+            answers.push(answer);
+        }
+        Ok(Ok(answers))
+    }
 }
 
 /// The files taken from a server, and their names (each taken once).

@@ -1,6 +1,4 @@
-//! The storm report: how many connections were attempted, established and
-//! failed (and why), how fast, how long the whole crowd took, and what each
-//! connection cost the generator.
+//! The storm report's sections, from the plan line to the generator's cost.
 
 use std::io::{self, Write};
 
@@ -9,7 +7,7 @@ use throng_plan::{ClientProfile, StormPlan};
 use throng_result::{RunResult, per_second};
 
 use crate::format::{bytes, pct, us};
-use crate::text::{write_errors, write_generator, write_phase_table, write_tls};
+use crate::sections::{write_errors, write_generator, write_phase_table, write_tls};
 
 /// Seconds of per-second figures shown one by one; longer storms get a
 /// summary (min, median, max).
@@ -58,15 +56,20 @@ fn write_out_of_turn(client: ClientProfile, m: &throng_metrics::Measurements, w:
     writeln!(w, "  {:<16}{verdict}", "")
 }
 
-/// Writes the text report of `r`: a storm's as below, another kind's as
-/// [`crate::text::write`] does.
-pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
-    crate::text::write(r, w)
-}
-
 /// The report of a storm.
 pub(crate) fn write_storm(r: &RunResult, p: &StormPlan, w: &mut dyn Write) -> io::Result<()> {
-    let m = &r.measurements;
+    write_head(r, p, w)?;
+    write_connections(r, p, w)?;
+    write_held(r, w)?;
+    write_reconnects(r, p, w)?;
+    write_trigger(r, w)?;
+    write_requests(r, w)?;
+    write_phases_and_cost(r, w)?;
+    write_kernel(r, w)
+}
+
+/// What ran: the target, the plan, interruptions, the segment, notes.
+fn write_head(r: &RunResult, p: &StormPlan, w: &mut dyn Write) -> io::Result<()> {
     writeln!(w, "throng storm {}", p.target.url)?;
     writeln!(w, "  {}", p.describe())?;
     if r.interrupted {
@@ -79,7 +82,12 @@ pub(crate) fn write_storm(r: &RunResult, p: &StormPlan, w: &mut dyn Write) -> io
         writeln!(w, "  note: {note}")?;
     }
     writeln!(w)?;
+    Ok(())
+}
 
+/// Connections: attempted, established, failed by class, hints, throughput, peak.
+fn write_connections(r: &RunResult, p: &StormPlan, w: &mut dyn Write) -> io::Result<()> {
+    let m = &r.measurements;
     let c = &m.connections;
     writeln!(
         w,
@@ -91,7 +99,7 @@ pub(crate) fn write_storm(r: &RunResult, p: &StormPlan, w: &mut dyn Write) -> io
         pct(c.failed(), c.attempted)
     )?;
     write_errors(w, &c.errors)?;
-    crate::text::write_addresses(r, w, 16)?;
+    crate::sections::write_addresses(r, w, 16)?;
     if c.error("addr_unavailable") > 0 && p.source.is_empty() {
         writeln!(
             w,
@@ -141,6 +149,12 @@ pub(crate) fn write_storm(r: &RunResult, p: &StormPlan, w: &mut dyn Write) -> io
         "  {:<16}{} established at once",
         "peak", m.peak_concurrent_connections
     )?;
+    Ok(())
+}
+
+/// What the held connections carried and how the server closed them.
+fn write_held(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
+    let m = &r.measurements;
     if let Some(x) = &m.multiplex {
         // HTTP/2 and HTTP/3 storms: each connection carries at most its one
         // request, as one stream.
@@ -167,6 +181,12 @@ pub(crate) fn write_storm(r: &RunResult, p: &StormPlan, w: &mut dyn Write) -> io
         let codes: Vec<String> = m.close_codes.iter().map(|(c, n)| format!("{c}={n}")).collect();
         writeln!(w, "  {:<16}by close code: {}", "", codes.join(", "))?;
     }
+    Ok(())
+}
+
+/// Connections the server dropped and how they came back.
+fn write_reconnects(r: &RunResult, p: &StormPlan, w: &mut dyn Write) -> io::Result<()> {
+    let m = &r.measurements;
     if p.reconnect.is_some() && m.closed_by_peer > 0 {
         let back = m.phases.get(Phase::Reconnect.name()).map_or(0, |h| h.count());
         let gave_up = crate::format::total(m.reconnect_gave_up.values().copied());
@@ -202,6 +222,11 @@ pub(crate) fn write_storm(r: &RunResult, p: &StormPlan, w: &mut dyn Write) -> io
             )?;
         }
     }
+    Ok(())
+}
+
+/// What the storm's `--trigger` command did.
+fn write_trigger(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
     if let Some(t) = &r.trigger {
         let when = t
             .fired_at_s
@@ -220,6 +245,12 @@ pub(crate) fn write_storm(r: &RunResult, p: &StormPlan, w: &mut dyn Write) -> io
             writeln!(w, "  {:<16}| {line}", "")?;
         }
     }
+    Ok(())
+}
+
+/// The requests a storm's connections sent.
+fn write_requests(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
+    let m = &r.measurements;
     if m.requests.attempted > 0 {
         let rq = &m.requests;
         let classes = m.status_classes();
@@ -237,6 +268,13 @@ pub(crate) fn write_storm(r: &RunResult, p: &StormPlan, w: &mut dyn Write) -> io
         )?;
         write_errors(w, &rq.errors)?;
     }
+    Ok(())
+}
+
+/// TLS, the phase table, and the generator's cost per connection.
+fn write_phases_and_cost(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
+    let m = &r.measurements;
+    let c = &m.connections;
     write_tls(r, w, 16)?;
     writeln!(w)?;
     write_phase_table(m, w)?;
@@ -264,12 +302,12 @@ pub(crate) fn write_storm(r: &RunResult, p: &StormPlan, w: &mut dyn Write) -> io
             )?;
         }
     }
-    write_kernel(r, w)
+    Ok(())
 }
 
 /// The kernel's side, beside the generator's: TCP sockets at the peak, the
 /// slab memory they added and the socket buffers (machine-wide figures).
-fn write_kernel(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
+pub(super) fn write_kernel(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
     let Some(k) = &r.generator.kernel else {
         return Ok(());
     };
@@ -291,97 +329,4 @@ fn write_kernel(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
         bytes(k.slab_growth_bytes as f64),
         bytes(k.tcp_buffer_bytes_peak as f64),
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use throng_metrics::{Hist, Measurements, Phase};
-    use throng_plan::{StormArgs, StormPlan};
-    use throng_result::Plan;
-
-    #[test]
-    fn labels_are_the_readmes_and_their_values_line_up() {
-        let mut m = Measurements::default();
-        m.connections.attempted = 1000;
-        m.connections.ok = 1000;
-        m.first_attempt_us = Some(0);
-        m.last_established_us = Some(500_000);
-        m.peak_concurrent_connections = 1000;
-        m.closed_by_peer = 10;
-        m.first_drop_us = Some(1_000_000);
-        m.last_reconnected_us = Some(3_000_000);
-        m.reconnects.attempted = 1;
-        m.reconnects.ok = 1;
-        m.reconnect_gave_up.insert("hold_ended".into(), 9);
-        let mut back = Hist::new();
-        back.record_us(2_000_000);
-        m.phases.insert(Phase::Reconnect.name().into(), back);
-        let mut r = crate::test_result(m);
-        r.plan = Plan::Storm(
-            StormPlan::from_args(StormArgs {
-                target: "tcp://127.0.0.1:4222".into(),
-                connections: Some(1000),
-                rate: Some(1.0 / 6.0),
-                workers: Some(1),
-                reconnect: true,
-                hold: Some(std::time::Duration::from_secs(30)),
-                cores: 1,
-                ..StormArgs::default()
-            })
-            .expect("a valid plan"),
-        );
-        let mut out = Vec::new();
-        super::write(&r, &mut out).expect("written");
-        let text = String::from_utf8(out).expect("UTF-8");
-        assert!(text.contains("1000 connections, 10/min, held 30s, 1 worker"), "{text}");
-        assert!(text.contains("1 attempt, 0 failed"), "{text}");
-        assert!(
-            text.contains("hold ended before a reconnect"),
-            "hold_ended is described: {text}"
-        );
-        let labels = [
-            "connections",
-            "throughput",
-            "total connect",
-            "peak",
-            "closed early",
-            "reconnects",
-            "total reconnect",
-            "generator",
-        ];
-        for label in labels {
-            let line = text
-                .lines()
-                .find(|l| l.get(2..2 + label.len()) == Some(label) && l.as_bytes().get(2 + label.len()) == Some(&b' '))
-                .unwrap_or_else(|| panic!("no '{label}' line in\n{text}"));
-            // Two spaces, the label padded to 16, then the value.
-            assert_eq!(line[2..18].trim_end(), label, "{line}");
-            assert_ne!(line.as_bytes()[18], b' ', "value of '{label}' not at column 18: {line}");
-        }
-    }
-
-    #[test]
-    fn the_kernel_line_gives_sockets_slab_and_buffers() {
-        let mut m = Measurements::default();
-        m.connections.attempted = 1000;
-        m.connections.ok = 1000;
-        m.peak_concurrent_connections = 1000;
-        let mut r = crate::test_result(m);
-        let mut out = Vec::new();
-        super::write_kernel(&r, &mut out).expect("written");
-        assert!(out.is_empty(), "no line without samples");
-        r.generator.kernel = Some(throng_result::KernelSockets {
-            tcp_sockets_before: 10,
-            tcp_sockets_peak: 2010,
-            tcp_buffer_bytes_peak: 4096,
-            slab_growth_bytes: 4_096_000,
-        });
-        super::write_kernel(&r, &mut out).expect("written");
-        let text = String::from_utf8(out).expect("UTF-8");
-        assert!(
-            text.starts_with("  kernel          2010 TCP sockets at the peak (2000 more"),
-            "{text}"
-        );
-        assert!(text.contains("(2.0 kB per added socket)"), "{text}");
-    }
 }

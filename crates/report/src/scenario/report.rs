@@ -1,7 +1,4 @@
-//! The report of `throng run`: what ran, iterations and VUs, how requests
-//! ended, latency of all requests beside those with an expected status,
-//! per-step, group and scenario tables, the load-level (per-stage) table,
-//! checks, and threshold verdicts.
+//! The scenario report's sections, from what ran to the threshold verdicts.
 
 use std::io::{self, Write};
 use std::time::Duration;
@@ -12,13 +9,7 @@ use throng_result::{RunResult, per_second};
 use throng_scenario::{Executor, Scenario, ScenarioPlan};
 
 use crate::format::{self, pct, us};
-use crate::text::{write_errors, write_generator, write_phase_table, write_tls};
-
-/// Writes the text report of `r`: a scenario run's as below, another
-/// kind's as [`crate::text::write`] does.
-pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
-    crate::text::write(r, w)
-}
+use crate::sections::{write_errors, write_generator, write_phase_table, write_tls};
 
 /// ` over HTTP/2` (or 3) for a target that is not HTTP/1.1.
 fn over(t: &throng_scenario::BaseUrl) -> String {
@@ -99,7 +90,7 @@ pub(crate) fn write_run(r: &RunResult, p: &ScenarioPlan, w: &mut dyn Write) -> i
     )?;
     let failed = req.failed() - interrupted;
     writeln!(w, "  {:<14}{} ({:.2}%)", "errors", failed, pct(failed, judged))?;
-    crate::text::write_redirects(w, m.redirects)?;
+    crate::sections::write_redirects(w, m.redirects)?;
     let mut classes = req.errors.clone();
     classes.remove("interrupted");
     write_errors(w, &classes)?;
@@ -137,7 +128,7 @@ pub(crate) fn write_run(r: &RunResult, p: &ScenarioPlan, w: &mut dyn Write) -> i
             "websocket", s.ws_sent, s.ws_received
         )?;
     }
-    crate::text::write_data_and_connections(r, w)?;
+    crate::sections::write_data_and_connections(r, w)?;
     write_tls(r, w, 14)?;
     writeln!(w)?;
 
@@ -415,7 +406,7 @@ impl std::fmt::Display for StageVus {
 }
 
 /// [`StageVus`] of scenario `index` over `[at, end)`.
-fn stage_vus(s: &ScenarioStats, index: usize, at: Duration, end: Duration) -> StageVus {
+pub(super) fn stage_vus(s: &ScenarioStats, index: usize, at: Duration, end: Duration) -> StageVus {
     let vus_in = |lo: u64, hi: u64| {
         s.series
             .iter()
@@ -556,36 +547,4 @@ pub(crate) fn write_thresholds(r: &RunResult, w: &mut dyn Write) -> io::Result<(
         )?;
     }
     writeln!(w)
-}
-
-#[cfg(test)]
-mod tests {
-    use std::time::Duration;
-
-    use throng_metrics::{ScenarioSecond, ScenarioStats};
-
-    #[test]
-    fn a_stage_s_vus_never_come_from_its_neighbours() {
-        let mut s = ScenarioStats::default();
-        for (second, vus) in [(0, 10), (1, 50), (2, 5), (3, 7)] {
-            s.series.push(ScenarioSecond {
-                second,
-                vus,
-                vus_by_scenario: vec![vus],
-                ..ScenarioSecond::default()
-            });
-        }
-        let ms = Duration::from_millis;
-        let vus = |a, b| super::stage_vus(&s, 0, ms(a), ms(b));
-        // Whole seconds inside: only theirs.
-        assert_eq!(vus(1000, 2500).to_string(), "50");
-        assert_eq!(vus(500, 3000).to_string(), "50");
-        assert_eq!(vus(2000, 4000).to_string(), "7");
-        // Inside no whole second: the seconds it touches, marked as a bound.
-        assert_eq!(vus(2500, 3000).to_string(), "≤5");
-        assert_eq!(vus(1500, 2200).to_string(), "≤50");
-        assert_eq!(vus(0, 500).to_string(), "≤10");
-        // Padding works on the marked figure as on a number.
-        assert_eq!(format!("{:>5}", vus(0, 500)), "  ≤10");
-    }
 }

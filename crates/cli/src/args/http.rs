@@ -1,0 +1,217 @@
+//! `throng http` and `throng grpc`.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use throng_plan::{StatusSet, parse_duration, parse_rate};
+
+use super::common::{Format, IoArg, LiveArgs, OutputArgs, ReachArgs, RepeatArgs, SegmentArgs, TargetsOrder, TlsArgs};
+
+pub(super) const HTTP_EXAMPLES: &str = "\
+Examples:
+  throng http http://127.0.0.1:8080/ -c 50 -d 30s            closed loop, 50 connections, 30 s
+  throng http http://127.0.0.1:8080/ -r 5000 -d 1m           open loop at 5000 req/s (CO-free latency)
+  throng http http://127.0.0.1:8080/ -n 10000 -c 1000 --no-keepalive --format ab
+  throng http http://127.0.0.1:8080/ -r 100 -n 8000 --no-keepalive --format httperf --json run.json";
+
+#[derive(Debug, Args)]
+pub struct HttpCmd {
+    /// Target URL, e.g. http://127.0.0.1:8080/
+    #[arg(required_unless_present = "targets")]
+    pub url: Option<String>,
+    /// More target URLs: requests go to each in turn (see --targets-order); all http:// or all https://
+    #[arg(value_name = "URL")]
+    pub more_urls: Vec<String>,
+    /// Targets from a file: one URL per line, vegeta's http format (METHOD URL, header lines, @body
+    /// file, blank line between targets) or JSON lines ({"method","url","header","body"}, body base64)
+    #[arg(long = "targets", value_name = "FILE", help_heading = "Targets and bodies")]
+    pub targets: Option<PathBuf>,
+    /// How requests pick their target: round-robin (each worker thread takes the targets in turn
+    /// for its connections' requests), sequential (each connection walks the list from the first),
+    /// random (each request)
+    #[arg(long = "targets-order", value_name = "ORDER", value_enum, default_value_t = TargetsOrder::RoundRobin,
+          help_heading = "Targets and bodies")]
+    pub targets_order: TargetsOrder,
+    /// Request body: TEXT, @FILE or @- (stdin), at most 64 MiB (-d is the duration, as in wrk)
+    #[arg(long = "data", value_name = "TEXT|@FILE|@-", conflicts_with_all = ["body", "body_lines"],
+          help_heading = "Targets and bodies")]
+    pub data: Option<String>,
+    /// Content-Type of the body, e.g. -T application/json (the same as -H 'Content-Type: …')
+    #[arg(
+        short = 'T',
+        long = "content-type",
+        value_name = "TYPE",
+        help_heading = "Targets and bodies"
+    )]
+    pub content_type: Option<String>,
+    /// A different body per request: one per line (blank lines skipped), taken in --targets-order,
+    /// cycled; at most 1,000,000 lines and 64 MiB
+    #[arg(
+        long = "body-lines",
+        value_name = "FILE",
+        conflicts_with = "body",
+        help_heading = "Targets and bodies"
+    )]
+    pub body_lines: Option<PathBuf>,
+    /// Pass/fail criterion, repeatable, as in a scenario's thresholds: 'response{target:/a}: p(95) <
+    /// 50ms', 'errors: rate < 1%', 'dropped: rate < 1%' (open loop); a failed one exits 99, and so
+    /// does one with no samples unless it ends 'or no samples'; with -r, more than 1% dropped fails
+    /// too unless a threshold bounds dropped
+    #[arg(long = "threshold", value_name = "'METRIC: EXPR'")]
+    pub thresholds: Vec<String>,
+    /// Connections (closed loop), or the cap on connections (open loop) [default: 50; open loop 1000]
+    #[arg(short = 'c', long = "connections", value_name = "N")]
+    pub connections: Option<u32>,
+    /// Total requests to send
+    #[arg(short = 'n', long = "requests", value_name = "N", conflicts_with = "duration")]
+    pub requests: Option<u64>,
+    /// How long to run, e.g. 30s, 2m [default: 10s]
+    #[arg(short = 'd', long = "duration", value_name = "DURATION", value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+    /// Open loop: start this many requests per second, whatever the responses do
+    #[arg(short = 'r', long = "rate", value_name = "RATE", value_parser = parse_rate)]
+    pub rate: Option<f64>,
+    /// Worker threads [default: number of cores]
+    #[arg(short = 't', long = "threads", value_name = "N")]
+    pub threads: Option<u32>,
+    /// Request method [default: GET, or POST with --body]
+    #[arg(short = 'm', long = "method", value_name = "METHOD")]
+    pub method: Option<String>,
+    /// Request header, repeatable: -H 'Accept: application/json'; -H @FILE reads one header a line
+    /// from FILE (values redacted in results; blank lines and lines starting with # skipped)
+    #[arg(short = 'H', long = "header", value_name = "'NAME: VALUE'")]
+    pub headers: Vec<String>,
+    /// Send Authorization: Basic for USER:PASSWORD (redacted in results; as user:password@ in the URL)
+    #[arg(short = 'a', long = "basic-auth", value_name = "USER:PASSWORD")]
+    pub basic_auth: Option<String>,
+    /// Send Authorization: Bearer with the token on this file's first line (kept out of shell history)
+    #[arg(long = "bearer-file", value_name = "FILE")]
+    pub bearer_file: Option<PathBuf>,
+    /// Send this file as the request body (at most 64 MiB; throng sets Content-Length)
+    #[arg(long = "body", value_name = "FILE")]
+    pub body: Option<PathBuf>,
+    /// Redact this header's value in results and reports, repeatable (Authorization,
+    /// Proxy-Authorization, Cookie and Set-Cookie always are)
+    #[arg(long = "secret-header", value_name = "NAME")]
+    pub secret_headers: Vec<String>,
+    /// Limit on connect and on each response [default: 10s]
+    #[arg(long = "timeout", value_name = "DURATION", value_parser = parse_duration)]
+    pub timeout: Option<Duration>,
+    /// Open a new connection for every request (Connection: close)
+    #[arg(long = "no-keepalive")]
+    pub no_keepalive: bool,
+    /// How workers drive their sockets: epoll (tokio's readiness loop, every protocol) or uring
+    /// (one io_uring per worker: batched sends, multishot receives; plain http:// HTTP/1.1 closed
+    /// loops only, without --csv-requests)
+    #[arg(long = "io", value_name = "MODEL", value_enum, default_value_t = IoArg::Epoll)]
+    pub io: IoArg,
+    /// Speak HTTP/2: ALPN h2 over https:// (refused before the run if the server does not
+    /// negotiate it), prior knowledge (h2c) over http://
+    #[arg(long = "http2")]
+    pub http2: bool,
+    /// Speak HTTP/3 over QUIC (UDP) to an https:// URL; closed loops only (no -r)
+    #[arg(long = "http3")]
+    pub http3: bool,
+    /// With --http2/--http3: most concurrent streams per connection (h2load's -m); the server's
+    /// SETTINGS_MAX_CONCURRENT_STREAMS (QUIC: MAX_STREAMS) caps it [default: 1]
+    #[arg(long = "streams", value_name = "N")]
+    pub streams: Option<u32>,
+    /// Statuses that count as ok, e.g. 200,401 or 2xx [default: 200-399]
+    #[arg(long = "expect-status", value_name = "LIST", value_parser = StatusSet::parse)]
+    pub expect_status: Option<StatusSet>,
+    /// Follow up to N redirects per request; the final response's status is the one counted
+    /// [default: 0, as ab: a 3xx is the final response; at most 100]
+    #[arg(long = "redirects", value_name = "N")]
+    pub redirects: Option<u32>,
+    /// Send this cookie, repeatable: --cookie 'session=abc123' (one Cookie header; the
+    /// values are secret and read <redacted> in results)
+    #[arg(long = "cookie", value_name = "'NAME=VALUE'")]
+    pub cookies: Vec<String>,
+    #[command(flatten)]
+    pub output: OutputArgs<Format>,
+    #[command(flatten)]
+    pub tls: TlsArgs,
+    #[command(flatten)]
+    pub repeat: RepeatArgs,
+    #[command(flatten)]
+    pub segments: SegmentArgs,
+    #[command(flatten)]
+    pub live: LiveArgs,
+    #[command(flatten)]
+    pub reach: ReachArgs,
+}
+
+pub(super) const GRPC_EXAMPLES: &str = "\
+Examples:
+  throng grpc 127.0.0.1:50051 --plaintext --proto greeter.proto --call helloworld.Greeter/SayHello \\
+      --data '{\"name\": \"throng\"}' -c 4 --streams 10 -d 30s
+  throng grpc api.local:443 --cacert ca.pem --proto api.proto -I protos --call pkg.Svc/Get --data @msg.json -n 10000";
+
+#[derive(Debug, Args)]
+pub struct GrpcCmd {
+    /// Server address, HOST:PORT (e.g. 127.0.0.1:50051)
+    pub address: String,
+    /// The .proto file that defines the service (compiled at run time; no protoc needed); left out,
+    /// the service's descriptors are asked of the server's reflection service
+    #[arg(long = "proto", value_name = "FILE")]
+    pub proto: Option<PathBuf>,
+    /// Where imports of the .proto file are looked up, repeatable (the file's own directory always is)
+    #[arg(short = 'I', long = "import-path", value_name = "DIR")]
+    pub import_paths: Vec<PathBuf>,
+    /// The method to call, unary or server-streaming: package.Service/Method
+    #[arg(long = "call", value_name = "pkg.Service/Method")]
+    pub call: String,
+    /// The request message as JSON (protobuf's JSON mapping), or @FILE; encoded once, sent on every
+    /// call [default: {}, the empty message]
+    #[arg(long = "data", value_name = "JSON|@FILE")]
+    pub data: Option<String>,
+    /// HTTP/2 connections (closed loop), or the cap on them (open loop) [default: 1]
+    #[arg(short = 'c', long = "connections", value_name = "N")]
+    pub connections: Option<u32>,
+    /// Most concurrent calls (streams) per connection; the server's SETTINGS_MAX_CONCURRENT_STREAMS
+    /// caps it [default: 50]
+    #[arg(long = "streams", value_name = "N")]
+    pub streams: Option<u32>,
+    /// Total calls to make
+    #[arg(short = 'n', long = "requests", value_name = "N", conflicts_with = "duration")]
+    pub requests: Option<u64>,
+    /// How long to run, e.g. 30s, 2m [default: 10s]
+    #[arg(short = 'd', long = "duration", value_name = "DURATION", value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+    /// Open loop: start this many calls per second, whatever the answers do
+    #[arg(short = 'r', long = "rate", value_name = "RATE", value_parser = parse_rate)]
+    pub rate: Option<f64>,
+    /// Worker threads [default: number of cores]
+    #[arg(short = 't', long = "threads", value_name = "N")]
+    pub threads: Option<u32>,
+    /// Speak gRPC over HTTP/2 in the clear (h2c); without it, TLS with ALPN h2
+    #[arg(long = "plaintext")]
+    pub plaintext: bool,
+    /// Request metadata, repeatable: --metadata 'x-user: 42' (authorization's and cookie's values are
+    /// redacted in results)
+    #[arg(long = "metadata", value_name = "'KEY: VALUE'")]
+    pub metadata: Vec<String>,
+    /// Redact this metadata key's value in results, reports and errors, repeatable:
+    /// --secret-metadata x-api-key (authorization and cookie always are)
+    #[arg(long = "secret-metadata", value_name = "KEY")]
+    pub secret_metadata: Vec<String>,
+    /// Each call's deadline (sent as grpc-timeout); a call not answered in time is
+    /// grpc.deadline_exceeded
+    #[arg(long = "deadline", value_name = "DURATION", value_parser = parse_duration)]
+    pub deadline: Option<Duration>,
+    /// gRPC status codes that count as ok, by name or number: OK,NOT_FOUND [default: OK]
+    #[arg(long = "expect-code", value_name = "LIST")]
+    pub expect_code: Option<String>,
+    /// Server-streaming calls: the number of messages each call must receive; a call that ends with
+    /// another number is check_failed
+    #[arg(long = "expect-messages", value_name = "N")]
+    pub expect_messages: Option<u64>,
+    /// Limit on connect and on each call's answer [default: 10s]
+    #[arg(long = "timeout", value_name = "DURATION", value_parser = parse_duration)]
+    pub timeout: Option<Duration>,
+    #[command(flatten)]
+    pub output: OutputArgs<Format>,
+    #[command(flatten)]
+    pub tls: TlsArgs,
+}

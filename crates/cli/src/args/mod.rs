@@ -1,0 +1,186 @@
+//! The command line, as clap reads it (raw); `commands` validates it into
+//! plans.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use throng_plan::StepArg;
+
+mod common;
+mod http;
+mod results;
+mod run;
+mod storm;
+mod tools;
+
+pub use self::common::{
+    ExportArgs, Format, IoArg, LiveArgs, ReachArgs, RepeatArgs, SegmentArgs, TargetsOrder, TlsArgs,
+};
+use self::http::{GRPC_EXAMPLES, HTTP_EXAMPLES};
+pub use self::http::{GrpcCmd, HttpCmd};
+use self::results::{COMPARE_HELP, HISTORY_HELP};
+pub use self::results::{
+    CompareCmd, CompareFormat, HistoryAddCmd, HistoryCmd, HistoryCommand, HistoryListCmd, HistoryReportCmd, MergeCmd,
+    ReportCmd,
+};
+use self::run::{RUN_HELP, SWEEP_HELP};
+pub use self::run::{RunCmd, SweepCmd, SweepFormat};
+use self::storm::STORM_EXAMPLES;
+pub use self::storm::StormCmd;
+use self::tools::{COMPLETIONS_HELP, SERVE_HELP};
+pub use self::tools::{CertsCmd, CompletionsCmd, DemoCmd, K8sCmd, K8sCommand, K8sJobCmd, ManCmd, ServeCmd};
+
+/// A network load generator with numbers you can trust.
+#[derive(Debug, Parser)]
+#[command(name = "throng", version, about, long_about = None, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// HTTP/1.1 load: closed loop (-c connections) or open loop (-r requests/s).
+    #[command(after_help = HTTP_EXAMPLES)]
+    Http(Box<HttpCmd>),
+    /// gRPC unary calls over HTTP/2, messages built from a .proto file at run time.
+    #[command(after_help = GRPC_EXAMPLES)]
+    Grpc(Box<GrpcCmd>),
+    /// Connection storm: TCP/TLS connections at a rate or all at once, held, past one process's limits.
+    #[command(after_help = STORM_EXAMPLES)]
+    Storm(Box<StormCmd>),
+    /// Run the built-in lab server (endpoints for demos, calibration and faults).
+    #[command(after_help = SERVE_HELP)]
+    Serve(ServeCmd),
+    /// One-command tour: starts the lab server and runs a closed-loop and an open-loop test against it.
+    Demo(DemoCmd),
+    /// Re-render a result file in any view.
+    Report(ReportCmd),
+    /// Add result files together exactly (histograms add; the merged p99 is the p99 of all samples).
+    Merge(MergeCmd),
+    /// Compare two sides of an A/B (result files or sets): every figure side by side, with statistics.
+    #[command(after_help = COMPARE_HELP)]
+    Compare(CompareCmd),
+    /// Keep a history of runs (labelled, by plan) for a rolling baseline and a trend page.
+    #[command(after_help = HISTORY_HELP)]
+    History(HistoryCmd),
+    /// Write a lab CA, server and client certificate with keys (for TLS, mTLS and tests).
+    Certs(CertsCmd),
+    /// Run a matrix of throng runs from a YAML file and tabulate (and chart) their figures.
+    #[command(after_help = SWEEP_HELP)]
+    Sweep(SweepCmd),
+    /// Run a scenario file: staged virtual users running multi-step flows, with checks and thresholds.
+    #[command(after_help = RUN_HELP)]
+    Run(Box<RunCmd>),
+    /// Agents on Kubernetes: print the manifests that run a plan as N exact segments.
+    K8s(K8sCmd),
+    /// (internal) One process of `storm --procs N`: reads its orders (the validated plan and its
+    /// part) as JSON on stdin, prints its result document
+    #[command(name = "storm-part", hide = true)]
+    StormPart,
+    /// Print a shell completion script for bash, zsh, fish, powershell or elvish.
+    #[command(after_help = COMPLETIONS_HELP)]
+    Completions(CompletionsCmd),
+    /// Write man pages (throng.1 and one per subcommand, throng-http.1, ...) into a directory.
+    Man(ManCmd),
+}
+
+/// Parses the command line. Usage errors become one line on stderr and exit
+/// code 2; `--help` and `--version` print and exit 0.
+pub fn parse() -> Result<Cli, ExitCode> {
+    use clap::{CommandFactory, FromArgMatches};
+    let parsed = Cli::command()
+        .try_get_matches()
+        .and_then(|m| Cli::from_arg_matches(&m).map(|c| (c, m)));
+    match parsed {
+        Ok((mut cli, matches)) => {
+            if let (Command::Storm(storm), Some(("storm", sub))) = (&mut cli.command, matches.subcommand()) {
+                storm.steps = ordered_steps(sub, storm);
+            }
+            Ok(cli)
+        }
+        Err(e) => {
+            use clap::error::ErrorKind;
+            match e.kind() {
+                ErrorKind::DisplayHelp
+                | ErrorKind::DisplayVersion
+                | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+                    let _ = e.print();
+                    Err(if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+                        ExitCode::from(2)
+                    } else {
+                        ExitCode::SUCCESS
+                    })
+                }
+                _ => {
+                    say!("throng: {}", clap_one_line(&e));
+                    Err(ExitCode::from(2))
+                }
+            }
+        }
+    }
+}
+
+/// --send, --send-secret and --expect values in the order they were typed.
+fn ordered_steps(m: &clap::ArgMatches, storm: &StormCmd) -> Vec<StepArg> {
+    type Kind = fn(String) -> StepArg;
+    let mut steps: Vec<(usize, StepArg)> = Vec::new();
+    for (id, values, step) in [
+        ("send", &storm.send, StepArg::Send as Kind),
+        ("send_secret", &storm.send_secret, StepArg::SendSecret),
+        ("expect", &storm.expect, StepArg::Expect),
+        // The file is read when the plan is made (commands/storm.rs).
+        ("send_binary", &storm.send_binary, |path| StepArg::SendBinary {
+            path,
+            bytes: Vec::new(),
+        }),
+    ] {
+        if let Some(ix) = m.indices_of(id) {
+            steps.extend(ix.zip(values).map(|(i, v)| (i, step(v.clone()))));
+        }
+    }
+    steps.sort_by_key(|(i, _)| *i);
+    steps.into_iter().map(|(_, s)| s).collect()
+}
+
+/// clap's message, its tip, and where to read more, on one line.
+fn clap_one_line(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    // clap's message runs until its usage line; keep all of it on one line.
+    let message: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+        .filter(|l| !l.is_empty())
+        .collect();
+    let (first, tip) = match message.split_first() {
+        Some((first, rest)) => (
+            first.to_string(),
+            rest.iter().map(|l| format!(" {l}")).collect::<String>(),
+        ),
+        None => ("error: invalid usage".to_string(), String::new()),
+    };
+    let sub = std::env::args().nth(1).filter(|a| !a.starts_with('-'));
+    let help = match sub {
+        Some(s)
+            if [
+                "http", "storm", "serve", "demo", "report", "merge", "compare", "certs", "sweep", "run", "k8s",
+            ]
+            .contains(&s.as_str()) =>
+        {
+            format!("throng {s} --help")
+        }
+        _ => "throng --help".to_string(),
+    };
+    format!("{first}{tip} (see '{help}')")
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    #[test]
+    fn command_line_definition_is_consistent() {
+        super::Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,271 @@
+//! The sections the text views share: the phase table, errors by class,
+//! data and connections, TLS, the generator's own cost, timestamps.
+
+use std::io::{self, Write};
+
+use throng_metrics::{ErrorClass, Measurements, Phase};
+use throng_result::{Plan, RunResult, per_second};
+
+use crate::format::{bytes, us};
+
+/// Phases shown in the table, in order (those with samples).
+/// The redirects followed, when any were (http and scenario reports).
+pub(crate) fn write_redirects(w: &mut dyn Write, redirects: u64) -> io::Result<()> {
+    if redirects > 0 {
+        writeln!(
+            w,
+            "  {:<14}{} followed (hops; each request counts once, at its final response)",
+            "redirects", redirects
+        )?;
+    }
+    Ok(())
+}
+
+pub(crate) const TABLE: [Phase; 13] = [
+    Phase::ScheduleLag,
+    Phase::Connect,
+    Phase::Tls,
+    Phase::Handshake,
+    Phase::Wait,
+    Phase::Receive,
+    Phase::Response,
+    Phase::Latency,
+    Phase::Connection,
+    Phase::Reconnect,
+    Phase::Pong,
+    Phase::FirstMessage,
+    Phase::LastMessage,
+];
+
+/// The bytes moved and the connections opened (with their failures by
+/// class): the same two lines in the http and the scenario reports.
+pub(crate) fn write_data_and_connections(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
+    let m = &r.measurements;
+    writeln!(
+        w,
+        "  {:<14}received {} ({}/s), sent {} ({}/s)",
+        "data",
+        bytes(m.bytes.received as f64),
+        bytes(per_second(m.bytes.received, r.duration_s)),
+        bytes(m.bytes.sent as f64),
+        bytes(per_second(m.bytes.sent, r.duration_s)),
+    )?;
+    let conns = &m.connections;
+    writeln!(
+        w,
+        "  {:<14}{} opened, {} failed, at most {} open at once",
+        "connections",
+        conns.ok,
+        conns.failed(),
+        m.peak_concurrent_connections
+    )?;
+    if conns.failed() > 0 {
+        write_errors(w, &conns.errors)?;
+    }
+    if let Some(x) = &m.multiplex {
+        write_multiplex(x, w)?;
+    }
+    write_addresses(r, w, 14)
+}
+
+/// The addresses connections reached (every address a name resolves to is
+/// tried in order), and the network settings that chose them (proxy,
+/// `--connect-to`, `-4`/`-6`). `width`: as [`write_tls`]'s.
+pub(crate) fn write_addresses(r: &RunResult, w: &mut dyn Write, width: usize) -> io::Result<()> {
+    let m = &r.measurements;
+    let reach = match &r.plan {
+        Plan::Http(p) => p.reach.describe(),
+        Plan::Storm(p) => p.reach.describe(),
+        Plan::Run(_) => None,
+    };
+    if !m.addresses.is_empty() {
+        let list: Vec<String> = m
+            .addresses
+            .iter()
+            .map(|(a, n)| format!("{a} ({})", throng_plan::count(*n, "connection")))
+            .collect();
+        writeln!(w, "  {:<width$}{}", "addresses", list.join(", "))?;
+    }
+    if let Some(reach) = reach {
+        writeln!(w, "  {:<width$}{reach}", "network")?;
+    }
+    Ok(())
+}
+
+/// The streams line of a multiplexed run (HTTP/2): the protocol the
+/// connections negotiated, the streams asked for and allowed, how many were
+/// in flight at most, and how many requests each connection carried.
+fn write_multiplex(x: &throng_metrics::Multiplex, w: &mut dyn Write) -> io::Result<()> {
+    let protocols = x
+        .protocols
+        .iter()
+        .map(|(p, n)| format!("{p} on {n}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let cap = match x.server_max_streams {
+        Some(s) if s < x.streams_requested => {
+            format!(", capped at {s} by the server (SETTINGS_MAX_CONCURRENT_STREAMS)")
+        }
+        Some(s) => format!(", the server allows {s}"),
+        None => String::new(),
+    };
+    writeln!(
+        w,
+        "  {:<14}{protocols}; {} per connection asked{cap}; at most {} in flight on one connection, {} in all",
+        "streams", x.streams_requested, x.peak_streams_per_connection, x.peak_streams
+    )?;
+    if let Some(avg) = x.requests_per_connection() {
+        writeln!(
+            w,
+            "  {:<14}{avg:.1} requests per connection on average (min {}, max {}, over {} closed)",
+            "", x.min_requests_per_connection, x.max_requests_per_connection, x.connections
+        )?;
+    }
+    Ok(())
+}
+
+/// The TLS line: handshakes, what they negotiated, how certificates were
+/// treated.
+/// `width` is the report's label column (14 in http and scenario reports,
+/// 16 in a storm's, whose labels are longer).
+pub fn write_tls(r: &RunResult, w: &mut dyn Write, width: usize) -> io::Result<()> {
+    let m = &r.measurements;
+    if let Some(settings) = r.plan.tls() {
+        // nats:// carries TLS settings for an upgrade the server may not ask for.
+        if m.tls.is_none() && matches!(&r.plan, Plan::Storm(p) if p.target.scheme == throng_plan::StormScheme::Nats) {
+            return Ok(());
+        }
+        let t = m.tls.clone().unwrap_or_default();
+        let top = |m: &std::collections::BTreeMap<String, u64>| {
+            m.iter()
+                .map(|(k, v)| if m.len() > 1 { format!("{k} ({v})") } else { k.clone() })
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        writeln!(
+            w,
+            "  {:<width$}{} ({} resumed{}): {} {} {}",
+            "tls",
+            throng_plan::count(t.handshakes, "handshake"),
+            t.resumed,
+            if t.hello_retry > 0 {
+                format!(", {} with HelloRetryRequest", t.hello_retry)
+            } else {
+                String::new()
+            },
+            top(&t.versions),
+            top(&t.groups),
+            top(&t.ciphers),
+        )?;
+        writeln!(w, "  {:<width$}{}", "", settings.describe())?;
+    }
+    Ok(())
+}
+
+/// The generator's CPU time as a percentage of one core over the run, as
+/// " (N% of one core)". Empty for runs under 0.1 s: the CPU time includes
+/// starting up, which would dwarf so short a run and read as 300%.
+pub(crate) fn cpu_share(r: &RunResult) -> String {
+    let cpu = r.generator.cpu_user_s + r.generator.cpu_system_s;
+    if r.duration_s >= 0.1 {
+        format!(" ({:.0}% of one core)", cpu * 100.0 / r.duration_s)
+    } else {
+        String::new()
+    }
+}
+
+/// The generator's own cost, with `units` of `unit` (e.g. "requests")
+/// per CPU-second, labelled in a column `width` wide.
+pub fn write_generator(r: &RunResult, units: u64, unit: &str, w: &mut dyn Write, width: usize) -> io::Result<()> {
+    let ended = units;
+    let g = &r.generator;
+    let cpu = g.cpu_user_s + g.cpu_system_s;
+    writeln!(
+        w,
+        "  {:<width$}CPU {:.2}s user + {:.2}s system{}, peak memory {}{}",
+        "generator",
+        g.cpu_user_s,
+        g.cpu_system_s,
+        cpu_share(r),
+        bytes(g.peak_rss_bytes as f64),
+        if cpu > 0.0 {
+            format!(", {:.0} {unit} per CPU-second", ended as f64 / cpu)
+        } else {
+            String::new()
+        },
+    )?;
+    write_timestamps(r, w)
+}
+
+/// Which clocks timed the responses: "timestamps  kernel receive
+/// (SO_TIMESTAMPING), send at the system call" (HTTP/2 and HTTP/3: when
+/// the stream is handed to its connection), with the fallbacks when
+/// there were any. Nothing for runs that timed no response, or results
+/// from before throng said.
+pub fn write_timestamps(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
+    let Some(t) = &r.generator.timestamps else {
+        return Ok(());
+    };
+    let total = t.kernel.saturating_add(t.user);
+    if total == 0 {
+        return Ok(());
+    }
+    const KERNEL: &str = "kernel receive (SO_TIMESTAMPING)";
+    const USER: &str = "user clock at the read";
+    let receive = if t.user == 0 {
+        KERNEL.to_string()
+    } else if t.kernel == 0 {
+        if t.receive == "user" {
+            format!("{USER} (THRONG_TIMESTAMPS=user)")
+        } else {
+            format!("{USER} (no kernel timestamps)")
+        }
+    } else {
+        format!(
+            "{KERNEL} for all but {} of {total} responses ({USER}: no or implausible kernel timestamp)",
+            t.user
+        )
+    };
+    // Multiplexed streams are handed to their connection, whose driver
+    // writes every stream started meanwhile in one system call.
+    let send = match r.measurements.multiplex {
+        Some(_) => "send when the stream is handed to its connection",
+        None => "send at the system call",
+    };
+    writeln!(w, "  {:<14}{receive}, {send}", "timestamps")
+}
+
+pub(crate) fn write_errors(w: &mut dyn Write, errors: &std::collections::BTreeMap<String, u64>) -> io::Result<()> {
+    for (name, n) in errors {
+        writeln!(w, "    {name:<24}{n:>10}  {}", ErrorClass::describe(name))?;
+    }
+    Ok(())
+}
+
+/// The k6-like table: one row per phase with samples.
+pub fn write_phase_table(m: &Measurements, w: &mut dyn Write) -> io::Result<()> {
+    writeln!(
+        w,
+        "  {:<14}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}",
+        "phase", "avg", "min", "med", "max", "p90", "p95", "p99", "p99.9", "count"
+    )?;
+    for phase in TABLE {
+        let Some(h) = m.phase(phase.name()) else { continue };
+        let s = h.summary();
+        writeln!(
+            w,
+            "  {:<14}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}",
+            phase.name(),
+            us(s.mean),
+            us(s.min as f64),
+            us(s.p50 as f64),
+            us(s.max as f64),
+            us(s.p90 as f64),
+            us(s.p95 as f64),
+            us(s.p99 as f64),
+            us(s.p999 as f64),
+            s.count
+        )?;
+    }
+    Ok(())
+}
