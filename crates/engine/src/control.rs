@@ -9,7 +9,7 @@ use std::time::Duration;
 use throng_metrics::{Live, Measurements};
 use tokio::sync::watch;
 
-use crate::worker::RunState;
+use crate::worker::state::RunState;
 
 /// Lets another thread (a signal handler) stop a run.
 #[derive(Clone, Debug)]

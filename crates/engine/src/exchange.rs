@@ -15,89 +15,16 @@
 use std::pin::Pin;
 use std::time::Instant;
 
-use throng_metrics::{ErrorClass, Phase};
-use throng_plan::StatusSet;
+use throng_metrics::Phase;
 use tokio::time::Sleep;
 
-use crate::conn::{Conn, Failed, Timing, close, open_connection, open_connection_to};
+use crate::conn::{Conn, close, open_connection, open_connection_to};
 use crate::ctx::Ctx;
 use crate::proto::http1::Keep;
 use crate::proto::session::Session;
+use crate::record::record_exchange;
 use crate::rows::Row;
 use crate::targets::{Cursor, Pick};
-
-/// Records one exchange's outcome in the worker's recorder and in `row`:
-/// the bytes sent, the five request phases (send, wait, receive, response,
-/// latency from `origin`), and ok, rejected (status not in `expect`) or the
-/// error. With `first_reply`, the response is kept as the run's first.
-/// Some(whether the status was expected) when a response arrived.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn record_exchange(
-    ctx: &Ctx,
-    session: &mut Session,
-    outcome: &Result<Timing, Failed>,
-    request_len: usize,
-    t_send: Instant,
-    origin: Instant,
-    expect: &StatusSet,
-    first_reply: bool,
-    row: Option<&mut Row<'_>>,
-) -> Option<bool> {
-    let mut rec = ctx.rec.borrow_mut();
-    match *outcome {
-        Ok(Timing {
-            sent,
-            first,
-            done,
-            kernel,
-            ..
-        }) => {
-            ctx.count_stamp(kernel);
-            rec.sent(sent, request_len as u64);
-            rec.phase(done, Phase::Send, sent - t_send);
-            rec.phase(done, Phase::Wait, first.saturating_duration_since(sent));
-            rec.phase(done, Phase::Receive, done - first);
-            rec.phase(done, Phase::Response, done - t_send);
-            rec.phase(done, Phase::Latency, done.saturating_duration_since(origin));
-            let reply = session.reply();
-            let wire_bytes = session.wire_bytes();
-            if first_reply {
-                rec.first_reply(reply, session.take_server());
-            }
-            let ok = expect.contains(reply.status);
-            if ok {
-                rec.request_ok(done, reply, wire_bytes);
-            } else {
-                rec.request_rejected(done, reply, wire_bytes);
-            }
-            if let Some(r) = row {
-                r.phase(Phase::Send, sent - t_send);
-                r.phase(Phase::Wait, first.saturating_duration_since(sent));
-                r.phase(Phase::Receive, done - first);
-                r.phase(Phase::Response, done - t_send);
-                r.phase(Phase::Latency, done.saturating_duration_since(origin));
-                r.reply(reply.status, request_len as u64, wire_bytes);
-                if ok {
-                    r.ok();
-                } else {
-                    r.failed(ErrorClass::CheckFailed);
-                }
-            }
-            Some(ok)
-        }
-        Err(f) => {
-            let now = Instant::now();
-            let wire_bytes = session.wire_bytes();
-            rec.sent(now, f.written as u64);
-            rec.request_failed(now, f.class, wire_bytes);
-            if let Some(r) = row {
-                r.reply(0, f.written as u64, wire_bytes);
-                r.failed(f.class);
-            }
-            None
-        }
-    }
-}
 
 /// One request on a connection of the loop's own (a [`Session`] speaking
 /// one request at a time: HTTP/1.1): connect if needed, exchange, record.

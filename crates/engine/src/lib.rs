@@ -48,6 +48,7 @@ mod pacer;
 mod preflight;
 mod proto;
 mod reach;
+mod record;
 mod redirect;
 mod rows;
 mod run;

@@ -67,7 +67,7 @@ pub(crate) struct WorkerSpec {
     /// Where connections go (shared by the workers).
     pub route: Arc<crate::reach::Route>,
     /// `--connect-to`, `--resolve`, `-4`/`-6`: also for the origins
-    /// redirects lead to (crate::redirect::dest).
+    /// redirects lead to (see the redirect module's `dest`).
     pub reach: Arc<throng_plan::Reach>,
     /// Shared by the workers, not copied (see run_http).
     pub request: bytes::Bytes,
@@ -80,7 +80,7 @@ pub(crate) struct WorkerSpec {
     pub tls: Option<TlsClient>,
     /// What the connections speak once open, and what that protocol needs
     /// from the plan.
-    pub wire: crate::proto::Wire,
+    pub wire: crate::proto::wire::Wire,
     /// Local addresses to connect from, rotated (empty: the kernel picks).
     pub source: Arc<[std::net::IpAddr]>,
     pub origin: Instant,
@@ -92,7 +92,7 @@ pub(crate) struct WorkerSpec {
     pub targets: Option<(Arc<crate::targets::TargetSpec>, u64, u64)>,
     /// `--redirects`: how an HTTP run's request follows redirects (None: it
     /// does not).
-    pub follow: Option<Arc<crate::redirect::FollowSpec>>,
+    pub follow: Option<Arc<crate::redirect::place::FollowSpec>>,
 }
 
 /// A worker's share of `--csv-requests`.

@@ -1,6 +1,6 @@
 //! The plan spec role: which protocol a run's connections speak and what
 //! it needs from the validated plan, made once per run and shared by the
-//! workers (`crate::load::WorkerSpec::wire`). Every choice between
+//! workers (a worker's spec holds it as `wire`). Every choice between
 //! protocols an HTTP run or a storm makes from its plan is made here.
 
 use std::sync::Arc;
@@ -8,9 +8,10 @@ use std::sync::Arc;
 use throng_plan::{HttpPlan, StormPlan};
 use throng_tls::rustls::ClientConfig;
 
-use super::line::{self, ProtocolSpec};
-use super::{http2, http3, ws};
-use crate::Control;
+use super::line::spec::{self as line, ProtocolSpec};
+use super::ws::spec as ws;
+use super::{http2, http3};
+use crate::control::Control;
 use crate::error::{EngineError, TlsSetup};
 use crate::preflight::{self, Asked, Speak};
 use crate::reach::Route;

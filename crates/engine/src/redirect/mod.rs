@@ -100,7 +100,7 @@ pub(crate) async fn one_followed(
     if let Some(r) = row.as_deref_mut() {
         r.redirects(ex.hops);
     }
-    let recorded = crate::exchange::record_exchange(
+    let recorded = crate::record::record_exchange(
         ctx,
         session,
         &ex.outcome,

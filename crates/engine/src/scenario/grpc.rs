@@ -24,9 +24,9 @@ use super::flight::{InFlight, not_sent, unanswered};
 use super::ops::{GrpcOp, ReqOp, Scen, Vu, with_scen};
 use super::render::{Rendered, render};
 use crate::ctx::Ctx;
-use crate::exchange::record_exchange;
 use crate::proto::http1::Keep;
 use crate::proto::vu::{stream_reply, stream_request, stream_session, stream_slot};
+use crate::record::record_exchange;
 use crate::redirect::Place;
 use crate::rows::Labels;
 

@@ -15,8 +15,8 @@ use super::render::{Rendered, render};
 use super::stream;
 use crate::conn::{close, open_connection_to};
 use crate::ctx::Ctx;
-use crate::exchange::record_exchange;
 use crate::proto::session::Session;
+use crate::record::record_exchange;
 use crate::redirect::{Exchanged, Place};
 use crate::rows::{Labels, RowGuard};
 

@@ -17,10 +17,10 @@ use super::ops::{ReqOp, Scen, Vu};
 use super::render::Rendered;
 use crate::conn::{Failed, Timing};
 use crate::ctx::Ctx;
-use crate::exchange::record_exchange;
 use crate::proto::session::Session;
 use crate::proto::vu::dest::Dest;
 use crate::proto::vu::{Hop, away_hop, stream_request, stream_session, stream_slot};
+use crate::record::record_exchange;
 use crate::redirect::Place;
 use crate::rows::{Row, RowGuard};
 

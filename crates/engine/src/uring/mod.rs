@@ -20,7 +20,7 @@
 //! by the kernel's receive stamps that each multishot `recvmsg` carries in
 //! its control messages (the reap time when a stamp is missing or
 //! implausible, as crate::stamps says), and the outcome is recorded by
-//! [`crate::exchange::record_exchange`], so error classes, bytes and
+//! [`crate::record::record_exchange`], so error classes, bytes and
 //! conservation are the same. Closed loops over plain TCP only; the plan
 //! refuses the rest before the run.
 
@@ -41,10 +41,10 @@ use tokio::sync::{Notify, watch};
 use crate::conn::{Failed, Timing};
 use crate::ctx::Ctx;
 use crate::errors::{Stage, classify};
-use crate::exchange::record_exchange;
 use crate::load::{WorkerLoad, WorkerSpec};
 use crate::proto::http1::{Feed, Keep, ParseError};
 use crate::proto::session::Session;
+use crate::record::record_exchange;
 use crate::worker::state::{RunState, Snapshots, WorkerDone};
 
 pub(crate) use ring::probe;

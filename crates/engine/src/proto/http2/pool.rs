@@ -16,9 +16,9 @@ use super::stream::{encode_head, exchange, request_head, send_on, stream_level};
 use super::{Slot, Spec};
 use crate::conn::{Failed, Timing, open_connection};
 use crate::ctx::Ctx;
-use crate::exchange::record_exchange;
 use crate::proto::http1::Keep;
 use crate::proto::session::Session;
+use crate::record::record_exchange;
 use crate::rows::Row;
 
 /// A worker's HTTP/2 connections, each serving one origin of the plan's

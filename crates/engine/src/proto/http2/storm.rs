@@ -12,8 +12,8 @@ use super::Slot;
 use super::driver::{H2Conn, close, register, speak};
 use super::stream::exchange;
 use crate::ctx::Ctx;
-use crate::exchange::record_exchange;
 use crate::proto::session::Session;
+use crate::record::record_exchange;
 use crate::rows::Row;
 
 /// A storm's HTTP/2 connection: preface spoken, its request (if any)

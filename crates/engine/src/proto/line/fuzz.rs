@@ -12,7 +12,8 @@ use proptest::test_runner::FileFailurePersistence;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use super::{ProtocolSpec, Step, handshake, nats_connect};
+use super::spec::nats_connect;
+use super::{ProtocolSpec, Step, handshake};
 use crate::transport::Transport;
 
 /// Longest one handshake may take here; the peer closes long before.

@@ -9,12 +9,18 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
-use throng_metrics::{ErrorClass, Handshake};
+use throng_metrics::ErrorClass;
 use tokio::io::{AsyncRead, AsyncWriteExt, ReadBuf};
 use tokio::time::Sleep;
 
 use crate::errors::{Stage, classify};
 use crate::transport::{self, TlsClient, Transport};
+
+pub(crate) mod done;
+pub(crate) mod spec;
+
+pub(crate) use done::Done;
+pub(crate) use spec::{ProtocolSpec, Step};
 
 /// Longest protocol line accepted (README: a longer line is a `protocol`
 /// error). NATS servers send INFO lines of a few kilobytes; they refuse
@@ -40,56 +46,6 @@ fn io_fail(e: io::Error) -> ErrorClass {
         return ErrorClass::Protocol;
     }
     classify(&e, Stage::Exchange)
-}
-
-/// The protocol a storm speaks, ready to run (regexes compiled, CONNECT
-/// built once).
-#[derive(Debug)]
-pub(crate) enum ProtocolSpec {
-    /// NATS with this CONNECT line (and PING) to send. `strict`: the
-    /// first line after CONNECT must be PONG, as nats.go requires.
-    Nats { connect: Vec<u8>, strict: bool },
-    /// Line steps.
-    Lines { steps: Vec<Step>, step_timeout: Duration },
-    /// WebSocket: the upgrade, then message steps.
-    WebSocket(crate::proto::ws::Spec),
-}
-
-/// One compiled line step.
-#[derive(Debug)]
-pub(crate) enum Step {
-    Send(Vec<u8>),
-    Expect(regex::bytes::Regex),
-}
-
-impl ProtocolSpec {
-    /// True when a held connection must keep answering (NATS PINGs), so its
-    /// TLS state must stay.
-    pub(crate) fn answers_while_holding(&self) -> bool {
-        matches!(self, ProtocolSpec::Nats { .. } | ProtocolSpec::WebSocket(_))
-    }
-}
-
-/// Builds the CONNECT line NATS clients send, with PING after it.
-pub(crate) fn nats_connect(user: Option<&str>, secret: Option<&str>, token: bool, tls: bool) -> Vec<u8> {
-    let mut o = serde_json::json!({
-        "verbose": false,
-        "pedantic": false,
-        "tls_required": tls,
-        "name": "throng",
-        "lang": "rust",
-        "version": env!("CARGO_PKG_VERSION"),
-        "protocol": 1,
-    });
-    match (user, secret, token) {
-        (_, Some(t), true) => o["auth_token"] = t.into(),
-        (Some(u), Some(p), false) => {
-            o["user"] = u.into();
-            o["pass"] = p.into();
-        }
-        _ => {}
-    }
-    format!("CONNECT {o}\r\nPING\r\n").into_bytes()
 }
 
 /// Reads lines off a transport; the partial line is kept between reads.
@@ -130,18 +86,6 @@ impl Lines {
         })
         .await
     }
-}
-
-/// What a protocol handshake produced.
-pub(crate) struct Done {
-    pub stream: Transport,
-    /// Handshake time (CONNECT sent → PONG; first step → last expectation).
-    pub handshake: Duration,
-    /// A TLS upgrade (NATS `tls_required`), when one happened.
-    pub tls: Option<(Duration, Handshake, Instant)>,
-    /// Round trips of message exchanges after the handshake (WebSocket's
-    /// send → expected message), recorded as `response`.
-    pub exchanges: Vec<Duration>,
 }
 
 /// What the server said out of turn during a NATS handshake, before the
@@ -384,6 +328,7 @@ mod fuzz;
 
 #[cfg(test)]
 mod tests {
+    use super::spec::nats_connect;
     use super::*;
 
     #[test]

@@ -4,6 +4,9 @@
 //! Framing lives in [`frame`], free of I/O.
 
 pub(crate) mod frame;
+pub(crate) mod spec;
+
+pub(crate) use spec::{Spec, Step};
 
 use std::cell::RefCell;
 use std::future::poll_fn;
@@ -18,26 +21,9 @@ use tokio::time::Sleep;
 
 use crate::ctx::Ctx;
 use crate::errors::{Stage, classify};
-use crate::proto::line::Done;
+use crate::proto::line::done::Done;
 use crate::transport::Transport;
 use frame::{Event, Masks, Reader, Upgrade};
-
-/// A WebSocket storm's protocol, ready to run.
-#[derive(Debug)]
-pub(crate) struct Spec {
-    pub path: String,
-    pub host: String,
-    pub steps: Vec<Step>,
-    pub step_timeout: Duration,
-    pub ping_every: Option<Duration>,
-}
-
-/// One compiled message step.
-#[derive(Debug)]
-pub(crate) enum Step {
-    Send { binary: bool, data: Vec<u8> },
-    Expect(regex::bytes::Regex),
-}
 
 /// Longest the close handshake at the end of a hold may take.
 const CLOSE_LIMIT: Duration = Duration::from_secs(1);
