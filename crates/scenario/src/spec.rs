@@ -6,12 +6,12 @@ use std::collections::HashMap;
 use raw::RawFile;
 use validate::Validator;
 
-pub use raw::{DEFAULT_MAX_BODY, MAX_MAX_BODY};
 pub use types::GrpcStep;
 pub use types::{
     BaseUrl, Body, Cookies, Cursor, DEFAULT_REDIRECTS, DataSpec, Defaults, Executor, JsonTemplate, Request, Scenario,
     ScenarioPlan, Stage, Step, Think, WebSocket, WsMessage, stage_names,
 };
+pub use types::{DEFAULT_MAX_BODY, MAX_MAX_BODY};
 
 mod raw;
 #[cfg(test)]

@@ -97,6 +97,7 @@ mod stdin_read;
 mod storm;
 mod storm_held;
 mod storm_http2;
+mod structure;
 mod sweep;
 mod targets;
 mod timestamps;

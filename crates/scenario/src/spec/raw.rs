@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::types::Cursor;
+use super::types::{Cursor, MAX_MAX_BODY};
 use crate::threshold::parse_unit_duration;
 
 /// A duration as people type it, checked while the YAML is read (so an
@@ -31,12 +31,6 @@ impl<'de> Deserialize<'de> for Dur {
 /// checked while the YAML is read.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Size(pub(super) u64);
-
-/// Default `max_body`: the bytes of a response body that checks and
-/// captures see.
-pub const DEFAULT_MAX_BODY: u64 = 1 << 20;
-/// Largest `max_body`: each VU holds up to this much of a response.
-pub const MAX_MAX_BODY: u64 = 64 << 20;
 
 impl<'de> Deserialize<'de> for Size {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -355,7 +349,7 @@ pub(super) struct RawScenario {
     pub(super) start_time: Option<Dur>,
     pub(super) graceful_stop: Option<Dur>,
     #[serde(default)]
-    pub(super) cookies: crate::spec::Cookies,
+    pub(super) cookies: super::types::Cookies,
     pub(super) flow: Vec<RawStep>,
     /// Its own .proto files, replacing the file's.
     pub(super) proto: Option<RawProto>,

@@ -6,11 +6,16 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use throng_plan::{HttpVersion, StatusSet, TlsSettings};
 
-use super::raw::DEFAULT_MAX_BODY;
 pub use crate::base_url::BaseUrl;
 use crate::checks::{Capture, Check};
 use crate::template::Template;
 use crate::threshold::Threshold;
+
+/// Default `max_body`: the bytes of a response body that checks and
+/// captures see.
+pub const DEFAULT_MAX_BODY: u64 = 1 << 20;
+/// Largest `max_body`: each VU holds up to this much of a response.
+pub const MAX_MAX_BODY: u64 = 64 << 20;
 
 /// How VUs walk the data file's rows.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
