@@ -4,8 +4,8 @@ use std::process::ExitCode;
 
 use throng_tls::{CertKind, Validity};
 
-use super::UsageError;
 use crate::args::CertsCmd;
+use crate::exit::UsageError;
 
 pub fn run(c: CertsCmd) -> anyhow::Result<ExitCode> {
     let kind = if c.rsa { CertKind::Rsa } else { CertKind::Ecdsa };

@@ -10,8 +10,9 @@ use throng_report::View;
 use throng_report::compare::{Comparison, Options, Side};
 use throng_report::gate::Rule;
 
-use super::{UsageError, print_bytes, read_document};
+use super::shared::{print_bytes, read_document};
 use crate::args::{CompareCmd, CompareFormat};
+use crate::exit::UsageError;
 
 pub fn run(mut c: CompareCmd) -> anyhow::Result<ExitCode> {
     let (files_a, files_b) = side_files(&mut c)?;

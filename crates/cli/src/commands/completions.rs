@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::CommandFactory as _;
 
-use super::print_bytes;
+use super::shared::print_bytes;
 use crate::args::{Cli, CompletionsCmd, ManCmd};
 
 /// Prints the completion script for the shell on stdout.

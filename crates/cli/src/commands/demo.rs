@@ -13,7 +13,7 @@ use throng_plan::{HttpArgs, HttpPlan, format_duration};
 use throng_report::View;
 use throng_result::RunResult;
 
-use super::{print_bytes, print_report};
+use super::shared::{print_bytes, print_report};
 use crate::args::DemoCmd;
 use crate::progress::Display;
 use crate::signals;

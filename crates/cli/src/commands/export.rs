@@ -12,8 +12,8 @@ use anyhow::Context as _;
 use throng_engine::RequestLog;
 use throng_result::RunResult;
 
-use super::UsageError;
 use crate::args::ExportArgs;
+use crate::exit::UsageError;
 
 /// Export files opened before the run, written after it.
 #[derive(Debug, Default)]
@@ -42,7 +42,7 @@ fn create(flag: &str, path: &Path) -> Result<File, UsageError> {
 pub fn check_outputs(outputs: &[(&str, Option<&Path>)]) -> Result<(), UsageError> {
     for (flag, path) in outputs {
         let Some(path) = path else { continue };
-        if *flag == "--json" && super::is_stdout(path) {
+        if *flag == "--json" && super::shared::is_stdout(path) {
             continue;
         }
         let bad = |why: String| UsageError(format!("{flag} {}: {why}", path.display()));

@@ -23,8 +23,9 @@ use prost::Message as _;
 use prost_reflect::{DescriptorPool, DynamicMessage, MethodDescriptor};
 use throng_plan::{GRPC_CODES, GrpcCall, HttpArgs, HttpPlan, MAX_BODY_BYTES, is_token};
 
-use super::{UsageError, finish_runs, repeated};
+use super::shared::{finish_runs, repeated};
 use crate::args::{Format, GrpcCmd, RepeatArgs};
+use crate::exit::UsageError;
 use crate::progress::Display;
 
 /// `plan.grpc.proto` when the descriptors came from the server.
@@ -175,7 +176,7 @@ pub fn run(c: GrpcCmd) -> anyhow::Result<ExitCode> {
     let (code, merged) = finish_runs(repeat, &runs, c.output.json.as_deref(), c.output.format)?;
     exports.write(&merged)?;
     if let Some(path) = &c.output.html {
-        super::write_html(path, &merged)?;
+        super::shared::write_html(path, &merged)?;
     }
     Ok(code.into())
 }

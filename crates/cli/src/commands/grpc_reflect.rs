@@ -21,7 +21,7 @@ use throng_engine::grpc_call::{CallError, grpc_call};
 use throng_plan::HttpPlan;
 use throng_tls::rustls::ClientConfig;
 
-use super::UsageError;
+use crate::exit::UsageError;
 
 /// The reflection services, newest first.
 const VERSIONS: [&str; 2] = ["grpc.reflection.v1", "grpc.reflection.v1alpha"];

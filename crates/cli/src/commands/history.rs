@@ -20,8 +20,9 @@ use throng_report::trend::{Point, Trend};
 use throng_result::RunResult;
 use throng_result::history::{self, Head};
 
-use super::{UsageError, read_document};
+use super::shared::read_document;
 use crate::args::{HistoryAddCmd, HistoryCmd, HistoryCommand, HistoryListCmd, HistoryReportCmd};
+use crate::exit::UsageError;
 
 /// The most names a history directory may hold.
 const MAX_ENTRIES: usize = 100_000;
@@ -499,7 +500,7 @@ fn list(c: HistoryListCmd) -> anyhow::Result<ExitCode> {
             Err(e) => writeln!(out, "{:>6}  {:<16}  (damaged: {e})", n.number, n.fingerprint)?,
         }
     }
-    super::print_bytes(&out)?;
+    super::shared::print_bytes(&out)?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -11,8 +11,9 @@ use throng_plan::{
 };
 
 use super::segment::refuse_start_at_with_repeat;
-use super::{UsageError, finish_runs, repeated};
+use super::shared::{finish_runs, repeated};
 use crate::args::{HttpCmd, TargetsOrder};
+use crate::exit::UsageError;
 use crate::live::Watch;
 use crate::progress::Display;
 
@@ -132,7 +133,7 @@ pub fn run(c: HttpCmd) -> anyhow::Result<ExitCode> {
     let (code, merged) = finish_runs(c.repeat, &runs, c.output.json.as_deref(), c.output.format)?;
     exports.write(&merged)?;
     if let Some(path) = &c.output.html {
-        super::write_html(path, &merged)?;
+        super::shared::write_html(path, &merged)?;
     }
     watch.linger();
     Ok(code.into())

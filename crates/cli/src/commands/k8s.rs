@@ -11,8 +11,9 @@ use clap::Parser as _;
 use throng_k8s::{JobRequest, Load, PerOpen, Plan, PlanFile, Work, sizing};
 use throng_scenario::{Executor, ScenarioPlan, Step, TargetInputs};
 
-use super::{UsageError, print_bytes};
+use super::shared::print_bytes;
 use crate::args::{Cli, Command, K8sCommand, K8sJobCmd};
+use crate::exit::UsageError;
 
 pub fn run(c: crate::args::K8sCmd) -> anyhow::Result<ExitCode> {
     match c.command {
@@ -233,13 +234,13 @@ fn scenario(file: &Path, extra: &[String]) -> anyhow::Result<(Plan, Load, Secret
     let Command::Run(run) = cli.command else {
         return Err(UsageError("after '--' give throng run flags".into()).into());
     };
-    let text = super::read_plan_file(file, "scenario file")?;
+    let text = super::shared::read_plan_file(file, "scenario file")?;
     let dir = file.parent().unwrap_or(Path::new("."));
     // The .proto files (and imports) grpc: steps were compiled from: the
     // pods read them too.
     let protos = std::cell::RefCell::new(Vec::new());
     let read = |name: &str| {
-        let text = super::read_side_file(&dir.join(name)).map_err(|e| e.to_string())?;
+        let text = super::shared::read_side_file(&dir.join(name)).map_err(|e| e.to_string())?;
         if name.ends_with(".proto") && !protos.borrow().iter().any(|p| p == name) {
             protos.borrow_mut().push(name.to_string());
         }
@@ -277,7 +278,7 @@ fn scenario(file: &Path, extra: &[String]) -> anyhow::Result<(Plan, Load, Secret
     }
     let mut files = Vec::new();
     let mut ship = |name: &str, secret: bool, limit: u64| -> anyhow::Result<()> {
-        let contents = super::read_side_file_within(&dir.join(name), limit)
+        let contents = super::shared::read_side_file_within(&dir.join(name), limit)
             .map_err(|e| UsageError(format!("{}: cannot read '{name}', which it names: {e}", file.display())))?;
         files.push(PlanFile {
             path: name.to_string(),
@@ -287,10 +288,10 @@ fn scenario(file: &Path, extra: &[String]) -> anyhow::Result<(Plan, Load, Secret
         Ok(())
     };
     if let Some(data) = &plan.data {
-        ship(&data.file, false, super::MAX_SIDE_FILE_BYTES)?;
+        ship(&data.file, false, super::shared::MAX_SIDE_FILE_BYTES)?;
     }
     for p in protos.borrow().iter() {
-        ship(p, false, super::MAX_SIDE_FILE_BYTES)?;
+        ship(p, false, super::shared::MAX_SIDE_FILE_BYTES)?;
     }
     if let Some(tls) = &plan.tls {
         for (p, secret) in [(&tls.cacert, false), (&tls.cert, false), (&tls.key, true)] {

@@ -4,8 +4,9 @@ use std::process::ExitCode;
 
 use throng_result::RunResult;
 
-use super::{UsageError, read_document, write_result};
+use super::shared::{read_document, write_result};
 use crate::args::MergeCmd;
+use crate::exit::UsageError;
 
 pub fn run(c: MergeCmd) -> anyhow::Result<ExitCode> {
     // Files are parts that ran side by side; a set's runs ran one after

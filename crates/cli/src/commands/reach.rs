@@ -3,8 +3,8 @@
 
 use std::path::Path;
 
-use super::UsageError;
 use crate::args::ReachArgs;
+use crate::exit::UsageError;
 
 /// The proxy variables read from the environment.
 const PROXY_VARIABLES: [&str; 6] = [

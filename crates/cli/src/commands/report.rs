@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use throng_result::{Document, RunResult};
 
-use super::{print_runs, read_document, view};
+use super::shared::{print_runs, read_document, view};
 use crate::args::ReportCmd;
 
 pub fn run(c: ReportCmd) -> anyhow::Result<ExitCode> {
@@ -22,7 +22,7 @@ pub fn run(c: ReportCmd) -> anyhow::Result<ExitCode> {
         super::export::open(c.csv.as_deref(), c.hdr_log.as_deref())?.write(&merged)?;
         if let Some(path) = &c.html {
             // The page is the report: nothing else on stdout.
-            super::write_html(path, &merged)?;
+            super::shared::write_html(path, &merged)?;
             return Ok(ExitCode::SUCCESS);
         }
     }

@@ -11,8 +11,9 @@ use anyhow::Context as _;
 use throng_engine::ScenarioOptions;
 use throng_scenario::{ScenarioPlan, TargetInputs};
 
-use super::{UsageError, finish_runs, repeated};
+use super::shared::{finish_runs, repeated};
 use crate::args::RunCmd;
+use crate::exit::UsageError;
 use crate::live::Watch;
 use crate::progress::{Display, StageClock};
 
@@ -94,7 +95,7 @@ pub fn run(c: RunCmd) -> anyhow::Result<ExitCode> {
     let (code, result) = finish_runs(c.repeat, &runs, c.output.json.as_deref(), c.output.format.into())?;
     exports.write(&result)?;
     if let Some(path) = &c.output.html {
-        super::write_html(path, &result)?;
+        super::shared::write_html(path, &result)?;
     }
     if let Some(path) = &c.junit {
         let mut out = Vec::new();
@@ -176,9 +177,9 @@ fn unread_env(file: &Path, given: &[(String, String)], read: &[String]) -> Optio
 /// Reads and validates a scenario file; its data file is read relative to
 /// it, its target may come from `--target` or the environment.
 fn load(file: &Path, scale: Option<f64>, target: &TargetInputs) -> anyhow::Result<ScenarioPlan> {
-    let text = super::read_plan_file(file, "scenario file")?;
+    let text = super::shared::read_plan_file(file, "scenario file")?;
     let dir: PathBuf = file.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf);
-    let read = |name: &str| super::read_side_file(&dir.join(name)).map_err(|e| e.to_string());
+    let read = |name: &str| super::shared::read_side_file(&dir.join(name)).map_err(|e| e.to_string());
     let reflect = |t: &throng_scenario::BaseUrl, tls: Option<&throng_plan::TlsSettings>, service: &str| {
         super::grpc_reflect::for_scenario(t, tls, &dir, service)
     };

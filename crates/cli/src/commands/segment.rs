@@ -6,8 +6,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use throng_engine::Control;
 use throng_plan::Segment;
 
-use super::{Interrupted, UsageError};
 use crate::args::SegmentArgs;
+use crate::exit::{Interrupted, UsageError};
 
 /// Furthest ahead `--start-at` may be.
 const MAX_AHEAD: Duration = Duration::from_secs(24 * 3600);

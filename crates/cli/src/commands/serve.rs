@@ -7,8 +7,8 @@ use std::num::NonZeroUsize;
 
 use throng_lab::{AuthConfig, BcryptCost, Fault, FaultKind, H3Fault, H3Server, LabConfig, LabServer, Stall};
 
-use super::UsageError;
 use crate::args::ServeCmd;
+use crate::exit::UsageError;
 use crate::signals;
 
 pub fn run(c: ServeCmd) -> anyhow::Result<ExitCode> {
@@ -116,7 +116,7 @@ pub fn run(c: ServeCmd) -> anyhow::Result<ExitCode> {
         cmd.stdin(std::process::Stdio::null())
             .stderr(std::process::Stdio::null());
         std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-        super::die_with_this_process(&mut cmd);
+        super::shared::die_with_this_process(&mut cmd);
         children.push(cmd.spawn().context("cannot start another lab server process")?);
     }
     let procs = if c.procs > 1 {

@@ -17,8 +17,8 @@ use throng_engine::{Control, StormPart};
 use throng_plan::{Procs, Protocol, StepArg, StormArgs, StormPlan};
 use throng_result::RunResult;
 
-use super::UsageError;
 use crate::args::{ExportArgs, SegmentArgs, StormCmd};
+use crate::exit::UsageError;
 use crate::live::Watch;
 use crate::progress::{Display, Kind};
 use crate::signals;
@@ -119,7 +119,7 @@ pub fn run(c: StormCmd) -> anyhow::Result<ExitCode> {
 
     super::export::refuse_rows_with_repeat(&c.output.export, c.repeat.count)?;
     let watch = Watch::start(&c.live, BTreeMap::new())?;
-    let runs = super::repeated(c.repeat, c.output.quiet, |control| {
+    let runs = super::shared::repeated(c.repeat, c.output.quiet, |control| {
         // Machine-wide, so one watch covers every worker process.
         let kernel = throng_engine::sys::KernelWatch::start();
         let memory = throng_engine::sys::MemoryWatch::start();
@@ -154,10 +154,10 @@ pub fn run(c: StormCmd) -> anyhow::Result<ExitCode> {
         }
         Ok(result)
     })?;
-    let (code, merged) = super::finish_runs(c.repeat, &runs, c.output.json.as_deref(), c.output.format.into())?;
+    let (code, merged) = super::shared::finish_runs(c.repeat, &runs, c.output.json.as_deref(), c.output.format.into())?;
     exports.write(&merged)?;
     if let Some(path) = &c.output.html {
-        super::write_html(path, &merged)?;
+        super::shared::write_html(path, &merged)?;
     }
     watch.linger();
     Ok(code.into())
@@ -386,7 +386,7 @@ pub fn run_part() -> anyhow::Result<ExitCode> {
     super::segment::wait_for_start(Some(order.start_at_unix_ms), &control, true)?;
     let result = throng_engine::run_storm(&plan, part, tls, rows.as_ref(), &control, &mut |_| {})
         .context("the storm part could not start")?;
-    super::print_report(throng_report::View::Json, &result)?;
+    super::shared::print_report(throng_report::View::Json, &result)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -421,7 +421,7 @@ fn run_children(
         // Own process group: a terminal's Ctrl-C reaches only this process,
         // which forwards it once (a second signal would abort the child).
         std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-        super::die_with_this_process(&mut cmd);
+        super::shared::die_with_this_process(&mut cmd);
         // The orders fit the pipe's buffer many times over (a plan is a few
         // KB), yet a thread writes them so that no child can block this one.
         match cmd.spawn() {

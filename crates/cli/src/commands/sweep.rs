@@ -12,16 +12,17 @@ use anyhow::Context as _;
 use throng_result::RunResult;
 use throng_sweep::{CellOutcome, Format, Sweep};
 
-use super::{UsageError, print_bytes};
+use super::shared::print_bytes;
 use crate::args::{SweepCmd, SweepFormat};
 use crate::exit::Outcome;
+use crate::exit::UsageError;
 
 /// Longest a setup or teardown command may run.
 const HOOK_LIMIT: Duration = Duration::from_secs(120);
 
 pub fn run(c: SweepCmd) -> anyhow::Result<ExitCode> {
     let file = c.file.display().to_string();
-    let text = super::read_plan_file(&c.file, "sweep file")?;
+    let text = super::shared::read_plan_file(&c.file, "sweep file")?;
     let sweep = Sweep::parse(&text, &file).map_err(|e| UsageError(e.to_string()))?;
     let sweep_dir = std::fs::canonicalize(&c.file)
         .ok()

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use throng_plan::TlsSettings;
 use throng_tls::rustls::ClientConfig;
 
-use super::UsageError;
 use crate::args::TlsArgs;
+use crate::exit::UsageError;
 
 /// What the plan records of the TLS flags (groups and version arrive
 /// parsed: clap ran their parsers).

@@ -13,7 +13,7 @@ fn root() -> PathBuf {
 /// Every `.rs` file under `crates/*/src`.
 fn sources(crates: &[&str]) -> Vec<PathBuf> {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-        for e in std::fs::read_dir(dir).unwrap().flatten() {
+        for e in std::fs::read_dir(dir).expect("a source folder reads").flatten() {
             let p = e.path();
             if p.is_dir() {
                 walk(&p, out);
@@ -23,7 +23,10 @@ fn sources(crates: &[&str]) -> Vec<PathBuf> {
         }
     }
     let mut out = Vec::new();
-    for e in std::fs::read_dir(root().join("crates")).unwrap().flatten() {
+    for e in std::fs::read_dir(root().join("crates"))
+        .expect("crates/ reads")
+        .flatten()
+    {
         let name = e.file_name().to_string_lossy().into_owned();
         if crates.is_empty() || crates.contains(&name.as_str()) {
             walk(&e.path().join("src"), &mut out);
