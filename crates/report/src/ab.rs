@@ -12,7 +12,7 @@ use throng_result::{Plan, RunResult};
 pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
     let m = &r.measurements;
     let Plan::Http(p) = &r.plan else {
-        return crate::storm::write(r, w);
+        return crate::text::write(r, w);
     };
     let first = m.first_reply.clone().unwrap_or_default();
     let req = &m.requests;
@@ -211,7 +211,7 @@ mod tests {
         m.dropped = 50;
         m.peak_concurrent_connections = 3;
         m.phases.insert("latency".into(), hist(100));
-        let mut r = crate::test_result(m);
+        let mut r = crate::testing::test_result(m);
         r.plan = Plan::Http(
             HttpPlan::from_args(HttpArgs {
                 url: "http://127.0.0.1:8080/".into(),
@@ -262,7 +262,7 @@ mod tests {
         m.phases.insert("response".into(), hist(12));
         m.phases.insert("wait".into(), hist(6));
         m.phases.insert("latency".into(), hist(12));
-        let mut r = crate::test_result(m);
+        let mut r = crate::testing::test_result(m);
         r.plan = Plan::Http(
             HttpPlan::from_args(HttpArgs {
                 url: "http://127.0.0.1:18931/x".into(),

@@ -131,7 +131,7 @@ mod tests {
     use throng_metrics::{EncodedHist, Hist, Measurements};
 
     fn result_with(series: Vec<SeriesPoint>) -> RunResult {
-        crate::test_result(Measurements {
+        crate::testing::test_result(Measurements {
             series,
             ..Measurements::default()
         })

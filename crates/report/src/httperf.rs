@@ -14,7 +14,7 @@ const SAMPLE_SECONDS: usize = 5;
 pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
     let m = &r.measurements;
     let Plan::Http(p) = &r.plan else {
-        return crate::storm::write(r, w);
+        return crate::text::write(r, w);
     };
     let secs = r.duration_s;
     let conns = m.connections.attempted;

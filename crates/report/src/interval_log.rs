@@ -117,7 +117,7 @@ mod tests {
                 ..SeriesPoint::default()
             },
         ];
-        let mut r = crate::test_result(Measurements {
+        let mut r = crate::testing::test_result(Measurements {
             series,
             ..Measurements::default()
         });

@@ -6,10 +6,10 @@ use std::io::{self, Write};
 
 use throng_result::{RunResult, Unit, rfc3339};
 
-use crate::View;
 use crate::compare::{headline_phases, throughput, throughput_name};
 use crate::format::us;
 use crate::stats;
+use crate::view::View;
 
 /// One run's line as printed while a `--repeat` goes on: `run 2/5: …`.
 pub fn run_line(r: &RunResult, index: usize, count: usize) -> String {
@@ -35,17 +35,17 @@ pub fn run_line(r: &RunResult, index: usize, count: usize) -> String {
     parts.join(", ")
 }
 
-/// Renders `runs` (check [`crate::supports`] on the first): one run as
-/// [`crate::write`] does; several added up
+/// Renders `runs` (check [`crate::view::supports`] on the first): one run as
+/// [`crate::view::write`] does; several added up
 /// ([`RunResult::merge_sequential`]) and, in the text view, followed by the
 /// per-run table. The JSON view writes the added-up result document.
 pub fn write_set(view: View, runs: &[RunResult], w: &mut dyn Write) -> io::Result<()> {
     match runs {
         [] => Ok(()),
-        [one] => crate::write(view, one, w),
+        [one] => crate::view::write(view, one, w),
         _ => {
             let merged = RunResult::merge_sequential(runs).map_err(io::Error::other)?;
-            crate::write(view, &merged, w)?;
+            crate::view::write(view, &merged, w)?;
             if view == View::Text {
                 writeln!(w)?;
                 write_table(runs, w)?;

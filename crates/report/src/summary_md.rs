@@ -167,7 +167,7 @@ mod tests {
 
     #[test]
     fn thresholds_come_first_then_the_figures() {
-        let mut r = crate::test_result(measured());
+        let mut r = crate::testing::test_result(measured());
         r.thresholds = vec![
             throng_scenario::Verdict {
                 threshold: "latency: p(99) < 5ms".into(),
@@ -212,18 +212,18 @@ mod tests {
 
     #[test]
     fn the_verdict_line_without_thresholds_and_when_all_failed() {
-        let r = crate::test_result(measured());
+        let r = crate::testing::test_result(measured());
         assert_eq!(lines(&r)[0], "### ✅ throng: ran to its end (no thresholds)");
         assert_eq!(lines(&r)[2], "`throng http GET http://127.0.0.1:8080/`");
         let mut m = Measurements::default();
         m.connections.attempted = 10;
         m.connections.errors.insert("refused".into(), 10);
-        let storm = crate::test_storm_result(m);
+        let storm = crate::testing::test_storm_result(m);
         let l = lines(&storm);
         assert_eq!(l[0], "### ❌ throng: every one of 10 connections failed");
         assert!(l.contains(&"| connections | 10 |".to_string()), "{l:#?}");
         assert!(l.contains(&"| failed: `refused` | 10 |".to_string()), "{l:#?}");
-        let mut stopped = crate::test_result(measured());
+        let mut stopped = crate::testing::test_result(measured());
         stopped.interrupted = true;
         assert_eq!(lines(&stopped)[0], "### ❌ throng: interrupted before its end");
     }
@@ -233,7 +233,7 @@ mod tests {
         let mut m = measured();
         m.requests.errors.insert("x|[a](http://evil/)![i](j)".into(), 1);
         m.requests.attempted += 1;
-        let mut r = crate::test_result(m);
+        let mut r = crate::testing::test_result(m);
         r.thresholds = vec![throng_scenario::Verdict {
             threshold: "a`b\nc".into(),
             passed: true,

@@ -269,7 +269,7 @@ mod tests {
         m.status.insert(200, sent - sent / 5);
         m.status.insert(503, sent / 5);
         m.dropped = dropped;
-        let mut r = crate::test_result(m);
+        let mut r = crate::testing::test_result(m);
         r.coordinated_omission_free = true;
         r.plan = Plan::Http(
             HttpPlan::from_args(HttpArgs {
@@ -322,7 +322,7 @@ mod tests {
             "{t}"
         );
         // A closed loop has no schedule.
-        let closed = crate::test_result(Measurements::default());
+        let closed = crate::testing::test_result(Measurements::default());
         assert_eq!(super::schedule(&closed), None);
         assert!(!text(&closed).contains("schedule "));
     }

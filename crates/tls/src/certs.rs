@@ -9,7 +9,7 @@ use rcgen::{
 };
 use time::{Duration, OffsetDateTime};
 
-use crate::TlsError;
+use crate::error::TlsError;
 
 /// Key type of every generated certificate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -14,7 +14,7 @@ use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme
 
 use throng_plan::TlsSettings;
 
-use crate::TlsError;
+use crate::error::TlsError;
 
 pub use throng_plan::{TlsGroup as Group, TlsVersion};
 
@@ -462,24 +462,24 @@ mod tests {
         let (der, pem) = self_signed_ca("localhost", -1, 30);
         assert!(verify(&pem, &der, "localhost").is_ok());
         let e = verify(&pem, &der, "other.example").unwrap_err();
-        assert_eq!(crate::failure_class(&e), "certificate_name_mismatch", "{e:?}");
+        assert_eq!(crate::classify::failure_class(&e), "certificate_name_mismatch", "{e:?}");
         // webpki checks the dates before the basic constraints: an expired
         // or early one never reaches the exact match.
         let (der, pem) = self_signed_ca("localhost", -30, -1);
         assert_eq!(
-            crate::failure_class(&verify(&pem, &der, "localhost").unwrap_err()),
+            crate::classify::failure_class(&verify(&pem, &der, "localhost").unwrap_err()),
             "certificate_expired"
         );
         let (der, pem) = self_signed_ca("localhost", 2, 30);
         assert_eq!(
-            crate::failure_class(&verify(&pem, &der, "localhost").unwrap_err()),
+            crate::classify::failure_class(&verify(&pem, &der, "localhost").unwrap_err()),
             "certificate_not_yet_valid"
         );
         // Not among the --cacert certificates: refused, with its reason.
         let (der, _) = self_signed_ca("localhost", -1, 30);
         let (_, other) = self_signed_ca("localhost", -1, 30);
         assert_eq!(
-            crate::failure_class(&verify(&other, &der, "localhost").unwrap_err()),
+            crate::classify::failure_class(&verify(&other, &der, "localhost").unwrap_err()),
             "ca_used_as_end_entity"
         );
     }

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use rustls::server::WebPkiClientVerifier;
 use rustls::{RootCertStore, ServerConfig};
 
-use crate::TlsError;
 use crate::client::{certs, key, provider, versions};
+use crate::error::TlsError;
 
 /// A server configuration from a certificate chain and key (PEM, as
 /// (path, bytes)); with `client_ca`, clients must present a certificate

@@ -572,11 +572,14 @@ impl HttpPlan {
     /// A one-line description: `closed loop, 50 connections, 2 threads, 10s`.
     pub fn describe(&self) -> String {
         let load = match self.load {
-            Load::Closed => format!("closed loop, {}", crate::count(self.connections, "connection")),
+            Load::Closed => format!(
+                "closed loop, {}",
+                crate::duration::count(self.connections, "connection")
+            ),
             Load::Open { rate } => format!(
                 "open loop at {}, up to {}",
-                crate::format_rate(rate, "req"),
-                crate::count(self.connections, "connection")
+                crate::duration::format_rate(rate, "req"),
+                crate::duration::count(self.connections, "connection")
             ),
         };
         let stop = match self.stop {
@@ -588,10 +591,10 @@ impl HttpPlan {
         } else {
             ", a new connection per request"
         };
-        let threads = crate::count(self.threads, "thread");
+        let threads = crate::duration::count(self.threads, "thread");
         let follow = match self.redirects {
             0 => String::new(),
-            n => format!(", following up to {}", crate::count(n, "redirect")),
+            n => format!(", following up to {}", crate::duration::count(n, "redirect")),
         };
         let version = if self.http.is_http1() {
             String::new()
@@ -599,7 +602,7 @@ impl HttpPlan {
             format!(
                 ", {}, up to {} per connection",
                 self.http.label(),
-                crate::count(self.streams, "stream")
+                crate::duration::count(self.streams, "stream")
             )
         };
         format!("{load}, {threads}, {stop}{ka}{version}{follow}")

@@ -239,7 +239,7 @@ pub(super) fn tls(given: &TlsSettings, target: &Target, http: HttpVersion) -> Re
     if http == HttpVersion::Http3
         && tls
             .as_ref()
-            .is_some_and(|t| t.version == Some(crate::TlsVersion::Tls12))
+            .is_some_and(|t| t.version == Some(crate::tls::TlsVersion::Tls12))
     {
         return Err(PlanError::invalid(
             "--tls-version",

@@ -304,7 +304,7 @@ fn url_credentials_become_authorization_and_leave_the_url() {
     let sent = String::from_utf8(p.request_bytes().to_vec()).unwrap();
     assert!(sent.contains(&format!(
         "Authorization: {}\r\n",
-        crate::basic_authorization("al@ce", "s3cret")
+        crate::reach::basic_authorization("al@ce", "s3cret")
     )));
     let json = serde_json::to_string(&p.redacted()).unwrap();
     assert!(!json.contains("s3cret") && !json.contains("Basic"), "{json}");
@@ -597,7 +597,7 @@ fn http2_and_streams_are_validated() {
         http3: true,
         ..args("https://x/")
     };
-    a.tls.version = Some(crate::TlsVersion::Tls12);
+    a.tls.version = Some(crate::tls::TlsVersion::Tls12);
     assert_eq!(flag_of(HttpPlan::from_args(a).unwrap_err()), "--tls-version");
 }
 

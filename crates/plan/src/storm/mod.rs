@@ -658,9 +658,9 @@ impl StormPlan {
 
     /// A one-line description.
     pub fn describe(&self) -> String {
-        let mut parts = vec![crate::count(self.connections, "connection")];
+        let mut parts = vec![crate::duration::count(self.connections, "connection")];
         if let Some(r) = self.rate {
-            parts.push(crate::format_rate(r, ""));
+            parts.push(crate::duration::format_rate(r, ""));
         }
         if let Some(m) = self.max_concurrent {
             parts.push(format!("at most {m} at once"));
@@ -681,11 +681,11 @@ impl StormPlan {
             None if self.http.is_multiplexed() => parts.push(format!("{} handshakes only", self.http.label())),
             None => {}
         }
-        parts.push(crate::count(self.workers, "worker"));
+        parts.push(crate::duration::count(self.workers, "worker"));
         if !self.source.is_empty() {
             parts.push(format!(
                 "from {}",
-                crate::count(self.source.len() as u64, "source address")
+                crate::duration::count(self.source.len() as u64, "source address")
             ));
         }
         if self.client != ClientProfile::Lenient {

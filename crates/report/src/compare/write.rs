@@ -363,11 +363,11 @@ pub fn write_json(c: &Comparison, w: &mut dyn Write) -> io::Result<()> {
 }
 
 /// Both sides in ab's or httperf's layout, in two columns (A | B), line by
-/// line. Check [`crate::supports`] for both sides first.
-pub fn write_columns(view: crate::View, c: &Comparison, w: &mut dyn Write) -> io::Result<()> {
+/// line. Check [`crate::view::supports`] for both sides first.
+pub fn write_columns(view: crate::view::View, c: &Comparison, w: &mut dyn Write) -> io::Result<()> {
     let render = |r: &RunResult| -> io::Result<Vec<String>> {
         let mut buf = Vec::new();
-        crate::write(view, r, &mut buf)?;
+        crate::view::write(view, r, &mut buf)?;
         Ok(String::from_utf8_lossy(&buf).lines().map(str::to_string).collect())
     };
     let (left, right) = (render(&c.merged_a)?, render(&c.merged_b)?);

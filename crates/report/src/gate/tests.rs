@@ -116,7 +116,7 @@ fn run_of(ms: &[u64], ok: u64, failed: u64, jitter_us: u64, rate: Option<f64>) -
             rec.request_failed(at, ErrorClass::Refused, 0);
         }
     }
-    let mut r = crate::test_result(rec.finish(t0 + Duration::from_secs(secs)));
+    let mut r = crate::testing::test_result(rec.finish(t0 + Duration::from_secs(secs)));
     r.duration_s = secs as f64;
     if let Some(rate) = rate {
         r.plan = throng_result::Plan::Http(

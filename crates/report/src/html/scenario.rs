@@ -149,7 +149,7 @@ impl Page {
     /// The text report, for copying into a ticket.
     pub(super) fn text_report(&mut self, r: &RunResult) {
         let mut text = Vec::new();
-        if crate::write(crate::View::Text, r, &mut text).is_err() {
+        if crate::view::write(crate::view::View::Text, r, &mut text).is_err() {
             return;
         }
         self.h2("text", "Text report");

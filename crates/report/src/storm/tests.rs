@@ -19,7 +19,7 @@ fn labels_are_the_readmes_and_their_values_line_up() {
     let mut back = Hist::new();
     back.record_us(2_000_000);
     m.phases.insert(Phase::Reconnect.name().into(), back);
-    let mut r = crate::test_result(m);
+    let mut r = crate::testing::test_result(m);
     r.plan = Plan::Storm(
         StormPlan::from_args(StormArgs {
             target: "tcp://127.0.0.1:4222".into(),
@@ -34,7 +34,7 @@ fn labels_are_the_readmes_and_their_values_line_up() {
         .expect("a valid plan"),
     );
     let mut out = Vec::new();
-    super::write(&r, &mut out).expect("written");
+    crate::text::write(&r, &mut out).expect("written");
     let text = String::from_utf8(out).expect("UTF-8");
     assert!(text.contains("1000 connections, 10/min, held 30s, 1 worker"), "{text}");
     assert!(text.contains("1 attempt, 0 failed"), "{text}");
@@ -69,7 +69,7 @@ fn the_kernel_line_gives_sockets_slab_and_buffers() {
     m.connections.attempted = 1000;
     m.connections.ok = 1000;
     m.peak_concurrent_connections = 1000;
-    let mut r = crate::test_result(m);
+    let mut r = crate::testing::test_result(m);
     let mut out = Vec::new();
     super::report::write_kernel(&r, &mut out).expect("written");
     assert!(out.is_empty(), "no line without samples");
