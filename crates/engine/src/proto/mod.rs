@@ -25,7 +25,7 @@
 //! | a worker's shared connections | `conns.rs`: [`Conns`] (HTTP/2's pool, the QUIC endpoint), made from the `Wire` | `Ctx::conns`; `close_all` when the loops end |
 //! | request driver | `session.rs`: [`Session`] (a task's protocol state); `driver.rs`: [`one_request`], [`spawn_driver`] (a protocol driving its own connections, fed by [`Starts`], `starts.rs`) | the closed and open loops |
 //! | storm connection | `link.rs`: `Link` (a byte stream, `http2::Held`, `http3::Held`) with `establish_own`, `hold_own`, `close`; `answer_while_holding`, `goodbye`; `opening.rs`: `opening` (a line protocol's handshake as a connection opens) | `crate::storm`, `crate::conn` |
-//! | scenario VU connection | `http2::Own`, `http3::Own` (their `scenario.rs`), `crate::scenario::ws`'s step | `crate::scenario` |
+//! | scenario VU connection | `vu/`: `vu::Conns` (a VU's `http2::Own` and `http3::Own`, keyed by protocol: open, exchange, call, close), `vu::dest::Dest`, stream requests and hops; `ws`'s `Socket` for a `websocket:` step | `crate::scenario` |
 //! | pre-run check | `http2::preflight`, `http3::preflight` (their `check.rs`) | `crate::preflight` |
 //!
 //! Which protocol module provides each arm:
