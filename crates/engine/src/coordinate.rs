@@ -269,7 +269,7 @@ impl Rows {
         for d in done.iter().flatten() {
             match &d.rows {
                 Some(Ok(c)) => counts.add(*c),
-                Some(Err(e)) => notes.push(e.clone()),
+                Some(Err(e)) => notes.push(format!("--csv-requests: writing rows failed: {e}")),
                 None => {}
             }
         }

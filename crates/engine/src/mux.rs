@@ -95,7 +95,7 @@ impl Parts {
 /// its `Host`, `:path` from its request target (the whole URL when it is
 /// in absolute form), its other headers but the connection-specific ones,
 /// its body as a slice of `entry`.
-pub(crate) fn parts_of(entry: &Bytes, https: bool) -> Result<Parts, String> {
+pub(crate) fn parts_of(entry: &Bytes, https: bool) -> Result<Parts, PartsError> {
     // On the stack for the usual few fields (this runs per request); on
     // the heap only for a request with more.
     let mut few = [httparse::EMPTY_HEADER; FEW_FIELDS];
@@ -114,19 +114,55 @@ pub(crate) fn parts_of(entry: &Bytes, https: bool) -> Result<Parts, String> {
     }
 }
 
+/// Why a request as the plan rendered it cannot go out as an HTTP/2 or
+/// HTTP/3 stream (checked for every request before the run).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum PartsError {
+    #[error("the request's head is cut off")]
+    CutOff,
+    #[error("the request cannot be read back ({0})")]
+    Unreadable(httparse::Error),
+    #[error("header '{name}' cannot be sent over HTTP/2 or HTTP/3 ({reason})")]
+    HeaderName {
+        name: String,
+        reason: http::header::InvalidHeaderName,
+    },
+    #[error("the value of header '{name}' cannot be sent ({reason})")]
+    HeaderValue {
+        name: String,
+        reason: http::header::InvalidHeaderValue,
+    },
+    #[error("'{target}' cannot be a request target here ({reason})")]
+    Target { target: String, reason: String },
+    #[error("'{method}' is not an HTTP method ({reason})")]
+    Method {
+        method: String,
+        reason: http::method::InvalidMethod,
+    },
+}
+
+/// The first request of a plan's table that cannot go out as a stream, by
+/// its target's name (`target NAME`, else `request N`).
+#[derive(Debug, thiserror::Error)]
+#[error("{name}: {error}")]
+pub(crate) struct TableError {
+    name: String,
+    error: PartsError,
+}
+
 /// Header fields parsed on the stack (more go to the heap).
 const FEW_FIELDS: usize = 32;
 
-fn head_len(parsed: httparse::Result<usize>) -> Result<usize, String> {
+fn head_len(parsed: httparse::Result<usize>) -> Result<usize, PartsError> {
     match parsed {
         Ok(httparse::Status::Complete(n)) => Ok(n),
-        Ok(httparse::Status::Partial) => Err("the request's head is cut off".to_string()),
-        Err(e) => Err(format!("the request cannot be read back ({e})")),
+        Ok(httparse::Status::Partial) => Err(PartsError::CutOff),
+        Err(e) => Err(PartsError::Unreadable(e)),
     }
 }
 
 /// [`parts_of`] from the parsed head `req` (`head_len` bytes of `entry`).
-fn convert(req: &httparse::Request<'_, '_>, entry: &Bytes, head_len: usize, https: bool) -> Result<Parts, String> {
+fn convert(req: &httparse::Request<'_, '_>, entry: &Bytes, head_len: usize, https: bool) -> Result<Parts, PartsError> {
     let method = req.method.unwrap_or("GET");
     let target = req.path.unwrap_or("/");
     let mut authority = None;
@@ -139,10 +175,14 @@ fn convert(req: &httparse::Request<'_, '_>, entry: &Bytes, head_len: usize, http
         if NOT_CARRIED.contains(&lower.as_str()) {
             continue;
         }
-        let name = http::HeaderName::from_bytes(lower.as_bytes())
-            .map_err(|e| format!("header '{}' cannot be sent over HTTP/2 or HTTP/3 ({e})", f.name))?;
-        let value = http::HeaderValue::from_bytes(f.value)
-            .map_err(|e| format!("the value of header '{}' cannot be sent ({e})", f.name))?;
+        let name = http::HeaderName::from_bytes(lower.as_bytes()).map_err(|reason| PartsError::HeaderName {
+            name: f.name.to_string(),
+            reason,
+        })?;
+        let value = http::HeaderValue::from_bytes(f.value).map_err(|reason| PartsError::HeaderValue {
+            name: f.name.to_string(),
+            reason,
+        })?;
         headers.append(name, value);
     }
     let uri = if target.starts_with("http://") || target.starts_with("https://") {
@@ -155,9 +195,14 @@ fn convert(req: &httparse::Request<'_, '_>, entry: &Bytes, head_len: usize, http
             .build()
             .map_err(|e| e.to_string())
     }
-    .map_err(|e| format!("'{target}' cannot be a request target here ({e})"))?;
-    let method =
-        http::Method::from_bytes(method.as_bytes()).map_err(|e| format!("'{method}' is not an HTTP method ({e})"))?;
+    .map_err(|reason| PartsError::Target {
+        target: target.to_string(),
+        reason,
+    })?;
+    let method = http::Method::from_bytes(method.as_bytes()).map_err(|reason| PartsError::Method {
+        method: method.to_string(),
+        reason,
+    })?;
     Ok(Parts {
         method,
         uri,
@@ -211,14 +256,14 @@ pub(crate) fn hop_parts(
 
 /// Converts every entry of `table` once, before the run: the first that
 /// HTTP/2 or HTTP/3 cannot carry, with its target's name, as an error.
-pub(crate) fn check_table(table: &throng_plan::Requests, names: &[String], https: bool) -> Result<(), String> {
+pub(crate) fn check_table(table: &throng_plan::Requests, names: &[String], https: bool) -> Result<(), TableError> {
     for i in 0..table.len() {
-        if let Err(e) = parts_of(&table.bytes(i), https) {
+        if let Err(error) = parts_of(&table.bytes(i), https) {
             let t = table.target(i);
             let name = names
                 .get(t)
                 .map_or_else(|| format!("request {}", i + 1), |n| format!("target {n}"));
-            return Err(format!("{name}: {e}"));
+            return Err(TableError { name, error });
         }
     }
     Ok(())
@@ -391,6 +436,27 @@ async fn open_other(ctx: &Ctx, place: &Place, sleep: Pin<&mut Sleep>) -> Result<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_request_that_cannot_be_a_stream_says_why() {
+        let said = |raw: &'static str| {
+            parts_of(&Bytes::from_static(raw.as_bytes()), false)
+                .map(|_| ())
+                .unwrap_err()
+                .to_string()
+        };
+        assert_eq!(said("GET / HTTP/1.1\r\nHost: a"), "the request's head is cut off");
+        assert!(said("GET / HTTP/1.1\r\nHo st: a\r\n\r\n").starts_with("the request cannot be read back ("));
+        assert!(
+            said("G(T / HTTP/1.1\r\nHost: a\r\n\r\n").starts_with("the request cannot be read back (")
+                || said("G(T / HTTP/1.1\r\nHost: a\r\n\r\n").starts_with("'G(T' is not an HTTP method (")
+        );
+        let table = TableError {
+            name: "target api".into(),
+            error: PartsError::CutOff,
+        };
+        assert_eq!(table.to_string(), "target api: the request's head is cut off");
+    }
 
     #[test]
     fn a_rendered_request_becomes_its_multiplexed_parts() {

@@ -221,11 +221,7 @@ fn collect(ctx: &Ctx, rt: tokio::runtime::Runtime, cpu_before: (Duration, Durati
     let scenario = ctx.scenario.borrow_mut().take().map(|s| s.finish(finished));
     drop(rt);
     // Every task is gone: each request's row has been written.
-    let rows = ctx.rows.as_ref().map(|w| {
-        w.borrow_mut()
-            .finish()
-            .map_err(|e| format!("--csv-requests: writing rows failed: {e}"))
-    });
+    let rows = ctx.rows.as_ref().map(|w| w.borrow_mut().finish());
     let mut measurements = rec.finish(finished);
     measurements.scenario = scenario;
     let cpu_after = crate::sys::thread_cpu();

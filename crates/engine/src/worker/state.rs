@@ -34,7 +34,7 @@ pub(crate) struct WorkerDone {
     /// CPU this worker thread used: (user, system).
     pub cpu: (Duration, Duration),
     /// `--csv-requests`: rows written and left out, or why writing failed.
-    pub rows: Option<Result<crate::rows::RowCounts, String>>,
+    pub rows: Option<std::io::Result<crate::rows::RowCounts>>,
     /// Responses timed by the kernel's receive stamp and by the user clock.
     pub stamps: crate::stamps::Counts,
 }
