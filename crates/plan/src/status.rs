@@ -134,7 +134,7 @@ pub enum StatusError {
     #[error("'{0}': statuses run from 100 to 599, low to high")]
     OutOfRange(String),
     /// `Nxx` with N not one digit from 1 to 5.
-    #[error("'{0}' is not a status class; classes run from 1xx to 5xx (one digit, then xx)")]
+    #[error("'{0}' is not a status class: statuses run from 100 to 599, so classes from 1xx to 5xx")]
     Class(String),
     /// An empty item: two commas in a row, one at an end, or no text.
     #[error("an item of the list is empty (two commas in a row, or one at an end); use e.g. 200,401 or 2xx")]
@@ -187,7 +187,7 @@ mod tests {
         ] {
             assert_eq!(
                 StatusSet::parse(part).unwrap_err().to_string(),
-                format!("'{part}' is not a status class; classes run from 1xx to 5xx (one digit, then xx)"),
+                format!("'{part}' is not a status class: statuses run from 100 to 599, so classes from 1xx to 5xx"),
                 "{part}"
             );
         }

@@ -449,8 +449,14 @@ fn expect_status_lists_past_the_statuses_are_usage_errors() {
     let target = format!("http://127.0.0.1:{}/", free_port());
     let long = "9".repeat(70_000);
     let cases: &[(&str, &str)] = &[
-        ("700xx", "'700xx' is not a status class; classes run from 1xx to 5xx"),
-        ("999xx", "'999xx' is not a status class; classes run from 1xx to 5xx"),
+        (
+            "700xx",
+            "'700xx' is not a status class: statuses run from 100 to 599, so classes from 1xx to 5xx",
+        ),
+        (
+            "999xx",
+            "'999xx' is not a status class: statuses run from 100 to 599, so classes from 1xx to 5xx",
+        ),
         ("9xx99", "'9xx99' is not a status, range or class"),
         ("65536", "'65536': statuses run from 100 to 599"),
         ("200,,300", "an item of the list is empty"),
