@@ -199,6 +199,19 @@ pub fn basic_authorization(user: &str, password: &str) -> String {
     )
 }
 
+/// The `Authorization` a URL's `user:password@` asks for (`Basic`, both
+/// parts percent-decoded), or None when it has neither: what `throng http`
+/// targets, proxies and WebSocket storms send for URL credentials.
+pub(crate) fn url_authorization(url: &url::Url) -> Option<String> {
+    if url.username().is_empty() && url.password().is_none() {
+        return None;
+    }
+    Some(basic_authorization(
+        &decode(url.username()),
+        &decode(url.password().unwrap_or("")),
+    ))
+}
+
 /// Splits `HOST` and the rest at the first `:` outside brackets; the host
 /// loses its brackets.
 fn split_host(text: &str) -> Option<(&str, &str)> {
@@ -339,13 +352,7 @@ fn parse_proxy(from: &str, text: &str) -> Result<Proxy, PlanError> {
         return Err(bad("a proxy URL has no path".to_string()));
     }
     let port = url.port().unwrap_or(1080);
-    let authorization = if url.username().is_empty() && url.password().is_none() {
-        None
-    } else {
-        let user = decode(url.username());
-        let password = decode(url.password().unwrap_or(""));
-        Some(basic_authorization(&user, &password))
-    };
+    let authorization = url_authorization(&url);
     if url.password().is_some() {
         let _ = url.set_password(Some("***"));
     }

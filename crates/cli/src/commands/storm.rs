@@ -249,7 +249,7 @@ fn mem_available() -> Option<u64> {
 /// What a child process of a multi-process storm is told, as JSON on its
 /// stdin: the validated plan itself (so no flag can be lost on the way),
 /// what the plan does not serialize (the NATS secret, the `--send-secret`
-/// texts, the segment), and its part.
+/// texts, a WebSocket upgrade's Authorization, the segment), and its part.
 #[derive(Debug, Serialize, Deserialize)]
 struct ChildOrder {
     plan: StormPlan,
@@ -262,6 +262,9 @@ struct ChildOrder {
     /// `Proxy::authorization`, which result documents never hold either.
     #[serde(default)]
     proxy_secret: Option<String>,
+    /// A WebSocket upgrade's `Authorization` ([`StormPlan::ws_authorization`]).
+    #[serde(default)]
+    ws_authorization: Option<String>,
     /// `--segment` and `--segment-sequence` as typed (parsed again, as the parent did).
     #[serde(default)]
     segment: Option<String>,
@@ -310,6 +313,7 @@ impl ChildOrder {
         ChildOrder {
             line_secrets: plan.line_secrets(),
             proxy_secret: plan.reach.proxy.as_ref().and_then(|p| p.authorization.clone()),
+            ws_authorization: plan.ws_authorization(),
             plan,
             nats_secret,
             segment: c.segments.segment.clone(),
@@ -332,6 +336,7 @@ impl ChildOrder {
         if let Some(p) = &mut plan.reach.proxy {
             p.authorization.clone_from(&self.proxy_secret);
         }
+        plan.restore_ws_authorization(self.ws_authorization.as_deref());
         plan.segment = super::segment::parse(&SegmentArgs {
             segment: self.segment.clone(),
             sequence: self.segment_sequence.clone(),
@@ -618,5 +623,33 @@ mod tests {
             plan
         );
         assert!(segment.is_some());
+    }
+
+    /// A WebSocket upgrade's Authorization (from the URL) reaches a child
+    /// through its orders, not through the plan's JSON.
+    #[test]
+    fn orders_carry_the_websocket_authorization() {
+        use clap::Parser;
+        let cli =
+            Cli::try_parse_from(["throng", "storm", "ws://alice:s3cret@127.0.0.1:9000/chat", "-n", "10"]).unwrap();
+        let Command::Storm(c) = cli.command else {
+            panic!("a storm")
+        };
+        let plan = StormPlan::from_args(StormArgs {
+            target: c.target.clone(),
+            connections: c.connections,
+            cores: 2,
+            ..StormArgs::default()
+        })
+        .unwrap();
+        let basic = throng_plan::basic_authorization("alice", "s3cret");
+        assert_eq!(plan.ws_authorization().as_deref(), Some(basic.as_str()));
+        let json = serde_json::to_string(&ChildOrder::new(&c, &plan, 0, 2, 0)).unwrap();
+        assert!(
+            !serde_json::to_string(&plan).unwrap().contains(&basic),
+            "the plan itself"
+        );
+        let back = serde_json::from_str::<ChildOrder>(&json).unwrap().plan().unwrap();
+        assert_eq!(back.ws_authorization().as_deref(), Some(basic.as_str()));
     }
 }

@@ -593,6 +593,16 @@ pub struct WsServer {
 
 impl WsServer {
     pub fn start(mode: &str) -> WsServer {
+        WsServer::spawn(mode, None)
+    }
+
+    /// A server that refuses (401) every upgrade whose `Authorization` is
+    /// not exactly `authorization`.
+    pub fn requiring(mode: &str, authorization: &str) -> WsServer {
+        WsServer::spawn(mode, Some(authorization))
+    }
+
+    fn spawn(mode: &str, authorization: Option<&str>) -> WsServer {
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/servers/ws_server.py");
         let dir = tempfile::tempdir().unwrap();
         let port_file = dir.path().join("port");
@@ -600,6 +610,7 @@ impl WsServer {
             .arg(&script)
             .arg(&port_file)
             .arg(mode)
+            .args(authorization)
             .stdout(Stdio::null())
             .stderr(Stdio::from(std::fs::File::create(dir.path().join("log")).unwrap()))
             .spawn()

@@ -440,3 +440,31 @@ fn closed_pipes_change_no_exit_code() {
     // A usage error's one line.
     assert_eq!(with_closed_pipes(&["http", "not a url"]), 2);
 }
+
+/// `--expect-status` lists that are no statuses are usage errors (2) that
+/// say why; a class past 5xx overflowed a u16 (a panic, 101, in debug
+/// builds). No server: the flag is refused before any traffic.
+#[test]
+fn expect_status_lists_past_the_statuses_are_usage_errors() {
+    let target = format!("http://127.0.0.1:{}/", free_port());
+    let long = "9".repeat(70_000);
+    let cases: &[(&str, &str)] = &[
+        (
+            "700xx",
+            "'700xx' is not a status class: statuses run from 100 to 599, so classes from 1xx to 5xx",
+        ),
+        (
+            "999xx",
+            "'999xx' is not a status class: statuses run from 100 to 599, so classes from 1xx to 5xx",
+        ),
+        ("9xx99", "'9xx99' is not a status, range or class"),
+        ("65536", "'65536': statuses run from 100 to 599"),
+        ("200,,300", "an item of the list is empty"),
+        (&long, "statuses run from 100 to 599"),
+    ];
+    for (list, needle) in cases {
+        let out = expect(&["http", &target, "-n", "1", "-q", "--expect-status", list], 2, needle);
+        let err = stderr(&out);
+        assert!(err.contains("--expect-status") && !err.contains("panicked"), "{err}");
+    }
+}

@@ -333,13 +333,16 @@ fn target(case: Case, setup: Setup) -> Target {
             } else {
                 "echo"
             };
-            let ws = WsServer::start(mode);
-            // A password in the URL: a storm's WebSocket upgrade does not
-            // send it (no server here can check), and shows it nowhere.
-            let creds = if setup == Setup::Secret {
-                format!("matrix:{SECRET}@")
+            // A password in the URL: the upgrade carries it as Basic
+            // credentials (the server refuses any other upgrade with 401;
+            // nginx passes the header on for wss), and shows it nowhere.
+            let (ws, creds) = if setup == Setup::Secret {
+                (
+                    WsServer::requiring(mode, &format!("Basic {}", basic())),
+                    format!("matrix:{SECRET}@"),
+                )
             } else {
-                String::new()
+                (WsServer::start(mode), String::new())
             };
             let (front, url) = if case.transport == Transport::Plain {
                 (None, format!("ws://{creds}127.0.0.1:{}/", ws.port))

@@ -329,3 +329,51 @@ fn a_large_message_to_a_server_that_never_reads_times_out() {
         m.connections.errors
     );
 }
+
+/// URL credentials go out as `Authorization: Basic base64(user:password)`
+/// on every upgrade (percent-decoded, as `throng http` sends them), in one
+/// process and over a storm's processes, and show in no output. The server
+/// refuses any other upgrade with 401, so a storm that does not send them
+/// fails here.
+#[test]
+fn url_credentials_are_sent_as_basic_authorization_on_the_upgrade() {
+    use base64::Engine as _;
+    let secret = "s3cr:et-ws-9d1e";
+    let encoded = base64::engine::general_purpose::STANDARD.encode(format!("al@ce:{secret}"));
+    let server = WsServer::requiring("echo", &format!("Basic {encoded}"));
+    // Without credentials the server refuses: it does check.
+    let bare = common::storm(&[&server.url("/"), "-n", "5", "--send", "hi", "--expect", "^hi$"]);
+    assert_eq!(bare.code(), 1, "{}", bare.stderr());
+    let m = &bare.result().measurements;
+    assert_eq!(
+        m.connections.error("ws.upgrade_refused.401"),
+        5,
+        "{:?}",
+        m.connections.errors
+    );
+    let url = format!("ws://al%40ce:s3cr%3Aet-ws-9d1e@127.0.0.1:{}/chat", server.port);
+    for procs in ["1", "2"] {
+        let run = common::storm(&[&url, "-n", "10", "--procs", procs, "--send", "hi", "--expect", "^hi$"]);
+        assert_eq!(run.code(), 0, "--procs {procs}: {}", run.stderr());
+        let r = run.result();
+        assert_books_balance(r);
+        let m = &r.measurements;
+        assert_eq!(
+            (m.connections.attempted, m.connections.ok),
+            (10, 10),
+            "--procs {procs}: {:?}",
+            m.connections.errors
+        );
+        let result = std::fs::read_to_string(&run.json).unwrap();
+        for (what, text) in [
+            ("the result", result),
+            ("stdout", run.stdout()),
+            ("stderr", run.stderr()),
+        ] {
+            assert!(
+                !text.contains("s3cr") && !text.contains(&encoded),
+                "--procs {procs}: {what} holds the secret: {text}"
+            );
+        }
+    }
+}

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """WebSocket servers for throng's tests (PyPI `websockets`), on loopback.
 
-    ws_server.py PORT_FILE MODE
+    ws_server.py PORT_FILE MODE [AUTHORIZATION]
 
 MODE: echo (every message back), push (a message "push N" every second),
 pushping (push, and a ping every 0.1 s: a socket that leaves one unanswered
@@ -11,8 +11,10 @@ and writes pings, 125 bytes each, as fast as the client takes them, so
 its pongs fill the buffers both ways), deaf
 (never reads the socket again, sends nothing). In every mode SIGUSR1 closes every open socket with 1001 (going
 away) while the server keeps listening, and each socket's close code (the
-client's, when it closed first) is appended to PORT_FILE.closes. Writes the
-port it listens on to PORT_FILE, then serves until killed.
+client's, when it closed first) is appended to PORT_FILE.closes. With
+AUTHORIZATION, an upgrade whose Authorization header is not exactly that
+value is refused with 401. Writes the port it listens on to PORT_FILE, then
+serves until killed.
 """
 import asyncio
 import http
@@ -64,6 +66,14 @@ def refuse(connection, request):
     return connection.respond(http.HTTPStatus.FORBIDDEN, "no\n")
 
 
+def requiring(authorization):
+    def check(connection, request):
+        if request.headers.get("Authorization") != authorization:
+            return connection.respond(http.HTTPStatus.UNAUTHORIZED, "no\n")
+        return None
+    return check
+
+
 def tracked(handler, closes):
     async def run(ws):
         OPEN.add(ws)
@@ -84,10 +94,12 @@ def going_away():
         asyncio.ensure_future(ws.close(1001, "going away"))
 
 
-async def main(port_file, mode):
+async def main(port_file, mode, authorization=None):
     handler = {"echo": echo, "push": push, "pushping": push, "refuse": echo, "close": close,
                "flood": flood, "deaf": deaf}[mode]
     kwargs = {"process_request": refuse} if mode == "refuse" else {}
+    if authorization is not None:
+        kwargs = {"process_request": requiring(authorization)}
     pings = {"ping_interval": 0.1, "ping_timeout": 0.5} if mode == "pushping" else {"ping_interval": None}
     asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, going_away)
     run = tracked(handler, port_file + ".closes")
@@ -100,4 +112,4 @@ async def main(port_file, mode):
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1], sys.argv[2]))
+    asyncio.run(main(*sys.argv[1:4]))

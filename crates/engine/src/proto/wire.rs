@@ -205,6 +205,7 @@ fn protocol_spec(p: &throng_plan::Protocol, tls: bool, client: throng_plan::Clie
         throng_plan::Protocol::WebSocket(ws) => ProtocolSpec::WebSocket(ws::Spec {
             path: ws.path.clone(),
             host: ws.host.clone(),
+            authorization: ws.authorization.clone(),
             steps: ws
                 .steps
                 .iter()

@@ -80,18 +80,15 @@ pub(super) fn parse_target(given: &str) -> Result<(Target, Option<String>), Plan
         Some(h) => h.to_string(),
         None => return Err(PlanError::invalid("URL", format!("'{text}' has no host; {example}"))),
     };
-    let (shown, auth) = if url.username().is_empty() && url.password().is_none() {
-        (given.to_string(), None)
-    } else {
-        let auth = crate::reach::basic_authorization(
-            &crate::reach::decode(url.username()),
-            &crate::reach::decode(url.password().unwrap_or("")),
-        );
-        let mut bare = url.clone();
-        // Neither fails on an http(s) URL with a host.
-        let _ = bare.set_username("");
-        let _ = bare.set_password(None);
-        (bare.to_string(), Some(auth))
+    let (shown, auth) = match crate::reach::url_authorization(&url) {
+        None => (given.to_string(), None),
+        Some(auth) => {
+            let mut bare = url.clone();
+            // Neither fails on an http(s) URL with a host.
+            let _ = bare.set_username("");
+            let _ = bare.set_password(None);
+            (bare.to_string(), Some(auth))
+        }
     };
     let port = url.port_or_known_default().unwrap_or(match scheme {
         Scheme::Http => 80,

@@ -84,6 +84,11 @@ pub struct WsSpec {
     pub path: String,
     /// The `Host` header.
     pub host: String,
+    /// The upgrade's `Authorization`: `Basic` from the target's
+    /// `user:password@` (never serialized: a storm part's orders carry it
+    /// apart, [`StormPlan::ws_authorization`]).
+    #[serde(skip)]
+    pub authorization: Option<SecretText>,
     /// Messages to send and expect after the upgrade, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub steps: Vec<WsStep>,
@@ -566,6 +571,23 @@ impl StormPlan {
                 })
                 .collect(),
             _ => Vec::new(),
+        }
+    }
+
+    /// The `Authorization` of a WebSocket storm's upgrade, if any: what a
+    /// storm part's orders carry besides the plan (which never holds it).
+    pub fn ws_authorization(&self) -> Option<String> {
+        match &self.protocol {
+            Some(Protocol::WebSocket(ws)) => ws.authorization.as_ref().map(|a| a.expose().to_string()),
+            _ => None,
+        }
+    }
+
+    /// Puts back the `Authorization` [`StormPlan::ws_authorization`] took
+    /// (nothing for other protocols).
+    pub fn restore_ws_authorization(&mut self, value: Option<&str>) {
+        if let Some(Protocol::WebSocket(ws)) = &mut self.protocol {
+            ws.authorization = value.map(|v| SecretText::new(v.to_string()));
         }
     }
 

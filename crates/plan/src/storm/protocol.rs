@@ -193,9 +193,16 @@ fn parse_websocket(a: &StormArgs, target: &StormTarget, timeout: Duration) -> Re
         ));
     }
     let default_port = if target.scheme.is_tls() { 443 } else { 80 };
+    // The target's user:password@ goes out as HTTP's does: `Basic` on the
+    // upgrade (the target parsed when it was validated).
+    let authorization = url::Url::parse(&a.target)
+        .ok()
+        .and_then(|u| crate::reach::url_authorization(&u))
+        .map(SecretText::new);
     Ok(Protocol::WebSocket(WsSpec {
         path: target_path(&a.target),
         host: Authority::new(&target.host, target.port, default_port).to_string(),
+        authorization,
         steps,
         step_timeout,
         ping_every: a.ping_every,

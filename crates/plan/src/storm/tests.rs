@@ -438,3 +438,32 @@ fn websocket_flags_that_do_not_fit_name_themselves() {
     });
     assert!(e.contains("--send-secret"), "{e}");
 }
+
+#[test]
+fn websocket_url_credentials_become_the_upgrades_authorization_and_stay_out_of_files() {
+    let p = StormPlan::from_args(args("ws://al%40ce:p%3Ass@127.0.0.1:9000/chat")).unwrap();
+    let Some(Protocol::WebSocket(ws)) = &p.protocol else {
+        panic!("{:?}", p.protocol)
+    };
+    let basic = crate::basic_authorization("al@ce", "p:ss");
+    assert_eq!(ws.authorization.as_ref().map(SecretText::expose), Some(basic.as_str()));
+    assert_eq!(p.ws_authorization().as_deref(), Some(basic.as_str()));
+    let json = serde_json::to_string(&p).unwrap();
+    let debug = format!("{p:?}");
+    for text in [&json, &debug] {
+        assert!(
+            !text.contains("p%3Ass") && !text.contains("p:ss") && !text.contains(&basic[6..]),
+            "{text}"
+        );
+    }
+    // A storm part's orders carry it apart and put it back.
+    let mut back: StormPlan = serde_json::from_str(&json).unwrap();
+    assert_eq!(back.ws_authorization(), None);
+    back.restore_ws_authorization(p.ws_authorization().as_deref());
+    assert_eq!(back.ws_authorization(), p.ws_authorization());
+    // A user alone is `user:`, as for HTTP; no userinfo, no header.
+    let user = StormPlan::from_args(args("wss://bob@127.0.0.1:9443/")).unwrap();
+    assert_eq!(user.ws_authorization(), Some(crate::basic_authorization("bob", "")));
+    let none = StormPlan::from_args(args("ws://127.0.0.1:9000/")).unwrap();
+    assert_eq!(none.ws_authorization(), None);
+}

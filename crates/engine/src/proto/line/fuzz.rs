@@ -207,6 +207,7 @@ fn websocket() -> ProtocolSpec {
     ProtocolSpec::WebSocket(crate::proto::ws::Spec {
         path: "/chat".into(),
         host: "127.0.0.1".into(),
+        authorization: None,
         steps: vec![
             crate::proto::ws::Step::Send {
                 binary: false,

@@ -248,10 +248,14 @@ pub(crate) fn accept_for(key: &str) -> String {
 }
 
 /// The upgrade request.
-pub(crate) fn upgrade_request(path: &str, host: &str, key: &str) -> Vec<u8> {
+pub(crate) fn upgrade_request(path: &str, host: &str, authorization: Option<&str>, key: &str) -> Vec<u8> {
+    let authorization = match authorization {
+        Some(value) => format!("Authorization: {value}\r\n"),
+        None => String::new(),
+    };
     format!(
         "GET {path} HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
-         Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\nUser-Agent: throng\r\n\r\n"
+         Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n{authorization}User-Agent: throng\r\n\r\n"
     )
     .into_bytes()
 }
@@ -477,6 +481,28 @@ mod tests {
         assert_eq!(check_upgrade(b"SSH-2.0-OpenSSH\r\n\r\n", &key), Upgrade::Malformed);
         let endless = format!("HTTP/1.1 101 OK\r\nX: {}", "a".repeat(MAX_HEAD));
         assert_eq!(check_upgrade(endless.as_bytes(), &key), Upgrade::Malformed);
+    }
+
+    #[test]
+    fn an_upgrade_carries_authorization_only_when_given() {
+        let bare = String::from_utf8(upgrade_request("/chat?x=1", "127.0.0.1:9000", None, "k")).unwrap();
+        assert_eq!(
+            bare,
+            "GET /chat?x=1 HTTP/1.1\r\nHost: 127.0.0.1:9000\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+             Sec-WebSocket-Key: k\r\nSec-WebSocket-Version: 13\r\nUser-Agent: throng\r\n\r\n"
+        );
+        assert!(!bare.to_ascii_lowercase().contains("authorization"));
+        let with = String::from_utf8(upgrade_request("/", "h", Some("Basic dTpw"), "k")).unwrap();
+        let mut headers = [httparse::EMPTY_HEADER; 16];
+        let mut req = httparse::Request::new(&mut headers);
+        assert!(req.parse(with.as_bytes()).unwrap().is_complete());
+        let auth: Vec<&[u8]> = req
+            .headers
+            .iter()
+            .filter(|h| h.name.eq_ignore_ascii_case("authorization"))
+            .map(|h| h.value)
+            .collect();
+        assert_eq!(auth, [b"Basic dTpw".as_slice()]);
     }
 
     proptest! {

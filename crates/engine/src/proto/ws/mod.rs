@@ -152,7 +152,12 @@ pub(crate) async fn handshake(
     let t0 = Instant::now();
     let upgrade = async {
         stream
-            .write_all(&frame::upgrade_request(&spec.path, &spec.host, &key))
+            .write_all(&frame::upgrade_request(
+                &spec.path,
+                &spec.host,
+                spec.authorization.as_ref().map(|a| a.expose()),
+                &key,
+            ))
             .await
             .map_err(io_fail)?;
         stream.flush().await.map_err(io_fail)?;

@@ -8,6 +8,8 @@ use std::time::Duration;
 pub(crate) struct Spec {
     pub path: String,
     pub host: String,
+    /// The upgrade's `Authorization` value (its `Debug` is redacted).
+    pub authorization: Option<throng_plan::SecretText>,
     pub steps: Vec<Step>,
     pub step_timeout: Duration,
     pub ping_every: Option<Duration>,
