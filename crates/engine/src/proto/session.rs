@@ -47,6 +47,15 @@ impl Session {
         }
     }
 
+    /// Makes this a session for one request at a time on a connection of
+    /// its own (a scenario VU's keep-alive connection) whose requests are
+    /// `HEAD` or not, keeping the one it is when it already is that.
+    pub(crate) fn own_connection(&mut self, head_request: bool) {
+        if !matches!(self, Session::Http1(_)) || self.head_request() != head_request {
+            *self = Session::new(head_request);
+        }
+    }
+
     /// True when its requests are `HEAD`.
     pub(crate) fn head_request(&self) -> bool {
         match self {

@@ -6,7 +6,7 @@ use std::pin::pin;
 use std::time::Instant;
 
 use throng_metrics::{ErrorClass, Phase};
-use throng_plan::{HttpVersion, RequestHead};
+use throng_plan::RequestHead;
 use throng_scenario::Cookies;
 
 use super::flight::{InFlight, answered, unanswered};
@@ -15,7 +15,6 @@ use super::render::{Rendered, render};
 use super::stream;
 use crate::conn::{close, open_connection_to};
 use crate::ctx::Ctx;
-use crate::proto::session::Session;
 use crate::record::record_exchange;
 use crate::redirect::{Exchanged, Place};
 use crate::rows::{Labels, RowGuard};
@@ -112,7 +111,7 @@ async fn http1(
     let (t_send, written) = match vu.conn {
         Some(_) => (Instant::now(), 0),
         None => {
-            let dest = sc.dest.conn_for(HttpVersion::Http1);
+            let dest = sc.dest.own();
             // Plain TCP sends the request with the connect (see conn::connect).
             let first: &[u8] = if dest.tls.is_some() { &[] } else { &bytes };
             // Boxed: the connect future is large and short-lived.
@@ -146,9 +145,7 @@ async fn http1(
     let Some(c) = vu.conn.as_mut() else {
         return;
     };
-    if !matches!(vu.session, Session::Http1(_)) || vu.session.head_request() != op.head {
-        vu.session = Session::new(op.head);
-    }
+    vu.session.own_connection(op.head);
     vu.session.reset(op.keep);
     sleep.as_mut().reset((t_send + op.req.timeout).into());
     let outcome = vu
@@ -181,7 +178,7 @@ async fn http1(
             limit: op.req.redirects,
             timeout: op.req.timeout,
             keep: op.keep,
-            home: Some(sc.dest.conn_for(HttpVersion::Http1)),
+            home: Some(sc.dest.own()),
         };
         // Boxed: only a redirect makes this future large.
         Box::pin(crate::redirect::follow(

@@ -20,6 +20,12 @@ pub(crate) struct Dest {
 }
 
 impl Dest {
+    /// The route and TLS client of a VU's own keep-alive connection, one
+    /// request at a time (HTTP/1.1).
+    pub(crate) fn own(&self) -> &crate::targets::Dest {
+        self.conn_for(HttpVersion::Http1)
+    }
+
     /// The route and TLS client of `http` (the target's, when no request
     /// names another).
     pub(crate) fn conn_for(&self, http: HttpVersion) -> &crate::targets::Dest {
