@@ -110,7 +110,7 @@ pub struct HttpCmd {
     /// negotiate it), prior knowledge (h2c) over http://
     #[arg(long = "http2")]
     pub http2: bool,
-    /// Speak HTTP/3 over QUIC (UDP) to an https:// URL; closed loops only (no -r)
+    /// Speak HTTP/3 over QUIC (UDP) to an https:// URL
     #[arg(long = "http3")]
     pub http3: bool,
     /// With --http2/--http3: most concurrent streams per connection (h2load's -m); the server's

@@ -40,13 +40,13 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// HTTP/1.1 load: closed loop (-c connections) or open loop (-r requests/s).
+    /// HTTP load (HTTP/1.1, HTTP/2, HTTP/3): closed loop (-c connections) or open loop (-r requests/s).
     #[command(after_help = HTTP_EXAMPLES)]
     Http(Box<HttpCmd>),
-    /// gRPC unary calls over HTTP/2, messages built from a .proto file at run time.
+    /// gRPC unary and server-streaming calls over HTTP/2, messages built from a .proto file or server reflection.
     #[command(after_help = GRPC_EXAMPLES)]
     Grpc(Box<GrpcCmd>),
-    /// Connection storm: TCP/TLS connections at a rate or all at once, held, past one process's limits.
+    /// Connection storm: TCP, TLS, HTTP, NATS or WebSocket connections at a rate or all at once, held.
     #[command(after_help = STORM_EXAMPLES)]
     Storm(Box<StormCmd>),
     /// Run the built-in lab server (endpoints for demos, calibration and faults).
@@ -70,7 +70,9 @@ pub enum Command {
     #[command(after_help = SWEEP_HELP)]
     Sweep(SweepCmd),
     /// Run a scenario file: staged virtual users running multi-step flows, with checks and thresholds.
-    #[command(after_help = RUN_HELP)]
+    // -x is taken only to say what to use instead (scenarios do not go
+    // through proxies yet), so the help does not offer it.
+    #[command(after_help = RUN_HELP, mut_arg("proxy", |a| a.hide(true)))]
     Run(Box<RunCmd>),
     /// Agents on Kubernetes: print the manifests that run a plan as N exact segments.
     K8s(K8sCmd),

@@ -15,7 +15,7 @@ it ends 'or no samples'), 1 the run failed (nothing succeeded), 2 the file or a 
 
 Examples:
   throng run examples/auth-stages.yaml
-  throng run examples/auth-stages.yaml --scale 0.1 --env BASE=http://127.0.0.1:8080
+  throng run examples/auth-stages.yaml --scale 0.1 --target http://127.0.0.1:8080
   throng run checkout.yaml --json run.json --junit thresholds.xml --quiet";
 
 #[derive(Debug, Args)]

@@ -9,17 +9,21 @@ use throng_plan::{StepArg, parse_duration, parse_rate};
 use super::common::{LiveArgs, OutputArgs, ReachArgs, RepeatArgs, ReportFormat, SegmentArgs, TlsArgs};
 
 pub(super) const STORM_EXAMPLES: &str = "\
-Targets: tcp://host:port, tls://host:port, http://host:port/path, https://host:port/path
+Targets: tcp://host:port, tls://host:port, http://host:port/path, https://host:port/path,
+         nats://[user:pass@]host:port, ws://host:port/path, wss://host:port/path
 
 Examples:
   throng storm tls://127.0.0.1:8443 --connections 10000 --rate 2000 --cacert ca.pem
   throng storm tcp://127.0.0.1:8080 --connections 50000 --hold 30s      (several processes if needed)
   throng storm tls://127.0.0.1:4222 --connections 150 --jitter 2s --hold 10s --insecure
-  throng storm https://127.0.0.1:8443/ --connections 100000 --max-concurrent 1000 --cert c.pem --key c.key";
+  throng storm https://127.0.0.1:8443/ --connections 100000 --max-concurrent 1000 --cert c.pem --key c.key
+  throng storm nats://user:pass@127.0.0.1:4222 --connections 10000 --rate 1000 --hold 30s
+  throng storm ws://127.0.0.1:8080/chat --connections 5000 --send 'hello' --expect 'hello' --hold 10s";
 
 #[derive(Debug, Args)]
 pub struct StormCmd {
-    /// tcp://host:port, tls://host:port, http://host:port/path or https://host:port/path
+    /// tcp://host:port, tls://host:port, http(s)://host:port/path, nats://[user:pass@]host:port or
+    /// ws(s)://[user:pass@]host:port/path
     pub target: String,
     /// Connections to open in all
     #[arg(short = 'n', long = "connections", value_name = "N")]

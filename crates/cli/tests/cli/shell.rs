@@ -214,3 +214,26 @@ fn static_binary() {
     let v = output(Command::new(&bin).arg("--version"));
     assert!(v.status.success() && String::from_utf8_lossy(&v.stdout).starts_with("throng "));
 }
+
+/// What the help offers is what the command takes: every storm scheme is
+/// listed, `--http3` does not say it refuses `-r` (it takes it), `run`
+/// does not offer `-x` (it refuses a proxy, saying what to use instead),
+/// and the commands' one-line summaries name what each speaks.
+#[test]
+fn help_offers_what_the_commands_take() {
+    let help = |args: &[&str]| String::from_utf8(output(throng().args(args)).stdout).unwrap();
+    let storm = help(&["storm", "--help"]);
+    for scheme in ["tcp://", "tls://", "https://", "nats://", "ws(s)://"] {
+        assert!(storm.contains(scheme), "{scheme} in storm --help:\n{storm}");
+    }
+    let http = help(&["http", "--help"]);
+    assert!(http.contains("--http3"), "{http}");
+    assert!(!http.contains("no -r"), "{http}");
+    let run = help(&["run", "--help"]);
+    assert!(!run.contains("--proxy"), "{run}");
+    assert!(run.contains("--connect-to"), "{run}");
+    let top = help(&["--help"]);
+    assert!(top.contains("HTTP/2, HTTP/3"), "{top}");
+    assert!(top.contains("server-streaming"), "{top}");
+    assert!(top.contains("NATS or WebSocket"), "{top}");
+}
