@@ -124,7 +124,11 @@ impl ScenarioPlan {
         })?;
         let raw: RawFile = serde_yaml_ng::from_str(text).map_err(|e| {
             let (line, column) = e.location().map_or((0, 0), |l| (l.line(), l.column()));
-            let message = e.to_string().split(" at line ").next().unwrap_or_default().to_string();
+            let mut message = e.to_string().split(" at line ").next().unwrap_or_default().to_string();
+            if message.starts_with("invalid type:") && message.ends_with("expected struct RawFile") {
+                let read = message.replace("expected struct RawFile", "expected a mapping");
+                message = format!("{} ({read})", not_a_scenario(file));
+            }
             let (line, column) = refine_location(text, line, column, &message);
             ScenarioError {
                 file: file.to_string(),
@@ -137,10 +141,29 @@ impl ScenarioPlan {
     }
 }
 
+/// What a file that is not a YAML mapping is, and what to give instead.
+fn not_a_scenario(file: &str) -> String {
+    let script = [".js", ".mjs", ".cjs", ".ts"]
+        .iter()
+        .any(|x| file.to_ascii_lowercase().ends_with(x));
+    if script {
+        "this is a script, not a scenario file: throng run reads a YAML file with target: and \
+         scenarios: (see docs/scenarios.md, which maps k6's options and calls to it); JavaScript is \
+         not run"
+            .to_string()
+    } else {
+        "not a scenario file: it should be a YAML mapping with target: and scenarios: (see \
+         docs/scenarios.md)"
+            .to_string()
+    }
+}
+
 /// serde reports errors inside an executor (an internally tagged enum, read
 /// whole before it is decoded) at the executor's first key. When the message
-/// quotes the offending value, the first place that value appears at or after
-/// the reported position is where the user has to look.
+/// quotes the offending value, the first place at or after the reported
+/// position where that value stands as a key's whole value is where the user
+/// has to look; for a duration, the first under a key that takes one (so
+/// `duration: 2` is found after `vus: 2`).
 fn refine_location(text: &str, line: usize, column: usize, message: &str) -> (usize, usize) {
     let quoted = ['\'', '`', '"'].iter().find_map(|&q| {
         let start = message.find(q)? + 1;
@@ -156,13 +179,64 @@ fn refine_location(text: &str, line: usize, column: usize, message: &str) -> (us
         .map(str::len)
         .sum::<usize>()
         + column.saturating_sub(1);
-    let Some(found) = text.get(from..).and_then(|rest| rest.find(value)).map(|i| from + i) else {
+    let Some(rest) = text.get(from..) else {
+        return (line, column);
+    };
+    let wants_duration = message.contains("duration");
+    // Every place the value stands, with the key it is the whole value of
+    // (None: inside other text, or an item of a list).
+    let places: Vec<(usize, Option<&str>)> = rest
+        .match_indices(value)
+        .map(|(i, _)| (from + i, key_of(text, from + i, value.len())))
+        .collect();
+    let found = places
+        .iter()
+        .find(|(_, key)| key.is_some_and(|k| !wants_duration || DURATION_KEYS.contains(&k)))
+        .or_else(|| places.iter().find(|(_, key)| key.is_some()))
+        .or(places.first())
+        .map(|(at, _)| *at);
+    let Some(found) = found else {
         return (line, column);
     };
     let before = &text[..found];
     let line = before.matches('\n').count() + 1;
     let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
     (line, column)
+}
+
+/// The keys whose values are durations in a scenario file.
+const DURATION_KEYS: [&str; 13] = [
+    "duration",
+    "timeout",
+    "graceful_ramp_down",
+    "max_duration",
+    "time_unit",
+    "start_time",
+    "graceful_stop",
+    "deadline",
+    "min",
+    "max",
+    "duration_under",
+    "delay",
+    "think",
+];
+
+/// The key of a `key: value` line when the `len` bytes at `at` are that
+/// whole value (quoted or not; a comment, `,` or `}` after it allowed).
+fn key_of(text: &str, at: usize, len: usize) -> Option<&str> {
+    let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+    let line_end = text[at..].find('\n').map_or(text.len(), |i| at + i);
+    let before = text[line_start..at].trim_end_matches(['"', '\'']).trim_end();
+    let after = text
+        .get(at + len..line_end)?
+        .trim_start_matches(['"', '\''])
+        .trim_start();
+    if !(after.is_empty() || after.starts_with('#') || after.starts_with(',') || after.starts_with('}')) {
+        return None;
+    }
+    let key = before.strip_suffix(':')?;
+    let key = key.rsplit(['{', ',', ' ', '-']).next()?.trim_matches(['"', '\'']);
+    (!key.is_empty()).then_some(key)
 }
 
 /// The environment for `{{env.NAME}}`: the process's, overridden by `--env`.

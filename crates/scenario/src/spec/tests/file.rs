@@ -153,6 +153,15 @@ fn unknown_keys_in_short_or_long_forms_are_named() {
         "unknown field `abortOnFail`, expected one of `threshold`, `abort_on_fail`, `delay`",
     );
     rejects("      delay: 5s", "      delay: 5", "delay: 5", "durations need a unit");
+    // serde reports an executor's field at the executor (it reads the
+    // tagged mapping whole), and '0' stands first as start_vus: the error
+    // names the duration's line, not the first '0' after the executor.
+    rejects(
+        "    start_vus: 0\n",
+        "    start_vus: 0\n    graceful_ramp_down: 0\n",
+        "graceful_ramp_down: 0",
+        "durations need a unit",
+    );
     rejects(
         "    - p(95) < 500ms",
         "    - 500",
@@ -243,4 +252,20 @@ fn durations_need_a_unit() {
     }
     let plan = parse(&GOOD.replacen("duration: 30s, target", "duration: 0s, target", 1)).unwrap();
     assert_eq!(plan.scenarios[0].executor.stages()[0].duration, Duration::ZERO);
+}
+
+#[test]
+fn a_script_or_a_plain_text_is_not_a_scenario_and_says_so() {
+    let no_file = |f: &str| Err(format!("no file {f} in tests"));
+    let script = "import http from 'k6/http';\nexport default function () { http.get('http://127.0.0.1/'); }\n";
+    let e = ScenarioPlan::parse(script, "load.js", &no_file).unwrap_err();
+    assert_eq!((e.line, e.column), (1, 1), "{e}");
+    assert!(e.message.starts_with("this is a script, not a scenario file"), "{e}");
+    assert!(!e.message.contains("RawFile"), "{e}");
+    let e = ScenarioPlan::parse("hello\n", "notes.yaml", &no_file).unwrap_err();
+    assert!(
+        e.message
+            .starts_with("not a scenario file: it should be a YAML mapping"),
+        "{e}"
+    );
 }
