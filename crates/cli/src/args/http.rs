@@ -66,7 +66,7 @@ pub struct HttpCmd {
     /// Total requests to send
     #[arg(short = 'n', long = "requests", value_name = "N", conflicts_with = "duration")]
     pub requests: Option<u64>,
-    /// How long to run, e.g. 30s, 2m [default: 10s]
+    /// How long to run, e.g. 30s, 2m (a bare number is seconds, as wrk's -d) [default: 10s]
     #[arg(short = 'd', long = "duration", value_name = "DURATION", value_parser = parse_duration)]
     pub duration: Option<Duration>,
     /// Open loop: start this many requests per second, whatever the responses do
@@ -95,7 +95,7 @@ pub struct HttpCmd {
     /// Proxy-Authorization, Cookie and Set-Cookie always are)
     #[arg(long = "secret-header", value_name = "NAME")]
     pub secret_headers: Vec<String>,
-    /// Limit on connect and on each response [default: 10s]
+    /// Limit on connect and on each response, e.g. 500ms, 5s (a bare number is seconds) [default: 10s]
     #[arg(long = "timeout", value_name = "DURATION", value_parser = parse_duration)]
     pub timeout: Option<Duration>,
     /// Open a new connection for every request (Connection: close)
@@ -176,7 +176,7 @@ pub struct GrpcCmd {
     /// Total calls to make
     #[arg(short = 'n', long = "requests", value_name = "N", conflicts_with = "duration")]
     pub requests: Option<u64>,
-    /// How long to run, e.g. 30s, 2m [default: 10s]
+    /// How long to run, e.g. 30s, 2m (a bare number is seconds, as wrk's -d) [default: 10s]
     #[arg(short = 'd', long = "duration", value_name = "DURATION", value_parser = parse_duration)]
     pub duration: Option<Duration>,
     /// Open loop: start this many calls per second, whatever the answers do
