@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand};
 use throng_plan::StepArg;
 
 mod common;
+mod habits;
 mod http;
 mod results;
 mod run;
@@ -91,11 +92,16 @@ pub enum Command {
 /// code 2; `--help` and `--version` print and exit 0.
 pub fn parse() -> Result<Cli, ExitCode> {
     use clap::{CommandFactory, FromArgMatches};
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let parsed = Cli::command()
-        .try_get_matches()
+        .try_get_matches_from(&args)
         .and_then(|m| Cli::from_arg_matches(&m).map(|c| (c, m)));
     match parsed {
         Ok((mut cli, matches)) => {
+            if let Some(habit) = habits::of_accepted(&args) {
+                say!("throng: error: {habit}");
+                return Err(ExitCode::from(2));
+            }
             if let (Command::Storm(storm), Some(("storm", sub))) = (&mut cli.command, matches.subcommand()) {
                 storm.steps = ordered_steps(sub, storm);
             }
@@ -115,7 +121,10 @@ pub fn parse() -> Result<Cli, ExitCode> {
                     })
                 }
                 _ => {
-                    say!("throng: {}", clap_one_line(&e));
+                    match habits::of_clap_error(&e, &args) {
+                        Some(habit) => say!("throng: error: {habit}"),
+                        None => say!("throng: {}", clap_one_line(&e)),
+                    }
                     Err(ExitCode::from(2))
                 }
             }

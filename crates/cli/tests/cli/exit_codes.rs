@@ -468,3 +468,27 @@ fn expect_status_lists_past_the_statuses_are_usage_errors() {
         assert!(err.contains("--expect-status") && !err.contains("panicked"), "{err}");
     }
 }
+
+/// Another tool's habit gets throng's equivalent, exit 2, and never clap's
+/// "to pass '-z' as a value, use '-- -z'" tip.
+#[test]
+fn other_tools_flags_name_throngs_equivalent() {
+    let url = "http://127.0.0.1:9/";
+    let cases: [(&[&str], &str); 9] = [
+        (&["http", url, "-q", "100"], "-r 100"),
+        (&["http", url, "-z", "3s"], "throng's is -d"),
+        (&["http", url, "-d", "name=x"], "--data"),
+        (&["http", url, "-k", "-n", "1"], "--no-keepalive"),
+        (&["http", url, "--latency"], "always prints the latency"),
+        (&["http", url, "--no-tui"], "-q hides it"),
+        (&["http", url, "-o", "json"], "--json FILE"),
+        (&["run", "x.yaml", "--vus", "10"], "--scale"),
+        (&["grpc", url, "-z", "3s"], "throng's is -d"),
+    ];
+    for (args, needle) in cases {
+        let out = expect(args, 2, needle);
+        assert!(!stderr(&out).contains("use '--"), "throng {args:?}: {}", stderr(&out));
+    }
+    // Not a habit: a real typo keeps clap's suggestion.
+    expect(&["http", url, "--ratee", "5"], 2, "a similar argument exists: '--rate'");
+}
