@@ -24,7 +24,8 @@ pub struct HttpCmd {
     #[arg(value_name = "URL")]
     pub more_urls: Vec<String>,
     /// Targets from a file: one URL per line, vegeta's http format (METHOD URL, header lines, @body
-    /// file, blank line between targets) or JSON lines ({"method","url","header","body"}, body base64)
+    /// file, blank line between targets) or JSON lines ({"method","url","header","body"}, body base64);
+    /// - reads stdin
     #[arg(long = "targets", value_name = "FILE", help_heading = "Targets and bodies")]
     pub targets: Option<PathBuf>,
     /// How requests pick their target: round-robin (each worker thread takes the targets in turn

@@ -18,6 +18,9 @@ use crate::live::Watch;
 use crate::progress::Display;
 
 pub fn run(c: HttpCmd) -> anyhow::Result<ExitCode> {
+    if c.data.as_deref() == Some("@-") && c.targets.as_deref() == Some(Path::new("-")) {
+        return Err(UsageError("--data @- and --targets - both read stdin; give one of them a file".into()).into());
+    }
     let body = match (&c.body, &c.data) {
         (Some(path), _) => Some((path.display().to_string(), read_body(path)?)),
         (None, Some(data)) => Some(read_data(data)?),
@@ -172,29 +175,35 @@ fn read_body(path: &Path) -> Result<Vec<u8>, UsageError> {
 pub(super) fn read_data(data: &str) -> Result<(String, Vec<u8>), UsageError> {
     match data.strip_prefix('@') {
         None => Ok(("--data".to_string(), data.as_bytes().to_vec())),
-        Some("-") => {
-            // A silent stdin must not hold off Ctrl-C.
-            crate::signals::exit_until_run("while reading --data @- from stdin");
-            let mut bytes = Vec::new();
-            std::io::stdin()
-                .lock()
-                .take(MAX_BODY_BYTES + 1)
-                .read_to_end(&mut bytes)
-                .map_err(|e| UsageError(format!("--data @-: cannot read stdin: {e}")))?;
-            if bytes.len() as u64 > MAX_BODY_BYTES {
-                return Err(UsageError(format!(
-                    "--data @-: stdin holds more than {MAX_BODY_BYTES} bytes (64 MiB), the limit of a request body; \
-                     send less"
-                )));
-            }
-            Ok(("stdin".to_string(), bytes))
-        }
+        Some("-") => Ok((
+            "stdin".to_string(),
+            read_stdin("--data @-", MAX_BODY_BYTES, "the limit of a request body")?,
+        )),
         Some(path) => {
             let path = Path::new(path);
             let bytes = read_bounded(path, "--data", MAX_BODY_BYTES)?;
             Ok((path.display().to_string(), bytes))
         }
     }
+}
+
+/// Reads stdin for `flag`, never past `limit` + 1 bytes; a silent stdin
+/// does not hold off Ctrl-C.
+fn read_stdin(flag: &str, limit: u64, what: &str) -> Result<Vec<u8>, UsageError> {
+    crate::signals::exit_until_run("while reading stdin");
+    let mut bytes = Vec::new();
+    std::io::stdin()
+        .lock()
+        .take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| UsageError(format!("{flag}: cannot read stdin: {e}")))?;
+    if bytes.len() as u64 > limit {
+        return Err(UsageError(format!(
+            "{flag}: stdin holds more than {limit} bytes ({} MiB), {what}; send less",
+            limit >> 20
+        )));
+    }
+    Ok(bytes)
 }
 
 /// Reads `path` for `flag`, never past `limit` + 1 bytes.
@@ -224,13 +233,23 @@ struct BodiesTooLarge {
     limit_mib: usize,
 }
 
-/// Reads and parses `--targets` (at most [`MAX_TARGETS_FILE_BYTES`]); a
-/// relative `@body` path is read from the file's directory, each body at
+/// Reads and parses `--targets` (at most [`MAX_TARGETS_FILE_BYTES`]; `-`
+/// reads stdin, as vegeta's users pipe targets in); a relative `@body` path
+/// is read from the file's directory (the working directory for stdin), each body at
 /// most [`MAX_BODY_BYTES`] and all of them together at most
 /// [`MAX_REQUEST_TABLE_BYTES`].
 fn read_targets(path: &Path) -> anyhow::Result<Vec<RawTarget>> {
-    let name = path.display().to_string();
-    let bytes = read_bounded(path, "--targets", MAX_TARGETS_FILE_BYTES)?;
+    let stdin = path == Path::new("-");
+    let name = if stdin {
+        "stdin".to_string()
+    } else {
+        path.display().to_string()
+    };
+    let bytes = if stdin {
+        read_stdin("--targets -", MAX_TARGETS_FILE_BYTES, "the limit of a targets file")?
+    } else {
+        read_bounded(path, "--targets", MAX_TARGETS_FILE_BYTES)?
+    };
     let text = String::from_utf8(bytes).map_err(|e| {
         let at = e.utf8_error().valid_up_to();
         let line = 1 + e.as_bytes()[..at].iter().filter(|&&b| b == b'\n').count();

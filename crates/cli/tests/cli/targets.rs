@@ -256,6 +256,25 @@ fn data_is_text_a_file_or_stdin_with_its_content_type() {
     assert!(status.success());
     assert_eq!(n.seen().get("POST /s -|-|from-stdin"), Some(&2), "{:?}", n.seen());
 
+    // --targets - reads the targets from stdin, as vegeta's users pipe them.
+    let mut child = throng()
+        .args(["http", "--targets", "-", "-n", "4", "-c", "1", "--quiet", "--json"])
+        .arg(&json)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let piped = format!("GET {}\nPOST {}\n", n.url("/piped-a"), n.url("/piped-b"));
+    child.stdin.take().unwrap().write_all(piped.as_bytes()).unwrap();
+    assert!(child.wait().unwrap().success());
+    assert_eq!(n.seen().get("GET /piped-a -|-|-"), Some(&2), "{:?}", n.seen());
+    assert_eq!(n.seen().get("POST /piped-b -|-|"), Some(&2), "{:?}", n.seen());
+    // Both from stdin: refused, exit 2.
+    let run = http(&["--targets", "-", "--data", "@-", "-n", "1"]);
+    assert_eq!(run.code(), 2, "{}", run.stderr());
+    assert!(run.stderr().contains("both read stdin"), "{}", run.stderr());
+
     // -T and a Content-Type header both: refused, exit 2.
     let run = http(&[&n.url("/x"), "-T", "a/b", "-H", "Content-Type: c/d", "-n", "1"]);
     assert_eq!(run.code(), 2, "{}", run.stderr());
