@@ -8,8 +8,21 @@ use throng_plan::{StatusSet, parse_duration, parse_rate};
 
 use super::common::{Format, IoArg, LiveArgs, OutputArgs, ReachArgs, RepeatArgs, SegmentArgs, TargetsOrder, TlsArgs};
 
+pub(super) const HTTP_SHORT_EXAMPLES: &str = "\
+Examples (more, and every flag: throng http --help):
+  throng http http://127.0.0.1:8080/                                 GET, 50 connections, 10 s
+  throng http http://127.0.0.1:8080/api -m POST -T application/json --data '{\"a\": 1}'
+  throng http https://127.0.0.1:8443/ -k -c 10 -d 30s                https, certificate not checked
+  throng http https://127.0.0.1:8443/ --http2 -c 4 --streams 10      HTTP/2, 40 streams
+  throng http http://127.0.0.1:8080/ -r 1000 -d 1m --json -          open loop, the result on stdout";
+
 pub(super) const HTTP_EXAMPLES: &str = "\
 Examples:
+  throng http http://127.0.0.1:8080/                                 GET, 50 connections, 10 s
+  throng http http://127.0.0.1:8080/api -m POST -T application/json --data '{\"a\": 1}'
+  throng http https://127.0.0.1:8443/ -k -c 10 -d 30s                https, certificate not checked
+  throng http https://127.0.0.1:8443/ --http2 -c 4 --streams 10      HTTP/2, 40 streams
+  throng http http://127.0.0.1:8080/ -r 1000 -d 1m --json -          open loop, the result on stdout
   throng http http://127.0.0.1:8080/ -c 50 -d 30s            closed loop, 50 connections, 30 s
   throng http http://127.0.0.1:8080/ -r 5000 -d 1m           open loop at 5000 req/s (CO-free latency)
   throng http http://127.0.0.1:8080/ -n 10000 -c 1000 --no-keepalive --format ab
@@ -59,7 +72,7 @@ pub struct HttpCmd {
     /// 50ms', 'errors: rate < 1%', 'dropped: rate < 1%' (open loop); a failed one exits 99, and so
     /// does one with no samples unless it ends 'or no samples'; with -r, more than 1% dropped fails
     /// too unless a threshold bounds dropped
-    #[arg(long = "threshold", value_name = "'METRIC: EXPR'")]
+    #[arg(long = "threshold", value_name = "'METRIC: EXPR'", help_heading = "Verdicts")]
     pub thresholds: Vec<String>,
     /// Connections (closed loop), or the cap on connections (open loop) [default: 50; open loop 1000]
     #[arg(short = 'c', long = "connections", value_name = "N")]

@@ -11,13 +11,14 @@ mod habits;
 mod http;
 mod results;
 mod run;
+mod short;
 mod storm;
 mod tools;
 
 pub use self::common::{
     ExportArgs, Format, IoArg, LiveArgs, ReachArgs, RepeatArgs, SegmentArgs, TargetsOrder, TlsArgs,
 };
-use self::http::{GRPC_EXAMPLES, HTTP_EXAMPLES};
+use self::http::{GRPC_EXAMPLES, HTTP_EXAMPLES, HTTP_SHORT_EXAMPLES};
 pub use self::http::{GrpcCmd, HttpCmd};
 use self::results::{COMPARE_HELP, HISTORY_HELP};
 pub use self::results::{
@@ -42,7 +43,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// HTTP load (HTTP/1.1, HTTP/2, HTTP/3): closed loop (-c connections) or open loop (-r requests/s).
-    #[command(after_help = HTTP_EXAMPLES)]
+    #[command(after_help = HTTP_SHORT_EXAMPLES, before_long_help = HTTP_EXAMPLES, after_long_help = "")]
     Http(Box<HttpCmd>),
     /// gRPC unary and server-streaming calls over HTTP/2, messages built from a .proto file or server reflection.
     #[command(after_help = GRPC_EXAMPLES)]
@@ -93,7 +94,7 @@ pub enum Command {
 pub fn parse() -> Result<Cli, ExitCode> {
     use clap::{CommandFactory, FromArgMatches};
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    let parsed = Cli::command()
+    let parsed = short::apply(Cli::command())
         .try_get_matches_from(&args)
         .and_then(|m| Cli::from_arg_matches(&m).map(|c| (c, m)));
     match parsed {

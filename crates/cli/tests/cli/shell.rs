@@ -236,4 +236,30 @@ fn help_offers_what_the_commands_take() {
     assert!(top.contains("HTTP/2, HTTP/3"), "{top}");
     assert!(top.contains("server-streaming"), "{top}");
     assert!(top.contains("NATS or WebSocket"), "{top}");
+    // -h fits a screen with the flags people use; --help is the whole
+    // reference, examples first.
+    for cmd in ["http", "storm", "run", "grpc"] {
+        let short = help(&[cmd, "-h"]);
+        assert!(
+            short.lines().count() <= 60,
+            "{cmd} -h: {} lines\n{short}",
+            short.lines().count()
+        );
+        assert!(short.contains("--json"), "{cmd} -h:\n{short}");
+        assert!(!short.contains("--csv-requests"), "{cmd} -h:\n{short}");
+        let long = help(&[cmd, "--help"]);
+        assert!(long.contains("--csv-requests"), "{cmd} --help");
+    }
+    let short = help(&["http", "-h"]);
+    for flag in [
+        "-c, --connections",
+        "-n, --requests",
+        "-d, --duration",
+        "-r, --rate",
+        "--data",
+        "-k, --insecure",
+    ] {
+        assert!(short.contains(flag), "{flag} in http -h:\n{short}");
+    }
+    assert!(help(&["http", "--help"]).starts_with("Examples:"));
 }
