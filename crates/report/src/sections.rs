@@ -242,12 +242,13 @@ pub(crate) fn write_errors(w: &mut dyn Write, errors: &std::collections::BTreeMa
     Ok(())
 }
 
-/// The k6-like table: one row per phase with samples.
+/// The phase table: one row per phase with samples, its quantiles in
+/// increasing order (max last).
 pub fn write_phase_table(m: &Measurements, w: &mut dyn Write) -> io::Result<()> {
     writeln!(
         w,
         "  {:<14}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}",
-        "phase", "avg", "min", "med", "max", "p90", "p95", "p99", "p99.9", "count"
+        "phase", "avg", "min", "med", "p90", "p95", "p99", "p99.9", "max", "count"
     )?;
     for phase in TABLE {
         let Some(h) = m.phase(phase.name()) else { continue };
@@ -259,13 +260,41 @@ pub fn write_phase_table(m: &Measurements, w: &mut dyn Write) -> io::Result<()> 
             us(s.mean),
             us(s.min as f64),
             us(s.p50 as f64),
-            us(s.max as f64),
             us(s.p90 as f64),
             us(s.p95 as f64),
             us(s.p99 as f64),
             us(s.p999 as f64),
+            us(s.max as f64),
             s.count
         )?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod phase_table_tests {
+    /// Quantiles read left to right in increasing order, max last (k6 puts
+    /// max in the middle, where it reads as a quantile).
+    #[test]
+    fn quantiles_increase_to_the_max() {
+        let mut m = throng_metrics::Measurements::default();
+        let mut h = throng_metrics::Hist::new();
+        for us in 1..=1000u64 {
+            h.record(std::time::Duration::from_micros(us));
+        }
+        m.phases.insert("latency".to_string(), h);
+        let mut out = Vec::new();
+        super::write_phase_table(&m, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let head: Vec<&str> = text.lines().next().unwrap().split_whitespace().collect();
+        assert_eq!(
+            head,
+            [
+                "phase", "avg", "min", "med", "p90", "p95", "p99", "p99.9", "max", "count"
+            ]
+        );
+        let row: Vec<&str> = text.lines().nth(1).unwrap().split_whitespace().collect();
+        assert_eq!(row[0], "latency");
+        assert_eq!(row[8], "1.00ms", "{text}");
+    }
 }
