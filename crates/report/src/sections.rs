@@ -128,6 +128,36 @@ fn write_multiplex(x: &throng_metrics::Multiplex, w: &mut dyn Write) -> io::Resu
 /// treated.
 /// `width` is the report's label column (14 in http and scenario reports,
 /// 16 in a storm's, whose labels are longer).
+/// A TLS version, key exchange group or cipher suite as people write it
+/// (the result keeps rustls' names: `TLSv1_3` is TLS 1.3 here).
+fn tls_name(name: &str) -> std::borrow::Cow<'_, str> {
+    use std::borrow::Cow;
+    let known = match name {
+        "TLSv1_3" => "TLS 1.3",
+        "TLSv1_2" => "TLS 1.2",
+        "TLS13_AES_128_GCM_SHA256" => "AES-128-GCM",
+        "TLS13_AES_256_GCM_SHA384" => "AES-256-GCM",
+        "TLS13_CHACHA20_POLY1305_SHA256" => "ChaCha20-Poly1305",
+        "secp256r1" => "P-256",
+        "secp384r1" => "P-384",
+        "secp521r1" => "P-521",
+        _ => "",
+    };
+    if !known.is_empty() {
+        return Cow::Borrowed(known);
+    }
+    // TLS 1.2 suites: TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256 → ECDHE-RSA AES-128-GCM.
+    if let Some((kx, cipher)) = name.strip_prefix("TLS_").and_then(|r| r.split_once("_WITH_")) {
+        let cipher = cipher.rsplit_once('_').map_or(cipher, |(c, _)| c);
+        return Cow::Owned(format!(
+            "{} {}",
+            kx.replace('_', "-"),
+            cipher.replace("AES_", "AES-").replace('_', "-")
+        ));
+    }
+    Cow::Borrowed(name)
+}
+
 pub fn write_tls(r: &RunResult, w: &mut dyn Write, width: usize) -> io::Result<()> {
     let m = &r.measurements;
     if let Some(settings) = r.plan.tls() {
@@ -138,7 +168,14 @@ pub fn write_tls(r: &RunResult, w: &mut dyn Write, width: usize) -> io::Result<(
         let t = m.tls.clone().unwrap_or_default();
         let top = |m: &std::collections::BTreeMap<String, u64>| {
             m.iter()
-                .map(|(k, v)| if m.len() > 1 { format!("{k} ({v})") } else { k.clone() })
+                .map(|(k, v)| {
+                    let k = tls_name(k);
+                    if m.len() > 1 {
+                        format!("{k} ({v})")
+                    } else {
+                        k.to_string()
+                    }
+                })
                 .collect::<Vec<_>>()
                 .join(", ")
         };
@@ -269,6 +306,27 @@ pub fn write_phase_table(m: &Measurements, w: &mut dyn Write) -> io::Result<()> 
         )?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tls_name_tests {
+    #[test]
+    fn tls_names_read_as_people_write_them() {
+        for (rustls, human) in [
+            ("TLSv1_3", "TLS 1.3"),
+            ("TLS13_AES_128_GCM_SHA256", "AES-128-GCM"),
+            ("secp256r1", "P-256"),
+            ("X25519", "X25519"),
+            ("X25519MLKEM768", "X25519MLKEM768"),
+            ("TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", "ECDHE-RSA AES-128-GCM"),
+            (
+                "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256",
+                "ECDHE-ECDSA CHACHA20-POLY1305",
+            ),
+        ] {
+            assert_eq!(super::tls_name(rustls), human);
+        }
+    }
 }
 
 #[cfg(test)]
