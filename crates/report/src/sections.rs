@@ -308,6 +308,43 @@ pub fn write_phase_table(m: &Measurements, w: &mut dyn Write) -> io::Result<()> 
     Ok(())
 }
 
+/// The latency distribution as bars, as hey and oha print it: ten equal
+/// spans from the fastest request to p99.9, and the slowest 0.1% in a row
+/// of their own (so one outlier does not squeeze the rest into one bar).
+/// Nothing when the run has fewer than two distinct latencies; a blank
+/// line after the bars.
+pub fn write_latency_bars(m: &Measurements, w: &mut dyn Write) -> io::Result<()> {
+    const SPANS: u64 = 10;
+    const WIDTH: u64 = 40;
+    let Some(h) = m.phase(Phase::Latency.name()) else {
+        return Ok(());
+    };
+    let (low, top, max) = (h.min(), h.quantile(0.999), h.max());
+    if h.count() < 2 || top <= low {
+        return Ok(());
+    }
+    let step = (top - low).div_ceil(SPANS).max(1);
+    let mut rows: Vec<(u64, u64, u64)> = (0..SPANS)
+        .map(|i| {
+            let from = low + i * step;
+            let to = (from + step - 1).min(top);
+            (from, to, h.inner().count_between(from, to))
+        })
+        .filter(|&(from, _, _)| from <= top)
+        .collect();
+    if max > top {
+        rows.push((top + 1, max, h.inner().count_between(top + 1, max)));
+    }
+    let most = rows.iter().map(|r| r.2).max().unwrap_or(1).max(1);
+    writeln!(w, "  latency distribution (requests per span)")?;
+    for (from, to, n) in rows {
+        let bar = "■".repeat(usize::try_from(n * WIDTH / most).unwrap_or(0));
+        let line = format!("  {:>10} – {:<10}{n:>10}  {bar}", us(from as f64), us(to as f64));
+        writeln!(w, "{}", line.trim_end())?;
+    }
+    writeln!(w)
+}
+
 #[cfg(test)]
 mod tls_name_tests {
     #[test]
@@ -354,5 +391,39 @@ mod phase_table_tests {
         let row: Vec<&str> = text.lines().nth(1).unwrap().split_whitespace().collect();
         assert_eq!(row[0], "latency");
         assert_eq!(row[8], "1.00ms", "{text}");
+    }
+
+    /// Every request is in one bar, the bars run from the fastest to the
+    /// slowest, and the slowest 0.1% has a row of its own.
+    #[test]
+    fn latency_bars_hold_every_request_once() {
+        let mut m = throng_metrics::Measurements::default();
+        let mut h = throng_metrics::Hist::new();
+        for us in 1..=10_000u64 {
+            h.record(std::time::Duration::from_micros(100 + us % 100));
+        }
+        h.record(std::time::Duration::from_millis(50));
+        m.phases.insert("latency".to_string(), h);
+        let mut out = Vec::new();
+        super::write_latency_bars(&m, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let counts: Vec<u64> = text
+            .lines()
+            .skip(1)
+            .filter(|l| !l.is_empty())
+            .map(|l| l.split_whitespace().nth(3).unwrap().parse().unwrap())
+            .collect();
+        assert_eq!(counts.iter().sum::<u64>(), 10_001, "{text}");
+        assert!(counts.len() >= 10, "{text}");
+        assert_eq!(*counts.last().unwrap(), 1, "the 50 ms outlier alone:\n{text}");
+        assert!(text.lines().nth(1).unwrap().trim_start().starts_with("100µs"), "{text}");
+        // One latency, or none: no bars.
+        let mut one = throng_metrics::Measurements::default();
+        let mut h = throng_metrics::Hist::new();
+        h.record(std::time::Duration::from_micros(5));
+        one.phases.insert("latency".to_string(), h);
+        let mut out = Vec::new();
+        super::write_latency_bars(&one, &mut out).unwrap();
+        assert!(out.is_empty());
     }
 }

@@ -200,6 +200,7 @@ fn write_http(r: &RunResult, p: &HttpPlan, w: &mut dyn Write) -> io::Result<()> 
     crate::scenario::report::write_thresholds(r, w)?;
     write_phase_table(m, w)?;
     writeln!(w)?;
+    crate::sections::write_latency_bars(m, w)?;
     write_generator(r, ended, "requests", w, 14)
 }
 
