@@ -73,6 +73,7 @@ mod image;
 mod inputs;
 mod leaks;
 mod matrix;
+mod memory;
 mod million;
 mod mux_targets;
 mod nats;

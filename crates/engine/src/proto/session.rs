@@ -27,8 +27,10 @@ pub(crate) enum Session {
     /// HTTP/2: a stream slot; it borrows a stream of one of the worker's
     /// pooled connections per request (see crate::proto::http2). A scenario VU
     /// speaking HTTP/2 or HTTP/3 reads its responses into one too (its own
-    /// connection is http2::Own or crate::proto::http3::Own).
-    Http2(http2::Slot),
+    /// connection is http2::Own or crate::proto::http3::Own). Boxed: a
+    /// slot is twice a response reader's size, and every HTTP/1.1
+    /// connection's task holds a `Session`.
+    Http2(Box<http2::Slot>),
 }
 
 impl Session {
@@ -42,7 +44,7 @@ impl Session {
     /// slots when it has an HTTP/2 pool, else HTTP/1.1.
     pub(crate) fn for_worker(ctx: &Ctx) -> Self {
         match ctx.conns.h2 {
-            Some(_) => Session::Http2(http2::Slot::new(ctx.spec.head_request)),
+            Some(_) => Session::Http2(Box::new(http2::Slot::new(ctx.spec.head_request))),
             None => Session::new(ctx.spec.head_request),
         }
     }

@@ -111,7 +111,7 @@ pub(crate) async fn storm_establish(
             f.class = ErrorClass::H2("goaway");
         }
         ctx.in_flight.set(ctx.in_flight.get() - 1);
-        let mut session = Session::Http2(slot);
+        let mut session = Session::Http2(Box::new(slot));
         record_exchange(
             ctx,
             &mut session,

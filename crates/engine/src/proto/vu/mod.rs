@@ -193,14 +193,14 @@ impl Conns {
 /// [`http2::Slot`]), kept when it already does.
 pub(crate) fn stream_session(session: &mut Session) {
     if !matches!(session, Session::Http2(_)) {
-        *session = Session::Http2(http2::Slot::new(false));
+        *session = Session::Http2(Box::new(http2::Slot::new(false)));
     }
 }
 
 /// The stream slot `session` reads into, when it reads a stream's.
 pub(crate) fn stream_slot(session: &mut Session) -> Option<&mut http2::Slot> {
     match session {
-        Session::Http2(slot) => Some(slot),
+        Session::Http2(slot) => Some(&mut **slot),
         Session::Http1(_) => None,
     }
 }
@@ -208,7 +208,7 @@ pub(crate) fn stream_slot(session: &mut Session) -> Option<&mut http2::Slot> {
 /// The stream response `session` read, when it reads a stream's.
 pub(crate) fn stream_reply(session: &Session) -> Option<&http2::Slot> {
     match session {
-        Session::Http2(slot) => Some(slot),
+        Session::Http2(slot) => Some(&**slot),
         Session::Http1(_) => None,
     }
 }
@@ -263,7 +263,7 @@ pub(crate) async fn away_hop(
     let head = hop.method.eq_ignore_ascii_case("HEAD");
     if let Some(own) = other.h2.as_ref() {
         if !matches!(away, Some(Session::Http2(s)) if s.head_request() == head) {
-            *away = Some(Session::Http2(crate::proto::http2::Slot::new(head)));
+            *away = Some(Session::Http2(Box::new(crate::proto::http2::Slot::new(head))));
         }
         let Some(Session::Http2(slot)) = away.as_mut() else {
             // Invariant: set just above.

@@ -1,0 +1,62 @@
+//! What an open HTTP/1.1 keep-alive connection costs the generator in
+//! memory: `throng http` holding 10,000 connections at once against the
+//! lab server, its own peak RSS (VmHWM, in the result) against the same
+//! run on one connection. A task that grows per connection fails here
+//! instead of passing unseen.
+
+#![allow(clippy::unwrap_used)]
+
+use crate::common;
+
+use common::{FaultServer, assert_books_balance, http};
+
+/// Connections held at once.
+const CONNECTIONS: u64 = 10_000;
+
+/// Bytes per connection the generator may hold beyond its one-connection
+/// run: generous on purpose. Measured 1,650 to 1,730 with the test
+/// profile's unoptimized binary, 1,660 optimized (at 15,000); the exact
+/// size of a connection's task is held by the engine's
+/// `closed::tests::a_closed_loop_connections_task_stays_small`.
+const BOUND: u64 = 2_000;
+
+#[test]
+fn ten_thousand_keepalive_connections_cost_under_two_kb_each() {
+    // Alone: 10,000 sockets on each side.
+    let _alone = common::heavy();
+    let server = FaultServer::serve(&[]);
+    let url = server.url("http");
+    // Each connection makes its first request before any makes a second (a
+    // request waits for its response), and none closes before the budget
+    // is spent: all 10,000 are open at once, whatever the machine's speed.
+    let run_with = |connections: u64, requests: u64| {
+        http(&[
+            &url,
+            "-c",
+            &connections.to_string(),
+            "-n",
+            &requests.to_string(),
+            "-t",
+            "1",
+            "--timeout",
+            "30s",
+        ])
+    };
+    let one = run_with(1, 2 * CONNECTIONS);
+    assert_eq!(one.code(), 0, "stderr: {}", one.stderr());
+    let run = run_with(CONNECTIONS, 2 * CONNECTIONS);
+    assert_eq!(run.code(), 0, "stderr: {}", run.stderr());
+    let r = run.result();
+    let m = &r.measurements;
+    assert_books_balance(r);
+    assert_eq!(m.requests.ok, 2 * CONNECTIONS, "{:?}", m.requests);
+    assert_eq!(m.connections.ok, CONNECTIONS, "{:?}", m.connections);
+    assert_eq!(m.peak_concurrent_connections, CONNECTIONS);
+    let base = one.result().generator.peak_rss_bytes;
+    let peak = r.generator.peak_rss_bytes;
+    let per_conn = peak.saturating_sub(base) / CONNECTIONS;
+    assert!(
+        per_conn < BOUND,
+        "{per_conn} bytes per connection ({base} for one, {peak} for {CONNECTIONS}); at most {BOUND} expected"
+    );
+}
