@@ -14,8 +14,8 @@ use common::{FaultServer, assert_books_balance, http};
 const CONNECTIONS: u64 = 10_000;
 
 /// Bytes per connection the generator may hold beyond its one-connection
-/// run: generous on purpose. Measured 1,650 to 1,730 with the test
-/// profile's unoptimized binary, 1,660 optimized (at 15,000); the exact
+/// run: generous on purpose. Measured 1,540 to 1,590 with the test
+/// profile's unoptimized binary, 1,460 optimized (at 15,000); the exact
 /// size of a connection's task is held by the engine's
 /// `closed::tests::a_closed_loop_connections_task_stays_small`.
 const BOUND: u64 = 2_000;

@@ -23,20 +23,50 @@ use crate::targets::Cursor;
 /// a stream on HTTP/2's pool, or on the task's own connection `conn`
 /// (connected if needed). `origin`, `scheduled`: see
 /// `crate::exchange::one_request`.
+///
+/// Not an `async fn`: one would hold its arguments besides the protocol's
+/// future it awaits, 64 bytes more in every closed-loop connection's task.
+/// The caller awaits the protocol's future itself ([`OneRequest`]).
 #[inline]
-pub(crate) async fn one_request(
-    ctx: &Ctx,
-    conn: &mut Option<Conn>,
-    session: &mut Session,
-    sleep: Pin<&mut Sleep>,
+pub(crate) fn one_request<'a>(
+    ctx: &'a Ctx,
+    conn: &'a mut Option<Conn>,
+    session: &'a mut Session,
+    sleep: Pin<&'a mut Sleep>,
     origin: Instant,
     scheduled: bool,
-    cursor: &mut Cursor,
-) {
+    cursor: &'a mut Cursor,
+) -> OneRequest<impl Future<Output = ()> + 'a, impl Future<Output = ()> + 'a> {
     match session {
         // Boxed: keeps HTTP/1.1's task as small as it was.
-        Session::Http2(_) => Box::pin(http2::one_request(ctx, session, sleep, origin, scheduled, cursor)).await,
-        Session::Http1(_) => crate::exchange::one_request(ctx, conn, session, sleep, origin, scheduled, cursor).await,
+        Session::Http2(_) => OneRequest::Pooled(Box::pin(http2::one_request(
+            ctx, session, sleep, origin, scheduled, cursor,
+        ))),
+        Session::Http1(_) => OneRequest::Own(crate::exchange::one_request(
+            ctx, conn, session, sleep, origin, scheduled, cursor,
+        )),
+    }
+}
+
+/// The future of [`one_request`]: the request on the task's own connection
+/// (held in place), or a stream on HTTP/2's pool (boxed).
+pub(crate) enum OneRequest<O, P> {
+    Own(O),
+    Pooled(Pin<Box<P>>),
+}
+
+impl<O: Future<Output = ()>, P: Future<Output = ()>> Future for OneRequest<O, P> {
+    type Output = ();
+
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<()> {
+        // SAFETY: the `Own` future is never moved out of a pinned
+        // `OneRequest` (no method takes it by value or swaps it), so
+        // pinning it through the pinned enum is sound; `Pooled` is Unpin.
+        match unsafe { self.get_unchecked_mut() } {
+            OneRequest::Own(f) => unsafe { Pin::new_unchecked(f) }.poll(cx),
+            OneRequest::Pooled(f) => f.as_mut().poll(cx),
+        }
     }
 }
 
