@@ -91,9 +91,11 @@ pub(super) fn of_accepted(args: &[OsString]) -> Option<String> {
         return None;
     }
     let words: Vec<&str> = args.iter().skip(2).filter_map(|a| a.to_str()).collect();
-    let rate = words
-        .windows(2)
-        .find(|w| (w[0] == "-q" || w[0] == "--quiet") && w[1].parse::<f64>().is_ok());
+    let rate = words.windows(2).find(|w| {
+        (w[0] == "-q" || w[0] == "--quiet")
+            && w[1].starts_with(|c: char| c.is_ascii_digit())
+            && w[1].parse::<f64>().is_ok()
+    });
     if let Some(w) = rate {
         return Some(format!(
             "{} {}: -q is hey's and oha's rate, but throng's -q is --quiet (it takes no value); give the rate as -r {}",
@@ -131,6 +133,7 @@ mod tests {
         assert!(said.contains("--no-keepalive"), "{said}");
         assert_eq!(of_accepted(&args("throng http -k https://127.0.0.1/")), None);
         assert_eq!(of_accepted(&args("throng http -q http://127.0.0.1/")), None);
+        assert_eq!(of_accepted(&args("throng http http://localhost:1/ -q -6")), None);
         assert_eq!(of_accepted(&args("throng storm -q 100 tcp://127.0.0.1:1")), None);
     }
 }

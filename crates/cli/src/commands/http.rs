@@ -177,7 +177,12 @@ pub(super) fn read_data(data: &str) -> Result<(String, Vec<u8>), UsageError> {
         None => Ok(("--data".to_string(), data.as_bytes().to_vec())),
         Some("-") => Ok((
             "stdin".to_string(),
-            read_stdin("--data @-", MAX_BODY_BYTES, "the limit of a request body")?,
+            read_stdin(
+                "--data @-",
+                "while reading --data @- from stdin",
+                MAX_BODY_BYTES,
+                "the limit of a request body",
+            )?,
         )),
         Some(path) => {
             let path = Path::new(path);
@@ -189,8 +194,8 @@ pub(super) fn read_data(data: &str) -> Result<(String, Vec<u8>), UsageError> {
 
 /// Reads stdin for `flag`, never past `limit` + 1 bytes; a silent stdin
 /// does not hold off Ctrl-C.
-fn read_stdin(flag: &str, limit: u64, what: &str) -> Result<Vec<u8>, UsageError> {
-    crate::signals::exit_until_run("while reading stdin");
+fn read_stdin(flag: &str, during: &'static str, limit: u64, what: &str) -> Result<Vec<u8>, UsageError> {
+    crate::signals::exit_until_run(during);
     let mut bytes = Vec::new();
     std::io::stdin()
         .lock()
@@ -246,7 +251,12 @@ fn read_targets(path: &Path) -> anyhow::Result<Vec<RawTarget>> {
         path.display().to_string()
     };
     let bytes = if stdin {
-        read_stdin("--targets -", MAX_TARGETS_FILE_BYTES, "the limit of a targets file")?
+        read_stdin(
+            "--targets -",
+            "while reading --targets - from stdin",
+            MAX_TARGETS_FILE_BYTES,
+            "the limit of a targets file",
+        )?
     } else {
         read_bounded(path, "--targets", MAX_TARGETS_FILE_BYTES)?
     };
