@@ -8,10 +8,10 @@ use std::time::{Duration, Instant};
 use throng_metrics::ErrorClass;
 use throng_scenario::ResponseView;
 
-use super::ops::{ReqOp, with_scen};
+use super::ops::{ReqOp, Scen, Vu, with_scen};
 use crate::ctx::Ctx;
 use crate::proto::session::Session;
-use crate::rows::RowGuard;
+use crate::rows::{Labels, RowGuard};
 
 /// A request under way: if it is dropped before it ends (cut off, run
 /// aborted), the destructor counts it `interrupted` in both recorders.
@@ -129,4 +129,28 @@ pub(super) fn not_sent(ctx: &Ctx, op: &ReqOp, flight: InFlight<'_>, mut row: Row
     }
     drop(row);
     unanswered(ctx, op, flight);
+}
+
+/// A unit of a step starting now: its request counted in flight (under
+/// the stage it starts in) and its row, labelled with the scenario, the
+/// step `name`, the VU and its iteration (written when it drops).
+pub(super) fn begin<'a>(
+    ctx: &'a Ctx,
+    sc: &'a Scen,
+    vu: &Vu,
+    tags: &'a [usize],
+    name: &'a str,
+) -> (Instant, InFlight<'a>, RowGuard<'a>) {
+    let started = Instant::now();
+    let flight = InFlight::new(ctx, tags, sc.stage_tag(started));
+    let row = ctx.labelled_row(
+        started,
+        Labels {
+            scenario: &sc.def.name,
+            step: name,
+            vu: vu.id,
+            iteration: vu.iter,
+        },
+    );
+    (started, flight, row)
 }

@@ -20,7 +20,7 @@ use throng_metrics::{ErrorClass, Phase, ScenarioRecorder};
 use throng_plan::{HttpVersion, StatusSet};
 use throng_scenario::{CaptureFrom, CheckKind, GrpcStep, ResponseView};
 
-use super::flight::{InFlight, not_sent, unanswered};
+use super::flight::{begin, not_sent, unanswered};
 use super::ops::{GrpcOp, ReqOp, Scen, Vu, with_scen};
 use super::render::{Rendered, render};
 use crate::ctx::Ctx;
@@ -28,7 +28,6 @@ use crate::proto::http1::Keep;
 use crate::proto::vu::{stream_reply, stream_request, stream_session, stream_slot};
 use crate::record::record_exchange;
 use crate::redirect::Place;
-use crate::rows::Labels;
 
 /// Headers defaults.headers may not set on a call (a step's metadata
 /// cannot): the protocol's own, `grpc-*` too, and a body length, which the
@@ -90,18 +89,7 @@ fn grpc_timeout(d: Duration) -> String {
 pub(super) async fn call(ctx: &Ctx, sc: &Scen, vu: &mut Vu, g: &GrpcOp, origin: Option<Instant>) {
     let op = &g.op;
     let rendered = render(sc, vu, &op.req);
-    let started = Instant::now();
-    let stage = sc.stage_tag(started);
-    let flight = InFlight::new(ctx, &op.tags, stage);
-    let mut row = ctx.labelled_row(
-        started,
-        Labels {
-            scenario: &sc.def.name,
-            step: &op.req.name,
-            vu: vu.id,
-            iteration: vu.iter,
-        },
-    );
+    let (started, flight, mut row) = begin(ctx, sc, vu, &op.tags, &op.req.name);
     if let Some(r) = row.row() {
         if let Some(due) = origin {
             r.phase(Phase::ScheduleLag, started.saturating_duration_since(due));

@@ -9,7 +9,7 @@ use throng_metrics::{ErrorClass, Phase};
 use throng_plan::RequestHead;
 use throng_scenario::Cookies;
 
-use super::flight::{InFlight, answered, unanswered};
+use super::flight::{InFlight, answered, begin, unanswered};
 use super::ops::{ReqOp, Scen, Vu, with_scen};
 use super::render::{Rendered, render};
 use super::stream;
@@ -17,7 +17,7 @@ use crate::conn::{close, open_connection_to};
 use crate::ctx::Ctx;
 use crate::record::record_exchange;
 use crate::redirect::{Exchanged, Place};
-use crate::rows::{Labels, RowGuard};
+use crate::rows::RowGuard;
 
 /// One request of the flow: render, connect if needed, exchange, record,
 /// capture, check.
@@ -25,19 +25,8 @@ pub(super) async fn request(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &ReqOp, origi
     let rendered = render(sc, vu, &op.req);
     // Its own protocol, else its target's.
     let http = op.req.http.unwrap_or(sc.dest.http);
-    let started = Instant::now();
-    let stage = sc.stage_tag(started);
-    let flight = InFlight::new(ctx, &op.tags, stage);
     // Its row: written when it drops, however the request ends.
-    let mut row = ctx.labelled_row(
-        started,
-        Labels {
-            scenario: &sc.def.name,
-            step: &op.req.name,
-            vu: vu.id,
-            iteration: vu.iter,
-        },
-    );
+    let (started, flight, mut row) = begin(ctx, sc, vu, &op.tags, &op.req.name);
     if let Some(r) = row.row() {
         if let Some(due) = origin {
             r.phase(Phase::ScheduleLag, started.saturating_duration_since(due));

@@ -32,7 +32,6 @@ use crate::conn::{Conn, close, open_connection_to};
 use crate::ctx::Ctx;
 use crate::proto::ws::frame::{self as frame, Event, Reader};
 use crate::proto::ws::{Socket, io_fail, random, read_upgrade};
-use crate::rows::Labels;
 
 /// A connection in a step's hands: its end is recorded however the step
 /// ends (a VU cut off mid-step drops it here).
@@ -235,20 +234,8 @@ struct Unit<'a> {
 
 /// Opens one unit (a request) of the step.
 fn begin<'a>(ctx: &'a Ctx, sc: &'a Scen, op: &'a WsOp, vu: &Vu) -> Unit<'a> {
-    let started = Instant::now();
-    let stage = sc.stage_tag(started);
-    Unit {
-        flight: InFlight::new(ctx, &op.tags, stage),
-        row: ctx.labelled_row(
-            started,
-            Labels {
-                scenario: &sc.def.name,
-                step: &op.ws.name,
-                vu: vu.id,
-                iteration: vu.iter,
-            },
-        ),
-    }
+    let (_, flight, row) = super::flight::begin(ctx, sc, vu, &op.tags, &op.ws.name);
+    Unit { flight, row }
 }
 
 /// Runs one `websocket:` step.
