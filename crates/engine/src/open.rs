@@ -118,20 +118,20 @@ const GROWTH_PER_SECOND: f64 = 10_000.0;
 /// opens still more — a cascade to the cap. Growing at a bounded rate waits
 /// out short hiccups (recorded as schedule_lag) and still reaches the cap
 /// within a tenth of a second under sustained overload.
-struct Growth {
+pub(crate) struct Growth {
     tokens: f64,
     at: Instant,
 }
 
 impl Growth {
-    fn new(now: Instant) -> Self {
+    pub(crate) fn new(now: Instant) -> Self {
         Growth {
             tokens: GROWTH_BURST,
             at: now,
         }
     }
 
-    fn allow(&mut self, now: Instant) -> bool {
+    pub(crate) fn allow(&mut self, now: Instant) -> bool {
         let elapsed = now.saturating_duration_since(self.at).as_secs_f64();
         self.at = self.at.max(now);
         self.tokens = (self.tokens + elapsed * GROWTH_PER_SECOND).min(GROWTH_BURST);

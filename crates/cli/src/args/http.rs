@@ -117,7 +117,7 @@ pub struct HttpCmd {
     pub no_keepalive: bool,
     /// How workers drive their sockets: epoll (tokio's readiness loop, every protocol) or uring
     /// (one io_uring per worker: batched sends, multishot receives; plain http:// HTTP/1.1 closed
-    /// loops only, without --csv-requests)
+    /// and open loops, without --csv-requests)
     #[arg(long = "io", value_name = "MODEL", value_enum, default_value_t = IoArg::Epoll)]
     pub io: IoArg,
     /// Speak HTTP/2: ALPN h2 over https:// (refused before the run if the server does not

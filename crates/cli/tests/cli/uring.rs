@@ -265,7 +265,6 @@ fn what_uring_cannot_run_is_a_usage_error_naming_it() {
     for (args, what) in [
         (vec!["https://127.0.0.1:1/"], "TLS"),
         (vec!["http://127.0.0.1:1/", "--http2"], "--http2"),
-        (vec!["http://127.0.0.1:1/", "-r", "100"], "open loops"),
         (vec!["http://127.0.0.1:1/", "--redirects", "3"], "--redirects"),
         (vec!["http://127.0.0.1:1/", "-x", "http://127.0.0.1:2"], "proxy"),
         (vec!["http://127.0.0.1:1/", "--csv-requests", rows], "--csv-requests"),

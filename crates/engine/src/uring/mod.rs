@@ -6,6 +6,9 @@
 //!                          ▲            │ completions, a batch per io_uring_enter
 //!                          │            ▼
 //!                      reconnect ◄── ResponseReader ── record_exchange (as the epoll path)
+//!
+//!  open loop:   arrivals due ─► queue (one start per slot) ─► the slot freed last
+//!               io_uring_enter waits until the next arrival at most
 //! ```
 //!
 //! Each connection is a slot in a table, not a task: the loop queues the
@@ -21,10 +24,18 @@
 //! its control messages (the reap time when a stamp is missing or
 //! implausible, as crate::stamps says), and the outcome is recorded by
 //! [`crate::record::record_exchange`], so error classes, bytes and
-//! conservation are the same. Closed loops over plain TCP only; the plan
+//! conservation are the same.
+//!
+//! An open loop (`-r`) starts requests on its schedule as the epoll open
+//! loop does (see [`schedule`]): a slot per connection up to `-c`, the
+//! latency of each request from its intended start, lateness as
+//! `schedule_lag`, starts no slot could take as `dropped`. Every wait for
+//! completions ends by the next arrival's due time (the wait's timeout),
+//! so batching completions never delays a start. Plain TCP only; the plan
 //! refuses the rest before the run.
 
 mod ring;
+mod schedule;
 
 use std::cell::{Cell, RefCell};
 use std::io;
@@ -49,6 +60,7 @@ use crate::worker::state::{RunState, Snapshots, WorkerDone};
 
 pub(crate) use ring::probe;
 use ring::{BGID, Ring, close_fd};
+use schedule::Schedule;
 
 /// How often the loop wakes with nothing completed: deadlines, the run's
 /// state and the live figures are looked at this often at least.
@@ -66,6 +78,9 @@ const CONTROL: usize = 64;
 const BATCH: usize = 16;
 /// How long a wait holds out for a batch before it takes what has come.
 const BATCH_WAIT_US: u32 = 50;
+/// An open loop's wait holds out for a batch only when its next start is
+/// at least this far off.
+const BATCH_HOLD: Duration = Duration::from_micros(2 * BATCH_WAIT_US as u64);
 /// A request above this size goes out in several segments: only then is
 /// TCP_NODELAY worth its system call (as crate::conn).
 const NODELAY_ABOVE: usize = 1400;
@@ -92,6 +107,9 @@ fn parse_user_data(ud: u64) -> (usize, u32, u8) {
 enum Phase {
     /// No request in flight (a connection may be open).
     Idle,
+    /// Connecting before the open loop's schedule starts, for no request
+    /// yet (a warm connection, as the epoll open loop opens them).
+    Warming,
     /// Connecting for a request that waits to be sent.
     Connecting,
     /// A request sent or queued; its response not complete.
@@ -100,7 +118,7 @@ enum Phase {
     Done,
 }
 
-/// One connection of the closed loop and its request in flight.
+/// One connection and its request in flight.
 struct Slot {
     phase: Phase,
     /// The open socket (-1: none).
@@ -128,7 +146,16 @@ struct Slot {
     deadline: Instant,
 }
 
-/// The closed loop of one worker on its ring.
+/// What starts a slot's next request.
+enum Starts {
+    /// The closed loop: at once, while the budget (None: until stopped)
+    /// lasts.
+    Budget(Option<u64>),
+    /// The open loop: a start on the schedule, when one is due.
+    Schedule(Schedule),
+}
+
+/// The loop of one worker on its ring.
 struct Loop<'a> {
     ctx: &'a Ctx,
     ring: Ring,
@@ -142,10 +169,10 @@ struct Loop<'a> {
     /// Slots whose receive must be armed again (ENOBUFS, or the kernel
     /// ended the multishot) once buffers are back.
     rearm: Vec<usize>,
-    /// Requests this worker may still start (None: until stopped).
-    budget: Option<u64>,
+    /// What starts requests.
+    source: Starts,
     until: Option<Instant>,
-    /// Slots connecting or exchanging.
+    /// Slots connecting (warm ones too) or exchanging.
     active: usize,
     /// The route's addresses in the kernel's form, for connect operations
     /// (alive as long as the ring).
@@ -159,8 +186,8 @@ struct Loop<'a> {
     batch: bool,
 }
 
-/// Runs one worker's closed loop on an io_uring to completion on the
-/// current thread; the same contract as [`crate::worker::run`].
+/// Runs one worker's closed or open loop on an io_uring to completion on
+/// the current thread; the same contract as [`crate::worker::run`].
 pub(crate) fn run(
     spec: WorkerSpec,
     mut state: watch::Receiver<RunState>,
@@ -169,15 +196,25 @@ pub(crate) fn run(
 ) -> io::Result<WorkerDone> {
     let cpu_before = crate::sys::thread_cpu();
     let origin = spec.origin;
-    let WorkerLoad::Closed {
-        connections,
-        budget,
-        until,
-    } = spec.load
-    else {
-        return Err(io::Error::other(
-            "--io uring runs closed loops only (the plan should have said so)",
-        ));
+    // Closed: every slot starts at once. Open: slots are added as the
+    // schedule needs them, `warm` of them connected before it starts.
+    let (connections, source, until, warm) = match spec.load.clone() {
+        WorkerLoad::Closed {
+            connections,
+            budget,
+            until,
+        } => (connections, Starts::Budget(budget), until, None),
+        WorkerLoad::Open {
+            arrivals, cap, warm, ..
+        } => {
+            let cap_slots = usize::try_from(cap).unwrap_or(usize::MAX).min(1 << 24);
+            (cap, Starts::Schedule(Schedule::new(arrivals, origin, cap_slots)), None, Some(warm))
+        }
+        _ => {
+            return Err(io::Error::other(
+                "--io uring runs HTTP closed and open loops only (the plan should have said so)",
+            ));
+        }
     };
     let connections = usize::try_from(connections).unwrap_or(usize::MAX).min(1 << 24);
     let ring = Ring::new(connections).map_err(|e| io::Error::new(e.kind(), format!("--io uring: {e}")))?;
@@ -204,32 +241,19 @@ pub(crate) fn run(
     };
     let head = ctx.spec.head_request;
     let now = Instant::now();
+    let closed = warm.is_none();
     let mut lp = Loop {
         ctx: &ctx,
         ring,
-        slots: (0..connections)
-            .map(|_| Slot {
-                phase: Phase::Idle,
-                fd: -1,
-                generation: 0,
-                session: Session::new(head),
-                opened: now,
-                conn_id: 0,
-                addr: 0,
-                tries: 0,
-                recv_armed: false,
-                start: now,
-                t_send: now,
-                written: 0,
-                first: None,
-                keep_server: false,
-                deadline: now,
-            })
-            .collect(),
+        slots: if closed {
+            (0..connections).map(|_| Slot::new(head, now)).collect()
+        } else {
+            Vec::new()
+        },
         queued: Vec::new(),
-        starts: (0..connections).collect(),
+        starts: if closed { (0..connections).collect() } else { Vec::new() },
         rearm: Vec::new(),
-        budget,
+        source,
         until,
         active: 0,
         addrs: ctx.spec.route.addrs.iter().map(|&a| SockAddr::from(a)).collect(),
@@ -243,15 +267,27 @@ pub(crate) fn run(
         batch: true,
     };
 
-    // Wait for the run's origin, watching for an abort.
-    loop {
-        let now = Instant::now();
-        if now >= origin || *state.borrow() == RunState::Aborting {
-            break;
+    if let Some(warm) = warm {
+        // The open loop's warm connections connect now; the loop's waits
+        // end by the first arrival, at the origin.
+        for _ in 0..warm.min(connections as u64) {
+            lp.warm(now)?;
         }
-        std::thread::sleep((origin - now).min(TICK));
+    } else {
+        // Wait for the run's origin, watching for an abort.
+        loop {
+            let now = Instant::now();
+            if now >= origin || *state.borrow() == RunState::Aborting {
+                break;
+            }
+            std::thread::sleep((origin - now).min(TICK));
+        }
     }
     let aborted = lp.run(&mut state, &live, snapshot.as_ref())?;
+    if let Starts::Schedule(s) = &mut lp.source {
+        // Aborted: the starts still queued were never sent.
+        s.stop(Instant::now(), &mut ctx.rec.borrow_mut());
+    }
     lp.close_all(!aborted);
     drop(lp);
 
@@ -308,23 +344,50 @@ impl Loop<'_> {
                 }
             }
             let now = Instant::now();
+            if let Starts::Schedule(s) = &mut self.source {
+                s.dispatch(now, &mut self.ctx.rec.borrow_mut());
+            }
             for i in std::mem::take(&mut self.starts) {
                 self.next_request(i, now)?;
             }
-            if self.active == 0 && (self.ctx.stopping.get() || self.slots.iter().all(|s| s.phase == Phase::Done)) {
+            self.assign(now)?;
+            let finished = match &self.source {
+                Starts::Budget(_) => self.slots.iter().all(|s| s.phase == Phase::Done),
+                Starts::Schedule(s) => s.finished(),
+            };
+            if self.active == 0 && (self.ctx.stopping.get() || finished) {
                 return Ok(false);
             }
 
             self.stamp_queued();
-            let want = if self.batch {
+            // An open loop's wait ends when its next start is due (sooner
+            // than a tick), and holds out for a batch only when that leaves
+            // time for one.
+            let due = match &self.source {
+                Starts::Schedule(s) => s.next_due().map(|d| d.saturating_duration_since(Instant::now())),
+                Starts::Budget(_) => None,
+            };
+            let may_batch = due.is_none_or(|d| d >= BATCH_HOLD);
+            let want = if self.batch && may_batch {
                 (self.active / 2).clamp(1, BATCH)
             } else {
                 1
             };
-            let waited = if want > 1 {
-                self.ring.ring.submitter().submit_with_args(want, &batch_args)
-            } else {
-                self.ring.ring.submitter().submit_with_args(1, &args)
+            let waited = match due {
+                Some(d) if d < TICK => {
+                    let until_due = types::Timespec::from(d);
+                    let until = types::SubmitArgs::new().timespec(&until_due);
+                    if want > 1 {
+                        self.ring
+                            .ring
+                            .submitter()
+                            .submit_with_args(want, &until.min_wait_usec(BATCH_WAIT_US))
+                    } else {
+                        self.ring.ring.submitter().submit_with_args(1, &until)
+                    }
+                }
+                _ if want > 1 => self.ring.ring.submitter().submit_with_args(want, &batch_args),
+                _ => self.ring.ring.submitter().submit_with_args(1, &args),
             };
             match waited {
                 Ok(_) => {}
@@ -380,9 +443,12 @@ impl Loop<'_> {
         }
     }
 
-    /// Starts nothing new: idle slots are done.
+    /// Starts nothing new: idle slots are done, queued starts dropped.
     fn stop(&mut self) {
         self.ctx.stop();
+        if let Starts::Schedule(s) = &mut self.source {
+            s.stop(Instant::now(), &mut self.ctx.rec.borrow_mut());
+        }
         for s in &mut self.slots {
             if s.phase == Phase::Idle {
                 s.phase = Phase::Done;
@@ -390,19 +456,67 @@ impl Loop<'_> {
         }
     }
 
-    /// Takes one request from the budget (false: none left).
-    fn take(&mut self) -> bool {
+    /// When slot `i`'s next request starts (latency's origin): now while
+    /// the closed loop's budget lasts, or the open loop's next queued start
+    /// (then the slot is idle until one comes). None: the slot is done or
+    /// idle.
+    fn take(&mut self, i: usize, now: Instant) -> Option<Instant> {
         if self.ctx.stopping.get() {
-            return false;
+            self.slots[i].phase = Phase::Done;
+            return None;
         }
-        match self.budget {
-            None => true,
-            Some(0) => false,
-            Some(n) => {
-                self.budget = Some(n - 1);
-                true
+        match &mut self.source {
+            Starts::Budget(None) => Some(now),
+            Starts::Budget(Some(0)) => {
+                self.slots[i].phase = Phase::Done;
+                None
+            }
+            Starts::Budget(Some(n)) => {
+                *n -= 1;
+                Some(now)
+            }
+            Starts::Schedule(s) => {
+                let start = s.take(now, self.ctx.spec.timeout, &mut self.ctx.rec.borrow_mut());
+                if start.is_none() {
+                    s.idle(i);
+                }
+                start
             }
         }
+    }
+
+    /// Open loop: hands the queued starts to idle slots, the one freed
+    /// last first, then to new slots up to the cap (as fast as the epoll
+    /// loop opens connections when none is free).
+    fn assign(&mut self, now: Instant) -> io::Result<()> {
+        loop {
+            let Starts::Schedule(s) = &mut self.source else {
+                return Ok(());
+            };
+            if !s.waiting() || self.ctx.stopping.get() {
+                return Ok(());
+            }
+            let i = match s.pop_idle() {
+                Some(i) if self.slots.get(i).is_some_and(|s| s.phase == Phase::Idle) => i,
+                Some(_) => continue,
+                None if s.may_grow(self.slots.len(), now) => {
+                    self.slots.push(Slot::new(self.ctx.spec.head_request, now));
+                    self.slots.len() - 1
+                }
+                None => return Ok(()),
+            };
+            self.next_request(i, now)?;
+        }
+    }
+
+    /// Open loop: a new slot connects before any request (a warm
+    /// connection).
+    fn warm(&mut self, now: Instant) -> io::Result<()> {
+        self.slots.push(Slot::new(self.ctx.spec.head_request, now));
+        let i = self.slots.len() - 1;
+        self.slots[i].phase = Phase::Warming;
+        self.active += 1;
+        self.open(i, now)
     }
 
     /// The send time of every queued send: now, just before the system
@@ -440,19 +554,18 @@ impl Loop<'_> {
         })
     }
 
-    /// Starts slot `i`'s next request, or marks it done.
+    /// Starts slot `i`'s next request, or marks it done or idle.
     fn next_request(&mut self, i: usize, now: Instant) -> io::Result<()> {
-        if !self.take() {
-            self.slots[i].phase = Phase::Done;
+        let Some(start) = self.take(i, now) else {
             return Ok(());
-        }
+        };
         let ctx = self.ctx;
         ctx.rec.borrow_mut().request_started();
         ctx.in_flight.set(ctx.in_flight.get() + 1);
         self.active += 1;
         let keep_server = ctx.rec.borrow().wants_first_reply();
         let s = &mut self.slots[i];
-        s.start = now;
+        s.start = start;
         s.first = None;
         s.written = 0;
         s.keep_server = keep_server;
@@ -465,6 +578,13 @@ impl Loop<'_> {
             return self.send(i);
         }
         s.phase = Phase::Connecting;
+        self.open(i, now)
+    }
+
+    /// Starts slot `i`'s new connection (counted started).
+    fn open(&mut self, i: usize, now: Instant) -> io::Result<()> {
+        let ctx = self.ctx;
+        let s = &mut self.slots[i];
         s.tries = 0;
         s.addr = ctx.prefer.get();
         s.opened = now;
@@ -597,7 +717,7 @@ impl Loop<'_> {
 
     /// Slot `i`'s connect completed with `res`.
     fn connected(&mut self, i: usize, res: i32, now: Instant) -> io::Result<()> {
-        if self.slots[i].phase != Phase::Connecting {
+        if !matches!(self.slots[i].phase, Phase::Connecting | Phase::Warming) {
             return Ok(());
         }
         if res < 0 {
@@ -626,22 +746,36 @@ impl Loop<'_> {
             rec.connection_established(now, false);
         }
         ctx.prefer.set(s.addr % n);
+        if s.phase == Phase::Warming {
+            // Ready for a start; its receive armed now, so that a server
+            // closing it meanwhile is seen (and the close counted).
+            s.phase = Phase::Idle;
+            self.active -= 1;
+            self.starts.push(i);
+            return self.arm_recv(i);
+        }
         s.phase = Phase::Exchanging;
         self.send(i)
     }
 
     /// Slot `i`'s connection could not be opened: the attempt and its
-    /// request fail with `class` (as the epoll path counts them).
+    /// request (a warm connection has none) fail with `class` (as the epoll
+    /// path counts them).
     fn connect_failed(&mut self, i: usize, class: ErrorClass) -> io::Result<()> {
         let ctx = self.ctx;
         let now = Instant::now();
+        let warm = self.slots[i].phase == Phase::Warming;
         ctx.connecting.set(ctx.connecting.get() - 1);
         {
             let mut rec = ctx.rec.borrow_mut();
             rec.connection_failed(now, class, false);
-            rec.request_failed(now, class, 0);
+            if !warm {
+                rec.request_failed(now, class, 0);
+            }
         }
-        ctx.in_flight.set(ctx.in_flight.get() - 1);
+        if !warm {
+            ctx.in_flight.set(ctx.in_flight.get() - 1);
+        }
         self.active -= 1;
         self.drop_socket(i)?;
         self.slots[i].phase = Phase::Idle;
@@ -789,7 +923,7 @@ impl Loop<'_> {
         if s.fd < 0 {
             return Ok(());
         }
-        if s.phase != Phase::Connecting {
+        if !matches!(s.phase, Phase::Connecting | Phase::Warming) {
             let now = Instant::now();
             self.ctx.rec.borrow_mut().connection_closed(now, now - s.opened);
         }
@@ -825,7 +959,7 @@ impl Loop<'_> {
                 continue;
             }
             match s.phase {
-                Phase::Connecting => self.connect_failed(i, ErrorClass::TimeoutConnect)?,
+                Phase::Connecting | Phase::Warming => self.connect_failed(i, ErrorClass::TimeoutConnect)?,
                 Phase::Exchanging => self.failed(i, ErrorClass::TimeoutResponse)?,
                 _ => {}
             }
@@ -840,7 +974,7 @@ impl Loop<'_> {
         let now = Instant::now();
         for s in &mut self.slots {
             if s.fd >= 0 {
-                if count && s.phase != Phase::Connecting {
+                if count && !matches!(s.phase, Phase::Connecting | Phase::Warming) {
                     self.ctx.rec.borrow_mut().connection_closed(now, now - s.opened);
                 }
                 // SAFETY: shutdown on a socket this worker owns; it ends the
@@ -851,6 +985,29 @@ impl Loop<'_> {
             }
         }
         let _ = self.ring.ring.submitter().unregister_buf_ring(BGID);
+    }
+}
+
+impl Slot {
+    /// A slot with no connection.
+    fn new(head: bool, now: Instant) -> Self {
+        Slot {
+            phase: Phase::Idle,
+            fd: -1,
+            generation: 0,
+            session: Session::new(head),
+            opened: now,
+            conn_id: 0,
+            addr: 0,
+            tries: 0,
+            recv_armed: false,
+            start: now,
+            t_send: now,
+            written: 0,
+            first: None,
+            keep_server: false,
+            deadline: now,
+        }
     }
 }
 

@@ -145,7 +145,7 @@ pub enum IoModel {
     #[default]
     Epoll,
     /// One io_uring per worker: batched sends, multishot receives. Plain
-    /// HTTP/1.1 closed loops only.
+    /// HTTP/1.1 closed and open loops only.
     Uring,
 }
 
@@ -410,7 +410,7 @@ impl HttpPlan {
             headers::framing_headers(&mut headers, body.len() as u64, body_file.as_deref())?;
         }
         if args.io == IoModel::Uring {
-            steps::uring_supports(&target, http, &load, several, redirects, &reach)?;
+            steps::uring_supports(&target, http, several, redirects, &reach)?;
         }
 
         let mut plan = HttpPlan {

@@ -293,7 +293,6 @@ pub(super) fn combinations(http: HttpVersion, reach: &Reach, several: bool, redi
 pub(super) fn uring_supports(
     target: &Target,
     http: HttpVersion,
-    load: &Load,
     several: bool,
     redirects: u32,
     reach: &Reach,
@@ -302,7 +301,7 @@ pub(super) fn uring_supports(
         Err(PlanError::invalid(
             "--io",
             format!(
-                "--io uring runs plain HTTP/1.1 closed loops only, not {what}; leave out --io uring (or pass --io epoll)"
+                "--io uring runs plain HTTP/1.1 only, not {what}; leave out --io uring (or pass --io epoll)"
             ),
         ))
     };
@@ -311,9 +310,6 @@ pub(super) fn uring_supports(
     }
     if !http.is_http1() {
         return not(&format!("{} (--http2/--http3)", http.label()));
-    }
-    if matches!(load, Load::Open { .. }) {
-        return not("open loops (-r)");
     }
     if several {
         return not("several targets (--targets, --body-lines, more URLs)");

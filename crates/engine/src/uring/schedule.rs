@@ -1,0 +1,195 @@
+//! The open loop's starts on the ring, counted as the epoll open loop
+//! (crate::open) counts them: arrivals due become starts in a queue that
+//! holds at most one per connection (past that, the arrivals due are
+//! `dropped`, by arithmetic), free slots take them first in, first out,
+//! and a start that waited longer than the timeout is `dropped` instead
+//! of sent. Every start sent records its lateness as `schedule_lag`.
+//!
+//! No I/O here: the ring loop asks when the next start is due (its wait
+//! wakes for it) and which slot takes the next queued start.
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use throng_metrics::{Phase, Recorder};
+use throng_plan::Arrivals;
+
+use crate::open::Growth;
+use crate::pacer::DENSE_TICK;
+
+/// One worker's schedule on the ring.
+pub(super) struct Schedule {
+    arrivals: Arrivals,
+    origin: Instant,
+    /// Slots (connections) the loop may use, at most.
+    cap: usize,
+    /// Starts due and not yet taken.
+    queue: VecDeque<Instant>,
+    /// Slots with no request, most recently freed last: the next start
+    /// goes to the connection that finished last, as the epoll loop's
+    /// idle pool does, so a few hot connections carry a steady load.
+    idle: Vec<usize>,
+    growth: Growth,
+    /// After dropping, look again no sooner than this: the slots need
+    /// time to take what is queued (as the epoll dispatcher).
+    not_before: Instant,
+    stopped: bool,
+}
+
+impl Schedule {
+    /// `arrivals` from `origin`, on at most `cap` slots.
+    pub(super) fn new(arrivals: Arrivals, origin: Instant, cap: usize) -> Self {
+        Schedule {
+            arrivals,
+            origin,
+            cap: cap.max(1),
+            queue: VecDeque::new(),
+            idle: Vec::new(),
+            growth: Growth::new(origin),
+            not_before: origin,
+            stopped: false,
+        }
+    }
+
+    /// Queues the arrivals due by `now`; when the queue holds one start
+    /// per slot, every arrival due by now is `dropped` at once.
+    pub(super) fn dispatch(&mut self, now: Instant, rec: &mut Recorder) {
+        if self.stopped {
+            return;
+        }
+        while let Some(offset) = self.arrivals.peek() {
+            let due = self.origin + offset;
+            if due.max(self.not_before) > now {
+                break;
+            }
+            self.arrivals.next();
+            if self.queue.len() >= self.cap {
+                let n = 1 + self.arrivals.skip_through(now.saturating_duration_since(self.origin));
+                rec.dropped_many(now, n);
+                self.not_before = now + DENSE_TICK;
+                continue;
+            }
+            self.queue.push_back(due);
+        }
+    }
+
+    /// The intended start of the next queued start a free slot takes at
+    /// `now` (its lateness recorded); starts that waited past `timeout`
+    /// are `dropped`, never sent. None: nothing queued.
+    pub(super) fn take(&mut self, now: Instant, timeout: Duration, rec: &mut Recorder) -> Option<Instant> {
+        while let Some(intended) = self.queue.pop_front() {
+            let lag = now.saturating_duration_since(intended);
+            if lag > timeout {
+                rec.dropped(now);
+                continue;
+            }
+            rec.phase(now, Phase::ScheduleLag, lag);
+            return Some(intended);
+        }
+        None
+    }
+
+    /// When the loop must wake for the next arrival (None: the schedule
+    /// ended or stopped).
+    pub(super) fn next_due(&self) -> Option<Instant> {
+        if self.stopped {
+            return None;
+        }
+        self.arrivals.peek().map(|o| (self.origin + o).max(self.not_before))
+    }
+
+    /// Starts are queued, waiting for a slot.
+    pub(super) fn waiting(&self) -> bool {
+        !self.queue.is_empty()
+    }
+
+    /// Slot `i` has no request and none is queued.
+    pub(super) fn idle(&mut self, i: usize) {
+        self.idle.push(i);
+    }
+
+    /// The slot that went idle last.
+    pub(super) fn pop_idle(&mut self) -> Option<usize> {
+        self.idle.pop()
+    }
+
+    /// With `slots` in use and none free, whether one more may connect
+    /// now (the cap, and the epoll loop's limit on connections opened in a
+    /// burst).
+    pub(super) fn may_grow(&mut self, slots: usize, now: Instant) -> bool {
+        slots < self.cap && self.growth.allow(now)
+    }
+
+    /// Nothing more will start: the schedule ended (or stopped) and no
+    /// start waits.
+    pub(super) fn finished(&self) -> bool {
+        self.queue.is_empty() && (self.stopped || self.arrivals.peek().is_none())
+    }
+
+    /// The run stops: no more arrivals; the starts still queued were never
+    /// sent (`dropped`, as the epoll loop counts them).
+    pub(super) fn stop(&mut self, now: Instant, rec: &mut Recorder) {
+        self.stopped = true;
+        let queued = self.queue.len() as u64;
+        self.queue.clear();
+        if queued > 0 {
+            rec.dropped_many(now, queued);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    #[test]
+    fn arrivals_due_queue_and_wake_the_loop_at_the_next() {
+        let origin = Instant::now();
+        let mut rec = Recorder::new(origin);
+        // 1,000 per second: one every millisecond, 10 in all.
+        let mut s = Schedule::new(Arrivals::new(1000.0, 10, 0, 1), origin, 100);
+        assert_eq!(s.next_due(), Some(origin));
+        s.dispatch(origin + Duration::from_micros(2500), &mut rec);
+        assert!(s.waiting());
+        assert_eq!(s.next_due(), Some(origin + ms(3)), "the loop wakes for the fourth");
+        // Taken first in, first out, each with its lateness.
+        let now = origin + ms(3);
+        assert_eq!(s.take(now, ms(100), &mut rec), Some(origin));
+        assert_eq!(s.take(now, ms(100), &mut rec), Some(origin + ms(1)));
+        assert_eq!(s.take(now, ms(100), &mut rec), Some(origin + ms(2)));
+        assert_eq!(s.take(now, ms(100), &mut rec), None);
+        s.dispatch(origin + ms(20), &mut rec);
+        assert_eq!(s.next_due(), None);
+        assert!(!s.finished(), "seven queued");
+        let m = rec.finish(origin + ms(20));
+        assert_eq!(m.phases["schedule_lag"].count(), 3);
+        assert_eq!(m.dropped, 0);
+    }
+
+    #[test]
+    fn a_full_queue_drops_what_is_due_and_so_does_a_stop() {
+        let origin = Instant::now();
+        let mut rec = Recorder::new(origin);
+        // 1,000 per second, 1,000 in all, on 4 slots.
+        let mut s = Schedule::new(Arrivals::new(1000.0, 1000, 0, 1), origin, 4);
+        // 100 ms late: 4 queued, the other 97 due dropped at once.
+        s.dispatch(origin + ms(100), &mut rec);
+        // A start that waited past the timeout is dropped, not sent.
+        assert_eq!(s.take(origin + ms(100), ms(99), &mut rec), Some(origin + ms(1)));
+        assert!(s.waiting(), "two left");
+        assert_eq!(s.next_due(), Some(origin + ms(101)), "the first arrival not dropped");
+        s.stop(origin + ms(101), &mut rec);
+        assert!(s.finished() && !s.waiting());
+        assert_eq!(s.next_due(), None);
+        s.dispatch(origin + ms(200), &mut rec);
+        let m = rec.finish(origin + ms(200));
+        // 97 past the full queue, 1 past the timeout, 2 queued at the stop;
+        // nothing after the stop.
+        assert_eq!(m.dropped, 97 + 1 + 2);
+        assert_eq!(m.phases["schedule_lag"].count(), 1);
+    }
+}
