@@ -70,7 +70,7 @@ fn catches_sigint(pid: u32) {
 /// `after` (as Ctrl-C in a terminal does; an early signal still interrupts
 /// it: the signal handler is installed before any wait), and waits at most
 /// a minute for it to end.
-fn interrupt(cmd: &mut Command, after: Duration) -> Output {
+pub(crate) fn interrupt(cmd: &mut Command, after: Duration) -> Output {
     use std::os::unix::process::CommandExt;
     let child = cmd
         .process_group(0)

@@ -278,3 +278,222 @@ fn what_uring_cannot_run_is_a_usage_error_naming_it() {
         );
     }
 }
+
+/// The requests' side of a run, as compared between the transports in an
+/// open loop (where the connections opened depend on timing): requests
+/// attempted, ok, failed by class, statuses, and starts dropped.
+fn requests_outcome(r: &RunResult) -> String {
+    let m = &r.measurements;
+    let errors: Vec<_> = m.requests.errors.iter().filter(|(_, n)| **n > 0).collect();
+    format!(
+        "attempted {} ok {} errors {:?} status {:?} dropped {}",
+        m.requests.attempted, m.requests.ok, errors, m.status, m.dropped
+    )
+}
+
+#[test]
+fn an_open_loop_sends_every_scheduled_request_as_epoll() {
+    let nginx = Nginx::start(LOCATIONS);
+    let mut seen = Vec::new();
+    for io in IO {
+        let (run, r) = run_io(
+            io,
+            &[&nginx.url("/hello"), "-r", "1000", "-n", "2000", "-c", "50", "-t", "2"],
+        );
+        assert_eq!(run.code(), 0, "{io}: {}", run.stderr());
+        assert!(r.coordinated_omission_free, "{io}");
+        let m = &r.measurements;
+        // Every start on the schedule sent, none dropped: 50 connections
+        // carry 1,000 a second of nginx's sub-millisecond answers.
+        assert_eq!(
+            (m.requests.attempted, m.requests.ok, m.dropped),
+            (2000, 2000, 0),
+            "{io}: {}",
+            requests_outcome(&r)
+        );
+        assert_eq!(m.status.get(&200), Some(&2000), "{io}");
+        // Each request's lateness, and its latency from the intended start.
+        for phase in ["schedule_lag", "wait", "response", "latency"] {
+            assert_eq!(m.phases[phase].count(), 2000, "{io} {phase}");
+        }
+        // Connections up to the cap, each closed and timed at the end.
+        assert!((1..=50).contains(&m.connections.ok), "{io}: {}", outcome(&r));
+        assert_eq!(m.connections.failed(), 0, "{io}");
+        assert_eq!(m.phases["connection"].count(), m.connections.ok, "{io}");
+        assert_eq!(m.bytes.received_body, 5 * 2000, "{io}");
+        let text = std::fs::read_to_string(&run.json).unwrap();
+        assert_eq!(text.contains(r#""io": "uring""#), io == "uring", "{io}");
+        assert!(common::schema_violations(&run.json).is_empty(), "{io}");
+        seen.push((m.bytes.sent, m.bytes.received));
+    }
+    assert_eq!(seen[0], seen[1], "the same bytes on the wire either way");
+}
+
+#[test]
+fn an_open_loop_on_new_connections_leaks_no_descriptor() {
+    // 64 descriptors for 1,500 requests, each on a connection of its own:
+    // one socket left open per request would run out (fd_unavailable)
+    // after a few dozen.
+    let nginx = Nginx::start(LOCATIONS);
+    for io in IO {
+        let dir = tempfile::tempdir().unwrap();
+        let json = dir.path().join("r.json");
+        let out = common::output(std::process::Command::new("sh").arg("-c").arg(format!(
+            "ulimit -n 64 && exec {} http {} -r 1000 -n 1500 -c 16 -t 1 --no-keepalive --io {io} -q --json {}",
+            env!("CARGO_BIN_EXE_throng"),
+            nginx.url("/"),
+            json.display()
+        )));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{io}: {stderr}");
+        let r = common::read_result(&json).expect("a result");
+        assert_books_balance(&r);
+        let m = &r.measurements;
+        assert_eq!(m.requests.error("fd_unavailable"), 0, "{io}: {}", outcome(&r));
+        assert_eq!(m.requests.attempted + m.dropped, 1500, "{io}: {}", requests_outcome(&r));
+        // Under load a start may wait for one of the 16 slots, never fail.
+        assert!(m.requests.attempted >= 1000, "{io}: {}", requests_outcome(&r));
+        assert_eq!(m.requests.ok, m.requests.attempted, "{io}: {}", outcome(&r));
+        assert_eq!(out.status.code(), Some(0), "{io}: {stderr}");
+        // A connection per request (and the warm ones), each closed.
+        assert!(m.connections.ok >= m.requests.ok, "{io}: {}", outcome(&r));
+        assert_eq!(m.phases["connection"].count(), m.connections.ok, "{io}");
+    }
+}
+
+#[test]
+fn an_open_loop_fails_requests_in_the_same_classes() {
+    // (fault, requests, timeout, the one class every request ends in; "" ok)
+    let cases = [
+        ("never-answer", 4, "400ms", "timeout.response"),
+        ("garbage", 20, "5s", "protocol"),
+        ("bad-content-length", 20, "5s", "protocol"),
+        ("rst-before-response", 20, "5s", "reset"),
+        ("rst-mid-body", 20, "5s", "reset"),
+        ("fin-before-response", 20, "5s", "eof"),
+        ("fin-mid-body", 20, "5s", "eof"),
+        ("connection-close-everywhere", 60, "5s", ""),
+        ("status-100-then-200", 100, "5s", ""),
+    ];
+    for (fault, n, timeout, class) in cases {
+        let server = FaultServer::start(fault);
+        let url = format!("http://127.0.0.1:{}/", server.port);
+        let n_text = n.to_string();
+        let mut outcomes = Vec::new();
+        for io in IO {
+            let (run, r) = run_io(
+                io,
+                &[
+                    &url,
+                    "-r",
+                    "200",
+                    "-n",
+                    &n_text,
+                    "-c",
+                    "40",
+                    "-t",
+                    "1",
+                    "--timeout",
+                    timeout,
+                ],
+            );
+            let m = &r.measurements;
+            assert_eq!(
+                (m.requests.attempted, m.dropped),
+                (n, 0),
+                "{fault} {io}: {}",
+                requests_outcome(&r)
+            );
+            // As in the closed loop's test: under a short timeout a lost
+            // loopback SYN makes a request timeout.connect instead.
+            let short = timeout.ends_with("ms");
+            let slow_connects = if short { m.requests.error("timeout.connect") } else { 0 };
+            if class.is_empty() {
+                assert_eq!((run.code(), m.requests.ok), (0, n), "{fault} {io}: {}", outcome(&r));
+            } else {
+                assert_eq!(run.code(), 1, "{fault} {io}: every request failed → exit 1");
+                assert_eq!(
+                    m.requests.error(class) + slow_connects,
+                    n,
+                    "{fault} {io}: {}",
+                    outcome(&r)
+                );
+                assert!(m.requests.error(class) > 0, "{fault} {io}: {}", outcome(&r));
+            }
+            if !short {
+                outcomes.push(requests_outcome(&r));
+            }
+        }
+        if let [epoll, uring] = &outcomes[..] {
+            assert_eq!(epoll, uring, "{fault}: epoll vs uring");
+        }
+    }
+}
+
+#[test]
+fn a_rate_beyond_the_server_is_dropped_and_counted_as_epoll() {
+    // 5 connections to answers 100 ms late carry 50 a second; the schedule
+    // asks 300 in one second. The starts no connection could take are
+    // dropped, never sent late in a burst; the rest waited (schedule_lag).
+    let server = FaultServer::serve(&[]);
+    let url = format!("http://127.0.0.1:{}/delay/100", server.port);
+    for io in IO {
+        let (run, r) = run_io(io, &[&url, "-r", "300", "-n", "300", "-c", "5", "-t", "1"]);
+        assert_eq!(run.code(), 0, "{io}: {}", run.stderr());
+        let m = &r.measurements;
+        assert_eq!(m.requests.attempted + m.dropped, 300, "{io}: {}", requests_outcome(&r));
+        assert_eq!(m.requests.ok, m.requests.attempted, "{io}: {}", outcome(&r));
+        // At most 5 in flight for ~1.2 s (the schedule, then the queue of 5
+        // drained) at 100 ms each: well under half of the schedule sent.
+        assert!(
+            (5..=150).contains(&m.requests.attempted) && m.dropped >= 150,
+            "{io}: {}",
+            requests_outcome(&r)
+        );
+        assert_eq!(m.phases["schedule_lag"].count(), m.requests.attempted, "{io}");
+        assert!(m.connections.ok <= 5, "{io}: {}", outcome(&r));
+    }
+}
+
+#[test]
+fn an_open_loop_stops_at_its_duration_and_at_ctrl_c_with_its_books_balanced() {
+    let nginx = Nginx::start(LOCATIONS);
+    // The duration: 500 a second for 1 s is 500 starts, each sent or dropped.
+    let (run, r) = run_io(
+        "uring",
+        &[&nginx.url("/"), "-r", "500", "-d", "1s", "-c", "20", "-t", "2"],
+    );
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let m = &r.measurements;
+    assert_eq!(m.requests.attempted + m.dropped, 500, "{}", requests_outcome(&r));
+    assert_eq!(m.requests.ok, m.requests.attempted, "{}", outcome(&r));
+    assert_eq!(m.phases["connection"].count(), m.connections.ok);
+
+    // Ctrl-C a minute-long schedule: what ran is written, the books balance
+    // and every connection is closed and counted.
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let out = crate::exit_codes::interrupt(
+        throng()
+            .args(["http", &nginx.url("/"), "-r", "500", "-d", "60s", "-c", "20", "-t", "2"])
+            .args(["--io", "uring", "-q", "--json"])
+            .arg(&json),
+        std::time::Duration::from_millis(1500),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    let r = common::read_result(&json).expect("the interrupted run's result");
+    assert_books_balance(&r);
+    let m = &r.measurements;
+    assert!(m.requests.ok > 0, "{}", outcome(&r));
+    assert!(m.requests.attempted + m.dropped < 30_000, "{}", requests_outcome(&r));
+    // A request in flight at the stop ends (ok) or is interrupted; none fails otherwise.
+    assert_eq!(
+        m.requests.ok + m.requests.error("interrupted"),
+        m.requests.attempted,
+        "{}",
+        outcome(&r)
+    );
+    assert_eq!(m.connections.failed(), 0, "{}", outcome(&r));
+    assert_eq!(m.phases["connection"].count(), m.connections.ok);
+}

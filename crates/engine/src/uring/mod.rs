@@ -208,7 +208,12 @@ pub(crate) fn run(
             arrivals, cap, warm, ..
         } => {
             let cap_slots = usize::try_from(cap).unwrap_or(usize::MAX).min(1 << 24);
-            (cap, Starts::Schedule(Schedule::new(arrivals, origin, cap_slots)), None, Some(warm))
+            (
+                cap,
+                Starts::Schedule(Schedule::new(arrivals, origin, cap_slots)),
+                None,
+                Some(warm),
+            )
         }
         _ => {
             return Err(io::Error::other(

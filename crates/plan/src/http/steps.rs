@@ -300,9 +300,7 @@ pub(super) fn uring_supports(
     let not = |what: &str| {
         Err(PlanError::invalid(
             "--io",
-            format!(
-                "--io uring runs plain HTTP/1.1 only, not {what}; leave out --io uring (or pass --io epoll)"
-            ),
+            format!("--io uring runs plain HTTP/1.1 only, not {what}; leave out --io uring (or pass --io epoll)"),
         ))
     };
     if target.scheme == Scheme::Https {
