@@ -712,7 +712,11 @@ mod tests {
             }
         }
         // Every family is documented.
-        let docs = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/metrics.md")).unwrap();
+        let docs = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../docs/guide/src/metrics-reference.md"
+        ))
+        .unwrap();
         for n in NAMES
             .iter()
             .filter(|n| !n.ends_with("_bucket") && !n.ends_with("_sum") && !n.ends_with("_count"))

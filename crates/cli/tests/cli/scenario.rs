@@ -543,16 +543,17 @@ fn a_target_that_is_down_fails_the_run_with_exit_1() {
     assert!(r.tag("").failed > 0);
 }
 
-/// A fenced block of docs/scenarios.md: the first whose opening line is
+/// A fenced block of docs/guide/src/scenarios.md: the first whose opening line is
 /// "```LANG" and whose first line contains `first`.
 fn doc_block(lang: &str, first: &str) -> String {
-    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/scenarios.md")).unwrap();
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/guide/src/scenarios.md"))
+        .unwrap();
     let opening = format!("```{lang}\n");
     doc.split(opening.as_str())
         .skip(1)
         .map(|b| b.split("\n```").next().unwrap())
         .find(|b| b.lines().next().is_some_and(|l| l.contains(first)))
-        .unwrap_or_else(|| panic!("no ```{lang} block starting with '{first}' in docs/scenarios.md"))
+        .unwrap_or_else(|| panic!("no ```{lang} block starting with '{first}' in docs/guide/src/scenarios.md"))
         .to_string()
 }
 
