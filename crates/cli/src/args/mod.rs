@@ -30,7 +30,8 @@ pub use self::run::{RunCmd, SweepCmd, SweepFormat};
 use self::storm::STORM_EXAMPLES;
 pub use self::storm::StormCmd;
 use self::tools::{COMPLETIONS_HELP, SERVE_HELP};
-pub use self::tools::{CertsCmd, CompletionsCmd, DemoCmd, HelpMarkdownCmd, K8sCmd, K8sCommand, K8sJobCmd, ManCmd, ServeCmd,
+pub use self::tools::{
+    CertsCmd, CompletionsCmd, DemoCmd, HelpMarkdownCmd, K8sCmd, K8sCommand, K8sJobCmd, ManCmd, ServeCmd,
 };
 
 /// A network load generator with numbers you can trust.

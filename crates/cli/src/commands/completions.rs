@@ -104,7 +104,10 @@ fn write_markdown(cmd: &mut clap::Command, dir: &Path) -> anyhow::Result<()> {
     }
     let path = dir.join(markdown_name(cmd));
     std::fs::write(&path, page).with_context(|| {
-        format!("cannot write the reference page '{}' (check the directory is writable)", path.display())
+        format!(
+            "cannot write the reference page '{}' (check the directory is writable)",
+            path.display()
+        )
     })?;
     say!("{}", path.display());
     for sub in cmd.get_subcommands_mut().filter(|s| !s.is_hide_set()) {
