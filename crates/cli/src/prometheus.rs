@@ -38,7 +38,7 @@ pub const BUCKETS: [f64; 19] = [
 ];
 
 /// Every metric name `/metrics` may show (after the `throng_` prefix and the
-/// OpenMetrics suffixes), for the dashboard test and docs/metrics.md.
+/// OpenMetrics suffixes), for the dashboard test and the guide (docs/guide/src/metrics-reference.md).
 #[cfg(test)]
 pub const NAMES: &[&str] = &[
     "throng_requests_total",
@@ -723,7 +723,7 @@ mod tests {
         {
             assert!(
                 docs.contains(&format!("`{n}`")),
-                "docs/metrics.md does not describe {n}"
+                "docs/guide/src/metrics-reference.md does not describe {n}"
             );
         }
     }

@@ -4,6 +4,8 @@
 //! shown in a ```sh or ```console block runs against the lab server with the
 //! exit code the page gives it.
 
+#![allow(clippy::unwrap_used)]
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -182,16 +184,16 @@ fn links_resolve() {
                     broken.push(format!("{}:{n}: {target}: no such file", page.display()));
                     continue;
                 };
-                if let Some(anchor) = anchor {
-                    if file.extension().is_some_and(|e| e == "md") {
-                        let known = anchors_of.entry(file.clone()).or_insert_with(|| anchors(&read(&file)));
-                        if !known.contains(anchor) {
-                            broken.push(format!(
-                                "{}:{n}: {target}: no heading makes #{anchor} in {}",
-                                page.display(),
-                                file.display()
-                            ));
-                        }
+                if let Some(anchor) = anchor
+                    && file.extension().is_some_and(|e| e == "md")
+                {
+                    let known = anchors_of.entry(file.clone()).or_insert_with(|| anchors(&read(&file)));
+                    if !known.contains(anchor) {
+                        broken.push(format!(
+                            "{}:{n}: {target}: no heading makes #{anchor} in {}",
+                            page.display(),
+                            file.display()
+                        ));
                     }
                 }
             }

@@ -571,7 +571,7 @@ impl Drop for Reaped {
 fn the_docs_first_example_runs_as_written_against_throng_serve() {
     // The server as the page starts it, on a free port instead of 8080.
     let port = common::free_port();
-    let serve = doc_block("sh", "throng serve");
+    let serve = doc_block("sh,norun", "throng serve");
     let serve_args: Vec<String> = serve
         .lines()
         .next()
