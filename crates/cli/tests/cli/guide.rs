@@ -554,3 +554,52 @@ fn readers_read_markdown_as_mdbook_does() {
         .into();
     assert_eq!(adapted(&w, "127.0.0.1:9"), ["http", "URL", "-d", "500ms", "-n", "2000"]);
 }
+
+/// The README stays a front page: at most 300 lines, and the two commands a
+/// new machine needs (build and run the demo; install the tests' needs and
+/// run every test, as CI does) in its first lines.
+#[test]
+fn readme_is_a_front_page_with_the_two_commands_first() {
+    let readme = read(&repo().join("README.md"));
+    let lines = readme.lines().count();
+    assert!(
+        lines <= 300,
+        "README.md has {lines} lines; move the detail into docs/guide"
+    );
+    let head: String = readme.lines().take(20).collect::<Vec<_>>().join("\n");
+    for command in ["cargo run --release -- demo", "./scripts/test.sh"] {
+        assert!(
+            head.contains(command),
+            "README.md's first 20 lines lack `{command}`:\n{head}"
+        );
+    }
+    let ci = read(&repo().join(".ci/run"));
+    assert!(
+        ci.contains("scripts/test.sh"),
+        ".ci/run no longer runs scripts/test.sh, as the README says"
+    );
+}
+
+/// User docs say what throng does, not how it came to be: no seed or issue
+/// numbers of the project's history.
+#[test]
+fn user_docs_carry_no_internal_history() {
+    let mut found = Vec::new();
+    for page in docs() {
+        let text = read(&page);
+        for (i, line) in text.lines().enumerate() {
+            let lower = line.to_lowercase();
+            let numbered = |word: &str| {
+                lower.match_indices(word).any(|(at, _)| {
+                    let rest = &lower[at + word.len()..];
+                    let rest = rest.strip_prefix(' ').or_else(|| rest.strip_prefix('-')).unwrap_or("");
+                    rest.starts_with(|c: char| c.is_ascii_digit()) && (word != "seed " || rest.starts_with('0'))
+                })
+            };
+            if numbered("issue") || numbered("seed ") {
+                found.push(format!("{}:{}: {line}", page.display(), i + 1));
+            }
+        }
+    }
+    assert!(found.is_empty(), "internal history in user docs:\n{}", found.join("\n"));
+}
