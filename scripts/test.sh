@@ -93,11 +93,11 @@ if ! command -v kubernetes-validate >/dev/null 2>&1; then
   skip+=(--skip golden_manifests_pass_the_kubernetes_schemas)
   not_run+=("golden_manifests_pass_the_kubernetes_schemas (needs kubernetes-validate)")
 fi
-
 if ! command -v mdbook >/dev/null 2>&1; then
   skip+=(--skip book_builds)
   not_run+=("book_builds (needs mdbook: cargo install --locked mdbook --version 0.4.52)")
 fi
+
 # The static binary (scripts/build-static.sh) is a second release build of the
 # whole tree (5 to 20 minutes on 2 cores): only with THRONG_TEST_STATIC=1, and
 # where rustup's musl target and musl-gcc are installed.
