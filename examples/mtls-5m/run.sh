@@ -43,9 +43,9 @@ if ! [[ "$n" =~ ^[0-9]+$ && "$concurrent" =~ ^[0-9]+$ && "$nginx_workers" =~ ^[0
         "NGINX_WORKERS 1-64 (got '$nginx_workers')" >&2
     exit 2
 fi
-for tool in nginx openssl python3 taskset; do
+for tool in nginx openssl python3 taskset curl; do
     command -v "$tool" >/dev/null || {
-        echo "mtls-5m: '$tool' is missing; install it (apt-get install nginx-light openssl python3 util-linux)" >&2
+        echo "mtls-5m: '$tool' is missing; install it (apt-get install nginx-light openssl python3 util-linux curl)" >&2
         exit 2
     }
 done
