@@ -67,6 +67,16 @@ pip_need grpcio "python3 -c 'import grpc'"
 # With --reflection it serves server reflection (tests/cli/grpc_reflect.rs).
 pip_need grpcio-reflection "python3 -c 'import grpc_reflection'"
 
+# The user guide (docs/guide) is built with mdbook (crates/cli/tests/cli/guide.rs,
+# book_builds): a pinned version from crates.io when missing (about 4.5 CPU-minutes
+# to build; 16 minutes on a busy 2-core machine).
+if ! command -v mdbook >/dev/null 2>&1 && [ ! -x "${CARGO_HOME:-$HOME/.cargo}/bin/mdbook" ]; then
+  echo "scripts/test.sh: installing mdbook 0.4.52 (cargo install)" >&2
+  cargo install --locked --quiet mdbook --version 0.4.52 >/dev/null 2>&1 \
+    || echo "scripts/test.sh: could not install mdbook" >&2
+fi
+export PATH="$PATH:${CARGO_HOME:-$HOME/.cargo}/bin"
+
 # Tests that need root or a tool a developer's machine may lack are
 # #[ignore = "why"]; this script runs them too (--include-ignored), except
 # those whose need it cannot meet here, which it names. They count as ignored.
@@ -82,6 +92,10 @@ fi
 if ! command -v kubernetes-validate >/dev/null 2>&1; then
   skip+=(--skip golden_manifests_pass_the_kubernetes_schemas)
   not_run+=("golden_manifests_pass_the_kubernetes_schemas (needs kubernetes-validate)")
+fi
+if ! command -v mdbook >/dev/null 2>&1; then
+  skip+=(--skip book_builds)
+  not_run+=("book_builds (needs mdbook: cargo install --locked mdbook --version 0.4.52)")
 fi
 
 # The static binary (scripts/build-static.sh) is a second release build of the

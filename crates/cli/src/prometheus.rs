@@ -38,7 +38,7 @@ pub const BUCKETS: [f64; 19] = [
 ];
 
 /// Every metric name `/metrics` may show (after the `throng_` prefix and the
-/// OpenMetrics suffixes), for the dashboard test and docs/metrics.md.
+/// OpenMetrics suffixes), for the dashboard test and the guide (docs/guide/src/metrics-reference.md).
 #[cfg(test)]
 pub const NAMES: &[&str] = &[
     "throng_requests_total",
@@ -712,14 +712,18 @@ mod tests {
             }
         }
         // Every family is documented.
-        let docs = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/metrics.md")).unwrap();
+        let docs = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../docs/guide/src/metrics-reference.md"
+        ))
+        .unwrap();
         for n in NAMES
             .iter()
             .filter(|n| !n.ends_with("_bucket") && !n.ends_with("_sum") && !n.ends_with("_count"))
         {
             assert!(
                 docs.contains(&format!("`{n}`")),
-                "docs/metrics.md does not describe {n}"
+                "docs/guide/src/metrics-reference.md does not describe {n}"
             );
         }
     }

@@ -1,5 +1,5 @@
 //! The scenario file's JSON Schema (`schema/scenario.schema.json`) and its
-//! reference (`docs/scenarios.md`) against the parser: files the parser
+//! reference (`docs/guide/src/scenarios.md`) against the parser: files the parser
 //! accepts validate, files it rejects do not, and every complete example in
 //! the reference passes both.
 //!
@@ -1089,7 +1089,7 @@ fn in_a_file(fragment: &str) -> Option<String> {
 /// `scenarios:`) pass both; the fragments, put in a file, pass the schema.
 #[test]
 fn the_reference_examples_pass() {
-    let doc = std::fs::read_to_string(format!("{ROOT}/docs/scenarios.md")).unwrap();
+    let doc = std::fs::read_to_string(format!("{ROOT}/docs/guide/src/scenarios.md")).unwrap();
     let v = validator();
     let (mut complete, mut fragments) = (0, 0);
     for block in doc.split("```yaml\n").skip(1) {
@@ -1100,22 +1100,22 @@ fn the_reference_examples_pass() {
             let problems = violations(&v, yaml);
             assert!(
                 problems.is_empty(),
-                "docs/scenarios.md example:\n{yaml}\nschema violations: {problems:#?}"
+                "docs/guide/src/scenarios.md example:\n{yaml}\nschema violations: {problems:#?}"
             );
             if let Err(e) = parse(yaml) {
-                panic!("docs/scenarios.md example:\n{yaml}\nthe parser rejects it: {e}");
+                panic!("docs/guide/src/scenarios.md example:\n{yaml}\nthe parser rejects it: {e}");
             }
         } else if let Some(file) = in_a_file(yaml) {
             fragments += 1;
             let problems = violations(&v, &file);
             assert!(
                 problems.is_empty(),
-                "docs/scenarios.md fragment:\n{yaml}\nas:\n{file}\nschema violations: {problems:#?}"
+                "docs/guide/src/scenarios.md fragment:\n{yaml}\nas:\n{file}\nschema violations: {problems:#?}"
             );
         }
     }
     assert!(
         complete >= 1 && fragments >= 15,
-        "docs/scenarios.md: {complete} complete examples, {fragments} fragments"
+        "docs/guide/src/scenarios.md: {complete} complete examples, {fragments} fragments"
     );
 }

@@ -30,7 +30,9 @@ pub use self::run::{RunCmd, SweepCmd, SweepFormat};
 use self::storm::STORM_EXAMPLES;
 pub use self::storm::StormCmd;
 use self::tools::{COMPLETIONS_HELP, SERVE_HELP};
-pub use self::tools::{CertsCmd, CompletionsCmd, DemoCmd, K8sCmd, K8sCommand, K8sJobCmd, ManCmd, ServeCmd};
+pub use self::tools::{
+    CertsCmd, CompletionsCmd, DemoCmd, HelpMarkdownCmd, K8sCmd, K8sCommand, K8sJobCmd, ManCmd, ServeCmd,
+};
 
 /// A network load generator with numbers you can trust.
 #[derive(Debug, Parser)]
@@ -87,6 +89,10 @@ pub enum Command {
     Completions(CompletionsCmd),
     /// Write man pages (throng.1 and one per subcommand, throng-http.1, ...) into a directory.
     Man(ManCmd),
+    /// (internal) Write the user guide's reference pages (one markdown page per command, its
+    /// --help) into a directory: docs/guide/src/reference
+    #[command(name = "help-markdown", hide = true)]
+    HelpMarkdown(HelpMarkdownCmd),
 }
 
 /// Parses the command line. Usage errors become one line on stderr and exit

@@ -187,3 +187,11 @@ pub struct ManCmd {
     #[arg(value_name = "DIR", default_value = ".")]
     pub dir: PathBuf,
 }
+
+/// `throng help-markdown DIR` (hidden): the user guide's reference pages.
+#[derive(Debug, Args)]
+pub struct HelpMarkdownCmd {
+    /// The directory to write the pages into (created if missing)
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+}

@@ -46,5 +46,6 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::K8s(c) => k8s::run(c),
         Command::Completions(c) => completions::completions(c),
         Command::Man(c) => completions::man(c),
+        Command::HelpMarkdown(c) => completions::help_markdown(c),
     }
 }

@@ -4,7 +4,7 @@
 //! would (its `run:` scripts under `bash -eo pipefail` with the GITHUB_*
 //! files and the `env:` its steps map from inputs, the install step given
 //! the built binary; the `uses:` steps' inputs checked, as they cannot run
-//! here); and the GitLab CI job in the README, its script lines run as
+//! here); and the GitLab CI job in the guide (docs/guide/src/thresholds-ci.md), its script lines run as
 //! GitLab's runner runs them, twice, as two pipelines sharing a cache.
 
 #![allow(clippy::unwrap_used)]
@@ -392,15 +392,15 @@ fn the_github_action_runs_summarizes_uploads_and_fails_on_99() {
     );
 }
 
-/// The GitLab CI job in the README (the yaml block holding `load-test:`).
+/// The GitLab CI job in the guide (the yaml block holding `load-test:`).
 fn gitlab_job() -> Value {
-    let readme = std::fs::read_to_string(repo_file("README.md")).unwrap();
+    let readme = std::fs::read_to_string(repo_file("docs/guide/src/thresholds-ci.md")).unwrap();
     let block = readme
         .split("```yaml\n")
         .skip(1)
         .filter_map(|b| b.split("\n```").next())
         .find(|b| b.starts_with("load-test:"))
-        .expect("a ```yaml block starting with load-test: in the README");
+        .expect("a ```yaml block starting with load-test: in docs/guide/src/thresholds-ci.md");
     let doc: Value = serde_yaml_ng::from_str(block).unwrap();
     doc["load-test"].clone()
 }

@@ -1,8 +1,10 @@
-//! The A/B examples on real components, end to end through their scripts:
+//! The examples on real components, end to end through their scripts:
 //! `examples/nat-ab/run.sh --short` (three network namespaces and an
-//! nftables NAT; needs root) and a small `examples/waf-ab/run.sh` (nginx
-//! with and without ModSecurity and the OWASP CRS). Assertions are on counts
-//! and on what the server saw, never on how long anything took.
+//! nftables NAT; needs root), a small `examples/waf-ab/run.sh` (nginx
+//! with and without ModSecurity and the OWASP CRS) and a small
+//! `examples/mtls-5m/run.sh` (nginx requiring a client certificate).
+//! Assertions are on counts and on what the server saw, never on how long
+//! anything took.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -204,5 +206,58 @@ fn segments_local_agents_merge_into_exactly_what_they_recorded() {
     assert!(
         !String::from_utf8_lossy(&left.stdout).contains("seg-"),
         "namespaces left behind"
+    );
+}
+
+#[test]
+fn mtls_5m_small_nginx_serves_exactly_the_connections_throng_counts() {
+    // Alone: two full TLS handshakes' worth of CPU per connection, nginx
+    // pinned to one core and throng to the other.
+    let _alone = common::heavy();
+    // A generous timeout: this is a debug build on a machine shared with
+    // other tests; a timed-out connection would fail the 0.1% bound.
+    let env = [("CONNECTIONS", "2000"), ("CONCURRENT", "16"), ("TIMEOUT", "60s")];
+    let (out, stdout) = run_example("mtls-5m", &[], &env);
+    // The script refuses to measure unless nginx turns away a client
+    // without a certificate.
+    assert!(
+        stdout.contains("nginx refuses a client without a certificate"),
+        "{stdout}"
+    );
+    let r = runs(&out.path().join("storm.json"));
+    assert_eq!(r.len(), 1);
+    let m = &r[0].measurements;
+    assert_eq!(
+        (m.connections.attempted, m.connections.ok),
+        (2000, 2000),
+        "{:?}",
+        m.connections
+    );
+    assert_eq!((m.requests.attempted, m.requests.ok), (2000, 2000), "{:?}", m.requests);
+    // Every connection was a full TLS 1.3 handshake, on throng's side...
+    let tls = m.tls.as_ref().expect("TLS counts");
+    assert_eq!((tls.handshakes, tls.resumed), (2000, 0), "{tls:?}");
+    assert_eq!(tls.versions.get("TLSv1_3"), Some(&2000), "{tls:?}");
+    // ...and on nginx's: one access-log line per request, each 200 with
+    // the client certificate verified and the session not reused.
+    let log = std::fs::read_to_string(out.path().join("access.log")).unwrap();
+    let lines: Vec<&str> = log.lines().collect();
+    assert_eq!(lines.len(), 2000, "nginx logged {} requests", lines.len());
+    assert!(
+        lines.iter().all(|l| l.starts_with("200 SUCCESS . TLSv1.3")),
+        "{:?}",
+        lines.iter().find(|l| !l.starts_with("200 SUCCESS . TLSv1.3"))
+    );
+    // The script's own line, from which the lead reads the 5M figure.
+    let summary = std::fs::read_to_string(out.path().join("summary.txt")).unwrap();
+    assert!(
+        summary.contains("| 2,000 | 2,000 | 1 thread, 16 at once | 100.00% |"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains(
+            "nginx:   2000 requests served with 200 and client certificate SUCCESS (0 other lines, 0 resumed sessions)"
+        ),
+        "{summary}"
     );
 }

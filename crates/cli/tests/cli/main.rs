@@ -61,6 +61,7 @@ mod grpc;
 mod grpc_faults;
 mod grpc_reflect;
 mod grpc_stream;
+mod guide;
 mod h2_check;
 mod history;
 mod hostile_results;

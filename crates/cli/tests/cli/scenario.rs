@@ -543,16 +543,17 @@ fn a_target_that_is_down_fails_the_run_with_exit_1() {
     assert!(r.tag("").failed > 0);
 }
 
-/// A fenced block of docs/scenarios.md: the first whose opening line is
+/// A fenced block of docs/guide/src/scenarios.md: the first whose opening line is
 /// "```LANG" and whose first line contains `first`.
 fn doc_block(lang: &str, first: &str) -> String {
-    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/scenarios.md")).unwrap();
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/guide/src/scenarios.md"))
+        .unwrap();
     let opening = format!("```{lang}\n");
     doc.split(opening.as_str())
         .skip(1)
         .map(|b| b.split("\n```").next().unwrap())
         .find(|b| b.lines().next().is_some_and(|l| l.contains(first)))
-        .unwrap_or_else(|| panic!("no ```{lang} block starting with '{first}' in docs/scenarios.md"))
+        .unwrap_or_else(|| panic!("no ```{lang} block starting with '{first}' in docs/guide/src/scenarios.md"))
         .to_string()
 }
 
@@ -570,7 +571,7 @@ impl Drop for Reaped {
 fn the_docs_first_example_runs_as_written_against_throng_serve() {
     // The server as the page starts it, on a free port instead of 8080.
     let port = common::free_port();
-    let serve = doc_block("sh", "throng serve");
+    let serve = doc_block("sh,norun", "throng serve");
     let serve_args: Vec<String> = serve
         .lines()
         .next()

@@ -289,13 +289,14 @@ scenarios:
 
 #[test]
 fn the_docs_chat_example_runs_as_written_against_the_lab() {
-    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/scenarios.md")).unwrap();
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/guide/src/scenarios.md"))
+        .unwrap();
     let yaml = doc
         .split("```yaml\n")
         .skip(1)
         .map(|b| b.split("\n```").next().unwrap())
         .find(|b| b.starts_with("# chat.yaml"))
-        .expect("a ```yaml block starting with # chat.yaml in docs/scenarios.md")
+        .expect("a ```yaml block starting with # chat.yaml in docs/guide/src/scenarios.md")
         .replace("http://127.0.0.1:8080", "TARGET");
     let server = lab(None);
     let (code, r, stdout, text) = run(&yaml, &format!("http://{}", server.addr()));
