@@ -143,6 +143,9 @@ impl Finished {
             kernel: None,
             // Likewise the storm's processes' PSS.
             peak_pss_bytes: None,
+            // Storms and scenarios run on epoll; an HTTP run says what it chose.
+            io: Some(throng_result::Io::Epoll),
+            io_fallback: None,
         };
         RunResult {
             schema: SCHEMA.to_string(),

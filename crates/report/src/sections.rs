@@ -199,6 +199,27 @@ pub fn write_tls(r: &RunResult, w: &mut dyn Write, width: usize) -> io::Result<(
     Ok(())
 }
 
+/// Which I/O carried the run, as the run header says it: "io_uring",
+/// "epoll", "epoll (io_uring is not permitted here (EPERM: …))" when auto
+/// fell back, "mixed (io_uring in 2 of 4 runs)" for a merge of both. None
+/// for results from before throng said.
+pub fn io_line(r: &RunResult) -> Option<String> {
+    let g = &r.generator;
+    let io = g.io?;
+    Some(match (io, &g.io_fallback) {
+        (throng_result::Io::Epoll, Some(why)) => format!("epoll ({why})"),
+        (throng_result::Io::Mixed, _) => format!(
+            "mixed (io_uring in {} of {} runs)",
+            r.parts
+                .iter()
+                .filter(|p| p.generator.io == Some(throng_result::Io::Uring))
+                .count(),
+            r.parts.len()
+        ),
+        (io, _) => io.label().to_string(),
+    })
+}
+
 /// The generator's CPU time as a percentage of one core over the run, as
 /// " (N% of one core)". Empty for runs under 0.1 s: the CPU time includes
 /// starting up, which would dwarf so short a run and read as 300%.

@@ -86,6 +86,9 @@ fn write_http(r: &RunResult, p: &HttpPlan, w: &mut dyn Write) -> io::Result<()> 
         None => writeln!(w, "throng http {} {}", p.method, p.target.url)?,
     }
     writeln!(w, "  {}", p.describe())?;
+    if let Some(io) = crate::sections::io_line(r) {
+        writeln!(w, "  I/O: {io}")?;
+    }
     if !p.targets.is_empty() {
         writeln!(
             w,

@@ -5,7 +5,7 @@ use throng_metrics::{HistError, Measurements};
 
 use crate::error::ResultError;
 use crate::limits;
-use crate::parts::{Generator, KernelSockets, Timestamps};
+use crate::parts::{Generator, Io, KernelSockets, Timestamps};
 use crate::run::RunResult;
 use crate::schema::SCHEMA;
 
@@ -57,6 +57,10 @@ impl RunResult {
                 .ok_or_else(|| overflow("threads"))?;
             generator.timestamps = Timestamps::merged(generator.timestamps.as_ref(), r.generator.timestamps.as_ref());
             generator.kernel = KernelSockets::merged(generator.kernel.as_ref(), r.generator.kernel.as_ref());
+            generator.io = Io::merged(generator.io, r.generator.io);
+            if generator.io_fallback.is_none() {
+                generator.io_fallback.clone_from(&r.generator.io_fallback);
+            }
             parts.extend(r.parts.iter().cloned());
             notes.extend(r.notes.iter().cloned());
         }

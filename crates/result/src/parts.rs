@@ -44,6 +44,49 @@ pub struct Generator {
     /// other runs and in results written before.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peak_pss_bytes: Option<u64>,
+    /// How the workers drove their sockets. Always written (the default,
+    /// `auto`, depends on the machine); null only for results from before
+    /// throng said, and merges of only those.
+    #[serde(default)]
+    pub io: Option<Io>,
+    /// Why epoll ran where `--io auto` would have run io_uring: the kernel
+    /// or the process refused the ring (e.g. "io_uring is not permitted
+    /// here (EPERM: …)"). Absent when nothing fell back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io_fallback: Option<String>,
+}
+
+/// The I/O that carried a run's sockets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Io {
+    /// tokio's epoll readiness loop.
+    Epoll,
+    /// One io_uring per worker.
+    Uring,
+    /// A merge of runs that ran on each.
+    Mixed,
+}
+
+impl Io {
+    /// As a reader names it: "io_uring", "epoll", "mixed".
+    pub fn label(&self) -> &'static str {
+        match self {
+            Io::Epoll => "epoll",
+            Io::Uring => "io_uring",
+            Io::Mixed => "mixed",
+        }
+    }
+
+    /// Two parts' I/O as one: the same, or mixed; a part that did not say
+    /// takes the other's.
+    pub fn merged(a: Option<Io>, b: Option<Io>) -> Option<Io> {
+        match (a, b) {
+            (None, x) | (x, None) => x,
+            (Some(a), Some(b)) if a == b => Some(a),
+            _ => Some(Io::Mixed),
+        }
+    }
 }
 
 /// What the kernel held for a storm's sockets: figures of the whole

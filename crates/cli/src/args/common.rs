@@ -65,6 +65,8 @@ pub struct ReachArgs {
 /// `--io`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum IoArg {
+    /// io_uring where it carries the plan and the kernel allows it, epoll otherwise.
+    Auto,
     /// tokio's epoll readiness loop.
     Epoll,
     /// One io_uring per worker.

@@ -90,6 +90,7 @@ pub fn run(c: HttpCmd) -> anyhow::Result<ExitCode> {
         redirects: c.redirects,
         cookies: c.cookies,
         io: match c.io {
+            crate::args::IoArg::Auto => throng_plan::IoModel::Auto,
             crate::args::IoArg::Epoll => throng_plan::IoModel::Epoll,
             crate::args::IoArg::Uring => throng_plan::IoModel::Uring,
         },
@@ -119,6 +120,9 @@ pub fn run(c: HttpCmd) -> anyhow::Result<ExitCode> {
     let (exports, rows) = super::export::open_run(&c.output.export)?;
 
     super::export::refuse_rows_with_repeat(&c.output.export, c.repeat.count)?;
+    if let Some(why) = throng_engine::auto_fallback(&plan, rows.is_some()) {
+        say!("throng: {why}; running on epoll instead (--io epoll skips this check)");
+    }
     let watch = Watch::start(&c.live, BTreeMap::new())?;
     let runs = repeated(c.repeat, c.output.quiet, |control| {
         super::segment::wait_for_start(plan.start_at_unix_ms, control, c.output.quiet)?;

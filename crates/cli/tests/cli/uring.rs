@@ -1,14 +1,16 @@
 //! `throng http --io uring` against nginx and the lab's hostile servers: the
 //! same outcomes as the epoll path (counts, conservation, status classes,
 //! error classes, timeouts, servers that close connections), each case run
-//! over both transports and compared; and what `--io uring` refuses (exit 2).
+//! over both transports and compared; what `--io uring` refuses (exit 2);
+//! and `--io auto`, the default: io_uring where the kernel allows it, epoll
+//! (saying why) where a seccomp filter refuses it.
 
 #![allow(clippy::unwrap_used)]
 
 use crate::common;
 
 use common::{FaultServer, Nginx, assert_books_balance, free_port, http, throng};
-use throng_result::RunResult;
+use throng_result::{Io, RunResult};
 
 const IO: [&str; 2] = ["epoll", "uring"];
 
@@ -81,9 +83,15 @@ fn keepalive_against_nginx_counts_as_epoll_does() {
         assert!(server.starts_with("nginx"), "{io}: {server}");
         let (lat, resp, wait) = (&m.phases["latency"], &m.phases["response"], &m.phases["wait"]);
         assert!(lat.quantile(0.5) >= resp.quantile(0.5) && resp.quantile(0.5) >= wait.quantile(0.5));
-        // The result says which transport ran (epoll, the default, is left out).
+        // The result says which transport ran, and was asked for.
         let text = std::fs::read_to_string(&run.json).unwrap();
         assert_eq!(text.contains(r#""io": "uring""#), io == "uring", "{io}");
+        let ran = if io == "uring" { Io::Uring } else { Io::Epoll };
+        assert_eq!(
+            (r.generator.io, r.generator.io_fallback.as_deref()),
+            (Some(ran), None),
+            "{io}"
+        );
         assert!(common::schema_violations(&run.json).is_empty(), "{io}");
         // Responses timed by the kernel's receive stamps (uring: carried by
         // the multishot recvmsg's control messages), each by one clock.
@@ -501,4 +509,146 @@ fn an_open_loop_stops_at_its_duration_and_at_ctrl_c_with_its_books_balanced() {
     );
     assert_eq!(m.connections.failed(), 0, "{}", outcome(&r));
     assert_eq!(m.phases["connection"].count(), m.connections.ok);
+}
+
+/// `cmd` with `io_uring_setup` failing with EPERM in the child, as a
+/// container's seccomp policy or kernel.io_uring_disabled refuses it: a
+/// seccomp filter installed between fork and exec. Every other system call
+/// (and any of another architecture's calling convention) is allowed.
+fn deny_io_uring(cmd: &mut std::process::Command) -> &mut std::process::Command {
+    use std::os::unix::process::CommandExt;
+    #[cfg(target_arch = "x86_64")]
+    const AUDIT_ARCH: u32 = 0xC000_003E;
+    #[cfg(target_arch = "aarch64")]
+    const AUDIT_ARCH: u32 = 0xC000_00B7;
+    // struct seccomp_data: int nr; __u32 arch; …
+    const NR_OFFSET: u32 = 0;
+    const ARCH_OFFSET: u32 = 4;
+    let stmt = |code: u32, k: u32| libc::sock_filter {
+        code: code as u16,
+        jt: 0,
+        jf: 0,
+        k,
+    };
+    let jeq = |k: u32, jt: u8, jf: u8| libc::sock_filter {
+        code: (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16,
+        jt,
+        jf,
+        k,
+    };
+    let load = libc::BPF_LD | libc::BPF_W | libc::BPF_ABS;
+    let ret = libc::BPF_RET | libc::BPF_K;
+    let filter = [
+        stmt(load, ARCH_OFFSET),
+        jeq(AUDIT_ARCH, 1, 0),
+        stmt(ret, libc::SECCOMP_RET_ALLOW),
+        stmt(load, NR_OFFSET),
+        jeq(libc::SYS_io_uring_setup as u32, 0, 1),
+        stmt(ret, libc::SECCOMP_RET_ERRNO | libc::EPERM as u32),
+        stmt(ret, libc::SECCOMP_RET_ALLOW),
+    ];
+    // SAFETY: the closure runs in the forked child before exec and only
+    // makes two prctl calls on memory it owns (no allocation, no locks).
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(
+                libc::PR_SET_NO_NEW_PRIVS,
+                1 as libc::c_ulong,
+                0 as libc::c_ulong,
+                0 as libc::c_ulong,
+                0 as libc::c_ulong,
+            ) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            let prog = libc::sock_fprog {
+                len: filter.len() as u16,
+                filter: filter.as_ptr().cast_mut(),
+            };
+            if libc::prctl(
+                libc::PR_SET_SECCOMP,
+                libc::SECCOMP_MODE_FILTER as libc::c_ulong,
+                &prog as *const libc::sock_fprog,
+            ) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        })
+    }
+}
+
+#[test]
+fn auto_runs_epoll_and_says_why_when_io_uring_is_not_permitted() {
+    let nginx = Nginx::start(LOCATIONS);
+    let url = nginx.url("/hello");
+    let denied = |args: &[&str]| common::with_json(deny_io_uring(throng().arg("http").arg(&url).args(args)));
+
+    // The default: the plan is one the ring carries, the kernel refuses it.
+    let run = denied(&["-n", "2000", "-c", "10", "-t", "2"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let r = run.result();
+    assert_books_balance(r);
+    let m = &r.measurements;
+    assert_eq!((m.requests.attempted, m.requests.ok), (2000, 2000));
+    assert_eq!(m.status.get(&200), Some(&2000));
+    assert_eq!(r.generator.io, Some(Io::Epoll));
+    let why = r.generator.io_fallback.as_deref().unwrap_or_default();
+    assert!(why.contains("not permitted") && why.contains("EPERM"), "{why}");
+    // One line on stderr names why and that epoll ran; the report says so.
+    let lines: Vec<_> = run
+        .stderr()
+        .lines()
+        .filter(|l| l.contains("EPERM"))
+        .map(String::from)
+        .collect();
+    assert_eq!(lines.len(), 1, "{}", run.stderr());
+    assert!(
+        lines[0].contains("io_uring is not permitted") && lines[0].contains("epoll"),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        run.stdout().contains("I/O: epoll (io_uring is not permitted"),
+        "{}",
+        run.stdout()
+    );
+    assert!(common::schema_violations(&run.json).is_empty());
+
+    // A plan the ring does not carry runs on epoll without a word, as
+    // does --io epoll: neither asks the kernel.
+    for args in [["--redirects", "1", "-n", "200"], ["--io", "epoll", "-n", "200"]] {
+        let run = denied(&args);
+        assert_eq!(run.code(), 0, "{args:?}: {}", run.stderr());
+        assert_eq!(run.result().measurements.requests.ok, 200, "{args:?}");
+        assert_eq!(run.result().generator.io, Some(Io::Epoll), "{args:?}");
+        assert_eq!(run.result().generator.io_fallback, None, "{args:?}");
+        assert!(!run.stderr().contains("io_uring"), "{args:?}: {}", run.stderr());
+    }
+
+    // Forced, the refusal is a usage error naming EPERM and what to do.
+    let run = denied(&["-n", "10", "--io", "uring"]);
+    assert_eq!(run.code(), 2, "{}", run.stderr());
+    assert!(
+        run.stderr().contains("EPERM") && run.stderr().contains("--io epoll"),
+        "{}",
+        run.stderr()
+    );
+}
+
+#[test]
+fn the_default_runs_on_io_uring_where_the_kernel_allows_it() {
+    let nginx = Nginx::start(LOCATIONS);
+    let run = http(&[&nginx.url("/hello"), "-n", "2000", "-c", "10", "-t", "2"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let r = run.result();
+    assert_books_balance(r);
+    assert_eq!(r.measurements.requests.ok, 2000);
+    if let Some(why) = &r.generator.io_fallback {
+        println!("skipped: this host refuses io_uring ({why}); the default ran epoll");
+        assert_eq!(r.generator.io, Some(Io::Epoll));
+        return;
+    }
+    assert_eq!(r.generator.io, Some(Io::Uring), "{}", run.stderr());
+    assert!(run.stdout().contains("I/O: io_uring"), "{}", run.stdout());
 }

@@ -15,7 +15,7 @@ use crate::preflight::{self, Asked, Speak};
 use crate::proto::Wire;
 use crate::rows::RequestLog;
 use crate::transport::TlsClient;
-use crate::{Control, Progress, mux, reach, redirect, stamps, targets, uring};
+use crate::{Control, Progress, io_model, mux, reach, redirect, stamps, targets};
 
 /// Origins of an HTTP/2 run checked for HTTP/2 before it (the rest are
 /// told by their failures): each check is a connection and a handshake.
@@ -36,12 +36,7 @@ pub fn run_http(
     // among the workers: the descriptor check counts the segment's share.
     let loads = plan.worker_loads(threads);
     check_fds(loads.connections, threads)?;
-    if plan.io == throng_plan::IoModel::Uring {
-        if rows.is_some() {
-            return Err(EngineError::UringRows);
-        }
-        uring::probe().map_err(|e| EngineError::Plan(Box::new(e)))?;
-    }
+    let io = io_model::choose(plan, rows.is_some())?;
     let https = plan.target.scheme == throng_plan::Scheme::Https;
     let route = Arc::new(reach::route(&plan.target.host, plan.target.port, &plan.reach, https)?);
     let tls_config = tls.clone();
@@ -89,6 +84,7 @@ pub fn run_http(
         targets,
         origin,
         threads,
+        io: io.model,
     };
     let specs = loads
         .workers
@@ -118,6 +114,10 @@ pub fn run_http(
     result.notes.extend(plan.redaction_note());
     result.notes.extend(plan.targets_note());
     result.segment = plan.segment.clone();
+    for g in std::iter::once(&mut result.generator).chain(result.parts.iter_mut().map(|p| &mut p.generator)) {
+        g.io = Some(io.io());
+        g.io_fallback.clone_from(&io.fallback);
+    }
     Ok(result)
 }
 
@@ -182,6 +182,8 @@ struct Common {
     targets: Option<Arc<targets::TargetSpec>>,
     origin: std::time::Instant,
     threads: u32,
+    /// Epoll or io_uring, as chosen for this run.
+    io: throng_plan::IoModel,
 }
 
 /// One worker's spec: its share of the load, and what all share.
@@ -226,7 +228,7 @@ fn worker_spec(plan: &HttpPlan, common: &Common, worker: usize, load: HttpWorker
         head_request: plan.method.eq_ignore_ascii_case("HEAD"),
         timeout: plan.timeout,
         keepalive: plan.keepalive,
-        io: plan.io,
+        io: common.io,
         // gRPC runs count gRPC status codes (0-16) instead.
         expect: plan
             .grpc

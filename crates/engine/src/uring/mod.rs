@@ -58,9 +58,9 @@ use crate::proto::session::Session;
 use crate::record::record_exchange;
 use crate::worker::state::{RunState, Snapshots, WorkerDone};
 
-pub(crate) use ring::probe;
 use ring::{BGID, Ring, close_fd};
 use schedule::Schedule;
+pub(crate) use ring::{ProbeError, probe};
 
 /// How often the loop wakes with nothing completed: deadlines, the run's
 /// state and the live figures are looked at this often at least.

@@ -178,35 +178,51 @@ fn build(sq: u32) -> io::Result<IoUring> {
     }
 }
 
-/// Why this process cannot run `--io uring` (each says to run with epoll
-/// instead). The OS errors are kept as their text, so that probes compare.
-#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+/// Why this process cannot run io_uring. Forced (`--io uring`) it is a
+/// usage error saying to run with epoll instead; under `--io auto` its
+/// [`ProbeError::why`] is the one line saying why epoll ran.
+/// The OS errors are kept as their text, so that probes compare.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum ProbeError {
-    #[error("--io uring: this kernel has no io_uring (ENOSYS); {EPOLL_INSTEAD}")]
     NoIoUring,
-    #[error(
-        "--io uring: io_uring is not permitted here (EPERM: kernel.io_uring_disabled, a seccomp filter or a \
-         container's policy); {EPOLL_INSTEAD}"
-    )]
     NotPermitted,
-    #[error("--io uring: cannot set up an io_uring ({0}); {EPOLL_INSTEAD}")]
     Setup(String),
-    #[error(
-        "--io uring: this kernel's io_uring lacks an operation the transport needs (multishot receive, connect; \
-         Linux 6.0 or later has them); {EPOLL_INSTEAD}"
-    )]
     MissingOps,
-    #[error("--io uring: cannot map receive buffers ({0}); {EPOLL_INSTEAD}")]
     MapBuffers(String),
-    #[error(
-        "--io uring: this kernel cannot register a ring of receive buffers ({0}; Linux 5.19 or later can); \
-         {EPOLL_INSTEAD}"
-    )]
     RegisterBuffers(String),
 }
 
-/// What every [`ProbeError`] tells the user to do.
-const EPOLL_INSTEAD: &str = "run with --io epoll (the default) instead";
+impl ProbeError {
+    /// Why, without the flag and the advice: "io_uring is not permitted
+    /// here (EPERM: …)".
+    pub(crate) fn why(&self) -> String {
+        match self {
+            ProbeError::NoIoUring => "this kernel has no io_uring (ENOSYS)".to_string(),
+            ProbeError::NotPermitted => "io_uring is not permitted here (EPERM: kernel.io_uring_disabled, a seccomp \
+                                         filter or a container's policy)"
+                .to_string(),
+            ProbeError::Setup(e) => format!("cannot set up an io_uring ({e})"),
+            ProbeError::MissingOps => "this kernel's io_uring lacks an operation the transport needs (multishot \
+                                       receive, connect; Linux 6.0 or later has them)"
+                .to_string(),
+            ProbeError::MapBuffers(e) => format!("cannot map io_uring receive buffers ({e})"),
+            ProbeError::RegisterBuffers(e) => {
+                format!("this kernel cannot register a ring of receive buffers ({e}; Linux 5.19 or later can)")
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for ProbeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "--io uring: {}; {EPOLL_INSTEAD}", self.why())
+    }
+}
+
+impl std::error::Error for ProbeError {}
+
+/// What every forced [`ProbeError`] tells the user to do.
+const EPOLL_INSTEAD: &str = "run with --io epoll, or leave out --io (auto runs epoll where io_uring cannot)";
 
 /// Checks that this process may use io_uring with what the transport needs
 /// (multishot receive from a provided buffer ring); says why not and what
@@ -254,23 +270,25 @@ pub(super) fn close_fd(fd: RawFd) {
 mod tests {
     use super::ProbeError;
 
-    /// The typed probe errors read exactly as the messages they replaced.
+    /// Forced, a probe error names the flag, why, and what to do.
     #[test]
     fn probe_errors_say_what_and_what_to_do() {
         assert_eq!(
             ProbeError::NotPermitted.to_string(),
             "--io uring: io_uring is not permitted here (EPERM: kernel.io_uring_disabled, a seccomp filter or a \
-             container's policy); run with --io epoll (the default) instead"
+             container's policy); run with --io epoll, or leave out --io (auto runs epoll where io_uring \
+             cannot)"
         );
         assert_eq!(
             ProbeError::MissingOps.to_string(),
             "--io uring: this kernel's io_uring lacks an operation the transport needs (multishot receive, \
-             connect; Linux 6.0 or later has them); run with --io epoll (the default) instead"
+             connect; Linux 6.0 or later has them); run with --io epoll, or leave out --io (auto runs epoll \
+             where io_uring cannot)"
         );
         assert_eq!(
             ProbeError::RegisterBuffers("EINVAL".into()).to_string(),
             "--io uring: this kernel cannot register a ring of receive buffers (EINVAL; Linux 5.19 or later can); \
-             run with --io epoll (the default) instead"
+             run with --io epoll, or leave out --io (auto runs epoll where io_uring cannot)"
         );
     }
 }

@@ -141,8 +141,12 @@ pub struct HttpArgs {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum IoModel {
-    /// tokio's epoll readiness loop: every protocol, every load.
+    /// io_uring when the ring carries the plan ([`HttpPlan::ring_refuses`])
+    /// and the kernel allows it, epoll otherwise: decided by each process
+    /// when it runs; its result's `generator.io` says which ran.
     #[default]
+    Auto,
+    /// tokio's epoll readiness loop: every protocol, every load.
     Epoll,
     /// One io_uring per worker: batched sends, multishot receives. Plain
     /// HTTP/1.1 closed and open loops only.
@@ -150,9 +154,19 @@ pub enum IoModel {
 }
 
 impl IoModel {
-    /// True for the default (left out of result files).
-    pub fn is_epoll(&self) -> bool {
-        *self == IoModel::Epoll
+    /// What a result written before `auto` existed ran when it does not
+    /// say: epoll, then the default.
+    fn before_auto() -> IoModel {
+        IoModel::Epoll
+    }
+
+    /// The flag's value, as typed.
+    pub fn name(&self) -> &'static str {
+        match self {
+            IoModel::Auto => "auto",
+            IoModel::Epoll => "epoll",
+            IoModel::Uring => "uring",
+        }
     }
 }
 
@@ -276,9 +290,10 @@ pub struct HttpPlan {
     pub timeout: Duration,
     /// Reuse connections (false: one connection per request).
     pub keepalive: bool,
-    /// How the workers drive their sockets (left out of result files for
-    /// the default, epoll).
-    #[serde(default, skip_serializing_if = "IoModel::is_epoll")]
+    /// How the workers were asked to drive their sockets (`--io`; always
+    /// written; absent in results from before `auto`, which ran epoll
+    /// unless they said uring). What ran is the result's `generator.io`.
+    #[serde(default = "IoModel::before_auto")]
     pub io: IoModel,
     /// The HTTP version spoken (left out of result files for HTTP/1.1, so
     /// files of earlier versions read back as HTTP/1.1).
@@ -409,9 +424,6 @@ impl HttpPlan {
         if !several {
             headers::framing_headers(&mut headers, body.len() as u64, body_file.as_deref())?;
         }
-        if args.io == IoModel::Uring {
-            steps::uring_supports(&target, http, several, redirects, &reach)?;
-        }
 
         let mut plan = HttpPlan {
             target,
@@ -449,7 +461,45 @@ impl HttpPlan {
         } else {
             plan.render_one(body);
         }
+        if plan.io == IoModel::Uring
+            && let Some(what) = plan.ring_refuses()
+        {
+            return Err(PlanError::invalid(
+                "--io",
+                format!(
+                    "--io uring runs plain HTTP/1.1 closed and open loops only, not {what}; leave out --io (auto runs \
+                     epoll for this plan), or pass --io epoll"
+                ),
+            ));
+        }
         Ok(plan)
+    }
+
+    /// What keeps io_uring from carrying this plan (None: the ring carries
+    /// it). The one decision `--io uring` refuses by and `--io auto` picks
+    /// epoll by: a kind of plan the ring learns is one line less here.
+    pub fn ring_refuses(&self) -> Option<String> {
+        if self.target.scheme == Scheme::Https {
+            return Some("TLS (https://)".to_string());
+        }
+        if !self.http.is_http1() {
+            return Some(format!("{} (--http2/--http3)", self.http.label()));
+        }
+        if self.request_table().is_some() || !self.targets.is_empty() || self.body_lines.is_some() {
+            return Some("several targets (--targets, --body-lines, more URLs)".to_string());
+        }
+        if self.redirects > 0 {
+            return Some("--redirects".to_string());
+        }
+        if self.reach.proxy.is_some() {
+            return Some(
+                "a proxy (-x/--proxy or the proxy environment; --proxy '' ignores the environment)".to_string(),
+            );
+        }
+        if self.grpc.is_some() {
+            return Some("gRPC".to_string());
+        }
+        None
     }
 
     /// Renders a plan's one request: the head goes in front of the body

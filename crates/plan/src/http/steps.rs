@@ -288,35 +288,3 @@ pub(super) fn combinations(http: HttpVersion, reach: &Reach, several: bool, redi
     }
     Ok(())
 }
-
-/// Refuses what `--io uring` cannot run yet, saying what and what to do.
-pub(super) fn uring_supports(
-    target: &Target,
-    http: HttpVersion,
-    several: bool,
-    redirects: u32,
-    reach: &Reach,
-) -> Result<(), PlanError> {
-    let not = |what: &str| {
-        Err(PlanError::invalid(
-            "--io",
-            format!("--io uring runs plain HTTP/1.1 only, not {what}; leave out --io uring (or pass --io epoll)"),
-        ))
-    };
-    if target.scheme == Scheme::Https {
-        return not("TLS (https://)");
-    }
-    if !http.is_http1() {
-        return not(&format!("{} (--http2/--http3)", http.label()));
-    }
-    if several {
-        return not("several targets (--targets, --body-lines, more URLs)");
-    }
-    if redirects > 0 {
-        return not("--redirects");
-    }
-    if reach.proxy.is_some() {
-        return not("a proxy (-x/--proxy or the proxy environment; --proxy '' ignores the environment)");
-    }
-    Ok(())
-}

@@ -60,10 +60,19 @@ fn io_uring_takes_plain_http1_closed_and_open_loops_and_refuses_the_rest() {
             "{e}"
         );
     }
-    // The default is left out of result files; uring is said.
-    let epoll = HttpPlan::from_args(args("http://127.0.0.1/")).unwrap();
-    assert!(!serde_json::to_string(&epoll).unwrap().contains("\"io\""));
+    // What was asked is always written (the default, auto, too); a result
+    // from before auto, without it, ran epoll. Auto takes every plan, and
+    // the one decision says which the ring carries.
+    let auto = HttpPlan::from_args(args("http://127.0.0.1/")).unwrap();
+    assert_eq!((auto.io, auto.ring_refuses()), (IoModel::Auto, None));
+    assert!(serde_json::to_string(&auto).unwrap().contains("\"io\":\"auto\""));
     assert!(serde_json::to_string(&p).unwrap().contains("\"io\":\"uring\""));
+    let mut old = serde_json::to_value(&auto).unwrap();
+    old.as_object_mut().unwrap().remove("io");
+    let old: HttpPlan = serde_json::from_value(old).unwrap();
+    assert_eq!(old.io, IoModel::Epoll);
+    let https = HttpPlan::from_args(args("https://127.0.0.1/")).unwrap();
+    assert!(https.ring_refuses().unwrap().contains("TLS"));
 }
 
 #[test]

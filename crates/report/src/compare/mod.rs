@@ -226,6 +226,16 @@ impl Comparison {
                 }
             }
         }
+        if let (Some(x), Some(y)) = (self.merged_a.generator.io, self.merged_b.generator.io)
+            && x != y
+        {
+            w.push(format!(
+                "{la} ran on {} and {lb} on {}: a difference in the generator, not the server, may account for \
+                 part of theirs; pass the same --io to both",
+                x.label(),
+                y.label()
+            ));
+        }
         if !self.mixed.is_empty() {
             w.push(format!(
                 "the sides ran different plans: {}; their figures may differ for that reason alone",

@@ -84,6 +84,10 @@ pub(super) fn facts(r: &RunResult) -> Vec<(&'static str, String)> {
         ),
         ("worker threads", g.threads.to_string()),
         (
+            "I/O",
+            crate::sections::io_line(r).unwrap_or_else(|| "not recorded".to_string()),
+        ),
+        (
             "generator CPU",
             format!(
                 "{:.2}s user + {:.2}s system{}",

@@ -1,0 +1,77 @@
+//! Which I/O carries an HTTP run. `--io auto` (the default) runs io_uring
+//! when the plan is one the ring carries ([`HttpPlan::ring_refuses`]) and
+//! this process may set one up, epoll otherwise; `--io uring` and
+//! `--io epoll` force one.
+
+use std::sync::OnceLock;
+
+use throng_plan::{HttpPlan, IoModel};
+use throng_result::Io;
+
+use crate::error::EngineError;
+use crate::uring::{self, ProbeError};
+
+/// What carries a run: epoll or io_uring, never auto.
+pub(crate) struct Chosen {
+    pub model: IoModel,
+    /// Why epoll runs where auto would have run the ring.
+    pub fallback: Option<String>,
+}
+
+impl Chosen {
+    /// As the result says it.
+    pub(crate) fn io(&self) -> Io {
+        match self.model {
+            IoModel::Uring => Io::Uring,
+            IoModel::Epoll | IoModel::Auto => Io::Epoll,
+        }
+    }
+}
+
+/// The probe, once per process: setting up a ring costs system calls, and
+/// what the kernel and the process allow does not change while it runs
+/// (`--repeat`, sweeps and merges of repeats ask again).
+fn probed() -> Result<(), &'static ProbeError> {
+    static PROBED: OnceLock<Result<(), ProbeError>> = OnceLock::new();
+    PROBED.get_or_init(uring::probe).as_ref().map(|_| ())
+}
+
+/// The I/O `plan` runs on; `rows`: `--csv-requests` rows are written
+/// (epoll only, for now). Forced io_uring that cannot run is a usage
+/// error saying why; auto falls back instead.
+pub(crate) fn choose(plan: &HttpPlan, rows: bool) -> Result<Chosen, EngineError> {
+    let epoll = |fallback| Chosen {
+        model: IoModel::Epoll,
+        fallback,
+    };
+    let uring = Chosen {
+        model: IoModel::Uring,
+        fallback: None,
+    };
+    match plan.io {
+        IoModel::Epoll => Ok(epoll(None)),
+        IoModel::Uring => {
+            if rows {
+                return Err(EngineError::UringRows);
+            }
+            probed().map_err(|e| EngineError::Plan(Box::new(e.clone())))?;
+            Ok(uring)
+        }
+        IoModel::Auto => Ok(match auto_fallback(plan, rows) {
+            Some(why) => epoll(Some(why)),
+            None if rows || plan.ring_refuses().is_some() => epoll(None),
+            None => uring,
+        }),
+    }
+}
+
+/// Why `--io auto` runs this plan on epoll though the ring would carry it:
+/// the kernel or the process refused io_uring ("io_uring is not permitted
+/// here (EPERM: …)"). None when the ring runs, when the plan is one it
+/// does not carry (epoll, silently), or when the I/O was forced.
+pub fn auto_fallback(plan: &HttpPlan, rows: bool) -> Option<String> {
+    if plan.io != IoModel::Auto || rows || plan.ring_refuses().is_some() {
+        return None;
+    }
+    probed().err().map(ProbeError::why)
+}
