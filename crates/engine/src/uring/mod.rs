@@ -59,8 +59,8 @@ use crate::record::record_exchange;
 use crate::worker::state::{RunState, Snapshots, WorkerDone};
 
 use ring::{BGID, Ring, close_fd};
-use schedule::Schedule;
 pub(crate) use ring::{ProbeError, probe};
+use schedule::Schedule;
 
 /// How often the loop wakes with nothing completed: deadlines, the run's
 /// state and the live figures are looked at this often at least.
