@@ -7,6 +7,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -132,3 +133,49 @@ def interleaved(cmds, runs, timeout):
                 continue
             done[name].append((ok, user, system))
     return done, failed
+
+
+def memory_header(conns):
+    """The table both memory benchmarks print: peak RSS at one connection and at
+    `conns`, the peak divided by the connections, and what each connection
+    adds beyond the one-connection run: (peak at N - peak at 1) / (N - 1)."""
+    return (f"| tool | ok | peak RSS, 1 connection | peak RSS, {conns:,} | peak RSS / {conns:,} "
+            f"| added per connection |\n|---|---:|---:|---:|---:|---:|")
+
+
+def peak_rss(cmd, timeout, cpu=CLIENT_CPU):
+    """Runs cmd (pinned to `cpu`); returns (output, its peak RSS in bytes).
+
+    Not wait4's ru_maxrss of a child of this script: Linux keeps a process's
+    high-water mark across exec, so a child forked from Python starts at
+    Python's ~15 MB and a small run (one connection) reads as that. GNU time
+    forks the tool from its own small process and reports the tool's."""
+    timer = shutil.which("time") or "/usr/bin/time"
+    if not os.path.exists(timer):
+        sys.exit("bench: GNU time is missing (apt-get install time): it measures peak RSS")
+    fd, path = tempfile.mkstemp(prefix="throng-bench-rss-")
+    os.close(fd)
+    try:
+        out, _, _ = run([timer, "-q", "-f", "%M", "-o", path] + (["taskset", "-c", cpu] if cpu else []) + cmd,
+                        timeout, cpu=None)
+        with open(path) as f:
+            kb = [line for line in f.read().split() if line.isdigit()]
+        return out, int(kb[-1]) * 1024 if kb else 0
+    finally:
+        os.unlink(path)
+
+
+def memory_row(name, make, conns, timeout):
+    """Runs `make(c)` -> (command, parse(output) -> successful requests) at 1 and at
+    `conns` connections, one after the other; returns the table row."""
+    cmd, parse = make(1)
+    text, one = peak_rss(cmd, timeout)
+    if parse(text) <= 0:
+        return f"| {name} | failed at 1 connection: {(text.strip().splitlines() or [''])[-1]} | | | | |"
+    cmd, parse = make(conns)
+    text, peak = peak_rss(cmd, timeout)
+    ok = parse(text)
+    if ok <= 0:
+        return f"| {name} | failed at {conns}: {(text.strip().splitlines() or [''])[-1]} | | | | |"
+    return (f"| {name} | {ok} | {one / 1e6:.1f} MB | {peak / 1e6:.1f} MB | {peak / conns / 1000:.2f} KB "
+            f"| {(peak - one) / (conns - 1) / 1000:.2f} KB |")

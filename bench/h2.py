@@ -27,7 +27,7 @@ import tempfile
 import time
 import os
 
-from benchlib import THRONG, build, count, have, interleaved, oha_json, run, start_nginx
+from benchlib import THRONG, build, count, have, interleaved, memory_header, memory_row, oha_json, run, start_nginx
 
 CONNS, STREAMS = 10, 10
 
@@ -128,13 +128,15 @@ def main():
             print()
         if "memory" in only:
             conns = 10000
-            print(f"## resident memory per open HTTP/2 connection (h2c) at {conns} connections\n")
-            print("| tool | ok | peak RSS | per connection |\n|---|---:|---:|---:|")
-            for name, (cmd, parse) in tools(f"http://127.0.0.1:{h2c_port}/", conns, 1, 15).items():
+            print(f"## resident memory per open HTTP/2 connection (h2c, one stream each) at {conns:,} connections\n")
+            print("Peak RSS of the generator alone (wait4), at one connection and at "
+                  f"{conns:,}; what each connection adds is (peak at {conns:,} - peak at 1) / {conns - 1:,}.\n")
+            print(memory_header(conns))
+            for name in tools(f"http://127.0.0.1:{h2c_port}/", 1, 1, d):
                 if name == "oha" or not have(name):
                     continue
-                text, _, rss = run(cmd, 90)
-                print(f"| {name} | {parse(text)} | {rss / 1e6:.1f} MB | {rss / conns / 1000:.2f} KB |")
+                print(memory_row(name, lambda c, name=name: tools(f"http://127.0.0.1:{h2c_port}/", c, 1, d)[name],
+                                 conns, d + 60))
             print()
     finally:
         nginx.terminate()

@@ -35,7 +35,8 @@ import sys
 import tempfile
 import time
 
-from benchlib import CLIENT_CPU, SERVER_CPU, THRONG, build, count, oha_json, run, run_split
+from benchlib import (CLIENT_CPU, SERVER_CPU, THRONG, build, count, memory_header, memory_row, oha_json, run,
+                      run_split)
 
 
 def start_nginx(tmp):
@@ -207,19 +208,23 @@ def main():
 
         if "memory" in only:
             conns = 15000
-            print(f"## resident memory per open connection at {conns} connections (peak RSS / connections)\n")
-            print("| tool | peak RSS | per connection |\n|---|---:|---:|")
+            print(f"## resident memory per open keep-alive connection at {conns:,} connections\n")
+            print("Peak RSS of the generator alone (GNU time), at one connection and at "
+                  f"{conns:,}; what each connection adds is (peak at {conns:,} - peak at 1) / {conns - 1:,}.\n")
+            print(memory_header(conns))
             for name, scen in table.items():
-                if name == "ab":
-                    continue  # ab cannot hold 15,000 keep-alive connections usefully
+                if name in ("ab", "floor"):
+                    continue  # ab cannot hold 15,000 keep-alive connections usefully; floor is no generator
+                if args.tools and name not in args.tools.split(","):
+                    continue
                 if not name.startswith("throng") and not shutil.which("cc" if name == "floor" else name):
-                    print(f"| {name} | skipped: not installed | |")
+                    print(f"| {name} | skipped: not installed | | | | |")
                     continue
-                res, text = median_run(lambda: scen["keepalive"](conns), 1, 60)
-                if res is None:
-                    print(f"| {name} | failed | |")
-                    continue
-                print(f"| {name} | {res['rss'] / 1e6:.1f} MB | {res['rss'] / conns / 1000:.2f} KB |")
+
+                def make(c, scen=scen):
+                    cmd, parse = scen["keepalive"](c)
+                    return cmd, lambda t: parse(t)[0]
+                print(memory_row(name, make, conns, 60))
             print()
 
         if "open" in only:
