@@ -247,7 +247,7 @@ fn body_over_the_limit_is_refused_without_reading_it_and_one_at_the_limit_is_sen
     ]);
     let r = run.result();
     assert_books_balance(r);
-    assert_eq!(r.measurements.requests.ok, 4, "{}", run.stderr());
+    assert_eq!(r.measurements.requests.ok, 4, "{}\n{}", run.stderr(), run.stdout());
     assert!(r.measurements.bytes.sent >= 4 * (64 << 20));
     // The body is held once, inside the one request both workers share
     // (about 64 MiB + 20 MiB of everything else here); a second copy would

@@ -36,16 +36,16 @@
 
 mod ring;
 mod schedule;
+mod slot;
 
 use std::cell::{Cell, RefCell};
 use std::io;
-use std::net::SocketAddr;
-use std::os::fd::{IntoRawFd, RawFd};
+use std::os::fd::IntoRawFd;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use io_uring::{cqueue, opcode, squeue, types};
-use socket2::{Domain, Protocol, SockAddr, Socket, Type};
+use socket2::SockAddr;
 use throng_metrics::{ErrorClass, Live, Recorder};
 use tokio::sync::{Notify, watch};
 
@@ -61,6 +61,7 @@ use crate::worker::state::{RunState, Snapshots, WorkerDone};
 use ring::{BGID, Ring, close_fd};
 pub(crate) use ring::{ProbeError, probe};
 use schedule::Schedule;
+use slot::{GENERATION, OP_CONNECT, OP_RECV, OP_SEND, Phase, Slot, new_socket, parse_user_data, user_data};
 
 /// How often the loop wakes with nothing completed: deadlines, the run's
 /// state and the live figures are looked at this often at least.
@@ -84,67 +85,6 @@ const BATCH_HOLD: Duration = Duration::from_micros(2 * BATCH_WAIT_US as u64);
 /// A request above this size goes out in several segments: only then is
 /// TCP_NODELAY worth its system call (as crate::conn).
 const NODELAY_ABOVE: usize = 1400;
-
-/// What an operation's completion belongs to: its slot, the slot's
-/// connection generation (completions of a closed connection are stale),
-/// and the kind of operation.
-const OP_CONNECT: u8 = 1;
-const OP_SEND: u8 = 2;
-const OP_RECV: u8 = 3;
-/// Bits of the generation kept in user data.
-const GENERATION: u32 = 0x00ff_ffff;
-
-fn user_data(slot: usize, generation: u32, op: u8) -> u64 {
-    ((slot as u64) << 32) | (u64::from(generation & GENERATION) << 8) | u64::from(op)
-}
-
-fn parse_user_data(ud: u64) -> (usize, u32, u8) {
-    ((ud >> 32) as usize, ((ud >> 8) & 0x00ff_ffff) as u32, (ud & 0xff) as u8)
-}
-
-/// Where a slot is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Phase {
-    /// No request in flight (a connection may be open).
-    Idle,
-    /// Connecting before the open loop's schedule starts, for no request
-    /// yet (a warm connection, as the epoll open loop opens them).
-    Warming,
-    /// Connecting for a request that waits to be sent.
-    Connecting,
-    /// A request sent or queued; its response not complete.
-    Exchanging,
-    /// Will start no more requests.
-    Done,
-}
-
-/// One connection and its request in flight.
-struct Slot {
-    phase: Phase,
-    /// The open socket (-1: none).
-    fd: RawFd,
-    /// Bumped at every close: completions of older sockets are stale.
-    generation: u32,
-    session: Session,
-    /// The current connection: connect() issued, its number, the address
-    /// being tried (index into the route).
-    opened: Instant,
-    conn_id: u64,
-    addr: usize,
-    /// Addresses tried for this connection.
-    tries: usize,
-    /// The multishot receive is armed.
-    recv_armed: bool,
-    /// The request in flight: started (latency's origin), queued for
-    /// submission at `t_send`, bytes acknowledged, first response byte.
-    start: Instant,
-    t_send: Instant,
-    written: usize,
-    first: Option<Instant>,
-    keep_server: bool,
-    /// Connect or response deadline.
-    deadline: Instant,
-}
 
 /// What starts a slot's next request.
 enum Starts {
@@ -993,52 +933,9 @@ impl Loop<'_> {
     }
 }
 
-impl Slot {
-    /// A slot with no connection.
-    fn new(head: bool, now: Instant) -> Self {
-        Slot {
-            phase: Phase::Idle,
-            fd: -1,
-            generation: 0,
-            session: Session::new(head),
-            opened: now,
-            conn_id: 0,
-            addr: 0,
-            tries: 0,
-            recv_armed: false,
-            start: now,
-            t_send: now,
-            written: 0,
-            first: None,
-            keep_server: false,
-            deadline: now,
-        }
-    }
-}
-
-/// A blocking TCP socket for `addr` (the ring waits, not the socket), with
-/// TCP_NODELAY when the request takes several segments.
-fn new_socket(addr: SocketAddr, nodelay: bool) -> io::Result<Socket> {
-    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
-    if nodelay {
-        socket.set_tcp_nodelay(true)?;
-    }
-    Ok(socket)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn user_data_names_slot_generation_and_operation() {
-        for (slot, generation, op) in [(0, 0, OP_CONNECT), (7, 1, OP_SEND), (1 << 24, GENERATION, OP_RECV)] {
-            assert_eq!(parse_user_data(user_data(slot, generation, op)), (slot, generation, op));
-        }
-        // A generation past the kept bits wraps, as the comparison does.
-        let (_, g, _) = parse_user_data(user_data(3, GENERATION + 2, OP_SEND));
-        assert_eq!(g, (GENERATION + 2) & GENERATION);
-    }
 
     #[test]
     fn this_kernel_has_what_the_transport_needs() {
