@@ -73,6 +73,10 @@ def tools(url, dur, tmp):
             "keepalive": lambda c: throng(["-c", str(c), "-d", f"{dur}s"]),
             "close": lambda c: throng(["-c", str(c), "-d", f"{dur}s", "--no-keepalive"]),
         },
+        "throng-epoll": {
+            "keepalive": lambda c: throng(["-c", str(c), "-d", f"{dur}s", "--io", "epoll"]),
+            "close": lambda c: throng(["-c", str(c), "-d", f"{dur}s", "--no-keepalive", "--io", "epoll"]),
+        },
         "throng-uring": {
             "keepalive": lambda c: throng(["-c", str(c), "-d", f"{dur}s", "--io", "uring"]),
             "close": lambda c: throng(["-c", str(c), "-d", f"{dur}s", "--no-keepalive", "--io", "uring"]),
