@@ -20,8 +20,9 @@ use crate::ctx::Ctx;
 use crate::targets::Cursor;
 
 /// One request of a closed or open loop's task, in the worker's protocol:
-/// a stream on HTTP/2's pool, or on the task's own connection `conn`
-/// (connected if needed). `origin`, `scheduled`: see
+/// a stream on HTTP/2's pool (the loops' tasks are HTTP/2's stream slots
+/// now, see [`spawn_driver`]; the arm stays for a session that is one), or
+/// on the task's own connection `conn` (connected if needed). `origin`, `scheduled`: see
 /// `crate::exchange::one_request`.
 ///
 /// Not an `async fn`: one would hold its arguments besides the protocol's
@@ -71,10 +72,12 @@ impl<O: Future<Output = ()>, P: Future<Output = ()>> Future for OneRequest<O, P>
 }
 
 /// Spawns one connection slot of a protocol that drives its connections
-/// itself (HTTP/3: a task per slot running its request loops), taking its
-/// requests from `starts` (with `warm`, connected before the schedule
-/// starts). False when the worker's protocol leaves that to the loop: a
-/// task of its own per connection with a [`Session`].
+/// itself (HTTP/3: a task per slot running its request loops; HTTP/2: a
+/// task per stream slot on the worker's pool, which opens connections as
+/// the slots need them), taking its requests from `starts` (with `warm`,
+/// HTTP/3 connects before the schedule starts). False when the worker's
+/// protocol leaves that to the loop: a task of its own per connection with
+/// a [`Session`].
 pub(crate) fn spawn_driver<S: Starts + 'static>(ctx: &Rc<Ctx>, starts: &Rc<S>, warm: bool) -> bool {
     match &ctx.spec.wire {
         Wire::Http3(h3) => {
@@ -84,6 +87,12 @@ pub(crate) fn spawn_driver<S: Starts + 'static>(ctx: &Rc<Ctx>, starts: &Rc<S>, w
                 Arc::clone(h3),
                 warm,
             ));
+            true
+        }
+        // HTTP/2: a task per stream slot on the worker's pool, its request
+        // future held in place (http2::stream_slot says why).
+        _ if ctx.conns.h2.is_some() => {
+            tokio::task::spawn_local(http2::stream_slot(ctx.task(), Rc::clone(starts)));
             true
         }
         _ => false,

@@ -547,3 +547,24 @@ pub(super) async fn handshake(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What every HTTP/2 connection holds for its whole life besides its
+    /// socket's registration: its driver task's future (`Driver`: the
+    /// shared state's `Rc` and the transport) and that shared state
+    /// (`Shared`, in an `Rc`: the protocol's `Conn` and the wakers). The
+    /// stream entries and the protocol's buffers come and go with streams.
+    /// Unoptimized: 40 and 440 bytes (336 of them `throng_http2::Conn`).
+    #[test]
+    fn a_connections_driver_and_state_stay_small() {
+        let driver = std::mem::size_of::<Driver>();
+        assert!(driver <= 48, "an HTTP/2 connection's driver is a {driver}-byte future");
+        let shared = std::mem::size_of::<Shared>();
+        assert!(shared <= 448, "an HTTP/2 connection's shared state is {shared} bytes");
+        let conn = std::mem::size_of::<H2Conn>();
+        assert!(conn <= 64, "a pooled HTTP/2 connection is {conn} bytes");
+    }
+}

@@ -2,7 +2,8 @@
 //! spoken by throng's own client (crate throng_http2, I/O-free).
 //!
 //! ```text
-//!  loops (closed, open): one task per stream slot (connections × streams)
+//!  loops (closed, open): one task per stream slot (connections × streams),
+//!     │                          spawned by proto::spawn_driver (slot.rs)
 //!     │ Session::Http2(Slot)     the slot's last response (status, sizes)
 //!     │ http2::one_request       take a stream on a pooled connection
 //!     │                          (open one while the pool may grow), start
@@ -34,12 +35,13 @@
 //! through one buffer per worker thread, and the request's header block is
 //! shared: what an idle connection costs is its state and HPACK table.
 //!
-//! The files: `pool.rs` (a worker's connections and a loop's request on
-//! them), `driver.rs` (a connection: its state, the task that drives its
-//! socket, the preface), `stream.rs` (one stream's exchange on a
-//! connection), `grpc.rs` (a stream as a gRPC call), `storm.rs` (a storm's
-//! held connection), `scenario.rs` (a VU's own connection), `check.rs`
-//! (the pre-run check that the server speaks h2); here, what every one of
+//! The files: `slot.rs` (a stream slot's task), `pool.rs` (a worker's
+//! connections and a loop's request on them), `driver.rs` (a connection:
+//! its state, the task that drives its socket, the preface), `stream.rs`
+//! (one stream's exchange on a connection), `grpc.rs` (a stream as a
+//! gRPC call), `storm.rs` (a storm's held connection), `scenario.rs` (a
+//! VU's own connection), `check.rs` (the pre-run check that the server
+//! speaks h2); here, what every one of
 //! them shares: the request (`Spec`) and a stream's response (`Slot`).
 
 mod check;
@@ -47,6 +49,7 @@ mod driver;
 mod grpc;
 mod pool;
 mod scenario;
+mod slot;
 mod status;
 mod storm;
 mod stream;
@@ -62,6 +65,7 @@ pub(crate) use check::preflight;
 pub(crate) use grpc::call_once;
 pub(crate) use pool::{Pool, one_request};
 pub(crate) use scenario::Own;
+pub(crate) use slot::stream_slot;
 pub(crate) use storm::{Held, storm_establish};
 
 /// What a worker sends on every stream, made once per run.
