@@ -137,7 +137,7 @@ def main():
         "nats.go": ([natsgo, "-url", url, "-n", str(a.clients), "-jitter", a.jitter, "-hold", a.hold,
                      "-timeout", a.timeout],
                     lambda text: count(r"connected (\d+)", text)),
-        "throng": ([THRONG, "storm", url, "--connections", str(a.clients), "--jitter", a.jitter,
+        "throng": ([THRONG, "storm", url, "--count", str(a.clients), "--jitter", a.jitter,
                     "--hold", a.hold, "--client", "nats.go", "--timeout", a.timeout, "--quiet"],
                    lambda text: count(r"attempted, (\d+) established", text)),
     }

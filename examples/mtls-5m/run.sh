@@ -203,7 +203,7 @@ sampler() {
 }
 # In the background and waited for, so that a signal to this script runs
 # its trap at once (bash defers traps while a foreground job runs).
-"${pin_throng[@]}" "$throng" storm "https://127.0.0.1:$port/" --connections "$n" \
+"${pin_throng[@]}" "$throng" storm "https://127.0.0.1:$port/" --count "$n" \
     --max-concurrent "$concurrent" --workers 1 --tls-version 1.3 --timeout "$timeout" \
     --cacert "$ca" --cert "$cert" --key "$key" "${source_args[@]}" \
     --json "$out/storm.json" -q >"$out/storm.txt" 2>&1 &

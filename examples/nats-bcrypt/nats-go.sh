@@ -44,6 +44,6 @@ for client in "nats.go --timeout $timeout" "lenient --timeout 60s"; do
   echo "== throng storm --client $client, same plan"
   run_server
   # shellcheck disable=SC2086 # $client is the profile and its flags
-  "$throng" storm "$url" --connections "$clients" --jitter "$jitter" --hold 1s --client $client \
+  "$throng" storm "$url" --count "$clients" --jitter "$jitter" --hold 1s --client $client \
     --quiet | sed -n '/connections  /,/^$/p' || true
 done

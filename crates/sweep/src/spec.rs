@@ -357,7 +357,7 @@ parameters:
   cost: [4, 10]
   clients: [50, 100]
 setup: "start --cost {{cost}}"
-run: "storm nats://127.0.0.1:4222 --connections {{clients}}"
+run: "storm nats://127.0.0.1:4222 --count {{clients}}"
 chart: { figure: total_connect_time, x: cost, lines: clients }
 "#;
 
@@ -370,7 +370,7 @@ chart: { figure: total_connect_time, x: cost, lines: clients }
         assert_eq!(cells[2].get("cost"), Some("10"));
         assert_eq!(
             Sweep::render(&s.run, &cells[3], 1),
-            "storm nats://127.0.0.1:4222 --connections 100"
+            "storm nats://127.0.0.1:4222 --count 100"
         );
         assert_eq!(s.figures.len(), DEFAULT_FIGURES.len());
         assert_eq!(s.chart.unwrap().x, "cost");

@@ -112,6 +112,27 @@ pub(super) fn of_accepted(args: &[OsString]) -> Option<String> {
     })
 }
 
+/// A flag that still works under its old name, and what it is called now:
+/// storm's `--connections` (connections in all) is `-n/--count`, since
+/// `--connections` means connections open at once in `http` and `grpc`.
+pub(super) fn renamed(args: &[OsString]) -> Option<String> {
+    if subcommand(args)? != "storm" {
+        return None;
+    }
+    let old = args
+        .iter()
+        .skip(2)
+        .filter_map(|a| a.to_str())
+        .take_while(|a| *a != "--")
+        .any(|a| a == "--connections" || a.starts_with("--connections="));
+    old.then(|| {
+        "storm's --connections is now -n/--count (connections to open in all): --connections means \
+         connections open at once in http and grpc (-c/--max-concurrent here). The old name still works \
+         for now; write --count"
+            .to_string()
+    })
+}
+
 /// The subcommand, when it is the first argument.
 fn subcommand(args: &[OsString]) -> Option<&str> {
     args.get(1)?.to_str().filter(|s| !s.starts_with('-'))
@@ -135,5 +156,18 @@ mod tests {
         assert_eq!(of_accepted(&args("throng http -q http://127.0.0.1/")), None);
         assert_eq!(of_accepted(&args("throng http http://localhost:1/ -q -6")), None);
         assert_eq!(of_accepted(&args("throng storm -q 100 tcp://127.0.0.1:1")), None);
+    }
+
+    #[test]
+    fn storms_old_connections_flag_is_named_anew() {
+        for line in [
+            "throng storm tcp://127.0.0.1:1 --connections 5",
+            "throng storm tcp://127.0.0.1:1 --connections=5",
+        ] {
+            let said = renamed(&args(line)).unwrap();
+            assert!(said.contains("-n/--count"), "{said}");
+        }
+        assert_eq!(renamed(&args("throng storm tcp://127.0.0.1:1 --count 5")), None);
+        assert_eq!(renamed(&args("throng http http://127.0.0.1:1/ --connections 5")), None);
     }
 }

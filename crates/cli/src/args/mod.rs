@@ -109,6 +109,9 @@ pub fn parse() -> Result<Cli, ExitCode> {
                 say!("throng: error: {habit}");
                 return Err(ExitCode::from(2));
             }
+            if let Some(note) = habits::renamed(&args) {
+                say!("throng: note: {note}");
+            }
             if let (Command::Storm(storm), Some(("storm", sub))) = (&mut cli.command, matches.subcommand()) {
                 storm.steps = ordered_steps(sub, storm);
             }

@@ -64,7 +64,7 @@ A sweep file:
     cost: [4, 8, 11]
     clients: [50, 100, 150]
   setup: ./start-nats.sh {{cost}}          # optional, before each cell (sh -c)
-  run: storm nats://u:p@127.0.0.1:4222 --connections {{clients}} --jitter 2s --hold 20s
+  run: storm nats://u:p@127.0.0.1:4222 --count {{clients}} --jitter 2s --hold 20s
   teardown: ./stop-nats.sh                 # optional, after each cell, also after a failure
   repeat: 1                                # runs per cell (the table shows medians)
   figures: [total_connect_time, total_reconnect_time, failures, handshake.p50, handshake.p99]

@@ -13,20 +13,23 @@ Targets: tcp://host:port, tls://host:port, http://host:port/path, https://host:p
          nats://[user:pass@]host:port, ws://host:port/path, wss://host:port/path
 
 Examples:
-  throng storm tls://127.0.0.1:8443 --connections 10000 --rate 2000 --cacert ca.pem
-  throng storm tcp://127.0.0.1:8080 --connections 50000 --hold 30s      (several processes if needed)
-  throng storm tls://127.0.0.1:4222 --connections 150 --jitter 2s --hold 10s --insecure
-  throng storm https://127.0.0.1:8443/ --connections 100000 --max-concurrent 1000 --cert c.pem --key c.key
-  throng storm nats://user:pass@127.0.0.1:4222 --connections 10000 --rate 1000 --hold 30s
-  throng storm ws://127.0.0.1:8080/chat --connections 5000 --send 'hello' --expect 'hello' --hold 10s";
+  throng storm tls://127.0.0.1:8443 --count 10000 --rate 2000 --cacert ca.pem
+  throng storm tcp://127.0.0.1:8080 --count 50000 --hold 30s      (several processes if needed)
+  throng storm tls://127.0.0.1:4222 --count 150 --jitter 2s --hold 10s --insecure
+  throng storm https://127.0.0.1:8443/ --count 100000 --max-concurrent 1000 --cert c.pem --key c.key
+  throng storm nats://user:pass@127.0.0.1:4222 --count 10000 --rate 1000 --hold 30s
+  throng storm ws://127.0.0.1:8080/chat --count 5000 --send 'hello' --expect 'hello' --hold 10s";
 
 #[derive(Debug, Args)]
 pub struct StormCmd {
     /// tcp://host:port, tls://host:port, http(s)://host:port/path, nats://[user:pass@]host:port or
     /// ws(s)://[user:pass@]host:port/path
     pub target: String,
-    /// Connections to open in all
-    #[arg(short = 'n', long = "connections", value_name = "N")]
+    /// Connections to open in all (emqtt-bench's -c/--count)
+    ///
+    /// --connections, its old name, still works with a note: in http and grpc --connections means
+    /// connections open at once, which is -c/--max-concurrent here.
+    #[arg(short = 'n', long = "count", alias = "connections", value_name = "N")]
     pub connections: Option<u64>,
     /// New connections per second (open loop: lateness is recorded as schedule_lag) [default: as fast as possible]
     #[arg(short = 'r', long = "rate", value_name = "RATE", value_parser = parse_rate)]

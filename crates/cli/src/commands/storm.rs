@@ -202,7 +202,7 @@ fn check_system(plan: &StormPlan, peak: u64, procs: u32, per_process: u64) -> Re
         if peak > free {
             return Err(UsageError(format!(
                 "about {peak} connections may be open at once, but the system file table has room for {free} more \
-                 (fs.file-max {max}, {allocated} in use); lower --connections or --max-concurrent, or raise fs.file-max"
+                 (fs.file-max {max}, {allocated} in use); lower --count or --max-concurrent, or raise fs.file-max"
             )));
         }
     }
@@ -221,7 +221,7 @@ fn check_system(plan: &StormPlan, peak: u64, procs: u32, per_process: u64) -> Re
         if needed > available {
             return Err(UsageError(format!(
                 "about {peak} connections may be open at once, needing about {} MB of memory (generator and kernel), \
-                 but {} MB is available; lower --connections or --max-concurrent",
+                 but {} MB is available; lower --count or --max-concurrent",
                 needed >> 20,
                 available >> 20
             )));

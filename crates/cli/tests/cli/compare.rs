@@ -361,7 +361,7 @@ fn bad_inputs_are_one_line_errors_with_exit_2() {
         &[
             "storm",
             &format!("tcp://{}", server.addr()),
-            "--connections",
+            "--count",
             "10",
             "--procs",
             "1",

@@ -262,7 +262,7 @@ fn sweep() {
         d,
         "ok.yaml",
         &format!(
-            "parameters:\n  n: [2, 3]\nrun: storm tcp://{} --connections {{{{n}}}}\n",
+            "parameters:\n  n: [2, 3]\nrun: storm tcp://{} --count {{{{n}}}}\n",
             lab.addr()
         ),
     );
@@ -271,7 +271,7 @@ fn sweep() {
         d,
         "dead.yaml",
         &format!(
-            "parameters:\n  n: [2]\nrun: storm tcp://127.0.0.1:{} --connections {{{{n}}}}\n",
+            "parameters:\n  n: [2]\nrun: storm tcp://127.0.0.1:{} --count {{{{n}}}}\n",
             free_port()
         ),
     );
@@ -288,7 +288,7 @@ fn sweep() {
         d,
         "long.yaml",
         &format!(
-            "parameters:\n  n: [2, 3]\nrun: storm tcp://{} --connections {{{{n}}}} --hold 60s\n",
+            "parameters:\n  n: [2, 3]\nrun: storm tcp://{} --count {{{{n}}}} --hold 60s\n",
             lab.addr()
         ),
     );

@@ -111,7 +111,7 @@ fn a_trickling_handshake_ends_the_check_within_its_bound() {
             &ca,
             "--timeout",
             "1s",
-            "--connections",
+            "--count",
             "1",
         ],
         vec![

@@ -408,7 +408,7 @@ fn merge_refuses_mixed_plans_unless_allowed_and_then_says_so() {
     let s = run(&[
         "storm",
         &format!("tcp://{}", server.addr()),
-        "--connections",
+        "--count",
         "10",
         "--json",
         storm.to_str().unwrap(),

@@ -304,13 +304,7 @@ fn storm_and_scenario_runs_write_their_html_reports() {
     let storm = dir.path().join("storm.html");
     let out = common::output(
         common::throng()
-            .args([
-                "storm",
-                &format!("tcp://{}", server.addr()),
-                "--connections",
-                "40",
-                "--quiet",
-            ])
+            .args(["storm", &format!("tcp://{}", server.addr()), "--count", "40", "--quiet"])
             .arg("--html")
             .arg(&storm),
     );

@@ -254,7 +254,7 @@ fn every_file_flag_reads_an_endless_file_only_to_its_limit() {
             vec![
                 "storm",
                 "nats://127.0.0.1:1",
-                "--connections",
+                "--count",
                 "1",
                 "--nats-creds",
                 "/dev/zero",
@@ -315,7 +315,7 @@ fn every_file_flag_reads_an_endless_file_only_to_its_limit() {
             vec![
                 "storm",
                 "tcp://127.0.0.1:1",
-                "--connections",
+                "--count",
                 "1",
                 "--send-binary",
                 "@/dev/zero",

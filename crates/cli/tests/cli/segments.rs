@@ -121,7 +121,7 @@ fn storm_in_four_segments_adds_up_and_merge_names_a_missing_one() {
         "storm",
         &[
             &target,
-            "--connections",
+            "--count",
             "1001",
             "--rate",
             "2000",

@@ -36,6 +36,20 @@ fn every_connection_is_counted_and_the_rate_shapes_the_series() {
 }
 
 #[test]
+fn count_is_the_storms_total_and_its_old_name_still_works_with_a_note() {
+    let server = lab(None);
+    let addr = format!("tcp://{}", server.addr());
+    for (flag, noted) in [("--count", false), ("--connections", true)] {
+        let run = storm(&[&addr, flag, "7"]);
+        assert_eq!(run.code(), 0, "{flag}: {}", run.stderr());
+        assert_books_balance(run.result());
+        assert_eq!(run.result().measurements.connections.attempted, 7, "{flag}");
+        let note = run.stderr().contains("--connections is now -n/--count");
+        assert_eq!(note, noted, "{flag}: {}", run.stderr());
+    }
+}
+
+#[test]
 fn max_concurrent_caps_what_is_open_and_jitter_spreads_the_starts() {
     let server = lab(None);
     let target = format!("tcp://{}", server.addr());
@@ -203,7 +217,7 @@ fn more_connections_held_than_one_process_may_open() {
 #[test]
 fn storm_mistakes_exit_2() {
     let cases: &[(&[&str], &str)] = &[
-        (&["tcp://127.0.0.1:9"], "--connections"),
+        (&["tcp://127.0.0.1:9"], "--count"),
         (&["tcp://127.0.0.1", "-n", "1"], "needs a port"),
         (&["udp://127.0.0.1:9", "-n", "1"], "scheme 'udp'"),
         (&["tcp://127.0.0.1:9", "-n", "1", "--source", "banana"], "--source"),

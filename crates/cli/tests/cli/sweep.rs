@@ -23,7 +23,7 @@ parameters:
   clients: [10, 30]
 setup: "THRONG_NATS_DIR={state} {script} start {{{{cost}}}} {port}"
 run: >-
-  storm nats://throng:secret@127.0.0.1:{port} --connections {{{{clients}}}} --jitter 500ms --hold 12s --timeout 30s
+  storm nats://throng:secret@127.0.0.1:{port} --count {{{{clients}}}} --jitter 500ms --hold 12s --timeout 30s
   --reconnect --reconnect-wait 200ms --trigger-after 500ms --trigger 'THRONG_NATS_DIR={state} {script} restart 0.5'
 teardown: "THRONG_NATS_DIR={state} {script} stop"
 figures: [established, failures, total_connect_time, total_reconnect_time, handshake.p50]
@@ -96,7 +96,7 @@ fn failing_cells_are_reported_and_the_sweep_goes_on() {
     std::fs::write(
         &file,
         format!(
-            "parameters:\n  n: [5, 6]\nsetup: \"test {{{{n}}}} -eq 5\"\nrun: storm tcp://127.0.0.1:{dead} --connections {{{{n}}}}\n"
+            "parameters:\n  n: [5, 6]\nsetup: \"test {{{{n}}}} -eq 5\"\nrun: storm tcp://127.0.0.1:{dead} --count {{{{n}}}}\n"
         ),
     )
     .unwrap();

@@ -425,7 +425,7 @@ pub enum StepArg {
 pub struct StormArgs {
     /// `TARGET`.
     pub target: String,
-    /// `--connections`.
+    /// `--count`.
     pub connections: Option<u64>,
     /// `--rate` (per second).
     pub rate: Option<f64>,

@@ -12,17 +12,17 @@ use crate::segment::Segment;
 use super::target::{parse_request, target_path};
 use super::{ClientProfile, Procs, Protocol, Reconnect, StormArgs, StormRequest, StormScheme, StormTarget, Trigger};
 
-/// `--connections`: required, at least 1.
+/// `--count`: required, at least 1.
 pub(super) fn connections(given: Option<u64>) -> Result<u64, PlanError> {
     match given {
         Some(0) => Err(PlanError::invalid(
-            "--connections",
-            "must be at least 1, e.g. --connections 10000",
+            "-n/--count",
+            "must be at least 1, e.g. --count 10000",
         )),
         Some(n) => Ok(n),
         None => Err(PlanError::invalid(
-            "--connections",
-            "is required: how many connections, e.g. --connections 10000",
+            "-n/--count",
+            "is required: how many connections, e.g. --count 10000",
         )),
     }
 }
@@ -203,9 +203,9 @@ pub(super) fn segment(given: Option<Segment>, connections: u64) -> Result<Option
         && s.share(connections) == 0
     {
         return Err(PlanError::invalid(
-            "--connections",
+            "-n/--count",
             format!(
-                "--connections {connections} leaves segment {} no connection; raise --connections to at \
+                "--count {connections} leaves segment {} no connection; raise --count to at \
                  least the number of segments",
                 s.range()
             ),

@@ -138,7 +138,7 @@ fn errors_name_the_flag() {
             connections: None,
             ..args("tcp://h:1")
         }),
-        "--connections"
+        "-n/--count"
     );
     assert_eq!(flag(args("ftp://h:1")), "TARGET");
     assert_eq!(flag(args("tcp://h")), "TARGET");
