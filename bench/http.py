@@ -251,7 +251,7 @@ def main():
                     lag = m["phases"]["schedule_lag"]
                     cost = (user + system) / max(sent, 1) * 100_000
                     per[io].append(cost)
-                    print(f"| {io} | {i + 1} | {sent} | {m['dropped']} | {lag['p50']} µs | {lag['p99']} µs "
+                    print(f"| {io} | {i + 1} | {sent} | {m['dropped']} | {lag['p50_us']} µs | {lag['p99_us']} µs "
                           f"| {user:.2f} + {system:.2f} s | {cost:.2f} |")
             e, u = statistics.median(per["epoll"]), statistics.median(per["uring"])
             print(f"\nmedian CPU-seconds per 100K requests: epoll {e:.2f}, uring {u:.2f} (uring/epoll {u / e:.2f})\n")

@@ -192,11 +192,11 @@ def main():
                     with open(json_path) as f:
                         d = json.load(f)
                     ph = d["measurements"]["phases"]
-                    reported = (ph["response"]["p50"], ph["response"]["p99"])
+                    reported = (ph["response"]["p50_us"], ph["response"]["p99_us"])
                     n_reported = ph["response"]["count"]
                     t = d["generator"].get("timestamps") or {}
                     if key == "r20000":
-                        extra = f" (latency p50 {ph['latency']['p50']} µs, p99 {ph['latency']['p99']} µs)"
+                        extra = f" (latency p50 {ph['latency']['p50_us']} µs, p99 {ph['latency']['p99_us']} µs)"
                     if t.get("user") and clock == "kernel":
                         extra += f" ({t['user']} user-clock fallbacks)"
                 dropped = stop_capture(cap)

@@ -253,8 +253,8 @@ failed = conn["attempted"] - req["ok"]
 rate = failed / conn["attempted"] if conn["attempted"] else 1.0
 tls = m["phases"].get("tls", {})
 seconds = r["duration_s"]
-def ms(q):  # the result's histograms are in microseconds
-    return tls.get(q, 0) / 1e3
+def ms(q):  # the result's histogram figures are in microseconds (p50_us; p50 before result schema v2)
+    return tls.get(f"{q}_us", tls.get(q, 0)) / 1e3
 summary = [
     "| Test Scale | Connections | Workers | Success Rate | Throughput | Avg Handshake | Duration |",
     "|---|---:|---:|---:|---:|---:|---:|",

@@ -470,19 +470,39 @@ pub struct Summary {
     pub p999: u64,
 }
 
-/// On disk a histogram is its summary (for people and `jq`) plus the exact
-/// encoding (for merging and re-reporting). Only `hdr` is read back.
-#[derive(Serialize, Deserialize)]
+/// On disk a histogram is its summary (for people and `jq`), each figure
+/// named with its unit, plus the exact encoding (for merging and
+/// re-reporting). Only `hdr` is read back: documents that named the figures
+/// bare (`p99`, result schema v1) read the same.
+#[derive(Serialize)]
 struct HistDoc {
-    #[serde(flatten)]
-    summary: Summary,
+    count: u64,
+    min_us: u64,
+    max_us: u64,
+    mean_us: f64,
+    stddev_us: f64,
+    p50_us: u64,
+    p90_us: u64,
+    p95_us: u64,
+    p99_us: u64,
+    p999_us: u64,
     hdr: String,
 }
 
 impl Serialize for Hist {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let m = self.summary();
         HistDoc {
-            summary: self.summary(),
+            count: m.count,
+            min_us: m.min,
+            max_us: m.max,
+            mean_us: m.mean,
+            stddev_us: m.stddev,
+            p50_us: m.p50,
+            p90_us: m.p90,
+            p95_us: m.p95,
+            p99_us: m.p99,
+            p999_us: m.p999,
             hdr: self.encode(),
         }
         .serialize(s)
@@ -567,7 +587,7 @@ mod tests {
             h.record_us(v);
         }
         let text = serde_json::to_string(&h).unwrap();
-        assert!(text.contains("\"p99\""));
+        assert!(text.contains("\"p99_us\"") && !text.contains("\"p99\""), "{text}");
         let back: Hist = serde_json::from_str(&text).unwrap();
         assert_eq!(back, h);
     }

@@ -9,17 +9,18 @@ use serde::{Deserialize, Serialize};
 use crate::error::ResultError;
 use crate::limits;
 use crate::run::RunResult;
-use crate::schema::{SCHEMA, SET_SCHEMA};
+use crate::schema::{READ_SCHEMAS, READ_SET_SCHEMAS, SCHEMA, SET_SCHEMA};
 
 impl RunResult {
     /// Reads a document, checking its schema and its numbers ([`limits`]).
     pub fn from_reader(r: impl Read) -> Result<RunResult, ResultError> {
         let value: serde_json::Value = serde_json::from_reader(r)?;
         match value.get("schema").and_then(|s| s.as_str()) {
-            Some(SCHEMA) => {
+            Some(schema) if READ_SCHEMAS.contains(&schema) => {
                 limits::check_histograms(&value)?;
-                let run: RunResult = serde_json::from_value(value)?;
+                let mut run: RunResult = serde_json::from_value(value)?;
                 limits::check_run(&run, "")?;
+                run.schema = SCHEMA.to_string();
                 Ok(run)
             }
             Some(other) => Err(ResultError::Schema {
@@ -67,9 +68,9 @@ impl ResultSet {
 /// What a result file holds: one run, or a set of runs.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Document {
-    /// A result document (`throng.result/v1`).
+    /// A result document (`throng.result/v2`, or v1 read as v2).
     Single(Box<RunResult>),
-    /// A result set (`throng.result-set/v1`).
+    /// A result set (`throng.result-set/v2`, or v1 read as v2).
     Set(ResultSet),
 }
 
@@ -80,25 +81,30 @@ impl Document {
     pub fn from_reader(r: impl Read) -> Result<Document, ResultError> {
         let value: serde_json::Value = serde_json::from_reader(r)?;
         match value.get("schema").and_then(|s| s.as_str()) {
-            Some(SCHEMA) => {
+            Some(schema) if READ_SCHEMAS.contains(&schema) => {
                 limits::check_histograms(&value)?;
-                let run: RunResult = serde_json::from_value(value)?;
+                let mut run: RunResult = serde_json::from_value(value)?;
                 limits::check_run(&run, "")?;
+                run.schema = SCHEMA.to_string();
                 Ok(Document::Single(Box::new(run)))
             }
-            Some(SET_SCHEMA) => {
+            Some(schema) if READ_SET_SCHEMAS.contains(&schema) => {
                 limits::check_histograms(&value)?;
-                let set: ResultSet = serde_json::from_value(value)?;
+                let mut set: ResultSet = serde_json::from_value(value)?;
                 for (i, run) in set.runs.iter().enumerate() {
                     limits::check_run(run, &format!("runs[{i}]."))?;
                 }
                 if set.runs.is_empty() {
                     return Err(ResultError::Incompatible("the result set holds no runs".to_string()));
                 }
-                if let Some(bad) = set.runs.iter().find(|r| r.schema != SCHEMA) {
+                if let Some(bad) = set.runs.iter().find(|r| !READ_SCHEMAS.contains(&r.schema.as_str())) {
                     return Err(ResultError::Schema {
                         found: bad.schema.clone(),
                     });
+                }
+                set.schema = SET_SCHEMA.to_string();
+                for run in &mut set.runs {
+                    run.schema = SCHEMA.to_string();
                 }
                 Ok(Document::Set(set))
             }

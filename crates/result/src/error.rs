@@ -3,7 +3,7 @@
 
 use throng_metrics::HistError;
 
-use crate::schema::{SCHEMA, SET_SCHEMA};
+use crate::schema::SCHEMA;
 
 /// What went wrong reading, writing or merging results.
 #[derive(Debug, thiserror::Error)]
@@ -14,7 +14,8 @@ pub enum ResultError {
     Parse(#[from] serde_json::Error),
     /// Written by an incompatible throng.
     #[error(
-        "schema '{}' is not supported; this throng reads '{SCHEMA}' and '{SET_SCHEMA}' (re-run with a matching throng version)",
+        "schema '{}' is not supported; this throng reads throng.result/v1 and /v2 and throng.result-set/v1 and /v2, \
+         writing '{SCHEMA}' (re-run with a matching throng version)",
         short(found)
     )]
     Schema {

@@ -11,7 +11,7 @@
 //! or merged later without re-running it.
 //!
 //! Several runs of one plan in sequence (`--repeat N`) make a [`ResultSet`]
-//! (schema `throng.result-set/v1`); [`runs_from_reader`] and [`load_runs`]
+//! (schema `throng.result-set/v2`); [`runs_from_reader`] and [`load_runs`]
 //! read either kind of document, so every command that reads results takes
 //! both.
 //!

@@ -98,3 +98,28 @@ fn every_hostile_file_is_refused_in_one_line_naming_the_field() {
         }
     }
 }
+
+/// The corpus was written by schema v1 (figures named bare: `p99`): it
+/// reads as a v2 document, which names each figure with its unit and holds
+/// the same numbers, since only the exact encoding (`hdr`) is read back.
+#[test]
+fn a_version_1_result_reads_and_is_written_as_version_2_with_the_same_figures() {
+    let f = common::corpus().join("valid-http-closed.json");
+    let v1: serde_json::Value = serde_json::from_slice(&std::fs::read(&f).unwrap()).unwrap();
+    assert_eq!(v1["schema"], "throng.result/v1");
+    let run = throng_result::load_runs(&f).unwrap().remove(0);
+    assert_eq!(run.schema, throng_result::SCHEMA);
+    let v2 = serde_json::to_value(&run).unwrap();
+    assert_eq!(v2["schema"], "throng.result/v2");
+    let (old, new) = (
+        &v1["measurements"]["phases"]["latency"],
+        &v2["measurements"]["phases"]["latency"],
+    );
+    assert!(old["count"].as_u64().unwrap() > 0);
+    assert_eq!(new["count"], old["count"]);
+    for figure in ["min", "max", "mean", "stddev", "p50", "p90", "p95", "p99", "p999"] {
+        assert_eq!(new[format!("{figure}_us")], old[figure], "{figure}");
+        assert!(new.get(figure).is_none(), "{figure} is written with its unit");
+    }
+    assert_eq!(new["hdr"], old["hdr"]);
+}

@@ -92,7 +92,7 @@ fn identical_plans_show_no_significant_throughput_difference() {
     let (a, _) = run_to(dir.path(), "a.json", &plan);
     let (b, _) = run_to(dir.path(), "b.json", &plan);
     let set = read(&a);
-    assert_eq!(set["schema"], "throng.result-set/v1");
+    assert_eq!(set["schema"], "throng.result-set/v2");
     assert_eq!(set["runs"].as_array().unwrap().len(), 5);
     let problems = violations("result-set.schema.json", &set);
     assert!(problems.is_empty(), "result set schema violations: {problems:#?}");
@@ -236,7 +236,7 @@ fn one_run_per_side_says_the_per_second_basis_is_weaker() {
     );
     assert_eq!(
         read(&a)["schema"],
-        "throng.result/v1",
+        "throng.result/v2",
         "without --repeat a run is one document"
     );
     let (code, text, _) = compare(&[a.to_str().unwrap(), b.to_str().unwrap()]);

@@ -79,7 +79,7 @@ chart: {{ figure: handshake.p50, x: cost, lines: clients }}
     let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     assert_eq!(doc["schema"], "throng.sweep/v1");
     assert_eq!(doc["cells"].as_array().unwrap().len(), 4);
-    assert_eq!(doc["cells"][0]["runs"][0]["schema"], "throng.result/v1");
+    assert_eq!(doc["cells"][0]["runs"][0]["schema"], "throng.result/v2");
     let svg = std::fs::read_to_string(&chart).unwrap();
     assert!(
         svg.starts_with("<svg") && svg.contains("clients=10") && svg.contains("clients=30"),
