@@ -256,8 +256,9 @@ pub fn write_generator(r: &RunResult, units: u64, unit: &str, w: &mut dyn Write,
 }
 
 /// Which clocks timed the responses: "timestamps  kernel receive
-/// (SO_TIMESTAMPING), send at the system call" (HTTP/2 and HTTP/3: when
-/// the stream is handed to its connection), with the fallbacks when
+/// (SO_TIMESTAMPING), send at the system call" (HTTP/2: the system call
+/// that writes the stream's HEADERS; HTTP/3: when the stream is handed to
+/// its connection), with the fallbacks when
 /// there were any. Nothing for runs that timed no response, or results
 /// from before throng said.
 pub fn write_timestamps(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
@@ -284,10 +285,11 @@ pub fn write_timestamps(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
             t.user
         )
     };
-    // Multiplexed streams are handed to their connection, whose driver
-    // writes every stream started meanwhile in one system call.
-    let send = match r.measurements.multiplex {
-        Some(_) => "send when the stream is handed to its connection",
+    // HTTP/2's driver stamps the streams whose HEADERS its write carries;
+    // HTTP/3's streams are handed to quinn, which sends them in its time.
+    let send = match &r.measurements.multiplex {
+        Some(m) if m.protocols.contains_key("h3") => "send when the stream is handed to its connection",
+        Some(_) => "send at the system call that writes its HEADERS",
         None => "send at the system call",
     };
     writeln!(w, "  {:<14}{receive}, {send}", "timestamps")

@@ -190,8 +190,7 @@ fn http2_streams_are_stamped_too() {
     assert!(t.kernel * 10 >= 2000 * 9, "{t:?}");
     assert_rows_consistent(&rows, 2000);
     assert!(
-        clock_line(&text)
-            .contains("kernel receive (SO_TIMESTAMPING), send when the stream is handed to its connection"),
+        clock_line(&text).contains("kernel receive (SO_TIMESTAMPING), send at the system call that writes its HEADERS"),
         "{text}"
     );
     // Asked for the user clock, HTTP/2 uses it.

@@ -90,6 +90,10 @@ pub(super) struct Shared {
     pub(super) went_away: Cell<bool>,
     /// The driver ended, and why.
     pub(super) ended: Cell<Option<ErrorClass>>,
+    /// The highest stream id whose `sent` the driver stamped at its write:
+    /// ids rise with each stream started, so the streams above it are the
+    /// ones whose HEADERS the next write carries.
+    pub(super) stamped: Cell<StreamId>,
 }
 
 /// A stream waiting for its response: the requester's slot moved in for
@@ -106,7 +110,9 @@ pub(super) struct Entry {
     pub(super) reader: Option<Reader>,
     /// The request body not sent yet (the windows were closed).
     pub(super) body: Bytes,
-    /// Handed to the connection: no byte of the response came before.
+    /// Just before the driver's write that carried its HEADERS (until
+    /// then, when the stream handed them to the connection): no byte of
+    /// the response came before.
     pub(super) sent: Instant,
     pub(super) first: Option<Instant>,
     pub(super) end: Option<Result<Instant, ErrorClass>>,
@@ -163,6 +169,7 @@ impl Shared {
             dead: Cell::new(false),
             went_away: Cell::new(false),
             ended: Cell::new(None),
+            stamped: Cell::new(0),
         }
     }
 
@@ -289,6 +296,28 @@ impl Shared {
         })
     }
 
+    /// Stamps `sent` on the streams started since the last write that went
+    /// out, and returns the newest one's id (for [`Shared::stamped`] once
+    /// the write took bytes): the write about to be made carries their
+    /// HEADERS, so their time on the wire starts now — not when the stream
+    /// queued its frames, a task wakeup earlier (HTTP/1.1 too stamps at its
+    /// write). The streams are in the order they started, so only the
+    /// newest few are looked at; a write the socket refuses (it would
+    /// block) sent nothing, and the next one stamps them again.
+    fn stamp_sent(&self) -> StreamId {
+        let floor = self.stamped.get();
+        let mut streams = self.streams.borrow_mut();
+        let last = match streams.last() {
+            Some(e) if e.id > floor => e.id,
+            _ => return floor,
+        };
+        let now = Instant::now();
+        for e in streams.iter_mut().rev().take_while(|e| e.id > floor) {
+            e.sent = now;
+        }
+        last
+    }
+
     /// The driver ended: every stream still waiting fails with `class`.
     fn end(&self, class: ErrorClass) {
         self.dead.set(true);
@@ -391,6 +420,7 @@ impl Driver {
         // bounded by the output.
         let mut flushed = false;
         while !conn.pending_output().is_empty() {
+            let newest = self.shared.stamp_sent();
             match Pin::new(&mut self.io).poll_write(cx, conn.pending_output()) {
                 // A transport that takes nothing even after a flush.
                 Poll::Ready(Ok(0)) if flushed => return Err(ErrorClass::Reset),
@@ -406,6 +436,7 @@ impl Driver {
                 }
                 Poll::Ready(Ok(n)) => {
                     flushed = false;
+                    self.shared.stamped.set(newest);
                     conn.consume_output(n);
                 }
                 Poll::Ready(Err(e)) => return Err(classify(&e, Stage::Exchange)),

@@ -159,7 +159,7 @@ pub(super) async fn send_on(
     if !room_now(sh) {
         wait_room(sh, sleep.as_mut()).await.map_err(fail)?;
     }
-    let (id, sent) = {
+    let (id, queued) = {
         let mut conn = sh.conn.borrow_mut();
         let id = conn
             .start_request(block, body.is_empty())
@@ -172,7 +172,8 @@ pub(super) async fn send_on(
             })?;
             bytes::Buf::advance(&mut rest, n);
         }
-        let sent = Instant::now();
+        // Until the driver's write stamps it (Shared::stamp_sent).
+        let queued = Instant::now();
         let mut streams = sh.streams.borrow_mut();
         // Room for one more, not Vec's four at a time: a connection with
         // one stream in flight (`--streams 1`, a VU's) keeps one entry.
@@ -187,13 +188,13 @@ pub(super) async fn send_on(
             grpc_trailers: None,
             reader: grpc.then(Reader::default),
             body: rest,
-            sent,
+            sent: queued,
             first: None,
             end: None,
             kernel: false,
             waker: None,
         });
-        (id, sent)
+        (id, queued)
     };
     // Handed to the connection: its driver writes the frames next, with
     // every other stream started meanwhile.
@@ -227,6 +228,9 @@ pub(super) async fn send_on(
     let unsent = e.as_ref().map_or(0, |e| e.body.len());
     let written = head_len + body.len().saturating_sub(unsent);
     let done = end.map_err(|class| Failed { class, written })?;
+    // The driver's write stamped it; else (never, with a response) it
+    // still holds when it was queued.
+    let sent = e.as_ref().map_or(queued, |e| e.sent);
     // A stamped end can precede the clock of an unstamped first read.
     let first = e.as_ref().and_then(|e| e.first).unwrap_or(done).min(done);
     if grpc && let Some(e) = &mut e {
@@ -503,6 +507,79 @@ mod tests {
                 .unwrap()
                 .unwrap();
             assert_eq!(resets, [(1, ErrorCode::CANCEL.0)]);
+        });
+    }
+
+    /// A connection to `raw_server` whose stream 1 (never answered) ran
+    /// out its short deadline, so the next streams are answered.
+    async fn answering() -> (H2Conn, Vec<u8>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::task::spawn_local(raw_server(listener));
+        let (c, block) = opened(addr, 10).await;
+        let mut slot = Slot::new(false);
+        let mut sleep = std::pin::pin!(tokio::time::sleep(Duration::from_millis(50)));
+        let r = send_on(&c, &block, &Bytes::new(), false, false, 0, &mut slot, sleep.as_mut()).await;
+        assert_eq!(r.unwrap_err().class, ErrorClass::TimeoutResponse);
+        (c, block)
+    }
+
+    /// A stream's send is stamped at the driver's write that carries its
+    /// HEADERS, not when the stream queued them: the driver is another task
+    /// and cannot write before the stream's task yields, so the stamp comes
+    /// after an instant taken between the stream's first poll (which
+    /// queues its frames) and the next. The old stamp at the queueing came
+    /// before that instant.
+    #[test]
+    fn a_streams_send_is_stamped_at_the_write_not_when_queued() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        tokio::task::LocalSet::new().block_on(&rt, async {
+            let (c, block) = answering().await;
+            let mut slot = Slot::new(false);
+            let mut sleep = std::pin::pin!(tokio::time::sleep(Duration::from_secs(10)));
+            let none = Bytes::new();
+            let mut exchange = std::pin::pin!(send_on(&c, &block, &none, false, false, 0, &mut slot, sleep.as_mut()));
+            let first = std::future::poll_fn(|cx| Poll::Ready(exchange.as_mut().poll(cx).is_pending())).await;
+            assert!(first, "the stream waits for its response");
+            assert_eq!(c.shared.conn.borrow().open_streams(), 1, "its HEADERS are queued");
+            let queued = Instant::now();
+            let t = exchange.await.unwrap();
+            assert!(t.sent > queued, "the send was stamped before the driver wrote it");
+            assert!(t.sent <= t.first && t.first <= t.done);
+            c.driver.abort();
+        });
+    }
+
+    /// Streams whose HEADERS one write carries share that write's stamp;
+    /// a stream started after it is stamped at its own, later write.
+    #[test]
+    fn streams_written_together_share_the_writes_stamp() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        tokio::task::LocalSet::new().block_on(&rt, async {
+            let (c, block) = answering().await;
+            let (mut s1, mut s2, mut s3) = (Slot::new(false), Slot::new(false), Slot::new(false));
+            let mut d1 = std::pin::pin!(tokio::time::sleep(Duration::from_secs(10)));
+            let mut d2 = std::pin::pin!(tokio::time::sleep(Duration::from_secs(10)));
+            let mut d3 = std::pin::pin!(tokio::time::sleep(Duration::from_secs(10)));
+            let none = Bytes::new();
+            let (a, b) = tokio::join!(
+                send_on(&c, &block, &none, false, false, 0, &mut s1, d1.as_mut()),
+                send_on(&c, &block, &none, false, false, 0, &mut s2, d2.as_mut()),
+            );
+            let (a, b) = (a.unwrap(), b.unwrap());
+            assert_eq!(a.sent, b.sent, "one write carried both streams' HEADERS");
+            let later = send_on(&c, &block, &Bytes::new(), false, false, 0, &mut s3, d3.as_mut())
+                .await
+                .unwrap();
+            assert!(later.sent > a.sent.max(a.done).max(b.done));
+            assert_eq!(c.shared.stamped.get(), 7, "streams 3, 5 and 7 were stamped");
+            c.driver.abort();
         });
     }
 }
