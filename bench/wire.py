@@ -72,6 +72,12 @@ SETUPS = {
 }
 
 
+
+def us(hist, figure):
+    """A histogram figure of a result, in µs: `p50_us` (result schema v2), or `p50` as a build
+    from before v2 wrote it (--compare)."""
+    return hist.get(f"{figure}_us", hist.get(figure))
+
 def capture(port, path, proto="tcp", snap=96):
     """Starts tcpdump on lo for `port`, nanosecond stamps; `snap` bytes of each packet (headers
     only by default; h2c's frames need whole packets)."""
@@ -371,11 +377,11 @@ server {{ listen 127.0.0.1:{h2_port} http2 backlog=16384; location / {{ return 2
                     with open(json_path) as f:
                         d = json.load(f)
                     ph = d["measurements"]["phases"]
-                    reported = (ph["response"]["p50_us"], ph["response"]["p99_us"])
+                    reported = (us(ph["response"], "p50"), us(ph["response"], "p99"))
                     n_reported = ph["response"]["count"]
                     t = d["generator"].get("timestamps") or {}
                     if key == "r20000":
-                        extra = f" (latency p50 {ph['latency']['p50_us']} µs, p99 {ph['latency']['p99_us']} µs)"
+                        extra = f" (latency p50 {us(ph['latency'], 'p50')} µs, p99 {us(ph['latency'], 'p99')} µs)"
                     if t.get("user") and clock == "kernel":
                         extra += f" ({t['user']} user-clock fallbacks)"
                 dropped = stop_capture(cap)
