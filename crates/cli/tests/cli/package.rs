@@ -34,7 +34,11 @@ fn text(o: &std::process::Output) -> String {
 /// `scripts/package.sh ARGS`, which must succeed; its stdout.
 fn package_sh(args: &[&str]) -> String {
     let out = output(Command::new("sh").arg(repo().join("scripts/package.sh")).args(args));
-    assert!(out.status.success(), "scripts/package.sh {args:?} failed:\n{}", text(&out));
+    assert!(
+        out.status.success(),
+        "scripts/package.sh {args:?} failed:\n{}",
+        text(&out)
+    );
     String::from_utf8(out.stdout).unwrap()
 }
 
@@ -77,7 +81,10 @@ fn render(template: &str, vars: &BTreeMap<&str, &str>) -> String {
     let mut rest = template;
     while let Some(open) = rest.find('{') {
         out.push_str(&rest[..open]);
-        let close = rest[open..].find('}').unwrap_or_else(|| panic!("unclosed {{ in {template}")) + open;
+        let close = rest[open..]
+            .find('}')
+            .unwrap_or_else(|| panic!("unclosed {{ in {template}"))
+            + open;
         let name = rest[open + 1..close].trim();
         let value = vars
             .get(name)
@@ -98,7 +105,12 @@ fn workflow_targets() -> Vec<String> {
         .as_sequence()
         .expect("release.yml: jobs.build.strategy.matrix.include is a list")
         .iter()
-        .map(|row| row["target"].as_str().expect("each matrix row has a target").to_string())
+        .map(|row| {
+            row["target"]
+                .as_str()
+                .expect("each matrix row has a target")
+                .to_string()
+        })
         .collect();
     assert!(!targets.is_empty(), "release.yml builds no target");
     targets
@@ -132,18 +144,28 @@ fn binstall_names_the_release_assets() {
         .into();
         let n = names(built);
         let url = render(&meta["pkg-url"], &vars);
-        assert_eq!(url, format!("{release}/{}", n["tarball"]), "binstall pkg-url for {host}");
+        assert_eq!(
+            url,
+            format!("{release}/{}", n["tarball"]),
+            "binstall pkg-url for {host}"
+        );
         let bin = render(&meta["bin-dir"], &vars);
         assert_eq!(bin, format!("{}/throng", n["dir"]), "binstall bin-dir for {host}");
     };
     for target in &targets {
-        assert!(target.ends_with("-unknown-linux-musl"), "{target}: the release builds static musl binaries");
+        assert!(
+            target.ends_with("-unknown-linux-musl"),
+            "{target}: the release builds static musl binaries"
+        );
         check(target, &base, target);
         // A glibc host fetches the static musl tarball of its architecture.
         let arch = target.split('-').next().unwrap();
         let gnu = format!("{arch}-unknown-linux-gnu");
         let mut over = base.clone();
-        over.extend(toml_section(&cargo, &format!("package.metadata.binstall.overrides.{gnu}")));
+        over.extend(toml_section(
+            &cargo,
+            &format!("package.metadata.binstall.overrides.{gnu}"),
+        ));
         assert_ne!(over["pkg-url"], base["pkg-url"], "no binstall override for {gnu}");
         check(&gnu, &over, target);
     }
@@ -154,7 +176,10 @@ fn binstall_names_the_release_assets() {
         .filter_map(|l| l.trim().strip_prefix("url \""))
         .map(|u| u.trim_end_matches('"'))
         .collect();
-    let mut want: Vec<String> = targets.iter().map(|t| format!("{release}/{}", names(t)["tarball"])).collect();
+    let mut want: Vec<String> = targets
+        .iter()
+        .map(|t| format!("{release}/{}", names(t)["tarball"]))
+        .collect();
     let mut have: Vec<String> = urls.iter().map(|u| u.to_string()).collect();
     want.sort();
     have.sort();
@@ -192,10 +217,25 @@ fn dist() -> &'static (tempfile::TempDir, PathBuf, PathBuf) {
     static DIST: OnceLock<(tempfile::TempDir, PathBuf, PathBuf)> = OnceLock::new();
     DIST.get_or_init(|| {
         let dir = tempfile::tempdir().unwrap();
-        let out = package_sh(&["dist", "--profile", "dev", "--fast", "--out", dir.path().to_str().unwrap()]);
+        let out = package_sh(&[
+            "dist",
+            "--profile",
+            "dev",
+            "--fast",
+            "--out",
+            dir.path().to_str().unwrap(),
+        ]);
         let made: Vec<PathBuf> = out.lines().map(PathBuf::from).collect();
-        let tarball = made.iter().find(|p| p.to_string_lossy().ends_with(".tar.gz")).unwrap().clone();
-        let deb = made.iter().find(|p| p.to_string_lossy().ends_with(".deb")).unwrap().clone();
+        let tarball = made
+            .iter()
+            .find(|p| p.to_string_lossy().ends_with(".tar.gz"))
+            .unwrap()
+            .clone();
+        let deb = made
+            .iter()
+            .find(|p| p.to_string_lossy().ends_with(".deb"))
+            .unwrap()
+            .clone();
         (dir, tarball, deb)
     })
 }
@@ -244,10 +284,19 @@ fn tarball_checksums_and_homebrew_formula() {
     }
     let sums = rel.path().to_str().unwrap();
     package_sh(&["checksums", sums]);
-    let verify = output(Command::new("sha256sum").arg("-c").arg("SHA256SUMS").current_dir(rel.path()));
+    let verify = output(
+        Command::new("sha256sum")
+            .arg("-c")
+            .arg("SHA256SUMS")
+            .current_dir(rel.path()),
+    );
     assert!(verify.status.success(), "sha256sum -c: {}", text(&verify));
     let sum = output(Command::new("sha256sum").arg(tarball));
-    let sum = String::from_utf8_lossy(&sum.stdout).split_whitespace().next().unwrap().to_string();
+    let sum = String::from_utf8_lossy(&sum.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string();
     assert_eq!(sum.len(), 64);
 
     package_sh(&["homebrew", sums]);
@@ -264,9 +313,17 @@ fn tarball_checksums_and_homebrew_formula() {
 
     // Without the checksums file the formula is not rendered: it says why.
     std::fs::remove_file(rel.path().join("SHA256SUMS")).unwrap();
-    let out = output(Command::new("sh").arg(repo().join("scripts/package.sh")).args(["homebrew", sums]));
+    let out = output(
+        Command::new("sh")
+            .arg(repo().join("scripts/package.sh"))
+            .args(["homebrew", sums]),
+    );
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
-    assert!(text(&out).contains("no ") && text(&out).contains("SHA256SUMS"), "{}", text(&out));
+    assert!(
+        text(&out).contains("no ") && text(&out).contains("SHA256SUMS"),
+        "{}",
+        text(&out)
+    );
 }
 
 /// Removes the package when a test that installed it ends, passed or not.
@@ -307,7 +364,12 @@ fn deb_installs_runs_and_removes() {
 
     let info = output(Command::new("dpkg-deb").arg("-f").arg(deb));
     let info = text(&info);
-    for field in ["Package: throng", "Section: net", "Priority: optional", "Depends: libc6"] {
+    for field in [
+        "Package: throng",
+        "Section: net",
+        "Priority: optional",
+        "Depends: libc6",
+    ] {
         assert!(info.contains(field), "the .deb's control lacks {field}:\n{info}");
     }
 
