@@ -135,7 +135,9 @@ dist() {
     cargo deb --version >/dev/null 2>&1 \
         || die "cargo-deb is missing: cargo install --locked cargo-deb --version 3.8.0"
     deb=$(name_of deb "$triple" "$v")
-    set -- -p throng --no-build --profile "$profile" --output "$out/$deb"
+    # --strip: the release profile keeps line tables (for perf and
+    # backtraces on a workstation), which cargo-deb would otherwise ship.
+    set -- -p throng --no-build --strip --profile "$profile" --output "$out/$deb"
     [ -n "$target" ] && set -- "$@" --target "$target"
     [ -n "$fast" ] && set -- "$@" --fast
     cargo deb "$@" >/dev/null
