@@ -24,6 +24,10 @@ command -v ss >/dev/null 2>&1 || [ -x /usr/bin/ss ] || need+=(iproute2)
 command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
 # -x/--proxy and the proxy environment are checked through a real proxy (crates/cli/tests/proxy.rs).
 command -v tinyproxy >/dev/null 2>&1 || need+=(tinyproxy)
+# The release's packages (crates/cli/tests/cli/package.rs): the Homebrew
+# formula is checked with `ruby -c`; the .deb's man pages are found by man.
+command -v ruby >/dev/null 2>&1 || need+=(ruby)
+command -v man >/dev/null 2>&1 || need+=(man-db)
 # The container image (crates/cli/tests/cli/image.rs), only with THRONG_TEST_STATIC=1.
 if [ "${THRONG_TEST_STATIC:-}" = 1 ]; then
   command -v podman >/dev/null 2>&1 || need+=(podman)
@@ -75,6 +79,14 @@ if ! command -v mdbook >/dev/null 2>&1 && [ ! -x "${CARGO_HOME:-$HOME/.cargo}/bi
   cargo install --locked --quiet mdbook --version 0.4.52 >/dev/null 2>&1 \
     || echo "scripts/test.sh: could not install mdbook" >&2
 fi
+# The Debian package is made with cargo-deb (crates/cli/tests/cli/package.rs,
+# scripts/package.sh): a pinned version from crates.io when missing (about
+# 2 CPU-minutes to build).
+if ! cargo deb --version >/dev/null 2>&1 && [ ! -x "${CARGO_HOME:-$HOME/.cargo}/bin/cargo-deb" ]; then
+  echo "scripts/test.sh: installing cargo-deb 3.8.0 (cargo install)" >&2
+  cargo install --locked --quiet cargo-deb --version 3.8.0 >/dev/null 2>&1 \
+    || echo "scripts/test.sh: could not install cargo-deb" >&2
+fi
 export PATH="$PATH:${CARGO_HOME:-$HOME/.cargo}/bin"
 
 # Tests that need root or a tool a developer's machine may lack are
@@ -96,6 +108,22 @@ fi
 if ! command -v mdbook >/dev/null 2>&1; then
   skip+=(--skip book_builds)
   not_run+=("book_builds (needs mdbook: cargo install --locked mdbook --version 0.4.52)")
+fi
+
+# The packages (scripts/package.sh) need cargo-deb; the .deb is installed
+# system-wide with dpkg -i, so only as root where dpkg is.
+if ! cargo deb --version >/dev/null 2>&1; then
+  skip+=(--skip tarball_checksums_and_homebrew_formula --skip deb_installs_runs_and_removes)
+  not_run+=("tarball_checksums_and_homebrew_formula, deb_installs_runs_and_removes (need cargo-deb: cargo install --locked cargo-deb --version 3.8.0)")
+else
+  if ! command -v ruby >/dev/null 2>&1; then
+    skip+=(--skip tarball_checksums_and_homebrew_formula)
+    not_run+=("tarball_checksums_and_homebrew_formula (needs ruby: apt-get install ruby)")
+  fi
+  if [ "$(id -u)" -ne 0 ] || ! command -v dpkg >/dev/null 2>&1 || ! command -v man >/dev/null 2>&1; then
+    skip+=(--skip deb_installs_runs_and_removes)
+    not_run+=("deb_installs_runs_and_removes (installs a .deb system-wide: needs root, dpkg and man)")
+  fi
 fi
 
 # The static binary (scripts/build-static.sh) is a second release build of the
