@@ -115,6 +115,9 @@ fn write_http(r: &RunResult, p: &HttpPlan, w: &mut dyn Write) -> io::Result<()> 
     for note in &r.notes {
         writeln!(w, "  note: {note}")?;
     }
+    if let Some(push) = &r.remote_write {
+        writeln!(w, "  {}", push.summary())?;
+    }
     if let Some(warning) = dropped_warning(r) {
         writeln!(w, "  WARNING: {warning}")?;
     }

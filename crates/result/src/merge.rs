@@ -96,6 +96,14 @@ impl RunResult {
             trigger: results.iter().find_map(|r| r.trigger.clone()),
             thresholds: Vec::new(),
             segment: None,
+            remote_write: results.iter().filter_map(|r| r.remote_write.as_ref()).fold(None, |acc, p| {
+                let mut acc: Option<crate::PushRecord> = acc;
+                match &mut acc {
+                    Some(a) => a.add(p),
+                    None => acc = Some(p.clone()),
+                }
+                acc
+            }),
         }
         .with_segment_notes(&segment_problems(results))
         .judged();

@@ -63,6 +63,7 @@ fn result_of(plan: Plan) -> RunResult {
         trigger: None,
         thresholds: Vec::new(),
         segment: None,
+        remote_write: None,
     }
 }
 
