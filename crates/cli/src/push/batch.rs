@@ -288,8 +288,13 @@ mod tests {
         assert_eq!(e.count, h.count());
         assert_eq!(e.zero_count, 1);
         assert_eq!(e.zero_count + e.buckets.values().sum::<u64>(), e.count);
-        // One second is 2^0: the upper bound of bucket 0 holds it.
-        assert!(e.buckets.contains_key(&0), "{:?}", e.buckets.range(-3..3).collect::<Vec<_>>());
+        // One second is 2^0, the upper bound of bucket 0; HDR holds it in a
+        // bucket 512 µs wide whose median, 1.000192 s, is in bucket 1.
+        assert_eq!(
+            e.buckets.range(-3..3).collect::<Vec<_>>(),
+            [(&1, &1)],
+            "the samples near 1 s"
+        );
         // Every bucket's index brackets the values that went into it, within
         // one HDR bucket (1/1024 of the value).
         let base = 2f64.powf(2f64.powi(-SCHEMA));
@@ -300,6 +305,11 @@ mod tests {
         }
         let mean = e.sum / e.count as f64;
         assert!((mean * 1e6 - h.mean()).abs() / h.mean() < 1e-3, "{mean} vs {}", h.mean());
+    }
+
+    #[test]
+    fn the_remote_write_dashboard_asks_only_for_metrics_throng_pushes() {
+        crate::prometheus::tests::check_dashboard("throng-remote-write.json", NAMES);
     }
 
     #[test]

@@ -472,7 +472,7 @@ mod tests {
         assert!(!format!("{c:?}").contains("s3cr3t"));
         assert_eq!(c.shown, "http://127.0.0.1:9/w");
         assert_eq!(c.endpoint.path, "/w?token=q");
-        assert_eq!(redact("echo: Bearer s3cr3t", &c.headers), "echo: Bearer <redacted>");
+        assert_eq!(redact("echo: Bearer s3cr3t!", &c.headers), "echo: <redacted>!");
         let e = config("http://u:pw123@127.0.0.1:9/w", &[]).unwrap_err();
         assert!(!e.0.contains("pw123"), "{}", e.0);
     }

@@ -172,6 +172,42 @@ fn prometheus_holds_exactly_the_counts_of_the_result_file() {
     let hdr = m.phases["latency"].inner().value_at_quantile(0.5) as f64 / 1e6;
     assert!((p50 - hdr).abs() / hdr < 0.005, "native p50 {p50} s, HDR p50 {hdr} s");
     assert!(!printed.contains(SECRET) && !text.contains(SECRET));
+
+    // Every query of the remote-write dashboard is PromQL this Prometheus
+    // accepts, and the latency panels find the native histograms.
+    let dash: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../dashboards/throng-remote-write.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let mut latency_panels = 0;
+    for p in dash["panels"].as_array().unwrap() {
+        for t in p["targets"].as_array().into_iter().flatten() {
+            let e = t["expr"]
+                .as_str()
+                .unwrap()
+                .replace("$__rate_interval", "1m")
+                .replace("$run_id", ".*")
+                .replace("$agent", ".*");
+            let (status, body) = get(prom.addr, &format!("/api/v1/query?query={}", encode(&e))).unwrap();
+            assert_eq!(status, 200, "{e}: {body}");
+            if e.contains("throng_phase_duration_seconds") {
+                latency_panels += 1;
+                let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+                let phases: Vec<_> = v["data"]["result"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter_map(|r| r["metric"]["phase"].as_str())
+                    .collect();
+                assert!(phases.contains(&"latency"), "{e}: {body}");
+            }
+        }
+    }
+    assert_eq!(latency_panels, 3);
 }
 
 #[test]
