@@ -47,9 +47,10 @@ impl Watch {
                     agent,
                     start_at_unix_ms.map(|ms| format!("{ms:x}")),
                 )?;
-                Some(Pusher::start(config, step_scenarios.clone()).map_err(|e| {
-                    anyhow::anyhow!("--remote-write: cannot start the push thread ({e})")
-                })?)
+                Some(
+                    Pusher::start(config, step_scenarios.clone())
+                        .map_err(|e| anyhow::anyhow!("--remote-write: cannot start the push thread ({e})"))?,
+                )
             }
             None => None,
         };

@@ -96,13 +96,9 @@ impl RunResult {
             trigger: results.iter().find_map(|r| r.trigger.clone()),
             thresholds: Vec::new(),
             segment: None,
-            remote_write: results.iter().filter_map(|r| r.remote_write.as_ref()).fold(None, |acc, p| {
-                let mut acc: Option<crate::PushRecord> = acc;
-                match &mut acc {
-                    Some(a) => a.add(p),
-                    None => acc = Some(p.clone()),
-                }
-                acc
+            remote_write: results.iter().filter_map(|r| r.remote_write.clone()).reduce(|mut a, b| {
+                a.add(&b);
+                a
             }),
         }
         .with_segment_notes(&segment_problems(results))

@@ -153,10 +153,22 @@ pub fn collect(m: &Measurements, gauges: Gauges, step_scenarios: &BTreeMap<Strin
         Point::Counter(m.requests.ok),
     );
     for (class, &n) in &m.requests.errors {
-        push("throng_requests_total", vec![("outcome", class.clone())], Point::Counter(n));
+        push(
+            "throng_requests_total",
+            vec![("outcome", class.clone())],
+            Point::Counter(n),
+        );
     }
-    for (&n, class) in m.status_classes().iter().zip(["1xx", "2xx", "3xx", "4xx", "5xx", "other"]) {
-        push("throng_responses_total", vec![("class", class.into())], Point::Counter(n));
+    for (&n, class) in m
+        .status_classes()
+        .iter()
+        .zip(["1xx", "2xx", "3xx", "4xx", "5xx", "other"])
+    {
+        push(
+            "throng_responses_total",
+            vec![("class", class.into())],
+            Point::Counter(n),
+        );
     }
     push(
         "throng_connections_total",
@@ -304,7 +316,11 @@ mod tests {
             assert!(base.powi(i - 1) < us * (1.0 + 1e-9) && us <= base.powi(i) * (1.0 + 1e-9));
         }
         let mean = e.sum / e.count as f64;
-        assert!((mean * 1e6 - h.mean()).abs() / h.mean() < 1e-3, "{mean} vs {}", h.mean());
+        assert!(
+            (mean * 1e6 - h.mean()).abs() / h.mean() < 1e-3,
+            "{mean} vs {}",
+            h.mean()
+        );
     }
 
     #[test]

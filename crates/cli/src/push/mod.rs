@@ -149,15 +149,17 @@ impl Config {
                 )));
             };
             let name = name.trim();
-            if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_!#$%&'*+.^`|~".contains(&b)) {
+            if name.is_empty()
+                || !name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_!#$%&'*+.^`|~".contains(&b))
+            {
                 return Err(UsageError(format!(
                     "{which}: the name before ':' is not a header name; write 'Name: value'"
                 )));
             }
             if RESERVED.contains(&name.to_ascii_lowercase().as_str()) {
-                return Err(UsageError(format!(
-                    "{which}: throng sets {name} itself; leave it out"
-                )));
+                return Err(UsageError(format!("{which}: throng sets {name} itself; leave it out")));
             }
             let value = value.trim();
             if value.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0) {
@@ -168,15 +170,15 @@ impl Config {
             checked.push((name.to_string(), Secret(value.to_string())));
         }
         if interval < Duration::from_millis(100) {
-            return Err(UsageError(
-                "--remote-write-interval: at least 100ms (e.g. 5s)".into(),
-            ));
+            return Err(UsageError("--remote-write-interval: at least 100ms (e.g. 5s)".into()));
         }
         if timeout.is_zero() {
             return Err(UsageError("--remote-write-timeout: more than 0 (e.g. 5s)".into()));
         }
         let run_id = run_id.unwrap_or_else(|| {
-            let ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis());
+            let ms = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis());
             format!("{ms:x}-{:x}", std::process::id())
         });
         let mut common = vec![("job", "throng".to_string()), ("run_id", run_id)];
@@ -331,7 +333,10 @@ impl Pusher {
             samples_dropped: now.samples_dropped - side.reported.samples_dropped,
             pushes_sent: now.pushes_sent - side.reported.pushes_sent,
             pushes_failed: now.pushes_failed - side.reported.pushes_failed,
-            last_error: now.last_error.clone().filter(|_| now.pushes_failed > side.reported.pushes_failed),
+            last_error: now
+                .last_error
+                .clone()
+                .filter(|_| now.pushes_failed > side.reported.pushes_failed),
         };
         side.reported = now;
         side.last_push = Instant::now();
@@ -390,11 +395,7 @@ impl Drop for Pusher {
 
 /// The push thread: one batch at a time, until the queue closes.
 fn run(config: &Config, rx: &Receiver<Batch>, stats: &Mutex<Stats>) {
-    let headers: Vec<(String, String)> = config
-        .headers
-        .iter()
-        .map(|(n, v)| (n.clone(), v.0.clone()))
-        .collect();
+    let headers: Vec<(String, String)> = config.headers.iter().map(|(n, v)| (n.clone(), v.0.clone())).collect();
     while let Ok(batch) = rx.recv() {
         let n = batch.samples();
         let body = config.encoder.encode(&batch);
@@ -426,7 +427,13 @@ fn push(config: &Config, headers: &[(String, String)], body: &[u8]) -> Result<()
         if attempt > 0 {
             std::thread::sleep(BACKOFF * 2u32.pow(attempt - 1));
         }
-        match http::post(&config.endpoint, config.encoder.headers(), headers, body, config.timeout) {
+        match http::post(
+            &config.endpoint,
+            config.encoder.headers(),
+            headers,
+            body,
+            config.timeout,
+        ) {
             http::Answer::Status(s, _) if (200..300).contains(&s) => return Ok(()),
             http::Answer::Status(s, reason) if s >= 500 || s == 429 => {
                 last = format!("HTTP {s} {reason}");
@@ -463,7 +470,12 @@ mod tests {
 
     #[test]
     fn a_header_value_never_shows_in_an_error_or_debug() {
-        for bad in ["Authorization Bearer s3cr3t", "Host: s3cr3t", "Bad Name: s3cr3t", "X: a\ns3cr3t"] {
+        for bad in [
+            "Authorization Bearer s3cr3t",
+            "Host: s3cr3t",
+            "Bad Name: s3cr3t",
+            "X: a\ns3cr3t",
+        ] {
             let e = config("http://127.0.0.1:9/api/v1/write", &[bad]).unwrap_err();
             assert!(!e.0.contains("s3cr3t"), "{}", e.0);
             assert!(e.0.starts_with("--remote-write-header (#1)"), "{}", e.0);
@@ -485,7 +497,11 @@ mod tests {
 
     #[test]
     fn a_closed_port_counts_every_sample_as_failed() {
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
         let c = config(&format!("http://127.0.0.1:{port}/api/v1/write"), &[]).unwrap();
         let p = Pusher::start(c, BTreeMap::new()).unwrap();
         let mut m = Measurements::default();

@@ -217,7 +217,10 @@ mod tests {
         assert_eq!((h.count_int, h.zero_count_int, h.schema), (7, 1, 8));
         assert_eq!(
             h.positive_spans,
-            [BucketSpan { offset: -3, length: 2 }, BucketSpan { offset: 6, length: 1 }]
+            [
+                BucketSpan { offset: -3, length: 2 },
+                BucketSpan { offset: 6, length: 1 }
+            ]
         );
         assert_eq!(h.positive_deltas, [2, -1, 2]);
         // Spans and deltas give back the buckets.

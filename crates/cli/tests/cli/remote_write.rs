@@ -109,6 +109,9 @@ fn run(target: &str, url: &str, extra: &[&str]) -> (i32, String, String, RunResu
         String::from_utf8_lossy(&out.stderr)
     );
     let r = RunResult::from_reader(text.as_bytes()).unwrap_or_else(|e| panic!("{e}: {printed}"));
+    // The result, remote_write included, is what the schema says.
+    assert_eq!(common::schema_violations(&json), Vec::<String>::new());
+    assert!(text.contains("\"remote_write\""));
     (out.status.code().unwrap_or(-1), printed, text, r)
 }
 
