@@ -298,6 +298,32 @@ mod tests {
     }
 
     #[test]
+    fn every_view_says_what_the_push_did() {
+        let push = throng_result::PushRecord {
+            endpoint: "http://127.0.0.1:9090/api/v1/write".into(),
+            samples_sent: 40,
+            samples_failed: 20,
+            pushes_sent: 2,
+            pushes_failed: 1,
+            last_error: Some("HTTP 500".into()),
+            ..throng_result::PushRecord::default()
+        };
+        let line = "remote write to http://127.0.0.1:9090/api/v1/write: 40 samples sent, 20 failed, 0 dropped \
+                    (3 pushes, 1 failed); last error: HTTP 500\n";
+        for make in [
+            crate::testing::test_result,
+            crate::testing::test_storm_result,
+            crate::testing::test_run_result,
+        ] {
+            let mut r = make(Measurements::default());
+            assert!(!text(&r).contains("remote write"));
+            r.remote_write = Some(push.clone());
+            let t = text(&r);
+            assert!(t.contains(line), "{t}");
+        }
+    }
+
+    #[test]
     fn an_open_loop_says_what_its_schedule_became() {
         let t = text(&open_loop(300, 1200));
         assert!(
