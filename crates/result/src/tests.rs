@@ -170,13 +170,27 @@ fn pushes_add_up_when_runs_merge_and_round_trip() {
     let merged = RunResult::merge(&[a.clone(), b]).unwrap();
     let m = merged.remote_write.unwrap();
     assert_eq!(
-        (m.samples_sent, m.samples_failed, m.samples_dropped, m.pushes_sent, m.pushes_failed),
+        (
+            m.samples_sent,
+            m.samples_failed,
+            m.samples_dropped,
+            m.pushes_sent,
+            m.pushes_failed
+        ),
         (15, 4, 2, 4, 1)
     );
     assert_eq!(m.last_error.as_deref(), Some("HTTP 500"));
-    assert!(m.summary().contains("15 samples sent, 4 failed, 2 dropped"), "{}", m.summary());
+    assert!(
+        m.summary().contains("15 samples sent, 4 failed, 2 dropped"),
+        "{}",
+        m.summary()
+    );
     // Without a push, no field; with one, it reads back.
-    assert!(!serde_json::to_string(&result_of(plan)).unwrap().contains("remote_write"));
+    assert!(
+        !serde_json::to_string(&result_of(plan))
+            .unwrap()
+            .contains("remote_write")
+    );
     let text = serde_json::to_string(&a).unwrap();
     let back: RunResult = serde_json::from_str(&text).unwrap();
     assert_eq!(back.remote_write, a.remote_write);

@@ -258,3 +258,54 @@ fn a_bad_header_is_refused_without_showing_its_value() {
     assert!(err.contains("--remote-write-header (#1)"), "{err}");
     assert!(!err.contains("s3cr3t"), "{err}");
 }
+
+#[test]
+fn a_storm_and_a_scenario_segment_push_under_their_labels() {
+    let lab = lab(None);
+    let prom = Receiver::start();
+    let url = format!("http://{}/api/v1/write", prom.addr);
+
+    let storm = common::storm(&[&format!("tcp://{}", lab.addr()), "-n", "150", "--remote-write", &url]);
+    assert_eq!(storm.code(), 0, "{}", storm.stderr());
+    let conns = storm.result().measurements.connections.ok;
+    assert_eq!(conns, 150);
+    assert_eq!(
+        prom.wait_for(r#"throng_connections_total{outcome="ok"}"#, conns),
+        Some(conns as f64)
+    );
+
+    let yaml = format!(
+        "target: http://{}\nscenarios:\n  browse:\n    executor: constant-vus\n    vus: 2\n    duration: 2s\n    \
+         flow:\n      - request: {{ name: home, path: / }}\n",
+        lab.addr()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("scenario.yaml");
+    std::fs::write(&file, yaml).unwrap();
+    let run = common::with_json(throng().arg("run").arg(&file).args([
+        "--threads",
+        "1",
+        "--segment",
+        "1/2:1",
+        "--remote-write",
+        &url,
+    ]));
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let home = &run.result().measurements.scenario.as_ref().unwrap().tags["step:home"];
+    assert!(home.requests > 0);
+    assert_eq!(
+        prom.wait_for(
+            r#"throng_step_requests_total{agent="1/2:1",scenario="browse",step="home",result="ok"}"#,
+            home.requests - home.failed
+        ),
+        Some((home.requests - home.failed) as f64)
+    );
+    assert_eq!(
+        prom.wait_for(
+            r#"histogram_count(throng_step_response_seconds{agent="1/2:1",step="home"})"#,
+            home.response.count()
+        ),
+        Some(home.response.count() as f64)
+    );
+    assert!(run.stdout().contains("remote write to"), "{}", run.stdout());
+}
