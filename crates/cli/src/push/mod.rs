@@ -24,6 +24,7 @@ mod remote_write;
 
 use std::collections::BTreeMap;
 use std::net::ToSocketAddrs as _;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -234,6 +235,8 @@ pub struct Pusher {
     stats: Arc<Mutex<Stats>>,
     tx: Option<SyncSender<Batch>>,
     side: Mutex<Side>,
+    /// Set when the command ends: the batch in flight gets no more retries.
+    stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -251,12 +254,14 @@ impl Pusher {
         // One batch waits at most: each is cumulative, so a newer one says
         // all an older one would have.
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        let stop = Arc::new(AtomicBool::new(false));
         let thread = {
             let config = Arc::clone(&config);
             let stats = Arc::clone(&stats);
+            let stop = Arc::clone(&stop);
             std::thread::Builder::new()
                 .name("throng-push".into())
-                .spawn(move || run(&config, &rx, &stats))?
+                .spawn(move || run(&config, &rx, &stats, &stop))?
         };
         let reported = PushRecord {
             endpoint: config.shown.clone(),
@@ -273,6 +278,7 @@ impl Pusher {
                 last_ms: 0,
                 reported,
             }),
+            stop,
             thread: Some(thread),
         })
     }
@@ -302,8 +308,15 @@ impl Pusher {
     /// this run's share of the counts.
     pub fn finished(&self, m: &Measurements) -> PushRecord {
         let mut side = self.side.lock().unwrap_or_else(PoisonError::into_inner);
+        // The series are never pushed: leave them out of what every tick copies.
         let mut done = m.clone();
         done.series.clear();
+        if let Some(s) = done.scenario.as_mut() {
+            s.series.clear();
+            for t in s.tags.values_mut() {
+                t.series.clear();
+            }
+        }
         let _ = side.before.merge(&done, Duration::ZERO);
         let total = side.before.clone();
         let batch = self.batch(&mut side, &total, Gauges::default());
@@ -385,7 +398,9 @@ impl Pusher {
 
 impl Drop for Pusher {
     fn drop(&mut self) {
-        // Closing the queue ends the thread after the batch in flight.
+        // Closing the queue ends the thread after the batch in flight, which
+        // gets no more retries (every run's final push was waited for).
+        self.stop.store(true, Ordering::SeqCst);
         self.tx.take();
         if let Some(t) = self.thread.take() {
             let _ = t.join();
@@ -394,12 +409,12 @@ impl Drop for Pusher {
 }
 
 /// The push thread: one batch at a time, until the queue closes.
-fn run(config: &Config, rx: &Receiver<Batch>, stats: &Mutex<Stats>) {
+fn run(config: &Config, rx: &Receiver<Batch>, stats: &Mutex<Stats>, stop: &AtomicBool) {
     let headers: Vec<(String, String)> = config.headers.iter().map(|(n, v)| (n.clone(), v.0.clone())).collect();
     while let Ok(batch) = rx.recv() {
         let n = batch.samples();
         let body = config.encoder.encode(&batch);
-        let outcome = push(config, &headers, &body);
+        let outcome = push(config, &headers, &body, stop);
         let mut s = stats.lock().unwrap_or_else(PoisonError::into_inner);
         if s.pending < n {
             // finished() gave this batch up already: it is counted.
@@ -421,10 +436,13 @@ fn run(config: &Config, rx: &Receiver<Batch>, stats: &Mutex<Stats>) {
 }
 
 /// One batch: tries until accepted, refused for good, or out of attempts.
-fn push(config: &Config, headers: &[(String, String)], body: &[u8]) -> Result<(), String> {
+fn push(config: &Config, headers: &[(String, String)], body: &[u8], stop: &AtomicBool) -> Result<(), String> {
     let mut last = String::new();
     for attempt in 0..ATTEMPTS {
         if attempt > 0 {
+            if stop.load(Ordering::SeqCst) {
+                break;
+            }
             std::thread::sleep(BACKOFF * 2u32.pow(attempt - 1));
         }
         match http::post(
