@@ -211,11 +211,12 @@ impl PushRecord {
         }
     }
 
-    /// One line for the text report.
+    /// One line for the text report (the endpoint and the error clipped: a
+    /// file read back can hold anything).
     pub fn summary(&self) -> String {
         let mut line = format!(
             "remote write to {}: {} samples sent, {} failed, {} dropped ({} pushes, {} failed)",
-            self.endpoint,
+            crate::short(&self.endpoint),
             self.samples_sent,
             self.samples_failed,
             self.samples_dropped,
@@ -223,7 +224,7 @@ impl PushRecord {
             self.pushes_failed
         );
         if let Some(e) = &self.last_error {
-            line.push_str(&format!("; last error: {e}"));
+            line.push_str(&format!("; last error: {}", crate::short(e)));
         }
         line
     }

@@ -194,4 +194,12 @@ fn pushes_add_up_when_runs_merge_and_round_trip() {
     let text = serde_json::to_string(&a).unwrap();
     let back: RunResult = serde_json::from_str(&text).unwrap();
     assert_eq!(back.remote_write, a.remote_write);
+    // What a file holds is shown on one line, clipped.
+    let hostile = PushRecord {
+        endpoint: "x".repeat(10_000),
+        last_error: Some("a\nb".repeat(5_000)),
+        ..PushRecord::default()
+    };
+    let line = hostile.summary();
+    assert!(!line.contains('\n') && line.chars().count() < 800, "{line}");
 }
