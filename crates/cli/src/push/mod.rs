@@ -215,6 +215,8 @@ struct Stats {
     record: PushRecord,
     /// Samples queued or in flight.
     pending: u64,
+    /// Samples collected: sent + failed + dropped + pending, always.
+    collected: u64,
 }
 
 /// What the coordinator's side keeps between ticks.
@@ -250,6 +252,7 @@ impl Pusher {
                 ..PushRecord::default()
             },
             pending: 0,
+            collected: 0,
         }));
         // One batch waits at most: each is cumulative, so a newer one says
         // all an older one would have.
@@ -374,7 +377,11 @@ impl Pusher {
     /// Queues `batch`; waits up to `wait` for room, else drops it (counted).
     fn send(&self, batch: Batch, wait: Duration) {
         let n = batch.samples();
-        self.stats().pending += n;
+        {
+            let mut s = self.stats();
+            s.pending += n;
+            s.collected += n;
+        }
         let Some(tx) = &self.tx else { return };
         let until = Instant::now() + wait;
         let mut batch = batch;
@@ -511,6 +518,46 @@ mod tests {
     fn refuses_what_it_cannot_push_to() {
         assert!(config("https://127.0.0.1:9/w", &[]).unwrap_err().0.contains("https"));
         assert!(config("not a url", &[]).unwrap_err().0.contains("not a URL"));
+    }
+
+    #[test]
+    fn a_stalling_receiver_drops_what_the_queue_cannot_hold_and_every_sample_is_counted_once() {
+        // Accepted by the kernel, never answered.
+        let stall = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/api/v1/write", stall.local_addr().unwrap());
+        let c = Config::new(
+            &url,
+            &[],
+            Duration::from_millis(100),
+            Duration::from_millis(200),
+            None,
+            None,
+        )
+        .unwrap();
+        let p = Pusher::start(c, BTreeMap::new()).unwrap();
+        let mut m = Measurements::default();
+        m.requests.ok = 5;
+        let snapshot = Arc::new(m.clone());
+        for _ in 0..12 {
+            std::thread::sleep(Duration::from_millis(110));
+            p.tick(Some(&snapshot), Gauges::default());
+        }
+        let r = p.finished(&m);
+        let s = p.stats().clone();
+        assert_eq!(s.pending, 0);
+        assert_eq!(
+            r.samples_sent + r.samples_failed + r.samples_dropped,
+            s.collected,
+            "{r:?}"
+        );
+        assert!(
+            r.samples_dropped > 0 && r.samples_failed > 0 && r.samples_sent == 0,
+            "{r:?}"
+        );
+        assert!(
+            r.last_error.as_deref().unwrap_or_default().contains("no answer"),
+            "{r:?}"
+        );
     }
 
     #[test]
