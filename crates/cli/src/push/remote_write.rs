@@ -47,8 +47,10 @@ pub struct Sample {
     pub timestamp: i64,
 }
 
-/// `prometheus.Histogram` (integer counts; the float variants of its
-/// `oneof`s are never written).
+/// `prometheus.Histogram`. throng writes integer histograms: the float
+/// variants of the `count` and `zero_count` oneofs (tags 2 and 7) are left
+/// out, and the negative buckets and float counts stay empty (latencies are
+/// positive counts).
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct Histogram {
     #[prost(uint64, tag = "1")]
@@ -61,10 +63,18 @@ pub struct Histogram {
     pub zero_threshold: f64,
     #[prost(uint64, tag = "6")]
     pub zero_count_int: u64,
+    #[prost(message, repeated, tag = "8")]
+    pub negative_spans: Vec<BucketSpan>,
+    #[prost(sint64, repeated, tag = "9")]
+    pub negative_deltas: Vec<i64>,
+    #[prost(double, repeated, tag = "10")]
+    pub negative_counts: Vec<f64>,
     #[prost(message, repeated, tag = "11")]
     pub positive_spans: Vec<BucketSpan>,
     #[prost(sint64, repeated, tag = "12")]
     pub positive_deltas: Vec<i64>,
+    #[prost(double, repeated, tag = "13")]
+    pub positive_counts: Vec<f64>,
     /// `ResetHint`: 0 unknown (Prometheus then detects resets itself).
     #[prost(int32, tag = "14")]
     pub reset_hint: i32,
@@ -163,8 +173,12 @@ fn histogram(e: &Exponential, timestamp: i64) -> Histogram {
         schema: SCHEMA,
         zero_threshold: ZERO_THRESHOLD,
         zero_count_int: e.zero_count,
+        negative_spans: Vec::new(),
+        negative_deltas: Vec::new(),
+        negative_counts: Vec::new(),
         positive_spans: spans,
         positive_deltas: deltas,
+        positive_counts: Vec::new(),
         reset_hint: 0,
         timestamp,
     }
