@@ -186,7 +186,7 @@ pub struct PushRecord {
     pub samples_sent: u64,
     /// Samples in requests the receiver refused or never answered, after retries.
     pub samples_failed: u64,
-    /// Samples never sent: the queue was full, or the push had not finished when the run ended.
+    /// Samples never sent: replaced by a newer batch before they could go, or the end came first.
     pub samples_dropped: u64,
     /// Requests the receiver accepted.
     pub pushes_sent: u64,

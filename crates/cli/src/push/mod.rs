@@ -2,10 +2,11 @@
 //!
 //! ```text
 //!  coordinator tick ─► Pusher::tick ─► batch::collect (every --remote-write-interval)
-//!                                  │  try_send (queue of one; full: the samples are dropped, counted)
-//!                                  ▼
+//!                                  │  into a slot of one batch (a newer batch replaces a
+//!                                  ▼  waiting one, whose samples count as dropped)
 //!  push thread ─► Encoder::encode (remote write: protobuf + snappy) ─► http::post
-//!               (timeout per request; 5xx/429/no answer: retried with backoff, bounded)
+//!               (timeout per request; 5xx/429/no answer: retried with backoff, bounded,
+//!                unless a newer batch waits: it carries everything the old one did)
 //!  run ends ─► Pusher::finished ─► final totals pushed, waited for (bounded) ─► PushRecord
 //! ```
 //!
@@ -25,8 +26,7 @@ mod remote_write;
 use std::collections::BTreeMap;
 use std::net::ToSocketAddrs as _;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use throng_metrics::Measurements;
@@ -230,14 +230,33 @@ struct Side {
     reported: PushRecord,
 }
 
-/// The push: a queue and a thread. Stops the thread when dropped.
+/// The batch waiting for the push thread: at most one, since each batch
+/// holds the totals so far and a newer one says all an older one would.
+#[derive(Default)]
+struct Slot {
+    waiting: Mutex<Option<Batch>>,
+    ready: Condvar,
+}
+
+impl Slot {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Batch>> {
+        self.waiting.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn has_one(&self) -> bool {
+        self.lock().is_some()
+    }
+}
+
+/// The push: a slot and a thread. Stops the thread when dropped.
 pub struct Pusher {
     config: Arc<Config>,
     step_scenarios: BTreeMap<String, String>,
     stats: Arc<Mutex<Stats>>,
-    tx: Option<SyncSender<Batch>>,
+    slot: Arc<Slot>,
     side: Mutex<Side>,
-    /// Set when the command ends: the batch in flight gets no more retries.
+    /// Set when the command ends: the thread stops, the batch in flight
+    /// gets no more retries.
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -254,17 +273,16 @@ impl Pusher {
             pending: 0,
             collected: 0,
         }));
-        // One batch waits at most: each is cumulative, so a newer one says
-        // all an older one would have.
-        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        let slot = Arc::new(Slot::default());
         let stop = Arc::new(AtomicBool::new(false));
         let thread = {
             let config = Arc::clone(&config);
             let stats = Arc::clone(&stats);
+            let slot = Arc::clone(&slot);
             let stop = Arc::clone(&stop);
             std::thread::Builder::new()
                 .name("throng-push".into())
-                .spawn(move || run(&config, &rx, &stats, &stop))?
+                .spawn(move || run(&config, &slot, &stats, &stop))?
         };
         let reported = PushRecord {
             endpoint: config.shown.clone(),
@@ -274,7 +292,7 @@ impl Pusher {
             config,
             step_scenarios,
             stats,
-            tx: Some(tx),
+            slot,
             side: Mutex::new(Side {
                 before: Measurements::default(),
                 last_push: Instant::now(),
@@ -303,7 +321,7 @@ impl Pusher {
         let _ = m.merge(snapshot, Duration::ZERO);
         let batch = self.batch(&mut side, &m, gauges);
         drop(side);
-        self.send(batch, Duration::ZERO);
+        self.send(batch);
     }
 
     /// A run ended with these measurements (the result's): pushes the
@@ -323,11 +341,10 @@ impl Pusher {
         let _ = side.before.merge(&done, Duration::ZERO);
         let total = side.before.clone();
         let batch = self.batch(&mut side, &total, Gauges::default());
-        // Room for the final batch comes within one batch's time (the one in
-        // flight ends); everything ahead of it and it take at most three.
-        let per_batch = self.config.per_batch();
-        self.send(batch, per_batch + Duration::from_secs(1));
-        let deadline = Instant::now() + per_batch * 3 + Duration::from_secs(1);
+        // The batch in flight ends within one request's time (it is not
+        // retried once this one waits), then this one takes at most its own.
+        self.send(batch);
+        let deadline = Instant::now() + self.config.timeout + self.config.per_batch() + Duration::from_secs(1);
         while self.stats().pending > 0 && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(10));
         }
@@ -374,32 +391,19 @@ impl Pusher {
         }
     }
 
-    /// Queues `batch`; waits up to `wait` for room, else drops it (counted).
-    fn send(&self, batch: Batch, wait: Duration) {
+    /// Hands `batch` to the thread; a batch still waiting is replaced (its
+    /// samples count as dropped: this one carries its totals).
+    fn send(&self, batch: Batch) {
         let n = batch.samples();
-        {
-            let mut s = self.stats();
-            s.pending += n;
-            s.collected += n;
+        let mut stats = self.stats();
+        stats.pending += n;
+        stats.collected += n;
+        if let Some(old) = self.slot.lock().replace(batch) {
+            stats.pending -= old.samples();
+            stats.record.samples_dropped += old.samples();
         }
-        let Some(tx) = &self.tx else { return };
-        let until = Instant::now() + wait;
-        let mut batch = batch;
-        loop {
-            match tx.try_send(batch) {
-                Ok(()) => return,
-                Err(TrySendError::Full(b)) if Instant::now() < until => {
-                    batch = b;
-                    std::thread::sleep(Duration::from_millis(10));
-                }
-                Err(_) => {
-                    let mut s = self.stats();
-                    s.pending -= n;
-                    s.record.samples_dropped += n;
-                    return;
-                }
-            }
-        }
+        drop(stats);
+        self.slot.ready.notify_one();
     }
 }
 
@@ -408,20 +412,38 @@ impl Drop for Pusher {
         // Closing the queue ends the thread after the batch in flight, which
         // gets no more retries (every run's final push was waited for).
         self.stop.store(true, Ordering::SeqCst);
-        self.tx.take();
+        self.slot.ready.notify_one();
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
     }
 }
 
-/// The push thread: one batch at a time, until the queue closes.
-fn run(config: &Config, rx: &Receiver<Batch>, stats: &Mutex<Stats>, stop: &AtomicBool) {
+/// The push thread: one batch at a time, until told to stop.
+fn run(config: &Config, slot: &Slot, stats: &Mutex<Stats>, stop: &AtomicBool) {
     let headers: Vec<(String, String)> = config.headers.iter().map(|(n, v)| (n.clone(), v.0.clone())).collect();
-    while let Ok(batch) = rx.recv() {
+    loop {
+        let batch = {
+            let mut waiting = slot.lock();
+            loop {
+                if stop.load(Ordering::SeqCst) {
+                    return;
+                }
+                if let Some(b) = waiting.take() {
+                    break b;
+                }
+                // Woken by send() or drop; the timeout only bounds a missed wake-up.
+                waiting = slot
+                    .ready
+                    .wait_timeout(waiting, Duration::from_millis(200))
+                    .map_or_else(|e| e.into_inner().0, |(g, _)| g);
+            }
+        };
         let n = batch.samples();
         let body = config.encoder.encode(&batch);
-        let outcome = push(config, &headers, &body, stop);
+        let outcome = push(config, &headers, &body, &|| {
+            stop.load(Ordering::SeqCst) || slot.has_one()
+        });
         let mut s = stats.lock().unwrap_or_else(PoisonError::into_inner);
         if s.pending < n {
             // finished() gave this batch up already: it is counted.
@@ -442,13 +464,17 @@ fn run(config: &Config, rx: &Receiver<Batch>, stats: &Mutex<Stats>, stop: &Atomi
     }
 }
 
-/// One batch: tries until accepted, refused for good, or out of attempts.
-fn push(config: &Config, headers: &[(String, String)], body: &[u8], stop: &AtomicBool) -> Result<(), String> {
+/// One batch: tries until accepted, refused for good, out of attempts, or
+/// `give_up` says so (a newer batch waits, or the command ends).
+fn push(config: &Config, headers: &[(String, String)], body: &[u8], give_up: &dyn Fn() -> bool) -> Result<(), String> {
     let mut last = String::new();
     for attempt in 0..ATTEMPTS {
         if attempt > 0 {
-            if stop.load(Ordering::SeqCst) {
-                break;
+            if give_up() {
+                return Err(format!(
+                    "{} (not retried: a newer push or the end came first)",
+                    last.trim()
+                ));
             }
             std::thread::sleep(BACKOFF * 2u32.pow(attempt - 1));
         }
