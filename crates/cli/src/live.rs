@@ -1,7 +1,7 @@
-//! What watches a run while it lasts: the display on stderr and the
-//! `--prometheus` endpoint, both fed from the coordinator's ticks. Either
-//! one asks the engine for merged snapshots; with neither, the run copies
-//! nothing.
+//! What watches a run while it lasts: the display on stderr, the
+//! `--prometheus` endpoint and the `--remote-write` push, all fed from the
+//! coordinator's ticks. Any of them asks the engine for merged snapshots;
+//! with none, the run copies nothing.
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -13,10 +13,12 @@ use throng_metrics::Measurements;
 use crate::args::LiveArgs;
 use crate::exit::UsageError;
 use crate::prometheus::Exporter;
+use crate::push::{Config, Pusher};
 
-/// The endpoint (when asked for) across every run of a command.
+/// The endpoint and the push (when asked for) across every run of a command.
 pub struct Watch {
     exporter: Option<Exporter>,
+    pusher: Option<Pusher>,
     linger: Duration,
     /// The first run's control: Ctrl-C and SIGTERM mark it, whichever run
     /// they stop, so a signal during the linger ends it.
@@ -24,9 +26,34 @@ pub struct Watch {
 }
 
 impl Watch {
-    /// Starts the endpoint when `--prometheus` asked for one. `step_scenarios`
-    /// names each scenario step's scenario (for labels).
-    pub fn start(args: &LiveArgs, step_scenarios: BTreeMap<String, String>) -> anyhow::Result<Watch> {
+    /// Starts the endpoint when `--prometheus` asked for one, the push when
+    /// `--remote-write` did. `step_scenarios` names each scenario step's
+    /// scenario (for labels); `agent` is the segment this process runs, and
+    /// `start_at_unix_ms` the agreed start of every agent (the push's
+    /// `run_id`, shared by the agents of one test).
+    pub fn start(
+        args: &LiveArgs,
+        step_scenarios: BTreeMap<String, String>,
+        agent: Option<String>,
+        start_at_unix_ms: Option<u64>,
+    ) -> anyhow::Result<Watch> {
+        let pusher = match &args.remote_write {
+            Some(url) => {
+                let config = Config::new(
+                    url,
+                    &args.remote_write_header,
+                    args.remote_write_interval,
+                    args.remote_write_timeout,
+                    agent,
+                    start_at_unix_ms.map(|ms| format!("{ms:x}")),
+                )?;
+                Some(
+                    Pusher::start(config, step_scenarios.clone())
+                        .map_err(|e| anyhow::anyhow!("--remote-write: cannot start the push thread ({e})"))?,
+                )
+            }
+            None => None,
+        };
         let exporter = match args.prometheus {
             Some(addr) => Some(Exporter::start(addr, step_scenarios).map_err(|e| {
                 UsageError(format!(
@@ -37,6 +64,7 @@ impl Watch {
         };
         Ok(Watch {
             exporter,
+            pusher,
             linger: args.prometheus_linger,
             control: RefCell::new(None),
         })
@@ -46,24 +74,35 @@ impl Watch {
     /// will read them.
     pub fn prepare(&self, control: &Control, display_shown: bool) {
         self.control.borrow_mut().get_or_insert_with(|| control.clone());
-        if self.exporter.is_some() || display_shown {
+        if self.exporter.is_some() || self.pusher.is_some() || display_shown {
             control.want_snapshots();
         }
     }
 
     /// A coordinator tick.
     pub fn tick(&self, p: &Progress) {
+        let vus = || p.snapshot.as_deref().map_or(0, crate::progress::vus);
         if let Some(e) = &self.exporter {
-            let vus = p.snapshot.as_deref().map_or(0, crate::progress::vus);
-            e.update(p.snapshot.as_ref(), p.live.open_connections, vus);
+            e.update(p.snapshot.as_ref(), p.live.open_connections, vus());
+        }
+        if let Some(push) = &self.pusher {
+            let gauges = crate::push::batch::Gauges {
+                active_connections: p.live.open_connections,
+                vus: vus(),
+                running: true,
+            };
+            push.tick(p.snapshot.as_ref(), gauges);
         }
     }
 
-    /// A run ended: the endpoint shows exactly its totals from now on.
-    pub fn finished(&self, m: &Measurements) {
+    /// A run ended: the endpoint shows exactly its totals from now on, the
+    /// push sends them (waiting for it, bounded). Returns what the push did
+    /// during this run, for the result.
+    pub fn finished(&self, m: &Measurements) -> Option<throng_result::PushRecord> {
         if let Some(e) = &self.exporter {
             e.finished(m);
         }
+        self.pusher.as_ref().map(|p| p.finished(m))
     }
 
     /// Keeps serving for `--prometheus-linger` after the last run, so that a

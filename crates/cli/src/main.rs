@@ -29,6 +29,7 @@ mod exit;
 mod live;
 mod progress;
 mod prometheus;
+mod push;
 mod signals;
 
 use std::process::ExitCode;

@@ -590,7 +590,7 @@ fn answer(mut stream: TcpStream, figures: &Mutex<Figures>) -> std::io::Result<()
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
 
@@ -686,7 +686,14 @@ mod tests {
 
     #[test]
     fn the_dashboard_asks_only_for_metrics_throng_exports() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../dashboards/throng.json");
+        check_dashboard("throng.json", NAMES);
+    }
+
+    /// Checks a Grafana dashboard in dashboards/: its data source is an
+    /// input, every query reads only metrics in `names`, and the guide's
+    /// reference describes every name.
+    pub(crate) fn check_dashboard(file: &str, names: &[&str]) {
+        let path = format!("{}/../../dashboards/{file}", env!("CARGO_MANIFEST_DIR"));
         let text = std::fs::read_to_string(path).unwrap();
         let dash: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(dash["__inputs"][0]["name"], "DS_PROMETHEUS");
@@ -705,10 +712,10 @@ mod tests {
         }
         assert!(exprs.len() >= 10, "{exprs:?}");
         for e in &exprs {
-            let names = metric_names(e);
-            assert!(!names.is_empty(), "{e} reads no throng metric");
-            for n in names {
-                assert!(NAMES.contains(&n.as_str()), "{e}: throng does not export {n}");
+            let found = metric_names(e);
+            assert!(!found.is_empty(), "{file}: {e} reads no throng metric");
+            for n in found {
+                assert!(names.contains(&n.as_str()), "{file}: {e}: throng does not export {n}");
             }
         }
         // Every family is documented.
@@ -717,7 +724,7 @@ mod tests {
             "/../../docs/guide/src/metrics-reference.md"
         ))
         .unwrap();
-        for n in NAMES
+        for n in names
             .iter()
             .filter(|n| !n.ends_with("_bucket") && !n.ends_with("_sum") && !n.ends_with("_count"))
         {

@@ -169,6 +169,7 @@ impl Finished {
             trigger: self.trigger,
             thresholds: Vec::new(),
             segment: None,
+            remote_write: None,
         }
         .judged()
     }

@@ -50,5 +50,6 @@ fn test_result_of(plan: Plan, m: throng_metrics::Measurements) -> RunResult {
         trigger: None,
         thresholds: Vec::new(),
         segment: None,
+        remote_write: None,
     }
 }

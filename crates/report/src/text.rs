@@ -115,6 +115,9 @@ fn write_http(r: &RunResult, p: &HttpPlan, w: &mut dyn Write) -> io::Result<()> 
     for note in &r.notes {
         writeln!(w, "  note: {note}")?;
     }
+    if let Some(push) = &r.remote_write {
+        writeln!(w, "  {}", push.summary())?;
+    }
     if let Some(warning) = dropped_warning(r) {
         writeln!(w, "  WARNING: {warning}")?;
     }
@@ -292,6 +295,32 @@ mod tests {
         let mut out = Vec::new();
         super::write(r, &mut out).expect("written");
         String::from_utf8(out).expect("UTF-8")
+    }
+
+    #[test]
+    fn every_view_says_what_the_push_did() {
+        let push = throng_result::PushRecord {
+            endpoint: "http://127.0.0.1:9090/api/v1/write".into(),
+            samples_sent: 40,
+            samples_failed: 20,
+            pushes_sent: 2,
+            pushes_failed: 1,
+            last_error: Some("HTTP 500".into()),
+            ..throng_result::PushRecord::default()
+        };
+        let line = "remote write to http://127.0.0.1:9090/api/v1/write: 40 samples sent, 20 failed, 0 dropped \
+                    (3 pushes, 1 failed); last error: HTTP 500\n";
+        for make in [
+            crate::testing::test_result,
+            crate::testing::test_storm_result,
+            crate::testing::test_run_result,
+        ] {
+            let mut r = make(Measurements::default());
+            assert!(!text(&r).contains("remote write"));
+            r.remote_write = Some(push.clone());
+            let t = text(&r);
+            assert!(t.contains(line), "{t}");
+        }
     }
 
     #[test]

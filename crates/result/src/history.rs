@@ -274,6 +274,7 @@ mod tests {
             trigger: None,
             thresholds: Vec::new(),
             segment: None,
+            remote_write: None,
         }
     }
 

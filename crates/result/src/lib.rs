@@ -38,7 +38,7 @@ mod time;
 pub use document::{Document, ResultSet, load, load_runs, runs_from_reader};
 pub use error::{ResultError, SHORT_CHARS, short};
 pub use merge::segment_problems;
-pub use parts::{Environment, Generator, Io, KernelSockets, Part, Timestamps, TriggerRecord};
+pub use parts::{Environment, Generator, Io, KernelSockets, Part, PushRecord, Timestamps, TriggerRecord};
 pub use plan::{Plan, Unit};
 pub use run::{IMPLIED_DROPPED, RunResult};
 pub use schema::{SCHEMA, SET_SCHEMA};

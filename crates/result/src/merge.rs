@@ -96,6 +96,13 @@ impl RunResult {
             trigger: results.iter().find_map(|r| r.trigger.clone()),
             thresholds: Vec::new(),
             segment: None,
+            remote_write: results
+                .iter()
+                .filter_map(|r| r.remote_write.clone())
+                .reduce(|mut a, b| {
+                    a.add(&b);
+                    a
+                }),
         }
         .with_segment_notes(&segment_problems(results))
         .judged();

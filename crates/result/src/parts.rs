@@ -176,6 +176,60 @@ pub struct Part {
     pub generator: Generator,
 }
 
+/// What `--remote-write` pushed during the run: every sample collected ends
+/// as exactly one of sent, failed or dropped.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PushRecord {
+    /// Where to: scheme, host, port and path (never the query or a header).
+    pub endpoint: String,
+    /// Samples (a counter's value or a histogram) the receiver accepted.
+    pub samples_sent: u64,
+    /// Samples in requests the receiver refused or never answered, after retries.
+    pub samples_failed: u64,
+    /// Samples never sent: replaced by a newer batch before they could go, or the end came first.
+    pub samples_dropped: u64,
+    /// Requests the receiver accepted.
+    pub pushes_sent: u64,
+    /// Requests that failed after retries.
+    pub pushes_failed: u64,
+    /// Why the last failed push failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+}
+
+impl PushRecord {
+    /// Both records added up (runs of a `--repeat`, segments of one test);
+    /// counts saturate rather than wrap.
+    pub fn add(&mut self, other: &PushRecord) {
+        self.samples_sent = self.samples_sent.saturating_add(other.samples_sent);
+        self.samples_failed = self.samples_failed.saturating_add(other.samples_failed);
+        self.samples_dropped = self.samples_dropped.saturating_add(other.samples_dropped);
+        self.pushes_sent = self.pushes_sent.saturating_add(other.pushes_sent);
+        self.pushes_failed = self.pushes_failed.saturating_add(other.pushes_failed);
+        if other.last_error.is_some() {
+            self.last_error.clone_from(&other.last_error);
+        }
+    }
+
+    /// One line for the text report (the endpoint and the error clipped: a
+    /// file read back can hold anything).
+    pub fn summary(&self) -> String {
+        let mut line = format!(
+            "remote write to {}: {} samples sent, {} failed, {} dropped ({} pushes, {} failed)",
+            crate::short(&self.endpoint),
+            self.samples_sent,
+            self.samples_failed,
+            self.samples_dropped,
+            self.pushes_sent.saturating_add(self.pushes_failed),
+            self.pushes_failed
+        );
+        if let Some(e) = &self.last_error {
+            line.push_str(&format!("; last error: {}", crate::short(e)));
+        }
+        line
+    }
+}
+
 /// What happened to a storm's `--trigger` command.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct TriggerRecord {

@@ -52,6 +52,10 @@ pub struct RunResult {
     /// plan, and for a merge of segments.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub segment: Option<throng_plan::Segment>,
+    /// What `--remote-write` pushed (None: it was not asked for). Telemetry
+    /// about the run, never part of its verdict or exit code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_write: Option<crate::PushRecord>,
 }
 
 /// The threshold an open loop with thresholds is also judged by when none

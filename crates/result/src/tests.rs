@@ -63,6 +63,7 @@ fn result_of(plan: Plan) -> RunResult {
         trigger: None,
         thresholds: Vec::new(),
         segment: None,
+        remote_write: None,
     }
 }
 
@@ -141,4 +142,64 @@ fn rfc3339_formats_known_instants() {
     assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");
     assert_eq!(rfc3339(951_782_400_123), "2000-02-29T00:00:00.123Z");
     assert_eq!(rfc3339(1_795_000_000_000), "2026-11-18T11:06:40.000Z");
+}
+
+#[test]
+fn pushes_add_up_when_runs_merge_and_round_trip() {
+    let plan = Plan::Http(
+        HttpPlan::from_args(throng_plan::HttpArgs {
+            url: "http://127.0.0.1:8080/".to_string(),
+            cores: 1,
+            ..throng_plan::HttpArgs::default()
+        })
+        .expect("a valid plan"),
+    );
+    let push = |sent, failed, error: Option<&str>| PushRecord {
+        endpoint: "http://127.0.0.1:9090/api/v1/write".into(),
+        samples_sent: sent,
+        samples_failed: failed,
+        samples_dropped: 1,
+        pushes_sent: 2,
+        pushes_failed: u64::from(failed > 0),
+        last_error: error.map(str::to_string),
+    };
+    let mut a = result_of(plan.clone());
+    a.remote_write = Some(push(10, 0, None));
+    let mut b = result_of(plan.clone());
+    b.remote_write = Some(push(5, 4, Some("HTTP 500")));
+    let merged = RunResult::merge(&[a.clone(), b]).unwrap();
+    let m = merged.remote_write.unwrap();
+    assert_eq!(
+        (
+            m.samples_sent,
+            m.samples_failed,
+            m.samples_dropped,
+            m.pushes_sent,
+            m.pushes_failed
+        ),
+        (15, 4, 2, 4, 1)
+    );
+    assert_eq!(m.last_error.as_deref(), Some("HTTP 500"));
+    assert!(
+        m.summary().contains("15 samples sent, 4 failed, 2 dropped"),
+        "{}",
+        m.summary()
+    );
+    // Without a push, no field; with one, it reads back.
+    assert!(
+        !serde_json::to_string(&result_of(plan))
+            .unwrap()
+            .contains("remote_write")
+    );
+    let text = serde_json::to_string(&a).unwrap();
+    let back: RunResult = serde_json::from_str(&text).unwrap();
+    assert_eq!(back.remote_write, a.remote_write);
+    // What a file holds is shown on one line, clipped.
+    let hostile = PushRecord {
+        endpoint: "x".repeat(10_000),
+        last_error: Some("a\nb".repeat(5_000)),
+        ..PushRecord::default()
+    };
+    let line = hostile.summary();
+    assert!(!line.contains('\n') && line.chars().count() < 800, "{line}");
 }

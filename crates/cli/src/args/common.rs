@@ -136,7 +136,7 @@ pub struct TlsArgs {
 }
 
 /// Live metrics while a run lasts, shared by `http`, `storm` and `run`.
-#[derive(Clone, Copy, Debug, Default, Args)]
+#[derive(Clone, Debug, Default, Args)]
 #[command(next_help_heading = "Live metrics")]
 pub struct LiveArgs {
     /// Serve Prometheus metrics at http://ADDR/metrics while the run lasts (e.g. 127.0.0.1:9464);
@@ -148,6 +148,30 @@ pub struct LiveArgs {
     #[arg(long = "prometheus-linger", value_name = "DURATION", default_value = "0s",
           value_parser = parse_duration, requires = "prometheus")]
     pub prometheus_linger: Duration,
+    /// Push metrics to this Prometheus remote-write URL while the run lasts and once at its end
+    /// (e.g. http://127.0.0.1:9090/api/v1/write); latencies go as native histograms. A failing push
+    /// is counted in the result, never changes the run's result or exit code; see docs/metrics.md
+    #[arg(long = "remote-write", value_name = "URL")]
+    pub remote_write: Option<String>,
+    /// How often to push while the run lasts
+    #[arg(long = "remote-write-interval", value_name = "DURATION", default_value = "5s",
+          value_parser = parse_duration, requires = "remote_write")]
+    pub remote_write_interval: Duration,
+    /// Longest one push request may take; a push is tried 3 times (5xx, 429 or no answer)
+    #[arg(long = "remote-write-timeout", value_name = "DURATION", default_value = "5s",
+          value_parser = parse_duration, requires = "remote_write")]
+    pub remote_write_timeout: Duration,
+    /// A header for every push, 'Name: value' (repeatable), e.g. 'Authorization: Bearer TOKEN'; its
+    /// value is never shown in output, results or errors
+    #[arg(long = "remote-write-header", value_name = "HEADER", requires = "remote_write",
+          value_parser = secret_header)]
+    pub remote_write_header: Vec<crate::push::Secret>,
+}
+
+/// Takes any text (checked later, by a message that never shows the value:
+/// clap's own would print it).
+fn secret_header(s: &str) -> Result<crate::push::Secret, std::convert::Infallible> {
+    Ok(crate::push::Secret(s.to_string()))
 }
 
 /// Exports for other tools, shared by every command that runs load (listed

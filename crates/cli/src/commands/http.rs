@@ -123,7 +123,12 @@ pub fn run(c: HttpCmd) -> anyhow::Result<ExitCode> {
     if let Some(why) = throng_engine::auto_fallback(&plan, rows.is_some()) {
         say!("throng: {why}; running on epoll instead (--io epoll skips this check)");
     }
-    let watch = Watch::start(&c.live, BTreeMap::new())?;
+    let watch = Watch::start(
+        &c.live,
+        BTreeMap::new(),
+        seg.segment.as_ref().map(throng_plan::Segment::range),
+        seg.start_at_unix_ms,
+    )?;
     let runs = repeated(c.repeat, c.output.quiet, |control| {
         super::segment::wait_for_start(plan.start_at_unix_ms, control, c.output.quiet)?;
         let display = Display::new(c.output.quiet);
@@ -133,8 +138,8 @@ pub fn run(c: HttpCmd) -> anyhow::Result<ExitCode> {
             watch.tick(p);
         });
         display.finish();
-        let result = result.context("the run could not start")?;
-        watch.finished(&result.measurements);
+        let mut result = result.context("the run could not start")?;
+        result.remote_write = watch.finished(&result.measurements);
         Ok(result)
     })?;
     let (code, merged) = finish_runs(c.repeat, &runs, c.output.json.as_deref(), c.output.format)?;

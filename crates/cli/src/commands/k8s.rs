@@ -89,6 +89,16 @@ fn has_userinfo(url: &str) -> bool {
     url::Url::parse(url).is_ok_and(|u| !u.username().is_empty() || u.password().is_some())
 }
 
+/// True when `--remote-write` carries a secret: a header (Authorization), or
+/// a query (tokens travel there too).
+fn pushes_a_secret(live: &crate::args::LiveArgs) -> bool {
+    !live.remote_write_header.is_empty()
+        || live
+            .remote_write
+            .as_deref()
+            .is_some_and(|u| has_userinfo(u) || url::Url::parse(u).is_ok_and(|u| u.query().is_some()))
+}
+
 /// True when one of `-H` headers is secret: always-sensitive, or named by
 /// `--secret-header`.
 fn has_secret_header(headers: &[String], marked: &[String]) -> bool {
@@ -141,6 +151,7 @@ fn command_line(args: &[String]) -> anyhow::Result<(Plan, Load, Secrets)> {
                 .filter(|p| *p != "-")
                 .map(std::path::PathBuf::from);
             secrets.args = h.url.iter().chain(&h.more_urls).any(|u| has_userinfo(u))
+                || pushes_a_secret(&h.live)
                 || has_secret_header(&h.headers, &h.secret_headers)
                 || h.basic_auth.is_some()
                 || !h.cookies.is_empty()
@@ -172,6 +183,7 @@ fn command_line(args: &[String]) -> anyhow::Result<(Plan, Load, Secrets)> {
         }
         Command::Storm(s) => {
             secrets.args = has_userinfo(&s.target)
+                || pushes_a_secret(&s.live)
                 || !s.send_secret.is_empty()
                 || s.reach.proxy.as_deref().is_some_and(has_userinfo);
             image_files(&[
@@ -262,7 +274,7 @@ fn scenario(file: &Path, extra: &[String]) -> anyhow::Result<(Plan, Load, Secret
         .map_err(|e| UsageError(e.to_string()))?;
     // --env values are often tokens that templates put in headers.
     let secrets = Secrets {
-        args: !run.env.is_empty(),
+        args: !run.env.is_empty() || pushes_a_secret(&run.live),
         scenario: plan.redaction_note().is_some(),
     };
     let given: Vec<&str> = run

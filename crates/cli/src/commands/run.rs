@@ -77,7 +77,12 @@ pub fn run(c: RunCmd) -> anyhow::Result<ExitCode> {
         reach: super::reach::scenario(&c.reach, &plan.target.host)?,
     };
     super::export::refuse_rows_with_repeat(&c.output.export, c.repeat.count)?;
-    let watch = Watch::start(&c.live, step_scenarios(&plan))?;
+    let watch = Watch::start(
+        &c.live,
+        step_scenarios(&plan),
+        seg.segment.as_ref().map(throng_plan::Segment::range),
+        seg.start_at_unix_ms,
+    )?;
     let runs = repeated(c.repeat, c.output.quiet, |control| {
         super::segment::wait_for_start(options.start_at_unix_ms, control, c.output.quiet)?;
         let display = Display::new(c.output.quiet).with_stages(stage_clocks(&plan));
@@ -87,8 +92,8 @@ pub fn run(c: RunCmd) -> anyhow::Result<ExitCode> {
             watch.tick(p);
         });
         display.finish();
-        let result = result.with_context(|| format!("{}: the run could not start", c.file.display()))?;
-        watch.finished(&result.measurements);
+        let mut result = result.with_context(|| format!("{}: the run could not start", c.file.display()))?;
+        result.remote_write = watch.finished(&result.measurements);
         Ok(result)
     })?;
     // With --repeat, thresholds and JUnit judge the runs added up.

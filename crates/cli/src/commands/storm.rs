@@ -118,7 +118,12 @@ pub fn run(c: StormCmd) -> anyhow::Result<ExitCode> {
     check_system(&plan, peak, procs, per_process)?;
 
     super::export::refuse_rows_with_repeat(&c.output.export, c.repeat.count)?;
-    let watch = Watch::start(&c.live, BTreeMap::new())?;
+    let watch = Watch::start(
+        &c.live,
+        BTreeMap::new(),
+        seg.segment.as_ref().map(throng_plan::Segment::range),
+        seg.start_at_unix_ms,
+    )?;
     let runs = super::shared::repeated(c.repeat, c.output.quiet, |control| {
         // Machine-wide, so one watch covers every worker process.
         let kernel = throng_engine::sys::KernelWatch::start();
@@ -144,7 +149,7 @@ pub fn run(c: StormCmd) -> anyhow::Result<ExitCode> {
         };
         result.generator.kernel = kernel.and_then(throng_engine::sys::KernelWatch::finish);
         result.generator.peak_pss_bytes = memory.and_then(throng_engine::sys::MemoryWatch::finish);
-        watch.finished(&result.measurements);
+        result.remote_write = watch.finished(&result.measurements);
         if plan.source.is_empty() && result.measurements.peak_concurrent_connections > CROWDED_PORTS {
             result.notes.push(format!(
                 "{} connections were open at once from one source address: connect() slows down as the local \

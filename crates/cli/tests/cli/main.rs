@@ -85,6 +85,7 @@ mod prometheus;
 mod proxy;
 mod reach;
 mod redirects;
+mod remote_write;
 mod results;
 mod run_target;
 mod scenario;

@@ -14,7 +14,7 @@ use common::{free_port, lab, output, throng};
 use throng_result::RunResult;
 
 /// The prometheus binary (scripts/test.sh installs Debian's package).
-fn prometheus_bin() -> PathBuf {
+pub(crate) fn prometheus_bin() -> PathBuf {
     for p in ["/usr/bin/prometheus", "/usr/local/bin/prometheus"] {
         if Path::new(p).exists() {
             return PathBuf::from(p);
@@ -114,7 +114,7 @@ impl Drop for Prometheus {
 }
 
 /// Percent-encodes a query parameter.
-fn encode(s: &str) -> String {
+pub(crate) fn encode(s: &str) -> String {
     s.bytes()
         .map(|b| match b {
             b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
@@ -125,7 +125,7 @@ fn encode(s: &str) -> String {
 
 /// A plain HTTP/1.0 GET with 5 s timeouts: status and body, None when the
 /// server cannot be reached.
-fn get(addr: SocketAddr, path: &str) -> Option<(u16, String)> {
+pub(crate) fn get(addr: SocketAddr, path: &str) -> Option<(u16, String)> {
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
     s.set_write_timeout(Some(Duration::from_secs(5))).ok()?;

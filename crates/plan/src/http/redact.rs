@@ -21,8 +21,8 @@ pub fn redaction_note<'a>(headers: impl Iterator<Item = &'a str>, secret: &[Stri
 
 /// A command line as a user typed it (a sweep's `run:`), with the values of
 /// secret headers (`-H 'Authorization: …'`, and those its `--secret-header`
-/// names), of `--send-secret` and the passwords of URLs replaced: fit for a
-/// result file.
+/// names), of `--send-secret` and `--remote-write-header` and the passwords
+/// of URLs replaced: fit for a result file.
 /// Words are split as a POSIX shell would (quotes, backslashes); a word
 /// that holds a secret is rewritten whole, single-quoted.
 pub fn redact_command(text: &str) -> String {
@@ -74,9 +74,11 @@ pub fn redact_command(text: &str) -> String {
         .into_iter()
         .chain(marked.iter().map(|m| m.trim().to_ascii_lowercase()))
         .collect::<Vec<_>>();
-    // The word after --send-secret, or --send-secret=TEXT: secret whole.
+    // The word after --send-secret or --remote-write-header, or
+    // FLAG=TEXT: secret whole.
+    const WHOLE: [&str; 2] = ["--send-secret", "--remote-write-header"];
     let after_send_secret: Vec<bool> = std::iter::once(false)
-        .chain(words.iter().map(|w| w.2 == "--send-secret"))
+        .chain(words.iter().map(|w| WHOLE.contains(&w.2.as_str())))
         .collect();
     // An inline body, the word after --data or --data=TEXT: a body may
     // carry credentials (a login form, a token in JSON) and is not in the
@@ -87,8 +89,14 @@ pub fn redact_command(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut at = 0;
     for (i, (start, end, word)) in words.iter().enumerate() {
-        if after_send_secret[i] || word.starts_with("--send-secret=") {
-            let flag = if after_send_secret[i] { "" } else { "--send-secret=" };
+        let joined = WHOLE
+            .iter()
+            .find(|f| word.strip_prefix(**f).is_some_and(|r| r.starts_with('=')));
+        if after_send_secret[i] || joined.is_some() {
+            let flag = match joined {
+                Some(f) if !after_send_secret[i] => format!("{f}="),
+                _ => String::new(),
+            };
             out.push_str(&text[at..*start]);
             out.push_str(&format!("'{flag}{REDACTED}'"));
             at = *end;

@@ -264,6 +264,12 @@ fn command_lines_are_redacted_word_by_word() {
             "http http://h/ --data='{\"token\": \"s3cret\"}' -c 1",
             "http http://h/ '--data=<redacted>' -c 1",
         ),
+        (
+            "http http://h/ --remote-write http://p/w --remote-write-header 'X-Scope-OrgID: t1' \
+             --remote-write-header='X-Api-Key: k3y' -c 1",
+            "http http://h/ --remote-write http://p/w --remote-write-header '<redacted>' \
+             '--remote-write-header=<redacted>' -c 1",
+        ),
         // Where the body comes from is not the body: kept.
         (
             "http http://h/ --data @body.json --data=@- --data @'my file'",

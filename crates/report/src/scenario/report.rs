@@ -44,6 +44,9 @@ pub(crate) fn write_run(r: &RunResult, p: &ScenarioPlan, w: &mut dyn Write) -> i
     for note in &r.notes {
         writeln!(w, "  note: {note}")?;
     }
+    if let Some(push) = &r.remote_write {
+        writeln!(w, "  {}", push.summary())?;
+    }
     writeln!(w)?;
 
     let req = &m.requests;

@@ -81,6 +81,9 @@ fn write_head(r: &RunResult, p: &StormPlan, w: &mut dyn Write) -> io::Result<()>
     for note in &r.notes {
         writeln!(w, "  note: {note}")?;
     }
+    if let Some(push) = &r.remote_write {
+        writeln!(w, "  {}", push.summary())?;
+    }
     writeln!(w)?;
     Ok(())
 }

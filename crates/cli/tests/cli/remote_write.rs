@@ -1,0 +1,343 @@
+//! `--remote-write`: a real Prometheus (Debian's 2.42) takes the pushes on
+//! its remote-write receiver, native histograms enabled; what it holds must
+//! equal the result file. A receiver that refuses, fails or stalls leaves
+//! the run's result and exit code alone, and the failures are counted. A
+//! header's value never shows.
+#![allow(clippy::unwrap_used)]
+
+use crate::common;
+use crate::prometheus::{encode, get, prometheus_bin};
+
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{free_port, lab, output, throng};
+use throng_result::RunResult;
+
+/// What a header carries in these tests; it must show nowhere.
+const SECRET: &str = "Bearer s3cr3t-t0ken-4242";
+
+/// A Prometheus that only receives (no scrapes), stopped on drop.
+struct Receiver {
+    child: Child,
+    addr: SocketAddr,
+    _dir: tempfile::TempDir,
+}
+
+impl Receiver {
+    fn start() -> Receiver {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("prometheus.yml");
+        std::fs::write(&config, "global:\n  evaluation_interval: 1s\n").unwrap();
+        let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+        let child = Command::new(prometheus_bin())
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!("--storage.tsdb.path={}", dir.path().join("data").display()))
+            .arg(format!("--web.listen-address={addr}"))
+            .arg("--web.enable-remote-write-receiver")
+            .arg("--enable-feature=native-histograms")
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(dir.path().join("prometheus.log")).unwrap())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start prometheus ({e}); scripts/test.sh installs Debian's package"));
+        let r = Receiver { child, addr, _dir: dir };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while get(addr, "/-/ready").is_none_or(|(status, _)| status != 200) {
+            assert!(Instant::now() < deadline, "prometheus not ready within 30 s");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        r
+    }
+
+    /// The value of `query` (one series), polled until it equals `want` or
+    /// 15 s passed; returns what it saw last.
+    fn wait_for(&self, query: &str, want: u64) -> Option<f64> {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            let (status, body) = get(self.addr, &format!("/api/v1/query?query={}", encode(query))).unwrap();
+            assert_eq!(status, 200, "{query}: {body}");
+            let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+            let result = v["data"]["result"].as_array().unwrap();
+            assert!(result.len() <= 1, "{query} matched several series: {body}");
+            let seen = result
+                .first()
+                .and_then(|r| r["value"][1].as_str())
+                .and_then(|s| s.parse::<f64>().ok());
+            if seen == Some(want as f64) || Instant::now() > deadline {
+                return seen;
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs `throng http` against `target` pushing to `url` with a secret
+/// header; returns the exit code, stdout + stderr, the result file's text
+/// and the result.
+fn run(target: &str, url: &str, extra: &[&str]) -> (i32, String, String, RunResult) {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("result.json");
+    let out = output(
+        throng()
+            .args(["http", target, "-c", "2", "-t", "1"])
+            .args(extra)
+            .args(["--remote-write", url, "--remote-write-interval", "1s"])
+            .args(["--remote-write-header", &format!("Authorization: {SECRET}")])
+            .arg("--json")
+            .arg(&json),
+    );
+    let text = std::fs::read_to_string(&json).unwrap_or_default();
+    let printed = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = RunResult::from_reader(text.as_bytes()).unwrap_or_else(|e| panic!("{e}: {printed}"));
+    // The result, remote_write included, is what the schema says.
+    assert_eq!(common::schema_violations(&json), Vec::<String>::new());
+    assert!(text.contains("\"remote_write\""));
+    (out.status.code().unwrap_or(-1), printed, text, r)
+}
+
+#[test]
+fn prometheus_holds_exactly_the_counts_of_the_result_file() {
+    let lab = lab(None);
+    let prom = Receiver::start();
+    let url = format!("http://{}/api/v1/write", prom.addr);
+    let (code, printed, text, r) = run(&format!("http://{}/", lab.addr()), &url, &["-d", "3s"]);
+    assert_eq!(code, 0, "{printed}");
+    let m = &r.measurements;
+    assert!(m.requests.ok > 0);
+    let push = r.remote_write.as_ref().unwrap();
+    assert_eq!((push.samples_failed, push.samples_dropped), (0, 0), "{push:?}");
+    // Pushed while the run lasted (1 s interval over 3 s) and once at the end.
+    assert!(push.pushes_sent >= 2 && push.samples_sent > 0, "{push:?}");
+    assert!(printed.contains("remote write to http://127.0.0.1:"), "{printed}");
+
+    let run_id = r#"job="throng",run_id=~".+""#;
+    let latency = m.phases["latency"].count();
+    assert_eq!(
+        prom.wait_for(
+            &format!(r#"histogram_count(throng_phase_duration_seconds{{phase="latency",{run_id}}})"#),
+            latency
+        ),
+        Some(latency as f64),
+        "the native histogram's count is the result's"
+    );
+    let response = m.phases["response"].count();
+    assert_eq!(
+        prom.wait_for(
+            r#"histogram_count(throng_phase_duration_seconds{phase="response"})"#,
+            response
+        ),
+        Some(response as f64)
+    );
+    assert_eq!(
+        prom.wait_for(
+            &format!(r#"throng_requests_total{{outcome="ok",{run_id}}}"#),
+            m.requests.ok
+        ),
+        Some(m.requests.ok as f64)
+    );
+    let c2 = m.status_classes()[1];
+    assert_eq!(
+        prom.wait_for(r#"throng_responses_total{class="2xx"}"#, c2),
+        Some(c2 as f64)
+    );
+    // The median from the native histogram is the HDR one within a bucket
+    // of schema 8 (0.27 %) plus HDR's own 0.1 %.
+    let (_, body) = get(
+        prom.addr,
+        &format!(
+            "/api/v1/query?query={}",
+            encode(r#"histogram_quantile(0.5, throng_phase_duration_seconds{phase="latency"})"#)
+        ),
+    )
+    .unwrap();
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let p50: f64 = v["data"]["result"][0]["value"][1].as_str().unwrap().parse().unwrap();
+    let hdr = m.phases["latency"].inner().value_at_quantile(0.5) as f64 / 1e6;
+    assert!((p50 - hdr).abs() / hdr < 0.005, "native p50 {p50} s, HDR p50 {hdr} s");
+    assert!(!printed.contains(SECRET) && !text.contains(SECRET));
+
+    // Every query of the remote-write dashboard is PromQL this Prometheus
+    // accepts, and the latency panels find the native histograms.
+    let dash: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../dashboards/throng-remote-write.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let mut latency_panels = 0;
+    for p in dash["panels"].as_array().unwrap() {
+        for t in p["targets"].as_array().into_iter().flatten() {
+            let e = t["expr"]
+                .as_str()
+                .unwrap()
+                .replace("$__rate_interval", "1m")
+                .replace("$run_id", ".*")
+                .replace("$agent", ".*");
+            let (status, body) = get(prom.addr, &format!("/api/v1/query?query={}", encode(&e))).unwrap();
+            assert_eq!(status, 200, "{e}: {body}");
+            if e.contains("throng_phase_duration_seconds") {
+                latency_panels += 1;
+                let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+                let phases: Vec<_> = v["data"]["result"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter_map(|r| r["metric"]["phase"].as_str())
+                    .collect();
+                assert!(phases.contains(&"latency"), "{e}: {body}");
+            }
+        }
+    }
+    assert_eq!(latency_panels, 3);
+}
+
+#[test]
+fn a_receiver_that_refuses_leaves_the_run_and_its_exit_code_alone() {
+    let target = lab(None);
+    let receiver = lab(None);
+    let closed = format!("http://127.0.0.1:{}/api/v1/write", free_port());
+    let fails = format!("http://{}/status/500", receiver.addr());
+    let refuses = format!("http://{}/status/400", receiver.addr());
+    let stalls = format!("http://{}/delay/60000", receiver.addr());
+    for (url, tries) in [(closed, 3), (fails, 3), (refuses, 1), (stalls, 3)] {
+        let (code, printed, text, r) = run(
+            &format!("http://{}/", target.addr()),
+            &url,
+            &["-n", "300", "--remote-write-timeout", "1s"],
+        );
+        assert_eq!(code, 0, "{url}: {printed}");
+        assert_eq!(r.measurements.requests.ok, 300, "{url}: {printed}");
+        common::assert_books_balance(&r);
+        let push = r.remote_write.as_ref().unwrap();
+        assert_eq!(push.samples_sent, 0, "{url}: {push:?}");
+        assert!(push.samples_failed > 0, "{url}: {push:?}");
+        assert!(push.pushes_failed >= 1 && push.pushes_sent == 0, "{url}: {push:?}");
+        let error = push.last_error.as_deref().unwrap_or_default();
+        assert_eq!(error.contains("after 3 tries"), tries == 3, "{url}: {error}");
+        assert!(printed.contains("failed"), "{url}: {printed}");
+        assert!(!printed.contains(SECRET) && !text.contains(SECRET), "{url}");
+    }
+}
+
+#[test]
+fn a_bad_header_is_refused_without_showing_its_value() {
+    let out = output(throng().args([
+        "http",
+        "http://127.0.0.1:9/",
+        "-n",
+        "1",
+        "--remote-write",
+        "http://127.0.0.1:9/api/v1/write",
+        "--remote-write-header",
+        SECRET,
+    ]));
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--remote-write-header (#1)"), "{err}");
+    assert!(!err.contains("s3cr3t"), "{err}");
+}
+
+#[test]
+fn a_storm_and_a_scenario_segment_push_under_their_labels() {
+    let lab = lab(None);
+    let prom = Receiver::start();
+    let url = format!("http://{}/api/v1/write", prom.addr);
+
+    let storm = common::storm(&[&format!("tcp://{}", lab.addr()), "-n", "150", "--remote-write", &url]);
+    assert_eq!(storm.code(), 0, "{}", storm.stderr());
+    let conns = storm.result().measurements.connections.ok;
+    assert_eq!(conns, 150);
+    assert_eq!(
+        prom.wait_for(r#"throng_connections_total{outcome="ok"}"#, conns),
+        Some(conns as f64)
+    );
+
+    let yaml = format!(
+        "target: http://{}\nscenarios:\n  browse:\n    executor: constant-vus\n    vus: 2\n    duration: 2s\n    \
+         flow:\n      - request: {{ name: home, path: / }}\n",
+        lab.addr()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("scenario.yaml");
+    std::fs::write(&file, yaml).unwrap();
+    let run = common::with_json(throng().arg("run").arg(&file).args([
+        "--threads",
+        "1",
+        "--segment",
+        "1/2:1",
+        "--remote-write",
+        &url,
+    ]));
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let home = &run.result().measurements.scenario.as_ref().unwrap().tags["step:home"];
+    assert!(home.requests > 0);
+    assert_eq!(
+        prom.wait_for(
+            r#"throng_step_requests_total{agent="1/2:1",scenario="browse",step="home",result="ok"}"#,
+            home.requests - home.failed
+        ),
+        Some((home.requests - home.failed) as f64)
+    );
+    assert_eq!(
+        prom.wait_for(
+            r#"histogram_count(throng_step_response_seconds{agent="1/2:1",step="home"})"#,
+            home.response.count()
+        ),
+        Some(home.response.count() as f64)
+    );
+    assert!(run.stdout().contains("remote write to"), "{}", run.stdout());
+}
+
+#[test]
+fn a_k8s_job_ships_the_push_header_in_its_secret() {
+    let out = output(throng().args([
+        "k8s",
+        "job",
+        "--parallelism",
+        "2",
+        "--",
+        "http",
+        "http://svc:8080/",
+        "-n",
+        "10",
+        "--remote-write",
+        "http://prometheus:9090/api/v1/write",
+        "--remote-write-header",
+        &format!("Authorization: {SECRET}"),
+    ]));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let docs: Vec<serde_yaml_ng::Value> = serde_yaml_ng::Deserializer::from_str(&stdout)
+        .map(|d| serde::Deserialize::deserialize(d).unwrap())
+        .collect();
+    let kinds: Vec<&str> = docs.iter().map(|x| x["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["ConfigMap", "Secret", "Job"], "{stdout}");
+    for x in [&docs[0], &docs[2]] {
+        assert!(!serde_yaml_ng::to_string(x).unwrap().contains(SECRET), "{x:?}");
+    }
+    assert!(docs[1]["stringData"]["args"].as_str().unwrap().contains(SECRET));
+    assert!(!stderr.contains(SECRET), "{stderr}");
+}
