@@ -937,6 +937,39 @@ impl Loop<'_> {
 mod tests {
     use super::*;
 
+    /// What the ring holds for each connection: its slot (every field is
+    /// paid once per connection: at 15,000 connections each 100 bytes here
+    /// is 1.5 MB), and its share of what the ring maps (submission and
+    /// completion entries, receive buffers), which is fixed past 4,096
+    /// connections. 200 bytes of slot when this was written (a 72-byte
+    /// HTTP/1.1 reader, five instants, the rest counters and flags); the
+    /// ring's maps 17.4 MB at most: 1,736 bytes per connection at 10,000
+    /// (what the cli's `memory::` ring bound is made of), 4,240 at 4,096,
+    /// 5,591 at 100 (64 buffers at least). Epoll's task is ~1,040 bytes
+    /// and its receive buffer is the worker's, shared: below ~5,000
+    /// connections the ring holds more per connection than epoll does.
+    #[test]
+    fn what_a_ring_connection_holds_stays_bounded() {
+        let slot = std::mem::size_of::<Slot>();
+        assert!(slot <= 200, "a ring slot is {slot} bytes");
+        let most = ring::footprint(usize::MAX);
+        assert!(most <= 17_400_000, "a ring maps {most} bytes at most");
+        for (connections, bound) in [
+            (100, 5_600),
+            (1_000, 4_500),
+            (4_096, 4_300),
+            (10_000, 1_750),
+            (15_000, 1_200),
+        ] {
+            assert!(ring::footprint(connections) <= most);
+            let share = ring::footprint(connections).div_ceil(connections);
+            assert!(
+                share <= bound,
+                "at {connections} connections the ring maps {share} bytes per connection; at most {bound} expected"
+            );
+        }
+    }
+
     #[test]
     fn this_kernel_has_what_the_transport_needs() {
         // io_uring is enabled on the development machines (Linux 6.18).
