@@ -171,6 +171,101 @@ fn large_responses_span_many_receive_buffers() {
 }
 
 #[test]
+fn large_bodies_end_when_both_sent_and_answered_as_on_epoll() {
+    // nginx's `return 200` answers before it reads a body: every request's
+    // response comes while the rest of its 4 MiB body is still going out,
+    // and the next request on the connection must wait for that send to
+    // end (it went out behind the body's rest, a 400 every second request,
+    // when the ring did not track large sends).
+    let dir = tempfile::tempdir().unwrap();
+    let body = dir.path().join("body");
+    std::fs::write(&body, vec![b'b'; 4 << 20]).unwrap();
+    let body = body.to_str().unwrap();
+    let nginx = Nginx::start(&format!(
+        "location = /body {{ client_max_body_size 100m; return 200; }}\n{LOCATIONS}"
+    ));
+    let mut outcomes = Vec::new();
+    for io in IO {
+        let (run, r) = run_io(
+            io,
+            &[&nginx.url("/body"), "-n", "20", "-c", "2", "-t", "1", "--body", body],
+        );
+        assert_eq!(run.code(), 0, "{io}: {}", run.stderr());
+        let m = &r.measurements;
+        assert_eq!(r.generator.io.map(|i| i == Io::Uring), Some(io == "uring"), "{io}");
+        assert_eq!(
+            (m.requests.ok, m.status.get(&200).copied()),
+            (20, Some(20)),
+            "{io}: {}",
+            outcome(&r)
+        );
+        assert!(m.bytes.sent >= 20 * (4 << 20), "{io}: {} bytes sent", m.bytes.sent);
+        outcomes.push(outcome(&r));
+    }
+    assert_eq!(outcomes[0], outcomes[1], "epoll vs uring");
+    // Servers that answer a part, reset, or never read the body: each
+    // request ends in the same class on both transports, the books balance.
+    let deaf = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let deaf_url = format!("http://{}/", deaf.local_addr().unwrap());
+    let stall = FaultServer::start("stall-body");
+    let rst = FaultServer::start("rst-before-response");
+    for (what, url, timeout, class) in [
+        // Never accepted: the kernel takes a socket buffer of the body,
+        // then the send stalls until the deadline.
+        (
+            "a listener that never accepts",
+            deaf_url.clone(),
+            "300ms",
+            "timeout.response",
+        ),
+        // The lab reads a request's head, not a body it does not expect:
+        // its close with the body unread resets the connection, a head
+        // sent first or not.
+        ("stall-body", format!("http://127.0.0.1:{}/", stall.port), "5s", "reset"),
+        (
+            "rst-before-response",
+            format!("http://127.0.0.1:{}/", rst.port),
+            "5s",
+            "reset",
+        ),
+    ] {
+        let mut outcomes = Vec::new();
+        for io in IO {
+            let (run, r) = run_io(
+                io,
+                &[
+                    &url,
+                    "-n",
+                    "4",
+                    "-c",
+                    "2",
+                    "-t",
+                    "1",
+                    "--timeout",
+                    timeout,
+                    "--body",
+                    body,
+                ],
+            );
+            assert_eq!(r.measurements.requests.attempted, 4, "{what} {io}: {}", outcome(&r));
+            if ends_in_class(&run, &r, (what, io), 4, timeout, class) {
+                outcomes.push(outcome(&r));
+            }
+            if url == deaf_url {
+                let sent = r.measurements.bytes.sent;
+                assert!(
+                    sent < 4 * (4 << 20),
+                    "{io}: {sent} bytes counted sent to a server that read none"
+                );
+            }
+        }
+        if let [epoll, uring] = &outcomes[..] {
+            assert_eq!(epoll, uring, "{what}: epoll vs uring");
+        }
+    }
+}
+
+#[test]
 fn a_duration_run_stops_gracefully_with_its_books_balanced() {
     let nginx = Nginx::start(LOCATIONS);
     let (run, r) = run_io("uring", &[&nginx.url("/"), "-d", "1s", "-c", "8", "-t", "2"]);
