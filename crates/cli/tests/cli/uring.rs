@@ -266,6 +266,55 @@ fn large_bodies_end_when_both_sent_and_answered_as_on_epoll() {
 }
 
 #[test]
+fn large_bodies_leak_no_descriptor_answered_early_or_reset() {
+    // 64 descriptors for 300 requests with 256 KiB bodies: an open loop on
+    // a new connection per request to nginx's early answer, then a closed
+    // loop whose every request the lab resets mid-body. A socket left open
+    // per request (a send or an early answer never ended) would run out
+    // (fd_unavailable) after a few dozen.
+    let dir = tempfile::tempdir().unwrap();
+    let body = dir.path().join("body");
+    std::fs::write(&body, vec![b'b'; 256 << 10]).unwrap();
+    let nginx = Nginx::start(&format!(
+        "location = /body {{ client_max_body_size 100m; return 200; }}\n{LOCATIONS}"
+    ));
+    let rst = FaultServer::start("rst-before-response");
+    let rst_url = format!("http://127.0.0.1:{}/", rst.port);
+    let open_loop = format!("{} -r 300 -n 300 -c 16 --no-keepalive", nginx.url("/body"));
+    let closed_loop = format!("{rst_url} -n 300 -c 4");
+    for (what, args) in [("open loop", &open_loop), ("reset", &closed_loop)] {
+        for io in IO {
+            let json = dir.path().join(format!("{io}.json"));
+            let out = common::output(std::process::Command::new("sh").arg("-c").arg(format!(
+                "ulimit -n 64 && exec {} http {args} -t 1 --body {} --io {io} -q --json {}",
+                env!("CARGO_BIN_EXE_throng"),
+                body.display(),
+                json.display()
+            )));
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(!stderr.contains("panicked"), "{what} {io}: {stderr}");
+            let r = common::read_result(&json).expect("a result");
+            assert_books_balance(&r);
+            let m = &r.measurements;
+            assert_eq!(m.requests.error("fd_unavailable"), 0, "{what} {io}: {}", outcome(&r));
+            assert_eq!(
+                m.requests.attempted + m.dropped,
+                300,
+                "{what} {io}: {}",
+                requests_outcome(&r)
+            );
+            if what == "reset" {
+                assert_eq!(m.requests.error("reset"), 300, "{what} {io}: {}", outcome(&r));
+            } else {
+                assert!(m.requests.attempted >= 100, "{what} {io}: {}", requests_outcome(&r));
+                assert_eq!(m.requests.ok, m.requests.attempted, "{what} {io}: {}", outcome(&r));
+                assert_eq!(m.phases["connection"].count(), m.connections.ok, "{what} {io}");
+            }
+        }
+    }
+}
+
+#[test]
 fn a_duration_run_stops_gracefully_with_its_books_balanced() {
     let nginx = Nginx::start(LOCATIONS);
     let (run, r) = run_io("uring", &[&nginx.url("/"), "-d", "1s", "-c", "8", "-t", "2"]);
