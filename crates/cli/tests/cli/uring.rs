@@ -171,6 +171,150 @@ fn large_responses_span_many_receive_buffers() {
 }
 
 #[test]
+fn large_bodies_end_when_both_sent_and_answered_as_on_epoll() {
+    // nginx's `return 200` answers before it reads a body: every request's
+    // response comes while the rest of its 4 MiB body is still going out,
+    // and the next request on the connection must wait for that send to
+    // end (it went out behind the body's rest, a 400 every second request,
+    // when the ring did not track large sends).
+    let dir = tempfile::tempdir().unwrap();
+    let body = dir.path().join("body");
+    std::fs::write(&body, vec![b'b'; 4 << 20]).unwrap();
+    let body = body.to_str().unwrap();
+    let nginx = Nginx::start(&format!(
+        "location = /body {{ client_max_body_size 100m; return 200; }}\n{LOCATIONS}"
+    ));
+    let mut outcomes = Vec::new();
+    for io in IO {
+        let (run, r) = run_io(
+            io,
+            &[&nginx.url("/body"), "-n", "20", "-c", "2", "-t", "1", "--body", body],
+        );
+        assert_eq!(run.code(), 0, "{io}: {}", run.stderr());
+        let m = &r.measurements;
+        assert_eq!(r.generator.io.map(|i| i == Io::Uring), Some(io == "uring"), "{io}");
+        assert_eq!(
+            (m.requests.ok, m.status.get(&200).copied()),
+            (20, Some(20)),
+            "{io}: {}",
+            outcome(&r)
+        );
+        assert!(m.bytes.sent >= 20 * (4 << 20), "{io}: {} bytes sent", m.bytes.sent);
+        outcomes.push(outcome(&r));
+    }
+    assert_eq!(outcomes[0], outcomes[1], "epoll vs uring");
+    // Servers that answer a part, reset, or never read the body: each
+    // request ends in the same class on both transports, the books balance.
+    let deaf = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let deaf_url = format!("http://{}/", deaf.local_addr().unwrap());
+    let stall = FaultServer::start("stall-body");
+    let rst = FaultServer::start("rst-before-response");
+    for (what, url, timeout, class) in [
+        // Never accepted: the kernel takes a socket buffer of the body,
+        // then the send stalls until the deadline.
+        (
+            "a listener that never accepts",
+            deaf_url.clone(),
+            "300ms",
+            "timeout.response",
+        ),
+        // The lab reads a request's head, not a body it does not expect:
+        // its close with the body unread resets the connection, a head
+        // sent first or not.
+        ("stall-body", format!("http://127.0.0.1:{}/", stall.port), "5s", "reset"),
+        (
+            "rst-before-response",
+            format!("http://127.0.0.1:{}/", rst.port),
+            "5s",
+            "reset",
+        ),
+    ] {
+        let mut outcomes = Vec::new();
+        for io in IO {
+            let (run, r) = run_io(
+                io,
+                &[
+                    &url,
+                    "-n",
+                    "4",
+                    "-c",
+                    "2",
+                    "-t",
+                    "1",
+                    "--timeout",
+                    timeout,
+                    "--body",
+                    body,
+                ],
+            );
+            assert_eq!(r.measurements.requests.attempted, 4, "{what} {io}: {}", outcome(&r));
+            if ends_in_class(&run, &r, (what, io), 4, timeout, class) {
+                outcomes.push(outcome(&r));
+            }
+            if url == deaf_url {
+                let sent = r.measurements.bytes.sent;
+                assert!(
+                    sent < 4 * (4 << 20),
+                    "{io}: {sent} bytes counted sent to a server that read none"
+                );
+            }
+        }
+        if let [epoll, uring] = &outcomes[..] {
+            assert_eq!(epoll, uring, "{what}: epoll vs uring");
+        }
+    }
+}
+
+#[test]
+fn large_bodies_leak_no_descriptor_answered_early_or_reset() {
+    // 64 descriptors for 300 requests with 256 KiB bodies: an open loop on
+    // a new connection per request to nginx's early answer, then a closed
+    // loop whose every request the lab resets mid-body. A socket left open
+    // per request (a send or an early answer never ended) would run out
+    // (fd_unavailable) after a few dozen.
+    let dir = tempfile::tempdir().unwrap();
+    let body = dir.path().join("body");
+    std::fs::write(&body, vec![b'b'; 256 << 10]).unwrap();
+    let nginx = Nginx::start(&format!(
+        "location = /body {{ client_max_body_size 100m; return 200; }}\n{LOCATIONS}"
+    ));
+    let rst = FaultServer::start("rst-before-response");
+    let rst_url = format!("http://127.0.0.1:{}/", rst.port);
+    let open_loop = format!("{} -r 300 -n 300 -c 16 --no-keepalive", nginx.url("/body"));
+    let closed_loop = format!("{rst_url} -n 300 -c 4");
+    for (what, args) in [("open loop", &open_loop), ("reset", &closed_loop)] {
+        for io in IO {
+            let json = dir.path().join(format!("{io}.json"));
+            let out = common::output(std::process::Command::new("sh").arg("-c").arg(format!(
+                "ulimit -n 64 && exec {} http {args} -t 1 --body {} --io {io} -q --json {}",
+                env!("CARGO_BIN_EXE_throng"),
+                body.display(),
+                json.display()
+            )));
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(!stderr.contains("panicked"), "{what} {io}: {stderr}");
+            let r = common::read_result(&json).expect("a result");
+            assert_books_balance(&r);
+            let m = &r.measurements;
+            assert_eq!(m.requests.error("fd_unavailable"), 0, "{what} {io}: {}", outcome(&r));
+            assert_eq!(
+                m.requests.attempted + m.dropped,
+                300,
+                "{what} {io}: {}",
+                requests_outcome(&r)
+            );
+            if what == "reset" {
+                assert_eq!(m.requests.error("reset"), 300, "{what} {io}: {}", outcome(&r));
+            } else {
+                assert!(m.requests.attempted >= 100, "{what} {io}: {}", requests_outcome(&r));
+                assert_eq!(m.requests.ok, m.requests.attempted, "{what} {io}: {}", outcome(&r));
+                assert_eq!(m.phases["connection"].count(), m.connections.ok, "{what} {io}");
+            }
+        }
+    }
+}
+
+#[test]
 fn a_duration_run_stops_gracefully_with_its_books_balanced() {
     let nginx = Nginx::start(LOCATIONS);
     let (run, r) = run_io("uring", &[&nginx.url("/"), "-d", "1s", "-c", "8", "-t", "2"]);

@@ -130,9 +130,8 @@ impl Ring {
     /// few operations each (at most 4096; a fuller queue is submitted
     /// early), and as many receive buffers (64 to 4096).
     pub(super) fn new(connections: usize) -> io::Result<Self> {
-        let sq = (connections * 2).clamp(64, 4096).next_power_of_two() as u32;
+        let (sq, entries) = sizes(connections);
         let ring = build(sq)?;
-        let entries = connections.clamp(64, 4096).next_power_of_two() as u16;
         let bufs = BufRing::new(entries)?;
         // SAFETY: the ring memory lives in `bufs`, which outlives the
         // registration: Ring drops `ring` (field order) before `bufs`.
@@ -159,6 +158,28 @@ impl Ring {
         unsafe { self.ring.submission().push(sqe) }
             .map_err(|_| io::Error::other("io_uring submission queue still full after a submit"))
     }
+}
+
+/// The submission entries and receive buffers of a ring for `connections`
+/// connections (see [`Ring::new`]).
+fn sizes(connections: usize) -> (u32, u16) {
+    let sq = connections.saturating_mul(2).clamp(64, 4096).next_power_of_two() as u32;
+    let entries = connections.clamp(64, 4096).next_power_of_two() as u16;
+    (sq, entries)
+}
+
+/// The bytes a ring for `connections` connections maps: its submission
+/// entries (64 bytes each) and completion entries (16 bytes, four per
+/// submission entry), and its receive buffers with their ring entries.
+/// Fixed past 4,096 connections (about 17.4 MB), so what each connection
+/// costs falls beyond that. For the memory bound's test.
+#[cfg(test)]
+pub(super) fn footprint(connections: usize) -> usize {
+    let (sq, entries) = sizes(connections);
+    let (sq, entries) = (sq as usize, usize::from(entries));
+    sq * std::mem::size_of::<io_uring::squeue::Entry>()
+        + 4 * sq * std::mem::size_of::<io_uring::cqueue::Entry>()
+        + entries * (BUF_SIZE + std::mem::size_of::<BufRingEntry>())
 }
 
 /// A ring with `sq` entries, for one thread: completions are run only when

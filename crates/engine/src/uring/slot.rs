@@ -9,6 +9,8 @@ use std::time::Instant;
 
 use socket2::{Domain, Protocol, Socket, Type};
 
+use throng_metrics::ErrorClass;
+
 use crate::proto::session::Session;
 
 /// What an operation's completion belongs to: its slot, the slot's
@@ -44,6 +46,23 @@ pub(super) enum Phase {
     Done,
 }
 
+/// How a response ended while its request was still being sent (a server
+/// answering or failing before it read the whole body). The exchange ends
+/// when the send does, as on epoll, which reads only once it has written
+/// the whole request: the next request never goes out behind the rest of
+/// a body.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Early {
+    /// Nothing yet.
+    None,
+    /// Complete at `at` (the kernel's stamp: `kernel`); `extra`: bytes
+    /// after it or the peer's close (the connection is not reused).
+    Answered { at: Instant, extra: bool, kernel: bool },
+    /// Failed: the class, unless the send fails too (then its own, as
+    /// epoll's write would).
+    Failed(ErrorClass),
+}
+
 /// One connection and its request in flight.
 pub(super) struct Slot {
     pub(super) phase: Phase,
@@ -62,12 +81,18 @@ pub(super) struct Slot {
     /// The multishot receive is armed.
     pub(super) recv_armed: bool,
     /// The request in flight: started (latency's origin), queued for
-    /// submission at `t_send`, bytes acknowledged, first response byte.
+    /// submission at `t_send`, its last byte out at `t_sent`, bytes
+    /// acknowledged, first response byte.
     pub(super) start: Instant,
     pub(super) t_send: Instant,
+    pub(super) t_sent: Instant,
     pub(super) written: usize,
     pub(super) first: Option<Instant>,
     pub(super) keep_server: bool,
+    /// A large request's send is in the kernel (its completion tracked).
+    pub(super) sending: bool,
+    /// What the response did while the request was still being sent.
+    pub(super) early: Early,
     /// Connect or response deadline.
     pub(super) deadline: Instant,
 }
@@ -87,10 +112,38 @@ impl Slot {
             recv_armed: false,
             start: now,
             t_send: now,
+            t_sent: now,
             written: 0,
             first: None,
             keep_server: false,
+            sending: false,
+            early: Early::None,
             deadline: now,
+        }
+    }
+}
+
+impl Early {
+    /// The connection is not reused after this exchange (bytes after the
+    /// response, or the peer's close).
+    pub(super) fn no_reuse(&mut self) {
+        if let Early::Answered { extra, .. } = self {
+            *extra = true;
+        }
+    }
+}
+
+impl Slot {
+    /// The slot's queued send is submitted at `now`: the request's send
+    /// time, its deadline; a small request (`len` bytes) is sent whole
+    /// unless a failure's completion says otherwise, a large one's bytes
+    /// are counted as its completions come.
+    pub(super) fn queued_out(&mut self, now: Instant, timeout: std::time::Duration, len: usize) {
+        self.t_send = now;
+        self.deadline = now + timeout;
+        if !self.sending {
+            self.t_sent = now;
+            self.written = len;
         }
     }
 }

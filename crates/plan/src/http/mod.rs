@@ -170,14 +170,6 @@ impl IoModel {
     }
 }
 
-/// The largest request body the io_uring transport carries. The ring does
-/// not wait for a send's completion (a success posts none), so a server that
-/// answers before it has read a large body (nginx's `return`) would see the
-/// next request's bytes behind the rest of it; a body this small reaches
-/// the server with its head. Larger bodies run on epoll until the ring
-/// tracks its sends.
-pub const RING_BODY_MAX: u64 = 16 * 1024;
-
 /// The most concurrent streams `--streams` may ask for per connection.
 pub const MAX_STREAMS: u32 = 10_000;
 /// The most streams one plan may keep in flight (`-c` × `--streams`).
@@ -492,13 +484,6 @@ impl HttpPlan {
         }
         if !self.http.is_http1() {
             return Some(format!("{} (--http2/--http3)", self.http.label()));
-        }
-        if self.body_bytes > RING_BODY_MAX {
-            return Some(format!(
-                "request bodies over {} KiB (the ring does not yet wait for a large send to finish before the \
-                 next request, and a server that answers before reading the whole body would see them interleave)",
-                RING_BODY_MAX / 1024
-            ));
         }
         if self.request_table().is_some() || !self.targets.is_empty() || self.body_lines.is_some() {
             return Some("several targets (--targets, --body-lines, more URLs)".to_string());
