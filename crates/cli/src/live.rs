@@ -46,6 +46,7 @@ impl Watch {
                     args.remote_write_timeout,
                     agent,
                     start_at_unix_ms.map(|ms| format!("{ms:x}")),
+                    args.remote_write_cacert.as_deref(),
                 )?;
                 Some(
                     Pusher::start(config, step_scenarios.clone())

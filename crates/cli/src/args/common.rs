@@ -161,6 +161,9 @@ pub struct LiveArgs {
     #[arg(long = "remote-write-timeout", value_name = "DURATION", default_value = "5s",
           value_parser = parse_duration, requires = "remote_write")]
     pub remote_write_timeout: Duration,
+    /// Trust these CAs (PEM) for an https:// remote-write URL instead of the system's
+    #[arg(long = "remote-write-cacert", value_name = "FILE", requires = "remote_write")]
+    pub remote_write_cacert: Option<std::path::PathBuf>,
     /// A header for every push, 'Name: value' (repeatable), e.g. 'Authorization: Bearer TOKEN'; its
     /// value is never shown in output, results or errors
     #[arg(long = "remote-write-header", value_name = "HEADER", requires = "remote_write",

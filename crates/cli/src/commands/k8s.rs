@@ -167,6 +167,7 @@ fn command_line(args: &[String]) -> anyhow::Result<(Plan, Load, Secrets)> {
                 ("--cacert", &h.tls.cacert),
                 ("--cert", &h.tls.cert),
                 ("--key", &h.tls.key),
+                ("--remote-write-cacert", &h.live.remote_write_cacert),
             ]);
             let https = h.url.as_deref().is_some_and(|u| u.starts_with("https://"));
             let open = u64::from(h.connections.unwrap_or(if h.rate.is_some() { 1000 } else { 50 }));
@@ -191,6 +192,7 @@ fn command_line(args: &[String]) -> anyhow::Result<(Plan, Load, Secrets)> {
                 ("--cert", &s.tls.cert),
                 ("--key", &s.tls.key),
                 ("--nats-creds", &s.nats_creds),
+                ("--remote-write-cacert", &s.live.remote_write_cacert),
             ]);
             let tls = s.target.starts_with("tls://") || s.target.starts_with("https://");
             let total = s.connections.unwrap_or(1);

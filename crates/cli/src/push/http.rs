@@ -2,9 +2,12 @@
 //! what the push thread needs, and no more (a connection per push, closed
 //! after the answer).
 
-use std::io::{Read as _, Write as _};
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use throng_tls::rustls::{self, ClientConfig, ClientConnection, pki_types::ServerName};
 
 /// Where pushes go.
 #[derive(Clone, Debug)]
@@ -15,6 +18,49 @@ pub struct Endpoint {
     pub host: String,
     /// Path and query.
     pub path: String,
+    /// For an https:// receiver: the client configuration and the name its
+    /// certificate must hold.
+    pub tls: Option<(Arc<ClientConfig>, ServerName<'static>)>,
+}
+
+/// One push's connection: plain, or TLS over it.
+enum Conn {
+    Plain(TcpStream),
+    Tls(Box<rustls::StreamOwned<ClientConnection, TcpStream>>),
+}
+
+impl Conn {
+    fn tcp(&self) -> &TcpStream {
+        match self {
+            Conn::Plain(s) => s,
+            Conn::Tls(s) => &s.sock,
+        }
+    }
+}
+
+impl Read for Conn {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Conn::Plain(s) => s.read(buf),
+            Conn::Tls(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Conn {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Conn::Plain(s) => s.write(buf),
+            Conn::Tls(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Conn::Plain(s) => s.flush(),
+            Conn::Tls(s) => s.flush(),
+        }
+    }
 }
 
 /// What became of one POST.
@@ -62,8 +108,15 @@ fn exchange(
             .filter(|d| !d.is_zero())
             .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::TimedOut))
     };
-    let mut s = TcpStream::connect_timeout(&to.addr, left()?)?;
-    s.set_nodelay(true)?;
+    let tcp = TcpStream::connect_timeout(&to.addr, left()?)?;
+    tcp.set_nodelay(true)?;
+    let mut s = match &to.tls {
+        None => Conn::Plain(tcp),
+        Some((config, name)) => {
+            let conn = ClientConnection::new(Arc::clone(config), name.clone()).map_err(std::io::Error::other)?;
+            Conn::Tls(Box::new(rustls::StreamOwned::new(conn, tcp)))
+        }
+    };
     let mut head = format!(
         "POST {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: throng/{}\r\nContent-Length: {}\r\nConnection: close\r\n",
         to.path,
@@ -78,15 +131,23 @@ fn exchange(
         head.push_str(&format!("{name}: {value}\r\n"));
     }
     head.push_str("\r\n");
-    s.set_write_timeout(Some(left()?))?;
+    // The TLS handshake happens within the first write, under its timeout.
+    s.tcp().set_read_timeout(Some(left()?))?;
+    s.tcp().set_write_timeout(Some(left()?))?;
     s.write_all(head.as_bytes())?;
-    s.set_write_timeout(Some(left()?))?;
+    s.tcp().set_write_timeout(Some(left()?))?;
     s.write_all(body)?;
+    s.flush()?;
     let mut answer = Vec::with_capacity(1024);
     let mut buf = [0u8; 4096];
     loop {
-        s.set_read_timeout(Some(left()?))?;
-        let n = s.read(&mut buf)?;
+        s.tcp().set_read_timeout(Some(left()?))?;
+        let n = match s.read(&mut buf) {
+            Ok(n) => n,
+            // A receiver that closes without TLS's close_notify, after its answer.
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof && !answer.is_empty() => 0,
+            Err(e) => return Err(e),
+        };
         if n == 0 || answer.len() >= MAX_ANSWER {
             break;
         }

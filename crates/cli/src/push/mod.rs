@@ -98,6 +98,7 @@ impl Config {
         timeout: Duration,
         agent: Option<String>,
         run_id: Option<String>,
+        cacert: Option<&std::path::Path>,
     ) -> Result<Config, UsageError> {
         let bad = |why: String| UsageError(format!("--remote-write {url}: {why}"));
         let parsed = url::Url::parse(url).map_err(|e| {
@@ -105,12 +106,20 @@ impl Config {
                 "not a URL ({e}); give the receiver's write URL, e.g. http://127.0.0.1:9090/api/v1/write"
             ))
         })?;
-        if parsed.scheme() != "http" {
-            return Err(bad(format!(
-                "the scheme is {}; remote write goes over plain http:// (https is not supported yet: push \
-                 through a local relay such as a Prometheus agent)",
-                parsed.scheme()
-            )));
+        let https = match parsed.scheme() {
+            "http" => false,
+            "https" => true,
+            other => {
+                return Err(bad(format!(
+                    "the scheme is {other}; give an http:// or https:// write URL, e.g. \
+                     http://127.0.0.1:9090/api/v1/write"
+                )));
+            }
+        };
+        if cacert.is_some() && !https {
+            return Err(UsageError(
+                "--remote-write-cacert applies to an https:// write URL; leave it out for http://".into(),
+            ));
         }
         if !parsed.username().is_empty() || parsed.password().is_some() {
             // Not echoed: the URL holds a password.
@@ -124,7 +133,7 @@ impl Config {
             .host_str()
             .ok_or_else(|| bad("no host; e.g. http://127.0.0.1:9090/api/v1/write".into()))?
             .to_string();
-        let port = parsed.port_or_known_default().unwrap_or(80);
+        let port = parsed.port_or_known_default().unwrap_or(if https { 443 } else { 80 });
         let bare = host.trim_start_matches('[').trim_end_matches(']');
         let addr = (bare, port)
             .to_socket_addrs()
@@ -186,14 +195,20 @@ impl Config {
         if let Some(a) = agent {
             common.push(("agent", a));
         }
+        let tls = if https {
+            Some((tls_config(cacert)?, server_name(bare).map_err(bad)?))
+        } else {
+            None
+        };
         Ok(Config {
             encoder: Encoder::RemoteWrite,
             endpoint: http::Endpoint {
                 addr,
                 host: host_header,
                 path,
+                tls,
             },
-            shown: format!("http://{host}:{port}{}", parsed.path()),
+            shown: format!("{}://{host}:{port}{}", parsed.scheme(), parsed.path()),
             headers: checked,
             interval,
             timeout,
@@ -207,6 +222,42 @@ impl Config {
         let backoffs: Duration = (0..ATTEMPTS - 1).map(|k| BACKOFF * 2u32.pow(k)).sum();
         self.timeout * ATTEMPTS + backoffs
     }
+}
+
+/// The TLS client for an https:// receiver: the system's CAs, or those of
+/// `--remote-write-cacert` (read bounded, as every certificate file).
+fn tls_config(
+    cacert: Option<&std::path::Path>,
+) -> Result<std::sync::Arc<throng_tls::rustls::ClientConfig>, UsageError> {
+    use throng_tls::rustls::pki_types::{CertificateDer, pem::PemObject as _};
+    let cacert = match cacert {
+        None => None,
+        Some(path) => {
+            let shown = path.display().to_string();
+            let bad = |why: String| UsageError(format!("--remote-write-cacert {shown}: {why}"));
+            let pem = throng_plan::input::read_limited(path, throng_plan::input::MAX_PEM_BYTES)
+                .map_err(|e| bad(e.to_string()))?;
+            let certs = CertificateDer::pem_slice_iter(&pem)
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| bad(format!("not a PEM certificate file ({e})")))?;
+            if certs.is_empty() {
+                return Err(bad("holds no PEM certificate (-----BEGIN CERTIFICATE-----)".into()));
+            }
+            Some((shown, pem))
+        }
+    };
+    throng_tls::client_config(&throng_tls::ClientOptions {
+        cacert,
+        ..Default::default()
+    })
+    .map_err(|e| UsageError(format!("--remote-write: {e}")))
+}
+
+/// The name an https:// receiver's certificate must hold: its host name or
+/// IP address.
+fn server_name(host: &str) -> Result<throng_tls::rustls::pki_types::ServerName<'static>, String> {
+    throng_tls::rustls::pki_types::ServerName::try_from(host.to_string())
+        .map_err(|e| format!("{host} is not a name a certificate can hold ({e})"))
 }
 
 /// Counts kept by the push thread and read at the end of each run.
@@ -516,7 +567,15 @@ mod tests {
 
     fn config(url: &str, headers: &[&str]) -> Result<Config, UsageError> {
         let h: Vec<Secret> = headers.iter().map(|s| Secret((*s).to_string())).collect();
-        Config::new(url, &h, Duration::from_secs(5), Duration::from_secs(1), None, None)
+        Config::new(
+            url,
+            &h,
+            Duration::from_secs(5),
+            Duration::from_secs(1),
+            None,
+            None,
+            None,
+        )
     }
 
     #[test]
@@ -542,7 +601,31 @@ mod tests {
 
     #[test]
     fn refuses_what_it_cannot_push_to() {
-        assert!(config("https://127.0.0.1:9/w", &[]).unwrap_err().0.contains("https"));
+        assert!(config("ftp://127.0.0.1:9/w", &[]).unwrap_err().0.contains("ftp"));
+        let https = config("https://127.0.0.1:9/w", &[]).unwrap();
+        assert!(https.endpoint.tls.is_some());
+        assert_eq!(https.shown, "https://127.0.0.1:9/w");
+        let cacert = |url: &str, file: &str| {
+            Config::new(
+                url,
+                &[],
+                Duration::from_secs(5),
+                Duration::from_secs(1),
+                None,
+                None,
+                Some(std::path::Path::new(file)),
+            )
+        };
+        assert!(
+            cacert("http://127.0.0.1:9/w", "/dev/null")
+                .unwrap_err()
+                .0
+                .contains("applies to an https://")
+        );
+        let zero = cacert("https://127.0.0.1:9/w", "/dev/zero").unwrap_err().0;
+        assert!(zero.starts_with("--remote-write-cacert /dev/zero"), "{zero}");
+        let empty = cacert("https://127.0.0.1:9/w", "/dev/null").unwrap_err().0;
+        assert!(empty.contains("no PEM certificate"), "{empty}");
         assert!(config("not a url", &[]).unwrap_err().0.contains("not a URL"));
     }
 
@@ -556,6 +639,7 @@ mod tests {
             &[],
             Duration::from_millis(100),
             Duration::from_millis(200),
+            None,
             None,
             None,
         )

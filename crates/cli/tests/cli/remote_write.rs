@@ -12,7 +12,7 @@ use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{free_port, lab, output, throng};
+use common::{certs, free_port, lab, nginx_tls, output, p, throng};
 use throng_result::RunResult;
 
 /// What a header carries in these tests; it must show nowhere.
@@ -211,6 +211,49 @@ fn prometheus_holds_exactly_the_counts_of_the_result_file() {
         }
     }
     assert_eq!(latency_panels, 3);
+}
+
+/// An https:// receiver (nginx terminating TLS in front of Prometheus):
+/// with the CA given by --remote-write-cacert the pushes arrive and the
+/// counts are the result's; without it the certificate is refused, the
+/// failures are counted and the run is untouched.
+#[test]
+fn an_https_receiver_takes_the_pushes_when_its_ca_is_trusted() {
+    let lab = lab(None);
+    let prom = Receiver::start();
+    let (_dir, certs) = certs();
+    let tls = nginx_tls(
+        &certs,
+        "ssl",
+        false,
+        "",
+        &format!("location / {{ proxy_pass http://{}; }}", prom.addr),
+    );
+    let url = tls.https("localhost", "/api/v1/write");
+    let target = format!("http://{}/", lab.addr());
+    let ca = p(&certs, "ca.pem");
+    let (code, printed, _, r) = run(&target, &url, &["-n", "500", "--remote-write-cacert", &ca]);
+    assert_eq!(code, 0, "{printed}");
+    let push = r.remote_write.as_ref().unwrap();
+    assert_eq!((push.samples_failed, push.samples_dropped), (0, 0), "{push:?}");
+    assert!(push.pushes_sent >= 1, "{push:?}");
+    assert!(printed.contains("remote write to https://localhost:"), "{printed}");
+    assert_eq!(
+        prom.wait_for(r#"throng_requests_total{outcome="ok"}"#, 500),
+        Some(500.0),
+        "the pushes went through TLS to Prometheus"
+    );
+
+    // The system's CAs do not know this one: refused, counted, run untouched.
+    let (code, printed, _, r) = run(&target, &url, &["-n", "200"]);
+    assert_eq!(code, 0, "{printed}");
+    assert_eq!(r.measurements.requests.ok, 200);
+    let push = r.remote_write.as_ref().unwrap();
+    assert_eq!(push.pushes_sent, 0, "{push:?}");
+    assert!(push.samples_failed > 0, "{push:?}");
+    let error = push.last_error.as_deref().unwrap_or_default().to_ascii_lowercase();
+    assert!(error.contains("certificate"), "{push:?}");
+    assert!(!printed.contains(SECRET));
 }
 
 #[test]
