@@ -192,8 +192,27 @@ const H3_BYTES_PER_CONNECTION: u64 = 72 * 1024;
 /// for a free local port gets noticeably slower.
 const CROWDED_PORTS: u64 = 10_000;
 
+/// Most worker processes one storm starts: at the descriptor limit each
+/// (about 20,000 here) that is millions of connections, past what one
+/// machine's kernel memory holds; more is a typo or hostile input, not a plan.
+const MAX_PROCS: u32 = 256;
+
 /// Says before starting when the machine cannot hold the storm, with numbers.
 fn check_system(plan: &StormPlan, peak: u64, procs: u32, per_process: u64) -> Result<(), UsageError> {
+    let needed = peak.div_ceil(per_process.max(1));
+    if plan.procs == Procs::Auto && needed > u64::from(MAX_PROCS) {
+        return Err(UsageError(format!(
+            "about {peak} connections may be open at once: at {per_process} per process (descriptor limit) that \
+             takes {needed} processes, more than the {MAX_PROCS} one storm starts; lower --count or \
+             --max-concurrent, or split the storm over machines (--segment)"
+        )));
+    }
+    if procs > MAX_PROCS {
+        return Err(UsageError(format!(
+            "--procs {procs}: at most {MAX_PROCS} processes; use --procs auto (it starts as many as the \
+             connections open at once need)"
+        )));
+    }
     let share = peak.div_ceil(u64::from(procs.max(1)));
     if share > per_process {
         return Err(UsageError(format!(

@@ -231,6 +231,14 @@ fn storm_mistakes_exit_2() {
             &["tcp://127.0.0.1:9", "-n", "1", "--format", "ab"],
             "possible values: text, json",
         ),
+        (
+            &["tcp://127.0.0.1:9", "-n", "18446744073709551615", "--hold", "1s"],
+            "lower --count",
+        ),
+        (
+            &["tcp://127.0.0.1:9", "-n", "10", "--procs", "100000"],
+            "at most 256 processes",
+        ),
     ];
     for (args, needle) in cases {
         let out = common::output(throng().arg("storm").args(*args));
