@@ -52,7 +52,7 @@ pub struct StormCmd {
     /// Limit on connect, handshake and request [default: 10s; 2s with --client nats.go]
     #[arg(long = "timeout", value_name = "DURATION", value_parser = parse_duration)]
     pub timeout: Option<Duration>,
-    /// Processes to spread connections over: auto (as the descriptor limit needs) or a number
+    /// Processes to spread connections over: auto (as the descriptor limit needs) or a number, at most 256
     #[arg(long = "procs", value_name = "auto|N")]
     pub procs: Option<String>,
     /// Local addresses to connect from, rotated: a range (127.0.0.2-127.0.0.200) or a CIDR
