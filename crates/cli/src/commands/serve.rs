@@ -11,6 +11,13 @@ use crate::args::ServeCmd;
 use crate::exit::UsageError;
 use crate::signals;
 
+/// Most server processes (each binds the port with SO_REUSEPORT): more is a
+/// typo, not a plan, and would start that many processes.
+const MAX_PROCS: u32 = 256;
+
+/// Most threads per process, for serving and for hashing.
+const MAX_THREADS: usize = 1024;
+
 pub fn run(c: ServeCmd) -> anyhow::Result<ExitCode> {
     if c.http3 {
         return run_http3(&c);
@@ -32,16 +39,19 @@ pub fn run(c: ServeCmd) -> anyhow::Result<ExitCode> {
         None => None,
     };
     let threads = c.threads.unwrap_or_else(|| throng_engine::sys::cores() as usize);
-    if threads == 0 {
-        return Err(UsageError("--threads must be at least 1".into()).into());
+    if threads == 0 || threads > MAX_THREADS {
+        return Err(UsageError(format!("--threads {threads}: give 1 to {MAX_THREADS}")).into());
     }
-    if c.procs == 0 {
-        return Err(UsageError("--procs must be at least 1".into()).into());
+    if c.procs == 0 || c.procs > MAX_PROCS {
+        return Err(UsageError(format!("--procs {}: give 1 to {MAX_PROCS}", c.procs)).into());
     }
     let mut auth = AuthConfig::default();
     auth.cost = BcryptCost::new(c.bcrypt_cost).map_err(|e| UsageError(format!("--bcrypt-cost: {e}")))?;
     auth.reveal_otp = c.reveal_otp;
     let hash_threads = c.hash_threads.unwrap_or_else(|| throng_engine::sys::cores() as usize);
+    if hash_threads > MAX_THREADS {
+        return Err(UsageError(format!("--hash-threads {hash_threads}: give 1 to {MAX_THREADS}")).into());
+    }
     auth.hash_threads =
         NonZeroUsize::new(hash_threads).ok_or_else(|| UsageError("--hash-threads must be at least 1".into()))?;
     let tls = match &c.tls {

@@ -107,6 +107,19 @@ fn user_mistakes_are_one_line_exit_2() {
         ),
         (&["report", missing], "cannot read"),
         (&["serve", "--stall-every", "1s"], "--stall-for"),
+        // Refused before anything starts: not 100,000 processes or threads.
+        (
+            &["serve", "--listen", "127.0.0.1:0", "--procs", "100000"],
+            "give 1 to 256",
+        ),
+        (
+            &["serve", "--listen", "127.0.0.1:0", "--threads", "100000"],
+            "give 1 to 1024",
+        ),
+        (
+            &["serve", "--listen", "127.0.0.1:0", "--hash-threads", "100000"],
+            "give 1 to 1024",
+        ),
         (&["nosuchcommand"], "nosuchcommand"),
     ];
     for (args, needle) in cases {
