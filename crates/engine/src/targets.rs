@@ -43,6 +43,9 @@ pub(crate) struct Dest {
 pub(crate) struct Cursor {
     at: usize,
     origin: Option<usize>,
+    /// `--trace-context`: this task's copy of the request it sends, with
+    /// the request's own ids (crate::trace).
+    pub(crate) traced: Vec<u8>,
 }
 
 /// One worker's picking state and per-target tags.
