@@ -35,7 +35,7 @@ pub(crate) async fn one_request(
     ctx: &Ctx,
     conn: &mut Option<Conn>,
     session: &mut Session,
-    sleep: Pin<&mut Sleep>,
+    mut sleep: Pin<&mut Sleep>,
     origin: Instant,
     scheduled: bool,
     cursor: &mut Cursor,
@@ -52,52 +52,25 @@ pub(crate) async fn one_request(
         Some((p, i)) => p.request(i),
         None => &ctx.spec.request,
     };
-    match &ctx.spec.trace {
-        // The task's copy, with this request's ids (taken out of the
-        // cursor while it is sent, put back after: no allocation).
+    // With targets on several origins, the one a new connection serves.
+    let dest = match conn {
+        None => ctx.pick.as_ref().and_then(|p| p.dest(cursor)),
+        Some(_) => None,
+    };
+    // With trace context, the task's copy with this request's ids.
+    let (request, trace): (&[u8], _) = match &ctx.spec.trace {
         Some(tracer) => {
-            let mut traced = std::mem::take(&mut cursor.traced);
-            let id = tracer.stamp(&mut traced, plain, entry.is_none());
-            send(
-                ctx,
-                conn,
-                session,
-                sleep,
-                origin,
-                scheduled,
-                cursor,
-                entry,
-                &traced,
-                Some(id),
-            )
-            .await;
-            cursor.traced = traced;
+            let t = tracer.stamp(&mut cursor.traced, plain, entry.is_none());
+            (&t.bytes, Some(&t.id))
         }
-        None => send(ctx, conn, session, sleep, origin, scheduled, cursor, entry, plain, None).await,
-    }
-}
-
-/// [`one_request`] of `request` (the plan's, or `entry` of its several),
-/// which carries `trace` as its traceparent's trace id.
-#[allow(clippy::too_many_arguments)]
-async fn send(
-    ctx: &Ctx,
-    conn: &mut Option<Conn>,
-    session: &mut Session,
-    mut sleep: Pin<&mut Sleep>,
-    origin: Instant,
-    scheduled: bool,
-    cursor: &mut Cursor,
-    entry: Option<(&Pick, usize)>,
-    request: &[u8],
-    trace: Option<[u8; 16]>,
-) {
+        None => (plain, None),
+    };
     let spec = &ctx.spec;
     // Written when it drops: once, however the request ends.
     let now = Instant::now();
     let mut row = ctx.row(now);
     if let Some(r) = row.row() {
-        if let Some(id) = trace {
+        if let Some(&id) = trace {
             r.trace(id);
         }
         if scheduled {
@@ -116,8 +89,7 @@ async fn send(
             // out of the task keeps every idle connection small. Plain TCP
             // sends the request with the connect (see conn::connect).
             let first: &[u8] = if spec.tls.is_some() { &[] } else { request };
-            // With targets on several origins, to the one this connection serves.
-            let opening = match ctx.pick.as_ref().and_then(|p| p.dest(cursor)) {
+            let opening = match dest {
                 Some(d) => {
                     Box::pin(open_connection_to(
                         ctx,
@@ -143,7 +115,7 @@ async fn send(
                 Err(class) => {
                     let now = Instant::now();
                     ctx.rec.borrow_mut().request_failed(now, class, 0);
-                    if let Some(id) = trace {
+                    if let Some(&id) = trace {
                         slow(ctx, origin, now, SlowEnd::Error(class), id);
                     }
                     ctx.in_flight.set(ctx.in_flight.get() - 1);
@@ -236,7 +208,7 @@ async fn exchange_request(
     row: Option<&mut Row<'_>>,
     request: &[u8],
     entry: Option<(&Pick, usize)>,
-    trace: Option<[u8; 16]>,
+    trace: Option<&[u8; 16]>,
 ) -> bool {
     let spec = &ctx.spec;
     let keep_server = ctx.rec.borrow().wants_first_reply();
@@ -260,7 +232,7 @@ async fn exchange_request(
         keep_server,
         row,
     );
-    if let Some(id) = trace {
+    if let Some(&id) = trace {
         let (end, how) = match &outcome {
             Ok(t) => (t.done, SlowEnd::Status(session.reply().status)),
             Err(f) => (Instant::now(), SlowEnd::Error(f.class)),

@@ -17,6 +17,13 @@ use std::hash::{BuildHasher, Hasher};
 
 use throng_plan::{Rng, TraceContext, traceparent_at, write_ids};
 
+/// A task's request as it is sent, and the trace id it carries.
+#[derive(Default)]
+pub(crate) struct Traced {
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) id: [u8; 16],
+}
+
 /// A worker's trace-id source and what the plan asks of it.
 #[derive(Debug)]
 pub(crate) struct Tracer {
@@ -55,9 +62,16 @@ impl Tracer {
         (trace, p.max(1).to_be_bytes())
     }
 
-    /// Makes `buf` the request to send (`request` with new ids; `one`: the
-    /// plan's one request, copied into `buf` once); its trace id.
-    pub(crate) fn stamp(&self, buf: &mut Vec<u8>, request: &[u8], one: bool) -> [u8; 16] {
+    /// Makes `traced` the request to send: `request` with new ids (`one`:
+    /// the plan's one request, copied once).
+    pub(crate) fn stamp<'a>(&self, traced: &'a mut Option<Box<Traced>>, request: &[u8], one: bool) -> &'a Traced {
+        let t = traced.get_or_insert_with(Box::default);
+        t.id = self.stamp_into(&mut t.bytes, request, one);
+        t
+    }
+
+    /// Writes `request` with new ids into `buf`; its trace id.
+    fn stamp_into(&self, buf: &mut Vec<u8>, request: &[u8], one: bool) -> [u8; 16] {
         let at = if one {
             if buf.len() != request.len() {
                 buf.clear();
@@ -97,7 +111,7 @@ mod tests {
         let mut buf = Vec::new();
         let mut seen = std::collections::HashSet::new();
         for _ in 0..100 {
-            let id = t.stamp(&mut buf, &request, true);
+            let id = t.stamp_into(&mut buf, &request, true);
             let text = String::from_utf8(buf.clone()).unwrap();
             let line = text.lines().find(|l| l.starts_with("traceparent: ")).unwrap();
             let v = &line["traceparent: ".len()..];
