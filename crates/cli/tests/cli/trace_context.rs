@@ -197,7 +197,7 @@ fn an_open_loop_unsampled_run_and_a_merge_keep_the_n_slowest_of_all() {
         .chain(&sb.requests)
         .map(|r| (r.latency_us, r.trace_id.clone()))
         .collect();
-    all.sort_by(|x, y| y.0.cmp(&x.0));
+    all.sort_by_key(|x| std::cmp::Reverse(x.0));
     let want: Vec<u64> = all.iter().take(5).map(|x| x.0).collect();
     let got: Vec<u64> = m.requests.iter().map(|r| r.latency_us).collect();
     assert_eq!(got, want, "the 5 slowest of both parts");
