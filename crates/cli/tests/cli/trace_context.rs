@@ -206,6 +206,16 @@ fn an_open_loop_unsampled_run_and_a_merge_keep_the_n_slowest_of_all() {
         "{:?}",
         schema_violations(&merged)
     );
+
+    // A file claiming more than a result keeps is refused when read back.
+    let mut doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&merged).unwrap()).unwrap();
+    doc["measurements"]["slowest"]["keep"] = serde_json::json!(1_000_000);
+    let edited = dir.path().join("edited.json");
+    std::fs::write(&edited, serde_json::to_vec(&doc).unwrap()).unwrap();
+    let o = output(throng().arg("report").arg(&edited));
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("slowest") && err.contains("edited.json"), "{err}");
 }
 
 #[test]
