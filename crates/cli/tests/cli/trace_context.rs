@@ -237,3 +237,32 @@ fn a_given_traceparent_or_another_http_version_is_a_usage_error() {
     let o = output(throng().args(["http", url, "-n", "1", "--trace-context", "--slowest", "0"]));
     assert_eq!(o.status.code(), Some(2));
 }
+
+#[test]
+fn several_targets_each_carry_their_own_traceparent() {
+    let (nginx, logs) = logging_nginx();
+    let run = http(&[
+        &nginx.url("/a"),
+        &nginx.url("/b?x=1"),
+        "-n",
+        "60",
+        "-c",
+        "3",
+        "--trace-context",
+    ]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert_eq!(run.result().measurements.requests.ok, 60);
+    let logged = common::access_log(&logs.path().join("access.log"));
+    assert_eq!(logged.len(), 60);
+    let ids: BTreeSet<String> = logged
+        .iter()
+        .map(|l| {
+            parse(l, "01")
+                .unwrap_or_else(|| panic!("malformed traceparent {l:?}"))
+                .0
+        })
+        .collect();
+    assert_eq!(ids.len(), 60, "a new trace id on every request of every target");
+    let slowest = run.result().measurements.slowest.as_ref().unwrap();
+    assert!(slowest.requests.iter().all(|s| ids.contains(&s.trace_id)));
+}
