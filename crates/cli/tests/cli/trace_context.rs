@@ -266,3 +266,40 @@ fn several_targets_each_carry_their_own_traceparent() {
     let slowest = run.result().measurements.slowest.as_ref().unwrap();
     assert!(slowest.requests.iter().all(|s| ids.contains(&s.trace_id)));
 }
+
+#[test]
+fn requests_that_fail_are_among_the_slowest_with_their_error_class() {
+    let url = format!("http://127.0.0.1:{}/", common::free_port());
+    let run = http(&[&url, "-n", "5", "-c", "1", "-t", "1", "--trace-context"]);
+    let r = run.result();
+    assert_books_balance(r);
+    assert_eq!(
+        r.measurements.requests.error("refused"),
+        5,
+        "{:?}",
+        r.measurements.requests
+    );
+    let slowest = r.measurements.slowest.as_ref().unwrap();
+    assert_eq!(slowest.requests.len(), 5);
+    assert!(
+        slowest
+            .requests
+            .iter()
+            .all(|s| s.error.as_deref() == Some("refused") && s.status.is_none()),
+        "{slowest:?}"
+    );
+    assert_eq!(
+        slowest
+            .requests
+            .iter()
+            .map(|s| &s.trace_id)
+            .collect::<BTreeSet<_>>()
+            .len(),
+        5
+    );
+    assert!(
+        schema_violations(&run.json).is_empty(),
+        "{:?}",
+        schema_violations(&run.json)
+    );
+}
