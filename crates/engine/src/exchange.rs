@@ -15,7 +15,7 @@
 use std::pin::Pin;
 use std::time::Instant;
 
-use throng_metrics::Phase;
+use throng_metrics::{Phase, SlowEnd};
 use tokio::time::Sleep;
 
 use crate::conn::{Conn, close, open_connection, open_connection_to};
@@ -42,21 +42,37 @@ pub(crate) async fn one_request(
 ) {
     ctx.rec.borrow_mut().request_started();
     ctx.in_flight.set(ctx.in_flight.get() + 1);
-    let spec = &ctx.spec;
     // The plan's request, or the next of its several (an index, no copy).
     let entry = ctx.pick.as_ref().map(|p| {
         let i = p.next(cursor);
         p.started(i);
         (p, i)
     });
-    let request: &[u8] = match entry {
+    let plain: &[u8] = match entry {
         Some((p, i)) => p.request(i),
-        None => &spec.request,
+        None => &ctx.spec.request,
     };
+    // With targets on several origins, the one a new connection serves.
+    let dest = match conn {
+        None => ctx.pick.as_ref().and_then(|p| p.dest(cursor)),
+        Some(_) => None,
+    };
+    // With trace context, the task's copy with this request's ids.
+    let (request, trace): (&[u8], _) = match &ctx.spec.trace {
+        Some(tracer) => {
+            let t = tracer.stamp(&mut cursor.traced, plain, entry.is_none());
+            (&t.bytes, Some(&t.id))
+        }
+        None => (plain, None),
+    };
+    let spec = &ctx.spec;
     // Written when it drops: once, however the request ends.
     let now = Instant::now();
     let mut row = ctx.row(now);
     if let Some(r) = row.row() {
+        if let Some(&id) = trace {
+            r.trace(id);
+        }
         if scheduled {
             r.phase(Phase::ScheduleLag, now.saturating_duration_since(origin));
         }
@@ -73,8 +89,7 @@ pub(crate) async fn one_request(
             // out of the task keeps every idle connection small. Plain TCP
             // sends the request with the connect (see conn::connect).
             let first: &[u8] = if spec.tls.is_some() { &[] } else { request };
-            // With targets on several origins, to the one this connection serves.
-            let opening = match ctx.pick.as_ref().and_then(|p| p.dest(cursor)) {
+            let opening = match dest {
                 Some(d) => {
                     Box::pin(open_connection_to(
                         ctx,
@@ -100,6 +115,9 @@ pub(crate) async fn one_request(
                 Err(class) => {
                     let now = Instant::now();
                     ctx.rec.borrow_mut().request_failed(now, class, 0);
+                    if let Some(&id) = trace {
+                        slow(ctx, origin, now, SlowEnd::Error(class), id);
+                    }
                     ctx.in_flight.set(ctx.in_flight.get() - 1);
                     if let Some((p, i)) = entry {
                         p.ended(&ctx.scenario, i, now, None);
@@ -138,6 +156,7 @@ pub(crate) async fn one_request(
         row.row(),
         request,
         entry,
+        trace,
     );
     if !sent.await {
         close(ctx, conn.take());
@@ -170,12 +189,13 @@ pub(crate) async fn exchange_on(
         row,
         &ctx.spec.request,
         None,
+        None,
     )
     .await
 }
 
 /// [`exchange_on`] for `request`, one of the plan's several (`entry`:
-/// its picker and index, for the per-target figures).
+/// its picker and index, for the per-target figures), carrying `trace`.
 #[allow(clippy::too_many_arguments)]
 async fn exchange_request(
     ctx: &Ctx,
@@ -188,6 +208,7 @@ async fn exchange_request(
     row: Option<&mut Row<'_>>,
     request: &[u8],
     entry: Option<(&Pick, usize)>,
+    trace: Option<&[u8; 16]>,
 ) -> bool {
     let spec = &ctx.spec;
     let keep_server = ctx.rec.borrow().wants_first_reply();
@@ -211,6 +232,13 @@ async fn exchange_request(
         keep_server,
         row,
     );
+    if let Some(&id) = trace {
+        let (end, how) = match &outcome {
+            Ok(t) => (t.done, SlowEnd::Status(session.reply().status)),
+            Err(f) => (Instant::now(), SlowEnd::Error(f.class)),
+        };
+        slow(ctx, origin, end, how, id);
+    }
     if let Some((p, i)) = entry {
         let response = match (&outcome, recorded) {
             (Ok(t), Some(ok)) => Some((t.done.saturating_duration_since(t_send), ok)),
@@ -221,5 +249,14 @@ async fn exchange_request(
     match outcome {
         Ok(timing) => recorded.is_some() && spec.keepalive && session.reusable(&timing),
         Err(_) => false,
+    }
+}
+
+/// Offers a traced request that started (its latency's origin) at `origin`
+/// and ended at `end` to the worker's slowest.
+fn slow(ctx: &Ctx, origin: Instant, end: Instant, how: SlowEnd, id: [u8; 16]) {
+    if let Some(t) = &ctx.spec.trace {
+        let latency = end.saturating_duration_since(origin);
+        ctx.rec.borrow_mut().slow(t.keep, origin, latency, how, id);
     }
 }

@@ -60,6 +60,7 @@ pub mod sys;
 mod targets;
 mod timer;
 mod tls_stream;
+mod trace;
 mod transport;
 mod trigger;
 mod uring;

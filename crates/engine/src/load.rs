@@ -93,6 +93,8 @@ pub(crate) struct WorkerSpec {
     /// `--redirects`: how an HTTP run's request follows redirects (None: it
     /// does not).
     pub follow: Option<Arc<crate::redirect::place::FollowSpec>>,
+    /// `--trace-context`: the worker's trace ids (None: no traceparent).
+    pub trace: Option<crate::trace::Tracer>,
 }
 
 /// A worker's share of `--csv-requests`.

@@ -29,7 +29,7 @@ use throng_metrics::{ErrorClass, Phase};
 
 /// The header of a `--csv-requests` file.
 pub const HEADER: &str = "start_us,worker,conn,outcome,status,schedule_lag_us,connect_us,tls_us,handshake_us,\
-send_us,wait_us,receive_us,response_us,latency_us,bytes_sent,bytes_received,scenario,step,vu,iteration,redirects";
+send_us,wait_us,receive_us,response_us,latency_us,bytes_sent,bytes_received,scenario,step,vu,iteration,redirects,trace_id";
 
 /// The phases a row has a column for, in column order.
 const COLUMNS: [Phase; 9] = [
@@ -234,6 +234,8 @@ pub(crate) struct Row<'a> {
     labels: Option<Labels<'a>>,
     /// Redirects followed to its final response.
     redirects: u32,
+    /// The trace id its traceparent carried (`--trace-context`).
+    trace: Option<[u8; 16]>,
 }
 
 impl Row<'_> {
@@ -272,6 +274,11 @@ impl Row<'_> {
         self.redirects = hops;
     }
 
+    /// The trace id its `traceparent` carried.
+    pub(crate) fn trace(&mut self, id: [u8; 16]) {
+        self.trace = Some(id);
+    }
+
     fn write_to(&self, worker: u64, w: &mut impl Write) -> io::Result<()> {
         let outcome: Cow<'_, str> = match self.outcome {
             Some(Outcome::Ok) => Cow::Borrowed("ok"),
@@ -304,7 +311,11 @@ impl Row<'_> {
             )?,
             None => w.write_all(b",,,,")?,
         }
-        writeln!(w, ",{}", self.redirects)
+        write!(w, ",{},", self.redirects)?;
+        if let Some(id) = &self.trace {
+            w.write_all(throng_metrics::hex(id).as_bytes())?;
+        }
+        writeln!(w)
     }
 }
 
@@ -340,6 +351,7 @@ impl<'a> RowGuard<'a> {
                 bytes_received: 0,
                 labels: None,
                 redirects: 0,
+                trace: None,
             })
         });
         RowGuard { writer, row }
@@ -390,11 +402,12 @@ mod tests {
             bytes_received: 0,
             labels: None,
             redirects: 0,
+            trace: None,
         };
         let mut out = Vec::new();
         row.write_to(3, &mut out).unwrap();
         let text = String::from_utf8(out).unwrap();
-        assert_eq!(text, "1500,3,,interrupted,,,,,,,,,,,0,0,,,,,0\n");
+        assert_eq!(text, "1500,3,,interrupted,,,,,,,,,,,0,0,,,,,0,\n");
         assert_eq!(text.trim_end().split(',').count(), HEADER.split(',').count());
 
         row.conn(7);
@@ -413,11 +426,13 @@ mod tests {
         let text = String::from_utf8(out).unwrap();
         assert_eq!(
             text,
-            "1500,0,7,check_failed,500,,42,,,,,,,,80,120,\"a,b\",login,4,9,0\n"
+            "1500,0,7,check_failed,500,,42,,,,,,,,80,120,\"a,b\",login,4,9,0,\n"
         );
         row.redirects(2);
+        row.trace([0xab; 16]);
         let mut out = Vec::new();
         row.write_to(0, &mut out).unwrap();
-        assert!(String::from_utf8(out).unwrap().ends_with(",login,4,9,2\n"));
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.ends_with(&format!(",login,4,9,2,{}\n", "ab".repeat(16))), "{text}");
     }
 }

@@ -43,6 +43,10 @@ pub(crate) struct Dest {
 pub(crate) struct Cursor {
     at: usize,
     origin: Option<usize>,
+    /// `--trace-context`: this task's copy of the request it sends, with
+    /// the request's own ids (crate::trace); boxed: every task holds a
+    /// cursor, and most runs trace nothing.
+    pub(crate) traced: Option<Box<crate::trace::Traced>>,
 }
 
 /// One worker's picking state and per-target tags.

@@ -22,6 +22,7 @@ mod outcome;
 mod phase;
 mod recorder;
 mod scenario;
+mod slowest;
 
 pub use hist::{
     EncodedHist, Hist, HistError, MAX_DECODED_BYTES, MAX_ENCODED_CHARS, MAX_SIGFIG, MAX_TRACKABLE_US, Shape, Summary,
@@ -31,3 +32,4 @@ pub use outcome::{ErrorClass, Outcomes};
 pub use phase::Phase;
 pub use recorder::{Handshake, Live, Recorder, Reply};
 pub use scenario::{CheckCount, ScenarioRecorder, ScenarioSecond, ScenarioStats, TagSecond, TagStats};
+pub use slowest::{SlowEnd, SlowRequest, Slowest, hex};

@@ -105,6 +105,10 @@ pub struct Measurements {
     /// HTTP/1.1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub multiplex: Option<Multiplex>,
+    /// The slowest requests with the trace ids they carried
+    /// (`--trace-context`); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slowest: Option<crate::Slowest>,
 }
 
 /// How requests were multiplexed on connections (HTTP/2, HTTP/3).
@@ -405,6 +409,11 @@ impl Measurements {
             (Some(mine), Some(theirs)) => mine.merge(theirs)?,
             (None, Some(theirs)) => self.multiplex = Some(theirs.clone()),
             _ => {}
+        }
+        if let Some(theirs) = &other.slowest {
+            self.slowest
+                .get_or_insert_with(Default::default)
+                .merge(theirs, shift_us);
         }
 
         let mut by_second: BTreeMap<u64, SeriesPoint> = std::mem::take(&mut self.series)

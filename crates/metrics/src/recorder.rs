@@ -58,6 +58,8 @@ pub struct Recorder {
     second_connection_errors: BTreeMap<ErrorClass, u64>,
     /// Streams on multiplexed connections (None: HTTP/1.1).
     mux: Option<MuxTally>,
+    /// The slowest requests and their trace ids (None: no trace context).
+    slowest: Option<crate::slowest::SlowTally>,
 }
 
 /// Multiplexing counts keyed by static names (no allocation per stream).
@@ -200,6 +202,7 @@ impl Recorder {
             second_errors: BTreeMap::new(),
             second_connection_errors: BTreeMap::new(),
             mux: None,
+            slowest: None,
         }
     }
 
@@ -370,6 +373,16 @@ impl Recorder {
         self.at(now);
         self.dropped += n;
         self.point.dropped += n;
+    }
+
+    /// A request of a run with trace context ended: kept among the `keep`
+    /// slowest when it is one. `start` is its start (latency's origin).
+    pub fn slow(&mut self, keep: usize, start: Instant, latency: Duration, end: crate::SlowEnd, trace_id: [u8; 16]) {
+        let latency_us = u64::try_from(latency.as_micros()).unwrap_or(u64::MAX);
+        let start_us = since(self.origin, start);
+        self.slowest
+            .get_or_insert_with(|| crate::slowest::SlowTally::new(keep))
+            .offer(latency_us, start_us, end, trace_id);
     }
 
     /// A gRPC server-streaming call received `n` messages.
@@ -699,6 +712,7 @@ impl Recorder {
                 min_requests_per_connection: m.min_requests,
                 max_requests_per_connection: m.max_requests,
             }),
+            slowest: self.slowest.as_ref().map(crate::slowest::SlowTally::to_slowest),
         }
     }
 }

@@ -331,6 +331,32 @@ pub fn write_phase_table(m: &Measurements, w: &mut dyn Write) -> io::Result<()> 
     Ok(())
 }
 
+/// The slowest requests with their trace ids (`--trace-context`), when
+/// the result has them: a short table, slowest first.
+pub(crate) fn write_slowest(m: &Measurements, w: &mut dyn Write) -> io::Result<()> {
+    let Some(s) = m.slowest.as_ref().filter(|s| !s.requests.is_empty()) else {
+        return Ok(());
+    };
+    writeln!(w, "  slowest requests (trace ids sent in traceparent)")?;
+    writeln!(w, "  {:>10}  {:>10}  {:<16}  trace id", "latency", "start", "outcome")?;
+    for r in &s.requests {
+        let outcome = match (r.status, &r.error) {
+            (Some(code), _) => code.to_string(),
+            (None, Some(e)) => e.clone(),
+            (None, None) => "-".to_string(),
+        };
+        writeln!(
+            w,
+            "  {:>10}  {:>10}  {:<16}  {}",
+            us(r.latency_us as f64),
+            us(r.start_us as f64),
+            crate::format::clip(&outcome, 16),
+            r.trace_id
+        )?;
+    }
+    writeln!(w)
+}
+
 /// The latency distribution as bars, as hey and oha print it: ten equal
 /// spans from the fastest request to p99.9, and the slowest 0.1% in a row
 /// of their own (so one outlier does not squeeze the rest into one bar).

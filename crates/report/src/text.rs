@@ -207,6 +207,7 @@ fn write_http(r: &RunResult, p: &HttpPlan, w: &mut dyn Write) -> io::Result<()> 
     write_phase_table(m, w)?;
     writeln!(w)?;
     crate::sections::write_latency_bars(m, w)?;
+    crate::sections::write_slowest(m, w)?;
     write_generator(r, ended, "requests", w, 14)
 }
 

@@ -245,6 +245,22 @@ fn measurements(m: &Measurements, at: &str) -> Result<(), ResultError> {
     ] {
         micros(v, &format!("{at}{name}"))?;
     }
+    if let Some(slow) = &m.slowest {
+        let max = u64::from(throng_plan::MAX_SLOWEST);
+        if slow.keep > max || slow.requests.len() as u64 > slow.keep {
+            return Err(limit(
+                format!("{at}slowest"),
+                format!(
+                    "keeps {} of at most {} requests; a result keeps at most {max} (--slowest)",
+                    slow.requests.len(),
+                    slow.keep
+                ),
+            ));
+        }
+        for (i, r) in slow.requests.iter().enumerate() {
+            micros(Some(r.start_us), &format!("{at}slowest.requests[{i}].start_us"))?;
+        }
+    }
     let series = format!("{at}series");
     seconds(m.series.iter().map(|p| p.second), &series)?;
     // Reports add these up over the series.

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::Args;
+use clap::{Args, ValueEnum};
 use throng_plan::{StatusSet, parse_duration, parse_rate};
 
 use super::common::{Format, IoArg, LiveArgs, OutputArgs, ReachArgs, RepeatArgs, SegmentArgs, TargetsOrder, TlsArgs};
@@ -144,6 +144,17 @@ pub struct HttpCmd {
     /// values are secret and read <redacted> in results)
     #[arg(long = "cookie", value_name = "'NAME=VALUE'")]
     pub cookies: Vec<String>,
+    /// Send a W3C traceparent header on every request, with a new random trace id and parent id
+    /// each (HTTP/1.1); the result keeps the slowest requests with their trace ids, and
+    /// --csv-requests rows get a trace_id column. --trace-context=unsampled sends flags 00
+    /// (correlate without asking the server to record) [default when given: sampled]
+    #[arg(long = "trace-context", value_name = "SAMPLING", value_enum, num_args = 0..=1,
+          require_equals = true, default_missing_value = "sampled")]
+    pub trace_context: Option<TraceArg>,
+    /// With --trace-context: how many of the slowest requests the result keeps with their trace
+    /// ids (1-1000) [default: 10]
+    #[arg(long = "slowest", value_name = "N")]
+    pub slowest: Option<u32>,
     #[command(flatten)]
     pub output: OutputArgs<Format>,
     #[command(flatten)]
@@ -230,4 +241,13 @@ pub struct GrpcCmd {
     pub output: OutputArgs<Format>,
     #[command(flatten)]
     pub tls: TlsArgs,
+}
+
+/// `--trace-context`'s value: the traceparent's trace flags.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum TraceArg {
+    /// Flags 01: the server is asked to record the trace.
+    Sampled,
+    /// Flags 00: ids to correlate by, without asking for a recording.
+    Unsampled,
 }

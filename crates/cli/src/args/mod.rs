@@ -19,7 +19,7 @@ pub use self::common::{
     ExportArgs, Format, IoArg, LiveArgs, ReachArgs, RepeatArgs, SegmentArgs, TargetsOrder, TlsArgs,
 };
 use self::http::{GRPC_EXAMPLES, HTTP_EXAMPLES, HTTP_SHORT_EXAMPLES};
-pub use self::http::{GrpcCmd, HttpCmd};
+pub use self::http::{GrpcCmd, HttpCmd, TraceArg};
 use self::results::{COMPARE_HELP, HISTORY_HELP};
 pub use self::results::{
     CompareCmd, CompareFormat, HistoryAddCmd, HistoryCmd, HistoryCommand, HistoryListCmd, HistoryReportCmd, MergeCmd,

@@ -89,6 +89,11 @@ pub fn run(c: HttpCmd) -> anyhow::Result<ExitCode> {
         thresholds: c.thresholds,
         redirects: c.redirects,
         cookies: c.cookies,
+        trace_context: c.trace_context.map(|t| match t {
+            crate::args::TraceArg::Sampled => throng_plan::Sampling::Sampled,
+            crate::args::TraceArg::Unsampled => throng_plan::Sampling::Unsampled,
+        }),
+        slowest: c.slowest,
         io: match c.io {
             crate::args::IoArg::Auto => throng_plan::IoModel::Auto,
             crate::args::IoArg::Epoll => throng_plan::IoModel::Epoll,

@@ -107,6 +107,7 @@ mod targets;
 mod timestamps;
 mod tls;
 mod tls_trust;
+mod trace_context;
 mod uring;
 mod verdicts;
 mod websocket;

@@ -101,11 +101,11 @@ fn http_follows_only_when_asked_and_counts_the_final_status() {
     assert_eq!(run.result().measurements.redirects, 12);
     let text = std::fs::read_to_string(&csv).unwrap();
     let mut lines = text.lines();
-    assert!(lines.next().unwrap().ends_with(",iteration,redirects"));
+    assert!(lines.next().unwrap().ends_with(",iteration,redirects,trace_id"));
     let rows: Vec<&str> = lines.collect();
     assert_eq!(rows.len(), 6, "{text}");
     assert!(
-        rows.iter().all(|r| r.ends_with(",2") && r.contains(",ok,200,")),
+        rows.iter().all(|r| r.ends_with(",2,") && r.contains(",ok,200,")),
         "{text}"
     );
     // Exactly enough hops is not too many.

@@ -115,6 +115,7 @@ pub fn run_scenario(
             rows: None,
             targets: None,
             follow: None,
+            trace: None,
         })
         .collect();
     // Workers cut off what outlives each scenario's graceful stop; the

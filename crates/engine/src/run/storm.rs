@@ -119,6 +119,7 @@ pub fn run_storm(
             rows: None,
             targets: None,
             follow: None,
+            trace: None,
         })
         .collect();
     let launch = Launch {

@@ -10,7 +10,8 @@
 //!   and which headers are secret;
 //! - `redact`: secrets kept out of results and command lines;
 //! - `table`: a plan of several requests, rendered once;
-//! - `grpc`: `throng grpc`'s call and status names.
+//! - `grpc`: `throng grpc`'s call and status names;
+//! - `trace`: `--trace-context`, the `traceparent` each request carries.
 
 mod grpc;
 mod headers;
@@ -20,6 +21,7 @@ mod table;
 mod target;
 #[cfg(test)]
 mod tests;
+mod trace;
 
 use std::time::Duration;
 
@@ -42,6 +44,7 @@ pub use headers::{is_forbidden_in_value, secret_names};
 pub use redact::{is_secret, redact_command, redaction_note};
 pub use target::mask_userinfo;
 use target::{parse_target_at, target_method};
+pub use trace::{DEFAULT_SLOWEST, MAX_SLOWEST, Sampling, TRACEPARENT, TraceContext, traceparent_at, write_ids};
 
 /// Run length when neither `-n` nor `-d` is given (as wrk).
 pub const DEFAULT_DURATION: Duration = Duration::from_secs(10);
@@ -135,6 +138,10 @@ pub struct HttpArgs {
     pub cookies: Vec<String>,
     /// `--io`.
     pub io: IoModel,
+    /// `--trace-context` (its value; sampled when given bare).
+    pub trace_context: Option<Sampling>,
+    /// `--slowest`.
+    pub slowest: Option<u32>,
 }
 
 /// How the workers drive their sockets (`--io`).
@@ -348,6 +355,10 @@ pub struct HttpPlan {
     /// counted are gRPC status codes, not HTTP ones.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grpc: Option<GrpcCall>,
+    /// `--trace-context`: each request carries a new `traceparent`; the
+    /// result keeps the slowest requests' trace ids.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<TraceContext>,
 }
 
 fn is_round_robin(o: &TargetOrder) -> bool {
@@ -421,6 +432,7 @@ impl HttpPlan {
         let (body_file, body) = steps::body(args.body.take())?;
         let several = steps::is_several(&raw, &args);
         steps::combinations(http, &reach, several, redirects)?;
+        let trace = trace::trace_context(&args, &headers, http, redirects)?;
         if !several {
             headers::framing_headers(&mut headers, body.len() as u64, body_file.as_deref())?;
         }
@@ -455,11 +467,20 @@ impl HttpPlan {
             thresholds: args.thresholds.clone(),
             requests: RequestTable::default(),
             grpc: None,
+            trace,
         };
+        // The placeholder is rendered into the request(s) only: the engine
+        // writes each request's ids over it; the plan's headers are the user's.
+        if trace.is_some() {
+            plan.headers.push(trace::placeholder());
+        }
         if several {
             plan.render_table(&args, &raw, body)?;
         } else {
             plan.render_one(body);
+        }
+        if trace.is_some() {
+            plan.headers.retain(|(n, _)| n != TRACEPARENT);
         }
         if plan.io == IoModel::Uring
             && let Some(what) = plan.ring_refuses()
@@ -498,6 +519,9 @@ impl HttpPlan {
         }
         if self.grpc.is_some() {
             return Some("gRPC".to_string());
+        }
+        if self.trace.is_some() {
+            return Some("--trace-context".to_string());
         }
         None
     }
@@ -655,7 +679,17 @@ impl HttpPlan {
                 crate::duration::count(self.streams, "stream")
             )
         };
-        format!("{load}, {threads}, {stop}{ka}{version}{follow}")
+        let trace = match self.trace {
+            Some(t) => format!(
+                ", a traceparent on each request ({})",
+                match t.sampling {
+                    Sampling::Sampled => "sampled",
+                    Sampling::Unsampled => "unsampled",
+                }
+            ),
+            None => String::new(),
+        };
+        format!("{load}, {threads}, {stop}{ka}{version}{follow}{trace}")
     }
 }
 

@@ -1,0 +1,305 @@
+//! `--trace-context`: every request carries a W3C traceparent of its own,
+//! checked in nginx's access log (`$http_traceparent`); the result's slowest
+//! requests and the `--csv-requests` rows name trace ids nginx received; a
+//! merge keeps the N slowest of all parts; usage errors exit 2.
+#![allow(clippy::unwrap_used)]
+
+use crate::common;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use common::{assert_books_balance, http, output, schema_violations, throng};
+
+/// nginx logging each request's traceparent header (`-` when none) to
+/// `access.log` in `logs`.
+fn logging_nginx() -> (common::Nginx, tempfile::TempDir) {
+    let logs = tempfile::tempdir().unwrap();
+    let log = logs.path().join("access.log");
+    let nginx = common::Nginx::start_http(
+        "log_format tp '$http_traceparent';",
+        &format!("location / {{ access_log {} tp; return 200 'ok'; }}", log.display()),
+    );
+    (nginx, logs)
+}
+
+/// A traceparent as W3C Trace Context level 1 writes it, with `flags`:
+/// (trace id, parent id), or None when malformed.
+fn parse(tp: &str, flags: &str) -> Option<(String, String)> {
+    let parts: Vec<&str> = tp.split('-').collect();
+    let hex = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    (parts.len() == 4
+        && parts[0] == "00"
+        && hex(parts[1], 32)
+        && hex(parts[2], 16)
+        && parts[3] == flags
+        && parts[1] != "0".repeat(32)
+        && parts[2] != "0".repeat(16))
+    .then(|| (parts[1].to_string(), parts[2].to_string()))
+}
+
+/// The `trace_id` column of a `--csv-requests` file.
+fn csv_trace_ids(path: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let at = header.iter().position(|h| *h == "trace_id").unwrap();
+    lines.map(|l| l.split(',').nth(at).unwrap().to_string()).collect()
+}
+
+#[test]
+fn every_request_carries_its_own_traceparent_and_the_slowest_name_what_nginx_received() {
+    let (nginx, logs) = logging_nginx();
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("rows.csv");
+    let run = http(&[
+        &nginx.url("/"),
+        "-n",
+        "300",
+        "-c",
+        "4",
+        "-t",
+        "2",
+        "--trace-context",
+        "--csv-requests",
+        csv.to_str().unwrap(),
+    ]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let r = run.result();
+    assert_books_balance(r);
+    assert_eq!(r.measurements.requests.ok, 300);
+
+    let logged = common::access_log(&logs.path().join("access.log"));
+    assert_eq!(logged.len(), 300, "nginx logged every request once");
+    let mut traces = BTreeSet::new();
+    let mut parents = BTreeSet::new();
+    for line in &logged {
+        let (trace, parent) = parse(line, "01").unwrap_or_else(|| panic!("malformed traceparent {line:?}"));
+        traces.insert(trace);
+        parents.insert(parent);
+    }
+    assert_eq!(traces.len(), 300, "a new trace id on every request");
+    assert_eq!(parents.len(), 300, "a new parent id on every request");
+
+    let slowest = r.measurements.slowest.as_ref().expect("the result keeps the slowest");
+    assert_eq!(slowest.keep, 10);
+    assert_eq!(slowest.requests.len(), 10);
+    assert!(
+        slowest.requests.windows(2).all(|w| w[0].latency_us >= w[1].latency_us),
+        "slowest first: {slowest:?}"
+    );
+    for s in &slowest.requests {
+        assert!(traces.contains(&s.trace_id), "{} was not received by nginx", s.trace_id);
+        assert_eq!(s.status, Some(200));
+    }
+    // The slowest is the largest latency the histogram saw (same µs, same
+    // 3 significant digits).
+    let max = r.measurements.phases["latency"].summary().max as f64;
+    let top = slowest.requests[0].latency_us as f64;
+    assert!(
+        (top - max).abs() <= max * 0.001 + 1.0,
+        "slowest {top} µs against max {max} µs"
+    );
+
+    let rows = csv_trace_ids(&csv);
+    assert_eq!(rows.len(), 300);
+    assert_eq!(rows.iter().collect::<BTreeSet<_>>().len(), 300);
+    for id in &rows {
+        assert!(traces.contains(id), "CSV trace id {id} was not received by nginx");
+    }
+    assert!(
+        schema_violations(&run.json).is_empty(),
+        "{:?}",
+        schema_violations(&run.json)
+    );
+
+    let text = output(throng().args(["report", run.json.to_str().unwrap()]));
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("slowest requests"), "{text}");
+    assert!(text.contains(&slowest.requests[0].trace_id), "{text}");
+}
+
+#[test]
+fn without_the_flag_no_traceparent_is_sent_and_no_slowest_kept() {
+    let (nginx, logs) = logging_nginx();
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("rows.csv");
+    let run = http(&[
+        &nginx.url("/"),
+        "-n",
+        "50",
+        "-c",
+        "2",
+        "--csv-requests",
+        csv.to_str().unwrap(),
+    ]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let logged = common::access_log(&logs.path().join("access.log"));
+    assert_eq!(logged.len(), 50);
+    assert!(logged.iter().all(|l| l == "-"), "{logged:?}");
+    assert!(run.result().measurements.slowest.is_none());
+    assert!(csv_trace_ids(&csv).iter().all(String::is_empty));
+}
+
+#[test]
+fn an_open_loop_unsampled_run_and_a_merge_keep_the_n_slowest_of_all() {
+    let (nginx, logs) = logging_nginx();
+    let a = http(&[
+        &nginx.url("/"),
+        "-r",
+        "200",
+        "-n",
+        "60",
+        "-c",
+        "4",
+        "--trace-context=unsampled",
+        "--slowest",
+        "3",
+    ]);
+    assert_eq!(a.code(), 0, "{}", a.stderr());
+    let b = http(&[
+        &nginx.url("/"),
+        "-n",
+        "40",
+        "-c",
+        "2",
+        "--trace-context",
+        "--slowest",
+        "5",
+    ]);
+    assert_eq!(b.code(), 0, "{}", b.stderr());
+    let logged = common::access_log(&logs.path().join("access.log"));
+    assert_eq!(logged.len(), 100);
+    assert_eq!(
+        logged.iter().filter(|l| parse(l, "00").is_some()).count(),
+        60,
+        "--trace-context=unsampled: flags 00"
+    );
+    assert_eq!(logged.iter().filter(|l| parse(l, "01").is_some()).count(), 40);
+    let sa = a.result().measurements.slowest.clone().unwrap();
+    let sb = b.result().measurements.slowest.clone().unwrap();
+    assert_eq!(sa.requests.len(), 3);
+
+    let dir = tempfile::tempdir().unwrap();
+    let merged = dir.path().join("merged.json");
+    let o = output(
+        throng()
+            .args(["merge", "--allow-mixed", "-o", merged.to_str().unwrap()])
+            .arg(&a.json)
+            .arg(&b.json),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let m = common::read_result(&merged).unwrap().measurements.slowest.unwrap();
+    assert_eq!(m.keep, 5, "the larger N of the parts");
+    let mut all: Vec<(u64, String)> = sa
+        .requests
+        .iter()
+        .chain(&sb.requests)
+        .map(|r| (r.latency_us, r.trace_id.clone()))
+        .collect();
+    all.sort_by_key(|x| std::cmp::Reverse(x.0));
+    let want: Vec<u64> = all.iter().take(5).map(|x| x.0).collect();
+    let got: Vec<u64> = m.requests.iter().map(|r| r.latency_us).collect();
+    assert_eq!(got, want, "the 5 slowest of both parts");
+    assert!(
+        schema_violations(&merged).is_empty(),
+        "{:?}",
+        schema_violations(&merged)
+    );
+
+    // A file claiming more than a result keeps is refused when read back.
+    let mut doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&merged).unwrap()).unwrap();
+    doc["measurements"]["slowest"]["keep"] = serde_json::json!(1_000_000);
+    let edited = dir.path().join("edited.json");
+    std::fs::write(&edited, serde_json::to_vec(&doc).unwrap()).unwrap();
+    let o = output(throng().arg("report").arg(&edited));
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("slowest") && err.contains("edited.json"), "{err}");
+}
+
+#[test]
+fn a_given_traceparent_or_another_http_version_is_a_usage_error() {
+    let url = "http://127.0.0.1:9/";
+    let o = output(throng().args(["http", url, "-n", "1", "--trace-context", "-H", "traceparent: 00-x"]));
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("--trace-context") && err.contains("drop -H traceparent"),
+        "{err}"
+    );
+    let o = output(throng().args(["http", url, "-n", "1", "--trace-context", "--http2"]));
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("HTTP/1.1 only"));
+    let o = output(throng().args(["http", url, "-n", "1", "--slowest", "3"]));
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("needs --trace-context"));
+    let o = output(throng().args(["http", url, "-n", "1", "--trace-context", "--slowest", "0"]));
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn several_targets_each_carry_their_own_traceparent() {
+    let (nginx, logs) = logging_nginx();
+    let run = http(&[
+        &nginx.url("/a"),
+        &nginx.url("/b?x=1"),
+        "-n",
+        "60",
+        "-c",
+        "3",
+        "--trace-context",
+    ]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert_eq!(run.result().measurements.requests.ok, 60);
+    let logged = common::access_log(&logs.path().join("access.log"));
+    assert_eq!(logged.len(), 60);
+    let ids: BTreeSet<String> = logged
+        .iter()
+        .map(|l| {
+            parse(l, "01")
+                .unwrap_or_else(|| panic!("malformed traceparent {l:?}"))
+                .0
+        })
+        .collect();
+    assert_eq!(ids.len(), 60, "a new trace id on every request of every target");
+    let slowest = run.result().measurements.slowest.as_ref().unwrap();
+    assert!(slowest.requests.iter().all(|s| ids.contains(&s.trace_id)));
+}
+
+#[test]
+fn requests_that_fail_are_among_the_slowest_with_their_error_class() {
+    let url = format!("http://127.0.0.1:{}/", common::free_port());
+    let run = http(&[&url, "-n", "5", "-c", "1", "-t", "1", "--trace-context"]);
+    let r = run.result();
+    assert_books_balance(r);
+    assert_eq!(
+        r.measurements.requests.error("refused"),
+        5,
+        "{:?}",
+        r.measurements.requests
+    );
+    let slowest = r.measurements.slowest.as_ref().unwrap();
+    assert_eq!(slowest.requests.len(), 5);
+    assert!(
+        slowest
+            .requests
+            .iter()
+            .all(|s| s.error.as_deref() == Some("refused") && s.status.is_none()),
+        "{slowest:?}"
+    );
+    assert_eq!(
+        slowest
+            .requests
+            .iter()
+            .map(|s| &s.trace_id)
+            .collect::<BTreeSet<_>>()
+            .len(),
+        5
+    );
+    assert!(
+        schema_violations(&run.json).is_empty(),
+        "{:?}",
+        schema_violations(&run.json)
+    );
+}
