@@ -99,18 +99,23 @@ impl Prometheus {
 
 impl Drop for Prometheus {
     fn drop(&mut self) {
-        // SIGTERM: Prometheus shuts down cleanly; kill if it takes too long.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        stop(&mut self.child);
     }
+}
+
+/// Stops a Prometheus: SIGTERM (it shuts down cleanly), a kill if that
+/// takes over 10 s.
+pub(crate) fn stop(child: &mut std::process::Child) {
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
 }
 
 /// Percent-encodes a query parameter.

@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used)]
 
 use crate::common;
-use crate::prometheus::{encode, get, prometheus_bin};
+use crate::prometheus::{encode, get, prometheus_bin, stop};
 
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
@@ -74,16 +74,7 @@ impl Receiver {
 
 impl Drop for Receiver {
     fn drop(&mut self) {
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        stop(&mut self.child);
     }
 }
 
