@@ -314,6 +314,16 @@ mod tests {
     use super::*;
     use crate::transport::Transport;
 
+    /// Runs `f` on a current-thread runtime inside a LocalSet, as a
+    /// worker runs its connections.
+    fn on_local<F: std::future::Future>(f: F) -> F::Output {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        tokio::task::LocalSet::new().block_on(&rt, f)
+    }
+
     /// Handles one frame of the raw server below: SETTINGS acknowledged,
     /// every request but stream 1's answered 200 "ok", resets noted.
     fn serve_frame(f: throng_http2::frame::Frame<'_>, out: &mut Vec<u8>, resets: &mut Vec<(u32, u32)>) {
@@ -435,11 +445,7 @@ mod tests {
 
     #[test]
     fn a_stream_waits_for_the_servers_cap_to_rise() {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        tokio::task::LocalSet::new().block_on(&rt, async {
+        on_local(async {
             let (c, block) = capped(true).await;
             let mut slot = Slot::new(false);
             let mut sleep = std::pin::pin!(tokio::time::sleep(Duration::from_secs(10)));
@@ -453,11 +459,7 @@ mod tests {
 
     #[test]
     fn a_cap_that_never_rises_is_stream_limit_and_ends_the_connection() {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        tokio::task::LocalSet::new().block_on(&rt, async {
+        on_local(async {
             let (c, block) = capped(false).await;
             let mut slot = Slot::new(false);
             let mut sleep = std::pin::pin!(tokio::time::sleep(Duration::from_millis(100)));
@@ -472,11 +474,7 @@ mod tests {
 
     #[test]
     fn a_stream_past_its_deadline_is_cancelled_and_the_connection_goes_on() {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        tokio::task::LocalSet::new().block_on(&rt, async {
+        on_local(async {
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
             let addr = listener.local_addr().unwrap();
             let server = tokio::task::spawn_local(raw_server(listener));
@@ -532,11 +530,7 @@ mod tests {
     /// before that instant.
     #[test]
     fn a_streams_send_is_stamped_at_the_write_not_when_queued() {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        tokio::task::LocalSet::new().block_on(&rt, async {
+        on_local(async {
             let (c, block) = answering().await;
             let mut slot = Slot::new(false);
             let mut sleep = std::pin::pin!(tokio::time::sleep(Duration::from_secs(10)));
@@ -557,11 +551,7 @@ mod tests {
     /// a stream started after it is stamped at its own, later write.
     #[test]
     fn streams_written_together_share_the_writes_stamp() {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        tokio::task::LocalSet::new().block_on(&rt, async {
+        on_local(async {
             let (c, block) = answering().await;
             let (mut s1, mut s2, mut s3) = (Slot::new(false), Slot::new(false), Slot::new(false));
             let mut d1 = std::pin::pin!(tokio::time::sleep(Duration::from_secs(10)));
