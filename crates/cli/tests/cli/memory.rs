@@ -68,19 +68,9 @@ fn holds_ten_thousand(io: Io, bound: u64) {
         ])
     };
     let one = run_with(1, 2 * CONNECTIONS);
-    assert_eq!(one.code(), 0, "stderr: {}", one.stderr());
     let run = run_with(CONNECTIONS, 2 * CONNECTIONS);
-    assert_eq!(run.code(), 0, "stderr: {}", run.stderr());
-    let r = run.result();
-    let m = &r.measurements;
-    assert_eq!(r.generator.io, Some(io), "the run took the path asked for");
-    assert_books_balance(r);
-    assert_eq!(m.requests.ok, 2 * CONNECTIONS, "{:?}", m.requests);
-    assert_eq!(m.connections.ok, CONNECTIONS, "{:?}", m.connections);
-    assert_eq!(m.peak_concurrent_connections, CONNECTIONS);
-    let base = one.result().generator.peak_rss_bytes;
-    let peak = r.generator.peak_rss_bytes;
-    let per_conn = peak.saturating_sub(base) / CONNECTIONS;
+    let (base, peak, per_conn) = added_per_connection(&one, &run, CONNECTIONS);
+    assert_eq!(run.result().generator.io, Some(io), "the run took the path asked for");
     assert!(
         per_conn < bound,
         "--io {flag}: {per_conn} bytes per connection ({base} for one, {peak} for {CONNECTIONS}); at most {bound} expected"
@@ -124,21 +114,29 @@ fn three_thousand_http2_connections_cost_under_eight_kb_each() {
         ])
     };
     let one = run_with(1, 2 * H2_CONNECTIONS);
-    assert_eq!(one.code(), 0, "stderr: {}", one.stderr());
     let run = run_with(H2_CONNECTIONS, 2 * H2_CONNECTIONS);
-    assert_eq!(run.code(), 0, "stderr: {}", run.stderr());
-    let r = run.result();
-    let m = &r.measurements;
-    assert_books_balance(r);
-    assert_eq!(m.requests.ok, 2 * H2_CONNECTIONS, "{:?}", m.requests);
-    assert_eq!(m.connections.ok, H2_CONNECTIONS, "{:?}", m.connections);
-    assert_eq!(m.peak_concurrent_connections, H2_CONNECTIONS);
-    let base = one.result().generator.peak_rss_bytes;
-    let peak = r.generator.peak_rss_bytes;
-    let per_conn = peak.saturating_sub(base) / H2_CONNECTIONS;
+    let (base, peak, per_conn) = added_per_connection(&one, &run, H2_CONNECTIONS);
     assert!(
         per_conn < H2_BOUND,
         "{per_conn} bytes per HTTP/2 connection ({base} for one, {peak} for {H2_CONNECTIONS}); at most {H2_BOUND} expected"
     );
     eprintln!("{per_conn} bytes per HTTP/2 connection ({base} for one, {peak} for {H2_CONNECTIONS})");
+}
+
+/// Checks that `run` held its `n` connections at once, each making two
+/// requests, with the books balanced, and `one` (the same plan on one
+/// connection) ran; returns the peak RSS of each and what each of the `n`
+/// connections added to it.
+fn added_per_connection(one: &common::Run, run: &common::Run, n: u64) -> (u64, u64, u64) {
+    assert_eq!(one.code(), 0, "stderr: {}", one.stderr());
+    assert_eq!(run.code(), 0, "stderr: {}", run.stderr());
+    let r = run.result();
+    let m = &r.measurements;
+    assert_books_balance(r);
+    assert_eq!(m.requests.ok, 2 * n, "{:?}", m.requests);
+    assert_eq!(m.connections.ok, n, "{:?}", m.connections);
+    assert_eq!(m.peak_concurrent_connections, n);
+    let base = one.result().generator.peak_rss_bytes;
+    let peak = r.generator.peak_rss_bytes;
+    (base, peak, peak.saturating_sub(base) / n)
 }
