@@ -793,3 +793,19 @@ pub fn h3_lab(certs: &Path, fault: Option<throng_lab::H3Fault>) -> throng_lab::H
     let tls = throng_tls::server_config(&cert, &key, None).unwrap();
     throng_lab::H3Server::start("127.0.0.1:0".parse().unwrap(), &tls, fault).unwrap()
 }
+
+/// `throng k8s job`'s manifests (`stdout`) are a ConfigMap, a Secret and a
+/// Job, and `secret` is in the Secret's args only: not in the ConfigMap,
+/// the Job or on `stderr`.
+pub fn assert_secret_only_in_the_k8s_secret(stdout: &str, stderr: &str, secret: &str) {
+    let docs: Vec<serde_yaml_ng::Value> = serde_yaml_ng::Deserializer::from_str(stdout)
+        .map(|d| serde::Deserialize::deserialize(d).unwrap())
+        .collect();
+    let kinds: Vec<&str> = docs.iter().map(|x| x["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["ConfigMap", "Secret", "Job"], "{stdout}");
+    for x in [&docs[0], &docs[2]] {
+        assert!(!serde_yaml_ng::to_string(x).unwrap().contains(secret), "{x:?}");
+    }
+    assert!(docs[1]["stringData"]["args"].as_str().unwrap().contains(secret));
+    assert!(!stderr.contains(secret), "{stderr}");
+}

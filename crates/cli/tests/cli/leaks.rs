@@ -124,16 +124,7 @@ fn cookies_go_in_the_k8s_secret_not_the_config_map() {
         &format!("session={SECRET}"),
     ]));
     assert_eq!(code, 0, "{stderr}");
-    let docs: Vec<serde_yaml_ng::Value> = serde_yaml_ng::Deserializer::from_str(&stdout)
-        .map(|d| serde::Deserialize::deserialize(d).unwrap())
-        .collect();
-    let kinds: Vec<&str> = docs.iter().map(|x| x["kind"].as_str().unwrap()).collect();
-    assert_eq!(kinds, ["ConfigMap", "Secret", "Job"], "{stdout}");
-    for x in [&docs[0], &docs[2]] {
-        assert!(!serde_yaml_ng::to_string(x).unwrap().contains(SECRET), "{x:?}");
-    }
-    assert!(docs[1]["stringData"]["args"].as_str().unwrap().contains(SECRET));
-    assert!(!stderr.contains(SECRET), "{stderr}");
+    common::assert_secret_only_in_the_k8s_secret(&stdout, &stderr, SECRET);
 }
 
 #[test]

@@ -364,14 +364,5 @@ fn a_k8s_job_ships_the_push_header_in_its_secret() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
-    let docs: Vec<serde_yaml_ng::Value> = serde_yaml_ng::Deserializer::from_str(&stdout)
-        .map(|d| serde::Deserialize::deserialize(d).unwrap())
-        .collect();
-    let kinds: Vec<&str> = docs.iter().map(|x| x["kind"].as_str().unwrap()).collect();
-    assert_eq!(kinds, ["ConfigMap", "Secret", "Job"], "{stdout}");
-    for x in [&docs[0], &docs[2]] {
-        assert!(!serde_yaml_ng::to_string(x).unwrap().contains(SECRET), "{x:?}");
-    }
-    assert!(docs[1]["stringData"]["args"].as_str().unwrap().contains(SECRET));
-    assert!(!stderr.contains(SECRET), "{stderr}");
+    common::assert_secret_only_in_the_k8s_secret(&stdout, &stderr, SECRET);
 }
