@@ -16,13 +16,7 @@ impl RunResult {
     pub fn from_reader(r: impl Read) -> Result<RunResult, ResultError> {
         let value: serde_json::Value = serde_json::from_reader(r)?;
         match value.get("schema").and_then(|s| s.as_str()) {
-            Some(schema) if READ_SCHEMAS.contains(&schema) => {
-                limits::check_histograms(&value)?;
-                let mut run: RunResult = serde_json::from_value(value)?;
-                limits::check_run(&run, "")?;
-                run.schema = SCHEMA.to_string();
-                Ok(run)
-            }
+            Some(schema) if READ_SCHEMAS.contains(&schema) => single(value),
             Some(other) => Err(ResultError::Schema {
                 found: other.to_string(),
             }),
@@ -31,6 +25,16 @@ impl RunResult {
             }),
         }
     }
+}
+
+/// One result document of a schema this throng reads, checked against the
+/// [`limits`], as a current (version 2) run.
+fn single(value: serde_json::Value) -> Result<RunResult, ResultError> {
+    limits::check_histograms(&value)?;
+    let mut run: RunResult = serde_json::from_value(value)?;
+    limits::check_run(&run, "")?;
+    run.schema = SCHEMA.to_string();
+    Ok(run)
 }
 
 /// Several runs of the same plan, one after another (`--repeat N`): each
@@ -81,13 +85,7 @@ impl Document {
     pub fn from_reader(r: impl Read) -> Result<Document, ResultError> {
         let value: serde_json::Value = serde_json::from_reader(r)?;
         match value.get("schema").and_then(|s| s.as_str()) {
-            Some(schema) if READ_SCHEMAS.contains(&schema) => {
-                limits::check_histograms(&value)?;
-                let mut run: RunResult = serde_json::from_value(value)?;
-                limits::check_run(&run, "")?;
-                run.schema = SCHEMA.to_string();
-                Ok(Document::Single(Box::new(run)))
-            }
+            Some(schema) if READ_SCHEMAS.contains(&schema) => Ok(Document::Single(Box::new(single(value)?))),
             Some(schema) if READ_SET_SCHEMAS.contains(&schema) => {
                 limits::check_histograms(&value)?;
                 let mut set: ResultSet = serde_json::from_value(value)?;
