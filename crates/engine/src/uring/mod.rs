@@ -859,35 +859,29 @@ mod tests {
 
     /// What the ring holds for each connection: its slot (every field is
     /// paid once per connection: at 15,000 connections each 100 bytes here
-    /// is 1.5 MB), and its share of what the ring maps (submission and
-    /// completion entries, receive buffers), which is fixed past 4,096
-    /// connections. 248 bytes of slot (a 72-byte HTTP/1.1 reader, seven
-    /// instants, how a response ended before its large request was all
-    /// sent, the rest counters and flags; 200 before large sends were
-    /// tracked); the
-    /// ring's maps 17.4 MB at most: 1,736 bytes per connection at 10,000
-    /// (what the cli's `memory::` ring bound is made of), 4,240 at 4,096,
-    /// 5,591 at 100 (64 buffers at least). Epoll's task is ~1,040 bytes
-    /// and its receive buffer is the worker's, shared: below ~5,000
-    /// connections the ring holds more per connection than epoll does.
+    /// is 1.5 MB), and its share of what the ring holds resident
+    /// (submission and completion entries, a page of each receive buffer),
+    /// which is fixed past 4,096 connections. 248 bytes of slot (a 72-byte
+    /// HTTP/1.1 reader, seven instants, how a response ended before its
+    /// large request was all sent, the rest counters and flags); the ring
+    /// 2.6 MB at most: 262 bytes per connection at 10,000 (what the cli's
+    /// `memory::` ring bound is made of), 642 at 4,096, 788 at 1,000, 2,959
+    /// at 100 (64 buffers at least). Epoll's task is ~1,040 bytes and its
+    /// receive buffer is the worker's, shared. A buffer per connection
+    /// (4 KiB each, up to 4,096 of them) held 17.4 MB at most, 4,240 bytes
+    /// per connection at 4,096: more than epoll below ~5,000 connections.
     #[test]
     fn what_a_ring_connection_holds_stays_bounded() {
         let slot = std::mem::size_of::<Slot>();
         assert!(slot <= 248, "a ring slot is {slot} bytes");
         let most = ring::footprint(usize::MAX);
-        assert!(most <= 17_400_000, "a ring maps {most} bytes at most");
-        for (connections, bound) in [
-            (100, 5_600),
-            (1_000, 4_500),
-            (4_096, 4_300),
-            (10_000, 1_750),
-            (15_000, 1_200),
-        ] {
+        assert!(most <= 2_700_000, "a ring holds {most} bytes at most");
+        for (connections, bound) in [(100, 3_000), (1_000, 800), (4_096, 650), (10_000, 270), (15_000, 180)] {
             assert!(ring::footprint(connections) <= most);
             let share = ring::footprint(connections).div_ceil(connections);
             assert!(
                 share <= bound,
-                "at {connections} connections the ring maps {share} bytes per connection; at most {bound} expected"
+                "at {connections} connections the ring holds {share} bytes per connection; at most {bound} expected"
             );
         }
     }
