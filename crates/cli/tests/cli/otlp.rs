@@ -178,7 +178,10 @@ fn prometheus_holds_exactly_the_counts_of_the_result_file() {
         Some(response as f64)
     );
     assert_eq!(
-        prom.wait_for(&format!(r#"throng_requests_total{{outcome="ok",{ids}}}"#), m.requests.ok),
+        prom.wait_for(
+            &format!(r#"throng_requests_total{{outcome="ok",{ids}}}"#),
+            m.requests.ok
+        ),
         Some(m.requests.ok as f64)
     );
     let c2 = m.status_classes()[1];
@@ -189,7 +192,10 @@ fn prometheus_holds_exactly_the_counts_of_the_result_file() {
     assert_eq!(prom.wait_for(r#"throng_responses_total{class="5xx"}"#, 0), Some(0.0));
     // The names are remote write's: a monotonic sum's `_total` and the unit
     // `s`'s `seconds` are not added a second time.
-    assert!(prom.query(r#"{__name__=~"throng_.*_total_total|throng_.*_seconds_seconds"}"#).is_empty());
+    assert!(
+        prom.query(r#"{__name__=~"throng_.*_total_total|throng_.*_seconds_seconds"}"#)
+            .is_empty()
+    );
     // The resource's other attributes are in target_info.
     let info = prom.query(r#"target_info{job="throng"}"#);
     assert_eq!(info.len(), 1, "{info:?}");
@@ -256,7 +262,10 @@ fn with_remote_write_at_once_the_histograms_are_the_same_buckets() {
         assert_eq!((push.samples_failed, push.samples_dropped), (0, 0), "{push:?}");
         assert!(push.pushes_sent >= 1, "{push:?}");
     }
-    assert!(printed.contains("remote write to") && printed.contains("OTLP push to"), "{printed}");
+    assert!(
+        printed.contains("remote write to") && printed.contains("OTLP push to"),
+        "{printed}"
+    );
     let latency = r.measurements.phases["latency"].count();
     assert_eq!(latency, 3000);
     // Remote write's series have no instance; OTLP's do. One run_id for both.
@@ -300,7 +309,10 @@ fn a_receiver_that_is_down_or_fails_leaves_the_run_and_its_exit_code_alone() {
         assert!(push.pushes_failed >= 1 && push.pushes_sent == 0, "{url}: {push:?}");
         let error = push.last_error.as_deref().unwrap_or_default();
         assert!(error.contains("after 3 tries"), "{url}: {error}");
-        assert!(printed.contains("OTLP push to") && printed.contains("failed"), "{url}: {printed}");
+        assert!(
+            printed.contains("OTLP push to") && printed.contains("failed"),
+            "{url}: {printed}"
+        );
         assert!(!printed.contains(SECRET) && !text.contains(SECRET), "{url}");
     }
 }
@@ -354,7 +366,10 @@ fn usage_errors_exit_2_with_one_line() {
     for (args, want) in [
         (vec!["--otlp", "ftp://127.0.0.1:9/v1/metrics"], "--otlp ftp://"),
         (vec!["--otlp", https, "--otlp-cacert", missing], "--otlp-cacert"),
-        (vec!["--otlp", https, "--otlp-cacert", "/dev/zero"], "--otlp-cacert /dev/zero"),
+        (
+            vec!["--otlp", https, "--otlp-cacert", "/dev/zero"],
+            "--otlp-cacert /dev/zero",
+        ),
         (
             vec!["--otlp", "http://127.0.0.1:9/v1/metrics", "--otlp-header", SECRET],
             "--otlp-header (#1)",
