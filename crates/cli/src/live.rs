@@ -1,5 +1,5 @@
 //! What watches a run while it lasts: the display on stderr, the
-//! `--prometheus` endpoint and the `--remote-write` push, all fed from the
+//! `--prometheus` endpoint and the `--remote-write` and `--otlp` pushes, all fed from the
 //! coordinator's ticks. Any of them asks the engine for merged snapshots;
 //! with none, the run copies nothing.
 
@@ -8,17 +8,17 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use throng_engine::{Control, Progress};
-use throng_metrics::Measurements;
 
 use crate::args::LiveArgs;
 use crate::exit::UsageError;
 use crate::prometheus::Exporter;
-use crate::push::{Config, Pusher};
+use crate::push::{Config, Encoder, Pusher};
 
 /// The endpoint and the push (when asked for) across every run of a command.
 pub struct Watch {
     exporter: Option<Exporter>,
-    pusher: Option<Pusher>,
+    remote_write: Option<Pusher>,
+    otlp: Option<Pusher>,
     linger: Duration,
     /// The first run's control: Ctrl-C and SIGTERM mark it, whichever run
     /// they stop, so a signal during the linger ends it.
@@ -26,8 +26,8 @@ pub struct Watch {
 }
 
 impl Watch {
-    /// Starts the endpoint when `--prometheus` asked for one, the push when
-    /// `--remote-write` did. `step_scenarios` names each scenario step's
+    /// Starts the endpoint when `--prometheus` asked for one, a push for each
+    /// of `--remote-write` and `--otlp` given. `step_scenarios` names each scenario step's
     /// scenario (for labels); `agent` is the segment this process runs, and
     /// `start_at_unix_ms` the agreed start of every agent (the push's
     /// `run_id`, shared by the agents of one test).
@@ -37,24 +37,39 @@ impl Watch {
         agent: Option<String>,
         start_at_unix_ms: Option<u64>,
     ) -> anyhow::Result<Watch> {
-        let pusher = match &args.remote_write {
-            Some(url) => {
-                let config = Config::new(
-                    url,
-                    &args.remote_write_header,
-                    args.remote_write_interval,
-                    args.remote_write_timeout,
-                    agent,
-                    start_at_unix_ms.map(|ms| format!("{ms:x}")),
-                    args.remote_write_cacert.as_deref(),
-                )?;
-                Some(
-                    Pusher::start(config, step_scenarios.clone())
-                        .map_err(|e| anyhow::anyhow!("--remote-write: cannot start the push thread ({e})"))?,
-                )
-            }
-            None => None,
+        // One run_id for both pushes: the agreed start, or this process's own.
+        let run_id = start_at_unix_ms.map_or_else(crate::push::local_run_id, |ms| format!("{ms:x}"));
+        let agent_and_run = (agent, Some(run_id));
+        let pusher = |encoder: Encoder,
+                      url: &Option<String>,
+                      headers: &[crate::push::Secret],
+                      interval: Duration,
+                      timeout: Duration,
+                      cacert: Option<&std::path::Path>|
+         -> anyhow::Result<Option<Pusher>> {
+            let Some(url) = url else { return Ok(None) };
+            let (agent, run_id) = agent_and_run.clone();
+            let config = Config::new(encoder, url, headers, interval, timeout, agent, run_id, cacert)?;
+            let pusher = Pusher::start(config, step_scenarios.clone())
+                .map_err(|e| anyhow::anyhow!("{}: cannot start the push thread ({e})", encoder.flag()))?;
+            Ok(Some(pusher))
         };
+        let remote_write = pusher(
+            Encoder::RemoteWrite,
+            &args.remote_write,
+            &args.remote_write_header,
+            args.remote_write_interval,
+            args.remote_write_timeout,
+            args.remote_write_cacert.as_deref(),
+        )?;
+        let otlp = pusher(
+            Encoder::Otlp,
+            &args.otlp,
+            &args.otlp_header,
+            args.otlp_interval,
+            args.otlp_timeout,
+            args.otlp_cacert.as_deref(),
+        )?;
         let exporter = match args.prometheus {
             Some(addr) => Some(Exporter::start(addr, step_scenarios).map_err(|e| {
                 UsageError(format!(
@@ -65,7 +80,8 @@ impl Watch {
         };
         Ok(Watch {
             exporter,
-            pusher,
+            remote_write,
+            otlp,
             linger: args.prometheus_linger,
             control: RefCell::new(None),
         })
@@ -75,7 +91,7 @@ impl Watch {
     /// will read them.
     pub fn prepare(&self, control: &Control, display_shown: bool) {
         self.control.borrow_mut().get_or_insert_with(|| control.clone());
-        if self.exporter.is_some() || self.pusher.is_some() || display_shown {
+        if self.exporter.is_some() || self.remote_write.is_some() || self.otlp.is_some() || display_shown {
             control.want_snapshots();
         }
     }
@@ -86,7 +102,7 @@ impl Watch {
         if let Some(e) = &self.exporter {
             e.update(p.snapshot.as_ref(), p.live.open_connections, vus());
         }
-        if let Some(push) = &self.pusher {
+        for push in self.remote_write.iter().chain(&self.otlp) {
             let gauges = crate::push::batch::Gauges {
                 active_connections: p.live.open_connections,
                 vus: vus(),
@@ -97,13 +113,14 @@ impl Watch {
     }
 
     /// A run ended: the endpoint shows exactly its totals from now on, the
-    /// push sends them (waiting for it, bounded). Returns what the push did
-    /// during this run, for the result.
-    pub fn finished(&self, m: &Measurements) -> Option<throng_result::PushRecord> {
+    /// pushes send them (waiting for them, bounded; the two pushes one after
+    /// the other). Writes what each push did during this run into the result.
+    pub fn finished(&self, r: &mut throng_result::RunResult) {
         if let Some(e) = &self.exporter {
-            e.finished(m);
+            e.finished(&r.measurements);
         }
-        self.pusher.as_ref().map(|p| p.finished(m))
+        r.remote_write = self.remote_write.as_ref().map(|p| p.finished(&r.measurements));
+        r.otlp = self.otlp.as_ref().map(|p| p.finished(&r.measurements));
     }
 
     /// Keeps serving for `--prometheus-linger` after the last run, so that a

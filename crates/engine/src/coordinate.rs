@@ -170,6 +170,7 @@ impl Finished {
             thresholds: Vec::new(),
             segment: None,
             remote_write: None,
+            otlp: None,
         }
         .judged()
     }

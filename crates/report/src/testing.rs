@@ -51,5 +51,6 @@ fn test_result_of(plan: Plan, m: throng_metrics::Measurements) -> RunResult {
         thresholds: Vec::new(),
         segment: None,
         remote_write: None,
+        otlp: None,
     }
 }

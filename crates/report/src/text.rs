@@ -115,8 +115,8 @@ fn write_http(r: &RunResult, p: &HttpPlan, w: &mut dyn Write) -> io::Result<()> 
     for note in &r.notes {
         writeln!(w, "  note: {note}")?;
     }
-    if let Some(push) = &r.remote_write {
-        writeln!(w, "  {}", push.summary())?;
+    for (what, push) in r.pushes() {
+        writeln!(w, "  {}", push.summary(what))?;
     }
     if let Some(warning) = dropped_warning(r) {
         writeln!(w, "  WARNING: {warning}")?;
@@ -321,6 +321,22 @@ mod tests {
             r.remote_write = Some(push.clone());
             let t = text(&r);
             assert!(t.contains(line), "{t}");
+            assert!(!t.contains("OTLP"), "{t}");
+            r.otlp = Some(throng_result::PushRecord {
+                endpoint: "http://127.0.0.1:4318/v1/metrics".into(),
+                samples_sent: 7,
+                pushes_sent: 1,
+                ..throng_result::PushRecord::default()
+            });
+            let t = text(&r);
+            assert!(t.contains(line), "{t}");
+            assert!(
+                t.contains(
+                    "OTLP push to http://127.0.0.1:4318/v1/metrics: 7 samples sent, 0 failed, 0 dropped \
+                     (1 pushes, 0 failed)\n"
+                ),
+                "{t}"
+            );
         }
     }
 

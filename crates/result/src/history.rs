@@ -275,6 +275,7 @@ mod tests {
             thresholds: Vec::new(),
             segment: None,
             remote_write: None,
+            otlp: None,
         }
     }
 

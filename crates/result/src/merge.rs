@@ -96,13 +96,8 @@ impl RunResult {
             trigger: results.iter().find_map(|r| r.trigger.clone()),
             thresholds: Vec::new(),
             segment: None,
-            remote_write: results
-                .iter()
-                .filter_map(|r| r.remote_write.clone())
-                .reduce(|mut a, b| {
-                    a.add(&b);
-                    a
-                }),
+            remote_write: added(results.iter().map(|r| &r.remote_write)),
+            otlp: added(results.iter().map(|r| &r.otlp)),
         }
         .with_segment_notes(&segment_problems(results))
         .judged();
@@ -218,4 +213,12 @@ fn sequence_text(s: &throng_plan::Segment) -> String {
         .map(ToString::to_string)
         .collect::<Vec<_>>()
         .join(",")
+}
+
+/// The push records of the parts that have one, added up (None when none has).
+fn added<'a>(records: impl Iterator<Item = &'a Option<crate::PushRecord>>) -> Option<crate::PushRecord> {
+    records.flatten().cloned().reduce(|mut a, b| {
+        a.add(&b);
+        a
+    })
 }

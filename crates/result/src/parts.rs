@@ -176,7 +176,7 @@ pub struct Part {
     pub generator: Generator,
 }
 
-/// What `--remote-write` pushed during the run: every sample collected ends
+/// What `--remote-write` or `--otlp` pushed during the run: every sample collected ends
 /// as exactly one of sent, failed or dropped.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct PushRecord {
@@ -211,11 +211,12 @@ impl PushRecord {
         }
     }
 
-    /// One line for the text report (the endpoint and the error clipped: a
-    /// file read back can hold anything).
-    pub fn summary(&self) -> String {
+    /// One line for the text report, `what` naming the push ("remote
+    /// write", "OTLP push"; the endpoint and the error clipped: a file read
+    /// back can hold anything).
+    pub fn summary(&self, what: &str) -> String {
         let mut line = format!(
-            "remote write to {}: {} samples sent, {} failed, {} dropped ({} pushes, {} failed)",
+            "{what} to {}: {} samples sent, {} failed, {} dropped ({} pushes, {} failed)",
             crate::short(&self.endpoint),
             self.samples_sent,
             self.samples_failed,

@@ -56,6 +56,9 @@ pub struct RunResult {
     /// about the run, never part of its verdict or exit code.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remote_write: Option<crate::PushRecord>,
+    /// What `--otlp` pushed (None: it was not asked for); as `remote_write`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub otlp: Option<crate::PushRecord>,
 }
 
 /// The threshold an open loop with thresholds is also judged by when none
@@ -97,6 +100,13 @@ fn implied_dropped(m: &Measurements) -> Verdict {
 pub const IMPLIED_DROPPED: &str = "dropped: rate <= 1%";
 
 impl RunResult {
+    /// The pushes the run made, each with the words its report line uses.
+    pub fn pushes(&self) -> impl Iterator<Item = (&'static str, &crate::PushRecord)> {
+        [("remote write", &self.remote_write), ("OTLP push", &self.otlp)]
+            .into_iter()
+            .filter_map(|(what, r)| r.as_ref().map(|r| (what, r)))
+    }
+
     /// The result with its scenario thresholds judged (again) on its
     /// measurements: a merged result is judged on the merged figures.
     pub fn judged(mut self) -> RunResult {

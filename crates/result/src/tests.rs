@@ -64,6 +64,7 @@ fn result_of(plan: Plan) -> RunResult {
         thresholds: Vec::new(),
         segment: None,
         remote_write: None,
+        otlp: None,
     }
 }
 
@@ -167,7 +168,20 @@ fn pushes_add_up_when_runs_merge_and_round_trip() {
     a.remote_write = Some(push(10, 0, None));
     let mut b = result_of(plan.clone());
     b.remote_write = Some(push(5, 4, Some("HTTP 500")));
-    let merged = RunResult::merge(&[a.clone(), b]).unwrap();
+    let merged = RunResult::merge(&[a.clone(), b.clone()]).unwrap();
+    // The OTLP record adds up the same way, apart from remote write's.
+    let mut c = result_of(plan.clone());
+    c.otlp = Some(push(3, 0, None));
+    let mut d = b.clone();
+    d.otlp = Some(push(4, 2, Some("HTTP 503")));
+    let both = RunResult::merge(&[c, d]).unwrap();
+    let o = both.otlp.as_ref().unwrap();
+    assert_eq!((o.samples_sent, o.samples_failed, o.pushes_failed), (7, 2, 1));
+    assert_eq!(o.last_error.as_deref(), Some("HTTP 503"));
+    assert_eq!(both.remote_write.as_ref().unwrap().samples_sent, 5);
+    let text = serde_json::to_string(&both).unwrap();
+    let back: RunResult = serde_json::from_str(&text).unwrap();
+    assert_eq!(back.otlp, both.otlp);
     let m = merged.remote_write.unwrap();
     assert_eq!(
         (
@@ -181,10 +195,12 @@ fn pushes_add_up_when_runs_merge_and_round_trip() {
     );
     assert_eq!(m.last_error.as_deref(), Some("HTTP 500"));
     assert!(
-        m.summary().contains("15 samples sent, 4 failed, 2 dropped"),
+        m.summary("remote write")
+            .contains("15 samples sent, 4 failed, 2 dropped"),
         "{}",
-        m.summary()
+        m.summary("remote write")
     );
+    assert_eq!(merged.otlp, None, "no part pushed over OTLP");
     // Without a push, no field; with one, it reads back.
     assert!(
         !serde_json::to_string(&result_of(plan))
@@ -200,6 +216,6 @@ fn pushes_add_up_when_runs_merge_and_round_trip() {
         last_error: Some("a\nb".repeat(5_000)),
         ..PushRecord::default()
     };
-    let line = hostile.summary();
+    let line = hostile.summary("remote write");
     assert!(!line.contains('\n') && line.chars().count() < 800, "{line}");
 }

@@ -169,6 +169,28 @@ pub struct LiveArgs {
     #[arg(long = "remote-write-header", value_name = "HEADER", requires = "remote_write",
           value_parser = secret_header)]
     pub remote_write_header: Vec<crate::push::Secret>,
+    /// Push OpenTelemetry metrics over OTLP/HTTP (protobuf) to this URL while the run lasts and
+    /// once at its end (e.g. http://127.0.0.1:4318/v1/metrics); latencies go as exponential
+    /// histograms, counters as cumulative sums. A failing push is counted in the result, never
+    /// changes the run's result or exit code; see docs/metrics.md
+    #[arg(long = "otlp", value_name = "URL")]
+    pub otlp: Option<String>,
+    /// How often to push while the run lasts
+    #[arg(long = "otlp-interval", value_name = "DURATION", default_value = "5s",
+          value_parser = parse_duration, requires = "otlp")]
+    pub otlp_interval: Duration,
+    /// Longest one push request may take; a push is tried 3 times (5xx, 429 or no answer)
+    #[arg(long = "otlp-timeout", value_name = "DURATION", default_value = "5s",
+          value_parser = parse_duration, requires = "otlp")]
+    pub otlp_timeout: Duration,
+    /// Trust these CAs (PEM) for an https:// OTLP URL instead of the system's
+    #[arg(long = "otlp-cacert", value_name = "FILE", requires = "otlp")]
+    pub otlp_cacert: Option<std::path::PathBuf>,
+    /// A header for every push, 'Name: value' (repeatable), e.g. 'Authorization: Bearer TOKEN'; its
+    /// value is never shown in output, results or errors
+    #[arg(long = "otlp-header", value_name = "HEADER", requires = "otlp",
+          value_parser = secret_header)]
+    pub otlp_header: Vec<crate::push::Secret>,
 }
 
 /// Takes any text (checked later, by a message that never shows the value:

@@ -144,7 +144,7 @@ pub fn run(c: HttpCmd) -> anyhow::Result<ExitCode> {
         });
         display.finish();
         let mut result = result.context("the run could not start")?;
-        result.remote_write = watch.finished(&result.measurements);
+        watch.finished(&mut result);
         Ok(result)
     })?;
     let (code, merged) = finish_runs(c.repeat, &runs, c.output.json.as_deref(), c.output.format)?;

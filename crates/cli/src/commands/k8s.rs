@@ -89,14 +89,17 @@ fn has_userinfo(url: &str) -> bool {
     url::Url::parse(url).is_ok_and(|u| !u.username().is_empty() || u.password().is_some())
 }
 
-/// True when `--remote-write` carries a secret: a header (Authorization), or
-/// a query (tokens travel there too).
+/// True when `--remote-write` or `--otlp` carries a secret: a header
+/// (Authorization), or a query (tokens travel there too).
 fn pushes_a_secret(live: &crate::args::LiveArgs) -> bool {
-    !live.remote_write_header.is_empty()
-        || live
-            .remote_write
-            .as_deref()
+    let secret_url = |u: &Option<String>| {
+        u.as_deref()
             .is_some_and(|u| has_userinfo(u) || url::Url::parse(u).is_ok_and(|u| u.query().is_some()))
+    };
+    !live.remote_write_header.is_empty()
+        || !live.otlp_header.is_empty()
+        || secret_url(&live.remote_write)
+        || secret_url(&live.otlp)
 }
 
 /// True when one of `-H` headers is secret: always-sensitive, or named by
@@ -168,6 +171,7 @@ fn command_line(args: &[String]) -> anyhow::Result<(Plan, Load, Secrets)> {
                 ("--cert", &h.tls.cert),
                 ("--key", &h.tls.key),
                 ("--remote-write-cacert", &h.live.remote_write_cacert),
+                ("--otlp-cacert", &h.live.otlp_cacert),
             ]);
             let https = h.url.as_deref().is_some_and(|u| u.starts_with("https://"));
             let open = u64::from(h.connections.unwrap_or(if h.rate.is_some() { 1000 } else { 50 }));
@@ -193,6 +197,7 @@ fn command_line(args: &[String]) -> anyhow::Result<(Plan, Load, Secrets)> {
                 ("--key", &s.tls.key),
                 ("--nats-creds", &s.nats_creds),
                 ("--remote-write-cacert", &s.live.remote_write_cacert),
+                ("--otlp-cacert", &s.live.otlp_cacert),
             ]);
             let tls = s.target.starts_with("tls://") || s.target.starts_with("https://");
             let total = s.connections.unwrap_or(1);

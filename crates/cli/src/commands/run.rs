@@ -93,7 +93,7 @@ pub fn run(c: RunCmd) -> anyhow::Result<ExitCode> {
         });
         display.finish();
         let mut result = result.with_context(|| format!("{}: the run could not start", c.file.display()))?;
-        result.remote_write = watch.finished(&result.measurements);
+        watch.finished(&mut result);
         Ok(result)
     })?;
     // With --repeat, thresholds and JUnit judge the runs added up.

@@ -149,7 +149,7 @@ pub fn run(c: StormCmd) -> anyhow::Result<ExitCode> {
         };
         result.generator.kernel = kernel.and_then(throng_engine::sys::KernelWatch::finish);
         result.generator.peak_pss_bytes = memory.and_then(throng_engine::sys::MemoryWatch::finish);
-        result.remote_write = watch.finished(&result.measurements);
+        watch.finished(&mut result);
         if plan.source.is_empty() && result.measurements.peak_concurrent_connections > CROWDED_PORTS {
             result.notes.push(format!(
                 "{} connections were open at once from one source address: connect() slows down as the local \

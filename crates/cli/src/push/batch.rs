@@ -1,7 +1,7 @@
 //! The collection side of a push: a run's measurements become a [`Batch`] of
 //! labelled series (counters, gauges, exponential histograms) that knows no
-//! wire format. Encoders (Prometheus remote write now, OTLP next) read a
-//! batch; nothing here names one.
+//! wire format. Encoders (Prometheus remote write, OTLP) read a batch;
+//! nothing here names one.
 //!
 //! ```text
 //!  Measurements (cumulative, merged) ─► collect() ─► Batch { series: [name, labels, Point] }
@@ -86,6 +86,9 @@ pub struct Series {
 /// Everything measured at one instant, with the labels every series carries.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Batch {
+    /// When the cumulative counts began (the push's start), ms since the
+    /// Unix epoch; before `unix_ms`.
+    pub start_unix_ms: i64,
     /// When, ms since the Unix epoch.
     pub unix_ms: i64,
     /// Labels on every series (`job`, `run_id`, `agent`).

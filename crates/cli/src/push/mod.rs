@@ -1,26 +1,29 @@
-//! `--remote-write URL`: the run's metrics pushed to where users keep them.
+//! `--remote-write URL` and `--otlp URL`: the run's metrics pushed to where
+//! users keep them (each its own pusher; both at once work).
 //!
 //! ```text
-//!  coordinator tick ─► Pusher::tick ─► batch::collect (every --remote-write-interval)
+//!  coordinator tick ─► Pusher::tick ─► batch::collect (every --remote-write-interval / --otlp-interval)
 //!                                  │  into a slot of one batch (a newer batch replaces a
 //!                                  ▼  waiting one, whose samples count as dropped)
-//!  push thread ─► Encoder::encode (remote write: protobuf + snappy) ─► http::post
+//!  push thread ─► Encoder::encode (remote write: protobuf + snappy;
+//!                 OTLP: ExportMetricsServiceRequest) ─► http::post
 //!               (timeout per request; 5xx/429/no answer: retried with backoff, bounded,
 //!                unless a newer batch waits: it carries everything the old one did)
 //!  run ends ─► Pusher::finished ─► final totals pushed, waited for (bounded) ─► PushRecord
 //! ```
 //!
 //! The collection side ([`batch`]) knows no wire format; an encoder turns a
-//! batch into a body and names its headers. Another encoder (OTLP over HTTP
-//! with exponential histograms) is one more [`Encoder`] arm and module.
+//! batch into a body and names its headers. Each wire format is one
+//! [`Encoder`] arm and one module ([`remote_write`], [`otlp`]).
 //!
 //! Nothing here runs on a worker: collection happens on the coordinator's
 //! tick (which only reads the merged snapshot it already has), everything
 //! else on a thread of its own. A push that fails never changes the run's
-//! result or exit code; it is counted in the result's `remote_write`.
+//! result or exit code; it is counted in the result's `remote_write` or `otlp`.
 
 pub mod batch;
 mod http;
+mod otlp;
 mod remote_write;
 
 use std::collections::BTreeMap;
@@ -46,22 +49,43 @@ impl std::fmt::Debug for Secret {
 }
 
 /// The wire formats a push can speak; every `match` on the kind is here.
-#[derive(Clone, Copy, Debug)]
-enum Encoder {
-    /// Prometheus remote write 1.0.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Encoder {
+    /// Prometheus remote write 1.0 (`--remote-write`).
     RemoteWrite,
+    /// OpenTelemetry metrics over OTLP/HTTP, binary protobuf (`--otlp`).
+    Otlp,
 }
 
 impl Encoder {
     fn encode(self, b: &Batch) -> Vec<u8> {
         match self {
             Encoder::RemoteWrite => remote_write::encode(b),
+            Encoder::Otlp => otlp::encode(b),
         }
     }
 
     fn headers(self) -> &'static [(&'static str, &'static str)] {
         match self {
             Encoder::RemoteWrite => remote_write::HEADERS,
+            Encoder::Otlp => otlp::HEADERS,
+        }
+    }
+
+    /// The flag that asks for it; its companions are named after it
+    /// (`-header`, `-cacert`, `-interval`, `-timeout`).
+    pub fn flag(self) -> &'static str {
+        match self {
+            Encoder::RemoteWrite => "--remote-write",
+            Encoder::Otlp => "--otlp",
+        }
+    }
+
+    /// A URL to show in an error message.
+    fn example(self) -> &'static str {
+        match self {
+            Encoder::RemoteWrite => "http://127.0.0.1:9090/api/v1/write",
+            Encoder::Otlp => "http://127.0.0.1:4318/v1/metrics",
         }
     }
 }
@@ -71,7 +95,7 @@ const ATTEMPTS: u32 = 3;
 /// Wait before the first retry; doubled for each next one.
 const BACKOFF: Duration = Duration::from_millis(250);
 
-/// A validated `--remote-write` and its companions.
+/// A validated `--remote-write` or `--otlp` and its companions.
 #[derive(Debug)]
 pub struct Config {
     encoder: Encoder,
@@ -89,9 +113,11 @@ pub struct Config {
 const RESERVED: &[&str] = &["host", "content-length", "connection", "transfer-encoding"];
 
 impl Config {
-    /// Checks the flags; `agent` names the segment when the run is one,
-    /// `run_id` is shared by every agent of one test when given.
+    /// Checks the flags of `encoder`; `agent` names the segment when the
+    /// run is one, `run_id` is shared by every agent of one test when given.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
+        encoder: Encoder,
         url: &str,
         headers: &[Secret],
         interval: Duration,
@@ -100,38 +126,35 @@ impl Config {
         run_id: Option<String>,
         cacert: Option<&std::path::Path>,
     ) -> Result<Config, UsageError> {
-        let bad = |why: String| UsageError(format!("--remote-write {url}: {why}"));
-        let parsed = url::Url::parse(url).map_err(|e| {
-            bad(format!(
-                "not a URL ({e}); give the receiver's write URL, e.g. http://127.0.0.1:9090/api/v1/write"
-            ))
-        })?;
+        let flag = encoder.flag();
+        let example = encoder.example();
+        let bad = |why: String| UsageError(format!("{flag} {url}: {why}"));
+        let parsed = url::Url::parse(url)
+            .map_err(|e| bad(format!("not a URL ({e}); give the receiver's URL, e.g. {example}")))?;
         let https = match parsed.scheme() {
             "http" => false,
             "https" => true,
             other => {
                 return Err(bad(format!(
-                    "the scheme is {other}; give an http:// or https:// write URL, e.g. \
-                     http://127.0.0.1:9090/api/v1/write"
+                    "the scheme is {other}; give an http:// or https:// URL, e.g. {example}"
                 )));
             }
         };
         if cacert.is_some() && !https {
-            return Err(UsageError(
-                "--remote-write-cacert applies to an https:// write URL; leave it out for http://".into(),
-            ));
+            return Err(UsageError(format!(
+                "{flag}-cacert applies to an https:// {flag} URL; leave it out for http://"
+            )));
         }
         if !parsed.username().is_empty() || parsed.password().is_some() {
             // Not echoed: the URL holds a password.
-            return Err(UsageError(
-                "--remote-write: the URL holds a user name or password; give it as --remote-write-header \
+            return Err(UsageError(format!(
+                "{flag}: the URL holds a user name or password; give it as {flag}-header \
                  'Authorization: Basic …' instead"
-                    .into(),
-            ));
+            )));
         }
         let host = parsed
             .host_str()
-            .ok_or_else(|| bad("no host; e.g. http://127.0.0.1:9090/api/v1/write".into()))?
+            .ok_or_else(|| bad(format!("no host; e.g. {example}")))?
             .to_string();
         let port = parsed.port_or_known_default().unwrap_or(if https { 443 } else { 80 });
         let bare = host.trim_start_matches('[').trim_end_matches(']');
@@ -152,7 +175,7 @@ impl Config {
         for (n, h) in headers.iter().enumerate() {
             // The value is a secret (Authorization): errors name the header
             // by its position and name, never show the value.
-            let which = format!("--remote-write-header (#{})", n + 1);
+            let which = format!("{flag}-header (#{})", n + 1);
             let Some((name, value)) = h.0.split_once(':') else {
                 return Err(UsageError(format!(
                     "{which}: no ':' in it; write 'Name: value', e.g. 'Authorization: Bearer TOKEN'"
@@ -180,28 +203,23 @@ impl Config {
             checked.push((name.to_string(), Secret(value.to_string())));
         }
         if interval < Duration::from_millis(100) {
-            return Err(UsageError("--remote-write-interval: at least 100ms (e.g. 5s)".into()));
+            return Err(UsageError(format!("{flag}-interval: at least 100ms (e.g. 5s)")));
         }
         if timeout.is_zero() {
-            return Err(UsageError("--remote-write-timeout: more than 0 (e.g. 5s)".into()));
+            return Err(UsageError(format!("{flag}-timeout: more than 0 (e.g. 5s)")));
         }
-        let run_id = run_id.unwrap_or_else(|| {
-            let ms = SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |d| d.as_millis());
-            format!("{ms:x}-{:x}", std::process::id())
-        });
+        let run_id = run_id.unwrap_or_else(local_run_id);
         let mut common = vec![("job", "throng".to_string()), ("run_id", run_id)];
         if let Some(a) = agent {
             common.push(("agent", a));
         }
         let tls = if https {
-            Some((tls_config(cacert)?, server_name(bare).map_err(bad)?))
+            Some((tls_config(flag, cacert)?, server_name(bare).map_err(bad)?))
         } else {
             None
         };
         Ok(Config {
-            encoder: Encoder::RemoteWrite,
+            encoder,
             endpoint: http::Endpoint {
                 addr,
                 host: host_header,
@@ -225,8 +243,9 @@ impl Config {
 }
 
 /// The TLS client for an https:// receiver: the system's CAs, or those of
-/// `--remote-write-cacert` (read bounded, as every certificate file).
+/// `{flag}-cacert` (read bounded, as every certificate file).
 fn tls_config(
+    flag: &str,
     cacert: Option<&std::path::Path>,
 ) -> Result<std::sync::Arc<throng_tls::rustls::ClientConfig>, UsageError> {
     use throng_tls::rustls::pki_types::{CertificateDer, pem::PemObject as _};
@@ -234,7 +253,7 @@ fn tls_config(
         None => None,
         Some(path) => {
             let shown = path.display().to_string();
-            let bad = |why: String| UsageError(format!("--remote-write-cacert {shown}: {why}"));
+            let bad = |why: String| UsageError(format!("{flag}-cacert {shown}: {why}"));
             let pem = throng_plan::input::read_limited(path, throng_plan::input::MAX_PEM_BYTES)
                 .map_err(|e| bad(e.to_string()))?;
             let certs = CertificateDer::pem_slice_iter(&pem)
@@ -250,7 +269,7 @@ fn tls_config(
         cacert,
         ..Default::default()
     })
-    .map_err(|e| UsageError(format!("--remote-write: {e}")))
+    .map_err(|e| UsageError(format!("{flag}: {e}")))
 }
 
 /// The name an https:// receiver's certificate must hold: its host name or
@@ -276,6 +295,8 @@ struct Side {
     before: Measurements,
     last_push: Instant,
     last_ms: i64,
+    /// When the pusher started: the start of every cumulative series.
+    start_ms: i64,
     /// The record at the end of the previous run (each run's result holds
     /// its own share).
     reported: PushRecord,
@@ -348,6 +369,7 @@ impl Pusher {
                 before: Measurements::default(),
                 last_push: Instant::now(),
                 last_ms: 0,
+                start_ms: unix_ms(),
                 reported,
             }),
             stop,
@@ -428,14 +450,13 @@ impl Pusher {
     }
 
     fn batch(&self, side: &mut Side, m: &Measurements, gauges: Gauges) -> Batch {
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+        let now = unix_ms();
         // Strictly later than the last batch: a receiver refuses a second
         // value at the same instant.
         let unix_ms = now.max(side.last_ms + 1);
         side.last_ms = unix_ms;
         Batch {
+            start_unix_ms: side.start_ms.min(unix_ms - 1),
             unix_ms,
             common: self.config.common.clone(),
             series: batch::collect(m, gauges, &self.step_scenarios),
@@ -468,6 +489,19 @@ impl Drop for Pusher {
             let _ = t.join();
         }
     }
+}
+
+/// The `run_id` of a run that is no agent's: when and by which process
+/// (the same for both pushes of one command).
+pub fn local_run_id() -> String {
+    format!("{:x}-{:x}", unix_ms(), std::process::id())
+}
+
+/// Now, ms since the Unix epoch.
+fn unix_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 /// The push thread: one batch at a time, until told to stop.
@@ -568,6 +602,7 @@ mod tests {
     fn config(url: &str, headers: &[&str]) -> Result<Config, UsageError> {
         let h: Vec<Secret> = headers.iter().map(|s| Secret((*s).to_string())).collect();
         Config::new(
+            Encoder::RemoteWrite,
             url,
             &h,
             Duration::from_secs(5),
@@ -600,6 +635,38 @@ mod tests {
     }
 
     #[test]
+    fn otlp_errors_name_the_otlp_flags() {
+        let otlp = |url: &str, headers: &[&str], cacert: Option<&str>| {
+            let h: Vec<Secret> = headers.iter().map(|s| Secret((*s).to_string())).collect();
+            Config::new(
+                Encoder::Otlp,
+                url,
+                &h,
+                Duration::from_secs(5),
+                Duration::from_secs(1),
+                None,
+                None,
+                cacert.map(std::path::Path::new),
+            )
+        };
+        let e = otlp("ftp://127.0.0.1:9/v1/metrics", &[], None).unwrap_err().0;
+        assert!(e.starts_with("--otlp ftp://") && e.contains("4318/v1/metrics"), "{e}");
+        let e = otlp("http://127.0.0.1:9/v1/metrics", &["X s3cr3t"], None)
+            .unwrap_err()
+            .0;
+        assert!(e.starts_with("--otlp-header (#1)") && !e.contains("s3cr3t"), "{e}");
+        let e = otlp("https://127.0.0.1:9/v1/metrics", &[], Some("/dev/zero"))
+            .unwrap_err()
+            .0;
+        assert!(e.starts_with("--otlp-cacert /dev/zero"), "{e}");
+        let e = otlp("http://u:pw123@127.0.0.1:9/v1/metrics", &[], None).unwrap_err().0;
+        assert!(e.contains("--otlp-header") && !e.contains("pw123"), "{e}");
+        let c = otlp("http://127.0.0.1:9/v1/metrics", &["Authorization: Bearer x"], None).unwrap();
+        assert_eq!(c.encoder, Encoder::Otlp);
+        assert_eq!(c.shown, "http://127.0.0.1:9/v1/metrics");
+    }
+
+    #[test]
     fn refuses_what_it_cannot_push_to() {
         assert!(config("ftp://127.0.0.1:9/w", &[]).unwrap_err().0.contains("ftp"));
         let https = config("https://127.0.0.1:9/w", &[]).unwrap();
@@ -607,6 +674,7 @@ mod tests {
         assert_eq!(https.shown, "https://127.0.0.1:9/w");
         let cacert = |url: &str, file: &str| {
             Config::new(
+                Encoder::RemoteWrite,
                 url,
                 &[],
                 Duration::from_secs(5),
@@ -635,6 +703,7 @@ mod tests {
         let stall = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}/api/v1/write", stall.local_addr().unwrap());
         let c = Config::new(
+            Encoder::RemoteWrite,
             &url,
             &[],
             Duration::from_millis(100),

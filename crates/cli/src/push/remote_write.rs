@@ -201,6 +201,7 @@ mod tests {
         e.buckets.insert(-2, 1);
         e.buckets.insert(5, 3);
         Batch {
+            start_unix_ms: 1_699_999_999_000,
             unix_ms: 1_700_000_000_000,
             common: vec![("job", "throng".into()), ("run_id", "r1".into())],
             series: vec![

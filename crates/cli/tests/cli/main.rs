@@ -79,6 +79,7 @@ mod million;
 mod mux_targets;
 mod nats;
 mod nats_clients;
+mod otlp;
 mod package;
 mod process_hygiene;
 mod prometheus;

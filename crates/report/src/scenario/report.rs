@@ -44,8 +44,8 @@ pub(crate) fn write_run(r: &RunResult, p: &ScenarioPlan, w: &mut dyn Write) -> i
     for note in &r.notes {
         writeln!(w, "  note: {note}")?;
     }
-    if let Some(push) = &r.remote_write {
-        writeln!(w, "  {}", push.summary())?;
+    for (what, push) in r.pushes() {
+        writeln!(w, "  {}", push.summary(what))?;
     }
     writeln!(w)?;
 

@@ -81,8 +81,8 @@ fn write_head(r: &RunResult, p: &StormPlan, w: &mut dyn Write) -> io::Result<()>
     for note in &r.notes {
         writeln!(w, "  note: {note}")?;
     }
-    if let Some(push) = &r.remote_write {
-        writeln!(w, "  {}", push.summary())?;
+    for (what, push) in r.pushes() {
+        writeln!(w, "  {}", push.summary(what))?;
     }
     writeln!(w)?;
     Ok(())
