@@ -84,6 +84,7 @@ mod package;
 mod process_hygiene;
 mod prometheus;
 mod proxy;
+mod push_receiver;
 mod reach;
 mod redirects;
 mod remote_write;

@@ -6,11 +6,8 @@
 #![allow(clippy::unwrap_used)]
 
 use crate::common;
-use crate::prometheus::{encode, get, prometheus_bin, stop};
-
-use std::net::SocketAddr;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use crate::prometheus::{encode, get, prometheus_bin};
+use crate::push_receiver::{self, Push, Receiver};
 
 use common::{certs, free_port, lab, nginx_tls, output, p, throng};
 use throng_result::RunResult;
@@ -18,98 +15,34 @@ use throng_result::RunResult;
 /// What a header carries in these tests; it must show nowhere.
 const SECRET: &str = "Bearer s3cr3t-t0ken-4242";
 
-/// A Prometheus that only receives (no scrapes), stopped on drop.
-struct Receiver {
-    child: Child,
-    addr: SocketAddr,
-    _dir: tempfile::TempDir,
-}
+const PUSH: Push = Push {
+    flag: "--remote-write",
+    field: "remote_write",
+    reported: "remote write to",
+};
 
-impl Receiver {
-    fn start() -> Receiver {
-        let dir = tempfile::tempdir().unwrap();
-        let config = dir.path().join("prometheus.yml");
-        std::fs::write(&config, "global:\n  evaluation_interval: 1s\n").unwrap();
-        let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
-        let child = Command::new(prometheus_bin())
-            .arg(format!("--config.file={}", config.display()))
-            .arg(format!("--storage.tsdb.path={}", dir.path().join("data").display()))
-            .arg(format!("--web.listen-address={addr}"))
-            .arg("--web.enable-remote-write-receiver")
-            .arg("--enable-feature=native-histograms")
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(dir.path().join("prometheus.log")).unwrap())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start prometheus ({e}); scripts/test.sh installs Debian's package"));
-        let r = Receiver { child, addr, _dir: dir };
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while get(addr, "/-/ready").is_none_or(|(status, _)| status != 200) {
-            assert!(Instant::now() < deadline, "prometheus not ready within 30 s");
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        r
-    }
-
-    /// The value of `query` (one series), polled until it equals `want` or
-    /// 15 s passed; returns what it saw last.
-    fn wait_for(&self, query: &str, want: u64) -> Option<f64> {
-        let deadline = Instant::now() + Duration::from_secs(15);
-        loop {
-            let (status, body) = get(self.addr, &format!("/api/v1/query?query={}", encode(query))).unwrap();
-            assert_eq!(status, 200, "{query}: {body}");
-            let v: serde_json::Value = serde_json::from_str(&body).unwrap();
-            let result = v["data"]["result"].as_array().unwrap();
-            assert!(result.len() <= 1, "{query} matched several series: {body}");
-            let seen = result
-                .first()
-                .and_then(|r| r["value"][1].as_str())
-                .and_then(|s| s.parse::<f64>().ok());
-            if seen == Some(want as f64) || Instant::now() > deadline {
-                return seen;
-            }
-            std::thread::sleep(Duration::from_millis(250));
-        }
-    }
-}
-
-impl Drop for Receiver {
-    fn drop(&mut self) {
-        stop(&mut self.child);
-    }
+/// Debian's Prometheus, receiving remote writes with native histograms.
+fn receiver() -> Receiver {
+    Receiver::start(
+        &prometheus_bin(),
+        "global:\n  evaluation_interval: 1s\n",
+        &[
+            "--web.enable-remote-write-receiver",
+            "--enable-feature=native-histograms",
+        ],
+    )
 }
 
 /// Runs `throng http` against `target` pushing to `url` with a secret
-/// header; returns the exit code, stdout + stderr, the result file's text
-/// and the result.
+/// header; see [`push_receiver::run`].
 fn run(target: &str, url: &str, extra: &[&str]) -> (i32, String, String, RunResult) {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("result.json");
-    let out = output(
-        throng()
-            .args(["http", target, "-c", "2", "-t", "1"])
-            .args(extra)
-            .args(["--remote-write", url, "--remote-write-interval", "1s"])
-            .args(["--remote-write-header", &format!("Authorization: {SECRET}")])
-            .arg("--json")
-            .arg(&json),
-    );
-    let text = std::fs::read_to_string(&json).unwrap_or_default();
-    let printed = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r = RunResult::from_reader(text.as_bytes()).unwrap_or_else(|e| panic!("{e}: {printed}"));
-    // The result, remote_write included, is what the schema says.
-    assert_eq!(common::schema_violations(&json), Vec::<String>::new());
-    assert!(text.contains("\"remote_write\""));
-    (out.status.code().unwrap_or(-1), printed, text, r)
+    push_receiver::run(&PUSH, SECRET, target, url, extra)
 }
 
 #[test]
 fn prometheus_holds_exactly_the_counts_of_the_result_file() {
     let lab = lab(None);
-    let prom = Receiver::start();
+    let prom = receiver();
     let url = format!("http://{}/api/v1/write", prom.addr);
     let (code, printed, text, r) = run(&format!("http://{}/", lab.addr()), &url, &["-d", "3s"]);
     assert_eq!(code, 0, "{printed}");
@@ -211,7 +144,7 @@ fn prometheus_holds_exactly_the_counts_of_the_result_file() {
 #[test]
 fn an_https_receiver_takes_the_pushes_when_its_ca_is_trusted() {
     let lab = lab(None);
-    let prom = Receiver::start();
+    let prom = receiver();
     let (_dir, certs) = certs();
     let tls = nginx_tls(
         &certs,
@@ -295,74 +228,11 @@ fn a_bad_header_is_refused_without_showing_its_value() {
 
 #[test]
 fn a_storm_and_a_scenario_segment_push_under_their_labels() {
-    let lab = lab(None);
-    let prom = Receiver::start();
-    let url = format!("http://{}/api/v1/write", prom.addr);
-
-    let storm = common::storm(&[&format!("tcp://{}", lab.addr()), "-n", "150", "--remote-write", &url]);
-    assert_eq!(storm.code(), 0, "{}", storm.stderr());
-    let conns = storm.result().measurements.connections.ok;
-    assert_eq!(conns, 150);
-    assert_eq!(
-        prom.wait_for(r#"throng_connections_total{outcome="ok"}"#, conns),
-        Some(conns as f64)
-    );
-
-    let yaml = format!(
-        "target: http://{}\nscenarios:\n  browse:\n    executor: constant-vus\n    vus: 2\n    duration: 2s\n    \
-         flow:\n      - request: {{ name: home, path: / }}\n",
-        lab.addr()
-    );
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("scenario.yaml");
-    std::fs::write(&file, yaml).unwrap();
-    let run = common::with_json(throng().arg("run").arg(&file).args([
-        "--threads",
-        "1",
-        "--segment",
-        "1/2:1",
-        "--remote-write",
-        &url,
-    ]));
-    assert_eq!(run.code(), 0, "{}", run.stderr());
-    let home = &run.result().measurements.scenario.as_ref().unwrap().tags["step:home"];
-    assert!(home.requests > 0);
-    assert_eq!(
-        prom.wait_for(
-            r#"throng_step_requests_total{agent="1/2:1",scenario="browse",step="home",result="ok"}"#,
-            home.requests - home.failed
-        ),
-        Some((home.requests - home.failed) as f64)
-    );
-    assert_eq!(
-        prom.wait_for(
-            r#"histogram_count(throng_step_response_seconds{agent="1/2:1",step="home"})"#,
-            home.response.count()
-        ),
-        Some(home.response.count() as f64)
-    );
-    assert!(run.stdout().contains("remote write to"), "{}", run.stdout());
+    let prom = receiver();
+    push_receiver::storm_and_segment_push(&PUSH, &prom, &format!("http://{}/api/v1/write", prom.addr));
 }
 
 #[test]
 fn a_k8s_job_ships_the_push_header_in_its_secret() {
-    let out = output(throng().args([
-        "k8s",
-        "job",
-        "--parallelism",
-        "2",
-        "--",
-        "http",
-        "http://svc:8080/",
-        "-n",
-        "10",
-        "--remote-write",
-        "http://prometheus:9090/api/v1/write",
-        "--remote-write-header",
-        &format!("Authorization: {SECRET}"),
-    ]));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
-    common::assert_secret_only_in_the_k8s_secret(&stdout, &stderr, SECRET);
+    push_receiver::k8s_job_keeps_the_header_in_its_secret(&PUSH, "http://prometheus:9090/api/v1/write", SECRET);
 }
