@@ -561,6 +561,13 @@ impl Loop<'_> {
         ctx.next_conn.set(s.conn_id + 1);
         ctx.rec.borrow_mut().connection_started(now, false);
         ctx.connecting.set(ctx.connecting.get() + 1);
+        if self.tls.is_some() {
+            self.tls_prepare(i)?;
+            if self.slots[i].phase == Phase::Idle {
+                // No session could be made: counted failed.
+                return Ok(());
+            }
+        }
         self.connect(i)
     }
 

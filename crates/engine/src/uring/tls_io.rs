@@ -18,20 +18,29 @@ use crate::errors::{Stage, classify};
 use crate::proto::http1::{Feed, ParseError};
 
 impl Loop<'_> {
-    /// Slot `i`'s TCP connection is up: a session, its ClientHello queued.
-    pub(super) fn tls_start(&mut self, i: usize, now: Instant) -> io::Result<()> {
-        let timeout = self.ctx.spec.timeout;
+    /// Slot `i`'s new connection gets its session before its connect is
+    /// issued, as on epoll: the ClientHello (its key shares) is made inside
+    /// the `connect` phase, and `tls` starts when it can go out.
+    pub(super) fn tls_prepare(&mut self, i: usize) -> io::Result<()> {
         let Some(tls) = self.tls.as_mut() else {
             return Ok(());
         };
         let session = ClientConnection::new(Arc::clone(&tls.client.config), tls.client.server_name.clone());
-        let Some(c) = tls.conns.get_mut(i) else {
-            return self.connect_failed(i, ErrorClass::Tls("client_setup"));
-        };
-        match session {
-            Ok(session) => c.session = Some(session),
-            Err(_) => return self.connect_failed(i, ErrorClass::Tls("client_setup")),
+        match (session, tls.conns.get_mut(i)) {
+            (Ok(session), Some(c)) => {
+                c.session = Some(session);
+                Ok(())
+            }
+            _ => self.connect_failed(i, ErrorClass::Tls("client_setup")),
         }
+    }
+
+    /// Slot `i`'s TCP connection is up at `now`: its ClientHello queued.
+    pub(super) fn tls_start(&mut self, i: usize, now: Instant) -> io::Result<()> {
+        let timeout = self.ctx.spec.timeout;
+        let Some(c) = self.tls.as_mut().and_then(|t| t.conns.get_mut(i)) else {
+            return Ok(());
+        };
         c.hello = Some(now);
         let s = &mut self.slots[i];
         s.sending = false;
