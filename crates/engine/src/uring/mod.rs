@@ -63,8 +63,8 @@ use crate::worker::state::{RunState, Snapshots, WorkerDone};
 use ring::{BGID, Ring, close_fd};
 pub(crate) use ring::{ProbeError, probe};
 use schedule::Schedule;
-use tls::Tls;
 use slot::{Early, GENERATION, OP_CONNECT, OP_RECV, OP_SEND, Phase, Slot, new_socket, parse_user_data, user_data};
+use tls::Tls;
 
 /// How often the loop wakes with nothing completed: deadlines, the run's
 /// state and the live figures are looked at this often at least.

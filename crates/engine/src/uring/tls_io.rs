@@ -172,7 +172,14 @@ impl Loop<'_> {
 
     /// A receive of `payload` for slot `i` (arrived at `at`, by the kernel's
     /// stamp when `kernel`), reaped at `now`.
-    pub(super) fn tls_received(&mut self, i: usize, fed: Fed, at: Instant, kernel: bool, now: Instant) -> io::Result<()> {
+    pub(super) fn tls_received(
+        &mut self,
+        i: usize,
+        fed: Fed,
+        at: Instant,
+        kernel: bool,
+        now: Instant,
+    ) -> io::Result<()> {
         if let Some(class) = fed.failed {
             self.send_alert(i);
             return self.tls_failed(i, class);
