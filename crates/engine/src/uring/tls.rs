@@ -8,8 +8,9 @@
 //!                                                        └─► plaintext ─► the HTTP/1.1 response reader
 //! ```
 //!
-//! Each slot of a TLS plan has a boxed session (plain plans have none, so
-//! their slots do not grow) and a buffer of records on their way out, kept
+//! Each slot of a TLS plan has a session in a table beside the slots (on
+//! the heap, indexed like them; plain plans have none, so their slots do
+//! not grow) and a buffer of records on their way out, kept
 //! until the send that carries them completes: a TLS send is always
 //! tracked. The `tls` phase runs from the ClientHello (the TCP connect's
 //! completion) to the handshake's end, as on epoll; the connection counts
@@ -36,7 +37,7 @@ const PLAIN: usize = 16 * 1024;
 /// a session per slot, and room for plaintext on its way to the reader.
 pub(super) struct Tls {
     pub(super) client: TlsClient,
-    pub(super) conns: Vec<Box<TlsConn>>,
+    pub(super) conns: Vec<TlsConn>,
     plain: Box<[u8]>,
 }
 
@@ -88,7 +89,7 @@ impl Tls {
     /// One session holder per slot, up to `slots`.
     pub(super) fn grow(&mut self, slots: usize) {
         while self.conns.len() < slots {
-            self.conns.push(Box::default());
+            self.conns.push(TlsConn::default());
         }
     }
 
