@@ -31,8 +31,13 @@
 //! latency of each request from its intended start, lateness as
 //! `schedule_lag`, starts no slot could take as `dropped`. Every wait for
 //! completions ends by the next arrival's due time (the wait's timeout),
-//! so batching completions never delays a start. Plain TCP only; the plan
-//! refuses the rest before the run.
+//! so batching completions never delays a start.
+//!
+//! TLS plans ride the same loop ([`tls`], [`tls_io`]): rustls is I/O-free,
+//! so its records go out through the ring's sends (tracked to completion)
+//! and come in through the same multishot receives; the plan refuses what
+//! the ring does not carry (HTTP/2 and 3, proxies, several targets) before
+//! the run.
 
 mod exchange;
 mod ring;

@@ -155,8 +155,8 @@ pub enum IoModel {
     Auto,
     /// tokio's epoll readiness loop: every protocol, every load.
     Epoll,
-    /// One io_uring per worker: batched sends, multishot receives. Plain
-    /// HTTP/1.1 closed and open loops only.
+    /// One io_uring per worker: batched sends, multishot receives.
+    /// HTTP/1.1 closed and open loops only, plain or over TLS.
     Uring,
 }
 
