@@ -190,3 +190,128 @@ impl Tls {
         alert
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Instant;
+
+    use throng_tls::rustls::pki_types::ServerName;
+    use throng_tls::rustls::{ClientConnection, ServerConnection};
+
+    use super::{Fed, Tls};
+    use crate::proto::http1::{Feed, Keep};
+    use crate::transport::TlsClient;
+    use crate::uring::slot::{Phase, Slot};
+
+    /// A client session of slot 0 and a server, both in memory.
+    fn pair() -> (Tls, ServerConnection) {
+        let files = throng_tls::generate(
+            throng_tls::CertKind::Ecdsa,
+            &["localhost".to_string()],
+            throng_tls::Validity::Current,
+        )
+        .unwrap();
+        let file = |name: &str| {
+            let (_, text, _) = files.files.iter().find(|(n, _, _)| *n == name).unwrap();
+            (name.to_string(), text.as_bytes().to_vec())
+        };
+        let server = throng_tls::server_config(&file("server.pem"), &file("server.key"), None).unwrap();
+        let config = throng_tls::client_config(&throng_tls::ClientOptions {
+            insecure: true,
+            ..Default::default()
+        })
+        .unwrap();
+        let name = ServerName::try_from("localhost").unwrap();
+        let mut tls = Tls::new(
+            TlsClient {
+                config: Arc::clone(&config),
+                server_name: name.clone(),
+            },
+            1,
+        );
+        tls.conns[0].session = Some(ClientConnection::new(config, name).unwrap());
+        (tls, ServerConnection::new(server).unwrap())
+    }
+
+    /// The client's records waiting, as the ring would send them.
+    fn flight(tls: &mut Tls) -> Vec<u8> {
+        let mut out = Vec::new();
+        let session = tls.conns[0].session.as_mut().unwrap();
+        while session.wants_write() {
+            session.write_tls(&mut out).unwrap();
+        }
+        out
+    }
+
+    /// The server takes `bytes` and answers with what it then has to say.
+    fn serve(server: &mut ServerConnection, mut bytes: &[u8]) -> Vec<u8> {
+        while !bytes.is_empty() {
+            server.read_tls(&mut bytes).unwrap();
+            server.process_new_packets().unwrap();
+        }
+        let mut out = Vec::new();
+        while server.wants_write() {
+            server.write_tls(&mut out).unwrap();
+        }
+        out
+    }
+
+    fn fed(tls: &mut Tls, slot: &mut Slot, bytes: &[u8]) -> Fed {
+        tls.feed(0, bytes, slot, Instant::now())
+    }
+
+    #[test]
+    fn records_become_a_handshake_then_a_response_for_the_reader() {
+        let (mut tls, mut server) = pair();
+        let mut slot = Slot::new(false, Instant::now());
+        slot.phase = Phase::Connecting;
+        let hello = flight(&mut tls);
+        let answer = serve(&mut server, &hello);
+        let f = fed(&mut tls, &mut slot, &answer);
+        assert!(f.handshaken && f.failed.is_none() && f.response.is_none());
+
+        // The request goes with the client's Finished; the response comes
+        // back with one more byte after it and the server's close_notify.
+        slot.phase = Phase::Exchanging;
+        slot.session.reset(Keep::default());
+        let session = tls.conns[0].session.as_mut().unwrap();
+        std::io::Write::write_all(&mut session.writer(), b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n").unwrap();
+        let request = flight(&mut tls);
+        // The server's session tickets come first, then the response.
+        let mut response = serve(&mut server, &request);
+        let mut plain = Vec::new();
+        std::io::Read::read_to_end(&mut server.reader(), &mut plain).ok();
+        assert!(
+            plain.starts_with(b"GET / HTTP/1.1"),
+            "{:?}",
+            String::from_utf8_lossy(&plain)
+        );
+        std::io::Write::write_all(&mut server.writer(), b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokX").unwrap();
+        server.send_close_notify();
+        while server.wants_write() {
+            server.write_tls(&mut response).unwrap();
+        }
+        let f = fed(&mut tls, &mut slot, &response);
+        assert!(!f.handshaken && f.failed.is_none());
+        assert_eq!(f.response, Some(Ok(Feed::Done { extra: 1 })));
+        assert!(f.closed, "the close_notify seen");
+        assert!(slot.first.is_some(), "the first byte's time taken");
+    }
+
+    #[test]
+    fn bytes_that_are_not_tls_fail_the_session_in_a_tls_class() {
+        let (mut tls, _server) = pair();
+        let mut slot = Slot::new(false, Instant::now());
+        slot.phase = Phase::Connecting;
+        flight(&mut tls);
+        let f = fed(&mut tls, &mut slot, b"HTTP/1.1 400 Bad Request\r\n\r\n");
+        let class = f.failed.map(|c| c.name());
+        assert!(class.as_deref().is_some_and(|c| c.starts_with("tls.")), "{class:?}");
+        assert!(!f.handshaken && f.response.is_none());
+        // A slot with no session (its connection gone) takes nothing.
+        tls.forget(0);
+        assert!(fed(&mut tls, &mut slot, b"late").extra);
+        assert!(!tls.handshaking(0));
+    }
+}
