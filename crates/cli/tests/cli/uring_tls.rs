@@ -152,6 +152,33 @@ fn resumption_tls12_and_client_certificates_ride_the_ring() {
 }
 
 #[test]
+fn a_hello_retry_request_takes_a_second_client_flight() {
+    // nginx wants P-256, the client's key shares are X25519MLKEM768 and
+    // X25519: the server asks again, and the ring sends the second
+    // ClientHello from the session before the handshake ends.
+    let (_d, c) = certs(&[]);
+    let nginx = common::nginx_tls(
+        &c,
+        "ssl",
+        false,
+        "ssl_protocols TLSv1.3; ssl_ecdh_curve prime256v1;",
+        "location / { return 200 \"tls\"; }",
+    );
+    let url = nginx.https("localhost", "/");
+    let ca = p(&c, "ca.pem");
+    let mut seen = Vec::new();
+    for io in IO {
+        let (run, r) = run_io(io, &[&url, "--cacert", &ca, "-n", "40", "-c", "2", "--no-keepalive"]);
+        assert_eq!(run.code(), 0, "{io}: {}", run.stderr());
+        let t = r.measurements.tls.clone().unwrap();
+        assert_eq!((t.handshakes, t.hello_retry), (40, 40), "{io}: {t:?}");
+        assert_eq!(t.groups.get("secp256r1"), Some(&40), "{io}: {t:?}");
+        seen.push(outcome(&r));
+    }
+    assert_eq!(seen[0], seen[1], "epoll vs uring");
+}
+
+#[test]
 fn certificate_failures_fail_in_epolls_classes() {
     let (_d, c) = certs(&[]);
     let nginx = nginx_tls(&c, false);
