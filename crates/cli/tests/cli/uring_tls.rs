@@ -10,7 +10,7 @@
 use crate::common;
 use crate::tls::nginx_tls;
 
-use common::{FaultServer, assert_books_balance, certs_with as certs, http, p};
+use common::{FaultServer, assert_books_balance, certs_with as certs, http, p, throng};
 use throng_result::{Io, RunResult};
 
 const IO: [&str; 2] = ["epoll", "uring"];
@@ -176,6 +176,44 @@ fn a_hello_retry_request_takes_a_second_client_flight() {
         seen.push(outcome(&r));
     }
     assert_eq!(seen[0], seen[1], "epoll vs uring");
+}
+
+#[test]
+fn tls_falls_back_to_epoll_where_io_uring_is_not_permitted() {
+    // A seccomp filter refuses io_uring_setup (as a container's policy or
+    // kernel.io_uring_disabled would): auto runs TLS on epoll and says why;
+    // forced, the ring's refusal is a usage error.
+    let (_d, c) = certs(&[]);
+    let nginx = nginx_tls(&c, false);
+    let url = nginx.https("localhost", "/");
+    let ca = p(&c, "ca.pem");
+    let denied = |args: &[&str]| {
+        common::with_json(crate::uring::deny_io_uring(
+            throng().arg("http").arg(&url).args(["--cacert", &ca]).args(args),
+        ))
+    };
+    let run = denied(&["-n", "200", "-c", "4", "--no-keepalive"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let r = run.result();
+    assert_books_balance(r);
+    assert_eq!(r.measurements.requests.ok, 200);
+    assert_eq!(r.measurements.tls.as_ref().map(|t| t.handshakes), Some(200));
+    assert_eq!(r.generator.io, Some(Io::Epoll));
+    let why = r.generator.io_fallback.as_deref().unwrap_or_default();
+    assert!(why.contains("not permitted") && why.contains("EPERM"), "{why}");
+    assert!(
+        run.stdout().contains("I/O: epoll (io_uring is not permitted"),
+        "{}",
+        run.stdout()
+    );
+
+    let run = denied(&["-n", "10", "--io", "uring"]);
+    assert_eq!(run.code(), 2, "{}", run.stderr());
+    assert!(
+        run.stderr().contains("EPERM") && run.stderr().contains("--io epoll"),
+        "{}",
+        run.stderr()
+    );
 }
 
 #[test]
