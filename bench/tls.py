@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
-"""TLS 1.3 full handshakes per generator CPU-second: throng against oha and wrk.
+"""TLS 1.3 full handshakes per generator CPU-second: throng (io_uring and epoll)
+against oha and wrk; and TLS keep-alive requests per CPU-second.
 
 nginx (one worker, CPU 0) serves TLS 1.3 with an ECDSA P-256 certificate from
 `throng certs`, session resumption off; each generator (CPU 1) opens a new
-connection per request. Figures are successful requests (one full handshake
-each) per CPU-second of the generator process.
+connection per request (the keep-alive rows: 50 connections kept). Figures are
+successful requests (one full handshake each, but in the keep-alive rows) per
+CPU-second of the generator process.
 
     bench/tls.py [--duration 10] [--runs 3]
 """
@@ -43,39 +45,55 @@ def main():
     d = args.duration
     js = f"{tmp}/r.json"
 
-    def throng(extra, target=url):
+    def throng(extra, target=url, io="uring", keepalive=False):
         def parse(_text):
             with open(js) as f:
                 doc = json.load(f)
             m = doc["measurements"]
+            ran = doc.get("generator", {}).get("io")
+            if ran != io:
+                raise SystemExit(f"asked for --io {io}, {ran} ran")
             group = ",".join(m.get("tls", {}).get("groups", {}).keys())
             return m["requests"]["ok"], group
-        return [THRONG, "http", target, "-t", "1", "-c", "50", "-d", f"{d}s", "--no-keepalive", "-q",
-                "--json", js] + extra, parse
+        new_conns = [] if keepalive else ["--no-keepalive"]
+        return [THRONG, "http", target, "-t", "1", "-c", "50", "-d", f"{d}s", "-q", "--io", io,
+                "--json", js] + new_conns + extra, parse
 
     def oha_parse(text):
         return oha_json(text)[0], "oha default"
 
     cases = [
-        ("throng, no verification (--insecure), X25519", "throng",
+        ("throng io_uring, no verification (--insecure), X25519", "throng",
          lambda: throng(["--insecure", "--tls-groups", "x25519"])),
-        ("throng, no verification (--insecure), default groups (X25519MLKEM768 offered)", "throng",
+        ("throng epoll, no verification (--insecure), X25519", "throng",
+         lambda: throng(["--insecure", "--tls-groups", "x25519"], io="epoll")),
+        ("throng io_uring, no verification (--insecure), default groups (X25519MLKEM768 offered)", "throng",
          lambda: throng(["--insecure"])),
+        ("throng epoll, no verification (--insecure), default groups (X25519MLKEM768 offered)", "throng",
+         lambda: throng(["--insecure"], io="epoll")),
         ("oha, no verification (--insecure)", "oha",
          lambda: (["oha", "-c", "50", "-z", f"{d}s", "--no-tui", "--disable-keepalive", "--insecure",
                    "--output-format", "json", url], oha_parse)),
         ("wrk, Connection: close (wrk does not verify)", "wrk",
          lambda: (["wrk", "-t1", "-c50", f"-d{d}s", "-H", "Connection: close", url],
                   lambda t: (count(r"(\d+) requests in", t), "OpenSSL default"))),
-        ("throng, verifying (--cacert), X25519", "throng",
+        ("throng io_uring, verifying (--cacert), X25519", "throng",
          lambda: throng(["--cacert", f"{c}/ca.pem", "--tls-groups", "x25519"], name_url)),
-        ("throng, verifying, client certificate (mTLS), X25519", "throng",
+        ("throng io_uring, verifying, client certificate (mTLS), X25519", "throng",
          lambda: throng(["--cacert", f"{c}/ca.pem", "--cert", f"{c}/client.pem", "--key", f"{c}/client.key",
                          "--tls-groups", "x25519"], name_url)),
+        ("keep-alive: throng io_uring, 50 connections", "throng",
+         lambda: throng(["--insecure"], keepalive=True)),
+        ("keep-alive: throng epoll, 50 connections", "throng",
+         lambda: throng(["--insecure"], io="epoll", keepalive=True)),
+        ("keep-alive: wrk, 50 connections", "wrk",
+         lambda: (["wrk", "-t1", "-c50", f"-d{d}s", url],
+                  lambda t: (count(r"(\d+) requests in", t), "OpenSSL default"))),
     ]
     print(f"# throng bench/tls.py ({time.strftime('%Y-%m-%d %H:%M')}; nginx TLS 1.3 ECDSA P-256 on CPU 0, "
-          f"generator on CPU 1, -c 50, a new connection per request, {d}s x {args.runs} runs, median)\n")
-    print("| generator | handshakes/CPU-s (median) | runs | server handshakes/s |\n|---|---:|---|---:|")
+          f"generator on CPU 1, -c 50, a new connection per request but in the keep-alive rows, "
+          f"{d}s x {args.runs} runs, median)\n")
+    print("| generator | requests/CPU-s (median) | runs | server requests/s |\n|---|---:|---|---:|")
     try:
         for title, tool, make in cases:
             if not have(tool):

@@ -67,8 +67,14 @@ pub(crate) async fn handshake(
         () = sleep => return Err(ErrorClass::TimeoutTls),
     }
     let done = Instant::now();
-    let c = &stream.tls;
-    let h = Handshake {
+    let h = negotiated(&stream.tls);
+    Ok((Transport::Tls(Box::new(stream)), h, done))
+}
+
+/// What a completed handshake negotiated, for the TLS report line (the
+/// epoll and io_uring paths alike).
+pub(crate) fn negotiated(c: &throng_tls::rustls::ClientConnection) -> Handshake {
+    Handshake {
         version: c.protocol_version().and_then(|v| v.as_str()).unwrap_or("unknown"),
         group: c
             .negotiated_key_exchange_group()
@@ -80,8 +86,7 @@ pub(crate) async fn handshake(
             .unwrap_or("unknown"),
         resumed: matches!(c.handshake_kind(), Some(HandshakeKind::Resumed)),
         hello_retry: matches!(c.handshake_kind(), Some(HandshakeKind::FullWithHelloRetryRequest)),
-    };
-    Ok((Transport::Tls(Box::new(stream)), h, done))
+    }
 }
 
 impl Transport {

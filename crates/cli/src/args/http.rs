@@ -117,9 +117,9 @@ pub struct HttpCmd {
     pub no_keepalive: bool,
     /// How workers drive their sockets: auto (io_uring where it carries the plan, epoll otherwise;
     /// one line on stderr when the kernel refuses io_uring), epoll (tokio's readiness loop, every
-    /// protocol) or uring (one io_uring per worker: batched sends, multishot receives; plain
-    /// http:// HTTP/1.1 closed and open loops, without --csv-requests). The result and report say
-    /// which ran
+    /// protocol) or uring (one io_uring per worker: batched sends, multishot receives; HTTP/1.1
+    /// closed and open loops over http:// or https://, without --csv-requests). The result and
+    /// report say which ran
     #[arg(long = "io", value_name = "MODEL", value_enum, default_value_t = IoArg::Auto)]
     pub io: IoArg,
     /// Speak HTTP/2: ALPN h2 over https:// (refused before the run if the server does not

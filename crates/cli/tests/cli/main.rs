@@ -111,6 +111,7 @@ mod tls;
 mod tls_trust;
 mod trace_context;
 mod uring;
+mod uring_tls;
 mod verdicts;
 mod websocket;
 mod wire;

@@ -1,8 +1,9 @@
 //! What an open connection costs the generator in memory: `throng http`
 //! holding 10,000 HTTP/1.1 keep-alive connections at once against the lab
 //! server (once on epoll, once on io_uring), and 3,000 HTTP/2 connections
-//! (h2c, one stream each) against nginx, its own peak RSS (VmHWM, in the
-//! result) against the same run on one connection. A task that grows per
+//! (h2c, one stream each) against nginx, 1,000 TLS keep-alive connections
+//! on io_uring against the lab server over TLS, its own peak RSS (VmHWM, in
+//! the result) against the same run on one connection. A task that grows per
 //! connection fails here instead of passing unseen.
 
 #![allow(clippy::unwrap_used)]
@@ -120,6 +121,52 @@ fn three_thousand_http2_connections_cost_under_eight_kb_each() {
         "{per_conn} bytes per HTTP/2 connection ({base} for one, {peak} for {H2_CONNECTIONS}); at most {H2_BOUND} expected"
     );
     eprintln!("{per_conn} bytes per HTTP/2 connection ({base} for one, {peak} for {H2_CONNECTIONS})");
+}
+
+/// TLS keep-alive connections held at once on io_uring.
+const TLS_CONNECTIONS: u64 = 1_000;
+
+/// Bytes per TLS keep-alive connection on the ring beyond its
+/// one-connection run. Measured 18,760 with the unoptimized binary at
+/// 1,000 (epoll 21,730): rustls' session (its record buffers, the AEAD
+/// state), the ring's share of its maps (4.5 KB at 1,000), the slot and
+/// its buffer of records going out. A session or buffer kept twice, or a
+/// record buffer per slot that never shrinks past a response, fails here.
+const TLS_RING_BOUND: u64 = 24_000;
+
+#[test]
+fn a_thousand_tls_keepalive_connections_on_the_ring_stay_bounded() {
+    let _alone = common::heavy();
+    let (_d, certs) = common::certs();
+    let server = FaultServer::serve(&["--tls", certs.to_str().unwrap()]);
+    let url = server.url("https");
+    let run_with = |connections: u64, requests: u64| {
+        http(&[
+            &url,
+            "-k",
+            "-c",
+            &connections.to_string(),
+            "-n",
+            &requests.to_string(),
+            "-t",
+            "1",
+            "--timeout",
+            "30s",
+            "--io",
+            "uring",
+        ])
+    };
+    let one = run_with(1, 2 * TLS_CONNECTIONS);
+    let run = run_with(TLS_CONNECTIONS, 2 * TLS_CONNECTIONS);
+    let (base, peak, per_conn) = added_per_connection(&one, &run, TLS_CONNECTIONS);
+    assert_eq!(run.result().generator.io, Some(Io::Uring), "the run took the ring");
+    let tls = run.result().measurements.tls.clone().unwrap();
+    assert_eq!(tls.handshakes, TLS_CONNECTIONS, "{tls:?}");
+    assert!(
+        per_conn < TLS_RING_BOUND,
+        "{per_conn} bytes per TLS connection on the ring ({base} for one, {peak} for {TLS_CONNECTIONS}); at most \
+         {TLS_RING_BOUND} expected"
+    );
 }
 
 /// Checks that `run` held its `n` connections at once, each making two

@@ -428,7 +428,6 @@ fn what_uring_cannot_run_is_a_usage_error_naming_it() {
     let rows = dir.path().join("rows.csv");
     let rows = rows.to_str().unwrap();
     for (args, what) in [
-        (vec!["https://127.0.0.1:1/"], "TLS"),
         (vec!["http://127.0.0.1:1/", "--http2"], "--http2"),
         (vec!["http://127.0.0.1:1/", "--redirects", "3"], "--redirects"),
         (vec!["http://127.0.0.1:1/", "-x", "http://127.0.0.1:2"], "proxy"),
@@ -656,7 +655,7 @@ fn an_open_loop_stops_at_its_duration_and_at_ctrl_c_with_its_books_balanced() {
 /// container's seccomp policy or kernel.io_uring_disabled refuses it: a
 /// seccomp filter installed between fork and exec. Every other system call
 /// (and any of another architecture's calling convention) is allowed.
-fn deny_io_uring(cmd: &mut std::process::Command) -> &mut std::process::Command {
+pub(crate) fn deny_io_uring(cmd: &mut std::process::Command) -> &mut std::process::Command {
     use std::os::unix::process::CommandExt;
     #[cfg(target_arch = "x86_64")]
     const AUDIT_ARCH: u32 = 0xC000_003E;

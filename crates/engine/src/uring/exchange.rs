@@ -24,6 +24,9 @@ impl Loop<'_> {
     /// large one's always: short, the rest goes in another; whole, the
     /// exchange ends if its response is in.
     pub(super) fn sent(&mut self, i: usize, res: i32, now: Instant) -> io::Result<()> {
+        if self.tls.is_some() {
+            return self.tls_sent(i, res, now);
+        }
         let len = self.ctx.spec.request.len();
         let s = &mut self.slots[i];
         if s.phase != Phase::Exchanging {
@@ -78,6 +81,14 @@ impl Loop<'_> {
             return self.eof(i, now);
         }
         let s = &mut self.slots[i];
+        if let Some(tls) = &mut self.tls {
+            // Records: the session decides what is plaintext, and when.
+            let arrived = crate::stamps::from_control(out.control_data())
+                .and_then(|st| crate::stamps::arrival(st, now, s.t_send));
+            let at = arrived.unwrap_or(now);
+            let fed = tls.feed(i, payload, s, at);
+            return self.tls_received(i, fed, at, arrived.is_some(), now);
+        }
         if s.phase != Phase::Exchanging {
             // Bytes nobody asked for: the connection cannot be trusted with
             // the next request.
@@ -113,6 +124,10 @@ impl Loop<'_> {
     /// flight, the connection is dropped.
     pub(super) fn recv_failed(&mut self, i: usize, class: ErrorClass) -> io::Result<()> {
         let s = &mut self.slots[i];
+        if matches!(s.phase, Phase::Connecting | Phase::Warming) {
+            // A TLS connection in its handshake: the connection fails.
+            return self.connect_failed(i, class);
+        }
         if s.phase != Phase::Exchanging {
             return self.drop_connection(i);
         }
@@ -129,6 +144,10 @@ impl Loop<'_> {
     /// Slot `i`'s connection ended (the peer closed it).
     pub(super) fn eof(&mut self, i: usize, now: Instant) -> io::Result<()> {
         let s = &mut self.slots[i];
+        if matches!(s.phase, Phase::Connecting | Phase::Warming) {
+            // A TLS peer that closes in the handshake (as epoll names it).
+            return self.connect_failed(i, ErrorClass::Tls("handshake_eof"));
+        }
         if s.phase != Phase::Exchanging {
             return self.drop_connection(i);
         }
@@ -153,7 +172,7 @@ impl Loop<'_> {
     /// written): the next request never goes out behind the rest of a
     /// body, and the timing is the one epoll would take, the first byte
     /// not before the last one sent.
-    fn done(&mut self, i: usize, now: Instant, extra: bool, kernel: bool) -> io::Result<()> {
+    pub(super) fn done(&mut self, i: usize, now: Instant, extra: bool, kernel: bool) -> io::Result<()> {
         let s = &mut self.slots[i];
         if s.sending {
             s.early = Early::Answered { at: now, extra, kernel };

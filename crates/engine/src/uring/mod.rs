@@ -31,13 +31,20 @@
 //! latency of each request from its intended start, lateness as
 //! `schedule_lag`, starts no slot could take as `dropped`. Every wait for
 //! completions ends by the next arrival's due time (the wait's timeout),
-//! so batching completions never delays a start. Plain TCP only; the plan
-//! refuses the rest before the run.
+//! so batching completions never delays a start.
+//!
+//! TLS plans ride the same loop ([`tls`], [`tls_io`]): rustls is I/O-free,
+//! so its records go out through the ring's sends (tracked to completion)
+//! and come in through the same multishot receives; the plan refuses what
+//! the ring does not carry (HTTP/2 and 3, proxies, several targets) before
+//! the run.
 
 mod exchange;
 mod ring;
 mod schedule;
 mod slot;
+mod tls;
+mod tls_io;
 
 use std::cell::{Cell, RefCell};
 use std::io;
@@ -62,6 +69,7 @@ use ring::{BGID, Ring, close_fd};
 pub(crate) use ring::{ProbeError, probe};
 use schedule::Schedule;
 use slot::{Early, GENERATION, OP_CONNECT, OP_RECV, OP_SEND, Phase, Slot, new_socket, parse_user_data, user_data};
+use tls::Tls;
 
 /// How often the loop wakes with nothing completed: deadlines, the run's
 /// state and the live figures are looked at this often at least.
@@ -132,6 +140,8 @@ struct Loop<'a> {
     stamp: bool,
     /// Waits may hold out for a batch (the kernel took `min_wait`).
     batch: bool,
+    /// A TLS plan's sessions, one per slot (none for plain plans).
+    tls: Option<Tls>,
 }
 
 /// Runs one worker's closed or open loop on an io_uring to completion on
@@ -218,6 +228,11 @@ pub(crate) fn run(
         },
         stamp: ctx.stamp,
         batch: true,
+        tls: ctx
+            .spec
+            .tls
+            .clone()
+            .map(|client| Tls::new(client, if closed { connections } else { 0 })),
     };
 
     if let Some(warm) = warm {
@@ -452,10 +467,7 @@ impl Loop<'_> {
             let i = match s.pop_idle() {
                 Some(i) if self.slots.get(i).is_some_and(|s| s.phase == Phase::Idle) => i,
                 Some(_) => continue,
-                None if s.may_grow(self.slots.len(), now) => {
-                    self.slots.push(Slot::new(self.ctx.spec.head_request, now));
-                    self.slots.len() - 1
-                }
+                None if s.may_grow(self.slots.len(), now) => self.add_slot(now),
                 None => return Ok(()),
             };
             self.next_request(i, now)?;
@@ -465,11 +477,19 @@ impl Loop<'_> {
     /// Open loop: a new slot connects before any request (a warm
     /// connection).
     fn warm(&mut self, now: Instant) -> io::Result<()> {
-        self.slots.push(Slot::new(self.ctx.spec.head_request, now));
-        let i = self.slots.len() - 1;
+        let i = self.add_slot(now);
         self.slots[i].phase = Phase::Warming;
         self.active += 1;
         self.open(i, now)
+    }
+
+    /// A new slot (and its TLS session's holder); its index.
+    fn add_slot(&mut self, now: Instant) -> usize {
+        self.slots.push(Slot::new(self.ctx.spec.head_request, now));
+        if let Some(tls) = &mut self.tls {
+            tls.grow(self.slots.len());
+        }
+        self.slots.len() - 1
     }
 
     /// The send time of every queued send: now, just before the system
@@ -518,6 +538,10 @@ impl Loop<'_> {
         s.keep_server = keep_server;
         s.sending = false;
         s.early = Early::None;
+        if let Some(tls) = &mut self.tls {
+            tls.next_request(i);
+        }
+        let s = &mut self.slots[i];
         s.session.reset(Keep {
             server: keep_server,
             ..Keep::default()
@@ -542,6 +566,13 @@ impl Loop<'_> {
         ctx.next_conn.set(s.conn_id + 1);
         ctx.rec.borrow_mut().connection_started(now, false);
         ctx.connecting.set(ctx.connecting.get() + 1);
+        if self.tls.is_some() {
+            self.tls_prepare(i)?;
+            if self.slots[i].phase == Phase::Idle {
+                // No session could be made: counted failed.
+                return Ok(());
+            }
+        }
         self.connect(i)
     }
 
@@ -579,6 +610,9 @@ impl Loop<'_> {
     /// Queues slot `i`'s request (what is left of it) and, on a new
     /// connection, its multishot receive.
     fn send(&mut self, i: usize) -> io::Result<()> {
+        if self.tls.is_some() {
+            return self.tls_flush(i);
+        }
         let request = &self.ctx.spec.request;
         let track = request.len() > SEND_UNTRACKED_MAX;
         let s = &mut self.slots[i];
@@ -697,16 +731,20 @@ impl Loop<'_> {
         let ctx = self.ctx;
         let s = &mut self.slots[i];
         let n = ctx.spec.route.addrs.len().max(1);
-        ctx.connecting.set(ctx.connecting.get() - 1);
         {
             let mut rec = ctx.rec.borrow_mut();
             rec.connected(now, now - s.opened);
             if let Some(&addr) = ctx.spec.route.addrs.get(s.addr % n) {
                 rec.reached(addr);
             }
-            rec.connection_established(now, false);
         }
         ctx.prefer.set(s.addr % n);
+        if self.tls.is_some() {
+            // Established once its handshake is done (tls_io::handshaken).
+            return self.tls_start(i, now);
+        }
+        ctx.connecting.set(ctx.connecting.get() - 1);
+        ctx.rec.borrow_mut().connection_established(now, false);
         if s.phase == Phase::Warming {
             // Ready for a start; its receive armed now, so that a server
             // closing it meanwhile is seen (and the close counted).
@@ -813,6 +851,9 @@ impl Loop<'_> {
         // connected: then it fails, harmlessly).
         unsafe { libc::shutdown(fd, libc::SHUT_RDWR) };
         close_fd(fd);
+        if let Some(tls) = &mut self.tls {
+            tls.forget(i);
+        }
         Ok(())
     }
 
@@ -824,7 +865,15 @@ impl Loop<'_> {
                 continue;
             }
             match s.phase {
-                Phase::Connecting | Phase::Warming => self.connect_failed(i, ErrorClass::TimeoutConnect)?,
+                Phase::Connecting | Phase::Warming => {
+                    let handshaking = self.tls.as_ref().is_some_and(|t| t.handshaking(i));
+                    let class = if handshaking {
+                        ErrorClass::TimeoutTls
+                    } else {
+                        ErrorClass::TimeoutConnect
+                    };
+                    self.connect_failed(i, class)?;
+                }
                 Phase::Exchanging => self.failed(i, ErrorClass::TimeoutResponse)?,
                 _ => {}
             }

@@ -155,8 +155,8 @@ pub enum IoModel {
     Auto,
     /// tokio's epoll readiness loop: every protocol, every load.
     Epoll,
-    /// One io_uring per worker: batched sends, multishot receives. Plain
-    /// HTTP/1.1 closed and open loops only.
+    /// One io_uring per worker: batched sends, multishot receives.
+    /// HTTP/1.1 closed and open loops only, plain or over TLS.
     Uring,
 }
 
@@ -488,7 +488,7 @@ impl HttpPlan {
             return Err(PlanError::invalid(
                 "--io",
                 format!(
-                    "--io uring runs plain HTTP/1.1 closed and open loops only, not {what}; leave out --io (auto runs \
+                    "--io uring runs HTTP/1.1 closed and open loops only (plain or TLS), not {what}; leave out --io (auto runs \
                      epoll for this plan), or pass --io epoll"
                 ),
             ));
@@ -500,9 +500,6 @@ impl HttpPlan {
     /// it). The one decision `--io uring` refuses by and `--io auto` picks
     /// epoll by: a kind of plan the ring learns is one line less here.
     pub fn ring_refuses(&self) -> Option<String> {
-        if self.target.scheme == Scheme::Https {
-            return Some("TLS (https://)".to_string());
-        }
         if !self.http.is_http1() {
             return Some(format!("{} (--http2/--http3)", self.http.label()));
         }

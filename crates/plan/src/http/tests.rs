@@ -30,7 +30,7 @@ fn defaults_are_wrk_like() {
 }
 
 #[test]
-fn io_uring_takes_plain_http1_closed_and_open_loops_and_refuses_the_rest() {
+fn io_uring_takes_http1_closed_and_open_loops_plain_or_tls_and_refuses_the_rest() {
     let uring = |url: &str, f: &dyn Fn(&mut HttpArgs)| {
         let mut a = args(url);
         a.io = IoModel::Uring;
@@ -43,8 +43,7 @@ fn io_uring_takes_plain_http1_closed_and_open_loops_and_refuses_the_rest() {
     let open = uring("http://127.0.0.1:8080/", &|a| a.rate = Some(100.0)).unwrap();
     assert_eq!((open.io, open.load), (IoModel::Uring, Load::Open { rate: 100.0 }));
     type Change<'a> = &'a dyn Fn(&mut HttpArgs);
-    let refused: [(&str, Change, &str); 4] = [
-        ("https://127.0.0.1/", &|_| {}, "TLS"),
+    let refused: [(&str, Change, &str); 3] = [
         ("http://127.0.0.1/", &|a| a.http2 = true, "--http2"),
         ("http://127.0.0.1/", &|a| a.redirects = Some(2), "--redirects"),
         (
@@ -84,8 +83,12 @@ fn io_uring_takes_plain_http1_closed_and_open_loops_and_refuses_the_rest() {
         let forced = uring("http://127.0.0.1/", &|a| a.body = Some(("body".into(), vec![0; n])));
         assert_eq!(forced.map(|p| p.io).ok(), Some(IoModel::Uring), "a body of {n} bytes");
     }
+    // TLS rides the ring too (rustls' records through its operations),
+    // forced or by auto.
     let https = HttpPlan::from_args(args("https://127.0.0.1/")).unwrap();
-    assert!(https.ring_refuses().unwrap().contains("TLS"));
+    assert_eq!(https.ring_refuses(), None);
+    let forced = uring("https://127.0.0.1/", &|_| {});
+    assert_eq!(forced.map(|p| p.io).ok(), Some(IoModel::Uring));
 }
 
 #[test]
