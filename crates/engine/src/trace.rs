@@ -1,4 +1,4 @@
-//! `--trace-context`: a new `traceparent` on every HTTP/1.1 request.
+//! `--trace-context`: a new `traceparent` on every HTTP request.
 //!
 //! ```text
 //!  plan: the request rendered once, its traceparent a placeholder
@@ -11,9 +11,14 @@
 //!
 //! No allocation per request once a task's copy has its size; the ids come
 //! from a per-worker SplitMix64 seeded from the process's random keys.
+//! A scenario renders each request anyway: it adds [`Tracer::value`], under
+//! the iteration's [`Tracer::trace_id`].
 
 use std::cell::RefCell;
 use std::hash::{BuildHasher, Hasher};
+use std::time::Instant;
+
+use throng_metrics::{Recorder, SlowEnd};
 
 use throng_plan::{Rng, TraceContext, traceparent_at, write_ids};
 
@@ -60,6 +65,24 @@ impl Tracer {
         trace[..8].copy_from_slice(&a.to_be_bytes());
         trace[8..].copy_from_slice(&(if a == 0 && b == 0 { 1 } else { b }).to_be_bytes());
         (trace, p.max(1).to_be_bytes())
+    }
+
+    /// A new trace id (a scenario iteration's).
+    pub(crate) fn trace_id(&self) -> [u8; 16] {
+        self.ids().0
+    }
+
+    /// A `traceparent` value under `trace_id` with a new parent (span) id,
+    /// for a request rendered on its own (a scenario's).
+    pub(crate) fn value(&self, trace_id: &[u8; 16]) -> String {
+        let (_, parent) = self.ids();
+        throng_plan::traceparent_value(trace_id, &parent, &self.flags)
+    }
+
+    /// Offers a traced request that started (its latency's origin) at
+    /// `origin` and ended at `end` to the worker's slowest.
+    pub(crate) fn offer(&self, rec: &mut Recorder, origin: Instant, end: Instant, how: SlowEnd, id: [u8; 16]) {
+        rec.slow(self.keep, origin, end.saturating_duration_since(origin), how, id);
     }
 
     /// Makes `traced` the request to send: `request` with new ids (`one`:

@@ -23,6 +23,21 @@ fn logging_nginx() -> (common::Nginx, tempfile::TempDir) {
     (nginx, logs)
 }
 
+/// nginx's access log once it holds `want` lines (nginx writes a line
+/// after the response went out, so the last may land after throng exits),
+/// waiting at most 5 s.
+fn log_of(logs: &tempfile::TempDir, want: usize) -> Vec<String> {
+    let path = logs.path().join("access.log");
+    for _ in 0..50 {
+        let lines = common::access_log(&path);
+        if lines.len() >= want {
+            return lines;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    common::access_log(&path)
+}
+
 /// A traceparent as W3C Trace Context level 1 writes it, with `flags`:
 /// (trace id, parent id), or None when malformed.
 fn parse(tp: &str, flags: &str) -> Option<(String, String)> {
@@ -69,7 +84,7 @@ fn every_request_carries_its_own_traceparent_and_the_slowest_name_what_nginx_rec
     assert_books_balance(r);
     assert_eq!(r.measurements.requests.ok, 300);
 
-    let logged = common::access_log(&logs.path().join("access.log"));
+    let logged = log_of(&logs, 300);
     assert_eq!(logged.len(), 300, "nginx logged every request once");
     let mut traces = BTreeSet::new();
     let mut parents = BTreeSet::new();
@@ -168,7 +183,7 @@ fn an_open_loop_unsampled_run_and_a_merge_keep_the_n_slowest_of_all() {
         "5",
     ]);
     assert_eq!(b.code(), 0, "{}", b.stderr());
-    let logged = common::access_log(&logs.path().join("access.log"));
+    let logged = log_of(&logs, 100);
     assert_eq!(logged.len(), 100);
     assert_eq!(
         logged.iter().filter(|l| parse(l, "00").is_some()).count(),
@@ -252,7 +267,7 @@ fn several_targets_each_carry_their_own_traceparent() {
     ]);
     assert_eq!(run.code(), 0, "{}", run.stderr());
     assert_eq!(run.result().measurements.requests.ok, 60);
-    let logged = common::access_log(&logs.path().join("access.log"));
+    let logged = log_of(&logs, 60);
     assert_eq!(logged.len(), 60);
     let ids: BTreeSet<String> = logged
         .iter()
@@ -301,5 +316,153 @@ fn requests_that_fail_are_among_the_slowest_with_their_error_class() {
         schema_violations(&run.json).is_empty(),
         "{:?}",
         schema_violations(&run.json)
+    );
+}
+
+#[test]
+fn a_targets_file_or_a_scenario_giving_a_traceparent_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let targets = dir.path().join("targets.txt");
+    std::fs::write(
+        &targets,
+        "GET http://127.0.0.1:9/a\n\nGET http://127.0.0.1:9/b\nTraceparent: 00-x\n",
+    )
+    .unwrap();
+    let o = output(throng().args([
+        "http",
+        "--targets",
+        targets.to_str().unwrap(),
+        "-n",
+        "1",
+        "--trace-context",
+    ]));
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("targets.txt:3") && err.contains("drop that traceparent"),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+
+    let file = dir.path().join("s.yaml");
+    std::fs::write(
+        &file,
+        "target: http://127.0.0.1:9\nscenarios:\n  s:\n    executor: per-vu-iterations\n    vus: 1\n    \
+         iterations: 1\n    flow:\n      - request: { path: /, headers: { traceparent: 00-x } }\n",
+    )
+    .unwrap();
+    let o = output(throng().arg("run").arg(&file).arg("--trace-context"));
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("s.yaml") && err.contains("remove that header"), "{err}");
+    let o = output(throng().arg("run").arg(&file).args(["--slowest", "3"]));
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("needs --trace-context"));
+}
+
+/// nginx logging each request's path and traceparent header.
+fn logging_nginx_paths() -> (common::Nginx, tempfile::TempDir) {
+    let logs = tempfile::tempdir().unwrap();
+    let log = logs.path().join("access.log");
+    let nginx = common::Nginx::start_http(
+        "log_format tp '$uri $http_traceparent';",
+        &format!("location / {{ access_log {} tp; return 200 'ok'; }}", log.display()),
+    );
+    (nginx, logs)
+}
+
+#[test]
+fn a_scenario_iteration_shares_one_trace_id_and_each_request_has_its_own_span() {
+    let (nginx, logs) = logging_nginx_paths();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.yaml");
+    let csv = dir.path().join("rows.csv");
+    std::fs::write(
+        &file,
+        format!(
+            "target: {}\nscenarios:\n  s:\n    executor: per-vu-iterations\n    vus: 2\n    iterations: 4\n    \
+             flow:\n      - request: {{ path: /a }}\n      - request: {{ path: /b }}\n      - request: {{ path: /c }}\n",
+            nginx.url("")
+        ),
+    )
+    .unwrap();
+    let run = common::with_json(throng().arg("run").arg(&file).args([
+        "--threads",
+        "1",
+        "--quiet",
+        "--trace-context=unsampled",
+        "--slowest",
+        "30",
+        "--csv-requests",
+        csv.to_str().unwrap(),
+    ]));
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let r = run.result();
+    assert_books_balance(r);
+    assert_eq!(r.measurements.requests.ok, 24);
+
+    // nginx: 8 iterations, each one trace id on its 3 requests (/a, /b, /c);
+    // 24 distinct span ids.
+    let logged = log_of(&logs, 24);
+    assert_eq!(logged.len(), 24, "{logged:?}");
+    let mut by_trace: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    let mut spans = BTreeSet::new();
+    for line in &logged {
+        let (path, tp) = line.split_once(' ').unwrap();
+        let (trace, span) = parse(tp, "00").unwrap_or_else(|| panic!("malformed traceparent {line:?}"));
+        by_trace.entry(trace).or_default().push(path.to_string());
+        spans.insert(span);
+    }
+    assert_eq!(by_trace.len(), 8, "one trace per iteration: {by_trace:?}");
+    for paths in by_trace.values_mut() {
+        paths.sort();
+        assert_eq!(paths, &["/a", "/b", "/c"]);
+    }
+    assert_eq!(spans.len(), 24, "a new span id on every request");
+
+    // The CSV rows: one trace id per (vu, iteration), those nginx received.
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let (vu, iteration, trace) = (col("vu"), col("iteration"), col("trace_id"));
+    let mut per_iteration: std::collections::BTreeMap<(String, String), BTreeSet<String>> = Default::default();
+    for l in lines {
+        let f: Vec<&str> = l.split(',').collect();
+        per_iteration
+            .entry((f[vu].to_string(), f[iteration].to_string()))
+            .or_default()
+            .insert(f[trace].to_string());
+    }
+    assert_eq!(per_iteration.len(), 8, "{per_iteration:?}");
+    let csv_ids: BTreeSet<String> = per_iteration
+        .values()
+        .map(|ids| {
+            assert_eq!(
+                ids.len(),
+                1,
+                "an iteration's requests share its trace id: {per_iteration:?}"
+            );
+            ids.iter().next().unwrap().clone()
+        })
+        .collect();
+    assert_eq!(csv_ids, by_trace.keys().cloned().collect::<BTreeSet<_>>());
+
+    // The slowest: per request, each under its iteration's trace id.
+    let slowest = r.measurements.slowest.as_ref().expect("the result keeps the slowest");
+    assert_eq!((slowest.keep, slowest.requests.len()), (30, 24));
+    for s in &slowest.requests {
+        assert_eq!(by_trace.get(&s.trace_id).map(Vec::len), Some(3), "{}", s.trace_id);
+        assert_eq!(s.status, Some(200));
+    }
+    assert!(
+        schema_violations(&run.json).is_empty(),
+        "{:?}",
+        schema_violations(&run.json)
+    );
+    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&run.json).unwrap()).unwrap();
+    assert_eq!(
+        json["plan"]["trace"]["sampling"], "unsampled",
+        "the plan names its trace context"
     );
 }

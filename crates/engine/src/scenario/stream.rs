@@ -238,6 +238,7 @@ fn settle(
         row.row(),
     );
     drop(row);
+    flight.settled(&outcome, session);
     match (outcome, expected) {
         (Ok(timing), Some(expected)) => answered(
             ctx,

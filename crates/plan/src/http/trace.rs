@@ -62,14 +62,7 @@ pub(super) fn trace_context(
     http: HttpVersion,
     redirects: u32,
 ) -> Result<Option<TraceContext>, PlanError> {
-    let Some(sampling) = args.trace_context else {
-        if args.slowest.is_some() {
-            return Err(PlanError::invalid(
-                "--slowest",
-                "keeps the slowest requests with their trace ids, so it needs --trace-context; add \
-                 --trace-context, or leave out --slowest",
-            ));
-        }
+    let Some(trace) = trace_context_of(args.trace_context, args.slowest)? else {
         return Ok(None);
     };
     if headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(TRACEPARENT)) {
@@ -94,7 +87,23 @@ pub(super) fn trace_context(
             "does not follow redirects yet; leave out --redirects, or --trace-context",
         ));
     }
-    let slowest = args.slowest.unwrap_or(DEFAULT_SLOWEST);
+    Ok(Some(trace))
+}
+
+/// `--trace-context` and `--slowest` as given (to `throng http` or
+/// `throng run`): None without `--trace-context`.
+pub fn trace_context_of(sampling: Option<Sampling>, slowest: Option<u32>) -> Result<Option<TraceContext>, PlanError> {
+    let Some(sampling) = sampling else {
+        if slowest.is_some() {
+            return Err(PlanError::invalid(
+                "--slowest",
+                "keeps the slowest requests with their trace ids, so it needs --trace-context; add \
+                 --trace-context, or leave out --slowest",
+            ));
+        }
+        return Ok(None);
+    };
+    let slowest = slowest.unwrap_or(DEFAULT_SLOWEST);
     if slowest == 0 || slowest > MAX_SLOWEST {
         return Err(PlanError::invalid(
             "--slowest",
@@ -102,6 +111,30 @@ pub(super) fn trace_context(
         ));
     }
     Ok(Some(TraceContext { sampling, slowest }))
+}
+
+/// Refuses a `traceparent` among `names` (the headers a scenario `file`
+/// sets) when `--trace-context` sets each request's.
+pub fn refuse_own_traceparent<'a>(file: &str, mut names: impl Iterator<Item = &'a str>) -> Result<(), PlanError> {
+    if names.any(|n| n.eq_ignore_ascii_case(TRACEPARENT)) {
+        return Err(PlanError::invalid(
+            "--trace-context",
+            format!(
+                "sets each request's traceparent header, and {file} gives one too; remove that header from the file \
+                 (or leave out --trace-context to send yours as it is)"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// A `traceparent` value with these ids and flags (for requests rendered
+/// one by one, as a scenario's are).
+pub fn traceparent_value(trace_id: &[u8; 16], parent_id: &[u8; 8], flags: &[u8; 2]) -> String {
+    let mut value = PLACEHOLDER.as_bytes().to_vec();
+    write_ids(&mut value, "00-".len(), trace_id, parent_id, flags);
+    // Hex digits and dashes: always UTF-8.
+    String::from_utf8_lossy(&value).into_owned()
 }
 
 /// The placeholder header a plan with trace context renders.
@@ -159,5 +192,9 @@ mod tests {
             )
         );
         assert_eq!(traceparent_at(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n"), None);
+        assert_eq!(
+            traceparent_value(&[0xab; 16], &[0x01; 8], b"01"),
+            format!("00-{}-{}-01", "ab".repeat(16), "01".repeat(8))
+        );
     }
 }
