@@ -141,6 +141,8 @@ pub(crate) async fn one_request(
             written,
             origin,
             row.row(),
+            request,
+            trace.copied(),
         ))
         .await;
         return;

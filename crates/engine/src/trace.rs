@@ -79,6 +79,13 @@ impl Tracer {
         throng_plan::traceparent_value(trace_id, &parent, &self.flags)
     }
 
+    /// Sets `headers`' traceparent to one under `trace_id` with a new span
+    /// id: a redirect's hop, in the trace of the request it follows.
+    pub(crate) fn restamp(&self, headers: &mut Vec<(String, String)>, trace_id: &[u8; 16]) {
+        headers.retain(|(n, _)| !n.eq_ignore_ascii_case(throng_plan::TRACEPARENT));
+        headers.push((throng_plan::TRACEPARENT.to_string(), self.value(trace_id)));
+    }
+
     /// Offers a traced request that started (its latency's origin) at
     /// `origin` and ended at `end` to the worker's slowest.
     pub(crate) fn offer(&self, rec: &mut Recorder, origin: Instant, end: Instant, how: SlowEnd, id: [u8; 16]) {

@@ -466,3 +466,57 @@ fn a_scenario_iteration_shares_one_trace_id_and_each_request_has_its_own_span() 
         "the plan names its trace context"
     );
 }
+
+#[test]
+fn each_redirect_hop_carries_the_request_trace_id_with_a_span_of_its_own() {
+    let logs = tempfile::tempdir().unwrap();
+    let log = logs.path().join("access.log");
+    let logged_at = |rest: &str| format!("{{ access_log {} tp; {rest} }}", log.display());
+    let nginx = common::Nginx::start_http(
+        "log_format tp '$uri $http_traceparent';",
+        &format!(
+            "location = /start {}\nlocation = /middle {}\nlocation = /end {}\n",
+            logged_at("return 302 /middle;"),
+            logged_at("return 307 http://127.0.0.1:$server_port/end;"),
+            logged_at("return 200 'ok';")
+        ),
+    );
+    let run = http(&[
+        &nginx.url("/start"),
+        "-n",
+        "20",
+        "-c",
+        "2",
+        "-t",
+        "1",
+        "--redirects",
+        "5",
+        "--trace-context",
+    ]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let r = run.result();
+    assert_books_balance(r);
+    assert_eq!((r.measurements.requests.ok, r.measurements.redirects), (20, 40));
+    let logged = log_of(&logs, 60);
+    assert_eq!(logged.len(), 60, "{logged:?}");
+    let mut by_trace: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    let mut spans = BTreeSet::new();
+    for line in &logged {
+        let (path, tp) = line.split_once(' ').unwrap();
+        let (trace, span) = parse(tp, "01").unwrap_or_else(|| panic!("malformed traceparent {line:?}"));
+        by_trace.entry(trace).or_default().push(path.to_string());
+        spans.insert(span);
+    }
+    assert_eq!(by_trace.len(), 20, "one trace per request, its hops included");
+    for paths in by_trace.values_mut() {
+        paths.sort();
+        assert_eq!(paths, &["/end", "/middle", "/start"]);
+    }
+    assert_eq!(spans.len(), 60, "a new span id on every hop");
+    let slowest = r.measurements.slowest.as_ref().unwrap();
+    assert_eq!(slowest.requests.len(), 10);
+    for s in &slowest.requests {
+        assert!(by_trace.contains_key(&s.trace_id), "{}", s.trace_id);
+        assert_eq!(s.status, Some(200));
+    }
+}

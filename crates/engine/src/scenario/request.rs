@@ -170,6 +170,7 @@ async fn http1(
             timeout: op.req.timeout,
             keep: op.keep,
             home: Some(sc.dest.own()),
+            trace: vu.trace,
         };
         // Boxed: only a redirect makes this future large.
         Box::pin(crate::redirect::follow(

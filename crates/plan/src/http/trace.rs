@@ -60,7 +60,6 @@ pub(super) fn trace_context(
     args: &HttpArgs,
     headers: &[(String, String)],
     http: HttpVersion,
-    redirects: u32,
 ) -> Result<Option<TraceContext>, PlanError> {
     let Some(trace) = trace_context_of(args.trace_context, args.slowest)? else {
         return Ok(None);
@@ -79,12 +78,6 @@ pub(super) fn trace_context(
                 "is HTTP/1.1 only for now, not {}; leave out --http2/--http3, or --trace-context",
                 http.label()
             ),
-        ));
-    }
-    if redirects > 0 {
-        return Err(PlanError::invalid(
-            "--trace-context",
-            "does not follow redirects yet; leave out --redirects, or --trace-context",
         ));
     }
     Ok(Some(trace))
