@@ -58,13 +58,40 @@ impl Tracer {
     }
 
     /// A new trace id (never all zeros) and parent id (never zero).
-    fn ids(&self) -> ([u8; 16], [u8; 8]) {
+    pub(crate) fn ids(&self) -> ([u8; 16], [u8; 8]) {
         let mut rng = self.rng.borrow_mut();
         let (a, b, p) = (rng.next_u64(), rng.next_u64(), rng.next_u64());
         let mut trace = [0u8; 16];
         trace[..8].copy_from_slice(&a.to_be_bytes());
         trace[8..].copy_from_slice(&(if a == 0 && b == 0 { 1 } else { b }).to_be_bytes());
         (trace, p.max(1).to_be_bytes())
+    }
+
+    /// `src` (an HTTP/2 header block whose placeholder's ids start at
+    /// `at`) with `ids` written over them, in the task's copy `traced`
+    /// (copied when its length differs: once for a plan of one request).
+    pub(crate) fn stamp_block<'a>(
+        &self,
+        traced: &'a mut Option<Box<Traced>>,
+        src: &[u8],
+        at: Option<usize>,
+        ids: &([u8; 16], [u8; 8]),
+    ) -> &'a [u8] {
+        let t = traced.get_or_insert_with(Box::default);
+        if t.bytes.len() != src.len() {
+            t.bytes.clear();
+            t.bytes.extend_from_slice(src);
+        }
+        if let Some(at) = at {
+            self.write(&mut t.bytes, at, ids);
+        }
+        t.id = ids.0;
+        &t.bytes
+    }
+
+    /// Writes `ids` over the placeholder's at `at` in `buf`.
+    pub(crate) fn write(&self, buf: &mut [u8], at: usize, ids: &([u8; 16], [u8; 8])) {
+        write_ids(buf, at, &ids.0, &ids.1, &self.flags);
     }
 
     /// A new trace id (a scenario iteration's).

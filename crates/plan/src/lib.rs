@@ -45,8 +45,8 @@ pub use http::{
     is_secret, is_token, mask_userinfo, redact_command, redaction_note, secret_names,
 };
 pub use http::{
-    DEFAULT_SLOWEST, MAX_SLOWEST, Sampling, TRACEPARENT, TraceContext, refuse_own_traceparent, trace_context_of,
-    traceparent_at, traceparent_value, write_ids,
+    DEFAULT_SLOWEST, MAX_SLOWEST, Sampling, TRACEPARENT, TraceContext, placeholder_at, placeholder_value,
+    refuse_own_traceparent, trace_context_of, traceparent_at, traceparent_value, write_ids,
 };
 pub use loads::{HttpLoads, HttpWorkerLoad, StormLoads, StormWorkerLoad};
 pub use reach::{Family, Override, Proxy, Reach, ReachArgs, basic_authorization, no_proxy_matches};

@@ -243,9 +243,9 @@ fn a_given_traceparent_or_another_http_version_is_a_usage_error() {
         err.contains("--trace-context") && err.contains("drop -H traceparent"),
         "{err}"
     );
-    let o = output(throng().args(["http", url, "-n", "1", "--trace-context", "--http2"]));
+    let o = output(throng().args(["http", "https://127.0.0.1:9/", "-n", "1", "--trace-context", "--http3"]));
     assert_eq!(o.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("HTTP/1.1 only"));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not HTTP/3"));
     let o = output(throng().args(["http", url, "-n", "1", "--slowest", "3"]));
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("needs --trace-context"));
@@ -519,4 +519,109 @@ fn each_redirect_hop_carries_the_request_trace_id_with_a_span_of_its_own() {
         assert!(by_trace.contains_key(&s.trace_id), "{}", s.trace_id);
         assert_eq!(s.status, Some(200));
     }
+}
+
+/// nginx listening with `listen` (`http2`: h2c; `ssl http2`: h2 with the
+/// lab certificates in `certs`), logging each request's protocol and
+/// traceparent.
+fn logging_h2_nginx(listen: &str, certs: Option<&Path>) -> (common::Nginx, tempfile::TempDir) {
+    let logs = tempfile::tempdir().unwrap();
+    let log = logs.path().join("access.log");
+    let tls = certs.map_or_else(String::new, |c| {
+        format!(
+            "ssl_certificate {}; ssl_certificate_key {};",
+            c.join("server.pem").display(),
+            c.join("server.key").display()
+        )
+    });
+    let nginx = common::Nginx::start_listen_http(
+        "log_format tp '$server_protocol $http_traceparent';",
+        listen,
+        &tls,
+        &format!("location / {{ access_log {} tp; return 200 'ok'; }}", log.display()),
+    );
+    (nginx, logs)
+}
+
+/// nginx's lines (`PROTOCOL TRACEPARENT`) as HTTP/2 requests' trace ids,
+/// each checked well-formed with `flags`, and their parent ids.
+fn h2_ids(logged: &[String], flags: &str) -> (BTreeSet<String>, BTreeSet<String>) {
+    let mut traces = BTreeSet::new();
+    let mut parents = BTreeSet::new();
+    for line in logged {
+        let (protocol, tp) = line.split_once(' ').unwrap();
+        assert_eq!(protocol, "HTTP/2.0", "{line}");
+        let (trace, parent) = parse(tp, flags).unwrap_or_else(|| panic!("malformed traceparent {line:?}"));
+        traces.insert(trace);
+        parents.insert(parent);
+    }
+    (traces, parents)
+}
+
+#[test]
+fn http2_requests_carry_their_own_traceparent_over_h2c_and_h2() {
+    // h2c, the plan's one request: the task's copy of the header block.
+    let (nginx, logs) = logging_h2_nginx("http2", None);
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("rows.csv");
+    let run = http(&[
+        &nginx.url("/"),
+        "--http2",
+        "-n",
+        "200",
+        "-c",
+        "2",
+        "--streams",
+        "4",
+        "-t",
+        "1",
+        "--trace-context=unsampled",
+        "--csv-requests",
+        csv.to_str().unwrap(),
+    ]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert_books_balance(run.result());
+    assert_eq!(run.result().measurements.requests.ok, 200);
+    let logged = log_of(&logs, 200);
+    assert_eq!(logged.len(), 200);
+    let (traces, parents) = h2_ids(&logged, "00");
+    assert_eq!((traces.len(), parents.len()), (200, 200), "new ids on every stream");
+    let rows = csv_trace_ids(&csv);
+    assert_eq!(rows.iter().collect::<BTreeSet<_>>().len(), 200);
+    assert!(rows.iter().all(|id| traces.contains(id)));
+    let slowest = run.result().measurements.slowest.as_ref().unwrap();
+    assert_eq!(slowest.requests.len(), 10);
+    assert!(
+        slowest
+            .requests
+            .iter()
+            .all(|s| traces.contains(&s.trace_id) && s.status == Some(200))
+    );
+
+    // h2 over TLS, several targets: each target's own block, patched.
+    let (_cdir, certs) = common::certs();
+    let (nginx, logs) = logging_h2_nginx("ssl http2", Some(&certs));
+    let ca = certs.join("ca.pem");
+    let run = http(&[
+        &nginx.https("localhost", "/a"),
+        &nginx.https("localhost", "/b"),
+        "--cacert",
+        ca.to_str().unwrap(),
+        "--http2",
+        "-n",
+        "60",
+        "-c",
+        "2",
+        "-t",
+        "1",
+        "--trace-context",
+    ]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert_eq!(run.result().measurements.requests.ok, 60);
+    let logged = log_of(&logs, 60);
+    assert_eq!(logged.len(), 60);
+    let (traces, parents) = h2_ids(&logged, "01");
+    assert_eq!((traces.len(), parents.len()), (60, 60));
+    let slowest = run.result().measurements.slowest.as_ref().unwrap();
+    assert!(slowest.requests.iter().all(|s| traces.contains(&s.trace_id)));
 }

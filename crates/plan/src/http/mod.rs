@@ -45,8 +45,8 @@ pub use redact::{is_secret, redact_command, redaction_note};
 pub use target::mask_userinfo;
 use target::{parse_target_at, target_method};
 pub use trace::{
-    DEFAULT_SLOWEST, MAX_SLOWEST, Sampling, TRACEPARENT, TraceContext, refuse_own_traceparent, trace_context_of,
-    traceparent_at, traceparent_value, write_ids,
+    DEFAULT_SLOWEST, MAX_SLOWEST, Sampling, TRACEPARENT, TraceContext, placeholder_at, placeholder_value,
+    refuse_own_traceparent, trace_context_of, traceparent_at, traceparent_value, write_ids,
 };
 
 /// Run length when neither `-n` nor `-d` is given (as wrk).

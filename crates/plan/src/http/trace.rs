@@ -71,13 +71,10 @@ pub(super) fn trace_context(
              out --trace-context to send yours as it is)",
         ));
     }
-    if !http.is_http1() {
+    if http == HttpVersion::Http3 {
         return Err(PlanError::invalid(
             "--trace-context",
-            format!(
-                "is HTTP/1.1 only for now, not {}; leave out --http2/--http3, or --trace-context",
-                http.label()
-            ),
+            "is HTTP/1.1 and HTTP/2 only for now, not HTTP/3; leave out --http3, or --trace-context",
         ));
     }
     Ok(Some(trace))
@@ -133,6 +130,22 @@ pub fn traceparent_value(trace_id: &[u8; 16], parent_id: &[u8; 8], flags: &[u8; 
 /// The placeholder header a plan with trace context renders.
 pub(super) fn placeholder() -> (String, String) {
     (TRACEPARENT.to_string(), PLACEHOLDER.to_string())
+}
+
+/// The placeholder value a plan with trace context renders (HTTP/2 header
+/// blocks carry it as a literal too).
+pub fn placeholder_value() -> &'static str {
+    PLACEHOLDER
+}
+
+/// Where the placeholder value's trace id starts in `block` (an HPACK
+/// header block, whose literals are raw), or None.
+pub fn placeholder_at(block: &[u8]) -> Option<usize> {
+    let value = PLACEHOLDER.as_bytes();
+    block
+        .windows(value.len())
+        .position(|w| w == value)
+        .map(|i| i + "00-".len())
 }
 
 /// Where the placeholder's trace id starts in `request` (its 32 hex

@@ -5,7 +5,7 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::time::Instant;
 
-use throng_metrics::{ErrorClass, Phase};
+use throng_metrics::{ErrorClass, Phase, SlowEnd};
 use throng_plan::StatusSet;
 use tokio::sync::Notify;
 use tokio::time::Sleep;
@@ -27,6 +27,8 @@ pub(crate) struct Pool {
     pub(crate) spec: Spec,
     /// The spec's request header block, encoded once for every stream.
     pub(super) block: Vec<u8>,
+    /// `--trace-context`: where the block's traceparent ids start.
+    trace_at: Option<usize>,
     /// Each connection with the origin it serves.
     conns: RefCell<Vec<(usize, Rc<H2Conn>)>>,
     /// Per origin: connections being opened (they count against the cap).
@@ -56,8 +58,10 @@ impl Pool {
     /// The pool of a worker whose targets `pick` chooses (None: one).
     pub(crate) fn new(spec: Spec, pick: Option<&crate::targets::Pick>) -> Self {
         let caps = pick.map_or_else(|| vec![spec.connections], |p| p.shares(spec.connections));
+        let block = encode_head(&spec.method, &spec.uri, &spec.headers);
         Pool {
-            block: encode_head(&spec.method, &spec.uri, &spec.headers),
+            trace_at: throng_plan::placeholder_at(&block),
+            block,
             spec,
             conns: RefCell::new(Vec::new()),
             opening: RefCell::new(vec![0; caps.len()]),
@@ -191,6 +195,13 @@ pub(crate) async fn one_request(
     if scheduled && let Some(r) = row.row() {
         r.phase(Phase::ScheduleLag, now.saturating_duration_since(origin));
     }
+    // With trace context, this request's ids (written over the block's
+    // placeholder in the task's copy, or in its own target's block).
+    let tracer = ctx.spec.trace.as_ref();
+    let ids = tracer.map(crate::trace::Tracer::ids);
+    if let (Some((id, _)), Some(r)) = (&ids, row.row()) {
+        r.trace(*id);
+    }
     let conn = match pool.conn_for(ctx, take, o, sleep.as_mut(), row.row()).await {
         Ok(c) => c,
         Err(class) => {
@@ -203,12 +214,19 @@ pub(crate) async fn one_request(
             if let Some(r) = row.row() {
                 r.failed(class);
             }
+            if let (Some(t), Some((id, _))) = (tracer, &ids) {
+                t.offer(&mut ctx.rec.borrow_mut(), origin, now, SlowEnd::Error(class), *id);
+            }
             return;
         }
     };
     if let Some(r) = row.row() {
         r.conn(conn.id);
     }
+    let block: &[u8] = match (tracer, &ids, entry) {
+        (Some(t), Some(ids), None) => t.stamp_block(&mut cursor.traced, &pool.block, pool.trace_at, ids),
+        _ => &pool.block,
+    };
     let mut t_send = Instant::now();
     ctx.rec
         .borrow_mut()
@@ -228,6 +246,8 @@ pub(crate) async fn one_request(
         keep_server,
         follow.is_some(),
         sleep.as_mut(),
+        block,
+        tracer.zip(ids.as_ref()),
     )
     .await;
     if let Err(f) = &mut outcome
@@ -257,7 +277,8 @@ pub(crate) async fn one_request(
             request_len,
             hops: 0,
         };
-        let chain = Box::pin(crate::mux::follow_h2(ctx, pool, f, slot, first, sleep)).await;
+        let trace = ids.map(|(id, _)| id);
+        let chain = Box::pin(crate::mux::follow_h2(ctx, pool, f, slot, first, sleep, trace)).await;
         if let Some(r) = row.row() {
             r.redirects(chain.hops);
         }
@@ -288,6 +309,14 @@ pub(crate) async fn one_request(
         keep_server,
         row.row(),
     );
+    if let (Some(t), Some((id, _))) = (tracer, &ids) {
+        let (end, how) = match (&outcome, &*session) {
+            (Ok(timing), Session::Http2(slot)) => (timing.done, SlowEnd::Status(slot.status)),
+            (Ok(timing), _) => (timing.done, SlowEnd::Status(0)),
+            (Err(f), _) => (Instant::now(), SlowEnd::Error(f.class)),
+        };
+        t.offer(&mut ctx.rec.borrow_mut(), origin, end, how, *id);
+    }
     if let Some((p, i)) = entry {
         let response = match (&outcome, recorded) {
             (Ok(t), Some(ok)) => Some((t.done.saturating_duration_since(t_send), ok)),
@@ -306,9 +335,10 @@ pub(crate) async fn one_request(
 }
 
 /// Sends a slot's request on `conn`: the next of the plan's several
-/// requests (`entry`), or its one request (`follow`: its headers are kept,
-/// for a redirect's Location). Returns the outcome and the request's size
-/// as counted.
+/// requests (`entry`, its traceparent's ids from `trace`), or its one
+/// request, `block` (`follow`: its headers are kept, for a redirect's
+/// Location). Returns the outcome and the request's size as counted.
+#[allow(clippy::too_many_arguments)]
 async fn send_request(
     pool: &Pool,
     conn: &H2Conn,
@@ -317,6 +347,8 @@ async fn send_request(
     keep_server: bool,
     follow: bool,
     sleep: Pin<&mut Sleep>,
+    block: &[u8],
+    trace: Option<(&crate::trace::Tracer, &([u8; 16], [u8; 8]))>,
 ) -> (Result<Timing, Failed>, usize) {
     let mut request_len = pool.spec.head_bytes + pool.spec.body.len();
     let outcome = match (session, entry) {
@@ -336,7 +368,11 @@ async fn send_request(
                 .map(|parts| {
                     request_len = parts.h2_len();
                     slot.for_method(&parts.method);
-                    (encode_head(&parts.method, &parts.uri, &parts.headers), parts.body)
+                    let mut head = encode_head(&parts.method, &parts.uri, &parts.headers);
+                    if let (Some((t, ids)), Some(at)) = (trace, throng_plan::placeholder_at(&head)) {
+                        t.write(&mut head, at, ids);
+                    }
+                    (head, parts.body)
                 });
             match ready {
                 Some((head, body)) => {
@@ -357,7 +393,7 @@ async fn send_request(
                     body: 0,
                 });
             }
-            exchange(&pool.spec, &pool.block, conn, slot, keep_server, sleep).await
+            exchange(&pool.spec, block, conn, slot, keep_server, sleep).await
         }
         // Never: the loops give HTTP/2 plans HTTP/2 slots.
         _ => Err(Failed {
