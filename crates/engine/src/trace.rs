@@ -27,6 +27,8 @@ use throng_plan::{Rng, TraceContext, traceparent_at, write_ids};
 pub(crate) struct Traced {
     pub(crate) bytes: Vec<u8>,
     pub(crate) id: [u8; 16],
+    /// Its parent (span) id (HTTP/2 requests write both in their block).
+    pub(crate) parent: [u8; 8],
 }
 
 /// A worker's trace-id source and what the plan asks of it.
@@ -67,31 +69,31 @@ impl Tracer {
         (trace, p.max(1).to_be_bytes())
     }
 
-    /// `src` (an HTTP/2 header block whose placeholder's ids start at
-    /// `at`) with `ids` written over them, in the task's copy `traced`
-    /// (copied when its length differs: once for a plan of one request).
+    /// New ids in the task's `traced`; with `block` (an HTTP/2 plan's one
+    /// header block, its placeholder's ids at `.1`), its copy there with
+    /// them written over (copied when its length differs: once).
     pub(crate) fn stamp_block<'a>(
         &self,
         traced: &'a mut Option<Box<Traced>>,
-        src: &[u8],
-        at: Option<usize>,
-        ids: &([u8; 16], [u8; 8]),
-    ) -> &'a [u8] {
+        block: Option<(&[u8], Option<usize>)>,
+    ) -> &'a Traced {
         let t = traced.get_or_insert_with(Box::default);
-        if t.bytes.len() != src.len() {
-            t.bytes.clear();
-            t.bytes.extend_from_slice(src);
+        (t.id, t.parent) = self.ids();
+        if let Some((src, at)) = block {
+            if t.bytes.len() != src.len() {
+                t.bytes.clear();
+                t.bytes.extend_from_slice(src);
+            }
+            if let Some(at) = at {
+                write_ids(&mut t.bytes, at, &t.id, &t.parent, &self.flags);
+            }
         }
-        if let Some(at) = at {
-            self.write(&mut t.bytes, at, ids);
-        }
-        t.id = ids.0;
-        &t.bytes
+        t
     }
 
-    /// Writes `ids` over the placeholder's at `at` in `buf`.
-    pub(crate) fn write(&self, buf: &mut [u8], at: usize, ids: &([u8; 16], [u8; 8])) {
-        write_ids(buf, at, &ids.0, &ids.1, &self.flags);
+    /// Writes `traced`'s ids over the placeholder's at `at` in `buf`.
+    pub(crate) fn write(&self, buf: &mut [u8], at: usize, traced: &Traced) {
+        write_ids(buf, at, &traced.id, &traced.parent, &self.flags);
     }
 
     /// A new trace id (a scenario iteration's).

@@ -195,13 +195,7 @@ pub(crate) async fn one_request(
     if scheduled && let Some(r) = row.row() {
         r.phase(Phase::ScheduleLag, now.saturating_duration_since(origin));
     }
-    // With trace context, this request's ids (written over the block's
-    // placeholder in the task's copy, or in its own target's block).
-    let tracer = ctx.spec.trace.as_ref();
-    let ids = tracer.map(crate::trace::Tracer::ids);
-    if let (Some((id, _)), Some(r)) = (&ids, row.row()) {
-        r.trace(*id);
-    }
+
     let conn = match pool.conn_for(ctx, take, o, sleep.as_mut(), row.row()).await {
         Ok(c) => c,
         Err(class) => {
@@ -214,8 +208,13 @@ pub(crate) async fn one_request(
             if let Some(r) = row.row() {
                 r.failed(class);
             }
-            if let (Some(t), Some((id, _))) = (tracer, &ids) {
-                t.offer(&mut ctx.rec.borrow_mut(), origin, now, SlowEnd::Error(class), *id);
+            if let Some(t) = &ctx.spec.trace {
+                // Never sent: an id of its own, for the slowest and the row.
+                let id = t.ids().0;
+                if let Some(r) = row.row() {
+                    r.trace(id);
+                }
+                t.offer(&mut ctx.rec.borrow_mut(), origin, now, SlowEnd::Error(class), id);
             }
             return;
         }
@@ -223,10 +222,15 @@ pub(crate) async fn one_request(
     if let Some(r) = row.row() {
         r.conn(conn.id);
     }
-    let block: &[u8] = match (tracer, &ids, entry) {
-        (Some(t), Some(ids), None) => t.stamp_block(&mut cursor.traced, &pool.block, pool.trace_at, ids),
-        _ => &pool.block,
-    };
+    // With trace context, this request's ids in the task's cursor (and
+    // the plan's one header block copied there with them written over).
+    let traced = ctx.spec.trace.as_ref().map(|t| {
+        let one = entry.is_none().then_some((&pool.block[..], pool.trace_at));
+        (t, t.stamp_block(&mut cursor.traced, one))
+    });
+    if let (Some((_, t)), Some(r)) = (traced, row.row()) {
+        r.trace(t.id);
+    }
     let mut t_send = Instant::now();
     ctx.rec
         .borrow_mut()
@@ -246,8 +250,7 @@ pub(crate) async fn one_request(
         keep_server,
         follow.is_some(),
         sleep.as_mut(),
-        block,
-        tracer.zip(ids.as_ref()),
+        traced,
     )
     .await;
     if let Err(f) = &mut outcome
@@ -277,7 +280,7 @@ pub(crate) async fn one_request(
             request_len,
             hops: 0,
         };
-        let trace = ids.map(|(id, _)| id);
+        let trace = traced_id(ctx, cursor);
         let chain = Box::pin(crate::mux::follow_h2(ctx, pool, f, slot, first, sleep, trace)).await;
         if let Some(r) = row.row() {
             r.redirects(chain.hops);
@@ -309,13 +312,13 @@ pub(crate) async fn one_request(
         keep_server,
         row.row(),
     );
-    if let (Some(t), Some((id, _))) = (tracer, &ids) {
+    if let (Some(t), Some(id)) = (&ctx.spec.trace, traced_id(ctx, cursor)) {
         let (end, how) = match (&outcome, &*session) {
             (Ok(timing), Session::Http2(slot)) => (timing.done, SlowEnd::Status(slot.status)),
             (Ok(timing), _) => (timing.done, SlowEnd::Status(0)),
             (Err(f), _) => (Instant::now(), SlowEnd::Error(f.class)),
         };
-        t.offer(&mut ctx.rec.borrow_mut(), origin, end, how, *id);
+        t.offer(&mut ctx.rec.borrow_mut(), origin, end, how, id);
     }
     if let Some((p, i)) = entry {
         let response = match (&outcome, recorded) {
@@ -334,10 +337,17 @@ pub(crate) async fn one_request(
     }
 }
 
+/// The trace id of the request `cursor`'s task sends (None: no trace
+/// context). Read back after each await: the future holds no copy.
+fn traced_id(ctx: &Ctx, cursor: &crate::targets::Cursor) -> Option<[u8; 16]> {
+    ctx.spec.trace.as_ref()?;
+    cursor.traced.as_ref().map(|t| t.id)
+}
+
 /// Sends a slot's request on `conn`: the next of the plan's several
-/// requests (`entry`, its traceparent's ids from `trace`), or its one
-/// request, `block` (`follow`: its headers are kept, for a redirect's
-/// Location). Returns the outcome and the request's size as counted.
+/// requests (`entry`, its traceparent's ids from `traced`), or its one
+/// request (`traced`'s copy of the block with trace context; `follow`: its
+/// headers are kept, for a redirect's Location). Returns the outcome and the request's size as counted.
 #[allow(clippy::too_many_arguments)]
 async fn send_request(
     pool: &Pool,
@@ -347,8 +357,7 @@ async fn send_request(
     keep_server: bool,
     follow: bool,
     sleep: Pin<&mut Sleep>,
-    block: &[u8],
-    trace: Option<(&crate::trace::Tracer, &([u8; 16], [u8; 8]))>,
+    traced: Option<(&crate::trace::Tracer, &crate::trace::Traced)>,
 ) -> (Result<Timing, Failed>, usize) {
     let mut request_len = pool.spec.head_bytes + pool.spec.body.len();
     let outcome = match (session, entry) {
@@ -369,7 +378,7 @@ async fn send_request(
                     request_len = parts.h2_len();
                     slot.for_method(&parts.method);
                     let mut head = encode_head(&parts.method, &parts.uri, &parts.headers);
-                    if let (Some((t, ids)), Some(at)) = (trace, throng_plan::placeholder_at(&head)) {
+                    if let (Some((t, ids)), Some(at)) = (traced, throng_plan::placeholder_at(&head)) {
                         t.write(&mut head, at, ids);
                     }
                     (head, parts.body)
@@ -393,6 +402,7 @@ async fn send_request(
                     body: 0,
                 });
             }
+            let block = traced.map_or(&pool.block[..], |(_, t)| &t.bytes[..]);
             exchange(&pool.spec, block, conn, slot, keep_server, sleep).await
         }
         // Never: the loops give HTTP/2 plans HTTP/2 slots.
@@ -624,7 +634,7 @@ mod tests {
         let size = size_of_return(|a: Args| one_request(a.0, a.1, a.2, a.3, a.4, a.5));
         assert!(size <= 700, "a stream's request is a {size}-byte future");
         type Send<'a> = (&'a Pool, &'a H2Conn, &'a mut Session, Pin<&'a mut Sleep>);
-        let size = size_of_return(|a: Send| send_request(a.0, a.1, a.2, None, false, false, a.3));
+        let size = size_of_return(|a: Send| send_request(a.0, a.1, a.2, None, false, false, a.3, None));
         assert!(size <= 440, "sending a stream's request is a {size}-byte future");
     }
 }
