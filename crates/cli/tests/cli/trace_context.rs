@@ -625,3 +625,100 @@ fn http2_requests_carry_their_own_traceparent_over_h2c_and_h2() {
     let slowest = run.result().measurements.slowest.as_ref().unwrap();
     assert!(slowest.requests.iter().all(|s| traces.contains(&s.trace_id)));
 }
+
+#[test]
+fn http2_redirect_hops_and_h2c_scenario_requests_carry_their_trace() {
+    let logs = tempfile::tempdir().unwrap();
+    let log = logs.path().join("access.log");
+    let logged_at = |rest: &str| format!("{{ access_log {} tp; {rest} }}", log.display());
+    let nginx = common::Nginx::start_listen_http(
+        "log_format tp '$uri $server_protocol $http_traceparent';",
+        "http2",
+        "",
+        &format!(
+            "location = /start {}\nlocation = /middle {}\nlocation / {}\n",
+            logged_at("return 302 /middle;"),
+            logged_at("return 307 http://127.0.0.1:$server_port/end;"),
+            logged_at("return 200 'ok';")
+        ),
+    );
+    // Lines as (path, trace id, span id), each HTTP/2 and well-formed.
+    let read = |want: usize, flags: &str| -> Vec<(String, String, String)> {
+        let logged = log_of(&logs, want);
+        assert_eq!(logged.len(), want, "{logged:?}");
+        std::fs::write(&log, "").unwrap();
+        logged
+            .iter()
+            .map(|line| {
+                let mut f = line.split(' ');
+                let (path, protocol, tp) = (f.next().unwrap(), f.next().unwrap(), f.next().unwrap());
+                assert_eq!(protocol, "HTTP/2.0", "{line}");
+                let (trace, span) = parse(tp, flags).unwrap_or_else(|| panic!("malformed traceparent {line:?}"));
+                (path.to_string(), trace, span)
+            })
+            .collect()
+    };
+    let by_trace = |lines: &[(String, String, String)]| {
+        let mut out: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+        for (path, trace, _) in lines {
+            out.entry(trace.clone()).or_default().push(path.clone());
+        }
+        for paths in out.values_mut() {
+            paths.sort();
+        }
+        out
+    };
+
+    // throng http --http2 --redirects: one trace per request, a span per hop.
+    let run = http(&[
+        &nginx.url("/start"),
+        "--http2",
+        "-n",
+        "12",
+        "-c",
+        "1",
+        "-t",
+        "1",
+        "--redirects",
+        "5",
+        "--trace-context",
+    ]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert_eq!(run.result().measurements.requests.ok, 12);
+    let lines = read(36, "01");
+    let traces = by_trace(&lines);
+    assert_eq!(traces.len(), 12, "{traces:?}");
+    assert!(
+        traces.values().all(|p| p == &["/end", "/middle", "/start"]),
+        "{traces:?}"
+    );
+    assert_eq!(lines.iter().map(|l| &l.2).collect::<BTreeSet<_>>().len(), 36);
+    let slowest = run.result().measurements.slowest.as_ref().unwrap();
+    assert!(slowest.requests.iter().all(|s| traces.contains_key(&s.trace_id)));
+
+    // A scenario over h2c: a trace per iteration, a span per request.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "target: {{ url: '{}', http: 2 }}\nscenarios:\n  s:\n    executor: per-vu-iterations\n    vus: 2\n    \
+             iterations: 3\n    flow:\n      - request: {{ path: /a }}\n      - request: {{ path: /b }}\n",
+            nginx.url("")
+        ),
+    )
+    .unwrap();
+    let run = common::with_json(
+        throng()
+            .arg("run")
+            .arg(&file)
+            .args(["--threads", "1", "--quiet", "--trace-context"]),
+    );
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert_eq!(run.result().measurements.requests.ok, 12);
+    let lines = read(12, "01");
+    let traces = by_trace(&lines);
+    assert_eq!(traces.len(), 6, "{traces:?}");
+    assert!(traces.values().all(|p| p == &["/a", "/b"]), "{traces:?}");
+    assert_eq!(lines.iter().map(|l| &l.2).collect::<BTreeSet<_>>().len(), 12);
+}
