@@ -96,6 +96,11 @@ impl Tracer {
         write_ids(buf, at, &traced.id, &traced.parent, &self.flags);
     }
 
+    /// The trace flags sent (two hex digits).
+    pub(crate) fn flags(&self) -> &[u8; 2] {
+        &self.flags
+    }
+
     /// A new trace id (a scenario iteration's).
     pub(crate) fn trace_id(&self) -> [u8; 16] {
         self.ids().0

@@ -243,9 +243,6 @@ fn a_given_traceparent_or_another_http_version_is_a_usage_error() {
         err.contains("--trace-context") && err.contains("drop -H traceparent"),
         "{err}"
     );
-    let o = output(throng().args(["http", "https://127.0.0.1:9/", "-n", "1", "--trace-context", "--http3"]));
-    assert_eq!(o.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("not HTTP/3"));
     let o = output(throng().args(["http", url, "-n", "1", "--slowest", "3"]));
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("needs --trace-context"));
@@ -721,4 +718,77 @@ fn http2_redirect_hops_and_h2c_scenario_requests_carry_their_trace() {
     assert_eq!(traces.len(), 6, "{traces:?}");
     assert!(traces.values().all(|p| p == &["/a", "/b"]), "{traces:?}");
     assert_eq!(lines.iter().map(|l| &l.2).collect::<BTreeSet<_>>().len(), 12);
+}
+
+#[test]
+fn http3_requests_and_their_redirect_hops_carry_their_trace() {
+    let (_cdir, certs) = common::certs();
+    let stats = tempfile::tempdir().unwrap();
+    let server = common::Aioquic::start(&certs, stats.path(), 0);
+    let ca = certs.join("ca.pem");
+    let ca = ca.to_str().unwrap();
+    let plain = http(&[
+        &server.url("/"),
+        "--http3",
+        "--cacert",
+        ca,
+        "-n",
+        "50",
+        "-c",
+        "2",
+        "--streams",
+        "2",
+        "--trace-context",
+    ]);
+    assert_eq!(plain.code(), 0, "{}", plain.stderr());
+    assert_eq!(plain.result().measurements.requests.ok, 50);
+    // /302loop redirects to itself: 3 hops, then redirect.too_many.
+    let looped = http(&[
+        &server.url("/302loop"),
+        "--http3",
+        "--cacert",
+        ca,
+        "-n",
+        "5",
+        "-c",
+        "1",
+        "--redirects",
+        "3",
+        "--trace-context=unsampled",
+    ]);
+    let stats = server.stop();
+    let r = looped.result();
+    assert_books_balance(r);
+    assert_eq!(r.measurements.redirects, 15, "{:?}", r.measurements.requests);
+    let lines: Vec<&str> = stats["traceparents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert_eq!(lines.len(), 50 + 5 * 4, "{lines:?}");
+    let mut plain_traces = BTreeSet::new();
+    let mut loop_traces: std::collections::BTreeMap<String, usize> = Default::default();
+    let mut spans = BTreeSet::new();
+    for line in &lines {
+        let (path, tp) = line.split_once(' ').unwrap();
+        if path == "/" {
+            let (trace, span) = parse(tp, "01").unwrap_or_else(|| panic!("malformed {line:?}"));
+            plain_traces.insert(trace);
+            spans.insert(span);
+        } else {
+            let (trace, span) = parse(tp, "00").unwrap_or_else(|| panic!("malformed {line:?}"));
+            *loop_traces.entry(trace).or_default() += 1;
+            spans.insert(span);
+        }
+    }
+    assert_eq!(plain_traces.len(), 50, "a new trace on every HTTP/3 request");
+    assert_eq!(loop_traces.len(), 5, "one trace per request, its hops included");
+    assert!(loop_traces.values().all(|&n| n == 4), "{loop_traces:?}");
+    assert_eq!(spans.len(), 70, "a new span on every request and hop");
+    let slowest = plain.result().measurements.slowest.as_ref().unwrap();
+    assert!(slowest.requests.iter().all(|s| plain_traces.contains(&s.trace_id)));
+    let slowest = r.measurements.slowest.as_ref().unwrap();
+    assert_eq!(slowest.requests.len(), 5);
+    assert!(slowest.requests.iter().all(|s| loop_traces.contains_key(&s.trace_id)));
 }

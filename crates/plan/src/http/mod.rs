@@ -435,7 +435,7 @@ impl HttpPlan {
         let (body_file, body) = steps::body(args.body.take())?;
         let several = steps::is_several(&raw, &args);
         steps::combinations(http, &reach, several, redirects)?;
-        let trace = trace::trace_context(&args, &headers, http)?;
+        let trace = trace::trace_context(&args, &headers)?;
         if !several {
             headers::framing_headers(&mut headers, body.len() as u64, body_file.as_deref())?;
         }

@@ -8,7 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{HttpArgs, HttpVersion};
+use super::HttpArgs;
 use crate::error::PlanError;
 
 /// The header's name as sent.
@@ -55,12 +55,8 @@ impl TraceContext {
 }
 
 /// The step: `--trace-context` and `--slowest`, checked against the
-/// headers given and the HTTP version.
-pub(super) fn trace_context(
-    args: &HttpArgs,
-    headers: &[(String, String)],
-    http: HttpVersion,
-) -> Result<Option<TraceContext>, PlanError> {
+/// headers given.
+pub(super) fn trace_context(args: &HttpArgs, headers: &[(String, String)]) -> Result<Option<TraceContext>, PlanError> {
     let Some(trace) = trace_context_of(args.trace_context, args.slowest)? else {
         return Ok(None);
     };
@@ -69,12 +65,6 @@ pub(super) fn trace_context(
             "--trace-context",
             "sets each request's traceparent header, and -H gives one too; drop -H traceparent (or leave \
              out --trace-context to send yours as it is)",
-        ));
-    }
-    if http == HttpVersion::Http3 {
-        return Err(PlanError::invalid(
-            "--trace-context",
-            "is HTTP/1.1 and HTTP/2 only for now, not HTTP/3; leave out --http3, or --trace-context",
         ));
     }
     Ok(Some(trace))

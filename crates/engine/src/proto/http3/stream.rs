@@ -59,10 +59,24 @@ pub(super) async fn exchange(
         },
         None => Ok((h3.request(), h3.body.clone(), h3.request_len)),
     };
+    // With trace context, this request's ids: its traceparent (over the
+    // plan's placeholder; QPACK sends it as a literal, never indexed).
+    let ids = ctx.spec.trace.as_ref().map(crate::trace::Tracer::ids);
+    if let (Some((id, _)), Some(r)) = (&ids, row.row()) {
+        r.trace(*id);
+    }
     let mut request_len = 0;
     let progress = Progress::default();
     let mut done = match request {
-        Ok((request, body, len)) => {
+        Ok((mut request, body, len)) => {
+            if let (Some(t), Some((id, parent))) = (&ctx.spec.trace, &ids) {
+                let value = throng_plan::traceparent_value(id, parent, t.flags());
+                if let Ok(v) = http::HeaderValue::from_str(&value) {
+                    request
+                        .headers_mut()
+                        .insert(http::HeaderName::from_static(throng_plan::TRACEPARENT), v);
+                }
+            }
             request_len = len;
             let want = Want {
                 server: keep_server,
@@ -87,6 +101,7 @@ pub(super) async fn exchange(
             request_len,
             keep_server,
             &progress,
+            ids.map(|(id, _)| id),
         ))
         .await;
         if let Some(r) = row.row() {
@@ -95,6 +110,14 @@ pub(super) async fn exchange(
         (done, t_send, request_len) = (chain.outcome, chain.t_send, chain.request_len);
     }
     ctx.in_flight.set(ctx.in_flight.get() - 1);
+    if let (Some(t), Some((id, _))) = (&ctx.spec.trace, &ids) {
+        let origin = intended.unwrap_or(t_first);
+        let (end, how) = match &done {
+            Ok(d) => (d.done, throng_metrics::SlowEnd::Status(d.reply.status)),
+            Err((class, _)) => (Instant::now(), throng_metrics::SlowEnd::Error(*class)),
+        };
+        t.offer(&mut ctx.rec.borrow_mut(), origin, end, how, *id);
+    }
     let mut rec = ctx.rec.borrow_mut();
     match done {
         Ok(d) => {
