@@ -198,39 +198,12 @@ pub(crate) async fn one_request(
 
     let conn = match pool.conn_for(ctx, take, o, sleep.as_mut(), row.row()).await {
         Ok(c) => c,
-        Err(class) => {
-            let now = Instant::now();
-            ctx.rec.borrow_mut().request_failed(now, class, 0);
-            ctx.in_flight.set(ctx.in_flight.get() - 1);
-            if let Some((p, i)) = entry {
-                p.ended(&ctx.scenario, i, now, None);
-            }
-            if let Some(r) = row.row() {
-                r.failed(class);
-            }
-            if let Some(t) = &ctx.spec.trace {
-                // Never sent: an id of its own, for the slowest and the row.
-                let id = t.ids().0;
-                if let Some(r) = row.row() {
-                    r.trace(id);
-                }
-                t.offer(&mut ctx.rec.borrow_mut(), origin, now, SlowEnd::Error(class), id);
-            }
-            return;
-        }
+        Err(class) => return not_opened(ctx, class, entry, origin, row.row()),
     };
     if let Some(r) = row.row() {
         r.conn(conn.id);
     }
-    // With trace context, this request's ids in the task's cursor (and
-    // the plan's one header block copied there with them written over).
-    let traced = ctx.spec.trace.as_ref().map(|t| {
-        let one = entry.is_none().then_some((&pool.block[..], pool.trace_at));
-        (t, t.stamp_block(&mut cursor.traced, one))
-    });
-    if let (Some((_, t)), Some(r)) = (traced, row.row()) {
-        r.trace(t.id);
-    }
+    let traced = stamp(ctx, pool, entry.is_none(), cursor, row.row());
     let mut t_send = Instant::now();
     ctx.rec
         .borrow_mut()
@@ -312,14 +285,7 @@ pub(crate) async fn one_request(
         keep_server,
         row.row(),
     );
-    if let (Some(t), Some(id)) = (&ctx.spec.trace, traced_id(ctx, cursor)) {
-        let (end, how) = match (&outcome, &*session) {
-            (Ok(timing), Session::Http2(slot)) => (timing.done, SlowEnd::Status(slot.status)),
-            (Ok(timing), _) => (timing.done, SlowEnd::Status(0)),
-            (Err(f), _) => (Instant::now(), SlowEnd::Error(f.class)),
-        };
-        t.offer(&mut ctx.rec.borrow_mut(), origin, end, how, id);
-    }
+    offer_slowest(ctx, cursor, origin, &outcome, session);
     if let Some((p, i)) = entry {
         let response = match (&outcome, recorded) {
             (Ok(t), Some(ok)) => Some((t.done.saturating_duration_since(t_send), ok)),
@@ -334,6 +300,70 @@ pub(crate) async fn one_request(
     }
     if !released {
         pool.finish(ctx, &conn, o, &outcome);
+    }
+}
+
+/// A request that found no connection (`class`): recorded as failed, in
+/// its row and, with trace context, in the slowest under an id of its own.
+fn not_opened(
+    ctx: &Ctx,
+    class: ErrorClass,
+    entry: Option<(&crate::targets::Pick, usize)>,
+    origin: Instant,
+    mut row: Option<&mut Row<'_>>,
+) {
+    let now = Instant::now();
+    ctx.rec.borrow_mut().request_failed(now, class, 0);
+    ctx.in_flight.set(ctx.in_flight.get() - 1);
+    if let Some((p, i)) = entry {
+        p.ended(&ctx.scenario, i, now, None);
+    }
+    if let Some(r) = row.as_deref_mut() {
+        r.failed(class);
+    }
+    if let Some(t) = &ctx.spec.trace {
+        let id = t.ids().0;
+        if let Some(r) = row {
+            r.trace(id);
+        }
+        t.offer(&mut ctx.rec.borrow_mut(), origin, now, SlowEnd::Error(class), id);
+    }
+}
+
+/// With trace context, this request's ids in the task's cursor (`one`:
+/// the plan's one header block copied there with them written over), and
+/// in its row.
+fn stamp<'a>(
+    ctx: &'a Ctx,
+    pool: &Pool,
+    one: bool,
+    cursor: &'a mut crate::targets::Cursor,
+    row: Option<&mut Row<'_>>,
+) -> Option<(&'a crate::trace::Tracer, &'a crate::trace::Traced)> {
+    let t = ctx.spec.trace.as_ref()?;
+    let traced = t.stamp_block(&mut cursor.traced, one.then_some((&pool.block[..], pool.trace_at)));
+    if let Some(r) = row {
+        r.trace(traced.id);
+    }
+    Some((t, traced))
+}
+
+/// A traced request ended with `outcome` (its status in `session`):
+/// offered to the worker's slowest under its trace id.
+fn offer_slowest(
+    ctx: &Ctx,
+    cursor: &crate::targets::Cursor,
+    origin: Instant,
+    outcome: &Result<Timing, Failed>,
+    session: &Session,
+) {
+    if let (Some(t), Some(id)) = (&ctx.spec.trace, traced_id(ctx, cursor)) {
+        let (end, how) = match (outcome, session) {
+            (Ok(timing), Session::Http2(slot)) => (timing.done, SlowEnd::Status(slot.status)),
+            (Ok(timing), _) => (timing.done, SlowEnd::Status(0)),
+            (Err(f), _) => (Instant::now(), SlowEnd::Error(f.class)),
+        };
+        t.offer(&mut ctx.rec.borrow_mut(), origin, end, how, id);
     }
 }
 
