@@ -462,6 +462,12 @@ fn a_scenario_iteration_shares_one_trace_id_and_each_request_has_its_own_span() 
         json["plan"]["trace"]["sampling"], "unsampled",
         "the plan names its trace context"
     );
+    let text = output(throng().args(["report", run.json.to_str().unwrap()]));
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("slowest requests") && text.contains(&slowest.requests[0].trace_id),
+        "the run's report lists the slowest: {text}"
+    );
 }
 
 #[test]
