@@ -234,7 +234,7 @@ fn an_open_loop_unsampled_run_and_a_merge_keep_the_n_slowest_of_all() {
 }
 
 #[test]
-fn a_given_traceparent_or_another_http_version_is_a_usage_error() {
+fn a_given_traceparent_or_a_slowest_without_trace_context_is_a_usage_error() {
     let url = "http://127.0.0.1:9/";
     let o = output(throng().args(["http", url, "-n", "1", "--trace-context", "-H", "traceparent: 00-x"]));
     assert_eq!(o.status.code(), Some(2));
