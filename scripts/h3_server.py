@@ -6,8 +6,10 @@
 Answers every request with 200 and the body "aioquic\\n" (or N bytes for /bytes/N; /301?WHERE
 answers 301 with Location WHERE, /302loop a 302 to itself), after
 --delay-ms when given. Prints "listening on PORT" once bound. On SIGTERM or SIGINT it writes
-FILE: {"connections": n, "requests": n, "max_concurrent": n}, where max_concurrent is the most
-requests one connection had open at once (received, not yet answered). Loopback only.
+FILE: {"connections": n, "requests": n, "max_concurrent": n, "traceparents": [...]}, where
+max_concurrent is the most requests one connection had open at once (received, not yet
+answered) and traceparents every traceparent header received, with its path ("PATH VALUE").
+Loopback only.
 """
 
 import argparse
@@ -23,7 +25,7 @@ from aioquic.h3.events import DataReceived, HeadersReceived
 from aioquic.quic.configuration import QuicConfiguration
 from aioquic.quic.events import ProtocolNegotiated
 
-STATS = {"connections": 0, "requests": 0, "max_concurrent": 0}
+STATS = {"connections": 0, "requests": 0, "max_concurrent": 0, "traceparents": []}
 MAX_BODY = 16 * 1024 * 1024
 
 
@@ -44,7 +46,10 @@ class H3Protocol(QuicConnectionProtocol):
             return
         for ev in self._http.handle_event(event):
             if isinstance(ev, HeadersReceived):
-                path = dict(ev.headers).get(b":path", b"/")
+                fields = dict(ev.headers)
+                path = fields.get(b":path", b"/")
+                if b"traceparent" in fields:
+                    STATS["traceparents"].append((path + b" " + fields[b"traceparent"]).decode(errors="replace"))
                 self._paths[ev.stream_id] = path
                 if ev.stream_ended:
                     self._start(ev.stream_id)

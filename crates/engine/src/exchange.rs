@@ -141,6 +141,8 @@ pub(crate) async fn one_request(
             written,
             origin,
             row.row(),
+            request,
+            trace.copied(),
         ))
         .await;
         return;
@@ -256,7 +258,6 @@ async fn exchange_request(
 /// and ended at `end` to the worker's slowest.
 fn slow(ctx: &Ctx, origin: Instant, end: Instant, how: SlowEnd, id: [u8; 16]) {
     if let Some(t) = &ctx.spec.trace {
-        let latency = end.saturating_duration_since(origin);
-        ctx.rec.borrow_mut().slow(t.keep, origin, latency, how, id);
+        t.offer(&mut ctx.rec.borrow_mut(), origin, end, how, id);
     }
 }

@@ -286,7 +286,9 @@ pub(crate) struct Chain {
 /// origin takes a stream of the worker's pool; one to another goes on a
 /// connection of its own (h2 by ALPN for https://, h2c with prior
 /// knowledge for http://), kept for the chain's next hops there and closed
-/// at its end. Returns the final exchange.
+/// at its end. With `trace` (the request's trace id), each hop carries a
+/// traceparent of that trace with a span id of its own. Returns the final
+/// exchange.
 pub(crate) async fn follow_h2(
     ctx: &Ctx,
     pool: &crate::proto::http2::Pool,
@@ -294,6 +296,7 @@ pub(crate) async fn follow_h2(
     slot: &mut crate::proto::http2::Slot,
     mut ex: Chain,
     mut sleep: Pin<&mut Sleep>,
+    trace: Option<[u8; 16]>,
 ) -> Chain {
     let keep = slot_keep(ctx);
     let mut place = f.place.clone();
@@ -322,7 +325,11 @@ pub(crate) async fn follow_h2(
             .redirected(timing.done, ex.request_len as u64, slot.wire_bytes());
         let same = hop.place.same_origin(&f.place);
         body &= hop.body;
-        let headers = hop_headers(&f.headers, same, body, None);
+        let mut headers = hop_headers(&f.headers, same, body, None);
+        // With trace context: the request's trace, a span of its own.
+        if let (Some(id), Some(t)) = (&trace, &ctx.spec.trace) {
+            t.restamp(&mut headers, id);
+        }
         let hops = ex.hops + 1;
         let t_send = Instant::now();
         let parts = match hop_parts(

@@ -1,4 +1,4 @@
-//! `--trace-context`: a new `traceparent` on every HTTP/1.1 request.
+//! `--trace-context`: a new `traceparent` on every HTTP request.
 //!
 //! ```text
 //!  plan: the request rendered once, its traceparent a placeholder
@@ -11,9 +11,14 @@
 //!
 //! No allocation per request once a task's copy has its size; the ids come
 //! from a per-worker SplitMix64 seeded from the process's random keys.
+//! A scenario renders each request anyway: it adds [`Tracer::value`], under
+//! the iteration's [`Tracer::trace_id`].
 
 use std::cell::RefCell;
 use std::hash::{BuildHasher, Hasher};
+use std::time::Instant;
+
+use throng_metrics::{Recorder, SlowEnd};
 
 use throng_plan::{Rng, TraceContext, traceparent_at, write_ids};
 
@@ -22,6 +27,8 @@ use throng_plan::{Rng, TraceContext, traceparent_at, write_ids};
 pub(crate) struct Traced {
     pub(crate) bytes: Vec<u8>,
     pub(crate) id: [u8; 16],
+    /// Its parent (span) id (HTTP/2 requests write both in their block).
+    pub(crate) parent: [u8; 8],
 }
 
 /// A worker's trace-id source and what the plan asks of it.
@@ -53,13 +60,70 @@ impl Tracer {
     }
 
     /// A new trace id (never all zeros) and parent id (never zero).
-    fn ids(&self) -> ([u8; 16], [u8; 8]) {
+    pub(crate) fn ids(&self) -> ([u8; 16], [u8; 8]) {
         let mut rng = self.rng.borrow_mut();
         let (a, b, p) = (rng.next_u64(), rng.next_u64(), rng.next_u64());
         let mut trace = [0u8; 16];
         trace[..8].copy_from_slice(&a.to_be_bytes());
         trace[8..].copy_from_slice(&(if a == 0 && b == 0 { 1 } else { b }).to_be_bytes());
         (trace, p.max(1).to_be_bytes())
+    }
+
+    /// New ids in the task's `traced`; with `block` (an HTTP/2 plan's one
+    /// header block, its placeholder's ids at `.1`), its copy there with
+    /// them written over (copied when its length differs: once).
+    pub(crate) fn stamp_block<'a>(
+        &self,
+        traced: &'a mut Option<Box<Traced>>,
+        block: Option<(&[u8], Option<usize>)>,
+    ) -> &'a Traced {
+        let t = traced.get_or_insert_with(Box::default);
+        (t.id, t.parent) = self.ids();
+        if let Some((src, at)) = block {
+            if t.bytes.len() != src.len() {
+                t.bytes.clear();
+                t.bytes.extend_from_slice(src);
+            }
+            if let Some(at) = at {
+                write_ids(&mut t.bytes, at, &t.id, &t.parent, &self.flags);
+            }
+        }
+        t
+    }
+
+    /// Writes `traced`'s ids over the placeholder's at `at` in `buf`.
+    pub(crate) fn write(&self, buf: &mut [u8], at: usize, traced: &Traced) {
+        write_ids(buf, at, &traced.id, &traced.parent, &self.flags);
+    }
+
+    /// The trace flags sent (two hex digits).
+    pub(crate) fn flags(&self) -> &[u8; 2] {
+        &self.flags
+    }
+
+    /// A new trace id (a scenario iteration's).
+    pub(crate) fn trace_id(&self) -> [u8; 16] {
+        self.ids().0
+    }
+
+    /// A `traceparent` value under `trace_id` with a new parent (span) id,
+    /// for a request rendered on its own (a scenario's).
+    pub(crate) fn value(&self, trace_id: &[u8; 16]) -> String {
+        let (_, parent) = self.ids();
+        throng_plan::traceparent_value(trace_id, &parent, &self.flags)
+    }
+
+    /// Sets `headers`' traceparent to one under `trace_id` with a new span
+    /// id: a redirect's hop, in the trace of the request it follows.
+    pub(crate) fn restamp(&self, headers: &mut Vec<(String, String)>, trace_id: &[u8; 16]) {
+        headers.retain(|(n, _)| !n.eq_ignore_ascii_case(throng_plan::TRACEPARENT));
+        headers.push((throng_plan::TRACEPARENT.to_string(), self.value(trace_id)));
+    }
+
+    /// Offers a traced request that started (its latency's origin) at
+    /// `origin` and ended at `end` to the worker's slowest.
+    pub(crate) fn offer(&self, rec: &mut Recorder, origin: Instant, end: Instant, how: SlowEnd, id: [u8; 16]) {
+        rec.slow(self.keep, origin, end.saturating_duration_since(origin), how, id);
     }
 
     /// Makes `traced` the request to send: `request` with new ids (`one`:

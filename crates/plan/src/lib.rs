@@ -44,7 +44,10 @@ pub use http::{
     MAX_STREAMS, REDACTED, SENSITIVE_HEADERS, Scheme, Stop, Target, TlsSettings, grpc_code_name, is_forbidden_in_value,
     is_secret, is_token, mask_userinfo, redact_command, redaction_note, secret_names,
 };
-pub use http::{DEFAULT_SLOWEST, MAX_SLOWEST, Sampling, TRACEPARENT, TraceContext, traceparent_at, write_ids};
+pub use http::{
+    DEFAULT_SLOWEST, MAX_SLOWEST, Sampling, TRACEPARENT, TraceContext, placeholder_at, placeholder_value,
+    refuse_own_traceparent, trace_context_of, traceparent_at, traceparent_value, write_ids,
+};
 pub use loads::{HttpLoads, HttpWorkerLoad, StormLoads, StormWorkerLoad};
 pub use reach::{Family, Override, Proxy, Reach, ReachArgs, basic_authorization, no_proxy_matches};
 pub use schedule::{Arrivals, Rng, StormStarts, arrival_offset, split_evenly};

@@ -145,8 +145,8 @@ pub struct HttpCmd {
     #[arg(long = "cookie", value_name = "'NAME=VALUE'")]
     pub cookies: Vec<String>,
     /// Send a W3C traceparent header on every request, with a new random trace id and parent id
-    /// each (HTTP/1.1); the result keeps the slowest requests with their trace ids, and
-    /// --csv-requests rows get a trace_id column. --trace-context=unsampled sends flags 00
+    /// each (redirect hops share their request's trace, each with a span of its own); the result keeps the slowest requests with their trace ids, and --csv-requests
+    /// rows get a trace_id column. --trace-context=unsampled sends flags 00
     /// (correlate without asking the server to record) [default when given: sampled]
     #[arg(long = "trace-context", value_name = "SAMPLING", value_enum, num_args = 0..=1,
           require_equals = true, default_missing_value = "sampled")]

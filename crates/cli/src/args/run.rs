@@ -43,6 +43,17 @@ pub struct RunCmd {
     /// Worker threads [default: one per core]
     #[arg(short = 't', long = "threads", value_name = "N")]
     pub threads: Option<u32>,
+    /// Send a W3C traceparent header on every request: each iteration of a VU draws a new trace
+    /// id, shared by all its requests, and each request a new span (parent) id; the result keeps
+    /// the slowest requests with their trace ids, and --csv-requests rows get a trace_id column.
+    /// --trace-context=unsampled sends flags 00 [default when given: sampled]
+    #[arg(long = "trace-context", value_name = "SAMPLING", value_enum, num_args = 0..=1,
+          require_equals = true, default_missing_value = "sampled")]
+    pub trace_context: Option<super::TraceArg>,
+    /// With --trace-context: how many of the slowest requests the result keeps with their trace
+    /// ids (1-1000) [default: 10]
+    #[arg(long = "slowest", value_name = "N")]
+    pub slowest: Option<u32>,
     /// Seed of the VUs' random values ({{uuid}}, {{random_int}}, think ranges) [default: from the clock]
     #[arg(long = "seed", value_name = "N")]
     pub seed: Option<u64>,

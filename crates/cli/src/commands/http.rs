@@ -89,10 +89,7 @@ pub fn run(c: HttpCmd) -> anyhow::Result<ExitCode> {
         thresholds: c.thresholds,
         redirects: c.redirects,
         cookies: c.cookies,
-        trace_context: c.trace_context.map(|t| match t {
-            crate::args::TraceArg::Sampled => throng_plan::Sampling::Sampled,
-            crate::args::TraceArg::Unsampled => throng_plan::Sampling::Unsampled,
-        }),
+        trace_context: c.trace_context.map(sampling),
         slowest: c.slowest,
         io: match c.io {
             crate::args::IoArg::Auto => throng_plan::IoModel::Auto,
@@ -295,4 +292,12 @@ fn read_targets(path: &Path) -> anyhow::Result<Vec<RawTarget>> {
         Ok(bytes)
     };
     Ok(throng_plan::parse_targets_file(&name, &text, &mut read)?)
+}
+
+/// `--trace-context`'s value as the plan takes it.
+pub(super) fn sampling(t: crate::args::TraceArg) -> throng_plan::Sampling {
+    match t {
+        crate::args::TraceArg::Sampled => throng_plan::Sampling::Sampled,
+        crate::args::TraceArg::Unsampled => throng_plan::Sampling::Unsampled,
+    }
 }

@@ -26,8 +26,11 @@ pub fn run(c: RunCmd) -> anyhow::Result<ExitCode> {
         url: c.target.as_deref(),
         env: Some(&env),
     };
+    let trace = throng_plan::trace_context_of(c.trace_context.map(super::http::sampling), c.slowest)
+        .map_err(|e| UsageError(e.to_string()))?;
     let mut plan = load(&c.file, c.scale, &target)?
         .with_secret_headers(&c.secret_headers)
+        .and_then(|p| p.with_trace_context(trace))
         .map_err(|e| UsageError(e.to_string()))?;
     if let Some(s) = &seg.segment {
         plan = plan.segmented(s);

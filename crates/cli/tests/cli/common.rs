@@ -145,6 +145,12 @@ impl Nginx {
         Self::start_full(http_directives, "", "", locations)
     }
 
+    /// [`Nginx::start_listen`] with `http_directives` in its `http` block
+    /// (a `log_format`).
+    pub fn start_listen_http(http_directives: &str, listen_options: &str, directives: &str, locations: &str) -> Nginx {
+        Self::start_full(http_directives, listen_options, directives, locations)
+    }
+
     fn start_with(tls: bool, directives: &str, locations: &str) -> Nginx {
         Self::start_options(if tls { "ssl" } else { "" }, directives, locations)
     }

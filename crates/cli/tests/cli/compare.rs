@@ -100,17 +100,17 @@ fn identical_plans_show_no_significant_throughput_difference() {
     let doc = compare_json(&[a.to_str().unwrap(), b.to_str().unwrap()]);
     assert_eq!(doc["basis"], "runs");
     let tp = test_named(&doc, "throughput (ok/s)");
-    assert_eq!(tp["a"].as_array().unwrap().len(), 5);
-    assert_eq!(tp["b"].as_array().unwrap().len(), 5);
+    assert_eq!(tp["a_per_s"].as_array().unwrap().len(), 5);
+    assert_eq!(tp["b_per_s"].as_array().unwrap().len(), 5);
     assert_ne!(tp["verdict"], "significant", "{tp:#}");
     // Every figure both sides have is there, with A, B and the difference.
     let figures = doc["figures"].as_array().unwrap();
     let requests = figures.iter().find(|f| f["name"] == "requests").unwrap();
     assert_eq!(
-        (requests["a"].as_f64(), requests["b"].as_f64()),
+        (requests["a_count"].as_f64(), requests["b_count"].as_f64()),
         (Some(1000.0), Some(1000.0))
     );
-    assert_eq!(requests["diff"], 0.0);
+    assert_eq!(requests["diff_count"], 0.0);
     for section in [
         "phase latency",
         "outcomes: requests",
@@ -180,12 +180,12 @@ fn slower_b_is_significant_with_the_right_sign_and_size() {
     assert_eq!(doc["b"]["label"], "slow");
     let p50 = test_named(&doc, "latency p50");
     assert_eq!(p50["verdict"], "significant", "{p50:#}");
-    let diff_ms = p50["diff"].as_f64().unwrap() / 1000.0;
+    let diff_ms = p50["diff_us"].as_f64().unwrap() / 1000.0;
     assert!(
         (18.0..35.0).contains(&diff_ms),
         "B − A of p50 is {diff_ms} ms, expected about +20 ms"
     );
-    let interval = p50["interval"].as_array().unwrap();
+    let interval = p50["interval_us"].as_array().unwrap();
     assert!(
         interval[0].as_f64().unwrap() > 0.0,
         "interval {interval:?} should be above 0"
@@ -216,7 +216,7 @@ fn slower_b_is_significant_with_the_right_sign_and_size() {
     ]);
     assert_eq!(doc["a"]["runs"], 10);
     assert_eq!(doc["b"]["label"], "slow");
-    assert_eq!(test_named(&doc, "latency p50")["a"].as_array().unwrap().len(), 10);
+    assert_eq!(test_named(&doc, "latency p50")["a_us"].as_array().unwrap().len(), 10);
 }
 
 #[test]
@@ -246,7 +246,13 @@ fn one_run_per_side_says_the_per_second_basis_is_weaker() {
     let doc = compare_json(&[a.to_str().unwrap(), b.to_str().unwrap()]);
     assert_eq!(doc["basis"], "seconds");
     // 3 full seconds a side: one value each.
-    assert_eq!(test_named(&doc, "throughput (ok/s)")["a"].as_array().unwrap().len(), 3);
+    assert_eq!(
+        test_named(&doc, "throughput (ok/s)")["a_per_s"]
+            .as_array()
+            .unwrap()
+            .len(),
+        3
+    );
     assert!(
         doc["warnings"]
             .as_array()

@@ -158,7 +158,7 @@ fn a_significant_regression_fails_the_gate_and_a_lenient_rule_passes() {
     assert_eq!(code, 99, "{err}");
     assert!(
         json.trim_start()
-            .starts_with("{\n  \"schema\": \"throng.compare/v1\",\n  \"gate\""),
+            .starts_with("{\n  \"schema\": \"throng.compare/v2\",\n  \"gate\""),
         "{json}"
     );
     let doc: Value = serde_json::from_str(&json).unwrap();
@@ -171,7 +171,7 @@ fn a_significant_regression_fails_the_gate_and_a_lenient_rule_passes() {
         (Some("failed"), Some("latency p99"))
     );
     assert_eq!(rule["test"]["verdict"], "significant");
-    assert!(rule["change"].as_f64().unwrap() > 10.0, "{rule:#}");
+    assert!(rule["change_pct"].as_f64().unwrap() > 10.0, "{rule:#}");
     assert_eq!(doc["gate"]["mixed"].as_array().unwrap().len(), 0, "same plan, same URL");
 
     // The same runs under lenient rules: exit 0.

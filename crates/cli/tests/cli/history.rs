@@ -76,6 +76,7 @@ fn compare_baseline(history: &Path, last: u32, new: &Path) -> (i32, Option<Value
     (code, serde_json::from_str(&out).ok(), err)
 }
 
+/// A figure's value by its key (`a_count`: A's, in its unit).
 fn figure(doc: &Value, section: &str, name: &str, side: &str) -> f64 {
     doc["figures"]
         .as_array()
@@ -137,9 +138,9 @@ fn the_baseline_is_the_last_runs_of_the_same_plan() {
     assert_eq!(sources, last_two, "the last two entries of the plan, oldest first");
     let sum = run2.measurements.requests.attempted + run3.measurements.requests.attempted;
     assert_eq!(sum, 240);
-    assert_eq!(figure(&doc, "summary", "requests", "a"), sum as f64);
+    assert_eq!(figure(&doc, "summary", "requests", "a_count"), sum as f64);
     assert_eq!(
-        figure(&doc, "summary", "requests", "b"),
+        figure(&doc, "summary", "requests", "b_count"),
         new_run.measurements.requests.attempted as f64
     );
     assert!(err.contains("(v2, v3)"), "{err}");
@@ -273,7 +274,7 @@ fn hostile_entries_are_skipped_and_bounded() {
     assert_eq!(code, 0, "{err}");
     let doc = doc.unwrap();
     assert_eq!(doc["a"]["runs"], 1, "only the good entry: {err}");
-    assert_eq!(figure(&doc, "summary", "requests", "a"), 30.0);
+    assert_eq!(figure(&doc, "summary", "requests", "a_count"), 30.0);
     for bad in [2, 3, 4, 6] {
         let shown = name(bad).display().to_string();
         assert!(err.contains(&format!("skipping {shown}")), "entry {bad}: {err}");

@@ -18,7 +18,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::time::{Duration, Instant};
 
-use throng_metrics::ErrorClass;
+use throng_metrics::{ErrorClass, SlowEnd};
 use throng_plan::RequestHead;
 use throng_scenario::CookieJar;
 use tokio::time::Sleep;
@@ -37,10 +37,11 @@ pub(crate) use place::{
     with_cookie,
 };
 
-/// One request of an HTTP run that follows redirects, on `conn` (open; its
-/// first `written` bytes out since `t_send`): exchange, follow, record the
-/// final response (in `row` too). The request was counted started and in
-/// flight by the caller.
+/// One request of an HTTP run that follows redirects, `request` on `conn`
+/// (open; its first `written` bytes out since `t_send`): exchange, follow,
+/// record the final response (in `row` too). With `trace` (the id its
+/// traceparent carries), every hop carries that trace id with a span id of
+/// its own. The request was counted started and in flight by the caller.
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn one_followed(
     ctx: &Ctx,
@@ -51,6 +52,8 @@ pub(crate) async fn one_followed(
     written: usize,
     origin: Instant,
     mut row: Option<&mut crate::rows::Row<'_>>,
+    request: &[u8],
+    trace: Option<[u8; 16]>,
 ) {
     let spec = &ctx.spec;
     let (Some(f), Some(c)) = (spec.follow.as_deref(), conn.as_mut()) else {
@@ -69,7 +72,7 @@ pub(crate) async fn one_followed(
     let outcome = session
         .exchange(
             &mut c.stream,
-            &spec.request,
+            request,
             written,
             t_send,
             ctx.stamp,
@@ -80,7 +83,7 @@ pub(crate) async fn one_followed(
     let first = Exchanged {
         outcome,
         t_send,
-        request_len: spec.request.len(),
+        request_len: request.len(),
         hops: 0,
         elsewhere: false,
     };
@@ -94,6 +97,7 @@ pub(crate) async fn one_followed(
         timeout: spec.timeout,
         keep,
         home: None,
+        trace,
     };
     let ex = follow(ctx, &req, None, session, conn, first, sleep).await;
     ctx.in_flight.set(ctx.in_flight.get() - 1);
@@ -111,6 +115,13 @@ pub(crate) async fn one_followed(
         keep_server,
         row,
     );
+    if let (Some(id), Some(t)) = (trace, &spec.trace) {
+        let (end, how) = match &ex.outcome {
+            Ok(t) => (t.done, SlowEnd::Status(session.reply().status)),
+            Err(f) => (Instant::now(), SlowEnd::Error(f.class)),
+        };
+        t.offer(&mut ctx.rec.borrow_mut(), origin, end, how, id);
+    }
     let keep_conn = match &ex.outcome {
         Ok(t) => recorded.is_some() && spec.keepalive && (ex.elsewhere || session.reusable(t)),
         Err(_) => ex.elsewhere,
@@ -139,6 +150,9 @@ pub(crate) struct Request<'a> {
     /// How to reach `place`'s origin again (a scenario's own target);
     /// None: the plan's target.
     pub home: Option<&'a crate::targets::Dest>,
+    /// `--trace-context`: the trace id its traceparent carries; each hop
+    /// carries it too, with a span id of its own.
+    pub trace: Option<[u8; 16]>,
 }
 
 /// An exchange: its outcome, when its first byte went, its size, and the
@@ -217,7 +231,10 @@ pub(crate) async fn follow(
         let cookie = jar
             .as_deref()
             .and_then(|j| j.header(hop.place.https, &hop.place.host, &hop.place.target));
-        let headers = hop_headers(req.headers, same, body, cookie);
+        let mut headers = hop_headers(req.headers, same, body, cookie);
+        if let (Some(id), Some(t)) = (&req.trace, &ctx.spec.trace) {
+            t.restamp(&mut headers, id);
+        }
         let hop_body: &[u8] = if body { req.body } else { &[] };
         let mut bytes = RequestHead {
             method: &hop.method,

@@ -115,7 +115,7 @@ pub fn run_scenario(
             rows: None,
             targets: None,
             follow: None,
-            trace: None,
+            trace: plan.trace.map(|t| crate::trace::Tracer::new(t, &[])),
         })
         .collect();
     // Workers cut off what outlives each scenario's graceful stop; the

@@ -5,13 +5,14 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use throng_metrics::ErrorClass;
+use throng_metrics::{ErrorClass, SlowEnd};
 use throng_scenario::ResponseView;
 
 use super::ops::{ReqOp, Scen, Vu, with_scen};
+use crate::conn::{Failed, Timing};
 use crate::ctx::Ctx;
 use crate::proto::session::Session;
-use crate::rows::{Labels, RowGuard};
+use crate::rows::{Labels, Row, RowGuard};
 
 /// A request under way: if it is dropped before it ends (cut off, run
 /// aborted), the destructor counts it `interrupted` in both recorders.
@@ -20,6 +21,8 @@ pub(super) struct InFlight<'a> {
     tags: &'a [usize],
     stage: Option<usize>,
     armed: bool,
+    /// `--trace-context`: the trace id it carries and its latency's origin.
+    trace: Option<([u8; 16], Instant)>,
 }
 
 impl<'a> InFlight<'a> {
@@ -31,6 +34,36 @@ impl<'a> InFlight<'a> {
             tags,
             stage,
             armed: true,
+            trace: None,
+        }
+    }
+
+    /// It carries the iteration's trace id `id` (None: no trace context),
+    /// its latency measured from `origin`; its row shows the id.
+    pub(super) fn traced(&mut self, id: Option<[u8; 16]>, origin: Instant, row: Option<&mut Row<'_>>) {
+        if let (Some(id), Some(_)) = (id, &self.ctx.spec.trace) {
+            self.trace = Some((id, origin));
+            if let Some(r) = row {
+                r.trace(id);
+            }
+        }
+    }
+
+    /// A traced request ended at `end`, `how`: offered to the slowest.
+    pub(super) fn slow(&self, end: Instant, how: SlowEnd) {
+        if let (Some((id, origin)), Some(t)) = (self.trace, &self.ctx.spec.trace) {
+            t.offer(&mut self.ctx.rec.borrow_mut(), origin, end, how, id);
+        }
+    }
+
+    /// A traced request's exchange ended with `outcome` (the status in
+    /// `session`): offered to the slowest.
+    pub(super) fn settled(&self, outcome: &Result<Timing, Failed>, session: &Session) {
+        if self.trace.is_some() {
+            match outcome {
+                Ok(t) => self.slow(t.done, SlowEnd::Status(session.reply().status)),
+                Err(f) => self.slow(Instant::now(), SlowEnd::Error(f.class)),
+            }
         }
     }
 
@@ -128,6 +161,7 @@ pub(super) fn not_sent(ctx: &Ctx, op: &ReqOp, flight: InFlight<'_>, mut row: Row
         r.failed(class);
     }
     drop(row);
+    flight.slow(now, SlowEnd::Error(class));
     unanswered(ctx, op, flight);
 }
 

@@ -88,8 +88,9 @@ fn grpc_timeout(d: Duration) -> String {
 /// One call: render, connect if needed, call, record, capture, check.
 pub(super) async fn call(ctx: &Ctx, sc: &Scen, vu: &mut Vu, g: &GrpcOp, origin: Option<Instant>) {
     let op = &g.op;
-    let rendered = render(sc, vu, &op.req);
-    let (started, flight, mut row) = begin(ctx, sc, vu, &op.tags, &op.req.name);
+    let rendered = render(sc, vu, &op.req, ctx.spec.trace.as_ref());
+    let (started, mut flight, mut row) = begin(ctx, sc, vu, &op.tags, &op.req.name);
+    flight.traced(vu.trace, origin.unwrap_or(started), row.row());
     if let Some(r) = row.row() {
         if let Some(due) = origin {
             r.phase(Phase::ScheduleLag, started.saturating_duration_since(due));
@@ -174,6 +175,7 @@ pub(super) async fn call(ctx: &Ctx, sc: &Scen, vu: &mut Vu, g: &GrpcOp, origin: 
         row.row(),
     );
     drop(row);
+    flight.settled(&outcome, &vu.session);
     match (outcome, expected, stream_reply(&vu.session)) {
         (Ok(timing), Some(expected), Some(slot)) => {
             let done = timing.done;

@@ -162,6 +162,9 @@ impl Scen {
 pub(super) struct Vu {
     pub(super) id: u64,
     pub(super) iter: u64,
+    /// `--trace-context`: the iteration's trace id, which every request
+    /// of it carries.
+    pub(super) trace: Option<[u8; 16]>,
     pub(super) rng: Rng,
     pub(super) vars: HashMap<String, String>,
     /// What `Set-Cookie` stored (see the scenario's `cookies:`).

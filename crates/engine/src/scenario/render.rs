@@ -7,6 +7,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use throng_scenario::{Body, Context, JsonTemplate, Request};
 
 use super::ops::{Scen, Vu};
+use crate::trace::Tracer;
 
 /// A request rendered: its target, headers (without the jar's cookies) and
 /// body; plan's one writer (`RequestHead`) makes the bytes.
@@ -16,11 +17,12 @@ pub(super) struct Rendered {
     pub(super) body: Vec<u8>,
 }
 
-/// Renders a request's target, headers and body.
+/// Renders a request's target, headers and body; with `trace`, a
+/// `traceparent` under the VU's iteration's trace id, with a new span id.
 /// None when a rendered header value carries a control character (a
 /// captured or data value with a line break, say): such a request would
 /// smuggle a header or a request of its own, so it is never sent.
-pub(super) fn render(sc: &Scen, vu: &mut Vu, req: &Request) -> Option<Rendered> {
+pub(super) fn render(sc: &Scen, vu: &mut Vu, req: &Request, trace: Option<&Tracer>) -> Option<Rendered> {
     let now_ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64);
@@ -88,6 +90,9 @@ pub(super) fn render(sc: &Scen, vu: &mut Vu, req: &Request) -> Option<Rendered> 
         && !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("content-type"))
     {
         headers.push(("Content-Type".to_string(), ct.to_string()));
+    }
+    if let (Some(t), Some(id)) = (trace, &vu.trace) {
+        headers.push((throng_plan::TRACEPARENT.to_string(), t.value(id)));
     }
     Some(Rendered { target, headers, body })
 }

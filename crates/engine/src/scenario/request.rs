@@ -5,7 +5,7 @@
 use std::pin::pin;
 use std::time::Instant;
 
-use throng_metrics::{ErrorClass, Phase};
+use throng_metrics::{ErrorClass, Phase, SlowEnd};
 use throng_plan::RequestHead;
 use throng_scenario::Cookies;
 
@@ -22,11 +22,12 @@ use crate::rows::RowGuard;
 /// One request of the flow: render, connect if needed, exchange, record,
 /// capture, check.
 pub(super) async fn request(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &ReqOp, origin: Option<Instant>) {
-    let rendered = render(sc, vu, &op.req);
+    let rendered = render(sc, vu, &op.req, ctx.spec.trace.as_ref());
     // Its own protocol, else its target's.
     let http = op.req.http.unwrap_or(sc.dest.http);
     // Its row: written when it drops, however the request ends.
-    let (started, flight, mut row) = begin(ctx, sc, vu, &op.tags, &op.req.name);
+    let (started, mut flight, mut row) = begin(ctx, sc, vu, &op.tags, &op.req.name);
+    flight.traced(vu.trace, origin.unwrap_or(started), row.row());
     if let Some(r) = row.row() {
         if let Some(due) = origin {
             r.phase(Phase::ScheduleLag, started.saturating_duration_since(due));
@@ -125,6 +126,7 @@ async fn http1(
                     if let Some(r) = row.row() {
                         r.failed(class);
                     }
+                    flight.slow(now, SlowEnd::Error(class));
                     flight.end(now, None, true);
                     return;
                 }
@@ -168,6 +170,7 @@ async fn http1(
             timeout: op.req.timeout,
             keep: op.keep,
             home: Some(sc.dest.own()),
+            trace: vu.trace,
         };
         // Boxed: only a redirect makes this future large.
         Box::pin(crate::redirect::follow(
@@ -217,6 +220,7 @@ fn settle(
         row.row(),
     );
     drop(row);
+    flight.settled(&ex.outcome, &vu.session);
     let session = &vu.session;
     match (ex.outcome, expected) {
         (Ok(timing), Some(expected)) => {

@@ -71,7 +71,12 @@ pub(super) async fn request(
         } else {
             None
         };
-        let headers = crate::redirect::hop_headers(&rendered.headers, at_home, hops == 0 || !body.is_empty(), cookie);
+        let mut headers =
+            crate::redirect::hop_headers(&rendered.headers, at_home, hops == 0 || !body.is_empty(), cookie);
+        // A hop: the iteration's trace, a span of its own.
+        if let (true, Some(id), Some(t)) = (hops > 0, &vu.trace, &ctx.spec.trace) {
+            t.restamp(&mut headers, id);
+        }
         let hop = Hop {
             place: &place,
             method: &method,
@@ -238,6 +243,7 @@ fn settle(
         row.row(),
     );
     drop(row);
+    flight.settled(&outcome, session);
     match (outcome, expected) {
         (Ok(timing), Some(expected)) => answered(
             ctx,

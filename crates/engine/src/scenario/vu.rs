@@ -27,6 +27,7 @@ pub(super) async fn vu(guard: TaskGuard, sc: Rc<Scen>, slot: usize) {
     let mut vu = Vu {
         id,
         iter: 0,
+        trace: None,
         rng: Rng::new(sc.seed ^ id.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (sc.index as u64) << 56),
         vars: HashMap::new(),
         jar: CookieJar::new(),
@@ -148,6 +149,7 @@ async fn next_job(sc: &Scen, ctx: &Ctx, slot: usize) -> Option<Instant> {
 async fn iteration(ctx: &Ctx, sc: &Scen, vu: &mut Vu, intended: Option<Instant>) -> bool {
     let started = intended.unwrap_or_else(Instant::now);
     vu.vars.clear();
+    vu.trace = ctx.spec.trace.as_ref().map(crate::trace::Tracer::trace_id);
     if sc.def.cookies == Cookies::PerIteration {
         vu.jar.clear();
     }

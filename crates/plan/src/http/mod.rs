@@ -44,7 +44,10 @@ pub use headers::{is_forbidden_in_value, secret_names};
 pub use redact::{is_secret, redact_command, redaction_note};
 pub use target::mask_userinfo;
 use target::{parse_target_at, target_method};
-pub use trace::{DEFAULT_SLOWEST, MAX_SLOWEST, Sampling, TRACEPARENT, TraceContext, traceparent_at, write_ids};
+pub use trace::{
+    DEFAULT_SLOWEST, MAX_SLOWEST, Sampling, TRACEPARENT, TraceContext, placeholder_at, placeholder_value,
+    refuse_own_traceparent, trace_context_of, traceparent_at, traceparent_value, write_ids,
+};
 
 /// Run length when neither `-n` nor `-d` is given (as wrk).
 pub const DEFAULT_DURATION: Duration = Duration::from_secs(10);
@@ -432,7 +435,7 @@ impl HttpPlan {
         let (body_file, body) = steps::body(args.body.take())?;
         let several = steps::is_several(&raw, &args);
         steps::combinations(http, &reach, several, redirects)?;
-        let trace = trace::trace_context(&args, &headers, http, redirects)?;
+        let trace = trace::trace_context(&args, &headers)?;
         if !several {
             headers::framing_headers(&mut headers, body.len() as u64, body_file.as_deref())?;
         }

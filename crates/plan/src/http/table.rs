@@ -161,6 +161,16 @@ impl HttpPlan {
         let mut headers = global.to_vec();
         for h in &r.headers {
             let (name, value) = parse_header(h).map_err(|e| at_error(r, e))?;
+            if self.trace.is_some() && name.eq_ignore_ascii_case(super::TRACEPARENT) {
+                return Err(at_error(
+                    r,
+                    PlanError::invalid(
+                        "--trace-context",
+                        "gives a traceparent header, and --trace-context sets each request's; drop that \
+                         traceparent (or leave out --trace-context to send yours as it is)",
+                    ),
+                ));
+            }
             headers.retain(|(n, _)| !n.eq_ignore_ascii_case(&name));
             headers.push((name, value));
         }

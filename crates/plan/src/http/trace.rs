@@ -8,7 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{HttpArgs, HttpVersion};
+use super::HttpArgs;
 use crate::error::PlanError;
 
 /// The header's name as sent.
@@ -55,21 +55,9 @@ impl TraceContext {
 }
 
 /// The step: `--trace-context` and `--slowest`, checked against the
-/// headers given and the HTTP version.
-pub(super) fn trace_context(
-    args: &HttpArgs,
-    headers: &[(String, String)],
-    http: HttpVersion,
-    redirects: u32,
-) -> Result<Option<TraceContext>, PlanError> {
-    let Some(sampling) = args.trace_context else {
-        if args.slowest.is_some() {
-            return Err(PlanError::invalid(
-                "--slowest",
-                "keeps the slowest requests with their trace ids, so it needs --trace-context; add \
-                 --trace-context, or leave out --slowest",
-            ));
-        }
+/// headers given.
+pub(super) fn trace_context(args: &HttpArgs, headers: &[(String, String)]) -> Result<Option<TraceContext>, PlanError> {
+    let Some(trace) = trace_context_of(args.trace_context, args.slowest)? else {
         return Ok(None);
     };
     if headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(TRACEPARENT)) {
@@ -79,22 +67,23 @@ pub(super) fn trace_context(
              out --trace-context to send yours as it is)",
         ));
     }
-    if !http.is_http1() {
-        return Err(PlanError::invalid(
-            "--trace-context",
-            format!(
-                "is HTTP/1.1 only for now, not {}; leave out --http2/--http3, or --trace-context",
-                http.label()
-            ),
-        ));
-    }
-    if redirects > 0 {
-        return Err(PlanError::invalid(
-            "--trace-context",
-            "does not follow redirects yet; leave out --redirects, or --trace-context",
-        ));
-    }
-    let slowest = args.slowest.unwrap_or(DEFAULT_SLOWEST);
+    Ok(Some(trace))
+}
+
+/// `--trace-context` and `--slowest` as given (to `throng http` or
+/// `throng run`): None without `--trace-context`.
+pub fn trace_context_of(sampling: Option<Sampling>, slowest: Option<u32>) -> Result<Option<TraceContext>, PlanError> {
+    let Some(sampling) = sampling else {
+        if slowest.is_some() {
+            return Err(PlanError::invalid(
+                "--slowest",
+                "keeps the slowest requests with their trace ids, so it needs --trace-context; add \
+                 --trace-context, or leave out --slowest",
+            ));
+        }
+        return Ok(None);
+    };
+    let slowest = slowest.unwrap_or(DEFAULT_SLOWEST);
     if slowest == 0 || slowest > MAX_SLOWEST {
         return Err(PlanError::invalid(
             "--slowest",
@@ -104,9 +93,49 @@ pub(super) fn trace_context(
     Ok(Some(TraceContext { sampling, slowest }))
 }
 
+/// Refuses a `traceparent` among `names` (the headers a scenario `file`
+/// sets) when `--trace-context` sets each request's.
+pub fn refuse_own_traceparent<'a>(file: &str, mut names: impl Iterator<Item = &'a str>) -> Result<(), PlanError> {
+    if names.any(|n| n.eq_ignore_ascii_case(TRACEPARENT)) {
+        return Err(PlanError::invalid(
+            "--trace-context",
+            format!(
+                "sets each request's traceparent header, and {file} gives one too; remove that header from the file \
+                 (or leave out --trace-context to send yours as it is)"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// A `traceparent` value with these ids and flags (for requests rendered
+/// one by one, as a scenario's are).
+pub fn traceparent_value(trace_id: &[u8; 16], parent_id: &[u8; 8], flags: &[u8; 2]) -> String {
+    let mut value = PLACEHOLDER.as_bytes().to_vec();
+    write_ids(&mut value, "00-".len(), trace_id, parent_id, flags);
+    // Hex digits and dashes: always UTF-8.
+    String::from_utf8_lossy(&value).into_owned()
+}
+
 /// The placeholder header a plan with trace context renders.
 pub(super) fn placeholder() -> (String, String) {
     (TRACEPARENT.to_string(), PLACEHOLDER.to_string())
+}
+
+/// The placeholder value a plan with trace context renders (HTTP/2 header
+/// blocks carry it as a literal too).
+pub fn placeholder_value() -> &'static str {
+    PLACEHOLDER
+}
+
+/// Where the placeholder value's trace id starts in `block` (an HPACK
+/// header block, whose literals are raw), or None.
+pub fn placeholder_at(block: &[u8]) -> Option<usize> {
+    let value = PLACEHOLDER.as_bytes();
+    block
+        .windows(value.len())
+        .position(|w| w == value)
+        .map(|i| i + "00-".len())
 }
 
 /// Where the placeholder's trace id starts in `request` (its 32 hex
@@ -159,5 +188,9 @@ mod tests {
             )
         );
         assert_eq!(traceparent_at(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n"), None);
+        assert_eq!(
+            traceparent_value(&[0xab; 16], &[0x01; 8], b"01"),
+            format!("00-{}-{}-01", "ab".repeat(16), "01".repeat(8))
+        );
     }
 }

@@ -3,7 +3,7 @@
 //!
 //! ```text
 //!  Side A (label, runs) ─┐                     ┌─ write_text / write_markdown
-//!                        ├─ Comparison::new ───┼─ write_json   (throng.compare/v1)
+//!                        ├─ Comparison::new ───┼─ write_json   (throng.compare/v2)
 //!  Side B (label, runs) ─┘   figures, tests,   └─ write_columns (ab | httperf, A | B)
 //!                            warnings
 //! ```

@@ -8,7 +8,10 @@ use crate::format::{bytes, us};
 use crate::stats::{Interval, MannWhitney, Spread};
 
 /// Schema identifier of the JSON comparison (`--format json`).
-pub const SCHEMA: &str = "throng.compare/v1";
+/// Version 2 names every value in a figure's unit with that unit
+/// (`diff_us`, `median_a_per_s`, see [`Unit::suffix`]); version 1 named
+/// them bare (`diff`, `median_a`). Nothing reads these documents back.
+pub const SCHEMA: &str = "throng.compare/v2";
 
 /// One side of a comparison: a label and the runs it is made of.
 #[derive(Clone, Debug)]
@@ -81,6 +84,27 @@ pub enum Unit {
     Percent,
 }
 
+impl Unit {
+    /// The suffix of a value's key in this unit in the JSON document
+    /// (`diff_us`, `a_per_s`).
+    pub fn suffix(self) -> &'static str {
+        match self {
+            Unit::Count => "count",
+            Unit::PerSecond => "per_s",
+            Unit::Micros => "us",
+            Unit::Seconds => "s",
+            Unit::Bytes => "bytes",
+            Unit::BytesPerSecond => "bytes_per_s",
+            Unit::Percent => "pct",
+        }
+    }
+
+    /// `name` with this unit's suffix: `diff` in micros is `diff_us`.
+    pub fn key(self, name: &str) -> String {
+        format!("{name}_{}", self.suffix())
+    }
+}
+
 /// One figure both sides have.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Figure {
@@ -136,8 +160,9 @@ impl Verdict {
     }
 }
 
-/// A statistical test of one figure.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+/// A statistical test of one figure (in the JSON document, its values'
+/// keys name their unit: `median_a_us`, `diff_per_s`).
+#[derive(Clone, Debug, PartialEq)]
 pub struct Test {
     /// The figure (`throughput (ok/s)`, `latency p50`).
     pub name: String,
@@ -158,23 +183,56 @@ pub struct Test {
     /// (median_b − median_a) / median_a; None when A's median is 0.
     pub relative: Option<f64>,
     /// Bootstrap interval of the difference.
-    #[serde(serialize_with = "ser_interval")]
     pub interval: Option<Interval>,
     /// Mann–Whitney U test.
-    #[serde(serialize_with = "ser_mw")]
     pub mann_whitney: Option<MannWhitney>,
     /// A's own spread.
-    #[serde(serialize_with = "ser_spread")]
     pub spread_a: Spread,
     /// B's own spread.
-    #[serde(serialize_with = "ser_spread")]
     pub spread_b: Spread,
     /// The conclusion.
     pub verdict: Verdict,
 }
 
-fn ser_interval<S: serde::Serializer>(v: &Option<Interval>, s: S) -> Result<S::Ok, S::Error> {
-    v.map(|i| [i.low, i.high]).serialize(s)
+impl Serialize for Test {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let u = self.unit;
+        let mut m = s.serialize_map(Some(14))?;
+        m.serialize_entry("name", &self.name)?;
+        m.serialize_entry("unit", &u)?;
+        m.serialize_entry("basis", &self.basis)?;
+        m.serialize_entry(&u.key("a"), &self.a)?;
+        m.serialize_entry(&u.key("b"), &self.b)?;
+        m.serialize_entry(&u.key("median_a"), &self.median_a)?;
+        m.serialize_entry(&u.key("median_b"), &self.median_b)?;
+        m.serialize_entry(&u.key("diff"), &self.diff)?;
+        m.serialize_entry("relative", &self.relative)?;
+        m.serialize_entry(&u.key("interval"), &self.interval.map(|i| [i.low, i.high]))?;
+        m.serialize_entry("mann_whitney", &Mw(self.mann_whitney))?;
+        m.serialize_entry("spread_a", &Sp(self.spread_a))?;
+        m.serialize_entry("spread_b", &Sp(self.spread_b))?;
+        m.serialize_entry("verdict", &self.verdict)?;
+        m.end()
+    }
+}
+
+/// A test's Mann–Whitney U, as the document writes it.
+struct Mw(Option<MannWhitney>);
+
+impl Serialize for Mw {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        ser_mw(&self.0, s)
+    }
+}
+
+/// A side's spread, as the document writes it.
+struct Sp(Spread);
+
+impl Serialize for Sp {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        ser_spread(&self.0, s)
+    }
 }
 
 fn ser_mw<S: serde::Serializer>(v: &Option<MannWhitney>, s: S) -> Result<S::Ok, S::Error> {

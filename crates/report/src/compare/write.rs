@@ -310,12 +310,26 @@ pub fn write_json(c: &Comparison, w: &mut dyn Write) -> io::Result<()> {
         kind: &'static str,
         target: &'a str,
     }
-    #[derive(Serialize)]
+    /// A figure, its values' keys naming their unit (`a_us`, `diff_us`).
     struct FigureDoc<'a> {
-        #[serde(flatten)]
         figure: &'a Figure,
         diff: f64,
         relative: Option<f64>,
+    }
+    impl Serialize for FigureDoc<'_> {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            use serde::ser::SerializeMap;
+            let (f, u) = (self.figure, self.figure.unit);
+            let mut m = s.serialize_map(Some(7))?;
+            m.serialize_entry("section", &f.section)?;
+            m.serialize_entry("name", &f.name)?;
+            m.serialize_entry("unit", &u)?;
+            m.serialize_entry(&u.key("a"), &f.a)?;
+            m.serialize_entry(&u.key("b"), &f.b)?;
+            m.serialize_entry(&u.key("diff"), &self.diff)?;
+            m.serialize_entry("relative", &self.relative)?;
+            m.end()
+        }
     }
     #[derive(Serialize)]
     struct Doc<'a> {

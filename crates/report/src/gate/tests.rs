@@ -208,7 +208,7 @@ fn a_significant_regression_past_the_limit_fails_and_a_lenient_rule_holds() {
         "{summary}"
     );
     let json = render(crate::compare::write_json);
-    assert!(json.starts_with("{\n  \"schema\": \"throng.compare/v1\",\n  \"gate\": {\n    \"verdict\": \"failed\""));
+    assert!(json.starts_with("{\n  \"schema\": \"throng.compare/v2\",\n  \"gate\": {\n    \"verdict\": \"failed\""));
     let junit = render(crate::junit::write_gate);
     assert!(junit.contains(r#"tests="2" failures="1""#), "{junit}");
     assert_eq!(junit.matches("<failure").count(), 1, "{junit}");
@@ -246,7 +246,7 @@ fn error_rates_are_tested_as_two_proportions() {
     // From 0%: any relative rise is infinite, and the JSON says null.
     let rel = judged(&c, "errors > +50%");
     assert!(rel.change.is_infinite() && rel.status == Status::Failed, "{rel:?}");
-    assert!(serde_json::to_string(&rel).unwrap().contains("\"change\":null"));
+    assert!(serde_json::to_string(&rel).unwrap().contains("\"change_pct\":null"));
     // 1 of 100 against 3 of 100: past +1pt, but noise.
     let c = comparison(vec![run(10, 99, 1, 0, None)], vec![run(10, 97, 3, 0, None)]);
     assert_eq!(judged(&c, "errors > +1pt").status, Status::NotSignificant);

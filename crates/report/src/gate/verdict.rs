@@ -28,8 +28,9 @@ impl Status {
     }
 }
 
-/// How a rule's change was tested.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+/// How a rule's change was tested (in the JSON document, `interval` is
+/// named with the figure's unit: `interval_us`).
+#[derive(Clone, Debug, PartialEq)]
 pub struct Significance {
     /// `bootstrap_mann_whitney` (medians over runs or seconds) or
     /// `two_proportion` (a z-test of the sides' counts).
@@ -46,8 +47,10 @@ pub struct Significance {
     pub same_direction: bool,
 }
 
-/// One rule, judged.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+/// One rule, judged (in the JSON document, `a` and `b` are named with the
+/// figure's unit, `change` and `limit` with the limit's: `a_us`,
+/// `change_pct`).
+#[derive(Clone, Debug, PartialEq)]
 pub struct Judged {
     /// As written.
     pub rule: String,
@@ -62,7 +65,6 @@ pub struct Judged {
     pub b: f64,
     /// The change in the limit's unit; None when it has no finite value
     /// (relative to an A of 0).
-    #[serde(serialize_with = "finite")]
     pub change: f64,
     /// The limit.
     pub limit: f64,
@@ -77,12 +79,59 @@ pub struct Judged {
     pub test: Significance,
     /// The conclusion.
     pub status: Status,
-    #[serde(skip)]
     pub(super) change_text: String,
 }
 
-fn finite<S: serde::Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
-    (if v.is_finite() { Some(*v) } else { None }).serialize(s)
+/// The suffix of a value in a rule's limit unit (`percent`, `points`,
+/// `micros`, `per_second`) in the JSON document's keys.
+fn limit_suffix(limit_unit: &str) -> &'static str {
+    match limit_unit {
+        "percent" => "pct",
+        "points" => "points",
+        "micros" => "us",
+        "per_second" => "per_s",
+        _ => "value",
+    }
+}
+
+impl Serialize for Judged {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let (u, l) = (self.unit, limit_suffix(self.limit_unit));
+        let finite = |v: f64| v.is_finite().then_some(v);
+        let mut m = s.serialize_map(Some(12))?;
+        m.serialize_entry("rule", &self.rule)?;
+        m.serialize_entry("figure", &self.figure)?;
+        m.serialize_entry("unit", &u)?;
+        m.serialize_entry(&u.key("a"), &self.a)?;
+        m.serialize_entry(&u.key("b"), &self.b)?;
+        m.serialize_entry(&format!("change_{l}"), &finite(self.change))?;
+        m.serialize_entry(&format!("limit_{l}"), &self.limit)?;
+        m.serialize_entry("limit_unit", self.limit_unit)?;
+        m.serialize_entry("op", self.op)?;
+        m.serialize_entry("exceeded", &self.exceeded)?;
+        m.serialize_entry("test", &Tested(&self.test, u))?;
+        m.serialize_entry("status", &self.status)?;
+        m.end()
+    }
+}
+
+/// A rule's test, its interval named with the figure's unit.
+struct Tested<'a>(&'a Significance, Unit);
+
+impl Serialize for Tested<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let t = self.0;
+        let mut m = s.serialize_map(Some(6))?;
+        m.serialize_entry("method", t.method)?;
+        m.serialize_entry("basis", &t.basis)?;
+        m.serialize_entry("p_value", &t.p_value)?;
+        m.serialize_entry(&self.1.key("interval"), &t.interval)?;
+        m.serialize_entry("verdict", &t.verdict)?;
+        m.serialize_entry("same_direction", &t.same_direction)?;
+        m.end()
+    }
 }
 
 /// Every rule judged on one comparison.

@@ -145,6 +145,7 @@ pub(crate) fn write_run(r: &RunResult, p: &ScenarioPlan, w: &mut dyn Write) -> i
     write_thresholds(r, w)?;
     write_phase_table(m, w)?;
     writeln!(w)?;
+    crate::sections::write_slowest(m, w)?;
     write_generator(r, ended, "requests", w, 14)
 }
 

@@ -495,6 +495,11 @@ pub struct ScenarioPlan {
     /// [`crate::schedule`]). Recorded in the result, not here.
     #[serde(skip)]
     pub segment: Option<throng_plan::Segment>,
+    /// `--trace-context`: each iteration draws a trace id, and each of its
+    /// `request:` and `grpc:` steps carries a `traceparent` with that trace
+    /// id and a span id of its own; the result keeps the slowest requests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<throng_plan::TraceContext>,
 }
 
 fn one() -> f64 {
@@ -596,6 +601,19 @@ impl ScenarioPlan {
         let mut all = marked.to_vec();
         all.extend(self.secret_headers.iter().cloned());
         self.secret_headers = throng_plan::secret_names(&all, self.header_names().into_iter())?;
+        Ok(self)
+    }
+
+    /// Sends a `traceparent` on every request (`throng run
+    /// --trace-context`); refused when the file sets that header itself.
+    pub fn with_trace_context(
+        mut self,
+        trace: Option<throng_plan::TraceContext>,
+    ) -> Result<ScenarioPlan, throng_plan::PlanError> {
+        if trace.is_some() {
+            throng_plan::refuse_own_traceparent(&self.file, self.header_names().into_iter())?;
+        }
+        self.trace = trace;
         Ok(self)
     }
 

@@ -174,6 +174,14 @@ impl Spec {
         if !plan.body.is_empty() {
             headers.insert(http::header::CONTENT_LENGTH, http::HeaderValue::from(plan.body.len()));
         }
+        if plan.trace.is_some() {
+            // Its ids are written per request over the encoded block's
+            // literal (crate::trace); never indexed in HPACK's table.
+            headers.append(
+                http::HeaderName::from_static(throng_plan::TRACEPARENT),
+                http::HeaderValue::from_static(throng_plan::placeholder_value()),
+            );
+        }
         let head_bytes = plan.method.len()
             + uri.path_and_query().map_or(1, |p| p.as_str().len())
             + authority.len()

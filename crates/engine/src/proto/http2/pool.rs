@@ -5,7 +5,7 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::time::Instant;
 
-use throng_metrics::{ErrorClass, Phase};
+use throng_metrics::{ErrorClass, Phase, SlowEnd};
 use throng_plan::StatusSet;
 use tokio::sync::Notify;
 use tokio::time::Sleep;
@@ -27,6 +27,8 @@ pub(crate) struct Pool {
     pub(crate) spec: Spec,
     /// The spec's request header block, encoded once for every stream.
     pub(super) block: Vec<u8>,
+    /// `--trace-context`: where the block's traceparent ids start.
+    trace_at: Option<usize>,
     /// Each connection with the origin it serves.
     conns: RefCell<Vec<(usize, Rc<H2Conn>)>>,
     /// Per origin: connections being opened (they count against the cap).
@@ -56,8 +58,10 @@ impl Pool {
     /// The pool of a worker whose targets `pick` chooses (None: one).
     pub(crate) fn new(spec: Spec, pick: Option<&crate::targets::Pick>) -> Self {
         let caps = pick.map_or_else(|| vec![spec.connections], |p| p.shares(spec.connections));
+        let block = encode_head(&spec.method, &spec.uri, &spec.headers);
         Pool {
-            block: encode_head(&spec.method, &spec.uri, &spec.headers),
+            trace_at: throng_plan::placeholder_at(&block),
+            block,
             spec,
             conns: RefCell::new(Vec::new()),
             opening: RefCell::new(vec![0; caps.len()]),
@@ -191,24 +195,15 @@ pub(crate) async fn one_request(
     if scheduled && let Some(r) = row.row() {
         r.phase(Phase::ScheduleLag, now.saturating_duration_since(origin));
     }
+
     let conn = match pool.conn_for(ctx, take, o, sleep.as_mut(), row.row()).await {
         Ok(c) => c,
-        Err(class) => {
-            let now = Instant::now();
-            ctx.rec.borrow_mut().request_failed(now, class, 0);
-            ctx.in_flight.set(ctx.in_flight.get() - 1);
-            if let Some((p, i)) = entry {
-                p.ended(&ctx.scenario, i, now, None);
-            }
-            if let Some(r) = row.row() {
-                r.failed(class);
-            }
-            return;
-        }
+        Err(class) => return not_opened(ctx, class, entry, origin, row.row()),
     };
     if let Some(r) = row.row() {
         r.conn(conn.id);
     }
+    let traced = stamp(ctx, pool, entry.is_none(), cursor, row.row());
     let mut t_send = Instant::now();
     ctx.rec
         .borrow_mut()
@@ -228,6 +223,7 @@ pub(crate) async fn one_request(
         keep_server,
         follow.is_some(),
         sleep.as_mut(),
+        traced,
     )
     .await;
     if let Err(f) = &mut outcome
@@ -257,7 +253,8 @@ pub(crate) async fn one_request(
             request_len,
             hops: 0,
         };
-        let chain = Box::pin(crate::mux::follow_h2(ctx, pool, f, slot, first, sleep)).await;
+        let trace = traced_id(ctx, cursor);
+        let chain = Box::pin(crate::mux::follow_h2(ctx, pool, f, slot, first, sleep, trace)).await;
         if let Some(r) = row.row() {
             r.redirects(chain.hops);
         }
@@ -288,6 +285,7 @@ pub(crate) async fn one_request(
         keep_server,
         row.row(),
     );
+    offer_slowest(ctx, cursor, origin, &outcome, session);
     if let Some((p, i)) = entry {
         let response = match (&outcome, recorded) {
             (Ok(t), Some(ok)) => Some((t.done.saturating_duration_since(t_send), ok)),
@@ -305,10 +303,82 @@ pub(crate) async fn one_request(
     }
 }
 
+/// A request that found no connection (`class`): recorded as failed, in
+/// its row and, with trace context, in the slowest under an id of its own.
+fn not_opened(
+    ctx: &Ctx,
+    class: ErrorClass,
+    entry: Option<(&crate::targets::Pick, usize)>,
+    origin: Instant,
+    mut row: Option<&mut Row<'_>>,
+) {
+    let now = Instant::now();
+    ctx.rec.borrow_mut().request_failed(now, class, 0);
+    ctx.in_flight.set(ctx.in_flight.get() - 1);
+    if let Some((p, i)) = entry {
+        p.ended(&ctx.scenario, i, now, None);
+    }
+    if let Some(r) = row.as_deref_mut() {
+        r.failed(class);
+    }
+    if let Some(t) = &ctx.spec.trace {
+        let id = t.ids().0;
+        if let Some(r) = row {
+            r.trace(id);
+        }
+        t.offer(&mut ctx.rec.borrow_mut(), origin, now, SlowEnd::Error(class), id);
+    }
+}
+
+/// With trace context, this request's ids in the task's cursor (`one`:
+/// the plan's one header block copied there with them written over), and
+/// in its row.
+fn stamp<'a>(
+    ctx: &'a Ctx,
+    pool: &Pool,
+    one: bool,
+    cursor: &'a mut crate::targets::Cursor,
+    row: Option<&mut Row<'_>>,
+) -> Option<(&'a crate::trace::Tracer, &'a crate::trace::Traced)> {
+    let t = ctx.spec.trace.as_ref()?;
+    let traced = t.stamp_block(&mut cursor.traced, one.then_some((&pool.block[..], pool.trace_at)));
+    if let Some(r) = row {
+        r.trace(traced.id);
+    }
+    Some((t, traced))
+}
+
+/// A traced request ended with `outcome` (its status in `session`):
+/// offered to the worker's slowest under its trace id.
+fn offer_slowest(
+    ctx: &Ctx,
+    cursor: &crate::targets::Cursor,
+    origin: Instant,
+    outcome: &Result<Timing, Failed>,
+    session: &Session,
+) {
+    if let (Some(t), Some(id)) = (&ctx.spec.trace, traced_id(ctx, cursor)) {
+        let (end, how) = match (outcome, session) {
+            (Ok(timing), Session::Http2(slot)) => (timing.done, SlowEnd::Status(slot.status)),
+            (Ok(timing), _) => (timing.done, SlowEnd::Status(0)),
+            (Err(f), _) => (Instant::now(), SlowEnd::Error(f.class)),
+        };
+        t.offer(&mut ctx.rec.borrow_mut(), origin, end, how, id);
+    }
+}
+
+/// The trace id of the request `cursor`'s task sends (None: no trace
+/// context). Read back after each await: the future holds no copy.
+fn traced_id(ctx: &Ctx, cursor: &crate::targets::Cursor) -> Option<[u8; 16]> {
+    ctx.spec.trace.as_ref()?;
+    cursor.traced.as_ref().map(|t| t.id)
+}
+
 /// Sends a slot's request on `conn`: the next of the plan's several
-/// requests (`entry`), or its one request (`follow`: its headers are kept,
-/// for a redirect's Location). Returns the outcome and the request's size
-/// as counted.
+/// requests (`entry`, its traceparent's ids from `traced`), or its one
+/// request (`traced`'s copy of the block with trace context; `follow`: its
+/// headers are kept, for a redirect's Location). Returns the outcome and the request's size as counted.
+#[allow(clippy::too_many_arguments)]
 async fn send_request(
     pool: &Pool,
     conn: &H2Conn,
@@ -317,6 +387,7 @@ async fn send_request(
     keep_server: bool,
     follow: bool,
     sleep: Pin<&mut Sleep>,
+    traced: Option<(&crate::trace::Tracer, &crate::trace::Traced)>,
 ) -> (Result<Timing, Failed>, usize) {
     let mut request_len = pool.spec.head_bytes + pool.spec.body.len();
     let outcome = match (session, entry) {
@@ -336,7 +407,11 @@ async fn send_request(
                 .map(|parts| {
                     request_len = parts.h2_len();
                     slot.for_method(&parts.method);
-                    (encode_head(&parts.method, &parts.uri, &parts.headers), parts.body)
+                    let mut head = encode_head(&parts.method, &parts.uri, &parts.headers);
+                    if let (Some((t, ids)), Some(at)) = (traced, throng_plan::placeholder_at(&head)) {
+                        t.write(&mut head, at, ids);
+                    }
+                    (head, parts.body)
                 });
             match ready {
                 Some((head, body)) => {
@@ -357,7 +432,8 @@ async fn send_request(
                     body: 0,
                 });
             }
-            exchange(&pool.spec, &pool.block, conn, slot, keep_server, sleep).await
+            let block = traced.map_or(&pool.block[..], |(_, t)| &t.bytes[..]);
+            exchange(&pool.spec, block, conn, slot, keep_server, sleep).await
         }
         // Never: the loops give HTTP/2 plans HTTP/2 slots.
         _ => Err(Failed {
@@ -588,7 +664,7 @@ mod tests {
         let size = size_of_return(|a: Args| one_request(a.0, a.1, a.2, a.3, a.4, a.5));
         assert!(size <= 700, "a stream's request is a {size}-byte future");
         type Send<'a> = (&'a Pool, &'a H2Conn, &'a mut Session, Pin<&'a mut Sleep>);
-        let size = size_of_return(|a: Send| send_request(a.0, a.1, a.2, None, false, false, a.3));
+        let size = size_of_return(|a: Send| send_request(a.0, a.1, a.2, None, false, false, a.3, None));
         assert!(size <= 440, "sending a stream's request is a {size}-byte future");
     }
 }

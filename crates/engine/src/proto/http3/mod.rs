@@ -146,12 +146,26 @@ impl H3Spec {
         server_name: String,
         streams: u32,
     ) -> Result<H3Spec, SpecError> {
+        // With trace context, the placeholder counts in the request's size;
+        // each request sets its own value (stream.rs).
+        let traced;
+        let headers = if plan.trace.is_some() {
+            let mut h = plan.headers.clone();
+            h.push((
+                throng_plan::TRACEPARENT.to_string(),
+                throng_plan::placeholder_value().to_string(),
+            ));
+            traced = h;
+            &traced
+        } else {
+            &plan.headers
+        };
         let head = Head {
             method: &plan.method,
             authority: plan.target.authority(),
             path: &plan.target.path,
             url: &plan.target.url,
-            headers: &plan.headers,
+            headers,
         };
         H3Spec::build(tls, server_name, &head, plan.body.clone(), streams)
     }

@@ -25,7 +25,8 @@ pub(super) struct Chain {
 /// and given `--timeout`): a hop to the plan's origin is a stream of this
 /// connection; one to another https origin goes on an HTTP/3 connection
 /// of its own, kept for the chain and closed at its end; one to http://
-/// cannot be HTTP/3 and is `redirect.scheme`.
+/// cannot be HTTP/3 and is `redirect.scheme`. With `trace` (the request's
+/// trace id), each hop carries that trace with a span id of its own.
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn follow_h3(
     ctx: &Ctx,
@@ -37,6 +38,7 @@ pub(super) async fn follow_h3(
     request_len: u64,
     keep_server: bool,
     progress: &Progress,
+    trace: Option<[u8; 16]>,
 ) -> Chain {
     let mut ex = Chain {
         outcome: first,
@@ -67,7 +69,11 @@ pub(super) async fn follow_h3(
         ex.t_send = Instant::now();
         let same = hop.place.same_origin(&f.place);
         body &= hop.body;
-        let headers = crate::redirect::hop_headers(&f.headers, same, body, None);
+        let mut headers = crate::redirect::hop_headers(&f.headers, same, body, None);
+        // With trace context: the request's trace, a span of its own.
+        if let (Some(id), Some(t)) = (&trace, &ctx.spec.trace) {
+            t.restamp(&mut headers, id);
+        }
         let hop_body = if body { f.body.clone() } else { Bytes::new() };
         let parts = match crate::mux::hop_parts(&hop.place, &hop.method, &headers, hop_body) {
             Ok(p) => p,

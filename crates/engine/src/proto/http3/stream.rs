@@ -8,7 +8,7 @@ use throng_metrics::{ErrorClass, Phase};
 
 use super::redirect::follow_h3;
 use super::send::timed;
-use super::state::{ConnState, Progress, Want};
+use super::state::{Broke, ConnState, Done, Progress, Want};
 use super::{H3Spec, SendRequest};
 use crate::ctx::Ctx;
 use crate::targets::Cursor;
@@ -59,10 +59,17 @@ pub(super) async fn exchange(
         },
         None => Ok((h3.request(), h3.body.clone(), h3.request_len)),
     };
+    // With trace context, this request's ids: its traceparent (over the
+    // plan's placeholder; QPACK sends it as a literal, never indexed).
+    let ids = ctx.spec.trace.as_ref().map(crate::trace::Tracer::ids);
+    if let (Some((id, _)), Some(r)) = (&ids, row.row()) {
+        r.trace(*id);
+    }
     let mut request_len = 0;
     let progress = Progress::default();
     let mut done = match request {
-        Ok((request, body, len)) => {
+        Ok((mut request, body, len)) => {
+            set_traceparent(ctx, &mut request, ids.as_ref());
             request_len = len;
             let want = Want {
                 server: keep_server,
@@ -87,6 +94,7 @@ pub(super) async fn exchange(
             request_len,
             keep_server,
             &progress,
+            ids.map(|(id, _)| id),
         ))
         .await;
         if let Some(r) = row.row() {
@@ -95,6 +103,7 @@ pub(super) async fn exchange(
         (done, t_send, request_len) = (chain.outcome, chain.t_send, chain.request_len);
     }
     ctx.in_flight.set(ctx.in_flight.get() - 1);
+    offer_slowest(ctx, ids.map(|(id, _)| id), intended.unwrap_or(t_first), &done);
     let mut rec = ctx.rec.borrow_mut();
     match done {
         Ok(d) => {
@@ -154,5 +163,30 @@ pub(super) async fn exchange(
             }
             Err(connection)
         }
+    }
+}
+
+/// With trace context, sets `request`'s traceparent (over the plan's
+/// placeholder) to one with `ids`.
+fn set_traceparent(ctx: &Ctx, request: &mut http::Request<()>, ids: Option<&([u8; 16], [u8; 8])>) {
+    if let (Some(t), Some((id, parent))) = (&ctx.spec.trace, ids) {
+        let value = throng_plan::traceparent_value(id, parent, t.flags());
+        if let Ok(v) = http::HeaderValue::from_str(&value) {
+            request
+                .headers_mut()
+                .insert(http::HeaderName::from_static(throng_plan::TRACEPARENT), v);
+        }
+    }
+}
+
+/// A traced request (trace id `id`) that started at `origin` ended with
+/// `done`: offered to the worker's slowest.
+fn offer_slowest(ctx: &Ctx, id: Option<[u8; 16]>, origin: Instant, done: &Result<Done, Broke>) {
+    if let (Some(t), Some(id)) = (&ctx.spec.trace, id) {
+        let (end, how) = match done {
+            Ok(d) => (d.done, throng_metrics::SlowEnd::Status(d.reply.status)),
+            Err((class, _)) => (Instant::now(), throng_metrics::SlowEnd::Error(*class)),
+        };
+        t.offer(&mut ctx.rec.borrow_mut(), origin, end, how, id);
     }
 }

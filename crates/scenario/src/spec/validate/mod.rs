@@ -283,6 +283,7 @@ impl Validator<'_> {
             scale: 1.0,
             secret_headers: Vec::new(),
             segment: None,
+            trace: None,
         }
         .with_secret_headers(&[])
         .map_err(|e| self.err(&["defaults:"], e.to_string()))
