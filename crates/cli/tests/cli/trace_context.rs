@@ -183,14 +183,22 @@ fn an_open_loop_unsampled_run_and_a_merge_keep_the_n_slowest_of_all() {
         "5",
     ]);
     assert_eq!(b.code(), 0, "{}", b.stderr());
-    let logged = log_of(&logs, 100);
-    assert_eq!(logged.len(), 100);
-    assert_eq!(
-        logged.iter().filter(|l| parse(l, "00").is_some()).count(),
-        60,
-        "--trace-context=unsampled: flags 00"
+    // The open loop may drop starts on a busy machine (no free connection
+    // when one is due): nginx saw each of those it answered, at least.
+    let a_ok = a.result().measurements.requests.ok;
+    assert!(a_ok > 0);
+    let logged = log_of(&logs, usize::try_from(a_ok).unwrap() + 40);
+    let unsampled = logged.iter().filter(|l| parse(l, "00").is_some()).count() as u64;
+    assert!(
+        (a_ok..=60).contains(&unsampled),
+        "--trace-context=unsampled: flags 00 on {unsampled} lines, {a_ok} answered"
     );
     assert_eq!(logged.iter().filter(|l| parse(l, "01").is_some()).count(), 40);
+    assert_eq!(
+        logged.len() as u64,
+        unsampled + 40,
+        "every line carries a traceparent: {logged:?}"
+    );
     let sa = a.result().measurements.slowest.clone().unwrap();
     let sb = b.result().measurements.slowest.clone().unwrap();
     assert_eq!(sa.requests.len(), 3);
