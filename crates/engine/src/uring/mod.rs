@@ -38,6 +38,7 @@ mod exchange;
 mod ring;
 mod schedule;
 mod slot;
+mod storm;
 
 use std::cell::{Cell, RefCell};
 use std::io;
@@ -62,6 +63,7 @@ use ring::{BGID, Ring, close_fd};
 pub(crate) use ring::{ProbeError, probe};
 use schedule::Schedule;
 use slot::{Early, GENERATION, OP_CONNECT, OP_RECV, OP_SEND, Phase, Slot, new_socket, parse_user_data, user_data};
+pub(crate) use storm::run as run_storm;
 
 /// How often the loop wakes with nothing completed: deadlines, the run's
 /// state and the live figures are looked at this often at least.
