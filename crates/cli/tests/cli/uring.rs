@@ -656,7 +656,7 @@ fn an_open_loop_stops_at_its_duration_and_at_ctrl_c_with_its_books_balanced() {
 /// container's seccomp policy or kernel.io_uring_disabled refuses it: a
 /// seccomp filter installed between fork and exec. Every other system call
 /// (and any of another architecture's calling convention) is allowed.
-fn deny_io_uring(cmd: &mut std::process::Command) -> &mut std::process::Command {
+pub(crate) fn deny_io_uring(cmd: &mut std::process::Command) -> &mut std::process::Command {
     use std::os::unix::process::CommandExt;
     #[cfg(target_arch = "x86_64")]
     const AUDIT_ARCH: u32 = 0xC000_003E;

@@ -594,8 +594,7 @@ impl Storm<'_> {
             s.hold_end = now + self.load.hold;
         }
         if ctx.spec.request.is_empty() {
-            self.opened(i, now);
-            return Ok(());
+            return self.opened(i, now);
         }
         let keep_server = ctx.rec.borrow().wants_first_reply();
         let mut session = Session::new(false);
@@ -769,8 +768,7 @@ impl Storm<'_> {
         };
         drop(ex);
         if reusable {
-            self.opened(i, now);
-            return Ok(());
+            return self.opened(i, now);
         }
         // Failed, or the server closes after its response: nothing to hold.
         self.close(i);
@@ -780,7 +778,7 @@ impl Storm<'_> {
 
     /// Slot `i`'s opening is over (connected, its request answered): the
     /// first wave's or a reconnect's outcome, then the hold.
-    fn opened(&mut self, i: usize, now: Instant) {
+    fn opened(&mut self, i: usize, now: Instant) -> io::Result<()> {
         let hold = self.load.hold;
         let s = &mut self.slots[i];
         {
@@ -798,10 +796,13 @@ impl Storm<'_> {
         if hold.is_zero() || self.ctx.stopping.get() || now >= end {
             self.close(i);
             self.release(i);
-            return;
+            return Ok(());
         }
         self.slots[i].phase = Phase::Holding;
         self.deadline(i, end);
+        // The server's close (or a stray byte) completes it; a request's
+        // receive is armed already.
+        self.arm_recv(i)
     }
 
     /// Slot `i`'s connection could not be opened: the attempt and its
