@@ -67,6 +67,11 @@ const SNAPSHOT_EVERY: Duration = Duration::from_secs(1);
 /// responses and stray bytes of the moment use them, so a storm of 10,000
 /// held connections maps a megabyte of them, not 16.
 const RING_FOR: usize = 256;
+/// Starts made per turn of the loop at most: a storm that starts
+/// thousands at once reaps the first connects between its bursts (as the
+/// epoll dispatcher lets its connections run between spawns), so neither
+/// the completion queue nor the `connect` times grow with the burst.
+const STARTS_PER_TURN: usize = 64;
 /// Above this many request bytes, TCP_NODELAY is worth its system call (as
 /// crate::conn).
 const NODELAY_ABOVE: usize = 1400;
@@ -367,7 +372,10 @@ impl Storm<'_> {
     /// start that waits for a slot counts the wait as lateness, as on
     /// epoll).
     fn start_due(&mut self, now: Instant) -> io::Result<()> {
-        while let Some(due) = self.next_due {
+        for _ in 0..STARTS_PER_TURN {
+            let Some(due) = self.next_due else {
+                return Ok(());
+            };
             if due > now || !self.room() || self.ctx.stopping.get() {
                 return Ok(());
             }
