@@ -72,6 +72,9 @@ const RING_FOR: usize = 256;
 /// epoll dispatcher lets its connections run between spawns), so neither
 /// the completion queue nor the `connect` times grow with the burst.
 const STARTS_PER_TURN: usize = 64;
+/// Room for the control messages of a receive: one SCM_TIMESTAMPING (three
+/// timespecs) with its header (as the ring's HTTP path).
+const CONTROL: usize = 64;
 /// Above this many request bytes, TCP_NODELAY is worth its system call (as
 /// crate::conn).
 const NODELAY_ABOVE: usize = 1400;
@@ -183,6 +186,9 @@ struct Storm<'a> {
     rng: Rng,
     /// The route's addresses in the kernel's form (alive as long as the ring).
     addrs: Vec<SockAddr>,
+    /// The template of every multishot `recvmsg`: no name, room for the
+    /// receive stamp (boxed: the kernel reads it at each arming).
+    msghdr: Box<libc::msghdr>,
 }
 
 /// Runs one worker's storm on an io_uring to completion on the current
@@ -201,8 +207,9 @@ pub(crate) fn run(
         rec: RefCell::new(Recorder::new(origin)),
         scenario: RefCell::new(None),
         scratch: RefCell::new(Box::default()),
-        // Responses are timed when their completion is reaped.
-        stamp: false,
+        // A storm that only holds reads no responses: no system call per
+        // connection for stamps it would never read (as on epoll).
+        stamp: crate::stamps::clock() == crate::stamps::Clock::Kernel && !spec.request.is_empty(),
         stamps: Cell::new(crate::stamps::Counts::default()),
         client_speaks_first: !spec.request.is_empty(),
         spec,
@@ -236,6 +243,12 @@ pub(crate) fn run(
         rng: Rng::new(load.seed ^ load.worker.wrapping_mul(0x9E37_79B9)),
         load,
         addrs: ctx.spec.route.addrs.iter().map(|&a| SockAddr::from(a)).collect(),
+        msghdr: {
+            // SAFETY: msghdr is plain old data; all-zero is a valid value.
+            let mut m: Box<libc::msghdr> = Box::new(unsafe { std::mem::zeroed() });
+            m.msg_controllen = CONTROL as _;
+            m
+        },
     };
     let aborted = storm.run(&mut state, &live, snapshot.as_ref())?;
     storm.close_all(!aborted);
@@ -508,6 +521,11 @@ impl Storm<'_> {
         }
         s.fd = socket.into_raw_fd();
         s.recv_armed = false;
+        if ctx.stamp {
+            // Refused (never on Linux ≥ 2.6.30): reads fall back to the user
+            // clock, and the result counts them.
+            crate::stamps::enable(s.fd);
+        }
         let Some(sa) = self.addrs.get(at) else {
             return self.connect_failed(i, ErrorClass::Refused);
         };
@@ -661,36 +679,53 @@ impl Storm<'_> {
             return Ok(());
         }
         s.recv_armed = true;
-        let sqe = opcode::RecvMulti::new(types::Fd(s.fd), BGID)
+        let sqe = opcode::RecvMsgMulti::new(types::Fd(s.fd), &raw const *self.msghdr, BGID)
             .build()
             .user_data(user_data(i, s.generation, OP_RECV));
         self.push(&sqe)
     }
 
-    /// `len` bytes came in buffer `bid` for slot `i`: its response, or
-    /// bytes sent to a held connection (read and dropped, as on epoll).
+    /// A `recvmsg` completion of `len` bytes (header, control messages,
+    /// payload) in buffer `bid` for slot `i`: its response, the server's
+    /// close, or bytes sent to a held connection (dropped, as on epoll).
     fn received(&mut self, i: usize, bid: u16, len: usize, now: Instant) -> io::Result<()> {
+        let buf = self.ring.bufs.data(bid, len);
+        let Ok(out) = types::RecvMsgOut::parse(buf, &self.msghdr) else {
+            return match self.slots[i].phase {
+                Phase::Exchanging => self.finish(i, Err(ErrorClass::Protocol), now),
+                _ => Ok(()),
+            };
+        };
+        let payload = out.payload_data();
+        if payload.is_empty() {
+            return self.peer_closed(i, None, now);
+        }
         if self.slots[i].phase != Phase::Exchanging {
             return Ok(());
         }
-        let data = self.ring.bufs.data(bid, len);
         let Some(ex) = self.slots[i].exchange.as_mut() else {
             return Ok(());
         };
-        let first = *ex.first.get_or_insert(now);
+        // The kernel's arrival, when it has a plausible one: after the
+        // request left, and not after the reap (as the epoll path).
+        let arrived =
+            crate::stamps::from_control(out.control_data()).and_then(|st| crate::stamps::arrival(st, now, ex.t_send));
+        let at = arrived.unwrap_or(now);
+        let first = *ex.first.get_or_insert(at);
         let Session::Http1(reader) = &mut ex.session else {
             return self.finish(i, Err(ErrorClass::Protocol), now);
         };
-        match reader.feed(data) {
+        match reader.feed(payload) {
             Ok(Feed::More) => Ok(()),
-            Ok(Feed::Done { extra }) => self.answered(i, first, now, extra > 0),
+            Ok(Feed::Done { extra }) => self.answered(i, first, at.max(first), extra > 0, arrived.is_some()),
             Err(ParseError::Malformed) => self.finish(i, Err(ErrorClass::Protocol), now),
             Err(ParseError::Eof) => self.finish(i, Err(ErrorClass::Eof), now),
         }
     }
 
-    /// Slot `i`'s response is complete at `now`.
-    fn answered(&mut self, i: usize, first: Instant, now: Instant, extra: bool) -> io::Result<()> {
+    /// Slot `i`'s response is complete at `at` (by the kernel's stamp:
+    /// `kernel`).
+    fn answered(&mut self, i: usize, first: Instant, at: Instant, extra: bool, kernel: bool) -> io::Result<()> {
         let Some(ex) = self.slots[i].exchange.as_ref() else {
             return Ok(());
         };
@@ -698,11 +733,11 @@ impl Storm<'_> {
         let timing = Timing {
             sent: ex.t_send,
             first,
-            done: now.max(first),
+            done: at.max(first),
             extra,
-            kernel: false,
+            kernel,
         };
-        self.finish(i, Ok(timing), now)
+        self.finish(i, Ok(timing), Instant::now())
     }
 
     /// Slot `i`'s connection ended from the server's side (`class`: by an
@@ -723,7 +758,7 @@ impl Storm<'_> {
                 };
                 match reader.eof() {
                     // A response the close delimits: not reusable, so not held.
-                    Ok(()) => self.answered(i, first, now, true),
+                    Ok(()) => self.answered(i, first, now, true, false),
                     Err(_) => self.finish(i, Err(ErrorClass::Eof), now),
                 }
             }
