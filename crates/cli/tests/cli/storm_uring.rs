@@ -418,18 +418,14 @@ fn a_stop_closes_every_held_connection_on_the_ring() {
 #[test]
 fn storms_leak_no_descriptor_on_the_ring() {
     // 64 descriptors for 1,500 connections each: against nginx with a
-    // request, against a server that resets it, against a refused port. A
-    // socket left open per connection would run out (fd_unavailable)
-    // after a few dozen.
+    // request, and against a server that resets it. A socket left open per
+    // connection would run out (fd_unavailable) after a few dozen. (A
+    // refused port is no test of it: a storm whose every connection fails
+    // may stop early.)
     let nginx = Nginx::start("location = / { return 200; }");
     let rst = FaultServer::start("rst-before-response");
-    let refused = format!("tcp://127.0.0.1:{}", free_port());
     let dir = tempfile::tempdir().unwrap();
-    for (what, url) in [
-        ("nginx", nginx.url("/")),
-        ("reset", rst.url("http")),
-        ("refused", refused),
-    ] {
+    for (what, url) in [("nginx", nginx.url("/")), ("reset", rst.url("http"))] {
         let json = dir.path().join(format!("{what}.json"));
         let out = common::output(std::process::Command::new("sh").arg("-c").arg(format!(
             "ulimit -n 64 && exec {} storm {url} -n 1500 -c 16 -t 1 --io uring -q --json {}",
@@ -446,8 +442,7 @@ fn storms_leak_no_descriptor_on_the_ring() {
         assert_eq!(m.connections.error("fd_unavailable"), 0, "{what}: {}", outcome(&r));
         match what {
             "nginx" => assert_eq!(m.requests.ok, 1500, "{what}: {}", outcome(&r)),
-            "reset" => assert_eq!(m.requests.error("reset"), 1500, "{what}: {}", outcome(&r)),
-            _ => assert_eq!(m.connections.error("refused"), 1500, "{what}: {}", outcome(&r)),
+            _ => assert_eq!(m.requests.error("reset"), 1500, "{what}: {}", outcome(&r)),
         }
     }
 }
