@@ -14,15 +14,21 @@ held connection at scale.
    second; beside it the sum of each process's peak RSS (the storm's own
    figure), which counts those shared pages once per process. The same for TLS at a smaller N, and for
    WebSocket (ws://, the lab's GET /ws echo: upgrade, one message echoed,
-   then held).
+   then held). Plain TCP is held once per I/O (--io epoll, --io uring).
+3. Connects per generator CPU-second (--only connects): `throng storm`
+   closing each connection at once (tcp://) or after one GET (http://)
+   against `throng serve --threads 1` (CPU 0), the generator on CPU 1,
+   --io epoll and --io uring in the same run, and ab (no keep-alive: a new
+   connection per request) as the peer for http://; --runs each, the median.
 
     bench/storm.py [--held 100000] [--held-tls 10000] [--held-ws 100000] [--mtls-seconds 10]
-                   [--only mtls|tcp|tls|ws]...
+                   [--connects 20000] [--runs 3] [--only mtls|tcp|tls|ws|connects]...
 """
 
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -124,16 +130,58 @@ def storm(args, timeout, cpu=None):
         os.unlink(path)
 
 
+def connects(n, runs):
+    """Connections opened (and closed) per generator CPU-second: throng storm on
+    each I/O, and ab's new connection per request, against one lab server."""
+    proc, port = serve(["--threads", "1"], cpu="0")
+    print(f"## connects per generator CPU-second ({n} connections, 100 at once, median of {runs})\n")
+    print("| target | tool | connections ok | generator CPU | per CPU-s | runs |\n|---|---|---:|---:|---:|---|")
+    figures = {}
+    for target in (f"tcp://127.0.0.1:{port}", f"http://127.0.0.1:{port}/"):
+        tools = [("throng --io epoll", "epoll"), ("throng --io uring", "uring")]
+        if target.startswith("http"):
+            tools.append(("ab", None))
+        rows = {name: [] for name, _ in tools}
+        for _ in range(runs):
+            for name, io in tools:
+                if io:
+                    doc, cpu_s, _, _ = storm([target, "-n", str(n), "-c", "100", "--workers", "1", "--io", io,
+                                              "--timeout", "10s"], 300, cpu="1")
+                    assert doc["generator"].get("io") == io, doc["generator"]
+                    ok = doc["measurements"]["connections"]["ok"]
+                else:
+                    text, cpu_s, _ = run(["ab", "-q", "-n", str(n), "-c", "100", target], 300, cpu="1")
+                    ok = n - sum(int(x) for x in re.findall(r"Failed requests:\s+(\d+)", text))
+                rows[name].append((ok / max(cpu_s, 1e-9), ok, cpu_s))
+        for name, got in rows.items():
+            got.sort()
+            per, ok, cpu_s = got[len(got) // 2]
+            figures[(target, name)] = per
+            each = ", ".join(f"{g[0] / 1000:.1f}K" for g in got)
+            print(f"| {target.split(':')[0]} | {name} | {ok} | {cpu_s:.2f}s | **{per / 1000:.1f}K** | {each} |")
+    print()
+    for target in (f"tcp://127.0.0.1:{port}", f"http://127.0.0.1:{port}/"):
+        ring, epoll = figures[(target, "throng --io uring")], figures[(target, "throng --io epoll")]
+        print(f"- {target.split(':')[0]}: io_uring / epoll = {ring / epoll:.2f}x", end="")
+        if (target, "ab") in figures:
+            print(f"; io_uring / ab = {ring / figures[(target, 'ab')]:.2f}x", end="")
+        print()
+    print()
+    stop(proc)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--held", type=int, default=100_000)
     ap.add_argument("--held-tls", type=int, default=10_000)
     ap.add_argument("--held-ws", type=int, default=100_000)
     ap.add_argument("--mtls-seconds", type=int, default=10)
-    ap.add_argument("--only", choices=["mtls", "tcp", "tls", "ws"], action="append")
+    ap.add_argument("--connects", type=int, default=20_000)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--only", choices=["mtls", "tcp", "tls", "ws", "connects"], action="append")
     ap.add_argument("--skip-build", action="store_true")
     args = ap.parse_args()
-    only = set(args.only or ["mtls", "tcp", "tls", "ws"])
+    only = set(args.only or ["mtls", "tcp", "tls", "ws", "connects"])
     if not args.skip_build:
         build()
     tmp = tempfile.mkdtemp(prefix="throng-bench-storm-")
@@ -169,10 +217,12 @@ def main():
         # The lab answers each WebSocket upgrade and echo on 2 cores: at
         # 20,000/s its accept queues overflow (SYN retries, connect
         # timeouts), so WebSockets arrive at 5,000/s and are held longer.
-        for scheme, n, extra, server, rate, hold in (
-            ("tcp", args.held, [], ["--threads", "1", "--procs", str(args.held // 15000 + 1)], 20000, "15s"),
-            ("tls", args.held_tls, tls_client, ["--threads", "1", "--tls", certs, "--mtls"], 20000, "15s"),
-            ("ws", args.held_ws, ["--send", "hello", "--expect", "^hello$"],
+        tcp_server = ["--threads", "1", "--procs", str(args.held // 15000 + 1)]
+        for scheme, label, n, extra, server, rate, hold in (
+            ("tcp", "tcp (epoll)", args.held, ["--io", "epoll"], tcp_server, 20000, "15s"),
+            ("tcp", "tcp (io_uring)", args.held, ["--io", "uring"], tcp_server, 20000, "15s"),
+            ("tls", "tls", args.held_tls, tls_client, ["--threads", "1", "--tls", certs, "--mtls"], 20000, "15s"),
+            ("ws", "ws", args.held_ws, ["--send", "hello", "--expect", "^hello$"],
              ["--threads", "1", "--procs", str(args.held_ws // 15000 + 1)], 5000, "40s"),
         ):
             if scheme not in only:
@@ -188,11 +238,15 @@ def main():
             m = doc["measurements"]
             peak = m["peak_concurrent_connections"]
             rss = doc["generator"]["peak_rss_bytes"]
-            print(f"| {scheme} | {n} | {peak} | {len(doc['parts'])} | {pss / 1e6:.1f} MB | "
+            print(f"| {label} | {n} | {peak} | {len(doc['parts'])} | {pss / 1e6:.1f} MB | "
                   f"**{pss / max(peak, 1) / 1024:.2f} KB** | {rss / 1e6:.1f} MB | "
                   f"{rss / max(peak, 1) / 1024:.2f} KB |")
             stop(proc)
         print()
+
+        # 3. Connects per generator CPU-second, ring against epoll (and ab).
+        if "connects" in only:
+            connects(args.connects, args.runs)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

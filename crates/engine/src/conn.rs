@@ -121,7 +121,7 @@ pub(crate) async fn connect(
 /// (IP_BIND_ADDRESS_NO_PORT): the port is picked at connect() time, per
 /// destination, so one source address serves ~28K connections to each
 /// target instead of ~28K in all.
-fn bind_source(socket: &Socket, ip: IpAddr) -> io::Result<()> {
+pub(crate) fn bind_source(socket: &Socket, ip: IpAddr) -> io::Result<()> {
     if ip.is_ipv4() {
         let on: libc::c_int = 1;
         // SAFETY: setsockopt reads an int we own, of the size we pass.

@@ -1,11 +1,12 @@
-//! Which I/O carries an HTTP run. `--io auto` (the default) runs io_uring
-//! when the plan is one the ring carries ([`HttpPlan::ring_refuses`]) and
-//! this process may set one up, epoll otherwise; `--io uring` and
-//! `--io epoll` force one.
+//! Which I/O carries an HTTP run or a storm. `--io auto` (the default)
+//! runs io_uring when the plan is one the ring carries
+//! ([`HttpPlan::ring_refuses`], [`StormPlan::ring_refuses`]) and this
+//! process may set one up, epoll otherwise; `--io uring` and `--io epoll`
+//! force one.
 
 use std::sync::OnceLock;
 
-use throng_plan::{HttpPlan, IoModel};
+use throng_plan::{HttpPlan, IoModel, StormPlan};
 use throng_result::Io;
 
 use crate::error::EngineError;
@@ -40,6 +41,17 @@ fn probed() -> Result<(), &'static ProbeError> {
 /// (epoll only, for now). Forced io_uring that cannot run is a usage
 /// error saying why; auto falls back instead.
 pub(crate) fn choose(plan: &HttpPlan, rows: bool) -> Result<Chosen, EngineError> {
+    choose_for(plan.io, plan.ring_refuses(), rows)
+}
+
+/// [`choose`] for a storm.
+pub(crate) fn choose_storm(plan: &StormPlan, rows: bool) -> Result<Chosen, EngineError> {
+    choose_for(plan.io, plan.ring_refuses(), rows)
+}
+
+/// The I/O a plan asking for `io` runs on, the ring refusing it for
+/// `refuses` (the plan already refused a forced ring that cannot carry it).
+fn choose_for(io: IoModel, refuses: Option<String>, rows: bool) -> Result<Chosen, EngineError> {
     let epoll = |fallback| Chosen {
         model: IoModel::Epoll,
         fallback,
@@ -48,7 +60,7 @@ pub(crate) fn choose(plan: &HttpPlan, rows: bool) -> Result<Chosen, EngineError>
         model: IoModel::Uring,
         fallback: None,
     };
-    match plan.io {
+    match io {
         IoModel::Epoll => Ok(epoll(None)),
         IoModel::Uring => {
             if rows {
@@ -57,10 +69,13 @@ pub(crate) fn choose(plan: &HttpPlan, rows: bool) -> Result<Chosen, EngineError>
             probed().map_err(|e| EngineError::Plan(Box::new(e.clone())))?;
             Ok(uring)
         }
-        IoModel::Auto => Ok(match auto_fallback(plan, rows) {
-            Some(why) => epoll(Some(why)),
-            None if rows || plan.ring_refuses().is_some() => epoll(None),
-            None => uring,
+        IoModel::Auto => Ok(if rows || refuses.is_some() {
+            epoll(None)
+        } else {
+            match probed() {
+                Ok(()) => uring,
+                Err(e) => epoll(Some(e.why())),
+            }
         }),
     }
 }
@@ -70,7 +85,16 @@ pub(crate) fn choose(plan: &HttpPlan, rows: bool) -> Result<Chosen, EngineError>
 /// here (EPERM: …)"). None when the ring runs, when the plan is one it
 /// does not carry (epoll, silently), or when the I/O was forced.
 pub fn auto_fallback(plan: &HttpPlan, rows: bool) -> Option<String> {
-    if plan.io != IoModel::Auto || rows || plan.ring_refuses().is_some() {
+    fallback_for(plan.io, plan.ring_refuses(), rows)
+}
+
+/// [`auto_fallback`] for a storm.
+pub fn storm_auto_fallback(plan: &StormPlan, rows: bool) -> Option<String> {
+    fallback_for(plan.io, plan.ring_refuses(), rows)
+}
+
+fn fallback_for(io: IoModel, refuses: Option<String>, rows: bool) -> Option<String> {
+    if io != IoModel::Auto || rows || refuses.is_some() {
         return None;
     }
     probed().err().map(ProbeError::why)

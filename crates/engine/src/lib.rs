@@ -69,7 +69,7 @@ mod worker;
 pub use control::{Control, Progress};
 pub use error::{Asked, EngineError, NotSpoken, TlsSetup, Unanswered, WorkerFailure};
 pub use errors::errno_name;
-pub use io_model::auto_fallback;
+pub use io_model::{auto_fallback, storm_auto_fallback};
 pub use proto::grpc::call as grpc_call;
 pub use proto::http1;
 pub use rows::{CannotWrite, HEADER as REQUESTS_CSV_HEADER, RequestLog, RowCounts};

@@ -38,6 +38,10 @@ pub(crate) fn run(
     snapshot: Option<Snapshots>,
 ) -> std::io::Result<WorkerDone> {
     if spec.io == throng_plan::IoModel::Uring {
+        if let WorkerLoad::Storm(load) = &spec.load {
+            let load = load.clone();
+            return crate::uring::run_storm(spec, load, state, live, snapshot);
+        }
         return crate::uring::run(spec, state, live, snapshot);
     }
     let cpu_before = crate::sys::thread_cpu();

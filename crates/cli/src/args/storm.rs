@@ -6,7 +6,7 @@ use std::time::Duration;
 use clap::Args;
 use throng_plan::{StepArg, parse_duration, parse_rate};
 
-use super::common::{LiveArgs, OutputArgs, ReachArgs, RepeatArgs, ReportFormat, SegmentArgs, TlsArgs};
+use super::common::{IoArg, LiveArgs, OutputArgs, ReachArgs, RepeatArgs, ReportFormat, SegmentArgs, TlsArgs};
 
 pub(super) const STORM_EXAMPLES: &str = "\
 Targets: tcp://host:port, tls://host:port, http://host:port/path, https://host:port/path,
@@ -69,6 +69,13 @@ pub struct StormCmd {
     /// handshake is the `tls` phase; its request is one stream
     #[arg(long = "http3")]
     pub http3: bool,
+    /// How workers drive their sockets: auto (io_uring where it carries the storm, epoll otherwise;
+    /// one line on stderr when the kernel refuses io_uring), epoll (tokio's readiness loop, every
+    /// protocol) or uring (one io_uring per worker: connects, the request and the hold's close
+    /// watch as ring operations; plain tcp:// and http:// HTTP/1.1 storms, without a proxy or
+    /// --csv-requests). The result and report say which ran
+    #[arg(long = "io", value_name = "MODEL", value_enum, default_value_t = IoArg::Auto)]
+    pub io: IoArg,
     /// Protocol spoken once connected: nats, lines (with --send/--expect), none [default: from the target]
     #[arg(long = "protocol", value_name = "NAME", help_heading = "Protocol")]
     pub protocol: Option<String>,

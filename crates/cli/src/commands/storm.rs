@@ -85,6 +85,11 @@ pub fn run(c: StormCmd) -> anyhow::Result<ExitCode> {
         reach: super::reach::args(&c.reach),
         http2: c.http2,
         http3: c.http3,
+        io: match c.io {
+            crate::args::IoArg::Auto => throng_plan::IoModel::Auto,
+            crate::args::IoArg::Epoll => throng_plan::IoModel::Epoll,
+            crate::args::IoArg::Uring => throng_plan::IoModel::Uring,
+        },
     })?;
     let tls = match plan.tls {
         // nats:// needs TLS only if the server's INFO asks for it: without
@@ -118,6 +123,9 @@ pub fn run(c: StormCmd) -> anyhow::Result<ExitCode> {
     check_system(&plan, peak, procs, per_process)?;
 
     super::export::refuse_rows_with_repeat(&c.output.export, c.repeat.count)?;
+    if let Some(why) = throng_engine::storm_auto_fallback(&plan, rows.is_some()) {
+        say!("throng: {why}; running on epoll instead (--io epoll skips this check)");
+    }
     let watch = Watch::start(
         &c.live,
         BTreeMap::new(),

@@ -103,6 +103,7 @@ mod stdin_read;
 mod storm;
 mod storm_held;
 mod storm_http2;
+mod storm_uring;
 mod structure;
 mod sweep;
 mod targets;

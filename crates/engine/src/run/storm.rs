@@ -13,7 +13,7 @@ use crate::error::EngineError;
 use crate::load::{StormLoad, WorkerLoad, WorkerSpec};
 use crate::proto::Wire;
 use crate::rows::RequestLog;
-use crate::{Control, Progress, reach, stamps};
+use crate::{Control, Progress, io_model, reach, stamps};
 
 /// Which share of a storm this process runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,6 +65,7 @@ pub fn run_storm(
         },
         workers,
     )?;
+    let io = io_model::choose_storm(plan, rows.is_some())?;
     // Through a proxy, every storm connection is a CONNECT tunnel.
     let route = Arc::new(reach::route(&plan.target.host, plan.target.port, &plan.reach, true)?);
     let reach = Arc::new(plan.reach.clone());
@@ -98,7 +99,7 @@ pub fn run_storm(
             head_request: false,
             timeout: plan.timeout,
             keepalive: true,
-            io: throng_plan::IoModel::Epoll,
+            io: io.model,
             expect: StatusSet::default(),
             tls: tls.clone(),
             wire: wire.clone(),
@@ -146,5 +147,9 @@ pub fn run_storm(
     let co_free = plan.rate.is_some() || plan.jitter.is_some();
     let mut result = finished.into_result(Plan::Storm(plan.clone()), co_free, control);
     result.segment = plan.segment.clone();
+    for g in std::iter::once(&mut result.generator).chain(result.parts.iter_mut().map(|p| &mut p.generator)) {
+        g.io = Some(io.io());
+        g.io_fallback.clone_from(&io.fallback);
+    }
     Ok(result)
 }

@@ -45,6 +45,7 @@ mod schedule;
 mod slot;
 mod tls;
 mod tls_io;
+mod storm;
 
 use std::cell::{Cell, RefCell};
 use std::io;
@@ -70,6 +71,7 @@ pub(crate) use ring::{ProbeError, probe};
 use schedule::Schedule;
 use slot::{Early, GENERATION, OP_CONNECT, OP_RECV, OP_SEND, Phase, Slot, new_socket, parse_user_data, user_data};
 use tls::Tls;
+pub(crate) use storm::run as run_storm;
 
 /// How often the loop wakes with nothing completed: deadlines, the run's
 /// state and the live figures are looked at this often at least.

@@ -166,7 +166,7 @@ pub enum IoModel {
 impl IoModel {
     /// What a result written before `auto` existed ran when it does not
     /// say: epoll, then the default.
-    fn before_auto() -> IoModel {
+    pub(crate) fn before_auto() -> IoModel {
         IoModel::Epoll
     }
 

@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use crate::duration::format_duration;
 use crate::error::PlanError;
 use crate::head::{Authority, RequestHead};
-use crate::http::{HttpVersion, REDACTED, TlsSettings};
+use crate::http::{HttpVersion, IoModel, REDACTED, TlsSettings};
 use crate::segment::Segment;
 
 use protocol::parse_protocol;
@@ -487,6 +487,8 @@ pub struct StormArgs {
     /// `--http3`: each connection is a QUIC connection speaking HTTP/3
     /// (https:// only).
     pub http3: bool,
+    /// `--io`.
+    pub io: IoModel,
 }
 
 /// A validated storm.
@@ -556,6 +558,11 @@ pub struct StormPlan {
     /// request is one stream (left out of result files for HTTP/1.1).
     #[serde(default, skip_serializing_if = "HttpVersion::is_http1")]
     pub http: HttpVersion,
+    /// How the workers were asked to drive their sockets (`--io`; always
+    /// written; absent in results from before storms had it, which ran
+    /// epoll). What ran is the result's `generator.io`.
+    #[serde(default = "IoModel::before_auto")]
+    pub io: IoModel,
 }
 
 impl StormPlan {
@@ -631,7 +638,7 @@ impl StormPlan {
         let trigger = steps::trigger(&a, hold)?;
         let segment = steps::segment(a.segment.clone(), connections)?;
         let reach = steps::reach(&a, &target, http)?;
-        Ok(StormPlan {
+        let plan = StormPlan {
             target,
             connections,
             rate: a.rate,
@@ -652,7 +659,47 @@ impl StormPlan {
             segment,
             reach,
             http,
-        })
+            io: a.io,
+        };
+        if plan.io == IoModel::Uring
+            && let Some(what) = plan.ring_refuses()
+        {
+            return Err(PlanError::invalid(
+                "--io",
+                format!(
+                    "--io uring runs plain TCP storms (tcp://, http:// with HTTP/1.1) only, not {what} yet; leave \
+                     out --io (auto runs epoll for this storm), or pass --io epoll"
+                ),
+            ));
+        }
+        Ok(plan)
+    }
+
+    /// What keeps io_uring from carrying this storm (None: the ring
+    /// carries it): plain TCP connects, at most one HTTP/1.1 request, the
+    /// hold, reconnects and the close ride the ring; the rest is epoll's
+    /// for now. The one decision `--io uring` refuses by and `--io auto`
+    /// picks epoll by.
+    pub fn ring_refuses(&self) -> Option<String> {
+        match &self.protocol {
+            Some(Protocol::Nats(_)) => return Some("NATS (nats://, --protocol nats)".to_string()),
+            Some(Protocol::Lines { .. }) => return Some("a line protocol (--send, --expect)".to_string()),
+            Some(Protocol::WebSocket(_)) => return Some("WebSocket (ws://, wss://)".to_string()),
+            None if self.target.scheme == StormScheme::Nats => return Some("NATS (nats://)".to_string()),
+            None => {}
+        }
+        if self.target.scheme.is_tls() || self.tls.is_some() {
+            return Some("TLS (tls://, https://)".to_string());
+        }
+        if !self.http.is_http1() {
+            return Some(format!("{} (--http2/--http3)", self.http.label()));
+        }
+        if self.reach.proxy.is_some() {
+            return Some(
+                "a proxy (-x/--proxy or the proxy environment; --proxy '' ignores the environment)".to_string(),
+            );
+        }
+        None
     }
 
     /// This process's segment: the plan's, or the whole.

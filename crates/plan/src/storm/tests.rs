@@ -467,3 +467,55 @@ fn websocket_url_credentials_become_the_upgrades_authorization_and_stay_out_of_f
     let none = StormPlan::from_args(args("ws://127.0.0.1:9000/")).unwrap();
     assert_eq!(none.ws_authorization(), None);
 }
+
+#[test]
+fn the_ring_carries_plain_tcp_storms_and_refuses_the_rest_by_name() {
+    use crate::IoModel;
+    for target in ["tcp://127.0.0.1:9000", "http://127.0.0.1:9000/"] {
+        let p = StormPlan::from_args(StormArgs {
+            io: IoModel::Uring,
+            ..args(target)
+        })
+        .unwrap();
+        assert_eq!((p.io, p.ring_refuses()), (IoModel::Uring, None), "{target}");
+    }
+    assert_eq!(
+        StormPlan::from_args(args("tcp://127.0.0.1:9000")).unwrap().io,
+        IoModel::Auto
+    );
+    for (target, extra, what) in [
+        ("tls://127.0.0.1:9000", None, "TLS"),
+        ("https://127.0.0.1:9000/", None, "TLS"),
+        ("nats://127.0.0.1:4222", None, "NATS"),
+        ("ws://127.0.0.1:9000/", None, "WebSocket"),
+        ("http://127.0.0.1:9000/", Some("http2"), "HTTP/2"),
+    ] {
+        let a = StormArgs {
+            http2: extra == Some("http2"),
+            ..args(target)
+        };
+        // auto: epoll for it, without an error.
+        let auto = StormPlan::from_args(a.clone()).unwrap();
+        assert!(
+            auto.ring_refuses().unwrap().contains(what),
+            "{target}: {:?}",
+            auto.ring_refuses()
+        );
+        let e = StormPlan::from_args(StormArgs {
+            io: IoModel::Uring,
+            ..a
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("--io") && e.contains(what) && e.contains("--io epoll"),
+            "{target}: {e}"
+        );
+    }
+    // Results written before storms had --io read back as epoll.
+    let p = StormPlan::from_args(args("tcp://127.0.0.1:9000")).unwrap();
+    let mut json = serde_json::to_value(&p).unwrap();
+    json.as_object_mut().unwrap().remove("io");
+    let back: StormPlan = serde_json::from_value(json).unwrap();
+    assert_eq!(back.io, IoModel::Epoll);
+}

@@ -72,6 +72,9 @@ pub(crate) fn write_storm(r: &RunResult, p: &StormPlan, w: &mut dyn Write) -> io
 fn write_head(r: &RunResult, p: &StormPlan, w: &mut dyn Write) -> io::Result<()> {
     writeln!(w, "throng storm {}", p.target.url)?;
     writeln!(w, "  {}", p.describe())?;
+    if let Some(io) = crate::sections::io_line(r) {
+        writeln!(w, "  I/O: {io}")?;
+    }
     if r.interrupted {
         writeln!(w, "  interrupted: the storm was stopped before its end")?;
     }
