@@ -43,9 +43,9 @@ mod exchange;
 mod ring;
 mod schedule;
 mod slot;
+mod storm;
 mod tls;
 mod tls_io;
-mod storm;
 
 use std::cell::{Cell, RefCell};
 use std::io;
@@ -70,8 +70,8 @@ use ring::{BGID, Ring, close_fd};
 pub(crate) use ring::{ProbeError, probe};
 use schedule::Schedule;
 use slot::{Early, GENERATION, OP_CONNECT, OP_RECV, OP_SEND, Phase, Slot, new_socket, parse_user_data, user_data};
-use tls::Tls;
 pub(crate) use storm::run as run_storm;
+use tls::Tls;
 
 /// How often the loop wakes with nothing completed: deadlines, the run's
 /// state and the live figures are looked at this often at least.
