@@ -146,6 +146,7 @@ impl Finished {
             // Storms and scenarios run on epoll; an HTTP run says what it chose.
             io: Some(throng_result::Io::Epoll),
             io_fallback: None,
+            io_not_carried: None,
         };
         RunResult {
             schema: SCHEMA.to_string(),

@@ -17,6 +17,9 @@ pub(crate) struct Chosen {
     pub model: IoModel,
     /// Why epoll runs where auto would have run the ring.
     pub fallback: Option<String>,
+    /// What the plan asks that the ring does not carry, when auto ran epoll
+    /// for it.
+    pub not_carried: Option<String>,
 }
 
 impl Chosen {
@@ -55,10 +58,12 @@ fn choose_for(io: IoModel, refuses: Option<String>, rows: bool) -> Result<Chosen
     let epoll = |fallback| Chosen {
         model: IoModel::Epoll,
         fallback,
+        not_carried: None,
     };
     let uring = Chosen {
         model: IoModel::Uring,
         fallback: None,
+        not_carried: None,
     };
     match io {
         IoModel::Epoll => Ok(epoll(None)),
@@ -70,7 +75,15 @@ fn choose_for(io: IoModel, refuses: Option<String>, rows: bool) -> Result<Chosen
             Ok(uring)
         }
         IoModel::Auto => Ok(if rows || refuses.is_some() {
-            epoll(None)
+            // Said only where the ring could have run: a kernel that
+            // refuses it is the reason that matters.
+            let not_carried = probed()
+                .is_ok()
+                .then(|| refuses.unwrap_or_else(|| "--csv-requests rows".to_string()));
+            Chosen {
+                not_carried,
+                ..epoll(None)
+            }
         } else {
             match probed() {
                 Ok(()) => uring,

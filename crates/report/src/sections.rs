@@ -201,13 +201,18 @@ pub fn write_tls(r: &RunResult, w: &mut dyn Write, width: usize) -> io::Result<(
 
 /// Which I/O carried the run, as the run header says it: "io_uring",
 /// "epoll", "epoll (io_uring is not permitted here (EPERM: …))" when auto
-/// fell back, "mixed (io_uring in 2 of 4 runs)" for a merge of both. None
-/// for results from before throng said.
+/// fell back, "epoll (io_uring does not carry --redirects yet)" when auto
+/// chose epoll for the plan, "mixed (io_uring in 2 of 4 runs)" for a merge
+/// of both. None for results from before throng said.
 pub fn io_line(r: &RunResult) -> Option<String> {
     let g = &r.generator;
     let io = g.io?;
     Some(match (io, &g.io_fallback) {
         (throng_result::Io::Epoll, Some(why)) => format!("epoll ({why})"),
+        (throng_result::Io::Epoll, None) if g.io_not_carried.is_some() => format!(
+            "epoll (io_uring does not carry {} yet)",
+            g.io_not_carried.as_deref().unwrap_or_default()
+        ),
         (throng_result::Io::Mixed, _) => format!(
             "mixed (io_uring in {} of {} runs)",
             r.parts

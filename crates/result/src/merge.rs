@@ -61,6 +61,9 @@ impl RunResult {
             if generator.io_fallback.is_none() {
                 generator.io_fallback.clone_from(&r.generator.io_fallback);
             }
+            if generator.io_not_carried.is_none() {
+                generator.io_not_carried.clone_from(&r.generator.io_not_carried);
+            }
             parts.extend(r.parts.iter().cloned());
             notes.extend(r.notes.iter().cloned());
         }

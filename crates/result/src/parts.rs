@@ -54,6 +54,12 @@ pub struct Generator {
     /// here (EPERM: …)"). Absent when nothing fell back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub io_fallback: Option<String>,
+    /// Why epoll ran under `--io auto` on a machine where io_uring runs:
+    /// what the plan asks that the ring does not carry yet (e.g.
+    /// "--redirects", "--csv-requests rows"). Absent when the ring ran, the
+    /// I/O was forced, or the kernel refused the ring (`io_fallback`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io_not_carried: Option<String>,
 }
 
 /// The I/O that carried a run's sockets.

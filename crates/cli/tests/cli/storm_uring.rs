@@ -488,6 +488,16 @@ fn what_the_ring_does_not_carry_is_refused_or_left_to_epoll() {
             "{args:?}"
         );
         assert!(!run.stderr().contains("io_uring"), "{args:?}: {}", run.stderr());
+        // The result and the report say what kept the ring out (here, where
+        // the ring runs).
+        let not_carried = r.generator.io_not_carried.as_deref().unwrap_or_default();
+        assert!(not_carried.contains(what), "{args:?}: {not_carried:?}");
+        assert!(
+            run.stdout()
+                .contains(&format!("I/O: epoll (io_uring does not carry {not_carried} yet)")),
+            "{args:?}: {}",
+            run.stdout()
+        );
     }
 }
 

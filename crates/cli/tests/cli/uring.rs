@@ -791,4 +791,23 @@ fn the_default_runs_on_io_uring_where_the_kernel_allows_it() {
     }
     assert_eq!(r.generator.io, Some(Io::Uring), "{}", run.stderr());
     assert!(run.stdout().contains("I/O: io_uring"), "{}", run.stdout());
+    assert_eq!(r.generator.io_not_carried, None);
+
+    // A plan the ring does not carry runs on epoll, and the result and the
+    // report say what kept the ring out; forced epoll says nothing.
+    let run = http(&[&nginx.url("/hello"), "-n", "200", "--redirects", "1"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let r = run.result();
+    assert_eq!(r.generator.io, Some(Io::Epoll));
+    assert_eq!(r.generator.io_not_carried.as_deref(), Some("--redirects"));
+    assert!(
+        run.stdout()
+            .contains("I/O: epoll (io_uring does not carry --redirects yet)"),
+        "{}",
+        run.stdout()
+    );
+    assert!(common::schema_violations(&run.json).is_empty());
+    let run = http(&[&nginx.url("/hello"), "-n", "200", "--io", "epoll"]);
+    assert_eq!(run.result().generator.io_not_carried, None);
+    assert!(run.stdout().contains("I/O: epoll\n"), "{}", run.stdout());
 }

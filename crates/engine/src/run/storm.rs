@@ -150,6 +150,7 @@ pub fn run_storm(
     for g in std::iter::once(&mut result.generator).chain(result.parts.iter_mut().map(|p| &mut p.generator)) {
         g.io = Some(io.io());
         g.io_fallback.clone_from(&io.fallback);
+        g.io_not_carried.clone_from(&io.not_carried);
     }
     Ok(result)
 }
