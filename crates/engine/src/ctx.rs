@@ -51,6 +51,26 @@ pub(crate) struct Ctx {
 }
 
 impl Ctx {
+    /// The worker's recorder at its end (`finished`), with what was still
+    /// under way counted `interrupted`: requests in flight, connections
+    /// opening and reconnecting. A fresh one is left in its place.
+    pub(crate) fn take_recorder(&self, finished: Instant) -> Recorder {
+        let mut rec = self.rec.replace(Recorder::new(self.spec.origin));
+        let in_flight = self.in_flight.get();
+        if in_flight > 0 {
+            rec.requests_interrupted(finished, in_flight);
+        }
+        let connecting = self.connecting.get();
+        if connecting > 0 {
+            rec.connections_interrupted(finished, connecting, false);
+        }
+        let reconnecting = self.reconnecting.get();
+        if reconnecting > 0 {
+            rec.connections_interrupted(finished, reconnecting, true);
+        }
+        rec
+    }
+
     /// Counts a response timed by the kernel's stamp (`kernel`) or the
     /// user clock.
     pub(crate) fn count_stamp(&self, kernel: bool) {

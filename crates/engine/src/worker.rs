@@ -206,19 +206,7 @@ async fn publish(ctx: Rc<Ctx>, live: Arc<Mutex<Live>>, snapshot: Option<Snapshot
 /// under way counted `interrupted`, its rows finished, its CPU time.
 fn collect(ctx: &Ctx, rt: tokio::runtime::Runtime, cpu_before: (Duration, Duration)) -> WorkerDone {
     let finished = Instant::now();
-    let mut rec = ctx.rec.replace(Recorder::new(ctx.spec.origin));
-    let in_flight = ctx.in_flight.get();
-    if in_flight > 0 {
-        rec.requests_interrupted(finished, in_flight);
-    }
-    let connecting = ctx.connecting.get();
-    if connecting > 0 {
-        rec.connections_interrupted(finished, connecting, false);
-    }
-    let reconnecting = ctx.reconnecting.get();
-    if reconnecting > 0 {
-        rec.connections_interrupted(finished, reconnecting, true);
-    }
+    let rec = ctx.take_recorder(finished);
     if let Some(p) = &ctx.pick {
         p.interrupted(&ctx.scenario);
     }
@@ -228,15 +216,5 @@ fn collect(ctx: &Ctx, rt: tokio::runtime::Runtime, cpu_before: (Duration, Durati
     let rows = ctx.rows.as_ref().map(|w| w.borrow_mut().finish());
     let mut measurements = rec.finish(finished);
     measurements.scenario = scenario;
-    let cpu_after = crate::sys::thread_cpu();
-    WorkerDone {
-        measurements,
-        finished,
-        cpu: (
-            cpu_after.0.saturating_sub(cpu_before.0),
-            cpu_after.1.saturating_sub(cpu_before.1),
-        ),
-        rows,
-        stamps: ctx.stamps.get(),
-    }
+    WorkerDone::at(measurements, finished, cpu_before, rows, ctx.stamps.get())
 }

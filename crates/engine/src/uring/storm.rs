@@ -255,31 +255,14 @@ pub(crate) fn run(
     drop(storm);
 
     let finished = Instant::now();
-    let mut rec = ctx.rec.replace(Recorder::new(origin));
-    let in_flight = ctx.in_flight.get();
-    if in_flight > 0 {
-        rec.requests_interrupted(finished, in_flight);
-    }
-    let connecting = ctx.connecting.get();
-    if connecting > 0 {
-        rec.connections_interrupted(finished, connecting, false);
-    }
-    let reconnecting = ctx.reconnecting.get();
-    if reconnecting > 0 {
-        rec.connections_interrupted(finished, reconnecting, true);
-    }
-    let measurements = rec.finish(finished);
-    let cpu_after = crate::sys::thread_cpu();
-    Ok(WorkerDone {
+    let measurements = ctx.take_recorder(finished).finish(finished);
+    Ok(WorkerDone::at(
         measurements,
         finished,
-        cpu: (
-            cpu_after.0.saturating_sub(cpu_before.0),
-            cpu_after.1.saturating_sub(cpu_before.1),
-        ),
-        rows: None,
-        stamps: ctx.stamps.get(),
-    })
+        cpu_before,
+        None,
+        ctx.stamps.get(),
+    ))
 }
 
 impl Storm<'_> {

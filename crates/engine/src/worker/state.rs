@@ -38,3 +38,27 @@ pub(crate) struct WorkerDone {
     /// Responses timed by the kernel's receive stamp and by the user clock.
     pub stamps: crate::stamps::Counts,
 }
+
+impl WorkerDone {
+    /// A worker's result at `finished`, its CPU time counted from
+    /// `cpu_before` (the thread's at its start).
+    pub(crate) fn at(
+        measurements: Measurements,
+        finished: Instant,
+        cpu_before: (Duration, Duration),
+        rows: Option<std::io::Result<crate::rows::RowCounts>>,
+        stamps: crate::stamps::Counts,
+    ) -> WorkerDone {
+        let cpu_after = crate::sys::thread_cpu();
+        WorkerDone {
+            measurements,
+            finished,
+            cpu: (
+                cpu_after.0.saturating_sub(cpu_before.0),
+                cpu_after.1.saturating_sub(cpu_before.1),
+            ),
+            rows,
+            stamps,
+        }
+    }
+}
