@@ -22,17 +22,7 @@ const IO: [&str; 2] = ["epoll", "uring"];
 fn run_io(io: &str, args: &[&str]) -> (common::Run, RunResult) {
     let mut all = args.to_vec();
     all.extend_from_slice(&["--io", io]);
-    let run = storm(&all);
-    assert!(!run.stderr().contains("panicked"), "{io}: {}", run.stderr());
-    let r = run.result().clone();
-    assert_books_balance(&r);
-    let ran = if io == "uring" { Io::Uring } else { Io::Epoll };
-    assert_eq!(
-        (r.generator.io, r.generator.io_fallback.as_deref()),
-        (Some(ran), None),
-        "{io}: the storm ran on what was asked"
-    );
-    (run, r)
+    crate::uring::ran_on(io, storm(&all))
 }
 
 /// A storm's outcome, as compared between the transports: connections and

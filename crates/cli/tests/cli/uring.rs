@@ -651,6 +651,29 @@ fn an_open_loop_stops_at_its_duration_and_at_ctrl_c_with_its_books_balanced() {
     assert_eq!(m.phases["connection"].count(), m.connections.ok);
 }
 
+/// What every run asked for one transport checks (`uring_tls::`,
+/// `storm_uring::`): no panic, balanced books, the transport that ran the
+/// one asked for, in the result and the report (a silent fallback to epoll
+/// fails). Returns the run and its result.
+pub(crate) fn ran_on(io: &str, run: common::Run) -> (common::Run, RunResult) {
+    assert!(!run.stderr().contains("panicked"), "{io}: {}", run.stderr());
+    let r = run.result().clone();
+    assert_books_balance(&r);
+    let ran = if io == "uring" { Io::Uring } else { Io::Epoll };
+    assert_eq!(
+        (r.generator.io, r.generator.io_fallback.as_deref()),
+        (Some(ran), None),
+        "{io}: the result names the transport that ran"
+    );
+    assert_eq!(
+        run.stdout().contains("I/O: io_uring"),
+        io == "uring",
+        "{io}: {}",
+        run.stdout()
+    );
+    (run, r)
+}
+
 /// `cmd` with `io_uring_setup` failing with EPERM in the child, as a
 /// container's seccomp policy or kernel.io_uring_disabled refuses it: a
 /// seccomp filter installed between fork and exec. Every other system call

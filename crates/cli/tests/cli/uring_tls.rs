@@ -20,23 +20,7 @@ const IO: [&str; 2] = ["epoll", "uring"];
 fn run_io(io: &str, args: &[&str]) -> (common::Run, RunResult) {
     let mut all = args.to_vec();
     all.extend_from_slice(&["--io", io]);
-    let run = http(&all);
-    assert!(!run.stderr().contains("panicked"), "{io}: {}", run.stderr());
-    let r = run.result().clone();
-    assert_books_balance(&r);
-    let ran = if io == "uring" { Io::Uring } else { Io::Epoll };
-    assert_eq!(
-        (r.generator.io, r.generator.io_fallback.as_deref()),
-        (Some(ran), None),
-        "{io}: the result names the transport that ran"
-    );
-    assert_eq!(
-        run.stdout().contains("I/O: io_uring"),
-        io == "uring",
-        "{io}: {}",
-        run.stdout()
-    );
-    (run, r)
+    crate::uring::ran_on(io, http(&all))
 }
 
 /// Requests and connections by outcome, as compared between transports.
