@@ -40,6 +40,7 @@
 //! the run.
 
 mod exchange;
+mod publish;
 mod ring;
 mod schedule;
 mod slot;
@@ -66,6 +67,7 @@ use crate::proto::http1::Keep;
 use crate::record::record_exchange;
 use crate::worker::state::{RunState, Snapshots, WorkerDone};
 
+use publish::Publisher;
 use ring::{BGID, Ring, close_fd};
 pub(crate) use ring::{ProbeError, probe};
 use schedule::Schedule;
@@ -76,10 +78,6 @@ use tls::Tls;
 /// How often the loop wakes with nothing completed: deadlines, the run's
 /// state and the live figures are looked at this often at least.
 const TICK: Duration = Duration::from_millis(10);
-/// How often a worker publishes its live figures (as the epoll worker).
-const PUBLISH_EVERY: Duration = Duration::from_millis(100);
-/// How often a worker publishes a snapshot, when asked for (likewise).
-const SNAPSHOT_EVERY: Duration = Duration::from_secs(1);
 /// Room for the control messages of a receive: one SCM_TIMESTAMPING (three
 /// timespecs) with its header.
 const CONTROL: usize = 64;
@@ -282,23 +280,18 @@ impl Loop<'_> {
         snapshot: Option<&Snapshots>,
     ) -> io::Result<bool> {
         let mut next_scan = Instant::now() + TICK;
-        let mut next_publish = Instant::now() + PUBLISH_EVERY;
-        let mut next_snapshot = Instant::now() + SNAPSHOT_EVERY;
+        let mut publisher = Publisher::new(Instant::now());
         let tick = types::Timespec::new().nsec(TICK.subsec_nanos());
         let args = types::SubmitArgs::new().timespec(&tick);
         let batch_args = types::SubmitArgs::new().timespec(&tick).min_wait_usec(BATCH_WAIT_US);
         let mut cqes: Vec<(u64, i32, u32)> = Vec::with_capacity(1024);
         loop {
-            if state.has_changed().unwrap_or(true) {
-                match *state.borrow_and_update() {
-                    RunState::Running => {}
-                    RunState::Stopping => self.stop(),
-                    RunState::Aborting => return Ok(true),
-                }
-                if state.has_changed().is_err() {
-                    // The coordinator is gone: stop as if told to.
-                    self.stop();
-                }
+            let mut stop = false;
+            if publish::follow(state, || stop = true) {
+                return Ok(true);
+            }
+            if stop {
+                self.stop();
             }
             let now = Instant::now();
             if let Starts::Schedule(s) = &mut self.source {
@@ -378,25 +371,7 @@ impl Loop<'_> {
                     self.stop();
                 }
             }
-            if now >= next_publish {
-                next_publish = now + PUBLISH_EVERY;
-                let figures = self.ctx.rec.borrow().live();
-                if let Ok(mut slot) = live.lock() {
-                    *slot = figures;
-                }
-                if let Some(Snapshots { slot, keep }) = snapshot
-                    && now >= next_snapshot
-                {
-                    next_snapshot = now + SNAPSHOT_EVERY;
-                    let m = match *keep {
-                        None => self.ctx.rec.borrow().snapshot(now),
-                        Some(keep) => self.ctx.rec.borrow_mut().snapshot_recent(now, keep),
-                    };
-                    if let Ok(mut slot) = slot.lock() {
-                        *slot = Some(m);
-                    }
-                }
-            }
+            publisher.publish(self.ctx, now, live, snapshot);
         }
     }
 

@@ -44,6 +44,7 @@ use throng_metrics::{ErrorClass, Live, Phase as Metric, Recorder};
 use throng_plan::{Reconnect, Rng, StormStarts};
 use tokio::sync::{Notify, watch};
 
+use super::publish::{self, Publisher};
 use super::ring::{BGID, Ring, close_fd};
 use super::slot::{GENERATION, OP_CONNECT, OP_RECV, OP_SEND, new_socket, parse_user_data, user_data};
 
@@ -58,10 +59,6 @@ use crate::worker::state::{RunState, Snapshots, WorkerDone};
 /// How often the loop wakes with nothing completed (the run's state, the
 /// live figures).
 const TICK: Duration = Duration::from_millis(10);
-/// How often a worker publishes its live figures (as the epoll worker).
-const PUBLISH_EVERY: Duration = Duration::from_millis(100);
-/// How often a worker publishes a snapshot, when asked for.
-const SNAPSHOT_EVERY: Duration = Duration::from_secs(1);
 /// The ring's size as if for this many connections at most: its
 /// receive buffers (64 of 16 KiB) are shared by every slot and only the
 /// responses and stray bytes of the moment use them, so a storm of 10,000
@@ -274,20 +271,15 @@ impl Storm<'_> {
         live: &Mutex<Live>,
         snapshot: Option<&Snapshots>,
     ) -> io::Result<bool> {
-        let mut next_publish = Instant::now() + PUBLISH_EVERY;
-        let mut next_snapshot = Instant::now() + SNAPSHOT_EVERY;
+        let mut publisher = Publisher::new(Instant::now());
         let mut cqes: Vec<(u64, i32, u32)> = Vec::with_capacity(1024);
         loop {
-            if state.has_changed().unwrap_or(true) {
-                match *state.borrow_and_update() {
-                    RunState::Running => {}
-                    RunState::Stopping => self.stop(),
-                    RunState::Aborting => return Ok(true),
-                }
-                if state.has_changed().is_err() {
-                    // The coordinator is gone: stop as if told to.
-                    self.stop();
-                }
+            let mut stop = false;
+            if publish::follow(state, || stop = true) {
+                return Ok(true);
+            }
+            if stop {
+                self.stop();
             }
             let now = Instant::now();
             self.start_due(now)?;
@@ -337,25 +329,7 @@ impl Storm<'_> {
                 self.arm_recv(i)?;
             }
 
-            if now >= next_publish {
-                next_publish = now + PUBLISH_EVERY;
-                let figures = self.ctx.rec.borrow().live();
-                if let Ok(mut slot) = live.lock() {
-                    *slot = figures;
-                }
-                if let Some(Snapshots { slot, keep }) = snapshot
-                    && now >= next_snapshot
-                {
-                    next_snapshot = now + SNAPSHOT_EVERY;
-                    let m = match *keep {
-                        None => self.ctx.rec.borrow().snapshot(now),
-                        Some(keep) => self.ctx.rec.borrow_mut().snapshot_recent(now, keep),
-                    };
-                    if let Ok(mut slot) = slot.lock() {
-                        *slot = Some(m);
-                    }
-                }
-            }
+            publisher.publish(self.ctx, now, live, snapshot);
         }
     }
 
