@@ -81,35 +81,7 @@ fn prometheus_holds_exactly_the_counts_of_the_result_file() {
 
     // service.name is job; run_id promoted; service.instance.id is instance.
     let ids = r#"job="throng",run_id=~".+",instance=~".+""#;
-    let latency = m.phases["latency"].count();
-    assert_eq!(
-        prom.wait_for(
-            &format!(r#"histogram_count(throng_phase_duration_seconds{{phase="latency",{ids}}})"#),
-            latency
-        ),
-        Some(latency as f64),
-        "the exponential histogram's count is the result's"
-    );
-    let response = m.phases["response"].count();
-    assert_eq!(
-        prom.wait_for(
-            r#"histogram_count(throng_phase_duration_seconds{phase="response"})"#,
-            response
-        ),
-        Some(response as f64)
-    );
-    assert_eq!(
-        prom.wait_for(
-            &format!(r#"throng_requests_total{{outcome="ok",{ids}}}"#),
-            m.requests.ok
-        ),
-        Some(m.requests.ok as f64)
-    );
-    let c2 = m.status_classes()[1];
-    assert_eq!(
-        prom.wait_for(r#"throng_responses_total{class="2xx"}"#, c2),
-        Some(c2 as f64)
-    );
+    push_receiver::holds_the_counts(&prom, m, ids);
     assert_eq!(prom.wait_for(r#"throng_responses_total{class="5xx"}"#, 0), Some(0.0));
     // The names are remote write's: a monotonic sum's `_total` and the unit
     // `s`'s `seconds` are not added a second time.

@@ -13,6 +13,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{free_port, lab, output, throng};
+use throng_metrics::Measurements;
 use throng_result::RunResult;
 
 /// One kind of push: its flags' common prefix (`--remote-write`,
@@ -125,6 +126,41 @@ pub(crate) fn run(
         push.field
     );
     (out.status.code().unwrap_or(-1), printed, text, r)
+}
+
+/// What `prom` holds of a run whose measurements are `m`, under the label
+/// matchers `labels`: the latency histogram's count, the response
+/// histogram's, the requests ok and the 2xx responses equal the result's.
+pub(crate) fn holds_the_counts(prom: &Receiver, m: &Measurements, labels: &str) {
+    let latency = m.phases["latency"].count();
+    assert_eq!(
+        prom.wait_for(
+            &format!(r#"histogram_count(throng_phase_duration_seconds{{phase="latency",{labels}}})"#),
+            latency
+        ),
+        Some(latency as f64),
+        "the histogram's count is the result's"
+    );
+    let response = m.phases["response"].count();
+    assert_eq!(
+        prom.wait_for(
+            r#"histogram_count(throng_phase_duration_seconds{phase="response"})"#,
+            response
+        ),
+        Some(response as f64)
+    );
+    assert_eq!(
+        prom.wait_for(
+            &format!(r#"throng_requests_total{{outcome="ok",{labels}}}"#),
+            m.requests.ok
+        ),
+        Some(m.requests.ok as f64)
+    );
+    let c2 = m.status_classes()[1];
+    assert_eq!(
+        prom.wait_for(r#"throng_responses_total{class="2xx"}"#, c2),
+        Some(c2 as f64)
+    );
 }
 
 /// A storm and a scenario run as segment 1/2:1 push to `url`: the storm's

@@ -55,35 +55,7 @@ fn prometheus_holds_exactly_the_counts_of_the_result_file() {
     assert!(printed.contains("remote write to http://127.0.0.1:"), "{printed}");
 
     let run_id = r#"job="throng",run_id=~".+""#;
-    let latency = m.phases["latency"].count();
-    assert_eq!(
-        prom.wait_for(
-            &format!(r#"histogram_count(throng_phase_duration_seconds{{phase="latency",{run_id}}})"#),
-            latency
-        ),
-        Some(latency as f64),
-        "the native histogram's count is the result's"
-    );
-    let response = m.phases["response"].count();
-    assert_eq!(
-        prom.wait_for(
-            r#"histogram_count(throng_phase_duration_seconds{phase="response"})"#,
-            response
-        ),
-        Some(response as f64)
-    );
-    assert_eq!(
-        prom.wait_for(
-            &format!(r#"throng_requests_total{{outcome="ok",{run_id}}}"#),
-            m.requests.ok
-        ),
-        Some(m.requests.ok as f64)
-    );
-    let c2 = m.status_classes()[1];
-    assert_eq!(
-        prom.wait_for(r#"throng_responses_total{class="2xx"}"#, c2),
-        Some(c2 as f64)
-    );
+    push_receiver::holds_the_counts(&prom, m, run_id);
     // The median from the native histogram is the HDR one within a bucket
     // of schema 8 (0.27 %) plus HDR's own 0.1 %.
     let (_, body) = get(
