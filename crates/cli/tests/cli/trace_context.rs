@@ -806,3 +806,92 @@ fn http3_requests_and_their_redirect_hops_carry_their_trace() {
     assert_eq!(slowest.requests.len(), 5);
     assert!(slowest.requests.iter().all(|s| loop_traces.contains_key(&s.trace_id)));
 }
+
+/// `--trace-context` rides either transport, plain and over TLS, closed
+/// and open loop: every request nginx logs carries its own trace and span,
+/// the slowest name traces nginx received, and the run says which
+/// transport carried it (a silent fall back to epoll fails here).
+#[test]
+fn each_request_carries_its_own_traceparent_on_epoll_and_on_the_ring() {
+    let (_cdir, certs) = common::certs();
+    let ca = certs.join("ca.pem");
+    let ca = ca.to_str().unwrap();
+    for io in ["epoll", "uring"] {
+        for (listen, tls) in [("", None), ("ssl", Some(certs.as_path()))] {
+            for open in [false, true] {
+                let what = format!("{io} {listen:?} open loop {open}");
+                let (nginx, logs) = logging_h2_nginx(listen, tls);
+                let url = if tls.is_some() {
+                    nginx.https("localhost", "/")
+                } else {
+                    nginx.url("/")
+                };
+                let mut args = vec![url.as_str(), "-c", "4", "-t", "2", "--trace-context", "--io", io];
+                args.extend_from_slice(if open {
+                    &["-r", "1000", "-d", "0.2s"]
+                } else {
+                    &["-n", "200"]
+                });
+                if tls.is_some() {
+                    args.extend_from_slice(&["--cacert", ca]);
+                }
+                let (run, r) = crate::uring::ran_on(io, http(&args));
+                assert_eq!(run.code(), 0, "{what}: {}", run.stderr());
+                let ok = r.measurements.requests.ok;
+                assert_eq!(ok, r.measurements.requests.attempted, "{what}: every request answered");
+                assert!(if open { ok > 20 } else { ok == 200 }, "{what}: {ok} answered");
+
+                let logged = log_of(&logs, ok as usize);
+                assert_eq!(logged.len() as u64, ok, "{what}: nginx logged every request once");
+                let mut traces = BTreeSet::new();
+                let mut parents = BTreeSet::new();
+                for line in &logged {
+                    let (protocol, tp) = line.split_once(' ').unwrap();
+                    assert_eq!(protocol, "HTTP/1.1", "{what}: {line}");
+                    let (trace, parent) = parse(tp, "01").unwrap_or_else(|| panic!("{what}: malformed {line:?}"));
+                    traces.insert(trace);
+                    parents.insert(parent);
+                }
+                assert_eq!(traces.len() as u64, ok, "{what}: a new trace id on every request");
+                assert_eq!(parents.len() as u64, ok, "{what}: a new parent id on every request");
+                let slowest = r.measurements.slowest.as_ref().expect("the result keeps the slowest");
+                assert_eq!(slowest.requests.len(), 10, "{what}");
+                for s in &slowest.requests {
+                    assert!(
+                        traces.contains(&s.trace_id),
+                        "{what}: {} was not received by nginx",
+                        s.trace_id
+                    );
+                    assert_eq!(s.status, Some(200), "{what}");
+                }
+            }
+        }
+    }
+}
+
+/// A request the ring could not connect for is among the slowest with its
+/// class and a trace id of its own, as on epoll.
+#[test]
+fn refused_requests_are_among_the_slowest_on_both_transports() {
+    let url = format!("http://127.0.0.1:{}/", common::free_port());
+    for io in ["epoll", "uring"] {
+        let (_run, r) = crate::uring::ran_on(
+            io,
+            http(&[&url, "-n", "5", "-c", "1", "-t", "1", "--trace-context", "--io", io]),
+        );
+        assert_eq!(
+            r.measurements.requests.error("refused"),
+            5,
+            "{io}: {:?}",
+            r.measurements.requests
+        );
+        let slowest = r.measurements.slowest.as_ref().unwrap();
+        assert_eq!(slowest.requests.len(), 5, "{io}");
+        assert!(
+            slowest.requests.iter().all(|s| s.error.as_deref() == Some("refused")),
+            "{io}: {slowest:?}"
+        );
+        let ids: BTreeSet<_> = slowest.requests.iter().map(|s| &s.trace_id).collect();
+        assert_eq!(ids.len(), 5, "{io}");
+    }
+}

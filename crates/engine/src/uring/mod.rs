@@ -56,7 +56,7 @@ use std::time::{Duration, Instant};
 
 use io_uring::{cqueue, opcode, squeue, types};
 use socket2::SockAddr;
-use throng_metrics::{ErrorClass, Live, Recorder};
+use throng_metrics::{ErrorClass, Live, Recorder, SlowEnd};
 use tokio::sync::{Notify, watch};
 
 use crate::conn::{Failed, Timing};
@@ -502,6 +502,9 @@ impl Loop<'_> {
         s.keep_server = keep_server;
         s.sending = false;
         s.early = Early::None;
+        if let Some(tracer) = &ctx.spec.trace {
+            tracer.stamp(&mut s.traced, &ctx.spec.request, true);
+        }
         if let Some(tls) = &mut self.tls {
             tls.next_request(i);
         }
@@ -577,9 +580,9 @@ impl Loop<'_> {
         if self.tls.is_some() {
             return self.tls_flush(i);
         }
-        let request = &self.ctx.spec.request;
-        let track = request.len() > SEND_UNTRACKED_MAX;
         let s = &mut self.slots[i];
+        let request = s.request(&self.ctx.spec.request);
+        let track = request.len() > SEND_UNTRACKED_MAX;
         let left = &request[s.written.min(request.len())..];
         // At most u32::MAX bytes per operation: a longer rest goes in the
         // next one (sent() queues it).
@@ -734,6 +737,10 @@ impl Loop<'_> {
             rec.connection_failed(now, class, false);
             if !warm {
                 rec.request_failed(now, class, 0);
+                let s = &self.slots[i];
+                if let (Some(t), Some(traced)) = (&ctx.spec.trace, &s.traced) {
+                    t.offer(&mut rec, s.start, now, SlowEnd::Error(class), traced.id);
+                }
             }
         }
         if !warm {
@@ -772,6 +779,13 @@ impl Loop<'_> {
             s.keep_server,
             None,
         );
+        if let (Some(t), Some(traced)) = (&spec.trace, &s.traced) {
+            let (end, how) = match &outcome {
+                Ok(timing) => (timing.done, SlowEnd::Status(s.session.reply().status)),
+                Err(f) => (Instant::now(), SlowEnd::Error(f.class)),
+            };
+            t.offer(&mut ctx.rec.borrow_mut(), s.start, end, how, traced.id);
+        }
         let reuse = match outcome {
             Ok(timing) => recorded.is_some() && spec.keepalive && s.session.reusable(&timing),
             Err(_) => false,

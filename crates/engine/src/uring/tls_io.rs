@@ -53,11 +53,12 @@ impl Loop<'_> {
     /// unless a send of it is in the kernel (its completion calls this
     /// again); arms the receive.
     pub(super) fn tls_flush(&mut self, i: usize) -> io::Result<()> {
-        let request = &self.ctx.spec.request;
+        let plan = &self.ctx.spec.request;
         let timeout = self.ctx.spec.timeout;
         let (Some(tls), Some(s)) = (self.tls.as_mut(), self.slots.get_mut(i)) else {
             return Ok(());
         };
+        let request = s.traced.as_ref().map_or(&plan[..], |t| &t.bytes[..]);
         let Some(c) = tls.conns.get_mut(i) else {
             return Ok(());
         };

@@ -520,9 +520,6 @@ impl HttpPlan {
         if self.grpc.is_some() {
             return Some("gRPC".to_string());
         }
-        if self.trace.is_some() {
-            return Some("--trace-context".to_string());
-        }
         None
     }
 
