@@ -135,7 +135,7 @@ impl Tracer {
     }
 
     /// Writes `request` with new ids into `buf`; its trace id.
-    fn stamp_into(&self, buf: &mut Vec<u8>, request: &[u8], one: bool) -> [u8; 16] {
+    pub(crate) fn stamp_into(&self, buf: &mut Vec<u8>, request: &[u8], one: bool) -> [u8; 16] {
         let at = if one {
             if buf.len() != request.len() {
                 buf.clear();

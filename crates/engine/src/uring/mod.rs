@@ -65,6 +65,7 @@ use crate::errors::{Stage, classify};
 use crate::load::{WorkerLoad, WorkerSpec};
 use crate::proto::http1::Keep;
 use crate::record::record_exchange;
+use crate::trace::Traced;
 use crate::worker::state::{RunState, Snapshots, WorkerDone};
 
 use publish::Publisher;
@@ -102,6 +103,11 @@ const NODELAY_ABOVE: usize = 1400;
 /// written the whole request.
 const SEND_UNTRACKED_MAX: usize = 16 * 1024;
 
+/// The request slot `i` sends: its traced copy, or the plan's.
+fn request_of<'a>(traced: &'a [Traced], i: usize, plan: &'a [u8]) -> &'a [u8] {
+    traced.get(i).map_or(plan, |t| &t.bytes[..])
+}
+
 /// What starts a slot's next request.
 enum Starts {
     /// The closed loop: at once, while the budget (None: until stopped)
@@ -116,6 +122,11 @@ struct Loop<'a> {
     ctx: &'a Ctx,
     ring: Ring,
     slots: Vec<Slot>,
+    /// With `--trace-context`, slot by slot: the request as it sends it,
+    /// the plan's copied once and its traceparent's ids written in place
+    /// for every request (the same length, so a send in the kernel never
+    /// sees it move). Empty without.
+    traced: Vec<Traced>,
     /// Slots whose send is queued: their send time is taken just before
     /// the submission that carries it.
     queued: Vec<usize>,
@@ -213,6 +224,7 @@ pub(crate) fn run(
         } else {
             Vec::new()
         },
+        traced: Vec::new(),
         queued: Vec::new(),
         starts: if closed { (0..connections).collect() } else { Vec::new() },
         rearm: Vec::new(),
@@ -503,7 +515,11 @@ impl Loop<'_> {
         s.sending = false;
         s.early = Early::None;
         if let Some(tracer) = &ctx.spec.trace {
-            tracer.stamp(&mut s.traced, &ctx.spec.request, true);
+            if self.traced.len() <= i {
+                self.traced.resize_with(i + 1, Traced::default);
+            }
+            let t = &mut self.traced[i];
+            t.id = tracer.stamp_into(&mut t.bytes, &ctx.spec.request, true);
         }
         if let Some(tls) = &mut self.tls {
             tls.next_request(i);
@@ -580,8 +596,8 @@ impl Loop<'_> {
         if self.tls.is_some() {
             return self.tls_flush(i);
         }
+        let request = request_of(&self.traced, i, &self.ctx.spec.request);
         let s = &mut self.slots[i];
-        let request = s.request(&self.ctx.spec.request);
         let track = request.len() > SEND_UNTRACKED_MAX;
         let left = &request[s.written.min(request.len())..];
         // At most u32::MAX bytes per operation: a longer rest goes in the
@@ -737,9 +753,8 @@ impl Loop<'_> {
             rec.connection_failed(now, class, false);
             if !warm {
                 rec.request_failed(now, class, 0);
-                let s = &self.slots[i];
-                if let (Some(t), Some(traced)) = (&ctx.spec.trace, &s.traced) {
-                    t.offer(&mut rec, s.start, now, SlowEnd::Error(class), traced.id);
+                if let (Some(t), Some(traced)) = (&ctx.spec.trace, self.traced.get(i)) {
+                    t.offer(&mut rec, self.slots[i].start, now, SlowEnd::Error(class), traced.id);
                 }
             }
         }
@@ -779,7 +794,7 @@ impl Loop<'_> {
             s.keep_server,
             None,
         );
-        if let (Some(t), Some(traced)) = (&spec.trace, &s.traced) {
+        if let (Some(t), Some(traced)) = (&spec.trace, self.traced.get(i)) {
             let (end, how) = match &outcome {
                 Ok(timing) => (timing.done, SlowEnd::Status(s.session.reply().status)),
                 Err(f) => (Instant::now(), SlowEnd::Error(f.class)),

@@ -12,7 +12,6 @@ use socket2::{Domain, Protocol, Socket, Type};
 use throng_metrics::ErrorClass;
 
 use crate::proto::session::Session;
-use crate::trace::Traced;
 
 /// What an operation's completion belongs to: its slot, the slot's
 /// connection generation (completions of a closed connection are stale),
@@ -96,10 +95,6 @@ pub(super) struct Slot {
     pub(super) early: Early,
     /// Connect or response deadline.
     pub(super) deadline: Instant,
-    /// With `--trace-context`: the request as this slot sends it, its
-    /// traceparent's ids new for every request (the plan's request copied
-    /// once, the same length, so a send in the kernel never sees it move).
-    pub(super) traced: Option<Box<Traced>>,
 }
 
 impl Slot {
@@ -124,13 +119,7 @@ impl Slot {
             sending: false,
             early: Early::None,
             deadline: now,
-            traced: None,
         }
-    }
-
-    /// The request this slot sends: its traced copy, or the plan's.
-    pub(super) fn request<'a>(&'a self, plan: &'a [u8]) -> &'a [u8] {
-        self.traced.as_ref().map_or(plan, |t| &t.bytes[..])
     }
 }
 

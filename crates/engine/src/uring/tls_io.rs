@@ -58,7 +58,7 @@ impl Loop<'_> {
         let (Some(tls), Some(s)) = (self.tls.as_mut(), self.slots.get_mut(i)) else {
             return Ok(());
         };
-        let request = s.traced.as_ref().map_or(&plan[..], |t| &t.bytes[..]);
+        let request = super::request_of(&self.traced, i, plan);
         let Some(c) = tls.conns.get_mut(i) else {
             return Ok(());
         };
