@@ -5,7 +5,7 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::Instant;
 
-use throng_metrics::Recorder;
+use throng_metrics::{Measurements, Recorder};
 use tokio::sync::Notify;
 
 use crate::load::WorkerSpec;
@@ -51,6 +51,20 @@ pub(crate) struct Ctx {
 }
 
 impl Ctx {
+    /// What the worker measured, once its loops have ended (`finished`):
+    /// what was still under way counted `interrupted` (per target too), and
+    /// its targets' figures.
+    pub(crate) fn measured(&self, finished: Instant) -> Measurements {
+        let rec = self.take_recorder(finished);
+        if let Some(p) = &self.pick {
+            p.interrupted(&self.scenario);
+        }
+        let scenario = self.scenario.borrow_mut().take().map(|s| s.finish(finished));
+        let mut measurements = rec.finish(finished);
+        measurements.scenario = scenario;
+        measurements
+    }
+
     /// The worker's recorder at its end (`finished`), with what was still
     /// under way counted `interrupted`: requests in flight, connections
     /// opening and reconnecting. A fresh one is left in its place.

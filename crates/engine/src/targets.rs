@@ -135,6 +135,22 @@ impl Pick {
         )
     }
 
+    /// The picking state of worker `worker` of `workers` among the several
+    /// requests of `targets` (None with one), and the recorder of their
+    /// targets' tags, from `origin`.
+    pub(crate) fn of(
+        targets: Option<&(Arc<TargetSpec>, u64, u64)>,
+        origin: Instant,
+    ) -> (Option<Pick>, Option<ScenarioRecorder>) {
+        match targets {
+            Some((t, worker, workers)) => {
+                let (pick, tags) = Pick::new(Arc::clone(t), *worker, *workers, origin);
+                (Some(pick), tags)
+            }
+            None => (None, None),
+        }
+    }
+
     /// The origin the connection at `cursor` serves (given on first use),
     /// when the targets are on several.
     pub(crate) fn dest(&self, cursor: &mut Cursor) -> Option<&Dest> {
@@ -252,6 +268,12 @@ impl Pick {
                 ((u128::from(x) * n as u128) >> 64) as usize
             }
         }
+    }
+
+    /// The length of the longest entry.
+    pub(crate) fn longest(&self) -> usize {
+        let table = &self.spec.table;
+        (0..table.len()).map(|i| table.get(i).len()).max().unwrap_or(0)
     }
 
     /// The bytes of entry `i`.

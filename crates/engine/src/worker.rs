@@ -70,13 +70,7 @@ fn context(spec: WorkerSpec) -> std::io::Result<Ctx> {
         )?)),
         None => None,
     };
-    let (pick, tags) = match &spec.targets {
-        Some((t, worker, workers)) => {
-            let (pick, tags) = crate::targets::Pick::new(Arc::clone(t), *worker, *workers, origin);
-            (Some(pick), tags)
-        }
-        None => (None, None),
-    };
+    let (pick, tags) = crate::targets::Pick::of(spec.targets.as_ref(), spec.origin);
     let conns = crate::proto::Conns::new(&spec.wire, pick.as_ref());
     Ok(Ctx {
         rec: RefCell::new(Recorder::new(origin)),
@@ -202,19 +196,12 @@ async fn publish(ctx: Rc<Ctx>, live: Arc<Mutex<Live>>, snapshot: Option<Snapshot
     }
 }
 
-/// What the worker measured, once its loops have ended: what was still
-/// under way counted `interrupted`, its rows finished, its CPU time.
+/// What the worker measured, its rows finished, its CPU time.
 fn collect(ctx: &Ctx, rt: tokio::runtime::Runtime, cpu_before: (Duration, Duration)) -> WorkerDone {
     let finished = Instant::now();
-    let rec = ctx.take_recorder(finished);
-    if let Some(p) = &ctx.pick {
-        p.interrupted(&ctx.scenario);
-    }
-    let scenario = ctx.scenario.borrow_mut().take().map(|s| s.finish(finished));
+    let measurements = ctx.measured(finished);
     drop(rt);
     // Every task is gone: each request's row has been written.
     let rows = ctx.rows.as_ref().map(|w| w.borrow_mut().finish());
-    let mut measurements = rec.finish(finished);
-    measurements.scenario = scenario;
     WorkerDone::at(measurements, finished, cpu_before, rows, ctx.stamps.get())
 }

@@ -619,3 +619,96 @@ fn many_targets_keep_the_whole_runs_figures_only() {
     assert_eq!(run.code(), 2, "{}", run.stderr());
     assert!(run.stderr().contains("at most 256 targets"), "{}", run.stderr());
 }
+
+/// Several targets on one origin ride either transport with the same books:
+/// each target's share counted by nginx and by the result, requests of
+/// different lengths (a large body among small ones, which the ring sends
+/// with its completion tracked) each whole, and the run saying which
+/// transport carried it (a silent fall back to epoll fails here).
+#[test]
+fn targets_on_one_origin_count_the_same_on_epoll_and_on_the_ring() {
+    let dir = tempfile::tempdir().unwrap();
+    // 40,000 bytes: above the size the ring sends without a completion.
+    let big = "x".repeat(40_000);
+    write(dir.path(), "big.txt", &big);
+    for io in ["epoll", "uring"] {
+        let n = LoggingNginx::start();
+        let file = write(
+            dir.path(),
+            "targets.txt",
+            &format!(
+                "GET {}\nX-Target: small\n\nPOST {}\nX-Target: big\nContent-Type: text/plain\n@big.txt\n\nGET {}\n",
+                n.url("/small"),
+                n.url("/big"),
+                n.url("/third"),
+            ),
+        );
+        let args = [
+            "--targets",
+            file.to_str().unwrap(),
+            "-n",
+            "90",
+            "-c",
+            "3",
+            "-t",
+            "1",
+            "--io",
+            io,
+        ];
+        let (run, r) = crate::uring::ran_on(io, http(&args));
+        assert_eq!(run.code(), 0, "{io}: {}", run.stderr());
+        assert_eq!(r.measurements.requests.ok, 90, "{io}");
+        let counts = per_target(&r);
+        assert_eq!(counts.values().sum::<u64>(), 90, "{io}: {counts:?}");
+        let seen = n.seen();
+        assert_eq!(seen.get("GET /small -|small|-"), Some(&30), "{io}: {:?}", seen.keys());
+        assert_eq!(seen.get("GET /third -|-|-"), Some(&30), "{io}");
+        let big_lines: u64 = seen
+            .iter()
+            .filter(|(l, _)| l.starts_with("POST /big text/plain|big|"))
+            .map(|(_, c)| c)
+            .sum();
+        // nginx proxies each body to its sink: one cut short would have
+        // timed out, not answered 200 (nginx logs a body this large as `-`,
+        // from its file).
+        assert_eq!(big_lines, 30, "{io}: the large body arrived each time");
+        assert_eq!(seen.values().sum::<u64>(), 90, "{io}");
+
+        // An open loop with trace context over several URLs.
+        let n = LoggingNginx::start();
+        let (a, b) = (n.url("/open-a"), n.url("/open-b"));
+        let args = [
+            &a,
+            &b,
+            "-r",
+            "400",
+            "-n",
+            "40",
+            "-t",
+            "1",
+            "-c",
+            "8",
+            "--trace-context",
+            "--io",
+            io,
+        ];
+        let (run, r) = crate::uring::ran_on(io, http(&args));
+        assert_eq!(run.code(), 0, "{io}: {}", run.stderr());
+        let counts = per_target(&r);
+        let sent = r.measurements.requests.attempted;
+        assert_eq!(sent + r.measurements.dropped, 40, "{io}");
+        assert_eq!(
+            (counts["/open-a"], counts["/open-b"]),
+            (sent.div_ceil(2), sent / 2),
+            "{io}"
+        );
+        assert_eq!(n.count_path("/open-a"), counts["/open-a"], "{io}");
+        assert_eq!(n.count_path("/open-b"), counts["/open-b"], "{io}");
+        let slowest = r
+            .measurements
+            .slowest
+            .as_ref()
+            .expect("trace context keeps the slowest");
+        assert_eq!(slowest.requests.len() as u64, sent.min(10), "{io}");
+    }
+}

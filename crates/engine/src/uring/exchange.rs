@@ -27,7 +27,7 @@ impl Loop<'_> {
         if self.tls.is_some() {
             return self.tls_sent(i, res, now);
         }
-        let len = self.ctx.spec.request.len();
+        let len = self.sends.get(self.ctx, i).len();
         let s = &mut self.slots[i];
         if s.phase != Phase::Exchanging {
             return Ok(());

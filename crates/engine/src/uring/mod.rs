@@ -43,6 +43,7 @@ mod exchange;
 mod publish;
 mod ring;
 mod schedule;
+mod sends;
 mod slot;
 mod storm;
 mod tls;
@@ -65,13 +66,13 @@ use crate::errors::{Stage, classify};
 use crate::load::{WorkerLoad, WorkerSpec};
 use crate::proto::http1::Keep;
 use crate::record::record_exchange;
-use crate::trace::Traced;
 use crate::worker::state::{RunState, Snapshots, WorkerDone};
 
 use publish::Publisher;
 use ring::{BGID, Ring, close_fd};
 pub(crate) use ring::{ProbeError, probe};
 use schedule::Schedule;
+use sends::Sends;
 use slot::{Early, GENERATION, OP_CONNECT, OP_RECV, OP_SEND, Phase, Slot, new_socket, parse_user_data, user_data};
 pub(crate) use storm::run as run_storm;
 use tls::Tls;
@@ -103,11 +104,6 @@ const NODELAY_ABOVE: usize = 1400;
 /// written the whole request.
 const SEND_UNTRACKED_MAX: usize = 16 * 1024;
 
-/// The request slot `i` sends: its traced copy, or the plan's.
-fn request_of<'a>(traced: &'a [Traced], i: usize, plan: &'a [u8]) -> &'a [u8] {
-    traced.get(i).map_or(plan, |t| &t.bytes[..])
-}
-
 /// What starts a slot's next request.
 enum Starts {
     /// The closed loop: at once, while the budget (None: until stopped)
@@ -122,11 +118,8 @@ struct Loop<'a> {
     ctx: &'a Ctx,
     ring: Ring,
     slots: Vec<Slot>,
-    /// With `--trace-context`, slot by slot: the request as it sends it,
-    /// the plan's copied once and its traceparent's ids written in place
-    /// for every request (the same length, so a send in the kernel never
-    /// sees it move). Empty without.
-    traced: Vec<Traced>,
+    /// What each slot sends (several requests, trace context).
+    sends: Sends,
     /// Slots whose send is queued: their send time is taken just before
     /// the submission that carries it.
     queued: Vec<usize>,
@@ -192,15 +185,16 @@ pub(crate) fn run(
     };
     let connections = usize::try_from(connections).unwrap_or(usize::MAX).min(1 << 24);
     let ring = Ring::new(connections).map_err(|e| io::Error::new(e.kind(), format!("--io uring: {e}")))?;
+    let (pick, tags) = crate::targets::Pick::of(spec.targets.as_ref(), spec.origin);
     let ctx = Ctx {
         rec: RefCell::new(Recorder::new(origin)),
-        scenario: RefCell::new(None),
+        scenario: RefCell::new(tags),
         scratch: RefCell::new(Box::default()),
         stamp: crate::stamps::clock() == crate::stamps::Clock::Kernel,
         stamps: Cell::new(crate::stamps::Counts::default()),
         client_speaks_first: true,
         spec,
-        pick: None,
+        pick,
         rows: None,
         next_conn: Cell::new(0),
         prefer: Cell::new(0),
@@ -224,7 +218,7 @@ pub(crate) fn run(
         } else {
             Vec::new()
         },
-        traced: Vec::new(),
+        sends: Sends::new(&ctx),
         queued: Vec::new(),
         starts: if closed { (0..connections).collect() } else { Vec::new() },
         rearm: Vec::new(),
@@ -272,7 +266,7 @@ pub(crate) fn run(
     drop(lp);
 
     let finished = Instant::now();
-    let measurements = ctx.take_recorder(finished).finish(finished);
+    let measurements = ctx.measured(finished);
     Ok(WorkerDone::at(
         measurements,
         finished,
@@ -476,8 +470,8 @@ impl Loop<'_> {
         }
         let now = Instant::now();
         let timeout = self.ctx.spec.timeout;
-        let len = self.ctx.spec.request.len();
         for i in self.queued.drain(..) {
+            let len = self.sends.get(self.ctx, i).len();
             self.slots[i].queued_out(now, timeout, len);
         }
     }
@@ -487,12 +481,12 @@ impl Loop<'_> {
     fn push(&mut self, sqe: &squeue::Entry) -> io::Result<()> {
         let queued = &mut self.queued;
         let slots = &mut self.slots;
-        let timeout = self.ctx.spec.timeout;
-        let len = self.ctx.spec.request.len();
+        let (sends, ctx) = (&self.sends, self.ctx);
+        let timeout = ctx.spec.timeout;
         self.ring.push(sqe, || {
             let now = Instant::now();
             for i in queued.drain(..) {
-                slots[i].queued_out(now, timeout, len);
+                slots[i].queued_out(now, timeout, sends.get(ctx, i).len());
             }
         })
     }
@@ -514,13 +508,7 @@ impl Loop<'_> {
         s.keep_server = keep_server;
         s.sending = false;
         s.early = Early::None;
-        if let Some(tracer) = &ctx.spec.trace {
-            if self.traced.len() <= i {
-                self.traced.resize_with(i + 1, Traced::default);
-            }
-            let t = &mut self.traced[i];
-            t.id = tracer.stamp_into(&mut t.bytes, &ctx.spec.request, true);
-        }
+        self.sends.next(ctx, i);
         if let Some(tls) = &mut self.tls {
             tls.next_request(i);
         }
@@ -570,7 +558,7 @@ impl Loop<'_> {
             return self.connect_failed(i, ErrorClass::Refused);
         };
         s.tries += 1;
-        let socket = match new_socket(addr, ctx.spec.request.len() > NODELAY_ABOVE) {
+        let socket = match new_socket(addr, self.sends.longest() > NODELAY_ABOVE) {
             Ok(sock) => sock,
             Err(e) => return self.connect_failed(i, classify(&e, Stage::Connect)),
         };
@@ -596,7 +584,7 @@ impl Loop<'_> {
         if self.tls.is_some() {
             return self.tls_flush(i);
         }
-        let request = request_of(&self.traced, i, &self.ctx.spec.request);
+        let request = self.sends.get(self.ctx, i);
         let s = &mut self.slots[i];
         let track = request.len() > SEND_UNTRACKED_MAX;
         let left = &request[s.written.min(request.len())..];
@@ -753,10 +741,13 @@ impl Loop<'_> {
             rec.connection_failed(now, class, false);
             if !warm {
                 rec.request_failed(now, class, 0);
-                if let (Some(t), Some(traced)) = (&ctx.spec.trace, self.traced.get(i)) {
-                    t.offer(&mut rec, self.slots[i].start, now, SlowEnd::Error(class), traced.id);
+                if let (Some(t), Some(id)) = (&ctx.spec.trace, self.sends.trace_id(i)) {
+                    t.offer(&mut rec, self.slots[i].start, now, SlowEnd::Error(class), id);
                 }
             }
+        }
+        if !warm {
+            self.sends.ended(ctx, i, now, None);
         }
         if !warm {
             ctx.in_flight.set(ctx.in_flight.get() - 1);
@@ -787,20 +778,25 @@ impl Loop<'_> {
             ctx,
             &mut s.session,
             &outcome,
-            spec.request.len(),
+            self.sends.get(ctx, i).len(),
             s.t_send,
             s.start,
             &spec.expect,
             s.keep_server,
             None,
         );
-        if let (Some(t), Some(traced)) = (&spec.trace, self.traced.get(i)) {
+        if let (Some(t), Some(id)) = (&spec.trace, self.sends.trace_id(i)) {
             let (end, how) = match &outcome {
                 Ok(timing) => (timing.done, SlowEnd::Status(s.session.reply().status)),
                 Err(f) => (Instant::now(), SlowEnd::Error(f.class)),
             };
-            t.offer(&mut ctx.rec.borrow_mut(), s.start, end, how, traced.id);
+            t.offer(&mut ctx.rec.borrow_mut(), s.start, end, how, id);
         }
+        let response = match (&outcome, recorded) {
+            (Ok(timing), Some(ok)) => Some((timing.done.saturating_duration_since(s.t_send), ok)),
+            _ => None,
+        };
+        self.sends.ended(ctx, i, Instant::now(), response);
         let reuse = match outcome {
             Ok(timing) => recorded.is_some() && spec.keepalive && s.session.reusable(&timing),
             Err(_) => false,

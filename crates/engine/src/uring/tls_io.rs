@@ -53,12 +53,11 @@ impl Loop<'_> {
     /// unless a send of it is in the kernel (its completion calls this
     /// again); arms the receive.
     pub(super) fn tls_flush(&mut self, i: usize) -> io::Result<()> {
-        let plan = &self.ctx.spec.request;
+        let request = self.sends.get(self.ctx, i);
         let timeout = self.ctx.spec.timeout;
         let (Some(tls), Some(s)) = (self.tls.as_mut(), self.slots.get_mut(i)) else {
             return Ok(());
         };
-        let request = super::request_of(&self.traced, i, plan);
         let Some(c) = tls.conns.get_mut(i) else {
             return Ok(());
         };
@@ -121,7 +120,7 @@ impl Loop<'_> {
 
     /// Slot `i`'s TLS send completed with `res`.
     pub(super) fn tls_sent(&mut self, i: usize, res: i32, now: Instant) -> io::Result<()> {
-        let len = self.ctx.spec.request.len();
+        let len = self.sends.get(self.ctx, i).len();
         let handshaking = self.tls.as_ref().is_some_and(|t| t.handshaking(i));
         let s = &mut self.slots[i];
         s.sending = false;

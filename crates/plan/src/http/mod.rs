@@ -506,8 +506,8 @@ impl HttpPlan {
         if !self.http.is_http1() {
             return Some(format!("{} (--http2/--http3)", self.http.label()));
         }
-        if self.request_table().is_some() || !self.targets.is_empty() || self.body_lines.is_some() {
-            return Some("several targets (--targets, --body-lines, more URLs)".to_string());
+        if self.requests.0.origin_count() > 1 {
+            return Some("targets on several origins (hosts or ports)".to_string());
         }
         if self.redirects > 0 {
             return Some("--redirects".to_string());
