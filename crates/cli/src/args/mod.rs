@@ -29,9 +29,10 @@ use self::run::{RUN_HELP, SWEEP_HELP};
 pub use self::run::{RunCmd, SweepCmd, SweepFormat};
 use self::storm::STORM_EXAMPLES;
 pub use self::storm::StormCmd;
-use self::tools::{COMPLETIONS_HELP, SERVE_HELP};
+use self::tools::{COMPLETIONS_HELP, IMPORT_HELP, SERVE_HELP};
 pub use self::tools::{
-    CertsCmd, CompletionsCmd, DemoCmd, HelpMarkdownCmd, K8sCmd, K8sCommand, K8sJobCmd, ManCmd, ServeCmd,
+    CertsCmd, CompletionsCmd, DemoCmd, HelpMarkdownCmd, ImportCmd, ImportKind, K8sCmd, K8sCommand, K8sJobCmd, ManCmd,
+    ServeCmd,
 };
 
 /// A network load generator with numbers you can trust.
@@ -80,6 +81,9 @@ pub enum Command {
     Run(Box<RunCmd>),
     /// Agents on Kubernetes: print the manifests that run a plan as N exact segments.
     K8s(K8sCmd),
+    /// Turn curl commands or a HAR recording into a scenario file to read, edit and run.
+    #[command(after_help = IMPORT_HELP)]
+    Import(ImportCmd),
     /// (internal) One process of `storm --procs N`: reads its orders (the validated plan and its
     /// part) as JSON on stdin, prints its result document
     #[command(name = "storm-part", hide = true)]

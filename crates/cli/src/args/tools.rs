@@ -82,6 +82,48 @@ pub struct DemoCmd {
     pub duration: Duration,
 }
 
+pub(super) const IMPORT_HELP: &str = "\
+Examples:
+  throng import curl commands.sh --out flow.yaml     # one curl command per line (or joined with \\)
+  pbpaste | throng import curl - > flow.yaml         # a browser's \"Copy as cURL\"
+  throng import har session.har --out flow.yaml      # a browser's recording (DevTools: Save all as HAR)
+  throng import har session.har --origin https://api.example.com --out api.yaml
+  throng run flow.yaml
+
+The scenario runs the requests once, in order, with one VU: change its executor to add load.
+A value a recorded response gave and a later request sent (a token, an id, a Location) becomes a
+capture and a {{variable}}. Credentials (Authorization, Cookie, API keys, password fields) are never
+copied: each becomes {{env.NAME}}, and stderr lists the variables to set.";
+
+/// What `throng import` reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ImportKind {
+    /// curl command lines
+    Curl,
+    /// an HTTP Archive (HAR 1.2)
+    Har,
+}
+
+#[derive(Debug, Args)]
+pub struct ImportCmd {
+    /// What INPUT holds
+    #[arg(value_enum, value_name = "KIND")]
+    pub kind: ImportKind,
+    /// The file to import; - reads stdin
+    #[arg(value_name = "INPUT")]
+    pub input: PathBuf,
+    /// Write the scenario here instead of stdout (replacing the file)
+    #[arg(long = "out", short = 'o', value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Keep the requests to this origin (scheme://host[:port]) when the input has several; default:
+    /// the first request's
+    #[arg(long = "origin", value_name = "URL")]
+    pub origin: Option<String>,
+    /// The scenario's name (default: the kind, `curl` or `har`)
+    #[arg(long = "name", value_name = "NAME")]
+    pub name: Option<String>,
+}
+
 #[derive(Debug, Args)]
 pub struct CertsCmd {
     /// Directory to write ca.pem, ca.key, server.pem, server.key, client.pem, client.key

@@ -9,6 +9,7 @@ mod grpc;
 mod grpc_reflect;
 mod history;
 mod http;
+mod import;
 mod k8s;
 mod merge;
 mod reach;
@@ -44,6 +45,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Run(c) => run::run(*c),
         Command::StormPart => storm::run_part(),
         Command::K8s(c) => k8s::run(c),
+        Command::Import(c) => import::run(c),
         Command::Completions(c) => completions::completions(c),
         Command::Man(c) => completions::man(c),
         Command::HelpMarkdown(c) => completions::help_markdown(c),

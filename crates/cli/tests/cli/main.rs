@@ -71,6 +71,7 @@ mod http2_scale;
 mod http3;
 mod http_nginx;
 mod image;
+mod import;
 mod inputs;
 mod leaks;
 mod matrix;
