@@ -240,6 +240,21 @@ fn step(r: Request, n: usize, line: usize) -> Result<Step, String> {
         _ => "GET".into(),
     };
     let mut headers = r.headers;
+    if !url.username().is_empty() && header(&headers, "authorization").is_none() {
+        // Credentials in the URL, as curl sends them: Basic.
+        let user = url::form_urlencoded::parse(url.username().as_bytes())
+            .map(|(k, _)| k.into_owned())
+            .next();
+        let pass = url.password().map(|p| {
+            url::form_urlencoded::parse(format!("{p}=").as_bytes())
+                .map(|(k, _)| k.into_owned())
+                .next()
+                .unwrap_or_default()
+        });
+        let pair = format!("{}:{}", user.unwrap_or_default(), pass.unwrap_or_default());
+        let basic = base64::engine::general_purpose::STANDARD.encode(pair.as_bytes());
+        headers.push(("Authorization".into(), format!("Basic {basic}")));
+    }
     let content_type = header(&headers, "content-type").map(str::to_ascii_lowercase);
     let body = if !has_body {
         Body::None
@@ -265,7 +280,7 @@ fn step(r: Request, n: usize, line: usize) -> Result<Step, String> {
         headers.push(("Accept".into(), "application/json".into()));
     }
     Ok(Step {
-        from: format!("curl command {n} (line {line}): {method} {}", url.as_str()),
+        from: format!("curl command {n} (line {line})"),
         origin,
         method,
         path,

@@ -71,11 +71,7 @@ pub(crate) fn parse(input: &str) -> Result<Flow, ImportError> {
             .map(|r| r.status)
             .filter(|s| !(200..400).contains(s) && *s >= 100);
         flow.steps.push(Step {
-            from: format!(
-                "HAR entry {n}: {} {}",
-                method.to_ascii_uppercase(),
-                raw.chars().take(200).collect::<String>()
-            ),
+            from: format!("HAR entry {n}"),
             origin,
             method: method.to_ascii_uppercase(),
             path,

@@ -48,6 +48,7 @@ impl Origin {
     }
 
     /// `scheme://host[:port]`, the port left out when it is the default.
+    /// Never credentials: an [`Origin`] holds none.
     pub fn url(&self) -> String {
         let default = if self.scheme == "https" { 443 } else { 80 };
         let host = if self.host.contains(':') {
@@ -92,7 +93,9 @@ pub(crate) struct Response {
 /// One request.
 #[derive(Clone, Debug)]
 pub(crate) struct Step {
-    /// Where it came from, for its comment (`entry 3: GET https://…`).
+    /// Where it came from, for its comment (`HAR entry 3`); the comment
+    /// adds the request as the scenario sends it (placeholders, never a
+    /// credential).
     pub from: String,
     pub origin: Origin,
     pub method: String,

@@ -42,7 +42,19 @@ pub(crate) fn write(flow: &Flow, scenario: &str, kind: Kind, source: &str) -> St
 
 fn write_step(out: &mut String, s: &Step) {
     let pad = "      ";
-    let _ = writeln!(out, "{pad}# {}", one_line(&s.from));
+    let mut url = format!("{}{}", s.origin.url(), s.path);
+    for (i, (k, v)) in s.query.iter().enumerate() {
+        url.push(if i == 0 { '?' } else { '&' });
+        let _ = write!(url, "{k}={v}");
+    }
+    let shown: String = url.chars().take(200).collect();
+    let cut = if shown.len() < url.len() { "…" } else { "" };
+    let _ = writeln!(
+        out,
+        "{pad}# {}: {} {shown}{cut}",
+        one_line(&s.from),
+        one_line(&s.method)
+    );
     let _ = writeln!(out, "{pad}- request:");
     let pad = "          ";
     let _ = writeln!(out, "{pad}method: {}", scalar(&s.method));

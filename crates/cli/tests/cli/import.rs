@@ -73,6 +73,7 @@ fn curl_commands_send_what_they_say_with_credentials_from_the_environment() {
         ),
     );
     let base = nginx.url("");
+    let host = base.trim_start_matches("http://").to_string();
     let dir = tempfile::tempdir().unwrap();
     let cmds = dir.path().join("runbook.sh");
     std::fs::write(
@@ -82,7 +83,8 @@ fn curl_commands_send_what_they_say_with_credentials_from_the_environment() {
              curl -s -X POST {base}/login \\\n  -d user=ops -d password=hunter2-secret\n\
              curl {base}/items -G -d page=2 --data-urlencode 'q=a b' -H 'X-Api-Key: key-0123456789'\n\
              curl -X PUT {base}/items/7 --json '{{\"name\":\"box\",\"token\":\"tok-secret-42\"}}' && \
-             curl -u admin:pa55word {base}/admin -I\n"
+             curl -u admin:pa55word {base}/admin -I\n\
+             curl 'http://viewer:pw-in-url@{host}/report?api_key=key-in-query&page=1'\n"
         ),
     )
     .unwrap();
@@ -90,7 +92,7 @@ fn curl_commands_send_what_they_say_with_credentials_from_the_environment() {
     let (code, stdout, stderr) = import(&["curl", cmds.to_str().unwrap(), "--out", yaml.to_str().unwrap()]);
     assert_eq!(code, 0, "{stderr}");
     assert!(stdout.is_empty(), "--out writes the file, not stdout: {stdout}");
-    assert!(stderr.contains("imported 4 requests"), "{stderr}");
+    assert!(stderr.contains("imported 5 requests"), "{stderr}");
     let text = std::fs::read_to_string(&yaml).unwrap();
     for secret in [
         "hunter2-secret",
@@ -98,15 +100,25 @@ fn curl_commands_send_what_they_say_with_credentials_from_the_environment() {
         "tok-secret-42",
         "pa55word",
         "YWRtaW46cGE1NXdvcmQ=",
+        "pw-in-url",
+        "key-in-query",
+        "dmlld2VyOnB3LWluLXVybA==",
     ] {
         assert!(!text.contains(secret), "{secret} copied into the scenario:\n{text}");
         assert!(!stderr.contains(secret), "{secret} on stderr: {stderr}");
     }
-    for name in ["PASSWORD", "X_API_KEY", "TOKEN", "BASIC_AUTH"] {
+    for name in [
+        "PASSWORD",
+        "X_API_KEY",
+        "TOKEN",
+        "BASIC_AUTH",
+        "BASIC_AUTH_2",
+        "API_KEY",
+    ] {
         assert!(stderr.contains(&format!("  {name}: ")), "{name} not listed: {stderr}");
     }
     assert!(
-        text.contains("# curl command 2 (line 4): GET "),
+        text.contains(&format!("# curl command 2 (line 4): GET {base}/items?page=2&q=a b\n")),
         "a comment says where each came from:\n{text}"
     );
 
@@ -120,11 +132,15 @@ fn curl_commands_send_what_they_say_with_credentials_from_the_environment() {
         "TOKEN=tok-secret-42",
         "--env",
         &format!("BASIC_AUTH={basic}"),
+        "--env",
+        "BASIC_AUTH_2=dmlld2VyOnB3LWluLXVybA==",
+        "--env",
+        "API_KEY=key-in-query",
     ];
     let (code, stderr, r) = run(&yaml, &env);
     assert_eq!(code, 0, "{stderr}");
     assert_books_balance(&r);
-    assert_eq!(r.measurements.requests.ok, 4);
+    assert_eq!(r.measurements.requests.ok, 5);
     let mut lines = common::access_log(&log);
     // A form's fields in any order.
     let (head, fields) = lines[0].split_once("body=").unwrap();
@@ -136,6 +152,7 @@ fn curl_commands_send_what_they_say_with_credentials_from_the_environment() {
         "GET /items q=page=2&q=a%20b auth=- key=key-0123456789 ct=- body=-",
         "PUT /items/7 q=- auth=- key=- ct=application/json body={\\x22name\\x22:\\x22box\\x22,\\x22token\\x22:\\x22tok-secret-42\\x22}",
         &format!("HEAD /admin q=- auth=Basic {basic} key=- ct=- body=-"),
+        "GET /report q=api_key=key-in-query&page=1 auth=Basic dmlld2VyOnB3LWluLXVybA== key=- ct=- body=-",
     ];
     assert_eq!(lines, want, "nginx received what the commands send");
 }
