@@ -290,6 +290,8 @@ fn step(r: Request, n: usize, line: usize) -> Result<Step, String> {
         expect: None,
         capture: Vec::new(),
         response: None,
+        name: None,
+        groups: Vec::new(),
     })
 }
 

@@ -81,6 +81,8 @@ pub(crate) fn parse(input: &str) -> Result<Flow, ImportError> {
             expect,
             capture: Vec::new(),
             response,
+            name: None,
+            groups: Vec::new(),
         });
     }
     if browser_headers {

@@ -272,6 +272,8 @@ mod tests {
             headers: headers.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
             body,
             expect: None,
+            name: None,
+            groups: Vec::new(),
             capture: Vec::new(),
             response: response.map(|json| Response {
                 status: 200,

@@ -21,6 +21,7 @@ mod curl;
 mod har;
 mod infer;
 mod model;
+mod postman;
 mod secrets;
 mod yaml;
 
@@ -37,6 +38,8 @@ pub enum Kind {
     Curl,
     /// An HTTP Archive (HAR 1.2), as browsers' developer tools save it.
     Har,
+    /// A Postman collection (v2.1 or v2.0).
+    Postman,
 }
 
 impl Kind {
@@ -45,6 +48,7 @@ impl Kind {
         match self {
             Kind::Curl => "curl",
             Kind::Har => "har",
+            Kind::Postman => "postman",
         }
     }
 }
@@ -80,6 +84,7 @@ pub fn import(kind: Kind, input: &str, options: &Options) -> Result<Imported, Im
     let mut flow = match kind {
         Kind::Curl => curl::parse(input)?,
         Kind::Har => har::parse(input)?,
+        Kind::Postman => postman::parse(input)?,
     };
     flow.keep_origin(options.origin.as_deref())?;
     if flow.insecure && flow.origin().is_some_and(|o| o.scheme == "http") {

@@ -108,6 +108,10 @@ pub(crate) struct Step {
     pub expect: Option<u16>,
     pub capture: Vec<(String, Capture)>,
     pub response: Option<Response>,
+    /// Its name (Postman's request name; None: `METHOD path`).
+    pub name: Option<String>,
+    /// The groups it is in, outermost first (Postman's folders).
+    pub groups: Vec<String>,
 }
 
 /// An input's requests.

@@ -170,6 +170,8 @@ mod tests {
             expect: None,
             capture: Vec::new(),
             response: None,
+            name: None,
+            groups: Vec::new(),
         };
         let mut flow = Flow {
             steps: vec![

@@ -34,14 +34,28 @@ pub(crate) fn write(flow: &Flow, scenario: &str, kind: Kind, source: &str) -> St
     out.push_str("scenarios:\n");
     let _ = writeln!(out, "  {}:", key(scenario));
     out.push_str("    executor: per-vu-iterations\n    vus: 1\n    iterations: 1\n    flow:\n");
+    let mut open: Vec<&str> = Vec::new();
     for step in &flow.steps {
-        write_step(&mut out, step);
+        // Close the groups this step is not in, open the ones it enters.
+        let same = open
+            .iter()
+            .zip(&step.groups)
+            .take_while(|(a, b)| **a == b.as_str())
+            .count();
+        open.truncate(same);
+        for g in &step.groups[same..] {
+            let pad = "  ".repeat(3 + 2 * open.len());
+            let _ = writeln!(out, "{pad}- group:\n{pad}    name: {}\n{pad}    flow:", scalar(g));
+            open.push(g);
+        }
+        write_step(&mut out, step, open.len());
     }
     out
 }
 
-fn write_step(out: &mut String, s: &Step) {
-    let pad = "      ";
+fn write_step(out: &mut String, s: &Step, depth: usize) {
+    let pad = "  ".repeat(3 + 2 * depth);
+    let pad = pad.as_str();
     let mut url = format!("{}{}", s.origin.url(), s.path);
     for (i, (k, v)) in s.query.iter().enumerate() {
         url.push(if i == 0 { '?' } else { '&' });
@@ -56,7 +70,11 @@ fn write_step(out: &mut String, s: &Step) {
         one_line(&s.method)
     );
     let _ = writeln!(out, "{pad}- request:");
-    let pad = "          ";
+    let pad = format!("{pad}    ");
+    let pad = pad.as_str();
+    if let Some(name) = &s.name {
+        let _ = writeln!(out, "{pad}name: {}", scalar(name));
+    }
     let _ = writeln!(out, "{pad}method: {}", scalar(&s.method));
     let _ = writeln!(
         out,

@@ -88,6 +88,7 @@ Examples:
   pbpaste | throng import curl - > flow.yaml         # a browser's \"Copy as cURL\"
   throng import har session.har --out flow.yaml      # a browser's recording (DevTools: Save all as HAR)
   throng import har session.har --origin https://api.example.com --out api.yaml
+  throng import postman shop.postman_collection.json --out shop.yaml
   throng run flow.yaml
 
 The scenario runs the requests once, in order, with one VU: change its executor to add load.
@@ -102,6 +103,8 @@ pub enum ImportKind {
     Curl,
     /// an HTTP Archive (HAR 1.2)
     Har,
+    /// a Postman collection (v2.1 or v2.0)
+    Postman,
 }
 
 #[derive(Debug, Args)]

@@ -16,6 +16,7 @@ pub fn run(c: ImportCmd) -> anyhow::Result<ExitCode> {
     let kind = match c.kind {
         ImportKind::Curl => Kind::Curl,
         ImportKind::Har => Kind::Har,
+        ImportKind::Postman => Kind::Postman,
     };
     let stdin = c.input == Path::new("-");
     let source = if stdin {

@@ -300,6 +300,15 @@ fn wrong_and_hostile_inputs_are_refused_saying_what_and_where() {
         p.to_str().unwrap().to_string()
     };
     let long = format!("curl http://127.0.0.1:9/{}", "a".repeat(70_000));
+    let schema = "https://schema.getpostman.com/json/collection/v2.1.0/collection.json";
+    let mut folder = serde_json::json!({"name": "r", "request": {"method": "GET", "url": "http://127.0.0.1:9/"}});
+    for _ in 0..40 {
+        folder = serde_json::json!({"name": "f", "item": [folder]});
+    }
+    let deep = serde_json::json!({"info": {"schema": schema}, "item": [folder]}).to_string();
+    let multipart = serde_json::json!({"info": {"schema": schema}, "item": [{"name": "up", "request": {
+        "method": "POST", "url": "http://127.0.0.1:9/up", "body": {"mode": "formdata", "formdata": []}}}]})
+    .to_string();
     let cases: Vec<(Vec<String>, &str)> = vec![
         (vec!["curl".into(), "/dev/zero".into()], "over the limit of 256 MiB"),
         (
@@ -326,6 +335,18 @@ fn wrong_and_hostile_inputs_are_refused_saying_what_and_where() {
         (
             vec!["curl".into(), dir.path().join("missing").to_str().unwrap().into()],
             "cannot read",
+        ),
+        (
+            vec!["postman".into(), write("v1.json", b"{\"info\":{\"schema\":\"v1\"}}")],
+            "not a Postman collection v2.0 or v2.1",
+        ),
+        (
+            vec!["postman".into(), write("deep.json", deep.as_bytes())],
+            "folders nested deeper than 32",
+        ),
+        (
+            vec!["postman".into(), write("multipart.json", multipart.as_bytes())],
+            "a formdata body is not imported yet",
         ),
         (
             vec![
@@ -396,4 +417,82 @@ fn the_guides_runbook_imports_and_runs() {
         "{:?}",
         r.measurements.status
     );
+}
+
+/// A Postman collection (v2.1): folders as groups, collection variables
+/// put in (the password as a placeholder), values its test scripts set
+/// from responses as captures, status tests as `expect`; run against the
+/// lab's auth service, every step passes, the failing login included.
+#[test]
+fn a_postman_collection_runs_with_its_script_variables_as_captures() {
+    let lab = auth_lab();
+    let base = format!("http://{}", lab.addr());
+    let json_body =
+        |raw: &str| serde_json::json!({"mode": "raw", "raw": raw, "options": {"raw": {"language": "json"}}});
+    let post = |name: &str, path: &str, raw: &str, exec: &[&str]| {
+        serde_json::json!({
+            "name": name,
+            "request": {"method": "POST", "header": [{"key": "Content-Type", "value": "application/json"}],
+                        "url": {"raw": format!("{{{{baseUrl}}}}{path}"), "host": ["{{baseUrl}}"]},
+                        "body": json_body(raw)},
+            "event": [{"listen": "test", "script": {"type": "text/javascript", "exec": exec}}]
+        })
+    };
+    let collection = serde_json::json!({
+        "info": {"name": "shop", "schema": "https://schema.getpostman.com/json/collection/v2.1.0/collection.json"},
+        "variable": [
+            {"key": "baseUrl", "value": base},
+            {"key": "email", "value": "pm-user@example.test"},
+            {"key": "password", "value": "pm-secret-pass"}
+        ],
+        "item": [
+            {"name": "signup", "item": [
+                post("register", "/auth/register", "{\"email\": \"{{email}}\", \"password\": \"{{password}}\"}",
+                     &["pm.test(\"registered\", function () {", "    pm.response.to.have.status(200);", "});",
+                       "pm.environment.set(\"otp\", pm.response.json().otp);"]),
+                post("verify", "/auth/verify-otp", "{\"email\": \"{{email}}\", \"otp\": \"{{otp}}\"}", &[])
+            ]},
+            {"name": "session", "item": [
+                post("login", "/auth/login", "{\"email\": \"{{email}}\", \"password\": \"{{password}}\"}",
+                     &["var data = pm.response.json();", "pm.collectionVariables.set(\"token\", data.access_token);"]),
+                {"name": "me", "request": {"method": "GET", "url": "{{baseUrl}}/auth/me",
+                    "auth": {"type": "bearer", "bearer": [{"key": "token", "value": "{{token}}", "type": "string"}]}}},
+                post("wrong password", "/auth/login", "{\"email\": \"{{email}}\", \"password\": \"nope\"}",
+                     &["pm.response.to.have.status(401);"])
+            ]}
+        ]
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("shop.postman_collection.json");
+    std::fs::write(&file, collection.to_string()).unwrap();
+    let yaml = dir.path().join("shop.yaml");
+    let (code, _, stderr) = import(&["postman", file.to_str().unwrap(), "--out", yaml.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stderr}");
+    let text = std::fs::read_to_string(&yaml).unwrap();
+    assert!(
+        !text.contains("pm-secret-pass") && !stderr.contains("pm-secret-pass"),
+        "{text}\n{stderr}"
+    );
+    // Each password value is a variable: the wrong one too.
+    assert!(
+        stderr.contains("  PASSWORD: ") && stderr.contains("  PASSWORD_2: "),
+        "{stderr}"
+    );
+    for want in [
+        "otp: { json: /otp }",
+        "token: { json: /access_token }",
+        "Bearer {{token}}",
+        "expect: [401]",
+    ] {
+        assert!(text.contains(want), "{want} not in:\n{text}");
+    }
+    let (code, stderr, r) = run(&yaml, &["--env", "PASSWORD=pm-secret-pass", "--env", "PASSWORD_2=nope"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_books_balance(&r);
+    for name in ["register", "verify", "login", "me", "wrong password"] {
+        assert_eq!(step(&r, name), (1, 0), "{name}");
+    }
+    let tags = &r.measurements.scenario.as_ref().unwrap().tags;
+    assert_eq!(tags["group:signup"].requests, 2);
+    assert_eq!(tags["group:session"].requests, 3);
 }
