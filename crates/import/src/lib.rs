@@ -21,6 +21,7 @@ mod curl;
 mod har;
 mod infer;
 mod model;
+mod openapi;
 mod postman;
 mod secrets;
 mod yaml;
@@ -40,6 +41,8 @@ pub enum Kind {
     Har,
     /// A Postman collection (v2.1 or v2.0).
     Postman,
+    /// An OpenAPI 3 document (3.0 or 3.1, JSON or YAML).
+    Openapi,
 }
 
 impl Kind {
@@ -49,6 +52,7 @@ impl Kind {
             Kind::Curl => "curl",
             Kind::Har => "har",
             Kind::Postman => "postman",
+            Kind::Openapi => "openapi",
         }
     }
 }
@@ -57,7 +61,8 @@ impl Kind {
 #[derive(Clone, Debug, Default)]
 pub struct Options {
     /// The origin to keep (`https://host:port`) when the input has several;
-    /// None: the first request's.
+    /// None: the first request's. For OpenAPI: the target (with its base
+    /// path), instead of the document's servers.
     pub origin: Option<String>,
     /// The scenario's name.
     pub scenario: Option<String>,
@@ -85,6 +90,7 @@ pub fn import(kind: Kind, input: &str, options: &Options) -> Result<Imported, Im
         Kind::Curl => curl::parse(input)?,
         Kind::Har => har::parse(input)?,
         Kind::Postman => postman::parse(input)?,
+        Kind::Openapi => openapi::parse(input, options.origin.as_deref())?,
     };
     flow.keep_origin(options.origin.as_deref())?;
     if flow.insecure && flow.origin().is_some_and(|o| o.scheme == "http") {
@@ -92,7 +98,8 @@ pub fn import(kind: Kind, input: &str, options: &Options) -> Result<Imported, Im
             .push("-k/--insecure has no effect on an http:// target: left out".into());
     }
     infer::captures(&mut flow);
-    let env = secrets::hide(&mut flow);
+    let mut env = std::mem::take(&mut flow.env);
+    env.extend(secrets::hide(&mut flow));
     let steps = flow.steps.len();
     let name = options.scenario.clone().unwrap_or_else(|| kind.name().to_string());
     let yaml = yaml::write(&flow, &name, kind, &options.source);

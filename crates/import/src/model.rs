@@ -120,6 +120,9 @@ pub(crate) struct Flow {
     pub steps: Vec<Step>,
     /// `-k`: the server's certificate is not verified.
     pub insecure: bool,
+    /// Environment variables the importer itself put in (a document's
+    /// security schemes): name, and what it stands for.
+    pub env: Vec<(String, String)>,
     pub notes: Vec<String>,
 }
 

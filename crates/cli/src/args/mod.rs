@@ -81,7 +81,7 @@ pub enum Command {
     Run(Box<RunCmd>),
     /// Agents on Kubernetes: print the manifests that run a plan as N exact segments.
     K8s(K8sCmd),
-    /// Turn curl commands, a HAR recording or a Postman collection into a scenario file to run.
+    /// Turn curl commands, a HAR recording, a Postman collection or an OpenAPI document into a scenario.
     #[command(after_help = IMPORT_HELP)]
     Import(ImportCmd),
     /// (internal) One process of `storm --procs N`: reads its orders (the validated plan and its

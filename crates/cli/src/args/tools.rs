@@ -89,6 +89,7 @@ Examples:
   throng import har session.har --out flow.yaml      # a browser's recording (DevTools: Save all as HAR)
   throng import har session.har --origin https://api.example.com --out api.yaml
   throng import postman shop.postman_collection.json --out shop.yaml
+  throng import openapi openapi.yaml --origin http://127.0.0.1:8080 --out api.yaml
   throng run flow.yaml
 
 The scenario runs the requests once, in order, with one VU: change its executor to add load.
@@ -105,6 +106,8 @@ pub enum ImportKind {
     Har,
     /// a Postman collection (v2.1 or v2.0)
     Postman,
+    /// an OpenAPI 3 document (JSON or YAML)
+    Openapi,
 }
 
 #[derive(Debug, Args)]
@@ -119,7 +122,8 @@ pub struct ImportCmd {
     #[arg(long = "out", short = 'o', value_name = "FILE")]
     pub out: Option<PathBuf>,
     /// Keep the requests to this origin (scheme://host[:port]) when the input has several; default:
-    /// the first request's
+    /// the first request's. For openapi: the target (with a base path), instead of the document's
+    /// servers
     #[arg(long = "origin", value_name = "URL")]
     pub origin: Option<String>,
     /// The scenario's name (default: the kind, `curl` or `har`)

@@ -17,6 +17,7 @@ pub fn run(c: ImportCmd) -> anyhow::Result<ExitCode> {
         ImportKind::Curl => Kind::Curl,
         ImportKind::Har => Kind::Har,
         ImportKind::Postman => Kind::Postman,
+        ImportKind::Openapi => Kind::Openapi,
     };
     let stdin = c.input == Path::new("-");
     let source = if stdin {

@@ -300,6 +300,11 @@ fn wrong_and_hostile_inputs_are_refused_saying_what_and_where() {
         p.to_str().unwrap().to_string()
     };
     let long = format!("curl http://127.0.0.1:9/{}", "a".repeat(70_000));
+    let mut bomb = String::from("openapi: 3.0.0\na0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+    for i in 1..9 {
+        let p = i - 1;
+        bomb.push_str(&format!("a{i}: &a{i} [{}]\n", vec![format!("*a{p}"); 10].join(", ")));
+    }
     let schema = "https://schema.getpostman.com/json/collection/v2.1.0/collection.json";
     let mut folder = serde_json::json!({"name": "r", "request": {"method": "GET", "url": "http://127.0.0.1:9/"}});
     for _ in 0..40 {
@@ -343,6 +348,18 @@ fn wrong_and_hostile_inputs_are_refused_saying_what_and_where() {
         (
             vec!["postman".into(), write("deep.json", deep.as_bytes())],
             "folders nested deeper than 32",
+        ),
+        (
+            vec!["openapi".into(), write("swagger.yaml", b"swagger: '2.0'\n")],
+            "convert it to OpenAPI 3 first",
+        ),
+        (
+            vec!["openapi".into(), write("noserver.yaml", b"openapi: 3.1.0\npaths: {}\n")],
+            "names no server: give the target with --origin URL",
+        ),
+        (
+            vec!["openapi".into(), write("bomb.yaml", bomb.as_bytes())],
+            "not YAML (repetition limit exceeded)",
         ),
         (
             vec!["postman".into(), write("multipart.json", multipart.as_bytes())],
@@ -495,4 +512,137 @@ fn a_postman_collection_runs_with_its_script_variables_as_captures() {
     let tags = &r.measurements.scenario.as_ref().unwrap().tags;
     assert_eq!(tags["group:signup"].requests, 2);
     assert_eq!(tags["group:session"].requests, 3);
+}
+
+const OPENAPI: &str = r##"openapi: 3.0.3
+info: { title: shop, version: "1" }
+servers: [{ url: "http://127.0.0.1:1/api" }]
+security: [{ bearer: [] }]
+components:
+  securitySchemes:
+    bearer: { type: http, scheme: bearer }
+    key: { type: apiKey, in: header, name: X-Api-Key }
+  schemas:
+    Item:
+      type: object
+      required: [name]
+      properties:
+        id: { type: integer, readOnly: true }
+        name: { type: string, example: box }
+        qty: { type: integer, minimum: 1 }
+        tags: { type: array, items: { type: string, enum: [new, sale] } }
+paths:
+  /items:
+    get:
+      operationId: listItems
+      tags: [items]
+      parameters:
+        - { name: page, in: query, required: true, schema: { type: integer, default: 2 } }
+        - { name: sort, in: query, schema: { type: string } }
+      responses: { "200": { description: ok } }
+    post:
+      operationId: createItem
+      tags: [items]
+      requestBody:
+        content:
+          application/json:
+            schema: { $ref: "#/components/schemas/Item" }
+      responses: { "201": { description: created } }
+  /items/{id}:
+    parameters: [{ name: id, in: path, required: true, schema: { type: integer, example: 42 } }]
+    get:
+      operationId: getItem
+      tags: [items]
+      security: [{ key: [] }]
+      responses: { "200": { description: ok } }
+    delete:
+      operationId: deleteItem
+      tags: [items]
+      responses: { "204": { description: gone } }
+  /login:
+    post:
+      operationId: login
+      security: []
+      requestBody:
+        content:
+          application/x-www-form-urlencoded:
+            schema:
+              type: object
+              properties:
+                user: { type: string, example: ops }
+                password: { type: string, format: password }
+      responses: { "200": { description: ok } }
+"##;
+
+/// An OpenAPI 3 document (YAML): one request per operation with example
+/// values from its schemas, `$ref`s followed, security as placeholders;
+/// nginx receives exactly those requests.
+#[test]
+fn an_openapi_document_sends_one_request_per_operation_with_schema_examples() {
+    let logs = tempfile::tempdir().unwrap();
+    let log = logs.path().join("access.log");
+    let nginx = common::Nginx::start_http(
+        "log_format o '$request_method $uri q=$args auth=$http_authorization key=$http_x_api_key body=$request_body';",
+        &format!(
+            "location = /sink {{ return 200; }}\n\
+             location /api/ {{ access_log {} o; set $s /sink; proxy_pass http://127.0.0.1:$server_port$s; }}",
+            log.display()
+        ),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let doc = dir.path().join("openapi.yaml");
+    std::fs::write(&doc, OPENAPI).unwrap();
+    let yaml = dir.path().join("api.yaml");
+    let target = nginx.url("/api");
+    let (code, _, stderr) = import(&[
+        "openapi",
+        doc.to_str().unwrap(),
+        "--origin",
+        &target,
+        "--out",
+        yaml.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("imported 5 requests"), "{stderr}");
+    assert!(
+        stderr.contains("1 DELETE operation(s)"),
+        "the DELETE is pointed out: {stderr}"
+    );
+    for name in ["BEARER_TOKEN", "X_API_KEY", "PASSWORD"] {
+        assert!(stderr.contains(&format!("  {name}: ")), "{name}: {stderr}");
+    }
+    let env = [
+        "--env",
+        "BEARER_TOKEN=tok-1",
+        "--env",
+        "X_API_KEY=key-1",
+        "--env",
+        "PASSWORD=pw-1",
+    ];
+    let (code, stderr, r) = run(&yaml, &env);
+    assert_eq!(code, 0, "{stderr}");
+    assert_books_balance(&r);
+    for name in ["listItems", "createItem", "getItem", "deleteItem", "login"] {
+        assert_eq!(step(&r, name), (1, 0), "{name}");
+    }
+    assert_eq!(
+        r.measurements.scenario.as_ref().unwrap().tags["group:items"].requests,
+        4
+    );
+    let mut lines = common::access_log(&log);
+    let last = lines.len() - 1;
+    let (head, fields) = lines[last].split_once("body=").unwrap();
+    let mut fields: Vec<&str> = fields.split('&').collect();
+    fields.sort_unstable();
+    lines[last] = format!("{head}body={}", fields.join("&"));
+    assert_eq!(
+        lines,
+        [
+            "GET /api/items q=page=2 auth=Bearer tok-1 key=- body=-",
+            "POST /api/items q=- auth=Bearer tok-1 key=- body={\\x22name\\x22:\\x22box\\x22,\\x22qty\\x22:1,\\x22tags\\x22:[\\x22new\\x22]}",
+            "GET /api/items/42 q=- auth=- key=key-1 body=-",
+            "DELETE /api/items/42 q=- auth=Bearer tok-1 key=- body=-",
+            "POST /api/login q=- auth=- key=- body=password=pw-1&user=ops",
+        ]
+    );
 }
