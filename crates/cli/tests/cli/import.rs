@@ -646,3 +646,33 @@ fn an_openapi_document_sends_one_request_per_operation_with_schema_examples() {
         ]
     );
 }
+
+/// `curl -k` against an https:// server: the scenario does not verify the
+/// server's certificate either, and runs (without -k it would fail: the
+/// lab CA is not among the system's).
+#[test]
+fn curl_k_makes_an_https_scenario_that_does_not_verify() {
+    let (_cdir, certs) = common::certs();
+    let nginx = common::nginx_tls(&certs, "ssl", false, "", "location / { return 200 'ok'; }");
+    let url = nginx.https("127.0.0.1", "/health");
+    let dir = tempfile::tempdir().unwrap();
+    for (name, insecure) in [("k.sh", true), ("strict.sh", false)] {
+        let cmds = dir.path().join(name);
+        std::fs::write(&cmds, format!("curl {} {url}\n", if insecure { "-k" } else { "-s" })).unwrap();
+        let yaml = cmds.with_extension("yaml");
+        let (code, _, stderr) = import(&["curl", cmds.to_str().unwrap(), "--out", yaml.to_str().unwrap()]);
+        assert_eq!(code, 0, "{stderr}");
+        assert_eq!(
+            std::fs::read_to_string(&yaml).unwrap().contains("insecure: true"),
+            insecure
+        );
+        let (_, _, r) = run(&yaml, &[]);
+        let want = if insecure { (1, 0) } else { (1, 1) };
+        assert_eq!(
+            step(&r, "GET /health"),
+            want,
+            "-k {insecure}: {:?}",
+            r.measurements.requests
+        );
+    }
+}
