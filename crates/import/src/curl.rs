@@ -279,20 +279,15 @@ fn step(r: Request, n: usize, line: usize) -> Result<Step, String> {
     if r.json && header(&headers, "accept").is_none() {
         headers.push(("Accept".into(), "application/json".into()));
     }
-    Ok(Step {
-        from: format!("curl command {n} (line {line})"),
+    Ok(Step::new(
+        format!("curl command {n} (line {line})"),
         origin,
         method,
         path,
         query,
         headers,
         body,
-        expect: None,
-        capture: Vec::new(),
-        response: None,
-        name: None,
-        groups: Vec::new(),
-    })
+    ))
 }
 
 fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {

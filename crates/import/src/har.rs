@@ -70,19 +70,19 @@ pub(crate) fn parse(input: &str) -> Result<Flow, ImportError> {
             .as_ref()
             .map(|r| r.status)
             .filter(|s| !(200..400).contains(s) && *s >= 100);
-        flow.steps.push(Step {
-            from: format!("HAR entry {n}"),
+        let step = Step::new(
+            format!("HAR entry {n}"),
             origin,
-            method: method.to_ascii_uppercase(),
+            method.to_ascii_uppercase(),
             path,
             query,
-            headers: kept,
+            kept,
             body,
+        );
+        flow.steps.push(Step {
             expect,
-            capture: Vec::new(),
             response,
-            name: None,
-            groups: Vec::new(),
+            ..step
         });
     }
     if browser_headers {

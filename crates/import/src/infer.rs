@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use crate::model::{Body, Capture, Flow, Step};
+use crate::model::{Body, Capture, Flow, Step, json_strings, var_name};
 
 /// The shortest string value looked for in later requests.
 const MIN_TEXT: usize = 6;
@@ -220,26 +220,10 @@ fn replace(s: &mut Step, f: &Found, var: &str) -> bool {
     hit
 }
 
-fn json_strings(v: &mut Value, f: &mut impl FnMut(&mut String)) {
-    match v {
-        Value::String(s) => f(s),
-        Value::Array(items) => items.iter_mut().for_each(|i| json_strings(i, f)),
-        Value::Object(map) => map.values_mut().for_each(|i| json_strings(i, f)),
-        _ => {}
-    }
-}
-
 /// A variable name from `hint` (a JSON key or header name) not yet taken:
 /// letters, digits and `_`, not starting with a digit, not a built-in.
 fn name_for(hint: &str, taken: &BTreeSet<String>) -> String {
-    let mut base: String = hint
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' })
-        .take(40)
-        .collect();
-    if base.is_empty() || base.starts_with(|c: char| c.is_ascii_digit()) {
-        base.insert_str(0, "v_");
-    }
+    let mut base = var_name(hint);
     if BUILT_IN.contains(&base.as_str()) {
         base.push_str("_value");
     }
@@ -259,27 +243,27 @@ mod tests {
     use crate::model::{Origin, Response};
 
     fn step(path: &str, headers: &[(&str, &str)], body: Body, response: Option<Value>) -> Step {
+        let origin = Origin {
+            scheme: "http".into(),
+            host: "h".into(),
+            port: 80,
+        };
+        let headers = headers.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         Step {
-            from: String::new(),
-            origin: Origin {
-                scheme: "http".into(),
-                host: "h".into(),
-                port: 80,
-            },
-            method: "GET".into(),
-            path: path.into(),
-            query: Vec::new(),
-            headers: headers.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
-            body,
-            expect: None,
-            name: None,
-            groups: Vec::new(),
-            capture: Vec::new(),
             response: response.map(|json| Response {
                 status: 200,
                 headers: Vec::new(),
                 json: Some(json),
             }),
+            ..Step::new(
+                String::new(),
+                origin,
+                "GET".into(),
+                path.into(),
+                Vec::new(),
+                headers,
+                body,
+            )
         }
     }
 

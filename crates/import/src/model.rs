@@ -114,6 +114,80 @@ pub(crate) struct Step {
     pub groups: Vec<String>,
 }
 
+impl Step {
+    /// A request with no expectation, capture, recorded response, name or
+    /// group.
+    pub fn new(
+        from: String,
+        origin: Origin,
+        method: String,
+        path: String,
+        query: Pairs,
+        headers: Pairs,
+        body: Body,
+    ) -> Step {
+        Step {
+            from,
+            origin,
+            method,
+            path,
+            query,
+            headers,
+            body,
+            expect: None,
+            capture: Vec::new(),
+            response: None,
+            name: None,
+            groups: Vec::new(),
+        }
+    }
+}
+
+/// `hint` as a template variable's name: letters, digits and `_`, at most
+/// 60 characters, never starting with a digit.
+pub(crate) fn var_name(hint: &str) -> String {
+    let mut s: String = hint
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' })
+        .take(60)
+        .collect();
+    if s.is_empty() || s.starts_with(|c: char| c.is_ascii_digit()) {
+        s.insert_str(0, "v_");
+    }
+    s
+}
+
+/// `base` as an environment variable's name: capitals, digits and `_`,
+/// at most 40 characters, never starting with a digit.
+pub(crate) fn env_name(base: &str) -> String {
+    let name: String = base
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_uppercase()
+            } else {
+                '_'
+            }
+        })
+        .take(40)
+        .collect();
+    if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
+        format!("SECRET_{name}")
+    } else {
+        name
+    }
+}
+
+/// Calls `f` on every string inside `v`.
+pub(crate) fn json_strings(v: &mut Value, f: &mut impl FnMut(&mut String)) {
+    match v {
+        Value::String(s) => f(s),
+        Value::Array(items) => items.iter_mut().for_each(|i| json_strings(i, f)),
+        Value::Object(map) => map.values_mut().for_each(|i| json_strings(i, f)),
+        _ => {}
+    }
+}
+
 /// An input's requests.
 #[derive(Debug, Default)]
 pub(crate) struct Flow {

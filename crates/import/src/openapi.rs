@@ -13,7 +13,7 @@ use std::collections::BTreeSet;
 
 use serde_json::{Map, Value, json};
 
-use crate::model::{Body, Flow, ImportError, Origin, Step};
+use crate::model::{Body, Flow, ImportError, Origin, Step, env_name};
 
 /// Operations a document may hold.
 const MAX_OPERATIONS: usize = 10_000;
@@ -182,24 +182,19 @@ fn operation(
                 .find_map(|k| k.parse::<u16>().ok().filter(|c| (200..300).contains(c)))
         })
         .filter(|c| !(200..400).contains(c));
+    let groups = op
+        .get("tags")
+        .and_then(|t| t.get(0))
+        .and_then(Value::as_str)
+        .map(|t| vec![t.to_string()])
+        .unwrap_or_default();
+    let from = format!("operation {label}");
+    let method = method.to_ascii_uppercase();
     Step {
-        from: format!("operation {label}"),
-        origin: origin.clone(),
-        method: method.to_ascii_uppercase(),
-        path: full,
-        query,
-        headers,
-        body,
         expect,
-        capture: Vec::new(),
-        response: None,
         name: id,
-        groups: op
-            .get("tags")
-            .and_then(|t| t.get(0))
-            .and_then(Value::as_str)
-            .map(|t| vec![t.to_string()])
-            .unwrap_or_default(),
+        groups,
+        ..Step::new(from, origin.clone(), method, full, query, headers, body)
     }
 }
 
@@ -442,16 +437,7 @@ fn security(
             },
             "apiKey" => {
                 let name = scheme.get("name").and_then(Value::as_str).unwrap_or("X-API-Key");
-                let var: String = name
-                    .chars()
-                    .map(|c| {
-                        if c.is_ascii_alphanumeric() {
-                            c.to_ascii_uppercase()
-                        } else {
-                            '_'
-                        }
-                    })
-                    .collect();
+                let var = env_name(name);
                 let value = env.get(&var, what(&format!("the API key {name}")));
                 match scheme.get("in").and_then(Value::as_str) {
                     Some("query") => query.push((name.to_string(), value)),

@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use base64::Engine as _;
 use serde_json::Value;
 
-use crate::model::{Body, Capture, Flow, ImportError, Origin, Step, dropped_header};
+use crate::model::{Body, Capture, Flow, ImportError, Origin, Step, dropped_header, env_name, json_strings, var_name};
 
 /// Folders nested deeper than this are refused (a hostile file).
 const MAX_DEPTH: usize = 32;
@@ -152,20 +152,8 @@ impl Collection {
             self.auth(a, &mut headers, &mut query, n, name);
         }
         let body = self.body(req.get("body"), &mut headers, n, name)?;
-        Ok(Step {
-            from: format!("Postman request {n} ({})", name.chars().take(80).collect::<String>()),
-            origin,
-            method,
-            path,
-            query,
-            headers,
-            body,
-            expect: None,
-            capture: Vec::new(),
-            response: None,
-            name: None,
-            groups: Vec::new(),
-        })
+        let from = format!("Postman request {n} ({})", name.chars().take(80).collect::<String>());
+        Ok(Step::new(from, origin, method, path, query, headers, body))
     }
 
     /// `raw_url` with the variables that give its origin put in.
@@ -324,7 +312,7 @@ impl Collection {
         for stmt in script.split([';', '\n']).map(str::trim).filter(|s| !s.is_empty()) {
             if let Some((var, source)) = setter(stmt) {
                 match capture_of(source, &aliases) {
-                    Some(c) => step.capture.push((sanitize(&var), c)),
+                    Some(c) => step.capture.push((var_name(&var), c)),
                     None => other = true,
                 }
             } else if let Some(code) = status(stmt) {
@@ -519,19 +507,6 @@ fn is_plumbing(stmt: &str) -> bool {
         || s.starts_with("const ")
 }
 
-/// A Postman variable name as a throng variable name.
-fn sanitize(name: &str) -> String {
-    let mut s: String = name
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' })
-        .take(60)
-        .collect();
-    if s.is_empty() || s.starts_with(|c: char| c.is_ascii_digit()) {
-        s.insert_str(0, "v_");
-    }
-    s
-}
-
 /// Postman's dynamic variables throng has.
 fn dynamic(name: &str) -> Option<&'static str> {
     Some(match name {
@@ -558,14 +533,14 @@ fn settle(flow: &mut Flow, vars: &BTreeMap<String, String>) {
                 if let Some(d) = dynamic(name) {
                     return Some(d.to_string());
                 }
-                let n = sanitize(name);
+                let n = var_name(name);
                 if captured.contains(&n) {
                     return Some(format!("{{{{{n}}}}}"));
                 }
                 if let Some(v) = vars.get(name).filter(|v| !v.contains("{{")) {
                     return Some(v.clone());
                 }
-                let env = n.to_ascii_uppercase();
+                let env = env_name(&n);
                 from_env.insert(env.clone());
                 Some(format!("{{{{env.{env}}}}}"))
             });
@@ -590,15 +565,6 @@ fn settle(flow: &mut Flow, vars: &BTreeMap<String, String>) {
             "variables no earlier request captures read the environment: {} (set them with --env NAME=VALUE)",
             from_env.into_iter().collect::<Vec<_>>().join(", ")
         ));
-    }
-}
-
-fn json_strings(v: &mut Value, f: &mut impl FnMut(&mut String)) {
-    match v {
-        Value::String(s) => f(s),
-        Value::Array(items) => items.iter_mut().for_each(|i| json_strings(i, f)),
-        Value::Object(map) => map.values_mut().for_each(|i| json_strings(i, f)),
-        _ => {}
     }
 }
 

@@ -12,7 +12,7 @@
 
 use serde_json::Value;
 
-use crate::model::{Body, Flow};
+use crate::model::{Body, Flow, env_name};
 
 /// Names that mark a credential (a header, parameter or field name,
 /// lowercased, containing one).
@@ -49,22 +49,7 @@ impl Vars {
         if let Some((name, _, _)) = self.list.iter().find(|(_, _, v)| v == value) {
             return name.clone();
         }
-        let base: String = base
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() {
-                    c.to_ascii_uppercase()
-                } else {
-                    '_'
-                }
-            })
-            .take(40)
-            .collect();
-        let base = if base.is_empty() || base.starts_with(|c: char| c.is_ascii_digit()) {
-            format!("SECRET_{base}")
-        } else {
-            base
-        };
+        let base = env_name(base);
         let mut name = base.clone();
         let mut n = 2;
         while self.list.iter().any(|(x, _, _)| *x == name) {
@@ -152,26 +137,18 @@ mod tests {
 
     #[test]
     fn credentials_become_placeholders_and_no_value_is_kept() {
-        let step = |headers: Vec<(&str, &str)>, body: Body| Step {
-            from: String::new(),
-            origin: Origin {
+        let step = |headers: Vec<(&str, &str)>, body: Body| {
+            let origin = Origin {
                 scheme: "http".into(),
                 host: "h".into(),
                 port: 80,
-            },
-            method: "POST".into(),
-            path: "/".into(),
-            query: vec![("api_key".into(), "k-123".into()), ("page".into(), "2".into())],
-            headers: headers
+            };
+            let query = vec![("api_key".into(), "k-123".into()), ("page".into(), "2".into())];
+            let headers = headers
                 .into_iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-            body,
-            expect: None,
-            capture: Vec::new(),
-            response: None,
-            name: None,
-            groups: Vec::new(),
+                .collect();
+            Step::new(String::new(), origin, "POST".into(), "/".into(), query, headers, body)
         };
         let mut flow = Flow {
             steps: vec![

@@ -248,6 +248,26 @@ pub fn lab(stall: Option<throng_lab::Stall>) -> throng_lab::LabServer {
     .unwrap()
 }
 
+/// A lab server with the auth service at a low bcrypt cost (4), one-time
+/// codes revealed in the register response, two threads.
+pub fn auth_lab() -> throng_lab::LabServer {
+    throng_lab::LabServer::start_with_auth(
+        &throng_lab::LabConfig {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            threads: 2,
+            stall: None,
+            tls: None,
+        },
+        &{
+            let mut auth = throng_lab::AuthConfig::default();
+            auth.cost = throng_lab::BcryptCost::new(4).unwrap();
+            auth.reveal_otp = true;
+            auth
+        },
+    )
+    .unwrap()
+}
+
 /// What a throng run left behind.
 pub struct Run {
     pub output: Output,

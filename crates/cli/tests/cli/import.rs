@@ -170,25 +170,6 @@ fn shop(www: &Path, lab: std::net::SocketAddr, log: &Path) -> common::Nginx {
     )
 }
 
-/// A lab server with the auth service, codes revealed, cheap hashing.
-fn auth_lab() -> throng_lab::LabServer {
-    throng_lab::LabServer::start_with_auth(
-        &throng_lab::LabConfig {
-            listen: "127.0.0.1:0".parse().unwrap(),
-            threads: 2,
-            stall: None,
-            tls: None,
-        },
-        &{
-            let mut auth = throng_lab::AuthConfig::default();
-            auth.cost = throng_lab::BcryptCost::new(4).unwrap();
-            auth.reveal_otp = true;
-            auth
-        },
-    )
-    .unwrap()
-}
-
 const PAGE: &str = r#"<!doctype html><html><head><title>shop</title><link rel="icon" href="data:,"></head><body>
 <script>
 async function post(path, body) {
@@ -219,7 +200,7 @@ fn a_browser_recording_replays_against_a_fresh_server_with_its_code_and_token_ca
     std::fs::write(www.join("index.html"), PAGE).unwrap();
     let har = dir.path().join("shop.har");
     {
-        let lab = auth_lab();
+        let lab = common::auth_lab();
         let log = dir.path().join("recorded.log");
         let nginx = shop(&www, lab.addr(), &log);
         let rec = Command::new("timeout")
@@ -261,7 +242,7 @@ fn a_browser_recording_replays_against_a_fresh_server_with_its_code_and_token_ca
     assert!(!text.contains("Sec-Fetch") && !text.contains("sec-ch-ua"), "{text}");
 
     // A fresh lab: the recording's code and token mean nothing there.
-    let lab = auth_lab();
+    let lab = common::auth_lab();
     let log = dir.path().join("replayed.log");
     let nginx = shop(&www, lab.addr(), &log);
     let target = nginx.url("");
@@ -442,7 +423,7 @@ fn the_guides_runbook_imports_and_runs() {
 /// lab's auth service, every step passes, the failing login included.
 #[test]
 fn a_postman_collection_runs_with_its_script_variables_as_captures() {
-    let lab = auth_lab();
+    let lab = common::auth_lab();
     let base = format!("http://{}", lab.addr());
     let json_body =
         |raw: &str| serde_json::json!({"mode": "raw", "raw": raw, "options": {"raw": {"language": "json"}}});

@@ -12,25 +12,6 @@ use common::{assert_books_balance, lab, output, schema_violations, throng};
 use throng_metrics::{ScenarioStats, TagStats};
 use throng_result::RunResult;
 
-/// A lab server with the auth service at a low bcrypt cost, codes revealed.
-fn auth_lab() -> throng_lab::LabServer {
-    throng_lab::LabServer::start_with_auth(
-        &throng_lab::LabConfig {
-            listen: "127.0.0.1:0".parse().unwrap(),
-            threads: 2,
-            stall: None,
-            tls: None,
-        },
-        &{
-            let mut auth = throng_lab::AuthConfig::default();
-            auth.cost = throng_lab::BcryptCost::new(4).unwrap();
-            auth.reveal_otp = true;
-            auth
-        },
-    )
-    .unwrap()
-}
-
 struct Scenario {
     dir: tempfile::TempDir,
     file: PathBuf,
@@ -137,7 +118,7 @@ fn example(name: &str) -> String {
 
 #[test]
 fn the_auth_example_counts_expected_401s_as_ok() {
-    let lab = auth_lab();
+    let lab = common::auth_lab();
     let yaml = example("auth-stages.yaml").replace("http://127.0.0.1:8080", &format!("http://{}", lab.addr()));
     let s = scenario(&yaml, "");
     // The 5m30s ramp in about 5 s, same shape.
@@ -340,7 +321,7 @@ scenarios:
 
 #[test]
 fn a_captured_token_authenticates_the_next_request() {
-    let lab = auth_lab();
+    let lab = common::auth_lab();
     let target = format!("http://{}", lab.addr());
     let good = scenario(&CAPTURE.replace("TOKEN_POINTER", "/access_token"), &target);
     let r = run(good, &[]);
