@@ -189,6 +189,10 @@ fn http2_streams_are_stamped_too() {
     assert_eq!((t.receive.as_str(), t.kernel + t.user), ("kernel", 2000), "{t:?}");
     assert!(t.kernel * 10 >= 2000 * 9, "{t:?}");
     assert_rows_consistent(&rows, 2000);
+    // A stream's time on the wire starts at the write of its HEADERS (its
+    // first and, without a body, last byte), not when it queued them.
+    let queued = rows.iter().filter(|r| r[3] == "ok" && r[9] != "0").count();
+    assert_eq!(queued, 0, "rows with a send phase: {queued}");
     assert!(
         clock_line(&text).contains("kernel receive (SO_TIMESTAMPING), send at the system call that writes its HEADERS"),
         "{text}"
