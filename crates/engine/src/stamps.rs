@@ -135,7 +135,7 @@ impl Stamp {
 
     /// The stamp of [`Stamp::to_nanos`]'s word; None for 0 (no stamp).
     pub(crate) fn from_nanos(ns: u64) -> Option<Stamp> {
-        (ns != 0).then(|| Stamp {
+        (ns != 0).then_some(Stamp {
             sec: (ns / 1_000_000_000) as i64,
             nsec: (ns % 1_000_000_000) as i64,
         })

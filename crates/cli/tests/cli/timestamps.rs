@@ -236,7 +236,10 @@ fn http3_responses_are_stamped_at_the_quic_socket() {
         );
     }
     // Asked for the user clock, HTTP/3 uses it.
-    let (r, rows, text) = run(Some("user"), &[&url, "--http3", "--cacert", &ca, "-n", "200", "-c", "1"]);
+    let (r, rows, text) = run(
+        Some("user"),
+        &[&url, "--http3", "--cacert", &ca, "-n", "200", "-c", "1"],
+    );
     let t = r.generator.timestamps.as_ref().unwrap();
     assert_eq!((t.receive.as_str(), t.kernel, t.user), ("user", 0, 200), "{t:?}");
     assert_rows_consistent(&rows, 200);

@@ -6,8 +6,8 @@
 use std::cell::RefCell;
 use std::sync::Arc;
 
-use super::{http2, http3};
 use super::wire::Wire;
+use super::{http2, http3};
 
 /// One worker's shared connection state (in `crate::ctx::Ctx::conns`).
 pub(crate) struct Conns {

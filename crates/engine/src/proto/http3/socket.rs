@@ -123,7 +123,9 @@ pub(crate) struct StampedSocket {
 
 impl fmt::Debug for StampedSocket {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("StampedSocket").field("io", &self.io).finish_non_exhaustive()
+        f.debug_struct("StampedSocket")
+            .field("io", &self.io)
+            .finish_non_exhaustive()
     }
 }
 
@@ -169,7 +171,12 @@ impl AsyncUdpSocket for StampedSocket {
         Ok(())
     }
 
-    fn poll_recv(&self, cx: &mut Context<'_>, bufs: &mut [IoSliceMut<'_>], meta: &mut [RecvMeta]) -> Poll<io::Result<usize>> {
+    fn poll_recv(
+        &self,
+        cx: &mut Context<'_>,
+        bufs: &mut [IoSliceMut<'_>],
+        meta: &mut [RecvMeta],
+    ) -> Poll<io::Result<usize>> {
         loop {
             ready!(self.io.poll_recv_ready(cx))?;
             // WouldBlock clears the readiness (then wait again); another
