@@ -6,8 +6,9 @@
 use std::cell::RefCell;
 use std::sync::Arc;
 
+use super::http2;
+use super::http3::socket::WireClock;
 use super::wire::Wire;
-use super::{http2, http3};
 
 /// One worker's shared connection state (in `crate::ctx::Ctx::conns`).
 pub(crate) struct Conns {
@@ -16,7 +17,7 @@ pub(crate) struct Conns {
     /// The worker's QUIC endpoint: one UDP socket carries all its HTTP/3
     /// connections (made at the first one; a scenario's VUs use it too),
     /// with its socket's clock (when datagrams arrived, sends went out).
-    pub(crate) quic: RefCell<Option<(quinn::Endpoint, Arc<http3::WireClock>)>>,
+    pub(crate) quic: RefCell<Option<(quinn::Endpoint, Arc<WireClock>)>>,
 }
 
 impl Conns {

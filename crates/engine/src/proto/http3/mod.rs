@@ -31,7 +31,7 @@ mod redirect;
 mod scenario;
 mod send;
 mod slot;
-mod socket;
+pub(crate) mod socket;
 mod state;
 mod storm;
 mod stream;
@@ -44,7 +44,6 @@ use throng_plan::HttpPlan;
 pub(crate) use check::preflight;
 pub(crate) use scenario::Own;
 pub(crate) use slot::connection_slot;
-pub(crate) use socket::WireClock;
 
 pub(crate) use crate::proto::starts::Starts;
 pub(crate) use storm::{Held, storm_establish};
