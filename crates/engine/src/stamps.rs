@@ -113,6 +113,35 @@ pub(crate) struct Stamp {
     nsec: i64,
 }
 
+impl Stamp {
+    /// SCM_TIMESTAMPING's software stamp (its first timespec); None when
+    /// zero (the kernel filled only another of its three).
+    pub(crate) fn from_timespec(ts: &libc::timespec) -> Option<Stamp> {
+        (ts.tv_sec != 0 || ts.tv_nsec != 0).then_some(Stamp {
+            sec: ts.tv_sec,
+            nsec: ts.tv_nsec,
+        })
+    }
+
+    /// The stamp in one word, nanoseconds since the epoch (for an atomic
+    /// slot; a stamp before the epoch has no word and reads as none).
+    pub(crate) fn to_nanos(self) -> u64 {
+        u64::try_from(self.sec)
+            .ok()
+            .and_then(|s| s.checked_mul(1_000_000_000))
+            .and_then(|s| s.checked_add(u64::try_from(self.nsec).ok()?))
+            .unwrap_or(0)
+    }
+
+    /// The stamp of [`Stamp::to_nanos`]'s word; None for 0 (no stamp).
+    pub(crate) fn from_nanos(ns: u64) -> Option<Stamp> {
+        (ns != 0).then_some(Stamp {
+            sec: (ns / 1_000_000_000) as i64,
+            nsec: (ns % 1_000_000_000) as i64,
+        })
+    }
+}
+
 /// How many responses were timed by each clock (one worker's, or summed).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Counts {
@@ -340,6 +369,14 @@ mod tests {
         // Older than the request: stepped forward, or not this response's.
         assert_eq!(age(at(10, 0), at(10, 5_000_001), limit), None);
         assert_eq!(age(at(i64::MIN, 0), at(i64::MAX, 0), limit), None);
+    }
+
+    #[test]
+    fn stamps_pack_into_one_word_and_back() {
+        let s = at(1_764_300_000, 999_999_999);
+        assert_eq!(Stamp::from_nanos(s.to_nanos()), Some(s));
+        assert_eq!(Stamp::from_nanos(0), None);
+        assert_eq!(at(-1, 0).to_nanos(), 0);
     }
 
     #[test]

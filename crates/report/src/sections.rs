@@ -262,9 +262,9 @@ pub fn write_generator(r: &RunResult, units: u64, unit: &str, w: &mut dyn Write,
 
 /// Which clocks timed the responses: "timestamps  kernel receive
 /// (SO_TIMESTAMPING), send at the system call" (HTTP/2: the system call
-/// that writes the stream's HEADERS; HTTP/3: when the stream is handed to
-/// its connection), with the fallbacks when
-/// there were any. Nothing for runs that timed no response, or results
+/// that writes the stream's HEADERS; HTTP/3: the first send of the QUIC
+/// socket after the stream is handed to its connection), with the
+/// fallbacks when there were any. Nothing for runs that timed no response, or results
 /// from before throng said.
 pub fn write_timestamps(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
     let Some(t) = &r.generator.timestamps else {
@@ -291,9 +291,9 @@ pub fn write_timestamps(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
         )
     };
     // HTTP/2's driver stamps the streams whose HEADERS its write carries;
-    // HTTP/3's streams are handed to quinn, which sends them in its time.
+    // HTTP/3's streams are handed to quinn, and stamped at its next send.
     let send = match &r.measurements.multiplex {
-        Some(m) if m.protocols.contains_key("h3") => "send when the stream is handed to its connection",
+        Some(m) if m.protocols.contains_key("h3") => "send at the system call that carries it",
         Some(_) => "send at the system call that writes its HEADERS",
         None => "send at the system call",
     };

@@ -9,7 +9,7 @@ use crate::common;
 
 use std::path::Path;
 
-use common::{Nginx, assert_books_balance, output, schema_violations, throng};
+use common::{Aioquic, Nginx, assert_books_balance, output, schema_violations, throng};
 use throng_result::RunResult;
 
 const LOCATIONS: &str = r#"
@@ -189,6 +189,10 @@ fn http2_streams_are_stamped_too() {
     assert_eq!((t.receive.as_str(), t.kernel + t.user), ("kernel", 2000), "{t:?}");
     assert!(t.kernel * 10 >= 2000 * 9, "{t:?}");
     assert_rows_consistent(&rows, 2000);
+    // A stream's time on the wire starts at the write of its HEADERS (its
+    // first and, without a body, last byte), not when it queued them.
+    let queued = rows.iter().filter(|r| r[3] == "ok" && r[9] != "0").count();
+    assert_eq!(queued, 0, "rows with a send phase: {queued}");
     assert!(
         clock_line(&text).contains("kernel receive (SO_TIMESTAMPING), send at the system call that writes its HEADERS"),
         "{text}"
@@ -201,4 +205,45 @@ fn http2_streams_are_stamped_too() {
     let t = r.generator.timestamps.as_ref().unwrap();
     assert_eq!((t.receive.as_str(), t.kernel, t.user), ("user", 0, 500), "{t:?}");
     assert_rows_consistent(&rows, 500);
+}
+
+#[test]
+fn http3_responses_are_stamped_at_the_quic_socket() {
+    // Alone: a busy machine makes the kernel stamp fall back more often.
+    let _alone = common::heavy();
+    let (d, c) = common::certs();
+    let server = Aioquic::start(&c, d.path(), 0);
+    let url = server.url("/");
+    let ca = c.join("ca.pem").display().to_string();
+    // One connection, one stream (the latest datagram is the response's),
+    // then several of each sharing the worker's socket.
+    for (args, n) in [(&["-c", "1"][..], 300u64), (&["-c", "2", "--streams", "4"][..], 400)] {
+        let total = n.to_string();
+        let mut all = vec![url.as_str(), "--http3", "--cacert", &ca, "-n", &total];
+        all.extend_from_slice(args);
+        let (r, rows, text) = run(None, &all);
+        assert_books_balance(&r);
+        assert_eq!(r.measurements.requests.ok, n);
+        let t = r.generator.timestamps.as_ref().expect("the result names its clock");
+        // Every response timed by one clock, and the socket's stamps used:
+        // before they existed, HTTP/3 counted none (0 + 0).
+        assert_eq!((t.receive.as_str(), t.kernel + t.user), ("kernel", n), "{t:?}");
+        assert!(t.kernel * 10 >= n * 9, "{t:?}");
+        assert_rows_consistent(&rows, n as usize);
+        assert!(
+            clock_line(&text).contains("kernel receive (SO_TIMESTAMPING), send at the system call that carries it"),
+            "{text}"
+        );
+    }
+    // Asked for the user clock, HTTP/3 uses it.
+    let (r, rows, text) = run(
+        Some("user"),
+        &[&url, "--http3", "--cacert", &ca, "-n", "200", "-c", "1"],
+    );
+    let t = r.generator.timestamps.as_ref().unwrap();
+    assert_eq!((t.receive.as_str(), t.kernel, t.user), ("user", 0, 200), "{t:?}");
+    assert_rows_consistent(&rows, 200);
+    assert!(clock_line(&text).contains("THRONG_TIMESTAMPS=user"), "{text}");
+    let stats = server.stop();
+    assert_eq!(stats["requests"], 300 + 400 + 200);
 }

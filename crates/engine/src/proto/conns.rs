@@ -4,8 +4,10 @@
 //! closed when its loops end (`crate::proto::close_all`).
 
 use std::cell::RefCell;
+use std::sync::Arc;
 
 use super::http2;
+use super::http3::socket::WireClock;
 use super::wire::Wire;
 
 /// One worker's shared connection state (in `crate::ctx::Ctx::conns`).
@@ -13,8 +15,9 @@ pub(crate) struct Conns {
     /// An HTTP/2 plan's connections (None: every other protocol).
     pub(crate) h2: Option<http2::Pool>,
     /// The worker's QUIC endpoint: one UDP socket carries all its HTTP/3
-    /// connections (made at the first one; a scenario's VUs use it too).
-    pub(crate) quic: RefCell<Option<quinn::Endpoint>>,
+    /// connections (made at the first one; a scenario's VUs use it too),
+    /// with its socket's clock (when datagrams arrived, sends went out).
+    pub(crate) quic: RefCell<Option<(quinn::Endpoint, Arc<WireClock>)>>,
 }
 
 impl Conns {

@@ -260,6 +260,13 @@ pub(crate) async fn one_request(
         }
         (outcome, t_send, request_len) = (chain.outcome, chain.t_send, chain.request_len);
     }
+    // Its first byte went out with its HEADERS, at the driver's write (the
+    // stream's `sent`), after every stream started meanwhile had queued its
+    // own: its time on the wire starts there, as HTTP/1.1's starts at its
+    // write.
+    if let Ok(t) = &outcome {
+        t_send = t_send.max(t.sent);
+    }
     ctx.in_flight.set(ctx.in_flight.get() - 1);
     // A stream of another length than --expect-messages fails its check
     // whatever its status: no status is expected of it.

@@ -2,12 +2,14 @@
 //! endpoint.
 
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::Bytes;
 use throng_metrics::{ErrorClass, Handshake};
 
 use super::errors::{connection_class, h3_connection_class};
+use super::socket::WireClock;
 use super::{H3Spec, MAX_HEADER_SECTION, SendRequest};
 use crate::ctx::Ctx;
 
@@ -20,21 +22,28 @@ pub(super) struct To {
 }
 
 /// The worker's QUIC endpoint (one UDP socket for all its connections),
-/// made at the first connection. One socket per connection would cost a
-/// receive buffer each (quinn sizes it for GRO batches, over half a MB),
-/// kept until the closed connection has drained.
-pub(super) fn endpoint(ctx: &Ctx, to: SocketAddr) -> Result<quinn::Endpoint, ErrorClass> {
-    if let Some(e) = ctx.conns.quic.borrow().as_ref() {
-        return Ok(e.clone());
+/// made at the first connection, and its socket's clock. One socket per
+/// connection would cost a receive buffer each (quinn sizes it for GRO
+/// batches, over half a MB), kept until the closed connection has drained.
+pub(super) fn endpoint(ctx: &Ctx, to: SocketAddr) -> Result<(quinn::Endpoint, Arc<WireClock>), ErrorClass> {
+    if let Some((e, c)) = ctx.conns.quic.borrow().as_ref() {
+        return Ok((e.clone(), Arc::clone(c)));
     }
     let bind: SocketAddr = if to.is_ipv4() {
         (Ipv4Addr::UNSPECIFIED, 0).into()
     } else {
         (Ipv6Addr::UNSPECIFIED, 0).into()
     };
-    let e = quinn::Endpoint::client(bind).map_err(|e| crate::errors::classify(&e, crate::errors::Stage::Connect))?;
-    *ctx.conns.quic.borrow_mut() = Some(e.clone());
-    Ok(e)
+    let (e, c) = super::socket::endpoint(bind, ctx.stamp)
+        .map_err(|e| crate::errors::classify(&e, crate::errors::Stage::Connect))?;
+    *ctx.conns.quic.borrow_mut() = Some((e.clone(), Arc::clone(&c)));
+    Ok((e, c))
+}
+
+/// `f` of the worker's socket clock, once its endpoint exists (it does for
+/// any stream: its connection was opened on it).
+pub(super) fn with_clock<T>(ctx: &Ctx, f: impl FnOnce(&WireClock) -> T) -> Option<T> {
+    ctx.conns.quic.borrow().as_ref().map(|(_, c)| f(c))
 }
 
 /// Where QUIC goes: the route's first address (after -4/-6,
@@ -70,7 +79,7 @@ pub(super) async fn open_to(
     ctx.rec.borrow_mut().connection_started(started, false);
     ctx.connecting.set(ctx.connecting.get() + 1);
     let result = async {
-        let endpoint = endpoint(ctx, addr)?;
+        let (endpoint, _) = endpoint(ctx, addr)?;
         let connecting = endpoint
             .connect_with(client.clone(), addr, server_name)
             .map_err(|_| ErrorClass::Quic("connect_error"))?;

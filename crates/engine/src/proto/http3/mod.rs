@@ -20,7 +20,8 @@
 //! (opening a connection), `stream.rs` (one request on a stream),
 //! `redirect.rs` (its redirects), `storm.rs` (a storm's held connection),
 //! `scenario.rs` (a VU's own connection), `errors.rs` (failures as classes),
-//! `check.rs` (the pre-run check); here, the request every connection sends
+//! `check.rs` (the pre-run check), `socket.rs` (the worker's UDP socket,
+//! with the kernel's receive stamps and the send instants); here, the request every connection sends
 //! (`H3Spec`) and where the loops take their requests from (`Starts`).
 
 mod check;
@@ -30,6 +31,7 @@ mod redirect;
 mod scenario;
 mod send;
 mod slot;
+pub(crate) mod socket;
 mod state;
 mod storm;
 mod stream;

@@ -190,9 +190,11 @@ async fn elsewhere(
         .find(|(n, _)| n == "location")
         .map(|(_, v)| v.clone());
     Ok(Done {
+        began: None,
         sent: t.sent,
         first: t.first,
         done: t.done,
+        kernel: t.kernel,
         reply: slot.reply(),
         server: slot.server.take(),
         location,

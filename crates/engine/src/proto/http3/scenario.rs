@@ -9,9 +9,10 @@ use std::time::Instant;
 use bytes::{Buf, Bytes};
 use throng_metrics::ErrorClass;
 
-use super::conn::open_to;
+use super::conn::{open_to, with_clock};
 use super::errors::stream_class;
-use super::send::{STREAM_LIMIT, final_response};
+use super::send::{STREAM_LIMIT, Wire, final_response};
+use super::socket::WireClock;
 use super::{H3_NO_ERROR, SendRequest};
 use crate::ctx::Ctx;
 
@@ -98,6 +99,7 @@ impl Own {
         let send = &mut self.send;
         let written = Cell::new(None);
         let work = async {
+            let began = with_clock(ctx, WireClock::mark);
             let mut stream = send.send_request(request).await.map_err(|e| stream_class(&e))?;
             written.set(Some(request_len.saturating_sub(body.len())));
             ctx.rec.borrow_mut().stream_opened(Instant::now(), 1);
@@ -107,9 +109,12 @@ impl Own {
                 written.set(Some(request_len));
             }
             stream.finish().await.map_err(|e| stream_class(&e))?;
-            let sent = Instant::now();
+            let handed = Instant::now();
+            let ended = with_clock(ctx, WireClock::mark);
             let resp = final_response(&mut stream).await?;
-            let first = Instant::now();
+            let now = Instant::now();
+            let wire = Wire::read(ctx, began, ended, handed, now);
+            let first = wire.received.unwrap_or(now);
             slot.head(resp.status().as_u16(), resp.headers());
             while let Some(mut chunk) = stream.recv_data().await.map_err(|e| stream_class(&e))? {
                 while chunk.has_remaining() {
@@ -126,12 +131,14 @@ impl Own {
                 return Err((ErrorClass::Eof, false));
             }
             drop(open);
+            let (done, kernel) = wire.end(ctx);
             Ok(crate::conn::Timing {
-                sent,
-                first,
-                done: Instant::now(),
+                sent: wire.sent,
+                // A stamped end can precede the clock of an unstamped head.
+                first: first.min(done),
+                done,
                 extra: false,
-                kernel: false,
+                kernel,
             })
         };
         let outcome = tokio::select! {

@@ -7,7 +7,9 @@ use bytes::{Buf, Bytes};
 use throng_metrics::{ErrorClass, Reply};
 
 use super::SendRequest;
+use super::conn::with_clock;
 use super::errors::stream_class;
+use super::socket::WireClock;
 use super::state::{Broke, ConnState, Done, Progress, Want};
 use crate::ctx::Ctx;
 
@@ -90,6 +92,8 @@ async fn one(
     progress: &Progress,
 ) -> Result<Done, Broke> {
     let head = request.method() == http::Method::HEAD;
+    // The sends so far: the first after this carries the request's start.
+    let began = with_clock(ctx, WireClock::mark);
     // Opening the stream waits while the server's MAX_STREAMS is used up.
     let mut stream = send.send_request(request).await.map_err(|e| stream_class(&e))?;
     progress.opened.set(true);
@@ -102,9 +106,14 @@ async fn one(
         progress.written.set(want.request_len);
     }
     stream.finish().await.map_err(|e| stream_class(&e))?;
-    let sent = Instant::now();
+    let handed = Instant::now();
+    // quinn sends it when its connection's task runs next: the first send
+    // after this carries the request's end.
+    let ended = with_clock(ctx, WireClock::mark);
     let resp = final_response(&mut stream).await?;
-    let first = Instant::now();
+    let now = Instant::now();
+    let wire = Wire::read(ctx, began, ended, handed, now);
+    let first = wire.received.unwrap_or(now);
     let header_bytes = resp
         .headers()
         .iter()
@@ -142,11 +151,14 @@ async fn one(
         // body cut off by the connection's end.
         return Err((ErrorClass::Eof, false));
     }
-    let done = Instant::now();
+    let (done, kernel) = wire.end(ctx);
     Ok(Done {
-        sent,
-        first,
+        began: wire.began,
+        sent: wire.sent,
+        // A stamped end can precede the clock of an unstamped head.
+        first: first.min(done),
         done,
+        kernel,
         reply: Reply {
             status: resp.status().as_u16(),
             header_bytes,
@@ -155,4 +167,53 @@ async fn one(
         server,
         location,
     })
+}
+
+/// A request's times on the wire, as the worker's socket saw them when its
+/// response head arrived (`crate::proto::http3::socket` says what they
+/// mean with several connections on the socket).
+pub(super) struct Wire {
+    /// The first send after the stream was asked for (None: too many sends
+    /// since, or none).
+    pub(super) began: Option<Instant>,
+    /// The first send after the request was handed over, else the handing.
+    pub(super) sent: Instant,
+    /// The latest datagram's arrival (None: no stamp, or implausible).
+    pub(super) received: Option<Instant>,
+}
+
+impl Wire {
+    /// The times of a request whose stream took the send mark `began` when
+    /// asked for and `ended` when its request was `handed` over, read when
+    /// its response head came (`now`).
+    pub(super) fn read(ctx: &Ctx, began: Option<u64>, ended: Option<u64>, handed: Instant, now: Instant) -> Wire {
+        with_clock(ctx, |c| {
+            // A send is between the handing over and now, whatever the clock.
+            let sent = ended
+                .and_then(|m| c.sent_after(m))
+                .filter(|s| *s >= handed && *s <= now)
+                .unwrap_or(handed);
+            let began = began.and_then(|m| c.sent_after(m)).filter(|b| *b <= sent);
+            Wire {
+                began,
+                sent,
+                received: c.received(now, sent),
+            }
+        })
+        .unwrap_or(Wire {
+            began: None,
+            sent: handed,
+            received: None,
+        })
+    }
+
+    /// The response's end, seen now: the latest datagram's arrival and
+    /// true, or now and false (no stamp, or implausible).
+    pub(super) fn end(&self, ctx: &Ctx) -> (Instant, bool) {
+        let now = Instant::now();
+        match with_clock(ctx, |c| c.received(now, self.sent)).flatten() {
+            Some(at) => (at, true),
+            None => (now, false),
+        }
+    }
 }

@@ -19,9 +19,16 @@ pub(super) struct ConnState {
 
 /// When the parts of one exchange happened, and what came back.
 pub(super) struct Done {
+    /// The request's first byte on the wire: the first send of the
+    /// worker's socket after the stream was asked for (None: not known,
+    /// the exchange's start counts).
+    pub(super) began: Option<Instant>,
+    /// The request's last byte: the first send after it was handed over.
     pub(super) sent: Instant,
     pub(super) first: Instant,
     pub(super) done: Instant,
+    /// `done` came from the kernel's receive stamp.
+    pub(super) kernel: bool,
     pub(super) reply: Reply,
     pub(super) server: Option<String>,
     /// A redirect's `Location`, when the run follows redirects.

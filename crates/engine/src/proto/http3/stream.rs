@@ -102,11 +102,16 @@ pub(super) async fn exchange(
         }
         (done, t_send, request_len) = (chain.outcome, chain.t_send, chain.request_len);
     }
+    // The request's first byte as the socket sent it, when known.
+    if let Ok(Done { began: Some(b), .. }) = &done {
+        t_send = *b;
+    }
     ctx.in_flight.set(ctx.in_flight.get() - 1);
     offer_slowest(ctx, ids.map(|(id, _)| id), intended.unwrap_or(t_first), &done);
     let mut rec = ctx.rec.borrow_mut();
     match done {
         Ok(d) => {
+            ctx.count_stamp(d.kernel);
             let origin = intended.unwrap_or(t_first);
             rec.sent(d.sent, request_len);
             let phases = [
