@@ -343,6 +343,49 @@ fn goaway_with_many_streams_keeps_the_books() {
 }
 
 #[test]
+fn reconnecting_after_goaway_leaks_no_descriptor() {
+    // 64 descriptors for 2,000 requests on connections the server ends
+    // every few streams (about 400 of them): one socket left open per
+    // connection would run out (fd_unavailable) after a few dozen.
+    let server = FaultServer::start("h2-goaway");
+    for io in IO {
+        let dir = tempfile::tempdir().unwrap();
+        let json = dir.path().join("r.json");
+        let out = common::output(std::process::Command::new("sh").arg("-c").arg(format!(
+            "ulimit -n 64 && exec {} http {} --http2 -c 8 --streams 2 -n 2000 -t 1 --timeout 10s --io {io} -q --json {}",
+            env!("CARGO_BIN_EXE_throng"),
+            server.url("http"),
+            json.display()
+        )));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{io}: {stderr}");
+        let r = common::read_result(&json).expect("a result");
+        assert_books_balance(&r);
+        let m = &r.measurements;
+        assert_eq!(m.requests.error("fd_unavailable"), 0, "{io}: {:?}", m.requests);
+        assert_eq!(m.connections.failed(), 0, "{io}: {:?}", m.connections);
+        assert_eq!(m.requests.attempted, 2000, "{io}");
+        assert_eq!(
+            m.requests.ok + m.requests.error("h2.goaway"),
+            2000,
+            "{io}: {:?}",
+            m.requests
+        );
+        assert!(
+            m.connections.ok >= 2000 / throng_lab::GOAWAY_AFTER / 2,
+            "{io}: {:?}",
+            m.connections
+        );
+        let ran = if io == "uring" {
+            throng_result::Io::Uring
+        } else {
+            throng_result::Io::Epoll
+        };
+        assert_eq!(r.generator.io, Some(ran), "{io}");
+    }
+}
+
+#[test]
 fn a_tiny_window_and_large_bodies_flow() {
     for io in IO {
         let dir = tempfile::tempdir().unwrap();
