@@ -386,6 +386,51 @@ fn reconnecting_after_goaway_leaks_no_descriptor() {
 }
 
 #[test]
+fn a_stalled_stream_times_out_and_the_connection_goes_on() {
+    // Every second stream is never answered: it fails at --timeout, is
+    // reset (CANCEL), and the next streams go on the same connection.
+    let server = FaultServer::start("h2-stall");
+    for io in IO {
+        let run = http_io(
+            io,
+            &[
+                &server.url("http"),
+                "--http2",
+                "-c",
+                "1",
+                "--streams",
+                "1",
+                "-n",
+                "8",
+                "-t",
+                "1",
+                "--timeout",
+                "300ms",
+            ],
+        );
+        let m = &run.result().measurements;
+        assert_eq!(m.requests.ok, 4, "{io}: {:?}", m.requests);
+        assert_eq!(m.requests.error("timeout.response"), 4, "{io}: {:?}", m.requests);
+        assert_eq!(m.connections.attempted, 1, "{io}: the connection went on");
+    }
+}
+
+#[test]
+fn a_huge_header_block_is_protocol_and_the_connection_is_replaced() {
+    // Every second stream's header block is past the 256 KiB header list
+    // throng allows: the connection fails (h2.protocol) and a new one
+    // carries the next request.
+    for io in IO {
+        let run = one_conn_on(io, "h2-huge-headers", "10", "1", &[]);
+        let m = &run.result().measurements;
+        assert_eq!(m.requests.ok, 5, "{io}: {:?}", m.requests);
+        assert_eq!(m.requests.error("h2.protocol"), 5, "{io}: {:?}", m.requests);
+        assert_eq!(m.connections.ok, 5, "{io}: {:?}", m.connections);
+        assert!(throng_lab::HUGE_HEADERS > 256 << 10);
+    }
+}
+
+#[test]
 fn a_tiny_window_and_large_bodies_flow() {
     for io in IO {
         let dir = tempfile::tempdir().unwrap();
