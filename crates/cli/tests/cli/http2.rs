@@ -426,7 +426,7 @@ fn a_huge_header_block_is_protocol_and_the_connection_is_replaced() {
         assert_eq!(m.requests.ok, 5, "{io}: {:?}", m.requests);
         assert_eq!(m.requests.error("h2.protocol"), 5, "{io}: {:?}", m.requests);
         assert_eq!(m.connections.ok, 5, "{io}: {:?}", m.connections);
-        assert!(throng_lab::HUGE_HEADERS > 256 << 10);
+        const { assert!(throng_lab::HUGE_HEADERS > 256 << 10) };
     }
 }
 
