@@ -113,21 +113,30 @@ fn h2c_closed_loop_on(io: &str) {
 fn tls_alpn_h2_streams_are_capped_by_the_server() {
     let (_d, c) = common::certs();
     let nginx = tls_nginx(&c, "ssl http2", 3);
+    for io in IO {
+        tls_alpn_h2_on(io, &nginx, &c);
+    }
+}
+
+fn tls_alpn_h2_on(io: &str, nginx: &Nginx, c: &Path) {
     let ca = c.join("ca.pem");
-    let run = http(&[
-        &nginx.https("localhost", "/hello"),
-        "--cacert",
-        ca.to_str().unwrap(),
-        "--http2",
-        "-c",
-        "2",
-        "--streams",
-        "10",
-        "-n",
-        "600",
-        "-t",
-        "1",
-    ]);
+    let run = http_io(
+        io,
+        &[
+            &nginx.https("localhost", "/hello"),
+            "--cacert",
+            ca.to_str().unwrap(),
+            "--http2",
+            "-c",
+            "2",
+            "--streams",
+            "10",
+            "-n",
+            "600",
+            "-t",
+            "1",
+        ],
+    );
     assert_eq!(run.code(), 0, "stderr: {}", run.stderr());
     let r = run.result();
     let m = &r.measurements;

@@ -38,7 +38,7 @@ use throng_metrics::{ErrorClass, Live, Phase};
 use tokio::sync::watch;
 
 use super::context::{ring_ctx, wait_origin};
-use super::h2_conn::{H2Conn, State, Stream, stream_level};
+use super::h2_conn::{H2Conn, State, Stream, TlsFed, stream_level};
 use super::publish::{self, Publisher};
 use super::ring::{BGID, Ring, close_fd};
 use super::slot::{GENERATION, OP_CONNECT, OP_RECV, OP_SEND, new_socket, parse_user_data, user_data};
@@ -50,6 +50,7 @@ use crate::proto::http1::Keep;
 use crate::proto::http2::{Spec, encode_head};
 use crate::proto::session::Session;
 use crate::record::record_exchange;
+use crate::transport::TlsClient;
 use crate::worker::state::{RunState, Snapshots, WorkerDone};
 
 /// How often the loop wakes with nothing completed (deadlines, the run's
@@ -61,6 +62,8 @@ const CONTROL: usize = 64;
 const BATCH: usize = 16;
 /// How long a wait holds out for a batch before it takes what has come.
 const BATCH_WAIT_US: u32 = 50;
+/// Plaintext taken out of a TLS session at a time (a record's most).
+const PLAIN: usize = 16 * 1024;
 
 /// The HTTP/2 loop of one worker on its ring.
 struct H2Loop<'a> {
@@ -82,6 +85,10 @@ struct H2Loop<'a> {
     addrs: Vec<SockAddr>,
     msghdr: Box<libc::msghdr>,
     batch: bool,
+    /// An https:// plan's TLS client (ALPN h2), and room for a receive's
+    /// plaintext.
+    tls: Option<TlsClient>,
+    plain: Box<[u8]>,
 }
 
 /// Runs one worker's HTTP/2 closed loop on an io_uring; the contract of
@@ -127,6 +134,12 @@ pub(super) fn run(
             m
         },
         batch: true,
+        tls: ctx.spec.tls.clone(),
+        plain: if ctx.spec.tls.is_some() {
+            vec![0; PLAIN].into_boxed_slice()
+        } else {
+            Box::default()
+        },
     };
     wait_origin(origin, &state, TICK);
     let aborted = lp.run(&mut state, &live, snapshot.as_ref())?;
@@ -253,7 +266,10 @@ impl H2Loop<'_> {
     fn turn(&mut self, i: usize, now: Instant) -> io::Result<()> {
         let c = &self.conns[i];
         match c.state {
-            State::Done | State::Connecting | State::Preface => return Ok(()),
+            State::Done | State::Connecting | State::Tls => return Ok(()),
+            // The preface (after a TLS handshake), acks of the server's
+            // SETTINGS.
+            State::Preface => return self.flush(i),
             State::Ready if c.dead && c.streams.is_empty() && c.waiting.is_none() && !c.sending => {
                 self.close(i, true);
                 self.starts.push(i);
@@ -572,9 +588,25 @@ impl H2Loop<'_> {
             if let Some(&addr) = ctx.spec.route.addrs.get(c.addr % n) {
                 rec.reached(addr);
             }
-            rec.connection_established(now, false);
         }
         ctx.prefer.set(c.addr % n);
+        // A new socket: nothing of it is being sent.
+        c.out.clear();
+        c.off = 0;
+        c.sending = false;
+        if let Some(client) = &self.tls {
+            // Established once its handshake is done (tls_received).
+            match throng_tls::rustls::ClientConnection::new(Arc::clone(&client.config), client.server_name.clone()) {
+                Ok(session) => c.tls = Some(Box::new(session)),
+                Err(_) => return self.connect_failed(i, ErrorClass::Tls("client_setup")),
+            }
+            c.state = State::Tls;
+            c.hello = now;
+            c.deadline = now + ctx.spec.timeout;
+            self.arm_recv(i)?;
+            return self.flush(i);
+        }
+        ctx.rec.borrow_mut().connection_established(now, false);
         ctx.connecting.set(ctx.connecting.get() - 1);
         c.reset(self.spec.streams);
         c.state = State::Preface;
@@ -636,8 +668,53 @@ impl H2Loop<'_> {
         }
         let stamp = crate::stamps::from_control(out.control_data());
         let c = &mut self.conns[i];
+        if c.tls.is_some() {
+            let fed = c.feed_tls(payload, &mut self.plain, stamp, now, &self.spec.body, self.spec.streams);
+            return self.tls_received(i, fed, now);
+        }
         if let Err(class) = c.receive(payload, stamp, now, &self.spec.body) {
             return self.failed(i, class);
+        }
+        if c.state == State::Preface && c.settings && c.acked {
+            self.handshaken(i, now);
+        }
+        self.end_streams(i);
+        self.starts.push(i);
+        Ok(())
+    }
+
+    /// What a receive's records did to TLS connection `i`: its handshake
+    /// ended (the `tls` phase, the connection established, its preface
+    /// next), it failed (in its handshake: the connection's failure), the
+    /// peer closed it; then as a plain receive.
+    fn tls_received(&mut self, i: usize, fed: Result<TlsFed, ErrorClass>, now: Instant) -> io::Result<()> {
+        let ctx = self.ctx;
+        let fed = match fed {
+            Ok(fed) => fed,
+            Err(class) => return self.failed(i, class),
+        };
+        let c = &mut self.conns[i];
+        if fed.handshaken {
+            ctx.connecting.set(ctx.connecting.get() - 1);
+            if let Some(session) = c.tls.as_deref() {
+                let mut rec = ctx.rec.borrow_mut();
+                rec.tls_handshake(now, now - c.hello, crate::transport::negotiated(session));
+                rec.connection_established(now, false);
+            }
+            c.state = State::Preface;
+            c.preface_at = now;
+            c.deadline = now + ctx.spec.timeout;
+            if fed.not_h2 {
+                return self.failed(i, ErrorClass::H2("not_negotiated"));
+            }
+        }
+        if fed.closed {
+            return self.failed(i, ErrorClass::Eof);
+        }
+        let c = &mut self.conns[i];
+        if c.state == State::Tls {
+            // A handshake flight to answer.
+            return self.flush(i);
         }
         if c.state == State::Preface && c.settings && c.acked {
             self.handshaken(i, now);
@@ -719,8 +796,13 @@ impl H2Loop<'_> {
     fn failed(&mut self, i: usize, class: ErrorClass) -> io::Result<()> {
         let ctx = self.ctx;
         let c = &mut self.conns[i];
-        if c.state == State::Connecting {
-            return self.connect_failed(i, class);
+        match c.state {
+            State::Connecting => return self.connect_failed(i, class),
+            // A TLS handshake that fails fails the connection, in epoll's
+            // classes.
+            State::Tls if class == ErrorClass::Eof => return self.connect_failed(i, ErrorClass::Tls("handshake_eof")),
+            State::Tls => return self.connect_failed(i, class),
+            _ => {}
         }
         let class = if matches!(class, ErrorClass::Reset | ErrorClass::Eof) && c.went_away {
             ErrorClass::H2("goaway")
@@ -745,6 +827,7 @@ impl H2Loop<'_> {
             let c = &mut self.conns[i];
             match c.state {
                 State::Connecting if now >= c.deadline => self.connect_failed(i, ErrorClass::TimeoutConnect)?,
+                State::Tls if now >= c.deadline => self.connect_failed(i, ErrorClass::TimeoutTls)?,
                 State::Preface if now >= c.deadline => self.failed(i, ErrorClass::TimeoutHandshake)?,
                 State::Ready => {
                     if c.waiting.is_some() && now >= c.deadline {
@@ -796,6 +879,7 @@ impl H2Loop<'_> {
         let c = &mut self.conns[i];
         c.state = State::Idle;
         c.h2 = None;
+        c.tls = None;
         c.streams = Vec::new();
         if !c.sending {
             // A send still in the kernel reads `out`: kept until the
@@ -814,6 +898,7 @@ impl H2Loop<'_> {
         }
         let fd = c.fd;
         c.fd = -1;
+        c.tls = None;
         c.recv_armed = false;
         c.generation = c.generation.wrapping_add(1);
         // SAFETY: shutdown on a socket this worker owns.
@@ -836,14 +921,14 @@ mod tests {
     use super::*;
 
     /// What a ring HTTP/2 connection holds for its whole life besides its
-    /// share of the ring: its 208-byte slot (the protocol's state boxed in it, 336
+    /// share of the ring: its 232-byte slot (the protocol's state and a TLS session boxed in it, 336
     /// bytes unoptimized, released when the connection closes). Its
     /// streams' entries (184 bytes each, and a response slot) and output
     /// come and go with streams (an idle connection shrinks them).
     #[test]
     fn a_ring_http2_connection_stays_small() {
         let slot = std::mem::size_of::<H2Conn>();
-        assert!(slot <= 216, "a ring HTTP/2 connection's slot is {slot} bytes");
+        assert!(slot <= 240, "a ring HTTP/2 connection's slot is {slot} bytes");
         let conn = std::mem::size_of::<throng_http2::Conn>();
         assert!(conn <= 400, "throng_http2::Conn is {conn} bytes");
         let stream = std::mem::size_of::<Stream>();

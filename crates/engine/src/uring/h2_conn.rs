@@ -4,11 +4,13 @@
 //! bytes do to its streams (the same events, classes and timing as the
 //! epoll driver's `Shared::receive`).
 
+use std::io::{Read, Write};
 use std::os::fd::RawFd;
 use std::time::Instant;
 
 use throng_http2::{ErrorCode, Event, StreamId};
 use throng_metrics::ErrorClass;
+use throng_tls::rustls::ClientConnection;
 
 use crate::proto::http2::{Slot, reset_class};
 use crate::proto::session::Session;
@@ -20,6 +22,8 @@ pub(super) enum State {
     Idle,
     /// TCP connecting.
     Connecting,
+    /// TLS handshaking (the `tls` phase): ALPN must choose h2.
+    Tls,
     /// The preface spoken, waiting for the server's SETTINGS and its
     /// acknowledgement of ours (the `handshake` phase).
     Preface,
@@ -69,6 +73,10 @@ pub(super) struct H2Conn {
     /// The preface went out (the `handshake` phase's start).
     pub(super) preface_at: Instant,
     pub(super) h2: Option<Box<throng_http2::Conn>>,
+    /// An https:// connection's session (records in and out of the ring).
+    pub(super) tls: Option<Box<ClientConnection>>,
+    /// TCP established, the ClientHello queued: the `tls` phase's start.
+    pub(super) hello: Instant,
     pub(super) settings: bool,
     pub(super) acked: bool,
     /// The server's SETTINGS_MAX_CONCURRENT_STREAMS (u32::MAX: none).
@@ -107,6 +115,8 @@ impl H2Conn {
             deadline: now,
             preface_at: now,
             h2: None,
+            tls: None,
+            hello: now,
             settings: false,
             acked: false,
             server_max: u32::MAX,
@@ -134,9 +144,6 @@ impl H2Conn {
         self.server_max = u32::MAX;
         self.went_away = false;
         self.dead = false;
-        self.out.clear();
-        self.off = 0;
-        self.sending = false;
         self.carried = 0;
     }
 
@@ -317,6 +324,27 @@ impl H2Conn {
         if self.sending {
             return false;
         }
+        if let Some(session) = self.tls.as_mut() {
+            // The frames go into the session (as far as its buffer takes
+            // them: the rest at the next turn), its records out.
+            if let Some(conn) = self.h2.as_mut()
+                && !session.is_handshaking()
+            {
+                let pending = conn.pending_output();
+                if !pending.is_empty() {
+                    let n = session.writer().write(pending).unwrap_or(0);
+                    conn.consume_output(n);
+                }
+            }
+            self.out.clear();
+            self.off = 0;
+            while session.wants_write() {
+                if !matches!(session.write_tls(&mut self.out), Ok(n) if n > 0) {
+                    break;
+                }
+            }
+            return !self.out.is_empty();
+        }
         let Some(conn) = self.h2.as_mut() else {
             return false;
         };
@@ -340,6 +368,69 @@ impl H2Conn {
             }
             self.out = Vec::new();
         }
+    }
+}
+
+/// What a receive's records did to a TLS connection.
+#[derive(Default)]
+pub(super) struct TlsFed {
+    /// The handshake ended with them (ALPN chose h2: the protocol's state
+    /// is made).
+    pub(super) handshaken: bool,
+    /// It ended, and ALPN did not choose h2.
+    pub(super) not_h2: bool,
+    /// The peer's close_notify.
+    pub(super) closed: bool,
+}
+
+impl H2Conn {
+    /// Feeds a receive's records to the session; its plaintext goes to
+    /// the HTTP/2 connection (through `plain`), as [`H2Conn::receive`].
+    /// Err: the session or the connection failed.
+    pub(super) fn feed_tls(
+        &mut self,
+        mut payload: &[u8],
+        plain: &mut [u8],
+        stamp: Option<crate::stamps::Stamp>,
+        now: Instant,
+        body: &[u8],
+        streams: u32,
+    ) -> Result<TlsFed, ErrorClass> {
+        let mut fed = TlsFed::default();
+        while !payload.is_empty() {
+            let Some(session) = self.tls.as_mut() else {
+                return Err(ErrorClass::Protocol);
+            };
+            let was_handshaking = session.is_handshaking();
+            if session.read_tls(&mut payload).is_err() {
+                return Err(ErrorClass::Protocol);
+            }
+            let state = session
+                .process_new_packets()
+                .map_err(|e| ErrorClass::Tls(throng_tls::failure_class(&e)))?;
+            fed.closed |= state.peer_has_closed();
+            if was_handshaking && !session.is_handshaking() {
+                fed.handshaken = true;
+                if session.alpn_protocol() != Some(b"h2") {
+                    fed.not_h2 = true;
+                    return Ok(fed);
+                }
+                self.reset(streams);
+            }
+            loop {
+                let Some(session) = self.tls.as_mut() else { break };
+                let n = match session.reader().read(plain) {
+                    Ok(n) if n > 0 => n,
+                    _ => break,
+                };
+                if self.h2.is_none() {
+                    // Plaintext before the handshake's end: never.
+                    return Err(ErrorClass::Protocol);
+                }
+                self.receive(&plain[..n], stamp, now, body)?;
+            }
+        }
+        Ok(fed)
     }
 }
 

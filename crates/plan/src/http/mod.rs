@@ -505,10 +505,7 @@ impl HttpPlan {
     pub fn ring_refuses(&self) -> Option<String> {
         match self.http {
             HttpVersion::Http1 => {}
-            // h2c's closed loop rides the ring (engine uring/h2.rs).
-            HttpVersion::Http2 if self.target.scheme == crate::Scheme::Https => {
-                return Some("HTTP/2 over TLS".to_string());
-            }
+            // HTTP/2's closed loop rides the ring (engine uring/h2.rs).
             HttpVersion::Http2 if matches!(self.load, Load::Open { .. }) => {
                 return Some("HTTP/2 open loops".to_string());
             }
