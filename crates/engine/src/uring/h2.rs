@@ -1,6 +1,6 @@
-//! HTTP/2 (h2c, prior knowledge) closed loops on the ring: each slot is
-//! one connection driving a `throng_http2::Conn`, up to `--streams`
-//! streams in flight on it.
+//! HTTP/2 closed loops on the ring, h2c (prior knowledge) or over TLS (ALPN
+//! h2): each slot is one connection driving a `throng_http2::Conn`, up to
+//! `--streams` streams in flight on it.
 //!
 //! ```text
 //!  slot ─► Connect ─► preface out (tracked send) + RecvMulti (armed once)
@@ -14,8 +14,11 @@
 //!
 //! The connection is the epoll driver's, on the ring's operations: the
 //! protocol is I/O-free, so what `Conn::pending_output` holds after a
-//! turn (every stream started in it) is copied out and sent in one
-//! tracked send; bytes from the multishot receive go to `Conn::receive`,
+//! turn (every stream started in it) is copied out (over TLS: written into
+//! the connection's rustls session, its records copied out) and sent in one
+//! tracked send; over TLS the handshake comes first (the `tls` phase from
+//! the connect's completion, as epoll's), and a receive's records go to the
+//! session, its plaintext to the connection; bytes from the multishot receive go to `Conn::receive`,
 //! whose events end the streams. Recording is the epoll path's: a request
 //! counts started when a stream takes it (a connection's first request
 //! before its connect), its send time is taken just before the submission

@@ -33,14 +33,14 @@
 //! completions ends by the next arrival's due time (the wait's timeout),
 //! so batching completions never delays a start.
 //!
-//! HTTP/2 closed loops over h2c run a loop of their own on the same ring
-//! ([`h2`]): a slot per connection driving the I/O-free `throng_http2`
-//! client, recorded as the epoll driver records its streams.
+//! HTTP/2 closed loops (h2c or over TLS) run a loop of their own on the
+//! same ring ([`h2`]): a slot per connection driving the I/O-free
+//! `throng_http2` client, recorded as the epoll driver records its streams.
 //!
 //! TLS plans ride the same loop ([`tls`], [`tls_io`]): rustls is I/O-free,
 //! so its records go out through the ring's sends (tracked to completion)
 //! and come in through the same multishot receives; the plan refuses what
-//! the ring does not carry (HTTP/2 over TLS or in open loops, HTTP/3,
+//! the ring does not carry (HTTP/2 open loops, HTTP/3,
 //! proxies, several targets) before the run.
 
 mod context;
