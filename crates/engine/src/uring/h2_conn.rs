@@ -417,8 +417,7 @@ impl H2Conn {
                 }
                 self.reset(streams);
             }
-            loop {
-                let Some(session) = self.tls.as_mut() else { break };
+            while let Some(session) = self.tls.as_mut() {
                 let n = match session.reader().read(plain) {
                     Ok(n) if n > 0 => n,
                     _ => break,
