@@ -112,7 +112,7 @@ def count(pattern, text):
 
 
 def have(tool):
-    return tool == "throng" or shutil.which(tool) is not None
+    return tool.startswith("throng") or shutil.which(tool) is not None
 
 
 def interleaved(cmds, runs, timeout):

@@ -82,7 +82,10 @@ def main():
     def tools(url, conns, streams, dur):
         ca = ["--cacert", f"{c}/ca.pem"] if url.startswith("https") else []
         return {
+            # --io auto: the ring for h2c, epoll for TLS (the ring does not carry it yet).
             "throng": throng(url, ca + ["-c", str(conns), "--streams", str(streams), "-d", f"{dur}s"]),
+            "throng-epoll": throng(url, ca + ["-c", str(conns), "--streams", str(streams), "-d", f"{dur}s",
+                                              "--io", "epoll"]),
             "h2load": (["h2load", "-c", str(conns), "-m", str(streams), "-D", str(dur), url],
                        lambda t: count(r"(\d+) succeeded", t)),
             "oha": (["oha", "--http2", "-c", str(conns), "-p", str(streams), "-z", f"{dur}s",
@@ -119,12 +122,13 @@ def main():
                     print(f"| {name} | {u:.2f} | {k:.2f} | {u + k:.2f} |")
             # Each round's tools ran side by side in time: their ratio is the
             # steadier figure when the machine's speed drifts between rounds.
-            for peer in ("h2load", "oha"):
-                pairs = list(zip(rates.get("throng", []), rates.get(peer, [])))
+            for ours, peer in [("throng", "h2load"), ("throng", "oha"), ("throng-epoll", "h2load"),
+                               ("throng", "throng-epoll")]:
+                pairs = list(zip(rates.get(ours, []), rates.get(peer, [])))
                 if pairs:
                     ratios = sorted(t / p for t, p in pairs)
                     each = ", ".join(f"{t / p:.2f}" for t, p in pairs)
-                    print(f"\nthrong / {peer}, round by round: {each}; median {ratios[len(ratios) // 2]:.2f}x")
+                    print(f"\n{ours} / {peer}, round by round: {each}; median {ratios[len(ratios) // 2]:.2f}x")
             print()
         if "memory" in only:
             conns = 10000

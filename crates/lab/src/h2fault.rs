@@ -61,6 +61,8 @@ pub(crate) async fn serve(stream: TcpStream, fault: Fault) -> io::Result<()> {
     let mut conn = builder.handshake::<_, Bytes>(stream).await.map_err(io::Error::other)?;
     let mut n = 0u64;
     let mut cut = None;
+    // `h2-stall`'s streams, held unanswered until the connection ends.
+    let mut held = Vec::new();
     while let Some(accepted) = conn.accept().await {
         let Ok((request, mut respond)) = accepted else {
             break;
@@ -76,6 +78,7 @@ pub(crate) async fn serve(stream: TcpStream, fault: Fault) -> io::Result<()> {
                 cut = Some(respond);
                 conn.abrupt_shutdown(Reason::NO_ERROR);
             }
+            Fault::H2Stall if n.is_multiple_of(2) => held.push(respond),
             _ if grpc_reply(fault).is_some() => {
                 tokio::task::spawn_local(answer_grpc(request.into_body(), respond, fault));
             }
@@ -96,6 +99,7 @@ pub(crate) async fn serve(stream: TcpStream, fault: Fault) -> io::Result<()> {
                         _ => None,
                     },
                     early_hints: fault == Fault::H2EarlyHints,
+                    huge_headers: fault == Fault::H2HugeHeaders && n.is_multiple_of(2),
                 };
                 tokio::task::spawn_local(answer.send(request.into_body(), respond));
             }
@@ -103,6 +107,7 @@ pub(crate) async fn serve(stream: TcpStream, fault: Fault) -> io::Result<()> {
     }
     drop(conn);
     drop(cut);
+    drop(held);
     linger(keep).await;
     Ok(())
 }
@@ -127,13 +132,18 @@ async fn linger(mut keep: TcpStream) {
 
 /// How a stream is answered: 200 with `body`, after `delay` if given,
 /// with a `content-length` of `length` (whatever the body's) if given,
-/// after a `103 Early Hints` with `early_hints`.
+/// after a `103 Early Hints` with `early_hints`, with [`HUGE_HEADERS`]
+/// bytes of header fields with `huge_headers`.
 struct Answer {
     body: Bytes,
     delay: Option<Duration>,
     length: Option<usize>,
     early_hints: bool,
+    huge_headers: bool,
 }
+
+/// Bytes of header fields `h2-huge-headers` sends (in fields of 1 KiB).
+pub const HUGE_HEADERS: usize = 300 << 10;
 
 impl Answer {
     /// Reads the request body (giving its window back), then answers.
@@ -158,6 +168,14 @@ impl Answer {
         headers.insert(http::header::SERVER, http::HeaderValue::from_static("throng-lab"));
         if let Some(n) = self.length {
             headers.insert(http::header::CONTENT_LENGTH, http::HeaderValue::from(n));
+        }
+        if self.huge_headers {
+            let value = http::HeaderValue::from_str(&"h".repeat(1024)).unwrap_or(http::HeaderValue::from_static("h"));
+            for i in 0..HUGE_HEADERS / 1024 {
+                if let Ok(name) = http::HeaderName::from_bytes(format!("x-huge-{i}").as_bytes()) {
+                    headers.insert(name, value.clone());
+                }
+            }
         }
         if let Ok(mut send) = respond.send_response(response, false) {
             let _ = send.send_data(self.body, true);

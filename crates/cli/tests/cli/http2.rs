@@ -1,7 +1,9 @@
 //! `throng http --http2` against real nginx (h2c with prior knowledge, and
 //! TLS with ALPN h2) and the lab's HTTP/2 faults: counts, streams in flight
 //! against the server's cap, requests per connection, the accounting under
-//! every fault, and the views of an HTTP/2 result.
+//! every fault, and the views of an HTTP/2 result. h2c closed loops run
+//! on both transports (`--io epoll` and `--io uring`), each run checked to
+//! have run on the one asked for (`uring::ran_on`).
 
 #![allow(clippy::unwrap_used)]
 
@@ -15,6 +17,16 @@ const LOCATIONS: &str = r#"
     location = / { return 200; }
     location = /hello { default_type text/plain; return 200 "hello"; }
 "#;
+
+/// The transports an h2c closed loop runs on.
+const IO: [&str; 2] = ["epoll", "uring"];
+
+/// `throng http ARGS --io IO`, checked to have run on `io` (books too).
+fn http_io(io: &str, args: &[&str]) -> common::Run {
+    let mut all = args.to_vec();
+    all.extend_from_slice(&["--io", io]);
+    crate::uring::ran_on(io, http(&all)).0
+}
 
 /// nginx speaking h2c (prior knowledge) with at most `streams` concurrent
 /// streams per connection.
@@ -30,19 +42,28 @@ fn tls_nginx(c: &Path, listen: &str, streams: u32) -> Nginx {
 
 #[test]
 fn h2c_closed_loop_multiplexes_streams_on_each_connection() {
+    for io in IO {
+        h2c_closed_loop_on(io);
+    }
+}
+
+fn h2c_closed_loop_on(io: &str) {
     let nginx = h2c_nginx(100);
-    let run = http(&[
-        &nginx.url("/hello"),
-        "--http2",
-        "-c",
-        "2",
-        "--streams",
-        "4",
-        "-n",
-        "2000",
-        "-t",
-        "1",
-    ]);
+    let run = http_io(
+        io,
+        &[
+            &nginx.url("/hello"),
+            "--http2",
+            "-c",
+            "2",
+            "--streams",
+            "4",
+            "-n",
+            "2000",
+            "-t",
+            "1",
+        ],
+    );
     assert_eq!(run.code(), 0, "stderr: {}", run.stderr());
     let r = run.result();
     let m = &r.measurements;
@@ -92,21 +113,30 @@ fn h2c_closed_loop_multiplexes_streams_on_each_connection() {
 fn tls_alpn_h2_streams_are_capped_by_the_server() {
     let (_d, c) = common::certs();
     let nginx = tls_nginx(&c, "ssl http2", 3);
+    for io in IO {
+        tls_alpn_h2_on(io, &nginx, &c);
+    }
+}
+
+fn tls_alpn_h2_on(io: &str, nginx: &Nginx, c: &Path) {
     let ca = c.join("ca.pem");
-    let run = http(&[
-        &nginx.https("localhost", "/hello"),
-        "--cacert",
-        ca.to_str().unwrap(),
-        "--http2",
-        "-c",
-        "2",
-        "--streams",
-        "10",
-        "-n",
-        "600",
-        "-t",
-        "1",
-    ]);
+    let run = http_io(
+        io,
+        &[
+            &nginx.https("localhost", "/hello"),
+            "--cacert",
+            ca.to_str().unwrap(),
+            "--http2",
+            "-c",
+            "2",
+            "--streams",
+            "10",
+            "-n",
+            "600",
+            "-t",
+            "1",
+        ],
+    );
     assert_eq!(run.code(), 0, "stderr: {}", run.stderr());
     let r = run.result();
     let m = &r.measurements;
@@ -227,6 +257,11 @@ fn no_keepalive_opens_a_connection_per_request() {
 /// One connection with at most `streams` at a time, `n` requests against
 /// `fault`.
 fn one_conn(fault: &str, n: &str, streams: &str, extra: &[&str]) -> common::Run {
+    one_conn_on("epoll", fault, n, streams, extra)
+}
+
+/// [`one_conn`] on transport `io` (checked to have run on it).
+fn one_conn_on(io: &str, fault: &str, n: &str, streams: &str, extra: &[&str]) -> common::Run {
     let server = FaultServer::start(fault);
     let mut args = vec![server.url("http")];
     args.extend(
@@ -248,7 +283,7 @@ fn one_conn(fault: &str, n: &str, streams: &str, extra: &[&str]) -> common::Run 
         .map(|s| s.to_string()),
     );
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let run = http(&args);
+    let run = http_io(io, &args);
     drop(server);
     assert!(!run.stderr().contains("panicked"), "{}", run.stderr());
     assert_books_balance(run.result());
@@ -260,74 +295,175 @@ fn one_conn(fault: &str, n: &str, streams: &str, extra: &[&str]) -> common::Run 
 
 #[test]
 fn refused_streams_are_their_own_class() {
-    let run = one_conn("h2-refused-stream", "20", "1", &[]);
-    let m = &run.result().measurements;
-    assert_eq!(m.requests.ok, 10);
-    assert_eq!(m.requests.error("h2.refused_stream"), 10);
-    assert_eq!(m.connections.ok, 1);
+    for io in IO {
+        let run = one_conn_on(io, "h2-refused-stream", "20", "1", &[]);
+        let m = &run.result().measurements;
+        assert_eq!(m.requests.ok, 10);
+        assert_eq!(m.requests.error("h2.refused_stream"), 10);
+        assert_eq!(m.connections.ok, 1);
+    }
 }
 
 #[test]
 fn goaway_cuts_off_a_stream_per_connection_and_the_client_reconnects() {
-    let run = one_conn("h2-goaway", "40", "1", &[]);
-    let m = &run.result().measurements;
-    let per = throng_lab::GOAWAY_AFTER;
-    // Each connection answers per-1 streams; the next is cut off by GOAWAY.
-    let conns = 40 / per;
-    assert_eq!(m.requests.error("h2.goaway"), conns, "{:?}", m.requests);
-    assert_eq!(m.requests.ok, 40 - conns);
-    assert_eq!(m.connections.ok, conns);
-    let x = m.multiplex.as_ref().unwrap();
-    assert_eq!(
-        (x.min_requests_per_connection, x.max_requests_per_connection),
-        (per, per)
-    );
+    for io in IO {
+        let run = one_conn_on(io, "h2-goaway", "40", "1", &[]);
+        let m = &run.result().measurements;
+        let per = throng_lab::GOAWAY_AFTER;
+        // Each connection answers per-1 streams; the next is cut off by GOAWAY.
+        let conns = 40 / per;
+        assert_eq!(m.requests.error("h2.goaway"), conns, "{:?}", m.requests);
+        assert_eq!(m.requests.ok, 40 - conns);
+        assert_eq!(m.connections.ok, conns);
+        let x = m.multiplex.as_ref().unwrap();
+        assert_eq!(
+            (x.min_requests_per_connection, x.max_requests_per_connection),
+            (per, per)
+        );
+    }
 }
 
 #[test]
 fn goaway_with_many_streams_keeps_the_books() {
+    for io in IO {
+        let server = FaultServer::start("h2-goaway");
+        let run = http_io(
+            io,
+            &[
+                &server.url("http"),
+                "--http2",
+                "-c",
+                "2",
+                "--streams",
+                "4",
+                "-n",
+                "200",
+                "-t",
+                "1",
+            ],
+        );
+        let m = &run.result().measurements;
+        assert_books_balance(run.result());
+        assert_eq!(m.requests.attempted, 200);
+        assert!(m.requests.error("h2.goaway") > 0, "{:?}", m.requests);
+        assert_eq!(m.requests.ok + m.requests.error("h2.goaway"), 200, "{:?}", m.requests);
+        assert!(m.connections.ok > 2);
+    }
+}
+
+#[test]
+fn reconnecting_after_goaway_leaks_no_descriptor() {
+    // 64 descriptors for 2,000 requests on connections the server ends
+    // every few streams (about 400 of them): one socket left open per
+    // connection would run out (fd_unavailable) after a few dozen.
     let server = FaultServer::start("h2-goaway");
-    let run = http(&[
-        &server.url("http"),
-        "--http2",
-        "-c",
-        "2",
-        "--streams",
-        "4",
-        "-n",
-        "200",
-        "-t",
-        "1",
-    ]);
-    let m = &run.result().measurements;
-    assert_books_balance(run.result());
-    assert_eq!(m.requests.attempted, 200);
-    assert!(m.requests.error("h2.goaway") > 0, "{:?}", m.requests);
-    assert_eq!(m.requests.ok + m.requests.error("h2.goaway"), 200, "{:?}", m.requests);
-    assert!(m.connections.ok > 2);
+    for io in IO {
+        let dir = tempfile::tempdir().unwrap();
+        let json = dir.path().join("r.json");
+        let out = common::output(std::process::Command::new("sh").arg("-c").arg(format!(
+            "ulimit -n 64 && exec {} http {} --http2 -c 8 --streams 2 -n 2000 -t 1 --timeout 10s --io {io} -q --json {}",
+            env!("CARGO_BIN_EXE_throng"),
+            server.url("http"),
+            json.display()
+        )));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{io}: {stderr}");
+        let r = common::read_result(&json).expect("a result");
+        assert_books_balance(&r);
+        let m = &r.measurements;
+        assert_eq!(m.requests.error("fd_unavailable"), 0, "{io}: {:?}", m.requests);
+        assert_eq!(m.connections.failed(), 0, "{io}: {:?}", m.connections);
+        assert_eq!(m.requests.attempted, 2000, "{io}");
+        assert_eq!(
+            m.requests.ok + m.requests.error("h2.goaway"),
+            2000,
+            "{io}: {:?}",
+            m.requests
+        );
+        assert!(
+            m.connections.ok >= 2000 / throng_lab::GOAWAY_AFTER / 2,
+            "{io}: {:?}",
+            m.connections
+        );
+        let ran = if io == "uring" {
+            throng_result::Io::Uring
+        } else {
+            throng_result::Io::Epoll
+        };
+        assert_eq!(r.generator.io, Some(ran), "{io}");
+    }
+}
+
+#[test]
+fn a_stalled_stream_times_out_and_the_connection_goes_on() {
+    // Every second stream is never answered: it fails at --timeout, is
+    // reset (CANCEL), and the next streams go on the same connection.
+    let server = FaultServer::start("h2-stall");
+    for io in IO {
+        let run = http_io(
+            io,
+            &[
+                &server.url("http"),
+                "--http2",
+                "-c",
+                "1",
+                "--streams",
+                "1",
+                "-n",
+                "8",
+                "-t",
+                "1",
+                "--timeout",
+                "300ms",
+            ],
+        );
+        let m = &run.result().measurements;
+        assert_eq!(m.requests.ok, 4, "{io}: {:?}", m.requests);
+        assert_eq!(m.requests.error("timeout.response"), 4, "{io}: {:?}", m.requests);
+        assert_eq!(m.connections.attempted, 1, "{io}: the connection went on");
+    }
+}
+
+#[test]
+fn a_huge_header_block_is_protocol_and_the_connection_is_replaced() {
+    // Every second stream's header block is past the 256 KiB header list
+    // throng allows: the connection fails (h2.protocol) and a new one
+    // carries the next request.
+    for io in IO {
+        let run = one_conn_on(io, "h2-huge-headers", "10", "1", &[]);
+        let m = &run.result().measurements;
+        assert_eq!(m.requests.ok, 5, "{io}: {:?}", m.requests);
+        assert_eq!(m.requests.error("h2.protocol"), 5, "{io}: {:?}", m.requests);
+        assert_eq!(m.connections.ok, 5, "{io}: {:?}", m.connections);
+        const { assert!(throng_lab::HUGE_HEADERS > 256 << 10) };
+    }
 }
 
 #[test]
 fn a_tiny_window_and_large_bodies_flow() {
-    let dir = tempfile::tempdir().unwrap();
-    let body = dir.path().join("body");
-    std::fs::write(&body, vec![b'b'; 1000]).unwrap();
-    let run = one_conn("h2-tiny-window", "20", "4", &["--body", body.to_str().unwrap()]);
-    let m = &run.result().measurements;
-    assert_eq!(m.requests.ok, 20, "{:?}", m.requests);
-    assert_eq!(m.bytes.received_body, 20 * throng_lab::TINY_WINDOW_BODY as u64);
+    for io in IO {
+        let dir = tempfile::tempdir().unwrap();
+        let body = dir.path().join("body");
+        std::fs::write(&body, vec![b'b'; 1000]).unwrap();
+        let run = one_conn_on(io, "h2-tiny-window", "20", "4", &["--body", body.to_str().unwrap()]);
+        let m = &run.result().measurements;
+        assert_eq!(m.requests.ok, 20, "{:?}", m.requests);
+        assert_eq!(m.bytes.received_body, 20 * throng_lab::TINY_WINDOW_BODY as u64);
+    }
 }
 
 #[test]
 fn max_concurrent_streams_1_is_never_exceeded() {
-    let run = one_conn("h2-max-streams-1", "100", "8", &[]);
-    let m = &run.result().measurements;
-    assert_eq!(m.requests.ok, 100);
-    let x = m.multiplex.as_ref().unwrap();
-    assert_eq!(x.server_max_streams, Some(1));
-    assert_eq!(x.peak_streams_per_connection, 1);
-    assert_eq!(x.peak_streams, 1);
-    assert!(run.stdout().contains("capped at 1 by the server"), "{}", run.stdout());
+    for io in IO {
+        let run = one_conn_on(io, "h2-max-streams-1", "100", "8", &[]);
+        let m = &run.result().measurements;
+        assert_eq!(m.requests.ok, 100);
+        let x = m.multiplex.as_ref().unwrap();
+        assert_eq!(x.server_max_streams, Some(1));
+        assert_eq!(x.peak_streams_per_connection, 1);
+        assert_eq!(x.peak_streams, 1);
+        assert!(run.stdout().contains("capped at 1 by the server"), "{}", run.stdout());
+    }
 }
 
 /// `one_conn` with `--csv-requests`: the run and its rows.
@@ -380,51 +516,60 @@ fn a_body_short_of_its_content_length_is_eof() {
 
 #[test]
 fn a_body_past_its_content_length_is_protocol() {
-    let run = one_conn("h2-long-body", "20", "1", &[]);
-    let m = &run.result().measurements;
-    assert_eq!(m.requests.error("protocol"), 20, "{:?}", m.requests);
-    assert_eq!(m.requests.ok, 0);
-    assert_eq!(m.connections.attempted, 1, "{:?}", m.connections);
-    assert!(m.bytes.sent > 0 && m.bytes.received > 0, "{:?}", m.bytes);
+    for io in IO {
+        let run = one_conn_on(io, "h2-long-body", "20", "1", &[]);
+        let m = &run.result().measurements;
+        assert_eq!(m.requests.error("protocol"), 20, "{:?}", m.requests);
+        assert_eq!(m.requests.ok, 0);
+        assert_eq!(m.connections.attempted, 1, "{:?}", m.connections);
+        assert!(m.bytes.sent > 0 && m.bytes.received > 0, "{:?}", m.bytes);
+    }
 }
 
 #[test]
 fn interim_responses_are_skipped() {
-    let run = one_conn("h2-early-hints", "20", "2", &[]);
-    let m = &run.result().measurements;
-    assert_eq!(m.requests.ok, 20, "{:?}", m.requests);
-    assert_eq!(m.status.get(&200), Some(&20), "{:?}", m.status);
-    assert_eq!(m.status.len(), 1, "the 103 is no response of its own: {:?}", m.status);
+    for io in IO {
+        let run = one_conn_on(io, "h2-early-hints", "20", "2", &[]);
+        let m = &run.result().measurements;
+        assert_eq!(m.requests.ok, 20, "{:?}", m.requests);
+        assert_eq!(m.status.get(&200), Some(&20), "{:?}", m.status);
+        assert_eq!(m.status.len(), 1, "the 103 is no response of its own: {:?}", m.status);
+    }
 }
 
 #[test]
 fn a_server_allowing_no_stream_is_waited_for_and_counted() {
-    let server = FaultServer::start("h2-no-streams");
-    let run = http(&[
-        &server.url("http"),
-        "--http2",
-        "-c",
-        "2",
-        "-d",
-        "3s",
-        "-t",
-        "1",
-        "--timeout",
-        "1s",
-    ]);
-    drop(server);
-    assert!(!run.stderr().contains("panicked"), "{}", run.stderr());
-    let m = &run.result().measurements;
-    assert_books_balance(run.result());
-    // Each of the 2 slots waits out --timeout per request, and its
-    // connection is replaced: a handful, not a connection per loop turn
-    // (14,075 in 3 s before).
-    let n = m.requests.attempted;
-    assert!((2..=10).contains(&n), "{:?}", m.requests);
-    assert_eq!(m.requests.error("h2.stream_limit"), n, "{:?}", m.requests);
-    assert_eq!(m.connections.ok, n, "one connection per request waited out");
-    assert_eq!(m.bytes.sent, 0, "no request was sent");
-    assert_eq!(m.multiplex.as_ref().unwrap().server_max_streams, Some(0));
+    for io in IO {
+        let server = FaultServer::start("h2-no-streams");
+        let run = http_io(
+            io,
+            &[
+                &server.url("http"),
+                "--http2",
+                "-c",
+                "2",
+                "-d",
+                "3s",
+                "-t",
+                "1",
+                "--timeout",
+                "1s",
+            ],
+        );
+        drop(server);
+        assert!(!run.stderr().contains("panicked"), "{}", run.stderr());
+        let m = &run.result().measurements;
+        assert_books_balance(run.result());
+        // Each of the 2 slots waits out --timeout per request, and its
+        // connection is replaced: a handful, not a connection per loop turn
+        // (14,075 in 3 s before).
+        let n = m.requests.attempted;
+        assert!((2..=10).contains(&n), "{:?}", m.requests);
+        assert_eq!(m.requests.error("h2.stream_limit"), n, "{:?}", m.requests);
+        assert_eq!(m.connections.ok, n, "one connection per request waited out");
+        assert_eq!(m.bytes.sent, 0, "no request was sent");
+        assert_eq!(m.multiplex.as_ref().unwrap().server_max_streams, Some(0));
+    }
 }
 
 #[test]

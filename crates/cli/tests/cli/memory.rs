@@ -1,7 +1,7 @@
 //! What an open connection costs the generator in memory: `throng http`
 //! holding 10,000 HTTP/1.1 keep-alive connections at once against the lab
 //! server (once on epoll, once on io_uring), and 3,000 HTTP/2 connections
-//! (h2c, one stream each) against nginx, 1,000 TLS keep-alive connections
+//! (h2c, one stream each) against nginx (once on each), 1,000 TLS keep-alive connections
 //! on io_uring against the lab server over TLS, and `throng storm` holding
 //! 10,000 plain TCP connections (once on each), its own peak RSS (VmHWM, in
 //! the result) against the same run on one connection. A task that grows per
@@ -169,6 +169,21 @@ const H2_BOUND: u64 = 8_000;
 
 #[test]
 fn three_thousand_http2_connections_cost_under_eight_kb_each() {
+    holds_http2(Io::Epoll);
+}
+
+/// The same on io_uring (h2c closed loops ride the ring): a connection is
+/// its slot (the protocol's state boxed, its streams, its output on the
+/// way out) and its share of what the ring holds; the same generous bound.
+#[test]
+fn three_thousand_http2_connections_on_the_ring_cost_under_eight_kb_each() {
+    holds_http2(Io::Uring);
+}
+
+/// Holds 3,000 HTTP/2 connections with `--io io` and checks what each adds
+/// to the peak RSS against [`H2_BOUND`].
+fn holds_http2(io: Io) {
+    let flag = if io == Io::Uring { "uring" } else { "epoll" };
     // Alone: 3,000 sockets on each side.
     let _alone = common::heavy();
     let nginx = Nginx::start_listen("http2", "", "location / { return 200; }");
@@ -190,16 +205,19 @@ fn three_thousand_http2_connections_cost_under_eight_kb_each() {
             "1",
             "--timeout",
             "30s",
+            "--io",
+            flag,
         ])
     };
     let one = run_with(1, 2 * H2_CONNECTIONS);
     let run = run_with(H2_CONNECTIONS, 2 * H2_CONNECTIONS);
     let (base, peak, per_conn) = added_per_connection(&one, &run, H2_CONNECTIONS);
+    assert_eq!(run.result().generator.io, Some(io), "the run took the path asked for");
     assert!(
         per_conn < H2_BOUND,
-        "{per_conn} bytes per HTTP/2 connection ({base} for one, {peak} for {H2_CONNECTIONS}); at most {H2_BOUND} expected"
+        "--io {flag}: {per_conn} bytes per HTTP/2 connection ({base} for one, {peak} for {H2_CONNECTIONS}); at most {H2_BOUND} expected"
     );
-    eprintln!("{per_conn} bytes per HTTP/2 connection ({base} for one, {peak} for {H2_CONNECTIONS})");
+    eprintln!("--io {flag}: {per_conn} bytes per HTTP/2 connection ({base} for one, {peak} for {H2_CONNECTIONS})");
 }
 
 /// TLS keep-alive connections held at once on io_uring.

@@ -33,13 +33,20 @@
 //! completions ends by the next arrival's due time (the wait's timeout),
 //! so batching completions never delays a start.
 //!
+//! HTTP/2 closed loops (h2c or over TLS) run a loop of their own on the
+//! same ring ([`h2`]): a slot per connection driving the I/O-free
+//! `throng_http2` client, recorded as the epoll driver records its streams.
+//!
 //! TLS plans ride the same loop ([`tls`], [`tls_io`]): rustls is I/O-free,
 //! so its records go out through the ring's sends (tracked to completion)
 //! and come in through the same multishot receives; the plan refuses what
-//! the ring does not carry (HTTP/2 and 3, proxies, several targets) before
-//! the run.
+//! the ring does not carry (HTTP/2 open loops, HTTP/3,
+//! proxies, several targets) before the run.
 
+mod context;
 mod exchange;
+mod h2;
+mod h2_conn;
 mod publish;
 mod ring;
 mod schedule;
@@ -49,7 +56,6 @@ mod storm;
 mod tls;
 mod tls_io;
 
-use std::cell::{Cell, RefCell};
 use std::io;
 use std::os::fd::IntoRawFd;
 use std::sync::{Arc, Mutex};
@@ -57,8 +63,8 @@ use std::time::{Duration, Instant};
 
 use io_uring::{cqueue, opcode, squeue, types};
 use socket2::SockAddr;
-use throng_metrics::{ErrorClass, Live, Recorder, SlowEnd};
-use tokio::sync::{Notify, watch};
+use throng_metrics::{ErrorClass, Live, SlowEnd};
+use tokio::sync::watch;
 
 use crate::conn::{Failed, Timing};
 use crate::ctx::Ctx;
@@ -156,6 +162,9 @@ pub(crate) fn run(
     live: Arc<Mutex<Live>>,
     snapshot: Option<Snapshots>,
 ) -> io::Result<WorkerDone> {
+    if matches!(spec.wire, crate::proto::wire::Wire::Http2(_)) {
+        return h2::run(spec, state, live, snapshot);
+    }
     let cpu_before = crate::sys::thread_cpu();
     let origin = spec.origin;
     // Closed: every slot starts at once. Open: slots are added as the
@@ -185,28 +194,7 @@ pub(crate) fn run(
     };
     let connections = usize::try_from(connections).unwrap_or(usize::MAX).min(1 << 24);
     let ring = Ring::new(connections).map_err(|e| io::Error::new(e.kind(), format!("--io uring: {e}")))?;
-    let (pick, tags) = crate::targets::Pick::of(spec.targets.as_ref(), spec.origin);
-    let ctx = Ctx {
-        rec: RefCell::new(Recorder::new(origin)),
-        scenario: RefCell::new(tags),
-        scratch: RefCell::new(Box::default()),
-        stamp: crate::stamps::clock() == crate::stamps::Clock::Kernel,
-        stamps: Cell::new(crate::stamps::Counts::default()),
-        client_speaks_first: true,
-        spec,
-        pick,
-        rows: None,
-        next_conn: Cell::new(0),
-        prefer: Cell::new(0),
-        stopping: Cell::new(false),
-        stop_notify: Notify::new(),
-        in_flight: Cell::new(0),
-        connecting: Cell::new(0),
-        reconnecting: Cell::new(0),
-        live_tasks: Cell::new(0),
-        done_notify: Notify::new(),
-        conns: crate::proto::Conns::none(),
-    };
+    let ctx = context::ring_ctx(spec);
     let head = ctx.spec.head_request;
     let now = Instant::now();
     let closed = warm.is_none();
@@ -248,14 +236,7 @@ pub(crate) fn run(
             lp.warm(now)?;
         }
     } else {
-        // Wait for the run's origin, watching for an abort.
-        loop {
-            let now = Instant::now();
-            if now >= origin || *state.borrow() == RunState::Aborting {
-                break;
-            }
-            std::thread::sleep((origin - now).min(TICK));
-        }
+        context::wait_origin(origin, &state, TICK);
     }
     let aborted = lp.run(&mut state, &live, snapshot.as_ref())?;
     if let Starts::Schedule(s) = &mut lp.source {

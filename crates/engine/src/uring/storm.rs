@@ -252,7 +252,7 @@ pub(crate) fn run(
     drop(storm);
 
     let finished = Instant::now();
-    let measurements = ctx.take_recorder(finished).finish(finished);
+    let measurements = ctx.measured(finished);
     Ok(WorkerDone::at(
         measurements,
         finished,

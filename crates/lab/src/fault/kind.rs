@@ -107,6 +107,12 @@ pub enum Fault {
     H2LongBody,
     /// HTTP/2 (h2c): `103 Early Hints`, then 200.
     H2EarlyHints,
+    /// HTTP/2 (h2c): every second stream accepted and never answered (held
+    /// until the connection ends); the others answered 200.
+    H2Stall,
+    /// HTTP/2 (h2c): every second stream answered 200 with 300 KiB of
+    /// header fields (past a client's 256 KiB header list); the others 200.
+    H2HugeHeaders,
     /// gRPC (h2c): each call answered OK with one message that is not
     /// protobuf (a field number 0).
     GrpcNotProtobuf,
@@ -141,7 +147,7 @@ pub enum FaultKind {
 
 impl Fault {
     /// Every fault, in the order of the documentation.
-    pub const ALL: [Fault; 45] = [
+    pub const ALL: [Fault; 47] = [
         Fault::NeverAnswer,
         Fault::StallBody,
         Fault::Trickle,
@@ -179,6 +185,8 @@ impl Fault {
         Fault::H2ShortBody,
         Fault::H2LongBody,
         Fault::H2EarlyHints,
+        Fault::H2Stall,
+        Fault::H2HugeHeaders,
         Fault::GrpcNotProtobuf,
         Fault::GrpcHtml,
         Fault::GrpcHugePrefix,
@@ -229,6 +237,8 @@ impl Fault {
             Fault::H2ShortBody => "h2-short-body",
             Fault::H2LongBody => "h2-long-body",
             Fault::H2EarlyHints => "h2-early-hints",
+            Fault::H2Stall => "h2-stall",
+            Fault::H2HugeHeaders => "h2-huge-headers",
             Fault::GrpcNotProtobuf => "grpc-not-protobuf",
             Fault::GrpcHtml => "grpc-html",
             Fault::GrpcHugePrefix => "grpc-huge-prefix",
@@ -254,6 +264,8 @@ impl Fault {
             | Fault::H2ShortBody
             | Fault::H2LongBody
             | Fault::H2EarlyHints
+            | Fault::H2Stall
+            | Fault::H2HugeHeaders
             | Fault::GrpcNotProtobuf
             | Fault::GrpcHtml
             | Fault::GrpcHugePrefix

@@ -503,8 +503,19 @@ impl HttpPlan {
     /// it). The one decision `--io uring` refuses by and `--io auto` picks
     /// epoll by: a kind of plan the ring learns is one line less here.
     pub fn ring_refuses(&self) -> Option<String> {
-        if !self.http.is_http1() {
-            return Some(format!("{} (--http2/--http3)", self.http.label()));
+        match self.http {
+            HttpVersion::Http1 => {}
+            // HTTP/2's closed loop rides the ring (engine uring/h2.rs).
+            HttpVersion::Http2 if matches!(self.load, Load::Open { .. }) => {
+                return Some("HTTP/2 open loops".to_string());
+            }
+            HttpVersion::Http2 if !self.keepalive => return Some("HTTP/2 without keep-alive".to_string()),
+            HttpVersion::Http2 if self.request_table().is_some() => {
+                return Some("several targets with --http2 (--targets, --body-lines, more URLs)".to_string());
+            }
+            HttpVersion::Http2 if self.trace.is_some() => return Some("--trace-context with --http2".to_string()),
+            HttpVersion::Http2 => {}
+            HttpVersion::Http3 => return Some("HTTP/3 (--http3)".to_string()),
         }
         if self.requests.0.origin_count() > 1 {
             return Some("targets on several origins (hosts or ports)".to_string());

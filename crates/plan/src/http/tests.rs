@@ -30,7 +30,7 @@ fn defaults_are_wrk_like() {
 }
 
 #[test]
-fn io_uring_takes_http1_closed_and_open_loops_plain_or_tls_and_refuses_the_rest() {
+fn io_uring_takes_http1_loops_and_http2_closed_loops_and_refuses_the_rest() {
     let uring = |url: &str, f: &dyn Fn(&mut HttpArgs)| {
         let mut a = args(url);
         a.io = IoModel::Uring;
@@ -42,9 +42,54 @@ fn io_uring_takes_http1_closed_and_open_loops_plain_or_tls_and_refuses_the_rest(
     // An open loop runs on the ring too.
     let open = uring("http://127.0.0.1:8080/", &|a| a.rate = Some(100.0)).unwrap();
     assert_eq!((open.io, open.load), (IoModel::Uring, Load::Open { rate: 100.0 }));
+    // So does an HTTP/2 closed loop, h2c or over TLS.
+    for url in ["http://127.0.0.1:8080/", "https://127.0.0.1:8443/"] {
+        let h2 = uring(url, &|a| a.http2 = true).unwrap();
+        assert_eq!((h2.io, h2.ring_refuses()), (IoModel::Uring, None), "{url}");
+    }
+    // HTTP/1.1 with several targets on one origin, or with trace context,
+    // rides it; HTTP/2 with either does not (its ring loop sends one request).
+    let lines = || Some(("b.txt".to_string(), b"a\nb\n".to_vec()));
+    let h1 = uring("http://127.0.0.1:8080/", &|a| {
+        a.body_lines = lines();
+        a.trace_context = Some(Sampling::Sampled);
+    })
+    .unwrap();
+    assert_eq!((h1.io, h1.ring_refuses()), (IoModel::Uring, None));
     type Change<'a> = &'a dyn Fn(&mut HttpArgs);
-    let refused: [(&str, Change, &str); 3] = [
-        ("http://127.0.0.1/", &|a| a.http2 = true, "--http2"),
+    let refused: [(&str, Change, &str); 6] = [
+        (
+            "http://127.0.0.1/",
+            &|a| {
+                a.http2 = true;
+                a.body_lines = lines();
+            },
+            "several targets with --http2",
+        ),
+        (
+            "http://127.0.0.1/",
+            &|a| {
+                a.http2 = true;
+                a.trace_context = Some(Sampling::Sampled);
+            },
+            "--trace-context with --http2",
+        ),
+        (
+            "http://127.0.0.1/",
+            &|a| {
+                a.http2 = true;
+                a.rate = Some(100.0);
+            },
+            "HTTP/2 open loops",
+        ),
+        (
+            "http://127.0.0.1/",
+            &|a| {
+                a.http2 = true;
+                a.no_keepalive = true;
+            },
+            "HTTP/2 without keep-alive",
+        ),
         ("http://127.0.0.1/", &|a| a.redirects = Some(2), "--redirects"),
         (
             "http://127.0.0.1/",

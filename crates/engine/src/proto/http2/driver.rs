@@ -67,7 +67,7 @@ thread_local! {
 /// The largest response header list a connection accepts (as HTTP/3's
 /// head limit, with room): a larger one fails the connection
 /// (`h2.protocol`) rather than being stored.
-const MAX_HEADER_LIST: u32 = 256 * 1024;
+pub(crate) const MAX_HEADER_LIST: u32 = 256 * 1024;
 
 /// What a connection's driver task and its streams share.
 pub(super) struct Shared {
@@ -453,7 +453,7 @@ impl Driver {
 
 /// The taxonomy class of a stream reset: by the server (`by_peer`) with
 /// its code, or by us because the server broke a stream rule.
-fn reset_class(code: ErrorCode, by_peer: bool) -> ErrorClass {
+pub(crate) fn reset_class(code: ErrorCode, by_peer: bool) -> ErrorClass {
     match code {
         ErrorCode::REFUSED_STREAM => ErrorClass::H2("refused_stream"),
         ErrorCode::FLOW_CONTROL_ERROR => ErrorClass::H2("flow_control"),

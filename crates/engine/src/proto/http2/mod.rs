@@ -62,11 +62,13 @@ use throng_metrics::Reply;
 use crate::proto::http1::Keep;
 
 pub(crate) use check::preflight;
+pub(crate) use driver::{MAX_HEADER_LIST, reset_class};
 pub(crate) use grpc::call_once;
 pub(crate) use pool::{Pool, one_request};
 pub(crate) use scenario::Own;
 pub(crate) use slot::stream_slot;
 pub(crate) use storm::{Held, storm_establish};
+pub(crate) use stream::encode_head;
 
 /// What a worker sends on every stream, made once per run.
 #[derive(Clone, Debug)]
