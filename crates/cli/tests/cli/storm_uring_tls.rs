@@ -39,7 +39,9 @@ fn tls_and_https_storms_count_and_handshake_as_epoll_does() {
     let cases: [(&str, Vec<&str>); 5] = [
         (
             "tls, held",
-            vec![&tls, "--cacert", &ca, "-n", "300", "-c", "100", "--hold", "300ms", "-t", "2"],
+            vec![
+                &tls, "--cacert", &ca, "-n", "300", "-c", "100", "--hold", "300ms", "-t", "2",
+            ],
         ),
         (
             "https, paced",
@@ -65,7 +67,9 @@ fn tls_and_https_storms_count_and_handshake_as_epoll_does() {
         ),
         (
             "mtls https",
-            vec![&mtls_url, "--cacert", &ca, "--cert", &cert, "--key", &key, "-n", "200", "-c", "20", "-t", "1"],
+            vec![
+                &mtls_url, "--cacert", &ca, "--cert", &cert, "--key", &key, "-n", "200", "-c", "20", "-t", "1",
+            ],
         ),
         ("insecure tls", vec![&tls, "-k", "-n", "200", "-c", "20", "-t", "1"]),
     ];
@@ -204,10 +208,7 @@ fn tls_storms_leak_no_descriptor_on_the_ring() {
     let nginx = crate::tls::nginx_tls(&c, false);
     let fin = FaultServer::start("fin-before-response");
     let dir = tempfile::tempdir().unwrap();
-    for (what, url) in [
-        ("nginx", nginx.https("localhost", "/")),
-        ("closed", fin.url("https")),
-    ] {
+    for (what, url) in [("nginx", nginx.https("localhost", "/")), ("closed", fin.url("https"))] {
         let json = dir.path().join(format!("{what}.json"));
         let out = common::output(std::process::Command::new("sh").arg("-c").arg(format!(
             "ulimit -n 64 && exec {} storm {url} -k -n 1000 -c 16 -t 1 --io uring -q --json {}",
@@ -224,7 +225,12 @@ fn tls_storms_leak_no_descriptor_on_the_ring() {
         assert_eq!(m.connections.error("fd_unavailable"), 0, "{what}: {}", outcome(&r));
         match what {
             "nginx" => assert_eq!(m.requests.ok, 1000, "{what}: {}", outcome(&r)),
-            _ => assert_eq!(m.connections.error("tls.handshake_eof"), 1000, "{what}: {}", outcome(&r)),
+            _ => assert_eq!(
+                m.connections.error("tls.handshake_eof"),
+                1000,
+                "{what}: {}",
+                outcome(&r)
+            ),
         }
     }
 }

@@ -912,5 +912,14 @@ mod tests {
     fn a_held_slot_is_tens_of_bytes() {
         let each = std::mem::size_of::<Slot>() + std::mem::size_of::<Reverse<(Instant, u32, u32)>>();
         assert!(each <= 160, "a held ring storm slot costs {each} bytes");
+        // A TLS storm's slot has its entry in the ring's session table too;
+        // held, its session and record buffer are shed (the entry's room
+        // for a session stays: about a kilobyte).
+        let tls = std::mem::size_of::<super::super::tls::TlsConn>();
+        assert!(
+            each + tls <= 1_400,
+            "a held TLS ring storm slot costs {} bytes",
+            each + tls
+        );
     }
 }
