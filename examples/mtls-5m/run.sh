@@ -267,6 +267,7 @@ summary = [
     f"throng:  handshake (tls phase) mean {ms('mean'):.2f} ms, p50 {ms('p50'):.2f} ms, p99 {ms('p99'):.2f} ms",
     f"throng:  CPU {g['cpu_user_s']:.1f} s user + {g['cpu_system_s']:.1f} s system, "
     f"peak memory {g['peak_rss_bytes'] / 1e6:.1f} MB",
+    f"throng:  I/O {'io_uring' if g.get('io') == 'uring' else g.get('io', 'epoll')}",
     f"nginx:   {served} requests served with 200 and client certificate SUCCESS "
     f"({other} other lines, {resumed} resumed sessions), worker CPU {nginx_cpu:.1f} s",
 ]

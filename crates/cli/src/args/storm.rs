@@ -71,9 +71,9 @@ pub struct StormCmd {
     pub http3: bool,
     /// How workers drive their sockets: auto (io_uring where it carries the storm, epoll otherwise;
     /// one line on stderr when the kernel refuses io_uring), epoll (tokio's readiness loop, every
-    /// protocol) or uring (one io_uring per worker: connects, the request and the hold's close
-    /// watch as ring operations; plain tcp:// and http:// HTTP/1.1 storms, without a proxy or
-    /// --csv-requests). The result and report say which ran
+    /// protocol) or uring (one io_uring per worker: connects, TLS handshakes, the request and the
+    /// hold's close watch as ring operations; tcp://, tls://, http:// and https:// HTTP/1.1
+    /// storms, without a proxy or --csv-requests). The result and report say which ran
     #[arg(long = "io", value_name = "MODEL", value_enum, default_value_t = IoArg::Auto)]
     pub io: IoArg,
     /// Protocol spoken once connected: nats, lines (with --send/--expect), none [default: from the target]

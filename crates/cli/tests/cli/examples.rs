@@ -226,6 +226,10 @@ fn mtls_5m_small_nginx_serves_exactly_the_connections_throng_counts() {
     );
     let r = runs(&out.path().join("storm.json"));
     assert_eq!(r.len(), 1);
+    // The default --io: the TLS storm on io_uring, where the kernel allows
+    // it (this suite's machines do).
+    assert_eq!(r[0].generator.io, Some(throng_result::Io::Uring), "{stdout}");
+    assert!(stdout.contains("throng:  I/O io_uring"), "{stdout}");
     let m = &r[0].measurements;
     assert_eq!(
         (m.connections.attempted, m.connections.ok),

@@ -105,6 +105,7 @@ mod storm;
 mod storm_held;
 mod storm_http2;
 mod storm_uring;
+mod storm_uring_tls;
 mod structure;
 mod sweep;
 mod targets;

@@ -156,6 +156,66 @@ fn holds_ten_thousand_in_a_storm(io: Io) {
     );
 }
 
+/// Bytes per held TLS storm connection on the ring (handshaken, then
+/// held; nothing sent) beyond its one-connection storm: the peak is the
+/// handshakes under way at once (a session each, ~20 KB), not the hold (a
+/// held connection sheds its session: its slot and its entry in the
+/// session table, ~1.3 KB, held by the engine's
+/// `uring::storm::tests::a_held_slot_is_tens_of_bytes`). Measured with the
+/// unoptimized binary: about 12.6 KB on the ring and 4.2 KB on epoll at
+/// 2,000 held at once. Keeping rustls' session per held connection would
+/// add ~10 KB more.
+const TLS_HELD_BOUND: u64 = 20_000;
+
+#[test]
+fn ten_thousand_held_tls_storm_connections_on_the_ring_stay_bounded() {
+    let _alone = common::heavy();
+    let (_dir, certs) = common::certs();
+    // The lab holds every connection until the client closes it.
+    let server = FaultServer::serve(&["--tls", certs.to_str().unwrap()]);
+    let url = format!("tls://{}", server.addr());
+    // The hold outlasts the time 10,000 handshakes take (unoptimized, on a
+    // shared machine): all are held at once at the peak.
+    let run_with = |n: u64, hold: &str| {
+        storm(&[
+            &url,
+            "-k",
+            "-n",
+            &n.to_string(),
+            "--hold",
+            hold,
+            "-t",
+            "1",
+            "--procs",
+            "1",
+            "--timeout",
+            "50s",
+            "--io",
+            "uring",
+        ])
+    };
+    let one = run_with(1, "1s");
+    let run = run_with(CONNECTIONS, "60s");
+    for r in [&one, &run] {
+        assert_eq!(r.code(), 0, "{}", r.stderr());
+        assert_books_balance(r.result());
+        assert_eq!(r.result().generator.io, Some(Io::Uring), "the run took the ring");
+    }
+    let m = &run.result().measurements;
+    assert_eq!(m.connections.ok, CONNECTIONS, "{:?}", m.connections);
+    assert_eq!(m.tls.as_ref().map(|t| t.handshakes), Some(CONNECTIONS));
+    assert_eq!(m.peak_concurrent_connections, CONNECTIONS);
+    let base = one.result().generator.peak_rss_bytes;
+    let peak = run.result().generator.peak_rss_bytes;
+    let per_conn = peak.saturating_sub(base) / CONNECTIONS;
+    eprintln!("--io uring: {per_conn} bytes per held TLS connection ({base} for one, {peak} for {CONNECTIONS})");
+    assert!(
+        per_conn < TLS_HELD_BOUND,
+        "{per_conn} bytes per held TLS connection on the ring ({base} for one, {peak} for {CONNECTIONS}); at most \
+         {TLS_HELD_BOUND} expected"
+    );
+}
+
 /// HTTP/2 connections held at once: under the test nginx's 4,000
 /// worker connections.
 const H2_CONNECTIONS: u64 = 3_000;

@@ -22,12 +22,11 @@
 //! worker's shared ring of provided buffers, so the server's close (or a
 //! stray byte, read and dropped) needs no buffer per connection.
 //!
-//! Plain TCP only: the plan refuses (`--io uring`) or hands epoll (auto)
-//! every storm that speaks TLS or a protocol of its own
-//! ([`throng_plan::StormPlan::ring_refuses`]). A TLS storm's slot would
-//! keep its session beside the socket while it handshakes, as the ring's
-//! HTTP path does; the phases below already leave room for it between
-//! `connected` and `opened`.
+//! TLS (tls://, https://) rides it too ([`tls`]): between `connected` and
+//! `opened` a slot handshakes through its session in the ring's TLS table
+//! ([`super::tls::Tls`]), and sheds it before the hold. The plan refuses
+//! (`--io uring`) or hands epoll (auto) every storm that speaks a protocol
+//! of its own ([`throng_plan::StormPlan::ring_refuses`]).
 
 use std::cell::{Cell, RefCell};
 use std::cmp::Reverse;
@@ -47,8 +46,10 @@ use tokio::sync::{Notify, watch};
 use super::publish::{self, Publisher};
 use super::ring::{BGID, Ring, close_fd};
 use super::slot::{GENERATION, OP_CONNECT, OP_RECV, OP_SEND, new_socket, parse_user_data, user_data};
+use super::tls::Tls;
 
 mod exchange;
+mod tls;
 use crate::ctx::Ctx;
 use crate::errors::{Stage, classify};
 use crate::load::{StormLoad, WorkerSpec};
@@ -83,6 +84,8 @@ enum Phase {
     Free,
     /// connect() issued (the first or a reconnect).
     Connecting,
+    /// TCP up, the TLS handshake under way (or its Finished on its way out).
+    Handshaking,
     /// The request sent or queued; its response not complete.
     Exchanging,
     /// Established and held until its hold ends.
@@ -115,6 +118,8 @@ struct Slot {
     /// Reconnect attempts since the server closed it.
     attempts: u32,
     recv_armed: bool,
+    /// A tracked send (TLS records) is in the kernel.
+    sending: bool,
     /// This opening is a reconnect (counted as one).
     reconnect: bool,
     /// The first opening's outcome is not recorded yet (the first wave).
@@ -146,6 +151,7 @@ impl Slot {
             addr: 0,
             attempts: 0,
             recv_armed: false,
+            sending: false,
             reconnect: false,
             first_wave: false,
             opened: now,
@@ -186,6 +192,10 @@ struct Storm<'a> {
     /// The template of every multishot `recvmsg`: no name, room for the
     /// receive stamp (boxed: the kernel reads it at each arming).
     msghdr: Box<libc::msghdr>,
+    /// The sessions of a TLS storm's slots (None: plain TCP).
+    tls: Option<Tls>,
+    /// A receive's records, copied out of the ring's buffer for the session.
+    records: Vec<u8>,
 }
 
 /// Runs one worker's storm on an io_uring to completion on the current
@@ -246,6 +256,8 @@ pub(crate) fn run(
             m.msg_controllen = CONTROL as _;
             m
         },
+        tls: ctx.spec.tls.clone().map(|client| Tls::new(client, 0)),
+        records: Vec::new(),
     };
     let aborted = storm.run(&mut state, &live, snapshot.as_ref())?;
     storm.close_all(!aborted);
@@ -406,6 +418,7 @@ impl Storm<'_> {
             }
             match self.slots[i].phase {
                 Phase::Connecting => self.connect_failed(i, ErrorClass::TimeoutConnect)?,
+                Phase::Handshaking => self.tls_failed(i, ErrorClass::TimeoutTls, now)?,
                 Phase::Exchanging => self.finish(i, Err(ErrorClass::TimeoutResponse), now)?,
                 Phase::Holding => {
                     self.close(i);
@@ -458,6 +471,9 @@ impl Storm<'_> {
     /// Opens a socket for slot `i` (bound to its source address) and
     /// queues its connect to the route's next address.
     fn connect(&mut self, i: usize) -> io::Result<()> {
+        if !self.tls_prepare(i)? {
+            return Ok(());
+        }
         let ctx = self.ctx;
         let addrs = &ctx.spec.route.addrs;
         let n = addrs.len().max(1);
@@ -509,6 +525,7 @@ impl Storm<'_> {
         }
         match op {
             OP_CONNECT => self.connected(i, res, now),
+            OP_SEND if self.tls.is_some() => self.tls_sent(i, res, now),
             OP_SEND => self.sent(i, res, now),
             OP_RECV => {
                 if !cqueue::more(flags) {
@@ -557,8 +574,6 @@ impl Storm<'_> {
             }
             return self.connect_failed(i, class);
         }
-        let counter = self.counter(i);
-        counter.set(counter.get() - 1);
         let s = &mut self.slots[i];
         let at = s.addr as usize % n;
         {
@@ -570,15 +585,36 @@ impl Storm<'_> {
             if let Some(&addr) = ctx.spec.route.addrs.get(at) {
                 rec.reached(addr);
             }
-            rec.connection_established(now, s.reconnect);
         }
         ctx.prefer.set(at);
-        if !s.reconnect {
-            s.hold_end = now + self.load.hold;
+        if self.tls.is_some() {
+            // Established once its handshake is done (tls::handshaken).
+            return self.tls_start(i, now);
         }
+        self.established(i, now);
         if ctx.spec.request.is_empty() {
             return self.opened(i, now);
         }
+        self.begin_exchange(i, now);
+        self.send(i, now)
+    }
+
+    /// Slot `i`'s connection is established at `now` (TCP connected, the
+    /// TLS handshake done): its opening resolved, its hold's end set.
+    fn established(&mut self, i: usize, now: Instant) {
+        let counter = self.counter(i);
+        counter.set(counter.get() - 1);
+        let s = &mut self.slots[i];
+        self.ctx.rec.borrow_mut().connection_established(now, s.reconnect);
+        if !s.reconnect {
+            s.hold_end = now + self.load.hold;
+        }
+    }
+
+    /// Slot `i`'s request begins on its established connection.
+    fn begin_exchange(&mut self, i: usize, now: Instant) {
+        let ctx = self.ctx;
+        let s = &mut self.slots[i];
         let keep_server = ctx.rec.borrow().wants_first_reply();
         let mut session = Session::new(false);
         session.reset(Keep {
@@ -592,7 +628,6 @@ impl Storm<'_> {
             keep_server,
         }));
         s.phase = Phase::Exchanging;
-        self.send(i, now)
     }
 
     /// Arms slot `i`'s multishot receive (if its connection is still open).
@@ -613,6 +648,11 @@ impl Storm<'_> {
     /// held connection closed by the server.
     fn peer_closed(&mut self, i: usize, class: Option<ErrorClass>, now: Instant) -> io::Result<()> {
         match self.slots[i].phase {
+            Phase::Handshaking => {
+                // The server ended the handshake: as epoll classes it.
+                let class = class.unwrap_or(ErrorClass::Tls("handshake_eof"));
+                self.tls_failed(i, class, now)
+            }
             Phase::Exchanging => {
                 if let Some(class) = class {
                     return self.finish(i, Err(class), now);
@@ -664,6 +704,14 @@ impl Storm<'_> {
             }
         }
         s.reconnect = false;
+        if !s.sending
+            && let Some(tls) = self.tls.as_mut()
+        {
+            // A held connection keeps no session and no buffer (as the
+            // epoll storm's hold sheds its TLS).
+            tls.shed(i);
+        }
+        let s = &self.slots[i];
         let end = s.hold_end;
         if hold.is_zero() || self.ctx.stopping.get() || now >= end {
             self.close(i);
@@ -778,10 +826,16 @@ impl Storm<'_> {
             return;
         }
         let fd = s.fd;
-        let armed = s.recv_armed;
+        // A send in the kernel ends with the shutdown too, before its
+        // buffer is used again.
+        let armed = s.recv_armed || s.sending;
         s.fd = -1;
         s.recv_armed = false;
+        s.sending = false;
         s.generation = s.generation.wrapping_add(1);
+        if let Some(tls) = &mut self.tls {
+            tls.forget(i);
+        }
         if armed {
             // SAFETY: shutdown on a socket this worker owns.
             unsafe { libc::shutdown(fd, libc::SHUT_RDWR) };
@@ -858,5 +912,14 @@ mod tests {
     fn a_held_slot_is_tens_of_bytes() {
         let each = std::mem::size_of::<Slot>() + std::mem::size_of::<Reverse<(Instant, u32, u32)>>();
         assert!(each <= 160, "a held ring storm slot costs {each} bytes");
+        // A TLS storm's slot has its entry in the ring's session table too;
+        // held, its session and record buffer are shed (the entry's room
+        // for a session stays: about a kilobyte).
+        let tls = std::mem::size_of::<super::super::tls::TlsConn>();
+        assert!(
+            each + tls <= 1_400,
+            "a held TLS ring storm slot costs {} bytes",
+            each + tls
+        );
     }
 }

@@ -125,7 +125,37 @@ impl Tls {
     /// Feeds a receive's bytes to slot `i`'s session; plaintext goes to the
     /// slot's response reader while a request is in flight (its first byte
     /// at `at`).
-    pub(super) fn feed(&mut self, i: usize, mut payload: &[u8], s: &mut Slot, at: Instant) -> Fed {
+    pub(super) fn feed(&mut self, i: usize, payload: &[u8], s: &mut Slot, at: Instant) -> Fed {
+        let mut response: Option<Result<Feed, ParseError>> = None;
+        let mut extra = false;
+        let mut fed = self.records(i, payload, |plain| {
+            let answered = matches!(response, Some(Ok(Feed::Done { .. })) | Some(Err(_)));
+            if s.phase != Phase::Exchanging || s.early != Early::None || answered {
+                extra = true;
+                return Ok(());
+            }
+            s.first.get_or_insert(at);
+            let Session::Http1(reader) = &mut s.session else {
+                return Err(ErrorClass::Protocol);
+            };
+            response = Some(reader.feed(plain));
+            Ok(())
+        });
+        fed.response = response;
+        fed.extra |= extra;
+        fed
+    }
+
+    /// Feeds a receive's bytes to slot `i`'s session and hands each piece
+    /// of plaintext to `plain` (the HTTP loop's reader, the storm's one
+    /// response); a failure `plain` returns fails the session's feed.
+    /// `response` is left for the caller.
+    pub(super) fn records(
+        &mut self,
+        i: usize,
+        mut payload: &[u8],
+        mut plain: impl FnMut(&[u8]) -> Result<(), ErrorClass>,
+    ) -> Fed {
         let mut fed = Fed::default();
         let Some(c) = self.conns.get_mut(i) else {
             fed.failed = Some(ErrorClass::Protocol);
@@ -159,21 +189,24 @@ impl Tls {
                     _ => break,
                 };
                 left = left.saturating_sub(n);
-                let answered = matches!(fed.response, Some(Ok(Feed::Done { .. })) | Some(Err(_)));
-                if s.phase != Phase::Exchanging || s.early != Early::None || answered {
-                    fed.extra = true;
-                    continue;
-                }
-                s.first.get_or_insert(at);
-                let Session::Http1(reader) = &mut s.session else {
-                    fed.failed = Some(ErrorClass::Protocol);
+                if let Err(class) = plain(&self.plain[..n]) {
+                    fed.failed = Some(class);
                     return fed;
-                };
-                fed.response = Some(reader.feed(&self.plain[..n]));
+                }
             }
         }
         fed.handshaken = was_handshaking && !session.is_handshaking();
         fed
+    }
+
+    /// Slot `i`'s connection carries no more TLS (a storm's hold): its
+    /// session and its records' buffer go (the socket stays). Call it with
+    /// no send of the slot in the kernel.
+    pub(super) fn shed(&mut self, i: usize) {
+        self.forget(i);
+        if let Some(c) = self.conns.get_mut(i) {
+            c.out = Vec::new();
+        }
     }
 
     /// The records of a failed session's alert, to tell the peer why (best

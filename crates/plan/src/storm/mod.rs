@@ -667,7 +667,7 @@ impl StormPlan {
             return Err(PlanError::invalid(
                 "--io",
                 format!(
-                    "--io uring runs plain TCP storms (tcp://, http:// with HTTP/1.1) only, not {what} yet; leave \
+                    "--io uring runs TCP and TLS storms (tcp://, tls://, http://, https:// with HTTP/1.1) only, not {what} yet; leave \
                      out --io (auto runs epoll for this storm), or pass --io epoll"
                 ),
             ));
@@ -676,7 +676,7 @@ impl StormPlan {
     }
 
     /// What keeps io_uring from carrying this storm (None: the ring
-    /// carries it): plain TCP connects, at most one HTTP/1.1 request, the
+    /// carries it): TCP and TLS connects, at most one HTTP/1.1 request, the
     /// hold, reconnects and the close ride the ring; the rest is epoll's
     /// for now. The one decision `--io uring` refuses by and `--io auto`
     /// picks epoll by.
@@ -687,9 +687,6 @@ impl StormPlan {
             Some(Protocol::WebSocket(_)) => return Some("WebSocket (ws://, wss://)".to_string()),
             None if self.target.scheme == StormScheme::Nats => return Some("NATS (nats://)".to_string()),
             None => {}
-        }
-        if self.target.scheme.is_tls() || self.tls.is_some() {
-            return Some("TLS (tls://, https://)".to_string());
         }
         if !self.http.is_http1() {
             return Some(format!("{} (--http2/--http3)", self.http.label()));

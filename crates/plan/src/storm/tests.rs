@@ -469,9 +469,14 @@ fn websocket_url_credentials_become_the_upgrades_authorization_and_stay_out_of_f
 }
 
 #[test]
-fn the_ring_carries_plain_tcp_storms_and_refuses_the_rest_by_name() {
+fn the_ring_carries_tcp_and_tls_storms_and_refuses_the_rest_by_name() {
     use crate::IoModel;
-    for target in ["tcp://127.0.0.1:9000", "http://127.0.0.1:9000/"] {
+    for target in [
+        "tcp://127.0.0.1:9000",
+        "http://127.0.0.1:9000/",
+        "tls://127.0.0.1:9000",
+        "https://127.0.0.1:9000/",
+    ] {
         let p = StormPlan::from_args(StormArgs {
             io: IoModel::Uring,
             ..args(target)
@@ -484,8 +489,6 @@ fn the_ring_carries_plain_tcp_storms_and_refuses_the_rest_by_name() {
         IoModel::Auto
     );
     for (target, extra, what) in [
-        ("tls://127.0.0.1:9000", None, "TLS"),
-        ("https://127.0.0.1:9000/", None, "TLS"),
         ("nats://127.0.0.1:4222", None, "NATS"),
         ("ws://127.0.0.1:9000/", None, "WebSocket"),
         ("http://127.0.0.1:9000/", Some("http2"), "HTTP/2"),

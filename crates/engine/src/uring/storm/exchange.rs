@@ -68,6 +68,23 @@ impl Storm<'_> {
         if payload.is_empty() {
             return self.peer_closed(i, None, now);
         }
+        let live_session = self
+            .tls
+            .as_ref()
+            .is_some_and(|t| t.conns.get(i).is_some_and(|c| c.session.is_some()));
+        if live_session && matches!(self.slots[i].phase, Phase::Handshaking | Phase::Exchanging) {
+            let t_send = self.slots[i].exchange.as_ref().map_or(now, |e| e.t_send);
+            let arrived =
+                crate::stamps::from_control(out.control_data()).and_then(|st| crate::stamps::arrival(st, now, t_send));
+            // Copied out of the ring's buffer (which the session's handling
+            // cannot borrow) into room kept for it: no allocation.
+            let mut records = std::mem::take(&mut self.records);
+            records.clear();
+            records.extend_from_slice(payload);
+            let out = self.tls_received(i, &records, arrived.unwrap_or(now), arrived.is_some(), now);
+            self.records = records;
+            return out;
+        }
         if self.slots[i].phase != Phase::Exchanging {
             return Ok(());
         }
