@@ -68,6 +68,13 @@ pub(crate) fn parse(input: &str) -> Result<Flow, ImportError> {
     let mut flow = Flow::default();
     for (n, (line, words)) in commands(input)?.into_iter().enumerate() {
         let step = command(&words, n + 1, line, &mut flow)?;
+        if step.holds_braces() {
+            return Err(ImportError::Invalid(format!(
+                "curl command {} (line {line}): a value holds `{{{{`, which a scenario reads as a template; \
+                 remove it, or write the request in the scenario by hand",
+                n + 1
+            )));
+        }
         flow.steps.push(step);
     }
     if flow.steps.is_empty() {

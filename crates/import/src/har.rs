@@ -29,6 +29,7 @@ pub(crate) fn parse(input: &str) -> Result<Flow, ImportError> {
     let mut flow = Flow::default();
     let (mut preflights, mut other_schemes, mut large) = (0, 0, Vec::new());
     let mut browser_headers = false;
+    let mut braces = Vec::new();
     for (i, e) in entries.iter().enumerate() {
         let n = i + 1;
         let req = e.get("request").ok_or_else(|| bad(n, "has no request"))?;
@@ -79,6 +80,10 @@ pub(crate) fn parse(input: &str) -> Result<Flow, ImportError> {
             kept,
             body,
         );
+        if step.holds_braces() {
+            braces.push(n);
+            continue;
+        }
         flow.steps.push(Step {
             expect,
             response,
@@ -91,6 +96,13 @@ pub(crate) fn parse(input: &str) -> Result<Flow, ImportError> {
              client hints; Host, Content-Length, Accept-Encoding: throng sets its own)"
                 .into(),
         );
+    }
+    if !braces.is_empty() {
+        let list: Vec<String> = braces.iter().take(20).map(usize::to_string).collect();
+        flow.notes.push(format!(
+            "left out entries whose request holds `{{{{` (a scenario reads it as a template; add them by hand): {}",
+            list.join(", ")
+        ));
     }
     if preflights > 0 {
         flow.notes.push(format!(

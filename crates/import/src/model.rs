@@ -115,6 +115,22 @@ pub(crate) struct Step {
 }
 
 impl Step {
+    /// True when something it sends holds `{{`, which a scenario reads as
+    /// the start of a template: a recorded or written literal cannot be
+    /// carried over as it is.
+    pub fn holds_braces(&self) -> bool {
+        let has = |t: &str| t.contains("{{");
+        has(&self.path)
+            || self.query.iter().any(|(k, v)| has(k) || has(v))
+            || self.headers.iter().any(|(k, v)| has(k) || has(v))
+            || match &self.body {
+                Body::None => false,
+                Body::Json(v) => has(&v.to_string()),
+                Body::Form(f) => f.iter().any(|(k, v)| has(k) || has(v)),
+                Body::Raw(t) => has(t),
+            }
+    }
+
     /// A request with no expectation, capture, recorded response, name or
     /// group.
     pub fn new(

@@ -657,3 +657,36 @@ fn curl_k_makes_an_https_scenario_that_does_not_verify() {
         );
     }
 }
+
+/// A value holding `{{` would be read as a template: a curl command with
+/// one is refused by its line, a HAR entry with one is left out and named.
+#[test]
+fn literal_braces_are_refused_or_left_out_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let cmds = dir.path().join("c.sh");
+    std::fs::write(
+        &cmds,
+        "curl http://127.0.0.1:9/a\ncurl http://127.0.0.1:9/b -d 'tpl={{name}}'\n",
+    )
+    .unwrap();
+    let (code, _, stderr) = import(&["curl", cmds.to_str().unwrap()]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("curl command 2 (line 2): a value holds `{{`"),
+        "{stderr}"
+    );
+    let har = serde_json::json!({"log": {"entries": [
+        {"request": {"method": "GET", "url": "http://127.0.0.1:9/a", "headers": []}},
+        {"request": {"method": "POST", "url": "http://127.0.0.1:9/b", "headers": [],
+                     "postData": {"mimeType": "text/plain", "text": "<p>{{ vue }}</p>"}}}
+    ]}});
+    let file = dir.path().join("b.har");
+    std::fs::write(&file, har.to_string()).unwrap();
+    let (code, stdout, stderr) = import(&["har", file.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stderr.contains("imported 1 request ") && stderr.contains("holds `{{`") && stderr.contains(": 2"),
+        "{stderr}"
+    );
+    assert!(!stdout.contains("vue"), "{stdout}");
+}
