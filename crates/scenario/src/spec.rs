@@ -149,7 +149,8 @@ fn not_a_scenario(file: &str) -> String {
     if script {
         "this is a script, not a scenario file: throng run reads a YAML file with target: and \
          scenarios: (see docs/scenarios.md, which maps k6's options and calls to it); JavaScript is \
-         not run"
+         not run yet. To start a scenario from what you have, `throng import curl|har|postman|openapi \
+         FILE` writes one"
             .to_string()
     } else {
         "not a scenario file: it should be a YAML mapping with target: and scenarios: (see \

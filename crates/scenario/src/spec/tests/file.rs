@@ -261,6 +261,7 @@ fn a_script_or_a_plain_text_is_not_a_scenario_and_says_so() {
     let e = ScenarioPlan::parse(script, "load.js", &no_file).unwrap_err();
     assert_eq!((e.line, e.column), (1, 1), "{e}");
     assert!(e.message.starts_with("this is a script, not a scenario file"), "{e}");
+    assert!(e.message.contains("throng import"), "{e}");
     assert!(!e.message.contains("RawFile"), "{e}");
     let e = ScenarioPlan::parse("hello\n", "notes.yaml", &no_file).unwrap_err();
     assert!(
