@@ -9,19 +9,22 @@ use tokio::sync::{Notify, watch};
 
 use crate::ctx::Ctx;
 use crate::load::WorkerSpec;
-use crate::worker::state::RunState;
+use crate::worker::state::{RunState, WorkerDone};
 
 /// A ring worker's context for `spec`: its recorder, and its picking
-/// state among several requests with their targets' tags.
-pub(super) fn ring_ctx(spec: WorkerSpec) -> Ctx {
+/// state among several requests with their targets' tags. `reads`: the
+/// loop sends requests and reads responses (false for a storm that only
+/// holds: no system call per connection for stamps it would never read,
+/// as on epoll).
+pub(super) fn ring_ctx(spec: WorkerSpec, reads: bool) -> Ctx {
     let (pick, tags) = crate::targets::Pick::of(spec.targets.as_ref(), spec.origin);
     Ctx {
         rec: RefCell::new(Recorder::new(spec.origin)),
         scenario: RefCell::new(tags),
         scratch: RefCell::new(Box::default()),
-        stamp: crate::stamps::clock() == crate::stamps::Clock::Kernel,
+        stamp: reads && crate::stamps::clock() == crate::stamps::Clock::Kernel,
         stamps: Cell::new(crate::stamps::Counts::default()),
-        client_speaks_first: true,
+        client_speaks_first: reads,
         spec,
         pick,
         rows: None,
@@ -36,6 +39,13 @@ pub(super) fn ring_ctx(spec: WorkerSpec) -> Ctx {
         done_notify: Notify::new(),
         conns: crate::proto::Conns::none(),
     }
+}
+
+/// What a ring worker measured once its loop has ended, with its CPU
+/// time since `cpu_before`.
+pub(super) fn done(ctx: &Ctx, cpu_before: (Duration, Duration)) -> WorkerDone {
+    let finished = Instant::now();
+    WorkerDone::at(ctx.measured(finished), finished, cpu_before, None, ctx.stamps.get())
 }
 
 /// Waits for the run's origin, watching for an abort (`tick` at a time).

@@ -40,7 +40,7 @@ use socket2::SockAddr;
 use throng_metrics::{ErrorClass, Live, Phase};
 use tokio::sync::watch;
 
-use super::context::{ring_ctx, wait_origin};
+use super::context::{done, ring_ctx, wait_origin};
 use super::h2_conn::{H2Conn, State, Stream, TlsFed, stream_level};
 use super::publish::{self, Publisher};
 use super::ring::{BGID, Ring, close_fd};
@@ -116,7 +116,7 @@ pub(super) fn run(
     };
     let connections = usize::try_from(h2.connections).unwrap_or(usize::MAX).min(1 << 24);
     let ring = Ring::new(connections).map_err(|e| io::Error::new(e.kind(), format!("--io uring: {e}")))?;
-    let ctx = ring_ctx(spec);
+    let ctx = ring_ctx(spec, true);
     let now = Instant::now();
     let mut lp = H2Loop {
         ctx: &ctx,
@@ -148,15 +148,7 @@ pub(super) fn run(
     let aborted = lp.run(&mut state, &live, snapshot.as_ref())?;
     lp.close_all(!aborted);
     drop(lp);
-    let finished = Instant::now();
-    let measurements = ctx.measured(finished);
-    Ok(WorkerDone::at(
-        measurements,
-        finished,
-        cpu_before,
-        None,
-        ctx.stamps.get(),
-    ))
+    Ok(done(&ctx, cpu_before))
 }
 
 impl H2Loop<'_> {

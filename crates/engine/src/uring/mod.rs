@@ -194,7 +194,7 @@ pub(crate) fn run(
     };
     let connections = usize::try_from(connections).unwrap_or(usize::MAX).min(1 << 24);
     let ring = Ring::new(connections).map_err(|e| io::Error::new(e.kind(), format!("--io uring: {e}")))?;
-    let ctx = context::ring_ctx(spec);
+    let ctx = context::ring_ctx(spec, true);
     let head = ctx.spec.head_request;
     let now = Instant::now();
     let closed = warm.is_none();
@@ -245,16 +245,7 @@ pub(crate) fn run(
     }
     lp.close_all(!aborted);
     drop(lp);
-
-    let finished = Instant::now();
-    let measurements = ctx.measured(finished);
-    Ok(WorkerDone::at(
-        measurements,
-        finished,
-        cpu_before,
-        None,
-        ctx.stamps.get(),
-    ))
+    Ok(context::done(&ctx, cpu_before))
 }
 
 impl Loop<'_> {

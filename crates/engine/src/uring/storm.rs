@@ -28,7 +28,7 @@
 //! (`--io uring`) or hands epoll (auto) every storm that speaks a protocol
 //! of its own ([`throng_plan::StormPlan::ring_refuses`]).
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io;
@@ -39,10 +39,11 @@ use std::time::{Duration, Instant};
 
 use io_uring::{cqueue, opcode, squeue, types};
 use socket2::SockAddr;
-use throng_metrics::{ErrorClass, Live, Phase as Metric, Recorder};
+use throng_metrics::{ErrorClass, Live, Phase as Metric};
 use throng_plan::{Reconnect, Rng, StormStarts};
-use tokio::sync::{Notify, watch};
+use tokio::sync::watch;
 
+use super::context::{done, ring_ctx};
 use super::publish::{self, Publisher};
 use super::ring::{BGID, Ring, close_fd};
 use super::slot::{GENERATION, OP_CONNECT, OP_RECV, OP_SEND, new_socket, parse_user_data, user_data};
@@ -210,29 +211,8 @@ pub(crate) fn run(
     let cpu_before = crate::sys::thread_cpu();
     let origin = spec.origin;
     let ring = Ring::new(RING_FOR).map_err(|e| io::Error::new(e.kind(), format!("--io uring: {e}")))?;
-    let ctx = Ctx {
-        rec: RefCell::new(Recorder::new(origin)),
-        scenario: RefCell::new(None),
-        scratch: RefCell::new(Box::default()),
-        // A storm that only holds reads no responses: no system call per
-        // connection for stamps it would never read (as on epoll).
-        stamp: crate::stamps::clock() == crate::stamps::Clock::Kernel && !spec.request.is_empty(),
-        stamps: Cell::new(crate::stamps::Counts::default()),
-        client_speaks_first: !spec.request.is_empty(),
-        spec,
-        pick: None,
-        rows: None,
-        next_conn: Cell::new(0),
-        prefer: Cell::new(0),
-        stopping: Cell::new(false),
-        stop_notify: Notify::new(),
-        in_flight: Cell::new(0),
-        connecting: Cell::new(0),
-        reconnecting: Cell::new(0),
-        live_tasks: Cell::new(0),
-        done_notify: Notify::new(),
-        conns: crate::proto::Conns::none(),
-    };
+    let reads = !spec.request.is_empty();
+    let ctx = ring_ctx(spec, reads);
     let mut starts = load.starts.clone();
     let next_due = starts.next().map(|o| origin + o);
     let mut storm = Storm {
@@ -262,16 +242,7 @@ pub(crate) fn run(
     let aborted = storm.run(&mut state, &live, snapshot.as_ref())?;
     storm.close_all(!aborted);
     drop(storm);
-
-    let finished = Instant::now();
-    let measurements = ctx.measured(finished);
-    Ok(WorkerDone::at(
-        measurements,
-        finished,
-        cpu_before,
-        None,
-        ctx.stamps.get(),
-    ))
+    Ok(done(&ctx, cpu_before))
 }
 
 impl Storm<'_> {
