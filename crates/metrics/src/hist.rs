@@ -154,6 +154,14 @@ impl Hist {
         if self.is_empty() { 0 } else { self.0.min() }
     }
 
+    /// True when no sample lies below `us` as far as the histogram can tell
+    /// (to 0.1%): the smallest sample's bucket reaches `us`. [`Hist::min`] is
+    /// the bottom of that bucket, up to 0.1% below the sample, so
+    /// `min() >= us` fails for a sample just above `us`.
+    pub fn none_below(&self, us: u64) -> bool {
+        self.is_empty() || self.0.highest_equivalent(self.0.min()) >= us
+    }
+
     /// Largest sample in µs (0 when empty).
     pub fn max(&self) -> u64 {
         self.0.max()
@@ -555,6 +563,18 @@ mod tests {
         let back = Hist::decode(&h.encode()).unwrap();
         assert!(back.is_empty());
         assert_eq!(back, h);
+    }
+
+    #[test]
+    fn none_below_reads_the_smallest_samples_bucket_not_its_bottom() {
+        let mut h = Hist::new();
+        assert!(h.none_below(u64::MAX), "empty");
+        h.record_us(1_000_100);
+        assert!(h.min() < 1_000_000, "min is the bucket's bottom: {}", h.min());
+        assert!(h.none_below(1_000_000));
+        h.record_us(990_000);
+        assert!(!h.none_below(1_000_000));
+        assert!(h.none_below(990_000));
     }
 
     #[test]

@@ -411,7 +411,7 @@ fn tls_storms_count_handshakes_and_name_failures() {
     assert_eq!(m.phases["tls"].count(), 300);
     assert_eq!(m.closed_by_peer, 0, "held TLS connections stay open for the whole hold");
     assert!(
-        m.phases["connection"].min() >= 1_000_000,
+        m.phases["connection"].none_below(1_000_000),
         "every connection was held a second"
     );
 
@@ -536,7 +536,7 @@ fn storm_children_honour_every_flag() {
         assert_books_balance(r.result());
         assert_eq!(m.connections.ok, 30, "{:?}", m.connections.errors);
         assert_eq!(m.phases["schedule_lag"].count(), 30);
-        assert!(m.phases["connection"].min() >= 300_000, "held 300 ms");
+        assert!(m.phases["connection"].none_below(300_000), "held 300 ms");
         let t = m.tls.as_ref().unwrap();
         assert_eq!(t.versions.get("TLSv1_3"), Some(&30), "{t:?}");
         assert!(t.resumed >= 1, "--tls-resume: sessions resumed: {t:?}");
