@@ -160,15 +160,26 @@ pub(crate) async fn one_request(
         entry,
         trace,
     );
-    if !sent.await {
+    if sent.await != Answered::Reusable {
         close(ctx, conn.take());
     }
 }
 
+/// How a request ended, for its connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Answered {
+    /// Answered as expected; the connection can be held.
+    Reusable,
+    /// Answered as expected, and the server closes after its response (as
+    /// a request with `Connection: close` asks).
+    Closing,
+    /// Failed, or answered with a status not expected.
+    Failed,
+}
+
 /// Sends the plan's request on `c` (its first `written` bytes already out
 /// since `t_send`), reads the response and records it (in `row` too); the
-/// request was counted started and in flight by the caller. True when the
-/// connection can carry another request.
+/// request was counted started and in flight by the caller.
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn exchange_on(
     ctx: &Ctx,
@@ -179,7 +190,7 @@ pub(crate) async fn exchange_on(
     written: usize,
     origin: Instant,
     row: Option<&mut Row<'_>>,
-) -> bool {
+) -> Answered {
     exchange_request(
         ctx,
         c,
@@ -211,7 +222,7 @@ async fn exchange_request(
     request: &[u8],
     entry: Option<(&Pick, usize)>,
     trace: Option<&[u8; 16]>,
-) -> bool {
+) -> Answered {
     let spec = &ctx.spec;
     let keep_server = ctx.rec.borrow().wants_first_reply();
     session.reset(Keep {
@@ -249,8 +260,10 @@ async fn exchange_request(
         p.ended(&ctx.scenario, i, Instant::now(), response);
     }
     match outcome {
-        Ok(timing) => recorded.is_some() && spec.keepalive && session.reusable(&timing),
-        Err(_) => false,
+        Ok(_) if recorded.is_none() => Answered::Failed,
+        Ok(timing) if spec.keepalive && session.reusable(&timing) => Answered::Reusable,
+        Ok(_) => Answered::Closing,
+        Err(_) => Answered::Failed,
     }
 }
 

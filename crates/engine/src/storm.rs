@@ -18,8 +18,8 @@ use tokio::time::Sleep;
 
 use crate::conn::{Conn, close, open_connection};
 use crate::ctx::{Ctx, TaskGuard};
-use crate::exchange::exchange_on;
-use crate::load::StormLoad;
+use crate::exchange::{Answered, exchange_on};
+use crate::load::{StormLoad, WorkerLoad};
 use crate::pacer::Pacer;
 use crate::proto::Session;
 use crate::proto::link::{self, Link};
@@ -252,27 +252,44 @@ async fn establish(
             }
             if with_request {
                 let mut session = Session::new(false);
-                let reusable = Box::pin(exchange_on(
+                let answered = Box::pin(exchange_on(
                     ctx,
                     &mut conn,
                     &mut session,
-                    sleep,
+                    sleep.as_mut(),
                     ready.sent,
                     ready.written,
                     origin,
                     row,
                 ))
                 .await;
-                // Failed, or the server closes after its response: nothing
-                // left to hold.
-                if !reusable {
-                    close(ctx, Some(conn));
-                    return Err(None);
+                // Without a hold, the server's close after its response (the
+                // request asks for it) is the connection's normal end: the
+                // server closes first, so the TIME_WAIT is its, not the
+                // generator's. With one, a failed request or a server that
+                // closes leaves nothing to hold.
+                match answered {
+                    Answered::Reusable => {}
+                    Answered::Closing if !holds(ctx) => {
+                        // Its close awaited (a timeout at most), so that the
+                        // server closes first.
+                        let until = Instant::now() + spec.timeout;
+                        hold_open(ctx, &mut conn, until, false, sleep).await;
+                    }
+                    Answered::Closing | Answered::Failed => {
+                        close(ctx, Some(conn));
+                        return Err(None);
+                    }
                 }
             }
             Ok((Link::Bytes(conn), ready.ready))
         }
     }
+}
+
+/// True when this storm holds its connections.
+fn holds(ctx: &Ctx) -> bool {
+    matches!(&ctx.spec.load, WorkerLoad::Storm(l) if !l.hold.is_zero())
 }
 
 /// How a hold ended.

@@ -536,3 +536,57 @@ fn the_default_storm_runs_on_io_uring_where_the_kernel_allows_it() {
     }
     assert_eq!(r.generator.io, Some(Io::Uring), "{}", run.stderr());
 }
+
+/// The TCP connections (IPv4) as (local, remote) addresses, those in
+/// TIME_WAIT only or in any state, from /proc/net/tcp.
+fn sockets(time_wait_only: bool) -> std::collections::HashSet<(String, String)> {
+    let table = std::fs::read_to_string("/proc/net/tcp").unwrap();
+    table
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() > 3 && (!time_wait_only || f[3] == "06")).then(|| (f[1].to_string(), f[2].to_string()))
+        })
+        .collect()
+}
+
+/// The port of an address as /proc/net/tcp writes it (`0100007F:1F90`).
+fn proc_port(addr: &str) -> u16 {
+    u16::from_str_radix(addr.rsplit(':').next().unwrap(), 16).unwrap()
+}
+
+#[test]
+fn http_storms_without_a_hold_let_the_server_close_first() {
+    for io in IO {
+        // A server of its own per transport: its port names its sockets.
+        let nginx = Nginx::start("location = / { return 200 \"ok\"; }");
+        // Every socket there is now (the server's readiness probe may still
+        // be closing: its TIME_WAIT is not the storm's).
+        let before = sockets(false);
+        let (run, r) = run_io(io, &[&nginx.url("/"), "-n", "300", "-c", "30"]);
+        assert_eq!(run.code(), 0, "{io}: {}", run.stderr());
+        assert_eq!(r.measurements.requests.ok, 300, "{io}: {}", outcome(&r));
+        assert_eq!(r.measurements.connections.ok, 300, "{io}");
+        assert_eq!(
+            r.measurements.phases["connection"].count(),
+            300,
+            "{io}: each closed once"
+        );
+        assert_eq!(
+            r.measurements.closed_by_peer, 0,
+            "{io}: the close it asked for is no drop"
+        );
+        let new: Vec<_> = sockets(true).difference(&before).cloned().collect();
+        // The request asks the server to close, and the storm waits for
+        // that close: the TIME_WAITs are the server's (local port: its
+        // port), none the generator's (remote port: the server's).
+        let generator = new.iter().filter(|(_, remote)| proc_port(remote) == nginx.port).count();
+        let server = new.iter().filter(|(local, _)| proc_port(local) == nginx.port).count();
+        assert_eq!(
+            generator, 0,
+            "{io}: the generator closed first on {generator} connections"
+        );
+        assert!(server > 0, "{io}: no server TIME_WAIT: {new:?}");
+    }
+}

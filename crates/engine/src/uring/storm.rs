@@ -91,6 +91,10 @@ enum Phase {
     Exchanging,
     /// Established and held until its hold ends.
     Holding,
+    /// Answered, not held: the server's close (which the request asked
+    /// for) awaited, so that the server closes first and keeps the
+    /// TIME_WAIT, as ab and `http --no-keepalive` leave it.
+    Ending,
     /// The server closed it: waiting to reconnect.
     Waiting,
 }
@@ -391,7 +395,7 @@ impl Storm<'_> {
                 Phase::Connecting => self.connect_failed(i, ErrorClass::TimeoutConnect)?,
                 Phase::Handshaking => self.tls_failed(i, ErrorClass::TimeoutTls, now)?,
                 Phase::Exchanging => self.finish(i, Err(ErrorClass::TimeoutResponse), now)?,
-                Phase::Holding => {
+                Phase::Holding | Phase::Ending => {
                     self.close(i);
                     self.release(i);
                 }
@@ -641,6 +645,11 @@ impl Storm<'_> {
                     Err(_) => self.finish(i, Err(ErrorClass::Eof), now),
                 }
             }
+            Phase::Ending => {
+                self.close(i);
+                self.release(i);
+                Ok(())
+            }
             Phase::Holding => {
                 self.ctx.rec.borrow_mut().closed_by_peer(now);
                 self.close(i);
@@ -662,6 +671,43 @@ impl Storm<'_> {
     /// Slot `i`'s opening is over (connected, its request answered): the
     /// first wave's or a reconnect's outcome, then the hold.
     fn opened(&mut self, i: usize, now: Instant) -> io::Result<()> {
+        self.resolved(i, now);
+        let hold = self.load.hold;
+        let end = self.slots[i].hold_end;
+        if hold.is_zero() || self.ctx.stopping.get() || now >= end {
+            self.close(i);
+            self.release(i);
+            return Ok(());
+        }
+        self.slots[i].phase = Phase::Holding;
+        self.deadline(i, end);
+        // The server's close (or a stray byte) completes it; a request's
+        // receive is armed already.
+        self.arm_recv(i)
+    }
+
+    /// Slot `i`'s request was answered and the server closes after it:
+    /// without a hold, that close ends the connection (awaited, a timeout
+    /// at most); with one, there is nothing to hold.
+    pub(super) fn answered_closing(&mut self, i: usize, now: Instant) -> io::Result<()> {
+        if !self.load.hold.is_zero() {
+            self.close(i);
+            self.opening_failed(i, now);
+            return Ok(());
+        }
+        self.resolved(i, now);
+        if self.ctx.stopping.get() {
+            self.close(i);
+            self.release(i);
+            return Ok(());
+        }
+        self.slots[i].phase = Phase::Ending;
+        self.deadline(i, now + self.ctx.spec.timeout);
+        self.arm_recv(i)
+    }
+
+    /// Slot `i` is established: the first wave's or a reconnect's outcome.
+    fn resolved(&mut self, i: usize, now: Instant) {
         let hold = self.load.hold;
         let s = &mut self.slots[i];
         {
@@ -682,18 +728,6 @@ impl Storm<'_> {
             // epoll storm's hold sheds its TLS).
             tls.shed(i);
         }
-        let s = &self.slots[i];
-        let end = s.hold_end;
-        if hold.is_zero() || self.ctx.stopping.get() || now >= end {
-            self.close(i);
-            self.release(i);
-            return Ok(());
-        }
-        self.slots[i].phase = Phase::Holding;
-        self.deadline(i, end);
-        // The server's close (or a stray byte) completes it; a request's
-        // receive is armed already.
-        self.arm_recv(i)
     }
 
     /// Slot `i`'s connection could not be opened: the attempt and its
@@ -820,7 +854,7 @@ impl Storm<'_> {
         self.ctx.stop();
         for i in 0..self.slots.len() {
             match self.slots[i].phase {
-                Phase::Holding => {
+                Phase::Holding | Phase::Ending => {
                     self.close(i);
                     self.release(i);
                 }
@@ -837,7 +871,7 @@ impl Storm<'_> {
     /// gracefully (an aborted run's are not, as on epoll).
     fn close_all(&mut self, count: bool) {
         for i in 0..self.slots.len() {
-            if count && self.slots[i].phase == Phase::Holding {
+            if count && matches!(self.slots[i].phase, Phase::Holding | Phase::Ending) {
                 self.close(i);
             }
             self.drop_socket(i);

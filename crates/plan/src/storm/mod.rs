@@ -704,7 +704,8 @@ impl StormPlan {
         self.segment.clone().unwrap_or_else(Segment::whole)
     }
 
-    /// The bytes of the per-connection request, if any.
+    /// The bytes of the per-connection request, if any (asking the server
+    /// to close after its response when connections are not held).
     pub fn request_bytes(&self) -> Option<Vec<u8>> {
         let r = self.request.as_ref()?;
         let default_port = if self.target.scheme.is_tls() { 443 } else { 80 };
@@ -716,7 +717,10 @@ impl StormPlan {
                 authority: &authority,
                 headers: &[],
                 body_len: 0,
-                close: false,
+                // Without a hold, the server closes after its response: the
+                // connection's TIME_WAIT is then the server's, as with ab
+                // and `http --no-keepalive`, not the generator's.
+                close: self.hold.is_zero(),
             }
             .to_vec(),
         )

@@ -14,6 +14,7 @@ use super::super::slot::{OP_SEND, user_data};
 use super::{Phase, Storm};
 use crate::conn::{Failed, Timing};
 use crate::errors::{Stage, classify};
+use crate::exchange::Answered;
 use crate::proto::http1::{Feed, ParseError};
 use crate::proto::session::Session;
 use crate::record::record_exchange;
@@ -157,15 +158,19 @@ impl Storm<'_> {
             ex.keep_server,
             None,
         );
-        let reusable = match outcome {
-            Ok(timing) => recorded.is_some() && ex.session.reusable(&timing),
-            Err(_) => false,
+        let answered = match outcome {
+            Ok(_) if recorded.is_none() => Answered::Failed,
+            Ok(timing) if ex.session.reusable(&timing) => Answered::Reusable,
+            Ok(_) => Answered::Closing,
+            Err(_) => Answered::Failed,
         };
         drop(ex);
-        if reusable {
-            return self.opened(i, now);
+        match answered {
+            Answered::Reusable => return self.opened(i, now),
+            Answered::Closing => return self.answered_closing(i, now),
+            Answered::Failed => {}
         }
-        // Failed, or the server closes after its response: nothing to hold.
+        // Failed: nothing to hold.
         self.close(i);
         self.opening_failed(i, now);
         Ok(())
