@@ -11,7 +11,7 @@ pub use types::{
     BaseUrl, Body, Cookies, Cursor, DEFAULT_REDIRECTS, DataSpec, Defaults, Executor, JsonTemplate, Request, Scenario,
     ScenarioPlan, Stage, Step, Think, WebSocket, WsMessage, stage_names,
 };
-pub use types::{DEFAULT_MAX_BODY, MAX_MAX_BODY};
+pub use types::{DEFAULT_MAX_BODY, MAX_MAX_BODY, SETUP_LIMIT, TEARDOWN_LIMIT, capture_names};
 
 mod raw;
 #[cfg(test)]

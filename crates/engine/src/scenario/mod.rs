@@ -93,6 +93,8 @@ pub(crate) fn start(ctx: &Rc<Ctx>, load: ScenarioLoad) {
             def: def.clone(),
             plan: Arc::clone(&load.plan),
             env: Arc::clone(&load.env),
+            setup: Arc::clone(&load.setup),
+            keep: load.keep.clone(),
             shared: Arc::clone(&load.shared),
             worker: load.worker,
             workers: load.workers,

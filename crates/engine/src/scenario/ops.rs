@@ -94,6 +94,10 @@ pub(super) struct Scen {
     pub(super) def: Scenario,
     pub(super) plan: Arc<ScenarioPlan>,
     pub(super) env: Arc<HashMap<String, String>>,
+    /// What the `setup:` flow captured.
+    pub(super) setup: Arc<HashMap<String, String>>,
+    /// Where a `setup:` run's VU leaves its variables.
+    pub(super) keep: Option<Arc<std::sync::Mutex<HashMap<String, String>>>>,
     pub(super) shared: Arc<SharedCounters>,
     pub(super) worker: u32,
     pub(super) workers: u32,

@@ -33,6 +33,7 @@ pub(super) fn render(sc: &Scen, vu: &mut Vu, req: &Request, trace: Option<&Trace
         rng: &mut vu.rng,
         vars: &vu.vars,
         env: &sc.env,
+        setup: &sc.setup,
         now_ms,
     };
     let mut target = String::with_capacity(128);

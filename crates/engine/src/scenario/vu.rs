@@ -196,5 +196,11 @@ async fn iteration(ctx: &Ctx, sc: &Scen, vu: &mut Vu, intended: Option<Instant>)
     }
     let now = Instant::now();
     with_scen(ctx, |r| r.iteration(now, now.saturating_duration_since(started)));
+    if let Some(keep) = &sc.keep {
+        // A poisoned lock only means another VU panicked mid-copy: its
+        // map is still a map.
+        let mut kept = keep.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        kept.clone_from(&vu.vars);
+    }
     true
 }

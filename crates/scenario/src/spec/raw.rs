@@ -92,6 +92,10 @@ pub(super) struct RawFile {
     #[serde(default)]
     pub(super) data: Option<RawData>,
     pub(super) scenarios: BTreeMap<String, RawScenario>,
+    /// Steps run once before the scenarios start, by a VU of their own.
+    pub(super) setup: Option<Vec<RawStep>>,
+    /// Steps run once after the scenarios end (or are stopped).
+    pub(super) teardown: Option<Vec<RawStep>>,
     #[serde(default)]
     pub(super) thresholds: Ordered<Vec<RawThreshold>>,
     /// The .proto files of the `grpc:` steps.

@@ -478,6 +478,15 @@ pub struct ScenarioPlan {
     pub data: Option<DataSpec>,
     /// The scenarios, run at the same time.
     pub scenarios: Vec<Scenario>,
+    /// `setup:`: a flow run once before the scenarios start, as one VU
+    /// (a scenario named `setup`, one iteration); every VU reads its
+    /// captures as `{{setup.NAME}}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setup: Option<Scenario>,
+    /// `teardown:`: a flow run once after the scenarios end, also when the
+    /// run was stopped (a scenario named `teardown`, one iteration).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub teardown: Option<Scenario>,
     /// Pass/fail criteria.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub thresholds: Vec<Threshold>,
@@ -510,7 +519,18 @@ fn is_one(v: &f64) -> bool {
     (*v - 1.0).abs() < f64::EPSILON
 }
 
+/// How long the `setup:` flow may take before the run gives up on it.
+pub const SETUP_LIMIT: Duration = Duration::from_secs(60);
+/// How long the `teardown:` flow may take (also after Ctrl-C).
+pub const TEARDOWN_LIMIT: Duration = Duration::from_secs(30);
+
 impl ScenarioPlan {
+    /// The scenarios, then the `setup:` and `teardown:` flows: every flow
+    /// the file holds.
+    pub fn all_flows(&self) -> impl Iterator<Item = &Scenario> {
+        self.scenarios.iter().chain(&self.setup).chain(&self.teardown)
+    }
+
     /// The schedule of every executor (durations, stages, `max_duration`,
     /// start times) multiplied by `factor`: the same shape, faster.
     ///
@@ -554,7 +574,7 @@ impl ScenarioPlan {
     /// it in), sorted, each once: the CLI can refuse to start when one is
     /// unset instead of sending it empty, and warn of an `--env` nothing reads.
     pub fn env_names(&self) -> Vec<String> {
-        let requests = self.scenarios.iter().flat_map(|s| requests(&s.flow));
+        let requests = self.all_flows().flat_map(|s| requests(&s.flow));
         // The targets', when the environment filled them in.
         let targets: Vec<Template> = std::iter::once(&self.target)
             .chain(self.scenarios.iter().filter_map(|s| s.target.as_ref()))
@@ -567,8 +587,7 @@ impl ScenarioPlan {
             .map(|(_, t)| t)
             .chain(requests.flat_map(templates))
             .chain(
-                self.scenarios
-                    .iter()
+                self.all_flows()
                     .flat_map(|s| websockets(&s.flow))
                     .flat_map(ws_templates),
             )
@@ -580,15 +599,14 @@ impl ScenarioPlan {
 
     /// Every header name the file sets (defaults and requests).
     fn header_names(&self) -> Vec<&str> {
-        let requests = self.scenarios.iter().flat_map(|s| requests(&s.flow));
+        let requests = self.all_flows().flat_map(|s| requests(&s.flow));
         self.defaults
             .headers
             .iter()
             .map(|(n, _)| n.as_str())
             .chain(requests.flat_map(|r| r.headers.iter().map(|(n, _)| n.as_str())))
             .chain(
-                self.scenarios
-                    .iter()
+                self.all_flows()
                     .flat_map(|s| websockets(&s.flow))
                     .flat_map(|w| w.headers.iter().map(|(n, _)| n.as_str())),
             )
@@ -641,7 +659,12 @@ impl ScenarioPlan {
         let mut plan = self.clone();
         let with = Template::literal(throng_plan::REDACTED);
         headers(&mut plan.defaults.headers, &self.secret_headers, &with);
-        for s in &mut plan.scenarios {
+        for s in plan
+            .scenarios
+            .iter_mut()
+            .chain(plan.setup.as_mut())
+            .chain(plan.teardown.as_mut())
+        {
             flow(&mut s.flow, &self.secret_headers, &with);
         }
         plan
@@ -656,6 +679,31 @@ impl ScenarioPlan {
     pub fn end(&self) -> Duration {
         self.scenarios.iter().map(Scenario::end).max().unwrap_or_default()
     }
+}
+
+/// The variable names a flow's steps capture, groups entered, in order
+/// (a name captured twice, once).
+pub fn capture_names(flow: &[Step]) -> Vec<&str> {
+    let mut out: Vec<&str> = Vec::new();
+    for r in requests(flow) {
+        for c in &r.captures {
+            if !out.contains(&c.var.as_str()) {
+                out.push(c.var.as_str());
+            }
+        }
+    }
+    for w in websockets(flow) {
+        for m in &w.messages {
+            if let WsMessage::Expect { captures, .. } = m {
+                for c in captures {
+                    if !out.contains(&c.var.as_str()) {
+                        out.push(c.var.as_str());
+                    }
+                }
+            }
+        }
+    }
+    out
 }
 
 /// Every request of a flow, groups entered, in the order an iteration

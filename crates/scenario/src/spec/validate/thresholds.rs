@@ -16,6 +16,8 @@ impl Validator<'_> {
         &self,
         raw: Ordered<Vec<RawThreshold>>,
         scenarios: &[Scenario],
+        setup: bool,
+        teardown: bool,
     ) -> Result<Vec<Threshold>, ScenarioError> {
         for (i, (key, _)) in raw.0.iter().enumerate() {
             if raw.0[..i].iter().any(|(k, _)| k == key) {
@@ -34,14 +36,23 @@ impl Validator<'_> {
                 ));
             }
             for t in list {
-                thresholds.push(self.threshold(&key, t, scenarios)?);
+                thresholds.push(self.threshold(&key, t, scenarios, (setup, teardown))?);
             }
         }
         Ok(thresholds)
     }
 
     /// One expression of metric `key`, with its options.
-    fn threshold(&self, key: &str, t: RawThreshold, scenarios: &[Scenario]) -> Result<Threshold, ScenarioError> {
+    /// `once`: whether the file has a `setup:` and a `teardown:` flow,
+    /// whose requests carry the tags `scenario:setup` and
+    /// `scenario:teardown` (and only those).
+    fn threshold(
+        &self,
+        key: &str,
+        t: RawThreshold,
+        scenarios: &[Scenario],
+        once: (bool, bool),
+    ) -> Result<Threshold, ScenarioError> {
         let (expr, abort, delay, no_samples) = match t {
             RawThreshold::Text(e) => (e, false, Duration::ZERO, None),
             RawThreshold::Full(RawThresholdFull {
@@ -71,8 +82,11 @@ impl Validator<'_> {
             }
             _ => {}
         }
+        let of_once =
+            |tag: &str, value: &str| tag == "scenario" && (value == "setup" && once.0 || value == "teardown" && once.1);
         if let Some((tag, value)) = &th.tag
             && !tag_exists(scenarios, tag, value)
+            && !of_once(tag, value)
         {
             return Err(self.err(
                 &["thresholds:", key],

@@ -40,7 +40,7 @@ impl Validator<'_> {
                     let key = format!("{}:", s.name);
                     let scope = match default_header {
                         Some(_) => vec!["defaults:"],
-                        None => vec!["scenarios:", &key],
+                        None => vec![self.root.get(), &key],
                     };
                     let used_in = match default_header {
                         Some(h) => format!("defaults.headers.{h}, sent with step '{}',", r.name),
