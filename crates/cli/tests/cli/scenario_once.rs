@@ -1,0 +1,237 @@
+//! `setup:` and `teardown:` flows, run once per run: nginx's own access log
+//! counts them and shows what every load request carried.
+
+#![allow(clippy::unwrap_used)]
+
+use std::path::Path;
+use std::time::Duration;
+
+use crate::common;
+use crate::exit_codes::interrupt;
+use common::{Nginx, access_log, assert_books_balance, throng};
+
+/// nginx logging each request's method, path and X-Token header: `/login`
+/// answers a token as JSON, `/bad` 500, anything else 200.
+struct Server {
+    nginx: Nginx,
+    log: std::path::PathBuf,
+    _logs: tempfile::TempDir,
+}
+
+impl std::ops::Deref for Server {
+    type Target = Nginx;
+    fn deref(&self) -> &Nginx {
+        &self.nginx
+    }
+}
+
+fn server() -> Server {
+    let logs = tempfile::tempdir().unwrap();
+    let log = logs.path().join("access.log");
+    let nginx = Nginx::start_listen_http(
+        "log_format once '$request_method $uri tok=$http_x_token';",
+        "",
+        &format!("access_log {} once;", log.display()),
+        "location = /login { default_type application/json; return 200 '{\"token\":\"tok-4711\"}'; }\n\
+         location = /bad { return 500; }\n\
+         location / { return 200 'ok'; }",
+    );
+    Server {
+        nginx,
+        log,
+        _logs: logs,
+    }
+}
+
+fn log(n: &Server) -> Vec<String> {
+    access_log(&n.log)
+}
+
+fn count(lines: &[String], prefix: &str) -> usize {
+    lines.iter().filter(|l| l.starts_with(prefix)).count()
+}
+
+/// A file: setup logs in at `LOGIN`, teardown deletes the tenant, the
+/// load (`LOAD`: executor fields) sends the token on every request.
+fn file(n: &Nginx, login: &str, load: &str, extra: &str) -> String {
+    format!(
+        r#"
+target: {}
+setup:
+  - request:
+      name: login
+      method: POST
+      path: {login}
+      capture:
+        token: {{ json: /token }}
+teardown:
+  - request:
+      name: cleanup
+      method: DELETE
+      path: /tenant
+      headers: {{ X-Token: "{{{{setup.token}}}}" }}
+scenarios:
+  load:
+{load}
+    flow:
+      - request:
+          name: item
+          path: /item
+          headers: {{ X-Token: "{{{{setup.token}}}}" }}
+{extra}
+"#,
+        n.url("")
+    )
+}
+
+const TEN_VUS: &str = "    executor: per-vu-iterations\n    vus: 10\n    iterations: 3";
+
+fn tag(r: &throng_result::RunResult, key: &str) -> u64 {
+    r.measurements
+        .scenario
+        .as_ref()
+        .unwrap()
+        .tags
+        .get(key)
+        .map_or(0, |t| t.requests)
+}
+
+#[test]
+fn setup_runs_once_and_every_vu_sends_its_capture() {
+    let n = server();
+    let run = common::scenario(&file(&n, "/login", TEN_VUS, ""));
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let lines = log(&n);
+    assert_eq!(count(&lines, "POST /login"), 1, "{lines:?}");
+    assert_eq!(count(&lines, "GET /item tok=tok-4711"), 30, "{lines:?}");
+    assert_eq!(count(&lines, "GET /item"), 30, "{lines:?}");
+    assert_eq!(count(&lines, "DELETE /tenant tok=tok-4711"), 1, "{lines:?}");
+    // The setup first, the teardown after every load request.
+    assert!(lines.first().unwrap().starts_with("POST /login"), "{lines:?}");
+    assert!(lines.last().unwrap().starts_with("DELETE /tenant"), "{lines:?}");
+    let r = run.result();
+    assert_books_balance(r);
+    // Their own tags; not in the load's figures.
+    assert_eq!(tag(r, "scenario:setup"), 1);
+    assert_eq!(tag(r, "scenario:teardown"), 1);
+    assert_eq!(tag(r, ""), 30);
+    assert_eq!(r.measurements.requests.attempted, 30);
+    // The captured value is the server's secret, never the result's.
+    let json = std::fs::read_to_string(&run.json).unwrap();
+    assert!(!json.contains("tok-4711"));
+    assert!(!run.stdout().contains("tok-4711") && !run.stderr().contains("tok-4711"));
+}
+
+#[test]
+fn a_failed_setup_stops_the_run_before_any_load() {
+    let n = server();
+    let run = common::scenario(&file(&n, "/bad", TEN_VUS, ""));
+    assert_eq!(run.code(), 1, "{}", run.stderr());
+    let err = run.stderr();
+    assert!(err.contains("setup: flow of"), "{err}");
+    assert!(err.contains("so the load did not start"), "{err}");
+    assert!(err.contains("step 'login' failed"), "{err}");
+    assert!(err.contains("captured nothing for token"), "{err}");
+    let lines = log(&n);
+    assert_eq!(count(&lines, "POST /bad"), 1, "{lines:?}");
+    assert_eq!(lines.len(), 1, "no load, no teardown: {lines:?}");
+}
+
+#[test]
+fn a_setup_capture_that_finds_nothing_stops_the_run() {
+    let n = server();
+    // /item answers 200 with a body that is not JSON.
+    let run = common::scenario(&file(&n, "/item", TEN_VUS, ""));
+    assert_eq!(run.code(), 1, "{}", run.stderr());
+    assert!(run.stderr().contains("captured nothing for token"), "{}", run.stderr());
+    let lines = log(&n);
+    assert_eq!(count(&lines, "POST /item"), 1, "setup's: {lines:?}");
+    assert_eq!(lines.len(), 1, "no load, no teardown: {lines:?}");
+}
+
+#[test]
+fn teardown_runs_once_after_an_abort_on_fail() {
+    let n = server();
+    let load = "    executor: constant-vus\n    vus: 2\n    duration: 60s";
+    // Every load request fails (the expect is 404): the threshold stops
+    // the run early; teardown runs after it all the same.
+    let extra =
+        "          expect: [404]\nthresholds:\n  errors:\n    - threshold: rate < 0.5\n      abort_on_fail: true";
+    let run = common::scenario(&file(&n, "/login", load, extra));
+    assert_eq!(run.code(), 99, "{}", run.stderr());
+    let lines = log(&n);
+    assert_eq!(count(&lines, "POST /login"), 1, "{lines:?}");
+    assert_eq!(count(&lines, "DELETE /tenant tok=tok-4711"), 1, "{lines:?}");
+    assert!(lines.last().unwrap().starts_with("DELETE /tenant"), "{lines:?}");
+    assert_eq!(tag(run.result(), "scenario:teardown"), 1);
+}
+
+#[test]
+fn teardown_runs_once_after_ctrl_c() {
+    let n = server();
+    let load = "    executor: constant-vus\n    vus: 2\n    duration: 60s";
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("scenario.yaml");
+    std::fs::write(&f, file(&n, "/login", load, "      - think: 10ms")).unwrap();
+    let out = interrupt(
+        throng().arg("run").arg(&f).args(["--threads", "1", "--quiet"]),
+        Duration::from_millis(800),
+    );
+    assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
+    let lines = log(&n);
+    assert_eq!(count(&lines, "POST /login"), 1, "{lines:?}");
+    assert!(count(&lines, "GET /item") > 0, "{lines:?}");
+    assert_eq!(count(&lines, "DELETE /tenant tok=tok-4711"), 1, "{lines:?}");
+    assert!(lines.last().unwrap().starts_with("DELETE /tenant"), "{lines:?}");
+}
+
+#[test]
+fn thresholds_name_the_setup_tag() {
+    let n = server();
+    let held = file(
+        &n,
+        "/login",
+        TEN_VUS,
+        "thresholds:\n  requests{scenario:setup}: [count == 1]",
+    );
+    let run = common::scenario(&held);
+    assert_eq!(run.code(), 0, "{}", run.stdout());
+    let failed = file(
+        &n,
+        "/login",
+        TEN_VUS,
+        "thresholds:\n  requests{scenario:setup}: [count > 1]",
+    );
+    let run = common::scenario(&failed);
+    assert_eq!(run.code(), 99, "{}", run.stdout());
+    assert!(!run.result().thresholds[0].passed);
+}
+
+#[test]
+fn each_segment_runs_setup_once_and_merge_adds_them() {
+    let n = server();
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("scenario.yaml");
+    std::fs::write(&f, file(&n, "/login", TEN_VUS, "")).unwrap();
+    let mut parts = Vec::new();
+    for seg in ["0:1/2", "1/2:1"] {
+        let json = dir.path().join(format!("part-{}.json", parts.len()));
+        let out = common::output(
+            throng()
+                .arg("run")
+                .arg(&f)
+                .args(["--threads", "1", "--quiet", "--segment", seg, "--json"])
+                .arg(&json),
+        );
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        parts.push(json);
+    }
+    assert_eq!(count(&log(&n), "POST /login"), 2, "one per segment");
+    let merged = dir.path().join("merged.json");
+    let out = common::output(throng().arg("merge").args(&parts).arg("-o").arg(&merged));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r = common::read_result(Path::new(&merged)).unwrap();
+    assert_eq!(tag(&r, "scenario:setup"), 2);
+    assert_eq!(tag(&r, "scenario:teardown"), 2);
+    assert_eq!(tag(&r, ""), 30);
+}
