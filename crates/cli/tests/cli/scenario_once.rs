@@ -235,3 +235,42 @@ fn each_segment_runs_setup_once_and_merge_adds_them() {
     assert_eq!(tag(&r, "scenario:teardown"), 2);
     assert_eq!(tag(&r, ""), 30);
 }
+
+/// The ```yaml block of docs/guide/src/scenarios.md whose first line
+/// contains `first`.
+fn guide_block(first: &str) -> String {
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/guide/src/scenarios.md"))
+        .unwrap();
+    doc.split("```yaml\n")
+        .skip(1)
+        .map(|b| b.split("\n```").next().unwrap())
+        .find(|b| b.lines().next().is_some_and(|l| l.contains(first)))
+        .unwrap_or_else(|| panic!("no ```yaml block starting with '{first}' in the guide"))
+        .to_string()
+}
+
+#[test]
+fn the_guides_setup_example_runs_against_the_lab() {
+    let lab = common::auth_lab();
+    let yaml = guide_block("# once.yaml").replace("http://127.0.0.1:8080", &format!("http://{}", lab.addr()));
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("once.yaml");
+    std::fs::write(&f, yaml).unwrap();
+    let run = common::with_json(
+        throng()
+            .arg("run")
+            .arg(&f)
+            .args(["--threads", "1", "--quiet", "--scale", "0.05"]),
+    );
+    assert_eq!(run.code(), 0, "{}\n{}", run.stdout(), run.stderr());
+    let r = run.result();
+    assert_books_balance(r);
+    assert_eq!(tag(r, "scenario:setup"), 3);
+    assert_eq!(tag(r, "scenario:teardown"), 1);
+    let s = r.measurements.scenario.as_ref().unwrap();
+    let me = &s.checks["signed in"];
+    assert!(me.passes > 0 && me.fails == 0, "{me:?}");
+    // Every load request was a `me` with the setup's token, answered 200.
+    assert_eq!(tag(r, "step:me"), tag(r, ""));
+    assert_eq!(s.tags[""].failed, 0);
+}
