@@ -35,6 +35,12 @@ pub(super) struct ReqOp {
     pub(super) head: bool,
 }
 
+/// An `add:` step: its custom metric's recorder index and its value.
+pub(super) struct AddOp {
+    pub(super) metric: usize,
+    pub(super) value: throng_scenario::AddValue,
+}
+
 /// The flow, flattened: groups become start/end markers.
 pub(super) enum Op {
     Request(Box<ReqOp>),
@@ -43,6 +49,7 @@ pub(super) enum Op {
     Think(Think),
     GroupStart,
     GroupEnd(usize),
+    Add(Box<AddOp>),
 }
 
 /// A `grpc:` step, ready to run.

@@ -11,10 +11,10 @@ use std::time::Instant;
 
 use throng_metrics::Phase;
 use throng_plan::Rng;
-use throng_scenario::{CookieJar, Cookies, Cursor, Executor, Think};
+use throng_scenario::{AddValue, CookieJar, Cookies, Cursor, Executor, Think};
 
 use super::ops::{Op, Scen, Vu, sleep_until, with_scen};
-use super::{grpc, request, ws};
+use super::{grpc, render, request, ws};
 use crate::conn::close;
 use crate::ctx::{Ctx, TaskGuard};
 use crate::proto::session::Session;
@@ -185,6 +185,13 @@ async fn iteration(ctx: &Ctx, sc: &Scen, vu: &mut Vu, intended: Option<Instant>)
                 if !sleep_until(ctx, Instant::now() + d).await {
                     return false;
                 }
+            }
+            Op::Add(a) => {
+                let value = match &a.value {
+                    AddValue::Number(v) => Some(*v),
+                    AddValue::Template(t) => AddValue::read(&render::text(sc, vu, t)),
+                };
+                with_scen(ctx, |r| r.custom(a.metric, value));
             }
             Op::GroupStart => groups.push(Instant::now()),
             Op::GroupEnd(g) => {

@@ -96,6 +96,9 @@ pub(super) struct RawFile {
     pub(super) setup: Option<Vec<RawStep>>,
     /// Steps run once after the scenarios end (or are stopped).
     pub(super) teardown: Option<Vec<RawStep>>,
+    /// Custom metrics: name → `counter`, `trend`, `rate` or `gauge`.
+    #[serde(default)]
+    pub(super) metrics: Ordered<String>,
     #[serde(default)]
     pub(super) thresholds: Ordered<Vec<RawThreshold>>,
     /// The .proto files of the `grpc:` steps.
@@ -374,6 +377,16 @@ pub(super) struct RawStep {
     pub(super) group: Option<RawGroup>,
     pub(super) grpc: Option<RawGrpc>,
     pub(super) websocket: Option<RawWebSocket>,
+    pub(super) add: Option<RawAdd>,
+}
+
+/// An `add:` step: a value recorded into a custom metric.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawAdd {
+    pub(super) metric: String,
+    /// A number, true/false, or a template that renders one.
+    pub(super) value: serde_yaml_ng::Value,
 }
 
 /// A `grpc:` step: a unary or server-streaming call.

@@ -378,6 +378,54 @@ pub struct WebSocket {
     pub keep: bool,
 }
 
+/// A custom metric the file declares (`metrics:`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CustomMetric {
+    /// Its name (thresholds and reports use it).
+    pub name: String,
+    /// What it keeps.
+    pub kind: throng_metrics::CustomKind,
+}
+
+/// Most custom metrics a file may declare.
+pub const MAX_CUSTOM_METRICS: usize = 64;
+/// Longest custom metric name.
+pub const MAX_METRIC_NAME: usize = 64;
+
+/// What an `add:` step records.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum AddValue {
+    /// A number written in the file (true: 1, false: 0).
+    Number(f64),
+    /// A template rendered per iteration, then read as a number (or
+    /// `true`/`false`).
+    Template(Template),
+}
+
+impl AddValue {
+    /// A rendered value as a number: a decimal number, or `true`/`false`
+    /// (1 and 0); None for anything else.
+    pub fn read(text: &str) -> Option<f64> {
+        match text.trim() {
+            "true" => Some(1.0),
+            "false" => Some(0.0),
+            t => t.parse::<f64>().ok().filter(|v| v.is_finite()),
+        }
+    }
+}
+
+/// An `add:` step: a value into a custom metric.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Add {
+    /// The metric's name.
+    pub metric: String,
+    /// Its kind.
+    pub kind: throng_metrics::CustomKind,
+    /// The value.
+    pub value: AddValue,
+}
+
 /// One step of a flow.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -397,6 +445,8 @@ pub enum Step {
     },
     /// A gRPC call.
     Grpc(Box<GrpcStep>),
+    /// A value recorded into a custom metric.
+    Add(Box<Add>),
 }
 
 /// A scenario: an executor and the flow of one iteration.
@@ -487,6 +537,9 @@ pub struct ScenarioPlan {
     /// run was stopped (a scenario named `teardown`, one iteration).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub teardown: Option<Scenario>,
+    /// Custom metrics (`metrics:`), in the file's order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub metrics: Vec<CustomMetric>,
     /// Pass/fail criteria.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub thresholds: Vec<Threshold>,
@@ -645,7 +698,7 @@ impl ScenarioPlan {
                     Step::Grpc(g) => headers(&mut g.request.headers, secret, with),
                     Step::WebSocket(w) => headers(&mut w.headers, secret, with),
                     Step::Group { flow: f, .. } => flow(f, secret, with),
-                    Step::Think(_) => {}
+                    Step::Think(_) | Step::Add(_) => {}
                 }
             }
         }
@@ -715,7 +768,7 @@ pub(super) fn requests(flow: &[Step]) -> Vec<&Request> {
             Step::Request(r) => out.push(r.as_ref()),
             Step::Grpc(g) => out.push(&g.request),
             Step::Group { flow, .. } => out.extend(requests(flow)),
-            Step::Think(_) | Step::WebSocket(_) => {}
+            Step::Think(_) | Step::WebSocket(_) | Step::Add(_) => {}
         }
     }
     out
@@ -728,7 +781,7 @@ pub(super) fn websockets(flow: &[Step]) -> Vec<&WebSocket> {
         match s {
             Step::WebSocket(w) => out.push(w.as_ref()),
             Step::Group { flow, .. } => out.extend(websockets(flow)),
-            Step::Think(_) | Step::Request(_) | Step::Grpc(_) => {}
+            Step::Think(_) | Step::Request(_) | Step::Grpc(_) | Step::Add(_) => {}
         }
     }
     out

@@ -50,6 +50,8 @@ pub(super) struct Validator<'a> {
     /// The top-level key the flow being checked sits under (`scenarios:`,
     /// or `setup:` / `teardown:`), where errors start looking for it.
     root: std::cell::Cell<&'static str>,
+    /// The file's custom metrics (`metrics:`), which `add:` steps name.
+    metrics: std::cell::RefCell<Vec<CustomMetric>>,
 }
 
 /// Where a scenario's `grpc:` steps find their methods.
@@ -69,6 +71,7 @@ impl<'a> Validator<'a> {
             proto: std::cell::RefCell::new(None),
             reflect,
             root: std::cell::Cell::new("scenarios:"),
+            metrics: std::cell::RefCell::new(Vec::new()),
         }
     }
 }
@@ -262,6 +265,8 @@ impl Validator<'_> {
         let target = self.target_of(&["target:"], raw.target, None, given)?;
         let defaults = self.defaults(&raw.defaults)?;
         let data = self.data(raw.data, read)?;
+        let metrics = self.custom_metrics(raw.metrics)?;
+        self.metrics.replace(metrics.clone());
         let file_proto = match raw.proto {
             Some(p) => Some(self.proto(&["proto:"], p, read)?),
             None => None,
@@ -293,7 +298,13 @@ impl Validator<'_> {
             }
         }
         self.setup_reads(setup.as_ref(), scenarios.iter().chain(&teardown), &defaults)?;
-        let thresholds = self.thresholds(raw.thresholds, &scenarios, setup.is_some(), teardown.is_some())?;
+        let thresholds = self.thresholds(
+            raw.thresholds,
+            &scenarios,
+            setup.is_some(),
+            teardown.is_some(),
+            &metrics,
+        )?;
         ScenarioPlan {
             file: self.file.to_string(),
             target,
@@ -303,6 +314,7 @@ impl Validator<'_> {
             scenarios,
             setup,
             teardown,
+            metrics,
             thresholds,
             scale: 1.0,
             secret_headers: Vec::new(),
@@ -539,6 +551,122 @@ impl Validator<'_> {
             }
         }
         Ok(())
+    }
+
+    /// `metrics:`: names (letters, digits and `_`, not a built-in metric's
+    /// name), each once, at most [`MAX_CUSTOM_METRICS`], each a counter,
+    /// trend, rate or gauge.
+    fn custom_metrics(&self, raw: Ordered<String>) -> Result<Vec<CustomMetric>, ScenarioError> {
+        if raw.0.len() > MAX_CUSTOM_METRICS {
+            return Err(self.err(
+                &["metrics:"],
+                format!(
+                    "{} custom metrics: at most {MAX_CUSTOM_METRICS} may be declared (each VU's worker keeps every \
+                     one); merge some",
+                    raw.0.len()
+                ),
+            ));
+        }
+        let mut out: Vec<CustomMetric> = Vec::new();
+        for (name, kind) in raw.0 {
+            let at = self.key_path(&["metrics:"], &name);
+            if name.is_empty() || name.len() > MAX_METRIC_NAME || !is_identifier(&name) {
+                return Err(self.err(
+                    &at,
+                    format!(
+                        "'{}' is not a metric name: use letters, digits and _, not starting with a digit, at most \
+                         {MAX_METRIC_NAME} characters",
+                        name.escape_debug()
+                    ),
+                ));
+            }
+            if crate::threshold::is_builtin_metric(&name) {
+                return Err(self.err(
+                    &at,
+                    format!("'{name}' is a built-in metric's name; give the custom metric another name"),
+                ));
+            }
+            if out.iter().any(|m| m.name == name) {
+                return Err(self.err(&at, format!("the metric '{name}' is declared twice")));
+            }
+            let kind = match kind.as_str() {
+                "counter" => throng_metrics::CustomKind::Counter,
+                "trend" => throng_metrics::CustomKind::Trend,
+                "rate" => throng_metrics::CustomKind::Rate,
+                "gauge" => throng_metrics::CustomKind::Gauge,
+                other => {
+                    return Err(self.err(
+                        &at,
+                        format!("{name}: '{other}' is not a kind of metric; write counter, trend, rate or gauge"),
+                    ));
+                }
+            };
+            out.push(CustomMetric { name, kind });
+        }
+        Ok(out)
+    }
+
+    /// An `add:` step: a declared metric, and a number, true/false or a
+    /// template.
+    fn add(&self, key: &str, a: RawAdd) -> Result<Add, ScenarioError> {
+        let at = format!("metric: {}", a.metric);
+        let here = [self.root.get(), key, "add:", at.as_str()];
+        let Some(m) = self.metrics.borrow().iter().find(|m| m.name == a.metric).cloned() else {
+            let known: Vec<String> = self.metrics.borrow().iter().map(|m| m.name.clone()).collect();
+            return Err(self.err_first(
+                &[&here, &here[..3]],
+                format!(
+                    "add: the metric '{}' is not declared; declare it under the top-level metrics: (e.g. metrics: \
+                     {{ {}: counter }}){}",
+                    a.metric,
+                    a.metric,
+                    match known.is_empty() {
+                        true => String::new(),
+                        false => format!("; declared: {}", known.join(", ")),
+                    }
+                ),
+            ));
+        };
+        let value = match a.value {
+            serde_yaml_ng::Value::Number(n) => AddValue::Number(n.as_f64().unwrap_or(f64::NAN)),
+            serde_yaml_ng::Value::Bool(b) => AddValue::Number(f64::from(u8::from(b))),
+            serde_yaml_ng::Value::String(t) => {
+                let t = self.template(&here, &t)?;
+                match t.is_literal().then(|| AddValue::read(t.source())).flatten() {
+                    Some(v) => AddValue::Number(v),
+                    None if t.is_literal() => {
+                        return Err(self.err_first(
+                            &[&here, &here[..3]],
+                            format!(
+                                "add: the value '{}' is not a number; write a number, true or false, or a template \
+                                 that renders one",
+                                t.source()
+                            ),
+                        ));
+                    }
+                    None => AddValue::Template(t),
+                }
+            }
+            _ => {
+                return Err(self.err_first(
+                    &[&here, &here[..3]],
+                    "add: value is a number, true or false, or a template such as \"{{count}}\"",
+                ));
+            }
+        };
+        if let AddValue::Number(v) = value
+            && (!v.is_finite() || m.kind == throng_metrics::CustomKind::Trend && v < 0.0)
+        {
+            return Err(self.err_first(
+                &[&here, &here[..3]],
+                format!("add: {v} cannot be added to {}: a trend's values are 0 or more", m.name),
+            ));
+        }
+        Ok(Add {
+            metric: m.name,
+            kind: m.kind,
+            value,
+        })
     }
 
     /// `tls:`, for a file with an https:// target only.

@@ -7,7 +7,19 @@ impl Validator<'_> {
     pub(super) fn flow(&self, key: &str, steps: Vec<RawStep>, defaults: &Defaults) -> Result<Vec<Step>, ScenarioError> {
         let mut out = Vec::new();
         for mut st in steps {
-            let many = "each step is exactly one of request:, grpc:, websocket:, think: or group:";
+            let many = "each step is exactly one of request:, grpc:, websocket:, think: or group:, or an add:";
+            if let Some(a) = st.add.take() {
+                if st.request.is_some()
+                    || st.think.is_some()
+                    || st.group.is_some()
+                    || st.websocket.is_some()
+                    || st.grpc.is_some()
+                {
+                    return Err(self.err(&[self.root.get(), key, "add:"], many));
+                }
+                out.push(Step::Add(Box::new(self.add(key, a)?)));
+                continue;
+            }
             if let Some(g) = st.grpc.take() {
                 if st.request.is_some() || st.think.is_some() || st.group.is_some() || st.websocket.is_some() {
                     return Err(self.err(&[self.root.get(), key, "grpc:"], many));
@@ -42,7 +54,7 @@ impl Validator<'_> {
                     let flow_key = if self.root.get() == "scenarios:" { "flow:" } else { key };
                     return Err(self.err(
                         &[self.root.get(), key, flow_key],
-                        "each step is exactly one of request:, grpc:, websocket:, think: or group:",
+                        "each step is exactly one of request:, grpc:, websocket:, think: or group:, or an add:",
                     ));
                 }
             };

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::super::raw::{NoSamples, Ordered, RawThreshold, RawThresholdFull};
-use super::super::types::Scenario;
+use super::super::types::{CustomMetric, Scenario};
 use super::{Validator, tag_exists};
 use crate::spec::ScenarioError;
 use crate::threshold::Threshold;
@@ -18,6 +18,7 @@ impl Validator<'_> {
         scenarios: &[Scenario],
         setup: bool,
         teardown: bool,
+        custom: &[CustomMetric],
     ) -> Result<Vec<Threshold>, ScenarioError> {
         for (i, (key, _)) in raw.0.iter().enumerate() {
             if raw.0[..i].iter().any(|(k, _)| k == key) {
@@ -36,6 +37,10 @@ impl Validator<'_> {
                 ));
             }
             for t in list {
+                if let Some(m) = custom.iter().find(|m| m.name == key.trim()) {
+                    thresholds.push(self.custom_threshold(&key, t, m)?);
+                    continue;
+                }
                 thresholds.push(self.threshold(&key, t, scenarios, (setup, teardown))?);
             }
         }
@@ -43,6 +48,29 @@ impl Validator<'_> {
     }
 
     /// One expression of metric `key`, with its options.
+    /// One expression on the custom metric `m` (`metrics:`).
+    fn custom_threshold(&self, key: &str, t: RawThreshold, m: &CustomMetric) -> Result<Threshold, ScenarioError> {
+        let (expr, abort, delay, no_samples) = match t {
+            RawThreshold::Text(e) => (e, false, Duration::ZERO, None),
+            RawThreshold::Full(f) => (
+                f.threshold,
+                f.abort_on_fail,
+                f.delay.map_or(Duration::ZERO, |d| d.0),
+                f.no_samples,
+            ),
+        };
+        let mut th = Threshold::parse_custom(key, &expr, m.kind, abort, delay).map_err(|e| {
+            self.err(
+                &["thresholds:", key],
+                crate::threshold::ThresholdError::from(e).to_string(),
+            )
+        })?;
+        if no_samples == Some(NoSamples::Pass) {
+            th.pass_without_samples = true;
+        }
+        Ok(th)
+    }
+
     /// `once`: whether the file has a `setup:` and a `teardown:` flow,
     /// whose requests carry the tags `scenario:setup` and
     /// `scenario:teardown` (and only those).
