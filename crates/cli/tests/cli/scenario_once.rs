@@ -274,3 +274,124 @@ fn the_guides_setup_example_runs_against_the_lab() {
     assert_eq!(tag(r, "step:me"), tag(r, ""));
     assert_eq!(s.tags[""].failed, 0);
 }
+
+/// A file with custom metrics: each of 4 VUs × 25 iterations asks for
+/// `/item`, adds 2 to a counter, its iteration number (0–24) to a trend,
+/// true to a rate and its VU to a gauge.
+fn metrics_file(n: &Server, thresholds: &str) -> String {
+    format!(
+        r#"
+target: {}
+metrics:
+  orders: counter
+  basket: trend
+  paid: rate
+  queue: gauge
+scenarios:
+  shop:
+    executor: per-vu-iterations
+    vus: 4
+    iterations: 25
+    flow:
+      - request:
+          name: item
+          path: /item
+      - add: {{ metric: orders, value: 2 }}
+      - add: {{ metric: basket, value: "{{{{iter}}}}" }}
+      - add: {{ metric: paid, value: true }}
+      - add: {{ metric: queue, value: "{{{{vu}}}}" }}
+{thresholds}
+"#,
+        n.url("")
+    )
+}
+
+fn custom(r: &throng_result::RunResult, name: &str) -> throng_metrics::CustomStats {
+    r.measurements.scenario.as_ref().unwrap().custom[name].clone()
+}
+
+#[test]
+fn custom_metrics_count_exactly() {
+    let n = server();
+    let run = common::scenario(&metrics_file(&n, ""));
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert_eq!(count(&log(&n), "GET /item"), 100);
+    let r = run.result();
+    assert_books_balance(r);
+    let orders = custom(r, "orders");
+    assert_eq!((orders.count, orders.sum), (100, 200.0));
+    // Each VU added 0..=24 once: 4 of each value.
+    let basket = custom(r, "basket");
+    assert_eq!(basket.values.count(), 100);
+    assert_eq!(basket.values.quantile(0.5), 12);
+    assert_eq!(basket.values.quantile(0.95), 23);
+    assert_eq!(basket.values.max(), 24);
+    assert_eq!(basket.values.min(), 0);
+    let paid = custom(r, "paid");
+    assert_eq!((paid.hits, paid.count), (100, 100));
+    let queue = custom(r, "queue");
+    assert_eq!((queue.min, queue.max, queue.count), (Some(1.0), Some(4.0), 100));
+    // The text report has them.
+    let out = run.stdout();
+    assert!(out.contains("orders") && out.contains("sum 200"), "{out}");
+    assert!(out.contains("med 12, p95 23"), "{out}");
+}
+
+#[test]
+fn thresholds_on_custom_metrics_pass_and_fail() {
+    let n = server();
+    let held =
+        "thresholds:\n  orders: [count == 200]\n  basket: [p(95) < 30]\n  paid: [rate > 0.9]\n  queue: [value < 5]";
+    let run = common::scenario(&metrics_file(&n, held));
+    assert_eq!(run.code(), 0, "{}", run.stdout());
+    assert!(run.result().thresholds.iter().all(|v| v.passed));
+    let failed = "thresholds:\n  orders: [count == 200]\n  basket: [max > 24]";
+    let run = common::scenario(&metrics_file(&n, failed));
+    assert_eq!(run.code(), 99, "{}", run.stdout());
+    let v = &run.result().thresholds;
+    assert!(v[0].passed && !v[1].passed, "{v:?}");
+    assert_eq!(v[1].observed, Some(24.0));
+    // An undeclared metric is an error at its line, before anything is sent.
+    let unknown = "thresholds:\n  baskets: [max > 24]";
+    let run = common::scenario(&metrics_file(&n, unknown));
+    assert_eq!(run.code(), 2, "{}", run.stderr());
+    assert!(run.stderr().contains("scenario.yaml:"), "{}", run.stderr());
+    assert!(run.stderr().contains("'baskets' is not a metric"), "{}", run.stderr());
+    assert_eq!(count(&log(&n), "GET /item"), 200, "the refused file sent nothing");
+}
+
+#[test]
+fn custom_metrics_of_two_segments_merge_exactly() {
+    let n = server();
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("scenario.yaml");
+    std::fs::write(&f, metrics_file(&n, "")).unwrap();
+    let mut parts = Vec::new();
+    for seg in ["0:1/2", "1/2:1"] {
+        let json = dir.path().join(format!("part-{}.json", parts.len()));
+        let out = common::output(
+            throng()
+                .arg("run")
+                .arg(&f)
+                .args(["--threads", "1", "--quiet", "--segment", seg, "--json"])
+                .arg(&json),
+        );
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        parts.push(json);
+    }
+    let halves: Vec<throng_result::RunResult> = parts.iter().map(|p| common::read_result(p).unwrap()).collect();
+    assert_eq!(halves.iter().map(|r| custom(r, "orders").sum).sum::<f64>(), 200.0);
+    let merged = dir.path().join("merged.json");
+    let out = common::output(throng().arg("merge").args(&parts).arg("-o").arg(&merged));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r = common::read_result(&merged).unwrap();
+    let orders = custom(&r, "orders");
+    assert_eq!((orders.count, orders.sum), (100, 200.0));
+    let basket = custom(&r, "basket");
+    assert_eq!(basket.values.count(), 100);
+    assert_eq!(basket.values.quantile(0.95), 23);
+    let queue = custom(&r, "queue");
+    assert_eq!((queue.min, queue.max, queue.count), (Some(1.0), Some(4.0), 100));
+    let paid = custom(&r, "paid");
+    assert_eq!((paid.hits, paid.count), (100, 100));
+}
