@@ -395,3 +395,20 @@ fn custom_metrics_of_two_segments_merge_exactly() {
     let paid = custom(&r, "paid");
     assert_eq!((paid.hits, paid.count), (100, 100));
 }
+
+#[test]
+fn the_guides_custom_metrics_example_runs_against_the_lab() {
+    let lab = common::lab(None);
+    let yaml = guide_block("# shop.yaml").replace("http://127.0.0.1:8080", &format!("http://{}", lab.addr()));
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("shop.yaml");
+    std::fs::write(&f, yaml).unwrap();
+    let run = common::with_json(throng().arg("run").arg(&f).args(["--threads", "1", "--quiet"]));
+    assert_eq!(run.code(), 0, "{}\n{}", run.stdout(), run.stderr());
+    let r = run.result();
+    assert_eq!(r.thresholds.len(), 4);
+    assert!(r.thresholds.iter().all(|v| v.passed), "{:?}", r.thresholds);
+    assert_eq!(custom(r, "pages").sum, 100.0);
+    assert_eq!(custom(r, "depth").max, Some(24.0));
+    assert_eq!(tag(r, "step:page"), 100);
+}
