@@ -85,7 +85,7 @@ pub fn run_scenario(
                     false => format!("; captured {}", once.captured.join(", ")),
                 }
             ));
-            once_rows.push(("scenario:setup", once.row));
+            once_rows.push(("scenario:setup", once.row, once.custom));
             Arc::new(once.vars)
         }
         None => Arc::default(),
@@ -98,7 +98,7 @@ pub fn run_scenario(
                     None => format!("teardown: ran once after the load ({} requests)", once.row.requests),
                     Some(why) => format!("teardown failed (the run's verdict stands): {why}"),
                 });
-                once_rows.push(("scenario:teardown", once.row));
+                once_rows.push(("scenario:teardown", once.row, once.custom));
             }
             Err(e) => notes.push(format!("teardown could not run: {e}")),
         }
@@ -106,8 +106,21 @@ pub fn run_scenario(
     let mut result = load?;
     if !once_rows.is_empty() {
         let stats = result.measurements.scenario.get_or_insert_with(ScenarioStats::default);
-        for (tag, row) in once_rows {
+        for (tag, row, custom) in once_rows {
             stats.tags.insert(tag.to_string(), row);
+            // What their add: steps recorded counts with the load's.
+            for (name, c) in custom {
+                match stats.custom.get_mut(&name) {
+                    Some(mine) => {
+                        if let Err(e) = mine.merge(&c) {
+                            notes.push(format!("{tag}: its values of {name} were left out: {e}"));
+                        }
+                    }
+                    None => {
+                        stats.custom.insert(name, c);
+                    }
+                }
+            }
         }
         // Judged again: a threshold may name scenario:setup or teardown.
         result = result.judged();
@@ -120,6 +133,8 @@ pub fn run_scenario(
 /// scenario tag), its VU's variables, and why it failed, if it did.
 struct Once {
     row: TagStats,
+    /// What its `add:` steps recorded.
+    custom: std::collections::BTreeMap<String, throng_metrics::CustomStats>,
     vars: HashMap<String, String>,
     /// The names it captured (never their values: they may be secrets).
     captured: Vec<String>,
@@ -207,6 +222,7 @@ fn run_once(
         why.push(format!("captured nothing for {}", missing.join(", ")));
     }
     Ok(Once {
+        custom: stats.custom.clone(),
         row: TagStats {
             series: Vec::new(),
             ..row

@@ -51,7 +51,7 @@ pub(super) struct Validator<'a> {
     /// or `setup:` / `teardown:`), where errors start looking for it.
     root: std::cell::Cell<&'static str>,
     /// The file's custom metrics (`metrics:`), which `add:` steps name.
-    metrics: std::cell::RefCell<Vec<CustomMetric>>,
+    pub(super) metrics: std::cell::RefCell<Vec<CustomMetric>>,
 }
 
 /// Where a scenario's `grpc:` steps find their methods.
@@ -492,6 +492,19 @@ impl Validator<'_> {
             true => "the file's setup: flow captures nothing".to_string(),
             false => format!("the setup: flow captures {}", captured.join(", ")),
         };
+        fn adds<'a>(flow: &'a [Step], out: &mut Vec<&'a Template>) {
+            for step in flow {
+                match step {
+                    Step::Add(a) => {
+                        if let AddValue::Template(t) = &a.value {
+                            out.push(t);
+                        }
+                    }
+                    Step::Group { flow, .. } => adds(flow, out),
+                    _ => {}
+                }
+            }
+        }
         fn in_flow(s: &Scenario) -> Vec<&Template> {
             let mut out: Vec<&Template> = super::types::requests(&s.flow)
                 .into_iter()
@@ -502,6 +515,7 @@ impl Validator<'_> {
                     .into_iter()
                     .flat_map(super::types::ws_templates),
             );
+            adds(&s.flow, &mut out);
             out
         }
         if let Some(s) = setup

@@ -95,8 +95,20 @@ impl Validator<'_> {
                 no_samples,
             ),
         };
-        let mut th =
-            Threshold::parse(key, &expr, abort, delay).map_err(|e| self.err(&["thresholds:", key], e.to_string()))?;
+        let mut th = Threshold::parse(key, &expr, abort, delay).map_err(|e| {
+            let mut message = e.to_string();
+            if matches!(e.fault, crate::threshold::ThresholdFault::NotAMetric { .. }) {
+                let declared = self.metrics.borrow();
+                let custom: Vec<&str> = declared.iter().map(|m| m.name.as_str()).collect();
+                message.push_str(&match custom.is_empty() {
+                    true => {
+                        "; or declare a custom metric under metrics: (e.g. metrics: { orders: counter })".to_string()
+                    }
+                    false => format!("; custom (metrics:): {}", custom.join(", ")),
+                });
+            }
+            self.err(&["thresholds:", key], message)
+        })?;
         match no_samples {
             Some(NoSamples::Pass) => th.pass_without_samples = true,
             Some(NoSamples::Fail) if th.pass_without_samples => {
