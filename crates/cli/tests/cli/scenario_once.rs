@@ -296,7 +296,7 @@ scenarios:
       - request:
           name: item
           path: /item
-      - add: {{ metric: orders, value: 2 }}
+      - add: {{ metric: orders, value: 2, tags: {{ shop: books }} }}
       - add: {{ metric: basket, value: "{{{{iter}}}}" }}
       - add: {{ metric: paid, value: true }}
       - add: {{ metric: queue, value: "{{{{vu}}}}" }}
@@ -320,6 +320,7 @@ fn custom_metrics_count_exactly() {
     assert_books_balance(r);
     let orders = custom(r, "orders");
     assert_eq!((orders.count, orders.sum), (100, 200.0));
+    assert_eq!(custom(r, "orders{shop:books}").sum, 200.0);
     // Each VU added 0..=24 once: 4 of each value.
     let basket = custom(r, "basket");
     assert_eq!(basket.values.count(), 100);
@@ -340,8 +341,7 @@ fn custom_metrics_count_exactly() {
 #[test]
 fn thresholds_on_custom_metrics_pass_and_fail() {
     let n = server();
-    let held =
-        "thresholds:\n  orders: [count == 200]\n  basket: [p(95) < 30]\n  paid: [rate > 0.9]\n  queue: [value < 5]";
+    let held = "thresholds:\n  orders: [count == 200]\n  orders{shop:books}: [count == 200]\n  basket: [p(95) < 30]\n  paid: [rate > 0.9]\n  queue: [value < 5]";
     let run = common::scenario(&metrics_file(&n, held));
     assert_eq!(run.code(), 0, "{}", run.stdout());
     assert!(run.result().thresholds.iter().all(|v| v.passed));
@@ -387,6 +387,7 @@ fn custom_metrics_of_two_segments_merge_exactly() {
     let r = common::read_result(&merged).unwrap();
     let orders = custom(&r, "orders");
     assert_eq!((orders.count, orders.sum), (100, 200.0));
+    assert_eq!(custom(&r, "orders{shop:books}").sum, 200.0);
     let basket = custom(&r, "basket");
     assert_eq!(basket.values.count(), 100);
     assert_eq!(basket.values.quantile(0.95), 23);

@@ -175,7 +175,7 @@ fn compile(flow: &[Step], tags: &[usize], jar: bool, rec: &mut ScenarioRecorder,
             }
             Step::Think(t) => out.push(Op::Think(*t)),
             Step::Add(a) => out.push(Op::Add(Box::new(AddOp {
-                metric: rec.custom_index(&a.metric, a.kind),
+                metric: a.keys().iter().map(|k| rec.custom_index(k, a.kind)).collect(),
                 value: a.value.clone(),
             }))),
             Step::Group { name, flow } => {

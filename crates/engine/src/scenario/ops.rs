@@ -37,7 +37,8 @@ pub(super) struct ReqOp {
 
 /// An `add:` step: its custom metric's recorder index and its value.
 pub(super) struct AddOp {
-    pub(super) metric: usize,
+    /// The metric's index, then one per tag (`metric{tag:value}`).
+    pub(super) metric: Vec<usize>,
     pub(super) value: throng_scenario::AddValue,
 }
 

@@ -191,7 +191,7 @@ async fn iteration(ctx: &Ctx, sc: &Scen, vu: &mut Vu, intended: Option<Instant>)
                     AddValue::Number(v) => Some(*v),
                     AddValue::Template(t) => AddValue::read(&render::text(sc, vu, t)),
                 };
-                with_scen(ctx, |r| r.custom(a.metric, value));
+                with_scen(ctx, |r| a.metric.iter().for_each(|&i| r.custom(i, value)));
             }
             Op::GroupStart => groups.push(Instant::now()),
             Op::GroupEnd(g) => {

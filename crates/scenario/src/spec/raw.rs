@@ -387,6 +387,9 @@ pub(super) struct RawAdd {
     pub(super) metric: String,
     /// A number, true/false, or a template that renders one.
     pub(super) value: serde_yaml_ng::Value,
+    /// Tags the value is also kept under (`metric{tag:value}`).
+    #[serde(default)]
+    pub(super) tags: BTreeMap<String, String>,
 }
 
 /// A `grpc:` step: a unary or server-streaming call.

@@ -424,6 +424,22 @@ pub struct Add {
     pub kind: throng_metrics::CustomKind,
     /// The value.
     pub value: AddValue,
+    /// Tags the value is also kept under, each as `metric{tag:value}`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<(String, String)>,
+}
+
+/// Most tags an `add:` step may carry.
+pub const MAX_ADD_TAGS: usize = 8;
+
+impl Add {
+    /// The keys its value is kept under: the metric, then `metric{tag:value}`
+    /// for each tag.
+    pub fn keys(&self) -> Vec<String> {
+        std::iter::once(self.metric.clone())
+            .chain(self.tags.iter().map(|(k, v)| format!("{}{{{k}:{v}}}", self.metric)))
+            .collect()
+    }
 }
 
 /// One step of a flow.

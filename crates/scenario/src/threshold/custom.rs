@@ -1,6 +1,7 @@
 //! Thresholds on a file's custom metrics (`metrics:`): `orders: count > 10`,
 //! `basket: p(95) < 200`, `paid: rate > 0.9`, `queue: value < 5`. The bound
-//! is a plain number in the metric's own unit; no tag filter, no window.
+//! is a plain number in the metric's own unit; a tag filter names a tag of
+//! its `add:` steps (`orders{shop:books}: count > 3`); no window.
 
 use throng_metrics::{CustomKind, ScenarioStats};
 
@@ -29,6 +30,15 @@ impl Threshold {
         let bad = |reason: String| ThresholdFault::Custom {
             threshold: format!("{key}: {expr}"),
             reason,
+        };
+        let (name, tag) = match key.trim().split_once('{') {
+            None => (key.trim(), None),
+            Some((m, rest)) => {
+                let Some((k, v)) = rest.strip_suffix('}').and_then(|r| r.split_once(':')) else {
+                    return Err(bad("a tag filter is written metric{tag:value}".to_string()));
+                };
+                (m.trim(), Some((k.trim().to_string(), v.trim().to_string())))
+            }
         };
         let e = expr.trim();
         let (judged, pass_without_samples) = match e.strip_suffix(OR_NO_SAMPLES) {
@@ -103,8 +113,8 @@ impl Threshold {
         })?;
         Ok(Threshold {
             text: format!("{key}: {e}"),
-            metric: key.to_string(),
-            tag: None,
+            metric: name.to_string(),
+            tag,
             agg,
             op,
             value,
@@ -119,7 +129,11 @@ impl Threshold {
     /// The custom metric's figure this threshold judges; None when nothing
     /// was added to it.
     pub(super) fn custom_total(&self, s: &ScenarioStats) -> Option<f64> {
-        let c = s.custom.get(&self.metric).filter(|c| c.count > 0)?;
+        let key = match &self.tag {
+            Some((k, v)) => format!("{}{{{k}:{v}}}", self.metric),
+            None => self.metric.clone(),
+        };
+        let c = s.custom.get(&key).filter(|c| c.count > 0)?;
         Some(match self.agg {
             Agg::Count if c.kind == throng_metrics::CustomKind::Counter => c.sum,
             Agg::Count => c.count as f64,

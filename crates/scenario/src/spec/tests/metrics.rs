@@ -21,12 +21,13 @@ scenarios:
           path: /buy
           capture:
             items: { json: /items }
-      - add: { metric: orders, value: 1 }
+      - add: { metric: orders, value: 1, tags: { shop: books } }
       - add: { metric: basket, value: "{{items}}" }
       - add: { metric: paid, value: true }
       - add: { metric: queue, value: 3.5 }
 thresholds:
   orders: [count > 10]
+  orders{shop:books}: [count > 10]
   basket: [p(95) < 200]
   paid: [rate > 0.9]
   queue: [value < 5]
@@ -67,9 +68,11 @@ fn metrics_and_add_steps_are_read() {
         .collect();
     assert_eq!(adds.len(), 4);
     assert_eq!(adds[0].value, AddValue::Number(1.0));
+    assert_eq!(adds[0].keys(), ["orders", "orders{shop:books}"]);
     assert!(matches!(&adds[1].value, AddValue::Template(t) if t.source() == "{{items}}"));
     assert_eq!(adds[2].value, AddValue::Number(1.0));
-    assert_eq!(p.thresholds.iter().filter(|t| t.custom.is_some()).count(), 4);
+    assert_eq!(p.thresholds.iter().filter(|t| t.custom.is_some()).count(), 5);
+    assert_eq!(p.thresholds[1].tag, Some(("shop".into(), "books".into())));
     assert_eq!(AddValue::read(" 12.5 "), Some(12.5));
     assert_eq!(AddValue::read("false"), Some(0.0));
     assert_eq!(AddValue::read("twelve"), None);
@@ -91,8 +94,8 @@ fn bad_metrics_and_adds_are_refused_where_written() {
         "is a built-in metric's name",
     );
     metrics_rejects(
-        "{ metric: orders, value: 1 }",
-        "{ metric: order, value: 1 }",
+        "{ metric: orders, value: 1,",
+        "{ metric: order, value: 1,",
         "metric: order,",
         "the metric 'order' is not declared",
     );
@@ -127,6 +130,18 @@ fn bad_metrics_and_adds_are_refused_where_written() {
         "queues:",
         "'queues' is not a metric",
     );
+    metrics_rejects(
+        "orders{shop:books}: [count > 10]",
+        "orders{shop:games}: [count > 10]",
+        "orders{shop:games}",
+        "no add: step of orders carries the tag shop:games",
+    );
+    metrics_rejects(
+        "tags: { shop: books }",
+        "tags: { shop: \"a b\" }",
+        "shop:",
+        "is not a tag",
+    );
     let many: String = (0..65).map(|i| format!("  m{i}: counter\n")).collect();
     metrics_rejects(
         "  orders: counter\n",
@@ -146,6 +161,7 @@ fn custom_thresholds_judge_their_metric() {
         s.custom.insert(name.to_string(), c);
     };
     add("orders", CustomKind::Counter, &[5.0, 6.0]);
+    add("orders{shop:books}", CustomKind::Counter, &[4.0]);
     add(
         "basket",
         CustomKind::Trend,
@@ -167,6 +183,7 @@ fn custom_thresholds_judge_their_metric() {
         verdicts,
         [
             (true, Some(11.0)),
+            (false, Some(4.0)),
             (false, Some(285.0)),
             (false, Some(0.75)),
             (true, Some(4.0))

@@ -676,10 +676,34 @@ impl Validator<'_> {
                 format!("add: {v} cannot be added to {}: a trend's values are 0 or more", m.name),
             ));
         }
+        if a.tags.len() > MAX_ADD_TAGS {
+            return Err(self.err_first(
+                &[&here, &here[..3]],
+                format!(
+                    "add: {} tags; an add: step carries at most {MAX_ADD_TAGS}",
+                    a.tags.len()
+                ),
+            ));
+        }
+        let tag_text = |t: &str| {
+            !t.is_empty() && t.len() <= MAX_METRIC_NAME && t.chars().all(|c| c.is_alphanumeric() || "_-./#".contains(c))
+        };
+        if let Some((k, v)) = a.tags.iter().find(|(k, v)| !tag_text(k) || !tag_text(v)) {
+            return Err(self.err_first(
+                &[&[&here[..], &["tags:"]].concat(), &here, &here[..3]],
+                format!(
+                    "add: the tag '{}: {}' is not a tag: names and values are letters, digits, _ - . / or #, at \
+                     most {MAX_METRIC_NAME} characters",
+                    k.escape_debug(),
+                    v.escape_debug()
+                ),
+            ));
+        }
         Ok(Add {
             metric: m.name,
             kind: m.kind,
             value,
+            tags: a.tags.into_iter().collect(),
         })
     }
 

@@ -4,10 +4,23 @@
 use std::time::Duration;
 
 use super::super::raw::{NoSamples, Ordered, RawThreshold, RawThresholdFull};
-use super::super::types::{CustomMetric, Scenario};
+use super::super::types::{CustomMetric, Scenario, Step};
 use super::{Validator, tag_exists};
 use crate::spec::ScenarioError;
 use crate::threshold::Threshold;
+
+/// True when an `add:` step of some scenario records into `metric` with
+/// the tag `k: v`.
+fn add_tagged(scenarios: &[Scenario], metric: &str, k: &str, v: &str) -> bool {
+    fn in_flow(flow: &[Step], metric: &str, k: &str, v: &str) -> bool {
+        flow.iter().any(|s| match s {
+            Step::Add(a) => a.metric == metric && a.tags.iter().any(|(x, y)| x == k && y == v),
+            Step::Group { flow, .. } => in_flow(flow, metric, k, v),
+            _ => false,
+        })
+    }
+    scenarios.iter().any(|s| in_flow(&s.flow, metric, k, v))
+}
 
 impl Validator<'_> {
     /// The file's `thresholds:`, each metric at most once and with at
@@ -37,8 +50,21 @@ impl Validator<'_> {
                 ));
             }
             for t in list {
-                if let Some(m) = custom.iter().find(|m| m.name == key.trim()) {
-                    thresholds.push(self.custom_threshold(&key, t, m)?);
+                let base = key.split('{').next().unwrap_or_default().trim();
+                if let Some(m) = custom.iter().find(|m| m.name == base) {
+                    let th = self.custom_threshold(&key, t, m)?;
+                    if let Some((k, v)) = &th.tag
+                        && !add_tagged(scenarios, &m.name, k, v)
+                    {
+                        return Err(self.err(
+                            &["thresholds:", &key],
+                            format!(
+                                "no add: step of {} carries the tag {k}:{v}; check the add: steps' tags",
+                                m.name
+                            ),
+                        ));
+                    }
+                    thresholds.push(th);
                     continue;
                 }
                 thresholds.push(self.threshold(&key, t, scenarios, (setup, teardown))?);
