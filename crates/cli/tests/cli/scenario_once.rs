@@ -116,6 +116,7 @@ fn setup_runs_once_and_every_vu_sends_its_capture() {
     assert_eq!(tag(r, "scenario:teardown"), 1);
     assert_eq!(tag(r, ""), 30);
     assert_eq!(r.measurements.requests.attempted, 30);
+    assert_eq!(common::schema_violations(&run.json), Vec::<String>::new());
     // The captured value is the server's secret, never the result's.
     let json = std::fs::read_to_string(&run.json).unwrap();
     assert!(!json.contains("tok-4711"));
@@ -332,6 +333,7 @@ fn custom_metrics_count_exactly() {
     assert_eq!((paid.hits, paid.count), (100, 100));
     let queue = custom(r, "queue");
     assert_eq!((queue.min, queue.max, queue.count), (Some(1.0), Some(4.0), 100));
+    assert_eq!(common::schema_violations(&run.json), Vec::<String>::new());
     // The text report has them.
     let out = run.stdout();
     assert!(out.contains("orders") && out.contains("sum 200"), "{out}");
