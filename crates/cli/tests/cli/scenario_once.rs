@@ -406,8 +406,19 @@ fn the_guides_custom_metrics_example_runs_against_the_lab() {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("shop.yaml");
     std::fs::write(&f, yaml).unwrap();
-    let run = common::with_json(throng().arg("run").arg(&f).args(["--threads", "1", "--quiet"]));
+    let html = dir.path().join("shop.html");
+    let run = common::with_json(
+        throng()
+            .arg("run")
+            .arg(&f)
+            .args(["--threads", "1", "--quiet", "--html"])
+            .arg(&html),
+    );
     assert_eq!(run.code(), 0, "{}\n{}", run.stdout(), run.stderr());
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("Custom metrics") && page.contains("<td>pages</td><td>counter</td><td>100</td><td>sum 100</td>")
+    );
     let r = run.result();
     assert_eq!(r.thresholds.len(), 4);
     assert!(r.thresholds.iter().all(|v| v.passed), "{:?}", r.thresholds);
