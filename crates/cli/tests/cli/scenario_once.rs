@@ -426,3 +426,23 @@ fn the_guides_custom_metrics_example_runs_against_the_lab() {
     assert_eq!(custom(r, "depth").max, Some(24.0));
     assert_eq!(tag(r, "step:page"), 100);
 }
+
+#[test]
+fn a_failed_teardown_is_reported_not_fatal() {
+    let n = server();
+    let yaml = file(&n, "/login", TEN_VUS, "").replace("path: /tenant", "path: /bad");
+    let run = common::scenario(&yaml);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let notes = &run.result().notes;
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.starts_with("teardown failed") && n.contains("step 'cleanup' failed")),
+        "{notes:?}"
+    );
+    assert!(run.stdout().contains("teardown failed"), "{}", run.stdout());
+    let lines = log(&n);
+    assert_eq!(count(&lines, "GET /item"), 30, "{lines:?}");
+    assert_eq!(count(&lines, "DELETE /bad tok=tok-4711"), 1, "{lines:?}");
+    assert_eq!(tag(run.result(), ""), 30);
+}
