@@ -78,8 +78,8 @@ pub fn run_scenario(
                 });
             }
             notes.push(format!(
-                "setup: ran once before the load ({} requests, not in the load's figures){}",
-                once.row.requests,
+                "setup: ran once before the load ({}, not in the load's figures){}",
+                throng_plan::count(once.row.requests, "request"),
                 match once.captured.is_empty() {
                     true => String::new(),
                     false => format!("; captured {}", once.captured.join(", ")),
@@ -95,7 +95,10 @@ pub fn run_scenario(
         match run_teardown(plan, t, tls, options, control, setup) {
             Ok(once) => {
                 notes.push(match &once.failure {
-                    None => format!("teardown: ran once after the load ({} requests)", once.row.requests),
+                    None => format!(
+                        "teardown: ran once after the load ({})",
+                        throng_plan::count(once.row.requests, "request")
+                    ),
                     Some(why) => format!("teardown failed (the run's verdict stands): {why}"),
                 });
                 once_rows.push(("scenario:teardown", once.row, once.custom));
