@@ -90,6 +90,18 @@ pub enum EngineError {
     /// A signal stopped the command before the run started.
     #[error("interrupted {0}")]
     Interrupted(&'static str),
+    /// The file's `setup:` flow failed (a request, a check or a capture):
+    /// the load did not start.
+    #[error(
+        "the setup: flow of {file} failed, so the load did not start: {why}; fix the setup steps (or the server) \
+         and run again"
+    )]
+    SetupFailed {
+        /// The scenario file.
+        file: String,
+        /// What failed: steps, error classes, checks, captures.
+        why: String,
+    },
 }
 
 impl EngineError {
@@ -111,6 +123,7 @@ impl EngineError {
             EngineError::Resolve { .. }
             | EngineError::Worker(_)
             | EngineError::Unanswered(_)
+            | EngineError::SetupFailed { .. }
             | EngineError::Interrupted(_) => false,
         }
     }

@@ -120,6 +120,11 @@ pub(crate) struct ScenarioLoad {
     /// Per scenario (in the plan's order): where its VUs connect, in which
     /// protocol.
     pub dests: Arc<[Arc<crate::proto::vu::dest::Dest>]>,
+    /// What the file's `setup:` flow captured (`{{setup.NAME}}`).
+    pub setup: Arc<HashMap<String, String>>,
+    /// A `setup:` run: each VU leaves its variables here when an iteration
+    /// ends (None in load runs).
+    pub keep: Option<Arc<std::sync::Mutex<HashMap<String, String>>>>,
 }
 
 /// Counters every worker of the run shares (one atomic add per iteration).

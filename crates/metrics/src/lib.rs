@@ -16,6 +16,7 @@
 //! [`Recorder`] with instants and durations it measured, and reports read
 //! [`Measurements`].
 
+mod custom;
 mod hist;
 mod measurements;
 mod outcome;
@@ -24,6 +25,7 @@ mod recorder;
 mod scenario;
 mod slowest;
 
+pub use custom::{CustomKind, CustomStats};
 pub use hist::{
     EncodedHist, Hist, HistError, MAX_DECODED_BYTES, MAX_ENCODED_CHARS, MAX_SIGFIG, MAX_TRACKABLE_US, Shape, Summary,
 };

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use crate::custom::{CustomKind, CustomStats};
 use crate::hist::{EncodedHist, Hist, HistError};
 use crate::outcome::add;
 
@@ -115,6 +116,9 @@ pub struct ScenarioStats {
     pub ws_received: u64,
     /// Per second.
     pub series: Vec<ScenarioSecond>,
+    /// The file's custom metrics (`metrics:`), by name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub custom: BTreeMap<String, CustomStats>,
 }
 
 impl ScenarioStats {
@@ -122,6 +126,14 @@ impl ScenarioStats {
     /// shifts its seconds.
     pub fn merge(&mut self, o: &ScenarioStats, offset: u64) -> Result<(), HistError> {
         add(&mut self.ws_sent, o.ws_sent, "scenario.ws_sent")?;
+        for (k, c) in &o.custom {
+            match self.custom.get_mut(k) {
+                Some(mine) => mine.merge(c)?,
+                None => {
+                    self.custom.insert(k.clone(), c.clone());
+                }
+            }
+        }
         add(&mut self.ws_received, o.ws_received, "scenario.ws_received")?;
         for (k, t) in &o.tags {
             let mine = self.tags.entry(k.clone()).or_default();
@@ -245,6 +257,7 @@ pub struct ScenarioRecorder {
     ws_sent: u64,
     ws_received: u64,
     groups: Vec<(String, Hist)>,
+    custom: Vec<(String, CustomStats)>,
     /// VUs active now, per scenario.
     vus: Vec<u64>,
     point: ScenarioSecond,
@@ -266,6 +279,7 @@ impl ScenarioRecorder {
             ws_sent: 0,
             ws_received: 0,
             groups: Vec::new(),
+            custom: Vec::new(),
             vus: Vec::new(),
             point: ScenarioSecond::default(),
             series: Vec::new(),
@@ -302,6 +316,23 @@ impl ScenarioRecorder {
         }
         self.groups.push((name.to_string(), Hist::new()));
         self.groups.len() - 1
+    }
+
+    /// The index of a custom metric (registered once, at setup).
+    pub fn custom_index(&mut self, name: &str, kind: CustomKind) -> usize {
+        if let Some(i) = self.custom.iter().position(|(n, _)| n == name) {
+            return i;
+        }
+        self.custom.push((name.to_string(), CustomStats::new(kind)));
+        self.custom.len() - 1
+    }
+
+    /// An `add:` step recorded `value` (None: not a number) into custom
+    /// metric `index`.
+    pub fn custom(&mut self, index: usize, value: Option<f64>) {
+        if let Some((_, c)) = self.custom.get_mut(index) {
+            c.record(value);
+        }
     }
 
     fn at(&mut self, now: Instant) {
@@ -495,6 +526,7 @@ impl ScenarioRecorder {
             ws_sent: self.ws_sent,
             ws_received: self.ws_received,
             series: self.series,
+            custom: self.custom.into_iter().collect(),
         }
     }
 }

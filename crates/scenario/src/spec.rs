@@ -8,10 +8,10 @@ use validate::Validator;
 
 pub use types::GrpcStep;
 pub use types::{
-    BaseUrl, Body, Cookies, Cursor, DEFAULT_REDIRECTS, DataSpec, Defaults, Executor, JsonTemplate, Request, Scenario,
-    ScenarioPlan, Stage, Step, Think, WebSocket, WsMessage, stage_names,
+    Add, AddValue, BaseUrl, Body, Cookies, Cursor, CustomMetric, DEFAULT_REDIRECTS, DataSpec, Defaults, Executor,
+    JsonTemplate, Request, Scenario, ScenarioPlan, Stage, Step, Think, WebSocket, WsMessage, stage_names,
 };
-pub use types::{DEFAULT_MAX_BODY, MAX_MAX_BODY};
+pub use types::{DEFAULT_MAX_BODY, MAX_MAX_BODY, SETUP_LIMIT, TEARDOWN_LIMIT, capture_names};
 
 mod raw;
 #[cfg(test)]

@@ -2,8 +2,9 @@
 //! request without parsing again.
 //!
 //! `{{vu}}`, `{{iter}}`, `{{scenario}}`, `{{uuid}}`, `{{random_int A B}}`,
-//! `{{random_email}}`, `{{now_ms}}`, `{{env.NAME}}`, and any other name: a
-//! variable captured earlier in the iteration, or a column of the data file.
+//! `{{random_email}}`, `{{now_ms}}`, `{{env.NAME}}`, `{{setup.NAME}}` (a
+//! capture of the file's `setup:` flow), and any other name: a variable
+//! captured earlier in the iteration, or a column of the data file.
 
 use std::collections::HashMap;
 use std::fmt::{self, Write as _};
@@ -22,6 +23,7 @@ enum Part {
     RandomEmail,
     NowMs,
     Env(String),
+    Setup(String),
     Var(String),
 }
 
@@ -47,6 +49,8 @@ pub struct Context<'a> {
     pub vars: &'a HashMap<String, String>,
     /// The environment (for `{{env.NAME}}`).
     pub env: &'a HashMap<String, String>,
+    /// What the file's `setup:` flow captured (for `{{setup.NAME}}`).
+    pub setup: &'a HashMap<String, String>,
     /// Milliseconds since the Unix epoch, now.
     pub now_ms: u64,
 }
@@ -134,6 +138,15 @@ impl Template {
         })
     }
 
+    /// Names of the `setup:` flow's captures the template reads
+    /// (`{{setup.NAME}}`).
+    pub fn setup_names(&self) -> impl Iterator<Item = &str> {
+        self.parts.iter().filter_map(|p| match p {
+            Part::Setup(n) => Some(n.as_str()),
+            _ => None,
+        })
+    }
+
     /// Appends the rendered text to `out`. A variable not set yet renders
     /// as nothing (the plan checked it is defined somewhere before).
     pub fn render_into(&self, cx: &mut Context<'_>, out: &mut String) {
@@ -159,6 +172,7 @@ impl Template {
                     let _ = write!(out, "{}", cx.now_ms);
                 }
                 Part::Env(n) => out.push_str(cx.env.get(n).map_or("", String::as_str)),
+                Part::Setup(n) => out.push_str(cx.setup.get(n).map_or("", String::as_str)),
                 Part::Var(n) => out.push_str(cx.vars.get(n).map_or("", String::as_str)),
             }
         }
@@ -208,6 +222,13 @@ fn parse_part(inner: &str) -> Result<Part, TemplateFault> {
                 return Err(TemplateFault::EnvName(name.to_string()));
             }
             Ok(Part::Env(name.to_string()))
+        }
+        setup if setup.starts_with("setup.") && args.is_empty() => {
+            let name = &setup[6..];
+            if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+                return Err(TemplateFault::SetupName(name.to_string()));
+            }
+            Ok(Part::Setup(name.to_string()))
         }
         name if args.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') => {
             Ok(Part::Var(name.to_string()))
@@ -260,6 +281,12 @@ pub enum TemplateFault {
          with a digit, e.g. {{{{env.RUN_ID}}}}"
     )]
     EnvName(String),
+    /// `{{setup.NAME}}` with a NAME no capture can have.
+    #[error(
+        "{{{{setup.{0}}}}}: '{0}' is not a capture name; write {{{{setup.NAME}}}} with the name a step of the \
+         setup: flow captures, e.g. {{{{setup.token}}}}"
+    )]
+    SetupName(String),
     /// Neither a function nor a variable name.
     #[error("{{{{{0}…}}}} is not a function or a variable name")]
     Unknown(String),
@@ -330,6 +357,7 @@ mod tests {
     fn render(t: &str, vars: &[(&str, &str)]) -> String {
         let vars: HashMap<String, String> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         let env: HashMap<String, String> = [("HOST".to_string(), "h".to_string())].into();
+        let setup: HashMap<String, String> = [("token".to_string(), "t0".to_string())].into();
         let mut rng = Rng::new(1);
         let mut cx = Context {
             vu: 7,
@@ -338,6 +366,7 @@ mod tests {
             rng: &mut rng,
             vars: &vars,
             env: &env,
+            setup: &setup,
             now_ms: 42,
         };
         Template::compile(t).unwrap().render(&mut cx)
@@ -350,6 +379,21 @@ mod tests {
             "/u/7/3/s/h/42"
         );
         assert_eq!(render("Bearer {{token}}", &[("token", "abc")]), "Bearer abc");
+        assert_eq!(
+            render("{{setup.token}}/{{ setup.token }}", &[("token", "abc")]),
+            "t0/t0"
+        );
+        assert_eq!(
+            Template::compile("{{setup.a}}{{setup.b}}")
+                .unwrap()
+                .setup_names()
+                .collect::<Vec<_>>(),
+            ["a", "b"]
+        );
+        assert!(matches!(
+            Template::compile("{{setup.}}").unwrap_err().fault,
+            TemplateFault::SetupName(_)
+        ));
         let n: i64 = render("{{random_int 5 9}}", &[]).parse().unwrap();
         assert!((5..=9).contains(&n));
         let id = render("{{uuid}}", &[]);

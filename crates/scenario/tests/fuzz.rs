@@ -208,6 +208,7 @@ fn render(t: &Template, vars: &HashMap<String, String>) -> String {
         rng: &mut rng,
         vars,
         env: &env,
+        setup: &HashMap::new(),
         now_ms: 1_700_000_000_000,
     };
     t.render(&mut cx)

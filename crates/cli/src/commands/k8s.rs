@@ -385,7 +385,7 @@ fn count_requests(flow: &[Step]) -> u32 {
                 .filter(|m| matches!(m, throng_scenario::WsMessage::Expect { .. }))
                 .count()
                 .max(1) as u32,
-            Step::Think(_) => 0,
+            Step::Think(_) | Step::Add(_) => 0,
             Step::Group { flow, .. } => count_requests(flow),
         })
         .sum()

@@ -129,7 +129,7 @@ fn step_scenarios(plan: &ScenarioPlan) -> BTreeMap<String, String> {
                 throng_scenario::Step::Grpc(g) => add(&g.request.name, scenario, out),
                 throng_scenario::Step::WebSocket(w) => add(&w.name, scenario, out),
                 throng_scenario::Step::Group { flow, .. } => walk(flow, scenario, out),
-                throng_scenario::Step::Think(_) => {}
+                throng_scenario::Step::Think(_) | throng_scenario::Step::Add(_) => {}
             }
         }
     }

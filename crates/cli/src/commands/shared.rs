@@ -442,7 +442,7 @@ pub(super) fn spoken(plan: &throng_result::Plan) -> Option<String> {
                 throng_scenario::Step::WebSocket(_) => out.1 = true,
                 throng_scenario::Step::Grpc(_) => out.2 = true,
                 throng_scenario::Step::Group { flow, .. } => kinds(flow, out),
-                throng_scenario::Step::Think(_) => {}
+                throng_scenario::Step::Think(_) | throng_scenario::Step::Add(_) => {}
             }
         }
     }

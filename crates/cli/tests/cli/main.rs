@@ -94,6 +94,7 @@ mod run_target;
 mod scenario;
 mod scenario_grpc;
 mod scenario_mux;
+mod scenario_once;
 mod scenario_proto;
 mod scenario_redirect_mux;
 mod scenario_ws;

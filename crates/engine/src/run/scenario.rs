@@ -1,11 +1,23 @@
 //! `throng run`: a scenario file's scenarios, each a flow of steps run by
 //! virtual users under its executor, thresholds judged at the end (and
 //! while it runs, for those with abort_on_fail).
+//!
+//! ```text
+//!  setup: (once, one VU) ─► its captures ─► the load (every VU reads
+//!  them as {{setup.NAME}}) ─► teardown: (once, one VU; also after Ctrl-C)
+//! ```
+//!
+//! Setup and teardown are runs of their own (one worker, one VU, one
+//! iteration): their requests count in the result under the tags
+//! `scenario:setup` and `scenario:teardown` only, never in the load's
+//! totals.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use throng_metrics::Measurements;
+use throng_metrics::{Measurements, ScenarioStats, TagStats};
 use throng_plan::HttpVersion;
 use throng_result::{Plan, RunResult};
 use throng_scenario::{BaseUrl, Scenario, ScenarioPlan};
@@ -18,6 +30,7 @@ use crate::load::{self, WorkerLoad, WorkerSpec};
 use crate::preflight::{self, Asked, Speak};
 use crate::proto::{http3, vu};
 use crate::rows::RequestLog;
+use crate::worker::state::RunState;
 use crate::{Control, Progress, reach, stamps, sys, targets};
 
 /// How to run a scenario file besides the file itself.
@@ -39,13 +52,235 @@ pub struct ScenarioOptions {
 }
 
 /// Runs a scenario file's scenarios to completion and returns the result,
-/// its thresholds judged.
+/// its thresholds judged: its `setup:` flow first (a failure stops the run
+/// before any load), its `teardown:` flow last, whatever the load did.
 pub fn run_scenario(
     plan: &ScenarioPlan,
     tls: Option<Arc<ClientConfig>>,
     options: &ScenarioOptions,
     control: &Control,
     on_tick: &mut dyn FnMut(&Progress),
+) -> Result<RunResult, EngineError> {
+    let mut once_rows = Vec::new();
+    let mut notes = Vec::new();
+    let setup = match &plan.setup {
+        Some(s) => {
+            let once = run_once(plan, s, tls.clone(), options, control, Arc::default())?;
+            if control.was_interrupted() {
+                return Err(EngineError::Interrupted(
+                    "during the setup: flow, before the load started",
+                ));
+            }
+            if let Some(why) = once.failure {
+                return Err(EngineError::SetupFailed {
+                    file: plan.file.clone(),
+                    why,
+                });
+            }
+            notes.push(format!(
+                "setup: ran once before the load ({}, not in the load's figures){}",
+                throng_plan::count(once.row.requests, "request"),
+                match once.captured.is_empty() {
+                    true => String::new(),
+                    false => format!("; captured {}", once.captured.join(", ")),
+                }
+            ));
+            once_rows.push(("scenario:setup", once.row, once.custom));
+            Arc::new(once.vars)
+        }
+        None => Arc::default(),
+    };
+    let load = run_load(plan, tls.clone(), options, control, on_tick, Arc::clone(&setup), None);
+    if let Some(t) = &plan.teardown {
+        match run_teardown(plan, t, tls, options, control, setup) {
+            Ok(once) => {
+                notes.push(match &once.failure {
+                    None => format!(
+                        "teardown: ran once after the load ({})",
+                        throng_plan::count(once.row.requests, "request")
+                    ),
+                    Some(why) => format!("teardown failed (the run's verdict stands): {why}"),
+                });
+                once_rows.push(("scenario:teardown", once.row, once.custom));
+            }
+            Err(e) => notes.push(format!("teardown could not run: {e}")),
+        }
+    }
+    let mut result = load?;
+    if !once_rows.is_empty() {
+        let stats = result.measurements.scenario.get_or_insert_with(ScenarioStats::default);
+        for (tag, row, custom) in once_rows {
+            stats.tags.insert(tag.to_string(), row);
+            // What their add: steps recorded counts with the load's.
+            for (name, c) in custom {
+                match stats.custom.get_mut(&name) {
+                    Some(mine) => {
+                        if let Err(e) = mine.merge(&c) {
+                            notes.push(format!("{tag}: its values of {name} were left out: {e}"));
+                        }
+                    }
+                    None => {
+                        stats.custom.insert(name, c);
+                    }
+                }
+            }
+        }
+        // Judged again: a threshold may name scenario:setup or teardown.
+        result = result.judged();
+    }
+    result.notes.extend(notes);
+    Ok(result)
+}
+
+/// What a `setup:` or `teardown:` run left: its figures (the row of its
+/// scenario tag), its VU's variables, and why it failed, if it did.
+struct Once {
+    row: TagStats,
+    /// What its `add:` steps recorded.
+    custom: std::collections::BTreeMap<String, throng_metrics::CustomStats>,
+    vars: HashMap<String, String>,
+    /// The names it captured (never their values: they may be secrets).
+    captured: Vec<String>,
+    failure: Option<String>,
+}
+
+/// Runs the flow `s` (`setup` or `teardown`, one VU, one iteration) on
+/// one worker, with the rest of the plan (target, defaults, data, TLS).
+fn run_once(
+    plan: &ScenarioPlan,
+    s: &Scenario,
+    tls: Option<Arc<ClientConfig>>,
+    options: &ScenarioOptions,
+    control: &Control,
+    setup: Arc<HashMap<String, String>>,
+) -> Result<Once, EngineError> {
+    let once_plan = ScenarioPlan {
+        scenarios: vec![s.clone()],
+        setup: None,
+        teardown: None,
+        thresholds: Vec::new(),
+        segment: None,
+        trace: None,
+        ..plan.clone()
+    };
+    let opts = ScenarioOptions {
+        threads: 1,
+        requests_csv: None,
+        start_at_unix_ms: None,
+        ..options.clone()
+    };
+    let keep = Arc::new(Mutex::new(HashMap::new()));
+    let result = run_load(
+        &once_plan,
+        tls,
+        &opts,
+        control,
+        &mut |_| {},
+        setup,
+        Some(Arc::clone(&keep)),
+    )?;
+    let vars = std::mem::take(&mut *keep.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
+    let stats = result.measurements.scenario.unwrap_or_default();
+    let row = stats
+        .tags
+        .get(&format!("scenario:{}", s.name))
+        .cloned()
+        .unwrap_or_default();
+    let wanted = throng_scenario::capture_names(&s.flow);
+    let mut why = Vec::new();
+    if stats.iterations == 0 {
+        why.push(format!(
+            "its flow did not run to its end (limit {}, or the run was stopped)",
+            throng_plan::format_duration(s.executor.length())
+        ));
+    }
+    for (tag, t) in &stats.tags {
+        if let Some(step) = tag.strip_prefix("step:")
+            && (t.failed > 0 || t.interrupted > 0)
+        {
+            why.push(format!("step '{step}' failed"));
+        }
+    }
+    let classes: Vec<String> = result
+        .measurements
+        .requests
+        .errors
+        .iter()
+        .map(|(class, n)| format!("{class}: {n}"))
+        .collect();
+    if !classes.is_empty() {
+        why.push(format!("errors {}", classes.join(", ")));
+    }
+    let statuses: Vec<String> = result.measurements.status.keys().map(u16::to_string).collect();
+    if row.unexpected_status > 0 {
+        why.push(format!("unexpected status (statuses seen: {})", statuses.join(", ")));
+    }
+    for (check, c) in &stats.checks {
+        if c.fails > 0 {
+            why.push(format!("check '{check}' failed"));
+        }
+    }
+    let missing: Vec<&str> = wanted.iter().copied().filter(|v| !vars.contains_key(*v)).collect();
+    if !missing.is_empty() && stats.iterations > 0 {
+        why.push(format!("captured nothing for {}", missing.join(", ")));
+    }
+    Ok(Once {
+        custom: stats.custom.clone(),
+        row: TagStats {
+            series: Vec::new(),
+            ..row
+        },
+        captured: wanted
+            .iter()
+            .filter(|v| vars.contains_key(**v))
+            .map(|v| v.to_string())
+            .collect(),
+        vars,
+        failure: (!why.is_empty()).then(|| why.join("; ")),
+    })
+}
+
+/// The `teardown:` flow, with a control of its own: the load's may be
+/// stopping already (Ctrl-C), and the teardown runs anyway, within its
+/// limit; a second Ctrl-C (the load's control aborting) stops it too.
+fn run_teardown(
+    plan: &ScenarioPlan,
+    t: &Scenario,
+    tls: Option<Arc<ClientConfig>>,
+    options: &ScenarioOptions,
+    control: &Control,
+    setup: Arc<HashMap<String, String>>,
+) -> Result<Once, EngineError> {
+    let own = Control::new();
+    let done = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            // Bounded: the teardown's own limit ends it and sets `done`.
+            while !done.load(Ordering::SeqCst) {
+                if control.state() == RunState::Aborting {
+                    own.abort();
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        });
+        let once = run_once(plan, t, tls, options, &own, setup);
+        done.store(true, Ordering::SeqCst);
+        once
+    })
+}
+
+/// Runs the plan's scenarios (the load, or one `setup:`/`teardown:` flow
+/// made a plan of its own) with what setup captured; `keep` takes the VUs'
+/// variables (setup).
+fn run_load(
+    plan: &ScenarioPlan,
+    tls: Option<Arc<ClientConfig>>,
+    options: &ScenarioOptions,
+    control: &Control,
+    on_tick: &mut dyn FnMut(&Progress),
+    setup: Arc<HashMap<String, String>>,
+    keep: Option<Arc<Mutex<HashMap<String, String>>>>,
 ) -> Result<RunResult, EngineError> {
     let threads = if options.threads == 0 {
         sys::cores()
@@ -111,6 +346,8 @@ pub fn run_scenario(
                 shared: Arc::clone(&shared),
                 seed: options.seed,
                 dests: Arc::clone(&dests),
+                setup: Arc::clone(&setup),
+                keep: keep.clone(),
             }),
             rows: None,
             targets: None,

@@ -55,7 +55,7 @@ use crate::ctx::Ctx;
 use crate::load::ScenarioLoad;
 use crate::proto::http1::Keep;
 use control::{closed_controller, open_controller};
-use ops::{GrpcOp, Op, ReqOp, Scen, WsOp};
+use ops::{AddOp, GrpcOp, Op, ReqOp, Scen, WsOp};
 
 mod control;
 mod flight;
@@ -71,6 +71,10 @@ mod ws;
 pub(crate) fn start(ctx: &Rc<Ctx>, load: ScenarioLoad) {
     let mut rec = ScenarioRecorder::new(ctx.spec.origin);
     let all = rec.tag("");
+    // Every declared metric is reported, values added or not.
+    for m in &load.plan.metrics {
+        rec.custom_index(&m.name, m.kind);
+    }
     let mut scens = Vec::new();
     for (index, def) in load.plan.scenarios.iter().enumerate() {
         let target = def.target(&load.plan.target);
@@ -93,6 +97,8 @@ pub(crate) fn start(ctx: &Rc<Ctx>, load: ScenarioLoad) {
             def: def.clone(),
             plan: Arc::clone(&load.plan),
             env: Arc::clone(&load.env),
+            setup: Arc::clone(&load.setup),
+            keep: load.keep.clone(),
             shared: Arc::clone(&load.shared),
             worker: load.worker,
             workers: load.workers,
@@ -168,6 +174,10 @@ fn compile(flow: &[Step], tags: &[usize], jar: bool, rec: &mut ScenarioRecorder,
                 })));
             }
             Step::Think(t) => out.push(Op::Think(*t)),
+            Step::Add(a) => out.push(Op::Add(Box::new(AddOp {
+                metric: a.keys().iter().map(|k| rec.custom_index(k, a.kind)).collect(),
+                value: a.value.clone(),
+            }))),
             Step::Group { name, flow } => {
                 let g = rec.group_index(name);
                 let mut t = tags.to_vec();

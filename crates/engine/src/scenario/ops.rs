@@ -35,6 +35,13 @@ pub(super) struct ReqOp {
     pub(super) head: bool,
 }
 
+/// An `add:` step: its custom metric's recorder index and its value.
+pub(super) struct AddOp {
+    /// The metric's index, then one per tag (`metric{tag:value}`).
+    pub(super) metric: Vec<usize>,
+    pub(super) value: throng_scenario::AddValue,
+}
+
 /// The flow, flattened: groups become start/end markers.
 pub(super) enum Op {
     Request(Box<ReqOp>),
@@ -43,6 +50,7 @@ pub(super) enum Op {
     Think(Think),
     GroupStart,
     GroupEnd(usize),
+    Add(Box<AddOp>),
 }
 
 /// A `grpc:` step, ready to run.
@@ -94,6 +102,10 @@ pub(super) struct Scen {
     pub(super) def: Scenario,
     pub(super) plan: Arc<ScenarioPlan>,
     pub(super) env: Arc<HashMap<String, String>>,
+    /// What the `setup:` flow captured.
+    pub(super) setup: Arc<HashMap<String, String>>,
+    /// Where a `setup:` run's VU leaves its variables.
+    pub(super) keep: Option<Arc<std::sync::Mutex<HashMap<String, String>>>>,
     pub(super) shared: Arc<SharedCounters>,
     pub(super) worker: u32,
     pub(super) workers: u32,

@@ -17,6 +17,24 @@ pub(super) struct Rendered {
     pub(super) body: Vec<u8>,
 }
 
+/// Renders one template with the VU's variables (an `add:` step's value).
+pub(super) fn text(sc: &Scen, vu: &mut Vu, t: &throng_scenario::Template) -> String {
+    let now_ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    let mut cx = Context {
+        vu: vu.id,
+        iter: vu.iter,
+        scenario: &sc.def.name,
+        rng: &mut vu.rng,
+        vars: &vu.vars,
+        env: &sc.env,
+        setup: &sc.setup,
+        now_ms,
+    };
+    t.render(&mut cx)
+}
+
 /// Renders a request's target, headers and body; with `trace`, a
 /// `traceparent` under the VU's iteration's trace id, with a new span id.
 /// None when a rendered header value carries a control character (a
@@ -33,6 +51,7 @@ pub(super) fn render(sc: &Scen, vu: &mut Vu, req: &Request, trace: Option<&Trace
         rng: &mut vu.rng,
         vars: &vu.vars,
         env: &sc.env,
+        setup: &sc.setup,
         now_ms,
     };
     let mut target = String::with_capacity(128);

@@ -11,10 +11,10 @@ use std::time::Instant;
 
 use throng_metrics::Phase;
 use throng_plan::Rng;
-use throng_scenario::{CookieJar, Cookies, Cursor, Executor, Think};
+use throng_scenario::{AddValue, CookieJar, Cookies, Cursor, Executor, Think};
 
 use super::ops::{Op, Scen, Vu, sleep_until, with_scen};
-use super::{grpc, request, ws};
+use super::{grpc, render, request, ws};
 use crate::conn::close;
 use crate::ctx::{Ctx, TaskGuard};
 use crate::proto::session::Session;
@@ -186,6 +186,13 @@ async fn iteration(ctx: &Ctx, sc: &Scen, vu: &mut Vu, intended: Option<Instant>)
                     return false;
                 }
             }
+            Op::Add(a) => {
+                let value = match &a.value {
+                    AddValue::Number(v) => Some(*v),
+                    AddValue::Template(t) => AddValue::read(&render::text(sc, vu, t)),
+                };
+                with_scen(ctx, |r| a.metric.iter().for_each(|&i| r.custom(i, value)));
+            }
             Op::GroupStart => groups.push(Instant::now()),
             Op::GroupEnd(g) => {
                 if let Some(t0) = groups.pop() {
@@ -196,5 +203,11 @@ async fn iteration(ctx: &Ctx, sc: &Scen, vu: &mut Vu, intended: Option<Instant>)
     }
     let now = Instant::now();
     with_scen(ctx, |r| r.iteration(now, now.saturating_duration_since(started)));
+    if let Some(keep) = &sc.keep {
+        // A poisoned lock only means another VU panicked mid-copy: its
+        // map is still a map.
+        let mut kept = keep.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        kept.clone_from(&vu.vars);
+    }
     true
 }

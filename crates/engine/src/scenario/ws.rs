@@ -131,6 +131,7 @@ fn context<'a>(sc: &'a Scen, vu: &'a mut Vu) -> Context<'a> {
         rng: &mut vu.rng,
         vars: &vu.vars,
         env: &sc.env,
+        setup: &sc.setup,
         now_ms,
     }
 }

@@ -111,6 +111,19 @@ impl Page {
                 .collect();
             self.table("checks", &head, &rows);
         }
+        let custom = crate::scenario::report::custom_rows(s);
+        if !custom.is_empty() {
+            self.h2("custom-metrics", "Custom metrics");
+            let head: Vec<String> = ["metric", "kind", "adds", "value"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+            let rows: Vec<Vec<String>> = custom
+                .into_iter()
+                .map(|[name, kind, what, count]| vec![escape(&name), kind, count, escape(&what)])
+                .collect();
+            self.table("custom-metrics", &head, &rows);
+        }
         if !r.thresholds.is_empty() {
             let failed = r.thresholds.iter().filter(|v| !v.passed).count();
             self.h2(

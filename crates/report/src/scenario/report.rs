@@ -142,6 +142,7 @@ pub(crate) fn write_run(r: &RunResult, p: &ScenarioPlan, w: &mut dyn Write) -> i
     write_tags(&s, w)?;
     write_stages(&s, p, w)?;
     write_checks(&s, w)?;
+    write_custom(&s, w)?;
     write_thresholds(r, w)?;
     write_phase_table(m, w)?;
     writeln!(w)?;
@@ -487,6 +488,63 @@ pub(crate) fn stage_rows(s: &ScenarioStats, p: &ScenarioPlan) -> Vec<StageRow> {
         }
     }
     rows
+}
+
+/// The file's custom metrics (`metrics:`): name, kind, what they hold,
+/// values added.
+pub(crate) fn custom_rows(s: &ScenarioStats) -> Vec<[String; 4]> {
+    use throng_metrics::CustomKind;
+    let n = |v: f64| {
+        if v.fract() == 0.0 && v.abs() < 1e15 {
+            format!("{v:.0}")
+        } else {
+            format!("{v:.3}")
+        }
+    };
+    s.custom
+        .iter()
+        .map(|(name, c)| {
+            let mut what = match c.kind {
+                CustomKind::Counter => format!("sum {}", n(c.sum)),
+                CustomKind::Rate => format!("{:.2}% ({} of {})", pct(c.hits, c.count), c.hits, c.count),
+                CustomKind::Gauge => match (c.last, c.min, c.max) {
+                    (Some(l), Some(lo), Some(hi)) => format!("last {}, min {}, max {}", n(l), n(lo), n(hi)),
+                    _ => "no value".to_string(),
+                },
+                CustomKind::Trend if c.values.is_empty() => "no value".to_string(),
+                CustomKind::Trend => format!(
+                    "avg {:.2}, med {}, p95 {}, p99 {}, max {}",
+                    c.values.mean(),
+                    c.values.quantile(0.5),
+                    c.values.quantile(0.95),
+                    c.values.quantile(0.99),
+                    c.values.max()
+                ),
+            };
+            if c.invalid > 0 {
+                what.push_str(&format!("; {} values not numbers (not recorded)", c.invalid));
+            }
+            [
+                format::name(name).into_owned(),
+                c.kind.name().to_string(),
+                what,
+                c.count.to_string(),
+            ]
+        })
+        .collect()
+}
+
+fn write_custom(s: &ScenarioStats, w: &mut dyn Write) -> io::Result<()> {
+    let rows = custom_rows(s);
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let width = rows.iter().map(|r| format::chars(&r[0])).max().unwrap_or(0).max(6) + 2;
+    writeln!(w, "  {:<width$}{:<9}{:>8}  value", "metric", "kind", "adds")?;
+    for [name, kind, what, count] in &rows {
+        writeln!(w, "  {name:<width$}{kind:<9}{count:>8}  {what}")?;
+    }
+    writeln!(w)
 }
 
 fn write_checks(s: &ScenarioStats, w: &mut dyn Write) -> io::Result<()> {

@@ -92,6 +92,13 @@ pub(super) struct RawFile {
     #[serde(default)]
     pub(super) data: Option<RawData>,
     pub(super) scenarios: BTreeMap<String, RawScenario>,
+    /// Steps run once before the scenarios start, by a VU of their own.
+    pub(super) setup: Option<Vec<RawStep>>,
+    /// Steps run once after the scenarios end (or are stopped).
+    pub(super) teardown: Option<Vec<RawStep>>,
+    /// Custom metrics: name → `counter`, `trend`, `rate` or `gauge`.
+    #[serde(default)]
+    pub(super) metrics: Ordered<String>,
     #[serde(default)]
     pub(super) thresholds: Ordered<Vec<RawThreshold>>,
     /// The .proto files of the `grpc:` steps.
@@ -370,6 +377,19 @@ pub(super) struct RawStep {
     pub(super) group: Option<RawGroup>,
     pub(super) grpc: Option<RawGrpc>,
     pub(super) websocket: Option<RawWebSocket>,
+    pub(super) add: Option<RawAdd>,
+}
+
+/// An `add:` step: a value recorded into a custom metric.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawAdd {
+    pub(super) metric: String,
+    /// A number, true/false, or a template that renders one.
+    pub(super) value: serde_yaml_ng::Value,
+    /// Tags the value is also kept under (`metric{tag:value}`).
+    #[serde(default)]
+    pub(super) tags: BTreeMap<String, String>,
 }
 
 /// A `grpc:` step: a unary or server-streaming call.

@@ -378,6 +378,70 @@ pub struct WebSocket {
     pub keep: bool,
 }
 
+/// A custom metric the file declares (`metrics:`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CustomMetric {
+    /// Its name (thresholds and reports use it).
+    pub name: String,
+    /// What it keeps.
+    pub kind: throng_metrics::CustomKind,
+}
+
+/// Most custom metrics a file may declare.
+pub const MAX_CUSTOM_METRICS: usize = 64;
+/// Longest custom metric name.
+pub const MAX_METRIC_NAME: usize = 64;
+
+/// What an `add:` step records.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum AddValue {
+    /// A number written in the file (true: 1, false: 0).
+    Number(f64),
+    /// A template rendered per iteration, then read as a number (or
+    /// `true`/`false`).
+    Template(Template),
+}
+
+impl AddValue {
+    /// A rendered value as a number: a decimal number, or `true`/`false`
+    /// (1 and 0); None for anything else.
+    pub fn read(text: &str) -> Option<f64> {
+        match text.trim() {
+            "true" => Some(1.0),
+            "false" => Some(0.0),
+            t => t.parse::<f64>().ok().filter(|v| v.is_finite()),
+        }
+    }
+}
+
+/// An `add:` step: a value into a custom metric.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Add {
+    /// The metric's name.
+    pub metric: String,
+    /// Its kind.
+    pub kind: throng_metrics::CustomKind,
+    /// The value.
+    pub value: AddValue,
+    /// Tags the value is also kept under, each as `metric{tag:value}`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<(String, String)>,
+}
+
+/// Most tags an `add:` step may carry.
+pub const MAX_ADD_TAGS: usize = 8;
+
+impl Add {
+    /// The keys its value is kept under: the metric, then `metric{tag:value}`
+    /// for each tag.
+    pub fn keys(&self) -> Vec<String> {
+        std::iter::once(self.metric.clone())
+            .chain(self.tags.iter().map(|(k, v)| format!("{}{{{k}:{v}}}", self.metric)))
+            .collect()
+    }
+}
+
 /// One step of a flow.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -397,6 +461,8 @@ pub enum Step {
     },
     /// A gRPC call.
     Grpc(Box<GrpcStep>),
+    /// A value recorded into a custom metric.
+    Add(Box<Add>),
 }
 
 /// A scenario: an executor and the flow of one iteration.
@@ -478,6 +544,18 @@ pub struct ScenarioPlan {
     pub data: Option<DataSpec>,
     /// The scenarios, run at the same time.
     pub scenarios: Vec<Scenario>,
+    /// `setup:`: a flow run once before the scenarios start, as one VU
+    /// (a scenario named `setup`, one iteration); every VU reads its
+    /// captures as `{{setup.NAME}}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setup: Option<Scenario>,
+    /// `teardown:`: a flow run once after the scenarios end, also when the
+    /// run was stopped (a scenario named `teardown`, one iteration).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub teardown: Option<Scenario>,
+    /// Custom metrics (`metrics:`), in the file's order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub metrics: Vec<CustomMetric>,
     /// Pass/fail criteria.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub thresholds: Vec<Threshold>,
@@ -510,7 +588,18 @@ fn is_one(v: &f64) -> bool {
     (*v - 1.0).abs() < f64::EPSILON
 }
 
+/// How long the `setup:` flow may take before the run gives up on it.
+pub const SETUP_LIMIT: Duration = Duration::from_secs(60);
+/// How long the `teardown:` flow may take (also after Ctrl-C).
+pub const TEARDOWN_LIMIT: Duration = Duration::from_secs(30);
+
 impl ScenarioPlan {
+    /// The scenarios, then the `setup:` and `teardown:` flows: every flow
+    /// the file holds.
+    pub fn all_flows(&self) -> impl Iterator<Item = &Scenario> {
+        self.scenarios.iter().chain(&self.setup).chain(&self.teardown)
+    }
+
     /// The schedule of every executor (durations, stages, `max_duration`,
     /// start times) multiplied by `factor`: the same shape, faster.
     ///
@@ -554,7 +643,7 @@ impl ScenarioPlan {
     /// it in), sorted, each once: the CLI can refuse to start when one is
     /// unset instead of sending it empty, and warn of an `--env` nothing reads.
     pub fn env_names(&self) -> Vec<String> {
-        let requests = self.scenarios.iter().flat_map(|s| requests(&s.flow));
+        let requests = self.all_flows().flat_map(|s| requests(&s.flow));
         // The targets', when the environment filled them in.
         let targets: Vec<Template> = std::iter::once(&self.target)
             .chain(self.scenarios.iter().filter_map(|s| s.target.as_ref()))
@@ -567,8 +656,7 @@ impl ScenarioPlan {
             .map(|(_, t)| t)
             .chain(requests.flat_map(templates))
             .chain(
-                self.scenarios
-                    .iter()
+                self.all_flows()
                     .flat_map(|s| websockets(&s.flow))
                     .flat_map(ws_templates),
             )
@@ -580,15 +668,14 @@ impl ScenarioPlan {
 
     /// Every header name the file sets (defaults and requests).
     fn header_names(&self) -> Vec<&str> {
-        let requests = self.scenarios.iter().flat_map(|s| requests(&s.flow));
+        let requests = self.all_flows().flat_map(|s| requests(&s.flow));
         self.defaults
             .headers
             .iter()
             .map(|(n, _)| n.as_str())
             .chain(requests.flat_map(|r| r.headers.iter().map(|(n, _)| n.as_str())))
             .chain(
-                self.scenarios
-                    .iter()
+                self.all_flows()
                     .flat_map(|s| websockets(&s.flow))
                     .flat_map(|w| w.headers.iter().map(|(n, _)| n.as_str())),
             )
@@ -627,7 +714,7 @@ impl ScenarioPlan {
                     Step::Grpc(g) => headers(&mut g.request.headers, secret, with),
                     Step::WebSocket(w) => headers(&mut w.headers, secret, with),
                     Step::Group { flow: f, .. } => flow(f, secret, with),
-                    Step::Think(_) => {}
+                    Step::Think(_) | Step::Add(_) => {}
                 }
             }
         }
@@ -641,7 +728,12 @@ impl ScenarioPlan {
         let mut plan = self.clone();
         let with = Template::literal(throng_plan::REDACTED);
         headers(&mut plan.defaults.headers, &self.secret_headers, &with);
-        for s in &mut plan.scenarios {
+        for s in plan
+            .scenarios
+            .iter_mut()
+            .chain(plan.setup.as_mut())
+            .chain(plan.teardown.as_mut())
+        {
             flow(&mut s.flow, &self.secret_headers, &with);
         }
         plan
@@ -658,6 +750,31 @@ impl ScenarioPlan {
     }
 }
 
+/// The variable names a flow's steps capture, groups entered, in order
+/// (a name captured twice, once).
+pub fn capture_names(flow: &[Step]) -> Vec<&str> {
+    let mut out: Vec<&str> = Vec::new();
+    for r in requests(flow) {
+        for c in &r.captures {
+            if !out.contains(&c.var.as_str()) {
+                out.push(c.var.as_str());
+            }
+        }
+    }
+    for w in websockets(flow) {
+        for m in &w.messages {
+            if let WsMessage::Expect { captures, .. } = m {
+                for c in captures {
+                    if !out.contains(&c.var.as_str()) {
+                        out.push(c.var.as_str());
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
 /// Every request of a flow, groups entered, in the order an iteration
 /// makes them.
 pub(super) fn requests(flow: &[Step]) -> Vec<&Request> {
@@ -667,7 +784,7 @@ pub(super) fn requests(flow: &[Step]) -> Vec<&Request> {
             Step::Request(r) => out.push(r.as_ref()),
             Step::Grpc(g) => out.push(&g.request),
             Step::Group { flow, .. } => out.extend(requests(flow)),
-            Step::Think(_) | Step::WebSocket(_) => {}
+            Step::Think(_) | Step::WebSocket(_) | Step::Add(_) => {}
         }
     }
     out
@@ -680,7 +797,7 @@ pub(super) fn websockets(flow: &[Step]) -> Vec<&WebSocket> {
         match s {
             Step::WebSocket(w) => out.push(w.as_ref()),
             Step::Group { flow, .. } => out.extend(websockets(flow)),
-            Step::Think(_) | Step::Request(_) | Step::Grpc(_) => {}
+            Step::Think(_) | Step::Request(_) | Step::Grpc(_) | Step::Add(_) => {}
         }
     }
     out

@@ -40,6 +40,14 @@ pub enum ThresholdFault {
         /// The line.
         line: String,
     },
+    /// A threshold on a custom metric that cannot judge it.
+    #[error("'{threshold}': {reason}")]
+    Custom {
+        /// The key and expression.
+        threshold: String,
+        /// What is wrong, and what to write.
+        reason: String,
+    },
     /// A name that is no metric.
     #[error(
         "'{metric}' is not a metric; trends: {}; rates: {}; counters: {}",

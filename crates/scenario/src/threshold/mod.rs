@@ -10,6 +10,7 @@ use throng_metrics::{Hist, Measurements, ScenarioStats, TagSecond, TagStats};
 pub use error::{FractionError, NeverJudged, ThresholdError, ThresholdFault, UnitDurationError};
 use names::{COUNTERS, RATES, SCENARIO_ONLY, TRENDS, tag_kinds};
 
+mod custom;
 mod error;
 mod names;
 
@@ -31,6 +32,8 @@ pub enum Agg {
     Rate,
     /// How many.
     Count,
+    /// A gauge's last value (custom metrics).
+    Value,
 }
 
 /// A comparison.
@@ -106,6 +109,12 @@ fn refuse_in_scenario(key: &str, metric: &str, tag: Option<&(String, String)>) -
     Ok(())
 }
 
+/// True for the name of a metric throng records itself (a custom metric
+/// may not take it).
+pub fn is_builtin_metric(name: &str) -> bool {
+    kind(name).is_some()
+}
+
 fn kind(metric: &str) -> Option<Kind> {
     if TRENDS.contains(&metric) {
         Some(Kind::Trend)
@@ -148,6 +157,10 @@ pub struct Threshold {
     /// no samples fails.
     #[serde(default, skip_serializing_if = "is_false")]
     pub pass_without_samples: bool,
+    /// The kind of the file's custom metric it judges (`metrics:`), when
+    /// it judges one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub custom: Option<throng_metrics::CustomKind>,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -335,6 +348,7 @@ impl Threshold {
             abort_on_fail,
             delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
             pass_without_samples,
+            custom: None,
         })
     }
 
@@ -378,7 +392,9 @@ impl Threshold {
             s.tags.insert(String::new(), whole_run(m));
         }
         let unit = |v: f64| -> String {
-            match kind(&self.metric) {
+            match kind(&self.metric).filter(|_| self.custom.is_none()) {
+                None if self.agg == Agg::Rate => format!("{:.2}%", v * 100.0),
+                None if self.custom.is_some() => format!("{v}"),
                 Some(Kind::Trend) => format_us(v),
                 Some(Kind::Rate) if self.agg == Agg::Rate => format!("{:.2}%", v * 100.0),
                 _ => format!("{v:.0}"),
@@ -409,6 +425,12 @@ impl Threshold {
                 )
             }
         };
+        if self.custom.is_some() {
+            return match self.custom_total(&s) {
+                Some(v) => verdict(self.op.holds(v, self.value), Some(v), unit(v)),
+                None => none(),
+            };
+        }
         match self.window_s {
             None => match self.total(m, &s) {
                 Some(v) => verdict(self.op.holds(v, self.value), Some(v), unit(v)),
@@ -463,6 +485,9 @@ impl Threshold {
 
     /// Why this threshold found nothing to judge, in the user's words.
     fn why_none(&self) -> String {
+        if self.custom.is_some() {
+            return format!("no add: step recorded a value into {}", self.metric);
+        }
         let filter = self
             .tag
             .as_ref()
@@ -499,6 +524,7 @@ impl Threshold {
             Agg::Min => h.min() as f64,
             Agg::Max => h.max() as f64,
             Agg::Rate | Agg::Count => h.count() as f64,
+            Agg::Value => return None,
         })
     }
 

@@ -11,6 +11,8 @@ mod checks;
 mod executors;
 mod file;
 mod grpc;
+mod metrics;
+mod once;
 mod requests;
 mod targets;
 

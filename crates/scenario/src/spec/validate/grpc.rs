@@ -39,7 +39,7 @@ impl Validator<'_> {
     /// scenario's descriptors.
     pub(super) fn grpc(&self, key: &str, g: RawGrpc, defaults: &Defaults) -> Result<GrpcStep, ScenarioError> {
         let call_at = format!("call: {}", g.call);
-        let here: Vec<&str> = vec!["scenarios:", key, "grpc:", &call_at];
+        let here: Vec<&str> = vec![self.root.get(), key, "grpc:", &call_at];
         // The field's key after the call's line, for errors.
         let at = |field: &str| self.key_path(&here, field);
         let (message_at, metadata_at) = (at("message"), at("metadata"));
@@ -195,7 +195,7 @@ impl Validator<'_> {
             pending(&mut sc.flow, &mut steps);
             for g in steps {
                 let call_at = format!("call: {}", g.call);
-                let here = ["scenarios:", key.as_str(), "grpc:", call_at.as_str()];
+                let here = [self.root.get(), key.as_str(), "grpc:", call_at.as_str()];
                 let Some(reflect) = self.reflect else {
                     return Err(self.err(
                         &here,

@@ -47,6 +47,11 @@ pub(super) struct Validator<'a> {
     proto: std::cell::RefCell<Option<Proto>>,
     /// Asks a server's reflection for descriptors (`throng run`).
     reflect: Option<&'a crate::grpc::Reflect<'a>>,
+    /// The top-level key the flow being checked sits under (`scenarios:`,
+    /// or `setup:` / `teardown:`), where errors start looking for it.
+    root: std::cell::Cell<&'static str>,
+    /// The file's custom metrics (`metrics:`), which `add:` steps name.
+    pub(super) metrics: std::cell::RefCell<Vec<CustomMetric>>,
 }
 
 /// Where a scenario's `grpc:` steps find their methods.
@@ -65,6 +70,8 @@ impl<'a> Validator<'a> {
             file,
             proto: std::cell::RefCell::new(None),
             reflect,
+            root: std::cell::Cell::new("scenarios:"),
+            metrics: std::cell::RefCell::new(Vec::new()),
         }
     }
 }
@@ -258,11 +265,22 @@ impl Validator<'_> {
         let target = self.target_of(&["target:"], raw.target, None, given)?;
         let defaults = self.defaults(&raw.defaults)?;
         let data = self.data(raw.data, read)?;
-        let mut scenarios = self.scenarios(raw.scenarios, raw.proto, read, &defaults, &target, given)?;
+        let metrics = self.custom_metrics(raw.metrics)?;
+        self.metrics.replace(metrics.clone());
+        let file_proto = match raw.proto {
+            Some(p) => Some(self.proto(&["proto:"], p, read)?),
+            None => None,
+        };
+        let mut scenarios = self.scenarios(raw.scenarios, file_proto.clone(), read, &defaults, &target, given)?;
+        let mut setup = self.once("setup", raw.setup, file_proto.clone(), &defaults, &target)?;
+        let mut teardown = self.once("teardown", raw.teardown, file_proto, &defaults, &target)?;
         // TLS settings serve every https:// target of the file.
         let any_https = target.https || scenarios.iter().any(|s| s.target.as_ref().is_some_and(|t| t.https));
         let tls = self.tls(any_https, raw.tls)?;
         self.resolve_reflected(&mut scenarios, &target, tls.as_ref())?;
+        for once in [&mut setup, &mut teardown].into_iter().flatten() {
+            self.resolve_reflected(std::slice::from_mut(once), &target, tls.as_ref())?;
+        }
         self.quic_fits_tls(&target, &scenarios, tls.as_ref())?;
         // Variables: data columns, and captures of the steps before, in the
         // order an iteration runs them (captures are cleared when it starts).
@@ -271,7 +289,22 @@ impl Validator<'_> {
             let mut defined = columns.clone();
             self.variables_in_order(s, &defaults, &mut defined)?;
         }
-        let thresholds = self.thresholds(raw.thresholds, &scenarios)?;
+        for (s, root) in [(&setup, "setup:"), (&teardown, "teardown:")] {
+            if let Some(s) = s {
+                self.root.set(root);
+                let checked = self.variables_in_order(s, &defaults, &mut columns.clone());
+                self.root.set("scenarios:");
+                checked?;
+            }
+        }
+        self.setup_reads(setup.as_ref(), scenarios.iter().chain(&teardown), &defaults)?;
+        let thresholds = self.thresholds(
+            raw.thresholds,
+            &scenarios,
+            setup.is_some(),
+            teardown.is_some(),
+            &metrics,
+        )?;
         ScenarioPlan {
             file: self.file.to_string(),
             target,
@@ -279,6 +312,9 @@ impl Validator<'_> {
             defaults,
             data,
             scenarios,
+            setup,
+            teardown,
+            metrics,
             thresholds,
             scale: 1.0,
             secret_headers: Vec::new(),
@@ -347,7 +383,7 @@ impl Validator<'_> {
     fn scenarios(
         &self,
         raw: BTreeMap<String, RawScenario>,
-        file_proto: Option<RawProto>,
+        file_proto: Option<Proto>,
         read: &dyn Fn(&str) -> Result<String, String>,
         defaults: &Defaults,
         target: &BaseUrl,
@@ -357,11 +393,16 @@ impl Validator<'_> {
             return Err(self.err(&["scenarios:"], "name at least one scenario"));
         }
         let mut scenarios = Vec::new();
-        let file_proto = match file_proto {
-            Some(p) => Some(self.proto(&["proto:"], p, read)?),
-            None => None,
-        };
         for (name, mut s) in raw {
+            if name == "setup" || name == "teardown" {
+                return Err(self.err(
+                    &["scenarios:", &format!("{name}:")],
+                    format!(
+                        "a scenario cannot be named '{name}': that is the tag of the file's {name}: flow; rename \
+                         the scenario, or move its steps to a top-level {name}: list to run them once"
+                    ),
+                ));
+            }
             let own = match s.proto.take() {
                 Some(p) => Some(self.proto(&["scenarios:", &format!("{name}:"), "proto:"], p, read)?),
                 None => None,
@@ -373,6 +414,297 @@ impl Validator<'_> {
             }
         }
         Ok(scenarios)
+    }
+
+    /// `setup:` or `teardown:` (`name`): a flow run once by a VU of its
+    /// own, checked as a scenario's flow (errors point under its key) and
+    /// kept as a scenario of that name with one iteration, its time limit
+    /// its `max_duration`.
+    fn once(
+        &self,
+        name: &'static str,
+        raw: Option<Vec<RawStep>>,
+        proto: Option<Proto>,
+        defaults: &Defaults,
+        target: &BaseUrl,
+    ) -> Result<Option<Scenario>, ScenarioError> {
+        let Some(steps) = raw else {
+            return Ok(None);
+        };
+        let root = if name == "setup" { "setup:" } else { "teardown:" };
+        self.root.set(root);
+        self.proto.replace(proto);
+        let checked = self.once_flow(root, steps, defaults, target);
+        self.root.set("scenarios:");
+        let flow = checked?;
+        let limit = if name == "setup" {
+            super::types::SETUP_LIMIT
+        } else {
+            super::types::TEARDOWN_LIMIT
+        };
+        let s = Scenario {
+            name: name.to_string(),
+            executor: Executor::PerVuIterations {
+                vus: 1,
+                iterations: 1,
+                max_duration: limit,
+            },
+            start_time: Duration::ZERO,
+            graceful_stop: Duration::ZERO,
+            target: None,
+            cookies: Cookies::default(),
+            flow,
+        };
+        self.grpc_over_http2(&s, target)?;
+        Ok(Some(s))
+    }
+
+    fn once_flow(
+        &self,
+        root: &str,
+        steps: Vec<RawStep>,
+        defaults: &Defaults,
+        target: &BaseUrl,
+    ) -> Result<Vec<Step>, ScenarioError> {
+        let flow = self.flow(root, steps, defaults)?;
+        self.websocket_origins(root, &flow, target)?;
+        self.request_protocols_fit(&flow, target)?;
+        if !contains_request(&flow) {
+            return Err(self.err(
+                &[root],
+                format!("{root} makes no request; give it at least one request, or remove it"),
+            ));
+        }
+        Ok(flow)
+    }
+
+    /// Every `{{setup.NAME}}` of the scenarios and the teardown (`flows`)
+    /// and of `defaults.headers` names a capture of the `setup:` flow, and
+    /// the setup flow itself reads its captures as plain `{{NAME}}`.
+    fn setup_reads<'s>(
+        &self,
+        setup: Option<&Scenario>,
+        flows: impl Iterator<Item = &'s Scenario>,
+        defaults: &Defaults,
+    ) -> Result<(), ScenarioError> {
+        let captured: Vec<&str> = setup.map(|s| super::types::capture_names(&s.flow)).unwrap_or_default();
+        let known = || match captured.is_empty() {
+            true => "the file's setup: flow captures nothing".to_string(),
+            false => format!("the setup: flow captures {}", captured.join(", ")),
+        };
+        fn adds<'a>(flow: &'a [Step], out: &mut Vec<&'a Template>) {
+            for step in flow {
+                match step {
+                    Step::Add(a) => {
+                        if let AddValue::Template(t) = &a.value {
+                            out.push(t);
+                        }
+                    }
+                    Step::Group { flow, .. } => adds(flow, out),
+                    _ => {}
+                }
+            }
+        }
+        fn in_flow(s: &Scenario) -> Vec<&Template> {
+            let mut out: Vec<&Template> = super::types::requests(&s.flow)
+                .into_iter()
+                .flat_map(super::types::templates)
+                .collect();
+            out.extend(
+                super::types::websockets(&s.flow)
+                    .into_iter()
+                    .flat_map(super::types::ws_templates),
+            );
+            adds(&s.flow, &mut out);
+            out
+        }
+        if let Some(s) = setup
+            && let Some(v) = in_flow(s).into_iter().flat_map(Template::setup_names).next()
+        {
+            return Err(self.err_at_use(
+                &["setup:"],
+                &format!("setup.{v}"),
+                format!(
+                    "{{{{setup.{v}}}}} is used inside the setup: flow, which runs before its captures are shared; \
+                     within setup: write {{{{{v}}}}} (a capture of an earlier setup step)"
+                ),
+            ));
+        }
+        for (name, t) in &defaults.headers {
+            if let Some(v) = t.setup_names().find(|v| !captured.contains(v)) {
+                return Err(self.err_at_use(
+                    &["defaults:"],
+                    &format!("setup.{v}"),
+                    format!(
+                        "{{{{setup.{v}}}}} in defaults.headers.{name} is not captured by setup: {}",
+                        known()
+                    ),
+                ));
+            }
+        }
+        for s in flows {
+            // No scenario is named teardown (refused above).
+            let root = if s.name == "teardown" {
+                vec!["teardown:".to_string()]
+            } else {
+                vec!["scenarios:".to_string(), format!("{}:", s.name)]
+            };
+            let scope: Vec<&str> = root.iter().map(String::as_str).collect();
+            for t in in_flow(s) {
+                if let Some(v) = t.setup_names().find(|v| !captured.contains(v)) {
+                    return Err(self.err_at_use(
+                        &scope,
+                        &format!("setup.{v}"),
+                        format!(
+                            "{{{{setup.{v}}}}} is not captured by setup ({}); capture {v} in a step of the \
+                             top-level setup: flow",
+                            known()
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `metrics:`: names (letters, digits and `_`, not a built-in metric's
+    /// name), each once, at most [`MAX_CUSTOM_METRICS`], each a counter,
+    /// trend, rate or gauge.
+    fn custom_metrics(&self, raw: Ordered<String>) -> Result<Vec<CustomMetric>, ScenarioError> {
+        if raw.0.len() > MAX_CUSTOM_METRICS {
+            return Err(self.err(
+                &["metrics:"],
+                format!(
+                    "{} custom metrics: at most {MAX_CUSTOM_METRICS} may be declared (each VU's worker keeps every \
+                     one); merge some",
+                    raw.0.len()
+                ),
+            ));
+        }
+        let mut out: Vec<CustomMetric> = Vec::new();
+        for (name, kind) in raw.0 {
+            let at = self.key_path(&["metrics:"], &name);
+            if name.is_empty() || name.len() > MAX_METRIC_NAME || !is_identifier(&name) {
+                return Err(self.err(
+                    &at,
+                    format!(
+                        "'{}' is not a metric name: use letters, digits and _, not starting with a digit, at most \
+                         {MAX_METRIC_NAME} characters",
+                        name.escape_debug()
+                    ),
+                ));
+            }
+            if crate::threshold::is_builtin_metric(&name) {
+                return Err(self.err(
+                    &at,
+                    format!("'{name}' is a built-in metric's name; give the custom metric another name"),
+                ));
+            }
+            if out.iter().any(|m| m.name == name) {
+                return Err(self.err(&at, format!("the metric '{name}' is declared twice")));
+            }
+            let kind = match kind.as_str() {
+                "counter" => throng_metrics::CustomKind::Counter,
+                "trend" => throng_metrics::CustomKind::Trend,
+                "rate" => throng_metrics::CustomKind::Rate,
+                "gauge" => throng_metrics::CustomKind::Gauge,
+                other => {
+                    return Err(self.err(
+                        &at,
+                        format!("{name}: '{other}' is not a kind of metric; write counter, trend, rate or gauge"),
+                    ));
+                }
+            };
+            out.push(CustomMetric { name, kind });
+        }
+        Ok(out)
+    }
+
+    /// An `add:` step: a declared metric, and a number, true/false or a
+    /// template.
+    fn add(&self, key: &str, a: RawAdd) -> Result<Add, ScenarioError> {
+        let at = format!("metric: {}", a.metric);
+        let here = [self.root.get(), key, "add:", at.as_str()];
+        let Some(m) = self.metrics.borrow().iter().find(|m| m.name == a.metric).cloned() else {
+            let known: Vec<String> = self.metrics.borrow().iter().map(|m| m.name.clone()).collect();
+            return Err(self.err_first(
+                &[&here, &here[..3]],
+                format!(
+                    "add: the metric '{}' is not declared; declare it under the top-level metrics: (e.g. metrics: \
+                     {{ {}: counter }}){}",
+                    a.metric,
+                    a.metric,
+                    match known.is_empty() {
+                        true => String::new(),
+                        false => format!("; declared: {}", known.join(", ")),
+                    }
+                ),
+            ));
+        };
+        let value = match a.value {
+            serde_yaml_ng::Value::Number(n) => AddValue::Number(n.as_f64().unwrap_or(f64::NAN)),
+            serde_yaml_ng::Value::Bool(b) => AddValue::Number(f64::from(u8::from(b))),
+            serde_yaml_ng::Value::String(t) => {
+                let t = self.template(&here, &t)?;
+                match t.is_literal().then(|| AddValue::read(t.source())).flatten() {
+                    Some(v) => AddValue::Number(v),
+                    None if t.is_literal() => {
+                        return Err(self.err_first(
+                            &[&here, &here[..3]],
+                            format!(
+                                "add: the value '{}' is not a number; write a number, true or false, or a template \
+                                 that renders one",
+                                t.source()
+                            ),
+                        ));
+                    }
+                    None => AddValue::Template(t),
+                }
+            }
+            _ => {
+                return Err(self.err_first(
+                    &[&here, &here[..3]],
+                    "add: value is a number, true or false, or a template such as \"{{count}}\"",
+                ));
+            }
+        };
+        if let AddValue::Number(v) = value
+            && (!v.is_finite() || m.kind == throng_metrics::CustomKind::Trend && v < 0.0)
+        {
+            return Err(self.err_first(
+                &[&here, &here[..3]],
+                format!("add: {v} cannot be added to {}: a trend's values are 0 or more", m.name),
+            ));
+        }
+        if a.tags.len() > MAX_ADD_TAGS {
+            return Err(self.err_first(
+                &[&here, &here[..3]],
+                format!(
+                    "add: {} tags; an add: step carries at most {MAX_ADD_TAGS}",
+                    a.tags.len()
+                ),
+            ));
+        }
+        let tag_text = |t: &str| {
+            !t.is_empty() && t.len() <= MAX_METRIC_NAME && t.chars().all(|c| c.is_alphanumeric() || "_-./#".contains(c))
+        };
+        if let Some((k, v)) = a.tags.iter().find(|(k, v)| !tag_text(k) || !tag_text(v)) {
+            return Err(self.err_first(
+                &[&[&here[..], &["tags:"]].concat(), &here, &here[..3]],
+                format!(
+                    "add: the tag '{}: {}' is not a tag: names and values are letters, digits, _ - . / or #, at \
+                     most {MAX_METRIC_NAME} characters",
+                    k.escape_debug(),
+                    v.escape_debug()
+                ),
+            ));
+        }
+        Ok(Add {
+            metric: m.name,
+            kind: m.kind,
+            value,
+            tags: a.tags.into_iter().collect(),
+        })
     }
 
     /// `tls:`, for a file with an https:// target only.

@@ -7,17 +7,29 @@ impl Validator<'_> {
     pub(super) fn flow(&self, key: &str, steps: Vec<RawStep>, defaults: &Defaults) -> Result<Vec<Step>, ScenarioError> {
         let mut out = Vec::new();
         for mut st in steps {
-            let many = "each step is exactly one of request:, grpc:, websocket:, think: or group:";
+            let many = "each step is exactly one of request:, grpc:, websocket:, think: or group:, or an add:";
+            if let Some(a) = st.add.take() {
+                if st.request.is_some()
+                    || st.think.is_some()
+                    || st.group.is_some()
+                    || st.websocket.is_some()
+                    || st.grpc.is_some()
+                {
+                    return Err(self.err(&[self.root.get(), key, "add:"], many));
+                }
+                out.push(Step::Add(Box::new(self.add(key, a)?)));
+                continue;
+            }
             if let Some(g) = st.grpc.take() {
                 if st.request.is_some() || st.think.is_some() || st.group.is_some() || st.websocket.is_some() {
-                    return Err(self.err(&["scenarios:", key, "grpc:"], many));
+                    return Err(self.err(&[self.root.get(), key, "grpc:"], many));
                 }
                 out.push(Step::Grpc(Box::new(self.grpc(key, g, defaults)?)));
                 continue;
             }
             if let Some(w) = st.websocket.take() {
                 if st.request.is_some() || st.think.is_some() || st.group.is_some() {
-                    return Err(self.err(&["scenarios:", key, "websocket:"], many));
+                    return Err(self.err(&[self.root.get(), key, "websocket:"], many));
                 }
                 out.push(Step::WebSocket(Box::new(self.websocket(key, w, defaults)?)));
                 continue;
@@ -28,7 +40,7 @@ impl Validator<'_> {
                     RawThink::Fixed(d) => Think::Fixed(d.0),
                     RawThink::Range(RawThinkRange { min, max }) => {
                         if max.0 < min.0 {
-                            return Err(self.err(&["scenarios:", key, "think:"], "think: min is above max"));
+                            return Err(self.err(&[self.root.get(), key, "think:"], "think: min is above max"));
                         }
                         Think::Range(min.0, max.0)
                     }
@@ -38,9 +50,11 @@ impl Validator<'_> {
                     name: g.name,
                 },
                 _ => {
+                    // A setup:/teardown: list has no flow: key of its own.
+                    let flow_key = if self.root.get() == "scenarios:" { "flow:" } else { key };
                     return Err(self.err(
-                        &["scenarios:", key, "flow:"],
-                        "each step is exactly one of request:, grpc:, websocket:, think: or group:",
+                        &[self.root.get(), key, flow_key],
+                        "each step is exactly one of request:, grpc:, websocket:, think: or group:, or an add:",
                     ));
                 }
             };
@@ -50,7 +64,7 @@ impl Validator<'_> {
     }
 
     pub(super) fn request(&self, key: &str, r: RawRequest, defaults: &Defaults) -> Result<Request, ScenarioError> {
-        let at = |f: &str| ["scenarios:".to_string(), key.to_string(), f.to_string()];
+        let at = |f: &str| [self.root.get().to_string(), key.to_string(), f.to_string()];
         let path_at = at(&format!("path: {}", r.path));
         let here: Vec<&str> = path_at.iter().map(String::as_str).collect();
         let method = match &r.method {

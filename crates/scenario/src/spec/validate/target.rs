@@ -154,7 +154,7 @@ impl Validator<'_> {
     pub(super) fn websocket_origins(&self, key: &str, flow: &[Step], target: &BaseUrl) -> Result<(), ScenarioError> {
         for w in websockets(flow) {
             let url_at = format!("url: {}", w.url);
-            let here = ["scenarios:", key, "websocket:", &url_at];
+            let here = [self.root.get(), key, "websocket:", &url_at];
             if target.http != HttpVersion::Http1 {
                 return Err(self.err(
                     &here,

@@ -40,7 +40,7 @@ impl Validator<'_> {
                     let key = format!("{}:", s.name);
                     let scope = match default_header {
                         Some(_) => vec!["defaults:"],
-                        None => vec!["scenarios:", &key],
+                        None => vec![self.root.get(), &key],
                     };
                     let used_in = match default_header {
                         Some(h) => format!("defaults.headers.{h}, sent with step '{}',", r.name),
@@ -133,6 +133,15 @@ fn units(flow: &[Step]) -> Vec<Unit<'_>> {
                 });
             }
             Step::Group { flow, .. } => out.extend(units(flow)),
+            Step::Add(a) => {
+                if let AddValue::Template(t) = &a.value {
+                    out.push(Unit {
+                        name: &a.metric,
+                        headers: &[],
+                        items: vec![Use::Template(t)],
+                    });
+                }
+            }
             Step::Think(_) => {}
         }
     }
@@ -143,7 +152,7 @@ pub(super) fn contains_request(flow: &[Step]) -> bool {
     flow.iter().any(|s| match s {
         Step::Request(_) | Step::Grpc(_) | Step::WebSocket(_) => true,
         Step::Group { flow, .. } => contains_request(flow),
-        Step::Think(_) => false,
+        Step::Think(_) | Step::Add(_) => false,
     })
 }
 
@@ -159,7 +168,7 @@ pub(in crate::spec) fn tag_exists(scenarios: &[Scenario], tag: &str, value: &str
             }
             Step::WebSocket(w) => tag == "step" && w.name == value,
             Step::Group { name, flow } => tag == "group" && name == value || in_flow(flow, tag, value),
-            Step::Think(_) => false,
+            Step::Think(_) | Step::Add(_) => false,
         })
     }
     scenarios.iter().any(|s| {

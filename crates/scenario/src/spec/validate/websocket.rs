@@ -22,13 +22,13 @@ impl Validator<'_> {
         defaults: &Defaults,
     ) -> Result<WebSocket, ScenarioError> {
         let url_at = format!("url: {}", w.url);
-        let here: Vec<&str> = vec!["scenarios:", key, "websocket:", &url_at];
+        let here: Vec<&str> = vec![self.root.get(), key, "websocket:", &url_at];
         let path = self.ws_path(&here, &w.url)?;
         if w.messages.is_empty() {
             return Err(self.err_first(
                 &[
-                    &["scenarios:", key, &url_at, "messages:"],
-                    &["scenarios:", key, "websocket:", "messages:"],
+                    &[self.root.get(), key, &url_at, "messages:"],
+                    &[self.root.get(), key, "websocket:", "messages:"],
                 ],
                 "messages is empty; give at least one, e.g. messages: [{ send: hello }, { expect: hello }]",
             ));
@@ -87,8 +87,8 @@ impl Validator<'_> {
     /// (a block sequence), else at the first `needle` after `messages:`.
     fn ws_err(&self, at: &WsAt<'_>, n: usize, needle: Option<&str>, message: String) -> ScenarioError {
         let seq = [
-            &["scenarios:", at.key, at.url_at, "messages:"][..],
-            &["scenarios:", at.key, "websocket:", "messages:"][..],
+            &[self.root.get(), at.key, at.url_at, "messages:"][..],
+            &[self.root.get(), at.key, "websocket:", "messages:"][..],
         ];
         let item = seq.iter().find_map(|p| self.seq_item(p, n, needle));
         match item {
