@@ -56,6 +56,7 @@ pub(crate) mod http2;
 pub(crate) mod http3;
 pub(crate) mod line;
 pub(crate) mod link;
+pub(crate) mod mqtt;
 pub(crate) mod opening;
 pub(crate) mod session;
 pub(crate) mod starts;

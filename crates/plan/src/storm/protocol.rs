@@ -17,6 +17,9 @@ pub(super) fn parse_protocol(
     timeout: Duration,
 ) -> Result<Option<Protocol>, PlanError> {
     let named = a.protocol.as_deref().map(str::trim);
+    if let Some(m) = super::mqtt::parse_mqtt(a, target)? {
+        return Ok(Some(Protocol::Mqtt(m)));
+    }
     if matches!(target.scheme, StormScheme::Ws | StormScheme::Wss) {
         return parse_websocket(a, target, timeout).map(Some);
     }
@@ -288,7 +291,7 @@ fn parse_creds(text: &str) -> Option<(String, String)> {
     }
 }
 
-fn percent_decode(s: &str) -> String {
+pub(super) fn percent_decode(s: &str) -> String {
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
