@@ -85,6 +85,10 @@ pub enum Fault {
     MqttNoConnack,
     /// Answers CONNECT with CONNACK "server unavailable" (3; 0x88 in MQTT 5).
     MqttConnackRefused,
+    /// Answers CONNECT with CONNACK "bad user name or password" (4; 0x86
+    /// in MQTT 5), as brokers that say so do (mosquitto says "not
+    /// authorized").
+    MqttBadPassword,
     /// Answers CONNECT with a remaining length that runs into a fifth byte.
     MqttBadLength,
     /// Answers CONNECT with a CONNACK claiming 200 MiB.
@@ -162,7 +166,7 @@ pub enum FaultKind {
 
 impl Fault {
     /// Every fault, in the order of the documentation.
-    pub const ALL: [Fault; 53] = [
+    pub const ALL: [Fault; 54] = [
         Fault::NeverAnswer,
         Fault::StallBody,
         Fault::Trickle,
@@ -193,6 +197,7 @@ impl Fault {
         Fault::NatsEarlyPing,
         Fault::MqttNoConnack,
         Fault::MqttConnackRefused,
+        Fault::MqttBadPassword,
         Fault::MqttBadLength,
         Fault::MqttOversized,
         Fault::MqttDisconnectAtConnect,
@@ -251,6 +256,7 @@ impl Fault {
             Fault::NatsEarlyPing => "nats-early-ping",
             Fault::MqttNoConnack => "mqtt-no-connack",
             Fault::MqttConnackRefused => "mqtt-connack-refused",
+            Fault::MqttBadPassword => "mqtt-bad-password",
             Fault::MqttBadLength => "mqtt-bad-length",
             Fault::MqttOversized => "mqtt-oversized",
             Fault::MqttDisconnectAtConnect => "mqtt-disconnect-at-connect",
@@ -284,6 +290,7 @@ impl Fault {
             Fault::NatsGarbage | Fault::NatsNoInfo | Fault::NatsAuthError | Fault::NatsEarlyPing => FaultKind::Nats,
             Fault::MqttNoConnack
             | Fault::MqttConnackRefused
+            | Fault::MqttBadPassword
             | Fault::MqttBadLength
             | Fault::MqttOversized
             | Fault::MqttDisconnectAtConnect

@@ -62,6 +62,8 @@ pub(super) async fn serve(mut s: TcpStream, fault: Fault) -> io::Result<()> {
         // Server unavailable: 3 in 3.1.1, 0x88 in 5 (no properties).
         Fault::MqttConnackRefused if v5 => send(&mut s, &[0x20, 3, 0, 0x88, 0]).await?,
         Fault::MqttConnackRefused => send(&mut s, &[0x20, 2, 0, 3]).await?,
+        Fault::MqttBadPassword if v5 => send(&mut s, &[0x20, 3, 0, 0x86, 0]).await?,
+        Fault::MqttBadPassword => send(&mut s, &[0x20, 2, 0, 4]).await?,
         // A remaining length running into a fifth byte.
         Fault::MqttBadLength => send(&mut s, &[0x20, 0xff, 0xff, 0xff, 0xff, 0x01]).await?,
         // A CONNACK claiming 200 MiB, and a few of its bytes.
