@@ -177,9 +177,15 @@ fn held_connections_are_counted_by_the_broker_and_each_says_disconnect() {
     assert!(problems.is_empty(), "schema violations: {problems:#?}");
     let log = broker.stop();
     // The $SYS reader's own id is mosquitto_sub's "auto-…".
-    let ids: Vec<String> = client_ids(&log).into_iter().filter(|id| id.starts_with("dev-")).collect();
+    let ids: Vec<String> = client_ids(&log)
+        .into_iter()
+        .filter(|id| id.starts_with("dev-"))
+        .collect();
     assert_eq!(ids.len(), 40, "every connection its own client id: {ids:?}");
-    assert!(ids.iter().any(|i| i == "dev-0") && ids.iter().any(|i| i == "dev-39"), "{ids:?}");
+    assert!(
+        ids.iter().any(|i| i == "dev-0") && ids.iter().any(|i| i == "dev-39"),
+        "{ids:?}"
+    );
     assert_eq!(count(&log, "Received DISCONNECT from dev-"), 40, "{log}");
 }
 
@@ -187,10 +193,7 @@ fn held_connections_are_counted_by_the_broker_and_each_says_disconnect() {
 fn a_wrong_password_is_refused_in_connack_and_the_password_never_shows() {
     let dir = tempfile::tempdir().unwrap();
     let file = Mosquitto::password_file(dir.path(), "dev", "s3cret-pw");
-    let broker = Mosquitto::start(&format!(
-        "allow_anonymous false\npassword_file {}",
-        file.display()
-    ));
+    let broker = Mosquitto::start(&format!("allow_anonymous false\npassword_file {}", file.display()));
     for version in ["3.1.1", "5"] {
         let wrong = common::storm(&[&broker.url("dev:nope-pw@"), "-n", "12", "--mqtt-version", version]);
         assert_eq!(wrong.code(), 1, "{version}: {}", wrong.stderr());
@@ -255,10 +258,17 @@ fn subscribe_and_keepalive_pings_are_phases_in_both_versions() {
         let answered = count(&log, "Sending PINGRESP to throng-");
         // A PINGREQ every second over a 3.5 s hold: 3 each, and every
         // PINGRESP timed is one the broker sent.
-        assert!(pongs >= 20 && pongs <= answered as u64, "{version}: {pongs} pongs, {answered} PINGRESPs");
+        assert!(
+            pongs >= 20 && pongs <= answered as u64,
+            "{version}: {pongs} pongs, {answered} PINGRESPs"
+        );
         assert_eq!(count(&log, "Received PINGREQ from throng-"), answered, "{version}");
         assert_eq!(count(&log, "Received SUBSCRIBE from throng-"), 10, "{version}");
-        assert_eq!(count(&log, "devices/7/cmd (QoS 1)"), 1, "{version}: the topic names the connection");
+        assert_eq!(
+            count(&log, "devices/7/cmd (QoS 1)"),
+            1,
+            "{version}: the topic names the connection"
+        );
         assert_eq!(
             count(&log, &format!("({level}, c1, k1)")),
             10,
@@ -366,7 +376,12 @@ fn lab_fails_as(fault: &str, version: &str, class: &str) {
     let r = run.result();
     assert_books_balance(r);
     let m = &r.measurements.connections;
-    assert_eq!((m.attempted, m.error(class)), (10, 10), "{fault} ({version}): {:?}", m.errors);
+    assert_eq!(
+        (m.attempted, m.error(class)),
+        (10, 10),
+        "{fault} ({version}): {:?}",
+        m.errors
+    );
     assert!(run.stderr().contains(class), "{fault}: {}", run.stderr());
     // A packet claiming 200 MiB is refused, not read.
     assert!(
@@ -411,12 +426,80 @@ fn mqtt_flags_are_checked_before_anything_runs() {
         (&["mqtt://127.0.0.1:1", "--subscribe", "t", "--qos", "2"][..], "--qos"),
         (&["mqtt://127.0.0.1:1", "--mqtt-version", "4.0"][..], "--mqtt-version"),
         (&["mqtt://127.0.0.1:1", "--send", "x"][..], "--send"),
-        (&["mqtt://127.0.0.1:1", "--clean-start", "--session-expiry", "1m"][..], "--clean-start"),
+        (
+            &["mqtt://127.0.0.1:1", "--clean-start", "--session-expiry", "1m"][..],
+            "--clean-start",
+        ),
         (&["mqtt://127.0.0.1:1", "--io", "uring"][..], "MQTT"),
     ] {
         let run = common::storm(&[args, &["-n", "1"][..]].concat());
         assert_eq!(run.code(), 2, "{args:?}: {}", run.stderr());
         assert!(run.stderr().contains(flag), "{args:?}: {}", run.stderr());
         assert!(run.result.is_none());
+    }
+}
+
+/// The `throng` commands of the guide's MQTT page (its ```sh,norun,mosquitto
+/// block: the guide's own example runner has only the lab server) run
+/// against mosquitto with a password file holding `dev:secret`, and exit as
+/// the page says; counts cut to 50 and holds to 1 s.
+#[test]
+fn the_guide_examples_run_against_mosquitto() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = Mosquitto::password_file(dir.path(), "dev", "secret");
+    let broker = Mosquitto::start(&format!("password_file {}", file.display()));
+    let page = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/guide/src/mqtt.md");
+    let text = std::fs::read_to_string(&page).unwrap();
+    let mut inside = false;
+    let mut commands = Vec::new();
+    let mut pending = String::new();
+    for line in text.lines() {
+        if let Some(info) = line.trim_start().strip_prefix("```") {
+            inside = !inside && info.split(',').any(|t| t.trim() == "mosquitto");
+            continue;
+        }
+        if !inside {
+            continue;
+        }
+        let line = line.trim();
+        match line.strip_suffix('\\') {
+            Some(head) => pending.push_str(head),
+            None => {
+                pending.push_str(line);
+                commands.push(std::mem::take(&mut pending));
+            }
+        }
+    }
+    assert!(commands.len() >= 3, "{commands:?}");
+    let addr = format!("127.0.0.1:{}", broker.port);
+    for command in commands {
+        let (command, comment) = command.split_once('#').unwrap_or((&command, ""));
+        let expected: i32 = comment
+            .trim()
+            .strip_prefix("exit ")
+            .map_or(0, |c| c.trim().parse().unwrap());
+        // Words, single quotes kept together.
+        let mut words: Vec<String> = Vec::new();
+        for (i, part) in command.split('\'').enumerate() {
+            if i % 2 == 1 {
+                words.push(part.to_string());
+            } else {
+                words.extend(part.split_whitespace().map(str::to_string));
+            }
+        }
+        assert_eq!(words.first().map(String::as_str), Some("throng"), "{command}");
+        let mut args: Vec<String> = Vec::new();
+        for w in &words[1..] {
+            let w = w.replace("127.0.0.1:1883", &addr);
+            let prev = args.last().map(String::as_str);
+            args.push(match prev {
+                Some("--count" | "-n") if w.parse::<u64>().is_ok_and(|n| n > 50) => "50".into(),
+                Some("--hold") => "1s".into(),
+                _ => w,
+            });
+        }
+        let run = common::command(&args[0], &args[1..].iter().map(String::as_str).collect::<Vec<_>>());
+        assert_eq!(run.code(), expected, "{command}: {}", run.stderr());
+        assert_books_balance(run.result());
     }
 }

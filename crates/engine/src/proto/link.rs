@@ -120,7 +120,9 @@ pub(crate) async fn answer_while_holding(ctx: &Ctx, stream: &mut Transport) {
 /// handshake, MQTT's DISCONNECT.
 pub(crate) async fn goodbye(ctx: &Ctx, link: &mut Link) {
     let Link::Bytes(conn) = link else { return };
-    let Wire::Line { spec, .. } = &ctx.spec.wire else { return };
+    let Wire::Line { spec, .. } = &ctx.spec.wire else {
+        return;
+    };
     match &**spec {
         ProtocolSpec::WebSocket(_) => ws::close(&mut conn.stream, &ctx.scratch).await,
         ProtocolSpec::Mqtt(_) => mqtt::disconnect(&mut conn.stream).await,

@@ -24,8 +24,8 @@ use crate::head::{Authority, RequestHead};
 use crate::http::{HttpVersion, IoModel, REDACTED, TlsSettings};
 use crate::segment::Segment;
 
-use protocol::parse_protocol;
 pub use mqtt::{CONN_PLACEHOLDER, DEFAULT_CLIENT_ID, DEFAULT_KEEPALIVE, MqttArgs, MqttSpec, MqttVersion};
+use protocol::parse_protocol;
 pub use protocol::{EscapeError, unescape};
 pub use target::parse_sources;
 use target::parse_target;

@@ -130,7 +130,10 @@ pub(super) fn parse_mqtt(a: &StormArgs, target: &StormTarget) -> Result<Option<M
         if let Some(flag) = m.given() {
             return Err(PlanError::invalid(
                 flag,
-                format!("applies to MQTT storms (mqtt:// or mqtts:// targets); '{}' is not one", target.url),
+                format!(
+                    "applies to MQTT storms (mqtt:// or mqtts:// targets); '{}' is not one",
+                    target.url
+                ),
             ));
         }
         return Ok(None);

@@ -238,10 +238,7 @@ fn varint_at(body: &[u8], at: usize) -> Result<(usize, usize), Malformed> {
 /// Skips MQTT 5 properties at `at`: where they end.
 fn skip_properties(body: &[u8], at: usize) -> Result<usize, Malformed> {
     let (len, size) = varint_at(body, at)?;
-    let end = at
-        .checked_add(size)
-        .and_then(|e| e.checked_add(len))
-        .ok_or(Malformed)?;
+    let end = at.checked_add(size).and_then(|e| e.checked_add(len)).ok_or(Malformed)?;
     if end > body.len() {
         return Err(Malformed);
     }

@@ -77,7 +77,11 @@ async fn read_packet(stream: &mut Transport, version: Version) -> Result<Packet,
     let mut head = [0u8; 5];
     let mut have = 0;
     let h = loop {
-        let want = if have < 2 { 2 - have } else { codec::header_needs(&head[..have]) };
+        let want = if have < 2 {
+            2 - have
+        } else {
+            codec::header_needs(&head[..have])
+        };
         let n = stream.read(&mut head[have..have + want]).await.map_err(io_fail)?;
         if n == 0 {
             return Err(ErrorClass::Eof);
@@ -188,7 +192,11 @@ pub(crate) async fn handshake(
 
 /// Reads once into `scratch` and hands the bytes to `take`; 0 at the end
 /// of the stream.
-async fn read_some(stream: &mut Transport, scratch: &RefCell<Box<[u8]>>, mut take: impl FnMut(&[u8])) -> io::Result<usize> {
+async fn read_some(
+    stream: &mut Transport,
+    scratch: &RefCell<Box<[u8]>>,
+    mut take: impl FnMut(&[u8]),
+) -> io::Result<usize> {
     poll_fn(|cx| {
         let mut s = scratch.borrow_mut();
         let mut rb = ReadBuf::new(&mut s[..]);
@@ -213,7 +221,11 @@ async fn read_some(stream: &mut Transport, scratch: &RefCell<Box<[u8]>>, mut tak
 pub(crate) async fn hold(ctx: &Ctx, stream: &mut Transport, spec: &Spec) {
     let mut reader = Reader::default();
     let every = spec.keepalive;
-    let period = if every.is_zero() { Duration::from_secs(3600) } else { every };
+    let period = if every.is_zero() {
+        Duration::from_secs(3600)
+    } else {
+        every
+    };
     let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut out: VecDeque<Instant> = VecDeque::new();
