@@ -13,9 +13,9 @@ use std::time::{Duration, Instant};
 use crate::common::{self, FaultServer, assert_books_balance, free_port, wait_listening};
 
 /// mosquitto on a free loopback port with its own config and log file.
-struct Mosquitto {
+pub struct Mosquitto {
     child: Option<Child>,
-    port: u16,
+    pub port: u16,
     log: PathBuf,
     /// Its config and log, removed when it is dropped.
     _dir: tempfile::TempDir,
@@ -25,7 +25,7 @@ impl Mosquitto {
     /// Starts mosquitto with `extra` lines for its listener (after
     /// `listener PORT 127.0.0.1`); anonymous clients allowed unless `extra`
     /// says otherwise.
-    fn start(extra: &str) -> Mosquitto {
+    pub fn start(extra: &str) -> Mosquitto {
         let bin = ["/usr/sbin/mosquitto", "/usr/bin/mosquitto"]
             .into_iter()
             .find(|p| Path::new(p).exists())
@@ -71,7 +71,7 @@ impl Mosquitto {
     }
 
     /// A password file in the broker's directory holding `user:password`.
-    fn password_file(dir: &Path, user: &str, password: &str) -> PathBuf {
+    pub fn password_file(dir: &Path, user: &str, password: &str) -> PathBuf {
         let file = dir.join("passwords");
         let o = Command::new("mosquitto_passwd")
             .args(["-b", "-c"])
@@ -97,7 +97,7 @@ impl Mosquitto {
     }
 
     /// Stops the broker (SIGTERM: its log is complete) and reads its log.
-    fn stop(&mut self) -> String {
+    pub fn stop(&mut self) -> String {
         if let Some(mut child) = self.child.take() {
             let _ = Command::new("kill").arg(child.id().to_string()).status();
             let deadline = Instant::now() + Duration::from_secs(10);
@@ -130,7 +130,7 @@ fn count(log: &str, what: &str) -> usize {
 }
 
 /// Distinct client identifiers the broker logged as connected.
-fn client_ids(log: &str) -> std::collections::BTreeSet<String> {
+pub fn client_ids(log: &str) -> std::collections::BTreeSet<String> {
     log.lines()
         .filter(|l| l.contains("New client connected"))
         .filter_map(|l| l.split(" as ").nth(1))

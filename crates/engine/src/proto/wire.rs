@@ -9,7 +9,7 @@ use throng_plan::{HttpPlan, StormPlan};
 use throng_tls::rustls::ClientConfig;
 
 use super::line::spec::{self as line, ProtocolSpec};
-use super::mqtt;
+use super::mqtt::spec as mqtt;
 use super::ws::spec as ws;
 use super::{http2, http3};
 use crate::control::Control;

@@ -12,6 +12,7 @@ mod steps;
 mod target;
 #[cfg(test)]
 mod tests;
+mod userinfo;
 
 use std::net::IpAddr;
 use std::time::Duration;

@@ -218,11 +218,11 @@ pub(super) fn parse_mqtt(a: &StormArgs, target: &StormTarget) -> Result<Option<M
     let url = url::Url::parse(&a.target).ok();
     let user = url
         .as_ref()
-        .map(|u| super::protocol::percent_decode(u.username()))
+        .map(|u| super::userinfo::percent_decode(u.username()))
         .filter(|u| !u.is_empty());
     let password = url
         .as_ref()
-        .and_then(|u| u.password().map(super::protocol::percent_decode))
+        .and_then(|u| u.password().map(super::userinfo::percent_decode))
         .map(SecretText::new);
     if password.is_some() && user.is_none() {
         return Err(PlanError::invalid(

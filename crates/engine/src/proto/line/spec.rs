@@ -16,7 +16,7 @@ pub(crate) enum ProtocolSpec {
     /// WebSocket: the upgrade, then message steps.
     WebSocket(crate::proto::ws::spec::Spec),
     /// MQTT: CONNECT (and SUBSCRIBE), then held with PINGREQs.
-    Mqtt(crate::proto::mqtt::Spec),
+    Mqtt(crate::proto::mqtt::spec::Spec),
 }
 
 /// One compiled line step.
