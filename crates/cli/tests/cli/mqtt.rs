@@ -17,6 +17,9 @@ pub struct Mosquitto {
     child: Option<Child>,
     pub port: u16,
     log: PathBuf,
+    conf: PathBuf,
+    /// Written by a broker a restart started (`-d`), to stop it too.
+    pid_file: PathBuf,
     /// Its config and log, removed when it is dropped.
     _dir: tempfile::TempDir,
 }
@@ -34,6 +37,7 @@ impl Mosquitto {
         let port = free_port();
         let log = dir.path().join("mosquitto.log");
         let conf = dir.path().join("mosquitto.conf");
+        let pid_file = dir.path().join("mosquitto.pid");
         let anonymous = if extra.contains("allow_anonymous") {
             ""
         } else {
@@ -47,8 +51,10 @@ impl Mosquitto {
             &conf,
             format!(
                 "per_listener_settings true\nuser root\npersistence false\nsys_interval 1\nlog_dest file {}\n\
-                 log_type all\nmax_keepalive 65535\nlistener {port} 127.0.0.1\nset_tcp_nodelay true\n{anonymous}{extra}\n",
-                log.display()
+                 pid_file {}\nlog_type all\nmax_keepalive 65535\nlistener {port} 127.0.0.1\nset_tcp_nodelay true\n\
+                 {anonymous}{extra}\n",
+                log.display(),
+                pid_file.display()
             ),
         )
         .unwrap();
@@ -64,6 +70,8 @@ impl Mosquitto {
             child: Some(child),
             port,
             log,
+            conf,
+            pid_file,
             _dir: dir,
         };
         wait_listening(SocketAddr::from(([127, 0, 0, 1], port)));
@@ -96,8 +104,16 @@ impl Mosquitto {
         String::from_utf8_lossy(&o.stdout).lines().last()?.trim().parse().ok()
     }
 
+    /// A shell command that stops this broker and starts it again (as a
+    /// daemon, its pid in `pid_file`) after `gap_s` seconds (for --trigger).
+    fn restart_command(&self, gap_s: f64) -> String {
+        let pid = self.child.as_ref().map_or(0, Child::id);
+        format!("kill {pid}; sleep {gap_s}; mosquitto -c {} -d", self.conf.display())
+    }
+
     /// Stops the broker (SIGTERM: its log is complete) and reads its log.
     pub fn stop(&mut self) -> String {
+        self.stop_restarted();
         if let Some(mut child) = self.child.take() {
             let _ = Command::new("kill").arg(child.id().to_string()).status();
             let deadline = Instant::now() + Duration::from_secs(10);
@@ -115,8 +131,26 @@ impl Mosquitto {
     }
 }
 
+impl Mosquitto {
+    /// Stops a broker a restart started, and waits (bounded) for it to end.
+    fn stop_restarted(&self) {
+        let Some(pid) = std::fs::read_to_string(&self.pid_file).ok() else {
+            return;
+        };
+        let pid = pid.trim().to_string();
+        let _ = Command::new("kill").arg(&pid).status();
+        let proc = PathBuf::from(format!("/proc/{pid}"));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while proc.exists() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = std::fs::remove_file(&self.pid_file);
+    }
+}
+
 impl Drop for Mosquitto {
     fn drop(&mut self) {
+        self.stop_restarted();
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
             let _ = child.wait();
@@ -342,7 +376,17 @@ fn mqtts_with_client_certificates() {
 #[test]
 fn client_ids_stay_unique_over_processes() {
     let mut broker = Mosquitto::start("");
-    let run = common::storm(&[&broker.url(""), "-n", "24", "--procs", "2", "--hold", "1s"]);
+    let run = common::storm(&[
+        &broker.url(""),
+        "-n",
+        "24",
+        "--procs",
+        "2",
+        "--hold",
+        "1s",
+        "--source",
+        "127.0.0.2-127.0.0.4",
+    ]);
     assert_eq!(run.code(), 0, "{}", run.stderr());
     assert_books_balance(run.result());
     assert_eq!(run.result().measurements.connections.ok, 24);
@@ -351,6 +395,56 @@ fn client_ids_stay_unique_over_processes() {
     assert_eq!(ids.len(), 24, "{ids:?}");
     // No connection took over another's session.
     assert_eq!(count(&log, "already connected"), 0, "{log}");
+    // --source rotates over its three addresses.
+    for source in ["127.0.0.2", "127.0.0.3", "127.0.0.4"] {
+        assert_eq!(
+            count(&log, &format!("New client connected from {source}:")),
+            8,
+            "{source}"
+        );
+    }
+}
+
+#[test]
+fn a_broker_restart_sends_every_session_back_through_a_reconnect() {
+    let mut broker = Mosquitto::start("");
+    let restart = broker.restart_command(1.0);
+    let run = common::storm(&[
+        &broker.url(""),
+        "-n",
+        "30",
+        "--mqtt-version",
+        "5",
+        "--hold",
+        "8s",
+        "--keepalive",
+        "2s",
+        "--reconnect",
+        "--reconnect-wait",
+        "500ms",
+        "--trigger-after",
+        "1s",
+        "--trigger",
+        &restart,
+    ]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let r = run.result();
+    assert_books_balance(r);
+    let m = &r.measurements;
+    let trigger = r.trigger.as_ref().unwrap();
+    assert_eq!(trigger.exit_code, Some(0), "{trigger:?}");
+    assert_eq!(m.closed_by_peer, 30, "the restart dropped every session");
+    assert_eq!(m.phases["reconnect"].count(), 30, "{:?}", m.reconnect_gave_up);
+    assert!(m.reconnect_gave_up.is_empty());
+    assert_eq!(
+        m.phases["handshake"].count(),
+        60,
+        "every connect and reconnect sent CONNECT"
+    );
+    let log = broker.stop();
+    // Each client id connected twice: once to each broker.
+    assert_eq!(count(&log, "New client connected"), 60, "{log}");
+    assert_eq!(client_ids(&log).len(), 60, "a reconnect is a new connection number");
 }
 
 /// `throng storm mqtt://…` against the lab's MQTT fault `fault`: every
