@@ -104,17 +104,12 @@ pub enum ErrorClass {
     /// `compressed`, `decode`, `cardinality`.
     Grpc(&'static str),
     /// MQTT: `protocol` (a malformed packet, or one out of turn),
-    /// `packet_too_large` (a packet over the most a storm reads).
+    /// `packet_too_large` (a packet over the most a storm reads), and the
+    /// broker's refusals of CONNECT and SUBSCRIBE by the name of their
+    /// return or reason code: `connack.REASON` (`connack.not_authorized`),
+    /// `suback.REASON`. (One `&str`, not two: the class travels in every
+    /// connection slot.)
     Mqtt(&'static str),
-    /// MQTT: the broker refused CONNECT (`packet` `connack`) or SUBSCRIBE
-    /// (`suback`), by the name of its return or reason code
-    /// (`mqtt.connack.not_authorized`).
-    MqttRefused {
-        /// `connack` or `suback`.
-        packet: &'static str,
-        /// The code's name.
-        reason: &'static str,
-    },
     /// MQTT 5: the server sent DISCONNECT with this reason code before the
     /// connection was established (`mqtt.disconnected.135`).
     MqttDisconnected(u8),
@@ -151,7 +146,6 @@ impl ErrorClass {
             ErrorClass::WsProtocol => "ws.protocol",
             ErrorClass::Grpc(what) => return Cow::Owned(format!("grpc.{what}")),
             ErrorClass::Mqtt(what) => return Cow::Owned(format!("mqtt.{what}")),
-            ErrorClass::MqttRefused { packet, reason } => return Cow::Owned(format!("mqtt.{packet}.{reason}")),
             ErrorClass::MqttDisconnected(code) => return Cow::Owned(format!("mqtt.disconnected.{code}")),
         })
     }
@@ -376,11 +370,7 @@ mod tests {
         assert_eq!(ErrorClass::Redirect("too_many").name(), "redirect.too_many");
         assert_eq!(ErrorClass::Quic("idle_timeout").name(), "quic.idle_timeout");
         assert_eq!(
-            ErrorClass::MqttRefused {
-                packet: "connack",
-                reason: "not_authorized"
-            }
-            .name(),
+            ErrorClass::Mqtt("connack.not_authorized").name(),
             "mqtt.connack.not_authorized"
         );
         assert_eq!(ErrorClass::MqttDisconnected(139).name(), "mqtt.disconnected.139");

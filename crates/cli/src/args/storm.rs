@@ -20,8 +20,8 @@ Examples:
   throng storm https://127.0.0.1:8443/ --count 100000 --max-concurrent 1000 --cert c.pem --key c.key
   throng storm nats://user:pass@127.0.0.1:4222 --count 10000 --rate 1000 --hold 30s
   throng storm ws://127.0.0.1:8080/chat --count 5000 --send 'hello' --expect 'hello' --hold 10s
-  throng storm mqtt://dev:secret@127.0.0.1:1883 --count 10000 --rate 1000 --hold 60s --keepalive 30s \
-      --client-id 'dev-{{conn}}' --subscribe 'devices/{{conn}}/cmd' --qos 1";
+  throng storm mqtt://dev:secret@127.0.0.1:1883 --count 10000 --rate 1000 --hold 60s --keepalive 30s
+  throng storm mqtt://127.0.0.1:1883 -n 1000 --client-id 'dev-{{conn}}' --subscribe 'd/{{conn}}'";
 
 #[derive(Debug, Args)]
 pub struct StormCmd {

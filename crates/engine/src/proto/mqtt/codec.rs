@@ -355,52 +355,80 @@ impl Reader {
     }
 }
 
-/// A 3.1.1 CONNACK return code, by its name in the class `mqtt.connack.*`.
+/// A 3.1.1 CONNACK return code, by its class name (`connack.REASON`, the
+/// class `mqtt.connack.REASON`).
 pub(crate) fn connack_311(code: u8) -> &'static str {
     match code {
-        1 => "unacceptable_protocol_version",
-        2 => "identifier_rejected",
-        3 => "server_unavailable",
-        4 => "bad_username_or_password",
-        5 => "not_authorized",
-        _ => "unknown",
+        1 => "connack.unacceptable_protocol_version",
+        2 => "connack.identifier_rejected",
+        3 => "connack.server_unavailable",
+        4 => "connack.bad_username_or_password",
+        5 => "connack.not_authorized",
+        _ => "connack.unknown",
     }
 }
 
-/// An MQTT 5 reason code (CONNACK, SUBACK, DISCONNECT) by its name.
-pub(crate) fn reason_5(code: u8) -> &'static str {
-    match code {
-        0x80 => "unspecified_error",
-        0x81 => "malformed_packet",
-        0x82 => "protocol_error",
-        0x83 => "implementation_specific_error",
-        0x84 => "unsupported_protocol_version",
-        0x85 => "client_identifier_not_valid",
-        0x86 => "bad_username_or_password",
-        0x87 => "not_authorized",
-        0x88 => "server_unavailable",
-        0x89 => "server_busy",
-        0x8a => "banned",
-        0x8b => "server_shutting_down",
-        0x8c => "bad_authentication_method",
-        0x8d => "keep_alive_timeout",
-        0x8e => "session_taken_over",
-        0x8f => "topic_filter_invalid",
-        0x90 => "topic_name_invalid",
-        0x91 => "packet_identifier_in_use",
-        0x95 => "packet_too_large",
-        0x97 => "quota_exceeded",
-        0x99 => "payload_format_invalid",
-        0x9a => "retain_not_supported",
-        0x9b => "qos_not_supported",
-        0x9c => "use_another_server",
-        0x9d => "server_moved",
-        0x9e => "shared_subscriptions_not_supported",
-        0x9f => "connection_rate_exceeded",
-        0xa1 => "subscription_identifiers_not_supported",
-        0xa2 => "wildcard_subscriptions_not_supported",
-        _ => "unknown",
-    }
+/// MQTT 5's reason codes by name, and as the classes of a refused CONNACK
+/// and SUBACK (static names: `ErrorClass` holds one `&'static str`).
+macro_rules! reasons_5 {
+    ($($code:literal => $name:literal,)*) => {
+        /// An MQTT 5 reason code (CONNACK, SUBACK, DISCONNECT) by its name.
+        #[cfg(test)]
+        pub(crate) fn reason_5(code: u8) -> &'static str {
+            match code {
+                $($code => $name,)*
+                _ => "unknown",
+            }
+        }
+
+        /// A refused MQTT 5 CONNACK's class name (`connack.REASON`).
+        pub(crate) fn connack_5(code: u8) -> &'static str {
+            match code {
+                $($code => concat!("connack.", $name),)*
+                _ => "connack.unknown",
+            }
+        }
+
+        /// A refused MQTT 5 SUBACK's class name (`suback.REASON`).
+        pub(crate) fn suback_5(code: u8) -> &'static str {
+            match code {
+                $($code => concat!("suback.", $name),)*
+                _ => "suback.unknown",
+            }
+        }
+    };
+}
+
+reasons_5! {
+    0x80 => "unspecified_error",
+    0x81 => "malformed_packet",
+    0x82 => "protocol_error",
+    0x83 => "implementation_specific_error",
+    0x84 => "unsupported_protocol_version",
+    0x85 => "client_identifier_not_valid",
+    0x86 => "bad_username_or_password",
+    0x87 => "not_authorized",
+    0x88 => "server_unavailable",
+    0x89 => "server_busy",
+    0x8a => "banned",
+    0x8b => "server_shutting_down",
+    0x8c => "bad_authentication_method",
+    0x8d => "keep_alive_timeout",
+    0x8e => "session_taken_over",
+    0x8f => "topic_filter_invalid",
+    0x90 => "topic_name_invalid",
+    0x91 => "packet_identifier_in_use",
+    0x95 => "packet_too_large",
+    0x97 => "quota_exceeded",
+    0x99 => "payload_format_invalid",
+    0x9a => "retain_not_supported",
+    0x9b => "qos_not_supported",
+    0x9c => "use_another_server",
+    0x9d => "server_moved",
+    0x9e => "shared_subscriptions_not_supported",
+    0x9f => "connection_rate_exceeded",
+    0xa1 => "subscription_identifiers_not_supported",
+    0xa2 => "wildcard_subscriptions_not_supported",
 }
 
 #[cfg(test)]
@@ -493,8 +521,11 @@ mod tests {
         // Properties longer than the packet.
         assert_eq!(parse(&[0x20, 3, 0, 0, 9], Version::V5), Err(Malformed));
         assert_eq!(parse(&[0x20, 1, 0], Version::V311), Err(Malformed));
-        assert_eq!(connack_311(4), "bad_username_or_password");
+        assert_eq!(connack_311(4), "connack.bad_username_or_password");
         assert_eq!(reason_5(0x87), "not_authorized");
+        assert_eq!(connack_5(0x86), "connack.bad_username_or_password");
+        assert_eq!(suback_5(0x87), "suback.not_authorized");
+        assert_eq!(connack_5(0x42), "connack.unknown");
     }
 
     #[test]

@@ -60,15 +60,21 @@ fn malformed(_: Malformed) -> ErrorClass {
     ErrorClass::Mqtt("protocol")
 }
 
-/// A refused CONNECT's or SUBSCRIBE's class, by its code's name.
-fn refused(packet: &'static str, version: Version, code: u8) -> ErrorClass {
-    let reason = match (version, packet) {
-        (Version::V311, "connack") => codec::connack_311(code),
+/// A refused CONNECT's class, by its code's name.
+fn connack_refused(version: Version, code: u8) -> ErrorClass {
+    ErrorClass::Mqtt(match version {
+        Version::V311 => codec::connack_311(code),
+        Version::V5 => codec::connack_5(code),
+    })
+}
+
+/// A refused SUBSCRIBE's class, by its code's name.
+fn suback_refused(version: Version, code: u8) -> ErrorClass {
+    ErrorClass::Mqtt(match version {
         // 3.1.1's SUBACK has one failure code, 0x80.
-        (Version::V311, _) => "failure",
-        (Version::V5, _) => codec::reason_5(code),
-    };
-    ErrorClass::MqttRefused { packet, reason }
+        Version::V311 => "suback.failure",
+        Version::V5 => codec::suback_5(code),
+    })
 }
 
 /// Reads one whole packet off the stream, no byte past it: the fixed
@@ -149,7 +155,7 @@ pub(crate) async fn handshake(
         () = sleep.as_mut() => return Err(ErrorClass::TimeoutHandshake),
     };
     if code != 0 {
-        return Err(refused("connack", v, code));
+        return Err(connack_refused(v, code));
     }
     let handshake = t0.elapsed();
     let mut subscribed = None;
@@ -177,7 +183,7 @@ pub(crate) async fn handshake(
             () = sleep.as_mut() => return Err(ErrorClass::TimeoutHandshake),
         };
         if code >= 0x80 {
-            return Err(refused("suback", v, code));
+            return Err(suback_refused(v, code));
         }
         subscribed = Some(t1.elapsed());
     }
