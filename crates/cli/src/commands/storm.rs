@@ -699,4 +699,59 @@ mod tests {
         let back = serde_json::from_str::<ChildOrder>(&json).unwrap().plan().unwrap();
         assert_eq!(back.ws_authorization().as_deref(), Some(basic.as_str()));
     }
+
+    /// An MQTT password (from the URL) reaches a child through its orders,
+    /// not through the plan's JSON, with every MQTT flag.
+    #[test]
+    fn orders_carry_the_mqtt_password_and_flags() {
+        use clap::Parser;
+        let cli = Cli::try_parse_from([
+            "throng",
+            "storm",
+            "mqtt://dev:s3cret@127.0.0.1:1883",
+            "-n",
+            "10",
+            "--mqtt-version",
+            "5",
+            "--subscribe",
+            "d/{{conn}}",
+            "--qos",
+            "1",
+            "--keepalive",
+            "5s",
+        ])
+        .unwrap();
+        let Command::Storm(c) = cli.command else {
+            panic!("a storm")
+        };
+        let plan = StormPlan::from_args(StormArgs {
+            target: c.target.clone(),
+            connections: c.connections,
+            cores: 2,
+            mqtt: throng_plan::MqttArgs {
+                version: c.mqtt_version.clone(),
+                keepalive: c.keepalive,
+                subscribe: c.subscribe.clone(),
+                qos: c.qos,
+                ..throng_plan::MqttArgs::default()
+            },
+            ..StormArgs::default()
+        })
+        .unwrap();
+        assert_eq!(plan.mqtt_password().as_deref(), Some("s3cret"));
+        assert!(
+            !serde_json::to_string(&plan).unwrap().contains("s3cret"),
+            "the plan itself"
+        );
+        let json = serde_json::to_string(&ChildOrder::new(&c, &plan, 0, 2, 0)).unwrap();
+        let back = serde_json::from_str::<ChildOrder>(&json).unwrap().plan().unwrap();
+        assert_eq!(back.mqtt_password().as_deref(), Some("s3cret"));
+        assert_eq!(
+            StormPlan {
+                procs: plan.procs,
+                ..back
+            },
+            plan
+        );
+    }
 }
