@@ -442,9 +442,14 @@ fn a_broker_restart_sends_every_session_back_through_a_reconnect() {
         "every connect and reconnect sent CONNECT"
     );
     let log = broker.stop();
-    // Each client id connected twice: once to each broker.
+    // Each client connected twice, once to each broker, under the same
+    // client id: a reconnect keeps its connection's number.
     assert_eq!(count(&log, "New client connected"), 60, "{log}");
-    assert_eq!(client_ids(&log).len(), 60, "a reconnect is a new connection number");
+    let ids = client_ids(&log);
+    assert_eq!(ids.len(), 30, "{ids:?}");
+    for id in &ids {
+        assert_eq!(count(&log, &format!(" as {id} (")), 2, "{id}");
+    }
 }
 
 /// `throng storm mqtt://…` against the lab's MQTT fault `fault`: every

@@ -78,9 +78,13 @@ pub(crate) async fn opening(
     Ok((done.stream, now))
 }
 
-/// A worker's connection number made unique over the run: the storm's
-/// workers (of every process) interleave theirs.
+/// The connection's number over the run: its storm connection's (kept
+/// through reconnects), else the worker's count made unique over the run
+/// (the storm's workers, of every process, interleave theirs).
 fn run_wide(ctx: &Ctx, id: u64) -> u64 {
+    if let Some(n) = crate::numbered::current() {
+        return n;
+    }
     match &ctx.spec.load {
         crate::load::WorkerLoad::Storm(s) => id.saturating_mul(s.workers.max(1)).saturating_add(s.worker),
         _ => id,

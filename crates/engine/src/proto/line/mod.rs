@@ -117,7 +117,7 @@ impl OutOfTurn {
 /// Runs the protocol's handshake within the deadline `sleep` was armed
 /// with. `seen` collects what the server said out of turn, whether the
 /// handshake then succeeds or fails; `conn` is the connection's number,
-/// unique over the run (MQTT's `{{conn}}`).
+/// unique over the run and kept through reconnects (MQTT's `{{conn}}`).
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn handshake(
     spec: &ProtocolSpec,
