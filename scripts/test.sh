@@ -9,6 +9,9 @@ need=()
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need+=(nginx-light)
 command -v nats-server >/dev/null 2>&1 || [ -x /usr/sbin/nats-server ] || need+=(nats-server)
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+# MQTT storms run against mosquitto; its clients read its $SYS topics (crates/cli/tests/cli/mqtt.rs).
+[ -x /usr/sbin/mosquitto ] || command -v mosquitto >/dev/null 2>&1 || need+=(mosquitto)
+command -v mosquitto_sub >/dev/null 2>&1 || need+=(mosquitto-clients)
 command -v htpasswd >/dev/null 2>&1 || need+=(apache2-utils)
 # Peak memory of a throng run is read by GNU time (crates/cli/tests/cli/hostile_results.rs).
 [ -x /usr/bin/time ] || need+=(time)
@@ -44,7 +47,7 @@ if ((${#need[@]})); then
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
   # Debian may start packaged services on install; the tests never use them.
-  for svc in nginx nats-server redis-server prometheus tinyproxy; do $sudo service "$svc" stop >/dev/null 2>&1 || true; done
+  for svc in nginx nats-server redis-server mosquitto prometheus tinyproxy; do $sudo service "$svc" stop >/dev/null 2>&1 || true; done
 fi
 
 export PATH="$PATH:/usr/sbin:/sbin"

@@ -463,7 +463,7 @@ pub(crate) async fn open_transport(
         }
     };
     // The protocol's opening, if it has one (a line protocol's handshake).
-    let (stream, ready) = crate::proto::opening::opening(ctx, stream, ready, sleep, row)
+    let (stream, ready) = crate::proto::opening::opening(ctx, stream, ready, id, sleep, row)
         .await
         .map_err(fail)?;
     Ok((

@@ -44,6 +44,7 @@ mod exchange;
 mod io_model;
 mod load;
 mod mux;
+mod numbered;
 mod open;
 mod pacer;
 mod preflight;

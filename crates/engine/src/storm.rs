@@ -93,7 +93,12 @@ async fn dispatcher(guard: TaskGuard, load: StormLoad) {
             sources.get(i as usize).copied()
         };
         let intended = load.scheduled.then_some(due);
-        tokio::task::spawn_local(connection(ctx.task(), Rc::clone(&shared), intended, source));
+        // Numbered over the run, for protocols that name their clients by it.
+        let number = k.saturating_mul(load.workers).saturating_add(load.worker);
+        tokio::task::spawn_local(crate::numbered::scope(
+            number,
+            connection(ctx.task(), Rc::clone(&shared), intended, source),
+        ));
         // Let connections progress while a burst of starts is spawned.
         tokio::task::coop::consume_budget().await;
     }

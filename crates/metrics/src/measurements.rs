@@ -67,7 +67,9 @@ pub struct Measurements {
     #[serde(default, skip_serializing_if = "is_zero")]
     pub closed_by_peer: u64,
     /// WebSocket: held sockets the server closed with a close frame, by its
-    /// code (`1001`; `1005` when it gave none). Part of `closed_by_peer`.
+    /// code (`1001`; `1005` when it gave none); MQTT 5: held connections
+    /// the broker ended with DISCONNECT, by its reason code (`139`). Part
+    /// of `closed_by_peer`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub close_codes: BTreeMap<String, u64>,
     /// When the server first closed a held connection, µs after the start.

@@ -103,6 +103,16 @@ pub enum ErrorClass {
     /// or a reply a gRPC client rejects: `content_type`, `framing`,
     /// `compressed`, `decode`, `cardinality`.
     Grpc(&'static str),
+    /// MQTT: `protocol` (a malformed packet, or one out of turn),
+    /// `packet_too_large` (a packet over the most a storm reads), and the
+    /// broker's refusals of CONNECT and SUBSCRIBE by the name of their
+    /// return or reason code: `connack.REASON` (`connack.not_authorized`),
+    /// `suback.REASON`. (One `&str`, not two: the class travels in every
+    /// connection slot.)
+    Mqtt(&'static str),
+    /// MQTT 5: the server sent DISCONNECT with this reason code before the
+    /// connection was established (`mqtt.disconnected.135`).
+    MqttDisconnected(u8),
 }
 
 impl ErrorClass {
@@ -135,6 +145,8 @@ impl ErrorClass {
             ErrorClass::WsClosed(code) => return Cow::Owned(format!("ws.closed.{code}")),
             ErrorClass::WsProtocol => "ws.protocol",
             ErrorClass::Grpc(what) => return Cow::Owned(format!("grpc.{what}")),
+            ErrorClass::Mqtt(what) => return Cow::Owned(format!("mqtt.{what}")),
+            ErrorClass::MqttDisconnected(code) => return Cow::Owned(format!("mqtt.disconnected.{code}")),
         })
     }
 
@@ -252,6 +264,24 @@ impl ErrorClass {
                 "WebSocket: the server closed the socket (a close frame, by code; 1005: none given) before its \
                  messages were exchanged"
             }
+            "mqtt.protocol" => "MQTT: a malformed packet (e.g. its remaining length), or one out of turn",
+            "mqtt.packet_too_large" => "MQTT: the server sent a packet larger than a storm reads (256 KiB)",
+            "mqtt.connack.unacceptable_protocol_version" | "mqtt.connack.unsupported_protocol_version" => {
+                "MQTT: the broker refused the protocol version (--mqtt-version)"
+            }
+            "mqtt.connack.identifier_rejected" | "mqtt.connack.client_identifier_not_valid" => {
+                "MQTT: the broker refused the client identifier (--client-id)"
+            }
+            "mqtt.connack.server_unavailable" => "MQTT: the broker is unavailable (CONNACK 3, or 0x88 in MQTT 5)",
+            "mqtt.connack.bad_username_or_password" => {
+                "MQTT: the broker refused the user name or password (CONNACK 4, or 0x86 in MQTT 5)"
+            }
+            "mqtt.connack.not_authorized" => "MQTT: the broker refused the client (CONNACK 5, or 0x87 in MQTT 5)",
+            n if n.starts_with("mqtt.connack.") => "MQTT: the broker refused CONNECT (by its CONNACK reason code)",
+            n if n.starts_with("mqtt.suback.") => "MQTT: the broker refused the subscription (by its SUBACK code)",
+            n if n.starts_with("mqtt.disconnected.") => {
+                "MQTT 5: the broker sent DISCONNECT (by reason code) before the connection was established"
+            }
             n if n.starts_with("h2.rst_stream.") => "HTTP/2: the server reset the stream (RST_STREAM, by error code)",
             "quic.handshake_timeout" => "the QUIC handshake did not complete within --timeout",
             "quic.idle_timeout" => "the QUIC connection heard nothing from the server for its idle timeout",
@@ -339,6 +369,11 @@ mod tests {
         assert_eq!(ErrorClass::Other("ENETUNREACH").name(), "other.ENETUNREACH");
         assert_eq!(ErrorClass::Redirect("too_many").name(), "redirect.too_many");
         assert_eq!(ErrorClass::Quic("idle_timeout").name(), "quic.idle_timeout");
+        assert_eq!(
+            ErrorClass::Mqtt("connack.not_authorized").name(),
+            "mqtt.connack.not_authorized"
+        );
+        assert_eq!(ErrorClass::MqttDisconnected(139).name(), "mqtt.disconnected.139");
         assert_eq!(
             ErrorClass::H3("closed.H3_EXCESSIVE_LOAD").name(),
             "h3.closed.H3_EXCESSIVE_LOAD"

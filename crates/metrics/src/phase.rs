@@ -28,7 +28,8 @@ pub enum Phase {
     Handshake,
     /// A held connection's drop by the server → its re-established handshake.
     Reconnect,
-    /// WebSocket: a ping sent (`--ping-every`) → its pong read.
+    /// WebSocket: a ping sent (`--ping-every`) → its pong read; MQTT: a
+    /// PINGREQ sent (every `--keepalive`) → its PINGRESP read.
     Pong,
     /// gRPC server streaming: first request byte written → the first
     /// message of the reply read whole.
@@ -36,11 +37,13 @@ pub enum Phase {
     /// gRPC server streaming: first request byte written → the last
     /// message of the reply read whole (before the trailers).
     LastMessage,
+    /// MQTT: SUBSCRIBE sent → its SUBACK read.
+    Subscribe,
 }
 
 impl Phase {
     /// Every phase, in report order.
-    pub const ALL: [Phase; 14] = [
+    pub const ALL: [Phase; 15] = [
         Phase::ScheduleLag,
         Phase::Connect,
         Phase::Tls,
@@ -55,6 +58,7 @@ impl Phase {
         Phase::Pong,
         Phase::FirstMessage,
         Phase::LastMessage,
+        Phase::Subscribe,
     ];
 
     /// Number of phases; recorders index arrays with [`Phase::index`].
@@ -77,6 +81,7 @@ impl Phase {
             Phase::Pong => "pong",
             Phase::FirstMessage => "first_message",
             Phase::LastMessage => "last_message",
+            Phase::Subscribe => "subscribe",
         }
     }
 

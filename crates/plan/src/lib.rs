@@ -54,9 +54,10 @@ pub use schedule::{Arrivals, Rng, StormStarts, arrival_offset, split_evenly};
 pub use segment::{Fraction, MAX_CYCLE, Segment, parse_start_at};
 pub use status::{StatusError, StatusSet};
 pub use storm::{
-    ClientProfile, EscapeError, LineStep, MAX_BINARY, NatsAuth, Pattern, PatternError, Procs, Protocol, Reconnect,
-    SecretCount, SecretText, StepArg, StormArgs, StormPlan, StormRequest, StormScheme, StormTarget, Trigger, WsSpec,
-    WsStep, parse_sources, unescape,
+    CONN_PLACEHOLDER, ClientProfile, DEFAULT_CLIENT_ID, DEFAULT_KEEPALIVE, EscapeError, LineStep, MAX_BINARY, MqttArgs,
+    MqttSpec, MqttVersion, NatsAuth, Pattern, PatternError, Procs, Protocol, Reconnect, SecretCount, SecretText,
+    StepArg, StormArgs, StormPlan, StormRequest, StormScheme, StormTarget, Trigger, WsSpec, WsStep, parse_sources,
+    unescape,
 };
 pub use targets::{
     BodyReadError, MAX_BODY_LINES, MAX_REQUEST_TABLE_BYTES, MAX_TAGGED_TARGETS, MAX_TARGETS, MAX_TARGETS_FILE_BYTES,

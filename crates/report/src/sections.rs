@@ -21,11 +21,12 @@ pub(crate) fn write_redirects(w: &mut dyn Write, redirects: u64) -> io::Result<(
     Ok(())
 }
 
-pub(crate) const TABLE: [Phase; 13] = [
+pub(crate) const TABLE: [Phase; 14] = [
     Phase::ScheduleLag,
     Phase::Connect,
     Phase::Tls,
     Phase::Handshake,
+    Phase::Subscribe,
     Phase::Wait,
     Phase::Receive,
     Phase::Response,

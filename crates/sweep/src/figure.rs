@@ -39,7 +39,7 @@ pub enum Stat {
     Max,
 }
 
-const PHASES: [&str; 14] = [
+const PHASES: [&str; 15] = [
     "schedule_lag",
     "connect",
     "tls",
@@ -54,6 +54,7 @@ const PHASES: [&str; 14] = [
     "pong",
     "first_message",
     "last_message",
+    "subscribe",
 ];
 
 impl Figure {

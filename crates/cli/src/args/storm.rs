@@ -10,7 +10,8 @@ use super::common::{IoArg, LiveArgs, OutputArgs, ReachArgs, RepeatArgs, ReportFo
 
 pub(super) const STORM_EXAMPLES: &str = "\
 Targets: tcp://host:port, tls://host:port, http://host:port/path, https://host:port/path,
-         nats://[user:pass@]host:port, ws://host:port/path, wss://host:port/path
+         nats://[user:pass@]host:port, ws://host:port/path, wss://host:port/path,
+         mqtt://[user:pass@]host:port, mqtts://[user:pass@]host:port
 
 Examples:
   throng storm tls://127.0.0.1:8443 --count 10000 --rate 2000 --cacert ca.pem
@@ -18,12 +19,14 @@ Examples:
   throng storm tls://127.0.0.1:4222 --count 150 --jitter 2s --hold 10s --insecure
   throng storm https://127.0.0.1:8443/ --count 100000 --max-concurrent 1000 --cert c.pem --key c.key
   throng storm nats://user:pass@127.0.0.1:4222 --count 10000 --rate 1000 --hold 30s
-  throng storm ws://127.0.0.1:8080/chat --count 5000 --send 'hello' --expect 'hello' --hold 10s";
+  throng storm ws://127.0.0.1:8080/chat --count 5000 --send 'hello' --expect 'hello' --hold 10s
+  throng storm mqtt://dev:secret@127.0.0.1:1883 --count 10000 --rate 1000 --hold 60s --keepalive 30s
+  throng storm mqtt://127.0.0.1:1883 -n 1000 --client-id 'dev-{{conn}}' --subscribe 'd/{{conn}}'";
 
 #[derive(Debug, Args)]
 pub struct StormCmd {
-    /// tcp://host:port, tls://host:port, http(s)://host:port/path, nats://[user:pass@]host:port or
-    /// ws(s)://[user:pass@]host:port/path
+    /// tcp://host:port, tls://host:port, http(s)://host:port/path, nats://[user:pass@]host:port,
+    /// ws(s)://[user:pass@]host:port/path or mqtt(s)://[user:pass@]host:port
     pub target: String,
     /// Connections to open in all (emqtt-bench's -c/--count)
     ///
@@ -108,6 +111,31 @@ pub struct StormCmd {
     /// (fail where nats.go fails; its 2s timeout, its reconnect policy) [default: lenient]
     #[arg(long = "client", value_name = "PROFILE", help_heading = "Protocol")]
     pub client: Option<String>,
+    /// MQTT: the protocol version, 3.1.1 or 5 [default: 3.1.1]
+    #[arg(long = "mqtt-version", value_name = "3.1.1|5", help_heading = "MQTT")]
+    pub mqtt_version: Option<String>,
+    /// MQTT: the client identifier; {{conn}} stands for the connection's number, unique over the run
+    /// [default: throng-{{conn}}]
+    #[arg(long = "client-id", value_name = "ID", help_heading = "MQTT")]
+    pub client_id: Option<String>,
+    /// MQTT: keep-alive announced in CONNECT, in whole seconds; while held, a PINGREQ this often, its
+    /// PINGRESP's round trip recorded (phase pong); 0s: none [default: 60s]
+    #[arg(long = "keepalive", value_name = "DURATION", value_parser = parse_duration, help_heading = "MQTT")]
+    pub keepalive: Option<Duration>,
+    /// MQTT: start every connection with a clean session (the default; the opposite of --session-expiry)
+    #[arg(long = "clean-start", help_heading = "MQTT")]
+    pub clean_start: bool,
+    /// MQTT: keep each client's session (clean session/clean start off); MQTT 5 says for how long
+    /// (Session Expiry Interval, whole seconds)
+    #[arg(long = "session-expiry", value_name = "DURATION", value_parser = parse_duration, help_heading = "MQTT")]
+    pub session_expiry: Option<Duration>,
+    /// MQTT: once connected, subscribe to this topic filter ({{conn}} as in --client-id); SUBSCRIBE →
+    /// SUBACK is the phase subscribe
+    #[arg(long = "subscribe", value_name = "TOPIC", help_heading = "MQTT")]
+    pub subscribe: Option<String>,
+    /// MQTT: the QoS of --subscribe, 0 or 1 [default: 0]
+    #[arg(long = "qos", value_name = "0|1", help_heading = "MQTT")]
+    pub qos: Option<u8>,
     /// Reconnect held connections the server closes (and repeat the handshake)
     #[arg(long = "reconnect", help_heading = "Reconnect")]
     pub reconnect: bool,

@@ -199,7 +199,9 @@ fn command_line(args: &[String]) -> anyhow::Result<(Plan, Load, Secrets)> {
                 ("--remote-write-cacert", &s.live.remote_write_cacert),
                 ("--otlp-cacert", &s.live.otlp_cacert),
             ]);
-            let tls = s.target.starts_with("tls://") || s.target.starts_with("https://");
+            let tls = ["tls://", "https://", "mqtts://"]
+                .iter()
+                .any(|scheme| s.target.starts_with(scheme));
             let total = s.connections.unwrap_or(1);
             Load {
                 open: s.max_concurrent.map_or(total, |m| m.min(total)),

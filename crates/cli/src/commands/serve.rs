@@ -140,6 +140,7 @@ pub fn run(c: ServeCmd) -> anyhow::Result<ExitCode> {
             FaultKind::Http => scheme,
             FaultKind::Tls => "https",
             FaultKind::Nats => "nats",
+            FaultKind::Mqtt => "mqtt",
             FaultKind::H2 => "http",
         };
         say!(

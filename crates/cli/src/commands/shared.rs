@@ -452,6 +452,7 @@ pub(super) fn spoken(plan: &throng_result::Plan) -> Option<String> {
         throng_result::Plan::Storm(p) => match &p.protocol {
             Some(throng_plan::Protocol::WebSocket(_)) => Some("WebSocket".to_string()),
             Some(throng_plan::Protocol::Nats(_)) => Some("NATS".to_string()),
+            Some(throng_plan::Protocol::Mqtt(m)) => Some(format!("MQTT {}", m.version.name())),
             _ if p.request.is_some() => Some("HTTP/1.1".to_string()),
             _ => None,
         },

@@ -90,6 +90,15 @@ pub fn run(c: StormCmd) -> anyhow::Result<ExitCode> {
             crate::args::IoArg::Epoll => throng_plan::IoModel::Epoll,
             crate::args::IoArg::Uring => throng_plan::IoModel::Uring,
         },
+        mqtt: throng_plan::MqttArgs {
+            version: c.mqtt_version.clone(),
+            client_id: c.client_id.clone(),
+            keepalive: c.keepalive,
+            clean_start: c.clean_start,
+            session_expiry: c.session_expiry,
+            subscribe: c.subscribe.clone(),
+            qos: c.qos,
+        },
     })?;
     let tls = match plan.tls {
         // nats:// needs TLS only if the server's INFO asks for it: without
@@ -281,7 +290,8 @@ fn mem_available() -> Option<u64> {
 /// What a child process of a multi-process storm is told, as JSON on its
 /// stdin: the validated plan itself (so no flag can be lost on the way),
 /// what the plan does not serialize (the NATS secret, the `--send-secret`
-/// texts, a WebSocket upgrade's Authorization, the segment), and its part.
+/// texts, a WebSocket upgrade's Authorization, an MQTT password, the
+/// segment), and its part.
 #[derive(Debug, Serialize, Deserialize)]
 struct ChildOrder {
     plan: StormPlan,
@@ -297,6 +307,9 @@ struct ChildOrder {
     /// A WebSocket upgrade's `Authorization` ([`StormPlan::ws_authorization`]).
     #[serde(default)]
     ws_authorization: Option<String>,
+    /// An MQTT CONNECT's password ([`StormPlan::mqtt_password`]).
+    #[serde(default)]
+    mqtt_password: Option<String>,
     /// `--segment` and `--segment-sequence` as typed (parsed again, as the parent did).
     #[serde(default)]
     segment: Option<String>,
@@ -346,6 +359,7 @@ impl ChildOrder {
             line_secrets: plan.line_secrets(),
             proxy_secret: plan.reach.proxy.as_ref().and_then(|p| p.authorization.clone()),
             ws_authorization: plan.ws_authorization(),
+            mqtt_password: plan.mqtt_password(),
             plan,
             nats_secret,
             segment: c.segments.segment.clone(),
@@ -369,6 +383,7 @@ impl ChildOrder {
             p.authorization.clone_from(&self.proxy_secret);
         }
         plan.restore_ws_authorization(self.ws_authorization.as_deref());
+        plan.restore_mqtt_password(self.mqtt_password.as_deref());
         plan.segment = super::segment::parse(&SegmentArgs {
             segment: self.segment.clone(),
             sequence: self.segment_sequence.clone(),
@@ -683,5 +698,60 @@ mod tests {
         );
         let back = serde_json::from_str::<ChildOrder>(&json).unwrap().plan().unwrap();
         assert_eq!(back.ws_authorization().as_deref(), Some(basic.as_str()));
+    }
+
+    /// An MQTT password (from the URL) reaches a child through its orders,
+    /// not through the plan's JSON, with every MQTT flag.
+    #[test]
+    fn orders_carry_the_mqtt_password_and_flags() {
+        use clap::Parser;
+        let cli = Cli::try_parse_from([
+            "throng",
+            "storm",
+            "mqtt://dev:s3cret@127.0.0.1:1883",
+            "-n",
+            "10",
+            "--mqtt-version",
+            "5",
+            "--subscribe",
+            "d/{{conn}}",
+            "--qos",
+            "1",
+            "--keepalive",
+            "5s",
+        ])
+        .unwrap();
+        let Command::Storm(c) = cli.command else {
+            panic!("a storm")
+        };
+        let plan = StormPlan::from_args(StormArgs {
+            target: c.target.clone(),
+            connections: c.connections,
+            cores: 2,
+            mqtt: throng_plan::MqttArgs {
+                version: c.mqtt_version.clone(),
+                keepalive: c.keepalive,
+                subscribe: c.subscribe.clone(),
+                qos: c.qos,
+                ..throng_plan::MqttArgs::default()
+            },
+            ..StormArgs::default()
+        })
+        .unwrap();
+        assert_eq!(plan.mqtt_password().as_deref(), Some("s3cret"));
+        assert!(
+            !serde_json::to_string(&plan).unwrap().contains("s3cret"),
+            "the plan itself"
+        );
+        let json = serde_json::to_string(&ChildOrder::new(&c, &plan, 0, 2, 0)).unwrap();
+        let back = serde_json::from_str::<ChildOrder>(&json).unwrap().plan().unwrap();
+        assert_eq!(back.mqtt_password().as_deref(), Some("s3cret"));
+        assert_eq!(
+            StormPlan {
+                procs: plan.procs,
+                ..back
+            },
+            plan
+        );
     }
 }

@@ -77,6 +77,7 @@ mod leaks;
 mod matrix;
 mod memory;
 mod million;
+mod mqtt;
 mod mux_targets;
 mod nats;
 mod nats_clients;

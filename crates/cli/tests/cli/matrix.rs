@@ -7,12 +7,13 @@
 //! ALPN h2) against nginx, plain, TLS and mTLS; HTTP/3 against aioquic;
 //! gRPC against grpcio, plain and TLS; WebSocket storms against the
 //! `websockets` server (wss through nginx); NATS storms against
-//! nats-server, plain and TLS.
+//! nats-server, plain and TLS; MQTT storms against mosquitto, plain, TLS
+//! and mTLS.
 //!
 //! Assertions:
 //! - `served`: the server counted exactly what throng counted ok (nginx's
 //!   access log, aioquic's and grpcio's counts, the WebSocket server's
-//!   closes, nats-server's `/varz`);
+//!   closes, nats-server's `/varz`, the client ids in mosquitto's log);
 //! - `books`: every unit is accounted for, read from the result JSON
 //!   (attempted = ok + Σ errors, for requests and for connections);
 //! - `fault`: one fault per row ends every unit in that row's error class,
@@ -25,6 +26,7 @@
 
 use crate::common;
 use crate::grpc::{GrpcServer, here};
+use crate::mqtt::Mosquitto;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -44,6 +46,7 @@ enum Proto {
     Grpc,
     Ws,
     Nats,
+    Mqtt,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -66,13 +69,13 @@ impl Case {
         match self.proto {
             Proto::Http1 | Proto::H2 | Proto::Grpc => 40,
             Proto::H3 | Proto::Ws => 20,
-            Proto::Nats => 10,
+            Proto::Nats | Proto::Mqtt => 10,
         }
     }
 
     /// Storms count connections; the others, requests.
     fn counts_connections(self) -> bool {
-        matches!(self.proto, Proto::Ws | Proto::Nats)
+        matches!(self.proto, Proto::Ws | Proto::Nats | Proto::Mqtt)
     }
 }
 
@@ -109,6 +112,7 @@ enum Server {
         monitor: u16,
         before: u64,
     },
+    Mqtt(Mosquitto),
     Fault(FaultServer),
     /// Nothing listens on the port.
     Closed,
@@ -123,6 +127,8 @@ impl Server {
             Server::Grpc(g) => g.calls(),
             Server::Ws { ws, .. } => ws.closes(expected as usize).len() as u64,
             Server::Nats { monitor, before, .. } => total_connections(monitor) - before,
+            // Every connection its own client id: the ones the broker accepted.
+            Server::Mqtt(mut broker) => crate::mqtt::client_ids(&broker.stop()).len() as u64,
             Server::H3Lab { .. } | Server::Fault(_) | Server::Closed => panic!("this server counts nothing"),
         }
     }
@@ -421,6 +427,61 @@ fn target(case: Case, setup: Setup) -> Target {
                 args,
             )
         }
+        Proto::Mqtt => {
+            let dir = tempfile::tempdir().unwrap();
+            let mut conf = String::new();
+            if case.transport != Transport::Plain {
+                conf += &format!(
+                    "cafile {}\ncertfile {}\nkeyfile {}\n",
+                    p(&c, "ca.pem"),
+                    p(&c, "server.pem"),
+                    p(&c, "server.key")
+                );
+            }
+            if case.transport == Transport::Mtls {
+                conf += "require_certificate true\n";
+            }
+            let password = match setup {
+                Setup::Good => None,
+                Setup::Secret => Some(SECRET),
+                // The broker knows another password: mosquitto says "not authorized".
+                Setup::Fault if case.transport == Transport::Plain => {
+                    fault = Some(("mqtt.connack.not_authorized", case.n()));
+                    Some("another-one")
+                }
+                // No --cacert: the lab CA is not among the system's.
+                Setup::Fault if case.transport == Transport::Tls => {
+                    tls_args.clear();
+                    fault = Some(("tls.unknown_ca", case.n()));
+                    None
+                }
+                // No client certificate: mosquitto refuses the handshake.
+                Setup::Fault => {
+                    tls_args.truncate(2);
+                    fault = Some(("tls.certificate_required", case.n()));
+                    None
+                }
+            };
+            if let Some(pw) = password {
+                let file = Mosquitto::password_file(dir.path(), "throng", pw);
+                conf += &format!("allow_anonymous false\npassword_file {}\n", file.display());
+            }
+            let broker = Mosquitto::start(&conf);
+            let creds = if password.is_some() {
+                format!("throng:{SECRET}@")
+            } else {
+                String::new()
+            };
+            let scheme = if case.transport == Transport::Plain {
+                "mqtt"
+            } else {
+                "mqtts"
+            };
+            let mut args = vec![format!("{scheme}://{creds}localhost:{}", broker.port)];
+            args.extend(["-n", &n, "-c", "5", "--timeout", "30s", "--hold", "200ms"].map(String::from));
+            logs_dir = Some(dir);
+            (Server::Mqtt(broker), "storm", args)
+        }
     };
     args.extend(tls_args);
     Target {
@@ -570,4 +631,7 @@ rows! {
     ws_tls: Ws Tls;
     nats_plain: Nats Plain;
     nats_tls: Nats Tls;
+    mqtt_plain: Mqtt Plain;
+    mqtt_tls: Mqtt Tls;
+    mqtt_mtls: Mqtt Mtls;
 }

@@ -12,7 +12,7 @@ use tokio::time::Sleep;
 
 use super::line::{self, ProtocolSpec};
 use super::wire::Wire;
-use super::{http2, http3, ws};
+use super::{http2, http3, mqtt, ws};
 use crate::conn::{Conn, close};
 use crate::ctx::Ctx;
 use crate::rows::Row;
@@ -103,24 +103,29 @@ pub(crate) async fn establish_own(
 }
 
 /// Answers the server on a held byte stream (NATS PINGs; WebSocket's
-/// pings, and its own every `ping_every`) until the server closes it.
+/// pings, and its own every `ping_every`; MQTT's PINGREQ every keep-alive)
+/// until the server closes it.
 pub(crate) async fn answer_while_holding(ctx: &Ctx, stream: &mut Transport) {
-    if let Wire::Line { spec, .. } = &ctx.spec.wire
-        && let ProtocolSpec::WebSocket(w) = &**spec
-    {
-        ws::hold(ctx, stream, w.ping_every).await;
-    } else {
-        line::answer_pings(stream, &ctx.scratch).await;
+    let Wire::Line { spec, .. } = &ctx.spec.wire else {
+        return line::answer_pings(stream, &ctx.scratch).await;
+    };
+    match &**spec {
+        ProtocolSpec::WebSocket(w) => ws::hold(ctx, stream, w.ping_every).await,
+        ProtocolSpec::Mqtt(m) => mqtt::hold(ctx, stream, m).await,
+        ProtocolSpec::Nats { .. } | ProtocolSpec::Lines { .. } => line::answer_pings(stream, &ctx.scratch).await,
     }
 }
 
 /// The protocol's goodbye before the socket closes: WebSocket's close
-/// handshake.
+/// handshake, MQTT's DISCONNECT.
 pub(crate) async fn goodbye(ctx: &Ctx, link: &mut Link) {
     let Link::Bytes(conn) = link else { return };
-    if let Wire::Line { spec, .. } = &ctx.spec.wire
-        && matches!(**spec, ProtocolSpec::WebSocket(_))
-    {
-        ws::close(&mut conn.stream, &ctx.scratch).await;
+    let Wire::Line { spec, .. } = &ctx.spec.wire else {
+        return;
+    };
+    match &**spec {
+        ProtocolSpec::WebSocket(_) => ws::close(&mut conn.stream, &ctx.scratch).await,
+        ProtocolSpec::Mqtt(_) => mqtt::disconnect(&mut conn.stream).await,
+        ProtocolSpec::Nats { .. } | ProtocolSpec::Lines { .. } => {}
     }
 }

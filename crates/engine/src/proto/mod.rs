@@ -1,6 +1,7 @@
 //! The protocols the engine speaks, one module or folder each: `http1`,
-//! `http2`, `http3`, `grpc` (over HTTP/2), `ws` (WebSocket) and `line`
-//! (NATS and the line protocols: Redis, SMTP, memcached, custom steps).
+//! `http2`, `http3`, `grpc` (over HTTP/2), `ws` (WebSocket), `mqtt` and
+//! `line` (NATS and the line protocols: Redis, SMTP, memcached, custom
+//! steps).
 //!
 //! A protocol provides up to five roles:
 //!
@@ -24,19 +25,19 @@
 //! | plan spec | `wire.rs`: [`Wire`] (`Http1`, `Http2`, `Http3`, `Line`), made by `Wire::for_http` / `Wire::for_storm` from the plan | `WorkerSpec::wire`; `client_speaks_first`, `loops_per_slot`, `has_opening`, `answers_while_holding` |
 //! | a worker's shared connections | `conns.rs`: [`Conns`] (HTTP/2's pool, the QUIC endpoint), made from the `Wire` | `Ctx::conns`; `close_all` when the loops end |
 //! | request driver | `session.rs`: [`Session`] (a task's protocol state); `driver.rs`: [`one_request`], [`spawn_driver`] (a protocol driving its own connections, fed by [`Starts`], `starts.rs`) | the closed and open loops |
-//! | storm connection | `link.rs`: `Link` (a byte stream, `http2::Held`, `http3::Held`) with `establish_own`, `hold_own`, `close`; `answer_while_holding`, `goodbye`; `opening.rs`: `opening` (a line protocol's handshake as a connection opens) | `crate::storm`, `crate::conn` |
+//! | storm connection | `link.rs`: `Link` (a byte stream, `http2::Held`, `http3::Held`) with `establish_own`, `hold_own`, `close`; `answer_while_holding`, `goodbye`; `opening.rs`: `opening` (a line protocol's, WebSocket's or MQTT's handshake as a connection opens) | `crate::storm`, `crate::conn` |
 //! | scenario VU connection | `vu/`: `vu::Conns` (a VU's `http2::Own` and `http3::Own`, keyed by protocol: open, exchange, call, close), `vu::dest::Dest`, stream requests and hops; `ws`'s `Socket` for a `websocket:` step | `crate::scenario` |
 //! | pre-run check | `http2::preflight`, `http3::preflight` (their `check.rs`) | `crate::preflight` |
 //!
 //! Which protocol module provides each arm:
 //!
-//! | role | `http1` | `http2` | `http3` | `grpc` | `ws` | `line` |
-//! |---|---|---|---|---|---|---|
-//! | plan spec | `Wire::Http1`: the plan's rendered request (`crate::load::WorkerSpec`) | `http2::Spec` (`from_plan`, `for_storm`; `mod.rs`) | `http3::H3Spec` (`new`, `for_storm`; `mod.rs`) | `http2::Spec` with `grpc` set (from `plan.grpc`) | `ws::Spec`, inside `line::ProtocolSpec::WebSocket` | `line::ProtocolSpec` (`Nats`, `Lines`), compiled by `wire.rs` |
-//! | request driver | `http1::exchange` (`io.rs`), through `Session::Http1` and `crate::exchange::one_request` | `http2::stream_slot` (`slot.rs`): a task per stream slot making `http2::one_request` on the worker's `http2::Pool` (`pool.rs`), through `spawn_driver` | `http3::connection_slot` (`slot.rs`), through `spawn_driver` | `http2`'s, with `http2/grpc.rs` (status, deadline, messages) and `grpc::frame` (the reply judged) | none | none |
-//! | storm connection | `Link::Bytes`: `crate::conn` and one `Session` exchange | `http2::storm_establish`, `http2::Held` (`storm.rs`) | `http3::storm_establish`, `http3::Held` (`storm.rs`) | none | `ws::handshake` (through `line::handshake` in `opening`), `ws::hold`, `ws::close` | `line::handshake` (`opening`), `line::answer_pings` (held) |
-//! | scenario VU connection | `crate::scenario` (`request.rs`): a keep-alive `crate::conn::Conn` and a `Session` | `http2::Own` (`scenario.rs`), through `vu::Conns` | `http3::Own` (`scenario.rs`), through `vu::Conns` | `http2::Own::call` through `vu::Conns::call`, from `crate::scenario::grpc`'s step | `crate::scenario::ws`'s step, on `ws`'s `Socket` and `ws::frame` | none |
-//! | pre-run check | none | `http2::preflight` (`check.rs`) | `http3::preflight` (`check.rs`) | `http2`'s; `grpc::call` asks server reflection before `throng grpc` | none | none |
+//! | role | `http1` | `http2` | `http3` | `grpc` | `ws` | `line` | `mqtt` |
+//! |---|---|---|---|---|---|---|---|
+//! | plan spec | `Wire::Http1`: the plan's rendered request (`crate::load::WorkerSpec`) | `http2::Spec` (`from_plan`, `for_storm`; `mod.rs`) | `http3::H3Spec` (`new`, `for_storm`; `mod.rs`) | `http2::Spec` with `grpc` set (from `plan.grpc`) | `ws::Spec`, inside `line::ProtocolSpec::WebSocket` | `line::ProtocolSpec` (`Nats`, `Lines`), compiled by `wire.rs` | `mqtt::Spec`, inside `line::ProtocolSpec::Mqtt` |
+//! | request driver | `http1::exchange` (`io.rs`), through `Session::Http1` and `crate::exchange::one_request` | `http2::stream_slot` (`slot.rs`): a task per stream slot making `http2::one_request` on the worker's `http2::Pool` (`pool.rs`), through `spawn_driver` | `http3::connection_slot` (`slot.rs`), through `spawn_driver` | `http2`'s, with `http2/grpc.rs` (status, deadline, messages) and `grpc::frame` (the reply judged) | none | none | none |
+//! | storm connection | `Link::Bytes`: `crate::conn` and one `Session` exchange | `http2::storm_establish`, `http2::Held` (`storm.rs`) | `http3::storm_establish`, `http3::Held` (`storm.rs`) | none | `ws::handshake` (through `line::handshake` in `opening`), `ws::hold`, `ws::close` | `line::handshake` (`opening`), `line::answer_pings` (held) | `mqtt::handshake` (through `line::handshake` in `opening`), `mqtt::hold`, `mqtt::disconnect` |
+//! | scenario VU connection | `crate::scenario` (`request.rs`): a keep-alive `crate::conn::Conn` and a `Session` | `http2::Own` (`scenario.rs`), through `vu::Conns` | `http3::Own` (`scenario.rs`), through `vu::Conns` | `http2::Own::call` through `vu::Conns::call`, from `crate::scenario::grpc`'s step | `crate::scenario::ws`'s step, on `ws`'s `Socket` and `ws::frame` | none | none |
+//! | pre-run check | none | `http2::preflight` (`check.rs`) | `http3::preflight` (`check.rs`) | `http2`'s; `grpc::call` asks server reflection before `throng grpc` | none | none | none |
 //!
 //! The scenario VU connection role has a folder of its own, `vu/`: where
 //! a scenario's VUs connect (`Dest`), a VU's multiplexed connections keyed
@@ -56,6 +57,7 @@ pub(crate) mod http2;
 pub(crate) mod http3;
 pub(crate) mod line;
 pub(crate) mod link;
+pub(crate) mod mqtt;
 pub(crate) mod opening;
 pub(crate) mod session;
 pub(crate) mod starts;

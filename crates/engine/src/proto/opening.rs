@@ -21,11 +21,13 @@ use crate::transport::Transport;
 /// handshake phase, the exchanges' responses, lines out of turn; in `row`
 /// too). The stream as it now is and when it was ready; the stream
 /// unchanged when the protocol has no opening. Err: the connection's
-/// failure class (not yet counted).
+/// failure class (not yet counted). `id` is the connection's number in
+/// this worker (`Ctx::next_conn`).
 pub(crate) async fn opening(
     ctx: &Ctx,
     stream: Transport,
     ready: Instant,
+    id: u64,
     mut sleep: Pin<&mut Sleep>,
     mut row: Option<&mut Row<'_>>,
 ) -> Result<(Transport, Instant), ErrorClass> {
@@ -48,6 +50,7 @@ pub(crate) async fn opening(
         spec.timeout,
         sleep,
         &seen,
+        run_wide(ctx, id),
     ))
     .await;
     for kind in seen.get().kinds() {
@@ -63,6 +66,9 @@ pub(crate) async fn opening(
         }
     }
     rec.phase(now, Phase::Handshake, done.handshake);
+    if let Some(d) = done.subscribe {
+        rec.phase(now, Phase::Subscribe, d);
+    }
     for d in &done.exchanges {
         rec.phase(now, Phase::Response, *d);
     }
@@ -70,4 +76,17 @@ pub(crate) async fn opening(
         r.phase(Phase::Handshake, done.handshake);
     }
     Ok((done.stream, now))
+}
+
+/// The connection's number over the run: its storm connection's (kept
+/// through reconnects), else the worker's count made unique over the run
+/// (the storm's workers, of every process, interleave theirs).
+fn run_wide(ctx: &Ctx, id: u64) -> u64 {
+    if let Some(n) = crate::numbered::current() {
+        return n;
+    }
+    match &ctx.spec.load {
+        crate::load::WorkerLoad::Storm(s) => id.saturating_mul(s.workers.max(1)).saturating_add(s.worker),
+        _ => id,
+    }
 }

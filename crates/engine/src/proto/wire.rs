@@ -9,6 +9,7 @@ use throng_plan::{HttpPlan, StormPlan};
 use throng_tls::rustls::ClientConfig;
 
 use super::line::spec::{self as line, ProtocolSpec};
+use super::mqtt::spec as mqtt;
 use super::ws::spec as ws;
 use super::{http2, http3};
 use crate::control::Control;
@@ -158,7 +159,7 @@ impl Wire {
         match self {
             Wire::Line { spec, .. } => match &**spec {
                 ProtocolSpec::Lines { steps, .. } => matches!(steps.first(), Some(line::Step::Send(_))),
-                ProtocolSpec::WebSocket(_) => true,
+                ProtocolSpec::WebSocket(_) | ProtocolSpec::Mqtt(_) => true,
                 ProtocolSpec::Nats { .. } => false,
             },
             _ => false,
@@ -225,5 +226,6 @@ fn protocol_spec(p: &throng_plan::Protocol, tls: bool, client: throng_plan::Clie
             step_timeout: ws.step_timeout,
             ping_every: ws.ping_every,
         }),
+        throng_plan::Protocol::Mqtt(m) => ProtocolSpec::Mqtt(mqtt::Spec::new(m)),
     }
 }

@@ -81,6 +81,23 @@ pub enum Fault {
     /// Sends INFO; after CONNECT, a PING before the PONG that answers it —
     /// what a nats-server busy checking bcrypt passwords does.
     NatsEarlyPing,
+    /// Reads an MQTT CONNECT, never answers.
+    MqttNoConnack,
+    /// Answers CONNECT with CONNACK "server unavailable" (3; 0x88 in MQTT 5).
+    MqttConnackRefused,
+    /// Answers CONNECT with CONNACK "bad user name or password" (4; 0x86
+    /// in MQTT 5), as brokers that say so do (mosquitto says "not
+    /// authorized").
+    MqttBadPassword,
+    /// Answers CONNECT with a remaining length that runs into a fifth byte.
+    MqttBadLength,
+    /// Answers CONNECT with a CONNACK claiming 200 MiB.
+    MqttOversized,
+    /// Answers CONNECT with DISCONNECT (server shutting down, 0x8B).
+    MqttDisconnectAtConnect,
+    /// Accepts CONNECT; after [`super::mqtt::DISCONNECT_AFTER`], DISCONNECT
+    /// (0x8B) to an MQTT 5 client, and the close.
+    MqttDisconnect,
     /// HTTP/2 (h2c): every second stream on a connection is reset with
     /// RST_STREAM INTERNAL_ERROR; the others are answered 200.
     H2RstStream,
@@ -141,13 +158,15 @@ pub enum FaultKind {
     Tls,
     /// The NATS greeting.
     Nats,
+    /// An MQTT broker's answers to CONNECT.
+    Mqtt,
     /// HTTP/2 with prior knowledge (h2c).
     H2,
 }
 
 impl Fault {
     /// Every fault, in the order of the documentation.
-    pub const ALL: [Fault; 47] = [
+    pub const ALL: [Fault; 54] = [
         Fault::NeverAnswer,
         Fault::StallBody,
         Fault::Trickle,
@@ -176,6 +195,13 @@ impl Fault {
         Fault::NatsNoInfo,
         Fault::NatsAuthError,
         Fault::NatsEarlyPing,
+        Fault::MqttNoConnack,
+        Fault::MqttConnackRefused,
+        Fault::MqttBadPassword,
+        Fault::MqttBadLength,
+        Fault::MqttOversized,
+        Fault::MqttDisconnectAtConnect,
+        Fault::MqttDisconnect,
         Fault::H2RstStream,
         Fault::H2RefusedStream,
         Fault::H2Goaway,
@@ -228,6 +254,13 @@ impl Fault {
             Fault::NatsNoInfo => "nats-no-info",
             Fault::NatsAuthError => "nats-auth-error",
             Fault::NatsEarlyPing => "nats-early-ping",
+            Fault::MqttNoConnack => "mqtt-no-connack",
+            Fault::MqttConnackRefused => "mqtt-connack-refused",
+            Fault::MqttBadPassword => "mqtt-bad-password",
+            Fault::MqttBadLength => "mqtt-bad-length",
+            Fault::MqttOversized => "mqtt-oversized",
+            Fault::MqttDisconnectAtConnect => "mqtt-disconnect-at-connect",
+            Fault::MqttDisconnect => "mqtt-disconnect",
             Fault::H2RstStream => "h2-rst-stream",
             Fault::H2RefusedStream => "h2-refused-stream",
             Fault::H2Goaway => "h2-goaway",
@@ -255,6 +288,13 @@ impl Fault {
         match self {
             Fault::TlsAlert | Fault::TlsGarbage | Fault::TlsStall => FaultKind::Tls,
             Fault::NatsGarbage | Fault::NatsNoInfo | Fault::NatsAuthError | Fault::NatsEarlyPing => FaultKind::Nats,
+            Fault::MqttNoConnack
+            | Fault::MqttConnackRefused
+            | Fault::MqttBadPassword
+            | Fault::MqttBadLength
+            | Fault::MqttOversized
+            | Fault::MqttDisconnectAtConnect
+            | Fault::MqttDisconnect => FaultKind::Mqtt,
             Fault::H2RstStream
             | Fault::H2RefusedStream
             | Fault::H2Goaway

@@ -6,6 +6,7 @@
 //!              ├─ Http: (TLS accept if --tls) ─► read a request ─► misbehave
 //!              ├─ Tls:  raw TCP, read the ClientHello ─► alert | garbage | silence
 //!              ├─ Nats: raw TCP, speak (or fail to speak) the NATS greeting
+//!              ├─ Mqtt: raw TCP, read CONNECT ─► no CONNACK | a refusal | bad bytes | DISCONNECT
 //!              └─ H2:   HTTP/2 with prior knowledge (h2c), see crate::h2fault
 //! ```
 //!
@@ -23,6 +24,7 @@ use crate::http::{Parsed, parse_request};
 use crate::stream::{LabStream, write_filler};
 
 pub(crate) mod kind;
+mod mqtt;
 
 use self::kind::{CLOSE_AFTER, HUGE_BODY, MANY_HEADERS, TRICKLE_EVERY};
 pub use self::kind::{Fault, FaultKind, HOLD_LIMIT, UnknownFault};
@@ -39,6 +41,7 @@ pub(crate) async fn connection(stream: TcpStream, fault: Fault, tls: Option<&tok
         match fault.kind() {
             FaultKind::Tls => tls_fault(stream, fault).await,
             FaultKind::Nats => nats_fault(stream, fault).await,
+            FaultKind::Mqtt => mqtt::serve(stream, fault).await,
             FaultKind::H2 => crate::h2fault::serve(stream, fault).await,
             FaultKind::Http if fault == Fault::ListenerCloses => {
                 drop(stream);

@@ -6,11 +6,13 @@
 //! trigger, segment, reach), `target` (the TARGET URL, `--request`,
 //! `--source`) and `protocol` (NATS, lines, WebSocket).
 
+mod mqtt;
 mod protocol;
 mod steps;
 mod target;
 #[cfg(test)]
 mod tests;
+mod userinfo;
 
 use std::net::IpAddr;
 use std::time::Duration;
@@ -23,6 +25,7 @@ use crate::head::{Authority, RequestHead};
 use crate::http::{HttpVersion, IoModel, REDACTED, TlsSettings};
 use crate::segment::Segment;
 
+pub use mqtt::{CONN_PLACEHOLDER, DEFAULT_CLIENT_ID, DEFAULT_KEEPALIVE, MqttArgs, MqttSpec, MqttVersion};
 use protocol::parse_protocol;
 pub use protocol::{EscapeError, unescape};
 pub use target::parse_sources;
@@ -46,12 +49,19 @@ pub enum StormScheme {
     Ws,
     /// WebSocket over TLS.
     Wss,
+    /// MQTT over TCP: CONNECT → CONNACK, then held with PINGREQs.
+    Mqtt,
+    /// MQTT over TLS.
+    Mqtts,
 }
 
 impl StormScheme {
     /// True for `tls://` and `https://`: TLS from the first byte.
     pub fn is_tls(self) -> bool {
-        matches!(self, StormScheme::Tls | StormScheme::Https | StormScheme::Wss)
+        matches!(
+            self,
+            StormScheme::Tls | StormScheme::Https | StormScheme::Wss | StormScheme::Mqtts
+        )
     }
 }
 
@@ -75,6 +85,10 @@ pub enum Protocol {
     /// messages sent and expected in order; pings answered while holding.
     #[serde(rename = "websocket")]
     WebSocket(WsSpec),
+    /// MQTT: CONNECT, established at an accepting CONNACK (then SUBSCRIBE
+    /// and its SUBACK, when asked); PINGREQ every keep-alive while holding,
+    /// DISCONNECT before the close.
+    Mqtt(MqttSpec),
 }
 
 /// A WebSocket storm's upgrade and messages.
@@ -489,6 +503,8 @@ pub struct StormArgs {
     pub http3: bool,
     /// `--io`.
     pub io: IoModel,
+    /// The MQTT flags.
+    pub mqtt: MqttArgs,
 }
 
 /// A validated storm.
@@ -590,6 +606,23 @@ impl StormPlan {
         }
     }
 
+    /// The password of an MQTT storm's CONNECT, if any: what a storm
+    /// part's orders carry besides the plan (which never holds it).
+    pub fn mqtt_password(&self) -> Option<String> {
+        match &self.protocol {
+            Some(Protocol::Mqtt(m)) => m.password.as_ref().map(|p| p.expose().to_string()),
+            _ => None,
+        }
+    }
+
+    /// Puts back the password [`StormPlan::mqtt_password`] took (nothing
+    /// for other protocols).
+    pub fn restore_mqtt_password(&mut self, value: Option<&str>) {
+        if let Some(Protocol::Mqtt(m)) = &mut self.protocol {
+            m.password = value.map(|v| SecretText::new(v.to_string()));
+        }
+    }
+
     /// Puts back the `Authorization` [`StormPlan::ws_authorization`] took
     /// (nothing for other protocols).
     pub fn restore_ws_authorization(&mut self, value: Option<&str>) {
@@ -685,6 +718,7 @@ impl StormPlan {
             Some(Protocol::Nats(_)) => return Some("NATS (nats://, --protocol nats)".to_string()),
             Some(Protocol::Lines { .. }) => return Some("a line protocol (--send, --expect)".to_string()),
             Some(Protocol::WebSocket(_)) => return Some("WebSocket (ws://, wss://)".to_string()),
+            Some(Protocol::Mqtt(_)) => return Some("MQTT (mqtt://, mqtts://)".to_string()),
             None if self.target.scheme == StormScheme::Nats => return Some("NATS (nats://)".to_string()),
             None => {}
         }

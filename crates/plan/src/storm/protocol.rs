@@ -8,6 +8,7 @@ use crate::error::PlanError;
 use crate::head::Authority;
 
 use super::target::target_path;
+use super::userinfo::percent_decode;
 use super::*;
 
 /// The protocol from the target's scheme, `--protocol`, and the line steps.
@@ -17,6 +18,9 @@ pub(super) fn parse_protocol(
     timeout: Duration,
 ) -> Result<Option<Protocol>, PlanError> {
     let named = a.protocol.as_deref().map(str::trim);
+    if let Some(m) = super::mqtt::parse_mqtt(a, target)? {
+        return Ok(Some(Protocol::Mqtt(m)));
+    }
     if matches!(target.scheme, StormScheme::Ws | StormScheme::Wss) {
         return parse_websocket(a, target, timeout).map(Some);
     }
@@ -286,23 +290,4 @@ fn parse_creds(text: &str) -> Option<(String, String)> {
         [user, pass] => Some((user.to_string(), pass.to_string())),
         _ => None,
     }
-}
-
-fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%'
-            && i + 2 < bytes.len()
-            && let Ok(b) = u8::from_str_radix(&s[i + 1..i + 3], 16)
-        {
-            out.push(b);
-            i += 3;
-            continue;
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }

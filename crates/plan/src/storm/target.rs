@@ -13,7 +13,7 @@ const MAX_SOURCES: u128 = 65_536;
 
 pub(super) fn parse_target(given: &str) -> Result<StormTarget, PlanError> {
     let example = "e.g. tcp://127.0.0.1:8080, tls://127.0.0.1:8443, https://127.0.0.1:8443/, \
-                   nats://user:pass@127.0.0.1:4222 or ws://127.0.0.1:8080/chat";
+                   nats://user:pass@127.0.0.1:4222, ws://127.0.0.1:8080/chat or mqtt://127.0.0.1:1883";
     // Errors quote the target with any user:password@ as ***@.
     let text = &crate::http::mask_userinfo(given);
     let url = url::Url::parse(given)
@@ -26,6 +26,8 @@ pub(super) fn parse_target(given: &str) -> Result<StormTarget, PlanError> {
         "nats" => StormScheme::Nats,
         "ws" => StormScheme::Ws,
         "wss" => StormScheme::Wss,
+        "mqtt" => StormScheme::Mqtt,
+        "mqtts" => StormScheme::Mqtts,
         other => {
             return Err(PlanError::invalid(
                 "TARGET",
@@ -42,6 +44,8 @@ pub(super) fn parse_target(given: &str) -> Result<StormTarget, PlanError> {
         (Some(p), _) => p,
         (None, StormScheme::Tls) => 443,
         (None, StormScheme::Nats) => 4222,
+        (None, StormScheme::Mqtt) => 1883,
+        (None, StormScheme::Mqtts) => 8883,
         (None, _) => {
             return Err(PlanError::invalid(
                 "TARGET",

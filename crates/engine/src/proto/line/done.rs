@@ -17,4 +17,6 @@ pub(crate) struct Done {
     /// Round trips of message exchanges after the handshake (WebSocket's
     /// send → expected message), recorded as `response`.
     pub exchanges: Vec<Duration>,
+    /// MQTT: SUBSCRIBE sent → its SUBACK read, when the plan subscribes.
+    pub subscribe: Option<Duration>,
 }

@@ -62,7 +62,16 @@ fn run(spec: &ProtocolSpec, parts: Vec<Vec<u8>>) -> String {
         let seen = std::cell::Cell::new(crate::proto::line::OutOfTurn::default());
         let outcome = tokio::time::timeout(
             DEADLINE * 2,
-            handshake(spec, Transport::Plain(stream), None, &scratch, DEADLINE, sleep, &seen),
+            handshake(
+                spec,
+                Transport::Plain(stream),
+                None,
+                &scratch,
+                DEADLINE,
+                sleep,
+                &seen,
+                0,
+            ),
         )
         .await
         .expect("the handshake ended within its own deadline");

@@ -116,7 +116,9 @@ impl OutOfTurn {
 
 /// Runs the protocol's handshake within the deadline `sleep` was armed
 /// with. `seen` collects what the server said out of turn, whether the
-/// handshake then succeeds or fails.
+/// handshake then succeeds or fails; `conn` is the connection's number,
+/// unique over the run and kept through reconnects (MQTT's `{{conn}}`).
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn handshake(
     spec: &ProtocolSpec,
     stream: Transport,
@@ -125,6 +127,7 @@ pub(crate) async fn handshake(
     timeout: Duration,
     sleep: Pin<&mut Sleep>,
     seen: &Cell<OutOfTurn>,
+    conn: u64,
 ) -> Result<Done, ErrorClass> {
     match spec {
         ProtocolSpec::Nats { connect, strict } => {
@@ -140,6 +143,7 @@ pub(crate) async fn handshake(
         }
         ProtocolSpec::Lines { steps, step_timeout } => lines(steps, *step_timeout, stream, scratch, sleep).await,
         ProtocolSpec::WebSocket(ws) => crate::proto::ws::handshake(ws, stream, scratch, sleep).await,
+        ProtocolSpec::Mqtt(m) => crate::proto::mqtt::handshake(m, stream, conn, timeout, sleep).await,
     }
 }
 
@@ -245,6 +249,7 @@ async fn nats(
         handshake: t0.elapsed(),
         tls: upgraded,
         exchanges: Vec::new(),
+        subscribe: None,
     })
 }
 
@@ -281,6 +286,7 @@ async fn lines(
         handshake: t0.elapsed(),
         tls: None,
         exchanges: Vec::new(),
+        subscribe: None,
     })
 }
 

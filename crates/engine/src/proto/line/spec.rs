@@ -15,6 +15,8 @@ pub(crate) enum ProtocolSpec {
     Lines { steps: Vec<Step>, step_timeout: Duration },
     /// WebSocket: the upgrade, then message steps.
     WebSocket(crate::proto::ws::spec::Spec),
+    /// MQTT: CONNECT (and SUBSCRIBE), then held with PINGREQs.
+    Mqtt(crate::proto::mqtt::spec::Spec),
 }
 
 /// One compiled line step.
@@ -25,10 +27,13 @@ pub(crate) enum Step {
 }
 
 impl ProtocolSpec {
-    /// True when a held connection must keep answering (NATS PINGs), so its
-    /// TLS state must stay.
+    /// True when a held connection must keep answering (NATS PINGs), or
+    /// speaks itself (MQTT's PINGREQ), so its TLS state must stay.
     pub(crate) fn answers_while_holding(&self) -> bool {
-        matches!(self, ProtocolSpec::Nats { .. } | ProtocolSpec::WebSocket(_))
+        matches!(
+            self,
+            ProtocolSpec::Nats { .. } | ProtocolSpec::WebSocket(_) | ProtocolSpec::Mqtt(_)
+        )
     }
 }
 

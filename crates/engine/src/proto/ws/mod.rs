@@ -229,6 +229,7 @@ pub(crate) async fn handshake(
         handshake,
         tls: None,
         exchanges,
+        subscribe: None,
     })
 }
 
