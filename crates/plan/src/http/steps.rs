@@ -136,7 +136,10 @@ pub(super) fn workers(args: &mut HttpArgs, load: Load, stop: Stop) -> Result<Wor
     let mine = match &segment {
         Some(s) => {
             let share = u32::try_from(s.share(u64::from(connections))).unwrap_or(u32::MAX);
-            if share == 0 && load == Load::Closed {
+            // A segment whose share of -n is none needs no connection: with
+            // -c trimmed to -n that is every segment whose share of -c is none.
+            let idle = matches!(stop, Stop::Requests(n) if s.share(n) == 0);
+            if share == 0 && load == Load::Closed && !idle {
                 return Err(PlanError::invalid(
                     "-c/--connections",
                     format!(
