@@ -120,6 +120,8 @@ pub(crate) struct ScenarioLoad {
     /// Per scenario (in the plan's order): where its VUs connect, in which
     /// protocol.
     pub dests: Arc<[Arc<crate::proto::vu::dest::Dest>]>,
+    /// A k6 script its VUs run instead of the flow.
+    pub script: Option<Arc<throng_script::Script>>,
 }
 
 /// Counters every worker of the run shares (one atomic add per iteration).

@@ -113,6 +113,11 @@ pub struct ScenarioStats {
     /// expect matched them or passed them over).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub ws_received: u64,
+    /// k6 scripts: iterations that ended in an exception, by class
+    /// (`script.error`, `script.timeout`, `script.memory`, `script.stack`,
+    /// `script.init`); not counted in `iterations`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub failed_iterations: BTreeMap<String, u64>,
     /// Per second.
     pub series: Vec<ScenarioSecond>,
 }
@@ -123,6 +128,13 @@ impl ScenarioStats {
     pub fn merge(&mut self, o: &ScenarioStats, offset: u64) -> Result<(), HistError> {
         add(&mut self.ws_sent, o.ws_sent, "scenario.ws_sent")?;
         add(&mut self.ws_received, o.ws_received, "scenario.ws_received")?;
+        for (k, n) in &o.failed_iterations {
+            add(
+                self.failed_iterations.entry(k.clone()).or_default(),
+                *n,
+                "scenario.failed_iterations",
+            )?;
+        }
         for (k, t) in &o.tags {
             let mine = self.tags.entry(k.clone()).or_default();
             add(&mut mine.requests, t.requests, "scenario.tags.requests")?;
@@ -244,6 +256,7 @@ pub struct ScenarioRecorder {
     truncated_bodies: u64,
     ws_sent: u64,
     ws_received: u64,
+    failed_iterations: BTreeMap<String, u64>,
     groups: Vec<(String, Hist)>,
     /// VUs active now, per scenario.
     vus: Vec<u64>,
@@ -265,6 +278,7 @@ impl ScenarioRecorder {
             truncated_bodies: 0,
             ws_sent: 0,
             ws_received: 0,
+            failed_iterations: BTreeMap::new(),
             groups: Vec::new(),
             vus: Vec::new(),
             point: ScenarioSecond::default(),
@@ -415,6 +429,12 @@ impl ScenarioRecorder {
         self.iteration.record(d);
     }
 
+    /// A k6 script's iteration ended in an exception of `class`.
+    pub fn iteration_failed(&mut self, now: Instant, class: &str) {
+        self.at(now);
+        *self.failed_iterations.entry(class.to_string()).or_default() += 1;
+    }
+
     /// An iteration could not start.
     pub fn dropped_iteration(&mut self, now: Instant) {
         self.dropped_iterations(now, 1);
@@ -494,6 +514,7 @@ impl ScenarioRecorder {
             truncated_bodies: self.truncated_bodies,
             ws_sent: self.ws_sent,
             ws_received: self.ws_received,
+            failed_iterations: self.failed_iterations,
             series: self.series,
         }
     }

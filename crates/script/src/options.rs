@@ -211,7 +211,9 @@ impl Options {
                 );
             }
         }
-        y.push_str("    flow:\n      - think: 0s\n");
+        // The script is the flow: this step is never run (the engine runs
+        // the script's VUs instead), only validated.
+        y.push_str("    flow:\n      - request: { name: script, path: / }\n");
         if !self.thresholds.is_empty() {
             y.push_str("thresholds:\n");
             for (k, exprs) in &self.thresholds {

@@ -36,6 +36,8 @@ pub struct ScenarioOptions {
     /// `-4`/`-6`, `--connect-to`, `--resolve` (no proxy: scenarios build
     /// their own requests, in origin form).
     pub reach: throng_plan::Reach,
+    /// A k6 script: the scenario's VUs run it instead of the file's flow.
+    pub script: Option<Arc<throng_script::Script>>,
 }
 
 /// Runs a scenario file's scenarios to completion and returns the result,
@@ -111,6 +113,7 @@ pub fn run_scenario(
                 shared: Arc::clone(&shared),
                 seed: options.seed,
                 dests: Arc::clone(&dests),
+                script: options.script.clone(),
             }),
             rows: None,
             targets: None,
