@@ -3,14 +3,12 @@
 //! validator reads (executors, thresholds with k6's metric names mapped).
 
 use std::fmt::Write as _;
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::error::ScriptError;
 use crate::scan::line_col;
-use crate::vu::{Input, ScriptVu, Yield};
-use crate::{Script, ScriptError};
 
 /// What `options` said, in throng's terms.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -54,31 +52,6 @@ const METRICS: [(&str, &str); 13] = [
 /// The k6 name of a throng metric, where k6 has one.
 pub fn k6_name(throng: &str) -> Option<&'static str> {
     METRICS.iter().find(|(_, t)| *t == throng).map(|(k, _)| *k)
-}
-
-/// Evaluates the module as VU 0 (no iteration): `options` as JSON.
-pub(crate) fn probe(script: &Script, env: &std::collections::HashMap<String, String>) -> Result<String, ScriptError> {
-    // The probe needs its own Script value (Arc): a copy of the parts.
-    let s = Arc::new(Script {
-        main: script.main.clone(),
-        sources: script.sources.clone(),
-        intrinsics: script.intrinsics,
-        env_names: script.env_names.clone(),
-        limits: script.limits,
-        options: Options::default(),
-    });
-    let mut vu = ScriptVu::new(&s, 0, env)
-        .map_err(|e| ScriptError::at(&script.main, 0, 0, &format!("cannot make a VU's stack: {e}")))?;
-    match vu.resume(Input::Start) {
-        Yield::Ended => Ok(vu.options().unwrap_or_else(|| "null".to_string())),
-        Yield::Failed { message, .. } => Err(ScriptError::at(&script.main, 0, 0, &message)),
-        other => Err(ScriptError::at(
-            &script.main,
-            0,
-            0,
-            &format!("the script's init context did something throng cannot run there: {other:?}"),
-        )),
-    }
 }
 
 impl Options {
@@ -304,12 +277,6 @@ fn with_ms(expr: &str) -> String {
         format!("{}ms", t)
     } else {
         t.to_string()
-    }
-}
-
-impl ScriptVu {
-    pub(crate) fn options(&self) -> Option<String> {
-        self.probed()
     }
 }
 

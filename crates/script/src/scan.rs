@@ -4,7 +4,7 @@
 
 use regex::Regex;
 
-use crate::ScriptError;
+use crate::error::ScriptError;
 
 /// What each k6 module provides here, and what k6 has that throng does not yet.
 const MODULES: [(&str, &[&str]); 3] = [

@@ -33,7 +33,7 @@ use rquickjs::context::intrinsic;
 use rquickjs::function::Opt;
 use rquickjs::{CatchResultExt, CaughtError, Context, Ctx, Function, Object, Runtime, Value};
 
-use crate::Script;
+use crate::script::{Intrinsics, Script};
 
 /// What the engine hands a VU when it resumes it.
 #[derive(Debug)]
@@ -92,27 +92,6 @@ pub enum Yield {
     Failed { class: &'static str, message: String },
     /// The VU ended (after `Abort`).
     Ended,
-}
-
-/// A VU's bounds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Limits {
-    /// The coroutine's stack.
-    pub stack: usize,
-    /// The runtime's heap.
-    pub memory: usize,
-    /// Time an iteration may run JavaScript (its waits not counted).
-    pub cpu: Duration,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Limits {
-            stack: 256 * 1024,
-            memory: 64 * 1024 * 1024,
-            cpu: Duration::from_secs(1),
-        }
-    }
 }
 
 /// Stack kept free below QuickJS's limit for the host functions it calls
@@ -369,16 +348,6 @@ fn fail_forever(sh: &Shared, class: &'static str, message: String, first: Input)
             message: message.clone(),
         });
     }
-}
-
-/// Which intrinsics a VU's context gets.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Intrinsics {
-    /// What k6 scripts mostly use: JSON, regular expressions, promises
-    /// (module evaluation needs them).
-    Small,
-    /// Date, Map, Set, typed arrays, Proxy, BigInt… (the script names one).
-    Full,
 }
 
 /// The module evaluated with the host functions and globals in place;
