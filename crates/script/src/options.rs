@@ -69,12 +69,17 @@ impl Options {
         for (k, val) in map {
             if !KEYS.contains(&k.as_str()) {
                 let hint = match k.as_str() {
-                    "scenarios" => " (write the executor with vus, duration, iterations or stages, or run a throng scenario file for several scenarios)",
+                    "scenarios" => {
+                        " (write the executor with vus, duration, iterations or stages, or run a throng scenario file for several scenarios)"
+                    }
                     _ => "",
                 };
                 return Err(at(
                     k,
-                    format!("options.{k} is not supported by throng yet (supported: {}){hint}", KEYS.join(", ")),
+                    format!(
+                        "options.{k} is not supported by throng yet (supported: {}){hint}",
+                        KEYS.join(", ")
+                    ),
                 ));
             }
             let count = |val: &Value| {
@@ -109,8 +114,17 @@ impl Options {
                                 ),
                             )
                         })?;
-                        let trend = ["response", "wait", "connect", "tls", "send", "receive", "iteration", "group_duration"]
-                            .contains(&key.split('{').next().unwrap_or(""));
+                        let trend = [
+                            "response",
+                            "wait",
+                            "connect",
+                            "tls",
+                            "send",
+                            "receive",
+                            "iteration",
+                            "group_duration",
+                        ]
+                        .contains(&key.split('{').next().unwrap_or(""));
                         let mut exprs = Vec::new();
                         let items: Vec<&Value> = match list {
                             Value::Array(a) => a.iter().collect(),
@@ -121,9 +135,19 @@ impl Options {
                                 Value::String(s) => s.clone(),
                                 Value::Object(m) => match m.get("threshold").and_then(Value::as_str) {
                                     Some(s) => s.to_string(),
-                                    None => return Err(at(metric, format!("threshold on '{metric}': {item} has no threshold"))),
+                                    None => {
+                                        return Err(at(
+                                            metric,
+                                            format!("threshold on '{metric}': {item} has no threshold"),
+                                        ));
+                                    }
                                 },
-                                _ => return Err(at(metric, format!("threshold on '{metric}': {item} is not an expression"))),
+                                _ => {
+                                    return Err(at(
+                                        metric,
+                                        format!("threshold on '{metric}': {item} is not an expression"),
+                                    ));
+                                }
                             };
                             exprs.push(if trend { with_ms(&text) } else { text });
                         }
@@ -168,7 +192,11 @@ impl Options {
         y.push_str("defaults:\n  timeout: 60s\nscenarios:\n  default:\n");
         match self.executor() {
             Executor::ConstantVus { vus, duration } => {
-                let _ = writeln!(y, "    executor: constant-vus\n    vus: {vus}\n    duration: {}ms", duration.as_millis());
+                let _ = writeln!(
+                    y,
+                    "    executor: constant-vus\n    vus: {vus}\n    duration: {}ms",
+                    duration.as_millis()
+                );
             }
             Executor::RampingVus { start, stages } => {
                 let _ = writeln!(y, "    executor: ramping-vus\n    start_vus: {start}\n    stages:");
@@ -298,8 +326,14 @@ mod tests {
     #[test]
     fn metrics_and_filters_map_to_throngs() {
         assert_eq!(map_metric("http_req_duration").as_deref(), Some("response"));
-        assert_eq!(map_metric("http_req_duration{name:login}").as_deref(), Some("response{step:login}"));
-        assert_eq!(map_metric("group_duration{group:::auth}").as_deref(), Some("group_duration{group:auth}"));
+        assert_eq!(
+            map_metric("http_req_duration{name:login}").as_deref(),
+            Some("response{step:login}")
+        );
+        assert_eq!(
+            map_metric("group_duration{group:::auth}").as_deref(),
+            Some("group_duration{group:auth}")
+        );
         assert_eq!(map_metric("my_counter"), None);
         assert_eq!(with_ms("p(95)<500"), "p(95)<500ms");
         assert_eq!(with_ms("avg < 2s"), "avg < 2s");
@@ -308,13 +342,30 @@ mod tests {
     #[test]
     fn options_become_executors() {
         let o = Options::from_json(r#"{"vus": 5, "duration": "10s"}"#, "t.js", "").unwrap();
-        assert_eq!(o.executor(), Executor::ConstantVus { vus: 5, duration: Duration::from_secs(10) });
+        assert_eq!(
+            o.executor(),
+            Executor::ConstantVus {
+                vus: 5,
+                duration: Duration::from_secs(10)
+            }
+        );
         let o = Options::from_json(r#"{"iterations": 7}"#, "t.js", "").unwrap();
-        assert!(matches!(o.executor(), Executor::SharedIterations { vus: 1, iterations: 7, .. }));
+        assert!(matches!(
+            o.executor(),
+            Executor::SharedIterations {
+                vus: 1,
+                iterations: 7,
+                ..
+            }
+        ));
         let o = Options::from_json(r#"{"stages": [{"duration": "1s", "target": 3}]}"#, "t.js", "").unwrap();
         assert!(matches!(o.executor(), Executor::RampingVus { start: 1, .. }));
-        let e = Options::from_json(r#"{"scenarios": {}}"#, "t.js", "export const options = {\n  scenarios: {},\n};")
-            .unwrap_err();
+        let e = Options::from_json(
+            r#"{"scenarios": {}}"#,
+            "t.js",
+            "export const options = {\n  scenarios: {},\n};",
+        )
+        .unwrap_err();
         assert_eq!((e.line, e.column), (2, 3), "{e}");
         assert!(e.message.contains("options.scenarios"), "{e}");
     }

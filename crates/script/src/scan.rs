@@ -11,7 +11,9 @@ const MODULES: [(&str, &[&str]); 3] = [
     ("k6", &["check", "sleep", "group", "fail"]),
     (
         "k6/http",
-        &["request", "get", "head", "options", "post", "put", "patch", "del", "Response"],
+        &[
+            "request", "get", "head", "options", "post", "put", "patch", "del", "Response",
+        ],
     ),
     ("k6/encoding", &["b64encode", "b64decode"]),
 ];
@@ -43,12 +45,17 @@ pub(crate) fn scan(file: &str, text: &str) -> Result<Found, ScriptError> {
         let spec = c.get(4).or_else(|| c.get(5)).expect("one of the alternatives matched");
         let name = spec.as_str();
         if name.starts_with("./") || name.starts_with("../") {
-            found.files.push((name.to_string(), line_col(text, spec.start()).0, line_col(text, spec.start()).1));
+            found.files.push((
+                name.to_string(),
+                line_col(text, spec.start()).0,
+                line_col(text, spec.start()).1,
+            ));
             continue;
         }
         let Some((_, members)) = MODULES.iter().find(|(m, _)| *m == name) else {
             let why = if name.starts_with("http://") || name.starts_with("https://") {
-                "remote modules are not fetched: save the file beside the script and import it as './name.js'".to_string()
+                "remote modules are not fetched: save the file beside the script and import it as './name.js'"
+                    .to_string()
             } else {
                 format!(
                     "module '{name}' is not supported by throng yet (supported: {}, and relative files './name.js'); \
@@ -71,8 +78,11 @@ pub(crate) fn scan(file: &str, text: &str) -> Result<Found, ScriptError> {
             }
         }
         for local in [c.get(1), c.get(2)].into_iter().flatten() {
-            let uses = Regex::new(&format!(r"(?:^|[^\w$.]){}\s*\.\s*([\w$]+)", regex::escape(local.as_str())))
-                .expect("an escaped name is a valid pattern");
+            let uses = Regex::new(&format!(
+                r"(?:^|[^\w$.]){}\s*\.\s*([\w$]+)",
+                regex::escape(local.as_str())
+            ))
+            .expect("an escaped name is a valid pattern");
             for u in uses.captures_iter(&code) {
                 let m = u.get(1).expect("the group is not optional");
                 if !members.contains(&m.as_str()) {
@@ -227,7 +237,11 @@ mod tests {
 
     #[test]
     fn env_names_and_intrinsics_are_found() {
-        let f = scan("t.js", "const a = __ENV.BASE; const b = __ENV.TOKEN; const d = new Date();").unwrap();
+        let f = scan(
+            "t.js",
+            "const a = __ENV.BASE; const b = __ENV.TOKEN; const d = new Date();",
+        )
+        .unwrap();
         assert_eq!(f.env_names, Some(vec!["BASE".to_string(), "TOKEN".to_string()]));
         assert!(f.full_intrinsics);
         let f = scan("t.js", "const k = 'X'; const a = __ENV[k];").unwrap();

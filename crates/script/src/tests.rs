@@ -55,7 +55,10 @@ export default function () {
 fn a_script_yields_its_requests_checks_and_groups() {
     let s = load(LOGIN);
     assert_eq!(s.options.vus, Some(3));
-    assert_eq!(s.options.thresholds, vec![("response".to_string(), vec!["p(95)<500ms".to_string()])]);
+    assert_eq!(
+        s.options.thresholds,
+        vec![("response".to_string(), vec!["p(95)<500ms".to_string()])]
+    );
     let mut vu = ScriptVu::new(&s, 7, &HashMap::new()).unwrap();
     for iter in 0..3u64 {
         let ys = iteration(&mut vu, &|r| {
@@ -74,18 +77,44 @@ fn a_script_yields_its_requests_checks_and_groups() {
                 }
             }
         });
-        let Yield::Request(login) = &ys[0] else { panic!("{ys:?}") };
+        let Yield::Request(login) = &ys[0] else {
+            panic!("{ys:?}")
+        };
         assert_eq!(login.method, "POST");
         assert_eq!(login.body.as_deref(), Some("{\"user\":\"u7\"}"));
         assert_eq!(login.name.as_deref(), Some("login"));
-        assert_eq!(login.headers, vec![("Content-Type".to_string(), "application/json".to_string())]);
-        assert_eq!(ys[1], Yield::Check { name: "logged in".into(), passed: true });
-        assert_eq!(ys[2], Yield::Check { name: "has token".into(), passed: true });
+        assert_eq!(
+            login.headers,
+            vec![("Content-Type".to_string(), "application/json".to_string())]
+        );
+        assert_eq!(
+            ys[1],
+            Yield::Check {
+                name: "logged in".into(),
+                passed: true
+            }
+        );
+        assert_eq!(
+            ys[2],
+            Yield::Check {
+                name: "has token".into(),
+                passed: true
+            }
+        );
         assert_eq!(ys[3], Yield::GroupStart("api".into()));
         let Yield::Request(me) = &ys[4] else { panic!("{ys:?}") };
-        assert_eq!(me.headers, vec![("Authorization".to_string(), format!("Bearer t{iter}"))]);
+        assert_eq!(
+            me.headers,
+            vec![("Authorization".to_string(), format!("Bearer t{iter}"))]
+        );
         assert_eq!(me.timeout, Some(Duration::from_secs(2)));
-        assert_eq!(ys[5], Yield::Check { name: "me".into(), passed: true });
+        assert_eq!(
+            ys[5],
+            Yield::Check {
+                name: "me".into(),
+                passed: true
+            }
+        );
         assert_eq!(ys[6], Yield::GroupEnd);
         assert_eq!(ys[7], Yield::Sleep(Duration::from_millis(250)));
         assert_eq!(ys[8], Yield::IterationDone);
@@ -106,8 +135,18 @@ fn a_failed_request_is_status_zero_and_an_object_body_is_a_form() {
     });
     let Yield::Request(r) = &ys[0] else { panic!("{ys:?}") };
     assert_eq!(r.body.as_deref(), Some("a=x%20y&b=1"));
-    assert!(r.headers.iter().any(|(k, v)| k == "Content-Type" && v == "application/x-www-form-urlencoded"));
-    assert_eq!(ys[1], Yield::Check { name: "failed".into(), passed: true });
+    assert!(
+        r.headers
+            .iter()
+            .any(|(k, v)| k == "Content-Type" && v == "application/x-www-form-urlencoded")
+    );
+    assert_eq!(
+        ys[1],
+        Yield::Check {
+            name: "failed".into(),
+            passed: true
+        }
+    );
 }
 
 fn failed_class(src: &str, limits: Limits) -> (&'static str, String) {
@@ -133,7 +172,10 @@ fn hostile_scripts_fail_their_iteration_with_a_class() {
     };
     let (c, m) = failed_class("export default function () { while (true) {} }", quick);
     assert_eq!(c, "script.timeout", "{m}");
-    let (c, m) = failed_class("function f(n) { return f(n + 1) + 1; }\nexport default function () { f(0); }", quick);
+    let (c, m) = failed_class(
+        "function f(n) { return f(n + 1) + 1; }\nexport default function () { f(0); }",
+        quick,
+    );
     assert_eq!(c, "script.stack", "{m}");
     let (c, m) = failed_class(
         "export default function () { let a = []; for (;;) a.push('x'.repeat(1 << 20) + a.length); }",
@@ -151,7 +193,9 @@ fn hostile_scripts_fail_their_iteration_with_a_class() {
 
 #[test]
 fn an_aborted_vu_ends_even_inside_a_request() {
-    let s = load("import http from 'k6/http';\nexport default function () { try { http.get('http://h/'); } catch (e) {} for (;;) {} }");
+    let s = load(
+        "import http from 'k6/http';\nexport default function () { try { http.get('http://h/'); } catch (e) {} for (;;) {} }",
+    );
     let mut vu = ScriptVu::new(&s, 1, &HashMap::new()).unwrap();
     assert!(matches!(vu.resume(Input::Start), Yield::Request(_)));
     assert_eq!(vu.resume(Input::Abort), Yield::Ended);
@@ -164,8 +208,14 @@ fn an_aborted_vu_ends_even_inside_a_request() {
 #[test]
 fn init_errors_and_init_requests_are_refused_at_load() {
     let read = |_: &str| Err("no".to_string());
-    let e = Script::load("main.js", "export default function () {}\nnull.x;\n", &read, &HashMap::new(), Limits::default())
-        .unwrap_err();
+    let e = Script::load(
+        "main.js",
+        "export default function () {}\nnull.x;\n",
+        &read,
+        &HashMap::new(),
+        Limits::default(),
+    )
+    .unwrap_err();
     assert!(e.to_string().contains("main.js:2"), "{e}");
     let e = Script::load(
         "main.js",
@@ -176,7 +226,14 @@ fn init_errors_and_init_requests_are_refused_at_load() {
     )
     .unwrap_err();
     assert!(e.to_string().contains("init context"), "{e}");
-    let e = Script::load("main.js", "export const options = {};\n", &read, &HashMap::new(), Limits::default()).unwrap_err();
+    let e = Script::load(
+        "main.js",
+        "export const options = {};\n",
+        &read,
+        &HashMap::new(),
+        Limits::default(),
+    )
+    .unwrap_err();
     assert!(e.to_string().contains("export default function"), "{e}");
 }
 
@@ -189,7 +246,19 @@ fn env_and_encoding_reach_the_script() {
     let env: HashMap<String, String> = [("WHO".to_string(), "me".to_string()), ("OTHER".into(), "x".into())].into();
     let mut vu = ScriptVu::new(&s, 1, &env).unwrap();
     let ys = iteration(&mut vu, &|_| Response::default());
-    assert_eq!(ys[0], Yield::Check { name: "env".into(), passed: true });
-    assert_eq!(ys[1], Yield::Check { name: "b64".into(), passed: true });
+    assert_eq!(
+        ys[0],
+        Yield::Check {
+            name: "env".into(),
+            passed: true
+        }
+    );
+    assert_eq!(
+        ys[1],
+        Yield::Check {
+            name: "b64".into(),
+            passed: true
+        }
+    );
     assert_eq!(s.env_names, Some(vec!["WHO".to_string()]));
 }

@@ -83,13 +83,19 @@ pub struct Response {
 pub enum Yield {
     Request(Request),
     Sleep(Duration),
-    Check { name: String, passed: bool },
+    Check {
+        name: String,
+        passed: bool,
+    },
     GroupStart(String),
     GroupEnd,
     IterationDone,
     /// The iteration ended with an exception (`class`: `script.error`,
     /// `script.timeout`, `script.memory`, `script.stack`, `script.init`).
-    Failed { class: &'static str, message: String },
+    Failed {
+        class: &'static str,
+        message: String,
+    },
     /// The VU ended (after `Abort`).
     Ended,
 }
@@ -174,7 +180,11 @@ impl ScriptVu {
             sh.yielder.set(y as *const _);
             body(&s, &sh, vu, env, first);
         });
-        Ok(ScriptVu { co, shared, ended: false })
+        Ok(ScriptVu {
+            co,
+            shared,
+            ended: false,
+        })
     }
 
     /// Runs the VU until it stops again.
@@ -267,7 +277,12 @@ fn body(script: &Script, sh: &Rc<Shared>, vu: u64, env: Vec<(String, String)>, f
     let (rt, cx) = match made {
         Ok(m) => m,
         Err(e) => {
-            fail_forever(sh, "script.init", format!("the JavaScript runtime could not start: {e}"), first);
+            fail_forever(
+                sh,
+                "script.init",
+                format!("the JavaScript runtime could not start: {e}"),
+                first,
+            );
             return;
         }
     };
@@ -420,10 +435,7 @@ fn host<'js>(ctx: &Ctx<'js>, sh: &Rc<Shared>) -> rquickjs::Result<()> {
                 if h.aborted.get() {
                     return Err(rquickjs::Exception::throw_internal(&ctx, "the VU is stopping"));
                 }
-                let headers = headers
-                    .chunks_exact(2)
-                    .map(|p| (p[0].clone(), p[1].clone()))
-                    .collect();
+                let headers = headers.chunks_exact(2).map(|p| (p[0].clone(), p[1].clone())).collect();
                 let timeout = timeout
                     .0
                     .filter(|t| t.is_finite() && *t >= 0.0)
@@ -450,7 +462,10 @@ fn host<'js>(ctx: &Ctx<'js>, sh: &Rc<Shared>) -> rquickjs::Result<()> {
         "sleep",
         Function::new(ctx.clone(), move |ctx: Ctx<'js>, s: f64| -> rquickjs::Result<()> {
             if h.init.get() || h.aborted.get() {
-                return Err(rquickjs::Exception::throw_message(&ctx, "sleep() cannot run in the init context"));
+                return Err(rquickjs::Exception::throw_message(
+                    &ctx,
+                    "sleep() cannot run in the init context",
+                ));
             }
             let d = if s.is_finite() && s > 0.0 {
                 Duration::from_secs_f64(s.min(1e9))
@@ -466,28 +481,40 @@ fn host<'js>(ctx: &Ctx<'js>, sh: &Rc<Shared>) -> rquickjs::Result<()> {
     let h = Rc::clone(sh);
     o.set(
         "check",
-        Function::new(ctx.clone(), move |ctx: Ctx<'js>, name: String, passed: bool| -> rquickjs::Result<()> {
-            if h.init.get() {
-                return Err(rquickjs::Exception::throw_message(&ctx, "check() cannot run in the init context"));
-            }
-            match h.suspend(Yield::Check { name, passed }) {
-                Input::Resumed => Ok(()),
-                _ => Err(rquickjs::Exception::throw_internal(&ctx, "the VU is stopping")),
-            }
-        })?,
+        Function::new(
+            ctx.clone(),
+            move |ctx: Ctx<'js>, name: String, passed: bool| -> rquickjs::Result<()> {
+                if h.init.get() {
+                    return Err(rquickjs::Exception::throw_message(
+                        &ctx,
+                        "check() cannot run in the init context",
+                    ));
+                }
+                match h.suspend(Yield::Check { name, passed }) {
+                    Input::Resumed => Ok(()),
+                    _ => Err(rquickjs::Exception::throw_internal(&ctx, "the VU is stopping")),
+                }
+            },
+        )?,
     )?;
     let h = Rc::clone(sh);
     o.set(
         "groupStart",
-        Function::new(ctx.clone(), move |ctx: Ctx<'js>, name: String| -> rquickjs::Result<()> {
-            if h.init.get() {
-                return Err(rquickjs::Exception::throw_message(&ctx, "group() cannot run in the init context"));
-            }
-            match h.suspend(Yield::GroupStart(name)) {
-                Input::Resumed => Ok(()),
-                _ => Err(rquickjs::Exception::throw_internal(&ctx, "the VU is stopping")),
-            }
-        })?,
+        Function::new(
+            ctx.clone(),
+            move |ctx: Ctx<'js>, name: String| -> rquickjs::Result<()> {
+                if h.init.get() {
+                    return Err(rquickjs::Exception::throw_message(
+                        &ctx,
+                        "group() cannot run in the init context",
+                    ));
+                }
+                match h.suspend(Yield::GroupStart(name)) {
+                    Input::Resumed => Ok(()),
+                    _ => Err(rquickjs::Exception::throw_internal(&ctx, "the VU is stopping")),
+                }
+            },
+        )?,
     )?;
     let h = Rc::clone(sh);
     o.set(
@@ -570,11 +597,7 @@ fn describe<'js>(_ctx: &Ctx<'js>, sh: &Shared, e: CaughtError<'js>) -> (&'static
             let msg = x.message().unwrap_or_default();
             let stack = x.stack().unwrap_or_default();
             let at = stack.lines().find(|l| l.contains(':')).map(str::trim).unwrap_or("");
-            if at.is_empty() {
-                msg
-            } else {
-                format!("{msg} ({at})")
-            }
+            if at.is_empty() { msg } else { format!("{msg} ({at})") }
         }
         CaughtError::Value(v) => format!("thrown: {v:?}"),
         CaughtError::Error(e) => e.to_string(),

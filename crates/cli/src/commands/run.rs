@@ -33,9 +33,9 @@ pub fn run(c: RunCmd) -> anyhow::Result<ExitCode> {
         Some((_, yaml)) => parse(&c.file, yaml, true, c.scale, &target)?,
         None => load(&c.file, c.scale, &target)?,
     }
-        .with_secret_headers(&c.secret_headers)
-        .and_then(|p| p.with_trace_context(trace))
-        .map_err(|e| UsageError(e.to_string()))?;
+    .with_secret_headers(&c.secret_headers)
+    .and_then(|p| p.with_trace_context(trace))
+    .map_err(|e| UsageError(e.to_string()))?;
     if let Some(s) = &seg.segment {
         plan = plan.segmented(s);
     }
@@ -210,9 +210,11 @@ fn load_script(
     let text = super::shared::read_plan_file(file, "script")?;
     let dir: PathBuf = file.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf);
     let read = |name: &str| super::shared::read_side_file(&dir.join(name)).map_err(|e| e.to_string());
-    let main = file.file_name().map_or_else(|| "script.js".to_string(), |n| n.to_string_lossy().into_owned());
-    let script = throng_script::Script::load(&main, &text, &read, env, throng_script::Limits::default())
-        .map_err(|mut e| {
+    let main = file
+        .file_name()
+        .map_or_else(|| "script.js".to_string(), |n| n.to_string_lossy().into_owned());
+    let script =
+        throng_script::Script::load(&main, &text, &read, env, throng_script::Limits::default()).map_err(|mut e| {
             // Name the file as the user gave it.
             if e.file == main {
                 e.file = file.display().to_string();

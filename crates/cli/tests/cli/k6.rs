@@ -32,7 +32,11 @@ fn run(script: &str, files: &[(&str, &str)], args: &[&str]) -> (i32, String, Opt
             .args(args),
     );
     let result = common::read_result(&json);
-    let violations = if result.is_some() { schema_violations(&json) } else { Vec::new() };
+    let violations = if result.is_some() {
+        schema_violations(&json)
+    } else {
+        Vec::new()
+    };
     (
         out.status.code().unwrap_or(-1),
         format!(
@@ -130,7 +134,10 @@ fn a_login_script_runs_as_it_is_and_nginx_counts_what_throng_counts() {
         assert_eq!(lines.iter().filter(|l| *l == line).count(), n, "{line}: {lines:?}");
     }
     assert_eq!(lines.len(), 45, "{lines:?}");
-    assert!(out.contains("http_req_duration = response"), "k6 names beside throng's: {out}");
+    assert!(
+        out.contains("http_req_duration = response"),
+        "k6 names beside throng's: {out}"
+    );
     assert!(out.contains("response: p(95)<5000ms"), "{out}");
 }
 
@@ -150,7 +157,11 @@ fn a_wrong_token_fails_its_checks_and_the_threshold_on_k6s_checks() {
     assert_eq!(s.checks["is me"].fails, 18);
     assert_eq!(s.tags["step:me"].failed, 18, "401s are not the expected status");
     let lines = common::access_log(&log);
-    assert_eq!(lines.iter().filter(|l| *l == "GET /auth/me 401").count(), 18, "{lines:?}");
+    assert_eq!(
+        lines.iter().filter(|l| *l == "GET /auth/me 401").count(),
+        18,
+        "{lines:?}"
+    );
 }
 
 #[test]
@@ -159,7 +170,9 @@ fn what_throng_does_not_run_is_refused_before_the_run_at_its_line() {
     let base = nginx.url("/");
     for (script, want) in [
         (
-            format!("import http from 'k6/http';\nimport ws from 'k6/ws';\nexport default function () {{ http.get('{base}'); }}\n"),
+            format!(
+                "import http from 'k6/http';\nimport ws from 'k6/ws';\nexport default function () {{ http.get('{base}'); }}\n"
+            ),
             "script.js:2:17: module 'k6/ws' is not supported",
         ),
         (
@@ -167,7 +180,9 @@ fn what_throng_does_not_run_is_refused_before_the_run_at_its_line() {
             "script.js:3:8: 'batch' from 'k6/http' is not supported",
         ),
         (
-            format!("import http from 'k6/http';\nexport function setup() {{}}\nexport default function () {{ http.get('{base}'); }}\n"),
+            format!(
+                "import http from 'k6/http';\nexport function setup() {{}}\nexport default function () {{ http.get('{base}'); }}\n"
+            ),
             "script.js:2:17: setup() is not supported",
         ),
         (
@@ -233,7 +248,11 @@ fn hostile_scripts_fail_their_iterations_with_a_class_and_the_run_goes_on() {
     let total: u64 = s.failed_iterations.values().sum();
     assert_eq!(total, 9, "{:?}", s.failed_iterations);
     for class in ["script.timeout", "script.stack", "script.memory"] {
-        assert!(s.failed_iterations.get(class).is_some_and(|n| *n >= 2), "{class}: {:?}", s.failed_iterations);
+        assert!(
+            s.failed_iterations.get(class).is_some_and(|n| *n >= 2),
+            "{class}: {:?}",
+            s.failed_iterations
+        );
     }
     assert_eq!(r.measurements.requests.ok, 9, "each iteration's request was made first");
     assert!(out.contains("failed        9"), "{out}");

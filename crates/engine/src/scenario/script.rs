@@ -107,7 +107,10 @@ async fn send(
         Ok(t) => t,
         Err(message) => return Input::Throw(message),
     };
-    let name = r.name.clone().unwrap_or_else(|| r.url.split(['?', '#']).next().unwrap_or("").to_string());
+    let name = r
+        .name
+        .clone()
+        .unwrap_or_else(|| r.url.split(['?', '#']).next().unwrap_or("").to_string());
     let step = step_tag(ctx, sc, &name);
     let mut tags = Vec::with_capacity(3 + groups.len());
     if let Some(all) = with_scen(ctx, |rec| [rec.tag(""), rec.tag(&format!("scenario:{}", sc.def.name))]) {
@@ -122,8 +125,15 @@ async fn send(
             method: r.method.clone(),
             path: Template::literal(&target),
             query: Vec::new(),
-            headers: r.headers.iter().map(|(k, v)| (k.clone(), Template::literal(v))).collect(),
-            body: r.body.as_deref().map_or(Body::None, |b| Body::Raw(Template::literal(b))),
+            headers: r
+                .headers
+                .iter()
+                .map(|(k, v)| (k.clone(), Template::literal(v)))
+                .collect(),
+            body: r
+                .body
+                .as_deref()
+                .map_or(Body::None, |b| Body::Raw(Template::literal(b))),
             expect: d.expect,
             captures: Vec::new(),
             checks: Vec::new(),
@@ -151,8 +161,16 @@ async fn send(
     let status = vu.session.reply().status;
     Input::Response(Response {
         status,
-        headers: if status == 0 { Vec::new() } else { vu.session.headers().to_vec() },
-        body: if status == 0 { Vec::new() } else { vu.session.body().to_vec() },
+        headers: if status == 0 {
+            Vec::new()
+        } else {
+            vu.session.headers().to_vec()
+        },
+        body: if status == 0 {
+            Vec::new()
+        } else {
+            vu.session.body().to_vec()
+        },
         duration: t0.elapsed(),
         error: (status == 0).then(|| "request failed: no response (the report's errors say why)".to_string()),
     })
@@ -169,7 +187,10 @@ fn same_origin(sc: &Scen, url: &str) -> Result<String, String> {
     };
     let b = &sc.base;
     let host = u.host_str().unwrap_or("").trim_start_matches('[').trim_end_matches(']');
-    if https != b.https || !host.eq_ignore_ascii_case(b.host.trim_start_matches('[').trim_end_matches(']')) || u.port_or_known_default() != Some(b.port) {
+    if https != b.https
+        || !host.eq_ignore_ascii_case(b.host.trim_start_matches('[').trim_end_matches(']'))
+        || u.port_or_known_default() != Some(b.port)
+    {
         return Err(format!(
             "'{url}' is not the run's target {}: throng runs a script's requests against one origin (its \
              --target); requests elsewhere are not made",
@@ -182,7 +203,8 @@ fn same_origin(sc: &Scen, url: &str) -> Result<String, String> {
         t.push_str(q);
     }
     // The base path is prepended when rendered; the URL carries its own.
-    Ok(t.strip_prefix(sc.plan.target.base_path.as_str()).map_or(t.clone(), str::to_string))
+    Ok(t.strip_prefix(sc.plan.target.base_path.as_str())
+        .map_or(t.clone(), str::to_string))
 }
 
 /// The `step:` tag of a request name, registered once per worker.
@@ -198,4 +220,3 @@ fn step_tag(ctx: &Ctx, sc: &Scen, name: &str) -> usize {
     names.insert(name.to_string(), t);
     t
 }
-
