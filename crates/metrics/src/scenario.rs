@@ -118,6 +118,10 @@ pub struct ScenarioStats {
     /// `script.init`); not counted in `iterations`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub failed_iterations: BTreeMap<String, u64>,
+    /// The first failure's message of each class in `failed_iterations`
+    /// (at most 300 characters), what the script threw and where.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub failed_messages: BTreeMap<String, String>,
     /// Per second.
     pub series: Vec<ScenarioSecond>,
 }
@@ -134,6 +138,9 @@ impl ScenarioStats {
                 *n,
                 "scenario.failed_iterations",
             )?;
+        }
+        for (k, m) in &o.failed_messages {
+            self.failed_messages.entry(k.clone()).or_insert_with(|| m.clone());
         }
         for (k, t) in &o.tags {
             let mine = self.tags.entry(k.clone()).or_default();
@@ -257,6 +264,7 @@ pub struct ScenarioRecorder {
     ws_sent: u64,
     ws_received: u64,
     failed_iterations: BTreeMap<String, u64>,
+    failed_messages: BTreeMap<String, String>,
     groups: Vec<(String, Hist)>,
     /// VUs active now, per scenario.
     vus: Vec<u64>,
@@ -279,6 +287,7 @@ impl ScenarioRecorder {
             ws_sent: 0,
             ws_received: 0,
             failed_iterations: BTreeMap::new(),
+            failed_messages: BTreeMap::new(),
             groups: Vec::new(),
             vus: Vec::new(),
             point: ScenarioSecond::default(),
@@ -429,10 +438,15 @@ impl ScenarioRecorder {
         self.iteration.record(d);
     }
 
-    /// A k6 script's iteration ended in an exception of `class`.
-    pub fn iteration_failed(&mut self, now: Instant, class: &str) {
+    /// A k6 script's iteration ended in an exception of `class`, saying
+    /// `message` (kept for the first of each class).
+    pub fn iteration_failed(&mut self, now: Instant, class: &str, message: &str) {
         self.at(now);
         *self.failed_iterations.entry(class.to_string()).or_default() += 1;
+        if !self.failed_messages.contains_key(class) {
+            let kept: String = message.chars().take(300).collect();
+            self.failed_messages.insert(class.to_string(), kept);
+        }
     }
 
     /// An iteration could not start.
@@ -515,6 +529,7 @@ impl ScenarioRecorder {
             ws_sent: self.ws_sent,
             ws_received: self.ws_received,
             failed_iterations: self.failed_iterations,
+            failed_messages: self.failed_messages,
             series: self.series,
         }
     }

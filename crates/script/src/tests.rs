@@ -262,3 +262,20 @@ fn env_and_encoding_reach_the_script() {
     );
     assert_eq!(s.env_names, Some(vec!["WHO".to_string()]));
 }
+
+#[test]
+fn a_request_the_engine_refuses_throws_at_the_scripts_line() {
+    let s = load("import http from 'k6/http';\nexport default function () {\n  http.get('http://elsewhere/');\n}\n");
+    let mut vu = ScriptVu::new(&s, 1, &HashMap::new()).unwrap();
+    assert!(matches!(vu.resume(Input::Start), Yield::Request(_)));
+    match vu.resume(Input::Throw("not the target".into())) {
+        Yield::Failed { class, message } => {
+            assert_eq!(class, "script.error");
+            assert!(
+                message.contains("not the target") && message.contains("main.js:3"),
+                "{message}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}

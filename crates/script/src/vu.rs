@@ -596,7 +596,12 @@ fn describe<'js>(_ctx: &Ctx<'js>, sh: &Shared, e: CaughtError<'js>) -> (&'static
         CaughtError::Exception(x) => {
             let msg = x.message().unwrap_or_default();
             let stack = x.stack().unwrap_or_default();
-            let at = stack.lines().find(|l| l.contains(':')).map(str::trim).unwrap_or("");
+            // The script's own frame, not the k6 modules' wrappers.
+            let at = stack
+                .lines()
+                .find(|l| l.contains(':') && !l.contains("(k6:") && !l.contains("(k6/"))
+                .map(str::trim)
+                .unwrap_or("");
             if at.is_empty() { msg } else { format!("{msg} ({at})") }
         }
         CaughtError::Value(v) => format!("thrown: {v:?}"),

@@ -220,6 +220,11 @@ fn a_request_to_another_origin_fails_its_iteration_with_what_to_do() {
     let s = r.measurements.scenario.as_ref().unwrap();
     assert_eq!(s.iterations, 0);
     assert_eq!(s.failed_iterations.get("script.error"), Some(&2));
+    let said = &s.failed_messages["script.error"];
+    assert!(
+        said.contains("is not the run's target") && said.contains("script.js:5"),
+        "{said}"
+    );
     assert_eq!(r.measurements.requests.ok, 2, "only the target's requests are made");
 }
 
@@ -256,4 +261,9 @@ fn hostile_scripts_fail_their_iterations_with_a_class_and_the_run_goes_on() {
     }
     assert_eq!(r.measurements.requests.ok, 9, "each iteration's request was made first");
     assert!(out.contains("failed        9"), "{out}");
+    assert!(
+        s.failed_messages["script.timeout"].contains("more than 1s"),
+        "{:?}",
+        s.failed_messages
+    );
 }

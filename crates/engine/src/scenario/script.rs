@@ -35,7 +35,9 @@ pub(super) async fn iteration(ctx: &Ctx, sc: &Scen, vu: &mut Vu, intended: Optio
         None => match ScriptVu::new(script, vu.id, &sc.env) {
             Ok(js) => Box::new(js),
             Err(_) => {
-                with_scen(ctx, |r| r.iteration_failed(Instant::now(), "script.init"));
+                with_scen(ctx, |r| {
+                    r.iteration_failed(Instant::now(), "script.init", "the VU's stack could not be mapped")
+                });
                 return true;
             }
         },
@@ -80,8 +82,8 @@ pub(super) async fn iteration(ctx: &Ctx, sc: &Scen, vu: &mut Vu, intended: Optio
                 with_scen(ctx, |r| r.iteration(now, now.saturating_duration_since(started)));
                 break;
             }
-            Yield::Failed { class, .. } => {
-                with_scen(ctx, |r| r.iteration_failed(Instant::now(), class));
+            Yield::Failed { class, message } => {
+                with_scen(ctx, |r| r.iteration_failed(Instant::now(), class, &message));
                 break;
             }
             Yield::Ended => return false,

@@ -76,6 +76,9 @@ pub(crate) fn write_run(r: &RunResult, p: &ScenarioPlan, w: &mut dyn Write) -> i
             "failed",
             list.join(", ")
         )?;
+        for (class, message) in &s.failed_messages {
+            writeln!(w, "  {:<14}{class}, first: {message}", "")?;
+        }
     }
     if !s.iteration.is_empty() {
         let i = s.iteration.summary();
