@@ -117,6 +117,7 @@ pub(crate) fn start(ctx: &Rc<Ctx>, load: ScenarioLoad) {
             authority,
             script: load.script.clone(),
             names: RefCell::new(std::collections::HashMap::new()),
+            base_tags: Cell::new(None),
         }));
     }
     *ctx.scenario.borrow_mut() = Some(rec);

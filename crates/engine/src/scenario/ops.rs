@@ -121,6 +121,8 @@ pub(super) struct Scen {
     pub(super) script: Option<Arc<throng_script::Script>>,
     /// A script's request names and their `step:` tags.
     pub(super) names: RefCell<HashMap<String, usize>>,
+    /// A script's requests' first tags (all, `scenario:NAME`), once known.
+    pub(super) base_tags: Cell<Option<[usize; 2]>>,
 }
 
 impl Scen {

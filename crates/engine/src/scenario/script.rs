@@ -115,8 +115,13 @@ async fn send(
         .unwrap_or_else(|| r.url.split(['?', '#']).next().unwrap_or("").to_string());
     let step = step_tag(ctx, sc, &name);
     let mut tags = Vec::with_capacity(3 + groups.len());
-    if let Some(all) = with_scen(ctx, |rec| [rec.tag(""), rec.tag(&format!("scenario:{}", sc.def.name))]) {
-        tags.extend(all);
+    let base = sc
+        .base_tags
+        .get()
+        .or_else(|| with_scen(ctx, |rec| [rec.tag(""), rec.tag(&format!("scenario:{}", sc.def.name))]));
+    if let Some(b) = base {
+        sc.base_tags.set(Some(b));
+        tags.extend(b);
     }
     tags.push(step);
     tags.extend(groups.iter().map(|(_, t, _)| *t));
