@@ -25,6 +25,7 @@ impl Script {
         let mut files: HashMap<String, Arc<str>> = HashMap::new();
         let mut pending = vec![(main.to_string(), source.to_string())];
         let mut full = false;
+        let mut regex = false;
         let mut env_names: Option<Vec<String>> = Some(Vec::new());
         while let Some((name, text)) = pending.pop() {
             if files.contains_key(&name) {
@@ -32,6 +33,7 @@ impl Script {
             }
             let found = scan::scan(&name, &text)?;
             full |= found.full_intrinsics;
+            regex |= found.regex;
             match (&mut env_names, found.env_names) {
                 (Some(all), Some(mine)) => all.extend(mine),
                 _ => env_names = None,
@@ -52,7 +54,11 @@ impl Script {
         let mut script = Script {
             main: main.to_string(),
             sources: Sources { files: Arc::new(files) },
-            intrinsics: if full { Intrinsics::Full } else { Intrinsics::Small },
+            intrinsics: match (full, regex) {
+                (true, _) => Intrinsics::Full,
+                (false, true) => Intrinsics::Regex,
+                (false, false) => Intrinsics::Small,
+            },
             env_names,
             limits,
             options: Options::default(),

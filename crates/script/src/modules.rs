@@ -42,10 +42,17 @@ function form(o) {
 function duration(t) {
   if (t === undefined || t === null) return -1;
   if (typeof t === 'number') return t;
-  const m = /^([0-9.]+)(ms|s|m|h)?$/.exec(String(t).trim());
-  if (!m) throw new TypeError('params.timeout: ' + t + ' is not a duration (e.g. "10s", "500ms" or a number of milliseconds)');
-  const n = Number(m[1]);
-  return m[2] === 'ms' ? n : m[2] === 'm' ? n * 60000 : m[2] === 'h' ? n * 3600000 : m[2] === 's' ? n * 1000 : n;
+  const s = String(t).trim();
+  const units = [['ms', 1], ['s', 1000], ['m', 60000], ['h', 3600000]];
+  for (const [u, f] of units) {
+    if (s.endsWith(u) && !(u === 's' && s.endsWith('ms'))) {
+      const n = Number(s.slice(0, s.length - u.length));
+      if (s.length > u.length && n >= 0) return n * f;
+    }
+  }
+  const n = Number(s);
+  if (s.length === 0 || !(n >= 0)) throw new TypeError('params.timeout: ' + t + ' is not a duration (e.g. "10s", "500ms" or a number of milliseconds)');
+  return n;
 }
 const KNOWN = { headers: 1, tags: 1, timeout: 1 };
 export class Response {

@@ -24,6 +24,8 @@ pub(crate) struct Found {
     /// Relative files it imports, with the place of each.
     pub(crate) files: Vec<(String, usize, usize)>,
     pub(crate) full_intrinsics: bool,
+    /// It writes a regular expression (a literal, or `RegExp`).
+    pub(crate) regex: bool,
     /// `__ENV.NAME`s (None: `__ENV` read another way).
     pub(crate) env_names: Option<Vec<String>>,
 }
@@ -119,6 +121,10 @@ pub(crate) fn scan(file: &str, text: &str) -> Result<Found, ScriptError> {
     )
     .expect("valid pattern");
     found.full_intrinsics = full.is_match(&code);
+    // A `/` where an expression starts (not after a value, as a division
+    // is) and not a comment: a regular expression literal.
+    let regex = Regex::new(r"(?:^|[=(,:\[!&|?{};]|\breturn)\s*/[^/*\s]|\bRegExp\b").expect("valid pattern");
+    found.regex = regex.is_match(&code);
     let env_dot = Regex::new(r"\b__ENV\s*\.\s*([\w$]+)").expect("valid pattern");
     let names: Vec<String> = env_dot.captures_iter(&code).map(|c| c[1].to_string()).collect();
     let all = code.matches("__ENV").count();
@@ -244,6 +250,18 @@ mod tests {
         .unwrap();
         assert_eq!(f.env_names, Some(vec!["BASE".to_string(), "TOKEN".to_string()]));
         assert!(f.full_intrinsics);
+        assert!(!f.regex);
+        assert!(scan("t.js", "const ok = /^a+$/.test(s);").unwrap().regex);
+        assert!(
+            scan("t.js", "check(r, { m: (r) => r.body.match(/id=(\\d+)/) });")
+                .unwrap()
+                .regex
+        );
+        assert!(
+            !scan("t.js", "const half = total / 2; const u = 'http://h/x';")
+                .unwrap()
+                .regex
+        );
         let f = scan("t.js", "const k = 'X'; const a = __ENV[k];").unwrap();
         assert_eq!(f.env_names, None);
         let f = scan("t.js", "import { helper } from './lib/h.js';").unwrap();

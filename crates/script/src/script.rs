@@ -7,9 +7,11 @@ use crate::options::Options;
 /// Which intrinsics a VU's context gets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Intrinsics {
-    /// What k6 scripts mostly use: JSON, regular expressions, promises
-    /// (module evaluation needs them).
+    /// What k6 scripts mostly use: JSON.
     Small,
+    /// And regular expressions (the script writes a regular expression
+    /// literal or names `RegExp`).
+    Regex,
     /// Date, Map, Set, typed arrays, Proxy, BigInt… (the script names one).
     Full,
 }

@@ -248,9 +248,6 @@ impl Drop for ScriptVu {
 /// iteration per `Start` until `Abort`.
 fn body(script: &Script, sh: &Rc<Shared>, vu: u64, env: Vec<(String, String)>, first: Input) {
     let made = Runtime::new().and_then(|rt| {
-        // The runtime measures its stack from here, the coroutine's stack.
-        // SAFETY: a live runtime; called on the stack it will run on.
-        unsafe { rquickjs::qjs::JS_UpdateStackTop(rt_ptr(&rt)) };
         rt.set_max_stack_size(script.limits.stack.saturating_sub(STACK_MARGIN));
         rt.set_memory_limit(script.limits.memory);
         let h = Rc::clone(sh);
@@ -263,7 +260,9 @@ fn body(script: &Script, sh: &Rc<Shared>, vu: u64, env: Vec<(String, String)>, f
         })));
         rt.set_loader(script.sources.clone(), script.sources.clone());
         let cx = match script.intrinsics {
-            Intrinsics::Small => Context::custom::<(
+            // Promise: module evaluation settles one.
+            Intrinsics::Small => Context::custom::<(intrinsic::Eval, intrinsic::Json, intrinsic::Promise)>(&rt),
+            Intrinsics::Regex => Context::custom::<(
                 intrinsic::Eval,
                 intrinsic::Json,
                 intrinsic::Promise,
@@ -272,6 +271,11 @@ fn body(script: &Script, sh: &Rc<Shared>, vu: u64, env: Vec<(String, String)>, f
             )>(&rt),
             Intrinsics::Full => Context::full(&rt),
         }?;
+        // The runtime measures its stack from here, the coroutine's stack
+        // (before any JavaScript runs), and bounds it below the stack's end.
+        // SAFETY: a live runtime; called on the stack it will run on.
+        unsafe { rquickjs::qjs::JS_UpdateStackTop(cx.get_runtime_ptr()) };
+        rt.set_max_stack_size(script.limits.stack.saturating_sub(STACK_MARGIN));
         Ok((rt, cx))
     });
     let (rt, cx) = match made {
@@ -341,14 +345,6 @@ fn body(script: &Script, sh: &Rc<Shared>, vu: u64, env: Vec<(String, String)>, f
     });
     drop(cx);
     drop(rt);
-}
-
-fn rt_ptr(rt: &Runtime) -> *mut rquickjs::qjs::JSRuntime {
-    // The runtime's raw pointer is reachable through a context only.
-    match Context::base(rt) {
-        Ok(c) => c.get_runtime_ptr(),
-        Err(_) => std::ptr::null_mut(),
-    }
 }
 
 /// A VU whose runtime or module failed: each iteration fails the same way.
