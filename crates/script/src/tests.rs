@@ -279,3 +279,59 @@ fn a_request_the_engine_refuses_throws_at_the_scripts_line() {
         other => panic!("{other:?}"),
     }
 }
+
+/// Resident memory per VU, each suspended inside `sleep` after a request:
+/// `cargo test --release -p throng-script -- --ignored --nocapture rss`.
+#[test]
+#[ignore = "a measurement: run by hand (see docs/PERFORMANCE.md)"]
+fn rss_per_suspended_vu() {
+    fn rss_kb() -> u64 {
+        let statm = std::fs::read_to_string("/proc/self/statm").unwrap();
+        statm.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 4
+    }
+    let n: usize = std::env::var("VUS").ok().and_then(|v| v.parse().ok()).unwrap_or(1000);
+    for (what, src) in [
+        (
+            "k6 only",
+            "import { sleep } from 'k6';\nexport default function () { sleep(1); }\n",
+        ),
+        (
+            "a GET, a check, a sleep",
+            "import http from 'k6/http';\nimport { check, sleep } from 'k6';\nexport default function () {\n  const r = \
+             http.get('http://h/');\n  check(r, { ok: (r) => r.status === 200 });\n  sleep(1);\n}\n",
+        ),
+    ] {
+        let s = load(src);
+        let before = rss_kb();
+        let mut vus = Vec::with_capacity(n);
+        for i in 0..n {
+            let mut vu = ScriptVu::new(&s, i as u64 + 1, &HashMap::new()).unwrap();
+            let mut y = vu.resume(Input::Start);
+            // Two iterations: to the second's sleep.
+            for _ in 0..2 {
+                while !matches!(y, Yield::Sleep(_)) {
+                    y = match y {
+                        Yield::Request(_) => vu.resume(Input::Response(Response {
+                            status: 200,
+                            body: b"hello".to_vec(),
+                            ..Response::default()
+                        })),
+                        Yield::IterationDone => vu.resume(Input::Start),
+                        Yield::Check { .. } => vu.resume(Input::Resumed),
+                        other => panic!("{other:?}"),
+                    };
+                }
+                if vus.len() == i {
+                    y = vu.resume(Input::Resumed);
+                    if matches!(y, Yield::IterationDone) {
+                        y = vu.resume(Input::Start);
+                    }
+                }
+            }
+            vus.push(vu);
+        }
+        let after = rss_kb();
+        println!("{what}: {n} VUs, {:.1} KB per VU", (after - before) as f64 / n as f64);
+        drop(vus);
+    }
+}
