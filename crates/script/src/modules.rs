@@ -35,7 +35,6 @@ export default { check, sleep, group, fail };
 /// `k6/http`: the request functions and `Response`.
 const K6_HTTP: &str = r#"
 const h = globalThis.__throng;
-function canon(k) { return k.split('-').map(p => p.charAt(0).toUpperCase() + p.slice(1).toLowerCase()).join('-'); }
 function form(o) {
   return Object.keys(o).map(k => encodeURIComponent(k) + '=' + encodeURIComponent(String(o[k]))).join('&');
 }
@@ -86,9 +85,6 @@ export function request(method, url, body, params) {
   const tags = params.tags || {};
   const name = tags.name === undefined ? null : String(tags.name);
   const r = h.request(String(method).toUpperCase(), String(url), b, headers, name, duration(params.timeout));
-  const hs = {};
-  for (let i = 0; i + 1 < r.headers.length; i += 2) hs[canon(r.headers[i])] = r.headers[i + 1];
-  r.headers = hs;
   r.url = String(url);
   r.request = { method: String(method).toUpperCase(), url: String(url) };
   return new Response(r);

@@ -335,11 +335,13 @@ fn body(script: &Script, sh: &Rc<Shared>, vu: u64, env: Vec<(String, String)>, f
                 Ok(_) => Yield::IterationDone,
                 Err(e) => {
                     let (class, message) = describe(&ctx, sh, e);
+                    // A failed iteration may leave cycles (or a heap at its
+                    // limit): collected now. A completed one leaves them to
+                    // QuickJS's own threshold (reference counts free the rest).
+                    ctx.run_gc();
                     Yield::Failed { class, message }
                 }
             };
-            // A script that ran out of memory gets its garbage back.
-            ctx.run_gc();
             input = sh.suspend(y);
         }
     });
@@ -555,10 +557,22 @@ fn response<'js>(ctx: &Ctx<'js>, r: Response) -> rquickjs::Result<Object<'js>> {
     let o = Object::new(ctx.clone())?;
     o.set("status", r.status)?;
     o.set("body", String::from_utf8_lossy(&r.body).as_ref())?;
-    let mut hs = Vec::with_capacity(r.headers.len() * 2);
+    // k6's canonical names: `content-type` is `Content-Type`.
+    let hs = Object::new(ctx.clone())?;
+    let mut name = String::new();
     for (k, v) in r.headers {
-        hs.push(k);
-        hs.push(v);
+        name.clear();
+        for (i, part) in k.split('-').enumerate() {
+            if i > 0 {
+                name.push('-');
+            }
+            let mut cs = part.chars();
+            if let Some(c) = cs.next() {
+                name.push(c.to_ascii_uppercase());
+                name.extend(cs.map(|c| c.to_ascii_lowercase()));
+            }
+        }
+        hs.set(name.as_str(), v)?;
     }
     o.set("headers", hs)?;
     let t = Object::new(ctx.clone())?;
