@@ -125,6 +125,8 @@ pub(crate) struct ScenarioLoad {
     /// A `setup:` run: each VU leaves its variables here when an iteration
     /// ends (None in load runs).
     pub keep: Option<Arc<std::sync::Mutex<HashMap<String, String>>>>,
+    /// A k6 script its VUs run instead of the flow.
+    pub script: Option<Arc<throng_script::Script>>,
 }
 
 /// Counters every worker of the run shares (one atomic add per iteration).

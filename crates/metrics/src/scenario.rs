@@ -114,6 +114,15 @@ pub struct ScenarioStats {
     /// expect matched them or passed them over).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub ws_received: u64,
+    /// k6 scripts: iterations that ended in an exception, by class
+    /// (`script.error`, `script.timeout`, `script.memory`, `script.stack`,
+    /// `script.init`); not counted in `iterations`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub failed_iterations: BTreeMap<String, u64>,
+    /// The first failure's message of each class in `failed_iterations`
+    /// (at most 300 characters), what the script threw and where.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub failed_messages: BTreeMap<String, String>,
     /// Per second.
     pub series: Vec<ScenarioSecond>,
     /// The file's custom metrics (`metrics:`), by name.
@@ -135,6 +144,16 @@ impl ScenarioStats {
             }
         }
         add(&mut self.ws_received, o.ws_received, "scenario.ws_received")?;
+        for (k, n) in &o.failed_iterations {
+            add(
+                self.failed_iterations.entry(k.clone()).or_default(),
+                *n,
+                "scenario.failed_iterations",
+            )?;
+        }
+        for (k, m) in &o.failed_messages {
+            self.failed_messages.entry(k.clone()).or_insert_with(|| m.clone());
+        }
         for (k, t) in &o.tags {
             let mine = self.tags.entry(k.clone()).or_default();
             add(&mut mine.requests, t.requests, "scenario.tags.requests")?;
@@ -256,6 +275,8 @@ pub struct ScenarioRecorder {
     truncated_bodies: u64,
     ws_sent: u64,
     ws_received: u64,
+    failed_iterations: BTreeMap<String, u64>,
+    failed_messages: BTreeMap<String, String>,
     groups: Vec<(String, Hist)>,
     custom: Vec<(String, CustomStats)>,
     /// VUs active now, per scenario.
@@ -278,6 +299,8 @@ impl ScenarioRecorder {
             truncated_bodies: 0,
             ws_sent: 0,
             ws_received: 0,
+            failed_iterations: BTreeMap::new(),
+            failed_messages: BTreeMap::new(),
             groups: Vec::new(),
             custom: Vec::new(),
             vus: Vec::new(),
@@ -446,6 +469,17 @@ impl ScenarioRecorder {
         self.iteration.record(d);
     }
 
+    /// A k6 script's iteration ended in an exception of `class`, saying
+    /// `message` (kept for the first of each class).
+    pub fn iteration_failed(&mut self, now: Instant, class: &str, message: &str) {
+        self.at(now);
+        *self.failed_iterations.entry(class.to_string()).or_default() += 1;
+        if !self.failed_messages.contains_key(class) {
+            let kept: String = message.chars().take(300).collect();
+            self.failed_messages.insert(class.to_string(), kept);
+        }
+    }
+
     /// An iteration could not start.
     pub fn dropped_iteration(&mut self, now: Instant) {
         self.dropped_iterations(now, 1);
@@ -525,6 +559,8 @@ impl ScenarioRecorder {
             truncated_bodies: self.truncated_bodies,
             ws_sent: self.ws_sent,
             ws_received: self.ws_received,
+            failed_iterations: self.failed_iterations,
+            failed_messages: self.failed_messages,
             series: self.series,
             custom: self.custom.into_iter().collect(),
         }

@@ -147,10 +147,10 @@ fn not_a_scenario(file: &str) -> String {
         .iter()
         .any(|x| file.to_ascii_lowercase().ends_with(x));
     if script {
-        "this is a script, not a scenario file: throng run reads a YAML file with target: and \
-         scenarios: (see docs/scenarios.md, which maps k6's options and calls to it); JavaScript is \
-         not run yet. To start a scenario from what you have, `throng import curl|har|postman|openapi \
-         FILE` writes one"
+        "this is a script, not a scenario file: `throng run` runs k6 scripts named .js or .mjs \
+         (CommonJS and TypeScript are not run yet) and otherwise reads a YAML file with target: and \
+         scenarios: (see docs/scenarios.md, which maps k6's options and calls to it). To start a \
+         scenario from what you have, `throng import curl|har|postman|openapi FILE` writes one"
             .to_string()
     } else {
         "not a scenario file: it should be a YAML mapping with target: and scenarios: (see \

@@ -28,10 +28,14 @@ pub fn run(c: RunCmd) -> anyhow::Result<ExitCode> {
     };
     let trace = throng_plan::trace_context_of(c.trace_context.map(super::http::sampling), c.slowest)
         .map_err(|e| UsageError(e.to_string()))?;
-    let mut plan = load(&c.file, c.scale, &target)?
-        .with_secret_headers(&c.secret_headers)
-        .and_then(|p| p.with_trace_context(trace))
-        .map_err(|e| UsageError(e.to_string()))?;
+    let script = load_script(&c.file, &env, c.target.as_deref())?;
+    let mut plan = match &script {
+        Some((_, yaml)) => parse(&c.file, yaml, true, c.scale, &target)?,
+        None => load(&c.file, c.scale, &target)?,
+    }
+    .with_secret_headers(&c.secret_headers)
+    .and_then(|p| p.with_trace_context(trace))
+    .map_err(|e| UsageError(e.to_string()))?;
     if let Some(s) = &seg.segment {
         plan = plan.segmented(s);
     }
@@ -78,6 +82,7 @@ pub fn run(c: RunCmd) -> anyhow::Result<ExitCode> {
         }),
         start_at_unix_ms: seg.start_at_unix_ms,
         reach: super::reach::scenario(&c.reach, &plan.target.host)?,
+        script: script.map(|(s, _)| s),
     };
     super::export::refuse_rows_with_repeat(&c.output.export, c.repeat.count)?;
     let watch = Watch::start(
@@ -186,13 +191,84 @@ fn unread_env(file: &Path, given: &[(String, String)], read: &[String]) -> Optio
 /// it, its target may come from `--target` or the environment.
 fn load(file: &Path, scale: Option<f64>, target: &TargetInputs) -> anyhow::Result<ScenarioPlan> {
     let text = super::shared::read_plan_file(file, "scenario file")?;
+    parse(file, &text, false, scale, target)
+}
+
+/// A k6 script (`.js`, `.mjs`): loaded (its imports read beside it,
+/// bounded), refused before the run where throng does not run what it
+/// uses; with the scenario file's text its options make. None for a
+/// scenario file.
+fn load_script(
+    file: &Path,
+    env: &std::collections::HashMap<String, String>,
+    target: Option<&str>,
+) -> anyhow::Result<Option<(std::sync::Arc<throng_script::Script>, String)>> {
+    let lower = file.to_string_lossy().to_ascii_lowercase();
+    if !(lower.ends_with(".js") || lower.ends_with(".mjs")) {
+        return Ok(None);
+    }
+    let text = super::shared::read_plan_file(file, "script")?;
+    let dir: PathBuf = file.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    let read = |name: &str| super::shared::read_side_file(&dir.join(name)).map_err(|e| e.to_string());
+    let main = file
+        .file_name()
+        .map_or_else(|| "script.js".to_string(), |n| n.to_string_lossy().into_owned());
+    let script =
+        throng_script::Script::load(&main, &text, &read, env, throng_script::Limits::default()).map_err(|mut e| {
+            // Name the file as the user gave it.
+            if e.file == main {
+                e.file = file.display().to_string();
+            }
+            UsageError(e.to_string())
+        })?;
+    let origin = match target {
+        Some(t) => t.to_string(),
+        None => first_origin(&text).ok_or_else(|| {
+            UsageError(format!(
+                "{}: no http:// or https:// URL written in the script to take the target from; give --target \
+                 http://host:port (throng runs a script's requests against one origin)",
+                file.display()
+            ))
+        })?,
+    };
+    let yaml = script.options.scenario_yaml(&origin);
+    Ok(Some((std::sync::Arc::new(script), yaml)))
+}
+
+/// The origin of the first absolute URL the script writes.
+fn first_origin(text: &str) -> Option<String> {
+    let at = text.find("http://").or_else(|| text.find("https://"))?;
+    let rest = &text[at..];
+    let scheme_end = rest.find("://")? + 3;
+    let end = rest[scheme_end..]
+        .find(|c: char| c == '/' || c == '\'' || c == '"' || c == '`' || c == '$' || c.is_whitespace())
+        .map_or(rest.len(), |i| scheme_end + i);
+    Some(rest[..end].to_string())
+}
+
+/// A scenario file's text (`script`: made from a k6 script's options,
+/// whose errors name the script, not a line of the text).
+fn parse(
+    file: &Path,
+    text: &str,
+    script: bool,
+    scale: Option<f64>,
+    target: &TargetInputs,
+) -> anyhow::Result<ScenarioPlan> {
+    let text = text.to_string();
     let dir: PathBuf = file.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf);
     let read = |name: &str| super::shared::read_side_file(&dir.join(name)).map_err(|e| e.to_string());
     let reflect = |t: &throng_scenario::BaseUrl, tls: Option<&throng_plan::TlsSettings>, service: &str| {
         super::grpc_reflect::for_scenario(t, tls, &dir, service)
     };
     let plan = ScenarioPlan::parse_reflecting(&text, &file.display().to_string(), &read, target, Some(&reflect))
-        .map_err(|e| UsageError(e.to_string()))?;
+        .map_err(|e| {
+            UsageError(if script {
+                format!("{}: options: {}", file.display(), e.message)
+            } else {
+                e.to_string()
+            })
+        })?;
     Ok(match scale {
         None => plan,
         Some(f) if f.is_finite() && f > 0.0 => plan.scaled(f),

@@ -73,6 +73,7 @@ mod http_nginx;
 mod image;
 mod import;
 mod inputs;
+mod k6;
 mod leaks;
 mod matrix;
 mod memory;

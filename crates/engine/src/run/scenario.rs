@@ -49,6 +49,8 @@ pub struct ScenarioOptions {
     /// `-4`/`-6`, `--connect-to`, `--resolve` (no proxy: scenarios build
     /// their own requests, in origin form).
     pub reach: throng_plan::Reach,
+    /// A k6 script: the scenario's VUs run it instead of the file's flow.
+    pub script: Option<Arc<throng_script::Script>>,
 }
 
 /// Runs a scenario file's scenarios to completion and returns the result,
@@ -348,6 +350,7 @@ fn run_load(
                 dests: Arc::clone(&dests),
                 setup: Arc::clone(&setup),
                 keep: keep.clone(),
+                script: options.script.clone(),
             }),
             rows: None,
             targets: None,

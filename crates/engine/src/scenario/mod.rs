@@ -38,6 +38,7 @@
 //! | `vu.rs` | a VU task and its iterations |
 //! | `request.rs`, `stream.rs` | a `request:` step in HTTP/1.1; as a stream in HTTP/2 or HTTP/3 |
 //! | `grpc.rs`, `ws.rs` | a `grpc:` step; a `websocket:` step |
+//! | `script.rs` | a k6 script's iteration: its VU resumed, each request it makes sent as a `request:` step |
 //! | `render.rs` | a step's request rendered from its templates |
 //! | `flight.rs` | a request under way and how it ends (answered, unanswered, never sent) |
 //! | `ops.rs` | the compiled steps, a scenario on a worker, a VU's state |
@@ -63,6 +64,7 @@ mod grpc;
 mod ops;
 mod render;
 mod request;
+mod script;
 mod stream;
 mod vu;
 mod ws;
@@ -86,7 +88,9 @@ pub(crate) fn start(ctx: &Rc<Ctx>, load: ScenarioLoad) {
         let scenario_tag = rec.tag(&format!("scenario:{}", def.name));
         let mut ops = Vec::new();
         let jar = def.cookies != Cookies::Off;
-        compile(&def.flow, &[all, scenario_tag], jar, &mut rec, &mut ops);
+        if load.script.is_none() {
+            compile(&def.flow, &[all, scenario_tag], jar, &mut rec, &mut ops);
+        }
         let stage_tags = throng_scenario::stage_names(def)
             .iter()
             .map(|n| rec.tag(&format!("stage:{n}")))
@@ -117,6 +121,9 @@ pub(crate) fn start(ctx: &Rc<Ctx>, load: ScenarioLoad) {
             base: target.clone(),
             dest: Arc::clone(dest),
             authority,
+            script: load.script.clone(),
+            names: RefCell::new(std::collections::HashMap::new()),
+            base_tags: Cell::new(None),
         }));
     }
     *ctx.scenario.borrow_mut() = Some(rec);

@@ -129,6 +129,12 @@ pub(super) struct Scen {
     pub(super) base: BaseUrl,
     pub(super) dest: Arc<Dest>,
     pub(super) authority: Authority,
+    /// A k6 script the VUs run instead of `ops` (`script.rs`).
+    pub(super) script: Option<Arc<throng_script::Script>>,
+    /// A script's request names and their `step:` tags.
+    pub(super) names: RefCell<HashMap<String, usize>>,
+    /// A script's requests' first tags (all, `scenario:NAME`), once known.
+    pub(super) base_tags: Cell<Option<[usize; 2]>>,
 }
 
 impl Scen {
@@ -188,6 +194,9 @@ pub(super) struct Vu {
     pub(super) session: Session,
     /// A socket a `websocket:` step kept (`keep: true`).
     pub(super) ws: Option<Kept>,
+    /// A k6 script's VU (its runtime and coroutine), made at its first
+    /// iteration.
+    pub(super) js: Option<Box<throng_script::ScriptVu>>,
 }
 
 pub(super) fn with_scen<T>(ctx: &Ctx, f: impl FnOnce(&mut ScenarioRecorder) -> T) -> Option<T> {

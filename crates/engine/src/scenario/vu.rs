@@ -14,7 +14,7 @@ use throng_plan::Rng;
 use throng_scenario::{AddValue, CookieJar, Cookies, Cursor, Executor, Think};
 
 use super::ops::{Op, Scen, Vu, sleep_until, with_scen};
-use super::{grpc, render, request, ws};
+use super::{grpc, render, request, script, ws};
 use crate::conn::close;
 use crate::ctx::{Ctx, TaskGuard};
 use crate::proto::session::Session;
@@ -35,6 +35,7 @@ pub(super) async fn vu(guard: TaskGuard, sc: Rc<Scen>, slot: usize) {
         conns: Conns::default(),
         session: Session::new(false),
         ws: None,
+        js: None,
     };
     let open = sc.def.executor.is_open();
     loop {
@@ -147,6 +148,10 @@ async fn next_job(sc: &Scen, ctx: &Ctx, slot: usize) -> Option<Instant> {
 
 /// One iteration of the flow; true when it ran to its end.
 async fn iteration(ctx: &Ctx, sc: &Scen, vu: &mut Vu, intended: Option<Instant>) -> bool {
+    if sc.script.is_some() {
+        // Boxed: flow VUs keep their smaller future.
+        return Box::pin(script::iteration(ctx, sc, vu, intended)).await;
+    }
     let started = intended.unwrap_or_else(Instant::now);
     vu.vars.clear();
     vu.trace = ctx.spec.trace.as_ref().map(crate::trace::Tracer::trace_id);

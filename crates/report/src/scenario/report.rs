@@ -44,6 +44,13 @@ pub(crate) fn write_run(r: &RunResult, p: &ScenarioPlan, w: &mut dyn Write) -> i
     for note in &r.notes {
         writeln!(w, "  note: {note}")?;
     }
+    if is_script(&p.file) {
+        writeln!(
+            w,
+            "  k6 names: http_req_duration = response, http_req_failed = errors, http_reqs = requests, \
+             iteration_duration = iteration, checks = checks, group_duration = group_duration"
+        )?;
+    }
     for (what, push) in r.pushes() {
         writeln!(w, "  {}", push.summary(what))?;
     }
@@ -60,6 +67,19 @@ pub(crate) fn write_run(r: &RunResult, p: &ScenarioPlan, w: &mut dyn Write) -> i
         s.dropped_iterations,
         throng_plan::count(s.vus_max, "VU")
     )?;
+    if !s.failed_iterations.is_empty() {
+        let total: u64 = s.failed_iterations.values().sum();
+        let list: Vec<String> = s.failed_iterations.iter().map(|(k, n)| format!("{k} {n}")).collect();
+        writeln!(
+            w,
+            "  {:<14}{total} ({}): the script threw, not counted as completed",
+            "failed",
+            list.join(", ")
+        )?;
+        for (class, message) in &s.failed_messages {
+            writeln!(w, "  {:<14}{class}, first: {message}", "")?;
+        }
+    }
     if !s.iteration.is_empty() {
         let i = s.iteration.summary();
         writeln!(
@@ -609,4 +629,10 @@ pub(crate) fn write_thresholds(r: &RunResult, w: &mut dyn Write) -> io::Result<(
         )?;
     }
     writeln!(w)
+}
+
+/// The plan came from a k6 script (`throng run script.js`).
+fn is_script(file: &str) -> bool {
+    let f = file.to_ascii_lowercase();
+    f.ends_with(".js") || f.ends_with(".mjs")
 }

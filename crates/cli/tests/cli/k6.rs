@@ -1,0 +1,269 @@
+//! `throng run script.js`: k6 scripts run as they are, against nginx in
+//! front of the lab's auth service (nginx's access log is the server's own
+//! count); what throng does not run is refused before the run at its line;
+//! hostile scripts fail their iterations with a class, bounded.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+
+use crate::common;
+
+use common::{assert_books_balance, output, schema_violations, throng};
+use throng_result::RunResult;
+
+/// Runs `throng run FILE` (the script written as `file` in a temporary
+/// folder, with `files` beside it): exit code, stdout+stderr, result.
+fn run(script: &str, files: &[(&str, &str)], args: &[&str]) -> (i32, String, Option<RunResult>, Vec<String>) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("script.js");
+    std::fs::write(&file, script).unwrap();
+    for (name, text) in files {
+        let p = dir.path().join(name);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    let json = dir.path().join("out.json");
+    let out = output(
+        throng()
+            .arg("run")
+            .arg(&file)
+            .args(["--json", json.to_str().unwrap()])
+            .args(args),
+    );
+    let result = common::read_result(&json);
+    let violations = if result.is_some() {
+        schema_violations(&json)
+    } else {
+        Vec::new()
+    };
+    (
+        out.status.code().unwrap_or(-1),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+        result,
+        violations,
+    )
+}
+
+/// nginx passing `/auth/` to the lab, logging `$request_method $uri
+/// $status`.
+fn front(lab: std::net::SocketAddr, log: &Path) -> common::Nginx {
+    common::Nginx::start_http(
+        "log_format s '$request_method $uri $status';",
+        &format!(
+            "access_log {} s;\nlocation /auth/ {{ proxy_pass http://{lab}; }}\nlocation / {{ return 200 'hello'; }}",
+            log.display()
+        ),
+    )
+}
+
+const LOGIN: &str = r#"
+import http from 'k6/http';
+import { check, group, sleep } from 'k6';
+import { json } from './lib/headers.js';
+
+export const options = {
+  vus: 3,
+  iterations: 9,
+  thresholds: { http_req_duration: ['p(95)<5000'], checks: ['rate>0.99'], http_req_failed: ['rate<0.01'] },
+};
+
+const BASE = 'BASE_URL';
+
+export default function () {
+  const email = `u${__VU}-${__ITER}-${Math.random()}@example.test`;
+  const reg = http.post(`${BASE}/auth/register`, JSON.stringify({ email, password: 'pw-k6' }), json('register'));
+  check(reg, { registered: (r) => r.status === 200 && r.json('otp') !== undefined });
+  http.post(`${BASE}/auth/verify-otp`, JSON.stringify({ email, otp: reg.json('otp') }), json('verify'));
+  const login = http.post(`${BASE}/auth/login`, JSON.stringify({ email, password: 'pw-k6' }), json('login'));
+  const token = login.json('access_token');
+  check(login, { 'has token': () => typeof token === 'string' && token.length > 0 });
+  group('api', () => {
+    for (let i = 0; i < 2; i++) {
+      const me = http.get(`${BASE}/auth/me`, { headers: { Authorization: `Bearer ${token}` }, tags: { name: 'me' } });
+      check(me, { 'is me': (r) => r.status === 200 && r.json('email') === email });
+    }
+  });
+  sleep(0.01);
+}
+"#;
+
+const HEADERS: &str = r#"
+export function json(name) {
+  return { headers: { 'Content-Type': 'application/json' }, tags: { name } };
+}
+"#;
+
+#[test]
+fn a_login_script_runs_as_it_is_and_nginx_counts_what_throng_counts() {
+    let lab = common::auth_lab();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("access.log");
+    let nginx = front(lab.addr(), &log);
+    let script = LOGIN.replace("BASE_URL", &nginx.url(""));
+    let (code, out, r, violations) = run(&script, &[("lib/headers.js", HEADERS)], &["--threads", "2"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(violations.is_empty(), "{violations:#?}");
+    let r = r.unwrap();
+    assert_books_balance(&r);
+    let s = r.measurements.scenario.as_ref().unwrap();
+    assert_eq!(s.iterations, 9, "{out}");
+    assert!(s.failed_iterations.is_empty(), "{:?}", s.failed_iterations);
+    for (step, n) in [("register", 9), ("verify", 9), ("login", 9), ("me", 18)] {
+        let t = &s.tags[&format!("step:{step}")];
+        assert_eq!((t.requests, t.failed), (n, 0), "step:{step}");
+    }
+    assert_eq!(s.tags["group:api"].requests, 18);
+    assert_eq!(s.checks["registered"].passes, 9);
+    assert_eq!(s.checks["has token"].passes, 9);
+    assert_eq!(s.checks["is me"].passes, 18);
+    assert_eq!(s.checks["is me"].fails, 0);
+    assert_eq!(r.measurements.requests.ok, 45);
+    // nginx's own count: every request throng counted, each answered 200.
+    let lines = common::access_log(&log);
+    for (line, n) in [
+        ("POST /auth/register 200", 9),
+        ("POST /auth/verify-otp 200", 9),
+        ("POST /auth/login 200", 9),
+        ("GET /auth/me 200", 18),
+    ] {
+        assert_eq!(lines.iter().filter(|l| *l == line).count(), n, "{line}: {lines:?}");
+    }
+    assert_eq!(lines.len(), 45, "{lines:?}");
+    assert!(
+        out.contains("http_req_duration = response"),
+        "k6 names beside throng's: {out}"
+    );
+    assert!(out.contains("response: p(95)<5000ms"), "{out}");
+}
+
+#[test]
+fn a_wrong_token_fails_its_checks_and_the_threshold_on_k6s_checks() {
+    let lab = common::auth_lab();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("access.log");
+    let nginx = front(lab.addr(), &log);
+    let script = LOGIN
+        .replace("BASE_URL", &nginx.url(""))
+        .replace("login.json('access_token')", "login.json('no_such_field')");
+    let (code, out, r, _) = run(&script, &[("lib/headers.js", HEADERS)], &[]);
+    assert_eq!(code, 99, "a failed threshold exits 99: {out}");
+    let r = r.unwrap();
+    let s = r.measurements.scenario.as_ref().unwrap();
+    assert_eq!(s.checks["is me"].fails, 18);
+    assert_eq!(s.tags["step:me"].failed, 18, "401s are not the expected status");
+    let lines = common::access_log(&log);
+    assert_eq!(
+        lines.iter().filter(|l| *l == "GET /auth/me 401").count(),
+        18,
+        "{lines:?}"
+    );
+}
+
+#[test]
+fn what_throng_does_not_run_is_refused_before_the_run_at_its_line() {
+    let nginx = common::Nginx::start("location / { return 200; }");
+    let base = nginx.url("/");
+    for (script, want) in [
+        (
+            format!(
+                "import http from 'k6/http';\nimport ws from 'k6/ws';\nexport default function () {{ http.get('{base}'); }}\n"
+            ),
+            "script.js:2:17: module 'k6/ws' is not supported",
+        ),
+        (
+            format!("import http from 'k6/http';\nexport default function () {{\n  http.batch(['{base}']);\n}}\n"),
+            "script.js:3:8: 'batch' from 'k6/http' is not supported",
+        ),
+        (
+            format!(
+                "import http from 'k6/http';\nexport function setup() {{}}\nexport default function () {{ http.get('{base}'); }}\n"
+            ),
+            "script.js:2:17: setup() is not supported",
+        ),
+        (
+            format!(
+                "import http from 'k6/http';\nexport const options = {{\n  scenarios: {{ a: {{ executor: 'externally-controlled' }} }},\n}};\nexport default function () {{ http.get('{base}'); }}\n"
+            ),
+            "script.js:3:3: options.scenarios is not supported",
+        ),
+        (
+            format!(
+                "import http from 'k6/http';\nexport const options = {{ thresholds: {{ my_trend: ['avg<1'] }} }};\nexport default function () {{ http.get('{base}'); }}\n"
+            ),
+            "threshold on 'my_trend'",
+        ),
+    ] {
+        let (code, out, r, _) = run(&script, &[], &[]);
+        assert_eq!(code, 2, "{out}");
+        assert!(out.contains(want), "want '{want}' in: {out}");
+        assert!(r.is_none(), "nothing ran");
+    }
+}
+
+#[test]
+fn a_request_to_another_origin_fails_its_iteration_with_what_to_do() {
+    let nginx = common::Nginx::start("location / { return 200; }");
+    let script = format!(
+        "import http from 'k6/http';\nexport const options = {{ iterations: 2 }};\nexport default function () {{\n  \
+         http.get('{}');\n  http.get('http://127.0.0.1:1/elsewhere');\n}}\n",
+        nginx.url("/")
+    );
+    let (code, out, r, _) = run(&script, &[], &[]);
+    assert_eq!(code, 0, "{out}");
+    let r = r.unwrap();
+    assert_books_balance(&r);
+    let s = r.measurements.scenario.as_ref().unwrap();
+    assert_eq!(s.iterations, 0);
+    assert_eq!(s.failed_iterations.get("script.error"), Some(&2));
+    let said = &s.failed_messages["script.error"];
+    assert!(
+        said.contains("is not the run's target") && said.contains("script.js:5"),
+        "{said}"
+    );
+    assert_eq!(r.measurements.requests.ok, 2, "only the target's requests are made");
+}
+
+const HOSTILE: &str = r#"
+import http from 'k6/http';
+export const options = { vus: 2, iterations: 9 };
+function deep(n) { return deep(n + 1) + 1; }
+export default function () {
+  http.get('BASE_URL');
+  if (__ITER % 3 === 0) { while (true) {} }
+  if (__ITER % 3 === 1) { deep(0); }
+  const a = []; for (;;) a.push('x'.repeat(1 << 20) + a.length);
+}
+"#;
+
+#[test]
+fn hostile_scripts_fail_their_iterations_with_a_class_and_the_run_goes_on() {
+    let nginx = common::Nginx::start("location / { return 200; }");
+    let (code, out, r, violations) = run(&HOSTILE.replace("BASE_URL", &nginx.url("/")), &[], &[]);
+    assert_eq!(code, 0, "{out}");
+    assert!(violations.is_empty(), "{violations:#?}");
+    let r = r.unwrap();
+    assert_books_balance(&r);
+    let s = r.measurements.scenario.as_ref().unwrap();
+    assert_eq!(s.iterations, 0);
+    let total: u64 = s.failed_iterations.values().sum();
+    assert_eq!(total, 9, "{:?}", s.failed_iterations);
+    for class in ["script.timeout", "script.stack", "script.memory"] {
+        assert!(
+            s.failed_iterations.get(class).is_some_and(|n| *n >= 2),
+            "{class}: {:?}",
+            s.failed_iterations
+        );
+    }
+    assert_eq!(r.measurements.requests.ok, 9, "each iteration's request was made first");
+    assert!(out.contains("failed        9"), "{out}");
+    assert!(
+        s.failed_messages["script.timeout"].contains("more than 1s"),
+        "{:?}",
+        s.failed_messages
+    );
+}

@@ -1,0 +1,31 @@
+//! k6 scripts, run as they are: a QuickJS runtime per virtual user on a
+//! coroutine of its own, suspended inside each `http.*` call while the
+//! engine performs the request. I/O-free: the engine resumes a
+//! [`ScriptVu`] and performs what it yields.
+//!
+//! ```text
+//!  script.js (+ the files it imports, read by the caller, bounded)
+//!     │ scan: imports and members throng does not provide → ScriptError (file:line:col)
+//!     │ options: the module evaluated once, `options` read → Options
+//!     ▼
+//!  Script (shared by the workers) ── Options::scenario_yaml → a scenario file's text
+//!     │ per VU
+//!     ▼
+//!  ScriptVu::resume(Input) → Yield::Request | Sleep | Check | Group* | IterationDone | Failed
+//! ```
+
+pub use error::ScriptError;
+pub use options::{Executor, Options, k6_name};
+pub use script::{Limits, Script};
+pub use vu::{Input, Request, Response, ScriptVu, Yield};
+
+mod error;
+mod load;
+mod modules;
+mod options;
+mod scan;
+mod script;
+mod vu;
+
+#[cfg(test)]
+mod tests;

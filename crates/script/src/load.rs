@@ -1,0 +1,95 @@
+//! Loading a script: its files scanned (imports followed, read through the
+//! caller), then its module evaluated once as VU 0 for `options`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::error::ScriptError;
+use crate::modules::{self, Sources};
+use crate::options::Options;
+use crate::scan;
+use crate::script::{Intrinsics, Limits, Script};
+use crate::vu::{Input, ScriptVu, Yield};
+
+impl Script {
+    /// Loads `main` (its text `source`); `read` reads a file the script
+    /// imports by its path relative to the script's folder (bounded by
+    /// the caller). Refuses what throng does not run, before any VU runs.
+    pub fn load(
+        main: &str,
+        source: &str,
+        read: &dyn Fn(&str) -> Result<String, String>,
+        env: &HashMap<String, String>,
+        limits: Limits,
+    ) -> Result<Script, ScriptError> {
+        let mut files: HashMap<String, Arc<str>> = HashMap::new();
+        let mut pending = vec![(main.to_string(), source.to_string())];
+        let mut full = false;
+        let mut regex = false;
+        let mut env_names: Option<Vec<String>> = Some(Vec::new());
+        while let Some((name, text)) = pending.pop() {
+            if files.contains_key(&name) {
+                continue;
+            }
+            let found = scan::scan(&name, &text)?;
+            full |= found.full_intrinsics;
+            regex |= found.regex;
+            match (&mut env_names, found.env_names) {
+                (Some(all), Some(mine)) => all.extend(mine),
+                _ => env_names = None,
+            }
+            for (spec, line, column) in found.files {
+                let path = modules::join(&name, &spec);
+                if files.contains_key(&path) || pending.iter().any(|(n, _)| *n == path) {
+                    continue;
+                }
+                if files.len() >= 256 {
+                    return Err(ScriptError::at(&name, line, column, "more than 256 files imported"));
+                }
+                let text = read(&path).map_err(|e| ScriptError::at(&name, line, column, &format!("'{spec}': {e}")))?;
+                pending.push((path, text));
+            }
+            files.insert(name, Arc::from(text));
+        }
+        let mut script = Script {
+            main: main.to_string(),
+            sources: Sources { files: Arc::new(files) },
+            intrinsics: match (full, regex) {
+                (true, _) => Intrinsics::Full,
+                (false, true) => Intrinsics::Regex,
+                (false, false) => Intrinsics::Small,
+            },
+            env_names,
+            limits,
+            options: Options::default(),
+        };
+        let json = probe(&script, env)?;
+        script.options = Options::from_json(&json, main, source)?;
+        Ok(script)
+    }
+}
+
+/// Evaluates the module as VU 0 (no iteration): `options` as JSON.
+pub(crate) fn probe(script: &Script, env: &std::collections::HashMap<String, String>) -> Result<String, ScriptError> {
+    // The probe needs its own Script value (Arc): a copy of the parts.
+    let s = Arc::new(Script {
+        main: script.main.clone(),
+        sources: script.sources.clone(),
+        intrinsics: script.intrinsics,
+        env_names: script.env_names.clone(),
+        limits: script.limits,
+        options: Options::default(),
+    });
+    let mut vu = ScriptVu::new(&s, 0, env)
+        .map_err(|e| ScriptError::at(&script.main, 0, 0, &format!("cannot make a VU's stack: {e}")))?;
+    match vu.resume(Input::Start) {
+        Yield::Ended => Ok(vu.probed().unwrap_or_else(|| "null".to_string())),
+        Yield::Failed { message, .. } => Err(ScriptError::at(&script.main, 0, 0, &message)),
+        other => Err(ScriptError::at(
+            &script.main,
+            0,
+            0,
+            &format!("the script's init context did something throng cannot run there: {other:?}"),
+        )),
+    }
+}

@@ -1,0 +1,181 @@
+//! The k6 modules a script imports, written in JavaScript over the VU's
+//! host functions (`globalThis.__throng`, see `vu.rs`), and the resolver
+//! and loader that hand QuickJS those and the script's own files (read
+//! before the run, so loading reads no disk).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use rquickjs::loader::{Loader, Resolver};
+use rquickjs::module::Declared;
+use rquickjs::{Ctx, Error, Module};
+
+/// `k6`: check, group, sleep, fail.
+const K6: &str = r#"
+const h = globalThis.__throng;
+export function check(val, sets, tags) {
+  let all = true;
+  for (const name of Object.keys(sets || {})) {
+    const f = sets[name];
+    const ok = typeof f === 'function' ? !!f(val) : !!f;
+    h.check(name, ok);
+    if (!ok) all = false;
+  }
+  return all;
+}
+export function sleep(s) { h.sleep(Number(s)); }
+export function group(name, fn) {
+  h.groupStart(String(name));
+  try { return fn(); } finally { h.groupEnd(); }
+}
+export function fail(msg) { throw new Error('fail: ' + (msg === undefined ? '' : msg)); }
+export default { check, sleep, group, fail };
+"#;
+
+/// `k6/http`: the request functions and `Response`.
+const K6_HTTP: &str = r#"
+const h = globalThis.__throng;
+function form(o) {
+  return Object.keys(o).map(k => encodeURIComponent(k) + '=' + encodeURIComponent(String(o[k]))).join('&');
+}
+function duration(t) {
+  if (t === undefined || t === null) return -1;
+  if (typeof t === 'number') return t;
+  const s = String(t).trim();
+  const units = [['ms', 1], ['s', 1000], ['m', 60000], ['h', 3600000]];
+  for (const [u, f] of units) {
+    if (s.endsWith(u) && !(u === 's' && s.endsWith('ms'))) {
+      const n = Number(s.slice(0, s.length - u.length));
+      if (s.length > u.length && n >= 0) return n * f;
+    }
+  }
+  const n = Number(s);
+  if (s.length === 0 || !(n >= 0)) throw new TypeError('params.timeout: ' + t + ' is not a duration (e.g. "10s", "500ms" or a number of milliseconds)');
+  return n;
+}
+const KNOWN = { headers: 1, tags: 1, timeout: 1 };
+export class Response {
+  constructor(r) { Object.assign(this, r); }
+  json(selector) {
+    const v = JSON.parse(this.body);
+    if (selector === undefined) return v;
+    return String(selector).split('.').reduce((o, k) => (o === null || o === undefined) ? undefined : o[k], v);
+  }
+}
+export function request(method, url, body, params) {
+  params = params || {};
+  for (const k of Object.keys(params)) {
+    if (!KNOWN[k]) throw new TypeError('http.request params.' + k + ' is not supported by throng (supported: headers, tags, timeout)');
+  }
+  const headers = [];
+  let typed = false;
+  for (const k of Object.keys(params.headers || {})) {
+    if (k.toLowerCase() === 'content-type') typed = true;
+    headers.push(String(k), String(params.headers[k]));
+  }
+  let b = null;
+  if (body !== undefined && body !== null) {
+    if (typeof body === 'object') {
+      b = form(body);
+      if (!typed) headers.push('Content-Type', 'application/x-www-form-urlencoded');
+    } else {
+      b = String(body);
+    }
+  }
+  const tags = params.tags || {};
+  const name = tags.name === undefined ? null : String(tags.name);
+  const r = h.request(String(method).toUpperCase(), String(url), b, headers, name, duration(params.timeout));
+  r.url = String(url);
+  r.request = { method: String(method).toUpperCase(), url: String(url) };
+  return new Response(r);
+}
+export function get(url, params) { return request('GET', url, null, params); }
+export function head(url, params) { return request('HEAD', url, null, params); }
+export function options(url, body, params) { return request('OPTIONS', url, body, params); }
+export function post(url, body, params) { return request('POST', url, body, params); }
+export function put(url, body, params) { return request('PUT', url, body, params); }
+export function patch(url, body, params) { return request('PATCH', url, body, params); }
+export function del(url, body, params) { return request('DELETE', url, body, params); }
+export default { request, get, head, options, post, put, patch, del, Response };
+"#;
+
+/// `k6/encoding`: base64.
+const K6_ENCODING: &str = r#"
+const h = globalThis.__throng;
+export function b64encode(s, enc) { return h.b64encode(String(s), String(enc || 'std')); }
+export function b64decode(s, enc, format) {
+  const out = h.b64decode(String(s), String(enc || 'std'));
+  if (out === null) throw new TypeError('b64decode: not valid base64');
+  return out;
+}
+export default { b64encode, b64decode };
+"#;
+
+/// The k6 modules throng provides, by import name.
+pub(crate) const BUILTIN: [(&str, &str); 3] = [("k6", K6), ("k6/http", K6_HTTP), ("k6/encoding", K6_ENCODING)];
+
+/// What `import` may name: the built-in modules, and the script's files
+/// by their path relative to the script's folder (`./lib.js`).
+#[derive(Clone, Debug)]
+pub(crate) struct Sources {
+    pub(crate) files: Arc<HashMap<String, Arc<str>>>,
+}
+
+impl Resolver for Sources {
+    fn resolve<'js>(&mut self, _ctx: &Ctx<'js>, base: &str, name: &str) -> rquickjs::Result<String> {
+        if BUILTIN.iter().any(|(n, _)| *n == name) {
+            return Ok(name.to_string());
+        }
+        let joined = join(base, name);
+        if self.files.contains_key(&joined) {
+            Ok(joined)
+        } else {
+            Err(Error::new_resolving(base, name))
+        }
+    }
+}
+
+impl Loader for Sources {
+    fn load<'js>(&mut self, ctx: &Ctx<'js>, name: &str) -> rquickjs::Result<Module<'js, Declared>> {
+        if let Some((_, src)) = BUILTIN.iter().find(|(n, _)| *n == name) {
+            return Module::declare(ctx.clone(), name, *src);
+        }
+        match self.files.get(name) {
+            Some(src) => Module::declare(ctx.clone(), name, src.as_bytes()),
+            None => Err(Error::new_loading(name)),
+        }
+    }
+}
+
+/// `name` relative to the module `base` (both relative to the script's
+/// folder): `./x.js` from `lib/a.js` is `lib/x.js`.
+pub(crate) fn join(base: &str, name: &str) -> String {
+    if !(name.starts_with("./") || name.starts_with("../")) {
+        return name.to_string();
+    }
+    let mut parts: Vec<&str> = base.split('/').collect();
+    parts.pop();
+    for p in name.split('/') {
+        match p {
+            "." | "" => {}
+            ".." => {
+                parts.pop();
+            }
+            p => parts.push(p),
+        }
+    }
+    parts.join("/")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_names_join_their_base() {
+        assert_eq!(join("main.js", "./lib.js"), "lib.js");
+        assert_eq!(join("lib/a.js", "./x.js"), "lib/x.js");
+        assert_eq!(join("lib/a.js", "../x.js"), "x.js");
+        assert_eq!(join("main.js", "k6/http"), "k6/http");
+    }
+}
