@@ -267,3 +267,36 @@ fn hostile_scripts_fail_their_iterations_with_a_class_and_the_run_goes_on() {
         s.failed_messages
     );
 }
+
+/// The guide's script ("Run the script as it is") runs with the guide's
+/// second command against the lab: its ten iterations, its check and its
+/// two thresholds (written with k6's names) held.
+#[test]
+fn the_guides_script_runs_as_the_guide_says() {
+    let page = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/guide/src/scenarios.md"))
+        .unwrap();
+    let section = &page[page.find("### Run the script as it is").unwrap()..];
+    let script = section.split("```js\n").nth(1).unwrap().split("```").next().unwrap();
+    let command = section
+        .split("```sh,norun\n")
+        .nth(1)
+        .unwrap()
+        .split("```")
+        .next()
+        .unwrap();
+    let second = command.lines().nth(1).unwrap();
+    assert_eq!(
+        second, "throng run script.js --target http://127.0.0.1:8080 --env BASE=http://127.0.0.1:8080",
+        "the guide's command changed: change this test with it"
+    );
+    let lab = common::FaultServer::serve(&[]);
+    let base = format!("http://{}", lab.addr());
+    let (code, out, result, violations) = run(script, &[], &["--target", &base, "--env", &format!("BASE={base}")]);
+    assert_eq!(code, 0, "{out}");
+    assert!(violations.is_empty(), "{violations:?}");
+    let r = result.unwrap();
+    assert_books_balance(&r);
+    assert_eq!(r.measurements.requests.ok, 10, "{out}");
+    assert_eq!(r.measurements.status.get(&200), Some(&10));
+    assert!(out.contains("status is 200") && out.contains("2 of 2 held"), "{out}");
+}
