@@ -53,7 +53,10 @@ impl Script {
         }
         let mut script = Script {
             main: main.to_string(),
-            sources: Sources { files: Arc::new(files) },
+            sources: Sources {
+                files: Arc::new(files),
+                bytecode: Arc::default(),
+            },
             intrinsics: match (full, regex) {
                 (true, _) => Intrinsics::Full,
                 (false, true) => Intrinsics::Regex,
@@ -65,8 +68,26 @@ impl Script {
         };
         let json = probe(&script, env)?;
         script.options = Options::from_json(&json, main, source)?;
+        script.sources.bytecode = Arc::new(compile(&script)?);
         Ok(script)
     }
+}
+
+/// Every module compiled once, in a runtime of its own (the probe has
+/// evaluated them, so they parse).
+fn compile(script: &Script) -> Result<HashMap<String, Vec<u8>>, ScriptError> {
+    let failed = |e: rquickjs::Error| ScriptError::at(&script.main, 0, 0, &format!("cannot compile the script: {e}"));
+    let rt = rquickjs::Runtime::new().map_err(failed)?;
+    rt.set_loader(script.sources.clone(), script.sources.clone());
+    let cx = rquickjs::Context::full(&rt).map_err(failed)?;
+    cx.with(|ctx| {
+        use rquickjs::CatchResultExt as _;
+        script
+            .sources
+            .compile(&ctx)
+            .catch(&ctx)
+            .map_err(|e| ScriptError::at(&script.main, 0, 0, &format!("cannot compile the script: {e}")))
+    })
 }
 
 /// Evaluates the module as VU 0 (no iteration): `options` as JSON.

@@ -119,6 +119,50 @@ pub(crate) const BUILTIN: [(&str, &str); 3] = [("k6", K6), ("k6/http", K6_HTTP),
 #[derive(Clone, Debug)]
 pub(crate) struct Sources {
     pub(crate) files: Arc<HashMap<String, Arc<str>>>,
+    /// Every module compiled once at load, without its functions' source
+    /// text (which QuickJS otherwise keeps per function, per VU): what each
+    /// VU loads instead of parsing. Empty until compiled.
+    pub(crate) bytecode: Arc<HashMap<String, Vec<u8>>>,
+}
+
+impl Sources {
+    /// Every module the script may load (the built-in ones and its files),
+    /// compiled in `ctx` and written without source text; line numbers
+    /// stay, for the script's errors (found by skipping the built-in
+    /// modules' frames).
+    pub(crate) fn compile(&self, ctx: &Ctx<'_>) -> rquickjs::Result<HashMap<String, Vec<u8>>> {
+        let builtin = BUILTIN.iter().map(|(n, src)| (*n, src.as_bytes()));
+        let files = self.files.iter().map(|(n, src)| (n.as_str(), src.as_bytes()));
+        let options = || rquickjs::module::WriteOptions {
+            strip_source: true,
+            ..Default::default()
+        };
+        builtin
+            .chain(files)
+            .map(|(name, src)| {
+                Ok((
+                    name.to_string(),
+                    Module::declare(ctx.clone(), name, src)?.write(options())?,
+                ))
+            })
+            .collect()
+    }
+
+    /// Module `name`: from its bytecode when compiled, else its source.
+    pub(crate) fn module<'js>(&self, ctx: &Ctx<'js>, name: &str) -> rquickjs::Result<Module<'js, Declared>> {
+        if let Some(bytes) = self.bytecode.get(name) {
+            // SAFETY: bytes this process wrote with Module::write from the
+            // same QuickJS build (Sources::compile), never read from outside.
+            return unsafe { Module::load(ctx.clone(), bytes) };
+        }
+        if let Some((_, src)) = BUILTIN.iter().find(|(n, _)| *n == name) {
+            return Module::declare(ctx.clone(), name, *src);
+        }
+        match self.files.get(name) {
+            Some(src) => Module::declare(ctx.clone(), name, src.as_bytes()),
+            None => Err(Error::new_loading(name)),
+        }
+    }
 }
 
 impl Resolver for Sources {
@@ -137,13 +181,7 @@ impl Resolver for Sources {
 
 impl Loader for Sources {
     fn load<'js>(&mut self, ctx: &Ctx<'js>, name: &str) -> rquickjs::Result<Module<'js, Declared>> {
-        if let Some((_, src)) = BUILTIN.iter().find(|(n, _)| *n == name) {
-            return Module::declare(ctx.clone(), name, *src);
-        }
-        match self.files.get(name) {
-            Some(src) => Module::declare(ctx.clone(), name, src.as_bytes()),
-            None => Err(Error::new_loading(name)),
-        }
+        self.module(ctx, name)
     }
 }
 

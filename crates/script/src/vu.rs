@@ -394,13 +394,7 @@ fn init<'js>(
 
 /// Evaluates the main module; its namespace.
 pub(crate) fn evaluate<'js>(ctx: &Ctx<'js>, script: &Script) -> Result<Object<'js>, CaughtError<'js>> {
-    let src = script
-        .sources
-        .files
-        .get(&script.main)
-        .cloned()
-        .unwrap_or_else(|| Arc::from(""));
-    let m = rquickjs::Module::declare(ctx.clone(), script.main.as_str(), src.as_bytes()).catch(ctx)?;
+    let m = script.sources.module(ctx, &script.main).catch(ctx)?;
     let (m, promise) = m.eval().catch(ctx)?;
     while ctx.execute_pending_job() {}
     promise.finish::<()>().catch(ctx)?;
