@@ -300,3 +300,27 @@ fn the_guides_script_runs_as_the_guide_says() {
     assert_eq!(r.measurements.status.get(&200), Some(&10));
     assert!(out.contains("status is 200") && out.contains("2 of 2 held"), "{out}");
 }
+
+/// A response cut after its status line (the lab resets the connection
+/// mid-body) is no response for the script, as in k6: status 0 and an
+/// error, though the status line had arrived; the request counts failed.
+#[test]
+fn a_response_cut_mid_body_is_status_zero_for_the_script() {
+    let lab = common::FaultServer::serve(&["--fault", "rst-mid-body"]);
+    let base = format!("http://{}", lab.addr());
+    let script = "import http from 'k6/http';\nimport { check } from 'k6';\n\
+                  export const options = { vus: 1, iterations: 3 };\n\
+                  export default function () {\n\
+                    const r = http.get(`${__ENV.BASE}/`);\n\
+                    check(r, { 'no response': (r) => r.status === 0 && !!r.error });\n\
+                  }\n";
+    let (code, out, result, _) = run(script, &[], &["--target", &base, "--env", &format!("BASE={base}")]);
+    assert_ne!(code, 2, "{out}");
+    let r = result.unwrap();
+    assert_books_balance(&r);
+    assert_eq!(r.measurements.requests.attempted, 3, "{out}");
+    assert_eq!(r.measurements.requests.ok, 0, "{out}");
+    let s = r.measurements.scenario.as_ref().unwrap();
+    assert_eq!(s.checks["no response"].passes, 3, "{out}");
+    assert_eq!(s.checks["no response"].fails, 0, "{out}");
+}

@@ -197,6 +197,9 @@ pub(super) struct Vu {
     /// A k6 script's VU (its runtime and coroutine), made at its first
     /// iteration.
     pub(super) js: Option<Box<throng_script::ScriptVu>>,
+    /// Whether its last request got a whole response (whatever its status):
+    /// a script sees the status only then.
+    pub(super) answered: bool,
 }
 
 pub(super) fn with_scen<T>(ctx: &Ctx, f: impl FnOnce(&mut ScenarioRecorder) -> T) -> Option<T> {

@@ -22,6 +22,7 @@ use crate::rows::RowGuard;
 /// One request of the flow: render, connect if needed, exchange, record,
 /// capture, check.
 pub(super) async fn request(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &ReqOp, origin: Option<Instant>) {
+    vu.answered = false;
     let rendered = render(sc, vu, &op.req, ctx.spec.trace.as_ref());
     // Its own protocol, else its target's.
     let http = op.req.http.unwrap_or(sc.dest.http);
@@ -220,6 +221,7 @@ fn settle(
         row.row(),
     );
     drop(row);
+    vu.answered = ex.outcome.is_ok();
     flight.settled(&ex.outcome, &vu.session);
     let session = &vu.session;
     match (ex.outcome, expected) {

@@ -165,7 +165,9 @@ async fn send(
     vu.session.reset(op.keep);
     let t0 = Instant::now();
     request::request(ctx, sc, vu, &op, origin).await;
-    let status = vu.session.reply().status;
+    // A request that failed after its status line (a timeout mid-body, a
+    // reset) has no response for the script, as in k6: status 0.
+    let status = if vu.answered { vu.session.reply().status } else { 0 };
     Input::Response(Response {
         status,
         headers: if status == 0 {

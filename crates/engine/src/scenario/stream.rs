@@ -161,6 +161,7 @@ pub(super) async fn request(
             first_send,
             origin,
         };
+        vu.answered = outcome.is_ok();
         return settle(ctx, op, &mut vu.vars, session, outcome, &sent, flight, row);
     }
 }

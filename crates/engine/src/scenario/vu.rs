@@ -35,6 +35,7 @@ pub(super) async fn vu(guard: TaskGuard, sc: Rc<Scen>, slot: usize) {
         conns: Conns::default(),
         session: Session::new(false),
         ws: None,
+        answered: false,
         js: None,
     };
     let open = sc.def.executor.is_open();
