@@ -11,6 +11,14 @@ use crate::custom::{CustomKind, CustomStats};
 use crate::hist::{EncodedHist, Hist, HistError};
 use crate::outcome::add;
 
+/// Distinct check, group and custom-metric names a scenario keeps apart: a
+/// script makes names as it runs (a check named after each id), and each
+/// costs memory. Past it they add up under [`OTHER`], so nothing is lost.
+pub const MAX_NAMES: usize = 1000;
+
+/// Where names past [`MAX_NAMES`] add up.
+pub const OTHER: &str = "(other)";
+
 /// `second + offset`, or an overflow error.
 fn shift(second: u64, offset: u64) -> Result<u64, HistError> {
     second
@@ -328,12 +336,21 @@ impl ScenarioRecorder {
         if let Some(i) = self.checks.iter().position(|(n, _)| n == name) {
             return i;
         }
+        let name = if self.checks.len() >= MAX_NAMES { OTHER } else { name };
+        if let Some(i) = self.checks.iter().position(|(n, _)| n == name) {
+            return i;
+        }
         self.checks.push((name.to_string(), CheckCount::default()));
         self.checks.len() - 1
     }
 
-    /// The index of a group.
+    /// The index of a group (past [`MAX_NAMES`] names, a script's new
+    /// group names add up under `(other)`).
     pub fn group_index(&mut self, name: &str) -> usize {
+        if let Some(i) = self.groups.iter().position(|(n, _)| n == name) {
+            return i;
+        }
+        let name = if self.groups.len() >= MAX_NAMES { OTHER } else { name };
         if let Some(i) = self.groups.iter().position(|(n, _)| n == name) {
             return i;
         }
@@ -341,8 +358,19 @@ impl ScenarioRecorder {
         self.groups.len() - 1
     }
 
-    /// The index of a custom metric (registered once, at setup).
+    /// The index of a custom metric, or of one of its tagged series
+    /// (`name{tag:value}`; a script's are registered as they come, so past
+    /// [`MAX_NAMES`] they add up under `name{(other)}`).
     pub fn custom_index(&mut self, name: &str, kind: CustomKind) -> usize {
+        if let Some(i) = self.custom.iter().position(|(n, _)| n == name) {
+            return i;
+        }
+        let other = format!("{}{{{OTHER}}}", name.split('{').next().unwrap_or(name));
+        let name = if self.custom.len() >= MAX_NAMES {
+            other.as_str()
+        } else {
+            name
+        };
         if let Some(i) = self.custom.iter().position(|(n, _)| n == name) {
             return i;
         }
@@ -630,5 +658,30 @@ mod tests {
         assert_eq!(merged.tags[""].requests, 20);
         assert_eq!(merged.tags[""].response.count(), 20);
         assert_eq!(merged.checks["status is 200"].passes, 10);
+    }
+
+    #[test]
+    fn names_past_the_cap_add_up_under_other() {
+        let t0 = Instant::now();
+        let mut r = ScenarioRecorder::new(t0);
+        for i in 0..MAX_NAMES + 5 {
+            let c = r.check_index(&format!("check {i}"));
+            r.check(c, true);
+            let g = r.group_index(&format!("group {i}"));
+            r.group(g, Duration::from_millis(1));
+            let m = r.custom_index(&format!("orders{{id:{i}}}"), CustomKind::Counter);
+            r.custom(m, Some(1.0));
+        }
+        // Known names still find their own entries past the cap.
+        let first = r.check_index("check 0");
+        r.check(first, false);
+        let s = r.finish(t0);
+        assert_eq!(s.checks.len(), MAX_NAMES + 1);
+        assert_eq!(s.checks[OTHER], CheckCount { passes: 5, fails: 0 });
+        assert_eq!(s.checks["check 0"], CheckCount { passes: 1, fails: 1 });
+        assert_eq!(s.groups.len(), MAX_NAMES + 1);
+        assert_eq!(s.groups[OTHER].count(), 5);
+        assert_eq!(s.custom.len(), MAX_NAMES + 1);
+        assert_eq!(s.custom["orders{(other)}"].count, 5);
     }
 }
