@@ -66,8 +66,8 @@ impl Script {
             limits,
             options: Options::default(),
         };
-        let json = probe(&script, env)?;
-        script.options = Options::from_json(&json, main, source)?;
+        let (json, metrics) = probe(&script, env)?;
+        script.options = Options::from_json(&json, main, source, metrics)?;
         script.sources.bytecode = Arc::new(compile(&script)?);
         Ok(script)
     }
@@ -90,8 +90,15 @@ fn compile(script: &Script) -> Result<HashMap<String, Vec<u8>>, ScriptError> {
     })
 }
 
-/// Evaluates the module as VU 0 (no iteration): `options` as JSON.
-pub(crate) fn probe(script: &Script, env: &std::collections::HashMap<String, String>) -> Result<String, ScriptError> {
+/// The `k6/metrics` metrics a script declares: name, kind.
+pub(crate) type Declared = Vec<(String, &'static str)>;
+
+/// Evaluates the module as VU 0 (no iteration): `options` as JSON, and
+/// the `k6/metrics` metrics it declared.
+pub(crate) fn probe(
+    script: &Script,
+    env: &std::collections::HashMap<String, String>,
+) -> Result<(String, Declared), ScriptError> {
     // The probe needs its own Script value (Arc): a copy of the parts.
     let s = Arc::new(Script {
         main: script.main.clone(),
@@ -104,7 +111,7 @@ pub(crate) fn probe(script: &Script, env: &std::collections::HashMap<String, Str
     let mut vu = ScriptVu::new(&s, 0, env)
         .map_err(|e| ScriptError::at(&script.main, 0, 0, &format!("cannot make a VU's stack: {e}")))?;
     match vu.resume(Input::Start) {
-        Yield::Ended => Ok(vu.probed().unwrap_or_else(|| "null".to_string())),
+        Yield::Ended => Ok((vu.probed().unwrap_or_else(|| "null".to_string()), vu.declared())),
         Yield::Failed { message, .. } => Err(ScriptError::at(&script.main, 0, 0, &message)),
         other => Err(ScriptError::at(
             &script.main,

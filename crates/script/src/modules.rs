@@ -111,8 +111,34 @@ export function b64decode(s, enc, format) {
 export default { b64encode, b64decode };
 "#;
 
+/// `k6/metrics`: Counter, Gauge, Rate, Trend — declared in the init
+/// context (the scenario's custom metrics), added to in iterations.
+const K6_METRICS: &str = r#"
+const h = globalThis.__throng;
+class Metric {
+  constructor(name, kind) { this.name = String(name); this.kind = kind; h.metric(this.name, kind); }
+  add(value, tags) {
+    const v = this.kind === 'rate' ? (value ? 1 : 0) : Number(value);
+    const t = [];
+    for (const k of Object.keys(tags || {})) t.push(String(k), String(tags[k]));
+    h.add(this.name, this.kind, v, t);
+    return true;
+  }
+}
+export class Counter extends Metric { constructor(name) { super(name, 'counter'); } }
+export class Gauge extends Metric { constructor(name) { super(name, 'gauge'); } }
+export class Rate extends Metric { constructor(name) { super(name, 'rate'); } }
+export class Trend extends Metric { constructor(name, isTime) { super(name, 'trend'); } }
+export default { Counter, Gauge, Rate, Trend };
+"#;
+
 /// The k6 modules throng provides, by import name.
-pub(crate) const BUILTIN: [(&str, &str); 3] = [("k6", K6), ("k6/http", K6_HTTP), ("k6/encoding", K6_ENCODING)];
+pub(crate) const BUILTIN: [(&str, &str); 4] = [
+    ("k6", K6),
+    ("k6/http", K6_HTTP),
+    ("k6/encoding", K6_ENCODING),
+    ("k6/metrics", K6_METRICS),
+];
 
 /// What `import` may name: the built-in modules, and the script's files
 /// by their path relative to the script's folder (`./lib.js`).

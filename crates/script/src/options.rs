@@ -20,6 +20,8 @@ pub struct Options {
     pub stages: Vec<(Duration, u64)>,
     /// throng's metric key (tag filter mapped) → its expressions.
     pub thresholds: Vec<(String, Vec<String>)>,
+    /// The `k6/metrics` metrics the script declares: name, kind.
+    pub metrics: Vec<(String, &'static str)>,
 }
 
 /// The executor `options` amount to (k6's shortcuts).
@@ -56,9 +58,17 @@ pub fn k6_name(throng: &str) -> Option<&'static str> {
 
 impl Options {
     /// From `options` as JSON; `source` (the main file) gives the lines.
-    pub(crate) fn from_json(json: &str, file: &str, source: &str) -> Result<Options, ScriptError> {
+    pub(crate) fn from_json(
+        json: &str,
+        file: &str,
+        source: &str,
+        metrics: Vec<(String, &'static str)>,
+    ) -> Result<Options, ScriptError> {
         let v: Value = serde_json::from_str(json).unwrap_or(Value::Null);
-        let mut o = Options::default();
+        let mut o = Options {
+            metrics,
+            ..Options::default()
+        };
         let Some(map) = v.as_object() else {
             return Ok(o);
         };
@@ -105,11 +115,21 @@ impl Options {
                 }
                 _ => {
                     for (metric, list) in val.as_object().into_iter().flatten() {
-                        let key = map_metric(metric).ok_or_else(|| {
+                        let custom = o
+                            .metrics
+                            .iter()
+                            .any(|(n, _)| metric.split('{').next() == Some(n.as_str()));
+                        let key = if custom {
+                            Some(metric.clone())
+                        } else {
+                            map_metric(metric)
+                        };
+                        let key = key.ok_or_else(|| {
                             at(
                                 metric,
                                 format!(
-                                    "threshold on '{metric}': throng knows k6's {} (custom metrics are not supported yet)",
+                                    "threshold on '{metric}': throng knows k6's {} and the metrics the script declares \
+                                     with k6/metrics",
                                     METRICS.iter().map(|(k, _)| *k).collect::<Vec<_>>().join(", ")
                                 ),
                             )
@@ -215,6 +235,12 @@ impl Options {
         // The script is the flow: this step is never run (the engine runs
         // the script's VUs instead), only validated.
         y.push_str("    flow:\n      - request: { name: script, path: / }\n");
+        if !self.metrics.is_empty() {
+            y.push_str("metrics:\n");
+            for (name, kind) in &self.metrics {
+                let _ = writeln!(y, "  {}: {kind}", quote(name));
+            }
+        }
         if !self.thresholds.is_empty() {
             y.push_str("thresholds:\n");
             for (k, exprs) in &self.thresholds {
@@ -341,7 +367,7 @@ mod tests {
 
     #[test]
     fn options_become_executors() {
-        let o = Options::from_json(r#"{"vus": 5, "duration": "10s"}"#, "t.js", "").unwrap();
+        let o = Options::from_json(r#"{"vus": 5, "duration": "10s"}"#, "t.js", "", Vec::new()).unwrap();
         assert_eq!(
             o.executor(),
             Executor::ConstantVus {
@@ -349,7 +375,7 @@ mod tests {
                 duration: Duration::from_secs(10)
             }
         );
-        let o = Options::from_json(r#"{"iterations": 7}"#, "t.js", "").unwrap();
+        let o = Options::from_json(r#"{"iterations": 7}"#, "t.js", "", Vec::new()).unwrap();
         assert!(matches!(
             o.executor(),
             Executor::SharedIterations {
@@ -358,12 +384,19 @@ mod tests {
                 ..
             }
         ));
-        let o = Options::from_json(r#"{"stages": [{"duration": "1s", "target": 3}]}"#, "t.js", "").unwrap();
+        let o = Options::from_json(
+            r#"{"stages": [{"duration": "1s", "target": 3}]}"#,
+            "t.js",
+            "",
+            Vec::new(),
+        )
+        .unwrap();
         assert!(matches!(o.executor(), Executor::RampingVus { start: 1, .. }));
         let e = Options::from_json(
             r#"{"scenarios": {}}"#,
             "t.js",
             "export const options = {\n  scenarios: {},\n};",
+            Vec::new(),
         )
         .unwrap_err();
         assert_eq!((e.line, e.column), (2, 3), "{e}");

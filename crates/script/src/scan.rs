@@ -7,7 +7,7 @@ use regex::Regex;
 use crate::error::ScriptError;
 
 /// What each k6 module provides here, and what k6 has that throng does not yet.
-const MODULES: [(&str, &[&str]); 3] = [
+const MODULES: [(&str, &[&str]); 4] = [
     ("k6", &["check", "sleep", "group", "fail"]),
     (
         "k6/http",
@@ -16,6 +16,7 @@ const MODULES: [(&str, &[&str]); 3] = [
         ],
     ),
     ("k6/encoding", &["b64encode", "b64decode"]),
+    ("k6/metrics", &["Counter", "Gauge", "Rate", "Trend"]),
 ];
 
 /// What a file imports and needs.

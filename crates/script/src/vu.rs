@@ -89,6 +89,14 @@ pub enum Yield {
     },
     GroupStart(String),
     GroupEnd,
+    /// A `k6/metrics` metric's `add(value, tags)` (`kind`: counter, gauge,
+    /// rate or trend; a rate's value 1 or 0).
+    Add {
+        metric: String,
+        kind: &'static str,
+        value: f64,
+        tags: Vec<(String, String)>,
+    },
     IterationDone,
     /// The iteration ended with an exception (`class`: `script.error`,
     /// `script.timeout`, `script.memory`, `script.stack`, `script.init`).
@@ -99,6 +107,12 @@ pub enum Yield {
     /// The VU ended (after `Abort`).
     Ended,
 }
+
+/// `k6/metrics` kinds, as the scenario file names them.
+const METRIC_KINDS: [&str; 4] = ["counter", "gauge", "rate", "trend"];
+
+/// Metrics a script may declare (a scenario file's bound).
+const MAX_METRICS: usize = 64;
 
 /// Stack kept free below QuickJS's limit for the host functions it calls
 /// and the coroutine's switch.
@@ -120,6 +134,8 @@ struct Shared {
     timed_out: Cell<bool>,
     /// The module is being evaluated (the init context): no requests.
     init: Cell<bool>,
+    /// The `k6/metrics` metrics the init context declared, with their kind.
+    metrics: std::cell::RefCell<Vec<(String, &'static str)>>,
 }
 
 impl Shared {
@@ -160,6 +176,7 @@ impl ScriptVu {
             yielder: Cell::new(std::ptr::null()),
             resumed: Cell::new(Instant::now()),
             probed: std::cell::RefCell::new(None),
+            metrics: std::cell::RefCell::new(Vec::new()),
             deadline: Cell::new(Instant::now() + limits.cpu),
             used: Cell::new(Duration::ZERO),
             cpu: limits.cpu,
@@ -216,6 +233,10 @@ impl ScriptVu {
 
 impl ScriptVu {
     /// The probe's `options` as JSON (VU 0 only).
+    pub(crate) fn declared(&self) -> Vec<(String, &'static str)> {
+        self.shared.metrics.borrow().clone()
+    }
+
     pub(crate) fn probed(&self) -> Option<String> {
         self.shared.probed.borrow().clone()
     }
@@ -503,6 +524,70 @@ fn host<'js>(ctx: &Ctx<'js>, sh: &Rc<Shared>) -> rquickjs::Result<()> {
                 }
                 match h.suspend(Yield::GroupStart(name)) {
                     Input::Resumed => Ok(()),
+                    _ => Err(rquickjs::Exception::throw_internal(&ctx, "the VU is stopping")),
+                }
+            },
+        )?,
+    )?;
+    let h = Rc::clone(sh);
+    o.set(
+        "metric",
+        Function::new(
+            ctx.clone(),
+            move |ctx: Ctx<'js>, name: String, kind: String| -> rquickjs::Result<()> {
+                if !h.init.get() {
+                    return Err(rquickjs::Exception::throw_message(
+                        &ctx,
+                        "k6/metrics: a metric is declared in the init context (the script's top level), as k6 requires",
+                    ));
+                }
+                let Some(kind) = METRIC_KINDS.iter().find(|k| **k == kind) else {
+                    return Err(rquickjs::Exception::throw_message(&ctx, "k6/metrics: unknown kind"));
+                };
+                let mut declared = h.metrics.borrow_mut();
+                match declared.iter().find(|(n, _)| *n == name) {
+                    Some((_, k)) if k != kind => Err(rquickjs::Exception::throw_message(
+                        &ctx,
+                        &format!("k6/metrics: '{name}' is declared twice, as a {k} and as a {kind}"),
+                    )),
+                    Some(_) => Ok(()),
+                    None if declared.len() >= MAX_METRICS => Err(rquickjs::Exception::throw_message(
+                        &ctx,
+                        &format!("k6/metrics: more than {MAX_METRICS} metrics declared"),
+                    )),
+                    None => {
+                        declared.push((name, kind));
+                        Ok(())
+                    }
+                }
+            },
+        )?,
+    )?;
+    let h = Rc::clone(sh);
+    o.set(
+        "add",
+        Function::new(
+            ctx.clone(),
+            move |ctx: Ctx<'js>, metric: String, kind: String, value: f64, tags: Vec<String>| -> rquickjs::Result<()> {
+                if h.init.get() {
+                    return Err(rquickjs::Exception::throw_message(
+                        &ctx,
+                        "k6/metrics: add() cannot run in the init context",
+                    ));
+                }
+                let kind = METRIC_KINDS.iter().find(|k| **k == kind).copied().unwrap_or("counter");
+                let tags = tags
+                    .chunks(2)
+                    .filter_map(|p| Some((p.first()?.clone(), p.get(1)?.clone())))
+                    .collect();
+                match h.suspend(Yield::Add {
+                    metric,
+                    kind,
+                    value,
+                    tags,
+                }) {
+                    Input::Resumed => Ok(()),
+                    Input::Throw(m) => Err(rquickjs::Exception::throw_message(&ctx, &m)),
                     _ => Err(rquickjs::Exception::throw_internal(&ctx, "the VU is stopping")),
                 }
             },

@@ -324,3 +324,51 @@ fn a_response_cut_mid_body_is_status_zero_for_the_script() {
     assert_eq!(s.checks["no response"].passes, 3, "{out}");
     assert_eq!(s.checks["no response"].fails, 0, "{out}");
 }
+
+/// `k6/metrics`: the metrics a script declares are the scenario's custom
+/// metrics — counted exactly, a tag keeping its own series, thresholds
+/// on them judged (one held, one failed: exit 99).
+#[test]
+fn k6_metrics_count_exactly_and_thresholds_judge_them() {
+    let lab = common::FaultServer::serve(&[]);
+    let base = format!("http://{}", lab.addr());
+    let script = "import http from 'k6/http';\n\
+                  import { Counter, Trend, Rate, Gauge } from 'k6/metrics';\n\
+                  const orders = new Counter('orders');\n\
+                  const size = new Trend('size');\n\
+                  const ok = new Rate('ok');\n\
+                  const last = new Gauge('last');\n\
+                  export const options = { vus: 2, iterations: 10,\n\
+                    thresholds: { orders: ['count > 9'], ok: ['rate < 0.5'] } };\n\
+                  export default function () {\n\
+                    const r = http.get(`${__ENV.BASE}/`);\n\
+                    orders.add(2, { shop: 'books' });\n\
+                    size.add(7);\n\
+                    ok.add(r.status === 200);\n\
+                    last.add(5);\n\
+                  }\n";
+    let (code, out, result, violations) = run(script, &[], &["--target", &base, "--env", &format!("BASE={base}")]);
+    assert_eq!(code, 99, "the rate threshold fails: {out}");
+    assert!(violations.is_empty(), "{violations:?}");
+    let r = result.unwrap();
+    assert_books_balance(&r);
+    let c = &r.measurements.scenario.as_ref().unwrap().custom;
+    assert_eq!((c["orders"].count, c["orders"].sum), (10, 20.0), "{out}");
+    assert_eq!((c["orders{shop:books}"].count, c["orders{shop:books}"].sum), (10, 20.0));
+    assert_eq!((c["size"].values.count(), c["size"].values.max()), (10, 7));
+    assert_eq!((c["ok"].count, c["ok"].hits), (10, 10));
+    assert_eq!(
+        (c["last"].last, c["last"].min, c["last"].max),
+        (Some(5.0), Some(5.0), Some(5.0))
+    );
+    assert!(out.contains("1 of 2 held"), "{out}");
+
+    // Declared outside the init context: the iteration fails with k6's rule.
+    let late = "import http from 'k6/http';\nimport { Counter } from 'k6/metrics';\n\
+                export const options = { iterations: 1 };\n\
+                export default function () { new Counter('late'); http.get(`${__ENV.BASE}/`); }\n";
+    let (_, out, result, _) = run(late, &[], &["--target", &base, "--env", &format!("BASE={base}")]);
+    let s = result.unwrap().measurements.scenario.unwrap();
+    assert_eq!(s.failed_iterations.get("script.error"), Some(&1), "{out}");
+    assert!(out.contains("init context"), "{out}");
+}

@@ -6,6 +6,7 @@
 
 use std::time::Instant;
 
+use throng_metrics::CustomKind;
 use throng_scenario::{Body, CookieJar, Request, Template};
 use throng_script::{Input, Response, ScriptVu, Yield};
 
@@ -75,6 +76,33 @@ pub(super) async fn iteration(ctx: &Ctx, sc: &Scen, vu: &mut Vu, intended: Optio
                 if let Some((g, _, t0)) = groups.pop() {
                     with_scen(ctx, |r| r.group(g, t0.elapsed()));
                 }
+                Input::Resumed
+            }
+            Yield::Add {
+                metric,
+                kind,
+                value,
+                tags,
+            } => {
+                let kind = [
+                    CustomKind::Counter,
+                    CustomKind::Gauge,
+                    CustomKind::Rate,
+                    CustomKind::Trend,
+                ]
+                .into_iter()
+                .find(|k| k.name() == kind)
+                .unwrap_or(CustomKind::Counter);
+                with_scen(ctx, |r| {
+                    let i = r.custom_index(&metric, kind);
+                    r.custom(i, Some(value));
+                    // Each tag also keeps the value under `name{tag:value}`,
+                    // as a scenario file's `add:` tags do.
+                    for (k, v) in &tags {
+                        let i = r.custom_index(&format!("{metric}{{{k}:{v}}}"), kind);
+                        r.custom(i, Some(value));
+                    }
+                });
                 Input::Resumed
             }
             Yield::IterationDone => {
