@@ -129,9 +129,7 @@ fn lex(src: &str) -> Result<Vec<(Tok, usize)>, ParseError> {
             out.push((Tok::Num(n), col));
         } else if c.is_alphabetic() || c == '_' {
             let start = i;
-            while i < chars.len()
-                && (chars[i].is_alphanumeric() || chars[i] == '_' || chars[i] == '.' || chars[i] == '-')
-            {
+            while i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_' || chars[i] == '.') {
                 i += 1;
             }
             out.push((Tok::Ident(chars[start..i].iter().collect()), col));
@@ -515,6 +513,7 @@ mod tests {
         assert_eq!(ev("1 < 2 && 3 > 4 || true").unwrap(), Value::Bool(true));
         assert_eq!(ev("!false && 7 % 4 == 3").unwrap(), Value::Bool(true));
         assert_eq!(ev("-2 - -3").unwrap(), Value::Num(1.0));
+        assert_eq!(ev("status-4").unwrap(), Value::Num(400.0));
     }
 
     #[test]
