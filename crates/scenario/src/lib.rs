@@ -25,6 +25,7 @@ mod base_url;
 pub mod checks;
 pub mod cookies;
 pub mod csv;
+pub mod expr;
 pub mod grpc;
 pub mod schedule;
 pub mod spec;
