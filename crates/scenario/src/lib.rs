@@ -36,7 +36,7 @@ pub use checks::{Capture, CaptureFrom, Check, CheckKind, ResponseView};
 pub use cookies::CookieJar;
 pub use schedule::{ArrivalCurve, SegmentArrivals, segment_arrivals, share};
 pub use spec::GrpcStep;
-pub use spec::{Add, AddValue, CustomMetric, SETUP_LIMIT, TEARDOWN_LIMIT};
+pub use spec::{Add, AddValue, Branch, Condition, CustomMetric, SETUP_LIMIT, TEARDOWN_LIMIT};
 pub use spec::{
     BaseUrl, Body, Cookies, Cursor, DEFAULT_REDIRECTS, DataSpec, Defaults, Executor, JsonTemplate, Request, Scenario,
     ScenarioError, ScenarioPlan, Stage, Step, TargetInputs, Think, WebSocket, WsMessage, capture_names, environment,

@@ -8,8 +8,9 @@ use validate::Validator;
 
 pub use types::GrpcStep;
 pub use types::{
-    Add, AddValue, BaseUrl, Body, Cookies, Cursor, CustomMetric, DEFAULT_REDIRECTS, DataSpec, Defaults, Executor,
-    JsonTemplate, Request, Scenario, ScenarioPlan, Stage, Step, Think, WebSocket, WsMessage, stage_names,
+    Add, AddValue, BaseUrl, Body, Branch, Condition, Cookies, Cursor, CustomMetric, DEFAULT_REDIRECTS, DataSpec,
+    Defaults, Executor, JsonTemplate, Request, Scenario, ScenarioPlan, Stage, Step, Think, WebSocket, WsMessage,
+    stage_names,
 };
 pub use types::{DEFAULT_MAX_BODY, MAX_MAX_BODY, SETUP_LIMIT, TEARDOWN_LIMIT, capture_names};
 

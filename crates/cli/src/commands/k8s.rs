@@ -389,8 +389,13 @@ fn count_requests(flow: &[Step]) -> u32 {
                 .max(1) as u32,
             Step::Think(_) | Step::Add(_) => 0,
             Step::Group { flow, .. } => count_requests(flow),
+            // At most: every pass of a loop, the larger branch.
+            Step::Repeat { times, flow } => times.saturating_mul(count_requests(flow)),
+            Step::Until { max, flow, .. } => max.saturating_mul(count_requests(flow)),
+            Step::If { then, otherwise, .. } => count_requests(then).max(count_requests(otherwise)),
+            Step::Choose { branches } => branches.iter().map(|b| count_requests(&b.flow)).max().unwrap_or(0),
         })
-        .sum()
+        .fold(0u32, u32::saturating_add)
 }
 
 fn first_line(e: &clap::Error) -> String {

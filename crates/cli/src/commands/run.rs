@@ -133,8 +133,8 @@ fn step_scenarios(plan: &ScenarioPlan) -> BTreeMap<String, String> {
                 throng_scenario::Step::Request(r) => add(&r.name, scenario, out),
                 throng_scenario::Step::Grpc(g) => add(&g.request.name, scenario, out),
                 throng_scenario::Step::WebSocket(w) => add(&w.name, scenario, out),
-                throng_scenario::Step::Group { flow, .. } => walk(flow, scenario, out),
                 throng_scenario::Step::Think(_) | throng_scenario::Step::Add(_) => {}
+                nested => nested.nested().into_iter().for_each(|f| walk(f, scenario, out)),
             }
         }
     }

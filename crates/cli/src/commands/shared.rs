@@ -441,8 +441,8 @@ pub(super) fn spoken(plan: &throng_result::Plan) -> Option<String> {
                 throng_scenario::Step::Request(_) => out.0 = true,
                 throng_scenario::Step::WebSocket(_) => out.1 = true,
                 throng_scenario::Step::Grpc(_) => out.2 = true,
-                throng_scenario::Step::Group { flow, .. } => kinds(flow, out),
                 throng_scenario::Step::Think(_) | throng_scenario::Step::Add(_) => {}
+                nested => nested.nested().into_iter().for_each(|f| kinds(f, out)),
             }
         }
     }

@@ -95,6 +95,7 @@ mod results;
 mod run_target;
 mod scenario;
 mod scenario_grpc;
+mod scenario_logic;
 mod scenario_mux;
 mod scenario_once;
 mod scenario_proto;

@@ -56,11 +56,12 @@ use crate::ctx::Ctx;
 use crate::load::ScenarioLoad;
 use crate::proto::http1::Keep;
 use control::{closed_controller, open_controller};
-use ops::{AddOp, GrpcOp, Op, ReqOp, Scen, WsOp};
+use ops::{AddOp, GrpcOp, Op, ReqOp, Scen, UntilOp, WsOp};
 
 mod control;
 mod flight;
 mod grpc;
+mod logic;
 mod ops;
 mod render;
 mod request;
@@ -192,6 +193,60 @@ fn compile(flow: &[Step], tags: &[usize], jar: bool, rec: &mut ScenarioRecorder,
                 out.push(Op::GroupStart);
                 compile(flow, &t, jar, rec, out);
                 out.push(Op::GroupEnd(g));
+            }
+            Step::If { cond, then, otherwise } => {
+                let branch = out.len();
+                out.push(Op::Jump(0));
+                compile(then, tags, jar, rec, out);
+                let skip = (!otherwise.is_empty()).then(|| {
+                    out.push(Op::Jump(0));
+                    out.len() - 1
+                });
+                let to = out.len();
+                out[branch] = Op::Branch {
+                    cond: Box::new(cond.clone()),
+                    to,
+                };
+                compile(otherwise, tags, jar, rec, out);
+                if let Some(skip) = skip {
+                    out[skip] = Op::Jump(out.len());
+                }
+            }
+            Step::Repeat { times, flow } => {
+                out.push(Op::LoopStart);
+                let start = out.len();
+                compile(flow, tags, jar, rec, out);
+                out.push(Op::Repeat { start, times: *times });
+            }
+            Step::Until { cond, max, flow } => {
+                out.push(Op::LoopStart);
+                let start = out.len();
+                compile(flow, tags, jar, rec, out);
+                out.push(Op::Until(Box::new(UntilOp {
+                    start,
+                    cond: cond.clone(),
+                    max: *max,
+                    check: rec.check_index(&format!("until: {}", cond.text)),
+                })));
+            }
+            Step::Choose { branches } => {
+                let choose = out.len();
+                out.push(Op::Jump(0));
+                let (mut cumulative, mut to, mut ends) = (Vec::new(), Vec::new(), Vec::new());
+                let mut total = 0u64;
+                for b in branches {
+                    total += u64::from(b.weight);
+                    cumulative.push(total);
+                    to.push(out.len());
+                    compile(&b.flow, tags, jar, rec, out);
+                    ends.push(out.len());
+                    out.push(Op::Jump(0));
+                }
+                let end = out.len();
+                for e in ends {
+                    out[e] = Op::Jump(end);
+                }
+                out[choose] = Op::Choose { cumulative, to };
             }
         }
     }

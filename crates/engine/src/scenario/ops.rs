@@ -12,7 +12,7 @@ use std::time::Instant;
 use bytes::Bytes;
 use throng_metrics::ScenarioRecorder;
 use throng_plan::{Authority, Rng, StatusSet};
-use throng_scenario::{BaseUrl, CookieJar, GrpcStep, Request, Scenario, ScenarioPlan, Think, WebSocket};
+use throng_scenario::{BaseUrl, Condition, CookieJar, GrpcStep, Request, Scenario, ScenarioPlan, Think, WebSocket};
 use tokio::sync::Notify;
 
 use crate::conn::Conn;
@@ -51,6 +51,40 @@ pub(super) enum Op {
     GroupStart,
     GroupEnd(usize),
     Add(Box<AddOp>),
+    /// `if:`: on to the next op when the condition holds, else to `to`.
+    Branch {
+        cond: Box<Condition>,
+        to: usize,
+    },
+    /// On to op `to`.
+    Jump(usize),
+    /// A loop's first op: its pass counter pushed.
+    LoopStart,
+    /// `repeat:`'s last op: back to `start` until `times` passes, then its
+    /// counter popped.
+    Repeat {
+        start: usize,
+        times: u32,
+    },
+    /// `until:`'s last op: its condition read after each pass, back to
+    /// `start` until it holds (its check passed) or `max` passes (failed).
+    Until(Box<UntilOp>),
+    /// `choose:`: to the branch whose cumulative weight first exceeds a
+    /// draw in [0, total).
+    Choose {
+        cumulative: Vec<u64>,
+        to: Vec<usize>,
+    },
+}
+
+/// A compiled `until:` loop's end.
+pub(super) struct UntilOp {
+    pub(super) start: usize,
+    pub(super) cond: Condition,
+    pub(super) max: u32,
+    /// Its check (`until: TEXT`): passed when the condition held, failed
+    /// when `max` passes ran out.
+    pub(super) check: usize,
 }
 
 /// A `grpc:` step, ready to run.
@@ -200,6 +234,10 @@ pub(super) struct Vu {
     /// Whether its last request got a whole response (whatever its status):
     /// a script sees the status only then.
     pub(super) answered: bool,
+    /// Its last response's status (0: none), which expressions read.
+    pub(super) status: u16,
+    /// Its loops' pass counters, innermost last (cleared per iteration).
+    pub(super) loops: Vec<u32>,
 }
 
 pub(super) fn with_scen<T>(ctx: &Ctx, f: impl FnOnce(&mut ScenarioRecorder) -> T) -> Option<T> {

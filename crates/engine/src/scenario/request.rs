@@ -222,6 +222,7 @@ fn settle(
     );
     drop(row);
     vu.answered = ex.outcome.is_ok();
+    vu.status = if vu.answered { vu.session.reply().status } else { 0 };
     flight.settled(&ex.outcome, &vu.session);
     let session = &vu.session;
     match (ex.outcome, expected) {

@@ -162,6 +162,7 @@ pub(super) async fn request(
             origin,
         };
         vu.answered = outcome.is_ok();
+        vu.status = if vu.answered { session.reply().status } else { 0 };
         return settle(ctx, op, &mut vu.vars, session, outcome, &sent, flight, row);
     }
 }

@@ -14,7 +14,7 @@ use throng_plan::Rng;
 use throng_scenario::{AddValue, CookieJar, Cookies, Cursor, Executor, Think};
 
 use super::ops::{Op, Scen, Vu, sleep_until, with_scen};
-use super::{grpc, render, request, script, ws};
+use super::{grpc, logic, render, request, script, ws};
 use crate::conn::close;
 use crate::ctx::{Ctx, TaskGuard};
 use crate::proto::session::Session;
@@ -36,6 +36,8 @@ pub(super) async fn vu(guard: TaskGuard, sc: Rc<Scen>, slot: usize) {
         session: Session::new(false),
         ws: None,
         answered: false,
+        status: 0,
+        loops: Vec::new(),
         js: None,
     };
     let open = sc.def.executor.is_open();
@@ -174,10 +176,13 @@ async fn iteration(ctx: &Ctx, sc: &Scen, vu: &mut Vu, intended: Option<Instant>)
     }
     let mut groups: Vec<Instant> = Vec::new();
     let mut origin = intended;
-    for op in &sc.ops {
+    vu.loops.clear();
+    let mut pc = 0;
+    while let Some(op) = sc.ops.get(pc) {
         if ctx.stopping.get() {
             return false;
         }
+        pc += 1;
         match op {
             Op::Request(r) => request::request(ctx, sc, vu, r, origin.take()).await,
             // Boxed: HTTP/1.1 VUs keep their smaller future.
@@ -205,6 +210,20 @@ async fn iteration(ctx: &Ctx, sc: &Scen, vu: &mut Vu, intended: Option<Instant>)
                     with_scen(ctx, |r| r.group(*g, t0.elapsed()));
                 }
             }
+            control => match logic::next(ctx, sc, vu, control) {
+                Ok(None) => {}
+                Ok(Some(to)) => {
+                    if to < pc {
+                        // A loop's next pass: let the worker's other tasks run.
+                        tokio::task::coop::consume_budget().await;
+                    }
+                    pc = to;
+                }
+                Err(message) => {
+                    with_scen(ctx, |r| r.iteration_failed(Instant::now(), "expression", &message));
+                    return true;
+                }
+            },
         }
     }
     let now = Instant::now();

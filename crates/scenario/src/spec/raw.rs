@@ -378,6 +378,28 @@ pub(super) struct RawStep {
     pub(super) grpc: Option<RawGrpc>,
     pub(super) websocket: Option<RawWebSocket>,
     pub(super) add: Option<RawAdd>,
+    /// `if:` an expression, with `then:` and `else:` steps.
+    #[serde(rename = "if")]
+    pub(super) when: Option<String>,
+    pub(super) then: Option<Vec<RawStep>>,
+    #[serde(rename = "else")]
+    pub(super) otherwise: Option<Vec<RawStep>>,
+    /// `repeat:` a count, with `steps:`.
+    pub(super) repeat: Option<u32>,
+    /// `until:` an expression, with `max:` and `steps:`.
+    pub(super) until: Option<String>,
+    pub(super) max: Option<u32>,
+    pub(super) steps: Option<Vec<RawStep>>,
+    /// `choose:` weighted branches.
+    pub(super) choose: Option<Vec<RawBranch>>,
+}
+
+/// A `choose:` branch.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawBranch {
+    pub(super) weight: u32,
+    pub(super) steps: Vec<RawStep>,
 }
 
 /// An `add:` step: a value recorded into a custom metric.

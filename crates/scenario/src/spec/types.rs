@@ -442,6 +442,52 @@ impl Add {
     }
 }
 
+/// An expression as written (`if:`, `until:`), parsed once at load; it
+/// travels (to `--procs` children) as its text and is parsed again.
+#[derive(Clone, Debug)]
+pub struct Condition {
+    /// As written.
+    pub text: String,
+    /// Parsed.
+    pub expr: crate::expr::Expr,
+}
+
+impl Condition {
+    /// Parses `text`.
+    pub fn parse(text: &str) -> Result<Condition, crate::expr::ParseError> {
+        Ok(Condition {
+            text: text.to_string(),
+            expr: crate::expr::parse(text)?,
+        })
+    }
+}
+
+impl PartialEq for Condition {
+    fn eq(&self, o: &Self) -> bool {
+        self.text == o.text
+    }
+}
+
+impl Serialize for Condition {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.text)
+    }
+}
+
+impl<'de> Deserialize<'de> for Condition {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        Condition::parse(&text).map_err(|e| serde::de::Error::custom(format!("expression '{text}': {e}")))
+    }
+}
+
+/// A `choose:` branch: its weight and its steps.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Branch {
+    pub weight: u32,
+    pub flow: Vec<Step>,
+}
+
 /// One step of a flow.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -461,8 +507,46 @@ pub enum Step {
     },
     /// A gRPC call.
     Grpc(Box<GrpcStep>),
+    /// `if:` a condition holds (after the steps before it), its `then:`
+    /// steps, else its `else:` steps.
+    If {
+        cond: Condition,
+        then: Vec<Step>,
+        #[serde(rename = "else")]
+        otherwise: Vec<Step>,
+    },
+    /// `repeat:` its steps this many times.
+    Repeat { times: u32, flow: Vec<Step> },
+    /// `until:` its steps run until the condition holds after them, at most
+    /// `max` times (reaching `max` fails the loop's check).
+    Until { cond: Condition, max: u32, flow: Vec<Step> },
+    /// `choose:` one branch per pass, by weight.
+    Choose { branches: Vec<Branch> },
     /// A value recorded into a custom metric.
     Add(Box<Add>),
+}
+
+impl Step {
+    /// The flows nested in this step (a group's, a branch's, a loop's):
+    /// what a walk over every step of a flow descends into.
+    pub fn nested(&self) -> Vec<&[Step]> {
+        match self {
+            Step::Group { flow, .. } | Step::Repeat { flow, .. } | Step::Until { flow, .. } => vec![flow],
+            Step::If { then, otherwise, .. } => vec![then, otherwise],
+            Step::Choose { branches } => branches.iter().map(|b| b.flow.as_slice()).collect(),
+            Step::Request(_) | Step::WebSocket(_) | Step::Think(_) | Step::Grpc(_) | Step::Add(_) => Vec::new(),
+        }
+    }
+
+    /// [`Step::nested`], to change them.
+    pub fn nested_mut(&mut self) -> Vec<&mut Vec<Step>> {
+        match self {
+            Step::Group { flow, .. } | Step::Repeat { flow, .. } | Step::Until { flow, .. } => vec![flow],
+            Step::If { then, otherwise, .. } => vec![then, otherwise],
+            Step::Choose { branches } => branches.iter_mut().map(|b| &mut b.flow).collect(),
+            Step::Request(_) | Step::WebSocket(_) | Step::Think(_) | Step::Grpc(_) | Step::Add(_) => Vec::new(),
+        }
+    }
 }
 
 /// A scenario: an executor and the flow of one iteration.
@@ -713,8 +797,8 @@ impl ScenarioPlan {
                     Step::Request(r) => headers(&mut r.headers, secret, with),
                     Step::Grpc(g) => headers(&mut g.request.headers, secret, with),
                     Step::WebSocket(w) => headers(&mut w.headers, secret, with),
-                    Step::Group { flow: f, .. } => flow(f, secret, with),
                     Step::Think(_) | Step::Add(_) => {}
+                    nested => nested.nested_mut().into_iter().for_each(|f| flow(f, secret, with)),
                 }
             }
         }
@@ -783,8 +867,8 @@ pub(super) fn requests(flow: &[Step]) -> Vec<&Request> {
         match s {
             Step::Request(r) => out.push(r.as_ref()),
             Step::Grpc(g) => out.push(&g.request),
-            Step::Group { flow, .. } => out.extend(requests(flow)),
             Step::Think(_) | Step::WebSocket(_) | Step::Add(_) => {}
+            nested => nested.nested().into_iter().for_each(|f| out.extend(requests(f))),
         }
     }
     out
@@ -796,8 +880,8 @@ pub(super) fn websockets(flow: &[Step]) -> Vec<&WebSocket> {
     for s in flow {
         match s {
             Step::WebSocket(w) => out.push(w.as_ref()),
-            Step::Group { flow, .. } => out.extend(websockets(flow)),
             Step::Think(_) | Step::Request(_) | Step::Grpc(_) | Step::Add(_) => {}
+            nested => nested.nested().into_iter().for_each(|f| out.extend(websockets(f))),
         }
     }
     out

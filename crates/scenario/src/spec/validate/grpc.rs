@@ -180,10 +180,12 @@ impl Validator<'_> {
     ) -> Result<(), ScenarioError> {
         fn pending<'s>(flow: &'s mut [Step], out: &mut Vec<&'s mut GrpcStep>) {
             for s in flow {
-                match s {
-                    Step::Grpc(g) if g.method.is_none() => out.push(g),
-                    Step::Group { flow, .. } => pending(flow, out),
-                    _ => {}
+                if let Step::Grpc(g) = s {
+                    if g.method.is_none() {
+                        out.push(g);
+                    }
+                } else {
+                    s.nested_mut().into_iter().for_each(|f| pending(f, out));
                 }
             }
         }

@@ -12,6 +12,7 @@ use super::{ScenarioError, TargetInputs};
 use crate::checks::{Capture, CaptureFrom, Check, CheckKind};
 use crate::template::{Template, is_identifier};
 
+mod control;
 mod grpc;
 mod request;
 mod scenario;
@@ -52,6 +53,8 @@ pub(super) struct Validator<'a> {
     root: std::cell::Cell<&'static str>,
     /// The file's custom metrics (`metrics:`), which `add:` steps name.
     pub(super) metrics: std::cell::RefCell<Vec<CustomMetric>>,
+    /// How deep the flow being checked sits in `if:`, loops and `choose:`.
+    depth: std::cell::Cell<usize>,
 }
 
 /// Where a scenario's `grpc:` steps find their methods.
@@ -72,6 +75,7 @@ impl<'a> Validator<'a> {
             reflect,
             root: std::cell::Cell::new("scenarios:"),
             metrics: std::cell::RefCell::new(Vec::new()),
+            depth: std::cell::Cell::new(0),
         }
     }
 }
@@ -500,8 +504,7 @@ impl Validator<'_> {
                             out.push(t);
                         }
                     }
-                    Step::Group { flow, .. } => adds(flow, out),
-                    _ => {}
+                    nested => nested.nested().into_iter().for_each(|f| adds(f, out)),
                 }
             }
         }

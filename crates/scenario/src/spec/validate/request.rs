@@ -7,6 +7,10 @@ impl Validator<'_> {
     pub(super) fn flow(&self, key: &str, steps: Vec<RawStep>, defaults: &Defaults) -> Result<Vec<Step>, ScenarioError> {
         let mut out = Vec::new();
         for mut st in steps {
+            if let Some(step) = self.control(key, &mut st, defaults)? {
+                out.push(step);
+                continue;
+            }
             let many = "each step is exactly one of request:, grpc:, websocket:, think: or group:, or an add:";
             if let Some(a) = st.add.take() {
                 if st.request.is_some()

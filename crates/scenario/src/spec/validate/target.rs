@@ -217,8 +217,7 @@ impl Validator<'_> {
         fn first(flow: &[Step]) -> Option<&GrpcStep> {
             flow.iter().find_map(|s| match s {
                 Step::Grpc(g) => Some(g.as_ref()),
-                Step::Group { flow, .. } => first(flow),
-                _ => None,
+                nested => nested.nested().into_iter().find_map(first),
             })
         }
         let target = sc.target(file);

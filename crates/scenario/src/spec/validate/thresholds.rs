@@ -15,8 +15,7 @@ fn add_tagged(scenarios: &[Scenario], metric: &str, k: &str, v: &str) -> bool {
     fn in_flow(flow: &[Step], metric: &str, k: &str, v: &str) -> bool {
         flow.iter().any(|s| match s {
             Step::Add(a) => a.metric == metric && a.tags.iter().any(|(x, y)| x == k && y == v),
-            Step::Group { flow, .. } => in_flow(flow, metric, k, v),
-            _ => false,
+            nested => nested.nested().into_iter().any(|f| in_flow(f, metric, k, v)),
         })
     }
     scenarios.iter().any(|s| in_flow(&s.flow, metric, k, v))

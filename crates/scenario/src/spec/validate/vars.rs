@@ -132,7 +132,9 @@ fn units(flow: &[Step]) -> Vec<Unit<'_>> {
                     items,
                 });
             }
-            Step::Group { flow, .. } => out.extend(units(flow)),
+            Step::Group { .. } | Step::If { .. } | Step::Repeat { .. } | Step::Until { .. } | Step::Choose { .. } => {
+                s.nested().into_iter().for_each(|f| out.extend(units(f)));
+            }
             Step::Add(a) => {
                 if let AddValue::Template(t) = &a.value {
                     out.push(Unit {
@@ -151,8 +153,8 @@ fn units(flow: &[Step]) -> Vec<Unit<'_>> {
 pub(super) fn contains_request(flow: &[Step]) -> bool {
     flow.iter().any(|s| match s {
         Step::Request(_) | Step::Grpc(_) | Step::WebSocket(_) => true,
-        Step::Group { flow, .. } => contains_request(flow),
         Step::Think(_) | Step::Add(_) => false,
+        nested => nested.nested().into_iter().any(contains_request),
     })
 }
 
@@ -169,6 +171,7 @@ pub(in crate::spec) fn tag_exists(scenarios: &[Scenario], tag: &str, value: &str
             Step::WebSocket(w) => tag == "step" && w.name == value,
             Step::Group { name, flow } => tag == "group" && name == value || in_flow(flow, tag, value),
             Step::Think(_) | Step::Add(_) => false,
+            nested => nested.nested().into_iter().any(|f| in_flow(f, tag, value)),
         })
     }
     scenarios.iter().any(|s| {
