@@ -114,6 +114,14 @@ const METRIC_KINDS: [&str; 4] = ["counter", "gauge", "rate", "trend"];
 /// Metrics a script may declare (a scenario file's bound).
 const MAX_METRICS: usize = 64;
 
+/// Tags one `add()` may carry, and the longest tag name or value: each
+/// tag keeps a series of its own, named after them.
+const MAX_TAGS: usize = 8;
+const MAX_TAG_CHARS: usize = 128;
+
+/// The longest check or group name: the report keeps each (up to 1,000).
+const MAX_NAME_CHARS: usize = 1024;
+
 /// Stack kept free below QuickJS's limit for the host functions it calls
 /// and the coroutine's switch.
 const STACK_MARGIN: usize = 64 * 1024;
@@ -503,6 +511,12 @@ fn host<'js>(ctx: &Ctx<'js>, sh: &Rc<Shared>) -> rquickjs::Result<()> {
                         "check() cannot run in the init context",
                     ));
                 }
+                if name.chars().count() > MAX_NAME_CHARS {
+                    return Err(rquickjs::Exception::throw_message(
+                        &ctx,
+                        &format!("check(): a check's name is at most {MAX_NAME_CHARS} characters"),
+                    ));
+                }
                 match h.suspend(Yield::Check { name, passed }) {
                     Input::Resumed => Ok(()),
                     _ => Err(rquickjs::Exception::throw_internal(&ctx, "the VU is stopping")),
@@ -520,6 +534,12 @@ fn host<'js>(ctx: &Ctx<'js>, sh: &Rc<Shared>) -> rquickjs::Result<()> {
                     return Err(rquickjs::Exception::throw_message(
                         &ctx,
                         "group() cannot run in the init context",
+                    ));
+                }
+                if name.chars().count() > MAX_NAME_CHARS {
+                    return Err(rquickjs::Exception::throw_message(
+                        &ctx,
+                        &format!("group(): a group's name is at most {MAX_NAME_CHARS} characters"),
                     ));
                 }
                 match h.suspend(Yield::GroupStart(name)) {
@@ -544,6 +564,20 @@ fn host<'js>(ctx: &Ctx<'js>, sh: &Rc<Shared>) -> rquickjs::Result<()> {
                 let Some(kind) = METRIC_KINDS.iter().find(|k| **k == kind) else {
                     return Err(rquickjs::Exception::throw_message(&ctx, "k6/metrics: unknown kind"));
                 };
+                let valid = (1..=64).contains(&name.len())
+                    && !name.starts_with(|c: char| c.is_ascii_digit())
+                    && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+                if !valid {
+                    let shown: String = name.chars().take(40).collect();
+                    return Err(rquickjs::Exception::throw_message(
+                        &ctx,
+                        &format!(
+                            "k6/metrics: the metric name '{shown}{}' must be 1 to 64 letters, digits or _, not \
+                             starting with a digit",
+                            if name.chars().count() > 40 { "…" } else { "" }
+                        ),
+                    ));
+                }
                 let mut declared = h.metrics.borrow_mut();
                 match declared.iter().find(|(n, _)| *n == name) {
                     Some((_, k)) if k != kind => Err(rquickjs::Exception::throw_message(
@@ -576,6 +610,15 @@ fn host<'js>(ctx: &Ctx<'js>, sh: &Rc<Shared>) -> rquickjs::Result<()> {
                     ));
                 }
                 let kind = METRIC_KINDS.iter().find(|k| **k == kind).copied().unwrap_or("counter");
+                if tags.len() > 2 * MAX_TAGS || tags.iter().any(|t| t.chars().count() > MAX_TAG_CHARS) {
+                    return Err(rquickjs::Exception::throw_message(
+                        &ctx,
+                        &format!(
+                            "k6/metrics: add() takes at most {MAX_TAGS} tags, each name and value at most \
+                             {MAX_TAG_CHARS} characters"
+                        ),
+                    ));
+                }
                 let tags = tags
                     .chunks(2)
                     .filter_map(|p| Some((p.first()?.clone(), p.get(1)?.clone())))

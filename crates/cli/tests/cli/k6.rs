@@ -372,3 +372,44 @@ fn k6_metrics_count_exactly_and_thresholds_judge_them() {
     assert_eq!(s.failed_iterations.get("script.error"), Some(&1), "{out}");
     assert!(out.contains("init context"), "{out}");
 }
+
+/// Names a script makes are bounded: a 70,000-character metric name is
+/// refused at load with what to do; an add() with a huge tag, a check with
+/// a huge name, fail their iteration with the bound; nothing panics.
+#[test]
+fn huge_names_from_a_script_are_refused_not_kept() {
+    let lab = common::FaultServer::serve(&[]);
+    let base = format!("http://{}", lab.addr());
+    let args = ["--target", base.as_str()];
+    let huge = "x".repeat(70_000);
+    let declared = format!(
+        "import http from 'k6/http';\nimport {{ Counter }} from 'k6/metrics';\nconst c = new Counter('{huge}');\n\
+         export default function () {{ http.get('{base}/'); }}\n"
+    );
+    let (code, out, _, _) = run(&declared, &[], &args);
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        out.contains("must be 1 to 64 letters") && out.len() < 4_000,
+        "{}",
+        &out[..out.len().min(500)]
+    );
+    let used = format!(
+        "import http from 'k6/http';\nimport {{ check }} from 'k6';\nimport {{ Counter }} from 'k6/metrics';\n\
+         const c = new Counter('orders');\nexport const options = {{ iterations: 4 }};\n\
+         export default function () {{\n  const r = http.get('{base}/');\n  if (__ITER % 2 == 0) {{ c.add(1, {{ id: 'y'.repeat(70000) }}); }}\n  \
+         else {{ check(r, {{ ['z'.repeat(70000)]: () => true }}); }}\n}}\n"
+    );
+    let (_, out, result, _) = run(&used, &[], &args);
+    let s = result.unwrap().measurements.scenario.unwrap();
+    assert_eq!(s.failed_iterations.get("script.error"), Some(&4), "{out}");
+    assert!(
+        s.custom.keys().all(|k| k.len() < 200),
+        "{:?}",
+        s.custom.keys().collect::<Vec<_>>()
+    );
+    assert!(
+        s.checks.is_empty(),
+        "{:?}",
+        s.checks.keys().map(|k| k.len()).collect::<Vec<_>>()
+    );
+}

@@ -19,6 +19,10 @@ use crate::proto::http1::Keep;
 /// script naming each request by a unique URL shares `step:(other)`.
 const NAMES: usize = 1000;
 
+/// The longest request name kept as a tag of its own; a longer one (a
+/// URL with a huge query, say) shares `step:(other)`.
+const NAME_BYTES: usize = 1024;
+
 /// One iteration of the script; true when it ran to its end or failed
 /// (the VU goes on), false when the run stopped it.
 pub(super) async fn iteration(ctx: &Ctx, sc: &Scen, vu: &mut Vu, intended: Option<Instant>) -> bool {
@@ -250,7 +254,7 @@ fn step_tag(ctx: &Ctx, sc: &Scen, name: &str) -> usize {
         return t;
     }
     let mut names = sc.names.borrow_mut();
-    if names.len() >= NAMES {
+    if names.len() >= NAMES || name.len() > NAME_BYTES {
         return with_scen(ctx, |r| r.tag("step:(other)")).unwrap_or(0);
     }
     let t = with_scen(ctx, |r| r.tag(&format!("step:{name}"))).unwrap_or(0);
