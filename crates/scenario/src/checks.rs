@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::expr::{self, Condition, Value};
+
 /// The parts of a response captures and checks read.
 #[derive(Clone, Copy, Debug)]
 pub struct ResponseView<'a> {
@@ -97,6 +99,21 @@ pub enum CheckKind {
     Header(String, Option<String>),
     /// The response took less than this.
     DurationUnder(#[serde(with = "throng_plan::serde_duration")] Duration),
+    /// The expression holds: it reads the VU's variables (this step's
+    /// captures included), `status`, `duration_ms`, `body` and
+    /// `json(POINTER)`.
+    Expr(Condition),
+}
+
+impl CheckKind {
+    /// True when the check reads the response's body.
+    pub fn reads_body(&self) -> bool {
+        match self {
+            CheckKind::BodyContains(_) | CheckKind::JsonExists(_) | CheckKind::JsonEquals(..) => true,
+            CheckKind::Expr(c) => c.expr.calls("json") || c.expr.variables().contains(&"body"),
+            CheckKind::Status(_) | CheckKind::Header(..) | CheckKind::DurationUnder(_) => false,
+        }
+    }
 }
 
 /// A named assertion.
@@ -109,8 +126,10 @@ pub struct Check {
 }
 
 impl Check {
-    /// True when the response satisfies it.
-    pub fn passes(&self, r: &ResponseView<'_>) -> bool {
+    /// True when the response satisfies it; `vu` is what an `expr:` reads
+    /// besides the response (an expression that fails to evaluate fails
+    /// the check).
+    pub fn passes(&self, r: &ResponseView<'_>, vu: &mut dyn expr::Context) -> bool {
         match &self.kind {
             CheckKind::Status(codes) => codes.contains(&r.status),
             CheckKind::BodyContains(t) => r.body.windows(t.len().max(1)).any(|w| w == t.as_bytes()) || t.is_empty(),
@@ -120,7 +139,33 @@ impl Check {
                 .header(h)
                 .is_some_and(|v| contains.as_ref().is_none_or(|c| v.contains(c.as_str()))),
             CheckKind::DurationUnder(d) => r.duration < *d,
+            CheckKind::Expr(c) => c.expr.eval(&mut Reading { r, vu }).is_ok_and(|v| v.truthy()),
         }
+    }
+}
+
+/// What a check's expression reads: the response, then the VU.
+struct Reading<'a, 'r> {
+    r: &'a ResponseView<'r>,
+    vu: &'a mut dyn expr::Context,
+}
+
+impl expr::Context for Reading<'_, '_> {
+    fn var(&self, name: &str) -> Option<Value> {
+        match name {
+            "status" => Some(Value::Num(f64::from(self.r.status))),
+            "duration_ms" => Some(Value::Num(self.r.duration.as_secs_f64() * 1000.0)),
+            "body" => Some(Value::Str(String::from_utf8_lossy(self.r.body).into_owned())),
+            _ => self.vu.var(name),
+        }
+    }
+
+    fn random(&mut self, lo: i64, hi: i64) -> i64 {
+        self.vu.random(lo, hi)
+    }
+
+    fn json(&self, pointer: &str) -> Option<Value> {
+        self.r.json_at(pointer).map(|v| expr::from_json(&v))
     }
 }
 
@@ -177,7 +222,7 @@ mod tests {
         assert_eq!(cap(CaptureFrom::Regex(re)).extract(&r).as_deref(), Some("OTP sent"));
         assert_eq!(cap(CaptureFrom::Json("/nope".into())).extract(&r), None);
 
-        let check = |kind| Check { name: "c".into(), kind }.passes(&r);
+        let check = |kind| Check { name: "c".into(), kind }.passes(&r, &mut NoVu);
         assert!(check(CheckKind::Status(vec![200, 201])));
         assert!(!check(CheckKind::Status(vec![401])));
         assert!(check(CheckKind::BodyContains("OTP".into())));
@@ -188,5 +233,24 @@ mod tests {
         assert!(!check(CheckKind::Header("X-None".into(), None)));
         assert!(check(CheckKind::DurationUnder(Duration::from_millis(50))));
         assert!(!check(CheckKind::DurationUnder(Duration::from_millis(10))));
+        let expr = |text: &str| CheckKind::Expr(Condition::parse(text).unwrap());
+        assert!(check(expr("status == 200 && json('/data/n') * 2 == 6")));
+        assert!(check(expr("contains(body, 'OTP') && json('/data/token') == 'abc'")));
+        assert!(check(expr("duration_ms < 50 && json('/nope') == null")));
+        assert!(!check(expr("json('/data/n') > 3")));
+        assert!(!check(expr("number(json('/message')) > 1")), "an error fails the check");
+        assert!(check(expr("vu_var == 'from the VU'")));
+        assert!(expr("json('/a') == 1").reads_body() && expr("len(body) > 0").reads_body());
+        assert!(!expr("status == 200").reads_body());
+    }
+
+    struct NoVu;
+    impl expr::Context for NoVu {
+        fn var(&self, name: &str) -> Option<Value> {
+            (name == "vu_var").then(|| Value::Str("from the VU".into()))
+        }
+        fn random(&mut self, lo: i64, _: i64) -> i64 {
+            lo
+        }
     }
 }

@@ -5,6 +5,8 @@
 
 use std::fmt;
 
+use serde::{Deserialize, Serialize};
+
 /// Deepest nesting of parentheses, unary operators and calls accepted.
 pub const MAX_DEPTH: usize = 64;
 /// Longest expression accepted, in bytes.
@@ -216,6 +218,7 @@ const FUNCS: &[(&str, usize, usize)] = &[
     ("string", 1, 1),
     ("random_int", 2, 2),
     ("pick", 1, 64),
+    ("json", 1, 1),
 ];
 
 struct Parser {
@@ -356,12 +359,57 @@ pub fn parse(src: &str) -> Result<Expr, ParseError> {
     Ok(e)
 }
 
+/// An expression as written (`if:`, `until:`, a check's `expr:`), parsed
+/// once at load; it travels (to `--procs` children) as its text and is
+/// parsed again.
+#[derive(Clone, Debug)]
+pub struct Condition {
+    /// As written.
+    pub text: String,
+    /// Parsed.
+    pub expr: Expr,
+}
+
+impl Condition {
+    /// Parses `text`.
+    pub fn parse(text: &str) -> Result<Condition, ParseError> {
+        Ok(Condition {
+            text: text.to_string(),
+            expr: parse(text)?,
+        })
+    }
+}
+
+impl PartialEq for Condition {
+    fn eq(&self, o: &Self) -> bool {
+        self.text == o.text
+    }
+}
+
+impl Serialize for Condition {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.text)
+    }
+}
+
+impl<'de> Deserialize<'de> for Condition {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        Condition::parse(&text).map_err(|e| serde::de::Error::custom(format!("expression '{text}': {e}")))
+    }
+}
+
 /// What an expression can read while it is evaluated.
 pub trait Context {
     /// A variable's value (a capture, CSV column, `status`, `vu`, `iter`, `env.NAME`); None if unset.
     fn var(&self, name: &str) -> Option<Value>;
     /// A random integer in [lo, hi], from the VU's seeded generator.
     fn random(&mut self, lo: i64, hi: i64) -> i64;
+    /// The value at a JSON pointer into the response a check reads; None
+    /// elsewhere (load refuses `json()` outside a check's `expr:`).
+    fn json(&self, _pointer: &str) -> Option<Value> {
+        None
+    }
 }
 
 fn num(v: &Value) -> Result<f64, EvalError> {
@@ -479,8 +527,54 @@ fn call(f: &str, a: Vec<Value>, cx: &mut dyn Context) -> Result<Value, EvalError
             let i = cx.random(0, a.len() as i64 - 1) as usize;
             a.into_iter().nth(i).unwrap_or(Value::Null)
         }
+        "json" => cx.json(&s(0)).unwrap_or(Value::Null),
         _ => return Err(EvalError(format!("unknown function `{f}`"))),
     })
+}
+
+impl Expr {
+    /// Every variable the expression reads, in order of appearance.
+    pub fn variables(&self) -> Vec<&str> {
+        let mut out = Vec::new();
+        self.walk(&mut |e| {
+            if let Expr::Var(n) = e {
+                out.push(n.as_str());
+            }
+        });
+        out
+    }
+
+    /// True when it calls the function `name` anywhere.
+    pub fn calls(&self, name: &str) -> bool {
+        let mut found = false;
+        self.walk(&mut |e| found |= matches!(e, Expr::Call(f, _) if f == name));
+        found
+    }
+
+    fn walk<'a>(&'a self, f: &mut impl FnMut(&'a Expr)) {
+        f(self);
+        match self {
+            Expr::Lit(_) | Expr::Var(_) => {}
+            Expr::Not(e) | Expr::Neg(e) => e.walk(f),
+            Expr::Bin(_, a, b) => {
+                a.walk(f);
+                b.walk(f);
+            }
+            Expr::Call(_, args) => args.iter().for_each(|a| a.walk(f)),
+        }
+    }
+}
+
+/// A JSON value as an expression reads it: strings, numbers, booleans and
+/// null as themselves, arrays and objects as their JSON text.
+pub fn from_json(v: &serde_json::Value) -> Value {
+    match v {
+        serde_json::Value::Null => Value::Null,
+        serde_json::Value::Bool(b) => Value::Bool(*b),
+        serde_json::Value::Number(n) => n.as_f64().map_or_else(|| Value::Str(n.to_string()), Value::Num),
+        serde_json::Value::String(s) => Value::Str(s.clone()),
+        other => Value::Str(other.to_string()),
+    }
 }
 
 #[cfg(test)]

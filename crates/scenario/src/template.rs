@@ -3,13 +3,17 @@
 //!
 //! `{{vu}}`, `{{iter}}`, `{{scenario}}`, `{{uuid}}`, `{{random_int A B}}`,
 //! `{{random_email}}`, `{{now_ms}}`, `{{env.NAME}}`, `{{setup.NAME}}` (a
-//! capture of the file's `setup:` flow), and any other name: a variable
-//! captured earlier in the iteration, or a column of the data file.
+//! capture of the file's `setup:` flow), any other name: a variable
+//! captured earlier in the iteration, or a column of the data file; and
+//! anything else an expression (`{{ number(page) + 1 }}`), evaluated by the
+//! same evaluator as `if:`, `until:` and checks.
 
 use std::collections::HashMap;
 use std::fmt::{self, Write as _};
 
 use throng_plan::{Rng, one_line};
+
+use crate::expr::{self, Expr, Value};
 
 /// One piece of a template.
 #[derive(Clone, Debug, PartialEq)]
@@ -25,6 +29,7 @@ enum Part {
     Env(String),
     Setup(String),
     Var(String),
+    Expr(Box<Expr>),
 }
 
 /// A compiled template.
@@ -53,6 +58,12 @@ pub struct Context<'a> {
     pub setup: &'a HashMap<String, String>,
     /// Milliseconds since the Unix epoch, now.
     pub now_ms: u64,
+    /// The VU's last response's status (0: none yet), which expressions
+    /// read as `status`.
+    pub status: u16,
+    /// The first expression that failed while rendering (it rendered as
+    /// nothing): the caller fails the iteration with it.
+    pub failed: Option<String>,
 }
 
 impl Template {
@@ -102,9 +113,16 @@ impl Template {
 
     /// Names of variables the template reads (captures or data columns).
     pub fn variables(&self) -> impl Iterator<Item = &str> {
-        self.parts.iter().filter_map(|p| match p {
-            Part::Var(n) => Some(n.as_str()),
-            _ => None,
+        self.reads().filter(|n| !is_built_in(n))
+    }
+
+    /// Every name the template reads: its variables, and what its
+    /// expressions read (built-ins, `env.NAME` and `setup.NAME` included).
+    fn reads(&self) -> impl Iterator<Item = &str> {
+        self.parts.iter().flat_map(|p| match p {
+            Part::Var(n) => vec![n.as_str()],
+            Part::Expr(e) => e.variables(),
+            _ => Vec::new(),
         })
     }
 
@@ -132,19 +150,21 @@ impl Template {
 
     /// Names of environment variables the template reads (`{{env.NAME}}`).
     pub fn env_names(&self) -> impl Iterator<Item = &str> {
-        self.parts.iter().filter_map(|p| match p {
+        let own = self.parts.iter().filter_map(|p| match p {
             Part::Env(n) => Some(n.as_str()),
             _ => None,
-        })
+        });
+        own.chain(self.reads().filter_map(|n| n.strip_prefix("env.")))
     }
 
     /// Names of the `setup:` flow's captures the template reads
     /// (`{{setup.NAME}}`).
     pub fn setup_names(&self) -> impl Iterator<Item = &str> {
-        self.parts.iter().filter_map(|p| match p {
+        let own = self.parts.iter().filter_map(|p| match p {
             Part::Setup(n) => Some(n.as_str()),
             _ => None,
-        })
+        });
+        own.chain(self.reads().filter_map(|n| n.strip_prefix("setup.")))
     }
 
     /// Appends the rendered text to `out`. A variable not set yet renders
@@ -174,6 +194,16 @@ impl Template {
                 Part::Env(n) => out.push_str(cx.env.get(n).map_or("", String::as_str)),
                 Part::Setup(n) => out.push_str(cx.setup.get(n).map_or("", String::as_str)),
                 Part::Var(n) => out.push_str(cx.vars.get(n).map_or("", String::as_str)),
+                Part::Expr(e) => match e.eval(cx) {
+                    Ok(v) => {
+                        let _ = write!(out, "{v}");
+                    }
+                    Err(err) => {
+                        if cx.failed.is_none() {
+                            cx.failed = Some(format!("{{{{{}}}}}: {err}", one_line(&self.source)));
+                        }
+                    }
+                },
             }
         }
     }
@@ -186,7 +216,33 @@ impl Template {
     }
 }
 
+/// A `{{…}}`'s inside: one of the named forms, else an expression.
 fn parse_part(inner: &str) -> Result<Part, TemplateFault> {
+    match named_part(inner) {
+        Ok(p) => Ok(p),
+        // `{{vu + 1}}` and `{{ lower(name) }}` are expressions; `{{vu 3}}`
+        // or `{{a b}}`, with nothing of one, keep what they said before.
+        Err(fault @ (TemplateFault::TakesNoArguments(_) | TemplateFault::Unknown(_))) => {
+            const OF_AN_EXPRESSION: [char; 14] =
+                ['(', '+', '-', '*', '/', '%', '<', '>', '=', '!', '&', '|', '"', '\''];
+            let e = expr::parse(inner).map_err(|e| {
+                if inner.contains(OF_AN_EXPRESSION) {
+                    TemplateFault::Expression { col: e.col, msg: e.msg }
+                } else {
+                    fault
+                }
+            })?;
+            if e.calls("json") {
+                return Err(TemplateFault::Json);
+            }
+            Ok(Part::Expr(Box::new(e)))
+        }
+        Err(other) => Err(other),
+    }
+}
+
+/// The named forms of a `{{…}}`.
+fn named_part(inner: &str) -> Result<Part, TemplateFault> {
     let mut words = inner.split_whitespace();
     let head = words.next().ok_or(TemplateFault::Empty)?;
     let args: Vec<&str> = words.collect();
@@ -290,6 +346,17 @@ pub enum TemplateFault {
     /// Neither a function nor a variable name.
     #[error("{{{{{0}…}}}} is not a function or a variable name")]
     Unknown(String),
+    /// An expression that does not parse.
+    #[error("at column {col} of the expression: {msg}")]
+    Expression {
+        /// Where, in characters from 1.
+        col: usize,
+        /// What is wrong and what to do.
+        msg: String,
+    },
+    /// `json()` in a template.
+    #[error("json() reads a response, so only a check's expr: may call it; capture the value and use its name here")]
+    Json,
 }
 
 /// Why a target's template cannot be filled in from the environment.
@@ -326,6 +393,42 @@ impl fmt::Display for EnvRenderError {
 }
 
 impl std::error::Error for EnvRenderError {}
+
+/// What an expression reads from a VU (in a template, `if:`, `until:`, a
+/// check): its variables and the built-ins.
+impl expr::Context for Context<'_> {
+    fn var(&self, name: &str) -> Option<Value> {
+        let cx = self;
+        let text = |v: Option<&String>| v.map(|s| Value::Str(s.clone()));
+        match name {
+            "status" => Some(Value::Num(f64::from(cx.status))),
+            "vu" => Some(Value::Num(cx.vu as f64)),
+            "iter" => Some(Value::Num(cx.iter as f64)),
+            "now_ms" => Some(Value::Num(cx.now_ms as f64)),
+            "scenario" => Some(Value::Str(cx.scenario.to_string())),
+            _ => match (name.strip_prefix("env."), name.strip_prefix("setup.")) {
+                (Some(n), _) => text(cx.env.get(n)),
+                (_, Some(n)) => text(cx.setup.get(n)),
+                _ => text(cx.vars.get(name)),
+            },
+        }
+    }
+
+    fn random(&mut self, lo: i64, hi: i64) -> i64 {
+        // Invariant (the evaluator's): lo <= hi. Spans past 2^53 lose
+        // evenness, not bounds.
+        let span = (hi as f64 - lo as f64 + 1.0).max(1.0);
+        let r = lo as f64 + (self.rng.next_f64() * span).floor();
+        (r as i64).clamp(lo, hi)
+    }
+}
+
+/// Names an expression reads that no capture or column defines.
+fn is_built_in(name: &str) -> bool {
+    matches!(name, "status" | "vu" | "iter" | "now_ms" | "scenario")
+        || name.starts_with("env.")
+        || name.starts_with("setup.")
+}
 
 /// True for `[A-Za-z_][A-Za-z0-9_]*`: a name a shell can set and export.
 pub(crate) fn is_identifier(name: &str) -> bool {
@@ -368,8 +471,42 @@ mod tests {
             env: &env,
             setup: &setup,
             now_ms: 42,
+            status: 201,
+            failed: None,
         };
-        Template::compile(t).unwrap().render(&mut cx)
+        let out = Template::compile(t).unwrap().render(&mut cx);
+        match cx.failed {
+            Some(e) => format!("failed: {e}"),
+            None => out,
+        }
+    }
+
+    #[test]
+    fn expressions_render_and_say_what_they_read() {
+        assert_eq!(render("/p/{{ number(page) + 1 }}", &[("page", "4")]), "/p/5");
+        assert_eq!(render("{{ upper(name) }}-{{vu * 10}}", &[("name", "ab")]), "AB-70");
+        assert_eq!(render("{{ status == 201 }}:{{ iter + vu }}", &[]), "true:10");
+        assert_eq!(render("{{ setup.token + '/' + env.HOST }}", &[]), "t0/h");
+        assert_eq!(render("{{ missing + 'x' }}", &[]), "x", "unset reads as null");
+        // A failing expression renders nothing and says so; what follows renders.
+        assert_eq!(
+            render("a{{ number(name) }}b", &[("name", "ab")]),
+            "failed: {{a{{ number(name) }}b}}: `ab` is not a number"
+        );
+        let t = Template::compile("{{ lower(user) + env.SUFFIX + setup.tenant + vu }}").unwrap();
+        assert_eq!(t.variables().collect::<Vec<_>>(), ["user"]);
+        assert_eq!(t.env_names().collect::<Vec<_>>(), ["SUFFIX"]);
+        assert_eq!(t.setup_names().collect::<Vec<_>>(), ["tenant"]);
+        assert!(!t.is_literal());
+        for (t, why) in [
+            ("{{ 1 + }}", "at column"),
+            ("{{ nope(1) }}", "unknown function `nope`"),
+            ("{{ 'open }}", "not closed"),
+            ("{{ json('/a') }}", "only a check's expr:"),
+        ] {
+            let e = Template::compile(t).unwrap_err().to_string();
+            assert!(e.contains(why), "{t}: {e}");
+        }
     }
 
     #[test]

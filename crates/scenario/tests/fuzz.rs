@@ -210,6 +210,8 @@ fn render(t: &Template, vars: &HashMap<String, String>) -> String {
         env: &env,
         setup: &HashMap::new(),
         now_ms: 1_700_000_000_000,
+        status: 200,
+        failed: None,
     };
     t.render(&mut cx)
 }

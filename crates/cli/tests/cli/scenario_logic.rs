@@ -282,3 +282,111 @@ fn an_expression_that_fails_while_running_fails_its_iteration() {
         s.failed_messages
     );
 }
+
+/// `{{ EXPR }}` in templates renders what the evaluator works out (the
+/// server's log holds every path), `add:` values may be expressions, and a
+/// check's `expr:` reads the response and the step's captures: each counted
+/// exactly.
+#[test]
+fn templates_and_checks_evaluate_expressions() {
+    let n = server();
+    let flow = r#"      - request:
+          name: job
+          path: /job
+          capture: { state: { json: /state } }
+          check:
+            done: { expr: "json('/state') == 'done' && status == 200 && state == 'done'" }
+            pending: { expr: "json('/state') == 'pending'" }
+            not a number: { expr: "number(json('/state')) > 0" }
+            body: { expr: "contains(body, state) && duration_ms >= 0" }
+      - request: { name: next, path: "/x/{{ upper(state) }}/{{ iter * 10 + vu }}/{{ pick('a', 'a') }}" }
+      - add: { metric: letters, value: "{{ len(state) + 1 }}" }
+"#;
+    let text = format!(
+        "target: {}\nmetrics:\n  letters: counter\nscenarios:\n  default:\n    executor: per-vu-iterations\n    \
+         vus: 1\n    iterations: 3\n    flow:\n{flow}",
+        n.nginx.url("")
+    );
+    let run = common::scenario(&text);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let lines = access_log(&n.log);
+    assert_eq!(count(&lines, "/job"), 3);
+    for want in ["/x/DONE/1/a", "/x/DONE/11/a", "/x/DONE/21/a"] {
+        assert_eq!(count(&lines, want), 1, "{want} in {lines:?}");
+    }
+    let s = run.result().measurements.scenario.clone().unwrap();
+    let c = |name: &str| (s.checks[name].passes, s.checks[name].fails);
+    assert_eq!(
+        (c("done"), c("pending"), c("not a number"), c("body")),
+        ((3, 0), (0, 3), (0, 3), (3, 0))
+    );
+    assert_eq!(s.custom["letters"].sum, 15.0, "(len('done') + 1) × 3");
+    assert!(s.failed_iterations.is_empty(), "{:?}", s.failed_iterations);
+    assert_eq!(common::schema_violations(&run.json), Vec::<String>::new());
+}
+
+/// An expression in a template that cannot be worked out: the request is
+/// never sent (nor counted), its iteration fails as `expression` with the
+/// template in the message, and the flow after it does not run.
+#[test]
+fn a_template_expression_that_fails_sends_nothing_and_fails_its_iteration() {
+    let n = server();
+    let flow = r#"      - request: { name: job, path: /job, capture: { state: { json: /state } } }
+      - request: { name: never, path: "/never/{{ number(state) * 2 }}" }
+      - request: { name: after, path: /after }
+"#;
+    let run = common::scenario(&file(
+        &n,
+        "    executor: shared-iterations\n    vus: 1\n    iterations: 3",
+        flow,
+    ));
+    let lines = access_log(&n.log);
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    assert_eq!(count(&lines, "/job"), 3);
+    let r = run.result();
+    assert_eq!(r.measurements.requests.attempted, 3, "only what was sent is counted");
+    let s = r.measurements.scenario.clone().unwrap();
+    assert_eq!(s.failed_iterations.get("expression"), Some(&3), "{}", run.stdout());
+    assert!(
+        s.failed_messages["expression"].contains("number(state) * 2")
+            && s.failed_messages["expression"].contains("not a number"),
+        "{:?}",
+        s.failed_messages
+    );
+    assert_books_balance(r);
+}
+
+/// Mistakes in template expressions and `expr:` checks are refused when the
+/// file is read, with their place.
+#[test]
+fn template_and_check_expressions_are_checked_before_anything_runs() {
+    let n = server();
+    for (flow, want) in [
+        ("      - request: { name: a, path: \"/{{ 1 + }}\" }\n", "at column"),
+        (
+            "      - request: { name: a, path: \"/{{ json('/x') }}\" }\n",
+            "only a check's expr:",
+        ),
+        (
+            "      - request: { name: a, path: \"/{{ lower(nobody) }}\" }\n",
+            "{{nobody}} is not defined",
+        ),
+        (
+            "      - request: { name: a, path: /, check: { c: { expr: \"status ==\" } } }\n",
+            "check 'c': expr 'status ==': at column",
+        ),
+        (
+            "      - request: { name: a, path: /, check: { c: { expr: \"1\", status: [200] } } }\n",
+            "give only one of",
+        ),
+    ] {
+        let run = common::scenario(&file(
+            &n,
+            "    executor: shared-iterations\n    vus: 1\n    iterations: 1",
+            flow,
+        ));
+        assert_eq!(run.code(), 2, "{flow}: {}", run.stderr());
+        assert!(run.stderr().contains(want), "{flow}: {}", run.stderr());
+    }
+    assert!(access_log(&n.log).is_empty());
+}

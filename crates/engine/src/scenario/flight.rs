@@ -2,13 +2,13 @@
 //! checks), unanswered, or never sent; one dropped midway is counted
 //! `interrupted`, so nothing leaves the books.
 
-use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use throng_metrics::{ErrorClass, SlowEnd};
 use throng_scenario::ResponseView;
 
 use super::ops::{ReqOp, Scen, Vu, with_scen};
+use super::render::VuReads;
 use crate::conn::{Failed, Timing};
 use crate::ctx::Ctx;
 use crate::proto::session::Session;
@@ -113,7 +113,7 @@ impl Drop for InFlight<'_> {
 pub(super) fn answered(
     ctx: &Ctx,
     op: &ReqOp,
-    vars: &mut HashMap<String, String>,
+    vu: VuReads<'_>,
     session: &Session,
     flight: InFlight<'_>,
     done: Instant,
@@ -130,15 +130,22 @@ pub(super) fn answered(
         body: session.body(),
         duration: response,
     };
+    captures_and_checks(ctx, op, vu, &view);
+}
+
+/// A step's captures into the VU's variables, then its checks (which read
+/// them) on the response.
+pub(super) fn captures_and_checks(ctx: &Ctx, op: &ReqOp, vu: VuReads<'_>, view: &ResponseView<'_>) {
     for cap in &op.req.captures {
-        if let Some(v) = cap.extract(&view) {
-            vars.insert(cap.var.clone(), v);
+        if let Some(v) = cap.extract(view) {
+            vu.vars.insert(cap.var.clone(), v);
         }
     }
     if !op.checks.is_empty() {
+        let mut cx = vu.into_context();
         with_scen(ctx, |r| {
             for (check, &i) in op.req.checks.iter().zip(&op.checks) {
-                r.check(i, check.passes(&view));
+                r.check(i, check.passes(view, &mut cx));
             }
         });
     }

@@ -11,7 +11,6 @@
 //!  Method::decode_last(reply) ──► JSON text ──► captures, checks
 //! ```
 
-use std::collections::HashMap;
 use std::pin::pin;
 use std::time::{Duration, Instant};
 
@@ -20,9 +19,9 @@ use throng_metrics::{ErrorClass, Phase, ScenarioRecorder};
 use throng_plan::{HttpVersion, StatusSet};
 use throng_scenario::{CaptureFrom, CheckKind, GrpcStep, ResponseView};
 
-use super::flight::{begin, not_sent, unanswered};
+use super::flight::{begin, captures_and_checks, not_sent, unanswered};
 use super::ops::{GrpcOp, ReqOp, Scen, Vu, with_scen};
-use super::render::{Rendered, render};
+use super::render::{Rendered, Unsent, VuReads, render};
 use crate::ctx::Ctx;
 use crate::proto::http1::Keep;
 use crate::proto::vu::{stream_reply, stream_request, stream_session, stream_slot};
@@ -41,12 +40,7 @@ impl GrpcOp {
         let mut t = tags.to_vec();
         t.push(rec.tag(&format!("step:{}", r.name)));
         let decode = r.captures.iter().any(|c| !matches!(c.from, CaptureFrom::Header(_)))
-            || r.checks.iter().any(|c| {
-                matches!(
-                    c.kind,
-                    CheckKind::BodyContains(_) | CheckKind::JsonExists(_) | CheckKind::JsonEquals(..)
-                )
-            });
+            || r.checks.iter().any(|c| c.kind.reads_body());
         let keep = Keep {
             server: false,
             headers: r.captures.iter().any(|c| matches!(c.from, CaptureFrom::Header(_)))
@@ -88,7 +82,15 @@ fn grpc_timeout(d: Duration) -> String {
 /// One call: render, connect if needed, call, record, capture, check.
 pub(super) async fn call(ctx: &Ctx, sc: &Scen, vu: &mut Vu, g: &GrpcOp, origin: Option<Instant>) {
     let op = &g.op;
-    let rendered = render(sc, vu, &op.req, ctx.spec.trace.as_ref());
+    let rendered = match render(sc, vu, &op.req, ctx.spec.trace.as_ref()) {
+        Ok(r) => Some(r),
+        Err(Unsent::Smuggled) => None,
+        Err(Unsent::Expression(message)) => {
+            // Never begun: the iteration ends failed with the message.
+            vu.fault = Some(message);
+            return;
+        }
+    };
     let (started, mut flight, mut row) = begin(ctx, sc, vu, &op.tags, &op.req.name);
     flight.traced(vu.trace, origin.unwrap_or(started), row.row());
     if let Some(r) = row.row() {
@@ -193,7 +195,14 @@ pub(super) async fn call(ctx: &Ctx, sc: &Scen, vu: &mut Vu, g: &GrpcOp, origin: 
                 body: json.as_deref().unwrap_or_default().as_bytes(),
                 duration: done - t_send,
             };
-            captures_and_checks(ctx, op, &mut vu.vars, &view);
+            let reader = VuReads {
+                sc,
+                id: vu.id,
+                iter: vu.iter,
+                vars: &mut vu.vars,
+                rng: &mut vu.rng,
+            };
+            captures_and_checks(ctx, op, reader, &view);
         }
         _ => unanswered(ctx, op, flight),
     }
@@ -235,22 +244,6 @@ fn call_request(sc: &Scen, g: &GrpcOp, rendered: Rendered, body_len: usize) -> O
         map.insert("grpc-timeout", v);
     }
     Some((request, request_len))
-}
-
-/// The step's captures and checks, on the reply's message as JSON.
-fn captures_and_checks(ctx: &Ctx, op: &ReqOp, vars: &mut HashMap<String, String>, view: &ResponseView<'_>) {
-    for cap in &op.req.captures {
-        if let Some(v) = cap.extract(view) {
-            vars.insert(cap.var.clone(), v);
-        }
-    }
-    if !op.checks.is_empty() {
-        with_scen(ctx, |r| {
-            for (check, &i) in op.req.checks.iter().zip(&op.checks) {
-                r.check(i, check.passes(view));
-            }
-        });
-    }
 }
 
 #[cfg(test)]

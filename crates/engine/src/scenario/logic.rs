@@ -1,12 +1,7 @@
 //! Control flow in a VU's ops: `if:`, `repeat:`, `until:` and `choose:`
 //! compiled to jumps (see `compile` in mod.rs), run here against the VU's
-//! state; its expressions read the VU's variables, `status`, `vu`, `iter`,
-//! `env.NAME` and `setup.NAME`.
-
-use std::collections::HashMap;
-
-use throng_plan::Rng;
-use throng_scenario::expr::{Context, Value};
+//! state; its expressions read what a template reads (the VU's variables,
+//! `status`, `vu`, `iter`, `env.NAME`, `setup.NAME`: `render::context`).
 
 use super::ops::{Op, Scen, Vu, with_scen};
 use crate::ctx::Ctx;
@@ -63,49 +58,6 @@ pub(super) fn next(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &Op) -> Result<Option<
 
 /// `expr`'s truth at the VU's state.
 fn eval(sc: &Scen, vu: &mut Vu, expr: &throng_scenario::expr::Expr) -> Result<bool, String> {
-    let mut cx = VuContext {
-        vars: &vu.vars,
-        env: &sc.env,
-        setup: &sc.setup,
-        status: vu.status,
-        vu: vu.id,
-        iter: vu.iter,
-        rng: &mut vu.rng,
-    };
+    let mut cx = super::render::context(sc, vu);
     expr.eval(&mut cx).map(|v| v.truthy()).map_err(|e| e.to_string())
-}
-
-/// What an expression reads from a VU.
-struct VuContext<'a> {
-    vars: &'a HashMap<String, String>,
-    env: &'a HashMap<String, String>,
-    setup: &'a HashMap<String, String>,
-    status: u16,
-    vu: u64,
-    iter: u64,
-    rng: &'a mut Rng,
-}
-
-impl Context for VuContext<'_> {
-    fn var(&self, name: &str) -> Option<Value> {
-        let text = |v: Option<&String>| v.map(|s| Value::Str(s.clone()));
-        match name {
-            "status" => Some(Value::Num(f64::from(self.status))),
-            "vu" => Some(Value::Num(self.vu as f64)),
-            "iter" => Some(Value::Num(self.iter as f64)),
-            _ => match (name.strip_prefix("env."), name.strip_prefix("setup.")) {
-                (Some(n), _) => text(self.env.get(n)),
-                (_, Some(n)) => text(self.setup.get(n)),
-                _ => text(self.vars.get(name)),
-            },
-        }
-    }
-
-    fn random(&mut self, lo: i64, hi: i64) -> i64 {
-        // Invariant (the evaluator's): lo <= hi. Spans past 2^53 lose
-        // evenness, not bounds.
-        let span = (hi as f64 - lo as f64 + 1.0).max(1.0);
-        let r = lo as f64 + (self.rng.next_f64() * span).floor();
-        (r as i64).clamp(lo, hi)
-    }
 }

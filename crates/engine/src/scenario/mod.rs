@@ -152,12 +152,8 @@ fn compile(flow: &[Step], tags: &[usize], jar: bool, rec: &mut ScenarioRecorder,
                         || r.captures.iter().any(|c| matches!(c.from, CaptureFrom::Header(_)))
                         || r.checks.iter().any(|c| matches!(c.kind, CheckKind::Header(..))),
                     body: if r.captures.iter().any(|c| !matches!(c.from, CaptureFrom::Header(_)))
-                        || r.checks.iter().any(|c| {
-                            matches!(
-                                c.kind,
-                                CheckKind::BodyContains(_) | CheckKind::JsonExists(_) | CheckKind::JsonEquals(..)
-                            )
-                        }) {
+                        || r.checks.iter().any(|c| c.kind.reads_body())
+                    {
                         // At most 64 MiB (checked when the file was read).
                         usize::try_from(r.max_body).unwrap_or(usize::MAX)
                     } else {

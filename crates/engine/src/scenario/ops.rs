@@ -238,6 +238,9 @@ pub(super) struct Vu {
     pub(super) status: u16,
     /// Its loops' pass counters, innermost last (cleared per iteration).
     pub(super) loops: Vec<u32>,
+    /// An expression of a step's templates that failed (its message): the
+    /// iteration ends failed with it after that step.
+    pub(super) fault: Option<String>,
 }
 
 pub(super) fn with_scen<T>(ctx: &Ctx, f: impl FnOnce(&mut ScenarioRecorder) -> T) -> Option<T> {

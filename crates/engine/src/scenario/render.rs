@@ -1,10 +1,13 @@
 //! A step's request rendered from its templates for one VU: target
 //! (percent-encoded), headers, body (JSON, form or raw). I/O-free.
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use throng_scenario::{Body, Context, JsonTemplate, Request};
+
+use throng_plan::Rng;
 
 use super::ops::{Scen, Vu};
 use crate::trace::Tracer;
@@ -17,43 +20,77 @@ pub(super) struct Rendered {
     pub(super) body: Vec<u8>,
 }
 
-/// Renders one template with the VU's variables (an `add:` step's value).
-pub(super) fn text(sc: &Scen, vu: &mut Vu, t: &throng_scenario::Template) -> String {
-    let now_ms = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
-    let mut cx = Context {
-        vu: vu.id,
+/// What a VU's templates and expressions read: its variables, its last
+/// status, the scenario's environment and setup captures.
+pub(super) fn context<'a>(sc: &'a Scen, vu: &'a mut Vu) -> Context<'a> {
+    let status = vu.status;
+    let mut cx = VuReads {
+        sc,
+        id: vu.id,
         iter: vu.iter,
-        scenario: &sc.def.name,
+        vars: &mut vu.vars,
         rng: &mut vu.rng,
-        vars: &vu.vars,
-        env: &sc.env,
-        setup: &sc.setup,
-        now_ms,
-    };
-    t.render(&mut cx)
+    }
+    .into_context();
+    cx.status = status;
+    cx
+}
+
+/// The parts of a VU an expression reads, borrowed apart from the session
+/// a response is in: a request's captures go into `vars`, then its checks
+/// read them.
+pub(super) struct VuReads<'a> {
+    pub(super) sc: &'a Scen,
+    pub(super) id: u64,
+    pub(super) iter: u64,
+    pub(super) vars: &'a mut HashMap<String, String>,
+    pub(super) rng: &'a mut Rng,
+}
+
+impl<'a> VuReads<'a> {
+    /// What the expressions read (`status` 0: a check reads its response's).
+    pub(super) fn into_context(self) -> Context<'a> {
+        let now_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        Context {
+            vu: self.id,
+            iter: self.iter,
+            scenario: &self.sc.def.name,
+            rng: self.rng,
+            vars: self.vars,
+            env: &self.sc.env,
+            setup: &self.sc.setup,
+            now_ms,
+            status: 0,
+            failed: None,
+        }
+    }
+}
+
+/// Renders one template with the VU's variables (an `add:` step's value);
+/// the error of an expression in it that failed.
+pub(super) fn text(sc: &Scen, vu: &mut Vu, t: &throng_scenario::Template) -> Result<String, String> {
+    let mut cx = context(sc, vu);
+    let out = t.render(&mut cx);
+    cx.failed.map_or(Ok(out), Err)
+}
+
+/// Why a request's templates gave no request.
+pub(super) enum Unsent {
+    /// A header value carries a control character (a captured or data
+    /// value with a line break, say): such a request would smuggle a header
+    /// or a request of its own, so it is never sent.
+    Smuggled,
+    /// An expression failed (its message): the iteration fails with it.
+    Expression(String),
 }
 
 /// Renders a request's target, headers and body; with `trace`, a
 /// `traceparent` under the VU's iteration's trace id, with a new span id.
-/// None when a rendered header value carries a control character (a
-/// captured or data value with a line break, say): such a request would
-/// smuggle a header or a request of its own, so it is never sent.
-pub(super) fn render(sc: &Scen, vu: &mut Vu, req: &Request, trace: Option<&Tracer>) -> Option<Rendered> {
-    let now_ms = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
-    let mut cx = Context {
-        vu: vu.id,
-        iter: vu.iter,
-        scenario: &sc.def.name,
-        rng: &mut vu.rng,
-        vars: &vu.vars,
-        env: &sc.env,
-        setup: &sc.setup,
-        now_ms,
-    };
+pub(super) fn render(sc: &Scen, vu: &mut Vu, req: &Request, trace: Option<&Tracer>) -> Result<Rendered, Unsent> {
+    let trace_id = vu.trace;
+    let mut cx = context(sc, vu);
     let mut target = String::with_capacity(128);
     let mut scratch = String::new();
 
@@ -101,7 +138,7 @@ pub(super) fn render(sc: &Scen, vu: &mut Vu, req: &Request, trace: Option<&Trace
     for (k, v) in defaults.chain(&req.headers) {
         let value = v.render(&mut cx);
         if value.chars().any(throng_plan::is_forbidden_in_value) {
-            return None;
+            return Err(Unsent::Smuggled);
         }
         headers.push((k.clone(), value));
     }
@@ -110,10 +147,13 @@ pub(super) fn render(sc: &Scen, vu: &mut Vu, req: &Request, trace: Option<&Trace
     {
         headers.push(("Content-Type".to_string(), ct.to_string()));
     }
-    if let (Some(t), Some(id)) = (trace, &vu.trace) {
+    if let Some(e) = cx.failed {
+        return Err(Unsent::Expression(e));
+    }
+    if let (Some(t), Some(id)) = (trace, &trace_id) {
         headers.push((throng_plan::TRACEPARENT.to_string(), t.value(id)));
     }
-    Some(Rendered { target, headers, body })
+    Ok(Rendered { target, headers, body })
 }
 
 fn write_json(j: &JsonTemplate, cx: &mut Context<'_>, out: &mut String) {

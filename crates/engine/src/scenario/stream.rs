@@ -2,7 +2,6 @@
 //! connection of that protocol (`crate::proto::vu::Conns`), its redirects
 //! followed (to another origin on a connection of their own).
 
-use std::collections::HashMap;
 use std::pin::{Pin, pin};
 use std::time::Instant;
 
@@ -14,7 +13,7 @@ use tokio::time::Sleep;
 
 use super::flight::{InFlight, answered, not_sent, unanswered};
 use super::ops::{ReqOp, Scen, Vu};
-use super::render::Rendered;
+use super::render::{Rendered, VuReads};
 use crate::conn::{Failed, Timing};
 use crate::ctx::Ctx;
 use crate::proto::session::Session;
@@ -163,7 +162,14 @@ pub(super) async fn request(
         };
         vu.answered = outcome.is_ok();
         vu.status = if vu.answered { session.reply().status } else { 0 };
-        return settle(ctx, op, &mut vu.vars, session, outcome, &sent, flight, row);
+        let reader = VuReads {
+            sc,
+            id: vu.id,
+            iter: vu.iter,
+            vars: &mut vu.vars,
+            rng: &mut vu.rng,
+        };
+        return settle(ctx, op, reader, session, outcome, &sent, flight, row);
     }
 }
 
@@ -226,7 +232,7 @@ struct Sent {
 fn settle(
     ctx: &Ctx,
     op: &ReqOp,
-    vars: &mut HashMap<String, String>,
+    vu: VuReads<'_>,
     session: &mut Session,
     outcome: Result<Timing, Failed>,
     sent: &Sent,
@@ -250,7 +256,7 @@ fn settle(
         (Ok(timing), Some(expected)) => answered(
             ctx,
             op,
-            vars,
+            vu,
             session,
             flight,
             timing.done,

@@ -38,6 +38,7 @@ pub(super) async fn vu(guard: TaskGuard, sc: Rc<Scen>, slot: usize) {
         answered: false,
         status: 0,
         loops: Vec::new(),
+        fault: None,
         js: None,
     };
     let open = sc.def.executor.is_open();
@@ -199,10 +200,15 @@ async fn iteration(ctx: &Ctx, sc: &Scen, vu: &mut Vu, intended: Option<Instant>)
             }
             Op::Add(a) => {
                 let value = match &a.value {
-                    AddValue::Number(v) => Some(*v),
-                    AddValue::Template(t) => AddValue::read(&render::text(sc, vu, t)),
+                    AddValue::Number(v) => Ok(Some(*v)),
+                    AddValue::Template(t) => render::text(sc, vu, t).map(|text| AddValue::read(&text)),
                 };
-                with_scen(ctx, |r| a.metric.iter().for_each(|&i| r.custom(i, value)));
+                match value {
+                    Ok(value) => {
+                        with_scen(ctx, |r| a.metric.iter().for_each(|&i| r.custom(i, value)));
+                    }
+                    Err(message) => vu.fault = Some(message),
+                }
             }
             Op::GroupStart => groups.push(Instant::now()),
             Op::GroupEnd(g) => {
@@ -219,11 +225,12 @@ async fn iteration(ctx: &Ctx, sc: &Scen, vu: &mut Vu, intended: Option<Instant>)
                     }
                     pc = to;
                 }
-                Err(message) => {
-                    with_scen(ctx, |r| r.iteration_failed(Instant::now(), "expression", &message));
-                    return true;
-                }
+                Err(message) => vu.fault = Some(message),
             },
+        }
+        if let Some(message) = vu.fault.take() {
+            with_scen(ctx, |r| r.iteration_failed(Instant::now(), "expression", &message));
+            return true;
         }
     }
     let now = Instant::now();

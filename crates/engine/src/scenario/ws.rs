@@ -19,15 +19,15 @@
 //! are not sent, so `attempted = ok + Σ errors` holds.
 //! Framing is [`crate::proto::ws::frame`]'s; the socket, [`crate::proto::ws`]'s.
 
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use throng_metrics::{ErrorClass, Phase};
-use throng_scenario::{Context, ResponseView, WebSocket, WsMessage};
+use throng_scenario::{ResponseView, WebSocket, WsMessage};
 use tokio::io::AsyncWriteExt;
 
 use super::flight::InFlight;
 use super::ops::{Kept, Scen, Vu, WsOp, with_scen};
-use super::render::encode_target;
+use super::render::{Unsent, context, encode_target};
 use crate::conn::{Conn, close, open_connection_to};
 use crate::ctx::Ctx;
 use crate::proto::ws::frame::{self as frame, Event, Reader};
@@ -96,9 +96,8 @@ fn upgrade_request(target: &str, authority: &str, key: &str, headers: &[(String,
     out.into_bytes()
 }
 
-/// Renders the step's target and headers; None when a header's rendered
-/// value has a control character (it would smuggle a header).
-fn render_head(sc: &Scen, vu: &mut Vu, ws: &WebSocket) -> Option<(String, Vec<(String, String)>)> {
+/// Renders the step's target and headers.
+fn render_head(sc: &Scen, vu: &mut Vu, ws: &WebSocket) -> Result<(String, Vec<(String, String)>), Unsent> {
     let mut cx = context(sc, vu);
     let mut path = String::new();
     if ws.url.starts_with('/') {
@@ -113,26 +112,13 @@ fn render_head(sc: &Scen, vu: &mut Vu, ws: &WebSocket) -> Option<(String, Vec<(S
     for (k, v) in defaults.chain(&ws.headers) {
         let value = v.render(&mut cx);
         if value.chars().any(throng_plan::is_forbidden_in_value) {
-            return None;
+            return Err(Unsent::Smuggled);
         }
         headers.push((k.clone(), value));
     }
-    Some((target, headers))
-}
-
-fn context<'a>(sc: &'a Scen, vu: &'a mut Vu) -> Context<'a> {
-    let now_ms = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
-    Context {
-        vu: vu.id,
-        iter: vu.iter,
-        scenario: &sc.def.name,
-        rng: &mut vu.rng,
-        vars: &vu.vars,
-        env: &sc.env,
-        setup: &sc.setup,
-        now_ms,
+    match cx.failed {
+        Some(e) => Err(Unsent::Expression(e)),
+        None => Ok((target, headers)),
     }
 }
 
@@ -245,13 +231,19 @@ pub(super) async fn step(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &WsOp, origin: O
     let begin = |vu: &Vu| begin(ctx, sc, op, vu);
     // Sends after the last expect belong to no request (unless they fail).
     let last_expect = ws.messages.iter().rposition(|m| matches!(m, WsMessage::Expect { .. }));
+    let head = render_head(sc, vu, ws);
+    if let Err(Unsent::Expression(message)) = head {
+        // Never begun: the iteration ends failed with the message.
+        vu.fault = Some(message);
+        return;
+    }
     let mut unit = Some(begin(vu));
     if let (Some(due), Some(u)) = (origin, unit.as_mut())
         && let Some(r) = u.row.row()
     {
         r.phase(Phase::ScheduleLag, Instant::now().saturating_duration_since(due));
     }
-    let Some((target, headers)) = render_head(sc, vu, ws) else {
+    let Ok((target, headers)) = head else {
         // Never sent: a rendered header throng cannot frame.
         fail(ctx, unit, ErrorClass::Protocol);
         return;
@@ -289,7 +281,17 @@ pub(super) async fn step(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &WsOp, origin: O
                 let text;
                 let (op, data): (u8, &[u8]) = match m {
                     WsMessage::Send(t) => {
-                        text = t.render(&mut context(sc, vu));
+                        let mut cx = context(sc, vu);
+                        text = t.render(&mut cx);
+                        if let Some(message) = cx.failed {
+                            // Not sent: the unit under way fails as a
+                            // message throng could not make, and the
+                            // iteration with the expression's message.
+                            vu.fault = Some(message);
+                            failed = Some(ErrorClass::Protocol);
+                            unit = unit.or_else(|| Some(begin(vu)));
+                            break;
+                        }
                         (frame::TEXT, text.as_bytes())
                     }
                     WsMessage::SendBinary(b) => (frame::BINARY, b),

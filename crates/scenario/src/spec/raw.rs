@@ -540,6 +540,7 @@ pub(super) struct RawCheck {
     pub(super) header: Option<String>,
     pub(super) contains: Option<String>,
     pub(super) duration_under: Option<Dur>,
+    pub(super) expr: Option<String>,
 }
 
 /// `- EXPRESSION` or `- { threshold, abort_on_fail, delay, no_samples }`.

@@ -8,6 +8,7 @@ use throng_plan::{HttpVersion, StatusSet, TlsSettings};
 
 pub use crate::base_url::BaseUrl;
 use crate::checks::{Capture, Check};
+pub use crate::expr::Condition;
 use crate::template::Template;
 use crate::threshold::Threshold;
 
@@ -439,45 +440,6 @@ impl Add {
         std::iter::once(self.metric.clone())
             .chain(self.tags.iter().map(|(k, v)| format!("{}{{{k}:{v}}}", self.metric)))
             .collect()
-    }
-}
-
-/// An expression as written (`if:`, `until:`), parsed once at load; it
-/// travels (to `--procs` children) as its text and is parsed again.
-#[derive(Clone, Debug)]
-pub struct Condition {
-    /// As written.
-    pub text: String,
-    /// Parsed.
-    pub expr: crate::expr::Expr,
-}
-
-impl Condition {
-    /// Parses `text`.
-    pub fn parse(text: &str) -> Result<Condition, crate::expr::ParseError> {
-        Ok(Condition {
-            text: text.to_string(),
-            expr: crate::expr::parse(text)?,
-        })
-    }
-}
-
-impl PartialEq for Condition {
-    fn eq(&self, o: &Self) -> bool {
-        self.text == o.text
-    }
-}
-
-impl Serialize for Condition {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&self.text)
-    }
-}
-
-impl<'de> Deserialize<'de> for Condition {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let text = String::deserialize(d)?;
-        Condition::parse(&text).map_err(|e| serde::de::Error::custom(format!("expression '{text}': {e}")))
     }
 }
 

@@ -241,10 +241,11 @@ impl Validator<'_> {
                 ("json:", c.json.is_some()),
                 ("header:", c.header.is_some()),
                 ("duration_under:", c.duration_under.is_some()),
+                ("expr:", c.expr.is_some()),
             ];
             let given: Vec<&str> = kinds.iter().filter(|(_, set)| *set).map(|(k, _)| *k).collect();
-            const KINDS: &str =
-                "status:, body_contains:, json: (with equals: or exists:), header: (with contains:) or duration_under:";
+            const KINDS: &str = "status:, body_contains:, json: (with equals: or exists:), header: (with contains:), \
+                                 duration_under: or expr:";
             let kind = match given.as_slice() {
                 [] => return Err(bad(format!("give one of {KINDS}"))),
                 [kind] => *kind,
@@ -304,6 +305,12 @@ impl Validator<'_> {
                     duration_under: Some(d),
                     ..
                 } => CheckKind::DurationUnder(d.0),
+                RawCheck { expr: Some(text), .. } => CheckKind::Expr(Condition::parse(&text).map_err(|e| {
+                    bad(format!(
+                        "expr '{text}': at column {} of the expression: {}",
+                        e.col, e.msg
+                    ))
+                })?),
                 // The kinds were counted above: exactly one is set.
                 _ => return Err(bad(format!("give one of {KINDS}"))),
             };
