@@ -62,6 +62,11 @@ pub const NAMES: &[&str] = &[
     "throng_step_response_seconds_bucket",
     "throng_step_response_seconds_sum",
     "throng_step_response_seconds_count",
+    "throng_custom_total",
+    "throng_custom_rate_total",
+    "throng_custom_gauge",
+    "throng_custom_trend",
+    "throng_custom_trend_values_total",
 ];
 
 /// What `/metrics` shows: everything measured so far plus the figures that
@@ -108,6 +113,21 @@ impl prometheus_client::encoding::EncodeMetric for Value {
         match self.0 {
             MetricType::Counter => e.encode_counter::<prometheus_client::encoding::NoLabelSet, _, u64>(&self.1, None),
             _ => e.encode_gauge(&(i64::try_from(self.1).unwrap_or(i64::MAX))),
+        }
+    }
+    fn metric_type(&self) -> MetricType {
+        self.0
+    }
+}
+
+/// A value that need not be whole (a custom metric's).
+struct Real(MetricType, f64);
+
+impl prometheus_client::encoding::EncodeMetric for Real {
+    fn encode(&self, mut e: MetricEncoder) -> Result<(), std::fmt::Error> {
+        match self.0 {
+            MetricType::Counter => e.encode_counter::<prometheus_client::encoding::NoLabelSet, _, u64>(&self.1, None),
+            _ => e.encode_gauge(&self.1),
         }
     }
     fn metric_type(&self) -> MetricType {
@@ -205,6 +225,9 @@ impl Collector for Snapshot {
             encode_targets(&mut enc, s)?;
         } else if let Some(s) = &m.scenario {
             encode_scenario(&mut enc, f, s)?;
+        }
+        if let Some(s) = &m.scenario {
+            encode_custom(&mut enc, s)?;
         }
         Ok(())
     }
@@ -361,6 +384,52 @@ fn encode_targets(enc: &mut DescriptorEncoder, s: &throng_metrics::ScenarioStats
         MetricType::Histogram,
         &hists,
     )?;
+    Ok(())
+}
+
+/// A scenario file's custom metrics: the series a push carries
+/// ([`crate::push::batch::custom`]), under the same names.
+fn encode_custom(enc: &mut DescriptorEncoder, s: &throng_metrics::ScenarioStats) -> Result<(), std::fmt::Error> {
+    use crate::push::batch::{Point, custom};
+    let series = custom(s);
+    for (name, help) in [
+        ("custom_total", "A custom counter's sum, by metric (and tags)."),
+        (
+            "custom_rate_total",
+            "A custom rate's additions, by metric and result (true or false).",
+        ),
+        (
+            "custom_gauge",
+            "A custom gauge's last, smallest and largest value, by metric and stat.",
+        ),
+        (
+            "custom_trend",
+            "A custom trend's values at quantiles 0.5, 0.9, 0.95, 0.99 and 1 (the largest).",
+        ),
+        ("custom_trend_values_total", "Values added to a custom trend."),
+    ] {
+        let full = format!("throng_{name}");
+        let values: Vec<(Vec<(&str, String)>, Real)> = series
+            .iter()
+            .filter(|x| x.name == full)
+            .filter_map(|x| {
+                let value = match x.point {
+                    Point::Real { value, counter: true } => Real(MetricType::Counter, value),
+                    Point::Real { value, .. } => Real(MetricType::Gauge, value),
+                    Point::Counter(n) => Real(MetricType::Counter, n as f64),
+                    Point::Gauge(n) => Real(MetricType::Gauge, n as f64),
+                    Point::Histogram(_) => return None,
+                };
+                Some((x.labels.iter().map(|(k, v)| (*k, clean(v))).collect(), value))
+            })
+            .collect();
+        let Some(ty) = values.first().map(|(_, r)| r.0) else {
+            continue;
+        };
+        // The text format adds _total to a counter's name itself.
+        let name = name.strip_suffix("_total").unwrap_or(name);
+        family(enc, name, help, None, ty, &values)?;
+    }
     Ok(())
 }
 

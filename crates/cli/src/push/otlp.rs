@@ -9,6 +9,7 @@
 //!             └─ one ScopeMetrics (throng) ─► a Metric per name, a data point per label set
 //!  Counter   ─► Sum { monotonic, cumulative }        (sfixed64 as_int)
 //!  Gauge     ─► Gauge                                (sfixed64 as_int)
+//!  Real      ─► Sum { not monotonic } or Gauge       (double as_double)
 //!  Histogram ─► ExponentialHistogram { cumulative }  (scale 8, dense buckets)
 //! ```
 //!
@@ -125,7 +126,8 @@ pub struct Sum {
     pub is_monotonic: bool,
 }
 
-/// `opentelemetry.proto.metrics.v1.NumberDataPoint`, its value as `as_int`.
+/// `opentelemetry.proto.metrics.v1.NumberDataPoint`: its value `as_int`,
+/// or `as_double` (a custom metric's).
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct NumberDataPoint {
     #[prost(message, repeated, tag = "7")]
@@ -134,8 +136,17 @@ pub struct NumberDataPoint {
     pub start_time_unix_nano: u64,
     #[prost(fixed64, tag = "3")]
     pub time_unix_nano: u64,
+    #[prost(oneof = "Number", tags = "4, 6")]
+    pub value: Option<Number>,
+}
+
+/// `NumberDataPoint.value`.
+#[derive(Clone, PartialEq, prost::Oneof)]
+pub enum Number {
+    #[prost(double, tag = "4")]
+    AsDouble(f64),
     #[prost(sfixed64, tag = "6")]
-    pub as_int: i64,
+    AsInt(i64),
 }
 
 /// `opentelemetry.proto.metrics.v1.ExponentialHistogram`.
@@ -226,7 +237,13 @@ pub fn export_request(batch: &Batch) -> ExportMetricsServiceRequest {
             attributes: attributes.clone(),
             start_time_unix_nano: start,
             time_unix_nano: time,
-            as_int: i64::try_from(n).unwrap_or(i64::MAX),
+            value: Some(Number::AsInt(i64::try_from(n).unwrap_or(i64::MAX))),
+        };
+        let real = |value: f64| NumberDataPoint {
+            attributes: attributes.clone(),
+            start_time_unix_nano: start,
+            time_unix_nano: time,
+            value: Some(Number::AsDouble(value)),
         };
         // Series of one name come together (batch::collect pushes them so);
         // a name seen before gets its point added to its metric.
@@ -256,6 +273,20 @@ pub fn export_request(batch: &Batch) -> ExportMetricsServiceRequest {
                     data_points: vec![number(*n)],
                     aggregation_temporality: CUMULATIVE,
                     is_monotonic: true,
+                }));
+            }
+            (Point::Real { value, counter: true }, Some(Data::Sum(sum))) => sum.data_points.push(real(*value)),
+            (Point::Real { value, counter: true }, data) => {
+                *data = Some(Data::Sum(Sum {
+                    data_points: vec![real(*value)],
+                    aggregation_temporality: CUMULATIVE,
+                    is_monotonic: false,
+                }));
+            }
+            (Point::Real { value, .. }, Some(Data::Gauge(g))) => g.data_points.push(real(*value)),
+            (Point::Real { value, .. }, data) => {
+                *data = Some(Data::Gauge(Gauge {
+                    data_points: vec![real(*value)],
                 }));
             }
             (Point::Gauge(n), Some(Data::Gauge(g))) => g.data_points.push(number(*n)),
@@ -403,15 +434,21 @@ mod tests {
         let points: Vec<_> = sum
             .data_points
             .iter()
-            .map(|p| (attr(&p.attributes, "outcome").unwrap(), p.as_int))
+            .map(|p| (attr(&p.attributes, "outcome").unwrap(), p.value.clone()))
             .collect();
-        assert_eq!(points, [("ok".to_string(), 42), ("refused".to_string(), 3)]);
+        assert_eq!(
+            points,
+            [
+                ("ok".to_string(), Some(Number::AsInt(42))),
+                ("refused".to_string(), Some(Number::AsInt(3)))
+            ]
+        );
         assert_eq!(sum.data_points[0].time_unix_nano, 1_700_000_000_000_000_000);
         assert_eq!(sum.data_points[0].start_time_unix_nano, 1_699_999_999_000_000_000);
         let Some(Data::Gauge(g)) = &metrics[1].data else {
             panic!("{:?}", metrics[1])
         };
-        assert_eq!(g.data_points[0].as_int, 9);
+        assert_eq!(g.data_points[0].value, Some(Number::AsInt(9)));
         assert_eq!(metrics[2].unit, "s");
         let Some(Data::ExponentialHistogram(h)) = &metrics[2].data else {
             panic!("{:?}", metrics[2])

@@ -132,6 +132,13 @@ pub fn write_request(batch: &Batch) -> WriteRequest {
                     }],
                     vec![],
                 ),
+                Point::Real { value, .. } => (
+                    vec![Sample {
+                        value: *value,
+                        timestamp: batch.unix_ms,
+                    }],
+                    vec![],
+                ),
                 Point::Histogram(e) => (vec![], vec![histogram(e, batch.unix_ms)]),
             };
             TimeSeries {

@@ -224,6 +224,11 @@ fn prometheus_sees_exactly_the_requests_of_the_result_file() {
 
 const SCENARIO: &str = r#"
 target: TARGET
+metrics:
+  orders: counter
+  paid: rate
+  depth: gauge
+  size: trend
 scenarios:
   browse:
     executor: constant-vus
@@ -232,6 +237,11 @@ scenarios:
     flow:
       - request: { name: home, path: / }
       - request: { name: missing, path: /status/404, expect: [404] }
+      - add: { metric: orders, value: 1.5, tags: { shop: books } }
+      - add: { metric: orders, value: 1.5, tags: { shop: books } }
+      - add: { metric: paid, value: "{{ iter % 2 == 0 }}" }
+      - add: { metric: depth, value: "{{ iter }}" }
+      - add: { metric: size, value: 7 }
       - think: 5ms
 "#;
 
@@ -279,4 +289,32 @@ fn a_scenario_run_is_labelled_by_scenario_and_step() {
     let it = s.iterations;
     assert_eq!(prom.wait_for("throng_iterations_total", it), Some(it as f64));
     assert_eq!(prom.max("throng_vus"), Some(3.0));
+    // Custom metrics, under their names, exactly (the sum of 1.5s is whole:
+    // two per iteration).
+    let c = &s.custom;
+    let orders = c["orders"].sum as u64;
+    assert_eq!(orders, 3 * it);
+    for (sel, want) in [
+        (r#"throng_custom_total{metric="orders",tags=""}"#.to_string(), orders),
+        (
+            r#"throng_custom_total{metric="orders",tags="shop:books"}"#.to_string(),
+            orders,
+        ),
+        (
+            r#"throng_custom_rate_total{metric="paid",result="true"}"#.to_string(),
+            c["paid"].hits,
+        ),
+        (
+            r#"throng_custom_rate_total{metric="paid",result="false"}"#.to_string(),
+            c["paid"].count - c["paid"].hits,
+        ),
+        (
+            r#"throng_custom_gauge{metric="depth",stat="max"}"#.to_string(),
+            c["depth"].max.unwrap() as u64,
+        ),
+        (r#"throng_custom_trend{metric="size",quantile="0.99"}"#.to_string(), 7),
+        (r#"throng_custom_trend_values_total{metric="size"}"#.to_string(), it),
+    ] {
+        assert_eq!(prom.wait_for(&sel, want), Some(want as f64), "{sel}");
+    }
 }

@@ -184,8 +184,10 @@ pub(crate) fn storm_and_segment_push(push: &Push, prom: &Receiver, url: &str) {
     );
 
     let yaml = format!(
-        "target: http://{}\nscenarios:\n  browse:\n    executor: constant-vus\n    vus: 2\n    duration: 2s\n    \
-         flow:\n      - request: {{ name: home, path: / }}\n",
+        "target: http://{}\nmetrics:\n  orders: counter\n  size: trend\nscenarios:\n  browse:\n    executor: \
+         constant-vus\n    vus: 2\n    duration: 2s\n    flow:\n      - request: {{ name: home, path: / }}\n      \
+         - add: {{ metric: orders, value: 0.5 }}\n      - add: {{ metric: orders, value: 1.5 }}\n      \
+         - add: {{ metric: size, value: 9 }}\n",
         lab.addr()
     );
     let dir = tempfile::tempdir().unwrap();
@@ -215,6 +217,19 @@ pub(crate) fn storm_and_segment_push(push: &Push, prom: &Receiver, url: &str) {
             home.response.count()
         ),
         Some(home.response.count() as f64)
+    );
+    // Custom metrics, under the same names as /metrics: a sum that is not
+    // whole per addition arrives exactly.
+    let s = run.result().measurements.scenario.clone().unwrap();
+    let orders = s.custom["orders"].sum as u64;
+    assert_eq!(orders, 2 * s.iterations);
+    assert_eq!(
+        prom.wait_for(r#"throng_custom_total{agent="1/2:1",metric="orders"}"#, orders),
+        Some(orders as f64)
+    );
+    assert_eq!(
+        prom.wait_for(r#"throng_custom_trend{agent="1/2:1",metric="size",quantile="1"}"#, 9),
+        Some(9.0)
     );
     assert!(run.stdout().contains(push.reported), "{}", run.stdout());
 }
