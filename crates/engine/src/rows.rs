@@ -160,6 +160,48 @@ pub(crate) fn assemble(log: &RequestLog, dir: &Path, workers: &[u64]) -> Result<
     Ok(())
 }
 
+/// Where a scenario file's `setup:` or `teardown:` flow (`label`) writes
+/// its rows before they join the final file ([`splice_once`]).
+pub(crate) fn once_path(path: &Path, label: &str) -> PathBuf {
+    let mut p = parts_dir(path).into_os_string();
+    p.push(format!(".{label}.csv"));
+    PathBuf::from(p)
+}
+
+/// Puts the rows of a `setup:` flow (`before`) in front of the load's in
+/// the final file, and a `teardown:` flow's (`after`) behind them: one
+/// header, rows in the order they ran. The side files are removed.
+pub(crate) fn splice_once(log: &RequestLog, before: Option<&Path>, after: Option<&Path>) -> Result<(), CannotWrite> {
+    if before.is_none() && after.is_none() {
+        return Ok(());
+    }
+    let mut joined = log.path.clone().into_os_string();
+    joined.push(format!(".joining-{}", std::process::id()));
+    let joined = PathBuf::from(joined);
+    let fail = |e: io::Error| cannot_write(&joined, e);
+    let mut out = BufWriter::with_capacity(BUFFER, File::create(&joined).map_err(fail)?);
+    writeln!(out, "{HEADER}").map_err(fail)?;
+    for part in before.into_iter().chain([log.path.as_path()]).chain(after) {
+        match File::open(part) {
+            Ok(f) => {
+                // Each part starts with the header: skip it.
+                let mut rows = io::BufReader::new(f);
+                let mut header = Vec::new();
+                io::BufRead::read_until(&mut rows, b'\n', &mut header).map_err(fail)?;
+                io::copy(&mut rows, &mut out).map_err(fail)?;
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(cannot_write(part, e)),
+        }
+    }
+    out.flush().map_err(fail)?;
+    drop(out);
+    for side in before.into_iter().chain(after) {
+        let _ = std::fs::remove_file(side);
+    }
+    std::fs::rename(&joined, &log.path).map_err(|e| cannot_write(&log.path, e))
+}
+
 /// One worker's row file.
 pub(crate) struct RowWriter {
     out: BufWriter<File>,

@@ -446,3 +446,52 @@ fn a_failed_teardown_is_reported_not_fatal() {
     assert_eq!(count(&lines, "DELETE /bad tok=tok-4711"), 1, "{lines:?}");
     assert_eq!(tag(run.result(), ""), 30);
 }
+
+/// `--csv-requests` holds the setup's row first and the teardown's last,
+/// under one header, and nothing of them is left beside the file; a setup
+/// that fails leaves its own row there, for the post-mortem.
+#[test]
+fn csv_requests_holds_the_setup_and_teardown_rows_in_order() {
+    let n = server();
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("scenario.yaml");
+    let csv = dir.path().join("rows.csv");
+    let rows = |login: &str| {
+        std::fs::write(&scenario, file(&n, login, TEN_VUS, "")).unwrap();
+        let out = common::output(
+            throng()
+                .arg("run")
+                .arg(&scenario)
+                .args(["--threads", "1", "--quiet", "--csv-requests"])
+                .arg(&csv),
+        );
+        let text = std::fs::read_to_string(&csv).unwrap();
+        let lines: Vec<String> = text.lines().map(str::to_string).collect();
+        (out.status.code(), lines)
+    };
+    let (code, lines) = rows("/login");
+    assert_eq!(code, Some(0));
+    let header = &lines[0];
+    assert!(header.starts_with("start_us,"), "{header}");
+    let col = header.split(',').position(|c| c == "step").unwrap();
+    let steps: Vec<&str> = lines[1..].iter().map(|l| l.split(',').nth(col).unwrap()).collect();
+    assert_eq!(steps.len(), 32, "{lines:?}");
+    assert_eq!((steps[0], steps[31]), ("login", "cleanup"));
+    assert_eq!(steps.iter().filter(|s| **s == "item").count(), 30);
+    assert_eq!(lines.iter().filter(|l| l.starts_with("start_us,")).count(), 1);
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left.len(), 2, "only the scenario and the rows: {left:?}");
+
+    let (code, lines) = rows("/bad");
+    assert_eq!(code, Some(1));
+    assert_eq!(lines.len(), 2, "the header and the failed login: {lines:?}");
+    assert!(lines[1].contains(",login,"), "{lines:?}");
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left.len(), 2, "{left:?}");
+}

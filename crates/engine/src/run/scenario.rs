@@ -67,7 +67,12 @@ pub fn run_scenario(
     let mut notes = Vec::new();
     let setup = match &plan.setup {
         Some(s) => {
-            let once = run_once(plan, s, tls.clone(), options, control, Arc::default())?;
+            let once = run_once(plan, s, tls.clone(), options, control, Arc::default());
+            if !once.as_ref().is_ok_and(|o| o.failure.is_none()) || control.was_interrupted() {
+                // No load follows: the file holds the setup's rows alone.
+                splice_rows(plan, options, false, &mut notes);
+            }
+            let once = once?;
             if control.was_interrupted() {
                 return Err(EngineError::Interrupted(
                     "during the setup: flow, before the load started",
@@ -108,6 +113,7 @@ pub fn run_scenario(
             Err(e) => notes.push(format!("teardown could not run: {e}")),
         }
     }
+    splice_rows(plan, options, true, &mut notes);
     let mut result = load?;
     if !once_rows.is_empty() {
         let stats = result.measurements.scenario.get_or_insert_with(ScenarioStats::default);
@@ -132,6 +138,20 @@ pub fn run_scenario(
     }
     result.notes.extend(notes);
     Ok(result)
+}
+
+/// `--csv-requests`: the rows of the `setup:` flow (and, with `teardown`,
+/// the `teardown:` flow's) join the load's in the final file.
+fn splice_rows(plan: &ScenarioPlan, options: &ScenarioOptions, teardown: bool, notes: &mut Vec<String>) {
+    let Some(log) = &options.requests_csv else {
+        return;
+    };
+    let side = |s: Option<&Scenario>| s.map(|s| crate::rows::once_path(&log.path, &s.name));
+    let before = side(plan.setup.as_ref());
+    let after = side(plan.teardown.as_ref().filter(|_| teardown));
+    if let Err(e) = crate::rows::splice_once(log, before.as_deref(), after.as_deref()) {
+        notes.push(format!("--csv-requests: the setup:/teardown: rows were left out: {e}"));
+    }
 }
 
 /// What a `setup:` or `teardown:` run left: its figures (the row of its
@@ -167,7 +187,11 @@ fn run_once(
     };
     let opts = ScenarioOptions {
         threads: 1,
-        requests_csv: None,
+        // Its rows go to a side file, spliced into the final one at the end.
+        requests_csv: options.requests_csv.as_ref().map(|log| RequestLog {
+            path: crate::rows::once_path(&log.path, &s.name),
+            max_rows: log.max_rows,
+        }),
         start_at_unix_ms: None,
         ..options.clone()
     };
