@@ -21,7 +21,7 @@ use throng_scenario::{CaptureFrom, CheckKind, GrpcStep, ResponseView};
 
 use super::flight::{begin, captures_and_checks, not_sent, unanswered};
 use super::ops::{GrpcOp, ReqOp, Scen, Vu, with_scen};
-use super::render::{Rendered, Unsent, VuReads, render};
+use super::render::{Rendered, for_step, vu_reads};
 use crate::ctx::Ctx;
 use crate::proto::http1::Keep;
 use crate::proto::vu::{stream_reply, stream_request, stream_session, stream_slot};
@@ -82,14 +82,9 @@ fn grpc_timeout(d: Duration) -> String {
 /// One call: render, connect if needed, call, record, capture, check.
 pub(super) async fn call(ctx: &Ctx, sc: &Scen, vu: &mut Vu, g: &GrpcOp, origin: Option<Instant>) {
     let op = &g.op;
-    let rendered = match render(sc, vu, &op.req, ctx.spec.trace.as_ref()) {
-        Ok(r) => Some(r),
-        Err(Unsent::Smuggled) => None,
-        Err(Unsent::Expression(message)) => {
-            // Never begun: the iteration ends failed with the message.
-            vu.fault = Some(message);
-            return;
-        }
+    // An expression that failed: the step never begins.
+    let Ok(rendered) = for_step(sc, vu, &op.req, ctx.spec.trace.as_ref()) else {
+        return;
     };
     let (started, mut flight, mut row) = begin(ctx, sc, vu, &op.tags, &op.req.name);
     flight.traced(vu.trace, origin.unwrap_or(started), row.row());
@@ -195,13 +190,7 @@ pub(super) async fn call(ctx: &Ctx, sc: &Scen, vu: &mut Vu, g: &GrpcOp, origin: 
                 body: json.as_deref().unwrap_or_default().as_bytes(),
                 duration: done - t_send,
             };
-            let reader = VuReads {
-                sc,
-                id: vu.id,
-                iter: vu.iter,
-                vars: &mut vu.vars,
-                rng: &mut vu.rng,
-            };
+            let reader = vu_reads!(sc, vu);
             captures_and_checks(ctx, op, reader, &view);
         }
         _ => unanswered(ctx, op, flight),

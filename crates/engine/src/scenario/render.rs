@@ -24,14 +24,7 @@ pub(super) struct Rendered {
 /// status, the scenario's environment and setup captures.
 pub(super) fn context<'a>(sc: &'a Scen, vu: &'a mut Vu) -> Context<'a> {
     let status = vu.status;
-    let mut cx = VuReads {
-        sc,
-        id: vu.id,
-        iter: vu.iter,
-        vars: &mut vu.vars,
-        rng: &mut vu.rng,
-    }
-    .into_context();
+    let mut cx = vu_reads!(sc, vu).into_context();
     cx.status = status;
     cx
 }
@@ -46,6 +39,21 @@ pub(super) struct VuReads<'a> {
     pub(super) vars: &'a mut HashMap<String, String>,
     pub(super) rng: &'a mut Rng,
 }
+
+/// A VU's [`VuReads`], borrowed field by field: its session stays free for
+/// the response being read.
+macro_rules! vu_reads {
+    ($sc:expr, $vu:expr) => {
+        $crate::scenario::render::VuReads {
+            sc: $sc,
+            id: $vu.id,
+            iter: $vu.iter,
+            vars: &mut $vu.vars,
+            rng: &mut $vu.rng,
+        }
+    };
+}
+pub(super) use vu_reads;
 
 impl<'a> VuReads<'a> {
     /// What the expressions read (`status` 0: a check reads its response's).
@@ -84,6 +92,20 @@ pub(super) enum Unsent {
     Smuggled,
     /// An expression failed (its message): the iteration fails with it.
     Expression(String),
+}
+
+/// A step's request rendered ([`render`]); None when it would smuggle a
+/// header (the caller counts it as never sent). Err: an expression failed,
+/// and the VU's `fault` says which — the step must not begin.
+pub(super) fn for_step(sc: &Scen, vu: &mut Vu, req: &Request, trace: Option<&Tracer>) -> Result<Option<Rendered>, ()> {
+    match render(sc, vu, req, trace) {
+        Ok(r) => Ok(Some(r)),
+        Err(Unsent::Smuggled) => Ok(None),
+        Err(Unsent::Expression(message)) => {
+            vu.fault = Some(message);
+            Err(())
+        }
+    }
 }
 
 /// Renders a request's target, headers and body; with `trace`, a

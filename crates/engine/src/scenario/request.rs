@@ -11,7 +11,7 @@ use throng_scenario::Cookies;
 
 use super::flight::{InFlight, answered, begin, unanswered};
 use super::ops::{ReqOp, Scen, Vu, with_scen};
-use super::render::{Rendered, Unsent, VuReads, render};
+use super::render::{Rendered, for_step, vu_reads};
 use super::stream;
 use crate::conn::{close, open_connection_to};
 use crate::ctx::Ctx;
@@ -23,14 +23,9 @@ use crate::rows::RowGuard;
 /// capture, check.
 pub(super) async fn request(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &ReqOp, origin: Option<Instant>) {
     vu.answered = false;
-    let rendered = match render(sc, vu, &op.req, ctx.spec.trace.as_ref()) {
-        Ok(r) => Some(r),
-        Err(Unsent::Smuggled) => None,
-        Err(Unsent::Expression(message)) => {
-            // Never begun: the iteration ends failed with the message.
-            vu.fault = Some(message);
-            return;
-        }
+    // An expression that failed: the step never begins.
+    let Ok(rendered) = for_step(sc, vu, &op.req, ctx.spec.trace.as_ref()) else {
+        return;
     };
     // Its own protocol, else its target's.
     let http = op.req.http.unwrap_or(sc.dest.http);
@@ -241,13 +236,7 @@ fn settle(
                 crate::redirect::store_cookies(&mut vu.jar, place, session.headers());
             }
             // Over every hop, from the first request's first byte.
-            let reader = VuReads {
-                sc,
-                id: vu.id,
-                iter: vu.iter,
-                vars: &mut vu.vars,
-                rng: &mut vu.rng,
-            };
+            let reader = vu_reads!(sc, vu);
             answered(ctx, op, reader, session, flight, done, done - t_send, expected);
             if !ex.elsewhere && !session.reusable(&timing) {
                 close(ctx, vu.conn.take());

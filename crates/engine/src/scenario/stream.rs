@@ -13,7 +13,7 @@ use tokio::time::Sleep;
 
 use super::flight::{InFlight, answered, not_sent, unanswered};
 use super::ops::{ReqOp, Scen, Vu};
-use super::render::{Rendered, VuReads};
+use super::render::{Rendered, VuReads, vu_reads};
 use crate::conn::{Failed, Timing};
 use crate::ctx::Ctx;
 use crate::proto::session::Session;
@@ -162,13 +162,7 @@ pub(super) async fn request(
         };
         vu.answered = outcome.is_ok();
         vu.status = if vu.answered { session.reply().status } else { 0 };
-        let reader = VuReads {
-            sc,
-            id: vu.id,
-            iter: vu.iter,
-            vars: &mut vu.vars,
-            rng: &mut vu.rng,
-        };
+        let reader = vu_reads!(sc, vu);
         return settle(ctx, op, reader, session, outcome, &sent, flight, row);
     }
 }
