@@ -25,6 +25,7 @@ mod modules;
 mod options;
 mod scan;
 mod script;
+mod typescript;
 mod vu;
 
 #[cfg(test)]

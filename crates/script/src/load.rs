@@ -9,6 +9,7 @@ use crate::modules::{self, Sources};
 use crate::options::Options;
 use crate::scan;
 use crate::script::{Intrinsics, Limits, Script};
+use crate::typescript;
 use crate::vu::{Input, ScriptVu, Yield};
 
 impl Script {
@@ -31,6 +32,10 @@ impl Script {
             if files.contains_key(&name) {
                 continue;
             }
+            let text = match typescript::is_typescript(&name) {
+                true => typescript::strip(&name, &text)?,
+                false => text,
+            };
             let found = scan::scan(&name, &text)?;
             full |= found.full_intrinsics;
             regex |= found.regex;

@@ -194,7 +194,7 @@ fn load(file: &Path, scale: Option<f64>, target: &TargetInputs) -> anyhow::Resul
     parse(file, &text, false, scale, target)
 }
 
-/// A k6 script (`.js`, `.mjs`): loaded (its imports read beside it,
+/// A k6 script (`.js`, `.mjs`; `.ts`, `.mts` with its types erased): loaded (its imports read beside it,
 /// bounded), refused before the run where throng does not run what it
 /// uses; with the scenario file's text its options make. None for a
 /// scenario file.
@@ -204,7 +204,7 @@ fn load_script(
     target: Option<&str>,
 ) -> anyhow::Result<Option<(std::sync::Arc<throng_script::Script>, String)>> {
     let lower = file.to_string_lossy().to_ascii_lowercase();
-    if !(lower.ends_with(".js") || lower.ends_with(".mjs")) {
+    if ![".js", ".mjs", ".ts", ".mts"].iter().any(|e| lower.ends_with(e)) {
         return Ok(None);
     }
     let text = super::shared::read_plan_file(file, "script")?;

@@ -117,6 +117,7 @@ mod timestamps;
 mod tls;
 mod tls_trust;
 mod trace_context;
+mod typescript;
 mod uring;
 mod uring_tls;
 mod verdicts;
