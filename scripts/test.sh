@@ -90,6 +90,13 @@ if ! cargo deb --version >/dev/null 2>&1 && [ ! -x "${CARGO_HOME:-$HOME/.cargo}/
   cargo install --locked --quiet cargo-deb --version 3.8.0 >/dev/null 2>&1 \
     || echo "scripts/test.sh: could not install cargo-deb" >&2
 fi
+# A second MQTT broker beside mosquitto (crates/cli/tests/cli/rumqttd.rs):
+# rumqttd, pinned, from crates.io when missing (about 3 CPU-minutes to build).
+if ! command -v rumqttd >/dev/null 2>&1 && [ ! -x "${CARGO_HOME:-$HOME/.cargo}/bin/rumqttd" ]; then
+  echo "scripts/test.sh: installing rumqttd 0.20.0 (cargo install)" >&2
+  cargo install --locked --quiet rumqttd --version 0.20.0 >/dev/null 2>&1 \
+    || echo "scripts/test.sh: could not install rumqttd" >&2
+fi
 export PATH="$PATH:${CARGO_HOME:-$HOME/.cargo}/bin"
 
 # --otlp is checked by Prometheus 3's OTLP receiver (crates/cli/tests/cli/otlp.rs;

@@ -92,6 +92,7 @@ mod reach;
 mod redirects;
 mod remote_write;
 mod results;
+mod rumqttd;
 mod run_target;
 mod scenario;
 mod scenario_grpc;

@@ -88,6 +88,66 @@ chart: {{ figure: handshake.p50, x: cost, lines: clients }}
     assert!(svg.matches("<circle").count() >= 4, "a point per cell");
 }
 
+/// The MQTT example's matrix, small, against a real mosquitto driven by
+/// the example's own script: every client connects and reconnects, and the
+/// PBKDF2 iterations show in the CONNECT→CONNACK handshake.
+#[test]
+fn a_small_pbkdf2_sweep_against_mosquitto_fills_its_table() {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/mqtt-pbkdf2/mosquitto.sh");
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let state = dir.path().join("state");
+    let file = dir.path().join("sweep.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            r#"
+parameters:
+  iterations: [101, 50000]
+  clients: [10, 20]
+setup: "THRONG_MOSQUITTO_DIR={state} {script} start {{{{iterations}}}} {port}"
+run: >-
+  storm mqtt://throng:secret@127.0.0.1:{port} --count {{{{clients}}}} --jitter 500ms --hold 12s --timeout 30s
+  --reconnect --reconnect-wait 200ms --trigger-after 500ms --trigger 'THRONG_MOSQUITTO_DIR={state} {script} restart 0.5'
+teardown: "THRONG_MOSQUITTO_DIR={state} {script} stop"
+figures: [established, failures, total_connect_time, total_reconnect_time, handshake.p50, reconnect.max]
+"#,
+            state = state.display()
+        ),
+    )
+    .unwrap();
+    let out = common::output(throng().args(["sweep", file.to_str().unwrap(), "--format", "csv"]));
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}\n{stdout}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let header: Vec<&str> = stdout.lines().next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| h.starts_with(name)).unwrap();
+    let rows: Vec<Vec<String>> = stdout
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').map(str::to_string).collect())
+        .collect();
+    assert_eq!(rows.len(), 4, "{stdout}");
+    for row in &rows {
+        assert_eq!(&row[col("established")], &row[col("clients")], "{row:?}");
+        assert_eq!(row[col("failures")], "0", "{row:?}");
+        let reconnect: f64 = row[col("total reconnect")].parse().unwrap();
+        assert!(reconnect >= 500.0, "the restart's gap is in it: {row:?}");
+    }
+    let hs = |n: &str| -> f64 {
+        rows.iter().find(|r| r[col("iterations")] == n).unwrap()[col("handshake p50")]
+            .parse()
+            .unwrap()
+    };
+    // 50,000 PBKDF2-SHA512 iterations are tens of milliseconds a check.
+    assert!(hs("50000") > 10.0 * hs("101").max(0.5), "{stdout}");
+    assert!(!stdout.contains("secret"), "{stdout}");
+}
+
 #[test]
 fn failing_cells_are_reported_and_the_sweep_goes_on() {
     let dir = tempfile::tempdir().unwrap();

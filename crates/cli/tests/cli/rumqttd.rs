@@ -1,0 +1,168 @@
+//! MQTT connection storms against a second broker, rumqttd (multi-threaded,
+//! Rust, from crates.io; `scripts/test.sh` installs it), so results are not
+//! one broker's quirks: sessions held in both protocol versions counted on
+//! the broker's side by its log, subscriptions acknowledged, and what
+//! rumqttd does with a wrong password (it closes without a CONNACK).
+
+#![allow(clippy::unwrap_used)]
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+
+use crate::common::{self, assert_books_balance, free_port, wait_listening};
+
+/// rumqttd on two free loopback ports: MQTT 3.1.1 with a user `throng`
+/// (password `secret`), and MQTT 5 without authentication.
+struct Rumqttd {
+    child: Child,
+    v4: u16,
+    v5: u16,
+    log: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Rumqttd {
+    fn start() -> Rumqttd {
+        let bin = std::env::var_os("THRONG_RUMQTTD").map_or_else(|| PathBuf::from("rumqttd"), PathBuf::from);
+        let dir = tempfile::tempdir().unwrap();
+        let (v4, v5) = (free_port(), free_port());
+        let conf = dir.path().join("rumqttd.toml");
+        let log = dir.path().join("rumqttd.log");
+        // next_connection_delay_ms = 0: rumqttd's sample config accepts one
+        // connection a millisecond, which would pace a storm.
+        std::fs::write(
+            &conf,
+            format!(
+                r#"id = 0
+[router]
+id = 0
+max_connections = 20000
+max_outgoing_packet_count = 200
+max_segment_size = 104857600
+max_segment_count = 10
+
+[v4.1]
+name = "v4"
+listen = "127.0.0.1:{v4}"
+next_connection_delay_ms = 0
+    [v4.1.connections]
+    connection_timeout_ms = 60000
+    max_payload_size = 20480
+    max_inflight_count = 100
+    dynamic_filters = true
+    [v4.1.connections.auth]
+    throng = "secret"
+
+[v5.1]
+name = "v5"
+listen = "127.0.0.1:{v5}"
+next_connection_delay_ms = 0
+    [v5.1.connections]
+    connection_timeout_ms = 60000
+    max_payload_size = 20480
+    max_inflight_count = 100
+"#
+            ),
+        )
+        .unwrap();
+        let child = Command::new(&bin)
+            .arg("-c")
+            .arg(&conf)
+            .arg("-v")
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(&log).unwrap())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!(
+                    "cannot start {}: {e}; run ./scripts/test.sh, which installs it (cargo install --locked rumqttd \
+                     --version 0.20.0), or set THRONG_RUMQTTD",
+                    bin.display()
+                )
+            });
+        wait_listening(SocketAddr::from(([127, 0, 0, 1], v4)));
+        wait_listening(SocketAddr::from(([127, 0, 0, 1], v5)));
+        Rumqttd {
+            child,
+            v4,
+            v5,
+            log,
+            _dir: dir,
+        }
+    }
+
+    /// How many sessions rumqttd has registered so far, by its log.
+    fn registered(&self) -> usize {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .matches("Client connection registered")
+            .count()
+    }
+}
+
+impl Drop for Rumqttd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn held_sessions_are_counted_by_rumqttd_in_both_versions() {
+    let broker = Rumqttd::start();
+    let url = format!("mqtt://throng:secret@127.0.0.1:{}", broker.v4);
+    let run = common::storm(&[&url, "--count", "300", "--hold", "2s", "--timeout", "30s"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let r = run.result();
+    assert_books_balance(r);
+    assert_eq!(r.measurements.connections.ok, 300);
+    assert_eq!(r.measurements.phases["handshake"].count(), 300, "a CONNACK each");
+    assert_eq!(broker.registered(), 300, "rumqttd's own count");
+    assert!(!run.stdout().contains("secret") && !run.stderr().contains("secret"));
+
+    let url = format!("mqtt://127.0.0.1:{}", broker.v5);
+    let run = common::storm(&[
+        &url,
+        "--mqtt-version",
+        "5",
+        "--count",
+        "100",
+        "--hold",
+        "1s",
+        "--subscribe",
+        "dev/{{conn}}/cmd",
+        "--qos",
+        "1",
+    ]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let r = run.result();
+    assert_books_balance(r);
+    assert_eq!(r.measurements.connections.ok, 100);
+    assert_eq!(r.measurements.phases["subscribe"].count(), 100, "a SUBACK each");
+    assert_eq!(broker.registered(), 400);
+}
+
+/// rumqttd answers a wrong password by closing the connection, without the
+/// CONNACK (return code 4) mosquitto sends: throng counts what happened,
+/// `eof`, and the password still never shows.
+#[test]
+fn a_wrong_password_is_a_close_without_connack() {
+    let broker = Rumqttd::start();
+    let url = format!("mqtt://throng:wrong-pw-4711@127.0.0.1:{}", broker.v4);
+    let run = common::storm(&[&url, "--count", "20"]);
+    assert_eq!(run.code(), 1, "{}", run.stderr());
+    let r = run.result();
+    assert_books_balance(r);
+    assert_eq!(
+        r.measurements.connections.errors.get("eof"),
+        Some(&20),
+        "{:?}",
+        r.measurements.connections
+    );
+    assert_eq!(broker.registered(), 0);
+    let json = std::fs::read_to_string(&run.json).unwrap();
+    assert!(!json.contains("wrong-pw-4711"));
+    assert!(!run.stdout().contains("wrong-pw-4711") && !run.stderr().contains("wrong-pw-4711"));
+}
