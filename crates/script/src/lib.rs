@@ -17,7 +17,7 @@
 pub use error::ScriptError;
 pub use options::{Executor, Options, k6_name};
 pub use script::{Limits, Script};
-pub use vu::{Input, Request, Response, ScriptVu, Yield};
+pub use vu::{Input, Request, Response, ScriptVu, Stage, Yield};
 
 mod error;
 mod load;

@@ -71,8 +71,10 @@ impl Script {
             limits,
             options: Options::default(),
         };
-        let (json, metrics) = probe(&script, env)?;
+        let (json, metrics, (setup, teardown)) = probe(&script, env)?;
         script.options = Options::from_json(&json, main, source, metrics)?;
+        script.options.setup = setup;
+        script.options.teardown = teardown;
         script.sources.bytecode = Arc::new(compile(&script)?);
         Ok(script)
     }
@@ -98,12 +100,13 @@ fn compile(script: &Script) -> Result<HashMap<String, Vec<u8>>, ScriptError> {
 /// The `k6/metrics` metrics a script declares: name, kind.
 pub(crate) type Declared = Vec<(String, &'static str)>;
 
-/// Evaluates the module as VU 0 (no iteration): `options` as JSON, and
-/// the `k6/metrics` metrics it declared.
+/// Evaluates the module as VU 0 (no iteration): `options` as JSON, the
+/// `k6/metrics` metrics it declared, and whether it exports `setup` and
+/// `teardown`.
 pub(crate) fn probe(
     script: &Script,
     env: &std::collections::HashMap<String, String>,
-) -> Result<(String, Declared), ScriptError> {
+) -> Result<(String, Declared, (bool, bool)), ScriptError> {
     // The probe needs its own Script value (Arc): a copy of the parts.
     let s = Arc::new(Script {
         main: script.main.clone(),
@@ -113,10 +116,14 @@ pub(crate) fn probe(
         limits: script.limits,
         options: Options::default(),
     });
-    let mut vu = ScriptVu::new(&s, 0, env)
+    let mut vu = ScriptVu::new(&s, 0, env, crate::vu::Stage::Iterate, None)
         .map_err(|e| ScriptError::at(&script.main, 0, 0, &format!("cannot make a VU's stack: {e}")))?;
     match vu.resume(Input::Start) {
-        Yield::Ended => Ok((vu.probed().unwrap_or_else(|| "null".to_string()), vu.declared())),
+        Yield::Ended => Ok((
+            vu.probed().unwrap_or_else(|| "null".to_string()),
+            vu.declared(),
+            vu.lifecycle(),
+        )),
         Yield::Failed { message, .. } => Err(ScriptError::at(&script.main, 0, 0, &message)),
         other => Err(ScriptError::at(
             &script.main,

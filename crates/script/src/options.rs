@@ -22,6 +22,10 @@ pub struct Options {
     pub thresholds: Vec<(String, Vec<String>)>,
     /// The `k6/metrics` metrics the script declares: name, kind.
     pub metrics: Vec<(String, &'static str)>,
+    /// The module exports `setup` (run once before the load) and
+    /// `teardown` (once after it).
+    pub setup: bool,
+    pub teardown: bool,
 }
 
 /// The executor `options` amount to (k6's shortcuts).
@@ -233,8 +237,15 @@ impl Options {
             }
         }
         // The script is the flow: this step is never run (the engine runs
-        // the script's VUs instead), only validated.
+        // the script's VUs instead), only validated. So are setup's and
+        // teardown's: their VUs call the script's setup() and teardown().
         y.push_str("    flow:\n      - request: { name: script, path: / }\n");
+        if self.setup {
+            y.push_str("setup:\n  - request: { name: setup, path: / }\n");
+        }
+        if self.teardown {
+            y.push_str("teardown:\n  - request: { name: teardown, path: / }\n");
+        }
         if !self.metrics.is_empty() {
             y.push_str("metrics:\n");
             for (name, kind) in &self.metrics {

@@ -94,10 +94,8 @@ pub(crate) fn scan(file: &str, text: &str) -> Result<Found, ScriptError> {
             }
         }
     }
-    let lifecycle = Regex::new(
-        r"\bexport\s+(?:async\s+)?(?:function\s*\*?\s*|(?:const|let|var)\s+)(setup|teardown|handleSummary)\b",
-    )
-    .expect("valid pattern");
+    let lifecycle = Regex::new(r"\bexport\s+(?:async\s+)?(?:function\s*\*?\s*|(?:const|let|var)\s+)(handleSummary)\b")
+        .expect("valid pattern");
     if let Some(c) = lifecycle.captures(&code) {
         let m = c.get(1).expect("the group is not optional");
         return Err(at(
@@ -225,7 +223,7 @@ mod tests {
         assert!(e.message.contains("randomSeed"), "{e}");
         let e = refused("import x from 'https://jslib.k6.io/x.js';");
         assert!(e.message.contains("remote modules"), "{e}");
-        let e = refused("\nexport function setup() {}\n");
+        let e = refused("\nexport function handleSummary() {}\n");
         assert_eq!((e.line, e.column), (2, 17), "{e}");
         let e = refused("const d = open('./users.json');");
         assert!(e.message.contains("open()"), "{e}");

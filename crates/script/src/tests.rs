@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::{Input, Limits, Response, Script, ScriptVu, Yield};
+use crate::{Input, Limits, Response, Script, ScriptVu, Stage, Yield};
 
 fn load(src: &str) -> Arc<Script> {
     load_with(src, Limits::default())
@@ -59,7 +59,7 @@ fn a_script_yields_its_requests_checks_and_groups() {
         s.options.thresholds,
         vec![("response".to_string(), vec!["p(95)<500ms".to_string()])]
     );
-    let mut vu = ScriptVu::new(&s, 7, &HashMap::new()).unwrap();
+    let mut vu = ScriptVu::new(&s, 7, &HashMap::new(), Stage::Iterate, None).unwrap();
     for iter in 0..3u64 {
         let ys = iteration(&mut vu, &|r| {
             if r.url.ends_with("/login") {
@@ -128,7 +128,7 @@ fn a_failed_request_is_status_zero_and_an_object_body_is_a_form() {
          http.post('http://h/', { a: 'x y', b: 1 });\n  check(r, { 'failed': (r) => r.status === 0 && r.error === \
          'refused' });\n}\n",
     );
-    let mut vu = ScriptVu::new(&s, 1, &HashMap::new()).unwrap();
+    let mut vu = ScriptVu::new(&s, 1, &HashMap::new(), Stage::Iterate, None).unwrap();
     let ys = iteration(&mut vu, &|_| Response {
         error: Some("refused".into()),
         ..Response::default()
@@ -151,7 +151,7 @@ fn a_failed_request_is_status_zero_and_an_object_body_is_a_form() {
 
 fn failed_class(src: &str, limits: Limits) -> (&'static str, String) {
     let s = load_with(src, limits);
-    let mut vu = ScriptVu::new(&s, 1, &HashMap::new()).unwrap();
+    let mut vu = ScriptVu::new(&s, 1, &HashMap::new(), Stage::Iterate, None).unwrap();
     let ys = iteration(&mut vu, &|_| Response::default());
     match ys.last() {
         Some(Yield::Failed { class, message }) => {
@@ -196,11 +196,11 @@ fn an_aborted_vu_ends_even_inside_a_request() {
     let s = load(
         "import http from 'k6/http';\nexport default function () { try { http.get('http://h/'); } catch (e) {} for (;;) {} }",
     );
-    let mut vu = ScriptVu::new(&s, 1, &HashMap::new()).unwrap();
+    let mut vu = ScriptVu::new(&s, 1, &HashMap::new(), Stage::Iterate, None).unwrap();
     assert!(matches!(vu.resume(Input::Start), Yield::Request(_)));
     assert_eq!(vu.resume(Input::Abort), Yield::Ended);
     // And one dropped while suspended ends in its destructor.
-    let mut vu = ScriptVu::new(&s, 2, &HashMap::new()).unwrap();
+    let mut vu = ScriptVu::new(&s, 2, &HashMap::new(), Stage::Iterate, None).unwrap();
     assert!(matches!(vu.resume(Input::Start), Yield::Request(_)));
     drop(vu);
 }
@@ -244,7 +244,7 @@ fn env_and_encoding_reach_the_script() {
                encoding.b64decode('YTpi') === 'a:b' });\n}\n";
     let s = load(src);
     let env: HashMap<String, String> = [("WHO".to_string(), "me".to_string()), ("OTHER".into(), "x".into())].into();
-    let mut vu = ScriptVu::new(&s, 1, &env).unwrap();
+    let mut vu = ScriptVu::new(&s, 1, &env, Stage::Iterate, None).unwrap();
     let ys = iteration(&mut vu, &|_| Response::default());
     assert_eq!(
         ys[0],
@@ -266,7 +266,7 @@ fn env_and_encoding_reach_the_script() {
 #[test]
 fn a_request_the_engine_refuses_throws_at_the_scripts_line() {
     let s = load("import http from 'k6/http';\nexport default function () {\n  http.get('http://elsewhere/');\n}\n");
-    let mut vu = ScriptVu::new(&s, 1, &HashMap::new()).unwrap();
+    let mut vu = ScriptVu::new(&s, 1, &HashMap::new(), Stage::Iterate, None).unwrap();
     assert!(matches!(vu.resume(Input::Start), Yield::Request(_)));
     match vu.resume(Input::Throw("not the target".into())) {
         Yield::Failed { class, message } => {
@@ -305,7 +305,7 @@ fn rss_per_suspended_vu() {
         let before = rss_kb();
         let mut vus = Vec::with_capacity(n);
         for i in 0..n {
-            let mut vu = ScriptVu::new(&s, i as u64 + 1, &HashMap::new()).unwrap();
+            let mut vu = ScriptVu::new(&s, i as u64 + 1, &HashMap::new(), Stage::Iterate, None).unwrap();
             let mut y = vu.resume(Input::Start);
             // Two iterations: to the second's sleep.
             for _ in 0..2 {
@@ -334,4 +334,63 @@ fn rss_per_suspended_vu() {
         println!("{what}: {n} VUs, {:.1} KB per VU", (after - before) as f64 / n as f64);
         drop(vus);
     }
+}
+
+/// `setup()` runs in a VU of its own; what it returns reaches the default
+/// function and `teardown` of every VU as a copy of its own.
+#[test]
+fn setup_data_reaches_every_vu_and_teardown() {
+    let s = load(
+        r#"
+import http from 'k6/http';
+import { check } from 'k6';
+export function setup() {
+  const r = http.get('http://127.0.0.1:1/token');
+  return { token: r.body, n: 3, list: [1, 2] };
+}
+export default function (data) {
+  check(null, { 'has data': () => data.token === 'tok' && data.n === 3 && data.list.length === 2 });
+  data.n = 99;
+}
+export function teardown(data) {
+  check(null, { 'teardown data': () => data.token === 'tok' && data.n === 3 });
+}
+"#,
+    );
+    assert!(s.options.setup && s.options.teardown);
+    assert!(s.options.scenario_yaml("http://127.0.0.1:1").contains("\nsetup:\n"));
+    let answer = |_: &crate::Request| Response {
+        status: 200,
+        body: b"tok".to_vec(),
+        ..Response::default()
+    };
+    let mut setup = ScriptVu::new(&s, 1, &HashMap::new(), Stage::Setup, None).unwrap();
+    let ys = iteration(&mut setup, &answer);
+    assert!(matches!(ys.last(), Some(Yield::IterationDone)), "{ys:?}");
+    let data = setup.setup_data().unwrap();
+    assert_eq!(data, r#"{"token":"tok","n":3,"list":[1,2]}"#);
+    let data: Arc<str> = data.into();
+    for id in 1..=2 {
+        let mut vu = ScriptVu::new(&s, id, &HashMap::new(), Stage::Iterate, Some(Arc::clone(&data))).unwrap();
+        let ys = iteration(&mut vu, &answer);
+        let passed = Yield::Check {
+            name: "has data".into(),
+            passed: true,
+        };
+        assert!(ys.contains(&passed), "VU {id}: {ys:?}");
+    }
+    let mut teardown = ScriptVu::new(&s, 1, &HashMap::new(), Stage::Teardown, Some(data)).unwrap();
+    let ys = iteration(&mut teardown, &answer);
+    assert!(
+        ys.contains(&Yield::Check {
+            name: "teardown data".into(),
+            passed: true
+        }),
+        "{ys:?}"
+    );
+    // A script without setup() gives its VUs `undefined`.
+    let plain = load("export default function (data) { if (data !== undefined) throw new Error('x'); }");
+    assert!(!plain.options.setup && !plain.options.teardown);
+    let mut vu = ScriptVu::new(&plain, 1, &HashMap::new(), Stage::Iterate, None).unwrap();
+    assert_eq!(iteration(&mut vu, &answer), vec![Yield::IterationDone]);
 }

@@ -35,6 +35,16 @@ use rquickjs::{CatchResultExt, CaughtError, Context, Ctx, Function, Object, Runt
 
 use crate::script::{Intrinsics, Script};
 
+/// What a VU runs at each `Start`: the default function (a load VU),
+/// `setup()` (once, before the load: its result is the data every VU is
+/// given) or `teardown(data)` (once, after it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stage {
+    Iterate,
+    Setup,
+    Teardown,
+}
+
 /// What the engine hands a VU when it resumes it.
 #[derive(Debug)]
 pub enum Input {
@@ -131,8 +141,10 @@ struct Shared {
     yielder: Cell<*const Yielder<Input, Yield>>,
     /// When the engine last resumed the VU.
     resumed: Cell<Instant>,
-    /// The probe's `options` (VU 0), as JSON.
+    /// The probe's `options` (VU 0), or `setup()`'s result, as JSON.
     probed: std::cell::RefCell<Option<String>>,
+    /// The probe: whether the module exports `setup` and `teardown`.
+    lifecycle: Cell<(bool, bool)>,
     /// Past it, the interrupt handler stops the script.
     deadline: Cell<Instant>,
     /// Time the iteration has run so far, before the current resume.
@@ -175,15 +187,24 @@ impl std::fmt::Debug for ScriptVu {
 }
 
 impl ScriptVu {
-    /// A VU numbered `vu` (from 1) running `script`; `env` is `__ENV`.
-    /// Its runtime is made at the first resume, on its own stack.
-    pub fn new(script: &Arc<Script>, vu: u64, env: &HashMap<String, String>) -> std::io::Result<ScriptVu> {
+    /// A VU numbered `vu` (from 1) running `script`'s `stage`; `env` is
+    /// `__ENV`, `data` what `setup()` returned, as JSON (given to the
+    /// default function and `teardown`). Its runtime is made at the first
+    /// resume, on its own stack.
+    pub fn new(
+        script: &Arc<Script>,
+        vu: u64,
+        env: &HashMap<String, String>,
+        stage: Stage,
+        data: Option<Arc<str>>,
+    ) -> std::io::Result<ScriptVu> {
         let limits = script.limits;
         let stack = DefaultStack::new(limits.stack)?;
         let shared = Rc::new(Shared {
             yielder: Cell::new(std::ptr::null()),
             resumed: Cell::new(Instant::now()),
             probed: std::cell::RefCell::new(None),
+            lifecycle: Cell::new((false, false)),
             metrics: std::cell::RefCell::new(Vec::new()),
             deadline: Cell::new(Instant::now() + limits.cpu),
             used: Cell::new(Duration::ZERO),
@@ -203,7 +224,7 @@ impl ScriptVu {
         let sh = Rc::clone(&shared);
         let co = Coroutine::with_stack(stack, move |y: &Yielder<Input, Yield>, first: Input| {
             sh.yielder.set(y as *const _);
-            body(&s, &sh, vu, env, first);
+            body(&s, &sh, Run { vu, stage, data }, env, first);
         });
         Ok(ScriptVu {
             co,
@@ -248,6 +269,17 @@ impl ScriptVu {
     pub(crate) fn probed(&self) -> Option<String> {
         self.shared.probed.borrow().clone()
     }
+
+    /// The probe: whether the module exports `setup` and `teardown`.
+    pub(crate) fn lifecycle(&self) -> (bool, bool) {
+        self.shared.lifecycle.get()
+    }
+
+    /// What `setup()` returned, as JSON (`null` for nothing), once its
+    /// `Stage::Setup` iteration is done.
+    pub fn setup_data(&self) -> Option<String> {
+        self.shared.probed.borrow().clone()
+    }
 }
 
 impl Drop for ScriptVu {
@@ -273,9 +305,17 @@ impl Drop for ScriptVu {
     }
 }
 
+/// What a VU's coroutine runs: its number, stage and setup data.
+struct Run {
+    vu: u64,
+    stage: Stage,
+    data: Option<Arc<str>>,
+}
+
 /// The coroutine: makes the runtime, evaluates the module, then runs an
 /// iteration per `Start` until `Abort`.
-fn body(script: &Script, sh: &Rc<Shared>, vu: u64, env: Vec<(String, String)>, first: Input) {
+fn body(script: &Script, sh: &Rc<Shared>, run: Run, env: Vec<(String, String)>, first: Input) {
+    let vu = run.vu;
     let made = Runtime::new().and_then(|rt| {
         rt.set_max_stack_size(script.limits.stack.saturating_sub(STACK_MARGIN));
         rt.set_memory_limit(script.limits.memory);
@@ -320,7 +360,7 @@ fn body(script: &Script, sh: &Rc<Shared>, vu: u64, env: Vec<(String, String)>, f
         }
     };
     cx.with(|ctx| {
-        let default = match init(&ctx, script, sh, vu, &env) {
+        let (ns, default) = match init(&ctx, script, sh, vu, &env) {
             Ok((ns, _)) if vu == 0 => {
                 // The probe: the options, and no iteration.
                 let json = ns
@@ -329,9 +369,11 @@ fn body(script: &Script, sh: &Rc<Shared>, vu: u64, env: Vec<(String, String)>, f
                     .and_then(|o| ctx.json_stringify(o).ok().flatten())
                     .and_then(|s| s.to_string().ok());
                 *sh.probed.borrow_mut() = json;
+                let exports = |name: &str| ns.get::<_, Value>(name).is_ok_and(|v| v.is_function());
+                sh.lifecycle.set((exports("setup"), exports("teardown")));
                 return;
             }
-            Ok((_, f)) => f,
+            Ok(found) => found,
             Err(e) => {
                 let (class, message) = describe(&ctx, sh, e);
                 let class = if class == "script.error" { "script.init" } else { class };
@@ -340,6 +382,16 @@ fn body(script: &Script, sh: &Rc<Shared>, vu: u64, env: Vec<(String, String)>, f
             }
         };
         sh.init.set(false);
+        // The function each Start calls, and its argument: the setup data,
+        // parsed once per VU (each VU has its own copy, as in k6).
+        let (call, data) = match stage_call(&ctx, &ns, default, &run) {
+            Ok(c) => c,
+            Err(e) => {
+                let (_, message) = describe(&ctx, sh, e);
+                fail_forever(sh, "script.init", message, first);
+                return;
+            }
+        };
         let mut input = first;
         let mut iter: u64 = 0;
         loop {
@@ -354,7 +406,19 @@ fn body(script: &Script, sh: &Rc<Shared>, vu: u64, env: Vec<(String, String)>, f
             }
             let _ = ctx.globals().set("__ITER", iter);
             iter += 1;
-            let ran = default.call::<_, Value>(()).catch(&ctx);
+            let ran = call.call::<_, Value>((data.clone(),)).catch(&ctx);
+            let ran = match (run.stage, ran) {
+                // setup()'s result goes to every VU as JSON.
+                (Stage::Setup, Ok(v)) => match ctx.json_stringify(v).catch(&ctx) {
+                    Ok(json) => {
+                        let json = json.and_then(|s| s.to_string().ok()).unwrap_or_else(|| "null".into());
+                        *sh.probed.borrow_mut() = Some(json);
+                        Ok(Value::new_undefined(ctx.clone()))
+                    }
+                    Err(e) => Err(e),
+                },
+                (_, ran) => ran,
+            };
             // Promises a script left (async functions) run now, bounded by the same limits.
             while ctx.execute_pending_job() {}
             if sh.aborted.get() {
@@ -376,6 +440,37 @@ fn body(script: &Script, sh: &Rc<Shared>, vu: u64, env: Vec<(String, String)>, f
     });
     drop(cx);
     drop(rt);
+}
+
+/// What a stage calls at each Start (the default function, `setup` or
+/// `teardown`) and its argument (the setup data, `undefined` without).
+fn stage_call<'js>(
+    ctx: &Ctx<'js>,
+    ns: &Object<'js>,
+    default: Function<'js>,
+    run: &Run,
+) -> Result<(Function<'js>, Value<'js>), CaughtError<'js>> {
+    let data = match (&run.data, run.stage) {
+        (Some(json), Stage::Iterate | Stage::Teardown) => ctx.json_parse(json.as_bytes().to_vec()).catch(ctx)?,
+        _ => Value::new_undefined(ctx.clone()),
+    };
+    let call = match run.stage {
+        Stage::Iterate => default,
+        Stage::Setup | Stage::Teardown => {
+            let name = if run.stage == Stage::Setup { "setup" } else { "teardown" };
+            match ns.get::<_, Value>(name).catch(ctx)?.into_function() {
+                Some(f) => f,
+                None => {
+                    return Err(CaughtError::Error(rquickjs::Error::new_from_js_message(
+                        "module",
+                        "function",
+                        "the script exports no such function",
+                    )));
+                }
+            }
+        }
+    };
+    Ok((call, data))
 }
 
 /// A VU whose runtime or module failed: each iteration fails the same way.

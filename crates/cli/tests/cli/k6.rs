@@ -181,9 +181,9 @@ fn what_throng_does_not_run_is_refused_before_the_run_at_its_line() {
         ),
         (
             format!(
-                "import http from 'k6/http';\nexport function setup() {{}}\nexport default function () {{ http.get('{base}'); }}\n"
+                "import http from 'k6/http';\nexport function handleSummary() {{}}\nexport default function () {{ http.get('{base}'); }}\n"
             ),
-            "script.js:2:17: setup() is not supported",
+            "script.js:2:17: handleSummary() is not supported",
         ),
         (
             format!(
@@ -411,5 +411,85 @@ fn huge_names_from_a_script_are_refused_not_kept() {
         s.checks.is_empty(),
         "{:?}",
         s.checks.keys().map(|k| k.len()).collect::<Vec<_>>()
+    );
+}
+
+const SETUP: &str = r#"
+import http from 'k6/http';
+import { check } from 'k6';
+
+export const options = { vus: 4, iterations: 12 };
+const BASE = 'BASE_URL';
+const json = { headers: { 'Content-Type': 'application/json' } };
+
+export function setup() {
+  const email = `setup-${Math.random()}@example.test`;
+  const reg = http.post(`${BASE}/auth/register`, JSON.stringify({ email, password: 'pw-k6' }), json);
+  http.post(`${BASE}/auth/verify-otp`, JSON.stringify({ email, otp: reg.json('otp') }), json);
+  const login = http.post(`${BASE}/auth/login`, JSON.stringify({ email, password: 'pw-k6' }), json);
+  return { token: login.json('access_token'), email };
+}
+
+export default function (data) {
+  const me = http.get(`${BASE}/auth/me`, { headers: { Authorization: `Bearer ${data.token}` }, tags: { name: 'me' } });
+  check(me, { 'is the setup user': (r) => r.status === 200 && r.json('email') === data.email });
+}
+
+export function teardown(data) {
+  http.get(`${BASE}/auth/me`, { headers: { Authorization: `Bearer ${data.token}` }, tags: { name: 'bye' } });
+}
+"#;
+
+/// `setup()` runs once before the load and `teardown(data)` once after it,
+/// as in k6: nginx counts one login, every VU's requests carry the token
+/// setup returned, and their requests are kept apart in the result.
+#[test]
+fn setup_runs_once_and_every_vu_gets_its_data() {
+    let lab = common::auth_lab();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("access.log");
+    let nginx = front(lab.addr(), &log);
+    let script = SETUP.replace("BASE_URL", &nginx.url(""));
+    let (code, out, r, violations) = run(&script, &[], &["--threads", "2"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(violations.is_empty(), "{violations:#?}");
+    let r = r.unwrap();
+    assert_books_balance(&r);
+    let s = r.measurements.scenario.as_ref().unwrap();
+    assert_eq!(
+        (
+            s.checks["is the setup user"].passes,
+            s.checks["is the setup user"].fails
+        ),
+        (12, 0)
+    );
+    assert_eq!(s.tags["scenario:setup"].requests, 3);
+    assert_eq!(s.tags["scenario:teardown"].requests, 1);
+    assert_eq!(
+        r.measurements.requests.attempted, 12,
+        "setup and teardown are not the load's"
+    );
+    let lines = common::access_log(&log);
+    for (line, n) in [
+        ("POST /auth/register 200", 1),
+        ("POST /auth/login 200", 1),
+        ("GET /auth/me 200", 13),
+    ] {
+        assert_eq!(lines.iter().filter(|l| *l == line).count(), n, "{line}: {lines:?}");
+    }
+    assert!(out.contains("setup: ran once before the load"), "{out}");
+
+    // A setup() that throws stops the run before any load, with its message.
+    let failing = script.replace("return { token", "throw new Error('no tenant today'); return { token");
+    let (code, out, _, _) = run(&failing, &[], &[]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("no tenant today"), "{out}");
+    assert_eq!(
+        common::access_log(&log)
+            .iter()
+            .filter(|l| l.starts_with("GET /auth/me"))
+            .count(),
+        13,
+        "no load ran"
     );
 }

@@ -220,7 +220,10 @@ fn run_once(
             throng_plan::format_duration(s.executor.length())
         ));
     }
-    for (tag, t) in &stats.tags {
+    // A k6 script's setup() fails as k6's does: by throwing (below), not
+    // by a request's status or a check.
+    let script = options.script.is_some();
+    for (tag, t) in stats.tags.iter().filter(|_| !script) {
         if let Some(step) = tag.strip_prefix("step:")
             && (t.failed > 0 || t.interrupted > 0)
         {
@@ -234,17 +237,21 @@ fn run_once(
         .iter()
         .map(|(class, n)| format!("{class}: {n}"))
         .collect();
-    if !classes.is_empty() {
+    if !classes.is_empty() && !script {
         why.push(format!("errors {}", classes.join(", ")));
     }
     let statuses: Vec<String> = result.measurements.status.keys().map(u16::to_string).collect();
-    if row.unexpected_status > 0 {
+    if row.unexpected_status > 0 && !script {
         why.push(format!("unexpected status (statuses seen: {})", statuses.join(", ")));
     }
-    for (check, c) in &stats.checks {
+    for (check, c) in stats.checks.iter().filter(|_| !script) {
         if c.fails > 0 {
             why.push(format!("check '{check}' failed"));
         }
+    }
+    // A script's setup() that threw: its message.
+    for (class, message) in &stats.failed_messages {
+        why.push(format!("{class}: {message}"));
     }
     let missing: Vec<&str> = wanted.iter().copied().filter(|v| !vars.contains_key(*v)).collect();
     if !missing.is_empty() && stats.iterations > 0 {

@@ -8,12 +8,16 @@ use std::time::Instant;
 
 use throng_metrics::CustomKind;
 use throng_scenario::{Body, CookieJar, Request, Template};
-use throng_script::{Input, Response, ScriptVu, Yield};
+use throng_script::{Input, Response, ScriptVu, Stage, Yield};
 
 use super::ops::{ReqOp, Scen, Vu, sleep_until, with_scen};
 use super::request;
 use crate::ctx::Ctx;
 use crate::proto::http1::Keep;
+
+/// Where `setup()`'s result (JSON) travels: a capture of the setup flow,
+/// which every load VU and the teardown read (`Scen::setup`).
+pub(crate) const SETUP_DATA: &str = "k6 setup data";
 
 /// Distinct request names a worker keeps as `step:` tags; past it, a
 /// script naming each request by a unique URL shares `step:(other)`.
@@ -37,7 +41,13 @@ pub(super) async fn iteration(ctx: &Ctx, sc: &Scen, vu: &mut Vu, intended: Optio
     // ends its script (see ScriptVu's Drop) and the VU stops.
     let mut js = match vu.js.take() {
         Some(js) => js,
-        None => match ScriptVu::new(script, vu.id, &sc.env) {
+        None => match ScriptVu::new(
+            script,
+            vu.id,
+            &sc.env,
+            stage(sc),
+            sc.setup.get(SETUP_DATA).map(|d| d.as_str().into()),
+        ) {
             Ok(js) => Box::new(js),
             Err(_) => {
                 with_scen(ctx, |r| {
@@ -112,6 +122,12 @@ pub(super) async fn iteration(ctx: &Ctx, sc: &Scen, vu: &mut Vu, intended: Optio
             Yield::IterationDone => {
                 let now = Instant::now();
                 with_scen(ctx, |r| r.iteration(now, now.saturating_duration_since(started)));
+                if let (Some(keep), Some(data)) = (&sc.keep, js.setup_data()) {
+                    // setup()'s result, for the run to hand the load. A
+                    // poisoned lock only means another VU panicked mid-copy.
+                    let mut kept = keep.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                    kept.insert(SETUP_DATA.to_string(), data);
+                }
                 break;
             }
             Yield::Failed { class, message } => {
@@ -123,6 +139,17 @@ pub(super) async fn iteration(ctx: &Ctx, sc: &Scen, vu: &mut Vu, intended: Optio
     }
     vu.js = Some(js);
     true
+}
+
+/// What the scenario's VUs run: the run's `setup:` and `teardown:` flows
+/// (scenario names a file cannot give its own) call the script's
+/// `setup()` and `teardown(data)`.
+fn stage(sc: &Scen) -> Stage {
+    match sc.def.name.as_str() {
+        "setup" => Stage::Setup,
+        "teardown" => Stage::Teardown,
+        _ => Stage::Iterate,
+    }
 }
 
 /// A request the script made, sent as a `request:` step to the scenario's
