@@ -19,6 +19,7 @@ pub use options::{Executor, Options, k6_name};
 pub use script::{Limits, Script};
 pub use vu::{Input, Request, Response, ScriptVu, Stage, Yield};
 
+mod crypto;
 mod error;
 mod load;
 mod modules;

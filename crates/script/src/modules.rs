@@ -111,6 +111,33 @@ export function b64decode(s, enc, format) {
 export default { b64encode, b64decode };
 "#;
 
+/// `k6/crypto`: hashes and HMACs as text (hex or base64), and their
+/// streaming forms.
+const K6_CRYPTO: &str = r#"
+const h = globalThis.__throng;
+function enc(e) {
+  if (e === undefined) throw new TypeError("k6/crypto: give the output encoding ('hex' or 'base64'); 'binary' (an ArrayBuffer) is not supported by throng");
+  return String(e);
+}
+function hasher(alg) {
+  const parts = [];
+  return { update(s) { parts.push(String(s)); return this; }, digest(e) { return h.hash(alg, parts.join(''), enc(e)); } };
+}
+export function md5(s, e) { return h.hash('md5', String(s), enc(e)); }
+export function sha1(s, e) { return h.hash('sha1', String(s), enc(e)); }
+export function sha256(s, e) { return h.hash('sha256', String(s), enc(e)); }
+export function sha384(s, e) { return h.hash('sha384', String(s), enc(e)); }
+export function sha512(s, e) { return h.hash('sha512', String(s), enc(e)); }
+export function sha512_256(s, e) { return h.hash('sha512_256', String(s), enc(e)); }
+export function hmac(alg, secret, data, e) { return h.hmac(String(alg), String(secret), String(data), enc(e)); }
+export function createHash(alg) { h.hash(String(alg), '', 'hex'); return hasher(String(alg)); }
+export function createHMAC(alg, secret) {
+  const parts = [];
+  return { update(s) { parts.push(String(s)); return this; }, digest(e) { return h.hmac(String(alg), String(secret), parts.join(''), enc(e)); } };
+}
+export default { md5, sha1, sha256, sha384, sha512, sha512_256, hmac, createHash, createHMAC };
+"#;
+
 /// `k6/metrics`: Counter, Gauge, Rate, Trend — declared in the init
 /// context (the scenario's custom metrics), added to in iterations.
 const K6_METRICS: &str = r#"
@@ -133,11 +160,12 @@ export default { Counter, Gauge, Rate, Trend };
 "#;
 
 /// The k6 modules throng provides, by import name.
-pub(crate) const BUILTIN: [(&str, &str); 4] = [
+pub(crate) const BUILTIN: [(&str, &str); 5] = [
     ("k6", K6),
     ("k6/http", K6_HTTP),
     ("k6/encoding", K6_ENCODING),
     ("k6/metrics", K6_METRICS),
+    ("k6/crypto", K6_CRYPTO),
 ];
 
 /// What `import` may name: the built-in modules, and the script's files

@@ -7,7 +7,7 @@ use regex::Regex;
 use crate::error::ScriptError;
 
 /// What each k6 module provides here, and what k6 has that throng does not yet.
-const MODULES: [(&str, &[&str]); 4] = [
+const MODULES: [(&str, &[&str]); 5] = [
     ("k6", &["check", "sleep", "group", "fail"]),
     (
         "k6/http",
@@ -17,6 +17,20 @@ const MODULES: [(&str, &[&str]); 4] = [
     ),
     ("k6/encoding", &["b64encode", "b64decode"]),
     ("k6/metrics", &["Counter", "Gauge", "Rate", "Trend"]),
+    (
+        "k6/crypto",
+        &[
+            "md5",
+            "sha1",
+            "sha256",
+            "sha384",
+            "sha512",
+            "sha512_256",
+            "hmac",
+            "createHash",
+            "createHMAC",
+        ],
+    ),
 ];
 
 /// What a file imports and needs.

@@ -394,3 +394,47 @@ export function teardown(data) {
     let mut vu = ScriptVu::new(&plain, 1, &HashMap::new(), Stage::Iterate, None).unwrap();
     assert_eq!(iteration(&mut vu, &answer), vec![Yield::IterationDone]);
 }
+
+/// `k6/crypto`: the digests and HMACs k6 scripts sign requests with, as
+/// hex and base64 text; what throng does not compute throws a TypeError.
+#[test]
+fn crypto_hashes_and_hmacs_match_their_known_values() {
+    let s = load(
+        r#"
+import crypto from 'k6/crypto';
+import { sha256, hmac, createHash } from 'k6/crypto';
+import { check } from 'k6';
+export default function () {
+  check(null, {
+    md5: () => crypto.md5('hello', 'hex') === '5d41402abc4b2a76b9719d911017c592',
+    sha1: () => crypto.sha1('hello', 'hex') === 'aaf4c61ddcc5e8a2dabede0f3b482cd9aea9434d',
+    sha256: () => sha256('hello', 'hex') === '2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824',
+    b64: () => sha256('hello', 'base64') === 'LPJNul+wow4m6DsqxbninhsWHlwfp0JecwQzYpOLmCQ=',
+    hmac: () => hmac('sha256', 'key', 'The quick brown fox jumps over the lazy dog', 'hex')
+      === 'f7bc83f430538424b13298e6aa6fb143ef4d59a14946175997479dbc2d1a3cd8',
+    stream: () => createHash('sha256').update('hel').update('lo').digest('hex') === sha256('hello', 'hex'),
+  });
+  crypto.sha256('x', 'binary');
+}
+"#,
+    );
+    let mut vu = ScriptVu::new(&s, 1, &HashMap::new(), Stage::Iterate, None).unwrap();
+    let ys = iteration(&mut vu, &|_| Response::default());
+    for name in ["md5", "sha1", "sha256", "b64", "hmac", "stream"] {
+        let passed = Yield::Check {
+            name: name.into(),
+            passed: true,
+        };
+        assert!(ys.contains(&passed), "{name}: {ys:?}");
+    }
+    match ys.last() {
+        Some(Yield::Failed { class, message }) => {
+            assert_eq!(*class, "script.error");
+            assert!(
+                message.contains("'binary'") && message.contains("main.js:"),
+                "{message}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}

@@ -756,6 +756,7 @@ fn host<'js>(ctx: &Ctx<'js>, sh: &Rc<Shared>) -> rquickjs::Result<()> {
                 .map(|b| String::from_utf8_lossy(&b).into_owned())
         })?,
     )?;
+    crate::crypto::install(ctx, &o)?;
     ctx.globals().set("__throng", o)
 }
 
