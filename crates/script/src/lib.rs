@@ -20,6 +20,7 @@ pub use script::{Limits, Script};
 pub use vu::{Input, Request, Response, ScriptVu, Stage, Yield};
 
 mod crypto;
+mod data;
 mod error;
 mod load;
 mod modules;

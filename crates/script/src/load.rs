@@ -24,6 +24,7 @@ impl Script {
         limits: Limits,
     ) -> Result<Script, ScriptError> {
         let mut files: HashMap<String, Arc<str>> = HashMap::new();
+        let mut opened: HashMap<String, (String, Arc<str>)> = HashMap::new();
         let mut pending = vec![(main.to_string(), source.to_string())];
         let mut full = false;
         let mut regex = false;
@@ -42,6 +43,25 @@ impl Script {
             match (&mut env_names, found.env_names) {
                 (Some(all), Some(mine)) => all.extend(mine),
                 _ => env_names = None,
+            }
+            for (spec, line, column) in found.opened {
+                let path = modules::join(&name, &spec);
+                match opened.get(&spec) {
+                    Some((same, _)) if *same == path => continue,
+                    Some((other, _)) => {
+                        let message = format!(
+                            "open('{spec}') here is '{path}', elsewhere '{other}': give each file a path of its own"
+                        );
+                        return Err(ScriptError::at(&name, line, column, &message));
+                    }
+                    None => {}
+                }
+                if opened.len() >= 256 {
+                    return Err(ScriptError::at(&name, line, column, "more than 256 files opened"));
+                }
+                let text =
+                    read(&path).map_err(|e| ScriptError::at(&name, line, column, &format!("open('{spec}'): {e}")))?;
+                opened.insert(spec, (path, Arc::from(text)));
             }
             for (spec, line, column) in found.files {
                 let path = modules::join(&name, &spec);
@@ -70,6 +90,9 @@ impl Script {
             env_names,
             limits,
             options: Options::default(),
+            data: Arc::new(crate::data::Shared::new(
+                opened.into_iter().map(|(spec, (_, text))| (spec, text)).collect(),
+            )),
         };
         let (json, metrics, (setup, teardown)) = probe(&script, env)?;
         script.options = Options::from_json(&json, main, source, metrics)?;
@@ -115,6 +138,7 @@ pub(crate) fn probe(
         env_names: script.env_names.clone(),
         limits: script.limits,
         options: Options::default(),
+        data: Arc::clone(&script.data),
     });
     let mut vu = ScriptVu::new(&s, 0, env, crate::vu::Stage::Iterate, None)
         .map_err(|e| ScriptError::at(&script.main, 0, 0, &format!("cannot make a VU's stack: {e}")))?;

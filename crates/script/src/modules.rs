@@ -138,6 +138,38 @@ export function createHMAC(alg, secret) {
 export default { md5, sha1, sha256, sha384, sha512, sha512_256, hmac, createHash, createHMAC };
 "#;
 
+/// `k6/data`: SharedArray — built once per run by the first VU that asks,
+/// read by every VU through a Proxy that parses only the element read.
+const K6_DATA: &str = r#"
+const h = globalThis.__throng;
+export class SharedArray {
+  constructor(name, fn) {
+    name = String(name);
+    if (typeof fn !== 'function') throw new TypeError('SharedArray: give a name and a function that returns an array');
+    let n = h.sharedLength(name);
+    if (n === null || n === undefined) n = h.sharedSet(name, JSON.stringify(fn()));
+    const at = (i) => JSON.parse(h.sharedGet(name, i));
+    const all = () => { const a = []; for (let i = 0; i < n; i++) a.push(at(i)); return a; };
+    return new Proxy([], {
+      get(_, p) {
+        if (p === 'length') return n;
+        if (p === Symbol.iterator) return function* () { for (let i = 0; i < n; i++) yield at(i); };
+        if (typeof p === 'string') {
+          const i = Number(p);
+          if (Number.isInteger(i) && i >= 0 && String(i) === p) return i < n ? at(i) : undefined;
+        }
+        const f = Array.prototype[p];
+        return typeof f === 'function' ? (...args) => f.apply(all(), args) : undefined;
+      },
+      has(_, p) { const i = Number(p); return p === 'length' || (Number.isInteger(i) && i >= 0 && i < n); },
+      set() { throw new TypeError('SharedArray is read-only'); },
+      deleteProperty() { throw new TypeError('SharedArray is read-only'); },
+    });
+  }
+}
+export default { SharedArray };
+"#;
+
 /// `k6/metrics`: Counter, Gauge, Rate, Trend — declared in the init
 /// context (the scenario's custom metrics), added to in iterations.
 const K6_METRICS: &str = r#"
@@ -160,12 +192,13 @@ export default { Counter, Gauge, Rate, Trend };
 "#;
 
 /// The k6 modules throng provides, by import name.
-pub(crate) const BUILTIN: [(&str, &str); 5] = [
+pub(crate) const BUILTIN: [(&str, &str); 6] = [
     ("k6", K6),
     ("k6/http", K6_HTTP),
     ("k6/encoding", K6_ENCODING),
     ("k6/metrics", K6_METRICS),
     ("k6/crypto", K6_CRYPTO),
+    ("k6/data", K6_DATA),
 ];
 
 /// What `import` may name: the built-in modules, and the script's files

@@ -7,7 +7,7 @@ use regex::Regex;
 use crate::error::ScriptError;
 
 /// What each k6 module provides here, and what k6 has that throng does not yet.
-const MODULES: [(&str, &[&str]); 5] = [
+const MODULES: [(&str, &[&str]); 6] = [
     ("k6", &["check", "sleep", "group", "fail"]),
     (
         "k6/http",
@@ -17,6 +17,7 @@ const MODULES: [(&str, &[&str]); 5] = [
     ),
     ("k6/encoding", &["b64encode", "b64decode"]),
     ("k6/metrics", &["Counter", "Gauge", "Rate", "Trend"]),
+    ("k6/data", &["SharedArray"]),
     (
         "k6/crypto",
         &[
@@ -38,6 +39,8 @@ const MODULES: [(&str, &[&str]); 5] = [
 pub(crate) struct Found {
     /// Relative files it imports, with the place of each.
     pub(crate) files: Vec<(String, usize, usize)>,
+    /// Files it reads with `open()`, with the place of each.
+    pub(crate) opened: Vec<(String, usize, usize)>,
     pub(crate) full_intrinsics: bool,
     /// It writes a regular expression (a literal, or `RegExp`).
     pub(crate) regex: bool,
@@ -69,6 +72,8 @@ pub(crate) fn scan(file: &str, text: &str) -> Result<Found, ScriptError> {
             ));
             continue;
         }
+        // SharedArray's reader is a Proxy.
+        found.full_intrinsics |= name == "k6/data";
         let Some((_, members)) = MODULES.iter().find(|(m, _)| *m == name) else {
             let why = if name.starts_with("http://") || name.starts_with("https://") {
                 "remote modules are not fetched: save the file beside the script and import it as './name.js'"
@@ -121,19 +126,29 @@ pub(crate) fn scan(file: &str, text: &str) -> Result<Found, ScriptError> {
             ),
         ));
     }
+    // open() reads a file named by a literal, read once at load: the
+    // VUs are given its text, not a disk read each.
     let open = Regex::new(r"(?:^|[^\w$.])(open)\s*\(").expect("valid pattern");
-    if let Some(c) = open.captures(&code) {
+    let literal = Regex::new(r#"^open\s*\(\s*(?:'([^'\\\n]+)'|"([^"\\\n]+)")\s*\)"#).expect("valid pattern");
+    for c in open.captures_iter(&code) {
         let m = c.get(1).expect("the group is not optional");
-        return Err(at(
-            m.start(),
-            "open() is not supported by throng yet: inline the data, or give it as a scenario file's data: CSV".into(),
-        ));
+        let Some(l) = literal.captures(&code[m.start()..]) else {
+            return Err(at(
+                m.start(),
+                "open() takes one path written as a string literal ('./users.json'), which throng reads once \
+                 before the run; binary mode ('b') is not supported"
+                    .into(),
+            ));
+        };
+        let path = l.get(1).or_else(|| l.get(2)).expect("one of the alternatives matched");
+        let (line, column) = line_col(text, m.start());
+        found.opened.push((path.as_str().to_string(), line, column));
     }
     let full = Regex::new(
         r"\b(Date|Map|Set|WeakMap|WeakSet|WeakRef|FinalizationRegistry|Proxy|BigInt|ArrayBuffer|DataView|[A-Z][a-z]*\d*Array|performance)\b|\d+n\b",
     )
     .expect("valid pattern");
-    found.full_intrinsics = full.is_match(&code);
+    found.full_intrinsics |= full.is_match(&code);
     // A `/` where an expression starts (not after a value, as a division
     // is) and not a comment: a regular expression literal.
     let regex = Regex::new(r"(?:^|[=(,:\[!&|?{};]|\breturn)\s*/[^/*\s]|\bRegExp\b").expect("valid pattern");
@@ -239,8 +254,19 @@ mod tests {
         assert!(e.message.contains("remote modules"), "{e}");
         let e = refused("\nexport function handleSummary() {}\n");
         assert_eq!((e.line, e.column), (2, 17), "{e}");
-        let e = refused("const d = open('./users.json');");
-        assert!(e.message.contains("open()"), "{e}");
+        let e = refused("const d = open(name);");
+        assert!(e.message.contains("string literal"), "{e}");
+        let e = refused("const d = open('./bin.dat', 'b');");
+        assert!(e.message.contains("binary"), "{e}");
+        let f = scan(
+            "t.js",
+            "const a = open('./users.json');\nconst b = open(\"data/x.csv\");\n",
+        )
+        .unwrap();
+        assert_eq!(
+            f.opened,
+            [("./users.json".to_string(), 1, 11), ("data/x.csv".to_string(), 2, 11)]
+        );
     }
 
     #[test]

@@ -50,4 +50,6 @@ pub struct Script {
     pub(crate) limits: Limits,
     /// What `export const options` said.
     pub options: Options,
+    /// `open()`'s files and the SharedArrays, shared by every VU.
+    pub(crate) data: std::sync::Arc<crate::data::Shared>,
 }

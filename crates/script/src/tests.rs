@@ -438,3 +438,61 @@ export default function () {
         other => panic!("{other:?}"),
     }
 }
+
+/// `open()` reads its file once, at load; a `SharedArray` is built once
+/// per run (the first VU to ask: here the options probe) and every VU
+/// reads it, element by element, read-only.
+#[test]
+fn open_and_shared_arrays_are_read_once_and_shared() {
+    let src = r#"
+import { SharedArray } from 'k6/data';
+import { check } from 'k6';
+const users = new SharedArray('users', function () {
+  if (__VU !== 0) throw new Error('built again by VU ' + __VU);
+  return JSON.parse(open('./users.json'));
+});
+const raw = open('./users.json');
+export default function () {
+  check(null, {
+    len: () => users.length === 3,
+    idx: () => users[1].name === 'b' && users[3] === undefined,
+    iter: () => { let s = ''; for (const u of users) s += u.name; return s === 'abc'; },
+    map: () => users.map((u) => u.id).join(',') === '1,2,3',
+    raw: () => raw.startsWith('[{'),
+    ro: () => { try { users[0] = 1; return false; } catch (e) { return true; } },
+  });
+  open('./users.json');
+}
+"#;
+    let read = |name: &str| match name {
+        "users.json" => Ok(r#"[{"id":1,"name":"a"},{"id":2,"name":"b"},{"id":3,"name":"c"}]"#.to_string()),
+        _ => Err("no such file".to_string()),
+    };
+    let s = Arc::new(Script::load("main.js", src, &read, &HashMap::new(), Limits::default()).unwrap());
+    for id in 1..=2 {
+        let mut vu = ScriptVu::new(&s, id, &HashMap::new(), Stage::Iterate, None).unwrap();
+        let ys = iteration(&mut vu, &|_| Response::default());
+        for name in ["len", "idx", "iter", "map", "raw", "ro"] {
+            let passed = Yield::Check {
+                name: name.into(),
+                passed: true,
+            };
+            assert!(ys.contains(&passed), "VU {id}, {name}: {ys:?}");
+        }
+        match ys.last() {
+            Some(Yield::Failed { message, .. }) => assert!(message.contains("init context"), "{message}"),
+            other => panic!("{other:?}"),
+        }
+    }
+    // A file that is not there is refused at load, at its line.
+    let e = Script::load(
+        "main.js",
+        "const d = open('./nope.json');\nexport default function () {}\n",
+        &read,
+        &HashMap::new(),
+        Limits::default(),
+    )
+    .unwrap_err();
+    assert_eq!((e.line, e.column), (1, 11), "{e}");
+    assert!(e.message.contains("open('./nope.json')"), "{e}");
+}

@@ -493,3 +493,48 @@ fn setup_runs_once_and_every_vu_gets_its_data() {
         "no load ran"
     );
 }
+
+/// A users file read with `open()` into a `SharedArray`, each VU taking its
+/// own user: nginx sees every user's requests, as many as their VU made.
+#[test]
+fn shared_arrays_from_open_feed_every_vu() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("access.log");
+    let nginx = common::Nginx::start_http(
+        "log_format s '$request_method $uri $status';",
+        &format!("access_log {} s;\nlocation / {{ return 200 'ok'; }}", log.display()),
+    );
+    let script = format!(
+        r#"
+import http from 'k6/http';
+import {{ SharedArray }} from 'k6/data';
+const users = new SharedArray('users', () => JSON.parse(open('./data/users.json')));
+export const options = {{ vus: 3, iterations: 9 }};
+export default function () {{
+  const u = users[(__VU - 1) % users.length];
+  http.get('{}/users/' + u.name, {{ tags: {{ name: 'user' }} }});
+}}
+"#,
+        nginx.url("")
+    );
+    let users = r#"[{"name":"ada"},{"name":"bob"},{"name":"cy"}]"#;
+    let (code, out, r, _) = run(&script, &[("data/users.json", users)], &[]);
+    assert_eq!(code, 0, "{out}");
+    let r = r.unwrap();
+    assert_books_balance(&r);
+    assert_eq!(r.measurements.scenario.as_ref().unwrap().tags["step:user"].requests, 9);
+    let lines = common::access_log(&log);
+    assert_eq!(lines.len(), 9, "{lines:?}");
+    assert!(
+        lines
+            .iter()
+            .all(|l| ["GET /users/ada 200", "GET /users/bob 200", "GET /users/cy 200"].contains(&l.as_str())),
+        "{lines:?}"
+    );
+
+    // /dev/zero as the data file: refused at load, bounded, at its line.
+    let zero = script.replace("./data/users.json", "/dev/zero");
+    let (code, out, _, _) = run(&zero, &[], &[]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("script.js:4:") && out.contains("/dev/zero"), "{out}");
+}
