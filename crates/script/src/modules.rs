@@ -96,7 +96,20 @@ export function post(url, body, params) { return request('POST', url, body, para
 export function put(url, body, params) { return request('PUT', url, body, params); }
 export function patch(url, body, params) { return request('PATCH', url, body, params); }
 export function del(url, body, params) { return request('DELETE', url, body, params); }
-export default { request, get, head, options, post, put, patch, del, Response };
+function one(r) {
+  if (typeof r === 'string') return request('GET', r, null, undefined);
+  if (Array.isArray(r)) return request(r[0], r[1], r[2], r[3]);
+  if (r && typeof r === 'object') return request(r.method || 'GET', r.url, r.body, r.params);
+  throw new TypeError('http.batch: each request is a URL, [method, url, body, params] or { method, url, body, params }');
+}
+// One after another on the VU's connection (k6 sends up to 6 at once).
+export function batch(reqs) {
+  if (Array.isArray(reqs)) return reqs.map(one);
+  const out = {};
+  for (const k of Object.keys(reqs || {})) out[k] = one(reqs[k]);
+  return out;
+}
+export default { request, get, head, options, post, put, patch, del, batch, Response };
 "#;
 
 /// `k6/encoding`: base64.

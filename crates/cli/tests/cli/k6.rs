@@ -176,8 +176,10 @@ fn what_throng_does_not_run_is_refused_before_the_run_at_its_line() {
             "script.js:2:17: module 'k6/ws' is not supported",
         ),
         (
-            format!("import http from 'k6/http';\nexport default function () {{\n  http.batch(['{base}']);\n}}\n"),
-            "script.js:3:8: 'batch' from 'k6/http' is not supported",
+            format!(
+                "import http from 'k6/http';\nexport default function () {{\n  http.cookieJar();\n  http.get('{base}');\n}}\n"
+            ),
+            "script.js:3:8: 'cookieJar' from 'k6/http' is not supported",
         ),
         (
             format!(
@@ -492,6 +494,49 @@ fn setup_runs_once_and_every_vu_gets_its_data() {
         13,
         "no load ran"
     );
+}
+
+/// `http.batch` in its array and object forms: every request sent and
+/// counted, the responses in the shape asked for.
+#[test]
+fn a_batch_sends_every_request_and_answers_in_its_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("access.log");
+    let nginx = common::Nginx::start_http(
+        "log_format s '$request_method $uri $status';",
+        &format!("access_log {} s;\nlocation / {{ return 200 '$uri'; }}", log.display()),
+    );
+    let base = nginx.url("");
+    let script = format!(
+        r#"
+import http from 'k6/http';
+import {{ check }} from 'k6';
+export const options = {{ vus: 2, iterations: 4 }};
+export default function () {{
+  const list = http.batch(['{base}/a', ['POST', '{base}/b', 'x=1', {{ tags: {{ name: 'b' }} }}], {{ method: 'GET', url: '{base}/c' }}]);
+  const named = http.batch({{ d: '{base}/d', e: ['GET', '{base}/e'] }});
+  check(list, {{ 'list in order': (l) => l.length === 3 && l[0].body === '/a' && l[1].body === '/b' && l[2].body === '/c' }});
+  check(named, {{ 'by name': (n) => n.d.body === '/d' && n.e.status === 200 }});
+}}
+"#
+    );
+    let (code, out, r, _) = run(&script, &[], &[]);
+    assert_eq!(code, 0, "{out}");
+    let r = r.unwrap();
+    assert_books_balance(&r);
+    let s = r.measurements.scenario.as_ref().unwrap();
+    assert_eq!((s.checks["list in order"].passes, s.checks["by name"].passes), (4, 4));
+    assert_eq!(r.measurements.requests.ok, 20);
+    let lines = common::access_log(&log);
+    for (line, n) in [
+        ("GET /a 200", 4),
+        ("POST /b 200", 4),
+        ("GET /c 200", 4),
+        ("GET /d 200", 4),
+        ("GET /e 200", 4),
+    ] {
+        assert_eq!(lines.iter().filter(|l| *l == line).count(), n, "{line}: {lines:?}");
+    }
 }
 
 /// A users file read with `open()` into a `SharedArray`, each VU taking its
