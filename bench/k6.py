@@ -13,6 +13,9 @@ in the same run:
 2. Memory: N VUs, each sleeping 1 s between requests, as a script and as a
    scenario file; peak RSS of each, and the script's per VU beyond the
    scenario's (target: at most 100 KB per VU), then its whole RSS per VU.
+3. Data: N VUs reading users from one JSON file (5,000 users, 463 KB)
+   through a k6/data SharedArray, and each parsing its own copy; peak RSS
+   of each.
 
 k6 itself is not run here (its module is marked not to use in this
 environment): compare with k6's published figures, docs/PERFORMANCE.md.
@@ -20,6 +23,7 @@ environment): compare with k6's published figures, docs/PERFORMANCE.md.
     bench/k6.py                          # everything, 3 CPU runs, 10,000 VUs
     bench/k6.py --only cpu --runs 1 --duration 5
     bench/k6.py --only memory --vus 1000
+    bench/k6.py --only data --vus 1000
 """
 
 import argparse
@@ -40,6 +44,18 @@ export default function () {{
   const res = http.get('{url}/');
   check(res, {{ 'status is 200': (r) => r.status === 200 }});
   {think}
+}}
+"""
+
+DATA = """import http from 'k6/http';
+import {{ sleep }} from 'k6';
+import {{ SharedArray }} from 'k6/data';
+{init}
+export const options = {{ vus: {vus}, duration: '{duration}s' }};
+export default function () {{
+  const u = users[(__VU * 7 + __ITER) % users.length];
+  http.get('{url}/?u=' + u.name);
+  sleep(1);
 }}
 """
 
@@ -95,10 +111,10 @@ def main():
     ap.add_argument("--duration", type=int, default=10, help="seconds per CPU run (default 10)")
     ap.add_argument("--runs", type=int, default=3, help="runs per CPU figure; the median is reported (default 3)")
     ap.add_argument("--vus", type=int, default=10000, help="VUs for the memory figure (default 10000)")
-    ap.add_argument("--only", choices=["cpu", "memory"], action="append")
+    ap.add_argument("--only", choices=["cpu", "memory", "data"], action="append")
     ap.add_argument("--skip-build", action="store_true")
     args = ap.parse_args()
-    only = set(args.only or ["cpu", "memory"])
+    only = set(args.only or ["cpu", "memory", "data"])
     if not args.skip_build:
         build()
     if not shutil.which("taskset"):
@@ -145,6 +161,26 @@ def main():
             if len(got) == 2:
                 beyond = (got["k6 script"]["rss"] - got["scenario file"]["rss"]) / n
                 print(f"| k6 script | | beyond the scenario file's | **{beyond / 1024:.1f} KB per VU** |")
+            print()
+        if "data" in only:
+            n = min(args.vus, 1000) if args.only is None else args.vus
+            ddur = 4
+            users = [{"id": i, "name": f"user{i:05d}", "email": f"user{i:05d}@example.test", "password": f"pw-{i}"}
+                     for i in range(5000)]
+            write(tmp, "users.json", json.dumps(users))
+            size = os.path.getsize(os.path.join(tmp, "users.json"))
+            print(f"## a data file: {n} VUs reading users from one {size / 1000:.0f} KB JSON file, {ddur}s\n")
+            print("| the file held as | requests ok | peak RSS | per VU |\n|---|---:|---:|---:|")
+            for what, init in [
+                ("a SharedArray", "const users = new SharedArray('u', () => JSON.parse(open('./users.json')));"),
+                ("a copy per VU", "const users = JSON.parse(open('./users.json'));"),
+            ]:
+                js = write(tmp, "data.js", DATA.format(url=url, vus=n, duration=ddur, init=init))
+                res, text = measure([THRONG, "run", js, "-t", "1", "-q", "--json", out], out, ddur + 300, 1)
+                if res is None:
+                    print(f"| {what} | failed: {text.strip().splitlines()[-1:]} | | |")
+                    continue
+                print(f"| {what} | {res['ok']:.0f} | {res['rss'] / 1e6:.1f} MB | {res['rss'] / n / 1024:.0f} KB |")
             print()
     finally:
         nginx.terminate()
