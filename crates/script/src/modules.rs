@@ -102,6 +102,32 @@ function one(r) {
   if (r && typeof r === 'object') return request(r.method || 'GET', r.url, r.body, r.params);
   throw new TypeError('http.batch: each request is a URL, [method, url, body, params] or { method, url, body, params }');
 }
+// The VU's jar (the one its requests use, emptied per iteration).
+class CookieJar {
+  set(url, name, value, opts) {
+    opts = opts || {};
+    let c = String(name) + '=' + String(value);
+    if (opts.domain) c += '; Domain=' + String(opts.domain);
+    c += '; Path=' + (opts.path ? String(opts.path) : '/');
+    if (opts.secure) c += '; Secure';
+    if (opts.max_age !== undefined) c += '; Max-Age=' + Number(opts.max_age);
+    h.cookieSet(String(url), c);
+  }
+  cookiesForURL(url) {
+    const out = {};
+    for (const part of h.cookiesFor(String(url)).split('; ')) {
+      const i = part.indexOf('=');
+      if (i <= 0) continue;
+      const k = part.slice(0, i);
+      (out[k] = out[k] || []).push(part.slice(i + 1));
+    }
+    return out;
+  }
+  clear() { throw new TypeError('jar.clear is not supported by throng (the jar is emptied at each iteration)'); }
+  delete() { throw new TypeError('jar.delete is not supported by throng (the jar is emptied at each iteration)'); }
+}
+const jar = new CookieJar();
+export function cookieJar() { return jar; }
 // One after another on the VU's connection (k6 sends up to 6 at once).
 export function batch(reqs) {
   if (Array.isArray(reqs)) return reqs.map(one);
@@ -109,7 +135,7 @@ export function batch(reqs) {
   for (const k of Object.keys(reqs || {})) out[k] = one(reqs[k]);
   return out;
 }
-export default { request, get, head, options, post, put, patch, del, batch, Response };
+export default { request, get, head, options, post, put, patch, del, batch, cookieJar, Response };
 "#;
 
 /// `k6/encoding`: base64.

@@ -59,6 +59,9 @@ pub enum Input {
     Abort,
     /// The last request cannot be made: the call throws this message.
     Throw(String),
+    /// The `Cookie` header the VU's jar sends to the URL asked for (empty:
+    /// none).
+    Cookies(String),
 }
 
 /// A request the script made, to be performed by the engine.
@@ -99,6 +102,15 @@ pub enum Yield {
     },
     GroupStart(String),
     GroupEnd,
+    /// `jar.set(url, name, value, options)`: a cookie into the VU's jar,
+    /// as the `Set-Cookie` header `set_cookie` would store it.
+    CookieSet {
+        url: String,
+        set_cookie: String,
+    },
+    /// `jar.cookiesForURL(url)`: the cookies the jar sends there
+    /// (answered with `Input::Cookies`).
+    CookiesFor(String),
     /// A `k6/metrics` metric's `add(value, tags)` (`kind`: counter, gauge,
     /// rate or trend; a rate's value 1 or 0).
     Add {
@@ -755,6 +767,46 @@ fn host<'js>(ctx: &Ctx<'js>, sh: &Rc<Shared>, data: &Arc<crate::data::Shared>) -
                 .ok()
                 .map(|b| String::from_utf8_lossy(&b).into_owned())
         })?,
+    )?;
+    let h = Rc::clone(sh);
+    o.set(
+        "cookieSet",
+        Function::new(
+            ctx.clone(),
+            move |ctx: Ctx<'js>, url: String, set_cookie: String| -> rquickjs::Result<()> {
+                if h.init.get() || h.aborted.get() {
+                    return Err(rquickjs::Exception::throw_message(
+                        &ctx,
+                        "the cookie jar cannot be used in the init context",
+                    ));
+                }
+                match h.suspend(Yield::CookieSet { url, set_cookie }) {
+                    Input::Resumed => Ok(()),
+                    Input::Throw(m) => Err(rquickjs::Exception::throw_message(&ctx, &m)),
+                    _ => Err(rquickjs::Exception::throw_internal(&ctx, "the VU is stopping")),
+                }
+            },
+        )?,
+    )?;
+    let h = Rc::clone(sh);
+    o.set(
+        "cookiesFor",
+        Function::new(
+            ctx.clone(),
+            move |ctx: Ctx<'js>, url: String| -> rquickjs::Result<String> {
+                if h.init.get() || h.aborted.get() {
+                    return Err(rquickjs::Exception::throw_message(
+                        &ctx,
+                        "the cookie jar cannot be used in the init context",
+                    ));
+                }
+                match h.suspend(Yield::CookiesFor(url)) {
+                    Input::Cookies(header) => Ok(header),
+                    Input::Throw(m) => Err(rquickjs::Exception::throw_message(&ctx, &m)),
+                    _ => Err(rquickjs::Exception::throw_internal(&ctx, "the VU is stopping")),
+                }
+            },
+        )?,
     )?;
     crate::crypto::install(ctx, &o)?;
     let h = Rc::clone(sh);

@@ -177,9 +177,9 @@ fn what_throng_does_not_run_is_refused_before_the_run_at_its_line() {
         ),
         (
             format!(
-                "import http from 'k6/http';\nexport default function () {{\n  http.cookieJar();\n  http.get('{base}');\n}}\n"
+                "import http from 'k6/http';\nexport default function () {{\n  http.file('x');\n  http.get('{base}');\n}}\n"
             ),
-            "script.js:3:8: 'cookieJar' from 'k6/http' is not supported",
+            "script.js:3:8: 'file' from 'k6/http' is not supported",
         ),
         (
             format!(
@@ -582,4 +582,37 @@ export default function () {{
     let (code, out, _, _) = run(&zero, &[], &[]);
     assert_eq!(code, 2, "{out}");
     assert!(out.contains("script.js:4:") && out.contains("/dev/zero"), "{out}");
+}
+
+/// `http.cookieJar()` is the VU's jar: it reads what the server set, and a
+/// cookie set into it goes out with the next request (nginx echoes them).
+#[test]
+fn the_cookie_jar_reads_and_sets_the_vus_cookies() {
+    let nginx = common::Nginx::start(
+        "location = /set { add_header Set-Cookie 'sid=abc; Path=/'; return 200 'set'; }\n\
+         location / { return 200 'cookies:$http_cookie'; }",
+    );
+    let base = nginx.url("");
+    let script = format!(
+        r#"
+import http from 'k6/http';
+import {{ check }} from 'k6';
+export const options = {{ vus: 1, iterations: 3 }};
+export default function () {{
+  const jar = http.cookieJar();
+  http.get('{base}/set');
+  const seen = jar.cookiesForURL('{base}/');
+  jar.set('{base}/', 'lang', 'en');
+  const r = http.get('{base}/echo');
+  check(r, {{
+    'seen': () => seen.sid !== undefined && seen.sid[0] === 'abc',
+    'both sent': (res) => res.body.includes('sid=abc') && res.body.includes('lang=en'),
+  }});
+}}
+"#
+    );
+    let (code, out, r, _) = run(&script, &[], &[]);
+    assert_eq!(code, 0, "{out}");
+    let s = r.unwrap().measurements.scenario.unwrap();
+    assert_eq!((s.checks["seen"].passes, s.checks["both sent"].passes), (3, 3), "{out}");
 }

@@ -86,6 +86,17 @@ pub(super) async fn iteration(ctx: &Ctx, sc: &Scen, vu: &mut Vu, intended: Optio
                 }
                 Input::Resumed
             }
+            Yield::CookieSet { url, set_cookie } => match jar_place(&url) {
+                Ok((_, host, path)) => {
+                    vu.jar.store(&host, &path, &set_cookie);
+                    Input::Resumed
+                }
+                Err(m) => Input::Throw(m),
+            },
+            Yield::CookiesFor(url) => match jar_place(&url) {
+                Ok((https, host, path)) => Input::Cookies(vu.jar.header(https, &host, &path).unwrap_or_default()),
+                Err(m) => Input::Throw(m),
+            },
             Yield::GroupEnd => {
                 if let Some((g, _, t0)) = groups.pop() {
                     with_scen(ctx, |r| r.group(g, t0.elapsed()));
@@ -139,6 +150,13 @@ pub(super) async fn iteration(ctx: &Ctx, sc: &Scen, vu: &mut Vu, intended: Optio
     }
     vu.js = Some(js);
     true
+}
+
+/// A URL as the cookie jar reads it: https, host, path.
+fn jar_place(url: &str) -> Result<(bool, String, String), String> {
+    let u = url::Url::parse(url).map_err(|e| format!("cookie jar: invalid URL '{url}': {e}"))?;
+    let host = u.host_str().unwrap_or("").trim_start_matches('[').trim_end_matches(']');
+    Ok((u.scheme() == "https", host.to_ascii_lowercase(), u.path().to_string()))
 }
 
 /// What the scenario's VUs run: the run's `setup:` and `teardown:` flows
