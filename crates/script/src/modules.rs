@@ -53,7 +53,24 @@ function duration(t) {
   if (s.length === 0 || !(n >= 0)) throw new TypeError('params.timeout: ' + t + ' is not a duration (e.g. "10s", "500ms" or a number of milliseconds)');
   return n;
 }
-const KNOWN = { headers: 1, tags: 1, timeout: 1 };
+const KNOWN = { headers: 1, tags: 1, timeout: 1, responseCallback: 1 };
+let defaultCallback = null;
+// k6's expectedStatuses: codes and { min, max } ranges, kept as text.
+export function expectedStatuses(...codes) {
+  const parts = codes.map((c) => {
+    if (typeof c === 'number' && Number.isInteger(c)) return String(c);
+    if (c && typeof c === 'object' && Number.isInteger(c.min) && Number.isInteger(c.max)) return c.min + '-' + c.max;
+    throw new TypeError('http.expectedStatuses: give status codes or { min, max } ranges');
+  });
+  return { __throngExpect: parts.join(',') };
+}
+// null, as in k6: no status counts as failed.
+export function setResponseCallback(cb) { defaultCallback = cb === null ? '100-599' : callback(cb); }
+function callback(cb) {
+  if (cb === null || cb === undefined) return null;
+  if (typeof cb === 'object' && typeof cb.__throngExpect === 'string') return cb.__throngExpect;
+  throw new TypeError('responseCallback: throng takes http.expectedStatuses(...) only, not a function of its own');
+}
 export class Response {
   constructor(r) { Object.assign(this, r); }
   json(selector) {
@@ -84,6 +101,9 @@ export function request(method, url, body, params) {
   }
   const tags = params.tags || {};
   const name = tags.name === undefined ? null : String(tags.name);
+  const cb = 'responseCallback' in params ? callback(params.responseCallback) : defaultCallback;
+  // null: the plan's statuses (200-399); k6's `responseCallback: null` counts none as failed.
+  h.expect('responseCallback' in params && params.responseCallback === null ? '100-599' : cb);
   const r = h.request(String(method).toUpperCase(), String(url), b, headers, name, duration(params.timeout));
   r.url = String(url);
   r.request = { method: String(method).toUpperCase(), url: String(url) };
@@ -135,7 +155,7 @@ export function batch(reqs) {
   for (const k of Object.keys(reqs || {})) out[k] = one(reqs[k]);
   return out;
 }
-export default { request, get, head, options, post, put, patch, del, batch, cookieJar, Response };
+export default { request, get, head, options, post, put, patch, del, batch, cookieJar, expectedStatuses, setResponseCallback, Response };
 "#;
 
 /// `k6/encoding`: base64.

@@ -22,6 +22,8 @@ const MODULES: [(&str, &[&str]); 6] = [
             "del",
             "batch",
             "cookieJar",
+            "expectedStatuses",
+            "setResponseCallback",
             "Response",
         ],
     ),

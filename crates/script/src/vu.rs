@@ -75,6 +75,10 @@ pub struct Request {
     pub name: Option<String>,
     /// `params.timeout` (None: the plan's).
     pub timeout: Option<Duration>,
+    /// `params.responseCallback` (or `http.setResponseCallback`'s): the
+    /// statuses that count as expected, as text (`200,300-399`; None: the
+    /// plan's, 200–399).
+    pub expect: Option<String>,
 }
 
 /// The engine's answer to a [`Request`].
@@ -157,6 +161,8 @@ struct Shared {
     probed: std::cell::RefCell<Option<String>>,
     /// The probe: whether the module exports `setup` and `teardown`.
     lifecycle: Cell<(bool, bool)>,
+    /// The expected statuses the next request carries (set just before it).
+    expect: std::cell::RefCell<Option<String>>,
     /// Past it, the interrupt handler stops the script.
     deadline: Cell<Instant>,
     /// Time the iteration has run so far, before the current resume.
@@ -217,6 +223,7 @@ impl ScriptVu {
             resumed: Cell::new(Instant::now()),
             probed: std::cell::RefCell::new(None),
             lifecycle: Cell::new((false, false)),
+            expect: std::cell::RefCell::new(None),
             metrics: std::cell::RefCell::new(Vec::new()),
             deadline: Cell::new(Instant::now() + limits.cpu),
             used: Cell::new(Duration::ZERO),
@@ -575,6 +582,7 @@ fn host<'js>(ctx: &Ctx<'js>, sh: &Rc<Shared>, data: &Arc<crate::data::Shared>) -
                     body: body.0.flatten(),
                     name: name.0.flatten(),
                     timeout,
+                    expect: h.expect.borrow_mut().take(),
                 };
                 let r = match h.suspend(Yield::Request(req)) {
                     Input::Response(r) => r,
@@ -766,6 +774,13 @@ fn host<'js>(ctx: &Ctx<'js>, sh: &Rc<Shared>, data: &Arc<crate::data::Shared>) -
                 .decode(s.trim().as_bytes())
                 .ok()
                 .map(|b| String::from_utf8_lossy(&b).into_owned())
+        })?,
+    )?;
+    let h = Rc::clone(sh);
+    o.set(
+        "expect",
+        Function::new(ctx.clone(), move |statuses: Option<String>| {
+            *h.expect.borrow_mut() = statuses;
         })?,
     )?;
     let h = Rc::clone(sh);

@@ -616,3 +616,44 @@ export default function () {{
     let s = r.unwrap().measurements.scenario.unwrap();
     assert_eq!((s.checks["seen"].passes, s.checks["both sent"].passes), (3, 3), "{out}");
 }
+
+/// `responseCallback: http.expectedStatuses(...)` and
+/// `http.setResponseCallback` decide which statuses count as failed, per
+/// request, as in k6.
+#[test]
+fn expected_statuses_decide_what_counts_as_failed() {
+    let nginx = common::Nginx::start("location = /missing { return 404; }\nlocation / { return 200; }");
+    let base = nginx.url("");
+    let script = format!(
+        r#"
+import http from 'k6/http';
+export const options = {{ vus: 1, iterations: 2 }};
+export default function () {{
+  http.get('{base}/missing', {{ tags: {{ name: 'plain' }} }});
+  http.get('{base}/missing', {{ tags: {{ name: 'expected' }}, responseCallback: http.expectedStatuses(200, {{ min: 400, max: 404 }}) }});
+  http.get('{base}/', {{ tags: {{ name: 'not200' }}, responseCallback: http.expectedStatuses(404) }});
+  http.setResponseCallback(http.expectedStatuses({{ min: 200, max: 499 }}));
+  http.get('{base}/missing', {{ tags: {{ name: 'default' }} }});
+  http.setResponseCallback(null);
+  http.get('{base}/missing', {{ tags: {{ name: 'none' }} }});
+  http.setResponseCallback(http.expectedStatuses({{ min: 200, max: 399 }}));
+}}
+"#
+    );
+    let (code, out, r, _) = run(&script, &[], &[]);
+    assert_eq!(code, 0, "{out}");
+    let r = r.unwrap();
+    assert_books_balance(&r);
+    let s = r.measurements.scenario.as_ref().unwrap();
+    let failed = |n: &str| s.tags[&format!("step:{n}")].failed;
+    assert_eq!(
+        (
+            failed("plain"),
+            failed("expected"),
+            failed("not200"),
+            failed("default"),
+            failed("none")
+        ),
+        (2, 0, 2, 0, 0)
+    );
+}

@@ -218,7 +218,11 @@ async fn send(
                 .body
                 .as_deref()
                 .map_or(Body::None, |b| Body::Raw(Template::literal(b))),
-            expect: d.expect,
+            expect: match r.expect.as_deref().map(throng_plan::StatusSet::parse) {
+                None => d.expect,
+                Some(Ok(set)) => set,
+                Some(Err(e)) => return Input::Throw(format!("http.expectedStatuses: {e}")),
+            },
             captures: Vec::new(),
             checks: Vec::new(),
             timeout: r.timeout.unwrap_or(d.timeout),
