@@ -16,6 +16,7 @@
 
 pub use error::ScriptError;
 pub use options::{Executor, Options, k6_name};
+pub use scenarios::K6Scenario;
 pub use script::{Limits, Script};
 pub use vu::{Input, Request, Response, ScriptVu, Stage, Yield};
 
@@ -26,6 +27,7 @@ mod load;
 mod modules;
 mod options;
 mod scan;
+mod scenarios;
 mod script;
 mod typescript;
 mod vu;

@@ -94,10 +94,20 @@ impl Script {
                 opened.into_iter().map(|(spec, (_, text))| (spec, text)).collect(),
             )),
         };
-        let (json, metrics, (setup, teardown)) = probe(&script, env)?;
+        let (json, metrics, exports) = probe(&script, env)?;
         script.options = Options::from_json(&json, main, source, metrics)?;
-        script.options.setup = setup;
-        script.options.teardown = teardown;
+        script.options.setup = exports.iter().any(|f| f == "setup");
+        script.options.teardown = exports.iter().any(|f| f == "teardown");
+        for s in &script.options.scenarios {
+            if let Some(f) = s.exec.as_deref().filter(|f| !exports.iter().any(|e| e == f)) {
+                let (line, column) = source.find("exec").map_or((0, 0), |i| crate::scan::line_col(source, i));
+                let message = format!(
+                    "options.scenarios.{}: exec '{f}' is not a function the script exports (export function {f}() {{ … }})",
+                    s.name
+                );
+                return Err(ScriptError::at(main, line, column, &message));
+            }
+        }
         script.sources.bytecode = Arc::new(compile(&script)?);
         Ok(script)
     }
@@ -124,12 +134,11 @@ fn compile(script: &Script) -> Result<HashMap<String, Vec<u8>>, ScriptError> {
 pub(crate) type Declared = Vec<(String, &'static str)>;
 
 /// Evaluates the module as VU 0 (no iteration): `options` as JSON, the
-/// `k6/metrics` metrics it declared, and whether it exports `setup` and
-/// `teardown`.
+/// `k6/metrics` metrics it declared, and the functions it exports.
 pub(crate) fn probe(
     script: &Script,
     env: &std::collections::HashMap<String, String>,
-) -> Result<(String, Declared, (bool, bool)), ScriptError> {
+) -> Result<(String, Declared, Vec<String>), ScriptError> {
     // The probe needs its own Script value (Arc): a copy of the parts.
     let s = Arc::new(Script {
         main: script.main.clone(),
@@ -146,7 +155,7 @@ pub(crate) fn probe(
         Yield::Ended => Ok((
             vu.probed().unwrap_or_else(|| "null".to_string()),
             vu.declared(),
-            vu.lifecycle(),
+            vu.exports(),
         )),
         Yield::Failed { message, .. } => Err(ScriptError::at(&script.main, 0, 0, &message)),
         other => Err(ScriptError::at(

@@ -26,6 +26,9 @@ pub struct Options {
     /// `teardown` (once after it).
     pub setup: bool,
     pub teardown: bool,
+    /// `scenarios`: each k6 scenario as throng's (empty: the shortcuts,
+    /// `vus`, `duration`, `iterations`, `stages`, make one).
+    pub scenarios: Vec<crate::scenarios::K6Scenario>,
 }
 
 /// The executor `options` amount to (k6's shortcuts).
@@ -36,7 +39,7 @@ pub enum Executor {
     SharedIterations { vus: u64, iterations: u64, max: Duration },
 }
 
-const KEYS: [&str; 5] = ["vus", "duration", "iterations", "stages", "thresholds"];
+const KEYS: [&str; 6] = ["vus", "duration", "iterations", "stages", "scenarios", "thresholds"];
 
 /// k6's built-in metric names and throng's.
 const METRICS: [(&str, &str); 13] = [
@@ -82,16 +85,10 @@ impl Options {
         };
         for (k, val) in map {
             if !KEYS.contains(&k.as_str()) {
-                let hint = match k.as_str() {
-                    "scenarios" => {
-                        " (write the executor with vus, duration, iterations or stages, or run a throng scenario file for several scenarios)"
-                    }
-                    _ => "",
-                };
                 return Err(at(
                     k,
                     format!(
-                        "options.{k} is not supported by throng yet (supported: {}){hint}",
+                        "options.{k} is not supported by throng yet (supported: {})",
                         KEYS.join(", ")
                     ),
                 ));
@@ -101,6 +98,7 @@ impl Options {
                     .ok_or_else(|| at(k, format!("options.{k}: {val} is not a whole number")))
             };
             match k.as_str() {
+                "scenarios" => o.scenarios = crate::scenarios::read(val, &at)?,
                 "vus" => o.vus = Some(count(val)?),
                 "iterations" => o.iterations = Some(count(val)?),
                 "duration" => o.duration = Some(duration(val).ok_or_else(|| at(k, bad_duration("duration", val)))?),
@@ -180,7 +178,25 @@ impl Options {
                 }
             }
         }
+        if !o.scenarios.is_empty()
+            && (o.vus.is_some() || o.duration.is_some() || o.iterations.is_some() || !o.stages.is_empty())
+        {
+            return Err(at(
+                "scenarios",
+                "options.scenarios and the shortcuts (vus, duration, iterations, stages) both given: give one or the \
+                 other"
+                    .into(),
+            ));
+        }
         Ok(o)
+    }
+
+    /// The function scenario `name` runs (None: the default function).
+    pub fn exec_of(&self, name: &str) -> Option<&str> {
+        self.scenarios
+            .iter()
+            .find(|s| s.name == name)
+            .and_then(|s| s.exec.as_deref())
     }
 
     /// The executor, as k6 reads these options.
@@ -213,8 +229,19 @@ impl Options {
     pub fn scenario_yaml(&self, target: &str) -> String {
         let mut y = String::new();
         let _ = writeln!(y, "target: {}", quote(target));
-        y.push_str("defaults:\n  timeout: 60s\nscenarios:\n  default:\n");
+        y.push_str("defaults:\n  timeout: 60s\nscenarios:\n");
+        // The script is the flow: a scenario's step is never run (the
+        // engine runs the script's VUs instead), only validated. So are
+        // setup's and teardown's: their VUs call setup() and teardown().
+        const FLOW: &str = "    flow:\n      - request: { name: script, path: / }\n";
+        for s in &self.scenarios {
+            let _ = write!(y, "  {}:\n{}{FLOW}", quote(&s.name), s.yaml);
+        }
+        if self.scenarios.is_empty() {
+            y.push_str("  default:\n");
+        }
         match self.executor() {
+            _ if !self.scenarios.is_empty() => {}
             Executor::ConstantVus { vus, duration } => {
                 let _ = writeln!(
                     y,
@@ -236,10 +263,9 @@ impl Options {
                 );
             }
         }
-        // The script is the flow: this step is never run (the engine runs
-        // the script's VUs instead), only validated. So are setup's and
-        // teardown's: their VUs call the script's setup() and teardown().
-        y.push_str("    flow:\n      - request: { name: script, path: / }\n");
+        if self.scenarios.is_empty() {
+            y.push_str(FLOW);
+        }
         if self.setup {
             y.push_str("setup:\n  - request: { name: setup, path: / }\n");
         }
@@ -274,7 +300,7 @@ fn bad_duration(key: &str, v: &Value) -> String {
 }
 
 /// k6's durations: "30s", "1m30s", "1h", "500ms", or milliseconds.
-fn duration(v: &Value) -> Option<Duration> {
+pub(crate) fn duration(v: &Value) -> Option<Duration> {
     if let Some(ms) = v.as_u64() {
         return Some(Duration::from_millis(ms));
     }
@@ -404,13 +430,22 @@ mod tests {
         .unwrap();
         assert!(matches!(o.executor(), Executor::RampingVus { start: 1, .. }));
         let e = Options::from_json(
-            r#"{"scenarios": {}}"#,
+            r#"{"scenarios": {"a": {"executor": "constant-vus", "vus": 1, "duration": "1s"}}, "vus": 2}"#,
             "t.js",
             "export const options = {\n  scenarios: {},\n};",
             Vec::new(),
         )
         .unwrap_err();
         assert_eq!((e.line, e.column), (2, 3), "{e}");
-        assert!(e.message.contains("options.scenarios"), "{e}");
+        assert!(e.message.contains("give one or the other"), "{e}");
+        let e = Options::from_json(
+            r#"{"thresholdz": {}}"#,
+            "t.js",
+            "export const options = {\n  thresholdz: {},\n};",
+            Vec::new(),
+        )
+        .unwrap_err();
+        assert_eq!((e.line, e.column), (2, 3), "{e}");
+        assert!(e.message.contains("options.thresholdz"), "{e}");
     }
 }

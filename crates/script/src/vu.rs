@@ -41,6 +41,9 @@ use crate::script::{Intrinsics, Script};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Stage {
     Iterate,
+    /// A VU of the `options.scenarios` scenario at this index: it runs the
+    /// function the scenario's `exec` names (else the default function).
+    Scenario(u16),
     Setup,
     Teardown,
 }
@@ -159,8 +162,8 @@ struct Shared {
     resumed: Cell<Instant>,
     /// The probe's `options` (VU 0), or `setup()`'s result, as JSON.
     probed: std::cell::RefCell<Option<String>>,
-    /// The probe: whether the module exports `setup` and `teardown`.
-    lifecycle: Cell<(bool, bool)>,
+    /// The probe: the functions the module exports.
+    exports: std::cell::RefCell<Vec<String>>,
     /// The expected statuses the next request carries (set just before it).
     expect: std::cell::RefCell<Option<String>>,
     /// Past it, the interrupt handler stops the script.
@@ -222,7 +225,7 @@ impl ScriptVu {
             yielder: Cell::new(std::ptr::null()),
             resumed: Cell::new(Instant::now()),
             probed: std::cell::RefCell::new(None),
-            lifecycle: Cell::new((false, false)),
+            exports: std::cell::RefCell::new(Vec::new()),
             expect: std::cell::RefCell::new(None),
             metrics: std::cell::RefCell::new(Vec::new()),
             deadline: Cell::new(Instant::now() + limits.cpu),
@@ -289,9 +292,9 @@ impl ScriptVu {
         self.shared.probed.borrow().clone()
     }
 
-    /// The probe: whether the module exports `setup` and `teardown`.
-    pub(crate) fn lifecycle(&self) -> (bool, bool) {
-        self.shared.lifecycle.get()
+    /// The probe: the functions the module exports.
+    pub(crate) fn exports(&self) -> Vec<String> {
+        self.shared.exports.borrow().clone()
     }
 
     /// What `setup()` returned, as JSON (`null` for nothing), once its
@@ -388,8 +391,9 @@ fn body(script: &Script, sh: &Rc<Shared>, run: Run, env: Vec<(String, String)>, 
                     .and_then(|o| ctx.json_stringify(o).ok().flatten())
                     .and_then(|s| s.to_string().ok());
                 *sh.probed.borrow_mut() = json;
-                let exports = |name: &str| ns.get::<_, Value>(name).is_ok_and(|v| v.is_function());
-                sh.lifecycle.set((exports("setup"), exports("teardown")));
+                let names = ns.keys::<String>().filter_map(Result::ok);
+                let functions = names.filter(|n| ns.get::<_, Value>(n.as_str()).is_ok_and(|v| v.is_function()));
+                *sh.exports.borrow_mut() = functions.collect();
                 return;
             }
             Ok(found) => found,
@@ -403,7 +407,7 @@ fn body(script: &Script, sh: &Rc<Shared>, run: Run, env: Vec<(String, String)>, 
         sh.init.set(false);
         // The function each Start calls, and its argument: the setup data,
         // parsed once per VU (each VU has its own copy, as in k6).
-        let (call, data) = match stage_call(&ctx, &ns, default, &run) {
+        let (call, data) = match stage_call(&ctx, script, &ns, default, &run) {
             Ok(c) => c,
             Err(e) => {
                 let (_, message) = describe(&ctx, sh, e);
@@ -465,18 +469,33 @@ fn body(script: &Script, sh: &Rc<Shared>, run: Run, env: Vec<(String, String)>, 
 /// `teardown`) and its argument (the setup data, `undefined` without).
 fn stage_call<'js>(
     ctx: &Ctx<'js>,
+    script: &Script,
     ns: &Object<'js>,
     default: Function<'js>,
     run: &Run,
 ) -> Result<(Function<'js>, Value<'js>), CaughtError<'js>> {
     let data = match (&run.data, run.stage) {
-        (Some(json), Stage::Iterate | Stage::Teardown) => ctx.json_parse(json.as_bytes().to_vec()).catch(ctx)?,
+        (Some(json), Stage::Iterate | Stage::Scenario(_) | Stage::Teardown) => {
+            ctx.json_parse(json.as_bytes().to_vec()).catch(ctx)?
+        }
         _ => Value::new_undefined(ctx.clone()),
     };
-    let call = match run.stage {
-        Stage::Iterate => default,
-        Stage::Setup | Stage::Teardown => {
-            let name = if run.stage == Stage::Setup { "setup" } else { "teardown" };
+    let exec = match run.stage {
+        Stage::Scenario(i) => script
+            .options
+            .scenarios
+            .get(usize::from(i))
+            .and_then(|s| s.exec.as_deref()),
+        _ => None,
+    };
+    let call = match (run.stage, exec) {
+        (Stage::Iterate, _) | (Stage::Scenario(_), None) => default,
+        (stage, exec) => {
+            let name = match stage {
+                Stage::Setup => "setup",
+                Stage::Teardown => "teardown",
+                _ => exec.unwrap_or("default"),
+            };
             match ns.get::<_, Value>(name).catch(ctx)?.into_function() {
                 Some(f) => f,
                 None => {

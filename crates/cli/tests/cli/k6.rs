@@ -191,7 +191,7 @@ fn what_throng_does_not_run_is_refused_before_the_run_at_its_line() {
             format!(
                 "import http from 'k6/http';\nexport const options = {{\n  scenarios: {{ a: {{ executor: 'externally-controlled' }} }},\n}};\nexport default function () {{ http.get('{base}'); }}\n"
             ),
-            "script.js:3:3: options.scenarios is not supported",
+            "script.js:3:21: options.scenarios.a: executor 'externally-controlled' is not supported",
         ),
         (
             format!(
@@ -655,5 +655,55 @@ export default function () {{
             failed("none")
         ),
         (2, 0, 2, 0, 0)
+    );
+}
+
+/// `options.scenarios`: each k6 scenario is a throng scenario with the same
+/// executor, running the function its `exec` names; nginx counts each.
+#[test]
+fn k6_scenarios_run_their_exec_functions() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("access.log");
+    let nginx = common::Nginx::start_http(
+        "log_format s '$request_method $uri $status';",
+        &format!("access_log {} s;\nlocation / {{ return 200; }}", log.display()),
+    );
+    let base = nginx.url("");
+    let script = format!(
+        r#"
+import http from 'k6/http';
+export const options = {{
+  scenarios: {{
+    admins: {{ executor: 'per-vu-iterations', vus: 2, iterations: 3, exec: 'admin', maxDuration: '30s' }},
+    shoppers: {{ executor: 'shared-iterations', vus: 1, iterations: 4, startTime: '100ms' }},
+    rate: {{ executor: 'constant-arrival-rate', rate: 20, timeUnit: '1s', duration: '1s', preAllocatedVUs: 2, exec: 'admin' }},
+  }},
+}};
+export function admin() {{ http.get('{base}/admin', {{ tags: {{ name: 'admin' }} }}); }}
+export default function () {{ http.get('{base}/shop', {{ tags: {{ name: 'shop' }} }}); }}
+"#
+    );
+    let (code, out, r, violations) = run(&script, &[], &[]);
+    assert_eq!(code, 0, "{out}");
+    assert!(violations.is_empty(), "{violations:#?}");
+    let r = r.unwrap();
+    assert_books_balance(&r);
+    let s = r.measurements.scenario.as_ref().unwrap();
+    assert_eq!(s.tags["scenario:shoppers"].requests, 4);
+    // 20 starts due in the second at 20/s: each made, or counted dropped.
+    let rate = s.tags["scenario:rate"].requests;
+    assert_eq!(rate + s.dropped_iterations, 20, "{out}");
+    assert_eq!(s.tags["scenario:admins"].requests, 6);
+    let lines = common::access_log(&log);
+    let count = |l: &str| lines.iter().filter(|x| *x == l).count() as u64;
+    assert_eq!((count("GET /admin 200"), count("GET /shop 200")), (6 + rate, 4));
+
+    // An exec that names no exported function is refused before the run.
+    let bad = script.replace("exec: 'admin', maxDuration", "exec: 'nobody', maxDuration");
+    let (code, out, _, _) = run(&bad, &[], &[]);
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        out.contains("exec 'nobody' is not a function the script exports"),
+        "{out}"
     );
 }

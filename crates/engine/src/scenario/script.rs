@@ -45,7 +45,7 @@ pub(super) async fn iteration(ctx: &Ctx, sc: &Scen, vu: &mut Vu, intended: Optio
             script,
             vu.id,
             &sc.env,
-            stage(sc),
+            stage(sc, script),
             sc.setup.get(SETUP_DATA).map(|d| d.as_str().into()),
         ) {
             Ok(js) => Box::new(js),
@@ -161,12 +161,17 @@ fn jar_place(url: &str) -> Result<(bool, String, String), String> {
 
 /// What the scenario's VUs run: the run's `setup:` and `teardown:` flows
 /// (scenario names a file cannot give its own) call the script's
-/// `setup()` and `teardown(data)`.
-fn stage(sc: &Scen) -> Stage {
+/// `setup()` and `teardown(data)`; an `options.scenarios` scenario, its
+/// `exec` function.
+fn stage(sc: &Scen, script: &throng_script::Script) -> Stage {
+    let scenario = || {
+        let i = script.options.scenarios.iter().position(|s| s.name == sc.def.name)?;
+        u16::try_from(i).ok().map(Stage::Scenario)
+    };
     match sc.def.name.as_str() {
         "setup" => Stage::Setup,
         "teardown" => Stage::Teardown,
-        _ => Stage::Iterate,
+        _ => scenario().unwrap_or(Stage::Iterate),
     }
 }
 
