@@ -118,8 +118,8 @@ pub struct HttpCmd {
     /// How workers drive their sockets: auto (io_uring where it carries the plan, epoll otherwise;
     /// one line on stderr when the kernel refuses io_uring), epoll (tokio's readiness loop, every
     /// protocol) or uring (one io_uring per worker: batched sends, multishot receives; HTTP/1.1
-    /// closed and open loops over http:// or https://, HTTP/2 closed loops (h2c or over TLS),
-    /// without --csv-requests). The result and report say which ran
+    /// closed and open loops over http:// or https://, HTTP/2 closed loops (h2c or over TLS, one
+    /// target, --trace-context too), without --csv-requests). The result and report say which ran
     #[arg(long = "io", value_name = "MODEL", value_enum, default_value_t = IoArg::Auto)]
     pub io: IoArg,
     /// Speak HTTP/2: ALPN h2 over https:// (refused before the run if the server does not

@@ -637,6 +637,94 @@ fn http2_requests_carry_their_own_traceparent_over_h2c_and_h2() {
     assert!(slowest.requests.iter().all(|s| traces.contains(&s.trace_id)));
 }
 
+/// HTTP/2 `--trace-context` rides either transport, h2c and h2 over TLS:
+/// every stream nginx logs carries its own trace and span, the slowest
+/// name traces nginx received, and a refused connection's requests are
+/// among the slowest with their class; the run says which transport ran.
+#[test]
+fn http2_streams_carry_their_own_traceparent_on_epoll_and_on_the_ring() {
+    let (_cdir, certs) = common::certs();
+    let ca = certs.join("ca.pem");
+    let ca = ca.to_str().unwrap();
+    for io in ["epoll", "uring"] {
+        for (listen, tls) in [("http2", None), ("ssl http2", Some(certs.as_path()))] {
+            let what = format!("{io} {listen:?}");
+            let (nginx, logs) = logging_h2_nginx(listen, tls);
+            let url = if tls.is_some() {
+                nginx.https("localhost", "/")
+            } else {
+                nginx.url("/")
+            };
+            let mut args = vec![
+                url.as_str(),
+                "--http2",
+                "-c",
+                "2",
+                "--streams",
+                "4",
+                "-n",
+                "200",
+                "-t",
+                "2",
+                "--trace-context",
+                "--io",
+                io,
+            ];
+            if tls.is_some() {
+                args.extend_from_slice(&["--cacert", ca]);
+            }
+            let (run, r) = crate::uring::ran_on(io, http(&args));
+            assert_eq!(run.code(), 0, "{what}: {}", run.stderr());
+            assert_eq!(r.measurements.requests.ok, 200, "{what}");
+            let logged = log_of(&logs, 200);
+            assert_eq!(logged.len(), 200, "{what}: nginx logged every stream once");
+            let (traces, parents) = h2_ids(&logged, "01");
+            assert_eq!(
+                (traces.len(), parents.len()),
+                (200, 200),
+                "{what}: new ids on every stream"
+            );
+            let slowest = r.measurements.slowest.as_ref().unwrap();
+            assert_eq!(slowest.requests.len(), 10, "{what}");
+            assert!(
+                slowest
+                    .requests
+                    .iter()
+                    .all(|s| traces.contains(&s.trace_id) && s.status == Some(200)),
+                "{what}: the slowest are requests nginx received"
+            );
+        }
+        // A closed port: every request fails and is among the slowest
+        // with its class.
+        let url = format!("http://127.0.0.1:{}/", common::free_port());
+        let (_run, r) = crate::uring::ran_on(
+            io,
+            http(&[
+                &url,
+                "--http2",
+                "-c",
+                "2",
+                "-n",
+                "6",
+                "-t",
+                "1",
+                "--trace-context",
+                "--io",
+                io,
+            ]),
+        );
+        assert_eq!(r.measurements.requests.attempted, 6, "{io}");
+        assert_eq!(r.measurements.requests.error("refused"), 6, "{io}");
+        let slowest = r.measurements.slowest.as_ref().unwrap();
+        assert_eq!(slowest.requests.len(), 6, "{io}");
+        assert!(
+            slowest.requests.iter().all(|s| s.error.as_deref() == Some("refused")),
+            "{io}: {:?}",
+            slowest.requests
+        );
+    }
+}
+
 #[test]
 fn http2_redirect_hops_and_h2c_scenario_requests_carry_their_trace() {
     let logs = tempfile::tempdir().unwrap();

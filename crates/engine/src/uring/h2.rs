@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 
 use io_uring::{cqueue, opcode, squeue, types};
 use socket2::SockAddr;
-use throng_metrics::{ErrorClass, Live, Phase};
+use throng_metrics::{ErrorClass, Live, Phase, SlowEnd};
 use tokio::sync::watch;
 
 use super::context::{done, ring_ctx, wait_origin};
@@ -74,6 +74,13 @@ struct H2Loop<'a> {
     spec: &'a Spec,
     /// The request's header block, encoded once.
     block: Vec<u8>,
+    /// `--trace-context`: where the block's traceparent ids start, the
+    /// block copied with a request's ids written over (HEADERS encodes it
+    /// at once: one copy serves every stream), and each connection's
+    /// streams' trace ids (empty without trace context; reused).
+    trace_at: Option<usize>,
+    traced: Option<Box<crate::trace::Traced>>,
+    traces: Vec<Vec<(throng_http2::StreamId, [u8; 16])>>,
     ring: Ring,
     conns: Vec<H2Conn>,
     /// Connections whose queued send carries streams not stamped yet.
@@ -122,6 +129,9 @@ pub(super) fn run(
         ctx: &ctx,
         spec: &h2,
         block: encode_head(&h2.method, &h2.uri, &h2.headers),
+        trace_at: None,
+        traced: None,
+        traces: Vec::new(),
         ring,
         conns: (0..connections).map(|_| H2Conn::new(now)).collect(),
         queued: Vec::new(),
@@ -144,6 +154,10 @@ pub(super) fn run(
             Box::default()
         },
     };
+    if ctx.spec.trace.is_some() {
+        lp.trace_at = throng_plan::placeholder_at(&lp.block);
+        lp.traces = (0..connections).map(|_| Vec::new()).collect();
+    }
     wait_origin(origin, &state, TICK);
     let aborted = lp.run(&mut state, &live, snapshot.as_ref())?;
     lp.close_all(!aborted);
@@ -337,7 +351,14 @@ impl H2Loop<'_> {
         let head = ctx.spec.head_request;
         let c = &mut self.conns[i];
         let Some(conn) = c.h2.as_mut() else { return };
-        let id = match conn.start_request(&self.block, body.is_empty()) {
+        let (block, trace) = match &ctx.spec.trace {
+            Some(t) => {
+                let traced = t.stamp_block(&mut self.traced, Some((&self.block[..], self.trace_at)));
+                (&traced.bytes[..], Some(traced.id))
+            }
+            None => (&self.block[..], None),
+        };
+        let id = match conn.start_request(block, body.is_empty()) {
             Ok(id) => id,
             Err(e) => {
                 // Checked can_start_request: a connection that ended.
@@ -350,10 +371,17 @@ impl H2Loop<'_> {
                     _ => ErrorClass::H2("protocol"),
                 };
                 ctx.in_flight.set(ctx.in_flight.get() - 1);
-                ctx.rec.borrow_mut().request_failed(now, class, 0);
+                let mut rec = ctx.rec.borrow_mut();
+                rec.request_failed(now, class, 0);
+                if let (Some(t), Some(id)) = (&ctx.spec.trace, trace) {
+                    t.offer(&mut rec, start, now, SlowEnd::Error(class), id);
+                }
                 return;
             }
         };
+        if let (Some(traces), Some(trace)) = (self.traces.get_mut(i), trace) {
+            traces.push((id, trace));
+        }
         let mut body_left = 0;
         if !body.is_empty() {
             let n = conn.send_data(id, body, true).unwrap_or(body.len());
@@ -621,6 +649,12 @@ impl H2Loop<'_> {
             let mut rec = ctx.rec.borrow_mut();
             rec.connection_failed(now, class, false);
             rec.request_failed(now, class, 0);
+            if let Some(t) = &ctx.spec.trace {
+                // The request waiting for the connection: among the
+                // slowest under an id of its own, as on epoll.
+                let start = self.conns[i].waiting.unwrap_or(now);
+                t.offer(&mut rec, start, now, SlowEnd::Error(class), t.ids().0);
+            }
         }
         ctx.in_flight.set(ctx.in_flight.get() - 1);
         let c = &mut self.conns[i];
@@ -737,9 +771,11 @@ impl H2Loop<'_> {
         let request_len = self.spec.head_bytes + self.spec.body.len();
         let head_len = self.spec.head_bytes;
         let body_len = self.spec.body.len();
+        let traces = self.traces.get_mut(i);
         let c = &mut self.conns[i];
         let went_away = c.went_away;
         let mut dead = c.dead;
+        let mut traces = traces;
         c.take_ended(|s, end| {
             let outcome = match end {
                 Ok((done, kernel)) => Ok(Timing {
@@ -780,6 +816,16 @@ impl H2Loop<'_> {
                 s.keep_server,
                 None,
             );
+            if let (Some(t), Some(traces)) = (&ctx.spec.trace, traces.as_deref_mut())
+                && let Some(k) = traces.iter().position(|(id, _)| *id == s.id)
+            {
+                let (_, trace) = traces.swap_remove(k);
+                let (at, how) = match &outcome {
+                    Ok(timing) => (timing.done, SlowEnd::Status(s.session.reply().status)),
+                    Err(f) => (Instant::now(), SlowEnd::Error(f.class)),
+                };
+                t.offer(&mut ctx.rec.borrow_mut(), s.start, at, how, trace);
+            }
             ctx.rec.borrow_mut().stream_closed();
         });
         c.dead = dead;
@@ -805,9 +851,14 @@ impl H2Loop<'_> {
             class
         };
         c.end_all(class);
-        if c.waiting.take().is_some() {
+        if let Some(start) = c.waiting.take() {
             ctx.in_flight.set(ctx.in_flight.get() - 1);
-            ctx.rec.borrow_mut().request_failed(Instant::now(), class, 0);
+            let now = Instant::now();
+            let mut rec = ctx.rec.borrow_mut();
+            rec.request_failed(now, class, 0);
+            if let Some(t) = &ctx.spec.trace {
+                t.offer(&mut rec, start, now, SlowEnd::Error(class), t.ids().0);
+            }
         }
         self.end_streams(i);
         self.close(i, true);
@@ -825,16 +876,20 @@ impl H2Loop<'_> {
                 State::Tls if now >= c.deadline => self.connect_failed(i, ErrorClass::TimeoutTls)?,
                 State::Preface if now >= c.deadline => self.failed(i, ErrorClass::TimeoutHandshake)?,
                 State::Ready => {
-                    if c.waiting.is_some() && now >= c.deadline {
+                    if let Some(start) = c.waiting.filter(|_| now >= c.deadline) {
                         // The server allowed no stream in time: the request
                         // was never sent, the connection is replaced.
                         c.waiting = None;
                         c.dead = true;
-                        self.ctx.in_flight.set(self.ctx.in_flight.get() - 1);
-                        self.ctx
-                            .rec
-                            .borrow_mut()
-                            .request_failed(now, ErrorClass::H2("stream_limit"), 0);
+                        let ctx = self.ctx;
+                        ctx.in_flight.set(ctx.in_flight.get() - 1);
+                        let class = ErrorClass::H2("stream_limit");
+                        let mut rec = ctx.rec.borrow_mut();
+                        rec.request_failed(now, class, 0);
+                        if let Some(t) = &ctx.spec.trace {
+                            t.offer(&mut rec, start, now, SlowEnd::Error(class), t.ids().0);
+                        }
+                        drop(rec);
                         self.starts.push(i);
                     }
                     let c = &mut self.conns[i];
@@ -876,6 +931,10 @@ impl H2Loop<'_> {
         c.h2 = None;
         c.tls = None;
         c.streams = Vec::new();
+        if let Some(traces) = self.traces.get_mut(i) {
+            // A new connection's stream ids start over.
+            traces.clear();
+        }
         if !c.sending {
             // A send still in the kernel reads `out`: kept until the
             // connection's next (its completion is then stale).

@@ -513,7 +513,6 @@ impl HttpPlan {
             HttpVersion::Http2 if self.request_table().is_some() => {
                 return Some("several targets with --http2 (--targets, --body-lines, more URLs)".to_string());
             }
-            HttpVersion::Http2 if self.trace.is_some() => return Some("--trace-context with --http2".to_string()),
             HttpVersion::Http2 => {}
             HttpVersion::Http3 => return Some("HTTP/3 (--http3)".to_string()),
         }
