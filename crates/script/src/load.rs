@@ -27,6 +27,7 @@ impl Script {
         let mut opened: HashMap<String, (String, Arc<str>)> = HashMap::new();
         let mut pending = vec![(main.to_string(), source.to_string())];
         let mut full = false;
+        let mut crypto = false;
         let mut regex = false;
         let mut env_names: Option<Vec<String>> = Some(Vec::new());
         while let Some((name, text)) = pending.pop() {
@@ -39,6 +40,7 @@ impl Script {
             };
             let found = scan::scan(&name, &text)?;
             full |= found.full_intrinsics;
+            crypto |= found.crypto;
             regex |= found.regex;
             match (&mut env_names, found.env_names) {
                 (Some(all), Some(mine)) => all.extend(mine),
@@ -90,6 +92,7 @@ impl Script {
             env_names,
             limits,
             options: Options::default(),
+            crypto,
             data: Arc::new(crate::data::Shared::new(
                 opened.into_iter().map(|(spec, (_, text))| (spec, text)).collect(),
             )),
@@ -147,6 +150,7 @@ pub(crate) fn probe(
         env_names: script.env_names.clone(),
         limits: script.limits,
         options: Options::default(),
+        crypto: script.crypto,
         data: Arc::clone(&script.data),
     });
     let mut vu = ScriptVu::new(&s, 0, env, crate::vu::Stage::Iterate, None)

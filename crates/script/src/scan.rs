@@ -51,6 +51,8 @@ const MODULES: [(&str, &[&str]); 6] = [
 pub(crate) struct Found {
     /// Relative files it imports, with the place of each.
     pub(crate) files: Vec<(String, usize, usize)>,
+    /// It imports `k6/crypto` (its VUs get the hash functions).
+    pub(crate) crypto: bool,
     /// Files it reads with `open()`, with the place of each.
     pub(crate) opened: Vec<(String, usize, usize)>,
     pub(crate) full_intrinsics: bool,
@@ -86,6 +88,7 @@ pub(crate) fn scan(file: &str, text: &str) -> Result<Found, ScriptError> {
         }
         // SharedArray's reader is a Proxy.
         found.full_intrinsics |= name == "k6/data";
+        found.crypto |= name == "k6/crypto";
         let Some((_, members)) = MODULES.iter().find(|(m, _)| *m == name) else {
             let why = if name.starts_with("http://") || name.starts_with("https://") {
                 "remote modules are not fetched: save the file beside the script and import it as './name.js'"

@@ -50,6 +50,9 @@ pub struct Script {
     pub(crate) limits: Limits,
     /// What `export const options` said.
     pub options: Options,
+    /// It imports `k6/crypto`: its VUs get the hash functions (the others
+    /// do without them, 0.4 KB each).
+    pub(crate) crypto: bool,
     /// `open()`'s files and the SharedArrays, shared by every VU.
     pub(crate) data: std::sync::Arc<crate::data::Shared>,
 }

@@ -535,7 +535,7 @@ fn init<'js>(
     env: &[(String, String)],
 ) -> Result<(Object<'js>, Function<'js>), CaughtError<'js>> {
     let g = ctx.globals();
-    host(ctx, sh, &script.data).catch(ctx)?;
+    host(ctx, sh, &script.data, script.crypto).catch(ctx)?;
     g.set("__VU", vu).catch(ctx)?;
     g.set("__ITER", 0).catch(ctx)?;
     let e = Object::new(ctx.clone()).catch(ctx)?;
@@ -564,7 +564,7 @@ pub(crate) fn evaluate<'js>(ctx: &Ctx<'js>, script: &Script) -> Result<Object<'j
 }
 
 /// The host functions as `globalThis.__throng`.
-fn host<'js>(ctx: &Ctx<'js>, sh: &Rc<Shared>, data: &Arc<crate::data::Shared>) -> rquickjs::Result<()> {
+fn host<'js>(ctx: &Ctx<'js>, sh: &Rc<Shared>, data: &Arc<crate::data::Shared>, crypto: bool) -> rquickjs::Result<()> {
     let o = Object::new(ctx.clone())?;
     let h = Rc::clone(sh);
     o.set(
@@ -842,7 +842,9 @@ fn host<'js>(ctx: &Ctx<'js>, sh: &Rc<Shared>, data: &Arc<crate::data::Shared>) -
             },
         )?,
     )?;
-    crate::crypto::install(ctx, &o)?;
+    if crypto {
+        crate::crypto::install(ctx, &o)?;
+    }
     let h = Rc::clone(sh);
     crate::data::install(ctx, &o, data, move || h.init.get())?;
     ctx.globals().set("__throng", o)
