@@ -22,8 +22,11 @@ fn config(default: u32) -> ProptestConfig {
 
 const LIMITS: Limits = Limits { line: 64, event: 96 };
 
-/// Feeds `input` cut at `cuts`; the events as (kind, data, id) and the end.
-fn read(input: &[u8], cuts: &[usize]) -> (Vec<(String, String, String)>, Result<(), TooLarge>) {
+/// The events read, as (kind, data, id), and how the reading ended.
+type Read = (Vec<(String, String, String)>, Result<(), TooLarge>);
+
+/// Feeds `input` cut at `cuts`.
+fn read(input: &[u8], cuts: &[usize]) -> Read {
     let mut reader = Reader::new(LIMITS);
     let mut events = Vec::new();
     let mut at = 0;
