@@ -73,6 +73,7 @@ pub use errors::errno_name;
 pub use io_model::{auto_fallback, storm_auto_fallback};
 pub use proto::grpc::call as grpc_call;
 pub use proto::http1;
+pub use proto::sse;
 pub use rows::{CannotWrite, HEADER as REQUESTS_CSV_HEADER, RequestLog, RowCounts};
 pub use run::{
     ScenarioOptions, StormPart, connections_per_process, resolve, run_http, run_scenario, run_storm,

@@ -60,6 +60,7 @@ pub(crate) mod link;
 pub(crate) mod mqtt;
 pub(crate) mod opening;
 pub(crate) mod session;
+pub mod sse;
 pub(crate) mod starts;
 pub(crate) mod vu;
 pub(crate) mod wire;
