@@ -25,6 +25,7 @@ macro_rules! say_part {
 
 mod args;
 mod commands;
+mod custom_series;
 mod exit;
 mod live;
 mod progress;

@@ -388,10 +388,9 @@ fn encode_targets(enc: &mut DescriptorEncoder, s: &throng_metrics::ScenarioStats
 }
 
 /// A scenario file's custom metrics: the series a push carries
-/// ([`crate::push::batch::custom`]), under the same names.
+/// ([`crate::custom_series::custom`]), under the same names.
 fn encode_custom(enc: &mut DescriptorEncoder, s: &throng_metrics::ScenarioStats) -> Result<(), std::fmt::Error> {
-    use crate::push::batch::{Point, custom};
-    let series = custom(s);
+    let series = crate::custom_series::custom(s);
     for (name, help) in [
         ("custom_total", "A custom counter's sum, by metric (and tags)."),
         (
@@ -412,15 +411,16 @@ fn encode_custom(enc: &mut DescriptorEncoder, s: &throng_metrics::ScenarioStats)
         let values: Vec<(Vec<(&str, String)>, Real)> = series
             .iter()
             .filter(|x| x.name == full)
-            .filter_map(|x| {
-                let value = match x.point {
-                    Point::Real { value, counter: true } => Real(MetricType::Counter, value),
-                    Point::Real { value, .. } => Real(MetricType::Gauge, value),
-                    Point::Counter(n) => Real(MetricType::Counter, n as f64),
-                    Point::Gauge(n) => Real(MetricType::Gauge, n as f64),
-                    Point::Histogram(_) => return None,
+            .map(|x| {
+                let ty = if x.counter {
+                    MetricType::Counter
+                } else {
+                    MetricType::Gauge
                 };
-                Some((x.labels.iter().map(|(k, v)| (*k, clean(v))).collect(), value))
+                (
+                    x.labels.iter().map(|(k, v)| (*k, clean(v))).collect(),
+                    Real(ty, x.value),
+                )
             })
             .collect();
         let Some(ty) = values.first().map(|(_, r)| r.0) else {

@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use crate::error::ScriptError;
 use crate::scan::line_col;
+use crate::scenarios::duration;
 
 /// What `options` said, in throng's terms.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -297,42 +298,6 @@ fn quote(s: &str) -> String {
 
 fn bad_duration(key: &str, v: &Value) -> String {
     format!("options.{key}: {v} is not a duration (write \"30s\", \"1m30s\", \"500ms\")")
-}
-
-/// k6's durations: "30s", "1m30s", "1h", "500ms", or milliseconds.
-pub(crate) fn duration(v: &Value) -> Option<Duration> {
-    if let Some(ms) = v.as_u64() {
-        return Some(Duration::from_millis(ms));
-    }
-    let s = v.as_str()?.trim();
-    let mut total = 0f64;
-    let mut num = String::new();
-    let mut chars = s.chars().peekable();
-    let mut any = false;
-    while let Some(c) = chars.next() {
-        if c.is_ascii_digit() || c == '.' {
-            num.push(c);
-            continue;
-        }
-        let n: f64 = num.parse().ok()?;
-        num.clear();
-        let unit = match c {
-            'h' => 3_600_000.0,
-            'm' if chars.peek() == Some(&'s') => {
-                chars.next();
-                1.0
-            }
-            'm' => 60_000.0,
-            's' => 1000.0,
-            _ => return None,
-        };
-        total += n * unit;
-        any = true;
-    }
-    if !num.is_empty() {
-        return None;
-    }
-    (any && total.is_finite()).then(|| Duration::from_micros((total * 1000.0) as u64))
 }
 
 /// A k6 metric key (`http_req_duration{name:login}`) as throng's.

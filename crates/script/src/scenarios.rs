@@ -4,6 +4,7 @@
 //! function its `exec` names (the default function without one).
 
 use std::fmt::Write as _;
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -220,7 +221,43 @@ fn field(yaml: &mut String, key: &str, kind: Kind, v: &Value) -> Result<(), Stri
 
 /// A k6 duration in milliseconds.
 fn ms(v: &Value) -> Option<u128> {
-    crate::options::duration(v).map(|d| d.as_millis())
+    duration(v).map(|d| d.as_millis())
+}
+
+/// k6's durations: "30s", "1m30s", "1h", "500ms", or milliseconds.
+pub(crate) fn duration(v: &Value) -> Option<Duration> {
+    if let Some(ms) = v.as_u64() {
+        return Some(Duration::from_millis(ms));
+    }
+    let s = v.as_str()?.trim();
+    let mut total = 0f64;
+    let mut num = String::new();
+    let mut chars = s.chars().peekable();
+    let mut any = false;
+    while let Some(c) = chars.next() {
+        if c.is_ascii_digit() || c == '.' {
+            num.push(c);
+            continue;
+        }
+        let n: f64 = num.parse().ok()?;
+        num.clear();
+        let unit = match c {
+            'h' => 3_600_000.0,
+            'm' if chars.peek() == Some(&'s') => {
+                chars.next();
+                1.0
+            }
+            'm' => 60_000.0,
+            's' => 1000.0,
+            _ => return None,
+        };
+        total += n * unit;
+        any = true;
+    }
+    if !num.is_empty() {
+        return None;
+    }
+    (any && total.is_finite()).then(|| Duration::from_micros((total * 1000.0) as u64))
 }
 
 #[cfg(test)]

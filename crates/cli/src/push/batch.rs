@@ -221,7 +221,14 @@ pub fn collect(m: &Measurements, gauges: Gauges, step_scenarios: &BTreeMap<Strin
         } else {
             scenario(&mut out, s, step_scenarios);
         }
-        out.extend(custom(s));
+        out.extend(crate::custom_series::custom(s).into_iter().map(|c| Series {
+            name: c.name,
+            labels: c.labels,
+            point: Point::Real {
+                value: c.value,
+                counter: c.counter,
+            },
+        }));
     }
     out
 }
@@ -249,96 +256,6 @@ fn targets(out: &mut Vec<Series>, s: &ScenarioStats) {
             point: Point::Histogram(exponential(&t.response)),
         });
     }
-}
-
-/// The quantiles a custom trend is shown at.
-const TREND_QUANTILES: [(&str, f64); 5] = [("0.5", 0.5), ("0.9", 0.9), ("0.95", 0.95), ("0.99", 0.99), ("1", 1.0)];
-
-/// A scenario file's custom metrics, each under the `metric` label (and
-/// `tags`, the filter of a tagged row: `shop:books`), one name per kind:
-///
-/// ```text
-///  counter ─► throng_custom_total{metric}                    the sum
-///  rate    ─► throng_custom_rate_total{metric,result}       true / false additions
-///  gauge   ─► throng_custom_gauge{metric,stat}               last, min, max
-///  trend   ─► throng_custom_trend{metric,quantile}           0.5 … 1 (the max)
-///             throng_custom_trend_values_total{metric}       values added
-/// ```
-///
-/// Series of one name come together, as the encoders want them.
-pub fn custom(s: &ScenarioStats) -> Vec<Series> {
-    use throng_metrics::CustomKind;
-    let mut out = Vec::new();
-    let labels = |key: &str, extra: Option<(&'static str, String)>| {
-        let (metric, tags) = match key.split_once('{') {
-            Some((m, rest)) => (m, rest.strip_suffix('}').unwrap_or(rest)),
-            None => (key, ""),
-        };
-        let mut l = vec![("metric", metric.to_string())];
-        if !tags.is_empty() {
-            l.push(("tags", tags.to_string()));
-        }
-        l.extend(extra);
-        l
-    };
-    let of = |kind| s.custom.iter().filter(move |(_, c)| c.kind == kind);
-    for (key, c) in of(CustomKind::Counter) {
-        let point = Point::Real {
-            value: c.sum,
-            counter: true,
-        };
-        out.push(Series {
-            name: "throng_custom_total",
-            labels: labels(key, None),
-            point,
-        });
-    }
-    for (key, c) in of(CustomKind::Rate) {
-        for (result, n) in [("true", c.hits), ("false", c.count.saturating_sub(c.hits))] {
-            let labels = labels(key, Some(("result", result.into())));
-            out.push(Series {
-                name: "throng_custom_rate_total",
-                labels,
-                point: Point::Counter(n),
-            });
-        }
-    }
-    for (key, c) in of(CustomKind::Gauge) {
-        for (stat, v) in [("last", c.last), ("min", c.min), ("max", c.max)] {
-            if let Some(value) = v {
-                let labels = labels(key, Some(("stat", stat.into())));
-                let point = Point::Real { value, counter: false };
-                out.push(Series {
-                    name: "throng_custom_gauge",
-                    labels,
-                    point,
-                });
-            }
-        }
-    }
-    for (key, c) in of(CustomKind::Trend).filter(|(_, c)| !c.values.is_empty()) {
-        for (q, at) in TREND_QUANTILES {
-            let labels = labels(key, Some(("quantile", q.into())));
-            let point = Point::Real {
-                value: c.values.quantile(at) as f64,
-                counter: false,
-            };
-            out.push(Series {
-                name: "throng_custom_trend",
-                labels,
-                point,
-            });
-        }
-    }
-    for (key, c) in of(CustomKind::Trend) {
-        let point = Point::Counter(c.values.count());
-        out.push(Series {
-            name: "throng_custom_trend_values_total",
-            labels: labels(key, None),
-            point,
-        });
-    }
-    out
 }
 
 /// A scenario run: iterations, checks, each step's requests and response time.
