@@ -1,15 +1,19 @@
 //! MQTT 3.1.1 and 5 packets, free of I/O: the client's CONNECT, SUBSCRIBE,
-//! PINGREQ, PUBACK and DISCONNECT encoded; what a broker sends split into
-//! packets ([`Reader`], its remaining length bounded) and read
-//! ([`Packet::parse`]). A packet type the storm does not read yet (PUBLISH's
-//! payload, PUBREC…) parses to its kind and header, so that pub/sub adds
-//! arms here rather than a second reader.
+//! PUBLISH (QoS 0, 1, 2; retain, dup), its acknowledgements (PUBACK,
+//! PUBREC, PUBREL, PUBCOMP), PINGREQ and DISCONNECT encoded; what a broker
+//! sends split into packets ([`Reader`]: one packet up to [`MAX_PACKET`]
+//! held, a larger one skipped as it streams) and read ([`Packet::parse`],
+//! a delivered PUBLISH whole by [`delivery`], MQTT 5 properties skipped
+//! within the packet's bounds).
 
 /// Packet types (the fixed header's high nibble).
 pub(crate) const CONNECT: u8 = 1;
 pub(crate) const CONNACK: u8 = 2;
 pub(crate) const PUBLISH: u8 = 3;
 pub(crate) const PUBACK: u8 = 4;
+pub(crate) const PUBREC: u8 = 5;
+pub(crate) const PUBREL: u8 = 6;
+pub(crate) const PUBCOMP: u8 = 7;
 pub(crate) const SUBSCRIBE: u8 = 8;
 pub(crate) const SUBACK: u8 = 9;
 pub(crate) const PINGREQ: u8 = 12;
@@ -152,6 +156,109 @@ pub(crate) fn puback(id: u16) -> [u8; 4] {
     [PUBACK << 4, 2, a, b]
 }
 
+/// An acknowledgement of a QoS 1 or 2 PUBLISH (PUBACK, PUBREC, PUBREL or
+/// PUBCOMP) with a success code: four bytes in both versions. PUBREL
+/// carries the flags the spec requires (0b0010).
+// The pub/sub driver (`throng mqtt`) is their caller; until it lands only
+// the tests and the fuzz target use them.
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) fn ack(kind: u8, id: u16) -> [u8; 4] {
+    let [a, b] = id.to_be_bytes();
+    let flags = if kind == PUBREL { 0x02 } else { 0 };
+    [kind << 4 | flags, 2, a, b]
+}
+
+/// What a PUBLISH says, to send.
+#[derive(Debug)]
+// The pub/sub driver (`throng mqtt`) is their caller; until it lands only
+// the tests and the fuzz target use them.
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) struct Publish<'a> {
+    pub version: Version,
+    pub topic: &'a str,
+    pub qos: u8,
+    /// The packet identifier (ignored at QoS 0).
+    pub id: u16,
+    pub retain: bool,
+    pub dup: bool,
+    pub payload: &'a [u8],
+}
+
+/// Appends PUBLISH, written straight into `out` (no body built apart).
+// The pub/sub driver (`throng mqtt`) is their caller; until it lands only
+// the tests and the fuzz target use them.
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) fn publish(out: &mut Vec<u8>, p: &Publish<'_>) {
+    let qos = p.qos & 0x03;
+    let topic = p.topic.len().min(usize::from(u16::MAX));
+    let id = if qos > 0 { 2 } else { 0 };
+    let props = usize::from(p.version == Version::V5);
+    let len = 2 + topic + id + props + p.payload.len();
+    let flags = u8::from(p.dup) << 3 | qos << 1 | u8::from(p.retain);
+    out.reserve(5 + len);
+    out.push(PUBLISH << 4 | flags);
+    put_varint(out, len);
+    put_bytes(out, &p.topic.as_bytes()[..topic]);
+    if qos > 0 {
+        out.extend_from_slice(&p.id.to_be_bytes());
+    }
+    if props == 1 {
+        out.push(0);
+    }
+    out.extend_from_slice(p.payload);
+}
+
+/// A PUBLISH a broker delivered, read whole: borrowed from its body.
+#[derive(Debug, PartialEq, Eq)]
+// The pub/sub driver (`throng mqtt`) is their caller; until it lands only
+// the tests and the fuzz target use them.
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) struct Delivery<'a> {
+    pub topic: &'a [u8],
+    pub qos: u8,
+    pub id: Option<u16>,
+    pub retain: bool,
+    pub dup: bool,
+    pub payload: &'a [u8],
+}
+
+/// Reads a PUBLISH body (its header `h`): the topic, identifier and
+/// payload, MQTT 5 properties skipped (they must fit the packet).
+// The pub/sub driver (`throng mqtt`) is their caller; until it lands only
+// the tests and the fuzz target use them.
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) fn delivery(h: Header, body: &[u8], version: Version) -> Result<Delivery<'_>, Malformed> {
+    if h.kind != PUBLISH {
+        return Err(Malformed);
+    }
+    let qos = (h.flags >> 1) & 0x03;
+    if qos == 3 {
+        return Err(Malformed);
+    }
+    let topic_len = usize::from(u16_at(body, 0)?);
+    let topic = body.get(2..2 + topic_len).ok_or(Malformed)?;
+    let mut at = 2 + topic_len;
+    let id = if qos > 0 {
+        let id = u16_at(body, at)?;
+        at += 2;
+        Some(id)
+    } else {
+        None
+    };
+    if version == Version::V5 {
+        at = skip_properties(body, at)?;
+    }
+    let payload = body.get(at..).ok_or(Malformed)?;
+    Ok(Delivery {
+        topic,
+        qos,
+        id,
+        retain: h.flags & 1 == 1,
+        dup: h.flags & 0x08 != 0,
+        payload,
+    })
+}
+
 /// A packet's fixed header, once whole.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Header {
@@ -208,6 +315,9 @@ pub(crate) enum Packet {
     Pingresp,
     /// PUBLISH: its QoS and, when above 0, its packet identifier.
     Publish { qos: u8, id: Option<u16> },
+    /// PUBACK, PUBREC, PUBREL or PUBCOMP: its kind, packet identifier and
+    /// reason code (0, success, when MQTT 5 leaves it out or in 3.1.1).
+    Ack { kind: u8, id: u16, code: u8 },
     /// DISCONNECT (MQTT 5 only): its reason code (0 when none is given).
     Disconnect { code: u8 },
     /// Any other packet type, by kind (not read further).
@@ -285,6 +395,23 @@ impl Packet {
                 let topic = usize::from(u16_at(body, 0)?);
                 let id = if qos > 0 { Some(u16_at(body, 2 + topic)?) } else { None };
                 Ok(Packet::Publish { qos, id })
+            }
+            PUBACK | PUBREC | PUBREL | PUBCOMP => {
+                let want_flags = if h.kind == PUBREL { 0x02 } else { 0 };
+                if h.flags != want_flags {
+                    return Err(Malformed);
+                }
+                let id = u16_at(body, 0)?;
+                let code = match (v5, body.len()) {
+                    (_, 2) => 0,
+                    (true, 3) => body[2],
+                    (true, _) => {
+                        skip_properties(body, 3)?;
+                        body[2]
+                    }
+                    (false, _) => return Err(Malformed),
+                };
+                Ok(Packet::Ack { kind: h.kind, id, code })
             }
             DISCONNECT if v5 => Ok(Packet::Disconnect {
                 code: body.first().copied().unwrap_or(0),
@@ -434,6 +561,146 @@ reasons_5! {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn whole(bytes: &[u8]) -> (Header, &[u8]) {
+        let h = header(bytes).unwrap().expect("a whole header");
+        assert_eq!(h.size + h.len, bytes.len());
+        (h, &bytes[h.size..])
+    }
+
+    #[test]
+    fn publish_round_trips_at_every_qos_in_both_versions() {
+        for version in [Version::V311, Version::V5] {
+            for qos in 0..=2u8 {
+                let mut out = Vec::new();
+                let p = Publish {
+                    version,
+                    topic: "bench/7",
+                    qos,
+                    id: 513,
+                    retain: qos == 1,
+                    dup: qos == 2,
+                    payload: b"seq-and-time",
+                };
+                publish(&mut out, &p);
+                let (h, body) = whole(&out);
+                let d = delivery(h, body, version).unwrap();
+                assert_eq!(d.topic, b"bench/7");
+                assert_eq!(d.qos, qos);
+                assert_eq!(d.id, (qos > 0).then_some(513));
+                assert_eq!((d.retain, d.dup), (qos == 1, qos == 2));
+                assert_eq!(d.payload, b"seq-and-time");
+                let want = Packet::Publish { qos, id: d.id };
+                assert_eq!(Packet::parse(h, body, version), Ok(want));
+            }
+        }
+    }
+
+    #[test]
+    fn publish_as_the_spec_draws_it() {
+        let mut out = Vec::new();
+        let p = Publish {
+            version: Version::V311,
+            topic: "a/b",
+            qos: 1,
+            id: 10,
+            retain: true,
+            dup: false,
+            payload: b"hi",
+        };
+        publish(&mut out, &p);
+        assert_eq!(out, [0x33, 9, 0, 3, b'a', b'/', b'b', 0, 10, b'h', b'i']);
+    }
+
+    #[test]
+    fn a_v5_delivery_skips_its_properties_and_refuses_ones_that_overrun() {
+        // Topic alias 5 (0x23), then the payload "x".
+        let bytes = [0x32, 10, 0, 1, b't', 0, 9, 3, 0x23, 0, 5, b'x'];
+        let (h, body) = whole(&bytes);
+        let d = delivery(h, body, Version::V5).unwrap();
+        assert_eq!((d.id, d.payload), (Some(9), &b"x"[..]));
+        // The property length says 9 bytes; the packet holds 4.
+        let bad = [0x32, 10, 0, 1, b't', 0, 9, 9, 0x23, 0, 5, b'x'];
+        let (h, body) = whole(&bad);
+        assert_eq!(delivery(h, body, Version::V5), Err(Malformed));
+        // QoS 3 and a topic longer than the packet are malformed.
+        let (h, body) = whole(&[0x36, 4, 0, 1, b't', 0]);
+        assert_eq!(delivery(h, body, Version::V311), Err(Malformed));
+        let (h, body) = whole(&[0x30, 3, 0, 9, b't']);
+        assert_eq!(delivery(h, body, Version::V311), Err(Malformed));
+    }
+
+    #[test]
+    fn acknowledgements_round_trip_and_read_v5_reason_codes() {
+        for kind in [PUBACK, PUBREC, PUBREL, PUBCOMP] {
+            let bytes = ack(kind, 300);
+            let (h, body) = whole(&bytes);
+            for v in [Version::V311, Version::V5] {
+                assert_eq!(Packet::parse(h, body, v), Ok(Packet::Ack { kind, id: 300, code: 0 }));
+            }
+        }
+        assert_eq!(ack(PUBACK, 7), puback(7));
+        assert_eq!(ack(PUBREL, 1)[0], 0x62);
+        // MQTT 5: a reason code alone, and with (empty) properties.
+        let (h, body) = whole(&[0x40, 3, 0, 7, 0x10]);
+        assert_eq!(
+            Packet::parse(h, body, Version::V5),
+            Ok(Packet::Ack {
+                kind: PUBACK,
+                id: 7,
+                code: 0x10
+            })
+        );
+        let (h, body) = whole(&[0x70, 4, 0, 7, 0x92, 0]);
+        assert_eq!(
+            Packet::parse(h, body, Version::V5),
+            Ok(Packet::Ack {
+                kind: PUBCOMP,
+                id: 7,
+                code: 0x92
+            })
+        );
+        // A reason code is not 3.1.1; PUBREL's flags are fixed; properties must fit.
+        assert_eq!(Packet::parse(h, body, Version::V311), Err(Malformed));
+        let (h, body) = whole(&[0x60, 2, 0, 7]);
+        assert_eq!(Packet::parse(h, body, Version::V311), Err(Malformed));
+        let (h, body) = whole(&[0x50, 4, 0, 7, 0, 5]);
+        assert_eq!(Packet::parse(h, body, Version::V5), Err(Malformed));
+        let (h, body) = whole(&[0x40, 1, 0]);
+        assert_eq!(Packet::parse(h, body, Version::V5), Err(Malformed));
+    }
+
+    #[test]
+    fn an_oversized_publish_is_skipped_never_buffered() {
+        let mut big = Vec::new();
+        let payload = vec![b'p'; MAX_PACKET + 10];
+        let p = Publish {
+            version: Version::V311,
+            topic: "t",
+            qos: 1,
+            id: 1,
+            retain: false,
+            dup: false,
+            payload: &payload,
+        };
+        publish(&mut big, &p);
+        publish(&mut big, &Publish { payload: b"small", ..p });
+        let mut r = Reader::default();
+        let mut got = Vec::new();
+        for chunk in big.chunks(16 * 1024) {
+            r.push(chunk);
+            assert!(r.buffered() <= MAX_PACKET + 5 + chunk.len());
+            while let Some(n) = r.next().unwrap() {
+                got.push(n);
+            }
+        }
+        assert_eq!(got.len(), 2);
+        assert_eq!(got[0], Next::Skipped(PUBLISH));
+        let Next::Packet(h, body) = &got[1] else {
+            panic!("the small PUBLISH whole: {:?}", got[1])
+        };
+        assert_eq!(delivery(*h, body, Version::V311).unwrap().payload, b"small");
+    }
 
     fn parse(bytes: &[u8], v: Version) -> Result<Packet, Malformed> {
         let h = header(bytes)?.expect("a whole header");

@@ -43,6 +43,11 @@ fn seeds() -> Vec<Vec<u8>> {
         vec![0xe0, 1, 0x8b],
         vec![0x32, 7, 0, 1, b't', 0, 9, b'h', b'i'],
         vec![0x30, 0xff, 0xff, 0xff, 0x7f],
+        vec![0x40, 2, 0, 7],
+        vec![0x50, 3, 0, 7, 0x10],
+        vec![0x62, 2, 0, 7],
+        vec![0x70, 4, 0, 7, 0x92, 0],
+        vec![0x34, 10, 0, 1, b't', 0, 9, 2, 0x23, 0, 5, b'x'],
     ]
 }
 
@@ -58,6 +63,10 @@ fn feed(parts: &[Vec<u8>], version: Version) -> bool {
                     let parsed = Packet::parse(h, &body, version);
                     if let Ok(Packet::Publish { qos, .. }) = parsed {
                         assert!(qos < 3);
+                    }
+                    if let Ok(d) = codec::delivery(h, &body, version) {
+                        assert!(d.qos < 3 && d.topic.len() + d.payload.len() <= body.len());
+                        assert_eq!(d.id.is_some(), d.qos > 0);
                     }
                 }
                 Ok(Some(Next::Skipped(_))) => {}

@@ -171,7 +171,7 @@ pub(crate) async fn handshake(
                     Packet::Suback { id: SUBSCRIBE_ID, code } => return Ok(code),
                     // A retained message may come before the SUBACK.
                     Packet::Publish { qos: 1, id: Some(id) } => send(&mut stream, &codec::puback(id)).await?,
-                    Packet::Publish { .. } | Packet::Pingresp | Packet::Other { .. } => {}
+                    Packet::Publish { .. } | Packet::Pingresp | Packet::Ack { .. } | Packet::Other { .. } => {}
                     Packet::Disconnect { code } => return Err(ErrorClass::MqttDisconnected(code)),
                     Packet::Connack { .. } | Packet::Suback { .. } => return Err(ErrorClass::Mqtt("protocol")),
                 }
