@@ -7,6 +7,37 @@ use crate::common;
 
 use common::{free_port, throng};
 
+/// A sweep's CSV table: its text, header and rows.
+struct Table {
+    stdout: String,
+    header: Vec<String>,
+    rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    /// The column whose header starts with `name`.
+    fn col(&self, name: &str) -> usize {
+        self.header.iter().position(|h| h.starts_with(name)).unwrap()
+    }
+}
+
+/// Runs `throng sweep FILE --format csv EXTRA…`, which must exit 0, and
+/// reads its table.
+fn sweep_csv(file: &std::path::Path, extra: &[&std::ffi::OsStr]) -> Table {
+    let out = common::output(throng().arg("sweep").arg(file).args(["--format", "csv"]).args(extra));
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}\n{stdout}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let split = |l: &str| l.split(',').map(str::to_string).collect::<Vec<_>>();
+    let header = stdout.lines().next().map(split).unwrap_or_default();
+    let rows = stdout.lines().skip(1).map(split).collect();
+    Table { stdout, header, rows }
+}
+
 #[test]
 fn a_small_bcrypt_sweep_fills_its_table_and_chart() {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/nats-bcrypt/nats.sh");
@@ -35,29 +66,18 @@ chart: {{ figure: handshake.p50, x: cost, lines: clients }}
     .unwrap();
     let json = dir.path().join("sweep.json");
     let chart = dir.path().join("chart.svg");
-    let out = common::output(
-        throng()
-            .args(["sweep", file.to_str().unwrap(), "--format", "csv", "--json"])
-            .arg(&json)
-            .arg("--chart")
-            .arg(&chart),
+    let table = sweep_csv(
+        &file,
+        &[
+            "--json".as_ref(),
+            json.as_os_str(),
+            "--chart".as_ref(),
+            chart.as_os_str(),
+        ],
     );
-    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}\n{stdout}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let rows: Vec<Vec<String>> = stdout
-        .lines()
-        .skip(1)
-        .map(|l| l.split(',').map(str::to_string).collect())
-        .collect();
+    let (stdout, rows, col) = (&table.stdout, &table.rows, |n: &str| table.col(n));
     assert_eq!(rows.len(), 4, "{stdout}");
-    let header: Vec<&str> = stdout.lines().next().unwrap().split(',').collect();
-    let col = |name: &str| header.iter().position(|h| h.starts_with(name)).unwrap();
-    for row in &rows {
+    for row in rows {
         let clients = &row[col("clients")];
         assert_eq!(&row[col("established")], clients, "every client connected: {row:?}");
         assert_eq!(row[col("failures")], "0", "{row:?}");
@@ -116,23 +136,10 @@ figures: [established, failures, total_connect_time, total_reconnect_time, hands
         ),
     )
     .unwrap();
-    let out = common::output(throng().args(["sweep", file.to_str().unwrap(), "--format", "csv"]));
-    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}\n{stdout}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let header: Vec<&str> = stdout.lines().next().unwrap().split(',').collect();
-    let col = |name: &str| header.iter().position(|h| h.starts_with(name)).unwrap();
-    let rows: Vec<Vec<String>> = stdout
-        .lines()
-        .skip(1)
-        .map(|l| l.split(',').map(str::to_string).collect())
-        .collect();
+    let table = sweep_csv(&file, &[]);
+    let (stdout, rows, col) = (&table.stdout, &table.rows, |n: &str| table.col(n));
     assert_eq!(rows.len(), 4, "{stdout}");
-    for row in &rows {
+    for row in rows {
         assert_eq!(&row[col("established")], &row[col("clients")], "{row:?}");
         assert_eq!(row[col("failures")], "0", "{row:?}");
         let reconnect: f64 = row[col("total reconnect")].parse().unwrap();
