@@ -174,10 +174,8 @@ export default { b64encode, b64decode };
 /// streaming forms.
 const K6_CRYPTO: &str = r#"
 const h = globalThis.__throng;
-function enc(e) {
-  if (e === undefined) throw new TypeError("k6/crypto: give the output encoding ('hex' or 'base64'); 'binary' (an ArrayBuffer) is not supported by throng");
-  return String(e);
-}
+// As k6: without an encoding, a digest is an ArrayBuffer.
+function enc(e) { return e === undefined ? 'binary' : String(e); }
 function hasher(alg) {
   const parts = [];
   return { update(s) { parts.push(String(s)); return this; }, digest(e) { return h.hash(alg, parts.join(''), enc(e)); } };
@@ -190,11 +188,12 @@ export function sha512(s, e) { return h.hash('sha512', String(s), enc(e)); }
 export function sha512_256(s, e) { return h.hash('sha512_256', String(s), enc(e)); }
 export function hmac(alg, secret, data, e) { return h.hmac(String(alg), String(secret), String(data), enc(e)); }
 export function createHash(alg) { h.hash(String(alg), '', 'hex'); return hasher(String(alg)); }
+export function randomBytes(n) { return h.randomBytes(Number(n)); }
 export function createHMAC(alg, secret) {
   const parts = [];
   return { update(s) { parts.push(String(s)); return this; }, digest(e) { return h.hmac(String(alg), String(secret), parts.join(''), enc(e)); } };
 }
-export default { md5, sha1, sha256, sha384, sha512, sha512_256, hmac, createHash, createHMAC };
+export default { md5, sha1, sha256, sha384, sha512, sha512_256, hmac, createHash, createHMAC, randomBytes };
 "#;
 
 /// `k6/data`: SharedArray — built once per run by the first VU that asks,

@@ -42,6 +42,7 @@ const MODULES: [(&str, &[&str]); 6] = [
             "hmac",
             "createHash",
             "createHMAC",
+            "randomBytes",
         ],
     ),
 ];
@@ -164,6 +165,9 @@ pub(crate) fn scan(file: &str, text: &str) -> Result<Found, ScriptError> {
     )
     .expect("valid pattern");
     found.full_intrinsics |= full.is_match(&code);
+    // k6/crypto's binary digests and random bytes are ArrayBuffers, whose
+    // accessors come with the typed-array intrinsics.
+    found.full_intrinsics |= found.crypto;
     // A `/` where an expression starts (not after a value, as a division
     // is) and not a comment: a regular expression literal.
     let regex = Regex::new(r"(?:^|[=(,:\[!&|?{};]|\breturn)\s*/[^/*\s]|\bRegExp\b").expect("valid pattern");

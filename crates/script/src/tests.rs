@@ -413,14 +413,16 @@ export default function () {
     hmac: () => hmac('sha256', 'key', 'The quick brown fox jumps over the lazy dog', 'hex')
       === 'f7bc83f430538424b13298e6aa6fb143ef4d59a14946175997479dbc2d1a3cd8',
     stream: () => createHash('sha256').update('hel').update('lo').digest('hex') === sha256('hello', 'hex'),
+    binary: () => sha256('hello', 'binary').byteLength === 32 && crypto.md5('hello').byteLength === 16,
+    random: () => crypto.randomBytes(16).byteLength === 16,
   });
-  crypto.sha256('x', 'binary');
+  crypto.randomBytes(0);
 }
 "#,
     );
     let mut vu = ScriptVu::new(&s, 1, &HashMap::new(), Stage::Iterate, None).unwrap();
     let ys = iteration(&mut vu, &|_| Response::default());
-    for name in ["md5", "sha1", "sha256", "b64", "hmac", "stream"] {
+    for name in ["md5", "sha1", "sha256", "b64", "hmac", "stream", "binary", "random"] {
         let passed = Yield::Check {
             name: name.into(),
             passed: true,
@@ -431,7 +433,7 @@ export default function () {
         Some(Yield::Failed { class, message }) => {
             assert_eq!(*class, "script.error");
             assert!(
-                message.contains("'binary'") && message.contains("main.js:"),
+                message.contains("randomBytes: give a whole number") && message.contains("main.js:"),
                 "{message}"
             );
         }
