@@ -419,7 +419,9 @@ fn num(v: &Value) -> Result<f64, EvalError> {
         Value::Str(s) => s
             .trim()
             .parse()
-            .map_err(|_| EvalError(format!("`{s}` is not a number"))),
+            // Its length, not the text: the value may be a secret
+            // (`env.TOKEN`), and this message goes into the result.
+            .map_err(|_| EvalError(format!("a text of {} characters is not a number", s.chars().count()))),
         Value::Null => Err(EvalError("null is not a number".into())),
     }
 }
@@ -502,7 +504,14 @@ fn call(f: &str, a: Vec<Value>, cx: &mut dyn Context) -> Result<Value, EvalError
         "contains" => Value::Bool(s(0).contains(&s(1))),
         "starts_with" => Value::Bool(s(0).starts_with(&s(1))),
         "ends_with" => Value::Bool(s(0).ends_with(&s(1))),
-        "matches" => Value::Bool(compile_regex(&s(1))?.is_match(&s(0))),
+        "matches" => {
+            // A pattern read while running may hold a variable's value: the
+            // error says what, not the pattern (a literal was checked at load).
+            let re = compile_regex(&s(1)).map_err(|_| {
+                EvalError("matches(): the pattern is not a regular expression throng can run (or is too large)".into())
+            })?;
+            Value::Bool(re.is_match(&s(0)))
+        }
         "substr" => {
             let text = s(0);
             let start = num(&a[1])?.max(0.0) as usize;
@@ -517,9 +526,7 @@ fn call(f: &str, a: Vec<Value>, cx: &mut dyn Context) -> Result<Value, EvalError
         "random_int" => {
             let (lo, hi) = (num(&a[0])? as i64, num(&a[1])? as i64);
             if lo > hi {
-                return Err(EvalError(format!(
-                    "random_int({lo}, {hi}): the low bound is above the high"
-                )));
+                return Err(EvalError("random_int(lo, hi): the low bound is above the high".into()));
             }
             Value::Num(cx.random(lo, hi) as f64)
         }

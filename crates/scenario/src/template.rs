@@ -491,7 +491,7 @@ mod tests {
         // A failing expression renders nothing and says so; what follows renders.
         assert_eq!(
             render("a{{ number(name) }}b", &[("name", "ab")]),
-            "failed: {{a{{ number(name) }}b}}: `ab` is not a number"
+            "failed: {{a{{ number(name) }}b}}: a text of 2 characters is not a number"
         );
         let t = Template::compile("{{ lower(user) + env.SUFFIX + setup.tenant + vu }}").unwrap();
         assert_eq!(t.variables().collect::<Vec<_>>(), ["user"]);

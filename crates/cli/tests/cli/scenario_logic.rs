@@ -390,3 +390,38 @@ fn template_and_check_expressions_are_checked_before_anything_runs() {
     }
     assert!(access_log(&n.log).is_empty());
 }
+
+/// An expression that fails on a secret's value says so without the value:
+/// the message (kept in the result and printed) names the template and
+/// the value's length, never its text.
+#[test]
+fn a_failing_expression_never_shows_the_value_it_read() {
+    let n = server();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.yaml");
+    let flow = "      - request: { name: a, path: \"/{{ number(env.API_TOKEN) }}\", headers: { X-A: \"{{ matches('x', env.API_TOKEN) }}\" } }\n";
+    std::fs::write(
+        &path,
+        file(
+            &n,
+            "    executor: shared-iterations\n    vus: 1\n    iterations: 2",
+            flow,
+        ),
+    )
+    .unwrap();
+    let run = common::with_json(
+        common::throng()
+            .arg("run")
+            .arg(&path)
+            .args(["--threads", "1"])
+            .env("API_TOKEN", "tok-(s3cr3t"),
+    );
+    let r = run.result();
+    let s = r.measurements.scenario.clone().unwrap();
+    assert_eq!(s.failed_iterations.get("expression"), Some(&2), "{}", run.stdout());
+    assert!(s.failed_messages["expression"].contains("a text of 11 characters is not a number"));
+    let json = std::fs::read_to_string(&run.json).unwrap();
+    for text in [&json, &run.stdout(), &run.stderr()] {
+        assert!(!text.contains("s3cr3t"), "{text}");
+    }
+}
