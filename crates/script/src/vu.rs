@@ -180,6 +180,17 @@ struct Shared {
 }
 
 impl Shared {
+    /// Suspends with `y` (a sleep, check, group or jar event) and reads the
+    /// engine's answer: taken, thrown back into the script, or the VU is
+    /// stopping.
+    fn taken(&self, ctx: &Ctx<'_>, y: Yield) -> rquickjs::Result<()> {
+        match self.suspend(y) {
+            Input::Resumed => Ok(()),
+            Input::Throw(m) => Err(rquickjs::Exception::throw_message(ctx, &m)),
+            _ => Err(rquickjs::Exception::throw_internal(ctx, "the VU is stopping")),
+        }
+    }
+
     /// Suspends the coroutine with `y`; what the engine resumes it with.
     fn suspend(&self, y: Yield) -> Input {
         let p = self.yielder.get();
@@ -627,10 +638,7 @@ fn host<'js>(ctx: &Ctx<'js>, sh: &Rc<Shared>, data: &Arc<crate::data::Shared>, c
             } else {
                 Duration::ZERO
             };
-            match h.suspend(Yield::Sleep(d)) {
-                Input::Resumed => Ok(()),
-                _ => Err(rquickjs::Exception::throw_internal(&ctx, "the VU is stopping")),
-            }
+            h.taken(&ctx, Yield::Sleep(d))
         })?,
     )?;
     let h = Rc::clone(sh);
@@ -651,10 +659,7 @@ fn host<'js>(ctx: &Ctx<'js>, sh: &Rc<Shared>, data: &Arc<crate::data::Shared>, c
                         &format!("check(): a check's name is at most {MAX_NAME_CHARS} characters"),
                     ));
                 }
-                match h.suspend(Yield::Check { name, passed }) {
-                    Input::Resumed => Ok(()),
-                    _ => Err(rquickjs::Exception::throw_internal(&ctx, "the VU is stopping")),
-                }
+                h.taken(&ctx, Yield::Check { name, passed })
             },
         )?,
     )?;
@@ -676,10 +681,7 @@ fn host<'js>(ctx: &Ctx<'js>, sh: &Rc<Shared>, data: &Arc<crate::data::Shared>, c
                         &format!("group(): a group's name is at most {MAX_NAME_CHARS} characters"),
                     ));
                 }
-                match h.suspend(Yield::GroupStart(name)) {
-                    Input::Resumed => Ok(()),
-                    _ => Err(rquickjs::Exception::throw_internal(&ctx, "the VU is stopping")),
-                }
+                h.taken(&ctx, Yield::GroupStart(name))
             },
         )?,
     )?;
@@ -757,16 +759,15 @@ fn host<'js>(ctx: &Ctx<'js>, sh: &Rc<Shared>, data: &Arc<crate::data::Shared>, c
                     .chunks(2)
                     .filter_map(|p| Some((p.first()?.clone(), p.get(1)?.clone())))
                     .collect();
-                match h.suspend(Yield::Add {
-                    metric,
-                    kind,
-                    value,
-                    tags,
-                }) {
-                    Input::Resumed => Ok(()),
-                    Input::Throw(m) => Err(rquickjs::Exception::throw_message(&ctx, &m)),
-                    _ => Err(rquickjs::Exception::throw_internal(&ctx, "the VU is stopping")),
-                }
+                h.taken(
+                    &ctx,
+                    Yield::Add {
+                        metric,
+                        kind,
+                        value,
+                        tags,
+                    },
+                )
             },
         )?,
     )?;
@@ -774,10 +775,7 @@ fn host<'js>(ctx: &Ctx<'js>, sh: &Rc<Shared>, data: &Arc<crate::data::Shared>, c
     o.set(
         "groupEnd",
         Function::new(ctx.clone(), move |ctx: Ctx<'js>| -> rquickjs::Result<()> {
-            match h.suspend(Yield::GroupEnd) {
-                Input::Resumed => Ok(()),
-                _ => Err(rquickjs::Exception::throw_internal(&ctx, "the VU is stopping")),
-            }
+            h.taken(&ctx, Yield::GroupEnd)
         })?,
     )?;
     o.set(
@@ -814,11 +812,7 @@ fn host<'js>(ctx: &Ctx<'js>, sh: &Rc<Shared>, data: &Arc<crate::data::Shared>, c
                         "the cookie jar cannot be used in the init context",
                     ));
                 }
-                match h.suspend(Yield::CookieSet { url, set_cookie }) {
-                    Input::Resumed => Ok(()),
-                    Input::Throw(m) => Err(rquickjs::Exception::throw_message(&ctx, &m)),
-                    _ => Err(rquickjs::Exception::throw_internal(&ctx, "the VU is stopping")),
-                }
+                h.taken(&ctx, Yield::CookieSet { url, set_cookie })
             },
         )?,
     )?;
