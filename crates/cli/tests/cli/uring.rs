@@ -428,7 +428,10 @@ fn what_uring_cannot_run_is_a_usage_error_naming_it() {
     let rows = dir.path().join("rows.csv");
     let rows = rows.to_str().unwrap();
     for (args, what) in [
-        (vec!["http://127.0.0.1:1/", "--http2", "-r", "10"], "HTTP/2 open loops"),
+        (
+            vec!["http://127.0.0.1:1/", "--http2", "--no-keepalive"],
+            "HTTP/2 without keep-alive",
+        ),
         (vec!["http://127.0.0.1:1/", "--redirects", "3"], "--redirects"),
         (vec!["http://127.0.0.1:1/", "-x", "http://127.0.0.1:2"], "proxy"),
         (vec!["http://127.0.0.1:1/", "--csv-requests", rows], "--csv-requests"),

@@ -33,20 +33,19 @@
 //! completions ends by the next arrival's due time (the wait's timeout),
 //! so batching completions never delays a start.
 //!
-//! HTTP/2 closed loops (h2c or over TLS) run a loop of their own on the
-//! same ring ([`h2`]): a slot per connection driving the I/O-free
+//! HTTP/2 closed and open loops (h2c or over TLS) run a loop of their own
+//! on the same ring ([`h2`]): a slot per connection driving the I/O-free
 //! `throng_http2` client, recorded as the epoll driver records its streams.
 //!
 //! TLS plans ride the same loop ([`tls`], [`tls_io`]): rustls is I/O-free,
 //! so its records go out through the ring's sends (tracked to completion)
 //! and come in through the same multishot receives; the plan refuses what
-//! the ring does not carry (HTTP/2 open loops, HTTP/3,
-//! proxies, several targets) before the run.
+//! the ring does not carry (HTTP/3, proxies,
+//! several targets) before the run.
 
 mod context;
 mod exchange;
 mod h2;
-mod h2_conn;
 mod publish;
 mod ring;
 mod schedule;
@@ -59,7 +58,7 @@ mod tls_io;
 use std::io;
 use std::os::fd::IntoRawFd;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use io_uring::{cqueue, opcode, squeue, types};
 use socket2::SockAddr;
@@ -75,29 +74,17 @@ use crate::record::record_exchange;
 use crate::worker::state::{RunState, Snapshots, WorkerDone};
 
 use publish::Publisher;
-use ring::{BGID, Ring, close_fd};
+use ring::{BGID, Ring, TICK, close_fd};
 pub(crate) use ring::{ProbeError, probe};
-use schedule::Schedule;
+use schedule::{Schedule, Starts};
 use sends::Sends;
 use slot::{Early, GENERATION, OP_CONNECT, OP_RECV, OP_SEND, Phase, Slot, new_socket, parse_user_data, user_data};
 pub(crate) use storm::run as run_storm;
 use tls::Tls;
 
-/// How often the loop wakes with nothing completed: deadlines, the run's
-/// state and the live figures are looked at this often at least.
-const TICK: Duration = Duration::from_millis(10);
 /// Room for the control messages of a receive: one SCM_TIMESTAMPING (three
 /// timespecs) with its header.
 const CONTROL: usize = 64;
-/// Completions a wait asks for at most before waking: fewer wake-ups, each
-/// reaping more. Receive times come from the kernel's stamps, so waiting
-/// for a batch does not move them.
-const BATCH: usize = 16;
-/// How long a wait holds out for a batch before it takes what has come.
-const BATCH_WAIT_US: u32 = 50;
-/// An open loop's wait holds out for a batch only when its next start is
-/// at least this far off.
-const BATCH_HOLD: Duration = Duration::from_micros(2 * BATCH_WAIT_US as u64);
 /// A request above this size goes out in several segments: only then is
 /// TCP_NODELAY worth its system call (as crate::conn).
 const NODELAY_ABOVE: usize = 1400;
@@ -109,15 +96,6 @@ const NODELAY_ABOVE: usize = 1400;
 /// both are done, as the epoll path reads the response only once it has
 /// written the whole request.
 const SEND_UNTRACKED_MAX: usize = 16 * 1024;
-
-/// What starts a slot's next request.
-enum Starts {
-    /// The closed loop: at once, while the budget (None: until stopped)
-    /// lasts.
-    Budget(Option<u64>),
-    /// The open loop: a start on the schedule, when one is due.
-    Schedule(Schedule),
-}
 
 /// The loop of one worker on its ring.
 struct Loop<'a> {
@@ -259,9 +237,6 @@ impl Loop<'_> {
     ) -> io::Result<bool> {
         let mut next_scan = Instant::now() + TICK;
         let mut publisher = Publisher::new(Instant::now());
-        let tick = types::Timespec::new().nsec(TICK.subsec_nanos());
-        let args = types::SubmitArgs::new().timespec(&tick);
-        let batch_args = types::SubmitArgs::new().timespec(&tick).min_wait_usec(BATCH_WAIT_US);
         let mut cqes: Vec<(u64, i32, u32)> = Vec::with_capacity(1024);
         loop {
             let mut stop = false;
@@ -288,42 +263,12 @@ impl Loop<'_> {
             }
 
             self.stamp_queued();
-            // An open loop's wait ends when its next start is due (sooner
-            // than a tick), and holds out for a batch only when that leaves
-            // time for one.
+            // An open loop's wait ends when its next start is due.
             let due = match &self.source {
                 Starts::Schedule(s) => s.next_due().map(|d| d.saturating_duration_since(Instant::now())),
                 Starts::Budget(_) => None,
             };
-            let may_batch = due.is_none_or(|d| d >= BATCH_HOLD);
-            let want = if self.batch && may_batch {
-                (self.active / 2).clamp(1, BATCH)
-            } else {
-                1
-            };
-            let waited = match due {
-                Some(d) if d < TICK => {
-                    let until_due = types::Timespec::from(d);
-                    let until = types::SubmitArgs::new().timespec(&until_due);
-                    if want > 1 {
-                        self.ring
-                            .ring
-                            .submitter()
-                            .submit_with_args(want, &until.min_wait_usec(BATCH_WAIT_US))
-                    } else {
-                        self.ring.ring.submitter().submit_with_args(1, &until)
-                    }
-                }
-                _ if want > 1 => self.ring.ring.submitter().submit_with_args(want, &batch_args),
-                _ => self.ring.ring.submitter().submit_with_args(1, &args),
-            };
-            match waited {
-                Ok(_) => {}
-                Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME | libc::EINTR | libc::EBUSY)) => {}
-                // A kernel before 6.12 takes no min_wait: wait for one at a time.
-                Err(e) if e.raw_os_error() == Some(libc::EINVAL) && want > 1 => self.batch = false,
-                Err(e) => return Err(io::Error::new(e.kind(), format!("--io uring: io_uring_enter: {e}"))),
-            }
+            self.ring.wait(self.active, due, &mut self.batch)?;
             let now = Instant::now();
             cqes.clear();
             cqes.extend(

@@ -4,9 +4,10 @@
 use std::io;
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU16, Ordering};
+use std::time::Duration;
 
 use io_uring::types::BufRingEntry;
-use io_uring::{IoUring, squeue};
+use io_uring::{IoUring, squeue, types};
 
 /// The buffer group every receive of a worker picks from.
 pub(super) const BGID: u16 = 0;
@@ -125,6 +126,19 @@ impl BufRing {
     }
 }
 
+/// How often a loop wakes with nothing completed: deadlines, the run's
+/// state and the live figures are looked at this often at least.
+pub(super) const TICK: Duration = Duration::from_millis(10);
+/// Completions a wait asks for at most before waking: fewer wake-ups, each
+/// reaping more. Receive times come from the kernel's stamps, so waiting
+/// for a batch does not move them.
+const BATCH: usize = 16;
+/// How long a wait holds out for a batch before it takes what has come.
+const BATCH_WAIT_US: u32 = 50;
+/// A wait holds out for a batch only when the loop's next start is at
+/// least this far off.
+const BATCH_HOLD: Duration = Duration::from_micros(2 * BATCH_WAIT_US as u64);
+
 /// One worker's ring and its receive buffers.
 pub(super) struct Ring {
     pub(super) ring: IoUring,
@@ -146,6 +160,37 @@ impl Ring {
                 .register_buf_ring_with_flags(bufs.ring.ptr as u64, bufs.entries(), BGID, 0)?;
         }
         Ok(Ring { ring, bufs })
+    }
+
+    /// Submits what is queued and waits for completions: a batch (half of
+    /// `busy`, the operations in flight, at most [`BATCH`]) held out for
+    /// [`BATCH_WAIT_US`] once the first has come, never past `due` (an
+    /// open loop's next start: the wait never delays it) nor a [`TICK`].
+    /// `batch` turns false for good on a kernel that takes no `min_wait`
+    /// (before 6.12): then one completion at a time.
+    pub(super) fn wait(&mut self, busy: usize, due: Option<Duration>, batch: &mut bool) -> io::Result<()> {
+        let may_batch = due.is_none_or(|d| d >= BATCH_HOLD);
+        let want = if *batch && may_batch {
+            (busy / 2).clamp(1, BATCH)
+        } else {
+            1
+        };
+        let limit = types::Timespec::from(due.map_or(TICK, |d| d.min(TICK)));
+        let args = types::SubmitArgs::new().timespec(&limit);
+        let args = if want > 1 {
+            args.min_wait_usec(BATCH_WAIT_US)
+        } else {
+            args
+        };
+        match self.ring.submitter().submit_with_args(want, &args) {
+            Ok(_) => Ok(()),
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME | libc::EINTR | libc::EBUSY)) => Ok(()),
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) && want > 1 => {
+                *batch = false;
+                Ok(())
+            }
+            Err(e) => Err(io::Error::new(e.kind(), format!("--io uring: io_uring_enter: {e}"))),
+        }
     }
 
     /// Queues `sqe`, submitting what is queued first when the queue is full.

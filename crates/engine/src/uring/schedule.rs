@@ -17,6 +17,15 @@ use throng_plan::Arrivals;
 use crate::open::Growth;
 use crate::pacer::DENSE_TICK;
 
+/// What starts a loop's next request.
+pub(super) enum Starts {
+    /// The closed loop: at once, while the budget (None: until stopped)
+    /// lasts.
+    Budget(Option<u64>),
+    /// The open loop: a start on the schedule, when one is due.
+    Schedule(Schedule),
+}
+
 /// One worker's schedule on the ring.
 pub(super) struct Schedule {
     arrivals: Arrivals,

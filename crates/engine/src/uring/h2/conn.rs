@@ -1,4 +1,4 @@
-//! One HTTP/2 connection of the ring's loop ([`super::h2`]): its socket,
+//! One HTTP/2 connection of the ring's loop ([`super`]): its socket,
 //! its I/O-free protocol state (`throng_http2::Conn`), the streams in
 //! flight on it and the output the kernel is sending; and what a receive's
 //! bytes do to its streams (the same events, classes and timing as the
