@@ -282,26 +282,57 @@ fn an_open_loop_reconnecting_after_goaway_leaks_no_descriptor() {
 #[test]
 fn no_keepalive_opens_a_connection_per_request() {
     let nginx = h2c_nginx(100);
-    let run = http(&[
-        &nginx.url("/"),
-        "--http2",
-        "--no-keepalive",
-        "-c",
-        "3",
-        "-n",
-        "30",
-        "-t",
-        "1",
-    ]);
-    assert_eq!(run.code(), 0, "stderr: {}", run.stderr());
-    let r = run.result();
-    let m = &r.measurements;
-    assert_books_balance(r);
-    assert_eq!(m.requests.ok, 30);
-    assert_eq!(m.connections.ok, 30);
-    assert_eq!(m.phases["handshake"].count(), 30);
-    let x = m.multiplex.as_ref().unwrap();
-    assert_eq!((x.connections, x.max_requests_per_connection), (30, 1));
+    for io in IO {
+        let run = http_io(
+            io,
+            &[
+                &nginx.url("/"),
+                "--http2",
+                "--no-keepalive",
+                "-c",
+                "3",
+                "-n",
+                "30",
+                "-t",
+                "1",
+            ],
+        );
+        assert_eq!(run.code(), 0, "{io}: {}", run.stderr());
+        let m = &run.result().measurements;
+        assert_eq!(m.requests.ok, 30, "{io}");
+        assert_eq!(m.connections.ok, 30, "{io}");
+        assert_eq!(m.phases["handshake"].count(), 30, "{io}");
+        assert_eq!(m.phases["connection"].count(), 30, "{io}");
+        let x = m.multiplex.as_ref().unwrap();
+        assert_eq!((x.connections, x.max_requests_per_connection), (30, 1), "{io}");
+        // On the schedule, with several streams a connection: still one
+        // connection per request sent.
+        let run = http_io(
+            io,
+            &[
+                &nginx.url("/"),
+                "--http2",
+                "--no-keepalive",
+                "--streams",
+                "4",
+                "-c",
+                "2",
+                "-r",
+                "200",
+                "-n",
+                "100",
+                "-t",
+                "1",
+            ],
+        );
+        assert_eq!(run.code(), 0, "{io}: {}", run.stderr());
+        let m = &run.result().measurements;
+        assert_eq!(m.requests.attempted + m.dropped, 100, "{io}");
+        assert_eq!(m.requests.ok, m.requests.attempted, "{io}: {:?}", m.requests);
+        assert_eq!(m.connections.ok, m.requests.ok, "{io}: {:?}", m.connections);
+        let x = m.multiplex.as_ref().unwrap();
+        assert_eq!(x.max_requests_per_connection, 1, "{io}");
+    }
 }
 
 /// One connection with at most `streams` at a time, `n` requests against

@@ -429,8 +429,8 @@ fn what_uring_cannot_run_is_a_usage_error_naming_it() {
     let rows = rows.to_str().unwrap();
     for (args, what) in [
         (
-            vec!["http://127.0.0.1:1/", "--http2", "--no-keepalive"],
-            "HTTP/2 without keep-alive",
+            vec!["http://127.0.0.1:1/a", "http://127.0.0.1:1/b", "--http2"],
+            "several targets with --http2",
         ),
         (vec!["http://127.0.0.1:1/", "--redirects", "3"], "--redirects"),
         (vec!["http://127.0.0.1:1/", "-x", "http://127.0.0.1:2"], "proxy"),

@@ -505,8 +505,8 @@ impl HttpPlan {
     pub fn ring_refuses(&self) -> Option<String> {
         match self.http {
             HttpVersion::Http1 => {}
-            // HTTP/2's closed and open loops ride the ring (engine uring/h2).
-            HttpVersion::Http2 if !self.keepalive => return Some("HTTP/2 without keep-alive".to_string()),
+            // HTTP/2's closed and open loops ride the ring (engine uring/h2),
+            // with or without keep-alive.
             HttpVersion::Http2 if self.request_table().is_some() => {
                 return Some("several targets with --http2 (--targets, --body-lines, more URLs)".to_string());
             }

@@ -25,8 +25,10 @@ impl H2Loop<'_> {
         let c = &mut self.conns[i];
         let went_away = c.went_away;
         let mut dead = c.dead;
+        let mut ended = false;
         let mut traces = traces;
         c.take_ended(|s, end| {
+            ended = true;
             let outcome = match end {
                 Ok((done, kernel)) => Ok(Timing {
                     sent: s.sent,
@@ -78,7 +80,9 @@ impl H2Loop<'_> {
             }
             ctx.rec.borrow_mut().stream_closed();
         });
-        c.dead = dead;
+        // Without keep-alive a connection carries one stream: it is closed
+        // once that ended (the loop's next turn).
+        c.dead = dead || (ended && !ctx.spec.keepalive);
     }
 
     /// Connection `i` failed with `class`: its streams fail, a request

@@ -70,6 +70,9 @@ const PLAIN: usize = 16 * 1024;
 struct H2Loop<'a> {
     ctx: &'a Ctx,
     spec: &'a Spec,
+    /// Streams a connection carries at once: `--streams`, or one without
+    /// keep-alive.
+    streams: u32,
     /// The request's header block, encoded once.
     block: Vec<u8>,
     /// `--trace-context`: where the block's traceparent ids start, the
@@ -113,11 +116,15 @@ pub(super) fn run(
     // The load counts stream slots (connections × --streams); the spec
     // says the worker's connections. An open loop's connections open with
     // its first requests (no warm ones: a connection carries many).
-    let (source, until) = match spec.load.clone() {
-        WorkerLoad::Closed { budget, until, .. } => (Starts::Budget(budget), until),
+    let (source, until, slots) = match spec.load.clone() {
+        WorkerLoad::Closed {
+            budget,
+            until,
+            connections,
+        } => (Starts::Budget(budget), until, connections),
         WorkerLoad::Open { arrivals, cap, .. } => {
             let slots = usize::try_from(cap).unwrap_or(usize::MAX).min(1 << 24);
-            (Starts::Schedule(Schedule::new(arrivals, origin, slots)), None)
+            (Starts::Schedule(Schedule::new(arrivals, origin, slots)), None, cap)
         }
         _ => {
             return Err(io::Error::other(
@@ -129,7 +136,12 @@ pub(super) fn run(
     let crate::proto::wire::Wire::Http2(h2) = spec.wire.clone() else {
         return Err(io::Error::other("--io uring: not an HTTP/2 plan"));
     };
-    let connections = usize::try_from(h2.connections).unwrap_or(usize::MAX).min(1 << 24);
+    // Without keep-alive every stream slot is a connection of its own,
+    // closed when its one stream ends (as the epoll pool opens one per
+    // request).
+    let keepalive = spec.keepalive;
+    let connections = if keepalive { h2.connections } else { slots };
+    let connections = usize::try_from(connections).unwrap_or(usize::MAX).min(1 << 24);
     let ring = Ring::new(connections).map_err(|e| io::Error::new(e.kind(), format!("--io uring: {e}")))?;
     let ctx = ring_ctx(spec, true);
     let now = Instant::now();
@@ -137,6 +149,7 @@ pub(super) fn run(
         ctx: &ctx,
         spec: &h2,
         block: encode_head(&h2.method, &h2.uri, &h2.headers),
+        streams: if keepalive { h2.streams } else { 1 },
         trace_at: None,
         traced: None,
         traces: Vec::new(),
@@ -302,7 +315,7 @@ impl H2Loop<'_> {
         }
         for i in 0..self.conns.len() {
             let c = &self.conns[i];
-            if c.state == State::Ready && !c.dead && c.streams.len() < c.limit(self.spec.streams) {
+            if c.state == State::Ready && !c.dead && c.streams.len() < c.limit(self.streams) {
                 self.fill(i, now);
                 self.flush(i)?;
                 if !waiting(self) {
@@ -382,7 +395,7 @@ impl H2Loop<'_> {
     /// are left; a request that finds no room (the server allows no
     /// stream) waits, counted, until its deadline.
     fn fill(&mut self, i: usize, now: Instant) {
-        let limit = self.conns[i].limit(self.spec.streams);
+        let limit = self.conns[i].limit(self.streams);
         loop {
             let c = &self.conns[i];
             if c.dead || c.streams.len() >= limit {
@@ -466,7 +479,7 @@ impl H2Loop<'_> {
             slot.begin();
         }
         if c.streams.capacity() == 0 {
-            c.streams.reserve_exact(self.spec.streams as usize);
+            c.streams.reserve_exact(self.streams as usize);
         }
         c.streams.push(Stream {
             id,
