@@ -179,3 +179,34 @@ def memory_row(name, make, conns, timeout):
         return f"| {name} | failed at {conns}: {(text.strip().splitlines() or [''])[-1]} | | | | |"
     return (f"| {name} | {ok} | {one / 1e6:.1f} MB | {peak / 1e6:.1f} MB | {peak / conns / 1000:.2f} KB "
             f"| {(peak - one) / (conns - 1) / 1000:.2f} KB |")
+
+
+def open_loop_table(url, extra, rate, dur, runs, tmp):
+    """The same open-loop schedule on both transports (`throng http URL EXTRA -r RATE`), interleaved
+    round by round: at a fixed rate the work is fixed, so the CPU it took is its cost (CPU-seconds per
+    100K requests; lower is better). Prints a row per round and the medians."""
+    import statistics
+    print("| io | round | sent | dropped | schedule_lag p50 | p99 | CPU user + system | CPU-s per 100K requests |\n"
+          "|---|---:|---:|---:|---:|---:|---:|---:|")
+    per = {"epoll": [], "uring": []}
+    for i in range(runs):
+        for io in per:
+            json_path = f"{tmp}/open-{io}.json"
+            _, user, system, _ = run_split([THRONG, "http", url, "-t", "1", "-q", "-r", str(rate), "-d", f"{dur}s",
+                                            "--io", io, "--json", json_path] + extra, dur + 30)
+            try:
+                with open(json_path) as f:
+                    d = json.load(f)
+            except (OSError, ValueError):
+                print(f"| {io} | {i + 1} | failed: no result | | | | | |")
+                continue
+            m = d["measurements"]
+            sent = m["requests"]["attempted"]
+            lag = m["phases"]["schedule_lag"]
+            cost = (user + system) / max(sent, 1) * 100_000
+            per[io].append(cost)
+            print(f"| {io} | {i + 1} | {sent} | {m['dropped']} | {lag['p50_us']} µs | {lag['p99_us']} µs "
+                  f"| {user:.2f} + {system:.2f} s | {cost:.2f} |")
+    if per["epoll"] and per["uring"]:
+        e, u = statistics.median(per["epoll"]), statistics.median(per["uring"])
+        print(f"\nmedian CPU-seconds per 100K requests: epoll {e:.2f}, uring {u:.2f} (uring/epoll {u / e:.2f})\n")

@@ -11,7 +11,12 @@ streams (h2load -c 10 -m 10; oha -c 10 -p 10). Figures
 are successful requests per CPU-second of the generator process (user + system,
 read with wait4), and resident memory per open HTTP/2 connection at 10,000.
 
-    bench/h2.py [--duration 10] [--runs 3] [--only tls|h2c|memory]
+An open loop (`--only open`) runs the same schedule on throng's two I/O models
+(h2c, `-r RATE -c 10 --streams 10`), interleaved round by round: at a fixed rate
+the work is fixed, so the CPU it took is its cost (no peer runs HTTP/2 on a
+request schedule: h2load's `--rate` paces connections).
+
+    bench/h2.py [--duration 10] [--runs 3] [--only tls|h2c|memory|open] [--rate 20000]
 
 Missing peers are skipped and said so. Needs nginx with http_v2 (Debian's
 nginx-light), taskset; peers from `apt-get install nghttp2-client` (h2load)
@@ -27,7 +32,8 @@ import tempfile
 import time
 import os
 
-from benchlib import THRONG, build, count, have, interleaved, memory_header, memory_row, oha_json, run, start_nginx
+from benchlib import (THRONG, build, count, have, interleaved, memory_header, memory_row, oha_json, open_loop_table,
+                      run, start_nginx)
 
 CONNS, STREAMS = 10, 10
 
@@ -40,10 +46,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--duration", type=int, default=10)
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--only", choices=["tls", "h2c", "memory"], action="append")
+    ap.add_argument("--only", choices=["tls", "h2c", "memory", "open"], action="append")
+    ap.add_argument("--rate", type=int, default=20000, help="the open loop's rate (default 20000 req/s)")
     ap.add_argument("--skip-build", action="store_true")
     args = ap.parse_args()
-    only = set(args.only or ["tls", "h2c", "memory"])
+    only = set(args.only or ["tls", "h2c", "memory", "open"])
     if not args.skip_build:
         build()
     if not shutil.which("taskset"):
@@ -82,7 +89,7 @@ def main():
     def tools(url, conns, streams, dur):
         ca = ["--cacert", f"{c}/ca.pem"] if url.startswith("https") else []
         return {
-            # --io auto: the ring for h2c, epoll for TLS (the ring does not carry it yet).
+            # --io auto: the ring, over TLS too.
             "throng": throng(url, ca + ["-c", str(conns), "--streams", str(streams), "-d", f"{dur}s"]),
             "throng-epoll": throng(url, ca + ["-c", str(conns), "--streams", str(streams), "-d", f"{dur}s",
                                               "--io", "epoll"]),
@@ -130,6 +137,11 @@ def main():
                     each = ", ".join(f"{t / p:.2f}" for t, p in pairs)
                     print(f"\n{ours} / {peer}, round by round: {each}; median {ratios[len(ratios) // 2]:.2f}x")
             print()
+        if "open" in only:
+            print(f"## h2c open loop at {args.rate} req/s, epoll vs --io uring "
+                  f"(-r {args.rate} -d {d}s -t 1 -c {CONNS} --streams {STREAMS})\n")
+            open_loop_table(f"http://127.0.0.1:{h2c_port}/", ["--http2", "-c", str(CONNS), "--streams", str(STREAMS)],
+                            args.rate, d, args.runs, tmp)
         if "memory" in only:
             conns = 10000
             print(f"## resident memory per open HTTP/2 connection (h2c, one stream each) at {conns:,} connections\n")

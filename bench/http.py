@@ -35,7 +35,7 @@ import sys
 import tempfile
 import time
 
-from benchlib import (CLIENT_CPU, SERVER_CPU, THRONG, build, count, memory_header, memory_row, oha_json, run,
+from benchlib import (CLIENT_CPU, SERVER_CPU, THRONG, build, count, memory_header, memory_row, oha_json, open_loop_table, run,
                       run_split)
 
 
@@ -236,25 +236,7 @@ def main():
             # at a fixed rate the work is fixed, so the CPU it took is the cost
             # (CPU-seconds per 100K requests; lower is better).
             print(f"## open loop at {args.rate} req/s, epoll vs --io uring (-r {args.rate} -d {dur}s -t 1 -c 1000)\n")
-            print("| io | round | sent | dropped | schedule_lag p50 | p99 | CPU user + system | CPU-s per 100K requests |\n"
-                  "|---|---:|---:|---:|---:|---:|---:|---:|")
-            per = {"epoll": [], "uring": []}
-            for i in range(args.runs):
-                for io in per:
-                    json_path = f"{tmp}/open-{io}.json"
-                    _, user, system, _ = run_split([THRONG, "http", url, "-t", "1", "-q", "-r", str(args.rate),
-                                                    "-d", f"{dur}s", "--io", io, "--json", json_path], dur + 30)
-                    with open(json_path) as f:
-                        d = json.load(f)
-                    m = d["measurements"]
-                    sent = m["requests"]["attempted"]
-                    lag = m["phases"]["schedule_lag"]
-                    cost = (user + system) / max(sent, 1) * 100_000
-                    per[io].append(cost)
-                    print(f"| {io} | {i + 1} | {sent} | {m['dropped']} | {lag['p50_us']} µs | {lag['p99_us']} µs "
-                          f"| {user:.2f} + {system:.2f} s | {cost:.2f} |")
-            e, u = statistics.median(per["epoll"]), statistics.median(per["uring"])
-            print(f"\nmedian CPU-seconds per 100K requests: epoll {e:.2f}, uring {u:.2f} (uring/epoll {u / e:.2f})\n")
+            open_loop_table(url, ["-c", "1000"], args.rate, dur, args.runs, tmp)
     finally:
         nginx.terminate()  # SIGTERM: the master stops its workers too
         nginx.wait(timeout=10)
