@@ -7,7 +7,7 @@ use crate::timer::PreciseTimer;
 
 /// Below this gap between arrivals, the dispatcher ticks instead of arming
 /// its timer once per arrival.
-const DENSE_GAP: Duration = Duration::from_millis(1);
+pub(crate) const DENSE_GAP: Duration = Duration::from_millis(1);
 /// The tick of a dense schedule: how late an arrival can be dispatched.
 pub(crate) const DENSE_TICK: Duration = Duration::from_micros(200);
 

@@ -154,12 +154,16 @@ pub(crate) fn run(
             until,
         } => (connections, Starts::Budget(budget), until, None),
         WorkerLoad::Open {
-            arrivals, cap, warm, ..
+            arrivals,
+            cap,
+            warm,
+            gap,
+            ..
         } => {
             let cap_slots = usize::try_from(cap).unwrap_or(usize::MAX).min(1 << 24);
             (
                 cap,
-                Starts::Schedule(Schedule::new(arrivals, origin, cap_slots)),
+                Starts::Schedule(Schedule::new(arrivals, origin, cap_slots, gap)),
                 None,
                 Some(warm),
             )

@@ -122,9 +122,9 @@ pub(super) fn run(
             until,
             connections,
         } => (Starts::Budget(budget), until, connections),
-        WorkerLoad::Open { arrivals, cap, .. } => {
+        WorkerLoad::Open { arrivals, cap, gap, .. } => {
             let slots = usize::try_from(cap).unwrap_or(usize::MAX).min(1 << 24);
-            (Starts::Schedule(Schedule::new(arrivals, origin, slots)), None, cap)
+            (Starts::Schedule(Schedule::new(arrivals, origin, slots, gap)), None, cap)
         }
         _ => {
             return Err(io::Error::other(
