@@ -18,6 +18,7 @@ pub use error::ScriptError;
 pub use options::{Executor, Options, k6_name};
 pub use scenarios::K6Scenario;
 pub use script::{Limits, Script};
+pub use step::{StepCode, StepError, StepInput, StepResponse, StepSyntaxError, StepVu};
 pub use vu::{Input, Request, Response, ScriptVu, Stage, Yield};
 
 mod crypto;
@@ -29,6 +30,7 @@ mod options;
 mod scan;
 mod scenarios;
 mod script;
+mod step;
 mod typescript;
 mod vu;
 

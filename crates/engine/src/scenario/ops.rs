@@ -51,6 +51,7 @@ pub(super) enum Op {
     GroupStart,
     GroupEnd(usize),
     Add(Box<AddOp>),
+    Js(Box<super::js::JsOp>),
     /// `if:`: on to the next op when the condition holds, else to `to`.
     Branch {
         cond: Box<Condition>,
@@ -147,6 +148,9 @@ pub(super) struct Scen {
     pub(super) segment: throng_plan::Segment,
     pub(super) seed: u64,
     pub(super) ops: Vec<Op>,
+    /// How many `js:` steps `ops` holds (a VU's runtime keeps a function
+    /// per step).
+    pub(super) js_steps: usize,
     /// Recorder tag index per stage (ramping executors).
     pub(super) stage_tags: Vec<usize>,
     pub(super) start: Instant,
@@ -231,6 +235,8 @@ pub(super) struct Vu {
     /// A k6 script's VU (its runtime and coroutine), made at its first
     /// iteration.
     pub(super) js: Option<Box<throng_script::ScriptVu>>,
+    /// The runtime of its flow's `js:` steps, made at its first one.
+    pub(super) steps: Option<Box<throng_script::StepVu>>,
     /// Whether its last request got a whole response (whatever its status):
     /// a script sees the status only then.
     pub(super) answered: bool,

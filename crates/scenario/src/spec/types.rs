@@ -443,6 +443,33 @@ impl Add {
     }
 }
 
+/// A `js:` step: JavaScript run in the VU's own runtime, which reads the
+/// VU's variables (`vars`), its last response (`res`), `__VU`, `__ITER`
+/// and the environment, and writes only the variables `sets:` names.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JsStep {
+    /// The code, as written.
+    pub code: String,
+    /// The variables it may write (later steps read them as captures).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sets: Vec<String>,
+    /// How long it may run before it is stopped (the iteration fails).
+    pub timeout: Duration,
+    /// Where its code's first line is in the file (line and column from
+    /// 1), for the errors that name a line of the code.
+    pub line: usize,
+    pub column: usize,
+}
+
+/// The largest `js:` step's code, in bytes.
+pub const MAX_JS_CODE: usize = 64 * 1024;
+/// Most variables a `js:` step's `sets:` names.
+pub const MAX_JS_SETS: usize = 64;
+/// A `js:` step's `timeout:` when it gives none.
+pub const DEFAULT_JS_TIMEOUT: Duration = Duration::from_secs(1);
+/// The longest `timeout:` a `js:` step may give.
+pub const MAX_JS_TIMEOUT: Duration = Duration::from_secs(60);
+
 /// A `choose:` branch: its weight and its steps.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Branch {
@@ -486,6 +513,8 @@ pub enum Step {
     Choose { branches: Vec<Branch> },
     /// A value recorded into a custom metric.
     Add(Box<Add>),
+    /// JavaScript run in the VU's own runtime.
+    Js(Box<JsStep>),
 }
 
 impl Step {
@@ -496,7 +525,9 @@ impl Step {
             Step::Group { flow, .. } | Step::Repeat { flow, .. } | Step::Until { flow, .. } => vec![flow],
             Step::If { then, otherwise, .. } => vec![then, otherwise],
             Step::Choose { branches } => branches.iter().map(|b| b.flow.as_slice()).collect(),
-            Step::Request(_) | Step::WebSocket(_) | Step::Think(_) | Step::Grpc(_) | Step::Add(_) => Vec::new(),
+            Step::Request(_) | Step::WebSocket(_) | Step::Think(_) | Step::Grpc(_) | Step::Add(_) | Step::Js(_) => {
+                Vec::new()
+            }
         }
     }
 
@@ -506,7 +537,9 @@ impl Step {
             Step::Group { flow, .. } | Step::Repeat { flow, .. } | Step::Until { flow, .. } => vec![flow],
             Step::If { then, otherwise, .. } => vec![then, otherwise],
             Step::Choose { branches } => branches.iter_mut().map(|b| &mut b.flow).collect(),
-            Step::Request(_) | Step::WebSocket(_) | Step::Think(_) | Step::Grpc(_) | Step::Add(_) => Vec::new(),
+            Step::Request(_) | Step::WebSocket(_) | Step::Think(_) | Step::Grpc(_) | Step::Add(_) | Step::Js(_) => {
+                Vec::new()
+            }
         }
     }
 }
@@ -759,7 +792,7 @@ impl ScenarioPlan {
                     Step::Request(r) => headers(&mut r.headers, secret, with),
                     Step::Grpc(g) => headers(&mut g.request.headers, secret, with),
                     Step::WebSocket(w) => headers(&mut w.headers, secret, with),
-                    Step::Think(_) | Step::Add(_) => {}
+                    Step::Think(_) | Step::Add(_) | Step::Js(_) => {}
                     nested => nested.nested_mut().into_iter().for_each(|f| flow(f, secret, with)),
                 }
             }
@@ -818,6 +851,26 @@ pub fn capture_names(flow: &[Step]) -> Vec<&str> {
             }
         }
     }
+    for j in js_steps(flow) {
+        for v in &j.sets {
+            if !out.contains(&v.as_str()) {
+                out.push(v.as_str());
+            }
+        }
+    }
+    out
+}
+
+/// Every `js:` step of a flow, groups entered, in order.
+pub fn js_steps(flow: &[Step]) -> Vec<&JsStep> {
+    let mut out = Vec::new();
+    for s in flow {
+        match s {
+            Step::Js(j) => out.push(j.as_ref()),
+            Step::Think(_) | Step::Request(_) | Step::Grpc(_) | Step::Add(_) | Step::WebSocket(_) => {}
+            nested => nested.nested().into_iter().for_each(|f| out.extend(js_steps(f))),
+        }
+    }
     out
 }
 
@@ -829,7 +882,7 @@ pub(super) fn requests(flow: &[Step]) -> Vec<&Request> {
         match s {
             Step::Request(r) => out.push(r.as_ref()),
             Step::Grpc(g) => out.push(&g.request),
-            Step::Think(_) | Step::WebSocket(_) | Step::Add(_) => {}
+            Step::Think(_) | Step::WebSocket(_) | Step::Add(_) | Step::Js(_) => {}
             nested => nested.nested().into_iter().for_each(|f| out.extend(requests(f))),
         }
     }
@@ -842,7 +895,7 @@ pub(super) fn websockets(flow: &[Step]) -> Vec<&WebSocket> {
     for s in flow {
         match s {
             Step::WebSocket(w) => out.push(w.as_ref()),
-            Step::Think(_) | Step::Request(_) | Step::Grpc(_) | Step::Add(_) => {}
+            Step::Think(_) | Step::Request(_) | Step::Grpc(_) | Step::Add(_) | Step::Js(_) => {}
             nested => nested.nested().into_iter().for_each(|f| out.extend(websockets(f))),
         }
     }

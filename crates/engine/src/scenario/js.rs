@@ -1,0 +1,98 @@
+//! A `js:` step: its code compiled once per worker, run in the VU's own
+//! JavaScript runtime (made at the VU's first `js:` step: a flow without
+//! one costs no runtime), the variables it set kept as captures.
+
+use throng_scenario::JsStep;
+use throng_script::{StepCode, StepInput, StepResponse, StepVu};
+
+use super::ops::{Scen, Vu};
+
+/// A runtime's heap limit.
+const MEMORY: usize = 16 * 1024 * 1024;
+
+/// A compiled `js:` step.
+pub(super) struct JsOp {
+    /// Its number among the scenario's `js:` steps (the VU's runtime
+    /// keeps its function under it).
+    pub(super) index: usize,
+    /// Its bytecode, or why it does not compile (checked when the file
+    /// was loaded, so not expected).
+    code: Result<StepCode, String>,
+    step: JsStep,
+    /// Where it is in the file, for its errors (`FILE:LINE`).
+    at: String,
+    /// Its code names `res`: the requests before it keep their responses.
+    pub(super) reads_res: bool,
+}
+
+impl JsOp {
+    pub(super) fn new(step: &JsStep, index: usize, file: &str) -> JsOp {
+        JsOp {
+            index,
+            code: StepCode::compile(&step.code).map_err(|e| e.message),
+            step: step.clone(),
+            at: format!("{file}:{}", step.line),
+            reads_res: reads_res(&step.code),
+        }
+    }
+}
+
+/// Whether code names `res` (a word of its own): then the requests of the
+/// flow keep their headers and body for it.
+pub(super) fn reads_res(code: &str) -> bool {
+    let word = |c: char| c.is_alphanumeric() || c == '_' || c == '$';
+    code.match_indices("res")
+        .any(|(i, _)| !code[..i].ends_with(word) && !code[i + 3..].starts_with(word))
+}
+
+/// The number of `js:` steps in a compiled flow.
+pub(super) fn count(ops: &[super::ops::Op]) -> usize {
+    ops.iter().filter(|o| matches!(o, super::ops::Op::Js(_))).count()
+}
+
+/// Runs the step for the VU; Err: the iteration fails with this class and
+/// message (which quotes no value the code read).
+pub(super) fn run(sc: &Scen, vu: &mut Vu, op: &JsOp) -> Result<(), (&'static str, String)> {
+    let code = op
+        .code
+        .as_ref()
+        .map_err(|e| ("js.error", format!("js: step at {}: {e}", op.at)))?;
+    if vu.steps.is_none() {
+        let made = StepVu::new(sc.js_steps, MEMORY, &sc.env).map_err(|e| ("js.init", e))?;
+        vu.steps = Some(Box::new(made));
+    }
+    let Some(runtime) = vu.steps.as_mut() else {
+        return Err(("js.init", "the VU's JavaScript runtime is missing".to_string()));
+    };
+    let res = (op.reads_res && vu.status != 0).then(|| StepResponse {
+        status: vu.status,
+        body: vu.session.body(),
+        headers: vu.session.headers(),
+    });
+    let input = StepInput {
+        vars: &vu.vars,
+        res,
+        vu: vu.id,
+        iter: vu.iter,
+        sets: &op.step.sets,
+        timeout: op.step.timeout,
+    };
+    let set = runtime
+        .run(op.index, code, input)
+        .map_err(|e| (e.class, format!("{} (step at {})", e.message, op.at)))?;
+    vu.vars.extend(set);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn res_is_read_as_a_word_only() {
+        assert!(reads_res("vars.s = String(res.status)"));
+        assert!(reads_res("const b = JSON.parse(res.body)"));
+        assert!(!reads_res("vars.result = 'x'; const address = 1;"));
+        assert!(!reads_res("vars.t = ''"));
+    }
+}

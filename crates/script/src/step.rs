@@ -1,0 +1,525 @@
+//! A scenario's `js:` steps: each step's code compiled once into bytecode
+//! (a module whose default export is the step as a function), and a VU's
+//! own small runtime that runs them, synchronously (a step makes no
+//! requests, so it needs no coroutine).
+//!
+//! ```text
+//!  js: code ── StepCode::compile ──► bytecode (syntax errors: line, column of the code)
+//!  per VU, at its first js: step: StepVu::new (runtime, context, __ENV)
+//!  StepVu::run(step, code, StepInput { vars, res, __VU, __ITER, sets, timeout })
+//!     ──► the variables it set (only names in sets:) | StepError (no values quoted)
+//! ```
+//!
+//! Bounded: an interrupt handler stops a step past its timeout, the
+//! runtime's heap has a limit, its stack too.
+
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use rquickjs::context::intrinsic;
+use rquickjs::{CatchResultExt, CaughtError, Context, Ctx, Function, Module, Object, Persistent, Runtime, Value};
+
+/// What the step's code is wrapped in: its first line, so the code's
+/// line N is the module's line N + 1.
+const HEAD: &str = "export default function (vars, res, __VU, __ITER, __ENV, env) {\n";
+/// The module's name in errors' stacks.
+const NAME: &str = "js";
+/// QuickJS's stack bound.
+const STACK: usize = 256 * 1024;
+/// The largest value a step may set, in bytes.
+pub const MAX_SET_VALUE: usize = 1024 * 1024;
+/// The most characters of a name an error shows.
+const NAME_CHARS: usize = 60;
+
+/// A `js:` step's code, compiled.
+#[derive(Clone, Debug)]
+pub struct StepCode {
+    bytecode: std::sync::Arc<[u8]>,
+}
+
+/// A syntax error in a step's code: where in the code (from 1) and what.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StepSyntaxError {
+    pub line: usize,
+    pub column: usize,
+    pub message: String,
+}
+
+/// Why a step failed: a class (`js.error`, `js.timeout`, `js.memory`,
+/// `js.sets`) and a message that quotes no value the code read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StepError {
+    pub class: &'static str,
+    pub message: String,
+}
+
+/// The last response, as a step's `res` shows it.
+#[derive(Clone, Copy, Debug)]
+pub struct StepResponse<'a> {
+    pub status: u16,
+    pub body: &'a [u8],
+    pub headers: &'a [(String, String)],
+}
+
+/// What a step runs with.
+#[derive(Clone, Copy, Debug)]
+pub struct StepInput<'a> {
+    /// The VU's variables (captures and data columns).
+    pub vars: &'a HashMap<String, String>,
+    /// Its last response, when there was one.
+    pub res: Option<StepResponse<'a>>,
+    pub vu: u64,
+    pub iter: u64,
+    /// The variables it may set.
+    pub sets: &'a [String],
+    /// How long it may run.
+    pub timeout: Duration,
+}
+
+impl StepCode {
+    /// Compiles `code`, without its source text (QuickJS would keep it per
+    /// VU); a syntax error names the code's own line and column.
+    pub fn compile(code: &str) -> Result<StepCode, StepSyntaxError> {
+        let failed = |e: rquickjs::Error| StepSyntaxError {
+            line: 0,
+            column: 0,
+            message: format!("cannot compile the step: {e}"),
+        };
+        let rt = Runtime::new().map_err(failed)?;
+        let cx = Context::custom::<(intrinsic::Eval,)>(&rt).map_err(failed)?;
+        let source = format!("{HEAD}{code}\n}}\n");
+        cx.with(|ctx| {
+            let options = rquickjs::module::WriteOptions {
+                strip_source: true,
+                ..Default::default()
+            };
+            Module::declare(ctx.clone(), NAME, source)
+                .and_then(|m| m.write(options))
+                .catch(&ctx)
+                .map(|b| StepCode { bytecode: b.into() })
+                .map_err(|e| syntax(&e))
+        })
+    }
+}
+
+/// A compile error's message and where in the code it is.
+fn syntax(e: &CaughtError<'_>) -> StepSyntaxError {
+    let (message, stack) = match e {
+        CaughtError::Exception(x) => (x.message().unwrap_or_default(), x.stack().unwrap_or_default()),
+        other => (other.to_string(), String::new()),
+    };
+    // "    at js:LINE:COLUMN" (the module's line: one below the code's).
+    let at = stack.lines().find_map(|l| {
+        let rest = l.trim().strip_prefix("at ")?.trim_start_matches('(');
+        let rest = rest.strip_prefix(NAME)?.strip_prefix(':')?;
+        let mut parts = rest.trim_end_matches(')').split(':');
+        let line: usize = parts.next()?.parse().ok()?;
+        let column: usize = parts.next().and_then(|c| c.parse().ok()).unwrap_or(1);
+        Some((line.saturating_sub(1).max(1), column))
+    });
+    let (line, column) = at.unwrap_or((0, 0));
+    StepSyntaxError { line, column, message }
+}
+
+/// What the interrupt handler reads.
+struct Clock {
+    deadline: Cell<Instant>,
+    timed_out: Cell<bool>,
+}
+
+/// A VU's runtime for its `js:` steps, made at its first one.
+pub struct StepVu {
+    /// Each step's function, loaded at its first run (by step index).
+    steps: Vec<Option<Persistent<Function<'static>>>>,
+    env: Persistent<Object<'static>>,
+    clock: Rc<Clock>,
+    /// Its heap's limit.
+    memory: usize,
+    // Dropped after what they hold.
+    cx: Context,
+    rt: Runtime,
+}
+
+impl std::fmt::Debug for StepVu {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StepVu").field("steps", &self.steps.len()).finish()
+    }
+}
+
+impl StepVu {
+    /// A runtime whose heap holds at most `memory` bytes, for `steps`
+    /// steps; `env` is what `__ENV` and `env` show.
+    pub fn new(steps: usize, memory: usize, env: &HashMap<String, String>) -> Result<StepVu, String> {
+        let failed = |e: rquickjs::Error| format!("the JavaScript runtime could not start: {e}");
+        let rt = Runtime::new().map_err(failed)?;
+        rt.set_memory_limit(memory);
+        rt.set_max_stack_size(STACK);
+        let clock = Rc::new(Clock {
+            deadline: Cell::new(Instant::now()),
+            timed_out: Cell::new(false),
+        });
+        let c = Rc::clone(&clock);
+        rt.set_interrupt_handler(Some(Box::new(move || {
+            let over = Instant::now() >= c.deadline.get();
+            c.timed_out.set(over);
+            over
+        })));
+        let cx = Context::custom::<(
+            intrinsic::Eval,
+            intrinsic::Json,
+            intrinsic::Promise,
+            intrinsic::RegExpCompiler,
+            intrinsic::RegExp,
+            intrinsic::Date,
+            intrinsic::MapSet,
+        )>(&rt)
+        .map_err(failed)?;
+        let env = cx
+            .with(|ctx| {
+                let o = Object::new(ctx.clone())?;
+                for (k, v) in env {
+                    o.set(k.as_str(), v.as_str())?;
+                }
+                Ok(Persistent::save(&ctx, o))
+            })
+            .map_err(failed)?;
+        Ok(StepVu {
+            steps: vec![None; steps],
+            env,
+            clock,
+            memory,
+            cx,
+            rt,
+        })
+    }
+
+    /// Runs step `index` (its code `code`): the variables it set, each
+    /// named in `input.sets`.
+    pub fn run(
+        &mut self,
+        index: usize,
+        code: &StepCode,
+        input: StepInput<'_>,
+    ) -> Result<Vec<(String, String)>, StepError> {
+        self.clock.deadline.set(Instant::now() + input.timeout);
+        self.clock.timed_out.set(false);
+        // The runtime measures its stack from here (this call's depth on
+        // the worker's stack may differ from the last one's).
+        // SAFETY: a live runtime, on the thread that runs it.
+        unsafe { rquickjs::qjs::JS_UpdateStackTop(self.cx.get_runtime_ptr()) };
+        self.rt.set_max_stack_size(STACK);
+        let Some(slot) = self.steps.get_mut(index) else {
+            return Err(StepError {
+                class: "js.error",
+                message: format!("no js: step {index}"),
+            });
+        };
+        let clock = &self.clock;
+        let env = &self.env;
+        let out = self.cx.with(|ctx| {
+            let f = match slot {
+                Some(f) => f.clone().restore(&ctx).catch(&ctx),
+                None => load(&ctx, code).inspect(|f| *slot = Some(Persistent::save(&ctx, f.clone()))),
+            };
+            let f = f.map_err(|e| failure(clock, e))?;
+            call(&ctx, &f, env, input).map_err(|e| match e {
+                Failed::Js(e) => failure(clock, e),
+                Failed::Step(e) => e,
+            })
+        });
+        // Out of memory, QuickJS may throw null (it has no room for an
+        // error): a heap near its limit says which.
+        let full = self.rt.memory_usage().malloc_size.max(0) as usize > self.memory / 10 * 9;
+        // What the step left behind (its garbage) is freed now, not when
+        // the heap is next full.
+        self.rt.run_gc();
+        match out {
+            Err(e) if e.class == "js.error" && full => Err(memory()),
+            out => out,
+        }
+    }
+}
+
+/// Step `code`'s function, from its bytecode.
+fn load<'js>(ctx: &Ctx<'js>, code: &StepCode) -> Result<Function<'js>, CaughtError<'js>> {
+    // SAFETY: bytes this process wrote with Module::write from the same
+    // QuickJS build (StepCode::compile), never read from outside.
+    let m = unsafe { Module::load(ctx.clone(), &code.bytecode) }.catch(ctx)?;
+    let (m, promise) = m.eval().catch(ctx)?;
+    while ctx.execute_pending_job() {}
+    promise.finish::<()>().catch(ctx)?;
+    m.get::<_, Function>("default").catch(ctx)
+}
+
+enum Failed<'js> {
+    Js(CaughtError<'js>),
+    Step(StepError),
+}
+
+/// Calls the step's function; the variables it set.
+fn call<'js>(
+    ctx: &Ctx<'js>,
+    f: &Function<'js>,
+    env: &Persistent<Object<'static>>,
+    input: StepInput<'_>,
+) -> Result<Vec<(String, String)>, Failed<'js>> {
+    let vars = js(ctx, Object::new(ctx.clone()))?;
+    for (k, v) in input.vars {
+        js(ctx, vars.set(k.as_str(), v.as_str()))?;
+    }
+    let res = match input.res {
+        None => Value::new_undefined(ctx.clone()),
+        Some(r) => js(ctx, response(ctx, r))?.into_value(),
+    };
+    let env = js(ctx, env.clone().restore(ctx))?;
+    js(
+        ctx,
+        f.call::<_, Value>((vars.clone(), res, input.vu, input.iter, env.clone(), env)),
+    )?;
+    let mut out = Vec::new();
+    for prop in vars.props::<String, Value>() {
+        let (name, value) = js(ctx, prop)?;
+        let text = match value.type_of() {
+            rquickjs::Type::String => js(ctx, value.get::<String>())?,
+            rquickjs::Type::Int | rquickjs::Type::Float | rquickjs::Type::Bool => {
+                js(ctx, value.get::<rquickjs::convert::Coerced<String>>())?.0
+            }
+            _ if !input.sets.contains(&name) => {
+                return Err(Failed::Step(not_set(&name, input.sets)));
+            }
+            other => {
+                return Err(Failed::Step(StepError {
+                    class: "js.sets",
+                    message: format!(
+                        "js: vars.{} is {other}, not text: a variable holds text (JSON.stringify an object)",
+                        clip(&name)
+                    ),
+                }));
+            }
+        };
+        if input.vars.get(&name) == Some(&text) {
+            continue;
+        }
+        if !input.sets.contains(&name) {
+            return Err(Failed::Step(not_set(&name, input.sets)));
+        }
+        if text.len() > MAX_SET_VALUE {
+            return Err(Failed::Step(StepError {
+                class: "js.sets",
+                message: format!(
+                    "js: vars.{} is {} bytes long; a variable a js: step sets holds at most {MAX_SET_VALUE}",
+                    clip(&name),
+                    text.len()
+                ),
+            }));
+        }
+        out.push((name, text));
+    }
+    Ok(out)
+}
+
+/// An rquickjs result as a step's.
+fn js<'js, T>(ctx: &Ctx<'js>, r: rquickjs::Result<T>) -> Result<T, Failed<'js>> {
+    r.catch(ctx).map_err(Failed::Js)
+}
+
+/// The error for a variable written that `sets:` does not name.
+fn not_set(name: &str, sets: &[String]) -> StepError {
+    StepError {
+        class: "js.sets",
+        message: format!(
+            "js: the step changed vars.{}, which its sets: does not name ({}); add it to sets:",
+            clip(name),
+            match sets.is_empty() {
+                true => "it sets nothing".to_string(),
+                false => format!("it sets {}", sets.join(", ")),
+            }
+        ),
+    }
+}
+
+/// `res`: status, body (as text), headers (names in lower case).
+fn response<'js>(ctx: &Ctx<'js>, r: StepResponse<'_>) -> rquickjs::Result<Object<'js>> {
+    let o = Object::new(ctx.clone())?;
+    o.set("status", r.status)?;
+    o.set("body", String::from_utf8_lossy(r.body).as_ref())?;
+    let h = Object::new(ctx.clone())?;
+    for (k, v) in r.headers {
+        h.set(k.to_ascii_lowercase(), v.as_str())?;
+    }
+    o.set("headers", h)?;
+    Ok(o)
+}
+
+/// A JavaScript failure as a step error: its kind and where in the code,
+/// not its message (which may quote what the code read: a response, a
+/// variable, a secret from the environment).
+fn failure(clock: &Clock, e: CaughtError<'_>) -> StepError {
+    if clock.timed_out.get() {
+        return StepError {
+            class: "js.timeout",
+            message: "js: the step ran past its timeout (an endless loop?); it was stopped".to_string(),
+        };
+    }
+    match e {
+        CaughtError::Error(rquickjs::Error::Allocation) => memory(),
+        CaughtError::Exception(x) => {
+            let stack = x.stack().unwrap_or_default();
+            let message = x.message().unwrap_or_default();
+            if message.contains("out of memory") {
+                return memory();
+            }
+            let kind = x
+                .as_object()
+                .get::<_, Object>("constructor")
+                .and_then(|c| c.get::<_, String>("name"))
+                .unwrap_or_else(|_| "Error".to_string());
+            let at = where_in_code(&stack).map_or(String::new(), |l| format!(" at line {l} of the code"));
+            let class = match message.contains("stack overflow") {
+                true => "js.stack",
+                false => "js.error",
+            };
+            StepError {
+                class,
+                message: format!("js: the step threw a {}{at}", clip(&kind)),
+            }
+        }
+        CaughtError::Value(v) => StepError {
+            class: "js.error",
+            message: format!("js: the step threw a {}", v.type_name()),
+        },
+        CaughtError::Error(e) => StepError {
+            class: "js.error",
+            message: format!("js: {e}"),
+        },
+    }
+}
+
+fn memory() -> StepError {
+    StepError {
+        class: "js.memory",
+        message: "js: the step ran out of memory (the runtime's limit)".to_string(),
+    }
+}
+
+/// The code's line of the innermost frame in the step's module.
+fn where_in_code(stack: &str) -> Option<usize> {
+    stack.lines().find_map(|l| {
+        let i = l.find("js:")?;
+        let line: usize = l[i + 3..].split(':').next()?.trim_end_matches(')').parse().ok()?;
+        Some(line.saturating_sub(1).max(1))
+    })
+}
+
+fn clip(s: &str) -> String {
+    match s.char_indices().nth(NAME_CHARS) {
+        None => s.to_string(),
+        Some((i, _)) => format!("{}…", &s[..i]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn input<'a>(vars: &'a HashMap<String, String>, sets: &'a [String]) -> StepInput<'a> {
+        StepInput {
+            vars,
+            res: None,
+            vu: 3,
+            iter: 4,
+            sets,
+            timeout: Duration::from_millis(100),
+        }
+    }
+
+    fn vu() -> StepVu {
+        let env = HashMap::from([("REGION".to_string(), "eu".to_string())]);
+        StepVu::new(2, 4 * 1024 * 1024, &env).unwrap()
+    }
+
+    #[test]
+    fn a_syntax_error_names_the_line_and_column_of_the_code() {
+        let e = StepCode::compile("const a = 1;\nvars.x = (a +;\n").unwrap_err();
+        assert_eq!(e.line, 2, "{e:?}");
+        assert!(e.column > 1, "{e:?}");
+        assert!(StepCode::compile("vars.x = '1'").is_ok());
+    }
+
+    #[test]
+    fn a_step_sets_what_its_sets_names_from_what_it_reads() {
+        let code =
+            StepCode::compile("vars.t = vars.a + __VU + __ITER + env.REGION + __ENV.REGION; vars.n = 2;").unwrap();
+        let vars = HashMap::from([("a".to_string(), "x".to_string())]);
+        let sets = ["t".to_string(), "n".to_string()];
+        let mut vu = vu();
+        let mut out = vu.run(0, &code, input(&vars, &sets)).unwrap();
+        out.sort();
+        assert_eq!(out, [("n".into(), "2".into()), ("t".into(), "x34eueu".into())]);
+        // Again, from its compiled function.
+        assert_eq!(vu.run(0, &code, input(&vars, &sets)).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn a_step_reads_the_last_response() {
+        let code =
+            StepCode::compile("vars.s = res.status + res.headers['content-type'] + JSON.parse(res.body).a;").unwrap();
+        let vars = HashMap::new();
+        let sets = ["s".to_string()];
+        let headers = [("Content-Type".to_string(), "text/x".to_string())];
+        let mut i = input(&vars, &sets);
+        i.res = Some(StepResponse {
+            status: 201,
+            body: br#"{"a":"b"}"#,
+            headers: &headers,
+        });
+        assert_eq!(vu().run(0, &code, i).unwrap(), [("s".into(), "201text/xb".into())]);
+    }
+
+    #[test]
+    fn a_step_fails_without_quoting_what_it_read() {
+        let vars = HashMap::from([("token".to_string(), "s3cr3t".to_string())]);
+        let sets = ["ok".to_string()];
+        let mut vu = vu();
+        let other = StepCode::compile("vars.other = vars.token;").unwrap();
+        let e = vu.run(0, &other, input(&vars, &sets)).unwrap_err();
+        assert_eq!(e.class, "js.sets");
+        assert!(
+            e.message.contains("vars.other") && e.message.contains("it sets ok"),
+            "{e:?}"
+        );
+        let thrown = StepCode::compile("\nthrow new TypeError('bad ' + vars.token);").unwrap();
+        let e = vu.run(1, &thrown, input(&vars, &sets)).unwrap_err();
+        assert_eq!(e.class, "js.error");
+        assert!(e.message.contains("TypeError at line 2"), "{e:?}");
+        assert!(!e.message.contains("s3cr3t"), "{e:?}");
+        let object = StepCode::compile("vars.ok = {a: 1};").unwrap();
+        let e = self::vu().run(0, &object, input(&vars, &sets)).unwrap_err();
+        assert!(e.message.contains("not text"), "{e:?}");
+    }
+
+    #[test]
+    fn a_step_that_never_ends_is_stopped_and_the_runtime_goes_on() {
+        let vars = HashMap::new();
+        let sets = ["n".to_string()];
+        let mut vu = vu();
+        let forever = StepCode::compile("while (true) {}").unwrap();
+        assert_eq!(
+            vu.run(0, &forever, input(&vars, &sets)).unwrap_err().class,
+            "js.timeout"
+        );
+        // The runtime still runs its steps.
+        let fine = StepCode::compile("vars.n = 1").unwrap();
+        assert_eq!(
+            vu.run(1, &fine, input(&vars, &sets)).unwrap(),
+            [("n".into(), "1".into())]
+        );
+        assert_eq!(
+            vu.run(0, &forever, input(&vars, &sets)).unwrap_err().class,
+            "js.timeout"
+        );
+    }
+}
