@@ -5,25 +5,10 @@
 use throng_scenario::JsStep;
 use throng_script::{StepCode, StepInput, StepResponse, StepVu};
 
-use super::ops::{Scen, Vu};
+use super::ops::{JsOp, Scen, Vu};
 
 /// A runtime's heap limit.
 const MEMORY: usize = 16 * 1024 * 1024;
-
-/// A compiled `js:` step.
-pub(super) struct JsOp {
-    /// Its number among the scenario's `js:` steps (the VU's runtime
-    /// keeps its function under it).
-    pub(super) index: usize,
-    /// Its bytecode, or why it does not compile (checked when the file
-    /// was loaded, so not expected).
-    code: Result<StepCode, String>,
-    step: JsStep,
-    /// Where it is in the file, for its errors (`FILE:LINE`).
-    at: String,
-    /// Its code names `res`: the requests before it keep their responses.
-    pub(super) reads_res: bool,
-}
 
 impl JsOp {
     pub(super) fn new(step: &JsStep, index: usize, file: &str) -> JsOp {

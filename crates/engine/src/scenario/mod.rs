@@ -204,7 +204,7 @@ fn compile(flow: &[Step], tags: &[usize], keeps: &Keeps, rec: &mut ScenarioRecor
                 metric: a.keys().iter().map(|k| rec.custom_index(k, a.kind)).collect(),
                 value: a.value.clone(),
             }))),
-            Step::Js(j) => out.push(Op::Js(Box::new(js::JsOp::new(j, js::count(out), keeps.file)))),
+            Step::Js(j) => out.push(Op::Js(Box::new(ops::JsOp::new(j, js::count(out), keeps.file)))),
             Step::Group { name, flow } => {
                 let g = rec.group_index(name);
                 let mut t = tags.to_vec();

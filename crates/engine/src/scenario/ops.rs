@@ -42,6 +42,21 @@ pub(super) struct AddOp {
     pub(super) value: throng_scenario::AddValue,
 }
 
+/// A compiled `js:` step.
+pub(super) struct JsOp {
+    /// Its number among the scenario's `js:` steps (the VU's runtime
+    /// keeps its function under it).
+    pub(super) index: usize,
+    /// Its bytecode, or why it does not compile (checked when the file
+    /// was loaded, so not expected).
+    pub(super) code: Result<throng_script::StepCode, String>,
+    pub(super) step: throng_scenario::JsStep,
+    /// Where it is in the file, for its errors (`FILE:LINE`).
+    pub(super) at: String,
+    /// Its code names `res`: the requests before it keep their responses.
+    pub(super) reads_res: bool,
+}
+
 /// The flow, flattened: groups become start/end markers.
 pub(super) enum Op {
     Request(Box<ReqOp>),
@@ -51,7 +66,7 @@ pub(super) enum Op {
     GroupStart,
     GroupEnd(usize),
     Add(Box<AddOp>),
-    Js(Box<super::js::JsOp>),
+    Js(Box<JsOp>),
     /// `if:`: on to the next op when the condition holds, else to `to`.
     Branch {
         cond: Box<Condition>,
