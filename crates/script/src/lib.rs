@@ -18,12 +18,13 @@ pub use error::ScriptError;
 pub use options::{Executor, Options, k6_name};
 pub use scenarios::K6Scenario;
 pub use script::{Limits, Script};
-pub use step::{StepCode, StepError, StepInput, StepResponse, StepSyntaxError, StepVu};
+pub use step::{StepCode, StepError, StepInput, StepResponse, StepSyntaxError, StepVu, env_names as step_env_names};
 pub use vu::{Input, Request, Response, ScriptVu, Stage, Yield};
 
 mod crypto;
 mod data;
 mod error;
+mod heap;
 mod load;
 mod modules;
 mod options;

@@ -104,6 +104,47 @@ impl StepCode {
     }
 }
 
+/// The environment variables `codes` read (`env.NAME`, `__ENV.NAME`,
+/// `env["NAME"]`): what a VU's `__ENV` needs to hold; None when a code
+/// reads it otherwise (`Object.keys(env)`, `env[name]`), so it gets all.
+pub fn env_names(codes: &[&str]) -> Option<Vec<String>> {
+    let ident = |c: char| c.is_alphanumeric() || c == '_' || c == '$';
+    let mut names: Vec<String> = Vec::new();
+    for code in codes {
+        for word in ["__ENV", "env"] {
+            for (i, _) in code.match_indices(word) {
+                let before = code[..i].chars().next_back();
+                let rest = &code[i + word.len()..];
+                if before.is_some_and(|c| ident(c) || c == '.') || rest.starts_with(ident) {
+                    continue;
+                }
+                let rest = rest.trim_start();
+                let name = if let Some(r) = rest.strip_prefix('.') {
+                    let r = r.trim_start();
+                    let end = r.find(|c: char| !ident(c)).unwrap_or(r.len());
+                    Some(&r[..end]).filter(|n| !n.is_empty())
+                } else if let Some(r) = rest.strip_prefix('[') {
+                    let r = r.trim_start();
+                    r.chars()
+                        .next()
+                        .filter(|q| matches!(q, '"' | '\''))
+                        .and_then(|q| r[1..].split_once(q))
+                        .filter(|(n, after)| !n.contains('\\') && after.trim_start().starts_with(']'))
+                        .map(|(n, _)| n)
+                } else {
+                    None
+                };
+                match name {
+                    Some(n) if !names.iter().any(|x| x == n) => names.push(n.to_string()),
+                    Some(_) => {}
+                    None => return None,
+                }
+            }
+        }
+    }
+    Some(names)
+}
+
 /// A compile error's message and where in the code it is.
 fn syntax(e: &CaughtError<'_>) -> StepSyntaxError {
     let (message, stack) = match e {
@@ -123,10 +164,12 @@ fn syntax(e: &CaughtError<'_>) -> StepSyntaxError {
     StepSyntaxError { line, column, message }
 }
 
-/// What the interrupt handler reads.
+/// What the interrupt handler and the heap set.
 struct Clock {
     deadline: Cell<Instant>,
     timed_out: Cell<bool>,
+    /// The heap refused an allocation (see `heap.rs`).
+    full: Rc<Cell<bool>>,
 }
 
 /// A VU's runtime for its `js:` steps, made at its first one.
@@ -135,8 +178,6 @@ pub struct StepVu {
     steps: Vec<Option<Persistent<Function<'static>>>>,
     env: Persistent<Object<'static>>,
     clock: Rc<Clock>,
-    /// Its heap's limit.
-    memory: usize,
     // Dropped after what they hold.
     cx: Context,
     rt: Runtime,
@@ -153,13 +194,14 @@ impl StepVu {
     /// steps; `env` is what `__ENV` and `env` show.
     pub fn new(steps: usize, memory: usize, env: &HashMap<String, String>) -> Result<StepVu, String> {
         let failed = |e: rquickjs::Error| format!("the JavaScript runtime could not start: {e}");
-        let rt = Runtime::new().map_err(failed)?;
-        rt.set_memory_limit(memory);
-        rt.set_max_stack_size(STACK);
         let clock = Rc::new(Clock {
             deadline: Cell::new(Instant::now()),
             timed_out: Cell::new(false),
+            full: Rc::new(Cell::new(false)),
         });
+        let heap = crate::heap::Bounded::new(memory, Rc::clone(&clock.full));
+        let rt = Runtime::new_with_alloc(heap).map_err(failed)?;
+        rt.set_max_stack_size(STACK);
         let c = Rc::clone(&clock);
         rt.set_interrupt_handler(Some(Box::new(move || {
             let over = Instant::now() >= c.deadline.get();
@@ -189,7 +231,6 @@ impl StepVu {
             steps: vec![None; steps],
             env,
             clock,
-            memory,
             cx,
             rt,
         })
@@ -205,6 +246,7 @@ impl StepVu {
     ) -> Result<Vec<(String, String)>, StepError> {
         self.clock.deadline.set(Instant::now() + input.timeout);
         self.clock.timed_out.set(false);
+        self.clock.full.set(false);
         // The runtime measures its stack from here (this call's depth on
         // the worker's stack may differ from the last one's).
         // SAFETY: a live runtime, on the thread that runs it.
@@ -229,16 +271,10 @@ impl StepVu {
                 Failed::Step(e) => e,
             })
         });
-        // Out of memory, QuickJS may throw null (it has no room for an
-        // error): a heap near its limit says which.
-        let full = self.rt.memory_usage().malloc_size.max(0) as usize > self.memory / 10 * 9;
         // What the step left behind (its garbage) is freed now, not when
         // the heap is next full.
         self.rt.run_gc();
-        match out {
-            Err(e) if e.class == "js.error" && full => Err(memory()),
-            out => out,
-        }
+        out
     }
 }
 
@@ -363,6 +399,9 @@ fn failure(clock: &Clock, e: CaughtError<'_>) -> StepError {
             message: "js: the step ran past its timeout (an endless loop?); it was stopped".to_string(),
         };
     }
+    if clock.full.get() {
+        return memory();
+    }
     match e {
         CaughtError::Error(rquickjs::Error::Allocation) => memory(),
         CaughtError::Exception(x) => {
@@ -442,6 +481,21 @@ mod tests {
     }
 
     #[test]
+    fn the_environment_a_step_reads_is_found_by_name() {
+        let codes = [
+            "vars.a = env.A + __ENV.B + env[\"C\"] + env [ 'D' ]; vars.env = x.env;",
+            "env.A",
+        ];
+        assert_eq!(
+            env_names(&codes),
+            Some(vec!["B".to_string(), "A".into(), "C".into(), "D".into()])
+        );
+        assert_eq!(env_names(&["vars.n = String(Object.keys(env).length)"]), None);
+        assert_eq!(env_names(&["vars.n = __ENV[name]"]), None);
+        assert_eq!(env_names(&["vars.environment = 'x'"]), Some(vec![]));
+    }
+
+    #[test]
     fn a_syntax_error_names_the_line_and_column_of_the_code() {
         let e = StepCode::compile("const a = 1;\nvars.x = (a +;\n").unwrap_err();
         assert_eq!(e.line, 2, "{e:?}");
@@ -502,7 +556,7 @@ mod tests {
     }
 
     #[test]
-    fn a_step_that_never_ends_is_stopped_and_the_runtime_goes_on() {
+    fn a_step_that_never_ends_or_fills_its_heap_is_stopped_and_the_runtime_goes_on() {
         let vars = HashMap::new();
         let sets = ["n".to_string()];
         let mut vu = vu();
@@ -511,6 +565,14 @@ mod tests {
             vu.run(0, &forever, input(&vars, &sets)).unwrap_err().class,
             "js.timeout"
         );
+        // Out of memory, whatever QuickJS throws then.
+        for _ in 0..10 {
+            let hog = StepCode::compile("const a = []; while (true) a.push('x'.repeat(1000) + a.length);").unwrap();
+            let mut i = input(&vars, &sets);
+            i.timeout = Duration::from_secs(20);
+            let e = self::vu().run(0, &hog, i).unwrap_err();
+            assert_eq!(e.class, "js.memory", "{e:?}");
+        }
         // The runtime still runs its steps.
         let fine = StepCode::compile("vars.n = 1").unwrap();
         assert_eq!(

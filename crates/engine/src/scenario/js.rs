@@ -2,6 +2,8 @@
 //! JavaScript runtime (made at the VU's first `js:` step: a flow without
 //! one costs no runtime), the variables it set kept as captures.
 
+use std::collections::HashMap;
+
 use throng_scenario::JsStep;
 use throng_script::{StepCode, StepInput, StepResponse, StepVu};
 
@@ -35,6 +37,23 @@ pub(super) fn count(ops: &[super::ops::Op]) -> usize {
     ops.iter().filter(|o| matches!(o, super::ops::Op::Js(_))).count()
 }
 
+/// The environment a flow's `js:` steps see: the variables they read by
+/// name (all of `env` when one reads it otherwise); empty without steps.
+pub(super) fn env(flow: &[throng_scenario::Step], env: &HashMap<String, String>) -> HashMap<String, String> {
+    let steps = throng_scenario::js_steps(flow);
+    if steps.is_empty() {
+        return HashMap::new();
+    }
+    let codes: Vec<&str> = steps.iter().map(|j| j.code.as_str()).collect();
+    match throng_script::step_env_names(&codes) {
+        None => env.clone(),
+        Some(names) => names
+            .into_iter()
+            .filter_map(|n| env.get(&n).map(|v| (n, v.clone())))
+            .collect(),
+    }
+}
+
 /// Runs the step for the VU; Err: the iteration fails with this class and
 /// message (which quotes no value the code read).
 pub(super) fn run(sc: &Scen, vu: &mut Vu, op: &JsOp) -> Result<(), (&'static str, String)> {
@@ -43,7 +62,7 @@ pub(super) fn run(sc: &Scen, vu: &mut Vu, op: &JsOp) -> Result<(), (&'static str
         .as_ref()
         .map_err(|e| ("js.error", format!("js: step at {}: {e}", op.at)))?;
     if vu.steps.is_none() {
-        let made = StepVu::new(sc.js_steps, MEMORY, &sc.env).map_err(|e| ("js.init", e))?;
+        let made = StepVu::new(sc.js_steps, MEMORY, &sc.js_env).map_err(|e| ("js.init", e))?;
         vu.steps = Some(Box::new(made));
     }
     let Some(runtime) = vu.steps.as_mut() else {

@@ -101,6 +101,7 @@ pub(crate) fn start(ctx: &Rc<Ctx>, load: ScenarioLoad) {
             compile(&def.flow, &[all, scenario_tag], &keep, &mut rec, &mut ops);
         }
         let js_steps = js::count(&ops);
+        let js_env = js::env(&def.flow, &load.env);
         let stage_tags = throng_scenario::stage_names(def)
             .iter()
             .map(|n| rec.tag(&format!("stage:{n}")))
@@ -120,6 +121,7 @@ pub(crate) fn start(ctx: &Rc<Ctx>, load: ScenarioLoad) {
             seed: load.seed,
             ops,
             js_steps,
+            js_env,
             stage_tags,
             start,
             end: start + def.executor.length(),

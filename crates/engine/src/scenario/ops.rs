@@ -166,6 +166,9 @@ pub(super) struct Scen {
     /// How many `js:` steps `ops` holds (a VU's runtime keeps a function
     /// per step).
     pub(super) js_steps: usize,
+    /// What their `__ENV` holds: the variables they read by name (all
+    /// when one reads it otherwise).
+    pub(super) js_env: HashMap<String, String>,
     /// Recorder tag index per stage (ramping executors).
     pub(super) stage_tags: Vec<usize>,
     pub(super) start: Instant,
