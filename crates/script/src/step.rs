@@ -39,11 +39,12 @@ pub struct StepCode {
     bytecode: std::sync::Arc<[u8]>,
 }
 
-/// A syntax error in a step's code: where in the code (from 1) and what.
+/// A syntax error in a step's code: its line in the code (from 1; 0 when
+/// unknown) and what. (QuickJS's columns do not point at the token, so
+/// none is given.)
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StepSyntaxError {
     pub line: usize,
-    pub column: usize,
     pub message: String,
 }
 
@@ -84,7 +85,6 @@ impl StepCode {
     pub fn compile(code: &str) -> Result<StepCode, StepSyntaxError> {
         let failed = |e: rquickjs::Error| StepSyntaxError {
             line: 0,
-            column: 0,
             message: format!("cannot compile the step: {e}"),
         };
         let rt = Runtime::new().map_err(failed)?;
@@ -145,23 +145,23 @@ pub fn env_names(codes: &[&str]) -> Option<Vec<String>> {
     Some(names)
 }
 
-/// A compile error's message and where in the code it is.
+/// A compile error's message and its line in the code.
 fn syntax(e: &CaughtError<'_>) -> StepSyntaxError {
     let (message, stack) = match e {
         CaughtError::Exception(x) => (x.message().unwrap_or_default(), x.stack().unwrap_or_default()),
         other => (other.to_string(), String::new()),
     };
     // "    at js:LINE:COLUMN" (the module's line: one below the code's).
-    let at = stack.lines().find_map(|l| {
-        let rest = l.trim().strip_prefix("at ")?.trim_start_matches('(');
-        let rest = rest.strip_prefix(NAME)?.strip_prefix(':')?;
-        let mut parts = rest.trim_end_matches(')').split(':');
-        let line: usize = parts.next()?.parse().ok()?;
-        let column: usize = parts.next().and_then(|c| c.parse().ok()).unwrap_or(1);
-        Some((line.saturating_sub(1).max(1), column))
-    });
-    let (line, column) = at.unwrap_or((0, 0));
-    StepSyntaxError { line, column, message }
+    let line = stack
+        .lines()
+        .find_map(|l| {
+            let rest = l.trim().strip_prefix("at ")?.trim_start_matches('(');
+            let rest = rest.strip_prefix(NAME)?.strip_prefix(':')?;
+            let line: usize = rest.split(':').next()?.parse().ok()?;
+            Some(line.saturating_sub(1).max(1))
+        })
+        .unwrap_or(0);
+    StepSyntaxError { line, message }
 }
 
 /// What the interrupt handler and the heap set.
@@ -499,7 +499,7 @@ mod tests {
     fn a_syntax_error_names_the_line_and_column_of_the_code() {
         let e = StepCode::compile("const a = 1;\nvars.x = (a +;\n").unwrap_err();
         assert_eq!(e.line, 2, "{e:?}");
-        assert!(e.column > 1, "{e:?}");
+        assert!(e.message.contains("unexpected token"), "{e:?}");
         assert!(StepCode::compile("vars.x = '1'").is_ok());
     }
 

@@ -95,7 +95,7 @@ pub(super) fn read_plan_file(path: &Path, what: &str) -> Result<String, UsageErr
 pub(super) const MAX_SIDE_FILE_BYTES: u64 = 256 << 20;
 
 /// Compiles every `js:` step of `plan`: a syntax error names the file's
-/// line and column of the code that does not parse.
+/// line of the code that does not parse (at the code's column).
 pub(super) fn check_js_steps(plan: &throng_scenario::ScenarioPlan) -> Result<(), UsageError> {
     let flows = plan
         .scenarios
@@ -104,19 +104,16 @@ pub(super) fn check_js_steps(plan: &throng_scenario::ScenarioPlan) -> Result<(),
         .chain(plan.teardown.as_ref());
     for step in flows.flat_map(|s| throng_scenario::js_steps(&s.flow)) {
         if let Err(e) = throng_script::StepCode::compile(&step.code) {
-            // A block's lines all start at its indentation.
-            let (line, column, of_code) = match e.line {
-                0 => (step.line, step.column, String::new()),
-                l => (
-                    step.line + l - 1,
-                    step.column + e.column.max(1) - 1,
-                    format!(" (line {l} of the step's code)"),
-                ),
+            // The code's line in the file (a block's lines all start at
+            // its indentation).
+            let (line, of_code) = match e.line {
+                0 => (step.line, String::new()),
+                l => (step.line + l - 1, format!(" (line {l} of the step's code)")),
             };
             let error = throng_scenario::ScenarioError {
                 file: plan.file.clone(),
                 line,
-                column,
+                column: step.column,
                 message: format!("js: {}{of_code}; fix the step's JavaScript", e.message),
             };
             return Err(UsageError(error.to_string()));

@@ -189,7 +189,40 @@ fn a_js_syntax_error_is_refused_at_load_at_its_line_in_the_file() {
     let run = common::scenario(&yaml);
     assert_eq!(run.code(), 2, "{}", run.stderr());
     let err = run.stderr();
-    assert!(err.contains(&format!("scenario.yaml:{line}:")), "line {line}: {err}");
+    // At the code's column: the block's indentation.
+    assert!(
+        err.contains(&format!("scenario.yaml:{line}:11: js: ")),
+        "line {line}: {err}"
+    );
     assert!(err.contains("line 2 of the step's code"), "{err}");
     assert!(access_log(&n.log).is_empty());
+}
+
+/// The guide's `js:` example, against the lab server (POST /echo answers
+/// with the body it got): every check passes, so the value the step
+/// computed from the first response reached the second request.
+#[test]
+fn the_guides_js_example_runs_against_the_lab() {
+    let doc = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/guide/src/scenarios.md"),
+    )
+    .unwrap();
+    let block = doc
+        .split("```yaml\n")
+        .skip(1)
+        .map(|b| b.split("\n```").next().unwrap())
+        .find(|b| b.starts_with("# cart.yaml"))
+        .expect("the guide's # cart.yaml block");
+    let lab = common::lab(None);
+    let yaml = block.replace("http://127.0.0.1:8080", &format!("http://{}", lab.addr()));
+    let run = common::scenario(&yaml);
+    assert_eq!(run.code(), 0, "{}\n{}", run.stdout(), run.stderr());
+    let r = run.result();
+    assert_books_balance(r);
+    let s = r.measurements.scenario.as_ref().unwrap();
+    assert_eq!(s.iterations, 10);
+    assert!(s.failed_iterations.is_empty(), "{:?}", s.failed_messages);
+    assert_eq!(s.tags["step:pay"].requests, 10);
+    assert!(r.thresholds.iter().all(|v| v.passed), "{:?}", r.thresholds);
+    assert_eq!(r.thresholds.len(), 1);
 }
