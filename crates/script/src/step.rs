@@ -19,17 +19,22 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use rquickjs::context::intrinsic;
+use rquickjs::convert::Coerced;
 use rquickjs::{CatchResultExt, CaughtError, Context, Ctx, Function, Module, Object, Persistent, Runtime, Value};
 
 /// What the step's code is wrapped in: its first line, so the code's
 /// line N is the module's line N + 1.
-const HEAD: &str = "export default function (vars, res, __VU, __ITER, __ENV, env) {\n";
+const HEAD: &str = "export default function (vars, res, __VU, __ITER, __ENV, env, check) {\n";
 /// The module's name in errors' stacks.
 const NAME: &str = "js";
 /// QuickJS's stack bound.
 const STACK: usize = 256 * 1024;
 /// The largest value a step may set, in bytes.
 pub const MAX_SET_VALUE: usize = 1024 * 1024;
+/// Most `check(...)` calls in one run of a step.
+pub const MAX_CHECKS: usize = 64;
+/// The most characters of a check's name.
+const CHECK_NAME: usize = 128;
 /// The most characters of a name an error shows.
 const NAME_CHARS: usize = 60;
 
@@ -164,10 +169,12 @@ fn syntax(e: &CaughtError<'_>) -> StepSyntaxError {
     StepSyntaxError { line, message }
 }
 
-/// What the interrupt handler and the heap set.
+/// What the interrupt handler, the heap and `check` set.
 struct Clock {
     deadline: Cell<Instant>,
     timed_out: Cell<bool>,
+    /// The checks of the run under way: name, passed.
+    checks: std::cell::RefCell<Vec<(String, bool)>>,
     /// The heap refused an allocation (see `heap.rs`).
     full: Rc<Cell<bool>>,
 }
@@ -177,6 +184,8 @@ pub struct StepVu {
     /// Each step's function, loaded at its first run (by step index).
     steps: Vec<Option<Persistent<Function<'static>>>>,
     env: Persistent<Object<'static>>,
+    /// `check(name, passed)`: kept for the engine, which records them.
+    check: Persistent<Function<'static>>,
     clock: Rc<Clock>,
     // Dropped after what they hold.
     cx: Context,
@@ -197,6 +206,7 @@ impl StepVu {
         let clock = Rc::new(Clock {
             deadline: Cell::new(Instant::now()),
             timed_out: Cell::new(false),
+            checks: std::cell::RefCell::new(Vec::new()),
             full: Rc::new(Cell::new(false)),
         });
         let heap = crate::heap::Bounded::new(memory, Rc::clone(&clock.full));
@@ -218,22 +228,45 @@ impl StepVu {
             intrinsic::MapSet,
         )>(&rt)
         .map_err(failed)?;
-        let env = cx
+        let (env, check) = cx
             .with(|ctx| {
                 let o = Object::new(ctx.clone())?;
                 for (k, v) in env {
                     o.set(k.as_str(), v.as_str())?;
                 }
-                Ok(Persistent::save(&ctx, o))
+                let c = Rc::clone(&clock);
+                let check = Function::new(
+                    ctx.clone(),
+                    move |ctx: Ctx<'_>, name: Coerced<String>, passed: Coerced<bool>| {
+                        let mut checks = c.checks.borrow_mut();
+                        if checks.len() >= MAX_CHECKS {
+                            return Err(rquickjs::Exception::throw_range(
+                                &ctx,
+                                &format!("more than {MAX_CHECKS} checks in one run of a js: step"),
+                            ));
+                        }
+                        let name: String = name.0.chars().take(CHECK_NAME).collect();
+                        checks.push((name, passed.0));
+                        Ok(passed.0)
+                    },
+                )?;
+                Ok((Persistent::save(&ctx, o), Persistent::save(&ctx, check)))
             })
             .map_err(failed)?;
         Ok(StepVu {
             steps: vec![None; steps],
             env,
+            check,
             clock,
             cx,
             rt,
         })
+    }
+
+    /// The checks (name, passed) the last run made, whether it failed or
+    /// not.
+    pub fn take_checks(&mut self) -> Vec<(String, bool)> {
+        std::mem::take(&mut *self.clock.checks.borrow_mut())
     }
 
     /// Runs step `index` (its code `code`): the variables it set, each
@@ -247,6 +280,7 @@ impl StepVu {
         self.clock.deadline.set(Instant::now() + input.timeout);
         self.clock.timed_out.set(false);
         self.clock.full.set(false);
+        self.clock.checks.borrow_mut().clear();
         // The runtime measures its stack from here (this call's depth on
         // the worker's stack may differ from the last one's).
         // SAFETY: a live runtime, on the thread that runs it.
@@ -260,13 +294,14 @@ impl StepVu {
         };
         let clock = &self.clock;
         let env = &self.env;
+        let check = &self.check;
         let out = self.cx.with(|ctx| {
             let f = match slot {
                 Some(f) => f.clone().restore(&ctx).catch(&ctx),
                 None => load(&ctx, code).inspect(|f| *slot = Some(Persistent::save(&ctx, f.clone()))),
             };
             let f = f.map_err(|e| failure(clock, e))?;
-            call(&ctx, &f, env, input).map_err(|e| match e {
+            call(&ctx, &f, (env, check), input).map_err(|e| match e {
                 Failed::Js(e) => failure(clock, e),
                 Failed::Step(e) => e,
             })
@@ -298,7 +333,7 @@ enum Failed<'js> {
 fn call<'js>(
     ctx: &Ctx<'js>,
     f: &Function<'js>,
-    env: &Persistent<Object<'static>>,
+    (env, check): (&Persistent<Object<'static>>, &Persistent<Function<'static>>),
     input: StepInput<'_>,
 ) -> Result<Vec<(String, String)>, Failed<'js>> {
     let vars = js(ctx, Object::new(ctx.clone()))?;
@@ -310,9 +345,10 @@ fn call<'js>(
         Some(r) => js(ctx, response(ctx, r))?.into_value(),
     };
     let env = js(ctx, env.clone().restore(ctx))?;
+    let check = js(ctx, check.clone().restore(ctx))?;
     js(
         ctx,
-        f.call::<_, Value>((vars.clone(), res, input.vu, input.iter, env.clone(), env)),
+        f.call::<_, Value>((vars.clone(), res, input.vu, input.iter, env.clone(), env, check)),
     )?;
     let mut out = Vec::new();
     for prop in vars.props::<String, Value>() {
@@ -320,7 +356,7 @@ fn call<'js>(
         let text = match value.type_of() {
             rquickjs::Type::String => js(ctx, value.get::<String>())?,
             rquickjs::Type::Int | rquickjs::Type::Float | rquickjs::Type::Bool => {
-                js(ctx, value.get::<rquickjs::convert::Coerced<String>>())?.0
+                js(ctx, value.get::<Coerced<String>>())?.0
             }
             _ if !input.sets.contains(&name) => {
                 return Err(Failed::Step(not_set(&name, input.sets)));
@@ -515,6 +551,23 @@ mod tests {
         assert_eq!(out, [("n".into(), "2".into()), ("t".into(), "x34eueu".into())]);
         // Again, from its compiled function.
         assert_eq!(vu.run(0, &code, input(&vars, &sets)).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn a_step_checks_and_its_checks_count_even_when_it_fails() {
+        let code = StepCode::compile("check('one', 1 + 1 === 2); check('two', ''); if (vars.a) throw 1;").unwrap();
+        let vars = HashMap::from([("a".to_string(), "x".to_string())]);
+        let mut vu = vu();
+        assert_eq!(vu.run(0, &code, input(&vars, &[])).unwrap_err().class, "js.error");
+        assert_eq!(
+            vu.take_checks(),
+            [("one".to_string(), true), ("two".to_string(), false)]
+        );
+        assert!(vu.take_checks().is_empty());
+        let many = StepCode::compile("for (let i = 0; i < 100; i++) check('c', true);").unwrap();
+        let e = vu.run(1, &many, input(&vars, &[])).unwrap_err();
+        assert!(e.message.contains("RangeError"), "{e:?}");
+        assert_eq!(vu.take_checks().len(), MAX_CHECKS);
     }
 
     #[test]

@@ -63,6 +63,8 @@ fn a_js_step_computes_values_the_next_request_sends() {
           vars.total = String(items.reduce((s, i) => s + i.price, 0));
           const json = res.headers["content-type"] === "application/json" ? "json" : "other";
           vars.tagged = [vars.first, __VU, __ITER, res.status, json, env.SHOP_REGION].join("-");
+          check("two items", items.length === 2);
+          check("odd iteration", __ITER % 2 === 1);
         sets: [total, tagged]
       - request: { name: pay, path: "/pay/{{tagged}}", headers: { X-Total: "{{total}}" } }
 "#;
@@ -86,6 +88,19 @@ fn a_js_step_computes_values_the_next_request_sends() {
     let s = r.measurements.scenario.as_ref().unwrap();
     assert_eq!(s.iterations, 6);
     assert!(s.failed_iterations.is_empty(), "{:?}", s.failed_messages);
+    // check(name, passed) counts as a request's checks do.
+    let checks = &s.checks;
+    assert_eq!(
+        (checks["two items"].passes, checks["two items"].fails),
+        (6, 0),
+        "{checks:?}"
+    );
+    // Iterations 0, 1, 2 of each VU: 1 is odd.
+    assert_eq!(
+        (checks["odd iteration"].passes, checks["odd iteration"].fails),
+        (2, 4),
+        "{checks:?}"
+    );
     // The plan in the result keeps the js: step, as the schema says.
     assert_eq!(common::schema_violations(&run.json), Vec::<String>::new());
 }

@@ -7,7 +7,8 @@ use std::collections::HashMap;
 use throng_scenario::JsStep;
 use throng_script::{StepCode, StepInput, StepResponse, StepVu};
 
-use super::ops::{JsOp, Scen, Vu};
+use super::ops::{JsOp, Scen, Vu, with_scen};
+use crate::ctx::Ctx;
 
 /// A runtime's heap limit.
 const MEMORY: usize = 16 * 1024 * 1024;
@@ -54,9 +55,9 @@ pub(super) fn env(flow: &[throng_scenario::Step], env: &HashMap<String, String>)
     }
 }
 
-/// Runs the step for the VU; Err: the iteration fails with this class and
+/// Runs the step for the VU, its checks recorded; Err: the iteration fails with this class and
 /// message (which quotes no value the code read).
-pub(super) fn run(sc: &Scen, vu: &mut Vu, op: &JsOp) -> Result<(), (&'static str, String)> {
+pub(super) fn run(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &JsOp) -> Result<(), (&'static str, String)> {
     let code = op
         .code
         .as_ref()
@@ -81,9 +82,18 @@ pub(super) fn run(sc: &Scen, vu: &mut Vu, op: &JsOp) -> Result<(), (&'static str
         sets: &op.step.sets,
         timeout: op.step.timeout,
     };
-    let set = runtime
-        .run(op.index, code, input)
-        .map_err(|e| (e.class, format!("{} (step at {})", e.message, op.at)))?;
+    let ran = runtime.run(op.index, code, input);
+    // Its checks count, whether it then failed or not.
+    let checks = runtime.take_checks();
+    if !checks.is_empty() {
+        with_scen(ctx, |r| {
+            for (name, passed) in &checks {
+                let i = r.check_index(name);
+                r.check(i, *passed);
+            }
+        });
+    }
+    let set = ran.map_err(|e| (e.class, format!("{} (step at {})", e.message, op.at)))?;
     vu.vars.extend(set);
     Ok(())
 }

@@ -212,7 +212,7 @@ async fn iteration(ctx: &Ctx, sc: &Scen, vu: &mut Vu, intended: Option<Instant>)
                 }
             }
             Op::Js(j) => {
-                if let Err((class, message)) = js::run(sc, vu, j) {
+                if let Err((class, message)) = js::run(ctx, sc, vu, j) {
                     with_scen(ctx, |r| r.iteration_failed(Instant::now(), class, &message));
                     return true;
                 }
