@@ -13,6 +13,13 @@
 //!     ▼
 //!  ScriptVu::resume(Input) → Yield::Request | Sleep | Check | Group* | IterationDone | Failed
 //! ```
+//!
+//! A scenario file's `js:` steps use a smaller part of it (`step.rs`):
+//!
+//! ```text
+//!  js: code ── StepCode::compile (once per worker) ──► bytecode | StepSyntaxError (line of the code)
+//!  StepVu (per VU, at its first js: step) ── run(step, StepInput) ──► variables set | StepError
+//! ```
 
 pub use error::ScriptError;
 pub use options::{Executor, Options, k6_name};
