@@ -69,7 +69,11 @@ fn a_js_step_computes_values_the_next_request_sends() {
       - request: { name: pay, path: "/pay/{{tagged}}", headers: { X-Total: "{{total}}" } }
 "#;
     let executor = "    executor: per-vu-iterations\n    vus: 2\n    iterations: 3";
-    let run = run_with_env(&file(&n, executor, flow), "SHOP_REGION", "eu");
+    let yaml = format!(
+        "{}thresholds:\n  checks{{check:two items}}: [rate == 1]\n",
+        file(&n, executor, flow)
+    );
+    let run = run_with_env(&yaml, "SHOP_REGION", "eu");
     assert_eq!(run.code(), 0, "{}", run.stderr());
     let lines = access_log(&n.log);
     assert_eq!(

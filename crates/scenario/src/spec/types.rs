@@ -461,6 +461,25 @@ pub struct JsStep {
     pub column: usize,
 }
 
+impl JsStep {
+    /// The check names its code writes as a literal (`check("name", …)`,
+    /// with ' " or ` quotes and no escapes): what a threshold
+    /// `checks{check:NAME}` may name.
+    pub fn check_names(&self) -> Vec<&str> {
+        let code = self.code.as_str();
+        let word = |c: char| c.is_alphanumeric() || c == '_' || c == '$' || c == '.';
+        code.match_indices("check")
+            .filter(|(i, _)| !code[..*i].ends_with(word))
+            .filter_map(|(i, _)| {
+                let rest = code[i + "check".len()..].trim_start().strip_prefix('(')?.trim_start();
+                let quote = rest.chars().next().filter(|q| matches!(q, '"' | '\'' | '`'))?;
+                let (name, _) = rest[1..].split_once(quote)?;
+                (!name.contains('\\')).then_some(name)
+            })
+            .collect()
+    }
+}
+
 /// The largest `js:` step's code, in bytes.
 pub const MAX_JS_CODE: usize = 64 * 1024;
 /// Most variables a `js:` step's `sets:` names.

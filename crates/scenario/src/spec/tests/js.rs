@@ -91,3 +91,17 @@ fn a_js_step_holds_bounded_code() {
     let e = parse(&text).expect_err("too big");
     assert!(e.message.contains("at most 65536"), "{e}");
 }
+
+#[test]
+fn a_threshold_may_name_a_check_a_js_step_makes() {
+    let text = JS.replacen(
+        "          vars.total = String(items.length);\n",
+        "          vars.total = String(items.length);\n          check(\"has items\", items.length > 0);\n          x.check('not one', true);\n",
+        1,
+    );
+    let with = |name: &str| format!("{text}thresholds:\n  checks{{check:{name}}}: [rate == 1]\n");
+    let plan = parse(&with("has items")).expect("a check the step makes");
+    assert_eq!(js(&plan)[0].check_names(), ["has items"]);
+    let e = parse(&with("not one")).expect_err("a method of another object");
+    assert!(e.message.contains("not one"), "{e}");
+}

@@ -175,7 +175,8 @@ pub(in crate::spec) fn tag_exists(scenarios: &[Scenario], tag: &str, value: &str
             }
             Step::WebSocket(w) => tag == "step" && w.name == value,
             Step::Group { name, flow } => tag == "group" && name == value || in_flow(flow, tag, value),
-            Step::Think(_) | Step::Add(_) | Step::Js(_) => false,
+            Step::Js(j) => tag == "check" && j.check_names().contains(&value),
+            Step::Think(_) | Step::Add(_) => false,
             nested => nested.nested().into_iter().any(|f| in_flow(f, tag, value)),
         })
     }
