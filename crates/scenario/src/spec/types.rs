@@ -6,6 +6,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use throng_plan::{HttpVersion, StatusSet, TlsSettings};
 
+pub use super::js::{DEFAULT_JS_TIMEOUT, JsStep, MAX_JS_CODE, MAX_JS_SETS, MAX_JS_TIMEOUT};
 pub use crate::base_url::BaseUrl;
 use crate::checks::{Capture, Check};
 pub use crate::expr::Condition;
@@ -443,52 +444,6 @@ impl Add {
     }
 }
 
-/// A `js:` step: JavaScript run in the VU's own runtime, which reads the
-/// VU's variables (`vars`), its last response (`res`), `__VU`, `__ITER`
-/// and the environment, and writes only the variables `sets:` names.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct JsStep {
-    /// The code, as written.
-    pub code: String,
-    /// The variables it may write (later steps read them as captures).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub sets: Vec<String>,
-    /// How long it may run before it is stopped (the iteration fails).
-    pub timeout: Duration,
-    /// Where its code's first line is in the file (line and column from
-    /// 1), for the errors that name a line of the code.
-    pub line: usize,
-    pub column: usize,
-}
-
-impl JsStep {
-    /// The check names its code writes as a literal (`check("name", …)`,
-    /// with ' " or ` quotes and no escapes): what a threshold
-    /// `checks{check:NAME}` may name.
-    pub fn check_names(&self) -> Vec<&str> {
-        let code = self.code.as_str();
-        let word = |c: char| c.is_alphanumeric() || c == '_' || c == '$' || c == '.';
-        code.match_indices("check")
-            .filter(|(i, _)| !code[..*i].ends_with(word))
-            .filter_map(|(i, _)| {
-                let rest = code[i + "check".len()..].trim_start().strip_prefix('(')?.trim_start();
-                let quote = rest.chars().next().filter(|q| matches!(q, '"' | '\'' | '`'))?;
-                let (name, _) = rest[1..].split_once(quote)?;
-                (!name.contains('\\')).then_some(name)
-            })
-            .collect()
-    }
-}
-
-/// The largest `js:` step's code, in bytes.
-pub const MAX_JS_CODE: usize = 64 * 1024;
-/// Most variables a `js:` step's `sets:` names.
-pub const MAX_JS_SETS: usize = 64;
-/// A `js:` step's `timeout:` when it gives none.
-pub const DEFAULT_JS_TIMEOUT: Duration = Duration::from_secs(1);
-/// The longest `timeout:` a `js:` step may give.
-pub const MAX_JS_TIMEOUT: Duration = Duration::from_secs(60);
-
 /// A `choose:` branch: its weight and its steps.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Branch {
@@ -880,19 +835,6 @@ pub fn capture_names(flow: &[Step]) -> Vec<&str> {
     out
 }
 
-/// Every `js:` step of a flow, groups entered, in order.
-pub fn js_steps(flow: &[Step]) -> Vec<&JsStep> {
-    let mut out = Vec::new();
-    for s in flow {
-        match s {
-            Step::Js(j) => out.push(j.as_ref()),
-            Step::Think(_) | Step::Request(_) | Step::Grpc(_) | Step::Add(_) | Step::WebSocket(_) => {}
-            nested => nested.nested().into_iter().for_each(|f| out.extend(js_steps(f))),
-        }
-    }
-    out
-}
-
 /// Every request of a flow, groups entered, in the order an iteration
 /// makes them.
 pub(super) fn requests(flow: &[Step]) -> Vec<&Request> {
@@ -903,6 +845,19 @@ pub(super) fn requests(flow: &[Step]) -> Vec<&Request> {
             Step::Grpc(g) => out.push(&g.request),
             Step::Think(_) | Step::WebSocket(_) | Step::Add(_) | Step::Js(_) => {}
             nested => nested.nested().into_iter().for_each(|f| out.extend(requests(f))),
+        }
+    }
+    out
+}
+
+/// Every `js:` step of a flow, groups entered, in order.
+pub fn js_steps(flow: &[Step]) -> Vec<&JsStep> {
+    let mut out = Vec::new();
+    for s in flow {
+        match s {
+            Step::Js(j) => out.push(j.as_ref()),
+            Step::Think(_) | Step::Request(_) | Step::Grpc(_) | Step::Add(_) | Step::WebSocket(_) => {}
+            nested => nested.nested().into_iter().for_each(|f| out.extend(js_steps(f))),
         }
     }
     out
