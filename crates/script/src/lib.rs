@@ -25,7 +25,9 @@ pub use error::ScriptError;
 pub use options::{Executor, Options, k6_name};
 pub use scenarios::K6Scenario;
 pub use script::{Limits, Script};
-pub use step::{StepCode, StepError, StepInput, StepResponse, StepSyntaxError, StepVu, env_names as step_env_names};
+pub use step::{
+    Recorded, StepCode, StepError, StepInput, StepResponse, StepSyntaxError, StepVu, env_names as step_env_names,
+};
 pub use vu::{Input, Request, Response, ScriptVu, Stage, Yield};
 
 mod crypto;

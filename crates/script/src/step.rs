@@ -24,14 +24,15 @@ use rquickjs::{CatchResultExt, CaughtError, Context, Ctx, Function, Module, Obje
 
 /// What the step's code is wrapped in: its first line, so the code's
 /// line N is the module's line N + 1.
-const HEAD: &str = "export default function (vars, res, __VU, __ITER, __ENV, env, check) {\n";
+const HEAD: &str = "export default function (vars, res, __VU, __ITER, __ENV, env, check, add) {\n";
 /// The module's name in errors' stacks.
 const NAME: &str = "js";
 /// QuickJS's stack bound.
 const STACK: usize = 256 * 1024;
 /// The largest value a step may set, in bytes.
 pub const MAX_SET_VALUE: usize = 1024 * 1024;
-/// Most `check(...)` calls in one run of a step.
+/// Most `check(...)` calls, and most `add(...)` calls, in one run of a
+/// step.
 pub const MAX_CHECKS: usize = 64;
 /// The most characters of a check's name.
 const CHECK_NAME: usize = 128;
@@ -173,19 +174,42 @@ fn syntax(e: &CaughtError<'_>) -> StepSyntaxError {
 struct Clock {
     deadline: Cell<Instant>,
     timed_out: Cell<bool>,
-    /// The checks of the run under way: name, passed.
-    checks: std::cell::RefCell<Vec<(String, bool)>>,
+    /// What the run under way counted: checks, values added.
+    recorded: std::cell::RefCell<Recorded>,
     /// The heap refused an allocation (see `heap.rs`).
     full: Rc<Cell<bool>>,
+}
+
+/// What a step's function is given besides its input: `__ENV` (`env`),
+/// `check(name, passed)` and `add(metric, value)`.
+struct Hosts {
+    env: Persistent<Object<'static>>,
+    check: Persistent<Function<'static>>,
+    add: Persistent<Function<'static>>,
+}
+
+/// What a run of a step counted, for the engine to record: checks (name,
+/// passed) and values added to custom metrics (metric, value: None when
+/// not a finite number or true/false).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Recorded {
+    pub checks: Vec<(String, bool)>,
+    pub adds: Vec<(String, Option<f64>)>,
+}
+
+/// The error `check` or `add` throws past [`MAX_CHECKS`] calls.
+fn too_many(ctx: &Ctx<'_>, what: &str) -> rquickjs::Error {
+    rquickjs::Exception::throw_range(
+        ctx,
+        &format!("more than {MAX_CHECKS} {what}() calls in one run of a js: step"),
+    )
 }
 
 /// A VU's runtime for its `js:` steps, made at its first one.
 pub struct StepVu {
     /// Each step's function, loaded at its first run (by step index).
     steps: Vec<Option<Persistent<Function<'static>>>>,
-    env: Persistent<Object<'static>>,
-    /// `check(name, passed)`: kept for the engine, which records them.
-    check: Persistent<Function<'static>>,
+    hosts: Hosts,
     clock: Rc<Clock>,
     // Dropped after what they hold.
     cx: Context,
@@ -206,7 +230,7 @@ impl StepVu {
         let clock = Rc::new(Clock {
             deadline: Cell::new(Instant::now()),
             timed_out: Cell::new(false),
-            checks: std::cell::RefCell::new(Vec::new()),
+            recorded: std::cell::RefCell::new(Recorded::default()),
             full: Rc::new(Cell::new(false)),
         });
         let heap = crate::heap::Bounded::new(memory, Rc::clone(&clock.full));
@@ -228,7 +252,7 @@ impl StepVu {
             intrinsic::MapSet,
         )>(&rt)
         .map_err(failed)?;
-        let (env, check) = cx
+        let hosts = cx
             .with(|ctx| {
                 let o = Object::new(ctx.clone())?;
                 for (k, v) in env {
@@ -238,35 +262,52 @@ impl StepVu {
                 let check = Function::new(
                     ctx.clone(),
                     move |ctx: Ctx<'_>, name: Coerced<String>, passed: Coerced<bool>| {
-                        let mut checks = c.checks.borrow_mut();
+                        let checks = &mut c.recorded.borrow_mut().checks;
                         if checks.len() >= MAX_CHECKS {
-                            return Err(rquickjs::Exception::throw_range(
-                                &ctx,
-                                &format!("more than {MAX_CHECKS} checks in one run of a js: step"),
-                            ));
+                            return Err(too_many(&ctx, "check"));
                         }
-                        let name: String = name.0.chars().take(CHECK_NAME).collect();
-                        checks.push((name, passed.0));
+                        checks.push((name.0.chars().take(CHECK_NAME).collect(), passed.0));
                         Ok(passed.0)
                     },
                 )?;
-                Ok((Persistent::save(&ctx, o), Persistent::save(&ctx, check)))
+                let c = Rc::clone(&clock);
+                let add = Function::new(
+                    ctx.clone(),
+                    move |ctx: Ctx<'_>, metric: Coerced<String>, value: Value<'_>| {
+                        let adds = &mut c.recorded.borrow_mut().adds;
+                        if adds.len() >= MAX_CHECKS {
+                            return Err(too_many(&ctx, "add"));
+                        }
+                        let value = match value.type_of() {
+                            rquickjs::Type::Int | rquickjs::Type::Float | rquickjs::Type::Bool => {
+                                value.get::<Coerced<f64>>().ok().map(|v| v.0).filter(|v| v.is_finite())
+                            }
+                            _ => None,
+                        };
+                        adds.push((metric.0.chars().take(CHECK_NAME).collect(), value));
+                        Ok(())
+                    },
+                )?;
+                Ok(Hosts {
+                    env: Persistent::save(&ctx, o),
+                    check: Persistent::save(&ctx, check),
+                    add: Persistent::save(&ctx, add),
+                })
             })
             .map_err(failed)?;
         Ok(StepVu {
             steps: vec![None; steps],
-            env,
-            check,
+            hosts,
             clock,
             cx,
             rt,
         })
     }
 
-    /// The checks (name, passed) the last run made, whether it failed or
-    /// not.
-    pub fn take_checks(&mut self) -> Vec<(String, bool)> {
-        std::mem::take(&mut *self.clock.checks.borrow_mut())
+    /// What the last run counted (checks, values added), whether it
+    /// failed or not.
+    pub fn take_recorded(&mut self) -> Recorded {
+        std::mem::take(&mut *self.clock.recorded.borrow_mut())
     }
 
     /// Runs step `index` (its code `code`): the variables it set, each
@@ -280,7 +321,7 @@ impl StepVu {
         self.clock.deadline.set(Instant::now() + input.timeout);
         self.clock.timed_out.set(false);
         self.clock.full.set(false);
-        self.clock.checks.borrow_mut().clear();
+        *self.clock.recorded.borrow_mut() = Recorded::default();
         // The runtime measures its stack from here (this call's depth on
         // the worker's stack may differ from the last one's).
         // SAFETY: a live runtime, on the thread that runs it.
@@ -293,15 +334,14 @@ impl StepVu {
             });
         };
         let clock = &self.clock;
-        let env = &self.env;
-        let check = &self.check;
+        let hosts = &self.hosts;
         let out = self.cx.with(|ctx| {
             let f = match slot {
                 Some(f) => f.clone().restore(&ctx).catch(&ctx),
                 None => load(&ctx, code).inspect(|f| *slot = Some(Persistent::save(&ctx, f.clone()))),
             };
             let f = f.map_err(|e| failure(clock, e))?;
-            call(&ctx, &f, (env, check), input).map_err(|e| match e {
+            call(&ctx, &f, hosts, input).map_err(|e| match e {
                 Failed::Js(e) => failure(clock, e),
                 Failed::Step(e) => e,
             })
@@ -333,7 +373,7 @@ enum Failed<'js> {
 fn call<'js>(
     ctx: &Ctx<'js>,
     f: &Function<'js>,
-    (env, check): (&Persistent<Object<'static>>, &Persistent<Function<'static>>),
+    hosts: &Hosts,
     input: StepInput<'_>,
 ) -> Result<Vec<(String, String)>, Failed<'js>> {
     let vars = js(ctx, Object::new(ctx.clone()))?;
@@ -344,12 +384,20 @@ fn call<'js>(
         None => Value::new_undefined(ctx.clone()),
         Some(r) => js(ctx, response(ctx, r))?.into_value(),
     };
-    let env = js(ctx, env.clone().restore(ctx))?;
-    let check = js(ctx, check.clone().restore(ctx))?;
-    js(
-        ctx,
-        f.call::<_, Value>((vars.clone(), res, input.vu, input.iter, env.clone(), env, check)),
-    )?;
+    let env = js(ctx, hosts.env.clone().restore(ctx))?;
+    let check = js(ctx, hosts.check.clone().restore(ctx))?;
+    let add = js(ctx, hosts.add.clone().restore(ctx))?;
+    // In HEAD's order.
+    let mut args = rquickjs::function::Args::new(ctx.clone(), 8);
+    js(ctx, args.push_arg(vars.clone()))?;
+    js(ctx, args.push_arg(res))?;
+    js(ctx, args.push_arg(input.vu))?;
+    js(ctx, args.push_arg(input.iter))?;
+    js(ctx, args.push_arg(env.clone()))?;
+    js(ctx, args.push_arg(env))?;
+    js(ctx, args.push_arg(check))?;
+    js(ctx, args.push_arg(add))?;
+    js(ctx, f.call_arg::<Value>(args))?;
     let mut out = Vec::new();
     for prop in vars.props::<String, Value>() {
         let (name, value) = js(ctx, prop)?;
@@ -554,20 +602,30 @@ mod tests {
     }
 
     #[test]
-    fn a_step_checks_and_its_checks_count_even_when_it_fails() {
-        let code = StepCode::compile("check('one', 1 + 1 === 2); check('two', ''); if (vars.a) throw 1;").unwrap();
+    fn a_step_checks_and_adds_and_they_count_even_when_it_fails() {
+        let code = StepCode::compile(
+            "check('one', 1 + 1 === 2); check('two', ''); add('orders', 2.5); add('orders', 'x'); add('paid', true); \
+             if (vars.a) throw 1;",
+        )
+        .unwrap();
         let vars = HashMap::from([("a".to_string(), "x".to_string())]);
         let mut vu = vu();
         assert_eq!(vu.run(0, &code, input(&vars, &[])).unwrap_err().class, "js.error");
+        let r = vu.take_recorded();
+        assert_eq!(r.checks, [("one".to_string(), true), ("two".to_string(), false)]);
         assert_eq!(
-            vu.take_checks(),
-            [("one".to_string(), true), ("two".to_string(), false)]
+            r.adds,
+            [
+                ("orders".to_string(), Some(2.5)),
+                ("orders".into(), None),
+                ("paid".into(), Some(1.0))
+            ]
         );
-        assert!(vu.take_checks().is_empty());
+        assert_eq!(vu.take_recorded(), Recorded::default());
         let many = StepCode::compile("for (let i = 0; i < 100; i++) check('c', true);").unwrap();
         let e = vu.run(1, &many, input(&vars, &[])).unwrap_err();
         assert!(e.message.contains("RangeError"), "{e:?}");
-        assert_eq!(vu.take_checks().len(), MAX_CHECKS);
+        assert_eq!(vu.take_recorded().checks.len(), MAX_CHECKS);
     }
 
     #[test]

@@ -65,12 +65,14 @@ fn a_js_step_computes_values_the_next_request_sends() {
           vars.tagged = [vars.first, __VU, __ITER, res.status, json, env.SHOP_REGION].join("-");
           check("two items", items.length === 2);
           check("odd iteration", __ITER % 2 === 1);
+          add("cart_total", items.reduce((s, i) => s + i.price, 0));
+          add("odd", __ITER % 2 === 1);
         sets: [total, tagged]
       - request: { name: pay, path: "/pay/{{tagged}}", headers: { X-Total: "{{total}}" } }
 "#;
     let executor = "    executor: per-vu-iterations\n    vus: 2\n    iterations: 3";
     let yaml = format!(
-        "{}thresholds:\n  checks{{check:two items}}: [rate == 1]\n",
+        "metrics:\n  cart_total: counter\n  odd: rate\n{}thresholds:\n  checks{{check:two items}}: [rate == 1]\n",
         file(&n, executor, flow)
     );
     let run = run_with_env(&yaml, "SHOP_REGION", "eu");
@@ -105,6 +107,13 @@ fn a_js_step_computes_values_the_next_request_sends() {
         (2, 4),
         "{checks:?}"
     );
+    assert_eq!(r.thresholds.len(), 1);
+    assert!(r.thresholds[0].passed, "{:?}", r.thresholds);
+    // add(metric, value) records as an add: step does.
+    let total = &s.custom["cart_total"];
+    assert_eq!((total.count, total.sum, total.invalid), (6, 45.0, 0), "{total:?}");
+    let odd = &s.custom["odd"];
+    assert_eq!((odd.count, odd.hits), (6, 2), "{odd:?}");
     // The plan in the result keeps the js: step, as the schema says.
     assert_eq!(common::schema_violations(&run.json), Vec::<String>::new());
 }

@@ -83,19 +83,39 @@ pub(super) fn run(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &JsOp) -> Result<(), (&
         timeout: op.step.timeout,
     };
     let ran = runtime.run(op.index, code, input);
-    // Its checks count, whether it then failed or not.
-    let checks = runtime.take_checks();
-    if !checks.is_empty() {
-        with_scen(ctx, |r| {
-            for (name, passed) in &checks {
-                let i = r.check_index(name);
-                r.check(i, *passed);
-            }
-        });
-    }
+    // Its checks and values count, whether it then failed or not.
+    let recorded = runtime.take_recorded();
+    record(ctx, sc, &recorded).map_err(|m| ("js.error", format!("{m} (step at {})", op.at)))?;
     let set = ran.map_err(|e| (e.class, format!("{} (step at {})", e.message, op.at)))?;
     vu.vars.extend(set);
     Ok(())
+}
+
+/// Records a run's checks and values added; Err: a value added to a
+/// metric `metrics:` does not declare (by a name the code computed: one
+/// it writes as a literal was checked when the file was read).
+fn record(ctx: &Ctx, sc: &Scen, recorded: &throng_script::Recorded) -> Result<(), String> {
+    if recorded.checks.is_empty() && recorded.adds.is_empty() {
+        return Ok(());
+    }
+    with_scen(ctx, |r| {
+        for (name, passed) in &recorded.checks {
+            let i = r.check_index(name);
+            r.check(i, *passed);
+        }
+        for (metric, value) in &recorded.adds {
+            let Some(m) = sc.plan.metrics.iter().find(|m| m.name == *metric) else {
+                return Err(format!(
+                    "js: add('{}', …): the file's metrics: declares no such metric",
+                    metric.chars().take(64).collect::<String>()
+                ));
+            };
+            let i = r.custom_index(&m.name, m.kind);
+            r.custom(i, *value);
+        }
+        Ok(())
+    })
+    .unwrap_or(Ok(()))
 }
 
 #[cfg(test)]

@@ -28,12 +28,24 @@ impl JsStep {
     /// with ' " or ` quotes and no escapes): what a threshold
     /// `checks{check:NAME}` may name.
     pub fn check_names(&self) -> Vec<&str> {
+        self.literal_firsts("check")
+    }
+
+    /// The metrics its code adds to by a literal name (`add("name", …)`),
+    /// which `metrics:` must declare.
+    pub fn added_metrics(&self) -> Vec<&str> {
+        self.literal_firsts("add")
+    }
+
+    /// The first arguments of the calls of `function` (not a method)
+    /// written as a literal text without escapes.
+    fn literal_firsts(&self, function: &str) -> Vec<&str> {
         let code = self.code.as_str();
         let word = |c: char| c.is_alphanumeric() || c == '_' || c == '$' || c == '.';
-        code.match_indices("check")
+        code.match_indices(function)
             .filter(|(i, _)| !code[..*i].ends_with(word))
             .filter_map(|(i, _)| {
-                let rest = code[i + "check".len()..].trim_start().strip_prefix('(')?.trim_start();
+                let rest = code[i + function.len()..].trim_start().strip_prefix('(')?.trim_start();
                 let quote = rest.chars().next().filter(|q| matches!(q, '"' | '\'' | '`'))?;
                 let (name, _) = rest[1..].split_once(quote)?;
                 (!name.contains('\\')).then_some(name)

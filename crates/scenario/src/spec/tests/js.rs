@@ -105,3 +105,21 @@ fn a_threshold_may_name_a_check_a_js_step_makes() {
     let e = parse(&with("not one")).expect_err("a method of another object");
     assert!(e.message.contains("not one"), "{e}");
 }
+
+#[test]
+fn a_js_step_adds_to_declared_metrics_only() {
+    let text = JS.replacen(
+        "          vars.total = String(items.length);\n",
+        "          vars.total = String(items.length);\n          add(\"orders\", 1);\n          s.add('x');\n",
+        1,
+    );
+    let e = parse(&text).expect_err("orders is not declared");
+    assert!(
+        e.message.contains("add('orders', …): the metric is not declared"),
+        "{e}"
+    );
+    assert_eq!(e.line, 13, "{e}");
+    let declared = text.replacen("scenarios:", "metrics:\n  orders: counter\nscenarios:", 1);
+    let plan = parse(&declared).expect("declared");
+    assert_eq!(js(&plan)[0].added_metrics(), ["orders"]);
+}

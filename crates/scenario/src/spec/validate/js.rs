@@ -111,13 +111,33 @@ impl Validator<'_> {
             }
         };
         let (line, column) = self.js_start(&here);
-        Ok(Some(Step::Js(Box::new(JsStep {
+        let step = JsStep {
             code,
             sets,
             timeout,
             line,
             column,
-        }))))
+        };
+        let metrics = self.metrics.borrow();
+        if let Some(m) = step
+            .added_metrics()
+            .into_iter()
+            .find(|m| !metrics.iter().any(|d| d.name == *m))
+        {
+            let declared: Vec<&str> = metrics.iter().map(|d| d.name.as_str()).collect();
+            return Err(self.err(
+                &here,
+                format!(
+                    "js: add('{m}', …): the metric is not declared; declare it under the top-level metrics: (e.g. \
+                     metrics: {{ {m}: counter }}){}",
+                    match declared.is_empty() {
+                        true => String::new(),
+                        false => format!("; declared: {}", declared.join(", ")),
+                    }
+                ),
+            ));
+        }
+        Ok(Some(Step::Js(Box::new(step))))
     }
 
     /// Where the code of the `js:` key at `path` starts: the line after a
