@@ -500,18 +500,24 @@ fn failure(clock: &Clock, e: CaughtError<'_>) -> StepError {
                 .and_then(|c| c.get::<_, String>("name"))
                 .unwrap_or_else(|_| "Error".to_string());
             let at = where_in_code(&stack).map_or(String::new(), |l| format!(" at line {l} of the code"));
-            let class = match message.contains("stack overflow") {
-                true => "js.stack",
-                false => "js.error",
-            };
+            // QuickJS's own messages, which quote nothing the code read.
+            if message.contains("stack overflow") || message.contains("call stack size") {
+                return StepError {
+                    class: "js.stack",
+                    message: format!("js: the step ran past its stack (endless recursion?){at}"),
+                };
+            }
             StepError {
-                class,
-                message: format!("js: the step threw a {}{at}", clip(&kind)),
+                class: "js.error",
+                message: format!(
+                    "js: the step threw {}{at} (its message is not shown: it may quote what the code read)",
+                    clip(&kind)
+                ),
             }
         }
         CaughtError::Value(v) => StepError {
             class: "js.error",
-            message: format!("js: the step threw a {}", v.type_name()),
+            message: format!("js: the step threw a value of type {}", v.type_name()),
         },
         CaughtError::Error(e) => StepError {
             class: "js.error",
@@ -684,6 +690,10 @@ mod tests {
             let e = self::vu().run(0, &hog, i).unwrap_err();
             assert_eq!(e.class, "js.memory", "{e:?}");
         }
+        // Endless recursion: QuickJS's stack bound, not the thread's.
+        let deep = StepCode::compile("function f(n) { return f(n + 1) + 1; } vars.n = String(f(0));").unwrap();
+        let e = self::vu().run(0, &deep, input(&vars, &sets)).unwrap_err();
+        assert_eq!(e.class, "js.stack", "{e:?}");
         // The runtime still runs its steps.
         let fine = StepCode::compile("vars.n = 1").unwrap();
         assert_eq!(

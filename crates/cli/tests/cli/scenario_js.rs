@@ -176,6 +176,12 @@ fn a_js_step_may_write_only_what_its_sets_names_and_never_shows_a_value() {
     let r = run.result();
     let s = r.measurements.scenario.as_ref().unwrap();
     assert_eq!(s.failed_iterations.get("js.sets"), Some(&1), "{:?}", s.failed_messages);
+    // Where the step is, by the file's name and the line its code starts.
+    assert!(
+        s.failed_messages["js.sets"].starts_with("js: step at s.yaml:12: "),
+        "{:?}",
+        s.failed_messages
+    );
     assert!(
         s.failed_messages["js.sets"].contains("vars.other"),
         "{:?}",
@@ -188,7 +194,7 @@ fn a_js_step_may_write_only_what_its_sets_names_and_never_shows_a_value() {
     );
     assert_eq!(s.failed_iterations.get("js.error"), Some(&1), "{:?}", s.failed_messages);
     assert!(
-        s.failed_messages["js.error"].contains("threw a Error at line 1"),
+        s.failed_messages["js.error"].contains("threw Error at line 1 of the code"),
         "{:?}",
         s.failed_messages
     );

@@ -19,7 +19,15 @@ impl JsOp {
             index,
             code: StepCode::compile(&step.code).map_err(|e| e.message),
             step: step.clone(),
-            at: format!("{file}:{}", step.line),
+            // The file's name, not its path: a failure's message is kept
+            // to 300 characters, and the reason matters more.
+            at: format!(
+                "{}:{}",
+                std::path::Path::new(file)
+                    .file_name()
+                    .map_or(file.into(), |n| n.to_string_lossy()),
+                step.line
+            ),
             reads_res: reads_res(&step.code),
         }
     }
@@ -85,10 +93,16 @@ pub(super) fn run(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &JsOp) -> Result<(), (&
     let ran = runtime.run(op.index, code, input);
     // Its checks and values count, whether it then failed or not.
     let recorded = runtime.take_recorded();
-    record(ctx, sc, &recorded).map_err(|m| ("js.error", format!("{m} (step at {})", op.at)))?;
-    let set = ran.map_err(|e| (e.class, format!("{} (step at {})", e.message, op.at)))?;
+    record(ctx, sc, &recorded).map_err(|m| ("js.error", at(op, &m)))?;
+    let set = ran.map_err(|e| (e.class, at(op, &e.message)))?;
     vu.vars.extend(set);
     Ok(())
+}
+
+/// A message of the step's as its failure says it: where the step is
+/// first.
+fn at(op: &JsOp, message: &str) -> String {
+    format!("js: step at {}: {}", op.at, message.trim_start_matches("js: "))
 }
 
 /// Records a run's checks and values added; Err: a value added to a
