@@ -66,36 +66,7 @@ impl Validator<'_> {
             ));
         }
         let sets = st.sets.take().unwrap_or_default();
-        if sets.len() > MAX_JS_SETS {
-            return Err(self.err(
-                &[&here[..], &["sets:"]].concat(),
-                format!("sets: {} names; a js: step sets at most {MAX_JS_SETS}", sets.len()),
-            ));
-        }
-        for (i, var) in sets.iter().enumerate() {
-            let at = [&here[..], &["sets:"]].concat();
-            if !is_identifier(var) {
-                return Err(self.err(
-                    &at,
-                    format!(
-                        "sets: '{var}': a variable name is letters, digits and _, not starting with a digit (the \
-                         code writes it as vars.NAME)"
-                    ),
-                ));
-            }
-            if RESERVED.contains(&var.as_str()) {
-                return Err(self.err(
-                    &at,
-                    format!(
-                        "sets: '{var}': {{{{{var}}}}} is built in ({}); give the variable another name, e.g. my_{var}",
-                        RESERVED.join(", ")
-                    ),
-                ));
-            }
-            if sets[..i].contains(var) {
-                return Err(self.err(&at, format!("sets: '{var}' is named twice")));
-            }
-        }
+        self.js_sets(&here, &sets)?;
         let timeout = match st.timeout.take() {
             None => DEFAULT_JS_TIMEOUT,
             Some(Dur(t)) if t >= Duration::from_millis(1) && t <= MAX_JS_TIMEOUT => t,
@@ -118,6 +89,49 @@ impl Validator<'_> {
             line,
             column,
         };
+        self.js_metrics(&here, &step)?;
+        Ok(Some(Step::Js(Box::new(step))))
+    }
+
+    /// `sets:`: at most [`MAX_JS_SETS`] variable names, none built in,
+    /// none twice.
+    fn js_sets(&self, here: &[&str], sets: &[String]) -> Result<(), ScenarioError> {
+        if sets.len() > MAX_JS_SETS {
+            return Err(self.err(
+                &[here, &["sets:"]].concat(),
+                format!("sets: {} names; a js: step sets at most {MAX_JS_SETS}", sets.len()),
+            ));
+        }
+        for (i, var) in sets.iter().enumerate() {
+            let at = [here, &["sets:"]].concat();
+            if !is_identifier(var) {
+                return Err(self.err(
+                    &at,
+                    format!(
+                        "sets: '{var}': a variable name is letters, digits and _, not starting with a digit (the \
+                         code writes it as vars.NAME)"
+                    ),
+                ));
+            }
+            if RESERVED.contains(&var.as_str()) {
+                return Err(self.err(
+                    &at,
+                    format!(
+                        "sets: '{var}': {{{{{var}}}}} is built in ({}); give the variable another name, e.g. my_{var}",
+                        RESERVED.join(", ")
+                    ),
+                ));
+            }
+            if sets[..i].contains(var) {
+                return Err(self.err(&at, format!("sets: '{var}' is named twice")));
+            }
+        }
+        Ok(())
+    }
+
+    /// The metrics the code adds to by a literal name: declared under
+    /// `metrics:`.
+    fn js_metrics(&self, here: &[&str], step: &JsStep) -> Result<(), ScenarioError> {
         let metrics = self.metrics.borrow();
         if let Some(m) = step
             .added_metrics()
@@ -126,7 +140,7 @@ impl Validator<'_> {
         {
             let declared: Vec<&str> = metrics.iter().map(|d| d.name.as_str()).collect();
             return Err(self.err(
-                &here,
+                here,
                 format!(
                     "js: add('{m}', …): the metric is not declared; declare it under the top-level metrics: (e.g. \
                      metrics: {{ {m}: counter }}){}",
@@ -137,7 +151,7 @@ impl Validator<'_> {
                 ),
             ));
         }
-        Ok(Some(Step::Js(Box::new(step))))
+        Ok(())
     }
 
     /// Where the code of the `js:` key at `path` starts: the line after a
