@@ -95,6 +95,11 @@ impl StepCode {
         };
         let rt = Runtime::new().map_err(failed)?;
         let cx = Context::custom::<(intrinsic::Eval,)>(&rt).map_err(failed)?;
+        // The parser recurses: bounded from here on this thread's stack
+        // (deeply nested code is a syntax error, not a crash).
+        // SAFETY: a live runtime, on the thread that runs it.
+        unsafe { rquickjs::qjs::JS_UpdateStackTop(cx.get_runtime_ptr()) };
+        rt.set_max_stack_size(STACK);
         let source = format!("{HEAD}{code}\n}}\n");
         cx.with(|ctx| {
             let options = rquickjs::module::WriteOptions {
@@ -591,6 +596,36 @@ mod tests {
         assert_eq!(e.line, 2, "{e:?}");
         assert!(e.message.contains("unexpected token"), "{e:?}");
         assert!(StepCode::compile("vars.x = '1'").is_ok());
+    }
+
+    #[test]
+    fn hostile_code_is_an_error_not_a_crash() {
+        // Nested past the parser's stack bound: refused, on a small stack too.
+        let deep = format!("vars.x = {}1{};", "(".repeat(30_000), ")".repeat(30_000));
+        let small = std::thread::Builder::new()
+            .stack_size(512 * 1024)
+            .spawn(move || StepCode::compile(&deep).map(|_| ()))
+            .unwrap();
+        let e = small.join().unwrap().unwrap_err();
+        assert!(e.message.to_lowercase().contains("stack"), "{e:?}");
+        // A response nested past the stack bound, parsed.
+        let small = std::thread::Builder::new()
+            .stack_size(1024 * 1024)
+            .spawn(|| {
+                let code = StepCode::compile("vars.n = String(JSON.parse(res.body).length);").unwrap();
+                let body = "[".repeat(200_000);
+                let vars = HashMap::new();
+                let sets = ["n".to_string()];
+                let mut i = input(&vars, &sets);
+                i.res = Some(StepResponse {
+                    status: 200,
+                    body: body.as_bytes(),
+                    headers: &[],
+                });
+                vu().run(0, &code, i).unwrap_err().class
+            })
+            .unwrap();
+        assert!(["js.stack", "js.error"].contains(&small.join().unwrap()));
     }
 
     #[test]
