@@ -119,9 +119,12 @@ fn record(ctx: &Ctx, sc: &Scen, recorded: &throng_script::Recorded) -> Result<()
         }
         for (metric, value) in &recorded.adds {
             let Some(m) = sc.plan.metrics.iter().find(|m| m.name == *metric) else {
+                // The name was computed while running: not quoted (it may
+                // come from what the code read).
                 return Err(format!(
-                    "js: add('{}', …): the file's metrics: declares no such metric",
-                    metric.chars().take(64).collect::<String>()
+                    "js: add(NAME, …) with a name of {} characters that the file's metrics: does not declare; \
+                     add only to declared metrics",
+                    metric.chars().count()
                 ));
             };
             let i = r.custom_index(&m.name, m.kind);
