@@ -43,6 +43,10 @@ const NAME_CHARS: usize = 60;
 #[derive(Clone, Debug)]
 pub struct StepCode {
     bytecode: std::sync::Arc<[u8]>,
+    /// The variable names the code writes as written (`vars.NAME`,
+    /// `vars["NAME"]`): an error may quote these, not a name the code
+    /// computed (which may come from what it read).
+    written: std::sync::Arc<[String]>,
 }
 
 /// A syntax error in a step's code: its line in the code (from 1; 0 when
@@ -109,7 +113,10 @@ impl StepCode {
             Module::declare(ctx.clone(), NAME, source)
                 .and_then(|m| m.write(options))
                 .catch(&ctx)
-                .map(|b| StepCode { bytecode: b.into() })
+                .map(|b| StepCode {
+                    bytecode: b.into(),
+                    written: written_names(code).into(),
+                })
                 .map_err(|e| syntax(&e))
         })
     }
@@ -154,6 +161,35 @@ pub fn env_names(codes: &[&str]) -> Option<Vec<String>> {
         }
     }
     Some(names)
+}
+
+/// The names `code` writes after `vars.` or in `vars["…"]`.
+fn written_names(code: &str) -> Vec<String> {
+    let ident = |c: char| c.is_alphanumeric() || c == '_' || c == '$';
+    let mut out: Vec<String> = Vec::new();
+    for (i, _) in code.match_indices("vars") {
+        if code[..i].ends_with(|c: char| ident(c) || c == '.') {
+            continue;
+        }
+        let rest = code[i + 4..].trim_start();
+        let name = if let Some(r) = rest.strip_prefix('.') {
+            let r = r.trim_start();
+            Some(&r[..r.find(|c: char| !ident(c)).unwrap_or(r.len())])
+        } else if let Some(r) = rest.strip_prefix('[') {
+            let r = r.trim_start();
+            r.chars()
+                .next()
+                .filter(|q| matches!(q, '"' | '\'' | '`'))
+                .and_then(|q| r[1..].split_once(q))
+                .map(|(n, _)| n)
+        } else {
+            None
+        };
+        if let Some(n) = name.filter(|n| !n.is_empty() && !out.iter().any(|o| o == n)) {
+            out.push(n.to_string());
+        }
+    }
+    out
 }
 
 /// A compile error's message and its line in the code.
@@ -346,7 +382,7 @@ impl StepVu {
                 None => load(&ctx, code).inspect(|f| *slot = Some(Persistent::save(&ctx, f.clone()))),
             };
             let f = f.map_err(|e| failure(clock, e))?;
-            call(&ctx, &f, hosts, input).map_err(|e| match e {
+            call(&ctx, &f, hosts, &code.written, input).map_err(|e| match e {
                 Failed::Js(e) => failure(clock, e),
                 Failed::Step(e) => e,
             })
@@ -379,6 +415,7 @@ fn call<'js>(
     ctx: &Ctx<'js>,
     f: &Function<'js>,
     hosts: &Hosts,
+    written: &[String],
     input: StepInput<'_>,
 ) -> Result<Vec<(String, String)>, Failed<'js>> {
     let vars = js(ctx, Object::new(ctx.clone()))?;
@@ -412,7 +449,7 @@ fn call<'js>(
                 js(ctx, value.get::<Coerced<String>>())?.0
             }
             _ if !input.sets.contains(&name) => {
-                return Err(Failed::Step(not_set(&name, input.sets)));
+                return Err(Failed::Step(not_set(&name, written, input.sets)));
             }
             other => {
                 return Err(Failed::Step(StepError {
@@ -428,7 +465,7 @@ fn call<'js>(
             continue;
         }
         if !input.sets.contains(&name) {
-            return Err(Failed::Step(not_set(&name, input.sets)));
+            return Err(Failed::Step(not_set(&name, written, input.sets)));
         }
         if text.len() > MAX_SET_VALUE {
             return Err(Failed::Step(StepError {
@@ -450,13 +487,20 @@ fn js<'js, T>(ctx: &Ctx<'js>, r: rquickjs::Result<T>) -> Result<T, Failed<'js>> 
     r.catch(ctx).map_err(Failed::Js)
 }
 
-/// The error for a variable written that `sets:` does not name.
-fn not_set(name: &str, sets: &[String]) -> StepError {
+/// The error for a variable written that `sets:` does not name: its name
+/// when the code writes it as written, else only its length.
+fn not_set(name: &str, written: &[String], sets: &[String]) -> StepError {
+    let which = match written.iter().any(|w| w == name) {
+        true => format!("vars.{}", clip(name)),
+        false => format!(
+            "a variable whose name ({} characters) it computed",
+            name.chars().count()
+        ),
+    };
     StepError {
         class: "js.sets",
         message: format!(
-            "js: the step changed vars.{}, which its sets: does not name ({}); add it to sets:",
-            clip(name),
+            "js: the step changed {which}, which its sets: does not name ({}); add it to sets:",
             match sets.is_empty() {
                 true => "it sets nothing".to_string(),
                 false => format!("it sets {}", sets.join(", ")),
@@ -701,6 +745,10 @@ mod tests {
         let e = vu.run(1, &thrown, input(&vars, &sets)).unwrap_err();
         assert_eq!(e.class, "js.error");
         assert!(e.message.contains("TypeError at line 2"), "{e:?}");
+        assert!(!e.message.contains("s3cr3t"), "{e:?}");
+        let computed = StepCode::compile("vars[vars.token] = '1';").unwrap();
+        let e = self::vu().run(0, &computed, input(&vars, &sets)).unwrap_err();
+        assert!(e.message.contains("a variable whose name (6 characters)"), "{e:?}");
         assert!(!e.message.contains("s3cr3t"), "{e:?}");
         let object = StepCode::compile("vars.ok = {a: 1};").unwrap();
         let e = self::vu().run(0, &object, input(&vars, &sets)).unwrap_err();
