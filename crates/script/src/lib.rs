@@ -26,7 +26,8 @@ pub use options::{Executor, Options, k6_name};
 pub use scenarios::K6Scenario;
 pub use script::{Limits, Script};
 pub use step::{
-    Recorded, StepCode, StepError, StepInput, StepResponse, StepSyntaxError, StepVu, env_names as step_env_names,
+    Recorded, StepCode, StepError, StepInput, StepNeeds, StepResponse, StepSyntaxError, StepVu,
+    env_names as step_env_names,
 };
 pub use vu::{Input, Request, Response, ScriptVu, Stage, Yield};
 

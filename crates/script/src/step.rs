@@ -39,6 +39,36 @@ const CHECK_NAME: usize = 128;
 /// The most characters of a name an error shows.
 const NAME_CHARS: usize = 60;
 
+/// What a flow's `js:` steps need of JavaScript's built-ins besides
+/// `JSON` and `Math`: each costs every VU memory (a context with all of
+/// them is 40 KB more than one without).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StepNeeds {
+    /// `RegExp`, or a regular expression literal.
+    regex: bool,
+    /// `Date`, `Map` or `Set`.
+    dates: bool,
+    /// Typed arrays, `Proxy`, `BigInt`, weak references…: everything.
+    full: bool,
+}
+
+impl StepNeeds {
+    /// What `codes` name (a false positive only costs memory).
+    pub fn of(codes: &[&str]) -> StepNeeds {
+        let word = |code: &str, w: &str| {
+            let ident = |c: char| c.is_alphanumeric() || c == '_' || c == '$';
+            code.match_indices(w)
+                .any(|(i, _)| !code[..i].ends_with(ident) && !code[i + w.len()..].starts_with(ident))
+        };
+        let any = |words: &[&str]| codes.iter().any(|c| words.iter().any(|w| word(c, w)));
+        StepNeeds {
+            regex: codes.iter().any(|c| crate::scan::uses_regex(c)),
+            dates: any(&["Date", "Map", "Set"]),
+            full: codes.iter().any(|c| crate::scan::uses_full(c)),
+        }
+    }
+}
+
 /// A `js:` step's code, compiled.
 #[derive(Clone, Debug)]
 pub struct StepCode {
@@ -98,7 +128,9 @@ impl StepCode {
             message: format!("cannot compile the step: {e}"),
         };
         let rt = Runtime::new().map_err(failed)?;
-        let cx = Context::custom::<(intrinsic::Eval,)>(&rt).map_err(failed)?;
+        // Full: the parser compiles regular expression literals (BigInt
+        // ones too) only with their intrinsics.
+        let cx = Context::full(&rt).map_err(failed)?;
         // The parser recurses: bounded from here on this thread's stack
         // (deeply nested code is a syntax error, not a crash).
         // SAFETY: a live runtime, on the thread that runs it.
@@ -265,8 +297,8 @@ impl std::fmt::Debug for StepVu {
 
 impl StepVu {
     /// A runtime whose heap holds at most `memory` bytes, for `steps`
-    /// steps; `env` is what `__ENV` and `env` show.
-    pub fn new(steps: usize, memory: usize, env: &HashMap<String, String>) -> Result<StepVu, String> {
+    /// steps that need `needs`; `env` is what `__ENV` and `env` show.
+    pub fn new(steps: usize, needs: StepNeeds, memory: usize, env: &HashMap<String, String>) -> Result<StepVu, String> {
         let failed = |e: rquickjs::Error| format!("the JavaScript runtime could not start: {e}");
         let clock = Rc::new(Clock {
             deadline: Cell::new(Instant::now()),
@@ -283,15 +315,18 @@ impl StepVu {
             c.timed_out.set(over);
             over
         })));
-        let cx = Context::custom::<(
-            intrinsic::Eval,
-            intrinsic::Json,
-            intrinsic::Promise,
-            intrinsic::RegExpCompiler,
-            intrinsic::RegExp,
-            intrinsic::Date,
-            intrinsic::MapSet,
-        )>(&rt)
+        // Eval, to load the bytecode; Promise: a module's evaluation
+        // settles one.
+        type Base = (intrinsic::Eval, intrinsic::Json, intrinsic::Promise);
+        type Regex = (intrinsic::RegExpCompiler, intrinsic::RegExp);
+        type Dates = (intrinsic::Date, intrinsic::MapSet);
+        let cx = match (needs.full, needs.regex, needs.dates) {
+            (true, _, _) => Context::full(&rt),
+            (false, false, false) => Context::custom::<Base>(&rt),
+            (false, true, false) => Context::custom::<(Base, Regex)>(&rt),
+            (false, false, true) => Context::custom::<(Base, Dates)>(&rt),
+            (false, true, true) => Context::custom::<(Base, Regex, Dates)>(&rt),
+        }
         .map_err(failed)?;
         let hosts = cx
             .with(|ctx| {
@@ -616,7 +651,7 @@ mod tests {
 
     fn vu() -> StepVu {
         let env = HashMap::from([("REGION".to_string(), "eu".to_string())]);
-        StepVu::new(2, 4 * 1024 * 1024, &env).unwrap()
+        StepVu::new(2, StepNeeds::default(), 4 * 1024 * 1024, &env).unwrap()
     }
 
     #[test]
@@ -632,6 +667,33 @@ mod tests {
         assert_eq!(env_names(&["vars.n = String(Object.keys(env).length)"]), None);
         assert_eq!(env_names(&["vars.n = __ENV[name]"]), None);
         assert_eq!(env_names(&["vars.environment = 'x'"]), Some(vec![]));
+    }
+
+    #[test]
+    fn a_step_gets_the_built_ins_its_code_names() {
+        let vars = HashMap::new();
+        let sets = ["n".to_string()];
+        let code = "vars.n = String(/a+/.test('aa')) + new Date(0).getTime() + new Map([[1, 2]]).size;";
+        let needs = StepNeeds::of(&[code]);
+        assert_eq!(
+            needs,
+            StepNeeds {
+                regex: true,
+                dates: true,
+                full: false
+            }
+        );
+        let mut vu = StepVu::new(1, needs, 4 << 20, &HashMap::new()).unwrap();
+        let c = StepCode::compile(code).unwrap();
+        assert_eq!(
+            vu.run(0, &c, input(&vars, &sets)).unwrap(),
+            [("n".into(), "true01".into())]
+        );
+        assert_eq!(
+            StepNeeds::of(&["vars.n = JSON.stringify({date: 1})"]),
+            StepNeeds::default()
+        );
+        assert!(StepNeeds::of(&["const a = new Uint8Array(2)"]).full);
     }
 
     #[test]

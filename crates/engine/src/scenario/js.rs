@@ -5,9 +5,9 @@
 use std::collections::HashMap;
 
 use throng_scenario::JsStep;
-use throng_script::{StepCode, StepInput, StepResponse, StepVu};
+use throng_script::{StepCode, StepInput, StepNeeds, StepResponse, StepVu};
 
-use super::ops::{JsOp, Scen, Vu, with_scen};
+use super::ops::{JsFlow, JsOp, Op, Scen, Vu, with_scen};
 use crate::ctx::Ctx;
 
 /// A runtime's heap limit.
@@ -42,24 +42,30 @@ pub(super) fn reads_res(code: &str) -> bool {
 }
 
 /// The number of `js:` steps in a compiled flow.
-pub(super) fn count(ops: &[super::ops::Op]) -> usize {
-    ops.iter().filter(|o| matches!(o, super::ops::Op::Js(_))).count()
+pub(super) fn count(ops: &[Op]) -> usize {
+    ops.iter().filter(|o| matches!(o, Op::Js(_))).count()
 }
 
-/// The environment a flow's `js:` steps see: the variables they read by
-/// name (all of `env` when one reads it otherwise); empty without steps.
-pub(super) fn env(flow: &[throng_scenario::Step], env: &HashMap<String, String>) -> HashMap<String, String> {
+/// What a VU's runtime needs for a flow's `js:` steps (compiled into
+/// `ops`): their number, the built-ins they name, the environment they
+/// read (the variables they read by name, all of `env` when one reads it
+/// otherwise).
+pub(super) fn flow(flow: &[throng_scenario::Step], ops: &[Op], env: &HashMap<String, String>) -> JsFlow {
     let steps = throng_scenario::js_steps(flow);
     if steps.is_empty() {
-        return HashMap::new();
+        return JsFlow::default();
     }
     let codes: Vec<&str> = steps.iter().map(|j| j.code.as_str()).collect();
-    match throng_script::step_env_names(&codes) {
-        None => env.clone(),
-        Some(names) => names
-            .into_iter()
-            .filter_map(|n| env.get(&n).map(|v| (n, v.clone())))
-            .collect(),
+    JsFlow {
+        steps: count(ops),
+        needs: StepNeeds::of(&codes),
+        env: match throng_script::step_env_names(&codes) {
+            None => env.clone(),
+            Some(names) => names
+                .into_iter()
+                .filter_map(|n| env.get(&n).map(|v| (n, v.clone())))
+                .collect(),
+        },
     }
 }
 
@@ -71,7 +77,7 @@ pub(super) fn run(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &JsOp) -> Result<(), (&
         .as_ref()
         .map_err(|e| ("js.error", format!("js: step at {}: {e}", op.at)))?;
     if vu.steps.is_none() {
-        let made = StepVu::new(sc.js_steps, MEMORY, &sc.js_env).map_err(|e| ("js.init", e))?;
+        let made = StepVu::new(sc.js.steps, sc.js.needs, MEMORY, &sc.js.env).map_err(|e| ("js.init", e))?;
         vu.steps = Some(Box::new(made));
     }
     let Some(runtime) = vu.steps.as_mut() else {

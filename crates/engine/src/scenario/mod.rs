@@ -100,8 +100,7 @@ pub(crate) fn start(ctx: &Rc<Ctx>, load: ScenarioLoad) {
         if load.script.is_none() {
             compile(&def.flow, &[all, scenario_tag], &keep, &mut rec, &mut ops);
         }
-        let js_steps = js::count(&ops);
-        let js_env = js::env(&def.flow, &load.env);
+        let js = js::flow(&def.flow, &ops, &load.env);
         let stage_tags = throng_scenario::stage_names(def)
             .iter()
             .map(|n| rec.tag(&format!("stage:{n}")))
@@ -120,8 +119,7 @@ pub(crate) fn start(ctx: &Rc<Ctx>, load: ScenarioLoad) {
             segment: load.plan.segment(),
             seed: load.seed,
             ops,
-            js_steps,
-            js_env,
+            js,
             stage_tags,
             start,
             end: start + def.executor.length(),

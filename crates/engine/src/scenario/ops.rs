@@ -57,6 +57,17 @@ pub(super) struct JsOp {
     pub(super) reads_res: bool,
 }
 
+/// What a VU's runtime needs for a flow's `js:` steps.
+#[derive(Default)]
+pub(super) struct JsFlow {
+    /// How many `ops` holds (the runtime keeps a function per step).
+    pub(super) steps: usize,
+    /// The built-ins they name.
+    pub(super) needs: throng_script::StepNeeds,
+    /// What their `__ENV` holds.
+    pub(super) env: HashMap<String, String>,
+}
+
 /// The flow, flattened: groups become start/end markers.
 pub(super) enum Op {
     Request(Box<ReqOp>),
@@ -163,12 +174,8 @@ pub(super) struct Scen {
     pub(super) segment: throng_plan::Segment,
     pub(super) seed: u64,
     pub(super) ops: Vec<Op>,
-    /// How many `js:` steps `ops` holds (a VU's runtime keeps a function
-    /// per step).
-    pub(super) js_steps: usize,
-    /// What their `__ENV` holds: the variables they read by name (all
-    /// when one reads it otherwise).
-    pub(super) js_env: HashMap<String, String>,
+    /// What a VU's runtime needs for the flow's `js:` steps.
+    pub(super) js: JsFlow,
     /// Recorder tag index per stage (ramping executors).
     pub(super) stage_tags: Vec<usize>,
     pub(super) start: Instant,
