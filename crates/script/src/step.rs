@@ -62,7 +62,10 @@ impl StepNeeds {
         };
         let any = |words: &[&str]| codes.iter().any(|c| words.iter().any(|w| word(c, w)));
         StepNeeds {
-            regex: codes.iter().any(|c| crate::scan::uses_regex(c)),
+            // Any `/`: a literal the scan misses (`s => /a/.test(s)`)
+            // would be a TypeError in a context without RegExp, and a
+            // division or a comment costs only memory.
+            regex: codes.iter().any(|c| c.contains('/') || crate::scan::uses_regex(c)),
             dates: any(&["Date", "Map", "Set"]),
             full: codes.iter().any(|c| crate::scan::uses_full(c)),
         }
@@ -694,6 +697,14 @@ mod tests {
             StepNeeds::default()
         );
         assert!(StepNeeds::of(&["const a = new Uint8Array(2)"]).full);
+        // A literal after an arrow, which the script scan misses.
+        let arrow = "const f = s => /a+/.test(s); vars.n = String(f('aa'));";
+        let mut vu = StepVu::new(1, StepNeeds::of(&[arrow]), 4 << 20, &HashMap::new()).unwrap();
+        let c = StepCode::compile(arrow).unwrap();
+        assert_eq!(
+            vu.run(0, &c, input(&vars, &sets)).unwrap(),
+            [("n".into(), "true".into())]
+        );
     }
 
     #[test]
