@@ -24,7 +24,7 @@ use rquickjs::{CatchResultExt, CaughtError, Context, Ctx, Function, Module, Obje
 
 /// What the step's code is wrapped in: its first line, so the code's
 /// line N is the module's line N + 1.
-const HEAD: &str = "export default function (vars, res, __VU, __ITER, __ENV, env, check, add) {\n";
+const HEAD: &str = "export default function (vars, res, __VU, __ITER, __ENV, env, setup, check, add) {\n";
 /// The module's name in errors' stacks.
 const NAME: &str = "js";
 /// QuickJS's stack bound.
@@ -257,9 +257,10 @@ struct Clock {
 }
 
 /// What a step's function is given besides its input: `__ENV` (`env`),
-/// `check(name, passed)` and `add(metric, value)`.
+/// `setup`, `check(name, passed)` and `add(metric, value)`.
 struct Hosts {
     env: Persistent<Object<'static>>,
+    setup: Persistent<Object<'static>>,
     check: Persistent<Function<'static>>,
     add: Persistent<Function<'static>>,
 }
@@ -300,8 +301,14 @@ impl std::fmt::Debug for StepVu {
 
 impl StepVu {
     /// A runtime whose heap holds at most `memory` bytes, for `steps`
-    /// steps that need `needs`; `env` is what `__ENV` and `env` show.
-    pub fn new(steps: usize, needs: StepNeeds, memory: usize, env: &HashMap<String, String>) -> Result<StepVu, String> {
+    /// steps that need `needs`; `env` is what `__ENV` and `env` show,
+    /// `setup` what `setup` does (the `setup:` flow's variables).
+    pub fn new(
+        steps: usize,
+        needs: StepNeeds,
+        memory: usize,
+        (env, setup): (&HashMap<String, String>, &HashMap<String, String>),
+    ) -> Result<StepVu, String> {
         let failed = |e: rquickjs::Error| format!("the JavaScript runtime could not start: {e}");
         let clock = Rc::new(Clock {
             deadline: Cell::new(Instant::now()),
@@ -333,10 +340,14 @@ impl StepVu {
         .map_err(failed)?;
         let hosts = cx
             .with(|ctx| {
-                let o = Object::new(ctx.clone())?;
-                for (k, v) in env {
-                    o.set(k.as_str(), v.as_str())?;
-                }
+                let object = |map: &HashMap<String, String>| {
+                    let o = Object::new(ctx.clone())?;
+                    for (k, v) in map {
+                        o.set(k.as_str(), v.as_str())?;
+                    }
+                    Ok::<_, rquickjs::Error>(o)
+                };
+                let (o, setup) = (object(env)?, object(setup)?);
                 let c = Rc::clone(&clock);
                 let check = Function::new(
                     ctx.clone(),
@@ -369,6 +380,7 @@ impl StepVu {
                 )?;
                 Ok(Hosts {
                     env: Persistent::save(&ctx, o),
+                    setup: Persistent::save(&ctx, setup),
                     check: Persistent::save(&ctx, check),
                     add: Persistent::save(&ctx, add),
                 })
@@ -468,13 +480,15 @@ fn call<'js>(
     let check = js(ctx, hosts.check.clone().restore(ctx))?;
     let add = js(ctx, hosts.add.clone().restore(ctx))?;
     // In HEAD's order.
-    let mut args = rquickjs::function::Args::new(ctx.clone(), 8);
+    let setup = js(ctx, hosts.setup.clone().restore(ctx))?;
+    let mut args = rquickjs::function::Args::new(ctx.clone(), 9);
     js(ctx, args.push_arg(vars.clone()))?;
     js(ctx, args.push_arg(res))?;
     js(ctx, args.push_arg(input.vu))?;
     js(ctx, args.push_arg(input.iter))?;
     js(ctx, args.push_arg(env.clone()))?;
     js(ctx, args.push_arg(env))?;
+    js(ctx, args.push_arg(setup))?;
     js(ctx, args.push_arg(check))?;
     js(ctx, args.push_arg(add))?;
     js(ctx, f.call_arg::<Value>(args))?;
@@ -654,7 +668,13 @@ mod tests {
 
     fn vu() -> StepVu {
         let env = HashMap::from([("REGION".to_string(), "eu".to_string())]);
-        StepVu::new(2, StepNeeds::default(), 4 * 1024 * 1024, &env).unwrap()
+        StepVu::new(
+            2,
+            StepNeeds::default(),
+            4 * 1024 * 1024,
+            (&env, &HashMap::from([("token".to_string(), "t1".to_string())])),
+        )
+        .unwrap()
     }
 
     #[test]
@@ -686,7 +706,7 @@ mod tests {
                 full: false
             }
         );
-        let mut vu = StepVu::new(1, needs, 4 << 20, &HashMap::new()).unwrap();
+        let mut vu = StepVu::new(1, needs, 4 << 20, (&HashMap::new(), &HashMap::new())).unwrap();
         let c = StepCode::compile(code).unwrap();
         assert_eq!(
             vu.run(0, &c, input(&vars, &sets)).unwrap(),
@@ -699,7 +719,7 @@ mod tests {
         assert!(StepNeeds::of(&["const a = new Uint8Array(2)"]).full);
         // A literal after an arrow, which the script scan misses.
         let arrow = "const f = s => /a+/.test(s); vars.n = String(f('aa'));";
-        let mut vu = StepVu::new(1, StepNeeds::of(&[arrow]), 4 << 20, &HashMap::new()).unwrap();
+        let mut vu = StepVu::new(1, StepNeeds::of(&[arrow]), 4 << 20, (&HashMap::new(), &HashMap::new())).unwrap();
         let c = StepCode::compile(arrow).unwrap();
         assert_eq!(
             vu.run(0, &c, input(&vars, &sets)).unwrap(),
@@ -748,13 +768,14 @@ mod tests {
     #[test]
     fn a_step_sets_what_its_sets_names_from_what_it_reads() {
         let code =
-            StepCode::compile("vars.t = vars.a + __VU + __ITER + env.REGION + __ENV.REGION; vars.n = 2;").unwrap();
+            StepCode::compile("vars.t = vars.a + __VU + __ITER + env.REGION + __ENV.REGION + setup.token; vars.n = 2;")
+                .unwrap();
         let vars = HashMap::from([("a".to_string(), "x".to_string())]);
         let sets = ["t".to_string(), "n".to_string()];
         let mut vu = vu();
         let mut out = vu.run(0, &code, input(&vars, &sets)).unwrap();
         out.sort();
-        assert_eq!(out, [("n".into(), "2".into()), ("t".into(), "x34eueu".into())]);
+        assert_eq!(out, [("n".into(), "2".into()), ("t".into(), "x34eueut1".into())]);
         // Again, from its compiled function.
         assert_eq!(vu.run(0, &code, input(&vars, &sets)).unwrap().len(), 2);
     }

@@ -275,3 +275,20 @@ fn the_guides_js_example_runs_against_the_lab() {
     assert!(r.thresholds.iter().all(|v| v.passed), "{:?}", r.thresholds);
     assert_eq!(r.thresholds.len(), 1);
 }
+
+/// A `setup:` flow's `js:` step sets what the load's `js:` steps read as
+/// `setup.NAME`.
+#[test]
+fn a_setup_js_step_feeds_the_loads_js_steps() {
+    let n = server();
+    let yaml = format!(
+        "target: {}\nsetup:\n  - request: {{ name: seed, path: /cart }}\n  - js: vars.token = JSON.parse(res.body)[0].id.toUpperCase()\n    sets: [token]\nscenarios:\n  default:\n    executor: per-vu-iterations\n    vus: 2\n    iterations: 1\n    flow:\n      - js: vars.t = setup.token + '-' + __VU\n        sets: [t]\n      - request: {{ name: use, path: \"/t/{{{{t}}}}\" }}\n",
+        n.nginx.url("")
+    );
+    let run = common::scenario(&yaml);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let lines = access_log(&n.log);
+    for want in ["GET /t/A7-1 -", "GET /t/A7-2 -"] {
+        assert_eq!(lines.iter().filter(|l| **l == want).count(), 1, "{want}: {lines:?}");
+    }
+}

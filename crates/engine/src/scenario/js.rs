@@ -77,7 +77,8 @@ pub(super) fn run(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &JsOp) -> Result<(), (&
         .as_ref()
         .map_err(|e| ("js.error", format!("js: step at {}: {e}", op.at)))?;
     if vu.steps.is_none() {
-        let made = StepVu::new(sc.js.steps, sc.js.needs, MEMORY, &sc.js.env).map_err(|e| ("js.init", e))?;
+        let made =
+            StepVu::new(sc.js.steps, sc.js.needs, MEMORY, (&sc.js.env, &sc.setup)).map_err(|e| ("js.init", e))?;
         vu.steps = Some(Box::new(made));
     }
     let Some(runtime) = vu.steps.as_mut() else {
