@@ -12,8 +12,10 @@ pub use types::{
     Defaults, Executor, JsonTemplate, Request, Scenario, ScenarioPlan, Stage, Step, Think, WebSocket, WsMessage,
     stage_names,
 };
+pub use types::{DEFAULT_JS_TIMEOUT, JsStep, MAX_JS_CODE, MAX_JS_SETS, MAX_JS_TIMEOUT, js_steps};
 pub use types::{DEFAULT_MAX_BODY, MAX_MAX_BODY, SETUP_LIMIT, TEARDOWN_LIMIT, capture_names};
 
+mod js;
 mod raw;
 #[cfg(test)]
 mod tests;

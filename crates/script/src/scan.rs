@@ -160,18 +160,13 @@ pub(crate) fn scan(file: &str, text: &str) -> Result<Found, ScriptError> {
         let (line, column) = line_col(text, m.start());
         found.opened.push((path.as_str().to_string(), line, column));
     }
-    let full = Regex::new(
-        r"\b(Date|Map|Set|WeakMap|WeakSet|WeakRef|FinalizationRegistry|Proxy|BigInt|ArrayBuffer|DataView|[A-Z][a-z]*\d*Array|performance)\b|\d+n\b",
-    )
-    .expect("valid pattern");
-    found.full_intrinsics |= full.is_match(&code);
+    found.full_intrinsics |= Regex::new(&format!(r"\b(Date|Map|Set|{FULL})\b|\d+n\b"))
+        .expect("valid pattern")
+        .is_match(&code);
     // k6/crypto's binary digests and random bytes are ArrayBuffers, whose
     // accessors come with the typed-array intrinsics.
     found.full_intrinsics |= found.crypto;
-    // A `/` where an expression starts (not after a value, as a division
-    // is) and not a comment: a regular expression literal.
-    let regex = Regex::new(r"(?:^|[=(,:\[!&|?{};]|\breturn)\s*/[^/*\s]|\bRegExp\b").expect("valid pattern");
-    found.regex = regex.is_match(&code);
+    found.regex = uses_regex(&code);
     let env_dot = Regex::new(r"\b__ENV\s*\.\s*([\w$]+)").expect("valid pattern");
     let names: Vec<String> = env_dot.captures_iter(&code).map(|c| c[1].to_string()).collect();
     let all = code.matches("__ENV").count();
@@ -245,6 +240,27 @@ pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let line = before.matches('\n').count() + 1;
     let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
     (line, column)
+}
+
+/// The built-ins beyond Date, Map and Set that only a full context has.
+const FULL: &str =
+    r"WeakMap|WeakSet|WeakRef|FinalizationRegistry|Proxy|BigInt|ArrayBuffer|DataView|[A-Z][a-z]*\d*Array|performance";
+
+/// Whether `code` names a built-in only a full context has (typed arrays,
+/// `Proxy`, `BigInt` or a BigInt literal…).
+pub(crate) fn uses_full(code: &str) -> bool {
+    Regex::new(&format!(r"\b({FULL})\b|\d+n\b"))
+        .expect("valid pattern")
+        .is_match(code)
+}
+
+/// Whether `code` writes a regular expression literal or names `RegExp`:
+/// a `/` where an expression starts (not after a value, as a division is)
+/// and not a comment.
+pub(crate) fn uses_regex(code: &str) -> bool {
+    Regex::new(r"(?:^|[=(,:\[!&|?{};]|\breturn)\s*/[^/*\s]|\bRegExp\b")
+        .expect("valid pattern")
+        .is_match(code)
 }
 
 #[cfg(test)]

@@ -275,6 +275,7 @@ fn scenario(file: &Path, extra: &[String]) -> anyhow::Result<(Plan, Load, Secret
     };
     let mut plan = ScenarioPlan::parse_with(&text, &file.display().to_string(), &read, &target)
         .map_err(|e| UsageError(e.to_string()))?;
+    super::shared::check_js_steps(&plan)?;
     if let Some(f) = run.scale.filter(|f| f.is_finite() && *f > 0.0) {
         plan = plan.scaled(f);
     }
@@ -387,7 +388,7 @@ fn count_requests(flow: &[Step]) -> u32 {
                 .filter(|m| matches!(m, throng_scenario::WsMessage::Expect { .. }))
                 .count()
                 .max(1) as u32,
-            Step::Think(_) | Step::Add(_) => 0,
+            Step::Think(_) | Step::Add(_) | Step::Js(_) => 0,
             Step::Group { flow, .. } => count_requests(flow),
             // At most: every pass of a loop, the larger branch.
             Step::Repeat { times, flow } => times.saturating_mul(count_requests(flow)),

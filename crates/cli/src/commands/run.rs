@@ -133,7 +133,7 @@ fn step_scenarios(plan: &ScenarioPlan) -> BTreeMap<String, String> {
                 throng_scenario::Step::Request(r) => add(&r.name, scenario, out),
                 throng_scenario::Step::Grpc(g) => add(&g.request.name, scenario, out),
                 throng_scenario::Step::WebSocket(w) => add(&w.name, scenario, out),
-                throng_scenario::Step::Think(_) | throng_scenario::Step::Add(_) => {}
+                throng_scenario::Step::Think(_) | throng_scenario::Step::Add(_) | throng_scenario::Step::Js(_) => {}
                 nested => nested.nested().into_iter().for_each(|f| walk(f, scenario, out)),
             }
         }
@@ -269,6 +269,7 @@ fn parse(
                 e.to_string()
             })
         })?;
+    super::shared::check_js_steps(&plan)?;
     Ok(match scale {
         None => plan,
         Some(f) if f.is_finite() && f > 0.0 => plan.scaled(f),

@@ -94,6 +94,34 @@ pub(super) fn read_plan_file(path: &Path, what: &str) -> Result<String, UsageErr
 /// (`/dev/zero`, a FIFO) is refused instead of filling the memory.
 pub(super) const MAX_SIDE_FILE_BYTES: u64 = 256 << 20;
 
+/// Compiles every `js:` step of `plan`: a syntax error names the file's
+/// line of the code that does not parse (at the code's column).
+pub(super) fn check_js_steps(plan: &throng_scenario::ScenarioPlan) -> Result<(), UsageError> {
+    let flows = plan
+        .scenarios
+        .iter()
+        .chain(plan.setup.as_ref())
+        .chain(plan.teardown.as_ref());
+    for step in flows.flat_map(|s| throng_scenario::js_steps(&s.flow)) {
+        if let Err(e) = throng_script::StepCode::compile(&step.code) {
+            // The code's line in the file (a block's lines all start at
+            // its indentation).
+            let (line, of_code) = match e.line {
+                0 => (step.line, String::new()),
+                l => (step.line + l - 1, format!(" (line {l} of the step's code)")),
+            };
+            let error = throng_scenario::ScenarioError {
+                file: plan.file.clone(),
+                line,
+                column: step.column,
+                message: format!("js: {}{of_code}; fix the step's JavaScript", e.message),
+            };
+            return Err(UsageError(error.to_string()));
+        }
+    }
+    Ok(())
+}
+
 /// Reads a file a scenario file names, bounded by [`MAX_SIDE_FILE_BYTES`];
 /// the error says what is wrong (the caller says which file).
 pub(super) fn read_side_file(path: &Path) -> Result<String, SideFileError> {
@@ -441,7 +469,7 @@ pub(super) fn spoken(plan: &throng_result::Plan) -> Option<String> {
                 throng_scenario::Step::Request(_) => out.0 = true,
                 throng_scenario::Step::WebSocket(_) => out.1 = true,
                 throng_scenario::Step::Grpc(_) => out.2 = true,
-                throng_scenario::Step::Think(_) | throng_scenario::Step::Add(_) => {}
+                throng_scenario::Step::Think(_) | throng_scenario::Step::Add(_) | throng_scenario::Step::Js(_) => {}
                 nested => nested.nested().into_iter().for_each(|f| kinds(f, out)),
             }
         }

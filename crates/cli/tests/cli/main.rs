@@ -96,6 +96,7 @@ mod rumqttd;
 mod run_target;
 mod scenario;
 mod scenario_grpc;
+mod scenario_js;
 mod scenario_logic;
 mod scenario_mux;
 mod scenario_once;

@@ -382,3 +382,47 @@ fn scenario_vus_stay_bounded() {
     println!("{VUS} VUs: {per_vu} bytes each beyond one VU's run");
     assert!(per_vu < VU_BOUND, "{per_vu} bytes per VU (bound {VU_BOUND})");
 }
+
+/// VUs held at once in [`js_vus_stay_bounded`].
+const JS_VUS: u64 = 1_000;
+
+/// Bytes a VU whose flow has a `js:` step may hold beyond a one-VU run:
+/// its own QuickJS runtime and context (JSON and Math: the step names no
+/// other built-in), the step's function loaded from the worker's bytecode,
+/// its variables. Generous on purpose; measured 75,780 with the test
+/// profile's unoptimized binary (92,921 when every context had RegExp,
+/// Date, Map and Set).
+const JS_VU_BOUND: u64 = 250_000;
+
+/// 1,000 VUs, each past a `js:` step and asleep in a `think:`, so each
+/// holds its runtime at once: what each adds to the peak RSS stays under
+/// [`JS_VU_BOUND`]. (A flow without a `js:` step makes no runtime:
+/// [`scenario_vus_stay_bounded`] holds it to its bound.)
+#[test]
+fn js_vus_stay_bounded() {
+    let _alone = common::heavy();
+    let server = FaultServer::serve(&[]);
+    let run_with = |vus: u64| {
+        common::scenario(&format!(
+            "target: http://{}\nscenarios:\n  default:\n    executor: per-vu-iterations\n    vus: {vus}\n    \
+             iterations: 2\n    flow:\n      - request: {{ path: / }}\n      - js: |\n          \
+             vars.n = String(JSON.parse('[1,2,3]').length + __VU);\n        sets: [n]\n      \
+             - request: {{ path: /, headers: {{ X-N: \"{{{{n}}}}\" }} }}\n      - think: 2s\n",
+            server.addr()
+        ))
+    };
+    let one = run_with(1);
+    let run = run_with(JS_VUS);
+    assert_eq!(one.code(), 0, "{}", one.stderr());
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let r = run.result();
+    assert_books_balance(r);
+    let s = r.measurements.scenario.as_ref().unwrap();
+    assert!(s.failed_iterations.is_empty(), "{:?}", s.failed_messages);
+    assert_eq!(r.measurements.requests.ok, 4 * JS_VUS);
+    assert_eq!(s.vus_max, JS_VUS);
+    let base = one.result().generator.peak_rss_bytes;
+    let per_vu = r.generator.peak_rss_bytes.saturating_sub(base) / JS_VUS;
+    println!("{JS_VUS} js VUs: {per_vu} bytes each beyond one VU's run");
+    assert!(per_vu < JS_VU_BOUND, "{per_vu} bytes per js VU (bound {JS_VU_BOUND})");
+}

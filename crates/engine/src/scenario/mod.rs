@@ -38,6 +38,7 @@
 //! | `vu.rs` | a VU task and its iterations |
 //! | `request.rs`, `stream.rs` | a `request:` step in HTTP/1.1; as a stream in HTTP/2 or HTTP/3 |
 //! | `grpc.rs`, `ws.rs` | a `grpc:` step; a `websocket:` step |
+//! | `js.rs` | a `js:` step: its code compiled once per worker, run in the VU's own runtime |
 //! | `script.rs` | a k6 script's iteration: its VU resumed, each request it makes sent as a `request:` step |
 //! | `render.rs` | a step's request rendered from its templates |
 //! | `flight.rs` | a request under way and how it ends (answered, unanswered, never sent) |
@@ -61,6 +62,7 @@ use ops::{AddOp, GrpcOp, Op, ReqOp, Scen, UntilOp, WsOp};
 mod control;
 mod flight;
 mod grpc;
+mod js;
 mod logic;
 mod ops;
 mod render;
@@ -88,10 +90,17 @@ pub(crate) fn start(ctx: &Rc<Ctx>, load: ScenarioLoad) {
         };
         let scenario_tag = rec.tag(&format!("scenario:{}", def.name));
         let mut ops = Vec::new();
-        let jar = def.cookies != Cookies::Off;
+        let keep = Keeps {
+            jar: def.cookies != Cookies::Off,
+            res: throng_scenario::js_steps(&def.flow)
+                .iter()
+                .any(|j| js::reads_res(&j.code)),
+            file: &load.plan.file,
+        };
         if load.script.is_none() {
-            compile(&def.flow, &[all, scenario_tag], jar, &mut rec, &mut ops);
+            compile(&def.flow, &[all, scenario_tag], &keep, &mut rec, &mut ops);
         }
+        let js = js::flow(&def.flow, &ops, &load.env);
         let stage_tags = throng_scenario::stage_names(def)
             .iter()
             .map(|n| rec.tag(&format!("stage:{n}")))
@@ -110,6 +119,7 @@ pub(crate) fn start(ctx: &Rc<Ctx>, load: ScenarioLoad) {
             segment: load.plan.segment(),
             seed: load.seed,
             ops,
+            js,
             stage_tags,
             start,
             end: start + def.executor.length(),
@@ -137,8 +147,18 @@ pub(crate) fn start(ctx: &Rc<Ctx>, load: ScenarioLoad) {
     }
 }
 
-/// `jar`: responses' headers are kept for the VUs' cookie jars.
-fn compile(flow: &[Step], tags: &[usize], jar: bool, rec: &mut ScenarioRecorder, out: &mut Vec<Op>) {
+/// What the requests of a flow keep of their responses besides what their
+/// own captures and checks read.
+struct Keeps<'a> {
+    /// Headers, for the VUs' cookie jars.
+    jar: bool,
+    /// Headers and body, for the `js:` steps that read `res`.
+    res: bool,
+    /// The scenario file, which a `js:` step's errors name.
+    file: &'a str,
+}
+
+fn compile(flow: &[Step], tags: &[usize], keeps: &Keeps, rec: &mut ScenarioRecorder, out: &mut Vec<Op>) {
     for step in flow {
         match step {
             Step::Request(r) => {
@@ -147,11 +167,13 @@ fn compile(flow: &[Step], tags: &[usize], jar: bool, rec: &mut ScenarioRecorder,
                 let keep = Keep {
                     server: false,
                     // Location and Set-Cookie are headers too.
-                    headers: jar
+                    headers: keeps.jar
+                        || keeps.res
                         || r.redirects > 0
                         || r.captures.iter().any(|c| matches!(c.from, CaptureFrom::Header(_)))
                         || r.checks.iter().any(|c| matches!(c.kind, CheckKind::Header(..))),
-                    body: if r.captures.iter().any(|c| !matches!(c.from, CaptureFrom::Header(_)))
+                    body: if keeps.res
+                        || r.captures.iter().any(|c| !matches!(c.from, CaptureFrom::Header(_)))
                         || r.checks.iter().any(|c| c.kind.reads_body())
                     {
                         // At most 64 MiB (checked when the file was read).
@@ -182,18 +204,19 @@ fn compile(flow: &[Step], tags: &[usize], jar: bool, rec: &mut ScenarioRecorder,
                 metric: a.keys().iter().map(|k| rec.custom_index(k, a.kind)).collect(),
                 value: a.value.clone(),
             }))),
+            Step::Js(j) => out.push(Op::Js(Box::new(ops::JsOp::new(j, js::count(out), keeps.file)))),
             Step::Group { name, flow } => {
                 let g = rec.group_index(name);
                 let mut t = tags.to_vec();
                 t.push(rec.tag(&format!("group:{name}")));
                 out.push(Op::GroupStart);
-                compile(flow, &t, jar, rec, out);
+                compile(flow, &t, keeps, rec, out);
                 out.push(Op::GroupEnd(g));
             }
             Step::If { cond, then, otherwise } => {
                 let branch = out.len();
                 out.push(Op::Jump(0));
-                compile(then, tags, jar, rec, out);
+                compile(then, tags, keeps, rec, out);
                 let skip = (!otherwise.is_empty()).then(|| {
                     out.push(Op::Jump(0));
                     out.len() - 1
@@ -203,7 +226,7 @@ fn compile(flow: &[Step], tags: &[usize], jar: bool, rec: &mut ScenarioRecorder,
                     cond: Box::new(cond.clone()),
                     to,
                 };
-                compile(otherwise, tags, jar, rec, out);
+                compile(otherwise, tags, keeps, rec, out);
                 if let Some(skip) = skip {
                     out[skip] = Op::Jump(out.len());
                 }
@@ -211,13 +234,13 @@ fn compile(flow: &[Step], tags: &[usize], jar: bool, rec: &mut ScenarioRecorder,
             Step::Repeat { times, flow } => {
                 out.push(Op::LoopStart);
                 let start = out.len();
-                compile(flow, tags, jar, rec, out);
+                compile(flow, tags, keeps, rec, out);
                 out.push(Op::Repeat { start, times: *times });
             }
             Step::Until { cond, max, flow } => {
                 out.push(Op::LoopStart);
                 let start = out.len();
-                compile(flow, tags, jar, rec, out);
+                compile(flow, tags, keeps, rec, out);
                 out.push(Op::Until(Box::new(UntilOp {
                     start,
                     cond: cond.clone(),
@@ -234,7 +257,7 @@ fn compile(flow: &[Step], tags: &[usize], jar: bool, rec: &mut ScenarioRecorder,
                     total += u64::from(b.weight);
                     cumulative.push(total);
                     to.push(out.len());
-                    compile(&b.flow, tags, jar, rec, out);
+                    compile(&b.flow, tags, keeps, rec, out);
                     ends.push(out.len());
                     out.push(Op::Jump(0));
                 }

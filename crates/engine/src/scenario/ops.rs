@@ -42,6 +42,32 @@ pub(super) struct AddOp {
     pub(super) value: throng_scenario::AddValue,
 }
 
+/// A compiled `js:` step.
+pub(super) struct JsOp {
+    /// Its number among the scenario's `js:` steps (the VU's runtime
+    /// keeps its function under it).
+    pub(super) index: usize,
+    /// Its bytecode, or why it does not compile (checked when the file
+    /// was loaded, so not expected).
+    pub(super) code: Result<throng_script::StepCode, String>,
+    pub(super) step: throng_scenario::JsStep,
+    /// Where it is in the file, for its errors (`FILE:LINE`).
+    pub(super) at: String,
+    /// Its code names `res`: the requests before it keep their responses.
+    pub(super) reads_res: bool,
+}
+
+/// What a VU's runtime needs for a flow's `js:` steps.
+#[derive(Default)]
+pub(super) struct JsFlow {
+    /// How many `ops` holds (the runtime keeps a function per step).
+    pub(super) steps: usize,
+    /// The built-ins they name.
+    pub(super) needs: throng_script::StepNeeds,
+    /// What their `__ENV` holds.
+    pub(super) env: HashMap<String, String>,
+}
+
 /// The flow, flattened: groups become start/end markers.
 pub(super) enum Op {
     Request(Box<ReqOp>),
@@ -51,6 +77,7 @@ pub(super) enum Op {
     GroupStart,
     GroupEnd(usize),
     Add(Box<AddOp>),
+    Js(Box<JsOp>),
     /// `if:`: on to the next op when the condition holds, else to `to`.
     Branch {
         cond: Box<Condition>,
@@ -147,6 +174,8 @@ pub(super) struct Scen {
     pub(super) segment: throng_plan::Segment,
     pub(super) seed: u64,
     pub(super) ops: Vec<Op>,
+    /// What a VU's runtime needs for the flow's `js:` steps.
+    pub(super) js: JsFlow,
     /// Recorder tag index per stage (ramping executors).
     pub(super) stage_tags: Vec<usize>,
     pub(super) start: Instant,
@@ -231,6 +260,8 @@ pub(super) struct Vu {
     /// A k6 script's VU (its runtime and coroutine), made at its first
     /// iteration.
     pub(super) js: Option<Box<throng_script::ScriptVu>>,
+    /// The runtime of its flow's `js:` steps, made at its first one.
+    pub(super) steps: Option<Box<throng_script::StepVu>>,
     /// Whether its last request got a whole response (whatever its status):
     /// a script sees the status only then.
     pub(super) answered: bool,

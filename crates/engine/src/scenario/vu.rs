@@ -14,7 +14,7 @@ use throng_plan::Rng;
 use throng_scenario::{AddValue, CookieJar, Cookies, Cursor, Executor, Think};
 
 use super::ops::{Op, Scen, Vu, sleep_until, with_scen};
-use super::{grpc, logic, render, request, script, ws};
+use super::{grpc, js, logic, render, request, script, ws};
 use crate::conn::close;
 use crate::ctx::{Ctx, TaskGuard};
 use crate::proto::session::Session;
@@ -40,6 +40,7 @@ pub(super) async fn vu(guard: TaskGuard, sc: Rc<Scen>, slot: usize) {
         loops: Vec::new(),
         fault: None,
         js: None,
+        steps: None,
     };
     let open = sc.def.executor.is_open();
     loop {
@@ -208,6 +209,12 @@ async fn iteration(ctx: &Ctx, sc: &Scen, vu: &mut Vu, intended: Option<Instant>)
                         with_scen(ctx, |r| a.metric.iter().for_each(|&i| r.custom(i, value)));
                     }
                     Err(message) => vu.fault = Some(message),
+                }
+            }
+            Op::Js(j) => {
+                if let Err((class, message)) = js::run(ctx, sc, vu, j) {
+                    with_scen(ctx, |r| r.iteration_failed(Instant::now(), class, &message));
+                    return true;
                 }
             }
             Op::GroupStart => groups.push(Instant::now()),

@@ -378,6 +378,11 @@ pub(super) struct RawStep {
     pub(super) grpc: Option<RawGrpc>,
     pub(super) websocket: Option<RawWebSocket>,
     pub(super) add: Option<RawAdd>,
+    /// `js:` JavaScript, with the `sets:` captures it may write and its
+    /// `timeout:`.
+    pub(super) js: Option<String>,
+    pub(super) sets: Option<Vec<String>>,
+    pub(super) timeout: Option<Dur>,
     /// `if:` an expression, with `then:` and `else:` steps.
     #[serde(rename = "if")]
     pub(super) when: Option<String>,

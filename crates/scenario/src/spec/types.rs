@@ -6,6 +6,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use throng_plan::{HttpVersion, StatusSet, TlsSettings};
 
+pub use super::js::{DEFAULT_JS_TIMEOUT, JsStep, MAX_JS_CODE, MAX_JS_SETS, MAX_JS_TIMEOUT};
 pub use crate::base_url::BaseUrl;
 use crate::checks::{Capture, Check};
 pub use crate::expr::Condition;
@@ -486,6 +487,8 @@ pub enum Step {
     Choose { branches: Vec<Branch> },
     /// A value recorded into a custom metric.
     Add(Box<Add>),
+    /// JavaScript run in the VU's own runtime.
+    Js(Box<JsStep>),
 }
 
 impl Step {
@@ -496,7 +499,9 @@ impl Step {
             Step::Group { flow, .. } | Step::Repeat { flow, .. } | Step::Until { flow, .. } => vec![flow],
             Step::If { then, otherwise, .. } => vec![then, otherwise],
             Step::Choose { branches } => branches.iter().map(|b| b.flow.as_slice()).collect(),
-            Step::Request(_) | Step::WebSocket(_) | Step::Think(_) | Step::Grpc(_) | Step::Add(_) => Vec::new(),
+            Step::Request(_) | Step::WebSocket(_) | Step::Think(_) | Step::Grpc(_) | Step::Add(_) | Step::Js(_) => {
+                Vec::new()
+            }
         }
     }
 
@@ -506,7 +511,9 @@ impl Step {
             Step::Group { flow, .. } | Step::Repeat { flow, .. } | Step::Until { flow, .. } => vec![flow],
             Step::If { then, otherwise, .. } => vec![then, otherwise],
             Step::Choose { branches } => branches.iter_mut().map(|b| &mut b.flow).collect(),
-            Step::Request(_) | Step::WebSocket(_) | Step::Think(_) | Step::Grpc(_) | Step::Add(_) => Vec::new(),
+            Step::Request(_) | Step::WebSocket(_) | Step::Think(_) | Step::Grpc(_) | Step::Add(_) | Step::Js(_) => {
+                Vec::new()
+            }
         }
     }
 }
@@ -759,7 +766,7 @@ impl ScenarioPlan {
                     Step::Request(r) => headers(&mut r.headers, secret, with),
                     Step::Grpc(g) => headers(&mut g.request.headers, secret, with),
                     Step::WebSocket(w) => headers(&mut w.headers, secret, with),
-                    Step::Think(_) | Step::Add(_) => {}
+                    Step::Think(_) | Step::Add(_) | Step::Js(_) => {}
                     nested => nested.nested_mut().into_iter().for_each(|f| flow(f, secret, with)),
                 }
             }
@@ -818,6 +825,13 @@ pub fn capture_names(flow: &[Step]) -> Vec<&str> {
             }
         }
     }
+    for j in js_steps(flow) {
+        for v in &j.sets {
+            if !out.contains(&v.as_str()) {
+                out.push(v.as_str());
+            }
+        }
+    }
     out
 }
 
@@ -829,8 +843,21 @@ pub(super) fn requests(flow: &[Step]) -> Vec<&Request> {
         match s {
             Step::Request(r) => out.push(r.as_ref()),
             Step::Grpc(g) => out.push(&g.request),
-            Step::Think(_) | Step::WebSocket(_) | Step::Add(_) => {}
+            Step::Think(_) | Step::WebSocket(_) | Step::Add(_) | Step::Js(_) => {}
             nested => nested.nested().into_iter().for_each(|f| out.extend(requests(f))),
+        }
+    }
+    out
+}
+
+/// Every `js:` step of a flow, groups entered, in order.
+pub fn js_steps(flow: &[Step]) -> Vec<&JsStep> {
+    let mut out = Vec::new();
+    for s in flow {
+        match s {
+            Step::Js(j) => out.push(j.as_ref()),
+            Step::Think(_) | Step::Request(_) | Step::Grpc(_) | Step::Add(_) | Step::WebSocket(_) => {}
+            nested => nested.nested().into_iter().for_each(|f| out.extend(js_steps(f))),
         }
     }
     out
@@ -842,7 +869,7 @@ pub(super) fn websockets(flow: &[Step]) -> Vec<&WebSocket> {
     for s in flow {
         match s {
             Step::WebSocket(w) => out.push(w.as_ref()),
-            Step::Think(_) | Step::Request(_) | Step::Grpc(_) | Step::Add(_) => {}
+            Step::Think(_) | Step::Request(_) | Step::Grpc(_) | Step::Add(_) | Step::Js(_) => {}
             nested => nested.nested().into_iter().for_each(|f| out.extend(websockets(f))),
         }
     }

@@ -379,3 +379,57 @@ fn bad_files_fail_both() {
     }
     assert!(wrong.is_empty(), "{wrong:#?}");
 }
+
+#[test]
+fn js_steps_pass_both_and_their_mistakes_fail_both() {
+    let v = validator();
+    let js = edit(
+        "          expect: [200]\n",
+        "          expect: [200]\n      - js: |\n          vars.n = String(__ITER);\n        sets: [n]\n        timeout: 500ms\n      - js: \"if (!vars.n) throw new Error('no n')\"\n",
+    );
+    assert!(violations(&v, &js).is_empty(), "{:#?}", violations(&v, &js));
+    let plan = parse(&js).unwrap_or_else(|e| panic!("the parser rejects it: {e}"));
+    assert_eq!(throng_scenario::js_steps(&plan.scenarios[0].flow).len(), 2);
+    let cases = [
+        (
+            "sets: without js:",
+            js.replacen(
+                "      - js: |\n          vars.n = String(__ITER);\n",
+                "      - think: 1s\n",
+                1,
+            ),
+            "belongs to a js: step",
+        ),
+        (
+            "js: beside a request",
+            js.replacen("        sets: [n]\n", "        sets: [n]\n        think: 1s\n", 1),
+            "a step of its own",
+        ),
+        (
+            "a name that is not one",
+            js.replacen("sets: [n]", "sets: [\"n-1\"]", 1),
+            "letters, digits and _",
+        ),
+        (
+            "a name twice",
+            js.replacen("sets: [n]", "sets: [n, n]", 1),
+            "named twice",
+        ),
+        (
+            "an unknown key",
+            js.replacen("timeout: 500ms", "timout: 500ms", 1),
+            "unknown field `timout`",
+        ),
+    ];
+    let mut wrong = Vec::new();
+    for (what, yaml, message) in &cases {
+        let schema_ok = violations(&v, yaml).is_empty();
+        match (parse(yaml), schema_ok) {
+            (Err(e), false) if e.message.contains(message) => {}
+            (Err(e), false) => wrong.push(format!("{what}: the parser says '{e}', expected '{message}'")),
+            (Err(_), true) => wrong.push(format!("{what}: the schema accepts it")),
+            (Ok(_), _) => wrong.push(format!("{what}: the parser accepts it")),
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}

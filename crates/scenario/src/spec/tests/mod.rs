@@ -11,6 +11,7 @@ mod checks;
 mod executors;
 mod file;
 mod grpc;
+mod js;
 mod metrics;
 mod once;
 mod requests;

@@ -14,6 +14,7 @@ use crate::template::{Template, is_identifier};
 
 mod control;
 mod grpc;
+mod js;
 mod request;
 mod scenario;
 mod target;
@@ -55,6 +56,10 @@ pub(super) struct Validator<'a> {
     pub(super) metrics: std::cell::RefCell<Vec<CustomMetric>>,
     /// How deep the flow being checked sits in `if:`, loops and `choose:`.
     depth: std::cell::Cell<usize>,
+    /// The flow whose `js:` steps are being checked (its top-level key
+    /// and its own), and how many of them so far: where the next one's
+    /// `js:` is.
+    js_seen: std::cell::RefCell<(String, usize)>,
 }
 
 /// Where a scenario's `grpc:` steps find their methods.
@@ -76,6 +81,7 @@ impl<'a> Validator<'a> {
             root: std::cell::Cell::new("scenarios:"),
             metrics: std::cell::RefCell::new(Vec::new()),
             depth: std::cell::Cell::new(0),
+            js_seen: std::cell::RefCell::new((String::new(), 0)),
         }
     }
 }

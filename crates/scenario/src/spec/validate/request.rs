@@ -11,6 +11,10 @@ impl Validator<'_> {
                 out.push(step);
                 continue;
             }
+            if let Some(step) = self.js(key, &mut st)? {
+                out.push(step);
+                continue;
+            }
             let many = "each step is exactly one of request:, grpc:, websocket:, think: or group:, or an add:";
             if let Some(a) = st.add.take() {
                 if st.request.is_some()

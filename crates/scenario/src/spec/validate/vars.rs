@@ -144,6 +144,11 @@ fn units(flow: &[Step]) -> Vec<Unit<'_>> {
                     });
                 }
             }
+            Step::Js(j) => out.push(Unit {
+                name: "js",
+                headers: &[],
+                items: j.sets.iter().map(|v| Use::Capture(v.as_str())).collect(),
+            }),
             Step::Think(_) => {}
         }
     }
@@ -153,7 +158,7 @@ fn units(flow: &[Step]) -> Vec<Unit<'_>> {
 pub(super) fn contains_request(flow: &[Step]) -> bool {
     flow.iter().any(|s| match s {
         Step::Request(_) | Step::Grpc(_) | Step::WebSocket(_) => true,
-        Step::Think(_) | Step::Add(_) => false,
+        Step::Think(_) | Step::Add(_) | Step::Js(_) => false,
         nested => nested.nested().into_iter().any(contains_request),
     })
 }
@@ -170,6 +175,7 @@ pub(in crate::spec) fn tag_exists(scenarios: &[Scenario], tag: &str, value: &str
             }
             Step::WebSocket(w) => tag == "step" && w.name == value,
             Step::Group { name, flow } => tag == "group" && name == value || in_flow(flow, tag, value),
+            Step::Js(j) => tag == "check" && j.check_names().contains(&value),
             Step::Think(_) | Step::Add(_) => false,
             nested => nested.nested().into_iter().any(|f| in_flow(f, tag, value)),
         })
