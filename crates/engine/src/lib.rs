@@ -76,7 +76,7 @@ pub use proto::http1;
 pub use proto::sse;
 pub use rows::{CannotWrite, HEADER as REQUESTS_CSV_HEADER, RequestLog, RowCounts};
 pub use run::{
-    ScenarioOptions, StormPart, connections_per_process, resolve, run_http, run_scenario, run_storm,
+    ScenarioOptions, StormPart, connections_per_process, resolve, run_http, run_mqtt, run_scenario, run_storm,
     storm_peak_estimate,
 };
 // Built by `grpc_call` too (a call outside a run).

@@ -16,8 +16,12 @@
 //! nothing the broker sends after CONNACK or SUBACK is read before the hold
 //! starts its own reader.
 
+mod books;
 pub(crate) mod codec;
+mod publisher;
+pub(crate) mod pubsub;
 pub(crate) mod spec;
+mod subscriber;
 
 #[cfg(test)]
 mod fuzz;
