@@ -20,6 +20,10 @@ pub const PAYLOAD_HEADER: u64 = 26;
 /// subscriber accepts, with its topic.
 pub const MAX_PAYLOAD: u64 = 255 * 1024;
 
+/// The client identifiers: RUN is the run's id (in hex, as in its
+/// payloads), {{n}} the publisher's or subscriber's number.
+pub const CLIENT_IDS: &str = "throng-RUN-p{{n}}, throng-RUN-s{{n}}";
+
 /// Publishers or subscribers at most.
 pub const MAX_CLIENTS: u64 = 100_000;
 
@@ -152,7 +156,7 @@ impl MqttPlan {
             cores: 1,
             ..StormArgs::default()
         })?;
-        let session = match (storm.target.scheme, storm.protocol) {
+        let mut session = match (storm.target.scheme, storm.protocol) {
             (StormScheme::Mqtt, Some(Protocol::Mqtt(m))) => m,
             (StormScheme::Mqtts, _) => {
                 return Err(invalid(
@@ -210,6 +214,9 @@ impl MqttPlan {
         if qos > 2 {
             return Err(invalid("--qos", format!("{qos} is not 0, 1 or 2")));
         }
+        // What the clients' CONNECT and SUBSCRIBE say (RUN: the run's id in hex).
+        session.client_id = CLIENT_IDS.to_string();
+        session.qos = qos;
         let least = PAYLOAD_HEADER + a.data.as_ref().map_or(0, |(_, d)| d.len() as u64);
         let payload = match (a.payload, &a.data) {
             (Some(_), Some(_)) => {
