@@ -3,6 +3,7 @@
 //! ```text
 //!  run_http | run_storm | run_scenario (run/: a plan → one WorkerSpec per
 //!        │   worker; preflight.rs: does the server speak the protocol asked?)
+//!        │   (run_mqtt runs on the caller's thread: proto/mqtt/pubsub.rs)
 //!        ▼
 //!  coordinate.rs (caller's thread: progress, stop, grace; control.rs: signals)
 //!        │ spawns one OS thread per worker

@@ -396,7 +396,8 @@ mod tests {
 
     #[test]
     fn wrong_flags_say_what_to_do() {
-        let cases: [(fn(&mut PubSubArgs), &str); 8] = [
+        type Change = fn(&mut PubSubArgs);
+        let cases: [(Change, &str); 8] = [
             (|a| a.qos = Some(3), "--qos: 3 is not 0, 1 or 2"),
             (|a| a.topic = Some("a/#".into()), "--topic: a topic name"),
             (|a| a.topic = Some("same".into()), "put {{n}} in it"),

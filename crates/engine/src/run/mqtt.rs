@@ -11,7 +11,8 @@ use throng_result::{Plan, RunResult};
 use super::{check_fds, resolve};
 use crate::coordinate::{Clock, Finished};
 use crate::error::{EngineError, WorkerFailure};
-use crate::proto::mqtt::pubsub::{Run, drive};
+use crate::proto::mqtt::client::Run;
+use crate::proto::mqtt::pubsub::drive;
 use crate::{Control, Progress, sys};
 
 /// Runs a pub/sub plan and returns its result.

@@ -17,8 +17,8 @@ use tokio::io::AsyncReadExt;
 use tokio::time::Instant as TokioInstant;
 
 use super::books::Stamp;
+use super::client::{Client, Run};
 use super::codec::{self, Next, Packet, Reader};
-use super::pubsub::{Client, Run};
 use super::{disconnect, io_fail, send};
 use crate::worker::state::RunState;
 

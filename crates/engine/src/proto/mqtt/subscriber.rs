@@ -12,8 +12,8 @@ use throng_metrics::{Phase, SubscriberBooks};
 use tokio::io::AsyncReadExt;
 
 use super::books::{Arrival, Seen, Stamp};
+use super::client::{Client, Run};
 use super::codec::{self, Next, Packet, Reader};
-use super::pubsub::{Client, Run};
 use super::{disconnect, send};
 
 /// Bytes one read takes at most.
