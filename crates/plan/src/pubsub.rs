@@ -333,6 +333,7 @@ impl MqttPlan {
         };
         let pace = match self.rate {
             Some(r) => format!("at {}", crate::format_rate(r, "messages")),
+            None if self.qos == 0 => "closed loop (as fast as each publisher writes)".to_string(),
             None => format!("closed loop (window {})", self.window),
         };
         format!(
