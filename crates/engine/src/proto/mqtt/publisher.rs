@@ -170,7 +170,7 @@ pub(crate) async fn publish(run: Rc<Run>, p: u64, client: Client, start: Instant
                 }
             }
             Ok(()) = control.changed() => {}
-            () = tokio::time::sleep_until(TokioInstant::from_std(due)), if can_send => {
+            () = until_due(due), if can_send => {
                 let now = Instant::now();
                 slot += 1;
                 if !room {
@@ -241,6 +241,15 @@ pub(crate) async fn publish(run: Rc<Run>, p: u64, client: Client, start: Instant
     }
     run.rec.borrow_mut().connection_closed(Instant::now(), now - opened);
     (p, published)
+}
+
+/// Waits until `due`; at once when it has passed (tokio's timer would
+/// round a wait for now up to its next millisecond tick, and a closed
+/// loop's next message is always due now).
+async fn until_due(due: Instant) {
+    if due > Instant::now() {
+        tokio::time::sleep_until(TokioInstant::from_std(due)).await;
+    }
 }
 
 /// Handles the acknowledgements `reader` holds: false when the bytes are
