@@ -27,6 +27,10 @@ pub const CLIENT_IDS: &str = "throng-RUN-p{{n}}, throng-RUN-s{{n}}";
 /// Publishers or subscribers at most.
 pub const MAX_CLIENTS: u64 = 100_000;
 
+/// Publisher-subscriber pairs whose books a run keeps at most (about 200
+/// bytes each).
+pub const MAX_BOOKS: u64 = 1_000_000;
+
 /// `--payload`'s default.
 pub const DEFAULT_PAYLOAD: u64 = 64;
 
@@ -191,6 +195,17 @@ impl MqttPlan {
                 "--fan pairs",
                 format!(
                     "pairs publisher i with subscriber i: give as many subscribers as publishers ({publishers}), not {subscribers}"
+                ),
+            ));
+        }
+        // Each subscriber keeps books per publisher it hears.
+        let heard = if fan == Fan::Pairs { 1 } else { publishers };
+        if heard.saturating_mul(subscribers) > MAX_BOOKS {
+            return Err(invalid(
+                "--publishers/--subscribers",
+                format!(
+                    "each subscriber keeps books per publisher it hears: at most {MAX_BOOKS} publisher-subscriber \
+                     pairs, not {publishers} x {subscribers}; use fewer, or --fan pairs"
                 ),
             ));
         }
@@ -398,7 +413,11 @@ mod tests {
     #[test]
     fn wrong_flags_say_what_to_do() {
         type Change = fn(&mut PubSubArgs);
-        let cases: [(Change, &str); 8] = [
+        let cases: [(Change, &str); 9] = [
+            (
+                |a| (a.publishers, a.subscribers) = (Some(2000), Some(1000)),
+                "at most 1000000 publisher-subscriber pairs, not 2000 x 1000",
+            ),
             (|a| a.qos = Some(3), "--qos: 3 is not 0, 1 or 2"),
             (|a| a.topic = Some("a/#".into()), "--topic: a topic name"),
             (|a| a.topic = Some("same".into()), "put {{n}} in it"),

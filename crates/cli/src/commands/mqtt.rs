@@ -26,9 +26,6 @@ pub fn run(c: MqttCmd) -> anyhow::Result<ExitCode> {
         )
         .into());
     }
-    for t in &c.thresholds {
-        throng_scenario::Threshold::read_line(t).map_err(|e| UsageError(format!("--threshold: {e}")))?;
-    }
     let data = c.data.as_deref().map(read_data).transpose()?;
     let plan = MqttPlan::from_args(PubSubArgs {
         target: c.target.clone(),
@@ -49,6 +46,15 @@ pub fn run(c: MqttCmd) -> anyhow::Result<ExitCode> {
         timeout: c.timeout,
         thresholds: c.thresholds.clone(),
     })?;
+    // A threshold that could only judge nothing here (dropped in a closed
+    // loop) is refused before the run, as for throng http.
+    for t in &plan.thresholds {
+        let said = |e: &dyn std::fmt::Display| UsageError(format!("--threshold: {e}"));
+        throng_scenario::Threshold::read_line(t)
+            .map_err(|e| said(&e))?
+            .check_http(&[], plan.rate.is_some())
+            .map_err(|e| said(&e))?;
+    }
     super::export::check_outputs(&[
         ("--json", c.output.json.as_deref()),
         ("--html", c.output.html.as_deref()),

@@ -237,3 +237,43 @@ fn wrong_flags_and_endless_data_are_refused_before_anything_runs() {
         assert!(run.stderr().contains(said), "{all:?}: {}", run.stderr());
     }
 }
+
+#[test]
+fn thresholds_judge_the_delivery_phase_and_no_data_fails() {
+    let broker = Mosquitto::start("");
+    let url = format!("mqtt://127.0.0.1:{}", broker.port);
+    let run = mqtt(
+        &url,
+        &[
+            "--publishers",
+            "1",
+            "--subscribers",
+            "1",
+            "-n",
+            "50",
+            "--qos",
+            "1",
+            "--threshold",
+            "delivery: p(50) < 10s",
+            "--threshold",
+            "delivery: max < 1us",
+            "--threshold",
+            "pubrec: p(99) < 10s",
+        ],
+    );
+    assert_eq!(run.code(), 99, "{}", run.stderr());
+    let verdicts: Vec<(&str, bool)> = run
+        .result()
+        .thresholds
+        .iter()
+        .map(|v| (v.threshold.as_str(), v.passed))
+        .collect();
+    assert_eq!(
+        verdicts,
+        [
+            ("delivery: p(50) < 10s", true),
+            ("delivery: max < 1us", false),
+            ("pubrec: p(99) < 10s", false)
+        ]
+    );
+}
