@@ -145,36 +145,41 @@ fn invalid(flag: &'static str, message: impl Into<String>) -> PlanError {
     PlanError::invalid(flag, message)
 }
 
+/// The target, the session and the timeout, as an MQTT storm reads them.
+fn broker(a: &PubSubArgs) -> Result<(StormTarget, MqttSpec, Duration), PlanError> {
+    let storm = StormPlan::from_args(StormArgs {
+        target: a.target.clone(),
+        connections: Some(1),
+        timeout: a.timeout,
+        mqtt: MqttArgs {
+            version: a.version.clone(),
+            ..MqttArgs::default()
+        },
+        cores: 1,
+        ..StormArgs::default()
+    })?;
+    let session = match (storm.target.scheme, storm.protocol) {
+        (StormScheme::Mqtt, Some(Protocol::Mqtt(m))) => m,
+        (StormScheme::Mqtts, _) => {
+            return Err(invalid(
+                "TARGET",
+                "throng mqtt speaks plain MQTT only (mqtt://HOST:1883); mqtts:// is for throng storm",
+            ));
+        }
+        _ => {
+            return Err(invalid(
+                "TARGET",
+                format!("'{}' is not an MQTT broker: give mqtt://HOST:1883", storm.target.url),
+            ));
+        }
+    };
+    Ok((storm.target, session, storm.timeout))
+}
+
 impl MqttPlan {
     /// Validates the flags.
     pub fn from_args(a: PubSubArgs) -> Result<MqttPlan, PlanError> {
-        // The target and session as an MQTT storm reads them.
-        let storm = StormPlan::from_args(StormArgs {
-            target: a.target.clone(),
-            connections: Some(1),
-            timeout: a.timeout,
-            mqtt: MqttArgs {
-                version: a.version.clone(),
-                ..MqttArgs::default()
-            },
-            cores: 1,
-            ..StormArgs::default()
-        })?;
-        let mut session = match (storm.target.scheme, storm.protocol) {
-            (StormScheme::Mqtt, Some(Protocol::Mqtt(m))) => m,
-            (StormScheme::Mqtts, _) => {
-                return Err(invalid(
-                    "TARGET",
-                    "throng mqtt speaks plain MQTT only (mqtt://HOST:1883); mqtts:// is for throng storm",
-                ));
-            }
-            _ => {
-                return Err(invalid(
-                    "TARGET",
-                    format!("'{}' is not an MQTT broker: give mqtt://HOST:1883", storm.target.url),
-                ));
-            }
-        };
+        let (target, mut session, timeout) = broker(&a)?;
         let count = |flag: &'static str, n: Option<u64>| match n.unwrap_or(1) {
             n @ 1..=MAX_CLIENTS => Ok(n),
             n => Err(invalid(flag, format!("{n} is not 1 to {MAX_CLIENTS}"))),
@@ -285,7 +290,7 @@ impl MqttPlan {
             return Err(invalid("--drain", "give at most 1h, e.g. --drain 5s"));
         }
         Ok(MqttPlan {
-            target: storm.target,
+            target,
             session,
             publishers,
             subscribers,
@@ -301,7 +306,7 @@ impl MqttPlan {
             rate: a.rate,
             window,
             drain,
-            timeout: storm.timeout,
+            timeout,
             thresholds: a.thresholds,
         })
     }
