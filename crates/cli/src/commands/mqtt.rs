@@ -26,6 +26,14 @@ pub fn run(c: MqttCmd) -> anyhow::Result<ExitCode> {
         )
         .into());
     }
+    if c.output.export.csv_requests.is_some() {
+        return Err(UsageError(
+            "--csv-requests: throng mqtt does not log its messages one by one; leave it out (--csv writes the \
+             per-second figures, --hdr-log the per-second histograms)"
+                .into(),
+        )
+        .into());
+    }
     let data = c.data.as_deref().map(read_data).transpose()?;
     let plan = MqttPlan::from_args(PubSubArgs {
         target: c.target.clone(),

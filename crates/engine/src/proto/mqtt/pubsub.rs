@@ -71,6 +71,13 @@ pub(crate) async fn drive(run: Rc<Run>, on_tick: &mut dyn FnMut(Duration, &Recor
             plan.subscribers
         ));
     }
+    if !subs.is_empty() && (pubs.len() as u64) < plan.publishers {
+        notes.push(format!(
+            "{} of {} publishers connected; subscribers expected what those published",
+            pubs.len(),
+            plan.publishers
+        ));
+    }
     let listening: Vec<_> = subs
         .into_iter()
         .zip(&books)
