@@ -277,3 +277,35 @@ fn thresholds_judge_the_delivery_phase_and_no_data_fails() {
         ]
     );
 }
+
+#[test]
+fn brokers_that_misbehave_at_connect_fail_every_subscriber_in_its_class() {
+    for (fault, class) in [
+        ("mqtt-no-connack", "timeout.handshake"),
+        ("mqtt-bad-password", "mqtt.connack.bad_username_or_password"),
+        ("mqtt-bad-length", "mqtt.protocol"),
+        ("mqtt-oversized", "mqtt.packet_too_large"),
+    ] {
+        let lab = common::FaultServer::start(fault);
+        let run = mqtt(
+            &format!("mqtt://u:p@127.0.0.1:{}", lab.port),
+            &[
+                "--publishers",
+                "2",
+                "--subscribers",
+                "3",
+                "-n",
+                "10",
+                "--timeout",
+                "500ms",
+            ],
+        );
+        assert!(!run.stderr().contains("panicked"), "{fault}: {}", run.stderr());
+        assert_eq!(run.code(), 1, "{fault}: {}", run.stderr());
+        let r = run.result();
+        assert_books_balance(r);
+        let c = &r.measurements.connections;
+        assert_eq!((c.attempted, c.error(class)), (3, 3), "{fault}: {:?}", c.errors);
+        assert!(run.stderr().contains(class), "{fault}: {}", run.stderr());
+    }
+}
