@@ -38,6 +38,20 @@ pub(crate) fn write_mqtt(r: &RunResult, p: &MqttPlan, w: &mut dyn Write) -> io::
         c.failed()
     )?;
     write_errors(w, &c.errors)?;
+    if m.closed_by_peer > 0 {
+        let codes: Vec<String> = m.close_codes.iter().map(|(k, n)| format!("{k}={n}")).collect();
+        writeln!(
+            w,
+            "  {:<14}{} connections closed by the broker before the end{}",
+            "closed",
+            m.closed_by_peer,
+            if codes.is_empty() {
+                String::new()
+            } else {
+                format!(" (DISCONNECT reason codes: {})", codes.join(" "))
+            }
+        )?;
+    }
     let q = &m.requests;
     writeln!(
         w,
