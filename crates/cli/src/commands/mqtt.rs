@@ -93,6 +93,11 @@ fn read_data(data: &str) -> Result<(String, Vec<u8>), UsageError> {
     let Some(path) = data.strip_prefix('@') else {
         return Ok(("--data".to_string(), data.as_bytes().to_vec()));
     };
+    if path == "-" {
+        return Err(UsageError(
+            "--data @-: throng mqtt does not read stdin; give the text, or @FILE".into(),
+        ));
+    }
     let path = Path::new(path);
     match throng_plan::input::read_limited(path, limit) {
         Ok(bytes) => Ok((format!("@{}", path.display()), bytes)),
