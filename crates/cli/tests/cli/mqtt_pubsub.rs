@@ -229,6 +229,13 @@ fn wrong_flags_and_endless_data_are_refused_before_anything_runs() {
             vec!["--fan", "pairs", "--publishers", "2", "--subscribers", "3"],
             "as many subscribers as publishers",
         ),
+        (
+            vec!["--csv-requests", "rows.csv"],
+            "--csv-requests: throng mqtt does not log",
+        ),
+        (vec!["--format", "ab"], "an MQTT run is shown as text or json"),
+        (vec!["--data", "@-"], "--data @-: throng mqtt does not read stdin"),
+        (vec!["--threshold", "dropped: rate < 1%"], "--threshold"),
     ] {
         let mut all = vec!["mqtt://127.0.0.1:1"];
         all.extend(args);
