@@ -14,6 +14,10 @@ use crate::outcome::add;
 /// Subscribers listed one by one at most (the totals count them all).
 pub const LISTED_SUBSCRIBERS: usize = 1000;
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 /// One subscriber's books.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SubscriberBooks {
@@ -36,6 +40,11 @@ pub struct SubscriberBooks {
 pub struct PubSub {
     /// PUBLISH packets written (each message once).
     pub published: u64,
+    /// Of those, QoS 1 and 2 messages the broker refused (PUBACK or PUBREC
+    /// with a failure code, e.g. not authorized): no subscriber expects
+    /// them.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub refused: u64,
     /// Of those, QoS 1 and 2 messages whose acknowledgement (PUBACK, or
     /// PUBCOMP) came back.
     pub acknowledged: u64,
@@ -61,6 +70,7 @@ impl PubSub {
     /// Adds `o`'s counts; an error when a sum passes 2^64 - 1.
     pub fn merge(&mut self, o: &PubSub) -> Result<(), HistError> {
         add(&mut self.published, o.published, "pubsub.published")?;
+        add(&mut self.refused, o.refused, "pubsub.refused")?;
         add(&mut self.acknowledged, o.acknowledged, "pubsub.acknowledged")?;
         add(&mut self.expected, o.expected, "pubsub.expected")?;
         add(&mut self.received, o.received, "pubsub.received")?;

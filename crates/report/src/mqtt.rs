@@ -92,6 +92,13 @@ fn write_books(b: &PubSub, w: &mut dyn Write) -> io::Result<()> {
         b.duplicated,
         b.out_of_order
     )?;
+    if b.refused > 0 {
+        writeln!(
+            w,
+            "  {:<14}{} messages the broker refused (their acknowledgement's failure code): no subscriber expects them",
+            "refused", b.refused
+        )?;
+    }
     if b.foreign > 0 {
         writeln!(
             w,

@@ -316,3 +316,59 @@ fn brokers_that_misbehave_at_connect_fail_every_subscriber_in_its_class() {
         assert!(run.stderr().contains(class), "{fault}: {}", run.stderr());
     }
 }
+
+/// mosquitto lets everyone read `throng/#` but write only `throng/1`:
+/// publisher 2's messages never reach a subscriber. In 3.1.1 the broker
+/// acknowledges them all the same, and every subscriber counts them lost;
+/// in MQTT 5 it refuses them in PUBACK, and no subscriber expects them.
+#[test]
+fn messages_a_broker_drops_are_lost_and_ones_it_refuses_are_not_expected() {
+    let dir = tempfile::tempdir().unwrap();
+    let acl = dir.path().join("acl");
+    std::fs::write(&acl, "topic read throng/#\ntopic write throng/1\n").unwrap();
+    let broker = Mosquitto::start(&format!("acl_file {}", acl.display()));
+    let url = format!("mqtt://127.0.0.1:{}", broker.port);
+    let args = [
+        "--publishers",
+        "2",
+        "--subscribers",
+        "3",
+        "-n",
+        "100",
+        "--qos",
+        "1",
+        "--drain",
+        "500ms",
+    ];
+    let mut v311 = args.to_vec();
+    v311.extend(["--mqtt-version", "3.1.1"]);
+    let run = mqtt(&url, &v311);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert_books_balance(run.result());
+    let b = run.result().measurements.pubsub.as_ref().unwrap();
+    assert_eq!((b.published, b.refused, b.expected), (100, 0, 300), "{b:?}");
+    assert_eq!((b.received, b.lost), (150, 150), "{b:?}");
+    assert!(b.balanced());
+    for s in &b.subscribers {
+        assert_eq!((s.expected, s.received, s.lost), (100, 50, 50), "{s:?}");
+    }
+    assert_eq!(run.result().measurements.phase("delivery").unwrap().count(), 150);
+    assert!(
+        run.stdout().contains("300 expected, 150 received, 150 lost"),
+        "{}",
+        run.stdout()
+    );
+
+    let mut v5 = args.to_vec();
+    v5.extend(["--mqtt-version", "5"]);
+    let run = mqtt(&url, &v5);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let r = run.result();
+    assert_books_balance(r);
+    let b = r.measurements.pubsub.as_ref().unwrap();
+    assert_eq!((b.published, b.refused, b.expected), (100, 50, 150), "{b:?}");
+    assert_eq!((b.received, b.lost), (150, 0), "{b:?}");
+    assert_eq!(r.measurements.requests.error("mqtt.puback.refused"), 50);
+    assert_eq!(r.measurements.requests.ok, 50);
+    assert_schema_valid(&run);
+}

@@ -35,6 +35,9 @@ struct Pub<'a> {
     run: &'a Run,
     flights: HashMap<u16, Flight>,
     next_id: u16,
+    /// Messages the broker refused (PUBACK or PUBREC with a failure code):
+    /// not published, so no subscriber expects them.
+    refused: u64,
 }
 
 impl Pub<'_> {
@@ -81,6 +84,9 @@ impl Pub<'_> {
         run.rec.borrow_mut().phase(now, phase, now - f.at);
         if code >= 0x80 {
             self.flights.remove(&id);
+            if phase != Phase::Pubcomp {
+                self.refused += 1;
+            }
             run.rec.borrow_mut().request_failed(now, ErrorClass::Mqtt(refused), 0);
             return true;
         }
@@ -96,9 +102,16 @@ impl Pub<'_> {
     }
 }
 
-/// Publishes publisher `p`'s messages from `start`; returns `p` and the
-/// messages it published.
-pub(crate) async fn publish(run: Rc<Run>, p: u64, client: Client, start: Instant) -> (u64, u64) {
+/// What a publisher did: its number, the messages it wrote, and how many of
+/// those the broker refused.
+pub(crate) struct Published {
+    pub publisher: u64,
+    pub written: u64,
+    pub refused: u64,
+}
+
+/// Publishes publisher `p`'s messages from `start`.
+pub(crate) async fn publish(run: Rc<Run>, p: u64, client: Client, start: Instant) -> Published {
     let Client { mut stream, opened } = client;
     let plan = std::sync::Arc::clone(&run.plan);
     let topic = plan.topic_of(p);
@@ -120,6 +133,7 @@ pub(crate) async fn publish(run: Rc<Run>, p: u64, client: Client, start: Instant
         run: &run,
         flights: HashMap::new(),
         next_id: 1,
+        refused: 0,
     };
     let mut reader = Reader::default();
     let mut buf = vec![0u8; 16 * 1024];
@@ -240,7 +254,11 @@ pub(crate) async fn publish(run: Rc<Run>, p: u64, client: Client, start: Instant
         disconnect(&mut stream).await;
     }
     run.rec.borrow_mut().connection_closed(Instant::now(), now - opened);
-    (p, published)
+    Published {
+        publisher: p,
+        written: published,
+        refused: me.refused,
+    }
 }
 
 /// Waits until `due`; at once when it has passed (tokio's timer would

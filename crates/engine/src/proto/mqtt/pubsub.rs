@@ -88,16 +88,21 @@ pub(crate) async fn drive(run: Rc<Run>, on_tick: &mut dyn FnMut(Duration, &Recor
         .into_iter()
         .map(|(p, c)| tokio::task::spawn_local(super::publisher::publish(Rc::clone(&run), p, c, start)))
         .collect();
+    // Per publisher: the messages it published that the broker took.
     let mut published = vec![0u64; usize::try_from(plan.publishers).unwrap_or(0)];
+    let (mut written, mut refused) = (0u64, 0u64);
     let mut tick = tokio::time::interval(TICK);
     for mut t in publishing {
         loop {
             tokio::select! {
                 r = &mut t => {
-                    if let Ok((p, n)) = r
-                        && let Some(slot) = usize::try_from(p).ok().and_then(|p| published.get_mut(p - 1))
-                    {
-                        *slot = n;
+                    if let Ok(done) = r {
+                        written += done.written;
+                        refused += done.refused;
+                        let at = usize::try_from(done.publisher).ok().and_then(|p| p.checked_sub(1));
+                        if let Some(slot) = at.and_then(|i| published.get_mut(i)) {
+                            *slot = done.written.saturating_sub(done.refused);
+                        }
                     }
                     break;
                 }
@@ -126,7 +131,8 @@ pub(crate) async fn drive(run: Rc<Run>, on_tick: &mut dyn FnMut(Duration, &Recor
         }
     }
     let mut total = PubSub {
-        published: published.iter().sum(),
+        published: written,
+        refused,
         acknowledged: run.acknowledged.get(),
         ..PubSub::default()
     };
