@@ -178,8 +178,8 @@ pub(crate) async fn publish(run: Rc<Run>, p: u64, client: Client, start: Instant
                     Err(e) => { me.fail_all(io_fail(e)); break true; }
                 };
                 reader.push(&buf[..n]);
-                if !take_acks(&mut me, &mut stream, &mut reader).await {
-                    me.fail_all(ErrorClass::Mqtt("protocol"));
+                if let Err(class) = take_acks(&mut me, &mut stream, &mut reader).await {
+                    me.fail_all(class);
                     break true;
                 }
             }
@@ -270,28 +270,34 @@ async fn until_due(due: Instant) {
     }
 }
 
-/// Handles the acknowledgements `reader` holds: false when the bytes are
-/// not MQTT or the broker sent DISCONNECT.
-async fn take_acks(me: &mut Pub<'_>, stream: &mut crate::transport::Transport, reader: &mut Reader) -> bool {
+/// Handles the acknowledgements `reader` holds; the class the messages in
+/// flight fail as when the connection must end: bytes that are not MQTT,
+/// the broker's DISCONNECT (by its reason code), a failed PUBREL.
+async fn take_acks(
+    me: &mut Pub<'_>,
+    stream: &mut crate::transport::Transport,
+    reader: &mut Reader,
+) -> Result<(), ErrorClass> {
+    let protocol = ErrorClass::Mqtt("protocol");
     loop {
         let (h, body) = match reader.next() {
-            Ok(None) => return true,
+            Ok(None) => return Ok(()),
             Ok(Some(Next::Skipped(_))) => continue,
             Ok(Some(Next::Packet(h, body))) => (h, body),
-            Err(_) => return false,
+            Err(_) => return Err(protocol),
         };
         match Packet::parse(h, &body, me.run.version) {
             Ok(Packet::Ack { kind, id, code }) => {
                 if !me.ack(stream, kind, id, code).await {
-                    return false;
+                    return Err(ErrorClass::Eof);
                 }
             }
             Ok(Packet::Disconnect { code }) => {
                 me.run.rec.borrow_mut().close_code(u16::from(code));
-                return false;
+                return Err(ErrorClass::MqttDisconnected(code));
             }
             Ok(_) => {}
-            Err(_) => return false,
+            Err(_) => return Err(protocol),
         }
     }
 }
