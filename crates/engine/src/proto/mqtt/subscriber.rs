@@ -203,3 +203,49 @@ async fn take_packets(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stamp(publisher: u32, seq: u64) -> Stamp {
+        Stamp {
+            run: 1,
+            publisher,
+            seq,
+            sent_us: 0,
+        }
+    }
+
+    #[test]
+    fn books_expect_what_their_publishers_published_and_balance() {
+        // Subscriber 2 of pairs hears publisher 2 only.
+        let mut b = Books::new(2, 2..=2);
+        for seq in [0, 1, 1, 3, 2] {
+            b.take(stamp(2, seq));
+        }
+        assert_eq!(b.take(stamp(1, 0)), None, "publisher 1 is not its pair");
+        assert!(!b.complete(), "nothing is expected before publishers are done");
+        b.expect(&[7, 5, 9]);
+        let s = b.finish();
+        assert_eq!(
+            (s.expected, s.received, s.lost, s.duplicated, s.out_of_order),
+            (5, 4, 1, 1, 1)
+        );
+        assert_eq!(b.foreign, 1);
+        b.take(stamp(2, 4));
+        assert!(b.complete());
+    }
+
+    #[test]
+    fn more_received_than_expected_counts_as_duplicated_and_books_still_balance() {
+        // A sequence number far behind the window is counted received again.
+        let mut b = Books::new(1, 1..=2);
+        b.take(stamp(1, 0));
+        b.take(stamp(1, 5000));
+        b.take(stamp(1, 0));
+        b.expect(&[2, 0]);
+        let s = b.finish();
+        assert_eq!((s.expected, s.received, s.lost, s.duplicated), (2, 2, 0, 1));
+    }
+}
