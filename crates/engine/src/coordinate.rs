@@ -49,6 +49,15 @@ pub(crate) struct Clock {
 }
 
 impl Clock {
+    /// A clock whose origin is now: a run on the caller's thread
+    /// (`throng mqtt`) starts at once.
+    pub(crate) fn now() -> Self {
+        Clock {
+            origin: Instant::now(),
+            wall_start: SystemTime::now(),
+        }
+    }
+
     pub(crate) fn start() -> Self {
         Clock {
             origin: Instant::now() + STARTUP,
@@ -119,6 +128,25 @@ pub(crate) struct Finished {
 }
 
 impl Finished {
+    /// What a run on one thread (the caller's) measured, ending now.
+    pub(crate) fn single(
+        measurements: Measurements,
+        clock: Clock,
+        cpu: (Duration, Duration),
+        notes: Vec<String>,
+    ) -> Self {
+        Finished {
+            measurements,
+            clock,
+            finished: Instant::now(),
+            cpu,
+            threads: 1,
+            stamps: stamps::Counts::default(),
+            notes,
+            trigger: None,
+        }
+    }
+
     pub(crate) fn into_result(self, plan: Plan, co_free: bool, control: &Control) -> RunResult {
         let wall_ms = self
             .clock

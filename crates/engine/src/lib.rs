@@ -3,6 +3,7 @@
 //! ```text
 //!  run_http | run_storm | run_scenario (run/: a plan → one WorkerSpec per
 //!        │   worker; preflight.rs: does the server speak the protocol asked?)
+//!        │   (run_mqtt runs on the caller's thread: proto/mqtt/pubsub.rs)
 //!        ▼
 //!  coordinate.rs (caller's thread: progress, stop, grace; control.rs: signals)
 //!        │ spawns one OS thread per worker
@@ -76,7 +77,7 @@ pub use proto::http1;
 pub use proto::sse;
 pub use rows::{CannotWrite, HEADER as REQUESTS_CSV_HEADER, RequestLog, RowCounts};
 pub use run::{
-    ScenarioOptions, StormPart, connections_per_process, resolve, run_http, run_scenario, run_storm,
+    ScenarioOptions, StormPart, connections_per_process, resolve, run_http, run_mqtt, run_scenario, run_storm,
     storm_peak_estimate,
 };
 // Built by `grpc_call` too (a call outside a run).

@@ -21,6 +21,7 @@ mod hist;
 mod measurements;
 mod outcome;
 mod phase;
+mod pubsub;
 mod recorder;
 mod scenario;
 mod slowest;
@@ -32,6 +33,7 @@ pub use hist::{
 pub use measurements::{ByteCounts, FirstReply, Measurements, Multiplex, SeriesPoint, TlsCounts};
 pub use outcome::{ErrorClass, Outcomes};
 pub use phase::Phase;
+pub use pubsub::{LISTED_SUBSCRIBERS, PubSub, SubscriberBooks};
 pub use recorder::{Handshake, Live, Recorder, Reply};
 pub use scenario::{CheckCount, ScenarioRecorder, ScenarioSecond, ScenarioStats, TagSecond, TagStats};
 pub use slowest::{SlowEnd, SlowRequest, Slowest, hex};

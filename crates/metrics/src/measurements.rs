@@ -111,6 +111,9 @@ pub struct Measurements {
     /// (`--trace-context`); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slowest: Option<crate::Slowest>,
+    /// A publish/subscribe run's books (`throng mqtt`); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pubsub: Option<crate::PubSub>,
 }
 
 /// How requests were multiplexed on connections (HTTP/2, HTTP/3).
@@ -410,6 +413,11 @@ impl Measurements {
         match (&mut self.multiplex, &other.multiplex) {
             (Some(mine), Some(theirs)) => mine.merge(theirs)?,
             (None, Some(theirs)) => self.multiplex = Some(theirs.clone()),
+            _ => {}
+        }
+        match (&mut self.pubsub, &other.pubsub) {
+            (Some(mine), Some(theirs)) => mine.merge(theirs)?,
+            (None, Some(theirs)) => self.pubsub = Some(theirs.clone()),
             _ => {}
         }
         if let Some(theirs) = &other.slowest {

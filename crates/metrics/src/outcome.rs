@@ -157,6 +157,16 @@ impl ErrorClass {
             "tls.handshake_timeout" => "TLS handshake did not complete within --timeout",
             "timeout.handshake" => "the protocol handshake got no answer within --timeout",
             "auth_failed" => "the server refused the credentials",
+            "mqtt.ack_timeout" => {
+                "no acknowledgement (PUBACK, or PUBREC/PUBCOMP) came within --drain after the last message"
+            }
+            "mqtt.puback.refused" => {
+                "the broker refused the QoS 1 message (an MQTT 5 PUBACK failure code: not authorized, …)"
+            }
+            "mqtt.pubrec.refused" => {
+                "the broker refused the QoS 2 message (an MQTT 5 PUBREC failure code: not authorized, …)"
+            }
+            "mqtt.pubcomp.refused" => "the broker ended the QoS 2 exchange with a failure code in PUBCOMP",
             "protocol.unexpected_reply" => "a reply did not match what the step expected",
             "protocol.unexpected_ping" => {
                 "NATS: the server sent PING before the PONG of CONNECT; nats.go fails here \

@@ -39,11 +39,20 @@ pub enum Phase {
     LastMessage,
     /// MQTT: SUBSCRIBE sent → its SUBACK read.
     Subscribe,
+    /// MQTT publish/subscribe: a message's send time, as its publisher
+    /// stamped it in the payload → its PUBLISH read whole by a subscriber.
+    Delivery,
+    /// MQTT QoS 1: PUBLISH written → its PUBACK read.
+    Puback,
+    /// MQTT QoS 2: PUBLISH written → its PUBREC read.
+    Pubrec,
+    /// MQTT QoS 2: PUBREL written → its PUBCOMP read.
+    Pubcomp,
 }
 
 impl Phase {
     /// Every phase, in report order.
-    pub const ALL: [Phase; 15] = [
+    pub const ALL: [Phase; 19] = [
         Phase::ScheduleLag,
         Phase::Connect,
         Phase::Tls,
@@ -59,6 +68,10 @@ impl Phase {
         Phase::FirstMessage,
         Phase::LastMessage,
         Phase::Subscribe,
+        Phase::Delivery,
+        Phase::Puback,
+        Phase::Pubrec,
+        Phase::Pubcomp,
     ];
 
     /// Number of phases; recorders index arrays with [`Phase::index`].
@@ -82,6 +95,10 @@ impl Phase {
             Phase::FirstMessage => "first_message",
             Phase::LastMessage => "last_message",
             Phase::Subscribe => "subscribe",
+            Phase::Delivery => "delivery",
+            Phase::Puback => "puback",
+            Phase::Pubrec => "pubrec",
+            Phase::Pubcomp => "pubcomp",
         }
     }
 

@@ -713,6 +713,7 @@ impl Recorder {
                 max_requests_per_connection: m.max_requests,
             }),
             slowest: self.slowest.as_ref().map(crate::slowest::SlowTally::to_slowest),
+            pubsub: None,
         }
     }
 }

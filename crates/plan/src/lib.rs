@@ -25,6 +25,7 @@ mod head;
 mod http;
 pub mod input;
 mod loads;
+mod pubsub;
 mod reach;
 mod schedule;
 mod segment;
@@ -49,6 +50,10 @@ pub use http::{
     refuse_own_traceparent, trace_context_of, traceparent_at, traceparent_value, write_ids,
 };
 pub use loads::{HttpLoads, HttpWorkerLoad, StormLoads, StormWorkerLoad};
+pub use pubsub::{
+    DEFAULT_DRAIN, DEFAULT_PAYLOAD, DEFAULT_WINDOW, Fan, MAX_PAYLOAD, MqttPlan, PAYLOAD_HEADER, PubSubArgs,
+    TOPIC_PLACEHOLDER,
+};
 pub use reach::{Family, Override, Proxy, Reach, ReachArgs, basic_authorization, no_proxy_matches};
 pub use schedule::{Arrivals, Rng, StormStarts, arrival_offset, split_evenly};
 pub use segment::{Fraction, MAX_CYCLE, Segment, parse_start_at};

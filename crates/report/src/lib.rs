@@ -41,6 +41,7 @@ pub mod html;
 pub mod httperf;
 pub mod interval_log;
 pub mod junit;
+mod mqtt;
 pub mod runs;
 pub mod scenario;
 mod sections;

@@ -19,6 +19,7 @@ pub fn run_line(r: &RunResult, index: usize, count: usize) -> String {
         match r.unit() {
             Unit::Connections => "established/s",
             Unit::Requests => "ok/s",
+            Unit::Messages => "published/s",
         }
     )];
     for phase in headline_phases(r) {

@@ -21,7 +21,7 @@ pub(crate) fn write_redirects(w: &mut dyn Write, redirects: u64) -> io::Result<(
     Ok(())
 }
 
-pub(crate) const TABLE: [Phase; 14] = [
+pub(crate) const TABLE: [Phase; 18] = [
     Phase::ScheduleLag,
     Phase::Connect,
     Phase::Tls,
@@ -36,6 +36,10 @@ pub(crate) const TABLE: [Phase; 14] = [
     Phase::Pong,
     Phase::FirstMessage,
     Phase::LastMessage,
+    Phase::Puback,
+    Phase::Pubrec,
+    Phase::Pubcomp,
+    Phase::Delivery,
 ];
 
 /// The bytes moved and the connections opened (with their failures by
@@ -77,7 +81,7 @@ pub(crate) fn write_addresses(r: &RunResult, w: &mut dyn Write, width: usize) ->
     let reach = match &r.plan {
         Plan::Http(p) => p.reach.describe(),
         Plan::Storm(p) => p.reach.describe(),
-        Plan::Run(_) => None,
+        Plan::Run(_) | Plan::Mqtt(_) => None,
     };
     if !m.addresses.is_empty() {
         let list: Vec<String> = m

@@ -69,6 +69,7 @@ fn command(r: &RunResult) -> String {
         Plan::Http(p) => format!("throng http {} {}", p.method, p.target.url),
         Plan::Storm(p) => format!("throng storm {}", p.target.url),
         Plan::Run(p) => format!("throng run {} → {}", p.file, p.target.url),
+        Plan::Mqtt(p) => format!("throng mqtt {} --topic {}", p.target.url, p.topic),
     }
 }
 

@@ -75,6 +75,7 @@ pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
         Plan::Http(p) => write_http(r, p, w),
         Plan::Storm(p) => crate::storm::report::write_storm(r, p, w),
         Plan::Run(p) => crate::scenario::report::write_run(r, p, w),
+        Plan::Mqtt(p) => crate::mqtt::write_mqtt(r, p, w),
     }
 }
 

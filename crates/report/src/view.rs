@@ -24,13 +24,13 @@ pub enum View {
 /// HTTP runs.
 pub fn supports(view: View, result: &RunResult) -> Result<(), String> {
     match (view, &result.plan) {
-        (View::Ab | View::Httperf, Plan::Storm(_) | Plan::Run(_)) => Err(format!(
+        (View::Ab | View::Httperf, Plan::Storm(_) | Plan::Run(_) | Plan::Mqtt(_)) => Err(format!(
             "the {} view shows `throng http` runs and this result is a {}; use --format text or json",
             if view == View::Ab { "ab" } else { "httperf" },
-            if matches!(result.plan, Plan::Storm(_)) {
-                "storm"
-            } else {
-                "scenario run"
+            match result.plan {
+                Plan::Storm(_) => "storm",
+                Plan::Mqtt(_) => "mqtt run",
+                _ => "scenario run",
             }
         )),
         _ => Ok(()),
@@ -42,7 +42,7 @@ pub fn supports(view: View, result: &RunResult) -> Result<(), String> {
 pub fn write(view: View, result: &RunResult, w: &mut dyn Write) -> io::Result<()> {
     match (view, &result.plan) {
         (View::Json, _) => result.to_writer(&mut *w).map_err(io::Error::other),
-        (View::Text, _) | (_, Plan::Storm(_) | Plan::Run(_)) => text::write(result, w),
+        (View::Text, _) | (_, Plan::Storm(_) | Plan::Run(_) | Plan::Mqtt(_)) => text::write(result, w),
         (View::Ab, Plan::Http(_)) => ab::write(result, w),
         (View::Httperf, Plan::Http(_)) => httperf::write(result, w),
     }

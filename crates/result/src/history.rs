@@ -120,6 +120,7 @@ pub fn plan_name(plan: &Plan) -> String {
         Plan::Http(p) => format!("http {} {}", p.method, p.target.url),
         Plan::Storm(p) => format!("storm {}", p.target.url),
         Plan::Run(p) => format!("run {} → {}", p.file, p.target.url),
+        Plan::Mqtt(p) => format!("mqtt {} {}", p.target.url, p.topic),
     };
     one_line(&text, 120)
 }

@@ -1,7 +1,7 @@
 //! What produced a run (its plan) and what it counts.
 
 use serde::{Deserialize, Serialize};
-use throng_plan::{HttpPlan, StormPlan};
+use throng_plan::{HttpPlan, MqttPlan, StormPlan};
 use throng_scenario::ScenarioPlan;
 
 use crate::error::short;
@@ -16,6 +16,8 @@ pub enum Plan {
     Storm(StormPlan),
     /// `throng run SCENARIO.yaml`.
     Run(Box<ScenarioPlan>),
+    /// `throng mqtt`: publishers and subscribers on a broker.
+    Mqtt(Box<MqttPlan>),
 }
 
 /// What a run counts as its unit of work ([`RunResult::unit`](crate::RunResult::unit)).
@@ -25,6 +27,8 @@ pub enum Unit {
     Requests,
     /// Connections established (`throng storm`).
     Connections,
+    /// Messages published (`throng mqtt`).
+    Messages,
 }
 
 impl Unit {
@@ -33,6 +37,7 @@ impl Unit {
         match self {
             Unit::Requests => "requests",
             Unit::Connections => "connections",
+            Unit::Messages => "messages",
         }
     }
 
@@ -41,6 +46,7 @@ impl Unit {
         match self {
             Unit::Requests => "request",
             Unit::Connections => "connection",
+            Unit::Messages => "message",
         }
     }
 
@@ -48,7 +54,7 @@ impl Unit {
     /// connections established.
     pub fn per_second(self, p: &throng_metrics::SeriesPoint) -> u64 {
         match self {
-            Unit::Requests => p.ok,
+            Unit::Requests | Unit::Messages => p.ok,
             Unit::Connections => p.connections_opened,
         }
     }
@@ -62,6 +68,7 @@ impl Plan {
             Plan::Storm(p) => p.rate.is_some() || p.jitter.is_some(),
             // Only arrival-rate scenarios start iterations on a schedule.
             Plan::Run(p) => p.scenarios.iter().all(|s| s.executor.is_open()),
+            Plan::Mqtt(p) => p.rate.is_some(),
         }
     }
 
@@ -71,6 +78,7 @@ impl Plan {
             Plan::Http(p) => &p.target.url,
             Plan::Storm(p) => &p.target.url,
             Plan::Run(p) => &p.target.url,
+            Plan::Mqtt(p) => &p.target.url,
         }
     }
 
@@ -80,15 +88,17 @@ impl Plan {
             Plan::Http(p) => format!("{}:{}", p.target.host, p.target.port),
             Plan::Storm(p) => format!("{}:{}", p.target.host, p.target.port),
             Plan::Run(p) => format!("{}:{}", p.target.host, p.target.port),
+            Plan::Mqtt(p) => p.authority(),
         }
     }
 
-    /// The command that made it: `http`, `storm` or `run`.
+    /// The command that made it: `http`, `storm`, `run` or `mqtt`.
     pub fn command(&self) -> &'static str {
         match self {
             Plan::Http(_) => "http",
             Plan::Storm(_) => "storm",
             Plan::Run(_) => "run",
+            Plan::Mqtt(_) => "mqtt",
         }
     }
 
@@ -129,6 +139,7 @@ impl Plan {
             Plan::Http(p) => p.tls.as_ref(),
             Plan::Storm(p) => p.tls.as_ref(),
             Plan::Run(p) => p.tls.as_ref(),
+            Plan::Mqtt(_) => None,
         }
     }
 }

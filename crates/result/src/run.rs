@@ -116,15 +116,16 @@ impl RunResult {
             }
             // `--threshold`s were checked when the run was planned; one a
             // hand-edited file garbles fails rather than vanishes.
-            Plan::Http(p) if !p.thresholds.is_empty() => {
-                let parsed: Vec<Result<throng_scenario::Threshold, String>> = p
-                    .thresholds
+            Plan::Http(_) | Plan::Mqtt(_) if !self.plan_thresholds().is_empty() => {
+                let lines = self.plan_thresholds().to_vec();
+                let open = self.plan.is_open_loop();
+                let parsed: Vec<Result<throng_scenario::Threshold, String>> = lines
                     .iter()
                     .map(|text| throng_scenario::Threshold::parse_line(text))
                     .collect();
                 self.thresholds = parsed
                     .iter()
-                    .zip(&p.thresholds)
+                    .zip(&lines)
                     .map(|(t, text)| match t {
                         Ok(t) => t.evaluate(&self.measurements),
                         Err(e) => throng_scenario::Verdict {
@@ -140,13 +141,22 @@ impl RunResult {
                 // accident, so unless the user bounded `dropped` themselves,
                 // more than 1% dropped fails the run too.
                 let bounded = parsed.iter().any(|t| t.as_ref().is_ok_and(|t| t.metric == "dropped"));
-                if p.is_open_loop() && !bounded {
+                if open && !bounded {
                     self.thresholds.push(implied_dropped(&self.measurements));
                 }
             }
             _ => {}
         }
         self
+    }
+
+    /// The `--threshold`s an http or mqtt run was given.
+    fn plan_thresholds(&self) -> &[String] {
+        match &self.plan {
+            Plan::Http(p) => &p.thresholds,
+            Plan::Mqtt(p) => &p.thresholds,
+            Plan::Storm(_) | Plan::Run(_) => &[],
+        }
     }
 
     /// Checks the books: every attempted request, connection and
@@ -208,6 +218,7 @@ impl RunResult {
         match self.plan {
             Plan::Storm(_) => Unit::Connections,
             Plan::Http(_) | Plan::Run(_) => Unit::Requests,
+            Plan::Mqtt(_) => Unit::Messages,
         }
     }
 
@@ -215,7 +226,7 @@ impl RunResult {
     pub fn unit_outcomes(&self) -> &throng_metrics::Outcomes {
         match self.unit() {
             Unit::Connections => &self.measurements.connections,
-            Unit::Requests => &self.measurements.requests,
+            Unit::Requests | Unit::Messages => &self.measurements.requests,
         }
     }
 

@@ -9,6 +9,7 @@ use throng_plan::StepArg;
 mod common;
 mod habits;
 mod http;
+mod mqtt;
 mod results;
 mod run;
 mod short;
@@ -20,6 +21,8 @@ pub use self::common::{
 };
 use self::http::{GRPC_EXAMPLES, HTTP_EXAMPLES, HTTP_SHORT_EXAMPLES};
 pub use self::http::{GrpcCmd, HttpCmd, TraceArg};
+use self::mqtt::MQTT_EXAMPLES;
+pub use self::mqtt::MqttCmd;
 use self::results::{COMPARE_HELP, HISTORY_HELP};
 pub use self::results::{
     CompareCmd, CompareFormat, HistoryAddCmd, HistoryCmd, HistoryCommand, HistoryListCmd, HistoryReportCmd, MergeCmd,
@@ -54,6 +57,9 @@ pub enum Command {
     /// Connection storm: TCP, TLS, HTTP, NATS or WebSocket connections at a rate or all at once, held.
     #[command(after_help = STORM_EXAMPLES)]
     Storm(Box<StormCmd>),
+    /// MQTT publish/subscribe load: publishers and subscribers on a broker, end-to-end latency and books.
+    #[command(after_help = MQTT_EXAMPLES)]
+    Mqtt(Box<MqttCmd>),
     /// Run the built-in lab server (endpoints for demos, calibration and faults).
     #[command(after_help = SERVE_HELP)]
     Serve(ServeCmd),
@@ -189,7 +195,7 @@ fn clap_one_line(e: &clap::Error) -> String {
     let help = match sub {
         Some(s)
             if [
-                "http", "storm", "serve", "demo", "report", "merge", "compare", "certs", "sweep", "run", "k8s",
+                "http", "storm", "mqtt", "serve", "demo", "report", "merge", "compare", "certs", "sweep", "run", "k8s",
             ]
             .contains(&s.as_str()) =>
         {

@@ -12,6 +12,7 @@ mod http;
 mod import;
 mod k8s;
 mod merge;
+mod mqtt;
 mod reach;
 mod report;
 mod run;
@@ -34,6 +35,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Http(c) => http::run(*c),
         Command::Grpc(c) => grpc::run(*c),
         Command::Storm(c) => storm::run(*c),
+        Command::Mqtt(c) => mqtt::run(*c),
         Command::Serve(c) => serve::run(c),
         Command::Demo(c) => demo::run(c),
         Command::Report(c) => report::run(c),

@@ -326,6 +326,9 @@ pub(super) fn every_unit_failed(r: &RunResult) -> bool {
         throng_result::Unit::Connections if all_failed(&m.connections) || !all_failed(&m.requests) => {
             (&m.connections, "connection")
         }
+        // A pub/sub run whose clients all failed to connect published nothing.
+        throng_result::Unit::Messages if all_failed(&m.connections) => (&m.connections, "connection"),
+        throng_result::Unit::Messages => (&m.requests, "message"),
         _ => (&m.requests, "request"),
     };
     if req.attempted > 0 && req.ok == 0 {
@@ -438,7 +441,7 @@ pub(super) fn proxy_of(plan: &throng_result::Plan) -> Option<&throng_plan::Proxy
     match plan {
         throng_result::Plan::Http(p) => p.reach.proxy.as_ref(),
         throng_result::Plan::Storm(p) => p.reach.proxy.as_ref(),
-        throng_result::Plan::Run(_) => None,
+        throng_result::Plan::Run(_) | throng_result::Plan::Mqtt(_) => None,
     }
 }
 
@@ -511,6 +514,7 @@ pub(super) fn spoken(plan: &throng_result::Plan) -> Option<String> {
             }
             Some(once.join(" and "))
         }
+        throng_result::Plan::Mqtt(p) => Some(format!("MQTT {}", p.session.version.name())),
     }
 }
 
@@ -521,6 +525,7 @@ pub(super) fn tls_hint(class: &str, plan: &throng_result::Plan, target: &str) ->
         throng_result::Plan::Http(p) => p.tls.as_ref(),
         throng_result::Plan::Storm(p) => p.tls.as_ref(),
         throng_result::Plan::Run(p) => p.tls.as_ref(),
+        throng_result::Plan::Mqtt(_) => None,
     };
     let (flag, sni) = match plan {
         throng_result::Plan::Run(_) => ("the tls: block's cacert", "server_name"),

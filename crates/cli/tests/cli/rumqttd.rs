@@ -166,3 +166,38 @@ fn a_wrong_password_is_a_close_without_connack() {
     assert!(!json.contains("wrong-pw-4711"));
     assert!(!run.stdout().contains("wrong-pw-4711") && !run.stderr().contains("wrong-pw-4711"));
 }
+
+#[test]
+fn throng_mqtt_delivers_every_message_through_rumqttd_in_both_versions() {
+    let broker = Rumqttd::start();
+    for (url, version) in [
+        (format!("mqtt://throng:secret@127.0.0.1:{}", broker.v4), "3.1.1"),
+        (format!("mqtt://127.0.0.1:{}", broker.v5), "5"),
+    ] {
+        let run = common::command(
+            "mqtt",
+            &[
+                &url,
+                "--publishers",
+                "2",
+                "--subscribers",
+                "4",
+                "--topic",
+                "bench/{{n}}",
+                "-n",
+                "200",
+                "--qos",
+                "1",
+                "--mqtt-version",
+                version,
+            ],
+        );
+        assert_eq!(run.code(), 0, "{version}: {}", run.stderr());
+        crate::mqtt_pubsub::assert_all_delivered(run.result(), 200, 4, 200);
+        assert_eq!(
+            run.result().measurements.phase("puback").unwrap().count(),
+            200,
+            "{version}"
+        );
+    }
+}

@@ -6,10 +6,12 @@
 //! result.
 //!
 //! `http.rs`: `throng http`/`grpc` (closed and open loops, HTTP/1.1, /2,
-//! /3). `storm.rs`: `throng storm`. `scenario.rs`: `throng run`. What they
+//! /3). `storm.rs`: `throng storm`. `scenario.rs`: `throng run`. `mqtt.rs`: `throng mqtt`
+//! (on the caller's thread, no workers). What they
 //! share is here.
 
 mod http;
+mod mqtt;
 mod scenario;
 mod storm;
 
@@ -24,6 +26,7 @@ use crate::sys;
 use crate::transport::TlsClient;
 
 pub use http::run_http;
+pub use mqtt::run_mqtt;
 pub use scenario::{ScenarioOptions, run_scenario};
 pub use storm::{StormPart, run_storm, storm_peak_estimate};
 

@@ -318,6 +318,7 @@ pub fn kind(r: &RunResult) -> &'static str {
         Plan::Http(_) => "http",
         Plan::Storm(_) => "storm",
         Plan::Run(_) => "run",
+        Plan::Mqtt(_) => "mqtt",
     }
 }
 
@@ -336,6 +337,7 @@ pub fn throughput_name(r: &RunResult) -> &'static str {
     match r.unit() {
         throng_result::Unit::Connections => "established/s",
         throng_result::Unit::Requests => "throughput (ok/s)",
+        throng_result::Unit::Messages => "published (ok/s)",
     }
 }
 
@@ -345,6 +347,7 @@ pub fn headline_phases(r: &RunResult) -> Vec<&'static str> {
     let wanted: &[&'static str] = match r.unit() {
         throng_result::Unit::Connections => &["connect", "tls", "handshake"],
         throng_result::Unit::Requests => &["latency"],
+        throng_result::Unit::Messages => &["delivery"],
     };
     wanted
         .iter()

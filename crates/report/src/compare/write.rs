@@ -41,6 +41,7 @@ fn describe(r: &RunResult) -> String {
         Plan::Storm(p) => format!("storm {} ({})", p.target.url, p.describe()),
         Plan::Run(p) if p.target.http.is_multiplexed() => format!("run {} ({})", p.target.url, p.target.http.label()),
         Plan::Run(p) => format!("run {}", p.target.url),
+        Plan::Mqtt(p) => format!("mqtt {} ({})", p.target.url, p.describe()),
     }
 }
 

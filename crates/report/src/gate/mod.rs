@@ -286,6 +286,7 @@ fn unit_name(c: &Comparison) -> &'static str {
     match c.merged_a.unit() {
         throng_result::Unit::Connections => "connections",
         throng_result::Unit::Requests => "requests",
+        throng_result::Unit::Messages => "messages",
     }
 }
 

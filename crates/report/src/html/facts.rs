@@ -12,6 +12,7 @@ pub(super) fn headline(r: &RunResult) -> String {
         Plan::Http(p) => format!("throng http {} {}", p.method, p.target.url),
         Plan::Storm(p) => format!("throng storm {}", p.target.url),
         Plan::Run(p) => format!("throng run {} → {}", p.file, p.target.url),
+        Plan::Mqtt(p) => format!("throng mqtt {} {}", p.target.url, p.topic),
     }
 }
 
@@ -24,6 +25,7 @@ pub(super) fn plan_lines(r: &RunResult) -> Vec<String> {
             v
         }
         Plan::Storm(p) => vec![p.describe()],
+        Plan::Mqtt(p) => vec![p.describe()],
         Plan::Run(p) => {
             let mut v: Vec<String> = p
                 .scenarios

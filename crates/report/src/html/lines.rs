@@ -37,7 +37,7 @@ pub(super) fn throughput_lines(r: &RunResult) -> Vec<Line> {
     let m = &r.measurements;
     match &r.plan {
         Plan::Storm(_) => vec![per_second_line(m, "established", |p| p.connections_opened)],
-        Plan::Http(_) => vec![
+        Plan::Http(_) | Plan::Mqtt(_) => vec![
             per_second_line(m, "requests", |p| p.requests),
             per_second_line(m, "ok", |p| p.ok),
         ],

@@ -159,9 +159,6 @@ pub(crate) fn puback(id: u16) -> [u8; 4] {
 /// An acknowledgement of a QoS 1 or 2 PUBLISH (PUBACK, PUBREC, PUBREL or
 /// PUBCOMP) with a success code: four bytes in both versions. PUBREL
 /// carries the flags the spec requires (0b0010).
-// The pub/sub driver (`throng mqtt`) is their caller; until it lands only
-// the tests and the fuzz target use them.
-#[cfg_attr(not(test), allow(dead_code))]
 pub(crate) fn ack(kind: u8, id: u16) -> [u8; 4] {
     let [a, b] = id.to_be_bytes();
     let flags = if kind == PUBREL { 0x02 } else { 0 };
@@ -170,9 +167,6 @@ pub(crate) fn ack(kind: u8, id: u16) -> [u8; 4] {
 
 /// What a PUBLISH says, to send.
 #[derive(Debug)]
-// The pub/sub driver (`throng mqtt`) is their caller; until it lands only
-// the tests and the fuzz target use them.
-#[cfg_attr(not(test), allow(dead_code))]
 pub(crate) struct Publish<'a> {
     pub version: Version,
     pub topic: &'a str,
@@ -185,9 +179,6 @@ pub(crate) struct Publish<'a> {
 }
 
 /// Appends PUBLISH, written straight into `out` (no body built apart).
-// The pub/sub driver (`throng mqtt`) is their caller; until it lands only
-// the tests and the fuzz target use them.
-#[cfg_attr(not(test), allow(dead_code))]
 pub(crate) fn publish(out: &mut Vec<u8>, p: &Publish<'_>) {
     let qos = p.qos & 0x03;
     let topic = p.topic.len().min(usize::from(u16::MAX));
@@ -210,9 +201,6 @@ pub(crate) fn publish(out: &mut Vec<u8>, p: &Publish<'_>) {
 
 /// A PUBLISH a broker delivered, read whole: borrowed from its body.
 #[derive(Debug, PartialEq, Eq)]
-// The pub/sub driver (`throng mqtt`) is their caller; until it lands only
-// the tests and the fuzz target use them.
-#[cfg_attr(not(test), allow(dead_code))]
 pub(crate) struct Delivery<'a> {
     pub topic: &'a [u8],
     pub qos: u8,
@@ -224,9 +212,6 @@ pub(crate) struct Delivery<'a> {
 
 /// Reads a PUBLISH body (its header `h`): the topic, identifier and
 /// payload, MQTT 5 properties skipped (they must fit the packet).
-// The pub/sub driver (`throng mqtt`) is their caller; until it lands only
-// the tests and the fuzz target use them.
-#[cfg_attr(not(test), allow(dead_code))]
 pub(crate) fn delivery(h: Header, body: &[u8], version: Version) -> Result<Delivery<'_>, Malformed> {
     if h.kind != PUBLISH {
         return Err(Malformed);

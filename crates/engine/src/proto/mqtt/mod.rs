@@ -15,9 +15,18 @@
 //! While connecting, packets are read exactly (header, then body), so
 //! nothing the broker sends after CONNACK or SUBACK is read before the hold
 //! starts its own reader.
+//!
+//! `throng mqtt` (publish/subscribe load) is [`pubsub`]: its clients open
+//! in `client.rs`, publish in `publisher.rs`, receive in `subscriber.rs`,
+//! and keep their books in `books.rs` (I/O-free).
 
+mod books;
+pub(crate) mod client;
 pub(crate) mod codec;
+mod publisher;
+pub(crate) mod pubsub;
 pub(crate) mod spec;
+mod subscriber;
 
 #[cfg(test)]
 mod fuzz;

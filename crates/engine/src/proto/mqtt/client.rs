@@ -1,0 +1,187 @@
+//! A pub/sub run's shared state ([`Run`]: the plan, the one recorder, the
+//! end signal) and how each client opens: connect, CONNECT → CONNACK,
+//! SUBSCRIBE → SUBACK for each topic (subscribers).
+
+use std::cell::{Cell, RefCell};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use throng_metrics::{ErrorClass, Phase, Recorder};
+use throng_plan::MqttPlan;
+use tokio::net::TcpStream;
+use tokio::sync::watch;
+
+use super::codec::{self, Packet, Version};
+use super::{connack_refused, read_packet, send, suback_refused};
+use crate::Control;
+use crate::errors::{Stage, classify};
+use crate::transport::Transport;
+use crate::worker::state::RunState;
+
+/// What every client of a run shares.
+pub(crate) struct Run {
+    pub plan: Arc<MqttPlan>,
+    pub addr: SocketAddr,
+    pub origin: Instant,
+    /// This run's id in every payload (another run's messages are foreign).
+    pub id: u32,
+    pub version: Version,
+    pub rec: RefCell<Recorder>,
+    /// QoS 1 and 2 messages acknowledged.
+    pub acknowledged: Cell<u64>,
+    /// Set once publishing and draining are over: clients disconnect.
+    pub done: watch::Sender<bool>,
+    /// The user's stop (Ctrl-C): publishers start nothing new.
+    pub control: watch::Receiver<RunState>,
+}
+
+impl Run {
+    pub(crate) fn new(plan: Arc<MqttPlan>, addr: SocketAddr, control: &Control, origin: Instant) -> Run {
+        let id = (std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos()))
+            ^ std::process::id().rotate_left(16);
+        let version = match plan.session.version {
+            throng_plan::MqttVersion::V5 => Version::V5,
+            _ => Version::V311,
+        };
+        Run {
+            plan,
+            addr,
+            origin,
+            id,
+            version,
+            rec: RefCell::new(Recorder::new(origin)),
+            acknowledged: Cell::new(0),
+            done: watch::Sender::new(false),
+            control: control.subscribe(),
+        }
+    }
+
+    /// The keep-alive announced, in seconds (the plan checked the range).
+    pub(crate) fn keepalive(&self) -> Duration {
+        self.plan.session.keepalive
+    }
+
+    pub(crate) fn client_id(&self, role: char, n: u64) -> String {
+        format!("throng-{:08x}-{role}{n}", self.id)
+    }
+}
+
+/// An open client: its stream and when its connect() was issued.
+pub(crate) struct Client {
+    pub stream: Transport,
+    pub opened: Instant,
+}
+
+/// Connects, CONNECT → CONNACK, then SUBSCRIBE → SUBACK for each of
+/// `topics`, within the plan's timeout; the failure is recorded under its
+/// class.
+pub(crate) async fn open(run: &Run, client_id: &str, topics: &[String]) -> Option<Client> {
+    let t0 = Instant::now();
+    run.rec.borrow_mut().connection_started(t0, false);
+    let tcp_done = Cell::new(false);
+    let attempt = async {
+        let tcp = TcpStream::connect(run.addr)
+            .await
+            .map_err(|e| classify(&e, Stage::Connect))?;
+        let now = Instant::now();
+        tcp_done.set(true);
+        {
+            let mut rec = run.rec.borrow_mut();
+            rec.connected(now, now - t0);
+            rec.reached(run.addr);
+        }
+        let _ = tcp.set_nodelay(true);
+        let mut stream = Transport::Plain(tcp);
+        handshake(run, &mut stream, client_id, topics).await?;
+        Ok::<_, ErrorClass>(stream)
+    };
+    let r = tokio::time::timeout(run.plan.timeout, attempt).await;
+    let now = Instant::now();
+    let mut rec = run.rec.borrow_mut();
+    match r {
+        Ok(Ok(stream)) => {
+            rec.connection_established(now, false);
+            Some(Client { stream, opened: t0 })
+        }
+        Ok(Err(class)) => {
+            rec.connection_failed(now, class, false);
+            None
+        }
+        Err(_) => {
+            let class = if tcp_done.get() {
+                ErrorClass::TimeoutHandshake
+            } else {
+                ErrorClass::TimeoutConnect
+            };
+            rec.connection_failed(now, class, false);
+            None
+        }
+    }
+}
+
+/// CONNECT → CONNACK (phase `handshake`), then one SUBSCRIBE per topic and
+/// their SUBACKs (phase `subscribe`: the first sent → the last read).
+async fn handshake(run: &Run, stream: &mut Transport, client_id: &str, topics: &[String]) -> Result<(), ErrorClass> {
+    let v = run.version;
+    let s = &run.plan.session;
+    let mut out = Vec::with_capacity(64);
+    codec::connect(
+        &mut out,
+        &codec::Connect {
+            version: v,
+            client_id,
+            clean_start: true,
+            keepalive_secs: u16::try_from(s.keepalive.as_secs()).unwrap_or(u16::MAX),
+            session_expiry: None,
+            user: s.user.as_deref(),
+            password: s.password.as_ref().map(|p| p.expose().as_bytes()),
+        },
+    );
+    let t0 = Instant::now();
+    send(stream, &out).await?;
+    let code = match read_packet(stream, v).await? {
+        Packet::Connack { code, .. } => code,
+        Packet::Disconnect { code } => return Err(ErrorClass::MqttDisconnected(code)),
+        _ => return Err(ErrorClass::Mqtt("protocol")),
+    };
+    if code != 0 {
+        return Err(connack_refused(v, code));
+    }
+    let now = Instant::now();
+    run.rec.borrow_mut().phase(now, Phase::Handshake, now - t0);
+    if topics.is_empty() {
+        return Ok(());
+    }
+    out.clear();
+    for (i, topic) in topics.iter().enumerate() {
+        // Identifiers 1 to 65535; the plan keeps topics per client fewer.
+        let id = u16::try_from(i + 1).unwrap_or(u16::MAX);
+        codec::subscribe(&mut out, v, id, topic, run.plan.qos);
+    }
+    let t1 = Instant::now();
+    send(stream, &out).await?;
+    let mut waiting = topics.len();
+    while waiting > 0 {
+        match read_packet(stream, v).await? {
+            Packet::Suback { code, .. } if code >= 0x80 => return Err(suback_refused(v, code)),
+            Packet::Suback { .. } => waiting -= 1,
+            // A retained message of an earlier run may come first: acknowledged, not counted.
+            Packet::Publish { qos: 1, id: Some(id) } => send(stream, &codec::puback(id)).await?,
+            Packet::Publish { qos: 2, id: Some(id) } => send(stream, &codec::ack(codec::PUBREC, id)).await?,
+            Packet::Ack {
+                kind: codec::PUBREL,
+                id,
+                ..
+            } => send(stream, &codec::ack(codec::PUBCOMP, id)).await?,
+            Packet::Disconnect { code } => return Err(ErrorClass::MqttDisconnected(code)),
+            Packet::Connack { .. } => return Err(ErrorClass::Mqtt("protocol")),
+            _ => {}
+        }
+    }
+    let now = Instant::now();
+    run.rec.borrow_mut().phase(now, Phase::Subscribe, now - t1);
+    Ok(())
+}
