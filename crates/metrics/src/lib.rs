@@ -24,6 +24,7 @@ mod phase;
 mod recorder;
 mod scenario;
 mod slowest;
+mod streams;
 
 pub use custom::{CustomKind, CustomStats};
 pub use hist::{
@@ -35,3 +36,4 @@ pub use phase::Phase;
 pub use recorder::{Handshake, Live, Recorder, Reply};
 pub use scenario::{CheckCount, ScenarioRecorder, ScenarioSecond, ScenarioStats, TagSecond, TagStats};
 pub use slowest::{SlowEnd, SlowRequest, Slowest, hex};
+pub use streams::{StreamCounts, StreamSeen};

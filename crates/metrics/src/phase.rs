@@ -39,11 +39,24 @@ pub enum Phase {
     LastMessage,
     /// MQTT: SUBSCRIBE sent → its SUBACK read.
     Subscribe,
+    /// Event streams (`--sse`): the request's start (its intended start in
+    /// an open loop) → the first event read whole.
+    FirstEvent,
+    /// Event streams: one event read whole → the next (every gap).
+    EventGap,
+    /// Event streams: first request byte written → the stream's end.
+    Stream,
+    /// LLM streams (`--llm`): the request's start (intended, in an open
+    /// loop) → the first output token read (time to first token).
+    Ttft,
+    /// LLM streams: one token's chunk read → the next token's (inter-token
+    /// latency, every gap).
+    Itl,
 }
 
 impl Phase {
     /// Every phase, in report order.
-    pub const ALL: [Phase; 15] = [
+    pub const ALL: [Phase; 20] = [
         Phase::ScheduleLag,
         Phase::Connect,
         Phase::Tls,
@@ -59,6 +72,11 @@ impl Phase {
         Phase::FirstMessage,
         Phase::LastMessage,
         Phase::Subscribe,
+        Phase::FirstEvent,
+        Phase::EventGap,
+        Phase::Stream,
+        Phase::Ttft,
+        Phase::Itl,
     ];
 
     /// Number of phases; recorders index arrays with [`Phase::index`].
@@ -82,6 +100,11 @@ impl Phase {
             Phase::FirstMessage => "first_message",
             Phase::LastMessage => "last_message",
             Phase::Subscribe => "subscribe",
+            Phase::FirstEvent => "first_event",
+            Phase::EventGap => "event_gap",
+            Phase::Stream => "stream",
+            Phase::Ttft => "ttft",
+            Phase::Itl => "itl",
         }
     }
 
