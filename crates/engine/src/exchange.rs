@@ -20,6 +20,7 @@ use tokio::time::Sleep;
 
 use crate::conn::{Conn, close, open_connection, open_connection_to};
 use crate::ctx::Ctx;
+use crate::proto::events::Watch;
 use crate::proto::http1::Keep;
 use crate::proto::session::Session;
 use crate::record::record_exchange;
@@ -230,9 +231,38 @@ async fn exchange_request(
         ..Keep::default()
     });
     sleep.as_mut().reset((t_send + spec.timeout).into());
-    let outcome = session
-        .exchange(&mut c.stream, request, written, t_send, ctx.stamp, &ctx.scratch, sleep)
-        .await;
+    let mut watch = spec.stream.as_ref().map(|s| Watch::new(s, origin));
+    let mut ended_early = None;
+    let outcome = match watch.as_mut() {
+        None => {
+            session
+                .exchange(&mut c.stream, request, written, t_send, ctx.stamp, &ctx.scratch, sleep)
+                .await
+        }
+        Some(w) => {
+            let limits = (
+                spec.timeout,
+                spec.stream.as_ref().and_then(|s| s.duration).map(|d| t_send + d),
+            );
+            let r = session
+                .exchange_stream(
+                    &mut c.stream,
+                    request,
+                    written,
+                    t_send,
+                    w,
+                    &ctx.rec,
+                    &ctx.scratch,
+                    limits,
+                    sleep,
+                )
+                .await;
+            r.map(|(timing, early)| {
+                ended_early = early;
+                timing
+            })
+        }
+    };
     ctx.in_flight.set(ctx.in_flight.get() - 1);
     let recorded = record_exchange(
         ctx,
@@ -245,6 +275,9 @@ async fn exchange_request(
         keep_server,
         row,
     );
+    if let (Some(w), Some(stream)) = (&watch, &spec.stream) {
+        stream_ended(ctx, w, stream, &outcome, recorded, ended_early, t_send);
+    }
     if let Some(&id) = trace {
         let (end, how) = match &outcome {
             Ok(t) => (t.done, SlowEnd::Status(session.reply().status)),
@@ -264,6 +297,31 @@ async fn exchange_request(
         Ok(timing) if spec.keepalive && session.reusable(&timing) => Answered::Reusable,
         Ok(_) => Answered::Closing,
         Err(_) => Answered::Failed,
+    }
+}
+
+/// Records how a stream (`--sse`, `--llm`) ended: its `stream` phase when
+/// it ended well, and its end and counts once, whatever the end.
+fn stream_ended(
+    ctx: &Ctx,
+    w: &Watch,
+    stream: &throng_plan::StreamSpec,
+    outcome: &Result<crate::conn::Timing, crate::conn::Failed>,
+    recorded: Option<bool>,
+    early: Option<&'static str>,
+    t_send: Instant,
+) {
+    let mut rec = ctx.rec.borrow_mut();
+    match (outcome, recorded) {
+        (Ok(t), Some(true)) => {
+            rec.phase(t.done, Phase::Stream, t.done.saturating_duration_since(t_send));
+            rec.stream_ended(early.unwrap_or("completed"), &w.seen(t_send, t.done, true, stream));
+        }
+        (Ok(t), _) => {
+            let class = throng_metrics::ErrorClass::CheckFailed.name();
+            rec.stream_ended(&class, &w.seen(t_send, t.done, false, stream));
+        }
+        (Err(f), _) => rec.stream_ended(&f.class.name(), &w.seen(t_send, Instant::now(), false, stream)),
     }
 }
 

@@ -308,6 +308,7 @@ pub(crate) async fn serve<S: LabStream>(s: &mut S, stream: &Stream) -> io::Resul
             Ok(true)
         }
         End::Abrupt => {
+            out.clear();
             framed(b"data: half an event", &mut out);
             s.write_all(&out).await?;
             s.flush().await?;

@@ -1,0 +1,228 @@
+//! `throng http --sse` and `--llm openai` against the lab's event streams
+//! (`GET /sse`, `POST /v1/chat/completions`): events, phases and tokens
+//! counted exactly, every fault ending as its class, the books balanced.
+
+#![allow(clippy::unwrap_used)]
+
+use crate::common;
+
+use common::{assert_books_balance, http, lab, schema_violations};
+
+fn url(server: &throng_lab::LabServer, path: &str) -> String {
+    format!("http://{}{path}", server.addr())
+}
+
+fn count(m: &throng_metrics::Measurements, phase: &str) -> u64 {
+    m.phases.get(phase).map_or(0, |h| h.count())
+}
+
+#[test]
+fn every_event_and_gap_is_counted() {
+    let server = lab(None);
+    let run = http(&[
+        &url(&server, "/sse?events=5&interval=2"),
+        "--sse",
+        "-n",
+        "20",
+        "-c",
+        "4",
+    ]);
+    assert_eq!(run.code(), 0, "stderr: {}", run.stderr());
+    let r = run.result();
+    assert_books_balance(r);
+    let m = &r.measurements;
+    let s = m.streams.as_ref().expect("a stream run reports its streams");
+    assert_eq!((s.streams, s.events), (20, 100));
+    assert_eq!(s.ended.get("completed"), Some(&20), "{:?}", s.ended);
+    assert_eq!(count(m, "first_event"), 20);
+    assert_eq!(count(m, "event_gap"), 80);
+    assert_eq!(count(m, "stream"), 20);
+    assert_eq!(m.requests.ok, 20);
+    assert_eq!(r.generator.io, Some(throng_result::Io::Epoll));
+    assert!(
+        schema_violations(&run.json).is_empty(),
+        "{:?}",
+        schema_violations(&run.json)
+    );
+}
+
+#[test]
+fn sse_events_and_sse_duration_end_streams_early_and_ok() {
+    let server = lab(None);
+    let run = http(&[
+        &url(&server, "/sse?events=50&interval=1"),
+        "--sse",
+        "--sse-events",
+        "3",
+        "-n",
+        "6",
+        "-c",
+        "2",
+    ]);
+    assert_eq!(run.code(), 0, "stderr: {}", run.stderr());
+    let m = &run.result().measurements;
+    assert_books_balance(run.result());
+    let s = m.streams.as_ref().unwrap();
+    assert_eq!((s.events, s.ended.get("events")), (18, Some(&6)), "{s:?}");
+    // The rest of each body is unread: the connection is not reused.
+    assert_eq!(m.connections.ok, 6);
+
+    let run = http(&[
+        &url(&server, "/sse?events=1000&interval=20"),
+        "--sse",
+        "--sse-duration",
+        "150ms",
+        "-n",
+        "4",
+        "-c",
+        "2",
+    ]);
+    assert_eq!(run.code(), 0, "stderr: {}", run.stderr());
+    let s = run.result().measurements.streams.clone().unwrap();
+    assert_eq!(s.ended.get("duration"), Some(&4), "{s:?}");
+    assert!(s.events >= 4 && s.events < 4 * 1000, "{s:?}");
+}
+
+#[test]
+fn faults_end_as_their_classes_with_the_books_balanced() {
+    let server = lab(None);
+    for (query, class, events_each) in [
+        ("events=5&stall=2&interval=1", "sse.stalled", 2),
+        ("events=5&end=abrupt&interval=1", "eof", 5),
+        ("events=3&big=3000000", "sse.too_large", 0),
+        ("events=2&endless=1&interval=1", "sse.too_large", 2),
+    ] {
+        let run = http(&[
+            &url(&server, &format!("/sse?{query}")),
+            "--sse",
+            "-n",
+            "4",
+            "-c",
+            "2",
+            "--timeout",
+            "300ms",
+        ]);
+        assert_eq!(run.code(), 1, "{query}: stderr {}", run.stderr());
+        let r = run.result();
+        assert_books_balance(r);
+        let m = &r.measurements;
+        assert_eq!(m.requests.error(class), 4, "{query}: {:?}", m.requests.errors);
+        assert_eq!(m.requests.ended(), 4, "{query}: every request counted once");
+        let s = m.streams.as_ref().unwrap();
+        assert_eq!((s.streams, s.ended.get(class)), (4, Some(&4)), "{query}: {s:?}");
+        assert_eq!(s.events, 4 * events_each, "{query}: {s:?}");
+        assert_eq!(
+            count(m, "stream"),
+            0,
+            "{query}: only streams that ended well have a stream phase"
+        );
+    }
+}
+
+#[test]
+fn llm_tokens_ttft_itl_and_goodput() {
+    let server = lab(None);
+    let run = http(&[
+        &url(&server, "/v1/chat/completions?tokens=7&interval=1"),
+        "--llm",
+        "openai",
+        "--slo",
+        "ttft < 10s, itl < 10s",
+        "-n",
+        "10",
+        "-c",
+        "2",
+    ]);
+    assert_eq!(run.code(), 0, "stderr: {}", run.stderr());
+    let r = run.result();
+    assert_books_balance(r);
+    let m = &r.measurements;
+    let s = m.streams.as_ref().unwrap();
+    assert_eq!(s.tokens, 70, "{s:?}");
+    assert_eq!(count(m, "ttft"), 10);
+    assert_eq!(count(m, "itl"), 60);
+    assert_eq!((s.slo_judged, s.slo_met, s.goodput()), (10, 10, Some(1.0)));
+    assert_eq!(s.tokens_per_second_milli.as_ref().map(|h| h.count()), Some(10));
+    assert_eq!(s.ended.get("completed"), Some(&10), "{s:?}");
+    assert!(
+        schema_violations(&run.json).is_empty(),
+        "{:?}",
+        schema_violations(&run.json)
+    );
+
+    // The usage chunk's count wins; an SLO no stream can meet gives 0%.
+    let run = http(&[
+        &url(&server, "/v1/chat/completions?tokens=3&usage=1"),
+        "--llm",
+        "openai",
+        "--slo",
+        "ttft < 1us",
+        "-n",
+        "4",
+        "-c",
+        "1",
+    ]);
+    let s = run.result().measurements.streams.clone().unwrap();
+    assert_eq!((s.tokens, s.slo_judged, s.slo_met), (12, 4, 0), "{s:?}");
+}
+
+#[test]
+fn prompts_are_cycled_and_mistakes_are_usage_errors() {
+    let server = lab(None);
+    let dir = tempfile::tempdir().unwrap();
+    let prompts = dir.path().join("prompts.txt");
+    std::fs::write(
+        &prompts,
+        "one two three\n{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}\n",
+    )
+    .unwrap();
+    let run = http(&[
+        &url(&server, "/v1/chat/completions?tokens=2"),
+        "--llm",
+        "openai",
+        "--prompts",
+        prompts.to_str().unwrap(),
+        "-n",
+        "4",
+        "-c",
+        "1",
+    ]);
+    assert_eq!(run.code(), 0, "stderr: {}", run.stderr());
+    assert_eq!(run.result().measurements.streams.as_ref().unwrap().tokens, 8);
+
+    let zero = http(&[
+        &url(&server, "/v1/chat/completions"),
+        "--llm",
+        "openai",
+        "--prompts",
+        "/dev/zero",
+        "-n",
+        "1",
+    ]);
+    assert_eq!(zero.code(), 2, "{}", zero.stderr());
+    assert!(zero.stderr().contains("--prompts /dev/zero"), "{}", zero.stderr());
+    for (args, says) in [
+        (
+            &["--sse-events", "3"][..],
+            "--sse-events: reads event streams only; add --sse",
+        ),
+        (
+            &["--sse", "--slo", "ttft < 1s"][..],
+            "--slo: judges token streams; add --llm openai",
+        ),
+        (
+            &["--llm", "openai", "--slo", "tpot < 1s"][..],
+            "--slo: 'tpot' is not a metric",
+        ),
+        (&["--sse", "--http2"][..], "HTTP/1.1 only"),
+        (&["--prompts", "x.txt"][..], "--prompts is for LLM streams"),
+    ] {
+        let mut all = vec![url(&server, "/sse")];
+        all.extend(args.iter().map(|a| a.to_string()));
+        all.extend(["-n", "1"].map(String::from));
+        let refs: Vec<&str> = all.iter().map(String::as_str).collect();
+        let run = http(&refs);
+        assert_eq!(run.code(), 2, "{args:?}: {}", run.stderr());
+        assert!(run.stderr().contains(says), "{args:?}: {}", run.stderr());
+    }
+}
