@@ -18,9 +18,11 @@ use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::fault::HOLD_LIMIT;
 use crate::stream::{LabStream, write_filler};
 
+/// The longest a stalled or endless stream holds its connection (as the
+/// faults' `HOLD_LIMIT`).
+const HOLD_LIMIT: Duration = Duration::from_secs(60);
 /// Most events (or tokens) one stream sends.
 const MAX_EVENTS: u64 = 1_000_000;
 /// Longest `first` and `interval`.
@@ -440,5 +442,38 @@ mod tests {
         head(&mut h, false);
         let h = String::from_utf8(h).unwrap();
         assert!(h.contains("text/event-stream") && h.contains("chunked") && h.ends_with("close\r\n\r\n"));
+    }
+
+    #[test]
+    fn served_streams_end_as_asked() {
+        use std::io::{Read, Write};
+        let server = crate::LabServer::start(&crate::LabConfig {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            threads: 1,
+            stall: None,
+            tls: None,
+        })
+        .unwrap();
+        let read = |path: &str, wait: u64| {
+            let mut s = std::net::TcpStream::connect(server.addr()).unwrap();
+            s.set_read_timeout(Some(Duration::from_millis(wait))).unwrap();
+            write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+            let mut out = Vec::new();
+            let ended = s.read_to_end(&mut out).is_ok();
+            (String::from_utf8_lossy(&out).into_owned(), ended)
+        };
+        let (done, ended) = read("/sse?events=3&interval=0", 5000);
+        assert!(ended && done.ends_with("\r\n0\r\n\r\n"), "{done}");
+        assert_eq!(done.matches("data: ").count(), 3, "{done}");
+        let (abrupt, ended) = read("/sse?events=2&end=abrupt&interval=0", 5000);
+        assert!(ended && !abrupt.ends_with("0\r\n\r\n"), "{abrupt}");
+        assert_eq!(
+            abrupt.matches("data: ").count(),
+            3,
+            "two events and half of one: {abrupt}"
+        );
+        let (stalled, ended) = read("/sse?events=5&stall=2&interval=0", 300);
+        assert!(!ended, "a stall holds the connection open: {stalled}");
+        assert_eq!(stalled.matches("data: ").count(), 2, "{stalled}");
     }
 }

@@ -369,7 +369,7 @@ pub struct HttpPlan {
     /// `--sse`/`--llm`: each response is an event stream, read event by
     /// event.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stream: Option<StreamSpec>,
+    pub stream: Option<Box<StreamSpec>>,
 }
 
 fn is_round_robin(o: &TargetOrder) -> bool {

@@ -123,7 +123,7 @@ pub(super) fn stream_spec(
     args: &StreamArgs,
     http: HttpVersion,
     redirects: u32,
-) -> Result<Option<StreamSpec>, PlanError> {
+) -> Result<Option<Box<StreamSpec>>, PlanError> {
     let llm = match args.llm.as_deref() {
         None => None,
         Some("openai") => Some(LlmApi::OpenAi),
@@ -183,19 +183,19 @@ pub(super) fn stream_spec(
         }
         Some(text) => Some(Slo::parse(text).map_err(|e| PlanError::invalid("--slo", e))?),
     };
-    Ok(Some(StreamSpec {
+    Ok(Some(Box::new(StreamSpec {
         llm,
         events: args.events,
         duration: args.duration,
         slo,
-    }))
+    })))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn spec(args: StreamArgs) -> Result<Option<StreamSpec>, PlanError> {
+    fn spec(args: StreamArgs) -> Result<Option<Box<StreamSpec>>, PlanError> {
         stream_spec(&args, HttpVersion::Http1, 0)
     }
 
