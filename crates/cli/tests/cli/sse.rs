@@ -226,3 +226,22 @@ fn prompts_are_cycled_and_mistakes_are_usage_errors() {
         assert!(run.stderr().contains(says), "{args:?}: {}", run.stderr());
     }
 }
+
+#[test]
+fn thresholds_judge_the_stream_phases() {
+    let server = lab(None);
+    let run = http(&[
+        &url(&server, "/sse?events=3&interval=1"),
+        "--sse",
+        "-n",
+        "4",
+        "--threshold",
+        "first_event: p(99) < 60s",
+        "--threshold",
+        "event_gap: max < 1us",
+    ]);
+    assert_eq!(run.code(), 99, "stderr: {}", run.stderr());
+    let verdicts = &run.result().thresholds;
+    let passed: Vec<bool> = verdicts.iter().map(|v| v.passed).collect();
+    assert_eq!(passed, [true, false], "{verdicts:?}");
+}

@@ -1,7 +1,7 @@
 //! The metric and tag names thresholds know, and how lists of them read
 //! in a message. A leaf: the parser and its errors both use it.
 
-pub(super) const TRENDS: [&str; 10] = [
+pub(super) const TRENDS: [&str; 15] = [
     "response",
     "latency",
     "wait",
@@ -12,6 +12,12 @@ pub(super) const TRENDS: [&str; 10] = [
     "schedule_lag",
     "iteration",
     "group_duration",
+    // Event streams (`throng http --sse`, `--llm`).
+    "first_event",
+    "event_gap",
+    "stream",
+    "ttft",
+    "itl",
 ];
 pub(super) const RATES: [&str; 4] = ["check_failed", "errors", "checks", "dropped"];
 pub(super) const COUNTERS: [&str; 3] = ["requests", "iterations", "dropped_iterations"];
