@@ -245,3 +245,77 @@ fn thresholds_judge_the_stream_phases() {
     let passed: Vec<bool> = verdicts.iter().map(|v| v.passed).collect();
     assert_eq!(passed, [true, false], "{verdicts:?}");
 }
+
+/// sse-starlette on uvicorn (PyPI), tests/servers/sse_server.py: a real
+/// event-stream server that is not throng's (CRLF line ends, chunked by
+/// uvicorn); stopped on drop.
+struct Starlette {
+    child: std::process::Child,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl Starlette {
+    fn start() -> Starlette {
+        let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/servers/sse_server.py");
+        let dir = tempfile::tempdir().unwrap();
+        let port_file = dir.path().join("port");
+        let log = std::fs::File::create(dir.path().join("log")).unwrap();
+        let child = std::process::Command::new("python3")
+            .arg(&script)
+            .arg(&port_file)
+            .stdout(std::process::Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("cannot start python3");
+        let mut server = Starlette {
+            child,
+            port: 0,
+            _dir: dir,
+        };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while std::time::Instant::now() < deadline {
+            if let Ok(text) = std::fs::read_to_string(&port_file) {
+                server.port = text.trim().parse().unwrap();
+                return server;
+            }
+            if let Ok(Some(status)) = server.child.try_wait() {
+                let log = std::fs::read_to_string(server._dir.path().join("log")).unwrap_or_default();
+                panic!(
+                    "sse_server.py exited ({status}); are the PyPI packages sse-starlette and uvicorn \
+                     installed? run ./scripts/test.sh, which installs them\n{log}"
+                );
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        panic!("sse_server.py did not listen within 20 s");
+    }
+}
+
+impl Drop for Starlette {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_real_sse_server_sse_starlette_on_uvicorn() {
+    let server = Starlette::start();
+    let run = http(&[
+        &format!("http://127.0.0.1:{}/events?n=5&interval_ms=1", server.port),
+        "--sse",
+        "-n",
+        "10",
+        "-c",
+        "2",
+    ]);
+    assert_eq!(run.code(), 0, "stderr: {}", run.stderr());
+    let r = run.result();
+    assert_books_balance(r);
+    let m = &r.measurements;
+    let s = m.streams.as_ref().unwrap();
+    assert_eq!((s.events, s.event_bytes), (50, 50), "{s:?}");
+    assert_eq!(s.ended.get("completed"), Some(&10), "{s:?}");
+    assert_eq!((count(m, "first_event"), count(m, "event_gap")), (10, 40));
+}
