@@ -231,36 +231,21 @@ async fn exchange_request(
         ..Keep::default()
     });
     sleep.as_mut().reset((t_send + spec.timeout).into());
-    let mut watch = spec.stream.as_ref().map(|s| Watch::new(s, origin));
-    let mut ended_early = None;
-    let outcome = match watch.as_mut() {
-        None => {
+    let (outcome, watched) = match &spec.stream {
+        None => (
             session
                 .exchange(&mut c.stream, request, written, t_send, ctx.stamp, &ctx.scratch, sleep)
-                .await
-        }
-        Some(w) => {
-            let limits = (
-                spec.timeout,
-                spec.stream.as_ref().and_then(|s| s.duration).map(|d| t_send + d),
-            );
-            let r = session
-                .exchange_stream(
-                    &mut c.stream,
-                    request,
-                    written,
-                    t_send,
-                    w,
-                    &ctx.rec,
-                    &ctx.scratch,
-                    limits,
-                    sleep,
-                )
-                .await;
-            r.map(|(timing, early)| {
-                ended_early = early;
-                timing
-            })
+                .await,
+            None,
+        ),
+        // Boxed: only stream runs pay for the larger future and the reader
+        // (a closed loop's task stays small).
+        Some(stream) => {
+            let (outcome, watched) = Box::pin(read_stream(
+                ctx, c, session, stream, sleep, t_send, written, origin, request,
+            ))
+            .await;
+            (outcome, Some(watched))
         }
     };
     ctx.in_flight.set(ctx.in_flight.get() - 1);
@@ -275,8 +260,8 @@ async fn exchange_request(
         keep_server,
         row,
     );
-    if let (Some(w), Some(stream)) = (&watch, &spec.stream) {
-        stream_ended(ctx, w, stream, &outcome, recorded, ended_early, t_send);
+    if let (Some((w, early)), Some(stream)) = (&watched, &spec.stream) {
+        stream_ended(ctx, w, stream, &outcome, recorded, *early, t_send);
     }
     if let Some(&id) = trace {
         let (end, how) = match &outcome {
@@ -297,6 +282,45 @@ async fn exchange_request(
         Ok(timing) if spec.keepalive && session.reusable(&timing) => Answered::Reusable,
         Ok(_) => Answered::Closing,
         Err(_) => Answered::Failed,
+    }
+}
+
+/// Exchanges `request` on `c` with an event-stream response (`--sse`,
+/// `--llm`), read into a watch of its own; returns the outcome, the watch
+/// and why the stream ended before the server ended it.
+#[allow(clippy::too_many_arguments)]
+async fn read_stream(
+    ctx: &Ctx,
+    c: &mut Conn,
+    session: &mut Session,
+    stream: &throng_plan::StreamSpec,
+    sleep: Pin<&mut Sleep>,
+    t_send: Instant,
+    written: usize,
+    origin: Instant,
+    request: &[u8],
+) -> (
+    Result<crate::conn::Timing, crate::conn::Failed>,
+    (Box<Watch>, Option<&'static str>),
+) {
+    let mut watch = Box::new(Watch::new(stream, origin));
+    let limits = (ctx.spec.timeout, stream.duration.map(|d| t_send + d));
+    let r = session
+        .exchange_stream(
+            &mut c.stream,
+            request,
+            written,
+            t_send,
+            &mut watch,
+            &ctx.rec,
+            &ctx.scratch,
+            limits,
+            sleep,
+        )
+        .await;
+    match r {
+        Ok((timing, early)) => (Ok(timing), (watch, early)),
+        Err(f) => (Err(f), (watch, None)),
     }
 }
 
