@@ -116,6 +116,14 @@ pub(crate) async fn one_request(
                 Err(class) => {
                     let now = Instant::now();
                     ctx.rec.borrow_mut().request_failed(now, class, 0);
+                    if let Some(stream) = &spec.stream {
+                        // A stream that never got a connection ended too.
+                        let seen = throng_metrics::StreamSeen {
+                            slo_met: stream.slo.map(|_| false),
+                            ..Default::default()
+                        };
+                        ctx.rec.borrow_mut().stream_ended(&class.name(), &seen);
+                    }
                     if let Some(&id) = trace {
                         slow(ctx, origin, now, SlowEnd::Error(class), id);
                     }

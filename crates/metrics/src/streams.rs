@@ -72,7 +72,9 @@ impl StreamTally {
             tokens_per_second_milli: self.tokens_per_second.clone(),
             slo_judged: self.slo_judged,
             slo_met: self.slo_met,
+            goodput: None,
         }
+        .with_goodput()
     }
 }
 
@@ -103,6 +105,10 @@ pub struct StreamCounts {
     /// Of those, the ones that met it (the goodput's numerator).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub slo_met: u64,
+    /// `slo_met / slo_judged`: the share of streams that met the `--slo`
+    /// (derived; recomputed on merge).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goodput: Option<f64>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -122,7 +128,13 @@ impl StreamCounts {
         if let Some(h) = &other.tokens_per_second_milli {
             self.tokens_per_second_milli.get_or_insert_with(Hist::new).add(h)?;
         }
+        self.goodput = self.goodput();
         Ok(())
+    }
+
+    fn with_goodput(mut self) -> StreamCounts {
+        self.goodput = self.goodput();
+        self
     }
 
     /// The share of judged streams that met the `--slo` (None: none judged).
@@ -157,12 +169,13 @@ mod tests {
         let mut m = a.to_counts();
         assert_eq!((m.streams, m.events, m.event_bytes, m.tokens), (2, 7, 50, 4));
         assert_eq!(m.ended.get("completed"), Some(&1));
-        assert_eq!(m.goodput(), Some(0.5));
+        assert_eq!((m.goodput(), m.goodput), (Some(0.5), Some(0.5)));
         let h = m.tokens_per_second_milli.as_ref().unwrap();
         assert_eq!((h.count(), h.max() / 10), (1, 1250));
         let other = m.clone();
         m.merge(&other).unwrap();
         assert_eq!((m.streams, m.events, m.ended["sse.stalled"]), (4, 14, 2));
+        assert_eq!(m.goodput, Some(0.5));
         assert_eq!(m.tokens_per_second_milli.unwrap().count(), 2);
         let back: StreamCounts = serde_json::from_str(&serde_json::to_string(&other).unwrap()).unwrap();
         assert_eq!(back, other);

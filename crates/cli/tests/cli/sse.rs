@@ -141,7 +141,7 @@ fn llm_tokens_ttft_itl_and_goodput() {
     assert_eq!(s.tokens, 70, "{s:?}");
     assert_eq!(count(m, "ttft"), 10);
     assert_eq!(count(m, "itl"), 60);
-    assert_eq!((s.slo_judged, s.slo_met, s.goodput()), (10, 10, Some(1.0)));
+    assert_eq!((s.slo_judged, s.slo_met, s.goodput), (10, 10, Some(1.0)));
     assert_eq!(s.tokens_per_second_milli.as_ref().map(|h| h.count()), Some(10));
     assert_eq!(s.ended.get("completed"), Some(&10), "{s:?}");
     assert!(
@@ -318,4 +318,28 @@ fn a_real_sse_server_sse_starlette_on_uvicorn() {
     assert_eq!((s.events, s.event_bytes), (50, 50), "{s:?}");
     assert_eq!(s.ended.get("completed"), Some(&10), "{s:?}");
     assert_eq!((count(m, "first_event"), count(m, "event_gap")), (10, 40));
+}
+
+#[test]
+fn a_stream_that_never_connects_is_counted_and_misses_the_slo() {
+    let port = common::free_port();
+    let run = http(&[
+        &format!("http://127.0.0.1:{port}/v1/chat/completions"),
+        "--llm",
+        "openai",
+        "--slo",
+        "ttft < 1s",
+        "-n",
+        "3",
+        "-c",
+        "1",
+    ]);
+    assert_eq!(run.code(), 1, "stderr: {}", run.stderr());
+    let r = run.result();
+    assert_books_balance(r);
+    let m = &r.measurements;
+    let s = m.streams.as_ref().unwrap();
+    assert_eq!(s.streams, m.requests.ended(), "{s:?}");
+    assert_eq!(s.ended.get("refused"), Some(&s.streams), "{s:?}");
+    assert_eq!((s.slo_met, s.goodput), (0, Some(0.0)), "{s:?}");
 }
