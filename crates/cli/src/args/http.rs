@@ -155,7 +155,8 @@ pub struct HttpCmd {
     /// ids (1-1000) [default: 10]
     #[arg(long = "slowest", value_name = "N")]
     pub slowest: Option<u32>,
-    /// Read each response as an event stream (text/event-stream, HTTP/1.1): phases first_event,
+    /// Read each response as an event stream (text/event-stream, HTTP/1.1; requests say Accept:
+    /// text/event-stream unless -H gives an Accept): phases first_event,
     /// event_gap and stream, events and bytes counted, and how each stream ended (completed,
     /// events, duration, sse.stalled when no event comes within --timeout, sse.too_large past
     /// 1 MiB a line or an event)

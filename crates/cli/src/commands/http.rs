@@ -74,7 +74,20 @@ pub fn run(c: HttpCmd) -> anyhow::Result<ExitCode> {
     }
     let seg = super::segment::parse(&c.segments)?;
     refuse_start_at_with_repeat(&seg, c.repeat.count)?;
-    let (headers, header_lines) = super::reach::split_headers(c.headers)?;
+    let (mut headers, header_lines) = super::reach::split_headers(c.headers)?;
+    // An event-stream client says what it reads (the WHATWG EventSource
+    // does), unless the user said otherwise.
+    let names_accept = |h: &str| {
+        h.split(':')
+            .next()
+            .is_some_and(|n| n.trim().eq_ignore_ascii_case("accept"))
+    };
+    if (c.sse || c.llm.is_some())
+        && !headers.iter().any(|h| names_accept(h))
+        && !header_lines.iter().any(|(_, h)| names_accept(h))
+    {
+        headers.push("Accept: text/event-stream".to_string());
+    }
     let bearer = c.bearer_file.as_deref().map(super::reach::bearer).transpose()?;
     let plan = HttpPlan::from_args(HttpArgs {
         url: c.url.unwrap_or_default(),

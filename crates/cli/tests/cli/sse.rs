@@ -343,3 +343,49 @@ fn a_stream_that_never_connects_is_counted_and_misses_the_slo() {
     assert_eq!(s.ended.get("refused"), Some(&s.streams), "{s:?}");
     assert_eq!((s.slo_met, s.goodput), (0, Some(0.0)), "{s:?}");
 }
+
+/// Starts a one-connection server that answers one event and keeps each
+/// request head it read; returns its address and the heads.
+fn head_catcher() -> (std::net::SocketAddr, std::sync::mpsc::Receiver<String>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        s.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") && head.len() < 65536 && s.read(&mut byte).unwrap_or(0) == 1 {
+            head.push(byte[0]);
+        }
+        let _ = tx.send(String::from_utf8_lossy(&head).into_owned());
+        let _ =
+            s.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\ndata: x\n\n");
+    });
+    (addr, rx)
+}
+
+#[test]
+fn a_stream_request_accepts_text_event_stream_unless_told_otherwise() {
+    for (extra, accept) in [
+        (None, "accept: text/event-stream"),
+        (Some("Accept: application/x-ndjson"), "accept: application/x-ndjson"),
+    ] {
+        let (addr, heads) = head_catcher();
+        let url = format!("http://{addr}/");
+        let mut args = vec![url.as_str(), "--sse", "-n", "1", "-c", "1"];
+        if let Some(h) = extra {
+            args.extend(["-H", h]);
+        }
+        let run = http(&args);
+        assert_eq!(run.code(), 0, "stderr: {}", run.stderr());
+        assert_eq!(run.result().measurements.streams.as_ref().unwrap().events, 1);
+        let head = heads
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .unwrap()
+            .to_ascii_lowercase();
+        assert_eq!(head.matches("accept:").count(), 1, "{head}");
+        assert!(head.contains(accept), "{head}");
+    }
+}
