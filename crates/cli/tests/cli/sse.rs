@@ -81,6 +81,23 @@ fn sse_events_and_sse_duration_end_streams_early_and_ok() {
     let s = run.result().measurements.streams.clone().unwrap();
     assert_eq!(s.ended.get("duration"), Some(&4), "{s:?}");
     assert!(s.events >= 4 && s.events < 4 * 1000, "{s:?}");
+
+    // --sse-duration counts once the response started: a server slower to
+    // answer than it is no timeout (that is --timeout's).
+    let run = http(&[
+        &url(&server, "/delay/300"),
+        "--sse",
+        "--sse-duration",
+        "50ms",
+        "-n",
+        "2",
+        "-c",
+        "2",
+    ]);
+    assert_eq!(run.code(), 0, "stderr: {}", run.stderr());
+    let m = &run.result().measurements;
+    assert_eq!(m.requests.ok, 2, "{:?}", m.requests.errors);
+    assert_eq!(m.streams.as_ref().unwrap().ended.get("completed"), Some(&2));
 }
 
 #[test]

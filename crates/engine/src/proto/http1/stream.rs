@@ -51,11 +51,16 @@ pub(crate) async fn exchange_stream(
     let mut last_write = t_send;
     let mut sent: Option<Instant> = None;
     let mut first: Option<Instant> = None;
-    let deadline = |watch: &Watch| {
+    // Before the response starts, only --timeout counts: a --sse-duration
+    // shorter than the server's first byte is no timeout of the server's.
+    let deadline = |watch: &Watch, started: bool| {
         let stall = watch.last_progress().max(t_send) + timeout;
-        until.map_or(stall, |u| u.min(stall))
+        match until {
+            Some(u) if started => u.min(stall),
+            _ => stall,
+        }
     };
-    sleep.as_mut().reset(deadline(watch).into());
+    sleep.as_mut().reset(deadline(watch, false).into());
     poll_fn(|cx| {
         let fail = |class, written| Poll::Ready(Err(Failed { class, written }));
         // The deadline passed: the stream's time is up (ok), or it stalled.
@@ -146,7 +151,7 @@ pub(crate) async fn exchange_stream(
                         // the body is unread, so the connection closes.
                         return Poll::Ready(Ok((timing(sent_at, first_at, now), Some(why))));
                     }
-                    sleep.as_mut().reset(deadline(watch).into());
+                    sleep.as_mut().reset(deadline(watch, reader.started()).into());
                 }
             }
         }
