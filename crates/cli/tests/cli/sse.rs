@@ -406,3 +406,47 @@ fn a_stream_request_accepts_text_event_stream_unless_told_otherwise() {
         assert!(head.contains(accept), "{head}");
     }
 }
+
+#[test]
+fn streams_read_the_same_over_tls() {
+    let (_dir, c) = common::certs();
+    let read = |n: &str| (n.to_string(), std::fs::read(c.join(n)).unwrap());
+    let config = throng_tls::server_config(&read("server.pem"), &read("server.key"), None).unwrap();
+    let server = throng_lab::LabServer::start(&throng_lab::LabConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        threads: 1,
+        stall: None,
+        tls: Some(config),
+    })
+    .unwrap();
+    let ca = common::p(&c, "ca.pem");
+    let base = format!("https://localhost:{}", server.addr().port());
+    let run = http(&[
+        &format!("{base}/v1/chat/completions?tokens=7&interval=1"),
+        "--cacert",
+        &ca,
+        "--llm",
+        "openai",
+        "-n",
+        "4",
+        "-c",
+        "2",
+    ]);
+    assert_eq!(run.code(), 0, "stderr: {}", run.stderr());
+    let m = &run.result().measurements;
+    assert_eq!(m.streams.as_ref().unwrap().tokens, 28);
+    assert_eq!((count(m, "ttft"), count(m, "itl")), (4, 24));
+    let run = http(&[
+        &format!("{base}/sse?events=5&stall=2&interval=1"),
+        "--cacert",
+        &ca,
+        "--sse",
+        "-n",
+        "2",
+        "--timeout",
+        "300ms",
+    ]);
+    assert_eq!(run.code(), 1, "stderr: {}", run.stderr());
+    assert_eq!(run.result().measurements.requests.error("sse.stalled"), 2);
+    assert_books_balance(run.result());
+}
