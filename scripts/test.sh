@@ -73,6 +73,10 @@ pip_need websockets "python3 -c 'import websockets'"
 pip_need grpcio "python3 -c 'import grpc'"
 # With --reflection it serves server reflection (tests/cli/grpc_reflect.rs).
 pip_need grpcio-reflection "python3 -c 'import grpc_reflection'"
+# `throng http --sse` is checked against sse-starlette on uvicorn
+# (crates/cli/tests/servers/sse_server.py, tests/cli/sse.rs).
+pip_need sse-starlette "python3 -c 'import sse_starlette'"
+pip_need uvicorn "python3 -c 'import uvicorn'"
 
 # The user guide (docs/guide) is built with mdbook (crates/cli/tests/cli/guide.rs,
 # book_builds): a pinned version from crates.io when missing (about 4.5 CPU-minutes

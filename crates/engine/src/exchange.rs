@@ -20,6 +20,7 @@ use tokio::time::Sleep;
 
 use crate::conn::{Conn, close, open_connection, open_connection_to};
 use crate::ctx::Ctx;
+use crate::proto::events::Watch;
 use crate::proto::http1::Keep;
 use crate::proto::session::Session;
 use crate::record::record_exchange;
@@ -115,6 +116,14 @@ pub(crate) async fn one_request(
                 Err(class) => {
                     let now = Instant::now();
                     ctx.rec.borrow_mut().request_failed(now, class, 0);
+                    if let Some(stream) = &spec.stream {
+                        // A stream that never got a connection ended too.
+                        let seen = throng_metrics::StreamSeen {
+                            slo_met: stream.slo.map(|_| false),
+                            ..Default::default()
+                        };
+                        ctx.rec.borrow_mut().stream_ended(&class.name(), &seen);
+                    }
                     if let Some(&id) = trace {
                         slow(ctx, origin, now, SlowEnd::Error(class), id);
                     }
@@ -230,9 +239,23 @@ async fn exchange_request(
         ..Keep::default()
     });
     sleep.as_mut().reset((t_send + spec.timeout).into());
-    let outcome = session
-        .exchange(&mut c.stream, request, written, t_send, ctx.stamp, &ctx.scratch, sleep)
-        .await;
+    let (outcome, watched) = match &spec.stream {
+        None => (
+            session
+                .exchange(&mut c.stream, request, written, t_send, ctx.stamp, &ctx.scratch, sleep)
+                .await,
+            None,
+        ),
+        // Boxed: only stream runs pay for the larger future and the reader
+        // (a closed loop's task stays small).
+        Some(stream) => {
+            let (outcome, watched) = Box::pin(read_stream(
+                ctx, c, session, stream, sleep, t_send, written, origin, request,
+            ))
+            .await;
+            (outcome, Some(watched))
+        }
+    };
     ctx.in_flight.set(ctx.in_flight.get() - 1);
     let recorded = record_exchange(
         ctx,
@@ -245,6 +268,9 @@ async fn exchange_request(
         keep_server,
         row,
     );
+    if let (Some((w, early)), Some(stream)) = (&watched, &spec.stream) {
+        stream_ended(ctx, w, stream, &outcome, recorded, *early, t_send);
+    }
     if let Some(&id) = trace {
         let (end, how) = match &outcome {
             Ok(t) => (t.done, SlowEnd::Status(session.reply().status)),
@@ -264,6 +290,70 @@ async fn exchange_request(
         Ok(timing) if spec.keepalive && session.reusable(&timing) => Answered::Reusable,
         Ok(_) => Answered::Closing,
         Err(_) => Answered::Failed,
+    }
+}
+
+/// Exchanges `request` on `c` with an event-stream response (`--sse`,
+/// `--llm`), read into a watch of its own; returns the outcome, the watch
+/// and why the stream ended before the server ended it.
+#[allow(clippy::too_many_arguments)]
+async fn read_stream(
+    ctx: &Ctx,
+    c: &mut Conn,
+    session: &mut Session,
+    stream: &throng_plan::StreamSpec,
+    sleep: Pin<&mut Sleep>,
+    t_send: Instant,
+    written: usize,
+    origin: Instant,
+    request: &[u8],
+) -> (
+    Result<crate::conn::Timing, crate::conn::Failed>,
+    (Box<Watch>, Option<&'static str>),
+) {
+    let mut watch = Box::new(Watch::new(stream, origin));
+    let limits = (ctx.spec.timeout, stream.duration.map(|d| t_send + d));
+    let r = session
+        .exchange_stream(
+            &mut c.stream,
+            request,
+            written,
+            t_send,
+            &mut watch,
+            &ctx.rec,
+            &ctx.scratch,
+            limits,
+            sleep,
+        )
+        .await;
+    match r {
+        Ok((timing, early)) => (Ok(timing), (watch, early)),
+        Err(f) => (Err(f), (watch, None)),
+    }
+}
+
+/// Records how a stream (`--sse`, `--llm`) ended: its `stream` phase when
+/// it ended well, and its end and counts once, whatever the end.
+fn stream_ended(
+    ctx: &Ctx,
+    w: &Watch,
+    stream: &throng_plan::StreamSpec,
+    outcome: &Result<crate::conn::Timing, crate::conn::Failed>,
+    recorded: Option<bool>,
+    early: Option<&'static str>,
+    t_send: Instant,
+) {
+    let mut rec = ctx.rec.borrow_mut();
+    match (outcome, recorded) {
+        (Ok(t), Some(true)) => {
+            rec.phase(t.done, Phase::Stream, t.done.saturating_duration_since(t_send));
+            rec.stream_ended(early.unwrap_or("completed"), &w.seen(t_send, t.done, true, stream));
+        }
+        (Ok(t), _) => {
+            let class = throng_metrics::ErrorClass::CheckFailed.name();
+            rec.stream_ended(&class, &w.seen(t_send, t.done, false, stream));
+        }
+        (Err(f), _) => rec.stream_ended(&f.class.name(), &w.seen(t_send, Instant::now(), false, stream)),
     }
 }
 

@@ -95,6 +95,8 @@ pub(crate) struct WorkerSpec {
     pub follow: Option<Arc<crate::redirect::place::FollowSpec>>,
     /// `--trace-context`: the worker's trace ids (None: no traceparent).
     pub trace: Option<crate::trace::Tracer>,
+    /// `--sse`/`--llm`: each response is an event stream (None: it is not).
+    pub stream: Option<Arc<throng_plan::StreamSpec>>,
 }
 
 /// A worker's share of `--csv-requests`.

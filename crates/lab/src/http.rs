@@ -109,6 +109,9 @@ pub(crate) enum Action {
     /// Write `out` (a `101 Switching Protocols`), then echo WebSocket
     /// frames (see [`crate::ws`]).
     WebSocket,
+    /// Write `out` (an event stream's head), then serve the stream (see
+    /// [`crate::sse`]).
+    Stream(crate::sse::Stream),
     /// Answer with [`auth::Service::handle`] (it may wait for a hashing
     /// thread), written with [`json`].
     Auth(Call),
@@ -116,7 +119,7 @@ pub(crate) enum Action {
 
 /// Routes `req`, writing the response head (and small bodies) into `out`.
 pub(crate) fn route(req: &Request<'_>, out: &mut Vec<u8>) -> Action {
-    let path = req.path.split('?').next().unwrap_or("/");
+    let (path, query) = req.path.split_once('?').unwrap_or((req.path, ""));
     let mut parts = path.trim_start_matches('/').splitn(2, '/');
     let first = parts.next().unwrap_or("");
     let arg = parts.next();
@@ -157,6 +160,31 @@ pub(crate) fn route(req: &Request<'_>, out: &mut Vec<u8>) -> Action {
                 req.keep_alive,
             ),
         },
+        ("GET", "sse") if arg.is_none() => match crate::sse::Stream::sse(query) {
+            Ok(stream) => {
+                crate::sse::head(out, req.keep_alive);
+                return Action::Stream(stream);
+            }
+            Err(why) => bad(out, &format!("{why}\n{}", crate::sse::SSE_USAGE), req.keep_alive),
+        },
+        ("POST", "v1") if arg == Some("chat/completions") => match crate::sse::Stream::chat(query, req.body) {
+            Ok((stream, true)) => {
+                crate::sse::head(out, req.keep_alive);
+                return Action::Stream(stream);
+            }
+            Ok((stream, false)) => {
+                let body = crate::sse::completion(stream.events);
+                head_with(
+                    out,
+                    200,
+                    body.len() as u64,
+                    req.keep_alive,
+                    "Content-Type: application/json\r\n",
+                );
+                out.extend_from_slice(body.as_bytes());
+            }
+            Err(why) => bad(out, &format!("{why}\n{}", crate::sse::CHAT_USAGE), req.keep_alive),
+        },
         (_, "reset") => return Action::Reset,
         (_, "close") => return Action::Close,
         (_, "garbage") => return Action::Garbage,
@@ -166,7 +194,7 @@ pub(crate) fn route(req: &Request<'_>, out: &mut Vec<u8>) -> Action {
         },
         _ => {
             let body = format!(
-                "not found: try /, /bytes/N, /delay/MS, /status/CODE, POST /echo, GET /ws (WebSocket echo), {}\n",
+                "not found: try /, /bytes/N, /delay/MS, /status/CODE, POST /echo, GET /ws (WebSocket echo), GET /sse (an event stream), POST /v1/chat/completions (a streamed chat completion), {}\n",
                 auth::ENDPOINTS
             );
             head(out, 404, body.len() as u64, req.keep_alive);

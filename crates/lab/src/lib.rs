@@ -11,7 +11,12 @@
 //!
 //! Endpoints: `GET /` (200, empty), `/bytes/N`, `/delay/MS`, `/status/CODE`,
 //! `POST /echo`, `GET /ws` (a WebSocket echo: text and binary frames back
-//! as they came, pings answered, closes returned), and faults: `/reset`
+//! as they came, pings answered, closes returned), `GET /sse` (an event
+//! stream: `events`, `first`, `interval`, `size`, and the faults `stall`,
+//! `end=abrupt`, `big`, `endless`), `POST /v1/chat/completions` (an
+//! OpenAI-compatible chat completion, streamed as `data:` chunks and
+//! `[DONE]` when the body says `"stream": true`; `tokens`, `first`,
+//! `interval`, `usage` in the query), and faults: `/reset`
 //! (TCP RST), `/close` (close without a response), `/garbage` (a reply that
 //! is not HTTP). With a stall
 //! configured, the server answers nothing during the last `stall_for` of
@@ -44,6 +49,7 @@ mod h2fault;
 mod http;
 mod http3;
 mod server;
+mod sse;
 mod stream;
 mod ws;
 

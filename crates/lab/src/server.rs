@@ -277,6 +277,12 @@ async fn connection<S: LabStream>(mut stream: S, shared: &Shared) -> io::Result<
                             stream.write_all(&out).await?;
                             return crate::ws::echo(&mut stream, &buf[used..filled]).await;
                         }
+                        Action::Stream(events) => {
+                            stream.write_all(&out).await?;
+                            if !crate::sse::serve(&mut stream, &events).await? {
+                                return Ok(());
+                            }
+                        }
                         Action::Auth(call) => {
                             // Waits for a hashing thread, not on this one:
                             // the thread's other connections go on.

@@ -25,6 +25,7 @@ mod pubsub;
 mod recorder;
 mod scenario;
 mod slowest;
+mod streams;
 
 pub use custom::{CustomKind, CustomStats};
 pub use hist::{
@@ -37,3 +38,4 @@ pub use pubsub::{LISTED_SUBSCRIBERS, PubSub, SubscriberBooks};
 pub use recorder::{Handshake, Live, Recorder, Reply};
 pub use scenario::{CheckCount, ScenarioRecorder, ScenarioSecond, ScenarioStats, TagSecond, TagStats};
 pub use slowest::{SlowEnd, SlowRequest, Slowest, hex};
+pub use streams::{StreamCounts, StreamSeen};

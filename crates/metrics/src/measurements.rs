@@ -58,6 +58,9 @@ pub struct Measurements {
     /// two redirects to its final response counts 2 here and 1 in `requests`.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub redirects: u64,
+    /// Event streams (`--sse`, `--llm`): events, tokens, how they ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub streams: Option<crate::StreamCounts>,
     /// gRPC server-streaming calls: messages received, over all calls (a
     /// call still counts once in `requests`).
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -361,6 +364,9 @@ impl Measurements {
         add(&mut self.closed_by_peer, other.closed_by_peer, "closed_by_peer")?;
         add(&mut self.redirects, other.redirects, "redirects")?;
         add(&mut self.messages, other.messages, "messages")?;
+        if let Some(theirs) = &other.streams {
+            self.streams.get_or_insert_with(Default::default).merge(theirs)?;
+        }
         self.first_drop_us = match (self.first_drop_us, shifted(other.first_drop_us)) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),

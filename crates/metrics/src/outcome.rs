@@ -113,6 +113,9 @@ pub enum ErrorClass {
     /// MQTT 5: the server sent DISCONNECT with this reason code before the
     /// connection was established (`mqtt.disconnected.135`).
     MqttDisconnected(u8),
+    /// An event stream's failure: `stalled` (no event within `--timeout`),
+    /// `too_large` (a line or an event past the reader's limit).
+    Sse(&'static str),
 }
 
 impl ErrorClass {
@@ -147,6 +150,7 @@ impl ErrorClass {
             ErrorClass::Grpc(what) => return Cow::Owned(format!("grpc.{what}")),
             ErrorClass::Mqtt(what) => return Cow::Owned(format!("mqtt.{what}")),
             ErrorClass::MqttDisconnected(code) => return Cow::Owned(format!("mqtt.disconnected.{code}")),
+            ErrorClass::Sse(what) => return Cow::Owned(format!("sse.{what}")),
         })
     }
 
@@ -263,6 +267,8 @@ impl ErrorClass {
             "grpc.cardinality" => {
                 "gRPC: a unary call answered OK with no message, or with more than one (grpc-go: INTERNAL)"
             }
+            "sse.stalled" => "event stream: no event arrived within --timeout (the stream stalled)",
+            "sse.too_large" => "event stream: a line or an event's data was longer than the reader holds (1 MiB)",
             "h2.not_negotiated" => "HTTP/2: the server did not negotiate h2 in the TLS handshake (ALPN)",
             "ws.protocol" => {
                 "WebSocket: a malformed answer to the upgrade (e.g. a wrong Sec-WebSocket-Accept) or a malformed frame"

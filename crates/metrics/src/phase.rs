@@ -48,11 +48,24 @@ pub enum Phase {
     Pubrec,
     /// MQTT QoS 2: PUBREL written → its PUBCOMP read.
     Pubcomp,
+    /// Event streams (`--sse`): the request's start (its intended start in
+    /// an open loop) → the first event read whole.
+    FirstEvent,
+    /// Event streams: one event read whole → the next (every gap).
+    EventGap,
+    /// Event streams: first request byte written → the stream's end.
+    Stream,
+    /// LLM streams (`--llm`): the request's start (intended, in an open
+    /// loop) → the first output token read (time to first token).
+    Ttft,
+    /// LLM streams: one token's chunk read → the next token's (inter-token
+    /// latency, every gap).
+    Itl,
 }
 
 impl Phase {
     /// Every phase, in report order.
-    pub const ALL: [Phase; 19] = [
+    pub const ALL: [Phase; 24] = [
         Phase::ScheduleLag,
         Phase::Connect,
         Phase::Tls,
@@ -72,6 +85,11 @@ impl Phase {
         Phase::Puback,
         Phase::Pubrec,
         Phase::Pubcomp,
+        Phase::FirstEvent,
+        Phase::EventGap,
+        Phase::Stream,
+        Phase::Ttft,
+        Phase::Itl,
     ];
 
     /// Number of phases; recorders index arrays with [`Phase::index`].
@@ -99,6 +117,11 @@ impl Phase {
             Phase::Puback => "puback",
             Phase::Pubrec => "pubrec",
             Phase::Pubcomp => "pubcomp",
+            Phase::FirstEvent => "first_event",
+            Phase::EventGap => "event_gap",
+            Phase::Stream => "stream",
+            Phase::Ttft => "ttft",
+            Phase::Itl => "itl",
         }
     }
 

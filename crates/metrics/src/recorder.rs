@@ -60,6 +60,8 @@ pub struct Recorder {
     mux: Option<MuxTally>,
     /// The slowest requests and their trace ids (None: no trace context).
     slowest: Option<crate::slowest::SlowTally>,
+    /// Event streams (None: the run reads no streams).
+    streams: Option<Box<crate::streams::StreamTally>>,
 }
 
 /// Multiplexing counts keyed by static names (no allocation per stream).
@@ -203,6 +205,7 @@ impl Recorder {
             second_connection_errors: BTreeMap::new(),
             mux: None,
             slowest: None,
+            streams: None,
         }
     }
 
@@ -383,6 +386,12 @@ impl Recorder {
         self.slowest
             .get_or_insert_with(|| crate::slowest::SlowTally::new(keep))
             .offer(latency_us, start_us, end, trace_id);
+    }
+
+    /// An event stream ended `how` (see [`crate::StreamCounts::ended`]),
+    /// having seen `seen`; its request is recorded as any other.
+    pub fn stream_ended(&mut self, how: &str, seen: &crate::StreamSeen) {
+        self.streams.get_or_insert_with(Box::default).ended(how, seen);
     }
 
     /// A gRPC server-streaming call received `n` messages.
@@ -714,6 +723,7 @@ impl Recorder {
             }),
             slowest: self.slowest.as_ref().map(crate::slowest::SlowTally::to_slowest),
             pubsub: None,
+            streams: self.streams.as_ref().map(|s| s.to_counts()),
         }
     }
 }

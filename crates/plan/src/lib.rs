@@ -41,9 +41,10 @@ pub use duration::{
 pub use error::{PlanError, one_line};
 pub use head::{Authority, RequestHead};
 pub use http::{
-    BodyLines, GRPC_CODES, GrpcCall, HttpArgs, HttpPlan, HttpVersion, IoModel, Load, MAX_BODY_BYTES, MAX_REDIRECTS,
-    MAX_STREAMS, REDACTED, SENSITIVE_HEADERS, Scheme, Stop, Target, TlsSettings, grpc_code_name, is_forbidden_in_value,
-    is_secret, is_token, mask_userinfo, redact_command, redaction_note, secret_names,
+    BodyLines, GRPC_CODES, GrpcCall, HttpArgs, HttpPlan, HttpVersion, IoModel, LlmApi, Load, MAX_BODY_BYTES,
+    MAX_REDIRECTS, MAX_STREAM_EVENTS, MAX_STREAMS, REDACTED, SENSITIVE_HEADERS, Scheme, Slo, Stop, StreamArgs,
+    StreamSpec, Target, TlsSettings, grpc_code_name, is_forbidden_in_value, is_secret, is_token, mask_userinfo,
+    redact_command, redaction_note, secret_names,
 };
 pub use http::{
     DEFAULT_SLOWEST, MAX_SLOWEST, Sampling, TRACEPARENT, TraceContext, placeholder_at, placeholder_value,

@@ -21,7 +21,7 @@ pub(crate) fn write_redirects(w: &mut dyn Write, redirects: u64) -> io::Result<(
     Ok(())
 }
 
-pub(crate) const TABLE: [Phase; 18] = [
+pub(crate) const TABLE: [Phase; 23] = [
     Phase::ScheduleLag,
     Phase::Connect,
     Phase::Tls,
@@ -40,7 +40,61 @@ pub(crate) const TABLE: [Phase; 18] = [
     Phase::Pubrec,
     Phase::Pubcomp,
     Phase::Delivery,
+    Phase::FirstEvent,
+    Phase::EventGap,
+    Phase::Stream,
+    Phase::Ttft,
+    Phase::Itl,
 ];
+
+/// Event streams (`--sse`, `--llm`): events, how the streams ended, and
+/// for LLM streams tokens, tokens per second and the goodput of `--slo`.
+pub(crate) fn write_streams(m: &Measurements, duration_s: f64, w: &mut dyn Write) -> io::Result<()> {
+    let Some(s) = &m.streams else {
+        return Ok(());
+    };
+    let per_stream = if s.streams == 0 {
+        String::new()
+    } else {
+        format!(", {:.1} per stream", s.events as f64 / s.streams as f64)
+    };
+    writeln!(
+        w,
+        "  {:<14}{} read ({} of data){per_stream}",
+        "events",
+        s.events,
+        bytes(s.event_bytes as f64)
+    )?;
+    let ended: Vec<String> = s.ended.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    writeln!(w, "  {:<14}{} ended: {}", "streams", s.streams, ended.join(" "))?;
+    if s.tokens > 0 || s.tokens_per_second_milli.is_some() {
+        let per_stream = s.tokens_per_second_milli.as_ref().map_or_else(String::new, |h| {
+            format!(
+                "; per stream {:.1}/s mean, {:.1}/s p50",
+                h.mean() / 1000.0,
+                h.quantile(0.5) as f64 / 1000.0
+            )
+        });
+        writeln!(
+            w,
+            "  {:<14}{} output, {:.1}/s in total{per_stream}",
+            "tokens",
+            s.tokens,
+            per_second(s.tokens, duration_s)
+        )?;
+    }
+    if let Some(g) = s.goodput() {
+        writeln!(
+            w,
+            "  {:<14}{:.2}% ({} of {} streams met the --slo)",
+            "goodput",
+            g * 100.0,
+            s.slo_met,
+            s.slo_judged
+        )?;
+    }
+    Ok(())
+}
 
 /// The bytes moved and the connections opened (with their failures by
 /// class): the same two lines in the http and the scenario reports.

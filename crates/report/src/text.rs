@@ -179,6 +179,7 @@ fn write_http(r: &RunResult, p: &HttpPlan, w: &mut dyn Write) -> io::Result<()> 
         )?;
     }
     write_redirects(w, m.redirects)?;
+    crate::sections::write_streams(m, r.duration_s, w)?;
     if let Some(g) = &p.grpc {
         writeln!(w, "  {:<14}{}", "grpc-status", grpc_statuses(m))?;
         if g.server_streaming {

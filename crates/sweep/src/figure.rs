@@ -39,7 +39,7 @@ pub enum Stat {
     Max,
 }
 
-const PHASES: [&str; 15] = [
+const PHASES: [&str; 20] = [
     "schedule_lag",
     "connect",
     "tls",
@@ -55,6 +55,11 @@ const PHASES: [&str; 15] = [
     "first_message",
     "last_message",
     "subscribe",
+    "first_event",
+    "event_gap",
+    "stream",
+    "ttft",
+    "itl",
 ];
 
 impl Figure {

@@ -155,6 +155,39 @@ pub struct HttpCmd {
     /// ids (1-1000) [default: 10]
     #[arg(long = "slowest", value_name = "N")]
     pub slowest: Option<u32>,
+    /// Read each response as an event stream (text/event-stream, HTTP/1.1; requests say Accept:
+    /// text/event-stream unless -H gives an Accept): phases first_event,
+    /// event_gap and stream, events and bytes counted, and how each stream ended (completed,
+    /// events, duration, sse.stalled when no event comes within --timeout, sse.too_large past
+    /// 1 MiB a line or an event)
+    #[arg(long = "sse", help_heading = "Streams")]
+    pub sse: bool,
+    /// End each stream after N events (ok; the connection closes)
+    #[arg(long = "sse-events", value_name = "N", help_heading = "Streams")]
+    pub sse_events: Option<u64>,
+    /// End each stream this long after its request started, e.g. 30s (ok; the connection closes)
+    #[arg(long = "sse-duration", value_name = "DURATION", value_parser = parse_duration,
+          help_heading = "Streams")]
+    pub sse_duration: Option<Duration>,
+    /// Read each response as an LLM API's token stream (implies --sse): openai reads chat
+    /// completion chunks (choices[].delta.content, usage.completion_tokens, data: [DONE]);
+    /// phases ttft and itl, tokens and tokens per second. Without a body, POSTs a short chat
+    /// request with "stream": true
+    #[arg(long = "llm", value_name = "API", value_enum, help_heading = "Streams")]
+    pub llm: Option<LlmArg>,
+    /// With --llm: the service level a stream must meet to count in the goodput, e.g.
+    /// 'ttft < 500ms, itl < 50ms' (itl: every gap between two tokens)
+    #[arg(long = "slo", value_name = "'ttft < DUR, itl < DUR'", help_heading = "Streams")]
+    pub slo: Option<String>,
+    /// With --llm: prompts, one per line (text, sent as the user's message) or JSON lines (a whole
+    /// chat request each; "stream": true is set), taken in --targets-order, cycled; at most
+    /// 1,000,000 lines and 64 MiB
+    #[arg(long = "prompts", value_name = "FILE", conflicts_with_all = ["body", "body_lines", "data"],
+          help_heading = "Streams")]
+    pub prompts: Option<PathBuf>,
+    /// With --llm: the "model" of the chat requests throng writes [default: default]
+    #[arg(long = "model", value_name = "NAME", help_heading = "Streams")]
+    pub model: Option<String>,
     #[command(flatten)]
     pub output: OutputArgs<Format>,
     #[command(flatten)]
@@ -241,6 +274,13 @@ pub struct GrpcCmd {
     pub output: OutputArgs<Format>,
     #[command(flatten)]
     pub tls: TlsArgs,
+}
+
+/// `--llm`'s value: the API whose token stream is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LlmArg {
+    /// OpenAI-compatible chat completions (vLLM, llama.cpp, Ollama, TGI, ... speak it too).
+    Openai,
 }
 
 /// `--trace-context`'s value: the traceparent's trace flags.

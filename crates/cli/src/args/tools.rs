@@ -18,6 +18,12 @@ Endpoints:
   GET /reset         reset the connection (TCP RST), no response
   GET /close         close the connection, no response
   GET /garbage       answer with bytes that are not HTTP
+  GET /sse?events=N&first=MS&interval=MS&size=B
+                     an event stream (text/event-stream); faults: stall=K,
+                     end=abrupt, big=BYTES, endless=1
+  POST /v1/chat/completions?tokens=N&first=MS&interval=MS&usage=1
+                     an OpenAI-compatible chat completion, streamed when the
+                     JSON body says \"stream\": true
 
 Auth (in memory, JSON; bcrypt at --bcrypt-cost on --hash-threads threads):
   POST /auth/register    {\"email\",\"password\"} -> 200; 409 USER_EXISTS

@@ -21,11 +21,34 @@ pub fn run(c: HttpCmd) -> anyhow::Result<ExitCode> {
     if c.data.as_deref() == Some("@-") && c.targets.as_deref() == Some(Path::new("-")) {
         return Err(UsageError("--data @- and --targets - both read stdin; give one of them a file".into()).into());
     }
-    let body = match (&c.body, &c.data) {
+    let model = c.model.as_deref().unwrap_or("default");
+    if c.llm.is_none() {
+        for (flag, given) in [("--prompts", c.prompts.is_some()), ("--model", c.model.is_some())] {
+            if given {
+                return Err(UsageError(format!("{flag} is for LLM streams; add --llm openai")).into());
+            }
+        }
+    }
+    let mut body = match (&c.body, &c.data) {
         (Some(path), _) => Some((path.display().to_string(), read_body(path)?)),
         (None, Some(data)) => Some(read_data(data)?),
         (None, None) => None,
     };
+    let prompts = match &c.prompts {
+        Some(path) => {
+            let file = path.display().to_string();
+            let text = read_bounded(path, "--prompts", MAX_TARGETS_FILE_BYTES)?;
+            Some((file.clone(), super::llm::prompts(&file, &text, model)?))
+        }
+        None => None,
+    };
+    let mut content_type = c.content_type;
+    if c.llm.is_some() {
+        if body.is_none() && prompts.is_none() && c.body_lines.is_none() {
+            body = Some(("--llm".to_string(), super::llm::default_body(model)));
+        }
+        content_type.get_or_insert_with(|| "application/json".to_string());
+    }
     let mut targets: Vec<RawTarget> = c
         .more_urls
         .iter()
@@ -44,14 +67,27 @@ pub fn run(c: HttpCmd) -> anyhow::Result<ExitCode> {
             path.display().to_string(),
             read_bounded(path, "--body-lines", MAX_TARGETS_FILE_BYTES)?,
         )),
-        None => None,
+        None => prompts,
     };
     for t in &c.thresholds {
         throng_scenario::Threshold::read_line(t).map_err(|e| UsageError(format!("--threshold: {e}")))?;
     }
     let seg = super::segment::parse(&c.segments)?;
     refuse_start_at_with_repeat(&seg, c.repeat.count)?;
-    let (headers, header_lines) = super::reach::split_headers(c.headers)?;
+    let (mut headers, header_lines) = super::reach::split_headers(c.headers)?;
+    // An event-stream client says what it reads (the WHATWG EventSource
+    // does), unless the user said otherwise.
+    let names_accept = |h: &str| {
+        h.split(':')
+            .next()
+            .is_some_and(|n| n.trim().eq_ignore_ascii_case("accept"))
+    };
+    if (c.sse || c.llm.is_some())
+        && !headers.iter().any(|h| names_accept(h))
+        && !header_lines.iter().any(|(_, h)| names_accept(h))
+    {
+        headers.push("Accept: text/event-stream".to_string());
+    }
     let bearer = c.bearer_file.as_deref().map(super::reach::bearer).transpose()?;
     let plan = HttpPlan::from_args(HttpArgs {
         url: c.url.unwrap_or_default(),
@@ -85,12 +121,19 @@ pub fn run(c: HttpCmd) -> anyhow::Result<ExitCode> {
             TargetsOrder::Random => TargetOrder::Random,
         },
         body_lines,
-        content_type: c.content_type,
+        content_type,
         thresholds: c.thresholds,
         redirects: c.redirects,
         cookies: c.cookies,
         trace_context: c.trace_context.map(sampling),
         slowest: c.slowest,
+        stream: throng_plan::StreamArgs {
+            sse: c.sse,
+            llm: c.llm.map(|_| "openai".to_string()),
+            events: c.sse_events,
+            duration: c.sse_duration,
+            slo: c.slo,
+        },
         io: match c.io {
             crate::args::IoArg::Auto => throng_plan::IoModel::Auto,
             crate::args::IoArg::Epoll => throng_plan::IoModel::Epoll,

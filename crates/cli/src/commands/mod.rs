@@ -11,6 +11,7 @@ mod history;
 mod http;
 mod import;
 mod k8s;
+mod llm;
 mod merge;
 mod mqtt;
 mod reach;

@@ -107,6 +107,7 @@ mod scenario_ws;
 mod segments;
 mod send_secret;
 mod shell;
+mod sse;
 mod stdin_read;
 mod storm;
 mod storm_held;

@@ -51,6 +51,7 @@
 
 pub(crate) mod conns;
 pub(crate) mod driver;
+pub(crate) mod events;
 pub mod grpc;
 pub mod http1;
 pub(crate) mod http2;

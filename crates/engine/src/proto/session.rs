@@ -101,6 +101,36 @@ impl Session {
         }
     }
 
+    /// [`Session::exchange`] for a response that is an event stream
+    /// (`--sse`, `--llm`), read into `watch` (see `http1::exchange_stream`).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn exchange_stream(
+        &mut self,
+        stream: &mut Transport,
+        request: &[u8],
+        written: usize,
+        t_send: Instant,
+        watch: &mut super::events::Watch,
+        rec: &RefCell<throng_metrics::Recorder>,
+        scratch: &RefCell<Box<[u8]>>,
+        (timeout, until): (std::time::Duration, Option<Instant>),
+        sleep: Pin<&mut Sleep>,
+    ) -> Result<(Timing, http1::EndedEarly), Failed> {
+        match self {
+            Session::Http1(r) => {
+                http1::exchange_stream(
+                    stream, request, written, t_send, r, watch, rec, scratch, timeout, until, sleep,
+                )
+                .await
+            }
+            // The plan refuses streams over HTTP/2 (throng_plan's stream_spec).
+            Session::Http2(_) => Err(Failed {
+                class: ErrorClass::Protocol,
+                written,
+            }),
+        }
+    }
+
     /// The last response's status and sizes.
     #[inline]
     pub(crate) fn reply(&self) -> Reply {

@@ -247,5 +247,6 @@ fn worker_spec(plan: &HttpPlan, common: &Common, worker: usize, load: HttpWorker
             .map(|t| (t, worker as u64, u64::from(common.threads))),
         follow: common.follow.clone(),
         trace: plan.trace.map(|t| crate::trace::Tracer::new(t, &common.request)),
+        stream: plan.stream.as_deref().cloned().map(Arc::new),
     }
 }

@@ -386,6 +386,7 @@ fn run_load(
             rows: None,
             targets: None,
             follow: None,
+            stream: None,
             trace: plan.trace.map(|t| crate::trace::Tracer::new(t, &[])),
         })
         .collect();

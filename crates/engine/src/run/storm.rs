@@ -120,6 +120,7 @@ pub fn run_storm(
             rows: None,
             targets: None,
             follow: None,
+            stream: None,
             trace: None,
         })
         .collect();

@@ -17,6 +17,7 @@ mod grpc;
 mod headers;
 mod redact;
 mod steps;
+mod stream;
 mod table;
 mod target;
 #[cfg(test)]
@@ -42,6 +43,7 @@ pub use crate::head::is_token;
 pub use grpc::{GRPC_CODES, GrpcCall, grpc_code_name};
 pub use headers::{is_forbidden_in_value, secret_names};
 pub use redact::{is_secret, redact_command, redaction_note};
+pub use stream::{LlmApi, MAX_STREAM_EVENTS, Slo, StreamArgs, StreamSpec};
 pub use target::mask_userinfo;
 use target::{parse_target_at, target_method};
 pub use trace::{
@@ -145,6 +147,8 @@ pub struct HttpArgs {
     pub trace_context: Option<Sampling>,
     /// `--slowest`.
     pub slowest: Option<u32>,
+    /// `--sse`, `--llm`, `--sse-events`, `--sse-duration`, `--slo`.
+    pub stream: StreamArgs,
 }
 
 /// How the workers drive their sockets (`--io`).
@@ -362,6 +366,10 @@ pub struct HttpPlan {
     /// result keeps the slowest requests' trace ids.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<TraceContext>,
+    /// `--sse`/`--llm`: each response is an event stream, read event by
+    /// event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream: Option<Box<StreamSpec>>,
 }
 
 fn is_round_robin(o: &TargetOrder) -> bool {
@@ -436,6 +444,7 @@ impl HttpPlan {
         let several = steps::is_several(&raw, &args);
         steps::combinations(http, &reach, several, redirects)?;
         let trace = trace::trace_context(&args, &headers)?;
+        let stream = stream::stream_spec(&args.stream, http, redirects)?;
         if !several {
             headers::framing_headers(&mut headers, body.len() as u64, body_file.as_deref())?;
         }
@@ -471,6 +480,7 @@ impl HttpPlan {
             requests: RequestTable::default(),
             grpc: None,
             trace,
+            stream,
         };
         // The placeholder is rendered into the request(s) only: the engine
         // writes each request's ids over it; the plan's headers are the user's.
@@ -526,6 +536,9 @@ impl HttpPlan {
         }
         if self.grpc.is_some() {
             return Some("gRPC".to_string());
+        }
+        if self.stream.is_some() {
+            return Some("event streams (--sse, --llm)".to_string());
         }
         None
     }

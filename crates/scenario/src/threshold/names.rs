@@ -1,7 +1,7 @@
 //! The metric and tag names thresholds know, and how lists of them read
 //! in a message. A leaf: the parser and its errors both use it.
 
-pub(super) const TRENDS: [&str; 14] = [
+pub(super) const TRENDS: [&str; 19] = [
     "response",
     "latency",
     "wait",
@@ -17,6 +17,12 @@ pub(super) const TRENDS: [&str; 14] = [
     "puback",
     "pubrec",
     "pubcomp",
+    // Event streams (`throng http --sse`, `--llm`).
+    "first_event",
+    "event_gap",
+    "stream",
+    "ttft",
+    "itl",
 ];
 pub(super) const RATES: [&str; 4] = ["check_failed", "errors", "checks", "dropped"];
 pub(super) const COUNTERS: [&str; 3] = ["requests", "iterations", "dropped_iterations"];

@@ -477,8 +477,8 @@ fn threshold_errors_keep_their_text() {
     assert_eq!(
         said("resp", "p(95) < 1s"),
         "'resp' is not a metric; trends: response, latency, wait, connect, tls, send, receive, schedule_lag, \
-         iteration, group_duration, delivery, puback, pubrec, pubcomp; rates: check_failed, errors, checks, dropped; \
-         counters: requests, iterations, \
+         iteration, group_duration, delivery, puback, pubrec, pubcomp, first_event, event_gap, stream, ttft, itl; \
+         rates: check_failed, errors, checks, dropped; counters: requests, iterations, \
          dropped_iterations"
     );
     assert_eq!(

@@ -3,6 +3,8 @@
 
 mod io;
 mod reader;
+mod stream;
 
 pub(crate) use io::exchange;
 pub use reader::{Feed, Keep, ParseError, ResponseReader};
+pub(crate) use stream::{EndedEarly, exchange_stream};

@@ -72,6 +72,9 @@ struct Extras {
     server: Option<String>,
     headers: Vec<(String, String)>,
     body: Vec<u8>,
+    /// With [`ResponseReader::tap`]: body bytes decoded since the last
+    /// [`ResponseReader::drain_tapped`].
+    tapped: Vec<u8>,
 }
 
 /// Reads one response at a time; [`ResponseReader::reset`] before the next.
@@ -92,6 +95,8 @@ pub struct ResponseReader {
     pub wire_bytes: u64,
     /// The body was longer than [`Keep::body`]: what was kept is its start.
     pub body_truncated: bool,
+    /// Body bytes are handed out (an event stream's reader reads them).
+    tap: bool,
     extras: Option<Box<Extras>>,
 }
 
@@ -108,6 +113,7 @@ impl ResponseReader {
             body_bytes: 0,
             wire_bytes: 0,
             body_truncated: false,
+            tap: false,
             extras: None,
         }
     }
@@ -122,11 +128,30 @@ impl ResponseReader {
         self.wire_bytes = 0;
         self.body_truncated = false;
         self.close = false;
+        self.tap = false;
         if let Some(x) = &mut self.extras {
+            x.tapped.clear();
             x.partial.clear();
             x.server = None;
             x.headers.clear();
             x.body.clear();
+        }
+    }
+
+    /// Hands this response's body bytes (after transfer decoding) to
+    /// [`ResponseReader::drain_tapped`]; until the next reset.
+    pub fn tap(&mut self) {
+        self.tap = true;
+    }
+
+    /// Calls `f` with the body bytes decoded since the last call (at most
+    /// what the last [`ResponseReader::feed`] held), then forgets them.
+    pub fn drain_tapped(&mut self, f: impl FnOnce(&[u8])) {
+        if let Some(x) = &mut self.extras
+            && !x.tapped.is_empty()
+        {
+            f(&x.tapped);
+            x.tapped.clear();
         }
     }
 
@@ -210,6 +235,9 @@ impl ResponseReader {
 
     fn body_chunk(&mut self, bytes: &[u8]) {
         self.body_bytes += bytes.len() as u64;
+        if self.tap {
+            self.extras().tapped.extend_from_slice(bytes);
+        }
         let limit = self.keep.body;
         if limit > 0 {
             let body = &mut self.extras().body;
