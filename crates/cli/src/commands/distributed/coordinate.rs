@@ -1,0 +1,381 @@
+//! `throng coordinate`: checks the command once, has agent i run segment i
+//! of N of it from one instant, and merges their results exactly.
+
+use std::net::{TcpStream, ToSocketAddrs};
+use std::process::ExitCode;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use throng_result::RunResult;
+
+use super::{Msg, PROTOCOL, SILENCE, WireError, now_ms, read_token, recv, send};
+use crate::args::{Command, CoordinateCmd, HttpCmd};
+use crate::exit::{Outcome, UsageError};
+
+/// Longest a connection to an agent may take.
+const CONNECT: Duration = Duration::from_secs(5);
+/// Longest an agent may take to answer a hello, or to start a run.
+const ANSWER: Duration = Duration::from_secs(10);
+/// How far ahead of now the agents start: time for every agent to get its
+/// orders and start its process.
+const START_AHEAD: Duration = Duration::from_secs(3);
+/// Largest clock difference between here and an agent.
+const MAX_OFFSET_MS: u64 = 1000;
+/// Most agents one coordinator drives.
+const MAX_AGENTS: usize = 1000;
+
+/// Parses a shipped command as `throng` would and refuses what the
+/// coordinator owns (segments, start, outputs) or cannot ship yet (files on
+/// the coordinator's disk).
+pub fn check_command(command: &[String]) -> Result<Box<HttpCmd>, UsageError> {
+    let cli = crate::args::parse_shipped(command).map_err(|e| UsageError(format!("the command after --: {e}")))?;
+    let Command::Http(c) = cli.command else {
+        return Err(UsageError(format!(
+            "the command after --: '{}' cannot be coordinated yet; give an http command (-- http URL ...)",
+            command.first().map_or("", String::as_str)
+        )));
+    };
+    let owned = [
+        ("--segment", c.segments.segment.is_some()),
+        ("--start-at", c.segments.start_at.is_some()),
+        ("--json", c.output.json.is_some()),
+        ("--html", c.output.html.is_some()),
+        ("--repeat", c.repeat.count > 1),
+        ("--prometheus", c.live.prometheus.is_some()),
+        ("--csv", c.output.export.csv.is_some()),
+        ("--csv-requests", c.output.export.csv_requests.is_some()),
+    ];
+    if let Some((flag, _)) = owned.iter().find(|(_, given)| *given) {
+        return Err(UsageError(format!(
+            "the command after --: {flag} is the coordinator's to set (each agent's segment, one start, one \
+             merged result); drop it from the command, and give --json/--html to `throng coordinate` itself"
+        )));
+    }
+    let files = [
+        ("--body", c.body.is_some()),
+        ("--targets", c.targets.is_some()),
+        ("--body-lines", c.body_lines.is_some()),
+        ("--bearer-file", c.bearer_file.is_some()),
+        ("--data @FILE", c.data.as_deref().is_some_and(|d| d.starts_with('@'))),
+        ("--cacert", c.tls.cacert.is_some()),
+        ("--cert", c.tls.cert.is_some()),
+        ("--key", c.tls.key.is_some()),
+    ];
+    if let Some((flag, _)) = files.iter().find(|(_, given)| *given) {
+        return Err(UsageError(format!(
+            "the command after --: {flag} reads a file, and a coordinated run does not ship files to the agents \
+             yet; give the body inline (--data TEXT), or run the segments by hand (--segment, see 'Distributed runs')"
+        )));
+    }
+    Ok(c)
+}
+
+/// One agent, connected and greeted.
+struct Agent {
+    addr: String,
+    stream: TcpStream,
+}
+
+/// How an agent's part ended.
+enum Part {
+    Done {
+        exit_code: i32,
+        result: Option<String>,
+        error: String,
+    },
+    Missing(String),
+}
+
+pub fn run(c: CoordinateCmd) -> anyhow::Result<ExitCode> {
+    let http = check_command(&c.command)?;
+    crate::commands::export::check_outputs(&[("--json", c.json.as_deref()), ("--html", c.html.as_deref())])?;
+    let token = read_token(c.token_file.as_deref())?;
+    if c.agents.len() > MAX_AGENTS {
+        return Err(UsageError(format!("--agents: {} agents, more than {MAX_AGENTS}", c.agents.len())).into());
+    }
+    let mut agents = Vec::new();
+    for addr in &c.agents {
+        agents.push(greet(addr, &token, http.connections, c.agents.len())?);
+    }
+    let n = agents.len();
+    let points: Vec<String> = (0..=n)
+        .map(|i| match i {
+            0 => "0".to_string(),
+            i if i == n => "1".to_string(),
+            i => format!("{i}/{n}"),
+        })
+        .collect();
+    let sequence = points.join(",");
+    let start_at = now_ms() + START_AHEAD.as_millis() as u64;
+    for (i, a) in agents.iter_mut().enumerate() {
+        let run = Msg::Run {
+            command: c.command.clone(),
+            segment: format!("{}:{}", points[i], points[i + 1]),
+            sequence: sequence.clone(),
+            start_at_unix_ms: start_at,
+        };
+        send(&mut a.stream, &run).map_err(|e| anyhow::anyhow!("agent {}: {e}", a.addr))?;
+    }
+    for a in &mut agents {
+        if let Err(e) = started(a) {
+            for other in &mut agents {
+                let _ = send(&mut other.stream, &Msg::Stop);
+            }
+            return Err(e);
+        }
+    }
+    say!(
+        "throng: coordinate: {n} agents start at {} ({} segments of the plan)",
+        throng_result::rfc3339(start_at),
+        n
+    );
+    let parts = follow(&mut agents)?;
+    finish(&c, &agents, &points, parts)
+}
+
+/// Connects to `addr`, says hello, and checks the agent's answer: version,
+/// clock, descriptor limit.
+fn greet(addr: &str, token: &str, connections: Option<u32>, n: usize) -> anyhow::Result<Agent> {
+    let resolved = addr
+        .to_socket_addrs()
+        .map_err(|e| UsageError(format!("--agents: '{addr}': {e}; give HOST:PORT")))?
+        .next()
+        .ok_or_else(|| UsageError(format!("--agents: '{addr}' resolves to no address; give HOST:PORT")))?;
+    let mut stream = TcpStream::connect_timeout(&resolved, CONNECT).map_err(|e| {
+        anyhow::anyhow!(
+            "agent {addr}: cannot connect: {e}; start `throng agent --listen {addr}` there, or check the address"
+        )
+    })?;
+    let _ = stream.set_nodelay(true);
+    let _ = stream.set_write_timeout(Some(SILENCE));
+    let asked = now_ms();
+    send(
+        &mut stream,
+        &Msg::Hello {
+            protocol: PROTOCOL,
+            token: token.to_string(),
+        },
+    )
+    .map_err(|e| anyhow::anyhow!("agent {addr}: {e}"))?;
+    let answer = recv(&mut stream, ANSWER).map_err(|e| anyhow::anyhow!("agent {addr}: {e}"))?;
+    let heard = now_ms();
+    match answer {
+        Msg::Welcome {
+            version,
+            unix_ms,
+            nofile,
+        } => {
+            let ours = env!("CARGO_PKG_VERSION");
+            if version != ours {
+                return Err(UsageError(format!(
+                    "agent {addr} runs throng {version}, this is {ours}: run the same version everywhere"
+                ))
+                .into());
+            }
+            let middle = asked.midpoint(heard);
+            let offset = unix_ms.abs_diff(middle);
+            if offset > MAX_OFFSET_MS + (heard - asked) / 2 {
+                return Err(UsageError(format!(
+                    "agent {addr}: its clock is {offset} ms off this one's, more than {MAX_OFFSET_MS} ms: the \
+                     agents would not start together; sync the clocks (NTP)"
+                ))
+                .into());
+            }
+            let share = connections.map_or(0, |c| u64::from(c).div_ceil(n as u64));
+            if share + 64 > nofile {
+                return Err(UsageError(format!(
+                    "agent {addr}: may open {nofile} files, fewer than its share of {share} connections needs; \
+                     raise its limit (ulimit -n) or add agents"
+                ))
+                .into());
+            }
+            Ok(Agent {
+                addr: addr.to_string(),
+                stream,
+            })
+        }
+        Msg::Refused { reason } => Err(UsageError(format!("agent {addr} refused: {reason}")).into()),
+        other => Err(anyhow::anyhow!(
+            "agent {addr}: expected a welcome, got a {} message",
+            other.name()
+        )),
+    }
+}
+
+/// Waits for the agent to say its run started; its refusal is the error.
+fn started(a: &mut Agent) -> anyhow::Result<()> {
+    let addr = &a.addr;
+    loop {
+        match recv(&mut a.stream, ANSWER).map_err(|e| anyhow::anyhow!("agent {addr}: {e}"))? {
+            Msg::Started => return Ok(()),
+            Msg::Alive { .. } => {}
+            Msg::Done { exit_code, error, .. } => {
+                let e = format!("agent {addr} could not start the run: {error}");
+                return Err(if exit_code == 2 {
+                    UsageError(e).into()
+                } else {
+                    anyhow::anyhow!(e)
+                });
+            }
+            other => {
+                return Err(anyhow::anyhow!(
+                    "agent {addr}: expected started, got a {} message",
+                    other.name()
+                ));
+            }
+        }
+    }
+}
+
+/// Follows every agent to its end: says alive every second, passes Ctrl-C
+/// on as a stop, and collects how each part ended.
+fn follow(agents: &mut [Agent]) -> anyhow::Result<Vec<Part>> {
+    let control = throng_engine::Control::new();
+    crate::signals::forward_to(&control);
+    let (tx, rx) = mpsc::channel();
+    for (i, a) in agents.iter().enumerate() {
+        let mut reader = a.stream.try_clone().context("cloning an agent's connection")?;
+        let tx = tx.clone();
+        std::thread::Builder::new()
+            .name(format!("throng-coord-{i}"))
+            .spawn(move || {
+                loop {
+                    let msg = recv(&mut reader, SILENCE);
+                    let end = !matches!(msg, Ok(Msg::Alive { .. }));
+                    if tx.send((i, msg)).is_err() || end {
+                        return;
+                    }
+                }
+            })
+            .context("starting a thread")?;
+    }
+    drop(tx);
+    let mut parts: Vec<Option<Part>> = agents.iter().map(|_| None).collect();
+    let mut stop_sent = false;
+    let mut last_alive = Instant::now();
+    while parts.iter().any(Option::is_none) {
+        if control.was_interrupted() && !stop_sent {
+            stop_sent = true;
+            for (a, p) in agents.iter_mut().zip(&parts) {
+                if p.is_none() {
+                    let _ = send(&mut a.stream, &Msg::Stop);
+                }
+            }
+        }
+        if last_alive.elapsed() >= Duration::from_secs(1) {
+            last_alive = Instant::now();
+            for (a, p) in agents.iter_mut().zip(&parts) {
+                if p.is_none() {
+                    let _ = send(&mut a.stream, &Msg::Alive { seq: 0 });
+                }
+            }
+        }
+        let Ok((i, msg)) = rx.recv_timeout(Duration::from_millis(200)) else {
+            continue;
+        };
+        let part = match msg {
+            Ok(Msg::Alive { .. }) => continue,
+            Ok(Msg::Done {
+                exit_code,
+                result,
+                error,
+            }) => Part::Done {
+                exit_code,
+                result,
+                error,
+            },
+            Ok(other) => Part::Missing(format!("sent a {} message during the run", other.name())),
+            Err(WireError::Closed) => Part::Missing("the connection closed during the run (did the agent die?)".into()),
+            Err(WireError::Timeout(_)) => Part::Missing(format!("said nothing for {} s", SILENCE.as_secs())),
+            Err(e) => Part::Missing(e.to_string()),
+        };
+        if let Some(slot) = parts.get_mut(i) {
+            *slot = Some(part);
+        }
+    }
+    Ok(parts.into_iter().flatten().collect())
+}
+
+/// Merges the parts, writes --json/--html, prints the report, and says how
+/// the whole ended.
+fn finish(c: &CoordinateCmd, agents: &[Agent], points: &[String], parts: Vec<Part>) -> anyhow::Result<ExitCode> {
+    let mut results = Vec::new();
+    let mut notes = Vec::new();
+    let mut missing = Vec::new();
+    for (i, (a, part)) in agents.iter().zip(parts).enumerate() {
+        let segment = format!("{}:{}", points[i], points[i + 1]);
+        match read_part(part) {
+            Ok(r) => {
+                notes.push(format!(
+                    "agent {}: segment {segment}: {} requests ({} ok)",
+                    a.addr,
+                    r.measurements.requests.ended(),
+                    r.measurements.requests.ok
+                ));
+                results.push(r);
+            }
+            Err(why) => {
+                say!(
+                    "throng: coordinate: agent {}: segment {segment} is missing: {why}",
+                    a.addr
+                );
+                notes.push(format!("agent {}: segment {segment} MISSING: {why}", a.addr));
+                missing.push(a.addr.clone());
+            }
+        }
+    }
+    if results.is_empty() {
+        return Err(anyhow::anyhow!(
+            "no agent returned a result ({}); nothing to merge",
+            notes.join("; ")
+        ));
+    }
+    let mut merged = RunResult::merge(&results).context("merging the agents' results")?;
+    merged.notes.extend(notes);
+    if let Some(path) = &c.json {
+        crate::commands::shared::write_result(path, &merged)?;
+    }
+    if let Some(path) = &c.html {
+        crate::commands::shared::write_html(path, &merged)?;
+    }
+    crate::commands::shared::print_report(throng_report::View::Text, &merged)?;
+    let outcome = crate::commands::shared::run_outcome(&merged);
+    if !missing.is_empty() && outcome != Outcome::Interrupted {
+        if c.allow_missing {
+            say!(
+                "throng: coordinate: missing {} (--allow-missing: the result says so)",
+                missing.join(", ")
+            );
+        } else {
+            say!(
+                "throng: coordinate: missing {}; the merged result names the missing segments; --allow-missing accepts it",
+                missing.join(", ")
+            );
+            return Ok(Outcome::Failed.into());
+        }
+    }
+    Ok(outcome.into())
+}
+
+/// An agent's result, checked as `throng merge` checks a file.
+fn read_part(part: Part) -> Result<RunResult, String> {
+    let (exit_code, result, error) = match part {
+        Part::Missing(why) => return Err(why),
+        Part::Done {
+            exit_code,
+            result,
+            error,
+        } => (exit_code, result, error),
+    };
+    let Some(text) = result else {
+        return Err(format!("its run ended (exit {exit_code}) without a result: {error}"));
+    };
+    let runs = throng_result::Document::from_reader(text.as_bytes())
+        .map_err(|e| format!("its result does not read: {e}"))?
+        .into_runs();
+    let one = RunResult::merge_sequential(&runs).map_err(|e| format!("its result does not add up: {e}"))?;
+    one.books()
+        .map_err(|p| format!("the books of its result do not balance: {p}"))?;
+    Ok(one)
+}
