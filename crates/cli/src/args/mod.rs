@@ -17,7 +17,7 @@ mod storm;
 mod tools;
 
 pub use self::common::{
-    ExportArgs, Format, IoArg, LiveArgs, ReachArgs, RepeatArgs, SegmentArgs, TargetsOrder, TlsArgs,
+    ExportArgs, Format, IoArg, LiveArgs, OutputArgs, ReachArgs, RepeatArgs, SegmentArgs, TargetsOrder, TlsArgs,
 };
 use self::distributed::{AGENT_HELP, COORDINATE_HELP};
 pub use self::distributed::{AgentCmd, CoordinateCmd};
@@ -167,7 +167,10 @@ pub fn parse_shipped(command: &[String]) -> Result<Cli, String> {
         .and_then(|m| Cli::from_arg_matches(&m));
     match parsed {
         Ok(cli) => Ok(cli),
-        Err(e) => Err(clap_one_line(&e)),
+        Err(e) => {
+            let line = clap_one_line(&e);
+            Err(line.strip_prefix("error: ").unwrap_or(&line).to_string())
+        }
     }
 }
 

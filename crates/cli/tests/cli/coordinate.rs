@@ -165,4 +165,12 @@ fn a_closed_agent_port_is_a_clear_error() {
         stderr.contains(&format!("agent {closed}: cannot connect")) && stderr.contains("throng agent --listen"),
         "{stderr}"
     );
+    // The command is checked once, here, before any agent is asked.
+    let out = common::output(throng().args(["coordinate", "--agents", &closed, "--", "http", "nope", "-n", "10"]));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("the command after --: URL: 'nope' is not a valid URL"),
+        "{stderr}"
+    );
 }

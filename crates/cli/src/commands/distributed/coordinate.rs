@@ -89,6 +89,10 @@ enum Part {
 
 pub fn run(c: CoordinateCmd) -> anyhow::Result<ExitCode> {
     let http = check_command(&c.command)?;
+    let connections = http.connections;
+    // The whole check `throng http` makes before it runs, here, once: an
+    // agent never gets a command that would not run.
+    crate::commands::http::prepare(*http).map_err(|e| e.context("the command after --"))?;
     crate::commands::export::check_outputs(&[("--json", c.json.as_deref()), ("--html", c.html.as_deref())])?;
     let token = read_token(c.token_file.as_deref())?;
     if c.agents.len() > MAX_AGENTS {
@@ -96,7 +100,7 @@ pub fn run(c: CoordinateCmd) -> anyhow::Result<ExitCode> {
     }
     let mut agents = Vec::new();
     for addr in &c.agents {
-        agents.push(greet(addr, &token, http.connections, c.agents.len())?);
+        agents.push(greet(addr, &token, connections, c.agents.len())?);
     }
     let n = agents.len();
     let points: Vec<String> = (0..=n)
