@@ -56,6 +56,21 @@ pub struct CoordinateCmd {
     /// Exit 0 even when an agent's segment is missing (the result still names it)
     #[arg(long = "allow-missing")]
     pub allow_missing: bool,
+    /// Stop every agent as soon as a --threshold of the command fails on the merged figures
+    /// (checked every second; exit 99); also accepted inside the command
+    #[arg(long = "abort-on-fail")]
+    pub abort_on_fail: bool,
+    /// Serve the merged live figures of every agent as Prometheus metrics at http://ADDR/metrics
+    #[arg(long = "prometheus", value_name = "ADDR")]
+    pub prometheus: Option<SocketAddr>,
+    /// Keep serving /metrics this long after the run ended, so that a last scrape sees the final
+    /// merged totals
+    #[arg(long = "prometheus-linger", value_name = "DURATION", default_value = "0s",
+          value_parser = throng_plan::parse_duration, requires = "prometheus")]
+    pub prometheus_linger: std::time::Duration,
+    /// No live progress line
+    #[arg(short = 'q', long = "quiet")]
+    pub quiet: bool,
     /// The command every agent runs its segment of: http URL ... (after --)
     #[arg(last = true, required = true, value_name = "COMMAND")]
     pub command: Vec<String>,

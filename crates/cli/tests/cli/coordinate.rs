@@ -174,3 +174,214 @@ fn a_closed_agent_port_is_a_clear_error() {
         "{stderr}"
     );
 }
+
+/// A throng child stopped on drop.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Waits (bounded) until `path` holds a result document.
+fn wait_for_result(path: &Path, child: &mut Child) -> RunResult {
+    let deadline = std::time::Instant::now() + common::RUN_LIMIT;
+    while std::time::Instant::now() < deadline {
+        if let Some(r) = std::fs::File::open(path)
+            .ok()
+            .and_then(|f| RunResult::from_reader(f).ok())
+        {
+            return r;
+        }
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "coordinate ended before writing {}",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!(
+        "no result in {} after {} s",
+        path.display(),
+        common::RUN_LIMIT.as_secs()
+    );
+}
+
+/// Waits (bounded) for `child` to end: its exit code.
+fn wait_end(child: &mut Child) -> i32 {
+    let deadline = std::time::Instant::now() + common::RUN_LIMIT;
+    while std::time::Instant::now() < deadline {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status.code().unwrap_or(-1);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("still running after {} s", common::RUN_LIMIT.as_secs());
+}
+
+/// The value of the sample `name` (labels included) in a scrape.
+fn sample(scrape: &str, name: &str) -> Option<f64> {
+    scrape
+        .lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+}
+
+#[test]
+fn prometheus_on_the_coordinator_shows_the_merged_counts_of_every_agent() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("access.log");
+    let server = nginx(&log);
+    let token = token_file(dir.path(), TOKEN);
+    let (a, b) = (Agent::start(&token), Agent::start(&token));
+    let json = dir.path().join("all.json");
+    let exporter: SocketAddr = format!("127.0.0.1:{}", common::free_port()).parse().unwrap();
+    let mut run = Running(
+        throng()
+            .args([
+                "coordinate",
+                "--agents",
+                &format!("{},{}", a.addr, b.addr),
+                "--token-file",
+            ])
+            .arg(&token)
+            .args([
+                "--prometheus",
+                &exporter.to_string(),
+                "--prometheus-linger",
+                "100s",
+                "--json",
+            ])
+            .arg(&json)
+            .args(["--", "http", &server.url("/"), "-r", "200", "-d", "6s", "-c", "4"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    // While the run lasts, the endpoint shows the agents' live figures.
+    let deadline = std::time::Instant::now() + common::RUN_LIMIT;
+    let live = loop {
+        let scrape = crate::prometheus::get(exporter, "/metrics").map(|(_, body)| body);
+        let ok = scrape.and_then(|s| sample(&s, "throng_requests_total{outcome=\"ok\"}"));
+        if ok.is_some_and(|n| n > 0.0) || json.exists() || std::time::Instant::now() > deadline {
+            break ok;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(
+        !json.exists() && live.is_some_and(|n| n > 0.0),
+        "no live figures during the run: {live:?}"
+    );
+    let r = wait_for_result(&json, &mut run.0);
+    // Written before the linger: the endpoint now shows the final totals.
+    let (status, scrape) = crate::prometheus::get(exporter, "/metrics").unwrap();
+    assert_eq!(status, 200);
+    let ok = r.measurements.requests.ok;
+    assert!(ok > 0 && r.parts.len() == 2, "{:?}", r.notes);
+    assert_eq!(
+        sample(&scrape, "throng_requests_total{outcome=\"ok\"}"),
+        Some(ok as f64),
+        "{scrape}"
+    );
+    assert_eq!(common::access_log(&log).len() as u64, ok);
+    // SIGINT ends the linger; the result stands.
+    // SAFETY: kill takes no pointers; the child is ours and not reaped yet.
+    unsafe { libc::kill(run.0.id() as i32, libc::SIGINT) };
+    assert_eq!(wait_end(&mut run.0), 0);
+}
+
+#[test]
+fn an_agent_killed_mid_run_is_a_named_missing_segment() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("access.log");
+    let server = nginx(&log);
+    let token = token_file(dir.path(), TOKEN);
+    let (a, mut b) = (Agent::start(&token), Agent::start(&token));
+    let json = dir.path().join("all.json");
+    let mut run = Running(
+        throng()
+            .args([
+                "coordinate",
+                "--agents",
+                &format!("{},{}", a.addr, b.addr),
+                "--token-file",
+            ])
+            .arg(&token)
+            .arg("--json")
+            .arg(&json)
+            .args(["--", "http", &server.url("/"), "-r", "100", "-d", "20s", "-c", "2"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    // Once requests arrive, the run is under way: kill the second agent.
+    let deadline = std::time::Instant::now() + common::RUN_LIMIT;
+    while common::access_log(&log).len() < 20 {
+        assert!(std::time::Instant::now() < deadline, "no requests arrived");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    b.child.kill().unwrap();
+    let code = wait_end(&mut run.0);
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(run.0.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains(&format!("agent {}: segment 1/2:1 is missing", b.addr)),
+        "{stderr}"
+    );
+    let r = RunResult::from_reader(std::fs::File::open(&json).unwrap()).unwrap();
+    assert_books_balance(&r);
+    assert_eq!(r.parts.len(), 1);
+    assert!(r.segment_notes().count() > 0, "{:?}", r.notes);
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n.starts_with(&format!("agent {}: segment 1/2:1 MISSING", b.addr))),
+        "{:?}",
+        r.notes
+    );
+    // Agent a ran its whole segment: 1000 of the 2000 planned.
+    assert_eq!(r.measurements.requests.ok, 1000);
+}
+
+#[test]
+fn a_threshold_failing_on_the_merged_figures_stops_every_agent() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("access.log");
+    let server = nginx(&log);
+    let token = token_file(dir.path(), TOKEN);
+    let (a, b) = (Agent::start(&token), Agent::start(&token));
+    let json = dir.path().join("all.json");
+    // 100 requests/s for 60 s: 6000 planned; the threshold fails at once.
+    let (code, stderr) = coordinate(
+        &[&a, &b],
+        &token,
+        &["--json", json.to_str().unwrap()],
+        &[
+            "http",
+            &server.url("/"),
+            "-r",
+            "100",
+            "-d",
+            "60s",
+            "-c",
+            "2",
+            "--threshold",
+            "latency: max < 1us",
+            "--abort-on-fail",
+        ],
+    );
+    assert_eq!(code, 99, "{stderr}");
+    assert!(stderr.contains("stopping every agent (--abort-on-fail)"), "{stderr}");
+    let r = RunResult::from_reader(std::fs::File::open(&json).unwrap()).unwrap();
+    assert_books_balance(&r);
+    assert_eq!(r.parts.len(), 2, "{:?}", r.notes);
+    assert!(!r.thresholds_passed());
+    assert!(!r.interrupted);
+    let ended = r.measurements.requests.ended();
+    assert!(ended > 0 && ended < 3000, "{ended} of 6000 planned");
+    assert_eq!(common::access_log(&log).len() as u64, r.measurements.requests.ok);
+}

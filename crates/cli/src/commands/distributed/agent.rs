@@ -153,6 +153,8 @@ fn run_child(
         .arg("--json")
         .arg(&result_path)
         .arg("--quiet")
+        .arg("--live-snapshots")
+        .arg(dir.join("live.json"))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(stderr);
@@ -174,7 +176,7 @@ fn run_child(
     };
     send(stream, &Msg::Started)?;
     let orders = listen_for_stop(stream)?;
-    let exit_code = watch_child(stream, &mut child, &orders);
+    let exit_code = watch_child(stream, &mut child, &orders, &dir.join("live.json"));
     let error = if exit_code == 0 || exit_code == 99 {
         String::new()
     } else {
@@ -228,8 +230,14 @@ fn listen_for_stop(stream: &TcpStream) -> Result<mpsc::Receiver<&'static str>, W
 /// Waits for the child, saying alive every second and interrupting it on
 /// a stop (killing it if it does not end within [`STOP_GRACE`] after).
 /// Returns its exit code (-1 when it died of a signal).
-fn watch_child(stream: &mut TcpStream, child: &mut Child, orders: &mpsc::Receiver<&'static str>) -> i32 {
+fn watch_child(
+    stream: &mut TcpStream,
+    child: &mut Child,
+    orders: &mpsc::Receiver<&'static str>,
+    live: &std::path::Path,
+) -> i32 {
     let mut seq = 0u64;
+    let mut last_live = None;
     let mut last_alive = Instant::now();
     let mut stopped: Option<Instant> = None;
     let mut coordinator_here = true;
@@ -253,7 +261,11 @@ fn watch_child(stream: &mut TcpStream, child: &mut Child, orders: &mpsc::Receive
         if coordinator_here && last_alive.elapsed() >= Duration::from_secs(1) {
             seq += 1;
             last_alive = Instant::now();
-            if send(stream, &Msg::Alive { seq }).is_err() {
+            let msg = match fresh_snapshot(live, &mut last_live) {
+                Some(figures) => Msg::Live { seq, figures },
+                None => Msg::Alive { seq },
+            };
+            if send(stream, &msg).is_err() {
                 coordinator_here = false;
                 if stopped.is_none() {
                     interrupt(child);
@@ -263,6 +275,18 @@ fn watch_child(stream: &mut TcpStream, child: &mut Child, orders: &mpsc::Receive
         }
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// The run's latest snapshot when it changed since `last` (its time).
+fn fresh_snapshot(path: &std::path::Path, last: &mut Option<std::time::SystemTime>) -> Option<String> {
+    let modified = std::fs::metadata(path).and_then(|m| m.modified()).ok()?;
+    if *last == Some(modified) {
+        return None;
+    }
+    let limit = u64::from(super::MAX_FRAME) - 1024 * 1024;
+    let bytes = throng_plan::input::read_limited(path, limit).ok()?;
+    *last = Some(modified);
+    String::from_utf8(bytes).ok()
 }
 
 fn interrupt(child: &Child) {

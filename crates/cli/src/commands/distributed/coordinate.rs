@@ -87,8 +87,14 @@ enum Part {
     Missing(String),
 }
 
-pub fn run(c: CoordinateCmd) -> anyhow::Result<ExitCode> {
+pub fn run(mut c: CoordinateCmd) -> anyhow::Result<ExitCode> {
+    // `--abort-on-fail` is the coordinator's, also where the command's
+    // thresholds are written: it judges the merged figures, not a segment's.
+    let before = c.command.len();
+    c.command.retain(|a| a != "--abort-on-fail");
+    let abort = c.abort_on_fail || c.command.len() != before;
     let http = check_command(&c.command)?;
+    let thresholds = http.thresholds.clone();
     let connections = http.connections;
     // The whole check `throng http` makes before it runs, here, once: an
     // agent never gets a command that would not run.
@@ -134,8 +140,18 @@ pub fn run(c: CoordinateCmd) -> anyhow::Result<ExitCode> {
         throng_result::rfc3339(start_at),
         n
     );
-    let parts = follow(&mut agents)?;
-    finish(&c, &agents, &points, parts)
+    let mut view = super::live::LiveView::new(n, c.prometheus, &thresholds, c.quiet)?;
+    let control = throng_engine::Control::new();
+    crate::signals::forward_to(&control);
+    let (parts, aborted) = follow(&mut agents, &mut view, abort, &control)?;
+    let signalled = control.was_interrupted();
+    let (code, merged) = finish(&c, &agents, &points, parts, aborted)?;
+    if let Some(m) = merged {
+        // A signal during the linger ends it (one that stopped the run
+        // does not: the last scrape still sees the totals).
+        view.finish(&m, c.prometheus_linger, || !signalled && control.was_interrupted());
+    }
+    Ok(code)
 }
 
 /// Connects to `addr`, says hello, and checks the agent's answer: version,
@@ -232,11 +248,16 @@ fn started(a: &mut Agent) -> anyhow::Result<()> {
     }
 }
 
-/// Follows every agent to its end: says alive every second, passes Ctrl-C
-/// on as a stop, and collects how each part ended.
-fn follow(agents: &mut [Agent]) -> anyhow::Result<Vec<Part>> {
-    let control = throng_engine::Control::new();
-    crate::signals::forward_to(&control);
+/// Follows every agent to its end: says alive every second, merges their
+/// live figures into `view`, passes Ctrl-C (and, with `abort`, a failing
+/// threshold) on as a stop, and collects how each part ended, and the
+/// threshold that stopped the run.
+fn follow(
+    agents: &mut [Agent],
+    view: &mut super::live::LiveView,
+    abort: bool,
+    control: &throng_engine::Control,
+) -> anyhow::Result<(Vec<Part>, Option<String>)> {
     let (tx, rx) = mpsc::channel();
     for (i, a) in agents.iter().enumerate() {
         let mut reader = a.stream.try_clone().context("cloning an agent's connection")?;
@@ -246,7 +267,7 @@ fn follow(agents: &mut [Agent]) -> anyhow::Result<Vec<Part>> {
             .spawn(move || {
                 loop {
                     let msg = recv(&mut reader, SILENCE);
-                    let end = !matches!(msg, Ok(Msg::Alive { .. }));
+                    let end = !matches!(msg, Ok(Msg::Alive { .. } | Msg::Live { .. }));
                     if tx.send((i, msg)).is_err() || end {
                         return;
                     }
@@ -257,9 +278,10 @@ fn follow(agents: &mut [Agent]) -> anyhow::Result<Vec<Part>> {
     drop(tx);
     let mut parts: Vec<Option<Part>> = agents.iter().map(|_| None).collect();
     let mut stop_sent = false;
+    let mut aborted = None;
     let mut last_alive = Instant::now();
     while parts.iter().any(Option::is_none) {
-        if control.was_interrupted() && !stop_sent {
+        if (control.was_interrupted() || aborted.is_some()) && !stop_sent {
             stop_sent = true;
             for (a, p) in agents.iter_mut().zip(&parts) {
                 if p.is_none() {
@@ -269,6 +291,16 @@ fn follow(agents: &mut [Agent]) -> anyhow::Result<Vec<Part>> {
         }
         if last_alive.elapsed() >= Duration::from_secs(1) {
             last_alive = Instant::now();
+            if let Some(failed) = view.tick()
+                && abort
+                && aborted.is_none()
+            {
+                say!(
+                    "throng: coordinate: threshold {failed} failed on the merged figures: stopping every agent (--abort-on-fail)"
+                );
+                aborted = Some(failed);
+                continue;
+            }
             for (a, p) in agents.iter_mut().zip(&parts) {
                 if p.is_none() {
                     let _ = send(&mut a.stream, &Msg::Alive { seq: 0 });
@@ -280,6 +312,10 @@ fn follow(agents: &mut [Agent]) -> anyhow::Result<Vec<Part>> {
         };
         let part = match msg {
             Ok(Msg::Alive { .. }) => continue,
+            Ok(Msg::Live { seq, figures }) => {
+                view.update(i, seq, &figures);
+                continue;
+            }
             Ok(Msg::Done {
                 exit_code,
                 result,
@@ -298,12 +334,18 @@ fn follow(agents: &mut [Agent]) -> anyhow::Result<Vec<Part>> {
             *slot = Some(part);
         }
     }
-    Ok(parts.into_iter().flatten().collect())
+    Ok((parts.into_iter().flatten().collect(), aborted))
 }
 
 /// Merges the parts, writes --json/--html, prints the report, and says how
 /// the whole ended.
-fn finish(c: &CoordinateCmd, agents: &[Agent], points: &[String], parts: Vec<Part>) -> anyhow::Result<ExitCode> {
+fn finish(
+    c: &CoordinateCmd,
+    agents: &[Agent],
+    points: &[String],
+    parts: Vec<Part>,
+    aborted: Option<String>,
+) -> anyhow::Result<(ExitCode, Option<throng_metrics::Measurements>)> {
     let mut results = Vec::new();
     let mut notes = Vec::new();
     let mut missing = Vec::new();
@@ -337,6 +379,13 @@ fn finish(c: &CoordinateCmd, agents: &[Agent], points: &[String], parts: Vec<Par
     }
     let mut merged = RunResult::merge(&results).context("merging the agents' results")?;
     merged.notes.extend(notes);
+    if let Some(failed) = &aborted {
+        // Stopped by a verdict, as a single run's abort: not a signal.
+        merged.interrupted = false;
+        merged.notes.push(format!(
+            "stopped early (--abort-on-fail): threshold {failed} failed on the agents' merged figures"
+        ));
+    }
     if let Some(path) = &c.json {
         crate::commands::shared::write_result(path, &merged)?;
     }
@@ -344,7 +393,10 @@ fn finish(c: &CoordinateCmd, agents: &[Agent], points: &[String], parts: Vec<Par
         crate::commands::shared::write_html(path, &merged)?;
     }
     crate::commands::shared::print_report(throng_report::View::Text, &merged)?;
-    let outcome = crate::commands::shared::run_outcome(&merged);
+    let mut outcome = crate::commands::shared::run_outcome(&merged);
+    if aborted.is_some() {
+        outcome = Outcome::Thresholds;
+    }
     if !missing.is_empty() && outcome != Outcome::Interrupted {
         if c.allow_missing {
             say!(
@@ -356,10 +408,10 @@ fn finish(c: &CoordinateCmd, agents: &[Agent], points: &[String], parts: Vec<Par
                 "throng: coordinate: missing {}; the merged result names the missing segments; --allow-missing accepts it",
                 missing.join(", ")
             );
-            return Ok(Outcome::Failed.into());
+            return Ok((Outcome::Failed.into(), Some(merged.measurements)));
         }
     }
-    Ok(outcome.into())
+    Ok((outcome.into(), Some(merged.measurements)))
 }
 
 /// An agent's result, checked as `throng merge` checks a file.

@@ -18,11 +18,20 @@
 //!        sequence, start_at}          as a child process (its segment,
 //!                                     --start-at), then:
 //!                             ◀──     Started | Done {failed}
-//!                             ◀──     Alive {seq}  every second
+//!                             ◀──     Live {seq, figures}  every second:
+//!                                     everything measured so far (its
+//!                                     counters and histograms, whole)
+//!                                     | Alive {seq} when nothing is new
 //!   Stop                      ──▶     (abort, Ctrl-C) the child is
 //!                                     interrupted and still writes its result
 //!                             ◀──     Done {exit_code, result, error}
 //! ```
+//!
+//! A live message carries the agent's totals so far, not the change since
+//! the last one: the coordinator keeps each agent's latest and adds them up
+//! (histograms added, never averaged), so a late or lost message costs
+//! nothing and the sum is exact whenever it is taken; the sequence number
+//! orders them. The coordinator says Alive every second too.
 //!
 //! The coordinator validates the command once (the same parser and plan as
 //! `throng http`), so an agent only ever gets a command that parses; it
@@ -34,6 +43,7 @@
 
 pub mod agent;
 pub mod coordinate;
+mod live;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -79,6 +89,10 @@ pub enum Msg {
     Alive {
         seq: u64,
     },
+    Live {
+        seq: u64,
+        figures: String,
+    },
     Stop,
     Done {
         exit_code: i32,
@@ -97,6 +111,7 @@ impl Msg {
             Msg::Run { .. } => "run",
             Msg::Started => "started",
             Msg::Alive { .. } => "alive",
+            Msg::Live { .. } => "live",
             Msg::Stop => "stop",
             Msg::Done { .. } => "done",
         }
