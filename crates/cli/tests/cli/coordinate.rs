@@ -385,3 +385,45 @@ fn a_threshold_failing_on_the_merged_figures_stops_every_agent() {
     assert!(ended > 0 && ended < 3000, "{ended} of 6000 planned");
     assert_eq!(common::access_log(&log).len() as u64, r.measurements.requests.ok);
 }
+
+#[test]
+fn ctrl_c_on_the_coordinator_stops_every_agent_and_still_writes_the_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("access.log");
+    let server = nginx(&log);
+    let token = token_file(dir.path(), TOKEN);
+    let (a, b) = (Agent::start(&token), Agent::start(&token));
+    let json = dir.path().join("all.json");
+    let mut run = Running(
+        throng()
+            .args([
+                "coordinate",
+                "--agents",
+                &format!("{},{}", a.addr, b.addr),
+                "--token-file",
+            ])
+            .arg(&token)
+            .arg("--json")
+            .arg(&json)
+            .args(["--", "http", &server.url("/"), "-r", "100", "-d", "60s", "-c", "2"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let deadline = std::time::Instant::now() + common::RUN_LIMIT;
+    while common::access_log(&log).len() < 20 {
+        assert!(std::time::Instant::now() < deadline, "no requests arrived");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // SAFETY: kill takes no pointers; the child is ours and not reaped yet.
+    unsafe { libc::kill(run.0.id() as i32, libc::SIGINT) };
+    assert_eq!(wait_end(&mut run.0), 130);
+    let r = RunResult::from_reader(std::fs::File::open(&json).unwrap()).unwrap();
+    assert_books_balance(&r);
+    assert!(r.interrupted);
+    assert_eq!(r.parts.len(), 2, "{:?}", r.notes);
+    let ended = r.measurements.requests.ended();
+    assert!(ended > 0 && ended < 3000, "{ended} of 6000 planned");
+    assert_eq!(common::access_log(&log).len() as u64, r.measurements.requests.ok);
+}
