@@ -137,6 +137,8 @@ fn a_wrong_token_or_garbage_is_refused_and_the_agent_keeps_serving() {
         let mut sink = Vec::new();
         let _ = std::io::Read::read_to_end(&mut s, &mut sink);
     }
+    // A peer that connects and says nothing holds up no one.
+    let _silent = TcpStream::connect(&a.addr).unwrap();
     let (code, stderr) = coordinate(&[&a], &token, &[], &command);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(common::access_log(&log).len(), 10);
@@ -416,6 +418,10 @@ fn ctrl_c_on_the_coordinator_stops_every_agent_and_still_writes_the_result() {
         assert!(std::time::Instant::now() < deadline, "no requests arrived");
         std::thread::sleep(Duration::from_millis(50));
     }
+    // A second coordinator meanwhile is told the agent is busy.
+    let (code, stderr) = coordinate(&[&a], &token, &[], &["http", &server.url("/"), "-n", "10"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains(&format!("agent {} refused: busy", a.addr)), "{stderr}");
     // SAFETY: kill takes no pointers; the child is ours and not reaped yet.
     unsafe { libc::kill(run.0.id() as i32, libc::SIGINT) };
     assert_eq!(wait_end(&mut run.0), 130);

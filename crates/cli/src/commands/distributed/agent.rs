@@ -4,10 +4,11 @@
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, ExitCode, Stdio};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
-use super::{Msg, PROTOCOL, SILENCE, WireError, now_ms, read_token, recv, same_token, send};
+use super::{MAX_HELLO, Msg, PROTOCOL, SILENCE, WireError, now_ms, read_token, recv, recv_within, same_token, send};
 use crate::args::AgentCmd;
 use crate::exit::UsageError;
 
@@ -34,26 +35,68 @@ pub fn run(c: AgentCmd) -> anyhow::Result<ExitCode> {
         "throng: agent listening on {addr} (throng {})",
         env!("CARGO_PKG_VERSION")
     );
-    let mut served = 0u64;
-    while c.runs.is_none_or(|n| served < n) {
+    listener
+        .set_nonblocking(true)
+        .map_err(|e| anyhow::anyhow!("--listen {addr}: {e}"))?;
+    let state = Arc::new(State {
+        token,
+        busy: AtomicBool::new(false),
+        served: AtomicU64::new(0),
+        greeting: AtomicUsize::new(0),
+    });
+    while c.runs.is_none_or(|n| state.served.load(Ordering::SeqCst) < n) {
         let (stream, peer) = match listener.accept() {
             Ok(s) => s,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(50));
+                continue;
+            }
             Err(e) => {
                 say!("throng: agent: accept failed: {e}");
                 std::thread::sleep(Duration::from_millis(100));
                 continue;
             }
         };
-        match serve(stream, &token) {
-            Ok(Served::Ran) => {
-                served += 1;
-                say!("throng: agent: run for {peer} finished");
+        // Each connection on a thread of its own, so that a peer that says
+        // nothing holds up no one; at most MAX_GREETING at once.
+        if state.greeting.fetch_add(1, Ordering::SeqCst) >= MAX_GREETING {
+            state.greeting.fetch_sub(1, Ordering::SeqCst);
+            continue;
+        }
+        let state2 = Arc::clone(&state);
+        let spawned = std::thread::Builder::new().name("throng-agent".into()).spawn(move || {
+            let _ = stream.set_nonblocking(false);
+            let outcome = serve(stream, &state2);
+            match outcome {
+                Ok(Served::Ran) => say!("throng: agent: run for {peer} finished"),
+                Ok(Served::Refused(why)) => say!("throng: agent: refused {peer}: {why}"),
+                Err(e) => say!("throng: agent: {peer}: {e}"),
             }
-            Ok(Served::Refused(why)) => say!("throng: agent: refused {peer}: {why}"),
-            Err(e) => say!("throng: agent: {peer}: {e}"),
+        });
+        if spawned.is_err() {
+            state.greeting.fetch_sub(1, Ordering::SeqCst);
         }
     }
+    // The last run's report is on its way: let it go out.
+    while state.greeting.load(Ordering::SeqCst) > 0 {
+        std::thread::sleep(Duration::from_millis(50));
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Most connections served at once (one of them running, the others
+/// greeted and refused).
+const MAX_GREETING: usize = 16;
+
+/// What the connections share.
+struct State {
+    token: String,
+    /// A run is under way (one at a time).
+    busy: AtomicBool,
+    /// Runs served.
+    served: AtomicU64,
+    /// Connections being served.
+    greeting: AtomicUsize,
 }
 
 enum Served {
@@ -61,15 +104,27 @@ enum Served {
     Refused(String),
 }
 
-/// One coordinator's connection, to its end.
-fn serve(mut stream: TcpStream, token: &str) -> Result<Served, WireError> {
+/// One connection, to its end.
+fn serve(stream: TcpStream, state: &State) -> Result<Served, WireError> {
+    let outcome = serve_one(stream, state);
+    if matches!(outcome, Ok(Served::Ran)) {
+        state.served.fetch_add(1, Ordering::SeqCst);
+    }
+    state.greeting.fetch_sub(1, Ordering::SeqCst);
+    outcome
+}
+
+/// One coordinator's connection: greeted, then (when no other run is under
+/// way) its run.
+fn serve_one(mut stream: TcpStream, state: &State) -> Result<Served, WireError> {
+    let token = state.token.as_str();
     let _ = stream.set_nodelay(true);
     let _ = stream.set_write_timeout(Some(SILENCE));
     let refuse = |stream: &mut TcpStream, why: String| {
         let _ = send(stream, &Msg::Refused { reason: why.clone() });
         Ok(Served::Refused(why))
     };
-    match recv(&mut stream, HANDSHAKE)? {
+    match recv_within(&mut stream, HANDSHAKE, MAX_HELLO)? {
         Msg::Hello { protocol, token: given } => {
             if !same_token(&given, token) {
                 return refuse(
@@ -86,15 +141,32 @@ fn serve(mut stream: TcpStream, token: &str) -> Result<Served, WireError> {
         }
         other => return refuse(&mut stream, format!("expected a hello, got a {} message", other.name())),
     }
+    if state.busy.swap(true, Ordering::SeqCst) {
+        return refuse(
+            &mut stream,
+            "busy: running another coordinator's test; try again when it ends".into(),
+        );
+    }
+    let outcome = run_orders(&mut stream);
+    state.busy.store(false, Ordering::SeqCst);
+    outcome
+}
+
+/// Welcomes an authenticated coordinator and runs what it sends.
+fn run_orders(stream: &mut TcpStream) -> Result<Served, WireError> {
+    let refuse = |stream: &mut TcpStream, why: String| {
+        let _ = send(stream, &Msg::Refused { reason: why.clone() });
+        Ok(Served::Refused(why))
+    };
     send(
-        &mut stream,
+        stream,
         &Msg::Welcome {
             version: env!("CARGO_PKG_VERSION").to_string(),
             unix_ms: now_ms(),
             nofile: throng_engine::sys::fd_limits().1,
         },
     )?;
-    let (command, segment, sequence, start_at) = match recv(&mut stream, HANDSHAKE)? {
+    let (command, segment, sequence, start_at) = match recv(stream, HANDSHAKE)? {
         Msg::Run {
             command,
             segment,
@@ -102,11 +174,11 @@ fn serve(mut stream: TcpStream, token: &str) -> Result<Served, WireError> {
             start_at_unix_ms,
         } => (command, segment, sequence, start_at_unix_ms),
         Msg::Stop => return Ok(Served::Refused("the coordinator gave up before the run".into())),
-        other => return refuse(&mut stream, format!("expected a run, got a {} message", other.name())),
+        other => return refuse(stream, format!("expected a run, got a {} message", other.name())),
     };
     if let Err(why) = super::coordinate::check_command(&command) {
         let _ = send(
-            &mut stream,
+            stream,
             &Msg::Done {
                 exit_code: 2,
                 result: None,
@@ -116,7 +188,7 @@ fn serve(mut stream: TcpStream, token: &str) -> Result<Served, WireError> {
         return Ok(Served::Refused(why.0));
     }
     let dir = scratch_dir().map_err(WireError::Io)?;
-    let outcome = run_child(&mut stream, &dir, &command, &segment, &sequence, start_at);
+    let outcome = run_child(stream, &dir, &command, &segment, &sequence, start_at);
     let _ = std::fs::remove_dir_all(&dir);
     outcome.map(|()| Served::Ran)
 }

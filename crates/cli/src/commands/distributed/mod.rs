@@ -125,7 +125,7 @@ pub enum WireError {
     Timeout(Duration),
     #[error("the connection closed")]
     Closed,
-    #[error("a frame of {0} bytes, over the limit of 64 MiB (not a throng peer?)")]
+    #[error("a frame of {0} bytes, over the limit (not a throng peer?)")]
     TooLarge(u32),
     #[error("not a throng message ({0}); is this a throng agent/coordinator of the same version?")]
     Garbage(String),
@@ -147,24 +147,44 @@ pub fn send(stream: &mut TcpStream, msg: &Msg) -> Result<(), WireError> {
     stream.flush().map_err(WireError::Io)
 }
 
-/// Reads one message, waiting at most `timeout` for it to begin and again
-/// at most `timeout` for each further piece of it.
+/// Reads one message: waits at most `timeout` for it to begin, and at most
+/// [`BODY_TIME`] more for the rest of it (a peer that drips bytes is cut
+/// off, not waited for).
 pub fn recv(stream: &mut TcpStream, timeout: Duration) -> Result<Msg, WireError> {
+    recv_within(stream, timeout, MAX_FRAME)
+}
+
+/// Longest the rest of a message may take once it began.
+const BODY_TIME: Duration = Duration::from_secs(60);
+/// Largest first message an agent reads from a peer it does not know yet.
+pub const MAX_HELLO: u32 = 64 << 10;
+
+/// [`recv`], refusing a frame over `max` bytes.
+pub fn recv_within(stream: &mut TcpStream, timeout: Duration, max: u32) -> Result<Msg, WireError> {
     stream.set_read_timeout(Some(timeout)).map_err(WireError::Io)?;
     let mut head = [0u8; 4];
     read_exact(stream, &mut head, timeout)?;
     let len = u32::from_be_bytes(head);
-    if len > MAX_FRAME {
+    if len > max {
         return Err(WireError::TooLarge(len));
     }
     // Grown as bytes arrive, never allocated up front from the length alone.
+    let deadline = std::time::Instant::now() + BODY_TIME;
     let mut body = Vec::new();
-    let got = Read::by_ref(stream)
-        .take(u64::from(len))
-        .read_to_end(&mut body)
-        .map_err(|e| io_error(e, timeout))?;
-    if got != len as usize {
-        return Err(WireError::Closed);
+    let mut chunk = [0u8; 64 * 1024];
+    while body.len() < len as usize {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return Err(WireError::Timeout(BODY_TIME));
+        }
+        stream.set_read_timeout(Some(left)).map_err(WireError::Io)?;
+        let want = (len as usize - body.len()).min(chunk.len());
+        match stream.read(&mut chunk[..want]) {
+            Ok(0) => return Err(WireError::Closed),
+            Ok(n) => body.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(io_error(e, BODY_TIME)),
+        }
     }
     serde_json::from_slice(&body).map_err(|e| WireError::Garbage(e.to_string()))
 }
@@ -254,6 +274,11 @@ mod tests {
         let addr = listener.local_addr().unwrap();
         let mut client = TcpStream::connect(addr).unwrap();
         let (mut server, _) = listener.accept().unwrap();
+        client.write_all(&(MAX_HELLO + 1).to_be_bytes()).unwrap();
+        assert!(matches!(
+            recv_within(&mut server, Duration::from_secs(5), MAX_HELLO),
+            Err(WireError::TooLarge(_))
+        ));
         client.write_all(&u32::MAX.to_be_bytes()).unwrap();
         assert!(matches!(
             recv(&mut server, Duration::from_secs(5)),
