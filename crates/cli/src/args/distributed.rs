@@ -19,7 +19,8 @@ The command after -- is checked here once, then each agent runs segment i of N o
 --segment mechanics as a manual split), all starting at one instant. Their results are merged
 exactly (as `throng merge`) into one --json/--html. An agent that fails or stops answering is a
 missing segment, named in the result: exit 1 unless --allow-missing. Ctrl-C stops every agent and
-still writes the merged result.
+still writes the merged result. The files the command reads (--body, --bearer-file, ...) are
+read here and sent to the agents; --targets and --data @- are not shipped yet.
 
 Example:
   throng coordinate --agents 10.0.0.5:7001,10.0.0.6:7001 --token-file token --json all.json \\

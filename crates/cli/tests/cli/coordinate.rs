@@ -29,6 +29,8 @@ impl Agent {
         let child = throng()
             .args(["agent", "--listen", &addr, "--token-file"])
             .arg(token_file)
+            // Nothing of the coordinator's directory is reachable from here.
+            .current_dir("/")
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -432,4 +434,71 @@ fn ctrl_c_on_the_coordinator_stops_every_agent_and_still_writes_the_result() {
     let ended = r.measurements.requests.ended();
     assert!(ended > 0 && ended < 3000, "{ended} of 6000 planned");
     assert_eq!(common::access_log(&log).len() as u64, r.measurements.requests.ok);
+}
+
+#[test]
+fn the_files_a_command_reads_are_shipped_to_the_agents() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("access.log");
+    // 200 only for the bearer token and the body of the files.
+    let server = common::Nginx::start(&format!(
+        "location / {{ access_log {}; if ($http_authorization != \"Bearer tok-file-9\") {{ return 401; }} \
+         if ($content_length != 11) {{ return 400; }} return 200 \"ok\\n\"; }}",
+        log.display()
+    ));
+    let token = token_file(dir.path(), TOKEN);
+    let (a, b) = (Agent::start(&token), Agent::start(&token));
+    std::fs::write(dir.path().join("bearer.txt"), "tok-file-9\n").unwrap();
+    std::fs::write(dir.path().join("body.json"), "{\"a\":12345}").unwrap();
+    // Relative paths: the agents (started in /) could not read them.
+    let out = common::output(
+        throng()
+            .current_dir(dir.path())
+            .args([
+                "coordinate",
+                "--agents",
+                &format!("{},{}", a.addr, b.addr),
+                "--token-file",
+            ])
+            .arg(&token)
+            .args([
+                "--json",
+                "all.json",
+                "--",
+                "http",
+                &server.url("/"),
+                "-n",
+                "40",
+                "-c",
+                "2",
+                "-m",
+                "POST",
+            ])
+            .args(["--bearer-file", "bearer.txt", "--body=body.json"]),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let r = RunResult::from_reader(std::fs::File::open(dir.path().join("all.json")).unwrap()).unwrap();
+    assert_eq!(r.measurements.requests.ok, 40, "{:?}", r.measurements.status);
+    assert_eq!(common::access_log(&log).len(), 40);
+    let text = std::fs::read_to_string(dir.path().join("all.json")).unwrap();
+    assert!(
+        !stderr.contains("tok-file-9") && !text.contains("tok-file-9"),
+        "the bearer token leaked"
+    );
+    // --targets (its lines name more files) is refused before any agent is asked.
+    std::fs::write(dir.path().join("targets.txt"), format!("GET {}\n", server.url("/"))).unwrap();
+    let out = common::output(
+        throng()
+            .current_dir(dir.path())
+            .args(["coordinate", "--agents", &a.addr, "--token-file"])
+            .arg(&token)
+            .args(["--", "http", "--targets", "targets.txt", "-n", "4"]),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--targets cannot be shipped to the agents yet"),
+        "{stderr}"
+    );
 }

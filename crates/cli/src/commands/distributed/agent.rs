@@ -166,31 +166,53 @@ fn run_orders(stream: &mut TcpStream) -> Result<Served, WireError> {
             nofile: throng_engine::sys::fd_limits().1,
         },
     )?;
-    let (command, segment, sequence, start_at) = match recv(stream, HANDSHAKE)? {
+    let (command, segment, sequence, start_at, files) = match recv(stream, HANDSHAKE)? {
         Msg::Run {
             command,
             segment,
             sequence,
             start_at_unix_ms,
-        } => (command, segment, sequence, start_at_unix_ms),
+            files,
+        } => (command, segment, sequence, start_at_unix_ms, files),
         Msg::Stop => return Ok(Served::Refused("the coordinator gave up before the run".into())),
         other => return refuse(stream, format!("expected a run, got a {} message", other.name())),
     };
-    if let Err(why) = super::coordinate::check_command(&command) {
-        let _ = send(
-            stream,
-            &Msg::Done {
+    let dir = scratch_dir().map_err(WireError::Io)?;
+    let outcome = match unpack(&command, &files, &dir) {
+        Ok(command) => run_child(stream, &dir, &command, &segment, &sequence, start_at).map(|()| Served::Ran),
+        Err(why) => {
+            let done = Msg::Done {
                 exit_code: 2,
                 result: None,
-                error: why.0.clone(),
-            },
-        );
-        return Ok(Served::Refused(why.0));
-    }
-    let dir = scratch_dir().map_err(WireError::Io)?;
-    let outcome = run_child(stream, &dir, &command, &segment, &sequence, start_at);
+                error: why.clone(),
+            };
+            send(stream, &done).map(|()| Served::Refused(why))
+        }
+    };
     let _ = std::fs::remove_dir_all(&dir);
-    outcome.map(|()| Served::Ran)
+    outcome
+}
+
+/// Writes the shipped files into `dir`, points the command at them, and
+/// checks it: a command that would read any other file is refused.
+fn unpack(command: &[String], files: &[super::files::Shipped], dir: &std::path::Path) -> Result<Vec<String>, String> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let (command, contents) = super::files::rewrite(command, files, dir)?;
+    for (k, bytes) in contents.iter().enumerate() {
+        let path = dir.join(format!("file-{k}"));
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, bytes))
+            .map_err(|e| format!("cannot write a shipped file: {e}"))?;
+    }
+    let parsed = super::coordinate::check_command(&command).map_err(|e| e.0)?;
+    super::files::only_in(&parsed, dir).map_err(|p| {
+        format!("the command reads '{p}' on this agent's machine; a coordinator ships every file a command reads")
+    })?;
+    Ok(command)
 }
 
 /// A private directory for the child's result and stderr.

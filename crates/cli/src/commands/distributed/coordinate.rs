@@ -52,20 +52,14 @@ pub fn check_command(command: &[String]) -> Result<Box<HttpCmd>, UsageError> {
              merged result); drop it from the command, and give --json/--html to `throng coordinate` itself"
         )));
     }
-    let files = [
-        ("--body", c.body.is_some()),
+    let unshipped = [
         ("--targets", c.targets.is_some()),
-        ("--body-lines", c.body_lines.is_some()),
-        ("--bearer-file", c.bearer_file.is_some()),
-        ("--data @FILE", c.data.as_deref().is_some_and(|d| d.starts_with('@'))),
-        ("--cacert", c.tls.cacert.is_some()),
-        ("--cert", c.tls.cert.is_some()),
-        ("--key", c.tls.key.is_some()),
+        ("--data @-", c.data.as_deref() == Some("@-")),
     ];
-    if let Some((flag, _)) = files.iter().find(|(_, given)| *given) {
+    if let Some((flag, _)) = unshipped.iter().find(|(_, given)| *given) {
         return Err(UsageError(format!(
-            "the command after --: {flag} reads a file, and a coordinated run does not ship files to the agents \
-             yet; give the body inline (--data TEXT), or run the segments by hand (--segment, see 'Distributed runs')"
+            "the command after --: {flag} cannot be shipped to the agents yet; give the requests another way \
+             (--body FILE, --data), or run the segments by hand (--segment, see 'Distributed runs')"
         )));
     }
     Ok(c)
@@ -99,6 +93,18 @@ pub fn run(mut c: CoordinateCmd) -> anyhow::Result<ExitCode> {
     // The whole check `throng http` makes before it runs, here, once: an
     // agent never gets a command that would not run.
     crate::commands::http::prepare(*http).map_err(|e| e.context("the command after --"))?;
+    let files = super::files::ship(&c.command)?;
+    // Every file the command reads must be one shipped: checked here as the
+    // agents will check it.
+    let probe = std::path::Path::new("/throng-shipped");
+    let cannot_ship = |what: String| {
+        UsageError(format!(
+            "the command after --: cannot tell how to ship {what}; write each file flag and its file as two \
+             arguments (--body FILE)"
+        ))
+    };
+    let (rewritten, _) = super::files::rewrite(&c.command, &files, probe).map_err(cannot_ship)?;
+    super::files::only_in(&*check_command(&rewritten)?, probe).map_err(|p| cannot_ship(format!("'{p}'")))?;
     crate::commands::export::check_outputs(&[("--json", c.json.as_deref()), ("--html", c.html.as_deref())])?;
     let token = read_token(c.token_file.as_deref())?;
     if c.agents.len() > MAX_AGENTS {
@@ -124,6 +130,7 @@ pub fn run(mut c: CoordinateCmd) -> anyhow::Result<ExitCode> {
             segment: format!("{}:{}", points[i], points[i + 1]),
             sequence: sequence.clone(),
             start_at_unix_ms: start_at,
+            files: files.clone(),
         };
         send(&mut a.stream, &run).map_err(|e| anyhow::anyhow!("agent {}: {e}", a.addr))?;
     }

@@ -14,8 +14,10 @@
 //!   Hello {protocol, token}   ──▶     token compared in constant time
 //!                             ◀──     Welcome {version, unix_ms, nofile}
 //!                                     | Refused {reason}  (then closed)
-//!   Run {command, segment,    ──▶     the command re-checked and started
-//!        sequence, start_at}          as a child process (its segment,
+//!   Run {command, segment,    ──▶     the files written to a private
+//!        sequence, start_at,          directory, the command pointed at
+//!        files}                       them, re-checked and started as a
+//!                                     child process (its segment,
 //!                                     --start-at), then:
 //!                             ◀──     Started | Done {failed}
 //!                             ◀──     Live {seq, figures}  every second:
@@ -43,6 +45,7 @@
 
 pub mod agent;
 pub mod coordinate;
+mod files;
 mod live;
 
 use std::io::{Read, Write};
@@ -84,6 +87,8 @@ pub enum Msg {
         segment: String,
         sequence: String,
         start_at_unix_ms: u64,
+        #[serde(default)]
+        files: Vec<files::Shipped>,
     },
     Started,
     Alive {
