@@ -66,7 +66,14 @@ impl LiveView {
         if slot.as_ref().is_some_and(|(s, _)| *s >= seq) {
             return;
         }
-        if let Ok(f) = serde_json::from_str::<LiveFigures<Measurements>>(figures) {
+        // Another process's histograms: checked before any is decoded.
+        let Ok(value) = serde_json::from_str::<serde_json::Value>(figures) else {
+            return;
+        };
+        if throng_result::limits::check_histograms_in(&value).is_err() {
+            return;
+        }
+        if let Ok(f) = serde_json::from_value::<LiveFigures<Measurements>>(value) {
             *slot = Some((seq, f));
             self.dirty = true;
         }
