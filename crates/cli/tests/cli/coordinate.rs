@@ -106,6 +106,13 @@ fn two_agents_split_the_plan_and_the_merged_result_counts_every_request() {
         let named = format!("agent {}: segment {seg}: 1000 requests (1000 ok)", agent.addr);
         assert!(r.notes.contains(&named), "{named} not in {:?}", r.notes);
     }
+    assert!(
+        stderr.contains(&format!(
+            "merged the results of 2 of 2 agents into '{}': 2000 requests (2000 ok)",
+            json.display()
+        )),
+        "{stderr}"
+    );
     let text = std::fs::read_to_string(&json).unwrap();
     assert!(!text.contains(TOKEN) && !stderr.contains(TOKEN), "the token leaked");
 }
@@ -315,7 +322,7 @@ fn an_agent_killed_mid_run_is_a_named_missing_segment() {
             .arg(&token)
             .arg("--json")
             .arg(&json)
-            .args(["--", "http", &server.url("/"), "-r", "100", "-d", "20s", "-c", "2"])
+            .args(["--", "http", &server.url("/"), "-r", "100", "-n", "2000", "-c", "2"])
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()

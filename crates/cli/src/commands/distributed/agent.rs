@@ -406,9 +406,15 @@ fn read_result(path: &std::path::Path) -> Result<Option<String>, String> {
 
 /// The last lines of the child's stderr.
 fn stderr_tail(path: &std::path::Path) -> String {
-    let text = std::fs::read(path).unwrap_or_default();
-    let from = text.len().saturating_sub(STDERR_TAIL);
-    let text = String::from_utf8_lossy(&text[from..]);
+    use std::io::{Read as _, Seek as _};
+    let mut text = Vec::new();
+    if let Ok(mut f) = std::fs::File::open(path) {
+        // Only the end: a chatty run's stderr may be long.
+        let len = f.metadata().map_or(0, |m| m.len());
+        let _ = f.seek(std::io::SeekFrom::Start(len.saturating_sub(STDERR_TAIL as u64)));
+        let _ = f.take(STDERR_TAIL as u64).read_to_end(&mut text);
+    }
+    let text = String::from_utf8_lossy(&text);
     text.lines()
         .filter(|l| !l.trim().is_empty())
         .collect::<Vec<_>>()

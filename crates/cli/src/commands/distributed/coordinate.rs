@@ -400,6 +400,16 @@ fn finish(
         crate::commands::shared::write_html(path, &merged)?;
     }
     crate::commands::shared::print_report(throng_report::View::Text, &merged)?;
+    say!(
+        "throng: coordinate: merged the results of {} of {} agents{}: {} requests ({} ok)",
+        results.len(),
+        agents.len(),
+        c.json
+            .as_ref()
+            .map_or_else(String::new, |p| format!(" into '{}'", p.display())),
+        merged.measurements.requests.ended(),
+        merged.measurements.requests.ok,
+    );
     let mut outcome = crate::commands::shared::run_outcome(&merged);
     if aborted.is_some() {
         outcome = Outcome::Thresholds;
