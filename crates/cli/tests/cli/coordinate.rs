@@ -509,3 +509,81 @@ fn the_files_a_command_reads_are_shipped_to_the_agents() {
         "{stderr}"
     );
 }
+
+/// A fake agent on a free port: reads one frame (the hello) and answers
+/// `answer` (raw bytes), then closes.
+fn fake_agent(answer: Vec<u8>) -> (String, std::thread::JoinHandle<()>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let handle = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let mut head = [0u8; 4];
+        std::io::Read::read_exact(&mut s, &mut head).unwrap();
+        let mut hello = vec![0u8; u32::from_be_bytes(head) as usize];
+        std::io::Read::read_exact(&mut s, &mut hello).unwrap();
+        let _ = s.write_all(&answer);
+    });
+    (addr, handle)
+}
+
+fn frame(json: &serde_json::Value) -> Vec<u8> {
+    let body = serde_json::to_vec(json).unwrap();
+    let mut f = (body.len() as u32).to_be_bytes().to_vec();
+    f.extend_from_slice(&body);
+    f
+}
+
+#[test]
+fn every_agent_is_checked_and_a_garbage_peer_is_refused() {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let welcome = |version: &str, unix_ms: u64, nofile: u64| {
+        frame(&serde_json::json!({"type": "welcome", "version": version, "unix_ms": unix_ms, "nofile": nofile}))
+    };
+    let ours = env!("CARGO_PKG_VERSION");
+    let cases = [
+        (
+            welcome("0.0.0-other", now, 1 << 20),
+            2,
+            "runs throng 0.0.0-other, this is",
+        ),
+        (welcome(ours, now + 3_600_000, 1 << 20), 2, "ms off this one's"),
+        (
+            welcome(ours, now, 100),
+            2,
+            "may open 100 files, too few for its share of 1000 connections",
+        ),
+        (
+            u32::MAX.to_be_bytes().to_vec(),
+            1,
+            "over the limit (not a throng peer?)",
+        ),
+        (b"\0\0\0\x02{}".to_vec(), 1, "not a throng message"),
+        (Vec::new(), 1, "the connection closed"),
+    ];
+    for (answer, want_code, want) in cases {
+        let (addr, fake) = fake_agent(answer);
+        let out = common::output(throng().args([
+            "coordinate",
+            "--agents",
+            &addr,
+            "--",
+            "http",
+            "http://127.0.0.1:9/",
+            "-n",
+            "1000",
+            "-c",
+            "1000",
+        ]));
+        fake.join().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(want_code), "{want}: {stderr}");
+        assert!(
+            stderr.contains(&format!("agent {addr}")) && stderr.contains(want),
+            "{want}: {stderr}"
+        );
+    }
+}

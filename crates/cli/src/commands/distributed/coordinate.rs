@@ -212,8 +212,8 @@ fn greet(addr: &str, token: &str, connections: Option<u32>, n: usize) -> anyhow:
             let share = connections.map_or(0, |c| u64::from(c).div_ceil(n as u64));
             if share + 64 > nofile {
                 return Err(UsageError(format!(
-                    "agent {addr}: may open {nofile} files, fewer than its share of {share} connections needs; \
-                     raise its limit (ulimit -n) or add agents"
+                    "agent {addr}: may open {nofile} files, too few for its share of {share} connections; raise \
+                     its limit (ulimit -n) or add agents"
                 ))
                 .into());
             }
