@@ -176,6 +176,16 @@ fn a_closed_agent_port_is_a_clear_error() {
         stderr.contains(&format!("agent {closed}: cannot connect")) && stderr.contains("throng agent --listen"),
         "{stderr}"
     );
+    let out = common::output(throng().args([
+        "coordinate",
+        "--agents",
+        &format!("{closed},{closed}"),
+        "--",
+        "http",
+        "http://127.0.0.1:9/",
+    ]));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is listed twice"));
     // The command is checked once, here, before any agent is asked.
     let out = common::output(throng().args(["coordinate", "--agents", &closed, "--", "http", "nope", "-n", "10"]));
     let stderr = String::from_utf8_lossy(&out.stderr);

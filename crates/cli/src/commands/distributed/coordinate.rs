@@ -110,6 +110,14 @@ pub fn run(mut c: CoordinateCmd) -> anyhow::Result<ExitCode> {
     if c.agents.len() > MAX_AGENTS {
         return Err(UsageError(format!("--agents: {} agents, more than {MAX_AGENTS}", c.agents.len())).into());
     }
+    for (i, addr) in c.agents.iter().enumerate() {
+        if c.agents[..i].contains(addr) {
+            return Err(UsageError(format!(
+                "--agents: {addr} is listed twice; an agent runs one segment at a time, list each once"
+            ))
+            .into());
+        }
+    }
     let mut agents = Vec::new();
     for addr in &c.agents {
         agents.push(greet(addr, &token, connections, c.agents.len())?);
@@ -233,8 +241,16 @@ fn greet(addr: &str, token: &str, connections: Option<u32>, n: usize) -> anyhow:
 /// Waits for the agent to say its run started; its refusal is the error.
 fn started(a: &mut Agent) -> anyhow::Result<()> {
     let addr = &a.addr;
+    let deadline = Instant::now() + ANSWER;
     loop {
-        match recv(&mut a.stream, ANSWER).map_err(|e| anyhow::anyhow!("agent {addr}: {e}"))? {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(anyhow::anyhow!(
+                "agent {addr}: did not start the run within {} s",
+                ANSWER.as_secs()
+            ));
+        }
+        match recv(&mut a.stream, left).map_err(|e| anyhow::anyhow!("agent {addr}: {e}"))? {
             Msg::Started => return Ok(()),
             Msg::Alive { .. } => {}
             Msg::Done { exit_code, error, .. } => {
