@@ -597,3 +597,45 @@ fn every_agent_is_checked_and_a_garbage_peer_is_refused() {
         );
     }
 }
+
+#[test]
+fn an_agent_whose_coordinator_dies_stops_its_run_and_serves_the_next() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("access.log");
+    let server = nginx(&log);
+    let token = token_file(dir.path(), TOKEN);
+    let a = Agent::start(&token);
+    let mut run = Running(
+        throng()
+            .args(["coordinate", "--agents", &a.addr, "--token-file"])
+            .arg(&token)
+            .args(["--", "http", &server.url("/"), "-r", "50", "-n", "5000", "-c", "2"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let deadline = std::time::Instant::now() + common::RUN_LIMIT;
+    while common::access_log(&log).len() < 10 {
+        assert!(std::time::Instant::now() < deadline, "no requests arrived");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    run.0.kill().unwrap();
+    run.0.wait().unwrap();
+    // The agent stops the orphaned run and is free again (busy until then).
+    let command = ["http", &server.url("/ok"), "-n", "10", "-c", "1"];
+    let mut tries = 0;
+    let (code, stderr) = loop {
+        let (code, stderr) = coordinate(&[&a], &token, &[], &command);
+        tries += 1;
+        if !stderr.contains("refused: busy") || tries == 100 {
+            break (code, stderr);
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(code, 0, "{stderr}");
+    let lines = common::access_log(&log);
+    assert_eq!(lines.iter().filter(|l| l.contains("GET /ok ")).count(), 10);
+    // The orphaned run stopped: far fewer than its 5000 requests.
+    assert!(lines.len() < 2500, "{} requests", lines.len());
+}
