@@ -364,8 +364,17 @@ fn an_agent_killed_mid_run_is_a_named_missing_segment() {
         "{:?}",
         r.notes
     );
-    // Agent a ran its whole segment: 1000 of the 2000 planned.
-    assert_eq!(r.measurements.requests.ok, 1000);
+    // Agent a ran its whole segment: 1000 of the 2000 planned, each sent or
+    // (on a busy machine) dropped.
+    let m = &r.measurements;
+    assert_eq!(
+        m.requests.attempted + m.dropped,
+        1000,
+        "{:?} dropped {}",
+        m.requests,
+        m.dropped
+    );
+    assert!(m.requests.ok > 0);
 }
 
 #[test]

@@ -268,8 +268,15 @@ fn run_child(
             return Ok(());
         }
     };
-    send(stream, &Msg::Started)?;
-    let orders = listen_for_stop(stream)?;
+    let orders = match send(stream, &Msg::Started).and_then(|()| listen_for_stop(stream)) {
+        Ok(orders) => orders,
+        Err(e) => {
+            // No coordinator to run it for: the run ends before it starts.
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(e);
+        }
+    };
     let exit_code = watch_child(stream, &mut child, &orders, &dir.join("live.json"));
     let error = if exit_code == 0 || exit_code == 99 {
         String::new()
@@ -339,7 +346,11 @@ fn watch_child(
         match child.try_wait() {
             Ok(Some(status)) => return status.code().unwrap_or(-1),
             Ok(None) => {}
-            Err(_) => return -1,
+            Err(_) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return -1;
+            }
         }
         if stopped.is_none()
             && let Ok(why) = orders.try_recv()

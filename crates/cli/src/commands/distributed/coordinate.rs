@@ -118,6 +118,9 @@ pub fn run(mut c: CoordinateCmd) -> anyhow::Result<ExitCode> {
             .into());
         }
     }
+    // Listening before any agent is asked: a busy --prometheus address is
+    // a usage error, not a run cut short.
+    let mut view = super::live::LiveView::new(c.agents.len(), c.prometheus, &thresholds, c.quiet)?;
     let mut agents = Vec::new();
     for addr in &c.agents {
         agents.push(greet(addr, &token, connections, c.agents.len())?);
@@ -151,11 +154,9 @@ pub fn run(mut c: CoordinateCmd) -> anyhow::Result<ExitCode> {
         }
     }
     say!(
-        "throng: coordinate: {n} agents start at {} ({} segments of the plan)",
-        throng_result::rfc3339(start_at),
-        n
+        "throng: coordinate: {n} agents, one segment of the plan each, start at {}",
+        throng_result::rfc3339(start_at)
     );
-    let mut view = super::live::LiveView::new(n, c.prometheus, &thresholds, c.quiet)?;
     let control = throng_engine::Control::new();
     crate::signals::forward_to(&control);
     let (parts, aborted) = follow(&mut agents, &mut view, abort, &control)?;
