@@ -5,14 +5,30 @@
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use throng_engine::{Control, Progress};
+use throng_metrics::Measurements;
 
 use crate::args::LiveArgs;
 use crate::exit::UsageError;
 use crate::prometheus::Exporter;
 use crate::push::{Config, Encoder, Pusher};
+
+/// Writes `figures` to `path` whole (a file beside it, renamed over it): a
+/// reader never sees half of one. A failure loses only this second's.
+fn write_snapshot(path: &std::path::Path, figures: &LiveFigures<&Measurements>) {
+    let tmp = path.with_extension("tmp");
+    let written = std::fs::File::create(&tmp).is_ok_and(|f| {
+        use std::io::Write as _;
+        let mut w = std::io::BufWriter::new(f);
+        serde_json::to_writer(&mut w, figures).is_ok() && w.flush().is_ok()
+    });
+    if written {
+        let _ = std::fs::rename(&tmp, path);
+    }
+}
 
 /// The endpoint and the push (when asked for) across every run of a command.
 pub struct Watch {
@@ -23,6 +39,18 @@ pub struct Watch {
     /// The first run's control: Ctrl-C and SIGTERM mark it, whichever run
     /// they stop, so a signal during the linger ends it.
     control: RefCell<Option<Control>>,
+    /// `--live-snapshots`: where each new snapshot goes, and the last one
+    /// written.
+    snapshots: Option<(std::path::PathBuf, RefCell<Option<Arc<Measurements>>>)>,
+}
+
+/// What an agent's run says about itself each second (`--live-snapshots`):
+/// everything measured so far, and the gauges.
+#[derive(serde::Serialize, serde::Deserialize)]
+pub struct LiveFigures<M> {
+    pub open_connections: u64,
+    pub vus: u64,
+    pub measurements: M,
 }
 
 impl Watch {
@@ -84,6 +112,7 @@ impl Watch {
             otlp,
             linger: args.prometheus_linger,
             control: RefCell::new(None),
+            snapshots: args.live_snapshots.clone().map(|p| (p, RefCell::new(None))),
         })
     }
 
@@ -91,7 +120,12 @@ impl Watch {
     /// will read them.
     pub fn prepare(&self, control: &Control, display_shown: bool) {
         self.control.borrow_mut().get_or_insert_with(|| control.clone());
-        if self.exporter.is_some() || self.remote_write.is_some() || self.otlp.is_some() || display_shown {
+        if self.exporter.is_some()
+            || self.remote_write.is_some()
+            || self.otlp.is_some()
+            || self.snapshots.is_some()
+            || display_shown
+        {
             control.want_snapshots();
         }
     }
@@ -109,6 +143,18 @@ impl Watch {
                 running: true,
             };
             push.tick(p.snapshot.as_ref(), gauges);
+        }
+        if let (Some((path, last)), Some(snapshot)) = (&self.snapshots, &p.snapshot) {
+            let fresh = last.borrow().as_ref().is_none_or(|l| !Arc::ptr_eq(l, snapshot));
+            if fresh {
+                *last.borrow_mut() = Some(Arc::clone(snapshot));
+                let figures = LiveFigures {
+                    open_connections: p.live.open_connections,
+                    vus: vus(),
+                    measurements: &**snapshot,
+                };
+                write_snapshot(path, &figures);
+            }
         }
     }
 

@@ -143,6 +143,9 @@ pub struct LiveArgs {
     /// see docs/metrics.md
     #[arg(long = "prometheus", value_name = "ADDR")]
     pub prometheus: Option<std::net::SocketAddr>,
+    /// (internal) Write the merged snapshot to FILE about once a second, for `throng agent`
+    #[arg(long = "live-snapshots", value_name = "FILE", hide = true)]
+    pub live_snapshots: Option<std::path::PathBuf>,
     /// Keep serving /metrics this long after the run ended, so that a last scrape sees the final
     /// totals (set it to at least the scrape interval)
     #[arg(long = "prometheus-linger", value_name = "DURATION", default_value = "0s",

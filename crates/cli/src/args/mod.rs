@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand};
 use throng_plan::StepArg;
 
 mod common;
+mod distributed;
 mod habits;
 mod http;
 mod mqtt;
@@ -17,8 +18,10 @@ mod storm;
 mod tools;
 
 pub use self::common::{
-    ExportArgs, Format, IoArg, LiveArgs, ReachArgs, RepeatArgs, SegmentArgs, TargetsOrder, TlsArgs,
+    ExportArgs, Format, IoArg, LiveArgs, OutputArgs, ReachArgs, RepeatArgs, SegmentArgs, TargetsOrder, TlsArgs,
 };
+use self::distributed::{AGENT_HELP, COORDINATE_HELP};
+pub use self::distributed::{AgentCmd, CoordinateCmd};
 use self::http::{GRPC_EXAMPLES, HTTP_EXAMPLES, HTTP_SHORT_EXAMPLES};
 pub use self::http::{GrpcCmd, HttpCmd, TraceArg};
 use self::mqtt::MQTT_EXAMPLES;
@@ -90,6 +93,12 @@ pub enum Command {
     /// Turn curl commands, a HAR recording, a Postman collection or an OpenAPI document into a scenario.
     #[command(after_help = IMPORT_HELP)]
     Import(ImportCmd),
+    /// Wait for a coordinator, run its share of a distributed run, stream the result back.
+    #[command(after_help = AGENT_HELP)]
+    Agent(AgentCmd),
+    /// Run one command on several agents at once, started together, results merged exactly.
+    #[command(after_help = COORDINATE_HELP)]
+    Coordinate(CoordinateCmd),
     /// (internal) One process of `storm --procs N`: reads its orders (the validated plan and its
     /// part) as JSON on stdin, prints its result document
     #[command(name = "storm-part", hide = true)]
@@ -152,6 +161,25 @@ pub fn parse() -> Result<Cli, ExitCode> {
     }
 }
 
+/// Parses a command the coordinator ships (`http URL ...`) with the same
+/// parser as the command line; the error is clap's message on one line.
+pub fn parse_shipped(command: &[String]) -> Result<Cli, String> {
+    use clap::{CommandFactory, FromArgMatches};
+    let args: Vec<String> = std::iter::once("throng".to_string())
+        .chain(command.iter().cloned())
+        .collect();
+    let parsed = short::apply(Cli::command())
+        .try_get_matches_from(&args)
+        .and_then(|m| Cli::from_arg_matches(&m));
+    match parsed {
+        Ok(cli) => Ok(cli),
+        Err(e) => {
+            let line = clap_one_line(&e);
+            Err(line.strip_prefix("error: ").unwrap_or(&line).to_string())
+        }
+    }
+}
+
 /// --send, --send-secret and --expect values in the order they were typed.
 fn ordered_steps(m: &clap::ArgMatches, storm: &StormCmd) -> Vec<StepArg> {
     type Kind = fn(String) -> StepArg;
@@ -195,7 +223,20 @@ fn clap_one_line(e: &clap::Error) -> String {
     let help = match sub {
         Some(s)
             if [
-                "http", "storm", "mqtt", "serve", "demo", "report", "merge", "compare", "certs", "sweep", "run", "k8s",
+                "http",
+                "storm",
+                "mqtt",
+                "serve",
+                "demo",
+                "report",
+                "merge",
+                "compare",
+                "certs",
+                "sweep",
+                "run",
+                "k8s",
+                "agent",
+                "coordinate",
             ]
             .contains(&s.as_str()) =>
         {

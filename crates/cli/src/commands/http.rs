@@ -17,7 +17,64 @@ use crate::exit::UsageError;
 use crate::live::Watch;
 use crate::progress::Display;
 
+/// A checked `throng http` command: its plan and the flags the run itself
+/// reads.
+pub(super) struct Prepared {
+    plan: HttpPlan,
+    seg: super::segment::Segmenting,
+    tls: Option<std::sync::Arc<throng_tls::rustls::ClientConfig>>,
+    output: crate::args::OutputArgs<crate::args::Format>,
+    live: crate::args::LiveArgs,
+    repeat: crate::args::RepeatArgs,
+}
+
 pub fn run(c: HttpCmd) -> anyhow::Result<ExitCode> {
+    let Prepared {
+        plan,
+        seg,
+        tls,
+        output,
+        live,
+        repeat,
+    } = prepare(c)?;
+    super::export::check_outputs(&[("--json", output.json.as_deref()), ("--html", output.html.as_deref())])?;
+    let (exports, rows) = super::export::open_run(&output.export)?;
+
+    super::export::refuse_rows_with_repeat(&output.export, repeat.count)?;
+    if let Some(why) = throng_engine::auto_fallback(&plan, rows.is_some()) {
+        say!("throng: {why}; running on epoll instead (--io epoll skips this check)");
+    }
+    let watch = Watch::start(
+        &live,
+        BTreeMap::new(),
+        seg.segment.as_ref().map(throng_plan::Segment::range),
+        seg.start_at_unix_ms,
+    )?;
+    let runs = repeated(repeat, output.quiet, |control| {
+        super::segment::wait_for_start(plan.start_at_unix_ms, control, output.quiet)?;
+        let display = Display::new(output.quiet);
+        watch.prepare(control, display.is_shown());
+        let result = throng_engine::run_http(&plan, tls.clone(), rows.as_ref(), control, &mut |p| {
+            display.tick(p);
+            watch.tick(p);
+        });
+        display.finish();
+        let mut result = result.context("the run could not start")?;
+        watch.finished(&mut result);
+        Ok(result)
+    })?;
+    let (code, merged) = finish_runs(repeat, &runs, output.json.as_deref(), output.format)?;
+    exports.write(&merged)?;
+    if let Some(path) = &output.html {
+        super::shared::write_html(path, &merged)?;
+    }
+    watch.linger();
+    Ok(code.into())
+}
+
+/// Checks the command and makes its plan: everything `throng http` does
+/// before it runs (`throng coordinate` checks a command with it once).
+pub(super) fn prepare(c: HttpCmd) -> anyhow::Result<Prepared> {
     if c.data.as_deref() == Some("@-") && c.targets.as_deref() == Some(Path::new("-")) {
         return Err(UsageError("--data @- and --targets - both read stdin; give one of them a file".into()).into());
     }
@@ -158,42 +215,14 @@ pub fn run(c: HttpCmd) -> anyhow::Result<ExitCode> {
         )?),
         None => None,
     };
-    super::export::check_outputs(&[
-        ("--json", c.output.json.as_deref()),
-        ("--html", c.output.html.as_deref()),
-    ])?;
-    let (exports, rows) = super::export::open_run(&c.output.export)?;
-
-    super::export::refuse_rows_with_repeat(&c.output.export, c.repeat.count)?;
-    if let Some(why) = throng_engine::auto_fallback(&plan, rows.is_some()) {
-        say!("throng: {why}; running on epoll instead (--io epoll skips this check)");
-    }
-    let watch = Watch::start(
-        &c.live,
-        BTreeMap::new(),
-        seg.segment.as_ref().map(throng_plan::Segment::range),
-        seg.start_at_unix_ms,
-    )?;
-    let runs = repeated(c.repeat, c.output.quiet, |control| {
-        super::segment::wait_for_start(plan.start_at_unix_ms, control, c.output.quiet)?;
-        let display = Display::new(c.output.quiet);
-        watch.prepare(control, display.is_shown());
-        let result = throng_engine::run_http(&plan, tls.clone(), rows.as_ref(), control, &mut |p| {
-            display.tick(p);
-            watch.tick(p);
-        });
-        display.finish();
-        let mut result = result.context("the run could not start")?;
-        watch.finished(&mut result);
-        Ok(result)
-    })?;
-    let (code, merged) = finish_runs(c.repeat, &runs, c.output.json.as_deref(), c.output.format)?;
-    exports.write(&merged)?;
-    if let Some(path) = &c.output.html {
-        super::shared::write_html(path, &merged)?;
-    }
-    watch.linger();
-    Ok(code.into())
+    Ok(Prepared {
+        plan,
+        seg,
+        tls,
+        output: c.output,
+        live: c.live,
+        repeat: c.repeat,
+    })
 }
 
 /// Reads `--body`, never past [`MAX_BODY_BYTES`] + 1 bytes: `/dev/zero`, a

@@ -4,6 +4,7 @@ mod certs;
 mod compare;
 mod completions;
 mod demo;
+mod distributed;
 mod export;
 mod grpc;
 mod grpc_reflect;
@@ -48,6 +49,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Run(c) => run::run(*c),
         Command::StormPart => storm::run_part(),
         Command::K8s(c) => k8s::run(c),
+        Command::Agent(c) => distributed::agent::run(c),
+        Command::Coordinate(c) => distributed::coordinate::run(c),
         Command::Import(c) => import::run(c),
         Command::Completions(c) => completions::completions(c),
         Command::Man(c) => completions::man(c),

@@ -48,6 +48,7 @@ mod bounds;
 mod ci;
 mod compare;
 mod cookies;
+mod coordinate;
 mod coordinated_omission;
 mod data_secret;
 mod early_stop;

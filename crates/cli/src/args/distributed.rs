@@ -1,0 +1,78 @@
+//! `throng agent` and `throng coordinate`: one run spread over machines.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::Args;
+
+pub(super) const AGENT_HELP: &str = "\
+An agent waits for a coordinator (`throng coordinate`), runs its share of the plan, and sends its
+result back; then it waits for the next run. It serves one coordinator at a time.
+The connection is not encrypted: keep it on a trusted network. Whoever has the token can make
+the agent run a load test: give every agent and the coordinator the same --token-file.
+
+Example:
+  throng agent --listen 0.0.0.0:7001 --token-file /etc/throng/token";
+
+pub(super) const COORDINATE_HELP: &str = "\
+The command after -- is checked here once, then each agent runs segment i of N of it (the same
+--segment mechanics as a manual split), all starting at one instant. Their results are merged
+exactly (as `throng merge`) into one --json/--html. An agent that fails or stops answering is a
+missing segment, named in the result: exit 1 unless --allow-missing. Ctrl-C stops every agent and
+still writes the merged result. The files the command reads (--body, --bearer-file, ...) are
+read here and sent to the agents; --targets and --data @- are not shipped yet.
+
+Example:
+  throng coordinate --agents 10.0.0.5:7001,10.0.0.6:7001 --token-file token --json all.json \\
+      -- http http://target/ -r 30000 -d 5m --threshold 'p99 < 50ms'";
+
+#[derive(Debug, Args)]
+pub struct AgentCmd {
+    /// Address to listen on for a coordinator
+    #[arg(long = "listen", value_name = "ADDR")]
+    pub listen: SocketAddr,
+    /// File holding the shared secret a coordinator must present (compared in constant time,
+    /// never logged); without it, any coordinator that reaches the port is served
+    #[arg(long = "token-file", value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    /// Serve this many runs, then exit [default: serve until stopped]
+    #[arg(long = "runs", value_name = "N")]
+    pub runs: Option<u64>,
+}
+
+#[derive(Debug, Args)]
+pub struct CoordinateCmd {
+    /// The agents, HOST:PORT separated by commas; agent i runs segment i of N
+    #[arg(long = "agents", value_name = "ADDRS", value_delimiter = ',', required = true)]
+    pub agents: Vec<String>,
+    /// File holding the shared secret every agent was started with
+    #[arg(long = "token-file", value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    /// Write the merged result (JSON) to this file
+    #[arg(long = "json", value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write the merged result as an HTML report to this file
+    #[arg(long = "html", value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Exit 0 even when an agent's segment is missing (the result still names it)
+    #[arg(long = "allow-missing")]
+    pub allow_missing: bool,
+    /// Stop every agent as soon as a --threshold of the command fails on the merged figures
+    /// (checked every second; exit 99); also accepted inside the command
+    #[arg(long = "abort-on-fail")]
+    pub abort_on_fail: bool,
+    /// Serve the merged live figures of every agent as Prometheus metrics at http://ADDR/metrics
+    #[arg(long = "prometheus", value_name = "ADDR")]
+    pub prometheus: Option<SocketAddr>,
+    /// Keep serving /metrics this long after the run ended, so that a last scrape sees the final
+    /// merged totals
+    #[arg(long = "prometheus-linger", value_name = "DURATION", default_value = "0s",
+          value_parser = throng_plan::parse_duration, requires = "prometheus")]
+    pub prometheus_linger: std::time::Duration,
+    /// No live progress line
+    #[arg(short = 'q', long = "quiet")]
+    pub quiet: bool,
+    /// The command every agent runs its segment of: http URL ... (after --)
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}

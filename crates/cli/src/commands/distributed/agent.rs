@@ -1,0 +1,433 @@
+//! `throng agent`: waits for a coordinator, runs its segment as a child
+//! process of this binary, sends the result back.
+
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, ExitCode, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, mpsc};
+use std::time::{Duration, Instant};
+
+use super::{MAX_HELLO, Msg, PROTOCOL, SILENCE, WireError, now_ms, read_token, recv, recv_within, same_token, send};
+use crate::args::AgentCmd;
+use crate::exit::UsageError;
+
+/// How long a coordinator has for its hello, and for its run after it.
+const HANDSHAKE: Duration = Duration::from_secs(10);
+/// How long an interrupted run has to write its result before it is killed.
+const STOP_GRACE: Duration = Duration::from_secs(15);
+/// How much of the child's stderr goes back in an error.
+const STDERR_TAIL: usize = 2000;
+
+pub fn run(c: AgentCmd) -> anyhow::Result<ExitCode> {
+    let token = read_token(c.token_file.as_deref())?;
+    let listener = TcpListener::bind(c.listen).map_err(|e| {
+        UsageError(format!(
+            "--listen {}: cannot listen there: {e}; give a free port on an address of this machine",
+            c.listen
+        ))
+    })?;
+    let addr = listener.local_addr().unwrap_or(c.listen);
+    if token.is_empty() && !addr.ip().is_loopback() {
+        say!("throng: agent: warning: no --token-file: anyone who reaches {addr} can make this agent run a load test");
+    }
+    say!(
+        "throng: agent listening on {addr} (throng {})",
+        env!("CARGO_PKG_VERSION")
+    );
+    listener
+        .set_nonblocking(true)
+        .map_err(|e| anyhow::anyhow!("--listen {addr}: {e}"))?;
+    let state = Arc::new(State {
+        token,
+        busy: AtomicBool::new(false),
+        served: AtomicU64::new(0),
+        greeting: AtomicUsize::new(0),
+    });
+    while c.runs.is_none_or(|n| state.served.load(Ordering::SeqCst) < n) {
+        let (stream, peer) = match listener.accept() {
+            Ok(s) => s,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(50));
+                continue;
+            }
+            Err(e) => {
+                say!("throng: agent: accept failed: {e}");
+                std::thread::sleep(Duration::from_millis(100));
+                continue;
+            }
+        };
+        // Each connection on a thread of its own, so that a peer that says
+        // nothing holds up no one; at most MAX_GREETING at once.
+        if state.greeting.fetch_add(1, Ordering::SeqCst) >= MAX_GREETING {
+            state.greeting.fetch_sub(1, Ordering::SeqCst);
+            continue;
+        }
+        let state2 = Arc::clone(&state);
+        let spawned = std::thread::Builder::new().name("throng-agent".into()).spawn(move || {
+            let _ = stream.set_nonblocking(false);
+            let outcome = serve(stream, &state2);
+            match outcome {
+                Ok(Served::Ran) => say!("throng: agent: run for {peer} finished"),
+                Ok(Served::Refused(why)) => say!("throng: agent: refused {peer}: {why}"),
+                Err(e) => say!("throng: agent: {peer}: {e}"),
+            }
+        });
+        if spawned.is_err() {
+            state.greeting.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+    // The last run's report is on its way: let it go out.
+    while state.greeting.load(Ordering::SeqCst) > 0 {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Most connections served at once (one of them running, the others
+/// greeted and refused).
+const MAX_GREETING: usize = 16;
+
+/// What the connections share.
+struct State {
+    token: String,
+    /// A run is under way (one at a time).
+    busy: AtomicBool,
+    /// Runs served.
+    served: AtomicU64,
+    /// Connections being served.
+    greeting: AtomicUsize,
+}
+
+enum Served {
+    Ran,
+    Refused(String),
+}
+
+/// One connection, to its end.
+fn serve(stream: TcpStream, state: &State) -> Result<Served, WireError> {
+    let outcome = serve_one(stream, state);
+    if matches!(outcome, Ok(Served::Ran)) {
+        state.served.fetch_add(1, Ordering::SeqCst);
+    }
+    state.greeting.fetch_sub(1, Ordering::SeqCst);
+    outcome
+}
+
+/// One coordinator's connection: greeted, then (when no other run is under
+/// way) its run.
+fn serve_one(mut stream: TcpStream, state: &State) -> Result<Served, WireError> {
+    let token = state.token.as_str();
+    let _ = stream.set_nodelay(true);
+    let _ = stream.set_write_timeout(Some(SILENCE));
+    let refuse = |stream: &mut TcpStream, why: String| {
+        let _ = send(stream, &Msg::Refused { reason: why.clone() });
+        Ok(Served::Refused(why))
+    };
+    match recv_within(&mut stream, HANDSHAKE, MAX_HELLO)? {
+        Msg::Hello { protocol, token: given } => {
+            if !same_token(&given, token) {
+                return refuse(
+                    &mut stream,
+                    "wrong token: give `throng coordinate` the --token-file this agent was started with".into(),
+                );
+            }
+            if protocol != PROTOCOL {
+                return refuse(
+                    &mut stream,
+                    format!("protocol {protocol}, this agent speaks {PROTOCOL}: run the same throng version on both"),
+                );
+            }
+        }
+        other => return refuse(&mut stream, format!("expected a hello, got a {} message", other.name())),
+    }
+    if state.busy.swap(true, Ordering::SeqCst) {
+        return refuse(
+            &mut stream,
+            "busy: running another coordinator's test; try again when it ends".into(),
+        );
+    }
+    let outcome = run_orders(&mut stream);
+    state.busy.store(false, Ordering::SeqCst);
+    outcome
+}
+
+/// Welcomes an authenticated coordinator and runs what it sends.
+fn run_orders(stream: &mut TcpStream) -> Result<Served, WireError> {
+    let refuse = |stream: &mut TcpStream, why: String| {
+        let _ = send(stream, &Msg::Refused { reason: why.clone() });
+        Ok(Served::Refused(why))
+    };
+    send(
+        stream,
+        &Msg::Welcome {
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            unix_ms: now_ms(),
+            nofile: throng_engine::sys::fd_limits().1,
+        },
+    )?;
+    let (command, segment, sequence, start_at, files) = match recv(stream, HANDSHAKE)? {
+        Msg::Run {
+            command,
+            segment,
+            sequence,
+            start_at_unix_ms,
+            files,
+        } => (command, segment, sequence, start_at_unix_ms, files),
+        Msg::Stop => return Ok(Served::Refused("the coordinator gave up before the run".into())),
+        other => return refuse(stream, format!("expected a run, got a {} message", other.name())),
+    };
+    let dir = scratch_dir().map_err(WireError::Io)?;
+    let outcome = match unpack(&command, &files, &dir) {
+        Ok(command) => run_child(stream, &dir, &command, &segment, &sequence, start_at).map(|()| Served::Ran),
+        Err(why) => {
+            let done = Msg::Done {
+                exit_code: 2,
+                result: None,
+                error: why.clone(),
+            };
+            send(stream, &done).map(|()| Served::Refused(why))
+        }
+    };
+    let _ = std::fs::remove_dir_all(&dir);
+    outcome
+}
+
+/// Writes the shipped files into `dir`, points the command at them, and
+/// checks it: a command that would read any other file is refused.
+fn unpack(command: &[String], files: &[super::files::Shipped], dir: &std::path::Path) -> Result<Vec<String>, String> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let (command, contents) = super::files::rewrite(command, files, dir)?;
+    for (k, bytes) in contents.iter().enumerate() {
+        let path = dir.join(format!("file-{k}"));
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, bytes))
+            .map_err(|e| format!("cannot write a shipped file: {e}"))?;
+    }
+    let parsed = super::coordinate::check_command(&command).map_err(|e| e.0)?;
+    super::files::only_in(&parsed, dir).map_err(|p| {
+        format!("the command reads '{p}' on this agent's machine; a coordinator ships every file a command reads")
+    })?;
+    Ok(command)
+}
+
+/// A private directory for the child's result and stderr.
+fn scratch_dir() -> std::io::Result<PathBuf> {
+    use std::os::unix::fs::DirBuilderExt as _;
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("throng-agent-{}-{n}", std::process::id()));
+    std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
+    Ok(dir)
+}
+
+/// Runs the command as a child (its segment, its start), tells the
+/// coordinator it started, says it is alive every second, passes a stop on,
+/// and sends the result back.
+fn run_child(
+    stream: &mut TcpStream,
+    dir: &std::path::Path,
+    command: &[String],
+    segment: &str,
+    sequence: &str,
+    start_at: u64,
+) -> Result<(), WireError> {
+    let result_path = dir.join("result.json");
+    let stderr_path = dir.join("stderr.txt");
+    let stderr = std::fs::File::create(&stderr_path).map_err(WireError::Io)?;
+    let exe = std::env::current_exe().map_err(WireError::Io)?;
+    let mut cmd = std::process::Command::new(exe);
+    cmd.args(command)
+        .args(["--segment", segment, "--segment-sequence", sequence, "--start-at"])
+        .arg(start_at.to_string())
+        .arg("--json")
+        .arg(&result_path)
+        .arg("--quiet")
+        .arg("--live-snapshots")
+        .arg(dir.join("live.json"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(stderr);
+    crate::commands::shared::die_with_this_process(&mut cmd);
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            let error = format!("cannot start the run: {e}");
+            send(
+                stream,
+                &Msg::Done {
+                    exit_code: 1,
+                    result: None,
+                    error,
+                },
+            )?;
+            return Ok(());
+        }
+    };
+    let orders = match send(stream, &Msg::Started).and_then(|()| listen_for_stop(stream)) {
+        Ok(orders) => orders,
+        Err(e) => {
+            // No coordinator to run it for: the run ends before it starts.
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(e);
+        }
+    };
+    let exit_code = watch_child(stream, &mut child, &orders, &dir.join("live.json"));
+    let error = if exit_code == 0 || exit_code == 99 {
+        String::new()
+    } else {
+        stderr_tail(&stderr_path)
+    };
+    let result = read_result(&result_path);
+    let (result, error) = match result {
+        Ok(r) => (r, error),
+        Err(why) => (
+            None,
+            format!("{error}{}{why}", if error.is_empty() { "" } else { "; " }),
+        ),
+    };
+    send(
+        stream,
+        &Msg::Done {
+            exit_code,
+            result,
+            error,
+        },
+    )
+}
+
+/// Reads the coordinator's messages on another thread: a stop, or the
+/// coordinator gone (closed, garbage, or silent for [`SILENCE`]), arrives
+/// on the channel once.
+fn listen_for_stop(stream: &TcpStream) -> Result<mpsc::Receiver<&'static str>, WireError> {
+    let mut reader = stream.try_clone().map_err(WireError::Io)?;
+    let (tx, rx) = mpsc::channel();
+    std::thread::Builder::new()
+        .name("throng-agent-rx".into())
+        .spawn(move || {
+            loop {
+                match recv(&mut reader, SILENCE) {
+                    Ok(Msg::Alive { .. }) => {}
+                    Ok(Msg::Stop) => {
+                        let _ = tx.send("the coordinator stopped the run");
+                        return;
+                    }
+                    Ok(_) | Err(_) => {
+                        let _ = tx.send("the coordinator is gone");
+                        return;
+                    }
+                }
+            }
+        })
+        .map_err(WireError::Io)?;
+    Ok(rx)
+}
+
+/// Waits for the child, saying alive every second and interrupting it on
+/// a stop (killing it if it does not end within [`STOP_GRACE`] after).
+/// Returns its exit code (-1 when it died of a signal).
+fn watch_child(
+    stream: &mut TcpStream,
+    child: &mut Child,
+    orders: &mpsc::Receiver<&'static str>,
+    live: &std::path::Path,
+) -> i32 {
+    let mut seq = 0u64;
+    let mut last_live = None;
+    let mut last_alive = Instant::now();
+    let mut stopped: Option<Instant> = None;
+    let mut coordinator_here = true;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return status.code().unwrap_or(-1),
+            Ok(None) => {}
+            Err(_) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return -1;
+            }
+        }
+        if stopped.is_none()
+            && let Ok(why) = orders.try_recv()
+        {
+            say!("throng: agent: {why}: stopping the run");
+            coordinator_here = why != "the coordinator is gone";
+            interrupt(child);
+            stopped = Some(Instant::now());
+        }
+        if stopped.is_some_and(|at| at.elapsed() > STOP_GRACE) {
+            let _ = child.kill();
+        }
+        if coordinator_here && last_alive.elapsed() >= Duration::from_secs(1) {
+            seq += 1;
+            last_alive = Instant::now();
+            let msg = match fresh_snapshot(live, &mut last_live) {
+                Some(figures) => Msg::Live { seq, figures },
+                None => Msg::Alive { seq },
+            };
+            if send(stream, &msg).is_err() {
+                coordinator_here = false;
+                if stopped.is_none() {
+                    interrupt(child);
+                    stopped = Some(Instant::now());
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The run's latest snapshot when it changed since `last` (its time).
+fn fresh_snapshot(path: &std::path::Path, last: &mut Option<std::time::SystemTime>) -> Option<String> {
+    let modified = std::fs::metadata(path).and_then(|m| m.modified()).ok()?;
+    if *last == Some(modified) {
+        return None;
+    }
+    let limit = u64::from(super::MAX_FRAME) - 1024 * 1024;
+    let bytes = throng_plan::input::read_limited(path, limit).ok()?;
+    *last = Some(modified);
+    String::from_utf8(bytes).ok()
+}
+
+fn interrupt(child: &Child) {
+    if let Ok(pid) = i32::try_from(child.id()) {
+        // SAFETY: kill takes no pointers; the child is not reaped yet, so
+        // the pid is still its.
+        unsafe { libc::kill(pid, libc::SIGINT) };
+    }
+}
+
+/// The child's result document, if it wrote one (at most a frame's worth).
+fn read_result(path: &std::path::Path) -> Result<Option<String>, String> {
+    let limit = u64::from(super::MAX_FRAME) - 1024 * 1024;
+    match throng_plan::input::read_limited(path, limit) {
+        Ok(bytes) => String::from_utf8(bytes)
+            .map(Some)
+            .map_err(|_| "the result is not UTF-8".to_string()),
+        Err(throng_plan::input::ReadError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(throng_plan::input::ReadError::Io(e)) => Err(format!("cannot read the result: {e}")),
+        Err(_) => Err("the result is over 63 MiB, more than one message may carry".to_string()),
+    }
+}
+
+/// The last lines of the child's stderr.
+fn stderr_tail(path: &std::path::Path) -> String {
+    use std::io::{Read as _, Seek as _};
+    let mut text = Vec::new();
+    if let Ok(mut f) = std::fs::File::open(path) {
+        // Only the end: a chatty run's stderr may be long.
+        let len = f.metadata().map_or(0, |m| m.len());
+        let _ = f.seek(std::io::SeekFrom::Start(len.saturating_sub(STDERR_TAIL as u64)));
+        let _ = f.take(STDERR_TAIL as u64).read_to_end(&mut text);
+    }
+    let text = String::from_utf8_lossy(&text);
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .collect::<Vec<_>>()
+        .join(" / ")
+}

@@ -1,0 +1,471 @@
+//! `throng coordinate`: checks the command once, has agent i run segment i
+//! of N of it from one instant, and merges their results exactly.
+
+use std::net::{TcpStream, ToSocketAddrs};
+use std::process::ExitCode;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use throng_result::RunResult;
+
+use super::{Msg, PROTOCOL, SILENCE, WireError, now_ms, read_token, recv, send};
+use crate::args::{Command, CoordinateCmd, HttpCmd};
+use crate::exit::{Outcome, UsageError};
+
+/// Longest a connection to an agent may take.
+const CONNECT: Duration = Duration::from_secs(5);
+/// Longest an agent may take to answer a hello, or to start a run.
+const ANSWER: Duration = Duration::from_secs(10);
+/// How far ahead of now the agents start: time for every agent to get its
+/// orders and start its process.
+const START_AHEAD: Duration = Duration::from_secs(3);
+/// Largest clock difference between here and an agent.
+const MAX_OFFSET_MS: u64 = 1000;
+/// Most agents one coordinator drives.
+const MAX_AGENTS: usize = 1000;
+
+/// Parses a shipped command as `throng` would and refuses what the
+/// coordinator owns (segments, start, outputs) or cannot ship yet (files on
+/// the coordinator's disk).
+pub fn check_command(command: &[String]) -> Result<Box<HttpCmd>, UsageError> {
+    let cli = crate::args::parse_shipped(command).map_err(|e| UsageError(format!("the command after --: {e}")))?;
+    let Command::Http(c) = cli.command else {
+        return Err(UsageError(format!(
+            "the command after --: '{}' cannot be coordinated yet; give an http command (-- http URL ...)",
+            command.first().map_or("", String::as_str)
+        )));
+    };
+    let owned = [
+        ("--segment", c.segments.segment.is_some()),
+        ("--start-at", c.segments.start_at.is_some()),
+        ("--json", c.output.json.is_some()),
+        ("--html", c.output.html.is_some()),
+        ("--repeat", c.repeat.count > 1),
+        ("--prometheus", c.live.prometheus.is_some()),
+        ("--csv", c.output.export.csv.is_some()),
+        ("--csv-requests", c.output.export.csv_requests.is_some()),
+    ];
+    if let Some((flag, _)) = owned.iter().find(|(_, given)| *given) {
+        return Err(UsageError(format!(
+            "the command after --: {flag} is the coordinator's to set (each agent's segment, one start, one \
+             merged result); drop it from the command, and give --json/--html to `throng coordinate` itself"
+        )));
+    }
+    let unshipped = [
+        ("--targets", c.targets.is_some()),
+        ("--data @-", c.data.as_deref() == Some("@-")),
+    ];
+    if let Some((flag, _)) = unshipped.iter().find(|(_, given)| *given) {
+        return Err(UsageError(format!(
+            "the command after --: {flag} cannot be shipped to the agents yet; give the requests another way \
+             (--body FILE, --data), or run the segments by hand (--segment, see 'Distributed runs')"
+        )));
+    }
+    Ok(c)
+}
+
+/// One agent, connected and greeted.
+struct Agent {
+    addr: String,
+    stream: TcpStream,
+}
+
+/// How an agent's part ended.
+enum Part {
+    Done {
+        exit_code: i32,
+        result: Option<String>,
+        error: String,
+    },
+    Missing(String),
+}
+
+pub fn run(mut c: CoordinateCmd) -> anyhow::Result<ExitCode> {
+    // `--abort-on-fail` is the coordinator's, also where the command's
+    // thresholds are written: it judges the merged figures, not a segment's.
+    let before = c.command.len();
+    c.command.retain(|a| a != "--abort-on-fail");
+    let abort = c.abort_on_fail || c.command.len() != before;
+    let http = check_command(&c.command)?;
+    let thresholds = http.thresholds.clone();
+    let connections = http.connections;
+    // The whole check `throng http` makes before it runs, here, once: an
+    // agent never gets a command that would not run.
+    crate::commands::http::prepare(*http).map_err(|e| e.context("the command after --"))?;
+    let files = super::files::ship(&c.command)?;
+    // Every file the command reads must be one shipped: checked here as the
+    // agents will check it.
+    let probe = std::path::Path::new("/throng-shipped");
+    let cannot_ship = |what: String| {
+        UsageError(format!(
+            "the command after --: cannot tell how to ship {what}; write each file flag and its file as two \
+             arguments (--body FILE)"
+        ))
+    };
+    let (rewritten, _) = super::files::rewrite(&c.command, &files, probe).map_err(cannot_ship)?;
+    super::files::only_in(&*check_command(&rewritten)?, probe).map_err(|p| cannot_ship(format!("'{p}'")))?;
+    crate::commands::export::check_outputs(&[("--json", c.json.as_deref()), ("--html", c.html.as_deref())])?;
+    let token = read_token(c.token_file.as_deref())?;
+    if c.agents.len() > MAX_AGENTS {
+        return Err(UsageError(format!("--agents: {} agents, more than {MAX_AGENTS}", c.agents.len())).into());
+    }
+    for (i, addr) in c.agents.iter().enumerate() {
+        if c.agents[..i].contains(addr) {
+            return Err(UsageError(format!(
+                "--agents: {addr} is listed twice; an agent runs one segment at a time, list each once"
+            ))
+            .into());
+        }
+    }
+    // Listening before any agent is asked: a busy --prometheus address is
+    // a usage error, not a run cut short.
+    let mut view = super::live::LiveView::new(c.agents.len(), c.prometheus, &thresholds, c.quiet)?;
+    let mut agents = Vec::new();
+    for addr in &c.agents {
+        agents.push(greet(addr, &token, connections, c.agents.len())?);
+    }
+    let n = agents.len();
+    let points: Vec<String> = (0..=n)
+        .map(|i| match i {
+            0 => "0".to_string(),
+            i if i == n => "1".to_string(),
+            i => format!("{i}/{n}"),
+        })
+        .collect();
+    let sequence = points.join(",");
+    let start_at = now_ms() + START_AHEAD.as_millis() as u64;
+    for (i, a) in agents.iter_mut().enumerate() {
+        let run = Msg::Run {
+            command: c.command.clone(),
+            segment: format!("{}:{}", points[i], points[i + 1]),
+            sequence: sequence.clone(),
+            start_at_unix_ms: start_at,
+            files: files.clone(),
+        };
+        send(&mut a.stream, &run).map_err(|e| anyhow::anyhow!("agent {}: {e}", a.addr))?;
+    }
+    for a in &mut agents {
+        if let Err(e) = started(a) {
+            for other in &mut agents {
+                let _ = send(&mut other.stream, &Msg::Stop);
+            }
+            return Err(e);
+        }
+    }
+    say!(
+        "throng: coordinate: {n} agents, one segment of the plan each, start at {}",
+        throng_result::rfc3339(start_at)
+    );
+    let control = throng_engine::Control::new();
+    crate::signals::forward_to(&control);
+    let (parts, aborted) = follow(&mut agents, &mut view, abort, &control)?;
+    let signalled = control.was_interrupted();
+    let (code, merged) = finish(&c, &agents, &points, parts, aborted)?;
+    if let Some(m) = merged {
+        // A signal during the linger ends it (one that stopped the run
+        // does not: the last scrape still sees the totals).
+        view.finish(&m, c.prometheus_linger, || !signalled && control.was_interrupted());
+    }
+    Ok(code)
+}
+
+/// Connects to `addr`, says hello, and checks the agent's answer: version,
+/// clock, descriptor limit.
+fn greet(addr: &str, token: &str, connections: Option<u32>, n: usize) -> anyhow::Result<Agent> {
+    let resolved = addr
+        .to_socket_addrs()
+        .map_err(|e| UsageError(format!("--agents: '{addr}': {e}; give HOST:PORT")))?
+        .next()
+        .ok_or_else(|| UsageError(format!("--agents: '{addr}' resolves to no address; give HOST:PORT")))?;
+    let mut stream = TcpStream::connect_timeout(&resolved, CONNECT).map_err(|e| {
+        anyhow::anyhow!(
+            "agent {addr}: cannot connect: {e}; start `throng agent --listen {addr}` there, or check the address"
+        )
+    })?;
+    let _ = stream.set_nodelay(true);
+    let _ = stream.set_write_timeout(Some(SILENCE));
+    let asked = now_ms();
+    send(
+        &mut stream,
+        &Msg::Hello {
+            protocol: PROTOCOL,
+            token: token.to_string(),
+        },
+    )
+    .map_err(|e| anyhow::anyhow!("agent {addr}: {e}"))?;
+    let answer = recv(&mut stream, ANSWER).map_err(|e| anyhow::anyhow!("agent {addr}: {e}"))?;
+    let heard = now_ms();
+    match answer {
+        Msg::Welcome {
+            version,
+            unix_ms,
+            nofile,
+        } => {
+            let ours = env!("CARGO_PKG_VERSION");
+            if version != ours {
+                return Err(UsageError(format!(
+                    "agent {addr} runs throng {version}, this is {ours}: run the same version everywhere"
+                ))
+                .into());
+            }
+            let middle = asked.midpoint(heard);
+            let offset = unix_ms.abs_diff(middle);
+            if offset > MAX_OFFSET_MS + (heard - asked) / 2 {
+                return Err(UsageError(format!(
+                    "agent {addr}: its clock is {offset} ms off this one's, more than {MAX_OFFSET_MS} ms: the \
+                     agents would not start together; sync the clocks (NTP)"
+                ))
+                .into());
+            }
+            let share = connections.map_or(0, |c| u64::from(c).div_ceil(n as u64));
+            if share + 64 > nofile {
+                return Err(UsageError(format!(
+                    "agent {addr}: may open {nofile} files, too few for its share of {share} connections; raise \
+                     its limit (ulimit -n) or add agents"
+                ))
+                .into());
+            }
+            Ok(Agent {
+                addr: addr.to_string(),
+                stream,
+            })
+        }
+        Msg::Refused { reason } => Err(UsageError(format!("agent {addr} refused: {reason}")).into()),
+        other => Err(anyhow::anyhow!(
+            "agent {addr}: expected a welcome, got a {} message",
+            other.name()
+        )),
+    }
+}
+
+/// Waits for the agent to say its run started; its refusal is the error.
+fn started(a: &mut Agent) -> anyhow::Result<()> {
+    let addr = &a.addr;
+    let deadline = Instant::now() + ANSWER;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(anyhow::anyhow!(
+                "agent {addr}: did not start the run within {} s",
+                ANSWER.as_secs()
+            ));
+        }
+        match recv(&mut a.stream, left).map_err(|e| anyhow::anyhow!("agent {addr}: {e}"))? {
+            Msg::Started => return Ok(()),
+            Msg::Alive { .. } => {}
+            Msg::Done { exit_code, error, .. } => {
+                let e = format!("agent {addr} could not start the run: {error}");
+                return Err(if exit_code == 2 {
+                    UsageError(e).into()
+                } else {
+                    anyhow::anyhow!(e)
+                });
+            }
+            other => {
+                return Err(anyhow::anyhow!(
+                    "agent {addr}: expected started, got a {} message",
+                    other.name()
+                ));
+            }
+        }
+    }
+}
+
+/// Follows every agent to its end: says alive every second, merges their
+/// live figures into `view`, passes Ctrl-C (and, with `abort`, a failing
+/// threshold) on as a stop, and collects how each part ended, and the
+/// threshold that stopped the run.
+fn follow(
+    agents: &mut [Agent],
+    view: &mut super::live::LiveView,
+    abort: bool,
+    control: &throng_engine::Control,
+) -> anyhow::Result<(Vec<Part>, Option<String>)> {
+    let (tx, rx) = mpsc::channel();
+    for (i, a) in agents.iter().enumerate() {
+        let mut reader = a.stream.try_clone().context("cloning an agent's connection")?;
+        let tx = tx.clone();
+        std::thread::Builder::new()
+            .name(format!("throng-coord-{i}"))
+            .spawn(move || {
+                loop {
+                    let msg = recv(&mut reader, SILENCE);
+                    let end = !matches!(msg, Ok(Msg::Alive { .. } | Msg::Live { .. }));
+                    if tx.send((i, msg)).is_err() || end {
+                        return;
+                    }
+                }
+            })
+            .context("starting a thread")?;
+    }
+    drop(tx);
+    let mut parts: Vec<Option<Part>> = agents.iter().map(|_| None).collect();
+    let mut stop_sent = false;
+    let mut aborted = None;
+    let mut last_alive = Instant::now();
+    while parts.iter().any(Option::is_none) {
+        if (control.was_interrupted() || aborted.is_some()) && !stop_sent {
+            stop_sent = true;
+            for (a, p) in agents.iter_mut().zip(&parts) {
+                if p.is_none() {
+                    let _ = send(&mut a.stream, &Msg::Stop);
+                }
+            }
+        }
+        if last_alive.elapsed() >= Duration::from_secs(1) {
+            last_alive = Instant::now();
+            if let Some(failed) = view.tick()
+                && abort
+                && aborted.is_none()
+            {
+                say!(
+                    "throng: coordinate: threshold {failed} failed on the merged figures: stopping every agent (--abort-on-fail)"
+                );
+                aborted = Some(failed);
+                continue;
+            }
+            for (a, p) in agents.iter_mut().zip(&parts) {
+                if p.is_none() {
+                    let _ = send(&mut a.stream, &Msg::Alive { seq: 0 });
+                }
+            }
+        }
+        let Ok((i, msg)) = rx.recv_timeout(Duration::from_millis(200)) else {
+            continue;
+        };
+        let part = match msg {
+            Ok(Msg::Alive { .. }) => continue,
+            Ok(Msg::Live { seq, figures }) => {
+                view.update(i, seq, &figures);
+                continue;
+            }
+            Ok(Msg::Done {
+                exit_code,
+                result,
+                error,
+            }) => Part::Done {
+                exit_code,
+                result,
+                error,
+            },
+            Ok(other) => Part::Missing(format!("sent a {} message during the run", other.name())),
+            Err(WireError::Closed) => Part::Missing("the connection closed during the run (did the agent die?)".into()),
+            Err(WireError::Timeout(_)) => Part::Missing(format!("said nothing for {} s", SILENCE.as_secs())),
+            Err(e) => Part::Missing(e.to_string()),
+        };
+        if let Some(slot) = parts.get_mut(i) {
+            *slot = Some(part);
+        }
+    }
+    Ok((parts.into_iter().flatten().collect(), aborted))
+}
+
+/// Merges the parts, writes --json/--html, prints the report, and says how
+/// the whole ended.
+fn finish(
+    c: &CoordinateCmd,
+    agents: &[Agent],
+    points: &[String],
+    parts: Vec<Part>,
+    aborted: Option<String>,
+) -> anyhow::Result<(ExitCode, Option<throng_metrics::Measurements>)> {
+    let mut results = Vec::new();
+    let mut notes = Vec::new();
+    let mut missing = Vec::new();
+    for (i, (a, part)) in agents.iter().zip(parts).enumerate() {
+        let segment = format!("{}:{}", points[i], points[i + 1]);
+        match read_part(part) {
+            Ok(r) => {
+                notes.push(format!(
+                    "agent {}: segment {segment}: {} requests ({} ok)",
+                    a.addr,
+                    r.measurements.requests.ended(),
+                    r.measurements.requests.ok
+                ));
+                results.push(r);
+            }
+            Err(why) => {
+                say!(
+                    "throng: coordinate: agent {}: segment {segment} is missing: {why}",
+                    a.addr
+                );
+                notes.push(format!("agent {}: segment {segment} MISSING: {why}", a.addr));
+                missing.push(a.addr.clone());
+            }
+        }
+    }
+    if results.is_empty() {
+        return Err(anyhow::anyhow!(
+            "no agent returned a result ({}); nothing to merge",
+            notes.join("; ")
+        ));
+    }
+    let mut merged = RunResult::merge(&results).context("merging the agents' results")?;
+    merged.notes.extend(notes);
+    if let Some(failed) = &aborted {
+        // Stopped by a verdict, as a single run's abort: not a signal.
+        merged.interrupted = false;
+        merged.notes.push(format!(
+            "stopped early (--abort-on-fail): threshold {failed} failed on the agents' merged figures"
+        ));
+    }
+    if let Some(path) = &c.json {
+        crate::commands::shared::write_result(path, &merged)?;
+    }
+    if let Some(path) = &c.html {
+        crate::commands::shared::write_html(path, &merged)?;
+    }
+    crate::commands::shared::print_report(throng_report::View::Text, &merged)?;
+    say!(
+        "throng: coordinate: merged the results of {} of {} agents{}: {} requests ({} ok)",
+        results.len(),
+        agents.len(),
+        c.json
+            .as_ref()
+            .map_or_else(String::new, |p| format!(" into '{}'", p.display())),
+        merged.measurements.requests.ended(),
+        merged.measurements.requests.ok,
+    );
+    let mut outcome = crate::commands::shared::run_outcome(&merged);
+    if aborted.is_some() {
+        outcome = Outcome::Thresholds;
+    }
+    if !missing.is_empty() && outcome != Outcome::Interrupted {
+        if c.allow_missing {
+            say!(
+                "throng: coordinate: missing {} (--allow-missing: the result says so)",
+                missing.join(", ")
+            );
+        } else {
+            say!(
+                "throng: coordinate: missing {}; the merged result names the missing segments; --allow-missing accepts it",
+                missing.join(", ")
+            );
+            return Ok((Outcome::Failed.into(), Some(merged.measurements)));
+        }
+    }
+    Ok((outcome.into(), Some(merged.measurements)))
+}
+
+/// An agent's result, checked as `throng merge` checks a file.
+fn read_part(part: Part) -> Result<RunResult, String> {
+    let (exit_code, result, error) = match part {
+        Part::Missing(why) => return Err(why),
+        Part::Done {
+            exit_code,
+            result,
+            error,
+        } => (exit_code, result, error),
+    };
+    let Some(text) = result else {
+        return Err(format!("its run ended (exit {exit_code}) without a result: {error}"));
+    };
+    let runs = throng_result::Document::from_reader(text.as_bytes())
+        .map_err(|e| format!("its result does not read: {e}"))?
+        .into_runs();
+    let one = RunResult::merge_sequential(&runs).map_err(|e| format!("its result does not add up: {e}"))?;
+    one.books()
+        .map_err(|p| format!("the books of its result do not balance: {p}"))?;
+    Ok(one)
+}

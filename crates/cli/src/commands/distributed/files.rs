@@ -1,0 +1,185 @@
+//! The files a command reads, shipped with it: the coordinator reads them,
+//! each agent writes them into its run's private directory and points the
+//! command there. An agent never runs a command that reads a file of its
+//! own machine.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::args::HttpCmd;
+use crate::exit::UsageError;
+
+/// Flags whose value is a file.
+const FILE_FLAGS: [&str; 6] = ["--body", "--body-lines", "--bearer-file", "--cacert", "--cert", "--key"];
+/// Most bytes of files one run ships (hex makes twice that, within a frame).
+const MAX_SHIPPED: u64 = 24 << 20;
+
+/// One file: the argument it replaces, what comes before the path in that
+/// argument (`--body=`, `@`), and its bytes in hex.
+#[derive(Clone, Serialize, Deserialize)]
+pub struct Shipped {
+    pub arg: usize,
+    pub prefix: String,
+    pub hex: String,
+}
+
+/// Where the command names files: (argument index, prefix, path).
+fn file_args(command: &[String]) -> Vec<(usize, String, String)> {
+    let mut out = Vec::new();
+    let next = |i: usize| command.get(i + 1).cloned();
+    for (i, a) in command.iter().enumerate() {
+        for flag in FILE_FLAGS {
+            if a == flag
+                && let Some(v) = next(i)
+            {
+                out.push((i + 1, String::new(), v));
+            } else if let Some(v) = a.strip_prefix(flag).and_then(|r| r.strip_prefix('=')) {
+                out.push((i, format!("{flag}="), v.to_string()));
+            }
+        }
+        if a == "--data"
+            && let Some(v) = next(i)
+            && let Some(path) = v.strip_prefix('@')
+            && path != "-"
+        {
+            out.push((i + 1, "@".to_string(), path.to_string()));
+        } else if let Some(path) = a.strip_prefix("--data=@")
+            && path != "-"
+        {
+            out.push((i, "--data=@".to_string(), path.to_string()));
+        }
+    }
+    out
+}
+
+/// Reads every file the command names (they were just checked by the
+/// command's own preparation).
+pub fn ship(command: &[String]) -> Result<Vec<Shipped>, UsageError> {
+    let mut total = 0u64;
+    let mut shipped = Vec::new();
+    for (arg, prefix, path) in file_args(command) {
+        let bytes = throng_plan::input::read_limited(Path::new(&path), MAX_SHIPPED).map_err(|e| {
+            UsageError(match e {
+                throng_plan::input::ReadError::Io(e) => format!("'{path}': cannot read it: {e}"),
+                _ => format!(
+                    "'{path}': over {} MiB, more than a coordinated run ships",
+                    MAX_SHIPPED >> 20
+                ),
+            })
+        })?;
+        total += bytes.len() as u64;
+        if total > MAX_SHIPPED {
+            return Err(UsageError(format!(
+                "the command's files come to more than {} MiB, more than a coordinated run ships; use smaller files",
+                MAX_SHIPPED >> 20
+            )));
+        }
+        shipped.push(Shipped {
+            arg,
+            prefix,
+            hex: hex(&bytes),
+        });
+    }
+    Ok(shipped)
+}
+
+/// The command with each shipped file's argument pointing at
+/// `dir/file-K`, and the files' bytes, to write there.
+pub fn rewrite(command: &[String], files: &[Shipped], dir: &Path) -> Result<(Vec<String>, Vec<Vec<u8>>), String> {
+    let mut command = command.to_vec();
+    let mut contents = Vec::new();
+    for (k, f) in files.iter().enumerate() {
+        let path = dir.join(format!("file-{k}"));
+        let slot = command
+            .get_mut(f.arg)
+            .ok_or_else(|| format!("a shipped file names argument {}, past the command's end", f.arg))?;
+        *slot = format!("{}{}", f.prefix, path.display());
+        contents.push(unhex(&f.hex).ok_or("a shipped file is not hex")?);
+    }
+    Ok((command, contents))
+}
+
+/// Every file the parsed command reads is under `dir`; `--targets` (whose
+/// lines name more files) is never shipped.
+pub fn only_in(c: &HttpCmd, dir: &Path) -> Result<(), String> {
+    if c.targets.is_some() {
+        return Err("--targets".to_string());
+    }
+    let data = c.data.as_deref().and_then(|d| d.strip_prefix('@')).map(Path::new);
+    let files = [
+        c.body.as_deref(),
+        c.body_lines.as_deref(),
+        c.bearer_file.as_deref(),
+        c.tls.cacert.as_deref(),
+        c.tls.cert.as_deref(),
+        c.tls.key.as_deref(),
+        data,
+    ];
+    match files.into_iter().flatten().find(|p| !p.starts_with(dir)) {
+        Some(p) => Err(p.display().to_string()),
+        None => Ok(()),
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push(DIGITS[usize::from(b >> 4)] as char);
+        s.push(DIGITS[usize::from(b & 15)] as char);
+    }
+    s
+}
+
+fn unhex(s: &str) -> Option<Vec<u8>> {
+    let digit = |c: u8| (c as char).to_digit(16).and_then(|d| u8::try_from(d).ok());
+    s.as_bytes()
+        .chunks(2)
+        .map(|p| match p {
+            [a, b] => Some(digit(*a)? << 4 | digit(*b)?),
+            _ => None,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hex_round_trips_and_refuses_garbage() {
+        let bytes: Vec<u8> = (0..=255).collect();
+        assert_eq!(unhex(&hex(&bytes)).unwrap(), bytes);
+        assert!(unhex("abc").is_none());
+        assert!(unhex("zz").is_none());
+    }
+
+    #[test]
+    fn file_arguments_are_found_in_both_forms() {
+        let cmd: Vec<String> = [
+            "http",
+            "u",
+            "--body",
+            "b",
+            "--cacert=c",
+            "--data",
+            "@d",
+            "--data=@-",
+            "-d",
+            "5s",
+        ]
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+        let found: Vec<(usize, String, String)> = file_args(&cmd);
+        assert_eq!(
+            found,
+            vec![
+                (3, String::new(), "b".to_string()),
+                (4, "--cacert=".to_string(), "c".to_string()),
+                (6, "@".to_string(), "d".to_string()),
+            ]
+        );
+    }
+}

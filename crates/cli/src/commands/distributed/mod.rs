@@ -1,0 +1,313 @@
+//! Live distributed runs: `throng agent` and `throng coordinate`.
+//!
+//! # Wire protocol
+//!
+//! One TCP connection per agent, opened by the coordinator. Every message is
+//! a frame: a 4-byte big-endian length, then that many bytes of JSON (one
+//! [`Msg`]). A frame over [`MAX_FRAME`] (64 MiB) is refused before anything
+//! is allocated for it; every read has a timeout. A peer that sends anything
+//! else (garbage, a wrong length, an unknown message) is refused with an
+//! error naming it, and the connection is closed.
+//!
+//! ```text
+//! coordinator                         agent
+//!   Hello {protocol, token}   ──▶     token compared in constant time
+//!                             ◀──     Welcome {version, unix_ms, nofile}
+//!                                     | Refused {reason}  (then closed)
+//!   Run {command, segment,    ──▶     the files written to a private
+//!        sequence, start_at,          directory, the command pointed at
+//!        files}                       them, re-checked and started as a
+//!                                     child process (its segment,
+//!                                     --start-at), then:
+//!                             ◀──     Started | Done {failed}
+//!                             ◀──     Live {seq, figures}  every second:
+//!                                     everything measured so far (its
+//!                                     counters and histograms, whole)
+//!                                     | Alive {seq} when nothing is new
+//!   Stop                      ──▶     (abort, Ctrl-C) the child is
+//!                                     interrupted and still writes its result
+//!                             ◀──     Done {exit_code, result, error}
+//! ```
+//!
+//! A live message carries the agent's totals so far, not the change since
+//! the last one: the coordinator keeps each agent's latest and adds them up
+//! (histograms added, never averaged), so a late or lost message costs
+//! nothing and the sum is exact whenever it is taken; the sequence number
+//! orders them. The coordinator says Alive every second too.
+//!
+//! The coordinator validates the command once (the same parser and plan as
+//! `throng http`), so an agent only ever gets a command that parses; it
+//! parses it again and refuses anything but a load command. The token is
+//! never logged, never in a message back, never in a result. A coordinator
+//! that goes away (the connection ends, or no message for
+//! [`SILENCE`]) stops the agent's run; an agent that does is a missing
+//! segment in the merged result.
+
+pub mod agent;
+pub mod coordinate;
+mod files;
+mod live;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::exit::UsageError;
+
+/// The protocol's version; both sides must speak the same.
+pub const PROTOCOL: u32 = 1;
+/// Largest frame either side accepts.
+pub const MAX_FRAME: u32 = 64 << 20;
+/// Longest a peer may say nothing during a run.
+pub const SILENCE: Duration = Duration::from_secs(10);
+/// Longest a token file may be.
+const MAX_TOKEN_BYTES: u64 = 4096;
+
+/// One message.
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Msg {
+    Hello {
+        protocol: u32,
+        token: String,
+    },
+    Welcome {
+        version: String,
+        unix_ms: u64,
+        nofile: u64,
+    },
+    Refused {
+        reason: String,
+    },
+    Run {
+        command: Vec<String>,
+        segment: String,
+        sequence: String,
+        start_at_unix_ms: u64,
+        #[serde(default)]
+        files: Vec<files::Shipped>,
+    },
+    Started,
+    Alive {
+        seq: u64,
+    },
+    Live {
+        seq: u64,
+        figures: String,
+    },
+    Stop,
+    Done {
+        exit_code: i32,
+        result: Option<String>,
+        error: String,
+    },
+}
+
+impl Msg {
+    /// Its name, for errors (never its contents: a Hello holds the token).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Msg::Hello { .. } => "hello",
+            Msg::Welcome { .. } => "welcome",
+            Msg::Refused { .. } => "refused",
+            Msg::Run { .. } => "run",
+            Msg::Started => "started",
+            Msg::Alive { .. } => "alive",
+            Msg::Live { .. } => "live",
+            Msg::Stop => "stop",
+            Msg::Done { .. } => "done",
+        }
+    }
+}
+
+/// What went wrong reading a frame.
+#[derive(Debug, thiserror::Error)]
+pub enum WireError {
+    #[error("no message within {0:?}")]
+    Timeout(Duration),
+    #[error("the connection closed")]
+    Closed,
+    #[error("a frame of {0} bytes, over the limit (not a throng peer?)")]
+    TooLarge(u32),
+    #[error("not a throng message ({0}); is this a throng agent/coordinator of the same version?")]
+    Garbage(String),
+    #[error("{0}")]
+    Io(std::io::Error),
+}
+
+/// Writes one message.
+pub fn send(stream: &mut TcpStream, msg: &Msg) -> Result<(), WireError> {
+    let body = serde_json::to_vec(msg).map_err(|e| WireError::Garbage(e.to_string()))?;
+    let len = u32::try_from(body.len())
+        .ok()
+        .filter(|&n| n <= MAX_FRAME)
+        .ok_or(WireError::TooLarge(u32::MAX))?;
+    let mut frame = Vec::with_capacity(4 + body.len());
+    frame.extend_from_slice(&len.to_be_bytes());
+    frame.extend_from_slice(&body);
+    stream.write_all(&frame).map_err(WireError::Io)?;
+    stream.flush().map_err(WireError::Io)
+}
+
+/// Reads one message: waits at most `timeout` for it to begin, and at most
+/// [`BODY_TIME`] more for the rest of it (a peer that drips bytes is cut
+/// off, not waited for).
+pub fn recv(stream: &mut TcpStream, timeout: Duration) -> Result<Msg, WireError> {
+    recv_within(stream, timeout, MAX_FRAME)
+}
+
+/// Longest the rest of a message may take once it began.
+const BODY_TIME: Duration = Duration::from_secs(60);
+/// Largest first message an agent reads from a peer it does not know yet.
+pub const MAX_HELLO: u32 = 64 << 10;
+
+/// [`recv`], refusing a frame over `max` bytes.
+pub fn recv_within(stream: &mut TcpStream, timeout: Duration, max: u32) -> Result<Msg, WireError> {
+    stream.set_read_timeout(Some(timeout)).map_err(WireError::Io)?;
+    let mut head = [0u8; 4];
+    read_exact(stream, &mut head, timeout)?;
+    let len = u32::from_be_bytes(head);
+    if len > max {
+        return Err(WireError::TooLarge(len));
+    }
+    // Grown as bytes arrive, never allocated up front from the length alone.
+    let deadline = std::time::Instant::now() + BODY_TIME;
+    let mut body = Vec::new();
+    let mut chunk = [0u8; 64 * 1024];
+    while body.len() < len as usize {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return Err(WireError::Timeout(BODY_TIME));
+        }
+        stream.set_read_timeout(Some(left)).map_err(WireError::Io)?;
+        let want = (len as usize - body.len()).min(chunk.len());
+        match stream.read(&mut chunk[..want]) {
+            Ok(0) => return Err(WireError::Closed),
+            Ok(n) => body.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(io_error(e, BODY_TIME)),
+        }
+    }
+    serde_json::from_slice(&body).map_err(|e| WireError::Garbage(e.to_string()))
+}
+
+fn read_exact(stream: &mut TcpStream, buf: &mut [u8], timeout: Duration) -> Result<(), WireError> {
+    stream.read_exact(buf).map_err(|e| match e.kind() {
+        std::io::ErrorKind::UnexpectedEof => WireError::Closed,
+        _ => io_error(e, timeout),
+    })
+}
+
+fn io_error(e: std::io::Error, timeout: Duration) -> WireError {
+    match e.kind() {
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => WireError::Timeout(timeout),
+        std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::BrokenPipe => WireError::Closed,
+        _ => WireError::Io(e),
+    }
+}
+
+/// Reads `--token-file`: its first line, trimmed; never shown anywhere.
+pub fn read_token(path: Option<&Path>) -> Result<String, UsageError> {
+    let Some(path) = path else {
+        return Ok(String::new());
+    };
+    let bytes = throng_plan::input::read_limited(path, MAX_TOKEN_BYTES).map_err(|e| {
+        UsageError(match e {
+            throng_plan::input::ReadError::Io(e) => format!(
+                "--token-file {}: cannot read it: {e}; give a readable file",
+                path.display()
+            ),
+            _ => format!(
+                "--token-file {}: over {MAX_TOKEN_BYTES} bytes; a token is one short line",
+                path.display()
+            ),
+        })
+    })?;
+    let text = String::from_utf8(bytes).map_err(|_| {
+        UsageError(format!(
+            "--token-file {}: not UTF-8 text; put the token on one line",
+            path.display()
+        ))
+    })?;
+    let token = text.lines().next().unwrap_or("").trim().to_string();
+    if token.is_empty() {
+        return Err(UsageError(format!(
+            "--token-file {}: the file is empty; put the shared token on its first line",
+            path.display()
+        )));
+    }
+    Ok(token)
+}
+
+/// True when `a` and `b` are equal, in time that does not depend on where
+/// they differ.
+pub fn same_token(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let mut diff = u8::from(a.len() != b.len());
+    for i in 0..a.len().max(b.len()) {
+        diff |= a.get(i).copied().unwrap_or(0) ^ b.get(i).copied().unwrap_or(0xff);
+    }
+    diff == 0
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_compare() {
+        assert!(same_token("abc", "abc"));
+        assert!(!same_token("abc", "abd"));
+        assert!(!same_token("abc", "ab"));
+        assert!(!same_token("", "a"));
+        assert!(same_token("", ""));
+    }
+
+    #[test]
+    fn frames_are_bounded_and_garbage_is_refused() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let mut client = TcpStream::connect(addr).unwrap();
+        let (mut server, _) = listener.accept().unwrap();
+        client.write_all(&(MAX_HELLO + 1).to_be_bytes()).unwrap();
+        assert!(matches!(
+            recv_within(&mut server, Duration::from_secs(5), MAX_HELLO),
+            Err(WireError::TooLarge(_))
+        ));
+        client.write_all(&u32::MAX.to_be_bytes()).unwrap();
+        assert!(matches!(
+            recv(&mut server, Duration::from_secs(5)),
+            Err(WireError::TooLarge(_))
+        ));
+        client.write_all(&5u32.to_be_bytes()).unwrap();
+        client.write_all(b"hello").unwrap();
+        assert!(matches!(
+            recv(&mut server, Duration::from_secs(5)),
+            Err(WireError::Garbage(_))
+        ));
+        send(&mut client, &Msg::Alive { seq: 7 }).unwrap();
+        assert!(matches!(
+            recv(&mut server, Duration::from_secs(5)),
+            Ok(Msg::Alive { seq: 7 })
+        ));
+        assert!(matches!(
+            recv(&mut server, Duration::from_millis(50)),
+            Err(WireError::Timeout(_))
+        ));
+        drop(client);
+        assert!(matches!(
+            recv(&mut server, Duration::from_secs(5)),
+            Err(WireError::Closed)
+        ));
+    }
+}
