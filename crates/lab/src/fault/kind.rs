@@ -106,6 +106,10 @@ pub enum Fault {
     /// Answers CONNECT with bytes that are not MQTT (a packet of the
     /// reserved type 0), then reads and drops whatever comes.
     MqttGarbage,
+    /// Accepts CONNECT, then a PUBLISH announcing the largest remaining
+    /// length MQTT allows (256 MiB - 1), and its bytes as fast as the
+    /// client reads them.
+    MqttHugePublish,
     /// Not a fault: a minimal broker, CONNACK to CONNECT, PINGRESP to
     /// PINGREQ, the close after DISCONNECT; every other packet is skipped
     /// unread. A session costs its socket and a small task, so one lab
@@ -179,7 +183,7 @@ pub enum FaultKind {
 
 impl Fault {
     /// Every fault, in the order of the documentation.
-    pub const ALL: [Fault; 58] = [
+    pub const ALL: [Fault; 59] = [
         Fault::NeverAnswer,
         Fault::StallBody,
         Fault::Trickle,
@@ -218,6 +222,7 @@ impl Fault {
         Fault::MqttNotAuthorized,
         Fault::MqttNoPingresp,
         Fault::MqttGarbage,
+        Fault::MqttHugePublish,
         Fault::MqttBroker,
         Fault::H2RstStream,
         Fault::H2RefusedStream,
@@ -281,6 +286,7 @@ impl Fault {
             Fault::MqttNotAuthorized => "mqtt-not-authorized",
             Fault::MqttNoPingresp => "mqtt-no-pingresp",
             Fault::MqttGarbage => "mqtt-garbage",
+            Fault::MqttHugePublish => "mqtt-huge-publish",
             Fault::MqttBroker => "mqtt-broker",
             Fault::H2RstStream => "h2-rst-stream",
             Fault::H2RefusedStream => "h2-refused-stream",
@@ -319,6 +325,7 @@ impl Fault {
             | Fault::MqttNotAuthorized
             | Fault::MqttNoPingresp
             | Fault::MqttGarbage
+            | Fault::MqttHugePublish
             | Fault::MqttBroker => FaultKind::Mqtt,
             Fault::H2RstStream
             | Fault::H2RefusedStream

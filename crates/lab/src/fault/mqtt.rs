@@ -4,6 +4,7 @@
 //!
 //! ```text
 //!  CONNECT ─► fault: silence | CONNACK refused | bad bytes | DISCONNECT
+//!                   | CONNACK 0, then a 256 MiB PUBLISH
 //!          └► mqtt-broker / mqtt-no-pingresp: CONNACK 0 ─► packets, each
 //!             skipped unread but PINGREQ (PINGRESP, or nothing) and
 //!             DISCONNECT (the close)
@@ -16,9 +17,14 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use super::{Fault, drain, send};
+use crate::stream::write_filler;
 
 /// How long [`Fault::MqttDisconnect`] holds a connection before its DISCONNECT.
 pub const DISCONNECT_AFTER: Duration = Duration::from_millis(500);
+
+/// The remaining length of [`Fault::MqttHugePublish`]'s PUBLISH: the
+/// largest MQTT allows.
+const HUGE_PUBLISH: u64 = 268_435_455;
 
 /// Largest CONNECT read.
 const MAX_CONNECT: usize = 64 * 1024;
@@ -188,6 +194,11 @@ pub(super) async fn serve(mut s: TcpStream, fault: Fault) -> io::Result<()> {
         Fault::MqttNotAuthorized => send(&mut s, &[0x20, 2, 0, 5]).await?,
         // A packet of the reserved type 0, and text that is not MQTT either.
         Fault::MqttGarbage => send(&mut s, b"\x00\x0cnot MQTT \xde\xad\xbe\xef").await?,
+        Fault::MqttHugePublish => {
+            send(&mut s, connack_ok(v5)).await?;
+            send(&mut s, &[0x30, 0xff, 0xff, 0xff, 0x7f]).await?;
+            write_filler(&mut s, HUGE_PUBLISH).await?;
+        }
         Fault::MqttBroker | Fault::MqttNoPingresp => {
             send(&mut s, connack_ok(v5)).await?;
             return session(&mut s, fault == Fault::MqttBroker).await;
