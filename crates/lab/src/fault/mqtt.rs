@@ -16,7 +16,7 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use super::{Fault, drain, send};
+use super::{Fault, send};
 use crate::stream::write_filler;
 
 /// How long [`Fault::MqttDisconnect`] holds a connection before its DISCONNECT.
@@ -175,6 +175,14 @@ async fn session(s: &mut TcpStream, pong: bool) -> io::Result<()> {
             return Ok(());
         }
     }
+}
+
+/// Reads and discards until the client closes (a small buffer: see
+/// [`session`]).
+async fn drain(s: &mut TcpStream) -> io::Result<()> {
+    let mut sink = [0u8; 256];
+    while s.read(&mut sink).await? > 0 {}
+    Ok(())
 }
 
 /// Serves one connection with an MQTT fault.
