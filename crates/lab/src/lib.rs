@@ -25,7 +25,8 @@
 //!
 //! [`LabServer::start_fault`] makes a hostile server instead: every
 //! connection gets one [`Fault`] (stalls, trickles, endless heads and bodies,
-//! garbage, RST and FIN at each point, TLS alerts, broken NATS greetings).
+//! garbage, RST and FIN at each point, TLS alerts, broken NATS greetings,
+//! MQTT brokers that misbehave), or `mqtt-broker`, a minimal MQTT broker.
 //!
 //! [`H3Server`] serves HTTP/3 over QUIC (quinn + h3) on one thread: `GET /`
 //! and `/bytes/N`, or one [`H3Fault`] per connection (stream reset,

@@ -71,7 +71,8 @@ pub struct ServeCmd {
     #[arg(long = "hash-threads", value_name = "N")]
     pub hash_threads: Option<usize>,
     /// Be a hostile server: answer every connection with this fault (never-answer, trickle,
-    /// rst-mid-body, tls-alert, nats-auth-error, …; the README lists them all)
+    /// rst-mid-body, tls-alert, nats-auth-error, mqtt-no-connack, …; the README lists them all);
+    /// mqtt-broker is no fault but a minimal MQTT broker that holds many sessions cheaply
     #[arg(long = "fault", value_name = "NAME", conflicts_with_all = ["stall_every", "stall_for"])]
     pub fault: Option<String>,
     /// Serve HTTP/3 over QUIC on UDP --listen, with the certificate of --tls DIR; --fault then

@@ -80,6 +80,7 @@ mod matrix;
 mod memory;
 mod million;
 mod mqtt;
+mod mqtt_faults;
 mod mqtt_pubsub;
 mod mux_targets;
 mod nats;

@@ -98,6 +98,23 @@ pub enum Fault {
     /// Accepts CONNECT; after [`super::mqtt::DISCONNECT_AFTER`], DISCONNECT
     /// (0x8B) to an MQTT 5 client, and the close.
     MqttDisconnect,
+    /// Answers CONNECT with CONNACK "not authorized" (5; 0x87 in MQTT 5).
+    MqttNotAuthorized,
+    /// Accepts CONNECT, then reads and drops every packet: PINGREQs are
+    /// never answered.
+    MqttNoPingresp,
+    /// Answers CONNECT with bytes that are not MQTT (a packet of the
+    /// reserved type 0), then reads and drops whatever comes.
+    MqttGarbage,
+    /// Accepts CONNECT, then a PUBLISH announcing the largest remaining
+    /// length MQTT allows (256 MiB - 1), and its bytes as fast as the
+    /// client reads them.
+    MqttHugePublish,
+    /// Not a fault: a minimal broker, CONNACK to CONNECT, PINGRESP to
+    /// PINGREQ, the close after DISCONNECT; every other packet is skipped
+    /// unread. A session costs its socket and a small task, so one lab
+    /// holds many of them (each up to [`HOLD_LIMIT`]).
+    MqttBroker,
     /// HTTP/2 (h2c): every second stream on a connection is reset with
     /// RST_STREAM INTERNAL_ERROR; the others are answered 200.
     H2RstStream,
@@ -166,7 +183,7 @@ pub enum FaultKind {
 
 impl Fault {
     /// Every fault, in the order of the documentation.
-    pub const ALL: [Fault; 54] = [
+    pub const ALL: [Fault; 59] = [
         Fault::NeverAnswer,
         Fault::StallBody,
         Fault::Trickle,
@@ -202,6 +219,11 @@ impl Fault {
         Fault::MqttOversized,
         Fault::MqttDisconnectAtConnect,
         Fault::MqttDisconnect,
+        Fault::MqttNotAuthorized,
+        Fault::MqttNoPingresp,
+        Fault::MqttGarbage,
+        Fault::MqttHugePublish,
+        Fault::MqttBroker,
         Fault::H2RstStream,
         Fault::H2RefusedStream,
         Fault::H2Goaway,
@@ -261,6 +283,11 @@ impl Fault {
             Fault::MqttOversized => "mqtt-oversized",
             Fault::MqttDisconnectAtConnect => "mqtt-disconnect-at-connect",
             Fault::MqttDisconnect => "mqtt-disconnect",
+            Fault::MqttNotAuthorized => "mqtt-not-authorized",
+            Fault::MqttNoPingresp => "mqtt-no-pingresp",
+            Fault::MqttGarbage => "mqtt-garbage",
+            Fault::MqttHugePublish => "mqtt-huge-publish",
+            Fault::MqttBroker => "mqtt-broker",
             Fault::H2RstStream => "h2-rst-stream",
             Fault::H2RefusedStream => "h2-refused-stream",
             Fault::H2Goaway => "h2-goaway",
@@ -294,7 +321,12 @@ impl Fault {
             | Fault::MqttBadLength
             | Fault::MqttOversized
             | Fault::MqttDisconnectAtConnect
-            | Fault::MqttDisconnect => FaultKind::Mqtt,
+            | Fault::MqttDisconnect
+            | Fault::MqttNotAuthorized
+            | Fault::MqttNoPingresp
+            | Fault::MqttGarbage
+            | Fault::MqttHugePublish
+            | Fault::MqttBroker => FaultKind::Mqtt,
             Fault::H2RstStream
             | Fault::H2RefusedStream
             | Fault::H2Goaway
