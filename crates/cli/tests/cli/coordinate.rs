@@ -648,3 +648,74 @@ fn an_agent_whose_coordinator_dies_stops_its_run_and_serves_the_next() {
     // The orphaned run stopped: far fewer than its 5000 requests.
     assert!(lines.len() < 2500, "{} requests", lines.len());
 }
+
+/// A TLS storm with a client certificate split over two agents: the CA,
+/// certificate and key are shipped (the agents run in `/`, where none of
+/// them is), and the merged result counts every connection and handshake
+/// exactly, as nginx's log does.
+#[test]
+fn a_storm_is_split_over_two_agents_with_its_tls_files_shipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = dir.path().join("certs");
+    let o = common::output(throng().args(["certs", "--out", c.to_str().unwrap()]));
+    assert!(o.status.success());
+    let p = |n: &str| c.join(n).display().to_string();
+    let log = dir.path().join("access.log");
+    let nginx = common::Nginx::start_tls(
+        &format!(
+            "ssl_certificate {}; ssl_certificate_key {}; ssl_client_certificate {}; ssl_verify_client on;",
+            p("server.pem"),
+            p("server.key"),
+            p("ca.pem")
+        ),
+        &format!("location / {{ access_log {}; return 200 \"ok\\n\"; }}", log.display()),
+    );
+    let token = token_file(dir.path(), TOKEN);
+    let (a, b) = (Agent::start(&token), Agent::start(&token));
+    let json = dir.path().join("storm.json");
+    let target = format!("https://localhost:{}/", nginx.port);
+    let (ca, cert, key) = (p("ca.pem"), p("client.pem"), p("client.key"));
+    let (code, stderr) = coordinate(
+        &[&a, &b],
+        &token,
+        &["--json", json.to_str().unwrap()],
+        &[
+            "storm",
+            &target,
+            "-n",
+            "300",
+            "--max-concurrent",
+            "20",
+            "--cacert",
+            &ca,
+            "--cert",
+            &cert,
+            "--key",
+            &key,
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let r = RunResult::from_reader(std::fs::File::open(&json).unwrap()).unwrap();
+    assert_books_balance(&r);
+    let m = &r.measurements;
+    assert_eq!(m.connections.attempted, 300);
+    assert_eq!(m.connections.ok, 300, "{:?}", m.connections.errors);
+    assert_eq!(m.tls.as_ref().unwrap().handshakes, 300);
+    assert_eq!(common::access_log(&log).len(), 300, "nginx's count");
+    assert_eq!(r.parts.len(), 2);
+    assert_eq!(r.segment_notes().count(), 0, "{:?}", r.notes);
+    assert!(stderr.contains("merged the results of 2 of 2 agents"), "{stderr}");
+
+    // A storm's --trigger would run on every agent: refused before any is asked.
+    let (code, stderr) = coordinate(
+        &[&a, &b],
+        &token,
+        &[],
+        &["storm", &target, "-n", "10", "--trigger", "true"],
+    );
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("--trigger would run its command on every agent"),
+        "{stderr}"
+    );
+}

@@ -10,7 +10,7 @@ use anyhow::Context as _;
 use throng_result::RunResult;
 
 use super::{Msg, PROTOCOL, SILENCE, WireError, now_ms, read_token, recv, send};
-use crate::args::{Command, CoordinateCmd, HttpCmd};
+use crate::args::{Command, CoordinateCmd, HttpCmd, LiveArgs, OutputArgs, RepeatArgs, SegmentArgs, StormCmd};
 use crate::exit::{Outcome, UsageError};
 
 /// Longest a connection to an agent may take.
@@ -25,37 +25,49 @@ const MAX_OFFSET_MS: u64 = 1000;
 /// Most agents one coordinator drives.
 const MAX_AGENTS: usize = 1000;
 
+/// A command a coordinator can split over agents.
+pub enum Coordinated {
+    Http(Box<HttpCmd>),
+    Storm(Box<StormCmd>),
+}
+
 /// Parses a shipped command as `throng` would and refuses what the
 /// coordinator owns (segments, start, outputs) or cannot ship yet (files on
-/// the coordinator's disk).
-pub fn check_command(command: &[String]) -> Result<Box<HttpCmd>, UsageError> {
+/// the coordinator's disk, a --trigger).
+pub fn check_command(command: &[String]) -> Result<Coordinated, UsageError> {
     let cli = crate::args::parse_shipped(command).map_err(|e| UsageError(format!("the command after --: {e}")))?;
-    let Command::Http(c) = cli.command else {
-        return Err(UsageError(format!(
-            "the command after --: '{}' cannot be coordinated yet; give an http command (-- http URL ...)",
-            command.first().map_or("", String::as_str)
-        )));
+    let (c, unshipped) = match cli.command {
+        Command::Http(c) => {
+            owned(&c.segments, &c.output, &c.repeat, &c.live)?;
+            let unshipped = [
+                ("--targets", c.targets.is_some()),
+                ("--data @-", c.data.as_deref() == Some("@-")),
+            ];
+            (Coordinated::Http(c), unshipped)
+        }
+        Command::Storm(c) => {
+            owned(&c.segments, &c.output, &c.repeat, &c.live)?;
+            if c.trigger.is_some() {
+                return Err(UsageError(
+                    "the command after --: --trigger would run its command on every agent; run it yourself \
+                     while the coordinated storm holds its connections, or run the storm alone"
+                        .into(),
+                ));
+            }
+            let unshipped = [
+                ("--send-binary @-", c.send_binary.iter().any(|b| b == "@-")),
+                ("--targets", false),
+            ];
+            (Coordinated::Storm(c), unshipped)
+        }
+        _ => {
+            return Err(UsageError(format!(
+                "the command after --: '{}' cannot be coordinated yet; give an http or storm command (-- http \
+                 URL ..., -- storm TARGET ...)",
+                command.first().map_or("", String::as_str)
+            )));
+        }
     };
-    let owned = [
-        ("--segment", c.segments.segment.is_some()),
-        ("--start-at", c.segments.start_at.is_some()),
-        ("--json", c.output.json.is_some()),
-        ("--html", c.output.html.is_some()),
-        ("--repeat", c.repeat.count > 1),
-        ("--prometheus", c.live.prometheus.is_some()),
-        ("--csv", c.output.export.csv.is_some()),
-        ("--csv-requests", c.output.export.csv_requests.is_some()),
-    ];
-    if let Some((flag, _)) = owned.iter().find(|(_, given)| *given) {
-        return Err(UsageError(format!(
-            "the command after --: {flag} is the coordinator's to set (each agent's segment, one start, one \
-             merged result); drop it from the command, and give --json/--html to `throng coordinate` itself"
-        )));
-    }
-    let unshipped = [
-        ("--targets", c.targets.is_some()),
-        ("--data @-", c.data.as_deref() == Some("@-")),
-    ];
     if let Some((flag, _)) = unshipped.iter().find(|(_, given)| *given) {
         return Err(UsageError(format!(
             "the command after --: {flag} cannot be shipped to the agents yet; give the requests another way \
@@ -63,6 +75,32 @@ pub fn check_command(command: &[String]) -> Result<Box<HttpCmd>, UsageError> {
         )));
     }
     Ok(c)
+}
+
+/// Refuses a flag the coordinator sets itself.
+fn owned<F: clap::ValueEnum + Clone + Send + Sync + 'static>(
+    segments: &SegmentArgs,
+    output: &OutputArgs<F>,
+    repeat: &RepeatArgs,
+    live: &LiveArgs,
+) -> Result<(), UsageError> {
+    let owned = [
+        ("--segment", segments.segment.is_some()),
+        ("--start-at", segments.start_at.is_some()),
+        ("--json", output.json.is_some()),
+        ("--html", output.html.is_some()),
+        ("--repeat", repeat.count > 1),
+        ("--prometheus", live.prometheus.is_some()),
+        ("--csv", output.export.csv.is_some()),
+        ("--csv-requests", output.export.csv_requests.is_some()),
+    ];
+    if let Some((flag, _)) = owned.iter().find(|(_, given)| *given) {
+        return Err(UsageError(format!(
+            "the command after --: {flag} is the coordinator's to set (each agent's segment, one start, one \
+             merged result); drop it from the command, and give --json/--html to `throng coordinate` itself"
+        )));
+    }
+    Ok(())
 }
 
 /// One agent, connected and greeted.
@@ -87,12 +125,20 @@ pub fn run(mut c: CoordinateCmd) -> anyhow::Result<ExitCode> {
     let before = c.command.len();
     c.command.retain(|a| a != "--abort-on-fail");
     let abort = c.abort_on_fail || c.command.len() != before;
-    let http = check_command(&c.command)?;
-    let thresholds = http.thresholds.clone();
-    let connections = http.connections;
-    // The whole check `throng http` makes before it runs, here, once: an
+    // The whole check the command makes before it runs, here, once: an
     // agent never gets a command that would not run.
-    crate::commands::http::prepare(*http).map_err(|e| e.context("the command after --"))?;
+    let (thresholds, connections) = match check_command(&c.command)? {
+        Coordinated::Http(http) => {
+            let thresholds = http.thresholds.clone();
+            let connections = http.connections.map(u64::from);
+            crate::commands::http::prepare(*http).map_err(|e| e.context("the command after --"))?;
+            (thresholds, connections)
+        }
+        Coordinated::Storm(storm) => {
+            crate::commands::storm::prepare(&storm).map_err(|e| e.context("the command after --"))?;
+            (Vec::new(), storm.max_concurrent.or(storm.connections))
+        }
+    };
     let files = super::files::ship(&c.command)?;
     // Every file the command reads must be one shipped: checked here as the
     // agents will check it.
@@ -104,7 +150,7 @@ pub fn run(mut c: CoordinateCmd) -> anyhow::Result<ExitCode> {
         ))
     };
     let (rewritten, _) = super::files::rewrite(&c.command, &files, probe).map_err(cannot_ship)?;
-    super::files::only_in(&*check_command(&rewritten)?, probe).map_err(|p| cannot_ship(format!("'{p}'")))?;
+    super::files::only_in(&check_command(&rewritten)?, probe).map_err(|p| cannot_ship(format!("'{p}'")))?;
     crate::commands::export::check_outputs(&[("--json", c.json.as_deref()), ("--html", c.html.as_deref())])?;
     let token = read_token(c.token_file.as_deref())?;
     if c.agents.len() > MAX_AGENTS {
@@ -172,7 +218,7 @@ pub fn run(mut c: CoordinateCmd) -> anyhow::Result<ExitCode> {
 
 /// Connects to `addr`, says hello, and checks the agent's answer: version,
 /// clock, descriptor limit.
-fn greet(addr: &str, token: &str, connections: Option<u32>, n: usize) -> anyhow::Result<Agent> {
+fn greet(addr: &str, token: &str, connections: Option<u64>, n: usize) -> anyhow::Result<Agent> {
     let resolved = addr
         .to_socket_addrs()
         .map_err(|e| UsageError(format!("--agents: '{addr}': {e}; give HOST:PORT")))?
@@ -218,7 +264,7 @@ fn greet(addr: &str, token: &str, connections: Option<u32>, n: usize) -> anyhow:
                 ))
                 .into());
             }
-            let share = connections.map_or(0, |c| u64::from(c).div_ceil(n as u64));
+            let share = connections.map_or(0, |c| c.div_ceil(n as u64));
             if share + 64 > nofile {
                 return Err(UsageError(format!(
                     "agent {addr}: may open {nofile} files, too few for its share of {share} connections; raise \

@@ -3,15 +3,25 @@
 //! command there. An agent never runs a command that reads a file of its
 //! own machine.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::args::HttpCmd;
+use super::coordinate::Coordinated;
 use crate::exit::UsageError;
 
 /// Flags whose value is a file.
-const FILE_FLAGS: [&str; 6] = ["--body", "--body-lines", "--bearer-file", "--cacert", "--cert", "--key"];
+const FILE_FLAGS: [&str; 7] = [
+    "--body",
+    "--body-lines",
+    "--bearer-file",
+    "--cacert",
+    "--cert",
+    "--key",
+    "--nats-creds",
+];
+/// Flags whose value is `@FILE`.
+const AT_FILE_FLAGS: [&str; 2] = ["--data", "--send-binary"];
 /// Most bytes of files one run ships (hex makes twice that, within a frame).
 const MAX_SHIPPED: u64 = 24 << 20;
 
@@ -38,16 +48,18 @@ fn file_args(command: &[String]) -> Vec<(usize, String, String)> {
                 out.push((i, format!("{flag}="), v.to_string()));
             }
         }
-        if a == "--data"
-            && let Some(v) = next(i)
-            && let Some(path) = v.strip_prefix('@')
-            && path != "-"
-        {
-            out.push((i + 1, "@".to_string(), path.to_string()));
-        } else if let Some(path) = a.strip_prefix("--data=@")
-            && path != "-"
-        {
-            out.push((i, "--data=@".to_string(), path.to_string()));
+        for flag in AT_FILE_FLAGS {
+            if a == flag
+                && let Some(v) = next(i)
+                && let Some(path) = v.strip_prefix('@')
+                && path != "-"
+            {
+                out.push((i + 1, "@".to_string(), path.to_string()));
+            } else if let Some(path) = a.strip_prefix(flag).and_then(|r| r.strip_prefix("=@"))
+                && path != "-"
+            {
+                out.push((i, format!("{flag}=@"), path.to_string()));
+            }
         }
     }
     out
@@ -102,21 +114,35 @@ pub fn rewrite(command: &[String], files: &[Shipped], dir: &Path) -> Result<(Vec
 
 /// Every file the parsed command reads is under `dir`; `--targets` (whose
 /// lines name more files) is never shipped.
-pub fn only_in(c: &HttpCmd, dir: &Path) -> Result<(), String> {
-    if c.targets.is_some() {
-        return Err("--targets".to_string());
-    }
-    let data = c.data.as_deref().and_then(|d| d.strip_prefix('@')).map(Path::new);
-    let files = [
-        c.body.as_deref(),
-        c.body_lines.as_deref(),
-        c.bearer_file.as_deref(),
-        c.tls.cacert.as_deref(),
-        c.tls.cert.as_deref(),
-        c.tls.key.as_deref(),
-        data,
-    ];
-    match files.into_iter().flatten().find(|p| !p.starts_with(dir)) {
+pub fn only_in(c: &Coordinated, dir: &Path) -> Result<(), String> {
+    let at = |d: &str| d.strip_prefix('@').map(PathBuf::from);
+    let files: Vec<PathBuf> = match c {
+        Coordinated::Http(c) => {
+            if c.targets.is_some() {
+                return Err("--targets".to_string());
+            }
+            [
+                &c.body,
+                &c.body_lines,
+                &c.bearer_file,
+                &c.tls.cacert,
+                &c.tls.cert,
+                &c.tls.key,
+            ]
+            .into_iter()
+            .flatten()
+            .cloned()
+            .chain(c.data.as_deref().and_then(at))
+            .collect()
+        }
+        Coordinated::Storm(c) => [&c.nats_creds, &c.tls.cacert, &c.tls.cert, &c.tls.key]
+            .into_iter()
+            .flatten()
+            .cloned()
+            .chain(c.send_binary.iter().filter_map(|b| at(b)))
+            .collect(),
+    };
+    match files.into_iter().find(|p| !p.starts_with(dir)) {
         Some(p) => Err(p.display().to_string()),
         None => Ok(()),
     }
