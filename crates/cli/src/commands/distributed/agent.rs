@@ -208,7 +208,7 @@ fn unpack(command: &[String], files: &[super::files::Shipped], dir: &std::path::
             .and_then(|mut f| std::io::Write::write_all(&mut f, bytes))
             .map_err(|e| format!("cannot write a shipped file: {e}"))?;
     }
-    let parsed = super::coordinate::check_command(&command).map_err(|e| e.0)?;
+    let parsed = super::command::check_command(&command).map_err(|e| e.0)?;
     super::files::only_in(&parsed, dir).map_err(|p| {
         format!("the command reads '{p}' on this agent's machine; a coordinator ships every file a command reads")
     })?;

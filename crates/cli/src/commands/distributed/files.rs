@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::coordinate::Coordinated;
+use super::command::Coordinated;
 use crate::exit::UsageError;
 
 /// Flags whose value is a file.

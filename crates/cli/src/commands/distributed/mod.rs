@@ -44,6 +44,7 @@
 //! segment in the merged result.
 
 pub mod agent;
+mod command;
 pub mod coordinate;
 mod files;
 mod live;
