@@ -28,10 +28,12 @@ pub fn run(c: RunCmd) -> anyhow::Result<ExitCode> {
     };
     let trace = throng_plan::trace_context_of(c.trace_context.map(super::http::sampling), c.slowest)
         .map_err(|e| UsageError(e.to_string()))?;
-    let script = load_script(&c.file, &env, c.target.as_deref())?;
+    let dir = c.file.parent().unwrap_or(Path::new("."));
+    let read = |name: &str| super::shared::read_side_file(&dir.join(name)).map_err(|e| e.to_string());
+    let script = load_script(&c.file, &env, c.target.as_deref(), &read)?;
     let mut plan = match &script {
-        Some((_, yaml)) => parse(&c.file, yaml, true, c.scale, &target)?,
-        None => load(&c.file, c.scale, &target)?,
+        Some((_, yaml)) => parse(&c.file, yaml, true, c.scale, &target, &read)?,
+        None => load(&c.file, c.scale, &target, &read)?,
     }
     .with_secret_headers(&c.secret_headers)
     .and_then(|p| p.with_trace_context(trace))
@@ -189,9 +191,56 @@ fn unread_env(file: &Path, given: &[(String, String)], read: &[String]) -> Optio
 
 /// Reads and validates a scenario file; its data file is read relative to
 /// it, its target may come from `--target` or the environment.
-fn load(file: &Path, scale: Option<f64>, target: &TargetInputs) -> anyhow::Result<ScenarioPlan> {
+fn load(file: &Path, scale: Option<f64>, target: &TargetInputs, read: &Read) -> anyhow::Result<ScenarioPlan> {
     let text = super::shared::read_plan_file(file, "scenario file")?;
-    parse(file, &text, false, scale, target)
+    parse(file, &text, false, scale, target, read)
+}
+
+/// Reads a file the scenario names (relative to the scenario's directory).
+type Read<'a> = dyn Fn(&str) -> Result<String, String> + 'a;
+
+/// Every file a scenario or script reads beside it (data, bodies, imports,
+/// .proto files, its TLS files), by the name it gives, with its contents:
+/// what a coordinator ships with it. A name that leaves the scenario's
+/// directory (absolute, or with `..`) cannot be shipped: refused.
+pub fn plan_files(c: &RunCmd) -> anyhow::Result<Vec<(String, String)>> {
+    let given = parse_env(&c.env)?;
+    let env = throng_scenario::environment(&given);
+    let target = TargetInputs {
+        url: c.target.as_deref(),
+        env: Some(&env),
+    };
+    let dir = c.file.parent().unwrap_or(Path::new("."));
+    let files = std::cell::RefCell::new(Vec::<(String, String)>::new());
+    let ship = |name: &str, limit: u64| -> Result<String, String> {
+        let clean = Path::new(name)
+            .components()
+            .all(|p| matches!(p, std::path::Component::Normal(_) | std::path::Component::CurDir));
+        if !clean {
+            return Err(format!(
+                "'{name}' is outside the scenario's directory, and a coordinated run ships only the files in it \
+                 (or below it): move the file there and name it relative to the scenario"
+            ));
+        }
+        let text = super::shared::read_side_file_within(&dir.join(name), limit).map_err(|e| e.to_string())?;
+        if !files.borrow().iter().any(|(n, _)| n == name) {
+            files.borrow_mut().push((name.to_string(), text.clone()));
+        }
+        Ok(text)
+    };
+    let read = |name: &str| ship(name, super::shared::MAX_SIDE_FILE_BYTES);
+    let script = load_script(&c.file, &env, c.target.as_deref(), &read)?;
+    let plan = match &script {
+        Some((_, yaml)) => parse(&c.file, yaml, true, c.scale, &target, &read)?,
+        None => load(&c.file, c.scale, &target, &read)?,
+    };
+    if let Some(tls) = &plan.tls {
+        for name in [&tls.cacert, &tls.cert, &tls.key].into_iter().flatten() {
+            ship(name, throng_plan::input::MAX_PEM_BYTES)
+                .map_err(|e| UsageError(format!("{}: tls: {e}", c.file.display())))?;
+        }
+    }
+    Ok(files.into_inner())
 }
 
 /// A k6 script (`.js`, `.mjs`; `.ts`, `.mts` with its types erased): loaded (its imports read beside it,
@@ -202,19 +251,18 @@ fn load_script(
     file: &Path,
     env: &std::collections::HashMap<String, String>,
     target: Option<&str>,
+    read: &Read,
 ) -> anyhow::Result<Option<(std::sync::Arc<throng_script::Script>, String)>> {
     let lower = file.to_string_lossy().to_ascii_lowercase();
     if ![".js", ".mjs", ".ts", ".mts"].iter().any(|e| lower.ends_with(e)) {
         return Ok(None);
     }
     let text = super::shared::read_plan_file(file, "script")?;
-    let dir: PathBuf = file.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf);
-    let read = |name: &str| super::shared::read_side_file(&dir.join(name)).map_err(|e| e.to_string());
     let main = file
         .file_name()
         .map_or_else(|| "script.js".to_string(), |n| n.to_string_lossy().into_owned());
     let script =
-        throng_script::Script::load(&main, &text, &read, env, throng_script::Limits::default()).map_err(|mut e| {
+        throng_script::Script::load(&main, &text, read, env, throng_script::Limits::default()).map_err(|mut e| {
             // Name the file as the user gave it.
             if e.file == main {
                 e.file = file.display().to_string();
@@ -254,14 +302,14 @@ fn parse(
     script: bool,
     scale: Option<f64>,
     target: &TargetInputs,
+    read: &Read,
 ) -> anyhow::Result<ScenarioPlan> {
     let text = text.to_string();
     let dir: PathBuf = file.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf);
-    let read = |name: &str| super::shared::read_side_file(&dir.join(name)).map_err(|e| e.to_string());
     let reflect = |t: &throng_scenario::BaseUrl, tls: Option<&throng_plan::TlsSettings>, service: &str| {
         super::grpc_reflect::for_scenario(t, tls, &dir, service)
     };
-    let plan = ScenarioPlan::parse_reflecting(&text, &file.display().to_string(), &read, target, Some(&reflect))
+    let plan = ScenarioPlan::parse_reflecting(&text, &file.display().to_string(), read, target, Some(&reflect))
         .map_err(|e| {
             UsageError(if script {
                 format!("{}: options: {}", file.display(), e.message)

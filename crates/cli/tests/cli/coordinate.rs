@@ -719,3 +719,64 @@ fn a_storm_is_split_over_two_agents_with_its_tls_files_shipped() {
         "{stderr}"
     );
 }
+
+/// A scenario split over two agents: the scenario and the CSV it names (in
+/// a directory below it) are shipped, the agents (run in `/`) have no copy;
+/// shared-iterations adds up to exactly the plan's, nginx's log sees each
+/// CSV row's path.
+#[test]
+fn a_scenario_is_split_over_two_agents_with_the_files_it_names_shipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("access.log");
+    let server = nginx(&log);
+    let plan = dir.path().join("plan");
+    std::fs::create_dir_all(plan.join("data")).unwrap();
+    std::fs::write(plan.join("data/users.csv"), "name\nada\nbob\n").unwrap();
+    let scenario = plan.join("load.yaml");
+    std::fs::write(
+        &scenario,
+        format!(
+            "target: {}\ndata: {{ file: data/users.csv, cursor: shared }}\nscenarios:\n  shared:\n    executor: \
+             shared-iterations\n    vus: 4\n    iterations: 101\n    flow:\n      - request: {{ name: s, path: \
+             \"/u/{{{{name}}}}\" }}\n",
+            server.url("").trim_end_matches('/')
+        ),
+    )
+    .unwrap();
+    let token = token_file(dir.path(), TOKEN);
+    let (a, b) = (Agent::start(&token), Agent::start(&token));
+    let json = dir.path().join("run.json");
+    let (code, stderr) = coordinate(
+        &[&a, &b],
+        &token,
+        &["--json", json.to_str().unwrap()],
+        &["run", scenario.to_str().unwrap(), "--threads", "1"],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let r = RunResult::from_reader(std::fs::File::open(&json).unwrap()).unwrap();
+    assert_books_balance(&r);
+    assert_eq!(r.measurements.requests.ok, 101);
+    assert_eq!(r.measurements.scenario.as_ref().unwrap().iterations, 101);
+    assert_eq!(r.parts.len(), 2);
+    let lines = common::access_log(&log);
+    assert_eq!(lines.len(), 101, "nginx's count");
+    let rows = lines
+        .iter()
+        .filter(|l| l.contains("/u/ada") || l.contains("/u/bob"))
+        .count();
+    assert_eq!(rows, 101, "every request named a row of the shipped CSV");
+
+    // A file outside the scenario's directory cannot be shipped: exit 2,
+    // before any agent runs anything.
+    std::fs::write(dir.path().join("outside.csv"), "name\nada\n").unwrap();
+    let text = std::fs::read_to_string(&scenario)
+        .unwrap()
+        .replace("data/users.csv", "../outside.csv");
+    std::fs::write(&scenario, text).unwrap();
+    let (code, stderr) = coordinate(&[&a, &b], &token, &[], &["run", scenario.to_str().unwrap()]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("'../outside.csv' is outside the scenario's directory"),
+        "{stderr}"
+    );
+}

@@ -198,13 +198,15 @@ fn run_orders(stream: &mut TcpStream) -> Result<Served, WireError> {
 fn unpack(command: &[String], files: &[super::files::Shipped], dir: &std::path::Path) -> Result<Vec<String>, String> {
     use std::os::unix::fs::OpenOptionsExt as _;
     let (command, contents) = super::files::rewrite(command, files, dir)?;
-    for (k, bytes) in contents.iter().enumerate() {
-        let path = dir.join(format!("file-{k}"));
+    for (path, bytes) in &contents {
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| format!("cannot write a shipped file: {e}"))?;
+        }
         std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
             .mode(0o600)
-            .open(&path)
+            .open(path)
             .and_then(|mut f| std::io::Write::write_all(&mut f, bytes))
             .map_err(|e| format!("cannot write a shipped file: {e}"))?;
     }
@@ -212,6 +214,11 @@ fn unpack(command: &[String], files: &[super::files::Shipped], dir: &std::path::
     super::files::only_in(&parsed, dir).map_err(|p| {
         format!("the command reads '{p}' on this agent's machine; a coordinator ships every file a command reads")
     })?;
+    if let super::command::Coordinated::Run(run) = &parsed {
+        // Every file the scenario names is a clean name beside it, so one
+        // shipped (or missing): never one of this machine's.
+        crate::commands::run::plan_files(run).map_err(|e| format!("{e:#}"))?;
+    }
     Ok(command)
 }
 

@@ -1,13 +1,14 @@
 //! The command a coordinator ships: parsed as `throng` would, and checked
 //! for what the coordinator owns or cannot ship.
 
-use crate::args::{Command, HttpCmd, LiveArgs, OutputArgs, RepeatArgs, SegmentArgs, StormCmd};
+use crate::args::{Command, HttpCmd, LiveArgs, OutputArgs, RepeatArgs, RunCmd, SegmentArgs, StormCmd};
 use crate::exit::UsageError;
 
 /// A command a coordinator can split over agents.
 pub enum Coordinated {
     Http(Box<HttpCmd>),
     Storm(Box<StormCmd>),
+    Run(Box<RunCmd>),
 }
 
 /// Parses a shipped command as `throng` would and refuses what the
@@ -39,10 +40,21 @@ pub fn check_command(command: &[String]) -> Result<Coordinated, UsageError> {
             ];
             (Coordinated::Storm(c), unshipped)
         }
+        Command::Run(c) => {
+            owned(&c.segments, &c.output, &c.repeat, &c.live)?;
+            if c.junit.is_some() {
+                return Err(UsageError(
+                    "the command after --: --junit is not written for a coordinated run (each agent has a \
+                     segment); drop it, the merged --json holds every threshold's verdict"
+                        .into(),
+                ));
+            }
+            (Coordinated::Run(c), [("--targets", false), ("--data @-", false)])
+        }
         _ => {
             return Err(UsageError(format!(
-                "the command after --: '{}' cannot be coordinated yet; give an http or storm command (-- http \
-                 URL ..., -- storm TARGET ...)",
+                "the command after --: '{}' cannot be coordinated yet; give an http, storm or run command (-- \
+                 http URL ..., -- storm TARGET ..., -- run FILE ...)",
                 command.first().map_or("", String::as_str)
             )));
         }

@@ -50,19 +50,24 @@ pub fn run(mut c: CoordinateCmd) -> anyhow::Result<ExitCode> {
     let abort = c.abort_on_fail || c.command.len() != before;
     // The whole check the command makes before it runs, here, once: an
     // agent never gets a command that would not run.
-    let (thresholds, connections) = match check_command(&c.command)? {
+    let (thresholds, connections, run) = match check_command(&c.command)? {
         Coordinated::Http(http) => {
             let thresholds = http.thresholds.clone();
             let connections = http.connections.map(u64::from);
             crate::commands::http::prepare(*http).map_err(|e| e.context("the command after --"))?;
-            (thresholds, connections)
+            (thresholds, connections, None)
         }
         Coordinated::Storm(storm) => {
             crate::commands::storm::prepare(&storm).map_err(|e| e.context("the command after --"))?;
-            (Vec::new(), storm.max_concurrent.or(storm.connections))
+            (Vec::new(), storm.max_concurrent.or(storm.connections), None)
         }
+        Coordinated::Run(run) => (Vec::new(), None, Some(run)),
     };
-    let files = super::files::ship(&c.command)?;
+    let mut files = super::files::ship(&c.command)?;
+    if let Some(run) = run {
+        // The scenario is read (and checked) here with every file it names.
+        files = super::files::ship_plan(&c.command, &run, files)?;
+    }
     // Every file the command reads must be one shipped: checked here as the
     // agents will check it.
     let probe = std::path::Path::new("/throng-shipped");

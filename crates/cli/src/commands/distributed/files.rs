@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::command::Coordinated;
+use crate::args::RunCmd;
 use crate::exit::UsageError;
 
 /// Flags whose value is a file.
@@ -25,13 +26,16 @@ const AT_FILE_FLAGS: [&str; 2] = ["--data", "--send-binary"];
 /// Most bytes of files one run ships (hex makes twice that, within a frame).
 const MAX_SHIPPED: u64 = 24 << 20;
 
-/// One file: the argument it replaces, what comes before the path in that
-/// argument (`--body=`, `@`), and its bytes in hex.
+/// One file: the argument it replaces (none for a file a scenario names),
+/// what comes before the path in that argument (`--body=`, `@`), its bytes
+/// in hex, and for a scenario and its files, the name it has beside the
+/// scenario (a clean relative path).
 #[derive(Clone, Serialize, Deserialize)]
 pub struct Shipped {
-    pub arg: usize,
+    pub arg: Option<usize>,
     pub prefix: String,
     pub hex: String,
+    pub name: Option<String>,
 }
 
 /// Where the command names files: (argument index, prefix, path).
@@ -88,26 +92,81 @@ pub fn ship(command: &[String]) -> Result<Vec<Shipped>, UsageError> {
             )));
         }
         shipped.push(Shipped {
-            arg,
+            arg: Some(arg),
             prefix,
             hex: hex(&bytes),
+            name: None,
         });
     }
     Ok(shipped)
 }
 
+/// A scenario (or k6 script) and every file it names, to add to the
+/// command's files: the scenario is argument `arg`, its files
+/// ([`crate::commands::run::plan_files`]) are written beside it.
+pub fn ship_plan(command: &[String], run: &RunCmd, mut shipped: Vec<Shipped>) -> anyhow::Result<Vec<Shipped>> {
+    let file = run.file.to_string_lossy();
+    let arg = command
+        .iter()
+        .position(|a| *a == file)
+        .ok_or_else(|| UsageError(format!("the command after --: cannot tell which argument is '{file}'")))?;
+    let main = run
+        .file
+        .file_name()
+        .map_or_else(|| "scenario.yaml".into(), |n| n.to_string_lossy().into_owned());
+    let text = crate::commands::shared::read_plan_file(&run.file, "scenario file")?;
+    let files = crate::commands::run::plan_files(run).map_err(|e| e.context("the command after --"))?;
+    let mut total: u64 = shipped.iter().map(|f| f.hex.len() as u64 / 2).sum();
+    for (at, name, text) in std::iter::once((Some(arg), main, text)).chain(files.into_iter().map(|(n, t)| (None, n, t)))
+    {
+        total += text.len() as u64;
+        if total > MAX_SHIPPED {
+            return Err(UsageError(format!(
+                "the command's files come to more than {} MiB, more than a coordinated run ships; use smaller files",
+                MAX_SHIPPED >> 20
+            ))
+            .into());
+        }
+        shipped.push(Shipped {
+            arg: at,
+            prefix: String::new(),
+            hex: hex(text.as_bytes()),
+            name: Some(name),
+        });
+    }
+    Ok(shipped)
+}
+
+/// Where a shipped file goes, and its bytes.
+pub type Unpacked = (PathBuf, Vec<u8>);
+
 /// The command with each shipped file's argument pointing at
-/// `dir/file-K`, and the files' bytes, to write there.
-pub fn rewrite(command: &[String], files: &[Shipped], dir: &Path) -> Result<(Vec<String>, Vec<Vec<u8>>), String> {
+/// `dir/file-K` (a scenario's files: `dir/plan/NAME`), and where to write
+/// which bytes.
+pub fn rewrite(command: &[String], files: &[Shipped], dir: &Path) -> Result<(Vec<String>, Vec<Unpacked>), String> {
     let mut command = command.to_vec();
     let mut contents = Vec::new();
     for (k, f) in files.iter().enumerate() {
-        let path = dir.join(format!("file-{k}"));
-        let slot = command
-            .get_mut(f.arg)
-            .ok_or_else(|| format!("a shipped file names argument {}, past the command's end", f.arg))?;
-        *slot = format!("{}{}", f.prefix, path.display());
-        contents.push(unhex(&f.hex).ok_or("a shipped file is not hex")?);
+        let path = match &f.name {
+            None => dir.join(format!("file-{k}")),
+            Some(name) => {
+                let clean = !name.is_empty()
+                    && Path::new(name)
+                        .components()
+                        .all(|p| matches!(p, std::path::Component::Normal(_) | std::path::Component::CurDir));
+                if !clean {
+                    return Err(format!("a shipped file is named '{name}', outside the run's directory"));
+                }
+                dir.join("plan").join(name)
+            }
+        };
+        if let Some(arg) = f.arg {
+            let slot = command
+                .get_mut(arg)
+                .ok_or_else(|| format!("a shipped file names argument {arg}, past the command's end"))?;
+            *slot = format!("{}{}", f.prefix, path.display());
+        }
+        contents.push((path, unhex(&f.hex).ok_or("a shipped file is not hex")?));
     }
     Ok((command, contents))
 }
@@ -135,6 +194,8 @@ pub fn only_in(c: &Coordinated, dir: &Path) -> Result<(), String> {
             .chain(c.data.as_deref().and_then(at))
             .collect()
         }
+        // Its files are checked by `plan_files` (each a clean name beside it).
+        Coordinated::Run(c) => vec![c.file.clone()],
         Coordinated::Storm(c) => [&c.nats_creds, &c.tls.cacert, &c.tls.cert, &c.tls.key]
             .into_iter()
             .flatten()
