@@ -780,3 +780,54 @@ fn a_scenario_is_split_over_two_agents_with_the_files_it_names_shipped() {
         "{stderr}"
     );
 }
+
+/// A k6 script split over two agents: its import (`./lib/paths.js`) and the
+/// file it open()s (`./data/names.json`) are shipped beside it; the
+/// script's iterations add up exactly, each request a name from the file.
+#[test]
+fn a_k6_script_is_split_over_two_agents_with_its_imports_and_open_files_shipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("access.log");
+    let server = nginx(&log);
+    let plan = dir.path().join("k6");
+    std::fs::create_dir_all(plan.join("lib")).unwrap();
+    std::fs::create_dir_all(plan.join("data")).unwrap();
+    std::fs::write(plan.join("data/names.json"), r#"["ada", "bob"]"#).unwrap();
+    std::fs::write(
+        plan.join("lib/paths.js"),
+        "export function path(n) { return `/k6/${n}`; }\n",
+    )
+    .unwrap();
+    let script = plan.join("load.js");
+    std::fs::write(
+        &script,
+        format!(
+            "import http from 'k6/http';\nimport {{ path }} from './lib/paths.js';\n\
+             const names = JSON.parse(open('./data/names.json'));\n\
+             export const options = {{ vus: 2, iterations: 40 }};\n\
+             export default function () {{ http.get(`{}${{path(names[__ITER % 2])}}`); }}\n",
+            server.url("")
+        ),
+    )
+    .unwrap();
+    let token = token_file(dir.path(), TOKEN);
+    let (a, b) = (Agent::start(&token), Agent::start(&token));
+    let json = dir.path().join("k6.json");
+    let (code, stderr) = coordinate(
+        &[&a, &b],
+        &token,
+        &["--json", json.to_str().unwrap()],
+        &["run", script.to_str().unwrap()],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let r = RunResult::from_reader(std::fs::File::open(&json).unwrap()).unwrap();
+    assert_books_balance(&r);
+    assert_eq!(r.measurements.requests.ok, 40);
+    let lines = common::access_log(&log);
+    assert_eq!(lines.len(), 40, "nginx's count");
+    let named = lines
+        .iter()
+        .filter(|l| l.contains("/k6/ada") || l.contains("/k6/bob"))
+        .count();
+    assert_eq!(named, 40, "every request took a name from the shipped file");
+}

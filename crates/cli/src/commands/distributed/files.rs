@@ -235,6 +235,23 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_scenario_file_named_outside_the_run_directory_is_refused() {
+        let dir = Path::new("/run-dir");
+        let file = |name: &str| Shipped {
+            arg: None,
+            prefix: String::new(),
+            hex: hex(b"x"),
+            name: Some(name.to_string()),
+        };
+        for bad in ["../escape.csv", "/etc/passwd", "data/../../x", ""] {
+            let err = rewrite(&[], &[file(bad)], dir).err().unwrap();
+            assert!(err.contains("outside the run's directory"), "{bad}: {err}");
+        }
+        let (_, written) = rewrite(&[], &[file("data/users.csv")], dir).unwrap();
+        assert_eq!(written[0].0, Path::new("/run-dir/plan/data/users.csv"));
+    }
+
+    #[test]
     fn hex_round_trips_and_refuses_garbage() {
         let bytes: Vec<u8> = (0..=255).collect();
         assert_eq!(unhex(&hex(&bytes)).unwrap(), bytes);
