@@ -17,7 +17,19 @@ use crate::exit::UsageError;
 use crate::live::Watch;
 use crate::progress::{Display, StageClock};
 
-pub fn run(c: RunCmd) -> anyhow::Result<ExitCode> {
+/// What `throng run` checks and loads before it runs: the segment, the
+/// environment, the plan (its files read), its TLS settings.
+pub struct Prepared {
+    seg: super::segment::Segmenting,
+    env: std::collections::HashMap<String, String>,
+    plan: ScenarioPlan,
+    tls: Option<std::sync::Arc<throng_tls::rustls::ClientConfig>>,
+    script: Option<std::sync::Arc<throng_script::Script>>,
+}
+
+/// The whole check `throng run` makes before it runs, with what it
+/// loaded: `throng coordinate` makes it once too.
+pub fn prepare(c: &RunCmd) -> anyhow::Result<Prepared> {
     let seg = super::segment::parse(&c.segments)?;
     super::segment::refuse_start_at_with_repeat(&seg, c.repeat.count)?;
     let given = parse_env(&c.env)?;
@@ -67,6 +79,23 @@ pub fn run(c: RunCmd) -> anyhow::Result<ExitCode> {
         ),
         None => None,
     };
+    Ok(Prepared {
+        seg,
+        env,
+        plan,
+        tls,
+        script: script.map(|(s, _)| s),
+    })
+}
+
+pub fn run(c: RunCmd) -> anyhow::Result<ExitCode> {
+    let Prepared {
+        seg,
+        env,
+        plan,
+        tls,
+        script,
+    } = prepare(&c)?;
     super::export::check_outputs(&[
         ("--json", c.output.json.as_deref()),
         ("--html", c.output.html.as_deref()),
@@ -84,7 +113,7 @@ pub fn run(c: RunCmd) -> anyhow::Result<ExitCode> {
         }),
         start_at_unix_ms: seg.start_at_unix_ms,
         reach: super::reach::scenario(&c.reach, &plan.target.host)?,
-        script: script.map(|(s, _)| s),
+        script,
     };
     super::export::refuse_rows_with_repeat(&c.output.export, c.repeat.count)?;
     let watch = Watch::start(

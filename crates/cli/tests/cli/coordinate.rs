@@ -831,3 +831,23 @@ fn a_k6_script_is_split_over_two_agents_with_its_imports_and_open_files_shipped(
         .count();
     assert_eq!(named, 40, "every request took a name from the shipped file");
 }
+
+/// The coordinator makes `throng run`'s whole check once: a scenario that
+/// uses an unset `{{env.NAME}}` is exit 2 naming it, before any agent runs.
+#[test]
+fn a_scenario_with_an_unset_env_name_is_refused_before_any_agent_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("env.yaml");
+    std::fs::write(
+        &scenario,
+        "target: http://127.0.0.1:9\nscenarios:\n  s:\n    executor: per-vu-iterations\n    vus: 1\n    iterations: \
+         1\n    flow:\n      - request: { path: \"/{{env.THRONG_COORD_UNSET_NAME}}\" }\n",
+    )
+    .unwrap();
+    let token = token_file(dir.path(), TOKEN);
+    let a = Agent::start(&token);
+    let (code, stderr) = coordinate(&[&a], &token, &[], &["run", scenario.to_str().unwrap()]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("THRONG_COORD_UNSET_NAME"), "{stderr}");
+    assert!(stderr.contains("--env"), "{stderr}");
+}

@@ -61,7 +61,10 @@ pub fn run(mut c: CoordinateCmd) -> anyhow::Result<ExitCode> {
             crate::commands::storm::prepare(&storm).map_err(|e| e.context("the command after --"))?;
             (Vec::new(), storm.max_concurrent.or(storm.connections), None)
         }
-        Coordinated::Run(run) => (Vec::new(), None, Some(run)),
+        Coordinated::Run(run) => {
+            crate::commands::run::prepare(&run).map_err(|e| e.context("the command after --"))?;
+            (Vec::new(), None, Some(run))
+        }
     };
     let mut files = super::files::ship(&c.command)?;
     if let Some(run) = run {
