@@ -22,7 +22,8 @@ stops answering is a missing segment, named in the result: exit 1 unless --allow
 stops every agent and still writes the merged result. The files the command reads (--body,
 --bearer-file, ...; for run, the scenario and every file it names) are read here and sent to the
 agents; --targets and --data @- are not shipped yet, and a storm's --trigger is refused (it
-would run on every agent). A scenario's setup: runs on each agent, for its own VUs.
+would run on every agent). A scenario's setup: and teardown: run once, here; every agent's VUs
+read the setup's captures.
 
 Example:
   throng coordinate --agents 10.0.0.5:7001,10.0.0.6:7001 --token-file token --json all.json \\

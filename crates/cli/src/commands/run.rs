@@ -114,6 +114,7 @@ pub fn run(c: RunCmd) -> anyhow::Result<ExitCode> {
         start_at_unix_ms: seg.start_at_unix_ms,
         reach: super::reach::scenario(&c.reach, &plan.target.host)?,
         script,
+        setup_given: c.setup_captures.as_deref().map(read_captures).transpose()?,
     };
     super::export::refuse_rows_with_repeat(&c.output.export, c.repeat.count)?;
     let watch = Watch::start(
@@ -153,6 +154,42 @@ pub fn run(c: RunCmd) -> anyhow::Result<ExitCode> {
     }
     watch.linger();
     Ok(code.into())
+}
+
+/// The coordinator's setup captures, as `throng agent` wrote them.
+fn read_captures(path: &Path) -> Result<std::sync::Arc<std::collections::HashMap<String, String>>, UsageError> {
+    let text = super::shared::read_side_file(path)
+        .map_err(|e| UsageError(format!("--setup-captures {}: {e}", path.display())))?;
+    serde_json::from_str(&text).map(std::sync::Arc::new).map_err(|e| {
+        UsageError(format!(
+            "--setup-captures {}: not a JSON object of strings: {e}",
+            path.display()
+        ))
+    })
+}
+
+/// A scenario's `setup:` or `teardown:` flow run once by `throng coordinate`
+/// for every agent (`captures`: the setup's, for the teardown).
+pub fn run_once_flow(
+    c: &RunCmd,
+    control: &throng_engine::Control,
+    captures: Option<std::sync::Arc<std::collections::HashMap<String, String>>>,
+) -> anyhow::Result<Option<throng_engine::OnceRun>> {
+    let p = prepare(c)?;
+    let options = ScenarioOptions {
+        threads: 1,
+        env: p.env,
+        seed: c.seed.unwrap_or(0),
+        reach: super::reach::scenario(&c.reach, &p.plan.target.host)?,
+        script: p.script,
+        ..ScenarioOptions::default()
+    };
+    Ok(match captures {
+        None => throng_engine::run_setup_flow(&p.plan, p.tls, &options, control)
+            .with_context(|| format!("{}: setup:", c.file.display()))?,
+        Some(vars) => throng_engine::run_teardown_flow(&p.plan, p.tls, &options, control, vars)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", c.file.display()))?,
+    })
 }
 
 /// The scenario of each step name, for the `scenario` label of step

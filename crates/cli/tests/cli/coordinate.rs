@@ -851,3 +851,59 @@ fn a_scenario_with_an_unset_env_name_is_refused_before_any_agent_runs() {
     assert!(stderr.contains("THRONG_COORD_UNSET_NAME"), "{stderr}");
     assert!(stderr.contains("--env"), "{stderr}");
 }
+
+/// A scenario's setup: runs once for the whole coordinated run (by the
+/// coordinator), its capture reaches every agent's VUs, and its teardown
+/// runs once after them: nginx sees one setup and one teardown request, and
+/// the load's 101 requests each carry the captured value; the merged
+/// result has the setup's row once, and the token never reaches it.
+#[test]
+fn a_scenarios_setup_runs_once_and_its_capture_reaches_every_agent() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("access.log");
+    let server = common::Nginx::start(&format!(
+        "location /setup {{ access_log {l}; return 200 '{{\"token\":\"tok-9f3a\"}}'; }}\n\
+         location / {{ access_log {l}; return 200 \"ok\\n\"; }}",
+        l = log.display()
+    ));
+    let scenario = dir.path().join("once.yaml");
+    std::fs::write(
+        &scenario,
+        format!(
+            "target: {}\nsetup:\n  - request:\n      name: login\n      path: /setup\n      capture:\n        token: {{ \
+             json: /token }}\nscenarios:\n  shared:\n    executor: shared-iterations\n    vus: 4\n    iterations: \
+             101\n    flow:\n      - request: {{ name: s, path: \"/load/{{{{setup.token}}}}\" }}\nteardown:\n  - \
+             request: {{ name: bye, path: \"/teardown/{{{{setup.token}}}}\" }}\nthresholds:\n  \
+             requests{{scenario:setup}}: [count == 1]\n",
+            server.url("").trim_end_matches('/')
+        ),
+    )
+    .unwrap();
+    let token = token_file(dir.path(), TOKEN);
+    let (a, b) = (Agent::start(&token), Agent::start(&token));
+    let json = dir.path().join("once.json");
+    let (code, stderr) = coordinate(
+        &[&a, &b],
+        &token,
+        &["--json", json.to_str().unwrap()],
+        &["run", scenario.to_str().unwrap(), "--threads", "1"],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let lines = common::access_log(&log);
+    let count = |what: &str| lines.iter().filter(|l| l.contains(what)).count();
+    assert_eq!(count("/setup"), 1, "the setup ran once: {lines:?}");
+    assert_eq!(count("/load/tok-9f3a"), 101, "every load request read the capture");
+    assert_eq!(count("/teardown/tok-9f3a"), 1, "the teardown ran once");
+    assert_eq!(lines.len(), 103);
+    let r = RunResult::from_reader(std::fs::File::open(&json).unwrap()).unwrap();
+    assert_books_balance(&r);
+    assert_eq!(r.measurements.requests.ok, 101);
+    let tags = &r.measurements.scenario.as_ref().unwrap().tags;
+    assert_eq!(tags["scenario:setup"].requests, 1);
+    assert_eq!(tags["scenario:teardown"].requests, 1);
+    let text = std::fs::read_to_string(&json).unwrap();
+    assert!(
+        !text.contains("tok-9f3a") && !stderr.contains("tok-9f3a"),
+        "the capture leaked"
+    );
+}

@@ -166,19 +166,20 @@ fn run_orders(stream: &mut TcpStream) -> Result<Served, WireError> {
             nofile: throng_engine::sys::fd_limits().1,
         },
     )?;
-    let (command, segment, sequence, start_at, files) = match recv(stream, HANDSHAKE)? {
+    let (command, segment, sequence, start_at, files, setup) = match recv(stream, HANDSHAKE)? {
         Msg::Run {
             command,
             segment,
             sequence,
             start_at_unix_ms,
             files,
-        } => (command, segment, sequence, start_at_unix_ms, files),
+            setup,
+        } => (command, segment, sequence, start_at_unix_ms, files, setup),
         Msg::Stop => return Ok(Served::Refused("the coordinator gave up before the run".into())),
         other => return refuse(stream, format!("expected a run, got a {} message", other.name())),
     };
     let dir = scratch_dir().map_err(WireError::Io)?;
-    let outcome = match unpack(&command, &files, &dir) {
+    let outcome = match unpack(&command, &files, setup.as_ref(), &dir) {
         Ok(command) => run_child(stream, &dir, &command, &segment, &sequence, start_at).map(|()| Served::Ran),
         Err(why) => {
             let done = Msg::Done {
@@ -195,9 +196,19 @@ fn run_orders(stream: &mut TcpStream) -> Result<Served, WireError> {
 
 /// Writes the shipped files into `dir`, points the command at them, and
 /// checks it: a command that would read any other file is refused.
-fn unpack(command: &[String], files: &[super::files::Shipped], dir: &std::path::Path) -> Result<Vec<String>, String> {
+fn unpack(
+    command: &[String],
+    files: &[super::files::Shipped],
+    setup: Option<&std::collections::HashMap<String, String>>,
+    dir: &std::path::Path,
+) -> Result<Vec<String>, String> {
     use std::os::unix::fs::OpenOptionsExt as _;
-    let (command, contents) = super::files::rewrite(command, files, dir)?;
+    let (mut command, mut contents) = super::files::rewrite(command, files, dir)?;
+    let captures = dir.join("setup.json");
+    if let Some(vars) = setup {
+        let json = serde_json::to_vec(vars).map_err(|e| format!("cannot write the setup's captures: {e}"))?;
+        contents.push((captures.clone(), json));
+    }
     for (path, bytes) in &contents {
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).map_err(|e| format!("cannot write a shipped file: {e}"))?;
@@ -218,6 +229,10 @@ fn unpack(command: &[String], files: &[super::files::Shipped], dir: &std::path::
         // Every file the scenario names is a clean name beside it, so one
         // shipped (or missing): never one of this machine's.
         crate::commands::run::plan_files(run).map_err(|e| format!("{e:#}"))?;
+        if setup.is_some() {
+            command.push("--setup-captures".into());
+            command.push(captures.display().to_string());
+        }
     }
     Ok(command)
 }

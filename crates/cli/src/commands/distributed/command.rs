@@ -42,6 +42,11 @@ pub fn check_command(command: &[String]) -> Result<Coordinated, UsageError> {
         }
         Command::Run(c) => {
             owned(&c.segments, &c.output, &c.repeat, &c.live)?;
+            if c.setup_captures.is_some() {
+                return Err(UsageError(
+                    "the command after --: --setup-captures is the coordinator's to give; drop it".into(),
+                ));
+            }
             if c.junit.is_some() {
                 return Err(UsageError(
                     "the command after --: --junit is not written for a coordinated run (each agent has a \

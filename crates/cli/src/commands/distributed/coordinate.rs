@@ -67,9 +67,9 @@ pub fn run(mut c: CoordinateCmd) -> anyhow::Result<ExitCode> {
         }
     };
     let mut files = super::files::ship(&c.command)?;
-    if let Some(run) = run {
+    if let Some(run) = &run {
         // The scenario is read (and checked) here with every file it names.
-        files = super::files::ship_plan(&c.command, &run, files)?;
+        files = super::files::ship_plan(&c.command, run, files)?;
     }
     // Every file the command reads must be one shipped: checked here as the
     // agents will check it.
@@ -98,9 +98,79 @@ pub fn run(mut c: CoordinateCmd) -> anyhow::Result<ExitCode> {
     // Listening before any agent is asked: a busy --prometheus address is
     // a usage error, not a run cut short.
     let mut view = super::live::LiveView::new(c.agents.len(), c.prometheus, &thresholds, c.quiet)?;
+    let control = throng_engine::Control::new();
+    crate::signals::forward_to(&control);
+    // A scenario's setup: runs once, here, for every agent; its teardown
+    // once, after them.
+    let setup = match &run {
+        Some(r) => crate::commands::run::run_once_flow(r, &control, None)?,
+        None => None,
+    };
+    if let Some(s) = &setup {
+        say!("throng: coordinate: {}", s.note);
+    }
+    let driven = drive(
+        &c,
+        &token,
+        connections,
+        files,
+        &mut view,
+        abort,
+        &control,
+        setup.as_ref(),
+    );
+    let mut once: Vec<throng_engine::OnceRun> = Vec::new();
+    let mut once_notes = Vec::new();
+    if let (Some(r), Some(s)) = (&run, setup) {
+        let vars = std::sync::Arc::clone(&s.vars);
+        once.push(s);
+        match crate::commands::run::run_once_flow(r, &control, Some(vars)) {
+            Ok(Some(t)) => once.push(t),
+            Ok(None) => {}
+            Err(e) => once_notes.push(format!("{e:#}")),
+        }
+    }
+    let Driven {
+        agents,
+        points,
+        parts,
+        aborted,
+    } = driven?;
+    let signalled = control.was_interrupted();
+    let (code, merged) = finish(&c, &agents, &points, parts, aborted, (once, once_notes))?;
+    if let Some(m) = merged {
+        // A signal during the linger ends it (one that stopped the run
+        // does not: the last scrape still sees the totals).
+        view.finish(&m, c.prometheus_linger, || !signalled && control.was_interrupted());
+    }
+    Ok(code)
+}
+
+/// What the agents did: who they are, their segments' points, how each
+/// part ended, and the threshold that stopped them, if one did.
+struct Driven {
+    agents: Vec<Agent>,
+    points: Vec<String>,
+    parts: Vec<Part>,
+    aborted: Option<String>,
+}
+
+/// The agents' parts of a run: each greeted and given its segment, all
+/// started, followed to their ends.
+#[allow(clippy::too_many_arguments)]
+fn drive(
+    c: &CoordinateCmd,
+    token: &str,
+    connections: Option<u64>,
+    files: Vec<super::files::Shipped>,
+    view: &mut super::live::LiveView,
+    abort: bool,
+    control: &throng_engine::Control,
+    setup: Option<&throng_engine::OnceRun>,
+) -> anyhow::Result<Driven> {
     let mut agents = Vec::new();
     for addr in &c.agents {
-        agents.push(greet(addr, &token, connections, c.agents.len())?);
+        agents.push(greet(addr, token, connections, c.agents.len())?);
     }
     let n = agents.len();
     let points: Vec<String> = (0..=n)
@@ -119,6 +189,7 @@ pub fn run(mut c: CoordinateCmd) -> anyhow::Result<ExitCode> {
             sequence: sequence.clone(),
             start_at_unix_ms: start_at,
             files: files.clone(),
+            setup: setup.map(|s| (*s.vars).clone()),
         };
         send(&mut a.stream, &run).map_err(|e| anyhow::anyhow!("agent {}: {e}", a.addr))?;
     }
@@ -134,17 +205,13 @@ pub fn run(mut c: CoordinateCmd) -> anyhow::Result<ExitCode> {
         "throng: coordinate: {n} agents, one segment of the plan each, start at {}",
         throng_result::rfc3339(start_at)
     );
-    let control = throng_engine::Control::new();
-    crate::signals::forward_to(&control);
-    let (parts, aborted) = follow(&mut agents, &mut view, abort, &control)?;
-    let signalled = control.was_interrupted();
-    let (code, merged) = finish(&c, &agents, &points, parts, aborted)?;
-    if let Some(m) = merged {
-        // A signal during the linger ends it (one that stopped the run
-        // does not: the last scrape still sees the totals).
-        view.finish(&m, c.prometheus_linger, || !signalled && control.was_interrupted());
-    }
-    Ok(code)
+    let (parts, aborted) = follow(&mut agents, view, abort, control)?;
+    Ok(Driven {
+        agents,
+        points,
+        parts,
+        aborted,
+    })
 }
 
 /// Connects to `addr`, says hello, and checks the agent's answer: version,
@@ -346,6 +413,7 @@ fn finish(
     points: &[String],
     parts: Vec<Part>,
     aborted: Option<String>,
+    (once, once_notes): (Vec<throng_engine::OnceRun>, Vec<String>),
 ) -> anyhow::Result<(ExitCode, Option<throng_metrics::Measurements>)> {
     let mut results = Vec::new();
     let mut notes = Vec::new();
@@ -378,7 +446,16 @@ fn finish(
             notes.join("; ")
         ));
     }
-    let mut merged = RunResult::merge(&results).context("merging the agents' results")?;
+    let merged = RunResult::merge(&results).context("merging the agents' results")?;
+    // The setup's and teardown's rows, once for the whole run.
+    let once_said: Vec<String> = once
+        .iter()
+        .map(|o| format!("{} (by the coordinator)", o.note))
+        .collect();
+    let (mut merged, left_out) = throng_engine::add_once_rows(merged, once);
+    merged.notes.extend(once_said);
+    merged.notes.extend(once_notes);
+    merged.notes.extend(left_out);
     merged.notes.extend(notes);
     if let Some(failed) = &aborted {
         // Stopped by a verdict, as a single run's abort: not a signal.
