@@ -907,3 +907,34 @@ fn a_scenarios_setup_runs_once_and_its_capture_reaches_every_agent() {
         "the capture leaked"
     );
 }
+
+/// A setup: that fails stops the coordinated run before any agent is
+/// asked: exit 1 naming the failure, no load request, no teardown.
+#[test]
+fn a_failed_setup_stops_the_coordinated_run_before_any_agent_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("access.log");
+    let server = common::Nginx::start(&format!(
+        "location /setup {{ access_log {l}; return 500; }}\nlocation / {{ access_log {l}; return 200; }}",
+        l = log.display()
+    ));
+    let scenario = dir.path().join("fails.yaml");
+    std::fs::write(
+        &scenario,
+        format!(
+            "target: {}\nsetup:\n  - request: {{ name: login, path: /setup }}\nscenarios:\n  s:\n    executor: \
+             per-vu-iterations\n    vus: 1\n    iterations: 5\n    flow:\n      - request: {{ path: /load }}\nteardown:\n  \
+             - request: {{ path: /teardown }}\n",
+            server.url("").trim_end_matches('/')
+        ),
+    )
+    .unwrap();
+    let token = token_file(dir.path(), TOKEN);
+    let (a, b) = (Agent::start(&token), Agent::start(&token));
+    let (code, stderr) = coordinate(&[&a, &b], &token, &[], &["run", scenario.to_str().unwrap()]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("setup"), "{stderr}");
+    let lines = common::access_log(&log);
+    assert_eq!(lines.len(), 1, "the setup's request alone: {lines:?}");
+    assert!(lines[0].contains("/setup"), "{lines:?}");
+}
