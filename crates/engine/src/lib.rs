@@ -77,8 +77,8 @@ pub use proto::http1;
 pub use proto::sse;
 pub use rows::{CannotWrite, HEADER as REQUESTS_CSV_HEADER, RequestLog, RowCounts};
 pub use run::{
-    ScenarioOptions, StormPart, connections_per_process, resolve, run_http, run_mqtt, run_scenario, run_storm,
-    storm_peak_estimate,
+    OnceRun, ScenarioOptions, StormPart, add_once_rows, connections_per_process, resolve, run_http, run_mqtt,
+    run_scenario, run_setup_flow, run_storm, run_teardown_flow, storm_peak_estimate,
 };
 // Built by `grpc_call` too (a call outside a run).
 pub(crate) use run::plan_tls;

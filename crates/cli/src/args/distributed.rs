@@ -15,12 +15,15 @@ Example:
   throng agent --listen 0.0.0.0:7001 --token-file /etc/throng/token";
 
 pub(super) const COORDINATE_HELP: &str = "\
-The command after -- is checked here once, then each agent runs segment i of N of it (the same
---segment mechanics as a manual split), all starting at one instant. Their results are merged
-exactly (as `throng merge`) into one --json/--html. An agent that fails or stops answering is a
-missing segment, named in the result: exit 1 unless --allow-missing. Ctrl-C stops every agent and
-still writes the merged result. The files the command reads (--body, --bearer-file, ...) are
-read here and sent to the agents; --targets and --data @- are not shipped yet.
+The command after -- (http, storm or run) is checked here once, then each agent runs segment i
+of N of it (the same --segment mechanics as a manual split), all starting at one instant. Their
+results are merged exactly (as `throng merge`) into one --json/--html. An agent that fails or
+stops answering is a missing segment, named in the result: exit 1 unless --allow-missing. Ctrl-C
+stops every agent and still writes the merged result. The files the command reads (--body,
+--bearer-file, ...; for run, the scenario and every file it names) are read here and sent to the
+agents; --targets and --data @- are not shipped yet, and a storm's --trigger is refused (it
+would run on every agent). A scenario's setup: and teardown: run once, here; every agent's VUs
+read the setup's captures.
 
 Example:
   throng coordinate --agents 10.0.0.5:7001,10.0.0.6:7001 --token-file token --json all.json \\
@@ -72,7 +75,8 @@ pub struct CoordinateCmd {
     /// No live progress line
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
-    /// The command every agent runs its segment of: http URL ... (after --)
+    /// The command every agent runs its segment of: http URL ..., storm TARGET ... or run FILE ...
+    /// (after --)
     #[arg(last = true, required = true, value_name = "COMMAND")]
     pub command: Vec<String>,
 }

@@ -57,6 +57,10 @@ pub struct RunCmd {
     /// Seed of the VUs' random values ({{uuid}}, {{random_int}}, think ranges) [default: from the clock]
     #[arg(long = "seed", value_name = "N")]
     pub seed: Option<u64>,
+    /// (internal) What the coordinator's setup: flow captured (a JSON object), for `throng agent`:
+    /// this run runs neither setup: nor teardown:
+    #[arg(long = "setup-captures", value_name = "FILE", hide = true)]
+    pub setup_captures: Option<PathBuf>,
     #[command(flatten)]
     pub output: OutputArgs<ReportFormat>,
     #[command(flatten)]

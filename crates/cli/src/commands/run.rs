@@ -17,7 +17,19 @@ use crate::exit::UsageError;
 use crate::live::Watch;
 use crate::progress::{Display, StageClock};
 
-pub fn run(c: RunCmd) -> anyhow::Result<ExitCode> {
+/// What `throng run` checks and loads before it runs: the segment, the
+/// environment, the plan (its files read), its TLS settings.
+pub struct Prepared {
+    seg: super::segment::Segmenting,
+    env: std::collections::HashMap<String, String>,
+    plan: ScenarioPlan,
+    tls: Option<std::sync::Arc<throng_tls::rustls::ClientConfig>>,
+    script: Option<std::sync::Arc<throng_script::Script>>,
+}
+
+/// The whole check `throng run` makes before it runs, with what it
+/// loaded: `throng coordinate` makes it once too.
+pub fn prepare(c: &RunCmd) -> anyhow::Result<Prepared> {
     let seg = super::segment::parse(&c.segments)?;
     super::segment::refuse_start_at_with_repeat(&seg, c.repeat.count)?;
     let given = parse_env(&c.env)?;
@@ -28,10 +40,12 @@ pub fn run(c: RunCmd) -> anyhow::Result<ExitCode> {
     };
     let trace = throng_plan::trace_context_of(c.trace_context.map(super::http::sampling), c.slowest)
         .map_err(|e| UsageError(e.to_string()))?;
-    let script = load_script(&c.file, &env, c.target.as_deref())?;
+    let dir = c.file.parent().unwrap_or(Path::new("."));
+    let read = |name: &str| super::shared::read_side_file(&dir.join(name)).map_err(|e| e.to_string());
+    let script = load_script(&c.file, &env, c.target.as_deref(), &read)?;
     let mut plan = match &script {
-        Some((_, yaml)) => parse(&c.file, yaml, true, c.scale, &target)?,
-        None => load(&c.file, c.scale, &target)?,
+        Some((_, yaml)) => parse(&c.file, yaml, true, c.scale, &target, &read)?,
+        None => load(&c.file, c.scale, &target, &read)?,
     }
     .with_secret_headers(&c.secret_headers)
     .and_then(|p| p.with_trace_context(trace))
@@ -65,6 +79,23 @@ pub fn run(c: RunCmd) -> anyhow::Result<ExitCode> {
         ),
         None => None,
     };
+    Ok(Prepared {
+        seg,
+        env,
+        plan,
+        tls,
+        script: script.map(|(s, _)| s),
+    })
+}
+
+pub fn run(c: RunCmd) -> anyhow::Result<ExitCode> {
+    let Prepared {
+        seg,
+        env,
+        plan,
+        tls,
+        script,
+    } = prepare(&c)?;
     super::export::check_outputs(&[
         ("--json", c.output.json.as_deref()),
         ("--html", c.output.html.as_deref()),
@@ -82,7 +113,8 @@ pub fn run(c: RunCmd) -> anyhow::Result<ExitCode> {
         }),
         start_at_unix_ms: seg.start_at_unix_ms,
         reach: super::reach::scenario(&c.reach, &plan.target.host)?,
-        script: script.map(|(s, _)| s),
+        script,
+        setup_given: c.setup_captures.as_deref().map(read_captures).transpose()?,
     };
     super::export::refuse_rows_with_repeat(&c.output.export, c.repeat.count)?;
     let watch = Watch::start(
@@ -122,6 +154,42 @@ pub fn run(c: RunCmd) -> anyhow::Result<ExitCode> {
     }
     watch.linger();
     Ok(code.into())
+}
+
+/// The coordinator's setup captures, as `throng agent` wrote them.
+fn read_captures(path: &Path) -> Result<std::sync::Arc<std::collections::HashMap<String, String>>, UsageError> {
+    let text = super::shared::read_side_file(path)
+        .map_err(|e| UsageError(format!("--setup-captures {}: {e}", path.display())))?;
+    serde_json::from_str(&text).map(std::sync::Arc::new).map_err(|e| {
+        UsageError(format!(
+            "--setup-captures {}: not a JSON object of strings: {e}",
+            path.display()
+        ))
+    })
+}
+
+/// A scenario's `setup:` or `teardown:` flow run once by `throng coordinate`
+/// for every agent (`captures`: the setup's, for the teardown).
+pub fn run_once_flow(
+    c: &RunCmd,
+    control: &throng_engine::Control,
+    captures: Option<std::sync::Arc<std::collections::HashMap<String, String>>>,
+) -> anyhow::Result<Option<throng_engine::OnceRun>> {
+    let p = prepare(c)?;
+    let options = ScenarioOptions {
+        threads: 1,
+        env: p.env,
+        seed: c.seed.unwrap_or(0),
+        reach: super::reach::scenario(&c.reach, &p.plan.target.host)?,
+        script: p.script,
+        ..ScenarioOptions::default()
+    };
+    Ok(match captures {
+        None => throng_engine::run_setup_flow(&p.plan, p.tls, &options, control)
+            .with_context(|| format!("{}: setup:", c.file.display()))?,
+        Some(vars) => throng_engine::run_teardown_flow(&p.plan, p.tls, &options, control, vars)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", c.file.display()))?,
+    })
 }
 
 /// The scenario of each step name, for the `scenario` label of step
@@ -189,9 +257,56 @@ fn unread_env(file: &Path, given: &[(String, String)], read: &[String]) -> Optio
 
 /// Reads and validates a scenario file; its data file is read relative to
 /// it, its target may come from `--target` or the environment.
-fn load(file: &Path, scale: Option<f64>, target: &TargetInputs) -> anyhow::Result<ScenarioPlan> {
+fn load(file: &Path, scale: Option<f64>, target: &TargetInputs, read: &Read) -> anyhow::Result<ScenarioPlan> {
     let text = super::shared::read_plan_file(file, "scenario file")?;
-    parse(file, &text, false, scale, target)
+    parse(file, &text, false, scale, target, read)
+}
+
+/// Reads a file the scenario names (relative to the scenario's directory).
+type Read<'a> = dyn Fn(&str) -> Result<String, String> + 'a;
+
+/// Every file a scenario or script reads beside it (data, bodies, imports,
+/// .proto files, its TLS files), by the name it gives, with its contents:
+/// what a coordinator ships with it. A name that leaves the scenario's
+/// directory (absolute, or with `..`) cannot be shipped: refused.
+pub fn plan_files(c: &RunCmd) -> anyhow::Result<Vec<(String, String)>> {
+    let given = parse_env(&c.env)?;
+    let env = throng_scenario::environment(&given);
+    let target = TargetInputs {
+        url: c.target.as_deref(),
+        env: Some(&env),
+    };
+    let dir = c.file.parent().unwrap_or(Path::new("."));
+    let files = std::cell::RefCell::new(Vec::<(String, String)>::new());
+    let ship = |name: &str, limit: u64| -> Result<String, String> {
+        let clean = Path::new(name)
+            .components()
+            .all(|p| matches!(p, std::path::Component::Normal(_) | std::path::Component::CurDir));
+        if !clean {
+            return Err(format!(
+                "'{name}' is outside the scenario's directory, and a coordinated run ships only the files in it \
+                 (or below it): move the file there and name it relative to the scenario"
+            ));
+        }
+        let text = super::shared::read_side_file_within(&dir.join(name), limit).map_err(|e| e.to_string())?;
+        if !files.borrow().iter().any(|(n, _)| n == name) {
+            files.borrow_mut().push((name.to_string(), text.clone()));
+        }
+        Ok(text)
+    };
+    let read = |name: &str| ship(name, super::shared::MAX_SIDE_FILE_BYTES);
+    let script = load_script(&c.file, &env, c.target.as_deref(), &read)?;
+    let plan = match &script {
+        Some((_, yaml)) => parse(&c.file, yaml, true, c.scale, &target, &read)?,
+        None => load(&c.file, c.scale, &target, &read)?,
+    };
+    if let Some(tls) = &plan.tls {
+        for name in [&tls.cacert, &tls.cert, &tls.key].into_iter().flatten() {
+            ship(name, throng_plan::input::MAX_PEM_BYTES)
+                .map_err(|e| UsageError(format!("{}: tls: {e}", c.file.display())))?;
+        }
+    }
+    Ok(files.into_inner())
 }
 
 /// A k6 script (`.js`, `.mjs`; `.ts`, `.mts` with its types erased): loaded (its imports read beside it,
@@ -202,19 +317,18 @@ fn load_script(
     file: &Path,
     env: &std::collections::HashMap<String, String>,
     target: Option<&str>,
+    read: &Read,
 ) -> anyhow::Result<Option<(std::sync::Arc<throng_script::Script>, String)>> {
     let lower = file.to_string_lossy().to_ascii_lowercase();
     if ![".js", ".mjs", ".ts", ".mts"].iter().any(|e| lower.ends_with(e)) {
         return Ok(None);
     }
     let text = super::shared::read_plan_file(file, "script")?;
-    let dir: PathBuf = file.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf);
-    let read = |name: &str| super::shared::read_side_file(&dir.join(name)).map_err(|e| e.to_string());
     let main = file
         .file_name()
         .map_or_else(|| "script.js".to_string(), |n| n.to_string_lossy().into_owned());
     let script =
-        throng_script::Script::load(&main, &text, &read, env, throng_script::Limits::default()).map_err(|mut e| {
+        throng_script::Script::load(&main, &text, read, env, throng_script::Limits::default()).map_err(|mut e| {
             // Name the file as the user gave it.
             if e.file == main {
                 e.file = file.display().to_string();
@@ -254,14 +368,14 @@ fn parse(
     script: bool,
     scale: Option<f64>,
     target: &TargetInputs,
+    read: &Read,
 ) -> anyhow::Result<ScenarioPlan> {
     let text = text.to_string();
     let dir: PathBuf = file.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf);
-    let read = |name: &str| super::shared::read_side_file(&dir.join(name)).map_err(|e| e.to_string());
     let reflect = |t: &throng_scenario::BaseUrl, tls: Option<&throng_plan::TlsSettings>, service: &str| {
         super::grpc_reflect::for_scenario(t, tls, &dir, service)
     };
-    let plan = ScenarioPlan::parse_reflecting(&text, &file.display().to_string(), &read, target, Some(&reflect))
+    let plan = ScenarioPlan::parse_reflecting(&text, &file.display().to_string(), read, target, Some(&reflect))
         .map_err(|e| {
             UsageError(if script {
                 format!("{}: options: {}", file.display(), e.message)

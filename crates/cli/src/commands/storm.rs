@@ -29,7 +29,15 @@ const CHILD_STARTUP: Duration = Duration::from_millis(500);
 /// kernel structures on loopback, conservatively).
 const KERNEL_BYTES_PER_CONNECTION: u64 = 8 * 1024;
 
-pub fn run(c: StormCmd) -> anyhow::Result<ExitCode> {
+/// The whole check `throng storm` makes before it runs (segment, plan, TLS
+/// files, --trigger with --procs): `throng coordinate` makes it once too.
+pub fn prepare(
+    c: &StormCmd,
+) -> anyhow::Result<(
+    super::segment::Segmenting,
+    StormPlan,
+    Option<std::sync::Arc<throng_tls::rustls::ClientConfig>>,
+)> {
     let seed = c.seed.unwrap_or_else(|| {
         SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -116,6 +124,11 @@ pub fn run(c: StormCmd) -> anyhow::Result<ExitCode> {
         .into());
     }
 
+    Ok((seg, plan, tls))
+}
+
+pub fn run(c: StormCmd) -> anyhow::Result<ExitCode> {
+    let (seg, plan, tls) = prepare(&c)?;
     super::export::check_outputs(&[
         ("--json", c.output.json.as_deref()),
         ("--html", c.output.html.as_deref()),

@@ -648,3 +648,293 @@ fn an_agent_whose_coordinator_dies_stops_its_run_and_serves_the_next() {
     // The orphaned run stopped: far fewer than its 5000 requests.
     assert!(lines.len() < 2500, "{} requests", lines.len());
 }
+
+/// A TLS storm with a client certificate split over two agents: the CA,
+/// certificate and key are shipped (the agents run in `/`, where none of
+/// them is), and the merged result counts every connection and handshake
+/// exactly, as nginx's log does.
+#[test]
+fn a_storm_is_split_over_two_agents_with_its_tls_files_shipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = dir.path().join("certs");
+    let o = common::output(throng().args(["certs", "--out", c.to_str().unwrap()]));
+    assert!(o.status.success());
+    let p = |n: &str| c.join(n).display().to_string();
+    let log = dir.path().join("access.log");
+    let nginx = common::Nginx::start_tls(
+        &format!(
+            "ssl_certificate {}; ssl_certificate_key {}; ssl_client_certificate {}; ssl_verify_client on;",
+            p("server.pem"),
+            p("server.key"),
+            p("ca.pem")
+        ),
+        &format!("location / {{ access_log {}; return 200 \"ok\\n\"; }}", log.display()),
+    );
+    let token = token_file(dir.path(), TOKEN);
+    let (a, b) = (Agent::start(&token), Agent::start(&token));
+    let json = dir.path().join("storm.json");
+    let target = format!("https://localhost:{}/", nginx.port);
+    let (ca, cert, key) = (p("ca.pem"), p("client.pem"), p("client.key"));
+    let (code, stderr) = coordinate(
+        &[&a, &b],
+        &token,
+        &["--json", json.to_str().unwrap()],
+        &[
+            "storm",
+            &target,
+            "-n",
+            "300",
+            "--max-concurrent",
+            "20",
+            "--cacert",
+            &ca,
+            "--cert",
+            &cert,
+            "--key",
+            &key,
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let r = RunResult::from_reader(std::fs::File::open(&json).unwrap()).unwrap();
+    assert_books_balance(&r);
+    let m = &r.measurements;
+    assert_eq!(m.connections.attempted, 300);
+    assert_eq!(m.connections.ok, 300, "{:?}", m.connections.errors);
+    assert_eq!(m.tls.as_ref().unwrap().handshakes, 300);
+    assert_eq!(common::access_log(&log).len(), 300, "nginx's count");
+    assert_eq!(r.parts.len(), 2);
+    assert_eq!(r.segment_notes().count(), 0, "{:?}", r.notes);
+    assert!(stderr.contains("merged the results of 2 of 2 agents"), "{stderr}");
+
+    // A storm's --trigger would run on every agent: refused before any is asked.
+    let (code, stderr) = coordinate(
+        &[&a, &b],
+        &token,
+        &[],
+        &["storm", &target, "-n", "10", "--trigger", "true"],
+    );
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("--trigger would run its command on every agent"),
+        "{stderr}"
+    );
+}
+
+/// A scenario split over two agents: the scenario and the CSV it names (in
+/// a directory below it) are shipped, the agents (run in `/`) have no copy;
+/// shared-iterations adds up to exactly the plan's, nginx's log sees each
+/// CSV row's path.
+#[test]
+fn a_scenario_is_split_over_two_agents_with_the_files_it_names_shipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("access.log");
+    let server = nginx(&log);
+    let plan = dir.path().join("plan");
+    std::fs::create_dir_all(plan.join("data")).unwrap();
+    std::fs::write(plan.join("data/users.csv"), "name\nada\nbob\n").unwrap();
+    let scenario = plan.join("load.yaml");
+    std::fs::write(
+        &scenario,
+        format!(
+            "target: {}\ndata: {{ file: data/users.csv, cursor: shared }}\nscenarios:\n  shared:\n    executor: \
+             shared-iterations\n    vus: 4\n    iterations: 101\n    flow:\n      - request: {{ name: s, path: \
+             \"/u/{{{{name}}}}\" }}\n",
+            server.url("").trim_end_matches('/')
+        ),
+    )
+    .unwrap();
+    let token = token_file(dir.path(), TOKEN);
+    let (a, b) = (Agent::start(&token), Agent::start(&token));
+    let json = dir.path().join("run.json");
+    let (code, stderr) = coordinate(
+        &[&a, &b],
+        &token,
+        &["--json", json.to_str().unwrap()],
+        &["run", scenario.to_str().unwrap(), "--threads", "1"],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let r = RunResult::from_reader(std::fs::File::open(&json).unwrap()).unwrap();
+    assert_books_balance(&r);
+    assert_eq!(r.measurements.requests.ok, 101);
+    assert_eq!(r.measurements.scenario.as_ref().unwrap().iterations, 101);
+    assert_eq!(r.parts.len(), 2);
+    let lines = common::access_log(&log);
+    assert_eq!(lines.len(), 101, "nginx's count");
+    let rows = lines
+        .iter()
+        .filter(|l| l.contains("/u/ada") || l.contains("/u/bob"))
+        .count();
+    assert_eq!(rows, 101, "every request named a row of the shipped CSV");
+
+    // A file outside the scenario's directory cannot be shipped: exit 2,
+    // before any agent runs anything.
+    std::fs::write(dir.path().join("outside.csv"), "name\nada\n").unwrap();
+    let text = std::fs::read_to_string(&scenario)
+        .unwrap()
+        .replace("data/users.csv", "../outside.csv");
+    std::fs::write(&scenario, text).unwrap();
+    let (code, stderr) = coordinate(&[&a, &b], &token, &[], &["run", scenario.to_str().unwrap()]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("'../outside.csv' is outside the scenario's directory"),
+        "{stderr}"
+    );
+}
+
+/// A k6 script split over two agents: its import (`./lib/paths.js`) and the
+/// file it open()s (`./data/names.json`) are shipped beside it; the
+/// script's iterations add up exactly, each request a name from the file.
+#[test]
+fn a_k6_script_is_split_over_two_agents_with_its_imports_and_open_files_shipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("access.log");
+    let server = nginx(&log);
+    let plan = dir.path().join("k6");
+    std::fs::create_dir_all(plan.join("lib")).unwrap();
+    std::fs::create_dir_all(plan.join("data")).unwrap();
+    std::fs::write(plan.join("data/names.json"), r#"["ada", "bob"]"#).unwrap();
+    std::fs::write(
+        plan.join("lib/paths.js"),
+        "export function path(n) { return `/k6/${n}`; }\n",
+    )
+    .unwrap();
+    let script = plan.join("load.js");
+    std::fs::write(
+        &script,
+        format!(
+            "import http from 'k6/http';\nimport {{ path }} from './lib/paths.js';\n\
+             const names = JSON.parse(open('./data/names.json'));\n\
+             export const options = {{ vus: 2, iterations: 40 }};\n\
+             export default function () {{ http.get(`{}${{path(names[__ITER % 2])}}`); }}\n",
+            server.url("")
+        ),
+    )
+    .unwrap();
+    let token = token_file(dir.path(), TOKEN);
+    let (a, b) = (Agent::start(&token), Agent::start(&token));
+    let json = dir.path().join("k6.json");
+    let (code, stderr) = coordinate(
+        &[&a, &b],
+        &token,
+        &["--json", json.to_str().unwrap()],
+        &["run", script.to_str().unwrap()],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let r = RunResult::from_reader(std::fs::File::open(&json).unwrap()).unwrap();
+    assert_books_balance(&r);
+    assert_eq!(r.measurements.requests.ok, 40);
+    let lines = common::access_log(&log);
+    assert_eq!(lines.len(), 40, "nginx's count");
+    let named = lines
+        .iter()
+        .filter(|l| l.contains("/k6/ada") || l.contains("/k6/bob"))
+        .count();
+    assert_eq!(named, 40, "every request took a name from the shipped file");
+}
+
+/// The coordinator makes `throng run`'s whole check once: a scenario that
+/// uses an unset `{{env.NAME}}` is exit 2 naming it, before any agent runs.
+#[test]
+fn a_scenario_with_an_unset_env_name_is_refused_before_any_agent_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("env.yaml");
+    std::fs::write(
+        &scenario,
+        "target: http://127.0.0.1:9\nscenarios:\n  s:\n    executor: per-vu-iterations\n    vus: 1\n    iterations: \
+         1\n    flow:\n      - request: { path: \"/{{env.THRONG_COORD_UNSET_NAME}}\" }\n",
+    )
+    .unwrap();
+    let token = token_file(dir.path(), TOKEN);
+    let a = Agent::start(&token);
+    let (code, stderr) = coordinate(&[&a], &token, &[], &["run", scenario.to_str().unwrap()]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("THRONG_COORD_UNSET_NAME"), "{stderr}");
+    assert!(stderr.contains("--env"), "{stderr}");
+}
+
+/// A scenario's setup: runs once for the whole coordinated run (by the
+/// coordinator), its capture reaches every agent's VUs, and its teardown
+/// runs once after them: nginx sees one setup and one teardown request, and
+/// the load's 101 requests each carry the captured value; the merged
+/// result has the setup's row once, and the token never reaches it.
+#[test]
+fn a_scenarios_setup_runs_once_and_its_capture_reaches_every_agent() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("access.log");
+    let server = common::Nginx::start(&format!(
+        "location /setup {{ access_log {l}; return 200 '{{\"token\":\"tok-9f3a\"}}'; }}\n\
+         location / {{ access_log {l}; return 200 \"ok\\n\"; }}",
+        l = log.display()
+    ));
+    let scenario = dir.path().join("once.yaml");
+    std::fs::write(
+        &scenario,
+        format!(
+            "target: {}\nsetup:\n  - request:\n      name: login\n      path: /setup\n      capture:\n        token: {{ \
+             json: /token }}\nscenarios:\n  shared:\n    executor: shared-iterations\n    vus: 4\n    iterations: \
+             101\n    flow:\n      - request: {{ name: s, path: \"/load/{{{{setup.token}}}}\" }}\nteardown:\n  - \
+             request: {{ name: bye, path: \"/teardown/{{{{setup.token}}}}\" }}\nthresholds:\n  \
+             requests{{scenario:setup}}: [count == 1]\n",
+            server.url("").trim_end_matches('/')
+        ),
+    )
+    .unwrap();
+    let token = token_file(dir.path(), TOKEN);
+    let (a, b) = (Agent::start(&token), Agent::start(&token));
+    let json = dir.path().join("once.json");
+    let (code, stderr) = coordinate(
+        &[&a, &b],
+        &token,
+        &["--json", json.to_str().unwrap()],
+        &["run", scenario.to_str().unwrap(), "--threads", "1"],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let lines = common::access_log(&log);
+    let count = |what: &str| lines.iter().filter(|l| l.contains(what)).count();
+    assert_eq!(count("/setup"), 1, "the setup ran once: {lines:?}");
+    assert_eq!(count("/load/tok-9f3a"), 101, "every load request read the capture");
+    assert_eq!(count("/teardown/tok-9f3a"), 1, "the teardown ran once");
+    assert_eq!(lines.len(), 103);
+    let r = RunResult::from_reader(std::fs::File::open(&json).unwrap()).unwrap();
+    assert_books_balance(&r);
+    assert_eq!(r.measurements.requests.ok, 101);
+    let tags = &r.measurements.scenario.as_ref().unwrap().tags;
+    assert_eq!(tags["scenario:setup"].requests, 1);
+    assert_eq!(tags["scenario:teardown"].requests, 1);
+    let text = std::fs::read_to_string(&json).unwrap();
+    assert!(
+        !text.contains("tok-9f3a") && !stderr.contains("tok-9f3a"),
+        "the capture leaked"
+    );
+}
+
+/// A setup: that fails stops the coordinated run before any agent is
+/// asked: exit 1 naming the failure, no load request, no teardown.
+#[test]
+fn a_failed_setup_stops_the_coordinated_run_before_any_agent_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("access.log");
+    let server = common::Nginx::start(&format!(
+        "location /setup {{ access_log {l}; return 500; }}\nlocation / {{ access_log {l}; return 200; }}",
+        l = log.display()
+    ));
+    let scenario = dir.path().join("fails.yaml");
+    std::fs::write(
+        &scenario,
+        format!(
+            "target: {}\nsetup:\n  - request: {{ name: login, path: /setup }}\nscenarios:\n  s:\n    executor: \
+             per-vu-iterations\n    vus: 1\n    iterations: 5\n    flow:\n      - request: {{ path: /load }}\nteardown:\n  \
+             - request: {{ path: /teardown }}\n",
+            server.url("").trim_end_matches('/')
+        ),
+    )
+    .unwrap();
+    let token = token_file(dir.path(), TOKEN);
+    let (a, b) = (Agent::start(&token), Agent::start(&token));
+    let (code, stderr) = coordinate(&[&a, &b], &token, &[], &["run", scenario.to_str().unwrap()]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("setup"), "{stderr}");
+    let lines = common::access_log(&log);
+    assert_eq!(lines.len(), 1, "the setup's request alone: {lines:?}");
+    assert!(lines[0].contains("/setup"), "{lines:?}");
+}

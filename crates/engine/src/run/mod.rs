@@ -27,7 +27,7 @@ use crate::transport::TlsClient;
 
 pub use http::run_http;
 pub use mqtt::run_mqtt;
-pub use scenario::{ScenarioOptions, run_scenario};
+pub use scenario::{OnceRun, ScenarioOptions, add_once_rows, run_scenario, run_setup_flow, run_teardown_flow};
 pub use storm::{StormPart, run_storm, storm_peak_estimate};
 
 /// Descriptors a process needs besides its connections (runtimes, stdio).

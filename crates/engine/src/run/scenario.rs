@@ -51,6 +51,31 @@ pub struct ScenarioOptions {
     pub reach: throng_plan::Reach,
     /// A k6 script: the scenario's VUs run it instead of the file's flow.
     pub script: Option<Arc<throng_script::Script>>,
+    /// What a `setup:` flow run elsewhere captured (`throng coordinate` runs
+    /// it once for every agent): this run runs neither `setup:` nor
+    /// `teardown:`, and its VUs read these.
+    pub setup_given: Option<Arc<HashMap<String, String>>>,
+}
+
+/// A `setup:` or `teardown:` flow run on its own: its tag's row, what its
+/// `add:` steps recorded, its VU's variables (the setup's captures), and
+/// the note the result gets.
+pub struct OnceRun {
+    pub tag: &'static str,
+    pub row: TagStats,
+    pub custom: std::collections::BTreeMap<String, throng_metrics::CustomStats>,
+    pub vars: Arc<HashMap<String, String>>,
+    pub note: String,
+}
+
+impl std::fmt::Debug for OnceRun {
+    // Never the variables: the setup's captures may be secrets.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OnceRun")
+            .field("tag", &self.tag)
+            .field("note", &self.note)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Runs a scenario file's scenarios to completion and returns the result,
@@ -65,79 +90,138 @@ pub fn run_scenario(
 ) -> Result<RunResult, EngineError> {
     let mut once_rows = Vec::new();
     let mut notes = Vec::new();
-    let setup = match &plan.setup {
-        Some(s) => {
-            let once = run_once(plan, s, tls.clone(), options, control, Arc::default());
-            if !once.as_ref().is_ok_and(|o| o.failure.is_none()) || control.was_interrupted() {
-                // No load follows: the file holds the setup's rows alone.
-                splice_rows(plan, options, false, &mut notes);
+    let setup = match &options.setup_given {
+        Some(given) => Arc::clone(given),
+        None => match run_setup_flow(plan, tls.clone(), options, control)? {
+            Some(once) => {
+                let vars = Arc::clone(&once.vars);
+                notes.push(once.note.clone());
+                once_rows.push(once);
+                vars
             }
-            let once = once?;
-            if control.was_interrupted() {
-                return Err(EngineError::Interrupted(
-                    "during the setup: flow, before the load started",
-                ));
-            }
-            if let Some(why) = once.failure {
-                return Err(EngineError::SetupFailed {
-                    file: plan.file.clone(),
-                    why,
-                });
-            }
-            notes.push(format!(
-                "setup: ran once before the load ({}, not in the load's figures){}",
-                throng_plan::count(once.row.requests, "request"),
-                match once.captured.is_empty() {
-                    true => String::new(),
-                    false => format!("; captured {}", once.captured.join(", ")),
-                }
-            ));
-            once_rows.push(("scenario:setup", once.row, once.custom));
-            Arc::new(once.vars)
-        }
-        None => Arc::default(),
+            None => Arc::default(),
+        },
     };
     let load = run_load(plan, tls.clone(), options, control, on_tick, Arc::clone(&setup), None);
-    if let Some(t) = &plan.teardown {
-        match run_teardown(plan, t, tls, options, control, setup) {
-            Ok(once) => {
-                notes.push(match &once.failure {
-                    None => format!(
-                        "teardown: ran once after the load ({})",
-                        throng_plan::count(once.row.requests, "request")
-                    ),
-                    Some(why) => format!("teardown failed (the run's verdict stands): {why}"),
-                });
-                once_rows.push(("scenario:teardown", once.row, once.custom));
+    if options.setup_given.is_none() {
+        match run_teardown_flow(plan, tls, options, control, setup) {
+            Ok(Some(once)) => {
+                notes.push(once.note.clone());
+                once_rows.push(once);
             }
-            Err(e) => notes.push(format!("teardown could not run: {e}")),
+            Ok(None) => {}
+            Err(note) => notes.push(note),
         }
     }
     splice_rows(plan, options, true, &mut notes);
-    let mut result = load?;
-    if !once_rows.is_empty() {
-        let stats = result.measurements.scenario.get_or_insert_with(ScenarioStats::default);
-        for (tag, row, custom) in once_rows {
-            stats.tags.insert(tag.to_string(), row);
-            // What their add: steps recorded counts with the load's.
-            for (name, c) in custom {
-                match stats.custom.get_mut(&name) {
-                    Some(mine) => {
-                        if let Err(e) = mine.merge(&c) {
-                            notes.push(format!("{tag}: its values of {name} were left out: {e}"));
-                        }
+    let (mut result, left_out) = add_once_rows(load?, once_rows);
+    result.notes.extend(notes);
+    result.notes.extend(left_out);
+    Ok(result)
+}
+
+/// Runs the plan's `setup:` flow, if it has one (a failure, or Ctrl-C, is
+/// the error: no load may follow).
+pub fn run_setup_flow(
+    plan: &ScenarioPlan,
+    tls: Option<Arc<ClientConfig>>,
+    options: &ScenarioOptions,
+    control: &Control,
+) -> Result<Option<OnceRun>, EngineError> {
+    let Some(s) = &plan.setup else {
+        return Ok(None);
+    };
+    let once = run_once(plan, s, tls, options, control, Arc::default());
+    if !once.as_ref().is_ok_and(|o| o.failure.is_none()) || control.was_interrupted() {
+        // No load follows: the file holds the setup's rows alone.
+        splice_rows(plan, options, false, &mut Vec::new());
+    }
+    let once = once?;
+    if control.was_interrupted() {
+        return Err(EngineError::Interrupted(
+            "during the setup: flow, before the load started",
+        ));
+    }
+    if let Some(why) = once.failure {
+        return Err(EngineError::SetupFailed {
+            file: plan.file.clone(),
+            why,
+        });
+    }
+    let note = format!(
+        "setup: ran once before the load ({}, not in the load's figures){}",
+        throng_plan::count(once.row.requests, "request"),
+        match once.captured.is_empty() {
+            true => String::new(),
+            false => format!("; captured {}", once.captured.join(", ")),
+        }
+    );
+    Ok(Some(OnceRun {
+        tag: "scenario:setup",
+        row: once.row,
+        custom: once.custom,
+        vars: Arc::new(once.vars),
+        note,
+    }))
+}
+
+/// Runs the plan's `teardown:` flow, if it has one, with the setup's
+/// captures; a teardown that could not run is the note, as the error.
+pub fn run_teardown_flow(
+    plan: &ScenarioPlan,
+    tls: Option<Arc<ClientConfig>>,
+    options: &ScenarioOptions,
+    control: &Control,
+    setup: Arc<HashMap<String, String>>,
+) -> Result<Option<OnceRun>, String> {
+    let Some(t) = &plan.teardown else {
+        return Ok(None);
+    };
+    let once =
+        run_teardown(plan, t, tls, options, control, setup).map_err(|e| format!("teardown could not run: {e}"))?;
+    let note = match &once.failure {
+        None => format!(
+            "teardown: ran once after the load ({})",
+            throng_plan::count(once.row.requests, "request")
+        ),
+        Some(why) => format!("teardown failed (the run's verdict stands): {why}"),
+    };
+    Ok(Some(OnceRun {
+        tag: "scenario:teardown",
+        row: once.row,
+        custom: once.custom,
+        vars: Arc::default(),
+        note,
+    }))
+}
+
+/// Adds the rows of `setup:` and `teardown:` flows to a load's result and
+/// judges its thresholds again (one may name them); the notes of what was
+/// left out (their own notes are the caller's to place).
+pub fn add_once_rows(mut result: RunResult, rows: Vec<OnceRun>) -> (RunResult, Vec<String>) {
+    if rows.is_empty() {
+        return (result, Vec::new());
+    }
+    let mut notes = Vec::new();
+    let stats = result.measurements.scenario.get_or_insert_with(ScenarioStats::default);
+    for once in rows {
+        stats.tags.insert(once.tag.to_string(), once.row);
+        // What their add: steps recorded counts with the load's.
+        for (name, c) in once.custom {
+            match stats.custom.get_mut(&name) {
+                Some(mine) => {
+                    if let Err(e) = mine.merge(&c) {
+                        notes.push(format!("{}: its values of {name} were left out: {e}", once.tag));
                     }
-                    None => {
-                        stats.custom.insert(name, c);
-                    }
+                }
+                None => {
+                    stats.custom.insert(name, c);
                 }
             }
         }
-        // Judged again: a threshold may name scenario:setup or teardown.
-        result = result.judged();
     }
-    result.notes.extend(notes);
-    Ok(result)
+    // Judged again: a threshold may name scenario:setup or teardown.
+    (result.judged(), notes)
 }
 
 /// `--csv-requests`: the rows of the `setup:` flow (and, with `teardown`,

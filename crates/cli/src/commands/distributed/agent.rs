@@ -166,19 +166,20 @@ fn run_orders(stream: &mut TcpStream) -> Result<Served, WireError> {
             nofile: throng_engine::sys::fd_limits().1,
         },
     )?;
-    let (command, segment, sequence, start_at, files) = match recv(stream, HANDSHAKE)? {
+    let (command, segment, sequence, start_at, files, setup) = match recv(stream, HANDSHAKE)? {
         Msg::Run {
             command,
             segment,
             sequence,
             start_at_unix_ms,
             files,
-        } => (command, segment, sequence, start_at_unix_ms, files),
+            setup,
+        } => (command, segment, sequence, start_at_unix_ms, files, setup),
         Msg::Stop => return Ok(Served::Refused("the coordinator gave up before the run".into())),
         other => return refuse(stream, format!("expected a run, got a {} message", other.name())),
     };
     let dir = scratch_dir().map_err(WireError::Io)?;
-    let outcome = match unpack(&command, &files, &dir) {
+    let outcome = match unpack(&command, &files, setup.as_ref(), &dir) {
         Ok(command) => run_child(stream, &dir, &command, &segment, &sequence, start_at).map(|()| Served::Ran),
         Err(why) => {
             let done = Msg::Done {
@@ -195,23 +196,44 @@ fn run_orders(stream: &mut TcpStream) -> Result<Served, WireError> {
 
 /// Writes the shipped files into `dir`, points the command at them, and
 /// checks it: a command that would read any other file is refused.
-fn unpack(command: &[String], files: &[super::files::Shipped], dir: &std::path::Path) -> Result<Vec<String>, String> {
+fn unpack(
+    command: &[String],
+    files: &[super::files::Shipped],
+    setup: Option<&std::collections::HashMap<String, String>>,
+    dir: &std::path::Path,
+) -> Result<Vec<String>, String> {
     use std::os::unix::fs::OpenOptionsExt as _;
-    let (command, contents) = super::files::rewrite(command, files, dir)?;
-    for (k, bytes) in contents.iter().enumerate() {
-        let path = dir.join(format!("file-{k}"));
+    let (mut command, mut contents) = super::files::rewrite(command, files, dir)?;
+    let captures = dir.join("setup.json");
+    if let Some(vars) = setup {
+        let json = serde_json::to_vec(vars).map_err(|e| format!("cannot write the setup's captures: {e}"))?;
+        contents.push((captures.clone(), json));
+    }
+    for (path, bytes) in &contents {
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| format!("cannot write a shipped file: {e}"))?;
+        }
         std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
             .mode(0o600)
-            .open(&path)
+            .open(path)
             .and_then(|mut f| std::io::Write::write_all(&mut f, bytes))
             .map_err(|e| format!("cannot write a shipped file: {e}"))?;
     }
-    let parsed = super::coordinate::check_command(&command).map_err(|e| e.0)?;
+    let parsed = super::command::check_command(&command).map_err(|e| e.0)?;
     super::files::only_in(&parsed, dir).map_err(|p| {
         format!("the command reads '{p}' on this agent's machine; a coordinator ships every file a command reads")
     })?;
+    if let super::command::Coordinated::Run(run) = &parsed {
+        // Every file the scenario names is a clean name beside it, so one
+        // shipped (or missing): never one of this machine's.
+        crate::commands::run::plan_files(run).map_err(|e| format!("{e:#}"))?;
+        if setup.is_some() {
+            command.push("--setup-captures".into());
+            command.push(captures.display().to_string());
+        }
+    }
     Ok(command)
 }
 

@@ -9,8 +9,9 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use throng_result::RunResult;
 
+use super::command::{Coordinated, check_command};
 use super::{Msg, PROTOCOL, SILENCE, WireError, now_ms, read_token, recv, send};
-use crate::args::{Command, CoordinateCmd, HttpCmd};
+use crate::args::CoordinateCmd;
 use crate::exit::{Outcome, UsageError};
 
 /// Longest a connection to an agent may take.
@@ -24,46 +25,6 @@ const START_AHEAD: Duration = Duration::from_secs(3);
 const MAX_OFFSET_MS: u64 = 1000;
 /// Most agents one coordinator drives.
 const MAX_AGENTS: usize = 1000;
-
-/// Parses a shipped command as `throng` would and refuses what the
-/// coordinator owns (segments, start, outputs) or cannot ship yet (files on
-/// the coordinator's disk).
-pub fn check_command(command: &[String]) -> Result<Box<HttpCmd>, UsageError> {
-    let cli = crate::args::parse_shipped(command).map_err(|e| UsageError(format!("the command after --: {e}")))?;
-    let Command::Http(c) = cli.command else {
-        return Err(UsageError(format!(
-            "the command after --: '{}' cannot be coordinated yet; give an http command (-- http URL ...)",
-            command.first().map_or("", String::as_str)
-        )));
-    };
-    let owned = [
-        ("--segment", c.segments.segment.is_some()),
-        ("--start-at", c.segments.start_at.is_some()),
-        ("--json", c.output.json.is_some()),
-        ("--html", c.output.html.is_some()),
-        ("--repeat", c.repeat.count > 1),
-        ("--prometheus", c.live.prometheus.is_some()),
-        ("--csv", c.output.export.csv.is_some()),
-        ("--csv-requests", c.output.export.csv_requests.is_some()),
-    ];
-    if let Some((flag, _)) = owned.iter().find(|(_, given)| *given) {
-        return Err(UsageError(format!(
-            "the command after --: {flag} is the coordinator's to set (each agent's segment, one start, one \
-             merged result); drop it from the command, and give --json/--html to `throng coordinate` itself"
-        )));
-    }
-    let unshipped = [
-        ("--targets", c.targets.is_some()),
-        ("--data @-", c.data.as_deref() == Some("@-")),
-    ];
-    if let Some((flag, _)) = unshipped.iter().find(|(_, given)| *given) {
-        return Err(UsageError(format!(
-            "the command after --: {flag} cannot be shipped to the agents yet; give the requests another way \
-             (--body FILE, --data), or run the segments by hand (--segment, see 'Distributed runs')"
-        )));
-    }
-    Ok(c)
-}
 
 /// One agent, connected and greeted.
 struct Agent {
@@ -87,13 +48,29 @@ pub fn run(mut c: CoordinateCmd) -> anyhow::Result<ExitCode> {
     let before = c.command.len();
     c.command.retain(|a| a != "--abort-on-fail");
     let abort = c.abort_on_fail || c.command.len() != before;
-    let http = check_command(&c.command)?;
-    let thresholds = http.thresholds.clone();
-    let connections = http.connections;
-    // The whole check `throng http` makes before it runs, here, once: an
+    // The whole check the command makes before it runs, here, once: an
     // agent never gets a command that would not run.
-    crate::commands::http::prepare(*http).map_err(|e| e.context("the command after --"))?;
-    let files = super::files::ship(&c.command)?;
+    let (thresholds, connections, run) = match check_command(&c.command)? {
+        Coordinated::Http(http) => {
+            let thresholds = http.thresholds.clone();
+            let connections = http.connections.map(u64::from);
+            crate::commands::http::prepare(*http).map_err(|e| e.context("the command after --"))?;
+            (thresholds, connections, None)
+        }
+        Coordinated::Storm(storm) => {
+            crate::commands::storm::prepare(&storm).map_err(|e| e.context("the command after --"))?;
+            (Vec::new(), storm.max_concurrent.or(storm.connections), None)
+        }
+        Coordinated::Run(run) => {
+            crate::commands::run::prepare(&run).map_err(|e| e.context("the command after --"))?;
+            (Vec::new(), None, Some(run))
+        }
+    };
+    let mut files = super::files::ship(&c.command)?;
+    if let Some(run) = &run {
+        // The scenario is read (and checked) here with every file it names.
+        files = super::files::ship_plan(&c.command, run, files)?;
+    }
     // Every file the command reads must be one shipped: checked here as the
     // agents will check it.
     let probe = std::path::Path::new("/throng-shipped");
@@ -104,7 +81,7 @@ pub fn run(mut c: CoordinateCmd) -> anyhow::Result<ExitCode> {
         ))
     };
     let (rewritten, _) = super::files::rewrite(&c.command, &files, probe).map_err(cannot_ship)?;
-    super::files::only_in(&*check_command(&rewritten)?, probe).map_err(|p| cannot_ship(format!("'{p}'")))?;
+    super::files::only_in(&check_command(&rewritten)?, probe).map_err(|p| cannot_ship(format!("'{p}'")))?;
     crate::commands::export::check_outputs(&[("--json", c.json.as_deref()), ("--html", c.html.as_deref())])?;
     let token = read_token(c.token_file.as_deref())?;
     if c.agents.len() > MAX_AGENTS {
@@ -121,9 +98,79 @@ pub fn run(mut c: CoordinateCmd) -> anyhow::Result<ExitCode> {
     // Listening before any agent is asked: a busy --prometheus address is
     // a usage error, not a run cut short.
     let mut view = super::live::LiveView::new(c.agents.len(), c.prometheus, &thresholds, c.quiet)?;
+    let control = throng_engine::Control::new();
+    crate::signals::forward_to(&control);
+    // A scenario's setup: runs once, here, for every agent; its teardown
+    // once, after them.
+    let setup = match &run {
+        Some(r) => crate::commands::run::run_once_flow(r, &control, None)?,
+        None => None,
+    };
+    if let Some(s) = &setup {
+        say!("throng: coordinate: {}", s.note);
+    }
+    let driven = drive(
+        &c,
+        &token,
+        connections,
+        files,
+        &mut view,
+        abort,
+        &control,
+        setup.as_ref(),
+    );
+    let mut once: Vec<throng_engine::OnceRun> = Vec::new();
+    let mut once_notes = Vec::new();
+    if let (Some(r), Some(s)) = (&run, setup) {
+        let vars = std::sync::Arc::clone(&s.vars);
+        once.push(s);
+        match crate::commands::run::run_once_flow(r, &control, Some(vars)) {
+            Ok(Some(t)) => once.push(t),
+            Ok(None) => {}
+            Err(e) => once_notes.push(format!("{e:#}")),
+        }
+    }
+    let Driven {
+        agents,
+        points,
+        parts,
+        aborted,
+    } = driven?;
+    let signalled = control.was_interrupted();
+    let (code, merged) = finish(&c, &agents, &points, parts, aborted, (once, once_notes))?;
+    if let Some(m) = merged {
+        // A signal during the linger ends it (one that stopped the run
+        // does not: the last scrape still sees the totals).
+        view.finish(&m, c.prometheus_linger, || !signalled && control.was_interrupted());
+    }
+    Ok(code)
+}
+
+/// What the agents did: who they are, their segments' points, how each
+/// part ended, and the threshold that stopped them, if one did.
+struct Driven {
+    agents: Vec<Agent>,
+    points: Vec<String>,
+    parts: Vec<Part>,
+    aborted: Option<String>,
+}
+
+/// The agents' parts of a run: each greeted and given its segment, all
+/// started, followed to their ends.
+#[allow(clippy::too_many_arguments)]
+fn drive(
+    c: &CoordinateCmd,
+    token: &str,
+    connections: Option<u64>,
+    files: Vec<super::files::Shipped>,
+    view: &mut super::live::LiveView,
+    abort: bool,
+    control: &throng_engine::Control,
+    setup: Option<&throng_engine::OnceRun>,
+) -> anyhow::Result<Driven> {
     let mut agents = Vec::new();
     for addr in &c.agents {
-        agents.push(greet(addr, &token, connections, c.agents.len())?);
+        agents.push(greet(addr, token, connections, c.agents.len())?);
     }
     let n = agents.len();
     let points: Vec<String> = (0..=n)
@@ -142,6 +189,7 @@ pub fn run(mut c: CoordinateCmd) -> anyhow::Result<ExitCode> {
             sequence: sequence.clone(),
             start_at_unix_ms: start_at,
             files: files.clone(),
+            setup: setup.map(|s| (*s.vars).clone()),
         };
         send(&mut a.stream, &run).map_err(|e| anyhow::anyhow!("agent {}: {e}", a.addr))?;
     }
@@ -157,22 +205,18 @@ pub fn run(mut c: CoordinateCmd) -> anyhow::Result<ExitCode> {
         "throng: coordinate: {n} agents, one segment of the plan each, start at {}",
         throng_result::rfc3339(start_at)
     );
-    let control = throng_engine::Control::new();
-    crate::signals::forward_to(&control);
-    let (parts, aborted) = follow(&mut agents, &mut view, abort, &control)?;
-    let signalled = control.was_interrupted();
-    let (code, merged) = finish(&c, &agents, &points, parts, aborted)?;
-    if let Some(m) = merged {
-        // A signal during the linger ends it (one that stopped the run
-        // does not: the last scrape still sees the totals).
-        view.finish(&m, c.prometheus_linger, || !signalled && control.was_interrupted());
-    }
-    Ok(code)
+    let (parts, aborted) = follow(&mut agents, view, abort, control)?;
+    Ok(Driven {
+        agents,
+        points,
+        parts,
+        aborted,
+    })
 }
 
 /// Connects to `addr`, says hello, and checks the agent's answer: version,
 /// clock, descriptor limit.
-fn greet(addr: &str, token: &str, connections: Option<u32>, n: usize) -> anyhow::Result<Agent> {
+fn greet(addr: &str, token: &str, connections: Option<u64>, n: usize) -> anyhow::Result<Agent> {
     let resolved = addr
         .to_socket_addrs()
         .map_err(|e| UsageError(format!("--agents: '{addr}': {e}; give HOST:PORT")))?
@@ -218,7 +262,7 @@ fn greet(addr: &str, token: &str, connections: Option<u32>, n: usize) -> anyhow:
                 ))
                 .into());
             }
-            let share = connections.map_or(0, |c| u64::from(c).div_ceil(n as u64));
+            let share = connections.map_or(0, |c| c.div_ceil(n as u64));
             if share + 64 > nofile {
                 return Err(UsageError(format!(
                     "agent {addr}: may open {nofile} files, too few for its share of {share} connections; raise \
@@ -369,6 +413,7 @@ fn finish(
     points: &[String],
     parts: Vec<Part>,
     aborted: Option<String>,
+    (once, once_notes): (Vec<throng_engine::OnceRun>, Vec<String>),
 ) -> anyhow::Result<(ExitCode, Option<throng_metrics::Measurements>)> {
     let mut results = Vec::new();
     let mut notes = Vec::new();
@@ -401,7 +446,16 @@ fn finish(
             notes.join("; ")
         ));
     }
-    let mut merged = RunResult::merge(&results).context("merging the agents' results")?;
+    let merged = RunResult::merge(&results).context("merging the agents' results")?;
+    // The setup's and teardown's rows, once for the whole run.
+    let once_said: Vec<String> = once
+        .iter()
+        .map(|o| format!("{} (by the coordinator)", o.note))
+        .collect();
+    let (mut merged, left_out) = throng_engine::add_once_rows(merged, once);
+    merged.notes.extend(once_said);
+    merged.notes.extend(once_notes);
+    merged.notes.extend(left_out);
     merged.notes.extend(notes);
     if let Some(failed) = &aborted {
         // Stopped by a verdict, as a single run's abort: not a signal.

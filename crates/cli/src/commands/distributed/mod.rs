@@ -44,6 +44,7 @@
 //! segment in the merged result.
 
 pub mod agent;
+mod command;
 pub mod coordinate;
 mod files;
 mod live;
@@ -89,6 +90,10 @@ pub enum Msg {
         start_at_unix_ms: u64,
         #[serde(default)]
         files: Vec<files::Shipped>,
+        /// What the coordinator's run of a scenario's `setup:` captured:
+        /// the agent's run reads these and runs neither setup nor teardown.
+        #[serde(default)]
+        setup: Option<std::collections::HashMap<String, String>>,
     },
     Started,
     Alive {
