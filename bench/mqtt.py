@@ -80,7 +80,7 @@ def main():
                 return 0
         return [THRONG, "mqtt", f"mqtt://127.0.0.1:{port}", "--publishers", str(pubs), "--subscribers", "0",
                 "--topic", "bench/{{n}}", "--qos", str(qos), "--payload", str(PAYLOAD), "-n", str(pubs * n),
-                "--drain", "0s", "-q", "--json", js], parse
+                "-q", "--json", js], parse
 
     def peer(qos):
         def parse(text):
