@@ -79,6 +79,7 @@ mod matrix;
 mod memory;
 mod million;
 mod mqtt;
+mod mqtt_interop;
 mod mqtt_pubsub;
 mod mux_targets;
 mod nats;
