@@ -191,10 +191,11 @@ impl MqttPlan {
             Some("pairs") => Fan::Pairs,
             Some(other) => return Err(invalid("--fan", format!("'{other}' is not in, out or pairs"))),
         };
-        let subscribers = count(
-            "--subscribers",
-            a.subscribers.or((fan == Fan::Pairs).then_some(publishers)),
-        )?;
+        // No subscribers is publish-only load (what the broker takes in); publishers need one.
+        let subscribers = match a.subscribers.or((fan == Fan::Pairs).then_some(publishers)) {
+            Some(0) => 0,
+            n => count("--subscribers", n)?,
+        };
         if fan == Fan::Pairs && subscribers != publishers {
             return Err(invalid(
                 "--fan pairs",

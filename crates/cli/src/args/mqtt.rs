@@ -20,7 +20,7 @@ pub struct MqttCmd {
     /// Publishing clients [default: 1]
     #[arg(long = "publishers", value_name = "P")]
     pub publishers: Option<u64>,
-    /// Subscribing clients [default: 1; with --fan pairs, as many as publishers]
+    /// Subscribing clients; 0 for publish-only load [default: 1; with --fan pairs, as many as publishers]
     #[arg(long = "subscribers", value_name = "S")]
     pub subscribers: Option<u64>,
     /// The topic; {{n}} stands for the publisher's (or pair's) number, from 1 [default: throng/{{n}}]

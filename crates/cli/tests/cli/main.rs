@@ -81,6 +81,7 @@ mod memory;
 mod million;
 mod mqtt;
 mod mqtt_faults;
+mod mqtt_interop;
 mod mqtt_pubsub;
 mod mux_targets;
 mod nats;
