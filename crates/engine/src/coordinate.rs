@@ -98,6 +98,10 @@ pub(crate) struct Launch {
     pub duration: Option<Duration>,
     pub planned_end: Option<Instant>,
     pub grace: Duration,
+    /// Stop the run at its planned end rather than give what is in flight
+    /// the grace (event streams of an open loop's `-d`: a stream the server
+    /// never ends would be cut off as interrupted, its events lost).
+    pub stop_at_planned_end: bool,
     /// Stop early when this many connection attempts failed and nothing
     /// succeeded (0: never).
     pub judge_after: u64,
@@ -219,6 +223,7 @@ pub(crate) fn coordinate(
         duration,
         planned_end,
         grace,
+        stop_at_planned_end,
         judge_after,
         trigger,
         judge,
@@ -237,6 +242,7 @@ pub(crate) fn coordinate(
         duration,
         planned_end,
         grace,
+        stop_at_planned_end,
         judge_after,
         judge,
         trigger: trigger.map(|(t, wave)| trigger::Pending::new(t, wave)),
@@ -369,6 +375,7 @@ struct Watch<'a> {
     duration: Option<Duration>,
     planned_end: Option<Instant>,
     grace: Duration,
+    stop_at_planned_end: bool,
     judge_after: u64,
     judge: Option<Judge>,
     trigger: Option<trigger::Pending>,
@@ -504,6 +511,8 @@ impl Watch<'_> {
             RunState::Running => {
                 if self.planned_end.is_some_and(|end| now > end + self.grace + TICK) {
                     self.control.abort();
+                } else if self.stop_at_planned_end && self.planned_end.is_some_and(|end| now >= end) {
+                    self.control.stop();
                 }
             }
             RunState::Stopping => {

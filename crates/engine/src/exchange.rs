@@ -313,6 +313,9 @@ async fn read_stream(
 ) {
     let mut watch = Box::new(Watch::new(stream, origin));
     let limits = (ctx.spec.timeout, stream.duration.map(|d| t_send + d));
+    // Created before the stream's first look at the flag: a stop between
+    // the two still wakes it.
+    let stop = std::pin::pin!(ctx.stop_notify.notified());
     let r = session
         .exchange_stream(
             &mut c.stream,
@@ -324,6 +327,7 @@ async fn read_stream(
             &ctx.scratch,
             limits,
             sleep,
+            (&ctx.stopping, stop),
         )
         .await;
     match r {

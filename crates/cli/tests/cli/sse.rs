@@ -101,6 +101,55 @@ fn sse_events_and_sse_duration_end_streams_early_and_ok() {
 }
 
 #[test]
+fn a_duration_run_ends_its_endless_streams_as_stopped_with_their_events() {
+    // Streams the server never ends, a run of 1 s: each ends when the run
+    // stops (not --timeout later, as interrupted), its events counted.
+    let server = lab(None);
+    let run = http(&[
+        &url(&server, "/sse?events=1000000&interval=50"),
+        "--sse",
+        "-d",
+        "1s",
+        "-c",
+        "3",
+        "--timeout",
+        "30s",
+    ]);
+    assert_eq!(run.code(), 0, "stderr: {}", run.stderr());
+    let r = run.result();
+    assert_books_balance(r);
+    let m = &r.measurements;
+    let s = m.streams.as_ref().unwrap();
+    assert_eq!(s.ended.get("stopped"), Some(&3), "{s:?}");
+    assert_eq!((s.streams, m.requests.ok), (3, 3), "{s:?}");
+    assert_eq!(m.requests.failed(), 0, "{:?}", m.requests.errors);
+    assert!(s.events >= 3, "each stream read its first event: {s:?}");
+    assert_eq!(count(m, "event_gap"), s.events - 3, "{s:?}");
+    assert_eq!(count(m, "stream"), 3);
+
+    // On a schedule: the streams still open when its -d is over end then.
+    let run = http(&[
+        &url(&server, "/sse?events=1000000&interval=50"),
+        "--sse",
+        "-r",
+        "5",
+        "-d",
+        "1s",
+        "--timeout",
+        "30s",
+    ]);
+    assert_eq!(run.code(), 0, "stderr: {}", run.stderr());
+    let r = run.result();
+    assert_books_balance(r);
+    let m = &r.measurements;
+    let s = m.streams.as_ref().unwrap();
+    assert_eq!(m.requests.failed(), 0, "{:?}", m.requests.errors);
+    assert_eq!(s.ended.get("stopped"), Some(&m.requests.ok), "{s:?}");
+    assert_eq!(s.streams, m.requests.attempted, "every stream sent ended once: {s:?}");
+    assert!(s.streams >= 1, "{s:?}");
+}
+
+#[test]
 fn faults_end_as_their_classes_with_the_books_balanced() {
     let server = lab(None);
     for (query, class, events_each) in [

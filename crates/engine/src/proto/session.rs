@@ -115,11 +115,12 @@ impl Session {
         scratch: &RefCell<Box<[u8]>>,
         (timeout, until): (std::time::Duration, Option<Instant>),
         sleep: Pin<&mut Sleep>,
+        stop: (&std::cell::Cell<bool>, Pin<&mut tokio::sync::futures::Notified<'_>>),
     ) -> Result<(Timing, http1::EndedEarly), Failed> {
         match self {
             Session::Http1(r) => {
                 http1::exchange_stream(
-                    stream, request, written, t_send, r, watch, rec, scratch, timeout, until, sleep,
+                    stream, request, written, t_send, r, watch, rec, scratch, timeout, until, sleep, stop,
                 )
                 .await
             }

@@ -104,6 +104,9 @@ pub fn run_http(
         // When the schedule ends; what is in flight then gets the timeout.
         planned_end: loads.planned_end.map(|d| origin + d),
         grace: plan.timeout,
+        // An open loop's event streams end with its -d (a closed loop's
+        // workers stop at their own deadline).
+        stop_at_planned_end: plan.stream.is_some() && matches!(plan.stop, Stop::Duration(_)),
         judge_after: u64::from(plan.connections).min(10),
         trigger: None,
         judge: None,

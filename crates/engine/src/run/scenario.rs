@@ -489,6 +489,7 @@ fn run_load(
         duration: Some(plan.end()),
         planned_end: Some(origin + last),
         grace: plan.defaults.timeout + TICK,
+        stop_at_planned_end: false,
         judge_after: vus.min(10),
         trigger: None,
         judge: abort_judge(plan),

@@ -131,6 +131,7 @@ pub fn run_storm(
         duration: None,
         planned_end: None,
         grace: plan.timeout,
+        stop_at_planned_end: false,
         judge_after: plan.connections.min(10),
         trigger: plan.trigger.clone().map(|t| (t, mine)),
         judge: None,

@@ -6,9 +6,11 @@
 //! A hand-polled future as `io.rs`'s exchange, with one deadline re-armed
 //! as events arrive: the stall limit (`--timeout` after the last event, or
 //! after the request's start before any) or `--sse-duration`'s end,
-//! whichever is first.
+//! whichever is first. A stream whose response has started ends, counted
+//! `stopped`, when the run stops (its `-d` is over, or it was asked to
+//! stop): a stream the server never ends does not outlive the run.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::future::poll_fn;
 use std::pin::Pin;
 use std::task::Poll;
@@ -16,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use throng_metrics::{ErrorClass, Recorder};
 use tokio::io::{AsyncWrite, ReadBuf};
+use tokio::sync::futures::Notified;
 use tokio::time::Sleep;
 
 use super::{Feed, ParseError, ResponseReader};
@@ -26,13 +29,15 @@ use crate::transport::Transport;
 
 /// How a stream exchange ends besides its timing: why, when it ended
 /// before the server ended it (`events`, `completed` at `[DONE]`,
-/// `duration`).
+/// `duration`, `stopped` by the run's end).
 pub(crate) type EndedEarly = Option<&'static str>;
 
 /// Writes `request` (its first `written` bytes already out at `t_send`)
 /// and reads the event stream that answers it into `watch`, recording
 /// event phases in `rec`. `timeout`: the longest wait for the response's
-/// head and then for each event; `until`: when `--sse-duration` ends it.
+/// head and then for each event; `until`: when `--sse-duration` ends it;
+/// `stop`: the run's stopping flag and its notification (created before
+/// the flag was read).
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn exchange_stream(
     stream: &mut Transport,
@@ -46,6 +51,7 @@ pub(crate) async fn exchange_stream(
     timeout: Duration,
     until: Option<Instant>,
     mut sleep: Pin<&mut Sleep>,
+    (stopping, mut stop): (&Cell<bool>, Pin<&mut Notified<'_>>),
 ) -> Result<(Timing, EndedEarly), Failed> {
     reader.tap();
     let mut last_write = t_send;
@@ -114,6 +120,11 @@ pub(crate) async fn exchange_stream(
             let mut rb = ReadBuf::new(&mut buf[..]);
             match stream.poll_read_stamped(cx, &mut rb, false) {
                 Poll::Pending => {
+                    // Polled once at most: it ends the exchange when ready.
+                    if reader.started() && (stopping.get() || stop.as_mut().poll(cx).is_ready()) {
+                        let now = Instant::now();
+                        return Poll::Ready(Ok((timing(sent_at, first.unwrap_or(now), now), Some("stopped"))));
+                    }
                     if sleep.as_mut().poll(cx).is_ready() {
                         return expired(reader, first, sent, written);
                     }
