@@ -324,24 +324,16 @@ impl Loop<'_> {
             self.slots[i].phase = Phase::Done;
             return None;
         }
-        match &mut self.source {
-            Starts::Budget(None) => Some(now),
-            Starts::Budget(Some(0)) => {
-                self.slots[i].phase = Phase::Done;
-                None
-            }
-            Starts::Budget(Some(n)) => {
-                *n -= 1;
-                Some(now)
-            }
-            Starts::Schedule(s) => {
-                let start = s.take(now, self.ctx.spec.timeout, &mut self.ctx.rec.borrow_mut());
-                if start.is_none() {
-                    s.idle(i);
-                }
-                start
+        let start = self
+            .source
+            .take(now, self.ctx.spec.timeout, &mut self.ctx.rec.borrow_mut());
+        if start.is_none() {
+            match &mut self.source {
+                Starts::Budget(_) => self.slots[i].phase = Phase::Done,
+                Starts::Schedule(s) => s.idle(i),
             }
         }
+        start
     }
 
     /// Open loop: hands the queued starts to idle slots, the one freed

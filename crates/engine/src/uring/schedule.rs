@@ -30,6 +30,24 @@ pub(super) enum Starts {
     Schedule(Schedule),
 }
 
+impl Starts {
+    /// When the next request starts (latency's origin): now while the
+    /// closed loop's budget lasts, or the open loop's next queued start
+    /// (its lateness recorded). None: the budget is spent, or no start is
+    /// queued.
+    pub(super) fn take(&mut self, now: Instant, timeout: Duration, rec: &mut Recorder) -> Option<Instant> {
+        match self {
+            Starts::Budget(None) => Some(now),
+            Starts::Budget(Some(0)) => None,
+            Starts::Budget(Some(n)) => {
+                *n -= 1;
+                Some(now)
+            }
+            Starts::Schedule(s) => s.take(now, timeout, rec),
+        }
+    }
+}
+
 /// One worker's schedule on the ring.
 pub(super) struct Schedule {
     arrivals: Arrivals,

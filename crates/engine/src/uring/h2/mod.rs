@@ -284,15 +284,8 @@ impl H2Loop<'_> {
         if self.ctx.stopping.get() {
             return None;
         }
-        match &mut self.source {
-            Starts::Budget(None) => Some(now),
-            Starts::Budget(Some(0)) => None,
-            Starts::Budget(Some(n)) => {
-                *n -= 1;
-                Some(now)
-            }
-            Starts::Schedule(s) => s.take(now, self.ctx.spec.timeout, &mut self.ctx.rec.borrow_mut()),
-        }
+        self.source
+            .take(now, self.ctx.spec.timeout, &mut self.ctx.rec.borrow_mut())
     }
 
     /// Nothing more will start: the budget is spent, or the schedule
