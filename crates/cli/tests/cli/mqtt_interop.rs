@@ -132,6 +132,51 @@ fn what_mosquitto_pub_sends_on_throngs_topics_is_foreign_to_its_books() {
 }
 
 #[test]
+fn retained_messages_before_the_last_suback_are_foreign_too() {
+    // Each subscriber subscribes to three topics, each holding a retained
+    // message: the broker may deliver the first ones before the last
+    // SUBACK; all six (3 topics x 2 subscribers) are counted foreign.
+    let broker = Mosquitto::start("");
+    let port = broker.port.to_string();
+    for n in 1..=3 {
+        let out = Command::new("mosquitto_pub")
+            .args([
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &port,
+                "-q",
+                "1",
+                "-r",
+                "-t",
+                &format!("fo/{n}"),
+            ])
+            .args(["-m", "not one of throng's messages"])
+            .output()
+            .expect("mosquitto_pub (Debian package mosquitto-clients)");
+        assert!(out.status.success(), "{out:?}");
+    }
+    let url = format!("mqtt://127.0.0.1:{port}");
+    let args = [
+        "--publishers",
+        "3",
+        "--subscribers",
+        "2",
+        "--fan",
+        "out",
+        "--topic",
+        "fo/{{n}}",
+    ];
+    let run = mqtt(&url, &[&args[..], &["-n", "30", "--qos", "1"]].concat());
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let r = run.result();
+    let b = r.measurements.pubsub.as_ref().unwrap();
+    assert_eq!(b.foreign, 6, "{b:?}");
+    assert_eq!((b.published, b.expected, b.received, b.lost), (30, 60, 60, 0), "{b:?}");
+    assert_books_balance(r);
+}
+
+#[test]
 fn publishing_with_no_subscribers_counts_what_the_broker_acknowledged() {
     let broker = Mosquitto::start("");
     let url = format!("mqtt://127.0.0.1:{}", broker.port);

@@ -69,10 +69,14 @@ impl Run {
     }
 }
 
-/// An open client: its stream and when its connect() was issued.
+/// An open client: its stream, when its connect() was issued, and the
+/// messages the broker delivered before its last SUBACK (retained ones of
+/// earlier runs: this run publishes only once every subscriber is
+/// subscribed), foreign to its books.
 pub(crate) struct Client {
     pub stream: Transport,
     pub opened: Instant,
+    pub early: u64,
 }
 
 /// Connects, CONNECT → CONNACK, then SUBSCRIBE → SUBACK for each of
@@ -95,16 +99,20 @@ pub(crate) async fn open(run: &Run, client_id: &str, topics: &[String]) -> Optio
         }
         let _ = tcp.set_nodelay(true);
         let mut stream = Transport::Plain(tcp);
-        handshake(run, &mut stream, client_id, topics).await?;
-        Ok::<_, ErrorClass>(stream)
+        let early = handshake(run, &mut stream, client_id, topics).await?;
+        Ok::<_, ErrorClass>((stream, early))
     };
     let r = tokio::time::timeout(run.plan.timeout, attempt).await;
     let now = Instant::now();
     let mut rec = run.rec.borrow_mut();
     match r {
-        Ok(Ok(stream)) => {
+        Ok(Ok((stream, early))) => {
             rec.connection_established(now, false);
-            Some(Client { stream, opened: t0 })
+            Some(Client {
+                stream,
+                opened: t0,
+                early,
+            })
         }
         Ok(Err(class)) => {
             rec.connection_failed(now, class, false);
@@ -123,8 +131,9 @@ pub(crate) async fn open(run: &Run, client_id: &str, topics: &[String]) -> Optio
 }
 
 /// CONNECT → CONNACK (phase `handshake`), then one SUBSCRIBE per topic and
-/// their SUBACKs (phase `subscribe`: the first sent → the last read).
-async fn handshake(run: &Run, stream: &mut Transport, client_id: &str, topics: &[String]) -> Result<(), ErrorClass> {
+/// their SUBACKs (phase `subscribe`: the first sent → the last read); the
+/// messages delivered before the last SUBACK, counted.
+async fn handshake(run: &Run, stream: &mut Transport, client_id: &str, topics: &[String]) -> Result<u64, ErrorClass> {
     let v = run.version;
     let s = &run.plan.session;
     let mut out = Vec::with_capacity(64);
@@ -153,7 +162,7 @@ async fn handshake(run: &Run, stream: &mut Transport, client_id: &str, topics: &
     let now = Instant::now();
     run.rec.borrow_mut().phase(now, Phase::Handshake, now - t0);
     if topics.is_empty() {
-        return Ok(());
+        return Ok(0);
     }
     out.clear();
     for (i, topic) in topics.iter().enumerate() {
@@ -164,11 +173,17 @@ async fn handshake(run: &Run, stream: &mut Transport, client_id: &str, topics: &
     let t1 = Instant::now();
     send(stream, &out).await?;
     let mut waiting = topics.len();
+    let mut early = 0u64;
     while waiting > 0 {
-        match read_packet(stream, v).await? {
+        let packet = read_packet(stream, v).await?;
+        if matches!(packet, Packet::Publish { .. }) {
+            // A retained message of an earlier run may come first:
+            // acknowledged, and counted foreign.
+            early += 1;
+        }
+        match packet {
             Packet::Suback { code, .. } if code >= 0x80 => return Err(suback_refused(v, code)),
             Packet::Suback { .. } => waiting -= 1,
-            // A retained message of an earlier run may come first: acknowledged, not counted.
             Packet::Publish { qos: 1, id: Some(id) } => send(stream, &codec::puback(id)).await?,
             Packet::Publish { qos: 2, id: Some(id) } => send(stream, &codec::ack(codec::PUBREC, id)).await?,
             Packet::Ack {
@@ -183,5 +198,5 @@ async fn handshake(run: &Run, stream: &mut Transport, client_id: &str, topics: &
     }
     let now = Instant::now();
     run.rec.borrow_mut().phase(now, Phase::Subscribe, now - t1);
-    Ok(())
+    Ok(early)
 }

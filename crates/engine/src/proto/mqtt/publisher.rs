@@ -112,7 +112,7 @@ pub(crate) struct Published {
 
 /// Publishes publisher `p`'s messages from `start`.
 pub(crate) async fn publish(run: Rc<Run>, p: u64, client: Client, start: Instant) -> Published {
-    let Client { mut stream, opened } = client;
+    let Client { mut stream, opened, .. } = client;
     let plan = std::sync::Arc::clone(&run.plan);
     let topic = plan.topic_of(p);
     let quota = plan.messages_of(p);

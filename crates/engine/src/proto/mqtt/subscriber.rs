@@ -99,7 +99,12 @@ impl Books {
 /// Reads deliveries until the run is done (then DISCONNECT) or the broker
 /// ends the connection.
 pub(crate) async fn listen(run: Rc<Run>, client: Client, books: Rc<RefCell<Books>>) {
-    let Client { mut stream, opened } = client;
+    let Client {
+        mut stream,
+        opened,
+        early,
+    } = client;
+    books.borrow_mut().foreign += early;
     let mut done = run.done.subscribe();
     let mut reader = Reader::default();
     let mut buf = vec![0u8; READ];
