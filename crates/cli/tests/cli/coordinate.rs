@@ -186,6 +186,12 @@ fn a_closed_agent_port_is_a_clear_error() {
     ]));
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("is listed twice"));
+    // A 70,000-byte name is refused by its length, never echoed back whole.
+    let huge = format!("{}:1", "a".repeat(70_000));
+    let out = common::output(throng().args(["coordinate", "--agents", &huge, "--", "http", "http://127.0.0.1:9/"]));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{}", &stderr[..stderr.len().min(300)]);
+    assert!(stderr.contains("an address of 70002 bytes") && stderr.len() < 1000);
     // The command is checked once, here, before any agent is asked.
     let out = common::output(throng().args(["coordinate", "--agents", &closed, "--", "http", "nope", "-n", "10"]));
     let stderr = String::from_utf8_lossy(&out.stderr);

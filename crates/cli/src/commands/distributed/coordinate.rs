@@ -88,6 +88,14 @@ pub fn run(mut c: CoordinateCmd) -> anyhow::Result<ExitCode> {
         return Err(UsageError(format!("--agents: {} agents, more than {MAX_AGENTS}", c.agents.len())).into());
     }
     for (i, addr) in c.agents.iter().enumerate() {
+        if addr.len() > MAX_ADDRESS {
+            return Err(UsageError(format!(
+                "--agents: agent {} is an address of {} bytes; give HOST:PORT (a host name is at most 253 bytes)",
+                i + 1,
+                addr.len()
+            ))
+            .into());
+        }
         if c.agents[..i].contains(addr) {
             return Err(UsageError(format!(
                 "--agents: {addr} is listed twice; an agent runs one segment at a time, list each once"
@@ -213,6 +221,10 @@ fn drive(
         aborted,
     })
 }
+
+/// The longest `--agents` address: a DNS name's 253 bytes, a colon and a
+/// port, with room for brackets around an IPv6 address.
+const MAX_ADDRESS: usize = 263;
 
 /// Connects to `addr`, says hello, and checks the agent's answer: version,
 /// clock, descriptor limit.
