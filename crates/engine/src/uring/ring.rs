@@ -193,6 +193,13 @@ impl Ring {
         }
     }
 
+    /// The completions the kernel posted since the last reap, as (user
+    /// data, result, flags), into `cqes` (cleared first).
+    pub(super) fn reap(&mut self, cqes: &mut Vec<(u64, i32, u32)>) {
+        cqes.clear();
+        cqes.extend(self.ring.completion().map(|c| (c.user_data(), c.result(), c.flags())));
+    }
+
     /// Queues `sqe`, submitting what is queued first when the queue is full.
     /// `before_submit` runs just before such an early submission (the send
     /// times of what it carries).

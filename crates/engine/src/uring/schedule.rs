@@ -46,6 +46,15 @@ impl Starts {
             Starts::Schedule(s) => s.take(now, timeout, rec),
         }
     }
+
+    /// How long until an open loop's next start is due (None: a closed
+    /// loop, or nothing more to start): a loop's wait ends by then.
+    pub(super) fn due_in(&self) -> Option<Duration> {
+        match self {
+            Starts::Schedule(s) => s.next_due().map(|d| d.saturating_duration_since(Instant::now())),
+            Starts::Budget(_) => None,
+        }
+    }
 }
 
 /// One worker's schedule on the ring.

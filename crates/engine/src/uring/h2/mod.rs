@@ -230,20 +230,11 @@ impl H2Loop<'_> {
             }
             self.stamp_queued();
             // An open loop's wait ends when its next start is due.
-            let due = match &self.source {
-                Starts::Schedule(s) => s.next_due().map(|d| d.saturating_duration_since(Instant::now())),
-                Starts::Budget(_) => None,
-            };
+            let due = self.source.due_in();
             let in_flight = usize::try_from(self.ctx.in_flight.get()).unwrap_or(usize::MAX);
             self.ring.wait(in_flight, due, &mut self.batch)?;
             let now = Instant::now();
-            cqes.clear();
-            cqes.extend(
-                self.ring
-                    .ring
-                    .completion()
-                    .map(|c| (c.user_data(), c.result(), c.flags())),
-            );
+            self.ring.reap(&mut cqes);
             for &(ud, res, flags) in &cqes {
                 self.complete(ud, res, flags, now)?;
             }
