@@ -239,6 +239,23 @@ fn open_loop_spreads_requests_over_streams_of_capped_connections() {
     }
 }
 
+/// `throng http --http2 -c 8 --streams 2 -n 2000 EXTRA --io IO` against
+/// `server` with 64 descriptors (`ulimit -n`), never panicking: its result.
+fn with_64_descriptors(server: &FaultServer, io: &str, extra: &[&str]) -> throng_result::RunResult {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let out = common::output(std::process::Command::new("sh").arg("-c").arg(format!(
+        "ulimit -n 64 && exec {} http {} --http2 -c 8 --streams 2 {} -n 2000 -t 1 --timeout 10s --io {io} -q --json {}",
+        env!("CARGO_BIN_EXE_throng"),
+        server.url("http"),
+        extra.join(" "),
+        json.display()
+    )));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{io}: {stderr}");
+    common::read_result(&json).expect("a result")
+}
+
 #[test]
 fn an_open_loop_reconnecting_after_goaway_leaks_no_descriptor() {
     // As the closed loop below, on the schedule: 64 descriptors for 2,000
@@ -246,17 +263,7 @@ fn an_open_loop_reconnecting_after_goaway_leaks_no_descriptor() {
     // start sent or dropped, every one sent answered or cut off by GOAWAY.
     let server = FaultServer::start("h2-goaway");
     for io in IO {
-        let dir = tempfile::tempdir().unwrap();
-        let json = dir.path().join("r.json");
-        let out = common::output(std::process::Command::new("sh").arg("-c").arg(format!(
-            "ulimit -n 64 && exec {} http {} --http2 -c 8 --streams 2 -r 2000 -n 2000 -t 1 --timeout 10s --io {io} -q --json {}",
-            env!("CARGO_BIN_EXE_throng"),
-            server.url("http"),
-            json.display()
-        )));
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(!stderr.contains("panicked"), "{io}: {stderr}");
-        let r = common::read_result(&json).expect("a result");
+        let r = with_64_descriptors(&server, io, &["-r", "2000"]);
         assert_books_balance(&r);
         let m = &r.measurements;
         assert_eq!(m.requests.error("fd_unavailable"), 0, "{io}: {:?}", m.requests);
@@ -439,17 +446,7 @@ fn reconnecting_after_goaway_leaks_no_descriptor() {
     // connection would run out (fd_unavailable) after a few dozen.
     let server = FaultServer::start("h2-goaway");
     for io in IO {
-        let dir = tempfile::tempdir().unwrap();
-        let json = dir.path().join("r.json");
-        let out = common::output(std::process::Command::new("sh").arg("-c").arg(format!(
-            "ulimit -n 64 && exec {} http {} --http2 -c 8 --streams 2 -n 2000 -t 1 --timeout 10s --io {io} -q --json {}",
-            env!("CARGO_BIN_EXE_throng"),
-            server.url("http"),
-            json.display()
-        )));
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(!stderr.contains("panicked"), "{io}: {stderr}");
-        let r = common::read_result(&json).expect("a result");
+        let r = with_64_descriptors(&server, io, &[]);
         assert_books_balance(&r);
         let m = &r.measurements;
         assert_eq!(m.requests.error("fd_unavailable"), 0, "{io}: {:?}", m.requests);
