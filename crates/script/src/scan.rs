@@ -255,10 +255,11 @@ pub(crate) fn uses_full(code: &str) -> bool {
 }
 
 /// Whether `code` writes a regular expression literal or names `RegExp`:
-/// a `/` where an expression starts (not after a value, as a division is)
-/// and not a comment.
+/// a `/` where an expression starts (at a line's start, after an operator,
+/// an arrow, `return`, `typeof`, `case` or `yield`; not after a value, as a
+/// division is) and not a comment.
 pub(crate) fn uses_regex(code: &str) -> bool {
-    Regex::new(r"(?:^|[=(,:\[!&|?{};]|\breturn)\s*/[^/*\s]|\bRegExp\b")
+    Regex::new(r"(?m)(?:^|=>|[=(,:\[!&|?{};+\-*%<>~^]|\b(?:return|typeof|case|yield|in|of))\s*/[^/*\s]|\bRegExp\b")
         .expect("valid pattern")
         .is_match(code)
 }
@@ -331,6 +332,14 @@ mod tests {
                 .unwrap()
                 .regex
         );
+        for arrow in [
+            "const ok = (s) => /^a+$/.test(s);",
+            "const ok = s =>\n/^a+$/.test(s);",
+            "function f(s) {\n  return s +\n    /x/.source;\n}",
+            "switch (k) { case /a/.source: break; }",
+        ] {
+            assert!(scan("t.js", arrow).unwrap().regex, "{arrow}");
+        }
         assert!(
             !scan("t.js", "const half = total / 2; const u = 'http://h/x';")
                 .unwrap()
