@@ -27,6 +27,7 @@ mod args;
 mod commands;
 mod custom_series;
 mod exit;
+mod line;
 mod live;
 mod progress;
 mod prometheus;
@@ -43,7 +44,7 @@ fn main() -> ExitCode {
     match commands::run(cli) {
         Ok(code) => code,
         Err(e) => {
-            say!("throng: error: {}", commands::one_line(&e));
+            say!("throng: error: {}", line::bounded(&commands::one_line(&e)));
             exit::Outcome::of_error(&e).into()
         }
     }

@@ -151,7 +151,7 @@ pub fn parse() -> Result<Cli, ExitCode> {
                 }
                 _ => {
                     match habits::of_clap_error(&e, &args) {
-                        Some(habit) => say!("throng: error: {habit}"),
+                        Some(habit) => say!("throng: error: {}", crate::line::bounded(&habit)),
                         None => say!("throng: {}", clap_one_line(&e)),
                     }
                     Err(ExitCode::from(2))
@@ -219,32 +219,17 @@ fn clap_one_line(e: &clap::Error) -> String {
         ),
         None => ("error: invalid usage".to_string(), String::new()),
     };
-    let sub = std::env::args().nth(1).filter(|a| !a.starts_with('-'));
+    use clap::CommandFactory;
+    let sub = std::env::args().nth(1).filter(|a| {
+        Cli::command()
+            .get_subcommands()
+            .any(|c| c.get_name() == a && c.get_name() != "help")
+    });
     let help = match sub {
-        Some(s)
-            if [
-                "http",
-                "storm",
-                "mqtt",
-                "serve",
-                "demo",
-                "report",
-                "merge",
-                "compare",
-                "certs",
-                "sweep",
-                "run",
-                "k8s",
-                "agent",
-                "coordinate",
-            ]
-            .contains(&s.as_str()) =>
-        {
-            format!("throng {s} --help")
-        }
-        _ => "throng --help".to_string(),
+        Some(s) => format!("throng {s} --help"),
+        None => "throng --help".to_string(),
     };
-    format!("{first}{tip} (see '{help}')")
+    crate::line::bounded(&format!("{first}{tip} (see '{help}')")).into_owned()
 }
 
 #[cfg(test)]

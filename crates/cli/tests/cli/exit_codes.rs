@@ -492,3 +492,30 @@ fn other_tools_flags_name_throngs_equivalent() {
     // Not a habit: a real typo keeps clap's suggestion.
     expect(&["http", url, "--ratee", "5"], 2, "a similar argument exists: '--rate'");
 }
+
+/// A 70,000-character value echoed by an error (clap's own, a flag's
+/// parser, an SLO, a stray word after a switch) is cut to a readable line
+/// that still names the flag and ends with the advice. No server.
+#[test]
+fn a_70000_character_value_is_cut_in_every_usage_error() {
+    let target = format!("http://127.0.0.1:{}/", free_port());
+    let long = "a".repeat(70_000);
+    let cases: [(&[&str], &str, &str); 5] = [
+        (&["http", &target, "--rate", &long], "--rate", "help')"),
+        (&["http", &target, "--duration", &long], "--duration", "help')"),
+        (
+            &["http", &target, "--llm", "openai", "--slo", &long],
+            "--slo",
+            "itl < 50ms'",
+        ),
+        (&["storm", &target, "--keepalive", &long], "--keepalive", "help')"),
+        (&["grpc", &target, "--plaintext", &long], "throng grpc --help", "help')"),
+    ];
+    for (args, needle, advice) in cases {
+        let out = expect(args, 2, needle);
+        let err = stderr(&out);
+        assert!(err.len() < 2_000, "{} bytes: {}", err.len(), &err[..2_000]);
+        assert!(err.contains("more characters]"), "{err}");
+        assert!(err.trim_end().ends_with(advice), "{err}");
+    }
+}
