@@ -518,4 +518,10 @@ fn a_70000_character_value_is_cut_in_every_usage_error() {
         assert!(err.contains("more characters]"), "{err}");
         assert!(err.trim_end().ends_with(advice), "{err}");
     }
+    let out = expect(&["http", &target, "-n", "1", "--method", &long], 2, "--method");
+    let err = stderr(&out);
+    assert!(
+        err.contains("a method of 70000 bytes is no HTTP method") && err.len() < 300,
+        "{err}"
+    );
 }

@@ -27,6 +27,18 @@ pub(super) fn target_method(r: &RawTarget, args: &HttpArgs, body: bool) -> Resul
         .clone()
         .or_else(|| args.method.clone())
         .unwrap_or_else(|| if body { "POST" } else { "GET" }.to_string());
+    if method.len() > 64 {
+        return Err(at_error(
+            r,
+            PlanError::invalid(
+                "-m/--method",
+                format!(
+                    "a method of {} bytes is no HTTP method: a method is a short token (at most 64 bytes) such as GET",
+                    method.len()
+                ),
+            ),
+        ));
+    }
     if method.is_empty() || !method.bytes().all(is_token) {
         return Err(at_error(
             r,

@@ -99,7 +99,7 @@ pub(super) fn parse_request(text: &str) -> Result<StormRequest, PlanError> {
     let (Some(method), Some(path), None) = (parts.next(), parts.next(), parts.next()) else {
         return Err(bad());
     };
-    if !method.bytes().all(is_token) || !path.starts_with('/') {
+    if method.len() > 64 || !method.bytes().all(is_token) || !path.starts_with('/') {
         return Err(bad());
     }
     Ok(StormRequest {

@@ -132,6 +132,13 @@ fn standard_methods_are_capitalised() {
         );
         assert_eq!(e.column, 17, "{e}");
     }
+    let e = rejects(
+        "path: /me",
+        &format!("path: /me\n                method: {}", "M".repeat(70_000)),
+        "method:",
+        "a method of 70000 bytes is no HTTP method",
+    );
+    assert!(e.to_string().len() < 300, "{e}");
 }
 
 #[test]

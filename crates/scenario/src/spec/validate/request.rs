@@ -410,6 +410,9 @@ fn method(m: &str) -> Result<String, RequestFieldError> {
         return Ok(standard.to_string());
     }
     let token = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
+    if m.len() > 64 {
+        return Err(RequestFieldError::MethodLength { bytes: m.len() });
+    }
     if m.is_empty() || !m.bytes().all(token) {
         return Err(RequestFieldError::Method { method: m.to_string() });
     }
@@ -464,6 +467,12 @@ pub(super) enum RequestFieldError {
     Method {
         /// The method as written.
         method: String,
+    },
+    /// A method longer than any server takes.
+    #[error("a method of {bytes} bytes is no HTTP method: a method is a short token (at most 64 bytes) such as GET")]
+    MethodLength {
+        /// Its length.
+        bytes: usize,
     },
     /// A pointer that does not start with `/` (a JSONPath, most likely),
     /// and the pointer it probably means.
