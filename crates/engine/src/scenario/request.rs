@@ -58,6 +58,10 @@ pub(super) async fn request(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &ReqOp, origi
         }
         return;
     };
+    if let Some(s) = &op.req.sse {
+        // Boxed: only sse: steps pay for the stream's future.
+        return Box::pin(super::sse::request(ctx, sc, vu, op, s, origin, rendered, flight, row)).await;
+    }
     if http.is_multiplexed() {
         // Boxed: HTTP/1.1 VUs keep their smaller future.
         return Box::pin(stream::request(ctx, sc, vu, op, http, origin, rendered, flight, row)).await;
@@ -79,63 +83,11 @@ async fn http1(
     flight: InFlight<'_>,
     mut row: RowGuard<'_>,
 ) {
-    let target = &sc.base;
-    let place = Place {
-        https: target.https,
-        host: target.host.clone(),
-        port: target.port,
-        target: rendered.target,
-    };
-    let cookie = if sc.def.cookies == Cookies::Off {
-        None
-    } else {
-        vu.jar.header(place.https, &place.host, &place.target)
-    };
-    let mut bytes = RequestHead {
-        method: &op.req.method,
-        target: &place.target,
-        authority: &sc.authority,
-        headers: &crate::redirect::with_cookie(&rendered.headers, cookie),
-        body_len: rendered.body.len(),
-        close: false,
-    }
-    .to_vec();
-    bytes.extend_from_slice(&rendered.body);
+    let (place, bytes) = head(sc, vu, op, rendered.target, &rendered.headers, &rendered.body);
     let mut sleep = pin!(tokio::time::sleep(op.req.timeout));
-    let (t_send, written) = match vu.conn {
-        Some(_) => (Instant::now(), 0),
-        None => {
-            let dest = sc.dest.own();
-            // Plain TCP sends the request with the connect (see conn::connect).
-            let first: &[u8] = if dest.tls.is_some() { &[] } else { &bytes };
-            // Boxed: the connect future is large and short-lived.
-            let opening = open_connection_to(
-                ctx,
-                &dest.route,
-                dest.tls.as_ref(),
-                first,
-                None,
-                false,
-                sleep.as_mut(),
-                row.row(),
-            );
-            match Box::pin(opening).await {
-                Ok(o) => {
-                    vu.conn = Some(o.conn);
-                    (o.sent, o.written)
-                }
-                Err(class) => {
-                    let now = Instant::now();
-                    ctx.rec.borrow_mut().request_failed(now, class, 0);
-                    if let Some(r) = row.row() {
-                        r.failed(class);
-                    }
-                    flight.slow(now, SlowEnd::Error(class));
-                    flight.end(now, None, true);
-                    return;
-                }
-            }
-        }
+    let Ok((t_send, written)) = connect(ctx, sc, vu, &bytes, sleep.as_mut(), &flight, &mut row).await else {
+        flight.end(Instant::now(), None, true);
+        return;
     };
     let Some(c) = vu.conn.as_mut() else {
         return;
@@ -194,6 +146,88 @@ async fn http1(
         r.redirects(ex.hops);
     }
     settle(ctx, sc, vu, op, origin, &place, ex, t_send, flight, row);
+}
+
+/// Where a request goes and its bytes: the head (with the jar's cookies
+/// for `target`) and `body`.
+pub(super) fn head(
+    sc: &Scen,
+    vu: &Vu,
+    op: &ReqOp,
+    target: String,
+    headers: &[(String, String)],
+    body: &[u8],
+) -> (Place, Vec<u8>) {
+    let base = &sc.base;
+    let place = Place {
+        https: base.https,
+        host: base.host.clone(),
+        port: base.port,
+        target,
+    };
+    let cookie = if sc.def.cookies == Cookies::Off {
+        None
+    } else {
+        vu.jar.header(place.https, &place.host, &place.target)
+    };
+    let mut bytes = RequestHead {
+        method: &op.req.method,
+        target: &place.target,
+        authority: &sc.authority,
+        headers: &crate::redirect::with_cookie(headers, cookie),
+        body_len: body.len(),
+        close: false,
+    }
+    .to_vec();
+    bytes.extend_from_slice(body);
+    (place, bytes)
+}
+
+/// The VU's keep-alive connection, opened when it has none (plain TCP
+/// sends `bytes` with the connect): when the request started and how much
+/// of it is out. Err: the connect failed in that class, recorded (the
+/// caller ends `flight`).
+pub(super) async fn connect(
+    ctx: &Ctx,
+    sc: &Scen,
+    vu: &mut Vu,
+    bytes: &[u8],
+    sleep: std::pin::Pin<&mut tokio::time::Sleep>,
+    flight: &InFlight<'_>,
+    row: &mut RowGuard<'_>,
+) -> Result<(Instant, usize), ErrorClass> {
+    if vu.conn.is_some() {
+        return Ok((Instant::now(), 0));
+    }
+    let dest = sc.dest.own();
+    // Plain TCP sends the request with the connect (see conn::connect).
+    let first: &[u8] = if dest.tls.is_some() { &[] } else { bytes };
+    // Boxed: the connect future is large and short-lived.
+    let opening = open_connection_to(
+        ctx,
+        &dest.route,
+        dest.tls.as_ref(),
+        first,
+        None,
+        false,
+        sleep,
+        row.row(),
+    );
+    match Box::pin(opening).await {
+        Ok(o) => {
+            vu.conn = Some(o.conn);
+            Ok((o.sent, o.written))
+        }
+        Err(class) => {
+            let now = Instant::now();
+            ctx.rec.borrow_mut().request_failed(now, class, 0);
+            if let Some(r) = row.row() {
+                r.failed(class);
+            }
+            flight.slow(now, SlowEnd::Error(class));
+            Err(class)
+        }
+    }
 }
 
 /// An HTTP/1.1 request's end (`ex`, over every hop): recorded, then

@@ -29,6 +29,10 @@ pub struct SseSpec {
     /// (ok) when it arrives, and fails when it does not in time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expect: Option<ExpectEvent>,
+    /// Where the step is written (`file:line:col`), for errors found once
+    /// its target is known.
+    #[serde(skip)]
+    pub at: String,
 }
 
 /// The event an `sse:` step waits for: its type and/or a regex on its

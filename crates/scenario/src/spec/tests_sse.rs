@@ -111,3 +111,22 @@ fn sse_mistakes_are_named_at_their_line() {
     let e = parse(&both).unwrap_err();
     assert!(e.message.contains("exactly one of request:, sse:"), "{e}");
 }
+
+#[test]
+fn an_sse_step_over_http2_or_http3_is_refused_at_its_line() {
+    let own = SSE.replacen("          events: 10\n", "          events: 10\n          http: 2\n", 1);
+    let e = parse(&own).unwrap_err();
+    assert!(e.message.contains("HTTP/1.1 only"), "{e}");
+    assert_eq!(e.line, 12, "{e}");
+    let target = SSE.replacen(
+        "target: http://127.0.0.1:8080\n",
+        "target: { url: http://127.0.0.1:8080, http: 2 }\n",
+        1,
+    );
+    let e = parse(&target).unwrap_err();
+    assert!(
+        e.message
+            .contains("sse: SSE /sse?events=5 reads its stream over HTTP/1.1"),
+        "{e}"
+    );
+}

@@ -39,7 +39,9 @@ impl Validator<'_> {
             None => None,
             Some(e) => Some(self.expect_event(&at("expect_event:"), e, timeout)?),
         };
+        let (line, column, _) = self.locate(&here);
         let sse = SseSpec {
+            at: format!("{}:{line}:{column}", self.file),
             llm,
             events: s.events,
             duration: s.duration.map(|d| d.0),
