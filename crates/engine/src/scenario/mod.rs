@@ -62,6 +62,7 @@ use ops::{AddOp, GrpcOp, Op, ReqOp, Scen, UntilOp, WsOp};
 mod control;
 mod flight;
 mod grpc;
+mod h1;
 mod js;
 mod logic;
 mod ops;

@@ -23,9 +23,9 @@ use throng_plan::StreamSpec;
 use throng_scenario::{Cookies, ResponseView, SseSpec};
 
 use super::flight::{InFlight, captures_and_checks, unanswered};
+use super::h1::{connect, head};
 use super::ops::{ReqOp, Scen, Vu};
 use super::render::{Rendered, vu_reads};
-use super::request::{connect, head};
 use crate::conn::{Failed, close};
 use crate::ctx::Ctx;
 use crate::proto::events::Watch;
