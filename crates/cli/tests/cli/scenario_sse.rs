@@ -174,3 +174,46 @@ scenarios:
         "{checks:?}"
     );
 }
+
+/// The guide's `sse:` example (docs/guide/src/scenarios.md), as written.
+fn guide_example() -> String {
+    let doc = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/guide/src/scenarios.md"),
+    )
+    .unwrap();
+    doc.split("```yaml\n")
+        .skip(1)
+        .map(|b| b.split("\n```").next().unwrap())
+        .find(|b| b.starts_with("# feed.yaml"))
+        .expect("the sse: example in docs/guide/src/scenarios.md")
+        .to_string()
+}
+
+#[test]
+fn the_guides_example_runs_as_written_against_the_lab() {
+    let server = lab(None);
+    let yaml = guide_example().replace("http://127.0.0.1:8080", "TARGET");
+    let (code, r, stdout) = run(&yaml, &format!("http://{}", server.addr()));
+    assert_eq!(code, 0, "{stdout}");
+    assert_books_balance(&r);
+    let m = &r.measurements;
+    // 20 iterations of three steps.
+    assert_eq!((m.requests.attempted, m.requests.ok), (60, 60), "{stdout}");
+    assert_eq!(tag(&r, "step:after"), (20, 0));
+    // The capture was "3": each /bytes/3 answered 3 bytes.
+    let s = m.streams.as_ref().unwrap();
+    assert_eq!(s.streams, 40, "{s:?}");
+    assert_eq!(
+        (s.ended.get("expected"), s.ended.get("completed")),
+        (Some(&20), Some(&20)),
+        "{s:?}"
+    );
+    assert_eq!(s.tokens, 160, "{s:?}");
+    // Events 0 to 3 of each feed, 8 tokens and their chunks of each chat.
+    assert_eq!(count(&r, "first_event"), 40);
+    assert_eq!((count(&r, "ttft"), count(&r, "itl")), (20, 140));
+    assert!(
+        stdout.contains("streams       40 ended: completed=20 expected=20"),
+        "{stdout}"
+    );
+}
