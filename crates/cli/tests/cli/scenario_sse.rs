@@ -116,12 +116,16 @@ scenarios:
           name: counted
           path: /sse?events=50&interval=1
           events: 2
+      - sse:
+          name: missing
+          path: /status/404
+          expect_event: { data: x }
 "#;
     let (code, r, stdout) = run(yaml, &format!("http://{}", server.addr()));
     assert_eq!(code, 0, "{stdout}");
     assert_books_balance(&r);
     let m = &r.measurements;
-    assert_eq!(m.requests.attempted, 12, "{stdout}");
+    assert_eq!(m.requests.attempted, 16, "{stdout}");
     // Its within: ran out: timeout.response; the stream ended without it:
     // sse.unmatched; a count reached: ok.
     assert_eq!(errors(&r, "timeout.response"), 4, "{:?}", m.requests.errors);
@@ -130,8 +134,12 @@ scenarios:
     assert_eq!(tag(&r, "step:slow"), (4, 4));
     assert_eq!(tag(&r, "step:short"), (4, 4));
     assert_eq!(tag(&r, "step:counted"), (4, 0));
+    // A status not expected is check_failed, not an unmet wait.
+    assert_eq!(tag(&r, "step:missing"), (4, 4));
+    assert_eq!(errors(&r, "check_failed"), 4, "{:?}", m.requests.errors);
     let s = m.streams.as_ref().unwrap();
-    assert_eq!(s.streams, 12, "{s:?}");
+    assert_eq!(s.streams, 16, "{s:?}");
+    assert_eq!(s.ended.get("check_failed"), Some(&4), "{s:?}");
     assert_eq!(s.ended.get("timeout.response"), Some(&4), "{s:?}");
     assert_eq!(s.ended.get("sse.unmatched"), Some(&4), "{s:?}");
     assert_eq!(s.ended.get("events"), Some(&4), "{s:?}");

@@ -100,9 +100,11 @@ pub(super) async fn request(
         Ok((timing, early)) => (Ok(timing), early),
         Err(f) => (Err(f), None),
     };
-    // The awaited event did not come: the step fails.
+    // The awaited event did not come: the step fails (a status not
+    // expected stays check_failed: the stream was not the one asked for).
+    let status_ok = op.req.expect.contains(vu.session.reply().status);
     let outcome = match outcome {
-        Ok(_) if s.expect.is_some() && !watch.matched() => {
+        Ok(_) if s.expect.is_some() && !watch.matched() && status_ok => {
             let now = Instant::now();
             let class = match early {
                 Some("stopped") => ErrorClass::Interrupted,
