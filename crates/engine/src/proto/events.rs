@@ -250,6 +250,30 @@ mod tests {
     }
 
     #[test]
+    fn the_awaited_event_ends_the_stream_and_its_data_is_kept() {
+        let t0 = Instant::now();
+        let mut rec = Recorder::new(t0);
+        let awaited = throng_scenario::ExpectEvent {
+            event: Some("tick".into()),
+            data: Some(regex::Regex::new("^2").unwrap()),
+            within: Duration::from_secs(1),
+        };
+        let mut w = Watch::new(&spec(false, Some(10)), t0).awaiting(Some(awaited), true);
+        w.feed(b"data: 2 not a tick\n\nevent: tick\ndata: 1\n\n", t0, &mut rec)
+            .unwrap();
+        assert_eq!((w.ended(), w.matched(), w.kept()), (None, false, ""));
+        w.feed(b"event: tick\ndata: 2!\n\nevent: tick\ndata: 2?\n\n", t0, &mut rec)
+            .unwrap();
+        assert_eq!((w.ended(), w.matched(), w.kept()), (Some("expected"), true, "2!"));
+        assert_eq!(w.seen(t0, t0, true, &spec(false, Some(10))).events, 3);
+
+        // None awaited: the last event's data is kept.
+        let mut w = Watch::new(&spec(false, None), t0).awaiting(None, true);
+        w.feed(b"data: a\n\ndata: b\n\n", t0, &mut rec).unwrap();
+        assert_eq!((w.ended(), w.kept()), (None, "b"));
+    }
+
+    #[test]
     fn sse_events_ends_the_stream_at_its_count() {
         let t0 = Instant::now();
         let mut rec = Recorder::new(t0);
