@@ -338,7 +338,7 @@ async fn read_stream(
 
 /// Records how a stream (`--sse`, `--llm`) ended: its `stream` phase when
 /// it ended well, and its end and counts once, whatever the end.
-fn stream_ended(
+pub(crate) fn stream_ended(
     ctx: &Ctx,
     w: &Watch,
     stream: &throng_plan::StreamSpec,

@@ -130,6 +130,30 @@ pub fn write(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
             writeln!(w, "| checks | {passes} passed, {fails} failed |")?;
         }
     }
+    if let Some(s) = &r.measurements.streams {
+        let data = crate::format::bytes(s.event_bytes as f64);
+        writeln!(w, "| events | {} ({data} of data) |", s.events)?;
+        let ended: Vec<String> = s.ended.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        writeln!(
+            w,
+            "| streams | {} ended: {} |",
+            s.streams,
+            cell_code(&ended.join(" "), 200)
+        )?;
+        if s.tokens > 0 {
+            let rate = per_second(s.tokens, r.duration_s);
+            writeln!(w, "| tokens | {} output, {rate:.1}/s |", s.tokens)?;
+        }
+        if let Some(g) = s.goodput() {
+            writeln!(
+                w,
+                "| goodput | {:.2}% ({} of {} streams met the --slo) |",
+                g * 100.0,
+                s.slo_met,
+                s.slo_judged
+            )?;
+        }
+    }
     writeln!(w, "| duration | {:.2}s |", r.duration_s)?;
     if !r.coordinated_omission_free && r.unit() == throng_result::Unit::Requests {
         writeln!(w)?;
@@ -227,6 +251,39 @@ mod tests {
         let mut stopped = crate::testing::test_result(measured());
         stopped.interrupted = true;
         assert_eq!(lines(&stopped)[0], "### ❌ throng: interrupted before its end");
+    }
+
+    #[test]
+    fn stream_counts_are_figures_too() {
+        let mut m = measured();
+        let mut s = throng_metrics::StreamCounts {
+            streams: 40,
+            events: 400,
+            event_bytes: 2048,
+            tokens: 100,
+            slo_judged: 40,
+            slo_met: 30,
+            ..Default::default()
+        };
+        s.ended.insert("completed".into(), 30);
+        s.ended.insert("sse.stalled".into(), 10);
+        m.streams = Some(s);
+        let l = lines(&crate::testing::test_result(m));
+        let at = l.iter().position(|x| x.starts_with("| events")).expect("an events row");
+        assert_eq!(
+            l[at..at + 4],
+            [
+                "| events | 400 (2.0 kB of data) |",
+                "| streams | 40 ended: `completed=30 sse.stalled=10` |",
+                "| tokens | 100 output, 50.0/s |",
+                "| goodput | 75.00% (30 of 40 streams met the --slo) |",
+            ]
+        );
+        assert!(
+            !lines(&crate::testing::test_result(measured()))
+                .iter()
+                .any(|x| x.starts_with("| events"))
+        );
     }
 
     #[test]

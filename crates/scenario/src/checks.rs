@@ -191,6 +191,24 @@ pub(crate) mod regex_serde {
     }
 }
 
+/// [`regex_serde`] for an optional regex.
+pub(crate) mod regex_serde_opt {
+    use serde::Deserialize;
+
+    pub fn serialize<S: serde::Serializer>(re: &Option<regex::Regex>, s: S) -> Result<S::Ok, S::Error> {
+        match re {
+            Some(re) => s.serialize_some(re.as_str()),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<regex::Regex>, D::Error> {
+        Option::<String>::deserialize(d)?
+            .map(|text| regex::Regex::new(&text).map_err(serde::de::Error::custom))
+            .transpose()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

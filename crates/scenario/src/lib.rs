@@ -42,6 +42,7 @@ pub use spec::{
     ScenarioError, ScenarioPlan, Stage, Step, TargetInputs, Think, WebSocket, WsMessage, capture_names, environment,
     stage_names,
 };
+pub use spec::{ExpectEvent, SseSpec};
 pub use spec::{JsStep, js_steps};
 pub use template::{Context, EnvRenderError, Template, TemplateError, TemplateFault};
 pub use threshold::{Threshold, Verdict};

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use raw::RawFile;
 use validate::Validator;
 
+pub use sse::{ExpectEvent, SseSpec};
 pub use types::GrpcStep;
 pub use types::{
     Add, AddValue, BaseUrl, Body, Branch, Condition, Cookies, Cursor, CustomMetric, DEFAULT_REDIRECTS, DataSpec,
@@ -17,10 +18,13 @@ pub use types::{DEFAULT_MAX_BODY, MAX_MAX_BODY, SETUP_LIMIT, TEARDOWN_LIMIT, cap
 
 mod js;
 mod raw;
+mod sse;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod tests_proto;
+#[cfg(test)]
+mod tests_sse;
 #[cfg(test)]
 mod tests_ws;
 mod types;

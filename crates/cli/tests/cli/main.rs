@@ -106,6 +106,7 @@ mod scenario_mux;
 mod scenario_once;
 mod scenario_proto;
 mod scenario_redirect_mux;
+mod scenario_sse;
 mod scenario_ws;
 mod segments;
 mod send_secret;

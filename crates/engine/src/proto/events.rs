@@ -41,8 +41,17 @@ struct Tally {
     first_token: Option<Instant>,
     last_token: Option<Instant>,
     longest_gap: Option<Duration>,
-    /// `--sse-events` reached, or an LLM stream's `[DONE]` read.
+    /// `--sse-events` reached, an LLM stream's `[DONE]` read, or the
+    /// awaited event arrived.
     end: Option<&'static str>,
+    /// A scenario `sse:` step's `expect_event:`: the event that ends it.
+    awaited: Option<throng_scenario::ExpectEvent>,
+    /// The awaited event arrived.
+    matched: bool,
+    /// Keep the data of the awaited event (of the last one, with none
+    /// awaited) in `kept`, for a step's captures and checks.
+    keep: bool,
+    kept: String,
 }
 
 impl Watch {
@@ -64,8 +73,31 @@ impl Watch {
                 last_token: None,
                 longest_gap: None,
                 end: None,
+                awaited: None,
+                matched: false,
+                keep: false,
+                kept: String::new(),
             },
         }
+    }
+
+    /// A scenario `sse:` step's stream: it ends, `expected`, when the
+    /// `awaited` event arrives; with `keep`, the data of that event (of
+    /// the last, with none awaited) is kept for its captures and checks.
+    pub(crate) fn awaiting(mut self, awaited: Option<throng_scenario::ExpectEvent>, keep: bool) -> Watch {
+        self.tally.awaited = awaited;
+        self.tally.keep = keep;
+        self
+    }
+
+    /// Whether the awaited event arrived.
+    pub(crate) fn matched(&self) -> bool {
+        self.tally.matched
+    }
+
+    /// The data kept (see [`Watch::awaiting`]); empty when none was.
+    pub(crate) fn kept(&self) -> &str {
+        &self.tally.kept
     }
 
     /// Reads body bytes that arrived at `at`, recording each event's
@@ -125,7 +157,18 @@ impl Tally {
         if self.llm.is_some() {
             self.chunk(e.data, at, rec);
         }
-        if self.max_events.is_some_and(|n| self.events >= n) {
+        let matched = self.awaited.as_ref().is_some_and(|a| a.matches(e.kind, e.data));
+        // An LLM stream's `[DONE]` is its end, not an event worth reading.
+        let done = self.llm.is_some() && e.data.trim() == "[DONE]";
+        if self.keep && (matched || self.awaited.is_none() && !done) {
+            // Bounded: an event's data is at most the reader's limit.
+            self.kept.clear();
+            self.kept.push_str(e.data);
+        }
+        if matched {
+            self.matched = true;
+            self.end = Some("expected");
+        } else if self.max_events.is_some_and(|n| self.events >= n) {
             self.end = Some("events");
         }
     }
@@ -204,6 +247,30 @@ mod tests {
         );
         let m = rec.finish(t0 + Duration::from_secs(1));
         assert_eq!((count(&m, "first_event"), count(&m, "event_gap")), (1, 1));
+    }
+
+    #[test]
+    fn the_awaited_event_ends_the_stream_and_its_data_is_kept() {
+        let t0 = Instant::now();
+        let mut rec = Recorder::new(t0);
+        let awaited = throng_scenario::ExpectEvent {
+            event: Some("tick".into()),
+            data: Some(regex::Regex::new("^2").unwrap()),
+            within: Duration::from_secs(1),
+        };
+        let mut w = Watch::new(&spec(false, Some(10)), t0).awaiting(Some(awaited), true);
+        w.feed(b"data: 2 not a tick\n\nevent: tick\ndata: 1\n\n", t0, &mut rec)
+            .unwrap();
+        assert_eq!((w.ended(), w.matched(), w.kept()), (None, false, ""));
+        w.feed(b"event: tick\ndata: 2!\n\nevent: tick\ndata: 2?\n\n", t0, &mut rec)
+            .unwrap();
+        assert_eq!((w.ended(), w.matched(), w.kept()), (Some("expected"), true, "2!"));
+        assert_eq!(w.seen(t0, t0, true, &spec(false, Some(10))).events, 3);
+
+        // None awaited: the last event's data is kept.
+        let mut w = Watch::new(&spec(false, None), t0).awaiting(None, true);
+        w.feed(b"data: a\n\ndata: b\n\n", t0, &mut rec).unwrap();
+        assert_eq!((w.ended(), w.kept()), (None, "b"));
     }
 
     #[test]

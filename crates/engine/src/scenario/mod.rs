@@ -62,12 +62,14 @@ use ops::{AddOp, GrpcOp, Op, ReqOp, Scen, UntilOp, WsOp};
 mod control;
 mod flight;
 mod grpc;
+mod h1;
 mod js;
 mod logic;
 mod ops;
 mod render;
 mod request;
 mod script;
+mod sse;
 mod stream;
 mod vu;
 mod ws;
@@ -172,9 +174,11 @@ fn compile(flow: &[Step], tags: &[usize], keeps: &Keeps, rec: &mut ScenarioRecor
                         || r.redirects > 0
                         || r.captures.iter().any(|c| matches!(c.from, CaptureFrom::Header(_)))
                         || r.checks.iter().any(|c| matches!(c.kind, CheckKind::Header(..))),
-                    body: if keeps.res
-                        || r.captures.iter().any(|c| !matches!(c.from, CaptureFrom::Header(_)))
-                        || r.checks.iter().any(|c| c.kind.reads_body())
+                    // An sse: step's body is its stream: read, never kept.
+                    body: if r.sse.is_none()
+                        && (keeps.res
+                            || r.captures.iter().any(|c| !matches!(c.from, CaptureFrom::Header(_)))
+                            || r.checks.iter().any(|c| c.kind.reads_body()))
                     {
                         // At most 64 MiB (checked when the file was read).
                         usize::try_from(r.max_body).unwrap_or(usize::MAX)

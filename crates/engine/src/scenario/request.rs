@@ -5,15 +5,15 @@
 use std::pin::pin;
 use std::time::Instant;
 
-use throng_metrics::{ErrorClass, Phase, SlowEnd};
-use throng_plan::RequestHead;
+use throng_metrics::{ErrorClass, Phase};
 use throng_scenario::Cookies;
 
 use super::flight::{InFlight, answered, begin, unanswered};
+use super::h1::{connect, head};
 use super::ops::{ReqOp, Scen, Vu, with_scen};
 use super::render::{Rendered, for_step, vu_reads};
 use super::stream;
-use crate::conn::{close, open_connection_to};
+use crate::conn::close;
 use crate::ctx::Ctx;
 use crate::record::record_exchange;
 use crate::redirect::{Exchanged, Place};
@@ -58,6 +58,10 @@ pub(super) async fn request(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &ReqOp, origi
         }
         return;
     };
+    if let Some(s) = &op.req.sse {
+        // Boxed: only sse: steps pay for the stream's future.
+        return Box::pin(super::sse::request(ctx, sc, vu, op, s, origin, rendered, flight, row)).await;
+    }
     if http.is_multiplexed() {
         // Boxed: HTTP/1.1 VUs keep their smaller future.
         return Box::pin(stream::request(ctx, sc, vu, op, http, origin, rendered, flight, row)).await;
@@ -79,63 +83,11 @@ async fn http1(
     flight: InFlight<'_>,
     mut row: RowGuard<'_>,
 ) {
-    let target = &sc.base;
-    let place = Place {
-        https: target.https,
-        host: target.host.clone(),
-        port: target.port,
-        target: rendered.target,
-    };
-    let cookie = if sc.def.cookies == Cookies::Off {
-        None
-    } else {
-        vu.jar.header(place.https, &place.host, &place.target)
-    };
-    let mut bytes = RequestHead {
-        method: &op.req.method,
-        target: &place.target,
-        authority: &sc.authority,
-        headers: &crate::redirect::with_cookie(&rendered.headers, cookie),
-        body_len: rendered.body.len(),
-        close: false,
-    }
-    .to_vec();
-    bytes.extend_from_slice(&rendered.body);
+    let (place, bytes) = head(sc, vu, op, rendered.target, &rendered.headers, &rendered.body);
     let mut sleep = pin!(tokio::time::sleep(op.req.timeout));
-    let (t_send, written) = match vu.conn {
-        Some(_) => (Instant::now(), 0),
-        None => {
-            let dest = sc.dest.own();
-            // Plain TCP sends the request with the connect (see conn::connect).
-            let first: &[u8] = if dest.tls.is_some() { &[] } else { &bytes };
-            // Boxed: the connect future is large and short-lived.
-            let opening = open_connection_to(
-                ctx,
-                &dest.route,
-                dest.tls.as_ref(),
-                first,
-                None,
-                false,
-                sleep.as_mut(),
-                row.row(),
-            );
-            match Box::pin(opening).await {
-                Ok(o) => {
-                    vu.conn = Some(o.conn);
-                    (o.sent, o.written)
-                }
-                Err(class) => {
-                    let now = Instant::now();
-                    ctx.rec.borrow_mut().request_failed(now, class, 0);
-                    if let Some(r) = row.row() {
-                        r.failed(class);
-                    }
-                    flight.slow(now, SlowEnd::Error(class));
-                    flight.end(now, None, true);
-                    return;
-                }
-            }
-        }
+    let Ok((t_send, written)) = connect(ctx, sc, vu, &bytes, sleep.as_mut(), &flight, &mut row).await else {
+        flight.end(Instant::now(), None, true);
+        return;
     };
     let Some(c) = vu.conn.as_mut() else {
         return;

@@ -235,6 +235,7 @@ async fn send(
             redirects: d.redirects,
             http: None,
             http_at: String::new(),
+            sse: None,
         },
         tags,
         checks: Vec::new(),

@@ -20,6 +20,7 @@ impl Page {
         self.out_of_turn_table(sides);
         self.reconnect_table(sides);
         self.status_table(sides);
+        self.streams_table(sides);
     }
 
     /// Requests', connections' and reconnects' outcomes, attempted to each error class.
@@ -214,6 +215,92 @@ impl Page {
                 .collect();
             self.table("status", &head, &rows);
         }
+    }
+}
+
+impl Page {
+    /// Event streams (`--sse`, `--llm`, `sse:` steps): events, how each
+    /// stream ended, tokens and the goodput, as the text report's lines.
+    fn streams_table(&mut self, sides: &[(String, &RunResult)]) {
+        if sides.iter().all(|(_, r)| r.measurements.streams.is_none()) {
+            return;
+        }
+        let mut ended: Vec<&String> = sides
+            .iter()
+            .filter_map(|(_, r)| r.measurements.streams.as_ref())
+            .flat_map(|s| s.ended.keys())
+            .collect();
+        ended.sort();
+        ended.dedup();
+        type Cell = Box<dyn Fn(&throng_metrics::StreamCounts, f64) -> String>;
+        let mut rows: Vec<(String, Cell, &str)> = vec![
+            (
+                "streams".into(),
+                Box::new(|s, _| s.streams.to_string()),
+                "streams that ended, each once",
+            ),
+            (
+                "events".into(),
+                Box::new(|s, _| format!("{} ({})", s.events, crate::format::bytes(s.event_bytes as f64))),
+                "events read whole (the bytes of their data)",
+            ),
+        ];
+        for (i, how) in ended.into_iter().enumerate() {
+            let key = how.clone();
+            rows.push((
+                format!("ended: {}", escape(how)),
+                Box::new(move |s, _| {
+                    let n = s.ended.get(&key).copied().unwrap_or(0);
+                    format!("{n} ({:.2}%)", pct(n, s.streams))
+                }),
+                if i == 0 {
+                    "how streams ended: completed (by the server), events, duration, expected, stopped, or an error class"
+                } else {
+                    ""
+                },
+            ));
+        }
+        if sides
+            .iter()
+            .any(|(_, r)| r.measurements.streams.as_ref().is_some_and(|s| s.tokens > 0))
+        {
+            rows.push((
+                "tokens".into(),
+                Box::new(|s, d| format!("{} ({:.1}/s)", s.tokens, throng_result::per_second(s.tokens, d))),
+                "LLM output tokens (per second over the run)",
+            ));
+        }
+        if sides
+            .iter()
+            .any(|(_, r)| r.measurements.streams.as_ref().is_some_and(|s| s.goodput().is_some()))
+        {
+            rows.push((
+                "goodput".into(),
+                Box::new(|s, _| {
+                    s.goodput().map_or("–".into(), |g| {
+                        format!("{:.2}% ({} of {})", g * 100.0, s.slo_met, s.slo_judged)
+                    })
+                }),
+                "streams that met the --slo",
+            ));
+        }
+        let rows: Vec<Vec<String>> = rows
+            .iter()
+            .map(|(name, cell, meaning)| {
+                let mut row = vec![name.clone()];
+                for (_, r) in sides {
+                    row.push(
+                        r.measurements
+                            .streams
+                            .as_ref()
+                            .map_or("–".into(), |s| cell(s, r.duration_s)),
+                    );
+                }
+                row.push(format!("<span class=\"text\">{meaning}</span>"));
+                row
+            })
+            .collect();
+        self.table("streams", &heads(sides, "streams"), &rows);
     }
 }
 

@@ -169,3 +169,40 @@ fn spectrum_runs_from_zero_percent_to_the_max() {
     assert_eq!(s.last(), Some(&(1000.0, 1000.0)));
     assert!(s.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 <= w[1].1));
 }
+
+#[test]
+fn stream_counts_are_a_table_of_their_own() {
+    let mut r = run("http://127.0.0.1:1/sse", 2);
+    assert!(!render(&r).contains("<table class=\"streams\">"));
+    let mut s = throng_metrics::StreamCounts {
+        streams: 40,
+        events: 400,
+        event_bytes: 2048,
+        tokens: 100,
+        slo_judged: 40,
+        slo_met: 30,
+        ..Default::default()
+    };
+    s.ended.insert("completed".into(), 30);
+    s.ended.insert("sse.stalled".into(), 9);
+    s.ended.insert("<b>x</b>".into(), 1);
+    r.measurements.streams = Some(s);
+    let html = render(&r);
+    let table = html
+        .split("<table class=\"streams\">")
+        .nth(1)
+        .and_then(|t| t.split("</table>").next())
+        .expect("a streams table");
+    for cell in [
+        "<td>streams</td><td>40</td>",
+        "<td>events</td><td>400 (2.0 kB)</td>",
+        "<td>ended: completed</td><td>30 (75.00%)</td>",
+        "<td>ended: sse.stalled</td><td>9 (22.50%)</td>",
+        "<td>ended: &lt;b&gt;x&lt;/b&gt;</td><td>1 (2.50%)</td>",
+        "<td>tokens</td><td>100 (50.0/s)</td>",
+        "<td>goodput</td><td>75.00% (30 of 40)</td>",
+    ] {
+        assert!(table.contains(cell), "{cell} not in {table}");
+    }
+    assert!(!table.contains("<b>"), "{table}");
+}

@@ -151,6 +151,8 @@ pub(crate) fn write_run(r: &RunResult, p: &ScenarioPlan, w: &mut dyn Write) -> i
             "websocket", s.ws_sent, s.ws_received
         )?;
     }
+    // sse: steps' streams, as --sse reports them.
+    crate::sections::write_streams(m, r.duration_s, w)?;
     crate::sections::write_data_and_connections(r, w)?;
     write_tls(r, w, 14)?;
     writeln!(w)?;

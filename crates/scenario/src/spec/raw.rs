@@ -377,6 +377,7 @@ pub(super) struct RawStep {
     pub(super) group: Option<RawGroup>,
     pub(super) grpc: Option<RawGrpc>,
     pub(super) websocket: Option<RawWebSocket>,
+    pub(super) sse: Option<RawSse>,
     pub(super) add: Option<RawAdd>,
     /// `js:` JavaScript, with the `sets:` captures it may write and its
     /// `timeout:`.
@@ -524,6 +525,42 @@ pub(super) struct RawRequest {
     pub(super) redirects: Option<u32>,
     /// Its own protocol (`1.1`, `2`, `3`), replacing its target's.
     pub(super) http: Option<serde_yaml_ng::Value>,
+}
+
+/// An `sse:` step: a request's keys (no form:, no redirects) and how
+/// its event stream is read.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawSse {
+    pub(super) name: Option<String>,
+    pub(super) method: Option<String>,
+    pub(super) path: String,
+    #[serde(default)]
+    pub(super) headers: BTreeMap<String, String>,
+    #[serde(default)]
+    pub(super) query: BTreeMap<String, serde_yaml_ng::Value>,
+    pub(super) json: Option<serde_yaml_ng::Value>,
+    pub(super) body: Option<String>,
+    pub(super) expect: Option<Vec<RawStatus>>,
+    #[serde(default)]
+    pub(super) capture: BTreeMap<String, RawCapture>,
+    #[serde(default)]
+    pub(super) check: BTreeMap<String, RawCheck>,
+    pub(super) timeout: Option<Dur>,
+    pub(super) http: Option<serde_yaml_ng::Value>,
+    pub(super) llm: Option<String>,
+    pub(super) events: Option<u64>,
+    pub(super) duration: Option<Dur>,
+    pub(super) expect_event: Option<RawExpectEvent>,
+}
+
+/// An `sse:` step's `expect_event:`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawExpectEvent {
+    pub(super) event: Option<String>,
+    pub(super) data: Option<String>,
+    pub(super) within: Option<Dur>,
 }
 
 #[derive(Debug, Deserialize)]

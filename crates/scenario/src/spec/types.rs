@@ -287,6 +287,9 @@ pub struct Request {
     /// before the run.
     #[serde(skip)]
     pub http_at: String,
+    /// An `sse:` step: the response is read as an event stream.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sse: Option<Box<super::sse::SseSpec>>,
 }
 
 /// A gRPC call of a flow: an HTTP/2 request (its path the method's, its

@@ -129,7 +129,25 @@ fn bad_files_fail_both() {
         (
             "two kinds in one step",
             edit("      - request:", "      - think: 1s\n        request:"),
-            "exactly one of request:, grpc:, websocket:, think: or group:",
+            "exactly one of request:, sse:, grpc:, websocket:, think: or group:",
+        ),
+        (
+            "an sse: step ended before its first event",
+            edit("      - request:", "      - sse:\n          events: 0"),
+            "events: 0 would end the stream",
+        ),
+        (
+            "an sse: step awaiting no event",
+            edit(
+                "      - request:",
+                "      - sse:\n          expect_event: { within: 2s }",
+            ),
+            "expect_event: names no event",
+        ),
+        (
+            "an sse: step with a form",
+            edit("      - request:", "      - sse:\n          form: { a: b }"),
+            "unknown field `form`",
         ),
         (
             "a step of no kind",

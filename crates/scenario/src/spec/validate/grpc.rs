@@ -145,6 +145,7 @@ impl Validator<'_> {
                 redirects: 0,
                 http: None,
                 http_at: String::new(),
+                sse: None,
             },
             call,
             method,

@@ -17,6 +17,7 @@ mod grpc;
 mod js;
 mod request;
 mod scenario;
+mod sse;
 mod target;
 mod thresholds;
 mod vars;

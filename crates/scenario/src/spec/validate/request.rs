@@ -15,12 +15,13 @@ impl Validator<'_> {
                 out.push(step);
                 continue;
             }
-            let many = "each step is exactly one of request:, grpc:, websocket:, think: or group:, or an add:";
+            let many = "each step is exactly one of request:, sse:, grpc:, websocket:, think: or group:, or an add:";
             if let Some(a) = st.add.take() {
                 if st.request.is_some()
                     || st.think.is_some()
                     || st.group.is_some()
                     || st.websocket.is_some()
+                    || st.sse.is_some()
                     || st.grpc.is_some()
                 {
                     return Err(self.err(&[self.root.get(), key, "add:"], many));
@@ -29,17 +30,29 @@ impl Validator<'_> {
                 continue;
             }
             if let Some(g) = st.grpc.take() {
-                if st.request.is_some() || st.think.is_some() || st.group.is_some() || st.websocket.is_some() {
+                if st.request.is_some()
+                    || st.think.is_some()
+                    || st.group.is_some()
+                    || st.websocket.is_some()
+                    || st.sse.is_some()
+                {
                     return Err(self.err(&[self.root.get(), key, "grpc:"], many));
                 }
                 out.push(Step::Grpc(Box::new(self.grpc(key, g, defaults)?)));
                 continue;
             }
             if let Some(w) = st.websocket.take() {
-                if st.request.is_some() || st.think.is_some() || st.group.is_some() {
+                if st.request.is_some() || st.think.is_some() || st.group.is_some() || st.sse.is_some() {
                     return Err(self.err(&[self.root.get(), key, "websocket:"], many));
                 }
                 out.push(Step::WebSocket(Box::new(self.websocket(key, w, defaults)?)));
+                continue;
+            }
+            if let Some(s) = st.sse.take() {
+                if st.request.is_some() || st.think.is_some() || st.group.is_some() {
+                    return Err(self.err(&[self.root.get(), key, "sse:"], many));
+                }
+                out.push(Step::Request(Box::new(self.sse(key, s, defaults)?)));
                 continue;
             }
             let step = match (st.request, st.think, st.group) {
@@ -62,7 +75,7 @@ impl Validator<'_> {
                     let flow_key = if self.root.get() == "scenarios:" { "flow:" } else { key };
                     return Err(self.err(
                         &[self.root.get(), key, flow_key],
-                        "each step is exactly one of request:, grpc:, websocket:, think: or group:, or an add:",
+                        "each step is exactly one of request:, sse:, grpc:, websocket:, think: or group:, or an add:",
                     ));
                 }
             };
@@ -134,6 +147,7 @@ impl Validator<'_> {
         Ok(Request {
             http,
             http_at,
+            sse: None,
             path: self.template(&here, &r.path)?,
             query: pairs(&r.query, "query parameter")?,
             headers: r
