@@ -99,6 +99,10 @@ pub enum ErrorClass {
     /// WebSocket: a malformed upgrade answer (a wrong Sec-WebSocket-Accept)
     /// or frame (`ws.protocol`).
     WsProtocol,
+    /// WebSocket: the server upgraded without the subprotocol asked for
+    /// (MQTT over WebSocket asks for `mqtt`): another, or none
+    /// (`ws.subprotocol_refused`).
+    WsSubprotocol,
     /// A gRPC call's failure: `deadline_exceeded` (`--deadline` expired),
     /// or a reply a gRPC client rejects: `content_type`, `framing`,
     /// `compressed`, `decode`, `cardinality`.
@@ -147,6 +151,7 @@ impl ErrorClass {
             ErrorClass::WsUpgradeRefused(status) => return Cow::Owned(format!("ws.upgrade_refused.{status}")),
             ErrorClass::WsClosed(code) => return Cow::Owned(format!("ws.closed.{code}")),
             ErrorClass::WsProtocol => "ws.protocol",
+            ErrorClass::WsSubprotocol => "ws.subprotocol_refused",
             ErrorClass::Grpc(what) => return Cow::Owned(format!("grpc.{what}")),
             ErrorClass::Mqtt(what) => return Cow::Owned(format!("mqtt.{what}")),
             ErrorClass::MqttDisconnected(code) => return Cow::Owned(format!("mqtt.disconnected.{code}")),
@@ -272,6 +277,10 @@ impl ErrorClass {
             "h2.not_negotiated" => "HTTP/2: the server did not negotiate h2 in the TLS handshake (ALPN)",
             "ws.protocol" => {
                 "WebSocket: a malformed answer to the upgrade (e.g. a wrong Sec-WebSocket-Accept) or a malformed frame"
+            }
+            "ws.subprotocol_refused" => {
+                "WebSocket: the server upgraded without the subprotocol asked for (MQTT over WebSocket asks for \
+                 'mqtt'): it named another, or none"
             }
             n if n.starts_with("ws.upgrade_refused.") => {
                 "WebSocket: the server answered the upgrade with another status than 101 (by status)"
