@@ -58,6 +58,9 @@ const DISCONNECT_LIMIT: Duration = Duration::from_secs(1);
 /// oldest is forgotten (a broker that stops answering closes soon anyway).
 const PINGS_OUT: usize = 4;
 
+/// The WebSocket subprotocol MQTT asks for (MQTT 3.1.1 and 5, section 6).
+pub(crate) const WS_PROTOCOL: &str = "mqtt";
+
 /// The packet identifier of a storm's one SUBSCRIBE.
 const SUBSCRIBE_ID: u16 = 1;
 
@@ -124,16 +127,28 @@ async fn send(stream: &mut Transport, bytes: &[u8]) -> Result<(), ErrorClass> {
     stream.flush().await.map_err(io_fail)
 }
 
-/// CONNECT → CONNACK within the deadline `sleep` was armed with, then
-/// SUBSCRIBE → SUBACK (when the plan subscribes) within `timeout` more.
-/// `conn` is the connection's number (unique over the run): `{{conn}}`.
+/// Over WebSocket, the upgrade first; CONNECT → CONNACK within the
+/// deadline `sleep` was armed with, then SUBSCRIBE → SUBACK (when the plan
+/// subscribes) within `timeout` more. `conn` is the connection's number
+/// (unique over the run): `{{conn}}`.
 pub(crate) async fn handshake(
     spec: &Spec,
     mut stream: Transport,
     conn: u64,
     timeout: Duration,
+    scratch: &RefCell<Box<[u8]>>,
     mut sleep: Pin<&mut Sleep>,
 ) -> Result<Done, ErrorClass> {
+    let mut upgrade = None;
+    if let Some((path, host)) = &spec.websocket {
+        let t = Instant::now();
+        stream = tokio::select! {
+            biased;
+            r = crate::proto::ws::upgrade_stream(stream, path, host, WS_PROTOCOL, scratch) => r?,
+            () = sleep.as_mut() => return Err(ErrorClass::TimeoutHandshake),
+        };
+        upgrade = Some(t.elapsed());
+    }
     let v = spec.version;
     let client_id = spec::render(&spec.client_id, conn);
     let mut out = Vec::with_capacity(64);
@@ -202,6 +217,7 @@ pub(crate) async fn handshake(
         tls: None,
         exchanges: Vec::new(),
         subscribe: subscribed,
+        upgrade,
     })
 }
 

@@ -254,6 +254,7 @@ pub(crate) async fn handshake(
         tls: None,
         exchanges,
         subscribe: None,
+        upgrade: None,
     })
 }
 
