@@ -289,6 +289,9 @@ impl ErrorClass {
                 "WebSocket: the server closed the socket (a close frame, by code; 1005: none given) before its \
                  messages were exchanged"
             }
+            "mqtt.ping_timeout" => {
+                "MQTT: a held connection's PINGREQ got no PINGRESP within the keep-alive; this side closed it"
+            }
             "mqtt.protocol" => "MQTT: a malformed packet (e.g. its remaining length), or one out of turn",
             "mqtt.packet_too_large" => "MQTT: the server sent a packet larger than a storm reads (256 KiB)",
             "mqtt.connack.unacceptable_protocol_version" | "mqtt.connack.unsupported_protocol_version" => {
