@@ -169,6 +169,10 @@ impl ErrorClass {
             "mqtt.ack_timeout" => {
                 "no acknowledgement (PUBACK, or PUBREC/PUBCOMP) came within --drain after the last message"
             }
+            "mqtt.unacknowledged" => {
+                "the acknowledgement (PUBACK, or PUBREC/PUBCOMP) was still in flight when publishing stopped: \
+                 --drain 0s waits for none"
+            }
             "mqtt.puback.refused" => {
                 "the broker refused the QoS 1 message (an MQTT 5 PUBACK failure code: not authorized, …)"
             }
