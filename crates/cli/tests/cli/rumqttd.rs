@@ -305,3 +305,43 @@ fn a_refused_upgrade_or_a_missing_subprotocol_is_counted_by_class() {
         assert!(run.stdout().contains(class), "{}", run.stdout());
     }
 }
+
+/// wss://: nginx takes TLS and proxies the upgrade (with its
+/// `Sec-WebSocket-Protocol`) to rumqttd's WebSocket listener; a path nginx
+/// does not proxy is its 404, counted by class.
+#[test]
+fn a_storm_over_wss_through_nginx_reaches_rumqttd() {
+    let broker = Rumqttd::start();
+    let (_d, c) = common::certs();
+    let nginx = common::nginx_wss(&c, broker.ws);
+    let ca = common::p(&c, "ca.pem");
+    let url = format!("wss://localhost:{}/ws", nginx.port);
+    let run = common::storm(&[
+        &url,
+        "--protocol",
+        "mqtt",
+        "--cacert",
+        &ca,
+        "-n",
+        "20",
+        "--hold",
+        "500ms",
+    ]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let r = run.result();
+    assert_books_balance(r);
+    let m = &r.measurements;
+    assert_eq!(m.connections.ok, 20, "{:?}", m.connections.errors);
+    for phase in ["tls", "upgrade", "handshake"] {
+        assert_eq!(m.phases[phase].count(), 20, "{phase}");
+    }
+    assert_eq!(broker.registered(), 20);
+
+    let elsewhere = format!("wss://localhost:{}/mqtt", nginx.port);
+    let run = common::storm(&[&elsewhere, "--protocol", "mqtt", "--cacert", &ca, "-n", "4"]);
+    assert_eq!(run.code(), 1, "{}", run.stderr());
+    let r = run.result();
+    assert_books_balance(r);
+    assert_eq!(r.measurements.connections.error("ws.upgrade_refused.404"), 4);
+    assert_eq!(broker.registered(), 20);
+}
