@@ -24,6 +24,11 @@ use crate::proto::ws::frame::{self, Event, FrameError, Masks, Reader};
 /// Bytes one read from the socket takes.
 const READ_CHUNK: usize = 4096;
 
+/// Pongs wait to be written while less than this is: a server that pings
+/// and never reads gets its latest pings answered, not a buffer that grows
+/// (RFC 6455 5.5.3 lets a pong answer only the latest ping).
+const MAX_PENDING: usize = 16 * 1024;
+
 /// A WebSocket's binary messages as one stream of bytes, over a transport
 /// that has been upgraded.
 pub(crate) struct WsStream {
@@ -77,7 +82,13 @@ impl WsStream {
                 Poll::Ready(Ok(0)) => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
                 Poll::Ready(Ok(n)) => self.sent += n,
                 Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
-                Poll::Pending => return Poll::Pending,
+                Poll::Pending => {
+                    // Keep only what is still to write: `out` holds no
+                    // more than the pongs' bound and one write's frame.
+                    self.out.drain(..self.sent);
+                    self.sent = 0;
+                    return Poll::Pending;
+                }
             }
         }
         self.out.clear();
@@ -116,7 +127,9 @@ impl AsyncRead for WsStream {
                     return Poll::Ready(Err(broken("a text message where binary ones carry the protocol")));
                 }
                 Some(Event::Ping(payload)) => {
-                    this.queue(frame::PONG, &payload);
+                    if this.out.len() - this.sent < MAX_PENDING {
+                        this.queue(frame::PONG, &payload);
+                    }
                     // Out now if the socket takes it, else with the next write.
                     if let Poll::Ready(Err(e)) = this.drain(cx) {
                         return Poll::Ready(Err(e));
@@ -229,6 +242,27 @@ mod tests {
         let mut close = [0u8; 8];
         s.read_exact(&mut close).await.unwrap();
         assert_eq!(unmask(&close), (frame::CLOSE, 1000u16.to_be_bytes().to_vec()));
+    }
+
+    #[tokio::test]
+    async fn a_server_that_pings_and_never_reads_cannot_grow_the_pongs_waiting() {
+        let (c, mut s) = pair().await;
+        let ping = server(frame::PING, &[7; 125]);
+        let mut ws = WsStream::new(Transport::Plain(c), &[], 3);
+        // Far more pongs than the socket's buffers take, then one byte of
+        // data: the reader gets through the pings to it.
+        let writer = tokio::spawn(async move {
+            for _ in 0..40_000 {
+                s.write_all(&ping).await.unwrap();
+            }
+            s.write_all(&server(frame::BINARY, b"x")).await.unwrap();
+            s
+        });
+        let mut b = [0u8; 1];
+        ws.read_exact(&mut b).await.unwrap();
+        assert_eq!(&b, b"x");
+        assert!(ws.out.len() < MAX_PENDING + 256, "{} bytes of pongs kept", ws.out.len());
+        drop(writer.await.unwrap());
     }
 
     #[tokio::test]
