@@ -325,8 +325,12 @@ mod tests {
                 ..StormArgs::default()
             })
         };
-        let p = over("ws://u:pw@127.0.0.1:9001/mqtt").unwrap();
+        let p = over("ws://u:s3cr3t@127.0.0.1:9001/mqtt").unwrap();
+        assert_eq!(p.target.url, "ws://u:***@127.0.0.1:9001/mqtt");
+        let json = serde_json::to_string(&p).unwrap();
+        assert!(!json.contains("s3cr3t"), "{json}");
         let m = spec(&p);
+        assert_eq!(m.password.as_ref().map(SecretText::expose), Some("s3cr3t"));
         assert_eq!(m.version, MqttVersion::V5);
         assert_eq!(m.user.as_deref(), Some("u"));
         let ws = m.websocket.as_ref().expect("over WebSocket");
