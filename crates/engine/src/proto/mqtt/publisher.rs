@@ -65,6 +65,22 @@ impl Pub<'_> {
         }
     }
 
+    /// What publisher `publisher` did once over, having written `written`
+    /// messages: each QoS 1 and 2 one acknowledged, refused, or neither.
+    fn outcome(&self, publisher: u64, written: u64) -> Published {
+        let unacknowledged = if self.run.plan.qos == 0 {
+            0
+        } else {
+            written.saturating_sub(self.refused).saturating_sub(self.acknowledged)
+        };
+        Published {
+            publisher,
+            written,
+            refused: self.refused,
+            unacknowledged,
+        }
+    }
+
     /// An acknowledgement came: false when the connection must end.
     async fn ack(&mut self, stream: &mut crate::transport::Transport, kind: u8, id: u16, code: u8) -> bool {
         let now = Instant::now();
@@ -265,17 +281,7 @@ pub(crate) async fn publish(run: Rc<Run>, p: u64, client: Client, start: Instant
         disconnect(&mut stream).await;
     }
     run.rec.borrow_mut().connection_closed(Instant::now(), now - opened);
-    let unacknowledged = if plan.qos == 0 {
-        0
-    } else {
-        published.saturating_sub(me.refused).saturating_sub(me.acknowledged)
-    };
-    Published {
-        publisher: p,
-        written: published,
-        refused: me.refused,
-        unacknowledged,
-    }
+    me.outcome(p, published)
 }
 
 /// Waits until `due`; at once when it has passed (tokio's timer would
