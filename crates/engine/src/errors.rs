@@ -20,6 +20,12 @@ pub fn classify(e: &io::Error, stage: Stage) -> ErrorClass {
     if let Some(tls) = throng_tls::io_failure_class(e) {
         return ErrorClass::Tls(tls);
     }
+    // A WebSocket byte stream's framing broken by the server.
+    if e.get_ref()
+        .is_some_and(|inner| inner.is::<crate::proto::ws::frame::FrameError>())
+    {
+        return ErrorClass::WsProtocol;
+    }
     let timeout = match stage {
         Stage::Connect => ErrorClass::TimeoutConnect,
         Stage::Tls => ErrorClass::TimeoutTls,

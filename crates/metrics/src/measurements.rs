@@ -75,6 +75,11 @@ pub struct Measurements {
     /// of `closed_by_peer`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub close_codes: BTreeMap<String, u64>,
+    /// Held connections this side ended because the server broke them, by
+    /// class: `mqtt.ping_timeout` (no PINGRESP within the keep-alive). Part
+    /// of `closed_by_peer`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub hold_failures: BTreeMap<String, u64>,
     /// When the server first closed a held connection, µs after the start.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_drop_us: Option<u64>,
@@ -385,6 +390,7 @@ impl Measurements {
             (a, b) => a.or(b),
         };
         add_all(&mut self.close_codes, &other.close_codes, "close_codes")?;
+        add_all(&mut self.hold_failures, &other.hold_failures, "hold_failures")?;
         add_all(
             &mut self.handshake_out_of_turn,
             &other.handshake_out_of_turn,

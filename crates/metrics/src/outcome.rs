@@ -99,6 +99,10 @@ pub enum ErrorClass {
     /// WebSocket: a malformed upgrade answer (a wrong Sec-WebSocket-Accept)
     /// or frame (`ws.protocol`).
     WsProtocol,
+    /// WebSocket: the server upgraded without the subprotocol asked for
+    /// (MQTT over WebSocket asks for `mqtt`): another, or none
+    /// (`ws.subprotocol_refused`).
+    WsSubprotocol,
     /// A gRPC call's failure: `deadline_exceeded` (`--deadline` expired),
     /// or a reply a gRPC client rejects: `content_type`, `framing`,
     /// `compressed`, `decode`, `cardinality`.
@@ -147,6 +151,7 @@ impl ErrorClass {
             ErrorClass::WsUpgradeRefused(status) => return Cow::Owned(format!("ws.upgrade_refused.{status}")),
             ErrorClass::WsClosed(code) => return Cow::Owned(format!("ws.closed.{code}")),
             ErrorClass::WsProtocol => "ws.protocol",
+            ErrorClass::WsSubprotocol => "ws.subprotocol_refused",
             ErrorClass::Grpc(what) => return Cow::Owned(format!("grpc.{what}")),
             ErrorClass::Mqtt(what) => return Cow::Owned(format!("mqtt.{what}")),
             ErrorClass::MqttDisconnected(code) => return Cow::Owned(format!("mqtt.disconnected.{code}")),
@@ -163,6 +168,10 @@ impl ErrorClass {
             "auth_failed" => "the server refused the credentials",
             "mqtt.ack_timeout" => {
                 "no acknowledgement (PUBACK, or PUBREC/PUBCOMP) came within --drain after the last message"
+            }
+            "mqtt.unacknowledged" => {
+                "the acknowledgement (PUBACK, or PUBREC/PUBCOMP) was still in flight when publishing stopped: \
+                 --drain 0s waits for none"
             }
             "mqtt.puback.refused" => {
                 "the broker refused the QoS 1 message (an MQTT 5 PUBACK failure code: not authorized, …)"
@@ -273,12 +282,19 @@ impl ErrorClass {
             "ws.protocol" => {
                 "WebSocket: a malformed answer to the upgrade (e.g. a wrong Sec-WebSocket-Accept) or a malformed frame"
             }
+            "ws.subprotocol_refused" => {
+                "WebSocket: the server upgraded without the subprotocol asked for (MQTT over WebSocket asks for \
+                 'mqtt'): it named another, or none"
+            }
             n if n.starts_with("ws.upgrade_refused.") => {
                 "WebSocket: the server answered the upgrade with another status than 101 (by status)"
             }
             n if n.starts_with("ws.closed.") => {
                 "WebSocket: the server closed the socket (a close frame, by code; 1005: none given) before its \
                  messages were exchanged"
+            }
+            "mqtt.ping_timeout" => {
+                "MQTT: a held connection's PINGREQ got no PINGRESP within the keep-alive; this side closed it"
             }
             "mqtt.protocol" => "MQTT: a malformed packet (e.g. its remaining length), or one out of turn",
             "mqtt.packet_too_large" => "MQTT: the server sent a packet larger than a storm reads (256 KiB)",

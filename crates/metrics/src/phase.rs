@@ -61,11 +61,14 @@ pub enum Phase {
     /// LLM streams: one token's chunk read → the next token's (inter-token
     /// latency, every gap).
     Itl,
+    /// MQTT over WebSocket: the HTTP Upgrade written → its 101 read (before
+    /// CONNECT → CONNACK, the `handshake`).
+    Upgrade,
 }
 
 impl Phase {
     /// Every phase, in report order.
-    pub const ALL: [Phase; 24] = [
+    pub const ALL: [Phase; 25] = [
         Phase::ScheduleLag,
         Phase::Connect,
         Phase::Tls,
@@ -90,6 +93,7 @@ impl Phase {
         Phase::Stream,
         Phase::Ttft,
         Phase::Itl,
+        Phase::Upgrade,
     ];
 
     /// Number of phases; recorders index arrays with [`Phase::index`].
@@ -122,6 +126,7 @@ impl Phase {
             Phase::Stream => "stream",
             Phase::Ttft => "ttft",
             Phase::Itl => "itl",
+            Phase::Upgrade => "upgrade",
         }
     }
 

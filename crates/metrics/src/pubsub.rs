@@ -48,6 +48,13 @@ pub struct PubSub {
     /// Of those, QoS 1 and 2 messages whose acknowledgement (PUBACK, or
     /// PUBCOMP) came back.
     pub acknowledged: u64,
+    /// Of those, QoS 1 and 2 messages with neither an acknowledgement nor
+    /// a refusal by the end: in flight when the drain ended (`--drain 0s`
+    /// waits for none), the connection dropped, or the run was stopped.
+    /// At QoS 1 and 2, `acknowledged + refused + unacknowledged ==
+    /// published`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unacknowledged: u64,
     /// Sum over subscribers of the messages each should receive.
     pub expected: u64,
     /// Sum over subscribers of the distinct messages each received.
@@ -72,6 +79,7 @@ impl PubSub {
         add(&mut self.published, o.published, "pubsub.published")?;
         add(&mut self.refused, o.refused, "pubsub.refused")?;
         add(&mut self.acknowledged, o.acknowledged, "pubsub.acknowledged")?;
+        add(&mut self.unacknowledged, o.unacknowledged, "pubsub.unacknowledged")?;
         add(&mut self.expected, o.expected, "pubsub.expected")?;
         add(&mut self.received, o.received, "pubsub.received")?;
         add(&mut self.lost, o.lost, "pubsub.lost")?;

@@ -49,6 +49,7 @@ pub struct Recorder {
     gave_up: BTreeMap<String, u64>,
     out_of_turn: BTreeMap<&'static str, u64>,
     close_codes: BTreeMap<u16, u64>,
+    hold_failures: BTreeMap<String, u64>,
     /// Connections established, by the remote address they reached.
     addresses: BTreeMap<std::net::SocketAddr, u64>,
     first_wave: u64,
@@ -199,6 +200,7 @@ impl Recorder {
             gave_up: BTreeMap::new(),
             out_of_turn: BTreeMap::new(),
             close_codes: BTreeMap::new(),
+            hold_failures: BTreeMap::new(),
             addresses: BTreeMap::new(),
             first_wave: 0,
             second_errors: BTreeMap::new(),
@@ -494,6 +496,13 @@ impl Recorder {
         *self.close_codes.entry(code).or_default() += 1;
     }
 
+    /// A held connection this side ended because the server broke it, by
+    /// class (see [`Measurements::hold_failures`]); [`Self::closed_by_peer`]
+    /// counts the drop itself.
+    pub fn hold_failed(&mut self, class: &ErrorClass) {
+        *self.hold_failures.entry(class.name().into_owned()).or_default() += 1;
+    }
+
     /// A connection (or reconnect) reached `addr` (see
     /// [`Measurements::addresses`]).
     pub fn reached(&mut self, addr: std::net::SocketAddr) {
@@ -708,6 +717,7 @@ impl Recorder {
             first_reaccepted_us: self.reaccepted.map(|t| since(self.origin, t)),
             handshake_out_of_turn: self.out_of_turn.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
             close_codes: self.close_codes.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+            hold_failures: self.hold_failures,
             addresses: self.addresses.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
             scenario: None,
             multiplex: self.mux.map(|m| Multiplex {

@@ -61,9 +61,9 @@ pub use segment::{Fraction, MAX_CYCLE, Segment, parse_start_at};
 pub use status::{StatusError, StatusSet};
 pub use storm::{
     CONN_PLACEHOLDER, ClientProfile, DEFAULT_CLIENT_ID, DEFAULT_KEEPALIVE, EscapeError, LineStep, MAX_BINARY, MqttArgs,
-    MqttSpec, MqttVersion, NatsAuth, Pattern, PatternError, Procs, Protocol, Reconnect, SecretCount, SecretText,
-    StepArg, StormArgs, StormPlan, StormRequest, StormScheme, StormTarget, Trigger, WsSpec, WsStep, parse_sources,
-    unescape,
+    MqttSpec, MqttVersion, MqttWebSocket, NatsAuth, Pattern, PatternError, Procs, Protocol, Reconnect, SecretCount,
+    SecretText, StepArg, StormArgs, StormPlan, StormRequest, StormScheme, StormTarget, Trigger, WsSpec, WsStep,
+    parse_sources, unescape,
 };
 pub use targets::{
     BodyReadError, MAX_BODY_LINES, MAX_REQUEST_TABLE_BYTES, MAX_TAGGED_TARGETS, MAX_TARGETS, MAX_TARGETS_FILE_BYTES,

@@ -147,8 +147,15 @@ fn invalid(flag: &'static str, message: impl Into<String>) -> PlanError {
 
 /// The target, the session and the timeout, as an MQTT storm reads them.
 fn broker(a: &PubSubArgs) -> Result<(StormTarget, MqttSpec, Duration), PlanError> {
+    // ws:// is MQTT over WebSocket here: no other protocol is spoken.
+    let over_ws = a
+        .target
+        .trim()
+        .get(..5)
+        .is_some_and(|s| s.eq_ignore_ascii_case("ws://"));
     let storm = StormPlan::from_args(StormArgs {
         target: a.target.clone(),
+        protocol: over_ws.then(|| "mqtt".to_string()),
         connections: Some(1),
         timeout: a.timeout,
         mqtt: MqttArgs {
@@ -159,17 +166,21 @@ fn broker(a: &PubSubArgs) -> Result<(StormTarget, MqttSpec, Duration), PlanError
         ..StormArgs::default()
     })?;
     let session = match (storm.target.scheme, storm.protocol) {
-        (StormScheme::Mqtt, Some(Protocol::Mqtt(m))) => m,
-        (StormScheme::Mqtts, _) => {
+        (StormScheme::Mqtt | StormScheme::Ws, Some(Protocol::Mqtt(m))) => m,
+        (StormScheme::Mqtts | StormScheme::Wss, _) => {
             return Err(invalid(
                 "TARGET",
-                "throng mqtt speaks plain MQTT only (mqtt://HOST:1883); mqtts:// is for throng storm",
+                "throng mqtt speaks plain MQTT only (mqtt://HOST:1883, or over WebSocket ws://HOST:PORT/mqtt); \
+                 mqtts:// and wss:// are for throng storm",
             ));
         }
         _ => {
             return Err(invalid(
                 "TARGET",
-                format!("'{}' is not an MQTT broker: give mqtt://HOST:1883", storm.target.url),
+                format!(
+                    "'{}' is not an MQTT broker: give mqtt://HOST:1883 (or ws://HOST:PORT/mqtt for MQTT over WebSocket)",
+                    storm.target.url
+                ),
             ));
         }
     };
@@ -417,9 +428,23 @@ mod tests {
     }
 
     #[test]
+    fn a_ws_target_is_mqtt_over_websocket() {
+        let p = MqttPlan::from_args(args("ws://127.0.0.1:9001/mqtt?x=1")).unwrap();
+        let ws = p.session.websocket.expect("over WebSocket");
+        assert_eq!((ws.path.as_str(), ws.host.as_str()), ("/mqtt?x=1", "127.0.0.1:9001"));
+        assert_eq!(
+            MqttPlan::from_args(args("mqtt://127.0.0.1:1883"))
+                .unwrap()
+                .session
+                .websocket,
+            None
+        );
+    }
+
+    #[test]
     fn wrong_flags_say_what_to_do() {
         type Change = fn(&mut PubSubArgs);
-        let cases: [(Change, &str); 9] = [
+        let cases: [(Change, &str); 10] = [
             (
                 |a| (a.publishers, a.subscribers) = (Some(2000), Some(1000)),
                 "at most 1000000 publisher-subscriber pairs, not 2000 x 1000",
@@ -432,6 +457,10 @@ mod tests {
             (|a| a.duration = Some(Duration::from_secs(1)), "-n/-d"),
             (|a| a.window = Some(0), "--window: 0 is not 1 to 65535"),
             (|a| a.target = "http://127.0.0.1:80".into(), "not an MQTT broker"),
+            (
+                |a| a.target = "wss://127.0.0.1:443/mqtt".into(),
+                "wss:// are for throng storm",
+            ),
         ];
         for (change, want) in cases {
             let mut a = args("mqtt://127.0.0.1:1883");

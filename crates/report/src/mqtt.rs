@@ -99,6 +99,13 @@ fn write_books(b: &PubSub, w: &mut dyn Write) -> io::Result<()> {
             "refused", b.refused
         )?;
     }
+    if b.unacknowledged > 0 {
+        writeln!(
+            w,
+            "  {:<14}{} acknowledged, {} refused, {} unacknowledged (no acknowledgement by the end)",
+            "acks", b.acknowledged, b.refused, b.unacknowledged
+        )?;
+    }
     if b.foreign > 0 {
         writeln!(
             w,

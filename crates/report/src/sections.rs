@@ -21,10 +21,11 @@ pub(crate) fn write_redirects(w: &mut dyn Write, redirects: u64) -> io::Result<(
     Ok(())
 }
 
-pub(crate) const TABLE: [Phase; 23] = [
+pub(crate) const TABLE: [Phase; 24] = [
     Phase::ScheduleLag,
     Phase::Connect,
     Phase::Tls,
+    Phase::Upgrade,
     Phase::Handshake,
     Phase::Subscribe,
     Phase::Wait,

@@ -39,7 +39,7 @@ pub enum Stat {
     Max,
 }
 
-const PHASES: [&str; 20] = [
+const PHASES: [&str; 21] = [
     "schedule_lag",
     "connect",
     "tls",
@@ -50,6 +50,7 @@ const PHASES: [&str; 20] = [
     "latency",
     "connection",
     "handshake",
+    "upgrade",
     "reconnect",
     "pong",
     "first_message",

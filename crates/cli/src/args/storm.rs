@@ -79,7 +79,8 @@ pub struct StormCmd {
     /// storms, without a proxy or --csv-requests). The result and report say which ran
     #[arg(long = "io", value_name = "MODEL", value_enum, default_value_t = IoArg::Auto)]
     pub io: IoArg,
-    /// Protocol spoken once connected: nats, lines (with --send/--expect), none [default: from the target]
+    /// Protocol spoken once connected: nats, lines (with --send/--expect), none; mqtt on a ws:// or wss://
+    /// target (MQTT over WebSocket) [default: from the target]
     #[arg(long = "protocol", value_name = "NAME", help_heading = "Protocol")]
     pub protocol: Option<String>,
     /// NATS user and password from a file ('user:password', or two lines)

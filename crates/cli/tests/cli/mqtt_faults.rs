@@ -47,8 +47,8 @@ fn a_refusal_by_not_authorized_and_garbage_at_connect_have_their_classes() {
 }
 
 /// 10 sessions held 3.5 s with a PINGREQ every second against `fault`:
-/// all connect, none is closed by the lab; the `pong` samples counted.
-fn pongs_over_a_hold(fault: &str, version: &str) -> u64 {
+/// all connect; the run.
+fn held_with_pings(fault: &str, version: &str) -> common::Run {
     let lab = FaultServer::start(fault);
     let run = storm(&lab, version, &["-n", "10", "--hold", "3500ms", "--keepalive", "1s"]);
     assert_eq!(run.code(), 0, "{fault} ({version}): {}", run.stderr());
@@ -57,18 +57,35 @@ fn pongs_over_a_hold(fault: &str, version: &str) -> u64 {
     let m = &r.measurements;
     assert_eq!(m.connections.ok, 10, "{fault} ({version}): {:?}", m.connections.errors);
     assert_eq!(m.phases["handshake"].count(), 10, "{fault} ({version})");
-    assert_eq!(m.closed_by_peer, 0, "{fault} ({version})");
-    m.phases.get("pong").map_or(0, |p| p.count())
+    run
 }
 
 #[test]
-fn the_lab_broker_answers_pings_and_a_silent_one_gives_no_pong() {
+fn the_lab_broker_answers_pings_and_a_silent_one_ends_each_session_by_ping_timeout() {
     for version in ["3.1.1", "5"] {
         // Three PINGREQs each over the hold: every one answered.
-        let pongs = pongs_over_a_hold("mqtt-broker", version);
+        let run = held_with_pings("mqtt-broker", version);
+        let m = &run.result().measurements;
+        assert_eq!(m.closed_by_peer, 0, "{version}");
+        assert!(m.hold_failures.is_empty(), "{version}: {:?}", m.hold_failures);
+        let pongs = m.phases.get("pong").map_or(0, |p| p.count());
         assert!(pongs >= 20, "{version}: {pongs} pongs");
-        // The same pings, never answered: the sessions stay, no round trip.
-        assert_eq!(pongs_over_a_hold("mqtt-no-pingresp", version), 0, "{version}");
+        // The same pings, never answered: each session ends when its next
+        // PINGREQ is due, counted by class, with no round trip.
+        let run = held_with_pings("mqtt-no-pingresp", version);
+        let m = &run.result().measurements;
+        assert_eq!(m.phases.get("pong").map_or(0, |p| p.count()), 0, "{version}");
+        assert_eq!(m.closed_by_peer, 10, "{version}");
+        assert_eq!(
+            m.hold_failures.get("mqtt.ping_timeout"),
+            Some(&10),
+            "{version}: {:?}",
+            m.hold_failures
+        );
+        assert!(m.close_codes.is_empty(), "{version}: {:?}", m.close_codes);
+        assert!(run.stdout().contains("mqtt.ping_timeout=10"), "{}", run.stdout());
+        let problems = common::schema_violations(&run.json);
+        assert!(problems.is_empty(), "schema violations: {problems:#?}");
     }
 }
 

@@ -372,3 +372,58 @@ fn messages_a_broker_drops_are_lost_and_ones_it_refuses_are_not_expected() {
     assert_eq!(r.measurements.requests.ok, 50);
     assert_schema_valid(&run);
 }
+
+/// `--drain 0s` waits for no acknowledgement: the QoS 1 messages whose
+/// PUBACK was still in flight when publishing stopped are counted
+/// unacknowledged, by name, and every message is in exactly one of
+/// acknowledged, refused and unacknowledged.
+#[test]
+fn with_drain_0s_every_qos_1_message_is_acknowledged_or_counted_unacknowledged() {
+    let broker = Mosquitto::start("");
+    let url = format!("mqtt://127.0.0.1:{}", broker.port);
+    for _ in 0..3 {
+        let run = mqtt(
+            &url,
+            &[
+                "--publishers",
+                "2",
+                "--subscribers",
+                "2",
+                "-n",
+                "3000",
+                "--qos",
+                "1",
+                "--window",
+                "64",
+                "--drain",
+                "0s",
+            ],
+        );
+        assert!(run.code() <= 1, "{}", run.stderr());
+        let r = run.result();
+        assert_books_balance(r);
+        let m = &r.measurements;
+        let b = m.pubsub.as_ref().unwrap();
+        assert_eq!(m.requests.attempted, b.published);
+        assert_eq!(b.published, 3000, "{b:?}");
+        assert_eq!(b.acknowledged + b.refused + b.unacknowledged, b.published, "{b:?}");
+        assert_eq!(m.requests.ok, b.acknowledged, "{:?}", m.requests.errors);
+        assert_eq!(
+            m.requests.error("mqtt.unacknowledged"),
+            b.unacknowledged,
+            "{:?}",
+            m.requests.errors
+        );
+        assert_eq!(m.requests.failed(), b.unacknowledged, "{:?}", m.requests.errors);
+        assert_eq!(m.phase("puback").unwrap().count(), b.acknowledged);
+        if b.unacknowledged > 0 {
+            assert!(run.stdout().contains("mqtt.unacknowledged"), "{}", run.stdout());
+            assert!(
+                run.stdout().contains("unacknowledged (no acknowledgement by the end)"),
+                "{}",
+                run.stdout()
+            );
+        }
+        assert_schema_valid(&run);
+    }
+}

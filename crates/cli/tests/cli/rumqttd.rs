@@ -2,7 +2,8 @@
 //! Rust, from crates.io; `scripts/test.sh` installs it), so results are not
 //! one broker's quirks: sessions held in both protocol versions counted on
 //! the broker's side by its log, subscriptions acknowledged, and what
-//! rumqttd does with a wrong password (it closes without a CONNACK).
+//! rumqttd does with a wrong password (it closes without a CONNACK); and
+//! MQTT over WebSocket (its `[ws]` listener: Debian's mosquitto has none).
 
 #![allow(clippy::unwrap_used)]
 
@@ -18,6 +19,8 @@ struct Rumqttd {
     child: Child,
     v4: u16,
     v5: u16,
+    /// MQTT 3.1.1 over WebSocket.
+    ws: u16,
     log: PathBuf,
     _dir: tempfile::TempDir,
 }
@@ -26,7 +29,7 @@ impl Rumqttd {
     fn start() -> Rumqttd {
         let bin = std::env::var_os("THRONG_RUMQTTD").map_or_else(|| PathBuf::from("rumqttd"), PathBuf::from);
         let dir = tempfile::tempdir().unwrap();
-        let (v4, v5) = (free_port(), free_port());
+        let (v4, v5, ws) = (free_port(), free_port(), free_port());
         let conf = dir.path().join("rumqttd.toml");
         let log = dir.path().join("rumqttd.log");
         // next_connection_delay_ms = 0: rumqttd's sample config accepts one
@@ -62,6 +65,18 @@ next_connection_delay_ms = 0
     connection_timeout_ms = 60000
     max_payload_size = 20480
     max_inflight_count = 100
+
+[ws.1]
+name = "ws"
+listen = "127.0.0.1:{ws}"
+next_connection_delay_ms = 0
+    [ws.1.connections]
+    connection_timeout_ms = 60000
+    max_client_id_len = 256
+    throttle_delay_ms = 0
+    max_payload_size = 20480
+    max_inflight_count = 100
+    max_inflight_size = 1024
 "#
             ),
         )
@@ -84,10 +99,12 @@ next_connection_delay_ms = 0
             });
         wait_listening(SocketAddr::from(([127, 0, 0, 1], v4)));
         wait_listening(SocketAddr::from(([127, 0, 0, 1], v5)));
+        wait_listening(SocketAddr::from(([127, 0, 0, 1], ws)));
         Rumqttd {
             child,
             v4,
             v5,
+            ws,
             log,
             _dir: dir,
         }
@@ -200,4 +217,131 @@ fn throng_mqtt_delivers_every_message_through_rumqttd_in_both_versions() {
             "{version}"
         );
     }
+}
+
+#[test]
+fn a_storm_over_websocket_is_counted_by_connack_and_by_rumqttd() {
+    let broker = Rumqttd::start();
+    let url = format!("ws://127.0.0.1:{}/mqtt", broker.ws);
+    let run = common::storm(&[
+        &url,
+        "--protocol",
+        "mqtt",
+        "--count",
+        "60",
+        "--hold",
+        "1s",
+        "--subscribe",
+        "dev/{{conn}}/cmd",
+        "--qos",
+        "1",
+    ]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let r = run.result();
+    assert_books_balance(r);
+    let m = &r.measurements;
+    assert_eq!(
+        (m.connections.attempted, m.connections.ok),
+        (60, 60),
+        "{:?}",
+        m.connections.errors
+    );
+    assert_eq!(m.phases["upgrade"].count(), 60, "a 101 each");
+    assert_eq!(m.phases["handshake"].count(), 60, "a CONNACK each");
+    assert_eq!(m.phases["subscribe"].count(), 60, "a SUBACK each");
+    assert_eq!(broker.registered(), 60, "rumqttd's own count");
+    let problems = common::schema_violations(&run.json);
+    assert!(problems.is_empty(), "schema violations: {problems:#?}");
+}
+
+#[test]
+fn throng_mqtt_over_websocket_delivers_every_message_through_rumqttd() {
+    let broker = Rumqttd::start();
+    let url = format!("ws://127.0.0.1:{}/mqtt", broker.ws);
+    let run = common::command(
+        "mqtt",
+        &[
+            &url,
+            "--publishers",
+            "2",
+            "--subscribers",
+            "3",
+            "--topic",
+            "bench/{{n}}",
+            "-n",
+            "300",
+            "--qos",
+            "1",
+            "--payload",
+            "2000",
+        ],
+    );
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    crate::mqtt_pubsub::assert_all_delivered(run.result(), 300, 3, 300);
+    let m = &run.result().measurements;
+    assert_eq!(m.phase("puback").unwrap().count(), 300);
+    assert_eq!(m.phase("upgrade").unwrap().count(), 5, "one upgrade per client");
+    assert_eq!(broker.registered(), 5);
+    let problems = common::schema_violations(&run.json);
+    assert!(problems.is_empty(), "schema violations: {problems:#?}");
+}
+
+/// A server that refuses the upgrade, or upgrades without the `mqtt`
+/// subprotocol, is counted by class: no CONNECT goes out.
+#[test]
+fn a_refused_upgrade_or_a_missing_subprotocol_is_counted_by_class() {
+    for (mode, class) in [("refuse", "ws.upgrade_refused.403"), ("echo", "ws.subprotocol_refused")] {
+        let server = common::WsServer::start(mode);
+        let run = common::storm(&[&server.url("/mqtt"), "--protocol", "mqtt", "-n", "5"]);
+        assert_eq!(run.code(), 1, "{mode}: {}", run.stderr());
+        let r = run.result();
+        assert_books_balance(r);
+        assert_eq!(
+            r.measurements.connections.error(class),
+            5,
+            "{mode}: {:?}",
+            r.measurements.connections.errors
+        );
+        assert!(run.stdout().contains(class), "{}", run.stdout());
+    }
+}
+
+/// wss://: nginx takes TLS and proxies the upgrade (with its
+/// `Sec-WebSocket-Protocol`) to rumqttd's WebSocket listener; a path nginx
+/// does not proxy is its 404, counted by class.
+#[test]
+fn a_storm_over_wss_through_nginx_reaches_rumqttd() {
+    let broker = Rumqttd::start();
+    let (_d, c) = common::certs();
+    let nginx = common::nginx_wss(&c, broker.ws);
+    let ca = common::p(&c, "ca.pem");
+    let url = format!("wss://localhost:{}/ws", nginx.port);
+    let run = common::storm(&[
+        &url,
+        "--protocol",
+        "mqtt",
+        "--cacert",
+        &ca,
+        "-n",
+        "20",
+        "--hold",
+        "500ms",
+    ]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let r = run.result();
+    assert_books_balance(r);
+    let m = &r.measurements;
+    assert_eq!(m.connections.ok, 20, "{:?}", m.connections.errors);
+    for phase in ["tls", "upgrade", "handshake"] {
+        assert_eq!(m.phases[phase].count(), 20, "{phase}");
+    }
+    assert_eq!(broker.registered(), 20);
+
+    let elsewhere = format!("wss://localhost:{}/mqtt", nginx.port);
+    let run = common::storm(&[&elsewhere, "--protocol", "mqtt", "--cacert", &ca, "-n", "4"]);
+    assert_eq!(run.code(), 1, "{}", run.stderr());
+    let r = run.result();
+    assert_books_balance(r);
+    assert_eq!(r.measurements.connections.error("ws.upgrade_refused.404"), 4);
+    assert_eq!(broker.registered(), 20);
 }

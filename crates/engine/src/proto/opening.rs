@@ -65,6 +65,9 @@ pub(crate) async fn opening(
             r.phase(Phase::Tls, d);
         }
     }
+    if let Some(d) = done.upgrade {
+        rec.phase(now, Phase::Upgrade, d);
+    }
     rec.phase(now, Phase::Handshake, done.handshake);
     if let Some(d) = done.subscribe {
         rec.phase(now, Phase::Subscribe, d);

@@ -154,7 +154,7 @@ async fn open<'a>(
         conn.stream.write_all(&request).await.map_err(io_fail)?;
         conn.stream.flush().await.map_err(io_fail)?;
         ctx.rec.borrow_mut().sent(Instant::now(), request.len() as u64);
-        read_upgrade(&mut conn.stream, &ctx.scratch, &key).await
+        read_upgrade(&mut conn.stream, &ctx.scratch, &key, None).await
     };
     let answer = tokio::select! {
         biased;

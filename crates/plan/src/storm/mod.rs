@@ -25,7 +25,9 @@ use crate::head::{Authority, RequestHead};
 use crate::http::{HttpVersion, IoModel, REDACTED, TlsSettings};
 use crate::segment::Segment;
 
-pub use mqtt::{CONN_PLACEHOLDER, DEFAULT_CLIENT_ID, DEFAULT_KEEPALIVE, MqttArgs, MqttSpec, MqttVersion};
+pub use mqtt::{
+    CONN_PLACEHOLDER, DEFAULT_CLIENT_ID, DEFAULT_KEEPALIVE, MqttArgs, MqttSpec, MqttVersion, MqttWebSocket,
+};
 use protocol::parse_protocol;
 pub use protocol::{EscapeError, unescape};
 pub use target::parse_sources;
@@ -718,7 +720,7 @@ impl StormPlan {
             Some(Protocol::Nats(_)) => return Some("NATS (nats://, --protocol nats)".to_string()),
             Some(Protocol::Lines { .. }) => return Some("a line protocol (--send, --expect)".to_string()),
             Some(Protocol::WebSocket(_)) => return Some("WebSocket (ws://, wss://)".to_string()),
-            Some(Protocol::Mqtt(_)) => return Some("MQTT (mqtt://, mqtts://)".to_string()),
+            Some(Protocol::Mqtt(_)) => return Some("MQTT (mqtt://, mqtts://, --protocol mqtt)".to_string()),
             None if self.target.scheme == StormScheme::Nats => return Some("NATS (nats://)".to_string()),
             None => {}
         }

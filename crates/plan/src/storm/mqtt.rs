@@ -115,6 +115,20 @@ pub struct MqttSpec {
     /// The subscription's QoS.
     #[serde(default)]
     pub qos: u8,
+    /// MQTT over WebSocket (a ws:// or wss:// target with `--protocol
+    /// mqtt`): the upgrade's path and `Host`, asking for the subprotocol
+    /// `mqtt`; then packets in binary messages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub websocket: Option<MqttWebSocket>,
+}
+
+/// Where MQTT over WebSocket upgrades.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MqttWebSocket {
+    /// Path and query of the upgrade request (`/mqtt`).
+    pub path: String,
+    /// The `Host` header.
+    pub host: String,
 }
 
 /// True for the targets that speak MQTT.
@@ -122,16 +136,20 @@ pub(super) fn is_mqtt(scheme: StormScheme) -> bool {
     matches!(scheme, StormScheme::Mqtt | StormScheme::Mqtts)
 }
 
-/// The MQTT flags for an mqtt:// or mqtts:// target (None for another
-/// target, which must not have any of them).
+/// The MQTT flags for an mqtt:// or mqtts:// target, or a ws:// or wss://
+/// one with `--protocol mqtt` (None for another target, which must not
+/// have any of them).
 pub(super) fn parse_mqtt(a: &StormArgs, target: &StormTarget) -> Result<Option<MqttSpec>, PlanError> {
     let m = &a.mqtt;
-    if !is_mqtt(target.scheme) {
+    let over_ws = matches!(target.scheme, StormScheme::Ws | StormScheme::Wss)
+        && a.protocol.as_deref().map(str::trim) == Some("mqtt");
+    if !is_mqtt(target.scheme) && !over_ws {
         if let Some(flag) = m.given() {
             return Err(PlanError::invalid(
                 flag,
                 format!(
-                    "applies to MQTT storms (mqtt:// or mqtts:// targets); '{}' is not one",
+                    "applies to MQTT storms (mqtt:// or mqtts:// targets, or ws:// and wss:// with --protocol mqtt); \
+                     '{}' is not one",
                     target.url
                 ),
             ));
@@ -155,7 +173,7 @@ pub(super) fn parse_mqtt(a: &StormArgs, target: &StormTarget) -> Result<Option<M
         if given {
             return Err(PlanError::invalid(
                 flag,
-                "does not apply to MQTT storms (mqtt://, mqtts://): they speak CONNECT, SUBSCRIBE and PINGREQ",
+                "does not apply to MQTT storms: they speak CONNECT, SUBSCRIBE and PINGREQ",
             ));
         }
     }
@@ -230,7 +248,13 @@ pub(super) fn parse_mqtt(a: &StormArgs, target: &StormTarget) -> Result<Option<M
             "MQTT sends a password only with a user name: mqtt://USER:PASSWORD@host:1883",
         ));
     }
+    let websocket = over_ws.then(|| MqttWebSocket {
+        path: super::target::target_path(&a.target),
+        host: crate::head::Authority::new(&target.host, target.port, if target.scheme.is_tls() { 443 } else { 80 })
+            .to_string(),
+    });
     Ok(Some(MqttSpec {
+        websocket,
         version,
         client_id,
         keepalive,
@@ -284,6 +308,55 @@ mod tests {
         assert_eq!(tls.target.port, 8883);
         assert!(tls.tls.is_some());
         assert!(tls.ring_refuses().is_some());
+    }
+
+    #[test]
+    fn ws_with_protocol_mqtt_is_mqtt_over_websocket() {
+        let over = |target: &str| {
+            StormPlan::from_args(StormArgs {
+                target: target.into(),
+                connections: Some(3),
+                cores: 2,
+                protocol: Some("mqtt".into()),
+                mqtt: MqttArgs {
+                    version: Some("5".into()),
+                    ..MqttArgs::default()
+                },
+                ..StormArgs::default()
+            })
+        };
+        let p = over("ws://u:s3cr3t@127.0.0.1:9001/mqtt").unwrap();
+        assert_eq!(p.target.url, "ws://u:***@127.0.0.1:9001/mqtt");
+        let json = serde_json::to_string(&p).unwrap();
+        assert!(!json.contains("s3cr3t"), "{json}");
+        let m = spec(&p);
+        assert_eq!(m.password.as_ref().map(SecretText::expose), Some("s3cr3t"));
+        assert_eq!(m.version, MqttVersion::V5);
+        assert_eq!(m.user.as_deref(), Some("u"));
+        let ws = m.websocket.as_ref().expect("over WebSocket");
+        assert_eq!((ws.path.as_str(), ws.host.as_str()), ("/mqtt", "127.0.0.1:9001"));
+        let tls = over("wss://localhost/mqtt").unwrap();
+        assert!(tls.tls.is_some());
+        assert_eq!(
+            spec(&tls).websocket.as_ref().map(|w| w.host.as_str()),
+            Some("localhost")
+        );
+        // Without --protocol mqtt, ws:// is a WebSocket storm, and the
+        // MQTT flags say where they apply.
+        let e = plan(
+            "ws://127.0.0.1:9001/mqtt",
+            MqttArgs {
+                version: Some("5".into()),
+                ..MqttArgs::default()
+            },
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("--protocol mqtt"), "{e}");
+        assert_eq!(
+            spec(&plan("mqtt://127.0.0.1", MqttArgs::default()).unwrap()).websocket,
+            None
+        );
     }
 
     #[test]

@@ -139,7 +139,10 @@ fn parse_websocket(a: &StormArgs, target: &StormTarget, timeout: Duration) -> Re
     if let Some(named) = a.protocol.as_deref().map(str::trim).filter(|n| *n != "websocket") {
         return Err(PlanError::invalid(
             "--protocol",
-            format!("'{named}' does not apply to {}: it speaks WebSocket", target.url),
+            format!(
+                "'{named}' does not apply to {}: it speaks WebSocket (or MQTT over it: --protocol mqtt)",
+                target.url
+            ),
         ));
     }
     if a.nats_creds.is_some() {

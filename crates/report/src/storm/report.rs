@@ -187,6 +187,10 @@ fn write_held(r: &RunResult, w: &mut dyn Write) -> io::Result<()> {
         let codes: Vec<String> = m.close_codes.iter().map(|(c, n)| format!("{c}={n}")).collect();
         writeln!(w, "  {:<16}by close code: {}", "", codes.join(", "))?;
     }
+    if !m.hold_failures.is_empty() {
+        let classes: Vec<String> = m.hold_failures.iter().map(|(c, n)| format!("{c}={n}")).collect();
+        writeln!(w, "  {:<16}ended by this side: {}", "", classes.join(", "))?;
+    }
     Ok(())
 }
 

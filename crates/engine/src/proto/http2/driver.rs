@@ -510,11 +510,7 @@ pub(super) async fn speak(
     // Nagle would hold a request back behind a small control frame still
     // unacknowledged (a PING ACK for grpc-go's BDP pings, a WINDOW_UPDATE)
     // for the peer's delayed ACK, ~40 ms: HTTP/2 sends small frames often.
-    let tcp = match &stream {
-        Transport::Plain(t) => t,
-        Transport::Tls(s) => &s.io,
-    };
-    let _ = tcp.set_nodelay(true);
+    let _ = stream.tcp().set_nodelay(true);
     let start = Instant::now();
     sleep.as_mut().reset((start + ctx.spec.timeout).into());
     let (shared, driver) = handshake(streams, stream, sleep).await?;

@@ -19,4 +19,6 @@ pub(crate) struct Done {
     pub exchanges: Vec<Duration>,
     /// MQTT: SUBSCRIBE sent → its SUBACK read, when the plan subscribes.
     pub subscribe: Option<Duration>,
+    /// MQTT over WebSocket: the upgrade written → its 101 read.
+    pub upgrade: Option<Duration>,
 }

@@ -143,7 +143,7 @@ pub(crate) async fn handshake(
         }
         ProtocolSpec::Lines { steps, step_timeout } => lines(steps, *step_timeout, stream, scratch, sleep).await,
         ProtocolSpec::WebSocket(ws) => crate::proto::ws::handshake(ws, stream, scratch, sleep).await,
-        ProtocolSpec::Mqtt(m) => crate::proto::mqtt::handshake(m, stream, conn, timeout, sleep).await,
+        ProtocolSpec::Mqtt(m) => crate::proto::mqtt::handshake(m, stream, conn, timeout, scratch, sleep).await,
     }
 }
 
@@ -250,6 +250,7 @@ async fn nats(
         tls: upgraded,
         exchanges: Vec::new(),
         subscribe: None,
+        upgrade: None,
     })
 }
 
@@ -287,6 +288,7 @@ async fn lines(
         tls: None,
         exchanges: Vec::new(),
         subscribe: None,
+        upgrade: None,
     })
 }
 

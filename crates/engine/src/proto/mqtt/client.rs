@@ -99,6 +99,14 @@ pub(crate) async fn open(run: &Run, client_id: &str, topics: &[String]) -> Optio
         }
         let _ = tcp.set_nodelay(true);
         let mut stream = Transport::Plain(tcp);
+        if let Some(ws) = &run.plan.session.websocket {
+            let t = Instant::now();
+            // Only the upgrade's answer goes through it.
+            let scratch = std::cell::RefCell::new(vec![0u8; 4096].into_boxed_slice());
+            stream = crate::proto::ws::upgrade_stream(stream, &ws.path, &ws.host, super::WS_PROTOCOL, &scratch).await?;
+            let now = Instant::now();
+            run.rec.borrow_mut().phase(now, Phase::Upgrade, now - t);
+        }
         let early = handshake(run, &mut stream, client_id, topics).await?;
         Ok::<_, ErrorClass>((stream, early))
     };

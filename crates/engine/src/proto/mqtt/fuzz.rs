@@ -132,11 +132,13 @@ fn run(parts: Vec<Vec<u8>>, version: Version, subscribe: bool) -> String {
             user: None,
             password: None,
             subscribe: subscribe.then(|| ("t/{{conn}}".to_string(), 1)),
+            websocket: None,
         };
+        let scratch = std::cell::RefCell::new(vec![0u8; 4096].into_boxed_slice());
         let sleep = std::pin::pin!(tokio::time::sleep(DEADLINE));
         let outcome = tokio::time::timeout(
             DEADLINE * 3,
-            handshake(&spec, Transport::Plain(stream), 7, DEADLINE, sleep),
+            handshake(&spec, Transport::Plain(stream), 7, DEADLINE, &scratch, sleep),
         )
         .await
         .expect("the handshake ended within its own deadlines");

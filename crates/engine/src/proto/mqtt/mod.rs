@@ -8,7 +8,8 @@
 //! ```text
 //!  opening ─► handshake: CONNECT ─► CONNACK (refused: mqtt.connack.REASON)
 //!                        [SUBSCRIBE ─► SUBACK (refused: mqtt.suback.REASON)]
-//!  held    ─► hold: PINGREQ every keep-alive ─► PINGRESP (pong)
+//!  held    ─► hold: PINGREQ every keep-alive ─► PINGRESP (pong; none by
+//!                    the next PINGREQ: mqtt.ping_timeout, closed)
 //!  closing ─► disconnect: DISCONNECT
 //! ```
 //!
@@ -34,7 +35,6 @@ mod fuzz;
 pub(crate) use spec::Spec;
 
 use std::cell::RefCell;
-use std::collections::VecDeque;
 use std::future::poll_fn;
 use std::io;
 use std::pin::Pin;
@@ -54,9 +54,8 @@ use codec::{Malformed, Next, Packet, Reader, Version};
 /// Longest the DISCONNECT at the end of a hold may take to write.
 const DISCONNECT_LIMIT: Duration = Duration::from_secs(1);
 
-/// PINGREQs a held connection waits answers for at once; past that, the
-/// oldest is forgotten (a broker that stops answering closes soon anyway).
-const PINGS_OUT: usize = 4;
+/// The WebSocket subprotocol MQTT asks for (MQTT 3.1.1 and 5, section 6).
+pub(crate) const WS_PROTOCOL: &str = "mqtt";
 
 /// The packet identifier of a storm's one SUBSCRIBE.
 const SUBSCRIBE_ID: u16 = 1;
@@ -124,16 +123,28 @@ async fn send(stream: &mut Transport, bytes: &[u8]) -> Result<(), ErrorClass> {
     stream.flush().await.map_err(io_fail)
 }
 
-/// CONNECT → CONNACK within the deadline `sleep` was armed with, then
-/// SUBSCRIBE → SUBACK (when the plan subscribes) within `timeout` more.
-/// `conn` is the connection's number (unique over the run): `{{conn}}`.
+/// Over WebSocket, the upgrade first; CONNECT → CONNACK within the
+/// deadline `sleep` was armed with, then SUBSCRIBE → SUBACK (when the plan
+/// subscribes) within `timeout` more. `conn` is the connection's number
+/// (unique over the run): `{{conn}}`.
 pub(crate) async fn handshake(
     spec: &Spec,
     mut stream: Transport,
     conn: u64,
     timeout: Duration,
+    scratch: &RefCell<Box<[u8]>>,
     mut sleep: Pin<&mut Sleep>,
 ) -> Result<Done, ErrorClass> {
+    let mut upgrade = None;
+    if let Some((path, host)) = &spec.websocket {
+        let t = Instant::now();
+        stream = tokio::select! {
+            biased;
+            r = crate::proto::ws::upgrade_stream(stream, path, host, WS_PROTOCOL, scratch) => r?,
+            () = sleep.as_mut() => return Err(ErrorClass::TimeoutHandshake),
+        };
+        upgrade = Some(t.elapsed());
+    }
     let v = spec.version;
     let client_id = spec::render(&spec.client_id, conn);
     let mut out = Vec::with_capacity(64);
@@ -202,6 +213,7 @@ pub(crate) async fn handshake(
         tls: None,
         exchanges: Vec::new(),
         subscribe: subscribed,
+        upgrade,
     })
 }
 
@@ -232,7 +244,8 @@ async fn read_some(
 /// messages dropped as they come (a packet over the limit skipped unread).
 /// Returns when the broker ends the connection: its DISCONNECT (MQTT 5,
 /// counted by reason code), the end of the stream, or bytes that are not
-/// MQTT.
+/// MQTT; or when a PINGREQ got no PINGRESP by the next one, a keep-alive
+/// later (counted `mqtt.ping_timeout`; this side closes the connection).
 pub(crate) async fn hold(ctx: &Ctx, stream: &mut Transport, spec: &Spec) {
     let mut reader = Reader::default();
     let every = spec.keepalive;
@@ -243,7 +256,8 @@ pub(crate) async fn hold(ctx: &Ctx, stream: &mut Transport, spec: &Spec) {
     };
     let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut out: VecDeque<Instant> = VecDeque::new();
+    // The PINGREQ waiting for its PINGRESP: when it went.
+    let mut out: Option<Instant> = None;
     loop {
         tokio::select! {
             n = read_some(stream, &ctx.scratch, |b| reader.push(b)) => {
@@ -259,7 +273,7 @@ pub(crate) async fn hold(ctx: &Ctx, stream: &mut Transport, spec: &Spec) {
                     };
                     match Packet::parse(h, &body, spec.version) {
                         Ok(Packet::Pingresp) => {
-                            if let Some(at) = out.pop_front() {
+                            if let Some(at) = out.take() {
                                 let now = Instant::now();
                                 ctx.rec.borrow_mut().phase(now, Phase::Pong, now - at);
                             }
@@ -279,10 +293,14 @@ pub(crate) async fn hold(ctx: &Ctx, stream: &mut Transport, spec: &Spec) {
                 }
             }
             _ = tick.tick(), if !every.is_zero() => {
-                if out.len() == PINGS_OUT {
-                    out.pop_front();
+                if out.is_some() {
+                    // The last PINGREQ went a keep-alive ago and got no
+                    // PINGRESP: the broker is gone or stuck (MQTT 3.1.1
+                    // 3.1.2.10: the client closes then).
+                    ctx.rec.borrow_mut().hold_failed(&ErrorClass::Mqtt("ping_timeout"));
+                    return;
                 }
-                out.push_back(Instant::now());
+                out = Some(Instant::now());
                 if send(stream, &codec::PINGREQ_BYTES).await.is_err() {
                     return;
                 }

@@ -5,7 +5,9 @@
 //! Each message is one request in the books: QoS 0 ends ok once written,
 //! QoS 1 at its PUBACK (phase `puback`), QoS 2 at its PUBCOMP (phases
 //! `pubrec`, `pubcomp`). What is unacknowledged --drain after the last is
-//! `mqtt.ack_timeout`.
+//! `mqtt.ack_timeout` (`mqtt.unacknowledged` with `--drain 0s`, which waits
+//! for none); every QoS 1 and 2 message ends acknowledged, refused or
+//! unacknowledged (the books' `unacknowledged`).
 
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -38,6 +40,8 @@ struct Pub<'a> {
     /// Messages the broker refused (PUBACK or PUBREC with a failure code):
     /// not published, so no subscriber expects them.
     refused: u64,
+    /// Messages acknowledged (PUBACK, or PUBCOMP).
+    acknowledged: u64,
 }
 
 impl Pub<'_> {
@@ -58,6 +62,22 @@ impl Pub<'_> {
         let mut rec = self.run.rec.borrow_mut();
         for _ in self.flights.drain() {
             rec.request_failed(now, class, 0);
+        }
+    }
+
+    /// What publisher `publisher` did once over, having written `written`
+    /// messages: each QoS 1 and 2 one acknowledged, refused, or neither.
+    fn outcome(&self, publisher: u64, written: u64) -> Published {
+        let unacknowledged = if self.run.plan.qos == 0 {
+            0
+        } else {
+            written.saturating_sub(self.refused).saturating_sub(self.acknowledged)
+        };
+        Published {
+            publisher,
+            written,
+            refused: self.refused,
+            unacknowledged,
         }
     }
 
@@ -96,18 +116,21 @@ impl Pub<'_> {
             return send(stream, &codec::ack(codec::PUBREL, id)).await.is_ok();
         }
         self.flights.remove(&id);
+        self.acknowledged += 1;
         run.acknowledged.set(run.acknowledged.get() + 1);
         run.rec.borrow_mut().exchanged(now, 0);
         true
     }
 }
 
-/// What a publisher did: its number, the messages it wrote, and how many of
-/// those the broker refused.
+/// What a publisher did: its number, the messages it wrote, how many of
+/// those the broker refused, and (QoS 1 and 2) how many had neither an
+/// acknowledgement nor a refusal by the end.
 pub(crate) struct Published {
     pub publisher: u64,
     pub written: u64,
     pub refused: u64,
+    pub unacknowledged: u64,
 }
 
 /// Publishes publisher `p`'s messages from `start`.
@@ -134,6 +157,7 @@ pub(crate) async fn publish(run: Rc<Run>, p: u64, client: Client, start: Instant
         flights: HashMap::new(),
         next_id: 1,
         refused: 0,
+        acknowledged: 0,
     };
     let mut reader = Reader::default();
     let mut buf = vec![0u8; 16 * 1024];
@@ -242,7 +266,10 @@ pub(crate) async fn publish(run: Rc<Run>, p: u64, client: Client, start: Instant
                 }
             }
             () = async { match ack_deadline { Some(at) => tokio::time::sleep_until(at).await, None => std::future::pending().await } } => {
-                me.fail_all(ErrorClass::Mqtt("ack_timeout"));
+                // --drain 0s waits for no acknowledgement: those in flight
+                // did not time out, they were not waited for.
+                let class = if plan.drain.is_zero() { "unacknowledged" } else { "ack_timeout" };
+                me.fail_all(ErrorClass::Mqtt(class));
                 break false;
             }
         }
@@ -254,11 +281,7 @@ pub(crate) async fn publish(run: Rc<Run>, p: u64, client: Client, start: Instant
         disconnect(&mut stream).await;
     }
     run.rec.borrow_mut().connection_closed(Instant::now(), now - opened);
-    Published {
-        publisher: p,
-        written: published,
-        refused: me.refused,
-    }
+    me.outcome(p, published)
 }
 
 /// Waits until `due`; at once when it has passed (tokio's timer would

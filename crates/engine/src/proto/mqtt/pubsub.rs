@@ -92,7 +92,7 @@ pub(crate) async fn drive(run: Rc<Run>, on_tick: &mut dyn FnMut(Duration, &Recor
         .collect();
     // Per publisher: the messages it published that the broker took.
     let mut published = vec![0u64; usize::try_from(plan.publishers).unwrap_or(0)];
-    let (mut written, mut refused) = (0u64, 0u64);
+    let (mut written, mut refused, mut unacknowledged) = (0u64, 0u64, 0u64);
     let mut tick = tokio::time::interval(TICK);
     for mut t in publishing {
         loop {
@@ -101,6 +101,7 @@ pub(crate) async fn drive(run: Rc<Run>, on_tick: &mut dyn FnMut(Duration, &Recor
                     if let Ok(done) = r {
                         written += done.written;
                         refused += done.refused;
+                        unacknowledged += done.unacknowledged;
                         let at = usize::try_from(done.publisher).ok().and_then(|p| p.checked_sub(1));
                         if let Some(slot) = at.and_then(|i| published.get_mut(i)) {
                             *slot = done.written.saturating_sub(done.refused);
@@ -136,6 +137,7 @@ pub(crate) async fn drive(run: Rc<Run>, on_tick: &mut dyn FnMut(Duration, &Recor
         published: written,
         refused,
         acknowledged: run.acknowledged.get(),
+        unacknowledged,
         ..PubSub::default()
     };
     for b in &books {

@@ -21,6 +21,8 @@ pub(crate) struct Spec {
     pub password: Option<throng_plan::SecretText>,
     /// A topic filter to subscribe to once connected (`{{conn}}` as above), and its QoS.
     pub subscribe: Option<(String, u8)>,
+    /// Over WebSocket: the upgrade's path and `Host`.
+    pub websocket: Option<(String, String)>,
 }
 
 impl Spec {
@@ -39,6 +41,7 @@ impl Spec {
             user: m.user.clone(),
             password: m.password.clone(),
             subscribe: m.subscribe.clone().map(|t| (t, m.qos)),
+            websocket: m.websocket.as_ref().map(|w| (w.path.clone(), w.host.clone())),
         }
     }
 

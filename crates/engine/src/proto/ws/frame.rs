@@ -38,6 +38,16 @@ pub(crate) const NO_STATUS: u16 = 1005;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct FrameError(pub &'static str);
 
+impl std::fmt::Display for FrameError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "WebSocket framing: {}", self.0)
+    }
+}
+
+/// Carried in an `io::Error` by a WebSocket byte stream
+/// (`crate::transport::ws`), classified `ws.protocol`.
+impl std::error::Error for FrameError {}
+
 /// What the server sent, once whole.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Event {
@@ -247,15 +257,26 @@ pub(crate) fn accept_for(key: &str) -> String {
     STANDARD.encode(ctx.finish().as_ref())
 }
 
-/// The upgrade request.
-pub(crate) fn upgrade_request(path: &str, host: &str, authorization: Option<&str>, key: &str) -> Vec<u8> {
+/// The upgrade request; `protocol` asks for a subprotocol
+/// (`Sec-WebSocket-Protocol`, e.g. `mqtt`).
+pub(crate) fn upgrade_request(
+    path: &str,
+    host: &str,
+    authorization: Option<&str>,
+    key: &str,
+    protocol: Option<&str>,
+) -> Vec<u8> {
     let authorization = match authorization {
         Some(value) => format!("Authorization: {value}\r\n"),
         None => String::new(),
     };
+    let protocol = match protocol {
+        Some(name) => format!("Sec-WebSocket-Protocol: {name}\r\n"),
+        None => String::new(),
+    };
     format!(
         "GET {path} HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
-         Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n{authorization}User-Agent: throng\r\n\r\n"
+         Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n{protocol}{authorization}User-Agent: throng\r\n\r\n"
     )
     .into_bytes()
 }
@@ -271,10 +292,14 @@ pub(crate) enum Upgrade {
     Refused(u16),
     /// Not an HTTP answer, or a 101 without the right headers.
     Malformed,
+    /// A 101 that did not choose the subprotocol asked for (another, or
+    /// none).
+    WrongProtocol,
 }
 
-/// Checks the answer to an upgrade sent with `key`.
-pub(crate) fn check_upgrade(buf: &[u8], key: &str) -> Upgrade {
+/// Checks the answer to an upgrade sent with `key`, asking for the
+/// subprotocol `protocol` when there is one.
+pub(crate) fn check_upgrade(buf: &[u8], key: &str, protocol: Option<&str>) -> Upgrade {
     let mut headers = [httparse::EMPTY_HEADER; 64];
     let mut r = httparse::Response::new(&mut headers);
     let size = match r.parse(buf) {
@@ -298,10 +323,12 @@ pub(crate) fn check_upgrade(buf: &[u8], key: &str) -> Upgrade {
     let connection =
         header("connection").is_some_and(|v| v.split(',').any(|t| t.trim().eq_ignore_ascii_case("upgrade")));
     let accept = header("sec-websocket-accept").is_some_and(|v| v == accept_for(key));
-    if upgrade && connection && accept {
-        Upgrade::Accepted(size)
-    } else {
-        Upgrade::Malformed
+    if !(upgrade && connection && accept) {
+        return Upgrade::Malformed;
+    }
+    match protocol {
+        Some(asked) if header("sec-websocket-protocol").is_none_or(|chosen| chosen != asked) => Upgrade::WrongProtocol,
+        _ => Upgrade::Accepted(size),
     }
 }
 
@@ -470,29 +497,47 @@ mod tests {
             accept_for(&key)
         );
         let head = good.len() - 2;
-        assert_eq!(check_upgrade(good.as_bytes(), &key), Upgrade::Accepted(head));
-        assert_eq!(check_upgrade(&good.as_bytes()[..20], &key), Upgrade::Partial);
+        assert_eq!(check_upgrade(good.as_bytes(), &key, None), Upgrade::Accepted(head));
+        assert_eq!(check_upgrade(&good.as_bytes()[..20], &key, None), Upgrade::Partial);
         let wrong = good.replace(&accept_for(&key), "AAAA");
-        assert_eq!(check_upgrade(wrong.as_bytes(), &key), Upgrade::Malformed);
+        assert_eq!(check_upgrade(wrong.as_bytes(), &key, None), Upgrade::Malformed);
         assert_eq!(
-            check_upgrade(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n", &key),
+            check_upgrade(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n", &key, None),
             Upgrade::Refused(403)
         );
-        assert_eq!(check_upgrade(b"SSH-2.0-OpenSSH\r\n\r\n", &key), Upgrade::Malformed);
+        assert_eq!(
+            check_upgrade(b"SSH-2.0-OpenSSH\r\n\r\n", &key, None),
+            Upgrade::Malformed
+        );
+        // A subprotocol asked for: the 101 must name it, and only it.
+        assert_eq!(
+            check_upgrade(good.as_bytes(), &key, Some("mqtt")),
+            Upgrade::WrongProtocol
+        );
+        let chosen = good.replace("\r\n\r\n", "\r\nSec-WebSocket-Protocol: mqtt\r\n\r\n");
+        assert_eq!(
+            check_upgrade(chosen.as_bytes(), &key, Some("mqtt")),
+            Upgrade::Accepted(chosen.len() - 2)
+        );
+        let other = chosen.replace(": mqtt", ": mqttv3.1");
+        assert_eq!(
+            check_upgrade(other.as_bytes(), &key, Some("mqtt")),
+            Upgrade::WrongProtocol
+        );
         let endless = format!("HTTP/1.1 101 OK\r\nX: {}", "a".repeat(MAX_HEAD));
-        assert_eq!(check_upgrade(endless.as_bytes(), &key), Upgrade::Malformed);
+        assert_eq!(check_upgrade(endless.as_bytes(), &key, None), Upgrade::Malformed);
     }
 
     #[test]
     fn an_upgrade_carries_authorization_only_when_given() {
-        let bare = String::from_utf8(upgrade_request("/chat?x=1", "127.0.0.1:9000", None, "k")).unwrap();
+        let bare = String::from_utf8(upgrade_request("/chat?x=1", "127.0.0.1:9000", None, "k", None)).unwrap();
         assert_eq!(
             bare,
             "GET /chat?x=1 HTTP/1.1\r\nHost: 127.0.0.1:9000\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
              Sec-WebSocket-Key: k\r\nSec-WebSocket-Version: 13\r\nUser-Agent: throng\r\n\r\n"
         );
         assert!(!bare.to_ascii_lowercase().contains("authorization"));
-        let with = String::from_utf8(upgrade_request("/", "h", Some("Basic dTpw"), "k")).unwrap();
+        let with = String::from_utf8(upgrade_request("/", "h", Some("Basic dTpw"), "k", Some("mqtt"))).unwrap();
         let mut headers = [httparse::EMPTY_HEADER; 16];
         let mut req = httparse::Request::new(&mut headers);
         assert!(req.parse(with.as_bytes()).unwrap().is_complete());
@@ -503,6 +548,8 @@ mod tests {
             .map(|h| h.value)
             .collect();
         assert_eq!(auth, [b"Basic dTpw".as_slice()]);
+        assert!(with.contains("\r\nSec-WebSocket-Protocol: mqtt\r\n"));
+        assert!(!bare.contains("Sec-WebSocket-Protocol"));
     }
 
     proptest! {

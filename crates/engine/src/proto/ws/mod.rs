@@ -23,6 +23,7 @@ use crate::ctx::Ctx;
 use crate::errors::{Stage, classify};
 use crate::proto::line::done::Done;
 use crate::transport::Transport;
+use crate::transport::ws::WsStream;
 use frame::{Event, Masks, Reader, Upgrade};
 
 /// Longest the close handshake at the end of a hold may take.
@@ -92,27 +93,49 @@ impl<'a> Socket<'a> {
     }
 }
 
-/// Reads the server's answer to the upgrade `key` was sent with: what
-/// follows the 101's head (frames the server sent at once), or the class of
-/// the refusal. The caller bounds the wait.
+/// Reads the server's answer to the upgrade `key` was sent with (asking
+/// for the subprotocol `protocol`, when there is one): what follows the
+/// 101's head (frames the server sent at once), or the class of the
+/// refusal. The caller bounds the wait.
 pub(crate) async fn read_upgrade(
     stream: &mut Transport,
     scratch: &RefCell<Box<[u8]>>,
     key: &str,
+    protocol: Option<&str>,
 ) -> Result<Vec<u8>, ErrorClass> {
     let mut head = Vec::new();
     loop {
         let n = read_some(stream, scratch, |b| head.extend_from_slice(b))
             .await
             .map_err(io_fail)?;
-        match frame::check_upgrade(&head, key) {
+        match frame::check_upgrade(&head, key, protocol) {
             Upgrade::Partial if n == 0 => return Err(ErrorClass::Eof),
             Upgrade::Partial => {}
             Upgrade::Accepted(size) => return Ok(head.split_off(size)),
             Upgrade::Refused(status) => return Err(ErrorClass::WsUpgradeRefused(status)),
             Upgrade::Malformed => return Err(ErrorClass::WsProtocol),
+            Upgrade::WrongProtocol => return Err(ErrorClass::WsSubprotocol),
         }
     }
+}
+
+/// A byte protocol over WebSocket (MQTT's): the upgrade of `stream` to
+/// `path` on `host`, asking for the subprotocol `protocol`; then the
+/// stream carries bytes in binary messages ([`crate::transport::ws`]).
+/// The caller bounds the wait.
+pub(crate) async fn upgrade_stream(
+    mut stream: Transport,
+    path: &str,
+    host: &str,
+    protocol: &str,
+    scratch: &RefCell<Box<[u8]>>,
+) -> Result<Transport, ErrorClass> {
+    let key = frame::key(random());
+    let request = frame::upgrade_request(path, host, None, &key, Some(protocol));
+    stream.write_all(&request).await.map_err(io_fail)?;
+    stream.flush().await.map_err(io_fail)?;
+    let rest = read_upgrade(&mut stream, scratch, &key, Some(protocol)).await?;
+    Ok(Transport::Ws(Box::new(WsStream::new(stream, &rest, seed()))))
 }
 
 /// Reads once into `scratch` and hands the bytes to `take`; 0 at the end
@@ -157,11 +180,12 @@ pub(crate) async fn handshake(
                 &spec.host,
                 spec.authorization.as_ref().map(|a| a.expose()),
                 &key,
+                None,
             ))
             .await
             .map_err(io_fail)?;
         stream.flush().await.map_err(io_fail)?;
-        read_upgrade(&mut stream, scratch, &key).await
+        read_upgrade(&mut stream, scratch, &key, None).await
     };
     let rest = tokio::select! {
         biased;
@@ -230,6 +254,7 @@ pub(crate) async fn handshake(
         tls: None,
         exchanges,
         subscribe: None,
+        upgrade: None,
     })
 }
 

@@ -1,4 +1,7 @@
-//! A connection's byte stream: plain TCP or TLS over TCP.
+//! A connection's byte stream: plain TCP, TLS over TCP, or a WebSocket's
+//! binary messages over either (MQTT over WebSocket, [`ws`]).
+
+pub(crate) mod ws;
 
 use std::io;
 use std::pin::Pin;
@@ -35,11 +38,13 @@ impl std::fmt::Debug for TlsClient {
     }
 }
 
-/// Plain or TLS. The TLS state is boxed: it is large, and plain connections
-/// should not pay for it.
+/// Plain or TLS, or WebSocket over one of them. The TLS and WebSocket
+/// states are boxed: they are large, and plain connections should not pay
+/// for them.
 pub(crate) enum Transport {
     Plain(TcpStream),
     Tls(Box<TlsStream>),
+    Ws(Box<ws::WsStream>),
 }
 
 /// Finishes a TLS handshake whose ClientHello (`hello`) went out with the
@@ -133,6 +138,16 @@ impl Transport {
             },
             Transport::Plain(s) => Pin::new(s).poll_read(cx, buf).map_ok(|()| None),
             Transport::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf).map_ok(|()| s.arrival()),
+            Transport::Ws(s) => Pin::new(s.as_mut()).poll_read(cx, buf).map_ok(|()| None),
+        }
+    }
+
+    /// The TCP socket underneath.
+    pub(crate) fn tcp(&self) -> &TcpStream {
+        match self {
+            Transport::Plain(t) => t,
+            Transport::Tls(s) => &s.io,
+            Transport::Ws(s) => s.inner().tcp(),
         }
     }
 
@@ -163,6 +178,7 @@ impl AsyncRead for Transport {
         match self.get_mut() {
             Transport::Plain(s) => Pin::new(s).poll_read(cx, buf),
             Transport::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+            Transport::Ws(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
         }
     }
 }
@@ -181,6 +197,7 @@ impl AsyncWrite for Transport {
                 r => Poll::Ready(r),
             },
             Transport::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+            Transport::Ws(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
         }
     }
 
@@ -188,6 +205,7 @@ impl AsyncWrite for Transport {
         match self.get_mut() {
             Transport::Plain(s) => Pin::new(s).poll_flush(cx),
             Transport::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+            Transport::Ws(s) => Pin::new(s.as_mut()).poll_flush(cx),
         }
     }
 
@@ -195,6 +213,7 @@ impl AsyncWrite for Transport {
         match self.get_mut() {
             Transport::Plain(s) => Pin::new(s).poll_shutdown(cx),
             Transport::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+            Transport::Ws(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
         }
     }
 }
