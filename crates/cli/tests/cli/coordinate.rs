@@ -535,14 +535,18 @@ fn the_files_a_command_reads_are_shipped_to_the_agents() {
     );
 }
 
-/// A fake agent on a free port: reads one frame (the hello) and answers
-/// `answer` (raw bytes), then closes.
+/// A fake agent on a free port: challenges, reads one frame (the hello) and
+/// answers `answer` (raw bytes), then closes.
 fn fake_agent(answer: Vec<u8>) -> (String, std::thread::JoinHandle<()>) {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap().to_string();
     let handle = std::thread::spawn(move || {
         let (mut s, _) = listener.accept().unwrap();
         s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        s.write_all(&frame(
+            &serde_json::json!({"type": "challenge", "protocol": 2, "nonce": "00"}),
+        ))
+        .unwrap();
         let mut head = [0u8; 4];
         std::io::Read::read_exact(&mut s, &mut head).unwrap();
         let mut hello = vec![0u8; u32::from_be_bytes(head) as usize];

@@ -8,7 +8,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
-use super::{MAX_HELLO, Msg, PROTOCOL, SILENCE, WireError, now_ms, read_token, recv, recv_within, same_token, send};
+use super::{
+    Conn, MAX_HELLO, Msg, PROTOCOL, SILENCE, WireError, now_ms, read_token, recv, recv_within, same_token, send,
+};
 use crate::args::AgentCmd;
 use crate::exit::UsageError;
 
@@ -21,6 +23,7 @@ const STDERR_TAIL: usize = 2000;
 
 pub fn run(c: AgentCmd) -> anyhow::Result<ExitCode> {
     let token = read_token(c.token_file.as_deref())?;
+    let tls = server_tls(&c)?;
     let listener = TcpListener::bind(c.listen).map_err(|e| {
         UsageError(format!(
             "--listen {}: cannot listen there: {e}; give a free port on an address of this machine",
@@ -32,14 +35,20 @@ pub fn run(c: AgentCmd) -> anyhow::Result<ExitCode> {
         say!("throng: agent: warning: no --token-file: anyone who reaches {addr} can make this agent run a load test");
     }
     say!(
-        "throng: agent listening on {addr} (throng {})",
-        env!("CARGO_PKG_VERSION")
+        "throng: agent listening on {addr} (throng {}{})",
+        env!("CARGO_PKG_VERSION"),
+        match (&tls, c.client_ca.is_some()) {
+            (None, _) => ", plain TCP",
+            (Some(_), false) => ", TLS",
+            (Some(_), true) => ", TLS, coordinators with a certificate of --client-ca only",
+        }
     );
     listener
         .set_nonblocking(true)
         .map_err(|e| anyhow::anyhow!("--listen {addr}: {e}"))?;
     let state = Arc::new(State {
         token,
+        tls,
         busy: AtomicBool::new(false),
         served: AtomicU64::new(0),
         greeting: AtomicUsize::new(0),
@@ -67,6 +76,7 @@ pub fn run(c: AgentCmd) -> anyhow::Result<ExitCode> {
         let spawned = std::thread::Builder::new().name("throng-agent".into()).spawn(move || {
             let _ = stream.set_nonblocking(false);
             let outcome = serve(stream, &state2);
+            state2.greeting.fetch_sub(1, Ordering::SeqCst);
             match outcome {
                 Ok(Served::Ran) => say!("throng: agent: run for {peer} finished"),
                 Ok(Served::Refused(why)) => say!("throng: agent: refused {peer}: {why}"),
@@ -91,6 +101,8 @@ const MAX_GREETING: usize = 16;
 /// What the connections share.
 struct State {
     token: String,
+    /// The TLS every connection speaks, when --tls-cert was given.
+    tls: Option<Arc<throng_tls::rustls::ServerConfig>>,
     /// A run is under way (one at a time).
     busy: AtomicBool,
     /// Runs served.
@@ -104,29 +116,75 @@ enum Served {
     Refused(String),
 }
 
+/// The TLS configuration of --tls-cert/--tls-key/--client-ca; the files
+/// read bounded, every error naming its flag.
+fn server_tls(c: &AgentCmd) -> Result<Option<Arc<throng_tls::rustls::ServerConfig>>, UsageError> {
+    let read = |flag: &str, path: &std::path::Path| {
+        throng_plan::input::read_limited(path, throng_plan::input::MAX_PEM_BYTES)
+            .map(|bytes| (path.display().to_string(), bytes))
+            .map_err(|e| UsageError(format!("{flag} {}: {e}; give a PEM file", path.display())))
+    };
+    let (Some(cert), Some(key)) = (&c.tls_cert, &c.tls_key) else {
+        return Ok(None);
+    };
+    let cert = read("--tls-cert", cert)?;
+    let key = read("--tls-key", key)?;
+    let ca = match &c.client_ca {
+        Some(p) => Some(read("--client-ca", p)?),
+        None => None,
+    };
+    let config = throng_tls::server_config_named(["--tls-cert", "--tls-key", "--client-ca"], &cert, &key, ca.as_ref())
+        .map_err(|e| UsageError(e.to_string()))?;
+    let mut config = (*config).clone();
+    config.alpn_protocols = vec![super::secure::ALPN.to_vec()];
+    Ok(Some(Arc::new(config)))
+}
+
 /// One connection, to its end.
 fn serve(stream: TcpStream, state: &State) -> Result<Served, WireError> {
-    let outcome = serve_one(stream, state);
+    let _ = stream.set_nodelay(true);
+    let conn = match &state.tls {
+        Some(config) => match super::secure::accept_tls(stream, Arc::clone(config), HANDSHAKE) {
+            Ok(conn) => conn,
+            Err(why) => return Ok(Served::Refused(why)),
+        },
+        None => Conn::Tcp(stream),
+    };
+    let outcome = serve_one(conn, state);
     if matches!(outcome, Ok(Served::Ran)) {
         state.served.fetch_add(1, Ordering::SeqCst);
     }
-    state.greeting.fetch_sub(1, Ordering::SeqCst);
     outcome
 }
 
-/// One coordinator's connection: greeted, then (when no other run is under
-/// way) its run.
-fn serve_one(mut stream: TcpStream, state: &State) -> Result<Served, WireError> {
+/// One coordinator's connection: challenged, then (when no other run is
+/// under way) its run.
+fn serve_one(mut stream: Conn, state: &State) -> Result<Served, WireError> {
     let token = state.token.as_str();
-    let _ = stream.set_nodelay(true);
     let _ = stream.set_write_timeout(Some(SILENCE));
-    let refuse = |stream: &mut TcpStream, why: String| {
+    let refuse = |stream: &mut Conn, why: String| {
         let _ = send(stream, &Msg::Refused { reason: why.clone() });
         Ok(Served::Refused(why))
     };
+    let nonce = super::secure::nonce().map_err(|e| WireError::Io(std::io::Error::other(e)))?;
+    send(
+        &mut stream,
+        &Msg::Challenge {
+            protocol: PROTOCOL,
+            nonce: nonce.clone(),
+        },
+    )?;
     match recv_within(&mut stream, HANDSHAKE, MAX_HELLO)? {
-        Msg::Hello { protocol, token: given } => {
-            if !same_token(&given, token) {
+        Msg::Hello { protocol, proof } => {
+            if !token.is_empty() && proof.is_empty() {
+                return refuse(
+                    &mut stream,
+                    "no token: this agent requires one; give `throng coordinate` the --token-file it was started \
+                     with"
+                        .into(),
+                );
+            }
+            if !same_token(&proof, &super::secure::proof(token, &nonce)) && !token.is_empty() {
                 return refuse(
                     &mut stream,
                     "wrong token: give `throng coordinate` the --token-file this agent was started with".into(),
@@ -153,8 +211,8 @@ fn serve_one(mut stream: TcpStream, state: &State) -> Result<Served, WireError> 
 }
 
 /// Welcomes an authenticated coordinator and runs what it sends.
-fn run_orders(stream: &mut TcpStream) -> Result<Served, WireError> {
-    let refuse = |stream: &mut TcpStream, why: String| {
+fn run_orders(stream: &mut Conn) -> Result<Served, WireError> {
+    let refuse = |stream: &mut Conn, why: String| {
         let _ = send(stream, &Msg::Refused { reason: why.clone() });
         Ok(Served::Refused(why))
     };
@@ -251,7 +309,7 @@ fn scratch_dir() -> std::io::Result<PathBuf> {
 /// coordinator it started, says it is alive every second, passes a stop on,
 /// and sends the result back.
 fn run_child(
-    stream: &mut TcpStream,
+    stream: &mut Conn,
     dir: &std::path::Path,
     command: &[String],
     segment: &str,
@@ -326,7 +384,7 @@ fn run_child(
 /// Reads the coordinator's messages on another thread: a stop, or the
 /// coordinator gone (closed, garbage, or silent for [`SILENCE`]), arrives
 /// on the channel once.
-fn listen_for_stop(stream: &TcpStream) -> Result<mpsc::Receiver<&'static str>, WireError> {
+fn listen_for_stop(stream: &Conn) -> Result<mpsc::Receiver<&'static str>, WireError> {
     let mut reader = stream.try_clone().map_err(WireError::Io)?;
     let (tx, rx) = mpsc::channel();
     std::thread::Builder::new()
@@ -354,7 +412,7 @@ fn listen_for_stop(stream: &TcpStream) -> Result<mpsc::Receiver<&'static str>, W
 /// a stop (killing it if it does not end within [`STOP_GRACE`] after).
 /// Returns its exit code (-1 when it died of a signal).
 fn watch_child(
-    stream: &mut TcpStream,
+    stream: &mut Conn,
     child: &mut Child,
     orders: &mpsc::Receiver<&'static str>,
     live: &std::path::Path,

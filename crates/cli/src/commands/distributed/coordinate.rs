@@ -10,7 +10,7 @@ use anyhow::Context as _;
 use throng_result::RunResult;
 
 use super::command::{Coordinated, check_command};
-use super::{Msg, PROTOCOL, SILENCE, WireError, now_ms, read_token, recv, send};
+use super::{Conn, MAX_HELLO, Msg, PROTOCOL, SILENCE, WireError, now_ms, read_token, recv, recv_within, send};
 use crate::args::CoordinateCmd;
 use crate::exit::{Outcome, UsageError};
 
@@ -29,7 +29,14 @@ const MAX_AGENTS: usize = 1000;
 /// One agent, connected and greeted.
 struct Agent {
     addr: String,
-    stream: TcpStream,
+    stream: Conn,
+}
+
+/// What the coordinator proves itself with: the token, and the TLS it
+/// speaks.
+pub struct Access {
+    token: String,
+    tls: Option<std::sync::Arc<throng_tls::rustls::ClientConfig>>,
 }
 
 /// How an agent's part ended.
@@ -83,7 +90,10 @@ pub fn run(mut c: CoordinateCmd) -> anyhow::Result<ExitCode> {
     let (rewritten, _) = super::files::rewrite(&c.command, &files, probe).map_err(cannot_ship)?;
     super::files::only_in(&check_command(&rewritten)?, probe).map_err(|p| cannot_ship(format!("'{p}'")))?;
     crate::commands::export::check_outputs(&[("--json", c.json.as_deref()), ("--html", c.html.as_deref())])?;
-    let token = read_token(c.token_file.as_deref())?;
+    let access = Access {
+        token: read_token(c.token_file.as_deref())?,
+        tls: client_tls(&c)?,
+    };
     if c.agents.len() > MAX_AGENTS {
         return Err(UsageError(format!("--agents: {} agents, more than {MAX_AGENTS}", c.agents.len())).into());
     }
@@ -119,7 +129,7 @@ pub fn run(mut c: CoordinateCmd) -> anyhow::Result<ExitCode> {
     }
     let driven = drive(
         &c,
-        &token,
+        &access,
         connections,
         files,
         &mut view,
@@ -168,7 +178,7 @@ struct Driven {
 #[allow(clippy::too_many_arguments)]
 fn drive(
     c: &CoordinateCmd,
-    token: &str,
+    access: &Access,
     connections: Option<u64>,
     files: Vec<super::files::Shipped>,
     view: &mut super::live::LiveView,
@@ -178,7 +188,7 @@ fn drive(
 ) -> anyhow::Result<Driven> {
     let mut agents = Vec::new();
     for addr in &c.agents {
-        agents.push(greet(addr, token, connections, c.agents.len())?);
+        agents.push(greet(addr, access, connections, c.agents.len())?);
     }
     let n = agents.len();
     let points: Vec<String> = (0..=n)
@@ -226,27 +236,80 @@ fn drive(
 /// port, with room for brackets around an IPv6 address.
 const MAX_ADDRESS: usize = 263;
 
-/// Connects to `addr`, says hello, and checks the agent's answer: version,
-/// clock, descriptor limit.
-fn greet(addr: &str, token: &str, connections: Option<u64>, n: usize) -> anyhow::Result<Agent> {
+/// The TLS configuration of --cacert/--cert/--key, read bounded.
+fn client_tls(c: &CoordinateCmd) -> Result<Option<std::sync::Arc<throng_tls::rustls::ClientConfig>>, UsageError> {
+    if c.cacert.is_none() {
+        return Ok(None);
+    }
+    let show = |p: &Option<std::path::PathBuf>| p.as_ref().map(|p| p.display().to_string());
+    let settings = throng_plan::TlsSettings {
+        cacert: show(&c.cacert),
+        cert: show(&c.cert),
+        key: show(&c.key),
+        ..Default::default()
+    };
+    crate::commands::tls::client_config(&settings, std::path::Path::new("."), &[super::secure::ALPN]).map(Some)
+}
+
+/// Connects to `addr` (TLS with --cacert), answers its challenge, and
+/// checks its welcome: version, clock, descriptor limit.
+fn greet(addr: &str, access: &Access, connections: Option<u64>, n: usize) -> anyhow::Result<Agent> {
     let resolved = addr
         .to_socket_addrs()
         .map_err(|e| UsageError(format!("--agents: '{addr}': {e}; give HOST:PORT")))?
         .next()
         .ok_or_else(|| UsageError(format!("--agents: '{addr}' resolves to no address; give HOST:PORT")))?;
-    let mut stream = TcpStream::connect_timeout(&resolved, CONNECT).map_err(|e| {
+    let tcp = TcpStream::connect_timeout(&resolved, CONNECT).map_err(|e| {
         anyhow::anyhow!(
             "agent {addr}: cannot connect: {e}; start `throng agent --listen {addr}` there, or check the address"
         )
     })?;
-    let _ = stream.set_nodelay(true);
+    let _ = tcp.set_nodelay(true);
+    let mut stream = match &access.tls {
+        Some(config) => {
+            let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h);
+            let host = host.trim_start_matches('[').trim_end_matches(']');
+            super::secure::connect_tls(tcp, std::sync::Arc::clone(config), host, ANSWER).map_err(|e| {
+                anyhow::anyhow!(
+                    "agent {addr}: {e}; check that the agent was started with --tls-cert, a certificate for \
+                     '{host}' issued by --cacert (and, if it has --client-ca, give --cert/--key here)"
+                )
+            })?
+        }
+        None => Conn::Tcp(tcp),
+    };
     let _ = stream.set_write_timeout(Some(SILENCE));
+    let nonce = match recv_within(&mut stream, ANSWER, MAX_HELLO) {
+        Ok(Msg::Challenge { protocol, nonce }) if protocol == PROTOCOL => nonce,
+        Ok(Msg::Challenge { protocol, .. }) => {
+            return Err(UsageError(format!(
+                "agent {addr} speaks protocol {protocol}, this coordinator {PROTOCOL}: run the same throng version \
+                 everywhere"
+            ))
+            .into());
+        }
+        Ok(other) => {
+            return Err(anyhow::anyhow!(
+                "agent {addr}: expected a challenge, got a {} message",
+                other.name()
+            ));
+        }
+        Err(e) => {
+            let hint = match (&e, access.tls.is_some()) {
+                (WireError::Timeout(_) | WireError::Closed, false) => {
+                    " (an agent started with --tls-cert needs --cacert here; an older throng agent says nothing)"
+                }
+                _ => "",
+            };
+            return Err(anyhow::anyhow!("agent {addr}: {e}{hint}"));
+        }
+    };
     let asked = now_ms();
     send(
         &mut stream,
         &Msg::Hello {
             protocol: PROTOCOL,
-            token: token.to_string(),
+            proof: super::secure::proof(&access.token, &nonce),
         },
     )
     .map_err(|e| anyhow::anyhow!("agent {addr}: {e}"))?;

@@ -2,16 +2,20 @@
 //!
 //! # Wire protocol
 //!
-//! One TCP connection per agent, opened by the coordinator. Every message is
-//! a frame: a 4-byte big-endian length, then that many bytes of JSON (one
-//! [`Msg`]). A frame over [`MAX_FRAME`] (64 MiB) is refused before anything
+//! One TCP connection per agent, opened by the coordinator; with
+//! `--tls-cert` on the agent (and `--cacert` on the coordinator) a TLS one
+//! (ALPN `throng-agent/2`; `--client-ca` asks the coordinator for a
+//! certificate too). Every message is a frame: a 4-byte big-endian length,
+//! then that many bytes of JSON (one [`Msg`]). A frame over [`MAX_FRAME`] (64 MiB) is refused before anything
 //! is allocated for it; every read has a timeout. A peer that sends anything
 //! else (garbage, a wrong length, an unknown message) is refused with an
 //! error naming it, and the connection is closed.
 //!
 //! ```text
 //! coordinator                         agent
-//!   Hello {protocol, token}   ──▶     token compared in constant time
+//!                             ◀──     Challenge {protocol, nonce}
+//!   Hello {protocol, proof}   ──▶     proof = HMAC-SHA256(token, nonce),
+//!                                     compared in constant time
 //!                             ◀──     Welcome {version, unix_ms, nofile}
 //!                                     | Refused {reason}  (then closed)
 //!   Run {command, segment,    ──▶     the files written to a private
@@ -37,8 +41,9 @@
 //!
 //! The coordinator validates the command once (the same parser and plan as
 //! `throng http`), so an agent only ever gets a command that parses; it
-//! parses it again and refuses anything but a load command. The token is
-//! never logged, never in a message back, never in a result. A coordinator
+//! parses it again and refuses anything but a load command. The token
+//! never crosses the wire (only a proof over a nonce fresh for each
+//! connection), and is never logged, never in a result. A coordinator
 //! that goes away (the connection ends, or no message for
 //! [`SILENCE`]) stops the agent's run; an agent that does is a missing
 //! segment in the merged result.
@@ -48,18 +53,19 @@ mod command;
 pub mod coordinate;
 mod files;
 mod live;
+mod secure;
 
 use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::path::Path;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+pub use self::secure::Conn;
 use crate::exit::UsageError;
 
 /// The protocol's version; both sides must speak the same.
-pub const PROTOCOL: u32 = 1;
+pub const PROTOCOL: u32 = 2;
 /// Largest frame either side accepts.
 pub const MAX_FRAME: u32 = 64 << 20;
 /// Longest a peer may say nothing during a run.
@@ -71,9 +77,16 @@ const MAX_TOKEN_BYTES: u64 = 4096;
 #[derive(Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Msg {
+    /// The agent's first message: what the coordinator's proof covers.
+    Challenge {
+        protocol: u32,
+        nonce: String,
+    },
+    /// The coordinator's answer: HMAC-SHA256 of the nonce keyed by the
+    /// token (empty without one); never the token itself.
     Hello {
         protocol: u32,
-        token: String,
+        proof: String,
     },
     Welcome {
         version: String,
@@ -115,6 +128,7 @@ impl Msg {
     /// Its name, for errors (never its contents: a Hello holds the token).
     pub fn name(&self) -> &'static str {
         match self {
+            Msg::Challenge { .. } => "challenge",
             Msg::Hello { .. } => "hello",
             Msg::Welcome { .. } => "welcome",
             Msg::Refused { .. } => "refused",
@@ -144,7 +158,7 @@ pub enum WireError {
 }
 
 /// Writes one message.
-pub fn send(stream: &mut TcpStream, msg: &Msg) -> Result<(), WireError> {
+pub fn send(stream: &mut Conn, msg: &Msg) -> Result<(), WireError> {
     let body = serde_json::to_vec(msg).map_err(|e| WireError::Garbage(e.to_string()))?;
     let len = u32::try_from(body.len())
         .ok()
@@ -160,7 +174,7 @@ pub fn send(stream: &mut TcpStream, msg: &Msg) -> Result<(), WireError> {
 /// Reads one message: waits at most `timeout` for it to begin, and at most
 /// [`BODY_TIME`] more for the rest of it (a peer that drips bytes is cut
 /// off, not waited for).
-pub fn recv(stream: &mut TcpStream, timeout: Duration) -> Result<Msg, WireError> {
+pub fn recv(stream: &mut Conn, timeout: Duration) -> Result<Msg, WireError> {
     recv_within(stream, timeout, MAX_FRAME)
 }
 
@@ -170,7 +184,7 @@ const BODY_TIME: Duration = Duration::from_secs(60);
 pub const MAX_HELLO: u32 = 64 << 10;
 
 /// [`recv`], refusing a frame over `max` bytes.
-pub fn recv_within(stream: &mut TcpStream, timeout: Duration, max: u32) -> Result<Msg, WireError> {
+pub fn recv_within(stream: &mut Conn, timeout: Duration, max: u32) -> Result<Msg, WireError> {
     stream.set_read_timeout(Some(timeout)).map_err(WireError::Io)?;
     let mut head = [0u8; 4];
     read_exact(stream, &mut head, timeout)?;
@@ -199,7 +213,7 @@ pub fn recv_within(stream: &mut TcpStream, timeout: Duration, max: u32) -> Resul
     serde_json::from_slice(&body).map_err(|e| WireError::Garbage(e.to_string()))
 }
 
-fn read_exact(stream: &mut TcpStream, buf: &mut [u8], timeout: Duration) -> Result<(), WireError> {
+fn read_exact(stream: &mut Conn, buf: &mut [u8], timeout: Duration) -> Result<(), WireError> {
     stream.read_exact(buf).map_err(|e| match e.kind() {
         std::io::ErrorKind::UnexpectedEof => WireError::Closed,
         _ => io_error(e, timeout),
@@ -282,8 +296,8 @@ mod tests {
     fn frames_are_bounded_and_garbage_is_refused() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
-        let mut client = TcpStream::connect(addr).unwrap();
-        let (mut server, _) = listener.accept().unwrap();
+        let mut client = Conn::Tcp(std::net::TcpStream::connect(addr).unwrap());
+        let mut server = Conn::Tcp(listener.accept().unwrap().0);
         client.write_all(&(MAX_HELLO + 1).to_be_bytes()).unwrap();
         assert!(matches!(
             recv_within(&mut server, Duration::from_secs(5), MAX_HELLO),
