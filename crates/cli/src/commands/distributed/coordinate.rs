@@ -299,6 +299,10 @@ fn greet(addr: &str, access: &Access, connections: Option<u64>, n: usize) -> any
                 (WireError::Timeout(_) | WireError::Closed, false) => {
                     " (an agent started with --tls-cert needs --cacert here; an older throng agent says nothing)"
                 }
+                (WireError::Timeout(_) | WireError::Closed, true) => {
+                    " (an agent started with --client-ca refuses a coordinator without a certificate that CA issued: \
+                     give --cert/--key here)"
+                }
                 _ => "",
             };
             return Err(anyhow::anyhow!("agent {addr}: {e}{hint}"));
