@@ -391,7 +391,7 @@ fn listen_for_stop(stream: &Conn) -> Result<mpsc::Receiver<&'static str>, WireEr
         .name("throng-agent-rx".into())
         .spawn(move || {
             loop {
-                match recv(&mut reader, SILENCE) {
+                match recv_within(&mut reader, SILENCE, MAX_HELLO) {
                     Ok(Msg::Alive { .. }) => {}
                     Ok(Msg::Stop) => {
                         let _ = tx.send("the coordinator stopped the run");

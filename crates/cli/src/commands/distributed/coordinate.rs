@@ -317,7 +317,7 @@ fn greet(addr: &str, access: &Access, connections: Option<u64>, n: usize) -> any
         },
     )
     .map_err(|e| anyhow::anyhow!("agent {addr}: {e}"))?;
-    let answer = recv(&mut stream, ANSWER).map_err(|e| anyhow::anyhow!("agent {addr}: {e}"))?;
+    let answer = recv_within(&mut stream, ANSWER, MAX_HELLO).map_err(|e| anyhow::anyhow!("agent {addr}: {e}"))?;
     let heard = now_ms();
     match answer {
         Msg::Welcome {
@@ -328,7 +328,8 @@ fn greet(addr: &str, access: &Access, connections: Option<u64>, n: usize) -> any
             let ours = env!("CARGO_PKG_VERSION");
             if version != ours {
                 return Err(UsageError(format!(
-                    "agent {addr} runs throng {version}, this is {ours}: run the same version everywhere"
+                    "agent {addr} runs throng {}, this is {ours}: run the same version everywhere",
+                    super::shown(&version)
                 ))
                 .into());
             }
@@ -354,7 +355,7 @@ fn greet(addr: &str, access: &Access, connections: Option<u64>, n: usize) -> any
                 stream,
             })
         }
-        Msg::Refused { reason } => Err(UsageError(format!("agent {addr} refused: {reason}")).into()),
+        Msg::Refused { reason } => Err(UsageError(format!("agent {addr} refused: {}", super::shown(&reason))).into()),
         other => Err(anyhow::anyhow!(
             "agent {addr}: expected a welcome, got a {} message",
             other.name()
@@ -378,7 +379,7 @@ fn started(a: &mut Agent) -> anyhow::Result<()> {
             Msg::Started => return Ok(()),
             Msg::Alive { .. } => {}
             Msg::Done { exit_code, error, .. } => {
-                let e = format!("agent {addr} could not start the run: {error}");
+                let e = format!("agent {addr} could not start the run: {}", super::shown(&error));
                 return Err(if exit_code == 2 {
                     UsageError(e).into()
                 } else {
@@ -592,7 +593,10 @@ fn read_part(part: Part) -> Result<RunResult, String> {
         } => (exit_code, result, error),
     };
     let Some(text) = result else {
-        return Err(format!("its run ended (exit {exit_code}) without a result: {error}"));
+        return Err(format!(
+            "its run ended (exit {exit_code}) without a result: {}",
+            super::shown(&error)
+        ));
     };
     let runs = throng_result::Document::from_reader(text.as_bytes())
         .map_err(|e| format!("its result does not read: {e}"))?

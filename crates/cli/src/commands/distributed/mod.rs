@@ -175,16 +175,27 @@ pub fn send(stream: &mut Conn, msg: &Msg) -> Result<(), WireError> {
 /// [`BODY_TIME`] more for the rest of it (a peer that drips bytes is cut
 /// off, not waited for).
 pub fn recv(stream: &mut Conn, timeout: Duration) -> Result<Msg, WireError> {
-    recv_within(stream, timeout, MAX_FRAME)
+    read_frame(stream, timeout, MAX_FRAME, BODY_TIME)
 }
 
 /// Longest the rest of a message may take once it began.
 const BODY_TIME: Duration = Duration::from_secs(60);
-/// Largest first message an agent reads from a peer it does not know yet.
+/// Largest message either side reads from a peer it does not trust yet (the
+/// challenge, the hello, the welcome), and an agent's from its coordinator
+/// during a run (alive, stop).
 pub const MAX_HELLO: u32 = 64 << 10;
 
-/// [`recv`], refusing a frame over `max` bytes.
+/// A small message (at most `max` bytes), all of it within `timeout`: what
+/// a peer says before it is trusted, so a peer that drips bytes holds
+/// nothing for longer than that.
 pub fn recv_within(stream: &mut Conn, timeout: Duration, max: u32) -> Result<Msg, WireError> {
+    read_frame(stream, timeout, max, timeout)
+}
+
+/// One frame of at most `max` bytes: its start within `timeout`, the rest
+/// within `body_time` after the call.
+fn read_frame(stream: &mut Conn, timeout: Duration, max: u32, body_time: Duration) -> Result<Msg, WireError> {
+    let deadline = std::time::Instant::now() + body_time.max(timeout);
     stream.set_read_timeout(Some(timeout)).map_err(WireError::Io)?;
     let mut head = [0u8; 4];
     read_exact(stream, &mut head, timeout)?;
@@ -193,13 +204,12 @@ pub fn recv_within(stream: &mut Conn, timeout: Duration, max: u32) -> Result<Msg
         return Err(WireError::TooLarge(len));
     }
     // Grown as bytes arrive, never allocated up front from the length alone.
-    let deadline = std::time::Instant::now() + BODY_TIME;
     let mut body = Vec::new();
     let mut chunk = [0u8; 64 * 1024];
     while body.len() < len as usize {
         let left = deadline.saturating_duration_since(std::time::Instant::now());
         if left.is_zero() {
-            return Err(WireError::Timeout(BODY_TIME));
+            return Err(WireError::Timeout(body_time));
         }
         stream.set_read_timeout(Some(left)).map_err(WireError::Io)?;
         let want = (len as usize - body.len()).min(chunk.len());
@@ -207,11 +217,28 @@ pub fn recv_within(stream: &mut Conn, timeout: Duration, max: u32) -> Result<Msg
             Ok(0) => return Err(WireError::Closed),
             Ok(n) => body.extend_from_slice(&chunk[..n]),
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(io_error(e, BODY_TIME)),
+            Err(e) => return Err(io_error(e, body_time)),
         }
     }
     serde_json::from_slice(&body).map_err(|e| WireError::Garbage(e.to_string()))
 }
+
+/// What a peer said (a refusal's reason, an error), as shown here: one line
+/// of at most [`SHOWN`] characters, control characters replaced.
+pub fn shown(text: &str) -> String {
+    let mut out: String = text
+        .chars()
+        .take(SHOWN)
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    if text.chars().nth(SHOWN).is_some() {
+        out.push_str("...");
+    }
+    out
+}
+
+/// Longest text of a peer's shown.
+const SHOWN: usize = 2000;
 
 fn read_exact(stream: &mut Conn, buf: &mut [u8], timeout: Duration) -> Result<(), WireError> {
     stream.read_exact(buf).map_err(|e| match e.kind() {
@@ -314,6 +341,8 @@ mod tests {
             recv(&mut server, Duration::from_secs(5)),
             Err(WireError::Garbage(_))
         ));
+        assert_eq!(shown("a\nb"), "a b");
+        assert_eq!(shown(&"x".repeat(10_000)).len(), SHOWN + 3);
         send(&mut client, &Msg::Alive { seq: 7 }).unwrap();
         assert!(matches!(
             recv(&mut server, Duration::from_secs(5)),
