@@ -49,6 +49,7 @@ mod ci;
 mod compare;
 mod cookies;
 mod coordinate;
+mod coordinate_abort;
 mod coordinate_hostile;
 mod coordinate_tls;
 mod coordinated_omission;

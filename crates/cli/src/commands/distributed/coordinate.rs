@@ -59,7 +59,14 @@ pub fn run(mut c: CoordinateCmd) -> anyhow::Result<ExitCode> {
     // agent never gets a command that would not run.
     let (thresholds, connections, run) = match check_command(&c.command)? {
         Coordinated::Http(http) => {
-            let thresholds = http.thresholds.clone();
+            let thresholds = http
+                .thresholds
+                .iter()
+                .map(|t| {
+                    throng_scenario::Threshold::read_line(t)
+                        .map_err(|e| UsageError(format!("the command after --: --threshold: {e}")))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
             let connections = http.connections.map(u64::from);
             crate::commands::http::prepare(*http).map_err(|e| e.context("the command after --"))?;
             (thresholds, connections, None)
@@ -69,8 +76,10 @@ pub fn run(mut c: CoordinateCmd) -> anyhow::Result<ExitCode> {
             (Vec::new(), storm.max_concurrent.or(storm.connections), None)
         }
         Coordinated::Run(run) => {
-            crate::commands::run::prepare(&run).map_err(|e| e.context("the command after --"))?;
-            (Vec::new(), None, Some(run))
+            // The scenario's thresholds are judged here on the merged
+            // figures, each with abort_on_fail stopping every agent.
+            let prepared = crate::commands::run::prepare(&run).map_err(|e| e.context("the command after --"))?;
+            (prepared.thresholds().to_vec(), None, Some(run))
         }
     };
     let mut files = super::files::ship(&c.command)?;
@@ -115,7 +124,7 @@ pub fn run(mut c: CoordinateCmd) -> anyhow::Result<ExitCode> {
     }
     // Listening before any agent is asked: a busy --prometheus address is
     // a usage error, not a run cut short.
-    let mut view = super::live::LiveView::new(c.agents.len(), c.prometheus, &thresholds, c.quiet)?;
+    let mut view = super::live::LiveView::new(c.agents.len(), c.prometheus, thresholds, abort, c.quiet)?;
     let control = throng_engine::Control::new();
     crate::signals::forward_to(&control);
     // A scenario's setup: runs once, here, for every agent; its teardown
@@ -127,16 +136,7 @@ pub fn run(mut c: CoordinateCmd) -> anyhow::Result<ExitCode> {
     if let Some(s) = &setup {
         say!("throng: coordinate: {}", s.note);
     }
-    let driven = drive(
-        &c,
-        &access,
-        connections,
-        files,
-        &mut view,
-        abort,
-        &control,
-        setup.as_ref(),
-    );
+    let driven = drive(&c, &access, connections, files, &mut view, &control, setup.as_ref());
     let mut once: Vec<throng_engine::OnceRun> = Vec::new();
     let mut once_notes = Vec::new();
     if let (Some(r), Some(s)) = (&run, setup) {
@@ -182,7 +182,6 @@ fn drive(
     connections: Option<u64>,
     files: Vec<super::files::Shipped>,
     view: &mut super::live::LiveView,
-    abort: bool,
     control: &throng_engine::Control,
     setup: Option<&throng_engine::OnceRun>,
 ) -> anyhow::Result<Driven> {
@@ -200,6 +199,7 @@ fn drive(
         .collect();
     let sequence = points.join(",");
     let start_at = now_ms() + START_AHEAD.as_millis() as u64;
+    view.starts_at(Instant::now() + START_AHEAD);
     for (i, a) in agents.iter_mut().enumerate() {
         let run = Msg::Run {
             command: c.command.clone(),
@@ -223,7 +223,7 @@ fn drive(
         "throng: coordinate: {n} agents, one segment of the plan each, start at {}",
         throng_result::rfc3339(start_at)
     );
-    let (parts, aborted) = follow(&mut agents, view, abort, control)?;
+    let (parts, aborted) = follow(&mut agents, view, control)?;
     Ok(Driven {
         agents,
         points,
@@ -397,13 +397,12 @@ fn started(a: &mut Agent) -> anyhow::Result<()> {
 }
 
 /// Follows every agent to its end: says alive every second, merges their
-/// live figures into `view`, passes Ctrl-C (and, with `abort`, a failing
-/// threshold) on as a stop, and collects how each part ended, and the
+/// live figures into `view`, passes Ctrl-C (and a threshold that fails
+/// and stops the run) on as a stop, and collects how each part ended, and the
 /// threshold that stopped the run.
 fn follow(
     agents: &mut [Agent],
     view: &mut super::live::LiveView,
-    abort: bool,
     control: &throng_engine::Control,
 ) -> anyhow::Result<(Vec<Part>, Option<String>)> {
     let (tx, rx) = mpsc::channel();
@@ -440,13 +439,13 @@ fn follow(
         if last_alive.elapsed() >= Duration::from_secs(1) {
             last_alive = Instant::now();
             if let Some(failed) = view.tick()
-                && abort
                 && aborted.is_none()
             {
                 say!(
-                    "throng: coordinate: threshold {failed} failed on the merged figures: stopping every agent (--abort-on-fail)"
+                    "throng: coordinate: threshold {failed} failed on the merged figures: stopping every agent ({})",
+                    view.abort_flag()
                 );
-                aborted = Some(failed);
+                aborted = Some(format!("({}): threshold {failed}", view.abort_flag()));
                 continue;
             }
             for (a, p) in agents.iter_mut().zip(&parts) {
@@ -540,9 +539,9 @@ fn finish(
     if let Some(failed) = &aborted {
         // Stopped by a verdict, as a single run's abort: not a signal.
         merged.interrupted = false;
-        merged.notes.push(format!(
-            "stopped early (--abort-on-fail): threshold {failed} failed on the agents' merged figures"
-        ));
+        merged
+            .notes
+            .push(format!("stopped early {failed} failed on the agents' merged figures"));
     }
     if let Some(path) = &c.json {
         crate::commands::shared::write_result(path, &merged)?;
