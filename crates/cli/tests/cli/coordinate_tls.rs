@@ -135,6 +135,14 @@ fn two_agents_over_mutual_tls_with_a_token_count_every_request_and_never_show_it
     for (agent, seg) in [(&a, "0:1/2"), (&b, "1/2:1")] {
         let named = format!("agent {}: segment {seg}: 500 requests (500 ok)", agent.addr);
         assert!(r.notes.contains(&named), "{named} not in {:?}", r.notes);
+        let clock = format!("agent {}: clock offset ", agent.addr);
+        assert!(
+            r.notes
+                .iter()
+                .any(|n| n.starts_with(&clock) && n.contains("ms round trip")),
+            "{:?}",
+            r.notes
+        );
         let said = agent.wait_said("finished");
         assert!(
             said.contains("TLS, coordinators with a certificate of --client-ca only"),

@@ -30,6 +30,10 @@ const MAX_AGENTS: usize = 1000;
 struct Agent {
     addr: String,
     stream: Conn,
+    /// Its clock minus this one's at the welcome, in ms, and the round
+    /// trip that bounds the error of that.
+    offset_ms: i64,
+    round_trip_ms: u64,
 }
 
 /// What the coordinator proves itself with: the token, and the TLS it
@@ -335,6 +339,7 @@ fn greet(addr: &str, access: &Access, connections: Option<u64>, n: usize) -> any
             }
             let middle = asked.midpoint(heard);
             let offset = unix_ms.abs_diff(middle);
+            let signed = i64::try_from(offset).unwrap_or(i64::MAX) * if unix_ms >= middle { 1 } else { -1 };
             if offset > MAX_OFFSET_MS + (heard - asked) / 2 {
                 return Err(UsageError(format!(
                     "agent {addr}: its clock is {offset} ms off this one's, more than {MAX_OFFSET_MS} ms: the \
@@ -353,6 +358,8 @@ fn greet(addr: &str, access: &Access, connections: Option<u64>, n: usize) -> any
             Ok(Agent {
                 addr: addr.to_string(),
                 stream,
+                offset_ms: signed,
+                round_trip_ms: heard - asked,
             })
         }
         Msg::Refused { reason } => Err(UsageError(format!("agent {addr} refused: {}", super::shown(&reason))).into()),
@@ -507,6 +514,7 @@ fn finish(
                     r.measurements.requests.ended(),
                     r.measurements.requests.ok
                 ));
+                notes.push(clock_note(a));
                 results.push(r);
             }
             Err(why) => {
@@ -515,6 +523,7 @@ fn finish(
                     a.addr
                 );
                 notes.push(format!("agent {}: segment {segment} MISSING: {why}", a.addr));
+                notes.push(clock_note(a));
                 missing.push(a.addr.clone());
             }
         }
@@ -579,6 +588,14 @@ fn finish(
         }
     }
     Ok((outcome.into(), Some(merged.measurements)))
+}
+
+/// How far the agent's clock was from this one's when it was greeted.
+fn clock_note(a: &Agent) -> String {
+    format!(
+        "agent {}: clock offset {:+} ms (measured over a {} ms round trip)",
+        a.addr, a.offset_ms, a.round_trip_ms
+    )
 }
 
 /// An agent's result, checked as `throng merge` checks a file.
