@@ -10,7 +10,9 @@ use anyhow::Context as _;
 use throng_result::RunResult;
 
 use super::command::{Coordinated, check_command};
-use super::{Conn, MAX_HELLO, Msg, PROTOCOL, SILENCE, WireError, now_ms, read_token, recv, recv_within, send};
+use super::{
+    Conn, MAX_HELLO, Msg, PROTOCOL, RECONNECT, SILENCE, WireError, now_ms, read_token, recv, recv_within, send,
+};
 use crate::args::CoordinateCmd;
 use crate::exit::{Outcome, UsageError};
 
@@ -34,10 +36,13 @@ struct Agent {
     /// trip that bounds the error of that.
     offset_ms: i64,
     round_trip_ms: u64,
+    /// How often its connection broke and was made again.
+    reconnects: u32,
 }
 
 /// What the coordinator proves itself with: the token, and the TLS it
 /// speaks.
+#[derive(Clone)]
 pub struct Access {
     token: String,
     tls: Option<std::sync::Arc<throng_tls::rustls::ClientConfig>>,
@@ -191,7 +196,7 @@ fn drive(
 ) -> anyhow::Result<Driven> {
     let mut agents = Vec::new();
     for addr in &c.agents {
-        agents.push(greet(addr, access, connections, c.agents.len())?);
+        agents.push(greet(addr, access, connections, c.agents.len(), None)?);
     }
     let n = agents.len();
     let points: Vec<String> = (0..=n)
@@ -202,6 +207,8 @@ fn drive(
         })
         .collect();
     let sequence = points.join(",");
+    // The run's name: a connection that breaks resumes it by this.
+    let run_id = super::secure::nonce().map_err(|e| anyhow::anyhow!(e))?;
     let start_at = now_ms() + START_AHEAD.as_millis() as u64;
     view.starts_at(Instant::now() + START_AHEAD);
     for (i, a) in agents.iter_mut().enumerate() {
@@ -212,6 +219,7 @@ fn drive(
             start_at_unix_ms: start_at,
             files: files.clone(),
             setup: setup.map(|s| (*s.vars).clone()),
+            run_id: run_id.clone(),
         };
         send(&mut a.stream, &run).map_err(|e| anyhow::anyhow!("agent {}: {e}", a.addr))?;
     }
@@ -227,7 +235,7 @@ fn drive(
         "throng: coordinate: {n} agents, one segment of the plan each, start at {}",
         throng_result::rfc3339(start_at)
     );
-    let (parts, aborted) = follow(&mut agents, view, control)?;
+    let (parts, aborted) = follow(&mut agents, view, control, (access, &run_id))?;
     Ok(Driven {
         agents,
         points,
@@ -257,7 +265,13 @@ fn client_tls(c: &CoordinateCmd) -> Result<Option<std::sync::Arc<throng_tls::rus
 
 /// Connects to `addr` (TLS with --cacert), answers its challenge, and
 /// checks its welcome: version, clock, descriptor limit.
-fn greet(addr: &str, access: &Access, connections: Option<u64>, n: usize) -> anyhow::Result<Agent> {
+fn greet(
+    addr: &str,
+    access: &Access,
+    connections: Option<u64>,
+    n: usize,
+    resume: Option<&str>,
+) -> anyhow::Result<Agent> {
     let resolved = addr
         .to_socket_addrs()
         .map_err(|e| UsageError(format!("--agents: '{addr}': {e}; give HOST:PORT")))?
@@ -318,6 +332,7 @@ fn greet(addr: &str, access: &Access, connections: Option<u64>, n: usize) -> any
         &Msg::Hello {
             protocol: PROTOCOL,
             proof: super::secure::proof(&access.token, &nonce),
+            resume: resume.map(str::to_string),
         },
     )
     .map_err(|e| anyhow::anyhow!("agent {addr}: {e}"))?;
@@ -360,6 +375,7 @@ fn greet(addr: &str, access: &Access, connections: Option<u64>, n: usize) -> any
                 stream,
                 offset_ms: signed,
                 round_trip_ms: heard - asked,
+                reconnects: 0,
             })
         }
         Msg::Refused { reason } => Err(UsageError(format!("agent {addr} refused: {}", super::shown(&reason))).into()),
@@ -411,18 +427,37 @@ fn follow(
     agents: &mut [Agent],
     view: &mut super::live::LiveView,
     control: &throng_engine::Control,
+    (access, run_id): (&Access, &str),
 ) -> anyhow::Result<(Vec<Part>, Option<String>)> {
     let (tx, rx) = mpsc::channel();
     for (i, a) in agents.iter().enumerate() {
         let mut reader = a.stream.try_clone().context("cloning an agent's connection")?;
         let tx = tx.clone();
+        let (addr, access, run_id) = (a.addr.clone(), access.clone(), run_id.to_string());
         std::thread::Builder::new()
             .name(format!("throng-coord-{i}"))
             .spawn(move || {
                 loop {
-                    let msg = recv(&mut reader, SILENCE);
+                    let mut msg = recv(&mut reader, SILENCE);
+                    if matches!(msg, Err(WireError::Closed | WireError::Timeout(_))) {
+                        match reconnect(&addr, &access, &run_id) {
+                            Ok(back) => {
+                                let writer = back.try_clone();
+                                reader = back;
+                                if let Ok(w) = writer
+                                    && tx.send((i, Heard::Back(w))).is_ok()
+                                {
+                                    continue;
+                                }
+                                return;
+                            }
+                            Err(why) => {
+                                msg = Err(WireError::Io(std::io::Error::other(why)));
+                            }
+                        }
+                    }
                     let end = !matches!(msg, Ok(Msg::Alive { .. } | Msg::Live { .. }));
-                    if tx.send((i, msg)).is_err() || end {
+                    if tx.send((i, Heard::Msg(msg))).is_err() || end {
                         return;
                     }
                 }
@@ -464,6 +499,21 @@ fn follow(
         let Ok((i, msg)) = rx.recv_timeout(Duration::from_millis(200)) else {
             continue;
         };
+        let msg = match msg {
+            Heard::Msg(msg) => msg,
+            Heard::Back(conn) => {
+                say!(
+                    "throng: coordinate: agent {}: reconnected; its run goes on",
+                    agents[i].addr
+                );
+                agents[i].stream = conn;
+                agents[i].reconnects += 1;
+                if stop_sent {
+                    let _ = send(&mut agents[i].stream, &Msg::Stop);
+                }
+                continue;
+            }
+        };
         let part = match msg {
             Ok(Msg::Alive { .. }) => continue,
             Ok(Msg::Live { seq, figures }) => {
@@ -489,6 +539,34 @@ fn follow(
         }
     }
     Ok((parts.into_iter().flatten().collect(), aborted))
+}
+
+/// What an agent's reader thread heard.
+enum Heard {
+    Msg(Result<Msg, WireError>),
+    /// The connection broke and was made again: the new one, to write on.
+    Back(Conn),
+}
+
+/// Connects to an agent again, for [`RECONNECT`] at most, and resumes
+/// `run_id` there: the new connection, or why it could not be made.
+fn reconnect(addr: &str, access: &Access, run_id: &str) -> Result<Conn, String> {
+    let deadline = Instant::now() + RECONNECT;
+    let mut last = String::new();
+    while Instant::now() < deadline {
+        match greet(addr, access, None, 1, Some(run_id)) {
+            Ok(a) => return Ok(a.stream),
+            Err(e) => last = format!("{e:#}"),
+        }
+        if last.contains("refused") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(500).min(deadline.saturating_duration_since(Instant::now())));
+    }
+    Err(format!(
+        "its connection broke and did not come back within {} s ({last})",
+        RECONNECT.as_secs()
+    ))
 }
 
 /// Merges the parts, writes --json/--html, prints the report, and says how
@@ -592,8 +670,12 @@ fn finish(
 
 /// How far the agent's clock was from this one's when it was greeted.
 fn clock_note(a: &Agent) -> String {
+    let again = match a.reconnects {
+        0 => String::new(),
+        n => format!("; its connection broke and was made again {n} time(s)"),
+    };
     format!(
-        "agent {}: clock offset {:+} ms (measured over a {} ms round trip)",
+        "agent {}: clock offset {:+} ms (measured over a {} ms round trip){again}",
         a.addr, a.offset_ms, a.round_trip_ms
     )
 }

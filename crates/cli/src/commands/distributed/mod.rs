@@ -28,6 +28,9 @@
 //!                                     everything measured so far (its
 //!                                     counters and histograms, whole)
 //!                                     | Alive {seq} when nothing is new
+//!   (the connection broke: the agent runs on for RECONNECT; the
+//!    coordinator connects again and says Hello {.., resume: run_id};
+//!    the agent welcomes it and goes on with Live, Done there)
 //!   Stop                      ──▶     (abort, Ctrl-C) the child is
 //!                                     interrupted and still writes its result
 //!                             ◀──     Done {exit_code, result, error}
@@ -68,6 +71,9 @@ use crate::exit::UsageError;
 pub const PROTOCOL: u32 = 2;
 /// Largest frame either side accepts.
 pub const MAX_FRAME: u32 = 64 << 20;
+/// Longest an agent runs on without its coordinator, waiting for it to
+/// reconnect; and longest a coordinator tries to.
+pub const RECONNECT: Duration = Duration::from_secs(15);
 /// Longest a peer may say nothing during a run.
 pub const SILENCE: Duration = Duration::from_secs(10);
 /// Longest a token file may be.
@@ -87,6 +93,9 @@ pub enum Msg {
     Hello {
         protocol: u32,
         proof: String,
+        /// The run this connection resumes (its first one broke).
+        #[serde(default)]
+        resume: Option<String>,
     },
     Welcome {
         version: String,
@@ -107,6 +116,9 @@ pub enum Msg {
         /// the agent's run reads these and runs neither setup nor teardown.
         #[serde(default)]
         setup: Option<std::collections::HashMap<String, String>>,
+        /// The run's name, for a connection that resumes it.
+        #[serde(default)]
+        run_id: String,
     },
     Started,
     Alive {
