@@ -344,9 +344,10 @@ fn an_agent_killed_mid_run_is_a_named_missing_segment() {
             .spawn()
             .unwrap(),
     );
-    // Once requests arrive, the run is under way: kill the second agent.
+    // Once requests arrive (and live figures, each second), the run is
+    // under way: kill the second agent.
     let deadline = std::time::Instant::now() + common::RUN_LIMIT;
-    while common::access_log(&log).len() < 20 {
+    while common::access_log(&log).len() < 300 {
         assert!(std::time::Instant::now() < deadline, "no requests arrived");
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -366,7 +367,9 @@ fn an_agent_killed_mid_run_is_a_named_missing_segment() {
     assert!(
         r.notes
             .iter()
-            .any(|n| n.starts_with(&format!("agent {}: segment 1/2:1 MISSING", b.addr))),
+            .any(|n| n.starts_with(&format!("agent {}: segment 1/2:1 MISSING", b.addr))
+                && n.contains("did not come back within 15 s")
+                && n.contains("its last live figures: ")),
         "{:?}",
         r.notes
     );

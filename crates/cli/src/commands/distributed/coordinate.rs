@@ -534,6 +534,13 @@ fn follow(
             Err(WireError::Timeout(_)) => Part::Missing(format!("said nothing for {} s", SILENCE.as_secs())),
             Err(e) => Part::Missing(e.to_string()),
         };
+        let part = match part {
+            Part::Missing(why) => Part::Missing(match view.last_of(i) {
+                Some((ended, ok)) => format!("{why}; its last live figures: {ended} requests ({ok} ok)"),
+                None => format!("{why}; it sent no live figures"),
+            }),
+            done => done,
+        };
         if let Some(slot) = parts.get_mut(i) {
             *slot = Some(part);
         }

@@ -87,6 +87,12 @@ impl LiveView {
         }
     }
 
+    /// Agent `i`'s latest requests so far: (ended, ok).
+    pub fn last_of(&self, i: usize) -> Option<(u64, u64)> {
+        let (_, f) = self.latest.get(i)?.as_ref()?;
+        Some((f.measurements.requests.ended(), f.measurements.requests.ok))
+    }
+
     /// Every agent's latest figures added up, and the gauges summed.
     fn merged(&self) -> (Measurements, u64, u64) {
         let mut m = Measurements::default();
