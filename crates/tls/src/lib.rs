@@ -26,6 +26,6 @@ pub use certs::{CertKind, GeneratedFiles, Validity, generate, write_files};
 pub use classify::{failure_class, io_failure_class};
 pub use client::{ClientOptions, Group, TlsVersion, client_config, client_config_for};
 pub use error::TlsError;
-pub use server::server_config;
+pub use server::{server_config, server_config_named};
 
 pub use rustls;

@@ -8,11 +8,14 @@ use clap::Args;
 pub(super) const AGENT_HELP: &str = "\
 An agent waits for a coordinator (`throng coordinate`), runs its share of the plan, and sends its
 result back; then it waits for the next run. It serves one coordinator at a time.
-The connection is not encrypted: keep it on a trusted network. Whoever has the token can make
-the agent run a load test: give every agent and the coordinator the same --token-file.
+Whoever has the token can make the agent run a load test: give every agent and the coordinator
+the same --token-file (the coordinator proves it knows it; the token is never sent). Without
+--tls-cert the connection is not encrypted: keep it on a trusted network, or give the agent a
+certificate (--tls-cert/--tls-key; `throng certs` writes a lab set) and the coordinator --cacert.
 
 Example:
-  throng agent --listen 0.0.0.0:7001 --token-file /etc/throng/token";
+  throng agent --listen 0.0.0.0:7001 --token-file /etc/throng/token \\
+      --tls-cert agent.pem --tls-key agent.key";
 
 pub(super) const COORDINATE_HELP: &str = "\
 The command after -- (http, storm or run) is checked here once, then each agent runs segment i
@@ -34,10 +37,20 @@ pub struct AgentCmd {
     /// Address to listen on for a coordinator
     #[arg(long = "listen", value_name = "ADDR")]
     pub listen: SocketAddr,
-    /// File holding the shared secret a coordinator must present (compared in constant time,
-    /// never logged); without it, any coordinator that reaches the port is served
+    /// File holding the shared secret a coordinator must prove it knows (an HMAC over a fresh
+    /// nonce: the token never crosses the wire); without it, any coordinator that reaches the
+    /// port is served
     #[arg(long = "token-file", value_name = "FILE")]
     pub token_file: Option<PathBuf>,
+    /// Speak TLS with this certificate chain (PEM); the coordinator gives --cacert
+    #[arg(long = "tls-cert", value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM)
+    #[arg(long = "tls-key", value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Serve only coordinators presenting a certificate issued by this CA (PEM; mutual TLS)
+    #[arg(long = "client-ca", value_name = "FILE", requires = "tls_cert")]
+    pub client_ca: Option<PathBuf>,
     /// Serve this many runs, then exit [default: serve until stopped]
     #[arg(long = "runs", value_name = "N")]
     pub runs: Option<u64>,
@@ -51,6 +64,15 @@ pub struct CoordinateCmd {
     /// File holding the shared secret every agent was started with
     #[arg(long = "token-file", value_name = "FILE")]
     pub token_file: Option<PathBuf>,
+    /// Speak TLS to the agents, trusting only the CA certificates in this file (PEM)
+    #[arg(long = "cacert", value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
+    /// The certificate (PEM) to present to agents that ask for one (--client-ca); needs --cacert
+    #[arg(long = "cert", value_name = "FILE", requires_all = ["key", "cacert"])]
+    pub cert: Option<PathBuf>,
+    /// The private key of --cert (PEM)
+    #[arg(long = "key", value_name = "FILE", requires = "cert")]
+    pub key: Option<PathBuf>,
     /// Write the merged result (JSON) to this file
     #[arg(long = "json", value_name = "FILE")]
     pub json: Option<PathBuf>,

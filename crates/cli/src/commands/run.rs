@@ -27,6 +27,14 @@ pub struct Prepared {
     script: Option<std::sync::Arc<throng_script::Script>>,
 }
 
+impl Prepared {
+    /// The plan's thresholds (a coordinator judges them on the agents'
+    /// merged figures).
+    pub fn thresholds(&self) -> &[throng_scenario::Threshold] {
+        &self.plan.thresholds
+    }
+}
+
 /// The whole check `throng run` makes before it runs, with what it
 /// loaded: `throng coordinate` makes it once too.
 pub fn prepare(c: &RunCmd) -> anyhow::Result<Prepared> {

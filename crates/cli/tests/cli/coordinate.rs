@@ -344,9 +344,10 @@ fn an_agent_killed_mid_run_is_a_named_missing_segment() {
             .spawn()
             .unwrap(),
     );
-    // Once requests arrive, the run is under way: kill the second agent.
+    // Once requests arrive (and live figures, each second), the run is
+    // under way: kill the second agent.
     let deadline = std::time::Instant::now() + common::RUN_LIMIT;
-    while common::access_log(&log).len() < 20 {
+    while common::access_log(&log).len() < 300 {
         assert!(std::time::Instant::now() < deadline, "no requests arrived");
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -366,7 +367,9 @@ fn an_agent_killed_mid_run_is_a_named_missing_segment() {
     assert!(
         r.notes
             .iter()
-            .any(|n| n.starts_with(&format!("agent {}: segment 1/2:1 MISSING", b.addr))),
+            .any(|n| n.starts_with(&format!("agent {}: segment 1/2:1 MISSING", b.addr))
+                && n.contains("did not come back within 15 s")
+                && n.contains("its last live figures: ")),
         "{:?}",
         r.notes
     );
@@ -535,14 +538,18 @@ fn the_files_a_command_reads_are_shipped_to_the_agents() {
     );
 }
 
-/// A fake agent on a free port: reads one frame (the hello) and answers
-/// `answer` (raw bytes), then closes.
+/// A fake agent on a free port: challenges, reads one frame (the hello) and
+/// answers `answer` (raw bytes), then closes.
 fn fake_agent(answer: Vec<u8>) -> (String, std::thread::JoinHandle<()>) {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap().to_string();
     let handle = std::thread::spawn(move || {
         let (mut s, _) = listener.accept().unwrap();
         s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        s.write_all(&frame(
+            &serde_json::json!({"type": "challenge", "protocol": 2, "nonce": "00"}),
+        ))
+        .unwrap();
         let mut head = [0u8; 4];
         std::io::Read::read_exact(&mut s, &mut head).unwrap();
         let mut hello = vec![0u8; u32::from_be_bytes(head) as usize];

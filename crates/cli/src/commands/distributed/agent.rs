@@ -8,7 +8,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
-use super::{MAX_HELLO, Msg, PROTOCOL, SILENCE, WireError, now_ms, read_token, recv, recv_within, same_token, send};
+use super::{
+    Conn, MAX_HELLO, Msg, PROTOCOL, RECONNECT, SILENCE, WireError, now_ms, read_token, recv, recv_within, same_token,
+    send,
+};
 use crate::args::AgentCmd;
 use crate::exit::UsageError;
 
@@ -21,6 +24,7 @@ const STDERR_TAIL: usize = 2000;
 
 pub fn run(c: AgentCmd) -> anyhow::Result<ExitCode> {
     let token = read_token(c.token_file.as_deref())?;
+    let tls = server_tls(&c)?;
     let listener = TcpListener::bind(c.listen).map_err(|e| {
         UsageError(format!(
             "--listen {}: cannot listen there: {e}; give a free port on an address of this machine",
@@ -32,16 +36,23 @@ pub fn run(c: AgentCmd) -> anyhow::Result<ExitCode> {
         say!("throng: agent: warning: no --token-file: anyone who reaches {addr} can make this agent run a load test");
     }
     say!(
-        "throng: agent listening on {addr} (throng {})",
-        env!("CARGO_PKG_VERSION")
+        "throng: agent listening on {addr} (throng {}{})",
+        env!("CARGO_PKG_VERSION"),
+        match (&tls, c.client_ca.is_some()) {
+            (None, _) => ", plain TCP",
+            (Some(_), false) => ", TLS",
+            (Some(_), true) => ", TLS, coordinators with a certificate of --client-ca only",
+        }
     );
     listener
         .set_nonblocking(true)
         .map_err(|e| anyhow::anyhow!("--listen {addr}: {e}"))?;
     let state = Arc::new(State {
         token,
+        tls,
         busy: AtomicBool::new(false),
         served: AtomicU64::new(0),
+        running: std::sync::Mutex::new(None),
         greeting: AtomicUsize::new(0),
     });
     while c.runs.is_none_or(|n| state.served.load(Ordering::SeqCst) < n) {
@@ -67,8 +78,10 @@ pub fn run(c: AgentCmd) -> anyhow::Result<ExitCode> {
         let spawned = std::thread::Builder::new().name("throng-agent".into()).spawn(move || {
             let _ = stream.set_nonblocking(false);
             let outcome = serve(stream, &state2);
+            state2.greeting.fetch_sub(1, Ordering::SeqCst);
             match outcome {
                 Ok(Served::Ran) => say!("throng: agent: run for {peer} finished"),
+                Ok(Served::Resumed) => say!("throng: agent: {peer} reconnected: the run goes on there"),
                 Ok(Served::Refused(why)) => say!("throng: agent: refused {peer}: {why}"),
                 Err(e) => say!("throng: agent: {peer}: {e}"),
             }
@@ -91,42 +104,98 @@ const MAX_GREETING: usize = 16;
 /// What the connections share.
 struct State {
     token: String,
+    /// The TLS every connection speaks, when --tls-cert was given.
+    tls: Option<Arc<throng_tls::rustls::ServerConfig>>,
     /// A run is under way (one at a time).
     busy: AtomicBool,
     /// Runs served.
     served: AtomicU64,
+    /// The run under way: its name, and where a coordinator that
+    /// reconnects hands its connection over.
+    running: std::sync::Mutex<Option<(String, mpsc::Sender<Conn>)>>,
     /// Connections being served.
     greeting: AtomicUsize,
 }
 
 enum Served {
     Ran,
+    Resumed,
     Refused(String),
+}
+
+/// The TLS configuration of --tls-cert/--tls-key/--client-ca; the files
+/// read bounded, every error naming its flag.
+fn server_tls(c: &AgentCmd) -> Result<Option<Arc<throng_tls::rustls::ServerConfig>>, UsageError> {
+    let read = |flag: &str, path: &std::path::Path| {
+        throng_plan::input::read_limited(path, throng_plan::input::MAX_PEM_BYTES)
+            .map(|bytes| (path.display().to_string(), bytes))
+            .map_err(|e| UsageError(format!("{flag} {}: {e}; give a PEM file", path.display())))
+    };
+    let (Some(cert), Some(key)) = (&c.tls_cert, &c.tls_key) else {
+        return Ok(None);
+    };
+    let cert = read("--tls-cert", cert)?;
+    let key = read("--tls-key", key)?;
+    let ca = match &c.client_ca {
+        Some(p) => Some(read("--client-ca", p)?),
+        None => None,
+    };
+    let config = throng_tls::server_config_named(["--tls-cert", "--tls-key", "--client-ca"], &cert, &key, ca.as_ref())
+        .map_err(|e| UsageError(e.to_string()))?;
+    let mut config = (*config).clone();
+    config.alpn_protocols = vec![super::secure::ALPN.to_vec()];
+    Ok(Some(Arc::new(config)))
 }
 
 /// One connection, to its end.
 fn serve(stream: TcpStream, state: &State) -> Result<Served, WireError> {
-    let outcome = serve_one(stream, state);
+    let _ = stream.set_nodelay(true);
+    let conn = match &state.tls {
+        Some(config) => match super::secure::accept_tls(stream, Arc::clone(config), HANDSHAKE) {
+            Ok(conn) => conn,
+            Err(why) => return Ok(Served::Refused(why)),
+        },
+        None => Conn::Tcp(stream),
+    };
+    let outcome = serve_one(conn, state);
     if matches!(outcome, Ok(Served::Ran)) {
         state.served.fetch_add(1, Ordering::SeqCst);
     }
-    state.greeting.fetch_sub(1, Ordering::SeqCst);
     outcome
 }
 
-/// One coordinator's connection: greeted, then (when no other run is under
-/// way) its run.
-fn serve_one(mut stream: TcpStream, state: &State) -> Result<Served, WireError> {
+/// One coordinator's connection: challenged, then (when no other run is
+/// under way) its run.
+fn serve_one(mut stream: Conn, state: &State) -> Result<Served, WireError> {
     let token = state.token.as_str();
-    let _ = stream.set_nodelay(true);
     let _ = stream.set_write_timeout(Some(SILENCE));
-    let refuse = |stream: &mut TcpStream, why: String| {
+    let refuse = |stream: &mut Conn, why: String| {
         let _ = send(stream, &Msg::Refused { reason: why.clone() });
         Ok(Served::Refused(why))
     };
-    match recv_within(&mut stream, HANDSHAKE, MAX_HELLO)? {
-        Msg::Hello { protocol, token: given } => {
-            if !same_token(&given, token) {
+    let nonce = super::secure::nonce().map_err(|e| WireError::Io(std::io::Error::other(e)))?;
+    send(
+        &mut stream,
+        &Msg::Challenge {
+            protocol: PROTOCOL,
+            nonce: nonce.clone(),
+        },
+    )?;
+    let resume = match recv_within(&mut stream, HANDSHAKE, MAX_HELLO)? {
+        Msg::Hello {
+            protocol,
+            proof,
+            resume,
+        } => {
+            if !token.is_empty() && proof.is_empty() {
+                return refuse(
+                    &mut stream,
+                    "no token: this agent requires one; give `throng coordinate` the --token-file it was started \
+                     with"
+                        .into(),
+                );
+            }
+            if !same_token(&proof, &super::secure::proof(token, &nonce)) && !token.is_empty() {
                 return refuse(
                     &mut stream,
                     "wrong token: give `throng coordinate` the --token-file this agent was started with".into(),
@@ -138,8 +207,12 @@ fn serve_one(mut stream: TcpStream, state: &State) -> Result<Served, WireError> 
                     format!("protocol {protocol}, this agent speaks {PROTOCOL}: run the same throng version on both"),
                 );
             }
+            resume
         }
         other => return refuse(&mut stream, format!("expected a hello, got a {} message", other.name())),
+    };
+    if let Some(run_id) = resume {
+        return hand_over(stream, state, &run_id);
     }
     if state.busy.swap(true, Ordering::SeqCst) {
         return refuse(
@@ -147,26 +220,45 @@ fn serve_one(mut stream: TcpStream, state: &State) -> Result<Served, WireError> 
             "busy: running another coordinator's test; try again when it ends".into(),
         );
     }
-    let outcome = run_orders(&mut stream);
+    let outcome = run_orders(&mut stream, state);
+    if let Ok(mut running) = state.running.lock() {
+        *running = None;
+    }
     state.busy.store(false, Ordering::SeqCst);
     outcome
 }
 
+/// A coordinator that reconnected: its connection goes to the run it
+/// names, when that is the one under way.
+fn hand_over(mut stream: Conn, state: &State, run_id: &str) -> Result<Served, WireError> {
+    let running = state.running.lock().ok().and_then(|r| r.clone());
+    let Some((_, tx)) = running.filter(|(id, _)| same_token(id, run_id)) else {
+        let why = "no such run under way here (it ended, or the agent restarted)".to_string();
+        let _ = send(&mut stream, &Msg::Refused { reason: why.clone() });
+        return Ok(Served::Refused(why));
+    };
+    send(&mut stream, &welcome())?;
+    tx.send(stream)
+        .map_err(|_| WireError::Io(std::io::Error::other("the run ended meanwhile")))?;
+    Ok(Served::Resumed)
+}
+
+fn welcome() -> Msg {
+    Msg::Welcome {
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        unix_ms: now_ms(),
+        nofile: throng_engine::sys::fd_limits().1,
+    }
+}
+
 /// Welcomes an authenticated coordinator and runs what it sends.
-fn run_orders(stream: &mut TcpStream) -> Result<Served, WireError> {
-    let refuse = |stream: &mut TcpStream, why: String| {
+fn run_orders(stream: &mut Conn, state: &State) -> Result<Served, WireError> {
+    let refuse = |stream: &mut Conn, why: String| {
         let _ = send(stream, &Msg::Refused { reason: why.clone() });
         Ok(Served::Refused(why))
     };
-    send(
-        stream,
-        &Msg::Welcome {
-            version: env!("CARGO_PKG_VERSION").to_string(),
-            unix_ms: now_ms(),
-            nofile: throng_engine::sys::fd_limits().1,
-        },
-    )?;
-    let (command, segment, sequence, start_at, files, setup) = match recv(stream, HANDSHAKE)? {
+    send(stream, &welcome())?;
+    let (command, segment, sequence, start_at, files, setup, run_id) = match recv(stream, HANDSHAKE)? {
         Msg::Run {
             command,
             segment,
@@ -174,13 +266,28 @@ fn run_orders(stream: &mut TcpStream) -> Result<Served, WireError> {
             start_at_unix_ms,
             files,
             setup,
-        } => (command, segment, sequence, start_at_unix_ms, files, setup),
+            run_id,
+        } => (command, segment, sequence, start_at_unix_ms, files, setup, run_id),
         Msg::Stop => return Ok(Served::Refused("the coordinator gave up before the run".into())),
         other => return refuse(stream, format!("expected a run, got a {} message", other.name())),
     };
     let dir = scratch_dir().map_err(WireError::Io)?;
     let outcome = match unpack(&command, &files, setup.as_ref(), &dir) {
-        Ok(command) => run_child(stream, &dir, &command, &segment, &sequence, start_at).map(|()| Served::Ran),
+        Ok(command) => {
+            let (tx, resumes) = mpsc::channel();
+            if let Ok(mut running) = state.running.lock()
+                && !run_id.is_empty()
+            {
+                *running = Some((run_id, tx));
+            }
+            let part = Part {
+                command: &command,
+                segment: &segment,
+                sequence: &sequence,
+                start_at,
+            };
+            run_child(stream, &dir, &part, &resumes).map(|()| Served::Ran)
+        }
         Err(why) => {
             let done = Msg::Done {
                 exit_code: 2,
@@ -250,14 +357,26 @@ fn scratch_dir() -> std::io::Result<PathBuf> {
 /// Runs the command as a child (its segment, its start), tells the
 /// coordinator it started, says it is alive every second, passes a stop on,
 /// and sends the result back.
-fn run_child(
-    stream: &mut TcpStream,
-    dir: &std::path::Path,
-    command: &[String],
-    segment: &str,
-    sequence: &str,
+/// What the child runs.
+struct Part<'a> {
+    command: &'a [String],
+    segment: &'a str,
+    sequence: &'a str,
     start_at: u64,
+}
+
+fn run_child(
+    stream: &mut Conn,
+    dir: &std::path::Path,
+    part: &Part<'_>,
+    resumes: &mpsc::Receiver<Conn>,
 ) -> Result<(), WireError> {
+    let Part {
+        command,
+        segment,
+        sequence,
+        start_at,
+    } = *part;
     let result_path = dir.join("result.json");
     let stderr_path = dir.join("stderr.txt");
     let stderr = std::fs::File::create(&stderr_path).map_err(WireError::Io)?;
@@ -290,7 +409,7 @@ fn run_child(
             return Ok(());
         }
     };
-    let orders = match send(stream, &Msg::Started).and_then(|()| listen_for_stop(stream)) {
+    let mut orders = match send(stream, &Msg::Started).and_then(|()| listen_for_stop(stream)) {
         Ok(orders) => orders,
         Err(e) => {
             // No coordinator to run it for: the run ends before it starts.
@@ -299,7 +418,16 @@ fn run_child(
             return Err(e);
         }
     };
-    let exit_code = watch_child(stream, &mut child, &orders, &dir.join("live.json"));
+    let (exit_code, gone) = watch_child(stream, &mut child, (&mut orders, resumes), &dir.join("live.json"));
+    if let Some(at) = gone {
+        // The result waits for the coordinator, as long as it may take.
+        match resumes.recv_timeout(RECONNECT.saturating_sub(at.elapsed())) {
+            Ok(conn) => *stream = conn,
+            Err(_) => {
+                say!("throng: agent: the coordinator did not come back; the run's result is dropped");
+            }
+        }
+    }
     let error = if exit_code == 0 || exit_code == 99 {
         String::new()
     } else {
@@ -326,21 +454,21 @@ fn run_child(
 /// Reads the coordinator's messages on another thread: a stop, or the
 /// coordinator gone (closed, garbage, or silent for [`SILENCE`]), arrives
 /// on the channel once.
-fn listen_for_stop(stream: &TcpStream) -> Result<mpsc::Receiver<&'static str>, WireError> {
+fn listen_for_stop(stream: &Conn) -> Result<mpsc::Receiver<&'static str>, WireError> {
     let mut reader = stream.try_clone().map_err(WireError::Io)?;
     let (tx, rx) = mpsc::channel();
     std::thread::Builder::new()
         .name("throng-agent-rx".into())
         .spawn(move || {
             loop {
-                match recv(&mut reader, SILENCE) {
+                match recv_within(&mut reader, SILENCE, MAX_HELLO) {
                     Ok(Msg::Alive { .. }) => {}
                     Ok(Msg::Stop) => {
                         let _ = tx.send("the coordinator stopped the run");
                         return;
                     }
                     Ok(_) | Err(_) => {
-                        let _ = tx.send("the coordinator is gone");
+                        let _ = tx.send(GONE);
                         return;
                     }
                 }
@@ -351,41 +479,70 @@ fn listen_for_stop(stream: &TcpStream) -> Result<mpsc::Receiver<&'static str>, W
 }
 
 /// Waits for the child, saying alive every second and interrupting it on
-/// a stop (killing it if it does not end within [`STOP_GRACE`] after).
-/// Returns its exit code (-1 when it died of a signal).
+/// a stop (killing it if it does not end within [`STOP_GRACE`] after). A
+/// coordinator that is gone has [`RECONNECT`] to come back (a connection
+/// from `resumes`) before the run is stopped. Returns the child's exit code
+/// (-1 when it died of a signal), and since when the coordinator is gone
+/// if it is.
 fn watch_child(
-    stream: &mut TcpStream,
+    stream: &mut Conn,
     child: &mut Child,
-    orders: &mpsc::Receiver<&'static str>,
+    (orders, resumes): (&mut mpsc::Receiver<&'static str>, &mpsc::Receiver<Conn>),
     live: &std::path::Path,
-) -> i32 {
+) -> (i32, Option<Instant>) {
     let mut seq = 0u64;
     let mut last_live = None;
     let mut last_alive = Instant::now();
     let mut stopped: Option<Instant> = None;
-    let mut coordinator_here = true;
+    let mut gone: Option<Instant> = None;
     loop {
+        if let Ok(conn) = resumes.try_recv() {
+            *stream = conn;
+            match listen_for_stop(stream) {
+                Ok(rx) => {
+                    say!("throng: agent: the coordinator is back: the run goes on");
+                    *orders = rx;
+                    gone = None;
+                    // Everything so far, again: the coordinator keeps the latest.
+                    last_live = None;
+                }
+                Err(_) => gone = gone.or(Some(Instant::now())),
+            }
+        }
         match child.try_wait() {
-            Ok(Some(status)) => return status.code().unwrap_or(-1),
+            Ok(Some(status)) => return (status.code().unwrap_or(-1), gone),
             Ok(None) => {}
             Err(_) => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return -1;
+                return (-1, gone);
             }
         }
         if stopped.is_none()
+            && gone.is_none()
             && let Ok(why) = orders.try_recv()
         {
-            say!("throng: agent: {why}: stopping the run");
-            coordinator_here = why != "the coordinator is gone";
+            if why == GONE {
+                say!(
+                    "throng: agent: {why}: the run goes on; waiting up to {} s for it to reconnect",
+                    RECONNECT.as_secs()
+                );
+                gone = Some(Instant::now());
+            } else {
+                say!("throng: agent: {why}: stopping the run");
+                interrupt(child);
+                stopped = Some(Instant::now());
+            }
+        }
+        if stopped.is_none() && gone.is_some_and(|at| at.elapsed() > RECONNECT) {
+            say!("throng: agent: the coordinator did not come back: stopping the run");
             interrupt(child);
             stopped = Some(Instant::now());
         }
         if stopped.is_some_and(|at| at.elapsed() > STOP_GRACE) {
             let _ = child.kill();
         }
-        if coordinator_here && last_alive.elapsed() >= Duration::from_secs(1) {
+        if gone.is_none() && last_alive.elapsed() >= Duration::from_secs(1) {
             seq += 1;
             last_alive = Instant::now();
             let msg = match fresh_snapshot(live, &mut last_live) {
@@ -393,16 +550,19 @@ fn watch_child(
                 None => Msg::Alive { seq },
             };
             if send(stream, &msg).is_err() {
-                coordinator_here = false;
-                if stopped.is_none() {
-                    interrupt(child);
-                    stopped = Some(Instant::now());
-                }
+                say!(
+                    "throng: agent: {GONE}: the run goes on; waiting up to {} s for it to reconnect",
+                    RECONNECT.as_secs()
+                );
+                gone = Some(Instant::now());
             }
         }
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// What the stop listener says when the coordinator's connection ended.
+const GONE: &str = "the coordinator is gone";
 
 /// The run's latest snapshot when it changed since `last` (its time).
 fn fresh_snapshot(path: &std::path::Path, last: &mut Option<std::time::SystemTime>) -> Option<String> {

@@ -10,7 +10,9 @@ use anyhow::Context as _;
 use throng_result::RunResult;
 
 use super::command::{Coordinated, check_command};
-use super::{Msg, PROTOCOL, SILENCE, WireError, now_ms, read_token, recv, send};
+use super::{
+    Conn, MAX_HELLO, Msg, PROTOCOL, RECONNECT, SILENCE, WireError, now_ms, read_token, recv, recv_within, send,
+};
 use crate::args::CoordinateCmd;
 use crate::exit::{Outcome, UsageError};
 
@@ -29,7 +31,21 @@ const MAX_AGENTS: usize = 1000;
 /// One agent, connected and greeted.
 struct Agent {
     addr: String,
-    stream: TcpStream,
+    stream: Conn,
+    /// Its clock minus this one's at the welcome, in ms, and the round
+    /// trip that bounds the error of that.
+    offset_ms: i64,
+    round_trip_ms: u64,
+    /// How often its connection broke and was made again.
+    reconnects: u32,
+}
+
+/// What the coordinator proves itself with: the token, and the TLS it
+/// speaks.
+#[derive(Clone)]
+pub struct Access {
+    token: String,
+    tls: Option<std::sync::Arc<throng_tls::rustls::ClientConfig>>,
 }
 
 /// How an agent's part ended.
@@ -52,7 +68,14 @@ pub fn run(mut c: CoordinateCmd) -> anyhow::Result<ExitCode> {
     // agent never gets a command that would not run.
     let (thresholds, connections, run) = match check_command(&c.command)? {
         Coordinated::Http(http) => {
-            let thresholds = http.thresholds.clone();
+            let thresholds = http
+                .thresholds
+                .iter()
+                .map(|t| {
+                    throng_scenario::Threshold::read_line(t)
+                        .map_err(|e| UsageError(format!("the command after --: --threshold: {e}")))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
             let connections = http.connections.map(u64::from);
             crate::commands::http::prepare(*http).map_err(|e| e.context("the command after --"))?;
             (thresholds, connections, None)
@@ -62,8 +85,10 @@ pub fn run(mut c: CoordinateCmd) -> anyhow::Result<ExitCode> {
             (Vec::new(), storm.max_concurrent.or(storm.connections), None)
         }
         Coordinated::Run(run) => {
-            crate::commands::run::prepare(&run).map_err(|e| e.context("the command after --"))?;
-            (Vec::new(), None, Some(run))
+            // The scenario's thresholds are judged here on the merged
+            // figures, each with abort_on_fail stopping every agent.
+            let prepared = crate::commands::run::prepare(&run).map_err(|e| e.context("the command after --"))?;
+            (prepared.thresholds().to_vec(), None, Some(run))
         }
     };
     let mut files = super::files::ship(&c.command)?;
@@ -83,7 +108,10 @@ pub fn run(mut c: CoordinateCmd) -> anyhow::Result<ExitCode> {
     let (rewritten, _) = super::files::rewrite(&c.command, &files, probe).map_err(cannot_ship)?;
     super::files::only_in(&check_command(&rewritten)?, probe).map_err(|p| cannot_ship(format!("'{p}'")))?;
     crate::commands::export::check_outputs(&[("--json", c.json.as_deref()), ("--html", c.html.as_deref())])?;
-    let token = read_token(c.token_file.as_deref())?;
+    let access = Access {
+        token: read_token(c.token_file.as_deref())?,
+        tls: client_tls(&c)?,
+    };
     if c.agents.len() > MAX_AGENTS {
         return Err(UsageError(format!("--agents: {} agents, more than {MAX_AGENTS}", c.agents.len())).into());
     }
@@ -105,7 +133,7 @@ pub fn run(mut c: CoordinateCmd) -> anyhow::Result<ExitCode> {
     }
     // Listening before any agent is asked: a busy --prometheus address is
     // a usage error, not a run cut short.
-    let mut view = super::live::LiveView::new(c.agents.len(), c.prometheus, &thresholds, c.quiet)?;
+    let mut view = super::live::LiveView::new(c.agents.len(), c.prometheus, thresholds, abort, c.quiet)?;
     let control = throng_engine::Control::new();
     crate::signals::forward_to(&control);
     // A scenario's setup: runs once, here, for every agent; its teardown
@@ -117,16 +145,7 @@ pub fn run(mut c: CoordinateCmd) -> anyhow::Result<ExitCode> {
     if let Some(s) = &setup {
         say!("throng: coordinate: {}", s.note);
     }
-    let driven = drive(
-        &c,
-        &token,
-        connections,
-        files,
-        &mut view,
-        abort,
-        &control,
-        setup.as_ref(),
-    );
+    let driven = drive(&c, &access, connections, files, &mut view, &control, setup.as_ref());
     let mut once: Vec<throng_engine::OnceRun> = Vec::new();
     let mut once_notes = Vec::new();
     if let (Some(r), Some(s)) = (&run, setup) {
@@ -168,17 +187,16 @@ struct Driven {
 #[allow(clippy::too_many_arguments)]
 fn drive(
     c: &CoordinateCmd,
-    token: &str,
+    access: &Access,
     connections: Option<u64>,
     files: Vec<super::files::Shipped>,
     view: &mut super::live::LiveView,
-    abort: bool,
     control: &throng_engine::Control,
     setup: Option<&throng_engine::OnceRun>,
 ) -> anyhow::Result<Driven> {
     let mut agents = Vec::new();
     for addr in &c.agents {
-        agents.push(greet(addr, token, connections, c.agents.len())?);
+        agents.push(greet(addr, access, connections, c.agents.len(), None)?);
     }
     let n = agents.len();
     let points: Vec<String> = (0..=n)
@@ -189,7 +207,10 @@ fn drive(
         })
         .collect();
     let sequence = points.join(",");
+    // The run's name: a connection that breaks resumes it by this.
+    let run_id = super::secure::nonce().map_err(|e| anyhow::anyhow!(e))?;
     let start_at = now_ms() + START_AHEAD.as_millis() as u64;
+    view.starts_at(Instant::now() + START_AHEAD);
     for (i, a) in agents.iter_mut().enumerate() {
         let run = Msg::Run {
             command: c.command.clone(),
@@ -198,6 +219,7 @@ fn drive(
             start_at_unix_ms: start_at,
             files: files.clone(),
             setup: setup.map(|s| (*s.vars).clone()),
+            run_id: run_id.clone(),
         };
         send(&mut a.stream, &run).map_err(|e| anyhow::anyhow!("agent {}: {e}", a.addr))?;
     }
@@ -213,7 +235,7 @@ fn drive(
         "throng: coordinate: {n} agents, one segment of the plan each, start at {}",
         throng_result::rfc3339(start_at)
     );
-    let (parts, aborted) = follow(&mut agents, view, abort, control)?;
+    let (parts, aborted) = follow(&mut agents, view, control, (access, &run_id))?;
     Ok(Driven {
         agents,
         points,
@@ -226,31 +248,95 @@ fn drive(
 /// port, with room for brackets around an IPv6 address.
 const MAX_ADDRESS: usize = 263;
 
-/// Connects to `addr`, says hello, and checks the agent's answer: version,
-/// clock, descriptor limit.
-fn greet(addr: &str, token: &str, connections: Option<u64>, n: usize) -> anyhow::Result<Agent> {
+/// The TLS configuration of --cacert/--cert/--key, read bounded.
+fn client_tls(c: &CoordinateCmd) -> Result<Option<std::sync::Arc<throng_tls::rustls::ClientConfig>>, UsageError> {
+    if c.cacert.is_none() {
+        return Ok(None);
+    }
+    let show = |p: &Option<std::path::PathBuf>| p.as_ref().map(|p| p.display().to_string());
+    let settings = throng_plan::TlsSettings {
+        cacert: show(&c.cacert),
+        cert: show(&c.cert),
+        key: show(&c.key),
+        ..Default::default()
+    };
+    crate::commands::tls::client_config(&settings, std::path::Path::new("."), &[super::secure::ALPN]).map(Some)
+}
+
+/// Connects to `addr` (TLS with --cacert), answers its challenge, and
+/// checks its welcome: version, clock, descriptor limit.
+fn greet(
+    addr: &str,
+    access: &Access,
+    connections: Option<u64>,
+    n: usize,
+    resume: Option<&str>,
+) -> anyhow::Result<Agent> {
     let resolved = addr
         .to_socket_addrs()
         .map_err(|e| UsageError(format!("--agents: '{addr}': {e}; give HOST:PORT")))?
         .next()
         .ok_or_else(|| UsageError(format!("--agents: '{addr}' resolves to no address; give HOST:PORT")))?;
-    let mut stream = TcpStream::connect_timeout(&resolved, CONNECT).map_err(|e| {
+    let tcp = TcpStream::connect_timeout(&resolved, CONNECT).map_err(|e| {
         anyhow::anyhow!(
             "agent {addr}: cannot connect: {e}; start `throng agent --listen {addr}` there, or check the address"
         )
     })?;
-    let _ = stream.set_nodelay(true);
+    let _ = tcp.set_nodelay(true);
+    let mut stream = match &access.tls {
+        Some(config) => {
+            let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h);
+            let host = host.trim_start_matches('[').trim_end_matches(']');
+            super::secure::connect_tls(tcp, std::sync::Arc::clone(config), host, ANSWER).map_err(|e| {
+                anyhow::anyhow!(
+                    "agent {addr}: {e}; check that the agent was started with --tls-cert, a certificate for \
+                     '{host}' issued by --cacert (and, if it has --client-ca, give --cert/--key here)"
+                )
+            })?
+        }
+        None => Conn::Tcp(tcp),
+    };
     let _ = stream.set_write_timeout(Some(SILENCE));
+    let nonce = match recv_within(&mut stream, ANSWER, MAX_HELLO) {
+        Ok(Msg::Challenge { protocol, nonce }) if protocol == PROTOCOL => nonce,
+        Ok(Msg::Challenge { protocol, .. }) => {
+            return Err(UsageError(format!(
+                "agent {addr} speaks protocol {protocol}, this coordinator {PROTOCOL}: run the same throng version \
+                 everywhere"
+            ))
+            .into());
+        }
+        Ok(other) => {
+            return Err(anyhow::anyhow!(
+                "agent {addr}: expected a challenge, got a {} message",
+                other.name()
+            ));
+        }
+        Err(e) => {
+            let hint = match (&e, access.tls.is_some()) {
+                (WireError::Timeout(_) | WireError::Closed, false) => {
+                    " (an agent started with --tls-cert needs --cacert here; an older throng agent says nothing)"
+                }
+                (WireError::Timeout(_) | WireError::Closed, true) => {
+                    " (an agent started with --client-ca refuses a coordinator without a certificate that CA issued: \
+                     give --cert/--key here)"
+                }
+                _ => "",
+            };
+            return Err(anyhow::anyhow!("agent {addr}: {e}{hint}"));
+        }
+    };
     let asked = now_ms();
     send(
         &mut stream,
         &Msg::Hello {
             protocol: PROTOCOL,
-            token: token.to_string(),
+            proof: super::secure::proof(&access.token, &nonce),
+            resume: resume.map(str::to_string),
         },
     )
     .map_err(|e| anyhow::anyhow!("agent {addr}: {e}"))?;
-    let answer = recv(&mut stream, ANSWER).map_err(|e| anyhow::anyhow!("agent {addr}: {e}"))?;
+    let answer = recv_within(&mut stream, ANSWER, MAX_HELLO).map_err(|e| anyhow::anyhow!("agent {addr}: {e}"))?;
     let heard = now_ms();
     match answer {
         Msg::Welcome {
@@ -261,12 +347,14 @@ fn greet(addr: &str, token: &str, connections: Option<u64>, n: usize) -> anyhow:
             let ours = env!("CARGO_PKG_VERSION");
             if version != ours {
                 return Err(UsageError(format!(
-                    "agent {addr} runs throng {version}, this is {ours}: run the same version everywhere"
+                    "agent {addr} runs throng {}, this is {ours}: run the same version everywhere",
+                    super::shown(&version)
                 ))
                 .into());
             }
             let middle = asked.midpoint(heard);
             let offset = unix_ms.abs_diff(middle);
+            let signed = i64::try_from(offset).unwrap_or(i64::MAX) * if unix_ms >= middle { 1 } else { -1 };
             if offset > MAX_OFFSET_MS + (heard - asked) / 2 {
                 return Err(UsageError(format!(
                     "agent {addr}: its clock is {offset} ms off this one's, more than {MAX_OFFSET_MS} ms: the \
@@ -285,9 +373,12 @@ fn greet(addr: &str, token: &str, connections: Option<u64>, n: usize) -> anyhow:
             Ok(Agent {
                 addr: addr.to_string(),
                 stream,
+                offset_ms: signed,
+                round_trip_ms: heard - asked,
+                reconnects: 0,
             })
         }
-        Msg::Refused { reason } => Err(UsageError(format!("agent {addr} refused: {reason}")).into()),
+        Msg::Refused { reason } => Err(UsageError(format!("agent {addr} refused: {}", super::shown(&reason))).into()),
         other => Err(anyhow::anyhow!(
             "agent {addr}: expected a welcome, got a {} message",
             other.name()
@@ -311,7 +402,7 @@ fn started(a: &mut Agent) -> anyhow::Result<()> {
             Msg::Started => return Ok(()),
             Msg::Alive { .. } => {}
             Msg::Done { exit_code, error, .. } => {
-                let e = format!("agent {addr} could not start the run: {error}");
+                let e = format!("agent {addr} could not start the run: {}", super::shown(&error));
                 return Err(if exit_code == 2 {
                     UsageError(e).into()
                 } else {
@@ -329,26 +420,44 @@ fn started(a: &mut Agent) -> anyhow::Result<()> {
 }
 
 /// Follows every agent to its end: says alive every second, merges their
-/// live figures into `view`, passes Ctrl-C (and, with `abort`, a failing
-/// threshold) on as a stop, and collects how each part ended, and the
+/// live figures into `view`, passes Ctrl-C (and a threshold that fails
+/// and stops the run) on as a stop, and collects how each part ended, and the
 /// threshold that stopped the run.
 fn follow(
     agents: &mut [Agent],
     view: &mut super::live::LiveView,
-    abort: bool,
     control: &throng_engine::Control,
+    (access, run_id): (&Access, &str),
 ) -> anyhow::Result<(Vec<Part>, Option<String>)> {
     let (tx, rx) = mpsc::channel();
     for (i, a) in agents.iter().enumerate() {
         let mut reader = a.stream.try_clone().context("cloning an agent's connection")?;
         let tx = tx.clone();
+        let (addr, access, run_id) = (a.addr.clone(), access.clone(), run_id.to_string());
         std::thread::Builder::new()
             .name(format!("throng-coord-{i}"))
             .spawn(move || {
                 loop {
-                    let msg = recv(&mut reader, SILENCE);
+                    let mut msg = recv(&mut reader, SILENCE);
+                    if matches!(msg, Err(WireError::Closed | WireError::Timeout(_))) {
+                        match reconnect(&addr, &access, &run_id) {
+                            Ok(back) => {
+                                let writer = back.try_clone();
+                                reader = back;
+                                if let Ok(w) = writer
+                                    && tx.send((i, Heard::Back(w))).is_ok()
+                                {
+                                    continue;
+                                }
+                                return;
+                            }
+                            Err(why) => {
+                                msg = Err(WireError::Io(std::io::Error::other(why)));
+                            }
+                        }
+                    }
                     let end = !matches!(msg, Ok(Msg::Alive { .. } | Msg::Live { .. }));
-                    if tx.send((i, msg)).is_err() || end {
+                    if tx.send((i, Heard::Msg(msg))).is_err() || end {
                         return;
                     }
                 }
@@ -372,13 +481,13 @@ fn follow(
         if last_alive.elapsed() >= Duration::from_secs(1) {
             last_alive = Instant::now();
             if let Some(failed) = view.tick()
-                && abort
                 && aborted.is_none()
             {
                 say!(
-                    "throng: coordinate: threshold {failed} failed on the merged figures: stopping every agent (--abort-on-fail)"
+                    "throng: coordinate: threshold {failed} failed on the merged figures: stopping every agent ({})",
+                    view.abort_flag()
                 );
-                aborted = Some(failed);
+                aborted = Some(format!("({}): threshold {failed}", view.abort_flag()));
                 continue;
             }
             for (a, p) in agents.iter_mut().zip(&parts) {
@@ -389,6 +498,21 @@ fn follow(
         }
         let Ok((i, msg)) = rx.recv_timeout(Duration::from_millis(200)) else {
             continue;
+        };
+        let msg = match msg {
+            Heard::Msg(msg) => msg,
+            Heard::Back(conn) => {
+                say!(
+                    "throng: coordinate: agent {}: reconnected; its run goes on",
+                    agents[i].addr
+                );
+                agents[i].stream = conn;
+                agents[i].reconnects += 1;
+                if stop_sent {
+                    let _ = send(&mut agents[i].stream, &Msg::Stop);
+                }
+                continue;
+            }
         };
         let part = match msg {
             Ok(Msg::Alive { .. }) => continue,
@@ -410,11 +534,46 @@ fn follow(
             Err(WireError::Timeout(_)) => Part::Missing(format!("said nothing for {} s", SILENCE.as_secs())),
             Err(e) => Part::Missing(e.to_string()),
         };
+        let part = match part {
+            Part::Missing(why) => Part::Missing(match view.last_of(i) {
+                Some((ended, ok)) => format!("{why}; its last live figures: {ended} requests ({ok} ok)"),
+                None => format!("{why}; it sent no live figures"),
+            }),
+            done => done,
+        };
         if let Some(slot) = parts.get_mut(i) {
             *slot = Some(part);
         }
     }
     Ok((parts.into_iter().flatten().collect(), aborted))
+}
+
+/// What an agent's reader thread heard.
+enum Heard {
+    Msg(Result<Msg, WireError>),
+    /// The connection broke and was made again: the new one, to write on.
+    Back(Conn),
+}
+
+/// Connects to an agent again, for [`RECONNECT`] at most, and resumes
+/// `run_id` there: the new connection, or why it could not be made.
+fn reconnect(addr: &str, access: &Access, run_id: &str) -> Result<Conn, String> {
+    let deadline = Instant::now() + RECONNECT;
+    let mut last = String::new();
+    while Instant::now() < deadline {
+        match greet(addr, access, None, 1, Some(run_id)) {
+            Ok(a) => return Ok(a.stream),
+            Err(e) => last = format!("{e:#}"),
+        }
+        if last.contains("refused") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(500).min(deadline.saturating_duration_since(Instant::now())));
+    }
+    Err(format!(
+        "its connection broke and did not come back within {} s ({last})",
+        RECONNECT.as_secs()
+    ))
 }
 
 /// Merges the parts, writes --json/--html, prints the report, and says how
@@ -440,6 +599,7 @@ fn finish(
                     r.measurements.requests.ended(),
                     r.measurements.requests.ok
                 ));
+                notes.push(clock_note(a));
                 results.push(r);
             }
             Err(why) => {
@@ -448,6 +608,7 @@ fn finish(
                     a.addr
                 );
                 notes.push(format!("agent {}: segment {segment} MISSING: {why}", a.addr));
+                notes.push(clock_note(a));
                 missing.push(a.addr.clone());
             }
         }
@@ -472,9 +633,9 @@ fn finish(
     if let Some(failed) = &aborted {
         // Stopped by a verdict, as a single run's abort: not a signal.
         merged.interrupted = false;
-        merged.notes.push(format!(
-            "stopped early (--abort-on-fail): threshold {failed} failed on the agents' merged figures"
-        ));
+        merged
+            .notes
+            .push(format!("stopped early {failed} failed on the agents' merged figures"));
     }
     if let Some(path) = &c.json {
         crate::commands::shared::write_result(path, &merged)?;
@@ -514,6 +675,18 @@ fn finish(
     Ok((outcome.into(), Some(merged.measurements)))
 }
 
+/// How far the agent's clock was from this one's when it was greeted.
+fn clock_note(a: &Agent) -> String {
+    let again = match a.reconnects {
+        0 => String::new(),
+        n => format!("; its connection broke and was made again {n} time(s)"),
+    };
+    format!(
+        "agent {}: clock offset {:+} ms (measured over a {} ms round trip){again}",
+        a.addr, a.offset_ms, a.round_trip_ms
+    )
+}
+
 /// An agent's result, checked as `throng merge` checks a file.
 fn read_part(part: Part) -> Result<RunResult, String> {
     let (exit_code, result, error) = match part {
@@ -525,7 +698,10 @@ fn read_part(part: Part) -> Result<RunResult, String> {
         } => (exit_code, result, error),
     };
     let Some(text) = result else {
-        return Err(format!("its run ended (exit {exit_code}) without a result: {error}"));
+        return Err(format!(
+            "its run ended (exit {exit_code}) without a result: {}",
+            super::shown(&error)
+        ));
     };
     let runs = throng_result::Document::from_reader(text.as_bytes())
         .map_err(|e| format!("its result does not read: {e}"))?

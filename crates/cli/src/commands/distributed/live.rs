@@ -18,7 +18,10 @@ pub struct LiveView {
     /// Each agent's latest figures and their sequence number.
     latest: Vec<Option<(u64, LiveFigures<Measurements>)>>,
     exporter: Option<Exporter>,
-    thresholds: Vec<(String, Threshold)>,
+    /// Each threshold, and whether its failure stops the run.
+    thresholds: Vec<(Threshold, bool)>,
+    /// --abort-on-fail: every threshold stops the run.
+    abort_all: bool,
     shown: bool,
     started: Instant,
     /// Something new since the last tick.
@@ -26,10 +29,15 @@ pub struct LiveView {
 }
 
 impl LiveView {
+    /// `thresholds` are judged every second on the merged figures: with
+    /// `abort_all` (--abort-on-fail) every one stops the run when it fails,
+    /// otherwise those written with `abort_on_fail` (once their delay
+    /// passed).
     pub fn new(
         agents: usize,
         prometheus: Option<SocketAddr>,
-        thresholds: &[String],
+        thresholds: Vec<Threshold>,
+        abort_all: bool,
         quiet: bool,
     ) -> Result<LiveView, UsageError> {
         let exporter = prometheus
@@ -42,17 +50,17 @@ impl LiveView {
             })
             .transpose()?;
         let thresholds = thresholds
-            .iter()
+            .into_iter()
             .map(|t| {
-                Threshold::read_line(t)
-                    .map(|th| (t.clone(), th))
-                    .map_err(|e| UsageError(format!("--threshold: {e}")))
+                let abort = abort_all || t.abort_on_fail;
+                (t, abort)
             })
-            .collect::<Result<_, _>>()?;
+            .collect();
         Ok(LiveView {
             latest: (0..agents).map(|_| None).collect(),
             exporter,
             thresholds,
+            abort_all,
             shown: !quiet && std::io::stderr().is_terminal(),
             started: Instant::now(),
             dirty: false,
@@ -79,6 +87,12 @@ impl LiveView {
         }
     }
 
+    /// Agent `i`'s latest requests so far: (ended, ok).
+    pub fn last_of(&self, i: usize) -> Option<(u64, u64)> {
+        let (_, f) = self.latest.get(i)?.as_ref()?;
+        Some((f.measurements.requests.ended(), f.measurements.requests.ok))
+    }
+
     /// Every agent's latest figures added up, and the gauges summed.
     fn merged(&self) -> (Measurements, u64, u64) {
         let mut m = Measurements::default();
@@ -92,9 +106,23 @@ impl LiveView {
         (m, open, vus)
     }
 
+    /// What made a failing threshold stop the run.
+    pub fn abort_flag(&self) -> &'static str {
+        if self.abort_all {
+            "--abort-on-fail"
+        } else {
+            "abort_on_fail"
+        }
+    }
+
+    /// The agents start at `at`: a threshold's delay counts from then.
+    pub fn starts_at(&mut self, at: Instant) {
+        self.started = at;
+    }
+
     /// Once a second: shows the merged figures and judges them. Returns the
-    /// first threshold that fails on them (one judged on no samples yet
-    /// waits for them).
+    /// first threshold that fails on them and stops the run (one judged on
+    /// no samples yet waits for them).
     pub fn tick(&mut self) -> Option<String> {
         if !self.dirty {
             return None;
@@ -109,16 +137,21 @@ impl LiveView {
             );
             say_part!(
                 "\r{:>5.0} s  {} agents reporting  {} requests ({} ok)  p99 {p99}   ",
-                self.started.elapsed().as_secs_f64(),
+                Instant::now().saturating_duration_since(self.started).as_secs_f64(),
                 live,
                 m.requests.ended(),
                 m.requests.ok,
             );
         }
-        let failed = self.thresholds.iter().find_map(|(text, t)| {
-            let v = t.evaluate(&m);
-            (!v.passed && v.observed.is_some()).then(|| format!("{text} ({})", v.detail))
-        });
+        let elapsed = Instant::now().saturating_duration_since(self.started);
+        let failed = self
+            .thresholds
+            .iter()
+            .filter(|(t, abort)| *abort && elapsed >= Duration::from_millis(t.delay_ms))
+            .find_map(|(t, _)| {
+                let v = t.evaluate(&m);
+                (!v.passed && v.observed.is_some()).then(|| format!("'{}' ({})", t.text, v.detail))
+            });
         if let Some(e) = &self.exporter {
             e.update(Some(&Arc::new(m)), open, vus);
         }

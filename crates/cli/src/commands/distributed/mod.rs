@@ -2,16 +2,20 @@
 //!
 //! # Wire protocol
 //!
-//! One TCP connection per agent, opened by the coordinator. Every message is
-//! a frame: a 4-byte big-endian length, then that many bytes of JSON (one
-//! [`Msg`]). A frame over [`MAX_FRAME`] (64 MiB) is refused before anything
+//! One TCP connection per agent, opened by the coordinator; with
+//! `--tls-cert` on the agent (and `--cacert` on the coordinator) a TLS one
+//! (ALPN `throng-agent/2`; `--client-ca` asks the coordinator for a
+//! certificate too). Every message is a frame: a 4-byte big-endian length,
+//! then that many bytes of JSON (one [`Msg`]). A frame over [`MAX_FRAME`] (64 MiB) is refused before anything
 //! is allocated for it; every read has a timeout. A peer that sends anything
 //! else (garbage, a wrong length, an unknown message) is refused with an
 //! error naming it, and the connection is closed.
 //!
 //! ```text
 //! coordinator                         agent
-//!   Hello {protocol, token}   ──▶     token compared in constant time
+//!                             ◀──     Challenge {protocol, nonce}
+//!   Hello {protocol, proof}   ──▶     proof = HMAC-SHA256(token, nonce),
+//!                                     compared in constant time
 //!                             ◀──     Welcome {version, unix_ms, nofile}
 //!                                     | Refused {reason}  (then closed)
 //!   Run {command, segment,    ──▶     the files written to a private
@@ -24,6 +28,9 @@
 //!                                     everything measured so far (its
 //!                                     counters and histograms, whole)
 //!                                     | Alive {seq} when nothing is new
+//!   (the connection broke: the agent runs on for RECONNECT; the
+//!    coordinator connects again and says Hello {.., resume: run_id};
+//!    the agent welcomes it and goes on with Live, Done there)
 //!   Stop                      ──▶     (abort, Ctrl-C) the child is
 //!                                     interrupted and still writes its result
 //!                             ◀──     Done {exit_code, result, error}
@@ -37,8 +44,9 @@
 //!
 //! The coordinator validates the command once (the same parser and plan as
 //! `throng http`), so an agent only ever gets a command that parses; it
-//! parses it again and refuses anything but a load command. The token is
-//! never logged, never in a message back, never in a result. A coordinator
+//! parses it again and refuses anything but a load command. The token
+//! never crosses the wire (only a proof over a nonce fresh for each
+//! connection), and is never logged, never in a result. A coordinator
 //! that goes away (the connection ends, or no message for
 //! [`SILENCE`]) stops the agent's run; an agent that does is a missing
 //! segment in the merged result.
@@ -48,20 +56,24 @@ mod command;
 pub mod coordinate;
 mod files;
 mod live;
+mod secure;
 
 use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::path::Path;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+pub use self::secure::Conn;
 use crate::exit::UsageError;
 
 /// The protocol's version; both sides must speak the same.
-pub const PROTOCOL: u32 = 1;
+pub const PROTOCOL: u32 = 2;
 /// Largest frame either side accepts.
 pub const MAX_FRAME: u32 = 64 << 20;
+/// Longest an agent runs on without its coordinator, waiting for it to
+/// reconnect; and longest a coordinator tries to.
+pub const RECONNECT: Duration = Duration::from_secs(15);
 /// Longest a peer may say nothing during a run.
 pub const SILENCE: Duration = Duration::from_secs(10);
 /// Longest a token file may be.
@@ -71,9 +83,19 @@ const MAX_TOKEN_BYTES: u64 = 4096;
 #[derive(Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Msg {
+    /// The agent's first message: what the coordinator's proof covers.
+    Challenge {
+        protocol: u32,
+        nonce: String,
+    },
+    /// The coordinator's answer: HMAC-SHA256 of the nonce keyed by the
+    /// token (empty without one); never the token itself.
     Hello {
         protocol: u32,
-        token: String,
+        proof: String,
+        /// The run this connection resumes (its first one broke).
+        #[serde(default)]
+        resume: Option<String>,
     },
     Welcome {
         version: String,
@@ -94,6 +116,9 @@ pub enum Msg {
         /// the agent's run reads these and runs neither setup nor teardown.
         #[serde(default)]
         setup: Option<std::collections::HashMap<String, String>>,
+        /// The run's name, for a connection that resumes it.
+        #[serde(default)]
+        run_id: String,
     },
     Started,
     Alive {
@@ -115,6 +140,7 @@ impl Msg {
     /// Its name, for errors (never its contents: a Hello holds the token).
     pub fn name(&self) -> &'static str {
         match self {
+            Msg::Challenge { .. } => "challenge",
             Msg::Hello { .. } => "hello",
             Msg::Welcome { .. } => "welcome",
             Msg::Refused { .. } => "refused",
@@ -144,7 +170,7 @@ pub enum WireError {
 }
 
 /// Writes one message.
-pub fn send(stream: &mut TcpStream, msg: &Msg) -> Result<(), WireError> {
+pub fn send(stream: &mut Conn, msg: &Msg) -> Result<(), WireError> {
     let body = serde_json::to_vec(msg).map_err(|e| WireError::Garbage(e.to_string()))?;
     let len = u32::try_from(body.len())
         .ok()
@@ -160,17 +186,28 @@ pub fn send(stream: &mut TcpStream, msg: &Msg) -> Result<(), WireError> {
 /// Reads one message: waits at most `timeout` for it to begin, and at most
 /// [`BODY_TIME`] more for the rest of it (a peer that drips bytes is cut
 /// off, not waited for).
-pub fn recv(stream: &mut TcpStream, timeout: Duration) -> Result<Msg, WireError> {
-    recv_within(stream, timeout, MAX_FRAME)
+pub fn recv(stream: &mut Conn, timeout: Duration) -> Result<Msg, WireError> {
+    read_frame(stream, timeout, MAX_FRAME, BODY_TIME)
 }
 
 /// Longest the rest of a message may take once it began.
 const BODY_TIME: Duration = Duration::from_secs(60);
-/// Largest first message an agent reads from a peer it does not know yet.
+/// Largest message either side reads from a peer it does not trust yet (the
+/// challenge, the hello, the welcome), and an agent's from its coordinator
+/// during a run (alive, stop).
 pub const MAX_HELLO: u32 = 64 << 10;
 
-/// [`recv`], refusing a frame over `max` bytes.
-pub fn recv_within(stream: &mut TcpStream, timeout: Duration, max: u32) -> Result<Msg, WireError> {
+/// A small message (at most `max` bytes), all of it within `timeout`: what
+/// a peer says before it is trusted, so a peer that drips bytes holds
+/// nothing for longer than that.
+pub fn recv_within(stream: &mut Conn, timeout: Duration, max: u32) -> Result<Msg, WireError> {
+    read_frame(stream, timeout, max, timeout)
+}
+
+/// One frame of at most `max` bytes: its start within `timeout`, the rest
+/// within `body_time` after the call.
+fn read_frame(stream: &mut Conn, timeout: Duration, max: u32, body_time: Duration) -> Result<Msg, WireError> {
+    let deadline = std::time::Instant::now() + body_time.max(timeout);
     stream.set_read_timeout(Some(timeout)).map_err(WireError::Io)?;
     let mut head = [0u8; 4];
     read_exact(stream, &mut head, timeout)?;
@@ -179,13 +216,12 @@ pub fn recv_within(stream: &mut TcpStream, timeout: Duration, max: u32) -> Resul
         return Err(WireError::TooLarge(len));
     }
     // Grown as bytes arrive, never allocated up front from the length alone.
-    let deadline = std::time::Instant::now() + BODY_TIME;
     let mut body = Vec::new();
     let mut chunk = [0u8; 64 * 1024];
     while body.len() < len as usize {
         let left = deadline.saturating_duration_since(std::time::Instant::now());
         if left.is_zero() {
-            return Err(WireError::Timeout(BODY_TIME));
+            return Err(WireError::Timeout(body_time));
         }
         stream.set_read_timeout(Some(left)).map_err(WireError::Io)?;
         let want = (len as usize - body.len()).min(chunk.len());
@@ -193,13 +229,30 @@ pub fn recv_within(stream: &mut TcpStream, timeout: Duration, max: u32) -> Resul
             Ok(0) => return Err(WireError::Closed),
             Ok(n) => body.extend_from_slice(&chunk[..n]),
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(io_error(e, BODY_TIME)),
+            Err(e) => return Err(io_error(e, body_time)),
         }
     }
     serde_json::from_slice(&body).map_err(|e| WireError::Garbage(e.to_string()))
 }
 
-fn read_exact(stream: &mut TcpStream, buf: &mut [u8], timeout: Duration) -> Result<(), WireError> {
+/// What a peer said (a refusal's reason, an error), as shown here: one line
+/// of at most [`SHOWN`] characters, control characters replaced.
+pub fn shown(text: &str) -> String {
+    let mut out: String = text
+        .chars()
+        .take(SHOWN)
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    if text.chars().nth(SHOWN).is_some() {
+        out.push_str("...");
+    }
+    out
+}
+
+/// Longest text of a peer's shown.
+const SHOWN: usize = 2000;
+
+fn read_exact(stream: &mut Conn, buf: &mut [u8], timeout: Duration) -> Result<(), WireError> {
     stream.read_exact(buf).map_err(|e| match e.kind() {
         std::io::ErrorKind::UnexpectedEof => WireError::Closed,
         _ => io_error(e, timeout),
@@ -282,8 +335,8 @@ mod tests {
     fn frames_are_bounded_and_garbage_is_refused() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
-        let mut client = TcpStream::connect(addr).unwrap();
-        let (mut server, _) = listener.accept().unwrap();
+        let mut client = Conn::Tcp(std::net::TcpStream::connect(addr).unwrap());
+        let mut server = Conn::Tcp(listener.accept().unwrap().0);
         client.write_all(&(MAX_HELLO + 1).to_be_bytes()).unwrap();
         assert!(matches!(
             recv_within(&mut server, Duration::from_secs(5), MAX_HELLO),
@@ -300,6 +353,8 @@ mod tests {
             recv(&mut server, Duration::from_secs(5)),
             Err(WireError::Garbage(_))
         ));
+        assert_eq!(shown("a\nb"), "a b");
+        assert_eq!(shown(&"x".repeat(10_000)).len(), SHOWN + 3);
         send(&mut client, &Msg::Alive { seq: 7 }).unwrap();
         assert!(matches!(
             recv(&mut server, Duration::from_secs(5)),

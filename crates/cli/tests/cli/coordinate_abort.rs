@@ -1,0 +1,90 @@
+//! A coordinated scenario's thresholds judged on the agents' merged live
+//! figures: one with `abort_on_fail` stops every agent.
+
+#![allow(clippy::unwrap_used)]
+
+use crate::common;
+
+use std::net::SocketAddr;
+use std::process::{Child, Stdio};
+
+use common::{assert_books_balance, throng};
+use throng_result::RunResult;
+
+/// `throng agent` on a free loopback port, stopped on drop.
+struct Agent(Child, String);
+
+impl Agent {
+    fn start() -> Agent {
+        let addr = format!("127.0.0.1:{}", common::free_port());
+        let child = throng()
+            .args(["agent", "--listen", &addr])
+            .current_dir("/")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        common::wait_listening(addr.parse::<SocketAddr>().unwrap());
+        Agent(child, addr)
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// 20 requests/s for 30 s, 600 planned, 300 a segment: the bound of 320
+/// requests never fails on one agent's figures, only on both added up
+/// (after about 16 s), and then stops both agents.
+#[test]
+fn a_scenario_threshold_with_abort_on_fail_stops_every_agent_on_the_merged_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("access.log");
+    let server = common::Nginx::start(&format!(
+        "location / {{ access_log {}; return 200 \"ok\\n\"; }}",
+        log.display()
+    ));
+    let scenario = dir.path().join("load.yaml");
+    std::fs::write(
+        &scenario,
+        format!(
+            "target: {}\nscenarios:\n  steady:\n    executor: constant-arrival-rate\n    rate: 20\n    duration: \
+             30s\n    pre_allocated_vus: 2\n    max_vus: 4\n    flow:\n      - request: {{ name: hit, path: / }}\n\
+             thresholds:\n  requests:\n    - threshold: \"count < 320\"\n      abort_on_fail: true\n",
+            server.url("").trim_end_matches('/')
+        ),
+    )
+    .unwrap();
+    let (a, b) = (Agent::start(), Agent::start());
+    let json = dir.path().join("run.json");
+    let out = common::output(
+        throng()
+            .args(["coordinate", "--agents", &format!("{},{}", a.1, b.1), "--json"])
+            .arg(&json)
+            .args(["--", "run", scenario.to_str().unwrap(), "--threads", "1"]),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(99), "{stderr}");
+    assert!(
+        stderr.contains("threshold 'requests: count < 320'") && stderr.contains("stopping every agent (abort_on_fail)"),
+        "{stderr}"
+    );
+    let r = RunResult::from_reader(std::fs::File::open(&json).unwrap()).unwrap();
+    assert_books_balance(&r);
+    assert_eq!(r.parts.len(), 2, "{:?}", r.notes);
+    assert!(!r.thresholds_passed());
+    assert!(!r.interrupted);
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n.starts_with("stopped early (abort_on_fail): threshold")),
+        "{:?}",
+        r.notes
+    );
+    let ended = r.measurements.requests.ended();
+    assert!((320..600).contains(&ended), "{ended} of 600 planned");
+    assert_eq!(common::access_log(&log).len() as u64, r.measurements.requests.ok);
+}
