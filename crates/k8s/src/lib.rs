@@ -63,7 +63,7 @@ pub enum K8sError {
     #[error("--agents {0}: give 1 to 1000 agents")]
     Agents(u32),
     /// `--base-port` too low, or too high for that many agents.
-    #[error("--base-port {base}: agent i listens on {base}+i; with {agents} agents give 1024 to {} (ports from 1024 up)", 65536 - u32::from(*agents))]
+    #[error("--base-port {base}: agent i listens on {base}+i; with {agents} agents give 1024 to {} (ports from 1024 up)", 65536u32.saturating_sub(*agents))]
     Ports {
         /// The first port.
         base: u16,
