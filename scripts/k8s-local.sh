@@ -299,6 +299,10 @@ state = "$K8S_STATE/containerd/state"
   address = "$K8S_STATE/containerd.sock"
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = "$PAUSE_IMAGE"
+  # The sandbox's oom_score_adj (-998) no lower than containerd's own: a
+  # process here may not lower its score (runc: "failed to update
+  # /proc/self/oom_score_adj: Permission denied").
+  restrict_oom_score_adj = true
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "$cni_bin"
     conf_dir = "$K8S_STATE/cni/net.d"
