@@ -47,7 +47,8 @@ pub fn run(c: K8sRunCmd) -> anyhow::Result<ExitCode> {
         ))
         .into());
     }
-    let random = random_hex(20)?;
+    // 8 digits name the run; 32 (128 bits) are the token.
+    let random = random_hex(40)?;
     let (suffix, token) = random.split_at(8);
     let name = c.name.clone().unwrap_or_else(|| format!("throng-run-{suffix}"));
     let agents = throng_k8s::agents::agents(&AgentsRequest {

@@ -1,4 +1,5 @@
-//! `throng k8s run` on a real cluster: the single-node one that
+//! `throng k8s run`: with a stand-in kubectl (argument errors, what is
+//! deleted after a failure), and on a real cluster: the single-node one that
 //! `scripts/k8s-local.sh up` starts on this machine (ignored: it needs that
 //! cluster; run with
 //! `cargo test -p throng --test cli k8s_run:: -- --ignored --test-threads 1`).
@@ -193,4 +194,111 @@ fn a_pod_killed_mid_run_is_a_named_missing_segment() {
         m.requests.ok
     );
     assert_cleaned_up("throng-it-kill");
+}
+
+/// A stand-in `kubectl` in a directory of its own: it logs each call's
+/// arguments, keeps what `apply` reads, and lists agent 0's pod as failed.
+fn fake_kubectl(dir: &std::path::Path) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let script = bin.join("kubectl");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$*\" >> {d}/calls\ncase \"$*\" in\n  *' apply '*) cat > {d}/applied.json ;;\n  \
+             *' get pods '*) printf '0\\tFailed\\t\\tthrong-fake-0-abcde\\tError\\n' ;;\nesac\nexit 0\n",
+            d = dir.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    bin
+}
+
+fn with_fake_kubectl(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    let bin = fake_kubectl(dir);
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    throng().env("PATH", path).args(args).output().unwrap()
+}
+
+#[test]
+fn argument_errors_are_usage_errors_before_the_cluster_is_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let cmd = ["--", "http", "http://127.0.0.1:9/", "-n", "10"];
+    let cases: [(&[&str], &str); 5] = [
+        (&["--agents", "0"], "--agents 0: give 1 to 1000 agents"),
+        (&["--agents", "2", "--base-port", "80"], "--base-port 80"),
+        (&["--agents", "2", "--name", "Bad_Name"], "--name 'Bad_Name'"),
+        (
+            &["--agents", "2", "--kubeconfig", "/nonexistent/config"],
+            "--kubeconfig /nonexistent/config: no such file",
+        ),
+        (&["--agents", "2", "--", "http", "not a url"], "the command after --"),
+    ];
+    for (flags, said) in cases {
+        let mut args = vec!["k8s", "run"];
+        args.extend_from_slice(flags);
+        if !flags.contains(&"--") {
+            args.extend_from_slice(&cmd);
+        }
+        let out = with_fake_kubectl(dir.path(), &args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(said), "{args:?}: {stderr}");
+    }
+    assert!(!dir.path().join("calls").exists(), "kubectl was called");
+}
+
+#[test]
+fn a_failed_start_deletes_the_job_and_its_secret() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = with_fake_kubectl(
+        dir.path(),
+        &[
+            "k8s",
+            "run",
+            "--agents",
+            "2",
+            "--name",
+            "throng-fake",
+            "--namespace",
+            "load",
+            "--",
+            "http",
+            "http://127.0.0.1:9/",
+            "-n",
+            "10",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("agent 0: its pod throng-fake-0-abcde ended (Failed, Error)"),
+        "{stderr}"
+    );
+    let calls = std::fs::read_to_string(dir.path().join("calls")).unwrap();
+    let calls: Vec<&str> = calls.lines().collect();
+    assert_eq!(calls.len(), 4, "{calls:?}");
+    assert!(
+        calls[0].ends_with("--namespace load --request-timeout=30s apply -f -"),
+        "{calls:?}"
+    );
+    assert!(calls[1].contains(" get pods -l job-name=throng-fake "), "{calls:?}");
+    assert!(
+        calls[2].ends_with("delete job throng-fake --ignore-not-found --wait=false"),
+        "{calls:?}"
+    );
+    assert!(
+        calls[3].ends_with("delete secret throng-fake-token --ignore-not-found --wait=false"),
+        "{calls:?}"
+    );
+    assert!(stderr.contains("deleted job/throng-fake") && stderr.contains("deleted secret/throng-fake-token"));
+    // The token is in the applied Secret, and nowhere on stderr.
+    let applied: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("applied.json")).unwrap()).unwrap();
+    let token = applied["items"][0]["stringData"]["token"].as_str().unwrap().trim();
+    assert_eq!(token.len(), 32, "{token}");
+    assert!(!stderr.contains(token), "{stderr}");
+    assert_eq!(applied["items"][1]["spec"]["parallelism"], 2);
 }
