@@ -41,6 +41,9 @@ pub const PORT_RANGE: &str = "1024 65535";
 pub const RESULT_BEGIN: &str = "throng-result-begin";
 /// See [`RESULT_BEGIN`].
 pub const RESULT_END: &str = "throng-result-end";
+/// What starts each line of the result between the markers (a line of
+/// stderr may land there too: the log interleaves the two streams).
+pub const RESULT_LINE: &str = "throng-result-line";
 
 /// Why the manifests cannot be made.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -447,7 +450,7 @@ fn collect_commands(req: &JobRequest, start_at: &str) -> String {
         .collect();
     let awk = format!(
         "$1 == \"{RESULT_BEGIN}\" {{ f = dir \"/\" $2; next }} $1 == \"{RESULT_END}\" {{ close(f); f = \"\"; next }} \
-         f != \"\" {{ print > f }}"
+         f != \"\" && $1 == \"{RESULT_LINE}\" {{ sub(/^{RESULT_LINE} /, \"\"); print > f }}"
     );
     let mut s = String::new();
     s.push_str(&format!(
