@@ -382,6 +382,10 @@ down() {
         fi
         rm -f "$pidfile"
     done
+    # The bridge of the CNI config written by up (the pods not on the host's network).
+    if [ -s "$K8S_STATE/cni/net.d/10-bridge.conflist" ] && ip link show cni0 >/dev/null 2>&1; then
+        ip link delete cni0 && say "deleted the bridge cni0"
+    fi
     # Mounts the kubelet made for the pods' volumes.
     grep " $K8S_STATE/" /proc/mounts | awk '{print $2}' | sort -r | while read -r m; do umount "$m" 2>/dev/null || true; done
 }
