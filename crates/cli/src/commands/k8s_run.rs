@@ -69,7 +69,10 @@ pub fn run(c: K8sRunCmd) -> anyhow::Result<ExitCode> {
         secret: token.to_string(),
     };
     let control = throng_engine::Control::new();
-    crate::signals::forward_to(&control);
+    crate::signals::forward_to_saying(
+        &control,
+        "throng: stopping: the agents stop, then the Job and its Secret are deleted",
+    );
     // From here on, whatever happens, what was created is deleted.
     let cleanup = Cleanup {
         kubectl: &kubectl,
