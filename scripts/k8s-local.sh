@@ -18,7 +18,10 @@
 #   K8S_VERSION   default v1.34.4 (its staging modules are v0.34.4)
 #   K8S_BUILD     where the Go module and the binaries live (default /work/k8s-build)
 #   K8S_STATE     certificates, kubeconfigs, logs, pids, data (default /tmp/throng-k8s)
-#   THRONG_IMAGE  the image to import (default: scripts/build-image.sh's tag)
+#   THRONG_IMAGE  an image already imported: skip building and importing one
+#                 (default: scripts/build-image.sh with THRONG_ENGINE=archive)
+#   THRONG_BIN    the throng for that image (e.g. target/debug/throng; default:
+#                 scripts/build-static.sh's release musl build, minutes)
 #
 # Needs root (the kubelet and containerd), Debian's etcd-server, containerd,
 # runc, openssl, kubectl, and Go.
