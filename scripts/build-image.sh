@@ -8,7 +8,13 @@
 #   scripts/build-image.sh registry.example/throng:0.1.0
 #
 # Environment:
-#   THRONG_ENGINE=podman|docker   the engine (default: podman if installed, else docker)
+#   THRONG_ENGINE=podman|docker|archive   the engine (default: podman if installed, else
+#                                 docker); archive: no engine, write the image as a
+#                                 docker-archive tarball, target/image/throng.tar (for
+#                                 `ctr images import`, as scripts/k8s-local.sh does)
+#   THRONG_BIN=FILE               use this throng instead of building the static one; a
+#                                 dynamically linked one (a debug build) gets the loader
+#                                 and the libraries ldd names copied beside it
 #   THRONG_BUSYBOX=FILE           a statically linked busybox to use (default:
 #                                 Debian's busybox-static, fetched with apt-get download)
 #
@@ -26,11 +32,16 @@ if [ -z "$engine" ]; then
     else die "neither podman nor docker is installed: install one (Debian: podman or docker.io) and run again"
     fi
 fi
-command -v "$engine" >/dev/null 2>&1 || die "THRONG_ENGINE=$engine: no such command"
+[ "$engine" = archive ] || command -v "$engine" >/dev/null 2>&1 || die "THRONG_ENGINE=$engine: no such command"
 
-# The binary: build-static.sh prints its path last on stdout.
-bin=$(sh scripts/build-static.sh | tail -n 1)
-[ -x "$bin" ] || die "scripts/build-static.sh did not make a binary ($bin)"
+if [ -n "${THRONG_BIN:-}" ]; then
+    bin="$THRONG_BIN"
+    [ -x "$bin" ] || die "THRONG_BIN=$bin is not an executable file"
+else
+    # The binary: build-static.sh prints its path last on stdout.
+    bin=$(sh scripts/build-static.sh | tail -n 1)
+    [ -x "$bin" ] || die "scripts/build-static.sh did not make a binary ($bin)"
+fi
 version=$("$bin" --version | sed -n 's/^throng //p')
 [ -n "$version" ] || die "$bin --version did not say its version"
 tag="${1:-throng:$version}"
@@ -47,6 +58,15 @@ if command -v strip >/dev/null 2>&1; then
 else
     echo "build-image: no strip (binutils) here: the image keeps the binary's debug info" >&2
 fi
+
+# A dynamically linked throng: its loader and libraries, at their paths.
+case "$(file -L "$bin")" in
+    *"dynamically linked"*)
+        for lib in $(ldd "$bin" | grep -o '/[^ ]*'); do
+            mkdir -p "$ctx/rootfs$(dirname "$lib")"
+            cp -L "$lib" "$ctx/rootfs$lib"
+        done ;;
+esac
 
 bb="${THRONG_BUSYBOX:-}"
 if [ -z "$bb" ]; then
@@ -79,6 +99,20 @@ else
     echo "build-image: no /etc/ssl/certs/ca-certificates.crt here: the image has no CA roots (use --cacert)" >&2
 fi
 
+if [ "$engine" = archive ]; then
+    # A docker-archive (what `docker save` writes): one layer, the config
+    # docker/Containerfile.static sets, the tag.
+    tar --numeric-owner --owner=0 --group=0 -C "$ctx/rootfs" -cf "$ctx/layer.tar" .
+    diff_id=$(sha256sum "$ctx/layer.tar" | cut -d' ' -f1)
+    printf '{"architecture":"amd64","os":"linux","config":{"Env":["PATH=/usr/local/bin:/bin"],"User":"10001:10001","Entrypoint":["throng"],"Cmd":["--help"]},"rootfs":{"type":"layers","diff_ids":["sha256:%s"]}}\n' \
+        "$diff_id" >"$ctx/config.json"
+    printf '[{"Config":"config.json","RepoTags":["%s"],"Layers":["layer.tar"]}]\n' "$tag" >"$ctx/manifest.json"
+    tar -C "$ctx" -cf "$ctx/throng.tar" manifest.json config.json layer.tar
+    rm -f "$ctx/layer.tar"
+    echo "build-image: $tag as $ctx/throng.tar ($(stat -c %s "$ctx/throng.tar") bytes), no engine" >&2
+    echo "$tag"
+    exit 0
+fi
 "$engine" build -f docker/Containerfile.static -t "$tag" "$ctx" >&2
 size=$("$engine" image inspect --format '{{.Size}}' "$tag" 2>/dev/null || echo '?')
 echo "build-image: $tag ($size bytes) with $engine" >&2

@@ -67,6 +67,12 @@ pub fn forward_to(control: &Control) {
     );
 }
 
+/// Like [`forward_to`], saying `first` on the first signal (a command
+/// whose stop means more than requests in flight).
+pub fn forward_to_saying(control: &Control, first: &'static str) {
+    on_signal(control, first, || {});
+}
+
 /// Like [`forward_to`], for the runs of a `--repeat`: a signal interrupts
 /// every one of `controls` (the running one stops; those not started yet are
 /// skipped).

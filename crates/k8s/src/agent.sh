@@ -32,8 +32,11 @@ throng "$@" --segment "$segment" --segment-sequence "$sequence" \
 code=$?
 echo "throng-agent: throng exited with $code" >&2
 if [ -s "$out" ]; then
+    # Each line of the document marked: the log interleaves stdout and
+    # stderr as the runtime reads them, so a line of stderr can land
+    # between the markers (seen on a real cluster).
     echo "throng-result-begin segment-$i.json"
-    cat "$out"
+    sed 's/^/throng-result-line /' "$out"
     echo
     echo "throng-result-end"
     # A failed run (1) or failed thresholds (99) are judged on the merged

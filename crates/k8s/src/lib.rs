@@ -16,6 +16,7 @@
 //! The YAML is serialized from typed objects ([`objects`]), never from text
 //! templates, so any plan text or argument is quoted correctly.
 
+pub mod agents;
 pub mod objects;
 pub mod segments;
 pub mod sizing;
@@ -40,6 +41,9 @@ pub const PORT_RANGE: &str = "1024 65535";
 pub const RESULT_BEGIN: &str = "throng-result-begin";
 /// See [`RESULT_BEGIN`].
 pub const RESULT_END: &str = "throng-result-end";
+/// What starts each line of the result between the markers (a line of
+/// stderr may land there too: the log interleaves the two streams).
+pub const RESULT_LINE: &str = "throng-result-line";
 
 /// Why the manifests cannot be made.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -58,6 +62,17 @@ pub enum K8sError {
     /// `--parallelism` out of range.
     #[error("--parallelism {0}: give 1 to 10000 agents")]
     Parallelism(u32),
+    /// `--agents` out of range (`throng k8s run`).
+    #[error("--agents {0}: give 1 to 1000 agents")]
+    Agents(u32),
+    /// `--base-port` too low, or too high for that many agents.
+    #[error("--base-port {base}: agent i listens on {base}+i; with {agents} agents give 1024 to {} (ports from 1024 up)", 65536u32.saturating_sub(*agents))]
+    Ports {
+        /// The first port.
+        base: u16,
+        /// Agents.
+        agents: u32,
+    },
     /// An argument with a line break (the agent reads one per line).
     #[error("the argument {0:?} has a line break; the agents read their command line one argument per line")]
     Argument(String),
@@ -328,10 +343,6 @@ fn job(
     job_meta
         .annotations
         .insert("throng.dev/sizing".to_string(), req.sizing.why.join("; "));
-    let env = |name: &str, value: String| NameValue {
-        name: name.to_string(),
-        value,
-    };
     let results_volume = Volume {
         name: "results".to_string(),
         projected: None,
@@ -351,6 +362,7 @@ fn job(
                 metadata: PodMeta { labels: labels.clone() },
                 spec: PodSpec {
                     restart_policy: "Never",
+                    host_network: false,
                     security_context: PodSecurityContext {
                         run_as_non_root: true,
                         run_as_user: AGENT_UID,
@@ -374,11 +386,11 @@ fn job(
                         image: req.image.clone(),
                         image_pull_policy: "IfNotPresent",
                         command: vec!["/bin/sh".to_string(), format!("{PLAN_DIR}/entrypoint.sh")],
-                        env: vec![env("THRONG_RESULTS_DIR", dir.to_string())],
-                        resources: ResourceRequirements {
+                        env: vec![EnvVar::value("THRONG_RESULTS_DIR", dir)],
+                        resources: Some(ResourceRequirements {
                             requests: resources.clone(),
                             limits: resources,
-                        },
+                        }),
                         security_context: ContainerSecurityContext {
                             allow_privilege_escalation: false,
                             read_only_root_filesystem: true,
@@ -438,7 +450,7 @@ fn collect_commands(req: &JobRequest, start_at: &str) -> String {
         .collect();
     let awk = format!(
         "$1 == \"{RESULT_BEGIN}\" {{ f = dir \"/\" $2; next }} $1 == \"{RESULT_END}\" {{ close(f); f = \"\"; next }} \
-         f != \"\" {{ print > f }}"
+         f != \"\" && $1 == \"{RESULT_LINE}\" {{ sub(/^{RESULT_LINE} /, \"\"); print > f }}"
     );
     let mut s = String::new();
     s.push_str(&format!(
@@ -526,7 +538,7 @@ pub fn yaml11_ambiguous(s: &str) -> bool {
 }
 
 /// A DNS-1123 label of at most `max` characters.
-fn check_name(flag: &'static str, value: &str, max: usize) -> Result<(), K8sError> {
+pub(crate) fn check_name(flag: &'static str, value: &str, max: usize) -> Result<(), K8sError> {
     if yaml11_ambiguous(value) {
         return Err(K8sError::Ambiguous {
             flag,

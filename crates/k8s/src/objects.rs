@@ -107,9 +107,14 @@ pub struct PodMeta {
 pub struct PodSpec {
     /// `Never`.
     pub restart_policy: &'static str,
+    /// The node's network namespace (`throng k8s run`: the agents listen on
+    /// the node's address, one port each).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub host_network: bool,
     /// Pod security context.
     pub security_context: PodSecurityContext,
     /// Spread the agents over nodes.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub topology_spread_constraints: Vec<TopologySpreadConstraint>,
     /// The agent.
     pub containers: Vec<Container>,
@@ -129,7 +134,8 @@ pub struct PodSecurityContext {
     pub run_as_group: u32,
     /// Group owning the volumes (results are writable).
     pub fs_group: u32,
-    /// Namespaced sysctls.
+    /// Namespaced sysctls (none with the host's network).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub sysctls: Vec<NameValue>,
 }
 
@@ -140,6 +146,60 @@ pub struct NameValue {
     pub name: String,
     /// Value.
     pub value: String,
+}
+
+/// `EnvVar`: a value, or a field of the pod.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EnvVar {
+    /// Name.
+    pub name: String,
+    /// Its value.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    /// Where the value comes from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value_from: Option<EnvVarSource>,
+}
+
+impl EnvVar {
+    /// `name: value`.
+    pub fn value(name: &str, value: &str) -> Self {
+        Self {
+            name: name.to_string(),
+            value: Some(value.to_string()),
+            value_from: None,
+        }
+    }
+
+    /// The pod's field at `path` (`status.podIP`).
+    pub fn field(name: &str, path: &str) -> Self {
+        Self {
+            name: name.to_string(),
+            value: None,
+            value_from: Some(EnvVarSource {
+                field_ref: FieldRef {
+                    field_path: path.to_string(),
+                },
+            }),
+        }
+    }
+}
+
+/// `EnvVarSource`: the kind throng uses.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EnvVarSource {
+    /// A field of the pod.
+    pub field_ref: FieldRef,
+}
+
+/// `ObjectFieldSelector`.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FieldRef {
+    /// The field (`status.podIP`).
+    pub field_path: String,
 }
 
 /// `TopologySpreadConstraint`.
@@ -177,9 +237,10 @@ pub struct Container {
     /// The agent script.
     pub command: Vec<String>,
     /// Environment.
-    pub env: Vec<NameValue>,
-    /// Requests and limits.
-    pub resources: ResourceRequirements,
+    pub env: Vec<EnvVar>,
+    /// Requests and limits (none: what the node gives).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resources: Option<ResourceRequirements>,
     /// Container security context.
     pub security_context: ContainerSecurityContext,
     /// Mounts.

@@ -37,8 +37,8 @@ use self::storm::STORM_EXAMPLES;
 pub use self::storm::StormCmd;
 use self::tools::{COMPLETIONS_HELP, IMPORT_HELP, SERVE_HELP};
 pub use self::tools::{
-    CertsCmd, CompletionsCmd, DemoCmd, HelpMarkdownCmd, ImportCmd, ImportKind, K8sCmd, K8sCommand, K8sJobCmd, ManCmd,
-    ServeCmd,
+    CertsCmd, CompletionsCmd, DemoCmd, HelpMarkdownCmd, ImportCmd, ImportKind, K8sCmd, K8sCommand, K8sJobCmd,
+    K8sRunCmd, ManCmd, ServeCmd,
 };
 
 /// A network load generator with numbers you can trust.

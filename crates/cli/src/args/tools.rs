@@ -184,6 +184,60 @@ pub enum K8sCommand {
     /// Print an Indexed Job (and the ConfigMap with its plan) whose N pods each run one segment.
     #[command(after_help = K8S_JOB_HELP)]
     Job(Box<K8sJobCmd>),
+    /// Start N agents as an Indexed Job, coordinate them as throng coordinate does, write the
+    /// merged result, and delete the Job and its Secret (also on Ctrl-C and on failure)
+    #[command(after_help = K8S_RUN_HELP)]
+    Run(Box<K8sRunCmd>),
+}
+
+pub(super) const K8S_RUN_HELP: &str = "\
+Each pod runs `throng agent` on its node's network, pod i on port --base-port + i; the cluster
+must let pods use the host network, and this machine must reach the nodes' addresses. kubectl
+does the talking to the cluster (it knows every way a kubeconfig authenticates).
+
+Examples:
+  throng k8s run --agents 4 -- http http://10.0.0.7:8080/ -c 400 -d 5m --json merged.json
+  throng k8s run --agents 8 --namespace load --image registry.example/throng:0.1.0 -- run checkout.yaml";
+
+#[derive(Debug, Args)]
+pub struct K8sRunCmd {
+    /// Agents: pods, each running one segment of the command
+    #[arg(long = "agents", value_name = "N")]
+    pub agents: u32,
+    /// Namespace of the Job and its Secret
+    #[arg(long = "namespace", value_name = "NS", default_value = "default")]
+    pub namespace: String,
+    /// The kubeconfig kubectl uses [default: kubectl's: $KUBECONFIG or ~/.kube/config]
+    #[arg(long = "kubeconfig", value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Container image with throng on the PATH [default: throng:VERSION]
+    #[arg(long = "image", value_name = "IMAGE")]
+    pub image: Option<String>,
+    /// Name of the Job (its Secret is NAME-token) [default: throng-run- and a random suffix]
+    #[arg(long = "name", value_name = "NAME")]
+    pub name: Option<String>,
+    /// Pod i listens on this port + i, on its node's address
+    #[arg(long = "base-port", value_name = "PORT", default_value_t = 7700)]
+    pub base_port: u16,
+    /// Longest to wait for every agent's pod to run and listen
+    #[arg(long = "ready-timeout", value_name = "DURATION", default_value = "120s", value_parser = parse_duration)]
+    pub ready_timeout: Duration,
+    /// Write the merged result (JSON) to this file
+    #[arg(long = "json", value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write the merged result as an HTML report to this file
+    #[arg(long = "html", value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Exit 0 even when an agent's segment is missing (the result still names it)
+    #[arg(long = "allow-missing")]
+    pub allow_missing: bool,
+    /// No live progress line
+    #[arg(short = 'q', long = "quiet")]
+    pub quiet: bool,
+    /// The command every agent runs its segment of: http URL ..., storm TARGET ... or run FILE ...
+    /// (after --)
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
 }
 
 #[derive(Debug, Args)]

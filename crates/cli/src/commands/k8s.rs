@@ -18,6 +18,7 @@ use crate::exit::UsageError;
 pub fn run(c: crate::args::K8sCmd) -> anyhow::Result<ExitCode> {
     match c.command {
         K8sCommand::Job(job) => job_manifests(*job),
+        K8sCommand::Run(r) => super::k8s_run::run(*r),
     }
 }
 

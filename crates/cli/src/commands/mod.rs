@@ -12,6 +12,7 @@ mod history;
 mod http;
 mod import;
 mod k8s;
+mod k8s_run;
 mod llm;
 mod merge;
 mod mqtt;

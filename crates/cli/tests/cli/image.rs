@@ -191,7 +191,12 @@ fn agents_run_their_segments(url: &str) {
         let doc = out
             .split_once(&begin)
             .and_then(|(_, rest)| rest.split_once("\nthrong-result-end"))
-            .map(|(doc, _)| doc)
+            .map(|(doc, _)| {
+                doc.lines()
+                    .filter_map(|l| l.strip_prefix("throng-result-line "))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            })
             .unwrap_or_else(|| panic!("agent {i}: no result between the markers: {}", text(&o)));
         let r = RunResult::from_reader(doc.as_bytes()).unwrap();
         assert_books_balance(&r);

@@ -79,6 +79,7 @@ mod image;
 mod import;
 mod inputs;
 mod k6;
+mod k8s_run;
 mod leaks;
 mod matrix;
 mod memory;

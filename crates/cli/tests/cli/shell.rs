@@ -106,6 +106,7 @@ fn man_writes_one_page_per_subcommand_that_renders() {
     let mut expected: Vec<String> = subcommands().iter().map(|s| format!("throng-{s}.1")).collect();
     expected.push("throng.1".into());
     expected.push("throng-k8s-job.1".into());
+    expected.push("throng-k8s-run.1".into());
     for sub in ["add", "report", "list"] {
         expected.push(format!("throng-history-{sub}.1"));
     }

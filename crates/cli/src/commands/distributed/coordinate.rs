@@ -58,15 +58,34 @@ enum Part {
     Missing(String),
 }
 
-pub fn run(mut c: CoordinateCmd) -> anyhow::Result<ExitCode> {
-    // `--abort-on-fail` is the coordinator's, also where the command's
-    // thresholds are written: it judges the merged figures, not a segment's.
-    let before = c.command.len();
-    c.command.retain(|a| a != "--abort-on-fail");
-    let abort = c.abort_on_fail || c.command.len() != before;
-    // The whole check the command makes before it runs, here, once: an
-    // agent never gets a command that would not run.
-    let (thresholds, connections, run) = match check_command(&c.command)? {
+pub fn run(c: CoordinateCmd) -> anyhow::Result<ExitCode> {
+    run_with(c, Given::default())
+}
+
+/// What a caller that started the agents itself hands over (`throng k8s
+/// run`): the token it gave them, and its control with the signals already
+/// forwarded to it.
+#[derive(Default)]
+pub struct Given {
+    /// The token, instead of `--token-file`.
+    pub token: Option<String>,
+    /// The run's control, instead of a new one.
+    pub control: Option<throng_engine::Control>,
+}
+
+/// The checks `run` makes of the command before any agent is asked, for a
+/// caller that has things to do before it (start the agents): the command
+/// with `--abort-on-fail` taken out.
+pub fn check(command: &[String]) -> anyhow::Result<()> {
+    let command: Vec<String> = command.iter().filter(|a| *a != "--abort-on-fail").cloned().collect();
+    prepared(&command).map(|_| ())
+}
+
+/// The command's thresholds, its connections, and its scenario, checked
+/// as the command checks them before it runs.
+#[allow(clippy::type_complexity)]
+fn prepared(command: &[String]) -> anyhow::Result<(Vec<String>, Option<u64>, Option<Box<crate::args::RunCmd>>)> {
+    Ok(match check_command(command)? {
         Coordinated::Http(http) => {
             let thresholds = http
                 .thresholds
@@ -90,7 +109,19 @@ pub fn run(mut c: CoordinateCmd) -> anyhow::Result<ExitCode> {
             let prepared = crate::commands::run::prepare(&run).map_err(|e| e.context("the command after --"))?;
             (prepared.thresholds().to_vec(), None, Some(run))
         }
-    };
+    })
+}
+
+/// [`run`], with what the caller gives.
+pub fn run_with(mut c: CoordinateCmd, given: Given) -> anyhow::Result<ExitCode> {
+    // `--abort-on-fail` is the coordinator's, also where the command's
+    // thresholds are written: it judges the merged figures, not a segment's.
+    let before = c.command.len();
+    c.command.retain(|a| a != "--abort-on-fail");
+    let abort = c.abort_on_fail || c.command.len() != before;
+    // The whole check the command makes before it runs, here, once: an
+    // agent never gets a command that would not run.
+    let (thresholds, connections, run) = prepared(&c.command)?;
     let mut files = super::files::ship(&c.command)?;
     if let Some(run) = &run {
         // The scenario is read (and checked) here with every file it names.
@@ -109,7 +140,10 @@ pub fn run(mut c: CoordinateCmd) -> anyhow::Result<ExitCode> {
     super::files::only_in(&check_command(&rewritten)?, probe).map_err(|p| cannot_ship(format!("'{p}'")))?;
     crate::commands::export::check_outputs(&[("--json", c.json.as_deref()), ("--html", c.html.as_deref())])?;
     let access = Access {
-        token: read_token(c.token_file.as_deref())?,
+        token: match given.token {
+            Some(t) => t,
+            None => read_token(c.token_file.as_deref())?,
+        },
         tls: client_tls(&c)?,
     };
     if c.agents.len() > MAX_AGENTS {
@@ -134,8 +168,11 @@ pub fn run(mut c: CoordinateCmd) -> anyhow::Result<ExitCode> {
     // Listening before any agent is asked: a busy --prometheus address is
     // a usage error, not a run cut short.
     let mut view = super::live::LiveView::new(c.agents.len(), c.prometheus, thresholds, abort, c.quiet)?;
-    let control = throng_engine::Control::new();
-    crate::signals::forward_to(&control);
+    let control = given.control.unwrap_or_else(|| {
+        let control = throng_engine::Control::new();
+        crate::signals::forward_to(&control);
+        control
+    });
     // A scenario's setup: runs once, here, for every agent; its teardown
     // once, after them.
     let setup = match &run {
