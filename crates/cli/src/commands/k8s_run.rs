@@ -93,6 +93,9 @@ pub fn run(c: K8sRunCmd) -> anyhow::Result<ExitCode> {
     let coordinate_cmd = CoordinateCmd {
         agents: addrs,
         token_file: None,
+        cacert: None,
+        cert: None,
+        key: None,
         json: c.json,
         html: c.html,
         allow_missing: c.allow_missing,

@@ -84,7 +84,13 @@ pub fn check(command: &[String]) -> anyhow::Result<()> {
 /// The command's thresholds, its connections, and its scenario, checked
 /// as the command checks them before it runs.
 #[allow(clippy::type_complexity)]
-fn prepared(command: &[String]) -> anyhow::Result<(Vec<String>, Option<u64>, Option<Box<crate::args::RunCmd>>)> {
+fn prepared(
+    command: &[String],
+) -> anyhow::Result<(
+    Vec<throng_scenario::Threshold>,
+    Option<u64>,
+    Option<Box<crate::args::RunCmd>>,
+)> {
     Ok(match check_command(command)? {
         Coordinated::Http(http) => {
             let thresholds = http
