@@ -15,6 +15,7 @@ use crate::template::{Template, is_identifier};
 mod control;
 mod grpc;
 mod js;
+mod mqtt;
 mod request;
 mod scenario;
 mod target;
@@ -292,6 +293,19 @@ impl Validator<'_> {
             self.resolve_reflected(std::slice::from_mut(once), &target, tls.as_ref())?;
         }
         self.quic_fits_tls(&target, &scenarios, tls.as_ref())?;
+        {
+            let keys: Vec<String> = scenarios.iter().map(|s| format!("{}:", s.name)).collect();
+            let mut flows: Vec<(&str, &mut Vec<Step>)> = Vec::new();
+            for (s, k) in scenarios.iter_mut().zip(&keys) {
+                flows.push((k, &mut s.flow));
+            }
+            for (once, k) in [(&mut setup, "setup:"), (&mut teardown, "teardown:")] {
+                if let Some(s) = once.as_mut() {
+                    flows.push((k, &mut s.flow));
+                }
+            }
+            self.mqtt_files(flows, read)?;
+        }
         // Variables: data columns, and captures of the steps before, in the
         // order an iteration runs them (captures are cleared when it starts).
         let columns: BTreeSet<String> = data.iter().flat_map(|d| d.columns.iter().cloned()).collect();
