@@ -212,3 +212,48 @@ scenarios:
         assert!(!shown.contains("s3cret-pw") && !text.contains("s3cret-pw"));
     }
 }
+
+#[test]
+fn an_mqtts_broker_is_reached_with_the_files_tls_settings() {
+    let server = lab(None);
+    let (_certs_dir, certs) = common::certs();
+    let c = |f: &str| certs.join(f).display().to_string();
+    let broker = Mosquitto::start(&format!(
+        "cafile {}\ncertfile {}\nkeyfile {}",
+        c("ca.pem"),
+        c("server.pem"),
+        c("server.key")
+    ));
+    let yaml = format!(
+        r#"
+target: TARGET
+tls: {{ cacert: {} }}
+scenarios:
+  secure:
+    executor: per-vu-iterations
+    vus: 2
+    iterations: 2
+    flow:
+      - mqtt:
+          url: BROKER
+          name: secure
+          keep: true
+          messages:
+            - subscribe: 'tls/{{{{vu}}}}'
+            - publish: 'tls/{{{{vu}}}}'
+              payload: 'over tls {{{{iter}}}}'
+              qos: 1
+            - expect: {{ payload: 'over tls' }}
+"#,
+        c("ca.pem")
+    );
+    let url = format!("mqtts://localhost:{}", broker.port);
+    let (code, r, shown, _) = run(&yaml, &format!("http://{}", server.addr()), &url);
+    assert_eq!(code, 0, "{shown}");
+    assert_books_balance(&r);
+    let m = &r.measurements;
+    assert_eq!((m.requests.attempted, m.requests.ok), (4, 4), "{shown}");
+    // One session per VU, kept: TLS and CONNECT once each.
+    assert_eq!((phase(&r, "tls"), phase(&r, "handshake")), (2, 2), "{shown}");
+    assert_eq!(phase(&r, "puback"), 4, "{shown}");
+}

@@ -19,7 +19,7 @@
 //! `mqtt.puback.refused`, `mqtt.protocol`, `timeout.*`), the messages after
 //! it are not sent, so `attempted = ok + Σ errors` holds.
 //! Messages delivered while an acknowledgement is awaited are held (at most
-//! [`HELD`], oldest dropped) for the expects after it: a broker may deliver
+//! [`HELD`] and [`HELD_BYTES`], oldest dropped) for the expects after it: a broker may deliver
 //! a VU's own message before its PUBACK.
 
 use std::collections::VecDeque;
@@ -37,8 +37,10 @@ use crate::ctx::Ctx;
 use crate::proto::mqtt::codec::{self, Next, Packet, Version};
 use crate::proto::mqtt::{connack_refused, io_fail, read_some, suback_refused};
 
-/// Deliveries held for later expects, at most.
-const HELD: usize = 256;
+/// Deliveries held for later expects, at most (the oldest dropped), and
+/// their payloads' bytes: a VU holds little whatever a broker sends.
+const HELD: usize = 64;
+const HELD_BYTES: usize = 1024 * 1024;
 
 /// Longest the DISCONNECT at a session's end may take to write.
 const DISCONNECT_LIMIT: Duration = Duration::from_secs(1);
@@ -145,10 +147,10 @@ async fn await_packet(
         loop {
             match read(ctx, s, received).await? {
                 Read::Delivered(d) => {
-                    if s.held.len() == HELD {
+                    s.held.push_back(d);
+                    while s.held.len() > HELD || s.held.iter().map(|d| d.payload.len()).sum::<usize>() > HELD_BYTES {
                         s.held.pop_front();
                     }
-                    s.held.push_back(d);
                 }
                 Read::Packet(p) => match wanted(&p) {
                     Some(code) => return Ok(code),

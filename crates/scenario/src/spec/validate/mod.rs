@@ -286,7 +286,13 @@ impl Validator<'_> {
         let mut setup = self.once("setup", raw.setup, file_proto.clone(), &defaults, &target)?;
         let mut teardown = self.once("teardown", raw.teardown, file_proto, &defaults, &target)?;
         // TLS settings serve every https:// target of the file.
-        let any_https = target.https || scenarios.iter().any(|s| s.target.as_ref().is_some_and(|t| t.https));
+        let any_https = target.https
+            || scenarios.iter().any(|s| s.target.as_ref().is_some_and(|t| t.https))
+            || scenarios
+                .iter()
+                .chain(&setup)
+                .chain(&teardown)
+                .any(|s| mqtts(&s.flow).iter().any(|m| m.tls));
         let tls = self.tls(any_https, raw.tls)?;
         self.resolve_reflected(&mut scenarios, &target, tls.as_ref())?;
         for once in [&mut setup, &mut teardown].into_iter().flatten() {
@@ -758,7 +764,7 @@ impl Validator<'_> {
                     server_name: t.sni,
                 }))
             }
-            (false, Some(_)) => Err(self.err(&["tls:"], "tls: applies to https:// targets")),
+            (false, Some(_)) => Err(self.err(&["tls:"], "tls: applies to https:// targets and mqtts:// brokers")),
             (false, None) => Ok(None),
         }
     }
