@@ -231,11 +231,9 @@ async fn open(
     let mut received = 0;
     let exchange = async {
         send(ctx, &mut s, &out, step.timeout).await?;
-        loop {
-            match read(ctx, &mut s, &mut received).await? {
-                Read::Packet(Packet::Connack { code, .. }) => return Ok(code),
-                Read::Packet(_) | Read::Delivered(_) => return Err(ErrorClass::Mqtt("protocol")),
-            }
+        match read(ctx, &mut s, &mut received).await? {
+            Read::Packet(Packet::Connack { code, .. }) => Ok(code),
+            Read::Packet(_) | Read::Delivered(_) => Err(ErrorClass::Mqtt("protocol")),
         }
     };
     let answer = tokio::select! {
