@@ -293,3 +293,39 @@ fn the_docs_sensors_example_runs_as_written_against_mosquitto_and_the_lab() {
     assert_eq!(phase(&r, "handshake"), 10, "{shown}");
     assert!(!text.contains("docs-pw") && !shown.contains("docs-pw"));
 }
+
+#[test]
+fn a_step_cut_off_by_the_end_of_the_run_is_interrupted_and_its_session_closed() {
+    let server = lab(None);
+    let broker = Mosquitto::start("");
+    let yaml = r#"
+target: TARGET
+scenarios:
+  waiting:
+    executor: constant-vus
+    vus: 2
+    duration: 500ms
+    graceful_stop: 200ms
+    flow:
+      - mqtt:
+          url: BROKER
+          name: wait
+          timeout: 30s
+          messages:
+            - subscribe: 'never/{{vu}}'
+            - expect: { topic: 'never/{{vu}}' }
+"#;
+    let (_, r, shown, _) = run(
+        yaml,
+        &format!("http://{}", server.addr()),
+        &format!("mqtt://127.0.0.1:{}", broker.port),
+    );
+    assert_books_balance(&r);
+    let m = &r.measurements;
+    // Each VU's one step waited past the graceful stop: cut off.
+    assert_eq!(m.requests.attempted, 2, "{shown}");
+    assert_eq!(m.requests.errors.get("interrupted"), Some(&2), "{shown}");
+    assert_eq!(m.connections.ok, 2, "{shown}");
+    // Both sessions' ends are on the books.
+    assert_eq!(phase(&r, "connection"), 2, "{shown}");
+}

@@ -175,6 +175,38 @@ fn next_id(s: &mut MqttKept) -> u16 {
     s.next_id
 }
 
+/// A session in a step's hands: its connection's end is recorded however
+/// the step ends (a VU cut off mid-step drops it here).
+struct Held<'a> {
+    ctx: &'a Ctx,
+    /// Some until [`Held::take`].
+    s: Option<MqttKept>,
+}
+
+impl<'a> Held<'a> {
+    fn new(ctx: &'a Ctx, s: MqttKept) -> Held<'a> {
+        Held { ctx, s: Some(s) }
+    }
+
+    fn get(&mut self) -> &mut MqttKept {
+        // Invariant: `s` is Some until take consumes the guard.
+        #[allow(clippy::unwrap_used)]
+        self.s.as_mut().unwrap()
+    }
+
+    fn take(mut self) -> Option<MqttKept> {
+        self.s.take()
+    }
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        if let Some(s) = self.s.take() {
+            close(self.ctx, Some(s.conn));
+        }
+    }
+}
+
 /// The session's start: what CONNECT carries, rendered.
 struct Hello {
     client_id: String,
@@ -184,13 +216,13 @@ struct Hello {
 
 /// Connects and sends CONNECT, reading CONNACK, within the step's timeout;
 /// the exchange's time is the `handshake` phase.
-async fn open(
-    ctx: &Ctx,
+async fn open<'a>(
+    ctx: &'a Ctx,
     sc: &Scen,
     step: &MqttStep,
     hello: &Hello,
     mut row: Option<&mut crate::rows::Row<'_>>,
-) -> Result<MqttKept, ErrorClass> {
+) -> Result<Held<'a>, ErrorClass> {
     // Invariant: the run made a destination for every mqtt: step's URL.
     let dest = sc.dest.mqtt_for(&step.url).ok_or(ErrorClass::Protocol)?;
     let mut sleep = std::pin::pin!(tokio::time::sleep(step.timeout));
@@ -205,14 +237,18 @@ async fn open(
         row.as_deref_mut(),
     );
     let conn = Box::pin(opening).await?.conn;
-    let mut s = MqttKept {
-        conn,
-        reader: codec::Reader::default(),
-        url: step.url.clone(),
-        version: version(step.version),
-        next_id: 0,
-        held: VecDeque::new(),
-    };
+    let mut held = Held::new(
+        ctx,
+        MqttKept {
+            conn,
+            reader: codec::Reader::default(),
+            url: step.url.clone(),
+            version: version(step.version),
+            next_id: 0,
+            held: VecDeque::new(),
+        },
+    );
+    let s = held.get();
     let mut out = Vec::with_capacity(64);
     codec::connect(
         &mut out,
@@ -230,8 +266,8 @@ async fn open(
     sleep.as_mut().reset((t0 + step.timeout).into());
     let mut received = 0;
     let exchange = async {
-        send(ctx, &mut s, &out, step.timeout).await?;
-        match read(ctx, &mut s, &mut received).await? {
+        send(ctx, s, &out, step.timeout).await?;
+        match read(ctx, s, &mut received).await? {
             Read::Packet(Packet::Connack { code, .. }) => Ok(code),
             Read::Packet(_) | Read::Delivered(_) => Err(ErrorClass::Mqtt("protocol")),
         }
@@ -247,28 +283,29 @@ async fn open(
         Err(class) => Some(class),
     };
     if let Some(class) = refused {
-        close(ctx, Some(s.conn));
+        // Closed as the guard drops.
         return Err(class);
     }
     let now = Instant::now();
     ctx.rec.borrow_mut().phase(now, Phase::Handshake, now - t0);
     if let Some(r) = row {
-        r.conn(s.conn.id);
+        r.conn(held.get().conn.id);
         r.phase(Phase::Handshake, now - t0);
     }
-    Ok(s)
+    Ok(held)
 }
 
-/// DISCONNECT (bounded), then the connection's end recorded.
-async fn disconnect(ctx: &Ctx, mut s: MqttKept) {
+/// DISCONNECT (bounded), then the connection's end recorded (as the
+/// guard drops, whenever that is).
+async fn disconnect(mut held: Held<'_>) {
+    let s = held.get();
     let _ = tokio::time::timeout(DISCONNECT_LIMIT, s.conn.stream.write_all(&codec::DISCONNECT_BYTES)).await;
-    close(ctx, Some(s.conn));
 }
 
 /// Ends a kept session properly (the VU's end).
 pub(super) async fn close_kept(ctx: &Ctx, kept: Option<MqttKept>) {
     if let Some(s) = kept {
-        disconnect(ctx, s).await;
+        disconnect(Held::new(ctx, s)).await;
     }
 }
 
@@ -318,8 +355,8 @@ pub(super) async fn step(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &MqttOp, origin:
             None
         }
     };
-    let mut s = match kept {
-        Some(k) => k,
+    let mut held = match kept {
+        Some(k) => Held::new(ctx, k),
         None => {
             let row = unit.as_mut().and_then(|u| u.row.row());
             match open(ctx, sc, step, &hello, row).await {
@@ -330,7 +367,7 @@ pub(super) async fn step(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &MqttOp, origin:
     };
     drop(hello);
     let mut received = 0u64;
-    let outcome = messages(ctx, sc, vu, op, &mut s, &mut unit, &mut received).await;
+    let outcome = messages(ctx, sc, vu, op, held.get(), &mut unit, &mut received).await;
     if let Err(class) = outcome {
         // A session that failed is not kept: a broker's refusal or a wait
         // that ran out leaves it sound, so it ends with DISCONNECT.
@@ -339,9 +376,9 @@ pub(super) async fn step(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &MqttOp, origin:
             ErrorClass::TimeoutResponse | ErrorClass::Mqtt(_) | ErrorClass::Protocol
         );
         if sound {
-            disconnect(ctx, s).await;
+            disconnect(held).await;
         } else {
-            close(ctx, Some(s.conn));
+            drop(held);
         }
         let unit = unit.or_else(|| Some(begin(ctx, sc, op, vu)));
         return fail(ctx, unit, class, received);
@@ -357,9 +394,9 @@ pub(super) async fn step(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &MqttOp, origin:
         u.flight.end(now, None, false);
     }
     if step.keep {
-        vu.mqtt = Some(s);
+        vu.mqtt = held.take();
     } else {
-        disconnect(ctx, s).await;
+        disconnect(held).await;
     }
 }
 
