@@ -222,6 +222,7 @@ async fn open<'a>(
     step: &MqttStep,
     hello: &Hello,
     mut row: Option<&mut crate::rows::Row<'_>>,
+    received: &mut u64,
 ) -> Result<Held<'a>, ErrorClass> {
     // Invariant: the run made a destination for every mqtt: step's URL.
     let dest = sc.dest.mqtt_for(&step.url).ok_or(ErrorClass::Protocol)?;
@@ -264,10 +265,9 @@ async fn open<'a>(
     );
     let t0 = Instant::now();
     sleep.as_mut().reset((t0 + step.timeout).into());
-    let mut received = 0;
     let exchange = async {
         send(ctx, s, &out, step.timeout).await?;
-        match read(ctx, s, &mut received).await? {
+        match read(ctx, s, received).await? {
             Read::Packet(Packet::Connack { code, .. }) => Ok(code),
             Read::Packet(_) | Read::Delivered(_) => Err(ErrorClass::Mqtt("protocol")),
         }
@@ -355,18 +355,19 @@ pub(super) async fn step(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &MqttOp, origin:
             None
         }
     };
+    // Bytes read for the unit under way (CONNACK's with the first).
+    let mut received = 0u64;
     let mut held = match kept {
         Some(k) => Held::new(ctx, k),
         None => {
             let row = unit.as_mut().and_then(|u| u.row.row());
-            match open(ctx, sc, step, &hello, row).await {
+            match open(ctx, sc, step, &hello, row, &mut received).await {
                 Ok(s) => s,
-                Err(class) => return fail(ctx, unit, class, 0),
+                Err(class) => return fail(ctx, unit, class, received),
             }
         }
     };
     drop(hello);
-    let mut received = 0u64;
     let outcome = messages(ctx, sc, vu, op, held.get(), &mut unit, &mut received).await;
     if let Err(class) = outcome {
         // A session that failed is not kept: a broker's refusal or a wait
