@@ -329,3 +329,38 @@ scenarios:
     // Both sessions' ends are on the books.
     assert_eq!(phase(&r, "connection"), 2, "{shown}");
 }
+
+#[test]
+fn a_mistaken_step_is_a_usage_error_at_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.yaml");
+    let cases = [
+        (
+            "url: 'mqtt://dev:s3cret-pw@127.0.0.1:1883'",
+            "has credentials",
+            "s.yaml:9:",
+        ),
+        (
+            "url: mqtt://127.0.0.1:1883\n          password: s3cret-pw",
+            "goes with user:",
+            "s.yaml:10:",
+        ),
+        (
+            "url: mqtt://127.0.0.1:1883\n          messages:\n            - publish: 'a/#'",
+            "without wildcards",
+            "s.yaml:11:",
+        ),
+    ];
+    for (step, what, at) in cases {
+        let yaml = format!(
+            "target: http://127.0.0.1:1\nscenarios:\n  s:\n    executor: per-vu-iterations\n    vus: 1\n    iterations: 1\n    flow:\n      - mqtt:\n          {step}\n"
+        );
+        std::fs::write(&file, &yaml).unwrap();
+        let out = output(throng().arg("run").arg(&file));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{yaml}\n{err}");
+        assert!(err.contains(what), "{yaml}\n{err}");
+        assert!(err.contains(at), "{at}: {err}");
+        assert!(!err.contains("s3cret-pw"), "{err}");
+    }
+}

@@ -16,8 +16,17 @@ impl Validator<'_> {
     /// An `mqtt:` step of scenario `key`.
     pub(super) fn mqtt(&self, key: &str, m: RawMqtt, defaults: &Defaults) -> Result<MqttStep, ScenarioError> {
         let url_at = format!("url: {}", m.url);
-        let here: Vec<&str> = vec![self.root.get(), key, "mqtt:", &url_at];
-        let (tls, host, port) = self.mqtt_url(&here, &m.url)?;
+        // At the url: line whether it is quoted or not (then the step's
+        // first url: after its key).
+        let (tls, host, port) = self.mqtt_url(&m.url).map_err(|message| {
+            self.err_first(
+                &[
+                    &[self.root.get(), key, "mqtt:", &url_at],
+                    &[self.root.get(), key, "mqtt:", "url:"],
+                ],
+                message,
+            )
+        })?;
         let version = match &m.version {
             None => MqttVersion::V311,
             Some(v) => {
@@ -85,14 +94,13 @@ impl Validator<'_> {
 
     /// `mqtt://HOST[:PORT]` or `mqtts://HOST[:PORT]` (1883 and 8883 by
     /// default), without credentials or a path.
-    fn mqtt_url(&self, here: &[&str], url: &str) -> Result<(bool, String, u16), ScenarioError> {
+    fn mqtt_url(&self, url: &str) -> Result<(bool, String, u16), String> {
         let (tls, rest) = match (url.strip_prefix("mqtt://"), url.strip_prefix("mqtts://")) {
             (Some(r), _) => (false, r),
             (_, Some(r)) => (true, r),
             _ => {
-                return Err(self.err(
-                    here,
-                    format!("url '{url}' is not mqtt:// or mqtts:// (e.g. mqtt://127.0.0.1:1883)"),
+                return Err(format!(
+                    "url '{url}' is not mqtt:// or mqtts:// (e.g. mqtt://127.0.0.1:1883)"
                 ));
             }
         };
@@ -100,16 +108,13 @@ impl Validator<'_> {
         if authority.contains('@') {
             // The URL names the step in reports: a password there would
             // be in every output.
-            return Err(self.err(
-                here,
-                format!(
-                    "url '{}' has credentials (user@), which would show in every report; remove them and give \
-                     user: and password: (redacted in results)",
-                    throng_plan::mask_userinfo(url)
-                ),
+            return Err(format!(
+                "url '{}' has credentials (user@), which would show in every report; remove them and give user: \
+                 and password: (redacted in results)",
+                throng_plan::mask_userinfo(url)
             ));
         }
-        let bad = |why: &str| self.err(here, format!("url '{url}': {why}; write mqtt://HOST:PORT"));
+        let bad = |why: &str| format!("url '{url}': {why}; write mqtt://HOST:PORT");
         if authority.contains(['/', '?', '#']) {
             return Err(bad("an MQTT broker URL has no path or query"));
         }
