@@ -44,5 +44,6 @@ pub use spec::{
 };
 pub use spec::{ExpectEvent, SseSpec};
 pub use spec::{JsStep, js_steps};
+pub use spec::{MAX_MQTT_PAYLOAD, MqttMessage, MqttPayload, MqttStep, MqttVersion, mqtts, topic_matches};
 pub use template::{Context, EnvRenderError, Template, TemplateError, TemplateFault};
 pub use threshold::{Threshold, Verdict};

@@ -15,12 +15,16 @@ pub use types::{
 };
 pub use types::{DEFAULT_JS_TIMEOUT, JsStep, MAX_JS_CODE, MAX_JS_SETS, MAX_JS_TIMEOUT, js_steps};
 pub use types::{DEFAULT_MAX_BODY, MAX_MAX_BODY, SETUP_LIMIT, TEARDOWN_LIMIT, capture_names};
+pub use types::{MAX_MQTT_PAYLOAD, MqttMessage, MqttPayload, MqttStep, MqttVersion, mqtts, topic_matches};
 
 mod js;
+mod mqtt;
 mod raw;
 mod sse;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_mqtt;
 #[cfg(test)]
 mod tests_proto;
 #[cfg(test)]

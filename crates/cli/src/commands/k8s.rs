@@ -389,6 +389,12 @@ fn count_requests(flow: &[Step]) -> u32 {
                 .filter(|m| matches!(m, throng_scenario::WsMessage::Expect { .. }))
                 .count()
                 .max(1) as u32,
+            Step::Mqtt(m) => m
+                .messages
+                .iter()
+                .filter(|m| matches!(m, throng_scenario::MqttMessage::Expect { .. }))
+                .count()
+                .max(1) as u32,
             Step::Think(_) | Step::Add(_) | Step::Js(_) => 0,
             Step::Group { flow, .. } => count_requests(flow),
             // At most: every pass of a loop, the larger branch.

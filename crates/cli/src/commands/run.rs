@@ -209,6 +209,7 @@ fn step_scenarios(plan: &ScenarioPlan) -> BTreeMap<String, String> {
                 throng_scenario::Step::Request(r) => add(&r.name, scenario, out),
                 throng_scenario::Step::Grpc(g) => add(&g.request.name, scenario, out),
                 throng_scenario::Step::WebSocket(w) => add(&w.name, scenario, out),
+                throng_scenario::Step::Mqtt(m) => add(&m.name, scenario, out),
                 throng_scenario::Step::Think(_) | throng_scenario::Step::Add(_) | throng_scenario::Step::Js(_) => {}
                 nested => nested.nested().into_iter().for_each(|f| walk(f, scenario, out)),
             }

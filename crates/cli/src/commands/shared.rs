@@ -465,13 +465,15 @@ pub(super) fn spoken(plan: &throng_result::Plan) -> Option<String> {
             throng_plan::HttpVersion::Http3 => "HTTP/3",
         }
     }
-    /// (has requests, has websocket: steps, has grpc: steps) of a flow.
-    fn kinds(flow: &[throng_scenario::Step], out: &mut (bool, bool, bool)) {
+    /// (has requests, has websocket: steps, has grpc: steps, has mqtt:
+    /// steps) of a flow.
+    fn kinds(flow: &[throng_scenario::Step], out: &mut (bool, bool, bool, bool)) {
         for step in flow {
             match step {
                 throng_scenario::Step::Request(_) => out.0 = true,
                 throng_scenario::Step::WebSocket(_) => out.1 = true,
                 throng_scenario::Step::Grpc(_) => out.2 = true,
+                throng_scenario::Step::Mqtt(_) => out.3 = true,
                 throng_scenario::Step::Think(_) | throng_scenario::Step::Add(_) | throng_scenario::Step::Js(_) => {}
                 nested => nested.nested().into_iter().for_each(|f| kinds(f, out)),
             }
@@ -490,7 +492,7 @@ pub(super) fn spoken(plan: &throng_result::Plan) -> Option<String> {
         throng_result::Plan::Run(p) => {
             let mut names: Vec<&str> = Vec::new();
             for s in &p.scenarios {
-                let mut k = (false, false, false);
+                let mut k = (false, false, false, false);
                 kinds(&s.flow, &mut k);
                 if k.0 {
                     names.push(version(s.target(&p.target).http));
@@ -501,6 +503,9 @@ pub(super) fn spoken(plan: &throng_result::Plan) -> Option<String> {
                 }
                 if k.2 {
                     names.push("gRPC");
+                }
+                if k.3 {
+                    names.push("MQTT");
                 }
             }
             if names.is_empty() {
@@ -642,6 +647,8 @@ mod tests {
         assert_eq!(spoken(&scenario(ws)).as_deref(), Some("HTTP/1.1 and WebSocket"));
         let ws_only = "      - websocket:\n          url: /chat\n          messages: [{ send: hi }]\n";
         assert_eq!(spoken(&scenario(ws_only)).as_deref(), Some("WebSocket"));
+        let mqtt = "      - request: { path: / }\n      - mqtt:\n          url: mqtt://b\n          messages: [{ publish: t }]\n";
+        assert_eq!(spoken(&scenario(mqtt)).as_deref(), Some("HTTP/1.1 and MQTT"));
         let h2_request = "      - request: { path: /, http: 2 }\n";
         assert_eq!(spoken(&scenario(h2_request)).as_deref(), Some("HTTP/1.1 and HTTP/2"));
     }

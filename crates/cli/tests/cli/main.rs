@@ -107,6 +107,7 @@ mod scenario;
 mod scenario_grpc;
 mod scenario_js;
 mod scenario_logic;
+mod scenario_mqtt;
 mod scenario_mux;
 mod scenario_once;
 mod scenario_proto;

@@ -558,7 +558,11 @@ fn scenario_dests(
         let target = s.target(&plan.target);
         let asked = s.request_protocols();
         // Scenarios with the same target and request protocols share one.
-        if let Some((_, _, d)) = made.iter().find(|(t, a, _)| *t == target && *a == asked) {
+        let brokers = throng_scenario::mqtts(&s.flow);
+        let found = made
+            .iter()
+            .find(|(t, a, d)| *t == target && *a == asked && brokers.iter().all(|m| d.mqtt_for(&m.url).is_some()));
+        if let Some((_, _, d)) = found {
             out.push(Arc::clone(d));
             continue;
         }
@@ -634,11 +638,29 @@ fn scenario_dest(
         }
         false => None,
     };
+    let mut mqtt: Vec<(String, targets::Dest)> = Vec::new();
+    for m in throng_scenario::mqtts(&s.flow) {
+        if mqtt.iter().any(|(u, _)| *u == m.url) {
+            continue;
+        }
+        let route = reach::route(&m.host, m.port, reach, false)?;
+        let tls_client = match m.tls {
+            true => plan_tls(
+                plan.tls.as_ref(),
+                tls.cloned(),
+                &m.host,
+                &format!("the broker {}", m.url),
+            )?,
+            false => None,
+        };
+        mqtt.push((m.url.clone(), targets::Dest { route, tls: tls_client }));
+    }
     Ok(vu::dest::Dest {
         http: target.http,
         conn: main,
         quic,
         also,
+        mqtt,
     })
 }
 

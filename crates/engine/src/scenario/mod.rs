@@ -57,7 +57,7 @@ use crate::ctx::Ctx;
 use crate::load::ScenarioLoad;
 use crate::proto::http1::Keep;
 use control::{closed_controller, open_controller};
-use ops::{AddOp, GrpcOp, Op, ReqOp, Scen, UntilOp, WsOp};
+use ops::{AddOp, GrpcOp, MqttOp, Op, ReqOp, Scen, UntilOp, WsOp};
 
 mod control;
 mod flight;
@@ -65,6 +65,7 @@ mod grpc;
 mod h1;
 mod js;
 mod logic;
+mod mqtt;
 mod ops;
 mod render;
 mod request;
@@ -200,6 +201,14 @@ fn compile(flow: &[Step], tags: &[usize], keeps: &Keeps, rec: &mut ScenarioRecor
                 t.push(rec.tag(&format!("step:{}", w.name)));
                 out.push(Op::WebSocket(Box::new(WsOp {
                     ws: (**w).clone(),
+                    tags: t,
+                })));
+            }
+            Step::Mqtt(m) => {
+                let mut t = tags.to_vec();
+                t.push(rec.tag(&format!("step:{}", m.name)));
+                out.push(Op::Mqtt(Box::new(MqttOp {
+                    step: (**m).clone(),
                     tags: t,
                 })));
             }

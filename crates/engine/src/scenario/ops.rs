@@ -12,7 +12,9 @@ use std::time::Instant;
 use bytes::Bytes;
 use throng_metrics::ScenarioRecorder;
 use throng_plan::{Authority, Rng, StatusSet};
-use throng_scenario::{BaseUrl, Condition, CookieJar, GrpcStep, Request, Scenario, ScenarioPlan, Think, WebSocket};
+use throng_scenario::{
+    BaseUrl, Condition, CookieJar, GrpcStep, MqttStep, Request, Scenario, ScenarioPlan, Think, WebSocket,
+};
 use tokio::sync::Notify;
 
 use crate::conn::Conn;
@@ -73,6 +75,7 @@ pub(super) enum Op {
     Request(Box<ReqOp>),
     Grpc(Box<GrpcOp>),
     WebSocket(Box<WsOp>),
+    Mqtt(Box<MqttOp>),
     Think(Think),
     GroupStart,
     GroupEnd(usize),
@@ -133,6 +136,32 @@ pub(super) struct WsOp {
     pub(super) ws: WebSocket,
     /// Recorder tag indices: all, scenario, step, enclosing groups.
     pub(super) tags: Vec<usize>,
+}
+
+/// A compiled `mqtt:` step.
+pub(super) struct MqttOp {
+    pub(super) step: MqttStep,
+    /// Recorder tag indices: all, scenario, step, enclosing groups.
+    pub(super) tags: Vec<usize>,
+}
+
+/// A VU's MQTT session, kept for its next `mqtt:` step to the same URL.
+pub(super) struct MqttKept {
+    pub(super) conn: Conn,
+    pub(super) reader: crate::proto::mqtt::codec::Reader,
+    pub(super) url: String,
+    pub(super) version: crate::proto::mqtt::codec::Version,
+    /// The last packet identifier used (0: none yet).
+    pub(super) next_id: u16,
+    /// Deliveries read while an acknowledgement was awaited, for the
+    /// expects after it.
+    pub(super) held: std::collections::VecDeque<Delivered>,
+}
+
+/// A message a broker delivered to an `mqtt:` step's session.
+pub(super) struct Delivered {
+    pub(super) topic: String,
+    pub(super) payload: Vec<u8>,
 }
 
 /// A VU's socket kept for its next `websocket:` step to the same target.
@@ -257,6 +286,8 @@ pub(super) struct Vu {
     pub(super) session: Session,
     /// A socket a `websocket:` step kept (`keep: true`).
     pub(super) ws: Option<Kept>,
+    /// A session an `mqtt:` step kept (`keep: true`).
+    pub(super) mqtt: Option<MqttKept>,
     /// A k6 script's VU (its runtime and coroutine), made at its first
     /// iteration.
     pub(super) js: Option<Box<throng_script::ScriptVu>>,

@@ -14,7 +14,7 @@ use throng_plan::Rng;
 use throng_scenario::{AddValue, CookieJar, Cookies, Cursor, Executor, Think};
 
 use super::ops::{Op, Scen, Vu, sleep_until, with_scen};
-use super::{grpc, js, logic, render, request, script, ws};
+use super::{grpc, js, logic, mqtt, render, request, script, ws};
 use crate::conn::close;
 use crate::ctx::{Ctx, TaskGuard};
 use crate::proto::session::Session;
@@ -35,6 +35,7 @@ pub(super) async fn vu(guard: TaskGuard, sc: Rc<Scen>, slot: usize) {
         conns: Conns::default(),
         session: Session::new(false),
         ws: None,
+        mqtt: None,
         answered: false,
         status: 0,
         loops: Vec::new(),
@@ -94,6 +95,7 @@ pub(super) async fn vu(guard: TaskGuard, sc: Rc<Scen>, slot: usize) {
             close(ctx, vu.conn.take());
             vu.conns.close_all(ctx);
             ws::drop_kept(ctx, vu.ws.take());
+            mqtt::drop_kept(ctx, vu.mqtt.take());
             break;
         }
         if completed {
@@ -104,8 +106,10 @@ pub(super) async fn vu(guard: TaskGuard, sc: Rc<Scen>, slot: usize) {
     vu.conns.close_all(ctx);
     if ctx.stopping.get() {
         ws::drop_kept(ctx, vu.ws.take());
+        mqtt::drop_kept(ctx, vu.mqtt.take());
     } else {
         ws::close_kept(ctx, vu.ws.take()).await;
+        mqtt::close_kept(ctx, vu.mqtt.take()).await;
     }
     if let Some(s) = sc.slots.borrow_mut().get_mut(slot) {
         s.alive = false;
@@ -190,6 +194,7 @@ async fn iteration(ctx: &Ctx, sc: &Scen, vu: &mut Vu, intended: Option<Instant>)
             // Boxed: HTTP/1.1 VUs keep their smaller future.
             Op::Grpc(g) => Box::pin(grpc::call(ctx, sc, vu, g, origin.take())).await,
             Op::WebSocket(w) => Box::pin(ws::step(ctx, sc, vu, w, origin.take())).await,
+            Op::Mqtt(m) => Box::pin(mqtt::step(ctx, sc, vu, m, origin.take())).await,
             Op::Think(t) => {
                 let d = match *t {
                     Think::Fixed(d) => d,

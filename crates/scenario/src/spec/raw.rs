@@ -378,6 +378,7 @@ pub(super) struct RawStep {
     pub(super) grpc: Option<RawGrpc>,
     pub(super) websocket: Option<RawWebSocket>,
     pub(super) sse: Option<RawSse>,
+    pub(super) mqtt: Option<RawMqtt>,
     pub(super) add: Option<RawAdd>,
     /// `js:` JavaScript, with the `sets:` captures it may write and its
     /// `timeout:`.
@@ -461,6 +462,49 @@ pub(super) struct RawWsMessage {
     pub(super) expect: Option<String>,
     #[serde(default)]
     pub(super) capture: BTreeMap<String, RawCapture>,
+}
+
+/// An `mqtt:` step: the broker, the session, the messages.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawMqtt {
+    pub(super) name: Option<String>,
+    pub(super) url: String,
+    /// `3.1.1` or `5` (read as a number or a string).
+    pub(super) version: Option<serde_yaml_ng::Value>,
+    pub(super) client_id: Option<String>,
+    pub(super) user: Option<String>,
+    pub(super) password: Option<String>,
+    pub(super) keepalive: Option<Dur>,
+    pub(super) clean_start: Option<bool>,
+    #[serde(default)]
+    pub(super) messages: Vec<RawMqttMessage>,
+    pub(super) timeout: Option<Dur>,
+    #[serde(default)]
+    pub(super) keep: bool,
+}
+
+/// One message of an `mqtt:` step: subscribe:, publish: or expect:.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawMqttMessage {
+    pub(super) subscribe: Option<String>,
+    pub(super) publish: Option<String>,
+    pub(super) expect: Option<RawMqttExpect>,
+    pub(super) payload: Option<String>,
+    pub(super) payload_file: Option<String>,
+    pub(super) qos: Option<u8>,
+    pub(super) retain: Option<bool>,
+    #[serde(default)]
+    pub(super) capture: BTreeMap<String, RawCapture>,
+}
+
+/// `expect: { topic, payload }`: either may be left out.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawMqttExpect {
+    pub(super) topic: Option<String>,
+    pub(super) payload: Option<String>,
 }
 
 /// `think: 2s` or `think: { min, max }`.

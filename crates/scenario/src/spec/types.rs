@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use throng_plan::{HttpVersion, StatusSet, TlsSettings};
 
 pub use super::js::{DEFAULT_JS_TIMEOUT, JsStep, MAX_JS_CODE, MAX_JS_SETS, MAX_JS_TIMEOUT};
+pub use super::mqtt::{MAX_MQTT_PAYLOAD, MqttMessage, MqttPayload, MqttStep, MqttVersion, topic_matches};
 pub use crate::base_url::BaseUrl;
 use crate::checks::{Capture, Check};
 pub use crate::expr::Condition;
@@ -462,6 +463,8 @@ pub enum Step {
     Request(Box<Request>),
     /// A WebSocket session's messages.
     WebSocket(Box<WebSocket>),
+    /// An MQTT session's messages.
+    Mqtt(Box<MqttStep>),
     /// A pause.
     Think(Think),
     /// A named sub-flow, timed as a whole.
@@ -502,9 +505,13 @@ impl Step {
             Step::Group { flow, .. } | Step::Repeat { flow, .. } | Step::Until { flow, .. } => vec![flow],
             Step::If { then, otherwise, .. } => vec![then, otherwise],
             Step::Choose { branches } => branches.iter().map(|b| b.flow.as_slice()).collect(),
-            Step::Request(_) | Step::WebSocket(_) | Step::Think(_) | Step::Grpc(_) | Step::Add(_) | Step::Js(_) => {
-                Vec::new()
-            }
+            Step::Request(_)
+            | Step::WebSocket(_)
+            | Step::Mqtt(_)
+            | Step::Think(_)
+            | Step::Grpc(_)
+            | Step::Add(_)
+            | Step::Js(_) => Vec::new(),
         }
     }
 
@@ -514,9 +521,13 @@ impl Step {
             Step::Group { flow, .. } | Step::Repeat { flow, .. } | Step::Until { flow, .. } => vec![flow],
             Step::If { then, otherwise, .. } => vec![then, otherwise],
             Step::Choose { branches } => branches.iter_mut().map(|b| &mut b.flow).collect(),
-            Step::Request(_) | Step::WebSocket(_) | Step::Think(_) | Step::Grpc(_) | Step::Add(_) | Step::Js(_) => {
-                Vec::new()
-            }
+            Step::Request(_)
+            | Step::WebSocket(_)
+            | Step::Mqtt(_)
+            | Step::Think(_)
+            | Step::Grpc(_)
+            | Step::Add(_)
+            | Step::Js(_) => Vec::new(),
         }
     }
 }
@@ -716,6 +727,11 @@ impl ScenarioPlan {
                     .flat_map(|s| websockets(&s.flow))
                     .flat_map(ws_templates),
             )
+            .chain(
+                self.all_flows()
+                    .flat_map(|s| mqtts(&s.flow))
+                    .flat_map(MqttStep::templates),
+            )
             .chain(&targets)
             .flat_map(Template::env_names)
             .collect();
@@ -769,6 +785,11 @@ impl ScenarioPlan {
                     Step::Request(r) => headers(&mut r.headers, secret, with),
                     Step::Grpc(g) => headers(&mut g.request.headers, secret, with),
                     Step::WebSocket(w) => headers(&mut w.headers, secret, with),
+                    Step::Mqtt(m) => {
+                        if m.password.is_some() {
+                            m.password = Some(with.clone());
+                        }
+                    }
                     Step::Think(_) | Step::Add(_) | Step::Js(_) => {}
                     nested => nested.nested_mut().into_iter().for_each(|f| flow(f, secret, with)),
                 }
@@ -828,6 +849,17 @@ pub fn capture_names(flow: &[Step]) -> Vec<&str> {
             }
         }
     }
+    for m in mqtts(flow) {
+        for msg in &m.messages {
+            if let MqttMessage::Expect { captures, .. } = msg {
+                for c in captures {
+                    if !out.contains(&c.var.as_str()) {
+                        out.push(c.var.as_str());
+                    }
+                }
+            }
+        }
+    }
     for j in js_steps(flow) {
         for v in &j.sets {
             if !out.contains(&v.as_str()) {
@@ -846,7 +878,7 @@ pub(super) fn requests(flow: &[Step]) -> Vec<&Request> {
         match s {
             Step::Request(r) => out.push(r.as_ref()),
             Step::Grpc(g) => out.push(&g.request),
-            Step::Think(_) | Step::WebSocket(_) | Step::Add(_) | Step::Js(_) => {}
+            Step::Think(_) | Step::WebSocket(_) | Step::Mqtt(_) | Step::Add(_) | Step::Js(_) => {}
             nested => nested.nested().into_iter().for_each(|f| out.extend(requests(f))),
         }
     }
@@ -859,7 +891,7 @@ pub fn js_steps(flow: &[Step]) -> Vec<&JsStep> {
     for s in flow {
         match s {
             Step::Js(j) => out.push(j.as_ref()),
-            Step::Think(_) | Step::Request(_) | Step::Grpc(_) | Step::Add(_) | Step::WebSocket(_) => {}
+            Step::Think(_) | Step::Request(_) | Step::Grpc(_) | Step::Add(_) | Step::WebSocket(_) | Step::Mqtt(_) => {}
             nested => nested.nested().into_iter().for_each(|f| out.extend(js_steps(f))),
         }
     }
@@ -872,8 +904,21 @@ pub(super) fn websockets(flow: &[Step]) -> Vec<&WebSocket> {
     for s in flow {
         match s {
             Step::WebSocket(w) => out.push(w.as_ref()),
-            Step::Think(_) | Step::Request(_) | Step::Grpc(_) | Step::Add(_) | Step::Js(_) => {}
+            Step::Think(_) | Step::Request(_) | Step::Grpc(_) | Step::Add(_) | Step::Js(_) | Step::Mqtt(_) => {}
             nested => nested.nested().into_iter().for_each(|f| out.extend(websockets(f))),
+        }
+    }
+    out
+}
+
+/// Every `mqtt:` step of a flow, groups entered, in order.
+pub fn mqtts(flow: &[Step]) -> Vec<&MqttStep> {
+    let mut out = Vec::new();
+    for s in flow {
+        match s {
+            Step::Mqtt(m) => out.push(m.as_ref()),
+            Step::Think(_) | Step::Request(_) | Step::Grpc(_) | Step::Add(_) | Step::Js(_) | Step::WebSocket(_) => {}
+            nested => nested.nested().into_iter().for_each(|f| out.extend(mqtts(f))),
         }
     }
     out

@@ -129,7 +129,7 @@ fn bad_files_fail_both() {
         (
             "two kinds in one step",
             edit("      - request:", "      - think: 1s\n        request:"),
-            "exactly one of request:, sse:, grpc:, websocket:, think: or group:",
+            "exactly one of request:, sse:, grpc:, websocket:, mqtt:, think: or group:",
         ),
         (
             "an sse: step ended before its first event",

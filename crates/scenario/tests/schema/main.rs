@@ -544,6 +544,108 @@ fn grpc_steps_pass_both_and_their_mistakes_fail_both() {
     );
 }
 
+/// MQTT sessions: subscribe, publish (a template and a file), expect with
+/// a capture that a later request reads.
+const MQTT: &str = r#"
+target: http://127.0.0.1:8080
+scenarios:
+  sensors:
+    executor: constant-vus
+    vus: 2
+    duration: 10s
+    flow:
+      - mqtt:
+          name: sensor
+          url: mqtt://127.0.0.1:1883
+          version: 5
+          client_id: "sensor-{{vu}}"
+          user: dev
+          password: "{{env.MQTT_PASSWORD}}"
+          keepalive: 30s
+          clean_start: true
+          timeout: 5s
+          keep: true
+          messages:
+            - subscribe: "sensors/{{vu}}/#"
+              qos: 1
+            - publish: "sensors/{{vu}}/temp"
+              payload: '{"id": "{{vu}}-{{iter}}"}'
+              qos: 2
+              retain: false
+            - publish: sensors/all
+              payload_file: reading.json
+            - expect: { topic: "sensors/+/temp", payload: '"id"' }
+              capture: { id: { json: /id } }
+      - request: { path: "/seen/{{id}}" }
+"#;
+
+#[test]
+fn mqtt_steps_pass_both_and_their_mistakes_fail_both() {
+    let v = validator();
+    let problems = violations(&v, MQTT);
+    assert!(problems.is_empty(), "schema violations: {problems:#?}");
+    let plan = parse(MQTT).unwrap_or_else(|e| panic!("the parser rejects it: {e}"));
+    let Step::Mqtt(m) = &plan.scenarios[0].flow[0] else {
+        panic!("not an mqtt step: {:?}", plan.scenarios[0].flow[0]);
+    };
+    assert_eq!(m.messages.len(), 4);
+    let cases = [
+        (
+            "an unknown mqtt key",
+            MQTT.replace("keepalive: 30s", "keepalives: 30s"),
+            "unknown field `keepalives`",
+        ),
+        (
+            "credentials in the URL",
+            MQTT.replace("mqtt://127", "mqtt://u:p@127"),
+            "has credentials",
+        ),
+        (
+            "not a broker URL",
+            MQTT.replace("mqtt://127", "http://127"),
+            "not mqtt:// or mqtts://",
+        ),
+        ("a QoS of 3", MQTT.replace("qos: 2", "qos: 3"), "qos is 0, 1 or 2"),
+        (
+            "two kinds in one message",
+            MQTT.replace("qos: 1", "publish: x"),
+            "exactly one of",
+        ),
+        (
+            "retain on a subscribe",
+            MQTT.replace("qos: 1", "retain: true"),
+            "retain: goes with publish:",
+        ),
+        (
+            "capture on a publish",
+            MQTT.replace("retain: false", "capture: { x: { regex: a } }"),
+            "capture: goes with expect:",
+        ),
+        (
+            "an empty expect",
+            MQTT.replace("{ topic: \"sensors/+/temp\", payload: '\"id\"' }", "{}"),
+            "needs topic:",
+        ),
+        (
+            "an unknown version",
+            MQTT.replace("version: 5", "version: \"4.5\""),
+            "not an MQTT version",
+        ),
+    ];
+    let mut wrong = Vec::new();
+    for (what, yaml, message) in &cases {
+        assert_ne!(yaml, MQTT, "{what}: the case changes nothing");
+        let schema_ok = violations(&v, yaml).is_empty();
+        match (parse(yaml), schema_ok) {
+            (Err(e), false) if e.message.contains(message) => {}
+            (Err(e), false) => wrong.push(format!("{what}: the parser says '{e}', expected '{message}'")),
+            (Err(_), true) => wrong.push(format!("{what}: the schema accepts it")),
+            (Ok(_), _) => wrong.push(format!("{what}: the parser accepts it")),
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
+
 /// Rules a JSON Schema cannot state: the parser alone enforces them (an
 /// editor shows nothing; `throng run` stops at the line).
 #[test]

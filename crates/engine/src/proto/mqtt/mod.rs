@@ -60,7 +60,7 @@ pub(crate) const WS_PROTOCOL: &str = "mqtt";
 /// The packet identifier of a storm's one SUBSCRIBE.
 const SUBSCRIBE_ID: u16 = 1;
 
-fn io_fail(e: io::Error) -> ErrorClass {
+pub(crate) fn io_fail(e: io::Error) -> ErrorClass {
     classify(&e, Stage::Exchange)
 }
 
@@ -69,7 +69,7 @@ fn malformed(_: Malformed) -> ErrorClass {
 }
 
 /// A refused CONNECT's class, by its code's name.
-fn connack_refused(version: Version, code: u8) -> ErrorClass {
+pub(crate) fn connack_refused(version: Version, code: u8) -> ErrorClass {
     ErrorClass::Mqtt(match version {
         Version::V311 => codec::connack_311(code),
         Version::V5 => codec::connack_5(code),
@@ -77,7 +77,7 @@ fn connack_refused(version: Version, code: u8) -> ErrorClass {
 }
 
 /// A refused SUBSCRIBE's class, by its code's name.
-fn suback_refused(version: Version, code: u8) -> ErrorClass {
+pub(crate) fn suback_refused(version: Version, code: u8) -> ErrorClass {
     ErrorClass::Mqtt(match version {
         // 3.1.1's SUBACK has one failure code, 0x80.
         Version::V311 => "suback.failure",
@@ -219,7 +219,7 @@ pub(crate) async fn handshake(
 
 /// Reads once into `scratch` and hands the bytes to `take`; 0 at the end
 /// of the stream.
-async fn read_some(
+pub(crate) async fn read_some(
     stream: &mut Transport,
     scratch: &RefCell<Box<[u8]>>,
     mut take: impl FnMut(&[u8]),

@@ -17,6 +17,9 @@ pub(crate) struct Dest {
     /// The route and TLS client of each other protocol (HTTP/1.1, HTTP/2)
     /// its requests name with their own `http:`.
     pub(crate) also: Vec<(HttpVersion, crate::targets::Dest)>,
+    /// The route and TLS client (mqtts://) of each broker its `mqtt:`
+    /// steps name, by URL as written.
+    pub(crate) mqtt: Vec<(String, crate::targets::Dest)>,
 }
 
 impl Dest {
@@ -33,6 +36,13 @@ impl Dest {
             .iter()
             .find(|(h, _)| *h == http)
             .map_or(&self.conn, |(_, d)| d)
+    }
+}
+
+impl Dest {
+    /// The broker of an `mqtt:` step's `url`.
+    pub(crate) fn mqtt_for(&self, url: &str) -> Option<&crate::targets::Dest> {
+        self.mqtt.iter().find(|(u, _)| u == url).map(|(_, d)| d)
     }
 }
 

@@ -53,7 +53,7 @@ fn grpc_steps_capture_for_later_steps_and_are_tagged() {
     let e = parse_grpc("      - grpc: { call: p.S/Call }\n        think: 1s\n").unwrap_err();
     assert!(
         e.message
-            .contains("exactly one of request:, sse:, grpc:, websocket:, think: or group:"),
+            .contains("exactly one of request:, sse:, grpc:, websocket:, mqtt:, think: or group:"),
         "{e}"
     );
 }

@@ -50,6 +50,7 @@ impl Validator<'_> {
             || st.grpc.is_some()
             || st.websocket.is_some()
             || st.sse.is_some()
+            || st.mqtt.is_some()
             || st.add.is_some()
             || st.js.is_some()
             || kinds.iter().filter(|(_, set)| *set).count() > 1;

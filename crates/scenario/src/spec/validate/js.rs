@@ -38,6 +38,7 @@ impl Validator<'_> {
             || st.grpc.is_some()
             || st.websocket.is_some()
             || st.sse.is_some()
+            || st.mqtt.is_some()
             || st.add.is_some()
             || st.when.is_some()
             || st.then.is_some()

@@ -15,6 +15,7 @@ use crate::template::{Template, is_identifier};
 mod control;
 mod grpc;
 mod js;
+mod mqtt;
 mod request;
 mod scenario;
 mod sse;
@@ -286,13 +287,32 @@ impl Validator<'_> {
         let mut setup = self.once("setup", raw.setup, file_proto.clone(), &defaults, &target)?;
         let mut teardown = self.once("teardown", raw.teardown, file_proto, &defaults, &target)?;
         // TLS settings serve every https:// target of the file.
-        let any_https = target.https || scenarios.iter().any(|s| s.target.as_ref().is_some_and(|t| t.https));
+        let any_https = target.https
+            || scenarios.iter().any(|s| s.target.as_ref().is_some_and(|t| t.https))
+            || scenarios
+                .iter()
+                .chain(&setup)
+                .chain(&teardown)
+                .any(|s| mqtts(&s.flow).iter().any(|m| m.tls));
         let tls = self.tls(any_https, raw.tls)?;
         self.resolve_reflected(&mut scenarios, &target, tls.as_ref())?;
         for once in [&mut setup, &mut teardown].into_iter().flatten() {
             self.resolve_reflected(std::slice::from_mut(once), &target, tls.as_ref())?;
         }
         self.quic_fits_tls(&target, &scenarios, tls.as_ref())?;
+        {
+            let keys: Vec<String> = scenarios.iter().map(|s| format!("{}:", s.name)).collect();
+            let mut flows: Vec<(&str, &mut Vec<Step>)> = Vec::new();
+            for (s, k) in scenarios.iter_mut().zip(&keys) {
+                flows.push((k, &mut s.flow));
+            }
+            for (once, k) in [(&mut setup, "setup:"), (&mut teardown, "teardown:")] {
+                if let Some(s) = once.as_mut() {
+                    flows.push((k, &mut s.flow));
+                }
+            }
+            self.mqtt_files(flows, read)?;
+        }
         // Variables: data columns, and captures of the steps before, in the
         // order an iteration runs them (captures are cleared when it starts).
         let columns: BTreeSet<String> = data.iter().flat_map(|d| d.columns.iter().cloned()).collect();
@@ -745,7 +765,7 @@ impl Validator<'_> {
                     server_name: t.sni,
                 }))
             }
-            (false, Some(_)) => Err(self.err(&["tls:"], "tls: applies to https:// targets")),
+            (false, Some(_)) => Err(self.err(&["tls:"], "tls: applies to https:// targets and mqtts:// brokers")),
             (false, None) => Ok(None),
         }
     }

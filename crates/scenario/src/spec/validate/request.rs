@@ -15,13 +15,14 @@ impl Validator<'_> {
                 out.push(step);
                 continue;
             }
-            let many = "each step is exactly one of request:, sse:, grpc:, websocket:, think: or group:, or an add:";
+            let many = "each step is exactly one of request:, sse:, grpc:, websocket:, mqtt:, think: or group:, or an add:";
             if let Some(a) = st.add.take() {
                 if st.request.is_some()
                     || st.think.is_some()
                     || st.group.is_some()
                     || st.websocket.is_some()
                     || st.sse.is_some()
+                    || st.mqtt.is_some()
                     || st.grpc.is_some()
                 {
                     return Err(self.err(&[self.root.get(), key, "add:"], many));
@@ -35,10 +36,18 @@ impl Validator<'_> {
                     || st.group.is_some()
                     || st.websocket.is_some()
                     || st.sse.is_some()
+                    || st.mqtt.is_some()
                 {
                     return Err(self.err(&[self.root.get(), key, "grpc:"], many));
                 }
                 out.push(Step::Grpc(Box::new(self.grpc(key, g, defaults)?)));
+                continue;
+            }
+            if let Some(m) = st.mqtt.take() {
+                if st.request.is_some() || st.think.is_some() || st.group.is_some() || st.websocket.is_some() {
+                    return Err(self.err(&[self.root.get(), key, "mqtt:"], many));
+                }
+                out.push(Step::Mqtt(Box::new(self.mqtt(key, m, defaults)?)));
                 continue;
             }
             if let Some(w) = st.websocket.take() {
@@ -75,7 +84,7 @@ impl Validator<'_> {
                     let flow_key = if self.root.get() == "scenarios:" { "flow:" } else { key };
                     return Err(self.err(
                         &[self.root.get(), key, flow_key],
-                        "each step is exactly one of request:, sse:, grpc:, websocket:, think: or group:, or an add:",
+                        "each step is exactly one of request:, sse:, grpc:, websocket:, mqtt:, think: or group:, or an add:",
                     ));
                 }
             };

@@ -52,7 +52,7 @@ impl Validator<'_> {
                     let message = match capturer {
                         _ if itself => format!(
                             "{{{{{v}}}}} is used in {used_in} which captures it itself, in scenario '{}': a capture is \
-                             available to later steps only (and to a websocket: step's later messages); capture it \
+                             available to later steps only (and to a websocket: or mqtt: step's later messages); capture it \
                              in an earlier step",
                             s.name
                         ),
@@ -132,6 +132,30 @@ fn units(flow: &[Step]) -> Vec<Unit<'_>> {
                     items,
                 });
             }
+            Step::Mqtt(m) => {
+                let mut items: Vec<Use<'_>> = vec![Use::Template(&m.client_id)];
+                items.extend(m.user.iter().chain(&m.password).map(Use::Template));
+                for msg in &m.messages {
+                    match msg {
+                        MqttMessage::Subscribe { filter, .. } => items.push(Use::Template(filter)),
+                        MqttMessage::Publish { topic, payload, .. } => {
+                            items.push(Use::Template(topic));
+                            if let MqttPayload::Template(t) = payload {
+                                items.push(Use::Template(t));
+                            }
+                        }
+                        MqttMessage::Expect { topic, captures, .. } => {
+                            items.extend(topic.iter().map(Use::Template));
+                            items.extend(captures.iter().map(|c| Use::Capture(c.var.as_str())));
+                        }
+                    }
+                }
+                out.push(Unit {
+                    name: &m.name,
+                    headers: &[],
+                    items,
+                });
+            }
             Step::Group { .. } | Step::If { .. } | Step::Repeat { .. } | Step::Until { .. } | Step::Choose { .. } => {
                 s.nested().into_iter().for_each(|f| out.extend(units(f)));
             }
@@ -157,7 +181,7 @@ fn units(flow: &[Step]) -> Vec<Unit<'_>> {
 
 pub(super) fn contains_request(flow: &[Step]) -> bool {
     flow.iter().any(|s| match s {
-        Step::Request(_) | Step::Grpc(_) | Step::WebSocket(_) => true,
+        Step::Request(_) | Step::Grpc(_) | Step::WebSocket(_) | Step::Mqtt(_) => true,
         Step::Think(_) | Step::Add(_) | Step::Js(_) => false,
         nested => nested.nested().into_iter().any(contains_request),
     })
@@ -174,6 +198,7 @@ pub(in crate::spec) fn tag_exists(scenarios: &[Scenario], tag: &str, value: &str
                 tag == "step" && r.name == value || tag == "check" && r.checks.iter().any(|c| c.name == value)
             }
             Step::WebSocket(w) => tag == "step" && w.name == value,
+            Step::Mqtt(m) => tag == "step" && m.name == value,
             Step::Group { name, flow } => tag == "group" && name == value || in_flow(flow, tag, value),
             Step::Js(j) => tag == "check" && j.check_names().contains(&value),
             Step::Think(_) | Step::Add(_) => false,

@@ -175,9 +175,20 @@ impl Validator<'_> {
         n: usize,
         capture: BTreeMap<String, RawCapture>,
     ) -> Result<Vec<Capture>, ScenarioError> {
+        self.message_captures(capture, |var, m| self.ws_err(at, n, Some(var), m))
+    }
+
+    /// The captures of a received message (a `websocket:` or `mqtt:`
+    /// step's `expect:`): json: or regex: each; `err` places an error at
+    /// the variable's capture.
+    pub(super) fn message_captures(
+        &self,
+        capture: BTreeMap<String, RawCapture>,
+        err: impl Fn(&str, String) -> ScenarioError,
+    ) -> Result<Vec<Capture>, ScenarioError> {
         let mut captures = Vec::new();
         for (var, c) in capture {
-            let cat = |m: String| self.ws_err(at, n, Some(&var), m);
+            let cat = |m: String| err(&var, m);
             if !is_identifier(&var) || RESERVED.contains(&var.as_str()) {
                 return Err(cat(format!(
                     "capture '{var}': a variable name is letters, digits and _, not starting with a \
