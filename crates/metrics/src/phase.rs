@@ -37,6 +37,9 @@ pub enum Phase {
     /// gRPC server streaming: first request byte written → the last
     /// message of the reply read whole (before the trailers).
     LastMessage,
+    /// gRPC bidirectional streaming: one reply message read whole → the
+    /// next (every gap).
+    MessageGap,
     /// MQTT: SUBSCRIBE sent → its SUBACK read.
     Subscribe,
     /// MQTT publish/subscribe: a message's send time, as its publisher
@@ -65,7 +68,7 @@ pub enum Phase {
 
 impl Phase {
     /// Every phase, in report order.
-    pub const ALL: [Phase; 24] = [
+    pub const ALL: [Phase; 25] = [
         Phase::ScheduleLag,
         Phase::Connect,
         Phase::Tls,
@@ -80,6 +83,7 @@ impl Phase {
         Phase::Pong,
         Phase::FirstMessage,
         Phase::LastMessage,
+        Phase::MessageGap,
         Phase::Subscribe,
         Phase::Delivery,
         Phase::Puback,
@@ -112,6 +116,7 @@ impl Phase {
             Phase::Pong => "pong",
             Phase::FirstMessage => "first_message",
             Phase::LastMessage => "last_message",
+            Phase::MessageGap => "message_gap",
             Phase::Subscribe => "subscribe",
             Phase::Delivery => "delivery",
             Phase::Puback => "puback",

@@ -21,7 +21,7 @@ pub(crate) fn write_redirects(w: &mut dyn Write, redirects: u64) -> io::Result<(
     Ok(())
 }
 
-pub(crate) const TABLE: [Phase; 23] = [
+pub(crate) const TABLE: [Phase; 24] = [
     Phase::ScheduleLag,
     Phase::Connect,
     Phase::Tls,
@@ -36,6 +36,7 @@ pub(crate) const TABLE: [Phase; 23] = [
     Phase::Pong,
     Phase::FirstMessage,
     Phase::LastMessage,
+    Phase::MessageGap,
     Phase::Puback,
     Phase::Pubrec,
     Phase::Pubcomp,

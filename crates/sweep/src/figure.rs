@@ -39,7 +39,7 @@ pub enum Stat {
     Max,
 }
 
-const PHASES: [&str; 20] = [
+const PHASES: [&str; 21] = [
     "schedule_lag",
     "connect",
     "tls",
@@ -54,6 +54,7 @@ const PHASES: [&str; 20] = [
     "pong",
     "first_message",
     "last_message",
+    "message_gap",
     "subscribe",
     "first_event",
     "event_gap",

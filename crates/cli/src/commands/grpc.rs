@@ -12,7 +12,10 @@
 //!
 //! The engine counts each call's `grpc-status` as its status; reports
 //! name the codes. A server-streaming call is the same request; the engine
-//! counts the messages of its reply and times the first and the last.
+//! counts the messages of its reply and times the first and the last. A
+//! client-streaming or bidirectional call's body is its messages
+//! (crate::commands::grpc_stream), which the engine sends in order, paced
+//! by `--stream-rate`, then half-closes.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -137,16 +140,26 @@ pub fn run(c: GrpcCmd) -> anyhow::Result<ExitCode> {
     };
     let method = find_method(&pool, service, method, &c.call)?;
     let server_streaming = method.is_server_streaming();
+    let client_streaming = method.is_client_streaming();
     if c.expect_messages.is_some() && !server_streaming {
+        let kind = if client_streaming { "client-streaming" } else { "unary" };
         return Err(UsageError(format!(
-            "--expect-messages: {} is a unary method (one reply per call); leave it out, or call a \
+            "--expect-messages: {} is a {kind} method (one reply per call); leave it out, or call a \
              server-streaming method",
             c.call
         ))
         .into());
     }
-    let message = encode(&method, json.as_ref().map(|(f, t)| (f.as_str(), t.as_str())))?;
-    plan.body = message.into();
+    let json = json.as_ref().map(|(f, t)| (f.as_str(), t.as_str()));
+    let stream_messages = if client_streaming {
+        let (body, n) = super::grpc_stream::body(&method, json, c.stream_messages, c.stream_rate)?;
+        plan.body = body.into();
+        Some(n)
+    } else {
+        super::grpc_stream::refuse_flags(&c.call, c.stream_messages, c.stream_rate)?;
+        plan.body = encode(&method, json)?.into();
+        None
+    };
     plan.grpc = Some(GrpcCall {
         call: c.call.clone(),
         proto: c
@@ -157,6 +170,9 @@ pub fn run(c: GrpcCmd) -> anyhow::Result<ExitCode> {
         deadline: c.deadline,
         server_streaming,
         expect_messages: c.expect_messages,
+        client_streaming,
+        stream_messages,
+        stream_rate: c.stream_rate.filter(|_| client_streaming),
     });
     super::export::check_outputs(&[
         ("--json", c.output.json.as_deref()),
@@ -301,7 +317,7 @@ fn describe(e: &protox::Error) -> String {
     format!("{at}{e}{hint}")
 }
 
-/// The unary or server-streaming method `service`/`method` of the pool.
+/// The method `service`/`method` of the pool.
 fn find_method(pool: &DescriptorPool, service: &str, method: &str, call: &str) -> Result<MethodDescriptor, UsageError> {
     let Some(svc) = pool.get_service_by_name(service) else {
         let known: Vec<String> = pool.services().map(|s| s.full_name().to_string()).take(20).collect();
@@ -322,23 +338,12 @@ fn find_method(pool: &DescriptorPool, service: &str, method: &str, call: &str) -
             known.join(", ")
         )));
     };
-    if m.is_client_streaming() {
-        let kind = if m.is_server_streaming() {
-            "bidirectional-streaming"
-        } else {
-            "client-streaming"
-        };
-        return Err(UsageError(format!(
-            "--call {call}: a {kind} method; throng grpc makes unary and server-streaming calls ({kind} is \
-             not supported yet)"
-        )));
-    }
     Ok(m)
 }
 
 /// The request message from JSON (empty: the default message), encoded
 /// and framed as a gRPC message (uncompressed flag, 4-byte length).
-fn encode(method: &MethodDescriptor, json: Option<(&str, &str)>) -> Result<Vec<u8>, UsageError> {
+pub(super) fn encode(method: &MethodDescriptor, json: Option<(&str, &str)>) -> Result<Vec<u8>, UsageError> {
     let input = method.input();
     let message = match json {
         None => DynamicMessage::new(input),

@@ -7,7 +7,9 @@ sleeping sleep_ms (field 3); with need_metadata (field 4) set it answers
 FAILED_PRECONDITION unless the call carries that metadata key. Watch
 (server streaming) sends count (field 6) replies, sleep_ms apart (the first
 at once), then
-ends with the status code asked for. Messages are
+ends with the status code asked for. Upload (client streaming) counts the
+messages it read and Chat (bidirectional) answers each (both log them to
+GRPC_CALL_LOG). Messages are
 decoded by hand (only varints and length-delimited fields are used), so
 only grpcio is needed, not protobuf.
 
@@ -102,6 +104,48 @@ def watch(request, context):
         context.abort(status, "asked for " + status.name)
 
 
+def log(line):
+    if CALL_LOG:
+        with CALL_LOG_LOCK, open(CALL_LOG, "a") as f:
+            f.write(line + "\n")
+
+
+def upload(requests, context):
+    """Client streaming: reads every message (each after sleeping its
+    sleep_ms), logs "upload N" with the number read, answers "received N",
+    or the last status code a message asked for."""
+    n = code = 0
+    for request in requests:
+        f = decode(request)
+        if f.get(3):
+            time.sleep(f[3] / 1000)
+        n += 1
+        code = f.get(2, 0) or code
+    log("upload %d" % n)
+    if code:
+        status = next(s for s in grpc.StatusCode if s.value[0] == code)
+        context.abort(status, "asked for " + status.name)
+    return reply("received %d" % n)
+
+
+def chat(requests, context):
+    """Bidirectional: answers each message with "hello NAME" (after its
+    sleep_ms), logs "chat N" once the client half-closed, then ends with
+    the last status code a message asked for."""
+    n = code = 0
+    for request in requests:
+        f = decode(request)
+        if f.get(3):
+            time.sleep(f[3] / 1000)
+        n += 1
+        code = f.get(2, 0) or code
+        yield reply("hello " + f.get(1, b"").decode())
+    log("chat %d" % n)
+    if code:
+        status = next(s for s in grpc.StatusCode if s.value[0] == code)
+        context.abort(status, "asked for " + status.name)
+
+
 def descriptors():
     """tester.proto and common.proto as FileDescriptorProtos, added to the
     default pool that grpcio-reflection answers from."""
@@ -131,6 +175,10 @@ def descriptors():
     svc.method.add(name="Call", input_type=".throngtest.CallRequest", output_type=".throngtest.CallReply")
     svc.method.add(name="Watch", input_type=".throngtest.CallRequest", output_type=".throngtest.CallReply",
                    server_streaming=True)
+    svc.method.add(name="Upload", input_type=".throngtest.CallRequest", output_type=".throngtest.CallReply",
+                   client_streaming=True)
+    svc.method.add(name="Chat", input_type=".throngtest.CallRequest", output_type=".throngtest.CallReply",
+                   client_streaming=True, server_streaming=True)
     pool = descriptor_pool.Default()
     pool.AddSerializedFile(common.SerializeToString())
     pool.AddSerializedFile(tester.SerializeToString())
@@ -147,6 +195,8 @@ def main():
         {
             "Call": grpc.unary_unary_rpc_method_handler(call),
             "Watch": grpc.unary_stream_rpc_method_handler(watch),
+            "Upload": grpc.stream_unary_rpc_method_handler(upload),
+            "Chat": grpc.stream_stream_rpc_method_handler(chat),
         },
     )
     server.add_generic_rpc_handlers((handler,))

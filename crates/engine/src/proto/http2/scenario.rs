@@ -165,7 +165,7 @@ impl Own {
             });
         }
         if server_streaming {
-            record_messages(ctx, slot, &outcome, t_send);
+            record_messages(ctx, slot, &outcome, t_send, true, false);
         }
         outcome
     }

@@ -10,9 +10,9 @@ use throng_http2::{ErrorCode, StreamId};
 use throng_metrics::ErrorClass;
 use tokio::time::Sleep;
 
-use super::driver::{Entry, H2Conn, Shared, entry, register, wake};
+use super::driver::{Entry, H2Conn, Half, Shared, entry, register, send_body, wake};
 use super::status::grpc_code_or_http;
-use super::{Slot, Spec};
+use super::{Requests, Slot, Spec};
 use crate::conn::{Failed, Timing};
 use crate::proto::grpc::frame::Reader;
 
@@ -92,7 +92,7 @@ impl Open<'_> {
         let mut e = streams.swap_remove(i);
         drop(streams);
         std::mem::swap(self.slot, &mut e.slot);
-        if !matches!(e.end, Some(Ok(_))) || !e.body.is_empty() {
+        if !matches!(e.end, Some(Ok(_))) || !e.body.is_empty() || e.half != Half::Closed {
             sh.conn.borrow_mut().reset_stream(self.id, ErrorCode::CANCEL);
             wake(&sh.driver);
         }
@@ -120,12 +120,13 @@ pub(super) async fn exchange(
 ) -> Result<Timing, Failed> {
     slot.keep.server = keep_server;
     slot.for_method(&spec.method);
-    send_on(
+    send_stream(
         c,
         block,
         &spec.body,
         spec.grpc,
         spec.server_streaming,
+        spec.requests.as_ref(),
         spec.head_bytes,
         slot,
         sleep,
@@ -151,6 +152,26 @@ pub(super) async fn send_on(
     server_streaming: bool,
     head_len: usize,
     slot: &mut Slot,
+    sleep: Pin<&mut Sleep>,
+) -> Result<Timing, Failed> {
+    send_stream(c, block, body, grpc, server_streaming, None, head_len, slot, sleep).await
+}
+
+/// [`send_on`], and for a gRPC client stream (`requests`) the body's
+/// messages in order — the first at once, each next one a `gap` later when
+/// paced, while the reply is read — then the request half-closed with an
+/// empty DATA frame. A reply that ends first stops the sending; the
+/// messages sent whole are the slot's `sent_messages`.
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn send_stream(
+    c: &H2Conn,
+    block: &[u8],
+    body: &Bytes,
+    grpc: bool,
+    server_streaming: bool,
+    requests: Option<&Requests>,
+    head_len: usize,
+    slot: &mut Slot,
     mut sleep: Pin<&mut Sleep>,
 ) -> Result<Timing, Failed> {
     let fail = |class| Failed { class, written: 0 };
@@ -159,18 +180,43 @@ pub(super) async fn send_on(
     if !room_now(sh) {
         wait_room(sh, sleep.as_mut()).await.map_err(fail)?;
     }
+    let paced = requests
+        .and_then(|r| r.gap.map(|g| (r, g)))
+        .filter(|(r, _)| r.ends.len() > 1);
+    // The part of the body handed to the connection now.
+    let mut handed = match paced {
+        Some((r, _)) => r.ends[0],
+        None => body.len(),
+    };
     let (id, queued) = {
         let mut conn = sh.conn.borrow_mut();
         let id = conn
             .start_request(block, body.is_empty())
             .map_err(|e| fail(send_class(c, &e)))?;
-        let mut rest = body.clone();
+        let mut half = match (requests, paced) {
+            _ if body.is_empty() => Half::Closed,
+            (None, _) => Half::WithBody,
+            (Some(_), Some(_)) => Half::More,
+            (Some(_), None) => Half::Close,
+        };
+        let mut rest = body.slice(..handed);
         if !body.is_empty() {
-            let n = conn.send_data(id, body, true).map_err(|e| Failed {
+            let n = conn.send_data(id, &rest, half == Half::WithBody).map_err(|e| Failed {
                 class: send_class(c, &e),
                 written: head_len,
             })?;
             bytes::Buf::advance(&mut rest, n);
+            if rest.is_empty() {
+                half = match half {
+                    Half::Close => {
+                        // Just sent on an open stream: it cannot fail.
+                        let _ = conn.send_data(id, &[], true);
+                        Half::Closed
+                    }
+                    Half::WithBody => Half::Closed,
+                    h => h,
+                };
+            }
         }
         // Until the driver's write stamps it (Shared::stamp_sent).
         let queued = Instant::now();
@@ -188,6 +234,7 @@ pub(super) async fn send_on(
             grpc_trailers: None,
             reader: grpc.then(Reader::default),
             body: rest,
+            half,
             sent: queued,
             first: None,
             end: None,
@@ -205,28 +252,33 @@ pub(super) async fn send_on(
         slot,
         taken: false,
     };
-    let ended = std::future::poll_fn(|cx| {
-        let mut streams = sh.streams.borrow_mut();
-        match entry(&mut streams, id) {
-            Some(Entry { end: Some(end), .. }) => Poll::Ready(*end),
-            Some(e) => {
-                if !e.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-                    e.waker = Some(cx.waker().clone());
+    let mut next = 1;
+    let end = loop {
+        // The next paced message's time, from the first one's.
+        let due = paced
+            .filter(|(r, _)| next < r.ends.len())
+            .and_then(|(_, gap)| queued.checked_add(gap.saturating_mul(u32::try_from(next).unwrap_or(u32::MAX))));
+        let tick = tokio::time::sleep_until(due.unwrap_or(queued).into());
+        tokio::select! {
+            biased;
+            r = ended(sh, id) => break r,
+            () = sleep.as_mut() => break Err(ErrorClass::TimeoutResponse),
+            () = tick, if due.is_some() => {
+                if let Some((r, _)) = paced {
+                    let end = r.ends[next];
+                    next += 1;
+                    push(sh, id, body, handed, end, next == r.ends.len());
+                    handed = end;
                 }
-                Poll::Pending
             }
-            // Never: only this exchange removes its entry.
-            None => Poll::Ready(Err(ErrorClass::Protocol)),
         }
-    });
-    let end = tokio::select! {
-        biased;
-        r = ended => r,
-        () = sleep => Err(ErrorClass::TimeoutResponse),
     };
     let mut e = open.take();
     let unsent = e.as_ref().map_or(0, |e| e.body.len());
-    let written = head_len + body.len().saturating_sub(unsent);
+    let written = head_len + handed.saturating_sub(unsent);
+    if let Some(r) = requests {
+        open.slot.sent_messages = r.sent(handed.saturating_sub(unsent));
+    }
     let done = end.map_err(|class| Failed { class, written })?;
     // The driver's write stamped it; else (never, with a response) it
     // still holds when it was queued.
@@ -254,6 +306,46 @@ pub(super) async fn send_on(
         extra: false,
         kernel: e.is_some_and(|e| e.kernel),
     })
+}
+
+/// The end of stream `id`'s exchange, once the driver set it.
+fn ended(sh: &Shared, id: StreamId) -> impl std::future::Future<Output = Result<Instant, ErrorClass>> + '_ {
+    std::future::poll_fn(move |cx| {
+        let mut streams = sh.streams.borrow_mut();
+        match entry(&mut streams, id) {
+            Some(Entry { end: Some(end), .. }) => Poll::Ready(*end),
+            Some(e) => {
+                if !e.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                    e.waker = Some(cx.waker().clone());
+                }
+                Poll::Pending
+            }
+            // Never: only this exchange removes its entry.
+            None => Poll::Ready(Err(ErrorClass::Protocol)),
+        }
+    })
+}
+
+/// Hands a paced client stream's next message (the body up to `end`, after
+/// the `handed` part) to the connection, and its half-close after it when
+/// it is the `last`; a stream already answered sends no more.
+fn push(sh: &Shared, id: StreamId, body: &Bytes, handed: usize, end: usize, last: bool) {
+    let mut conn = sh.conn.borrow_mut();
+    let mut streams = sh.streams.borrow_mut();
+    let Some(e) = entry(&mut streams, id) else {
+        return;
+    };
+    if e.end.is_some() || e.half != Half::More {
+        return;
+    }
+    // The unsent part and the message are one run of the body.
+    e.body = body.slice(handed - e.body.len()..end);
+    if last {
+        e.half = Half::Close;
+    }
+    send_body(&mut conn, e);
+    drop((conn, streams));
+    wake(&sh.driver);
 }
 
 /// Whether a stream may start on the connection now, or fail at once: only
