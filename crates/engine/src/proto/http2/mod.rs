@@ -97,6 +97,14 @@ pub(crate) struct Spec {
     pub requests: Option<Requests>,
 }
 
+/// A scenario's gRPC call: whether its replies stream, and its request
+/// messages when they do.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct CallShape<'a> {
+    pub server_streaming: bool,
+    pub requests: Option<&'a Requests>,
+}
+
 /// A client-streaming call's request messages: where each ends in the
 /// body, and the pause between two of them (`--stream-rate`; none: as fast
 /// as flow control allows).
@@ -127,6 +135,16 @@ impl Requests {
             ends,
             gap: rate.filter(|&r| r > 0).map(|r| Duration::from_secs(1) / r),
         }
+    }
+
+    /// The same one message `n` times over (a scenario's client stream):
+    /// the ends of the body that repeats it.
+    pub(crate) fn times(mut self, n: u64) -> Requests {
+        if let [one] = self.ends[..] {
+            // At most MAX_STREAM_MESSAGES (checked when the file was read).
+            self.ends = (1..=n as usize).map(|i| one * i).collect();
+        }
+        self
     }
 
     /// Messages whose every byte is among the first `bytes` of the body.
