@@ -276,6 +276,10 @@ pub struct GrpcCmd {
     /// as flow control allows]
     #[arg(long = "stream-rate", value_name = "RATE")]
     pub stream_rate: Option<u32>,
+    /// Compress each request message with gzip (grpc-encoding: gzip) and accept gzip replies, which
+    /// are inflated (at most 4 MiB a message) [default: identity, nothing compressed]
+    #[arg(long = "grpc-encoding", value_name = "ENCODING", value_parser = ["gzip", "identity"])]
+    pub grpc_encoding: Option<String>,
     /// Limit on connect and on each call's answer [default: 10s]
     #[arg(long = "timeout", value_name = "DURATION", value_parser = parse_duration)]
     pub timeout: Option<Duration>,

@@ -106,6 +106,11 @@ pub fn run(c: GrpcCmd) -> anyhow::Result<ExitCode> {
     if let Some(d) = c.deadline {
         headers.push(format!("grpc-timeout: {}", grpc_timeout(d)?));
     }
+    let gzip = c.grpc_encoding.as_deref() == Some("gzip");
+    if gzip {
+        headers.push("grpc-encoding: gzip".to_string());
+        headers.push("grpc-accept-encoding: gzip".to_string());
+    }
     let scheme = if c.plaintext { "http" } else { "https" };
     let mut plan = HttpPlan::from_args(HttpArgs {
         url: format!("{scheme}://{}/{}", c.address, c.call),
@@ -160,6 +165,9 @@ pub fn run(c: GrpcCmd) -> anyhow::Result<ExitCode> {
         plan.body = encode(&method, json)?.into();
         None
     };
+    if gzip {
+        plan.body = super::grpc_stream::gzip_messages(&plan.body)?.into();
+    }
     plan.grpc = Some(GrpcCall {
         call: c.call.clone(),
         proto: c
@@ -173,6 +181,7 @@ pub fn run(c: GrpcCmd) -> anyhow::Result<ExitCode> {
         client_streaming,
         stream_messages,
         stream_rate: c.stream_rate.filter(|_| client_streaming),
+        encoding: gzip.then(|| "gzip".to_string()),
     });
     super::export::check_outputs(&[
         ("--json", c.output.json.as_deref()),

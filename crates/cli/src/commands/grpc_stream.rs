@@ -58,6 +58,36 @@ pub(super) fn body(
     Ok((body, n))
 }
 
+/// `--grpc-encoding gzip`: each framed message of `body` compressed, its
+/// flag set.
+pub(super) fn gzip_messages(body: &[u8]) -> Result<Vec<u8>, UsageError> {
+    use std::io::Write as _;
+    let mut out = Vec::with_capacity(body.len() / 2);
+    let mut rest = body;
+    while let Some(prefix) = rest.get(..5) {
+        // The body is throng's own, framed whole by encode.
+        let len = u32::from_be_bytes([prefix[1], prefix[2], prefix[3], prefix[4]]) as usize;
+        let message = rest.get(5..5 + len).unwrap_or_default();
+        rest = rest.get(5 + len..).unwrap_or_default();
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        let packed = e
+            .write_all(message)
+            .and_then(|()| e.finish())
+            .map_err(|err| UsageError(format!("--grpc-encoding gzip: cannot compress the message: {err}")))?;
+        out.push(1);
+        out.extend_from_slice(&(packed.len() as u32).to_be_bytes());
+        out.extend_from_slice(&packed);
+        if out.len() as u64 > MAX_BODY_BYTES {
+            return Err(UsageError(
+                "--grpc-encoding gzip: the compressed messages of a call come to more than 64 MiB; send fewer or \
+                 smaller ones"
+                    .into(),
+            ));
+        }
+    }
+    Ok(out)
+}
+
 /// `--stream-messages` and `--stream-rate` are for client streams only.
 pub(super) fn refuse_flags(call: &str, n: Option<u64>, rate: Option<u32>) -> Result<(), UsageError> {
     let flag = match (n, rate) {

@@ -40,6 +40,11 @@ impl GrpcServer {
         GrpcServer::spawn(tls, false, true)
     }
 
+    /// One that compresses its replies with gzip (to clients that accept it).
+    pub(crate) fn compressing() -> GrpcServer {
+        GrpcServer::spawn_with(None, false, false, &[("GRPC_COMPRESSION", "gzip")])
+    }
+
     /// The Calls that reached the server's handler so far.
     pub(crate) fn calls(&self) -> u64 {
         let (_, log) = self.calls.as_ref().expect("a GrpcServer::counting server");
@@ -54,8 +59,13 @@ impl GrpcServer {
     }
 
     fn spawn(tls: Option<&Path>, reflection: bool, counting: bool) -> GrpcServer {
+        GrpcServer::spawn_with(tls, reflection, counting, &[])
+    }
+
+    fn spawn_with(tls: Option<&Path>, reflection: bool, counting: bool, env: &[(&str, &str)]) -> GrpcServer {
         let port = free_port();
         let mut cmd = Command::new("python3");
+        cmd.envs(env.iter().copied());
         cmd.arg(here("grpc_server.py"));
         if reflection {
             cmd.arg("--reflection");

@@ -60,6 +60,7 @@ mod faults;
 mod gate;
 mod grpc;
 mod grpc_client_stream;
+mod grpc_compress;
 mod grpc_faults;
 mod grpc_reflect;
 mod grpc_stream;

@@ -42,6 +42,10 @@ pub struct GrpcCall {
     /// as flow control allows).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stream_rate: Option<u32>,
+    /// `--grpc-encoding gzip`: request messages compressed, gzip replies
+    /// accepted and inflated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encoding: Option<String>,
 }
 
 /// gRPC status code names (index = code), as the report shows them.

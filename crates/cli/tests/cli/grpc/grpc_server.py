@@ -62,7 +62,11 @@ def decode(data):
 
 def reply(text):
     b = text.encode()
-    return b"\x0a" + bytes([len(b)]) + b if len(b) < 128 else b"\x0a" + bytes([len(b) & 0x7F | 0x80, len(b) >> 7]) + b
+    n, length = len(b), b""
+    while n >= 0x80:
+        length += bytes([n & 0x7F | 0x80])
+        n >>= 7
+    return b"\x0a" + length + bytes([n]) + b
 
 
 CALL_LOG = os.environ.get("GRPC_CALL_LOG")
@@ -83,7 +87,7 @@ def call(request, context):
     if code:
         status = next(s for s in grpc.StatusCode if s.value[0] == code)
         context.abort(status, "asked for " + status.name)
-    return reply("hello " + f.get(1, b"").decode())
+    return reply("hello " + f.get(1, b"").decode() + "x" * min(f.get(7, 0), 16 << 20))
 
 
 def watch(request, context):
@@ -169,7 +173,7 @@ def descriptors():
     fields(tester.message_type.add(name="CallRequest"), [
         ("name", 1, F.TYPE_STRING), ("code", 2, F.TYPE_INT32), ("sleep_ms", 3, F.TYPE_INT32),
         ("need_metadata", 4, F.TYPE_STRING), ("tag", 5, F.TYPE_MESSAGE, ".throngtest.common.Tag"),
-        ("count", 6, F.TYPE_INT32)])
+        ("count", 6, F.TYPE_INT32), ("pad", 7, F.TYPE_INT32)])
     fields(tester.message_type.add(name="CallReply"), [("message", 1, F.TYPE_STRING)])
     svc = tester.service.add(name="Tester")
     svc.method.add(name="Call", input_type=".throngtest.CallRequest", output_type=".throngtest.CallReply")
@@ -189,7 +193,11 @@ def main():
     if reflect:
         sys.argv.remove("--reflection")
     port = int(sys.argv[1])
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=16))
+    # GRPC_COMPRESSION=gzip: replies compressed (to clients that accept gzip).
+    gzip = os.environ.get("GRPC_COMPRESSION") == "gzip"
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=16),
+                         compression=grpc.Compression.Gzip if gzip else None,
+                         options=[("grpc.max_send_message_length", 32 << 20)])
     handler = grpc.method_handlers_generic_handler(
         "throngtest.Tester",
         {
