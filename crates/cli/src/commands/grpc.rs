@@ -168,7 +168,7 @@ pub fn run(c: GrpcCmd) -> anyhow::Result<ExitCode> {
     if gzip {
         plan.body = super::grpc_stream::gzip_messages(&plan.body)?.into();
     }
-    plan.grpc = Some(GrpcCall {
+    plan.grpc = Some(Box::new(GrpcCall {
         call: c.call.clone(),
         proto: c
             .proto
@@ -182,7 +182,7 @@ pub fn run(c: GrpcCmd) -> anyhow::Result<ExitCode> {
         stream_messages,
         stream_rate: c.stream_rate.filter(|_| client_streaming),
         encoding: gzip.then(|| "gzip".to_string()),
-    });
+    }));
     super::export::check_outputs(&[
         ("--json", c.output.json.as_deref()),
         ("--html", c.output.html.as_deref()),
