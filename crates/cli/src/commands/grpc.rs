@@ -22,9 +22,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use prost::Message as _;
-use prost_reflect::{DescriptorPool, DynamicMessage, MethodDescriptor};
-use throng_plan::{GRPC_CODES, GrpcCall, HttpArgs, HttpPlan, MAX_BODY_BYTES, is_token};
+use prost_reflect::{DescriptorPool, MethodDescriptor};
+use throng_plan::{GRPC_CODES, GrpcCall, HttpArgs, HttpPlan, is_token};
 
 use super::shared::{finish_runs, repeated};
 use crate::args::{Format, GrpcCmd, RepeatArgs};
@@ -162,7 +161,7 @@ pub fn run(c: GrpcCmd) -> anyhow::Result<ExitCode> {
         Some(n)
     } else {
         super::grpc_stream::refuse_flags(&c.call, c.stream_messages, c.stream_rate)?;
-        plan.body = encode(&method, json)?.into();
+        plan.body = super::grpc_stream::encode(&method, json)?.into();
         None
     };
     if gzip {
@@ -348,41 +347,6 @@ fn find_method(pool: &DescriptorPool, service: &str, method: &str, call: &str) -
         )));
     };
     Ok(m)
-}
-
-/// The request message from JSON (empty: the default message), encoded
-/// and framed as a gRPC message (uncompressed flag, 4-byte length).
-pub(super) fn encode(method: &MethodDescriptor, json: Option<(&str, &str)>) -> Result<Vec<u8>, UsageError> {
-    let input = method.input();
-    let message = match json {
-        None => DynamicMessage::new(input),
-        Some((from, text)) => {
-            let mut de = serde_json::Deserializer::from_str(text);
-            DynamicMessage::deserialize(input.clone(), &mut de)
-                .and_then(|m| de.end().map(|()| m))
-                .map_err(|e| {
-                    let at = if from == "--data" {
-                        format!("--data (line {}, column {})", e.line(), e.column())
-                    } else {
-                        format!("--data @{from}:{}:{}", e.line(), e.column())
-                    };
-                    UsageError(format!(
-                        "{at}: not a {} message: {e}; give the message in protobuf's JSON mapping",
-                        input.full_name()
-                    ))
-                })?
-        }
-    };
-    let bytes = message.encode_to_vec();
-    let len = u32::try_from(bytes.len())
-        .ok()
-        .filter(|&n| u64::from(n) + 5 <= MAX_BODY_BYTES)
-        .ok_or_else(|| UsageError("--data: the encoded message is larger than 64 MiB; send less".into()))?;
-    let mut framed = Vec::with_capacity(bytes.len() + 5);
-    framed.push(0);
-    framed.extend_from_slice(&len.to_be_bytes());
-    framed.extend_from_slice(&bytes);
-    Ok(framed)
 }
 
 /// `--expect-code`: names (`NOT_FOUND`) or numbers (`5`), comma-separated.

@@ -1,5 +1,6 @@
-//! `throng grpc` on a client-streaming or bidirectional method: the
-//! request messages each call sends, as one body of framed messages.
+//! `throng grpc`'s request messages: one, or on a client-streaming or
+//! bidirectional method those each call sends, as one body of framed
+//! messages (gzip-compressed with `--grpc-encoding gzip`).
 //!
 //! ```text
 //!  --data JSON          ── one message ──┐
@@ -10,7 +11,8 @@
 //! The engine sends the body's messages in order (paced by
 //! `--stream-rate`), then half-closes the request.
 
-use prost_reflect::MethodDescriptor;
+use prost::Message as _;
+use prost_reflect::{DynamicMessage, MethodDescriptor};
 use throng_plan::MAX_BODY_BYTES;
 
 use crate::exit::UsageError;
@@ -36,7 +38,7 @@ pub(super) fn body(
     }
     let messages = match json {
         Some((from, text)) if is_json_lines(text) => lines(method, from, text)?,
-        json => vec![super::grpc::encode(method, json)?],
+        json => vec![encode(method, json)?],
     };
     let n = n.unwrap_or(messages.len() as u64);
     if n == 0 || n > MAX_STREAM_MESSAGES {
@@ -56,6 +58,41 @@ pub(super) fn body(
         body.extend_from_slice(m);
     }
     Ok((body, n))
+}
+
+/// The request message from JSON (empty: the default message), encoded
+/// and framed as a gRPC message (uncompressed flag, 4-byte length).
+pub(super) fn encode(method: &MethodDescriptor, json: Option<(&str, &str)>) -> Result<Vec<u8>, UsageError> {
+    let input = method.input();
+    let message = match json {
+        None => DynamicMessage::new(input),
+        Some((from, text)) => {
+            let mut de = serde_json::Deserializer::from_str(text);
+            DynamicMessage::deserialize(input.clone(), &mut de)
+                .and_then(|m| de.end().map(|()| m))
+                .map_err(|e| {
+                    let at = if from == "--data" {
+                        format!("--data (line {}, column {})", e.line(), e.column())
+                    } else {
+                        format!("--data @{from}:{}:{}", e.line(), e.column())
+                    };
+                    UsageError(format!(
+                        "{at}: not a {} message: {e}; give the message in protobuf's JSON mapping",
+                        input.full_name()
+                    ))
+                })?
+        }
+    };
+    let bytes = message.encode_to_vec();
+    let len = u32::try_from(bytes.len())
+        .ok()
+        .filter(|&n| u64::from(n) + 5 <= MAX_BODY_BYTES)
+        .ok_or_else(|| UsageError("--data: the encoded message is larger than 64 MiB; send less".into()))?;
+    let mut framed = Vec::with_capacity(bytes.len() + 5);
+    framed.push(0);
+    framed.extend_from_slice(&len.to_be_bytes());
+    framed.extend_from_slice(&bytes);
+    Ok(framed)
 }
 
 /// `--grpc-encoding gzip`: each framed message of `body` compressed, its
@@ -119,7 +156,7 @@ fn lines(method: &MethodDescriptor, from: &str, text: &str) -> Result<Vec<Vec<u8
             continue;
         }
         let n = i + 1;
-        messages.push(super::grpc::encode(method, Some((from, line))).map_err(|e| {
+        messages.push(encode(method, Some((from, line))).map_err(|e| {
             // encode says line 1 (of the line alone); the line is the text's.
             let (one, this) = if from == "--data" {
                 ("--data (line 1,".to_string(), format!("--data (line {n},"))
