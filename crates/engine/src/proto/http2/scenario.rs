@@ -138,18 +138,23 @@ impl Own {
         let open = StreamOpen(ctx);
         let head_len = decoded_head_len(&request);
         slot.for_method(request.method());
-        let mut outcome = send_stream(
-            c,
-            &request_head(&request),
-            body,
-            true,
-            shape.server_streaming,
-            shape.requests,
-            head_len,
-            slot,
-            sleep,
-        )
-        .await;
+        let block = request_head(&request);
+        let mut outcome = match shape.requests {
+            Some(r) => {
+                Box::pin(send_stream(
+                    c,
+                    &block,
+                    body,
+                    shape.server_streaming,
+                    r,
+                    head_len,
+                    slot,
+                    sleep,
+                ))
+                .await
+            }
+            None => send_on(c, &block, body, true, shape.server_streaming, head_len, slot, sleep).await,
+        };
         drop(open);
         stream_ended(c, &mut outcome);
         let (expired, written) = match &outcome {
