@@ -251,3 +251,23 @@ fn stream_flags_say_what_is_wrong_and_exit_2() {
     assert_eq!(o.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("more than 64 MiB"), "{stderr}");
 }
+
+#[test]
+fn a_stream_larger_than_the_windows_goes_whole_then_half_closes() {
+    let server = GrpcServer::counting(None);
+    // 500 messages of 4 KB a call: 2 MB, far past HTTP/2's first windows
+    // (64 KB), so most of it waits for the server's WINDOW_UPDATEs and the
+    // half-close follows the last of it.
+    let data = format!(r#"{{"name": "{}"}}"#, "a".repeat(4000));
+    let run = stream(
+        &server.addr,
+        "Upload",
+        &["--data", &data, "--stream-messages", "500", "-n", "4", "--streams", "2"],
+    );
+    assert_eq!(run.code(), 0, "stderr: {}", run.stderr());
+    let m = &run.result().measurements;
+    assert_books_balance(run.result());
+    assert_eq!((m.requests.ok, m.messages_sent), (4, 2000));
+    assert_eq!(counted(&server, "upload"), vec![500; 4]);
+    assert!(m.bytes.sent >= 4 * 500 * 4000, "{}", m.bytes.sent);
+}
