@@ -65,6 +65,10 @@ pub struct Measurements {
     /// call still counts once in `requests`).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub messages: u64,
+    /// gRPC client-streaming and bidirectional calls: request messages
+    /// sent whole, over all calls.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub messages_sent: u64,
     /// Established connections the server closed before the client meant
     /// to (during a storm's hold).
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -369,6 +373,7 @@ impl Measurements {
         add(&mut self.closed_by_peer, other.closed_by_peer, "closed_by_peer")?;
         add(&mut self.redirects, other.redirects, "redirects")?;
         add(&mut self.messages, other.messages, "messages")?;
+        add(&mut self.messages_sent, other.messages_sent, "messages_sent")?;
         if let Some(theirs) = &other.streams {
             self.streams.get_or_insert_with(Default::default).merge(theirs)?;
         }

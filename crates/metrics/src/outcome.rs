@@ -273,6 +273,17 @@ impl ErrorClass {
                 "gRPC: a reply message is flagged compressed but the reply names no grpc-encoding (grpc-go: INTERNAL)"
             }
             "grpc.decode" => "gRPC: a reply message is not protobuf's wire format (grpc-go: INTERNAL)",
+            "grpc.encoding" => {
+                "gRPC: a reply message is compressed in an encoding throng does not inflate (only gzip; grpc-go: \
+                 UNIMPLEMENTED)"
+            }
+            "grpc.decompress" => {
+                "gRPC: a gzip reply message does not inflate (corrupt, or cut short; grpc-go: INTERNAL)"
+            }
+            "grpc.too_large" => {
+                "gRPC: a gzip reply message inflates past 4 MiB, the largest message a client takes (grpc-go: \
+                 RESOURCE_EXHAUSTED)"
+            }
             "grpc.cardinality" => {
                 "gRPC: a unary call answered OK with no message, or with more than one (grpc-go: INTERNAL)"
             }

@@ -37,6 +37,9 @@ pub enum Phase {
     /// gRPC server streaming: first request byte written → the last
     /// message of the reply read whole (before the trailers).
     LastMessage,
+    /// gRPC bidirectional streaming: one reply message read whole → the
+    /// next (every gap).
+    MessageGap,
     /// MQTT: SUBSCRIBE sent → its SUBACK read.
     Subscribe,
     /// MQTT publish/subscribe: a message's send time, as its publisher
@@ -83,6 +86,7 @@ impl Phase {
         Phase::Pong,
         Phase::FirstMessage,
         Phase::LastMessage,
+        Phase::MessageGap,
         Phase::Subscribe,
         Phase::Delivery,
         Phase::Puback,
@@ -116,6 +120,7 @@ impl Phase {
             Phase::Pong => "pong",
             Phase::FirstMessage => "first_message",
             Phase::LastMessage => "last_message",
+            Phase::MessageGap => "message_gap",
             Phase::Subscribe => "subscribe",
             Phase::Delivery => "delivery",
             Phase::Puback => "puback",

@@ -43,6 +43,7 @@ pub struct Recorder {
     closed_by_peer: u64,
     redirects: u64,
     messages: u64,
+    messages_sent: u64,
     first_drop: Option<Instant>,
     last_reconnected: Option<Instant>,
     reaccepted: Option<Instant>,
@@ -194,6 +195,7 @@ impl Recorder {
             closed_by_peer: 0,
             redirects: 0,
             messages: 0,
+            messages_sent: 0,
             first_drop: None,
             last_reconnected: None,
             reaccepted: None,
@@ -399,6 +401,11 @@ impl Recorder {
     /// A gRPC server-streaming call received `n` messages.
     pub fn messages(&mut self, n: u64) {
         self.messages += n;
+    }
+
+    /// A gRPC client-streaming call sent `n` request messages whole.
+    pub fn messages_sent(&mut self, n: u64) {
+        self.messages_sent += n;
     }
 
     /// A request followed a redirect: one hop, with the bytes it wrote and
@@ -711,6 +718,7 @@ impl Recorder {
             closed_by_peer: self.closed_by_peer,
             redirects: self.redirects,
             messages: self.messages,
+            messages_sent: self.messages_sent,
             first_drop_us: self.first_drop.map(|t| since(self.origin, t)),
             last_reconnected_us: self.last_reconnected.map(|t| since(self.origin, t)),
             reconnect_gave_up: self.gave_up,

@@ -37,6 +37,7 @@ pub(crate) const TABLE: [Phase; 24] = [
     Phase::Pong,
     Phase::FirstMessage,
     Phase::LastMessage,
+    Phase::MessageGap,
     Phase::Puback,
     Phase::Pubrec,
     Phase::Pubcomp,

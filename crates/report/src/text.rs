@@ -182,7 +182,16 @@ fn write_http(r: &RunResult, p: &HttpPlan, w: &mut dyn Write) -> io::Result<()> 
     crate::sections::write_streams(m, r.duration_s, w)?;
     if let Some(g) = &p.grpc {
         writeln!(w, "  {:<14}{}", "grpc-status", grpc_statuses(m))?;
-        if g.server_streaming {
+        if g.client_streaming {
+            writeln!(
+                w,
+                "  {:<14}{} sent ({} a call, --stream-messages)",
+                "requested",
+                m.messages_sent,
+                g.stream_messages.unwrap_or(1)
+            )?;
+        }
+        if g.server_streaming || g.client_streaming {
             let calls = m.status.values().sum::<u64>();
             let expect = g
                 .expect_messages

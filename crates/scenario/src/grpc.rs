@@ -52,7 +52,7 @@ const MAX_MESSAGE: usize = 64 << 20;
 /// gRPC status names by code (0–16), as `--expect-code` and reports write them.
 pub use throng_plan::GRPC_CODES;
 
-/// A unary or server-streaming method of the compiled descriptors.
+/// A method of the compiled descriptors.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Method(MethodDescriptor);
 
@@ -70,6 +70,12 @@ impl Method {
     /// True for a server-streaming method (a stream of replies).
     pub fn server_streaming(&self) -> bool {
         self.0.is_server_streaming()
+    }
+
+    /// True for a client-streaming method (a stream of requests; with
+    /// [`Method::server_streaming`], bidirectional).
+    pub fn client_streaming(&self) -> bool {
+        self.0.is_client_streaming()
     }
 
     /// The input type's full name.
@@ -345,11 +351,11 @@ pub fn find_method(pool: &DescriptorPool, call: &str) -> Result<Method, CallErro
             known: svc.methods().map(|m| m.name().to_string()).take(20).collect(),
         });
     };
-    if m.is_client_streaming() {
-        return Err(CallError::ClientStreaming { call: call.to_string() });
-    }
     Ok(Method(m))
 }
+
+/// Most messages a client-streaming call of a step may send.
+pub const MAX_STREAM_MESSAGES: u64 = 100_000;
 
 /// `pkg.Service/Method` → (`pkg.Service`, `Method`).
 pub fn split_call(call: &str) -> Result<(&str, &str), CallError> {
@@ -394,15 +400,6 @@ pub enum CallError {
         method: String,
         /// The service's methods (at most 20).
         known: Vec<String>,
-    },
-    /// A client- or bidirectional-streaming method.
-    #[error(
-        "'{call}' is a client- or bidirectional-streaming method; a grpc: step makes unary and server-streaming \
-         calls"
-    )]
-    ClientStreaming {
-        /// The call as written.
-        call: String,
     },
 }
 
@@ -517,11 +514,7 @@ service S { rpc Call(Req) returns (Rep); rpc Watch(Req) returns (stream Rep); rp
             "'t.X/Call': no service t.X in the .proto files (they define: t.S); give the service's full name, with \
              its package"
         );
-        assert_eq!(
-            said("t.S/Up"),
-            "'t.S/Up' is a client- or bidirectional-streaming method; a grpc: step makes unary and server-streaming \
-             calls"
-        );
+        assert!(find_method(&pool, "t.S/Up").unwrap().client_streaming());
         assert_eq!(
             said("Call"),
             "'Call': give the method as package.Service/Method, e.g. helloworld.Greeter/SayHello"

@@ -55,6 +55,7 @@ const PHASES: [&str; 21] = [
     "pong",
     "first_message",
     "last_message",
+    "message_gap",
     "subscribe",
     "first_event",
     "event_gap",

@@ -219,7 +219,7 @@ pub struct GrpcCmd {
     /// Where imports of the .proto file are looked up, repeatable (the file's own directory always is)
     #[arg(short = 'I', long = "import-path", value_name = "DIR")]
     pub import_paths: Vec<PathBuf>,
-    /// The method to call, unary or server-streaming: package.Service/Method
+    /// The method to call (unary, server-, client- or bidirectional-streaming): package.Service/Method
     #[arg(long = "call", value_name = "pkg.Service/Method")]
     pub call: String,
     /// The request message as JSON (protobuf's JSON mapping), or @FILE; encoded once, sent on every
@@ -267,6 +267,19 @@ pub struct GrpcCmd {
     /// another number is check_failed
     #[arg(long = "expect-messages", value_name = "N")]
     pub expect_messages: Option<u64>,
+    /// Client-streaming and bidirectional calls: messages each call sends, then it half-closes; the
+    /// --data message N times, or the messages of a JSON-lines --data file in order, cycled [default:
+    /// the number of messages --data gives]
+    #[arg(long = "stream-messages", value_name = "N")]
+    pub stream_messages: Option<u64>,
+    /// Client-streaming and bidirectional calls: messages per second within a call [default: as fast
+    /// as flow control allows]
+    #[arg(long = "stream-rate", value_name = "RATE")]
+    pub stream_rate: Option<u32>,
+    /// Compress each request message with gzip (grpc-encoding: gzip) and accept gzip replies, which
+    /// are inflated (at most 4 MiB a message) [default: identity, nothing compressed]
+    #[arg(long = "grpc-encoding", value_name = "ENCODING", value_parser = ["gzip", "identity"])]
+    pub grpc_encoding: Option<String>,
     /// Limit on connect and on each call's answer [default: 10s]
     #[arg(long = "timeout", value_name = "DURATION", value_parser = parse_duration)]
     pub timeout: Option<Duration>,

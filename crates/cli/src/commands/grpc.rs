@@ -12,16 +12,18 @@
 //!
 //! The engine counts each call's `grpc-status` as its status; reports
 //! name the codes. A server-streaming call is the same request; the engine
-//! counts the messages of its reply and times the first and the last.
+//! counts the messages of its reply and times the first and the last. A
+//! client-streaming or bidirectional call's body is its messages
+//! (crate::commands::grpc_stream), which the engine sends in order, paced
+//! by `--stream-rate`, then half-closes.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use prost::Message as _;
-use prost_reflect::{DescriptorPool, DynamicMessage, MethodDescriptor};
-use throng_plan::{GRPC_CODES, GrpcCall, HttpArgs, HttpPlan, MAX_BODY_BYTES, is_token};
+use prost_reflect::{DescriptorPool, MethodDescriptor};
+use throng_plan::{GRPC_CODES, GrpcCall, HttpArgs, HttpPlan, is_token};
 
 use super::shared::{finish_runs, repeated};
 use crate::args::{Format, GrpcCmd, RepeatArgs};
@@ -103,6 +105,11 @@ pub fn run(c: GrpcCmd) -> anyhow::Result<ExitCode> {
     if let Some(d) = c.deadline {
         headers.push(format!("grpc-timeout: {}", grpc_timeout(d)?));
     }
+    let gzip = c.grpc_encoding.as_deref() == Some("gzip");
+    if gzip {
+        headers.push("grpc-encoding: gzip".to_string());
+        headers.push("grpc-accept-encoding: gzip".to_string());
+    }
     let scheme = if c.plaintext { "http" } else { "https" };
     let mut plan = HttpPlan::from_args(HttpArgs {
         url: format!("{scheme}://{}/{}", c.address, c.call),
@@ -137,17 +144,30 @@ pub fn run(c: GrpcCmd) -> anyhow::Result<ExitCode> {
     };
     let method = find_method(&pool, service, method, &c.call)?;
     let server_streaming = method.is_server_streaming();
+    let client_streaming = method.is_client_streaming();
     if c.expect_messages.is_some() && !server_streaming {
+        let kind = if client_streaming { "client-streaming" } else { "unary" };
         return Err(UsageError(format!(
-            "--expect-messages: {} is a unary method (one reply per call); leave it out, or call a \
+            "--expect-messages: {} is a {kind} method (one reply per call); leave it out, or call a \
              server-streaming method",
             c.call
         ))
         .into());
     }
-    let message = encode(&method, json.as_ref().map(|(f, t)| (f.as_str(), t.as_str())))?;
-    plan.body = message.into();
-    plan.grpc = Some(GrpcCall {
+    let json = json.as_ref().map(|(f, t)| (f.as_str(), t.as_str()));
+    let stream_messages = if client_streaming {
+        let (body, n) = super::grpc_stream::body(&method, json, c.stream_messages, c.stream_rate)?;
+        plan.body = body.into();
+        Some(n)
+    } else {
+        super::grpc_stream::refuse_flags(&c.call, c.stream_messages, c.stream_rate)?;
+        plan.body = super::grpc_stream::encode(&method, json)?.into();
+        None
+    };
+    if gzip {
+        plan.body = super::grpc_stream::gzip_messages(&plan.body)?.into();
+    }
+    plan.grpc = Some(Box::new(GrpcCall {
         call: c.call.clone(),
         proto: c
             .proto
@@ -157,7 +177,11 @@ pub fn run(c: GrpcCmd) -> anyhow::Result<ExitCode> {
         deadline: c.deadline,
         server_streaming,
         expect_messages: c.expect_messages,
-    });
+        client_streaming,
+        stream_messages,
+        stream_rate: c.stream_rate.filter(|_| client_streaming),
+        encoding: gzip.then(|| "gzip".to_string()),
+    }));
     super::export::check_outputs(&[
         ("--json", c.output.json.as_deref()),
         ("--html", c.output.html.as_deref()),
@@ -301,7 +325,7 @@ fn describe(e: &protox::Error) -> String {
     format!("{at}{e}{hint}")
 }
 
-/// The unary or server-streaming method `service`/`method` of the pool.
+/// The method `service`/`method` of the pool.
 fn find_method(pool: &DescriptorPool, service: &str, method: &str, call: &str) -> Result<MethodDescriptor, UsageError> {
     let Some(svc) = pool.get_service_by_name(service) else {
         let known: Vec<String> = pool.services().map(|s| s.full_name().to_string()).take(20).collect();
@@ -322,53 +346,7 @@ fn find_method(pool: &DescriptorPool, service: &str, method: &str, call: &str) -
             known.join(", ")
         )));
     };
-    if m.is_client_streaming() {
-        let kind = if m.is_server_streaming() {
-            "bidirectional-streaming"
-        } else {
-            "client-streaming"
-        };
-        return Err(UsageError(format!(
-            "--call {call}: a {kind} method; throng grpc makes unary and server-streaming calls ({kind} is \
-             not supported yet)"
-        )));
-    }
     Ok(m)
-}
-
-/// The request message from JSON (empty: the default message), encoded
-/// and framed as a gRPC message (uncompressed flag, 4-byte length).
-fn encode(method: &MethodDescriptor, json: Option<(&str, &str)>) -> Result<Vec<u8>, UsageError> {
-    let input = method.input();
-    let message = match json {
-        None => DynamicMessage::new(input),
-        Some((from, text)) => {
-            let mut de = serde_json::Deserializer::from_str(text);
-            DynamicMessage::deserialize(input.clone(), &mut de)
-                .and_then(|m| de.end().map(|()| m))
-                .map_err(|e| {
-                    let at = if from == "--data" {
-                        format!("--data (line {}, column {})", e.line(), e.column())
-                    } else {
-                        format!("--data @{from}:{}:{}", e.line(), e.column())
-                    };
-                    UsageError(format!(
-                        "{at}: not a {} message: {e}; give the message in protobuf's JSON mapping",
-                        input.full_name()
-                    ))
-                })?
-        }
-    };
-    let bytes = message.encode_to_vec();
-    let len = u32::try_from(bytes.len())
-        .ok()
-        .filter(|&n| u64::from(n) + 5 <= MAX_BODY_BYTES)
-        .ok_or_else(|| UsageError("--data: the encoded message is larger than 64 MiB; send less".into()))?;
-    let mut framed = Vec::with_capacity(bytes.len() + 5);
-    framed.push(0);
-    framed.extend_from_slice(&len.to_be_bytes());
-    framed.extend_from_slice(&bytes);
-    Ok(framed)
 }
 
 /// `--expect-code`: names (`NOT_FOUND`) or numbers (`5`), comma-separated.

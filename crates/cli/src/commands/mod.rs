@@ -8,6 +8,7 @@ mod distributed;
 mod export;
 mod grpc;
 mod grpc_reflect;
+mod grpc_stream;
 mod history;
 mod http;
 mod import;

@@ -40,15 +40,32 @@ impl GrpcServer {
         GrpcServer::spawn(tls, false, true)
     }
 
+    /// One that compresses its replies with gzip (to clients that accept it).
+    pub(crate) fn compressing() -> GrpcServer {
+        GrpcServer::spawn_with(None, false, false, &[("GRPC_COMPRESSION", "gzip")])
+    }
+
     /// The Calls that reached the server's handler so far.
     pub(crate) fn calls(&self) -> u64 {
         let (_, log) = self.calls.as_ref().expect("a GrpcServer::counting server");
         std::fs::read_to_string(log).unwrap_or_default().lines().count() as u64
     }
 
+    /// What the server logged (a counting server): one line a Call,
+    /// `upload N` / `chat N` for each client stream with the messages it read.
+    pub(crate) fn log(&self) -> String {
+        let (_, log) = self.calls.as_ref().expect("a GrpcServer::counting server");
+        std::fs::read_to_string(log).unwrap_or_default()
+    }
+
     fn spawn(tls: Option<&Path>, reflection: bool, counting: bool) -> GrpcServer {
+        GrpcServer::spawn_with(tls, reflection, counting, &[])
+    }
+
+    fn spawn_with(tls: Option<&Path>, reflection: bool, counting: bool, env: &[(&str, &str)]) -> GrpcServer {
         let port = free_port();
         let mut cmd = Command::new("python3");
+        cmd.envs(env.iter().copied());
         cmd.arg(here("grpc_server.py"));
         if reflection {
             cmd.arg("--reflection");
@@ -323,11 +340,10 @@ fn config_errors_say_what_and_where_and_exit_2() {
     let proto = here("tester.proto");
     let proto = proto.to_str().unwrap();
     let base = ["grpc", "127.0.0.1:9", "--plaintext", "--proto", proto, "-n", "1"];
-    let cases: [(&[&str], &str); 7] = [
+    let cases: [(&[&str], &str); 6] = [
         (&["--call", "throngtest.Tester"], "package.Service/Method"),
         (&["--call", "throngtest.Nope/Call"], "no service throngtest.Nope"),
         (&["--call", "throngtest.Tester/Nope"], "has no method Nope"),
-        (&["--call", "throngtest.Tester/Chat"], "bidirectional-streaming"),
         (
             &[
                 "--call",

@@ -63,6 +63,8 @@ mod export;
 mod faults;
 mod gate;
 mod grpc;
+mod grpc_client_stream;
+mod grpc_compress;
 mod grpc_faults;
 mod grpc_reflect;
 mod grpc_stream;

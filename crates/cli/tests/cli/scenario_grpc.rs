@@ -249,6 +249,59 @@ scenarios:
 }
 
 #[test]
+fn client_and_bidirectional_steps_send_their_messages_and_count_them() {
+    let server = GrpcServer::counting(None);
+    let yaml = format!(
+        r#"{}
+scenarios:
+  s:
+    executor: per-vu-iterations
+    vus: 2
+    iterations: 5
+    max_duration: 60s
+    flow:
+      - grpc:
+          name: upload
+          call: throngtest.Tester/Upload
+          message: {{ name: "u{{{{vu}}}}" }}
+          stream_messages: 4
+          check:
+            all read: {{ json: /message, equals: "received 4" }}
+      - grpc:
+          name: chat
+          call: throngtest.Tester/Chat
+          message: {{ name: "c{{{{vu}}}}" }}
+          stream_messages: 3
+          stream_rate: 100
+          check:
+            last reply: {{ body_contains: "hello c" }}
+"#,
+        head(&server)
+    );
+    let r = run_yaml(&yaml);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let res = r.result();
+    assert_books_balance(res);
+    let violations = schema_violations(&r.json);
+    assert!(violations.is_empty(), "schema violations: {violations:#?}");
+    let m = &res.measurements;
+    assert_eq!((m.requests.attempted, m.requests.ok), (20, 20), "{:?}", m.requests);
+    // 10 uploads of 4 and 10 chats of 3; each chat's 3 replies, each
+    // upload's one.
+    assert_eq!(m.messages_sent, 70);
+    assert_eq!(m.messages, 40);
+    let log = server.log();
+    assert_eq!(log.lines().filter(|l| *l == "upload 4").count(), 10, "{log}");
+    assert_eq!(log.lines().filter(|l| *l == "chat 3").count(), 10, "{log}");
+    let st = m.scenario.as_ref().unwrap();
+    assert_eq!((st.checks["all read"].passes, st.checks["all read"].fails), (10, 0));
+    assert_eq!((st.checks["last reply"].passes, st.checks["last reply"].fails), (10, 0));
+    // Two gaps between a chat's three replies.
+    assert_eq!(m.phases["message_gap"].count(), 20);
+    assert_eq!(m.phases["first_message"].count(), 10);
+}
+
+#[test]
 fn over_tls_the_calls_speak_h2_by_alpn() {
     let dir = tempfile::tempdir().unwrap();
     let certs = dir.path().join("certs");
@@ -399,9 +452,23 @@ fn the_files_mistakes_exit_2_with_where_they_are() {
         e.contains(&at(&r, 11)) && e.contains("'NOTFOUND' is not a gRPC status code"),
         "{e}"
     );
-    // A client-streaming method.
-    let e = refused(&run_yaml(&flow("          call: throngtest.Tester/Upload\n"))).to_string();
-    assert!(e.contains("client- or bidirectional-streaming"), "{e}");
+    // stream_messages for a unary method; none at all.
+    let r = run_yaml(&flow(
+        "          call: throngtest.Tester/Call\n          stream_messages: 3\n",
+    ));
+    let e = refused(&r);
+    assert!(
+        e.contains(&at(&r, 11)) && e.contains("stream_messages: throngtest.Tester/Call takes one request message"),
+        "{e}"
+    );
+    let r = run_yaml(&flow(
+        "          call: throngtest.Tester/Upload\n          stream_messages: 0\n",
+    ));
+    assert!(
+        refused(&r).contains("stream_messages: 0; give 1 to 100000"),
+        "{}",
+        r.stderr
+    );
     // An HTTP/1.1 target.
     let yaml = flow("          call: throngtest.Tester/Call\n").replace(", http: 2", "");
     let r = run_yaml(&yaml);

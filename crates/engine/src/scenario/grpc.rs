@@ -24,6 +24,7 @@ use super::ops::{GrpcOp, ReqOp, Scen, Vu, with_scen};
 use super::render::{Rendered, for_step, vu_reads};
 use crate::ctx::Ctx;
 use crate::proto::http1::Keep;
+use crate::proto::http2::{CallShape, Requests};
 use crate::proto::vu::{stream_reply, stream_request, stream_session, stream_slot};
 use crate::record::record_exchange;
 use crate::redirect::Place;
@@ -110,6 +111,18 @@ pub(super) async fn call(ctx: &Ctx, sc: &Scen, vu: &mut Vu, g: &GrpcOp, origin: 
         // A plan read back from a result has no descriptors; never run.
         (None, None) => return not_sent(ctx, op, flight, row, ErrorClass::Protocol),
     };
+    // A client stream sends the message stream_messages times.
+    let requests = g.step.client_streaming.then(|| {
+        let n = g.step.stream_messages.unwrap_or(1);
+        Requests::of(&body, g.step.stream_rate).times(n)
+    });
+    let body = match &requests {
+        Some(r) if r.ends.len() > 1 => match repeat(&body, r.ends.len()) {
+            Some(b) => b,
+            None => return not_sent(ctx, op, flight, row, ErrorClass::Protocol),
+        },
+        _ => body,
+    };
     let Some((request, request_len)) = call_request(sc, g, rendered, body.len()) else {
         return not_sent(ctx, op, flight, row, ErrorClass::Protocol);
     };
@@ -142,14 +155,17 @@ pub(super) async fn call(ctx: &Ctx, sc: &Scen, vu: &mut Vu, g: &GrpcOp, origin: 
         // Invariant: set above.
         return not_sent(ctx, op, flight, row, ErrorClass::Protocol);
     };
-    let streaming = g.step.server_streaming;
+    let shape = CallShape {
+        server_streaming: g.step.server_streaming,
+        requests: requests.as_ref(),
+    };
     let called = vu
         .conns
         .call(
             ctx,
             request,
             &body,
-            streaming,
+            shape,
             deadline.is_some(),
             &g.expect,
             slot,
@@ -195,6 +211,20 @@ pub(super) async fn call(ctx: &Ctx, sc: &Scen, vu: &mut Vu, g: &GrpcOp, origin: 
         }
         _ => unanswered(ctx, op, flight),
     }
+}
+
+/// `message` (one framed message) `n` times, or None past the body limit
+/// (a templated message that renders large).
+fn repeat(message: &Bytes, n: usize) -> Option<Bytes> {
+    let len = message
+        .len()
+        .checked_mul(n)
+        .filter(|&l| l as u64 <= throng_plan::MAX_BODY_BYTES)?;
+    let mut body = Vec::with_capacity(len);
+    for _ in 0..n {
+        body.extend_from_slice(message);
+    }
+    Some(Bytes::from(body))
 }
 
 /// The call's request: the step's rendered headers without the protocol's

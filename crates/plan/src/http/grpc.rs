@@ -30,6 +30,22 @@ pub struct GrpcCall {
     /// number of messages is `check_failed`, whatever its status.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expect_messages: Option<u64>,
+    /// The method is client-streaming (or, with `server_streaming`,
+    /// bidirectional): the request body is `stream_messages` framed
+    /// messages, sent in order, then the request stream is half-closed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub client_streaming: bool,
+    /// `--stream-messages`: messages each client-streaming call sends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream_messages: Option<u64>,
+    /// `--stream-rate`: messages per second within a call (none: as fast
+    /// as flow control allows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream_rate: Option<u32>,
+    /// `--grpc-encoding gzip`: request messages compressed, gzip replies
+    /// accepted and inflated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encoding: Option<String>,
 }
 
 /// gRPC status code names (index = code), as the report shows them.

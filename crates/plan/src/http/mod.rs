@@ -361,7 +361,7 @@ pub struct HttpPlan {
     /// The run's requests are gRPC unary calls (`throng grpc`): statuses
     /// counted are gRPC status codes, not HTTP ones.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub grpc: Option<GrpcCall>,
+    pub grpc: Option<Box<GrpcCall>>,
     /// `--trace-context`: each request carries a new `traceparent`; the
     /// result keeps the slowest requests' trace ids.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -434,6 +434,8 @@ pub(super) struct RawGrpc {
     pub(super) timeout: Option<Dur>,
     pub(super) expect: Option<Vec<RawStatus>>,
     pub(super) max_body: Option<Size>,
+    pub(super) stream_messages: Option<u64>,
+    pub(super) stream_rate: Option<u32>,
     #[serde(default)]
     pub(super) capture: BTreeMap<String, RawCapture>,
     #[serde(default)]

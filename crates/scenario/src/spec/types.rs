@@ -314,6 +314,17 @@ pub struct GrpcStep {
     /// The method streams its replies (captures and checks read the last).
     #[serde(default)]
     pub server_streaming: bool,
+    /// The method streams its requests: `stream_messages` of the message
+    /// (rendered once a call), paced by `stream_rate`, then a half-close.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub client_streaming: bool,
+    /// Messages a client-streaming call sends (1 unless given).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream_messages: Option<u64>,
+    /// Messages per second within a client-streaming call (none: as fast
+    /// as flow control allows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream_rate: Option<u32>,
     /// The call as a request: `name`, metadata in `headers`, the message
     /// in `body` (JSON), `captures`, `checks`, `timeout`, `max_body`
     /// (`method`, `path` and `expect` are not used).

@@ -7,7 +7,9 @@ sleeping sleep_ms (field 3); with need_metadata (field 4) set it answers
 FAILED_PRECONDITION unless the call carries that metadata key. Watch
 (server streaming) sends count (field 6) replies, sleep_ms apart (the first
 at once), then
-ends with the status code asked for. Messages are
+ends with the status code asked for. Upload (client streaming) counts the
+messages it read and Chat (bidirectional) answers each (both log them to
+GRPC_CALL_LOG). Messages are
 decoded by hand (only varints and length-delimited fields are used), so
 only grpcio is needed, not protobuf.
 
@@ -60,7 +62,11 @@ def decode(data):
 
 def reply(text):
     b = text.encode()
-    return b"\x0a" + bytes([len(b)]) + b if len(b) < 128 else b"\x0a" + bytes([len(b) & 0x7F | 0x80, len(b) >> 7]) + b
+    n, length = len(b), b""
+    while n >= 0x80:
+        length += bytes([n & 0x7F | 0x80])
+        n >>= 7
+    return b"\x0a" + length + bytes([n]) + b
 
 
 CALL_LOG = os.environ.get("GRPC_CALL_LOG")
@@ -81,7 +87,7 @@ def call(request, context):
     if code:
         status = next(s for s in grpc.StatusCode if s.value[0] == code)
         context.abort(status, "asked for " + status.name)
-    return reply("hello " + f.get(1, b"").decode())
+    return reply("hello " + f.get(1, b"").decode() + "x" * min(f.get(7, 0), 16 << 20))
 
 
 def watch(request, context):
@@ -97,6 +103,48 @@ def watch(request, context):
             return
         yield reply("hello %s #%d" % (name, i))
     code = f.get(2, 0)
+    if code:
+        status = next(s for s in grpc.StatusCode if s.value[0] == code)
+        context.abort(status, "asked for " + status.name)
+
+
+def log(line):
+    if CALL_LOG:
+        with CALL_LOG_LOCK, open(CALL_LOG, "a") as f:
+            f.write(line + "\n")
+
+
+def upload(requests, context):
+    """Client streaming: reads every message (each after sleeping its
+    sleep_ms), logs "upload N" with the number read, answers "received N",
+    or the last status code a message asked for."""
+    n = code = 0
+    for request in requests:
+        f = decode(request)
+        if f.get(3):
+            time.sleep(f[3] / 1000)
+        n += 1
+        code = f.get(2, 0) or code
+    log("upload %d" % n)
+    if code:
+        status = next(s for s in grpc.StatusCode if s.value[0] == code)
+        context.abort(status, "asked for " + status.name)
+    return reply("received %d" % n)
+
+
+def chat(requests, context):
+    """Bidirectional: answers each message with "hello NAME" (after its
+    sleep_ms), logs "chat N" once the client half-closed, then ends with
+    the last status code a message asked for."""
+    n = code = 0
+    for request in requests:
+        f = decode(request)
+        if f.get(3):
+            time.sleep(f[3] / 1000)
+        n += 1
+        code = f.get(2, 0) or code
+        yield reply("hello " + f.get(1, b"").decode())
+    log("chat %d" % n)
     if code:
         status = next(s for s in grpc.StatusCode if s.value[0] == code)
         context.abort(status, "asked for " + status.name)
@@ -125,12 +173,16 @@ def descriptors():
     fields(tester.message_type.add(name="CallRequest"), [
         ("name", 1, F.TYPE_STRING), ("code", 2, F.TYPE_INT32), ("sleep_ms", 3, F.TYPE_INT32),
         ("need_metadata", 4, F.TYPE_STRING), ("tag", 5, F.TYPE_MESSAGE, ".throngtest.common.Tag"),
-        ("count", 6, F.TYPE_INT32)])
+        ("count", 6, F.TYPE_INT32), ("pad", 7, F.TYPE_INT32)])
     fields(tester.message_type.add(name="CallReply"), [("message", 1, F.TYPE_STRING)])
     svc = tester.service.add(name="Tester")
     svc.method.add(name="Call", input_type=".throngtest.CallRequest", output_type=".throngtest.CallReply")
     svc.method.add(name="Watch", input_type=".throngtest.CallRequest", output_type=".throngtest.CallReply",
                    server_streaming=True)
+    svc.method.add(name="Upload", input_type=".throngtest.CallRequest", output_type=".throngtest.CallReply",
+                   client_streaming=True)
+    svc.method.add(name="Chat", input_type=".throngtest.CallRequest", output_type=".throngtest.CallReply",
+                   client_streaming=True, server_streaming=True)
     pool = descriptor_pool.Default()
     pool.AddSerializedFile(common.SerializeToString())
     pool.AddSerializedFile(tester.SerializeToString())
@@ -141,12 +193,18 @@ def main():
     if reflect:
         sys.argv.remove("--reflection")
     port = int(sys.argv[1])
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=16))
+    # GRPC_COMPRESSION=gzip: replies compressed (to clients that accept gzip).
+    gzip = os.environ.get("GRPC_COMPRESSION") == "gzip"
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=16),
+                         compression=grpc.Compression.Gzip if gzip else None,
+                         options=[("grpc.max_send_message_length", 32 << 20)])
     handler = grpc.method_handlers_generic_handler(
         "throngtest.Tester",
         {
             "Call": grpc.unary_unary_rpc_method_handler(call),
             "Watch": grpc.unary_stream_rpc_method_handler(watch),
+            "Upload": grpc.stream_unary_rpc_method_handler(upload),
+            "Chat": grpc.stream_stream_rpc_method_handler(chat),
         },
     )
     server.add_generic_rpc_handlers((handler,))

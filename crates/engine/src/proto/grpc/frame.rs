@@ -3,10 +3,12 @@
 //!
 //! ```text
 //!  response headers ── head() ──► content-type application/grpc[+proto]?
-//!                                 grpc-encoding given?
+//!                                 grpc-encoding given? gzip?
 //!  DATA chunks ──────── feed() ─► 5-byte prefix (flag, length), message:
-//!                                 flag 0 or 1 (1 only with grpc-encoding),
-//!                                 the message's protobuf wire format walked
+//!                                 flag 0 or 1 (1 only with grpc-encoding,
+//!                                 and only gzip is inflated: at most
+//!                                 MAX_INFLATED bytes), the message's
+//!                                 protobuf wire format walked
 //!  end of stream ────── end() ──► not inside a prefix or a message
 //!  status ───────────── cardinality(): a unary call's OK has one message
 //! ```
@@ -29,6 +31,16 @@ pub(crate) const COMPRESSED: &str = "compressed";
 pub(crate) const DECODE: &str = "decode";
 /// A unary call answered OK with no message, or with more than one.
 pub(crate) const CARDINALITY: &str = "cardinality";
+/// A compressed message in an encoding throng does not inflate (not gzip).
+pub(crate) const ENCODING: &str = "encoding";
+/// A gzip message that does not inflate (corrupt, or cut short).
+pub(crate) const DECOMPRESS: &str = "decompress";
+/// A gzip message that inflates past [`MAX_INFLATED`] (a decompression bomb).
+pub(crate) const TOO_LARGE: &str = "too_large";
+
+/// The most bytes a compressed reply message may inflate to: grpc-go's
+/// default largest message a client receives (4 MiB).
+pub(crate) const MAX_INFLATED: usize = 4 << 20;
 
 /// Deepest group nesting a message may have (protobuf's recursion limit).
 const MAX_GROUPS: u16 = 100;
@@ -53,6 +65,45 @@ pub(crate) struct Reader {
     proto: bool,
     /// The reply names a `grpc-encoding` (other than `identity`).
     encoded: bool,
+    /// That encoding is gzip: compressed messages are inflated.
+    gzip: bool,
+    /// The compressed message being read, inflating as it arrives.
+    inflate: Option<Box<flate2::write::GzDecoder<Inflated>>>,
+}
+
+/// Where a compressed message inflates to: counted (at most
+/// [`MAX_INFLATED`]) and walked, not kept.
+#[derive(Debug, Default)]
+struct Inflated {
+    wire: Option<Wire>,
+    out: usize,
+    /// It went past [`MAX_INFLATED`].
+    over: bool,
+    /// The walk found it is not protobuf.
+    bad: bool,
+}
+
+impl std::io::Write for Inflated {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if buf.len() > MAX_INFLATED - self.out {
+            self.over = true;
+            return Err(std::io::Error::other("a reply message inflates past the limit"));
+        }
+        self.out += buf.len();
+        // Below MAX_INFLATED: the most a message may still inflate to.
+        let left = (MAX_INFLATED - self.out) as u32;
+        if let Some(w) = self.wire.as_mut()
+            && !self.bad
+            && !w.walk(buf, left)
+        {
+            self.bad = true;
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 impl Reader {
@@ -65,6 +116,7 @@ impl Reader {
         self.proto =
             matches!(grpc, Some(rest) if rest.is_empty() || rest.starts_with(b";") || rest.starts_with(b"+proto"));
         self.encoded = encoding.is_some_and(|e| !e.is_empty() && e != b"identity");
+        self.gzip = encoding == Some(b"gzip");
         if status == 200
             && !grpc.is_some_and(|rest| rest.is_empty() || rest.starts_with(b"+") || rest.starts_with(b";"))
         {
@@ -100,7 +152,13 @@ impl Reader {
                 let n = (self.left as usize).min(chunk.len());
                 let (part, rest) = chunk.split_at(n);
                 self.left -= n as u32;
-                if let Some(w) = self.wire.as_mut()
+                if let Some(d) = self.inflate.as_mut() {
+                    use std::io::Write as _;
+                    if d.write_all(part).is_err() {
+                        let fault = if d.get_ref().over { TOO_LARGE } else { DECOMPRESS };
+                        self.fail(fault);
+                    }
+                } else if let Some(w) = self.wire.as_mut()
                     && !w.walk(part, self.left)
                 {
                     self.fail(DECODE);
@@ -108,11 +166,12 @@ impl Reader {
                 chunk = rest;
             }
             if self.prefix == 5 && self.left == 0 && self.fault.is_none() {
-                if self.wire.as_ref().is_some_and(|w| !w.at_end()) {
-                    self.fail(DECODE);
-                } else {
-                    done += 1;
-                    self.messages += 1;
+                match self.message_fault() {
+                    Some(fault) => self.fail(fault),
+                    None => {
+                        done += 1;
+                        self.messages += 1;
+                    }
                 }
                 self.prefix = 0;
             }
@@ -120,16 +179,41 @@ impl Reader {
         done
     }
 
-    /// A prefix read whole: its flag judged, the message's walk begun.
+    /// A prefix read whole: its flag judged, the message's walk (or its
+    /// inflating) begun.
     fn start(&mut self) {
         self.left = u32::from_be_bytes(self.len);
+        self.inflate = None;
         match self.flag {
             0 => {}
-            1 if self.encoded => {}
+            1 if self.gzip => {
+                let into = Inflated {
+                    wire: self.proto.then(Wire::default),
+                    ..Inflated::default()
+                };
+                self.inflate = Some(Box::new(flate2::write::GzDecoder::new(into)));
+            }
+            1 if self.encoded => self.fail(ENCODING),
             1 => self.fail(COMPRESSED),
             _ => self.fail(FRAMING),
         }
         self.wire = (self.proto && self.flag == 0).then(Wire::default);
+    }
+
+    /// A message read whole: what is wrong with it, if anything (a
+    /// compressed one must inflate whole, within its bound, to protobuf).
+    fn message_fault(&mut self) -> Option<&'static str> {
+        if let Some(mut d) = self.inflate.take() {
+            let finished = d.try_finish();
+            let into = d.get_ref();
+            return match finished {
+                Err(_) if into.over => Some(TOO_LARGE),
+                Err(_) => Some(DECOMPRESS),
+                Ok(()) if into.bad || into.wire.as_ref().is_some_and(|w| !w.at_end()) => Some(DECODE),
+                Ok(()) => None,
+            };
+        }
+        self.wire.as_ref().is_some_and(|w| !w.at_end()).then_some(DECODE)
     }
 
     /// The body ended: inside a prefix or a message is a framing fault.
@@ -290,8 +374,57 @@ mod tests {
         for size in [1, 2, 3, 7, body.len()] {
             assert_eq!(read(&body, size, None), (3, None), "chunks of {size}");
         }
-        // Compressed with an encoding: counted, not walked.
-        assert_eq!(read(&frame(1, &[0xff, 0xff]), 1, Some(b"gzip")), (1, None));
+        // Compressed with gzip: inflated and walked, in any chunking.
+        let mut body = frame(1, &gzip(GOOD));
+        body.extend(frame(0, GOOD));
+        for size in [1, 3, body.len()] {
+            assert_eq!(read(&body, size, Some(b"gzip")), (2, None), "chunks of {size}");
+        }
+    }
+
+    fn gzip(data: &[u8]) -> Vec<u8> {
+        use std::io::Write as _;
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        e.write_all(data).unwrap();
+        e.finish().unwrap()
+    }
+
+    #[test]
+    fn compressed_replies_are_inflated_within_their_bound_or_their_class() {
+        // Another encoding is not inflated; no encoding at all is the
+        // compressed fault, as before.
+        assert_eq!(read(&frame(1, &gzip(GOOD)), 4, Some(b"br")), (0, Some(ENCODING)));
+        assert_eq!(read(&frame(1, &gzip(GOOD)), 4, None), (0, Some(COMPRESSED)));
+        // Not gzip; gzip cut short; an empty compressed message.
+        assert_eq!(read(&frame(1, &[0xff, 0xff]), 1, Some(b"gzip")), (0, Some(DECOMPRESS)));
+        let cut = gzip(GOOD);
+        assert_eq!(
+            read(&frame(1, &cut[..cut.len() - 4]), 2, Some(b"gzip")),
+            (0, Some(DECOMPRESS))
+        );
+        assert_eq!(read(&frame(1, &[]), 1, Some(b"gzip")), (0, Some(DECOMPRESS)));
+        // Inflates to what is not protobuf.
+        assert_eq!(read(&frame(1, &gzip(&[0xff; 3])), 7, Some(b"gzip")), (0, Some(DECODE)));
+        // A bomb: 64 MiB of one byte in a few KiB, refused at 4 MiB.
+        let bomb = gzip(&vec![0u8; 64 << 20]);
+        assert!(bomb.len() < 128 << 10, "{}", bomb.len());
+        assert_eq!(read(&frame(1, &bomb), 4096, Some(b"gzip")), (0, Some(TOO_LARGE)));
+        // Just at the bound: one bytes field filling it, whole; a byte
+        // more is too large.
+        let at_bound = |extra: usize| {
+            let n = MAX_INFLATED - 1 - 4 + extra;
+            let mut m = vec![0x0a];
+            let mut v = n;
+            for _ in 0..3 {
+                m.push((v as u8 & 0x7f) | 0x80);
+                v >>= 7;
+            }
+            m.push(v as u8);
+            m.resize(MAX_INFLATED + extra, 7);
+            read(&frame(1, &gzip(&m)), 65536, Some(b"gzip"))
+        };
+        assert_eq!(at_bound(0), (1, None));
+        assert_eq!(at_bound(1), (0, Some(TOO_LARGE)));
     }
 
     #[test]

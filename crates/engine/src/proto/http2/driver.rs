@@ -110,6 +110,8 @@ pub(super) struct Entry {
     pub(super) reader: Option<Reader>,
     /// The request body not sent yet (the windows were closed).
     pub(super) body: Bytes,
+    /// How the request stream ends once `body` went.
+    pub(super) half: Half,
     /// Just before the driver's write that carried its HEADERS (until
     /// then, when the stream handed them to the connection): no byte of
     /// the response came before.
@@ -119,6 +121,20 @@ pub(super) struct Entry {
     /// `end` is the kernel's receive stamp (crate::stamps), not the read's clock.
     pub(super) kernel: bool,
     pub(super) waker: Option<Waker>,
+}
+
+/// How a request stream ends: what is still owed after its unsent body.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Half {
+    /// END_STREAM goes with the body's last frame.
+    WithBody,
+    /// More messages are still to come (a paced client stream).
+    More,
+    /// An empty DATA frame with END_STREAM follows the body (gRPC's
+    /// half-close after a client stream's last message).
+    Close,
+    /// The request stream ended.
+    Closed,
 }
 
 impl Entry {
@@ -224,9 +240,7 @@ impl Shared {
                         let n = r.feed(data);
                         if n > 0 {
                             let (t, _) = at(s);
-                            s.slot.first_message.get_or_insert(t);
-                            s.slot.last_message = Some(t);
-                            s.slot.messages += n;
+                            s.slot.message_at(n, t);
                         }
                     }
                 }
@@ -331,11 +345,36 @@ impl Shared {
 
 /// Sends what the windows now allow of the request bodies still waiting.
 fn send_bodies(conn: &mut throng_http2::Conn, streams: &mut [Entry]) {
-    for s in streams.iter_mut().filter(|s| !s.body.is_empty()) {
-        match conn.send_data(s.id, &s.body, true) {
-            Ok(n) => bytes::Buf::advance(&mut s.body, n),
-            // The stream ended meanwhile: nothing more to send.
-            Err(_) => s.body = Bytes::new(),
+    for s in streams
+        .iter_mut()
+        .filter(|s| !s.body.is_empty() || s.half == Half::Close)
+    {
+        send_body(conn, s);
+    }
+}
+
+/// Sends what the windows allow of a stream's unsent body, and the end of
+/// the request stream once it all went.
+pub(super) fn send_body(conn: &mut throng_http2::Conn, s: &mut Entry) {
+    match conn.send_data(s.id, &s.body, s.half == Half::WithBody) {
+        Ok(n) => {
+            bytes::Buf::advance(&mut s.body, n);
+            if s.body.is_empty() {
+                s.half = match s.half {
+                    Half::Close => {
+                        // A stream that ended meanwhile owes nothing.
+                        let _ = conn.send_data(s.id, &[], true);
+                        Half::Closed
+                    }
+                    Half::More => Half::More,
+                    Half::WithBody | Half::Closed => Half::Closed,
+                };
+            }
+        }
+        // The stream ended meanwhile: nothing more to send.
+        Err(_) => {
+            s.body = Bytes::new();
+            s.half = Half::Closed;
         }
     }
 }

@@ -18,15 +18,37 @@ use crate::ctx::Ctx;
 use crate::proto::session::Session;
 use crate::transport::Transport;
 
-/// A server-streaming call's messages: counted whatever the outcome, timed
-/// (`first_message`, `last_message` from the first request byte) when the
-/// call ended with its trailers.
-pub(super) fn record_messages(ctx: &Ctx, slot: &Slot, outcome: &Result<Timing, Failed>, t_send: Instant) {
+/// A streaming call's messages: those received and sent counted whatever
+/// the outcome, the replies timed (`first_message`, `last_message` from
+/// the first request byte, and with `gaps` every `message_gap` between
+/// them) when the call ended with its trailers; a client-streaming call's
+/// one reply (not `streamed`) is timed by the call's phases alone.
+pub(super) fn record_messages(
+    ctx: &Ctx,
+    slot: &Slot,
+    outcome: &Result<Timing, Failed>,
+    t_send: Instant,
+    streamed: bool,
+    gaps: bool,
+) {
     let mut rec = ctx.rec.borrow_mut();
     rec.messages(slot.messages);
+    rec.messages_sent(slot.sent_messages);
+    if !streamed {
+        return;
+    }
     if let (Ok(t), Some(first), Some(last)) = (outcome, slot.first_message, slot.last_message) {
         rec.phase(t.done, Phase::FirstMessage, first.saturating_duration_since(t_send));
         rec.phase(t.done, Phase::LastMessage, last.saturating_duration_since(t_send));
+        if gaps {
+            for &us in &slot.gaps {
+                rec.phase(
+                    t.done,
+                    Phase::MessageGap,
+                    std::time::Duration::from_micros(u64::from(us)),
+                );
+            }
+        }
     }
 }
 

@@ -92,6 +92,65 @@ pub(crate) struct Spec {
     pub server_streaming: bool,
     /// `--expect-messages`: another count is `check_failed`.
     pub expect_messages: Option<u64>,
+    /// gRPC client or bidirectional streaming: the body's messages, sent
+    /// in order (paced), then the request half-closed.
+    pub requests: Option<Requests>,
+}
+
+/// A scenario's gRPC call: whether its replies stream, and its request
+/// messages when they do.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct CallShape<'a> {
+    pub server_streaming: bool,
+    pub requests: Option<&'a Requests>,
+}
+
+/// A client-streaming call's request messages: where each ends in the
+/// body, and the pause between two of them (`--stream-rate`; none: as fast
+/// as flow control allows).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Requests {
+    /// The end offset of each framed message in the body, ascending.
+    pub ends: Vec<usize>,
+    pub gap: Option<Duration>,
+}
+
+impl Requests {
+    /// The framed messages of `body` (5-byte prefixes), paced at `rate`
+    /// per second; a body that is not whole messages ends at its last
+    /// whole one (the body is throng's own, framed by the cli).
+    pub(crate) fn of(body: &[u8], rate: Option<u32>) -> Requests {
+        let mut ends = Vec::new();
+        let mut at = 0usize;
+        while let Some(prefix) = body.get(at..at + 5) {
+            let len = u32::from_be_bytes([prefix[1], prefix[2], prefix[3], prefix[4]]) as usize;
+            let end = at + 5 + len;
+            if end > body.len() {
+                break;
+            }
+            ends.push(end);
+            at = end;
+        }
+        Requests {
+            ends,
+            gap: rate.filter(|&r| r > 0).map(|r| Duration::from_secs(1) / r),
+        }
+    }
+
+    /// The same one message `n` times over (a scenario's client stream):
+    /// the ends of the body that repeats it.
+    pub(crate) fn times(mut self, n: u64) -> Requests {
+        if let [one] = self.ends[..] {
+            // At most MAX_STREAM_MESSAGES (checked when the file was read).
+            self.ends = (1..=n as usize).map(|i| one * i).collect();
+        }
+        self
+    }
+
+    /// Messages whose every byte is among the first `bytes` of the body.
+    pub(crate) fn sent(&self, bytes: usize) -> u64 {
+        self.ends.partition_point(|&e| e <= bytes) as u64
+    }
 }
 
 /// Why a plan's request cannot be sent as an HTTP/2 stream (what the user
@@ -205,6 +264,11 @@ impl Spec {
             deadline: plan.grpc.as_ref().and_then(|g| g.deadline),
             server_streaming: plan.grpc.as_ref().is_some_and(|g| g.server_streaming),
             expect_messages: plan.grpc.as_ref().and_then(|g| g.expect_messages),
+            requests: plan
+                .grpc
+                .as_ref()
+                .filter(|g| g.client_streaming)
+                .map(|g| Requests::of(&plan.body, g.stream_rate)),
         })
     }
 }
@@ -243,6 +307,7 @@ impl Spec {
             deadline: None,
             server_streaming: false,
             expect_messages: None,
+            requests: None,
         })
     }
 }
@@ -282,7 +347,16 @@ pub(crate) struct Slot {
     messages: u64,
     first_message: Option<Instant>,
     last_message: Option<Instant>,
+    /// gRPC bidirectional streaming: each gap between two reply messages
+    /// (µs), at most [`MAX_GAPS`] a call.
+    gaps: Vec<u32>,
+    /// gRPC client streaming: request messages the call sent whole.
+    sent_messages: u64,
 }
+
+/// Gaps between reply messages a slot keeps for one call (the rest are
+/// counted as messages, not timed): 256 KiB at most.
+const MAX_GAPS: usize = 65_536;
 
 impl Slot {
     pub(crate) fn new(head_request: bool) -> Self {
@@ -320,6 +394,24 @@ impl Slot {
         self.messages = 0;
         self.first_message = None;
         self.last_message = None;
+        self.gaps.clear();
+        self.sent_messages = 0;
+    }
+
+    /// `n` reply messages were read whole at `t`: counted and timed.
+    pub(crate) fn message_at(&mut self, n: u64, t: Instant) {
+        // Messages one read completed came together: gaps of 0.
+        for _ in 0..n.min(MAX_GAPS as u64) {
+            if let Some(last) = self.last_message
+                && self.gaps.len() < MAX_GAPS
+            {
+                let us = t.saturating_duration_since(last).as_micros();
+                self.gaps.push(u32::try_from(us).unwrap_or(u32::MAX));
+            }
+            self.last_message = Some(t);
+        }
+        self.first_message.get_or_insert(t);
+        self.messages += n;
     }
 
     /// The response's header fields: counted (decoded size), and kept when

@@ -300,10 +300,11 @@ pub(crate) async fn one_request(
         };
         p.ended(&ctx.scenario, i, Instant::now(), response);
     }
-    if pool.spec.server_streaming
+    if (pool.spec.server_streaming || pool.spec.requests.is_some())
         && let Session::Http2(slot) = &*session
     {
-        record_messages(ctx, slot, &outcome, t_send);
+        let bidi = pool.spec.server_streaming && pool.spec.requests.is_some();
+        record_messages(ctx, slot, &outcome, t_send, pool.spec.server_streaming, bidi);
     }
     if !released {
         pool.finish(ctx, &conn, o, &outcome);

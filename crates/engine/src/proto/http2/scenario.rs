@@ -12,7 +12,7 @@ use tokio::time::Sleep;
 use super::Slot;
 use super::driver::{H2Conn, close, speak};
 use super::grpc::{GRPC_DEADLINE_EXCEEDED, record_messages};
-use super::stream::{decoded_head_len, encode_head, request_head, send_on, stream_level};
+use super::stream::{decoded_head_len, encode_head, request_head, send_on, send_stream, stream_level};
 use crate::conn::{Failed, Timing};
 use crate::ctx::Ctx;
 use crate::rows::Row;
@@ -125,7 +125,7 @@ impl Own {
         ctx: &Ctx,
         request: http::Request<()>,
         body: &Bytes,
-        server_streaming: bool,
+        shape: super::CallShape<'_>,
         deadline: bool,
         expect: &StatusSet,
         slot: &mut Slot,
@@ -138,17 +138,23 @@ impl Own {
         let open = StreamOpen(ctx);
         let head_len = decoded_head_len(&request);
         slot.for_method(request.method());
-        let mut outcome = send_on(
-            c,
-            &request_head(&request),
-            body,
-            true,
-            server_streaming,
-            head_len,
-            slot,
-            sleep,
-        )
-        .await;
+        let block = request_head(&request);
+        let mut outcome = match shape.requests {
+            Some(r) => {
+                Box::pin(send_stream(
+                    c,
+                    &block,
+                    body,
+                    shape.server_streaming,
+                    r,
+                    head_len,
+                    slot,
+                    sleep,
+                ))
+                .await
+            }
+            None => send_on(c, &block, body, true, shape.server_streaming, head_len, slot, sleep).await,
+        };
         drop(open);
         stream_ended(c, &mut outcome);
         let (expired, written) = match &outcome {
@@ -164,8 +170,9 @@ impl Own {
                 written,
             });
         }
-        if server_streaming {
-            record_messages(ctx, slot, &outcome, t_send);
+        if shape.server_streaming || shape.requests.is_some() {
+            let bidi = shape.server_streaming && shape.requests.is_some();
+            record_messages(ctx, slot, &outcome, t_send, shape.server_streaming, bidi);
         }
         outcome
     }

@@ -10,9 +10,9 @@ use throng_http2::{ErrorCode, StreamId};
 use throng_metrics::ErrorClass;
 use tokio::time::Sleep;
 
-use super::driver::{Entry, H2Conn, Shared, entry, register, wake};
+use super::driver::{Entry, H2Conn, Half, Shared, entry, register, send_body, wake};
 use super::status::grpc_code_or_http;
-use super::{Slot, Spec};
+use super::{Requests, Slot, Spec};
 use crate::conn::{Failed, Timing};
 use crate::proto::grpc::frame::Reader;
 
@@ -92,7 +92,7 @@ impl Open<'_> {
         let mut e = streams.swap_remove(i);
         drop(streams);
         std::mem::swap(self.slot, &mut e.slot);
-        if !matches!(e.end, Some(Ok(_))) || !e.body.is_empty() {
+        if !matches!(e.end, Some(Ok(_))) || !e.body.is_empty() || e.half != Half::Closed {
             sh.conn.borrow_mut().reset_stream(self.id, ErrorCode::CANCEL);
             wake(&sh.driver);
         }
@@ -120,17 +120,36 @@ pub(super) async fn exchange(
 ) -> Result<Timing, Failed> {
     slot.keep.server = keep_server;
     slot.for_method(&spec.method);
-    send_on(
-        c,
-        block,
-        &spec.body,
-        spec.grpc,
-        spec.server_streaming,
-        spec.head_bytes,
-        slot,
-        sleep,
-    )
-    .await
+    match &spec.requests {
+        // Boxed: a client stream's pacing stays out of every other
+        // stream's future.
+        Some(r) => {
+            Box::pin(send_stream(
+                c,
+                block,
+                &spec.body,
+                spec.server_streaming,
+                r,
+                spec.head_bytes,
+                slot,
+                sleep,
+            ))
+            .await
+        }
+        None => {
+            send_on(
+                c,
+                block,
+                &spec.body,
+                spec.grpc,
+                spec.server_streaming,
+                spec.head_bytes,
+                slot,
+                sleep,
+            )
+            .await
+        }
+    }
 }
 
 /// Sends a request (its header `block`, then `body`) on a new stream of
@@ -153,84 +172,184 @@ pub(super) async fn send_on(
     slot: &mut Slot,
     mut sleep: Pin<&mut Sleep>,
 ) -> Result<Timing, Failed> {
-    let fail = |class| Failed { class, written: 0 };
     slot.begin();
     let sh = &*c.shared;
     if !room_now(sh) {
-        wait_room(sh, sleep.as_mut()).await.map_err(fail)?;
+        wait_room(sh, sleep.as_mut())
+            .await
+            .map_err(|class| Failed { class, written: 0 })?;
     }
-    let (id, queued) = {
-        let mut conn = sh.conn.borrow_mut();
-        let id = conn
-            .start_request(block, body.is_empty())
-            .map_err(|e| fail(send_class(c, &e)))?;
-        let mut rest = body.clone();
-        if !body.is_empty() {
-            let n = conn.send_data(id, body, true).map_err(|e| Failed {
-                class: send_class(c, &e),
-                written: head_len,
-            })?;
-            bytes::Buf::advance(&mut rest, n);
-        }
-        // Until the driver's write stamps it (Shared::stamp_sent).
-        let queued = Instant::now();
-        let mut streams = sh.streams.borrow_mut();
-        // Room for one more, not Vec's four at a time: a connection with
-        // one stream in flight (`--streams 1`, a VU's) keeps one entry.
-        if streams.len() == streams.capacity() {
-            streams.reserve_exact(1);
-        }
-        streams.push(Entry {
-            id,
-            slot: std::mem::take(slot),
-            grpc,
-            grpc_head: None,
-            grpc_trailers: None,
-            reader: grpc.then(Reader::default),
-            body: rest,
-            sent: queued,
-            first: None,
-            end: None,
-            kernel: false,
-            waker: None,
-        });
-        (id, queued)
-    };
-    // Handed to the connection: its driver writes the frames next, with
-    // every other stream started meanwhile.
-    wake(&sh.driver);
+    let half = if body.is_empty() { Half::Closed } else { Half::WithBody };
+    let (id, queued) = start(c, block, body.clone(), half, grpc, head_len, slot)?;
     let mut open = Open {
         c,
         id,
         slot,
         taken: false,
     };
-    let ended = std::future::poll_fn(|cx| {
-        let mut streams = sh.streams.borrow_mut();
-        match entry(&mut streams, id) {
-            Some(Entry { end: Some(end), .. }) => Poll::Ready(*end),
-            Some(e) => {
-                if !e.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-                    e.waker = Some(cx.waker().clone());
-                }
-                Poll::Pending
-            }
-            // Never: only this exchange removes its entry.
-            None => Poll::Ready(Err(ErrorClass::Protocol)),
-        }
-    });
     let end = tokio::select! {
         biased;
-        r = ended => r,
+        r = ended(sh, id) => r,
         () = sleep => Err(ErrorClass::TimeoutResponse),
     };
+    let done = Done {
+        end,
+        queued,
+        head_len,
+        handed: body.len(),
+        requests: None,
+    };
+    conclude(&mut open, done, grpc, server_streaming)
+}
+
+/// [`send_on`] for a gRPC client stream (`requests`): the body's messages
+/// in order — the first at once, each next one a `gap` later when paced,
+/// while the reply is read — then the request half-closed with an empty
+/// DATA frame. A reply that ends first stops the sending; the messages
+/// sent whole are the slot's `sent_messages`.
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn send_stream(
+    c: &H2Conn,
+    block: &[u8],
+    body: &Bytes,
+    server_streaming: bool,
+    requests: &Requests,
+    head_len: usize,
+    slot: &mut Slot,
+    mut sleep: Pin<&mut Sleep>,
+) -> Result<Timing, Failed> {
+    slot.begin();
+    let sh = &*c.shared;
+    if !room_now(sh) {
+        wait_room(sh, sleep.as_mut())
+            .await
+            .map_err(|class| Failed { class, written: 0 })?;
+    }
+    let gap = requests.gap.filter(|_| requests.ends.len() > 1);
+    let (now, half) = match gap {
+        _ if body.is_empty() => (0, Half::Closed),
+        Some(_) => (requests.ends[0], Half::More),
+        None => (body.len(), Half::Close),
+    };
+    let (id, queued) = start(c, block, body.slice(..now), half, true, head_len, slot)?;
+    let mut open = Open {
+        c,
+        id,
+        slot,
+        taken: false,
+    };
+    let (end, handed) = match gap {
+        None => {
+            let end = tokio::select! {
+                biased;
+                r = ended(sh, id) => r,
+                () = sleep => Err(ErrorClass::TimeoutResponse),
+            };
+            (end, now)
+        }
+        Some(gap) => pace(sh, id, body, requests, gap, queued, sleep).await,
+    };
+    let done = Done {
+        end,
+        queued,
+        head_len,
+        handed,
+        requests: Some(requests),
+    };
+    conclude(&mut open, done, true, server_streaming)
+}
+
+/// Starts a stream on `c` (room for it was waited for): its header block,
+/// what the windows allow of `now` (the part of the body handed at once),
+/// and its entry, which takes the requester's slot; `half`: how the
+/// request stream ends after `now`. Returns its id and when it was queued.
+fn start(
+    c: &H2Conn,
+    block: &[u8],
+    now: Bytes,
+    mut half: Half,
+    grpc: bool,
+    head_len: usize,
+    slot: &mut Slot,
+) -> Result<(StreamId, Instant), Failed> {
+    let sh = &*c.shared;
+    let mut conn = sh.conn.borrow_mut();
+    let id = conn.start_request(block, half == Half::Closed).map_err(|e| Failed {
+        class: send_class(c, &e),
+        written: 0,
+    })?;
+    let mut rest = now;
+    if half != Half::Closed {
+        let n = conn.send_data(id, &rest, half == Half::WithBody).map_err(|e| Failed {
+            class: send_class(c, &e),
+            written: head_len,
+        })?;
+        bytes::Buf::advance(&mut rest, n);
+        if rest.is_empty() {
+            half = match half {
+                Half::Close => {
+                    // Just sent on an open stream: it cannot fail.
+                    let _ = conn.send_data(id, &[], true);
+                    Half::Closed
+                }
+                Half::WithBody => Half::Closed,
+                h => h,
+            };
+        }
+    }
+    // Until the driver's write stamps it (Shared::stamp_sent).
+    let queued = Instant::now();
+    let mut streams = sh.streams.borrow_mut();
+    // Room for one more, not Vec's four at a time: a connection with
+    // one stream in flight (`--streams 1`, a VU's) keeps one entry.
+    if streams.len() == streams.capacity() {
+        streams.reserve_exact(1);
+    }
+    streams.push(Entry {
+        id,
+        slot: std::mem::take(slot),
+        grpc,
+        grpc_head: None,
+        grpc_trailers: None,
+        reader: grpc.then(Reader::default),
+        body: rest,
+        half,
+        sent: queued,
+        first: None,
+        end: None,
+        kernel: false,
+        waker: None,
+    });
+    drop((conn, streams));
+    // Handed to the connection: its driver writes the frames next, with
+    // every other stream started meanwhile.
+    wake(&sh.driver);
+    Ok((id, queued))
+}
+
+/// How a stream's wait ended, and what of its body went.
+struct Done<'a> {
+    end: Result<Instant, ErrorClass>,
+    queued: Instant,
+    head_len: usize,
+    /// Bytes of the body handed to the connection (some may be unsent).
+    handed: usize,
+    requests: Option<&'a Requests>,
+}
+
+/// The exchange's outcome once its wait ended: the entry taken back (the
+/// slot with it), the bytes written, the gRPC status and faults judged.
+fn conclude(open: &mut Open<'_>, d: Done<'_>, grpc: bool, server_streaming: bool) -> Result<Timing, Failed> {
     let mut e = open.take();
     let unsent = e.as_ref().map_or(0, |e| e.body.len());
-    let written = head_len + body.len().saturating_sub(unsent);
-    let done = end.map_err(|class| Failed { class, written })?;
+    let written = d.head_len + d.handed.saturating_sub(unsent);
+    if let Some(r) = d.requests {
+        open.slot.sent_messages = r.sent(d.handed.saturating_sub(unsent));
+    }
+    let done = d.end.map_err(|class| Failed { class, written })?;
     // The driver's write stamped it; else (never, with a response) it
     // still holds when it was queued.
-    let sent = e.as_ref().map_or(queued, |e| e.sent);
+    let sent = e.as_ref().map_or(d.queued, |e| e.sent);
     // A stamped end can precede the clock of an unstamped first read.
     let first = e.as_ref().and_then(|e| e.first).unwrap_or(done).min(done);
     if grpc && let Some(e) = &mut e {
@@ -254,6 +373,79 @@ pub(super) async fn send_on(
         extra: false,
         kernel: e.is_some_and(|e| e.kernel),
     })
+}
+
+/// Waits for stream `id`'s end while handing it a paced client stream's
+/// messages (the first went at `queued`; each next one `gap` after the
+/// last); returns the end and how much of the body went to the connection.
+async fn pace(
+    sh: &Shared,
+    id: StreamId,
+    body: &Bytes,
+    r: &Requests,
+    gap: std::time::Duration,
+    queued: Instant,
+    mut sleep: Pin<&mut Sleep>,
+) -> (Result<Instant, ErrorClass>, usize) {
+    let mut handed = r.ends[0];
+    let mut next = 1;
+    loop {
+        let due = (next < r.ends.len())
+            .then(|| queued.checked_add(gap.saturating_mul(u32::try_from(next).unwrap_or(u32::MAX))))
+            .flatten();
+        let tick = tokio::time::sleep_until(due.unwrap_or(queued).into());
+        tokio::select! {
+            biased;
+            end = ended(sh, id) => return (end, handed),
+            () = sleep.as_mut() => return (Err(ErrorClass::TimeoutResponse), handed),
+            () = tick, if due.is_some() => {
+                let end = r.ends[next];
+                next += 1;
+                push(sh, id, body, handed, end, next == r.ends.len());
+                handed = end;
+            }
+        }
+    }
+}
+
+/// The end of stream `id`'s exchange, once the driver set it.
+fn ended(sh: &Shared, id: StreamId) -> impl std::future::Future<Output = Result<Instant, ErrorClass>> + '_ {
+    std::future::poll_fn(move |cx| {
+        let mut streams = sh.streams.borrow_mut();
+        match entry(&mut streams, id) {
+            Some(Entry { end: Some(end), .. }) => Poll::Ready(*end),
+            Some(e) => {
+                if !e.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                    e.waker = Some(cx.waker().clone());
+                }
+                Poll::Pending
+            }
+            // Never: only this exchange removes its entry.
+            None => Poll::Ready(Err(ErrorClass::Protocol)),
+        }
+    })
+}
+
+/// Hands a paced client stream's next message (the body up to `end`, after
+/// the `handed` part) to the connection, and its half-close after it when
+/// it is the `last`; a stream already answered sends no more.
+fn push(sh: &Shared, id: StreamId, body: &Bytes, handed: usize, end: usize, last: bool) {
+    let mut conn = sh.conn.borrow_mut();
+    let mut streams = sh.streams.borrow_mut();
+    let Some(e) = entry(&mut streams, id) else {
+        return;
+    };
+    if e.end.is_some() || e.half != Half::More {
+        return;
+    }
+    // The unsent part and the message are one run of the body.
+    e.body = body.slice(handed - e.body.len()..end);
+    if last {
+        e.half = Half::Close;
+    }
+    send_body(&mut conn, e);
+    drop((conn, streams));
+    wake(&sh.driver);
 }
 
 /// Whether a stream may start on the connection now, or fail at once: only

@@ -173,7 +173,7 @@ impl Conns {
         ctx: &Ctx,
         request: http::Request<()>,
         body: &Bytes,
-        server_streaming: bool,
+        shape: http2::CallShape<'_>,
         deadline: bool,
         expect: &StatusSet,
         stream: &mut http2::Slot,
@@ -182,10 +182,7 @@ impl Conns {
         let Some(Own::Http2(c)) = self.0[HTTP2].as_deref() else {
             return None;
         };
-        Some(
-            c.call(ctx, request, body, server_streaming, deadline, expect, stream, sleep)
-                .await,
-        )
+        Some(c.call(ctx, request, body, shape, deadline, expect, stream, sleep).await)
     }
 }
 

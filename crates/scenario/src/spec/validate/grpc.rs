@@ -121,7 +121,40 @@ impl Validator<'_> {
                  NOT_FOUND]); use json:, body_contains:, header: or duration_under:",
             ));
         }
+        match (g.stream_messages, g.stream_rate) {
+            (Some(n), _) if n == 0 || n > crate::grpc::MAX_STREAM_MESSAGES => {
+                return Err(self.err(
+                    &at("stream_messages"),
+                    format!(
+                        "stream_messages: {n}; give 1 to {} messages a call",
+                        crate::grpc::MAX_STREAM_MESSAGES
+                    ),
+                ));
+            }
+            (_, Some(0)) => {
+                return Err(self.err(
+                    &at("stream_rate"),
+                    "stream_rate: 0; give at least 1 message per second, or leave it out to send as fast as flow \
+                     control allows",
+                ));
+            }
+            _ => {}
+        }
+        if let Some(m) = &method {
+            self.streams_fit(&here, m, g.stream_messages, g.stream_rate)?;
+        }
         let (captures, checks) = self.captures_and_checks(&here, g.capture, g.check)?;
+        if let (Some(f), Some(n)) = (&framed, g.stream_messages)
+            && (f.len() as u64).saturating_mul(n) > throng_plan::MAX_BODY_BYTES
+        {
+            return Err(self.err(
+                &at("stream_messages"),
+                format!(
+                    "stream_messages: {n} messages of {} bytes come to more than 64 MiB a call; send fewer",
+                    f.len()
+                ),
+            ));
+        }
         let call = method
             .as_ref()
             .map_or_else(|| g.call.clone(), crate::grpc::Method::call);
@@ -130,6 +163,9 @@ impl Validator<'_> {
             expect,
             deadline,
             server_streaming: method.as_ref().is_some_and(crate::grpc::Method::server_streaming),
+            client_streaming: method.as_ref().is_some_and(crate::grpc::Method::client_streaming),
+            stream_messages: g.stream_messages,
+            stream_rate: g.stream_rate,
             request: Request {
                 name: g.name.unwrap_or_else(|| call.clone()),
                 method: "POST".to_string(),
@@ -151,6 +187,36 @@ impl Validator<'_> {
             method,
             framed,
         })
+    }
+
+    /// `stream_messages:` and `stream_rate:` are for a client-streaming
+    /// method only.
+    fn streams_fit(
+        &self,
+        here: &[&str],
+        method: &crate::grpc::Method,
+        n: Option<u64>,
+        rate: Option<u32>,
+    ) -> Result<(), ScenarioError> {
+        if method.client_streaming() {
+            return Ok(());
+        }
+        let field = match (n, rate) {
+            (Some(_), _) => "stream_messages",
+            (None, Some(_)) => "stream_rate",
+            (None, None) => return Ok(()),
+        };
+        Err(self.err(
+            &self
+                .key_path(here, field)
+                .iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>(),
+            format!(
+                "{field}: {} takes one request message a call (not client-streaming); leave {field} out",
+                method.call()
+            ),
+        ))
     }
 
     /// A message without templates, encoded now: once for the run, and an
@@ -222,6 +288,8 @@ impl Validator<'_> {
                     .map_err(|e| self.err(&here, format!("call: {e} (from {}'s server reflection)", target.url)))?;
                 g.framed = self.framed(&method, &g.request.body, &here)?;
                 g.server_streaming = method.server_streaming();
+                g.client_streaming = method.client_streaming();
+                self.streams_fit(&here, &method, g.stream_messages, g.stream_rate)?;
                 g.method = Some(method);
             }
         }
