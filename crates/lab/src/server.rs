@@ -230,9 +230,21 @@ async fn connection<S: LabStream>(mut stream: S, shared: &Shared) -> io::Result<
     let mut buf: Vec<u8> = Vec::new();
     let mut out: Vec<u8> = Vec::new();
     let mut filled = 0usize;
+    // Nothing answered yet: the connection may still turn out to be h2c.
+    let mut fresh = true;
     loop {
+        if fresh && filled > 0 {
+            if stream.is_tls() || !crate::h2sse::may_be_preface(&buf[..filled]) {
+                fresh = false;
+            } else if filled >= crate::h2sse::PREFACE.len() {
+                return Box::pin(crate::h2sse::serve(stream, buf[..filled].to_vec())).await;
+            }
+        }
         // Answer every complete request already buffered (pipelining).
         loop {
+            if fresh {
+                break;
+            }
             match parse_request(&buf[..filled]) {
                 Parsed::Partial => break,
                 Parsed::Bad(why) => {
