@@ -1,5 +1,6 @@
 //! Event streams over HTTP/2 (h2c, prior knowledge): `GET /sse` and
-//! `POST /v1/chat/completions`, the same events as over HTTP/1.1.
+//! `POST /v1/chat/completions`, the same events as over HTTP/1.1, served
+//! by [`crate::LabServer::start_h2c`] beside HTTP/1.1 on one port.
 //!
 //! ```text
 //!  connection: preface seen ─► h2 handshake (the bytes already read replayed)
@@ -293,13 +294,33 @@ mod tests {
     }
 
     #[test]
-    fn the_lab_streams_events_over_h2c_beside_http1() {
+    fn a_plain_lab_answers_the_http2_preface_in_http1() {
         let server = crate::LabServer::start(&crate::LabConfig {
             listen: "127.0.0.1:0".parse().unwrap(),
             threads: 1,
             stall: None,
             tls: None,
         })
+        .unwrap();
+        let mut tcp = std::net::TcpStream::connect(server.addr()).unwrap();
+        tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        std::io::Write::write_all(&mut tcp, PREFACE).unwrap();
+        let mut text = String::new();
+        let _ = std::io::Read::read_to_string(&mut tcp, &mut text);
+        assert!(text.starts_with("HTTP/1.1 400"), "{text}");
+    }
+
+    #[test]
+    fn the_lab_streams_events_over_h2c_beside_http1() {
+        let server = crate::LabServer::start_h2c(
+            &crate::LabConfig {
+                listen: "127.0.0.1:0".parse().unwrap(),
+                threads: 1,
+                stall: None,
+                tls: None,
+            },
+            &crate::AuthConfig::default(),
+        )
         .unwrap();
         let addr = server.addr();
         let rt = tokio::runtime::Builder::new_current_thread()
