@@ -47,6 +47,7 @@
 mod auth;
 mod fault;
 mod h2fault;
+mod h2sse;
 mod http;
 mod http3;
 mod server;

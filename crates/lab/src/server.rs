@@ -79,17 +79,26 @@ impl LabServer {
 
     /// [`LabServer::start`], with these auth settings.
     pub fn start_with_auth(config: &LabConfig, auth: &AuthConfig) -> io::Result<LabServer> {
-        LabServer::start_inner(config, auth, None)
+        LabServer::start_inner(config, auth, None, false)
+    }
+
+    /// [`LabServer::start`], and on the same port, without TLS, the stream
+    /// endpoints (`GET /sse`, a streamed `POST /v1/chat/completions`) over
+    /// HTTP/2 with prior knowledge (h2c). Off in [`LabServer::start`], so
+    /// that a client asking a plain lab for HTTP/2 is told it answers in
+    /// HTTP/1.1.
+    pub fn start_h2c(config: &LabConfig, auth: &AuthConfig) -> io::Result<LabServer> {
+        LabServer::start_inner(config, auth, None, true)
     }
 
     /// A server that answers every connection with `fault` instead of the
     /// endpoints (see [`Fault`]). `config.stall` is ignored; `config.tls`
     /// wraps the HTTP faults (the TLS and NATS faults speak raw TCP).
     pub fn start_fault(config: &LabConfig, fault: Fault) -> io::Result<LabServer> {
-        LabServer::start_inner(config, &AuthConfig::default(), Some(fault))
+        LabServer::start_inner(config, &AuthConfig::default(), Some(fault), false)
     }
 
-    fn start_inner(config: &LabConfig, auth: &AuthConfig, fault: Option<Fault>) -> io::Result<LabServer> {
+    fn start_inner(config: &LabConfig, auth: &AuthConfig, fault: Option<Fault>, h2c: bool) -> io::Result<LabServer> {
         let threads = config.threads.max(1);
         let first = bind(config.listen)?;
         let addr = first
@@ -108,6 +117,7 @@ impl LabServer {
             tls: config.tls.clone().map(tokio_rustls::TlsAcceptor::from),
             auth: Service::new(auth)?,
             fault,
+            h2c,
         });
         let mut handles = Vec::new();
         for (i, l) in listeners.into_iter().enumerate() {
@@ -160,6 +170,8 @@ struct Shared {
     auth: Service,
     /// Answer every connection with this fault instead.
     fault: Option<Fault>,
+    /// Stream endpoints over h2c too ([`LabServer::start_h2c`]).
+    h2c: bool,
 }
 
 /// Longest a client may take to complete a TLS handshake.
@@ -230,9 +242,22 @@ async fn connection<S: LabStream>(mut stream: S, shared: &Shared) -> io::Result<
     let mut buf: Vec<u8> = Vec::new();
     let mut out: Vec<u8> = Vec::new();
     let mut filled = 0usize;
+    // Nothing answered yet and h2c served: the connection may still turn
+    // out to be HTTP/2.
+    let mut fresh = shared.h2c;
     loop {
+        if fresh && filled > 0 {
+            if stream.is_tls() || !crate::h2sse::may_be_preface(&buf[..filled]) {
+                fresh = false;
+            } else if filled >= crate::h2sse::PREFACE.len() {
+                return Box::pin(crate::h2sse::serve(stream, buf[..filled].to_vec())).await;
+            }
+        }
         // Answer every complete request already buffered (pipelining).
         loop {
+            if fresh {
+                break;
+            }
             match parse_request(&buf[..filled]) {
                 Parsed::Partial => break,
                 Parsed::Bad(why) => {

@@ -80,6 +80,10 @@ pub struct ServeCmd {
     /// h3-one-stream, h3-streams-exhausted, h3-short-body, h3-long-body, h3-early-hints)
     #[arg(long = "http3", requires = "tls", conflicts_with_all = ["stall_every", "stall_for", "mtls"])]
     pub http3: bool,
+    /// Also answer GET /sse and POST /v1/chat/completions (streamed) over HTTP/2 without TLS
+    /// (h2c, prior knowledge), on the same port as HTTP/1.1
+    #[arg(long = "h2c", conflicts_with_all = ["fault", "tls", "http3"])]
+    pub h2c: bool,
 }
 
 #[derive(Debug, Args)]

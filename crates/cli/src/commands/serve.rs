@@ -77,6 +77,7 @@ pub fn run(c: ServeCmd) -> anyhow::Result<ExitCode> {
     };
     let started = match fault {
         Some(f) => LabServer::start_fault(&config, f),
+        None if c.h2c => LabServer::start_h2c(&config, &auth),
         None => LabServer::start_with_auth(&config, &auth),
     };
     let server = started.with_context(|| {
@@ -93,6 +94,7 @@ pub fn run(c: ServeCmd) -> anyhow::Result<ExitCode> {
         )
     });
     let mtls = if c.mtls { ", client certificates required" } else { "" };
+    let h2c = if c.h2c { ", streams also over h2c" } else { "" };
     // More processes on the same port: each binds it with SO_REUSEPORT and
     // the kernel spreads new connections over them.
     let mut children = Vec::new();
@@ -119,6 +121,9 @@ pub fn run(c: ServeCmd) -> anyhow::Result<ExitCode> {
         cmd.args(["--hash-threads", &hash_threads.to_string()]);
         if c.reveal_otp {
             cmd.arg("--reveal-otp");
+        }
+        if c.h2c {
+            cmd.arg("--h2c");
         }
         if let Some(f) = fault {
             cmd.args(["--fault", f.name()]);
@@ -150,7 +155,7 @@ pub fn run(c: ServeCmd) -> anyhow::Result<ExitCode> {
         );
     } else {
         say!(
-            "throng lab server on {scheme}://{}/ ({threads} threads{procs}{stall_text}{mtls}; \
+            "throng lab server on {scheme}://{}/ ({threads} threads{procs}{stall_text}{mtls}{h2c}; \
          /auth: bcrypt cost {} on {hash_threads} hashing threads{reveal}); Ctrl-C to stop",
             server.addr(),
             c.bcrypt_cost
