@@ -71,7 +71,7 @@ pub enum Phase {
 
 impl Phase {
     /// Every phase, in report order.
-    pub const ALL: [Phase; 25] = [
+    pub const ALL: [Phase; 26] = [
         Phase::ScheduleLag,
         Phase::Connect,
         Phase::Tls,

@@ -21,7 +21,7 @@ pub(crate) fn write_redirects(w: &mut dyn Write, redirects: u64) -> io::Result<(
     Ok(())
 }
 
-pub(crate) const TABLE: [Phase; 24] = [
+pub(crate) const TABLE: [Phase; 25] = [
     Phase::ScheduleLag,
     Phase::Connect,
     Phase::Tls,

@@ -39,7 +39,7 @@ pub enum Stat {
     Max,
 }
 
-const PHASES: [&str; 21] = [
+const PHASES: [&str; 22] = [
     "schedule_lag",
     "connect",
     "tls",
