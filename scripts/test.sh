@@ -143,7 +143,8 @@ not_run=()
 if [ "$(id -u)" -ne 0 ]; then
   for t in port_exhaustion_is_addr_unavailable_with_a_hint_and_sources_fix_it \
            nat_ab_short_reaches_the_server_directly_and_through_the_nat \
-           segments_local_agents_merge_into_exactly_what_they_recorded; do
+           segments_local_agents_merge_into_exactly_what_they_recorded \
+           segments_local_live_agents_in_namespaces_merge_into_the_whole_plan; do
     skip+=(--skip "$t"); not_run+=("$t (needs root)")
   done
 fi

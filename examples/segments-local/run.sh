@@ -7,6 +7,9 @@
 #
 #   sudo examples/segments-local/run.sh            # 4 agents, 2000 req/s in all, 10 s
 #   sudo examples/segments-local/run.sh 3 --short  # 3 agents, 3 s
+#   sudo examples/segments-local/run.sh 3 --short --live
+#       # the same plan driven live: `throng agent` in each agent's namespace,
+#       # `throng coordinate` in the server's (a shared token; one merged result)
 #
 #   agent 0 (10.78.0.10) ─┐
 #   agent 1 (10.78.0.11) ─┼── bridge in the server's namespace ── throng serve 10.78.0.1:8080
@@ -29,8 +32,13 @@ if [[ "${1:-}" == "--short" ]]; then
     duration=3s
     shift
 fi
+live=0
+if [[ "${1:-}" == "--live" ]]; then
+    live=1
+    shift
+fi
 if [[ $# -gt 0 || $agents -lt 1 || $agents -gt 200 ]]; then
-    echo "usage: $0 [AGENTS (1-200)] [--short]   (env: THRONG=path/to/throng OUT=results-dir)" >&2
+    echo "usage: $0 [AGENTS (1-200)] [--short] [--live]   (env: THRONG=path/to/throng OUT=results-dir)" >&2
     exit 2
 fi
 if [[ ! -x "$throng" ]]; then
@@ -90,6 +98,43 @@ for _ in $(seq 100); do
     sleep 0.1
 done
 
+mkdir -p "$out"
+if ((live)); then
+    # Agents wait in their namespaces; the coordinator, in the server's,
+    # ships the plan, starts them at one instant and merges them live.
+    head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$out/token"
+    chmod 600 "$out/token"
+    addrs=()
+    for ((i = 0; i < agents; i++)); do
+        addr="10.78.0.$((10 + i)):7700"
+        addrs+=("$addr")
+        ip netns exec "seg-a$i-$tag" "$throng" agent --listen "$addr" --token-file "$out/token" --runs 1 \
+            > "$out/agent-$i.txt" 2>&1 &
+        pids+=($!)
+    done
+    for addr in "${addrs[@]}"; do
+        for _ in $(seq 100); do
+            if ip netns exec "$server" bash -c "exec 3<>/dev/tcp/${addr%:*}/${addr#*:}" 2>/dev/null; then break; fi
+            sleep 0.1
+        done
+    done
+    echo "== $agents agents live: http://10.78.0.1:8080/ at $rate req/s in all for $duration"
+    status=0
+    ip netns exec "$server" "$throng" coordinate --agents "$(IFS=,; echo "${addrs[*]}")" \
+        --token-file "$out/token" --json "$out/merged.json" -q -- \
+        http http://10.78.0.1:8080/ -r "$rate" -d "$duration" > "$out/merged.txt" 2> "$out/coordinate.txt" \
+        || status=$?
+    for pid in "${pids[@]:1}"; do wait "$pid" || true; done
+    pids=("${pids[0]}")
+    if ((status != 0)); then
+        echo "segments-local: throng coordinate exited with $status; see $out/coordinate.txt" >&2
+        exit "$status"
+    fi
+    "$throng" report "$out/merged.json"
+    echo "results: $out"
+    exit 0
+fi
+
 # The segment sequence 0,1/N,...,1 in lowest terms, as `throng k8s job` writes it.
 gcd() { local a=$1 b=$2; while ((b)); do local t=$b; b=$((a % b)); a=$t; done; echo "$a"; }
 frac() { # frac NUM DEN
@@ -102,7 +147,6 @@ for ((i = 0; i <= agents; i++)); do bounds+=("$(frac "$i" "$agents")"); done
 sequence=$(IFS=,; echo "${bounds[*]}")
 start_at=$(date -u -d '+3 seconds' +%Y-%m-%dT%H:%M:%SZ)
 
-mkdir -p "$out"
 echo "== $agents agents, segments of $sequence, start at $start_at: http://10.78.0.1:8080/ at $rate req/s in all for $duration"
 files=()
 for ((i = 0; i < agents; i++)); do

@@ -90,23 +90,7 @@ impl Validator<'_> {
             }
             headers.push(self.header(&metadata_at, k, v)?);
         }
-        let expect = match &g.expect {
-            None => vec![0],
-            Some(list) if list.is_empty() => {
-                return Err(self.err(
-                    &at("expect"),
-                    "expect: is empty, so every call would count as failed; list the codes counted ok, e.g. [OK]",
-                ));
-            }
-            Some(list) => list
-                .iter()
-                .map(|s| match s {
-                    RawStatus::Code(c) => crate::grpc::parse_code(&c.to_string()),
-                    RawStatus::Text(t) => crate::grpc::parse_code(t),
-                })
-                .collect::<Result<Vec<u16>, crate::grpc::NotACode>>()
-                .map_err(|e| self.err(&at("expect"), format!("expect: {e}")))?,
-        };
+        let expect = self.grpc_expect(&at("expect"), g.expect.as_deref())?;
         let deadline = match g.deadline {
             Some(d) if d.0.is_zero() => {
                 return Err(self.err(&at("deadline"), "deadline: give at least 1ms, or leave it out"));
@@ -187,6 +171,26 @@ impl Validator<'_> {
             method,
             framed,
         })
+    }
+
+    /// A `grpc:` step's `expect:`: the codes counted ok (OK when none is
+    /// given), each a number or a name.
+    fn grpc_expect(&self, at: &[String], expect: Option<&[RawStatus]>) -> Result<Vec<u16>, ScenarioError> {
+        match expect {
+            None => Ok(vec![0]),
+            Some([]) => Err(self.err(
+                at,
+                "expect: is empty, so every call would count as failed; list the codes counted ok, e.g. [OK]",
+            )),
+            Some(list) => list
+                .iter()
+                .map(|s| match s {
+                    RawStatus::Code(c) => crate::grpc::parse_code(&c.to_string()),
+                    RawStatus::Text(t) => crate::grpc::parse_code(t),
+                })
+                .collect::<Result<Vec<u16>, crate::grpc::NotACode>>()
+                .map_err(|e| self.err(at, format!("expect: {e}"))),
+        }
     }
 
     /// `stream_messages:` and `stream_rate:` are for a client-streaming

@@ -15,7 +15,8 @@ impl Validator<'_> {
                 out.push(step);
                 continue;
             }
-            let many = "each step is exactly one of request:, sse:, grpc:, websocket:, mqtt:, think: or group:, or an add:";
+            let many =
+                "each step is exactly one of request:, sse:, grpc:, websocket:, mqtt:, think: or group:, or an add:";
             if let Some(a) = st.add.take() {
                 if st.request.is_some()
                     || st.think.is_some()
