@@ -56,7 +56,7 @@ mod stream;
 mod ws;
 
 pub use auth::{AuthConfig, AuthConfigError, BcryptCost};
-pub use fault::{Fault, FaultKind, HOLD_LIMIT, UnknownFault};
+pub use fault::{Fault, FaultKind, HOLD_LIMIT, SESSION_LIMIT, UnknownFault};
 pub use h2fault::{GOAWAY_AFTER, HUGE_HEADERS, LONG_BODY, SHORT_BODY, TINY_WINDOW_BODY};
 pub use http3::{H3Fault, H3Server, UnknownH3Fault};
 pub use server::{LabConfig, LabServer, Stall};

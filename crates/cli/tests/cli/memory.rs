@@ -4,9 +4,10 @@
 //! (h2c, one stream each) against nginx (once on each), 1,000 TLS keep-alive connections
 //! on io_uring against the lab server over TLS, and `throng storm` holding
 //! 10,000 plain TCP connections (once on each), `throng run` holding 5,000
-//! scenario VUs, and `throng http --sse` holding 2,000 event streams: its own
+//! scenario VUs, `throng http --sse` holding 2,000 event streams, and
+//! `throng storm mqtt://…` holding 2,000 MQTT sessions: its own
 //! peak RSS (VmHWM, in the result) against the same run on one connection,
-//! VU or stream. A task that grows per connection or VU fails here instead
+//! VU, stream or session. A task that grows per connection or VU fails here instead
 //! of passing unseen.
 
 #![allow(clippy::unwrap_used)]
@@ -479,5 +480,67 @@ fn sse_streams_stay_bounded() {
     assert!(
         per_stream < STREAM_BOUND,
         "{per_stream} bytes per event stream (bound {STREAM_BOUND})"
+    );
+}
+
+/// MQTT sessions held at once in [`mqtt_sessions_stay_bounded`].
+const SESSIONS: u64 = 2_000;
+
+/// Bytes a held MQTT session (a PINGREQ every keep-alive, its PINGRESP
+/// timed) may hold beyond a one-session run: generous on purpose. Measured
+/// 2,867 with the test profile's unoptimized binary; 2,555 optimized at
+/// 10,000 (heaptrack: the connection's task 1,280, the boxed hold 393,
+/// tokio's registration 246, the keep-alive timer 80, the rest opening's
+/// leftovers). A buffer per session or an unbounded ping queue would be
+/// kilobytes more.
+const SESSION_BOUND: u64 = 4_000;
+
+/// 2,000 MQTT 5 sessions against the lab's broker (`--fault mqtt-broker`),
+/// each held 3 s with a 1 s keep-alive: every session connects, all are
+/// held at once, pings are answered, and what each adds to the
+/// generator's peak RSS stays under [`SESSION_BOUND`].
+#[test]
+fn mqtt_sessions_stay_bounded() {
+    let _alone = common::heavy();
+    let lab = FaultServer::start("mqtt-broker");
+    let url = format!("mqtt://127.0.0.1:{}", lab.port);
+    let run_with = |n: u64| {
+        storm(&[
+            &url,
+            "--mqtt-version",
+            "5",
+            "-n",
+            &n.to_string(),
+            "--hold",
+            "3s",
+            "--keepalive",
+            "1s",
+            "-t",
+            "1",
+            "--procs",
+            "1",
+            "--timeout",
+            "30s",
+        ])
+    };
+    let one = run_with(1);
+    let run = run_with(SESSIONS);
+    for r in [&one, &run] {
+        assert_eq!(r.code(), 0, "{}", r.stderr());
+        assert_books_balance(r.result());
+    }
+    let m = &run.result().measurements;
+    assert_eq!(m.connections.ok, SESSIONS, "{:?}", m.connections);
+    assert_eq!(m.peak_concurrent_connections, SESSIONS);
+    assert_eq!(m.closed_by_peer, 0, "the lab holds every session");
+    let pongs = m.phases.get("pong").map_or(0, |p| p.count());
+    assert!(pongs >= SESSIONS, "every session had a ping answered: {pongs} pongs");
+    let base = one.result().generator.peak_rss_bytes;
+    let peak = run.result().generator.peak_rss_bytes;
+    let per_session = peak.saturating_sub(base) / SESSIONS;
+    println!("{SESSIONS} MQTT sessions: {per_session} bytes each ({base} for one, {peak} for {SESSIONS})");
+    assert!(
+        per_session < SESSION_BOUND,
+        "{per_session} bytes per held MQTT session ({base} for one, {peak} for {SESSIONS}); at most {SESSION_BOUND} expected"
     );
 }

@@ -6,6 +6,11 @@ use std::time::Duration;
 
 /// Longest a fault keeps one connection, whatever the client does.
 pub const HOLD_LIMIT: Duration = Duration::from_secs(60);
+/// Longest the lab's MQTT broker ([`Fault::MqttBroker`], and
+/// [`Fault::MqttNoPingresp`]) keeps one session: long enough for a storm
+/// with the usual 30 s or 60 s keep-alive to have several PINGREQs
+/// answered, still bounded.
+pub const SESSION_LIMIT: Duration = Duration::from_secs(600);
 /// Headers sent by [`Fault::ManyHeaders`].
 pub const MANY_HEADERS: usize = 100_000;
 /// Body length advertised (and sent, as fast as the client reads) by
@@ -113,7 +118,7 @@ pub enum Fault {
     /// Not a fault: a minimal broker, CONNACK to CONNECT, PINGRESP to
     /// PINGREQ, the close after DISCONNECT; every other packet is skipped
     /// unread. A session costs its socket and a small task, so one lab
-    /// holds many of them (each up to [`HOLD_LIMIT`]).
+    /// holds many of them (each up to [`SESSION_LIMIT`]).
     MqttBroker,
     /// HTTP/2 (h2c): every second stream on a connection is reset with
     /// RST_STREAM INTERNAL_ERROR; the others are answered 200.
@@ -310,6 +315,15 @@ impl Fault {
         }
     }
 
+    /// Longest it keeps one connection: [`SESSION_LIMIT`] for the MQTT
+    /// broker's sessions, [`HOLD_LIMIT`] for every fault.
+    pub fn hold_limit(self) -> Duration {
+        match self {
+            Fault::MqttBroker | Fault::MqttNoPingresp => SESSION_LIMIT,
+            _ => HOLD_LIMIT,
+        }
+    }
+
     /// The protocol it speaks.
     pub fn kind(self) -> FaultKind {
         match self {
@@ -391,5 +405,22 @@ mod tests {
         let e = "nope".parse::<Fault>().unwrap_err().to_string();
         assert!(e.starts_with("unknown fault 'nope': use one of never-answer, "), "{e}");
         assert!(!e.contains('\n'));
+    }
+
+    #[test]
+    fn a_broker_session_outlasts_several_thirty_second_keepalives_and_faults_stay_short() {
+        // A client pings at its keep-alive; a broker may wait 1.5 of it.
+        // Two answered pings at 30 s need more than 60 s of session.
+        let keepalive = Duration::from_secs(30);
+        for f in [Fault::MqttBroker, Fault::MqttNoPingresp] {
+            assert!(f.hold_limit() >= keepalive * 4, "{f}: {:?}", f.hold_limit());
+            assert!(f.hold_limit() <= Duration::from_secs(3600), "{f}: bounded");
+        }
+        for f in Fault::ALL
+            .into_iter()
+            .filter(|f| !matches!(f, Fault::MqttBroker | Fault::MqttNoPingresp))
+        {
+            assert_eq!(f.hold_limit(), HOLD_LIMIT, "{f}");
+        }
     }
 }

@@ -13,7 +13,8 @@
 //!
 //! Every fault is cheap and bounded: loops that write stop when a write
 //! fails (the client went away), waits stop when the client closes, and no
-//! connection is kept longer than [`HOLD_LIMIT`].
+//! connection is kept longer than [`HOLD_LIMIT`] (an MQTT broker session:
+//! [`SESSION_LIMIT`]).
 
 use std::io;
 use std::time::Duration;
@@ -28,7 +29,7 @@ pub(crate) mod kind;
 mod mqtt;
 
 use self::kind::{CLOSE_AFTER, HUGE_BODY, MANY_HEADERS, TRICKLE_EVERY};
-pub use self::kind::{Fault, FaultKind, HOLD_LIMIT, UnknownFault};
+pub use self::kind::{Fault, FaultKind, HOLD_LIMIT, SESSION_LIMIT, UnknownFault};
 
 /// Largest request a fault reads before misbehaving.
 const MAX_REQUEST_HEAD: usize = 64 * 1024;
@@ -61,7 +62,7 @@ pub(crate) async fn connection(stream: TcpStream, fault: Fault, tls: Option<&tok
         }
     };
     // Whatever the client does, the connection ends within the limit.
-    let _ = tokio::time::timeout(HOLD_LIMIT, work).await;
+    let _ = tokio::time::timeout(fault.hold_limit(), work).await;
 }
 
 /// [`Fault::CloseEveryOther`], on raw TCP (before any TLS).
