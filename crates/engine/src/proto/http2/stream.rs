@@ -75,16 +75,16 @@ pub(super) fn request_head(request: &http::Request<()>) -> Vec<u8> {
 /// A stream of an exchange under way: on drop (a timeout, a VU cut off)
 /// its entry goes, the requester's slot comes back and a stream still open
 /// is reset with CANCEL, so that the connection stays usable.
-struct Open<'a> {
-    c: &'a H2Conn,
-    id: StreamId,
-    slot: &'a mut Slot,
-    taken: bool,
+pub(super) struct Open<'a> {
+    pub(super) c: &'a H2Conn,
+    pub(super) id: StreamId,
+    pub(super) slot: &'a mut Slot,
+    pub(super) taken: bool,
 }
 
 impl Open<'_> {
     /// Removes the stream's entry and gives the slot back.
-    fn take(&mut self) -> Option<Entry> {
+    pub(super) fn take(&mut self) -> Option<Entry> {
         self.taken = true;
         let sh = &*self.c.shared;
         let mut streams = sh.streams.borrow_mut();
@@ -153,52 +153,9 @@ pub(super) async fn send_on(
     slot: &mut Slot,
     mut sleep: Pin<&mut Sleep>,
 ) -> Result<Timing, Failed> {
-    let fail = |class| Failed { class, written: 0 };
-    slot.begin();
+    ready(c, slot, sleep.as_mut()).await?;
+    let (id, queued) = start(c, block, body, (grpc, false), head_len, slot)?;
     let sh = &*c.shared;
-    if !room_now(sh) {
-        wait_room(sh, sleep.as_mut()).await.map_err(fail)?;
-    }
-    let (id, queued) = {
-        let mut conn = sh.conn.borrow_mut();
-        let id = conn
-            .start_request(block, body.is_empty())
-            .map_err(|e| fail(send_class(c, &e)))?;
-        let mut rest = body.clone();
-        if !body.is_empty() {
-            let n = conn.send_data(id, body, true).map_err(|e| Failed {
-                class: send_class(c, &e),
-                written: head_len,
-            })?;
-            bytes::Buf::advance(&mut rest, n);
-        }
-        // Until the driver's write stamps it (Shared::stamp_sent).
-        let queued = Instant::now();
-        let mut streams = sh.streams.borrow_mut();
-        // Room for one more, not Vec's four at a time: a connection with
-        // one stream in flight (`--streams 1`, a VU's) keeps one entry.
-        if streams.len() == streams.capacity() {
-            streams.reserve_exact(1);
-        }
-        streams.push(Entry {
-            id,
-            slot: std::mem::take(slot),
-            grpc,
-            grpc_head: None,
-            grpc_trailers: None,
-            reader: grpc.then(Reader::default),
-            body: rest,
-            sent: queued,
-            first: None,
-            end: None,
-            kernel: false,
-            waker: None,
-        });
-        (id, queued)
-    };
-    // Handed to the connection: its driver writes the frames next, with
-    // every other stream started meanwhile.
-    wake(&sh.driver);
     let mut open = Open {
         c,
         id,
@@ -256,6 +213,76 @@ pub(super) async fn send_on(
     })
 }
 
+/// Readies `slot` for a stream of `c` and waits, within the deadline
+/// `sleep` was armed with, for the connection to allow one.
+pub(super) async fn ready(c: &H2Conn, slot: &mut Slot, sleep: Pin<&mut Sleep>) -> Result<(), Failed> {
+    slot.begin();
+    if !room_now(&c.shared) {
+        wait_room(&c.shared, sleep)
+            .await
+            .map_err(|class| Failed { class, written: 0 })?;
+    }
+    Ok(())
+}
+
+/// Starts a stream of `c` for a request (its header `block`, then as much
+/// of `body` as the windows allow; see [`ready`]) and moves `slot` into
+/// its entry; `(grpc, tap)`: its reply is judged as gRPC, its DATA kept
+/// for an event-stream reader. Returns its id and when it was queued.
+pub(super) fn start(
+    c: &H2Conn,
+    block: &[u8],
+    body: &Bytes,
+    (grpc, tap): (bool, bool),
+    head_len: usize,
+    slot: &mut Slot,
+) -> Result<(StreamId, Instant), Failed> {
+    let fail = |class| Failed { class, written: 0 };
+    let sh = &*c.shared;
+    let (id, queued) = {
+        let mut conn = sh.conn.borrow_mut();
+        let id = conn
+            .start_request(block, body.is_empty())
+            .map_err(|e| fail(send_class(c, &e)))?;
+        let mut rest = body.clone();
+        if !body.is_empty() {
+            let n = conn.send_data(id, body, true).map_err(|e| Failed {
+                class: send_class(c, &e),
+                written: head_len,
+            })?;
+            bytes::Buf::advance(&mut rest, n);
+        }
+        // Until the driver's write stamps it (Shared::stamp_sent).
+        let queued = Instant::now();
+        let mut streams = sh.streams.borrow_mut();
+        // Room for one more, not Vec's four at a time: a connection with
+        // one stream in flight (`--streams 1`, a VU's) keeps one entry.
+        if streams.len() == streams.capacity() {
+            streams.reserve_exact(1);
+        }
+        streams.push(Entry {
+            id,
+            slot: std::mem::take(slot),
+            grpc,
+            grpc_head: None,
+            grpc_trailers: None,
+            reader: grpc.then(Reader::default),
+            tap: tap.then(Vec::new),
+            body: rest,
+            sent: queued,
+            first: None,
+            end: None,
+            kernel: false,
+            waker: None,
+        });
+        (id, queued)
+    };
+    // Handed to the connection: its driver writes the frames next, with
+    // every other stream started meanwhile.
+    wake(&sh.driver);
+    Ok((id, queued))
+}
+
 /// Whether a stream may start on the connection now, or fail at once: only
 /// the server's SETTINGS_MAX_CONCURRENT_STREAMS (0, or lowered under the
 /// streams open) makes a stream wait.
@@ -298,7 +325,7 @@ async fn wait_room(sh: &Shared, sleep: Pin<&mut Sleep>) -> Result<(), ErrorClass
 /// failure).
 pub(super) fn stream_level(class: ErrorClass, c: &H2Conn) -> bool {
     match class {
-        ErrorClass::TimeoutResponse | ErrorClass::Grpc(_) => true,
+        ErrorClass::TimeoutResponse | ErrorClass::Grpc(_) | ErrorClass::Sse(_) => true,
         ErrorClass::H2(name) => name == "refused_stream" || name.starts_with("rst_stream."),
         ErrorClass::Eof | ErrorClass::Protocol => c.shared.ended.get().is_none() && !c.shared.conn.borrow().is_closed(),
         _ => false,
