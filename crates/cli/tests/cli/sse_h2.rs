@@ -145,3 +145,24 @@ fn a_stall_is_sse_stalled_and_the_connection_stays() {
     // A stalled stream is cancelled, not its connection.
     assert_eq!(m.connections.ok, 1, "{:?}", m.connections);
 }
+
+#[test]
+fn several_targets_stream_over_http2_as_over_http1() {
+    let server = h2c_lab();
+    let (three, five) = (
+        url(&server, "/sse?events=3&interval=1"),
+        url(&server, "/sse?events=5&interval=1"),
+    );
+    for version in [None, Some("--http2")] {
+        let mut args = vec![three.as_str(), five.as_str(), "--sse", "-c", "1", "-n", "8"];
+        args.extend(version);
+        let run = http(&args);
+        assert_eq!(run.code(), 0, "{version:?}: stderr {}", run.stderr());
+        let r = run.result();
+        assert_books_balance(r);
+        let s = r.measurements.streams.as_ref().unwrap();
+        // One thread, round-robin: four streams of each target.
+        assert_eq!((s.streams, s.events), (8, 32), "{version:?}: {s:?}");
+        assert_eq!(s.ended.get("completed"), Some(&8), "{version:?}: {s:?}");
+    }
+}
