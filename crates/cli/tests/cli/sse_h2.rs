@@ -166,3 +166,40 @@ fn several_targets_stream_over_http2_as_over_http1() {
         assert_eq!(s.ended.get("completed"), Some(&8), "{version:?}: {s:?}");
     }
 }
+
+#[test]
+fn streams_read_over_tls_alpn_h2_from_nginx() {
+    let (_d, c) = common::certs();
+    // Three events a response, in one DATA frame or several.
+    let nginx = common::nginx_tls(
+        &c,
+        "ssl http2",
+        false,
+        "",
+        "location = /sse { default_type text/event-stream;\n\
+         return 200 \"data: a\n\ndata: b\n\nevent: x\ndata: c\n\n\"; }",
+    );
+    let ca = c.join("ca.pem");
+    let url = nginx.https("localhost", "/sse");
+    let base = [url.as_str(), "--cacert", ca.to_str().unwrap(), "--sse", "--http2"];
+    let mut args = base.to_vec();
+    args.extend(["-c", "1", "--streams", "3", "-n", "6"]);
+    let run = http(&args);
+    assert_eq!(run.code(), 0, "stderr: {}", run.stderr());
+    let r = run.result();
+    assert_books_balance(r);
+    let s = r.measurements.streams.as_ref().unwrap();
+    assert_eq!((s.streams, s.events), (6, 18), "{s:?}");
+    assert_eq!(s.ended.get("completed"), Some(&6), "{s:?}");
+
+    let mut args = base.to_vec();
+    args.extend(["-c", "1", "--streams", "3", "-n", "6", "--sse-events", "2"]);
+    let run = http(&args);
+    assert_eq!(run.code(), 0, "stderr: {}", run.stderr());
+    let r = run.result();
+    assert_books_balance(r);
+    let s = r.measurements.streams.as_ref().unwrap();
+    assert_eq!((s.streams, s.events), (6, 12), "{s:?}");
+    assert_eq!(s.ended.get("events"), Some(&6), "{s:?}");
+    assert_eq!(r.measurements.connections.ok, 1);
+}
