@@ -120,6 +120,7 @@ mod segments;
 mod send_secret;
 mod shell;
 mod sse;
+mod sse_h2;
 mod stdin_read;
 mod storm;
 mod storm_held;

@@ -124,7 +124,8 @@ impl Session {
                 )
                 .await
             }
-            // The plan refuses streams over HTTP/2 (throng_plan's stream_spec).
+            // HTTP/2 slots read streams through http2::one_request (its sse.rs);
+            // a caller that asks here gets a protocol failure, not a hang.
             Session::Http2(_) => Err(Failed {
                 class: ErrorClass::Protocol,
                 written,

@@ -150,10 +150,10 @@ pub(super) fn stream_spec(
         return Ok(None);
     }
     let flag = if llm.is_some() { "--llm" } else { "--sse" };
-    if http != HttpVersion::Http1 {
+    if http == HttpVersion::Http3 {
         return Err(PlanError::invalid(
             flag,
-            "reads streams over HTTP/1.1 only for now; leave out --http2 and --http3",
+            "reads streams over HTTP/1.1 and HTTP/2 only for now; leave out --http3",
         ));
     }
     if redirects > 0 {
@@ -245,8 +245,9 @@ mod tests {
             sse: true,
             ..StreamArgs::default()
         };
-        let e = stream_spec(&sse, HttpVersion::Http2, 0).unwrap_err();
-        assert!(e.to_string().contains("HTTP/1.1"), "{e}");
+        assert!(stream_spec(&sse, HttpVersion::Http2, 0).is_ok());
+        let e = stream_spec(&sse, HttpVersion::Http3, 0).unwrap_err();
+        assert!(e.to_string().contains("--http3"), "{e}");
         assert!(stream_spec(&sse, HttpVersion::Http1, 2).is_err());
         let zero = StreamArgs {
             sse: true,

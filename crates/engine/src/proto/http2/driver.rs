@@ -108,6 +108,9 @@ pub(super) struct Entry {
     pub(super) grpc_trailers: Option<u16>,
     /// A gRPC reply, judged as it arrives (crate::proto::grpc::frame).
     pub(super) reader: Option<Reader>,
+    /// An event stream's (`--sse`, `--llm`) DATA not read yet by its
+    /// exchange (super::sse), which the driver wakes as it fills.
+    pub(super) tap: Option<Vec<u8>>,
     /// The request body not sent yet (the windows were closed).
     pub(super) body: Bytes,
     /// How the request stream ends once `body` went.
@@ -241,6 +244,12 @@ impl Shared {
                         if n > 0 {
                             let (t, _) = at(s);
                             s.slot.message_at(n, t);
+                        }
+                    }
+                    if let Some(t) = s.tap.as_mut() {
+                        t.extend_from_slice(data);
+                        if let Some(w) = s.waker.take() {
+                            w.wake();
                         }
                     }
                 }

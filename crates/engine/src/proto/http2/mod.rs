@@ -50,6 +50,7 @@ mod grpc;
 mod pool;
 mod scenario;
 mod slot;
+mod sse;
 mod status;
 mod storm;
 mod stream;

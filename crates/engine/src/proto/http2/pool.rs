@@ -12,6 +12,7 @@ use tokio::time::Sleep;
 
 use super::driver::{H2Conn, close, speak};
 use super::grpc::{grpc_outcome, record_messages};
+use super::sse::{Read, send_read};
 use super::stream::{encode_head, exchange, send_on, stream_level};
 use super::{Slot, Spec};
 use crate::conn::{Failed, Timing, open_connection};
@@ -215,6 +216,7 @@ pub(crate) async fn one_request(
         .reset((t_send + deadline.unwrap_or(ctx.spec.timeout)).into());
     let keep_server = ctx.rec.borrow().wants_first_reply();
     let follow = ctx.spec.follow.as_deref().filter(|f| f.limit > 0);
+    let mut sse = Read::of(ctx, origin);
     let (mut outcome, mut request_len) = send_request(
         pool,
         &conn,
@@ -224,16 +226,10 @@ pub(crate) async fn one_request(
         follow.is_some(),
         sleep.as_mut(),
         traced,
+        sse.as_deref_mut(),
     )
     .await;
-    if let Err(f) = &mut outcome
-        && matches!(f.class, ErrorClass::Reset | ErrorClass::Eof)
-        && conn.went_away()
-    {
-        // A stream the server accepted, then closed the connection on
-        // after its GOAWAY without answering: cut off by the GOAWAY.
-        f.class = ErrorClass::H2("goaway");
-    }
+    cut_off(&mut outcome, &conn);
     if pool.spec.grpc {
         grpc_outcome(&mut outcome, session, deadline.is_some(), &ctx.spec.expect, request_len);
     }
@@ -292,6 +288,9 @@ pub(crate) async fn one_request(
         keep_server,
         row.row(),
     );
+    if let Some(r) = &sse {
+        r.ended(&outcome, recorded, t_send);
+    }
     offer_slowest(ctx, cursor, origin, &outcome, session);
     if let Some((p, i)) = entry {
         let response = match (&outcome, recorded) {
@@ -308,6 +307,17 @@ pub(crate) async fn one_request(
     }
     if !released {
         pool.finish(ctx, &conn, o, &outcome);
+    }
+}
+
+/// A stream the server accepted, then closed the connection on after its
+/// GOAWAY without answering: cut off by the GOAWAY.
+fn cut_off(outcome: &mut Result<Timing, Failed>, conn: &H2Conn) {
+    if let Err(f) = outcome
+        && matches!(f.class, ErrorClass::Reset | ErrorClass::Eof)
+        && conn.went_away()
+    {
+        f.class = ErrorClass::H2("goaway");
     }
 }
 
@@ -385,7 +395,9 @@ fn traced_id(ctx: &Ctx, cursor: &crate::targets::Cursor) -> Option<[u8; 16]> {
 /// Sends a slot's request on `conn`: the next of the plan's several
 /// requests (`entry`, its traceparent's ids from `traced`), or its one
 /// request (`traced`'s copy of the block with trace context; `follow`: its
-/// headers are kept, for a redirect's Location). Returns the outcome and the request's size as counted.
+/// headers are kept, for a redirect's Location); `sse`: its response is an
+/// event stream, read into it. Returns the outcome and the request's size
+/// as counted.
 #[allow(clippy::too_many_arguments)]
 async fn send_request(
     pool: &Pool,
@@ -396,60 +408,73 @@ async fn send_request(
     follow: bool,
     sleep: Pin<&mut Sleep>,
     traced: Option<(&crate::trace::Tracer, &crate::trace::Traced)>,
+    sse: Option<&mut Read<'_>>,
 ) -> (Result<Timing, Failed>, usize) {
+    let protocol = Failed {
+        class: ErrorClass::Protocol,
+        written: 0,
+    };
     let mut request_len = pool.spec.head_bytes + pool.spec.body.len();
-    let outcome = match (session, entry) {
-        (Session::Http2(slot), Some((p, i))) => {
-            slot.reset(Keep {
-                server: keep_server,
-                ..Keep::default()
-            });
-            // Only the encoded header block and the body wait for the
-            // response: the parsed request (its header map, its URI) is
-            // dropped before the await instead of being held, with a
-            // clone of it, in every stream's future (1,056 -> 392 bytes
-            // unoptimized; a run holds one such future per stream slot).
-            // Every entry converted before the run (crate::mux::check_table).
-            let ready = crate::mux::parts_of(&p.request_shared(i), pool.spec.uri.scheme_str() == Some("https"))
-                .ok()
-                .map(|parts| {
-                    request_len = parts.h2_len();
-                    slot.for_method(&parts.method);
-                    let mut head = encode_head(&parts.method, &parts.uri, &parts.headers);
-                    if let (Some((t, ids)), Some(at)) = (traced, throng_plan::placeholder_at(&head)) {
-                        t.write(&mut head, at, ids);
-                    }
-                    (head, parts.body)
-                });
-            match ready {
-                Some((head, body)) => {
-                    send_on(conn, &head, &body, false, false, request_len - body.len(), slot, sleep).await
-                }
-                None => Err(Failed {
-                    class: ErrorClass::Protocol,
-                    written: 0,
-                }),
-            }
-        }
-        (Session::Http2(slot), None) => {
-            if follow {
-                // The Location of a redirect is read from the headers.
-                slot.reset(Keep {
-                    server: keep_server,
-                    headers: true,
-                    body: 0,
-                });
-            }
-            let block = traced.map_or(&pool.block[..], |(_, t)| &t.bytes[..]);
-            exchange(&pool.spec, block, conn, slot, keep_server, sleep).await
-        }
-        // Never: the loops give HTTP/2 plans HTTP/2 slots.
-        _ => Err(Failed {
-            class: ErrorClass::Protocol,
-            written: 0,
-        }),
+    // Never: the loops give HTTP/2 plans HTTP/2 slots.
+    let Session::Http2(slot) = session else {
+        return (Err(protocol), request_len);
+    };
+    let Some((block, body)) = request_parts(pool, slot, entry, keep_server, follow, traced, &mut request_len) else {
+        return (Err(protocol), request_len);
+    };
+    let head_len = request_len - body.len();
+    let outcome = match (sse, entry) {
+        // Boxed: only stream runs pay for the larger future and the reader.
+        (Some(r), _) => Box::pin(send_read(r, conn, &block, &body, head_len, slot, sleep)).await,
+        (None, Some(_)) => send_on(conn, &block, &body, false, false, head_len, slot, sleep).await,
+        (None, None) => exchange(&pool.spec, &block, conn, slot, keep_server, sleep).await,
     };
     (outcome, request_len)
+}
+
+/// The header block and body of [`send_request`]'s request, its slot
+/// readied for it (None: an entry that cannot be sent, never: every entry
+/// was converted before the run, crate::mux::check_table).
+fn request_parts<'a>(
+    pool: &'a Pool,
+    slot: &mut Slot,
+    entry: Option<(&crate::targets::Pick, usize)>,
+    keep_server: bool,
+    follow: bool,
+    traced: Option<(&'a crate::trace::Tracer, &'a crate::trace::Traced)>,
+    request_len: &mut usize,
+) -> Option<(std::borrow::Cow<'a, [u8]>, bytes::Bytes)> {
+    let Some((p, i)) = entry else {
+        if follow {
+            // The Location of a redirect is read from the headers.
+            slot.reset(Keep {
+                server: keep_server,
+                headers: true,
+                body: 0,
+            });
+        }
+        slot.keep.server = keep_server;
+        slot.for_method(&pool.spec.method);
+        let block = traced.map_or(&pool.block[..], |(_, t)| &t.bytes[..]);
+        return Some((block.into(), pool.spec.body.clone()));
+    };
+    slot.reset(Keep {
+        server: keep_server,
+        ..Keep::default()
+    });
+    // Only the encoded header block and the body wait for the response:
+    // the parsed request (its header map, its URI) is dropped before the
+    // await instead of being held, with a clone of it, in every stream's
+    // future (1,056 -> 392 bytes unoptimized; a run holds one such future
+    // per stream slot).
+    let parts = crate::mux::parts_of(&p.request_shared(i), pool.spec.uri.scheme_str() == Some("https")).ok()?;
+    *request_len = parts.h2_len();
+    slot.for_method(&parts.method);
+    let mut head = encode_head(&parts.method, &parts.uri, &parts.headers);
+    if let (Some((t, ids)), Some(at)) = (traced, throng_plan::placeholder_at(&head)) {
+        t.write(&mut head, at, ids);
+    }
+    Some((head.into(), parts.body))
 }
 
 impl Pool {
@@ -672,7 +697,7 @@ mod tests {
         let size = size_of_return(|a: Args| one_request(a.0, a.1, a.2, a.3, a.4, a.5));
         assert!(size <= 700, "a stream's request is a {size}-byte future");
         type Send<'a> = (&'a Pool, &'a H2Conn, &'a mut Session, Pin<&'a mut Sleep>);
-        let size = size_of_return(|a: Send| send_request(a.0, a.1, a.2, None, false, false, a.3, None));
+        let size = size_of_return(|a: Send| send_request(a.0, a.1, a.2, None, false, false, a.3, None, None));
         assert!(size <= 440, "sending a stream's request is a {size}-byte future");
     }
 }

@@ -75,16 +75,16 @@ pub(super) fn request_head(request: &http::Request<()>) -> Vec<u8> {
 /// A stream of an exchange under way: on drop (a timeout, a VU cut off)
 /// its entry goes, the requester's slot comes back and a stream still open
 /// is reset with CANCEL, so that the connection stays usable.
-struct Open<'a> {
-    c: &'a H2Conn,
-    id: StreamId,
-    slot: &'a mut Slot,
-    taken: bool,
+pub(super) struct Open<'a> {
+    pub(super) c: &'a H2Conn,
+    pub(super) id: StreamId,
+    pub(super) slot: &'a mut Slot,
+    pub(super) taken: bool,
 }
 
 impl Open<'_> {
     /// Removes the stream's entry and gives the slot back.
-    fn take(&mut self) -> Option<Entry> {
+    pub(super) fn take(&mut self) -> Option<Entry> {
         self.taken = true;
         let sh = &*self.c.shared;
         let mut streams = sh.streams.borrow_mut();
@@ -172,15 +172,10 @@ pub(super) async fn send_on(
     slot: &mut Slot,
     mut sleep: Pin<&mut Sleep>,
 ) -> Result<Timing, Failed> {
-    slot.begin();
+    ready(c, slot, sleep.as_mut()).await?;
     let sh = &*c.shared;
-    if !room_now(sh) {
-        wait_room(sh, sleep.as_mut())
-            .await
-            .map_err(|class| Failed { class, written: 0 })?;
-    }
     let half = if body.is_empty() { Half::Closed } else { Half::WithBody };
-    let (id, queued) = start(c, block, body.clone(), half, grpc, head_len, slot)?;
+    let (id, queued) = start(c, block, body.clone(), half, (grpc, false), head_len, slot)?;
     let mut open = Open {
         c,
         id,
@@ -218,20 +213,15 @@ pub(super) async fn send_stream(
     slot: &mut Slot,
     mut sleep: Pin<&mut Sleep>,
 ) -> Result<Timing, Failed> {
-    slot.begin();
+    ready(c, slot, sleep.as_mut()).await?;
     let sh = &*c.shared;
-    if !room_now(sh) {
-        wait_room(sh, sleep.as_mut())
-            .await
-            .map_err(|class| Failed { class, written: 0 })?;
-    }
     let gap = requests.gap.filter(|_| requests.ends.len() > 1);
     let (now, half) = match gap {
         _ if body.is_empty() => (0, Half::Closed),
         Some(_) => (requests.ends[0], Half::More),
         None => (body.len(), Half::Close),
     };
-    let (id, queued) = start(c, block, body.slice(..now), half, true, head_len, slot)?;
+    let (id, queued) = start(c, block, body.slice(..now), half, (true, false), head_len, slot)?;
     let mut open = Open {
         c,
         id,
@@ -259,16 +249,28 @@ pub(super) async fn send_stream(
     conclude(&mut open, done, true, server_streaming)
 }
 
+/// Readies `slot` for a stream of `c` and waits, within the deadline
+/// `sleep` was armed with, for the connection to allow one.
+pub(super) async fn ready(c: &H2Conn, slot: &mut Slot, sleep: Pin<&mut Sleep>) -> Result<(), Failed> {
+    slot.begin();
+    if !room_now(&c.shared) {
+        wait_room(&c.shared, sleep)
+            .await
+            .map_err(|class| Failed { class, written: 0 })?;
+    }
+    Ok(())
+}
+
 /// Starts a stream on `c` (room for it was waited for): its header block,
 /// what the windows allow of `now` (the part of the body handed at once),
 /// and its entry, which takes the requester's slot; `half`: how the
 /// request stream ends after `now`. Returns its id and when it was queued.
-fn start(
+pub(super) fn start(
     c: &H2Conn,
     block: &[u8],
     now: Bytes,
     mut half: Half,
-    grpc: bool,
+    (grpc, tap): (bool, bool),
     head_len: usize,
     slot: &mut Slot,
 ) -> Result<(StreamId, Instant), Failed> {
@@ -312,6 +314,7 @@ fn start(
         grpc_head: None,
         grpc_trailers: None,
         reader: grpc.then(Reader::default),
+        tap: tap.then(Vec::new),
         body: rest,
         half,
         sent: queued,
@@ -490,7 +493,7 @@ async fn wait_room(sh: &Shared, sleep: Pin<&mut Sleep>) -> Result<(), ErrorClass
 /// failure).
 pub(super) fn stream_level(class: ErrorClass, c: &H2Conn) -> bool {
     match class {
-        ErrorClass::TimeoutResponse | ErrorClass::Grpc(_) => true,
+        ErrorClass::TimeoutResponse | ErrorClass::Grpc(_) | ErrorClass::Sse(_) => true,
         ErrorClass::H2(name) => name == "refused_stream" || name.starts_with("rst_stream."),
         ErrorClass::Eof | ErrorClass::Protocol => c.shared.ended.get().is_none() && !c.shared.conn.borrow().is_closed(),
         _ => false,
