@@ -318,7 +318,42 @@ pub fn write_generator(r: &RunResult, units: u64, unit: &str, w: &mut dyn Write,
             String::new()
         },
     )?;
+    write_parts(r, w, width)?;
     write_timestamps(r, w)
+}
+
+/// The most pieces of a merged result listed one by one.
+const PARTS_SHOWN: usize = 16;
+
+/// Each piece of a merged result (an agent, a segment, a process) with its
+/// own CPU and memory, so that a generator that was itself the bottleneck
+/// shows; nothing for a result of one piece.
+fn write_parts(r: &RunResult, w: &mut dyn Write, width: usize) -> io::Result<()> {
+    if r.parts.len() < 2 {
+        return Ok(());
+    }
+    for (i, p) in r.parts.iter().enumerate().take(PARTS_SHOWN) {
+        let g = &p.generator;
+        let cpu = g.cpu_user_s + g.cpu_system_s;
+        let share = if p.duration_s >= 0.1 {
+            format!(" ({:.0}% of one core)", cpu * 100.0 / p.duration_s)
+        } else {
+            String::new()
+        };
+        writeln!(
+            w,
+            "  {:<width$}part {i} ({}): CPU {:.2}s user + {:.2}s system{share}, peak memory {}",
+            "",
+            crate::format::clip(&p.hostname, 40),
+            g.cpu_user_s,
+            g.cpu_system_s,
+            bytes(g.peak_rss_bytes as f64),
+        )?;
+    }
+    if r.parts.len() > PARTS_SHOWN {
+        writeln!(w, "  {:<width$}… and {} more parts", "", r.parts.len() - PARTS_SHOWN)?;
+    }
+    Ok(())
 }
 
 /// Which clocks timed the responses: "timestamps  kernel receive
@@ -540,5 +575,50 @@ mod phase_table_tests {
         let mut out = Vec::new();
         super::write_latency_bars(&one, &mut out).unwrap();
         assert!(out.is_empty());
+    }
+}
+
+#[cfg(test)]
+mod parts_tests {
+    use throng_result::{Generator, Part};
+
+    fn part(host: &str, user: f64, rss: u64) -> Part {
+        Part {
+            started_at_unix_ms: 1_000_000,
+            duration_s: 2.0,
+            hostname: host.to_string(),
+            generator: Generator {
+                cpu_user_s: user,
+                peak_rss_bytes: rss,
+                ..Generator::default()
+            },
+        }
+    }
+
+    fn written(parts: Vec<Part>) -> String {
+        let mut r = crate::testing::test_result(throng_metrics::Measurements::default());
+        r.parts = parts;
+        let mut out = Vec::new();
+        super::write_generator(&r, 100, "requests", &mut out, 14).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    /// A merged result names each piece's own CPU and memory, so that one
+    /// agent at its limit shows; a long host name is cut; a result of one
+    /// piece has no such lines; past 16 pieces the rest are counted.
+    #[test]
+    fn each_part_of_a_merge_shows_its_own_cost() {
+        let text = written(vec![
+            part("agent-a", 1.9, 50 << 20),
+            part(&"h".repeat(70_000), 0.2, 10 << 20),
+        ]);
+        let lines: Vec<&str> = text.lines().filter(|l| l.contains("part ")).collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert!(lines[0].contains("part 0 (agent-a): CPU 1.90s user") && lines[0].contains("(95% of one core)"));
+        assert!(lines[1].contains("part 1 (hhh") && lines[1].len() < 200, "{}", lines[1]);
+        assert!(!written(vec![part("solo", 1.0, 1)]).contains("part 0"));
+        let many = written((0..20).map(|i| part(&format!("a{i}"), 0.1, 1)).collect());
+        assert_eq!(many.lines().filter(|l| l.contains("part ")).count(), 16, "{many}");
+        assert!(many.contains("… and 4 more parts"), "{many}");
     }
 }
