@@ -63,6 +63,7 @@ mod control;
 mod flight;
 mod grpc;
 mod h1;
+mod held;
 mod js;
 mod logic;
 mod mqtt;

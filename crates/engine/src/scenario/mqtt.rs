@@ -30,9 +30,10 @@ use throng_scenario::{MqttMessage, MqttPayload, MqttStep, MqttVersion, ResponseV
 use tokio::io::AsyncWriteExt;
 
 use super::flight::InFlight;
+use super::held::{Held, OwnsConn};
 use super::ops::{Delivered, MqttKept, MqttOp, Scen, Vu};
 use super::render::context;
-use crate::conn::{close, open_connection_to};
+use crate::conn::{Conn, close, open_connection_to};
 use crate::ctx::Ctx;
 use crate::proto::mqtt::codec::{self, Next, Packet, Version};
 use crate::proto::mqtt::{connack_refused, io_fail, read_some, suback_refused};
@@ -175,35 +176,9 @@ fn next_id(s: &mut MqttKept) -> u16 {
     s.next_id
 }
 
-/// A session in a step's hands: its connection's end is recorded however
-/// the step ends (a VU cut off mid-step drops it here).
-struct Held<'a> {
-    ctx: &'a Ctx,
-    /// Some until [`Held::take`].
-    s: Option<MqttKept>,
-}
-
-impl<'a> Held<'a> {
-    fn new(ctx: &'a Ctx, s: MqttKept) -> Held<'a> {
-        Held { ctx, s: Some(s) }
-    }
-
-    fn get(&mut self) -> &mut MqttKept {
-        // Invariant: `s` is Some until take consumes the guard.
-        #[allow(clippy::unwrap_used)]
-        self.s.as_mut().unwrap()
-    }
-
-    fn take(mut self) -> Option<MqttKept> {
-        self.s.take()
-    }
-}
-
-impl Drop for Held<'_> {
-    fn drop(&mut self) {
-        if let Some(s) = self.s.take() {
-            close(self.ctx, Some(s.conn));
-        }
+impl OwnsConn for MqttKept {
+    fn into_conn(self) -> Conn {
+        self.conn
     }
 }
 
@@ -223,7 +198,7 @@ async fn open<'a>(
     hello: &Hello,
     mut row: Option<&mut crate::rows::Row<'_>>,
     received: &mut u64,
-) -> Result<Held<'a>, ErrorClass> {
+) -> Result<Held<'a, MqttKept>, ErrorClass> {
     // Invariant: the run made a destination for every mqtt: step's URL.
     let dest = sc.dest.mqtt_for(&step.url).ok_or(ErrorClass::Protocol)?;
     let mut sleep = std::pin::pin!(tokio::time::sleep(step.timeout));
@@ -297,7 +272,7 @@ async fn open<'a>(
 
 /// DISCONNECT (bounded), then the connection's end recorded (as the
 /// guard drops, whenever that is).
-async fn disconnect(mut held: Held<'_>) {
+async fn disconnect(mut held: Held<'_, MqttKept>) {
     let s = held.get();
     let _ = tokio::time::timeout(DISCONNECT_LIMIT, s.conn.stream.write_all(&codec::DISCONNECT_BYTES)).await;
 }

@@ -26,42 +26,13 @@ use throng_scenario::{ResponseView, WebSocket, WsMessage};
 use tokio::io::AsyncWriteExt;
 
 use super::flight::InFlight;
+use super::held::Held;
 use super::ops::{Kept, Scen, Vu, WsOp, with_scen};
 use super::render::{Unsent, context, encode_target};
 use crate::conn::{Conn, close, open_connection_to};
 use crate::ctx::Ctx;
 use crate::proto::ws::frame::{self as frame, Event, Reader};
 use crate::proto::ws::{Socket, io_fail, random, read_upgrade};
-
-/// A connection in a step's hands: its end is recorded however the step
-/// ends (a VU cut off mid-step drops it here).
-struct Held<'a> {
-    ctx: &'a Ctx,
-    /// Some until [`Held::into_conn`] (which consumes the guard).
-    conn: Option<Conn>,
-}
-
-impl<'a> Held<'a> {
-    fn new(ctx: &'a Ctx, conn: Conn) -> Held<'a> {
-        Held { ctx, conn: Some(conn) }
-    }
-
-    fn conn(&mut self) -> &mut Conn {
-        // Invariant: `conn` is Some until into_conn consumes the guard.
-        #[allow(clippy::unwrap_used)]
-        self.conn.as_mut().unwrap()
-    }
-
-    fn into_conn(mut self) -> Option<Conn> {
-        self.conn.take()
-    }
-}
-
-impl Drop for Held<'_> {
-    fn drop(&mut self) {
-        close(self.ctx, self.conn.take());
-    }
-}
 
 /// The upgrade's headers throng writes itself: a file's own would
 /// contradict them.
@@ -131,7 +102,7 @@ async fn open<'a>(
     headers: &[(String, String)],
     timeout: Duration,
     mut row: Option<&mut crate::rows::Row<'_>>,
-) -> Result<(Held<'a>, Reader), ErrorClass> {
+) -> Result<(Held<'a, Conn>, Reader), ErrorClass> {
     let dest = &sc.dest.conn;
     let mut sleep = std::pin::pin!(tokio::time::sleep(timeout));
     let opening = open_connection_to(
@@ -145,7 +116,7 @@ async fn open<'a>(
         row.as_deref_mut(),
     );
     let mut held = Held::new(ctx, Box::pin(opening).await?.conn);
-    let conn = held.conn();
+    let conn = held.get();
     let key = frame::key(random());
     let request = upgrade_request(target, &sc.authority.to_string(), &key, headers);
     let t0 = Instant::now();
@@ -166,7 +137,7 @@ async fn open<'a>(
             let now = Instant::now();
             ctx.rec.borrow_mut().phase(now, Phase::Handshake, now - t0);
             if let Some(r) = row {
-                r.conn(held.conn().id);
+                r.conn(held.get().id);
                 r.phase(Phase::Handshake, now - t0);
             }
             let mut reader = Reader::default();
@@ -266,7 +237,7 @@ pub(super) async fn step(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &WsOp, origin: O
             }
         }
     };
-    let mut sock = Socket::new(&mut held.conn().stream);
+    let mut sock = Socket::new(&mut held.get().stream);
     sock.reader = reader;
     let mut last_send = Instant::now();
     let mut received_bytes: u64 = 0;
@@ -350,7 +321,7 @@ pub(super) async fn step(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &WsOp, origin: O
     if let Some(class) = failed {
         if !socket_lost {
             // An expect that timed out: the socket is sound, end it properly.
-            close_handshake(ctx, held.conn()).await;
+            close_handshake(ctx, held.get()).await;
         }
         drop(held);
         fail_with(ctx, unit, class, received_bytes);
@@ -367,9 +338,9 @@ pub(super) async fn step(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &WsOp, origin: O
         u.flight.end(now, None, false);
     }
     if ws.keep {
-        vu.ws = held.into_conn().map(|conn| Kept { conn, reader, target });
+        vu.ws = held.take().map(|conn| Kept { conn, reader, target });
     } else {
-        close_handshake(ctx, held.conn()).await;
+        close_handshake(ctx, held.get()).await;
     }
 }
 
