@@ -17,24 +17,49 @@ use throng_result::RunResult;
 const TOKEN: &str = "tok-coordinate-7c1e";
 
 /// `throng agent` on a free loopback port, stopped on drop.
-struct Agent {
+pub(crate) struct Agent {
     child: Child,
-    addr: String,
+    pub(crate) addr: String,
 }
 
 impl Agent {
     fn start(token_file: &Path) -> Agent {
-        let port = common::free_port();
-        let addr = format!("127.0.0.1:{port}");
-        let child = throng()
-            .args(["agent", "--listen", &addr, "--token-file"])
-            .arg(token_file)
+        Agent::start_with(&[std::ffi::OsStr::new("--token-file"), token_file.as_os_str()])
+    }
+
+    /// `throng agent --listen 127.0.0.1:0 ARGS`, stopped on drop.
+    pub(crate) fn start_with(args: &[&std::ffi::OsStr]) -> Agent {
+        // Port 0, the address read from the agent's first line: a port
+        // picked free beforehand could be taken by another test's agent
+        // meanwhile, and this test would talk to that one.
+        let mut child = throng()
+            .args(["agent", "--listen", "127.0.0.1:0"])
+            .args(args)
             // Nothing of the coordinator's directory is reachable from here.
             .current_dir("/")
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead as _;
+            let mut lines = std::io::BufReader::new(stderr).lines();
+            if let Some(Ok(first)) = lines.next() {
+                let _ = tx.send(first);
+            }
+            // Drained to the end, so that the agent never blocks on a full pipe.
+            for _ in lines {}
+        });
+        let first = rx
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("the agent said where it listens within 10 s");
+        let addr = first
+            .strip_prefix("throng: agent listening on ")
+            .and_then(|rest| rest.split_whitespace().next())
+            .unwrap_or_else(|| panic!("not the agent's first line: {first}"))
+            .to_string();
         let agent = Agent { child, addr };
         common::wait_listening(agent.addr.parse::<SocketAddr>().unwrap());
         agent

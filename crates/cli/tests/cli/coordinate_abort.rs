@@ -4,37 +4,10 @@
 #![allow(clippy::unwrap_used)]
 
 use crate::common;
-
-use std::net::SocketAddr;
-use std::process::{Child, Stdio};
+use crate::coordinate::Agent;
 
 use common::{assert_books_balance, throng};
 use throng_result::RunResult;
-
-/// `throng agent` on a free loopback port, stopped on drop.
-struct Agent(Child, String);
-
-impl Agent {
-    fn start() -> Agent {
-        let addr = format!("127.0.0.1:{}", common::free_port());
-        let child = throng()
-            .args(["agent", "--listen", &addr])
-            .current_dir("/")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        common::wait_listening(addr.parse::<SocketAddr>().unwrap());
-        Agent(child, addr)
-    }
-}
-
-impl Drop for Agent {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// 20 requests/s for 30 s, 600 planned, 300 a segment: the bound of 320
 /// requests never fails on one agent's figures, only on both added up
@@ -58,11 +31,11 @@ fn a_scenario_threshold_with_abort_on_fail_stops_every_agent_on_the_merged_figur
         ),
     )
     .unwrap();
-    let (a, b) = (Agent::start(), Agent::start());
+    let (a, b) = (Agent::start_with(&[]), Agent::start_with(&[]));
     let json = dir.path().join("run.json");
     let out = common::output(
         throng()
-            .args(["coordinate", "--agents", &format!("{},{}", a.1, b.1), "--json"])
+            .args(["coordinate", "--agents", &format!("{},{}", a.addr, b.addr), "--json"])
             .arg(&json)
             .args(["--", "run", scenario.to_str().unwrap(), "--threads", "1"]),
     );

@@ -4,38 +4,15 @@
 #![allow(clippy::unwrap_used)]
 
 use crate::common;
+use crate::coordinate::Agent;
 
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::process::{Child, Stdio};
+use std::net::{TcpListener, TcpStream};
+use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{assert_books_balance, throng};
 use throng_result::RunResult;
-
-struct Agent(Child, String);
-
-impl Agent {
-    fn start() -> Agent {
-        let addr = format!("127.0.0.1:{}", common::free_port());
-        let child = throng()
-            .args(["agent", "--listen", &addr])
-            .current_dir("/")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        common::wait_listening(addr.parse::<SocketAddr>().unwrap());
-        Agent(child, addr)
-    }
-}
-
-impl Drop for Agent {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// A TCP proxy to `to` whose connections [`Proxy::cut`] breaks (new ones
 /// are still made).
@@ -86,11 +63,16 @@ fn a_broken_agent_connection_is_made_again_and_every_request_counted_once() {
         "location / {{ access_log {}; return 200 \"ok\\n\"; }}",
         log.display()
     ));
-    let (a, b) = (Agent::start(), Agent::start());
-    let proxy = Proxy::start(b.1.clone());
+    let (a, b) = (Agent::start_with(&[]), Agent::start_with(&[]));
+    let proxy = Proxy::start(b.addr.clone());
     let json = dir.path().join("all.json");
     let mut run = throng()
-        .args(["coordinate", "--agents", &format!("{},{}", a.1, proxy.addr), "--json"])
+        .args([
+            "coordinate",
+            "--agents",
+            &format!("{},{}", a.addr, proxy.addr),
+            "--json",
+        ])
         .arg(&json)
         .args(["--", "http", &server.url("/"), "-r", "100", "-d", "10s", "-c", "2"])
         .stdout(Stdio::null())
