@@ -195,3 +195,89 @@ pub(super) fn begin<'a>(
     );
     (started, flight, row)
 }
+
+/// One unit of a message step under way (a `websocket:` or `mqtt:` step's
+/// expect, or the whole step when it expects nothing): its guard
+/// (interrupted if dropped) and its row.
+pub(super) struct Unit<'a> {
+    pub(super) flight: InFlight<'a>,
+    pub(super) row: RowGuard<'a>,
+}
+
+impl<'a> Unit<'a> {
+    /// Opens one unit (a request) of the step `name` tagged `tags`.
+    pub(super) fn begin(ctx: &'a Ctx, sc: &'a Scen, vu: &Vu, tags: &'a [usize], name: &'a str) -> Unit<'a> {
+        let (_, flight, row) = begin(ctx, sc, vu, tags, name);
+        Unit { flight, row }
+    }
+
+    /// Ends it ok with `received` bytes read; `rtt`: the awaited message's
+    /// round trip (its `response`), None for a step that awaited none.
+    pub(super) fn ok(mut self, ctx: &Ctx, received: u64, rtt: Option<Duration>) {
+        let now = Instant::now();
+        let mut rec = ctx.rec.borrow_mut();
+        if let Some(rtt) = rtt {
+            rec.phase(now, throng_metrics::Phase::Response, rtt);
+        }
+        rec.exchanged(now, received);
+        drop(rec);
+        if let Some(r) = self.row.row() {
+            if let Some(rtt) = rtt {
+                r.phase(throng_metrics::Phase::Response, rtt);
+            }
+            r.ok();
+        }
+        drop(self.row);
+        self.flight.end(now, rtt.map(|d| (d, true)), false);
+    }
+}
+
+/// The unit under way (if any) ends in `class`, `wire_bytes` read for it.
+pub(super) fn fail_unit(ctx: &Ctx, unit: Option<Unit<'_>>, class: ErrorClass, wire_bytes: u64) {
+    let Some(mut u) = unit else {
+        return;
+    };
+    let now = Instant::now();
+    ctx.rec.borrow_mut().request_failed(now, class, wire_bytes);
+    if let Some(r) = u.row.row() {
+        r.failed(class);
+    }
+    drop(u.row);
+    u.flight.end(now, None, true);
+}
+
+/// An awaited message arrived (`body`, counted `status` for checks): its
+/// captures go into the VU's variables and the unit under way ends ok,
+/// timed from `last_send`, with the bytes `received` since.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn message_answered(
+    ctx: &Ctx,
+    vu: &mut Vu,
+    captures: &[throng_scenario::Capture],
+    (status, body): (u16, &[u8]),
+    last_send: Instant,
+    received: &mut u64,
+    unit: &mut Option<Unit<'_>>,
+) {
+    let rtt = Instant::now().saturating_duration_since(last_send);
+    let view = ResponseView {
+        status,
+        headers: &[],
+        body,
+        duration: rtt,
+    };
+    for cap in captures {
+        if let Some(v) = cap.extract(&view) {
+            vu.vars.insert(cap.var.clone(), v);
+        }
+    }
+    let bytes = std::mem::take(received);
+    match unit.take() {
+        Some(u) => u.ok(ctx, bytes, Some(rtt)),
+        None => {
+            let now = Instant::now();
+            ctx.rec.borrow_mut().phase(now, throng_metrics::Phase::Response, rtt);
+            ctx.rec.borrow_mut().exchanged(now, bytes);
+        }
+    }
+}

@@ -26,10 +26,10 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use throng_metrics::{ErrorClass, Phase};
-use throng_scenario::{MqttMessage, MqttPayload, MqttStep, MqttVersion, ResponseView, topic_matches};
+use throng_scenario::{MqttMessage, MqttPayload, MqttStep, MqttVersion, topic_matches};
 use tokio::io::AsyncWriteExt;
 
-use super::flight::InFlight;
+use super::flight::{Unit, fail_unit, message_answered};
 use super::held::{Held, OwnsConn};
 use super::ops::{Delivered, MqttKept, MqttOp, Scen, Vu};
 use super::render::context;
@@ -53,16 +53,8 @@ fn version(v: MqttVersion) -> Version {
     }
 }
 
-/// One unit of the step under way: its guard (interrupted if dropped) and
-/// its row.
-struct Unit<'a> {
-    flight: InFlight<'a>,
-    row: crate::rows::RowGuard<'a>,
-}
-
 fn begin<'a>(ctx: &'a Ctx, sc: &'a Scen, op: &'a MqttOp, vu: &Vu) -> Unit<'a> {
-    let (_, flight, row) = super::flight::begin(ctx, sc, vu, &op.tags, &op.step.name);
-    Unit { flight, row }
+    Unit::begin(ctx, sc, vu, &op.tags, &op.step.name)
 }
 
 /// Writes `bytes` within `limit` (a broker that stops reading is
@@ -338,7 +330,7 @@ pub(super) async fn step(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &MqttOp, origin:
             let row = unit.as_mut().and_then(|u| u.row.row());
             match open(ctx, sc, step, &hello, row, &mut received).await {
                 Ok(s) => s,
-                Err(class) => return fail(ctx, unit, class, received),
+                Err(class) => return fail_unit(ctx, unit, class, received),
             }
         }
     };
@@ -357,17 +349,11 @@ pub(super) async fn step(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &MqttOp, origin:
             drop(held);
         }
         let unit = unit.or_else(|| Some(begin(ctx, sc, op, vu)));
-        return fail(ctx, unit, class, received);
+        return fail_unit(ctx, unit, class, received);
     }
     // A step without an expect: its one request, ok once its messages went.
-    if let Some(mut u) = unit.take() {
-        let now = Instant::now();
-        ctx.rec.borrow_mut().exchanged(now, received);
-        if let Some(r) = u.row.row() {
-            r.ok();
-        }
-        drop(u.row);
-        u.flight.end(now, None, false);
+    if let Some(u) = unit.take() {
+        u.ok(ctx, received, None);
     }
     if step.keep {
         vu.mqtt = held.take();
@@ -429,29 +415,7 @@ async fn messages<'a>(
             MqttMessage::Expect { topic, regex, captures } => {
                 let filter = topic.as_ref().map(|t| render(sc, vu, t)).transpose()?;
                 let d = expect(ctx, s, filter.as_deref(), regex.as_ref(), step.timeout, received).await?;
-                let now = Instant::now();
-                let rtt = now.saturating_duration_since(last_send);
-                ctx.rec.borrow_mut().phase(now, Phase::Response, rtt);
-                ctx.rec.borrow_mut().exchanged(now, std::mem::take(received));
-                let view = ResponseView {
-                    status: 0,
-                    headers: &[],
-                    body: &d.payload,
-                    duration: rtt,
-                };
-                for cap in captures {
-                    if let Some(v) = cap.extract(&view) {
-                        vu.vars.insert(cap.var.clone(), v);
-                    }
-                }
-                if let Some(mut u) = unit.take() {
-                    if let Some(r) = u.row.row() {
-                        r.phase(Phase::Response, rtt);
-                        r.ok();
-                    }
-                    drop(u.row);
-                    u.flight.end(now, Some((rtt, true)), false);
-                }
+                message_answered(ctx, vu, captures, (0, &d.payload), last_send, received, unit);
             }
         }
     }
@@ -576,18 +540,4 @@ async fn expect(
     tokio::time::timeout(limit, wait)
         .await
         .unwrap_or(Err(ErrorClass::TimeoutResponse))
-}
-
-/// The unit under way ends in `class`.
-fn fail(ctx: &Ctx, unit: Option<Unit<'_>>, class: ErrorClass, wire_bytes: u64) {
-    let Some(mut u) = unit else {
-        return;
-    };
-    let now = Instant::now();
-    ctx.rec.borrow_mut().request_failed(now, class, wire_bytes);
-    if let Some(r) = u.row.row() {
-        r.failed(class);
-    }
-    drop(u.row);
-    u.flight.end(now, None, true);
 }

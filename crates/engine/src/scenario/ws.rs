@@ -22,10 +22,10 @@
 use std::time::{Duration, Instant};
 
 use throng_metrics::{ErrorClass, Phase};
-use throng_scenario::{ResponseView, WebSocket, WsMessage};
+use throng_scenario::{WebSocket, WsMessage};
 use tokio::io::AsyncWriteExt;
 
-use super::flight::InFlight;
+use super::flight::{Unit, fail_unit, message_answered};
 use super::held::Held;
 use super::ops::{Kept, Scen, Vu, WsOp, with_scen};
 use super::render::{Unsent, context, encode_target};
@@ -183,23 +183,10 @@ pub(super) fn drop_kept(ctx: &Ctx, kept: Option<Kept>) {
     }
 }
 
-/// One unit of the step under way: its guard (interrupted if dropped) and
-/// its row.
-struct Unit<'a> {
-    flight: InFlight<'a>,
-    row: crate::rows::RowGuard<'a>,
-}
-
-/// Opens one unit (a request) of the step.
-fn begin<'a>(ctx: &'a Ctx, sc: &'a Scen, op: &'a WsOp, vu: &Vu) -> Unit<'a> {
-    let (_, flight, row) = super::flight::begin(ctx, sc, vu, &op.tags, &op.ws.name);
-    Unit { flight, row }
-}
-
 /// Runs one `websocket:` step.
 pub(super) async fn step(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &WsOp, origin: Option<Instant>) {
     let ws = &op.ws;
-    let begin = |vu: &Vu| begin(ctx, sc, op, vu);
+    let begin = |vu: &Vu| Unit::begin(ctx, sc, vu, &op.tags, &op.ws.name);
     // Sends after the last expect belong to no request (unless they fail).
     let last_expect = ws.messages.iter().rposition(|m| matches!(m, WsMessage::Expect { .. }));
     let head = render_head(sc, vu, ws);
@@ -282,31 +269,15 @@ pub(super) async fn step(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &WsOp, origin: O
             WsMessage::Expect { regex, captures } => {
                 let matched = expect(ctx, &mut sock, regex, ws.timeout, &mut received_bytes).await;
                 match matched {
-                    Ok(data) => {
-                        let now = Instant::now();
-                        let rtt = now.saturating_duration_since(last_send);
-                        ctx.rec.borrow_mut().phase(now, Phase::Response, rtt);
-                        ctx.rec.borrow_mut().exchanged(now, std::mem::take(&mut received_bytes));
-                        let view = ResponseView {
-                            status: 101,
-                            headers: &[],
-                            body: &data,
-                            duration: rtt,
-                        };
-                        for cap in captures {
-                            if let Some(v) = cap.extract(&view) {
-                                vu.vars.insert(cap.var.clone(), v);
-                            }
-                        }
-                        if let Some(mut u) = unit.take() {
-                            if let Some(r) = u.row.row() {
-                                r.phase(Phase::Response, rtt);
-                                r.ok();
-                            }
-                            drop(u.row);
-                            u.flight.end(now, Some((rtt, true)), false);
-                        }
-                    }
+                    Ok(data) => message_answered(
+                        ctx,
+                        vu,
+                        captures,
+                        (101, &data),
+                        last_send,
+                        &mut received_bytes,
+                        &mut unit,
+                    ),
                     Err((class, lost)) => {
                         socket_lost |= lost;
                         failed = Some(class);
@@ -324,18 +295,12 @@ pub(super) async fn step(ctx: &Ctx, sc: &Scen, vu: &mut Vu, op: &WsOp, origin: O
             close_handshake(ctx, held.get()).await;
         }
         drop(held);
-        fail_with(ctx, unit, class, received_bytes);
+        fail_unit(ctx, unit, class, received_bytes);
         return;
     }
     // A step without an expect: its one request, ok once its sends went.
-    if let Some(mut u) = unit.take() {
-        let now = Instant::now();
-        ctx.rec.borrow_mut().exchanged(now, received_bytes);
-        if let Some(r) = u.row.row() {
-            r.ok();
-        }
-        drop(u.row);
-        u.flight.end(now, None, false);
+    if let Some(u) = unit.take() {
+        u.ok(ctx, received_bytes, None);
     }
     if ws.keep {
         vu.ws = held.take().map(|conn| Kept { conn, reader, target });
@@ -395,21 +360,7 @@ async fn expect(
 }
 
 fn fail(ctx: &Ctx, unit: Option<Unit<'_>>, class: ErrorClass) {
-    fail_with(ctx, unit, class, 0);
-}
-
-/// The unit under way ends in `class`.
-fn fail_with(ctx: &Ctx, unit: Option<Unit<'_>>, class: ErrorClass, wire_bytes: u64) {
-    let Some(mut u) = unit else {
-        return;
-    };
-    let now = Instant::now();
-    ctx.rec.borrow_mut().request_failed(now, class, wire_bytes);
-    if let Some(r) = u.row.row() {
-        r.failed(class);
-    }
-    drop(u.row);
-    u.flight.end(now, None, true);
+    fail_unit(ctx, unit, class, 0);
 }
 
 #[cfg(test)]
