@@ -116,9 +116,11 @@ impl RunResult {
             }
             // `--threshold`s were checked when the run was planned; one a
             // hand-edited file garbles fails rather than vanishes.
-            Plan::Http(_) | Plan::Mqtt(_) if !self.plan_thresholds().is_empty() => {
+            Plan::Http(_) | Plan::Mqtt(_) | Plan::Storm(_) if !self.plan_thresholds().is_empty() => {
                 let lines = self.plan_thresholds().to_vec();
-                let open = self.plan.is_open_loop();
+                // A storm drops nothing (a connection starts late rather
+                // than never): no implied bound on what it cannot record.
+                let open = self.plan.is_open_loop() && !matches!(self.plan, Plan::Storm(_));
                 let parsed: Vec<Result<throng_scenario::Threshold, String>> = lines
                     .iter()
                     .map(|text| throng_scenario::Threshold::parse_line(text))
@@ -150,12 +152,13 @@ impl RunResult {
         self
     }
 
-    /// The `--threshold`s an http or mqtt run was given.
+    /// The `--threshold`s an http, mqtt or storm run was given.
     fn plan_thresholds(&self) -> &[String] {
         match &self.plan {
             Plan::Http(p) => &p.thresholds,
             Plan::Mqtt(p) => &p.thresholds,
-            Plan::Storm(_) | Plan::Run(_) => &[],
+            Plan::Storm(p) => &p.thresholds,
+            Plan::Run(_) => &[],
         }
     }
 

@@ -46,4 +46,4 @@ pub use spec::{ExpectEvent, SseSpec};
 pub use spec::{JsStep, js_steps};
 pub use spec::{MAX_MQTT_PAYLOAD, MqttMessage, MqttPayload, MqttStep, MqttVersion, mqtts, topic_matches};
 pub use template::{Context, EnvRenderError, Template, TemplateError, TemplateFault};
-pub use threshold::{Threshold, Verdict};
+pub use threshold::{StormShape, Threshold, Verdict};

@@ -54,10 +54,11 @@ pub enum Command {
     /// HTTP load (HTTP/1.1, HTTP/2, HTTP/3): closed loop (-c connections) or open loop (-r requests/s).
     #[command(after_help = HTTP_SHORT_EXAMPLES, before_long_help = HTTP_EXAMPLES, after_long_help = "")]
     Http(Box<HttpCmd>),
-    /// gRPC unary and server-streaming calls over HTTP/2, messages built from a .proto file or server reflection.
+    /// gRPC calls over HTTP/2 (unary, server-, client- and bidirectional streaming), messages built from a
+    /// .proto file or server reflection.
     #[command(after_help = GRPC_EXAMPLES)]
     Grpc(Box<GrpcCmd>),
-    /// Connection storm: TCP, TLS, HTTP, NATS or WebSocket connections at a rate or all at once, held.
+    /// Connection storm: TCP, TLS, HTTP, NATS, WebSocket or MQTT connections at a rate or all at once, held.
     #[command(after_help = STORM_EXAMPLES)]
     Storm(Box<StormCmd>),
     /// MQTT publish/subscribe load: publishers and subscribers on a broker, end-to-end latency and books.
@@ -88,7 +89,7 @@ pub enum Command {
     // through proxies yet), so the help does not offer it.
     #[command(after_help = RUN_HELP, mut_arg("proxy", |a| a.hide(true)))]
     Run(Box<RunCmd>),
-    /// Agents on Kubernetes: print the manifests that run a plan as N exact segments.
+    /// Agents on Kubernetes: run a plan on N agents of a cluster (k8s run), or print its manifests.
     K8s(K8sCmd),
     /// Turn curl commands, a HAR recording, a Postman collection or an OpenAPI document into a scenario.
     #[command(after_help = IMPORT_HELP)]

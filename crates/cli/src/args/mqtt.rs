@@ -7,15 +7,19 @@ use throng_plan::{parse_duration, parse_rate};
 
 use super::common::{Format, OutputArgs};
 
-pub(super) const MQTT_EXAMPLES: &str = "\
-Examples:
-  throng mqtt mqtt://127.0.0.1:1883 --publishers 2 --subscribers 4 --topic 'bench/{{n}}' --qos 1 -n 10000
-  throng mqtt mqtt://dev:secret@127.0.0.1:1883 --publishers 10 --fan pairs --rate 5000 -d 30s
-  throng mqtt mqtt://127.0.0.1:1883 --publishers 50 --subscribers 1 --fan in --topic ingest --qos 2";
+// clap turns every "{n}" of a help text into a line break, "{{n}}" too: an
+// empty style ("\x1b[0m", left out of plain output, a no-op on a terminal)
+// between the brace and the n keeps the topic's placeholder as written.
+pub(super) const MQTT_EXAMPLES: &str = concat!(
+    "Examples:\n",
+    "  throng mqtt mqtt://127.0.0.1:1883 --publishers 2 --subscribers 4 --topic 'bench/{{\x1b[0mn}}' --qos 1 -n 10000\n",
+    "  throng mqtt mqtt://dev:secret@127.0.0.1:1883 --publishers 10 --fan pairs --rate 5000 -d 30s\n",
+    "  throng mqtt mqtt://127.0.0.1:1883 --publishers 50 --subscribers 1 --fan in --topic ingest --qos 2"
+);
 
 #[derive(Debug, Args)]
 pub struct MqttCmd {
-    /// The broker: mqtt://[user:pass@]host:port
+    /// The broker: mqtt://[user:pass@]host:port, or ws://host:port/path for MQTT over WebSocket
     pub target: String,
     /// Publishing clients [default: 1]
     #[arg(long = "publishers", value_name = "P")]
@@ -23,8 +27,11 @@ pub struct MqttCmd {
     /// Subscribing clients; 0 for publish-only load [default: 1; with --fan pairs, as many as publishers]
     #[arg(long = "subscribers", value_name = "S")]
     pub subscribers: Option<u64>,
-    /// The topic; {{n}} stands for the publisher's (or pair's) number, from 1 [default: throng/{{n}}]
-    #[arg(long = "topic", value_name = "TOPIC")]
+    #[arg(
+        long = "topic",
+        value_name = "TOPIC",
+        help = "The topic [default: throng/{{\x1b[0mn}}]; {{\x1b[0mn}} stands for the publisher's (or pair's) number, from 1"
+    )]
     pub topic: Option<String>,
     /// Who hears whom: out (each publisher its own topic, every subscriber on all of them), in
     /// (every publisher on one topic, every subscriber on it) or pairs (publisher i to subscriber i)

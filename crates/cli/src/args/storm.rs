@@ -158,6 +158,11 @@ pub struct StormCmd {
     /// Longest the --trigger command may run; then its process group gets SIGTERM, and SIGKILL 2s later [default: 60s]
     #[arg(long = "trigger-timeout", value_name = "DURATION", value_parser = parse_duration, help_heading = "Reconnect")]
     pub trigger_timeout: Option<Duration>,
+    /// Pass/fail criterion, repeatable: 'handshake: p(99) < 200ms', 'errors: rate < 1%', 'pong: max < 1s',
+    /// on the storm's phases and errors; a failed one exits 99, and so does one with no samples unless
+    /// it ends 'or no samples'
+    #[arg(long = "threshold", value_name = "'METRIC: EXPR'", help_heading = "Verdicts")]
+    pub thresholds: Vec<String>,
     /// --send, --send-secret and --expect in command-line order (filled after parsing)
     #[arg(skip)]
     pub steps: Vec<StepArg>,

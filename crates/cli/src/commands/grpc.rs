@@ -1,4 +1,4 @@
-//! `throng grpc`: unary and server-streaming calls as HTTP/2 requests.
+//! `throng grpc`: unary and streaming calls as HTTP/2 requests.
 //!
 //! ```text
 //!  --proto FILE (+ -I DIRS) ── protox ──► descriptor pool ── --call ──► method

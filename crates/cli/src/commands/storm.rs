@@ -107,7 +107,11 @@ pub fn prepare(
             subscribe: c.subscribe.clone(),
             qos: c.qos,
         },
+        thresholds: c.thresholds.clone(),
     })?;
+    // A threshold that could only ever judge nothing in a storm is refused
+    // before it runs, as for throng http.
+    thresholds(&plan)?;
     let tls = match plan.tls {
         // nats:// needs TLS only if the server's INFO asks for it: without
         // TLS flags, a missing system trust store is not an error (yet).
@@ -125,6 +129,23 @@ pub fn prepare(
     }
 
     Ok((seg, plan, tls))
+}
+
+/// The storm's `--threshold`s, read and checked.
+pub fn thresholds(plan: &StormPlan) -> Result<Vec<throng_scenario::Threshold>, UsageError> {
+    let shape = throng_scenario::StormShape {
+        rate: plan.rate.is_some(),
+        requests: plan.request.is_some(),
+    };
+    plan.thresholds
+        .iter()
+        .map(|t| {
+            let said = |e: &dyn std::fmt::Display| UsageError(format!("--threshold: {e}"));
+            let t = throng_scenario::Threshold::read_line(t).map_err(|e| said(&e))?;
+            t.check_storm(shape).map_err(|e| said(&e))?;
+            Ok(t)
+        })
+        .collect()
 }
 
 pub fn run(c: StormCmd) -> anyhow::Result<ExitCode> {

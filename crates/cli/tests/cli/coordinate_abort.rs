@@ -61,3 +61,48 @@ fn a_scenario_threshold_with_abort_on_fail_stops_every_agent_on_the_merged_figur
     assert!((320..600).contains(&ended), "{ended} of 600 planned");
     assert_eq!(common::access_log(&log).len() as u64, r.measurements.requests.ok);
 }
+
+/// A storm's `--threshold` judged on the merged figures: 40 connections/s,
+/// 400 planned, 200 a segment; `connections: count < 220` holds on either
+/// agent's figures alone and fails only on both added up, and
+/// `--abort-on-fail` then stops both.
+#[test]
+fn a_storm_threshold_fails_on_the_merged_figures_and_stops_every_agent() {
+    let server = common::lab(None);
+    let (a, b) = (Agent::start_with(&[]), Agent::start_with(&[]));
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("storm.json");
+    let out = common::output(
+        throng()
+            .args([
+                "coordinate",
+                "--abort-on-fail",
+                "--agents",
+                &format!("{},{}", a.addr, b.addr),
+                "--json",
+            ])
+            .arg(&json)
+            .args([
+                "--",
+                "storm",
+                &format!("tcp://{}", server.addr()),
+                "-n",
+                "400",
+                "--rate",
+                "40",
+            ])
+            .args(["--threshold", "connections: count < 220"]),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(99), "{stderr}");
+    assert!(
+        stderr.contains("threshold 'connections: count < 220'") && stderr.contains("stopping every agent"),
+        "{stderr}"
+    );
+    let r = RunResult::from_reader(std::fs::File::open(&json).unwrap()).unwrap();
+    assert_eq!(r.parts.len(), 2, "{:?}", r.notes);
+    assert_eq!(r.thresholds.len(), 1);
+    assert!(!r.thresholds[0].passed, "{:?}", r.thresholds);
+    let ended = r.measurements.connections.ended();
+    assert!((220..400).contains(&ended), "{ended} of 400 planned");
+}

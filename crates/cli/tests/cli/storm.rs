@@ -549,3 +549,71 @@ fn storm_children_honour_every_flag() {
     assert_eq!(m.connections.ok, 0, "{:?}", m.connections.errors);
     assert_eq!(m.connections.attempted, 30);
 }
+
+#[test]
+fn thresholds_judge_a_storms_connections_and_phases() {
+    let server = lab(None);
+    let tcp = format!("tcp://{}", server.addr());
+    let held = storm(&[
+        &tcp,
+        "-n",
+        "20",
+        "--threshold",
+        "connections: count == 20",
+        "--threshold",
+        "connection_errors: rate == 0",
+        "--threshold",
+        "connect: p(99) < 1m",
+    ]);
+    assert_eq!(held.code(), 0, "{}", held.stderr());
+    let verdicts = &held.result().thresholds;
+    assert_eq!(verdicts.len(), 3, "{verdicts:?}");
+    assert!(verdicts.iter().all(|v| v.passed), "{verdicts:?}");
+    assert_eq!(verdicts[0].observed, Some(20.0));
+    assert!(common::schema_violations(&held.json).is_empty());
+
+    // Every connection refused: the failed share is 100%, a failed verdict
+    // (exit 99), whatever else the run says.
+    let closed = format!("tcp://127.0.0.1:{}", free_port());
+    let refused = storm(&[&closed, "-n", "5", "--threshold", "connection_errors: rate < 1%"]);
+    assert_eq!(refused.code(), 99, "{}", refused.stderr());
+    let v = &refused.result().thresholds[0];
+    assert!(!v.passed && v.observed == Some(1.0), "{v:?}");
+
+    // An http storm's connections each send a request: errors judge those.
+    let http = format!("http://{}/", server.addr());
+    let requests = storm(&[
+        &http,
+        "-n",
+        "10",
+        "--threshold",
+        "errors: rate == 0",
+        "--threshold",
+        "requests: count == 10",
+    ]);
+    assert_eq!(requests.code(), 0, "{}", requests.stderr());
+    assert!(
+        requests.result().thresholds.iter().all(|v| v.passed),
+        "{:?}",
+        requests.result().thresholds
+    );
+
+    // What a storm never records is refused before it runs.
+    for (target, text, said) in [
+        (&tcp, "errors: rate < 1%", "sends no request"),
+        (&tcp, "dropped: rate < 1%", "records nothing dropped"),
+        (&tcp, "schedule_lag: p(99) < 1s", "without --rate"),
+        (&http, "response{target:/a}: p(99) < 1s", "per tag"),
+    ] {
+        let run = throng()
+            .args(["storm", target, "-n", "1", "--threshold", text])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(2), "{text}: {stderr}");
+        assert!(
+            stderr.contains(said) && stderr.contains("--threshold"),
+            "{text}: {stderr}"
+        );
+    }
+}

@@ -507,6 +507,8 @@ pub struct StormArgs {
     pub io: IoModel,
     /// The MQTT flags.
     pub mqtt: MqttArgs,
+    /// `--threshold`s as written (checked by the caller).
+    pub thresholds: Vec<String>,
 }
 
 /// A validated storm.
@@ -581,6 +583,10 @@ pub struct StormPlan {
     /// epoll). What ran is the result's `generator.io`.
     #[serde(default = "IoModel::before_auto")]
     pub io: IoModel,
+    /// `--threshold`s as written: judged on the storm's figures at the end
+    /// (and every second by `throng coordinate`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thresholds: Vec<String>,
 }
 
 impl StormPlan {
@@ -695,6 +701,7 @@ impl StormPlan {
             reach,
             http,
             io: a.io,
+            thresholds: a.thresholds.clone(),
         };
         if plan.io == IoModel::Uring
             && let Some(what) = plan.ring_refuses()

@@ -323,4 +323,17 @@ pub enum NeverJudged {
         /// Its metric.
         metric: String,
     },
+    /// What a connection storm never records: `dropped`, `schedule_lag`
+    /// (a storm starts every connection, late rather than never), or a
+    /// `target:` filter.
+    #[error(
+        "'{text}': a connection storm {why}, so this threshold would never have samples; judge its phases \
+         (connect, tls, handshake, pong, ...) or its connections ('connection_errors: rate < 1%')"
+    )]
+    NotInStorm {
+        /// The threshold as written.
+        text: String,
+        /// What the storm does not keep.
+        why: String,
+    },
 }

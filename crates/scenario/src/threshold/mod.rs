@@ -127,6 +127,15 @@ fn kind(metric: &str) -> Option<Kind> {
     }
 }
 
+/// What a storm records, for [`Threshold::check_storm`].
+#[derive(Clone, Copy, Debug)]
+pub struct StormShape {
+    /// It was given `--rate`: its starts are a schedule.
+    pub rate: bool,
+    /// Each connection sends a request (http://, https://, `--request`).
+    pub requests: bool,
+}
+
 /// One pass/fail criterion.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Threshold {
@@ -381,6 +390,30 @@ impl Threshold {
         Ok(())
     }
 
+    /// Refuses, before a `throng storm`, a threshold that could only ever
+    /// judge nothing in this storm.
+    pub fn check_storm(&self, storm: StormShape) -> Result<(), NeverJudged> {
+        let why = if self.tag.is_some() {
+            "keeps no figures per tag (one target)".to_string()
+        } else if self.metric == "dropped" {
+            "records nothing dropped (every connection is started, late rather than never)".to_string()
+        } else if self.metric == "schedule_lag" && !storm.rate {
+            "without --rate has no schedule to lag behind".to_string()
+        } else if !storm.requests && matches!(self.metric.as_str(), "errors" | "requests" | "check_failed") {
+            format!(
+                "that sends no request records no {} (its connections are 'connections' and \
+                 'connection_errors')",
+                self.metric
+            )
+        } else {
+            return Ok(());
+        };
+        Err(NeverJudged::NotInStorm {
+            text: self.text.clone(),
+            why,
+        })
+    }
+
     /// Evaluates the threshold on a run's measurements. A threshold over
     /// no samples fails (saying so), unless it was written `... or no
     /// samples`: nothing measured is never evidence that a bound held.
@@ -494,6 +527,7 @@ impl Threshold {
             .map_or_else(String::new, |(k, v)| format!(" carrying {k}:{v}"));
         match self.metric.as_str() {
             "errors" | "check_failed" | "requests" => format!("no request{filter} ended"),
+            "connections" | "connection_errors" => "no connection attempt ended".to_string(),
             "response" => format!("no response{filter} was timed"),
             "checks" => match &self.tag {
                 Some((_, name)) => format!("the check '{name}' never ran"),
@@ -565,6 +599,17 @@ impl Threshold {
                 self.ratio(pass, pass + fail)
             }
             "requests" => tag.map(|t| t.requests as f64),
+            // Connection attempts that ended (cut off by the run's end left
+            // out), and the share of them that failed.
+            "connections" | "connection_errors" => {
+                let cut = m.connections.error("interrupted");
+                let ended = m.connections.ended().saturating_sub(cut);
+                if self.metric == "connections" {
+                    Some(ended as f64)
+                } else {
+                    self.ratio(m.connections.failed().saturating_sub(cut), ended)
+                }
+            }
             // Of the schedule (sent or dropped), the share never sent.
             "dropped" => self.ratio(m.dropped, m.requests.attempted.saturating_add(m.dropped)),
             "iterations" => Some(s.iterations as f64),
@@ -609,6 +654,20 @@ impl Threshold {
                         self.ratio(hits, total)
                     }
                 }),
+                "connections" | "connection_errors" => {
+                    let (mut failed, mut ended) = (0u64, 0u64);
+                    for p in m.series.iter().filter(|x| range.contains(&x.second)) {
+                        let cut = p.connection_error_classes.get("interrupted").copied().unwrap_or(0);
+                        let errors = p.connection_errors.saturating_sub(cut);
+                        failed = failed.saturating_add(errors);
+                        ended = ended.saturating_add(p.connections_opened).saturating_add(errors);
+                    }
+                    if self.metric == "connections" {
+                        Some(ended as f64)
+                    } else {
+                        self.ratio(failed, ended)
+                    }
+                }
                 "dropped" => {
                     // A second's schedule: what ended in it, and what it dropped.
                     let (mut dropped, mut total) = (0u64, 0u64);

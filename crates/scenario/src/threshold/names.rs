@@ -1,7 +1,7 @@
 //! The metric and tag names thresholds know, and how lists of them read
 //! in a message. A leaf: the parser and its errors both use it.
 
-pub(super) const TRENDS: [&str; 19] = [
+pub(super) const TRENDS: [&str; 28] = [
     "response",
     "latency",
     "wait",
@@ -23,9 +23,19 @@ pub(super) const TRENDS: [&str; 19] = [
     "stream",
     "ttft",
     "itl",
+    // Connection storms' phases.
+    "connection",
+    "handshake",
+    "reconnect",
+    "pong",
+    "upgrade",
+    "subscribe",
+    "first_message",
+    "last_message",
+    "message_gap",
 ];
-pub(super) const RATES: [&str; 4] = ["check_failed", "errors", "checks", "dropped"];
-pub(super) const COUNTERS: [&str; 3] = ["requests", "iterations", "dropped_iterations"];
+pub(super) const RATES: [&str; 5] = ["check_failed", "errors", "checks", "dropped", "connection_errors"];
+pub(super) const COUNTERS: [&str; 4] = ["requests", "iterations", "dropped_iterations", "connections"];
 
 /// Metrics only a scenario records: `throng http` refuses them before the
 /// run rather than judge figures it never keeps.

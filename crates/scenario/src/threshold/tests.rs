@@ -222,7 +222,7 @@ fn a_sliding_window_catches_one_bad_window() {
 
 /// A `throng http` run of one target: 200 requests over two seconds,
 /// every other one a 503 (check_failed), 40 more scheduled and
-/// dropped; every phase timed. No scenario figures, as the engine
+/// dropped; every phase timed; 10 connection attempts, 2 refused. No scenario figures, as the engine
 /// leaves them for one target.
 fn one_target_run() -> Measurements {
     let mut m = Measurements::default();
@@ -248,9 +248,15 @@ fn one_target_run() -> Measurements {
             error_classes: BTreeMap::from([("check_failed".to_string(), 50)]),
             dropped: 20,
             phases: per_second.clone(),
+            connections_opened: 4,
+            connection_errors: 1,
+            connection_error_classes: BTreeMap::from([("refused".to_string(), 1)]),
             ..Default::default()
         })
         .collect();
+    m.connections.attempted = 10;
+    m.connections.ok = 8;
+    m.connections.errors.insert("refused".into(), 2);
     m
 }
 
@@ -477,9 +483,10 @@ fn threshold_errors_keep_their_text() {
     assert_eq!(
         said("resp", "p(95) < 1s"),
         "'resp' is not a metric; trends: response, latency, wait, connect, tls, send, receive, schedule_lag, \
-         iteration, group_duration, delivery, puback, pubrec, pubcomp, first_event, event_gap, stream, ttft, itl; \
-         rates: check_failed, errors, checks, dropped; counters: requests, iterations, \
-         dropped_iterations"
+         iteration, group_duration, delivery, puback, pubrec, pubcomp, first_event, event_gap, stream, ttft, itl, \
+         connection, handshake, reconnect, pong, upgrade, subscribe, first_message, last_message, message_gap; \
+         rates: check_failed, errors, checks, dropped, connection_errors; counters: requests, iterations, \
+         dropped_iterations, connections"
     );
     assert_eq!(
         said("response", "p(95) < 200"),
@@ -516,4 +523,74 @@ fn threshold_errors_keep_their_text() {
             line: "errors rate < 1%".into()
         }
     );
+}
+
+#[test]
+fn every_recorded_phase_can_be_judged() {
+    // A phase the engine records but thresholds do not know would be
+    // refused as an unknown metric: the two lists may not drift apart.
+    for phase in throng_metrics::Phase::ALL {
+        assert!(
+            TRENDS.contains(&phase.name()),
+            "{} is not a threshold trend",
+            phase.name()
+        );
+    }
+}
+
+#[test]
+fn a_storm_refuses_what_it_never_records() {
+    let closed = StormShape {
+        rate: false,
+        requests: false,
+    };
+    for text in [
+        "dropped: rate < 1%",
+        "schedule_lag: p(99) < 1ms",
+        "response{target:/a}: p(95) < 1s",
+        "errors: rate < 1%",
+    ] {
+        let t = Threshold::read_line(text).unwrap();
+        let e = t.check_storm(closed).unwrap_err().to_string();
+        assert!(e.contains("connection storm") && e.contains(text), "{e}");
+    }
+    for text in [
+        "handshake: p(99) < 200ms",
+        "pong: max < 1s",
+        "connection_errors: rate < 1%",
+        "connections: count > 9",
+    ] {
+        Threshold::read_line(text).unwrap().check_storm(closed).unwrap();
+    }
+    let open = StormShape {
+        rate: true,
+        requests: true,
+    };
+    for text in ["schedule_lag: p(99) < 1ms", "errors: rate < 1%"] {
+        Threshold::read_line(text).unwrap().check_storm(open).unwrap();
+    }
+}
+
+#[test]
+fn connection_errors_are_the_failed_share_of_attempts_that_ended() {
+    let mut m = Measurements::default();
+    m.connections.attempted = 10;
+    m.connections.ok = 6;
+    m.connections.errors.insert("refused".into(), 3);
+    m.connections.errors.insert("interrupted".into(), 1);
+    m.series = vec![throng_metrics::SeriesPoint {
+        second: 0,
+        connections_opened: 6,
+        connection_errors: 4,
+        connection_error_classes: BTreeMap::from([("refused".to_string(), 3), ("interrupted".to_string(), 1)]),
+        ..Default::default()
+    }];
+    let judge = |text: &str| Threshold::read_line(text).unwrap().evaluate(&m);
+    let v = judge("connection_errors: rate < 30%");
+    assert!(!v.passed && (v.observed.unwrap() - 3.0 / 9.0).abs() < 1e-9, "{v:?}");
+    assert!(judge("connection_errors: rate < 34%").passed);
+    assert_eq!(judge("connections: count == 9").observed, Some(9.0));
+    assert!(judge("connections: count == 9").passed);
+    let w = judge("connection_errors: rate < 30% over 1s");
+    assert!(!w.passed && (w.observed.unwrap() - 3.0 / 9.0).abs() < 1e-9, "{w:?}");
 }

@@ -106,8 +106,11 @@ fn prepared(
             (thresholds, connections, None)
         }
         Coordinated::Storm(storm) => {
-            crate::commands::storm::prepare(&storm).map_err(|e| e.context("the command after --"))?;
-            (Vec::new(), storm.max_concurrent.or(storm.connections), None)
+            let (_, plan, _) =
+                crate::commands::storm::prepare(&storm).map_err(|e| e.context("the command after --"))?;
+            let thresholds = crate::commands::storm::thresholds(&plan)
+                .map_err(|e| UsageError(format!("the command after --: {}", e.0)))?;
+            (thresholds, storm.max_concurrent.or(storm.connections), None)
         }
         Coordinated::Run(run) => {
             // The scenario's thresholds are judged here on the merged
