@@ -184,6 +184,29 @@ impl Conns {
         };
         Some(c.call(ctx, request, body, shape, deadline, expect, stream, sleep).await)
     }
+
+    /// A request whose response is an event stream on its HTTP/2
+    /// connection, as [`http2::Own::sse`] reads it; None when it has none.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn sse(
+        &self,
+        ctx: &Ctx,
+        request: http::Request<()>,
+        body: &Bytes,
+        request_len: usize,
+        stream: &mut http2::Slot,
+        watch: &mut crate::proto::events::Watch,
+        sleep: Pin<&mut Sleep>,
+        bounds: http2::Bounds<'_, '_>,
+    ) -> Option<Result<(Timing, crate::proto::http1::EndedEarly), Failed>> {
+        let Some(Own::Http2(c)) = self.0[HTTP2].as_deref() else {
+            return None;
+        };
+        Some(
+            c.sse(ctx, request, body, request_len, stream, watch, sleep, bounds)
+                .await,
+        )
+    }
 }
 
 /// Makes `session` read a stream's response (HTTP/2 or HTTP/3, a
