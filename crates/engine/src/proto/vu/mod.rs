@@ -12,6 +12,7 @@
 //! ```text
 //!  request (http: 2 | 3) ─► Conns::drop_unusable (lost, GOAWAY) ─► Conns::open (none yet)
 //!                        ─► stream_request (HTTP/2-3 parts) ─► Conns::exchange | Conns::call (gRPC)
+//!                                                              | Conns::sse (an sse: step, HTTP/2)
 //!  a hop elsewhere ─────────► away_hop (a connection of its own for the request's chain)
 //! ```
 
