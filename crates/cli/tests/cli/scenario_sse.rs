@@ -1,7 +1,10 @@
 //! Scenario `sse:` steps against the lab's event streams (`GET /sse`,
 //! `POST /v1/chat/completions`): the awaited event ends the stream and its
 //! capture feeds the next request; one that never comes fails the step by
-//! class; events, phases, streams and requests counted exactly.
+//! class; events, phases, streams and requests counted exactly. Over
+//! HTTP/2 (the lab's h2c streams, nginx's TLS with ALPN h2) as over
+//! HTTP/1.1, a stream the step ends early reset while the VU's connection
+//! goes on.
 
 #![allow(clippy::unwrap_used)]
 
@@ -224,4 +227,219 @@ fn the_guides_example_runs_as_written_against_the_lab() {
         stdout.contains("streams       40 ended: completed=20 expected=20"),
         "{stdout}"
     );
+}
+
+/// The lab answering event streams over h2c (prior knowledge).
+fn h2c_lab() -> throng_lab::LabServer {
+    throng_lab::LabServer::start_h2c(
+        &throng_lab::LabConfig {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            threads: 1,
+            stall: None,
+            tls: None,
+        },
+        &throng_lab::AuthConfig::default(),
+    )
+    .unwrap()
+}
+
+const FEED_H2: &str = r#"
+target: { url: TARGET, http: 2 }
+scenarios:
+  feed:
+    executor: per-vu-iterations
+    vus: 2
+    iterations: 3
+    flow:
+      - sse:
+          name: feed
+          path: /sse?events=10&interval=1&first=50
+          expect_event: { event: message, data: '^4', within: 10s }
+          capture: { n: { regex: '^(\d)' } }
+      - request: { path: '/sse?events={{n}}&interval=1', name: next, expect: [200] }
+      - sse:
+          name: counted
+          path: '/sse?events={{n}}&interval=1'
+"#;
+
+#[test]
+fn over_h2c_the_awaited_event_feeds_the_next_steps_on_the_same_connection() {
+    let server = h2c_lab();
+    let (code, r, stdout) = run(FEED_H2, &format!("http://{}", server.addr()));
+    assert_eq!(code, 0, "{stdout}");
+    assert_books_balance(&r);
+    let m = &r.measurements;
+    assert_eq!((m.requests.attempted, m.requests.ok), (18, 18), "{stdout}");
+    assert_eq!(tag(&r, "step:feed"), (6, 0));
+    assert_eq!(tag(&r, "step:next"), (6, 0));
+    assert_eq!(tag(&r, "step:counted"), (6, 0));
+    // Events 0 to 4 of each feed (the fifth the awaited one), then the
+    // capture "4": four events of each counted stream.
+    let s = m.streams.as_ref().unwrap();
+    assert_eq!((s.streams, s.events), (12, 6 * 5 + 6 * 4), "{s:?}");
+    assert_eq!(s.ended.get("expected"), Some(&6), "{s:?}");
+    assert_eq!(s.ended.get("completed"), Some(&6), "{s:?}");
+    assert_eq!((count(&r, "first_event"), count(&r, "event_gap")), (12, 6 * 4 + 6 * 3));
+    assert_eq!(count(&r, "stream"), 12);
+    // Each feed ended by the step (RST_STREAM CANCEL): each VU's one
+    // connection carried its three iterations' nine streams.
+    assert_eq!(m.connections.ok, 2, "{:?}", m.connections);
+}
+
+#[test]
+fn over_h2c_limits_and_failures_end_a_stream_by_class_and_the_connection_stays() {
+    let server = h2c_lab();
+    let yaml = r#"
+target: { url: TARGET, http: 2 }
+scenarios:
+  late:
+    executor: per-vu-iterations
+    vus: 2
+    iterations: 2
+    flow:
+      - sse:
+          name: slow
+          path: /sse?events=1000000&interval=20
+          expect_event: { data: '^never$', within: 300ms }
+      - sse:
+          name: short
+          path: /sse?events=3&interval=1
+          expect_event: { event: update }
+      - sse:
+          name: counted
+          path: /sse?events=50&interval=1
+          events: 2
+      - sse:
+          name: timed
+          path: /sse?events=1000000&interval=20
+          duration: 200ms
+      - sse:
+          name: stalled
+          path: /sse?events=5&stall=2&interval=1
+          timeout: 300ms
+      - sse:
+          name: missing
+          path: /nothing
+          expect_event: { data: x }
+"#;
+    let (code, r, stdout) = run(yaml, &format!("http://{}", server.addr()));
+    assert_eq!(code, 0, "{stdout}");
+    assert_books_balance(&r);
+    let m = &r.measurements;
+    assert_eq!(m.requests.attempted, 24, "{stdout}");
+    assert_eq!(m.requests.ok, 8, "{stdout}");
+    assert_eq!(errors(&r, "timeout.response"), 4, "{:?}", m.requests.errors);
+    assert_eq!(errors(&r, "sse.unmatched"), 4, "{:?}", m.requests.errors);
+    assert_eq!(errors(&r, "sse.stalled"), 4, "{:?}", m.requests.errors);
+    assert_eq!(errors(&r, "check_failed"), 4, "{:?}", m.requests.errors);
+    assert_eq!(tag(&r, "step:slow"), (4, 4));
+    assert_eq!(tag(&r, "step:short"), (4, 4));
+    assert_eq!(tag(&r, "step:counted"), (4, 0));
+    assert_eq!(tag(&r, "step:timed"), (4, 0));
+    assert_eq!(tag(&r, "step:stalled"), (4, 4));
+    assert_eq!(tag(&r, "step:missing"), (4, 4));
+    let s = m.streams.as_ref().unwrap();
+    assert_eq!(s.streams, 24, "{s:?}");
+    for (ended, n) in [
+        ("timeout.response", 4),
+        ("sse.unmatched", 4),
+        ("events", 4),
+        ("duration", 4),
+        ("sse.stalled", 4),
+        ("check_failed", 4),
+    ] {
+        assert_eq!(s.ended.get(ended), Some(&n), "{ended}: {s:?}");
+    }
+    // The stalled streams' two events before the stall, the short ones'
+    // three, the counted ones' two; the slow and timed ones' some.
+    assert!(s.events >= 4 * (2 + 3 + 2) + 8, "{s:?}");
+    // Every one a stream's failure, not its connection's.
+    assert_eq!(m.connections.ok, 2, "{:?}", m.connections);
+}
+
+#[test]
+fn over_h2c_an_llm_step_counts_tokens_and_times_them() {
+    let server = h2c_lab();
+    let yaml = r#"
+target: TARGET
+scenarios:
+  chat:
+    executor: per-vu-iterations
+    vus: 2
+    iterations: 2
+    flow:
+      - sse:
+          name: chat
+          http: 2
+          path: /v1/chat/completions?tokens=5&interval=1
+          json: { messages: [{ role: user, content: hi }], stream: true }
+          llm: openai
+          check:
+            role: { body_contains: '"delta"' }
+"#;
+    let (code, r, stdout) = run(yaml, &format!("http://{}", server.addr()));
+    assert_eq!(code, 0, "{stdout}");
+    assert_books_balance(&r);
+    let m = &r.measurements;
+    assert_eq!((m.requests.attempted, m.requests.ok), (4, 4), "{stdout}");
+    let s = m.streams.as_ref().unwrap();
+    assert_eq!((s.streams, s.tokens), (4, 20), "{s:?}");
+    assert_eq!(s.ended.get("completed"), Some(&4), "{s:?}");
+    assert_eq!((count(&r, "ttft"), count(&r, "itl")), (4, 16));
+    let checks = &m.scenario.as_ref().unwrap().checks;
+    assert_eq!(
+        checks.get("role").map(|c| (c.passes, c.fails)),
+        Some((4, 0)),
+        "{checks:?}"
+    );
+    assert_eq!(m.connections.ok, 2, "{:?}", m.connections);
+}
+
+#[test]
+fn over_tls_with_alpn_h2_a_capture_feeds_the_next_request_on_one_connection() {
+    let (_d, c) = common::certs();
+    let nginx = common::nginx_tls(
+        &c,
+        "ssl http2",
+        false,
+        "",
+        "location = /sse { default_type text/event-stream;\n\
+         return 200 \"data: a\n\ndata: b\n\nevent: x\ndata: c\n\n\"; }\n\
+         location = /after/c { return 204; }",
+    );
+    let yaml = format!(
+        r#"
+target: {{ url: TARGET, http: 2 }}
+tls: {{ cacert: '{}' }}
+scenarios:
+  feed:
+    executor: per-vu-iterations
+    vus: 1
+    iterations: 3
+    flow:
+      - sse:
+          name: feed
+          path: /sse
+          expect_event: {{ event: x }}
+          capture: {{ c: {{ regex: '(.)' }} }}
+      - request: {{ path: '/after/{{{{c}}}}', name: after, expect: [204] }}
+      - sse:
+          name: two
+          path: /sse
+          events: 2
+"#,
+        c.join("ca.pem").display()
+    );
+    let (code, r, stdout) = run(&yaml, &nginx.https("localhost", ""));
+    assert_eq!(code, 0, "{stdout}");
+    assert_books_balance(&r);
+    let m = &r.measurements;
+    assert_eq!((m.requests.attempted, m.requests.ok), (9, 9), "{stdout}");
+    assert_eq!(m.status.get(&204), Some(&3), "{:?}", m.status);
+    let s = m.streams.as_ref().unwrap();
+    assert_eq!((s.streams, s.events), (6, 3 * 3 + 3 * 2), "{s:?}");
+    assert_eq!(s.ended.get("expected"), Some(&3), "{s:?}");
+    assert_eq!(s.ended.get("events"), Some(&3), "{s:?}");
+    assert_eq!(m.connections.ok, 1, "{:?}", m.connections);
+    assert_eq!(m.tls.as_ref().unwrap().handshakes, 1);
 }

@@ -68,6 +68,7 @@ pub(crate) use grpc::call_once;
 pub(crate) use pool::{Pool, one_request};
 pub(crate) use scenario::Own;
 pub(crate) use slot::stream_slot;
+pub(crate) use sse::Bounds;
 pub(crate) use storm::{Held, storm_establish};
 pub(crate) use stream::encode_head;
 

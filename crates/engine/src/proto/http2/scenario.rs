@@ -12,6 +12,7 @@ use tokio::time::Sleep;
 use super::Slot;
 use super::driver::{H2Conn, close, speak};
 use super::grpc::{GRPC_DEADLINE_EXCEEDED, record_messages};
+use super::sse::send_stream as send_stream_sse;
 use super::stream::{decoded_head_len, encode_head, request_head, send_on, send_stream, stream_level};
 use crate::conn::{Failed, Timing};
 use crate::ctx::Ctx;
@@ -114,6 +115,35 @@ impl Own {
         outcome
     }
 
+    /// A request whose response is an event stream, as [`Own::exchange`]:
+    /// read into `watch` within `bounds` (see [`super::sse::send_stream`]);
+    /// a stream ended before the server ended it is reset with CANCEL, so
+    /// the connection goes on for the VU's next steps.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn sse(
+        &self,
+        ctx: &Ctx,
+        request: http::Request<()>,
+        body: &Bytes,
+        request_len: usize,
+        slot: &mut Slot,
+        watch: &mut crate::proto::events::Watch,
+        sleep: Pin<&mut Sleep>,
+        bounds: super::sse::Bounds<'_, '_>,
+    ) -> Result<(Timing, crate::proto::http1::EndedEarly), Failed> {
+        let c = &self.0;
+        c.in_flight.set(1);
+        ctx.rec.borrow_mut().stream_opened(Instant::now(), 1);
+        let open = StreamOpen(ctx);
+        let block = encode_head(request.method(), request.uri(), request.headers());
+        let head_len = request_len.saturating_sub(body.len());
+        slot.for_method(request.method());
+        let mut outcome = send_stream_sse(c, &block, body, head_len, slot, watch, &ctx.rec, sleep, bounds).await;
+        drop(open);
+        stream_ended(c, &mut outcome);
+        outcome
+    }
+
     /// A gRPC call as a stream, as [`Own::exchange`]: its status is the
     /// call's `grpc-status`; a server-streaming reply's messages are
     /// counted and timed. `deadline`: `sleep` was armed with the call's
@@ -187,7 +217,7 @@ impl Own {
 /// free again; a reset or an early end after the server's GOAWAY is
 /// `h2.goaway`, and a failure of the connection (not of the stream alone)
 /// marks it dead, so the VU opens another.
-fn stream_ended(c: &H2Conn, outcome: &mut Result<Timing, Failed>) {
+fn stream_ended<T>(c: &H2Conn, outcome: &mut Result<T, Failed>) {
     c.in_flight.set(0);
     c.carried.set(c.carried.get() + 1);
     if let Err(f) = outcome {

@@ -12,6 +12,7 @@
 //! ```text
 //!  request (http: 2 | 3) ─► Conns::drop_unusable (lost, GOAWAY) ─► Conns::open (none yet)
 //!                        ─► stream_request (HTTP/2-3 parts) ─► Conns::exchange | Conns::call (gRPC)
+//!                                                              | Conns::sse (an sse: step, HTTP/2)
 //!  a hop elsewhere ─────────► away_hop (a connection of its own for the request's chain)
 //! ```
 
@@ -183,6 +184,29 @@ impl Conns {
             return None;
         };
         Some(c.call(ctx, request, body, shape, deadline, expect, stream, sleep).await)
+    }
+
+    /// A request whose response is an event stream on its HTTP/2
+    /// connection, as [`http2::Own::sse`] reads it; None when it has none.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn sse(
+        &self,
+        ctx: &Ctx,
+        request: http::Request<()>,
+        body: &Bytes,
+        request_len: usize,
+        stream: &mut http2::Slot,
+        watch: &mut crate::proto::events::Watch,
+        sleep: Pin<&mut Sleep>,
+        bounds: http2::Bounds<'_, '_>,
+    ) -> Option<Result<(Timing, crate::proto::http1::EndedEarly), Failed>> {
+        let Some(Own::Http2(c)) = self.0[HTTP2].as_deref() else {
+            return None;
+        };
+        Some(
+            c.sse(ctx, request, body, request_len, stream, watch, sleep, bounds)
+                .await,
+        )
     }
 }
 

@@ -202,12 +202,12 @@ impl Validator<'_> {
         if let Some((r, s)) = all
             .iter()
             .find_map(|r| r.sse.as_ref().map(|s| (r, s)))
-            .filter(|(r, _)| r.http.unwrap_or(target.http) != HttpVersion::Http1)
+            .filter(|(r, _)| r.http.unwrap_or(target.http) == HttpVersion::Http3)
         {
             return Err(ScenarioError {
                 message: format!(
-                    "sse: {} reads its stream over HTTP/1.1 only; give the scenario an HTTP/1.1 target (without \
-                     http:), or write http: 1.1 on the step",
+                    "sse: {} reads its stream over HTTP/1.1 or HTTP/2, not HTTP/3; write http: 2 (or http: 1.1) \
+                     on the step, or give the scenario a target without http: 3",
                     r.name
                 ),
                 ..self.err_at(&s.at)
