@@ -4,14 +4,15 @@
 mosquitto (CPU 0, anonymous, no persistence) takes the messages; each generator
 runs on CPU 1 with PUBLISHERS publishing clients, no subscribers (mqtt-benchmark
 has none), PAYLOAD-byte payloads, MESSAGES messages per publisher, at QoS 0 and
-QoS 1 (closed loop: throng keeps --window 16 messages unacknowledged per
-publisher, mqtt-benchmark's rumqttc its own in-flight limit). Runs are
+QoS 1 (closed loop: throng keeps WINDOW messages unacknowledged per
+publisher, 16 unless --window says, mqtt-benchmark's rumqttc its own
+in-flight limit, 100). Runs are
 interleaved (throng, mqtt-benchmark, throng, ...); the table gives the median
 and every run in the order they ran. Figures are messages the tool counted
 as published (QoS 0: written; QoS 1: acknowledged by PUBACK) per CPU-second of
 the generator process (user + system, read with wait4).
 
-    bench/mqtt.py [--messages 100000] [--runs 3] [--publishers 4] [--only qos0|qos1]
+    bench/mqtt.py [--messages 100000] [--runs 3] [--publishers 4] [--window 16] [--only qos0|qos1]
 
 Missing peers are skipped and said so. Needs mosquitto (apt-get install
 mosquitto) and taskset; the peer from `cargo install mqtt-benchmark` (the Rust
@@ -51,6 +52,7 @@ def main():
     ap.add_argument("--messages", type=int, default=100000, help="messages per publisher")
     ap.add_argument("--publishers", type=int, default=4)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--window", type=int, default=16, help="throng's --window (rumqttc keeps 100 in flight)")
     ap.add_argument("--only", choices=["qos0", "qos1"], action="append")
     ap.add_argument("--skip-build", action="store_true")
     args = ap.parse_args()
@@ -67,7 +69,7 @@ def main():
         load = " ".join(f.read().split()[:3])
     print(f"# throng bench/mqtt.py  ({time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} cores, "
           f"load average {load}, mosquitto on CPU 0, generator on CPU 1, {pubs} publishers x {n} "
-          f"messages of {PAYLOAD} bytes, {args.runs} runs, median)\n")
+          f"messages of {PAYLOAD} bytes, throng --window {args.window}, {args.runs} runs, median)\n")
 
     def throng(qos):
         key = "published" if qos == 0 else "acknowledged"
@@ -80,7 +82,7 @@ def main():
                 return 0
         return [THRONG, "mqtt", f"mqtt://127.0.0.1:{port}", "--publishers", str(pubs), "--subscribers", "0",
                 "--topic", "bench/{{n}}", "--qos", str(qos), "--payload", str(PAYLOAD), "-n", str(pubs * n),
-                "-q", "--json", js], parse
+                "--window", str(args.window), "-q", "--json", js], parse
 
     def peer(qos):
         def parse(text):

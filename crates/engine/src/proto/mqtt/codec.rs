@@ -411,19 +411,24 @@ impl Packet {
 
 /// Splits what a held connection reads into packets, keeping at most one
 /// packet (up to [`MAX_PACKET`]) buffered; a larger one is skipped as it
-/// streams in, never buffered.
+/// streams in, never buffered. Packets are taken off the front by moving
+/// an offset (a read of many small packets is not moved once per packet);
+/// the bytes taken go at the next push.
 #[derive(Default)]
 pub(crate) struct Reader {
     buf: Vec<u8>,
+    /// Where the bytes not yet taken start in `buf`.
+    start: usize,
     /// Bytes of an oversized packet still to skip.
     skip: usize,
 }
 
-/// What [`Reader::next`] found.
+/// What [`Reader::next`] found: a packet's body owned, or (from
+/// [`Reader::next_ref`]) borrowed from the reader.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Next {
+pub(crate) enum Next<B = Vec<u8>> {
     /// A whole packet: its header and body.
-    Packet(Header, Vec<u8>),
+    Packet(Header, B),
     /// An oversized packet, skipped (its kind).
     Skipped(u8),
 }
@@ -436,34 +441,47 @@ impl Reader {
             self.skip -= n;
             bytes = &bytes[n..];
         }
+        if self.start > 0 {
+            self.buf.drain(..self.start);
+            self.start = 0;
+        }
         self.buf.extend_from_slice(bytes);
     }
 
     /// Bytes held now (never more than a packet's worth and a read's).
     #[cfg(test)]
     pub(crate) fn buffered(&self) -> usize {
-        self.buf.len()
+        self.buf.len() - self.start
     }
 
     /// The next packet, if whole.
     pub(crate) fn next(&mut self) -> Result<Option<Next>, Malformed> {
-        let Some(h) = header(&self.buf)? else {
+        Ok(self.next_ref()?.map(|n| match n {
+            Next::Packet(h, body) => Next::Packet(h, body.to_vec()),
+            Next::Skipped(kind) => Next::Skipped(kind),
+        }))
+    }
+
+    /// The next packet, if whole, its body borrowed (no copy).
+    pub(crate) fn next_ref(&mut self) -> Result<Option<Next<&[u8]>>, Malformed> {
+        let held = &self.buf[self.start..];
+        let Some(h) = header(held)? else {
             return Ok(None);
         };
         let total = h.size + h.len;
         if total > MAX_PACKET + 5 {
             // Skip what is here and the rest as it comes.
-            let here = self.buf.len().min(total);
-            self.buf.drain(..here);
+            let here = held.len().min(total);
+            self.start += here;
             self.skip = total - here;
             return Ok(Some(Next::Skipped(h.kind)));
         }
-        if self.buf.len() < total {
+        if held.len() < total {
             return Ok(None);
         }
-        let body = self.buf[h.size..total].to_vec();
-        self.buf.drain(..total);
-        Ok(Some(Next::Packet(h, body)))
+        let at = self.start;
+        self.start += total;
+        Ok(Some(Next::Packet(h, &self.buf[at + h.size..at + total])))
     }
 }
 

@@ -28,6 +28,8 @@ mod publisher;
 pub(crate) mod pubsub;
 pub(crate) mod spec;
 mod subscriber;
+#[cfg(test)]
+mod testing;
 
 #[cfg(test)]
 mod fuzz;
@@ -42,7 +44,7 @@ use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use throng_metrics::{ErrorClass, Phase};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, ReadBuf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::time::Sleep;
 
 use crate::ctx::Ctx;
@@ -118,7 +120,7 @@ async fn read_packet(stream: &mut Transport, version: Version) -> Result<Packet,
     Packet::parse(h, &body, version).map_err(malformed)
 }
 
-async fn send(stream: &mut Transport, bytes: &[u8]) -> Result<(), ErrorClass> {
+async fn send<S: AsyncWrite + Unpin>(stream: &mut S, bytes: &[u8]) -> Result<(), ErrorClass> {
     stream.write_all(bytes).await.map_err(io_fail)?;
     stream.flush().await.map_err(io_fail)
 }
@@ -311,6 +313,6 @@ pub(crate) async fn hold(ctx: &Ctx, stream: &mut Transport, spec: &Spec) {
 
 /// DISCONNECT before the socket closes (a broker then drops the session's
 /// will and logs a clean disconnect), its write within [`DISCONNECT_LIMIT`].
-pub(crate) async fn disconnect(stream: &mut Transport) {
+pub(crate) async fn disconnect<S: AsyncWrite + Unpin>(stream: &mut S) {
     let _ = tokio::time::timeout(DISCONNECT_LIMIT, send(stream, &codec::DISCONNECT_BYTES)).await;
 }

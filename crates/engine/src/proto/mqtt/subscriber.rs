@@ -9,7 +9,7 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use throng_metrics::{Phase, SubscriberBooks};
-use tokio::io::AsyncReadExt;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 
 use super::books::{Arrival, Seen, Stamp};
 use super::client::{Client, Run};
@@ -105,9 +105,21 @@ pub(crate) async fn listen(run: Rc<Run>, client: Client, books: Rc<RefCell<Books
         early,
     } = client;
     books.borrow_mut().foreign += early;
+    listen_on(&run, &mut stream, opened, &books).await;
+}
+
+/// Reads deliveries on `stream` (opened at `opened`) until the run is done
+/// or the broker ends the connection.
+async fn listen_on<S: AsyncRead + AsyncWrite + Unpin>(
+    run: &Run,
+    stream: &mut S,
+    opened: Instant,
+    books: &RefCell<Books>,
+) {
     let mut done = run.done.subscribe();
     let mut reader = Reader::default();
     let mut buf = vec![0u8; READ];
+    let mut acks = Vec::new();
     let every = run.keepalive();
     let period = if every.is_zero() {
         Duration::from_secs(3600)
@@ -123,13 +135,17 @@ pub(crate) async fn listen(run: Rc<Run>, client: Client, books: Rc<RefCell<Books
                     _ => break false,
                 };
                 reader.push(&buf[..n]);
-                if !take_packets(&run, &mut stream, &mut reader, &books).await {
+                acks.clear();
+                let go_on = take_packets(run, &mut reader, books, &mut acks);
+                // Every acknowledgement one read called for, in one write.
+                let sent = acks.is_empty() || send(stream, &acks).await.is_ok();
+                if !(go_on && sent) {
                     break false;
                 }
             }
             _ = done.changed() => break true,
             _ = ping.tick(), if !every.is_zero() => {
-                if send(&mut stream, &codec::PINGREQ_BYTES).await.is_err() {
+                if send(stream, &codec::PINGREQ_BYTES).await.is_err() {
                     break false;
                 }
             }
@@ -137,38 +153,36 @@ pub(crate) async fn listen(run: Rc<Run>, client: Client, books: Rc<RefCell<Books
     };
     let now = Instant::now();
     if ended_by_us {
-        disconnect(&mut stream).await;
+        disconnect(stream).await;
     } else if !*run.done.borrow() {
         run.rec.borrow_mut().closed_by_peer(now);
     }
     run.rec.borrow_mut().connection_closed(now, now - opened);
 }
 
-/// Handles every whole packet `reader` holds: false when the connection
-/// must end (the broker's DISCONNECT, bytes that are not MQTT, a failed
-/// write).
-async fn take_packets(
-    run: &Run,
-    stream: &mut crate::transport::Transport,
-    reader: &mut Reader,
-    books: &RefCell<Books>,
-) -> bool {
+/// Handles every whole packet `reader` holds, appending the
+/// acknowledgements they call for to `acks`: false when the connection
+/// must end (the broker's DISCONNECT, bytes that are not MQTT).
+fn take_packets(run: &Run, reader: &mut Reader, books: &RefCell<Books>, acks: &mut Vec<u8>) -> bool {
+    let mut now = None;
     loop {
-        let (h, body) = match reader.next() {
+        let (h, body) = match reader.next_ref() {
             Ok(None) => return true,
             Ok(Some(Next::Skipped(_))) => continue,
             Ok(Some(Next::Packet(h, body))) => (h, body),
             Err(_) => return false,
         };
         if h.kind == codec::PUBLISH {
-            let Ok(d) = codec::delivery(h, &body, run.version) else {
+            let Ok(d) = codec::delivery(h, body, run.version) else {
                 return false;
             };
-            let now = Instant::now();
             match Stamp::read(d.payload, run.id) {
                 Some(stamp) => {
                     let arrival = books.borrow_mut().take(stamp);
                     if matches!(arrival, Some(Arrival::New | Arrival::Late)) {
+                        // One clock read for every delivery of a read: they
+                        // arrived together.
+                        let now = *now.get_or_insert_with(Instant::now);
                         let sent = run.origin + Duration::from_micros(stamp.sent_us);
                         run.rec
                             .borrow_mut()
@@ -177,28 +191,19 @@ async fn take_packets(
                 }
                 None => books.borrow_mut().foreign += 1,
             }
-            let ack = match (d.qos, d.id) {
-                (1, Some(id)) => Some(codec::puback(id)),
-                (2, Some(id)) => Some(codec::ack(codec::PUBREC, id)),
-                _ => None,
-            };
-            if let Some(ack) = ack
-                && send(stream, &ack).await.is_err()
-            {
-                return false;
+            match (d.qos, d.id) {
+                (1, Some(id)) => acks.extend_from_slice(&codec::puback(id)),
+                (2, Some(id)) => acks.extend_from_slice(&codec::ack(codec::PUBREC, id)),
+                _ => {}
             }
             continue;
         }
-        match Packet::parse(h, &body, run.version) {
+        match Packet::parse(h, body, run.version) {
             Ok(Packet::Ack {
                 kind: codec::PUBREL,
                 id,
                 ..
-            }) => {
-                if send(stream, &codec::ack(codec::PUBCOMP, id)).await.is_err() {
-                    return false;
-                }
-            }
+            }) => acks.extend_from_slice(&codec::ack(codec::PUBCOMP, id)),
             Ok(Packet::Disconnect { code }) => {
                 run.rec.borrow_mut().close_code(u16::from(code));
                 return false;
@@ -211,7 +216,87 @@ async fn take_packets(
 
 #[cfg(test)]
 mod tests {
+    use super::super::testing::{pair, run};
     use super::*;
+    use throng_plan::PAYLOAD_HEADER;
+    use tokio::io::AsyncWriteExt;
+
+    /// `n` deliveries at `qos` from publisher 1 of `run` written to a
+    /// subscriber at once: its writes, what it wrote back, and its books.
+    fn deliver(qos: u8, n: u16) -> (u64, Vec<u8>, SubscriberBooks) {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        let local = tokio::task::LocalSet::new();
+        local.block_on(&rt, async {
+            let run = run(qos, u64::from(n), 16);
+            let (mut client, mut broker) = pair();
+            let writes = Rc::clone(&client.writes);
+            let books = Rc::new(RefCell::new(Books::new(1, 1..=1)));
+            let listening = {
+                let (run, books) = (Rc::clone(&run), Rc::clone(&books));
+                tokio::task::spawn_local(async move { listen_on(&run, &mut client, Instant::now(), &books).await })
+            };
+            let mut out = Vec::new();
+            let mut payload = vec![0u8; PAYLOAD_HEADER as usize];
+            for seq in 0..n {
+                let stamp = Stamp {
+                    run: run.id,
+                    publisher: 1,
+                    seq: u64::from(seq),
+                    sent_us: 0,
+                };
+                stamp.write(&mut payload);
+                let p = codec::Publish {
+                    version: codec::Version::V311,
+                    topic: "t",
+                    qos,
+                    id: seq + 1,
+                    retain: false,
+                    dup: false,
+                    payload: &payload,
+                };
+                codec::publish(&mut out, &p);
+            }
+            broker.write_all(&out).await.expect("the subscriber reads");
+            // Its acknowledgements (4 bytes each), then (QoS 2) PUBRELs
+            // for all, answered by PUBCOMPs.
+            let mut back = vec![0u8; 4 * usize::from(n)];
+            broker.read_exact(&mut back).await.expect("the acknowledgements");
+            if qos == 2 {
+                let rels: Vec<u8> = (1..=n).flat_map(|id| codec::ack(codec::PUBREL, id)).collect();
+                broker.write_all(&rels).await.expect("the subscriber reads");
+                let mut comps = vec![0u8; 4 * usize::from(n)];
+                broker.read_exact(&mut comps).await.expect("the PUBCOMPs");
+                back.extend_from_slice(&comps);
+            }
+            run.done.send_replace(true);
+            listening.await.expect("the subscriber ends");
+            books.borrow_mut().expect(&[u64::from(n)]);
+            let b = books.borrow().finish();
+            (writes.get(), back, b)
+        })
+    }
+
+    #[test]
+    fn a_reads_deliveries_are_acknowledged_in_one_write() {
+        let (writes, back, b) = deliver(1, 100);
+        let want: Vec<u8> = (1..=100).flat_map(codec::puback).collect();
+        assert_eq!(back, want, "a PUBACK for each, in order");
+        assert_eq!((b.expected, b.received, b.lost, b.duplicated), (100, 100, 0, 0));
+        assert_eq!(writes, 1 + 1, "the PUBACKs in one write, and the DISCONNECT");
+    }
+
+    #[test]
+    fn qos2_pubrecs_and_pubcomps_go_a_read_a_write() {
+        let (writes, back, b) = deliver(2, 100);
+        let recs = (1..=100).flat_map(|id| codec::ack(codec::PUBREC, id));
+        let comps = (1..=100).flat_map(|id| codec::ack(codec::PUBCOMP, id));
+        assert_eq!(back, recs.chain(comps).collect::<Vec<u8>>());
+        assert_eq!((b.expected, b.received, b.lost), (100, 100, 0));
+        assert_eq!(writes, 2 + 1, "the PUBRECs, the PUBCOMPs, and the DISCONNECT");
+    }
 
     fn stamp(publisher: u32, seq: u64) -> Stamp {
         Stamp {
