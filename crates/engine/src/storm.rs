@@ -42,7 +42,8 @@ struct Shared {
     nats_go: bool,
     rng: std::cell::RefCell<Rng>,
     /// Held connections that need no task (see holder); None when the
-    /// system gave no epoll set for it.
+    /// system gave no epoll set for it, or this storm's connections answer
+    /// in ways the holder does not.
     holder: Option<holder::Holder>,
 }
 
@@ -62,7 +63,7 @@ async fn dispatcher(guard: TaskGuard, load: StormLoad) {
         reconnect: load.reconnect,
         nats_go: load.nats_go,
         rng: std::cell::RefCell::new(Rng::new(load.seed ^ load.worker.wrapping_mul(0x9E37_79B9))),
-        holder: holder::Holder::new(),
+        holder: link::HeldTalk::of(&ctx.spec.wire).and_then(holder::Holder::new),
     });
     let mut pacer = Pacer::new(load.gap);
     let sources = std::sync::Arc::clone(&ctx.spec.source);
@@ -327,14 +328,15 @@ async fn hold_and_reconnect(
                 let answers = ctx.spec.wire.answers_while_holding();
                 if !answers {
                     // Nothing more is sent or expected on a held connection:
-                    // keep the socket, not the TLS session (see shed_tls),
-                    // and not this task either (see holder).
+                    // keep the socket, not the TLS session (see shed_tls).
                     c.stream = c.stream.shed_tls();
-                    c = match holder::Holder::hold(ctx, shared, c, deadline, source) {
-                        Ok(()) => return Kept::HandedOver,
-                        Err(c) => c,
-                    };
                 }
+                // Not this task either, when the holder takes it (a quiet
+                // socket; MQTT over plain TCP, which it keeps alive).
+                c = match holder::Holder::hold(ctx, shared, c, deadline, source) {
+                    Ok(()) => return Kept::HandedOver,
+                    Err(c) => c,
+                };
                 let closed = hold_open(ctx, &mut c, deadline, answers, sleep.as_mut()).await;
                 (Link::Bytes(c), closed)
             }

@@ -5,9 +5,9 @@
 //! `super::opening`'s. `crate::storm` calls these and names no protocol.
 
 use std::pin::Pin;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use throng_metrics::ErrorClass;
+use throng_metrics::{ErrorClass, Recorder};
 use tokio::time::Sleep;
 
 use super::line::{self, ProtocolSpec};
@@ -127,5 +127,99 @@ pub(crate) async fn goodbye(ctx: &Ctx, link: &mut Link) {
         ProtocolSpec::WebSocket(_) => ws::close(&mut conn.stream, &ctx.scratch).await,
         ProtocolSpec::Mqtt(_) => mqtt::disconnect(&mut conn.stream).await,
         ProtocolSpec::Nats { .. } | ProtocolSpec::Lines { .. } => {}
+    }
+}
+
+/// What a byte stream held in the storm's holder (no task of its own, see
+/// `crate::storm`'s holder) says while held. The holder reads and writes;
+/// this says what the bytes mean.
+#[derive(Clone, Copy)]
+pub(crate) enum HeldTalk {
+    /// Nothing is sent or expected: what the server sends is dropped.
+    Quiet,
+    /// MQTT over plain TCP: a PINGREQ every keep-alive (none when zero),
+    /// its PINGRESP timed, QoS 1 PUBLISHes acknowledged, a DISCONNECT
+    /// counted by reason, DISCONNECT at the hold's end.
+    Mqtt {
+        keepalive: Duration,
+        version: mqtt::codec::Version,
+    },
+}
+
+/// A held connection's state in the holder, for the protocols that talk
+/// while held (MQTT's; a quiet connection leaves it empty).
+pub(crate) type HeldState = mqtt::held::Session;
+
+/// Whether a held connection goes on.
+pub(crate) use mqtt::held::Flow;
+
+impl HeldTalk {
+    /// What this worker's held storm connections say in the holder, or None
+    /// when they must keep a task (they answer in ways the holder does not:
+    /// NATS, WebSocket, line steps).
+    pub(crate) fn of(wire: &Wire) -> Option<HeldTalk> {
+        if !wire.answers_while_holding() {
+            return Some(HeldTalk::Quiet);
+        }
+        let Wire::Line { spec, .. } = wire else { return None };
+        match &**spec {
+            ProtocolSpec::Mqtt(m) => Some(HeldTalk::Mqtt {
+                keepalive: m.keepalive,
+                version: m.version,
+            }),
+            ProtocolSpec::WebSocket(_) | ProtocolSpec::Nats { .. } | ProtocolSpec::Lines { .. } => None,
+        }
+    }
+
+    /// How often a held connection speaks first (None: never).
+    pub(crate) fn period(self) -> Option<Duration> {
+        match self {
+            HeldTalk::Quiet => None,
+            HeldTalk::Mqtt { keepalive, .. } => (!keepalive.is_zero()).then_some(keepalive),
+        }
+    }
+
+    /// True when what the server sends must be read and understood (not
+    /// left in the kernel's buffer past a few reads).
+    pub(crate) fn listens(self) -> bool {
+        !matches!(self, HeldTalk::Quiet)
+    }
+
+    /// Bytes read off a held connection.
+    pub(crate) fn read(
+        self,
+        state: &mut HeldState,
+        bytes: &[u8],
+        opened: Instant,
+        rec: &mut Recorder,
+        send: &mut impl FnMut(&[u8]) -> bool,
+    ) -> Flow {
+        match self {
+            HeldTalk::Quiet => Flow::Open,
+            HeldTalk::Mqtt { version, .. } => state.read(bytes, version, opened, rec, send),
+        }
+    }
+
+    /// A held connection's [`Self::period`] came round.
+    pub(crate) fn tick(
+        self,
+        state: &mut HeldState,
+        opened: Instant,
+        now: Instant,
+        rec: &mut Recorder,
+        send: &mut impl FnMut(&[u8]) -> bool,
+    ) -> Flow {
+        match self {
+            HeldTalk::Quiet => Flow::Open,
+            HeldTalk::Mqtt { .. } => state.tick(opened, now, rec, send),
+        }
+    }
+
+    /// What a held connection sends before its close at the hold's end.
+    pub(crate) fn goodbye(self) -> &'static [u8] {
+        match self {
+            HeldTalk::Quiet => &[],
+            HeldTalk::Mqtt { .. } => mqtt::held::GOODBYE,
+        }
     }
 }

@@ -448,6 +448,12 @@ impl Reader {
         self.buf.extend_from_slice(bytes);
     }
 
+    /// True when no packet is partly read or being skipped (the reader
+    /// can be dropped and a new one start at the next packet).
+    pub(crate) fn idle(&self) -> bool {
+        self.buf.is_empty() && self.skip == 0
+    }
+
     /// Bytes held now (never more than a packet's worth and a read's).
     #[cfg(test)]
     pub(crate) fn buffered(&self) -> usize {

@@ -17,6 +17,12 @@
 //! nothing the broker sends after CONNACK or SUBACK is read before the hold
 //! starts its own reader.
 //!
+//! A session over plain TCP is held without a task: the storm's holder
+//! keeps its socket and [`held`]'s few bytes of state, and does [`hold`]'s
+//! work (the same outcomes, counted the same) as its bytes come and its
+//! keep-alive ticks; over TLS or WebSocket [`hold`] runs in the
+//! connection's task.
+//!
 //! `throng mqtt` (publish/subscribe load) is [`pubsub`]: its clients open
 //! in `client.rs`, publish in `publisher.rs`, receive in `subscriber.rs`,
 //! and keep their books in `books.rs` (I/O-free).
@@ -24,6 +30,7 @@
 mod books;
 pub(crate) mod client;
 pub(crate) mod codec;
+pub(crate) mod held;
 mod publisher;
 pub(crate) mod pubsub;
 pub(crate) mod spec;
