@@ -5,7 +5,8 @@
 //! ```text
 //!  H3Server::start ─► thread: current-thread runtime, one quinn Endpoint (UDP)
 //!                       └─ task per connection: h3 Connection::accept
-//!                            └─ task per request: 200 (or /bytes/N), or the fault
+//!                            └─ task per request: 200 (or /bytes/N), an event
+//!                               stream (/sse, /v1/chat/completions: h3sse.rs), or the fault
 //! ```
 
 use std::io;
@@ -303,6 +304,10 @@ async fn request(
     let (req, mut stream) = resolver.resolve_request().await.ok()?;
     if fault == Some(H3Fault::ResetStream) {
         stream.stop_stream(h3::error::Code::H3_REQUEST_REJECTED);
+        return Some(());
+    }
+    if fault.is_none() && crate::h3sse::routes(req.uri().path()) {
+        crate::h3sse::answer(req, stream, quic).await;
         return Some(());
     }
     let path = req.uri().path();

@@ -28,8 +28,9 @@
 //! garbage, RST and FIN at each point, TLS alerts, broken NATS greetings,
 //! MQTT brokers that misbehave), or `mqtt-broker`, a minimal MQTT broker.
 //!
-//! [`H3Server`] serves HTTP/3 over QUIC (quinn + h3) on one thread: `GET /`
-//! and `/bytes/N`, or one [`H3Fault`] per connection (stream reset,
+//! [`H3Server`] serves HTTP/3 over QUIC (quinn + h3) on one thread: `GET /`,
+//! `/bytes/N`, `GET /sse` and `POST /v1/chat/completions` (the same event
+//! streams as over HTTP/1.1), or one [`H3Fault`] per connection (stream reset,
 //! connection close with a code, silence, no handshake, one stream).
 //!
 //! Auth, in memory, JSON in and out (see [`AuthConfig`]):
@@ -48,6 +49,7 @@ mod auth;
 mod fault;
 mod h2fault;
 mod h2sse;
+mod h3sse;
 mod http;
 mod http3;
 mod server;

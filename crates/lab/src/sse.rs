@@ -32,7 +32,7 @@ const MAX_SIZE: u64 = 1 << 20;
 /// Largest `big` event.
 const MAX_BIG: u64 = 1 << 30;
 /// Most bytes of an endless line.
-const ENDLESS_CAP: u64 = 1 << 30;
+pub(crate) const ENDLESS_CAP: u64 = 1 << 30;
 
 /// What `GET /sse` takes.
 pub(crate) const SSE_USAGE: &str = "/sse takes events=N (up to 1000000, default 10), first=MS and interval=MS \

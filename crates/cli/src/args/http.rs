@@ -155,19 +155,19 @@ pub struct HttpCmd {
     /// ids (1-1000) [default: 10]
     #[arg(long = "slowest", value_name = "N")]
     pub slowest: Option<u32>,
-    /// Read each response as an event stream (text/event-stream, HTTP/1.1 or --http2; requests say Accept:
-    /// text/event-stream unless -H gives an Accept): phases first_event,
+    /// Read each response as an event stream (text/event-stream, HTTP/1.1, --http2 or --http3;
+    /// requests say Accept: text/event-stream unless -H gives an Accept): phases first_event,
     /// event_gap and stream, events and bytes counted, and how each stream ended (completed,
     /// events, duration, sse.stalled when no event comes within --timeout, sse.too_large past
     /// 1 MiB a line or an event)
     #[arg(long = "sse", help_heading = "Streams")]
     pub sse: bool,
-    /// End each stream after N events (ok; the connection closes, or over HTTP/2 the stream is
-    /// reset)
+    /// End each stream after N events (ok; the connection closes, or over HTTP/2 and HTTP/3 the
+    /// stream is reset or stopped)
     #[arg(long = "sse-events", value_name = "N", help_heading = "Streams")]
     pub sse_events: Option<u64>,
     /// End each stream this long after its request started, e.g. 30s (ok; the connection closes,
-    /// or over HTTP/2 the stream is reset)
+    /// or over HTTP/2 and HTTP/3 the stream is reset or stopped)
     #[arg(long = "sse-duration", value_name = "DURATION", value_parser = parse_duration,
           help_heading = "Streams")]
     pub sse_duration: Option<Duration>,

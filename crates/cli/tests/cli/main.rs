@@ -121,6 +121,7 @@ mod send_secret;
 mod shell;
 mod sse;
 mod sse_h2;
+mod sse_h3;
 mod stdin_read;
 mod storm;
 mod storm_held;

@@ -290,11 +290,6 @@ fn prompts_are_cycled_and_mistakes_are_usage_errors() {
         assert_eq!(run.code(), 2, "{args:?}: {}", run.stderr());
         assert!(run.stderr().contains(says), "{args:?}: {}", run.stderr());
     }
-    // HTTP/3 does not read streams yet (HTTP/2 does: sse_h2.rs).
-    let https = format!("https://{}/sse", server.addr());
-    let run = http(&[&https, "--sse", "--http3", "-n", "1"]);
-    assert_eq!(run.code(), 2, "{}", run.stderr());
-    assert!(run.stderr().contains("leave out --http3"), "{}", run.stderr());
 }
 
 #[test]

@@ -444,7 +444,7 @@ impl HttpPlan {
         let several = steps::is_several(&raw, &args);
         steps::combinations(http, &reach, several, redirects)?;
         let trace = trace::trace_context(&args, &headers)?;
-        let stream = stream::stream_spec(&args.stream, http, redirects)?;
+        let stream = stream::stream_spec(&args.stream, redirects)?;
         if !several {
             headers::framing_headers(&mut headers, body.len() as u64, body_file.as_deref())?;
         }

@@ -9,8 +9,6 @@ use serde::{Deserialize, Serialize};
 use crate::duration::parse_duration;
 use crate::error::PlanError;
 
-use super::HttpVersion;
-
 /// The most events `--sse-events` may ask for.
 pub const MAX_STREAM_EVENTS: u64 = 1 << 40;
 
@@ -118,12 +116,9 @@ pub struct StreamArgs {
     pub slo: Option<String>,
 }
 
-/// Validates the stream flags (None: responses are not read as streams).
-pub(super) fn stream_spec(
-    args: &StreamArgs,
-    http: HttpVersion,
-    redirects: u32,
-) -> Result<Option<Box<StreamSpec>>, PlanError> {
+/// Validates the stream flags (None: responses are not read as streams);
+/// streams are read over every HTTP version.
+pub(super) fn stream_spec(args: &StreamArgs, redirects: u32) -> Result<Option<Box<StreamSpec>>, PlanError> {
     let llm = match args.llm.as_deref() {
         None => None,
         Some("openai") => Some(LlmApi::OpenAi),
@@ -150,12 +145,6 @@ pub(super) fn stream_spec(
         return Ok(None);
     }
     let flag = if llm.is_some() { "--llm" } else { "--sse" };
-    if http == HttpVersion::Http3 {
-        return Err(PlanError::invalid(
-            flag,
-            "reads streams over HTTP/1.1 and HTTP/2 only for now; leave out --http3",
-        ));
-    }
     if redirects > 0 {
         return Err(PlanError::invalid(
             flag,
@@ -196,7 +185,7 @@ mod tests {
     use super::*;
 
     fn spec(args: StreamArgs) -> Result<Option<Box<StreamSpec>>, PlanError> {
-        stream_spec(&args, HttpVersion::Http1, 0)
+        stream_spec(&args, 0)
     }
 
     #[test]
@@ -245,10 +234,8 @@ mod tests {
             sse: true,
             ..StreamArgs::default()
         };
-        assert!(stream_spec(&sse, HttpVersion::Http2, 0).is_ok());
-        let e = stream_spec(&sse, HttpVersion::Http3, 0).unwrap_err();
-        assert!(e.to_string().contains("--http3"), "{e}");
-        assert!(stream_spec(&sse, HttpVersion::Http1, 2).is_err());
+        assert!(stream_spec(&sse, 0).is_ok());
+        assert!(stream_spec(&sse, 2).is_err());
         let zero = StreamArgs {
             sse: true,
             events: Some(0),

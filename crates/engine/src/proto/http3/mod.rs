@@ -17,7 +17,8 @@
 //! budget ends in exactly one outcome.
 //!
 //! The files: `slot.rs` (a connection slot and its request loops), `conn.rs`
-//! (opening a connection), `stream.rs` (one request on a stream),
+//! (opening a connection), `stream.rs` (one request on a stream), `sse.rs`
+//! (its body read as an event stream, with `--sse` or `--llm`),
 //! `redirect.rs` (its redirects), `storm.rs` (a storm's held connection),
 //! `scenario.rs` (a VU's own connection), `errors.rs` (failures as classes),
 //! `check.rs` (the pre-run check), `socket.rs` (the worker's UDP socket,
@@ -32,6 +33,7 @@ mod scenario;
 mod send;
 mod slot;
 pub(crate) mod socket;
+mod sse;
 mod state;
 mod storm;
 mod stream;

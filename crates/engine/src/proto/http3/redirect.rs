@@ -98,6 +98,7 @@ pub(super) async fn follow_h3(
                 want,
                 progress,
                 ex.t_send,
+                None,
             )
             .await
         } else {
@@ -198,5 +199,6 @@ async fn elsewhere(
         reply: slot.reply(),
         server: slot.server.take(),
         location,
+        early: None,
     })
 }

@@ -10,13 +10,16 @@ use super::SendRequest;
 use super::conn::with_clock;
 use super::errors::stream_class;
 use super::socket::WireClock;
+use super::sse::{Tap, read_events};
 use super::state::{Broke, ConnState, Done, Progress, Want};
 use crate::ctx::Ctx;
 
 /// [`one`] within `--timeout` from `t_send`, its stream counted closed
 /// however it ends. A stream that could not even open in that time (the
 /// server's MAX_STREAMS used up and not renewed) is `h3.stream_limit`,
-/// and its connection is replaced: it failed as a whole.
+/// and its connection is replaced: it failed as a whole. With `tap` (an
+/// event stream), `--timeout` bounds the wait for the response's head and
+/// then for each event, not the whole body.
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn timed(
     ctx: &Ctx,
@@ -27,22 +30,30 @@ pub(super) async fn timed(
     want: Want,
     progress: &Progress,
     t_send: Instant,
+    tap: Option<&mut Tap<'_>>,
 ) -> Result<Done, Broke> {
     progress.begin();
-    let outcome = tokio::time::timeout_at(
-        (t_send + ctx.spec.timeout).into(),
-        one(ctx, request, body, send, want, state, progress),
-    )
-    .await
-    .unwrap_or_else(|_| match progress.opened.get() {
-        true => Err((ErrorClass::TimeoutResponse, false)),
-        false => Err((STREAM_LIMIT, true)),
-    });
+    let deadline = (t_send + ctx.spec.timeout).into();
+    let outcome = match tap {
+        None => tokio::time::timeout_at(deadline, one(ctx, request, body, send, want, state, progress, None))
+            .await
+            .unwrap_or_else(|_| Err(expired(progress))),
+        Some(tap) => one(ctx, request, body, send, want, state, progress, Some((tap, t_send))).await,
+    };
     if progress.opened.get() {
         state.in_flight.set(state.in_flight.get() - 1);
         ctx.rec.borrow_mut().stream_closed();
     }
     outcome
+}
+
+/// How an exchange whose time ran out fails: the response was late, or
+/// its stream never opened (see [`timed`]).
+fn expired(progress: &Progress) -> Broke {
+    match progress.opened.get() {
+        true => (ErrorClass::TimeoutResponse, false),
+        false => (STREAM_LIMIT, true),
+    }
 }
 
 /// A request whose stream could not open within `--timeout`: the server's
@@ -80,8 +91,10 @@ fn content_length(resp: &http::Response<()>, head: bool) -> Option<u64> {
         .ok()
 }
 
-/// The exchange itself. Err: the class, and whether the connection failed
-/// (not only this stream).
+/// The exchange itself; with `tap`, an event stream started at its
+/// `Instant`, whose head is awaited here for `--timeout`. Err: the class,
+/// and whether the connection failed (not only this stream).
+#[allow(clippy::too_many_arguments)]
 async fn one(
     ctx: &Ctx,
     request: http::Request<()>,
@@ -90,27 +103,37 @@ async fn one(
     want: Want,
     state: &ConnState,
     progress: &Progress,
+    tap: Option<(&mut Tap<'_>, Instant)>,
 ) -> Result<Done, Broke> {
     let head = request.method() == http::Method::HEAD;
     // The sends so far: the first after this carries the request's start.
     let began = with_clock(ctx, WireClock::mark);
-    // Opening the stream waits while the server's MAX_STREAMS is used up.
-    let mut stream = send.send_request(request).await.map_err(|e| stream_class(&e))?;
-    progress.opened.set(true);
-    progress.written.set(want.request_len.saturating_sub(body.len() as u64));
-    let open = state.in_flight.get() + 1;
-    state.in_flight.set(open);
-    ctx.rec.borrow_mut().stream_opened(Instant::now(), open);
-    if !body.is_empty() {
-        stream.send_data(body.clone()).await.map_err(|e| stream_class(&e))?;
-        progress.written.set(want.request_len);
-    }
-    stream.finish().await.map_err(|e| stream_class(&e))?;
-    let handed = Instant::now();
-    // quinn sends it when its connection's task runs next: the first send
-    // after this carries the request's end.
-    let ended = with_clock(ctx, WireClock::mark);
-    let resp = final_response(&mut stream).await?;
+    let asked = async {
+        // Opening the stream waits while the server's MAX_STREAMS is used up.
+        let mut stream = send.send_request(request).await.map_err(|e| stream_class(&e))?;
+        progress.opened.set(true);
+        progress.written.set(want.request_len.saturating_sub(body.len() as u64));
+        let open = state.in_flight.get() + 1;
+        state.in_flight.set(open);
+        ctx.rec.borrow_mut().stream_opened(Instant::now(), open);
+        if !body.is_empty() {
+            stream.send_data(body.clone()).await.map_err(|e| stream_class(&e))?;
+            progress.written.set(want.request_len);
+        }
+        stream.finish().await.map_err(|e| stream_class(&e))?;
+        let handed = Instant::now();
+        // quinn sends it when its connection's task runs next: the first send
+        // after this carries the request's end.
+        let ended = with_clock(ctx, WireClock::mark);
+        let resp = final_response(&mut stream).await?;
+        Ok((stream, handed, ended, resp))
+    };
+    let (mut stream, handed, ended, resp) = match &tap {
+        None => asked.await?,
+        Some((_, t_send)) => tokio::time::timeout_at((*t_send + ctx.spec.timeout).into(), asked)
+            .await
+            .unwrap_or_else(|_| Err(expired(progress)))?,
+    };
     let now = Instant::now();
     let wire = Wire::read(ctx, began, ended, handed, now);
     let first = wire.received.unwrap_or(now);
@@ -138,18 +161,26 @@ async fn one(
         None
     };
     let mut body_bytes = 0u64;
-    while let Some(chunk) = stream.recv_data().await.map_err(|e| stream_class(&e))? {
-        body_bytes += chunk.remaining() as u64;
-        progress.read.set(header_bytes + body_bytes);
-        if length.is_some_and(|l| body_bytes > l) {
-            // More than its content-length: malformed (RFC 9114 4.1.2).
-            return Err((ErrorClass::Protocol, false));
+    let mut early = None;
+    match tap {
+        Some((tap, t_send)) => {
+            (body_bytes, early) = read_events(ctx, &mut stream, tap, progress, header_bytes, t_send).await?;
         }
-    }
-    if length.is_some_and(|l| body_bytes < l) {
-        // The stream ended short of its content-length, as an HTTP/1.1
-        // body cut off by the connection's end.
-        return Err((ErrorClass::Eof, false));
+        None => {
+            while let Some(chunk) = stream.recv_data().await.map_err(|e| stream_class(&e))? {
+                body_bytes += chunk.remaining() as u64;
+                progress.read.set(header_bytes + body_bytes);
+                if length.is_some_and(|l| body_bytes > l) {
+                    // More than its content-length: malformed (RFC 9114 4.1.2).
+                    return Err((ErrorClass::Protocol, false));
+                }
+            }
+            if length.is_some_and(|l| body_bytes < l) {
+                // The stream ended short of its content-length, as an
+                // HTTP/1.1 body cut off by the connection's end.
+                return Err((ErrorClass::Eof, false));
+            }
+        }
     }
     let (done, kernel) = wire.end(ctx);
     Ok(Done {
@@ -166,6 +197,7 @@ async fn one(
         },
         server,
         location,
+        early,
     })
 }
 

@@ -33,6 +33,8 @@ pub(super) struct Done {
     pub(super) server: Option<String>,
     /// A redirect's `Location`, when the run follows redirects.
     pub(super) location: Option<String>,
+    /// An event stream's end before the server ended it, and why.
+    pub(super) early: Option<&'static str>,
 }
 
 /// A failed exchange: its class, and whether the whole connection failed.

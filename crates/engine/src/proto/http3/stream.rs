@@ -8,6 +8,7 @@ use throng_metrics::{ErrorClass, Phase};
 
 use super::redirect::follow_h3;
 use super::send::timed;
+use super::sse::Tap;
 use super::state::{Broke, ConnState, Done, Progress, Want};
 use super::{H3Spec, SendRequest};
 use crate::ctx::Ctx;
@@ -67,6 +68,8 @@ pub(super) async fn exchange(
     }
     let mut request_len = 0;
     let progress = Progress::default();
+    // A load run's event stream (a storm's request reads none).
+    let mut tap = cursor.and_then(|_| Tap::of(ctx, intended.unwrap_or(t_first)));
     let mut done = match request {
         Ok((mut request, body, len)) => {
             set_traceparent(ctx, &mut request, ids.as_ref());
@@ -76,7 +79,8 @@ pub(super) async fn exchange(
                 location: follow.is_some(),
                 request_len: len,
             };
-            timed(ctx, send, state, request, &body, want, &progress, t_first).await
+            let tap = tap.as_mut();
+            timed(ctx, send, state, request, &body, want, &progress, t_first, tap).await
         }
         Err(broke) => Err(broke),
     };
@@ -108,6 +112,10 @@ pub(super) async fn exchange(
     }
     ctx.in_flight.set(ctx.in_flight.get() - 1);
     offer_slowest(ctx, ids.map(|(id, _)| id), intended.unwrap_or(t_first), &done);
+    if let Some(tap) = &tap {
+        let ok = done.as_ref().ok().map(|d| ctx.spec.expect.contains(d.reply.status));
+        tap.ended(ctx, &done, ok, t_send);
+    }
     let mut rec = ctx.rec.borrow_mut();
     match done {
         Ok(d) => {
