@@ -148,7 +148,7 @@ impl ScenarioPlan {
                 message: throng_plan::input::plain_types(&message),
             }
         })?;
-        Validator::new(text, file, reflect).plan(raw, read, target)
+        Validator::new(text, file, reflect, read).plan(raw, read, target)
     }
 }
 

@@ -314,11 +314,12 @@ pub struct GrpcStep {
     /// The method streams its replies (captures and checks read the last).
     #[serde(default)]
     pub server_streaming: bool,
-    /// The method streams its requests: `stream_messages` of the message
-    /// (rendered once a call), paced by `stream_rate`, then a half-close.
+    /// The method streams its requests: `stream_messages` messages (each
+    /// rendered once a call), paced by `stream_rate`, then a half-close.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub client_streaming: bool,
-    /// Messages a client-streaming call sends (1 unless given).
+    /// Messages a client-streaming call sends (unless given: 1, or as many
+    /// as `messages`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stream_messages: Option<u64>,
     /// Messages per second within a client-streaming call (none: as fast
@@ -332,9 +333,18 @@ pub struct GrpcStep {
     /// The method's descriptors (not in results).
     #[serde(skip)]
     pub method: Option<crate::grpc::Method>,
-    /// The framed message, when it has no template (encoded once).
+    /// The framed message (or each of `messages`, in order), when none
+    /// has a template (encoded once).
     #[serde(skip)]
     pub framed: Option<Vec<u8>>,
+    /// `messages:` (or `messages_file:`'s lines), sent in order by a
+    /// client-streaming call, cycled to `stream_messages`; empty: the one
+    /// message of `request.body`. Not in results.
+    #[serde(skip)]
+    pub messages: Vec<JsonTemplate>,
+    /// `encoding: gzip`: request messages compressed (`grpc-encoding`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub gzip: bool,
 }
 
 /// One message of a `websocket:` step, in order.

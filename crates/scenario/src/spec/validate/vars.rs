@@ -95,6 +95,16 @@ struct Unit<'a> {
     items: Vec<Use<'a>>,
 }
 
+/// The templates in a JSON template, in order.
+fn json_templates<'a>(j: &'a JsonTemplate, out: &mut Vec<&'a Template>) {
+    match j {
+        JsonTemplate::Text(t) => out.push(t),
+        JsonTemplate::Array(a) => a.iter().for_each(|x| json_templates(x, out)),
+        JsonTemplate::Object(o) => o.iter().for_each(|(_, x)| json_templates(x, out)),
+        JsonTemplate::Value(_) => {}
+    }
+}
+
 /// The requests (`grpc:` steps' too) and `websocket:` steps of a flow, groups entered, in order.
 fn units(flow: &[Step]) -> Vec<Unit<'_>> {
     let mut out = Vec::new();
@@ -107,6 +117,12 @@ fn units(flow: &[Step]) -> Vec<Unit<'_>> {
                     _ => continue,
                 };
                 let mut items: Vec<Use<'_>> = templates(r).into_iter().map(Use::Template).collect();
+                if let Step::Grpc(g) = s {
+                    // A list's messages: as the body's templates.
+                    let mut list = Vec::new();
+                    g.messages.iter().for_each(|j| json_templates(j, &mut list));
+                    items.extend(list.into_iter().map(Use::Template));
+                }
                 items.extend(r.captures.iter().map(|c| Use::Capture(c.var.as_str())));
                 out.push(Unit {
                     name: &r.name,
