@@ -100,6 +100,9 @@ fn message_lists_are_framed_in_order_and_refused_where_they_cannot_go() {
     );
     let e = refused("{ call: p.S/Up, encoding: deflate }");
     assert!(e.contains("encoding: deflate; throng compresses with gzip"), "{e}");
+    // A list's environment variables are the file's.
+    let plan = parse_grpc("      - grpc: { call: p.S/Up, messages: [{ name: \"{{env.TOKEN}}\" }] }\n").unwrap();
+    assert_eq!(plan.env_names(), ["TOKEN"]);
     // A list's captures must come from steps before it.
     let e = refused("{ call: p.S/Up, messages: [{ name: \"{{later}}\" }] }");
     assert!(e.contains("{{later}}"), "{e}");

@@ -95,16 +95,6 @@ struct Unit<'a> {
     items: Vec<Use<'a>>,
 }
 
-/// The templates in a JSON template, in order.
-fn json_templates<'a>(j: &'a JsonTemplate, out: &mut Vec<&'a Template>) {
-    match j {
-        JsonTemplate::Text(t) => out.push(t),
-        JsonTemplate::Array(a) => a.iter().for_each(|x| json_templates(x, out)),
-        JsonTemplate::Object(o) => o.iter().for_each(|(_, x)| json_templates(x, out)),
-        JsonTemplate::Value(_) => {}
-    }
-}
-
 /// The requests (`grpc:` steps' too) and `websocket:` steps of a flow, groups entered, in order.
 fn units(flow: &[Step]) -> Vec<Unit<'_>> {
     let mut out = Vec::new();
