@@ -32,26 +32,25 @@ pub(super) struct Sent {
 impl Validator<'_> {
     /// The step's messages; `at` finds a field's key after the call's line.
     pub(super) fn grpc_messages(&self, at: &dyn Fn(&str) -> Vec<String>, g: Given) -> Result<Sent, ScenarioError> {
-        let here = |field: &str| at(field);
         let given = [g.message.is_some(), g.messages.is_some(), g.file.is_some()];
         if given.iter().filter(|&&b| b).count() > 1 {
             let field = if g.message.is_some() { "message" } else { "messages" };
             return Err(self.err(
-                &strs(&here(field)),
+                &strs(&at(field)),
                 "give one of message: (the message of each call), messages: (a list, sent in order on a \
                  client-streaming call) or messages_file: (a file of JSON lines, one message a line)",
             ));
         }
         if let Some(m) = g.message {
             return Ok(Sent {
-                body: Body::Json(self.json(&strs(&here("message")), m)?),
+                body: Body::Json(self.json(&strs(&at("message")), m)?),
                 list: Vec::new(),
                 field: None,
             });
         }
         let (field, values) = match (g.messages, g.file) {
             (Some(list), _) => ("messages", list),
-            (None, Some(file)) => ("messages_file", self.message_lines(&here("messages_file"), &file)?),
+            (None, Some(file)) => ("messages_file", self.message_lines(&at("messages_file"), &file)?),
             (None, None) => {
                 return Ok(Sent {
                     body: Body::None,
@@ -60,7 +59,7 @@ impl Validator<'_> {
                 });
             }
         };
-        let where_ = here(field);
+        let where_ = at(field);
         if values.is_empty() {
             return Err(self.err(
                 &strs(&where_),
