@@ -132,6 +132,8 @@ pub(crate) struct Reader {
     gzip: bool,
     /// The compressed message being read, inflating as it arrives.
     inflate: Option<Box<flate2::write::GzDecoder<Inflated>>>,
+    /// The largest message taken, past [`MAX_MESSAGE`] (0: that).
+    max: usize,
 }
 
 /// Where a compressed message inflates to: counted (at most
@@ -140,21 +142,23 @@ pub(crate) struct Reader {
 struct Inflated {
     wire: Option<Wire>,
     out: usize,
-    /// It went past [`MAX_MESSAGE`].
+    /// It went past `max`.
     over: bool,
+    /// The most it may inflate to.
+    max: usize,
     /// The walk found it is not protobuf.
     bad: bool,
 }
 
 impl std::io::Write for Inflated {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        if buf.len() > MAX_MESSAGE - self.out {
+        if buf.len() > self.max - self.out {
             self.over = true;
             return Err(std::io::Error::other("a reply message inflates past the limit"));
         }
         self.out += buf.len();
-        // Below MAX_MESSAGE: the most a message may still inflate to.
-        let left = (MAX_MESSAGE - self.out) as u32;
+        // The most a message may still inflate to.
+        let left = u32::try_from(self.max - self.out).unwrap_or(u32::MAX);
         if let Some(w) = self.wire.as_mut()
             && !self.bad
             && !w.walk(buf, left)
@@ -170,6 +174,19 @@ impl std::io::Write for Inflated {
 }
 
 impl Reader {
+    /// A reader that takes messages of up to `max` bytes when that is more
+    /// than [`MAX_MESSAGE`] (a reflection answer the caller bounds itself).
+    pub(crate) fn bounded(max: usize) -> Reader {
+        Reader {
+            max,
+            ..Reader::default()
+        }
+    }
+
+    fn max(&self) -> usize {
+        self.max.max(MAX_MESSAGE)
+    }
+
     /// The reply's headers: an HTTP 200 must be `application/grpc`
     /// (another status is mapped to a gRPC one, as gRPC does, whatever its
     /// content type).
@@ -249,7 +266,7 @@ impl Reader {
         self.inflate = None;
         self.wire = None;
         // Refused from its prefix, as grpc-go does, whatever is sent of it.
-        if self.left as usize > MAX_MESSAGE && self.flag & !1 == 0 {
+        if self.left as usize > self.max() && self.flag & !1 == 0 {
             return self.fail(TOO_LARGE);
         }
         match self.flag {
@@ -257,6 +274,7 @@ impl Reader {
             1 if self.gzip => {
                 let into = Inflated {
                     wire: self.proto.then(Wire::default),
+                    max: self.max(),
                     ..Inflated::default()
                 };
                 self.inflate = Some(Box::new(flate2::write::GzDecoder::new(into)));
