@@ -281,8 +281,8 @@ impl ErrorClass {
                 "gRPC: a gzip reply message does not inflate (corrupt, or cut short; grpc-go: INTERNAL)"
             }
             "grpc.too_large" => {
-                "gRPC: a gzip reply message inflates past 4 MiB, the largest message a client takes (grpc-go: \
-                 RESOURCE_EXHAUSTED)"
+                "gRPC: a reply message claims more than 4 MiB or a gzip one inflates past 4 MiB, the largest \
+                 message a client takes (grpc-go: RESOURCE_EXHAUSTED)"
             }
             "grpc.cardinality" => {
                 "gRPC: a unary call answered OK with no message, or with more than one (grpc-go: INTERNAL)"

@@ -17,6 +17,7 @@ pub use types::{DEFAULT_JS_TIMEOUT, JsStep, MAX_JS_CODE, MAX_JS_SETS, MAX_JS_TIM
 pub use types::{DEFAULT_MAX_BODY, MAX_MAX_BODY, SETUP_LIMIT, TEARDOWN_LIMIT, capture_names};
 pub use types::{MAX_MQTT_PAYLOAD, MqttMessage, MqttPayload, MqttStep, MqttVersion, mqtts, topic_matches};
 
+mod executor;
 mod js;
 mod mqtt;
 mod raw;
@@ -148,7 +149,7 @@ impl ScenarioPlan {
                 message: throng_plan::input::plain_types(&message),
             }
         })?;
-        Validator::new(text, file, reflect).plan(raw, read, target)
+        Validator::new(text, file, reflect, read).plan(raw, read, target)
     }
 }
 

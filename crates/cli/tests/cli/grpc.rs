@@ -45,6 +45,11 @@ impl GrpcServer {
         GrpcServer::spawn_with(None, false, false, &[("GRPC_COMPRESSION", "gzip")])
     }
 
+    /// One that compresses its replies with gzip and logs what it handled.
+    pub(crate) fn compressing_counting() -> GrpcServer {
+        GrpcServer::spawn_with(None, false, true, &[("GRPC_COMPRESSION", "gzip")])
+    }
+
     /// The Calls that reached the server's handler so far.
     pub(crate) fn calls(&self) -> u64 {
         let (_, log) = self.calls.as_ref().expect("a GrpcServer::counting server");

@@ -15,7 +15,7 @@ use throng_result::RunResult;
 const FAULTS: [(&str, &str); 8] = [
     ("grpc-not-protobuf", "grpc.decode"),
     ("grpc-html", "grpc.content_type"),
-    ("grpc-huge-prefix", "grpc.framing"),
+    ("grpc-huge-prefix", "grpc.too_large"),
     ("grpc-half-message", "grpc.framing"),
     ("grpc-compressed", "grpc.compressed"),
     ("grpc-reserved-flags", "grpc.framing"),

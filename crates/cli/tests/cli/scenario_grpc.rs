@@ -35,7 +35,11 @@ impl Ran {
 /// Runs `yaml` as `scenario.yaml` beside copies of tester.proto (in
 /// `protos/`) and common.proto (in `include/`).
 fn run_yaml(yaml: &str) -> Ran {
-    let dir = tempfile::tempdir().unwrap();
+    run_yaml_in(tempfile::tempdir().unwrap(), yaml)
+}
+
+/// [`run_yaml`] in `dir`, which may hold files the scenario reads.
+fn run_yaml_in(dir: tempfile::TempDir, yaml: &str) -> Ran {
     let d = dir.path();
     std::fs::create_dir_all(d.join("protos")).unwrap();
     std::fs::create_dir_all(d.join("include")).unwrap();
@@ -302,6 +306,119 @@ scenarios:
 }
 
 #[test]
+fn message_lists_are_sent_in_order_and_cycled_to_stream_messages() {
+    let server = GrpcServer::counting(None);
+    let yaml = format!(
+        r#"{}
+scenarios:
+  s:
+    executor: per-vu-iterations
+    vus: 2
+    iterations: 5
+    max_duration: 60s
+    flow:
+      - grpc:
+          name: upload
+          call: throngtest.Tester/Upload
+          messages:
+            - {{ name: a }}
+            - {{ name: "b{{{{vu}}}}" }}
+            - {{ name: c }}
+          check:
+            all read: {{ json: /message, equals: "received 3" }}
+      - grpc:
+          name: cycled
+          call: throngtest.Tester/Upload
+          messages: [{{ name: x }}, {{ name: y }}]
+          stream_messages: 5
+      - grpc:
+          name: chat
+          call: throngtest.Tester/Chat
+          messages_file: chat.jsonl
+          check:
+            vu 1 last: {{ body_contains: "hello last1" }}
+            vu 2 last: {{ body_contains: "hello last2" }}
+"#,
+        head(&server)
+    );
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("chat.jsonl"),
+        "{\"name\": \"first\"}\n\n{\"name\": \"second\"}\n{\"name\": \"last{{vu}}\"}\n",
+    )
+    .unwrap();
+    let r = run_yaml_in(dir, &yaml);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let res = r.result();
+    assert_books_balance(res);
+    let m = &res.measurements;
+    assert_eq!((m.requests.attempted, m.requests.ok), (30, 30), "{:?}", m.requests);
+    // Each iteration: 3 + 5 + 3 messages sent; 1 + 1 + 3 replies.
+    assert_eq!(m.messages_sent, 10 * 11);
+    assert_eq!(m.messages, 10 * 5);
+    let log = server.log();
+    assert_eq!(log.lines().filter(|l| *l == "upload 3").count(), 10, "{log}");
+    assert_eq!(log.lines().filter(|l| *l == "upload 5").count(), 10, "{log}");
+    assert_eq!(log.lines().filter(|l| *l == "chat 3").count(), 10, "{log}");
+    let st = m.scenario.as_ref().unwrap();
+    assert_eq!((st.checks["all read"].passes, st.checks["all read"].fails), (10, 0));
+    // The file's last line rendered per VU, its reply the one checks read.
+    for vu in ["vu 1 last", "vu 2 last"] {
+        assert_eq!((st.checks[vu].passes, st.checks[vu].fails), (5, 5), "{vu}");
+    }
+}
+
+#[test]
+fn gzip_steps_send_compressed_messages_and_read_compressed_replies() {
+    let server = GrpcServer::compressing_counting();
+    let long = "z".repeat(4000);
+    let yaml = format!(
+        r#"{}
+scenarios:
+  s:
+    executor: per-vu-iterations
+    vus: 2
+    iterations: 5
+    max_duration: 60s
+    flow:
+      - grpc:
+          name: upload
+          call: throngtest.Tester/Upload
+          encoding: gzip
+          messages: [{{ name: "{long}" }}, {{ name: "{long}{{{{vu}}}}" }}, {{ name: "{long}" }}]
+          check:
+            all read: {{ json: /message, equals: "received 3" }}
+      - grpc:
+          name: chat
+          call: throngtest.Tester/Chat
+          encoding: gzip
+          message: {{ name: "{long}" }}
+          stream_messages: 2
+          check:
+            last reply: {{ body_contains: "hello zzz" }}
+"#,
+        head(&server)
+    );
+    let r = run_yaml(&yaml);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let res = r.result();
+    assert_books_balance(res);
+    let m = &res.measurements;
+    assert_eq!((m.requests.attempted, m.requests.ok), (20, 20), "{:?}", m.requests);
+    assert_eq!((m.messages_sent, m.messages), (50, 30));
+    // The server inflated every message it counted; 50 messages of 4000
+    // bytes went as a few KB.
+    let log = server.log();
+    assert_eq!(log.lines().filter(|l| *l == "upload 3").count(), 10, "{log}");
+    assert_eq!(log.lines().filter(|l| *l == "chat 2").count(), 10, "{log}");
+    assert!(m.bytes.sent * 4 < 50 * 4000, "sent {}", m.bytes.sent);
+    // Its replies were compressed, and inflated for the checks.
+    let st = m.scenario.as_ref().unwrap();
+    assert_eq!((st.checks["all read"].passes, st.checks["all read"].fails), (10, 0));
+    assert_eq!((st.checks["last reply"].passes, st.checks["last reply"].fails), (10, 0));
+}
+
+#[test]
 fn over_tls_the_calls_speak_h2_by_alpn() {
     let dir = tempfile::tempdir().unwrap();
     let certs = dir.path().join("certs");
@@ -466,6 +583,63 @@ fn the_files_mistakes_exit_2_with_where_they_are() {
     ));
     assert!(
         refused(&r).contains("stream_messages: 0; give 1 to 100000"),
+        "{}",
+        r.stderr
+    );
+    // A list of messages for a unary method, or beside message:; a list
+    // that is empty; an encoding throng does not have.
+    let r = run_yaml(&flow(
+        "          call: throngtest.Tester/Call\n          messages: [{ name: a }, { name: b }]\n",
+    ));
+    let e = refused(&r);
+    assert!(
+        e.contains(&at(&r, 11)) && e.contains("messages: throngtest.Tester/Call takes one request message"),
+        "{e}"
+    );
+    let r = run_yaml(&flow(
+        "          call: throngtest.Tester/Upload\n          message: {}\n          messages: [{}]\n",
+    ));
+    assert!(refused(&r).contains("give one of message:"), "{}", r.stderr);
+    let r = run_yaml(&flow(
+        "          call: throngtest.Tester/Upload\n          messages: []\n",
+    ));
+    assert!(refused(&r).contains("messages: has no message"), "{}", r.stderr);
+    let r = run_yaml(&flow(
+        "          call: throngtest.Tester/Upload\n          messages: [{ nmae: a }]\n",
+    ));
+    assert!(refused(&r).contains("message 1 of the list"), "{}", r.stderr);
+    let r = run_yaml(&flow(
+        "          call: throngtest.Tester/Upload\n          encoding: br\n",
+    ));
+    assert!(
+        refused(&r).contains("encoding: br; throng compresses with gzip"),
+        "{}",
+        r.stderr
+    );
+    // messages_file: not JSON, a line past 4 MiB, a device.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("bad.jsonl"), "{\"name\": \"a\"}\n{name: b}\n").unwrap();
+    let step = "          call: throngtest.Tester/Upload\n          messages_file: bad.jsonl\n";
+    let r = run_yaml_in(dir, &flow(step));
+    let e = refused(&r);
+    assert!(
+        e.contains(&at(&r, 11)) && e.contains("'bad.jsonl' line 2: not JSON"),
+        "{e}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let huge = format!("{{\"name\": \"{}\"}}\n", "x".repeat(5 << 20));
+    std::fs::write(dir.path().join("huge.jsonl"), huge).unwrap();
+    let step = "          call: throngtest.Tester/Upload\n          messages_file: huge.jsonl\n";
+    let r = run_yaml_in(dir, &flow(step));
+    assert!(
+        refused(&r).contains("'huge.jsonl' line 1 is 5242892 bytes; a message is at most 4 MiB"),
+        "{}",
+        r.stderr
+    );
+    let step = "          call: throngtest.Tester/Upload\n          messages_file: /dev/zero\n";
+    let r = run_yaml(&flow(step));
+    assert!(
+        refused(&r).contains("messages_file: cannot read '/dev/zero'"),
         "{}",
         r.stderr
     );

@@ -21,8 +21,9 @@ use throng_scenario::{CaptureFrom, CheckKind, GrpcStep, ResponseView};
 
 use super::flight::{begin, captures_and_checks, not_sent, unanswered};
 use super::ops::{GrpcOp, ReqOp, Scen, Vu, with_scen};
-use super::render::{Rendered, for_step, vu_reads};
+use super::render::{Rendered, for_step, json_list, vu_reads};
 use crate::ctx::Ctx;
+use crate::proto::grpc::frame::{gzip_messages, last_inflated};
 use crate::proto::http1::Keep;
 use crate::proto::http2::{CallShape, Requests};
 use crate::proto::vu::{stream_reply, stream_request, stream_session, stream_slot};
@@ -61,7 +62,8 @@ impl GrpcOp {
                 head: false,
                 req: r.clone(),
             },
-            framed: g.framed.clone().map(Bytes::from),
+            // Compressed once, when the step has no template.
+            framed: g.framed.as_deref().and_then(|f| framed_for(g, f.to_vec())),
             expect: StatusSet::from_codes(&g.expect),
             timeout_header: g.deadline.map(grpc_timeout),
             decode,
@@ -87,6 +89,14 @@ pub(super) async fn call(ctx: &Ctx, sc: &Scen, vu: &mut Vu, g: &GrpcOp, origin: 
     let Ok(rendered) = for_step(sc, vu, &op.req, ctx.spec.trace.as_ref()) else {
         return;
     };
+    // A list's messages, when one has a template.
+    let texts = match (&g.framed, g.step.messages.is_empty()) {
+        (None, false) => match json_list(sc, vu, &g.step.messages) {
+            Ok(t) => Some(t),
+            Err(()) => return,
+        },
+        _ => None,
+    };
     let (started, mut flight, mut row) = begin(ctx, sc, vu, &op.tags, &op.req.name);
     flight.traced(vu.trace, origin.unwrap_or(started), row.row());
     if let Some(r) = row.row() {
@@ -104,24 +114,25 @@ pub(super) async fn call(ctx: &Ctx, sc: &Scen, vu: &mut Vu, g: &GrpcOp, origin: 
     };
     let body = match (&g.framed, &g.step.method) {
         (Some(f), _) => f.clone(),
-        (None, Some(m)) => match std::str::from_utf8(&rendered.body).map(|json| m.encode(json)) {
-            Ok(Ok(b)) => Bytes::from(b),
-            _ => return not_sent(ctx, op, flight, row, ErrorClass::Protocol),
+        (None, Some(m)) => match encode(m, g, &rendered.body, texts) {
+            Some(b) => b,
+            None => return not_sent(ctx, op, flight, row, ErrorClass::Protocol),
         },
         // A plan read back from a result has no descriptors; never run.
         (None, None) => return not_sent(ctx, op, flight, row, ErrorClass::Protocol),
     };
-    // A client stream sends the message stream_messages times.
-    let requests = g.step.client_streaming.then(|| {
-        let n = g.step.stream_messages.unwrap_or(1);
-        Requests::of(&body, g.step.stream_rate).times(n)
-    });
-    let body = match &requests {
-        Some(r) if r.ends.len() > 1 => match repeat(&body, r.ends.len()) {
-            Some(b) => b,
+    // A client stream sends its messages in order, cycled to
+    // stream_messages.
+    let (body, requests) = if g.step.client_streaming {
+        match cycle(&body, g.step.stream_messages) {
+            Some(b) => {
+                let r = Requests::of(&b, g.step.stream_rate);
+                (b, Some(r))
+            }
             None => return not_sent(ctx, op, flight, row, ErrorClass::Protocol),
-        },
-        _ => body,
+        }
+    } else {
+        (body, None)
     };
     let Some((request, request_len)) = call_request(sc, g, rendered, body.len()) else {
         return not_sent(ctx, op, flight, row, ErrorClass::Protocol);
@@ -197,7 +208,8 @@ pub(super) async fn call(ctx: &Ctx, sc: &Scen, vu: &mut Vu, g: &GrpcOp, origin: 
                 with_scen(ctx, |r| r.body_truncated());
             }
             let json = match (&g.step.method, g.decode) {
-                (Some(m), true) => m.decode_last(slot.body()),
+                // A gzip reply's last message inflated first.
+                (Some(m), true) => last_inflated(slot.body()).and_then(|last| m.decode_last(&last)),
                 _ => None,
             };
             let view = ResponseView {
@@ -213,16 +225,49 @@ pub(super) async fn call(ctx: &Ctx, sc: &Scen, vu: &mut Vu, g: &GrpcOp, origin: 
     }
 }
 
-/// `message` (one framed message) `n` times, or None past the body limit
-/// (a templated message that renders large).
-fn repeat(message: &Bytes, n: usize) -> Option<Bytes> {
-    let len = message
-        .len()
-        .checked_mul(n)
-        .filter(|&l| l as u64 <= throng_plan::MAX_BODY_BYTES)?;
-    let mut body = Vec::with_capacity(len);
-    for _ in 0..n {
-        body.extend_from_slice(message);
+/// The step's framed messages as a call sends them: gzip-compressed with
+/// `encoding: gzip`. None past the body limit.
+fn framed_for(g: &GrpcStep, framed: Vec<u8>) -> Option<Bytes> {
+    if g.gzip {
+        gzip_messages(&framed).map(Bytes::from)
+    } else {
+        Some(Bytes::from(framed))
+    }
+}
+
+/// The rendered messages (the list's `texts`, else the request's body)
+/// encoded and framed, one after another; None when one does not fit the
+/// method's input type.
+fn encode(m: &throng_scenario::grpc::Method, g: &GrpcOp, body: &[u8], texts: Option<Vec<String>>) -> Option<Bytes> {
+    let mut framed = Vec::new();
+    match texts {
+        Some(texts) => {
+            for t in &texts {
+                framed.extend_from_slice(&m.encode(t).ok()?);
+            }
+        }
+        None => framed = m.encode(std::str::from_utf8(body).ok()?).ok()?,
+    }
+    framed_for(&g.step, framed)
+}
+
+/// `messages` (whole framed messages) cycled to `n` (none: as they are),
+/// or None past the body limit (templated messages that render large).
+fn cycle(messages: &Bytes, n: Option<u64>) -> Option<Bytes> {
+    let ends = Requests::of(messages, None).ends;
+    let k = ends.len();
+    let n = n.map_or(k, |n| usize::try_from(n).unwrap_or(usize::MAX));
+    if n == k || k == 0 {
+        return Some(messages.clone());
+    }
+    let mut body = Vec::new();
+    for i in 0..n {
+        let j = i % k;
+        let start = if j == 0 { 0 } else { ends[j - 1] };
+        body.extend_from_slice(messages.get(start..ends[j])?);
+        if body.len() as u64 > throng_plan::MAX_BODY_BYTES {
+            return None;
+        }
     }
     Some(Bytes::from(body))
 }
@@ -262,6 +307,12 @@ fn call_request(sc: &Scen, g: &GrpcOp, rendered: Rendered, body_len: usize) -> O
         request_len += 12 + t.len() + 4;
         map.insert("grpc-timeout", v);
     }
+    if g.step.gzip {
+        let gzip = http::HeaderValue::from_static("gzip");
+        request_len += ("grpc-encoding".len() + 4 + 4) + ("grpc-accept-encoding".len() + 4 + 4);
+        map.insert("grpc-encoding", gzip.clone());
+        map.insert("grpc-accept-encoding", gzip);
+    }
     Some((request, request_len))
 }
 
@@ -274,5 +325,18 @@ mod tests {
         assert_eq!(grpc_timeout(Duration::from_millis(250)), "250m");
         assert_eq!(grpc_timeout(Duration::from_micros(10)), "1m");
         assert_eq!(grpc_timeout(Duration::from_secs(200_000)), "200000S");
+    }
+
+    #[test]
+    fn a_list_of_messages_is_cycled_in_order() {
+        let (a, b) = (&[0u8, 0, 0, 0, 1, 7][..], &[0u8, 0, 0, 0, 0][..]);
+        let list = Bytes::from([a, b].concat());
+        assert_eq!(cycle(&list, None).unwrap(), list);
+        assert_eq!(cycle(&list, Some(2)).unwrap(), list);
+        assert_eq!(cycle(&list, Some(3)).unwrap(), Bytes::from([a, b, a].concat()));
+        assert_eq!(cycle(&list, Some(1)).unwrap(), Bytes::from(a.to_vec()));
+        // One message of 1 MiB 100 times is past 64 MiB.
+        let big = Bytes::from([&[0u8, 0, 0x10, 0, 0][..], &vec![0u8; 1 << 20]].concat());
+        assert!(cycle(&big, Some(100)).is_none());
     }
 }

@@ -178,6 +178,25 @@ pub(super) fn render(sc: &Scen, vu: &mut Vu, req: &Request, trace: Option<&Trace
     Ok(Rendered { target, headers, body })
 }
 
+/// A list of JSON messages rendered for `vu`, each its text. Err: an
+/// expression failed, and the VU's `fault` says which.
+pub(super) fn json_list(sc: &Scen, vu: &mut Vu, list: &[JsonTemplate]) -> Result<Vec<String>, ()> {
+    let mut cx = context(sc, vu);
+    let mut out = Vec::with_capacity(list.len());
+    for j in list {
+        let mut text = String::new();
+        write_json(j, &mut cx, &mut text);
+        out.push(text);
+    }
+    let failed = cx.failed.take();
+    drop(cx);
+    if let Some(message) = failed {
+        vu.fault = Some(message);
+        return Err(());
+    }
+    Ok(out)
+}
+
 fn write_json(j: &JsonTemplate, cx: &mut Context<'_>, out: &mut String) {
     match j {
         JsonTemplate::Value(v) => out.push_str(&v.to_string()),

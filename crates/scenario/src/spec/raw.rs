@@ -428,6 +428,9 @@ pub(super) struct RawGrpc {
     pub(super) name: Option<String>,
     pub(super) call: String,
     pub(super) message: Option<serde_yaml_ng::Value>,
+    pub(super) messages: Option<Vec<serde_yaml_ng::Value>>,
+    pub(super) messages_file: Option<String>,
+    pub(super) encoding: Option<String>,
     #[serde(default)]
     pub(super) metadata: BTreeMap<String, String>,
     pub(super) deadline: Option<Dur>,

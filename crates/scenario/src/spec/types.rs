@@ -6,6 +6,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use throng_plan::{HttpVersion, StatusSet, TlsSettings};
 
+pub use super::executor::{Executor, Stage};
 pub use super::js::{DEFAULT_JS_TIMEOUT, JsStep, MAX_JS_CODE, MAX_JS_SETS, MAX_JS_TIMEOUT};
 pub use super::mqtt::{MAX_MQTT_PAYLOAD, MqttMessage, MqttPayload, MqttStep, MqttVersion, topic_matches};
 pub use crate::base_url::BaseUrl;
@@ -88,120 +89,6 @@ pub struct DataSpec {
     pub rows: Vec<Vec<String>>,
     /// How many rows.
     pub row_count: usize,
-}
-
-/// A ramp stage: reach `target` linearly over `duration`.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Stage {
-    /// How long.
-    #[serde(with = "throng_plan::serde_duration")]
-    pub duration: Duration,
-    /// VUs (ramping-vus) or iterations per time unit (ramping-arrival-rate).
-    pub target: f64,
-}
-
-/// How a scenario starts iterations.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "executor", rename_all = "kebab-case")]
-pub enum Executor {
-    /// `vus` VUs loop the flow for `duration`.
-    ConstantVus {
-        /// VUs.
-        vus: u64,
-        /// How long.
-        #[serde(with = "throng_plan::serde_duration")]
-        duration: Duration,
-    },
-    /// VUs follow the stages linearly from `start_vus`.
-    RampingVus {
-        /// VUs at the start.
-        start_vus: u64,
-        /// The ramp.
-        stages: Vec<Stage>,
-        /// How long VUs above the target may finish their iteration.
-        #[serde(with = "throng_plan::serde_duration")]
-        graceful_ramp_down: Duration,
-    },
-    /// Each of `vus` VUs runs the flow `iterations` times.
-    PerVuIterations {
-        /// VUs.
-        vus: u64,
-        /// Iterations per VU.
-        iterations: u64,
-        /// Give up after this long.
-        #[serde(with = "throng_plan::serde_duration")]
-        max_duration: Duration,
-    },
-    /// `vus` VUs share `iterations` iterations.
-    SharedIterations {
-        /// VUs.
-        vus: u64,
-        /// Iterations in all.
-        iterations: u64,
-        /// Give up after this long.
-        #[serde(with = "throng_plan::serde_duration")]
-        max_duration: Duration,
-    },
-    /// `rate` iterations start per `time_unit`, whatever the responses do.
-    ConstantArrivalRate {
-        /// Iterations per time unit.
-        rate: f64,
-        /// The time unit.
-        #[serde(with = "throng_plan::serde_duration")]
-        time_unit: Duration,
-        /// How long.
-        #[serde(with = "throng_plan::serde_duration")]
-        duration: Duration,
-        /// VUs ready at the start.
-        pre_allocated_vus: u64,
-        /// VUs at most.
-        max_vus: u64,
-    },
-    /// The arrival rate follows the stages linearly from `start_rate`.
-    RampingArrivalRate {
-        /// Iterations per time unit at the start.
-        start_rate: f64,
-        /// The time unit.
-        #[serde(with = "throng_plan::serde_duration")]
-        time_unit: Duration,
-        /// The ramp (targets are rates).
-        stages: Vec<Stage>,
-        /// VUs ready at the start.
-        pre_allocated_vus: u64,
-        /// VUs at most.
-        max_vus: u64,
-    },
-}
-
-impl Executor {
-    /// How long the executor schedules iterations (without graceful stops).
-    pub fn length(&self) -> Duration {
-        match self {
-            Executor::ConstantVus { duration, .. } | Executor::ConstantArrivalRate { duration, .. } => *duration,
-            Executor::RampingVus { stages, .. } | Executor::RampingArrivalRate { stages, .. } => {
-                stages.iter().map(|s| s.duration).sum()
-            }
-            Executor::PerVuIterations { max_duration, .. } | Executor::SharedIterations { max_duration, .. } => {
-                *max_duration
-            }
-        }
-    }
-
-    /// True for the arrival-rate (open-model) executors.
-    pub fn is_open(&self) -> bool {
-        matches!(
-            self,
-            Executor::ConstantArrivalRate { .. } | Executor::RampingArrivalRate { .. }
-        )
-    }
-
-    /// The stages, for those that have them.
-    pub fn stages(&self) -> &[Stage] {
-        match self {
-            Executor::RampingVus { stages, .. } | Executor::RampingArrivalRate { stages, .. } => stages,
-            _ => &[],
-        }
-    }
 }
 
 /// A pause.
@@ -314,11 +201,12 @@ pub struct GrpcStep {
     /// The method streams its replies (captures and checks read the last).
     #[serde(default)]
     pub server_streaming: bool,
-    /// The method streams its requests: `stream_messages` of the message
-    /// (rendered once a call), paced by `stream_rate`, then a half-close.
+    /// The method streams its requests: `stream_messages` messages (each
+    /// rendered once a call), paced by `stream_rate`, then a half-close.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub client_streaming: bool,
-    /// Messages a client-streaming call sends (1 unless given).
+    /// Messages a client-streaming call sends (unless given: 1, or as many
+    /// as `messages`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stream_messages: Option<u64>,
     /// Messages per second within a client-streaming call (none: as fast
@@ -332,9 +220,18 @@ pub struct GrpcStep {
     /// The method's descriptors (not in results).
     #[serde(skip)]
     pub method: Option<crate::grpc::Method>,
-    /// The framed message, when it has no template (encoded once).
+    /// The framed message (or each of `messages`, in order), when none
+    /// has a template (encoded once).
     #[serde(skip)]
     pub framed: Option<Vec<u8>>,
+    /// `messages:` (or `messages_file:`'s lines), sent in order by a
+    /// client-streaming call, cycled to `stream_messages`; empty: the one
+    /// message of `request.body`. Not in results.
+    #[serde(skip)]
+    pub messages: Vec<JsonTemplate>,
+    /// `encoding: gzip`: request messages compressed (`grpc-encoding`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub gzip: bool,
 }
 
 /// One message of a `websocket:` step, in order.
@@ -743,6 +640,7 @@ impl ScenarioPlan {
                     .flat_map(|s| mqtts(&s.flow))
                     .flat_map(MqttStep::templates),
             )
+            .chain(self.all_flows().flat_map(|s| grpc_lists(&s.flow)))
             .chain(&targets)
             .flat_map(Template::env_names)
             .collect();
@@ -946,16 +844,32 @@ pub(super) fn ws_templates(w: &WebSocket) -> Vec<&Template> {
     out
 }
 
-/// The templates a request renders itself (not `defaults.headers`).
-pub(super) fn templates(r: &Request) -> Vec<&Template> {
-    fn json<'a>(j: &'a JsonTemplate, out: &mut Vec<&'a Template>) {
-        match j {
-            JsonTemplate::Text(t) => out.push(t),
-            JsonTemplate::Array(a) => a.iter().for_each(|x| json(x, out)),
-            JsonTemplate::Object(o) => o.iter().for_each(|(_, x)| json(x, out)),
-            JsonTemplate::Value(_) => {}
+/// The templates in a JSON template, in order.
+pub(super) fn json_templates<'a>(j: &'a JsonTemplate, out: &mut Vec<&'a Template>) {
+    match j {
+        JsonTemplate::Text(t) => out.push(t),
+        JsonTemplate::Array(a) => a.iter().for_each(|x| json_templates(x, out)),
+        JsonTemplate::Object(o) => o.iter().for_each(|(_, x)| json_templates(x, out)),
+        JsonTemplate::Value(_) => {}
+    }
+}
+
+/// The templates of the `grpc:` steps' lists of messages in a flow,
+/// groups entered.
+pub(super) fn grpc_lists(flow: &[Step]) -> Vec<&Template> {
+    let mut out = Vec::new();
+    for s in flow {
+        match s {
+            Step::Grpc(g) => g.messages.iter().for_each(|j| json_templates(j, &mut out)),
+            s => s.nested().into_iter().for_each(|f| out.extend(grpc_lists(f))),
         }
     }
+    out
+}
+
+/// The templates a request renders itself (not `defaults.headers`).
+pub(super) fn templates(r: &Request) -> Vec<&Template> {
+    let json = json_templates;
     let mut out = vec![&r.path];
     out.extend(r.query.iter().chain(&r.headers).map(|(_, t)| t));
     match &r.body {

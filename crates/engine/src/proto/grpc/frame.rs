@@ -6,9 +6,10 @@
 //!                                 grpc-encoding given? gzip?
 //!  DATA chunks ──────── feed() ─► 5-byte prefix (flag, length), message:
 //!                                 flag 0 or 1 (1 only with grpc-encoding,
-//!                                 and only gzip is inflated: at most
-//!                                 MAX_INFLATED bytes), the message's
-//!                                 protobuf wire format walked
+//!                                 and only gzip is inflated), at most
+//!                                 MAX_MESSAGE bytes on the wire and
+//!                                 inflated, the message's protobuf
+//!                                 wire format walked
 //!  end of stream ────── end() ──► not inside a prefix or a message
 //!  status ───────────── cardinality(): a unary call's OK has one message
 //! ```
@@ -35,12 +36,74 @@ pub(crate) const CARDINALITY: &str = "cardinality";
 pub(crate) const ENCODING: &str = "encoding";
 /// A gzip message that does not inflate (corrupt, or cut short).
 pub(crate) const DECOMPRESS: &str = "decompress";
-/// A gzip message that inflates past [`MAX_INFLATED`] (a decompression bomb).
+/// A message whose prefix claims more than [`MAX_MESSAGE`], or a gzip
+/// message that inflates past it (a decompression bomb).
 pub(crate) const TOO_LARGE: &str = "too_large";
 
-/// The most bytes a compressed reply message may inflate to: grpc-go's
-/// default largest message a client receives (4 MiB).
-pub(crate) const MAX_INFLATED: usize = 4 << 20;
+/// The most bytes a reply message may have, as its prefix claims it and
+/// once inflated: grpc-go's default largest message a client receives
+/// (4 MiB), which it refuses as `RESOURCE_EXHAUSTED` from the prefix alone.
+pub(crate) const MAX_MESSAGE: usize = 4 << 20;
+
+/// Each framed message of `body` (throng's own, whole messages)
+/// compressed with gzip, its flag set; None past 64 MiB.
+pub(crate) fn gzip_messages(body: &[u8]) -> Option<Vec<u8>> {
+    use std::io::Write as _;
+    let mut out = Vec::with_capacity(body.len() / 2 + 32);
+    let mut rest = body;
+    while let Some(p) = rest.get(..5) {
+        let len = u32::from_be_bytes([p[1], p[2], p[3], p[4]]) as usize;
+        let message = rest.get(5..5 + len)?;
+        rest = &rest[5 + len..];
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        e.write_all(message).ok()?;
+        let packed = e.finish().ok()?;
+        out.push(1);
+        out.extend_from_slice(&u32::try_from(packed.len()).ok()?.to_be_bytes());
+        out.extend_from_slice(&packed);
+        if out.len() as u64 > throng_plan::MAX_BODY_BYTES {
+            return None;
+        }
+    }
+    Some(out)
+}
+
+/// The last whole message of a reply body kept (its flag and prefix
+/// read), framed uncompressed: a gzip one inflated, at most
+/// [`MAX_MESSAGE`] bytes. None when there is none, or it does not inflate
+/// within the bound.
+pub(crate) fn last_inflated(body: &[u8]) -> Option<Vec<u8>> {
+    use std::io::Read as _;
+    let mut rest = body;
+    let mut last = None;
+    while let Some(p) = rest.get(..5) {
+        let len = u32::from_be_bytes([p[1], p[2], p[3], p[4]]) as usize;
+        let Some(m) = rest.get(5..5 + len) else {
+            break;
+        };
+        last = Some((p[0], m));
+        rest = &rest[5 + len..];
+    }
+    let (flag, message) = last?;
+    let plain = match flag {
+        0 => message.to_vec(),
+        1 => {
+            let mut out = Vec::new();
+            let d = flate2::read::GzDecoder::new(message);
+            d.take(MAX_MESSAGE as u64 + 1).read_to_end(&mut out).ok()?;
+            if out.len() > MAX_MESSAGE {
+                return None;
+            }
+            out
+        }
+        _ => return None,
+    };
+    let mut framed = Vec::with_capacity(plain.len() + 5);
+    framed.push(0);
+    framed.extend_from_slice(&u32::try_from(plain.len()).ok()?.to_be_bytes());
+    framed.extend_from_slice(&plain);
+    Some(framed)
+}
 
 /// Deepest group nesting a message may have (protobuf's recursion limit).
 const MAX_GROUPS: u16 = 100;
@@ -69,29 +132,33 @@ pub(crate) struct Reader {
     gzip: bool,
     /// The compressed message being read, inflating as it arrives.
     inflate: Option<Box<flate2::write::GzDecoder<Inflated>>>,
+    /// The largest message taken, past [`MAX_MESSAGE`] (0: that).
+    max: usize,
 }
 
 /// Where a compressed message inflates to: counted (at most
-/// [`MAX_INFLATED`]) and walked, not kept.
+/// [`MAX_MESSAGE`]) and walked, not kept.
 #[derive(Debug, Default)]
 struct Inflated {
     wire: Option<Wire>,
     out: usize,
-    /// It went past [`MAX_INFLATED`].
+    /// It went past `max`.
     over: bool,
+    /// The most it may inflate to.
+    max: usize,
     /// The walk found it is not protobuf.
     bad: bool,
 }
 
 impl std::io::Write for Inflated {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        if buf.len() > MAX_INFLATED - self.out {
+        if buf.len() > self.max - self.out {
             self.over = true;
             return Err(std::io::Error::other("a reply message inflates past the limit"));
         }
         self.out += buf.len();
-        // Below MAX_INFLATED: the most a message may still inflate to.
-        let left = (MAX_INFLATED - self.out) as u32;
+        // The most a message may still inflate to.
+        let left = u32::try_from(self.max - self.out).unwrap_or(u32::MAX);
         if let Some(w) = self.wire.as_mut()
             && !self.bad
             && !w.walk(buf, left)
@@ -107,6 +174,19 @@ impl std::io::Write for Inflated {
 }
 
 impl Reader {
+    /// A reader that takes messages of up to `max` bytes when that is more
+    /// than [`MAX_MESSAGE`] (a reflection answer the caller bounds itself).
+    pub(crate) fn bounded(max: usize) -> Reader {
+        Reader {
+            max,
+            ..Reader::default()
+        }
+    }
+
+    fn max(&self) -> usize {
+        self.max.max(MAX_MESSAGE)
+    }
+
     /// The reply's headers: an HTTP 200 must be `application/grpc`
     /// (another status is mapped to a gRPC one, as gRPC does, whatever its
     /// content type).
@@ -184,11 +264,17 @@ impl Reader {
     fn start(&mut self) {
         self.left = u32::from_be_bytes(self.len);
         self.inflate = None;
+        self.wire = None;
+        // Refused from its prefix, as grpc-go does, whatever is sent of it.
+        if self.left as usize > self.max() && self.flag & !1 == 0 {
+            return self.fail(TOO_LARGE);
+        }
         match self.flag {
             0 => {}
             1 if self.gzip => {
                 let into = Inflated {
                     wire: self.proto.then(Wire::default),
+                    max: self.max(),
                     ..Inflated::default()
                 };
                 self.inflate = Some(Box::new(flate2::write::GzDecoder::new(into)));
@@ -412,7 +498,7 @@ mod tests {
         // Just at the bound: one bytes field filling it, whole; a byte
         // more is too large.
         let at_bound = |extra: usize| {
-            let n = MAX_INFLATED - 1 - 4 + extra;
+            let n = MAX_MESSAGE - 1 - 4 + extra;
             let mut m = vec![0x0a];
             let mut v = n;
             for _ in 0..3 {
@@ -420,7 +506,7 @@ mod tests {
                 v >>= 7;
             }
             m.push(v as u8);
-            m.resize(MAX_INFLATED + extra, 7);
+            m.resize(MAX_MESSAGE + extra, 7);
             read(&frame(1, &gzip(&m)), 65536, Some(b"gzip"))
         };
         assert_eq!(at_bound(0), (1, None));
@@ -428,8 +514,23 @@ mod tests {
     }
 
     #[test]
+    fn messages_compress_and_the_last_reply_inflates_within_the_bound() {
+        let body = [frame(0, GOOD), frame(0, &[])].concat();
+        let zipped = gzip_messages(&body).unwrap();
+        // Read back as a gzip reply: both messages, whole.
+        assert_eq!(read(&zipped, 3, Some(b"gzip")), (2, None));
+        assert_eq!(last_inflated(&zipped), Some(frame(0, &[])));
+        let two = [frame(1, &gzip(GOOD)), frame(0, b"x")].concat();
+        assert_eq!(last_inflated(&two), Some(frame(0, b"x")));
+        assert_eq!(last_inflated(&two[..two.len() - 1]), Some(frame(0, GOOD)));
+        // A bomb is not inflated past the bound.
+        assert_eq!(last_inflated(&frame(1, &gzip(&vec![0u8; MAX_MESSAGE + 1]))), None);
+        assert_eq!(last_inflated(&[]), None);
+    }
+
+    #[test]
     fn each_fault_is_its_class() {
-        let cases: [(Vec<u8>, &str); 9] = [
+        let cases: [(Vec<u8>, &str); 11] = [
             (frame(0, &[0xff, 0xff, 0xff]), DECODE),
             // Field number 0; wire type 7; a length past the message.
             (frame(0, &[0x00, 0x01]), DECODE),
@@ -446,8 +547,11 @@ mod tests {
             ),
             (frame(2, GOOD), FRAMING),
             (frame(1, GOOD), COMPRESSED),
-            // 4 GiB claimed, 10 bytes given.
-            ([&[0, 0xff, 0xff, 0xff, 0xff][..], &[0x08; 10]].concat(), FRAMING),
+            // 4 GiB claimed, 10 bytes given: refused from the prefix.
+            ([&[0, 0xff, 0xff, 0xff, 0xff][..], &[0x08; 10]].concat(), TOO_LARGE),
+            // A byte past 4 MiB claimed, compressed or not.
+            ([&[0, 0, 0x40, 0, 1][..], &[0x08; 10]].concat(), TOO_LARGE),
+            ([&[1, 0, 0x40, 0, 1][..], &[0x08; 10]].concat(), TOO_LARGE),
         ];
         for (body, fault) in cases {
             for size in [1, 4, body.len()] {

@@ -241,9 +241,16 @@ impl Shared {
                     }
                     if let Some(r) = s.reader.as_mut() {
                         let n = r.feed(data);
+                        let fault = r.fault;
                         if n > 0 {
                             let (t, _) = at(s);
                             s.slot.message_at(n, t);
+                        }
+                        // The call failed there, as a gRPC client ends it:
+                        // nothing more is read or inflated of it (the
+                        // exchange resets the stream when it takes it).
+                        if let Some(fault) = fault {
+                            s.finish(Err(ErrorClass::Grpc(fault)));
                         }
                     }
                     if let Some(t) = s.tap.as_mut() {

@@ -139,16 +139,6 @@ impl Requests {
         }
     }
 
-    /// The same one message `n` times over (a scenario's client stream):
-    /// the ends of the body that repeats it.
-    pub(crate) fn times(mut self, n: u64) -> Requests {
-        if let [one] = self.ends[..] {
-            // At most MAX_STREAM_MESSAGES (checked when the file was read).
-            self.ends = (1..=n as usize).map(|i| one * i).collect();
-        }
-        self
-    }
-
     /// Messages whose every byte is among the first `bytes` of the body.
     pub(crate) fn sent(&self, bytes: usize) -> u64 {
         self.ends.partition_point(|&e| e <= bytes) as u64

@@ -301,6 +301,8 @@ pub(super) fn start(
     }
     // Until the driver's write stamps it (Shared::stamp_sent).
     let queued = Instant::now();
+    // A message may be as large as the body the caller keeps, past 4 MiB.
+    let reader = grpc.then(|| Reader::bounded(slot.keep.body));
     let mut streams = sh.streams.borrow_mut();
     // Room for one more, not Vec's four at a time: a connection with
     // one stream in flight (`--streams 1`, a VU's) keeps one entry.
@@ -313,7 +315,7 @@ pub(super) fn start(
         grpc,
         grpc_head: None,
         grpc_trailers: None,
-        reader: grpc.then(Reader::default),
+        reader,
         tap: tap.then(Vec::new),
         body: rest,
         half,

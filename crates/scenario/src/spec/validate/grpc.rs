@@ -1,7 +1,7 @@
 //! A `grpc:` step: the `proto:` its method comes from (files, or the
 //! server's reflection, asked once the file is checked) and its message.
 
-use super::request::literal_json;
+use super::grpc_messages::Given;
 use super::*;
 
 impl Validator<'_> {
@@ -42,8 +42,7 @@ impl Validator<'_> {
         let here: Vec<&str> = vec![self.root.get(), key, "grpc:", &call_at];
         // The field's key after the call's line, for errors.
         let at = |field: &str| self.key_path(&here, field);
-        let (message_at, metadata_at) = (at("message"), at("metadata"));
-        let message_at: Vec<&str> = message_at.iter().map(String::as_str).collect();
+        let metadata_at = at("metadata");
         let metadata_at: Vec<&str> = metadata_at.iter().map(String::as_str).collect();
         let proto = self.proto.borrow().clone();
         let Some(proto) = proto else {
@@ -68,14 +67,22 @@ impl Validator<'_> {
                 None
             }
         };
-        let body = match g.message {
-            Some(m) => Body::Json(self.json(&message_at, m)?),
-            None => Body::None,
-        };
+        let sent = self.grpc_messages(
+            &at,
+            Given {
+                message: g.message,
+                messages: g.messages,
+                file: g.messages_file,
+            },
+        )?;
+        let list_at = sent.field.map_or_else(|| at("message"), &at);
+        let list_at: Vec<&str> = list_at.iter().map(String::as_str).collect();
+        let body = sent.body;
         let framed = match &method {
-            Some(m) => self.framed(m, &body, &message_at)?,
+            Some(m) => self.framed_list(m, &body, &sent.list, &list_at)?,
             None => None,
         };
+        let gzip = self.grpc_encoding(&at("encoding"), g.encoding.as_deref())?;
         let mut headers = Vec::new();
         for (k, v) in &g.metadata {
             let lower = k.to_ascii_lowercase();
@@ -125,19 +132,16 @@ impl Validator<'_> {
             _ => {}
         }
         if let Some(m) = &method {
-            self.streams_fit(&here, m, g.stream_messages, g.stream_rate)?;
+            self.streams_fit(&here, m, (g.stream_messages, g.stream_rate), sent.field)?;
         }
         let (captures, checks) = self.captures_and_checks(&here, g.capture, g.check)?;
-        if let (Some(f), Some(n)) = (&framed, g.stream_messages)
-            && (f.len() as u64).saturating_mul(n) > throng_plan::MAX_BODY_BYTES
-        {
-            return Err(self.err(
-                &at("stream_messages"),
-                format!(
-                    "stream_messages: {n} messages of {} bytes come to more than 64 MiB a call; send fewer",
-                    f.len()
-                ),
-            ));
+        if let Some(f) = &framed {
+            let field = if g.stream_messages.is_some() {
+                "stream_messages"
+            } else {
+                sent.field.unwrap_or("message")
+            };
+            self.call_fits(&at(field), f, g.stream_messages.or(sent.field.is_none().then_some(1)))?;
         }
         let call = method
             .as_ref()
@@ -170,6 +174,8 @@ impl Validator<'_> {
             call,
             method,
             framed,
+            messages: sent.list,
+            gzip,
         })
     }
 
@@ -193,22 +199,31 @@ impl Validator<'_> {
         }
     }
 
-    /// `stream_messages:` and `stream_rate:` are for a client-streaming
-    /// method only.
+    /// `stream_messages:`, `stream_rate:` and a list of messages (`list`:
+    /// its field) are for a client-streaming method only.
     fn streams_fit(
         &self,
         here: &[&str],
         method: &crate::grpc::Method,
-        n: Option<u64>,
-        rate: Option<u32>,
+        (n, rate): (Option<u64>, Option<u32>),
+        list: Option<&str>,
     ) -> Result<(), ScenarioError> {
         if method.client_streaming() {
             return Ok(());
         }
-        let field = match (n, rate) {
-            (Some(_), _) => "stream_messages",
-            (None, Some(_)) => "stream_rate",
-            (None, None) => return Ok(()),
+        let field = match (list, n, rate) {
+            (Some(f), _, _) => {
+                return Err(self.err(
+                    &self.key_path(here, f).iter().map(String::as_str).collect::<Vec<_>>(),
+                    format!(
+                        "{f}: {} takes one request message a call (not client-streaming); give message: instead",
+                        method.call()
+                    ),
+                ));
+            }
+            (None, Some(_), _) => "stream_messages",
+            (None, None, Some(_)) => "stream_rate",
+            (None, None, None) => return Ok(()),
         };
         Err(self.err(
             &self
@@ -221,23 +236,6 @@ impl Validator<'_> {
                 method.call()
             ),
         ))
-    }
-
-    /// A message without templates, encoded now: once for the run, and an
-    /// error is the file's (at `at`), not a failed call.
-    fn framed(&self, method: &crate::grpc::Method, body: &Body, at: &[&str]) -> Result<Option<Vec<u8>>, ScenarioError> {
-        let json = match body {
-            Body::None => serde_json::json!({}),
-            Body::Json(j) => match literal_json(j) {
-                Some(v) => v,
-                None => return Ok(None),
-            },
-            _ => return Ok(None),
-        };
-        method
-            .encode(&json.to_string())
-            .map(Some)
-            .map_err(|e| self.err(at, format!("message: {e}; give it in protobuf's JSON mapping")))
     }
 
     /// Looks up the methods of `grpc:` steps whose scenario asks its
@@ -290,10 +288,15 @@ impl Validator<'_> {
                 };
                 let method = crate::grpc::find_method(&pool, &g.call)
                     .map_err(|e| self.err(&here, format!("call: {e} (from {}'s server reflection)", target.url)))?;
-                g.framed = self.framed(&method, &g.request.body, &here)?;
+                g.framed = self.framed_list(&method, &g.request.body, &g.messages, &here)?;
                 g.server_streaming = method.server_streaming();
                 g.client_streaming = method.client_streaming();
-                self.streams_fit(&here, &method, g.stream_messages, g.stream_rate)?;
+                let list = (!g.messages.is_empty()).then_some("messages");
+                self.streams_fit(&here, &method, (g.stream_messages, g.stream_rate), list)?;
+                if let Some(f) = &g.framed {
+                    let n = g.stream_messages.or(list.is_none().then_some(1));
+                    self.call_fits(&here.iter().map(|s| s.to_string()).collect::<Vec<_>>(), f, n)?;
+                }
                 g.method = Some(method);
             }
         }

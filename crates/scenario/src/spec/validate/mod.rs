@@ -14,6 +14,7 @@ use crate::template::{Template, is_identifier};
 
 mod control;
 mod grpc;
+mod grpc_messages;
 mod js;
 mod mqtt;
 mod request;
@@ -51,6 +52,8 @@ pub(super) struct Validator<'a> {
     proto: std::cell::RefCell<Option<Proto>>,
     /// Asks a server's reflection for descriptors (`throng run`).
     reflect: Option<&'a crate::grpc::Reflect<'a>>,
+    /// Reads a file the scenario names, relative to it (bounded).
+    read: &'a dyn Fn(&str) -> Result<String, String>,
     /// The top-level key the flow being checked sits under (`scenarios:`,
     /// or `setup:` / `teardown:`), where errors start looking for it.
     root: std::cell::Cell<&'static str>,
@@ -74,12 +77,18 @@ enum Proto {
 }
 
 impl<'a> Validator<'a> {
-    pub(super) fn new(text: &'a str, file: &'a str, reflect: Option<&'a crate::grpc::Reflect<'a>>) -> Self {
+    pub(super) fn new(
+        text: &'a str,
+        file: &'a str,
+        reflect: Option<&'a crate::grpc::Reflect<'a>>,
+        read: &'a dyn Fn(&str) -> Result<String, String>,
+    ) -> Self {
         Validator {
             text,
             file,
             proto: std::cell::RefCell::new(None),
             reflect,
+            read,
             root: std::cell::Cell::new("scenarios:"),
             metrics: std::cell::RefCell::new(Vec::new()),
             depth: std::cell::Cell::new(0),

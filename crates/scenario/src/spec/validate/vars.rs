@@ -107,6 +107,12 @@ fn units(flow: &[Step]) -> Vec<Unit<'_>> {
                     _ => continue,
                 };
                 let mut items: Vec<Use<'_>> = templates(r).into_iter().map(Use::Template).collect();
+                if let Step::Grpc(g) = s {
+                    // A list's messages: as the body's templates.
+                    let mut list = Vec::new();
+                    g.messages.iter().for_each(|j| json_templates(j, &mut list));
+                    items.extend(list.into_iter().map(Use::Template));
+                }
                 items.extend(r.captures.iter().map(|c| Use::Capture(c.var.as_str())));
                 out.push(Unit {
                     name: &r.name,
