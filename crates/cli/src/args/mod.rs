@@ -18,7 +18,8 @@ mod storm;
 mod tools;
 
 pub use self::common::{
-    ExportArgs, Format, IoArg, LiveArgs, OutputArgs, ReachArgs, RepeatArgs, SegmentArgs, TargetsOrder, TlsArgs,
+    ExportArgs, Format, IoArg, LiveArgs, OutputArgs, PushArgs, ReachArgs, RepeatArgs, SegmentArgs, TargetsOrder,
+    TlsArgs,
 };
 use self::distributed::{AGENT_HELP, COORDINATE_HELP};
 pub use self::distributed::{AgentCmd, CoordinateCmd};

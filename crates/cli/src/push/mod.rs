@@ -300,6 +300,9 @@ struct Side {
     /// The record at the end of the previous run (each run's result holds
     /// its own share).
     reported: PushRecord,
+    /// The labels on every series: the config's, with the run named again
+    /// by [`Pusher::name_run`].
+    common: Vec<(&'static str, String)>,
 }
 
 /// The batch waiting for the push thread: at most one, since each batch
@@ -360,6 +363,7 @@ impl Pusher {
             endpoint: config.shown.clone(),
             ..PushRecord::default()
         };
+        let common = config.common.clone();
         Ok(Pusher {
             config,
             step_scenarios,
@@ -371,6 +375,7 @@ impl Pusher {
                 last_ms: 0,
                 start_ms: unix_ms(),
                 reported,
+                common,
             }),
             stop,
             thread: Some(thread),
@@ -379,6 +384,16 @@ impl Pusher {
 
     fn stats(&self) -> std::sync::MutexGuard<'_, Stats> {
         self.stats.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Names the test `run_id` on every series from now on.
+    pub fn name_run(&self, run_id: &str) {
+        let mut side = self.side.lock().unwrap_or_else(PoisonError::into_inner);
+        for (name, value) in &mut side.common {
+            if *name == "run_id" {
+                *value = run_id.to_string();
+            }
+        }
     }
 
     /// A tick of the current run: pushes when the interval has passed.
@@ -458,7 +473,7 @@ impl Pusher {
         Batch {
             start_unix_ms: side.start_ms.min(unix_ms - 1),
             unix_ms,
-            common: self.config.common.clone(),
+            common: side.common.clone(),
             series: batch::collect(m, gauges, &self.step_scenarios),
         }
     }

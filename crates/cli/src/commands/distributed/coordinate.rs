@@ -173,7 +173,7 @@ pub fn run_with(mut c: CoordinateCmd, given: Given) -> anyhow::Result<ExitCode> 
     }
     // Listening before any agent is asked: a busy --prometheus address is
     // a usage error, not a run cut short.
-    let mut view = super::live::LiveView::new(c.agents.len(), c.prometheus, thresholds, abort, c.quiet)?;
+    let mut view = super::live::LiveView::new(&c, thresholds, abort)?;
     let control = given.control.unwrap_or_else(|| {
         let control = throng_engine::Control::new();
         crate::signals::forward_to(&control);
@@ -207,12 +207,10 @@ pub fn run_with(mut c: CoordinateCmd, given: Given) -> anyhow::Result<ExitCode> 
         aborted,
     } = driven?;
     let signalled = control.was_interrupted();
-    let (code, merged) = finish(&c, &agents, &points, parts, aborted, (once, once_notes))?;
-    if let Some(m) = merged {
-        // A signal during the linger ends it (one that stopped the run
-        // does not: the last scrape still sees the totals).
-        view.finish(&m, c.prometheus_linger, || !signalled && control.was_interrupted());
-    }
+    let code = finish(&c, &agents, &points, parts, aborted, (once, once_notes), &view)?;
+    // A signal during the linger ends it (one that stopped the run does
+    // not: the last scrape still sees the totals).
+    view.linger(c.prometheus_linger, || !signalled && control.was_interrupted());
     Ok(code)
 }
 
@@ -253,7 +251,7 @@ fn drive(
     // The run's name: a connection that breaks resumes it by this.
     let run_id = super::secure::nonce().map_err(|e| anyhow::anyhow!(e))?;
     let start_at = now_ms() + START_AHEAD.as_millis() as u64;
-    view.starts_at(Instant::now() + START_AHEAD);
+    view.starts_at(Instant::now() + START_AHEAD, start_at);
     for (i, a) in agents.iter_mut().enumerate() {
         let run = Msg::Run {
             command: c.command.clone(),
@@ -619,8 +617,8 @@ fn reconnect(addr: &str, access: &Access, run_id: &str) -> Result<Conn, String> 
     ))
 }
 
-/// Merges the parts, writes --json/--html, prints the report, and says how
-/// the whole ended.
+/// Merges the parts, shows and pushes the merged totals (`view`), writes
+/// --json/--html, prints the report, and says how the whole ended.
 fn finish(
     c: &CoordinateCmd,
     agents: &[Agent],
@@ -628,7 +626,8 @@ fn finish(
     parts: Vec<Part>,
     aborted: Option<String>,
     (once, once_notes): (Vec<throng_engine::OnceRun>, Vec<String>),
-) -> anyhow::Result<(ExitCode, Option<throng_metrics::Measurements>)> {
+    view: &super::live::LiveView,
+) -> anyhow::Result<ExitCode> {
     let mut results = Vec::new();
     let mut notes = Vec::new();
     let mut missing = Vec::new();
@@ -680,6 +679,10 @@ fn finish(
             .notes
             .push(format!("stopped early {failed} failed on the agents' merged figures"));
     }
+    // The final point of the live series is the merged result's totals.
+    let (remote_write, otlp) = view.finished(&merged.measurements);
+    merged.remote_write = with_agents(remote_write, merged.remote_write.take());
+    merged.otlp = with_agents(otlp, merged.otlp.take());
     if let Some(path) = &c.json {
         crate::commands::shared::write_result(path, &merged)?;
     }
@@ -712,10 +715,25 @@ fn finish(
                 "throng: coordinate: missing {}; the merged result names the missing segments; --allow-missing accepts it",
                 missing.join(", ")
             );
-            return Ok((Outcome::Failed.into(), Some(merged.measurements)));
+            return Ok(Outcome::Failed.into());
         }
     }
-    Ok((outcome.into(), Some(merged.measurements)))
+    Ok(outcome.into())
+}
+
+/// What the coordinator's push did, and the agents' own pushes (a command
+/// with --remote-write/--otlp) added to it: one record of every sample.
+fn with_agents(
+    ours: Option<throng_result::PushRecord>,
+    theirs: Option<throng_result::PushRecord>,
+) -> Option<throng_result::PushRecord> {
+    match (ours, theirs) {
+        (Some(mut a), Some(b)) => {
+            a.add(&b);
+            Some(a)
+        }
+        (a, b) => a.or(b),
+    }
 }
 
 /// How far the agent's clock was from this one's when it was greeted.
