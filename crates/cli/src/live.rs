@@ -13,6 +13,7 @@ use throng_metrics::Measurements;
 
 use crate::args::{LiveArgs, PushArgs};
 use crate::exit::UsageError;
+use crate::figures::AgentFigures;
 use crate::prometheus::Exporter;
 use crate::push::batch::Gauges;
 use crate::push::{Config, Encoder, Pusher};
@@ -98,14 +99,14 @@ impl Watch {
     pub fn tick(&self, p: &Progress) {
         let vus = || p.snapshot.as_deref().map_or(0, crate::progress::vus);
         if let Some(e) = &self.exporter {
-            e.update(p.snapshot.as_ref(), p.live.open_connections, vus());
+            e.update(p.snapshot.as_ref(), p.live.open_connections, vus(), &[]);
         }
         let gauges = crate::push::batch::Gauges {
             active_connections: p.live.open_connections,
             vus: vus(),
             running: true,
         };
-        self.pushes.tick(p.snapshot.as_ref(), gauges);
+        self.pushes.tick(p.snapshot.as_ref(), gauges, &[]);
         if let (Some((path, last)), Some(snapshot)) = (&self.snapshots, &p.snapshot) {
             let fresh = last.borrow().as_ref().is_none_or(|l| !Arc::ptr_eq(l, snapshot));
             if fresh {
@@ -125,9 +126,9 @@ impl Watch {
     /// the other). Writes what each push did during this run into the result.
     pub fn finished(&self, r: &mut throng_result::RunResult) {
         if let Some(e) = &self.exporter {
-            e.finished(&r.measurements);
+            e.finished(&r.measurements, &[]);
         }
-        (r.remote_write, r.otlp) = self.pushes.finished(&r.measurements);
+        (r.remote_write, r.otlp) = self.pushes.finished(&r.measurements, &[]);
     }
 
     /// Keeps serving for `--prometheus-linger` after the last run, so that a
@@ -227,20 +228,25 @@ impl Pushes {
         }
     }
 
-    /// A tick of the current run: each push sends when its interval passed.
-    pub fn tick(&self, snapshot: Option<&Arc<Measurements>>, gauges: Gauges) {
+    /// A tick of the current run: each push sends when its interval
+    /// passed, `agents`' own series beside the merged ones.
+    pub fn tick(&self, snapshot: Option<&Arc<Measurements>>, gauges: Gauges, agents: &[AgentFigures]) {
         for p in self.each() {
-            p.tick(snapshot, gauges);
+            p.tick(snapshot, gauges, agents);
         }
     }
 
     /// A run ended with `m`: both pushes send it and are waited for (one
     /// after the other, bounded); what each did during the run, for the
     /// result's `remote_write` and `otlp`.
-    pub fn finished(&self, m: &Measurements) -> (Option<throng_result::PushRecord>, Option<throng_result::PushRecord>) {
+    pub fn finished(
+        &self,
+        m: &Measurements,
+        agents: &[AgentFigures],
+    ) -> (Option<throng_result::PushRecord>, Option<throng_result::PushRecord>) {
         (
-            self.remote_write.as_ref().map(|p| p.finished(m)),
-            self.otlp.as_ref().map(|p| p.finished(m)),
+            self.remote_write.as_ref().map(|p| p.finished(m, agents)),
+            self.otlp.as_ref().map(|p| p.finished(m, agents)),
         )
     }
 }

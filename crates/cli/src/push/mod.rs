@@ -36,6 +36,7 @@ use throng_metrics::Measurements;
 use throng_result::PushRecord;
 
 use crate::exit::UsageError;
+use crate::figures::AgentFigures;
 use batch::{Batch, Gauges};
 
 /// A header value given on the command line: never shown (Debug included).
@@ -396,8 +397,9 @@ impl Pusher {
         }
     }
 
-    /// A tick of the current run: pushes when the interval has passed.
-    pub fn tick(&self, snapshot: Option<&Arc<Measurements>>, gauges: Gauges) {
+    /// A tick of the current run: pushes when the interval has passed;
+    /// `agents`' own series go beside the merged ones (`--per-agent`).
+    pub fn tick(&self, snapshot: Option<&Arc<Measurements>>, gauges: Gauges, agents: &[AgentFigures]) {
         let Some(snapshot) = snapshot else { return };
         let mut side = self.side.lock().unwrap_or_else(PoisonError::into_inner);
         if side.last_push.elapsed() < self.config.interval {
@@ -407,15 +409,15 @@ impl Pusher {
         let mut m = side.before.clone();
         // Adding up throng's own recorders cannot fail (same shapes).
         let _ = m.merge(snapshot, Duration::ZERO);
-        let batch = self.batch(&mut side, &m, gauges);
+        let batch = self.batch(&mut side, &m, gauges, agents);
         drop(side);
         self.send(batch);
     }
 
     /// A run ended with these measurements (the result's): pushes the
-    /// final totals, waits for the queue to empty (bounded), and returns
-    /// this run's share of the counts.
-    pub fn finished(&self, m: &Measurements) -> PushRecord {
+    /// final totals (and `agents`' own, each its result's), waits for the
+    /// queue to empty (bounded), and returns this run's share of the counts.
+    pub fn finished(&self, m: &Measurements, agents: &[AgentFigures]) -> PushRecord {
         let mut side = self.side.lock().unwrap_or_else(PoisonError::into_inner);
         // The series are never pushed: leave them out of what every tick copies.
         let mut done = m.clone();
@@ -428,7 +430,7 @@ impl Pusher {
         }
         let _ = side.before.merge(&done, Duration::ZERO);
         let total = side.before.clone();
-        let batch = self.batch(&mut side, &total, Gauges::default());
+        let batch = self.batch(&mut side, &total, Gauges::default(), agents);
         // The batch in flight ends within one request's time (it is not
         // retried once this one waits), then this one takes at most its own.
         self.send(batch);
@@ -464,7 +466,7 @@ impl Pusher {
         share
     }
 
-    fn batch(&self, side: &mut Side, m: &Measurements, gauges: Gauges) -> Batch {
+    fn batch(&self, side: &mut Side, m: &Measurements, gauges: Gauges, agents: &[AgentFigures]) -> Batch {
         let now = unix_ms();
         // Strictly later than the last batch: a receiver refuses a second
         // value at the same instant.
@@ -474,7 +476,14 @@ impl Pusher {
             start_unix_ms: side.start_ms.min(unix_ms - 1),
             unix_ms,
             common: side.common.clone(),
-            series: batch::collect(m, gauges, &self.step_scenarios),
+            series: batch::collect(m, gauges, &self.step_scenarios)
+                .into_iter()
+                .chain(
+                    agents
+                        .iter()
+                        .flat_map(|a| batch::collect_agent(a, &self.step_scenarios)),
+                )
+                .collect(),
         }
     }
 
@@ -734,9 +743,9 @@ mod tests {
         let snapshot = Arc::new(m.clone());
         for _ in 0..12 {
             std::thread::sleep(Duration::from_millis(110));
-            p.tick(Some(&snapshot), Gauges::default());
+            p.tick(Some(&snapshot), Gauges::default(), &[]);
         }
-        let r = p.finished(&m);
+        let r = p.finished(&m, &[]);
         let s = p.stats().clone();
         assert_eq!(s.pending, 0);
         assert_eq!(
@@ -765,7 +774,7 @@ mod tests {
         let p = Pusher::start(c, BTreeMap::new()).unwrap();
         let mut m = Measurements::default();
         m.requests.ok = 5;
-        let r = p.finished(&m);
+        let r = p.finished(&m, &[]);
         assert!(r.samples_failed > 0, "{r:?}");
         assert_eq!((r.samples_sent, r.samples_dropped, r.pushes_failed), (0, 0, 1), "{r:?}");
         assert!(r.last_error.is_some());

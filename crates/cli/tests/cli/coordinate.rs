@@ -238,7 +238,7 @@ impl Drop for Running {
 }
 
 /// Waits (bounded) until `path` holds a result document.
-fn wait_for_result(path: &Path, child: &mut Child) -> RunResult {
+pub(crate) fn wait_for_result(path: &Path, child: &mut Child) -> RunResult {
     let deadline = std::time::Instant::now() + common::RUN_LIMIT;
     while std::time::Instant::now() < deadline {
         if let Some(r) = std::fs::File::open(path)
@@ -262,7 +262,7 @@ fn wait_for_result(path: &Path, child: &mut Child) -> RunResult {
 }
 
 /// Waits (bounded) for `child` to end: its exit code.
-fn wait_end(child: &mut Child) -> i32 {
+pub(crate) fn wait_end(child: &mut Child) -> i32 {
     let deadline = std::time::Instant::now() + common::RUN_LIMIT;
     while std::time::Instant::now() < deadline {
         if let Some(status) = child.try_wait().unwrap() {

@@ -145,6 +145,14 @@ pub fn run_with(mut c: CoordinateCmd, given: Given) -> anyhow::Result<ExitCode> 
     let (rewritten, _) = super::files::rewrite(&c.command, &files, probe).map_err(cannot_ship)?;
     super::files::only_in(&check_command(&rewritten)?, probe).map_err(|p| cannot_ship(format!("'{p}'")))?;
     crate::commands::export::check_outputs(&[("--json", c.json.as_deref()), ("--html", c.html.as_deref())])?;
+    if c.per_agent && c.prometheus.is_none() && c.push.remote_write.is_none() && c.push.otlp.is_none() {
+        return Err(UsageError(
+            "--per-agent shows each agent on /metrics and in the pushes: give --prometheus, --remote-write or \
+             --otlp too"
+                .into(),
+        )
+        .into());
+    }
     let access = Access {
         token: match given.token {
             Some(t) => t,
@@ -629,6 +637,8 @@ fn finish(
     view: &super::live::LiveView,
 ) -> anyhow::Result<ExitCode> {
     let mut results = Vec::new();
+    // The agent each result is of.
+    let mut of_agent = Vec::new();
     let mut notes = Vec::new();
     let mut missing = Vec::new();
     for (i, (a, part)) in agents.iter().zip(parts).enumerate() {
@@ -643,6 +653,7 @@ fn finish(
                 ));
                 notes.push(clock_note(a));
                 results.push(r);
+                of_agent.push(i);
             }
             Err(why) => {
                 say!(
@@ -680,7 +691,12 @@ fn finish(
             .push(format!("stopped early {failed} failed on the agents' merged figures"));
     }
     // The final point of the live series is the merged result's totals.
-    let (remote_write, otlp) = view.finished(&merged.measurements);
+    let per_agent: Vec<(usize, &throng_metrics::Measurements)> = of_agent
+        .iter()
+        .zip(&results)
+        .map(|(&i, r)| (i, &r.measurements))
+        .collect();
+    let (remote_write, otlp) = view.finished(&merged.measurements, &per_agent);
     merged.remote_write = with_agents(remote_write, merged.remote_write.take());
     merged.otlp = with_agents(otlp, merged.otlp.take());
     if let Some(path) = &c.json {

@@ -12,13 +12,18 @@ use throng_scenario::Threshold;
 
 use crate::args::CoordinateCmd;
 use crate::exit::UsageError;
+use crate::figures::AgentFigures;
 use crate::live::{LiveFigures, Pushes};
 use crate::prometheus::Exporter;
 use crate::push::batch::Gauges;
 
 pub struct LiveView {
     /// Each agent's latest figures and their sequence number.
-    latest: Vec<Option<(u64, LiveFigures<Measurements>)>>,
+    latest: Vec<Option<(u64, AgentFigures)>>,
+    /// Each agent's `agent` label (by index).
+    labels: Vec<String>,
+    /// --per-agent: each agent's figures shown and pushed beside the merged ones.
+    per_agent: bool,
     exporter: Option<Exporter>,
     pushes: Pushes,
     /// Each threshold, and whether its failure stops the run.
@@ -65,6 +70,13 @@ impl LiveView {
             .collect();
         Ok(LiveView {
             latest: c.agents.iter().map(|_| None).collect(),
+            labels: c
+                .agents
+                .iter()
+                .enumerate()
+                .map(|(i, a)| AgentFigures::label(i, a))
+                .collect(),
+            per_agent: c.per_agent,
             exporter,
             pushes,
             thresholds,
@@ -90,7 +102,14 @@ impl LiveView {
             return;
         }
         if let Ok(f) = serde_json::from_value::<LiveFigures<Measurements>>(value) {
-            *slot = Some((seq, f));
+            let figures = AgentFigures {
+                agent: self.labels.get(i).cloned().unwrap_or_default(),
+                measurements: Arc::new(f.measurements),
+                open_connections: f.open_connections,
+                vus: f.vus,
+                running: true,
+            };
+            *slot = Some((seq, figures));
             self.dirty = true;
         }
     }
@@ -164,29 +183,54 @@ impl LiveView {
                 (!v.passed && v.observed.is_some()).then(|| format!("'{}' ({})", t.text, v.detail))
             });
         let m = Arc::new(m);
+        let agents: Vec<AgentFigures> = if self.per_agent {
+            self.latest.iter().flatten().map(|(_, f)| f.clone()).collect()
+        } else {
+            Vec::new()
+        };
         if let Some(e) = &self.exporter {
-            e.update(Some(&m), open, vus);
+            e.update(Some(&m), open, vus, &agents);
         }
         let gauges = Gauges {
             active_connections: open,
             vus,
             running: true,
         };
-        self.pushes.tick(Some(&m), gauges);
+        self.pushes.tick(Some(&m), gauges, &agents);
         failed
     }
 
-    /// The run ended with these merged measurements: the endpoint shows
-    /// exactly them from now on, the pushes send them (waited for,
-    /// bounded). What each push did, for the merged result.
-    pub fn finished(&self, m: &Measurements) -> (Option<throng_result::PushRecord>, Option<throng_result::PushRecord>) {
+    /// The run ended with these merged measurements, and `results` of the
+    /// agents (by index) that returned one: the endpoint shows exactly them
+    /// from now on, the pushes send them (waited for, bounded). An agent
+    /// without a result is left out, as the merged result leaves it out.
+    /// What each push did, for the merged result.
+    pub fn finished(
+        &self,
+        m: &Measurements,
+        results: &[(usize, &Measurements)],
+    ) -> (Option<throng_result::PushRecord>, Option<throng_result::PushRecord>) {
         if self.shown {
             say!();
         }
+        let agents: Vec<AgentFigures> = if self.per_agent {
+            results
+                .iter()
+                .map(|&(i, r)| AgentFigures {
+                    agent: self.labels.get(i).cloned().unwrap_or_default(),
+                    measurements: Arc::new(r.clone()),
+                    open_connections: 0,
+                    vus: 0,
+                    running: false,
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         if let Some(e) = &self.exporter {
-            e.finished(m);
+            e.finished(m, &agents);
         }
-        self.pushes.finished(m)
+        self.pushes.finished(m, &agents)
     }
 
     /// Keeps serving the endpoint for `linger`, unless `cut_short`.
