@@ -786,6 +786,44 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn each_agent_is_shown_beside_the_merged_figures_under_its_label() {
+        let mut f = figures();
+        let one = f.current.clone().unwrap();
+        f.agents = ["1 127.0.0.1:7001", "2 127.0.0.1:7002"]
+            .map(|agent| AgentFigures {
+                agent: agent.into(),
+                measurements: Arc::clone(&one),
+                open_connections: 1,
+                vus: 0,
+                running: true,
+            })
+            .to_vec();
+        let text = render(&f);
+        assert!(text.contains("throng_requests_total{outcome=\"ok\"} 10\n"), "{text}");
+        for agent in ["1 127.0.0.1:7001", "2 127.0.0.1:7002"] {
+            for line in [
+                format!("throng_requests_total{{agent=\"{agent}\",outcome=\"ok\"}} 10\n"),
+                format!("throng_active_connections{{agent=\"{agent}\"}} 1\n"),
+                format!("throng_phase_duration_seconds_count{{agent=\"{agent}\",phase=\"response\"}} 4\n"),
+                format!(
+                    "throng_step_requests_total{{agent=\"{agent}\",scenario=\"\",step=\"login\",result=\"ok\"}} 3\n"
+                ),
+            ] {
+                assert!(text.contains(&line), "{line} not in {text}");
+            }
+        }
+        // One family each: a name's TYPE line is never repeated.
+        let types: Vec<&str> = text.lines().filter(|l| l.starts_with("# TYPE")).collect();
+        let mut unique = types.clone();
+        unique.dedup();
+        assert_eq!(types.len(), unique.len(), "{text}");
+        assert!(
+            text.contains("throng_active_connections 3\n") || text.contains("throng_active_connections{} 3\n"),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn every_name_rendered_is_listed() {
         let text = render(&figures());
         for line in text.lines().filter(|l| !l.starts_with('#')) {

@@ -101,9 +101,6 @@ pub struct CoordinateCmd {
     /// agent label
     #[arg(long = "per-agent")]
     pub per_agent: bool,
-    /// `--remote-write` and `--otlp`: the merged live figures pushed.
-    #[command(flatten)]
-    pub push: PushArgs,
     /// No live progress line
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
@@ -111,4 +108,8 @@ pub struct CoordinateCmd {
     /// (after --)
     #[arg(last = true, required = true, value_name = "COMMAND")]
     pub command: Vec<String>,
+    /// `--remote-write` and `--otlp`: the merged live figures pushed (last:
+    /// their "Live metrics" heading would go on to the flags after them).
+    #[command(flatten)]
+    pub push: PushArgs,
 }

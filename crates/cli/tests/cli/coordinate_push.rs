@@ -218,3 +218,34 @@ fn otlp_and_metrics_hold_the_merged_totals_and_each_agent_s() {
         "the header leaked"
     );
 }
+
+/// `--per-agent` with nothing to show it on, and a push URL the
+/// coordinator cannot use, are usage errors before any agent is asked; a
+/// header's value never shows.
+#[test]
+fn per_agent_alone_or_a_bad_push_url_is_a_usage_error() {
+    let coordinate = |extra: &[&str]| {
+        let out = output(
+            throng()
+                .args(["coordinate", "--agents", "127.0.0.1:9"])
+                .args(extra)
+                .args(["--", "http", "http://127.0.0.1:9/", "-n", "1"]),
+        );
+        (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let (code, stderr) = coordinate(&["--per-agent"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--per-agent") && stderr.contains("give --prometheus, --remote-write or --otlp"),
+        "{stderr}"
+    );
+    let auth = format!("Authorization {SECRET}");
+    let (code, stderr) = coordinate(&["--otlp", "ftp://127.0.0.1:9/v1/metrics", "--otlp-header", &auth]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("--otlp ftp://"), "{stderr}");
+    let (code, stderr) = coordinate(&["--remote-write", "http://127.0.0.1:9/w", "--remote-write-header", &auth]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("--remote-write-header (#1)"), "{stderr}");
+    assert!(!stderr.contains(SECRET), "{stderr}");
+    assert!(!stderr.contains("cannot connect"), "an agent was asked: {stderr}");
+}
