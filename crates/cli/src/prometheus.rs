@@ -320,12 +320,15 @@ fn encode_outcomes(enc: &mut DescriptorEncoder, views: &[View]) -> Result<(), st
     Ok(())
 }
 
+/// A family of one value per view: its name, help, type, and the value.
+type Total<'a> = (&'a str, &'a str, MetricType, &'a dyn Fn(&View) -> u64);
+
 /// Dropped arrivals, bytes, and the gauges: open connections, VUs, running.
 fn encode_totals(enc: &mut DescriptorEncoder, views: &[View]) -> Result<(), std::fmt::Error> {
     let each = |ty: MetricType, value: &dyn Fn(&View) -> u64| -> Vec<(Vec<(&'static str, String)>, Value)> {
         views.iter().map(|v| (v.labels(vec![]), Value(ty, value(v)))).collect()
     };
-    let families: [(&str, &str, MetricType, &dyn Fn(&View) -> u64); 6] = [
+    let families: [Total; 6] = [
         (
             "dropped",
             "Arrivals the schedule could not start (open loop: no connection free).",

@@ -99,7 +99,7 @@ pub enum Command {
     Agent(AgentCmd),
     /// Run one command on several agents at once, started together, results merged exactly.
     #[command(after_help = COORDINATE_HELP)]
-    Coordinate(CoordinateCmd),
+    Coordinate(Box<CoordinateCmd>),
     /// (internal) One process of `storm --procs N`: reads its orders (the validated plan and its
     /// part) as JSON on stdin, prints its result document
     #[command(name = "storm-part", hide = true)]
