@@ -11,9 +11,11 @@ use std::time::{Duration, Instant};
 use throng_engine::{Control, Progress};
 use throng_metrics::Measurements;
 
-use crate::args::LiveArgs;
+use crate::args::{LiveArgs, PushArgs};
 use crate::exit::UsageError;
+use crate::figures::AgentFigures;
 use crate::prometheus::Exporter;
+use crate::push::batch::Gauges;
 use crate::push::{Config, Encoder, Pusher};
 
 /// Writes `figures` to `path` whole (a file beside it, renamed over it): a
@@ -33,8 +35,7 @@ fn write_snapshot(path: &std::path::Path, figures: &LiveFigures<&Measurements>) 
 /// The endpoint and the push (when asked for) across every run of a command.
 pub struct Watch {
     exporter: Option<Exporter>,
-    remote_write: Option<Pusher>,
-    otlp: Option<Pusher>,
+    pushes: Pushes,
     linger: Duration,
     /// The first run's control: Ctrl-C and SIGTERM mark it, whichever run
     /// they stop, so a signal during the linger ends it.
@@ -67,37 +68,7 @@ impl Watch {
     ) -> anyhow::Result<Watch> {
         // One run_id for both pushes: the agreed start, or this process's own.
         let run_id = start_at_unix_ms.map_or_else(crate::push::local_run_id, |ms| format!("{ms:x}"));
-        let agent_and_run = (agent, Some(run_id));
-        let pusher = |encoder: Encoder,
-                      url: &Option<String>,
-                      headers: &[crate::push::Secret],
-                      interval: Duration,
-                      timeout: Duration,
-                      cacert: Option<&std::path::Path>|
-         -> anyhow::Result<Option<Pusher>> {
-            let Some(url) = url else { return Ok(None) };
-            let (agent, run_id) = agent_and_run.clone();
-            let config = Config::new(encoder, url, headers, interval, timeout, agent, run_id, cacert)?;
-            let pusher = Pusher::start(config, step_scenarios.clone())
-                .map_err(|e| anyhow::anyhow!("{}: cannot start the push thread ({e})", encoder.flag()))?;
-            Ok(Some(pusher))
-        };
-        let remote_write = pusher(
-            Encoder::RemoteWrite,
-            &args.remote_write,
-            &args.remote_write_header,
-            args.remote_write_interval,
-            args.remote_write_timeout,
-            args.remote_write_cacert.as_deref(),
-        )?;
-        let otlp = pusher(
-            Encoder::Otlp,
-            &args.otlp,
-            &args.otlp_header,
-            args.otlp_interval,
-            args.otlp_timeout,
-            args.otlp_cacert.as_deref(),
-        )?;
+        let pushes = Pushes::start(&args.push, &step_scenarios, agent, run_id)?;
         let exporter = match args.prometheus {
             Some(addr) => Some(Exporter::start(addr, step_scenarios).map_err(|e| {
                 UsageError(format!(
@@ -108,8 +79,7 @@ impl Watch {
         };
         Ok(Watch {
             exporter,
-            remote_write,
-            otlp,
+            pushes,
             linger: args.prometheus_linger,
             control: RefCell::new(None),
             snapshots: args.live_snapshots.clone().map(|p| (p, RefCell::new(None))),
@@ -120,12 +90,7 @@ impl Watch {
     /// will read them.
     pub fn prepare(&self, control: &Control, display_shown: bool) {
         self.control.borrow_mut().get_or_insert_with(|| control.clone());
-        if self.exporter.is_some()
-            || self.remote_write.is_some()
-            || self.otlp.is_some()
-            || self.snapshots.is_some()
-            || display_shown
-        {
+        if self.exporter.is_some() || self.pushes.any() || self.snapshots.is_some() || display_shown {
             control.want_snapshots();
         }
     }
@@ -134,16 +99,14 @@ impl Watch {
     pub fn tick(&self, p: &Progress) {
         let vus = || p.snapshot.as_deref().map_or(0, crate::progress::vus);
         if let Some(e) = &self.exporter {
-            e.update(p.snapshot.as_ref(), p.live.open_connections, vus());
+            e.update(p.snapshot.as_ref(), p.live.open_connections, vus(), &[]);
         }
-        for push in self.remote_write.iter().chain(&self.otlp) {
-            let gauges = crate::push::batch::Gauges {
-                active_connections: p.live.open_connections,
-                vus: vus(),
-                running: true,
-            };
-            push.tick(p.snapshot.as_ref(), gauges);
-        }
+        let gauges = crate::push::batch::Gauges {
+            active_connections: p.live.open_connections,
+            vus: vus(),
+            running: true,
+        };
+        self.pushes.tick(p.snapshot.as_ref(), gauges, &[]);
         if let (Some((path, last)), Some(snapshot)) = (&self.snapshots, &p.snapshot) {
             let fresh = last.borrow().as_ref().is_none_or(|l| !Arc::ptr_eq(l, snapshot));
             if fresh {
@@ -163,10 +126,9 @@ impl Watch {
     /// the other). Writes what each push did during this run into the result.
     pub fn finished(&self, r: &mut throng_result::RunResult) {
         if let Some(e) = &self.exporter {
-            e.finished(&r.measurements);
+            e.finished(&r.measurements, &[]);
         }
-        r.remote_write = self.remote_write.as_ref().map(|p| p.finished(&r.measurements));
-        r.otlp = self.otlp.as_ref().map(|p| p.finished(&r.measurements));
+        (r.remote_write, r.otlp) = self.pushes.finished(&r.measurements, &[]);
     }
 
     /// Keeps serving for `--prometheus-linger` after the last run, so that a
@@ -187,5 +149,104 @@ impl Watch {
             }
             std::thread::sleep(left.min(Duration::from_millis(50)));
         }
+    }
+}
+
+/// The pushes `--remote-write` and `--otlp` asked for (a run's, or a
+/// coordinator's merged figures): each started, or None.
+pub struct Pushes {
+    remote_write: Option<Pusher>,
+    otlp: Option<Pusher>,
+}
+
+impl Pushes {
+    /// Checks the flags and starts a push for each URL given. `agent` names
+    /// the segment this process runs (a label on every series), `run_id`
+    /// the test (shared by the agents of one).
+    pub fn start(
+        args: &PushArgs,
+        step_scenarios: &BTreeMap<String, String>,
+        agent: Option<String>,
+        run_id: String,
+    ) -> anyhow::Result<Pushes> {
+        let pusher = |encoder: Encoder,
+                      url: &Option<String>,
+                      headers: &[crate::push::Secret],
+                      interval: Duration,
+                      timeout: Duration,
+                      cacert: Option<&std::path::Path>|
+         -> anyhow::Result<Option<Pusher>> {
+            let Some(url) = url else { return Ok(None) };
+            let config = Config::new(
+                encoder,
+                url,
+                headers,
+                interval,
+                timeout,
+                agent.clone(),
+                Some(run_id.clone()),
+                cacert,
+            )?;
+            let pusher = Pusher::start(config, step_scenarios.clone())
+                .map_err(|e| anyhow::anyhow!("{}: cannot start the push thread ({e})", encoder.flag()))?;
+            Ok(Some(pusher))
+        };
+        Ok(Pushes {
+            remote_write: pusher(
+                Encoder::RemoteWrite,
+                &args.remote_write,
+                &args.remote_write_header,
+                args.remote_write_interval,
+                args.remote_write_timeout,
+                args.remote_write_cacert.as_deref(),
+            )?,
+            otlp: pusher(
+                Encoder::Otlp,
+                &args.otlp,
+                &args.otlp_header,
+                args.otlp_interval,
+                args.otlp_timeout,
+                args.otlp_cacert.as_deref(),
+            )?,
+        })
+    }
+
+    /// True when at least one push was asked for.
+    pub fn any(&self) -> bool {
+        self.remote_write.is_some() || self.otlp.is_some()
+    }
+
+    fn each(&self) -> impl Iterator<Item = &Pusher> {
+        self.remote_write.iter().chain(&self.otlp)
+    }
+
+    /// The test's name on every series from now on (a coordinator learns
+    /// its agents' agreed start after the flags were checked).
+    pub fn name_run(&self, run_id: &str) {
+        for p in self.each() {
+            p.name_run(run_id);
+        }
+    }
+
+    /// A tick of the current run: each push sends when its interval
+    /// passed, `agents`' own series beside the merged ones.
+    pub fn tick(&self, snapshot: Option<&Arc<Measurements>>, gauges: Gauges, agents: &[AgentFigures]) {
+        for p in self.each() {
+            p.tick(snapshot, gauges, agents);
+        }
+    }
+
+    /// A run ended with `m`: both pushes send it and are waited for (one
+    /// after the other, bounded); what each did during the run, for the
+    /// result's `remote_write` and `otlp`.
+    pub fn finished(
+        &self,
+        m: &Measurements,
+        agents: &[AgentFigures],
+    ) -> (Option<throng_result::PushRecord>, Option<throng_result::PushRecord>) {
+        (
+            self.remote_write.as_ref().map(|p| p.finished(m, agents)),
+            self.otlp.as_ref().map(|p| p.finished(m, agents)),
+        )
     }
 }

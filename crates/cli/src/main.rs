@@ -27,6 +27,7 @@ mod args;
 mod commands;
 mod custom_series;
 mod exit;
+mod figures;
 mod line;
 mod live;
 mod progress;

@@ -29,6 +29,8 @@ use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::{Registry, Unit};
 use throng_metrics::{Hist, Measurements};
 
+use crate::figures::AgentFigures;
+
 /// Upper bounds of the latency buckets, in seconds: 50 µs to 60 s, about
 /// 1-2.5-5 per decade (what an HDR histogram at microsecond resolution can
 /// say, in the buckets Prometheus users expect).
@@ -87,6 +89,9 @@ pub struct Figures {
     /// The scenario of each step name (scenario runs), for the `scenario`
     /// label of step series.
     pub step_scenarios: Arc<BTreeMap<String, String>>,
+    /// Each agent's own figures (`throng coordinate --per-agent`), shown
+    /// beside the merged ones under an `agent` label.
+    pub agents: Vec<AgentFigures>,
 }
 
 /// Renders `figures` in the OpenMetrics text format.
@@ -202,6 +207,26 @@ fn family<M: prometheus_client::encoding::EncodeMetric>(
     Ok(())
 }
 
+/// One set of figures a family shows: the merged ones (no `agent` label),
+/// or one agent's (`throng coordinate --per-agent`).
+struct View<'a> {
+    agent: Option<&'a str>,
+    m: &'a Measurements,
+    active_connections: u64,
+    vus: u64,
+    running: bool,
+}
+
+impl View<'_> {
+    /// `labels`, after this view's `agent` label when it has one.
+    fn labels(&self, labels: Vec<(&'static str, String)>) -> Vec<(&'static str, String)> {
+        match self.agent {
+            Some(a) => std::iter::once(("agent", clean(a))).chain(labels).collect(),
+            None => labels,
+        }
+    }
+}
+
 impl Collector for Snapshot {
     fn encode(&self, mut enc: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let f = &self.0;
@@ -212,33 +237,61 @@ impl Collector for Snapshot {
             // throng's own recorders.
             let _ = m.merge(c, Duration::ZERO);
         }
+        let views: Vec<View> = std::iter::once(View {
+            agent: None,
+            m: &m,
+            active_connections: f.active_connections,
+            vus: f.vus,
+            running: f.running,
+        })
+        .chain(f.agents.iter().map(|a| View {
+            agent: Some(&a.agent),
+            m: &a.measurements,
+            active_connections: a.open_connections,
+            vus: a.vus,
+            running: a.running,
+        }))
+        .collect();
 
-        encode_outcomes(&mut enc, &m)?;
-        encode_totals(&mut enc, f, &m)?;
-        encode_phases(&mut enc, &m)?;
+        encode_outcomes(&mut enc, &views)?;
+        encode_totals(&mut enc, &views)?;
+        encode_phases(&mut enc, &views)?;
         // An http run with several targets: their figures, under target:NAME tags.
-        if let Some(s) = m
-            .scenario
+        if m.scenario
             .as_ref()
-            .filter(|s| s.tags.keys().any(|k| k.starts_with("target:")))
+            .is_some_and(|s| s.tags.keys().any(|k| k.starts_with("target:")))
         {
-            encode_targets(&mut enc, s)?;
-        } else if let Some(s) = &m.scenario {
-            encode_scenario(&mut enc, f, s)?;
+            encode_targets(&mut enc, &views)?;
+        } else if m.scenario.is_some() {
+            encode_scenario(&mut enc, &f.step_scenarios, &views)?;
         }
-        if let Some(s) = &m.scenario {
-            encode_custom(&mut enc, s)?;
+        if m.scenario.is_some() {
+            encode_custom(&mut enc, &views)?;
         }
         Ok(())
     }
 }
 
 /// Requests and connections by outcome, responses by status class.
-fn encode_outcomes(enc: &mut DescriptorEncoder, m: &Measurements) -> Result<(), std::fmt::Error> {
+fn encode_outcomes(enc: &mut DescriptorEncoder, views: &[View]) -> Result<(), std::fmt::Error> {
     let counter = |n: u64| Value(MetricType::Counter, n);
-    let mut requests = vec![(vec![("outcome", "ok".to_string())], counter(m.requests.ok))];
-    for (class, &n) in &m.requests.errors {
-        requests.push((vec![("outcome", clean(class))], counter(n)));
+    let mut requests = Vec::new();
+    let mut responses = Vec::new();
+    let mut conns = Vec::new();
+    for v in views {
+        let m = v.m;
+        requests.push((v.labels(vec![("outcome", "ok".to_string())]), counter(m.requests.ok)));
+        for (class, &n) in &m.requests.errors {
+            requests.push((v.labels(vec![("outcome", clean(class))]), counter(n)));
+        }
+        let names = ["1xx", "2xx", "3xx", "4xx", "5xx", "other"];
+        for (&n, c) in m.status_classes().iter().zip(names) {
+            responses.push((v.labels(vec![("class", c.to_string())]), counter(n)));
+        }
+        conns.push((v.labels(vec![("outcome", "ok".to_string())]), counter(m.connections.ok)));
+        for (class, &n) in &m.connections.errors {
+            conns.push((v.labels(vec![("outcome", clean(class))]), counter(n)));
+        }
     }
     family(
         enc,
@@ -248,14 +301,6 @@ fn encode_outcomes(enc: &mut DescriptorEncoder, m: &Measurements) -> Result<(), 
         MetricType::Counter,
         &requests,
     )?;
-
-    let names = ["1xx", "2xx", "3xx", "4xx", "5xx", "other"];
-    let responses: Vec<_> = m
-        .status_classes()
-        .iter()
-        .zip(names)
-        .map(|(&n, c)| (vec![("class", c.to_string())], counter(n)))
-        .collect();
     family(
         enc,
         "responses",
@@ -264,11 +309,6 @@ fn encode_outcomes(enc: &mut DescriptorEncoder, m: &Measurements) -> Result<(), 
         MetricType::Counter,
         &responses,
     )?;
-
-    let mut conns = vec![(vec![("outcome", "ok".to_string())], counter(m.connections.ok))];
-    for (class, &n) in &m.connections.errors {
-        conns.push((vec![("outcome", clean(class))], counter(n)));
-    }
     family(
         enc,
         "connections",
@@ -280,67 +320,64 @@ fn encode_outcomes(enc: &mut DescriptorEncoder, m: &Measurements) -> Result<(), 
     Ok(())
 }
 
+/// A family of one value per view: its name, help, type, and the value.
+type Total<'a> = (&'a str, &'a str, MetricType, &'a dyn Fn(&View) -> u64);
+
 /// Dropped arrivals, bytes, and the gauges: open connections, VUs, running.
-fn encode_totals(enc: &mut DescriptorEncoder, f: &Figures, m: &Measurements) -> Result<(), std::fmt::Error> {
-    let counter = |n: u64| Value(MetricType::Counter, n);
-    let gauge = |n: u64| Value(MetricType::Gauge, n);
-    family(
-        enc,
-        "dropped",
-        "Arrivals the schedule could not start (open loop: no connection free).",
-        None,
-        MetricType::Counter,
-        &[(vec![], counter(m.dropped))],
-    )?;
-    family(
-        enc,
-        "bytes_sent",
-        "Bytes written to the target.",
-        None,
-        MetricType::Counter,
-        &[(vec![], counter(m.bytes.sent))],
-    )?;
-    family(
-        enc,
-        "bytes_received",
-        "Bytes read from the target.",
-        None,
-        MetricType::Counter,
-        &[(vec![], counter(m.bytes.received))],
-    )?;
-    family(
-        enc,
-        "active_connections",
-        "Connections open now.",
-        None,
-        MetricType::Gauge,
-        &[(vec![], gauge(f.active_connections))],
-    )?;
-    family(
-        enc,
-        "vus",
-        "Virtual users active now (scenario runs).",
-        None,
-        MetricType::Gauge,
-        &[(vec![], gauge(f.vus))],
-    )?;
-    family(
-        enc,
-        "running",
-        "1 while a run lasts, 0 before and after.",
-        None,
-        MetricType::Gauge,
-        &[(vec![], gauge(u64::from(f.running)))],
-    )?;
+fn encode_totals(enc: &mut DescriptorEncoder, views: &[View]) -> Result<(), std::fmt::Error> {
+    let each = |ty: MetricType, value: &dyn Fn(&View) -> u64| -> Vec<(Vec<(&'static str, String)>, Value)> {
+        views.iter().map(|v| (v.labels(vec![]), Value(ty, value(v)))).collect()
+    };
+    let families: [Total; 6] = [
+        (
+            "dropped",
+            "Arrivals the schedule could not start (open loop: no connection free).",
+            MetricType::Counter,
+            &|v| v.m.dropped,
+        ),
+        (
+            "bytes_sent",
+            "Bytes written to the target.",
+            MetricType::Counter,
+            &|v| v.m.bytes.sent,
+        ),
+        (
+            "bytes_received",
+            "Bytes read from the target.",
+            MetricType::Counter,
+            &|v| v.m.bytes.received,
+        ),
+        ("active_connections", "Connections open now.", MetricType::Gauge, &|v| {
+            v.active_connections
+        }),
+        (
+            "vus",
+            "Virtual users active now (scenario runs).",
+            MetricType::Gauge,
+            &|v| v.vus,
+        ),
+        (
+            "running",
+            "1 while a run lasts, 0 before and after.",
+            MetricType::Gauge,
+            &|v| u64::from(v.running),
+        ),
+    ];
+    for (name, help, ty, value) in families {
+        family(enc, name, help, None, ty, &each(ty, value))?;
+    }
     Ok(())
 }
 
 /// Every phase as a histogram.
-fn encode_phases(enc: &mut DescriptorEncoder, m: &Measurements) -> Result<(), std::fmt::Error> {
-    let phases: Vec<_> = m
-        .phases
+fn encode_phases(enc: &mut DescriptorEncoder, views: &[View]) -> Result<(), std::fmt::Error> {
+    let phases: Vec<_> = views
         .iter()
-        .map(|(name, h)| (vec![("phase", clean(name))], Histo(h)))
+        .flat_map(|v| {
+            v.m.phases
+                .iter()
+                .map(|(name, h)| (v.labels(vec![("phase", clean(name))]), Histo(h)))
+        })
         .collect();
     family(
         enc,
@@ -354,19 +391,22 @@ fn encode_phases(enc: &mut DescriptorEncoder, m: &Measurements) -> Result<(), st
 }
 
 /// An http run's targets: requests by result and response time.
-fn encode_targets(enc: &mut DescriptorEncoder, s: &throng_metrics::ScenarioStats) -> Result<(), std::fmt::Error> {
+fn encode_targets(enc: &mut DescriptorEncoder, views: &[View]) -> Result<(), std::fmt::Error> {
     let counter = |n: u64| Value(MetricType::Counter, n);
     let mut requests = Vec::new();
     let mut hists = Vec::new();
-    for (key, t) in &s.tags {
-        let Some(target) = key.strip_prefix("target:") else {
-            continue;
-        };
-        let labels = |result: &str| vec![("target", clean(target)), ("result", result.to_string())];
-        requests.push((labels("ok"), counter(t.requests.saturating_sub(t.failed))));
-        requests.push((labels("failed"), counter(t.failed)));
-        requests.push((labels("interrupted"), counter(t.interrupted)));
-        hists.push((vec![("target", clean(target))], Histo(&t.response)));
+    for v in views {
+        let Some(s) = &v.m.scenario else { continue };
+        for (key, t) in &s.tags {
+            let Some(target) = key.strip_prefix("target:") else {
+                continue;
+            };
+            let labels = |result: &str| v.labels(vec![("target", clean(target)), ("result", result.to_string())]);
+            requests.push((labels("ok"), counter(t.requests.saturating_sub(t.failed))));
+            requests.push((labels("failed"), counter(t.failed)));
+            requests.push((labels("interrupted"), counter(t.interrupted)));
+            hists.push((v.labels(vec![("target", clean(target))]), Histo(&t.response)));
+        }
     }
     family(
         enc,
@@ -389,8 +429,15 @@ fn encode_targets(enc: &mut DescriptorEncoder, s: &throng_metrics::ScenarioStats
 
 /// A scenario file's custom metrics: the series a push carries
 /// ([`crate::custom_series::custom`]), under the same names.
-fn encode_custom(enc: &mut DescriptorEncoder, s: &throng_metrics::ScenarioStats) -> Result<(), std::fmt::Error> {
-    let series = crate::custom_series::custom(s);
+fn encode_custom(enc: &mut DescriptorEncoder, views: &[View]) -> Result<(), std::fmt::Error> {
+    let series: Vec<(&View, crate::custom_series::CustomSeries)> = views
+        .iter()
+        .flat_map(|v| {
+            v.m.scenario
+                .iter()
+                .flat_map(move |s| crate::custom_series::custom(s).into_iter().map(move |c| (v, c)))
+        })
+        .collect();
     for (name, help) in [
         ("custom_total", "A custom counter's sum, by metric (and tags)."),
         (
@@ -410,15 +457,15 @@ fn encode_custom(enc: &mut DescriptorEncoder, s: &throng_metrics::ScenarioStats)
         let full = format!("throng_{name}");
         let values: Vec<(Vec<(&str, String)>, Real)> = series
             .iter()
-            .filter(|x| x.name == full)
-            .map(|x| {
+            .filter(|(_, x)| x.name == full)
+            .map(|(v, x)| {
                 let ty = if x.counter {
                     MetricType::Counter
                 } else {
                     MetricType::Gauge
                 };
                 (
-                    x.labels.iter().map(|(k, v)| (*k, clean(v))).collect(),
+                    v.labels(x.labels.iter().map(|(k, v)| (*k, clean(v))).collect()),
                     Real(ty, x.value),
                 )
             })
@@ -436,17 +483,55 @@ fn encode_custom(enc: &mut DescriptorEncoder, s: &throng_metrics::ScenarioStats)
 /// A scenario run's iterations, checks, and each step's requests and response time.
 fn encode_scenario(
     enc: &mut DescriptorEncoder,
-    f: &Figures,
-    s: &throng_metrics::ScenarioStats,
+    step_scenarios: &BTreeMap<String, String>,
+    views: &[View],
 ) -> Result<(), std::fmt::Error> {
     let counter = |n: u64| Value(MetricType::Counter, n);
+    let mut iterations = Vec::new();
+    let mut dropped = Vec::new();
+    let mut checks = Vec::new();
+    let mut steps = Vec::new();
+    let mut step_hists = Vec::new();
+    for v in views {
+        let Some(s) = &v.m.scenario else { continue };
+        iterations.push((v.labels(vec![]), counter(s.iterations)));
+        dropped.push((v.labels(vec![]), counter(s.dropped_iterations)));
+        for (name, c) in &s.checks {
+            for (result, n) in [("pass", c.passes), ("fail", c.fails)] {
+                checks.push((
+                    v.labels(vec![("check", clean(name)), ("result", result.into())]),
+                    counter(n),
+                ));
+            }
+        }
+        for (key, t) in &s.tags {
+            let Some(step) = key.strip_prefix("step:") else {
+                continue;
+            };
+            let scenario = step_scenarios.get(step).cloned().unwrap_or_default();
+            let labels = |result: &str| {
+                v.labels(vec![
+                    ("scenario", clean(&scenario)),
+                    ("step", clean(step)),
+                    ("result", result.to_string()),
+                ])
+            };
+            steps.push((labels("ok"), counter(t.requests.saturating_sub(t.failed))));
+            steps.push((labels("failed"), counter(t.failed)));
+            steps.push((labels("interrupted"), counter(t.interrupted)));
+            step_hists.push((
+                v.labels(vec![("scenario", clean(&scenario)), ("step", clean(step))]),
+                Histo(&t.response),
+            ));
+        }
+    }
     family(
         enc,
         "iterations",
         "Scenario iterations that ended.",
         None,
         MetricType::Counter,
-        &[(vec![], counter(s.iterations))],
+        &iterations,
     )?;
     family(
         enc,
@@ -454,43 +539,9 @@ fn encode_scenario(
         "Scenario iterations the schedule could not start.",
         None,
         MetricType::Counter,
-        &[(vec![], counter(s.dropped_iterations))],
+        &dropped,
     )?;
-    let mut checks = Vec::new();
-    for (name, c) in &s.checks {
-        checks.push((
-            vec![("check", clean(name)), ("result", "pass".into())],
-            counter(c.passes),
-        ));
-        checks.push((
-            vec![("check", clean(name)), ("result", "fail".into())],
-            counter(c.fails),
-        ));
-    }
     family(enc, "checks", "Checks by result.", None, MetricType::Counter, &checks)?;
-
-    let mut steps = Vec::new();
-    let mut step_hists = Vec::new();
-    for (key, t) in &s.tags {
-        let Some(step) = key.strip_prefix("step:") else {
-            continue;
-        };
-        let scenario = f.step_scenarios.get(step).cloned().unwrap_or_default();
-        let labels = |result: &str| {
-            vec![
-                ("scenario", clean(&scenario)),
-                ("step", clean(step)),
-                ("result", result.to_string()),
-            ]
-        };
-        steps.push((labels("ok"), counter(t.requests.saturating_sub(t.failed))));
-        steps.push((labels("failed"), counter(t.failed)));
-        steps.push((labels("interrupted"), counter(t.interrupted)));
-        step_hists.push((
-            vec![("scenario", clean(&scenario)), ("step", clean(step))],
-            Histo(&t.response),
-        ));
-    }
     family(
         enc,
         "step_requests",
@@ -547,9 +598,17 @@ impl Exporter {
         })
     }
 
-    /// A tick of the current run: the latest merged snapshot and gauges.
-    pub fn update(&self, snapshot: Option<&Arc<Measurements>>, active_connections: u64, vus: u64) {
+    /// A tick of the current run: the latest merged snapshot and gauges,
+    /// and each agent's own figures (none unless `--per-agent`).
+    pub fn update(
+        &self,
+        snapshot: Option<&Arc<Measurements>>,
+        active_connections: u64,
+        vus: u64,
+        agents: &[AgentFigures],
+    ) {
         if let Ok(mut f) = self.figures.lock() {
+            f.agents = agents.to_vec();
             if let Some(s) = snapshot {
                 f.current = Some(Arc::clone(s));
             }
@@ -560,8 +619,9 @@ impl Exporter {
     }
 
     /// A run ended with these measurements (the result's): from now on the
-    /// counters are exactly its totals (added to earlier runs').
-    pub fn finished(&self, m: &Measurements) {
+    /// counters are exactly its totals (added to earlier runs'), and each
+    /// agent's those of its result.
+    pub fn finished(&self, m: &Measurements, agents: &[AgentFigures]) {
         // The series are never shown: leave them out of what every scrape copies.
         let mut m = m.clone();
         m.series.clear();
@@ -577,6 +637,7 @@ impl Exporter {
             f.active_connections = 0;
             f.vus = 0;
             f.running = false;
+            f.agents = agents.to_vec();
         }
     }
 }
@@ -725,6 +786,44 @@ pub(crate) mod tests {
             "{text}"
         );
         assert!(text.ends_with("# EOF\n"), "{text}");
+    }
+
+    #[test]
+    fn each_agent_is_shown_beside_the_merged_figures_under_its_label() {
+        let mut f = figures();
+        let one = f.current.clone().unwrap();
+        f.agents = ["1 127.0.0.1:7001", "2 127.0.0.1:7002"]
+            .map(|agent| AgentFigures {
+                agent: agent.into(),
+                measurements: Arc::clone(&one),
+                open_connections: 1,
+                vus: 0,
+                running: true,
+            })
+            .to_vec();
+        let text = render(&f);
+        assert!(text.contains("throng_requests_total{outcome=\"ok\"} 10\n"), "{text}");
+        for agent in ["1 127.0.0.1:7001", "2 127.0.0.1:7002"] {
+            for line in [
+                format!("throng_requests_total{{agent=\"{agent}\",outcome=\"ok\"}} 10\n"),
+                format!("throng_active_connections{{agent=\"{agent}\"}} 1\n"),
+                format!("throng_phase_duration_seconds_count{{agent=\"{agent}\",phase=\"response\"}} 4\n"),
+                format!(
+                    "throng_step_requests_total{{agent=\"{agent}\",scenario=\"\",step=\"login\",result=\"ok\"}} 3\n"
+                ),
+            ] {
+                assert!(text.contains(&line), "{line} not in {text}");
+            }
+        }
+        // One family each: a name's TYPE line is never repeated.
+        let types: Vec<&str> = text.lines().filter(|l| l.starts_with("# TYPE")).collect();
+        let mut unique = types.clone();
+        unique.dedup();
+        assert_eq!(types.len(), unique.len(), "{text}");
+        assert!(
+            text.contains("throng_active_connections 3\n") || text.contains("throng_active_connections{} 3\n"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -151,6 +151,16 @@ pub struct LiveArgs {
     #[arg(long = "prometheus-linger", value_name = "DURATION", default_value = "0s",
           value_parser = parse_duration, requires = "prometheus")]
     pub prometheus_linger: Duration,
+    /// `--remote-write` and `--otlp`, shared with `throng coordinate`.
+    #[command(flatten)]
+    pub push: PushArgs,
+}
+
+/// Pushing the live metrics (`--remote-write`, `--otlp`): a run's, or a
+/// coordinator's merged ones.
+#[derive(Clone, Debug, Default, Args)]
+#[command(next_help_heading = "Live metrics")]
+pub struct PushArgs {
     /// Push metrics to this Prometheus remote-write URL while the run lasts and once at its end
     /// (e.g. http://127.0.0.1:9090/api/v1/write); latencies go as native histograms. A failing push
     /// is counted in the result, never changes the run's result or exit code; see docs/metrics.md

@@ -5,6 +5,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use super::common::PushArgs;
+
 pub(super) const AGENT_HELP: &str = "\
 An agent waits for a coordinator (`throng coordinate`), runs its share of the plan, and sends its
 result back; then it waits for the next run. It serves one coordinator at a time.
@@ -94,6 +96,11 @@ pub struct CoordinateCmd {
     #[arg(long = "prometheus-linger", value_name = "DURATION", default_value = "0s",
           value_parser = throng_plan::parse_duration, requires = "prometheus")]
     pub prometheus_linger: std::time::Duration,
+    /// Show each agent's own live figures beside the merged ones, on /metrics and in the pushes,
+    /// labelled agent="N HOST:PORT" (N counts from 1 in --agents order); the merged series have no
+    /// agent label
+    #[arg(long = "per-agent")]
+    pub per_agent: bool,
     /// No live progress line
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
@@ -101,4 +108,8 @@ pub struct CoordinateCmd {
     /// (after --)
     #[arg(last = true, required = true, value_name = "COMMAND")]
     pub command: Vec<String>,
+    /// `--remote-write` and `--otlp`: the merged live figures pushed (last:
+    /// their "Live metrics" heading would go on to the flags after them).
+    #[command(flatten)]
+    pub push: PushArgs,
 }

@@ -18,7 +18,8 @@ mod storm;
 mod tools;
 
 pub use self::common::{
-    ExportArgs, Format, IoArg, LiveArgs, OutputArgs, ReachArgs, RepeatArgs, SegmentArgs, TargetsOrder, TlsArgs,
+    ExportArgs, Format, IoArg, LiveArgs, OutputArgs, PushArgs, ReachArgs, RepeatArgs, SegmentArgs, TargetsOrder,
+    TlsArgs,
 };
 use self::distributed::{AGENT_HELP, COORDINATE_HELP};
 pub use self::distributed::{AgentCmd, CoordinateCmd};
@@ -99,7 +100,7 @@ pub enum Command {
     Agent(AgentCmd),
     /// Run one command on several agents at once, started together, results merged exactly.
     #[command(after_help = COORDINATE_HELP)]
-    Coordinate(CoordinateCmd),
+    Coordinate(Box<CoordinateCmd>),
     /// (internal) One process of `storm --procs N`: reads its orders (the validated plan and its
     /// part) as JSON on stdin, prints its result document
     #[command(name = "storm-part", hide = true)]

@@ -97,10 +97,10 @@ fn pushes_a_secret(live: &crate::args::LiveArgs) -> bool {
         u.as_deref()
             .is_some_and(|u| has_userinfo(u) || url::Url::parse(u).is_ok_and(|u| u.query().is_some()))
     };
-    !live.remote_write_header.is_empty()
-        || !live.otlp_header.is_empty()
-        || secret_url(&live.remote_write)
-        || secret_url(&live.otlp)
+    !live.push.remote_write_header.is_empty()
+        || !live.push.otlp_header.is_empty()
+        || secret_url(&live.push.remote_write)
+        || secret_url(&live.push.otlp)
 }
 
 /// True when one of `-H` headers is secret: always-sensitive, or named by
@@ -171,8 +171,8 @@ fn command_line(args: &[String]) -> anyhow::Result<(Plan, Load, Secrets)> {
                 ("--cacert", &h.tls.cacert),
                 ("--cert", &h.tls.cert),
                 ("--key", &h.tls.key),
-                ("--remote-write-cacert", &h.live.remote_write_cacert),
-                ("--otlp-cacert", &h.live.otlp_cacert),
+                ("--remote-write-cacert", &h.live.push.remote_write_cacert),
+                ("--otlp-cacert", &h.live.push.otlp_cacert),
             ]);
             let https = h.url.as_deref().is_some_and(|u| u.starts_with("https://"));
             let open = u64::from(h.connections.unwrap_or(if h.rate.is_some() { 1000 } else { 50 }));
@@ -197,8 +197,8 @@ fn command_line(args: &[String]) -> anyhow::Result<(Plan, Load, Secrets)> {
                 ("--cert", &s.tls.cert),
                 ("--key", &s.tls.key),
                 ("--nats-creds", &s.nats_creds),
-                ("--remote-write-cacert", &s.live.remote_write_cacert),
-                ("--otlp-cacert", &s.live.otlp_cacert),
+                ("--remote-write-cacert", &s.live.push.remote_write_cacert),
+                ("--otlp-cacert", &s.live.push.otlp_cacert),
             ]);
             let tls = ["tls://", "https://", "mqtts://"]
                 .iter()

@@ -102,6 +102,8 @@ pub fn run(c: K8sRunCmd) -> anyhow::Result<ExitCode> {
         abort_on_fail: false,
         prometheus: None,
         prometheus_linger: Duration::ZERO,
+        per_agent: false,
+        push: crate::args::PushArgs::default(),
         quiet: c.quiet,
         command: c.command,
     };

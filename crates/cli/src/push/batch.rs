@@ -16,6 +16,8 @@ use std::collections::BTreeMap;
 
 use throng_metrics::{Hist, Measurements, ScenarioStats};
 
+use crate::figures::AgentFigures;
+
 /// The exponential schema: bucket boundaries are powers of 2^(2^-8), each
 /// bucket 0.27 % wide, the finest Prometheus (and OTLP's scale 8) allows.
 pub const SCHEMA: i32 = 8;
@@ -229,6 +231,21 @@ pub fn collect(m: &Measurements, gauges: Gauges, step_scenarios: &BTreeMap<Strin
                 counter: c.counter,
             },
         }));
+    }
+    out
+}
+
+/// One agent's own series (`throng coordinate --per-agent`): each with an
+/// `agent` label first.
+pub fn collect_agent(a: &AgentFigures, step_scenarios: &BTreeMap<String, String>) -> Vec<Series> {
+    let gauges = Gauges {
+        active_connections: a.open_connections,
+        vus: a.vus,
+        running: a.running,
+    };
+    let mut out = collect(&a.measurements, gauges, step_scenarios);
+    for s in &mut out {
+        s.labels.insert(0, ("agent", a.agent.clone()));
     }
     out
 }

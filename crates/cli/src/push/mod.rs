@@ -36,6 +36,7 @@ use throng_metrics::Measurements;
 use throng_result::PushRecord;
 
 use crate::exit::UsageError;
+use crate::figures::AgentFigures;
 use batch::{Batch, Gauges};
 
 /// A header value given on the command line: never shown (Debug included).
@@ -300,6 +301,9 @@ struct Side {
     /// The record at the end of the previous run (each run's result holds
     /// its own share).
     reported: PushRecord,
+    /// The labels on every series: the config's, with the run named again
+    /// by [`Pusher::name_run`].
+    common: Vec<(&'static str, String)>,
 }
 
 /// The batch waiting for the push thread: at most one, since each batch
@@ -360,6 +364,7 @@ impl Pusher {
             endpoint: config.shown.clone(),
             ..PushRecord::default()
         };
+        let common = config.common.clone();
         Ok(Pusher {
             config,
             step_scenarios,
@@ -371,6 +376,7 @@ impl Pusher {
                 last_ms: 0,
                 start_ms: unix_ms(),
                 reported,
+                common,
             }),
             stop,
             thread: Some(thread),
@@ -381,8 +387,19 @@ impl Pusher {
         self.stats.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// A tick of the current run: pushes when the interval has passed.
-    pub fn tick(&self, snapshot: Option<&Arc<Measurements>>, gauges: Gauges) {
+    /// Names the test `run_id` on every series from now on.
+    pub fn name_run(&self, run_id: &str) {
+        let mut side = self.side.lock().unwrap_or_else(PoisonError::into_inner);
+        for (name, value) in &mut side.common {
+            if *name == "run_id" {
+                *value = run_id.to_string();
+            }
+        }
+    }
+
+    /// A tick of the current run: pushes when the interval has passed;
+    /// `agents`' own series go beside the merged ones (`--per-agent`).
+    pub fn tick(&self, snapshot: Option<&Arc<Measurements>>, gauges: Gauges, agents: &[AgentFigures]) {
         let Some(snapshot) = snapshot else { return };
         let mut side = self.side.lock().unwrap_or_else(PoisonError::into_inner);
         if side.last_push.elapsed() < self.config.interval {
@@ -392,15 +409,15 @@ impl Pusher {
         let mut m = side.before.clone();
         // Adding up throng's own recorders cannot fail (same shapes).
         let _ = m.merge(snapshot, Duration::ZERO);
-        let batch = self.batch(&mut side, &m, gauges);
+        let batch = self.batch(&mut side, &m, gauges, agents);
         drop(side);
         self.send(batch);
     }
 
     /// A run ended with these measurements (the result's): pushes the
-    /// final totals, waits for the queue to empty (bounded), and returns
-    /// this run's share of the counts.
-    pub fn finished(&self, m: &Measurements) -> PushRecord {
+    /// final totals (and `agents`' own, each its result's), waits for the
+    /// queue to empty (bounded), and returns this run's share of the counts.
+    pub fn finished(&self, m: &Measurements, agents: &[AgentFigures]) -> PushRecord {
         let mut side = self.side.lock().unwrap_or_else(PoisonError::into_inner);
         // The series are never pushed: leave them out of what every tick copies.
         let mut done = m.clone();
@@ -413,7 +430,7 @@ impl Pusher {
         }
         let _ = side.before.merge(&done, Duration::ZERO);
         let total = side.before.clone();
-        let batch = self.batch(&mut side, &total, Gauges::default());
+        let batch = self.batch(&mut side, &total, Gauges::default(), agents);
         // The batch in flight ends within one request's time (it is not
         // retried once this one waits), then this one takes at most its own.
         self.send(batch);
@@ -449,7 +466,7 @@ impl Pusher {
         share
     }
 
-    fn batch(&self, side: &mut Side, m: &Measurements, gauges: Gauges) -> Batch {
+    fn batch(&self, side: &mut Side, m: &Measurements, gauges: Gauges, agents: &[AgentFigures]) -> Batch {
         let now = unix_ms();
         // Strictly later than the last batch: a receiver refuses a second
         // value at the same instant.
@@ -458,8 +475,15 @@ impl Pusher {
         Batch {
             start_unix_ms: side.start_ms.min(unix_ms - 1),
             unix_ms,
-            common: self.config.common.clone(),
-            series: batch::collect(m, gauges, &self.step_scenarios),
+            common: side.common.clone(),
+            series: batch::collect(m, gauges, &self.step_scenarios)
+                .into_iter()
+                .chain(
+                    agents
+                        .iter()
+                        .flat_map(|a| batch::collect_agent(a, &self.step_scenarios)),
+                )
+                .collect(),
         }
     }
 
@@ -719,9 +743,9 @@ mod tests {
         let snapshot = Arc::new(m.clone());
         for _ in 0..12 {
             std::thread::sleep(Duration::from_millis(110));
-            p.tick(Some(&snapshot), Gauges::default());
+            p.tick(Some(&snapshot), Gauges::default(), &[]);
         }
-        let r = p.finished(&m);
+        let r = p.finished(&m, &[]);
         let s = p.stats().clone();
         assert_eq!(s.pending, 0);
         assert_eq!(
@@ -750,7 +774,7 @@ mod tests {
         let p = Pusher::start(c, BTreeMap::new()).unwrap();
         let mut m = Measurements::default();
         m.requests.ok = 5;
-        let r = p.finished(&m);
+        let r = p.finished(&m, &[]);
         assert!(r.samples_failed > 0, "{r:?}");
         assert_eq!((r.samples_sent, r.samples_dropped, r.pushes_failed), (0, 0, 1), "{r:?}");
         assert!(r.last_error.is_some());

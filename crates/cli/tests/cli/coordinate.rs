@@ -20,6 +20,8 @@ const TOKEN: &str = "tok-coordinate-7c1e";
 pub(crate) struct Agent {
     child: Child,
     pub(crate) addr: String,
+    /// Everything it wrote to stderr so far.
+    said: std::sync::Arc<std::sync::Mutex<String>>,
 }
 
 impl Agent {
@@ -43,14 +45,19 @@ impl Agent {
             .unwrap();
         let stderr = child.stderr.take().unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
+        let said = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let kept = std::sync::Arc::clone(&said);
         std::thread::spawn(move || {
             use std::io::BufRead as _;
             let mut lines = std::io::BufReader::new(stderr).lines();
             if let Some(Ok(first)) = lines.next() {
+                kept.lock().unwrap().push_str(&format!("{first}\n"));
                 let _ = tx.send(first);
             }
             // Drained to the end, so that the agent never blocks on a full pipe.
-            for _ in lines {}
+            for line in lines.map_while(Result::ok) {
+                kept.lock().unwrap().push_str(&format!("{line}\n"));
+            }
         });
         let first = rx
             .recv_timeout(std::time::Duration::from_secs(10))
@@ -60,9 +67,26 @@ impl Agent {
             .and_then(|rest| rest.split_whitespace().next())
             .unwrap_or_else(|| panic!("not the agent's first line: {first}"))
             .to_string();
-        let agent = Agent { child, addr };
+        let agent = Agent { child, addr, said };
         common::wait_listening(agent.addr.parse::<SocketAddr>().unwrap());
         agent
+    }
+
+    /// What it wrote to stderr so far.
+    pub(crate) fn said(&self) -> String {
+        self.said.lock().unwrap().clone()
+    }
+
+    /// Waits (bounded, 10 s) until it said `what`; all it said.
+    pub(crate) fn wait_said(&self, what: &str) -> String {
+        for _ in 0..200 {
+            let said = self.said();
+            if said.contains(what) {
+                return said;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("the agent never said '{what}': {}", self.said());
     }
 }
 
@@ -238,7 +262,7 @@ impl Drop for Running {
 }
 
 /// Waits (bounded) until `path` holds a result document.
-fn wait_for_result(path: &Path, child: &mut Child) -> RunResult {
+pub(crate) fn wait_for_result(path: &Path, child: &mut Child) -> RunResult {
     let deadline = std::time::Instant::now() + common::RUN_LIMIT;
     while std::time::Instant::now() < deadline {
         if let Some(r) = std::fs::File::open(path)
@@ -262,7 +286,7 @@ fn wait_for_result(path: &Path, child: &mut Child) -> RunResult {
 }
 
 /// Waits (bounded) for `child` to end: its exit code.
-fn wait_end(child: &mut Child) -> i32 {
+pub(crate) fn wait_end(child: &mut Child) -> i32 {
     let deadline = std::time::Instant::now() + common::RUN_LIMIT;
     while std::time::Instant::now() < deadline {
         if let Some(status) = child.try_wait().unwrap() {

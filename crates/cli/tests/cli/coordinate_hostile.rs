@@ -8,7 +8,6 @@ use crate::common;
 
 use std::io::{Read as _, Write as _};
 use std::net::{SocketAddr, TcpStream};
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::throng;
@@ -33,18 +32,9 @@ fn read_frame(s: &mut TcpStream) -> serde_json::Value {
 /// serves the next peer.
 #[test]
 fn an_agent_cuts_off_a_peer_that_drips_its_hello() {
-    let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("agent.log");
-    let port = common::free_port();
-    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    let mut agent = throng()
-        .args(["agent", "--listen", &addr.to_string()])
-        .current_dir("/")
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
-    common::wait_listening(addr);
+    // The shared agent: port 0, the address it prints.
+    let agent = crate::coordinate::Agent::start_with(&[]);
+    let addr: SocketAddr = agent.addr.parse().unwrap();
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     let challenge = read_frame(&mut s);
@@ -63,21 +53,12 @@ fn an_agent_cuts_off_a_peer_that_drips_its_hello() {
         std::thread::sleep(Duration::from_millis(100));
     }
     assert!(sent < 400, "the agent waited for all of a dripped hello");
-    let mut said = String::new();
-    for _ in 0..100 {
-        said = std::fs::read_to_string(&log).unwrap();
-        if said.contains("no message within") {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let said = agent.wait_said("no message within");
     assert!(said.contains("no message within 10s"), "{said}");
     // Still serving: the next peer is challenged.
     let mut next = TcpStream::connect(addr).unwrap();
     next.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     assert_eq!(read_frame(&mut next)["type"], "challenge");
-    let _ = agent.kill();
-    let _ = agent.wait();
 }
 
 /// A fake agent that challenges and reads the hello (with `after_run`,

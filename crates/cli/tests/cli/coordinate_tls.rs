@@ -4,64 +4,20 @@
 #![allow(clippy::unwrap_used)]
 
 use crate::common;
+use crate::coordinate::Agent;
 
-use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
+use std::path::Path;
 
 use common::{assert_books_balance, throng};
 use throng_result::RunResult;
 
 const TOKEN: &str = "tok-tls-5d2a9e";
 
-/// `throng agent` with `args`, its stderr in a file, stopped on drop.
-struct Agent {
-    child: Child,
-    addr: String,
-    log: PathBuf,
-}
-
-impl Agent {
-    fn start(dir: &Path, args: &[&str]) -> Agent {
-        let port = common::free_port();
-        let addr = format!("127.0.0.1:{port}");
-        let log = dir.join(format!("agent-{port}.log"));
-        let child = throng()
-            .args(["agent", "--listen", &addr])
-            .args(args)
-            .current_dir("/")
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .unwrap();
-        let agent = Agent { child, addr, log };
-        common::wait_listening(agent.addr.parse::<SocketAddr>().unwrap());
-        agent
-    }
-
-    /// What it said so far.
-    fn said(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap()
-    }
-
-    /// Waits (bounded) until it said `what`.
-    fn wait_said(&self, what: &str) -> String {
-        for _ in 0..200 {
-            let said = self.said();
-            if said.contains(what) {
-                return said;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-        panic!("the agent never said '{what}': {}", self.said());
-    }
-}
-
-impl Drop for Agent {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// `throng agent --listen 127.0.0.1:0 ARGS` (the shared one: port 0, the
+/// address it prints).
+fn agent(args: &[&str]) -> Agent {
+    let args: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
+    Agent::start_with(&args)
 }
 
 /// `throng coordinate --agents A,B [extra] -- COMMAND`: (exit code, stderr).
@@ -107,7 +63,7 @@ fn two_agents_over_mutual_tls_with_a_token_count_every_request_and_never_show_it
         "--client-ca",
         &p("ca.pem"),
     ];
-    let (a, b) = (Agent::start(dir.path(), &tls), Agent::start(dir.path(), &tls));
+    let (a, b) = (agent(&tls), agent(&tls));
     let json = dir.path().join("all.json");
     let (code, stderr) = coordinate(
         &[&a, &b],
@@ -182,7 +138,7 @@ fn a_missing_token_a_wrong_ca_or_no_client_certificate_is_refused() {
 
     // A plain agent with a token: none, or a wrong one, is refused (exit 2)
     // and both sides say why.
-    let plain = Agent::start(dir.path(), &["--token-file", &token]);
+    let plain = agent(&["--token-file", &token]);
     let (code, stderr) = coordinate(&[&plain], &[], &command);
     assert_eq!(code, 2, "{stderr}");
     assert!(
@@ -204,10 +160,7 @@ fn a_missing_token_a_wrong_ca_or_no_client_certificate_is_refused() {
     assert!(!stderr.contains(TOKEN) && !stderr.contains("not-the-token"), "{stderr}");
 
     // A TLS agent whose certificate the coordinator's CA did not issue.
-    let tls = Agent::start(
-        dir.path(),
-        &["--tls-cert", &p("server.pem"), "--tls-key", &p("server.key")],
-    );
+    let tls = agent(&["--tls-cert", &p("server.pem"), "--tls-key", &p("server.key")]);
     let other_ca = other.join("ca.pem").display().to_string();
     let (code, stderr) = coordinate(&[&tls], &["--cacert", &other_ca], &command);
     assert_eq!(code, 1, "{stderr}");
@@ -219,17 +172,14 @@ fn a_missing_token_a_wrong_ca_or_no_client_certificate_is_refused() {
     tls.wait_said("the TLS handshake failed");
 
     // mTLS: a coordinator without a client certificate is refused.
-    let mtls = Agent::start(
-        dir.path(),
-        &[
-            "--tls-cert",
-            &p("server.pem"),
-            "--tls-key",
-            &p("server.key"),
-            "--client-ca",
-            &p("ca.pem"),
-        ],
-    );
+    let mtls = agent(&[
+        "--tls-cert",
+        &p("server.pem"),
+        "--tls-key",
+        &p("server.key"),
+        "--client-ca",
+        &p("ca.pem"),
+    ]);
     let (code, stderr) = coordinate(&[&mtls], &["--cacert", &p("ca.pem")], &command);
     assert_eq!(code, 1, "{stderr}");
     assert!(

@@ -45,7 +45,7 @@ const PUSH: Push = Push {
 /// A Prometheus 3 that only receives (OTLP and remote write; no scrapes),
 /// the resource attributes `run_id` and `agent` promoted to labels as the
 /// guide says.
-fn receiver() -> Receiver {
+pub(crate) fn receiver() -> Receiver {
     Receiver::start(
         &prometheus3_bin(),
         "global:\n  evaluation_interval: 1s\notlp:\n  promote_resource_attributes: [run_id, agent]\n",
@@ -53,7 +53,7 @@ fn receiver() -> Receiver {
     )
 }
 
-fn otlp_url(prom: &Receiver) -> String {
+pub(crate) fn otlp_url(prom: &Receiver) -> String {
     format!("http://{}/api/v1/otlp/v1/metrics", prom.addr)
 }
 

@@ -129,7 +129,7 @@ pub(crate) fn run(
 }
 
 /// What `prom` holds of a run whose measurements are `m`, under the label
-/// matchers `labels`: the latency histogram's count, the response
+/// matchers `labels` (on every query): the latency histogram's count, the response
 /// histogram's, the requests ok and the 2xx responses equal the result's.
 pub(crate) fn holds_the_counts(prom: &Receiver, m: &Measurements, labels: &str) {
     let latency = m.phases["latency"].count();
@@ -144,7 +144,7 @@ pub(crate) fn holds_the_counts(prom: &Receiver, m: &Measurements, labels: &str) 
     let response = m.phases["response"].count();
     assert_eq!(
         prom.wait_for(
-            r#"histogram_count(throng_phase_duration_seconds{phase="response"})"#,
+            &format!(r#"histogram_count(throng_phase_duration_seconds{{phase="response",{labels}}})"#),
             response
         ),
         Some(response as f64)
@@ -158,7 +158,7 @@ pub(crate) fn holds_the_counts(prom: &Receiver, m: &Measurements, labels: &str) 
     );
     let c2 = m.status_classes()[1];
     assert_eq!(
-        prom.wait_for(r#"throng_responses_total{class="2xx"}"#, c2),
+        prom.wait_for(&format!(r#"throng_responses_total{{class="2xx",{labels}}}"#), c2),
         Some(c2 as f64)
     );
 }

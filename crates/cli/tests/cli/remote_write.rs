@@ -22,7 +22,7 @@ const PUSH: Push = Push {
 };
 
 /// Debian's Prometheus, receiving remote writes with native histograms.
-fn receiver() -> Receiver {
+pub(crate) fn receiver() -> Receiver {
     Receiver::start(
         &prometheus_bin(),
         "global:\n  evaluation_interval: 1s\n",

@@ -148,6 +148,14 @@ pub fn run_with(mut c: CoordinateCmd, given: Given) -> anyhow::Result<ExitCode> 
     let (rewritten, _) = super::files::rewrite(&c.command, &files, probe).map_err(cannot_ship)?;
     super::files::only_in(&check_command(&rewritten)?, probe).map_err(|p| cannot_ship(format!("'{p}'")))?;
     crate::commands::export::check_outputs(&[("--json", c.json.as_deref()), ("--html", c.html.as_deref())])?;
+    if c.per_agent && c.prometheus.is_none() && c.push.remote_write.is_none() && c.push.otlp.is_none() {
+        return Err(UsageError(
+            "--per-agent shows each agent on /metrics and in the pushes: give --prometheus, --remote-write or \
+             --otlp too"
+                .into(),
+        )
+        .into());
+    }
     let access = Access {
         token: match given.token {
             Some(t) => t,
@@ -176,7 +184,7 @@ pub fn run_with(mut c: CoordinateCmd, given: Given) -> anyhow::Result<ExitCode> 
     }
     // Listening before any agent is asked: a busy --prometheus address is
     // a usage error, not a run cut short.
-    let mut view = super::live::LiveView::new(c.agents.len(), c.prometheus, thresholds, abort, c.quiet)?;
+    let mut view = super::live::LiveView::new(&c, thresholds, abort)?;
     let control = given.control.unwrap_or_else(|| {
         let control = throng_engine::Control::new();
         crate::signals::forward_to(&control);
@@ -210,12 +218,10 @@ pub fn run_with(mut c: CoordinateCmd, given: Given) -> anyhow::Result<ExitCode> 
         aborted,
     } = driven?;
     let signalled = control.was_interrupted();
-    let (code, merged) = finish(&c, &agents, &points, parts, aborted, (once, once_notes))?;
-    if let Some(m) = merged {
-        // A signal during the linger ends it (one that stopped the run
-        // does not: the last scrape still sees the totals).
-        view.finish(&m, c.prometheus_linger, || !signalled && control.was_interrupted());
-    }
+    let code = finish(&c, &agents, &points, parts, aborted, (once, once_notes), &view)?;
+    // A signal during the linger ends it (one that stopped the run does
+    // not: the last scrape still sees the totals).
+    view.linger(c.prometheus_linger, || !signalled && control.was_interrupted());
     Ok(code)
 }
 
@@ -256,7 +262,7 @@ fn drive(
     // The run's name: a connection that breaks resumes it by this.
     let run_id = super::secure::nonce().map_err(|e| anyhow::anyhow!(e))?;
     let start_at = now_ms() + START_AHEAD.as_millis() as u64;
-    view.starts_at(Instant::now() + START_AHEAD);
+    view.starts_at(Instant::now() + START_AHEAD, start_at);
     for (i, a) in agents.iter_mut().enumerate() {
         let run = Msg::Run {
             command: c.command.clone(),
@@ -622,8 +628,8 @@ fn reconnect(addr: &str, access: &Access, run_id: &str) -> Result<Conn, String> 
     ))
 }
 
-/// Merges the parts, writes --json/--html, prints the report, and says how
-/// the whole ended.
+/// Merges the parts, shows and pushes the merged totals (`view`), writes
+/// --json/--html, prints the report, and says how the whole ended.
 fn finish(
     c: &CoordinateCmd,
     agents: &[Agent],
@@ -631,8 +637,11 @@ fn finish(
     parts: Vec<Part>,
     aborted: Option<String>,
     (once, once_notes): (Vec<throng_engine::OnceRun>, Vec<String>),
-) -> anyhow::Result<(ExitCode, Option<throng_metrics::Measurements>)> {
+    view: &super::live::LiveView,
+) -> anyhow::Result<ExitCode> {
     let mut results = Vec::new();
+    // The agent each result is of.
+    let mut of_agent = Vec::new();
     let mut notes = Vec::new();
     let mut missing = Vec::new();
     for (i, (a, part)) in agents.iter().zip(parts).enumerate() {
@@ -647,6 +656,7 @@ fn finish(
                 ));
                 notes.push(clock_note(a));
                 results.push(r);
+                of_agent.push(i);
             }
             Err(why) => {
                 say!(
@@ -683,6 +693,15 @@ fn finish(
             .notes
             .push(format!("stopped early {failed} failed on the agents' merged figures"));
     }
+    // The final point of the live series is the merged result's totals.
+    let per_agent: Vec<(usize, &throng_metrics::Measurements)> = of_agent
+        .iter()
+        .zip(&results)
+        .map(|(&i, r)| (i, &r.measurements))
+        .collect();
+    let (remote_write, otlp) = view.finished(&merged.measurements, &per_agent);
+    merged.remote_write = with_agents(remote_write, merged.remote_write.take());
+    merged.otlp = with_agents(otlp, merged.otlp.take());
     if let Some(path) = &c.json {
         crate::commands::shared::write_result(path, &merged)?;
     }
@@ -715,10 +734,25 @@ fn finish(
                 "throng: coordinate: missing {}; the merged result names the missing segments; --allow-missing accepts it",
                 missing.join(", ")
             );
-            return Ok((Outcome::Failed.into(), Some(merged.measurements)));
+            return Ok(Outcome::Failed.into());
         }
     }
-    Ok((outcome.into(), Some(merged.measurements)))
+    Ok(outcome.into())
+}
+
+/// What the coordinator's push did, and the agents' own pushes (a command
+/// with --remote-write/--otlp) added to it: one record of every sample.
+fn with_agents(
+    ours: Option<throng_result::PushRecord>,
+    theirs: Option<throng_result::PushRecord>,
+) -> Option<throng_result::PushRecord> {
+    match (ours, theirs) {
+        (Some(mut a), Some(b)) => {
+            a.add(&b);
+            Some(a)
+        }
+        (a, b) => a.or(b),
+    }
 }
 
 /// How far the agent's clock was from this one's when it was greeted.

@@ -1,23 +1,31 @@
 //! The coordinator's live view: every agent's latest figures added up
-//! exactly, each second shown (progress line, `--prometheus`) and judged
+//! exactly, each second shown (progress line, `--prometheus`), pushed
+//! (`--remote-write`, `--otlp`, sharing the run's push code) and judged
 //! (the command's thresholds, for `--abort-on-fail`).
 
 use std::io::IsTerminal as _;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use throng_metrics::Measurements;
 use throng_scenario::Threshold;
 
+use crate::args::CoordinateCmd;
 use crate::exit::UsageError;
-use crate::live::LiveFigures;
+use crate::figures::AgentFigures;
+use crate::live::{LiveFigures, Pushes};
 use crate::prometheus::Exporter;
+use crate::push::batch::Gauges;
 
 pub struct LiveView {
     /// Each agent's latest figures and their sequence number.
-    latest: Vec<Option<(u64, LiveFigures<Measurements>)>>,
+    latest: Vec<Option<(u64, AgentFigures)>>,
+    /// Each agent's `agent` label (by index).
+    labels: Vec<String>,
+    /// --per-agent: each agent's figures shown and pushed beside the merged ones.
+    per_agent: bool,
     exporter: Option<Exporter>,
+    pushes: Pushes,
     /// Each threshold, and whether its failure stops the run.
     thresholds: Vec<(Threshold, bool)>,
     /// --abort-on-fail: every threshold stops the run.
@@ -29,18 +37,14 @@ pub struct LiveView {
 }
 
 impl LiveView {
-    /// `thresholds` are judged every second on the merged figures: with
-    /// `abort_all` (--abort-on-fail) every one stops the run when it fails,
-    /// otherwise those written with `abort_on_fail` (once their delay
-    /// passed).
-    pub fn new(
-        agents: usize,
-        prometheus: Option<SocketAddr>,
-        thresholds: Vec<Threshold>,
-        abort_all: bool,
-        quiet: bool,
-    ) -> Result<LiveView, UsageError> {
-        let exporter = prometheus
+    /// The view of `c`'s agents: its endpoint listening and its pushes
+    /// checked and started. `thresholds` are judged every second on the
+    /// merged figures: with `abort_all` (--abort-on-fail) every one stops
+    /// the run when it fails, otherwise those written with `abort_on_fail`
+    /// (once their delay passed).
+    pub fn new(c: &CoordinateCmd, thresholds: Vec<Threshold>, abort_all: bool) -> anyhow::Result<LiveView> {
+        let exporter = c
+            .prometheus
             .map(|addr| {
                 Exporter::start(addr, std::collections::BTreeMap::new()).map_err(|e| {
                     UsageError(format!(
@@ -49,6 +53,14 @@ impl LiveView {
                 })
             })
             .transpose()?;
+        // Named again when the agents' start is agreed (their own pushes'
+        // run_id).
+        let pushes = Pushes::start(
+            &c.push,
+            &std::collections::BTreeMap::new(),
+            None,
+            crate::push::local_run_id(),
+        )?;
         let thresholds = thresholds
             .into_iter()
             .map(|t| {
@@ -57,11 +69,19 @@ impl LiveView {
             })
             .collect();
         Ok(LiveView {
-            latest: (0..agents).map(|_| None).collect(),
+            latest: c.agents.iter().map(|_| None).collect(),
+            labels: c
+                .agents
+                .iter()
+                .enumerate()
+                .map(|(i, a)| AgentFigures::label(i, a))
+                .collect(),
+            per_agent: c.per_agent,
             exporter,
+            pushes,
             thresholds,
             abort_all,
-            shown: !quiet && std::io::stderr().is_terminal(),
+            shown: !c.quiet && std::io::stderr().is_terminal(),
             started: Instant::now(),
             dirty: false,
         })
@@ -82,7 +102,14 @@ impl LiveView {
             return;
         }
         if let Ok(f) = serde_json::from_value::<LiveFigures<Measurements>>(value) {
-            *slot = Some((seq, f));
+            let figures = AgentFigures {
+                agent: self.labels.get(i).cloned().unwrap_or_default(),
+                measurements: Arc::new(f.measurements),
+                open_connections: f.open_connections,
+                vus: f.vus,
+                running: true,
+            };
+            *slot = Some((seq, figures));
             self.dirty = true;
         }
     }
@@ -115,9 +142,12 @@ impl LiveView {
         }
     }
 
-    /// The agents start at `at`: a threshold's delay counts from then.
-    pub fn starts_at(&mut self, at: Instant) {
+    /// The agents start at `at` (`unix_ms`): a threshold's delay counts
+    /// from then, and the pushes name the test after it, as the agents'
+    /// own pushes do.
+    pub fn starts_at(&mut self, at: Instant, unix_ms: u64) {
         self.started = at;
+        self.pushes.name_run(&format!("{unix_ms:x}"));
     }
 
     /// Once a second: shows the merged figures and judges them. Returns the
@@ -152,20 +182,62 @@ impl LiveView {
                 let v = t.evaluate(&m);
                 (!v.passed && v.observed.is_some()).then(|| format!("'{}' ({})", t.text, v.detail))
             });
+        let m = Arc::new(m);
+        let agents: Vec<AgentFigures> = if self.per_agent {
+            self.latest.iter().flatten().map(|(_, f)| f.clone()).collect()
+        } else {
+            Vec::new()
+        };
         if let Some(e) = &self.exporter {
-            e.update(Some(&Arc::new(m)), open, vus);
+            e.update(Some(&m), open, vus, &agents);
         }
+        let gauges = Gauges {
+            active_connections: open,
+            vus,
+            running: true,
+        };
+        self.pushes.tick(Some(&m), gauges, &agents);
         failed
     }
 
-    /// The run ended with these merged measurements: the endpoint shows
-    /// exactly them from now on; then it keeps serving for `linger`.
-    pub fn finish(self, m: &Measurements, linger: Duration, cut_short: impl Fn() -> bool) {
+    /// The run ended with these merged measurements, and `results` of the
+    /// agents (by index) that returned one: the endpoint shows exactly them
+    /// from now on, the pushes send them (waited for, bounded). An agent
+    /// without a result is left out, as the merged result leaves it out.
+    /// What each push did, for the merged result.
+    pub fn finished(
+        &self,
+        m: &Measurements,
+        results: &[(usize, &Measurements)],
+    ) -> (Option<throng_result::PushRecord>, Option<throng_result::PushRecord>) {
         if self.shown {
             say!();
         }
-        let Some(e) = &self.exporter else { return };
-        e.finished(m);
+        let agents: Vec<AgentFigures> = if self.per_agent {
+            results
+                .iter()
+                .map(|&(i, r)| AgentFigures {
+                    agent: self.labels.get(i).cloned().unwrap_or_default(),
+                    measurements: Arc::new(r.clone()),
+                    open_connections: 0,
+                    vus: 0,
+                    running: false,
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        if let Some(e) = &self.exporter {
+            e.finished(m, &agents);
+        }
+        self.pushes.finished(m, &agents)
+    }
+
+    /// Keeps serving the endpoint for `linger`, unless `cut_short`.
+    pub fn linger(self, linger: Duration, cut_short: impl Fn() -> bool) {
+        if self.exporter.is_none() {
+            return;
+        }
         let until = Instant::now() + linger;
         while Instant::now() < until && !cut_short() {
             std::thread::sleep(Duration::from_millis(50).min(until.saturating_duration_since(Instant::now())));
