@@ -103,6 +103,9 @@ pub fn run(c: K8sRunCmd) -> anyhow::Result<ExitCode> {
         prometheus: None,
         prometheus_linger: Duration::ZERO,
         quiet: c.quiet,
+        // The pods go when this process does: nothing to resume.
+        journal: None,
+        resume: None,
         command: c.command,
     };
     let given = coordinate::Given {

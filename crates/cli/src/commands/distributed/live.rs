@@ -17,6 +17,9 @@ use crate::prometheus::Exporter;
 pub struct LiveView {
     /// Each agent's latest figures and their sequence number.
     latest: Vec<Option<(u64, LiveFigures<Measurements>)>>,
+    /// Per agent, the last sequence a coordinator before this one saw
+    /// (`--resume`): older figures are not taken again.
+    floors: Vec<u64>,
     exporter: Option<Exporter>,
     /// Each threshold, and whether its failure stops the run.
     thresholds: Vec<(Threshold, bool)>,
@@ -58,6 +61,7 @@ impl LiveView {
             .collect();
         Ok(LiveView {
             latest: (0..agents).map(|_| None).collect(),
+            floors: vec![0; agents],
             exporter,
             thresholds,
             abort_all,
@@ -71,7 +75,7 @@ impl LiveView {
     /// dropped (the next replaces it whole).
     pub fn update(&mut self, i: usize, seq: u64, figures: &str) {
         let Some(slot) = self.latest.get_mut(i) else { return };
-        if slot.as_ref().is_some_and(|(s, _)| *s >= seq) {
+        if slot.as_ref().is_some_and(|(s, _)| *s >= seq) || self.floors.get(i).is_some_and(|f| *f >= seq) {
             return;
         }
         // Another process's histograms: checked before any is decoded.
@@ -85,6 +89,23 @@ impl LiveView {
             *slot = Some((seq, f));
             self.dirty = true;
         }
+    }
+
+    /// Agent `i`'s figures numbered `seq` or before were seen already (by
+    /// the coordinator whose journal this one resumes).
+    pub fn seen_before(&mut self, i: usize, seq: u64) {
+        if let Some(f) = self.floors.get_mut(i) {
+            *f = seq;
+        }
+    }
+
+    /// The sequence of agent `i`'s latest figures (0: none yet).
+    pub fn seq_of(&self, i: usize) -> u64 {
+        let floor = self.floors.get(i).copied().unwrap_or(0);
+        self.latest
+            .get(i)
+            .and_then(|l| l.as_ref())
+            .map_or(floor, |(s, _)| (*s).max(floor))
     }
 
     /// Agent `i`'s latest requests so far: (ended, ok).
