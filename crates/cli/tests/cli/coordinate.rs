@@ -20,6 +20,8 @@ const TOKEN: &str = "tok-coordinate-7c1e";
 pub(crate) struct Agent {
     child: Child,
     pub(crate) addr: String,
+    /// What it said on stderr after its first line.
+    pub(crate) said: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl Agent {
@@ -43,6 +45,8 @@ impl Agent {
             .unwrap();
         let stderr = child.stderr.take().unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
+        let said: std::sync::Arc<std::sync::Mutex<Vec<String>>> = std::sync::Arc::default();
+        let kept = std::sync::Arc::clone(&said);
         std::thread::spawn(move || {
             use std::io::BufRead as _;
             let mut lines = std::io::BufReader::new(stderr).lines();
@@ -50,7 +54,9 @@ impl Agent {
                 let _ = tx.send(first);
             }
             // Drained to the end, so that the agent never blocks on a full pipe.
-            for _ in lines {}
+            for line in lines.map_while(Result::ok) {
+                kept.lock().unwrap().push(line);
+            }
         });
         let first = rx
             .recv_timeout(std::time::Duration::from_secs(10))
@@ -60,7 +66,7 @@ impl Agent {
             .and_then(|rest| rest.split_whitespace().next())
             .unwrap_or_else(|| panic!("not the agent's first line: {first}"))
             .to_string();
-        let agent = Agent { child, addr };
+        let agent = Agent { child, addr, said };
         common::wait_listening(agent.addr.parse::<SocketAddr>().unwrap());
         agent
     }
@@ -73,14 +79,14 @@ impl Drop for Agent {
     }
 }
 
-fn token_file(dir: &Path, token: &str) -> PathBuf {
+pub(crate) fn token_file(dir: &Path, token: &str) -> PathBuf {
     let path = dir.join(format!("token-{}", token.len()));
     std::fs::write(&path, format!("{token}\n")).unwrap();
     path
 }
 
 /// nginx answering every request, one access-log line each.
-fn nginx(log: &Path) -> common::Nginx {
+pub(crate) fn nginx(log: &Path) -> common::Nginx {
     common::Nginx::start(&format!(
         "location / {{ access_log {}; return 200 \"ok\\n\"; }}",
         log.display()

@@ -52,6 +52,7 @@ mod coordinate;
 mod coordinate_abort;
 mod coordinate_hostile;
 mod coordinate_reconnect;
+mod coordinate_restart;
 mod coordinate_tls;
 mod coordinated_omission;
 mod data_secret;
