@@ -513,6 +513,9 @@ fn keep_until_collected(
                 KEEP_RESULT.as_secs()
             );
         }
+        if orders.try_iter().any(|why| why == COLLECTED) {
+            return Ok(());
+        }
         if let Ok(conn) = resumes.recv_timeout(Duration::from_millis(200)) {
             *stream = conn;
             sent = send(stream, done).is_ok();
@@ -531,7 +534,8 @@ fn keep_until_collected(
 
 /// Reads the coordinator's messages on another thread: a stop, its
 /// collecting the result, or the coordinator gone (closed, garbage, or
-/// silent for [`SILENCE`]) arrive on the channel; the last two end it.
+/// silent for [`SILENCE`]) arrive on the channel; the collecting, the
+/// connection closed and garbage end it.
 fn listen_for_stop(stream: &Conn) -> Result<mpsc::Receiver<&'static str>, WireError> {
     let mut reader = stream.try_clone().map_err(WireError::Io)?;
     let (tx, rx) = mpsc::channel();
@@ -551,6 +555,14 @@ fn listen_for_stop(stream: &Conn) -> Result<mpsc::Receiver<&'static str>, WireEr
                     Ok(Msg::Collected) => {
                         let _ = tx.send(COLLECTED);
                         return;
+                    }
+                    // A coordinator silent for a while (a slow teardown,
+                    // a long merge) is gone for now, but may still say it
+                    // collected the result.
+                    Err(WireError::Timeout(_)) => {
+                        if tx.send(GONE).is_err() {
+                            return;
+                        }
                     }
                     Ok(_) | Err(_) => {
                         let _ = tx.send(GONE);

@@ -12,7 +12,8 @@ use throng_result::RunResult;
 use super::command::{Coordinated, check_command};
 use super::journal::Journal;
 use super::{
-    Conn, MAX_HELLO, Msg, PROTOCOL, RECONNECT, SILENCE, WireError, now_ms, read_token, recv, recv_within, send,
+    Conn, MAX_AGENTS, MAX_HELLO, Msg, PROTOCOL, RECONNECT, SILENCE, WireError, now_ms, read_token, recv, recv_within,
+    send,
 };
 use crate::args::CoordinateCmd;
 use crate::exit::{Outcome, UsageError};
@@ -26,8 +27,6 @@ const ANSWER: Duration = Duration::from_secs(10);
 const START_AHEAD: Duration = Duration::from_secs(3);
 /// Largest clock difference between here and an agent.
 const MAX_OFFSET_MS: u64 = 1000;
-/// Most agents one coordinator drives.
-pub(super) const MAX_AGENTS: usize = 1000;
 
 /// One agent, connected and greeted.
 pub(super) struct Agent {
@@ -121,9 +120,6 @@ pub(super) fn prepared(
 
 /// [`run`], with what the caller gives.
 pub fn run_with(mut c: CoordinateCmd, given: Given) -> anyhow::Result<ExitCode> {
-    if let Some(journal) = c.resume.take() {
-        return super::resume::run(c, &journal, given);
-    }
     // `--abort-on-fail` is the coordinator's, also where the command's
     // thresholds are written: it judges the merged figures, not a segment's.
     let before = c.command.len();

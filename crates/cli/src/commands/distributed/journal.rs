@@ -136,7 +136,7 @@ impl Journal {
         {
             return Err(format!("its run id is not one a coordinator gives; {hint}"));
         }
-        if self.agents.is_empty() || self.agents.len() > super::coordinate::MAX_AGENTS {
+        if self.agents.is_empty() || self.agents.len() > super::MAX_AGENTS {
             return Err(format!("{} agents; {hint}", self.agents.len()));
         }
         if self.seqs.len() != self.agents.len() {

@@ -63,7 +63,7 @@ pub mod coordinate;
 mod files;
 mod journal;
 mod live;
-mod resume;
+pub mod resume;
 mod secure;
 
 use std::io::{Read, Write};
@@ -90,6 +90,8 @@ pub const ORPHANED: Duration = Duration::from_secs(3600);
 pub const KEEP_RESULT: Duration = Duration::from_secs(600);
 /// Longest a peer may say nothing during a run.
 pub const SILENCE: Duration = Duration::from_secs(10);
+/// Most agents one coordinator drives.
+pub const MAX_AGENTS: usize = 1000;
 /// Longest a token file may be.
 const MAX_TOKEN_BYTES: u64 = 4096;
 

@@ -5,7 +5,6 @@
 //! results, as `throng merge` does: nothing the dead coordinator saw is
 //! counted again, since only the agents' final results are added up.
 
-use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -15,9 +14,14 @@ use super::{RECONNECT, now_ms, read_token};
 use crate::args::CoordinateCmd;
 use crate::exit::UsageError;
 
-/// Resumes the run of the journal at `path`: `c` gives the token, the TLS
-/// and, if it names them, the outputs (else the journal's).
-pub fn run(mut c: CoordinateCmd, path: &Path, given: Given) -> anyhow::Result<ExitCode> {
+/// Resumes the run of the journal of `--resume`: `c` gives the token,
+/// the TLS and, if it names them, the outputs (else the journal's).
+pub fn run(mut c: CoordinateCmd) -> anyhow::Result<ExitCode> {
+    let given = Given::default();
+    let Some(path) = c.resume.take() else {
+        return Err(UsageError("--resume: give the journal of the run to finish".into()).into());
+    };
+    let path = path.as_path();
     let journal = Journal::read(path)?;
     let resumed_ms = now_ms();
     c.agents.clone_from(&journal.agents);
