@@ -209,6 +209,9 @@ pub fn run_with(mut c: CoordinateCmd, given: Given) -> anyhow::Result<ExitCode> 
     } = driven?;
     let signalled = control.was_interrupted();
     let (code, merged) = finish(&c, &agents, &points, parts, aborted, (once, once_notes))?;
+    if let Some(m) = &merged {
+        view.settle(m);
+    }
     collected(&mut agents, journal.as_mut());
     if let Some(m) = merged {
         // A signal during the linger ends it (one that stopped the run

@@ -180,6 +180,15 @@ impl LiveView {
     }
 
     /// The run ended with these merged measurements: the endpoint shows
+    /// exactly them from now on (before the agents hear that their results
+    /// were collected, and the linger of [`LiveView::finish`]).
+    pub fn settle(&self, m: &Measurements) {
+        if let Some(e) = &self.exporter {
+            e.finished(m);
+        }
+    }
+
+    /// The run ended with these merged measurements: the endpoint shows
     /// exactly them from now on; then it keeps serving for `linger`.
     pub fn finish(self, m: &Measurements, linger: Duration, cut_short: impl Fn() -> bool) {
         if self.shown {

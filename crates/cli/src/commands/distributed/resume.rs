@@ -93,6 +93,9 @@ pub fn run(mut c: CoordinateCmd) -> anyhow::Result<ExitCode> {
     }
     let signalled = control.was_interrupted();
     let (code, merged) = finish(&c, &agents, &points(n), parts, aborted, (Vec::new(), notes))?;
+    if let Some(m) = &merged {
+        view.settle(m);
+    }
     collected(&mut agents, Some(&mut journaled));
     if let Some(m) = merged {
         view.finish(&m, c.prometheus_linger, || !signalled && control.was_interrupted());
