@@ -92,8 +92,10 @@ impl Journal {
                 .truncate(true)
                 .mode(0o600)
                 .open(&tmp)?;
+            // Not synced: a killed coordinator's writes survive it (the
+            // kernel has them), and a sync a second would hold up the live
+            // view on a busy disk.
             f.write_all(&bytes)?;
-            f.sync_data()?;
             std::fs::rename(&tmp, path)
         })();
         written.map_err(|e| {
