@@ -29,6 +29,10 @@ stops every agent and still writes the merged result. The files the command read
 agents; --targets and --data @- are not shipped yet, and a storm's --trigger is refused (it
 would run on every agent). A scenario's setup: and teardown: run once, here; every agent's VUs
 read the setup's captures.
+With --json (or --journal) the coordinator keeps a journal of the run: if it dies, the agents
+finish their parts and keep their results for 10 minutes, and `throng coordinate --resume
+JOURNAL` reconnects to them and merges the run as if nothing had happened (the result says the
+coordinator was restarted, and for how long it was away).
 
 Example:
   throng coordinate --agents 10.0.0.5:7001,10.0.0.6:7001 --token-file token --json all.json \\
@@ -61,7 +65,13 @@ pub struct AgentCmd {
 #[derive(Debug, Args)]
 pub struct CoordinateCmd {
     /// The agents, HOST:PORT separated by commas; agent i runs segment i of N
-    #[arg(long = "agents", value_name = "ADDRS", value_delimiter = ',', required = true)]
+    #[arg(
+        long = "agents",
+        value_name = "ADDRS",
+        value_delimiter = ',',
+        required_unless_present = "resume",
+        conflicts_with = "resume"
+    )]
     pub agents: Vec<String>,
     /// File holding the shared secret every agent was started with
     #[arg(long = "token-file", value_name = "FILE")]
@@ -104,9 +114,24 @@ pub struct CoordinateCmd {
     /// No live progress line
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
+    /// Keep the run's journal in this file (the run, its agents, how far each was followed), so that
+    /// `--resume FILE` can finish the run if this coordinator dies [default: --json's path with
+    /// `.journal` appended; none without --json]
+    #[arg(long = "journal", value_name = "FILE", conflicts_with = "resume")]
+    pub journal: Option<PathBuf>,
+    /// Finish the run of this journal: reconnect to its agents (still running, or keeping their
+    /// results for 10 minutes after their part ended) and merge their results. Give the same
+    /// --token-file and --cacert/--cert/--key; --json/--html default to the journal's
+    #[arg(long = "resume", value_name = "JOURNAL")]
+    pub resume: Option<PathBuf>,
     /// The command every agent runs its segment of: http URL ..., storm TARGET ... or run FILE ...
     /// (after --)
-    #[arg(last = true, required = true, value_name = "COMMAND")]
+    #[arg(
+        last = true,
+        required_unless_present = "resume",
+        conflicts_with = "resume",
+        value_name = "COMMAND"
+    )]
     pub command: Vec<String>,
     /// `--remote-write` and `--otlp`: the merged live figures pushed (last:
     /// their "Live metrics" heading would go on to the flags after them).

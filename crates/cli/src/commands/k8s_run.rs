@@ -105,6 +105,9 @@ pub fn run(c: K8sRunCmd) -> anyhow::Result<ExitCode> {
         per_agent: false,
         push: crate::args::PushArgs::default(),
         quiet: c.quiet,
+        // The pods go when this process does: nothing to resume.
+        journal: None,
+        resume: None,
         command: c.command,
     };
     let given = coordinate::Given {

@@ -52,6 +52,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::StormPart => storm::run_part(),
         Command::K8s(c) => k8s::run(c),
         Command::Agent(c) => distributed::agent::run(c),
+        Command::Coordinate(c) if c.resume.is_some() => distributed::resume::run(*c),
         Command::Coordinate(c) => distributed::coordinate::run(*c),
         Command::Import(c) => import::run(c),
         Command::Completions(c) => completions::completions(c),

@@ -97,14 +97,14 @@ impl Drop for Agent {
     }
 }
 
-fn token_file(dir: &Path, token: &str) -> PathBuf {
+pub(crate) fn token_file(dir: &Path, token: &str) -> PathBuf {
     let path = dir.join(format!("token-{}", token.len()));
     std::fs::write(&path, format!("{token}\n")).unwrap();
     path
 }
 
 /// nginx answering every request, one access-log line each.
-fn nginx(log: &Path) -> common::Nginx {
+pub(crate) fn nginx(log: &Path) -> common::Nginx {
     common::Nginx::start(&format!(
         "location / {{ access_log {}; return 200 \"ok\\n\"; }}",
         log.display()

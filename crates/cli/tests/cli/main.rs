@@ -53,6 +53,7 @@ mod coordinate_abort;
 mod coordinate_hostile;
 mod coordinate_push;
 mod coordinate_reconnect;
+mod coordinate_restart;
 mod coordinate_tls;
 mod coordinated_omission;
 mod data_secret;

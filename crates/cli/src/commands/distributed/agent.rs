@@ -9,8 +9,8 @@ use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
 use super::{
-    Conn, MAX_HELLO, Msg, PROTOCOL, RECONNECT, SILENCE, WireError, now_ms, read_token, recv, recv_within, same_token,
-    send,
+    Conn, KEEP_RESULT, MAX_HELLO, Msg, ORPHANED, PROTOCOL, RECONNECT, SILENCE, WireError, now_ms, read_token, recv,
+    recv_within, same_token, send,
 };
 use crate::args::AgentCmd;
 use crate::exit::UsageError;
@@ -217,7 +217,11 @@ fn serve_one(mut stream: Conn, state: &State) -> Result<Served, WireError> {
     if state.busy.swap(true, Ordering::SeqCst) {
         return refuse(
             &mut stream,
-            "busy: running another coordinator's test; try again when it ends".into(),
+            format!(
+                "busy: running another coordinator's test (or keeping the result of one whose coordinator vanished, \
+                 for up to {} s after it ended); try again when it ends",
+                KEEP_RESULT.as_secs()
+            ),
         );
     }
     let outcome = run_orders(&mut stream, state);
@@ -233,7 +237,12 @@ fn serve_one(mut stream: Conn, state: &State) -> Result<Served, WireError> {
 fn hand_over(mut stream: Conn, state: &State, run_id: &str) -> Result<Served, WireError> {
     let running = state.running.lock().ok().and_then(|r| r.clone());
     let Some((_, tx)) = running.filter(|(id, _)| same_token(id, run_id)) else {
-        let why = "no such run under way here (it ended, or the agent restarted)".to_string();
+        let why = format!(
+            "no such run here: it is not the run under way (if any), and no result of it is kept (its result was \
+             collected, or dropped {} s after its part ended, or the agent restarted); start a new run with \
+             `throng coordinate --agents ...`",
+            KEEP_RESULT.as_secs()
+        );
         let _ = send(&mut stream, &Msg::Refused { reason: why.clone() });
         return Ok(Served::Refused(why));
     };
@@ -258,7 +267,7 @@ fn run_orders(stream: &mut Conn, state: &State) -> Result<Served, WireError> {
         Ok(Served::Refused(why))
     };
     send(stream, &welcome())?;
-    let (command, segment, sequence, start_at, files, setup, run_id) = match recv(stream, HANDSHAKE)? {
+    let (command, segment, sequence, start_at, files, setup, run_id, resumable) = match recv(stream, HANDSHAKE)? {
         Msg::Run {
             command,
             segment,
@@ -267,7 +276,17 @@ fn run_orders(stream: &mut Conn, state: &State) -> Result<Served, WireError> {
             files,
             setup,
             run_id,
-        } => (command, segment, sequence, start_at_unix_ms, files, setup, run_id),
+            resumable,
+        } => (
+            command,
+            segment,
+            sequence,
+            start_at_unix_ms,
+            files,
+            setup,
+            run_id,
+            resumable,
+        ),
         Msg::Stop => return Ok(Served::Refused("the coordinator gave up before the run".into())),
         other => return refuse(stream, format!("expected a run, got a {} message", other.name())),
     };
@@ -285,6 +304,7 @@ fn run_orders(stream: &mut Conn, state: &State) -> Result<Served, WireError> {
                 segment: &segment,
                 sequence: &sequence,
                 start_at,
+                resumable,
             };
             run_child(stream, &dir, &part, &resumes).map(|()| Served::Ran)
         }
@@ -354,17 +374,20 @@ fn scratch_dir() -> std::io::Result<PathBuf> {
     Ok(dir)
 }
 
-/// Runs the command as a child (its segment, its start), tells the
-/// coordinator it started, says it is alive every second, passes a stop on,
-/// and sends the result back.
 /// What the child runs.
 struct Part<'a> {
     command: &'a [String],
     segment: &'a str,
     sequence: &'a str,
     start_at: u64,
+    /// Its coordinator keeps a journal: without it the part runs to its
+    /// end and its result waits for a `--resume`.
+    resumable: bool,
 }
 
+/// Runs the command as a child (its segment, its start), tells the
+/// coordinator it started, says it is alive every second, passes a stop on,
+/// and sends the result back.
 fn run_child(
     stream: &mut Conn,
     dir: &std::path::Path,
@@ -376,6 +399,7 @@ fn run_child(
         segment,
         sequence,
         start_at,
+        resumable,
     } = *part;
     let result_path = dir.join("result.json");
     let stderr_path = dir.join("stderr.txt");
@@ -418,16 +442,12 @@ fn run_child(
             return Err(e);
         }
     };
-    let (exit_code, gone) = watch_child(stream, &mut child, (&mut orders, resumes), &dir.join("live.json"));
-    if let Some(at) = gone {
-        // The result waits for the coordinator, as long as it may take.
-        match resumes.recv_timeout(RECONNECT.saturating_sub(at.elapsed())) {
-            Ok(conn) => *stream = conn,
-            Err(_) => {
-                say!("throng: agent: the coordinator did not come back; the run's result is dropped");
-            }
-        }
-    }
+    let (exit_code, gone) = watch_child(
+        stream,
+        &mut child,
+        (&mut orders, resumes),
+        (&dir.join("live.json"), resumable),
+    );
     let error = if exit_code == 0 || exit_code == 99 {
         String::new()
     } else {
@@ -441,19 +461,81 @@ fn run_child(
             format!("{error}{}{why}", if error.is_empty() { "" } else { "; " }),
         ),
     };
-    send(
-        stream,
-        &Msg::Done {
-            exit_code,
-            result,
-            error,
-        },
-    )
+    let done = Msg::Done {
+        exit_code,
+        result,
+        error,
+    };
+    if resumable {
+        keep_until_collected(stream, &done, (&mut orders, resumes), gone.is_none())
+    } else {
+        if let Some(at) = gone {
+            // The result waits for the coordinator, as long as it may take.
+            match resumes.recv_timeout(RECONNECT.saturating_sub(at.elapsed())) {
+                Ok(conn) => *stream = conn,
+                Err(_) => {
+                    say!("throng: agent: the coordinator did not come back; the run's result is dropped");
+                }
+            }
+        }
+        send(stream, &done)
+    }
 }
 
-/// Reads the coordinator's messages on another thread: a stop, or the
-/// coordinator gone (closed, garbage, or silent for [`SILENCE`]), arrives
-/// on the channel once.
+/// Sends the part's end (`done`) to its coordinator, and again to every one
+/// that resumes the run, until one says it collected it; for
+/// [`KEEP_RESULT`] at most. `connected`: the coordinator is still there.
+fn keep_until_collected(
+    stream: &mut Conn,
+    done: &Msg,
+    (orders, resumes): (&mut mpsc::Receiver<&'static str>, &mpsc::Receiver<Conn>),
+    connected: bool,
+) -> Result<(), WireError> {
+    let deadline = Instant::now() + KEEP_RESULT;
+    let mut sent = connected && send(stream, done).is_ok();
+    let mut said = false;
+    while Instant::now() < deadline {
+        if sent {
+            match orders.recv_timeout(Duration::from_millis(200)) {
+                Ok(COLLECTED) => return Ok(()),
+                // A stop for a part that ended changes nothing.
+                Ok(why) if why != GONE => {}
+                Ok(_) | Err(mpsc::RecvTimeoutError::Disconnected) => sent = false,
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+            }
+            continue;
+        }
+        if !said {
+            said = true;
+            say!(
+                "throng: agent: the part ended without its coordinator: keeping its result for up to {} s for a \
+                 reconnect or `throng coordinate --resume`",
+                KEEP_RESULT.as_secs()
+            );
+        }
+        if orders.try_iter().any(|why| why == COLLECTED) {
+            return Ok(());
+        }
+        if let Ok(conn) = resumes.recv_timeout(Duration::from_millis(200)) {
+            *stream = conn;
+            sent = send(stream, done).is_ok();
+            match listen_for_stop(stream) {
+                Ok(rx) => *orders = rx,
+                Err(_) => sent = false,
+            }
+        }
+    }
+    say!(
+        "throng: agent: nobody collected the run's result within {} s; it is dropped",
+        KEEP_RESULT.as_secs()
+    );
+    Ok(())
+}
+
+/// Reads the coordinator's messages on another thread: a stop, its
+/// collecting the result, or the coordinator gone (closed, garbage, or
+/// silent for [`SILENCE`]) arrive on the channel; the collecting, the
+/// connection closed and garbage end it.
 fn listen_for_stop(stream: &Conn) -> Result<mpsc::Receiver<&'static str>, WireError> {
     let mut reader = stream.try_clone().map_err(WireError::Io)?;
     let (tx, rx) = mpsc::channel();
@@ -464,8 +546,23 @@ fn listen_for_stop(stream: &Conn) -> Result<mpsc::Receiver<&'static str>, WireEr
                 match recv_within(&mut reader, SILENCE, MAX_HELLO) {
                     Ok(Msg::Alive { .. }) => {}
                     Ok(Msg::Stop) => {
-                        let _ = tx.send("the coordinator stopped the run");
+                        // Still listening: the coordinator says when it
+                        // collected the result.
+                        if tx.send("the coordinator stopped the run").is_err() {
+                            return;
+                        }
+                    }
+                    Ok(Msg::Collected) => {
+                        let _ = tx.send(COLLECTED);
                         return;
+                    }
+                    // A coordinator silent for a while (a slow teardown,
+                    // a long merge) is gone for now, but may still say it
+                    // collected the result.
+                    Err(WireError::Timeout(_)) => {
+                        if tx.send(GONE).is_err() {
+                            return;
+                        }
                     }
                     Ok(_) | Err(_) => {
                         let _ = tx.send(GONE);
@@ -481,15 +578,17 @@ fn listen_for_stop(stream: &Conn) -> Result<mpsc::Receiver<&'static str>, WireEr
 /// Waits for the child, saying alive every second and interrupting it on
 /// a stop (killing it if it does not end within [`STOP_GRACE`] after). A
 /// coordinator that is gone has [`RECONNECT`] to come back (a connection
-/// from `resumes`) before the run is stopped. Returns the child's exit code
-/// (-1 when it died of a signal), and since when the coordinator is gone
-/// if it is.
+/// from `resumes`) before the run is stopped; one that keeps a journal
+/// (`resumable`) leaves the run to its end ([`ORPHANED`] at most). Returns
+/// the child's exit code (-1 when it died of a signal), and since when the
+/// coordinator is gone if it is.
 fn watch_child(
     stream: &mut Conn,
     child: &mut Child,
     (orders, resumes): (&mut mpsc::Receiver<&'static str>, &mpsc::Receiver<Conn>),
-    live: &std::path::Path,
+    (live, resumable): (&std::path::Path, bool),
 ) -> (i32, Option<Instant>) {
+    let orphaned = if resumable { ORPHANED } else { RECONNECT };
     let mut seq = 0u64;
     let mut last_live = None;
     let mut last_alive = Instant::now();
@@ -523,10 +622,7 @@ fn watch_child(
             && let Ok(why) = orders.try_recv()
         {
             if why == GONE {
-                say!(
-                    "throng: agent: {why}: the run goes on; waiting up to {} s for it to reconnect",
-                    RECONNECT.as_secs()
-                );
+                say!("throng: agent: {why}: {}", going_on(resumable));
                 gone = Some(Instant::now());
             } else {
                 say!("throng: agent: {why}: stopping the run");
@@ -534,7 +630,7 @@ fn watch_child(
                 stopped = Some(Instant::now());
             }
         }
-        if stopped.is_none() && gone.is_some_and(|at| at.elapsed() > RECONNECT) {
+        if stopped.is_none() && gone.is_some_and(|at| at.elapsed() > orphaned) {
             say!("throng: agent: the coordinator did not come back: stopping the run");
             interrupt(child);
             stopped = Some(Instant::now());
@@ -550,10 +646,7 @@ fn watch_child(
                 None => Msg::Alive { seq },
             };
             if send(stream, &msg).is_err() {
-                say!(
-                    "throng: agent: {GONE}: the run goes on; waiting up to {} s for it to reconnect",
-                    RECONNECT.as_secs()
-                );
+                say!("throng: agent: {GONE}: {}", going_on(resumable));
                 gone = Some(Instant::now());
             }
         }
@@ -563,6 +656,24 @@ fn watch_child(
 
 /// What the stop listener says when the coordinator's connection ended.
 const GONE: &str = "the coordinator is gone";
+/// What it says when the coordinator has the part's result.
+const COLLECTED: &str = "the coordinator collected the result";
+
+/// What happens to a run whose coordinator is gone.
+fn going_on(resumable: bool) -> String {
+    if resumable {
+        format!(
+            "the run goes on to its end (at most {} s more; its coordinator keeps a journal), its result kept for \
+             a reconnect or `throng coordinate --resume`",
+            ORPHANED.as_secs()
+        )
+    } else {
+        format!(
+            "the run goes on; waiting up to {} s for it to reconnect",
+            RECONNECT.as_secs()
+        )
+    }
+}
 
 /// The run's latest snapshot when it changed since `last` (its time).
 fn fresh_snapshot(path: &std::path::Path, last: &mut Option<std::time::SystemTime>) -> Option<String> {

@@ -10,8 +10,10 @@ use anyhow::Context as _;
 use throng_result::RunResult;
 
 use super::command::{Coordinated, check_command};
+use super::journal::Journal;
 use super::{
-    Conn, MAX_HELLO, Msg, PROTOCOL, RECONNECT, SILENCE, WireError, now_ms, read_token, recv, recv_within, send,
+    Conn, MAX_AGENTS, MAX_HELLO, Msg, PROTOCOL, RECONNECT, SILENCE, WireError, now_ms, read_token, recv, recv_within,
+    send,
 };
 use crate::args::CoordinateCmd;
 use crate::exit::{Outcome, UsageError};
@@ -25,11 +27,9 @@ const ANSWER: Duration = Duration::from_secs(10);
 const START_AHEAD: Duration = Duration::from_secs(3);
 /// Largest clock difference between here and an agent.
 const MAX_OFFSET_MS: u64 = 1000;
-/// Most agents one coordinator drives.
-const MAX_AGENTS: usize = 1000;
 
 /// One agent, connected and greeted.
-struct Agent {
+pub(super) struct Agent {
     addr: String,
     stream: Conn,
     /// Its clock minus this one's at the welcome, in ms, and the round
@@ -44,12 +44,12 @@ struct Agent {
 /// speaks.
 #[derive(Clone)]
 pub struct Access {
-    token: String,
-    tls: Option<std::sync::Arc<throng_tls::rustls::ClientConfig>>,
+    pub(super) token: String,
+    pub(super) tls: Option<std::sync::Arc<throng_tls::rustls::ClientConfig>>,
 }
 
 /// How an agent's part ended.
-enum Part {
+pub(super) enum Part {
     Done {
         exit_code: i32,
         result: Option<String>,
@@ -84,7 +84,7 @@ pub fn check(command: &[String]) -> anyhow::Result<()> {
 /// The command's thresholds, its connections, and its scenario, checked
 /// as the command checks them before it runs.
 #[allow(clippy::type_complexity)]
-fn prepared(
+pub(super) fn prepared(
     command: &[String],
 ) -> anyhow::Result<(
     Vec<throng_scenario::Threshold>,
@@ -212,13 +212,15 @@ pub fn run_with(mut c: CoordinateCmd, given: Given) -> anyhow::Result<ExitCode> 
         }
     }
     let Driven {
-        agents,
+        mut agents,
         points,
         parts,
         aborted,
+        mut journal,
     } = driven?;
     let signalled = control.was_interrupted();
     let code = finish(&c, &agents, &points, parts, aborted, (once, once_notes), &view)?;
+    collected(&mut agents, journal.as_mut());
     // A signal during the linger ends it (one that stopped the run does
     // not: the last scrape still sees the totals).
     view.linger(c.prometheus_linger, || !signalled && control.was_interrupted());
@@ -232,6 +234,36 @@ struct Driven {
     points: Vec<String>,
     parts: Vec<Part>,
     aborted: Option<String>,
+    /// The run's journal and where it is kept.
+    journal: Option<Journaled>,
+}
+
+/// A journal and its file.
+pub(super) type Journaled = (std::path::PathBuf, Journal);
+
+/// The merged result is written: the agents may drop their parts' results,
+/// and the journal says there is nothing left to resume.
+pub(super) fn collected(agents: &mut [Agent], journal: Option<&mut Journaled>) {
+    for a in agents {
+        let _ = send(&mut a.stream, &Msg::Collected);
+    }
+    if let Some((path, j)) = journal {
+        j.finished = true;
+        if let Err(e) = j.write(path) {
+            say!("throng: coordinate: --journal {}: {e}", path.display());
+        }
+    }
+}
+
+/// Segment i of N runs from points[i] to points[i + 1].
+pub(super) fn points(n: usize) -> Vec<String> {
+    (0..=n)
+        .map(|i| match i {
+            0 => "0".to_string(),
+            i if i == n => "1".to_string(),
+            i => format!("{i}/{n}"),
+        })
+        .collect()
 }
 
 /// The agents' parts of a run: each greeted and given its segment, all
@@ -251,17 +283,30 @@ fn drive(
         agents.push(greet(addr, access, connections, c.agents.len(), None)?);
     }
     let n = agents.len();
-    let points: Vec<String> = (0..=n)
-        .map(|i| match i {
-            0 => "0".to_string(),
-            i if i == n => "1".to_string(),
-            i => format!("{i}/{n}"),
-        })
-        .collect();
+    let points = points(n);
     let sequence = points.join(",");
     // The run's name: a connection that breaks resumes it by this.
     let run_id = super::secure::nonce().map_err(|e| anyhow::anyhow!(e))?;
     let start_at = now_ms() + START_AHEAD.as_millis() as u64;
+    // Written before any agent has its orders: a run that starts can be
+    // resumed.
+    let mut journal = match super::journal::path_for(c.journal.as_deref(), c.json.as_deref()) {
+        Some(path) => {
+            let mut j = Journal::new(&run_id, &c.agents, &c.command, start_at);
+            j.json.clone_from(&c.json);
+            j.html.clone_from(&c.html);
+            j.write(&path)
+                .map_err(|e| UsageError(format!("--journal {}: {e}; give a writable path", path.display())))?;
+            say!(
+                "throng: coordinate: the run's journal is '{}' (should this process die: throng coordinate --resume {} \
+                 --token-file ...)",
+                path.display(),
+                path.display()
+            );
+            Some((path, j))
+        }
+        None => None,
+    };
     view.starts_at(Instant::now() + START_AHEAD, start_at);
     for (i, a) in agents.iter_mut().enumerate() {
         let run = Msg::Run {
@@ -272,6 +317,7 @@ fn drive(
             files: files.clone(),
             setup: setup.map(|s| (*s.vars).clone()),
             run_id: run_id.clone(),
+            resumable: journal.is_some(),
         };
         send(&mut a.stream, &run).map_err(|e| anyhow::anyhow!("agent {}: {e}", a.addr))?;
     }
@@ -280,6 +326,8 @@ fn drive(
             for other in &mut agents {
                 let _ = send(&mut other.stream, &Msg::Stop);
             }
+            // Nothing to resume: the agents keep no result for it.
+            collected(&mut agents, journal.as_mut());
             return Err(e);
         }
     }
@@ -287,21 +335,24 @@ fn drive(
         "throng: coordinate: {n} agents, one segment of the plan each, start at {}",
         throng_result::rfc3339(start_at)
     );
-    let (parts, aborted) = follow(&mut agents, view, control, (access, &run_id))?;
+    let (parts, aborted) = follow(&mut agents, view, control, (access, &run_id), journal.as_mut())?;
     Ok(Driven {
         agents,
         points,
         parts,
         aborted,
+        journal,
     })
 }
 
 /// The longest `--agents` address: a DNS name's 253 bytes, a colon and a
 /// port, with room for brackets around an IPv6 address.
-const MAX_ADDRESS: usize = 263;
+pub(super) const MAX_ADDRESS: usize = 263;
 
 /// The TLS configuration of --cacert/--cert/--key, read bounded.
-fn client_tls(c: &CoordinateCmd) -> Result<Option<std::sync::Arc<throng_tls::rustls::ClientConfig>>, UsageError> {
+pub(super) fn client_tls(
+    c: &CoordinateCmd,
+) -> Result<Option<std::sync::Arc<throng_tls::rustls::ClientConfig>>, UsageError> {
     if c.cacert.is_none() {
         return Ok(None);
     }
@@ -317,7 +368,7 @@ fn client_tls(c: &CoordinateCmd) -> Result<Option<std::sync::Arc<throng_tls::rus
 
 /// Connects to `addr` (TLS with --cacert), answers its challenge, and
 /// checks its welcome: version, clock, descriptor limit.
-fn greet(
+pub(super) fn greet(
     addr: &str,
     access: &Access,
     connections: Option<u64>,
@@ -475,11 +526,12 @@ fn started(a: &mut Agent) -> anyhow::Result<()> {
 /// live figures into `view`, passes Ctrl-C (and a threshold that fails
 /// and stops the run) on as a stop, and collects how each part ended, and the
 /// threshold that stopped the run.
-fn follow(
+pub(super) fn follow(
     agents: &mut [Agent],
     view: &mut super::live::LiveView,
     control: &throng_engine::Control,
     (access, run_id): (&Access, &str),
+    mut journal: Option<&mut Journaled>,
 ) -> anyhow::Result<(Vec<Part>, Option<String>)> {
     let (tx, rx) = mpsc::channel();
     for (i, a) in agents.iter().enumerate() {
@@ -521,6 +573,7 @@ fn follow(
     let mut stop_sent = false;
     let mut aborted = None;
     let mut last_alive = Instant::now();
+    let mut journal_failed = false;
     while parts.iter().any(Option::is_none) {
         if (control.was_interrupted() || aborted.is_some()) && !stop_sent {
             stop_sent = true;
@@ -542,9 +595,20 @@ fn follow(
                 aborted = Some(format!("({}): threshold {failed}", view.abort_flag()));
                 continue;
             }
-            for (a, p) in agents.iter_mut().zip(&parts) {
-                if p.is_none() {
-                    let _ = send(&mut a.stream, &Msg::Alive { seq: 0 });
+            // Every agent, also one whose part ended: it waits to hear that
+            // its result was collected.
+            for a in agents.iter_mut() {
+                let _ = send(&mut a.stream, &Msg::Alive { seq: 0 });
+            }
+            if let Some((path, j)) = journal.as_deref_mut() {
+                for (i, s) in j.seqs.iter_mut().enumerate() {
+                    *s = view.seq_of(i);
+                }
+                if let Err(e) = j.write(path)
+                    && !journal_failed
+                {
+                    journal_failed = true;
+                    say!("throng: coordinate: --journal {}: {e}", path.display());
                 }
             }
         }
@@ -630,7 +694,7 @@ fn reconnect(addr: &str, access: &Access, run_id: &str) -> Result<Conn, String> 
 
 /// Merges the parts, shows and pushes the merged totals (`view`), writes
 /// --json/--html, prints the report, and says how the whole ended.
-fn finish(
+pub(super) fn finish(
     c: &CoordinateCmd,
     agents: &[Agent],
     points: &[String],

@@ -24,6 +24,9 @@ pub struct LiveView {
     labels: Vec<String>,
     /// --per-agent: each agent's figures shown and pushed beside the merged ones.
     per_agent: bool,
+    /// Per agent, the last sequence a coordinator before this one saw
+    /// (`--resume`): older figures are not taken again.
+    floors: Vec<u64>,
     exporter: Option<Exporter>,
     pushes: Pushes,
     /// Each threshold, and whether its failure stops the run.
@@ -77,6 +80,7 @@ impl LiveView {
                 .map(|(i, a)| AgentFigures::label(i, a))
                 .collect(),
             per_agent: c.per_agent,
+            floors: vec![0; c.agents.len()],
             exporter,
             pushes,
             thresholds,
@@ -91,7 +95,7 @@ impl LiveView {
     /// dropped (the next replaces it whole).
     pub fn update(&mut self, i: usize, seq: u64, figures: &str) {
         let Some(slot) = self.latest.get_mut(i) else { return };
-        if slot.as_ref().is_some_and(|(s, _)| *s >= seq) {
+        if slot.as_ref().is_some_and(|(s, _)| *s >= seq) || self.floors.get(i).is_some_and(|f| *f >= seq) {
             return;
         }
         // Another process's histograms: checked before any is decoded.
@@ -112,6 +116,23 @@ impl LiveView {
             *slot = Some((seq, figures));
             self.dirty = true;
         }
+    }
+
+    /// Agent `i`'s figures numbered `seq` or before were seen already (by
+    /// the coordinator whose journal this one resumes).
+    pub fn seen_before(&mut self, i: usize, seq: u64) {
+        if let Some(f) = self.floors.get_mut(i) {
+            *f = seq;
+        }
+    }
+
+    /// The sequence of agent `i`'s latest figures (0: none yet).
+    pub fn seq_of(&self, i: usize) -> u64 {
+        let floor = self.floors.get(i).copied().unwrap_or(0);
+        self.latest
+            .get(i)
+            .and_then(|l| l.as_ref())
+            .map_or(floor, |(s, _)| (*s).max(floor))
     }
 
     /// Agent `i`'s latest requests so far: (ended, ok).

@@ -30,10 +30,14 @@
 //!                                     | Alive {seq} when nothing is new
 //!   (the connection broke: the agent runs on for RECONNECT; the
 //!    coordinator connects again and says Hello {.., resume: run_id};
-//!    the agent welcomes it and goes on with Live, Done there)
+//!    the agent welcomes it and goes on with Live, Done there. With
+//!    Run {resumable} (the coordinator keeps a journal) the agent runs
+//!    its part to its end and keeps the Done for KEEP_RESULT: a new
+//!    coordinator process, `--resume JOURNAL`, says the same Hello)
 //!   Stop                      ──▶     (abort, Ctrl-C) the child is
 //!                                     interrupted and still writes its result
 //!                             ◀──     Done {exit_code, result, error}
+//!   Collected                 ──▶     (the merged result is written)
 //! ```
 //!
 //! A live message carries the agent's totals so far, not the change since
@@ -48,14 +52,18 @@
 //! never crosses the wire (only a proof over a nonce fresh for each
 //! connection), and is never logged, never in a result. A coordinator
 //! that goes away (the connection ends, or no message for
-//! [`SILENCE`]) stops the agent's run; an agent that does is a missing
-//! segment in the merged result.
+//! [`SILENCE`]) and does not come back within [`RECONNECT`] stops the
+//! agent's run, unless it keeps a journal (then the part runs to its end
+//! and its result waits [`KEEP_RESULT`] for `--resume`); an agent that
+//! goes away is a missing segment in the merged result.
 
 pub mod agent;
 mod command;
 pub mod coordinate;
 mod files;
+mod journal;
 mod live;
+pub mod resume;
 mod secure;
 
 use std::io::{Read, Write};
@@ -74,8 +82,16 @@ pub const MAX_FRAME: u32 = 64 << 20;
 /// Longest an agent runs on without its coordinator, waiting for it to
 /// reconnect; and longest a coordinator tries to.
 pub const RECONNECT: Duration = Duration::from_secs(15);
+/// Longest a run whose coordinator keeps a journal goes on without it
+/// (a run longer than that is stopped, and its result kept).
+pub const ORPHANED: Duration = Duration::from_secs(3600);
+/// How long an agent keeps the result of a run whose coordinator (with a
+/// journal) vanished, for `throng coordinate --resume` to collect.
+pub const KEEP_RESULT: Duration = Duration::from_secs(600);
 /// Longest a peer may say nothing during a run.
 pub const SILENCE: Duration = Duration::from_secs(10);
+/// Most agents one coordinator drives.
+pub const MAX_AGENTS: usize = 1000;
 /// Longest a token file may be.
 const MAX_TOKEN_BYTES: u64 = 4096;
 
@@ -119,6 +135,11 @@ pub enum Msg {
         /// The run's name, for a connection that resumes it.
         #[serde(default)]
         run_id: String,
+        /// The coordinator keeps a journal (`--resume` can pick the run
+        /// up): without it the run goes on to its end, for [`ORPHANED`] at
+        /// most, and its result is kept for [`KEEP_RESULT`].
+        #[serde(default)]
+        resumable: bool,
     },
     Started,
     Alive {
@@ -129,6 +150,9 @@ pub enum Msg {
         figures: String,
     },
     Stop,
+    /// The coordinator has the part's result (an agent that keeps results
+    /// for `--resume` may drop it).
+    Collected,
     Done {
         exit_code: i32,
         result: Option<String>,
@@ -149,6 +173,7 @@ impl Msg {
             Msg::Alive { .. } => "alive",
             Msg::Live { .. } => "live",
             Msg::Stop => "stop",
+            Msg::Collected => "collected",
             Msg::Done { .. } => "done",
         }
     }

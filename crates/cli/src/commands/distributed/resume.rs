@@ -1,0 +1,132 @@
+//! `throng coordinate --resume JOURNAL`: a new coordinator process picks
+//! up the run of a dead one. It reconnects to the journal's agents under
+//! the journal's run id (each still running its part, or keeping its
+//! result), follows them as the first one did, and merges their own
+//! results, as `throng merge` does: nothing the dead coordinator saw is
+//! counted again, since only the agents' final results are added up.
+
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use super::coordinate::{Access, Agent, Given, client_tls, collected, finish, follow, greet, points, prepared};
+use super::journal::Journal;
+use super::{RECONNECT, now_ms, read_token};
+use crate::args::CoordinateCmd;
+use crate::exit::UsageError;
+
+/// Resumes the run of the journal of `--resume`: `c` gives the token,
+/// the TLS and, if it names them, the outputs (else the journal's).
+pub fn run(mut c: CoordinateCmd) -> anyhow::Result<ExitCode> {
+    let given = Given::default();
+    let Some(path) = c.resume.take() else {
+        return Err(UsageError("--resume: give the journal of the run to finish".into()).into());
+    };
+    let path = path.as_path();
+    let journal = Journal::read(path)?;
+    let resumed_ms = now_ms();
+    c.agents.clone_from(&journal.agents);
+    c.command.clone_from(&journal.command);
+    if c.json.is_none() {
+        c.json.clone_from(&journal.json);
+    }
+    if c.html.is_none() {
+        c.html.clone_from(&journal.html);
+    }
+    let before = c.command.len();
+    c.command.retain(|a| a != "--abort-on-fail");
+    let abort = c.abort_on_fail || c.command.len() != before;
+    // The command as the first coordinator checked it: its thresholds
+    // judge the live figures again.
+    let (thresholds, _, scenario) =
+        prepared(&c.command).map_err(|e| e.context(format!("--resume {}", path.display())))?;
+    crate::commands::export::check_outputs(&[("--json", c.json.as_deref()), ("--html", c.html.as_deref())])?;
+    let access = Access {
+        token: match given.token {
+            Some(t) => t,
+            None => read_token(c.token_file.as_deref())?,
+        },
+        tls: client_tls(&c)?,
+    };
+    let n = journal.agents.len();
+    let mut view = super::live::LiveView::new(&c, thresholds, abort)?;
+    for (i, &seq) in journal.seqs.iter().enumerate() {
+        view.seen_before(i, seq);
+    }
+    let since_start = Duration::from_millis(resumed_ms.saturating_sub(journal.start_at_unix_ms));
+    view.starts_at(
+        Instant::now().checked_sub(since_start).unwrap_or_else(Instant::now),
+        journal.start_at_unix_ms,
+    );
+    let control = given.control.unwrap_or_else(|| {
+        let control = throng_engine::Control::new();
+        crate::signals::forward_to(&control);
+        control
+    });
+    let away_s = resumed_ms.saturating_sub(journal.written_unix_ms) as f64 / 1000.0;
+    say!(
+        "throng: coordinate: resuming the run of '{}' (its coordinator was last heard of {away_s:.1} s ago): \
+         reconnecting to {}",
+        path.display(),
+        journal.agents.join(", ")
+    );
+    let (run_id, written_ms) = (journal.run_id.clone(), journal.written_unix_ms);
+    let mut agents = Vec::with_capacity(n);
+    for addr in &journal.agents {
+        agents.push(rejoin(addr, &access, n, &run_id)?);
+    }
+    say!("throng: coordinate: {n} agents reconnected; following the run to its end");
+    let mut journaled = (path.to_path_buf(), journal);
+    let (parts, aborted) = follow(
+        &mut agents,
+        &mut view,
+        &control,
+        (&access, &run_id),
+        Some(&mut journaled),
+    )?;
+    let mut notes = vec![format!(
+        "the coordinator was restarted: its journal was last written at {}, the run resumed at {} ({away_s:.1} s \
+         away); the merged result is the agents' own results, each counted once",
+        throng_result::rfc3339(written_ms),
+        throng_result::rfc3339(resumed_ms)
+    )];
+    if scenario.is_some() {
+        notes.push(
+            "the scenario's teardown (if it has one) was not run: the coordinator that ran its setup is gone".into(),
+        );
+    }
+    let signalled = control.was_interrupted();
+    let code = finish(&c, &agents, &points(n), parts, aborted, (Vec::new(), notes), &view)?;
+    collected(&mut agents, Some(&mut journaled));
+    view.linger(c.prometheus_linger, || !signalled && control.was_interrupted());
+    Ok(code)
+}
+
+/// Connects to the agent at `addr` again and resumes `run_id` there,
+/// trying for [`RECONNECT`] while it does not answer; its refusal (another
+/// run, no result kept) is the error, saying what to do.
+fn rejoin(addr: &str, access: &Access, n: usize, run_id: &str) -> anyhow::Result<Agent> {
+    let deadline = Instant::now() + RECONNECT;
+    loop {
+        match greet(addr, access, None, n, Some(run_id)) {
+            Ok(a) => return Ok(a),
+            Err(e) if e.downcast_ref::<UsageError>().is_some() => {
+                return Err(UsageError(format!(
+                    "--resume: {e:#}; this journal's run cannot be finished there (the other agents keep their \
+                     parts' results for {} s after their end: resume again once this agent is back, or start a new \
+                     run)",
+                    super::KEEP_RESULT.as_secs()
+                ))
+                .into());
+            }
+            Err(e) if Instant::now() >= deadline => {
+                return Err(anyhow::anyhow!(
+                    "--resume: {e:#} (tried for {} s); the other agents keep their parts' results for {} s after \
+                     their end: resume again once this agent answers",
+                    RECONNECT.as_secs(),
+                    super::KEEP_RESULT.as_secs()
+                ));
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(500)),
+        }
+    }
+}

@@ -1,0 +1,194 @@
+//! A coordinator killed (kill -9) while its agents run: `throng coordinate
+//! --resume JOURNAL` reconnects to them and finishes the run, every request
+//! counted once, whether the agents were still running or had ended.
+
+#![allow(clippy::unwrap_used)]
+
+use crate::common;
+use crate::coordinate::{Agent, nginx, token_file};
+
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{assert_books_balance, throng};
+use throng_result::RunResult;
+
+const TOKEN: &str = "tok-restart-51a9";
+
+/// `throng coordinate --agents A,B --token-file F --json JSON -- COMMAND`,
+/// running.
+fn start(agents: &[&Agent], token: &Path, json: &Path, command: &[&str]) -> Child {
+    let list: Vec<&str> = agents.iter().map(|a| a.addr.as_str()).collect();
+    throng()
+        .args(["coordinate", "--agents", &list.join(","), "--token-file"])
+        .arg(token)
+        .arg("--json")
+        .arg(json)
+        .arg("--")
+        .args(command)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits (bounded) until `ready` holds.
+fn wait_until(what: &str, mut ready: impl FnMut() -> bool) {
+    let deadline = Instant::now() + common::RUN_LIMIT;
+    while !ready() {
+        assert!(Instant::now() < deadline, "{what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// `throng coordinate --resume JOURNAL --token-file F`: (exit code, stderr).
+fn resume(journal: &Path, token: &Path) -> (i32, String) {
+    let out = common::output(
+        throng()
+            .args(["coordinate", "--resume"])
+            .arg(journal)
+            .arg("--token-file")
+            .arg(token),
+    );
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The merged result counts exactly what nginx answered, both parts, and
+/// says the coordinator was restarted.
+fn check_merged(json: &Path, log: &Path, agents: &[&Agent]) -> RunResult {
+    let r = RunResult::from_reader(std::fs::File::open(json).unwrap()).unwrap();
+    assert_books_balance(&r);
+    let ok = r.measurements.requests.ok;
+    assert_eq!(r.measurements.requests.attempted, ok, "{:?}", r.notes);
+    assert_eq!(common::access_log(log).len() as u64, ok, "nginx's count");
+    assert_eq!(r.parts.len(), 2, "{:?}", r.notes);
+    assert_eq!(r.segment_notes().count(), 0, "{:?}", r.notes);
+    for (agent, seg) in [(agents[0], "0:1/2"), (agents[1], "1/2:1")] {
+        let named = format!("agent {}: segment {seg}: ", agent.addr);
+        assert!(
+            r.notes.iter().any(|n| n.starts_with(&named)),
+            "{named} not in {:?}",
+            r.notes
+        );
+    }
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n.starts_with("the coordinator was restarted: ") && n.contains(" s away)")),
+        "{:?}",
+        r.notes
+    );
+    r
+}
+
+fn said(agent: &Agent, what: &str) -> bool {
+    agent.said().contains(what)
+}
+
+#[test]
+fn a_coordinator_killed_mid_run_is_resumed_and_every_request_counted_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("access.log");
+    let server = nginx(&log);
+    let token = token_file(dir.path(), TOKEN);
+    let (a, b) = (
+        Agent::start_with(&["--token-file".as_ref(), token.as_os_str()]),
+        Agent::start_with(&["--token-file".as_ref(), token.as_os_str()]),
+    );
+    let json = dir.path().join("all.json");
+    // The journal's default place: beside --json.
+    let journal = dir.path().join("all.json.journal");
+    let mut run = start(
+        &[&a, &b],
+        &token,
+        &json,
+        &["http", &server.url("/"), "-r", "100", "-d", "8s", "-c", "2"],
+    );
+    // Under way, with live figures of both agents in the journal: kill -9.
+    wait_until("no live figures in the journal", || {
+        std::fs::read(&journal)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            .is_some_and(|j| {
+                j["seqs"]
+                    .as_array()
+                    .is_some_and(|s| s.iter().all(|n| n.as_u64() > Some(0)))
+            })
+            && common::access_log(&log).len() >= 150
+    });
+    run.kill().unwrap();
+    run.wait().unwrap();
+    assert!(!json.exists(), "the killed coordinator wrote no result");
+    let text = std::fs::read_to_string(&journal).unwrap();
+    assert!(!text.contains(TOKEN), "the token is not in the journal: {text}");
+    let (code, stderr) = resume(&journal, &token);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("resuming the run of"), "{stderr}");
+    let r = check_merged(&json, &log, &[&a, &b]);
+    assert!(
+        r.measurements.requests.ok > 150,
+        "the run went on: {:?}",
+        r.measurements.requests
+    );
+    for agent in [&a, &b] {
+        assert!(said(agent, "the run goes on to its end"), "{:?}", agent.said());
+    }
+    // Merged: nothing left to resume.
+    let (code, stderr) = resume(&journal, &token);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("this run was already merged into"), "{stderr}");
+}
+
+#[test]
+fn a_resume_after_the_run_ended_still_collects_both_parts() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("access.log");
+    let server = nginx(&log);
+    let token = token_file(dir.path(), TOKEN);
+    let (a, b) = (
+        Agent::start_with(&["--token-file".as_ref(), token.as_os_str()]),
+        Agent::start_with(&["--token-file".as_ref(), token.as_os_str()]),
+    );
+    let json = dir.path().join("all.json");
+    let journal = dir.path().join("all.json.journal");
+    let mut run = start(
+        &[&a, &b],
+        &token,
+        &json,
+        &["http", &server.url("/"), "-r", "50", "-n", "300", "-c", "8"],
+    );
+    wait_until("no requests arrived", || common::access_log(&log).len() >= 30);
+    run.kill().unwrap();
+    run.wait().unwrap();
+    // Both parts end without a coordinator, and keep their results.
+    wait_until("the agents did not keep their results", || {
+        said(&a, "keeping its result") && said(&b, "keeping its result")
+    });
+    let before = std::fs::read_to_string(&journal).unwrap();
+    let (code, stderr) = resume(&journal, &token);
+    assert_eq!(code, 0, "{stderr}");
+    let r = check_merged(&json, &log, &[&a, &b]);
+    let m = &r.measurements;
+    assert_eq!(
+        m.requests.attempted + m.dropped,
+        300,
+        "{:?} dropped {}",
+        m.requests,
+        m.dropped
+    );
+    // A journal of a run the agents do not know: refused, saying what to do.
+    let mut other: serde_json::Value = serde_json::from_str(&before).unwrap();
+    other["run_id"] = serde_json::Value::from("f".repeat(64));
+    let forged = dir.path().join("other.journal");
+    std::fs::write(&forged, other.to_string()).unwrap();
+    let (code, stderr) = resume(&forged, &token);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains(&format!("agent {} refused: no such run here", a.addr)) && stderr.contains("start a new run"),
+        "{stderr}"
+    );
+}
