@@ -14,7 +14,7 @@ use std::time::Duration;
 use common::{assert_books_balance, throng};
 use throng_result::RunResult;
 
-const TOKEN: &str = "tok-coordinate-7c1e";
+pub(crate) const TOKEN: &str = "tok-coordinate-7c1e";
 
 /// `throng agent` on a free loopback port, stopped on drop.
 pub(crate) struct Agent {
@@ -113,7 +113,7 @@ pub(crate) fn nginx(log: &Path) -> common::Nginx {
 
 /// `throng coordinate --agents A,B --token-file F [extra] -- COMMAND`:
 /// (exit code, stderr).
-fn coordinate(agents: &[&Agent], token: &Path, extra: &[&str], command: &[&str]) -> (i32, String) {
+pub(crate) fn coordinate(agents: &[&Agent], token: &Path, extra: &[&str], command: &[&str]) -> (i32, String) {
     let list: Vec<&str> = agents.iter().map(|a| a.addr.as_str()).collect();
     let out = common::output(
         throng()
@@ -433,45 +433,6 @@ fn an_agent_killed_mid_run_is_a_named_missing_segment() {
         m.dropped
     );
     assert!(m.requests.ok > 0);
-}
-
-#[test]
-fn a_threshold_failing_on_the_merged_figures_stops_every_agent() {
-    let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("access.log");
-    let server = nginx(&log);
-    let token = token_file(dir.path(), TOKEN);
-    let (a, b) = (Agent::start(&token), Agent::start(&token));
-    let json = dir.path().join("all.json");
-    // 100 requests/s for 60 s: 6000 planned; the threshold fails at once.
-    let (code, stderr) = coordinate(
-        &[&a, &b],
-        &token,
-        &["--json", json.to_str().unwrap()],
-        &[
-            "http",
-            &server.url("/"),
-            "-r",
-            "100",
-            "-d",
-            "60s",
-            "-c",
-            "2",
-            "--threshold",
-            "latency: max < 1us",
-            "--abort-on-fail",
-        ],
-    );
-    assert_eq!(code, 99, "{stderr}");
-    assert!(stderr.contains("stopping every agent (--abort-on-fail)"), "{stderr}");
-    let r = RunResult::from_reader(std::fs::File::open(&json).unwrap()).unwrap();
-    assert_books_balance(&r);
-    assert_eq!(r.parts.len(), 2, "{:?}", r.notes);
-    assert!(!r.thresholds_passed());
-    assert!(!r.interrupted);
-    let ended = r.measurements.requests.ended();
-    assert!(ended > 0 && ended < 3000, "{ended} of 6000 planned");
-    assert_eq!(common::access_log(&log).len() as u64, r.measurements.requests.ok);
 }
 
 #[test]

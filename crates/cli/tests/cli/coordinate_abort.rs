@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used)]
 
 use crate::common;
-use crate::coordinate::Agent;
+use crate::coordinate::{Agent, TOKEN, coordinate, nginx, token_file};
 
 use common::{assert_books_balance, throng};
 use throng_result::RunResult;
@@ -105,4 +105,43 @@ fn a_storm_threshold_fails_on_the_merged_figures_and_stops_every_agent() {
     assert!(!r.thresholds[0].passed, "{:?}", r.thresholds);
     let ended = r.measurements.connections.ended();
     assert!((220..400).contains(&ended), "{ended} of 400 planned");
+}
+
+#[test]
+fn a_threshold_failing_on_the_merged_figures_stops_every_agent() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("access.log");
+    let server = nginx(&log);
+    let token = token_file(dir.path(), TOKEN);
+    let (a, b) = (Agent::start(&token), Agent::start(&token));
+    let json = dir.path().join("all.json");
+    // 100 requests/s for 60 s: 6000 planned; the threshold fails at once.
+    let (code, stderr) = coordinate(
+        &[&a, &b],
+        &token,
+        &["--json", json.to_str().unwrap()],
+        &[
+            "http",
+            &server.url("/"),
+            "-r",
+            "100",
+            "-d",
+            "60s",
+            "-c",
+            "2",
+            "--threshold",
+            "latency: max < 1us",
+            "--abort-on-fail",
+        ],
+    );
+    assert_eq!(code, 99, "{stderr}");
+    assert!(stderr.contains("stopping every agent (--abort-on-fail)"), "{stderr}");
+    let r = RunResult::from_reader(std::fs::File::open(&json).unwrap()).unwrap();
+    assert_books_balance(&r);
+    assert_eq!(r.parts.len(), 2, "{:?}", r.notes);
+    assert!(!r.thresholds_passed());
+    assert!(!r.interrupted);
+    let ended = r.measurements.requests.ended();
+    assert!(ended > 0 && ended < 3000, "{ended} of 6000 planned");
+    assert_eq!(common::access_log(&log).len() as u64, r.measurements.requests.ok);
 }
