@@ -25,7 +25,7 @@ pub(crate) struct Agent {
 }
 
 impl Agent {
-    fn start(token_file: &Path) -> Agent {
+    pub(crate) fn start(token_file: &Path) -> Agent {
         Agent::start_with(&[std::ffi::OsStr::new("--token-file"), token_file.as_os_str()])
     }
 
