@@ -161,21 +161,35 @@ pub(super) async fn exchange(
             Ok(())
         }
         Err((class, connection)) => {
-            // What went out and came back counts, whatever the outcome.
-            let now = Instant::now();
-            let (written, read) = (progress.written.get(), progress.read.get());
-            rec.sent(now, written);
-            rec.request_failed(now, class, read);
             drop(rec);
-            if let Some((p, i)) = entry {
-                p.ended(&ctx.scenario, i, now, None);
-            }
-            if let Some(r) = row.row() {
-                r.reply(0, written, read);
-                r.failed(class);
-            }
+            failed(ctx, class, &progress, entry, &mut row);
             Err(connection)
         }
+    }
+}
+
+/// Records a request that failed with `class`: what went out and came back
+/// counts, whatever the outcome.
+fn failed(
+    ctx: &Ctx,
+    class: ErrorClass,
+    progress: &Progress,
+    entry: Option<(&crate::targets::Pick, usize)>,
+    row: &mut crate::rows::RowGuard<'_>,
+) {
+    let now = Instant::now();
+    let (written, read) = (progress.written.get(), progress.read.get());
+    {
+        let mut rec = ctx.rec.borrow_mut();
+        rec.sent(now, written);
+        rec.request_failed(now, class, read);
+    }
+    if let Some((p, i)) = entry {
+        p.ended(&ctx.scenario, i, now, None);
+    }
+    if let Some(r) = row.row() {
+        r.reply(0, written, read);
+        r.failed(class);
     }
 }
 

@@ -451,7 +451,8 @@ impl Reader {
     /// True when no packet is partly read or being skipped (the reader
     /// can be dropped and a new one start at the next packet).
     pub(crate) fn idle(&self) -> bool {
-        self.buf.is_empty() && self.skip == 0
+        // Bytes already taken stay in `buf` until the next push.
+        self.start == self.buf.len() && self.skip == 0
     }
 
     /// Bytes held now (never more than a packet's worth and a read's).

@@ -269,6 +269,25 @@ struct Batch {
     staged: Vec<(u16, u64)>,
 }
 
+impl Batch {
+    /// Publisher `p`'s batch: its topic, and its payload (the data after
+    /// the header's room), nothing staged yet.
+    fn new(plan: &throng_plan::MqttPlan, p: u64) -> Batch {
+        let mut payload = vec![0u8; usize::try_from(plan.payload).unwrap_or(0)];
+        if let Some(rest) = payload.get_mut(PAYLOAD_HEADER as usize..) {
+            let n = plan.data_bytes.len().min(rest.len());
+            rest[..n].copy_from_slice(&plan.data_bytes[..n]);
+        }
+        Batch {
+            p,
+            topic: plan.topic_of(p),
+            payload,
+            out: Vec::new(),
+            staged: Vec::new(),
+        }
+    }
+}
+
 impl Pub<'_> {
     /// Stages, into an empty `b`, message `seq` and the ones after it while
     /// `another(k)` says the k-th more may go (closed loop: until the
@@ -315,17 +334,7 @@ async fn publish_on<S: AsyncRead + AsyncWrite + Unpin>(
     let plan = std::sync::Arc::clone(&run.plan);
     let quota = plan.messages_of(p);
     let until = plan.duration.map(|d| start + d);
-    // Each publisher's share of --rate, its slots offset so that the
-    // publishers take turns.
-    let gap = plan
-        .rate
-        .map(|r| Duration::from_secs_f64((plan.publishers as f64 / r).min(3600.0)));
-    let offset = gap.map(|g| g.mul_f64((p - 1) as f64 / plan.publishers as f64));
-    let mut payload = vec![0u8; usize::try_from(plan.payload).unwrap_or(0)];
-    if let Some(rest) = payload.get_mut(PAYLOAD_HEADER as usize..) {
-        let n = plan.data_bytes.len().min(rest.len());
-        rest[..n].copy_from_slice(&plan.data_bytes[..n]);
-    }
+    let (gap, offset) = pacing(&plan, p);
     let window = usize::try_from(plan.window).unwrap_or(usize::MAX);
     let mut me = Pub {
         run,
@@ -335,13 +344,7 @@ async fn publish_on<S: AsyncRead + AsyncWrite + Unpin>(
     };
     let mut reader = Reader::default();
     let mut buf = vec![0u8; READ];
-    let mut b = Batch {
-        p,
-        topic: plan.topic_of(p),
-        payload,
-        out: Vec::new(),
-        staged: Vec::new(),
-    };
+    let mut b = Batch::new(&plan, p);
     let mut control = run.control.clone();
     let (mut slot, mut published) = (0u64, 0u64);
     let mut last_sent = Instant::now();
@@ -466,6 +469,15 @@ async fn publish_on<S: AsyncRead + AsyncWrite + Unpin>(
     }
     run.rec.borrow_mut().connection_closed(Instant::now(), now - opened);
     me.outcome(p, published)
+}
+
+/// Publisher `p`'s share of --rate (the gap between its slots), and its
+/// slots' offset so that the publishers take turns; none in a closed loop.
+fn pacing(plan: &throng_plan::MqttPlan, p: u64) -> (Option<Duration>, Option<Duration>) {
+    let gap = plan
+        .rate
+        .map(|r| Duration::from_secs_f64((plan.publishers as f64 / r).min(3600.0)));
+    (gap, gap.map(|g| g.mul_f64((p - 1) as f64 / plan.publishers as f64)))
 }
 
 /// Waits until `due`; at once when it has passed (tokio's timer would
