@@ -29,7 +29,7 @@ fn validator() -> jsonschema::Validator {
 
 /// The YAML as an editor's language server sees it: parsed to JSON.
 fn as_json(yaml: &str) -> serde_json::Value {
-    serde_yaml_ng::from_str(yaml).unwrap()
+    serde_yaml_ng::from_str(yaml).unwrap_or_else(|e| panic!("not YAML ({e}):\n{yaml}"))
 }
 
 fn violations(v: &jsonschema::Validator, yaml: &str) -> Vec<String> {
