@@ -169,30 +169,51 @@ impl Pushes {
         agent: Option<String>,
         run_id: String,
     ) -> anyhow::Result<Pushes> {
-        let pusher = |encoder: Encoder,
+        let [remote_write, otlp] = Self::configs(args, agent, &run_id)?;
+        let start = |encoder: Encoder, config: Option<Config>| -> anyhow::Result<Option<Pusher>> {
+            config
+                .map(|config| {
+                    Pusher::start(config, step_scenarios.clone())
+                        .map_err(|e| anyhow::anyhow!("{}: cannot start the push thread ({e})", encoder.flag()))
+                })
+                .transpose()
+        };
+        Ok(Pushes {
+            remote_write: start(Encoder::RemoteWrite, remote_write)?,
+            otlp: start(Encoder::Otlp, otlp)?,
+        })
+    }
+
+    /// Checks the flags, starting nothing: for a caller with things to do
+    /// before the run (`throng k8s run` creates its pods).
+    pub fn check(args: &PushArgs) -> Result<(), UsageError> {
+        Self::configs(args, None, &crate::push::local_run_id()).map(|_| ())
+    }
+
+    /// The configuration of `--remote-write` and of `--otlp`, each given.
+    fn configs(args: &PushArgs, agent: Option<String>, run_id: &str) -> Result<[Option<Config>; 2], UsageError> {
+        let config = |encoder: Encoder,
                       url: &Option<String>,
                       headers: &[crate::push::Secret],
                       interval: Duration,
                       timeout: Duration,
                       cacert: Option<&std::path::Path>|
-         -> anyhow::Result<Option<Pusher>> {
+         -> Result<Option<Config>, UsageError> {
             let Some(url) = url else { return Ok(None) };
-            let config = Config::new(
+            Config::new(
                 encoder,
                 url,
                 headers,
                 interval,
                 timeout,
                 agent.clone(),
-                Some(run_id.clone()),
+                Some(run_id.to_string()),
                 cacert,
-            )?;
-            let pusher = Pusher::start(config, step_scenarios.clone())
-                .map_err(|e| anyhow::anyhow!("{}: cannot start the push thread ({e})", encoder.flag()))?;
-            Ok(Some(pusher))
+            )
+            .map(Some)
         };
-        Ok(Pushes {
-            remote_write: pusher(
+        Ok([
+            config(
                 Encoder::RemoteWrite,
                 &args.remote_write,
                 &args.remote_write_header,
@@ -200,7 +221,7 @@ impl Pushes {
                 args.remote_write_timeout,
                 args.remote_write_cacert.as_deref(),
             )?,
-            otlp: pusher(
+            config(
                 Encoder::Otlp,
                 &args.otlp,
                 &args.otlp_header,
@@ -208,7 +229,7 @@ impl Pushes {
                 args.otlp_timeout,
                 args.otlp_cacert.as_deref(),
             )?,
-        })
+        ])
     }
 
     /// True when at least one push was asked for.

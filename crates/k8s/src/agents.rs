@@ -1,14 +1,19 @@
-//! `throng k8s run`: a Secret with the coordinator's token and an Indexed
-//! Job whose pods each run `throng agent` on their node's network, pod `i`
-//! on port `base + i` (so that several agents can share a node), serving
-//! one run each. The coordinator finds them by their pods' addresses and
-//! drives them as `throng coordinate` does; afterwards it deletes what
-//! [`Agents::created`] lists.
+//! `throng k8s run`: a Secret with the coordinator's token and the agents'
+//! TLS certificate and key, and an Indexed Job whose pods each run `throng
+//! agent` on their node's network, pod `i` on port `base + i` (so that
+//! several agents can share a node), serving one run each over TLS. The
+//! coordinator finds them by their pods' addresses and drives them as
+//! `throng coordinate` does, verifying their certificate for
+//! [`SERVER_NAME`] (they are reached by IP address); afterwards it deletes
+//! what [`Agents::created`] lists.
 //!
 //! ```text
 //!  AgentsRequest ─ agents (I/O-free) ─► Secret NAME-token + Job NAME (JSON)
 //!                                       pod i: throng agent --listen $POD_IP:(base+i)
 //!                                              --token-file /token/token --runs 1
+//!                                              --tls-cert /token/tls.crt --tls-key /token/tls.key
+//!                                              --client-ca /token/ca.crt
+//!                 └─ Agents::yaml: the same, the token and the key redacted (to show)
 //! ```
 
 use std::collections::BTreeMap;
@@ -20,6 +25,12 @@ use crate::{AGENT_UID, K8sError, check_name, yaml11_ambiguous};
 pub const TOKEN_DIR: &str = "/token";
 /// Most agents one run drives (as many as `throng coordinate` takes).
 pub const MAX_AGENTS: u32 = 1000;
+/// The name the agents' certificate is made for and verified as: the
+/// coordinator connects to pod IPs, which change with every run.
+pub const SERVER_NAME: &str = "throng-agent";
+/// What the shown manifests hold instead of a secret value.
+pub const REDACTED: &str = "<redacted: made for the run, never shown>";
+
 /// Lowest port an agent may listen on: the agents run as a user without
 /// capabilities, which cannot bind below 1024.
 pub const MIN_PORT: u16 = 1024;
@@ -39,6 +50,31 @@ pub struct AgentsRequest {
     pub base_port: u16,
     /// The shared token the coordinator presents.
     pub token: String,
+    /// The agents' TLS.
+    pub tls: AgentsTls,
+}
+
+/// The agents' TLS, PEM texts made for the run: they serve `cert` (for
+/// [`SERVER_NAME`]) with `key`, and serve only a coordinator whose
+/// certificate `client_ca` issued.
+#[derive(Clone, PartialEq, Eq)]
+pub struct AgentsTls {
+    /// The agents' certificate chain.
+    pub cert: String,
+    /// Its private key: in the Secret only.
+    pub key: String,
+    /// The CA of the coordinator's client certificate.
+    pub client_ca: String,
+}
+
+impl std::fmt::Debug for AgentsTls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentsTls")
+            .field("cert", &self.cert)
+            .field("key", &REDACTED)
+            .field("client_ca", &self.client_ca)
+            .finish()
+    }
 }
 
 /// One object made, to delete afterwards.
@@ -55,6 +91,9 @@ pub struct Created {
 pub struct Agents {
     /// A `v1` List of the Secret and the Job, as JSON (`kubectl apply -f -`).
     pub json: String,
+    /// The same Secret and Job as YAML to show (`--dry-run`): the token
+    /// and the key [`REDACTED`], the certificates as they are.
+    pub yaml: String,
     /// What to delete afterwards, in that order: the Job (and with it its
     /// pods) first, so that no agent outlives its token.
     pub created: Vec<Created>,
@@ -79,7 +118,17 @@ pub fn address(pod_ip: &str, port: u16) -> String {
 /// The agents' shell command: its listen address from the pod's IP and
 /// its index.
 const AGENT_COMMAND: &str = r#"ip="$THRONG_POD_IP"; case "$ip" in *:*) ip="[$ip]" ;; esac
-exec throng agent --listen "$ip:$((THRONG_BASE_PORT + JOB_COMPLETION_INDEX))" --token-file /token/token --runs 1"#;
+exec throng agent --listen "$ip:$((THRONG_BASE_PORT + JOB_COMPLETION_INDEX))" --token-file /token/token --runs 1 \
+    --tls-cert /token/tls.crt --tls-key /token/tls.key --client-ca /token/ca.crt"#;
+
+/// The Secret's keys: each a file in [`TOKEN_DIR`]; the secret ones are
+/// redacted in [`Agents::yaml`].
+const SECRET_KEYS: [(&str, bool); 4] = [
+    ("token", true),
+    ("tls.crt", false),
+    ("tls.key", true),
+    ("ca.crt", false),
+];
 
 /// Makes the Secret and the Job.
 pub fn agents(req: &AgentsRequest) -> Result<Agents, K8sError> {
@@ -120,8 +169,19 @@ pub fn agents(req: &AgentsRequest) -> Result<Agents, K8sError> {
         kind: "Secret",
         metadata: meta(&secret_name),
         type_: "Opaque",
-        string_data: BTreeMap::from([("token".to_string(), format!("{}\n", req.token))]),
+        string_data: BTreeMap::from([
+            ("token".to_string(), format!("{}\n", req.token)),
+            ("tls.crt".to_string(), req.tls.cert.clone()),
+            ("tls.key".to_string(), req.tls.key.clone()),
+            ("ca.crt".to_string(), req.tls.client_ca.clone()),
+        ]),
     };
+    let mut shown = secret.clone();
+    for (key, secret) in SECRET_KEYS {
+        if let (true, Some(v)) = (secret, shown.string_data.get_mut(key)) {
+            *v = REDACTED.to_string();
+        }
+    }
     let job = Job {
         api_version: "batch/v1",
         kind: "Job",
@@ -143,8 +203,10 @@ pub fn agents(req: &AgentsRequest) -> Result<Agents, K8sError> {
         "kind": "List",
         "items": [secret, job],
     });
+    let yaml = format!("{}---\n{}", crate::to_yaml(&shown), crate::to_yaml(&job));
     Ok(Agents {
         json: list.to_string(),
+        yaml,
         created: vec![
             Created {
                 kind: "job",
@@ -211,11 +273,14 @@ fn pod_spec(req: &AgentsRequest, secret_name: &str) -> PodSpec {
                         config_map: None,
                         secret: Some(KeysFrom {
                             name: secret_name.to_string(),
-                            items: vec![KeyToPath {
-                                key: "token".to_string(),
-                                path: "token".to_string(),
-                                mode: Some(0o440),
-                            }],
+                            items: SECRET_KEYS
+                                .iter()
+                                .map(|(key, _)| KeyToPath {
+                                    key: key.to_string(),
+                                    path: key.to_string(),
+                                    mode: Some(0o440),
+                                })
+                                .collect(),
                         }),
                     }],
                 }),
@@ -244,6 +309,11 @@ mod tests {
             agents: 4,
             base_port: 7700,
             token: "s3cret".into(),
+            tls: AgentsTls {
+                cert: "CERT-PEM".into(),
+                key: "KEY-PEM".into(),
+                client_ca: "CA-PEM".into(),
+            },
         }
     }
 
@@ -291,9 +361,49 @@ mod tests {
             pod["volumes"][0]["projected"]["sources"][0]["secret"]["name"],
             "throng-run-1-token"
         );
-        // The token is in the Secret only, never in the Job.
+        // The token and the key are in the Secret only, never in the Job.
         assert!(!job.to_string().contains("s3cret"));
+        assert!(!job.to_string().contains("KEY-PEM"));
         assert_eq!(a.selector, "job-name=throng-run-1");
+    }
+
+    #[test]
+    fn the_agents_serve_tls_with_the_secret_s_certificate_and_key() {
+        let a = agents(&req()).expect("valid");
+        let v = parsed(&a);
+        let data = &v["items"][0]["stringData"];
+        assert_eq!(data["tls.crt"], "CERT-PEM");
+        assert_eq!(data["tls.key"], "KEY-PEM");
+        assert_eq!(data["ca.crt"], "CA-PEM");
+        let pod = &v["items"][1]["spec"]["template"]["spec"];
+        let script = pod["containers"][0]["command"][2].as_str().expect("a script");
+        for flag in [
+            "--tls-cert /token/tls.crt",
+            "--tls-key /token/tls.key",
+            "--client-ca /token/ca.crt",
+        ] {
+            assert!(script.contains(flag), "{script}");
+        }
+        let items = pod["volumes"][0]["projected"]["sources"][0]["secret"]["items"]
+            .as_array()
+            .expect("items");
+        let keys: Vec<&str> = items.iter().filter_map(|i| i["key"].as_str()).collect();
+        assert_eq!(keys, ["token", "tls.crt", "tls.key", "ca.crt"]);
+        assert!(items.iter().all(|i| i["mode"] == 0o440));
+    }
+
+    #[test]
+    fn the_shown_manifests_hold_the_certificates_and_neither_token_nor_key() {
+        let a = agents(&req()).expect("valid");
+        assert!(a.yaml.contains("CERT-PEM") && a.yaml.contains("CA-PEM"), "{}", a.yaml);
+        assert!(!a.yaml.contains("KEY-PEM") && !a.yaml.contains("s3cret"), "{}", a.yaml);
+        assert_eq!(a.yaml.matches(REDACTED).count(), 2, "{}", a.yaml);
+        assert!(
+            a.yaml.contains("kind: Job") && a.yaml.contains("kind: Secret"),
+            "{}",
+            a.yaml
+        );
+        assert!(!format!("{:?}", req().tls).contains("KEY-PEM"));
     }
 
     #[test]

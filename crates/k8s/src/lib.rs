@@ -573,7 +573,7 @@ pub fn rfc3339(unix: i64) -> String {
         .unwrap_or_else(|| unix.to_string())
 }
 
-fn to_yaml<T: serde::Serialize>(v: &T) -> String {
+pub(crate) fn to_yaml<T: serde::Serialize>(v: &T) -> String {
     // Serializing these plain structs (strings, numbers, maps with string
     // keys) cannot fail.
     serde_yaml_ng::to_string(v).unwrap_or_else(|e| format!("# cannot serialize: {e}\n"))

@@ -85,6 +85,10 @@ pub struct CoordinateCmd {
     /// The private key of --cert (PEM)
     #[arg(long = "key", value_name = "FILE", requires = "cert")]
     pub key: Option<PathBuf>,
+    /// Verify every agent's certificate for this name instead of the host in --agents (agents
+    /// reached by IP address, sharing one certificate); needs --cacert
+    #[arg(long = "sni", value_name = "NAME", requires = "cacert")]
+    pub sni: Option<String>,
     /// Write the merged result (JSON) to this file
     #[arg(long = "json", value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -121,7 +125,7 @@ pub struct CoordinateCmd {
     pub journal: Option<PathBuf>,
     /// Finish the run of this journal: reconnect to its agents (still running, or keeping their
     /// results for 10 minutes after their part ended) and merge their results. Give the same
-    /// --token-file and --cacert/--cert/--key; --json/--html default to the journal's
+    /// --token-file and --cacert/--cert/--key/--sni; --json/--html default to the journal's
     #[arg(long = "resume", value_name = "JOURNAL")]
     pub resume: Option<PathBuf>,
     /// The command every agent runs its segment of: http URL ..., storm TARGET ... or run FILE ...

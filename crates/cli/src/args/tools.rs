@@ -198,6 +198,10 @@ pub(super) const K8S_RUN_HELP: &str = "\
 Each pod runs `throng agent` on its node's network, pod i on port --base-port + i; the cluster
 must let pods use the host network, and this machine must reach the nodes' addresses. kubectl
 does the talking to the cluster (it knows every way a kubeconfig authenticates).
+The agents speak TLS only: each run makes a CA, a certificate for the name 'throng-agent' that
+the agents serve (verified here, whatever the pod's address) and one this coordinator presents
+(the agents serve no other); the token, the certificates and the agents' key are in the Secret,
+which is deleted with the Job. The CA's key is never written anywhere.
 
 Examples:
   throng k8s run --agents 4 -- http http://10.0.0.7:8080/ -c 400 -d 5m --json merged.json
@@ -235,6 +239,14 @@ pub struct K8sRunCmd {
     /// Exit 0 even when an agent's segment is missing (the result still names it)
     #[arg(long = "allow-missing")]
     pub allow_missing: bool,
+    /// Show each agent's own live figures beside the merged ones in the pushes, labelled
+    /// agent="N HOST:PORT" (N counts from 1); the merged series have no agent label
+    #[arg(long = "per-agent")]
+    pub per_agent: bool,
+    /// Print the Secret (its token and the agents' TLS key redacted) and the Job that would be
+    /// applied, as YAML, and exit; nothing is created and kubectl is not called
+    #[arg(long = "dry-run")]
+    pub dry_run: bool,
     /// No live progress line
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
@@ -242,6 +254,10 @@ pub struct K8sRunCmd {
     /// (after --)
     #[arg(last = true, required = true, value_name = "COMMAND")]
     pub command: Vec<String>,
+    /// `--remote-write` and `--otlp`: the merged live figures pushed, as `throng coordinate` does
+    /// (last: their "Live metrics" heading would go on to the flags after them).
+    #[command(flatten)]
+    pub push: super::PushArgs,
 }
 
 #[derive(Debug, Args)]

@@ -1,11 +1,15 @@
 //! `throng k8s run`: starts N `throng agent` pods as an Indexed Job (the
 //! objects come from throng-k8s, without I/O), waits for each to listen,
 //! drives them with `throng coordinate`'s own code, and deletes the Job and
-//! its Secret whatever happens (the end of the run, an error, Ctrl-C).
+//! its Secret whatever happens (the end of the run, an error, Ctrl-C). The
+//! agents speak TLS only, with certificates made for the run: the pods'
+//! addresses are known only once they run, so their certificate is for a
+//! fixed name, which the coordinator verifies instead of the address.
 //!
 //! ```text
-//!  check the command ─► kubectl apply (Secret + Job) ─► pods Running, ports open
-//!        ─► coordinate::run_with(agents = pod IP:base+i, token) ─► merged result
+//!  check the command ─► token, CA, agents' and coordinator's certificates
+//!        ─► kubectl apply (Secret + Job) ─► pods Running, ports open
+//!        ─► coordinate::run_with(agents = pod IP:base+i, token, TLS) ─► merged result
 //!        ─► kubectl delete job, secret            (also when any step fails)
 //! ```
 //!
@@ -19,9 +23,10 @@ use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::path::PathBuf;
 use std::process::{Command, ExitCode, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use throng_k8s::agents::{AgentsRequest, Created};
+use throng_k8s::agents::{AgentsRequest, AgentsTls, Created};
 
 use super::distributed::coordinate;
 use crate::args::{CoordinateCmd, K8sRunCmd};
@@ -38,6 +43,12 @@ pub fn run(c: K8sRunCmd) -> anyhow::Result<ExitCode> {
     // Everything that can be checked is, before anything is created.
     coordinate::check(&c.command)?;
     crate::commands::export::check_outputs(&[("--json", c.json.as_deref()), ("--html", c.html.as_deref())])?;
+    if c.per_agent && c.push.remote_write.is_none() && c.push.otlp.is_none() {
+        return Err(
+            UsageError("--per-agent shows each agent in the pushes: give --remote-write or --otlp too".into()).into(),
+        );
+    }
+    crate::live::Pushes::check(&c.push)?;
     if let Some(k) = &c.kubeconfig
         && !k.is_file()
     {
@@ -51,6 +62,7 @@ pub fn run(c: K8sRunCmd) -> anyhow::Result<ExitCode> {
     let random = random_hex(40)?;
     let (suffix, token) = random.split_at(8);
     let name = c.name.clone().unwrap_or_else(|| format!("throng-run-{suffix}"));
+    let (tls, client) = made_tls()?;
     let agents = throng_k8s::agents::agents(&AgentsRequest {
         name: name.clone(),
         namespace: c.namespace.clone(),
@@ -61,12 +73,21 @@ pub fn run(c: K8sRunCmd) -> anyhow::Result<ExitCode> {
         agents: c.agents,
         base_port: c.base_port,
         token: token.to_string(),
+        tls: tls.clone(),
     })
     .map_err(|e| UsageError(e.to_string()))?;
+    if c.dry_run {
+        crate::commands::shared::print_bytes(agents.yaml.as_bytes())?;
+        say!(
+            "throng: k8s run --dry-run: nothing was created; a run makes a new token, CA and certificates, in the \
+             Secret {name}-token only"
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
     let kubectl = Kubectl {
         kubeconfig: c.kubeconfig.clone(),
         namespace: c.namespace.clone(),
-        secret: token.to_string(),
+        secrets: vec![token.to_string(), tls.key.clone()],
     };
     let control = throng_engine::Control::new();
     crate::signals::forward_to_saying(
@@ -79,7 +100,7 @@ pub fn run(c: K8sRunCmd) -> anyhow::Result<ExitCode> {
         created: agents.created.clone(),
     };
     say!(
-        "throng: k8s run: creating job/{name} ({} agents) and secret/{name}-token in namespace {}",
+        "throng: k8s run: creating job/{name} ({} agents, TLS) and secret/{name}-token in namespace {}",
         c.agents,
         c.namespace
     );
@@ -93,17 +114,19 @@ pub fn run(c: K8sRunCmd) -> anyhow::Result<ExitCode> {
     let coordinate_cmd = CoordinateCmd {
         agents: addrs,
         token_file: None,
+        // The TLS is given below, made for this run.
         cacert: None,
         cert: None,
         key: None,
+        sni: Some(throng_k8s::agents::SERVER_NAME.to_string()),
         json: c.json,
         html: c.html,
         allow_missing: c.allow_missing,
         abort_on_fail: false,
         prometheus: None,
         prometheus_linger: Duration::ZERO,
-        per_agent: false,
-        push: crate::args::PushArgs::default(),
+        per_agent: c.per_agent,
+        push: c.push,
         quiet: c.quiet,
         // The pods go when this process does: nothing to resume.
         journal: None,
@@ -112,11 +135,42 @@ pub fn run(c: K8sRunCmd) -> anyhow::Result<ExitCode> {
     };
     let given = coordinate::Given {
         token: Some(token.to_string()),
+        tls: Some(client),
         control: Some(control),
     };
     let outcome = coordinate::run_with(coordinate_cmd, given);
     drop(cleanup);
     outcome
+}
+
+/// The run's TLS: a CA (its key dropped here, never written), the agents'
+/// certificate for [`throng_k8s::agents::SERVER_NAME`] and the
+/// coordinator's client certificate; the agents' part, and the
+/// coordinator's configuration that trusts them.
+fn made_tls() -> anyhow::Result<(AgentsTls, Arc<throng_tls::rustls::ClientConfig>)> {
+    let set = throng_tls::generate(
+        throng_tls::CertKind::Ecdsa,
+        &[throng_k8s::agents::SERVER_NAME.to_string()],
+        throng_tls::Validity::Current,
+    )
+    .map_err(|e| anyhow::anyhow!("making the agents' TLS certificates: {e}"))?;
+    let pem = |name: &str| {
+        set.files
+            .iter()
+            .find(|(n, _, _)| *n == name)
+            .map(|(_, text, _)| text.clone())
+            .ok_or_else(|| anyhow::anyhow!("making the agents' TLS certificates: no {name} was made"))
+    };
+    let ca = pem("ca.pem")?;
+    let client = coordinate::client_tls_made("the run", &ca, &pem("client.pem")?, &pem("client.key")?)?;
+    Ok((
+        AgentsTls {
+            cert: pem("server.pem")?,
+            key: pem("server.key")?,
+            client_ca: ca,
+        },
+        client,
+    ))
 }
 
 /// Deletes what was created when dropped (an error, a signal, the end).
@@ -278,8 +332,9 @@ fn random_hex(n: usize) -> anyhow::Result<String> {
 struct Kubectl {
     kubeconfig: Option<PathBuf>,
     namespace: String,
-    /// Never shown: taken out of anything kubectl says.
-    secret: String,
+    /// Never shown: taken out of anything kubectl says (the token, the
+    /// agents' key).
+    secrets: Vec<String>,
 }
 
 impl Kubectl {
@@ -357,11 +412,11 @@ impl Kubectl {
     }
 
     fn redacted(&self, text: &str) -> String {
-        if self.secret.is_empty() {
-            text.to_string()
-        } else {
-            text.replace(&self.secret, "<redacted>")
+        let mut text = text.to_string();
+        for secret in self.secrets.iter().filter(|s| !s.is_empty()) {
+            text = text.replace(secret.as_str(), "<redacted>");
         }
+        text
     }
 }
 
@@ -395,9 +450,12 @@ mod tests {
         let k = Kubectl {
             kubeconfig: None,
             namespace: "default".into(),
-            secret: "abc123".into(),
+            secrets: vec!["abc123".into(), String::new(), "KEY".into()],
         };
-        assert_eq!(k.redacted("bad value abc123 here"), "bad value <redacted> here");
+        assert_eq!(
+            k.redacted("bad value abc123 here, KEY there"),
+            "bad value <redacted> here, <redacted> there"
+        );
     }
 
     #[test]

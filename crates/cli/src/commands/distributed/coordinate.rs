@@ -46,6 +46,9 @@ pub(super) struct Agent {
 pub struct Access {
     pub(super) token: String,
     pub(super) tls: Option<std::sync::Arc<throng_tls::rustls::ClientConfig>>,
+    /// `--sni`: the name every agent's certificate is verified for (else
+    /// the host of its address).
+    pub(super) sni: Option<String>,
 }
 
 /// How an agent's part ended.
@@ -63,12 +66,15 @@ pub fn run(c: CoordinateCmd) -> anyhow::Result<ExitCode> {
 }
 
 /// What a caller that started the agents itself hands over (`throng k8s
-/// run`): the token it gave them, and its control with the signals already
-/// forwarded to it.
+/// run`): the token it gave them, the TLS that trusts the certificate it
+/// gave them, and its control with the signals already forwarded to it.
 #[derive(Default)]
 pub struct Given {
     /// The token, instead of `--token-file`.
     pub token: Option<String>,
+    /// The TLS to speak to the agents, instead of `--cacert`/`--cert`/`--key`
+    /// (`--sni` still names what to verify).
+    pub tls: Option<std::sync::Arc<throng_tls::rustls::ClientConfig>>,
     /// The run's control, instead of a new one.
     pub control: Option<throng_engine::Control>,
 }
@@ -161,7 +167,11 @@ pub fn run_with(mut c: CoordinateCmd, given: Given) -> anyhow::Result<ExitCode> 
             Some(t) => t,
             None => read_token(c.token_file.as_deref())?,
         },
-        tls: client_tls(&c)?,
+        tls: match given.tls {
+            Some(tls) => Some(tls),
+            None => client_tls(&c)?,
+        },
+        sni: c.sni.clone(),
     };
     if c.agents.len() > MAX_AGENTS {
         return Err(UsageError(format!("--agents: {} agents, more than {MAX_AGENTS}", c.agents.len())).into());
@@ -331,8 +341,13 @@ fn drive(
             return Err(e);
         }
     }
+    let over = match (&access.tls, &access.sni) {
+        (None, _) => String::new(),
+        (Some(_), None) => " over TLS".to_string(),
+        (Some(_), Some(name)) => format!(" over TLS (each verified as '{name}')"),
+    };
     say!(
-        "throng: coordinate: {n} agents, one segment of the plan each, start at {}",
+        "throng: coordinate: {n} agents{over}, one segment of the plan each, start at {}",
         throng_result::rfc3339(start_at)
     );
     let (parts, aborted) = follow(&mut agents, view, control, (access, &run_id), journal.as_mut())?;
@@ -366,6 +381,26 @@ pub(super) fn client_tls(
     crate::commands::tls::client_config(&settings, std::path::Path::new("."), &[super::secure::ALPN]).map(Some)
 }
 
+/// The TLS of a caller that made the agents' certificates itself (`throng
+/// k8s run`): trusting `ca`, presenting `cert` with `key` (PEM texts, named
+/// `what` in an error).
+pub fn client_tls_made(
+    what: &str,
+    ca: &str,
+    cert: &str,
+    key: &str,
+) -> anyhow::Result<std::sync::Arc<throng_tls::rustls::ClientConfig>> {
+    let pem = |part: &str, text: &str| Some((format!("{what}'s {part}"), text.as_bytes().to_vec()));
+    throng_tls::client_config(&throng_tls::ClientOptions {
+        cacert: pem("CA", ca),
+        cert: pem("certificate", cert),
+        key: pem("key", key),
+        alpn: vec![super::secure::ALPN.to_vec()],
+        ..Default::default()
+    })
+    .map_err(|e| anyhow::anyhow!("{e}"))
+}
+
 /// Connects to `addr` (TLS with --cacert), answers its challenge, and
 /// checks its welcome: version, clock, descriptor limit.
 pub(super) fn greet(
@@ -388,8 +423,13 @@ pub(super) fn greet(
     let _ = tcp.set_nodelay(true);
     let mut stream = match &access.tls {
         Some(config) => {
-            let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h);
-            let host = host.trim_start_matches('[').trim_end_matches(']');
+            let host = match &access.sni {
+                Some(name) => name.as_str(),
+                None => {
+                    let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h);
+                    host.trim_start_matches('[').trim_end_matches(']')
+                }
+            };
             super::secure::connect_tls(tcp, std::sync::Arc::clone(config), host, ANSWER).map_err(|e| {
                 anyhow::anyhow!(
                     "agent {addr}: {e}; check that the agent was started with --tls-cert, a certificate for \

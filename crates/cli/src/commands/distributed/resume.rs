@@ -46,6 +46,7 @@ pub fn run(mut c: CoordinateCmd) -> anyhow::Result<ExitCode> {
             None => read_token(c.token_file.as_deref())?,
         },
         tls: client_tls(&c)?,
+        sni: c.sni.clone(),
     };
     let n = journal.agents.len();
     let mut view = super::live::LiveView::new(&c, thresholds, abort)?;
