@@ -238,3 +238,38 @@ fn an_endless_or_unreadable_certificate_file_is_a_bounded_usage_error() {
         "{stderr}"
     );
 }
+
+/// `--sni`: agents reached by address share one certificate for a name; the
+/// coordinator verifies that name instead of the address it dials.
+#[test]
+fn sni_verifies_the_agents_certificate_for_a_name_not_the_address() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_c, certs) = common::certs_with(&["--hosts", "throng-agent"]);
+    let p = |n: &str| certs.join(n).display().to_string();
+    let log = dir.path().join("access.log");
+    let server = nginx(&log);
+    let command = ["http", &server.url("/"), "-n", "10", "-c", "1"];
+    let tls = agent(&["--tls-cert", &p("server.pem"), "--tls-key", &p("server.key")]);
+    // The certificate does not name 127.0.0.1.
+    let (code, stderr) = coordinate(&[&tls], &["--cacert", &p("ca.pem")], &command);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains("the TLS handshake failed") && stderr.contains("a certificate for '127.0.0.1'"),
+        "{stderr}"
+    );
+    let (code, stderr) = coordinate(&[&tls], &["--cacert", &p("ca.pem"), "--sni", "throng-agent"], &command);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stderr.contains("1 agents over TLS (each verified as 'throng-agent')"),
+        "{stderr}"
+    );
+    assert_eq!(common::access_log(&log).len(), 10);
+    // Another name is refused as the address was.
+    let (code, stderr) = coordinate(&[&tls], &["--cacert", &p("ca.pem"), "--sni", "other-name"], &command);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("a certificate for 'other-name'"), "{stderr}");
+    // --sni names what to verify: without --cacert it is a usage error.
+    let (code, stderr) = coordinate(&[&tls], &["--sni", "throng-agent"], &command);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("--cacert"), "{stderr}");
+}
