@@ -19,18 +19,38 @@ const TOKEN: &str = "tok-restart-51a9";
 /// `throng coordinate --agents A,B --token-file F --json JSON -- COMMAND`,
 /// running.
 fn start(agents: &[&Agent], token: &Path, json: &Path, command: &[&str]) -> Child {
+    start_with(agents, token, json, &[], command)
+}
+
+/// [`start`] with the coordinator's `flags`.
+fn start_with(agents: &[&Agent], token: &Path, json: &Path, flags: &[&str], command: &[&str]) -> Child {
     let list: Vec<&str> = agents.iter().map(|a| a.addr.as_str()).collect();
     throng()
         .args(["coordinate", "--agents", &list.join(","), "--token-file"])
         .arg(token)
         .arg("--json")
         .arg(json)
+        .args(flags)
         .arg("--")
         .args(command)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap()
+}
+
+/// Waits (bounded) until the journal holds live figures of every agent.
+fn wait_for_live_figures(journal: &Path) {
+    wait_until("no live figures in the journal", || {
+        std::fs::read(journal)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            .is_some_and(|j| {
+                j["seqs"]
+                    .as_array()
+                    .is_some_and(|s| s.iter().all(|n| n.as_u64() > Some(0)))
+            })
+    });
 }
 
 /// Waits (bounded) until `ready` holds.
@@ -191,4 +211,62 @@ fn a_resume_after_the_run_ended_still_collects_both_parts() {
         stderr.contains(&format!("agent {} refused: no such run here", a.addr)) && stderr.contains("start a new run"),
         "{stderr}"
     );
+}
+
+/// A run started with `--abort-on-fail` and a threshold that fails only
+/// after the coordinator was killed: the resumed coordinator (not given the
+/// flag again) stops every agent as the first would have. 20 requests/s
+/// for 60 s, 1200 planned; `count < 300` fails after about 15 s.
+#[test]
+fn a_resumed_coordinator_aborts_on_a_failed_threshold_as_the_first_would() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("access.log");
+    let server = nginx(&log);
+    let token = token_file(dir.path(), TOKEN);
+    let (a, b) = (
+        Agent::start_with(&["--token-file".as_ref(), token.as_os_str()]),
+        Agent::start_with(&["--token-file".as_ref(), token.as_os_str()]),
+    );
+    let json = dir.path().join("all.json");
+    let journal = dir.path().join("all.json.journal");
+    let mut run = start_with(
+        &[&a, &b],
+        &token,
+        &json,
+        &["--abort-on-fail"],
+        &[
+            "http",
+            &server.url("/"),
+            "-r",
+            "20",
+            "-d",
+            "60s",
+            "-c",
+            "2",
+            "--threshold",
+            "requests: count < 300",
+        ],
+    );
+    wait_for_live_figures(&journal);
+    run.kill().unwrap();
+    run.wait().unwrap();
+    assert!(!json.exists(), "the killed coordinator wrote no result");
+    let (code, stderr) = resume(&journal, &token);
+    assert_eq!(code, 99, "{stderr}");
+    assert!(stderr.contains("its command, --abort-on-fail)"), "{stderr}");
+    assert!(stderr.contains("stopping every agent (--abort-on-fail)"), "{stderr}");
+    let r = RunResult::from_reader(std::fs::File::open(&json).unwrap()).unwrap();
+    assert_books_balance(&r);
+    assert_eq!(r.parts.len(), 2, "{:?}", r.notes);
+    assert!(!r.thresholds_passed());
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n.starts_with("stopped early (--abort-on-fail): threshold")),
+        "{:?}",
+        r.notes
+    );
+    let ended = r.measurements.requests.ended();
+    assert!((300..1200).contains(&ended), "{ended} of 1200 planned");
+    assert_eq!(common::access_log(&log).len() as u64, r.measurements.requests.ok);
 }

@@ -20,8 +20,11 @@ use crate::exit::{Outcome, UsageError};
 
 /// Longest a connection to an agent may take.
 const CONNECT: Duration = Duration::from_secs(5);
-/// Longest an agent may take to answer a hello, or to start a run.
+/// Longest an agent may take to answer a hello.
 const ANSWER: Duration = Duration::from_secs(10);
+/// Longest an agent may take from its run orders to its run's start (it
+/// writes the shipped files and checks the command first).
+const STARTING: Duration = Duration::from_secs(30);
 /// How far ahead of now the agents start: time for every agent to get its
 /// orders and start its process.
 const START_AHEAD: Duration = Duration::from_secs(3);
@@ -128,6 +131,8 @@ pub fn run_with(mut c: CoordinateCmd, given: Given) -> anyhow::Result<ExitCode> 
     let before = c.command.len();
     c.command.retain(|a| a != "--abort-on-fail");
     let abort = c.abort_on_fail || c.command.len() != before;
+    // As the journal keeps it: a resume aborts as this run would.
+    c.abort_on_fail = abort;
     // The whole check the command makes before it runs, here, once: an
     // agent never gets a command that would not run.
     let (thresholds, connections, run) = prepared(&c.command)?;
@@ -278,9 +283,15 @@ fn drive(
     control: &throng_engine::Control,
     setup: Option<&throng_engine::OnceRun>,
 ) -> anyhow::Result<Driven> {
+    // Every agent greeted hears Alive until the run is followed: it waits
+    // for its run while this coordinator is there, however long the rest
+    // takes.
+    let mut beat = super::heartbeat::Heartbeat::start(c.agents.len());
     let mut agents = Vec::new();
-    for addr in &c.agents {
-        agents.push(greet(addr, access, connections, c.agents.len(), None)?);
+    for (i, addr) in c.agents.iter().enumerate() {
+        let agent = greet(addr, access, connections, c.agents.len(), None)?;
+        beat.add(i, &agent.stream);
+        agents.push(agent);
     }
     let n = agents.len();
     let points = points(n);
@@ -295,6 +306,10 @@ fn drive(
             let mut j = Journal::new(&run_id, &c.agents, &c.command, start_at);
             j.json.clone_from(&c.json);
             j.html.clone_from(&c.html);
+            j.started_with = super::journal::StartedWith {
+                abort_on_fail: c.abort_on_fail,
+                allow_missing: c.allow_missing,
+            };
             j.write(&path)
                 .map_err(|e| UsageError(format!("--journal {}: {e}; give a writable path", path.display())))?;
             say!(
@@ -306,6 +321,19 @@ fn drive(
             Some((path, j))
         }
         None => None,
+    };
+    // Writing it may have taken a while (a slow disk, a busy machine): the
+    // agents still get START_AHEAD to start.
+    let start_at = match now_ms() + START_AHEAD.as_millis() as u64 {
+        later if later > start_at + 1000 => {
+            if let Some((path, j)) = journal.as_mut() {
+                j.start_at_unix_ms = later;
+                j.write(path)
+                    .map_err(|e| UsageError(format!("--journal {}: {e}; give a writable path", path.display())))?;
+            }
+            later
+        }
+        _ => start_at,
     };
     view.starts_at(Instant::now() + START_AHEAD, start_at);
     for (i, a) in agents.iter_mut().enumerate() {
@@ -319,10 +347,13 @@ fn drive(
             run_id: run_id.clone(),
             resumable: journal.is_some(),
         };
+        beat.pause(i);
         send(&mut a.stream, &run).map_err(|e| anyhow::anyhow!("agent {}: {e}", a.addr))?;
+        beat.add(i, &a.stream);
     }
     for a in &mut agents {
         if let Err(e) = started(a) {
+            beat.stop();
             for other in &mut agents {
                 let _ = send(&mut other.stream, &Msg::Stop);
             }
@@ -331,6 +362,8 @@ fn drive(
             return Err(e);
         }
     }
+    // From here on, follow says Alive.
+    beat.stop();
     say!(
         "throng: coordinate: {n} agents, one segment of the plan each, start at {}",
         throng_result::rfc3339(start_at)
@@ -492,16 +525,27 @@ pub(super) fn greet(
 /// Waits for the agent to say its run started; its refusal is the error.
 fn started(a: &mut Agent) -> anyhow::Result<()> {
     let addr = &a.addr;
-    let deadline = Instant::now() + ANSWER;
+    let deadline = Instant::now() + STARTING;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
             return Err(anyhow::anyhow!(
-                "agent {addr}: did not start the run within {} s",
-                ANSWER.as_secs()
+                "agent {addr}: did not say its run started within {} s of its orders (this coordinator's wait ran \
+                 out); see the agent's log",
+                STARTING.as_secs()
             ));
         }
-        match recv(&mut a.stream, left).map_err(|e| anyhow::anyhow!("agent {addr}: {e}"))? {
+        let msg = recv(&mut a.stream, left).map_err(|e| match e {
+            WireError::Closed => anyhow::anyhow!(
+                "agent {addr}: the connection closed before the agent said its run started (an agent gives up on a \
+                 coordinator silent for {} s after its welcome, or preparing the run for over {} s: its log says \
+                 which wait ran out)",
+                SILENCE.as_secs(),
+                super::PREPARE.as_secs()
+            ),
+            e => anyhow::anyhow!("agent {addr}: {e}"),
+        })?;
+        match msg {
             Msg::Started => return Ok(()),
             Msg::Alive { .. } => {}
             Msg::Done { exit_code, error, .. } => {

@@ -52,6 +52,24 @@ pub struct Journal {
     /// The run was merged: nothing left to resume.
     #[serde(default)]
     pub finished: bool,
+    /// What the run was started with that a resume judges it by again
+    /// (never the token, the TLS files or a push's headers).
+    #[serde(default)]
+    pub started_with: StartedWith,
+}
+
+/// The coordinator's flags of the first run that decide how it ends: a
+/// resumed coordinator aborts and accepts a missing segment as the first
+/// one would, without the user typing them again.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StartedWith {
+    /// `--abort-on-fail` (given to the coordinator or in the command).
+    #[serde(default)]
+    pub abort_on_fail: bool,
+    /// `--allow-missing`.
+    #[serde(default)]
+    pub allow_missing: bool,
 }
 
 impl Journal {
@@ -67,6 +85,7 @@ impl Journal {
             json: None,
             html: None,
             finished: false,
+            started_with: StartedWith::default(),
         }
     }
 
@@ -208,6 +227,15 @@ mod tests {
         assert!(!dir.path().join("run.journal.tmp").exists());
         use std::os::unix::fs::PermissionsExt as _;
         assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+        // What the run was started with comes back; a journal written
+        // before it was kept reads as started without those flags.
+        j.started_with.abort_on_fail = true;
+        j.write(&path).unwrap();
+        assert!(Journal::read(&path).unwrap().started_with.abort_on_fail);
+        let mut old: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        old.as_object_mut().unwrap().remove("started_with");
+        std::fs::write(&path, old.to_string()).unwrap();
+        assert_eq!(Journal::read(&path).unwrap().started_with, StartedWith::default());
         j.finished = true;
         j.write(&path).unwrap();
         assert!(Journal::read(&path).unwrap_err().0.contains("already merged"));

@@ -32,9 +32,12 @@ pub fn run(mut c: CoordinateCmd) -> anyhow::Result<ExitCode> {
     if c.html.is_none() {
         c.html.clone_from(&journal.html);
     }
+    // As the first coordinator was started (a journal of an older throng
+    // may still hold --abort-on-fail in its command), or as given now.
     let before = c.command.len();
     c.command.retain(|a| a != "--abort-on-fail");
-    let abort = c.abort_on_fail || c.command.len() != before;
+    let abort = c.abort_on_fail || journal.started_with.abort_on_fail || c.command.len() != before;
+    c.allow_missing |= journal.started_with.allow_missing;
     // The command as the first coordinator checked it: its thresholds
     // judge the live figures again.
     let (thresholds, _, scenario) =
@@ -63,10 +66,16 @@ pub fn run(mut c: CoordinateCmd) -> anyhow::Result<ExitCode> {
         control
     });
     let away_s = resumed_ms.saturating_sub(journal.written_unix_ms) as f64 / 1000.0;
+    let flags: Vec<&str> = [(abort, "--abort-on-fail"), (c.allow_missing, "--allow-missing")]
+        .into_iter()
+        .filter_map(|(on, flag)| on.then_some(flag))
+        .collect();
     say!(
-        "throng: coordinate: resuming the run of '{}' (its coordinator was last heard of {away_s:.1} s ago): \
-         reconnecting to {}",
+        "throng: coordinate: resuming the run of '{}' (its coordinator was last heard of {away_s:.1} s ago; its \
+         command{}{}): reconnecting to {}",
         path.display(),
+        if flags.is_empty() { "" } else { ", " },
+        flags.join(", "),
         journal.agents.join(", ")
     );
     let (run_id, written_ms) = (journal.run_id.clone(), journal.written_unix_ms);
