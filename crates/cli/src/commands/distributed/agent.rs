@@ -239,9 +239,10 @@ fn hand_over(mut stream: Conn, state: &State, run_id: &str) -> Result<Served, Wi
     let running = state.running.lock().ok().and_then(|r| r.clone());
     let Some((_, tx)) = running.filter(|(id, _)| same_token(id, run_id)) else {
         let why = format!(
-            "no such run here: it is not the run under way (if any), and no result of it is kept (its result was \
+            "{}: it is not the run under way (if any), and no result of it is kept (its result was \
              collected, or dropped {} s after its part ended, or the agent restarted); start a new run with \
              `throng coordinate --agents ...`",
+            super::NO_SUCH_RUN,
             KEEP_RESULT.as_secs()
         );
         let _ = send(&mut stream, &Msg::Refused { reason: why.clone() });

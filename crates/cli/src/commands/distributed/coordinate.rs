@@ -34,7 +34,9 @@ const MAX_OFFSET_MS: u64 = 1000;
 /// One agent, connected and greeted.
 pub(super) struct Agent {
     addr: String,
-    stream: Conn,
+    /// Its segment: i of the run's N (its place in --agents).
+    pub(super) seat: usize,
+    pub(super) stream: Conn,
     /// Its clock minus this one's at the welcome, in ms, and the round
     /// trip that bounds the error of that.
     offset_ms: i64,
@@ -237,7 +239,7 @@ pub fn run_with(mut c: CoordinateCmd, given: Given) -> anyhow::Result<ExitCode> 
 struct Driven {
     agents: Vec<Agent>,
     points: Vec<String>,
-    parts: Vec<Part>,
+    parts: Vec<(usize, Part)>,
     aborted: Option<String>,
     /// The run's journal and where it is kept.
     journal: Option<Journaled>,
@@ -289,7 +291,8 @@ fn drive(
     let mut beat = super::heartbeat::Heartbeat::start(c.agents.len());
     let mut agents = Vec::new();
     for (i, addr) in c.agents.iter().enumerate() {
-        let agent = greet(addr, access, connections, c.agents.len(), None)?;
+        let mut agent = greet(addr, access, connections, c.agents.len(), None)?;
+        agent.seat = i;
         beat.add(i, &agent.stream);
         agents.push(agent);
     }
@@ -508,6 +511,7 @@ pub(super) fn greet(
             }
             Ok(Agent {
                 addr: addr.to_string(),
+                seat: 0,
                 stream,
                 offset_ms: signed,
                 round_trip_ms: heard - asked,
@@ -576,7 +580,7 @@ pub(super) fn follow(
     control: &throng_engine::Control,
     (access, run_id): (&Access, &str),
     mut journal: Option<&mut Journaled>,
-) -> anyhow::Result<(Vec<Part>, Option<String>)> {
+) -> anyhow::Result<(Vec<(usize, Part)>, Option<String>)> {
     let (tx, rx) = mpsc::channel();
     for (i, a) in agents.iter().enumerate() {
         let mut reader = a.stream.try_clone().context("cloning an agent's connection")?;
@@ -648,6 +652,15 @@ pub(super) fn follow(
                 for (i, s) in j.seqs.iter_mut().enumerate() {
                     *s = view.seq_of(i);
                 }
+                // An agent not heard of here (a resume did not reach it)
+                // keeps what the journal had.
+                j.figures = (0..j.agents.len())
+                    .map(|i| {
+                        view.last_of(i)
+                            .map(|(ended, ok)| [ended, ok])
+                            .or_else(|| j.figures.get(i).copied().flatten())
+                    })
+                    .collect();
                 if let Err(e) = j.write(path)
                     && !journal_failed
                 {
@@ -677,7 +690,7 @@ pub(super) fn follow(
         let part = match msg {
             Ok(Msg::Alive { .. }) => continue,
             Ok(Msg::Live { seq, figures }) => {
-                view.update(i, seq, &figures);
+                view.update(agents[i].seat, seq, &figures);
                 continue;
             }
             Ok(Msg::Done {
@@ -695,7 +708,7 @@ pub(super) fn follow(
             Err(e) => Part::Missing(e.to_string()),
         };
         let part = match part {
-            Part::Missing(why) => Part::Missing(match view.last_of(i) {
+            Part::Missing(why) => Part::Missing(match view.last_of(agents[i].seat) {
                 Some((ended, ok)) => format!("{why}; its last live figures: {ended} requests ({ok} ok)"),
                 None => format!("{why}; it sent no live figures"),
             }),
@@ -705,7 +718,11 @@ pub(super) fn follow(
             *slot = Some(part);
         }
     }
-    Ok((parts.into_iter().flatten().collect(), aborted))
+    let seats = agents.iter().map(|a| a.seat);
+    Ok((
+        seats.zip(parts).filter_map(|(seat, p)| p.map(|p| (seat, p))).collect(),
+        aborted,
+    ))
 }
 
 /// What an agent's reader thread heard.
@@ -736,13 +753,14 @@ fn reconnect(addr: &str, access: &Access, run_id: &str) -> Result<Conn, String> 
     ))
 }
 
-/// Merges the parts, shows and pushes the merged totals (`view`), writes
+/// Merges the parts (each of its segment, `agents` those that were
+/// followed), shows and pushes the merged totals (`view`), writes
 /// --json/--html, prints the report, and says how the whole ended.
 pub(super) fn finish(
     c: &CoordinateCmd,
     agents: &[Agent],
     points: &[String],
-    parts: Vec<Part>,
+    parts: Vec<(usize, Part)>,
     aborted: Option<String>,
     (once, once_notes): (Vec<throng_engine::OnceRun>, Vec<String>),
     view: &super::live::LiveView,
@@ -752,28 +770,27 @@ pub(super) fn finish(
     let mut of_agent = Vec::new();
     let mut notes = Vec::new();
     let mut missing = Vec::new();
-    for (i, (a, part)) in agents.iter().zip(parts).enumerate() {
+    for (i, part) in parts {
         let segment = format!("{}:{}", points[i], points[i + 1]);
+        let addr = c.agents.get(i).map_or("?", String::as_str);
+        // An agent a resumed coordinator did not reach was not greeted.
+        let clock = agents.iter().find(|a| a.seat == i).map(clock_note);
         match read_part(part) {
             Ok(r) => {
                 notes.push(format!(
-                    "agent {}: segment {segment}: {} requests ({} ok)",
-                    a.addr,
+                    "agent {addr}: segment {segment}: {} requests ({} ok)",
                     r.measurements.requests.ended(),
                     r.measurements.requests.ok
                 ));
-                notes.push(clock_note(a));
+                notes.extend(clock);
                 results.push(r);
                 of_agent.push(i);
             }
             Err(why) => {
-                say!(
-                    "throng: coordinate: agent {}: segment {segment} is missing: {why}",
-                    a.addr
-                );
-                notes.push(format!("agent {}: segment {segment} MISSING: {why}", a.addr));
-                notes.push(clock_note(a));
-                missing.push(a.addr.clone());
+                say!("throng: coordinate: agent {addr}: segment {segment} is missing: {why}");
+                notes.push(format!("agent {addr}: segment {segment} MISSING: {why}"));
+                notes.extend(clock);
+                missing.push(addr.to_string());
             }
         }
     }
@@ -820,7 +837,7 @@ pub(super) fn finish(
     say!(
         "throng: coordinate: merged the results of {} of {} agents{}: {} requests ({} ok)",
         results.len(),
-        agents.len(),
+        c.agents.len(),
         c.json
             .as_ref()
             .map_or_else(String::new, |p| format!(" into '{}'", p.display())),

@@ -46,6 +46,10 @@ pub struct Journal {
     pub written_unix_ms: u64,
     /// Per agent, the sequence of the last live figures merged (0: none).
     pub seqs: Vec<u64>,
+    /// Per agent, its requests in those figures: [ended, ok] (none yet:
+    /// null; a journal of an older throng: empty).
+    #[serde(default)]
+    pub figures: Vec<Option<[u64; 2]>>,
     /// Where the merged result goes, unless the resume says otherwise.
     pub json: Option<PathBuf>,
     pub html: Option<PathBuf>,
@@ -82,6 +86,7 @@ impl Journal {
             start_at_unix_ms,
             written_unix_ms: super::now_ms(),
             seqs: vec![0; agents.len()],
+            figures: vec![None; agents.len()],
             json: None,
             html: None,
             finished: false,
@@ -142,6 +147,22 @@ impl Journal {
         Ok(j)
     }
 
+    /// What the journal knows of agent `i`'s part: for a segment the
+    /// resumed coordinator cannot reach.
+    pub fn known_of(&self, i: usize) -> String {
+        let written = throng_result::rfc3339(self.written_unix_ms);
+        match (
+            self.figures.get(i).copied().flatten(),
+            self.seqs.get(i).copied().unwrap_or(0),
+        ) {
+            (Some([ended, ok]), _) => {
+                format!("its last live figures in the journal (of {written}): {ended} requests ({ok} ok)")
+            }
+            (None, 0) => format!("the journal (of {written}) has none of its live figures"),
+            (None, seq) => format!("the journal (of {written}) has its live figures #{seq} but not their counts"),
+        }
+    }
+
     /// What `read` checks past the syntax.
     fn check(&self) -> Result<(), String> {
         let hint = "the file was changed, or is not a journal of this throng version; start a new run";
@@ -165,6 +186,13 @@ impl Journal {
                 "{} agents but {} sequence numbers; {hint}",
                 self.agents.len(),
                 self.seqs.len()
+            ));
+        }
+        if !self.figures.is_empty() && self.figures.len() != self.agents.len() {
+            return Err(format!(
+                "{} agents but {} agents' figures; {hint}",
+                self.agents.len(),
+                self.figures.len()
             ));
         }
         if self.command.is_empty() {
@@ -261,6 +289,10 @@ mod tests {
                 "2 agents but 1 sequence numbers",
             ),
             (text.replace("0123abcd", "../../x"), "run id"),
+            (
+                text.replace("\"figures\":[null,null]", "\"figures\":[null]"),
+                "2 agents but 1 agents' figures",
+            ),
             ("garbage".to_string(), "not a throng coordinate journal"),
             (
                 text.replace("\"finished\":false", "\"finished\":false,\"token\":\"t\""),

@@ -100,6 +100,8 @@ pub const SILENCE: Duration = Duration::from_secs(10);
 /// coordinator, alive, prepares it (greets the other agents, writes its
 /// journal, sends the others their runs).
 pub const PREPARE: Duration = Duration::from_secs(600);
+/// How an agent's refusal of a resume begins when it does not know the run.
+pub const NO_SUCH_RUN: &str = "no such run here";
 /// Most agents one coordinator drives.
 pub const MAX_AGENTS: usize = 1000;
 /// Longest a token file may be.
