@@ -53,6 +53,10 @@ pub struct Access {
     pub(super) tls: Option<std::sync::Arc<throng_tls::rustls::ClientConfig>>,
 }
 
+/// How the parts ended: each with its segment's index (its agent's place in
+/// --agents), in that order.
+pub(super) type Parts = Vec<(usize, Part)>;
+
 /// How an agent's part ended.
 pub(super) enum Part {
     Done {
@@ -239,7 +243,7 @@ pub fn run_with(mut c: CoordinateCmd, given: Given) -> anyhow::Result<ExitCode> 
 struct Driven {
     agents: Vec<Agent>,
     points: Vec<String>,
-    parts: Vec<(usize, Part)>,
+    parts: Parts,
     aborted: Option<String>,
     /// The run's journal and where it is kept.
     journal: Option<Journaled>,
@@ -580,7 +584,7 @@ pub(super) fn follow(
     control: &throng_engine::Control,
     (access, run_id): (&Access, &str),
     mut journal: Option<&mut Journaled>,
-) -> anyhow::Result<(Vec<(usize, Part)>, Option<String>)> {
+) -> anyhow::Result<(Parts, Option<String>)> {
     let (tx, rx) = mpsc::channel();
     for (i, a) in agents.iter().enumerate() {
         let mut reader = a.stream.try_clone().context("cloning an agent's connection")?;
@@ -760,7 +764,7 @@ pub(super) fn finish(
     c: &CoordinateCmd,
     agents: &[Agent],
     points: &[String],
-    parts: Vec<(usize, Part)>,
+    parts: Parts,
     aborted: Option<String>,
     (once, once_notes): (Vec<throng_engine::OnceRun>, Vec<String>),
     view: &super::live::LiveView,

@@ -8,7 +8,9 @@
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use super::coordinate::{Access, Agent, Given, Part, client_tls, collected, finish, follow, greet, points, prepared};
+use super::coordinate::{
+    Access, Agent, Given, Part, Parts, client_tls, collected, finish, follow, greet, points, prepared,
+};
 use super::journal::Journal;
 use super::{RECONNECT, now_ms, read_token};
 use crate::args::CoordinateCmd;
@@ -119,7 +121,7 @@ pub fn run(mut c: CoordinateCmd) -> anyhow::Result<ExitCode> {
 /// reached: missing, saying why and what the journal knows of them. None
 /// reached, or one that refuses for another reason than not knowing the
 /// run (a wrong token, another version): the error.
-fn rejoin_all(journal: &Journal, access: &Access) -> anyhow::Result<(Vec<Agent>, Vec<(usize, Part)>)> {
+fn rejoin_all(journal: &Journal, access: &Access) -> anyhow::Result<(Vec<Agent>, Parts)> {
     let n = journal.agents.len();
     let mut beat = super::heartbeat::Heartbeat::start(n);
     let (mut agents, mut lost, mut first) = (Vec::new(), Vec::new(), None);
