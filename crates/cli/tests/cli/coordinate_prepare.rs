@@ -54,3 +54,36 @@ fn agents_wait_for_a_coordinator_slow_to_prepare_the_run() {
         assert!(!agent.said().contains("said nothing"), "{}", agent.said());
     }
 }
+
+/// One frame of the agent protocol: a 4-byte length, then the JSON.
+fn read_frame(s: &mut std::net::TcpStream) -> serde_json::Value {
+    let mut head = [0u8; 4];
+    s.read_exact(&mut head).unwrap();
+    let mut body = vec![0u8; u32::from_be_bytes(head) as usize];
+    s.read_exact(&mut body).unwrap();
+    serde_json::from_slice(&body).unwrap()
+}
+
+/// A coordinator that is welcomed and then says nothing (neither its run
+/// nor that it is alive): the agent gives up on it after 10 s, its log
+/// names that wait, and it serves the next coordinator.
+#[test]
+fn an_agent_names_the_wait_a_silent_coordinator_ran_out() {
+    use std::io::Write as _;
+    let agent = Agent::start_with(&[]);
+    let mut s = std::net::TcpStream::connect(&agent.addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    assert_eq!(read_frame(&mut s)["type"], "challenge");
+    let body = serde_json::to_vec(&serde_json::json!({"type": "hello", "protocol": 2, "proof": ""})).unwrap();
+    s.write_all(&(body.len() as u32).to_be_bytes()).unwrap();
+    s.write_all(&body).unwrap();
+    assert_eq!(read_frame(&mut s)["type"], "welcome");
+    // Silent: the agent closes the connection once its wait ran out.
+    let mut rest = Vec::new();
+    let _ = s.read_to_end(&mut rest);
+    let said = agent.wait_said("the coordinator said nothing for 10 s after this agent's welcome");
+    assert!(said.contains("waiting for the next one"), "{said}");
+    let mut again = std::net::TcpStream::connect(&agent.addr).unwrap();
+    again.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    assert_eq!(read_frame(&mut again)["type"], "challenge", "it serves the next");
+}
