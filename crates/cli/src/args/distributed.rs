@@ -124,8 +124,9 @@ pub struct CoordinateCmd {
     #[arg(long = "journal", value_name = "FILE", conflicts_with = "resume")]
     pub journal: Option<PathBuf>,
     /// Finish the run of this journal: reconnect to its agents (still running, or keeping their
-    /// results for 10 minutes after their part ended) and merge their results. Give the same
-    /// --token-file and --cacert/--cert/--key/--sni; --json/--html default to the journal's
+    /// results for 10 minutes after their part ended) and merge their results, judged with the
+    /// --abort-on-fail and --allow-missing the run was started with. Give the same --token-file
+    /// and --cacert/--cert/--key/--sni; --json/--html default to the journal's
     #[arg(long = "resume", value_name = "JOURNAL")]
     pub resume: Option<PathBuf>,
     /// The command every agent runs its segment of: http URL ..., storm TARGET ... or run FILE ...

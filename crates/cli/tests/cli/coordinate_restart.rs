@@ -19,18 +19,38 @@ const TOKEN: &str = "tok-restart-51a9";
 /// `throng coordinate --agents A,B --token-file F --json JSON -- COMMAND`,
 /// running.
 fn start(agents: &[&Agent], token: &Path, json: &Path, command: &[&str]) -> Child {
+    start_with(agents, token, json, &[], command)
+}
+
+/// [`start`] with the coordinator's `flags`.
+fn start_with(agents: &[&Agent], token: &Path, json: &Path, flags: &[&str], command: &[&str]) -> Child {
     let list: Vec<&str> = agents.iter().map(|a| a.addr.as_str()).collect();
     throng()
         .args(["coordinate", "--agents", &list.join(","), "--token-file"])
         .arg(token)
         .arg("--json")
         .arg(json)
+        .args(flags)
         .arg("--")
         .args(command)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap()
+}
+
+/// Waits (bounded) until the journal holds live figures of every agent.
+fn wait_for_live_figures(journal: &Path) {
+    wait_until("no live figures in the journal", || {
+        std::fs::read(journal)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            .is_some_and(|j| {
+                j["seqs"]
+                    .as_array()
+                    .is_some_and(|s| s.iter().all(|n| n.as_u64() > Some(0)))
+            })
+    });
 }
 
 /// Waits (bounded) until `ready` holds.
@@ -191,4 +211,154 @@ fn a_resume_after_the_run_ended_still_collects_both_parts() {
         stderr.contains(&format!("agent {} refused: no such run here", a.addr)) && stderr.contains("start a new run"),
         "{stderr}"
     );
+}
+
+/// A run started with `--abort-on-fail` and a threshold that fails only
+/// after the coordinator was killed: the resumed coordinator (not given the
+/// flag again) stops every agent as the first would have. 20 requests/s
+/// for 60 s, 1200 planned; `count < 300` fails after about 15 s.
+#[test]
+fn a_resumed_coordinator_aborts_on_a_failed_threshold_as_the_first_would() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("access.log");
+    let server = nginx(&log);
+    let token = token_file(dir.path(), TOKEN);
+    let (a, b) = (
+        Agent::start_with(&["--token-file".as_ref(), token.as_os_str()]),
+        Agent::start_with(&["--token-file".as_ref(), token.as_os_str()]),
+    );
+    let json = dir.path().join("all.json");
+    let journal = dir.path().join("all.json.journal");
+    let mut run = start_with(
+        &[&a, &b],
+        &token,
+        &json,
+        &["--abort-on-fail"],
+        &[
+            "http",
+            &server.url("/"),
+            "-r",
+            "20",
+            "-d",
+            "60s",
+            "-c",
+            "2",
+            "--threshold",
+            "requests: count < 300",
+        ],
+    );
+    wait_for_live_figures(&journal);
+    run.kill().unwrap();
+    run.wait().unwrap();
+    assert!(!json.exists(), "the killed coordinator wrote no result");
+    let (code, stderr) = resume(&journal, &token);
+    assert_eq!(code, 99, "{stderr}");
+    assert!(stderr.contains("its command, --abort-on-fail)"), "{stderr}");
+    assert!(stderr.contains("stopping every agent (--abort-on-fail)"), "{stderr}");
+    let r = RunResult::from_reader(std::fs::File::open(&json).unwrap()).unwrap();
+    assert_books_balance(&r);
+    assert_eq!(r.parts.len(), 2, "{:?}", r.notes);
+    assert!(!r.thresholds_passed());
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n.starts_with("stopped early (--abort-on-fail): threshold")),
+        "{:?}",
+        r.notes
+    );
+    let ended = r.measurements.requests.ended();
+    assert!((300..1200).contains(&ended), "{ended} of 1200 planned");
+    assert_eq!(common::access_log(&log).len() as u64, r.measurements.requests.ok);
+}
+
+/// A run of two agents (the coordinator given `flags`) whose coordinator is
+/// killed mid-run, then its second agent: (that agent's address, the
+/// journal, the first agent, what the run keeps).
+fn kill_coordinator_then_agent_b(flags: &[&str]) -> (String, std::path::PathBuf, Agent, LostRun) {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("access.log");
+    let server = nginx(&log);
+    let token = token_file(dir.path(), TOKEN);
+    let (a, b) = (
+        Agent::start_with(&["--token-file".as_ref(), token.as_os_str()]),
+        Agent::start_with(&["--token-file".as_ref(), token.as_os_str()]),
+    );
+    let json = dir.path().join("all.json");
+    let journal = dir.path().join("all.json.journal");
+    let mut run = start_with(
+        &[&a, &b],
+        &token,
+        &json,
+        flags,
+        &["http", &server.url("/"), "-r", "50", "-d", "6s", "-c", "2"],
+    );
+    wait_for_live_figures(&journal);
+    run.kill().unwrap();
+    run.wait().unwrap();
+    let b_addr = b.addr.clone();
+    drop(b);
+    (
+        b_addr,
+        journal,
+        a,
+        LostRun {
+            json,
+            token,
+            _server: server,
+            _dir: dir,
+        },
+    )
+}
+
+/// What [`kill_coordinator_then_agent_b`] keeps alive.
+struct LostRun {
+    json: std::path::PathBuf,
+    token: std::path::PathBuf,
+    _server: common::Nginx,
+    _dir: tempfile::TempDir,
+}
+
+/// The merged result of a resume that could not reach agent B: A's part
+/// only, B's segment named missing with what the journal knew of it.
+fn check_b_missing(json: &Path, a: &Agent, b_addr: &str) -> RunResult {
+    let r = RunResult::from_reader(std::fs::File::open(json).unwrap()).unwrap();
+    assert_books_balance(&r);
+    assert_eq!(r.parts.len(), 1, "{:?}", r.notes);
+    let named = format!("agent {}: segment 0:1/2: ", a.addr);
+    assert!(r.notes.iter().any(|n| n.starts_with(&named)), "{:?}", r.notes);
+    let missing = format!("agent {b_addr}: segment 1/2:1 MISSING: the resumed coordinator could not rejoin it: ");
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n.starts_with(&missing) && n.contains("its last live figures in the journal (of ")),
+        "{missing} not in {:?}",
+        r.notes
+    );
+    r
+}
+
+/// `--allow-missing` given to the first coordinator holds for its resume:
+/// an agent gone with it is a named missing segment, exit 0.
+#[test]
+fn a_resume_that_cannot_reach_an_agent_names_its_segment_missing_as_the_run_allowed() {
+    let (b_addr, journal, a, run) = kill_coordinator_then_agent_b(&["--allow-missing"]);
+    let (code, stderr) = resume(&journal, &run.token);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("its command, --allow-missing)"), "{stderr}");
+    assert!(
+        stderr.contains(&format!("agent {b_addr}: segment 1/2:1 is missing: ")) && stderr.contains("(--allow-missing"),
+        "{stderr}"
+    );
+    check_b_missing(&run.json, &a, &b_addr);
+}
+
+/// Without `--allow-missing`: the same missing segment, the result still
+/// written, exit 1 as in a run that lost an agent.
+#[test]
+fn a_resume_that_cannot_reach_an_agent_fails_without_allow_missing() {
+    let (b_addr, journal, a, run) = kill_coordinator_then_agent_b(&[]);
+    let (code, stderr) = resume(&journal, &run.token);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("--allow-missing accepts it"), "{stderr}");
+    check_b_missing(&run.json, &a, &b_addr);
 }

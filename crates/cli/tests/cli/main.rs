@@ -51,6 +51,7 @@ mod cookies;
 mod coordinate;
 mod coordinate_abort;
 mod coordinate_hostile;
+mod coordinate_prepare;
 mod coordinate_push;
 mod coordinate_reconnect;
 mod coordinate_restart;

@@ -9,13 +9,14 @@ use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
 use super::{
-    Conn, KEEP_RESULT, MAX_HELLO, Msg, ORPHANED, PROTOCOL, RECONNECT, SILENCE, WireError, now_ms, read_token, recv,
-    recv_within, same_token, send,
+    Conn, KEEP_RESULT, MAX_HELLO, Msg, ORPHANED, PREPARE, PROTOCOL, RECONNECT, SILENCE, WireError, now_ms, read_token,
+    recv, recv_within, same_token, send,
 };
 use crate::args::AgentCmd;
 use crate::exit::UsageError;
 
-/// How long a coordinator has for its hello, and for its run after it.
+/// How long a coordinator has for its hello (its run comes within
+/// [`PREPARE`], Alive every second until then).
 const HANDSHAKE: Duration = Duration::from_secs(10);
 /// How long an interrupted run has to write its result before it is killed.
 const STOP_GRACE: Duration = Duration::from_secs(15);
@@ -238,9 +239,10 @@ fn hand_over(mut stream: Conn, state: &State, run_id: &str) -> Result<Served, Wi
     let running = state.running.lock().ok().and_then(|r| r.clone());
     let Some((_, tx)) = running.filter(|(id, _)| same_token(id, run_id)) else {
         let why = format!(
-            "no such run here: it is not the run under way (if any), and no result of it is kept (its result was \
+            "{}: it is not the run under way (if any), and no result of it is kept (its result was \
              collected, or dropped {} s after its part ended, or the agent restarted); start a new run with \
              `throng coordinate --agents ...`",
+            super::NO_SUCH_RUN,
             KEEP_RESULT.as_secs()
         );
         let _ = send(&mut stream, &Msg::Refused { reason: why.clone() });
@@ -267,7 +269,7 @@ fn run_orders(stream: &mut Conn, state: &State) -> Result<Served, WireError> {
         Ok(Served::Refused(why))
     };
     send(stream, &welcome())?;
-    let (command, segment, sequence, start_at, files, setup, run_id, resumable) = match recv(stream, HANDSHAKE)? {
+    let (command, segment, sequence, start_at, files, setup, run_id, resumable) = match wait_for_run(stream)? {
         Msg::Run {
             command,
             segment,
@@ -319,6 +321,37 @@ fn run_orders(stream: &mut Conn, state: &State) -> Result<Served, WireError> {
     };
     let _ = std::fs::remove_dir_all(&dir);
     outcome
+}
+
+/// The coordinator's first order after the welcome: it says Alive every
+/// second while it prepares the run (greets the other agents, writes its
+/// journal), so it is waited for while it says so, for [`PREPARE`] at most,
+/// and is gone once silent for [`SILENCE`].
+fn wait_for_run(stream: &mut Conn) -> Result<Msg, WireError> {
+    let deadline = Instant::now() + PREPARE;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(WireError::Io(std::io::Error::other(format!(
+                "the coordinator prepared its run for more than {} s after this agent's welcome (it said it was \
+                 alive, but sent no run): given up; waiting for the next coordinator",
+                PREPARE.as_secs()
+            ))));
+        }
+        match recv(stream, SILENCE.min(left)) {
+            Ok(Msg::Alive { .. }) => {}
+            Ok(msg) => return Ok(msg),
+            Err(WireError::Timeout(_)) if left > SILENCE => {
+                return Err(WireError::Io(std::io::Error::other(format!(
+                    "the coordinator said nothing for {} s after this agent's welcome (neither its run nor that it is \
+                     alive): it is gone; waiting for the next one",
+                    SILENCE.as_secs()
+                ))));
+            }
+            Err(WireError::Timeout(_)) => {}
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 /// Writes the shipped files into `dir`, points the command at them, and

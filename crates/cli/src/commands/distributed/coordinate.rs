@@ -20,8 +20,11 @@ use crate::exit::{Outcome, UsageError};
 
 /// Longest a connection to an agent may take.
 const CONNECT: Duration = Duration::from_secs(5);
-/// Longest an agent may take to answer a hello, or to start a run.
+/// Longest an agent may take to answer a hello.
 const ANSWER: Duration = Duration::from_secs(10);
+/// Longest an agent may take from its run orders to its run's start (it
+/// writes the shipped files and checks the command first).
+const STARTING: Duration = Duration::from_secs(30);
 /// How far ahead of now the agents start: time for every agent to get its
 /// orders and start its process.
 const START_AHEAD: Duration = Duration::from_secs(3);
@@ -31,7 +34,9 @@ const MAX_OFFSET_MS: u64 = 1000;
 /// One agent, connected and greeted.
 pub(super) struct Agent {
     addr: String,
-    stream: Conn,
+    /// Its segment: i of the run's N (its place in --agents).
+    pub(super) seat: usize,
+    pub(super) stream: Conn,
     /// Its clock minus this one's at the welcome, in ms, and the round
     /// trip that bounds the error of that.
     offset_ms: i64,
@@ -50,6 +55,10 @@ pub struct Access {
     /// the host of its address).
     pub(super) sni: Option<String>,
 }
+
+/// How the parts ended: each with its segment's index (its agent's place in
+/// --agents), in that order.
+pub(super) type Parts = Vec<(usize, Part)>;
 
 /// How an agent's part ended.
 pub(super) enum Part {
@@ -134,6 +143,8 @@ pub fn run_with(mut c: CoordinateCmd, given: Given) -> anyhow::Result<ExitCode> 
     let before = c.command.len();
     c.command.retain(|a| a != "--abort-on-fail");
     let abort = c.abort_on_fail || c.command.len() != before;
+    // As the journal keeps it: a resume aborts as this run would.
+    c.abort_on_fail = abort;
     // The whole check the command makes before it runs, here, once: an
     // agent never gets a command that would not run.
     let (thresholds, connections, run) = prepared(&c.command)?;
@@ -242,7 +253,7 @@ pub fn run_with(mut c: CoordinateCmd, given: Given) -> anyhow::Result<ExitCode> 
 struct Driven {
     agents: Vec<Agent>,
     points: Vec<String>,
-    parts: Vec<Part>,
+    parts: Parts,
     aborted: Option<String>,
     /// The run's journal and where it is kept.
     journal: Option<Journaled>,
@@ -288,9 +299,16 @@ fn drive(
     control: &throng_engine::Control,
     setup: Option<&throng_engine::OnceRun>,
 ) -> anyhow::Result<Driven> {
+    // Every agent greeted hears Alive until the run is followed: it waits
+    // for its run while this coordinator is there, however long the rest
+    // takes.
+    let mut beat = super::heartbeat::Heartbeat::start(c.agents.len());
     let mut agents = Vec::new();
-    for addr in &c.agents {
-        agents.push(greet(addr, access, connections, c.agents.len(), None)?);
+    for (i, addr) in c.agents.iter().enumerate() {
+        let mut agent = greet(addr, access, connections, c.agents.len(), None)?;
+        agent.seat = i;
+        beat.add(i, &agent.stream);
+        agents.push(agent);
     }
     let n = agents.len();
     let points = points(n);
@@ -305,6 +323,10 @@ fn drive(
             let mut j = Journal::new(&run_id, &c.agents, &c.command, start_at);
             j.json.clone_from(&c.json);
             j.html.clone_from(&c.html);
+            j.started_with = super::journal::StartedWith {
+                abort_on_fail: c.abort_on_fail,
+                allow_missing: c.allow_missing,
+            };
             j.write(&path)
                 .map_err(|e| UsageError(format!("--journal {}: {e}; give a writable path", path.display())))?;
             say!(
@@ -316,6 +338,19 @@ fn drive(
             Some((path, j))
         }
         None => None,
+    };
+    // Writing it may have taken a while (a slow disk, a busy machine): the
+    // agents still get START_AHEAD to start.
+    let start_at = match now_ms() + START_AHEAD.as_millis() as u64 {
+        later if later > start_at + 1000 => {
+            if let Some((path, j)) = journal.as_mut() {
+                j.start_at_unix_ms = later;
+                j.write(path)
+                    .map_err(|e| UsageError(format!("--journal {}: {e}; give a writable path", path.display())))?;
+            }
+            later
+        }
+        _ => start_at,
     };
     view.starts_at(Instant::now() + START_AHEAD, start_at);
     for (i, a) in agents.iter_mut().enumerate() {
@@ -329,10 +364,13 @@ fn drive(
             run_id: run_id.clone(),
             resumable: journal.is_some(),
         };
+        beat.pause(i);
         send(&mut a.stream, &run).map_err(|e| anyhow::anyhow!("agent {}: {e}", a.addr))?;
+        beat.add(i, &a.stream);
     }
     for a in &mut agents {
         if let Err(e) = started(a) {
+            beat.stop();
             for other in &mut agents {
                 let _ = send(&mut other.stream, &Msg::Stop);
             }
@@ -341,6 +379,8 @@ fn drive(
             return Err(e);
         }
     }
+    // From here on, follow says Alive.
+    beat.stop();
     let over = match (&access.tls, &access.sni) {
         (None, _) => String::new(),
         (Some(_), None) => " over TLS".to_string(),
@@ -515,6 +555,7 @@ pub(super) fn greet(
             }
             Ok(Agent {
                 addr: addr.to_string(),
+                seat: 0,
                 stream,
                 offset_ms: signed,
                 round_trip_ms: heard - asked,
@@ -532,16 +573,27 @@ pub(super) fn greet(
 /// Waits for the agent to say its run started; its refusal is the error.
 fn started(a: &mut Agent) -> anyhow::Result<()> {
     let addr = &a.addr;
-    let deadline = Instant::now() + ANSWER;
+    let deadline = Instant::now() + STARTING;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
             return Err(anyhow::anyhow!(
-                "agent {addr}: did not start the run within {} s",
-                ANSWER.as_secs()
+                "agent {addr}: did not say its run started within {} s of its orders (this coordinator's wait ran \
+                 out); see the agent's log",
+                STARTING.as_secs()
             ));
         }
-        match recv(&mut a.stream, left).map_err(|e| anyhow::anyhow!("agent {addr}: {e}"))? {
+        let msg = recv(&mut a.stream, left).map_err(|e| match e {
+            WireError::Closed => anyhow::anyhow!(
+                "agent {addr}: the connection closed before the agent said its run started (an agent gives up on a \
+                 coordinator silent for {} s after its welcome, or preparing the run for over {} s: its log says \
+                 which wait ran out)",
+                SILENCE.as_secs(),
+                super::PREPARE.as_secs()
+            ),
+            e => anyhow::anyhow!("agent {addr}: {e}"),
+        })?;
+        match msg {
             Msg::Started => return Ok(()),
             Msg::Alive { .. } => {}
             Msg::Done { exit_code, error, .. } => {
@@ -572,7 +624,7 @@ pub(super) fn follow(
     control: &throng_engine::Control,
     (access, run_id): (&Access, &str),
     mut journal: Option<&mut Journaled>,
-) -> anyhow::Result<(Vec<Part>, Option<String>)> {
+) -> anyhow::Result<(Parts, Option<String>)> {
     let (tx, rx) = mpsc::channel();
     for (i, a) in agents.iter().enumerate() {
         let mut reader = a.stream.try_clone().context("cloning an agent's connection")?;
@@ -644,6 +696,15 @@ pub(super) fn follow(
                 for (i, s) in j.seqs.iter_mut().enumerate() {
                     *s = view.seq_of(i);
                 }
+                // An agent not heard of here (a resume did not reach it)
+                // keeps what the journal had.
+                j.figures = (0..j.agents.len())
+                    .map(|i| {
+                        view.last_of(i)
+                            .map(|(ended, ok)| [ended, ok])
+                            .or_else(|| j.figures.get(i).copied().flatten())
+                    })
+                    .collect();
                 if let Err(e) = j.write(path)
                     && !journal_failed
                 {
@@ -673,7 +734,7 @@ pub(super) fn follow(
         let part = match msg {
             Ok(Msg::Alive { .. }) => continue,
             Ok(Msg::Live { seq, figures }) => {
-                view.update(i, seq, &figures);
+                view.update(agents[i].seat, seq, &figures);
                 continue;
             }
             Ok(Msg::Done {
@@ -691,7 +752,7 @@ pub(super) fn follow(
             Err(e) => Part::Missing(e.to_string()),
         };
         let part = match part {
-            Part::Missing(why) => Part::Missing(match view.last_of(i) {
+            Part::Missing(why) => Part::Missing(match view.last_of(agents[i].seat) {
                 Some((ended, ok)) => format!("{why}; its last live figures: {ended} requests ({ok} ok)"),
                 None => format!("{why}; it sent no live figures"),
             }),
@@ -701,7 +762,11 @@ pub(super) fn follow(
             *slot = Some(part);
         }
     }
-    Ok((parts.into_iter().flatten().collect(), aborted))
+    let seats = agents.iter().map(|a| a.seat);
+    Ok((
+        seats.zip(parts).filter_map(|(seat, p)| p.map(|p| (seat, p))).collect(),
+        aborted,
+    ))
 }
 
 /// What an agent's reader thread heard.
@@ -732,13 +797,14 @@ fn reconnect(addr: &str, access: &Access, run_id: &str) -> Result<Conn, String> 
     ))
 }
 
-/// Merges the parts, shows and pushes the merged totals (`view`), writes
+/// Merges the parts (each of its segment, `agents` those that were
+/// followed), shows and pushes the merged totals (`view`), writes
 /// --json/--html, prints the report, and says how the whole ended.
 pub(super) fn finish(
     c: &CoordinateCmd,
     agents: &[Agent],
     points: &[String],
-    parts: Vec<Part>,
+    parts: Parts,
     aborted: Option<String>,
     (once, once_notes): (Vec<throng_engine::OnceRun>, Vec<String>),
     view: &super::live::LiveView,
@@ -748,28 +814,27 @@ pub(super) fn finish(
     let mut of_agent = Vec::new();
     let mut notes = Vec::new();
     let mut missing = Vec::new();
-    for (i, (a, part)) in agents.iter().zip(parts).enumerate() {
+    for (i, part) in parts {
         let segment = format!("{}:{}", points[i], points[i + 1]);
+        let addr = c.agents.get(i).map_or("?", String::as_str);
+        // An agent a resumed coordinator did not reach was not greeted.
+        let clock = agents.iter().find(|a| a.seat == i).map(clock_note);
         match read_part(part) {
             Ok(r) => {
                 notes.push(format!(
-                    "agent {}: segment {segment}: {} requests ({} ok)",
-                    a.addr,
+                    "agent {addr}: segment {segment}: {} requests ({} ok)",
                     r.measurements.requests.ended(),
                     r.measurements.requests.ok
                 ));
-                notes.push(clock_note(a));
+                notes.extend(clock);
                 results.push(r);
                 of_agent.push(i);
             }
             Err(why) => {
-                say!(
-                    "throng: coordinate: agent {}: segment {segment} is missing: {why}",
-                    a.addr
-                );
-                notes.push(format!("agent {}: segment {segment} MISSING: {why}", a.addr));
-                notes.push(clock_note(a));
-                missing.push(a.addr.clone());
+                say!("throng: coordinate: agent {addr}: segment {segment} is missing: {why}");
+                notes.push(format!("agent {addr}: segment {segment} MISSING: {why}"));
+                notes.extend(clock);
+                missing.push(addr.to_string());
             }
         }
     }
@@ -816,7 +881,7 @@ pub(super) fn finish(
     say!(
         "throng: coordinate: merged the results of {} of {} agents{}: {} requests ({} ok)",
         results.len(),
-        agents.len(),
+        c.agents.len(),
         c.json
             .as_ref()
             .map_or_else(String::new, |p| format!(" into '{}'", p.display())),

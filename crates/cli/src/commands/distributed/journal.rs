@@ -46,12 +46,34 @@ pub struct Journal {
     pub written_unix_ms: u64,
     /// Per agent, the sequence of the last live figures merged (0: none).
     pub seqs: Vec<u64>,
+    /// Per agent, its requests in those figures: [ended, ok] (none yet:
+    /// null; a journal of an older throng: empty).
+    #[serde(default)]
+    pub figures: Vec<Option<[u64; 2]>>,
     /// Where the merged result goes, unless the resume says otherwise.
     pub json: Option<PathBuf>,
     pub html: Option<PathBuf>,
     /// The run was merged: nothing left to resume.
     #[serde(default)]
     pub finished: bool,
+    /// What the run was started with that a resume judges it by again
+    /// (never the token, the TLS files or a push's headers).
+    #[serde(default)]
+    pub started_with: StartedWith,
+}
+
+/// The coordinator's flags of the first run that decide how it ends: a
+/// resumed coordinator aborts and accepts a missing segment as the first
+/// one would, without the user typing them again.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StartedWith {
+    /// `--abort-on-fail` (given to the coordinator or in the command).
+    #[serde(default)]
+    pub abort_on_fail: bool,
+    /// `--allow-missing`.
+    #[serde(default)]
+    pub allow_missing: bool,
 }
 
 impl Journal {
@@ -64,9 +86,11 @@ impl Journal {
             start_at_unix_ms,
             written_unix_ms: super::now_ms(),
             seqs: vec![0; agents.len()],
+            figures: vec![None; agents.len()],
             json: None,
             html: None,
             finished: false,
+            started_with: StartedWith::default(),
         }
     }
 
@@ -123,6 +147,22 @@ impl Journal {
         Ok(j)
     }
 
+    /// What the journal knows of agent `i`'s part: for a segment the
+    /// resumed coordinator cannot reach.
+    pub fn known_of(&self, i: usize) -> String {
+        let written = throng_result::rfc3339(self.written_unix_ms);
+        match (
+            self.figures.get(i).copied().flatten(),
+            self.seqs.get(i).copied().unwrap_or(0),
+        ) {
+            (Some([ended, ok]), _) => {
+                format!("its last live figures in the journal (of {written}): {ended} requests ({ok} ok)")
+            }
+            (None, 0) => format!("the journal (of {written}) has none of its live figures"),
+            (None, seq) => format!("the journal (of {written}) has its live figures #{seq} but not their counts"),
+        }
+    }
+
     /// What `read` checks past the syntax.
     fn check(&self) -> Result<(), String> {
         let hint = "the file was changed, or is not a journal of this throng version; start a new run";
@@ -146,6 +186,13 @@ impl Journal {
                 "{} agents but {} sequence numbers; {hint}",
                 self.agents.len(),
                 self.seqs.len()
+            ));
+        }
+        if !self.figures.is_empty() && self.figures.len() != self.agents.len() {
+            return Err(format!(
+                "{} agents but {} agents' figures; {hint}",
+                self.agents.len(),
+                self.figures.len()
             ));
         }
         if self.command.is_empty() {
@@ -208,6 +255,15 @@ mod tests {
         assert!(!dir.path().join("run.journal.tmp").exists());
         use std::os::unix::fs::PermissionsExt as _;
         assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+        // What the run was started with comes back; a journal written
+        // before it was kept reads as started without those flags.
+        j.started_with.abort_on_fail = true;
+        j.write(&path).unwrap();
+        assert!(Journal::read(&path).unwrap().started_with.abort_on_fail);
+        let mut old: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        old.as_object_mut().unwrap().remove("started_with");
+        std::fs::write(&path, old.to_string()).unwrap();
+        assert_eq!(Journal::read(&path).unwrap().started_with, StartedWith::default());
         j.finished = true;
         j.write(&path).unwrap();
         assert!(Journal::read(&path).unwrap_err().0.contains("already merged"));
@@ -233,6 +289,10 @@ mod tests {
                 "2 agents but 1 sequence numbers",
             ),
             (text.replace("0123abcd", "../../x"), "run id"),
+            (
+                text.replace("\"figures\":[null,null]", "\"figures\":[null]"),
+                "2 agents but 1 agents' figures",
+            ),
             ("garbage".to_string(), "not a throng coordinate journal"),
             (
                 text.replace("\"finished\":false", "\"finished\":false,\"token\":\"t\""),

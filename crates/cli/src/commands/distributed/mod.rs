@@ -18,6 +18,10 @@
 //!                                     compared in constant time
 //!                             ◀──     Welcome {version, unix_ms, nofile}
 //!                                     | Refused {reason}  (then closed)
+//!   Alive {seq}  every second ──▶     (while the coordinator greets the
+//!                                     others, writes its journal: silent
+//!                                     for SILENCE, it is gone; PREPARE
+//!                                     at most)
 //!   Run {command, segment,    ──▶     the files written to a private
 //!        sequence, start_at,          directory, the command pointed at
 //!        files}                       them, re-checked and started as a
@@ -61,6 +65,7 @@ pub mod agent;
 mod command;
 pub mod coordinate;
 mod files;
+mod heartbeat;
 mod journal;
 mod live;
 pub mod resume;
@@ -88,8 +93,15 @@ pub const ORPHANED: Duration = Duration::from_secs(3600);
 /// How long an agent keeps the result of a run whose coordinator (with a
 /// journal) vanished, for `throng coordinate --resume` to collect.
 pub const KEEP_RESULT: Duration = Duration::from_secs(600);
-/// Longest a peer may say nothing during a run.
+/// Longest a peer may say nothing during a run, and a coordinator before
+/// it (it says Alive every second from its welcome on).
 pub const SILENCE: Duration = Duration::from_secs(10);
+/// Longest an agent waits for its run after its welcome while the
+/// coordinator, alive, prepares it (greets the other agents, writes its
+/// journal, sends the others their runs).
+pub const PREPARE: Duration = Duration::from_secs(600);
+/// How an agent's refusal of a resume begins when it does not know the run.
+pub const NO_SUCH_RUN: &str = "no such run here";
 /// Most agents one coordinator drives.
 pub const MAX_AGENTS: usize = 1000;
 /// Longest a token file may be.

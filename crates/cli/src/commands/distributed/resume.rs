@@ -8,7 +8,9 @@
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use super::coordinate::{Access, Agent, Given, client_tls, collected, finish, follow, greet, points, prepared};
+use super::coordinate::{
+    Access, Agent, Given, Part, Parts, client_tls, collected, finish, follow, greet, points, prepared,
+};
 use super::journal::Journal;
 use super::{RECONNECT, now_ms, read_token};
 use crate::args::CoordinateCmd;
@@ -32,9 +34,12 @@ pub fn run(mut c: CoordinateCmd) -> anyhow::Result<ExitCode> {
     if c.html.is_none() {
         c.html.clone_from(&journal.html);
     }
+    // As the first coordinator was started (a journal of an older throng
+    // may still hold --abort-on-fail in its command), or as given now.
     let before = c.command.len();
     c.command.retain(|a| a != "--abort-on-fail");
-    let abort = c.abort_on_fail || c.command.len() != before;
+    let abort = c.abort_on_fail || journal.started_with.abort_on_fail || c.command.len() != before;
+    c.allow_missing |= journal.started_with.allow_missing;
     // The command as the first coordinator checked it: its thresholds
     // judge the live figures again.
     let (thresholds, _, scenario) =
@@ -64,20 +69,26 @@ pub fn run(mut c: CoordinateCmd) -> anyhow::Result<ExitCode> {
         control
     });
     let away_s = resumed_ms.saturating_sub(journal.written_unix_ms) as f64 / 1000.0;
+    let flags: Vec<&str> = [(abort, "--abort-on-fail"), (c.allow_missing, "--allow-missing")]
+        .into_iter()
+        .filter_map(|(on, flag)| on.then_some(flag))
+        .collect();
     say!(
-        "throng: coordinate: resuming the run of '{}' (its coordinator was last heard of {away_s:.1} s ago): \
-         reconnecting to {}",
+        "throng: coordinate: resuming the run of '{}' (its coordinator was last heard of {away_s:.1} s ago; its \
+         command{}{}): reconnecting to {}",
         path.display(),
+        if flags.is_empty() { "" } else { ", " },
+        flags.join(", "),
         journal.agents.join(", ")
     );
     let (run_id, written_ms) = (journal.run_id.clone(), journal.written_unix_ms);
-    let mut agents = Vec::with_capacity(n);
-    for addr in &journal.agents {
-        agents.push(rejoin(addr, &access, n, &run_id)?);
-    }
-    say!("throng: coordinate: {n} agents reconnected; following the run to its end");
+    let (mut agents, lost) = rejoin_all(&journal, &access)?;
+    say!(
+        "throng: coordinate: {} of {n} agents reconnected; following the run to its end",
+        agents.len()
+    );
     let mut journaled = (path.to_path_buf(), journal);
-    let (parts, aborted) = follow(
+    let (mut parts, aborted) = follow(
         &mut agents,
         &mut view,
         &control,
@@ -95,6 +106,10 @@ pub fn run(mut c: CoordinateCmd) -> anyhow::Result<ExitCode> {
             "the scenario's teardown (if it has one) was not run: the coordinator that ran its setup is gone".into(),
         );
     }
+    // A segment whose agent was not reached is missing, as one lost
+    // during a run is.
+    parts.extend(lost);
+    parts.sort_by_key(|(seat, _)| *seat);
     let signalled = control.was_interrupted();
     let code = finish(&c, &agents, &points(n), parts, aborted, (Vec::new(), notes), &view)?;
     collected(&mut agents, Some(&mut journaled));
@@ -102,29 +117,85 @@ pub fn run(mut c: CoordinateCmd) -> anyhow::Result<ExitCode> {
     Ok(code)
 }
 
+/// The journal's agents, each reconnected to and its run resumed there
+/// (Alive every second until it is followed), and the segments of those not
+/// reached: missing, saying why and what the journal knows of them. None
+/// reached, or one that refuses for another reason than not knowing the
+/// run (a wrong token, another version): the error.
+fn rejoin_all(journal: &Journal, access: &Access) -> anyhow::Result<(Vec<Agent>, Parts)> {
+    let n = journal.agents.len();
+    let mut beat = super::heartbeat::Heartbeat::start(n);
+    let (mut agents, mut lost, mut first) = (Vec::new(), Vec::new(), None);
+    for (i, addr) in journal.agents.iter().enumerate() {
+        match rejoin(addr, access, n, &journal.run_id) {
+            Ok(mut a) => {
+                a.seat = i;
+                beat.add(i, &a.stream);
+                agents.push(a);
+            }
+            Err(Rejoin::Refused(e)) => return Err(e),
+            Err(Rejoin::Lost(why, e)) => {
+                let why = format!(
+                    "the resumed coordinator could not rejoin it: {}; {}",
+                    super::shown(&why),
+                    journal.known_of(i)
+                );
+                say!("throng: coordinate: agent {addr}: {why}");
+                lost.push((i, Part::Missing(why)));
+                first.get_or_insert(e);
+            }
+        }
+    }
+    beat.stop();
+    match first {
+        Some(e) if agents.is_empty() => Err(e),
+        _ => Ok((agents, lost)),
+    }
+}
+
+/// Why an agent was not rejoined.
+enum Rejoin {
+    /// It refused the coordinator itself (token, version): the resume's
+    /// error.
+    Refused(anyhow::Error),
+    /// Not reached, or it does not know the run (it restarted, or dropped
+    /// the part's result): its segment is missing, for this reason; the
+    /// error when no agent was reached.
+    Lost(String, anyhow::Error),
+}
+
 /// Connects to the agent at `addr` again and resumes `run_id` there,
 /// trying for [`RECONNECT`] while it does not answer; its refusal (another
 /// run, no result kept) is the error, saying what to do.
-fn rejoin(addr: &str, access: &Access, n: usize, run_id: &str) -> anyhow::Result<Agent> {
+fn rejoin(addr: &str, access: &Access, n: usize, run_id: &str) -> Result<Agent, Rejoin> {
     let deadline = Instant::now() + RECONNECT;
     loop {
         match greet(addr, access, None, n, Some(run_id)) {
             Ok(a) => return Ok(a),
             Err(e) if e.downcast_ref::<UsageError>().is_some() => {
-                return Err(UsageError(format!(
+                let why = format!("{e:#}");
+                let e = UsageError(format!(
                     "--resume: {e:#}; this journal's run cannot be finished there (the other agents keep their \
                      parts' results for {} s after their end: resume again once this agent is back, or start a new \
                      run)",
                     super::KEEP_RESULT.as_secs()
-                ))
-                .into());
+                ));
+                return Err(if why.contains(super::NO_SUCH_RUN) {
+                    Rejoin::Lost(why, e.into())
+                } else {
+                    Rejoin::Refused(e.into())
+                });
             }
             Err(e) if Instant::now() >= deadline => {
-                return Err(anyhow::anyhow!(
-                    "--resume: {e:#} (tried for {} s); the other agents keep their parts' results for {} s after \
+                let why = format!("{e:#} (tried for {} s)", RECONNECT.as_secs());
+                return Err(Rejoin::Lost(
+                    why,
+                    anyhow::anyhow!(
+                        "--resume: {e:#} (tried for {} s); the other agents keep their parts' results for {} s after \
                      their end: resume again once this agent answers",
-                    RECONNECT.as_secs(),
-                    super::KEEP_RESULT.as_secs()
+                        RECONNECT.as_secs(),
+                        super::KEEP_RESULT.as_secs()
+                    ),
                 ));
             }
             Err(_) => std::thread::sleep(Duration::from_millis(500)),
