@@ -15,19 +15,21 @@
 //! ```
 
 use std::future::poll_fn;
-use std::pin::pin;
+use std::pin::{Pin, pin};
 use std::task::Poll;
 use std::time::Instant;
 
 use bytes::{Buf, Bytes};
 use throng_metrics::ErrorClass;
 use throng_plan::StreamSpec;
+use tokio::time::Sleep;
 
 use super::errors::stream_class;
 use super::state::{Broke, Done, Progress};
 use crate::ctx::Ctx;
 use crate::proto::events::Watch;
 use crate::proto::http1::EndedEarly;
+use crate::proto::http2::Bounds;
 
 type Stream = h3::client::RequestStream<h3_quinn::BidiStream<Bytes>, Bytes>;
 
@@ -93,16 +95,45 @@ pub(super) async fn read_events(
     header_bytes: u64,
     t_send: Instant,
 ) -> Result<(u64, EndedEarly), Broke> {
-    let (timeout, until) = (ctx.spec.timeout, tap.spec.duration.map(|d| t_send + d));
+    // Created before the stream's first look at the flag: a stop between
+    // the two still wakes it.
+    let stop = pin!(ctx.stop_notify.notified());
+    let bounds = Bounds {
+        timeout: ctx.spec.timeout,
+        until: tap.spec.duration.map(|d| t_send + d),
+        stopping: &ctx.stopping,
+        stop,
+    };
+    let sleep = pin!(tokio::time::sleep_until(t_send.into()));
+    let mut body = 0u64;
+    let on_data = |piece: &[u8]| {
+        body += piece.len() as u64;
+        progress.read.set(header_bytes + body);
+    };
+    read_watch(ctx, stream, &mut tap.watch, bounds, t_send, sleep, on_data).await
+}
+
+/// Reads `stream`'s body into `watch` within `bounds` (the stall limit
+/// re-armed per event from `t_send`, `until` ending it as `duration`, the
+/// run's stop as `stopped`), `sleep` re-armed for it; `on_data` sees each
+/// piece as it arrives. The body's length and why it ended early (None:
+/// the server ended it). A stream that did not end by the server's FIN
+/// must be dropped, not read further.
+pub(super) async fn read_watch(
+    ctx: &Ctx,
+    stream: &mut Stream,
+    watch: &mut Watch,
+    mut bounds: Bounds<'_, '_>,
+    t_send: Instant,
+    mut sleep: Pin<&mut Sleep>,
+    mut on_data: impl FnMut(&[u8]),
+) -> Result<(u64, EndedEarly), Broke> {
+    let (timeout, until) = (bounds.timeout, bounds.until);
     let deadline = |watch: &Watch| {
         let stall = watch.last_progress().max(t_send) + timeout;
         until.map_or(stall, |u| u.min(stall))
     };
-    let watch = &mut tap.watch;
-    let mut sleep = pin!(tokio::time::sleep_until(deadline(watch).into()));
-    // Created before the stream's first look at the flag: a stop between
-    // the two still wakes it.
-    let mut stop = pin!(ctx.stop_notify.notified());
+    sleep.as_mut().reset(deadline(watch).into());
     let mut body = 0u64;
     let ended = poll_fn(|cx| {
         let mut more = true;
@@ -117,10 +148,10 @@ pub(super) async fn read_events(
                 Poll::Ready(Ok(Some(mut chunk))) => {
                     let now = Instant::now();
                     body += chunk.remaining() as u64;
-                    progress.read.set(header_bytes + body);
                     while chunk.has_remaining() {
                         let piece = chunk.chunk();
                         let n = piece.len();
+                        on_data(piece);
                         if watch.feed(piece, now, &mut ctx.rec.borrow_mut()).is_err() {
                             return Poll::Ready(Err((ErrorClass::Sse("too_large"), false)));
                         }
@@ -134,7 +165,7 @@ pub(super) async fn read_events(
             }
         }
         // Polled once at most: it ends the exchange when ready.
-        if ctx.stopping.get() || stop.as_mut().poll(cx).is_ready() {
+        if bounds.stopping.get() || bounds.stop.as_mut().poll(cx).is_ready() {
             return Poll::Ready(Ok(Some("stopped")));
         }
         if sleep.as_mut().poll(cx).is_ready() {
