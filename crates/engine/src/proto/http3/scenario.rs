@@ -219,7 +219,10 @@ impl Own {
             Ok((mut stream, open, wire, resp)) => {
                 let first = wire.received.unwrap_or_else(Instant::now);
                 slot.head(resp.status().as_u16(), resp.headers());
-                let read = read_watch(ctx, &mut stream, watch, bounds, t_send, sleep, |piece| slot.chunk(piece)).await;
+                let read = read_watch(ctx, &mut stream, watch, bounds, t_send, sleep, |piece| {
+                    slot.chunk(piece)
+                })
+                .await;
                 // Dropped before the connection's next request: a stream
                 // ended early is stopped now.
                 drop(stream);
