@@ -135,5 +135,6 @@ fn an_sse_step_over_http2_or_http3_is_accepted() {
     let clear = SSE.replacen("          events: 10\n", "          events: 10\n          http: 3\n", 1);
     let e = parse(&clear).unwrap_err();
     assert!(e.message.contains("http: 3 needs an https:// target"), "{e}");
-    assert_eq!(e.line, 12, "{e}");
+    // At the step's http: line.
+    assert_eq!(e.line, 14, "{e}");
 }
