@@ -1,6 +1,7 @@
 //! `throng grpc --grpc-encoding gzip` against the grpcio test server: request
 //! messages compressed (the server reads them), gzip replies inflated and
-//! counted, a reply that inflates past 4 MiB refused as `grpc.too_large`.
+//! counted, a reply that inflates past 4 MiB refused as `grpc.too_large`, a
+//! server without gzip answering `UNIMPLEMENTED` counted by that status.
 
 #![allow(clippy::unwrap_used)]
 
