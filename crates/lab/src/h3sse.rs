@@ -19,7 +19,7 @@
 use std::time::Duration;
 
 use bytes::{Buf, Bytes};
-use h3::error::Code;
+use h3::error::{Code, StreamError};
 
 use crate::fault::HOLD_LIMIT;
 use crate::sse::{ENDLESS_CAP, End, Stream};
@@ -33,14 +33,35 @@ const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 /// What a big event or an endless line is sent in.
 static FILL: [u8; 16 * 1024] = [b'x'; 16 * 1024];
 
+/// The codes of the STOP_SENDING frames that ended event streams, each
+/// with how many it ended: a stream is seen stopped when its next event
+/// cannot be sent.
+#[derive(Debug, Default)]
+pub(crate) struct Stops(std::sync::Mutex<std::collections::BTreeMap<u64, u64>>);
+
+impl Stops {
+    /// A peer stopped an event stream with `code`.
+    fn stopped(&self, code: u64) {
+        if let Ok(mut stops) = self.0.lock() {
+            *stops.entry(code).or_default() += 1;
+        }
+    }
+
+    /// The codes seen so far.
+    pub(crate) fn codes(&self) -> std::collections::BTreeMap<u64, u64> {
+        self.0.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+}
+
 /// True for the paths answered here.
 pub(crate) fn routes(path: &str) -> bool {
     matches!(path, "/sse" | "/v1/chat/completions")
 }
 
 /// Answers `req` (a path [`routes`] takes) on `stream`; `quic` is its
-/// connection, which a stalled stream is held until it closes.
-pub(crate) async fn answer(req: http::Request<()>, mut stream: RequestStream, quic: quinn::Connection) {
+/// connection, which a stalled stream is held until it closes; `stops`
+/// records the code of a STOP_SENDING that ends an event stream.
+pub(crate) async fn answer(req: http::Request<()>, mut stream: RequestStream, quic: quinn::Connection, stops: &Stops) {
     let query = req.uri().query().unwrap_or("");
     let parsed = match (req.method().as_str(), req.uri().path()) {
         ("GET", "/sse") => Stream::sse(query).map(|s| (s, true)),
@@ -51,7 +72,7 @@ pub(crate) async fn answer(req: http::Request<()>, mut stream: RequestStream, qu
         (method, path) => Err(format!("{method} {path}: use GET /sse or POST /v1/chat/completions")),
     };
     match parsed {
-        Ok((s, true)) => events(&mut stream, &s, &quic).await,
+        Ok((s, true)) => events(&mut stream, &s, &quic, stops).await,
         Ok((s, false)) => {
             let body = crate::sse::completion(s.events);
             reply(&mut stream, 200, "application/json", Bytes::from(body)).await;
@@ -101,8 +122,18 @@ async fn reply(stream: &mut RequestStream, status: u16, kind: &str, body: Bytes)
 }
 
 /// Sends `stream`'s events, one DATA frame each, then its end. Every send
-/// is bounded: a peer that gives no credit for [`HOLD_LIMIT`] ends it.
-async fn events(send: &mut RequestStream, stream: &Stream, quic: &quinn::Connection) {
+/// is bounded: a peer that gives no credit for [`HOLD_LIMIT`] ends it; one
+/// that stops the stream (STOP_SENDING) ends it too, its code recorded in
+/// `stops`.
+async fn events(send: &mut RequestStream, stream: &Stream, quic: &quinn::Connection, stops: &Stops) {
+    let sent = |r: Result<(), StreamError>| match r {
+        Ok(()) => Some(()),
+        Err(StreamError::RemoteTerminate { code, .. }) => {
+            stops.stopped(code.value());
+            None
+        }
+        Err(_) => None,
+    };
     let head = http::Response::builder()
         .status(200)
         .header("server", "throng-lab")
@@ -121,14 +152,14 @@ async fn events(send: &mut RequestStream, stream: &Stream, quic: &quinn::Connect
             tokio::time::sleep_until(start + at).await;
             match stream.big() {
                 Some(big) if i == 0 => {
-                    send.send_data(Bytes::from_static(b"id: 0\ndata: ")).await.ok()?;
+                    sent(send.send_data(Bytes::from_static(b"id: 0\ndata: ")).await)?;
                     filler(send, big).await?;
-                    send.send_data(Bytes::from_static(b"\n\n")).await.ok()?;
+                    sent(send.send_data(Bytes::from_static(b"\n\n")).await)?;
                 }
                 _ => {
                     text.clear();
                     stream.event(i, &mut text);
-                    send.send_data(Bytes::copy_from_slice(&text)).await.ok()?;
+                    sent(send.send_data(Bytes::copy_from_slice(&text)).await)?;
                 }
             }
         }
@@ -137,7 +168,7 @@ async fn events(send: &mut RequestStream, stream: &Stream, quic: &quinn::Connect
                 text.clear();
                 stream.tail(&mut text);
                 if !text.is_empty() {
-                    send.send_data(Bytes::from(text)).await.ok()?;
+                    sent(send.send_data(Bytes::from(text)).await)?;
                 }
                 send.finish().await.ok()?;
             }

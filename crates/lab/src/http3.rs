@@ -23,6 +23,7 @@ use tokio::sync::watch;
 
 use crate::fault::HOLD_LIMIT;
 use crate::h2fault::{LONG_BODY, SHORT_BODY};
+use crate::h3sse::Stops;
 
 /// Largest `/bytes/N` body.
 const MAX_BODY: u64 = 16 * 1024 * 1024;
@@ -127,7 +128,18 @@ pub struct H3Server {
     shutdown: watch::Sender<bool>,
     /// Wakes a server that went silent (`h3-silent`) blocks on it.
     wake: mpsc::Sender<()>,
+    /// What its connections share: the codes peers stopped streams with.
+    shared: Arc<Shared>,
     thread: Option<JoinHandle<()>>,
+}
+
+/// What an [`H3Server`]'s connections share with it.
+#[derive(Debug)]
+struct Shared {
+    /// Wakes a server that went silent (`h3-silent`) blocks on it.
+    woken: std::sync::Mutex<mpsc::Receiver<()>>,
+    /// The codes of STOP_SENDING frames that ended event streams.
+    stops: Stops,
 }
 
 impl H3Server {
@@ -161,6 +173,11 @@ impl H3Server {
         let addr = socket.local_addr()?;
         let (shutdown, rx) = watch::channel(false);
         let (wake, woken) = mpsc::channel();
+        let shared = Arc::new(Shared {
+            woken: std::sync::Mutex::new(woken),
+            stops: Stops::default(),
+        });
+        let serving = Arc::clone(&shared);
         let (ready_tx, ready_rx) = mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("throng-lab-h3".to_string())
@@ -194,7 +211,7 @@ impl H3Server {
                         }
                     };
                     let _ = ready_tx.send(Ok(()));
-                    serve(endpoint, fault, rx, woken).await;
+                    serve(endpoint, fault, rx, serving).await;
                 });
             })?;
         ready_rx
@@ -204,6 +221,7 @@ impl H3Server {
             addr,
             shutdown,
             wake,
+            shared,
             thread: Some(thread),
         })
     }
@@ -211,6 +229,14 @@ impl H3Server {
     /// The UDP address it listens on.
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The codes of the STOP_SENDING frames that ended its event streams so
+    /// far, each with how many streams it ended (a stream is seen stopped
+    /// when its next event cannot be sent, so one stopped as its connection
+    /// closed may not count).
+    pub fn stop_codes(&self) -> std::collections::BTreeMap<u64, u64> {
+        self.shared.stops.codes()
     }
 
     /// Closes every connection and joins the thread.
@@ -237,9 +263,8 @@ async fn serve(
     endpoint: quinn::Endpoint,
     fault: Option<H3Fault>,
     mut shutdown: watch::Receiver<bool>,
-    woken: mpsc::Receiver<()>,
+    shared: Arc<Shared>,
 ) {
-    let woken = Arc::new(std::sync::Mutex::new(woken));
     let local = tokio::task::LocalSet::new();
     local
         .run_until(async {
@@ -247,7 +272,7 @@ async fn serve(
                 tokio::select! {
                     incoming = endpoint.accept() => {
                         let Some(incoming) = incoming else { break };
-                        tokio::task::spawn_local(connection(incoming, fault, Arc::clone(&woken)));
+                        tokio::task::spawn_local(connection(incoming, fault, Arc::clone(&shared)));
                     }
                     _ = shutdown.changed() => break,
                 }
@@ -258,11 +283,7 @@ async fn serve(
     let _ = tokio::time::timeout(Duration::from_secs(1), endpoint.wait_idle()).await;
 }
 
-async fn connection(
-    incoming: quinn::Incoming,
-    fault: Option<H3Fault>,
-    woken: Arc<std::sync::Mutex<mpsc::Receiver<()>>>,
-) {
+async fn connection(incoming: quinn::Incoming, fault: Option<H3Fault>, shared: Arc<Shared>) {
     let work = async move {
         let conn = incoming.await.ok()?;
         let quic = conn.clone();
@@ -283,14 +304,14 @@ async fn connection(
                     let _ = resolver.resolve_request().await;
                     // Blocks the thread: the endpoint sends nothing, not
                     // even ACKs, until the server stops or a minute passes.
-                    if let Ok(rx) = woken.lock() {
+                    if let Ok(rx) = shared.woken.lock() {
                         let _ = rx.recv_timeout(HOLD_LIMIT);
                     }
                     return Some(());
                 }
                 _ => {}
             }
-            tokio::task::spawn_local(request(resolver, fault, quic.clone()));
+            tokio::task::spawn_local(request(resolver, fault, quic.clone(), Arc::clone(&shared)));
         }
     };
     let _ = tokio::time::timeout(HOLD_LIMIT, work).await;
@@ -300,6 +321,7 @@ async fn request(
     resolver: h3::server::RequestResolver<h3_quinn::Connection, Bytes>,
     fault: Option<H3Fault>,
     quic: quinn::Connection,
+    shared: Arc<Shared>,
 ) -> Option<()> {
     let (req, mut stream) = resolver.resolve_request().await.ok()?;
     if fault == Some(H3Fault::ResetStream) {
@@ -307,7 +329,7 @@ async fn request(
         return Some(());
     }
     if fault.is_none() && crate::h3sse::routes(req.uri().path()) {
-        crate::h3sse::answer(req, stream, quic).await;
+        crate::h3sse::answer(req, stream, quic, &shared.stops).await;
         return Some(());
     }
     let path = req.uri().path();

@@ -50,6 +50,12 @@ impl GrpcServer {
         GrpcServer::spawn_with(None, false, true, &[("GRPC_COMPRESSION", "gzip")])
     }
 
+    /// One with gzip disabled (identity only) that logs what it handled: a
+    /// call whose messages come compressed with gzip is UNIMPLEMENTED.
+    pub(crate) fn without_gzip() -> GrpcServer {
+        GrpcServer::spawn_with(None, false, true, &[("GRPC_COMPRESSION", "identity")])
+    }
+
     /// The Calls that reached the server's handler so far.
     pub(crate) fn calls(&self) -> u64 {
         let (_, log) = self.calls.as_ref().expect("a GrpcServer::counting server");

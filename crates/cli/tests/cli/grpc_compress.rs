@@ -1,6 +1,7 @@
 //! `throng grpc --grpc-encoding gzip` against the grpcio test server: request
 //! messages compressed (the server reads them), gzip replies inflated and
-//! counted, a reply that inflates past 4 MiB refused as `grpc.too_large`.
+//! counted, a reply that inflates past 4 MiB refused as `grpc.too_large`, a
+//! server without gzip answering `UNIMPLEMENTED` counted by that status.
 
 #![allow(clippy::unwrap_used)]
 
@@ -114,4 +115,40 @@ fn an_encoding_throng_cannot_send_is_refused() {
         stderr.contains("--grpc-encoding") && stderr.contains("gzip"),
         "{stderr}"
     );
+}
+
+#[test]
+fn a_server_without_gzip_answers_unimplemented_and_the_calls_fail_by_status() {
+    let server = GrpcServer::without_gzip();
+    let data = r#"{"name": "zip"}"#;
+    let run = call(
+        &server.addr,
+        "Call",
+        &["--data", data, "-n", "10", "--grpc-encoding", "gzip"],
+    );
+    assert_eq!(run.code(), 1, "stderr: {}", run.stderr());
+    let r = run.result();
+    assert_books_balance(r);
+    let m = &r.measurements;
+    assert_eq!((m.requests.attempted, m.requests.ok), (10, 0));
+    assert_eq!(
+        m.requests.errors.get("check_failed"),
+        Some(&10),
+        "{:?}",
+        m.requests.errors
+    );
+    // UNIMPLEMENTED is gRPC's 12.
+    assert_eq!(m.status.get(&12), Some(&10), "{:?}", m.status);
+    assert!(
+        run.stdout().contains("grpc-status   UNIMPLEMENTED=10"),
+        "{}",
+        run.stdout()
+    );
+    // grpcio refused them before its handler.
+    assert_eq!(server.calls(), 0, "{}", server.log());
+    // The same calls uncompressed are answered.
+    let plain = call(&server.addr, "Call", &["--data", data, "-n", "10"]);
+    assert_eq!(plain.code(), 0, "stderr: {}", plain.stderr());
+    assert_eq!(plain.result().measurements.requests.ok, 10);
+    assert_eq!(server.calls(), 10, "{}", server.log());
 }

@@ -118,6 +118,7 @@ mod scenario_once;
 mod scenario_proto;
 mod scenario_redirect_mux;
 mod scenario_sse;
+mod scenario_sse_h3;
 mod scenario_ws;
 mod segments;
 mod send_secret;

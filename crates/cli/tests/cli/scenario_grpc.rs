@@ -419,6 +419,47 @@ scenarios:
 }
 
 #[test]
+fn a_gzip_step_against_a_server_without_gzip_fails_by_its_status() {
+    let server = GrpcServer::without_gzip();
+    let yaml = format!(
+        r#"{}
+scenarios:
+  s:
+    executor: per-vu-iterations
+    vus: 2
+    iterations: 3
+    max_duration: 60s
+    flow:
+      - grpc: {{ name: zipped, call: throngtest.Tester/Call, encoding: gzip, message: {{ name: z }} }}
+      - grpc: {{ name: plain, call: throngtest.Tester/Call, message: {{ name: z }} }}
+"#,
+        head(&server)
+    );
+    let r = run_yaml(&yaml);
+    let res = r.result();
+    assert_books_balance(res);
+    let m = &res.measurements;
+    assert_eq!((m.requests.attempted, m.requests.ok), (12, 6), "{:?}", m.requests);
+    assert_eq!(
+        m.requests.errors.get("check_failed"),
+        Some(&6),
+        "{:?}",
+        m.requests.errors
+    );
+    // UNIMPLEMENTED is gRPC's 12.
+    assert_eq!(m.status.get(&12), Some(&6), "{:?}", m.status);
+    let st = m.scenario.as_ref().unwrap();
+    let tag = |s: &str| &st.tags[&format!("step:{s}")];
+    assert_eq!((tag("zipped").failed, tag("zipped").unexpected_status), (6, 6));
+    assert_eq!(tag("plain").failed, 0);
+    assert!(r.stdout.contains("UNIMPLEMENTED=6"), "{}", r.stdout);
+    // grpcio refused the compressed calls before its handler; the plain
+    // ones went on the same connection.
+    assert_eq!(server.calls(), 6, "{}", server.log());
+    assert_eq!(m.connections.ok, 2, "{:?}", m.connections);
+}
+
+#[test]
 fn over_tls_the_calls_speak_h2_by_alpn() {
     let dir = tempfile::tempdir().unwrap();
     let certs = dir.path().join("certs");

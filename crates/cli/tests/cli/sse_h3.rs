@@ -1,8 +1,9 @@
 //! `throng http --sse` and `--llm openai` over HTTP/3 against the lab's
 //! quinn-based server: events and tokens counted exactly with several
 //! streams per connection, streams ended early stopped while their
-//! connection goes on, a stall and an event too large ending as their
-//! classes, the books balanced.
+//! connection goes on (with H3_REQUEST_CANCELLED, as the lab sees), a
+//! stall and an event too large ending as their classes, the books
+//! balanced.
 
 #![allow(clippy::unwrap_used)]
 
@@ -134,4 +135,68 @@ fn an_event_past_the_limit_is_sse_too_large_and_bounded() {
     assert!(m.bytes.received > 2 << 20, "{:?}", m.bytes);
     assert!(m.bytes.received < 2 * 3_000_000, "{:?}", m.bytes);
     assert_eq!(m.connections.ok, 1, "{:?}", m.connections);
+}
+
+/// H3_REQUEST_CANCELLED (RFC 9114 8.1).
+const H3_REQUEST_CANCELLED: u64 = 0x10c;
+
+#[test]
+fn a_stream_ended_early_is_stopped_with_h3_request_cancelled() {
+    let (_d, c) = common::certs();
+    let server = h3_lab(&c, None);
+    let ca = p(&c, "ca.pem");
+    let url = |path: &str| format!("https://localhost:{}{path}", server.addr().port());
+    // Stopped right after an event (--sse-events), and while a read waits
+    // for the next one (--sse-duration between events 20 ms apart).
+    let events = url("/sse?events=1000&interval=1");
+    let run = http(&[
+        events.as_str(),
+        "--http3",
+        "--cacert",
+        &ca,
+        "--sse",
+        "--sse-events",
+        "3",
+        "-c",
+        "1",
+        "--streams",
+        "2",
+        "-n",
+        "8",
+    ]);
+    assert_eq!(run.code(), 0, "stderr: {}", run.stderr());
+    assert!(!run.stderr().contains("panicked"), "{}", run.stderr());
+    let ended = &run.result().measurements.streams.as_ref().unwrap().ended;
+    assert_eq!(ended.get("events"), Some(&8), "{ended:?}");
+    let timed = url("/sse?events=1000&interval=20");
+    let run = http(&[
+        timed.as_str(),
+        "--http3",
+        "--cacert",
+        &ca,
+        "--sse",
+        "--sse-duration",
+        "150ms",
+        "-c",
+        "1",
+        "--streams",
+        "2",
+        "-n",
+        "8",
+    ]);
+    assert_eq!(run.code(), 0, "stderr: {}", run.stderr());
+    assert!(!run.stderr().contains("panicked"), "{}", run.stderr());
+    let ended = &run.result().measurements.streams.as_ref().unwrap().ended;
+    assert_eq!(ended.get("duration"), Some(&8), "{ended:?}");
+    // The lab sees a stream stopped when its next event cannot go (one
+    // stopped as its connection closed may not count): every one it saw
+    // carried the code, none quinn's 0.
+    let codes = server.stop_codes();
+    let cancelled = codes.get(&H3_REQUEST_CANCELLED).copied().unwrap_or(0);
+    assert!(cancelled >= 1, "{codes:?}");
+    assert_eq!(
+        codes.keys().copied().collect::<Vec<_>>(),
+        [H3_REQUEST_CANCELLED],
+        "{codes:?}"
+    );
 }

@@ -257,7 +257,7 @@ async fn over_h2(
     };
     let read = vu
         .conns
-        .sse(ctx, request, &body, len, slot, &mut watch, sleep, bounds)
+        .sse(ctx, http, request, &body, len, slot, &mut watch, sleep, bounds)
         .await;
     // None: never, the connection was opened above.
     let result = read.unwrap_or(Err(Failed {

@@ -193,11 +193,16 @@ def main():
     if reflect:
         sys.argv.remove("--reflection")
     port = int(sys.argv[1])
-    # GRPC_COMPRESSION=gzip: replies compressed (to clients that accept gzip).
-    gzip = os.environ.get("GRPC_COMPRESSION") == "gzip"
+    # GRPC_COMPRESSION=gzip: replies compressed (to clients that accept gzip);
+    # =identity: gzip disabled (only identity enabled), so a request message
+    # compressed with it is answered UNIMPLEMENTED.
+    compression = os.environ.get("GRPC_COMPRESSION")
+    options = [("grpc.max_send_message_length", 32 << 20)]
+    if compression == "identity":
+        options.append(("grpc.compression_enabled_algorithms_bitset", 1))
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=16),
-                         compression=grpc.Compression.Gzip if gzip else None,
-                         options=[("grpc.max_send_message_length", 32 << 20)])
+                         compression=grpc.Compression.Gzip if compression == "gzip" else None,
+                         options=options)
     handler = grpc.method_handlers_generic_handler(
         "throngtest.Tester",
         {

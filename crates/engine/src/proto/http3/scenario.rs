@@ -3,18 +3,25 @@
 
 use std::cell::Cell;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::rc::Rc;
 use std::time::Instant;
 
 use bytes::{Buf, Bytes};
 use throng_metrics::ErrorClass;
+use tokio::time::Sleep;
 
 use super::conn::{open_to, with_clock};
 use super::errors::stream_class;
 use super::send::{STREAM_LIMIT, Wire, final_response};
 use super::socket::WireClock;
+use super::sse::read_watch;
 use super::{H3_NO_ERROR, SendRequest};
+use crate::conn::{Failed, Timing};
 use crate::ctx::Ctx;
+use crate::proto::events::Watch;
+use crate::proto::http1::EndedEarly;
+use crate::proto::http2::Bounds;
 
 /// A scenario VU's own HTTP/3 connection: its steps are requests on it,
 /// one at a time; its h3 driver runs in a task of its own.
@@ -155,6 +162,94 @@ impl Own {
                 self.dead.set(true);
             }
             crate::conn::Failed {
+                class,
+                written: written.get().unwrap_or(0),
+            }
+        })
+    }
+
+    /// A request whose response is an event stream, as [`Own::exchange`]:
+    /// its head awaited within the deadline `sleep` was armed with, its body
+    /// read into `watch` within `bounds` (see [`super::sse::read_watch`]);
+    /// a stream ended before the server ended it is stopped when dropped
+    /// here, and the connection goes on for the VU's next steps.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn sse(
+        &mut self,
+        ctx: &Ctx,
+        request: http::Request<()>,
+        body: &Bytes,
+        request_len: usize,
+        slot: &mut crate::proto::http2::Slot,
+        watch: &mut Watch,
+        mut sleep: Pin<&mut Sleep>,
+        bounds: Bounds<'_, '_>,
+    ) -> Result<(Timing, EndedEarly), Failed> {
+        slot.begin();
+        slot.for_method(request.method());
+        let t_send = Instant::now();
+        let send = &mut self.send;
+        let written = Cell::new(None);
+        let asked = async {
+            let began = with_clock(ctx, WireClock::mark);
+            let mut stream = send.send_request(request).await.map_err(|e| stream_class(&e))?;
+            written.set(Some(request_len.saturating_sub(body.len())));
+            ctx.rec.borrow_mut().stream_opened(Instant::now(), 1);
+            let open = StreamOpen(ctx);
+            if !body.is_empty() {
+                stream.send_data(body.clone()).await.map_err(|e| stream_class(&e))?;
+                written.set(Some(request_len));
+            }
+            stream.finish().await.map_err(|e| stream_class(&e))?;
+            let handed = Instant::now();
+            let ended = with_clock(ctx, WireClock::mark);
+            let resp = final_response(&mut stream).await?;
+            let wire = Wire::read(ctx, began, ended, handed, Instant::now());
+            Ok((stream, open, wire, resp))
+        };
+        let headed = tokio::select! {
+            biased;
+            r = asked => r,
+            () = sleep.as_mut() => match written.get() {
+                Some(_) => Err((ErrorClass::TimeoutResponse, false)),
+                None => Err((STREAM_LIMIT, true)),
+            },
+        };
+        let outcome = match headed {
+            Ok((mut stream, open, wire, resp)) => {
+                let first = wire.received.unwrap_or_else(Instant::now);
+                slot.head(resp.status().as_u16(), resp.headers());
+                let read = read_watch(ctx, &mut stream, watch, bounds, t_send, sleep, |piece| {
+                    slot.chunk(piece)
+                })
+                .await;
+                // Dropped before the connection's next request: a stream
+                // ended early is stopped now.
+                drop(stream);
+                drop(open);
+                read.map(|(_, early)| {
+                    let (done, kernel) = match early {
+                        None => wire.end(ctx),
+                        Some(_) => (Instant::now(), false),
+                    };
+                    let timing = Timing {
+                        sent: wire.sent,
+                        first: first.min(done),
+                        done,
+                        extra: false,
+                        kernel,
+                    };
+                    (timing, early)
+                })
+            }
+            Err(broke) => Err(broke),
+        };
+        self.carried.set(self.carried.get() + 1);
+        outcome.map_err(|(class, connection)| {
+            if connection {
+                self.dead.set(true);
+            }
+            Failed {
                 class,
                 written: written.get().unwrap_or(0),
             }

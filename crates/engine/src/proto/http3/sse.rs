@@ -4,8 +4,8 @@
 //! HTTP/2's are: one deadline re-armed as events arrive (the stall limit,
 //! `--timeout` after the last event, or `--sse-duration`'s end), and a
 //! stream ended before the server ended it (`--sse-events`, `[DONE]`, the
-//! run's end, a stall, an event too large) stopped with STOP_SENDING, so
-//! that the connection's other streams go on.
+//! run's end, a stall, an event too large) stopped with STOP_SENDING
+//! (H3_REQUEST_CANCELLED), so that the connection's other streams go on.
 //!
 //! ```text
 //!  response head ─► DATA ─► Watch::feed ─► first_event | event_gap (| ttft, itl)
@@ -15,19 +15,21 @@
 //! ```
 
 use std::future::poll_fn;
-use std::pin::pin;
+use std::pin::{Pin, pin};
 use std::task::Poll;
 use std::time::Instant;
 
 use bytes::{Buf, Bytes};
 use throng_metrics::ErrorClass;
 use throng_plan::StreamSpec;
+use tokio::time::Sleep;
 
 use super::errors::stream_class;
 use super::state::{Broke, Done, Progress};
 use crate::ctx::Ctx;
 use crate::proto::events::Watch;
 use crate::proto::http1::EndedEarly;
+use crate::proto::http2::Bounds;
 
 type Stream = h3::client::RequestStream<h3_quinn::BidiStream<Bytes>, Bytes>;
 
@@ -93,16 +95,45 @@ pub(super) async fn read_events(
     header_bytes: u64,
     t_send: Instant,
 ) -> Result<(u64, EndedEarly), Broke> {
-    let (timeout, until) = (ctx.spec.timeout, tap.spec.duration.map(|d| t_send + d));
+    // Created before the stream's first look at the flag: a stop between
+    // the two still wakes it.
+    let stop = pin!(ctx.stop_notify.notified());
+    let bounds = Bounds {
+        timeout: ctx.spec.timeout,
+        until: tap.spec.duration.map(|d| t_send + d),
+        stopping: &ctx.stopping,
+        stop,
+    };
+    let sleep = pin!(tokio::time::sleep_until(t_send.into()));
+    let mut body = 0u64;
+    let on_data = |piece: &[u8]| {
+        body += piece.len() as u64;
+        progress.read.set(header_bytes + body);
+    };
+    read_watch(ctx, stream, &mut tap.watch, bounds, t_send, sleep, on_data).await
+}
+
+/// Reads `stream`'s body into `watch` within `bounds` (the stall limit
+/// re-armed per event from `t_send`, `until` ending it as `duration`, the
+/// run's stop as `stopped`), `sleep` re-armed for it; `on_data` sees each
+/// piece as it arrives. The body's length and why it ended early (None:
+/// the server ended it). A stream that did not end by the server's FIN is
+/// stopped with H3_REQUEST_CANCELLED; it must be dropped, not read further.
+pub(super) async fn read_watch(
+    ctx: &Ctx,
+    stream: &mut Stream,
+    watch: &mut Watch,
+    mut bounds: Bounds<'_, '_>,
+    t_send: Instant,
+    mut sleep: Pin<&mut Sleep>,
+    mut on_data: impl FnMut(&[u8]),
+) -> Result<(u64, EndedEarly), Broke> {
+    let (timeout, until) = (bounds.timeout, bounds.until);
     let deadline = |watch: &Watch| {
         let stall = watch.last_progress().max(t_send) + timeout;
         until.map_or(stall, |u| u.min(stall))
     };
-    let watch = &mut tap.watch;
-    let mut sleep = pin!(tokio::time::sleep_until(deadline(watch).into()));
-    // Created before the stream's first look at the flag: a stop between
-    // the two still wakes it.
-    let mut stop = pin!(ctx.stop_notify.notified());
+    sleep.as_mut().reset(deadline(watch).into());
     let mut body = 0u64;
     let ended = poll_fn(|cx| {
         let mut more = true;
@@ -117,10 +148,10 @@ pub(super) async fn read_events(
                 Poll::Ready(Ok(Some(mut chunk))) => {
                     let now = Instant::now();
                     body += chunk.remaining() as u64;
-                    progress.read.set(header_bytes + body);
                     while chunk.has_remaining() {
                         let piece = chunk.chunk();
                         let n = piece.len();
+                        on_data(piece);
                         if watch.feed(piece, now, &mut ctx.rec.borrow_mut()).is_err() {
                             return Poll::Ready(Err((ErrorClass::Sse("too_large"), false)));
                         }
@@ -134,7 +165,7 @@ pub(super) async fn read_events(
             }
         }
         // Polled once at most: it ends the exchange when ready.
-        if ctx.stopping.get() || stop.as_mut().poll(cx).is_ready() {
+        if bounds.stopping.get() || bounds.stop.as_mut().poll(cx).is_ready() {
             return Poll::Ready(Ok(Some("stopped")));
         }
         if sleep.as_mut().poll(cx).is_ready() {
@@ -150,11 +181,12 @@ pub(super) async fn read_events(
         Poll::Pending
     })
     .await;
-    // A stream that did not end by the server's FIN is stopped when the
-    // caller drops it: quinn sends STOP_SENDING then (with code 0, which
-    // RFC 9114 9 reads as H3_NO_ERROR). Not h3's `stop_sending` with
-    // H3_REQUEST_CANCELLED: h3-quinn 0.0.10 panics on it while a read is
-    // outstanding, as one is whenever the last poll was pending
-    // (hyperium/h3 issue 330).
+    // A stream that did not end by the server's FIN is stopped here, with
+    // the code RFC 9114 4.1.1 gives a client that no longer wants the
+    // response (h3-quinn as the workspace patches it keeps the quinn
+    // stream while a read is pending, so this works at any time).
+    if matches!(ended, Ok(Some(_)) | Err((ErrorClass::Sse(_), false))) {
+        stream.stop_sending(h3::error::Code::H3_REQUEST_CANCELLED);
+    }
     ended.map(|why| (body, why))
 }

@@ -12,7 +12,7 @@
 //! ```text
 //!  request (http: 2 | 3) ─► Conns::drop_unusable (lost, GOAWAY) ─► Conns::open (none yet)
 //!                        ─► stream_request (HTTP/2-3 parts) ─► Conns::exchange | Conns::call (gRPC)
-//!                                                              | Conns::sse (an sse: step, HTTP/2)
+//!                                                              | Conns::sse (an sse: step)
 //!  a hop elsewhere ─────────► away_hop (a connection of its own for the request's chain)
 //! ```
 
@@ -186,12 +186,14 @@ impl Conns {
         Some(c.call(ctx, request, body, shape, deadline, expect, stream, sleep).await)
     }
 
-    /// A request whose response is an event stream on its HTTP/2
-    /// connection, as [`http2::Own::sse`] reads it; None when it has none.
+    /// A request whose response is an event stream on its connection
+    /// speaking `http`, as [`http2::Own::sse`] and [`http3::Own::sse`]
+    /// read it; None when it has none.
     #[allow(clippy::too_many_arguments)]
     pub(crate) async fn sse(
-        &self,
+        &mut self,
         ctx: &Ctx,
+        http: HttpVersion,
         request: http::Request<()>,
         body: &Bytes,
         request_len: usize,
@@ -200,13 +202,16 @@ impl Conns {
         sleep: Pin<&mut Sleep>,
         bounds: http2::Bounds<'_, '_>,
     ) -> Option<Result<(Timing, crate::proto::http1::EndedEarly), Failed>> {
-        let Some(Own::Http2(c)) = self.0[HTTP2].as_deref() else {
-            return None;
-        };
-        Some(
-            c.sse(ctx, request, body, request_len, stream, watch, sleep, bounds)
-                .await,
-        )
+        Some(match self.0[slot(http)].as_deref_mut()? {
+            Own::Http2(c) => {
+                c.sse(ctx, request, body, request_len, stream, watch, sleep, bounds)
+                    .await
+            }
+            Own::Http3(c) => {
+                c.sse(ctx, request, body, request_len, stream, watch, sleep, bounds)
+                    .await
+            }
+        })
     }
 }
 

@@ -198,21 +198,6 @@ impl Validator<'_> {
     /// A request's own `http: 3` needs its target to be https:// (QUIC is
     /// always encrypted), as a target's does.
     pub(super) fn request_protocols_fit(&self, flow: &[Step], target: &BaseUrl) -> Result<(), ScenarioError> {
-        let all = requests(flow);
-        if let Some((r, s)) = all
-            .iter()
-            .find_map(|r| r.sse.as_ref().map(|s| (r, s)))
-            .filter(|(r, _)| r.http.unwrap_or(target.http) == HttpVersion::Http3)
-        {
-            return Err(ScenarioError {
-                message: format!(
-                    "sse: {} reads its stream over HTTP/1.1 or HTTP/2, not HTTP/3; write http: 2 (or http: 1.1) \
-                     on the step, or give the scenario a target without http: 3",
-                    r.name
-                ),
-                ..self.err_at(&s.at)
-            });
-        }
         match requests(flow).into_iter().find(|r| r.http == Some(HttpVersion::Http3)) {
             Some(r) if !target.https => Err(ScenarioError {
                 message: format!(
