@@ -1,7 +1,7 @@
 //! `throng http --sse` and `--llm openai` over HTTP/3 against the lab's
 //! quinn-based server: events and tokens counted exactly with several
 //! streams per connection, streams ended early stopped while their
-//! connection goes on (with H3_REQUEST_CANCELLED, as the lab sees), a
+//! connection goes on (the lab sees them stopped), a
 //! stall and an event too large ending as their classes, the books
 //! balanced.
 
@@ -137,11 +137,8 @@ fn an_event_past_the_limit_is_sse_too_large_and_bounded() {
     assert_eq!(m.connections.ok, 1, "{:?}", m.connections);
 }
 
-/// H3_REQUEST_CANCELLED (RFC 9114 8.1).
-const H3_REQUEST_CANCELLED: u64 = 0x10c;
-
 #[test]
-fn a_stream_ended_early_is_stopped_with_h3_request_cancelled() {
+fn a_stream_ended_early_is_stopped_by_stop_sending() {
     let (_d, c) = common::certs();
     let server = h3_lab(&c, None);
     let ca = p(&c, "ca.pem");
@@ -189,14 +186,9 @@ fn a_stream_ended_early_is_stopped_with_h3_request_cancelled() {
     let ended = &run.result().measurements.streams.as_ref().unwrap().ended;
     assert_eq!(ended.get("duration"), Some(&8), "{ended:?}");
     // The lab sees a stream stopped when its next event cannot go (one
-    // stopped as its connection closed may not count): every one it saw
-    // carried the code, none quinn's 0.
+    // stopped as its connection closed may not count). The code is quinn's
+    // 0, not H3_REQUEST_CANCELLED: h3-quinn 0.0.10 panics on h3's
+    // stop_sending while a read is pending (hyperium/h3 issue 330).
     let codes = server.stop_codes();
-    let cancelled = codes.get(&H3_REQUEST_CANCELLED).copied().unwrap_or(0);
-    assert!(cancelled >= 1, "{codes:?}");
-    assert_eq!(
-        codes.keys().copied().collect::<Vec<_>>(),
-        [H3_REQUEST_CANCELLED],
-        "{codes:?}"
-    );
+    assert!(codes.values().sum::<u64>() >= 1, "{codes:?}");
 }

@@ -4,8 +4,8 @@
 //! HTTP/2's are: one deadline re-armed as events arrive (the stall limit,
 //! `--timeout` after the last event, or `--sse-duration`'s end), and a
 //! stream ended before the server ended it (`--sse-events`, `[DONE]`, the
-//! run's end, a stall, an event too large) stopped with STOP_SENDING
-//! (H3_REQUEST_CANCELLED), so that the connection's other streams go on.
+//! run's end, a stall, an event too large) stopped with STOP_SENDING, so
+//! that the connection's other streams go on.
 //!
 //! ```text
 //!  response head ─► DATA ─► Watch::feed ─► first_event | event_gap (| ttft, itl)
@@ -117,8 +117,8 @@ pub(super) async fn read_events(
 /// re-armed per event from `t_send`, `until` ending it as `duration`, the
 /// run's stop as `stopped`), `sleep` re-armed for it; `on_data` sees each
 /// piece as it arrives. The body's length and why it ended early (None:
-/// the server ended it). A stream that did not end by the server's FIN is
-/// stopped with H3_REQUEST_CANCELLED; it must be dropped, not read further.
+/// the server ended it). A stream that did not end by the server's FIN
+/// must be dropped, not read further.
 pub(super) async fn read_watch(
     ctx: &Ctx,
     stream: &mut Stream,
@@ -181,12 +181,11 @@ pub(super) async fn read_watch(
         Poll::Pending
     })
     .await;
-    // A stream that did not end by the server's FIN is stopped here, with
-    // the code RFC 9114 4.1.1 gives a client that no longer wants the
-    // response (h3-quinn as the workspace patches it keeps the quinn
-    // stream while a read is pending, so this works at any time).
-    if matches!(ended, Ok(Some(_)) | Err((ErrorClass::Sse(_), false))) {
-        stream.stop_sending(h3::error::Code::H3_REQUEST_CANCELLED);
-    }
+    // A stream that did not end by the server's FIN is stopped when the
+    // caller drops it: quinn sends STOP_SENDING then (with code 0, which
+    // RFC 9114 9 reads as H3_NO_ERROR). Not h3's `stop_sending` with
+    // H3_REQUEST_CANCELLED: h3-quinn 0.0.10 panics on it while a read is
+    // outstanding, as one is whenever the last poll was pending
+    // (hyperium/h3 issue 330; its unreleased fix still sends 0, issue 361).
     ended.map(|why| (body, why))
 }
