@@ -105,6 +105,18 @@ impl TlsStream {
         self.arrival
     }
 
+    /// True when the storm's holder can drive this session without a task
+    /// (see `crate::transport::held`): the peer has not ended it and no
+    /// records wait to be written.
+    pub(crate) fn can_part(&self) -> bool {
+        !self.eof && !self.tls.wants_write()
+    }
+
+    /// The socket and the TLS session (see [`Self::can_part`]).
+    pub(crate) fn into_parts(self) -> (TcpStream, ClientConnection) {
+        (self.io, self.tls)
+    }
+
     /// Runs the handshake to completion. With `flush` false, the client's
     /// last flight stays buffered, to leave with the first request.
     pub(crate) async fn handshake(&mut self, flush: bool) -> io::Result<()> {

@@ -373,6 +373,46 @@ fn mqtts_with_client_certificates() {
     assert_eq!(m.error("tls.certificate_required"), 3, "{:?}", m.errors);
 }
 
+/// MQTT over TLS held by the storm's holder (no task each): every
+/// keep-alive's PINGREQ goes through the TLS session and its PINGRESP
+/// comes back through it (3 a session in 3.5 s at 1 s), nothing is
+/// closed by the broker, and each session ends with a DISCONNECT the
+/// broker reads.
+#[test]
+fn held_mqtts_sessions_ping_through_tls_and_say_disconnect() {
+    let (_certs_dir, certs) = common::certs();
+    let c = |f: &str| certs.join(f).display().to_string();
+    let mut broker = Mosquitto::start(&format!(
+        "cafile {}\ncertfile {}\nkeyfile {}",
+        c("ca.pem"),
+        c("server.pem"),
+        c("server.key")
+    ));
+    let url = format!("mqtts://localhost:{}", broker.port);
+    let run = common::storm(&[
+        &url,
+        "-n",
+        "10",
+        "--hold",
+        "3.5s",
+        "--keepalive",
+        "1s",
+        "--cacert",
+        &c("ca.pem"),
+        "--client-id",
+        "tls-{{conn}}",
+    ]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let r = run.result();
+    assert_books_balance(r);
+    let m = &r.measurements;
+    assert_eq!(m.connections.ok, 10, "{:?}", m.connections.errors);
+    assert_eq!(m.closed_by_peer, 0);
+    assert_eq!(m.phases["pong"].count(), 30, "3 PINGRESPs a session");
+    let log = broker.stop();
+    assert_eq!(count(&log, "Received DISCONNECT from tls-"), 10, "{log}");
+}
+
 #[test]
 fn client_ids_stay_unique_over_processes() {
     let mut broker = Mosquitto::start("");

@@ -15,18 +15,18 @@ use crate::common::{self, assert_books_balance, free_port, wait_listening};
 
 /// rumqttd on two free loopback ports: MQTT 3.1.1 with a user `throng`
 /// (password `secret`), and MQTT 5 without authentication.
-struct Rumqttd {
+pub(crate) struct Rumqttd {
     child: Child,
     v4: u16,
     v5: u16,
     /// MQTT 3.1.1 over WebSocket.
-    ws: u16,
+    pub(crate) ws: u16,
     log: PathBuf,
     _dir: tempfile::TempDir,
 }
 
 impl Rumqttd {
-    fn start() -> Rumqttd {
+    pub(crate) fn start() -> Rumqttd {
         let bin = std::env::var_os("THRONG_RUMQTTD").map_or_else(|| PathBuf::from("rumqttd"), PathBuf::from);
         let dir = tempfile::tempdir().unwrap();
         let (v4, v5, ws) = (free_port(), free_port(), free_port());
@@ -252,6 +252,34 @@ fn a_storm_over_websocket_is_counted_by_connack_and_by_rumqttd() {
     assert_eq!(broker.registered(), 60, "rumqttd's own count");
     let problems = common::schema_violations(&run.json);
     assert!(problems.is_empty(), "schema violations: {problems:#?}");
+}
+
+/// MQTT over WebSocket held by the storm's holder (no task each): every
+/// keep-alive's PINGREQ goes out in a binary frame and its PINGRESP comes
+/// back in one (3 a session in 3.5 s at 1 s), and rumqttd closes none.
+#[test]
+fn held_websocket_sessions_ping_in_binary_frames() {
+    let broker = Rumqttd::start();
+    let url = format!("ws://127.0.0.1:{}/mqtt", broker.ws);
+    let run = common::storm(&[
+        &url,
+        "--protocol",
+        "mqtt",
+        "-n",
+        "10",
+        "--hold",
+        "3.5s",
+        "--keepalive",
+        "1s",
+    ]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let r = run.result();
+    assert_books_balance(r);
+    let m = &r.measurements;
+    assert_eq!(m.connections.ok, 10, "{:?}", m.connections.errors);
+    assert_eq!(m.closed_by_peer, 0);
+    assert_eq!(m.phases["pong"].count(), 30, "3 PINGRESPs a session");
+    assert_eq!(broker.registered(), 10);
 }
 
 #[test]

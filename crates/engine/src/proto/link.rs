@@ -137,7 +137,7 @@ pub(crate) async fn goodbye(ctx: &Ctx, link: &mut Link) {
 pub(crate) enum HeldTalk {
     /// Nothing is sent or expected: what the server sends is dropped.
     Quiet,
-    /// MQTT over plain TCP: a PINGREQ every keep-alive (none when zero),
+    /// MQTT (over TCP, TLS or WebSocket): a PINGREQ every keep-alive (none when zero),
     /// its PINGRESP timed, QoS 1 PUBLISHes acknowledged, a DISCONNECT
     /// counted by reason, DISCONNECT at the hold's end.
     Mqtt {

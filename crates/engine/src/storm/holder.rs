@@ -18,8 +18,10 @@
 //! ```
 //!
 //! A protocol that talks while held and whose talk the holder can do on the
-//! socket (MQTT over plain TCP: [`HeldTalk`]) is held here too: its slot
-//! keeps the protocol's few bytes of state, the heap its next keep-alive
+//! socket (MQTT: [`HeldTalk`]) is held here too, over TLS and WebSocket as
+//! well (their layers, `crate::transport::held`, in the slot: the rustls
+//! session, the frames' masks): its slot keeps the protocol's few bytes of
+//! state, the heap its next keep-alive
 //! tick (or its deadline, whichever comes first), and its bytes are read
 //! and understood as they come, its packets written with a non-blocking
 //! send:
@@ -55,6 +57,7 @@ use crate::conn::Conn;
 use crate::ctx::{Ctx, TaskGuard};
 use crate::proto::link::{Flow, HeldState, HeldTalk};
 use crate::transport::Transport;
+use crate::transport::held::{self as layered, Layers, send_now};
 
 /// Events taken from the epoll set per system call.
 const BATCH: usize = 256;
@@ -80,6 +83,8 @@ struct Held {
     number: u64,
     /// What the protocol keeps while it talks (empty when quiet).
     state: HeldState,
+    /// TLS and WebSocket framing over the socket (None: plain TCP).
+    layers: Option<Box<Layers>>,
 }
 
 /// A slab entry; `era` tells a live deadline or event from a stale one.
@@ -142,9 +147,15 @@ impl Holder {
             id,
             unreported,
         } = conn;
-        let tcp = match stream {
-            Transport::Plain(tcp) => tcp,
-            stream => {
+        // A quiet connection's TLS was shed: only a talking one has layers.
+        let parts = match stream {
+            Transport::Plain(_) => layered::unwrap(stream),
+            stream if holder.talk.listens() => layered::unwrap(stream),
+            stream => Err(stream),
+        };
+        let (tcp, layers, pending) = match parts {
+            Ok(parts) => parts,
+            Err(stream) => {
                 return Err(Conn {
                     stream,
                     opened,
@@ -154,8 +165,18 @@ impl Holder {
             }
         };
         let (index, era) = holder.vacant();
-        if epoll_add(holder.epoll.as_raw_fd(), tcp.as_raw_fd(), token(index, era)).is_err() {
+        if let Err(e) = epoll_add(holder.epoll.as_raw_fd(), tcp.as_raw_fd(), token(index, era)) {
             holder.free.borrow_mut().push(index);
+            // Taken apart, a layered stream cannot be given back: it ends
+            // as a hold that could not go on (the system's epoll refusing
+            // a descriptor is all but unheard of).
+            if layers.is_some() {
+                drop((tcp, e));
+                let now = Instant::now();
+                ctx.rec.borrow_mut().connection_closed(now, now - opened);
+                super::release(shared);
+                return Ok(());
+            }
             return Err(Conn {
                 stream: Transport::Plain(tcp),
                 opened,
@@ -187,6 +208,7 @@ impl Holder {
                 source,
                 number: crate::numbered::current().unwrap_or(NO_NUMBER),
                 state: HeldState::default(),
+                layers,
             });
         }
         // One heap entry per held connection: its next tick, or its
@@ -198,6 +220,32 @@ impl Holder {
         holder.deadlines.borrow_mut().push(Reverse((first, index, era)));
         if !holder.running.replace(true) {
             tokio::task::spawn_local(watch(ctx.task(), Rc::clone(shared)));
+        }
+        // What the layers took off the socket before the hand-over (bytes
+        // of a WebSocket message, records rustls read ahead) is read now:
+        // the socket may never be readable again for it.
+        if has_layers(holder, index, era) {
+            let flow = holder.with_held(index, era, |held| {
+                let fd = held.fd.as_raw_fd();
+                let mut rec = ctx.rec.borrow_mut();
+                let open = holder
+                    .talk
+                    .read(&mut held.state, &pending, held.opened, &mut rec, &mut |b| {
+                        send_via(&mut held.layers, fd, b)
+                    })
+                    == Flow::Open;
+                drop(rec);
+                if open {
+                    take_in(ctx, holder.talk, held, &[])
+                } else {
+                    Flow::Closed
+                }
+            });
+            if flow == Some(Flow::Closed)
+                && let Some(held) = holder.take(index, era)
+            {
+                closed_by_server(ctx, shared, held);
+            }
         }
         Ok(())
     }
@@ -319,27 +367,33 @@ fn drain(fd: RawFd, buf: &mut [u8]) -> bool {
     false
 }
 
-/// Writes a whole packet now or not at all: false when the socket would
-/// block (the server reads nothing: the connection cannot go on) or is
-/// broken. A held connection writes a few bytes a keep-alive, so a full
-/// send buffer means a stuck server, not a burst.
-fn send_now(fd: RawFd, bytes: &[u8]) -> bool {
-    loop {
-        // SAFETY: `bytes` is readable for its length; `fd` is open.
-        let n = unsafe {
-            libc::send(
-                fd,
-                bytes.as_ptr().cast(),
-                bytes.len(),
-                libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
-            )
-        };
-        match usize::try_from(n) {
-            Ok(n) => return n == bytes.len(),
-            Err(_) if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted => {}
-            Err(_) => return false,
-        }
+/// True when the connection in slot `index` has layers (TLS, WebSocket).
+fn has_layers(holder: &Holder, index: u32, era: u32) -> bool {
+    holder.with_held(index, era, |h| h.layers.is_some()) == Some(true)
+}
+
+/// Sends a packet through the connection's layers, whole now or not at
+/// all (see [`send_now`]).
+fn send_via(layers: &mut Option<Box<Layers>>, fd: RawFd, bytes: &[u8]) -> bool {
+    match layers {
+        Some(l) => l.send(fd, bytes),
+        None => send_now(fd, bytes),
     }
+}
+
+/// Bytes read off a held connection that talks, through its layers to
+/// the protocol ([`HeldTalk::read`]).
+fn take_in(ctx: &Ctx, talk: HeldTalk, held: &mut Held, bytes: &[u8]) -> Flow {
+    let fd = held.fd.as_raw_fd();
+    let (opened, state) = (held.opened, &mut held.state);
+    let mut rec = ctx.rec.borrow_mut();
+    let Some(layers) = held.layers.as_deref_mut() else {
+        return talk.read(state, bytes, opened, &mut rec, &mut |b| send_now(fd, b));
+    };
+    let open = layers.read(fd, bytes, &mut |plain, send| {
+        talk.read(state, plain, opened, &mut rec, &mut |b| send(b)) == Flow::Open
+    });
+    if open { Flow::Open } else { Flow::Closed }
 }
 
 /// Reads and understands what the server sent on a held connection that
@@ -355,11 +409,7 @@ fn listen(ctx: &Rc<Ctx>, shared: &Rc<Shared>, holder: &Holder, index: u32, era: 
         for _ in 0..READS_PER_EVENT {
             match recv(fd, &mut buf[..]) {
                 Recv::Bytes(n) => {
-                    let mut rec = ctx.rec.borrow_mut();
-                    let flow = talk.read(&mut held.state, &buf[..n], held.opened, &mut rec, &mut |b| {
-                        send_now(fd, b)
-                    });
-                    if flow == Flow::Closed {
+                    if take_in(ctx, talk, held, &buf[..n]) == Flow::Closed {
                         return Flow::Closed;
                     }
                 }
@@ -388,8 +438,9 @@ fn due(ctx: &Rc<Ctx>, shared: &Rc<Shared>, holder: &Holder, at: Instant, index: 
         let period = talk.period().filter(|_| at < held.deadline)?;
         let fd = held.fd.as_raw_fd();
         let now = Instant::now();
+        let layers = &mut held.layers;
         let flow = talk.tick(&mut held.state, held.opened, now, &mut ctx.rec.borrow_mut(), &mut |b| {
-            send_now(fd, b)
+            send_via(layers, fd, b)
         });
         if flow == Flow::Open {
             // Missed ticks are not made up (as tokio's `Delay`).
@@ -516,9 +567,9 @@ fn wait(epoll: RawFd, events: &mut [libc::epoll_event]) -> usize {
 
 /// Closes a held connection (hold end, stop) after its `goodbye` (sent if
 /// the socket takes it now): its `connection` sample, its slot freed.
-fn close(ctx: &Ctx, shared: &Shared, held: Held, goodbye: &[u8]) {
+fn close(ctx: &Ctx, shared: &Shared, mut held: Held, goodbye: &[u8]) {
     if !goodbye.is_empty() {
-        send_now(held.fd.as_raw_fd(), goodbye);
+        send_via(&mut held.layers, held.fd.as_raw_fd(), goodbye);
     }
     drop(held.fd);
     let now = Instant::now();
@@ -572,9 +623,10 @@ mod tests {
     #[test]
     fn a_held_connection_is_tens_of_bytes() {
         let each = std::mem::size_of::<Slot>() + std::mem::size_of::<Reverse<(Instant, u32, u32)>>();
-        // 112 on 64-bit Linux: 88 before MQTT's 16 bytes of state and the
-        // connection's number.
-        assert!(each <= 112, "a held connection costs {each} bytes");
+        // 120 on 64-bit Linux: 88 before MQTT's 16 bytes of state and the
+        // connection's number, 112 before the layers' pointer (TLS,
+        // WebSocket; null for plain TCP).
+        assert!(each <= 120, "a held connection costs {each} bytes");
     }
 
     #[test]

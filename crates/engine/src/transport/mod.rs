@@ -1,6 +1,7 @@
 //! A connection's byte stream: plain TCP, TLS over TCP, or a WebSocket's
 //! binary messages over either (MQTT over WebSocket, [`ws`]).
 
+pub(crate) mod held;
 pub(crate) mod ws;
 
 use std::io;

@@ -70,6 +70,27 @@ impl WsStream {
         &self.inner
     }
 
+    /// True when the storm's holder can go on with this WebSocket without a
+    /// task (see `super::held`): the server has not closed it, no frames
+    /// wait to be written, and the transport underneath can be taken apart
+    /// too.
+    pub(crate) fn can_part(&self) -> bool {
+        let inner = match &self.inner {
+            Transport::Plain(_) => true,
+            Transport::Tls(t) => t.can_part(),
+            Transport::Ws(_) => false,
+        };
+        inner && !self.closed && self.sent == self.out.len()
+    }
+
+    /// The transport underneath, the masks, the frame reader and the
+    /// message bytes not yet read (see [`Self::can_part`]).
+    pub(crate) fn into_parts(self) -> (Transport, Masks, Reader, Vec<u8>) {
+        let mut ready = self.ready;
+        ready.drain(..self.taken);
+        (self.inner, self.masks, self.reader, ready)
+    }
+
     fn queue(&mut self, opcode: u8, payload: &[u8]) {
         let mask = self.masks.next();
         frame::encode(&mut self.out, true, opcode, payload, mask);

@@ -17,11 +17,12 @@
 //! nothing the broker sends after CONNACK or SUBACK is read before the hold
 //! starts its own reader.
 //!
-//! A session over plain TCP is held without a task: the storm's holder
-//! keeps its socket and [`held`]'s few bytes of state, and does [`hold`]'s
-//! work (the same outcomes, counted the same) as its bytes come and its
-//! keep-alive ticks; over TLS or WebSocket [`hold`] runs in the
-//! connection's task.
+//! A storm's session is held without a task: the storm's holder keeps its
+//! socket, [`held`]'s few bytes of state and, over TLS or WebSocket, the
+//! layers `crate::transport::held` drives, and does [`hold`]'s work (the
+//! same outcomes, counted the same) as its bytes come and its keep-alive
+//! ticks; [`hold`] runs in the connection's task only when the holder
+//! cannot take it (no epoll set, a stream it cannot take apart).
 //!
 //! `throng mqtt` (publish/subscribe load) is [`pubsub`]: its clients open
 //! in `client.rs`, publish in `publisher.rs`, receive in `subscriber.rs`,

@@ -170,6 +170,13 @@ impl Reader {
         self.buf.extend_from_slice(bytes);
     }
 
+    /// True when no frame is partly read, no message partly joined and
+    /// nothing is being skipped (the reader can be dropped, and a new one
+    /// start at the next frame).
+    pub(crate) fn idle(&self) -> bool {
+        self.buf.is_empty() && self.partial.is_none() && self.skip == 0
+    }
+
     /// The next whole event, None when more bytes are needed.
     pub(crate) fn next(&mut self) -> Result<Option<Event>, FrameError> {
         loop {
