@@ -383,11 +383,10 @@ async fn publish_on<S: AsyncRead + AsyncWrite + Unpin>(
                 timer.as_mut().reset(at);
             }
         }
-        // Closed loop: wait until enough of the window is free; open loop:
-        // the slot comes whatever the window holds.
-        let free = window.saturating_sub(me.flights.len());
-        let room = plan.qos == 0 || free > 0;
-        let can_send = more && (gap.is_some() || plan.qos == 0 || free >= refill(window, quota, slot));
+        // Closed loop: wait for room in the window; open loop: the slot
+        // comes whatever the window holds.
+        let room = plan.qos == 0 || me.flights.len() < window;
+        let can_send = more && (gap.is_some() || room);
         tokio::select! {
             biased;
             r = stream.read(&mut buf) => {
@@ -481,22 +480,6 @@ fn pacing(plan: &throng_plan::MqttPlan, p: u64) -> (Option<Duration>, Option<Dur
     (gap, gap.map(|g| g.mul_f64((p - 1) as f64 / plan.publishers as f64)))
 }
 
-/// How many places of a closed loop's `window` must be free before the
-/// next write, `slot` messages of `quota` published: half the window
-/// (rounded up), or what is left to publish when less. A write per freed
-/// place, as the broker's acknowledgements trickle in one or two a read,
-/// carried two messages a write on average and made the writes most of
-/// the generator's system time; waiting for half the window makes each
-/// write carry at least that many while the other half stays in flight
-/// (TCP's answer to the silly window syndrome).
-fn refill(window: usize, quota: Option<u64>, slot: u64) -> usize {
-    let half = window.div_ceil(2);
-    let left = quota.map_or(usize::MAX, |q| {
-        usize::try_from(q.saturating_sub(slot)).unwrap_or(usize::MAX)
-    });
-    half.min(left).max(1)
-}
-
 /// Waits until `due`; at once when it has passed (tokio's timer would
 /// round a wait for now up to its next millisecond tick, and a closed
 /// loop's next message is always due now).
@@ -533,19 +516,13 @@ fn take_acks(me: &mut Pub<'_>, reader: &mut Reader, now: Instant, rels: &mut Vec
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{Took, broker, pair, run, trickling_broker};
+    use super::super::testing::{Took, broker, pair, run};
     use super::*;
 
     /// Publishes `messages` at `qos` against the test broker: what the
     /// broker took, the publisher's writes, its outcome and the run's
     /// acknowledged count.
     fn publish_all(qos: u8, messages: u64, window: u64) -> (Took, u64, Published, u64) {
-        publish_to(qos, messages, window, false)
-    }
-
-    /// As [`publish_all`], against a broker that writes each answer apart
-    /// (`trickle`) or a read's answers at once.
-    fn publish_to(qos: u8, messages: u64, window: u64, trickle: bool) -> (Took, u64, Published, u64) {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -555,10 +532,7 @@ mod tests {
             let run = run(qos, messages, window);
             let (mut client, server) = pair();
             let writes = Rc::clone(&client.writes);
-            let took = match trickle {
-                true => tokio::task::spawn_local(trickling_broker(server)),
-                false => tokio::task::spawn_local(broker(server)),
-            };
+            let took = tokio::task::spawn_local(broker(server));
             let now = Instant::now();
             let done = publish_on(&run, 1, &mut client, now, now).await;
             drop(client);
@@ -586,50 +560,6 @@ mod tests {
             (160, 0, 0, 160)
         );
         assert_eq!(writes, 160 / 16 + 1, "a write per window, and the DISCONNECT");
-    }
-
-    #[test]
-    fn qos1_waits_for_half_the_window_before_writing() {
-        // The broker's PUBACKs come one a read: a write per freed place
-        // would carry one message each (161 writes); half the window freed
-        // a write: the first 16, then 8 a write.
-        let (took, writes, done, acknowledged) = publish_to(1, 160, 16, true);
-        assert_eq!(
-            took,
-            Took {
-                publishes: 160,
-                pubrels: 0,
-                disconnected: true
-            }
-        );
-        assert_eq!(
-            (done.written, done.refused, done.unacknowledged, acknowledged),
-            (160, 0, 0, 160)
-        );
-        assert_eq!(
-            writes,
-            1 + (160 - 16) / 8 + 1,
-            "the window, 8 a write, and the DISCONNECT"
-        );
-    }
-
-    #[test]
-    fn the_last_messages_need_no_half_window() {
-        // 20 messages, window 16: 16, then the 4 left once 4 are free.
-        let (took, writes, done, acknowledged) = publish_to(1, 20, 16, true);
-        assert_eq!(took.publishes, 20);
-        assert_eq!((done.written, done.unacknowledged, acknowledged), (20, 0, 20));
-        assert_eq!(writes, 3, "the window, the 4 left, and the DISCONNECT");
-    }
-
-    #[test]
-    fn refill_is_half_the_window_or_what_is_left() {
-        assert_eq!(refill(16, None, 0), 8);
-        assert_eq!(refill(100, Some(1000), 10), 50);
-        assert_eq!(refill(1, None, 0), 1);
-        assert_eq!(refill(15, None, 0), 8);
-        assert_eq!(refill(16, Some(20), 17), 3);
-        assert_eq!(refill(16, Some(20), 20), 1);
     }
 
     #[test]

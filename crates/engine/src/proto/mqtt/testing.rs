@@ -88,17 +88,7 @@ pub(super) struct Took {
 /// A broker for one publisher: each read's PUBLISHes answered (QoS 1:
 /// PUBACK; QoS 2: PUBREC) and PUBRELs (PUBCOMP), all in one write; until
 /// the DISCONNECT or the end of the stream.
-pub(super) async fn broker(s: DuplexStream) -> Took {
-    serve(s, false).await
-}
-
-/// The broker of [`broker`] answering as mosquitto does: each answer its
-/// own write, the client let run between two (so it reads them one by one).
-pub(super) async fn trickling_broker(s: DuplexStream) -> Took {
-    serve(s, true).await
-}
-
-async fn serve(mut s: DuplexStream, trickle: bool) -> Took {
+pub(super) async fn broker(mut s: DuplexStream) -> Took {
     let (mut reader, mut buf, mut out) = (Reader::default(), vec![0u8; 64 * 1024], Vec::new());
     let mut took = Took::default();
     loop {
@@ -125,11 +115,6 @@ async fn serve(mut s: DuplexStream, trickle: bool) -> Took {
                 }
                 codec::DISCONNECT => took.disconnected = true,
                 _ => {}
-            }
-            if trickle && !out.is_empty() {
-                s.write_all(&out).await.expect("the client reads");
-                out.clear();
-                tokio::task::yield_now().await;
             }
         }
         if !out.is_empty() {
