@@ -61,7 +61,8 @@ pub struct MqttCmd {
     /// How long to publish, e.g. 30s [default: 10s]
     #[arg(short = 'd', long = "duration", value_name = "DURATION", value_parser = parse_duration)]
     pub duration: Option<Duration>,
-    /// QoS 1 and 2 messages each publisher has unacknowledged at once [default: 16]
+    /// QoS 1 and 2 messages each publisher has unacknowledged at once, at most the broker's MQTT 5
+    /// Receive Maximum [default: 16]
     #[arg(long = "window", value_name = "N")]
     pub window: Option<u64>,
     /// After publishing, how long subscribers wait for messages still in flight (and publishers

@@ -427,3 +427,37 @@ fn with_drain_0s_every_qos_1_message_is_acknowledged_or_counted_unacknowledged()
         assert_schema_valid(&run);
     }
 }
+
+#[test]
+fn a_v5_brokers_receive_maximum_bounds_the_window() {
+    // mosquitto tells MQTT 5 clients its max_inflight_messages as the
+    // CONNACK's Receive Maximum; more unacknowledged is a protocol error.
+    let broker = Mosquitto::start("max_inflight_messages 5\n");
+    let url = format!("mqtt://127.0.0.1:{}", broker.port);
+    let run = mqtt(
+        &url,
+        &[
+            "--publishers",
+            "2",
+            "--subscribers",
+            "1",
+            "-n",
+            "400",
+            "--qos",
+            "1",
+            "--window",
+            "100",
+            "--mqtt-version",
+            "5",
+        ],
+    );
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert_all_delivered(run.result(), 400, 1, 400);
+    assert_eq!(run.result().measurements.pubsub.as_ref().unwrap().acknowledged, 400);
+    let text = run.stdout();
+    assert!(
+        text.contains("the broker takes at most 5 unacknowledged messages a client (its Receive Maximum): publishers kept 5 in flight, not --window 100"),
+        "{text}"
+    );
+    assert!(run.result().notes.iter().any(|n| n.contains("Receive Maximum")));
+}

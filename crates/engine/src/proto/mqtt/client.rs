@@ -69,14 +69,18 @@ impl Run {
     }
 }
 
-/// An open client: its stream, when its connect() was issued, and the
+/// An open client: its stream, when its connect() was issued, the
 /// messages the broker delivered before its last SUBACK (retained ones of
 /// earlier runs: this run publishes only once every subscriber is
-/// subscribed), foreign to its books.
+/// subscribed), foreign to its books, and the broker's limit on messages
+/// in flight.
 pub(crate) struct Client {
     pub stream: Transport,
     pub opened: Instant,
     pub early: u64,
+    /// The broker's Receive Maximum (MQTT 5): most QoS 1 and 2 messages
+    /// it takes unacknowledged at once.
+    pub receive_max: Option<u16>,
 }
 
 /// Connects, CONNECT → CONNACK, then SUBSCRIBE → SUBACK for each of
@@ -107,19 +111,20 @@ pub(crate) async fn open(run: &Run, client_id: &str, topics: &[String]) -> Optio
             let now = Instant::now();
             run.rec.borrow_mut().phase(now, Phase::Upgrade, now - t);
         }
-        let early = handshake(run, &mut stream, client_id, topics).await?;
-        Ok::<_, ErrorClass>((stream, early))
+        let (early, receive_max) = handshake(run, &mut stream, client_id, topics).await?;
+        Ok::<_, ErrorClass>((stream, early, receive_max))
     };
     let r = tokio::time::timeout(run.plan.timeout, attempt).await;
     let now = Instant::now();
     let mut rec = run.rec.borrow_mut();
     match r {
-        Ok(Ok((stream, early))) => {
+        Ok(Ok((stream, early, receive_max))) => {
             rec.connection_established(now, false);
             Some(Client {
                 stream,
                 opened: t0,
                 early,
+                receive_max,
             })
         }
         Ok(Err(class)) => {
@@ -140,8 +145,14 @@ pub(crate) async fn open(run: &Run, client_id: &str, topics: &[String]) -> Optio
 
 /// CONNECT → CONNACK (phase `handshake`), then one SUBSCRIBE per topic and
 /// their SUBACKs (phase `subscribe`: the first sent → the last read); the
-/// messages delivered before the last SUBACK, counted.
-async fn handshake(run: &Run, stream: &mut Transport, client_id: &str, topics: &[String]) -> Result<u64, ErrorClass> {
+/// messages delivered before the last SUBACK, counted, and the broker's
+/// Receive Maximum.
+async fn handshake(
+    run: &Run,
+    stream: &mut Transport,
+    client_id: &str,
+    topics: &[String],
+) -> Result<(u64, Option<u16>), ErrorClass> {
     let v = run.version;
     let s = &run.plan.session;
     let mut out = Vec::with_capacity(64);
@@ -159,8 +170,8 @@ async fn handshake(run: &Run, stream: &mut Transport, client_id: &str, topics: &
     );
     let t0 = Instant::now();
     send(stream, &out).await?;
-    let code = match read_packet(stream, v).await? {
-        Packet::Connack { code, .. } => code,
+    let (code, receive_max) = match read_packet(stream, v).await? {
+        Packet::Connack { code, receive_max, .. } => (code, receive_max),
         Packet::Disconnect { code } => return Err(ErrorClass::MqttDisconnected(code)),
         _ => return Err(ErrorClass::Mqtt("protocol")),
     };
@@ -170,7 +181,7 @@ async fn handshake(run: &Run, stream: &mut Transport, client_id: &str, topics: &
     let now = Instant::now();
     run.rec.borrow_mut().phase(now, Phase::Handshake, now - t0);
     if topics.is_empty() {
-        return Ok(0);
+        return Ok((0, receive_max));
     }
     out.clear();
     for (i, topic) in topics.iter().enumerate() {
@@ -206,5 +217,5 @@ async fn handshake(run: &Run, stream: &mut Transport, client_id: &str, topics: &
     }
     let now = Instant::now();
     run.rec.borrow_mut().phase(now, Phase::Subscribe, now - t1);
-    Ok(early)
+    Ok((early, receive_max))
 }

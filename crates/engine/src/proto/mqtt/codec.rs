@@ -292,8 +292,14 @@ pub(crate) fn header_needs(have: &[u8]) -> usize {
 /// A packet a broker sent, read as far as a storm needs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Packet {
-    /// CONNACK: session present, the return (3.1.1) or reason (5) code.
-    Connack { session_present: bool, code: u8 },
+    /// CONNACK: session present, the return (3.1.1) or reason (5) code,
+    /// and the QoS 1 and 2 messages the broker takes unacknowledged at
+    /// once (MQTT 5's Receive Maximum; none: no limit said).
+    Connack {
+        session_present: bool,
+        code: u8,
+        receive_max: Option<u16>,
+    },
     /// SUBACK: the packet identifier and the first topic's code.
     Suback { id: u16, code: u8 },
     /// PINGRESP.
@@ -330,6 +336,36 @@ fn varint_at(body: &[u8], at: usize) -> Result<(usize, usize), Malformed> {
     Err(Malformed)
 }
 
+/// MQTT 5's Receive Maximum (property 0x21) among `props`, each property
+/// walked by its type; 0, or a property of unknown type, is malformed.
+fn receive_maximum(props: &[u8]) -> Result<Option<u16>, Malformed> {
+    let (mut at, mut found) = (0, None);
+    while at < props.len() {
+        let (id, size) = varint_at(props, at)?;
+        at += size;
+        let len = match id {
+            0x01 | 0x17 | 0x19 | 0x24 | 0x25 | 0x28 | 0x29 | 0x2a => 1,
+            0x13 | 0x21 | 0x22 | 0x23 => 2,
+            0x02 | 0x11 | 0x18 | 0x27 => 4,
+            0x0b => varint_at(props, at)?.1,
+            0x03 | 0x08 | 0x09 | 0x12 | 0x15 | 0x16 | 0x1a | 0x1c | 0x1f => 2 + usize::from(u16_at(props, at)?),
+            0x26 => {
+                let key = 2 + usize::from(u16_at(props, at)?);
+                key + 2 + usize::from(u16_at(props, at + key)?)
+            }
+            _ => return Err(Malformed),
+        };
+        if id == 0x21 {
+            match u16_at(props, at)? {
+                0 => return Err(Malformed),
+                n => found = Some(n),
+            }
+        }
+        at = at.checked_add(len).filter(|&e| e <= props.len()).ok_or(Malformed)?;
+    }
+    Ok(found)
+}
+
 /// Skips MQTT 5 properties at `at`: where they end.
 fn skip_properties(body: &[u8], at: usize) -> Result<usize, Malformed> {
     let (len, size) = varint_at(body, at)?;
@@ -350,11 +386,15 @@ impl Packet {
                 if ack & 0xfe != 0 {
                     return Err(Malformed);
                 }
+                let mut receive_max = None;
                 if v5 {
-                    // Properties (assigned client id, limits): skipped, but
-                    // they must fit the packet. A refusal may leave them out.
+                    // Properties: Receive Maximum read, the others skipped,
+                    // but they must fit the packet. A refusal may leave
+                    // them out.
                     if !rest.is_empty() {
-                        skip_properties(body, 2)?;
+                        let end = skip_properties(body, 2)?;
+                        let (_, size) = varint_at(body, 2)?;
+                        receive_max = receive_maximum(body.get(2 + size..end).ok_or(Malformed)?)?;
                     }
                 } else if !rest.is_empty() {
                     return Err(Malformed);
@@ -362,6 +402,7 @@ impl Packet {
                 Ok(Packet::Connack {
                     session_present: ack & 1 == 1,
                     code,
+                    receive_max,
                 })
             }
             SUBACK => {
@@ -784,7 +825,8 @@ mod tests {
             parse(&[0x20, 2, 0, 5], Version::V311),
             Ok(Packet::Connack {
                 session_present: false,
-                code: 5
+                code: 5,
+                receive_max: None
             })
         );
         // v5: reason 0x86 and a property (assigned client id "ab").
@@ -792,9 +834,28 @@ mod tests {
             parse(&[0x20, 8, 1, 0x86, 5, 0x12, 0, 2, b'a', b'b'], Version::V5),
             Ok(Packet::Connack {
                 session_present: true,
-                code: 0x86
+                code: 0x86,
+                receive_max: None
             })
         );
+        // v5: Receive Maximum 20 after a user property and a 4-byte one.
+        assert_eq!(
+            parse(
+                &[
+                    0x20, 18, 0, 0, 15, 0x26, 0, 1, b'k', 0, 1, b'v', 0x27, 0, 1, 0, 0, 0x21, 0, 20
+                ],
+                Version::V5
+            ),
+            Ok(Packet::Connack {
+                session_present: false,
+                code: 0,
+                receive_max: Some(20)
+            })
+        );
+        // Receive Maximum 0, a property of no known type, one cut short.
+        assert_eq!(parse(&[0x20, 6, 0, 0, 3, 0x21, 0, 0], Version::V5), Err(Malformed));
+        assert_eq!(parse(&[0x20, 5, 0, 0, 2, 0x7f, 0], Version::V5), Err(Malformed));
+        assert_eq!(parse(&[0x20, 5, 0, 0, 2, 0x21, 0], Version::V5), Err(Malformed));
         // Properties longer than the packet.
         assert_eq!(parse(&[0x20, 3, 0, 0, 9], Version::V5), Err(Malformed));
         assert_eq!(parse(&[0x20, 1, 0], Version::V311), Err(Malformed));

@@ -95,6 +95,9 @@ impl Flights {
 /// One publisher's state while it runs.
 struct Pub<'a> {
     run: &'a Run,
+    /// Most QoS 1 and 2 messages in flight (closed loop): --window, or the
+    /// broker's Receive Maximum when lower.
+    window: usize,
     flights: Flights,
     /// Messages the broker refused (PUBACK or PUBREC with a failure code):
     /// not published, so no subscriber expects them.
@@ -297,7 +300,7 @@ impl Pub<'_> {
     fn fill(&mut self, b: &mut Batch, seq: u64, sent_at: Instant, another: impl Fn(u64) -> bool) -> u64 {
         b.out.clear();
         b.staged.clear();
-        let window = usize::try_from(self.run.plan.window).unwrap_or(usize::MAX);
+        let window = self.window;
         loop {
             let k = b.staged.len() as u64;
             let Some(m) = self.stage(&mut b.out, &mut b.payload, &b.topic, b.p, seq + k, sent_at) else {
@@ -318,16 +321,31 @@ impl Pub<'_> {
 
 /// Publishes publisher `p`'s messages from `start`.
 pub(crate) async fn publish(run: Rc<Run>, p: u64, client: Client, start: Instant) -> Published {
-    let Client { mut stream, opened, .. } = client;
-    publish_on(&run, p, &mut stream, opened, start).await
+    let Client {
+        mut stream,
+        opened,
+        receive_max,
+        ..
+    } = client;
+    let window = window_of(&run.plan, receive_max);
+    publish_on(&run, p, &mut stream, window, opened, start).await
+}
+
+/// A publisher's window: --window, or the broker's Receive Maximum when
+/// lower (more in flight would be a protocol error the broker may end the
+/// connection for).
+pub(crate) fn window_of(plan: &throng_plan::MqttPlan, receive_max: Option<u16>) -> usize {
+    let window = usize::try_from(plan.window).unwrap_or(usize::MAX);
+    receive_max.map_or(window, |r| window.min(usize::from(r)))
 }
 
 /// Publishes publisher `p`'s messages from `start` on `stream` (opened at
-/// `opened`).
-async fn publish_on<S: AsyncRead + AsyncWrite + Unpin>(
+/// `opened`), at most `window` QoS 1 and 2 messages in flight.
+async fn publish_on<S: AsyncRead + AsyncWrite + AckNow + Unpin>(
     run: &Run,
     p: u64,
     stream: &mut S,
+    window: usize,
     opened: Instant,
     start: Instant,
 ) -> Published {
@@ -335,9 +353,9 @@ async fn publish_on<S: AsyncRead + AsyncWrite + Unpin>(
     let quota = plan.messages_of(p);
     let until = plan.duration.map(|d| start + d);
     let (gap, offset) = pacing(&plan, p);
-    let window = usize::try_from(plan.window).unwrap_or(usize::MAX);
     let mut me = Pub {
         run,
+        window,
         flights: Flights::default(),
         refused: 0,
         acknowledged: 0,
@@ -357,6 +375,7 @@ async fn publish_on<S: AsyncRead + AsyncWrite + Unpin>(
         true => TokioInstant::now() + Duration::from_secs(3600),
         false => TokioInstant::from_std(last + every),
     };
+    let mut ack_owed = false;
     let timer = tokio::time::sleep_until(ping_at(last_sent));
     tokio::pin!(timer);
     let closed_by_peer = loop {
@@ -383,10 +402,11 @@ async fn publish_on<S: AsyncRead + AsyncWrite + Unpin>(
                 timer.as_mut().reset(at);
             }
         }
-        // Closed loop: wait for room in the window; open loop: the slot
-        // comes whatever the window holds.
-        let room = plan.qos == 0 || me.flights.len() < window;
-        let can_send = more && (gap.is_some() || room);
+        // Closed loop: wait until enough of the window is free; open loop:
+        // the slot comes whatever the window holds.
+        let free = window.saturating_sub(me.flights.len());
+        let room = plan.qos == 0 || free > 0;
+        let can_send = more && (gap.is_some() || plan.qos == 0 || free >= refill(window, quota, slot));
         tokio::select! {
             biased;
             r = stream.read(&mut buf) => {
@@ -406,8 +426,20 @@ async fn publish_on<S: AsyncRead + AsyncWrite + Unpin>(
                     me.fail_all(ErrorClass::Eof);
                     break true;
                 }
+                // Waiting on more acknowledgements with nothing to write:
+                // no data of ours will carry TCP's ACK of this read, and a
+                // broker with Nagle on (mosquitto) holds its next
+                // acknowledgements until that ACK comes, by default up to
+                // a delayed-ACK timeout (40 ms or more). Acknowledge at once.
+                let free = window.saturating_sub(me.flights.len());
+                let writes_next = more && gap.is_none() && free >= refill(window, quota, slot);
+                ack_owed = plan.qos > 0 && !me.flights.is_empty() && !writes_next;
             }
             Ok(()) = control.changed() => {}
+            () = tokio::task::yield_now(), if ack_owed => {
+                stream.ack_now();
+                ack_owed = false;
+            }
             () = until_due(due), if can_send => {
                 let now = Instant::now();
                 slot += 1;
@@ -437,6 +469,7 @@ async fn publish_on<S: AsyncRead + AsyncWrite + Unpin>(
                     break true;
                 }
                 published += n;
+                ack_owed = false;
                 last_sent = me.written(&b.staged);
             }
             () = timer.as_mut() => {
@@ -471,6 +504,35 @@ async fn publish_on<S: AsyncRead + AsyncWrite + Unpin>(
     me.outcome(p, published)
 }
 
+/// A connection whose TCP can be told to acknowledge what it has received
+/// now rather than wait for data of ours to carry the ACK.
+pub(crate) trait AckNow {
+    /// TCP_QUICKACK: the next segments read are acknowledged at once (the
+    /// kernel goes back to delaying ACKs by itself, so this is asked again
+    /// each time it is needed).
+    fn ack_now(&self);
+}
+
+impl AckNow for crate::transport::Transport {
+    fn ack_now(&self) {
+        use std::os::fd::AsRawFd;
+        // 2: the ACK owed goes now, and later ones are delayed again (1
+        // would leave delayed ACKs off, and each read would send one).
+        let two: libc::c_int = 2;
+        // SAFETY: setsockopt reads an int we own, of the size we pass. Only
+        // a hint: without it the broker's answers come later, not never.
+        unsafe {
+            libc::setsockopt(
+                self.tcp().as_raw_fd(),
+                libc::IPPROTO_TCP,
+                libc::TCP_QUICKACK,
+                (&raw const two).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            );
+        }
+    }
+}
+
 /// Publisher `p`'s share of --rate (the gap between its slots), and its
 /// slots' offset so that the publishers take turns; none in a closed loop.
 fn pacing(plan: &throng_plan::MqttPlan, p: u64) -> (Option<Duration>, Option<Duration>) {
@@ -478,6 +540,22 @@ fn pacing(plan: &throng_plan::MqttPlan, p: u64) -> (Option<Duration>, Option<Dur
         .rate
         .map(|r| Duration::from_secs_f64((plan.publishers as f64 / r).min(3600.0)));
     (gap, gap.map(|g| g.mul_f64((p - 1) as f64 / plan.publishers as f64)))
+}
+
+/// How many places of a closed loop's `window` must be free before the
+/// next write, `slot` messages of `quota` published: half the window
+/// (rounded up), or what is left to publish when less. A write per freed
+/// place, as the broker's acknowledgements trickle in one or two a read,
+/// carried two messages a write on average and made the writes most of
+/// the generator's system time; waiting for half the window makes each
+/// write carry at least that many while the other half stays in flight
+/// (TCP's answer to the silly window syndrome).
+fn refill(window: usize, quota: Option<u64>, slot: u64) -> usize {
+    let half = window.div_ceil(2);
+    let left = quota.map_or(usize::MAX, |q| {
+        usize::try_from(q.saturating_sub(slot)).unwrap_or(usize::MAX)
+    });
+    half.min(left).max(1)
 }
 
 /// Waits until `due`; at once when it has passed (tokio's timer would
@@ -516,13 +594,37 @@ fn take_acks(me: &mut Pub<'_>, reader: &mut Reader, now: Instant, rels: &mut Vec
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{Took, broker, pair, run};
+    use super::super::testing::{Took, broker, nagle_broker, pair, run, trickling_broker};
     use super::*;
+
+    /// How the test broker answers.
+    #[derive(Clone, Copy)]
+    enum Answers {
+        /// Each read's answers in one write.
+        AtOnce,
+        /// Each answer its own write.
+        Trickle,
+        /// Each answer its own write, behind Nagle.
+        Nagle,
+    }
+
+    /// What the publisher did to its connection.
+    struct Seen {
+        writes: u64,
+        /// Times it asked TCP to acknowledge at once.
+        quick_acks: u64,
+    }
 
     /// Publishes `messages` at `qos` against the test broker: what the
     /// broker took, the publisher's writes, its outcome and the run's
     /// acknowledged count.
-    fn publish_all(qos: u8, messages: u64, window: u64) -> (Took, u64, Published, u64) {
+    fn publish_all(qos: u8, messages: u64, window: u64) -> (Took, Seen, Published, u64) {
+        publish_to(qos, messages, window, Answers::AtOnce)
+    }
+
+    /// As [`publish_all`], against a broker that answers as `answers` says;
+    /// a publisher that stalls for 10 s fails the test.
+    fn publish_to(qos: u8, messages: u64, window: u64, answers: Answers) -> (Took, Seen, Published, u64) {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -531,13 +633,24 @@ mod tests {
         local.block_on(&rt, async {
             let run = run(qos, messages, window);
             let (mut client, server) = pair();
-            let writes = Rc::clone(&client.writes);
-            let took = tokio::task::spawn_local(broker(server));
+            let (writes, quick_acks) = (Rc::clone(&client.writes), Rc::clone(&client.quick_acks));
+            let took = match answers {
+                Answers::AtOnce => tokio::task::spawn_local(broker(server)),
+                Answers::Trickle => tokio::task::spawn_local(trickling_broker(server)),
+                Answers::Nagle => tokio::task::spawn_local(nagle_broker(server, Rc::clone(&client.acked))),
+            };
             let now = Instant::now();
-            let done = publish_on(&run, 1, &mut client, now, now).await;
+            let publishing = publish_on(&run, 1, &mut client, window_of(&run.plan, None), now, now);
+            let done = tokio::time::timeout(Duration::from_secs(10), publishing)
+                .await
+                .expect("the publisher stalled: a broker's answers waited for an ACK it never asked for");
             drop(client);
             let took = took.await.expect("the broker ends");
-            (took, writes.get(), done, run.acknowledged.get())
+            let seen = Seen {
+                writes: writes.get(),
+                quick_acks: quick_acks.get(),
+            };
+            (took, seen, done, run.acknowledged.get())
         })
     }
 
@@ -546,7 +659,7 @@ mod tests {
         // The broker answers each read at once: 16 PUBLISHes a write, then
         // 16 PUBACKs free the window for the next 16 (a write per PUBLISH
         // was most of the CPU).
-        let (took, writes, done, acknowledged) = publish_all(1, 160, 16);
+        let (took, seen, done, acknowledged) = publish_all(1, 160, 16);
         assert_eq!(
             took,
             Took {
@@ -559,12 +672,83 @@ mod tests {
             (done.written, done.refused, done.unacknowledged, acknowledged),
             (160, 0, 0, 160)
         );
-        assert_eq!(writes, 160 / 16 + 1, "a write per window, and the DISCONNECT");
+        assert_eq!(seen.writes, 160 / 16 + 1, "a write per window, and the DISCONNECT");
+    }
+
+    #[test]
+    fn qos1_waits_for_half_the_window_before_writing() {
+        // The broker's PUBACKs come one a read: a write per freed place
+        // would carry one message each (161 writes); half the window freed
+        // a write: the first 16, then 8 a write.
+        let (took, seen, done, acknowledged) = publish_to(1, 160, 16, Answers::Trickle);
+        assert_eq!(
+            took,
+            Took {
+                publishes: 160,
+                pubrels: 0,
+                disconnected: true
+            }
+        );
+        assert_eq!(
+            (done.written, done.refused, done.unacknowledged, acknowledged),
+            (160, 0, 0, 160)
+        );
+        assert_eq!(
+            seen.writes,
+            1 + (160 - 16) / 8 + 1,
+            "the window, 8 a write, and the DISCONNECT"
+        );
+        // Each next answer was already there when it looked: no ACK asked.
+        assert_eq!(seen.quick_acks, 0);
+    }
+
+    #[test]
+    fn qos1_asks_for_the_ack_a_nagle_broker_waits_for() {
+        // mosquitto writes each PUBACK with Nagle on: after the first of a
+        // window the others wait for TCP's ACK. A publisher that holds its
+        // next write until half its window is free must ask for that ACK,
+        // or wait for a delayed-ACK timeout every window (here: for ever).
+        let (took, seen, done, acknowledged) = publish_to(1, 160, 16, Answers::Nagle);
+        assert_eq!(took.publishes, 160);
+        assert_eq!((done.written, done.unacknowledged, acknowledged), (160, 0, 160));
+        assert_eq!(
+            (seen.writes, seen.quick_acks),
+            (160 / 16 + 1, 160 / 16),
+            "a write a window and the DISCONNECT; an ACK asked for after each window's first PUBACK"
+        );
+    }
+
+    #[test]
+    fn a_broker_answering_every_read_needs_no_quick_acks() {
+        // Each read frees the whole window and the publisher writes at once;
+        // only the last window's PUBACKs are waited for with nothing to send.
+        let (_, seen, done, _) = publish_all(1, 160, 16);
+        assert_eq!(done.unacknowledged, 0);
+        assert_eq!(seen.quick_acks, 0);
+    }
+
+    #[test]
+    fn the_last_messages_need_no_half_window() {
+        // 20 messages, window 16: 16, then the 4 left once 4 are free.
+        let (took, seen, done, acknowledged) = publish_to(1, 20, 16, Answers::Trickle);
+        assert_eq!(took.publishes, 20);
+        assert_eq!((done.written, done.unacknowledged, acknowledged), (20, 0, 20));
+        assert_eq!(seen.writes, 3, "the window, the 4 left, and the DISCONNECT");
+    }
+
+    #[test]
+    fn refill_is_half_the_window_or_what_is_left() {
+        assert_eq!(refill(16, None, 0), 8);
+        assert_eq!(refill(100, Some(1000), 10), 50);
+        assert_eq!(refill(1, None, 0), 1);
+        assert_eq!(refill(15, None, 0), 8);
+        assert_eq!(refill(16, Some(20), 17), 3);
+        assert_eq!(refill(16, Some(20), 20), 1);
     }
 
     #[test]
     fn qos2_writes_each_reads_pubrels_in_one_write() {
-        let (took, writes, done, acknowledged) = publish_all(2, 160, 16);
+        let (took, seen, done, acknowledged) = publish_all(2, 160, 16);
         assert_eq!(
             took,
             Took {
@@ -575,7 +759,7 @@ mod tests {
         );
         assert_eq!((done.written, done.unacknowledged, acknowledged), (160, 0, 160));
         assert_eq!(
-            writes,
+            seen.writes,
             2 * 160 / 16 + 1,
             "PUBLISHes and PUBRELs a window a write, and the DISCONNECT"
         );
@@ -584,7 +768,7 @@ mod tests {
     #[test]
     fn qos0_writes_many_messages_at_once() {
         // 64-byte payloads: 77 bytes a PUBLISH, 213 to a 16 KiB write.
-        let (took, writes, done, _) = publish_all(0, 1000, 16);
+        let (took, seen, done, _) = publish_all(0, 1000, 16);
         assert_eq!(
             took,
             Took {
@@ -594,6 +778,10 @@ mod tests {
             }
         );
         assert_eq!((done.written, done.unacknowledged), (1000, 0));
-        assert!(writes <= 1000 / 200 + 1 + 1, "{writes} writes for 1000 messages");
+        assert!(
+            seen.writes <= 1000 / 200 + 1 + 1,
+            "{} writes for 1000 messages",
+            seen.writes
+        );
     }
 }

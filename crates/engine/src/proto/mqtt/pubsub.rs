@@ -80,6 +80,15 @@ pub(crate) async fn drive(run: Rc<Run>, on_tick: &mut dyn FnMut(Duration, &Recor
             plan.publishers
         ));
     }
+    let lowest = pubs.iter().filter_map(|(_, c)| c.receive_max).min();
+    if let Some(r) = lowest.filter(|&r| {
+        plan.qos > 0 && super::publisher::window_of(&plan, Some(r)) < super::publisher::window_of(&plan, None)
+    }) {
+        notes.push(format!(
+            "the broker takes at most {r} unacknowledged messages a client (its Receive Maximum): publishers kept {r} in flight, not --window {}",
+            plan.window
+        ));
+    }
     let listening: Vec<_> = subs
         .into_iter()
         .zip(&books)

@@ -103,6 +103,7 @@ pub(crate) async fn listen(run: Rc<Run>, client: Client, books: Rc<RefCell<Books
         mut stream,
         opened,
         early,
+        ..
     } = client;
     books.borrow_mut().foreign += early;
     listen_on(&run, &mut stream, opened, &books).await;

@@ -12,6 +12,7 @@ use std::time::Instant;
 
 use throng_plan::{MqttPlan, PubSubArgs};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, DuplexStream, ReadBuf};
+use tokio::sync::Notify;
 
 use super::client::Run;
 use super::codec::{self, Next, Reader, Version};
@@ -38,6 +39,10 @@ pub(super) fn run(qos: u8, messages: u64, window: u64) -> Rc<Run> {
 pub(super) struct Counted {
     inner: DuplexStream,
     pub writes: Rc<Cell<u64>>,
+    /// Times the publisher asked TCP to acknowledge at once.
+    pub quick_acks: Rc<Cell<u64>>,
+    /// Told of each such ask (the Nagle broker's ACK).
+    pub acked: Rc<Notify>,
 }
 
 /// A client's end (counted) and the broker's, each holding up to 1 MiB
@@ -48,9 +53,18 @@ pub(super) fn pair() -> (Counted, DuplexStream) {
         Counted {
             inner: a,
             writes: Rc::default(),
+            quick_acks: Rc::default(),
+            acked: Rc::default(),
         },
         b,
     )
+}
+
+impl super::publisher::AckNow for Counted {
+    fn ack_now(&self) {
+        self.quick_acks.set(self.quick_acks.get() + 1);
+        self.acked.notify_one();
+    }
 }
 
 impl AsyncRead for Counted {
@@ -88,7 +102,80 @@ pub(super) struct Took {
 /// A broker for one publisher: each read's PUBLISHes answered (QoS 1:
 /// PUBACK; QoS 2: PUBREC) and PUBRELs (PUBCOMP), all in one write; until
 /// the DISCONNECT or the end of the stream.
-pub(super) async fn broker(mut s: DuplexStream) -> Took {
+pub(super) async fn broker(s: DuplexStream) -> Took {
+    serve(s, false).await
+}
+
+/// The broker of [`broker`] answering as mosquitto does: each answer its
+/// own write, the client let run between two (so it reads them one by one).
+pub(super) async fn trickling_broker(s: DuplexStream) -> Took {
+    serve(s, true).await
+}
+
+/// The broker of [`trickling_broker`] behind TCP with Nagle on (as
+/// mosquitto's sockets are): once it has written, the next answers wait
+/// until the client's ACK comes, with its next data or when it asks for
+/// one (`acked`); a client that waits for them without either waits for
+/// ever (a real one: for a delayed-ACK timeout, 40 ms or more).
+pub(super) async fn nagle_broker(mut s: DuplexStream, acked: Rc<Notify>) -> Took {
+    let (mut reader, mut buf, mut held) = (Reader::default(), vec![0u8; 64 * 1024], Vec::new());
+    let mut took = Took::default();
+    loop {
+        let n = tokio::select! {
+            n = s.read(&mut buf) => n.unwrap_or(0),
+            () = acked.notified() => {
+                // The ACK came: what waited goes in one segment.
+                if !held.is_empty() {
+                    s.write_all(&held).await.expect("the client reads");
+                    held.clear();
+                }
+                continue;
+            }
+        };
+        if n == 0 {
+            return took;
+        }
+        // Data from the client carries its ACK: the first answer goes at
+        // once, the rest wait for the next ACK.
+        let mut unacked = false;
+        reader.push(&buf[..n]);
+        while let Some(Next::Packet(h, body)) = reader.next_ref().expect("MQTT") {
+            answer(h, body, &mut took, &mut held);
+            if !unacked && !held.is_empty() {
+                s.write_all(&held).await.expect("the client reads");
+                held.clear();
+                unacked = true;
+            }
+        }
+        if took.disconnected {
+            return took;
+        }
+    }
+}
+
+/// What `serve` and `nagle_broker` answer to one packet, appended to
+/// `out`.
+fn answer(h: codec::Header, body: &[u8], took: &mut Took, out: &mut Vec<u8>) {
+    match h.kind {
+        codec::PUBLISH => {
+            took.publishes += 1;
+            let d = codec::delivery(h, body, Version::V311).expect("a PUBLISH");
+            match (d.qos, d.id) {
+                (1, Some(id)) => out.extend_from_slice(&codec::puback(id)),
+                (2, Some(id)) => out.extend_from_slice(&codec::ack(codec::PUBREC, id)),
+                _ => {}
+            }
+        }
+        codec::PUBREL => {
+            took.pubrels += 1;
+            out.extend_from_slice(&codec::ack(codec::PUBCOMP, u16::from_be_bytes([body[0], body[1]])));
+        }
+        codec::DISCONNECT => took.disconnected = true,
+        _ => {}
+    }
+}
+
+async fn serve(mut s: DuplexStream, trickle: bool) -> Took {
     let (mut reader, mut buf, mut out) = (Reader::default(), vec![0u8; 64 * 1024], Vec::new());
     let mut took = Took::default();
     loop {
@@ -99,22 +186,11 @@ pub(super) async fn broker(mut s: DuplexStream) -> Took {
         reader.push(&buf[..n]);
         out.clear();
         while let Some(Next::Packet(h, body)) = reader.next_ref().expect("MQTT") {
-            match h.kind {
-                codec::PUBLISH => {
-                    took.publishes += 1;
-                    let d = codec::delivery(h, body, Version::V311).expect("a PUBLISH");
-                    match (d.qos, d.id) {
-                        (1, Some(id)) => out.extend_from_slice(&codec::puback(id)),
-                        (2, Some(id)) => out.extend_from_slice(&codec::ack(codec::PUBREC, id)),
-                        _ => {}
-                    }
-                }
-                codec::PUBREL => {
-                    took.pubrels += 1;
-                    out.extend_from_slice(&codec::ack(codec::PUBCOMP, u16::from_be_bytes([body[0], body[1]])));
-                }
-                codec::DISCONNECT => took.disconnected = true,
-                _ => {}
+            answer(h, body, &mut took, &mut out);
+            if trickle && !out.is_empty() {
+                s.write_all(&out).await.expect("the client reads");
+                out.clear();
+                tokio::task::yield_now().await;
             }
         }
         if !out.is_empty() {
