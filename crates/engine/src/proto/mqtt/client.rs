@@ -219,3 +219,31 @@ async fn handshake(
     run.rec.borrow_mut().phase(now, Phase::Subscribe, now - t1);
     Ok((early, receive_max))
 }
+
+/// A connection whose TCP can be told to acknowledge what it has received
+/// now rather than wait for data of ours to carry the ACK.
+pub(crate) trait AckNow {
+    /// The ACK owed for what was read goes now (TCP_QUICKACK, value 2);
+    /// later ones are delayed as before, so this is asked each time.
+    fn ack_now(&self);
+}
+
+impl AckNow for Transport {
+    fn ack_now(&self) {
+        use std::os::fd::AsRawFd;
+        // 2: the ACK owed goes now, and later ones are delayed again (1
+        // would leave delayed ACKs off, and each read would send one).
+        let two: libc::c_int = 2;
+        // SAFETY: setsockopt reads an int we own, of the size we pass. Only
+        // a hint: without it the broker's answers come later, not never.
+        unsafe {
+            libc::setsockopt(
+                self.tcp().as_raw_fd(),
+                libc::IPPROTO_TCP,
+                libc::TCP_QUICKACK,
+                (&raw const two).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            );
+        }
+    }
+}

@@ -18,7 +18,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 use tokio::time::Instant as TokioInstant;
 
 use super::books::Stamp;
-use super::client::{Client, Run};
+use super::client::{AckNow, Client, Run};
 use super::codec::{self, Next, Packet, Reader};
 use super::{disconnect, io_fail, send};
 use crate::worker::state::RunState;
@@ -410,20 +410,8 @@ async fn publish_on<S: AsyncRead + AsyncWrite + AckNow + Unpin>(
         tokio::select! {
             biased;
             r = stream.read(&mut buf) => {
-                let n = match r {
-                    Ok(n) if n > 0 => n,
-                    Ok(_) => { me.fail_all(ErrorClass::Eof); break true; }
-                    Err(e) => { me.fail_all(io_fail(e)); break true; }
-                };
-                reader.push(&buf[..n]);
-                b.out.clear();
-                if let Err(class) = take_acks(&mut me, &mut reader, Instant::now(), &mut b.out) {
+                if let Err(class) = take_read(&mut me, r, &buf, &mut reader, &mut b.out, stream).await {
                     me.fail_all(class);
-                    break true;
-                }
-                // The PUBRELs of one read in one write.
-                if !b.out.is_empty() && send(stream, &b.out).await.is_err() {
-                    me.fail_all(ErrorClass::Eof);
                     break true;
                 }
                 // Waiting on more acknowledgements with nothing to write:
@@ -504,35 +492,6 @@ async fn publish_on<S: AsyncRead + AsyncWrite + AckNow + Unpin>(
     me.outcome(p, published)
 }
 
-/// A connection whose TCP can be told to acknowledge what it has received
-/// now rather than wait for data of ours to carry the ACK.
-pub(crate) trait AckNow {
-    /// TCP_QUICKACK: the next segments read are acknowledged at once (the
-    /// kernel goes back to delaying ACKs by itself, so this is asked again
-    /// each time it is needed).
-    fn ack_now(&self);
-}
-
-impl AckNow for crate::transport::Transport {
-    fn ack_now(&self) {
-        use std::os::fd::AsRawFd;
-        // 2: the ACK owed goes now, and later ones are delayed again (1
-        // would leave delayed ACKs off, and each read would send one).
-        let two: libc::c_int = 2;
-        // SAFETY: setsockopt reads an int we own, of the size we pass. Only
-        // a hint: without it the broker's answers come later, not never.
-        unsafe {
-            libc::setsockopt(
-                self.tcp().as_raw_fd(),
-                libc::IPPROTO_TCP,
-                libc::TCP_QUICKACK,
-                (&raw const two).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            );
-        }
-    }
-}
-
 /// Publisher `p`'s share of --rate (the gap between its slots), and its
 /// slots' offset so that the publishers take turns; none in a closed loop.
 fn pacing(plan: &throng_plan::MqttPlan, p: u64) -> (Option<Duration>, Option<Duration>) {
@@ -565,6 +524,32 @@ async fn until_due(due: Instant) {
     if due > Instant::now() {
         tokio::time::sleep_until(TokioInstant::from_std(due)).await;
     }
+}
+
+/// Takes a read of `buf`'s first `r` bytes into `reader` and handles
+/// the acknowledgements in it, the PUBRELs they call for written in one
+/// write (`out`); the class the messages in flight fail as when the
+/// connection must end.
+async fn take_read<S: AsyncWrite + Unpin>(
+    me: &mut Pub<'_>,
+    r: std::io::Result<usize>,
+    buf: &[u8],
+    reader: &mut Reader,
+    out: &mut Vec<u8>,
+    stream: &mut S,
+) -> Result<(), ErrorClass> {
+    let n = match r {
+        Ok(n) if n > 0 => n,
+        Ok(_) => return Err(ErrorClass::Eof),
+        Err(e) => return Err(io_fail(e)),
+    };
+    reader.push(buf.get(..n).unwrap_or(buf));
+    out.clear();
+    take_acks(me, reader, Instant::now(), out)?;
+    if !out.is_empty() && send(stream, out).await.is_err() {
+        return Err(ErrorClass::Eof);
+    }
+    Ok(())
 }
 
 /// Handles the acknowledgements `reader` holds (read at `now`), the

@@ -60,7 +60,7 @@ pub(super) fn pair() -> (Counted, DuplexStream) {
     )
 }
 
-impl super::publisher::AckNow for Counted {
+impl super::client::AckNow for Counted {
     fn ack_now(&self) {
         self.quick_acks.set(self.quick_acks.get() + 1);
         self.acked.notify_one();
