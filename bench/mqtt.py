@@ -5,14 +5,15 @@ mosquitto (CPU 0, anonymous, no persistence) takes the messages; each generator
 runs on CPU 1 with PUBLISHERS publishing clients, no subscribers (mqtt-benchmark
 has none), PAYLOAD-byte payloads, MESSAGES messages per publisher, at QoS 0 and
 QoS 1 (closed loop: throng keeps WINDOW messages unacknowledged per
-publisher, 16 unless --window says, mqtt-benchmark's rumqttc its own
-in-flight limit, 100). Runs are
+publisher, 100 unless --window says, the in-flight limit of mqtt-benchmark's
+rumqttc, so that both keep as many unacknowledged; throng's own default is
+16). Runs are
 interleaved (throng, mqtt-benchmark, throng, ...); the table gives the median
 and every run in the order they ran. Figures are messages the tool counted
 as published (QoS 0: written; QoS 1: acknowledged by PUBACK) per CPU-second of
 the generator process (user + system, read with wait4).
 
-    bench/mqtt.py [--messages 100000] [--runs 3] [--publishers 4] [--window 16] [--only qos0|qos1]
+    bench/mqtt.py [--messages 100000] [--runs 3] [--publishers 4] [--window 100] [--only qos0|qos1]
 
 Missing peers are skipped and said so. Needs mosquitto (apt-get install
 mosquitto) and taskset; the peer from `cargo install mqtt-benchmark` (the Rust
@@ -52,7 +53,8 @@ def main():
     ap.add_argument("--messages", type=int, default=100000, help="messages per publisher")
     ap.add_argument("--publishers", type=int, default=4)
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--window", type=int, default=16, help="throng's --window (rumqttc keeps 100 in flight)")
+    ap.add_argument("--window", type=int, default=100,
+                    help="throng's --window: 100, as many in flight as rumqttc keeps (throng's own default is 16)")
     ap.add_argument("--only", choices=["qos0", "qos1"], action="append")
     ap.add_argument("--skip-build", action="store_true")
     args = ap.parse_args()
