@@ -334,7 +334,7 @@ pub(crate) async fn publish(run: Rc<Run>, p: u64, client: Client, start: Instant
 /// A publisher's window: --window, or the broker's Receive Maximum when
 /// lower (more in flight would be a protocol error the broker may end the
 /// connection for).
-pub(crate) fn window_of(plan: &throng_plan::MqttPlan, receive_max: Option<u16>) -> usize {
+fn window_of(plan: &throng_plan::MqttPlan, receive_max: Option<u16>) -> usize {
     let window = usize::try_from(plan.window).unwrap_or(usize::MAX);
     receive_max.map_or(window, |r| window.min(usize::from(r)))
 }
@@ -418,7 +418,9 @@ async fn publish_on<S: AsyncRead + AsyncWrite + AckNow + Unpin>(
                 // no data of ours will carry TCP's ACK of this read, and a
                 // broker with Nagle on (mosquitto) holds its next
                 // acknowledgements until that ACK comes, by default up to
-                // a delayed-ACK timeout (40 ms or more). Acknowledge at once.
+                // a delayed-ACK timeout (40 ms or more). The ACK is owed:
+                // asked for once a turn of the scheduler brings nothing
+                // more to read.
                 let free = window.saturating_sub(me.flights.len());
                 let writes_next = more && gap.is_none() && free >= refill(window, quota, slot);
                 ack_owed = plan.qos > 0 && !me.flights.is_empty() && !writes_next;
