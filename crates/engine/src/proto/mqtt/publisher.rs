@@ -414,13 +414,10 @@ async fn publish_on<S: AsyncRead + AsyncWrite + AckNow + Unpin>(
                     me.fail_all(class);
                     break true;
                 }
-                // Waiting on more acknowledgements with nothing to write:
-                // no data of ours will carry TCP's ACK of this read, and a
-                // broker with Nagle on (mosquitto) holds its next
-                // acknowledgements until that ACK comes, by default up to
-                // a delayed-ACK timeout (40 ms or more). The ACK is owed:
-                // asked for once a turn of the scheduler brings nothing
-                // more to read.
+                // Nothing to write: no data of ours carries TCP's ACK of
+                // this read, and a broker with Nagle on (mosquitto) holds
+                // its next answers for it (40 ms or more, delayed). Owed:
+                // asked for once a scheduler turn brings nothing to read.
                 let free = window.saturating_sub(me.flights.len());
                 let writes_next = more && gap.is_none() && free >= refill(window, quota, slot);
                 ack_owed = plan.qos > 0 && !me.flights.is_empty() && !writes_next;
