@@ -215,6 +215,11 @@ cargo test --workspace --all-targets --no-fail-fast "$@" -- --include-ignored "$
 # One closing line for the whole suite, summed over every test binary; the
 # tests left out above are "filtered out" by libtest and counted as ignored.
 for t in "${not_run[@]}"; do echo "scripts/test.sh: not run here: $t" >&2; done
+# Why each failed test failed, again at the end where a clipped log still
+# shows it: its panic's place and the message's first lines (at most 60
+# lines in all, each cut at 300 characters).
+awk '/^thread .* panicked at / { n = 3 }
+     n > 0 && shown < 60 { print "failed: " substr($0, 1, 300); shown++; n-- }' "$log"
 awk '/^test result:/ { for (i = 1; i <= NF; i++) {
          if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i
          if ($(i+1) ~ /^ignored/) g += $i; if ($(i+1) == "filtered" && $(i+2) ~ /^out/) g += $i } }

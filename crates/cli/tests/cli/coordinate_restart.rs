@@ -7,7 +7,7 @@
 use crate::common;
 use crate::coordinate::{Agent, nginx, token_file};
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
@@ -16,16 +16,53 @@ use throng_result::RunResult;
 
 const TOKEN: &str = "tok-restart-51a9";
 
+/// A running `throng coordinate`, its stderr kept in a file beside the
+/// result so that a wait that fails says what the coordinator said.
+struct Coordinator {
+    child: Child,
+    stderr: PathBuf,
+}
+
+impl Coordinator {
+    /// Waits (bounded) until `ready` holds while the coordinator runs: one
+    /// that ended first, or a wait past the limit, fails with its exit and
+    /// what it said.
+    fn wait_until(&mut self, what: &str, mut ready: impl FnMut() -> bool) {
+        let deadline = Instant::now() + common::RUN_LIMIT;
+        while !ready() {
+            let ended = self.child.try_wait().unwrap();
+            if ended.is_some() || Instant::now() >= deadline {
+                let said = std::fs::read_to_string(&self.stderr).unwrap_or_default();
+                let state = ended.map_or("still running".to_string(), |s| format!("ended first ({s})"));
+                panic!("{what}: the coordinator {state}; it said:\n{said}");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Waits (bounded) until the journal holds live figures of every agent.
+    fn wait_for_live_figures(&mut self, journal: &Path) {
+        self.wait_until("no live figures in the journal", || live_figures_in(journal));
+    }
+
+    /// kill -9, and the exit collected.
+    fn kill(mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+}
+
 /// `throng coordinate --agents A,B --token-file F --json JSON -- COMMAND`,
 /// running.
-fn start(agents: &[&Agent], token: &Path, json: &Path, command: &[&str]) -> Child {
+fn start(agents: &[&Agent], token: &Path, json: &Path, command: &[&str]) -> Coordinator {
     start_with(agents, token, json, &[], command)
 }
 
 /// [`start`] with the coordinator's `flags`.
-fn start_with(agents: &[&Agent], token: &Path, json: &Path, flags: &[&str], command: &[&str]) -> Child {
+fn start_with(agents: &[&Agent], token: &Path, json: &Path, flags: &[&str], command: &[&str]) -> Coordinator {
     let list: Vec<&str> = agents.iter().map(|a| a.addr.as_str()).collect();
-    throng()
+    let stderr = json.with_extension("stderr");
+    let child = throng()
         .args(["coordinate", "--agents", &list.join(","), "--token-file"])
         .arg(token)
         .arg("--json")
@@ -34,23 +71,22 @@ fn start_with(agents: &[&Agent], token: &Path, json: &Path, flags: &[&str], comm
         .arg("--")
         .args(command)
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(std::fs::File::create(&stderr).unwrap())
         .spawn()
-        .unwrap()
+        .unwrap();
+    Coordinator { child, stderr }
 }
 
-/// Waits (bounded) until the journal holds live figures of every agent.
-fn wait_for_live_figures(journal: &Path) {
-    wait_until("no live figures in the journal", || {
-        std::fs::read(journal)
-            .ok()
-            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-            .is_some_and(|j| {
-                j["seqs"]
-                    .as_array()
-                    .is_some_and(|s| s.iter().all(|n| n.as_u64() > Some(0)))
-            })
-    });
+/// Whether the journal holds live figures of every agent.
+fn live_figures_in(journal: &Path) -> bool {
+    std::fs::read(journal)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .is_some_and(|j| {
+            j["seqs"]
+                .as_array()
+                .is_some_and(|s| s.iter().all(|n| n.as_u64() > Some(0)))
+        })
 }
 
 /// Waits (bounded) until `ready` holds.
@@ -126,22 +162,13 @@ fn a_coordinator_killed_mid_run_is_resumed_and_every_request_counted_once() {
         &[&a, &b],
         &token,
         &json,
-        &["http", &server.url("/"), "-r", "100", "-d", "8s", "-c", "2"],
+        &["http", &server.url("/"), "-r", "100", "-d", "15s", "-c", "2"],
     );
     // Under way, with live figures of both agents in the journal: kill -9.
-    wait_until("no live figures in the journal", || {
-        std::fs::read(&journal)
-            .ok()
-            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-            .is_some_and(|j| {
-                j["seqs"]
-                    .as_array()
-                    .is_some_and(|s| s.iter().all(|n| n.as_u64() > Some(0)))
-            })
-            && common::access_log(&log).len() >= 150
+    run.wait_until("no live figures in the journal, or under 150 requests logged", || {
+        live_figures_in(&journal) && common::access_log(&log).len() >= 150
     });
-    run.kill().unwrap();
-    run.wait().unwrap();
+    run.kill();
     assert!(!json.exists(), "the killed coordinator wrote no result");
     let text = std::fs::read_to_string(&journal).unwrap();
     assert!(!text.contains(TOKEN), "the token is not in the journal: {text}");
@@ -181,9 +208,8 @@ fn a_resume_after_the_run_ended_still_collects_both_parts() {
         &json,
         &["http", &server.url("/"), "-r", "50", "-n", "300", "-c", "8"],
     );
-    wait_until("no requests arrived", || common::access_log(&log).len() >= 30);
-    run.kill().unwrap();
-    run.wait().unwrap();
+    run.wait_until("no requests arrived", || common::access_log(&log).len() >= 30);
+    run.kill();
     // Both parts end without a coordinator, and keep their results.
     wait_until("the agents did not keep their results", || {
         said(&a, "keeping its result") && said(&b, "keeping its result")
@@ -247,9 +273,8 @@ fn a_resumed_coordinator_aborts_on_a_failed_threshold_as_the_first_would() {
             "requests: count < 300",
         ],
     );
-    wait_for_live_figures(&journal);
-    run.kill().unwrap();
-    run.wait().unwrap();
+    run.wait_for_live_figures(&journal);
+    run.kill();
     assert!(!json.exists(), "the killed coordinator wrote no result");
     let (code, stderr) = resume(&journal, &token);
     assert_eq!(code, 99, "{stderr}");
@@ -292,9 +317,8 @@ fn kill_coordinator_then_agent_b(flags: &[&str]) -> (String, std::path::PathBuf,
         flags,
         &["http", &server.url("/"), "-r", "50", "-d", "6s", "-c", "2"],
     );
-    wait_for_live_figures(&journal);
-    run.kill().unwrap();
-    run.wait().unwrap();
+    run.wait_for_live_figures(&journal);
+    run.kill();
     let b_addr = b.addr.clone();
     drop(b);
     (
