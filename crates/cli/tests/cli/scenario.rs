@@ -282,6 +282,32 @@ fn arrival_rates_start_on_schedule_and_drop_what_no_vu_can_take() {
     assert!(r.result().coordinated_omission_free);
 }
 
+/// One VU and four workers: every arrival goes to the worker that has the
+/// VU (dealt round the workers, three of four would have been dropped for
+/// want of one), and the first finds it idle before it ever ran.
+#[test]
+fn an_arrival_rate_with_fewer_vus_than_workers_drops_nothing() {
+    let lab = lab(None);
+    let yaml = r#"
+target: TARGET
+scenarios:
+  sparse:
+    executor: constant-arrival-rate
+    rate: 2
+    duration: 3s
+    pre_allocated_vus: 1
+    flow:
+      - request: { name: one, path: / }
+"#;
+    let s = scenario(yaml, &format!("http://{}", lab.addr()));
+    let r = run(s, &["--threads", "4"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert_consistent(&r);
+    // 2/s for 3 s: 6 starts, 500 ms apart, each a request of about 1 ms.
+    assert_eq!(r.stats().dropped_iterations, 0, "{}", r.stdout);
+    assert_eq!(r.tag("step:one").requests, 6, "{}", r.stdout);
+}
+
 const CAPTURE: &str = r#"
 target: TARGET
 scenarios:

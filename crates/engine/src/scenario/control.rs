@@ -95,22 +95,32 @@ pub(super) async fn open_controller(guard: TaskGuard, sc: Rc<Scen>) {
     let ctx = &guard.0;
     // The segment's share of the VUs, then this worker's share of that.
     let (pre, max) = sc.def.executor.segment_open_vus(&sc.segment);
-    let pre = share(pre, sc.worker, sc.workers) as usize;
-    let max = share(max, sc.worker, sc.workers) as usize;
-    // Pre-allocated VUs start idle; they connect on their first iteration.
+    // No more workers take arrivals than there are VUs: a worker without
+    // one would drop every arrival dealt to it.
+    let workers = sc.workers.min(u32::try_from(max).unwrap_or(u32::MAX)).max(1);
+    if sc.worker >= workers {
+        sc.schedule_done.set(true);
+        return;
+    }
+    let pre = share(pre, sc.worker, workers) as usize;
+    let max = share(max, sc.worker, workers) as usize;
+    // Pre-allocated VUs start idle, in line for the first arrival before
+    // they first run; they connect on their first iteration.
     for slot in 0..pre {
         spawn_vu(&sc, ctx, slot, None);
+        sc.slots.borrow_mut()[slot].queued = true;
+        sc.idle.borrow_mut().push(slot);
     }
     let curve = sc.def.executor.arrivals();
     let count = curve.as_ref().map_or(0, throng_scenario::ArrivalCurve::count);
     let gap = Duration::from_secs_f64(
-        sc.def.executor.length().as_secs_f64() * f64::from(sc.workers) / (sc.segment.share(count).max(1) as f64),
+        sc.def.executor.length().as_secs_f64() * f64::from(workers) / (sc.segment.share(count).max(1) as f64),
     );
     let mut pacer = Pacer::new(gap);
     // The segment's arrivals of the whole schedule, every workers-th.
     let mut arrivals = curve
         .as_ref()
-        .map(|c| throng_scenario::segment_arrivals(c, &sc.segment, sc.worker, sc.workers));
+        .map(|c| throng_scenario::segment_arrivals(c, &sc.segment, sc.worker, workers));
     // After dropping, look again no sooner than this: the VUs need time to
     // come free.
     let mut not_before = sc.start;
@@ -130,6 +140,7 @@ pub(super) async fn open_controller(guard: TaskGuard, sc: Rc<Scen>) {
                 let waker = {
                     let mut slots = sc.slots.borrow_mut();
                     slots[slot].job = Some(due);
+                    slots[slot].queued = false;
                     slots[slot].waker.take()
                 };
                 if let Some(w) = waker {
@@ -181,6 +192,7 @@ fn spawn_vu(sc: &Rc<Scen>, ctx: &Rc<Ctx>, slot: usize, job: Option<Instant>) {
         s.killed = false;
         s.retire_at = None;
         s.job = job;
+        s.queued = false;
     }
     sc.active.set(sc.active.get() + 1);
     with_scen(ctx, |r| r.vus(Instant::now(), sc.index, sc.active.get()));

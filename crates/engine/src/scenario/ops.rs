@@ -183,6 +183,8 @@ pub(super) struct Slot {
     pub(super) killed: bool,
     /// Open models: the intended start handed to this VU.
     pub(super) job: Option<Instant>,
+    /// Open models: in the idle list, waiting for a job.
+    pub(super) queued: bool,
     pub(super) waker: Option<Waker>,
 }
 

@@ -134,10 +134,15 @@ async fn cut_off(sc: &Scen, slot: usize) {
 /// Open models: waits idle for the next intended start; None when the
 /// schedule is over.
 async fn next_job(sc: &Scen, ctx: &Ctx, slot: usize) -> Option<Instant> {
-    if let Some(due) = sc.slots.borrow_mut().get_mut(slot).and_then(|s| s.job.take()) {
-        return Some(due);
+    if let Some(s) = sc.slots.borrow_mut().get_mut(slot) {
+        if let Some(due) = s.job.take() {
+            return Some(due);
+        }
+        // In line once: a pre-allocated VU was put there before it ran.
+        if !std::mem::replace(&mut s.queued, true) {
+            sc.idle.borrow_mut().push(slot);
+        }
     }
-    sc.idle.borrow_mut().push(slot);
     poll_fn(|cx| {
         let mut slots = sc.slots.borrow_mut();
         let Some(s) = slots.get_mut(slot) else {
