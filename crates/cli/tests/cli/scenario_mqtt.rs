@@ -294,6 +294,114 @@ fn the_docs_sensors_example_runs_as_written_against_mosquitto_and_the_lab() {
     assert!(!text.contains("docs-pw") && !shown.contains("docs-pw"));
 }
 
+/// A kept session with a 1 s keep-alive, idle on the broker for about
+/// 3.5 s (a 1.5 s HTTP request, then a 2 s think): mosquitto closes a
+/// client silent for 1.5 × its keep-alive, so without PINGREQs between
+/// steps the second step would find the session gone (`eof`).
+#[test]
+fn a_kept_session_pings_through_the_steps_between_and_stays_open() {
+    let server = lab(None);
+    let mut broker = Mosquitto::start("");
+    let yaml = r#"
+target: TARGET
+scenarios:
+  idle:
+    executor: per-vu-iterations
+    vus: 2
+    iterations: 1
+    flow:
+      - mqtt:
+          url: BROKER
+          name: hello
+          client_id: 'idle-{{vu}}'
+          keepalive: 1s
+          keep: true
+          messages:
+            - subscribe: 'idle/{{vu}}'
+              qos: 1
+      - request: { path: '/delay/1500', name: slow }
+      - think: 2s
+      - mqtt:
+          url: BROKER
+          name: back
+          keep: true
+          messages:
+            - publish: 'idle/{{vu}}'
+              payload: 'still here'
+              qos: 1
+            - expect: { topic: 'idle/{{vu}}', payload: 'still here' }
+"#;
+    let (code, r, shown, _) = run(
+        yaml,
+        &format!("http://{}", server.addr()),
+        &format!("mqtt://127.0.0.1:{}", broker.port),
+    );
+    assert_eq!(code, 0, "{shown}");
+    assert_books_balance(&r);
+    let m = &r.measurements;
+    assert_eq!((m.requests.attempted, m.requests.ok), (6, 6), "{shown}");
+    assert_eq!(tag(&r, "step:back"), (2, 0), "{shown}");
+    // One CONNECT a VU: the session was kept, not opened again.
+    assert_eq!(phase(&r, "handshake"), 2, "{shown}");
+    assert_pinged(&mut broker, &["idle-1", "idle-2"]);
+}
+
+/// mosquitto closed no client for silence, and each of `clients` sent it
+/// at least 2 PINGREQs.
+fn assert_pinged(broker: &mut Mosquitto, clients: &[&str]) {
+    let log = broker.stop();
+    assert!(!log.contains("exceeded timeout"), "{log}");
+    for id in clients {
+        let pings = log
+            .lines()
+            .filter(|l| l.contains(&format!("Received PINGREQ from {id}")))
+            .count();
+        assert!(pings >= 2, "{id}: {pings} PINGREQs:\n{log}");
+    }
+}
+
+/// An open model's VU kept alive while it waits for its next iteration:
+/// one iteration every 3 s, a 1 s keep-alive, the session kept across.
+#[test]
+fn a_kept_session_pings_while_its_vu_waits_for_the_next_arrival() {
+    let server = lab(None);
+    let mut broker = Mosquitto::start("");
+    let yaml = r#"
+target: TARGET
+scenarios:
+  arrivals:
+    executor: constant-arrival-rate
+    rate: 1
+    time_unit: 3s
+    duration: 5s
+    pre_allocated_vus: 1
+    flow:
+      - mqtt:
+          url: BROKER
+          name: beat
+          client_id: 'arrival-{{vu}}'
+          keepalive: 1s
+          keep: true
+          messages:
+            - subscribe: 'beat/{{vu}}'
+              qos: 1
+            - publish: 'beat/{{vu}}'
+              payload: 'beat {{iter}}'
+              qos: 1
+            - expect: { topic: 'beat/{{vu}}' }
+"#;
+    let (code, r, shown, _) = run(
+        yaml,
+        &format!("http://{}", server.addr()),
+        &format!("mqtt://127.0.0.1:{}", broker.port),
+    );
+    assert_eq!(code, 0, "{shown}");
+    assert_books_balance(&r);
+    assert_eq!(tag(&r, "step:beat"), (2, 0), "{shown}");
+    assert_eq!(phase(&r, "handshake"), 1, "{shown}");
+    assert_pinged(&mut broker, &["arrival-1"]);
+}
+
 #[test]
 fn a_step_cut_off_by_the_end_of_the_run_is_interrupted_and_its_session_closed() {
     let server = lab(None);

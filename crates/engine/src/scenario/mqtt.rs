@@ -68,8 +68,55 @@ async fn send(ctx: &Ctx, s: &mut MqttKept, bytes: &[u8], limit: Duration) -> Res
         Ok(r) => r?,
         Err(_) => return Err(ErrorClass::TimeoutResponse),
     }
-    ctx.rec.borrow_mut().sent(Instant::now(), bytes.len() as u64);
+    let now = Instant::now();
+    s.sent_ms = u32::try_from(now.duration_since(s.conn.opened).as_millis()).unwrap_or(u32::MAX);
+    ctx.rec.borrow_mut().sent(now, bytes.len() as u64);
     Ok(())
+}
+
+/// Runs `work` on the VU (a step other than `mqtt:`, a think time, an open
+/// model's wait for its next iteration) while a session the VU kept stays
+/// alive: a PINGREQ whenever nothing went on it for its keep-alive, as MQTT
+/// asks of a client (a broker closes one silent for 1.5 × its keep-alive).
+/// The work waits while the two bytes are written; a write held past 1 s
+/// (the broker reads nothing) ends the pings, and the session's next step
+/// finds what is wrong. The PINGRESPs are read, and passed over, by that
+/// step. A VU cut off meanwhile closes the session.
+pub(super) async fn keeping_alive<T>(ctx: &Ctx, vu: &mut Vu, work: impl AsyncFnOnce(&mut Vu) -> T) -> T {
+    if vu.mqtt.is_none() {
+        return work(vu).await;
+    }
+    // Boxed: a VU without a kept session keeps its smaller future.
+    Box::pin(pinging(ctx, vu, work)).await
+}
+
+/// [`keeping_alive`] with a kept session.
+async fn pinging<T>(ctx: &Ctx, vu: &mut Vu, work: impl AsyncFnOnce(&mut Vu) -> T) -> T {
+    let Some(kept) = vu.mqtt.take() else {
+        return work(vu).await;
+    };
+    let mut held = Held::new(ctx, kept);
+    let s = held.get();
+    let out = {
+        let mut work = std::pin::pin!(work(vu));
+        let every = Duration::from_secs(u64::from(s.keepalive_secs));
+        let mut pinging = !every.is_zero();
+        loop {
+            let due = match s.sent_ms {
+                u32::MAX => Instant::now(),
+                ms => s.conn.opened + Duration::from_millis(u64::from(ms)),
+            } + every;
+            tokio::select! {
+                biased;
+                out = work.as_mut() => break out,
+                () = tokio::time::sleep_until(due.into()), if pinging => {
+                    pinging = send(ctx, s, &codec::PINGREQ_BYTES, DISCONNECT_LIMIT).await.is_ok();
+                }
+            }
+        }
+    };
+    vu.mqtt = held.take();
+    out
 }
 
 /// What reading a session yields besides the deliveries it acknowledges.
@@ -214,6 +261,8 @@ async fn open<'a>(
             version: version(step.version),
             next_id: 0,
             held: VecDeque::new(),
+            keepalive_secs: u16::try_from(step.keepalive.as_secs()).unwrap_or(u16::MAX),
+            sent_ms: 0,
         },
     );
     let s = held.get();
@@ -224,7 +273,7 @@ async fn open<'a>(
             version: s.version,
             client_id: &hello.client_id,
             clean_start: step.clean_start,
-            keepalive_secs: u16::try_from(step.keepalive.as_secs()).unwrap_or(u16::MAX),
+            keepalive_secs: s.keepalive_secs,
             session_expiry: None,
             user: hello.user.as_deref(),
             password: hello.password.as_ref().map(|p| p.as_bytes()),

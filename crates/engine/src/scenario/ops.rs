@@ -153,6 +153,12 @@ pub(super) struct MqttKept {
     pub(super) version: crate::proto::mqtt::codec::Version,
     /// The last packet identifier used (0: none yet).
     pub(super) next_id: u16,
+    /// The keep-alive announced in CONNECT, in seconds (0: none), and when
+    /// a packet last went, in milliseconds after the connection opened
+    /// (`u32::MAX`: 49 days or more): a kept session idle for a keep-alive
+    /// sends a PINGREQ. Small, as every VU carries a session's room.
+    pub(super) keepalive_secs: u16,
+    pub(super) sent_ms: u32,
     /// Deliveries read while an acknowledgement was awaited, for the
     /// expects after it.
     pub(super) held: std::collections::VecDeque<Delivered>,

@@ -50,7 +50,8 @@ pub(super) async fn vu(guard: TaskGuard, sc: Rc<Scen>, slot: usize) {
             break;
         }
         let intended = if open {
-            match next_job(&sc, ctx, slot).await {
+            // Idle until then: a session the VU kept is kept alive.
+            match mqtt::keeping_alive(ctx, &mut vu, async |_| next_job(&sc, ctx, slot).await).await {
                 Some(due) => {
                     let now = Instant::now();
                     ctx.rec
@@ -195,17 +196,39 @@ async fn iteration(ctx: &Ctx, sc: &Scen, vu: &mut Vu, intended: Option<Instant>)
         }
         pc += 1;
         match op {
-            Op::Request(r) => request::request(ctx, sc, vu, r, origin.take()).await,
+            // A session a VU kept from an `mqtt:` step is kept alive
+            // through the steps that are not its own.
+            Op::Request(r) if vu.mqtt.is_none() => request::request(ctx, sc, vu, r, origin.take()).await,
             // Boxed: HTTP/1.1 VUs keep their smaller future.
-            Op::Grpc(g) => Box::pin(grpc::call(ctx, sc, vu, g, origin.take())).await,
-            Op::WebSocket(w) => Box::pin(ws::step(ctx, sc, vu, w, origin.take())).await,
+            Op::Request(r) => {
+                let origin = origin.take();
+                Box::pin(mqtt::keeping_alive(ctx, vu, async |vu| {
+                    request::request(ctx, sc, vu, r, origin).await;
+                }))
+                .await;
+            }
+            Op::Grpc(g) => {
+                let origin = origin.take();
+                Box::pin(mqtt::keeping_alive(ctx, vu, async |vu| {
+                    grpc::call(ctx, sc, vu, g, origin).await
+                }))
+                .await;
+            }
+            Op::WebSocket(w) => {
+                let origin = origin.take();
+                Box::pin(mqtt::keeping_alive(ctx, vu, async |vu| {
+                    ws::step(ctx, sc, vu, w, origin).await
+                }))
+                .await;
+            }
             Op::Mqtt(m) => Box::pin(mqtt::step(ctx, sc, vu, m, origin.take())).await,
             Op::Think(t) => {
                 let d = match *t {
                     Think::Fixed(d) => d,
                     Think::Range(a, b) => a + (b - a).mul_f64(vu.rng.next_f64()),
                 };
-                if !sleep_until(ctx, Instant::now() + d).await {
+                let at = Instant::now() + d;
+                if !mqtt::keeping_alive(ctx, vu, async |_| sleep_until(ctx, at).await).await {
                     return false;
                 }
             }
