@@ -260,6 +260,71 @@ scenarios:
     assert_eq!(phase(&r, "puback"), 4, "{shown}");
 }
 
+/// Over WebSocket: rumqttd's WebSocket listener (ws://), and through
+/// nginx's TLS (wss://, with the file's `tls:`): the upgrade once per kept
+/// session, a round trip each iteration, and pings through the binary
+/// messages while the VU thinks past 1.5 × its keep-alive. A path nginx
+/// does not proxy is its 404, in the step's class.
+#[test]
+fn a_broker_over_websocket_is_reached_by_ws_and_wss() {
+    let server = lab(None);
+    let broker = crate::rumqttd::Rumqttd::start();
+    let (_certs_dir, certs) = common::certs();
+    let nginx = common::nginx_wss(&certs, broker.ws);
+    let ca = certs.join("ca.pem").display().to_string();
+    let yaml = r#"
+target: TARGET
+TLS
+scenarios:
+  web:
+    executor: per-vu-iterations
+    vus: 2
+    iterations: 2
+    flow:
+      - mqtt:
+          url: BROKER
+          name: web
+          client_id: 'web-{{vu}}'
+          keepalive: 1s
+          keep: true
+          messages:
+            - subscribe: 'web/{{vu}}'
+              qos: 1
+            - publish: 'web/{{vu}}'
+              payload: 'over websocket {{iter}}'
+              qos: 1
+            - expect: { topic: 'web/{{vu}}', payload: 'over websocket' }
+      - think: 2s
+"#;
+    let target = format!("http://{}", server.addr());
+    for url in [
+        format!("ws://127.0.0.1:{}/mqtt", broker.ws),
+        format!("wss://localhost:{}/ws", nginx.port),
+    ] {
+        let tls = if url.starts_with("wss") {
+            format!("tls: {{ cacert: {ca} }}")
+        } else {
+            String::new()
+        };
+        let (code, r, shown, _) = run(&yaml.replace("TLS", &tls), &target, &url);
+        assert_eq!(code, 0, "{url}: {shown}");
+        assert_books_balance(&r);
+        let m = &r.measurements;
+        assert_eq!((m.requests.attempted, m.requests.ok), (4, 4), "{url}: {shown}");
+        // One session a VU, kept through a think of 2 s: one upgrade and
+        // one CONNECT each.
+        assert_eq!((phase(&r, "upgrade"), phase(&r, "handshake")), (2, 2), "{url}: {shown}");
+        assert_eq!(phase(&r, "tls"), if url.starts_with("wss") { 2 } else { 0 }, "{url}");
+        assert_eq!(phase(&r, "puback"), 4, "{url}: {shown}");
+    }
+    let elsewhere = format!("wss://localhost:{}/mqtt", nginx.port);
+    let tls = format!("tls: {{ cacert: {ca} }}");
+    let (code, r, shown, _) = run(&yaml.replace("TLS", &tls), &target, &elsewhere);
+    assert_eq!(code, 1, "{shown}");
+    assert_books_balance(&r);
+    assert_eq!(r.measurements.requests.error("ws.upgrade_refused.404"), 4, "{shown}");
+}
+
 #[test]
 fn the_docs_sensors_example_runs_as_written_against_mosquitto_and_the_lab() {
     let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/guide/src/scenarios.md"))

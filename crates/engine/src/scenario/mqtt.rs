@@ -251,7 +251,10 @@ async fn open<'a>(
         sleep.as_mut(),
         row.as_deref_mut(),
     );
-    let conn = Box::pin(opening).await?.conn;
+    let mut conn = Box::pin(opening).await?.conn;
+    if let Some(path) = &step.websocket {
+        conn = upgrade(ctx, conn, step, path, sleep.as_mut(), row.as_deref_mut()).await?;
+    }
     let mut held = Held::new(
         ctx,
         MqttKept {
@@ -309,6 +312,52 @@ async fn open<'a>(
         r.phase(Phase::Handshake, now - t0);
     }
     Ok(held)
+}
+
+/// MQTT over WebSocket: the upgrade (asking for the subprotocol `mqtt`)
+/// on `conn`, before `sleep` ends, is the `upgrade` phase; then packets go
+/// in binary messages. A failed upgrade closes the connection.
+async fn upgrade(
+    ctx: &Ctx,
+    conn: Conn,
+    step: &MqttStep,
+    path: &str,
+    sleep: std::pin::Pin<&mut tokio::time::Sleep>,
+    row: Option<&mut crate::rows::Row<'_>>,
+) -> Result<Conn, ErrorClass> {
+    let Conn {
+        stream,
+        opened,
+        id,
+        unreported,
+    } = conn;
+    let host = throng_plan::Authority::new(&step.host, step.port, if step.tls { 443 } else { 80 }).to_string();
+    let t0 = Instant::now();
+    let upgraded = tokio::select! {
+        biased;
+        r = crate::proto::ws::upgrade_stream(stream, path, &host, crate::proto::mqtt::WS_PROTOCOL, &ctx.scratch) => r,
+        () = sleep => Err(ErrorClass::TimeoutHandshake),
+    };
+    let now = Instant::now();
+    match upgraded {
+        Ok(stream) => {
+            ctx.rec.borrow_mut().phase(now, Phase::Upgrade, now - t0);
+            if let Some(r) = row {
+                r.phase(Phase::Upgrade, now - t0);
+            }
+            Ok(Conn {
+                stream,
+                opened,
+                id,
+                unreported,
+            })
+        }
+        Err(class) => {
+            // The stream went with the upgrade: its end is counted here.
+            ctx.rec.borrow_mut().connection_closed(now, now - opened);
+            Err(class)
+        }
+    }
 }
 
 /// DISCONNECT (bounded), then the connection's end recorded (as the

@@ -126,11 +126,16 @@ mod opt_regex {
 pub struct MqttStep {
     /// Its `step` tag (default: `MQTT url`).
     pub name: String,
-    /// As written: `mqtt://HOST:PORT` or `mqtts://HOST:PORT`.
+    /// As written: `mqtt://HOST:PORT`, `mqtts://HOST:PORT`, or over
+    /// WebSocket `ws://HOST:PORT/PATH`, `wss://HOST:PORT/PATH`.
     pub url: String,
     pub host: String,
     pub port: u16,
     pub tls: bool,
+    /// Over WebSocket: the upgrade's path and query (`/mqtt`), asking for
+    /// the subprotocol `mqtt`; packets then go in binary messages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub websocket: Option<String>,
     pub version: MqttVersion,
     /// The client identifier (templated: `{{vu}}` keeps VUs apart).
     pub client_id: Template,

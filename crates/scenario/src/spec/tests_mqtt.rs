@@ -124,9 +124,31 @@ fn a_payload_file_is_read_once_and_bounded() {
 }
 
 #[test]
+fn a_broker_over_websocket_keeps_its_path_and_default_port() {
+    for (url, tls, host, port, path) in [
+        ("ws://127.0.0.1:8080/mqtt", false, "127.0.0.1", 8080, "/mqtt"),
+        ("wss://broker/mqtt?v=1", true, "broker", 443, "/mqtt?v=1"),
+        ("ws://[::1]", false, "::1", 80, "/"),
+        ("ws://b?x=1", false, "b", 80, "/?x=1"),
+    ] {
+        let plan = parse(&with_step(&format!("- mqtt: {{ url: '{url}' }}"))).unwrap();
+        let m = mqtt(&plan, 0);
+        assert_eq!(
+            (m.tls, m.host.as_str(), m.port, m.websocket.as_deref()),
+            (tls, host, port, Some(path)),
+            "{url}"
+        );
+    }
+    assert_eq!(mqtt(&parse(MQTT).unwrap(), 0).websocket, None);
+}
+
+#[test]
 fn mistakes_are_said_at_their_place() {
     let cases = [
-        ("- mqtt: { url: 'http://b' }", "not mqtt:// or mqtts://"),
+        ("- mqtt: { url: 'http://b' }", "not mqtt://, mqtts://, ws:// or wss://"),
+        ("- mqtt: { url: 'ws://u:pw@b/mqtt' }", "has credentials"),
+        ("- mqtt: { url: 'wss://b/mqtt#top' }", "a fragment"),
+        ("- mqtt: { url: 'ws://:80/mqtt' }", "the host is missing"),
         ("- mqtt: { url: 'mqtt://u:pw@b' }", "has credentials"),
         ("- mqtt: { url: 'mqtt://b:0' }", "the port is 1 to 65535"),
         ("- mqtt: { url: 'mqtt://b/x' }", "no path"),

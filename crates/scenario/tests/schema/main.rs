@@ -589,7 +589,23 @@ fn mqtt_steps_pass_both_and_their_mistakes_fail_both() {
         panic!("not an mqtt step: {:?}", plan.scenarios[0].flow[0]);
     };
     assert_eq!(m.messages.len(), 4);
+    // Over WebSocket: the path (and query) allowed, as the parser allows.
+    for url in [
+        "ws://127.0.0.1:8080/mqtt",
+        "wss://broker/mqtt?v=1",
+        "ws://127.0.0.1:8080",
+    ] {
+        let yaml = MQTT.replace("mqtt://127.0.0.1:1883", url);
+        assert_ne!(yaml, MQTT);
+        assert!(violations(&v, &yaml).is_empty(), "{url}: {:#?}", violations(&v, &yaml));
+        parse(&yaml).unwrap_or_else(|e| panic!("{url}: {e}"));
+    }
     let cases = [
+        (
+            "a path on mqtt://",
+            MQTT.replace("mqtt://127.0.0.1:1883", "mqtt://127.0.0.1:1883/mqtt"),
+            "no path",
+        ),
         (
             "an unknown mqtt key",
             MQTT.replace("keepalive: 30s", "keepalives: 30s"),
@@ -603,7 +619,7 @@ fn mqtt_steps_pass_both_and_their_mistakes_fail_both() {
         (
             "not a broker URL",
             MQTT.replace("mqtt://127", "http://127"),
-            "not mqtt:// or mqtts://",
+            "not mqtt://, mqtts://, ws:// or wss://",
         ),
         ("a QoS of 3", MQTT.replace("qos: 2", "qos: 3"), "qos is 0, 1 or 2"),
         (

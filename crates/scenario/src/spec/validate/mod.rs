@@ -774,7 +774,10 @@ impl Validator<'_> {
                     server_name: t.sni,
                 }))
             }
-            (false, Some(_)) => Err(self.err(&["tls:"], "tls: applies to https:// targets and mqtts:// brokers")),
+            (false, Some(_)) => Err(self.err(
+                &["tls:"],
+                "tls: applies to https:// targets and mqtts:// or wss:// brokers",
+            )),
             (false, None) => Ok(None),
         }
     }

@@ -1,4 +1,5 @@
-//! An `mqtt:` step: its broker URL (mqtt:// or mqtts://, no credentials),
+//! An `mqtt:` step: its broker URL (mqtt://, mqtts://, or over WebSocket
+//! ws:// and wss://; no credentials),
 //! the session (version, client id, user, password, keep-alive, clean
 //! start), and messages, each one of subscribe:, publish: or expect: (with
 //! its captures). A `payload_file:` is read once the flows are checked.
@@ -18,7 +19,7 @@ impl Validator<'_> {
         let url_at = format!("url: {}", m.url);
         // At the url: line whether it is quoted or not (then the step's
         // first url: after its key).
-        let (tls, host, port) = self.mqtt_url(&m.url).map_err(|message| {
+        let (tls, host, port, websocket) = self.mqtt_url(&m.url).map_err(|message| {
             self.err_first(
                 &[
                     &[self.root.get(), key, "mqtt:", &url_at],
@@ -80,6 +81,7 @@ impl Validator<'_> {
             host,
             port,
             tls,
+            websocket,
             version,
             client_id,
             user,
@@ -93,18 +95,32 @@ impl Validator<'_> {
     }
 
     /// `mqtt://HOST[:PORT]` or `mqtts://HOST[:PORT]` (1883 and 8883 by
-    /// default), without credentials or a path.
-    fn mqtt_url(&self, url: &str) -> Result<(bool, String, u16), String> {
-        let (tls, rest) = match (url.strip_prefix("mqtt://"), url.strip_prefix("mqtts://")) {
-            (Some(r), _) => (false, r),
-            (_, Some(r)) => (true, r),
-            _ => {
-                return Err(format!(
-                    "url '{url}' is not mqtt:// or mqtts:// (e.g. mqtt://127.0.0.1:1883)"
-                ));
-            }
+    /// default), without credentials or a path; or over WebSocket
+    /// `ws://HOST[:PORT][/PATH]` or `wss://…` (80 and 443), whose path and
+    /// query (`/` when none) the upgrade asks for. Returns (TLS, host,
+    /// port, the WebSocket path).
+    fn mqtt_url(&self, url: &str) -> Result<(bool, String, u16, Option<String>), String> {
+        let schemes = [
+            ("mqtt://", false, false, 1883),
+            ("mqtts://", true, false, 8883),
+            ("ws://", false, true, 80),
+            ("wss://", true, true, 443),
+        ];
+        let Some((rest, tls, ws, default_port)) = schemes
+            .iter()
+            .find_map(|&(scheme, tls, ws, port)| url.strip_prefix(scheme).map(|r| (r, tls, ws, port)))
+        else {
+            return Err(format!(
+                "url '{url}' is not mqtt://, mqtts://, ws:// or wss:// (e.g. mqtt://127.0.0.1:1883, or ws://127.0.0.1:8080/mqtt over WebSocket)"
+            ));
         };
-        let authority = rest.strip_suffix('/').unwrap_or(rest);
+        let (authority, path) = match ws {
+            true => match rest.find(['/', '?']) {
+                Some(i) => (&rest[..i], Some(rest[i..].to_string())),
+                None => (rest, None),
+            },
+            false => (rest.strip_suffix('/').unwrap_or(rest), None),
+        };
         if authority.contains('@') {
             // The URL names the step in reports: a password there would
             // be in every output.
@@ -114,9 +130,18 @@ impl Validator<'_> {
                 throng_plan::mask_userinfo(url)
             ));
         }
-        let bad = |why: &str| format!("url '{url}': {why}; write mqtt://HOST:PORT");
+        let form = if ws { "ws://HOST:PORT/PATH" } else { "mqtt://HOST:PORT" };
+        let bad = |why: &str| format!("url '{url}': {why}; write {form}");
         if authority.contains(['/', '?', '#']) {
-            return Err(bad("an MQTT broker URL has no path or query"));
+            return Err(bad(
+                "an MQTT broker URL has no path or query (only over WebSocket: ws://, wss://)",
+            ));
+        }
+        if path
+            .as_deref()
+            .is_some_and(|p| p.contains('#') || p.chars().any(char::is_whitespace))
+        {
+            return Err(bad("the WebSocket path has a fragment (#) or a space"));
         }
         let (host, port) = match authority.rsplit_once(':') {
             Some((h, p)) if !h.ends_with(':') && (!h.starts_with('[') || h.ends_with(']')) => (
@@ -126,13 +151,18 @@ impl Validator<'_> {
                     .filter(|p| *p > 0)
                     .ok_or_else(|| bad("the port is 1 to 65535"))?,
             ),
-            _ => (authority, if tls { 8883 } else { 1883 }),
+            _ => (authority, default_port),
         };
         let host = host.trim_start_matches('[').trim_end_matches(']');
         if host.is_empty() {
             return Err(bad("the host is missing"));
         }
-        Ok((tls, host.to_string(), port))
+        let websocket = ws.then(|| match path {
+            Some(p) if p.starts_with('/') => p,
+            Some(query) => format!("/{query}"),
+            None => "/".to_string(),
+        });
+        Ok((tls, host.to_string(), port, websocket))
     }
 
     /// An error at message `n` of an `mqtt:` step: at the message's own
