@@ -332,18 +332,13 @@ async fn upgrade(
         unreported,
     } = conn;
     let host = throng_plan::Authority::new(&step.host, step.port, if step.tls { 443 } else { 80 }).to_string();
-    let t0 = Instant::now();
-    let upgraded = tokio::select! {
-        biased;
-        r = crate::proto::ws::upgrade_stream(stream, path, &host, crate::proto::mqtt::WS_PROTOCOL, &ctx.scratch) => r,
-        () = sleep => Err(ErrorClass::TimeoutHandshake),
-    };
+    let upgraded = crate::proto::mqtt::ws_upgrade(stream, path, &host, &ctx.scratch, sleep).await;
     let now = Instant::now();
     match upgraded {
-        Ok(stream) => {
-            ctx.rec.borrow_mut().phase(now, Phase::Upgrade, now - t0);
+        Ok((stream, took)) => {
+            ctx.rec.borrow_mut().phase(now, Phase::Upgrade, took);
             if let Some(r) = row {
-                r.phase(Phase::Upgrade, now - t0);
+                r.phase(Phase::Upgrade, took);
             }
             Ok(Conn {
                 stream,

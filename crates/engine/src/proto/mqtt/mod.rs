@@ -133,6 +133,24 @@ async fn send<S: AsyncWrite + Unpin>(stream: &mut S, bytes: &[u8]) -> Result<(),
     stream.flush().await.map_err(io_fail)
 }
 
+/// MQTT over WebSocket: the upgrade to `path` asking for the subprotocol
+/// `mqtt`, before `sleep` ends (else `timeout.handshake`). Returns the
+/// stream that carries packets in binary messages, and the upgrade's time.
+pub(crate) async fn ws_upgrade(
+    stream: Transport,
+    path: &str,
+    host: &str,
+    scratch: &RefCell<Box<[u8]>>,
+    sleep: Pin<&mut Sleep>,
+) -> Result<(Transport, Duration), ErrorClass> {
+    let t = Instant::now();
+    tokio::select! {
+        biased;
+        r = crate::proto::ws::upgrade_stream(stream, path, host, WS_PROTOCOL, scratch) => Ok((r?, t.elapsed())),
+        () = sleep => Err(ErrorClass::TimeoutHandshake),
+    }
+}
+
 /// Over WebSocket, the upgrade first; CONNECT → CONNACK within the
 /// deadline `sleep` was armed with, then SUBSCRIBE → SUBACK (when the plan
 /// subscribes) within `timeout` more. `conn` is the connection's number
@@ -147,13 +165,9 @@ pub(crate) async fn handshake(
 ) -> Result<Done, ErrorClass> {
     let mut upgrade = None;
     if let Some((path, host)) = &spec.websocket {
-        let t = Instant::now();
-        stream = tokio::select! {
-            biased;
-            r = crate::proto::ws::upgrade_stream(stream, path, host, WS_PROTOCOL, scratch) => r?,
-            () = sleep.as_mut() => return Err(ErrorClass::TimeoutHandshake),
-        };
-        upgrade = Some(t.elapsed());
+        let took;
+        (stream, took) = ws_upgrade(stream, path, host, scratch, sleep.as_mut()).await?;
+        upgrade = Some(took);
     }
     let v = spec.version;
     let client_id = spec::render(&spec.client_id, conn);
